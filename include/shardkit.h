@@ -1,0 +1,25 @@
+/*
+ * shardkit.h - the shardkit library: image datasets as zstd shards.
+ *
+ * Include this one header; it pulls in the parts:
+ *   shardkit/error.h     status codes and per-call error text
+ *   shardkit/image.h     decode, resize, encode
+ *   shardkit/format.h    the shard file format: records, writer, reader
+ *   shardkit/manifest.h  manifest.json and the per-sample index
+ *   shardkit/source.h    scanning directories and archives, labels, CPUs
+ *   shardkit/shardify.h  the whole conversion
+ * Link with `pkg-config --libs shardkit`.
+ */
+#ifndef SHARDKIT_H
+#define SHARDKIT_H
+
+#define SHARDKIT_VERSION "0.1.0"
+
+#include "shardkit/error.h"
+#include "shardkit/format.h"
+#include "shardkit/image.h"
+#include "shardkit/manifest.h"
+#include "shardkit/shardify.h"
+#include "shardkit/source.h"
+
+#endif

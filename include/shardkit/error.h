@@ -1,0 +1,71 @@
+/*
+ * shardkit/error.h - status codes and per-call error text.
+ *
+ * Every library function that can fail returns 0 (SHARD_OK) or one of the
+ * negative codes below.  Numbers are stable: they may be stored and compared.
+ * Functions that can fail also take a `struct shard_err *` (which may be NULL);
+ * on failure it receives the code and a one-line, lower-case message that
+ * names the subject, e.g. "cannot decode 'a/b.jpg': truncated JPEG".
+ * There is no global error state: each caller owns its shard_err, so the
+ * library is safe to use from many threads at once.
+ */
+#ifndef SHARDKIT_ERROR_H
+#define SHARDKIT_ERROR_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum shard_status {
+    SHARD_OK = 0,
+    SHARD_ENOMEM = -1,       /* allocation failed */
+    SHARD_EIO = -2,          /* a system call failed (open, read, write, fsync, rename ...) */
+    SHARD_EINVAL = -3,       /* invalid argument or option value */
+    SHARD_ECORRUPT = -4,     /* damaged data: truncated, bad checksum, inconsistent structure */
+    SHARD_EUNSUPPORTED = -5, /* well-formed but not supported (e.g. 12-bit JPEG) */
+    SHARD_ELIMIT = -6,       /* exceeds a configured limit (pixels, bytes, memory) */
+    SHARD_ENOTIMAGE = -7,    /* not an image: unknown signature */
+    SHARD_ELOCKED = -8,      /* another process holds the destination lock */
+    SHARD_EEXIST = -9,       /* destination holds something we must not replace */
+    SHARD_EMISMATCH = -10,   /* verification found a difference */
+    SHARD_ENOTFOUND = -11,   /* a named file, key or record does not exist */
+    SHARD_ENET = -12,        /* network transfer failed */
+    SHARD_EINTR = -13,       /* interrupted on request (signal); state is resumable */
+    SHARD_EREJECTED = -14,   /* an input was rejected and --on-error fail was in force */
+};
+
+/* Maximum length of a message, including the terminating NUL. */
+#define SHARD_ERRMSG_SIZE 512
+
+struct shard_err {
+    int code;                     /* 0 or a negative enum shard_status */
+    char msg[SHARD_ERRMSG_SIZE];  /* NUL-terminated; "" when code is 0 */
+};
+
+/* Static name of a status code ("corrupt data", "out of memory" ...).
+ * Never NULL; unknown codes give "unknown error". */
+const char *shard_strerror(int code);
+
+/* Record `code` and a printf-style message in *err (if err is not NULL).
+ * Returns `code`, so callers can write `return shard_err_set(err, ...);`. */
+int shard_err_set(struct shard_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Like shard_err_set, appending ": strerror(errnum)" to the message. */
+int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Prefix the current message: "PREFIX: old message".  Keeps the code.
+ * Returns err->code (or SHARD_OK when err is NULL). */
+int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Reset *err to SHARD_OK with an empty message.  Accepts NULL. */
+void shard_err_clear(struct shard_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,184 @@
+/*
+ * shardkit/image.h - decoding, resizing and encoding images.
+ *
+ * Pixels are always 8-bit, interleaved, row-major (HWC).  Decoders always
+ * produce 3-channel RGB with any EXIF orientation already applied, so every
+ * stored sample looks the way a careful viewer shows it.
+ *
+ * Ownership: a struct shard_image or struct shard_buf owns its memory.  Both
+ * may be reused across calls (their capacity is kept, which avoids page faults
+ * in tight loops) and are released with shard_image_release() /
+ * shard_buf_release(), which accept NULL and zeroed structs.
+ */
+#ifndef SHARDKIT_IMAGE_H
+#define SHARDKIT_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardkit/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- growable byte buffer ---------------------------------------------- */
+
+struct shard_buf {
+    uint8_t *data;  /* owned; NULL when cap == 0 */
+    size_t len;     /* bytes in use */
+    size_t cap;     /* bytes allocated */
+};
+
+/* Make room for at least `cap` bytes (len is kept).  0 or SHARD_ENOMEM. */
+int shard_buf_reserve(struct shard_buf *b, size_t cap, struct shard_err *err);
+/* Append `n` bytes.  0 or SHARD_ENOMEM. */
+int shard_buf_append(struct shard_buf *b, const void *p, size_t n, struct shard_err *err);
+/* Free the memory and zero the struct.  Accepts NULL. */
+void shard_buf_release(struct shard_buf *b);
+
+/* ---- images ------------------------------------------------------------- */
+
+struct shard_image {
+    uint8_t *pixels;    /* owned; width*height*channels bytes, rows `stride` apart */
+    uint32_t width;
+    uint32_t height;
+    uint32_t channels;  /* 3 (RGB) for decoder output */
+    size_t stride;      /* bytes per row; width*channels for images made here */
+    size_t capacity;    /* bytes allocated at `pixels` */
+};
+
+/* (Re)shape *img to w x h x channels, reusing its memory when large enough.
+ * Contents are undefined.  Refuses sizes whose byte count overflows size_t.
+ * 0, SHARD_ENOMEM or SHARD_ELIMIT. */
+int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
+                      struct shard_err *err);
+/* Free the pixels and zero the struct.  Accepts NULL. */
+void shard_image_release(struct shard_image *img);
+
+/* ---- sniffing ----------------------------------------------------------- */
+
+enum shard_image_format {
+    SHARD_FORMAT_UNKNOWN = 0,
+    SHARD_FORMAT_JPEG,
+    SHARD_FORMAT_PNG,
+    SHARD_FORMAT_WEBP,
+    SHARD_FORMAT_TIFF,
+    SHARD_FORMAT_GIF,
+    SHARD_FORMAT_BMP,
+};
+
+/* Identify an image by its leading bytes (never by file name: ImageNet holds
+ * a PNG named .JPEG).  Returns SHARD_FORMAT_UNKNOWN when nothing matches. */
+enum shard_image_format shard_sniff(const uint8_t *data, size_t len);
+/* "jpeg", "png", ... or "unknown". */
+const char *shard_format_name(enum shard_image_format f);
+
+/* ---- geometry ----------------------------------------------------------- */
+
+enum shard_fit {
+    SHARD_FIT_SHORT = 0,  /* shorter side becomes `size` (torchvision Resize(size)) */
+    SHARD_FIT_LONG = 1,   /* longer side becomes `size` */
+    SHARD_FIT_CROP = 2,   /* shorter side becomes `size`, then centre crop size x size */
+};
+
+/* Parse "short" / "long" / "crop".  0 or SHARD_EINVAL. */
+int shard_fit_parse(const char *s, enum shard_fit *out);
+const char *shard_fit_name(enum shard_fit f);
+
+struct shard_geometry {
+    uint32_t scaled_w, scaled_h;  /* size after resampling */
+    uint32_t crop_x, crop_y;      /* top-left of the kept window inside the scaled image */
+    uint32_t out_w, out_h;        /* final size (== scaled size unless cropping) */
+};
+
+/* Compute where an image of w x h ends up.  The side that is scaled to `size`
+ * gets exactly `size`; the other side is floor(other * size / side), at least 1
+ * (the same rule as torchvision's Resize).  With upscale == 0 an image whose
+ * relevant side is already <= size keeps its size (and a crop window is then
+ * min(size, side) square).  0 or SHARD_EINVAL (zero sizes). */
+int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit fit,
+                           int upscale, struct shard_geometry *g);
+
+/* ---- decoding ----------------------------------------------------------- */
+
+struct shard_decode_options {
+    uint64_t max_pixels;      /* refuse images whose header declares more (0: no limit) */
+    uint64_t max_file_bytes;  /* refuse inputs larger than this (0: no limit) */
+    uint64_t max_memory;      /* decoder working-memory cap in bytes (0: library default) */
+    /* Hint for DCT-domain downscaling: when target > 0, a JPEG may be decoded
+     * at 1/2, 1/4 or 1/8 scale as long as the side that `fit` scales to
+     * `target` stays >= target.  0 decodes at full size. */
+    uint32_t target;
+    enum shard_fit fit;
+    uint8_t background[3];    /* alpha is composited over this colour (default white) */
+};
+
+/* Defaults: max_pixels 100000000, max_file_bytes 1 GiB, max_memory 1 GiB,
+ * target 0, fit short, background white (255,255,255). */
+void shard_decode_options_init(struct shard_decode_options *o);
+
+/* Decode an in-memory image to 8-bit RGB with EXIF orientation applied.
+ * JPEG: libjpeg-turbo (grayscale -> RGB, CMYK/YCCK incl. Adobe-inverted -> RGB,
+ *       a premature end of data is an error, not a grey-padded image).
+ * PNG:  libpng (palette, gray, 16-bit, alpha composited on o->background,
+ *       interlaced; user limits set).
+ * WebP, TIFF, GIF, BMP: libvips with untrusted loaders blocked.
+ * The dimensions declared by the header are checked against o->max_pixels
+ * before any pixel buffer is allocated.
+ * On success *out holds the image (its previous memory is reused or freed).
+ * Errors: SHARD_ENOTIMAGE ("not an image: unknown signature"), SHARD_ECORRUPT
+ * ("truncated JPEG" ...), SHARD_EUNSUPPORTED ("unsupported: 12-bit JPEG"),
+ * SHARD_ELIMIT ("declared 40000x40000 exceeds --max-pixels 100000000"),
+ * SHARD_ENOMEM.  err->msg carries the specific reason, without a file name. */
+int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                 struct shard_image *out, struct shard_err *err);
+
+/* One-time process setup for the libvips loaders (safe to call many times and
+ * from several threads; shard_decode calls it itself when it first needs
+ * libvips).  Returns 0 or SHARD_EUNSUPPORTED when libvips cannot start. */
+int shard_vips_init(struct shard_err *err);
+
+/* ---- resizing ----------------------------------------------------------- */
+
+/* Resample src to dst_w x dst_h (antialiased when shrinking).  dst is
+ * (re)allocated.  src and dst must be different images.  0 or an error. */
+int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32_t dst_h,
+                 struct shard_image *dst, struct shard_err *err);
+
+/* Apply a geometry: resample to g->scaled_w x g->scaled_h and cut the
+ * g->out_w x g->out_h window at (crop_x, crop_y).  When no resampling is
+ * needed the pixels are copied.  `tmp` is scratch space the caller may reuse
+ * across calls.  0 or an error. */
+int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
+                    struct shard_image *tmp, struct shard_image *dst, struct shard_err *err);
+
+/* ---- encoding (the payload stored in a record) -------------------------- */
+
+enum shard_codec {
+    SHARD_CODEC_RAW = 0,   /* uint8 RGB, row-major HWC, width*height*3 bytes */
+    SHARD_CODEC_JPEG = 1,  /* baseline JPEG, 4:2:0, libjpeg-turbo */
+    SHARD_CODEC_PNG = 2,   /* 8-bit RGB PNG, libpng */
+};
+
+/* Parse "raw" / "jpeg" / "png".  0 or SHARD_EINVAL. */
+int shard_codec_parse(const char *s, enum shard_codec *out);
+const char *shard_codec_name(enum shard_codec c);
+
+/* Encode img (3 channels) with `codec` into out (replacing its contents).
+ * quality (1..100) is used for JPEG only.  Deterministic: the same pixels
+ * and options always give the same bytes.  0 or an error. */
+int shard_encode(const struct shard_image *img, enum shard_codec codec, int quality,
+                 struct shard_buf *out, struct shard_err *err);
+
+/* Decode a stored payload back to RGB pixels and check that it has the
+ * dimensions the record declares.  For RAW the bytes are copied.
+ * 0, SHARD_ECORRUPT (size or dimension mismatch, damaged stream) or an error. */
+int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
+                         uint32_t width, uint32_t height, struct shard_image *out,
+                         struct shard_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

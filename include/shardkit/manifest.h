@@ -1,0 +1,161 @@
+/*
+ * shardkit/manifest.h - DST/manifest.json and the per-sample index.
+ *
+ * manifest.json describes a dataset: the options that produced it, counts,
+ * labels, every shard (file, samples, bytes, xxh3), every rejected input and
+ * the sidecar index file (name, bytes, xxh3).  The index, index.jsonl, has one
+ * JSON object per line per sample, in stored order (shard, then record), so
+ * that ten million samples can be written and read as a stream.  The JSON
+ * Schema is manifests/manifest.schema.json; the prose is manifests/FORMAT.md.
+ *
+ * Keys are JSON strings when they are valid UTF-8; a key that is not is
+ * written as "key_hex" (its bytes in hex) instead of "key".
+ */
+#ifndef SHARDKIT_MANIFEST_H
+#define SHARDKIT_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardkit/error.h"
+#include "shardkit/image.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHARD_MANIFEST_FILE "manifest.json"
+#define SHARD_INDEX_FILE "index.jsonl"
+#define SHARD_MANIFEST_FORMAT "shardkit"
+#define SHARD_MANIFEST_VERSION 1
+
+/* Every option that changes the output bytes. */
+struct shard_config {
+    uint32_t size;              /* training resolution */
+    enum shard_fit fit;
+    int upscale;                /* 0 with --no-upscale */
+    enum shard_codec codec;
+    int quality;                /* JPEG quality 1..100 */
+    int zstd_level;
+    uint64_t shard_size;        /* target bytes per shard */
+    char *labels;               /* shard_labeler_describe(); owned (malloc) */
+    int shuffle;                /* 0 with --no-shuffle */
+    uint64_t shuffle_seed;
+    uint64_t max_pixels;
+    uint64_t max_file_bytes;
+    uint8_t background[3];      /* alpha composited on this colour */
+};
+
+/* Defaults: 512, short, upscale, jpeg, 90, 3, 256 MiB, labels NULL ("dir"),
+ * shuffle with seed 0, max_pixels 100000000, max_file_bytes 1 GiB, white. */
+void shard_config_init(struct shard_config *c);
+
+/* One line of the index. */
+struct shard_sample {
+    char *key;                  /* key bytes, NUL-terminated for convenience */
+    size_t key_len;
+    int32_t label;              /* index into labels, or -1 */
+    uint32_t shard;             /* position in the manifest's shards array */
+    uint64_t record;            /* record number inside that shard */
+    uint32_t width;
+    uint32_t height;
+    uint64_t source_bytes;      /* size of the source file */
+    uint64_t source_xxh3;       /* XXH3-64 of the source file's bytes */
+};
+
+/* A rejected input. */
+struct shard_reject {
+    char *key;
+    size_t key_len;
+    char *reason;
+    int has_source;             /* 1 when the bytes could be read and hashed */
+    uint64_t source_bytes;
+    uint64_t source_xxh3;
+};
+
+struct shard_manifest_shard {
+    char *file;                 /* "shard-000000.shard" */
+    uint64_t samples;
+    uint64_t bytes;
+    uint64_t xxh3;              /* XXH3-64 of the whole file */
+};
+
+struct shard_manifest {
+    struct shard_config config;
+    char *source_kind;          /* "directory" or "archive" */
+    uint64_t samples;
+    uint64_t rejected;
+    uint64_t ignored;
+    uint64_t unlabeled;         /* samples without a label */
+    char **labels;              /* label_count class names, sorted by bytes */
+    uint64_t *label_samples;    /* samples per label (counts.by_label) */
+    uint32_t label_count;
+    struct shard_manifest_shard *shards;
+    uint32_t shard_count;
+    struct shard_reject *rejects;
+    uint64_t reject_count;
+    char *index_file;           /* "index.jsonl" */
+    uint64_t index_bytes;
+    uint64_t index_xxh3;
+    uint64_t index_entries;
+};
+
+/* Read and validate DST/manifest.json into *m (fields owned by m; release
+ * with shard_manifest_release).  Checks types, required fields, that counts
+ * agree with each other (samples == sum of shard samples, by_label sums,
+ * rejected == number of rejects) and that file names are plain names with
+ * no '/'.  SHARD_ENOTFOUND, SHARD_ECORRUPT (naming the field) or SHARD_EIO. */
+int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err);
+
+/* Write *m as DST/manifest.json atomically (temporary file, fsync, rename,
+ * fsync of the directory).  The bytes depend on *m only. */
+int shard_manifest_write(const char *dir, const struct shard_manifest *m,
+                         struct shard_err *err);
+
+/* Serialise m to JSON text (malloc'd, NUL-terminated) in *out. */
+int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard_err *err);
+
+void shard_manifest_release(struct shard_manifest *m);  /* accepts NULL */
+void shard_config_release(struct shard_config *c);      /* accepts NULL */
+
+/* Serialise the config alone (the manifest's "config" object), compact and
+ * with a fixed key order; malloc'd in *out. */
+int shard_config_dump(const struct shard_config *c, char **out, struct shard_err *err);
+
+/* ---- index lines -------------------------------------------------------- */
+
+/* Append one index line (compact JSON and '\n') for s to out. */
+int shard_sample_line(const struct shard_sample *s, struct shard_buf *out,
+                      struct shard_err *err);
+/* Append one line for a rejected input ({"key","reason",...}). */
+int shard_reject_line(const struct shard_reject *r, struct shard_buf *out,
+                      struct shard_err *err);
+
+/* Parse a line made by shard_sample_line or shard_reject_line.  Returns 1 for
+ * a sample (filling *s), 2 for a reject (filling *r), negative on error.
+ * The strings are malloc'd: free with shard_sample_release /
+ * shard_reject_release. */
+int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
+                     struct shard_reject *r, struct shard_err *err);
+
+void shard_sample_release(struct shard_sample *s);  /* accepts NULL */
+void shard_reject_release(struct shard_reject *r);  /* accepts NULL */
+
+/* Streaming reader of an index file. */
+struct shard_index_reader;
+
+int shard_index_reader_open(struct shard_index_reader **out, const char *path,
+                            struct shard_err *err);
+/* Next sample: 1 (filled; s->key valid until the next call), 0 at the end,
+ * negative on error (naming the line number).  Also hashes the bytes read. */
+int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
+                            struct shard_err *err);
+/* Bytes read and their XXH3-64 so far (complete after next() returned 0). */
+uint64_t shard_index_reader_bytes(const struct shard_index_reader *r);
+uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r);
+void shard_index_reader_close(struct shard_index_reader *r);  /* accepts NULL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

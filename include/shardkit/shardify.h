@@ -1,0 +1,104 @@
+/*
+ * shardkit/shardify.h - the conversion: source images -> shards + manifest.
+ *
+ * shardify_run() scans SRC (a directory or an archive), decodes, resizes and
+ * encodes every candidate on `threads` OpenMP threads, and writes shards and
+ * the manifest into DST.  Guarantees:
+ *  - Deterministic: the same input and config give byte-identical shards,
+ *    index and manifest, whatever the thread count (records are built in
+ *    parallel but appended in plan order by one thread at a time).
+ *  - Atomic: a shard appears under its final name only when complete (written
+ *    as a temporary, fsync'd, renamed, directory fsync'd); manifest.json is
+ *    published last, the same way.  A failed run publishes no manifest.
+ *  - Resumable: after a crash or kill, resume keeps the finished shards whose
+ *    journal and bytes check out, redoes the rest and ends byte-identical to
+ *    an uninterrupted run.
+ *  - Exclusive: DST/.shardify/lock (flock) refuses a second concurrent run;
+ *    a lock left by a killed run is released by the kernel and taken over.
+ */
+#ifndef SHARDKIT_SHARDIFY_H
+#define SHARDKIT_SHARDIFY_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "shardkit/error.h"
+#include "shardkit/manifest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Working directory inside DST for temporary shards, journals and the lock. */
+#define SHARDIFY_WORK_DIR ".shardify"
+/* Timing and host facts of the last run (not part of the dataset's identity). */
+#define SHARDIFY_RUN_FILE "run.json"
+
+enum shardify_mode {
+    SHARDIFY_FRESH = 0,   /* DST must be empty or missing */
+    SHARDIFY_OVERWRITE,   /* replace a previous output in DST */
+    SHARDIFY_RESUME,      /* continue an interrupted run in DST */
+};
+
+struct shardify_progress {
+    uint64_t done;        /* candidates finished (samples + rejects) */
+    uint64_t total;       /* candidates in the plan (0 while unknown, e.g. archives) */
+    uint64_t samples;
+    uint64_t rejected;
+    uint64_t bytes_out;   /* shard bytes written */
+    double elapsed;       /* seconds since the start of the run */
+    const char *phase;    /* "scan", "convert", "spool", "publish" ... */
+};
+
+struct shardify_options {
+    /* Output options.  config.labels is ignored: the run fills it in from
+     * `labels` (see shard_labeler_describe). */
+    struct shard_config config;
+    const char *labels;            /* label spec for shard_labeler_new; NULL: "dir" */
+    int threads;                   /* 0: shard_available_cpus() */
+    int fail_on_reject;            /* --on-error fail */
+    enum shardify_mode mode;
+    /* When non-NULL and set non-zero (e.g. from a signal handler), the run
+     * stops at the next sample boundary, leaves a resumable state and
+     * returns SHARD_EINTR. */
+    volatile sig_atomic_t *cancel;
+    /* Called from the thread that appends records, at most ~10 times per
+     * second, and once at the end of each phase.  May be NULL. */
+    void (*progress)(const struct shardify_progress *p, void *user);
+    void *progress_user;
+};
+
+void shardify_options_init(struct shardify_options *o);
+
+struct shardify_summary {
+    uint64_t candidates;
+    uint64_t samples;
+    uint64_t rejected;
+    uint64_t ignored;
+    uint64_t unlabeled;
+    uint32_t shards;
+    uint32_t reused_shards;     /* kept from an interrupted run (resume) */
+    uint64_t bytes_in;          /* source bytes read */
+    uint64_t bytes_out;         /* shard bytes */
+    double seconds;
+    int threads;
+    /* The rejects, sorted by key (owned; freed by shardify_summary_release). */
+    struct shard_reject *rejects;
+    uint64_t reject_count;
+    uint32_t labels;            /* distinct labels */
+};
+
+/* Convert SRC into DST.  Returns 0 when the dataset was published (rejects
+ * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC),
+ * SHARD_EEXIST (DST not empty / not ours / nothing to resume), SHARD_ELOCKED,
+ * SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
+ * (disk full ...).  On error no new manifest is published. */
+int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
+                 struct shardify_summary *summary, struct shard_err *err);
+
+void shardify_summary_release(struct shardify_summary *s);  /* accepts NULL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

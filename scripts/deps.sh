@@ -1,0 +1,30 @@
+#!/bin/sh
+# Install the Debian packages shardkit needs, but only those that are missing.
+# Runs apt-get as root, or through sudo when it is available.
+set -eu
+
+# package that provides it : how to tell it is present
+need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+pkgs="build-essential pkg-config libjpeg62-turbo-dev libpng-dev libvips-dev libzstd-dev
+libarchive-dev libjansson-dev libxxhash-dev libexif-dev libyuv-dev libcsv-dev libcmocka-dev
+libcurl4-openssl-dev python3 python3-pil python3-jsonschema zstd nginx clang libfuzzer-14-dev"
+
+missing=""
+for p in $pkgs; do
+    need "$p" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps: installing:$missing" >&2
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "deps: missing packages:$missing (run as root or install sudo)" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,59 @@
+#!/bin/sh
+# Run the test suite against a build directory.
+#   tests/run.sh [--units-only] BUILD
+# Unit tests are the cmocka programs in BUILD/tests; CLI tests are the
+# tests/cli/test_*.sh scripts, which run the real binaries in BUILD/bin.
+# Fixtures are generated first (tests/fixtures/make_fixtures.py) into
+# BUILD/fixtures.  Exit status: 0 when every test passed.
+set -u
+units_only=0
+if [ "${1:-}" = "--units-only" ]; then units_only=1; shift; fi
+BUILD=${1:?usage: tests/run.sh [--units-only] BUILD}
+top=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "$BUILD" && pwd)
+
+export SHARDKIT_BIN="$BUILD/bin"
+export SHARDKIT_FIXTURES="$BUILD/fixtures"
+export SHARDKIT_TOP="$top"
+# The shared sample dataset lives beside the checkout; tests skip without it.
+export SHARDKIT_DATASET="${SHARDKIT_DATASET:-$top/../shared/datasets/imagenet-sample}"
+export PYTHON="${PYTHON:-/usr/bin/python3}"
+# glib/libvips keep process-lifetime allocations; only report our leaks.
+export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+if [ ! -f "$SHARDKIT_FIXTURES/.complete" ] || \
+   [ "$top/tests/fixtures/make_fixtures.py" -nt "$SHARDKIT_FIXTURES/.complete" ]; then
+    rm -rf "$SHARDKIT_FIXTURES"
+    "$PYTHON" "$top/tests/fixtures/make_fixtures.py" "$SHARDKIT_FIXTURES" || {
+        echo "FAIL: cannot generate test fixtures" >&2; exit 1; }
+    touch "$SHARDKIT_FIXTURES/.complete"
+fi
+
+pass=0; fail=0; failed=""
+run() {  # name, command...
+    name=$1; shift
+    log="$BUILD/tests/$name.log"
+    start=$(date +%s)
+    if "$@" >"$log" 2>&1; then
+        pass=$((pass + 1)); echo "ok   $name ($(( $(date +%s) - start ))s)"
+    else
+        fail=$((fail + 1)); failed="$failed $name"
+        echo "FAIL $name (log: $log)"; tail -n 40 "$log" | sed 's/^/     /'
+    fi
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] && [ -f "$t" ] || continue
+    case "$t" in *.log) continue ;; esac
+    run "$(basename "$t")" "$t"
+done
+if [ $units_only -eq 0 ]; then
+    for t in "$top"/tests/cli/test_*.sh; do
+        [ -f "$t" ] || continue
+        run "$(basename "$t" .sh)" sh "$t"
+    done
+fi
+echo "passed: $pass, failed: $fail${failed:+ (}${failed# }${failed:+)}"
+[ $fail -eq 0 ]

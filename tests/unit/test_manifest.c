@@ -1,0 +1,264 @@
+/* test_manifest.c - manifest.json and index lines: round trips, byte-exact
+ * keys, and refusal of manifests whose numbers do not add up. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shardkit.h"
+
+static char *labels[] = {"cat", "dog"};
+static uint64_t label_samples[] = {2, 1};
+static char file0[] = "shard-000000.shard";
+static char file1[] = "shard-000001.shard";
+static char reject_key[] = "bad/x.jpg";
+static char reject_reason[] = "truncated JPEG";
+
+static void sample_manifest(struct shard_manifest *m, struct shard_manifest_shard *shards,
+                            struct shard_reject *rejects)
+{
+    memset(m, 0, sizeof *m);
+    shard_config_init(&m->config);
+    m->config.labels = "dir";
+    m->source_kind = "directory";
+    m->samples = 4;
+    m->unlabeled = 1;
+    m->rejected = 1;
+    m->ignored = 3;
+    m->labels = labels;
+    m->label_samples = label_samples;
+    m->label_count = 2;
+    shards[0] = (struct shard_manifest_shard){file0, 3, 1000, 0x1122334455667788ull};
+    shards[1] = (struct shard_manifest_shard){file1, 1, 200, 0xffeeddccbbaa9988ull};
+    m->shards = shards;
+    m->shard_count = 2;
+    rejects[0] = (struct shard_reject){reject_key, strlen(reject_key), reject_reason, 1, 12,
+                                       0xabcdefull};
+    m->rejects = rejects;
+    m->reject_count = 1;
+    m->index_file = "index.jsonl";
+    m->index_entries = 4;
+    m->index_bytes = 400;
+    m->index_xxh3 = 42;
+}
+
+static char *write_temp_manifest(const char *text)
+{
+    char *dir = strdup("/tmp/test_manifest.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    return dir;
+}
+
+static void remove_temp(char *dir)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    unlink(path);
+    rmdir(dir);
+    free(dir);
+}
+
+static void test_manifest_round_trips_through_json(void **state)
+{
+    (void)state;
+    struct shard_manifest m, back;
+    struct shard_manifest_shard shards[2];
+    struct shard_reject rejects[1];
+    struct shard_err err;
+    sample_manifest(&m, shards, rejects);
+    m.config.shuffle_seed = UINT64_MAX;  /* must survive JSON exactly */
+    char *text;
+    assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
+    char *dir = write_temp_manifest(text);
+    assert_int_equal(shard_manifest_load(dir, &back, &err), 0);
+    assert_true(back.config.shuffle_seed == UINT64_MAX);
+    assert_int_equal(back.config.size, 512);
+    assert_string_equal(back.config.labels, "dir");
+    assert_int_equal(back.samples, 4);
+    assert_int_equal(back.shard_count, 2);
+    assert_string_equal(back.shards[1].file, "shard-000001.shard");
+    assert_true(back.shards[1].xxh3 == 0xffeeddccbbaa9988ull);
+    assert_int_equal(back.label_count, 2);
+    assert_string_equal(back.labels[1], "dog");
+    assert_int_equal(back.label_samples[0], 2);
+    assert_int_equal(back.reject_count, 1);
+    assert_string_equal(back.rejects[0].reason, "truncated JPEG");
+    assert_true(back.rejects[0].source_xxh3 == 0xabcdefull);
+    assert_true(back.index_xxh3 == 42);
+    /* and writing it again gives the same bytes */
+    char *again;
+    assert_int_equal(shard_manifest_dump(&back, &again, &err), 0);
+    assert_string_equal(text, again);
+    free(again);
+    free(text);
+    shard_manifest_release(&back);
+    remove_temp(dir);
+}
+
+/* Replace the first occurrence of `from` in the dumped manifest by `to` and
+ * expect loading to fail with a message containing `why`. */
+static void expect_refused(const char *from, const char *to, const char *why)
+{
+    struct shard_manifest m, back;
+    struct shard_manifest_shard shards[2];
+    struct shard_reject rejects[1];
+    struct shard_err err;
+    sample_manifest(&m, shards, rejects);
+    char *text;
+    assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
+    char *at = strstr(text, from);
+    assert_non_null(at);
+    size_t n = strlen(text) + strlen(to) + 1;
+    char *edited = malloc(n);
+    snprintf(edited, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    char *dir = write_temp_manifest(edited);
+    int rc = shard_manifest_load(dir, &back, &err);
+    if (rc == 0)
+        fail_msg("manifest with '%s' -> '%s' was accepted", from, to);
+    if (!strstr(err.msg, why))
+        fail_msg("'%s' -> '%s': message '%s' does not say '%s'", from, to, err.msg, why);
+    free(text);
+    free(edited);
+    remove_temp(dir);
+}
+
+static void test_inconsistent_manifests_are_refused(void **state)
+{
+    (void)state;
+    expect_refused("\"samples\": 4", "\"samples\": 5", "samples");
+    expect_refused("\"samples\": 3", "\"samples\": 2", "shards hold");
+    expect_refused("\"rejected\": 1", "\"rejected\": 0", "rejects listed");
+    expect_refused("\"cat\": 2", "\"cat\": 1", "by_label");
+    expect_refused("\"entries\": 4", "\"entries\": 3", "index.entries");
+    expect_refused("shard-000001.shard", "../etc/passwd", "shards[1].file");
+    expect_refused("\"format\": \"shardkit\"", "\"format\": \"other\"", "format");
+    expect_refused("\"codec\": \"jpeg\"", "\"codec\": \"gif\"", "config");
+    expect_refused("\"xxh3\": \"1122334455667788\"", "\"xxh3\": \"xyz\"", "xxh3");
+    expect_refused("{", "[", "line 2"); /* a JSON syntax error names its place */
+    expect_refused("\"labels\": [", "\"labels\": [\"zebra\", ", "by_label");
+}
+
+static void test_missing_manifest_is_not_found(void **state)
+{
+    (void)state;
+    struct shard_manifest m;
+    struct shard_err err;
+    assert_int_equal(shard_manifest_load("/nonexistent-dir", &m, &err), SHARD_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "manifest.json"));
+}
+
+static void test_sample_lines_keep_keys_byte_exact(void **state)
+{
+    (void)state;
+    const char *keys[] = {"n03590841_jack-o'-lantern.JPEG", "a b/\"quoted\"\n.jpg",
+                          "caf\xc3\xa9.png", "bad\xff\xfe.jpg"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        struct shard_sample s = {(char *)keys[i], strlen(keys[i]), (int32_t)i - 1, 3, 99, 64,
+                                 48, 1234, 0xdeadbeefcafef00dull};
+        struct shard_buf line = {0};
+        struct shard_err err;
+        assert_int_equal(shard_sample_line(&s, &line, &err), 0);
+        assert_int_equal(shard_buf_append(&line, "", 1, &err), 0); /* for strstr */
+        line.len--;
+        assert_int_equal(line.data[line.len - 1], '\n');
+        assert_null(memchr(line.data, '\n', line.len - 1)); /* one line, whatever the key */
+        struct shard_sample back;
+        struct shard_reject r;
+        assert_int_equal(shard_line_parse((char *)line.data, line.len - 1, &back, &r, &err), 1);
+        assert_int_equal(back.key_len, strlen(keys[i]));
+        assert_memory_equal(back.key, keys[i], back.key_len);
+        assert_int_equal(back.label, (int32_t)i - 1);
+        assert_int_equal(back.shard, 3);
+        assert_int_equal(back.record, 99);
+        assert_true(back.source_xxh3 == 0xdeadbeefcafef00dull);
+        if (i == 3)
+            assert_non_null(strstr((char *)line.data, "\"key_hex\":\"626164fffe2e6a7067\""));
+        shard_sample_release(&back);
+        shard_buf_release(&line);
+    }
+}
+
+static void test_reject_lines_parse_as_rejects(void **state)
+{
+    (void)state;
+    struct shard_reject r = {"x.jpg", 5, "not an image: unknown signature", 0, 0, 0};
+    struct shard_buf line = {0};
+    struct shard_err err;
+    assert_int_equal(shard_reject_line(&r, &line, &err), 0);
+    assert_int_equal(shard_buf_append(&line, "", 1, &err), 0); /* for strstr */
+    line.len--;
+    assert_null(strstr((char *)line.data, "source_xxh3"));
+    struct shard_sample s;
+    struct shard_reject back;
+    assert_int_equal(shard_line_parse((char *)line.data, line.len - 1, &s, &back, &err), 2);
+    assert_string_equal(back.reason, "not an image: unknown signature");
+    assert_int_equal(back.has_source, 0);
+    shard_reject_release(&back);
+    shard_buf_release(&line);
+    assert_true(shard_line_parse("{\"key\":1}", 9, &s, &back, &err) < 0);
+    assert_true(shard_line_parse("not json", 8, &s, &back, &err) < 0);
+}
+
+static void test_index_reader_streams_lines_and_hashes_them(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_index.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    struct shard_buf all = {0};
+    struct shard_err err;
+    for (int i = 0; i < 1000; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k%04d.jpg", i);
+        struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i};
+        assert_int_equal(shard_sample_line(&s, &all, &err), 0);
+    }
+    assert_int_equal(write(fd, all.data, all.len), (ssize_t)all.len);
+    close(fd);
+    struct shard_index_reader *r;
+    assert_int_equal(shard_index_reader_open(&r, path, &err), 0);
+    struct shard_sample s;
+    int n = 0, rc;
+    while ((rc = shard_index_reader_next(r, &s, &err)) == 1) {
+        assert_int_equal(s.record, n);
+        n++;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(n, 1000);
+    assert_int_equal(shard_index_reader_bytes(r), all.len);
+    shard_index_reader_close(r);
+    /* a line cut short is an error naming the line */
+    truncate(path, (off_t)all.len - 3);
+    assert_int_equal(shard_index_reader_open(&r, path, &err), 0);
+    while ((rc = shard_index_reader_next(r, &s, &err)) == 1)
+        ;
+    assert_int_equal(rc, SHARD_ECORRUPT);
+    assert_non_null(strstr(err.msg, "line 1000"));
+    shard_index_reader_close(r);
+    unlink(path);
+    shard_buf_release(&all);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_manifest_round_trips_through_json),
+        cmocka_unit_test(test_inconsistent_manifests_are_refused),
+        cmocka_unit_test(test_missing_manifest_is_not_found),
+        cmocka_unit_test(test_sample_lines_keep_keys_byte_exact),
+        cmocka_unit_test(test_reject_lines_parse_as_rejects),
+        cmocka_unit_test(test_index_reader_streams_lines_and_hashes_them),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

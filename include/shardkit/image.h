@@ -123,7 +123,11 @@ void shard_decode_options_init(struct shard_decode_options *o);
  *       a premature end of data is an error, not a grey-padded image).
  * PNG:  libpng (palette, gray, 16-bit, alpha composited on o->background,
  *       interlaced; user limits set).
- * WebP, TIFF, GIF, BMP: libvips with untrusted loaders blocked.
+ * WebP, TIFF, GIF: libvips with untrusted loaders blocked.  BMP is refused
+ *       (SHARD_EUNSUPPORTED): libvips 8.14 reads it only through ImageMagick,
+ *       which is not hardened for untrusted input.
+ * `o` may be NULL for the defaults.  After a failure *out may be released
+ * but its contents are undefined.
  * The dimensions declared by the header are checked against o->max_pixels
  * before any pixel buffer is allocated.
  * On success *out holds the image (its previous memory is reused or freed).
@@ -133,6 +137,21 @@ void shard_decode_options_init(struct shard_decode_options *o);
  * SHARD_ENOMEM.  err->msg carries the specific reason, without a file name. */
 int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                  struct shard_image *out, struct shard_err *err);
+
+/* What shard_decode_ex learned besides the pixels. */
+struct shard_decode_info {
+    enum shard_image_format format;
+    int orientation;           /* EXIF orientation 1..8 that was applied (1: none) */
+    uint32_t source_width;     /* the image's full size, upright (after orientation), */
+    uint32_t source_height;    /* before any DCT-domain downscaling */
+};
+
+/* shard_decode, also filling *info (when not NULL).  Output geometry must be
+ * computed from info->source_width x source_height, not from the decoded size:
+ * a DCT-scaled decode rounds its size up, so the two can differ by a pixel. */
+int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                    struct shard_image *out, struct shard_decode_info *info,
+                    struct shard_err *err);
 
 /* One-time process setup for the libvips loaders (safe to call many times and
  * from several threads; shard_decode calls it itself when it first needs

@@ -1,0 +1,919 @@
+/* test_decode.c - the image decoders (lib/decode*.c, lib/sniff.c, lib/exif.c).
+ *
+ * Fixtures come from tests/fixtures/make_fixtures.py (env SHARDKIT_FIXTURES);
+ * the real-image check uses the ImageNet sample (env SHARDKIT_DATASET) and is
+ * skipped without it.  Pixels are compared with reference decodes written by
+ * the fixture generator (see its docstring for where each comes from):
+ *   JPEG                 exact: Pillow runs the same libjpeg-turbo with the
+ *                        same settings (accurate integer IDCT, fancy
+ *                        upsampling); revisit if we change ours.
+ *   CMYK JPEG            +-1: the same naive formula, rounded in another
+ *                        order (measured: exact on the fixtures).
+ *   PNG/GIF/TIFF/WebP    exact: lossless, reference computed from the source.
+ *   alpha composited     +-1: libvips flattens in floating point, and libpng
+ *                        composites 16-bit RGBA at 16 bits before rounding to
+ *                        8 (measured: 8-bit PNG exact, the others off by 1).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <vips/vips.h>
+
+#include "decode_internal.h"
+#include "shardkit/image.h"
+
+#define TOL_EXACT 0
+#define TOL_CMYK 1
+#define TOL_ALPHA 1
+#define EXIF_STORED_W 48
+#define EXIF_STORED_H 32
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static char *path_in(const char *dir_env, const char *name)
+{
+    const char *dir = getenv(dir_env);
+    if (!dir)
+        fail_msg("%s is not set (run through tests/run.sh)", dir_env);
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* Whole file into *b; 0 or -1. */
+static int slurp(const char *path, struct shard_buf *b)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    b->len = 0;
+    uint8_t chunk[65536];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (shard_buf_append(b, chunk, n, NULL)) {
+            rc = -1;
+            break;
+        }
+    if (ferror(f))
+        rc = -1;
+    fclose(f);
+    return rc;
+}
+
+static void load_fixture(const char *name, struct shard_buf *b)
+{
+    char *p = path_in("SHARDKIT_FIXTURES", name);
+    if (slurp(p, b))
+        fail_msg("cannot read fixture %s", p);
+    free(p);
+}
+
+static int decode_fixture(const char *name, const struct shard_decode_options *o,
+                          struct shard_image *img, struct shard_err *err)
+{
+    struct shard_buf b = {0};
+    load_fixture(name, &b);
+    shard_err_clear(err);
+    int rc = shard_decode(b.data, b.len, o, img, err);
+    shard_buf_release(&b);
+    return rc;
+}
+
+/* A binary PGM (P5) or PPM (P6) with maxval 255. */
+struct pnm {
+    uint32_t w, h, channels;
+    uint8_t *data;
+};
+
+static void load_pnm(const char *name, struct pnm *p)
+{
+    struct shard_buf b = {0};
+    load_fixture(name, &b);
+    shard_buf_append(&b, "", 1, NULL);  /* NUL for sscanf */
+    char kind;
+    unsigned w, h, maxval;
+    int header = 0;
+    if (sscanf((const char *)b.data, "P%c %u %u %u%n", &kind, &w, &h, &maxval, &header) != 4 ||
+        (kind != '5' && kind != '6') || maxval != 255)
+        fail_msg("%s is not a binary PGM/PPM", name);
+    p->w = w;
+    p->h = h;
+    p->channels = kind == '6' ? 3 : 1;
+    size_t bytes = (size_t)w * h * p->channels;
+    header += 1;  /* the single whitespace after maxval */
+    if ((size_t)header + bytes + 1 != b.len)
+        fail_msg("%s: size mismatch", name);
+    p->data = malloc(bytes);
+    assert_non_null(p->data);
+    memcpy(p->data, b.data + header, bytes);
+    shard_buf_release(&b);
+}
+
+static void pnm_release(struct pnm *p)
+{
+    free(p->data);
+    memset(p, 0, sizeof *p);
+}
+
+/* Largest per-sample difference; fails the test (with where) above tol. */
+static void assert_pixels_near(const struct shard_image *img, const uint8_t *expect, uint32_t w,
+                               uint32_t h, int tol, const char *what)
+{
+    assert_int_equal(img->channels, 3);
+    if (img->width != w || img->height != h)
+        fail_msg("%s: got %ux%u, expected %ux%u", what, img->width, img->height, w, h);
+    int worst = 0;
+    uint32_t wx = 0, wy = 0;
+    for (uint32_t y = 0; y < h; y++) {
+        const uint8_t *row = img->pixels + y * img->stride;
+        for (uint32_t i = 0; i < w * 3; i++) {
+            int d = abs((int)row[i] - (int)expect[(size_t)y * w * 3 + i]);
+            if (d > worst) {
+                worst = d;
+                wx = i / 3;
+                wy = y;
+            }
+        }
+    }
+    if (worst > tol)
+        fail_msg("%s: sample differs by %d at (%u,%u), tolerance %d", what, worst, wx, wy, tol);
+}
+
+static void assert_matches_ppm(const struct shard_image *img, const char *ref, int tol)
+{
+    struct pnm p;
+    load_pnm(ref, &p);
+    assert_int_equal(p.channels, 3);
+    assert_pixels_near(img, p.data, p.w, p.h, tol, ref);
+    pnm_release(&p);
+}
+
+/* Decode a fixture with default options and compare with NAME.ref.ppm. */
+static void check_decodes_like_reference(const char *name, int tol)
+{
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    int rc = decode_fixture(name, NULL, &img, &err);
+    if (rc)
+        fail_msg("%s: %s", name, err.msg);
+    char ref[256];
+    snprintf(ref, sizeof ref, "%s.ref.ppm", name);
+    assert_matches_ppm(&img, ref, tol);
+    shard_image_release(&img);
+}
+
+/* Decode an image with alpha over `bg` and compare with its straight colour
+ * and alpha composited here. */
+static void check_alpha_over(const char *name, const uint8_t bg[3], int tol)
+{
+    char color_name[256], alpha_name[256];
+    snprintf(color_name, sizeof color_name, "%s.color.ppm", name);
+    snprintf(alpha_name, sizeof alpha_name, "%s.alpha.pgm", name);
+    struct pnm color, alpha;
+    load_pnm(color_name, &color);
+    load_pnm(alpha_name, &alpha);
+    size_t n = (size_t)color.w * color.h;
+    uint8_t *expect = malloc(n * 3);
+    assert_non_null(expect);
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++) {
+            unsigned a = alpha.data[i];
+            expect[i * 3 + c] =
+                (uint8_t)((color.data[i * 3 + c] * a + bg[c] * (255 - a) + 127) / 255);
+        }
+
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    memcpy(o.background, bg, 3);
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    if (decode_fixture(name, &o, &img, &err))
+        fail_msg("%s: %s", name, err.msg);
+    assert_pixels_near(&img, expect, color.w, color.h, tol, name);
+    shard_image_release(&img);
+    free(expect);
+    pnm_release(&color);
+    pnm_release(&alpha);
+}
+
+/* Decoding `name` fails with `code` and a message containing `reason`. */
+static void check_rejected(const char *name, const struct shard_decode_options *o, int code,
+                           const char *reason)
+{
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    int rc = decode_fixture(name, o, &img, &err);
+    if (rc != code || err.code != code || !strstr(err.msg, reason))
+        fail_msg("%s: got %d (%s) \"%s\", expected %d with \"%s\"", name, rc,
+                 shard_strerror(rc), err.msg, code, reason);
+    shard_image_release(&img);
+}
+
+static const uint8_t WHITE[3] = {255, 255, 255};
+static const uint8_t ORANGE[3] = {250, 128, 10};
+
+/* ---- sniffing and options ------------------------------------------------------- */
+
+static void test_sniff_uses_signatures_not_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bytes;
+        size_t len;
+        enum shard_image_format format;
+    } cases[] = {
+        {"\xff\xd8\xff\xe0", 4, SHARD_FORMAT_JPEG},
+        {"\x89PNG\r\n\x1a\n", 8, SHARD_FORMAT_PNG},
+        {"RIFF\x10\0\0\0WEBPVP8L", 16, SHARD_FORMAT_WEBP},
+        {"RIFF\x10\0\0\0AVI LIST", 16, SHARD_FORMAT_UNKNOWN},
+        {"II*\0\x08\0\0\0", 8, SHARD_FORMAT_TIFF},
+        {"MM\0*\0\0\0\x08", 8, SHARD_FORMAT_TIFF},
+        {"II+\0\x08\0\0\0", 8, SHARD_FORMAT_TIFF},
+        {"GIF89a\1\0", 8, SHARD_FORMAT_GIF},
+        {"GIF87a\1\0", 8, SHARD_FORMAT_GIF},
+        {"BM\x36\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0", 18, SHARD_FORMAT_BMP},
+        {"BMW is a car, not a bitmap", 26, SHARD_FORMAT_UNKNOWN},
+        {"\xff\xd8", 2, SHARD_FORMAT_UNKNOWN},  /* too short to be sure */
+        {"\x89PNG", 4, SHARD_FORMAT_UNKNOWN},
+        {"hello", 5, SHARD_FORMAT_UNKNOWN},
+        {"", 0, SHARD_FORMAT_UNKNOWN},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        enum shard_image_format f = shard_sniff((const uint8_t *)cases[i].bytes, cases[i].len);
+        if (f != cases[i].format)
+            fail_msg("case %zu: sniffed %s, expected %s", i, shard_format_name(f),
+                     shard_format_name(cases[i].format));
+    }
+    assert_int_equal(shard_sniff(NULL, 10), SHARD_FORMAT_UNKNOWN);
+    assert_string_equal(shard_format_name(SHARD_FORMAT_JPEG), "jpeg");
+    assert_string_equal(shard_format_name(SHARD_FORMAT_WEBP), "webp");
+    assert_string_equal(shard_format_name((enum shard_image_format)99), "unknown");
+}
+
+static void test_options_init_sets_documented_defaults(void **state)
+{
+    (void)state;
+    struct shard_decode_options o;
+    memset(&o, 0xAB, sizeof o);
+    shard_decode_options_init(&o);
+    assert_int_equal(o.max_pixels, 100000000);
+    assert_int_equal(o.max_file_bytes, 1ULL << 30);
+    assert_int_equal(o.max_memory, 1ULL << 30);
+    assert_int_equal(o.target, 0);
+    assert_int_equal(o.fit, SHARD_FIT_SHORT);
+    assert_memory_equal(o.background, WHITE, 3);
+}
+
+static void test_missing_input_or_output_is_invalid(void **state)
+{
+    (void)state;
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    assert_int_equal(shard_decode(NULL, 10, NULL, &img, &err), SHARD_EINVAL);
+    assert_int_equal(err.code, SHARD_EINVAL);
+    assert_int_equal(shard_decode((const uint8_t *)"\xff\xd8\xff", 3, NULL, NULL, NULL),
+                     SHARD_EINVAL);
+}
+
+/* ---- JPEG ------------------------------------------------------------------------- */
+
+static void test_rgb_jpeg_matches_reference_decoder(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("rgb.jpg", TOL_EXACT);
+}
+
+static void test_grayscale_jpeg_becomes_three_channel_rgb(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("gray.jpg", TOL_EXACT);
+}
+
+static void test_adobe_cmyk_jpeg_is_inverted_and_converted_to_rgb(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("cmyk_adobe.jpg", TOL_CMYK);
+}
+
+static void test_cmyk_jpeg_without_adobe_marker_is_read_as_plain_ink(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("cmyk_noadobe.jpg", TOL_CMYK);
+}
+
+static void test_progressive_jpeg_matches_reference_decoder(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("progressive.jpg", TOL_EXACT);
+}
+
+static void test_exif_orientations_1_to_8_give_upright_pixels(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 8; n++) {
+        char name[64];
+        snprintf(name, sizeof name, "exif_rot%d.jpg", n);
+        struct shard_image img = {0};
+        struct shard_err err = {0};
+        if (decode_fixture(name, NULL, &img, &err))
+            fail_msg("%s: %s", name, err.msg);
+        uint32_t w = n >= 5 ? EXIF_STORED_H : EXIF_STORED_W;
+        uint32_t h = n >= 5 ? EXIF_STORED_W : EXIF_STORED_H;
+        if (img.width != w || img.height != h)
+            fail_msg("%s: %ux%u, expected %ux%u", name, img.width, img.height, w, h);
+        char ref[sizeof name + 8];
+        snprintf(ref, sizeof ref, "%s.ref.ppm", name);
+        assert_matches_ppm(&img, ref, TOL_EXACT);
+        shard_image_release(&img);
+    }
+}
+
+static void test_exif_orientation_parser_reads_ifd0_and_ignores_garbage(void **state)
+{
+    (void)state;
+    /* "Exif\0\0", little-endian TIFF header, IFD0 with one SHORT entry */
+    uint8_t exif[] = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0,
+                      1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0};
+    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 6);
+    exif[24] = 9;  /* out of range */
+    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 1);
+    exif[24] = 3;
+    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 3);
+    assert_int_equal(shard_exif_orientation(exif, 10), 1);  /* cut short */
+    exif[0] = 'X';                                           /* not EXIF */
+    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 1);
+    assert_int_equal(shard_exif_orientation(NULL, 0), 1);
+}
+
+static void test_truncated_jpeg_is_rejected_with_reason(void **state)
+{
+    (void)state;
+    check_rejected("truncated.jpg", NULL, SHARD_ECORRUPT, "truncated JPEG");
+}
+
+static void test_bitflipped_jpeg_is_rejected_as_corrupt_data(void **state)
+{
+    (void)state;
+    check_rejected("bitflip.jpg", NULL, SHARD_ECORRUPT, "corrupt JPEG data: ");
+}
+
+static void test_empty_file_is_not_an_image(void **state)
+{
+    (void)state;
+    check_rejected("zero.jpg", NULL, SHARD_ENOTIMAGE, "not an image: empty file");
+}
+
+static void test_text_file_named_jpg_is_not_an_image(void **state)
+{
+    (void)state;
+    check_rejected("text.jpg", NULL, SHARD_ENOTIMAGE, "not an image: unknown signature");
+}
+
+/* The output image stays unallocated: the size was refused from the header. */
+static void check_bomb_refused_before_allocating(const char *name, const char *reason)
+{
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.max_memory = 1 << 20;  /* the decoder would need far more for the pixels */
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    int rc = decode_fixture(name, &o, &img, &err);
+    assert_int_equal(rc, SHARD_ELIMIT);
+    assert_string_equal(err.msg, reason);
+    assert_null(img.pixels);
+    assert_int_equal(img.capacity, 0);
+}
+
+static void test_jpeg_bomb_is_refused_before_allocating(void **state)
+{
+    (void)state;
+    check_bomb_refused_before_allocating("bomb.jpg",
+                                         "declared 40000x40000 exceeds --max-pixels 100000000");
+}
+
+static void test_twelve_bit_jpeg_is_unsupported(void **state)
+{
+    (void)state;
+    check_rejected("twelve_bit.jpg", NULL, SHARD_EUNSUPPORTED, "unsupported: 12-bit JPEG");
+}
+
+static void test_lossless_jpeg_is_unsupported(void **state)
+{
+    (void)state;
+    check_rejected("lossless.jpg", NULL, SHARD_EUNSUPPORTED, "unsupported: unsupported JPEG process");
+}
+
+static void test_progressive_jpeg_over_memory_cap_is_refused(void **state)
+{
+    (void)state;
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.max_memory = 64 * 1024;  /* its coefficient buffers need ~250 KB */
+    check_rejected("progressive.jpg", &o, SHARD_ELIMIT,
+                   "JPEG needs more than --max-memory 65536 bytes");
+    /* a baseline JPEG streams and fits */
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    assert_int_equal(decode_fixture("rgb.jpg", &o, &img, &err), 0);
+    shard_image_release(&img);
+}
+
+/* A valid progressive JPEG with 3 + 3*63*3 = 570 scans: every AC coefficient
+ * of every component in its own band, each sent in three successive-
+ * approximation steps (DC likewise, all components together). */
+#define MANY_SCANS (3 + 3 * 63 * 3)
+
+static void encode_many_scan_jpeg(struct shard_buf *out)
+{
+    enum { SIDE = 16 };
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    unsigned char *mem = NULL;
+    unsigned long size = 0;
+    jpeg_mem_dest(&c, &mem, &size);
+    c.image_width = c.image_height = SIDE;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    static jpeg_scan_info scans[MANY_SCANS];
+    int n = 0;
+    for (int step = 0; step < 3; step++) {  /* Al 2, then refine to 1, then 0 */
+        jpeg_scan_info *dc = &scans[n++];
+        memset(dc, 0, sizeof *dc);
+        dc->comps_in_scan = 3;
+        for (int ci = 0; ci < 3; ci++)
+            dc->component_index[ci] = ci;
+        dc->Ah = step ? 3 - step : 0;
+        dc->Al = 2 - step;
+    }
+    for (int ci = 0; ci < 3; ci++)
+        for (int k = 1; k < 64; k++)
+            for (int step = 0; step < 3; step++) {
+                jpeg_scan_info *ac = &scans[n++];
+                memset(ac, 0, sizeof *ac);
+                ac->comps_in_scan = 1;
+                ac->component_index[0] = ci;
+                ac->Ss = ac->Se = k;
+                ac->Ah = step ? 3 - step : 0;
+                ac->Al = 2 - step;
+            }
+    assert_int_equal(n, MANY_SCANS);
+    c.scan_info = scans;
+    c.num_scans = n;
+    jpeg_start_compress(&c, TRUE);
+    unsigned char row[SIDE * 3];
+    for (int x = 0; x < SIDE * 3; x++)
+        row[x] = (unsigned char)(x * 5);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&c, &r, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    out->len = 0;
+    assert_int_equal(shard_buf_append(out, mem, size, NULL), 0);
+    free(mem);
+}
+
+static void test_jpeg_with_too_many_scans_is_refused(void **state)
+{
+    (void)state;
+    struct shard_buf b = {0};
+    encode_many_scan_jpeg(&b);
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    assert_int_equal(shard_decode(b.data, b.len, NULL, &img, &err), SHARD_ELIMIT);
+    assert_string_equal(err.msg, "progressive JPEG has more than 500 scans");
+    shard_image_release(&img);
+    shard_buf_release(&b);
+}
+
+static void test_file_over_max_file_bytes_is_refused(void **state)
+{
+    (void)state;
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.max_file_bytes = 100;
+    check_rejected("rgb.jpg", &o, SHARD_ELIMIT, "exceeds --max-file-bytes 100");
+}
+
+static void test_dct_scale_denominator_keeps_fit_side_at_least_target(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t w, h, target;
+        enum shard_fit fit;
+        unsigned denom;
+    } cases[] = {
+        {333, 250, 0, SHARD_FIT_SHORT, 1},    /* no target: full size */
+        {333, 250, 32, SHARD_FIT_SHORT, 8},   /* ceil(250/8) = 32 */
+        {333, 250, 33, SHARD_FIT_SHORT, 4},   /* ceil(250/4) = 63 */
+        {333, 250, 63, SHARD_FIT_SHORT, 4},
+        {333, 250, 64, SHARD_FIT_SHORT, 2},   /* ceil(250/2) = 125 */
+        {333, 250, 125, SHARD_FIT_SHORT, 2},
+        {333, 250, 126, SHARD_FIT_SHORT, 1},
+        {250, 333, 32, SHARD_FIT_SHORT, 8},   /* portrait: same short side */
+        {333, 250, 32, SHARD_FIT_CROP, 8},    /* crop scales the short side */
+        {333, 250, 42, SHARD_FIT_LONG, 8},    /* ceil(333/8) = 42 */
+        {333, 250, 43, SHARD_FIT_LONG, 4},
+        {250, 333, 43, SHARD_FIT_LONG, 4},
+        {500, 375, 256, SHARD_FIT_SHORT, 1},  /* the typical ImageNet image */
+        {500, 375, 224, SHARD_FIT_LONG, 2},
+        {4000, 3000, 256, SHARD_FIT_SHORT, 8},
+        {4000, 3000, 512, SHARD_FIT_SHORT, 4},
+        {100, 100, 512, SHARD_FIT_SHORT, 1},  /* upscaling: never shrink first */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unsigned d = shard_jpeg_scale_denom(cases[i].w, cases[i].h, cases[i].target, cases[i].fit);
+        if (d != cases[i].denom)
+            fail_msg("%ux%u target %u fit %s: denominator %u, expected %u", cases[i].w,
+                     cases[i].h, cases[i].target, shard_fit_name(cases[i].fit), d,
+                     cases[i].denom);
+    }
+}
+
+static void test_dct_scaled_decode_has_expected_size_and_pixels(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t target;
+        enum shard_fit fit;
+        const char *ref;  /* NULL: full size */
+    } cases[] = {
+        {32, SHARD_FIT_SHORT, "rgb.jpg.s8.ppm"},  {33, SHARD_FIT_SHORT, "rgb.jpg.s4.ppm"},
+        {125, SHARD_FIT_SHORT, "rgb.jpg.s2.ppm"}, {126, SHARD_FIT_SHORT, "rgb.jpg.ref.ppm"},
+        {32, SHARD_FIT_CROP, "rgb.jpg.s8.ppm"},   {42, SHARD_FIT_LONG, "rgb.jpg.s8.ppm"},
+        {43, SHARD_FIT_LONG, "rgb.jpg.s4.ppm"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct shard_decode_options o;
+        shard_decode_options_init(&o);
+        o.target = cases[i].target;
+        o.fit = cases[i].fit;
+        struct shard_image img = {0};
+        struct shard_err err = {0};
+        if (decode_fixture("rgb.jpg", &o, &img, &err))
+            fail_msg("target %u: %s", o.target, err.msg);
+        assert_matches_ppm(&img, cases[i].ref, TOL_EXACT);
+        shard_image_release(&img);
+    }
+}
+
+static void test_dct_scaling_picks_the_side_before_rotation(void **state)
+{
+    (void)state;
+    /* stored 48x32, orientation 6: short side 32 -> 1/2 keeps 16 >= 16 */
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.target = 16;
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    assert_int_equal(decode_fixture("exif_rot6.jpg", &o, &img, &err), 0);
+    assert_int_equal(img.width, 16);
+    assert_int_equal(img.height, 24);
+    shard_image_release(&img);
+}
+
+/* ---- PNG ------------------------------------------------------------------------- */
+
+static void test_png_colour_types_decode_to_exact_rgb(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"rgb.png", "gray.png", "gray16.png", "rgb16.png",
+                                        "palette.png", "interlaced.png", "png_named.JPEG"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_decodes_like_reference(names[i], TOL_EXACT);
+}
+
+static void test_png_alpha_is_composited_over_the_background(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"rgba.png", "gray_alpha.png", "palette_trns.png",
+                                        "gray_trns.png"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        check_decodes_like_reference(names[i], TOL_ALPHA);  /* default: white */
+        check_alpha_over(names[i], WHITE, TOL_ALPHA);
+        check_alpha_over(names[i], ORANGE, TOL_ALPHA);
+    }
+    check_alpha_over("rgba16.png", WHITE, TOL_ALPHA);
+    check_alpha_over("rgba16.png", ORANGE, TOL_ALPHA);
+}
+
+static void test_png_exif_orientation_is_applied(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("exif_rot6.png", TOL_EXACT);
+}
+
+static void test_truncated_png_is_rejected_with_reason(void **state)
+{
+    (void)state;
+    check_rejected("truncated.png", NULL, SHARD_ECORRUPT, "truncated PNG");
+}
+
+static void test_png_crc_mismatch_is_an_error_not_a_warning(void **state)
+{
+    (void)state;
+    check_rejected("badcrc.png", NULL, SHARD_ECORRUPT, "corrupt PNG: IDAT: CRC error");
+    /* libpng only warns about ancillary chunks by default */
+    check_rejected("badcrc_ancillary.png", NULL, SHARD_ECORRUPT, "CRC error");
+}
+
+static void test_bitflipped_png_is_rejected_as_corrupt(void **state)
+{
+    (void)state;
+    check_rejected("bitflip.png", NULL, SHARD_ECORRUPT, "corrupt PNG: ");
+}
+
+static void test_png_bomb_is_refused_before_allocating(void **state)
+{
+    (void)state;
+    check_bomb_refused_before_allocating("bomb.png",
+                                         "declared 100000x100000 exceeds --max-pixels 100000000");
+}
+
+static void test_png_over_memory_cap_is_refused(void **state)
+{
+    (void)state;
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.max_memory = 4096;  /* zlib alone needs more */
+    check_rejected("rgb.png", &o, SHARD_ELIMIT, "PNG needs more than --max-memory 4096 bytes");
+}
+
+/* ---- libvips formats ------------------------------------------------------------ */
+
+static void test_webp_gif_tiff_decode_to_exact_rgb(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"rgb.webp", "rgb.gif", "rgb.tiff"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_decodes_like_reference(names[i], TOL_EXACT);
+}
+
+static void test_animated_gif_gives_its_first_frame(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("anim.gif", TOL_EXACT);
+}
+
+static void test_webp_alpha_is_composited_over_the_background(void **state)
+{
+    (void)state;
+    check_alpha_over("rgba.webp", WHITE, TOL_ALPHA);
+    check_alpha_over("rgba.webp", ORANGE, TOL_ALPHA);
+}
+
+static void test_webp_and_tiff_exif_orientation_is_applied(void **state)
+{
+    (void)state;
+    check_decodes_like_reference("exif_rot6.webp", TOL_EXACT);
+    check_decodes_like_reference("exif_rot6.tiff", TOL_EXACT);
+}
+
+static void test_truncated_webp_and_gif_are_rejected_with_reason(void **state)
+{
+    (void)state;
+    check_rejected("truncated.webp", NULL, SHARD_ECORRUPT, "corrupt WEBP: ");
+    check_rejected("truncated.gif", NULL, SHARD_ECORRUPT, "corrupt GIF: ");
+}
+
+static void test_vips_formats_check_declared_size_first(void **state)
+{
+    (void)state;
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.max_pixels = 96 * 64 - 1;
+    static const char *const names[] = {"rgb.webp", "rgb.gif", "rgb.tiff"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_rejected(names[i], &o, SHARD_ELIMIT, "declared 96x64 exceeds --max-pixels 6143");
+}
+
+static void test_bmp_is_unsupported_with_reason(void **state)
+{
+    (void)state;
+    check_rejected("rgb.bmp", NULL, SHARD_EUNSUPPORTED, "unsupported: BMP");
+}
+
+static void *count_object(void *object, void *a, void *b)
+{
+    (void)object;
+    (void)b;
+    (*(int *)a)++;
+    return NULL;
+}
+
+static int live_vips_objects(void)
+{
+    int n = 0;
+    vips_object_map(count_object, &n, NULL);
+    return n;
+}
+
+static void test_vips_decodes_release_every_object(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"rgb.webp", "rgba.webp", "exif_rot6.tiff", "anim.gif",
+                                        "truncated.webp"};
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    decode_fixture("rgb.webp", NULL, &img, &err);  /* libvips starts up */
+    int before = live_vips_objects();
+    for (int round = 0; round < 5; round++)
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            decode_fixture(names[i], NULL, &img, &err);
+    assert_int_equal(live_vips_objects(), before);
+    shard_image_release(&img);
+}
+
+/* ---- memory reuse, threads, real images ------------------------------------------ */
+
+static void test_output_image_memory_is_reused(void **state)
+{
+    (void)state;
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    assert_int_equal(decode_fixture("rgb.jpg", NULL, &img, &err), 0);
+    uint8_t *first = img.pixels;
+    assert_int_equal(decode_fixture("rgb.png", NULL, &img, &err), 0);  /* smaller */
+    assert_ptr_equal(img.pixels, first);
+    assert_int_equal(decode_fixture("rgb.jpg", NULL, &img, &err), 0);
+    assert_ptr_equal(img.pixels, first);
+    /* a failure leaves an image that can still be released */
+    assert_int_equal(decode_fixture("truncated.jpg", NULL, &img, &err), SHARD_ECORRUPT);
+    shard_image_release(&img);
+}
+
+static uint64_t checksum(const struct shard_image *img)
+{
+    uint64_t h = 1469598103934665603ULL;  /* FNV-1a */
+    for (uint32_t y = 0; y < img->height; y++)
+        for (size_t i = 0; i < (size_t)img->width * 3; i++)
+            h = (h ^ img->pixels[y * img->stride + i]) * 1099511628211ULL;
+    return h ^ ((uint64_t)img->width << 32 | img->height);
+}
+
+struct outcome {
+    int rc;
+    uint64_t sum;
+    char msg[SHARD_ERRMSG_SIZE];
+};
+
+static void decode_outcome(const struct shard_buf *in, struct shard_image *img,
+                           struct outcome *r)
+{
+    struct shard_err err = {0};
+    r->rc = shard_decode(in->data, in->len, NULL, img, &err);
+    r->sum = r->rc ? 0 : checksum(img);
+    snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+}
+
+static void test_concurrent_decodes_from_openmp_threads_match_serial(void **state)
+{
+    (void)state;
+    static const char *const names[] = {
+        "rgb.jpg",  "gray.jpg",      "cmyk_adobe.jpg", "progressive.jpg", "exif_rot6.jpg",
+        "rgb.png",  "rgba16.png",    "interlaced.png", "rgb.webp",        "rgba.webp",
+        "anim.gif", "exif_rot6.tiff", "truncated.jpg", "bitflip.jpg",     "badcrc.png",
+        "bomb.jpg", "truncated.webp", "text.jpg",
+    };
+    enum { N = sizeof names / sizeof names[0], ROUNDS = 8 };
+    struct shard_buf in[N];
+    struct outcome serial[N];
+    static struct outcome parallel[N * ROUNDS];
+    memset(in, 0, sizeof in);
+    struct shard_image img = {0};
+    for (int i = 0; i < N; i++) {
+        load_fixture(names[i], &in[i]);
+        decode_outcome(&in[i], &img, &serial[i]);
+    }
+    shard_image_release(&img);
+
+#pragma omp parallel num_threads(4)
+    {
+        struct shard_image mine = {0};  /* one reused image per thread */
+#pragma omp for schedule(dynamic, 1)
+        for (int k = 0; k < N * ROUNDS; k++)
+            decode_outcome(&in[k % N], &mine, &parallel[k]);
+        shard_image_release(&mine);
+    }
+    for (int k = 0; k < N * ROUNDS; k++) {
+        const struct outcome *s = &serial[k % N], *p = &parallel[k];
+        if (p->rc != s->rc || p->sum != s->sum || strcmp(p->msg, s->msg) != 0)
+            fail_msg("%s: parallel %d \"%s\" differs from serial %d \"%s\"", names[k % N],
+                     p->rc, p->msg, s->rc, s->msg);
+    }
+    for (int i = 0; i < N; i++)
+        shard_buf_release(&in[i]);
+}
+
+static void test_imagenet_sample_decodes_without_error(void **state)
+{
+    (void)state;
+    const char *dir = getenv("SHARDKIT_DATASET");
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        skip();
+    struct shard_buf b = {0};
+    struct shard_image img = {0}, scaled = {0};
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.target = 256;
+    int images = 0, failed = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *p = path_in("SHARDKIT_DATASET", e->d_name);
+        int loaded = e->d_name[0] != '.' && slurp(p, &b) == 0;
+        free(p);
+        if (!loaded || shard_sniff(b.data, b.len) == SHARD_FORMAT_UNKNOWN)
+            continue;  /* SOURCE.txt and the like */
+        images++;
+        struct shard_err err = {0};
+        int rc = shard_decode(b.data, b.len, NULL, &img, &err);
+        if (!rc)
+            rc = shard_decode(b.data, b.len, &o, &scaled, &err);
+        if (!rc) {
+            uint32_t full_short = img.width < img.height ? img.width : img.height;
+            uint32_t short_side = scaled.width < scaled.height ? scaled.width : scaled.height;
+            if (short_side < (full_short < 256 ? full_short : 256)) {
+                rc = -1;
+                snprintf(err.msg, sizeof err.msg, "scaled short side %u < 256", short_side);
+            }
+        }
+        if (rc) {
+            print_message("%s: %s\n", e->d_name, err.msg);
+            failed++;
+        }
+    }
+    closedir(d);
+    shard_buf_release(&b);
+    shard_image_release(&img);
+    shard_image_release(&scaled);
+    print_message("decoded %d images, %d failed\n", images, failed);
+    assert_true(images >= 1000);
+    assert_int_equal(failed, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sniff_uses_signatures_not_names),
+        cmocka_unit_test(test_options_init_sets_documented_defaults),
+        cmocka_unit_test(test_missing_input_or_output_is_invalid),
+        cmocka_unit_test(test_rgb_jpeg_matches_reference_decoder),
+        cmocka_unit_test(test_grayscale_jpeg_becomes_three_channel_rgb),
+        cmocka_unit_test(test_adobe_cmyk_jpeg_is_inverted_and_converted_to_rgb),
+        cmocka_unit_test(test_cmyk_jpeg_without_adobe_marker_is_read_as_plain_ink),
+        cmocka_unit_test(test_progressive_jpeg_matches_reference_decoder),
+        cmocka_unit_test(test_exif_orientations_1_to_8_give_upright_pixels),
+        cmocka_unit_test(test_exif_orientation_parser_reads_ifd0_and_ignores_garbage),
+        cmocka_unit_test(test_truncated_jpeg_is_rejected_with_reason),
+        cmocka_unit_test(test_bitflipped_jpeg_is_rejected_as_corrupt_data),
+        cmocka_unit_test(test_empty_file_is_not_an_image),
+        cmocka_unit_test(test_text_file_named_jpg_is_not_an_image),
+        cmocka_unit_test(test_jpeg_bomb_is_refused_before_allocating),
+        cmocka_unit_test(test_twelve_bit_jpeg_is_unsupported),
+        cmocka_unit_test(test_lossless_jpeg_is_unsupported),
+        cmocka_unit_test(test_progressive_jpeg_over_memory_cap_is_refused),
+        cmocka_unit_test(test_jpeg_with_too_many_scans_is_refused),
+        cmocka_unit_test(test_file_over_max_file_bytes_is_refused),
+        cmocka_unit_test(test_dct_scale_denominator_keeps_fit_side_at_least_target),
+        cmocka_unit_test(test_dct_scaled_decode_has_expected_size_and_pixels),
+        cmocka_unit_test(test_dct_scaling_picks_the_side_before_rotation),
+        cmocka_unit_test(test_png_colour_types_decode_to_exact_rgb),
+        cmocka_unit_test(test_png_alpha_is_composited_over_the_background),
+        cmocka_unit_test(test_png_exif_orientation_is_applied),
+        cmocka_unit_test(test_truncated_png_is_rejected_with_reason),
+        cmocka_unit_test(test_png_crc_mismatch_is_an_error_not_a_warning),
+        cmocka_unit_test(test_bitflipped_png_is_rejected_as_corrupt),
+        cmocka_unit_test(test_png_bomb_is_refused_before_allocating),
+        cmocka_unit_test(test_png_over_memory_cap_is_refused),
+        cmocka_unit_test(test_webp_gif_tiff_decode_to_exact_rgb),
+        cmocka_unit_test(test_animated_gif_gives_its_first_frame),
+        cmocka_unit_test(test_webp_alpha_is_composited_over_the_background),
+        cmocka_unit_test(test_webp_and_tiff_exif_orientation_is_applied),
+        cmocka_unit_test(test_truncated_webp_and_gif_are_rejected_with_reason),
+        cmocka_unit_test(test_vips_formats_check_declared_size_first),
+        cmocka_unit_test(test_bmp_is_unsupported_with_reason),
+        cmocka_unit_test(test_vips_decodes_release_every_object),
+        cmocka_unit_test(test_output_image_memory_is_reused),
+        cmocka_unit_test(test_concurrent_decodes_from_openmp_threads_match_serial),
+        cmocka_unit_test(test_imagenet_sample_decodes_without_error),
+    };
+    return cmocka_run_group_tests_name("decode", tests, NULL, NULL);
+}

@@ -1,0 +1,120 @@
+/* cli.c - shared command-line helpers (see cli.h). */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PLAIN_PROGRESS_SECONDS 5.0
+#define BAR_WIDTH 30
+
+int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (!s || !*s || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    if (shift && (!strcmp(end, "B") || !strcmp(end, "iB")))
+        end += strlen(end);
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1000 && u < 4) {
+        v /= 1000;
+        u++;
+    }
+    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+int cli_usage_error(const char *prog, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '%s --help' for more information.\n", prog);
+    return CLI_EXIT_USAGE;
+}
+
+void cli_progress_init(struct cli_progress *p)
+{
+    memset(p, 0, sizeof *p);
+    p->tty = isatty(STDERR_FILENO);
+}
+
+void cli_progress_show(struct cli_progress *p, const char *phase, uint64_t done, uint64_t total,
+                       double elapsed, const char *extra)
+{
+    double rate = elapsed > 0 ? done / elapsed : 0;
+    if (!p->tty) {
+        if (elapsed - p->last_line < PLAIN_PROGRESS_SECONDS)
+            return;
+        p->last_line = elapsed;
+        if (total)
+            fprintf(stderr, "%s: %llu/%llu (%.0f%%), %.0f/s, %s\n", phase,
+                    (unsigned long long)done, (unsigned long long)total, 100.0 * done / total,
+                    rate, extra ? extra : "");
+        else
+            fprintf(stderr, "%s: %llu, %.0f/s, %s\n", phase, (unsigned long long)done, rate,
+                    extra ? extra : "");
+        return;
+    }
+    char bar[BAR_WIDTH + 1];
+    int filled = total ? (int)((double)done / total * BAR_WIDTH) : 0;
+    for (int i = 0; i < BAR_WIDTH; i++)
+        bar[i] = i < filled ? '#' : '.';
+    bar[BAR_WIDTH] = '\0';
+    char eta[32] = "";
+    if (total && rate > 0 && done < total) {
+        double left = (total - done) / rate;
+        snprintf(eta, sizeof eta, " ETA %dm%02ds", (int)left / 60, (int)left % 60);
+    }
+    fprintf(stderr, "\r%-8s [%s] %llu/%llu %.0f/s%s %s\033[K", phase, bar,
+            (unsigned long long)done, (unsigned long long)total, rate, eta, extra ? extra : "");
+    p->drawn = 1;
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+    if (p->tty && p->drawn)
+        fputc('\n', stderr);
+    p->drawn = 0;
+}

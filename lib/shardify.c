@@ -850,7 +850,8 @@ static int publish(struct run *r, struct shardify_summary *sum, struct shard_err
     m.rejects = assembler_take_rejects(r->as, &m.reject_count);
     m.rejected = m.reject_count;
     m.index_file = SHARD_INDEX_FILE;
-    qsort(m.rejects, m.reject_count, sizeof *m.rejects, compare_rejects);
+    if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
+        qsort(m.rejects, m.reject_count, sizeof *m.rejects, compare_rejects);
     if (m.index_entries != m.samples)
         rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
                            (unsigned long long)m.index_entries, (unsigned long long)m.samples);

@@ -21,6 +21,8 @@ export PYTHON="${PYTHON:-/usr/bin/python3}"
 # glib/libvips keep process-lifetime allocations; only report our leaks.
 export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
+# Sleep rather than spin when an OpenMP thread waits: CI machines are small and shared.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 if [ ! -f "$SHARDKIT_FIXTURES/.complete" ] || \

@@ -8,6 +8,8 @@
  *   shardkit/manifest.h  manifest.json and the per-sample index
  *   shardkit/source.h    scanning directories and archives, labels, CPUs
  *   shardkit/shardify.h  the whole conversion
+ *   shardkit/dataset.h   reading: samples by index, epoch plans, prefetching
+ *   shardkit/verify.h    proving a dataset matches its manifest and source
  * Link with `pkg-config --libs shardkit`.
  */
 #ifndef SHARDKIT_H
@@ -15,11 +17,13 @@
 
 #define SHARDKIT_VERSION "0.1.0"
 
+#include "shardkit/dataset.h"
 #include "shardkit/error.h"
 #include "shardkit/format.h"
 #include "shardkit/image.h"
 #include "shardkit/manifest.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
+#include "shardkit/verify.h"
 
 #endif

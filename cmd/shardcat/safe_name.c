@@ -1,0 +1,81 @@
+/* safe_name.c - a sample key as one file name (see safe_name.h). */
+#include "safe_name.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0. */
+static size_t utf8_length(const unsigned char *p, size_t avail)
+{
+    unsigned c = p[0];
+    size_t n;
+    uint32_t cp, min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xe0) == 0xc0)
+        n = 2, cp = c & 0x1f, min = 0x80;
+    else if ((c & 0xf0) == 0xe0)
+        n = 3, cp = c & 0x0f, min = 0x800;
+    else if ((c & 0xf8) == 0xf0)
+        n = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (avail < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+        return 0;  /* overlong, out of range, surrogate, or a C1 control */
+    return n;
+}
+
+/* For a file name every separator is escaped; for a message, '/' stays. */
+static int must_escape(unsigned char c, size_t at, int for_file)
+{
+    if (!for_file)
+        return c < 0x20 || c == 0x7f || c == '%';
+    return c < 0x20 || c == 0x7f || c == '/' || c == '\\' || c == '%' || (at == 0 && c == '.');
+}
+
+static size_t encode(const char *key, size_t len, const char *suffix, int for_file, char *out,
+                     size_t out_size)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    const unsigned char *p = (const unsigned char *)key;
+    size_t o = 0, suffix_len = strlen(suffix);
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_length(p + i, len - i);
+        /* a valid multi-byte character is kept as it is */
+        if (n > 1 || (n == 1 && !must_escape(p[i], i, for_file))) {
+            if (o + n >= out_size)
+                return 0;
+            memcpy(out + o, p + i, n);
+            o += n;
+            i += n;
+            continue;
+        }
+        if (o + 3 >= out_size)
+            return 0;
+        out[o++] = '%';
+        out[o++] = digits[p[i] >> 4];
+        out[o++] = digits[p[i] & 15];
+        i++;
+    }
+    if (o + suffix_len >= out_size)
+        return 0;
+    memcpy(out + o, suffix, suffix_len + 1);
+    return o + suffix_len;
+}
+
+size_t safe_name(const char *key, size_t len, const char *suffix, char *out, size_t out_size)
+{
+    return encode(key, len, suffix, 1, out, out_size);
+}
+
+size_t shown_key(const char *key, size_t len, char *out, size_t out_size)
+{
+    return encode(key, len, "", 0, out, out_size);
+}

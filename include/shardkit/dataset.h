@@ -1,0 +1,253 @@
+/*
+ * shardkit/dataset.h - reading a dataset: samples by index, epoch plans and
+ * a prefetching iterator.  This is how training code reads shards.
+ *
+ * Three pieces, each an opaque handle with a create/free pair (every free
+ * accepts NULL) and plain structs for everything passed in or out; there are
+ * no callbacks, so the API wraps directly into other languages.
+ *
+ *   struct shard_dataset  an open dataset (its manifest; shard footers are
+ *                         read on first use).  Any sample is one ranged read
+ *                         away: (shard, record) -> footer row -> frame.
+ *   struct shard_plan     the order one rank visits samples in one epoch: a
+ *                         deterministic function of (manifest, seed, epoch,
+ *                         rank, world_size, options) and nothing else.
+ *   struct shard_iter     N worker threads reading, decompressing and
+ *                         decoding the samples of a list of indices ahead of
+ *                         the consumer, into a bounded queue, handed out in
+ *                         list order.
+ *
+ * Sample numbering.  A dataset of N samples numbers them 0..N-1 in stored
+ * order: shard 0's records in record order, then shard 1's, ... - the order
+ * of index.jsonl.  That number is a sample's "index" below.  Reading in
+ * stored order is a plan with shuffle off and one rank (or the list 0..N-1)
+ * given to an iterator; an epoch of training is a plan with shuffle on.
+ *
+ * Thread safety.  shard_dataset_read*() may be called from many threads at
+ * once on one dataset.  A plan is immutable once made.  An iterator is used
+ * by one thread at a time (its workers are internal).  Close a dataset only
+ * after every iterator over it has been freed.
+ *
+ * Errors.  A damaged record is reported, never skipped and never a crash:
+ * the call returns SHARD_ECORRUPT and the message names the shard, the
+ * record and the key, e.g.
+ *   "shard-000000.shard record 12 (key 'a/b.jpg'): zstd: checksum mismatch"
+ */
+#ifndef SHARDKIT_DATASET_H
+#define SHARDKIT_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardkit/error.h"
+#include "shardkit/image.h"
+#include "shardkit/manifest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the dataset ------------------------------------------------------- */
+
+struct shard_dataset;
+
+/* Open the dataset at `location`: a directory path holding manifest.json
+ * and its shards.  (Remote locations are planned: "http://..." and
+ * "https://..." give SHARD_EUNSUPPORTED for now.)  Only manifest.json is
+ * read here; each shard's header, trailer and footer are read and checked
+ * the first time one of its records is needed.
+ * On success *out is the dataset (free with shard_dataset_close).  Errors:
+ * SHARD_ENOTFOUND (no directory or no manifest.json), SHARD_ECORRUPT (a
+ * malformed or self-contradicting manifest, with the reason), SHARD_EIO,
+ * SHARD_ENOMEM, SHARD_EUNSUPPORTED. */
+int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
+
+/* Close and free.  Accepts NULL. */
+void shard_dataset_close(struct shard_dataset *ds);
+
+/* The loaded manifest (owned by ds; valid until it is closed). */
+const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds);
+
+/* Number of samples (counts.samples) and of shards. */
+uint64_t shard_dataset_size(const struct shard_dataset *ds);
+uint32_t shard_dataset_shard_count(const struct shard_dataset *ds);
+
+/* Where sample `index` is stored.  0 or SHARD_ENOTFOUND (index >= size). */
+int shard_dataset_locate(const struct shard_dataset *ds, uint64_t index, uint32_t *shard,
+                         uint64_t *record, struct shard_err *err);
+
+/* The index of (shard, record).  0 or SHARD_ENOTFOUND. */
+int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint64_t record,
+                           uint64_t *index, struct shard_err *err);
+
+/* ---- reading one sample ------------------------------------------------ */
+
+/* What a read fills in (bitwise or).  The key, label and size always are. */
+enum shard_read_flags {
+    SHARD_READ_PIXELS = 1,  /* decode the payload: item->pixels, uint8 RGB HWC */
+    SHARD_READ_STORED = 2,  /* copy the payload as stored: item->stored */
+};
+
+/* One sample.  Zero it before first use ({0} or memset); after that it may
+ * be reused for any number of reads, keeping its buffers' capacity, and is
+ * released with shard_item_release().  Every buffer belongs to the item. */
+struct shard_item {
+    uint64_t index;              /* position in stored order */
+    uint32_t shard;              /* position in the manifest's shards */
+    uint64_t record;             /* record number inside the shard */
+    int32_t label;               /* index into the manifest's labels, or SHARD_NO_LABEL */
+    uint32_t width;              /* stored size in pixels */
+    uint32_t height;
+    uint32_t channels;           /* 3 */
+    enum shard_codec codec;      /* how the payload is stored */
+    struct shard_buf key;        /* key.len bytes, then a NUL (not counted) */
+    struct shard_buf stored;     /* payload bytes with SHARD_READ_STORED, else len 0 */
+    struct shard_image pixels;   /* with SHARD_READ_PIXELS: width x height x 3, stride
+                                  * width*3; otherwise pixels.width is 0 */
+};
+
+/* Free the item's buffers and zero it.  Accepts NULL. */
+void shard_item_release(struct shard_item *item);
+
+/* Read sample `index` into *item: fetch the record's frame (one ranged read
+ * using the footer index), check its xxh3 and zstd checksum and that its
+ * key and label equal the footer's, then decode or copy the payload as
+ * `flags` asks (decoding checks the payload's dimensions).  Thread-safe.
+ * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or
+ * record: the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.
+ * On failure *item holds no sample (its buffers are kept for reuse). */
+int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
+                       struct shard_item *item, struct shard_err *err);
+
+/* The same, by (shard, record). */
+int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
+                              unsigned flags, struct shard_item *item, struct shard_err *err);
+
+/* ---- epoch plans --------------------------------------------------------
+ *
+ * The plan of (seed, epoch, rank, world_size) over shards holding
+ * n_0, n_1, ... samples (N in all) is built in three steps:
+ *
+ *  1. Shard order.  With shuffle on, the shard numbers 0..S-1 are permuted by
+ *     the Fisher-Yates shuffle driven by SplitMix64 of manifests/FORMAT.md
+ *     ("Sample order") seeded with derive(seed, 1, epoch, 0, 0); with
+ *     shuffle off they stay in order.  Flattening the shards in that order,
+ *     each shard's records in record order, gives the epoch sequence
+ *     E[0..N).
+ *  2. Rank split, at the sample level: rank r takes the contiguous slice
+ *     E[floor(r*N/W), floor((r+1)*N/W)).  Every sample goes to exactly one
+ *     rank; slices differ in length by at most one; each rank reads whole
+ *     runs of records, so reads stay sequential inside shards; shards of
+ *     uneven sizes and W larger than the number of shards (even than N:
+ *     then some ranks get nothing) need no special case.  The remainder
+ *     option changes this step only:
+ *       SHARD_REMAINDER_KEEP (default): as above; nothing is padded or dropped.
+ *       SHARD_REMAINDER_DROP: every rank gets q = floor(N/W) samples, rank r
+ *         the slice E[r*q, (r+1)*q); the last N - W*q samples of E (which
+ *         ones changes with the epoch's shard order) are not visited.
+ *       SHARD_REMAINDER_PAD: every rank gets c = ceil(N/W) samples, rank r
+ *         positions r*c .. (r+1)*c-1 of E repeated end to end (position p is
+ *         E[p mod N]): the W*c - N extra entries repeat samples from the
+ *         start of E.  An empty dataset gives empty plans.
+ *  3. Shuffle within a bounded buffer.  With shuffle on and a buffer of B
+ *     (> 1), the rank's slice is cut into consecutive windows of B entries
+ *     (the last may be shorter) and window k is permuted by the same
+ *     Fisher-Yates/SplitMix64 shuffle seeded with derive(seed, 2, epoch,
+ *     rank, k).  A sample thus moves at most B-1 places, which bounds how
+ *     far ahead a reader must look.
+ *
+ * derive(seed, tag, epoch, rank, k) is XXH3-64 (xxHash 0.8) with seed `seed`
+ * of the 32 bytes le64(tag) le64(epoch) le64(rank) le64(k).  Everything is
+ * specified, so another implementation (a Python loader) can reproduce a
+ * plan exactly.  Different epochs give different orders; the same inputs
+ * always give the same plan, on any machine and thread count.
+ */
+
+enum shard_remainder {
+    SHARD_REMAINDER_KEEP = 0,  /* ranks differ by at most one sample */
+    SHARD_REMAINDER_DROP = 1,  /* every rank floor(N/W); the rest is not visited */
+    SHARD_REMAINDER_PAD = 2,   /* every rank ceil(N/W); repeats from the start of E */
+};
+
+struct shard_plan_options {
+    int shuffle;                    /* 0: stored shard order, no window shuffle */
+    uint64_t seed;
+    uint64_t epoch;
+    uint32_t rank;                  /* 0 .. world_size-1 */
+    uint32_t world_size;            /* >= 1 */
+    uint64_t shuffle_buffer;        /* B; 0 or 1: no shuffle inside the slice */
+    enum shard_remainder remainder;
+};
+
+/* Defaults: shuffle on, seed 0, epoch 0, rank 0 of 1, buffer 1024, keep. */
+#define SHARD_PLAN_DEFAULT_BUFFER 1024u
+void shard_plan_options_init(struct shard_plan_options *o);
+
+/* "keep" / "drop" / "pad".  0 or SHARD_EINVAL. */
+int shard_remainder_parse(const char *s, enum shard_remainder *out);
+const char *shard_remainder_name(enum shard_remainder r);
+
+struct shard_plan;
+
+/* The plan for shards holding shard_samples[0..shard_count) samples.
+ * On success *out is the plan (free with shard_plan_free).  SHARD_EINVAL
+ * (world_size 0, rank >= world_size) or SHARD_ENOMEM. */
+int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint32_t shard_count,
+                   const struct shard_plan_options *o, struct shard_err *err);
+
+/* The plan for an open dataset (its manifest's shard sample counts). */
+int shard_dataset_plan(const struct shard_dataset *ds, const struct shard_plan_options *o,
+                       struct shard_plan **out, struct shard_err *err);
+
+void shard_plan_free(struct shard_plan *p);  /* accepts NULL */
+
+/* Entries of this rank's plan, and the sample indices in visiting order
+ * (owned by the plan; valid until it is freed). */
+uint64_t shard_plan_count(const struct shard_plan *p);
+const uint64_t *shard_plan_indices(const struct shard_plan *p);
+/* With SHARD_REMAINDER_PAD: entries of this rank that repeat a sample. */
+uint64_t shard_plan_padded(const struct shard_plan *p);
+/* With SHARD_REMAINDER_DROP: samples of the epoch that no rank visits. */
+uint64_t shard_plan_dropped(const struct shard_plan *p);
+
+/* ---- the prefetching iterator ------------------------------------------ */
+
+struct shard_iter_options {
+    int threads;             /* worker threads (0..1024); 0: read on the caller's thread
+                              * in next() */
+    uint32_t queue_depth;    /* samples read ahead (the bound on memory); 0: 4 per thread */
+    unsigned flags;          /* SHARD_READ_* (default SHARD_READ_PIXELS) */
+};
+
+/* Defaults: 2 threads, queue depth 0 (= 4 per thread), SHARD_READ_PIXELS. */
+void shard_iter_options_init(struct shard_iter_options *o);
+
+struct shard_iter;
+
+/* Start reading the samples indices[0..count) of ds, in that order (a
+ * plan's indices, or any list; repeats are allowed).  The list is copied;
+ * ds must stay open until the iterator is freed.  Workers start at once and
+ * stay at most queue_depth samples ahead of the consumer.
+ * 0, SHARD_EINVAL, SHARD_ENOMEM or SHARD_EIO (threads could not start). */
+int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint64_t *indices,
+                   uint64_t count, const struct shard_iter_options *o, struct shard_err *err);
+
+/* The next sample, in list order.  Returns 1 and fills *item, 0 at the end
+ * of the list, or a negative error for this entry (the message names shard,
+ * record and key); after an error the next call continues with the next
+ * entry, so a caller may log and go on or stop - nothing is skipped
+ * silently.  *item must be zeroed before its first use; its old buffers are
+ * recycled by the iterator and the new ones belong to the item (no copy is
+ * made: buffers are exchanged with the queue). */
+int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard_err *err);
+
+/* Entries handed out so far (the position of the next one). */
+uint64_t shard_iter_position(const struct shard_iter *it);
+
+/* Stop the workers and free everything.  Accepts NULL. */
+void shard_iter_free(struct shard_iter *it);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

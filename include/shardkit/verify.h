@@ -1,0 +1,193 @@
+/*
+ * shardkit/verify.h - proving that a dataset is what its manifest says, and
+ * the same experiment as its source: the engine behind `shardcheck`.
+ *
+ * A faster input pipeline is only worth having if the experiment is
+ * unchanged.  shard_verify() checks, and lists every difference it finds:
+ *
+ *  default   manifest.json is well-formed and self-consistent; every listed
+ *            shard exists with the listed size and whole-file xxh3 (this
+ *            alone catches a changed byte anywhere in a shard); headers,
+ *            trailers and footers parse; each footer's record count equals
+ *            the manifest's; index.jsonl has the listed size and xxh3 and
+ *            one line per record, in stored order, with the footer's key and
+ *            label; keys are unique; counts.samples, counts.unlabeled and
+ *            counts.by_label equal the labels the footers hold; no unlisted
+ *            shard file lies in DST.
+ *  deep      also decompress and decode every record: frame xxh3, zstd
+ *            checksum, key and label against the footer, codec equal to the
+ *            config's, payload decodes to the declared size, size equal to the
+ *            index's and consistent with the config's size/fit.
+ *  source    scan SRC as shardify does and prove identity: every candidate
+ *            file is a sample with the same key, source_bytes and
+ *            source_xxh3, or a listed reject (with the same identity when
+ *            one was recorded); nothing extra, nothing missing; counts.ignored
+ *            matches; each sample's label re-derived from its key with the
+ *            config's label rule equals its stored label, so per-label counts
+ *            are equal.
+ *  fidelity  re-run the conversion (decode, resize, encode: exactly
+ *            shardify's pipeline and config) on N samples spread evenly over
+ *            stored order and compare the stored pixels with the re-run's
+ *            (both payloads decoded): raw and png must be identical; jpeg
+ *            must reach min_psnr (identical bytes give infinity; another
+ *            build of libjpeg-turbo or of the resizer may change pixels by a
+ *            level, which measured above 40 dB after re-encoding at q90;
+ *            another image, a wrong orientation or colour conversion falls
+ *            far below).  The loss of
+ *            the JPEG encoding itself (stored pixels against the re-run's
+ *            pixels before encoding) is reported as loss_psnr.
+ *  visitation  for each world size W and epochs 0..E-1, build every rank's
+ *            epoch plan (shardkit/dataset.h) and prove that each sample is
+ *            visited exactly once per epoch (with the remainder option:
+ *            at most once with drop, the dropped count equal to N mod W; at
+ *            least once with pad, the repeats equal to W*ceil(N/W) - N), and
+ *            that plans are deterministic.
+ *
+ * Every problem names what it is about, lower-case, e.g.
+ *   "shard-000001.shard: xxh3 is 0123456789abcdef, manifest says 456789abcdef0123"
+ *   "shard-000000.shard record 12 (key 'a/b.jpg'): zstd: checksum mismatch"
+ *   "source: 'a/c.jpg' changed since sharding: 1200 bytes with xxh3 ..., index.jsonl
+ *    says 1187 bytes with xxh3 ..."
+ * Problems are sorted (by check, shard, record, message), so a report does
+ * not depend on the thread count.
+ */
+#ifndef SHARDKIT_VERIFY_H
+#define SHARDKIT_VERIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardkit/dataset.h"
+#include "shardkit/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Upper bound on the world sizes one run checks. */
+#define SHARD_VERIFY_MAX_WORLD_SIZES 64
+
+struct shard_verify_options {
+    int deep;                        /* decompress and decode every record */
+    const char *source;              /* SRC (directory or archive) or NULL */
+    const char *labels;              /* the CSV a "file:NAME:HASH" label rule was made
+                                      * from (needed to re-derive such labels), or NULL */
+    uint64_t fidelity;               /* samples to re-convert (needs source); 0: off */
+    double min_psnr;                 /* jpeg threshold in dB; 0: SHARD_FIDELITY_DEFAULT_PSNR */
+    uint32_t world_sizes[SHARD_VERIFY_MAX_WORLD_SIZES];
+    size_t world_size_count;         /* 0: no visitation check */
+    uint64_t epochs;                 /* epochs 0..epochs-1 are checked (default 2) */
+    struct shard_plan_options plan;  /* seed, shuffle, buffer and remainder of the plans
+                                      * checked (rank and world_size are ignored) */
+    int threads;                     /* 0: shard_available_cpus() */
+};
+
+/* Defaults: only the default pass, epochs 2, plan defaults, threads 0. */
+void shard_verify_options_init(struct shard_verify_options *o);
+
+/* The default jpeg threshold of the fidelity check, in dB (see above). */
+#define SHARD_FIDELITY_DEFAULT_PSNR 35.0
+
+/* Which check found a problem. */
+enum shard_check {
+    SHARD_CHECK_MANIFEST = 0,  /* manifest.json itself */
+    SHARD_CHECK_SHARD,         /* a shard file: presence, size, hash, header, footer */
+    SHARD_CHECK_INDEX,         /* index.jsonl against the footers and the manifest */
+    SHARD_CHECK_KEYS,          /* duplicate keys */
+    SHARD_CHECK_COUNTS,        /* counts and by_label */
+    SHARD_CHECK_RECORD,        /* --deep: one record */
+    SHARD_CHECK_SOURCE,        /* --source: identity with SRC */
+    SHARD_CHECK_FIDELITY,      /* --fidelity */
+    SHARD_CHECK_VISITATION,    /* --visitation */
+};
+
+/* "manifest", "shard", "index", "keys", "counts", "record", "source",
+ * "fidelity", "visitation". */
+const char *shard_check_name(enum shard_check c);
+
+struct shard_problem {
+    enum shard_check check;
+    int code;              /* SHARD_EMISMATCH, SHARD_ECORRUPT, SHARD_ENOTFOUND, SHARD_EIO ... */
+    int64_t shard;         /* the shard's position in the manifest, or -1 */
+    int64_t record;        /* the record in that shard, or -1 */
+    char *key;             /* the sample's key (key_len bytes + NUL), or NULL */
+    size_t key_len;
+    char *message;         /* one line, naming the shard/record/key */
+};
+
+/* Throughput of one pass. */
+struct shard_verify_rate {
+    uint64_t bytes;        /* bytes processed */
+    uint64_t items;        /* files or records */
+    double seconds;        /* wall-clock time of the pass */
+    double busy_seconds;   /* summed time threads spent working: bytes/busy_seconds is the
+                            * per-core rate */
+    int threads;
+};
+
+struct shard_fidelity_result {
+    char *key;             /* key_len bytes + NUL */
+    size_t key_len;
+    uint32_t shard;
+    uint64_t record;
+    uint32_t width;
+    uint32_t height;
+    int same_bytes;        /* the stored payload equals the re-run payload byte for byte */
+    int exact;             /* the stored pixels equal the re-run's (both decoded) */
+    double psnr;           /* dB, stored pixels vs the re-run's; INFINITY when equal,
+                            * NAN when not computed */
+    double loss_psnr;      /* dB, stored pixels vs the re-run's before encoding: what
+                            * the codec lost (INFINITY for raw and png) */
+    int passed;
+};
+
+struct shard_visitation_result {
+    uint32_t world_size;
+    uint64_t epochs;
+    uint64_t min_per_rank;     /* shortest rank plan (over epochs) */
+    uint64_t max_per_rank;
+    uint64_t padded;           /* repeated entries per epoch (pad) */
+    uint64_t dropped;          /* samples not visited per epoch (drop) */
+    uint64_t bad_samples;      /* (sample, epoch) pairs visited a wrong number of times */
+    int passed;
+};
+
+/* Problems kept in a report; any beyond are counted in problems_not_kept. */
+#define SHARD_VERIFY_MAX_PROBLEMS 1000000u
+
+struct shard_verify_report {
+    struct shard_problem *problems;  /* the problems found, sorted */
+    uint64_t problem_count;          /* problems in the array */
+    uint64_t problems_not_kept;      /* further problems found past SHARD_VERIFY_MAX_PROBLEMS */
+    uint32_t shards;
+    uint64_t samples;                /* counts.samples */
+    struct shard_verify_rate hash;   /* the default pass: whole-file xxh3 of every shard */
+    struct shard_verify_rate deep;   /* --deep: records decompressed and decoded */
+    struct shard_verify_rate source; /* --source: files read and hashed */
+    uint64_t source_candidates;      /* candidate files in SRC */
+    int labels_checked;              /* --source: labels could be re-derived */
+    char *labels_note;               /* why labels could not be checked, or NULL */
+    struct shard_fidelity_result *fidelity;
+    uint64_t fidelity_count;
+    double min_psnr;                 /* the jpeg threshold that was applied */
+    struct shard_visitation_result *visitation;
+    size_t visitation_count;
+    int threads;
+};
+
+/* Verify the dataset in directory `dst`.  Returns 0 when the checks ran:
+ * the dataset is verified when report->problem_count and problems_not_kept
+ * are 0.  Returns a negative error when they could not run: SHARD_EINVAL (bad
+ * options, e.g. fidelity without a source), SHARD_ENOTFOUND (no DST, no
+ * manifest.json, no SRC), SHARD_EIO (DST or SRC unreadable), SHARD_ENOMEM.
+ * A manifest that exists but is malformed is a problem, not an error.
+ * Release the report with shard_verify_report_release() in both cases. */
+int shard_verify(const char *dst, const struct shard_verify_options *o,
+                 struct shard_verify_report *report, struct shard_err *err);
+
+void shard_verify_report_release(struct shard_verify_report *r);  /* accepts NULL */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

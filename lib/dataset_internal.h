@@ -1,0 +1,24 @@
+/* dataset_internal.h - what the verifier shares with the reader (private). */
+#ifndef SHARDKIT_DATASET_INTERNAL_H
+#define SHARDKIT_DATASET_INTERNAL_H
+
+#include "shardkit/dataset.h"
+#include "shardkit/format.h"
+
+/* The checked footer of shard s, reading the shard's header, trailer and
+ * footer on first use (later calls return the same footer).  *footer stays
+ * valid until ds is closed.  Errors name the shard by its file name:
+ * "shard-000001.shard: footer checksum mismatch".  Thread-safe. */
+int dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
+                         struct shard_err *err);
+
+/* Whether shard s (already opened by dataset_shard_footer) holds the shard
+ * number its file name says ("shard-000003.shard" must hold 3): a shard
+ * under another shard's name is the wrong data.  Reads refuse such a shard;
+ * the verifier reports it and still checks the footer's keys. */
+int dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_err *err);
+
+/* First sample index of shard s; s == shard count gives the sample count. */
+uint64_t dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
+
+#endif

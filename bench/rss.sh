@@ -7,6 +7,7 @@
 set -eu
 BIN=${1:?usage: bench/rss.sh BIN_DIR [COUNTS]}
 COUNTS=${2:-"20000 200000"}
+SHARDIFY_ARGS=${SHARDIFY_ARGS:-}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x /usr/bin/time ] || { echo "rss.sh: needs /usr/bin/time (Debian package 'time')" >&2; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-rss.XXXXXX")
@@ -39,7 +40,7 @@ for k in range(n):
     os.link(os.path.join(seed, "%02d.jpg" % (k % 64)),
             os.path.join(src, "c%d" % (k % 100), "img_%07d.jpg" % k))
 PY
-    /usr/bin/time -f "%M %e" -o "$tmp/time" "$BIN/shardify" "$src" "$tmp/dst-$n" --size 32 \
+    /usr/bin/time -f "%M %e" -o "$tmp/time" "$BIN/shardify" "$src" "$tmp/dst-$n" --size 32 $SHARDIFY_ARGS \
         --quiet >/dev/null
     read -r rss secs <"$tmp/time"
     if [ -z "$first_rss" ]; then

@@ -343,42 +343,96 @@ static int compare_label_refs(const void *pa, const void *pb)
     return c ? c : (a->len > b->len) - (a->len < b->len);
 }
 
+/* The distinct label names, in an open-addressing hash set: memory grows with
+ * the number of labels, not with the number of samples. */
+struct label_set {
+    struct label_slot {
+        struct label_ref ref;   /* name == NULL: empty slot */
+        uint64_t hash;
+        int32_t number;         /* position in sorted order, once known */
+    } *slots;
+    size_t cap;                 /* a power of two */
+    size_t count;
+};
+
+static struct label_slot *label_set_find(const struct label_set *set, const char *name,
+                                         size_t len, uint64_t hash)
+{
+    size_t i = (size_t)hash & (set->cap - 1);
+    for (;; i = (i + 1) & (set->cap - 1)) {
+        struct label_slot *s = &set->slots[i];
+        if (!s->ref.name || (s->hash == hash && s->ref.len == len &&
+                             memcmp(s->ref.name, name, len) == 0))
+            return s;
+    }
+}
+
+static int label_set_add(struct label_set *set, const char *name, size_t len,
+                         struct shard_err *err)
+{
+    if (2 * (set->count + 1) > set->cap) {  /* keep the load under one half */
+        struct label_set bigger = {calloc(set->cap ? 2 * set->cap : 64, sizeof *set->slots),
+                                   set->cap ? 2 * set->cap : 64, set->count};
+        if (!bigger.slots)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->slots[i].ref.name)
+                *label_set_find(&bigger, set->slots[i].ref.name, set->slots[i].ref.len,
+                                set->slots[i].hash) = set->slots[i];
+        free(set->slots);
+        *set = bigger;
+    }
+    uint64_t hash = XXH3_64bits(name, len);
+    struct label_slot *s = label_set_find(set, name, len, hash);
+    if (!s->ref.name) {
+        s->ref.name = name;
+        s->ref.len = len;
+        s->hash = hash;
+        set->count++;
+    }
+    return SHARD_OK;
+}
+
 /* Label every candidate: the distinct names, sorted by bytes, numbered. */
 static int assign_labels(struct run *r, struct shard_err *err)
 {
-    r->label_of = malloc((r->n ? r->n : 1) * sizeof *r->label_of);
-    struct label_ref *refs = malloc((r->n ? r->n : 1) * sizeof *refs);
-    struct label_ref *cand_ref = malloc((r->n ? r->n : 1) * sizeof *cand_ref);
+    struct label_set set = {0};
+    struct label_ref *sorted = NULL;
+    const char *name;
+    size_t len, key_len;
     int rc = SHARD_OK;
-    if (!r->label_of || !refs || !cand_ref) {
+    r->label_of = malloc((r->n ? r->n : 1) * sizeof *r->label_of);
+    if (!r->label_of) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    size_t nrefs = 0;
-    for (uint64_t i = 0; i < r->n; i++) {
-        size_t len;
-        const char *key = shard_keylist_get(&r->keys, i, &len);
-        cand_ref[i].name = NULL;
-        if (shard_labeler_label(r->labeler, key, len, &cand_ref[i].name, &cand_ref[i].len))
-            refs[nrefs++] = cand_ref[i];
+    for (uint64_t i = 0; !rc && i < r->n; i++) {
+        const char *key = shard_keylist_get(&r->keys, i, &key_len);
+        if (shard_labeler_label(r->labeler, key, key_len, &name, &len))
+            rc = label_set_add(&set, name, len, err);
     }
-    qsort(refs, nrefs, sizeof *refs, compare_label_refs);
-    size_t distinct = 0;
-    for (size_t i = 0; i < nrefs; i++)
-        if (distinct == 0 || compare_label_refs(&refs[distinct - 1], &refs[i]) != 0)
-            refs[distinct++] = refs[i];
-    if (distinct > INT32_MAX) {
+    if (rc)
+        goto out;
+    if (set.count > INT32_MAX) {
         rc = shard_err_set(err, SHARD_ELIMIT, "too many labels");
         goto out;
     }
-    r->label_count = (uint32_t)distinct;
-    r->label_names = calloc(distinct ? distinct : 1, sizeof *r->label_names);
-    if (!r->label_names) {
+    sorted = malloc((set.count ? set.count : 1) * sizeof *sorted);
+    r->label_names = calloc(set.count ? set.count : 1, sizeof *r->label_names);
+    if (!sorted || !r->label_names) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < distinct; i++) {
-        if (!(r->label_names[i] = jsonkey_label_name(refs[i].name, refs[i].len))) {
+    size_t n = 0;
+    for (size_t i = 0; i < set.cap; i++)
+        if (set.slots[i].ref.name)
+            sorted[n++] = set.slots[i].ref;
+    qsort(sorted, n, sizeof *sorted, compare_label_refs);
+    r->label_count = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        label_set_find(&set, sorted[i].name, sorted[i].len,
+                       XXH3_64bits(sorted[i].name, sorted[i].len))->number = (int32_t)i;
+        if (!(r->label_names[i] = jsonkey_label_name(sorted[i].name, sorted[i].len))) {
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             goto out;
         }
@@ -390,16 +444,14 @@ static int assign_labels(struct run *r, struct shard_err *err)
         }
     }
     for (uint64_t i = 0; i < r->n; i++) {
+        const char *key = shard_keylist_get(&r->keys, i, &key_len);
         r->label_of[i] = SHARD_NO_LABEL;
-        if (cand_ref[i].name) {
-            struct label_ref *hit = bsearch(&cand_ref[i], refs, distinct, sizeof *refs,
-                                            compare_label_refs);
-            r->label_of[i] = (int32_t)(hit - refs);
-        }
+        if (shard_labeler_label(r->labeler, key, key_len, &name, &len))
+            r->label_of[i] = label_set_find(&set, name, len, XXH3_64bits(name, len))->number;
     }
 out:
-    free(refs);
-    free(cand_ref);
+    free(set.slots);
+    free(sorted);
     return rc;
 }
 

@@ -10,7 +10,7 @@ BUILD   ?= build
 CC      ?= cc
 VERSION := 0.1.0
 
-PKGS := libjpeg libpng vips libzstd libarchive jansson libxxhash libexif
+PKGS := libjpeg libpng vips libzstd libarchive jansson libxxhash libexif libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -22,7 +22,7 @@ SANITIZE ?=
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS_ALL := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -fopenmp -fPIC -Iinclude -Ilib \
               $(PKG_CFLAGS) $(SANITIZE) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) -lyuv -lcsv -lm -lpthread -fopenmp $(SANITIZE) $(LDFLAGS) $(LDLIBS)
+LDLIBS_ALL := $(PKG_LIBS) -lcsv -lm -lpthread -fopenmp $(SANITIZE) $(LDFLAGS) $(LDLIBS)
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -91,6 +91,55 @@ sanitize: deps
 	@$(MAKE) --no-print-directory BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" _test
 
+# ---- fuzzing (fuzz/) ------------------------------------------------------------
+# Each fuzz/fuzz_<target>.c is a libFuzzer target.  `make fuzz` builds them with
+# clang -fsanitize=fuzzer,address,undefined in build-fuzz/ and runs each for
+# FUZZ_SECONDS (bounded) over its committed seeds (fuzz/corpus/<target>), after
+# running its regression inputs (fuzz/regressions/<target>).  Inputs it discovers go to
+# fuzz/corpus-new/<target> (not committed); a crasher is written to
+# build-fuzz/findings/ and fails the target.  `make test` and `make sanitize`
+# replay the committed inputs through fuzz/replay.c, without libFuzzer.
+FUZZ_TARGETS := shard manifest decode
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_OPTIONS ?= -timeout=10 -rss_limit_mb=2048 -use_value_profile=1 -print_final_stats=1
+FUZZ_REPLAYS := $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz_replay_%)
+
+$(BUILD)/tests/fuzz_replay_%: fuzz/replay.c fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A) \
+                              | $(BUILD)/.dirs
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_ALL) -Ifuzz fuzz/replay.c fuzz/fuzz_$*.c $(LIB_A) $(LDLIBS_ALL) -o $@
+
+_test: $(FUZZ_REPLAYS)
+
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -Ifuzz $< $(LIB_A) $(LDLIBS_ALL) -o $@
+
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) \
+	    OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SANITIZE="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+	    _fuzz
+
+.PHONY: _fuzz
+_fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+	@mkdir -p $(BUILD)/findings
+	@set -e; export LSAN_OPTIONS="suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0"; \
+	for t in $(FUZZ_TARGETS); do \
+	    mkdir -p fuzz/corpus-new/$$t fuzz/regressions/$$t; \
+	    echo "fuzz: $$t: regression inputs, then $(FUZZ_SECONDS) s of fuzzing"; \
+	    { $(BUILD)/fuzz/fuzz_$$t -runs=0 $(FUZZ_OPTIONS) fuzz/regressions/$$t && \
+	      $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_OPTIONS) \
+	        -artifact_prefix=$(BUILD)/findings/$$t- fuzz/corpus-new/$$t fuzz/corpus/$$t; } \
+	        2>$(BUILD)/findings/$$t.log || { tail -n 60 $(BUILD)/findings/$$t.log; \
+	        echo "fuzz: $$t: FINDING (see $(BUILD)/findings/)"; exit 1; }; \
+	    grep -E '^stat::(number_of_executed_units|peak_rss_mb)|cov: ' \
+	        $(BUILD)/findings/$$t.log | tail -n 3; \
+	done; echo "fuzz: no findings"
+# ---- end of fuzzing ---------------------------------------------------------------
+
 # ---- demo and bench ---------------------------------------------------------
 
 demo: deps
@@ -100,8 +149,16 @@ _demo: build
 	@examples/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory build $(BUILD)/bench/resize_quality
 	@bench/run.sh $(BUILD)
+
+# The resampler comparison links the libraries it compares against (libyuv,
+# libswscale); the shardkit library itself needs neither.
+$(BUILD)/bench/resize_quality: bench/resize_quality.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) \
+	    $$(pkg-config --cflags --libs libswscale libavutil) -lyuv -o $@
 
 # ---- install ----------------------------------------------------------------
 

@@ -32,8 +32,19 @@ enum step { STEP_LOAD, STEP_ROTATE, STEP_SRGB, STEP_UCHAR, STEP_FLAT, STEP_BANDS
 static pthread_once_t vips_once = PTHREAD_ONCE_INIT;
 static int vips_ready;  /* written only inside vips_once */
 
+/* The library never prints: libvips (and libtiff, libwebp through it) report
+ * damaged input as GLib warnings on stderr, while our caller already gets the
+ * failure with its reason. */
+static void drop_log(const gchar *domain, GLogLevelFlags level, const gchar *message,
+                     gpointer user)
+{
+    (void)domain, (void)level, (void)message, (void)user;
+}
+
 static void start_vips(void)
 {
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO |
+                      G_LOG_LEVEL_DEBUG, drop_log, NULL);
     if (VIPS_INIT("shardkit"))
         return;
     vips_block_untrusted_set(TRUE);

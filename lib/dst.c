@@ -268,6 +268,10 @@ int dst_open(struct dst **out, const char *path, enum shardify_mode mode, struct
                                "destination '%s' holds a complete dataset: nothing to resume "
                                "(pass --overwrite to rebuild it)",
                                path);
+        else if (!d->has_state)
+            /* nothing recorded to resume (e.g. an --overwrite killed while it
+             * removed the old dataset): start clean, leaving no old shard */
+            rc = remove_outputs(d, 0, 0, err);
         break;
     }
     if (rc)

@@ -85,11 +85,12 @@ const char *shard_codec_name(enum shard_codec c)
     return "unknown";
 }
 
-/* other * size / side, rounded down, at least 1.  64-bit: no overflow. */
+/* other * size / side, rounded down, within 1..UINT32_MAX (a sliver such as
+ * 1x8388611 scaled up would not fit 32 bits; --max-pixels refuses it later). */
 static uint32_t scale_side(uint32_t other, uint32_t size, uint32_t side)
 {
     uint64_t v = (uint64_t)other * size / side;
-    return v ? (uint32_t)v : 1;
+    return v == 0 ? 1 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
 int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit fit,

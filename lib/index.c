@@ -182,21 +182,28 @@ int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s
 {
     shard_sample_release(&r->current);
     memset(s, 0, sizeof *s);
+    /* read at most one line's worth: a hostile index cannot make us
+     * allocate more than LINE_MAX_BYTES for one line */
+    if (!r->line) {
+        r->line_cap = LINE_MAX_BYTES + 2;
+        if (!(r->line = malloc(r->line_cap)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
     errno = 0;
-    ssize_t n = getline(&r->line, &r->line_cap, r->f);
-    if (n < 0) {
+    if (!fgets(r->line, (int)r->line_cap, r->f)) {
         if (ferror(r->f))
             return shard_err_errno(err, SHARD_EIO, errno, "cannot read '%s'", r->path);
         return 0;
     }
+    size_t n = strlen(r->line);  /* a NUL inside the line shortens it: then it is corrupt */
     r->line_no++;
-    XXH3_64bits_update(r->hash, r->line, (size_t)n);
+    XXH3_64bits_update(r->hash, r->line, n);
     r->bytes += (uint64_t)n;
-    if (r->line[n - 1] != '\n' || (size_t)n > LINE_MAX_BYTES)
+    if (n == 0 || r->line[n - 1] != '\n' || n > LINE_MAX_BYTES)
         return shard_err_set(err, SHARD_ECORRUPT, "'%s' line %llu is cut short or too long",
                              r->path, (unsigned long long)r->line_no);
     struct shard_reject rej;
-    int rc = shard_line_parse(r->line, (size_t)n - 1, &r->current, &rej, err);
+    int rc = shard_line_parse(r->line, n - 1, &r->current, &rej, err);
     if (rc == 2) {
         shard_reject_release(&rej);
         return shard_err_set(err, SHARD_ECORRUPT, "'%s' line %llu is not a sample", r->path,

@@ -451,3 +451,18 @@ int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_
     free(path);
     return rc;
 }
+
+int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
+                               struct shard_err *err)
+{
+    memset(m, 0, sizeof *m);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line, jerr.text);
+    int rc = manifest_from_json(root, m, err);
+    if (rc)
+        shard_manifest_release(m);
+    json_decref(root);
+    return rc;
+}

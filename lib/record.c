@@ -5,6 +5,7 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_decompressBound */
 #include <zstd.h>
 
 #include "endian.h"
@@ -156,6 +157,11 @@ int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
         return shard_err_set(err, SHARD_ECORRUPT, "zstd frame does not declare its size");
     if (csize < SHARD_RECORD_HEADER_BYTES || csize > SHARD_RECORD_MAX_BYTES)
         return shard_err_set(err, SHARD_ECORRUPT, "record declares %llu bytes", csize);
+    /* a tiny frame cannot hold a huge record: refuse before reserving memory */
+    unsigned long long bound = ZSTD_decompressBound(frame, frame_len);
+    if (bound == ZSTD_CONTENTSIZE_ERROR || csize > bound)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "record declares %llu bytes, more than its frame can hold", csize);
     struct shard_buf *c = &dec->content;
     c->len = 0;
     int rc = shard_buf_reserve(c, (size_t)csize, err);

@@ -65,6 +65,13 @@ int sample_convert(struct sample_worker *w, const uint8_t *data, size_t len,
     if (rc)
         return shard_err_set(err, rc, "cannot size a %ux%u image", info.source_width,
                              info.source_height);
+    /* A few KB of PNG can hold a 1x60000 sliver whose output, upscaled to
+     * the size, is enormous (512x30720000 at --size 512): the output obeys
+     * the input's pixel limit, checked before the resampler allocates it. */
+    if (c->max_pixels && (uint64_t)g.out_w * g.out_h > c->max_pixels)
+        return shard_err_set(err, SHARD_ELIMIT, "%ux%u image would become %ux%u, over "
+                             "--max-pixels %llu", info.source_width, info.source_height,
+                             g.out_w, g.out_h, (unsigned long long)c->max_pixels);
     rc = shard_transform(&w->decoded, &g, &w->scratch, &w->out, err);
     if (rc)
         return rc;

@@ -527,19 +527,23 @@ static int check_state(struct run *r, int *resuming, struct shard_err *err)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     if (r->o->mode == SHARDIFY_RESUME && r->dst->has_state) {
-        FILE *f = fopen(path, "rbe");
-        char old[8192];
-        size_t n = f ? fread(old, 1, sizeof old - 1, f) : 0;
+        /* the recorded state must be exactly what this run would record */
+        size_t want = strlen(text);
+        char *old = malloc(want + 2);
+        FILE *f = old ? fopen(path, "rbe") : NULL;
+        size_t n = f ? fread(old, 1, want + 1, f) : 0;
         if (f)
             fclose(f);
-        old[n] = '\0';
-        if (strcmp(old, text) != 0)
+        if (!old)
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        else if (n != want || memcmp(old, text, want) != 0)
             rc = shard_err_set(err, SHARD_EEXIST,
                                "cannot resume '%s': the options or the source listing differ "
                                "from the interrupted run; pass --overwrite to start again",
                                r->dst->path);
         else
             *resuming = 1;
+        free(old);
     } else {
         rc = fs_write_atomic(r->dst->work, STATE_FILE, text, strlen(text), err);
     }
@@ -976,6 +980,8 @@ static void run_release(struct run *r)
         close(r->src_fd);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
+    if (r->spool_path)
+        unlink(r->spool_path);  /* never leave an archive's spool on a full disk */
     free(r->spool_path);
     for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++)
         free(r->spooled[i].reason);

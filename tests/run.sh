@@ -1,8 +1,10 @@
 #!/bin/sh
 # Run the test suite against a build directory.
 #   tests/run.sh [--units-only] BUILD
-# Unit tests are the cmocka programs in BUILD/tests; CLI tests are the
-# tests/cli/test_*.sh scripts, which run the real binaries in BUILD/bin.
+# Unit tests are the cmocka programs in BUILD/tests; fuzz replays are
+# BUILD/tests/fuzz_replay_* run over fuzz/corpus and fuzz/regressions; CLI
+# tests are the tests/cli/test_*.sh scripts, which run the real binaries in
+# BUILD/bin.
 # Fixtures are generated first (tests/fixtures/make_fixtures.py) into
 # BUILD/fixtures.  Exit status: 0 when every test passed.
 set -u
@@ -52,6 +54,18 @@ for t in "$BUILD"/tests/test_*; do
     run "$(basename "$t")" "$t"
 done
 if [ $units_only -eq 0 ]; then
+    # fuzz/replay.c over each fuzz target's committed seeds and regression
+    # inputs (fuzz/corpus/T, fuzz/regressions/T): no libFuzzer needed
+    for t in "$BUILD"/tests/fuzz_replay_*; do
+        [ -x "$t" ] && [ -f "$t" ] || continue
+        case "$t" in *.log) continue ;; esac
+        target=${t##*/fuzz_replay_}
+        set --
+        for d in "$top/fuzz/corpus/$target" "$top/fuzz/regressions/$target"; do
+            [ -d "$d" ] && set -- "$@" "$d"
+        done
+        [ $# -eq 0 ] || run "fuzz_replay_$target" "$t" "$@"
+    done
     for t in "$top"/tests/cli/test_*.sh; do
         [ -f "$t" ] || continue
         run "$(basename "$t" .sh)" sh "$t"

@@ -107,6 +107,11 @@ struct shard_manifest {
  * no '/'.  SHARD_ENOTFOUND, SHARD_ECORRUPT (naming the field) or SHARD_EIO. */
 int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err);
 
+/* The same checks on manifest.json text already in memory (len bytes; no
+ * NUL needed), e.g. fetched over HTTP.  SHARD_ECORRUPT or SHARD_ENOMEM. */
+int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
+                               struct shard_err *err);
+
 /* Write *m as DST/manifest.json atomically (temporary file, fsync, rename,
  * fsync of the directory).  The bytes depend on *m only. */
 int shard_manifest_write(const char *dir, const struct shard_manifest *m,

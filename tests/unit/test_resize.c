@@ -97,11 +97,11 @@ static void expected_geometry(uint32_t w, uint32_t h, uint32_t size, enum shard_
     } else if (width_is_side) {
         unsigned long long other = (unsigned long long)h * size / w;
         g->scaled_w = size;
-        g->scaled_h = other < 1 ? 1 : (uint32_t)other;
+        g->scaled_h = other < 1 ? 1 : other > UINT32_MAX ? UINT32_MAX : (uint32_t)other;
     } else {
         unsigned long long other = (unsigned long long)w * size / h;
         g->scaled_h = size;
-        g->scaled_w = other < 1 ? 1 : (uint32_t)other;
+        g->scaled_w = other < 1 ? 1 : other > UINT32_MAX ? UINT32_MAX : (uint32_t)other;
     }
     g->out_w = g->scaled_w;
     g->out_h = g->scaled_h;

@@ -1,0 +1,56 @@
+#!/bin/sh
+# run.sh BUILD - every benchmark, in one go (make bench).  Each prints a
+# Markdown table; BENCHMARKS.md records the results with these commands.
+#   1. shardify against the Pillow + multiprocessing peer, sizes 256 and 512
+#   2. peak RSS as the sample count grows
+#   3. resampler speed and quality against a Lanczos-3 reference
+#   4. shardcheck's verification rate
+#   5. read throughput: small files against shards, local and HTTP
+# Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
+# imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
+set -eu
+BUILD=${1:?usage: bench/run.sh BUILD}
+top=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$(cd "$BUILD/bin" && pwd)
+PYTHON=${PYTHON:-/usr/bin/python3}
+DATASET=${SHARDKIT_DATASET:-$top/../shared/datasets/imagenet-sample}
+RUNS=${RUNS:-5}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+[ -d "$DATASET" ] || { echo "bench: no dataset at '$DATASET'" >&2; exit 2; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+echo "## 1. shardify vs Pillow + multiprocessing"
+"$PYTHON" "$top/bench/compare_pillow.py" "$BIN" "$DATASET" --runs "$RUNS"
+
+echo
+echo "## 2. Peak RSS against sample count"
+SHARDIFY_ARGS="--shard-size 16M" "$top/bench/rss.sh" "$BIN"
+
+echo
+echo "## 3. Resampling: speed and PSNR against Lanczos-3"
+"$BUILD/bench/resize_quality" --sizes 256,512 --reps 3 --dump "$tmp/rq" "$DATASET"
+"$PYTHON" "$top/bench/resize_quality_pillow.py" --reps 3 "$tmp/rq"
+rm -rf "$tmp/rq"
+
+echo
+echo "## 4. shardcheck verification rate"
+"$BIN/shardify" "$DATASET" "$tmp/v" --size 256 --quiet
+for t in 1 2; do
+    for i in $(seq "$RUNS"); do
+        "$BIN/shardcheck" --threads "$t" --json "$tmp/v" >"$tmp/v$t.$i.json"
+    done
+    "$PYTHON" - "$t" "$tmp"/v$t.*.json <<'PY'
+import json, statistics, sys
+rates = []
+for f in sys.argv[2:]:
+    d = json.load(open(f))
+    rates.append(d["rates"]["hash"]["gb_per_s_per_core"] or 0)
+print(f"threads {sys.argv[1]}: median {statistics.median(rates):.2f} GB/s per core "
+      f"over {len(rates)} runs")
+PY
+done
+
+echo
+echo "## 5. Read throughput"
+RUNS=3 "$top/bench/read_throughput.sh" "$BUILD"

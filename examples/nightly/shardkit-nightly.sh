@@ -1,0 +1,286 @@
+#!/bin/sh
+# shardkit-nightly.sh - rebuild a dataset from its source, prove it, publish it.
+#
+#   shardkit-nightly.sh [--src SRC] [--root ROOT] [--keep K] [-- SHARDIFY_OPTION...]
+#
+# Each run:
+#   1. shardify SRC into ROOT/versions/<UTC time stamp>/ (a new directory);
+#   2. shardcheck --deep --source SRC on it (plus SHARDKIT_CHECK_OPTIONS), and
+#      the optional site hook SHARDKIT_NIGHTLY_BEFORE_CHECK before it;
+#   3. only when both pass: points ROOT/current at the new version, atomically
+#      (a new symlink renamed over the old one), so a reader sees the old
+#      dataset or the new one, never a mixture;
+#   4. prunes ROOT/versions to the K newest published versions (the current
+#      one is never removed; a version that failed its check is kept for
+#      inspection until the next run);
+#   5. writes ROOT/runs/<stamp>.json, a summary for monitoring (see README.md),
+#      next to the tools' full output (<stamp>.shardify.json,
+#      <stamp>.shardcheck.json) and their messages (<stamp>.log), and copies
+#      the summary to ROOT/runs/latest.json.
+# A run that fails leaves `current` as it was.  Runs on one ROOT never
+# overlap: the second exits with status 4 (ROOT/.nightly.lock, flock(1)).
+#
+# Settings (arguments win over the environment):
+#   --src SRC      SHARDKIT_SRC      source directory or archive (required)
+#   --root ROOT    SHARDKIT_ROOT     where versions/, current, runs/ live (required)
+#   --keep K       SHARDKIT_KEEP     published versions to keep (default 7)
+#   -- OPTIONS     SHARDKIT_OPTIONS  shardify options (e.g. --size 256 --codec jpeg)
+#                  SHARDKIT_CHECK_OPTIONS  more shardcheck options (e.g. --visitation 8)
+#                  SHARDKIT_BIN      directory holding shardify and shardcheck
+#                                    (default: found on PATH)
+#                  SHARDKIT_KEEP_RUNS  run records to keep in runs/ (default 100)
+#                  SHARDKIT_NIGHTLY_BEFORE_CHECK  a shell command run after shardify,
+#                                    before shardcheck, with VERSION_DIR and SRC
+#                                    exported; non-zero fails the run like a
+#                                    failed check (site checks; tests use it)
+# Exit status:
+#   0  a new version was built, verified and published
+#   1  shardify failed: nothing new was published
+#   2  usage error (missing or bad setting)
+#   3  the new version failed verification (shardcheck or the hook): not published
+#   4  another run holds the lock on ROOT: nothing was done
+#   5  the new version verified but could not be published (switching `current`)
+set -u
+
+usage() {
+    sed -n '3,4p' "$0" | sed 's/^# *//' >&2
+    echo "see the comments at the top of $0 and examples/nightly/README.md" >&2
+    exit 2
+}
+
+SRC=${SHARDKIT_SRC:-}
+ROOT=${SHARDKIT_ROOT:-}
+KEEP=${SHARDKIT_KEEP:-7}
+KEEP_RUNS=${SHARDKIT_KEEP_RUNS:-100}
+OPTIONS=${SHARDKIT_OPTIONS:-}
+CHECK_OPTIONS=${SHARDKIT_CHECK_OPTIONS:-}
+HOOK=${SHARDKIT_NIGHTLY_BEFORE_CHECK:-}
+while [ $# -gt 0 ]; do
+    case $1 in
+    --src) [ $# -ge 2 ] || usage; SRC=$2; shift 2 ;;
+    --root) [ $# -ge 2 ] || usage; ROOT=$2; shift 2 ;;
+    --keep) [ $# -ge 2 ] || usage; KEEP=$2; shift 2 ;;
+    --) shift; OPTIONS="$OPTIONS $*"; break ;;
+    -h | --help) usage ;;
+    *) echo "shardkit-nightly: unknown argument '$1'" >&2; usage ;;
+    esac
+done
+if [ -z "$SRC" ] || [ -z "$ROOT" ]; then
+    echo "shardkit-nightly: SRC and ROOT are required" >&2
+    usage
+fi
+case $KEEP in '' | *[!0-9]* | 0) echo "shardkit-nightly: --keep must be a positive number" >&2; exit 2 ;; esac
+case $KEEP_RUNS in '' | *[!0-9]*) echo "shardkit-nightly: SHARDKIT_KEEP_RUNS must be a number" >&2; exit 2 ;; esac
+
+if [ -n "${SHARDKIT_BIN:-}" ]; then
+    SHARDIFY=$SHARDKIT_BIN/shardify
+    SHARDCHECK=$SHARDKIT_BIN/shardcheck
+else
+    SHARDIFY=$(command -v shardify) || { echo "shardkit-nightly: shardify not found on PATH" >&2; exit 2; }
+    SHARDCHECK=$(command -v shardcheck) || { echo "shardkit-nightly: shardcheck not found on PATH" >&2; exit 2; }
+fi
+
+mkdir -p "$ROOT/versions" "$ROOT/runs" || exit 2
+ROOT=$(cd "$ROOT" && pwd) || exit 2
+
+# One run at a time per ROOT (cron and systemd may overlap a slow run).
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$ROOT/.nightly.lock" || exit 2
+    if ! flock -n 9; then
+        echo "shardkit-nightly: another run holds '$ROOT/.nightly.lock'; nothing done" >&2
+        exit 4
+    fi
+fi
+
+# ---- the run's name, its record and its log -------------------------------------
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+n=0
+base=$stamp
+while [ -e "$ROOT/versions/$stamp" ] || [ -e "$ROOT/runs/$stamp.json" ]; do
+    n=$((n + 1))
+    stamp=$(printf '%s-%02d' "$base" "$n")
+done
+version="versions/$stamp"
+VERSION_DIR="$ROOT/$version"
+LOG="$ROOT/runs/$stamp.log"
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+t0=$(date +%s)
+previous=$(readlink "$ROOT/current" 2>/dev/null || true)
+
+log() {
+    echo "shardkit-nightly: $*" >&2
+    echo "$(date -u +%H:%M:%SZ) $*" >>"$LOG"
+}
+
+# JSON string (escaped, quoted) or null for an empty value.
+json_str() {
+    if [ -z "$1" ]; then
+        printf 'null'
+        return
+    fi
+    printf '"'
+    printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/\t/\\t/g' -e 's/\r/\\r/g' |
+        awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }'
+    printf '"'
+}
+
+# The first value of "FIELD": in a JSON file, or null.
+json_field() {
+    v=$(sed -n "s/^[^\"]*\"$2\": *\\([^,}]*\\).*/\\1/p" "$1" 2>/dev/null | head -n 1)
+    printf '%s' "${v:-null}"
+}
+
+shardify_code=null shardify_seconds=null shardcheck_code=null shardcheck_seconds=null
+status="" published=false exit_code=0 hook_code=null pruned=""
+
+# ---- 1. build ------------------------------------------------------------------------
+
+log "run $stamp: shardify '$SRC' -> '$VERSION_DIR' $OPTIONS"
+s0=$(date +%s)
+# shellcheck disable=SC2086  # OPTIONS is a list of options
+"$SHARDIFY" "$SRC" "$VERSION_DIR" $OPTIONS --json >"$ROOT/runs/$stamp.shardify.json" 2>>"$LOG"
+shardify_code=$?
+shardify_seconds=$(($(date +%s) - s0))
+if [ $shardify_code -ne 0 ]; then
+    status=shardify_failed
+    exit_code=1
+    log "shardify failed (exit $shardify_code); '$ROOT/current' is unchanged"
+fi
+
+# ---- 2. verify -------------------------------------------------------------------------
+
+if [ -z "$status" ] && [ -n "$HOOK" ]; then
+    log "hook: $HOOK"
+    VERSION_DIR=$VERSION_DIR SRC=$SRC sh -c "$HOOK" >>"$LOG" 2>&1
+    hook_code=$?
+    if [ $hook_code -ne 0 ]; then
+        status=check_failed
+        exit_code=3
+        log "the hook failed (exit $hook_code); not published"
+    fi
+fi
+if [ -z "$status" ]; then
+    log "shardcheck --deep --source '$SRC' '$VERSION_DIR' $CHECK_OPTIONS"
+    s0=$(date +%s)
+    # shellcheck disable=SC2086
+    "$SHARDCHECK" --deep --source "$SRC" $CHECK_OPTIONS --json "$VERSION_DIR" \
+        >"$ROOT/runs/$stamp.shardcheck.json" 2>>"$LOG"
+    shardcheck_code=$?
+    shardcheck_seconds=$(($(date +%s) - s0))
+    if [ $shardcheck_code -ne 0 ]; then
+        status=check_failed
+        exit_code=3
+        log "shardcheck failed (exit $shardcheck_code); not published, kept in '$VERSION_DIR'"
+    fi
+fi
+
+# ---- 3. publish ------------------------------------------------------------------------
+
+if [ -z "$status" ]; then
+    tmp_link="$ROOT/.current.$$"
+    rm -f "$tmp_link"
+    if ln -s "$version" "$tmp_link" && mv -T "$tmp_link" "$ROOT/current"; then
+        sync "$ROOT" 2>/dev/null || true
+        echo "$stamp" >>"$ROOT/versions/.published"
+        status=published
+        published=true
+        log "published: '$ROOT/current' -> $version"
+    else
+        rm -f "$tmp_link"
+        status=publish_failed
+        exit_code=5
+        log "cannot switch '$ROOT/current' to $version; it is unchanged"
+    fi
+fi
+current=$(readlink "$ROOT/current" 2>/dev/null || true)
+
+# ---- 4. prune ----------------------------------------------------------------------------
+
+# Keep: the current version, the KEEP newest published ones, and this run's
+# version (published, or failed and kept for inspection).
+keep_list=$(
+    if [ -f "$ROOT/versions/.published" ]; then
+        sort -r "$ROOT/versions/.published" | while read -r v; do
+            [ -d "$ROOT/versions/$v" ] && echo "$v"
+        done | head -n "$KEEP"
+    fi
+    echo "${current#versions/}"
+    echo "$stamp"
+)
+kept=""
+for d in "$ROOT"/versions/*; do
+    [ -d "$d" ] || continue
+    d=${d##*/}
+    if printf '%s\n' "$keep_list" | grep -qxF "$d"; then
+        kept="$kept $d"
+    elif rm -rf "${ROOT:?}/versions/$d"; then
+        pruned="$pruned $d"
+        log "pruned versions/$d"
+    fi
+done
+if [ -f "$ROOT/versions/.published" ]; then
+    while read -r v; do
+        [ -d "$ROOT/versions/$v" ] && echo "$v"
+    done <"$ROOT/versions/.published" >"$ROOT/versions/.published.tmp"
+    mv "$ROOT/versions/.published.tmp" "$ROOT/versions/.published"
+fi
+# old run records (the summary and its companions) beyond KEEP_RUNS
+for f in "$ROOT"/runs/*.json; do
+    f=${f##*/}
+    case $f in *.*.json | latest.json) continue ;; esac
+    echo "${f%.json}"
+done | sort -r | tail -n +$((KEEP_RUNS + 1)) | while read -r old; do
+    [ "$old" = "$stamp" ] || rm -f "$ROOT/runs/$old".json "$ROOT/runs/$old".*.json "$ROOT/runs/$old".log
+done
+
+# ---- 5. the summary ----------------------------------------------------------------------
+
+list_json() {
+    first=1
+    printf '['
+    for x in $1; do
+        [ $first -eq 1 ] || printf ', '
+        json_str "$x"
+        first=0
+    done
+    printf ']'
+}
+
+# the shardify summary without its list of rejects (that stays in the full output)
+shardify_summary=$(sed -e 's/,"rejects":\[.*$/}/' "$ROOT/runs/$stamp.shardify.json" 2>/dev/null)
+[ -n "$shardify_summary" ] || shardify_summary=null
+check_file="$ROOT/runs/$stamp.shardcheck.json"
+
+summary="$ROOT/runs/.$stamp.json.tmp"
+{
+    printf '{\n'
+    printf '  "run": %s,\n' "$(json_str "$stamp")"
+    printf '  "status": %s,\n' "$(json_str "$status")"
+    printf '  "published": %s,\n' "$published"
+    printf '  "exit_code": %s,\n' "$exit_code"
+    printf '  "started": %s,\n' "$(json_str "$started")"
+    printf '  "finished": %s,\n' "$(json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
+    printf '  "seconds": %s,\n' "$(($(date +%s) - t0))"
+    printf '  "source": %s,\n' "$(json_str "$SRC")"
+    printf '  "root": %s,\n' "$(json_str "$ROOT")"
+    printf '  "version": %s,\n' "$(json_str "$version")"
+    printf '  "current": %s,\n' "$(json_str "$current")"
+    printf '  "previous": %s,\n' "$(json_str "$previous")"
+    printf '  "options": %s,\n' "$(json_str "$(printf '%s' "$OPTIONS" | sed 's/^ *//; s/  */ /g')")"
+    printf '  "shardify": {"exit_code": %s, "seconds": %s, "summary": %s},\n' \
+        "$shardify_code" "$shardify_seconds" "$shardify_summary"
+    printf '  "hook": {"exit_code": %s},\n' "$hook_code"
+    printf '  "shardcheck": {"exit_code": %s, "seconds": %s, "verified": %s, "problem_count": %s},\n' \
+        "$shardcheck_code" "$shardcheck_seconds" "$(json_field "$check_file" verified)" \
+        "$(json_field "$check_file" problem_count)"
+    printf '  "kept_versions": %s,\n' "$(list_json "$kept")"
+    printf '  "pruned_versions": %s,\n' "$(list_json "$pruned")"
+    printf '  "log": %s\n' "$(json_str "runs/$stamp.log")"
+    printf '}\n'
+} >"$summary"
+mv "$summary" "$ROOT/runs/$stamp.json"
+cp "$ROOT/runs/$stamp.json" "$ROOT/runs/.latest.json.tmp" &&
+    mv "$ROOT/runs/.latest.json.tmp" "$ROOT/runs/latest.json"
+log "run $stamp: $status (exit $exit_code); summary in runs/$stamp.json"
+exit $exit_code

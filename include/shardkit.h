@@ -10,6 +10,7 @@
  *   shardkit/shardify.h  the whole conversion
  *   shardkit/dataset.h   reading: samples by index, epoch plans, prefetching
  *   shardkit/verify.h    proving a dataset matches its manifest and source
+ *   shardkit/bench.h     read-throughput benchmarks: small files against shards
  * Link with `pkg-config --libs shardkit`.
  */
 #ifndef SHARDKIT_H
@@ -17,6 +18,7 @@
 
 #define SHARDKIT_VERSION "0.1.0"
 
+#include "shardkit/bench.h"
 #include "shardkit/dataset.h"
 #include "shardkit/error.h"
 #include "shardkit/format.h"

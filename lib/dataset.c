@@ -5,7 +5,14 @@
  * header and trailer, the footer, then one frame per record.  Each shard is
  * opened once, under its own mutex; afterwards its footer is immutable and
  * read without locking.  zstd contexts are reused through a small pool, so
- * a read costs one ranged read plus the decompression and decode. */
+ * a read costs one ranged read plus the decompression and decode.
+ *
+ * A location starting with http:// or https:// is read through the HTTP
+ * backend (fetch_http.h): manifest.json with one GET, shards as ranges.
+ *
+ * A benchmark may attach a probe (bench_probe.h) at open: each read then
+ * accounts its time to the read, decompress and decode stages.  Without
+ * one the only cost is a pointer test. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +20,10 @@
 
 #include <zstd.h>
 
+#include "bench_probe.h"
 #include "dataset_internal.h"
 #include "fetch.h"
+#include "fetch_http.h"
 #include "quote.h"
 #include "record_internal.h"
 #include "shardkit/dataset.h"
@@ -22,6 +31,8 @@
 
 /* Largest frame a record within SHARD_RECORD_MAX_BYTES can compress to. */
 #define FRAME_MAX_BYTES ZSTD_COMPRESSBOUND(SHARD_RECORD_MAX_BYTES)
+/* Largest manifest.json fetched over HTTP. */
+#define REMOTE_MANIFEST_MAX_BYTES (1ull << 30)
 
 struct ds_shard {
     pthread_mutex_t lock;   /* guards opening */
@@ -41,27 +52,58 @@ struct shard_dataset {
     struct shard_record_decoder **pool;
     size_t pool_len;
     size_t pool_cap;
+    struct bench_probe *probe;  /* NULL unless a benchmark measures this dataset */
 };
 
-static int is_remote(const char *location)
+/* manifest.json of a remote dataset: one GET. */
+static int load_remote_manifest(struct shard_dataset *ds, struct shard_err *err)
 {
-    return !strncmp(location, "http://", 7) || !strncmp(location, "https://", 8);
+    struct shard_buf text = {0};
+    int rc = fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text, err);
+    if (rc == SHARD_ENOTFOUND)
+        shard_err_prefix(err, "no manifest");
+    if (!rc)
+        rc = shard_manifest_load_buffer((const char *)text.data, text.len, &ds->manifest, err);
+    shard_buf_release(&text);
+    return rc;
+}
+
+void dataset_drop_cache(struct shard_dataset *ds)
+{
+    fetch_http_drop_cache(ds->store);
 }
 
 int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err)
 {
+    return dataset_open_with(out, location, NULL, NULL, err);
+}
+
+int dataset_open_with(struct shard_dataset **out, const char *location,
+                      const struct fetch_http_options *http, struct bench_probe *probe,
+                      struct shard_err *err)
+{
     *out = NULL;
-    if (is_remote(location))
-        return shard_err_set(err, SHARD_EUNSUPPORTED,
-                             "cannot open '%s': remote datasets are not supported yet", location);
     struct shard_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     pthread_mutex_init(&ds->pool_lock, NULL);
-    int rc = fetch_local_new(&ds->store, location, err);
-    if (rc)
-        goto fail;
-    rc = shard_manifest_load(location, &ds->manifest, err);
+    ds->probe = probe;
+    int rc;
+    if (fetch_http_is_url(location)) {
+        struct fetch_http_options o;
+        if (http)
+            o = *http;
+        else
+            fetch_http_options_init(&o);
+        o.probe = probe;
+        rc = fetch_http_new(&ds->store, location, &o, err);
+        if (!rc)
+            rc = load_remote_manifest(ds, err);
+    } else {
+        rc = fetch_local_new(&ds->store, location, err);
+        if (!rc)
+            rc = shard_manifest_load(location, &ds->manifest, err);
+    }
     if (rc)
         goto fail;
     uint32_t n = ds->manifest.shard_count;
@@ -181,6 +223,7 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
     uint8_t *footer = NULL;
     struct shard_trailer t;
     uint32_t header_index;
+    uint64_t start = bench_probe_now(ds->probe);
     int rc = fetch_open(ds->store, ms->file, &f, err);
     if (rc)
         return rc;
@@ -212,7 +255,9 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
     sh->file = f;
     sh->header_index = header_index;
     f = NULL;
+    bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, sizeof head + sizeof tail + t.footer_bytes);
 out:
+    bench_probe_span(ds->probe, BENCH_SPAN_OPEN_SHARD, start, bench_probe_now(ds->probe));
     free(footer);
     fetch_close(f);
     return rc;
@@ -328,6 +373,7 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
                        struct shard_item *item, struct shard_err *err)
 {
     const struct shard_footer *footer;
+    uint64_t start = bench_probe_now(ds->probe), t = start;
     int rc = dataset_shard_footer(ds, s, &footer, err);
     if (!rc)
         rc = dataset_shard_check_name(ds, s, err);
@@ -351,9 +397,15 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc)
         rc = fetch_read(ds->shards[s].file, row->offset, frame->data, (size_t)row->frame_bytes,
                         err);
+    if (ds->probe) {
+        bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, row->frame_bytes);
+        t = bench_probe_stage(ds->probe, SHARD_STAGE_READ, t);
+    }
     if (!rc)
         rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes, &row->frame_xxh3,
                                  &view, err);
+    if (ds->probe)
+        t = bench_probe_stage(ds->probe, SHARD_STAGE_DECOMPRESS, t);
     const uint8_t *footer_key = footer->keys + footer->key_offsets[r];
     if (!rc && (view.key_len != row->key_len || memcmp(view.key, footer_key, row->key_len) ||
                 view.meta.label != row->label))
@@ -361,6 +413,10 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc)
         rc = fill_item(&view, flags, item, err);
     pool_put(ds, dec);
+    if (ds->probe) {
+        bench_probe_stage(ds->probe, SHARD_STAGE_DECODE, t);
+        bench_probe_sample_done(ds->probe, start);
+    }
     if (rc) {
         char quoted[QUOTE_MAX];
         quote_bytes((const char *)footer_key, row->key_len, quoted, sizeof quoted);

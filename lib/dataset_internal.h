@@ -1,9 +1,13 @@
-/* dataset_internal.h - what the verifier shares with the reader (private). */
+/* dataset_internal.h - what the verifier and the benchmark share with the
+ * reader (private). */
 #ifndef SHARDKIT_DATASET_INTERNAL_H
 #define SHARDKIT_DATASET_INTERNAL_H
 
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
+
+struct bench_probe;
+struct fetch_http_options;
 
 /* The checked footer of shard s, reading the shard's header, trailer and
  * footer on first use (later calls return the same footer).  *footer stays
@@ -20,5 +24,18 @@ int dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_
 
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
+
+/* shard_dataset_open with the HTTP backend's options (NULL: defaults; used
+ * for http:// and https:// locations only) and a benchmark probe (NULL:
+ * none) that every read of this dataset reports its stages to (see
+ * bench_probe.h); the probe must outlive the dataset. */
+int dataset_open_with(struct shard_dataset **out, const char *location,
+                      const struct fetch_http_options *http, struct bench_probe *probe,
+                      struct shard_err *err);
+
+/* Forget the shard bytes a remote dataset keeps in memory (its window
+ * cache), so that the next reads go to the server again; footers stay.
+ * No-op for a local dataset.  Call with no read in progress. */
+void dataset_drop_cache(struct shard_dataset *ds);
 
 #endif

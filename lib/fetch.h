@@ -5,8 +5,9 @@
  * are all a reader needs (the trailer, the footer, then one frame per
  * record), so a remote backend - HTTP range requests driven by the footer
  * index - slots in by implementing these two small tables; nothing in the
- * public API changes.  Today there is one backend: a local directory
- * (fetch_local.c), read with pread.
+ * public API changes.  Two backends: a local directory (fetch_local.c, read
+ * with pread) and an http(s) base URL (fetch_http.c, libcurl range requests
+ * in large windows; see fetch_http.h).
  *
  * Contract for every backend:
  *  - fetch_open() of a missing file fails with SHARD_ENOTFOUND; other

@@ -1,0 +1,349 @@
+# test_shardbench.sh - shardbench on real files: compare's JSON and its
+# ratio, a Chrome trace whose spans nest, the consumer's wait share, --cold,
+# roofline's numbers, usage errors; and over HTTP against a real nginx on
+# loopback (started and stopped here, bench/http_server.sh): the samples read
+# over HTTP equal the local ones by key and pixel hash, shards are read in
+# few range requests, a 404 names the URL, and a server restarted in the
+# middle of a read is survived by retrying.  Speed is benchmarked
+# (bench/read_throughput.sh), not asserted here beyond "shards beat files".
+. "$(dirname "$0")/lib.sh"
+
+TOP=${SHARDKIT_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+HTTP_SERVER="$TOP/bench/http_server.sh"
+SRC=$T/src
+RAW=$T/raw
+JPG=$T/jpg
+N=100
+
+# ---- a small source: 100 real photos (apostrophes in names included), or
+# generated images when the sample dataset is not here
+mkdir -p "$SRC"
+if [ -d "${SHARDKIT_DATASET:-}" ]; then
+    { ls "$SHARDKIT_DATASET" | grep "'" | head -n 4
+      ls "$SHARDKIT_DATASET" | grep -v "'" | grep -i '\.jpe\?g$' | head -n $((N - 4)); } >"$T/pick"
+    while IFS= read -r f; do cp "$SHARDKIT_DATASET/$f" "$SRC/$f"; done <"$T/pick"
+    shard_size=400K
+else
+    "$PYTHON" "$TOP/examples/make_demo_data.py" "$SRC" --count $N >/dev/null
+    shard_size=100K
+fi
+
+say "shardify the source twice: raw and jpeg, several shards"
+shardify "$SRC" "$RAW" --size 64 --codec raw --shard-size $shard_size --quiet
+shardify "$SRC" "$JPG" --size 64 --quiet
+# leave only the samples in SRC (the demo data has broken files), so that both
+# loaders read the same set
+"$PYTHON" -c '
+import json, os, sys
+for r in json.load(open(sys.argv[1]))["rejected"]:
+    os.remove(os.path.join(sys.argv[2], r["key"]))' "$RAW/manifest.json" "$SRC"
+samples=$(json "$RAW/manifest.json" "d['counts']['samples']")
+[ "$(json "$RAW/manifest.json" "len(d['shards'])")" -ge 3 ] || die "expected several raw shards"
+# the dataset's keys, one per line (the files loader's list for a URL)
+"$PYTHON" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    print(json.loads(line)["key"])' "$RAW/index.jsonl" >"$T/keys"
+
+# ---- usage errors ------------------------------------------------------------------
+say "usage errors exit 2 and name the problem"
+must_fail 2 shardbench
+must_say "missing command" "$T/err"
+must_fail 2 shardbench fetch "$RAW"
+must_say "unknown command 'fetch'" "$T/err"
+must_fail 2 shardbench files
+must_say "'files' takes 1 operand" "$T/err"
+must_fail 2 shardbench compare "$SRC"
+must_fail 2 shardbench shards "$RAW" --threads 0
+must_say "--threads" "$T/err"
+must_fail 2 shardbench files "$SRC" --fit wide
+must_say "--fit: 'wide'" "$T/err"
+must_fail 2 shardbench files "$SRC" --step-ms -1
+must_fail 2 shardbench shards "$RAW" --size 64
+must_say "belong to the files loader" "$T/err"
+must_fail 2 shardbench shards "$RAW" --frobnicate
+must_say "unknown option '--frobnicate'" "$T/err"
+must_fail 2 shardbench files http://127.0.0.1:9/raw
+must_say "a URL cannot be listed" "$T/err"
+must_fail 2 shardbench compare "$SRC" "$RAW" --digests "$T/d"
+must_fail 2 shardbench roofline --bandwidth 100GB/s --intensity 2
+must_say "needs --bandwidth, --intensity and --peak" "$T/err"
+must_fail 2 shardbench roofline --bandwidth 100GFLOP/s --intensity 2 --peak 1TFLOP/s
+must_say "is not a bandwidth" "$T/err"
+shardbench --help >"$T/help"
+must_say "shardbench compare SRC|URL DST|URL" "$T/help"
+
+say "a missing dataset or folder is an error naming it (exit 1)"
+must_fail 1 shardbench shards "$T/nowhere"
+must_say "$T/nowhere" "$T/err"
+must_fail 1 shardbench files "$T/nowhere"
+must_say "$T/nowhere" "$T/err"
+must_fail 1 shardbench files "$SRC" --keys "$T/no-such-list"
+must_say "no-such-list" "$T/err"
+
+# ---- roofline ------------------------------------------------------------------------
+say "roofline: 100 GB/s x 2 FLOP/B = 200 GFLOP/s, memory-bound; x 20 capped at the peak"
+shardbench roofline --bandwidth 100GB/s --intensity 2 --peak 1000GFLOP/s >"$T/roof"
+must_say "attainable: 200 GFLOP/s (memory-bound)" "$T/roof"
+must_say "ridge point: 10 FLOP/B" "$T/roof"
+shardbench roofline --bandwidth 100GB/s --intensity 20 --peak 1000GFLOP/s >"$T/roof"
+must_say "attainable: 1000 GFLOP/s (compute-bound)" "$T/roof"
+shardbench roofline --bandwidth 100GB/s --intensity 10 --peak 1000GFLOP/s --json >"$T/roof.json"
+roof="(d['attainable_flop_per_second'], d['ridge_flop_per_byte'], d['bound'])"
+[ "$(json "$T/roof.json" "$roof")" = "(1000000000000.0, 10.0, 'compute')" ] ||
+    die "the ridge point itself is compute-bound"
+shardbench roofline --bandwidth 1.5TB/s --intensity 0.5FLOP/B --peak 19.5TFLOP/s >"$T/roof"
+must_say "attainable: 0.75 TFLOP/s (memory-bound)" "$T/roof"
+shardbench roofline --bandwidth 1GiB/s --intensity 1 --peak 1e12 --json >"$T/roof.json"
+[ "$(json "$T/roof.json" "d['attainable_flop_per_second']")" = 1073741824.0 ] || die "GiB/s"
+
+# ---- compare, locally ----------------------------------------------------------------
+say "compare --json: samples/s of both sides and their ratio; shards beat files"
+shardbench compare "$SRC" "$RAW" --threads 2 --json >"$T/cmp.json"
+"$PYTHON" - "$T/cmp.json" "$samples" <<'EOF' || die "compare JSON"
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+f, s = d["files"], d["shards"]
+assert d["mode"] == "compare"
+for side, mode in ((f, "files"), (s, "shards")):
+    assert side["mode"] == mode and side["threads"] == 2 and side["batch"] == 64, side
+    assert side["samples_per_second"] > 0 and side["samples_per_epoch"] == n, side
+    for ph in (side["first_epoch"], side["steady"]):
+        assert ph["epochs"] == 1 and ph["samples"] == n and ph["errors"] == 0, ph
+        assert ph["samples_per_second"] > 0 and ph["mb_per_second"] > 0, ph
+        assert ph["bytes_read"] > 0 and ph["cpu_seconds_per_sample"] > 0, ph
+        assert 0 < ph["batch_latency_ms"]["p50"] <= ph["batch_latency_ms"]["p99"], ph
+        assert set(ph["stage_ms_per_sample"]) == {"read", "decompress", "decode", "resize",
+                                                 "queue wait", "consumer step"}, ph
+        assert ph["requests"] == 0, "local reads are not HTTP requests"
+    assert side["startup_seconds"] >= 0 and side["first_batch_seconds"] > 0
+# the files side resized to the dataset's geometry; each side measured its own stages
+assert f["size"] == 64 and f["fit"] == "short" and s["size"] == 64
+assert f["steady"]["stage_ms_per_sample"]["resize"] > 0
+assert f["steady"]["stage_ms_per_sample"]["decompress"] == 0
+assert s["steady"]["stage_ms_per_sample"]["decompress"] > 0
+assert s["steady"]["stage_ms_per_sample"]["resize"] == 0
+ratio = s["samples_per_second"] / f["samples_per_second"]
+assert abs(d["ratio"] - ratio) < 1e-6 * ratio, (d["ratio"], ratio)
+assert d["ratio"] > 1, "shards are not faster than small files: %.2f" % d["ratio"]
+EOF
+
+say "the text report shows both sides, the stages and the ratio"
+shardbench compare "$SRC" "$JPG" --epochs 3 --limit 50 >"$T/cmp.txt"
+must_say "epoch 1 (first)" "$T/cmp.txt"
+must_say "epochs 2-3 (steady)" "$T/cmp.txt"
+must_say "decompress" "$T/cmp.txt"
+must_say "resize" "$T/cmp.txt"
+must_say "shards/files:" "$T/cmp.txt"
+
+say "--limit, --epochs and --seconds bound the run"
+shardbench shards "$RAW" --limit 7 --epochs 3 --batch 4 --json >"$T/lim.json"
+lim="(d['first_epoch']['samples'], d['steady']['samples'], d['steady']['epochs'],
+      d['first_epoch']['batches'])"
+[ "$(json "$T/lim.json" "$lim")" = "(7, 14, 2, 2)" ] || die "--limit 7 --epochs 3 --batch 4"
+shardbench files "$SRC" --size 32 --epochs 1000 --seconds 1 --json >"$T/sec.json"
+[ "$(json "$T/sec.json" "d['steady'] is None or d['steady']['epochs'] < 999")" = True ] ||
+    die "--seconds 1 did not stop the run"
+
+say "--keys: the files loader reads exactly the listed keys"
+head -n 10 "$T/keys" >"$T/keys10"
+shardbench files "$SRC" --keys "$T/keys10" --size 32 --epochs 1 --digests "$T/k.jsonl" --json \
+    >"$T/k.json"
+[ "$(json "$T/k.json" "d['first_epoch']['samples']")" = 10 ] || die "--keys read other samples"
+"$PYTHON" -c '
+import json, sys
+got = sorted(json.loads(l)["key"] for l in open(sys.argv[1]))
+want = sorted(l.rstrip("\n") for l in open(sys.argv[2]))
+assert got == want, (got, want)' "$T/k.jsonl" "$T/keys10" || die "digests name other keys"
+
+# ---- the consumer's wait -----------------------------------------------------------------
+say "--step-ms: a slow consumer barely waits for shards; with no step it always waits"
+shardbench shards "$JPG" --batch 8 --step-ms 25 --epochs 2 --json >"$T/step.json"
+"$PYTHON" - "$T/step.json" <<'EOF' || die "wait fraction with a slow consumer"
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = d["steady"]
+assert d["step_ms"] == 25
+assert st["wait_fraction"] < 0.3, st["wait_fraction"]
+# the steps themselves are accounted: about 25 ms per batch
+assert 20 < st["stage_ms_per_sample"]["consumer step"] * 8 < 60, st["stage_ms_per_sample"]
+EOF
+[ "$(json "$T/cmp.json" "d['files']['steady']['wait_fraction'] > 0.8")" = True ] ||
+    die "a consumer without a step should wait nearly all the time"
+
+# ---- the trace ------------------------------------------------------------------------------
+say "--trace: valid Chrome trace JSON, every stage named, spans nest on each thread"
+shardbench compare "$SRC" "$JPG" --limit 40 --batch 8 --step-ms 1 --trace "$T/trace.json" \
+    >/dev/null
+"$PYTHON" - "$T/trace.json" <<'EOF' || die "trace"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["displayTimeUnit"] == "ms"
+ev = d["traceEvents"]
+spans = [e for e in ev if e["ph"] == "X"]
+counters = [e for e in ev if e["ph"] == "C"]
+meta = [e for e in ev if e["ph"] == "M"]
+assert spans and counters and meta
+names = {e["name"] for e in spans}
+for stage in ("read", "decompress", "decode", "resize", "queue wait", "consumer step",
+              "sample", "batch", "epoch"):
+    assert stage in names, (stage, names)
+assert {e["name"] for e in counters} == {"queue depth"}
+assert all(e["args"]["samples"] >= 0 for e in counters)
+procs = {e["args"]["name"] for e in meta if e["name"] == "process_name"}
+assert {"files loader", "shard reader"} <= procs, procs
+threads = {e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+assert "consumer" in threads, threads
+for e in spans:
+    for k in ("name", "ts", "dur", "pid", "tid"):
+        assert k in e, e
+    assert isinstance(e["ts"], int) and isinstance(e["dur"], int) and e["dur"] >= 0, e
+# per thread: sorted by start (longest first on ties), every span lies inside
+# the enclosing open one or starts after it ends - never a partial overlap
+lanes = {}
+for e in spans:
+    lanes.setdefault((e["pid"], e["tid"]), []).append(e)
+for lane, es in lanes.items():
+    es.sort(key=lambda e: (e["ts"], -e["dur"]))
+    stack = []
+    for e in es:
+        start, end = e["ts"], e["ts"] + e["dur"]
+        while stack and stack[-1][1] <= start and end > stack[-1][1]:
+            stack.pop()  # the open span ended before this one starts
+        if stack:
+            assert end <= stack[-1][1], ("partial overlap", lane, stack[-1][2], e)
+        stack.append((start, end, e))
+# the stages of a sample sit inside its "sample" span, on a loader thread
+reads = [e for e in spans if e["name"] == "read"]
+samples = [e for e in spans if e["name"] == "sample"]
+assert len(samples) >= 80 and len(reads) >= 80
+EOF
+
+# ---- --cold --------------------------------------------------------------------------------
+say "--cold drops the page cache of the files read, and says how cold it got"
+shardbench files "$SRC" --size 32 --cold --limit 20 --json >"$T/cold.json"
+"$PYTHON" - "$T/cold.json" <<'EOF' || die "--cold report"
+import json, sys
+c = json.load(open(sys.argv[1]))["cold"]
+assert c["requested"] is True and c["dropped"] is True, c
+assert c["resident_fraction"] is None or 0 <= c["resident_fraction"] <= 1, c
+assert "posix_fadvise" in c["note"], c
+EOF
+shardbench shards "$RAW" --cold --json >"$T/cold.json"
+[ "$(json "$T/cold.json" "d['cold']['dropped']")" = True ] || die "--cold on shards"
+
+# ---- over HTTP: a real nginx on loopback ------------------------------------------------------
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
+    skip "nginx is not installed (scripts/deps.sh installs it): HTTP tests not run"
+HTTP=$T/http
+mkdir -p "$T/broken"
+cp "$RAW"/* "$T/broken/"
+rm "$T/broken/shard-000001.shard"
+stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
+trap 'stop_server; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+U=$("$HTTP_SERVER" start "$HTTP" src="$SRC" raw="$RAW" jpg="$JPG" broken="$T/broken") ||
+    die "cannot start nginx"
+say "nginx serves the source and the datasets at $U"
+requests() { wc -l <"$HTTP/access.log" | tr -d ' '; }
+
+say "shards over HTTP equal the local shards, by key and pixel hash, in few range requests"
+shardbench shards "$RAW" --epochs 1 --digests "$T/local.jsonl" >/dev/null
+before=$(requests)
+shardbench shards "$U/raw" --epochs 2 --window 64K --digests "$T/http.jsonl" --json >"$T/h.json"
+cmp -s "$T/local.jsonl" "$T/http.jsonl" || die "samples read over HTTP differ from the local ones"
+[ "$(wc -l <"$T/http.jsonl")" -eq "$samples" ] || die "not every sample came over HTTP"
+"$PYTHON" - "$T/h.json" "$samples" "$(( $(requests) - before ))" <<'EOF' || die "HTTP shards"
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2]); logged = int(sys.argv[3])
+assert d["remote"] is True
+first, steady = d["first_epoch"], d["steady"]
+assert first["samples"] == n and steady["samples"] == n
+# every epoch goes to the server again, in windows, not one request per record
+assert 0 < steady["requests"] < n / 2, steady["requests"]
+assert steady["bytes_read"] > 0
+# the server saw them all, plus the manifest (and at most a few read-aheads
+# still in flight when the run ended)
+counted = first["requests"] + steady["requests"] + 1
+assert counted <= logged <= counted + 4, (first["requests"], steady["requests"], logged)
+EOF
+grep -q ' 206 GET "/raw/shard-000000.shard" range="bytes=' "$HTTP/access.log" ||
+    die "no range request in the server log"
+
+say "files over HTTP: one GET per sample, the same pixels as from the local folder"
+shardbench files "$SRC" --keys "$T/keys" --size 48 --epochs 1 --digests "$T/flocal.jsonl" \
+    >/dev/null
+before=$(requests)
+shardbench files "$U/src" --keys "$T/keys" --size 48 --epochs 1 --digests "$T/fhttp.jsonl" \
+    --json >"$T/fh.json"
+cmp -s "$T/flocal.jsonl" "$T/fhttp.jsonl" || die "files over HTTP differ from local files"
+[ "$(json "$T/fh.json" "d['first_epoch']['requests']")" -eq "$samples" ] ||
+    die "the files loader should make one request per sample"
+[ $(( $(requests) - before )) -eq "$samples" ] || die "the server saw other requests"
+
+say "--rtt is slept before every request and reported as simulated"
+shardbench compare "$U/src" "$U/jpg" --rtt 5 --limit 20 --epochs 1 --json >"$T/rtt.json"
+"$PYTHON" - "$T/rtt.json" <<'EOF' || die "--rtt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f, s = d["files"], d["shards"]
+assert f["rtt_simulated"] is True and f["rtt_ms"] == 5 and s["rtt_ms"] == 5
+fe = f["first_epoch"]
+assert fe["requests"] == 20 and fe["simulated_rtt_seconds"] >= 20 * 0.005 * 0.99, fe
+assert fe["stage_ms_per_sample"]["read"] >= 5, fe
+assert d["ratio"] > 1, d["ratio"]
+EOF
+shardbench shards "$U/jpg" --rtt 5 --epochs 1 >"$T/rtt.txt"
+must_say "rtt 5 ms (simulated)" "$T/rtt.txt"
+
+say "a missing shard is a 404 naming its URL; a missing dataset names manifest.json"
+must_fail 1 shardbench shards "$U/broken" --no-shuffle
+must_say "HTTP 404 Not Found for '$U/broken/shard-000001.shard'" "$T/err"
+must_fail 1 shardbench shards "$U/nothing-here"
+must_say "no manifest: HTTP 404 Not Found for '$U/nothing-here/manifest.json'" "$T/err"
+shardbench shards "$U/jpg" --cold --epochs 1 --json >"$T/rc.json"
+[ "$(json "$T/rc.json" "(d['cold']['dropped'], 'server' in d['cold']['note'])")" \
+  = "(False, True)" ] ||
+    die "--cold over HTTP must say it could not be done"
+
+say "a server restarted in the middle of a read is survived by retrying"
+: >"$HTTP/access.log"
+# small windows, one connection and a simulated round trip: ~100 requests
+# spread over a few seconds, so the restart lands in the middle
+shardbench shards "$U/raw" --window 16K --connections 1 --rtt 20 --epochs 3 \
+    --digests "$T/restart.jsonl" --json >"$T/restart.json" 2>"$T/restart.err" &
+bench=$!
+i=0
+while [ "$(requests)" -lt 10 ]; do
+    i=$((i + 1))
+    [ $i -le 200 ] || { kill $bench; die "the benchmark made no requests"; }
+    sleep 0.05
+done
+"$HTTP_SERVER" stop "$HTTP"
+sleep 1
+"$HTTP_SERVER" restart "$HTTP"
+wait $bench || { cat "$T/restart.err" >&2; die "the read did not survive a server restart"; }
+cmp -s "$T/local.jsonl" "$T/restart.jsonl" || die "samples differ after the restart"
+"$PYTHON" - "$T/restart.json" "$samples" <<'EOF' || die "restart"
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+assert d["first_epoch"]["samples"] + d["steady"]["samples"] == 3 * n
+retries = d["first_epoch"]["retries"] + d["steady"]["retries"]
+assert retries >= 1, "no retry was needed: the restart missed the read"
+EOF
+
+say "with no retries allowed, the same outage is an error naming the URL"
+shardbench shards "$U/raw" --window 16K --connections 1 --rtt 20 --retries 0 --epochs 3 \
+    >/dev/null 2>"$T/noretry.err" &
+bench=$!
+i=0
+: >"$HTTP/access.log"
+while [ "$(requests)" -lt 5 ]; do
+    i=$((i + 1))
+    [ $i -le 200 ] || { kill $bench; die "the benchmark made no requests"; }
+    sleep 0.05
+done
+"$HTTP_SERVER" stop "$HTTP"
+if wait $bench; then die "a read with --retries 0 survived a dead server"; fi
+must_say "$U/raw/shard-" "$T/noretry.err"
+must_say "gave up after 1 attempt)" "$T/noretry.err"
+echo "ok"

@@ -267,8 +267,8 @@ static int config_from_json(const json_t *o, struct shard_config *c, struct shar
     char *end = NULL;
     unsigned long long s = strtoull(seed, &end, 10);
     if (size <= 0 || size > UINT32_MAX || shard_fit_parse(fit, &c->fit) ||
-        shard_codec_parse(codec, &c->codec) || quality < 1 || quality > 100 || level < 1 ||
-        level > 22 || shard_size <= 0 || max_pixels < 0 || max_file_bytes < 0 || !*seed ||
+        shard_codec_parse(codec, &c->codec) || quality < 1 || quality > 100 ||
+        level < SHARD_ZSTD_LEVEL_MIN || level > 22 || level == 0 || shard_size <= 0 || max_pixels < 0 || max_file_bytes < 0 || !*seed ||
         *end || bg0 < 0 || bg0 > 255 || bg1 < 0 || bg1 > 255 || bg2 < 0 || bg2 > 255)
         return bad_field(err, "config has an out-of-range value");
     c->size = (uint32_t)size;

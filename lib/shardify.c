@@ -156,8 +156,10 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--size must be a positive number");
     if (c->quality < 1 || c->quality > 100)
         return shard_err_set(err, SHARD_EINVAL, "--quality must be within 1..100");
-    if (c->zstd_level < 1 || c->zstd_level > 19)
-        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within 1..19");
+    if (c->zstd_level < SHARD_ZSTD_LEVEL_MIN || c->zstd_level > SHARD_ZSTD_LEVEL_MAX ||
+        c->zstd_level == 0)
+        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within %d..%d, not 0",
+                             SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX);
     if (c->shard_size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES + 1024)
         return shard_err_set(err, SHARD_EINVAL, "--shard-size is too small");
     if (c->max_pixels == 0)

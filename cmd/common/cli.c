@@ -24,6 +24,19 @@ int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
+int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int cli_parse_size(const char *s, uint64_t *out)
 {
     if (!s || !isdigit((unsigned char)*s))

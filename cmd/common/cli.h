@@ -15,6 +15,8 @@ enum cli_exit {
 
 /* Parse a whole decimal number in [min, max].  0 or -1. */
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Parse a whole decimal number, optionally negative, in [min, max].  0 or -1. */
+int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 /* Parse a byte size: a number with an optional K, M, G or T suffix (powers
  * of 1024; "KB", "KiB" also accepted).  0 or -1. */
 int cli_parse_size(const char *s, uint64_t *out);

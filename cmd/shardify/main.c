@@ -33,7 +33,9 @@ static const char usage_text[] =
     "  --no-upscale          keep images already smaller than the target at their size\n"
     "  --codec jpeg|png|raw  how pixels are stored (default jpeg); raw = uint8 RGB HWC\n"
     "  --quality Q           JPEG quality 1..100 (default 90)\n"
-    "  --zstd-level L        zstd level 1..19 (default 3)\n"
+    "  --zstd-level L        zstd level -131072..19, not 0 (default 3); negative\n"
+    "                        levels trade size for speed (e.g. -100 for raw shards\n"
+    "                        that must read as fast as possible)\n"
     "  --shard-size SIZE     target bytes per shard, K/M/G suffixes (default 256M)\n"
     "  --labels SPEC         dir (default: first path component is the class), none,\n"
     "                        a CSV file of key,label rows, or regex:PATTERN (first\n"
@@ -118,6 +120,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 {
     struct shard_config *cfg = &c->opts.config;
     uint64_t v;
+    int64_t level;
     int overwrite = 0, resume = 0, opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -144,10 +147,12 @@ static int parse_args(int argc, char **argv, struct cli *c)
             cfg->quality = (int)v;
             break;
         case OPT_ZSTD_LEVEL:
-            if (cli_parse_u64(optarg, 1, 19, &v))
-                return cli_usage_error(PROG, "--zstd-level: '%s' is not a number in 1..19",
-                                       optarg);
-            cfg->zstd_level = (int)v;
+            if (cli_parse_i64(optarg, SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX, &level) ||
+                level == 0)
+                return cli_usage_error(PROG, "--zstd-level: '%s' is not a number in %d..%d "
+                                       "other than 0", optarg, SHARD_ZSTD_LEVEL_MIN,
+                                       SHARD_ZSTD_LEVEL_MAX);
+            cfg->zstd_level = (int)level;
             break;
         case OPT_SHARD_SIZE:
             if (cli_parse_size(optarg, &cfg->shard_size) || cfg->shard_size < 4096)

@@ -39,6 +39,11 @@ extern "C" {
 #define SHARD_KEY_MAX 4096u            /* longest key (a relative path) in bytes */
 #define SHARD_NO_LABEL (-1)
 #define SHARD_RECORD_MAX_BYTES (1ull << 30)  /* largest decompressed record */
+/* zstd levels a writer accepts: zstd's negative "fast" levels (less
+ * compression, faster both ways) up to 19; 0 (zstd's "default") is refused so
+ * that a manifest always states the level used. */
+#define SHARD_ZSTD_LEVEL_MIN (-131072)
+#define SHARD_ZSTD_LEVEL_MAX 19
 
 /* What a record says about its sample. */
 struct shard_record_meta {

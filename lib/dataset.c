@@ -402,8 +402,9 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         t = bench_probe_stage(ds->probe, SHARD_STAGE_READ, t);
     }
     if (!rc)
-        rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes, &row->frame_xxh3,
-                                 &view, err);
+        rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes,
+                                 (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL, &view,
+                                 err);
     if (ds->probe)
         t = bench_probe_stage(ds->probe, SHARD_STAGE_DECOMPRESS, t);
     const uint8_t *footer_key = footer->keys + footer->key_offsets[r];

@@ -72,7 +72,8 @@ int verify_deep(struct verify_run *v, struct shard_err *err)
             double t = verify_now();
             struct shard_err e;
             shard_err_clear(&e);
-            int rc = shard_dataset_read(v->ds, g, SHARD_READ_PIXELS, &item, &e);
+            int rc = shard_dataset_read(v->ds, g, SHARD_READ_PIXELS | SHARD_READ_VERIFY, &item,
+                                        &e);
             busy += verify_now() - t;
             records++;
             bytes += v->footers[s]->rows[r].frame_bytes;

@@ -130,8 +130,9 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
 #define FIDELITY_PROBLEM(code, ...)                                                           \
     verify_problem(v, SHARD_CHECK_FIDELITY, code, res->shard, (int64_t)res->record, res->key, \
                    res->key_len, __VA_ARGS__)
-    int rc = shard_dataset_read(v->ds, index, SHARD_READ_PIXELS | SHARD_READ_STORED, &w->item,
-                                &e);
+    int rc = shard_dataset_read(v->ds, index,
+                                SHARD_READ_PIXELS | SHARD_READ_STORED | SHARD_READ_VERIFY,
+                                &w->item, &e);
     if (rc) {
         FIDELITY_PROBLEM(rc, "fidelity: %s", e.msg);
         return;

@@ -86,6 +86,12 @@ int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint6
 enum shard_read_flags {
     SHARD_READ_PIXELS = 1,  /* decode the payload: item->pixels, uint8 RGB HWC */
     SHARD_READ_STORED = 2,  /* copy the payload as stored: item->stored */
+    /* Also check the frame's bytes against the footer's xxh3 before
+     * decompressing.  Without it a read still verifies zstd's content checksum
+     * and the record's structure, key and label, which catches damage too;
+     * the extra hash costs ~10% of a raw read, so it is for verification
+     * (shardcheck --deep uses it), not for training loops. */
+    SHARD_READ_VERIFY = 4,
 };
 
 /* One sample.  Zero it before first use ({0} or memset); after that it may
@@ -110,8 +116,8 @@ struct shard_item {
 void shard_item_release(struct shard_item *item);
 
 /* Read sample `index` into *item: fetch the record's frame (one ranged read
- * using the footer index), check its xxh3 and zstd checksum and that its
- * key and label equal the footer's, then decode or copy the payload as
+ * using the footer index), check its zstd checksum (and, with
+ * SHARD_READ_VERIFY, its xxh3) and that its key and label equal the footer's, then decode or copy the payload as
  * `flags` asks (decoding checks the payload's dimensions).  Thread-safe.
  * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or
  * record: the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.

@@ -32,6 +32,8 @@
 #define MAX_REDIRECTS 5L
 #define RANGE_TEXT 64
 
+#define SPARE_BUFFERS 64             /* released window buffers kept for reuse */
+
 enum window_state { WINDOW_EMPTY = 0, WINDOW_LOADING, WINDOW_READY };
 
 struct http_job;
@@ -40,6 +42,7 @@ struct window {
     enum window_state state;
     uint8_t *data;
     size_t len;
+    size_t cap;             /* bytes allocated at data */
     uint64_t last_use;      /* LRU tick */
     unsigned pins;          /* readers copying out of it */
     uint64_t generation;    /* completed fetches, successful or not */
@@ -78,11 +81,19 @@ struct http_fetch {
     pthread_cond_t done;     /* a window completed, or a job of a closing file ended */
     struct http_job *head, *tail;
     struct http_file *files;
-    uint64_t cache_used;     /* bytes of loading and ready windows */
+    uint64_t cache_used;     /* bytes allocated to loading and ready windows */
+    uint64_t spare_bytes;    /* bytes held in spares; both count against cache_bytes */
     uint64_t tick;
     CURL **idle;
     size_t idle_len;
     size_t idle_cap;
+    /* Window buffers released by eviction, kept for the next window: a fresh
+     * 8 MiB buffer costs thousands of page faults as the transfer fills it. */
+    struct spare {
+        uint8_t *data;
+        size_t cap;
+    } spares[SPARE_BUFFERS];
+    size_t spare_count;
     pthread_t *threads;
     int started;
     int stop;
@@ -537,28 +548,83 @@ static int queue_window(struct http_file *f, uint64_t k, int demand, struct shar
     return SHARD_OK;
 }
 
-/* Free the least recently used unpinned ready windows until `need` more
- * bytes fit in the cache (lock held).  Returns 1 when they fit. */
-static int make_room(struct http_fetch *h, uint64_t need)
+/* Release a window's buffer into the spares (or free it) (lock held).
+ * Accepts NULL. */
+static void buffer_give(struct http_fetch *h, uint8_t *data, size_t cap)
 {
-    while (h->cache_used + need > h->o.cache_bytes) {
-        struct window *lru = NULL;
-        for (struct http_file *f = h->files; f; f = f->next)
-            for (uint64_t k = 0; k < f->window_count; k++) {
-                struct window *w = &f->windows[k];
-                if (w->state == WINDOW_READY && !w->pins &&
-                    (!lru || w->last_use < lru->last_use))
-                    lru = w;
-            }
-        if (!lru)
-            return 0;
-        free(lru->data);
-        lru->data = NULL;
-        h->cache_used -= lru->len;
-        lru->len = 0;
-        lru->state = WINDOW_EMPTY;
+    if (!data)
+        return;
+    h->cache_used -= cap;
+    if (h->spare_count < SPARE_BUFFERS) {
+        h->spares[h->spare_count++] = (struct spare){data, cap};
+        h->spare_bytes += cap;
+    } else {
+        free(data);
     }
+}
+
+/* Evict the least recently used unpinned ready window (lock held).
+ * Returns 0 when there is none. */
+static int evict_lru(struct http_fetch *h)
+{
+    struct window *lru = NULL;
+    for (struct http_file *f = h->files; f; f = f->next)
+        for (uint64_t k = 0; k < f->window_count; k++) {
+            struct window *w = &f->windows[k];
+            if (w->state == WINDOW_READY && !w->pins && (!lru || w->last_use < lru->last_use))
+                lru = w;
+        }
+    if (!lru)
+        return 0;
+    buffer_give(h, lru->data, lru->cap);
+    lru->data = NULL;
+    lru->len = lru->cap = 0;
+    lru->state = WINDOW_EMPTY;
     return 1;
+}
+
+/* A buffer for a window of len bytes within the cache budget (lock held): a
+ * spare when one is large enough, else a new one once the least recently
+ * used ready windows (whose buffers become spares) and unusable spares are
+ * gone.  A read-ahead that still does not fit gets NULL with *no_room set; a
+ * reader's fetch goes ahead (the cache then runs over briefly).  NULL without
+ * *no_room: out of memory. */
+static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t *cap,
+                           int *no_room)
+{
+    *no_room = 0;
+    for (;;) {
+        for (size_t i = 0; i < h->spare_count; i++) {
+            if (h->spares[i].cap >= len) {
+                uint8_t *data = h->spares[i].data;
+                *cap = h->spares[i].cap;
+                h->spares[i] = h->spares[--h->spare_count];
+                h->spare_bytes -= *cap;
+                h->cache_used += *cap;
+                return data;
+            }
+        }
+        if (h->cache_used + h->spare_bytes + len <= h->o.cache_bytes)
+            break;
+        if (h->spare_count) {  /* too small for this window: give it back */
+            struct spare s = h->spares[--h->spare_count];
+            h->spare_bytes -= s.cap;
+            free(s.data);
+            continue;
+        }
+        if (!evict_lru(h)) {
+            if (!demand) {
+                *no_room = 1;
+                return NULL;
+            }
+            break;
+        }
+    }
+    *cap = len ? len : 1;
+    uint8_t *data = malloc(*cap);
+    if (data)
+        h->cache_used += *cap;
+    return data;
 }
 
 void fetch_http_drop_cache(struct fetch *fs)
@@ -572,10 +638,9 @@ void fetch_http_drop_cache(struct fetch *fs)
             struct window *w = &f->windows[k];
             if (w->state != WINDOW_READY || w->pins)
                 continue;
-            free(w->data);
+            buffer_give(h, w->data, w->cap);
             w->data = NULL;
-            h->cache_used -= w->len;
-            w->len = 0;
+            w->len = w->cap = 0;
             w->state = WINDOW_EMPTY;
         }
     pthread_mutex_unlock(&h->lock);
@@ -603,19 +668,17 @@ static void *connection_main(void *arg)
         int rc = SHARD_OK;
         struct shard_err err;
         shard_err_clear(&err);
-        uint8_t *data = NULL;
-        /* room is made by evicting unpinned ready windows, least recently
-         * used first; a read-ahead that still does not fit is dropped, a
-         * reader's fetch goes ahead (the cache then runs over briefly) */
-        if (!make_room(h, len) && !w->demand) {
+        size_t cap = 0;
+        int no_room;
+        uint8_t *data = buffer_for(h, len, w->demand, &cap, &no_room);
+        if (no_room) {  /* a read-ahead that does not fit is dropped */
             w->state = WINDOW_EMPTY;
             f->pending--;
             pthread_cond_broadcast(&h->done);
             continue;
         }
-        h->cache_used += len;
         pthread_mutex_unlock(&h->lock);
-        if (!(data = malloc(len ? len : 1)))
+        if (!data)
             rc = shard_err_set(&err, SHARD_ENOMEM, "cannot allocate a window of %zu bytes", len);
         else if (len)
             rc = request_range(f, k * h->o.window_bytes, data, len, &err);
@@ -625,13 +688,13 @@ static void *connection_main(void *arg)
         free(w->error);
         w->error = NULL;
         if (rc) {
-            free(data);
-            h->cache_used -= len;
+            buffer_give(h, data, cap);
             w->state = WINDOW_EMPTY;
             w->error = strdup(err.msg);
         } else {
             w->data = data;
             w->len = len;
+            w->cap = cap;
             w->state = WINDOW_READY;
             w->last_use = ++h->tick;
         }
@@ -755,9 +818,7 @@ static void http_close(struct fetch_file *file)
         pthread_cond_wait(&h->done, &h->lock);
     for (uint64_t k = 0; k < f->window_count; k++) {
         struct window *w = &f->windows[k];
-        if (w->state == WINDOW_READY)
-            h->cache_used -= w->len;
-        free(w->data);
+        buffer_give(h, w->data, w->cap);
         free(w->error);
     }
     if (f->prev)
@@ -851,6 +912,8 @@ static void http_free(struct fetch *fs)
     }
     for (size_t i = 0; i < h->idle_len; i++)
         curl_easy_cleanup(h->idle[i]);
+    for (size_t i = 0; i < h->spare_count; i++)
+        free(h->spares[i].data);
     free(h->idle);
     free(h->threads);
     pthread_cond_destroy(&h->work);

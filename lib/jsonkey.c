@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "shardkit/format.h"
+#include "shardkit/json.h"
 
 static int hexval(char c)
 {
@@ -140,4 +141,9 @@ int jsonkey_set_hex64(json_t *obj, const char *field, uint64_t v)
     char hex[17];
     shard_hex64(v, hex);
     return json_object_set_new(obj, field, json_string(hex)) ? SHARD_ENOMEM : SHARD_OK;
+}
+
+int shard_json_set_key(json_t *obj, const char *key, size_t len)
+{
+    return jsonkey_set(obj, key, len, NULL);
 }

@@ -6,7 +6,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <getopt.h>
 #include <unistd.h>
+
+#include "shardkit.h"
 
 #define PLAIN_PROGRESS_SECONDS 5.0
 #define BAR_WIDTH 30
@@ -85,6 +88,32 @@ int cli_usage_error(const char *prog, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help' for more information.\n", prog);
     return CLI_EXIT_USAGE;
+}
+
+int cli_parse_threads(const char *prog, const char *arg, int *out)
+{
+    uint64_t v;
+    if (cli_parse_u64(arg, 1, CLI_MAX_THREADS, &v))
+        return cli_usage_error(prog, "--threads: '%s' is not a number in 1..%d", arg,
+                               CLI_MAX_THREADS);
+    *out = (int)v;
+    return CLI_EXIT_OK;
+}
+
+int cli_other_option(const char *prog, int opt, int version_opt, const char *usage,
+                     char **argv)
+{
+    if (opt == 'h') {
+        fputs(usage, stdout);
+        exit(CLI_EXIT_OK);
+    }
+    if (opt == version_opt) {
+        printf("%s %s\n", prog, SHARDKIT_VERSION);
+        exit(CLI_EXIT_OK);
+    }
+    if (opt == ':')
+        return cli_usage_error(prog, "option '%s' needs a value", argv[optind - 1]);
+    return cli_usage_error(prog, "unknown option '%s'", argv[optind - 1]);
 }
 
 void cli_progress_init(struct cli_progress *p)

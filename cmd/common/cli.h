@@ -23,6 +23,19 @@ int cli_parse_size(const char *s, uint64_t *out);
 /* "12.3 MB" style, into buf. */
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
 
+/* Most threads a tool accepts for --threads. */
+#define CLI_MAX_THREADS 1024
+
+/* Parse --threads: 0 and *out set, or the usage-error status (message printed). */
+int cli_parse_threads(const char *prog, const char *arg, int *out);
+
+/* The getopt cases every tool shares: -h/--help prints `usage` and exits 0;
+ * `version_opt` prints the version and exits 0; a missing value and an
+ * unknown option print a usage error.  Call it from the `default:` case;
+ * returns the usage-error status. */
+int cli_other_option(const char *prog, int opt, int version_opt, const char *usage,
+                     char **argv);
+
 /* Print "PROG: usage error: MESSAGE" and the try-help hint; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -12,9 +12,9 @@
 
 #include "cli.h"
 #include "shardkit.h"
+#include "shardkit/json.h"
 
 #define PROG "shardbench"
-#define MAX_THREADS 1024
 #define MAX_EPOCHS 1000000
 #define MAX_BATCH 1000000
 #define MAX_SIZE 65535
@@ -173,17 +173,15 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
     return 0;
 }
 
-static int parse_option(int opt, struct cli *c)
+static int parse_option(int opt, struct cli *c, char **argv)
 {
     struct shard_bench_options *o = &c->opts;
     uint64_t v;
     uint32_t u;
     switch (opt) {
     case OPT_THREADS:
-        if (parse_u32(optarg, 1, MAX_THREADS, &u))
-            return cli_usage_error(PROG, "--threads: '%s' is not a number in 1..%d", optarg,
-                                   MAX_THREADS);
-        o->threads = (int)u;
+        if (cli_parse_threads(PROG, optarg, &o->threads))
+            return CLI_EXIT_USAGE;
         break;
     case OPT_EPOCHS:
         if (parse_u32(optarg, 1, MAX_EPOCHS, &o->epochs))
@@ -271,14 +269,8 @@ static int parse_option(int opt, struct cli *c)
     case OPT_BANDWIDTH: c->bandwidth = optarg; break;
     case OPT_INTENSITY: c->intensity = optarg; break;
     case OPT_PEAK: c->peak = optarg; break;
-    case 'h':
-        fputs(usage_text, stdout);
-        exit(CLI_EXIT_OK);
-    case OPT_VERSION:
-        printf("%s %s\n", PROG, SHARDKIT_VERSION);
-        exit(CLI_EXIT_OK);
     default:
-        return -1;
+        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, argv);
     }
     return 0;
 }
@@ -288,11 +280,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
     int opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        if (opt == '?')
-            return cli_usage_error(PROG, "unknown option '%s'", argv[optind - 1]);
-        if (opt == ':')
-            return cli_usage_error(PROG, "option '%s' needs a value", argv[optind - 1]);
-        int rc = parse_option(opt, c);
+        int rc = parse_option(opt, c, argv);
         if (rc)
             return rc;
     }
@@ -557,27 +545,6 @@ static void print_json(json_t *o)
     putchar('\n');
 }
 
-/* A key as "key", or "key_hex" when it is not UTF-8 (like index.jsonl). */
-static void set_key(json_t *o, const char *key, size_t len)
-{
-    json_t *s = json_stringn(key, len);
-    if (s) {
-        json_object_set_new(o, "key", s);
-        return;
-    }
-    static const char digits[] = "0123456789abcdef";
-    char *hex = malloc(2 * len + 1);
-    if (!hex)
-        return;
-    for (size_t i = 0; i < len; i++) {
-        hex[2 * i] = digits[(unsigned char)key[i] >> 4];
-        hex[2 * i + 1] = digits[(unsigned char)key[i] & 15];
-    }
-    hex[2 * len] = '\0';
-    json_object_set_new(o, "key_hex", json_string(hex));
-    free(hex);
-}
-
 static int write_digests(const char *path, const struct shard_bench_result *r)
 {
     FILE *f = fopen(path, "w");
@@ -590,7 +557,7 @@ static int write_digests(const char *path, const struct shard_bench_result *r)
         char hex[17];
         shard_hex64(d->xxh3, hex);
         json_t *o = json_object();
-        set_key(o, d->key, d->key_len);
+        shard_json_set_key(o, d->key, d->key_len);
         json_object_set_new(o, "width", json_integer(d->width));
         json_object_set_new(o, "height", json_integer(d->height));
         json_object_set_new(o, "xxh3", json_string(hex));

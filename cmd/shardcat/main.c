@@ -17,7 +17,6 @@
 #include "shardkit.h"
 
 #define PROG "shardcat"
-#define MAX_THREADS 1024
 #define PNG_SUFFIX ".png"
 /* A shown key is cut to this many bytes of its encoded name. */
 #define SHOWN_KEY_MAX 512
@@ -72,7 +71,6 @@ struct cli {
 
 static int parse_args(int argc, char **argv, struct cli *c)
 {
-    uint64_t v;
     int opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -83,21 +81,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
                 return cli_usage_error(PROG, "--limit: '%s' is not a whole number", optarg);
             break;
         case OPT_THREADS:
-            if (cli_parse_u64(optarg, 1, MAX_THREADS, &v))
-                return cli_usage_error(PROG, "--threads: '%s' is not a number in 1..%d",
-                                       optarg, MAX_THREADS);
-            c->threads = (int)v;
+            if (cli_parse_threads(PROG, optarg, &c->threads))
+                return CLI_EXIT_USAGE;
             break;
-        case 'h':
-            fputs(usage_text, stdout);
-            exit(CLI_EXIT_OK);
-        case OPT_VERSION:
-            printf("%s %s\n", PROG, SHARDKIT_VERSION);
-            exit(CLI_EXIT_OK);
-        case ':':
-            return cli_usage_error(PROG, "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(PROG, "unknown option '%s'", argv[optind - 1]);
+            return cli_other_option(PROG, opt, OPT_VERSION, usage_text, argv);
         }
     }
     if (optind >= argc)

@@ -12,10 +12,10 @@
 #include "cli.h"
 #include "cli_list.h"
 #include "shardkit.h"
+#include "shardkit/json.h"
 
 #define PROG "shardcheck"
 #define PROBLEMS_SHOWN 100
-#define MAX_THREADS 1024
 #define MAX_WORLD_SIZE 1000000
 #define MAX_EPOCHS 1000000
 #define GB 1e9
@@ -116,7 +116,6 @@ static int parse_psnr(const char *s, double *out)
 static int parse_args(int argc, char **argv, struct cli *c)
 {
     struct shard_verify_options *o = &c->opts;
-    uint64_t v;
     int opt, n;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -164,21 +163,11 @@ static int parse_args(int argc, char **argv, struct cli *c)
         case OPT_NO_SHUFFLE: o->plan.shuffle = 0; break;
         case OPT_JSON: c->json = 1; break;
         case OPT_THREADS:
-            if (cli_parse_u64(optarg, 1, MAX_THREADS, &v))
-                return cli_usage_error(PROG, "--threads: '%s' is not a number in 1..%d",
-                                       optarg, MAX_THREADS);
-            o->threads = (int)v;
+            if (cli_parse_threads(PROG, optarg, &o->threads))
+                return CLI_EXIT_USAGE;
             break;
-        case 'h':
-            fputs(usage_text, stdout);
-            exit(CLI_EXIT_OK);
-        case OPT_VERSION:
-            printf("%s %s\n", PROG, SHARDKIT_VERSION);
-            exit(CLI_EXIT_OK);
-        case ':':
-            return cli_usage_error(PROG, "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(PROG, "unknown option '%s'", argv[optind - 1]);
+            return cli_other_option(PROG, opt, OPT_VERSION, usage_text, argv);
         }
     }
     if (argc - optind != 1)
@@ -285,27 +274,6 @@ static void print_report(const struct cli *c, const struct shard_verify_report *
 
 /* ---- the JSON report ------------------------------------------------------------ */
 
-/* A key as "key", or "key_hex" when it is not UTF-8 (like index.jsonl). */
-static void set_key(json_t *o, const char *key, size_t len)
-{
-    json_t *s = json_stringn(key, len);
-    if (s) {
-        json_object_set_new(o, "key", s);
-        return;
-    }
-    static const char digits[] = "0123456789abcdef";
-    char *hex = malloc(2 * len + 1);
-    if (!hex)
-        return;
-    for (size_t i = 0; i < len; i++) {
-        hex[2 * i] = digits[(unsigned char)key[i] >> 4];
-        hex[2 * i + 1] = digits[(unsigned char)key[i] & 15];
-    }
-    hex[2 * len] = '\0';
-    json_object_set_new(o, "key_hex", json_string(hex));
-    free(hex);
-}
-
 static json_t *json_number_or_null(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
@@ -334,7 +302,7 @@ static json_t *problems_json(const struct shard_verify_report *r)
         json_object_set_new(o, "shard", p->shard >= 0 ? json_integer(p->shard) : json_null());
         json_object_set_new(o, "record", p->record >= 0 ? json_integer(p->record) : json_null());
         if (p->key)
-            set_key(o, p->key, p->key_len);
+            shard_json_set_key(o, p->key, p->key_len);
         json_t *msg = json_string(p->message);
         json_object_set_new(o, "message", msg ? msg : json_string("(message is not UTF-8)"));
         json_array_append_new(a, o);
@@ -348,7 +316,7 @@ static json_t *fidelity_json(const struct shard_verify_report *r)
     for (uint64_t i = 0; i < r->fidelity_count; i++) {
         const struct shard_fidelity_result *f = &r->fidelity[i];
         json_t *o = json_object();
-        set_key(o, f->key, f->key_len);
+        shard_json_set_key(o, f->key, f->key_len);
         json_object_set_new(o, "shard", json_integer(f->shard));
         json_object_set_new(o, "record", json_integer((json_int_t)f->record));
         json_object_set_new(o, "width", json_integer(f->width));

@@ -14,7 +14,6 @@
 #define PROG "shardify"
 #define REJECTS_SHOWN 20
 #define MAX_SIZE 65535
-#define MAX_THREADS 1024
 
 static const char usage_text[] =
     "Usage: shardify [OPTIONS] SRC DST\n"
@@ -167,10 +166,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
             break;
         case OPT_NO_SHUFFLE: cfg->shuffle = 0; break;
         case OPT_THREADS:
-            if (cli_parse_u64(optarg, 1, MAX_THREADS, &v))
-                return cli_usage_error(PROG, "--threads: '%s' is not a number in 1..%d",
-                                       optarg, MAX_THREADS);
-            c->opts.threads = (int)v;
+            if (cli_parse_threads(PROG, optarg, &c->opts.threads))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_MAX_PIXELS:
             if (cli_parse_u64(optarg, 1, UINT64_MAX / 8, &cfg->max_pixels))
@@ -193,16 +190,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
         case OPT_OVERWRITE: overwrite = 1; break;
         case OPT_JSON: c->json = 1; break;
         case OPT_QUIET: c->quiet = 1; break;
-        case 'h':
-            fputs(usage_text, stdout);
-            exit(CLI_EXIT_OK);
-        case OPT_VERSION:
-            printf("shardify %s\n", SHARDKIT_VERSION);
-            exit(CLI_EXIT_OK);
-        case ':':
-            return cli_usage_error(PROG, "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(PROG, "unknown option '%s'", argv[optind - 1]);
+            return cli_other_option(PROG, opt, OPT_VERSION, usage_text, argv);
         }
     }
     if (resume && overwrite)

@@ -1,0 +1,23 @@
+/*
+ * shardkit/json.h - sample keys in JSON, for tools that build reports with
+ * jansson.  Not pulled in by shardkit.h: it needs <jansson.h>.
+ */
+#ifndef SHARDKIT_JSON_H
+#define SHARDKIT_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Set obj["key"] to the key when it is valid UTF-8, else obj["key_hex"] to
+ * its bytes in hex: the same rule as index.jsonl and manifest.json, so a
+ * report names a key exactly as the dataset does.  0 or SHARD_ENOMEM. */
+int shard_json_set_key(json_t *obj, const char *key, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+#!/bin/sh
+# test_install.sh - `make install` with PREFIX and DESTDIR gives programs, the
+# static library, headers and a shardkit.pc with which a program using the
+# public API compiles, links and reads a dataset.
+. "$(dirname "$0")/lib.sh"
+
+BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
+say "make install into a staging directory"
+make -s -C "$SHARDKIT_TOP" BUILD="$BUILD" install DESTDIR="$T/stage" PREFIX=/opt/shardkit \
+    >"$T/install.log" 2>&1 || { cat "$T/install.log"; die "make install failed"; }
+root="$T/stage/opt/shardkit"
+for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench lib/libshardkit.a \
+         include/shardkit.h include/shardkit/dataset.h lib/pkgconfig/shardkit.pc; do
+    [ -e "$root/$f" ] || die "not installed: $f"
+done
+grep -q '^prefix=/opt/shardkit$' "$root/lib/pkgconfig/shardkit.pc" || die "prefix in shardkit.pc"
+
+say "a program built with pkg-config reads a dataset"
+cat >"$T/reader.c" <<'C'
+#include <shardkit.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+    struct shard_dataset *ds;
+    struct shard_item item = {0};
+    struct shard_err err;
+    if (argc != 2 || shard_dataset_open(&ds, argv[1], &err)) {
+        fprintf(stderr, "%s\n", argc == 2 ? err.msg : "usage: reader DST");
+        return 1;
+    }
+    int rc = shard_dataset_read(ds, 0, SHARD_READ_PIXELS, &item, &err);
+    if (!rc)
+        printf("%llu %s %ux%u\n", (unsigned long long)shard_dataset_size(ds),
+               (const char *)item.key.data, item.pixels.width, item.pixels.height);
+    shard_item_release(&item);
+    shard_dataset_close(ds);
+    return rc ? 1 : 0;
+}
+C
+extra=""
+# a sanitizer build's library needs the sanitizer runtime in the program too
+if nm "$root/lib/libshardkit.a" 2>/dev/null | grep -q __asan_; then
+    extra="-fsanitize=address,undefined"
+fi
+PKG_CONFIG_PATH="$root/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$T/stage" \
+    pkg-config --cflags --libs shardkit >"$T/flags" || die "pkg-config cannot resolve shardkit"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror $extra "$T/reader.c" $(cat "$T/flags") -o "$T/reader" ||
+    die "cannot build against the installed library"
+mkdir -p "$T/src/c"
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/c/one.jpg"
+shardify "$T/src" "$T/dst" --size 32 --quiet
+"$T/reader" "$T/dst" >"$T/read.out"
+# rgb.jpg is 333x250: shorter side 32, longer floor(333 * 32 / 250) = 42
+[ "$(cat "$T/read.out")" = "1 c/one.jpg 42x32" ] || die "reader printed '$(cat "$T/read.out")'"
+echo "install checks passed"

@@ -32,6 +32,7 @@ struct shard_archive {
     struct archive_entry *pending;  /* first header, read by open */
     int at_end;
     int failed;                  /* a fatal error was reported: keep reporting it */
+    const char *problem;         /* why the current entry has no bytes, or NULL */
     struct shard_buf key;        /* normalised key of the current entry, NUL-terminated */
     uint8_t scratch[READ_CHUNK_BYTES];  /* sink for data we only count */
 };
@@ -331,11 +332,17 @@ static int next_entry(struct shard_archive *a, uint64_t max_bytes, const char **
             st->ignored++;
             continue;
         }
+        a->problem = NULL;
         if (archive_entry_is_data_encrypted(e)) {
-            a->failed = SHARD_EUNSUPPORTED;
-            return shard_err_set(err, SHARD_EUNSUPPORTED,
-                                 "entry '%s': encrypted entries are not supported",
-                                 (const char *)a->key.data);
+            /* one unreadable entry must not stop the others: it is produced
+             * without bytes, for the caller to reject */
+            a->problem = "unsupported: encrypted archive entry";
+            buf->len = 0;
+            *too_large = 0;
+            st->candidates++;
+            *key = (const char *)a->key.data;
+            *key_len = a->key.len;
+            return 1;
         }
         rc = read_data(a, e, max_bytes, buf, too_large, err);
         if (rc) {
@@ -357,4 +364,9 @@ int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char *
     int rc = next_entry(a, max_bytes, key, key_len, buf, too_large, st, err);
     restore_locale(saved);
     return rc;
+}
+
+const char *shard_archive_problem(const struct shard_archive *a)
+{
+    return a->problem;
 }

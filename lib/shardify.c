@@ -67,6 +67,7 @@ struct slot {
     uint64_t source_bytes;
     uint64_t source_xxh3;
     uint64_t too_large;
+    const char *problem;    /* archive entry without bytes: why (static string) */
     struct shard_err why;
 };
 
@@ -235,6 +236,7 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
     }
     s->cand = r->keys.count;
     s->pos = pos;
+    s->problem = shard_archive_problem(r->ar);
     rc = shard_keylist_add(&r->keys, key, key_len, err);
     return rc ? rc : 1;
 }
@@ -245,6 +247,12 @@ static void spool_work(void *ctx, int thread, void *slot)
     struct slot *s = slot;
     s->ok = 0;
     s->has_source = 0;
+    if (s->problem) {
+        struct shard_err e;
+        shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", s->problem);
+        reject_slot(s, &e);
+        return;
+    }
     if (s->too_large) {
         struct shard_err e;
         shard_err_set(&e, SHARD_ELIMIT, "file of %llu bytes exceeds the limit of %llu",

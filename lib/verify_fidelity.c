@@ -85,7 +85,7 @@ static int capture_from_archive(struct verify_run *v, struct captured *cap, uint
             break;
         struct captured probe = {key, len, 0, {0}, 0};
         struct captured *hit = bsearch(&probe, cap, n, sizeof *cap, compare_captured);
-        if (!hit || too_large)
+        if (!hit || too_large || shard_archive_problem(a))
             continue;
         /* equal keys sit side by side: take the first not yet filled */
         while (hit > cap && !compare_captured(hit - 1, &probe))

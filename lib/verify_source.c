@@ -171,7 +171,7 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
         if ((rc = add_found(s, key, len, err)))
             break;
         struct found *f = &s->found[s->found_count - 1];
-        if (too_large) {
+        if (too_large || shard_archive_problem(a)) {
             f->bytes = too_large;  /* shardify recorded no identity for it either */
             continue;
         }

@@ -94,6 +94,11 @@ int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char *
                        size_t *key_len, struct shard_buf *buf, uint64_t *too_large,
                        struct shard_scan_stats *st, struct shard_err *err);
 
+/* Why the entry shard_archive_next just produced has no bytes (e.g.
+ * "unsupported: encrypted archive entry"), or NULL when it has them.  Such an
+ * entry is a candidate to reject with that reason; the archive goes on. */
+const char *shard_archive_problem(const struct shard_archive *a);
+
 void shard_archive_close(struct shard_archive *a);  /* accepts NULL */
 
 /* ---- labels ------------------------------------------------------------- */

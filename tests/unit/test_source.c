@@ -782,6 +782,54 @@ static void test_archive_zip_utf8_names_are_byte_exact_in_any_locale(void **stat
     free(path);
 }
 
+/* An encrypted entry is produced without bytes, with a reason, and the
+ * entries after it are still read: one locked file must not stop a run.
+ * (libarchive cannot mix encrypted and plain members in one written zip, so
+ * every member here is encrypted.) */
+static void test_archive_encrypted_entry_is_produced_with_a_problem(void **state)
+{
+    struct fixture *f = *state;
+    char *plain = join(f->dir, "mixed.zip");
+    struct archive *w = archive_write_new();
+    assert_int_equal(archive_write_set_format_zip(w), ARCHIVE_OK);
+    if (archive_write_set_options(w, "zip:encryption=zipcrypt") != ARCHIVE_OK ||
+        archive_write_set_passphrase(w, "secret") != ARCHIVE_OK) {
+        archive_write_free(w);
+        free(plain);
+        skip();  /* libarchive built without zip encryption */
+    }
+    assert_int_equal(archive_write_open_filename(w, plain), ARCHIVE_OK);
+    add_entry(w, "a/secret.jpg", AE_IFREG, "hidden", 6, NULL);
+    add_entry(w, "b/notes.txt", AE_IFREG, "text", 4, NULL);
+    add_entry(w, "b/also.jpg", AE_IFREG, "visible", 7, NULL);
+    assert_int_equal(archive_write_close(w), ARCHIVE_OK);
+    archive_write_free(w);
+
+    struct shard_archive *a = NULL;
+    struct shard_err err = {0};
+    assert_int_equal(shard_archive_open(&a, plain, &err), 0);
+    struct shard_scan_stats st = {0};
+    struct shard_buf buf = {0};
+    const char *key;
+    size_t key_len;
+    uint64_t too_large;
+    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 1);
+    assert_string_equal(key, "a/secret.jpg");
+    assert_int_equal(buf.len, 0);
+    assert_non_null(shard_archive_problem(a));
+    assert_non_null(strstr(shard_archive_problem(a), "encrypted"));
+    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 1);
+    assert_string_equal(key, "b/also.jpg");
+    assert_non_null(shard_archive_problem(a));
+    assert_int_equal(buf.len, 0);
+    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 0);
+    assert_int_equal(st.candidates, 2);
+    assert_int_equal(st.ignored, 1);
+    shard_archive_close(a);
+    shard_buf_release(&buf);
+    free(plain);
+}
+
 static void test_archive_truncated_tar_gz_is_corrupt(void **state)
 {
     struct fixture *f = *state;
@@ -1122,6 +1170,7 @@ int main(void)
         T(test_archive_zip_gives_normalised_candidates_with_bytes),
         T(test_archive_keeps_non_utf8_names_byte_exact),
         T(test_archive_zip_utf8_names_are_byte_exact_in_any_locale),
+        T(test_archive_encrypted_entry_is_produced_with_a_problem),
         T(test_archive_truncated_tar_gz_is_corrupt),
         T(test_archive_open_refuses_what_is_not_an_archive),
         T(test_archive_mtree_listing_is_not_an_archive),

@@ -63,13 +63,27 @@ int fs_rename_durable(const char *dir, const char *old_path, const char *new_pat
     return fs_sync_dir(dir, err);
 }
 
+int fs_commit(int fd, int rc, const char *dir, const char *tmp, const char *final,
+              struct shard_err *err)
+{
+    if (!rc && fsync(fd) != 0)
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot fsync '%s'", tmp);
+    if (close(fd) != 0 && !rc)
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot close '%s'", tmp);
+    if (!rc)
+        rc = fs_rename_durable(dir, tmp, final, err);
+    if (rc)
+        unlink(tmp);
+    return rc;
+}
+
 int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len,
                     struct shard_err *err)
 {
     char tmpname[512];
     snprintf(tmpname, sizeof tmpname, ".%s.tmp", name);
     char *tmp = fs_join(dir, tmpname), *final = fs_join(dir, name);
-    int rc = SHARD_OK, fd = -1;
+    int rc = SHARD_OK, fd;
     if (!tmp || !final) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
@@ -79,16 +93,7 @@ int fs_write_atomic(const char *dir, const char *name, const void *data, size_t 
         rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", tmp);
         goto out;
     }
-    rc = fs_write_all(fd, data, len, tmp, err);
-    if (!rc && fsync(fd) != 0)
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot fsync '%s'", tmp);
-    if (close(fd) != 0 && !rc)
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot close '%s'", tmp);
-    fd = -1;
-    if (!rc)
-        rc = fs_rename_durable(dir, tmp, final, err);
-    if (rc)
-        unlink(tmp);
+    rc = fs_commit(fd, fs_write_all(fd, data, len, tmp, err), dir, tmp, final, err);
 out:
     free(tmp);
     free(final);

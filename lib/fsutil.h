@@ -12,6 +12,12 @@
  * failure the temporary file is removed and dir/name is untouched. */
 int fs_write_atomic(const char *dir, const char *name, const void *data, size_t len,
                     struct shard_err *err);
+/* Finish a temporary written through `fd`: fsync and close it (fd is closed
+ * whatever happens), rename tmp over final inside dir and fsync dir.  When
+ * `rc` (the writer's result so far) or any step fails, tmp is removed and
+ * the first error returned. */
+int fs_commit(int fd, int rc, const char *dir, const char *tmp, const char *final,
+              struct shard_err *err);
 /* fsync a directory so that renames and unlinks in it are durable. */
 int fs_sync_dir(const char *dir, struct shard_err *err);
 /* rename old -> new inside dir, then fsync dir. */

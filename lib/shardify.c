@@ -825,7 +825,7 @@ static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t 
     char *tmp = dst_path(r->dst, "." SHARD_INDEX_FILE ".tmp");
     char *final = dst_path(r->dst, SHARD_INDEX_FILE);
     XXH3_state_t *h = XXH3_createState();
-    int rc = SHARD_OK, fd = -1;
+    int rc = SHARD_OK, fd;
     *bytes = *entries = 0;
     if (!tmp || !final || !h) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -847,19 +847,9 @@ static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t 
                    : shard_err_set(err, SHARD_ENOMEM, "out of memory");
         free(jpath);
     }
-    if (!rc && fsync(fd) != 0)
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot fsync '%s'", tmp);
-    if (close(fd) != 0 && !rc)
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot close '%s'", tmp);
-    fd = -1;
-    if (!rc)
-        rc = fs_rename_durable(r->dst->path, tmp, final, err);
-    if (rc && tmp)
-        unlink(tmp);
+    rc = fs_commit(fd, rc, r->dst->path, tmp, final, err);
     *xxh3 = XXH3_64bits_digest(h);
 out:
-    if (fd >= 0)
-        close(fd);
     XXH3_freeState(h);
     free(tmp);
     free(final);

@@ -17,7 +17,7 @@ echo "== 1. generate a small dataset in $work/raw"
 
 echo
 echo "== 2. shardify: decode, resize to 224 (shorter side), store as JPEG q90 in zstd shards"
-"$bin/shardify" "$work/raw" "$work/shards" --size 224 --shard-size 256K
+"$bin/shardify" "$work/raw" "$work/shards" --size 224 --shard-size 96K
 
 echo
 echo "== 3. shardcheck: integrity, identity against the source, visitation across ranks"

@@ -16,7 +16,6 @@
 #include "shardkit/manifest.h"
 
 #define LOCK_FILE "lock"
-#define STATE_FILE "state.json"
 
 char *dst_work_path(const struct dst *d, const char *name)
 {
@@ -121,7 +120,7 @@ static int remove_outputs(struct dst *d, int keep_manifest, uint32_t first_shard
         if (sscanf(e->d_name, "journal-%6u.jsonl", &n) == 1 && n < first_shard &&
             strlen(e->d_name) == strlen("journal-000000.jsonl"))
             continue;
-        if (first_shard > 0 && !strcmp(e->d_name, STATE_FILE))
+        if (first_shard > 0 && !strcmp(e->d_name, DST_STATE_FILE))
             continue;
         if (unlinkat(dirfd(dir), e->d_name, 0) != 0 && errno != ENOENT)
             rc = shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", d->work,
@@ -228,7 +227,7 @@ int dst_open(struct dst **out, const char *path, enum shardify_mode mode, struct
     }
     if ((rc = take_lock(d, err)))
         goto fail;
-    char *state = dst_work_path(d, STATE_FILE);
+    char *state = dst_work_path(d, DST_STATE_FILE);
     d->has_state = state && access(state, F_OK) == 0;
     free(state);
 

@@ -4,6 +4,9 @@
 
 #include "shardkit/shardify.h"
 
+/* The interrupted run's plan, in DST/.shardify (see shardify_plan.c). */
+#define DST_STATE_FILE "state.json"
+
 struct dst {
     char *path;       /* DST */
     char *work;       /* DST/.shardify */

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "shardkit/error.h"
+
 size_t quote_utf8_len(const unsigned char *p, size_t avail)
 {
     if (avail == 0)
@@ -74,4 +76,9 @@ const char *quote_bytes(const char *s, size_t len, char *out, size_t out_size)
     }
     out[o] = '\0';
     return out;
+}
+
+const char *shard_quote(const char *s, size_t len, char *out, size_t out_size)
+{
+    return quote_bytes(s, len, out, out_size);
 }

@@ -253,8 +253,11 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
         rc = assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
                               err);
     } else {
-        if (r->o->fail_on_reject)
-            return shard_err_set(err, SHARD_EREJECTED, "rejected '%s': %s", key, s->why.msg);
+        if (r->o->fail_on_reject) {
+            char shown[SHARD_QUOTE_SIZE];
+            return shard_err_set(err, SHARD_EREJECTED, "rejected '%s': %s",
+                                 shard_quote(key, key_len, shown, sizeof shown), s->why.msg);
+        }
         struct shard_reject rj = {
             .key = malloc(key_len + 1),
             .key_len = key_len,

@@ -227,8 +227,12 @@ static void print_summary(const struct cli *c, const struct shardify_summary *s)
     if (s->reused_shards)
         fprintf(stderr, "%s: resumed: kept %u finished shard%s\n", PROG, s->reused_shards,
                 s->reused_shards == 1 ? "" : "s");
-    for (uint64_t i = 0; i < s->reject_count && i < REJECTS_SHOWN; i++)
-        fprintf(stderr, "  rejected '%s': %s\n", s->rejects[i].key, s->rejects[i].reason);
+    for (uint64_t i = 0; i < s->reject_count && i < REJECTS_SHOWN; i++) {
+        char shown[SHARD_QUOTE_SIZE];
+        fprintf(stderr, "  rejected '%s': %s\n",
+                shard_quote(s->rejects[i].key, s->rejects[i].key_len, shown, sizeof shown),
+                s->rejects[i].reason);
+    }
     if (s->reject_count > REJECTS_SHOWN)
         fprintf(stderr, "  ... and %llu more (all are listed in %s/manifest.json)\n",
                 (unsigned long long)(s->reject_count - REJECTS_SHOWN), c->dst);

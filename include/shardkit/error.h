@@ -62,6 +62,15 @@ int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt
 int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Room for a key quoted by shard_quote, with its terminating NUL. */
+#define SHARD_QUOTE_SIZE 208
+
+/* Make a byte string (a sample key: any bytes) safe inside a one-line
+ * message: valid UTF-8 text is kept; control bytes, DEL, backslash and bytes
+ * that are not UTF-8 become \xNN; a string too long for out is cut at a
+ * character boundary and ends in "...".  Returns out (always NUL-terminated). */
+const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
+
 /* Reset *err to SHARD_OK with an empty message.  Accepts NULL. */
 void shard_err_clear(struct shard_err *err);
 

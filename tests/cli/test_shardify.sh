@@ -154,6 +154,11 @@ shardify "$T/odd" "$T/oddout" --size 16 --quiet
 [ "$(json "$T/oddout/manifest.json" 'd["counts"]["samples"]')" = 1 ] || die "odd name lost"
 grep -q '"key_hex":"632f636166e92e6a7067"' "$T/oddout/index.jsonl" || die "key_hex missing"
 check_dataset "$T/oddout"
+# a rejected file whose name holds a newline and a non-UTF-8 byte is named on
+# one printable line
+cp "$SHARDKIT_FIXTURES/truncated.jpg" "$T/odd/c/$(printf 'two\nlines\377.jpg')"
+must_fail 1 shardify "$T/odd" "$T/oddfail" --size 16 --on-error fail
+must_say "rejected 'c/two\x0alines\xff.jpg': truncated JPEG" "$T/err"
 
 # ---- destinations ------------------------------------------------------------
 say "destination rules: foreign files, previous output, --overwrite"

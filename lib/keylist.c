@@ -88,6 +88,12 @@ int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
     return SHARD_OK;
 }
 
+int shard_key_compare(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return c ? c : (a_len > b_len) - (a_len < b_len);
+}
+
 const char *shard_keylist_get(const struct shard_keylist *l, size_t i, size_t *len)
 {
     if (len)

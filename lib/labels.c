@@ -217,12 +217,6 @@ static int csv_no_space(unsigned char c)
     return 0;
 }
 
-static int compare_keys(const char *a, size_t a_len, const char *b, size_t b_len)
-{
-    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
-    return c ? c : (a_len > b_len) - (a_len < b_len);
-}
-
 /* Sort the keys and put rows[] in the same order.  Keys were added in row
  * order, so their arena offsets increase with the row: after the sort, the
  * row of key i is found by binary search on its offset. */
@@ -352,7 +346,7 @@ static int csv_init_labels(struct shard_labeler *lb, const char *path, struct sh
         size_t a_len, b_len;
         const char *a = shard_keylist_get(&lb->keys, i - 1, &a_len);
         const char *b = shard_keylist_get(&lb->keys, i, &b_len);
-        if (compare_keys(a, a_len, b, b_len) == 0) {
+        if (shard_key_compare(a, a_len, b, b_len) == 0) {
             uint64_t l1 = lb->rows[i - 1].line, l2 = lb->rows[i].line;
             rc = shard_err_set(err, SHARD_EINVAL, "label file '%s': key '%s' is listed twice "
                                "(lines %llu and %llu)", path, b,
@@ -389,7 +383,7 @@ static int csv_label(const struct shard_labeler *lb, const char *key, size_t key
         size_t mid = lo + (hi - lo) / 2;
         size_t len;
         const char *k = shard_keylist_get(&lb->keys, mid, &len);
-        int c = compare_keys(key, key_len, k, len);
+        int c = shard_key_compare(key, key_len, k, len);
         if (c == 0) {
             *name = (const char *)lb->labels.data + lb->rows[mid].label_off;
             *name_len = lb->rows[mid].label_len;

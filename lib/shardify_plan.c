@@ -17,11 +17,8 @@
 
 static int compare_keys(const struct shard_keylist *l, uint64_t a, uint64_t b)
 {
-    uint32_t la = l->lengths[a], lb = l->lengths[b];
-    int c = memcmp(l->arena + l->offsets[a], l->arena + l->offsets[b], la < lb ? la : lb);
-    if (c)
-        return c;
-    return la < lb ? -1 : la > lb;
+    return shard_key_compare(l->arena + l->offsets[a], l->lengths[a], l->arena + l->offsets[b],
+                             l->lengths[b]);
 }
 
 static int compare_candidates(const void *pa, const void *pb, void *ctx)
@@ -39,8 +36,7 @@ struct label_ref {
 static int compare_label_refs(const void *pa, const void *pb)
 {
     const struct label_ref *a = pa, *b = pb;
-    int c = memcmp(a->name, b->name, a->len < b->len ? a->len : b->len);
-    return c ? c : (a->len > b->len) - (a->len < b->len);
+    return shard_key_compare(a->name, a->len, b->name, b->len);
 }
 
 /* The distinct label names, in an open-addressing hash set: memory grows with

@@ -19,12 +19,8 @@
 static int compare_rejects(const void *pa, const void *pb)
 {
     const struct shard_reject *a = pa, *b = pb;
-    int c = memcmp(a->key, b->key, a->key_len < b->key_len ? a->key_len : b->key_len);
-    if (c)
-        return c;
-    if (a->key_len != b->key_len)
-        return a->key_len < b->key_len ? -1 : 1;
-    return strcmp(a->reason, b->reason);
+    int c = shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+    return c ? c : strcmp(a->reason, b->reason);
 }
 
 static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t *entries,

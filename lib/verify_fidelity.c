@@ -59,8 +59,7 @@ static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
 static int compare_captured(const void *pa, const void *pb)
 {
     const struct captured *a = pa, *b = pb;
-    int c = memcmp(a->key, b->key, a->len < b->len ? a->len : b->len);
-    return c ? c : (a->len > b->len) - (a->len < b->len);
+    return shard_key_compare(a->key, a->len, b->key, b->len);
 }
 
 /* One pass over the archive keeping the bytes of the chosen keys (the

@@ -73,26 +73,20 @@ struct source_run {
     uint64_t expected_count;
 };
 
-static int compare_bytes(const char *a, size_t la, const char *b, size_t lb)
-{
-    int c = memcmp(a, b, la < lb ? la : lb);
-    return c ? c : (la > lb) - (la < lb);
-}
-
 static int compare_found(const void *pa, const void *pb, void *ctx)
 {
     const struct shard_keylist *l = ctx;
     const struct found *a = pa, *b = pb;
     size_t la, lb;
     const char *ka = shard_keylist_get(l, a->key, &la), *kb = shard_keylist_get(l, b->key, &lb);
-    int c = compare_bytes(ka, la, kb, lb);
+    int c = shard_key_compare(ka, la, kb, lb);
     return c ? c : (a->key > b->key) - (a->key < b->key);  /* archive order among equals */
 }
 
 static int compare_expected(const void *pa, const void *pb)
 {
     const struct expected *a = pa, *b = pb;
-    int c = compare_bytes(a->key, a->len, b->key, b->len);
+    int c = shard_key_compare(a->key, a->len, b->key, b->len);
     if (c)
         return c;
     if (a->is_sample != b->is_sample)
@@ -444,17 +438,17 @@ static void join(struct source_run *s, int hash_only)
         else if (j >= s->expected_count)
             c = -1;
         else
-            c = compare_bytes(kf, lf, s->expected[j].key, s->expected[j].len);
+            c = shard_key_compare(kf, lf, s->expected[j].key, s->expected[j].len);
         uint64_t i2 = i, j2 = j;
         if (c <= 0)
             while (i2 < s->found_count &&
-                   !compare_bytes(shard_keylist_get(&s->found_keys, s->found[i2].key, NULL),
+                   !shard_key_compare(shard_keylist_get(&s->found_keys, s->found[i2].key, NULL),
                                   s->found_keys.lengths[s->found[i2].key], kf, lf))
                 i2++;
         if (c >= 0) {
             const struct expected *x = &s->expected[j];
             while (j2 < s->expected_count &&
-                   !compare_bytes(s->expected[j2].key, s->expected[j2].len, x->key, x->len))
+                   !shard_key_compare(s->expected[j2].key, s->expected[j2].len, x->key, x->len))
                 j2++;
         }
         if (hash_only) {

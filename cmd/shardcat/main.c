@@ -119,8 +119,7 @@ struct wanted {
 static int compare_wanted(const void *pa, const void *pb)
 {
     const struct wanted *a = pa, *b = pb;
-    int c = memcmp(a->key, b->key, a->len < b->len ? a->len : b->len);
-    return c ? c : (a->len > b->len) - (a->len < b->len);
+    return shard_key_compare(a->key, a->len, b->key, b->len);
 }
 
 static int by_position(const void *pa, const void *pb)

@@ -41,7 +41,12 @@ struct shard_keylist {
 /* Append a copy of key (len bytes, no NUL inside).  0 or SHARD_ENOMEM. */
 int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
                       struct shard_err *err);
-/* Sort in byte order (memcmp; a prefix sorts first). */
+/* The order of keys everywhere in shardkit (manifests/FORMAT.md, "Sample
+ * order"): bytes compared with memcmp, a prefix before its extensions.
+ * Negative, zero or positive like strcmp. */
+int shard_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
+
+/* Sort in byte order (shard_key_compare). */
 void shard_keylist_sort(struct shard_keylist *l);
 /* Key i (NUL-terminated); *len receives its length when len is not NULL. */
 const char *shard_keylist_get(const struct shard_keylist *l, size_t i, size_t *len);

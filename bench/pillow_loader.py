@@ -22,7 +22,8 @@ from multiprocessing import Pool
 
 from PIL import Image
 
-EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".gif", ".bmp"}
+from pillow_common import list_images, shorter_side_to
+
 SIZE = 0
 
 
@@ -36,12 +37,7 @@ def load(path):
         with open(path, "rb") as f:
             img = Image.open(f)
             img = img.convert("RGB")
-        w, h = img.size
-        if w <= h:
-            size = (SIZE, max(1, h * SIZE // w))
-        else:
-            size = (max(1, w * SIZE // h), SIZE)
-        img = img.resize(size, Image.BILINEAR)
+        img = img.resize(shorter_side_to(*img.size, SIZE), Image.BILINEAR)
         return img.size, img.tobytes()
     except Exception:  # a corrupt file: counted, as shardbench counts it
         return None
@@ -56,12 +52,7 @@ def main():
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    paths = []
-    for root, dirs, files in os.walk(args.src):
-        dirs.sort()
-        for name in sorted(files):
-            if os.path.splitext(name)[1].lower() in EXTENSIONS:
-                paths.append(os.path.join(root, name))
+    paths = list_images(args.src)
     epochs, failed = [], 0  # (samples, seconds) per epoch
     rng = random.Random(args.seed)
     with Pool(args.procs, init, (args.size,)) as pool:

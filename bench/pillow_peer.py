@@ -20,7 +20,8 @@ from multiprocessing import Pool
 
 from PIL import Image, ImageOps
 
-EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".gif", ".bmp"}
+from pillow_common import list_images, shorter_side_to
+
 SIZE = 0
 DRAFT = False
 
@@ -37,12 +38,7 @@ def convert(path):
                 img.draft("RGB", (SIZE, SIZE))
             img = ImageOps.exif_transpose(img)
             img = img.convert("RGB")
-            w, h = img.size
-            if w <= h:
-                size = (SIZE, max(1, h * SIZE // w))
-            else:
-                size = (max(1, w * SIZE // h), SIZE)
-            img = img.resize(size, Image.BILINEAR)
+            img = img.resize(shorter_side_to(*img.size, SIZE), Image.BILINEAR)
             buf = io.BytesIO()
             img.save(buf, "JPEG", quality=90)
             return buf.getvalue()
@@ -59,12 +55,7 @@ def main():
     ap.add_argument("--draft", action="store_true")
     args = ap.parse_args()
     start = time.perf_counter()
-    paths = []
-    for root, dirs, files in os.walk(args.src):
-        dirs.sort()
-        for name in sorted(files):
-            if os.path.splitext(name)[1].lower() in EXTENSIONS:
-                paths.append(os.path.join(root, name))
+    paths = list_images(args.src)
     done = 0
     with open(args.out, "wb") as out, Pool(args.procs, init, (args.size, args.draft)) as pool:
         for data in pool.imap(convert, paths, chunksize=8):

@@ -82,3 +82,8 @@ const char *shard_quote(const char *s, size_t len, char *out, size_t out_size)
 {
     return quote_bytes(s, len, out, out_size);
 }
+
+size_t shard_utf8_len(const unsigned char *p, size_t avail)
+{
+    return quote_utf8_len(p, avail);
+}

@@ -1,35 +1,17 @@
 /* safe_name.c - a sample key as one file name (see safe_name.h). */
 #include "safe_name.h"
 
-#include <stdint.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0. */
+#include "shardkit/error.h"
+
+/* Length of the valid UTF-8 character at p (1..4), or 0 for bytes that are
+ * not UTF-8 and for C1 controls (U+0080..U+009F, encoded C2 80..C2 9F),
+ * which are escaped like other control bytes. */
 static size_t utf8_length(const unsigned char *p, size_t avail)
 {
-    unsigned c = p[0];
-    size_t n;
-    uint32_t cp, min;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xe0) == 0xc0)
-        n = 2, cp = c & 0x1f, min = 0x80;
-    else if ((c & 0xf0) == 0xe0)
-        n = 3, cp = c & 0x0f, min = 0x800;
-    else if ((c & 0xf8) == 0xf0)
-        n = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (avail < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
-        return 0;  /* overlong, out of range, surrogate, or a C1 control */
-    return n;
+    size_t n = shard_utf8_len(p, avail);
+    return n == 2 && p[0] == 0xc2 && p[1] <= 0x9f ? 0 : n;
 }
 
 /* For a file name every separator is escaped; for a message, '/' stays. */

@@ -71,6 +71,11 @@ int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
  * character boundary and ends in "...".  Returns out (always NUL-terminated). */
 const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
 
+/* Length of the valid UTF-8 character at p (at most `avail` bytes): 1..4, or
+ * 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and
+ * values above U+10FFFF are invalid). */
+size_t shard_utf8_len(const unsigned char *p, size_t avail);
+
 /* Reset *err to SHARD_OK with an empty message.  Accepts NULL. */
 void shard_err_clear(struct shard_err *err);
 

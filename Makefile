@@ -110,7 +110,7 @@ $(BUILD)/tests/fuzz_replay_%: fuzz/replay.c fuzz/fuzz_%.c fuzz/fuzz_target.h $(L
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_ALL) -Ifuzz fuzz/replay.c fuzz/fuzz_$*.c $(LIB_A) $(LDLIBS_ALL) -o $@
 
-_test: $(FUZZ_REPLAYS)
+_test: $(FUZZ_REPLAYS) $(BUILD)/bench/read_ceiling
 
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -149,7 +149,7 @@ _demo: build
 	@examples/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory build $(BUILD)/bench/resize_quality
+	@$(MAKE) --no-print-directory build $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
 	@bench/run.sh $(BUILD)
 
 # The resampler comparison links the libraries it compares against (libyuv,
@@ -159,6 +159,13 @@ $(BUILD)/bench/resize_quality: bench/resize_quality.c $(LIB_A)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) \
 	    $$(pkg-config --cflags --libs libswscale libavutil) -lyuv -o $@
+
+# The decode-only ceiling of a shard reader; TurboJPEG gives the fastest
+# libjpeg-turbo decode to compare with.
+$(BUILD)/bench/read_ceiling: bench/read_ceiling.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) $$(pkg-config --cflags --libs libturbojpeg) -o $@
 
 # ---- install ----------------------------------------------------------------
 

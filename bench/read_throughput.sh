@@ -18,6 +18,12 @@
 #      pace of a small model (ResNet-18 on one GPU: ~2,500 images/s), and 50 ms
 #      (ResNet-50: ~1,300 images/s) - and the share of its time it waits for
 #      input
+#   6. the ceilings: decoding the jpeg shards' payloads from memory with the
+#      same threads and nothing else (BUILD/bench/read_ceiling, which make
+#      bench builds), and moving the raw shards' bytes from the same nginx with
+#      curl alone (CONNECTIONS parallel range requests of 8 MiB to /dev/null,
+#      default 4 as the reader) - the most any shard reader could deliver
+#      here, and so the most a ratio could be
 # Every configuration runs RUNS times (default 3) with EPOCHS epochs (default
 # 3); the tables give medians of the steady epochs (epochs 2..) and the ratio
 # shards/files.  Markdown goes to stdout; the raw JSON of every run stays in the
@@ -35,11 +41,15 @@ EPOCHS=${EPOCHS:-3}
 STEP_MS=${STEP_MS:-25 50}
 RAW_ZSTD_LEVEL=${RAW_ZSTD_LEVEL:--100}
 RTTS=${RTTS:-0 2 10}
+CONNECTIONS=${CONNECTIONS:-4}
+CEILING=$BUILD/bench/read_ceiling
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/shardkit-read-bench.XXXXXX")}
 THREADS=${THREADS:-$("$PYTHON" -c 'import os; print(len(os.sched_getaffinity(0)))')}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 [ -d "$DATASET" ] || { echo "read_throughput.sh: no dataset at '$DATASET'" >&2; exit 2; }
+[ -x "$CEILING" ] || { echo "read_throughput.sh: no $CEILING (make bench builds it)" >&2; exit 2; }
+command -v curl >/dev/null || { echo "read_throughput.sh: curl is not installed" >&2; exit 2; }
 mkdir -p "$WORK/json"
 log() { echo "read_throughput: $*" >&2; }
 
@@ -72,6 +82,40 @@ for codec in raw jpeg; do
     "$BIN/shardbench" compare "$DATASET" "$WORK/$codec" --threads "$THREADS" --epochs 1 \
         --json >/dev/null
 done
+# transfer NAME I URL DIR: fetch every shard of DIR from URL with curl alone,
+# in 8 MiB ranges over CONNECTIONS connections, to /dev/null; JSON of bytes,
+# samples and seconds to WORK/json/NAME.I.json.  (In a curl config, options
+# such as range apply to every URL until `next` starts a new group.)
+transfer() {
+    name=$1; n=$2; url=$3; dir=$4
+    log "$name (run $n of $RUNS)"
+    "$PYTHON" - "$url" "$dir" >"$WORK/curl.cfg" <<'EOF'
+import json, sys
+url, d = sys.argv[1:3]
+window = 8 << 20
+groups = []
+for s in json.load(open(d + "/manifest.json"))["shards"]:
+    for a in range(0, s["bytes"], window):
+        b = min(a + window, s["bytes"]) - 1
+        groups.append(f'url = "{url}/{s["file"]}"\nrange = {a}-{b}\noutput = /dev/null\n'
+                      'silent\nshow-error\nfail\nwrite-out = "%{size_download}\\n"')
+print("\nnext\n".join(groups))
+EOF
+    t0=$(date +%s.%N)
+    curl --no-progress-meter --parallel --parallel-max "$CONNECTIONS" -K "$WORK/curl.cfg" >"$WORK/curl.out"
+    t1=$(date +%s.%N)
+    "$PYTHON" - "$dir" "$t0" "$t1" "$WORK/curl.out" >"$WORK/json/$name.$n.json" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1] + "/manifest.json"))
+want = sum(s["bytes"] for s in m["shards"])
+got = sum(int(line) for line in open(sys.argv[4]) if line.strip())
+if got != want:
+    sys.exit(f"read_throughput.sh: curl fetched {got} bytes of {want}")
+print(json.dumps({"bytes": got, "samples": sum(s["samples"] for s in m["shards"]),
+                  "seconds": float(sys.argv[3]) - float(sys.argv[2])}))
+EOF
+}
+
 # Runs are interleaved (run 1 of everything, then run 2, ...) so that a change
 # in the machine's load spreads over every configuration instead of biasing one.
 i=1
@@ -95,6 +139,9 @@ while [ $i -le "$RUNS" ]; do
             run "step$step-$codec" $i "$DATASET" "$WORK/$codec" --step-ms "$step"
         done
     done
+    transfer "ceiling-http-raw" $i "$U/raw" "$WORK/raw"   # 6. ceilings
+    log "read_ceiling jpeg (run $i of $RUNS)"
+    "$CEILING" --threads "$THREADS" --json "$WORK/jpeg" >"$WORK/json/ceiling-decode-jpeg.$i.json"
     i=$((i + 1))
 done
 "$top/bench/http_server.sh" stop "$HTTP"
@@ -198,5 +245,33 @@ for step in steps:
               f"{100 * med(steady(x)['wait_fraction'] for x in f):.1f}% | "
               f"{med(steady(x)['samples_per_second'] for x in s):.0f} | "
               f"{100 * med(steady(x)['wait_fraction'] for x in s):.1f}% |")
+
+print("\n### Ceilings: the most any shard reader could deliver here\n")
+print("| bound | samples/s | files loader samples/s | highest possible ratio | "
+      "shard reader measured |")
+print("|---|---:|---:|---:|---:|")
+dec = load("ceiling-decode-jpeg")
+rs, f, s = sides("local-warm-jpeg")
+if dec and rs:
+    files = med(steady(x)["samples_per_second"] for x in f)
+    ours = med(steady(x)["samples_per_second"] for x in s)
+    for d, what in (("reader", "the reader's decoder"),
+                    ("turbo-fast", "libjpeg-turbo's fastest flags")):
+        v = med(r["decode_samples_per_second"].get(d) for r in dec)
+        print(f"| jpeg decode only, {what}, from memory, {threads} threads | {v:.0f} | "
+              f"{files:.0f} (warm, local) | {v / files:.2f}x | {ours:.0f} ({ours / files:.2f}x) |")
+tr = load("ceiling-http-raw")
+if tr:
+    v = med(r["samples"] / r["seconds"] for r in tr)
+    gbs = med(r["bytes"] / r["seconds"] for r in tr) / 1e9
+    for rtt in rtts:
+        rs, f, s = sides(f"http-rtt{rtt}-raw")
+        if not rs:
+            continue
+        files = med(steady(x)["samples_per_second"] for x in f)
+        ours = med(steady(x)["samples_per_second"] for x in s)
+        print(f"| raw shards' bytes through nginx to curl alone ({gbs:.2f} GB/s, no delay) | "
+              f"{v:.0f} | {files:.0f} (HTTP, rtt {rtt} ms) | {v / files:.1f}x | "
+              f"{ours:.0f} ({ours / files:.1f}x) |")
 EOF
 log "raw results: $WORK/json"

@@ -369,6 +369,39 @@ static int fill_item(const struct shard_record_view *v, unsigned flags, struct s
     return SHARD_OK;
 }
 
+/* Pixels of a record decompressed into img's own buffer (by
+ * shard_record_decode_into; img->pixels is that buffer's start, offset 0):
+ * a raw payload stays where it is and img is pointed at it - a raw read
+ * copies nothing after zstd.  Any other codec, in a dataset whose manifest
+ * says raw, is decoded into a new image that then replaces img. */
+static int place_pixels(const struct shard_record_view *v, struct shard_image *img,
+                        struct shard_err *err)
+{
+    if (v->meta.codec != SHARD_CODEC_RAW) {
+        struct shard_image decoded = {0};
+        int rc = shard_decode_payload(v->meta.codec, v->payload, v->payload_len, v->meta.width,
+                                      v->meta.height, &decoded, err);
+        if (rc) {
+            shard_image_release(&decoded);
+            return rc;
+        }
+        shard_image_release(img);
+        *img = decoded;
+        return SHARD_OK;
+    }
+    /* shard_record_decode checked payload_len == width * height * channels,
+     * and fill_item that channels is 3 */
+    size_t off = (size_t)(v->payload - img->pixels);
+    img->pixels += off;
+    img->offset = off;
+    img->capacity -= off;
+    img->width = v->meta.width;
+    img->height = v->meta.height;
+    img->channels = v->meta.channels;
+    img->stride = (size_t)v->meta.width * v->meta.channels;
+    return SHARD_OK;
+}
+
 static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
                        struct shard_item *item, struct shard_err *err)
 {
@@ -389,6 +422,16 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     struct shard_buf *frame = shard_record_decoder_frame(dec);
     struct shard_record_view view;
     frame->len = 0;
+    /* Pixels of raw records are decompressed straight into the item's pixel
+     * buffer and left there (see place_pixels). */
+    struct shard_image *img = &item->pixels;
+    int in_place = (flags & SHARD_READ_PIXELS) && !(flags & SHARD_READ_STORED) &&
+                   ds->manifest.config.codec == SHARD_CODEC_RAW;
+    struct shard_buf spot = {0};
+    if (in_place && img->pixels) {
+        spot.data = img->pixels - img->offset;
+        spot.cap = img->offset + img->capacity;
+    }
     if (row->frame_bytes > FRAME_MAX_BYTES)
         rc = shard_err_set(err, SHARD_ECORRUPT, "frame of %llu bytes exceeds the record limit",
                            (unsigned long long)row->frame_bytes);
@@ -401,10 +444,19 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, row->frame_bytes);
         t = bench_probe_stage(ds->probe, SHARD_STAGE_READ, t);
     }
-    if (!rc)
-        rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes,
-                                 (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL, &view,
+    const uint64_t *expect = (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL;
+    if (!rc && in_place)
+        rc = shard_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
+                                      &spot, err);
+    else if (!rc)
+        rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
                                  err);
+    if (in_place) {  /* the buffer may have moved or grown: the image owns it again */
+        img->pixels = spot.data;
+        img->offset = 0;
+        img->capacity = spot.cap;
+        img->width = img->height = 0;
+    }
     if (ds->probe)
         t = bench_probe_stage(ds->probe, SHARD_STAGE_DECOMPRESS, t);
     const uint8_t *footer_key = footer->keys + footer->key_offsets[r];
@@ -412,7 +464,9 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
                 view.meta.label != row->label))
         rc = shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
     if (!rc)
-        rc = fill_item(&view, flags, item, err);
+        rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags, item, err);
+    if (!rc && in_place)
+        rc = place_pixels(&view, img, err);
     pool_put(ds, dec);
     if (ds->probe) {
         bench_probe_stage(ds->probe, SHARD_STAGE_DECODE, t);

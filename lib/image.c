@@ -15,9 +15,10 @@ int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t 
     size_t bytes = stride * h;
     if (bytes > img->capacity) {
         /* No realloc: the old contents are not needed and copying them costs. */
-        free(img->pixels);
+        free(img->pixels ? img->pixels - img->offset : NULL);
         img->pixels = malloc(bytes);
         img->capacity = img->pixels ? bytes : 0;
+        img->offset = 0;
         if (!img->pixels) {
             img->width = img->height = img->channels = 0;
             img->stride = 0;
@@ -35,7 +36,7 @@ void shard_image_release(struct shard_image *img)
 {
     if (!img)
         return;
-    free(img->pixels);
+    free(img->pixels ? img->pixels - img->offset : NULL);
     memset(img, 0, sizeof *img);
 }
 

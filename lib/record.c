@@ -148,6 +148,15 @@ int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
                         size_t frame_len, const uint64_t *expect_xxh3,
                         struct shard_record_view *view, struct shard_err *err)
 {
+    return shard_record_decode_into(dec, frame, frame_len, expect_xxh3, view, &dec->content,
+                                    err);
+}
+
+int shard_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame,
+                             size_t frame_len, const uint64_t *expect_xxh3,
+                             struct shard_record_view *view, struct shard_buf *c,
+                             struct shard_err *err)
+{
     memset(view, 0, sizeof *view);
     if (expect_xxh3 && XXH3_64bits(frame, frame_len) != *expect_xxh3)
         return shard_err_set(err, SHARD_ECORRUPT, "record bytes do not match their xxh3");
@@ -168,7 +177,6 @@ int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
     if (bound == ZSTD_CONTENTSIZE_ERROR || csize > bound)
         return shard_err_set(err, SHARD_ECORRUPT,
                              "record declares %llu bytes, more than its frame can hold", csize);
-    struct shard_buf *c = &dec->content;
     c->len = 0;
     int rc = shard_buf_reserve(c, (size_t)csize, err);
     if (rc)

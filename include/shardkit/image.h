@@ -45,7 +45,10 @@ struct shard_image {
     uint32_t height;
     uint32_t channels;  /* 3 (RGB) for decoder output */
     size_t stride;      /* bytes per row; width*channels for images made here */
-    size_t capacity;    /* bytes allocated at `pixels` */
+    size_t capacity;    /* bytes usable from `pixels` on */
+    size_t offset;      /* bytes of its allocation before `pixels`: 0, except after a
+                         * raw shard read, which leaves the pixels where the record
+                         * was decompressed instead of copying them out */
 };
 
 /* (Re)shape *img to w x h x channels, reusing its memory when large enough.

@@ -121,6 +121,65 @@ static void test_read_by_index_gives_pixels_stored_bytes_key_and_label(void **st
     shard_dataset_close(ds);
 }
 
+/* A pixels-only read of a raw record leaves the pixels where the record was
+ * decompressed, inside the item's buffer (pixels.offset bytes in: the record
+ * header and key), and that image stays usable by every other path: further
+ * raw reads with other key lengths, a decode of a different size into it, a
+ * copying read, and release (the sanitizer build checks the frees). */
+static void test_raw_pixels_are_read_in_place_and_the_item_stays_reusable(void **state)
+{
+    struct mkds *d = *state;
+    struct shard_dataset *ds = open_ok(d);
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    struct shard_err err;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t i = 0; i < SAMPLES; i++) {
+            uint64_t g = pass ? SAMPLES - 1 - i : i;
+            assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS, &it, &err), 0);
+            assert_sample(d, &it, g);
+            char key[64];
+            assert_int_equal(it.pixels.offset,
+                             SHARD_RECORD_HEADER_BYTES + mkds_key(d, g, key, sizeof key));
+            assert_true(it.pixels.capacity >= MKDS_PIXEL_BYTES);
+            assert_int_equal(it.pixels.stride, MKDS_W * 3);
+        }
+
+    /* decodes into the placed image: one that fits, one that does not */
+    uint32_t sides[][2] = {{2, 2}, {40, 30}};
+    for (size_t k = 0; k < 2; k++) {
+        struct shard_image src = {0};
+        struct shard_buf png = {0};
+        assert_int_equal(shard_image_alloc(&src, sides[k][0], sides[k][1], 3, &err), 0);
+        for (size_t b = 0; b < (size_t)sides[k][0] * sides[k][1] * 3; b++)
+            src.pixels[b] = (uint8_t)(b * 7);
+        assert_int_equal(shard_encode(&src, SHARD_CODEC_PNG, 90, &png, &err), 0);
+        assert_int_equal(shard_dataset_read(ds, 3, SHARD_READ_PIXELS, &it, &err), 0);
+        assert_int_not_equal(it.pixels.offset, 0);
+        assert_int_equal(shard_decode_payload(SHARD_CODEC_PNG, png.data, png.len, sides[k][0],
+                                              sides[k][1], &it.pixels, &err), 0);
+        assert_int_equal(it.pixels.width, sides[k][0]);
+        assert_memory_equal(it.pixels.pixels, src.pixels, (size_t)sides[k][0] * sides[k][1] * 3);
+        shard_buf_release(&png);
+        shard_image_release(&src);
+        /* and raw reads go on in whatever buffer that left */
+        assert_int_equal(shard_dataset_read(ds, 7, SHARD_READ_PIXELS, &it, &err), 0);
+        assert_sample(d, &it, 7);
+    }
+
+    /* a read that also copies the stored bytes decodes by copying */
+    assert_int_equal(shard_dataset_read(ds, 9, SHARD_READ_PIXELS | SHARD_READ_STORED, &it, &err),
+                     0);
+    assert_sample(d, &it, 9);
+    assert_memory_equal(it.stored.data, it.pixels.pixels, MKDS_PIXEL_BYTES);
+    assert_int_equal(shard_dataset_read(ds, 10, SHARD_READ_PIXELS, &it, &err), 0);
+    assert_sample(d, &it, 10);
+    shard_item_release(&it);
+    assert_null(it.pixels.pixels);
+    assert_int_equal(it.pixels.offset, 0);
+    shard_dataset_close(ds);
+}
+
 static void test_stored_order_reads_equal_index_jsonl(void **state)
 {
     struct mkds *d = *state;
@@ -351,6 +410,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_reads_the_manifest_and_locates_every_sample),
         cmocka_unit_test(test_read_by_index_gives_pixels_stored_bytes_key_and_label),
+        cmocka_unit_test(test_raw_pixels_are_read_in_place_and_the_item_stays_reusable),
         cmocka_unit_test(test_stored_order_reads_equal_index_jsonl),
         cmocka_unit_test(test_prefetching_iterator_yields_the_plan_order_with_any_thread_count),
         cmocka_unit_test(test_iterator_can_be_freed_early_and_refuses_bad_indices),

@@ -486,6 +486,19 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     return SHARD_OK;
 }
 
+void dataset_advise(struct shard_dataset *ds, uint64_t index)
+{
+    uint32_t s;
+    uint64_t r;
+    const struct shard_footer *footer;
+    struct shard_err err;
+    if (shard_dataset_locate(ds, index, &s, &r, &err) ||
+        dataset_shard_footer(ds, s, &footer, &err) || r >= footer->record_count)
+        return;
+    const struct shard_index_row *row = &footer->rows[r];
+    fetch_advise(ds->shards[s].file, row->offset, row->frame_bytes);
+}
+
 int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
                               unsigned flags, struct shard_item *item, struct shard_err *err)
 {

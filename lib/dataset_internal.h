@@ -22,6 +22,11 @@ int dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct shar
  * the verifier reports it and still checks the footer's keys. */
 int dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_err *err);
 
+/* Sample `index` will be read soon: let the shard's backend start fetching
+ * its record (the kernel's read-ahead for a local file, window fetches over
+ * HTTP).  Opens the shard if needed; errors are left to the read. */
+void dataset_advise(struct shard_dataset *ds, uint64_t index);
+
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 

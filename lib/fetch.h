@@ -17,6 +17,9 @@
  *    past the end is SHARD_ECORRUPT ("ends early").  It is safe to call from
  *    many threads at once on the same file.
  *  - size is fixed when the file is opened.
+ *  - advise(), when a backend has it, only says that a range will be read
+ *    soon, so that the backend can start fetching it; it never fails and
+ *    never has to be called.
  */
 #ifndef SHARDKIT_FETCH_H
 #define SHARDKIT_FETCH_H
@@ -39,6 +42,7 @@ struct fetch_file_ops {
     int (*read)(struct fetch_file *f, uint64_t offset, void *buf, size_t len,
                 struct shard_err *err);
     void (*close)(struct fetch_file *f);
+    void (*advise)(struct fetch_file *f, uint64_t offset, uint64_t len);  /* may be NULL */
 };
 
 /* Backends embed these as their first member. */
@@ -64,6 +68,13 @@ static inline int fetch_read(struct fetch_file *f, uint64_t offset, void *buf, s
                              struct shard_err *err)
 {
     return f->ops->read(f, offset, buf, len, err);
+}
+
+/* [offset, offset + len) of f will be read soon.  Thread-safe. */
+static inline void fetch_advise(struct fetch_file *f, uint64_t offset, uint64_t len)
+{
+    if (f->ops->advise)
+        f->ops->advise(f, offset, len);
 }
 
 /* Both accept NULL. */

@@ -45,6 +45,7 @@ struct window {
     size_t cap;             /* bytes allocated at data */
     uint64_t last_use;      /* LRU tick */
     unsigned pins;          /* readers copying out of it */
+    unsigned waiters;       /* readers waiting for it: it is not evicted under them */
     uint64_t generation;    /* completed fetches, successful or not */
     struct http_job *job;   /* while queued and not yet started */
     int demand;             /* a reader waits for it (no eviction-free skip) */
@@ -84,6 +85,7 @@ struct http_fetch {
     uint64_t cache_used;     /* bytes allocated to loading and ready windows */
     uint64_t spare_bytes;    /* bytes held in spares; both count against cache_bytes */
     uint64_t tick;
+    uint64_t pending;        /* window fetches queued or running, all files */
     CURL **idle;
     size_t idle_len;
     size_t idle_cap;
@@ -543,6 +545,7 @@ static int queue_window(struct http_file *f, uint64_t k, int demand, struct shar
     w->job = j;
     w->demand = demand;
     f->pending++;
+    h->pending++;
     job_push(h, j, demand);
     pthread_cond_signal(&h->work);
     return SHARD_OK;
@@ -571,7 +574,8 @@ static int evict_lru(struct http_fetch *h)
     for (struct http_file *f = h->files; f; f = f->next)
         for (uint64_t k = 0; k < f->window_count; k++) {
             struct window *w = &f->windows[k];
-            if (w->state == WINDOW_READY && !w->pins && (!lru || w->last_use < lru->last_use))
+            if (w->state == WINDOW_READY && !w->pins && !w->waiters &&
+                (!lru || w->last_use < lru->last_use))
                 lru = w;
         }
     if (!lru)
@@ -636,7 +640,7 @@ void fetch_http_drop_cache(struct fetch *fs)
     for (struct http_file *f = h->files; f; f = f->next)
         for (uint64_t k = 0; k < f->window_count; k++) {
             struct window *w = &f->windows[k];
-            if (w->state != WINDOW_READY || w->pins)
+            if (w->state != WINDOW_READY || w->pins || w->waiters)
                 continue;
             buffer_give(h, w->data, w->cap);
             w->data = NULL;
@@ -674,6 +678,7 @@ static void *connection_main(void *arg)
         if (no_room) {  /* a read-ahead that does not fit is dropped */
             w->state = WINDOW_EMPTY;
             f->pending--;
+            h->pending--;
             pthread_cond_broadcast(&h->done);
             continue;
         }
@@ -700,6 +705,7 @@ static void *connection_main(void *arg)
         }
         w->demand = 0;
         f->pending--;
+        h->pending--;
         pthread_cond_broadcast(&h->done);
     }
     pthread_mutex_unlock(&h->lock);
@@ -707,26 +713,32 @@ static void *connection_main(void *arg)
 }
 
 /* Wait until window k is ready and pin it (lock held throughout, released
- * while waiting).  0 or the error of the fetch this call waited for. */
+ * while waiting).  0 or the error of the fetch this call waited for.  While
+ * a reader waits, the window is not evicted: a read-ahead needing room must
+ * not take a window from under the reader it was fetched for. */
 static int pin_window(struct http_file *f, uint64_t k, struct shard_err *err)
 {
     struct http_fetch *h = f->owner;
     struct window *w = &f->windows[k];
     uint64_t asked = 0;
-    int waiting = 0;
+    int waiting = 0, rc = SHARD_OK;
     for (;;) {
         if (w->state == WINDOW_READY) {
             w->pins++;
             w->last_use = ++h->tick;
-            return SHARD_OK;
+            break;
         }
-        if (waiting && w->state == WINDOW_EMPTY && w->generation != asked)
-            return shard_err_set(err, w->rc ? w->rc : SHARD_ENET, "%s",
-                                 w->error ? w->error : "window fetch failed");
+        if (waiting && w->state == WINDOW_EMPTY && w->generation != asked) {
+            if (w->rc) {
+                rc = shard_err_set(err, w->rc, "%s",
+                                   w->error ? w->error : "window fetch failed");
+                break;
+            }
+            asked = w->generation;  /* fetched and gone again: ask once more */
+        }
         if (w->state == WINDOW_EMPTY) {
-            int rc = queue_window(f, k, 1, err);
-            if (rc)
-                return rc;
+            if ((rc = queue_window(f, k, 1, err)))
+                break;
         } else if (w->job && !w->demand) {
             /* queued as read-ahead: a reader needs it now */
             job_unlink(h, w->job);
@@ -736,9 +748,13 @@ static int pin_window(struct http_file *f, uint64_t k, struct shard_err *err)
         if (!waiting) {
             asked = w->generation;
             waiting = 1;
+            w->waiters++;
         }
         pthread_cond_wait(&h->done, &h->lock);
     }
+    if (waiting)
+        w->waiters--;
+    return rc;
 }
 
 /* Queue read-ahead of the windows after `last` (lock held).  A connection
@@ -798,6 +814,35 @@ static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t
     return rc;
 }
 
+/* Queue read-ahead of the windows of [offset, offset + len) that are not
+ * cached or coming, in the order asked: a reader walking a shuffled plan
+ * says what it will read next, and the windows come in that order.  At most
+ * half the cache's windows (and at least `connections`) are on their way at
+ * once, so that advice cannot push out windows that are about to be read. */
+static void http_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
+{
+    struct http_file *f = (struct http_file *)file;
+    struct http_fetch *h = f->owner;
+    uint64_t wb = h->o.window_bytes;
+    if (!len || offset >= f->base.size || len >= wb)  /* a long read is one request anyway */
+        return;
+    if (len > f->base.size - offset)
+        len = f->base.size - offset;
+    if (f->tail && offset >= f->tail_offset)
+        return;
+    uint64_t most = h->o.cache_bytes / wb / 2;
+    if (most < (uint64_t)h->o.connections)
+        most = (uint64_t)h->o.connections;
+    pthread_mutex_lock(&h->lock);
+    for (uint64_t k = offset / wb; k <= (offset + len - 1) / wb && !f->closing; k++) {
+        if (f->windows[k].state != WINDOW_EMPTY)
+            continue;
+        if (h->pending >= most || queue_window(f, k, 0, NULL))
+            break;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
 static void http_close(struct fetch_file *file)
 {
     struct http_file *f = (struct http_file *)file;
@@ -812,6 +857,7 @@ static void http_close(struct fetch_file *file)
             w->job = NULL;
             w->state = WINDOW_EMPTY;
             f->pending--;
+            h->pending--;
         }
     }
     while (f->pending)
@@ -834,7 +880,7 @@ static void http_close(struct fetch_file *file)
     free(f);
 }
 
-static const struct fetch_file_ops http_file_ops = {http_read, http_close};
+static const struct fetch_file_ops http_file_ops = {http_read, http_close, http_advise};
 
 /* Open: one suffix range request gives the size and the file's last bytes. */
 static int http_open(struct fetch *fs, const char *name, struct fetch_file **out,

@@ -7,12 +7,15 @@
  * the one after (p + depth) cannot be claimed yet.  The consumer waits for
  * the slot of position `consumed` to be marked ready and exchanges buffers
  * with it.  Reading, decompressing and decoding all happen in workers, in
- * parallel and ahead of the consumer; memory is bounded by `depth` items. */
+ * parallel and ahead of the consumer; memory is bounded by `depth` items.
+ * Before reading position p, a worker also tells the dataset which samples
+ * come next, up to p + depth (dataset_advise), so that their bytes are being
+ * fetched - by the kernel, or over HTTP - while earlier ones are decoded. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "shardkit/dataset.h"
+#include "dataset_internal.h"
 
 #define DEFAULT_THREADS 2
 #define SLOTS_PER_THREAD 4
@@ -40,6 +43,7 @@ struct shard_iter {
     pthread_cond_t room;      /* workers: a position became claimable, or stop */
     pthread_cond_t filled;    /* consumer: a slot became ready */
     uint64_t next_claim;
+    uint64_t advised;         /* positions before this one were advised */
     uint64_t consumed;
     int stop;
 };
@@ -63,7 +67,14 @@ static void *worker(void *arg)
             break;
         uint64_t p = it->next_claim++;
         struct iter_slot *slot = &it->slots[p % it->depth];
+        uint64_t from = it->advised, to = p + 1 + it->depth;
+        if (to > it->count)
+            to = it->count;
+        if (to > from)
+            it->advised = to;
         pthread_mutex_unlock(&it->lock);
+        for (uint64_t q = from; q < to; q++)
+            dataset_advise(it->ds, it->indices[q]);
 
         shard_err_clear(&slot->err);
         int rc = shard_dataset_read(it->ds, it->indices[p], it->flags, &slot->item, &slot->err);

@@ -252,7 +252,7 @@ before=$(requests)
 shardbench shards "$U/raw" --epochs 2 --window 64K --digests "$T/http.jsonl" --json >"$T/h.json"
 cmp -s "$T/local.jsonl" "$T/http.jsonl" || die "samples read over HTTP differ from the local ones"
 [ "$(wc -l <"$T/http.jsonl")" -eq "$samples" ] || die "not every sample came over HTTP"
-"$PYTHON" - "$T/h.json" "$samples" "$(( $(requests) - before ))" <<'EOF' || die "HTTP shards"
+"$PYTHON" - "$T/h.json" "$samples" "$(( $(requests) - before ))" "$RAW/manifest.json" <<'EOF' ||
 import json, sys
 d = json.load(open(sys.argv[1])); n = int(sys.argv[2]); logged = int(sys.argv[3])
 assert d["remote"] is True
@@ -260,12 +260,21 @@ first, steady = d["first_epoch"], d["steady"]
 assert first["samples"] == n and steady["samples"] == n
 # every epoch goes to the server again, in windows, not one request per record
 assert 0 < steady["requests"] < n / 2, steady["requests"]
+# and each 64 KiB window at most once: reading ahead in the shuffled plan's
+# order never fetches a window twice in an epoch when the cache holds them
+windows = sum(-(-s["bytes"] // 65536) for s in json.load(open(sys.argv[4]))["shards"])
+assert steady["requests"] <= windows * steady["epochs"], (steady["requests"], windows)
 assert steady["bytes_read"] > 0
 # the server saw them all, plus the manifest (and at most a few read-aheads
 # still in flight when the run ended)
 counted = first["requests"] + steady["requests"] + 1
 assert counted <= logged <= counted + 4, (first["requests"], steady["requests"], logged)
 EOF
+    die "HTTP shards"
+say "a cache of two windows (evicting while reading ahead) still reads every sample right"
+shardbench shards "$U/raw" --epochs 2 --window 64K --cache 128K --connections 3 \
+    --digests "$T/small-cache.jsonl" >/dev/null
+cmp -s "$T/local.jsonl" "$T/small-cache.jsonl" || die "a small cache changed the samples"
 grep -q ' 206 GET "/raw/shard-000000.shard" range="bytes=' "$HTTP/access.log" ||
     die "no range request in the server log"
 

@@ -109,7 +109,9 @@ struct shard_item {
     struct shard_buf key;        /* key.len bytes, then a NUL (not counted) */
     struct shard_buf stored;     /* payload bytes with SHARD_READ_STORED, else len 0 */
     struct shard_image pixels;   /* with SHARD_READ_PIXELS: width x height x 3, stride
-                                  * width*3; otherwise pixels.width is 0 */
+                                  * width*3; otherwise pixels.width is 0.  A raw
+                                  * record's pixels stay where it was decompressed,
+                                  * pixels.offset bytes into the buffer */
 };
 
 /* Free the item's buffers and zero it.  Accepts NULL. */
@@ -233,7 +235,9 @@ struct shard_iter;
 /* Start reading the samples indices[0..count) of ds, in that order (a
  * plan's indices, or any list; repeats are allowed).  The list is copied;
  * ds must stay open until the iterator is freed.  Workers start at once and
- * stay at most queue_depth samples ahead of the consumer.
+ * stay at most queue_depth samples ahead of the consumer; before each read
+ * they ask the dataset for the records up to queue_depth further on (the
+ * kernel's read-ahead for local shards, window fetches over HTTP).
  * 0, SHARD_EINVAL, SHARD_ENOMEM or SHARD_EIO (threads could not start). */
 int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint64_t *indices,
                    uint64_t count, const struct shard_iter_options *o, struct shard_err *err);

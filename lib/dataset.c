@@ -486,17 +486,26 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     return SHARD_OK;
 }
 
-void dataset_advise(struct shard_dataset *ds, uint64_t index)
+int dataset_advise(struct shard_dataset *ds, uint64_t index)
 {
     uint32_t s;
     uint64_t r;
-    const struct shard_footer *footer;
     struct shard_err err;
-    if (shard_dataset_locate(ds, index, &s, &r, &err) ||
-        dataset_shard_footer(ds, s, &footer, &err) || r >= footer->record_count)
-        return;
-    const struct shard_index_row *row = &footer->rows[r];
-    fetch_advise(ds->shards[s].file, row->offset, row->frame_bytes);
+    if (shard_dataset_locate(ds, index, &s, &r, &err))
+        return 1;
+    /* Only shards a read has opened: opening one here could repeat a failing
+     * open (and its retries) that the read will make and report anyway. */
+    struct ds_shard *sh = &ds->shards[s];
+    pthread_mutex_lock(&sh->lock);
+    int opened = sh->opened;
+    pthread_mutex_unlock(&sh->lock);
+    if (!opened)
+        return 0;
+    if (r < sh->footer.record_count) {
+        const struct shard_index_row *row = &sh->footer.rows[r];
+        fetch_advise(sh->file, row->offset, row->frame_bytes);
+    }
+    return 1;
 }
 
 int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,

@@ -24,8 +24,9 @@ int dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_
 
 /* Sample `index` will be read soon: let the shard's backend start fetching
  * its record (the kernel's read-ahead for a local file, window fetches over
- * HTTP).  Opens the shard if needed; errors are left to the read. */
-void dataset_advise(struct shard_dataset *ds, uint64_t index);
+ * HTTP).  Only for a shard that a read has opened: 0 when its shard is not
+ * open yet (ask again later), else 1.  Errors are left to the read. */
+int dataset_advise(struct shard_dataset *ds, uint64_t index);
 
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t dataset_shard_first(const struct shard_dataset *ds, uint32_t s);

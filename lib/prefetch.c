@@ -10,7 +10,9 @@
  * parallel and ahead of the consumer; memory is bounded by `depth` items.
  * Before reading position p, a worker also tells the dataset which samples
  * come next, up to p + depth (dataset_advise), so that their bytes are being
- * fetched - by the kernel, or over HTTP - while earlier ones are decoded. */
+ * fetched - by the kernel, or over HTTP - while earlier ones are decoded.
+ * Advice stops at a sample whose shard no read has opened yet and resumes
+ * from there at a later claim. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +76,14 @@ static void *worker(void *arg)
             it->advised = to;
         pthread_mutex_unlock(&it->lock);
         for (uint64_t q = from; q < to; q++)
-            dataset_advise(it->ds, it->indices[q]);
+            if (!dataset_advise(it->ds, it->indices[q])) {
+                /* its shard is not open yet: a later claim asks again */
+                pthread_mutex_lock(&it->lock);
+                if (q < it->advised)
+                    it->advised = q;
+                pthread_mutex_unlock(&it->lock);
+                break;
+            }
 
         shard_err_clear(&slot->err);
         int rc = shard_dataset_read(it->ds, it->indices[p], it->flags, &slot->item, &slot->err);

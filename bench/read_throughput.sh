@@ -22,7 +22,7 @@
 #      same threads and nothing else (BUILD/bench/read_ceiling, which make
 #      bench builds), and moving the raw shards' bytes from the same nginx with
 #      curl alone (CONNECTIONS parallel range requests of 8 MiB to /dev/null,
-#      default 4 as the reader) - the most any shard reader could deliver
+#      default 8 as the reader) - the most any shard reader could deliver
 #      here, and so the most a ratio could be
 # Every configuration runs RUNS times (default 3) with EPOCHS epochs (default
 # 3); the tables give medians of the steady epochs (epochs 2..) and the ratio
@@ -41,7 +41,7 @@ EPOCHS=${EPOCHS:-3}
 STEP_MS=${STEP_MS:-25 50}
 RAW_ZSTD_LEVEL=${RAW_ZSTD_LEVEL:--100}
 RTTS=${RTTS:-0 2 10}
-CONNECTIONS=${CONNECTIONS:-4}
+CONNECTIONS=${CONNECTIONS:-8}
 CEILING=$BUILD/bench/read_ceiling
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/shardkit-read-bench.XXXXXX")}
 THREADS=${THREADS:-$("$PYTHON" -c 'import os; print(len(os.sched_getaffinity(0)))')}

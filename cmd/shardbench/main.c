@@ -73,7 +73,7 @@ static const char usage_text[] =
     "HTTP (http:// and https:// locations):\n"
     "  --rtt MS             simulated round trip: sleep MS before every request (real\n"
     "                       latency cannot be added here; reported as simulated)\n"
-    "  --connections N      concurrent connections for shard ranges (default 4)\n"
+    "  --connections N      concurrent connections for shard ranges (default 8)\n"
     "  --window SIZE        bytes per shard range request (default 8M)\n"
     "  --cache SIZE         shard bytes kept in memory (default 256M; should hold a\n"
     "                       shuffle buffer of samples)\n"

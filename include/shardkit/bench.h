@@ -133,7 +133,7 @@ const char *shard_bench_stage_name(enum shard_bench_stage s);
 struct shard_bench_http {
     double rtt_ms;          /* simulated round-trip delay slept before every request
                              * (no real latency can be added here); 0: none */
-    int connections;        /* concurrent connections for shard ranges (default 4) */
+    int connections;        /* concurrent connections for shard ranges (default 8) */
     uint64_t window_bytes;  /* shard bytes per range request (default 8 MiB) */
     uint64_t cache_bytes;   /* shard bytes held in memory at most (default 256 MiB) */
     int retries;            /* attempts after the first on a transient failure (5xx,

@@ -265,10 +265,10 @@ assert 0 < steady["requests"] < n / 2, steady["requests"]
 windows = sum(-(-s["bytes"] // 65536) for s in json.load(open(sys.argv[4]))["shards"])
 assert steady["requests"] <= windows * steady["epochs"], (steady["requests"], windows)
 assert steady["bytes_read"] > 0
-# the server saw them all, plus the manifest (and at most a few read-aheads
-# still in flight when the run ended)
+# the server saw them all, plus the manifest (and read-aheads still in
+# flight when the run ended: at most one per connection, 8 by default)
 counted = first["requests"] + steady["requests"] + 1
-assert counted <= logged <= counted + 4, (first["requests"], steady["requests"], logged)
+assert counted <= logged <= counted + 8, (first["requests"], steady["requests"], logged)
 EOF
     die "HTTP shards"
 say "a cache of two windows (evicting while reading ahead) still reads every sample right"

@@ -52,6 +52,11 @@ struct shard_dataset {
     struct shard_record_decoder **pool;
     size_t pool_len;
     size_t pool_cap;
+    /* Items of freed iterators, buffers and all, for the next iterator (the
+     * next epoch): re-allocating them would fault in their pages again. */
+    struct shard_item *spare_items;
+    size_t spare_len;
+    size_t spare_cap;
     struct bench_probe *probe;  /* NULL unless a benchmark measures this dataset */
 };
 
@@ -140,6 +145,9 @@ void shard_dataset_close(struct shard_dataset *ds)
     for (size_t i = 0; i < ds->pool_len; i++)
         shard_record_decoder_free(ds->pool[i]);
     free(ds->pool);
+    for (size_t i = 0; i < ds->spare_len; i++)
+        shard_item_release(&ds->spare_items[i]);
+    free(ds->spare_items);
     pthread_mutex_destroy(&ds->pool_lock);
     free(ds->shards);
     free(ds->first);
@@ -484,6 +492,40 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     item->record = r;
     item->index = ds->first[s] + r;
     return SHARD_OK;
+}
+
+void dataset_items_put(struct shard_dataset *ds, struct shard_item *items, size_t n)
+{
+    pthread_mutex_lock(&ds->pool_lock);
+    for (size_t i = 0; i < n; i++) {
+        if (ds->spare_len == ds->spare_cap && ds->spare_cap < DATASET_SPARE_ITEMS) {
+            size_t cap = ds->spare_cap ? 2 * ds->spare_cap : 16;
+            if (cap > DATASET_SPARE_ITEMS)
+                cap = DATASET_SPARE_ITEMS;
+            struct shard_item *p = realloc(ds->spare_items, cap * sizeof *p);
+            if (p) {
+                ds->spare_items = p;
+                ds->spare_cap = cap;
+            }
+        }
+        if (ds->spare_len < ds->spare_cap)
+            ds->spare_items[ds->spare_len++] = items[i];
+        else
+            shard_item_release(&items[i]);
+        memset(&items[i], 0, sizeof items[i]);
+    }
+    pthread_mutex_unlock(&ds->pool_lock);
+}
+
+size_t dataset_items_take(struct shard_dataset *ds, struct shard_item *items, size_t n)
+{
+    pthread_mutex_lock(&ds->pool_lock);
+    size_t k = n < ds->spare_len ? n : ds->spare_len;
+    ds->spare_len -= k;
+    if (k)
+        memcpy(items, ds->spare_items + ds->spare_len, k * sizeof *items);
+    pthread_mutex_unlock(&ds->pool_lock);
+    return k;
 }
 
 int dataset_advise(struct shard_dataset *ds, uint64_t index)

@@ -28,6 +28,15 @@ int dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_
  * open yet (ask again later), else 1.  Errors are left to the read. */
 int dataset_advise(struct shard_dataset *ds, uint64_t index);
 
+/* Items (with their buffers) of a freed iterator are kept by the dataset,
+ * up to DATASET_SPARE_ITEMS, for the next iterator: an epoch's iterator then
+ * reuses the previous one's memory instead of faulting fresh pages in.
+ * put() takes the n items over (zeroing them); take() moves up to n into
+ * items and returns how many.  Released by shard_dataset_close. */
+#define DATASET_SPARE_ITEMS 4096
+void dataset_items_put(struct shard_dataset *ds, struct shard_item *items, size_t n);
+size_t dataset_items_take(struct shard_dataset *ds, struct shard_item *items, size_t n);
+
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 

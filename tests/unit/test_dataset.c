@@ -264,6 +264,60 @@ static void test_prefetching_iterator_yields_the_plan_order_with_any_thread_coun
     shard_dataset_close(ds);
 }
 
+/* Iterators one after another on one dataset reuse the items (and their
+ * buffers) of the one before: nothing of an earlier sample, or of an earlier
+ * read mode, shows through in the next iterator's items. */
+static void test_successive_iterators_reuse_items_without_stale_data(void **state)
+{
+    struct mkds *d = *state;
+    struct shard_dataset *ds = open_ok(d);
+    struct shard_err err;
+    uint64_t fwd[SAMPLES], back[SAMPLES];
+    for (uint64_t i = 0; i < SAMPLES; i++) {
+        fwd[i] = i;
+        back[i] = SAMPLES - 1 - i;
+    }
+    const unsigned modes[] = {SHARD_READ_PIXELS | SHARD_READ_STORED, SHARD_READ_STORED,
+                              SHARD_READ_PIXELS, SHARD_READ_PIXELS | SHARD_READ_STORED};
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        const uint64_t *list = m % 2 ? back : fwd;
+        struct shard_iter_options o;
+        shard_iter_options_init(&o);
+        o.threads = 2;
+        o.queue_depth = 5;
+        o.flags = modes[m];
+        struct shard_iter *iter;
+        assert_int_equal(shard_iter_new(&iter, ds, list, SAMPLES, &o, &err), 0);
+        for (uint64_t i = 0; i < SAMPLES; i++) {
+            assert_int_equal(shard_iter_next(iter, &it, &err), 1);
+            char key[64];
+            size_t len = mkds_key(d, list[i], key, sizeof key);
+            assert_int_equal(it.key.len, len);
+            assert_memory_equal(it.key.data, key, len);
+            uint8_t px[MKDS_PIXEL_BYTES];
+            mkds_pixels(list[i], px);
+            if (modes[m] & SHARD_READ_PIXELS) {
+                assert_int_equal(it.pixels.width, MKDS_W);
+                assert_memory_equal(it.pixels.pixels, px, sizeof px);
+            } else {
+                assert_int_equal(it.pixels.width, 0);
+            }
+            if (modes[m] & SHARD_READ_STORED) {
+                assert_int_equal(it.stored.len, MKDS_PIXEL_BYTES);
+                assert_memory_equal(it.stored.data, px, sizeof px);
+            } else {
+                assert_int_equal(it.stored.len, 0);
+            }
+        }
+        assert_int_equal(shard_iter_next(iter, &it, &err), 0);
+        shard_iter_free(iter);
+    }
+    shard_item_release(&it);
+    shard_dataset_close(ds);  /* frees the kept items: the sanitizer build checks */
+}
+
 static void test_iterator_can_be_freed_early_and_refuses_bad_indices(void **state)
 {
     struct mkds *d = *state;
@@ -413,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_raw_pixels_are_read_in_place_and_the_item_stays_reusable),
         cmocka_unit_test(test_stored_order_reads_equal_index_jsonl),
         cmocka_unit_test(test_prefetching_iterator_yields_the_plan_order_with_any_thread_count),
+        cmocka_unit_test(test_successive_iterators_reuse_items_without_stale_data),
         cmocka_unit_test(test_iterator_can_be_freed_early_and_refuses_bad_indices),
         cmocka_unit_test(test_a_damaged_record_is_an_error_naming_shard_record_and_key),
         cmocka_unit_test(test_damaged_footer_and_missing_shard_are_named),

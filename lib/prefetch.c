@@ -11,8 +11,8 @@
  * Before reading position p, a worker also tells the dataset which samples
  * come next, up to p + depth (dataset_advise), so that their bytes are being
  * fetched - by the kernel, or over HTTP - while earlier ones are decoded.
- * Advice stops at a sample whose shard no read has opened yet and resumes
- * from there at a later claim. */
+ * Advice stops at a later sample whose shard no read has opened yet and
+ * resumes from there at a later claim. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +76,10 @@ static void *worker(void *arg)
             it->advised = to;
         pthread_mutex_unlock(&it->lock);
         for (uint64_t q = from; q < to; q++)
-            if (!dataset_advise(it->ds, it->indices[q])) {
-                /* its shard is not open yet: a later claim asks again */
+            if (!dataset_advise(it->ds, it->indices[q]) && q > p) {
+                /* its shard is not open yet: a later claim asks again (one
+                 * already claimed is skipped: its read opens the shard, or
+                 * fails and says why) */
                 pthread_mutex_lock(&it->lock);
                 if (q < it->advised)
                     it->advised = q;

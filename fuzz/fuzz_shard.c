@@ -9,7 +9,10 @@
  *     zstd and record-header checks on their own);
  *  3. as a shard file on disk (a memfd): shard_file_open and
  *     shard_file_read_record of every record (what shardcheck and the
- *     dataset reader do).
+ *     dataset reader do);
+ *  4. as one record frame decompressed into a caller's buffer that is kept
+ *     from input to input, as a raw read decompresses into a sample's pixel
+ *     buffer (shard_record_decode_into): the view must lie inside it.
  * Whatever the parsers accept must satisfy the invariants the format
  * promises (checked below with abort(), so the fuzzer reports a violation
  * like a crash), and every byte a view points to is read, so that an
@@ -21,12 +24,14 @@
 #include <unistd.h>
 
 #include "fuzz_target.h"
+#include "record_internal.h" /* lib/: shard_record_decode_into */
 #include "shardkit/format.h"
 
 static struct shard_record_decoder *decoder;
 static int shard_fd = -1;          /* memfd holding the input for mode 3 */
 static char shard_path[64];        /* "/proc/self/fd/N" */
 static volatile uint8_t sink;      /* keeps the byte reads below from being optimised out */
+static struct shard_buf outside;   /* mode 4's buffer, reused across inputs */
 
 #define REQUIRE(cond)                                                              \
     do {                                                                           \
@@ -158,6 +163,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct shard_record_view view;
     if (shard_record_decode(decoder, data, size, NULL, &view, &err) == 0)
         touch_view(&view);
+
+    /* Mode 4: the same, into a buffer of the caller's */
+    if (shard_record_decode_into(decoder, data, size, NULL, &view, &outside, &err) == 0) {
+        REQUIRE(outside.len <= outside.cap);
+        REQUIRE(view.key == outside.data + SHARD_RECORD_HEADER_BYTES);
+        REQUIRE(view.payload + view.payload_len == outside.data + outside.len);
+        touch_view(&view);
+    }
 
     parse_as_file(data, size);
     return 0;

@@ -47,6 +47,7 @@ struct shard_iter {
     uint64_t next_claim;
     uint64_t advised;         /* positions before this one were advised */
     uint64_t consumed;
+    int consumer_waiting;     /* the consumer sleeps on `filled` for position consumed */
     int stop;
 };
 
@@ -94,7 +95,10 @@ static void *worker(void *arg)
         slot->rc = rc;
         slot->pos = p;
         slot->ready = 1;
-        pthread_cond_broadcast(&it->filled);
+        /* wake the consumer only for the position it waits for: a wake-up
+         * for any other costs a context switch on a busy machine */
+        if (it->consumer_waiting && p == it->consumed)
+            pthread_cond_signal(&it->filled);
     }
     pthread_mutex_unlock(&it->lock);
     return NULL;
@@ -197,8 +201,11 @@ int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard
     }
     pthread_mutex_lock(&it->lock);
     struct iter_slot *slot = &it->slots[it->consumed % it->depth];
-    while (!(slot->ready && slot->pos == it->consumed))
+    while (!(slot->ready && slot->pos == it->consumed)) {
+        it->consumer_waiting = 1;
         pthread_cond_wait(&it->filled, &it->lock);
+        it->consumer_waiting = 0;
+    }
     int rc = slot->rc;
     if (rc && err)
         *err = slot->err;

@@ -62,7 +62,8 @@ struct shard_dataset;
  * SHARD_ENOMEM, SHARD_EUNSUPPORTED. */
 int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
 
-/* Close and free.  Accepts NULL. */
+/* Close and free (also the sample buffers kept from freed iterators).
+ * Accepts NULL. */
 void shard_dataset_close(struct shard_dataset *ds);
 
 /* The loaded manifest (owned by ds; valid until it is closed). */
@@ -254,7 +255,10 @@ int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard
 /* Entries handed out so far (the position of the next one). */
 uint64_t shard_iter_position(const struct shard_iter *it);
 
-/* Stop the workers and free everything.  Accepts NULL. */
+/* Stop the workers and free the iterator.  Its queue's sample buffers go to
+ * the dataset, which gives them to the next iterator (the next epoch's)
+ * instead of allocating new ones, and frees them when it is closed.
+ * Accepts NULL. */
 void shard_iter_free(struct shard_iter *it);
 
 #ifdef __cplusplus

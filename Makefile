@@ -162,10 +162,11 @@ $(BUILD)/bench/resize_quality: bench/resize_quality.c $(LIB_A)
 
 # The decode-only ceiling of a shard reader; TurboJPEG gives the fastest
 # libjpeg-turbo decode to compare with.
-$(BUILD)/bench/read_ceiling: bench/read_ceiling.c $(LIB_A)
+$(BUILD)/bench/read_ceiling: bench/read_ceiling.c $(LIB_A) $(CLI_COMMON)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) $$(pkg-config --cflags --libs libturbojpeg) -o $@
+	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) \
+	    $$(pkg-config --cflags --libs libturbojpeg) -o $@
 
 # ---- install ----------------------------------------------------------------
 

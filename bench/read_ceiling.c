@@ -28,10 +28,9 @@
  * Exit status: 0 done; 1 the dataset cannot be read or a payload does not
  * decode; 2 usage error.
  */
+#include "cli.h" /* cmd/common: number parsing and usage errors, as the tools */
 #include "shardkit.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +38,7 @@
 #include <time.h>
 #include <turbojpeg.h>
 
+#define PROG "read_ceiling"
 #define DEFAULT_REPS 5
 #define MAX_REPS 1000
 #define CHUNK 4  /* samples a thread takes at a time (OpenMP dynamic schedule) */
@@ -79,17 +79,6 @@ static void usage(FILE *to)
           "with N threads (default: the CPUs available), and print samples/s per decoder:\n"
           "the ceiling of any reader of these shards on this machine.\n",
           to);
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
 }
 
 /* Decode payload p with decoder d; 0 or -1 (message in msg). */
@@ -174,22 +163,18 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "--threads") && i + 1 < argc) {
-            if (parse_int(argv[++i], 1, 1024, &threads)) {
-                fprintf(stderr, "read_ceiling: --threads wants 1..1024, not '%s'\n", argv[i]);
-                return 2;
-            }
+            if (cli_parse_threads(PROG, argv[++i], &threads))
+                return CLI_EXIT_USAGE;
         } else if (!strcmp(a, "--reps") && i + 1 < argc) {
-            if (parse_int(argv[++i], 1, MAX_REPS, &reps)) {
-                fprintf(stderr, "read_ceiling: --reps wants 1..%d, not '%s'\n", MAX_REPS,
-                        argv[i]);
-                return 2;
-            }
+            uint64_t v;
+            if (cli_parse_u64(argv[++i], 1, MAX_REPS, &v))
+                return cli_usage_error(PROG, "--reps: '%s' is not a number in 1..%d", argv[i],
+                                       MAX_REPS);
+            reps = (int)v;
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (a[0] == '-' || location) {
-            fprintf(stderr, "read_ceiling: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
+            return cli_usage_error(PROG, "unexpected argument '%s'", a);
         } else {
             location = a;
         }
@@ -212,7 +197,7 @@ int main(int argc, char **argv)
         shard_bytes += m->shards[s].bytes;
     struct payload *ps = calloc(n ? n : 1, sizeof *ps);
     struct shard_item item = {0};
-    int jpeg_only = 1, same_codec = 1, rc = 0;
+    int same_codec = 1, rc = 0;
     for (size_t i = 0; ps && i < n && !rc; i++) {
         if (shard_dataset_read(ds, i, SHARD_READ_STORED, &item, &err)) {
             fprintf(stderr, "read_ceiling: %s\n", err.msg);
@@ -228,7 +213,6 @@ int main(int argc, char **argv)
         }
         memcpy(ps[i].data, item.stored.data, item.stored.len);
         payload_bytes += item.stored.len;
-        jpeg_only &= item.codec == SHARD_CODEC_JPEG;
         same_codec &= item.codec == ps[0].codec;
     }
     shard_item_release(&item);
@@ -252,6 +236,7 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    int jpeg_only = same_codec && ps[0].codec == SHARD_CODEC_JPEG;
     int decoders = jpeg_only ? DEC_COUNT : 1;  /* TurboJPEG reads JPEG only */
     pass(DEC_READER, ps, n, threads);          /* warm up: caches, thread pool */
     for (int d = 0; d < decoders && !rc; d++) {

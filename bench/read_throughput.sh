@@ -166,6 +166,9 @@ def med(values):
 def steady(side):
     return side["steady"] or side["first_epoch"]
 
+def rate(xs):  # median steady samples/s of these sides
+    return med(steady(x)["samples_per_second"] for x in xs)
+
 def sides(name):
     rs = load(name)
     return rs, [r["files"] for r in rs], [r["shards"] for r in rs]
@@ -183,8 +186,8 @@ for cache in ("warm", "cold"):
         rs, f, s = sides(f"local-{cache}-{codec}")
         if not rs:
             continue
-        print(f"| {cache} | {codec} | {med(steady(x)['samples_per_second'] for x in f):.0f} | "
-              f"{med(steady(x)['samples_per_second'] for x in s):.0f} | "
+        print(f"| {cache} | {codec} | {rate(f):.0f} | "
+              f"{rate(s):.0f} | "
               f"**{med(r['ratio'] for r in rs):.2f}x** | "
               f"{med(steady(x)['mb_per_second'] for x in f):.1f} | "
               f"{med(steady(x)['mb_per_second'] for x in s):.1f} | "
@@ -194,7 +197,7 @@ p = load("pillow")
 if p:
     v = med(r["steady_samples_per_second"] for r in p)
     _, f, _ = sides("local-warm-jpeg")
-    ours = med(steady(x)["samples_per_second"] for x in f)
+    ours = rate(f)
     print(f"\nPillow reference loader (bench/pillow_loader.py: open, convert RGB, BILINEAR "
           f"resize, {threads} worker processes), warm: **{v:.0f} samples/s** "
           f"(shardbench files: {ours:.0f}; ratio files/Pillow {ours / v:.2f}).")
@@ -225,8 +228,8 @@ for rtt in rtts:
         if not rs:
             continue
         per_epoch = lambda x: steady(x)["requests"] / steady(x)["epochs"]
-        print(f"| {rtt} | {codec} | {med(steady(x)['samples_per_second'] for x in f):.0f} | "
-              f"{med(steady(x)['samples_per_second'] for x in s):.0f} | "
+        print(f"| {rtt} | {codec} | {rate(f):.0f} | "
+              f"{rate(s):.0f} | "
               f"**{med(r['ratio'] for r in rs):.2f}x** | {med(per_epoch(x) for x in f):.0f} | "
               f"{med(per_epoch(x) for x in s):.0f} | "
               f"{med(steady(x)['mb_per_second'] for x in s):.1f} |")
@@ -241,9 +244,9 @@ for step in steps:
         if not rs:
             continue
         print(f"| {step} ({64 / float(step) * 1000:.0f}/s) | {codec} | "
-              f"{med(steady(x)['samples_per_second'] for x in f):.0f} | "
+              f"{rate(f):.0f} | "
               f"{100 * med(steady(x)['wait_fraction'] for x in f):.1f}% | "
-              f"{med(steady(x)['samples_per_second'] for x in s):.0f} | "
+              f"{rate(s):.0f} | "
               f"{100 * med(steady(x)['wait_fraction'] for x in s):.1f}% |")
 
 print("\n### Ceilings: the most any shard reader could deliver here\n")
@@ -255,8 +258,8 @@ rs, f, s = sides("local-warm-jpeg")
 if dec and rs:
     # the files loader does the same work in both local warm comparisons:
     # the median over all of them is the steadier denominator
-    files = med(steady(x)["samples_per_second"] for x in f + sides("local-warm-raw")[1])
-    ours = med(steady(x)["samples_per_second"] for x in s)
+    files = rate(f + sides("local-warm-raw")[1])
+    ours = rate(s)
     for d, what in (("reader", "the reader's decoder"),
                     ("turbo-fast", "libjpeg-turbo's fastest flags")):
         v = med(r["decode_samples_per_second"].get(d) for r in dec)
@@ -271,8 +274,8 @@ if tr:
         rs, f, s = sides(f"http-rtt{rtt}-raw")
         if not rs:
             continue
-        files = med(steady(x)["samples_per_second"] for x in f)
-        ours = med(steady(x)["samples_per_second"] for x in s)
+        files = rate(f)
+        ours = rate(s)
         print(f"| raw shards' bytes through nginx to curl alone ({gbs:.2f} GB/s, no delay) | "
               f"{v:.0f} | {files:.0f} (HTTP, rtt {rtt} ms) | {v / files:.1f}x | "
               f"{ours:.0f} ({ours / files:.1f}x) |")

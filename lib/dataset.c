@@ -494,38 +494,35 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     return SHARD_OK;
 }
 
-void dataset_items_put(struct shard_dataset *ds, struct shard_item *items, size_t n)
+void dataset_item_put(struct shard_dataset *ds, struct shard_item *item)
 {
     pthread_mutex_lock(&ds->pool_lock);
-    for (size_t i = 0; i < n; i++) {
-        if (ds->spare_len == ds->spare_cap && ds->spare_cap < DATASET_SPARE_ITEMS) {
-            size_t cap = ds->spare_cap ? 2 * ds->spare_cap : 16;
-            if (cap > DATASET_SPARE_ITEMS)
-                cap = DATASET_SPARE_ITEMS;
-            struct shard_item *p = realloc(ds->spare_items, cap * sizeof *p);
-            if (p) {
-                ds->spare_items = p;
-                ds->spare_cap = cap;
-            }
+    if (ds->spare_len == ds->spare_cap && ds->spare_cap < DATASET_SPARE_ITEMS) {
+        size_t cap = ds->spare_cap ? 2 * ds->spare_cap : 16;
+        if (cap > DATASET_SPARE_ITEMS)
+            cap = DATASET_SPARE_ITEMS;
+        struct shard_item *p = realloc(ds->spare_items, cap * sizeof *p);
+        if (p) {
+            ds->spare_items = p;
+            ds->spare_cap = cap;
         }
-        if (ds->spare_len < ds->spare_cap)
-            ds->spare_items[ds->spare_len++] = items[i];
-        else
-            shard_item_release(&items[i]);
-        memset(&items[i], 0, sizeof items[i]);
     }
+    if (ds->spare_len < ds->spare_cap)
+        ds->spare_items[ds->spare_len++] = *item;
+    else
+        shard_item_release(item);
     pthread_mutex_unlock(&ds->pool_lock);
+    memset(item, 0, sizeof *item);
 }
 
-size_t dataset_items_take(struct shard_dataset *ds, struct shard_item *items, size_t n)
+int dataset_item_take(struct shard_dataset *ds, struct shard_item *item)
 {
     pthread_mutex_lock(&ds->pool_lock);
-    size_t k = n < ds->spare_len ? n : ds->spare_len;
-    ds->spare_len -= k;
-    if (k)
-        memcpy(items, ds->spare_items + ds->spare_len, k * sizeof *items);
+    int got = ds->spare_len > 0;
+    if (got)
+        *item = ds->spare_items[--ds->spare_len];
     pthread_mutex_unlock(&ds->pool_lock);
-    return k;
+    return got;
 }
 
 int dataset_advise(struct shard_dataset *ds, uint64_t index)

@@ -31,11 +31,12 @@ int dataset_advise(struct shard_dataset *ds, uint64_t index);
 /* Items (with their buffers) of a freed iterator are kept by the dataset,
  * up to DATASET_SPARE_ITEMS, for the next iterator: an epoch's iterator then
  * reuses the previous one's memory instead of faulting fresh pages in.
- * put() takes the n items over (zeroing them); take() moves up to n into
- * items and returns how many.  Released by shard_dataset_close. */
+ * put() takes the item over (zeroing it); take() fills *item with a kept
+ * one and returns 1, or returns 0 when none is kept.  Released by
+ * shard_dataset_close. */
 #define DATASET_SPARE_ITEMS 4096
-void dataset_items_put(struct shard_dataset *ds, struct shard_item *items, size_t n);
-size_t dataset_items_take(struct shard_dataset *ds, struct shard_item *items, size_t n);
+void dataset_item_put(struct shard_dataset *ds, struct shard_item *item);
+int dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
 
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t dataset_shard_first(const struct shard_dataset *ds, uint32_t s);

@@ -757,20 +757,26 @@ static int pin_window(struct http_file *f, uint64_t k, struct shard_err *err)
     return rc;
 }
 
-/* Queue read-ahead of the windows after `last` (lock held).  A connection
- * thread skips a read-ahead that would not fit in the cache even after
- * evicting the least recently used windows. */
-static void read_ahead(struct http_file *f, uint64_t last)
+/* Queue read-ahead of windows first..last (clipped to the file) that are
+ * neither cached nor coming, in order, while fewer than `most` fetches are
+ * under way (lock held).  A connection thread skips a read-ahead that would
+ * not fit in the cache even after evicting the least recently used windows. */
+static void queue_ahead(struct http_file *f, uint64_t first, uint64_t last, uint64_t most)
 {
     struct http_fetch *h = f->owner;
-    for (uint64_t k = last + 1; k < f->window_count && k <= last + (uint64_t)h->o.connections;
-         k++) {
-        struct window *w = &f->windows[k];
-        if (w->state != WINDOW_EMPTY)
+    for (uint64_t k = first; k <= last && k < f->window_count && !f->closing; k++) {
+        if (f->windows[k].state != WINDOW_EMPTY)
             continue;
-        if (queue_window(f, k, 0, NULL))
+        if (h->pending >= most || queue_window(f, k, 0, NULL))
             break;
     }
+}
+
+/* The next `connections` windows after `last`: a reader walking a shard in
+ * order finds its bytes there. */
+static void read_ahead(struct http_file *f, uint64_t last)
+{
+    queue_ahead(f, last + 1, last + (uint64_t)f->owner->o.connections, UINT64_MAX);
 }
 
 static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
@@ -834,12 +840,7 @@ static void http_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
     if (most < (uint64_t)h->o.connections)
         most = (uint64_t)h->o.connections;
     pthread_mutex_lock(&h->lock);
-    for (uint64_t k = offset / wb; k <= (offset + len - 1) / wb && !f->closing; k++) {
-        if (f->windows[k].state != WINDOW_EMPTY)
-            continue;
-        if (h->pending >= most || queue_window(f, k, 0, NULL))
-            break;
-    }
+    queue_ahead(f, offset / wb, (offset + len - 1) / wb, most);
     pthread_mutex_unlock(&h->lock);
 }
 

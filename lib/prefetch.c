@@ -121,7 +121,7 @@ void shard_iter_free(struct shard_iter *it)
         return;
     stop_workers(it);
     for (uint32_t i = 0; it->slots && i < it->depth; i++)
-        dataset_items_put(it->ds, &it->slots[i].item, 1);
+        dataset_item_put(it->ds, &it->slots[i].item);
     pthread_cond_destroy(&it->room);
     pthread_cond_destroy(&it->filled);
     pthread_mutex_destroy(&it->lock);
@@ -169,7 +169,7 @@ int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint
     if (count)
         memcpy(it->indices, indices, count * sizeof *indices);
     /* the previous iterator's buffers, when there was one */
-    for (uint32_t i = 0; i < it->depth && dataset_items_take(ds, &it->slots[i].item, 1); i++)
+    for (uint32_t i = 0; i < it->depth && dataset_item_take(ds, &it->slots[i].item); i++)
         ;
     for (int i = 0; i < o->threads; i++) {
         if (pthread_create(&it->threads[i], NULL, worker, it) != 0) {

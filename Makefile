@@ -24,7 +24,7 @@ CFLAGS_ALL := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -fopenmp -fPIC -Iinclude -Il
               $(PKG_CFLAGS) $(SANITIZE) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lcsv -lm -lpthread -fopenmp $(SANITIZE) $(LDFLAGS) $(LDLIBS)
 
-LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_SRC  := $(sort $(wildcard lib/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_A    := $(BUILD)/libshardkit.a
 CMDS     := $(filter-out common,$(notdir $(wildcard cmd/*)))
@@ -48,7 +48,7 @@ deps:
 
 # ---- library and programs ---------------------------------------------------
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/shardkit/*.h lib/*.h) | $(BUILD)/.dirs
+$(BUILD)/obj/%.o: %.c $(wildcard include/shardkit/*.h lib/*/*.h) | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
 	@$(if $(Q),echo "  CC      $<")

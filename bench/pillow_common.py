@@ -2,7 +2,7 @@
 shardify would read and torchvision's Resize(N) geometry."""
 import os
 
-# shardify's candidate extensions (lib/scan.c), compared in lower case
+# shardify's candidate extensions (lib/source/scan.c), compared in lower case
 EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".tif", ".tiff", ".gif", ".bmp"}
 
 

@@ -15,7 +15,7 @@
  *
  * Run:  build/png_settings [--size 256] [--reps 3] [--limit N] FOLDER
  */
-#include "encode_internal.h"
+#include "image/encode_internal.h"
 #include "shardkit/image.h"
 
 #include <dirent.h>
@@ -74,7 +74,7 @@ static int encode(const struct setting *s, const struct shard_image *img, struct
 {
     if (s->codec != SHARD_CODEC_PNG || s->level < 0)
         return shard_encode(img, s->codec, JPEG_QUALITY, out, NULL);
-    return shard_encode_png(img, s->level, s->filters, s->strategy, out, NULL);
+    return sk_encode_png(img, s->level, s->filters, s->strategy, out, NULL);
 }
 
 static int read_all(const char *path, struct shard_buf *b)

@@ -37,7 +37,7 @@
  * bench/resize_quality_pillow.py can score Pillow on exactly the same pixels.
  */
 #include "shardkit/image.h"
-#include "resize_internal.h"  /* lib/: the engine, to compare its filters */
+#include "image/resize_internal.h"  /* lib/: the engine, to compare its filters */
 
 #include <dirent.h>
 #include <errno.h>
@@ -393,7 +393,7 @@ static int shardkit_filter(const uint8_t *s, int sw, int sh, uint8_t *d, int dw,
                               (size_t)sh * sw * 3};
     struct shard_image dst = {d, (uint32_t)dw, (uint32_t)dh, 3, (size_t)dw * 3, n};
     int rc = filter < 0 ? shard_resize(&src, (uint32_t)dw, (uint32_t)dh, &dst, NULL)
-                        : shard_resample(&src, (uint32_t)dw, (uint32_t)dh, 0, 0, (uint32_t)dw,
+                        : sk_resample(&src, (uint32_t)dw, (uint32_t)dh, 0, 0, (uint32_t)dw,
                                          (uint32_t)dh, (enum shard_resize_filter)filter, &scratch,
                                          &dst, NULL);
     return rc == 0 && dst.pixels == d ? 0 : -1;

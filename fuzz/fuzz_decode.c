@@ -3,7 +3,7 @@
  * Each input is treated as a source file and as a stored payload:
  *  1. shard_decode_ex with the default options (only max_pixels is lowered,
  *     see FUZZ_MAX_PIXELS), the call every reader of untrusted images makes;
- *  2. sample_convert, shardify's own per-file path (decode with a small DCT
+ *  2. sk_record_build, shardify's own per-file path (decode with a small DCT
  *     scaling target, EXIF orientation, geometry, resize, crop, encode), with
  *     one of three configurations chosen by the input's length so that every
  *     fit and codec is reached; whatever it produces must decode back with
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fuzz_target.h"
-#include "sample.h"
+#include "convert/record_build.h"
 #include "shardkit/image.h"
 #include "shardkit/manifest.h"
 
@@ -39,7 +39,7 @@
 
 #define CONFIGS 3
 static struct shard_config configs[CONFIGS];
-static struct sample_worker *workers[CONFIGS];
+static struct record_builder *workers[CONFIGS];
 static struct shard_image image, payload_image;
 static struct shard_buf payload;
 static volatile uint8_t sink;
@@ -72,7 +72,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         configs[i].codec = setups[i].codec;
         configs[i].zstd_level = 1;
         configs[i].max_pixels = FUZZ_MAX_PIXELS;
-        if (sample_worker_new(&workers[i], &configs[i], &err) != 0) {
+        if (sk_record_builder_new(&workers[i], &configs[i], &err) != 0) {
             fprintf(stderr, "fuzz_decode: %s\n", err.msg);
             abort();
         }
@@ -101,7 +101,7 @@ static void convert(const uint8_t *data, size_t size)
     const struct shard_config *c = &configs[which];
     struct shard_err err;
     uint32_t w = 0, h = 0;
-    if (sample_convert(workers[which], data, size, &payload, &w, &h, &err) != 0)
+    if (sk_record_build(workers[which], data, size, &payload, &w, &h, &err) != 0)
         return;
     REQUIRE(w > 0 && h > 0);
     if (c->fit == SHARD_FIT_CROP)

@@ -11,7 +11,7 @@
  *     reject must survive shard_sample_line / shard_reject_line and a second
  *     parse unchanged;
  *  3. shard_index_reader over the file as an index.jsonl;
- *  4. journal_read over the file as a resume journal (DST/.shardify is on
+ *  4. sk_journal_read over the file as a resume journal (DST/.shardify is on
  *     disk too, and a damaged one must make resume start over, not crash).
  * Invariant violations abort(), so the fuzzer reports them like crashes. */
 #include <dirent.h>
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "fuzz_target.h"
-#include "journal.h"
+#include "convert/journal.h"
 #include "shardkit/manifest.h"
 
 #define REQUIRE(cond)                                                                 \
@@ -195,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct shard_err err;
     struct journal_end end;
     uint64_t lines = 0;
-    if (journal_read(manifest_path, count_sample, count_reject, &lines, &end, &err) == 0)
+    if (sk_journal_read(manifest_path, count_sample, count_reject, &lines, &end, &err) == 0)
         REQUIRE(end.plan_end >= end.plan_start);
 
     /* each line goes to the parser as an exactly sized copy without a NUL,

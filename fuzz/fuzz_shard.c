@@ -12,7 +12,7 @@
  *     dataset reader do);
  *  4. as one record frame decompressed into a caller's buffer that is kept
  *     from input to input, as a raw read decompresses into a sample's pixel
- *     buffer (shard_record_decode_into): the view must lie inside it.
+ *     buffer (sk_record_decode_into): the view must lie inside it.
  * Whatever the parsers accept must satisfy the invariants the format
  * promises (checked below with abort(), so the fuzzer reports a violation
  * like a crash), and every byte a view points to is read, so that an
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "fuzz_target.h"
-#include "record_internal.h" /* lib/: shard_record_decode_into */
+#include "format/record_internal.h" /* lib/: sk_record_decode_into */
 #include "shardkit/format.h"
 
 static struct shard_record_decoder *decoder;
@@ -165,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         touch_view(&view);
 
     /* Mode 4: the same, into a buffer of the caller's */
-    if (shard_record_decode_into(decoder, data, size, NULL, &view, &outside, &err) == 0) {
+    if (sk_record_decode_into(decoder, data, size, NULL, &view, &outside, &err) == 0) {
         REQUIRE(outside.len <= outside.cap);
         REQUIRE(view.key == outside.data + SHARD_RECORD_HEADER_BYTES);
         REQUIRE(view.payload + view.payload_len == outside.data + outside.len);

@@ -12,7 +12,7 @@ is there:
                          codec), and single record frames cut out of them
   fuzz/corpus/manifest/  manifest.json and index.jsonl of those runs, reject
                          lines, and a resume journal in the format of
-                         lib/journal.h
+                         lib/convert/journal.h
 Every seed stays a few KB: the fuzzer mutates from them, it does not need
 large inputs.  Needs Debian's python3-pil.
 """

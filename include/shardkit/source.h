@@ -74,7 +74,7 @@ int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_sc
  * last component).  Errors: SHARD_ENOTFOUND ("file vanished"), SHARD_ELIMIT
  * ("file of N bytes exceeds the limit of M"), SHARD_EIO ("file changed while
  * being read" when it shrinks or grows under us, or a read error). */
-int shard_read_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
+int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
                     struct shard_err *err);
 
 /* ---- archives (libarchive: tar, tar.gz, tar.zst, zip, ...) ---------------- */

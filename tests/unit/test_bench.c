@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <xxhash.h>
 
-#include "fetch_http.h"
+#include "read/fetch_http.h"
 #include "mkdataset.h"
 #include "shardkit.h"
 
@@ -268,18 +268,18 @@ static void test_urls_percent_encode_every_byte_but_unreserved_and_slash(void **
     (void)state;
     struct fetch *fs;
     struct fetch_http_options o;
-    fetch_http_options_init(&o);
-    assert_int_equal(fetch_http_new(&fs, "http://127.0.0.1:9/data//", &o, NULL), 0);
-    char *url = fetch_http_url(fs, "n01/a b'\xc3\xbc%~_-.jpg");
+    sk_fetch_http_options_init(&o);
+    assert_int_equal(sk_fetch_http_new(&fs, "http://127.0.0.1:9/data//", &o, NULL), 0);
+    char *url = sk_fetch_http_url(fs, "n01/a b'\xc3\xbc%~_-.jpg");
     assert_string_equal(url, "http://127.0.0.1:9/data/n01/a%20b%27%C3%BC%25~_-.jpg");
     free(url);
     fetch_free(fs);
     struct shard_err err;
-    assert_int_equal(fetch_http_new(&fs, "ftp://host/x", &o, &err), SHARD_EINVAL);
+    assert_int_equal(sk_fetch_http_new(&fs, "ftp://host/x", &o, &err), SHARD_EINVAL);
     o.connections = 0;
-    assert_int_equal(fetch_http_new(&fs, "http://host/x", &o, &err), SHARD_EINVAL);
-    assert_true(fetch_http_is_url("https://host/x"));
-    assert_false(fetch_http_is_url("/data/http://x"));
+    assert_int_equal(sk_fetch_http_new(&fs, "http://host/x", &o, &err), SHARD_EINVAL);
+    assert_true(sk_fetch_http_is_url("https://host/x"));
+    assert_false(sk_fetch_http_is_url("/data/http://x"));
 }
 
 /* ---- whole runs ---------------------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* test_decode.c - the image decoders (lib/decode*.c, lib/sniff.c, lib/exif.c).
+/* test_decode.c - the image decoders (lib/image/decode*.c, lib/image/sniff.c, lib/image/exif.c).
  *
  * Fixtures come from tests/fixtures/make_fixtures.py (env SHARDKIT_FIXTURES);
  * the real-image check uses the ImageNet sample (env SHARDKIT_DATASET) and is
@@ -29,7 +29,7 @@
 #include <jpeglib.h>
 #include <vips/vips.h>
 
-#include "decode_internal.h"
+#include "image/decode_internal.h"
 #include "shardkit/image.h"
 
 #define TOL_EXACT 0
@@ -347,15 +347,15 @@ static void test_exif_orientation_parser_reads_ifd0_and_ignores_garbage(void **s
     /* "Exif\0\0", little-endian TIFF header, IFD0 with one SHORT entry */
     uint8_t exif[] = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0,
                       1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0};
-    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 6);
+    assert_int_equal(sk_exif_orientation(exif, sizeof exif), 6);
     exif[24] = 9;  /* out of range */
-    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 1);
+    assert_int_equal(sk_exif_orientation(exif, sizeof exif), 1);
     exif[24] = 3;
-    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 3);
-    assert_int_equal(shard_exif_orientation(exif, 10), 1);  /* cut short */
+    assert_int_equal(sk_exif_orientation(exif, sizeof exif), 3);
+    assert_int_equal(sk_exif_orientation(exif, 10), 1);  /* cut short */
     exif[0] = 'X';                                           /* not EXIF */
-    assert_int_equal(shard_exif_orientation(exif, sizeof exif), 1);
-    assert_int_equal(shard_exif_orientation(NULL, 0), 1);
+    assert_int_equal(sk_exif_orientation(exif, sizeof exif), 1);
+    assert_int_equal(sk_exif_orientation(NULL, 0), 1);
 }
 
 static void test_truncated_jpeg_is_rejected_with_reason(void **state)
@@ -539,7 +539,7 @@ static void test_dct_scale_denominator_keeps_fit_side_at_least_target(void **sta
         {100, 100, 512, SHARD_FIT_SHORT, 1},  /* upscaling: never shrink first */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        unsigned d = shard_jpeg_scale_denom(cases[i].w, cases[i].h, cases[i].target, cases[i].fit);
+        unsigned d = sk_jpeg_scale_denom(cases[i].w, cases[i].h, cases[i].target, cases[i].fit);
         if (d != cases[i].denom)
             fail_msg("%ux%u target %u fit %s: denominator %u, expected %u", cases[i].w,
                      cases[i].h, cases[i].target, shard_fit_name(cases[i].fit), d,

@@ -1,5 +1,5 @@
 /* test_encode.c - record payloads: shard_encode() and shard_decode_payload()
- * (lib/encode.c).
+ * (lib/image/encode.c).
  *
  * Round trips go through the real decoders (shard_decode); the format checks
  * read the bytes themselves (PNG chunk list, JPEG markers and sampling
@@ -19,7 +19,7 @@
 
 #include <jpeglib.h>
 
-#include "encode_internal.h"
+#include "image/encode_internal.h"
 #include "shardkit/image.h"
 
 #define PI 3.14159265358979323846

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "pipeline.h"
-#include "plan.h"
+#include "convert/pipeline.h"
+#include "format/shuffle.h"
 
 struct job {
     uint64_t n;
@@ -80,7 +80,7 @@ static int run(struct job *j, int threads, size_t nslots, struct shard_err *err)
     for (size_t i = 0; i < nslots; i++)
         slots[i] = &items[i];
     struct pipeline_ops ops = {j, claim, work, consume};
-    int rc = pipeline_run(&ops, slots, nslots, threads, j->cancel, err);
+    int rc = sk_pipeline_run(&ops, slots, nslots, threads, j->cancel, err);
     free(items);
     free(slots);
     return rc;
@@ -148,9 +148,9 @@ static void test_shuffle_is_a_seeded_permutation(void **state)
     uint64_t a[N], b[N], c[N];
     for (int i = 0; i < N; i++)
         a[i] = b[i] = c[i] = (uint64_t)i;
-    plan_shuffle(a, N, 7);
-    plan_shuffle(b, N, 7);
-    plan_shuffle(c, N, 8);
+    sk_shuffle(a, N, 7);
+    sk_shuffle(b, N, 7);
+    sk_shuffle(c, N, 8);
     assert_memory_equal(a, b, sizeof a);
     assert_memory_not_equal(a, c, sizeof a);
     int seen[N] = {0}, fixed = 0;
@@ -166,7 +166,7 @@ static void test_shuffle_is_a_seeded_permutation(void **state)
     int first[4] = {0};
     for (uint64_t seed = 0; seed < 4000; seed++) {
         uint64_t v[4] = {0, 1, 2, 3};
-        plan_shuffle(v, 4, seed);
+        sk_shuffle(v, 4, seed);
         first[v[0]]++;
     }
     for (int i = 0; i < 4; i++)

@@ -1,4 +1,4 @@
-/* test_resize.c - output geometry (lib/image.c) and resampling (lib/resize.c).
+/* test_resize.c - output geometry (lib/image/image.c) and resampling (lib/image/resize.c).
  *
  * Expectations come from independent rules, never from earlier output of the
  * code: the geometry rule is re-derived here, a flat image must stay flat, a
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resize_internal.h"
+#include "image/resize_internal.h"
 #include "shardkit/image.h"
 
 #define PI 3.14159265358979323846
@@ -60,7 +60,7 @@ static void resize_ok(const struct shard_image *src, uint32_t w, uint32_t h,
                       enum shard_resize_filter filter, struct shard_image *dst)
 {
     struct shard_err err = {0};
-    int rc = shard_resample(src, w, h, 0, 0, w, h, filter, NULL, dst, &err);
+    int rc = sk_resample(src, w, h, 0, 0, w, h, filter, NULL, dst, &err);
     if (rc)
         fail_msg("resize %ux%u -> %ux%u: %s", src->width, src->height, w, h, err.msg);
     assert_int_equal(dst->width, w);
@@ -532,11 +532,11 @@ static void test_every_simd_kernel_gives_the_portable_bytes(void **state)
         make_image(&src, sw, sh, 3);
         fill_noise(&src, seed);
         for (size_t f = 0; f < N_FILTERS; f++) {
-            assert_int_equal(shard_resample_simd(&src, dw, dh, 0, 0, dw, dh, all_filters[f],
+            assert_int_equal(sk_resample_simd(&src, dw, dh, 0, 0, dw, dh, all_filters[f],
                                                  SHARD_SIMD_NONE, &scratch, &scalar, NULL),
                              0);
             for (size_t l = 0; l < 2; l++) {
-                assert_int_equal(shard_resample_simd(&src, dw, dh, 0, 0, dw, dh, all_filters[f],
+                assert_int_equal(sk_resample_simd(&src, dw, dh, 0, 0, dw, dh, all_filters[f],
                                                      levels[l], &scratch, &simd, NULL),
                                  0);
                 if (!same_pixels(&scalar, &simd))
@@ -629,7 +629,7 @@ static void test_invalid_requests_are_refused_with_a_reason(void **state)
     assert_int_equal(shard_transform(&src, &g, &tmp, &dst, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "not inside"));
     assert_int_equal(shard_transform(&src, NULL, &tmp, &dst, &err), SHARD_EINVAL);
-    assert_int_equal(shard_resample(&src, 5, 5, 0, 0, 5, 5, (enum shard_resize_filter)77, NULL,
+    assert_int_equal(sk_resample(&src, 5, 5, 0, 0, 5, 5, (enum shard_resize_filter)77, NULL,
                                     &dst, &err),
                      SHARD_EINVAL);
     shard_image_release(&src);

@@ -446,13 +446,13 @@ static void test_read_file_returns_the_exact_bytes(void **state)
     struct shard_err err = {0};
     for (size_t i = 0; i < sizeof tree_candidates / sizeof *tree_candidates; i++) {
         const char *k = tree_candidates[i];
-        assert_int_equal(shard_read_file(root, k, 1000, &buf, &err), 0);
+        assert_int_equal(shard_read_source_file(root, k, 1000, &buf, &err), 0);
         assert_int_equal(buf.len, strlen(k));
         assert_memory_equal(buf.data, k, buf.len);
     }
     /* An empty file is read as zero bytes, not an error. */
     write_file(f->dir, "empty.jpg", "", 0);
-    assert_int_equal(shard_read_file(root, "empty.jpg", 1000, &buf, &err), 0);
+    assert_int_equal(shard_read_source_file(root, "empty.jpg", 1000, &buf, &err), 0);
     assert_int_equal(buf.len, 0);
     shard_buf_release(&buf);
     close(root);
@@ -466,12 +466,12 @@ static void test_read_file_over_the_limit_is_refused_before_reading(void **state
     int root = open_dir(f->dir);
     struct shard_buf buf = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_read_file(root, "big.jpg", 99, &buf, &err), SHARD_ELIMIT);
+    assert_int_equal(shard_read_source_file(root, "big.jpg", 99, &buf, &err), SHARD_ELIMIT);
         assert_non_null(strstr(err.msg, "file of 100 bytes exceeds the limit of 99"));
     assert_int_equal(buf.len, 0);
     /* The limit is inclusive, and 0 means no limit. */
-    assert_int_equal(shard_read_file(root, "big.jpg", 100, &buf, &err), 0);
-    assert_int_equal(shard_read_file(root, "big.jpg", 0, &buf, &err), 0);
+    assert_int_equal(shard_read_source_file(root, "big.jpg", 100, &buf, &err), 0);
+    assert_int_equal(shard_read_source_file(root, "big.jpg", 0, &buf, &err), 0);
     assert_int_equal(buf.len, 100);
     shard_buf_release(&buf);
     close(root);
@@ -483,7 +483,7 @@ static void test_read_file_that_vanished_is_not_found(void **state)
     int root = open_dir(f->dir);
     struct shard_buf buf = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_read_file(root, "gone.jpg", 0, &buf, &err), SHARD_ENOTFOUND);
+    assert_int_equal(shard_read_source_file(root, "gone.jpg", 0, &buf, &err), SHARD_ENOTFOUND);
     assert_non_null(strstr(err.msg, "file vanished"));
     shard_buf_release(&buf);
     close(root);
@@ -499,11 +499,11 @@ static void test_read_file_refuses_symlinks_fifos_and_directories(void **state)
     int root = open_dir(f->dir);
     struct shard_buf buf = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_read_file(root, "link.jpg", 0, &buf, &err), SHARD_EIO);
+    assert_int_equal(shard_read_source_file(root, "link.jpg", 0, &buf, &err), SHARD_EIO);
     assert_string_equal(err.msg, "refusing to follow a symbolic link");
-    assert_int_equal(shard_read_file(root, "pipe.jpg", 0, &buf, &err), SHARD_EIO);
+    assert_int_equal(shard_read_source_file(root, "pipe.jpg", 0, &buf, &err), SHARD_EIO);
     assert_string_equal(err.msg, "not a regular file");
-    assert_int_equal(shard_read_file(root, "dir.jpg", 0, &buf, &err), SHARD_EIO);
+    assert_int_equal(shard_read_source_file(root, "dir.jpg", 0, &buf, &err), SHARD_EIO);
     assert_int_equal(buf.len, 0);
     shard_buf_release(&buf);
     close(root);
@@ -521,7 +521,7 @@ static void test_read_file_that_grows_while_read_is_refused(void **state)
         skip();
     struct shard_buf buf = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_read_file(root, "status", 0, &buf, &err), SHARD_EIO);
+    assert_int_equal(shard_read_source_file(root, "status", 0, &buf, &err), SHARD_EIO);
     assert_non_null(strstr(err.msg, "file changed while being read"));
     assert_int_equal(buf.len, 0);
     shard_buf_release(&buf);
@@ -541,7 +541,7 @@ static void test_read_file_that_shrinks_while_read_is_refused(void **state)
     }
     struct shard_buf buf = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_read_file(root, "online", 0, &buf, &err), SHARD_EIO);
+    assert_int_equal(shard_read_source_file(root, "online", 0, &buf, &err), SHARD_EIO);
     assert_non_null(strstr(err.msg, "file changed while being read"));
     assert_non_null(strstr(err.msg, "bytes expected"));
     shard_buf_release(&buf);

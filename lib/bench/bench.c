@@ -1,0 +1,656 @@
+/* bench.c - the benchmark harness: epochs, the emulated training loop, and
+ * the numbers (see shardkit/bench.h).
+ *
+ * One run: open the source (list the files, or open the dataset: the
+ * startup), then per epoch build the epoch's order, optionally drop the
+ * page cache, start the loader (files_loader or shard_iter, both handing
+ * out samples in order through a bounded ring) and consume it in batches on
+ * this thread.  Loader threads report their stages through a probe
+ * (probe.h); the consumer times its own waits and steps.  Counters
+ * are snapshotted around each epoch, so the first epoch and the steady ones
+ * are measured apart. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "bench/bench_internal.h"
+#include "bench/probe.h"
+#include "read/dataset_internal.h"
+#include "read/fetch_http.h"
+#include "format/shuffle.h"
+#include "util/quote.h"
+#include "shardkit/bench.h"
+#include "shardkit/dataset.h"
+#include "shardkit/source.h"
+
+#define DEFAULT_EPOCHS 2
+#define DEFAULT_BATCH 64
+#define DEFAULT_SIZE 512
+#define QUEUE_PER_THREAD 4
+#define QUEUE_MAX (1u << 20)
+#define NS 1e9
+#define MB 1e6
+#define EPOCH_SEED_TAG 3u   /* the files order of epoch e: xxh3(le64(3) le64(e), seed) */
+
+static const char *const stage_names[SHARD_STAGE_COUNT] = {
+    "read", "decompress", "decode", "resize", "queue wait", "consumer step",
+};
+
+/* Consumer-side span names (loader-side ones are in probe.h). */
+#define SPAN_EPOCH "epoch"
+#define SPAN_BATCH "batch"
+
+const char *shard_bench_stage_name(enum shard_bench_stage s)
+{
+    return (unsigned)s < SHARD_STAGE_COUNT ? stage_names[s] : "unknown";
+}
+
+const char *shard_bench_mode_name(enum shard_bench_mode m)
+{
+    return m == SHARD_BENCH_SHARDS ? "shards" : "files";
+}
+
+int shard_bench_is_remote(const char *location)
+{
+    return sk_fetch_http_is_url(location);
+}
+
+void shard_bench_options_init(struct shard_bench_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->epochs = DEFAULT_EPOCHS;
+    o->batch = DEFAULT_BATCH;
+    o->size = DEFAULT_SIZE;
+    o->fit = SHARD_FIT_SHORT;
+    o->upscale = 1;
+    o->shuffle = 1;
+    o->http.connections = FETCH_HTTP_DEFAULT_CONNECTIONS;
+    o->http.window_bytes = FETCH_HTTP_DEFAULT_WINDOW;
+    o->http.cache_bytes = FETCH_HTTP_DEFAULT_CACHE;
+    o->http.retries = FETCH_HTTP_DEFAULT_RETRIES;
+}
+
+static void http_options(const struct shard_bench_http *in, struct bench_probe *probe,
+                         struct fetch_http_options *out)
+{
+    sk_fetch_http_options_init(out);
+    if (in) {
+        out->rtt_ms = in->rtt_ms;
+        out->connections = in->connections;
+        out->window_bytes = in->window_bytes;
+        out->cache_bytes = in->cache_bytes;
+        out->retries = in->retries;
+    }
+    out->probe = probe;
+}
+
+static double seconds_now(void)
+{
+    return (double)shard_trace_now() / NS;
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / NS;
+}
+
+static void sleep_seconds(double s)
+{
+    if (!(s > 0))
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * NS)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ---- keys ------------------------------------------------------------------- */
+
+int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
+                               struct shard_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
+                               "cannot open key list '%s'", path);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = SHARD_OK;
+    uint64_t number = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        number++;
+        size_t len = (size_t)n;
+        if (len && line[len - 1] == '\n')
+            len--;
+        if (len && line[len - 1] == '\r')
+            len--;
+        if (!len)
+            continue;
+        if (len > SHARD_KEY_MAX || memchr(line, '\0', len)) {
+            rc = shard_err_set(err, SHARD_EINVAL, "key list '%s' line %llu: not a key", path,
+                               (unsigned long long)number);
+            break;
+        }
+        if ((rc = shard_keylist_add(keys, line, len, err)))
+            break;
+    }
+    if (!rc && ferror(f))
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read key list '%s'", path);
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+int shard_bench_keys_from_dataset(const char *location, const struct shard_bench_http *http,
+                                  struct shard_keylist *keys, struct shard_err *err)
+{
+    struct fetch_http_options ho;
+    http_options(http, NULL, &ho);
+    struct shard_dataset *ds;
+    int rc = sk_dataset_open_with(&ds, location, &ho, NULL, err);
+    if (rc)
+        return rc;
+    for (uint32_t s = 0; s < shard_dataset_shard_count(ds) && !rc; s++) {
+        const struct shard_footer *footer;
+        if ((rc = sk_dataset_shard_footer(ds, s, &footer, err)))
+            break;
+        for (uint64_t r = 0; r < footer->record_count && !rc; r++)
+            rc = shard_keylist_add(keys, (const char *)footer->keys + footer->key_offsets[r],
+                                   footer->rows[r].key_len, err);
+    }
+    shard_dataset_close(ds);
+    return rc;
+}
+
+/* ---- a run ------------------------------------------------------------------ */
+
+struct latencies {
+    double *v;
+    size_t len;
+    size_t cap;
+};
+
+struct bench_run {
+    enum shard_bench_mode mode;
+    const char *location;
+    const struct shard_bench_options *o;
+    int threads;
+    uint32_t queue_depth;
+    int remote;
+    struct bench_probe probe;
+    uint64_t deadline_ns;           /* 0: none */
+    int out_of_time;
+    /* files */
+    struct shard_keylist own_keys;
+    const struct shard_keylist *keys;
+    int root_fd;
+    struct fetch *http;
+    /* shards */
+    struct shard_dataset *ds;
+    /* per epoch */
+    uint64_t *order;
+    uint64_t count;
+    struct latencies lat[2];        /* first, steady */
+};
+
+struct snapshot {
+    uint64_t stage_ns[SHARD_STAGE_COUNT];
+    uint64_t counter[BENCH_COUNTERS];
+    double wall;
+    double cpu;
+};
+
+static void take_snapshot(const struct bench_probe *p, struct snapshot *s)
+{
+    for (int i = 0; i < SHARD_STAGE_COUNT; i++)
+        s->stage_ns[i] = atomic_load(&p->stage_ns[i]);
+    for (int i = 0; i < BENCH_COUNTERS; i++)
+        s->counter[i] = atomic_load(&p->counter[i]);
+    s->wall = seconds_now();
+    s->cpu = cpu_seconds();
+}
+
+static int latency_add(struct latencies *l, double v, struct shard_err *err)
+{
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        double *p = realloc(l->v, cap * sizeof *p);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->len++] = v;
+    return SHARD_OK;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile q (0..1) of l (sorted in place); 0 when empty. */
+static double percentile(struct latencies *l, double q)
+{
+    if (!l->len)
+        return 0;
+    qsort(l->v, l->len, sizeof *l->v, compare_double);
+    size_t rank = (size_t)ceil(q * (double)l->len);
+    return l->v[rank ? rank - 1 : 0];
+}
+
+/* Add the epoch between two snapshots to a phase. */
+static void phase_add(const struct bench_run *b, struct shard_bench_phase *ph,
+                      const struct snapshot *s0, const struct snapshot *s1, uint64_t samples,
+                      uint64_t errors, uint64_t batches)
+{
+    ph->epochs++;
+    ph->samples += samples;
+    ph->errors += errors;
+    ph->batches += batches;
+    ph->seconds += s1->wall - s0->wall;
+    ph->cpu_seconds += s1->cpu - s0->cpu;
+    for (int i = 0; i < SHARD_STAGE_COUNT; i++)
+        ph->stage_seconds[i] += (double)(s1->stage_ns[i] - s0->stage_ns[i]) / NS;
+    enum bench_counter bytes = b->remote ? BENCH_BYTES_TRANSFERRED : BENCH_BYTES_REQUESTED;
+    ph->bytes_read += s1->counter[bytes] - s0->counter[bytes];
+    ph->requests += s1->counter[BENCH_REQUESTS] - s0->counter[BENCH_REQUESTS];
+    ph->retries += s1->counter[BENCH_RETRIES] - s0->counter[BENCH_RETRIES];
+    ph->rtt_seconds += (double)(s1->counter[BENCH_RTT_NS] - s0->counter[BENCH_RTT_NS]) / NS;
+}
+
+static void phase_finish(struct shard_bench_phase *ph, struct latencies *l)
+{
+    if (ph->seconds > 0) {
+        ph->samples_per_second = (double)ph->samples / ph->seconds;
+        ph->mb_per_second = (double)ph->bytes_read / ph->seconds / MB;
+        ph->wait_fraction = ph->stage_seconds[SHARD_STAGE_QUEUE_WAIT] / ph->seconds;
+    }
+    if (ph->samples)
+        ph->cpu_seconds_per_sample = ph->cpu_seconds / (double)ph->samples;
+    ph->batch_p50 = percentile(l, 0.50);
+    ph->batch_p99 = percentile(l, 0.99);
+}
+
+/* ---- opening the source -------------------------------------------------------- */
+
+static int open_files(struct bench_run *b, struct shard_err *err)
+{
+    const struct shard_bench_options *o = b->o;
+    b->keys = o->keys;
+    if (b->remote) {
+        if (!o->keys)
+            return shard_err_set(err, SHARD_EINVAL, "'%s': a URL cannot be listed: the files "
+                                 "mode needs the sample keys (a key list, or a dataset's)",
+                                 b->location);
+        struct fetch_http_options ho;
+        http_options(&o->http, &b->probe, &ho);
+        return sk_fetch_http_new(&b->http, b->location, &ho, err);
+    }
+    b->root_fd = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (b->root_fd < 0)
+        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
+                               "cannot open the folder '%s'", b->location);
+    if (o->keys)
+        return SHARD_OK;
+    struct shard_scan_stats st = {0};
+    int rc = shard_scan_dir(b->location, &b->own_keys, &st, err);
+    if (rc)
+        return rc;
+    shard_keylist_sort(&b->own_keys);
+    b->keys = &b->own_keys;
+    return SHARD_OK;
+}
+
+static int open_shards(struct bench_run *b, struct shard_err *err)
+{
+    struct fetch_http_options ho;
+    http_options(&b->o->http, &b->probe, &ho);
+    return sk_dataset_open_with(&b->ds, b->location, &ho, &b->probe, err);
+}
+
+/* ---- one epoch ------------------------------------------------------------------- */
+
+/* The epoch's list: b->order[0..count). */
+static int epoch_order(struct bench_run *b, uint32_t epoch, struct shard_err *err)
+{
+    const struct shard_bench_options *o = b->o;
+    uint64_t n;
+    const uint64_t *src = NULL;
+    struct shard_plan *plan = NULL;
+    if (b->mode == SHARD_BENCH_SHARDS) {
+        struct shard_plan_options po;
+        shard_plan_options_init(&po);
+        po.shuffle = o->shuffle;
+        po.seed = o->seed;
+        po.epoch = epoch;
+        po.shuffle_buffer = o->shuffle_buffer ? o->shuffle_buffer : SHARD_PLAN_DEFAULT_BUFFER;
+        int rc = shard_dataset_plan(b->ds, &po, &plan, err);
+        if (rc)
+            return rc;
+        n = shard_plan_count(plan);
+        src = shard_plan_indices(plan);
+    } else {
+        n = b->keys->count;
+    }
+    free(b->order);
+    b->order = malloc((n ? n : 1) * sizeof *b->order);
+    if (!b->order) {
+        shard_plan_free(plan);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    for (uint64_t i = 0; i < n; i++)
+        b->order[i] = src ? src[i] : i;
+    shard_plan_free(plan);
+    if (b->mode == SHARD_BENCH_FILES && o->shuffle) {
+        uint8_t words[16];
+        for (int i = 0; i < 8; i++) {
+            words[i] = (uint8_t)((uint64_t)EPOCH_SEED_TAG >> (8 * i));
+            words[8 + i] = (uint8_t)((uint64_t)epoch >> (8 * i));
+        }
+        sk_shuffle(b->order, (size_t)n, XXH3_64bits_withSeed(words, sizeof words, o->seed));
+    }
+    b->count = o->limit && o->limit < n ? o->limit : n;
+    return SHARD_OK;
+}
+
+/* Drop the page cache of every file this epoch reads. */
+static void drop_cache(struct bench_run *b, struct shard_bench_result *r)
+{
+    struct cold_stats st = {.measured = 1};
+    if (b->mode == SHARD_BENCH_FILES) {
+        for (uint64_t i = 0; i < b->count; i++)
+            sk_cold_drop_file(b->root_fd, shard_keylist_get(b->keys, (size_t)b->order[i], NULL),
+                           &st);
+    } else {
+        int dir = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) {
+            st.failed = st.files = 1;
+            st.first_errno = errno;
+            st.measured = 0;
+        }
+        const struct shard_manifest *m = shard_dataset_manifest(b->ds);
+        for (uint32_t s = 0; dir >= 0 && s < m->shard_count; s++)
+            sk_cold_drop_file(dir, m->shards[s].file, &st);
+        if (dir >= 0)
+            close(dir);
+    }
+    double frac = st.pages ? (double)st.resident / (double)st.pages : 0;
+    if (st.failed) {
+        struct shard_err why;
+        shard_err_errno(&why, SHARD_EIO, st.first_errno,
+                        "the page cache could not be dropped for %llu of %llu files",
+                        (unsigned long long)st.failed, (unsigned long long)st.files);
+        r->cold_dropped = 0;
+        memcpy(r->cold_note, why.msg, sizeof r->cold_note);
+    }
+    if (!st.measured)
+        r->cold_resident = -1;
+    else if (r->cold_resident >= 0 && frac > r->cold_resident)
+        r->cold_resident = frac;
+}
+
+struct epoch_source {
+    struct files_loader *files;
+    struct shard_iter *iter;
+};
+
+static int source_next(struct epoch_source *src, struct shard_item *item, struct shard_err *err)
+{
+    return src->files ? sk_files_loader_next(src->files, item, err)
+                      : shard_iter_next(src->iter, item, err);
+}
+
+static void source_free(struct epoch_source *src)
+{
+    sk_files_loader_free(src->files);
+    shard_iter_free(src->iter);
+}
+
+static int source_start(struct bench_run *b, struct epoch_source *src, struct shard_err *err)
+{
+    memset(src, 0, sizeof *src);
+    if (b->mode == SHARD_BENCH_FILES) {
+        struct files_loader_options lo = {
+            .threads = b->threads, .queue_depth = b->queue_depth, .size = b->o->size,
+            .fit = b->o->fit, .upscale = b->o->upscale,
+        };
+        return sk_files_loader_new(&src->files, b->root_fd, b->http, b->keys, b->order, b->count,
+                                &lo, &b->probe, err);
+    }
+    struct shard_iter_options io;
+    shard_iter_options_init(&io);
+    io.threads = b->threads;
+    io.queue_depth = b->queue_depth;
+    io.flags = SHARD_READ_PIXELS;
+    return shard_iter_new(&src->iter, b->ds, b->order, b->count, &io, err);
+}
+
+static int add_digest(struct shard_bench_result *r, const struct shard_item *item,
+                      struct shard_err *err)
+{
+    if ((r->digest_count & (r->digest_count - 1)) == 0) {  /* 0, 1, 2, 4, ...: grow */
+        size_t cap = r->digest_count ? 2 * (size_t)r->digest_count : 1;
+        struct shard_bench_digest *p = realloc(r->digests, cap * sizeof *p);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        r->digests = p;
+    }
+    struct shard_bench_digest *d = &r->digests[r->digest_count];
+    const struct shard_image *px = &item->pixels;
+    XXH3_state_t *h = XXH3_createState();
+    if (!h || !(d->key = malloc(item->key.len + 1))) {
+        XXH3_freeState(h);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    XXH3_64bits_reset(h);
+    for (uint32_t y = 0; y < px->height; y++)
+        XXH3_64bits_update(h, px->pixels + (size_t)y * px->stride, (size_t)px->width * 3);
+    d->xxh3 = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    memcpy(d->key, item->key.data, item->key.len);
+    d->key[item->key.len] = '\0';
+    d->key_len = item->key.len;
+    d->width = px->width;
+    d->height = px->height;
+    r->digest_count++;
+    return SHARD_OK;
+}
+
+/* Run epoch `e` and add it to its phase.  A shards-mode read error stops
+ * the run (returned); files-mode errors are counted. */
+static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result *r,
+                     struct shard_err *err)
+{
+    const struct shard_bench_options *o = b->o;
+    struct shard_trace *trace = o->trace;
+    int rc = epoch_order(b, e, err);
+    if (rc)
+        return rc;
+    if (o->cold && !b->remote)
+        drop_cache(b, r);
+    if (b->ds)
+        sk_dataset_drop_cache(b->ds);  /* over HTTP every epoch fetches its bytes again */
+    struct shard_bench_phase *ph = e == 0 ? &r->first : &r->steady;
+    struct latencies *lat = &b->lat[e == 0 ? 0 : 1];
+    struct snapshot s0, s1;
+    take_snapshot(&b->probe, &s0);
+    uint64_t epoch_start = shard_trace_now();
+    struct epoch_source src;
+    if ((rc = source_start(b, &src, err)))
+        return rc;
+    struct shard_item item = {0};
+    struct shard_err item_err;
+    uint64_t samples = 0, errors = 0, batches = 0;
+    int done = 0;
+    while (!done && !rc) {
+        uint64_t batch_start = shard_trace_now(), got = 0;
+        while (got < o->batch) {
+            uint64_t t = shard_trace_now();
+            shard_err_clear(&item_err);
+            int n = source_next(&src, &item, &item_err);
+            uint64_t now = shard_trace_now();
+            atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_QUEUE_WAIT], now - t);
+            if (n == 0) {
+                done = 1;
+                break;
+            }
+            uint64_t taken = atomic_fetch_add(&b->probe.counter[BENCH_CONSUMED], 1) + 1;
+            uint64_t finished = atomic_load(&b->probe.counter[BENCH_COMPLETED]);
+            shard_trace_counter(trace, BENCH_COUNTER_QUEUE,
+                                finished > taken ? (double)(finished - taken) : 0, now);
+            if (n < 0) {
+                errors++;
+                if (!r->first_error[0])
+                    snprintf(r->first_error, sizeof r->first_error, "%s", item_err.msg);
+                if (b->mode == SHARD_BENCH_SHARDS) {
+                    rc = shard_err_set(err, n, "%s", item_err.msg);
+                    break;
+                }
+                continue;
+            }
+            got++;
+            samples++;
+            if (o->digests && e == 0 && (rc = add_digest(r, &item, err)))
+                break;
+            if (b->deadline_ns && now >= b->deadline_ns) {
+                b->out_of_time = done = 1;
+                break;
+            }
+        }
+        uint64_t have = shard_trace_now();
+        if (!got)
+            continue;
+        batches++;
+        shard_trace_span(trace, stage_names[SHARD_STAGE_QUEUE_WAIT], batch_start, have);
+        if (!rc && samples == got && e == 0)
+            r->first_batch_seconds = (double)(have - epoch_start) / NS;
+        if (!rc)
+            rc = latency_add(lat, (double)(have - batch_start) / NS, err);
+        uint64_t step_end = have;
+        if (o->step_ms > 0) {
+            sleep_seconds(o->step_ms / 1e3);
+            step_end = shard_trace_now();
+            atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_STEP], step_end - have);
+            shard_trace_span(trace, stage_names[SHARD_STAGE_STEP], have, step_end);
+        }
+        shard_trace_span(trace, SPAN_BATCH, batch_start, step_end);
+    }
+    take_snapshot(&b->probe, &s1);
+    shard_trace_span(trace, SPAN_EPOCH, epoch_start, shard_trace_now());
+    source_free(&src);
+    shard_item_release(&item);
+    phase_add(b, ph, &s0, &s1, samples, errors, batches);
+    if (!rc && samples == 0 && errors > 0)
+        rc = shard_err_set(err, SHARD_ENOTFOUND, "no sample could be read in epoch %u: %s",
+                           e + 1, r->first_error);
+    return rc;
+}
+
+static int check_options(const struct shard_bench_options *o, struct shard_err *err)
+{
+    if (o->epochs < 1 || o->batch < 1 || o->threads < 0 || !(o->seconds >= 0) ||
+        !(o->step_ms >= 0) || !(o->http.rtt_ms >= 0) || (o->size < 1))
+        return shard_err_set(err, SHARD_EINVAL, "bad benchmark options: epochs, batch and size "
+                             "must be at least 1; threads, seconds, step and rtt not negative");
+    return SHARD_OK;
+}
+
+int shard_bench_run(enum shard_bench_mode mode, const char *location,
+                    const struct shard_bench_options *o, struct shard_bench_result *r,
+                    struct shard_err *err)
+{
+    memset(r, 0, sizeof *r);
+    int rc = check_options(o, err);
+    if (rc)
+        return rc;
+    struct bench_run b = {.mode = mode, .location = location, .o = o, .root_fd = -1};
+    b.remote = shard_bench_is_remote(location);
+    b.threads = o->threads ? o->threads : shard_available_cpus();
+    b.queue_depth = o->queue_depth;
+    if (!b.queue_depth) {
+        /* two batches ahead (the loader works through the consumer's step, as
+         * a DataLoader's prefetching does), and never fewer than 4 per thread */
+        uint64_t two = 2 * (uint64_t)o->batch, per = QUEUE_PER_THREAD * (uint64_t)b.threads;
+        uint64_t d = two > per ? two : per;
+        b.queue_depth = d > QUEUE_MAX ? QUEUE_MAX : (uint32_t)d;
+    }
+    b.probe.trace = o->trace;
+    r->mode = mode;
+    r->remote = b.remote;
+    r->threads = b.threads;
+    r->queue_depth = b.queue_depth;
+    r->batch = o->batch;
+    r->step_ms = o->step_ms;
+    r->rtt_ms = b.remote ? o->http.rtt_ms : 0;
+    r->size = o->size;
+    r->fit = o->fit;
+    r->cold = o->cold;
+    if (o->cold) {
+        r->cold_dropped = !b.remote;
+        r->cold_resident = b.remote ? -1 : 0;
+        if (b.remote)
+            snprintf(r->cold_note, sizeof r->cold_note,
+                     "not done: the server's cache cannot be dropped from the client");
+    }
+    if (o->trace) {
+        shard_trace_process(o->trace, mode == SHARD_BENCH_FILES ? "files loader"
+                                                                : "shard reader");
+        shard_trace_thread_name(o->trace, "consumer");
+    }
+    double t0 = seconds_now();
+    if (o->seconds > 0)
+        b.deadline_ns = shard_trace_now() + (uint64_t)(o->seconds * NS);
+    rc = mode == SHARD_BENCH_FILES ? open_files(&b, err) : open_shards(&b, err);
+    r->startup_seconds = seconds_now() - t0;
+    if (rc)
+        goto out;
+    if (mode == SHARD_BENCH_SHARDS) {
+        const struct shard_config *c = &shard_dataset_manifest(b.ds)->config;
+        r->size = c->size;
+        r->fit = c->fit;
+    }
+    for (uint32_t e = 0; e < o->epochs && !rc && !b.out_of_time; e++) {
+        rc = run_epoch(&b, e, r, err);
+        if (e == 0)
+            r->samples_per_epoch = b.count;
+        if (b.deadline_ns && shard_trace_now() >= b.deadline_ns)
+            b.out_of_time = 1;
+    }
+    phase_finish(&r->first, &b.lat[0]);
+    phase_finish(&r->steady, &b.lat[1]);
+    if (o->cold && !b.remote && !r->cold_note[0])
+        snprintf(r->cold_note, sizeof r->cold_note,
+                 "posix_fadvise(DONTNEED) on every file before each epoch; caches below the "
+                 "page cache (a disk's, a hypervisor's) are not affected");
+out:
+    shard_dataset_close(b.ds);
+    fetch_free(b.http);
+    if (b.root_fd >= 0)
+        close(b.root_fd);
+    shard_keylist_release(&b.own_keys);
+    free(b.order);
+    free(b.lat[0].v);
+    free(b.lat[1].v);
+    return rc;
+}
+
+void shard_bench_result_release(struct shard_bench_result *r)
+{
+    if (!r)
+        return;
+    for (uint64_t i = 0; i < r->digest_count; i++)
+        free(r->digests[i].key);
+    free(r->digests);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,307 @@
+/* assembler.c - records into shards, in sample order, with journals (see assembler.h). */
+#include "convert/assembler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/fsutil.h"
+#include "shardkit/format.h"
+
+struct assembler {
+    struct dst *dst;
+    const struct shard_config *config;
+    uint32_t label_count;
+    uint64_t *label_samples;
+    uint64_t unlabeled;
+    uint64_t samples;
+    uint64_t bytes;
+
+    struct shard_manifest_shard *shards;  /* finished shards */
+    uint32_t shard_count;
+    uint32_t shard_cap;
+
+    struct shard_reject *rejects;
+    uint64_t reject_count;
+    uint64_t reject_cap;
+    uint64_t pending_from;    /* first reject not yet in a journal */
+    uint64_t pending_pos;     /* order position of that reject */
+
+    /* the shard being written */
+    struct shard_writer *writer;
+    struct journal_writer *journal;
+    char *shard_tmp;
+    char *journal_tmp;
+    uint64_t plan_start;
+    uint64_t plan_next;       /* next order position expected */
+};
+
+int sk_assembler_new(struct assembler **out, struct dst *d, const struct shard_config *c,
+                  uint32_t label_count, struct shard_err *err)
+{
+    *out = NULL;
+    struct assembler *a = calloc(1, sizeof *a);
+    if (!a || !(a->label_samples = calloc(label_count ? label_count : 1, sizeof(uint64_t)))) {
+        free(a);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    a->dst = d;
+    a->config = c;
+    a->label_count = label_count;
+    *out = a;
+    return SHARD_OK;
+}
+
+static void drop_open_shard(struct assembler *a)
+{
+    shard_writer_free(a->writer);  /* removes the partial file */
+    sk_journal_writer_free(a->journal);
+    a->writer = NULL;
+    a->journal = NULL;
+    free(a->shard_tmp);
+    free(a->journal_tmp);
+    a->shard_tmp = a->journal_tmp = NULL;
+}
+
+void sk_assembler_free(struct assembler *a)
+{
+    if (!a)
+        return;
+    drop_open_shard(a);
+    for (uint32_t i = 0; i < a->shard_count; i++)
+        free(a->shards[i].file);
+    free(a->shards);
+    for (uint64_t i = 0; i < a->reject_count; i++)
+        shard_reject_release(&a->rejects[i]);
+    free(a->rejects);
+    free(a->label_samples);
+    free(a);
+}
+
+static int count_sample(struct assembler *a, int32_t label, struct shard_err *err)
+{
+    if (label == SHARD_NO_LABEL) {
+        a->unlabeled++;
+    } else if (label >= 0 && (uint32_t)label < a->label_count) {
+        a->label_samples[label]++;
+    } else {
+        return shard_err_set(err, SHARD_ECORRUPT, "label %d is out of range", label);
+    }
+    a->samples++;
+    return SHARD_OK;
+}
+
+static int push_shard(struct assembler *a, uint32_t index, uint64_t samples, uint64_t bytes,
+                      uint64_t xxh3, struct shard_err *err)
+{
+    if (index != a->shard_count)
+        return shard_err_set(err, SHARD_ECORRUPT, "shard %u out of order", index);
+    if (a->shard_count == a->shard_cap) {
+        uint32_t cap = a->shard_cap ? 2 * a->shard_cap : 16;
+        void *p = realloc(a->shards, cap * sizeof *a->shards);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        a->shards = p;
+        a->shard_cap = cap;
+    }
+    char name[64];
+    shard_file_name(index, name, sizeof name);
+    struct shard_manifest_shard *s = &a->shards[a->shard_count];
+    if (!(s->file = strdup(name)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    s->samples = samples;
+    s->bytes = bytes;
+    s->xxh3 = xxh3;
+    a->shard_count++;
+    a->bytes += bytes;
+    return SHARD_OK;
+}
+
+static int push_reject(struct assembler *a, struct shard_reject *r, struct shard_err *err)
+{
+    if (a->reject_count == a->reject_cap) {
+        uint64_t cap = a->reject_cap ? 2 * a->reject_cap : 64;
+        void *p = realloc(a->rejects, cap * sizeof *a->rejects);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        a->rejects = p;
+        a->reject_cap = cap;
+    }
+    a->rejects[a->reject_count++] = *r;
+    memset(r, 0, sizeof *r);
+    return SHARD_OK;
+}
+
+int sk_assembler_adopt_sample(struct assembler *a, const struct shard_sample *s,
+                           struct shard_err *err)
+{
+    return count_sample(a, s->label, err);
+}
+
+int sk_assembler_adopt_reject(struct assembler *a, struct shard_reject *r, struct shard_err *err)
+{
+    int rc = push_reject(a, r, err);
+    a->pending_from = a->reject_count;
+    return rc;
+}
+
+int sk_assembler_adopt_end(struct assembler *a, const struct journal_end *end,
+                        struct shard_err *err)
+{
+    a->plan_next = end->plan_end;
+    a->pending_from = a->reject_count;
+    return push_shard(a, end->shard, end->samples, end->bytes, end->xxh3, err);
+}
+
+static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
+{
+    char name[64], jname[64];
+    shard_file_name(a->shard_count, name, sizeof name);
+    sk_journal_name(a->shard_count, jname, sizeof jname);
+    strcat(name, ".tmp");
+    strcat(jname, ".tmp");
+    a->shard_tmp = sk_dst_work_path(a->dst, name);
+    a->journal_tmp = sk_dst_work_path(a->dst, jname);
+    if (!a->shard_tmp || !a->journal_tmp)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    unlink(a->shard_tmp);  /* a killed run's leftover */
+    int rc = shard_writer_open(&a->writer, a->shard_tmp, a->shard_count, err);
+    if (!rc)
+        rc = sk_journal_writer_open(&a->journal, a->journal_tmp, err);
+    if (rc)
+        return rc;
+    /* rejects that came before this shard's first record belong to it */
+    a->plan_start = a->reject_count > a->pending_from ? a->pending_pos : pos;
+    for (uint64_t i = a->pending_from; !rc && i < a->reject_count; i++)
+        rc = sk_journal_writer_reject(a->journal, &a->rejects[i], err);
+    a->pending_from = a->reject_count;
+    return rc;
+}
+
+static int close_shard(struct assembler *a, struct shard_err *err)
+{
+    uint64_t bytes, xxh3;
+    uint32_t index = a->shard_count;
+    uint64_t records = shard_writer_records(a->writer);
+    int rc = shard_writer_finish(a->writer, &bytes, &xxh3, err);
+    if (rc)
+        return rc;
+    struct journal_end end = {
+        .shard = index,
+        .samples = records,
+        .bytes = bytes,
+        .xxh3 = xxh3,
+        .plan_start = a->plan_start,
+        .plan_end = a->plan_next,
+    };
+    rc = sk_journal_writer_finish(a->journal, &end, err);
+    if (rc)
+        return rc;
+    /* journal first, then the shard: a shard under its final name always has
+     * a complete journal (see journal.h) */
+    char name[64], jname[64];
+    shard_file_name(index, name, sizeof name);
+    sk_journal_name(index, jname, sizeof jname);
+    char *final_journal = sk_dst_work_path(a->dst, jname);
+    char *final_shard = sk_dst_path(a->dst, name);
+    if (!final_journal || !final_shard)
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc)
+        rc = sk_fs_rename_durable(a->dst->work, a->journal_tmp, final_journal, err);
+    if (!rc)
+        rc = sk_fs_rename_durable(a->dst->path, a->shard_tmp, final_shard, err);
+    free(final_journal);
+    free(final_shard);
+    if (!rc)
+        rc = push_shard(a, index, records, bytes, xxh3, err);
+    drop_open_shard(a);  /* both are finished: nothing is removed */
+    return rc;
+}
+
+int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *s,
+                     const uint8_t *frame, size_t frame_len, uint64_t frame_xxh3,
+                     struct shard_err *err)
+{
+    int rc;
+    if (pos != a->plan_next)
+        return shard_err_set(err, SHARD_EINVAL, "position %llu out of order",
+                             (unsigned long long)pos);
+    if (a->writer && shard_writer_records(a->writer) > 0 &&
+        shard_writer_projected_bytes(a->writer, frame_len, s->key_len) > a->config->shard_size) {
+        if ((rc = close_shard(a, err)))
+            return rc;
+    }
+    if (!a->writer && (rc = open_shard(a, pos, err)))
+        return rc;
+    s->shard = a->shard_count;
+    s->record = shard_writer_records(a->writer);
+    if ((rc = shard_writer_add(a->writer, frame, frame_len, frame_xxh3, (const uint8_t *)s->key,
+                               s->key_len, s->label, err)) ||
+        (rc = sk_journal_writer_sample(a->journal, s, err)) || (rc = count_sample(a, s->label, err)))
+        return rc;
+    a->plan_next = pos + 1;
+    return SHARD_OK;
+}
+
+int sk_assembler_reject(struct assembler *a, uint64_t pos, struct shard_reject *r,
+                     struct shard_err *err)
+{
+    if (pos != a->plan_next)
+        return shard_err_set(err, SHARD_EINVAL, "position %llu out of order",
+                             (unsigned long long)pos);
+    int rc = a->journal ? sk_journal_writer_reject(a->journal, r, err) : SHARD_OK;
+    if (!a->journal && a->reject_count == a->pending_from)
+        a->pending_pos = pos;
+    if (!rc)
+        rc = push_reject(a, r, err);
+    if (!rc && a->journal)
+        a->pending_from = a->reject_count;
+    a->plan_next = pos + 1;
+    return rc;
+}
+
+int sk_assembler_finish(struct assembler *a, struct shard_err *err)
+{
+    return a->writer ? close_shard(a, err) : SHARD_OK;
+}
+
+const struct shard_manifest_shard *sk_assembler_shards(const struct assembler *a, uint32_t *count)
+{
+    *count = a->shard_count;
+    return a->shards;
+}
+
+uint64_t sk_assembler_samples(const struct assembler *a)
+{
+    return a->samples;
+}
+
+uint64_t sk_assembler_unlabeled(const struct assembler *a)
+{
+    return a->unlabeled;
+}
+
+const uint64_t *sk_assembler_label_samples(const struct assembler *a)
+{
+    return a->label_samples;
+}
+
+uint64_t sk_assembler_bytes(const struct assembler *a)
+{
+    return a->bytes;
+}
+
+uint64_t sk_assembler_reject_count(const struct assembler *a)
+{
+    return a->reject_count;
+}
+
+struct shard_reject *sk_assembler_take_rejects(struct assembler *a, uint64_t *count)
+{
+    struct shard_reject *r = a->rejects;
+    *count = a->reject_count;
+    a->rejects = NULL;
+    a->reject_count = a->reject_cap = 0;
+    return r;
+}

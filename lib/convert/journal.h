@@ -1,0 +1,60 @@
+/* journal.h - the per-shard journal that makes a run resumable (private).
+ *
+ * For every finished shard k, DST/.shardify/journal-k.jsonl lists, in sample
+ * order, what happened to each order position the shard covers: one line per
+ * sample ("S" + index line) or reject ("R" + reject line), then an end line
+ * ("E" + {"shard","file","samples","bytes","xxh3","plan_start","plan_end"}).
+ * It is written as a temporary, fsync'd and renamed before the shard itself
+ * is renamed into place, so a shard under its final name always has a
+ * complete journal, and resume can trust both after checking the shard's
+ * bytes against the journal's xxh3. */
+#ifndef SHARDKIT_JOURNAL_H
+#define SHARDKIT_JOURNAL_H
+
+#include <stdint.h>
+
+#include "shardkit/manifest.h"
+
+#define JOURNAL_TAG_SAMPLE 'S'
+#define JOURNAL_TAG_REJECT 'R'
+#define JOURNAL_TAG_END 'E'
+
+struct journal_end {
+    uint32_t shard;
+    uint64_t samples;
+    uint64_t bytes;
+    uint64_t xxh3;
+    uint64_t plan_start;
+    uint64_t plan_end;
+};
+
+/* "journal-000042.jsonl" into out (at least 32 bytes). */
+void sk_journal_name(uint32_t shard, char *out, size_t size);
+
+struct journal_writer;
+
+int sk_journal_writer_open(struct journal_writer **out, const char *tmp_path, struct shard_err *err);
+int sk_journal_writer_sample(struct journal_writer *j, const struct shard_sample *s,
+                          struct shard_err *err);
+int sk_journal_writer_reject(struct journal_writer *j, const struct shard_reject *r,
+                          struct shard_err *err);
+/* Append the end line, flush and fsync, close.  The caller renames. */
+int sk_journal_writer_finish(struct journal_writer *j, const struct journal_end *e,
+                          struct shard_err *err);
+/* Close; removes the temporary unless finished.  Accepts NULL. */
+void sk_journal_writer_free(struct journal_writer *j);
+
+/* Read a finished journal: `on_sample`/`on_reject` are called for each line
+ * in order (they may take ownership by zeroing the struct), then *end is
+ * filled.  A journal without a valid end line is SHARD_ECORRUPT. */
+int sk_journal_read(const char *path,
+                 int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
+                 int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
+                 void *user, struct journal_end *end, struct shard_err *err);
+
+/* Copy the sample lines of a journal (without their tag) to fd, hashing them
+ * into the XXH3 state `hash` (an XXH3_state_t *) and adding to *bytes. */
+int sk_journal_copy_samples(const char *path, int fd, void *hash, uint64_t *bytes,
+                         uint64_t *entries, struct shard_err *err);
+
+#endif

@@ -1,0 +1,249 @@
+/* order.c - the sample order of a run: labels, the deterministic sample
+ * order, and the state an interrupted run must match to be resumed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "util/fsutil.h"
+#include "util/jsonkey.h"
+#include "format/shuffle.h"
+#include "convert/run.h"
+#include "shardkit/format.h"
+
+static int compare_keys(const struct shard_keylist *l, uint64_t a, uint64_t b)
+{
+    return shard_key_compare(l->arena + l->offsets[a], l->lengths[a], l->arena + l->offsets[b],
+                             l->lengths[b]);
+}
+
+static int compare_candidates(const void *pa, const void *pb, void *ctx)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    int c = compare_keys(ctx, a, b);
+    return c ? c : (a > b) - (a < b);  /* archive order breaks ties: stable */
+}
+
+struct label_ref {
+    const char *name;
+    size_t len;
+};
+
+static int compare_label_refs(const void *pa, const void *pb)
+{
+    const struct label_ref *a = pa, *b = pb;
+    return shard_key_compare(a->name, a->len, b->name, b->len);
+}
+
+/* The distinct label names, in an open-addressing hash set: memory grows with
+ * the number of labels, not with the number of samples. */
+struct label_set {
+    struct label_slot {
+        struct label_ref ref;   /* name == NULL: empty slot */
+        uint64_t hash;
+        int32_t number;         /* position in sorted order, once known */
+    } *slots;
+    size_t cap;                 /* a power of two */
+    size_t count;
+};
+
+static struct label_slot *label_set_find(const struct label_set *set, const char *name,
+                                         size_t len, uint64_t hash)
+{
+    size_t i = (size_t)hash & (set->cap - 1);
+    for (;; i = (i + 1) & (set->cap - 1)) {
+        struct label_slot *s = &set->slots[i];
+        if (!s->ref.name || (s->hash == hash && s->ref.len == len &&
+                             memcmp(s->ref.name, name, len) == 0))
+            return s;
+    }
+}
+
+static int label_set_add(struct label_set *set, const char *name, size_t len,
+                         struct shard_err *err)
+{
+    if (2 * (set->count + 1) > set->cap) {  /* keep the load under one half */
+        struct label_set bigger = {calloc(set->cap ? 2 * set->cap : 64, sizeof *set->slots),
+                                   set->cap ? 2 * set->cap : 64, set->count};
+        if (!bigger.slots)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->slots[i].ref.name)
+                *label_set_find(&bigger, set->slots[i].ref.name, set->slots[i].ref.len,
+                                set->slots[i].hash) = set->slots[i];
+        free(set->slots);
+        *set = bigger;
+    }
+    uint64_t hash = XXH3_64bits(name, len);
+    struct label_slot *s = label_set_find(set, name, len, hash);
+    if (!s->ref.name) {
+        s->ref.name = name;
+        s->ref.len = len;
+        s->hash = hash;
+        set->count++;
+    }
+    return SHARD_OK;
+}
+
+/* Label every candidate: the distinct names, sorted by bytes, numbered. */
+int sk_run_assign_labels(struct run *r, struct shard_err *err)
+{
+    struct label_set set = {0};
+    struct label_ref *sorted = NULL;
+    const char *name;
+    size_t len, key_len;
+    int rc = SHARD_OK;
+    r->label_of = malloc((r->n ? r->n : 1) * sizeof *r->label_of);
+    if (!r->label_of) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint64_t i = 0; !rc && i < r->n; i++) {
+        const char *key = shard_keylist_get(&r->keys, i, &key_len);
+        if (shard_labeler_label(r->labeler, key, key_len, &name, &len))
+            rc = label_set_add(&set, name, len, err);
+    }
+    if (rc)
+        goto out;
+    if (set.count > INT32_MAX) {
+        rc = shard_err_set(err, SHARD_ELIMIT, "too many labels");
+        goto out;
+    }
+    sorted = malloc((set.count ? set.count : 1) * sizeof *sorted);
+    r->label_names = calloc(set.count ? set.count : 1, sizeof *r->label_names);
+    if (!sorted || !r->label_names) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < set.cap; i++)
+        if (set.slots[i].ref.name)
+            sorted[n++] = set.slots[i].ref;
+    qsort(sorted, n, sizeof *sorted, compare_label_refs);
+    r->label_count = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        label_set_find(&set, sorted[i].name, sorted[i].len,
+                       XXH3_64bits(sorted[i].name, sorted[i].len))->number = (int32_t)i;
+        if (!(r->label_names[i] = sk_jsonkey_label_name(sorted[i].name, sorted[i].len))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (i > 0 && strcmp(r->label_names[i - 1], r->label_names[i]) >= 0) {
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "labels '%s' and '%s' cannot be told apart once escaped",
+                               r->label_names[i - 1], r->label_names[i]);
+            goto out;
+        }
+    }
+    for (uint64_t i = 0; i < r->n; i++) {
+        const char *key = shard_keylist_get(&r->keys, i, &key_len);
+        r->label_of[i] = SHARD_NO_LABEL;
+        if (shard_labeler_label(r->labeler, key, key_len, &name, &len))
+            r->label_of[i] = label_set_find(&set, name, len, XXH3_64bits(name, len))->number;
+    }
+out:
+    free(set.slots);
+    free(sorted);
+    return rc;
+}
+
+int sk_run_make_order(struct run *r, struct shard_err *err)
+{
+    r->order = malloc((r->n ? r->n : 1) * sizeof *r->order);
+    if (!r->order)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < r->n; i++)
+        r->order[i] = i;
+    if (r->archive) {
+        /* keys are in archive order: sort the order instead of the keys, and
+         * reject later entries that repeat a name */
+        qsort_r(r->order, r->n, sizeof *r->order, compare_candidates, &r->keys);
+        for (uint64_t i = 1; i < r->n; i++) {
+            if (compare_keys(&r->keys, r->order[i - 1], r->order[i]) == 0) {
+                struct spooled *sp = &r->spooled[r->order[i]];
+                free(sp->reason);
+                sp->reason = strdup("duplicate entry in archive: an earlier entry has this name");
+                if (!sp->reason)
+                    return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            }
+        }
+    }
+    if (r->config.shuffle)
+        sk_shuffle(r->order, r->n, r->config.shuffle_seed);
+    return SHARD_OK;
+}
+
+/* The state an interrupted run must match to be resumed. */
+static int state_text(struct run *r, char **out, struct shard_err *err)
+{
+    XXH3_state_t *h = XXH3_createState();
+    if (!h)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    XXH3_64bits_reset(h);
+    for (uint64_t pos = 0; pos < r->n; pos++) {
+        size_t len;
+        const char *key = shard_keylist_get(&r->keys, r->order[pos], &len);
+        int32_t label = r->label_of[r->order[pos]];
+        XXH3_64bits_update(h, key, len + 1);  /* with its NUL: keys cannot run together */
+        XXH3_64bits_update(h, &label, sizeof label);
+    }
+    uint64_t plan_hash = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    char *config;
+    int rc = shard_config_dump(&r->config, &config, err);
+    if (rc)
+        return rc;
+    char hex[17];
+    shard_hex64(plan_hash, hex);
+    size_t cap = strlen(config) + 256;
+    *out = malloc(cap);
+    if (*out)
+        snprintf(*out, cap,
+                 "{\"config\":%s,\"source\":\"%s\",\"candidates\":%llu,\"plan_xxh3\":\"%s\"}\n",
+                 config, r->archive ? "archive" : "directory", (unsigned long long)r->n, hex);
+    free(config);
+    return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+}
+
+/* Fresh run: record the state.  Resume: it must be the same as recorded. */
+int sk_run_check_state(struct run *r, int *resuming, struct shard_err *err)
+{
+    *resuming = 0;
+    char *text;
+    int rc = state_text(r, &text, err);
+    if (rc)
+        return rc;
+    char *path = sk_dst_work_path(r->dst, DST_STATE_FILE);
+    if (!path) {
+        free(text);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    if (r->o->mode == SHARDIFY_RESUME && r->dst->has_state) {
+        /* the recorded state must be exactly what this run would record */
+        size_t want = strlen(text);
+        char *old = malloc(want + 2);
+        FILE *f = old ? fopen(path, "rbe") : NULL;
+        size_t n = f ? fread(old, 1, want + 1, f) : 0;
+        if (f)
+            fclose(f);
+        if (!old)
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        else if (n != want || memcmp(old, text, want) != 0)
+            rc = shard_err_set(err, SHARD_EEXIST,
+                               "cannot resume '%s': the options or the source listing differ "
+                               "from the interrupted run; pass --overwrite to start again",
+                               r->dst->path);
+        else
+            *resuming = 1;
+        free(old);
+    } else {
+        rc = sk_fs_write_atomic(r->dst->work, DST_STATE_FILE, text, strlen(text), err);
+    }
+    free(path);
+    free(text);
+    return rc;
+}

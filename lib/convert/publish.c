@@ -1,0 +1,140 @@
+/* publish.c - the end of a run: index.jsonl from the journals, then
+ * manifest.json (published last), run.json, and removal of the work dir. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "util/fsutil.h"
+#include "convert/journal.h"
+#include "convert/run.h"
+#include "shardkit/format.h"
+
+static int compare_rejects(const void *pa, const void *pb)
+{
+    const struct shard_reject *a = pa, *b = pb;
+    int c = shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+    return c ? c : strcmp(a->reason, b->reason);
+}
+
+static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t *entries,
+                       struct shard_err *err)
+{
+    char *tmp = sk_dst_path(r->dst, "." SHARD_INDEX_FILE ".tmp");
+    char *final = sk_dst_path(r->dst, SHARD_INDEX_FILE);
+    XXH3_state_t *h = XXH3_createState();
+    int rc = SHARD_OK, fd;
+    *bytes = *entries = 0;
+    if (!tmp || !final || !h) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    XXH3_64bits_reset(h);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", tmp);
+        goto out;
+    }
+    uint32_t count;
+    sk_assembler_shards(r->as, &count);
+    for (uint32_t k = 0; !rc && k < count; k++) {
+        char jname[64];
+        sk_journal_name(k, jname, sizeof jname);
+        char *jpath = sk_dst_work_path(r->dst, jname);
+        rc = jpath ? sk_journal_copy_samples(jpath, fd, h, bytes, entries, err)
+                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        free(jpath);
+    }
+    rc = sk_fs_commit(fd, rc, r->dst->path, tmp, final, err);
+    *xxh3 = XXH3_64bits_digest(h);
+out:
+    XXH3_freeState(h);
+    free(tmp);
+    free(final);
+    return rc;
+}
+
+static void write_run_info(struct run *r, const struct shardify_summary *s)
+{
+    json_t *o = json_object();
+    char *text;
+    if (!o)
+        return;
+    time_t t = time(NULL);
+    struct tm tm;
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    json_object_set_new(o, "finished", json_string(when));
+    json_object_set_new(o, "seconds", json_real(s->seconds));
+    json_object_set_new(o, "threads", json_integer(s->threads));
+    json_object_set_new(o, "samples_per_second",
+                        json_real(s->seconds > 0 ? (double)(s->samples + s->rejected) /
+                                                       s->seconds
+                                                 : 0));
+    json_object_set_new(o, "reused_shards", json_integer(s->reused_shards));
+    json_object_set_new(o, "bytes_in", json_integer((json_int_t)s->bytes_in));
+    json_object_set_new(o, "bytes_out", json_integer((json_int_t)s->bytes_out));
+    text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (text) {
+        struct shard_err ignored;
+        /* informative only: a failure here does not fail the run */
+        sk_fs_write_atomic(r->dst->path, SHARDIFY_RUN_FILE, text, strlen(text), &ignored);
+        free(text);
+    }
+}
+
+int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err *err)
+{
+    r->phase = "publish";
+    struct shard_manifest m;
+    memset(&m, 0, sizeof m);
+    int rc = write_index(r, &m.index_bytes, &m.index_xxh3, &m.index_entries, err);
+    if (rc)
+        return rc;
+    m.config = r->config;  /* borrowed: not released below */
+    m.source_kind = r->archive ? "archive" : "directory";
+    m.samples = sk_assembler_samples(r->as);
+    m.unlabeled = sk_assembler_unlabeled(r->as);
+    m.ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
+    m.labels = r->label_names;
+    m.label_samples = (uint64_t *)sk_assembler_label_samples(r->as);
+    m.label_count = r->label_count;
+    m.shards = (struct shard_manifest_shard *)sk_assembler_shards(r->as, &m.shard_count);
+    m.rejects = sk_assembler_take_rejects(r->as, &m.reject_count);
+    m.rejected = m.reject_count;
+    m.index_file = SHARD_INDEX_FILE;
+    if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
+        qsort(m.rejects, m.reject_count, sizeof *m.rejects, compare_rejects);
+    if (m.index_entries != m.samples)
+        rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
+                           (unsigned long long)m.index_entries, (unsigned long long)m.samples);
+    if (!rc)
+        rc = shard_manifest_write(r->dst->path, &m, err);
+
+    sum->candidates = r->n;
+    sum->samples = m.samples;
+    sum->rejected = m.rejected;
+    sum->ignored = m.ignored;
+    sum->unlabeled = m.unlabeled;
+    sum->shards = m.shard_count;
+    sum->reused_shards = r->reused_shards;
+    sum->bytes_in = r->bytes_in;
+    sum->bytes_out = sk_assembler_bytes(r->as);
+    sum->threads = r->threads;
+    sum->labels = r->label_count;
+    sum->rejects = m.rejects;
+    sum->reject_count = m.reject_count;
+    sum->seconds = sk_run_now() - r->t0;
+    if (rc)
+        return rc;
+    write_run_info(r, sum);
+    sk_run_progress(r, 1);
+    return sk_dst_cleanup_work(r->dst, err);
+}

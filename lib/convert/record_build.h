@@ -1,0 +1,28 @@
+/* record_build.h - converting one source image into one record (private).
+ * A record_builder holds everything one thread reuses from sample to sample:
+ * decoder options, pixel buffers, payload buffer and a zstd context. */
+#ifndef SHARDKIT_SAMPLE_H
+#define SHARDKIT_SAMPLE_H
+
+#include "shardkit/format.h"
+#include "shardkit/manifest.h"
+
+struct record_builder;
+
+int sk_record_builder_new(struct record_builder **out, const struct shard_config *c,
+                      struct shard_err *err);
+void sk_record_builder_free(struct record_builder *w);
+
+/* Decode `data`, resize and crop per the config, and encode the payload into
+ * `payload`.  On failure err holds the reason (no file name) and the sample
+ * is to be rejected. */
+int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
+                   struct shard_buf *payload, uint32_t *width, uint32_t *height,
+                   struct shard_err *err);
+
+/* Wrap a payload into a record frame. */
+int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_len, int32_t label,
+                 uint32_t width, uint32_t height, const uint8_t *payload, size_t payload_len,
+                 struct shard_buf *frame, uint64_t *frame_xxh3, struct shard_err *err);
+
+#endif

@@ -1,0 +1,119 @@
+/* resume.c - adopting the finished shards of an interrupted run:
+ * each must have its journal, its bytes, and unchanged sources. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "util/fsutil.h"
+#include "convert/journal.h"
+#include "convert/run.h"
+#include "shardkit/format.h"
+
+struct adopt {
+    struct run *r;
+    uint64_t pos;
+    int apply;          /* 0: only check; 1: hand to the assembler */
+    struct shard_buf buf;
+};
+
+/* Does order position a->pos name this key, and is its source unchanged? */
+static int adopt_check(struct adopt *a, const char *key, size_t key_len, int has_source,
+                       uint64_t bytes, uint64_t xxh3, struct shard_err *err)
+{
+    struct run *r = a->r;
+    if (a->pos >= r->n)
+        return shard_err_set(err, SHARD_EMISMATCH, "journal runs past the sample order");
+    uint64_t cand = r->order[a->pos];
+    size_t len;
+    const char *k = shard_keylist_get(&r->keys, cand, &len);
+    if (len != key_len || memcmp(k, key, len) != 0)
+        return shard_err_set(err, SHARD_EMISMATCH, "journal and sample order differ at %llu",
+                             (unsigned long long)a->pos);
+    if (!has_source || a->apply)
+        return SHARD_OK;
+    uint64_t now_bytes, now_xxh3;
+    if (r->archive) {
+        struct spooled *sp = &r->spooled[cand];
+        if (!sp->has_source)
+            return shard_err_set(err, SHARD_EMISMATCH, "source changed");
+        now_bytes = sp->source_bytes;
+        now_xxh3 = sp->source_xxh3;
+    } else {
+        if (shard_read_source_file(r->src_fd, k, r->config.max_file_bytes, &a->buf, err) != 0)
+            return shard_err_set(err, SHARD_EMISMATCH, "source changed");
+        now_bytes = a->buf.len;
+        now_xxh3 = XXH3_64bits(a->buf.data, a->buf.len);
+    }
+    if (now_bytes != bytes || now_xxh3 != xxh3)
+        return shard_err_set(err, SHARD_EMISMATCH, "source '%s' changed", k);
+    return SHARD_OK;
+}
+
+static int adopt_sample(void *user, struct shard_sample *s, struct shard_err *err)
+{
+    struct adopt *a = user;
+    int rc = adopt_check(a, s->key, s->key_len, 1, s->source_bytes, s->source_xxh3, err);
+    if (!rc && s->label != a->r->label_of[a->r->order[a->pos]])
+        rc = shard_err_set(err, SHARD_EMISMATCH, "label differs");
+    if (!rc && a->apply)
+        rc = sk_assembler_adopt_sample(a->r->as, s, err);
+    a->pos++;
+    return rc;
+}
+
+static int adopt_reject(void *user, struct shard_reject *rj, struct shard_err *err)
+{
+    struct adopt *a = user;
+    int rc = adopt_check(a, rj->key, rj->key_len, rj->has_source, rj->source_bytes,
+                         rj->source_xxh3, err);
+    if (!rc && a->apply)
+        rc = sk_assembler_adopt_reject(a->r->as, rj, err);
+    a->pos++;
+    return rc;
+}
+
+/* Keep every finished shard of the interrupted run that checks out, in
+ * order; drop the first one that does not and everything after it. */
+int sk_run_adopt_finished(struct run *r, struct shard_err *err)
+{
+    struct adopt a = {.r = r};
+    uint32_t k = 0;
+    int rc = SHARD_OK;
+    for (;; k++) {
+        char jname[64], sname[64];
+        sk_journal_name(k, jname, sizeof jname);
+        shard_file_name(k, sname, sizeof sname);
+        char *jpath = sk_dst_work_path(r->dst, jname), *spath = sk_dst_path(r->dst, sname);
+        struct journal_end end;
+        struct shard_err why;
+        uint64_t bytes, xxh3;
+        a.pos = r->start_pos;
+        a.apply = 0;
+        int ok = jpath && spath && access(jpath, F_OK) == 0 &&
+                 sk_journal_read(jpath, adopt_sample, adopt_reject, &a, &end, &why) == 0 &&
+                 end.shard == k && end.plan_start == r->start_pos && a.pos == end.plan_end &&
+                 sk_fs_hash_file(spath, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
+                 xxh3 == end.xxh3;
+        if (ok) {
+            a.pos = r->start_pos;
+            a.apply = 1;
+            rc = sk_journal_read(jpath, adopt_sample, adopt_reject, &a, &end, err);
+            if (!rc)
+                rc = sk_assembler_adopt_end(r->as, &end, err);
+            r->start_pos = end.plan_end;
+        }
+        free(jpath);
+        free(spath);
+        if (!ok || rc)
+            break;
+    }
+    shard_buf_release(&a.buf);
+    r->reused_shards = k;
+    r->done = r->start_pos;
+    return rc ? rc : sk_dst_remove_from(r->dst, k, err);
+}

@@ -1,0 +1,117 @@
+/* run.h - what the files of one shardify run share (private).
+ *
+ * A run goes through phases, each in its own file:
+ *   shardify.c          the run itself: options, sources, workers, the
+ *                       convert pipeline, cleanup
+ *   spool.c             archives: the one streaming pass into a spool file
+ *   order.c             labels, the sample order, and the state resume checks
+ *   resume.c            adopting the finished shards of an interrupted run
+ *   publish.c           index.jsonl, manifest.json, run.json, cleanup
+ */
+#ifndef SHARDKIT_CONVERT_RUN_H
+#define SHARDKIT_CONVERT_RUN_H
+
+#include <stdint.h>
+
+#include "convert/assembler.h"
+#include "convert/destination.h"
+#include "convert/record_build.h"
+#include "shardkit/shardify.h"
+#include "shardkit/source.h"
+
+#define SPOOL_FILE "spool"
+
+/* What the spool phase learned about one archive entry. */
+struct spooled {
+    uint64_t offset;        /* payload position in the spool file */
+    uint64_t len;
+    uint32_t width;
+    uint32_t height;
+    int has_source;
+    uint64_t source_bytes;
+    uint64_t source_xxh3;
+    char *reason;           /* non-NULL: rejected */
+};
+
+struct slot {
+    uint64_t pos;           /* order position (convert) */
+    uint64_t cand;          /* candidate index */
+    int ok;                 /* converted; else `why` says why it is rejected */
+    int fatal;              /* an error that must stop the run (not the input's fault) */
+    struct shard_buf input;
+    struct shard_buf payload;
+    struct shard_buf frame;
+    uint64_t frame_xxh3;
+    uint32_t width;
+    uint32_t height;
+    int has_source;
+    uint64_t source_bytes;
+    uint64_t source_xxh3;
+    uint64_t too_large;
+    const char *problem;    /* archive entry without bytes: why (static string) */
+    struct shard_err why;
+};
+
+struct run {
+    const struct shardify_options *o;
+    struct shard_config config;       /* o->config with labels described */
+    int threads;
+    double t0;
+    const char *src;
+    int archive;
+    int src_fd;
+    struct shard_archive *ar;
+    struct dst *dst;
+    struct shard_labeler *labeler;
+    struct shard_keylist keys;        /* candidates: sorted (directory) or archive order */
+    struct shard_scan_stats stats;
+    uint64_t n;
+    uint64_t *order;                   /* order[pos] = candidate */
+    int32_t *label_of;                /* per candidate */
+    char **label_names;               /* sorted display names */
+    uint32_t label_count;
+    struct spooled *spooled;          /* archive only, per candidate */
+    uint64_t spooled_cap;
+    int spool_fd;
+    uint64_t spool_bytes;
+    char *spool_path;
+    struct record_builder **workers;
+    struct slot *slots;
+    size_t nslots;
+    struct assembler *as;
+    uint64_t start_pos;               /* first order position converted in this run */
+    uint32_t reused_shards;
+    uint64_t bytes_in;
+    uint64_t done;
+    double last_progress;
+    const char *phase;
+};
+
+/* shardify.c */
+double sk_run_now(void);
+/* Report progress (at most every PROGRESS_INTERVAL unless `force`). */
+void sk_run_progress(struct run *r, int force);
+/* The slot's input is a source file's bytes: hash it and convert it; on
+ * failure the slot becomes a reject with the reason. */
+void sk_run_convert_input(struct run *r, int thread, struct slot *s);
+void sk_run_reject_slot(struct slot *s, const struct shard_err *e);
+/* The slots as the void pointers sk_pipeline_run takes (malloc'd). */
+void **sk_run_slot_pointers(struct run *r, struct shard_err *err);
+
+/* spool.c: read the archive once, converting into the spool. */
+int sk_run_spool_archive(struct run *r, struct shard_err *err);
+
+/* order.c */
+int sk_run_assign_labels(struct run *r, struct shard_err *err);
+int sk_run_make_order(struct run *r, struct shard_err *err);
+/* Fresh run: record the order's state.  Resume: it must match (*resuming set). */
+int sk_run_check_state(struct run *r, int *resuming, struct shard_err *err);
+
+/* resume.c: keep the finished shards of an interrupted run that
+ * still check out; sets r->start_pos and r->reused_shards. */
+int sk_run_adopt_finished(struct run *r, struct shard_err *err);
+
+/* publish.c: index, manifest, run.json, then remove the work dir. */
+int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err *err);
+
+#endif

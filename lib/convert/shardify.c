@@ -1,0 +1,416 @@
+/* shardify.c - the conversion run: shardify_run() and its convert phase.
+ *
+ * Phases (see run.h for the files of the others):
+ *   1. scan     list candidates (directory walk; for an archive, the spool
+ *               phase reads it once, converting entries into a spool file)
+ *   2. order    sort keys, label them, shuffle with the seed; record the
+ *               order's hash in DST/.shardify/state.json
+ *   3. resume   adopt finished shards of an interrupted run of the same order
+ *   4. convert  the ordered pipeline: read, decode, resize, encode, frame on
+ *               all threads; append to shards in sample order (here)
+ *   5. publish  index.jsonl, then manifest.json, then remove .shardify
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "convert/pipeline.h"
+#include "convert/run.h"
+#include "shardkit/format.h"
+
+#define SLOTS_PER_THREAD 16
+#define PROGRESS_INTERVAL 0.1
+
+double sk_run_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void shardify_options_init(struct shardify_options *o)
+{
+    memset(o, 0, sizeof *o);
+    shard_config_init(&o->config);
+}
+
+void shardify_summary_release(struct shardify_summary *s)
+{
+    if (!s)
+        return;
+    for (uint64_t i = 0; i < s->reject_count; i++)
+        shard_reject_release(&s->rejects[i]);
+    free(s->rejects);
+    s->rejects = NULL;
+    s->reject_count = 0;
+}
+
+void sk_run_progress(struct run *r, int force)
+{
+    if (!r->o->progress)
+        return;
+    double t = sk_run_now();
+    if (!force && t - r->last_progress < PROGRESS_INTERVAL)
+        return;
+    r->last_progress = t;
+    struct shardify_progress p = {
+        .done = r->done,
+        .total = r->n,
+        .samples = r->as ? sk_assembler_samples(r->as) : 0,
+        .rejected = r->as ? sk_assembler_reject_count(r->as) : 0,
+        .bytes_out = r->as ? sk_assembler_bytes(r->as) : 0,
+        .elapsed = t - r->t0,
+        .phase = r->phase,
+    };
+    r->o->progress(&p, r->o->progress_user);
+}
+
+static int validate(const struct shardify_options *o, struct shard_err *err)
+{
+    const struct shard_config *c = &o->config;
+    if (c->size == 0)
+        return shard_err_set(err, SHARD_EINVAL, "--size must be a positive number");
+    if (c->quality < 1 || c->quality > 100)
+        return shard_err_set(err, SHARD_EINVAL, "--quality must be within 1..100");
+    if (c->zstd_level < SHARD_ZSTD_LEVEL_MIN || c->zstd_level > SHARD_ZSTD_LEVEL_MAX ||
+        c->zstd_level == 0)
+        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within %d..%d, not 0",
+                             SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX);
+    if (c->shard_size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES + 1024)
+        return shard_err_set(err, SHARD_EINVAL, "--shard-size is too small");
+    if (c->max_pixels == 0)
+        return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
+    return SHARD_OK;
+}
+
+/* ---- slots and workers ------------------------------------------------------ */
+
+void sk_run_reject_slot(struct slot *s, const struct shard_err *e)
+{
+    s->ok = 0;
+    s->why = *e;
+}
+
+static int make_workers(struct run *r, struct shard_err *err)
+{
+    r->workers = calloc((size_t)r->threads, sizeof *r->workers);
+    r->nslots = (size_t)r->threads * SLOTS_PER_THREAD;
+    r->slots = calloc(r->nslots, sizeof *r->slots);
+    if (!r->workers || !r->slots)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (int i = 0; i < r->threads; i++) {
+        int rc = sk_record_builder_new(&r->workers[i], &r->config, err);
+        if (rc)
+            return rc;
+    }
+    return SHARD_OK;
+}
+
+static void free_workers(struct run *r)
+{
+    for (int i = 0; r->workers && i < r->threads; i++)
+        sk_record_builder_free(r->workers[i]);
+    free(r->workers);
+    for (size_t i = 0; r->slots && i < r->nslots; i++) {
+        shard_buf_release(&r->slots[i].input);
+        shard_buf_release(&r->slots[i].payload);
+        shard_buf_release(&r->slots[i].frame);
+    }
+    free(r->slots);
+}
+
+void sk_run_convert_input(struct run *r, int thread, struct slot *s)
+{
+    s->has_source = 1;
+    s->source_bytes = s->input.len;
+    s->source_xxh3 = XXH3_64bits(s->input.data, s->input.len);
+    struct shard_err e;
+    shard_err_clear(&e);
+    if (sk_record_build(r->workers[thread], s->input.data, s->input.len, &s->payload, &s->width,
+                       &s->height, &e) != 0)
+        sk_run_reject_slot(s, &e);
+    else
+        s->ok = 1;
+}
+
+/* ---- convert ---------------------------------------------------------------- */
+
+void **sk_run_slot_pointers(struct run *r, struct shard_err *err)
+{
+    void **slots = calloc(r->nslots, sizeof *slots);
+    if (!slots) {
+        shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < r->nslots; i++)
+        slots[i] = &r->slots[i];
+    return slots;
+}
+
+/* ---- convert: the ordered pipeline ------------------------------------------ */
+
+static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
+{
+    struct run *r = ctx;
+    struct slot *s = slot;
+    pos += r->start_pos;
+    if (pos >= r->n)
+        return 0;
+    s->pos = pos;
+    s->cand = r->order[pos];
+    return 1;
+}
+
+static void convert_work(void *ctx, int thread, void *slot)
+{
+    struct run *r = ctx;
+    struct slot *s = slot;
+    struct record_builder *w = r->workers[thread];
+    size_t key_len;
+    const char *key = shard_keylist_get(&r->keys, s->cand, &key_len);
+    struct shard_err e;
+    shard_err_clear(&e);
+    s->ok = 0;
+    s->fatal = 0;
+    s->has_source = 0;
+    if (r->archive) {
+        const struct spooled *sp = &r->spooled[s->cand];
+        s->has_source = sp->has_source;
+        s->source_bytes = sp->source_bytes;
+        s->source_xxh3 = sp->source_xxh3;
+        if (sp->reason) {
+            shard_err_set(&e, SHARD_ECORRUPT, "%s", sp->reason);
+            sk_run_reject_slot(s, &e);
+            return;
+        }
+        s->width = sp->width;
+        s->height = sp->height;
+        s->payload.len = 0;
+        int rc = shard_buf_reserve(&s->payload, sp->len ? sp->len : 1, &e);
+        ssize_t got = rc ? -1 : pread(r->spool_fd, s->payload.data, sp->len, (off_t)sp->offset);
+        if (got != (ssize_t)sp->len) {
+            shard_err_set(&s->why, SHARD_EIO, "cannot read the spool '%s'", r->spool_path);
+            s->fatal = SHARD_EIO;
+            return;
+        }
+        s->payload.len = sp->len;
+    } else {
+        if (key_len > SHARD_KEY_MAX) {
+            shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
+            sk_run_reject_slot(s, &e);
+            return;
+        }
+        if (shard_read_source_file(r->src_fd, key, r->config.max_file_bytes, &s->input, &e) != 0) {
+            sk_run_reject_slot(s, &e);
+            return;
+        }
+        sk_run_convert_input(r, thread, s);
+        if (!s->ok)
+            return;
+    }
+    s->ok = 0;
+    int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], s->width, s->height,
+                          s->payload.data, s->payload.len, &s->frame, &s->frame_xxh3, &e);
+    if (rc) {
+        s->why = e;
+        s->fatal = rc;
+        return;
+    }
+    s->ok = 1;
+}
+
+static int convert_consume(void *ctx, void *slot, struct shard_err *err)
+{
+    struct run *r = ctx;
+    struct slot *s = slot;
+    size_t key_len;
+    const char *key = shard_keylist_get(&r->keys, s->cand, &key_len);
+    int rc;
+    if (s->fatal) {
+        *err = s->why;
+        return s->fatal;
+    }
+    if (!r->archive && s->has_source)
+        r->bytes_in += s->source_bytes;
+    r->done++;
+    if (s->ok) {
+        struct shard_sample smp = {
+            .key = (char *)key,
+            .key_len = key_len,
+            .label = r->label_of[s->cand],
+            .width = s->width,
+            .height = s->height,
+            .source_bytes = s->source_bytes,
+            .source_xxh3 = s->source_xxh3,
+        };
+        rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
+                              err);
+    } else {
+        if (r->o->fail_on_reject) {
+            char shown[SHARD_QUOTE_SIZE];
+            return shard_err_set(err, SHARD_EREJECTED, "rejected '%s': %s",
+                                 shard_quote(key, key_len, shown, sizeof shown), s->why.msg);
+        }
+        struct shard_reject rj = {
+            .key = malloc(key_len + 1),
+            .key_len = key_len,
+            .reason = strdup(s->why.msg),
+            .has_source = s->has_source,
+            .source_bytes = s->source_bytes,
+            .source_xxh3 = s->source_xxh3,
+        };
+        if (!rj.key || !rj.reason) {
+            shard_reject_release(&rj);
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        }
+        memcpy(rj.key, key, key_len + 1);
+        rc = sk_assembler_reject(r->as, s->pos, &rj, err);
+        shard_reject_release(&rj);
+    }
+    sk_run_progress(r, 0);
+    return rc;
+}
+
+static int convert(struct run *r, struct shard_err *err)
+{
+    void **slots = sk_run_slot_pointers(r, err);
+    if (!slots)
+        return SHARD_ENOMEM;
+    struct pipeline_ops ops = {r, convert_claim, convert_work, convert_consume};
+    r->phase = "convert";
+    int rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
+    free(slots);
+    if (!rc)
+        rc = sk_assembler_finish(r->as, err);
+    sk_run_progress(r, 1);
+    return rc;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+/* DST inside SRC would make the output part of its own input. */
+static int check_nesting(const char *src, const char *dst, struct shard_err *err)
+{
+    char *s = realpath(src, NULL), *d = realpath(dst, NULL);
+    int rc = SHARD_OK;
+    if (s && d) {
+        size_t n = strlen(s);
+        if (!strcmp(s, d) || (!strncmp(s, d, n) && (d[n] == '/' || !strcmp(s, "/"))))
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "destination '%s' is inside the source '%s'", dst, src);
+    }
+    free(s);
+    free(d);
+    return rc;
+}
+
+static int open_source(struct run *r, struct shard_err *err)
+{
+    struct stat st;
+    if (stat(r->src, &st) != 0)
+        return shard_err_errno(err, SHARD_EINVAL, errno, "cannot read source '%s'", r->src);
+    if (S_ISDIR(st.st_mode)) {
+        r->src_fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (r->src_fd < 0)
+            return shard_err_errno(err, SHARD_EINVAL, errno, "cannot open source '%s'", r->src);
+        return SHARD_OK;
+    }
+    if (!S_ISREG(st.st_mode))
+        return shard_err_set(err, SHARD_EINVAL,
+                             "source '%s' is neither a directory nor an archive file", r->src);
+    r->archive = 1;
+    return SHARD_OK;
+}
+
+static void run_release(struct run *r)
+{
+    free_workers(r);
+    sk_assembler_free(r->as);
+    shard_archive_close(r->ar);
+    if (r->src_fd >= 0)
+        close(r->src_fd);
+    if (r->spool_fd >= 0)
+        close(r->spool_fd);
+    if (r->spool_path)
+        unlink(r->spool_path);  /* never leave an archive's spool on a full disk */
+    free(r->spool_path);
+    for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++)
+        free(r->spooled[i].reason);
+    free(r->spooled);
+    shard_keylist_release(&r->keys);
+    free(r->order);
+    free(r->label_of);
+    for (uint32_t i = 0; r->label_names && i < r->label_count; i++)
+        free(r->label_names[i]);
+    free(r->label_names);
+    shard_labeler_free(r->labeler);
+    free(r->config.labels);
+    sk_dst_close(r->dst);
+}
+
+int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
+                 struct shardify_summary *summary, struct shard_err *err)
+{
+    memset(summary, 0, sizeof *summary);
+    int rc = validate(o, err);
+    if (rc)
+        return rc;
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    r.t0 = sk_run_now();
+    r.src = src;
+    r.src_fd = -1;
+    r.spool_fd = -1;
+    r.config = o->config;
+    r.config.labels = NULL;
+    r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
+    r.phase = "scan";
+
+    if ((rc = open_source(&r, err)) ||
+        (rc = shard_labeler_new(&r.labeler, o->labels ? o->labels : "dir", err)))
+        goto out;
+    if (!(r.config.labels = strdup(shard_labeler_describe(r.labeler)))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = sk_dst_open(&r.dst, dst, o->mode, err)) || (rc = check_nesting(src, dst, err)) ||
+        (rc = make_workers(&r, err)))
+        goto out;
+
+    if (r.archive) {
+        rc = sk_run_spool_archive(&r, err);
+    } else {
+        rc = shard_scan_dir(src, &r.keys, &r.stats, err);
+        shard_keylist_sort(&r.keys);
+        r.n = r.keys.count;
+    }
+    sk_run_progress(&r, 1);
+    if (rc || (rc = sk_run_assign_labels(&r, err)) || (rc = sk_run_make_order(&r, err)) ||
+        (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)))
+        goto out;
+
+    int resuming;
+    if ((rc = sk_run_check_state(&r, &resuming, err)))
+        goto out;
+    if (resuming && (rc = sk_run_adopt_finished(&r, err)))
+        goto out;
+    if ((rc = convert(&r, err)) || (rc = sk_run_publish(&r, summary, err)))
+        goto out;
+out:
+    if (rc == SHARD_EINTR)
+        shard_err_set(err, SHARD_EINTR,
+                      "interrupted: finished shards are kept; run again with --resume to "
+                      "continue");
+    if (rc)
+        summary->seconds = sk_run_now() - r.t0;
+    run_release(&r);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/* decode_internal.h - what the decoder files in lib/ share (private).
+ *
+ * shard_decode() (decode.c) checks the input size, sniffs the signature and
+ * hands the bytes to one of the format decoders below.  Each decoder checks
+ * the declared dimensions with sk_decode_check_pixels() before it allocates
+ * pixels, fills *out with 8-bit RGB and reports the EXIF orientation it found
+ * (1..8; 1 when there is none), which decode.c applies afterwards.  The libvips
+ * decoder rotates by itself and always reports 1.
+ *
+ * All of them are thread-safe: their state lives on the caller's stack.
+ */
+#ifndef SHARDKIT_DECODE_INTERNAL_H
+#define SHARDKIT_DECODE_INTERNAL_H
+
+#include "shardkit/image.h"
+
+/* EXIF orientation values (TIFF tag 0x0112). */
+#define SHARD_ORIENTATION_NORMAL 1
+#define SHARD_ORIENTATION_MAX 8
+
+/* ---- decode.c ------------------------------------------------------------ */
+
+/* SHARD_ELIMIT with "declared WxH exceeds --max-pixels N" when w*h is over
+ * o->max_pixels (0: no limit); otherwise 0. */
+int sk_decode_check_pixels(uint32_t w, uint32_t h, const struct shard_decode_options *o,
+                              struct shard_err *err);
+
+/* Copy a message from an image library into dst (NUL-terminated, truncated
+ * to n bytes), lower-casing its first letter when it starts an ordinary word
+ * ("Bogus marker length" -> "bogus marker length"; "IDAT: CRC error" is kept),
+ * so the text fits our lower-case message style. */
+void sk_decode_copy_reason(char *dst, size_t n, const char *msg);
+
+/* ---- sniff.c ------------------------------------------------------------- */
+
+/* Upper-case label used in messages: "JPEG", "PNG", "WEBP", ... */
+const char *sk_format_label(enum shard_image_format f);
+
+/* ---- exif.c -------------------------------------------------------------- */
+
+/* Orientation (1..8) stored in IFD0 of an EXIF block that starts with the
+ * "Exif\0\0" header (a JPEG APP1 payload).  1 when absent or unreadable:
+ * a broken EXIF block never makes an image undecodable. */
+int sk_exif_orientation(const uint8_t *exif, size_t len);
+
+/* ---- decode_jpeg.c ------------------------------------------------------- */
+
+/* The DCT scaling denominator (1, 2, 4 or 8) for a w x h JPEG: the largest
+ * in {8, 4, 2} that keeps the side `fit` scales to `target` (short side for
+ * SHARD_FIT_SHORT and SHARD_FIT_CROP, long side for SHARD_FIT_LONG) at least
+ * `target` pixels once scaled (libjpeg gives ceil(side / denom)); 1 when none
+ * does or target is 0. */
+unsigned sk_jpeg_scale_denom(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit);
+
+/* *source_w x *source_h: the size the header declares, before DCT scaling. */
+int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                      struct shard_image *out, int *orientation, uint32_t *source_w,
+                      uint32_t *source_h, struct shard_err *err);
+
+/* ---- decode_png.c -------------------------------------------------------- */
+
+int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                     struct shard_image *out, int *orientation, struct shard_err *err);
+
+/* ---- decode_vips.c ------------------------------------------------------- */
+
+/* WebP, TIFF and GIF (first frame) through libvips, EXIF orientation applied. */
+int sk_decode_vips(enum shard_image_format format, const uint8_t *data, size_t len,
+                      const struct shard_decode_options *o, struct shard_image *out,
+                      struct shard_err *err);
+
+#endif

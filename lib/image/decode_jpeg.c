@@ -1,0 +1,321 @@
+/* decode_jpeg.c - JPEG to RGB with libjpeg(-turbo 2.1), strict about damage.
+ *
+ * libjpeg reports fatal errors through error_exit (which must not return: we
+ * longjmp back) and recoverable damage through emit_message(-1) warnings.
+ * jpeg_mem_src answers a premature end of data with such a warning and a fake
+ * EOI, so a truncated file would "succeed" as a grey-padded image; here every
+ * warning is treated as corruption.
+ *
+ * setjmp discipline: the libjpeg state lives in a struct jpeg_session owned by
+ * sk_decode_jpeg(), and setjmp is taken in decode_guarded(), which the
+ * session is passed to by pointer.  After a longjmp decode_guarded() only
+ * reads its parameters (never modified), so no local needs to be volatile,
+ * and sk_decode_jpeg() destroys the decompressor on every path.  Every
+ * allocation made after setjmp comes from libjpeg's own pools (freed by
+ * jpeg_destroy_decompress) or is the caller's output image (freed by them).
+ */
+#include "image/decode_internal.h"
+
+#include <limits.h>
+#include <setjmp.h>
+#include <stdio.h>  /* jpeglib.h needs FILE */
+#include <string.h>
+
+#include <jerror.h>
+#include <jpeglib.h>
+
+/* A hostile progressive JPEG can hold thousands of tiny scans and take
+ * minutes to decode; real encoders write about ten.  libjpeg-turbo's own
+ * TurboJPEG 3 API suggests this value for its scan limit. */
+#define MAX_SCANS 500
+/* JPEG marker segments are at most 64 KiB. */
+#define MARKER_LENGTH_MAX 0xffff
+#define EXIF_MARKER (JPEG_APP0 + 1)
+#define EXIF_HEADER "Exif\0\0"
+#define EXIF_HEADER_SIZE 6
+#define RGB_CHANNELS 3
+#define CMYK_CHANNELS 4
+/* Rows handed to jpeg_read_scanlines at once (it may return fewer). */
+#define ROWS_PER_READ 4
+
+/* Quality settings, the libjpeg defaults.  On the ImageNet sample (one core)
+ * the fast IDCT and plain upsampling together save only ~4% of decode time,
+ * while the fast IDCT changes samples by 1.2 on average (up to 25) and plain
+ * upsampling moves chroma edges by up to 69. */
+#define DCT_METHOD JDCT_ISLOW
+#define FANCY_UPSAMPLING TRUE
+
+struct jpeg_failure {
+    struct jpeg_error_mgr mgr;  /* first: libjpeg hands us &mgr as cinfo->err */
+    jmp_buf jump;
+    uint64_t max_memory;        /* for the message when the memory cap is hit */
+    int code;                   /* enum shard_status to report */
+    char reason[SHARD_ERRMSG_SIZE];
+};
+
+struct jpeg_session {
+    struct jpeg_decompress_struct cinfo;
+    struct jpeg_failure failure;
+    struct jpeg_progress_mgr progress;
+};
+
+/* ---- error handling --------------------------------------------------------- */
+
+/* libjpeg's text for the pending message, without the "Corrupt JPEG data: "
+ * or "Warning: " prefix its warnings carry (we add our own). */
+static void library_message(j_common_ptr cinfo, char *text, size_t n)
+{
+    static const char *const prefixes[] = {"Corrupt JPEG data: ", "Warning: "};
+    char raw[JMSG_LENGTH_MAX];
+    (*cinfo->err->format_message)(cinfo, raw);
+    const char *msg = raw;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+        size_t plen = strlen(prefixes[i]);
+        if (strncmp(msg, prefixes[i], plen) == 0)
+            msg += plen;
+    }
+    sk_decode_copy_reason(text, n, msg);
+}
+
+static _Noreturn void fail(j_common_ptr cinfo)
+{
+    struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
+    longjmp(f->jump, 1);
+}
+
+static _Noreturn void on_error_exit(j_common_ptr cinfo)
+{
+    struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
+    char text[JMSG_LENGTH_MAX];
+    library_message(cinfo, text, sizeof text);
+    switch (cinfo->err->msg_code) {
+    case JERR_BAD_PRECISION:
+        f->code = SHARD_EUNSUPPORTED;
+        snprintf(f->reason, sizeof f->reason, "unsupported: %d-bit JPEG",
+                 cinfo->err->msg_parm.i[0]);
+        break;
+    case JERR_SOF_UNSUPPORTED:      /* lossless, hierarchical */
+    case JERR_ARITH_NOTIMPL:
+    case JERR_CONVERSION_NOTIMPL:   /* e.g. 2-component images */
+    case JERR_NOTIMPL:
+    case JERR_IMAGE_TOO_BIG:        /* over libjpeg's 65500-pixel side */
+    case JERR_WIDTH_OVERFLOW:
+        f->code = SHARD_EUNSUPPORTED;
+        snprintf(f->reason, sizeof f->reason, "unsupported: %s", text);
+        break;
+    case JERR_NO_BACKING_STORE:
+        /* jmemnobs: the whole-image buffers of a progressive JPEG do not fit
+         * under max_memory_to_use and there is no temporary-file fallback. */
+        f->code = SHARD_ELIMIT;
+        snprintf(f->reason, sizeof f->reason, "JPEG needs more than --max-memory %llu bytes",
+                 (unsigned long long)f->max_memory);
+        break;
+    case JERR_OUT_OF_MEMORY:
+        f->code = SHARD_ENOMEM;
+        snprintf(f->reason, sizeof f->reason, "out of memory decoding JPEG (%s)", text);
+        break;
+    default:
+        f->code = SHARD_ECORRUPT;
+        snprintf(f->reason, sizeof f->reason, "corrupt JPEG: %s", text);
+        break;
+    }
+    fail(cinfo);
+}
+
+/* Level -1 is a warning (recoverable damage); higher levels are trace
+ * messages, which we ignore. */
+static void on_emit_message(j_common_ptr cinfo, int msg_level)
+{
+    if (msg_level >= 0)
+        return;
+    struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
+    f->code = SHARD_ECORRUPT;
+    if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
+        snprintf(f->reason, sizeof f->reason, "truncated JPEG");
+    } else {
+        char text[JMSG_LENGTH_MAX];
+        library_message(cinfo, text, sizeof text);
+        snprintf(f->reason, sizeof f->reason, "corrupt JPEG data: %s", text);
+    }
+    fail(cinfo);
+}
+
+/* The library never prints. */
+static void on_output_message(j_common_ptr cinfo)
+{
+    (void)cinfo;
+}
+
+static void on_progress(j_common_ptr cinfo)
+{
+    if (!cinfo->is_decompressor)
+        return;
+    j_decompress_ptr d = (j_decompress_ptr)cinfo;
+    if (d->input_scan_number > MAX_SCANS) {
+        struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
+        f->code = SHARD_ELIMIT;
+        snprintf(f->reason, sizeof f->reason, "progressive JPEG has more than %d scans",
+                 MAX_SCANS);
+        fail(cinfo);
+    }
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static uint32_t ceil_div(uint32_t a, uint32_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+unsigned sk_jpeg_scale_denom(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit)
+{
+    static const unsigned denominators[] = {8, 4, 2};
+    if (!target || !w || !h)
+        return 1;
+    uint32_t shorter = w < h ? w : h, longer = w < h ? h : w;
+    uint32_t side = fit == SHARD_FIT_LONG ? longer : shorter;
+    for (size_t i = 0; i < sizeof denominators / sizeof denominators[0]; i++)
+        if (ceil_div(side, denominators[i]) >= target)
+            return denominators[i];
+    return 1;
+}
+
+/* EXIF orientation from the first APP1 segment that holds EXIF. */
+static int find_orientation(j_decompress_ptr cinfo)
+{
+    for (jpeg_saved_marker_ptr m = cinfo->marker_list; m; m = m->next)
+        if (m->marker == EXIF_MARKER && m->data_length >= EXIF_HEADER_SIZE &&
+            memcmp(m->data, EXIF_HEADER, EXIF_HEADER_SIZE) == 0)
+            return sk_exif_orientation(m->data, m->data_length);
+    return SHARD_ORIENTATION_NORMAL;
+}
+
+/* a * b / 255, rounded to nearest, for a, b in 0..255. */
+static uint8_t mul255(unsigned a, unsigned b)
+{
+    unsigned t = a * b + 128;
+    return (uint8_t)((t + (t >> 8)) >> 8);
+}
+
+/* Naive CMYK -> RGB (no colour management): R = (255-C)(255-K)/255 ...
+ * Adobe applications store CMYK inverted (255 = no ink) and mark such files
+ * with an APP14 "Adobe" segment; without it the samples are ink amounts. */
+static void cmyk_row_to_rgb(const JSAMPLE *in, uint8_t *out, uint32_t width, int inverted)
+{
+    for (uint32_t x = 0; x < width; x++, in += CMYK_CHANNELS, out += RGB_CHANNELS) {
+        unsigned c = in[0], m = in[1], y = in[2], k = in[3];
+        if (!inverted) {
+            c = 255 - c;
+            m = 255 - m;
+            y = 255 - y;
+            k = 255 - k;
+        }
+        out[0] = mul255(c, k);
+        out[1] = mul255(m, k);
+        out[2] = mul255(y, k);
+    }
+}
+
+/* ---- decoding ------------------------------------------------------------------ */
+
+static int read_pixels(j_decompress_ptr cinfo, int cmyk, struct shard_image *out)
+{
+    if (cmyk) {
+        /* from libjpeg's image pool: freed by jpeg_destroy_decompress */
+        JSAMPARRAY row = (*cinfo->mem->alloc_sarray)((j_common_ptr)cinfo, JPOOL_IMAGE,
+                                                    cinfo->output_width * CMYK_CHANNELS, 1);
+        while (cinfo->output_scanline < cinfo->output_height) {
+            uint8_t *dst = out->pixels + (size_t)cinfo->output_scanline * out->stride;
+            if (jpeg_read_scanlines(cinfo, row, 1) != 1)
+                return SHARD_ECORRUPT;
+            cmyk_row_to_rgb(row[0], dst, cinfo->output_width, cinfo->saw_Adobe_marker);
+        }
+        return SHARD_OK;
+    }
+    while (cinfo->output_scanline < cinfo->output_height) {
+        JSAMPROW rows[ROWS_PER_READ];
+        JDIMENSION first = cinfo->output_scanline;
+        JDIMENSION n = cinfo->output_height - first;
+        if (n > ROWS_PER_READ)
+            n = ROWS_PER_READ;
+        for (JDIMENSION i = 0; i < n; i++)
+            rows[i] = out->pixels + (size_t)(first + i) * out->stride;
+        if (jpeg_read_scanlines(cinfo, rows, n) == 0)
+            return SHARD_ECORRUPT;  /* cannot happen with a memory source */
+    }
+    return SHARD_OK;
+}
+
+static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t len,
+                          const struct shard_decode_options *o, struct shard_image *out,
+                          int *orientation, uint32_t *source_w, uint32_t *source_h,
+                          struct shard_err *err)
+{
+    j_decompress_ptr cinfo = &s->cinfo;
+    if (setjmp(s->failure.jump))
+        return shard_err_set(err, s->failure.code, "%s", s->failure.reason);
+
+    jpeg_create_decompress(cinfo);
+    if (o->max_memory)
+        cinfo->mem->max_memory_to_use = o->max_memory > LONG_MAX ? LONG_MAX : (long)o->max_memory;
+    s->progress.progress_monitor = on_progress;
+    cinfo->progress = &s->progress;
+    jpeg_mem_src(cinfo, data, (unsigned long)len);
+    /* APP14 "Adobe" needs no saving: libjpeg always parses it and sets
+     * saw_Adobe_marker. */
+    jpeg_save_markers(cinfo, EXIF_MARKER, MARKER_LENGTH_MAX);
+
+    if (jpeg_read_header(cinfo, TRUE) != JPEG_HEADER_OK)
+        return shard_err_set(err, SHARD_ECORRUPT, "corrupt JPEG: no image, only tables");
+    int rc = sk_decode_check_pixels(cinfo->image_width, cinfo->image_height, o, err);
+    if (rc)
+        return rc;
+    *orientation = find_orientation(cinfo);
+    *source_w = cinfo->image_width;
+    *source_h = cinfo->image_height;
+
+    int cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
+    /* libjpeg-turbo converts YCbCr, RGB and grayscale to RGB itself; for
+     * CMYK/YCCK it only goes as far as CMYK. */
+    cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
+    cinfo->dct_method = DCT_METHOD;
+    cinfo->do_fancy_upsampling = FANCY_UPSAMPLING;
+    cinfo->scale_num = 1;
+    cinfo->scale_denom =
+        sk_jpeg_scale_denom(cinfo->image_width, cinfo->image_height, o->target, o->fit);
+
+    jpeg_start_decompress(cinfo);
+    if (cinfo->output_components != (cmyk ? CMYK_CHANNELS : RGB_CHANNELS))
+        return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: JPEG with %d components",
+                             cinfo->num_components);
+    rc = shard_image_alloc(out, cinfo->output_width, cinfo->output_height, RGB_CHANNELS, err);
+    if (rc)
+        return rc;
+    if (read_pixels(cinfo, cmyk, out))
+        return shard_err_set(err, SHARD_ECORRUPT, "corrupt JPEG: decoder returned no rows");
+    /* reads up to EOI, so damage after the last row is still reported */
+    jpeg_finish_decompress(cinfo);
+    return SHARD_OK;
+}
+
+int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                      struct shard_image *out, int *orientation, uint32_t *source_w,
+                      uint32_t *source_h, struct shard_err *err)
+{
+    if (len > ULONG_MAX)  /* jpeg_mem_src takes an unsigned long */
+        return shard_err_set(err, SHARD_ELIMIT, "JPEG of %zu bytes is too large", len);
+    struct jpeg_session s;
+    memset(&s, 0, sizeof s);
+    s.cinfo.err = jpeg_std_error(&s.failure.mgr);
+    s.failure.mgr.error_exit = on_error_exit;
+    s.failure.mgr.emit_message = on_emit_message;
+    s.failure.mgr.output_message = on_output_message;
+    s.failure.max_memory = o->max_memory;
+    *orientation = SHARD_ORIENTATION_NORMAL;
+
+    int rc = decode_guarded(&s, data, len, o, out, orientation, source_w, source_h, err);
+    /* safe also when jpeg_create_decompress failed half-way: it zeroes the
+     * struct first and destroy skips a NULL memory manager */
+    jpeg_destroy_decompress(&s.cinfo);
+    return rc;
+}

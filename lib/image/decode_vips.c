@@ -1,0 +1,179 @@
+/* decode_vips.c - WebP, TIFF and GIF to 8-bit RGB through libvips 8.14.
+ *
+ * Each format goes to its own loader (the one our sniffer chose, not
+ * whatever libvips would guess), opened with fail_on=error so truncation and
+ * decoder errors fail instead of giving a partly grey image.  Only the header
+ * is read at first, so the size is checked against max_pixels before any
+ * pixel is decoded.  Then: EXIF autorotation, conversion to sRGB, alpha
+ * flattened onto the background, 8-bit, the first 3 bands; GIF and TIFF give
+ * their first frame/page only (the loaders' default).
+ *
+ * Error text: libvips keeps one process-wide error buffer.  Under OpenMP,
+ * another thread's failure can land in it between our failure and our read,
+ * so its text could name the wrong image; our reasons therefore say only
+ * which stage failed, and we clear the buffer so it does not grow stale.
+ *
+ * The libvips process setup (shard_vips_init) runs once, under pthread_once:
+ * untrusted loaders blocked (ImageMagick, and with it BMP), no libvips
+ * worker threads (we run inside OpenMP workers), operation cache off.
+ */
+#include "image/decode_internal.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include <vips/vips.h>
+
+#define RGB_CHANNELS 3
+#define MAX_ALPHA_8BIT 255.0
+/* Intermediate images of one decode, all owned by one context object. */
+enum step { STEP_LOAD, STEP_ROTATE, STEP_SRGB, STEP_UCHAR, STEP_FLAT, STEP_BANDS, STEP_COUNT };
+
+static pthread_once_t vips_once = PTHREAD_ONCE_INIT;
+static int vips_ready;  /* written only inside vips_once */
+
+/* The library never prints: libvips (and libtiff, libwebp through it) report
+ * damaged input as GLib warnings on stderr, while our caller already gets the
+ * failure with its reason. */
+static void drop_log(const gchar *domain, GLogLevelFlags level, const gchar *message,
+                     gpointer user)
+{
+    (void)domain, (void)level, (void)message, (void)user;
+}
+
+static void start_vips(void)
+{
+    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO |
+                      G_LOG_LEVEL_DEBUG, drop_log, NULL);
+    if (VIPS_INIT("shardkit"))
+        return;
+    vips_block_untrusted_set(TRUE);
+    vips_concurrency_set(1);
+    vips_cache_set_max(0);
+    vips_ready = 1;
+}
+
+int shard_vips_init(struct shard_err *err)
+{
+    pthread_once(&vips_once, start_vips);
+    if (!vips_ready) {
+        vips_error_clear();
+        return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: libvips cannot start");
+    }
+    return SHARD_OK;
+}
+
+/* Open the loader for `format`; reads the header only. */
+static int load_header(enum shard_image_format format, const uint8_t *data, size_t len,
+                       VipsImage **out)
+{
+    /* The loaders read the buffer and never write it; their API is not const. */
+    void *buf = (void *)data;
+    switch (format) {
+    case SHARD_FORMAT_WEBP:
+        return vips_webpload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+    case SHARD_FORMAT_TIFF:
+        return vips_tiffload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+    case SHARD_FORMAT_GIF:
+        return vips_gifload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+    default:
+        return -1;
+    }
+}
+
+static int flatten(VipsImage *in, VipsImage **out, const uint8_t background[3])
+{
+    VipsArrayDouble *bg = vips_array_double_newv(3, (double)background[0],
+                                                 (double)background[1], (double)background[2]);
+    int rc = vips_flatten(in, out, "background", bg, "max_alpha", MAX_ALPHA_8BIT, NULL);
+    vips_area_unref(VIPS_AREA(bg));
+    return rc;
+}
+
+/* The libvips pipeline from the header to 8-bit sRGB without alpha.
+ * t[] is owned by the caller's context.  0 or -1 (libvips error). */
+static int to_rgb8(VipsImage **t, const uint8_t background[3], VipsImage **result)
+{
+    VipsImage *cur = t[STEP_LOAD];
+    if (vips_autorot(cur, &t[STEP_ROTATE], NULL))
+        return -1;
+    cur = t[STEP_ROTATE];
+    if (vips_image_get_interpretation(cur) != VIPS_INTERPRETATION_sRGB) {
+        if (vips_colourspace(cur, &t[STEP_SRGB], VIPS_INTERPRETATION_sRGB, NULL))
+            return -1;
+        cur = t[STEP_SRGB];
+    }
+    if (vips_image_get_format(cur) != VIPS_FORMAT_UCHAR) {
+        if (vips_cast_uchar(cur, &t[STEP_UCHAR], NULL))
+            return -1;
+        cur = t[STEP_UCHAR];
+    }
+    if (vips_image_hasalpha(cur)) {
+        if (flatten(cur, &t[STEP_FLAT], background))
+            return -1;
+        cur = t[STEP_FLAT];
+    }
+    if (vips_image_get_bands(cur) != RGB_CHANNELS || vips_image_get_format(cur) != VIPS_FORMAT_UCHAR) {
+        VipsImage *bands;
+        if (vips_extract_band(cur, &bands, 0, "n", RGB_CHANNELS, NULL))
+            return -1;
+        int rc = vips_cast_uchar(bands, &t[STEP_BANDS], NULL);
+        g_object_unref(bands);
+        if (rc)
+            return -1;
+        cur = t[STEP_BANDS];
+    }
+    *result = cur;
+    return 0;
+}
+
+static int decode_with(VipsImage *context, enum shard_image_format format, const uint8_t *data,
+                       size_t len, const struct shard_decode_options *o, struct shard_image *out,
+                       struct shard_err *err)
+{
+    const char *label = sk_format_label(format);
+    VipsImage **t = (VipsImage **)vips_object_local_array(VIPS_OBJECT(context), STEP_COUNT);
+    if (load_header(format, data, len, &t[STEP_LOAD]))
+        return shard_err_set(err, SHARD_ECORRUPT, "corrupt %s: cannot read the header", label);
+    int rc = sk_decode_check_pixels((uint32_t)vips_image_get_width(t[STEP_LOAD]),
+                                       (uint32_t)vips_image_get_height(t[STEP_LOAD]), o, err);
+    if (rc)
+        return rc;
+
+    VipsImage *rgb;
+    if (to_rgb8(t, o->background, &rgb))
+        return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: %s colour layout", label);
+    uint32_t w = (uint32_t)vips_image_get_width(rgb), h = (uint32_t)vips_image_get_height(rgb);
+    rc = shard_image_alloc(out, w, h, RGB_CHANNELS, err);
+    if (rc)
+        return rc;
+    /* the pixels are decoded here */
+    size_t size = 0;
+    void *pixels = vips_image_write_to_memory(rgb, &size);
+    if (!pixels)
+        return shard_err_set(err, SHARD_ECORRUPT, "corrupt %s: cannot decode the pixels", label);
+    if (size != (size_t)h * out->stride) {
+        g_free(pixels);
+        return shard_err_set(err, SHARD_ECORRUPT, "corrupt %s: unexpected pixel count", label);
+    }
+    memcpy(out->pixels, pixels, size);
+    g_free(pixels);
+    return SHARD_OK;
+}
+
+int sk_decode_vips(enum shard_image_format format, const uint8_t *data, size_t len,
+                      const struct shard_decode_options *o, struct shard_image *out,
+                      struct shard_err *err)
+{
+    int rc = shard_vips_init(err);
+    if (rc)
+        return rc;
+    VipsImage *context = vips_image_new();
+    if (!context)
+        return shard_err_set(err, SHARD_ENOMEM, "cannot create a libvips image");
+    rc = decode_with(context, format, data, len, o, out, err);
+    g_object_unref(context);
+    if (rc)
+        vips_error_clear();
+    return rc;
+}

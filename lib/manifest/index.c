@@ -1,0 +1,240 @@
+/* index.c - the per-sample index: one JSON object per line (see shardkit/manifest.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <xxhash.h>
+
+#include "util/jsonkey.h"
+#include "shardkit/format.h"
+#include "shardkit/manifest.h"
+
+#define LINE_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
+/* A longer line cannot come from us: keys are at most SHARD_KEY_MAX bytes. */
+#define LINE_MAX_BYTES (64u * 1024)
+
+static int append_json(json_t *o, struct shard_buf *out, struct shard_err *err)
+{
+    char *text = json_dumps(o, LINE_FLAGS);
+    if (!text)
+        return shard_err_set(err, SHARD_ENOMEM, "cannot serialise an index line");
+    int rc = shard_buf_append(out, text, strlen(text), err);
+    if (!rc)
+        rc = shard_buf_append(out, "\n", 1, err);
+    free(text);
+    return rc;
+}
+
+int shard_sample_line(const struct shard_sample *s, struct shard_buf *out, struct shard_err *err)
+{
+    json_t *o = json_object();
+    if (!o)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc = sk_jsonkey_set(o, s->key, s->key_len, err);
+    if (!rc) {
+        int bad = json_object_set_new(o, "label", s->label >= 0 ? json_integer(s->label)
+                                                                : json_null());
+        bad |= sk_jsonkey_set_uint(o, "shard", s->shard);
+        bad |= sk_jsonkey_set_uint(o, "record", s->record);
+        bad |= sk_jsonkey_set_uint(o, "width", s->width);
+        bad |= sk_jsonkey_set_uint(o, "height", s->height);
+        bad |= sk_jsonkey_set_uint(o, "source_bytes", s->source_bytes);
+        bad |= sk_jsonkey_set_hex64(o, "source_xxh3", s->source_xxh3);
+        rc = bad ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : append_json(o, out, err);
+    }
+    json_decref(o);
+    return rc;
+}
+
+int shard_reject_line(const struct shard_reject *r, struct shard_buf *out, struct shard_err *err)
+{
+    json_t *o = json_object();
+    if (!o)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc = sk_jsonkey_set(o, r->key, r->key_len, err);
+    if (!rc) {
+        int bad = json_object_set_new(o, "reason", json_string(r->reason ? r->reason : ""));
+        if (r->has_source) {
+            bad |= sk_jsonkey_set_uint(o, "source_bytes", r->source_bytes);
+            bad |= sk_jsonkey_set_hex64(o, "source_xxh3", r->source_xxh3);
+        }
+        rc = bad ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : append_json(o, out, err);
+    }
+    json_decref(o);
+    return rc;
+}
+
+void shard_sample_release(struct shard_sample *s)
+{
+    if (!s)
+        return;
+    free(s->key);
+    memset(s, 0, sizeof *s);
+}
+
+static int parse_sample(const json_t *o, struct shard_sample *s, struct shard_err *err)
+{
+    uint64_t shard, width, height;
+    const json_t *label = json_object_get(o, "label");
+    if (json_is_null(label))
+        s->label = SHARD_NO_LABEL;
+    else if (json_is_integer(label) && json_integer_value(label) >= 0 &&
+             json_integer_value(label) <= INT32_MAX)
+        s->label = (int32_t)json_integer_value(label);
+    else
+        return shard_err_set(err, SHARD_ECORRUPT, "\"label\" is not null or a label number");
+    if (sk_jsonkey_uint(o, "shard", &shard, err) || sk_jsonkey_uint(o, "record", &s->record, err) ||
+        sk_jsonkey_uint(o, "width", &width, err) || sk_jsonkey_uint(o, "height", &height, err) ||
+        sk_jsonkey_uint(o, "source_bytes", &s->source_bytes, err) ||
+        sk_jsonkey_hex64(o, "source_xxh3", &s->source_xxh3, err))
+        return SHARD_ECORRUPT;
+    if (shard > UINT32_MAX || width == 0 || width > UINT32_MAX || height == 0 ||
+        height > UINT32_MAX)
+        return shard_err_set(err, SHARD_ECORRUPT, "shard, width or height out of range");
+    s->shard = (uint32_t)shard;
+    s->width = (uint32_t)width;
+    s->height = (uint32_t)height;
+    return sk_jsonkey_get(o, &s->key, &s->key_len, err);
+}
+
+static int parse_reject(const json_t *o, struct shard_reject *r, struct shard_err *err)
+{
+    const json_t *reason = json_object_get(o, "reason");
+    if (!json_is_string(reason))
+        return shard_err_set(err, SHARD_ECORRUPT, "\"reason\" is not a string");
+    if (json_object_get(o, "source_xxh3")) {
+        r->has_source = 1;
+        if (sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err) ||
+            sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err))
+            return SHARD_ECORRUPT;
+    }
+    if (!(r->reason = strdup(json_string_value(reason))))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return sk_jsonkey_get(o, &r->key, &r->key_len, err);
+}
+
+int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
+                     struct shard_reject *r, struct shard_err *err)
+{
+    memset(s, 0, sizeof *s);
+    memset(r, 0, sizeof *r);
+    json_error_t jerr;
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return shard_err_set(err, SHARD_ECORRUPT, "not a JSON object: %s",
+                             o ? "wrong type" : jerr.text);
+    }
+    int rc;
+    if (json_object_get(o, "reason")) {
+        rc = parse_reject(o, r, err);
+        if (rc)
+            shard_reject_release(r);
+        else
+            rc = 2;
+    } else {
+        rc = parse_sample(o, s, err);
+        if (rc)
+            shard_sample_release(s);
+        else
+            rc = 1;
+    }
+    json_decref(o);
+    return rc;
+}
+
+struct shard_index_reader {
+    FILE *f;
+    char *path;
+    char *line;
+    size_t line_cap;
+    uint64_t line_no;
+    uint64_t bytes;
+    XXH3_state_t *hash;
+    struct shard_sample current;
+};
+
+int shard_index_reader_open(struct shard_index_reader **out, const char *path,
+                            struct shard_err *err)
+{
+    *out = NULL;
+    struct shard_index_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(path)) || !(r->hash = XXH3_createState())) {
+        shard_index_reader_close(r);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    XXH3_64bits_reset(r->hash);
+    r->f = fopen(path, "rbe");
+    if (!r->f) {
+        int e = errno;
+        shard_index_reader_close(r);
+        return shard_err_errno(err, e == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, e,
+                               "cannot open '%s'", path);
+    }
+    *out = r;
+    return SHARD_OK;
+}
+
+int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
+                            struct shard_err *err)
+{
+    shard_sample_release(&r->current);
+    memset(s, 0, sizeof *s);
+    /* read at most one line's worth: a hostile index cannot make us
+     * allocate more than LINE_MAX_BYTES for one line */
+    if (!r->line) {
+        r->line_cap = LINE_MAX_BYTES + 2;
+        if (!(r->line = malloc(r->line_cap)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    errno = 0;
+    if (!fgets(r->line, (int)r->line_cap, r->f)) {
+        if (ferror(r->f))
+            return shard_err_errno(err, SHARD_EIO, errno, "cannot read '%s'", r->path);
+        return 0;
+    }
+    size_t n = strlen(r->line);  /* a NUL inside the line shortens it: then it is corrupt */
+    r->line_no++;
+    XXH3_64bits_update(r->hash, r->line, n);
+    r->bytes += (uint64_t)n;
+    if (n == 0 || r->line[n - 1] != '\n' || n > LINE_MAX_BYTES)
+        return shard_err_set(err, SHARD_ECORRUPT, "'%s' line %llu is cut short or too long",
+                             r->path, (unsigned long long)r->line_no);
+    struct shard_reject rej;
+    int rc = shard_line_parse(r->line, n - 1, &r->current, &rej, err);
+    if (rc == 2) {
+        shard_reject_release(&rej);
+        return shard_err_set(err, SHARD_ECORRUPT, "'%s' line %llu is not a sample", r->path,
+                             (unsigned long long)r->line_no);
+    }
+    if (rc < 0)
+        return shard_err_prefix(err, "'%s' line %llu", r->path,
+                                (unsigned long long)r->line_no);
+    *s = r->current;
+    return 1;
+}
+
+uint64_t shard_index_reader_bytes(const struct shard_index_reader *r)
+{
+    return r->bytes;
+}
+
+uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r)
+{
+    return XXH3_64bits_digest(r->hash);
+}
+
+void shard_index_reader_close(struct shard_index_reader *r)
+{
+    if (!r)
+        return;
+    if (r->f)
+        fclose(r->f);
+    shard_sample_release(&r->current);
+    XXH3_freeState(r->hash);
+    free(r->line);
+    free(r->path);
+    free(r);
+}

@@ -1,0 +1,468 @@
+/* manifest.c - manifest.json: the dataset's description (see shardkit/manifest.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "util/fsutil.h"
+#include "util/jsonkey.h"
+#include "shardkit/format.h"
+#include "shardkit/manifest.h"
+
+#define DEFAULT_SIZE 512
+#define DEFAULT_QUALITY 90
+#define DEFAULT_ZSTD_LEVEL 3
+#define DEFAULT_SHARD_SIZE (256ull << 20)
+#define DEFAULT_MAX_PIXELS 100000000ull
+#define DEFAULT_MAX_FILE_BYTES (1ull << 30)
+#define DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+
+void shard_config_init(struct shard_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->size = DEFAULT_SIZE;
+    c->fit = SHARD_FIT_SHORT;
+    c->upscale = 1;
+    c->codec = SHARD_CODEC_JPEG;
+    c->quality = DEFAULT_QUALITY;
+    c->zstd_level = DEFAULT_ZSTD_LEVEL;
+    c->shard_size = DEFAULT_SHARD_SIZE;
+    c->shuffle = 1;
+    c->max_pixels = DEFAULT_MAX_PIXELS;
+    c->max_file_bytes = DEFAULT_MAX_FILE_BYTES;
+    c->background[0] = c->background[1] = c->background[2] = 255;
+}
+
+void shard_config_release(struct shard_config *c)
+{
+    if (!c)
+        return;
+    free(c->labels);
+    c->labels = NULL;
+}
+
+static json_t *config_to_json(const struct shard_config *c)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    int bad = 0;
+    bad |= json_object_set_new(o, "size", json_integer(c->size));
+    bad |= json_object_set_new(o, "fit", json_string(shard_fit_name(c->fit)));
+    bad |= json_object_set_new(o, "upscale", json_boolean(c->upscale));
+    bad |= json_object_set_new(o, "codec", json_string(shard_codec_name(c->codec)));
+    bad |= json_object_set_new(o, "quality", json_integer(c->quality));
+    bad |= json_object_set_new(o, "zstd_level", json_integer(c->zstd_level));
+    bad |= sk_jsonkey_set_uint(o, "shard_size", c->shard_size);
+    bad |= json_object_set_new(o, "labels", json_string(c->labels ? c->labels : "dir"));
+    bad |= json_object_set_new(o, "shuffle", json_boolean(c->shuffle));
+    /* seeds are 64-bit: a string keeps every value exact in any JSON reader */
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->shuffle_seed);
+    bad |= json_object_set_new(o, "shuffle_seed", json_string(seed));
+    bad |= sk_jsonkey_set_uint(o, "max_pixels", c->max_pixels);
+    bad |= sk_jsonkey_set_uint(o, "max_file_bytes", c->max_file_bytes);
+    bad |= json_object_set_new(o, "background", json_pack("[iii]", c->background[0],
+                                                          c->background[1], c->background[2]));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int shard_config_dump(const struct shard_config *c, char **out, struct shard_err *err)
+{
+    json_t *o = config_to_json(c);
+    *out = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "cannot serialise the config");
+}
+
+static json_t *reject_to_json(const struct shard_reject *r, struct shard_err *err)
+{
+    json_t *o = json_object();
+    if (!o || sk_jsonkey_set(o, r->key, r->key_len, err) ||
+        json_object_set_new(o, "reason", json_string(r->reason ? r->reason : "")) ||
+        (r->has_source && (sk_jsonkey_set_uint(o, "source_bytes", r->source_bytes) ||
+                           sk_jsonkey_set_hex64(o, "source_xxh3", r->source_xxh3)))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err *err)
+{
+    json_t *root = json_object(), *counts = json_object(), *by_label = json_object();
+    json_t *labels = json_array(), *shards = json_array(), *rejected = json_array();
+    json_t *index = json_object(), *source = json_object(), *config = config_to_json(&m->config);
+    int bad = !root || !counts || !by_label || !labels || !shards || !rejected || !index ||
+              !source || !config;
+    if (bad)
+        goto fail;
+    bad |= json_object_set_new(root, "format", json_string(SHARD_MANIFEST_FORMAT));
+    bad |= json_object_set_new(root, "version", json_integer(SHARD_MANIFEST_VERSION));
+    bad |= json_object_set_new(root, "config", config);
+    config = NULL;
+    bad |= json_object_set_new(source, "kind", json_string(m->source_kind ? m->source_kind
+                                                                         : "directory"));
+    bad |= json_object_set_new(root, "source", source);
+    source = NULL;
+    for (uint32_t i = 0; i < m->label_count; i++) {
+        bad |= json_array_append_new(labels, json_string(m->labels[i]));
+        bad |= sk_jsonkey_set_uint(by_label, m->labels[i], m->label_samples[i]);
+    }
+    bad |= sk_jsonkey_set_uint(counts, "samples", m->samples);
+    bad |= sk_jsonkey_set_uint(counts, "rejected", m->rejected);
+    bad |= sk_jsonkey_set_uint(counts, "ignored", m->ignored);
+    bad |= sk_jsonkey_set_uint(counts, "unlabeled", m->unlabeled);
+    bad |= json_object_set_new(counts, "by_label", by_label);
+    by_label = NULL;
+    bad |= json_object_set_new(root, "counts", counts);
+    counts = NULL;
+    bad |= json_object_set_new(root, "labels", labels);
+    labels = NULL;
+    for (uint32_t i = 0; i < m->shard_count; i++) {
+        const struct shard_manifest_shard *s = &m->shards[i];
+        json_t *o = json_object();
+        bad |= !o || json_object_set_new(o, "file", json_string(s->file));
+        bad |= sk_jsonkey_set_uint(o, "samples", s->samples);
+        bad |= sk_jsonkey_set_uint(o, "bytes", s->bytes);
+        bad |= sk_jsonkey_set_hex64(o, "xxh3", s->xxh3);
+        bad |= json_array_append_new(shards, o);
+    }
+    bad |= json_object_set_new(root, "shards", shards);
+    shards = NULL;
+    bad |= json_object_set_new(index, "file", json_string(m->index_file ? m->index_file
+                                                                        : SHARD_INDEX_FILE));
+    bad |= sk_jsonkey_set_uint(index, "entries", m->index_entries);
+    bad |= sk_jsonkey_set_uint(index, "bytes", m->index_bytes);
+    bad |= sk_jsonkey_set_hex64(index, "xxh3", m->index_xxh3);
+    bad |= json_object_set_new(root, "index", index);
+    index = NULL;
+    for (uint64_t i = 0; i < m->reject_count && !bad; i++) {
+        json_t *o = reject_to_json(&m->rejects[i], err);
+        bad |= !o || json_array_append_new(rejected, o);
+    }
+    bad |= json_object_set_new(root, "rejected", rejected);
+    rejected = NULL;
+    if (!bad)
+        return root;
+fail:
+    json_decref(root);
+    json_decref(counts);
+    json_decref(by_label);
+    json_decref(labels);
+    json_decref(shards);
+    json_decref(rejected);
+    json_decref(index);
+    json_decref(source);
+    json_decref(config);
+    shard_err_set(err, SHARD_ENOMEM, "cannot build the manifest");
+    return NULL;
+}
+
+int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard_err *err)
+{
+    *out = NULL;
+    json_t *root = manifest_to_json(m, err);
+    if (!root)
+        return err ? err->code : SHARD_ENOMEM;
+    char *text = json_dumps(root, DUMP_FLAGS);
+    json_decref(root);
+    if (!text)
+        return shard_err_set(err, SHARD_ENOMEM, "cannot serialise the manifest");
+    /* end with a newline like any text file */
+    size_t n = strlen(text);
+    char *t = realloc(text, n + 2);
+    if (!t) {
+        free(text);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    t[n] = '\n';
+    t[n + 1] = '\0';
+    *out = t;
+    return SHARD_OK;
+}
+
+int shard_manifest_write(const char *dir, const struct shard_manifest *m, struct shard_err *err)
+{
+    char *text;
+    int rc = shard_manifest_dump(m, &text, err);
+    if (rc)
+        return rc;
+    rc = sk_fs_write_atomic(dir, SHARD_MANIFEST_FILE, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
+void shard_reject_release(struct shard_reject *r)
+{
+    if (!r)
+        return;
+    free(r->key);
+    free(r->reason);
+    memset(r, 0, sizeof *r);
+}
+
+void shard_manifest_release(struct shard_manifest *m)
+{
+    if (!m)
+        return;
+    shard_config_release(&m->config);
+    free(m->source_kind);
+    for (uint32_t i = 0; i < m->label_count; i++)
+        free(m->labels[i]);
+    free(m->labels);
+    free(m->label_samples);
+    for (uint32_t i = 0; i < m->shard_count; i++)
+        free(m->shards[i].file);
+    free(m->shards);
+    for (uint64_t i = 0; i < m->reject_count; i++)
+        shard_reject_release(&m->rejects[i]);
+    free(m->rejects);
+    free(m->index_file);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+static int bad_field(struct shard_err *err, const char *what)
+{
+    return shard_err_set(err, SHARD_ECORRUPT, "manifest: %s", what);
+}
+
+/* A file name in DST: plain, no directories, no dot files. */
+static int plain_name(const char *s)
+{
+    return s[0] && s[0] != '.' && !strchr(s, '/');
+}
+
+static int get_string(const json_t *o, const char *field, char **out)
+{
+    const json_t *v = json_object_get(o, field);
+    if (!json_is_string(v))
+        return -1;
+    *out = strdup(json_string_value(v));
+    return *out ? 0 : -1;
+}
+
+static int config_from_json(const json_t *o, struct shard_config *c, struct shard_err *err)
+{
+    shard_config_init(c);
+    const char *fit = NULL, *codec = NULL, *labels = NULL, *seed = NULL;
+    int upscale = 0, shuffle = 0, bg0 = 0, bg1 = 0, bg2 = 0;
+    json_int_t size = 0, quality = 0, level = 0, shard_size = 0, max_pixels = 0,
+               max_file_bytes = 0;
+    json_error_t jerr;
+    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
+                       "{s:I, s:s, s:b, s:s, s:I, s:I, s:I, s:s, s:b, s:s, s:I, s:I, s:[iii]}",
+                       "size", &size, "fit", &fit, "upscale", &upscale, "codec", &codec,
+                       "quality", &quality, "zstd_level", &level, "shard_size", &shard_size,
+                       "labels", &labels, "shuffle", &shuffle, "shuffle_seed", &seed,
+                       "max_pixels", &max_pixels, "max_file_bytes", &max_file_bytes,
+                       "background", &bg0, &bg1, &bg2) != 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config: %s", jerr.text);
+    char *end = NULL;
+    unsigned long long s = strtoull(seed, &end, 10);
+    if (size <= 0 || size > UINT32_MAX || shard_fit_parse(fit, &c->fit) ||
+        shard_codec_parse(codec, &c->codec) || quality < 1 || quality > 100 ||
+        level < SHARD_ZSTD_LEVEL_MIN || level > 22 || level == 0 || shard_size <= 0 || max_pixels < 0 || max_file_bytes < 0 || !*seed ||
+        *end || bg0 < 0 || bg0 > 255 || bg1 < 0 || bg1 > 255 || bg2 < 0 || bg2 > 255)
+        return bad_field(err, "config has an out-of-range value");
+    c->size = (uint32_t)size;
+    c->upscale = upscale;
+    c->quality = (int)quality;
+    c->zstd_level = (int)level;
+    c->shard_size = (uint64_t)shard_size;
+    c->labels = strdup(labels);
+    c->shuffle = shuffle;
+    c->shuffle_seed = s;
+    c->max_pixels = (uint64_t)max_pixels;
+    c->max_file_bytes = (uint64_t)max_file_bytes;
+    c->background[0] = (uint8_t)bg0;
+    c->background[1] = (uint8_t)bg1;
+    c->background[2] = (uint8_t)bg2;
+    return c->labels ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+}
+
+static int load_labels(const json_t *root, const json_t *counts, struct shard_manifest *m,
+                       struct shard_err *err)
+{
+    const json_t *labels = json_object_get(root, "labels");
+    const json_t *by_label = json_object_get(counts, "by_label");
+    if (!json_is_array(labels) || !json_is_object(by_label))
+        return bad_field(err, "\"labels\" or \"counts.by_label\" missing");
+    size_t n = json_array_size(labels);
+    if (n > INT32_MAX || json_object_size(by_label) != n)
+        return bad_field(err, "\"counts.by_label\" does not list every label once");
+    m->labels = calloc(n ? n : 1, sizeof *m->labels);
+    m->label_samples = calloc(n ? n : 1, sizeof *m->label_samples);
+    if (!m->labels || !m->label_samples)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_array_get(labels, i);
+        if (!json_is_string(v))
+            return bad_field(err, "a label is not a string");
+        if (!(m->labels[i] = strdup(json_string_value(v))))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        m->label_count = (uint32_t)(i + 1);
+        if (i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0)
+            return bad_field(err, "\"labels\" are not sorted and unique");
+        if (sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], err))
+            return shard_err_prefix(err, "manifest: counts.by_label");
+        sum += m->label_samples[i];
+    }
+    if (sum + m->unlabeled != m->samples)
+        return bad_field(err, "counts.by_label plus counts.unlabeled differ from counts.samples");
+    return SHARD_OK;
+}
+
+static int load_shards(const json_t *root, struct shard_manifest *m, struct shard_err *err)
+{
+    const json_t *shards = json_object_get(root, "shards");
+    if (!json_is_array(shards))
+        return bad_field(err, "\"shards\" missing");
+    size_t n = json_array_size(shards);
+    if (n > UINT32_MAX)
+        return bad_field(err, "too many shards");
+    m->shards = calloc(n ? n : 1, sizeof *m->shards);
+    if (!m->shards)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(shards, i);
+        struct shard_manifest_shard *s = &m->shards[i];
+        m->shard_count = (uint32_t)(i + 1);
+        if (!json_is_object(o) || get_string(o, "file", &s->file) || !plain_name(s->file))
+            return shard_err_set(err, SHARD_ECORRUPT, "manifest: shards[%zu].file is bad", i);
+        if (sk_jsonkey_uint(o, "samples", &s->samples, err) ||
+            sk_jsonkey_uint(o, "bytes", &s->bytes, err) || sk_jsonkey_hex64(o, "xxh3", &s->xxh3, err))
+            return shard_err_prefix(err, "manifest: shards[%zu]", i);
+        sum += s->samples;
+    }
+    if (sum != m->samples)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: shards hold %llu samples, counts.samples is %llu",
+                             (unsigned long long)sum, (unsigned long long)m->samples);
+    return SHARD_OK;
+}
+
+static int load_rejects(const json_t *root, struct shard_manifest *m, struct shard_err *err)
+{
+    const json_t *rejected = json_object_get(root, "rejected");
+    if (!json_is_array(rejected))
+        return bad_field(err, "\"rejected\" missing");
+    size_t n = json_array_size(rejected);
+    m->rejects = calloc(n ? n : 1, sizeof *m->rejects);
+    if (!m->rejects)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(rejected, i);
+        struct shard_reject *r = &m->rejects[i];
+        m->reject_count = i + 1;
+        if (!json_is_object(o) || sk_jsonkey_get(o, &r->key, &r->key_len, err) ||
+            get_string(o, "reason", &r->reason))
+            return shard_err_set(err, SHARD_ECORRUPT, "manifest: rejected[%zu] is bad", i);
+        if (json_object_get(o, "source_xxh3")) {
+            r->has_source = 1;
+            if (sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err) ||
+                sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err))
+                return shard_err_prefix(err, "manifest: rejected[%zu]", i);
+        }
+    }
+    if (n != m->rejected)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: %zu rejects listed, counts.rejected is %llu", n,
+                             (unsigned long long)m->rejected);
+    return SHARD_OK;
+}
+
+static int manifest_from_json(const json_t *root, struct shard_manifest *m,
+                              struct shard_err *err)
+{
+    if (!json_is_object(root))
+        return bad_field(err, "not a JSON object");
+    const json_t *format = json_object_get(root, "format");
+    if (!json_is_string(format) || strcmp(json_string_value(format), SHARD_MANIFEST_FORMAT))
+        return bad_field(err, "\"format\" is not \"" SHARD_MANIFEST_FORMAT "\"");
+    const json_t *version = json_object_get(root, "version");
+    if (!json_is_integer(version) || json_integer_value(version) != SHARD_MANIFEST_VERSION)
+        return shard_err_set(err, SHARD_EUNSUPPORTED, "manifest: unsupported version");
+    const json_t *config = json_object_get(root, "config");
+    if (!json_is_object(config))
+        return bad_field(err, "\"config\" missing");
+    int rc = config_from_json(config, &m->config, err);
+    if (rc)
+        return rc;
+    const json_t *source = json_object_get(root, "source");
+    if (!json_is_object(source) || get_string(source, "kind", &m->source_kind))
+        return bad_field(err, "\"source.kind\" missing");
+    const json_t *counts = json_object_get(root, "counts");
+    if (!json_is_object(counts))
+        return bad_field(err, "\"counts\" missing");
+    if (sk_jsonkey_uint(counts, "samples", &m->samples, err) ||
+        sk_jsonkey_uint(counts, "rejected", &m->rejected, err) ||
+        sk_jsonkey_uint(counts, "ignored", &m->ignored, err) ||
+        sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err))
+        return shard_err_prefix(err, "manifest: counts");
+    if ((rc = load_labels(root, counts, m, err)) || (rc = load_shards(root, m, err)) ||
+        (rc = load_rejects(root, m, err)))
+        return rc;
+    const json_t *index = json_object_get(root, "index");
+    if (!json_is_object(index) || get_string(index, "file", &m->index_file) ||
+        !plain_name(m->index_file))
+        return bad_field(err, "\"index.file\" missing or not a plain file name");
+    if (sk_jsonkey_uint(index, "entries", &m->index_entries, err) ||
+        sk_jsonkey_uint(index, "bytes", &m->index_bytes, err) ||
+        sk_jsonkey_hex64(index, "xxh3", &m->index_xxh3, err))
+        return shard_err_prefix(err, "manifest: index");
+    if (m->index_entries != m->samples)
+        return bad_field(err, "index.entries differs from counts.samples");
+    return SHARD_OK;
+}
+
+int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err)
+{
+    memset(m, 0, sizeof *m);
+    char *path = sk_fs_join(dir, SHARD_MANIFEST_FILE);
+    if (!path)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    int rc;
+    if (!root) {
+        FILE *probe = fopen(path, "rb");
+        if (!probe)
+            rc = shard_err_set(err, SHARD_ENOTFOUND, "no manifest: '%s' is missing", path);
+        else
+            rc = shard_err_set(err, SHARD_ECORRUPT, "'%s' line %d: %s", path, jerr.line,
+                               jerr.text);
+        if (probe)
+            fclose(probe);
+    } else {
+        rc = manifest_from_json(root, m, err);
+        if (rc)
+            shard_manifest_release(m);
+    }
+    json_decref(root);
+    free(path);
+    return rc;
+}
+
+int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
+                               struct shard_err *err)
+{
+    memset(m, 0, sizeof *m);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line, jerr.text);
+    int rc = manifest_from_json(root, m, err);
+    if (rc)
+        shard_manifest_release(m);
+    json_decref(root);
+    return rc;
+}

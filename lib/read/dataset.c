@@ -1,0 +1,566 @@
+/* dataset.c - an open dataset: manifest, lazily opened shards, reading one
+ * record by its footer row (see shardkit/dataset.h).
+ *
+ * All shard bytes come through the fetch seam (fetch.h), as ranges: the
+ * header and trailer, the footer, then one frame per record.  Each shard is
+ * opened once, under its own mutex; afterwards its footer is immutable and
+ * read without locking.  zstd contexts are reused through a small pool, so
+ * a read costs one ranged read plus the decompression and decode.
+ *
+ * A location starting with http:// or https:// is read through the HTTP
+ * backend (fetch_http.h): manifest.json with one GET, shards as ranges.
+ *
+ * A benchmark may attach a probe (probe.h) at open: each read then
+ * accounts its time to the read, decompress and decode stages.  Without
+ * one the only cost is a pointer test. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "bench/probe.h"
+#include "read/dataset_internal.h"
+#include "read/fetch.h"
+#include "read/fetch_http.h"
+#include "util/quote.h"
+#include "format/record_internal.h"
+#include "shardkit/dataset.h"
+#include "shardkit/format.h"
+
+/* Largest frame a record within SHARD_RECORD_MAX_BYTES can compress to. */
+#define FRAME_MAX_BYTES ZSTD_COMPRESSBOUND(SHARD_RECORD_MAX_BYTES)
+/* Largest manifest.json fetched over HTTP. */
+#define REMOTE_MANIFEST_MAX_BYTES (1ull << 30)
+
+struct ds_shard {
+    pthread_mutex_t lock;   /* guards opening */
+    int opened;             /* set once, under lock; then the fields below are immutable */
+    struct fetch_file *file;
+    struct shard_footer footer;
+    uint32_t header_index;  /* the shard number its header holds */
+};
+
+struct shard_dataset {
+    struct shard_manifest manifest;
+    struct fetch *store;
+    uint64_t *first;        /* first[s]: index of shard s's record 0; first[S] = N */
+    struct ds_shard *shards;
+    uint32_t shards_init;   /* how many shard mutexes were initialised */
+    pthread_mutex_t pool_lock;
+    struct shard_record_decoder **pool;
+    size_t pool_len;
+    size_t pool_cap;
+    /* Items of freed iterators, buffers and all, for the next iterator (the
+     * next epoch): re-allocating them would fault in their pages again. */
+    struct shard_item *spare_items;
+    size_t spare_len;
+    size_t spare_cap;
+    struct bench_probe *probe;  /* NULL unless a benchmark measures this dataset */
+};
+
+/* manifest.json of a remote dataset: one GET. */
+static int load_remote_manifest(struct shard_dataset *ds, struct shard_err *err)
+{
+    struct shard_buf text = {0};
+    int rc = sk_fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text, err);
+    if (rc == SHARD_ENOTFOUND)
+        shard_err_prefix(err, "no manifest");
+    if (!rc)
+        rc = shard_manifest_load_buffer((const char *)text.data, text.len, &ds->manifest, err);
+    shard_buf_release(&text);
+    return rc;
+}
+
+void sk_dataset_drop_cache(struct shard_dataset *ds)
+{
+    sk_fetch_http_drop_cache(ds->store);
+}
+
+int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err)
+{
+    return sk_dataset_open_with(out, location, NULL, NULL, err);
+}
+
+int sk_dataset_open_with(struct shard_dataset **out, const char *location,
+                      const struct fetch_http_options *http, struct bench_probe *probe,
+                      struct shard_err *err)
+{
+    *out = NULL;
+    struct shard_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    pthread_mutex_init(&ds->pool_lock, NULL);
+    ds->probe = probe;
+    int rc;
+    if (sk_fetch_http_is_url(location)) {
+        struct fetch_http_options o;
+        if (http)
+            o = *http;
+        else
+            sk_fetch_http_options_init(&o);
+        o.probe = probe;
+        rc = sk_fetch_http_new(&ds->store, location, &o, err);
+        if (!rc)
+            rc = load_remote_manifest(ds, err);
+    } else {
+        rc = sk_fetch_local_new(&ds->store, location, err);
+        if (!rc)
+            rc = shard_manifest_load(location, &ds->manifest, err);
+    }
+    if (rc)
+        goto fail;
+    uint32_t n = ds->manifest.shard_count;
+    ds->first = malloc(((size_t)n + 1) * sizeof *ds->first);
+    ds->shards = calloc(n ? n : 1, sizeof *ds->shards);
+    if (!ds->first || !ds->shards) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < n; s++) {
+        ds->first[s] = total;
+        total += ds->manifest.shards[s].samples;  /* the manifest checked the sum */
+        pthread_mutex_init(&ds->shards[s].lock, NULL);
+        ds->shards_init = s + 1;
+    }
+    ds->first[n] = total;
+    *out = ds;
+    return SHARD_OK;
+fail:
+    shard_dataset_close(ds);
+    return rc;
+}
+
+void shard_dataset_close(struct shard_dataset *ds)
+{
+    if (!ds)
+        return;
+    for (uint32_t s = 0; s < ds->shards_init; s++) {
+        fetch_close(ds->shards[s].file);
+        shard_footer_free(&ds->shards[s].footer);
+        pthread_mutex_destroy(&ds->shards[s].lock);
+    }
+    for (size_t i = 0; i < ds->pool_len; i++)
+        shard_record_decoder_free(ds->pool[i]);
+    free(ds->pool);
+    for (size_t i = 0; i < ds->spare_len; i++)
+        shard_item_release(&ds->spare_items[i]);
+    free(ds->spare_items);
+    pthread_mutex_destroy(&ds->pool_lock);
+    free(ds->shards);
+    free(ds->first);
+    fetch_free(ds->store);
+    shard_manifest_release(&ds->manifest);
+    free(ds);
+}
+
+const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds)
+{
+    return &ds->manifest;
+}
+
+uint64_t shard_dataset_size(const struct shard_dataset *ds)
+{
+    return ds->first[ds->manifest.shard_count];
+}
+
+uint32_t shard_dataset_shard_count(const struct shard_dataset *ds)
+{
+    return ds->manifest.shard_count;
+}
+
+uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s)
+{
+    return ds->first[s];
+}
+
+int shard_dataset_locate(const struct shard_dataset *ds, uint64_t index, uint32_t *shard,
+                         uint64_t *record, struct shard_err *err)
+{
+    uint32_t n = ds->manifest.shard_count;
+    if (index >= ds->first[n])
+        return shard_err_set(err, SHARD_ENOTFOUND, "no sample %llu in a dataset of %llu",
+                             (unsigned long long)index, (unsigned long long)ds->first[n]);
+    /* the last shard whose first index is <= index (skips empty shards) */
+    uint32_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ds->first[mid] <= index)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *shard = lo;
+    *record = index - ds->first[lo];
+    return SHARD_OK;
+}
+
+int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint64_t record,
+                           uint64_t *index, struct shard_err *err)
+{
+    if (shard >= ds->manifest.shard_count || record >= ds->manifest.shards[shard].samples)
+        return shard_err_set(err, SHARD_ENOTFOUND, "no record %llu in shard %u",
+                             (unsigned long long)record, shard);
+    *index = ds->first[shard] + record;
+    return SHARD_OK;
+}
+
+/* ---- opening a shard ---------------------------------------------------- */
+
+/* The number in "shard-000042.shard", or -1 for another name. */
+static int64_t number_in_name(const char *name)
+{
+    unsigned n;
+    int end = 0;
+    if (sscanf(name, "shard-%6u" SHARD_FILE_EXT "%n", &n, &end) == 1 && end > 0 &&
+        name[end] == '\0' && strlen(name) == 6 + 6 + strlen(SHARD_FILE_EXT))
+        return n;
+    return -1;
+}
+
+/* Read and check header, trailer and footer of shard s into sh (unlocked:
+ * the caller holds sh->lock).  Errors are not yet prefixed. */
+static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
+                      struct shard_err *err)
+{
+    const struct shard_manifest_shard *ms = &ds->manifest.shards[s];
+    struct fetch_file *f = NULL;
+    uint8_t head[SHARD_HEADER_BYTES], tail[SHARD_TRAILER_BYTES];
+    uint8_t *footer = NULL;
+    struct shard_trailer t;
+    uint32_t header_index;
+    uint64_t start = bench_probe_now(ds->probe);
+    int rc = fetch_open(ds->store, ms->file, &f, err);
+    if (rc)
+        return rc;
+    if (f->size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES) {
+        rc = shard_err_set(err, SHARD_ECORRUPT, "file is too short for a shard (%llu bytes)",
+                           (unsigned long long)f->size);
+        goto out;
+    }
+    if ((rc = fetch_read(f, 0, head, sizeof head, err)) ||
+        (rc = fetch_read(f, f->size - sizeof tail, tail, sizeof tail, err)) ||
+        (rc = shard_header_parse(head, sizeof head, &header_index, err)) ||
+        (rc = shard_trailer_parse(tail, sizeof tail, f->size, &t, err)))
+        goto out;
+    if (!(footer = malloc(t.footer_bytes))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "cannot allocate a footer of %llu bytes",
+                           (unsigned long long)t.footer_bytes);
+        goto out;
+    }
+    if ((rc = fetch_read(f, t.footer_offset, footer, t.footer_bytes, err)) ||
+        (rc = shard_footer_parse(footer, t.footer_bytes, &t, &sh->footer, err)))
+        goto out;
+    if (sh->footer.record_count != ms->samples) {
+        rc = shard_err_set(err, SHARD_ECORRUPT, "footer lists %llu records, manifest says %llu",
+                           (unsigned long long)sh->footer.record_count,
+                           (unsigned long long)ms->samples);
+        shard_footer_free(&sh->footer);
+        goto out;
+    }
+    sh->file = f;
+    sh->header_index = header_index;
+    f = NULL;
+    bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, sizeof head + sizeof tail + t.footer_bytes);
+out:
+    sk_bench_probe_span(ds->probe, BENCH_SPAN_OPEN_SHARD, start, bench_probe_now(ds->probe));
+    free(footer);
+    fetch_close(f);
+    return rc;
+}
+
+int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_err *err)
+{
+    const char *file = ds->manifest.shards[s].file;
+    int64_t named = number_in_name(file);
+    if (named >= 0 && (uint64_t)named != ds->shards[s].header_index)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "%s: the header says shard %u, the file name %lld", file,
+                             ds->shards[s].header_index, (long long)named);
+    return SHARD_OK;
+}
+
+int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
+                         struct shard_err *err)
+{
+    if (s >= ds->manifest.shard_count)
+        return shard_err_set(err, SHARD_ENOTFOUND, "no shard %u", s);
+    struct ds_shard *sh = &ds->shards[s];
+    int rc = SHARD_OK;
+    pthread_mutex_lock(&sh->lock);
+    if (!sh->opened) {
+        /* not remembered on failure: a later call tries again */
+        rc = open_shard(ds, s, sh, err);
+        if (rc)
+            shard_err_prefix(err, "%s", ds->manifest.shards[s].file);
+        else
+            sh->opened = 1;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    if (!rc)
+        *footer = &sh->footer;
+    return rc;
+}
+
+/* ---- reading a record ---------------------------------------------------- */
+
+static int pool_get(struct shard_dataset *ds, struct shard_record_decoder **out,
+                    struct shard_err *err)
+{
+    pthread_mutex_lock(&ds->pool_lock);
+    *out = ds->pool_len ? ds->pool[--ds->pool_len] : NULL;
+    pthread_mutex_unlock(&ds->pool_lock);
+    return *out ? SHARD_OK : shard_record_decoder_new(out, err);
+}
+
+static void pool_put(struct shard_dataset *ds, struct shard_record_decoder *dec)
+{
+    pthread_mutex_lock(&ds->pool_lock);
+    if (ds->pool_len == ds->pool_cap) {
+        size_t cap = ds->pool_cap ? 2 * ds->pool_cap : 8;
+        struct shard_record_decoder **p = realloc(ds->pool, cap * sizeof *p);
+        if (p) {
+            ds->pool = p;
+            ds->pool_cap = cap;
+        }
+    }
+    if (ds->pool_len < ds->pool_cap) {
+        ds->pool[ds->pool_len++] = dec;
+        dec = NULL;
+    }
+    pthread_mutex_unlock(&ds->pool_lock);
+    shard_record_decoder_free(dec);  /* only when the pool could not grow */
+}
+
+void shard_item_release(struct shard_item *item)
+{
+    if (!item)
+        return;
+    shard_buf_release(&item->key);
+    shard_buf_release(&item->stored);
+    shard_image_release(&item->pixels);
+    memset(item, 0, sizeof *item);
+}
+
+/* Fill *item from a decoded record view. */
+static int fill_item(const struct shard_record_view *v, unsigned flags, struct shard_item *item,
+                     struct shard_err *err)
+{
+    item->label = v->meta.label;
+    item->width = v->meta.width;
+    item->height = v->meta.height;
+    item->channels = v->meta.channels;
+    item->codec = v->meta.codec;
+    item->key.len = 0;
+    item->stored.len = 0;
+    item->pixels.width = item->pixels.height = 0;
+    int rc = shard_buf_reserve(&item->key, (size_t)v->key_len + 1, err);
+    if (rc)
+        return rc;
+    memcpy(item->key.data, v->key, v->key_len);
+    item->key.data[v->key_len] = '\0';
+    item->key.len = v->key_len;
+    if (v->meta.channels != 3)
+        return shard_err_set(err, SHARD_ECORRUPT, "record has %u channels, not 3",
+                             v->meta.channels);
+    if ((flags & SHARD_READ_STORED) &&
+        (rc = shard_buf_append(&item->stored, v->payload, v->payload_len, err)))
+        return rc;
+    if ((flags & SHARD_READ_PIXELS) &&
+        (rc = shard_decode_payload(v->meta.codec, v->payload, v->payload_len, v->meta.width,
+                                   v->meta.height, &item->pixels, err))) {
+        item->pixels.width = item->pixels.height = 0;
+        return rc;
+    }
+    return SHARD_OK;
+}
+
+/* Pixels of a record decompressed into img's own buffer (by
+ * sk_record_decode_into; img->pixels is that buffer's start, offset 0):
+ * a raw payload stays where it is and img is pointed at it - a raw read
+ * copies nothing after zstd.  Any other codec, in a dataset whose manifest
+ * says raw, is decoded into a new image that then replaces img. */
+static int place_pixels(const struct shard_record_view *v, struct shard_image *img,
+                        struct shard_err *err)
+{
+    if (v->meta.codec != SHARD_CODEC_RAW) {
+        struct shard_image decoded = {0};
+        int rc = shard_decode_payload(v->meta.codec, v->payload, v->payload_len, v->meta.width,
+                                      v->meta.height, &decoded, err);
+        if (rc) {
+            shard_image_release(&decoded);
+            return rc;
+        }
+        shard_image_release(img);
+        *img = decoded;
+        return SHARD_OK;
+    }
+    /* shard_record_decode checked payload_len == width * height * channels,
+     * and fill_item that channels is 3 */
+    size_t off = (size_t)(v->payload - img->pixels);
+    img->pixels += off;
+    img->offset = off;
+    img->capacity -= off;
+    img->width = v->meta.width;
+    img->height = v->meta.height;
+    img->channels = v->meta.channels;
+    img->stride = (size_t)v->meta.width * v->meta.channels;
+    return SHARD_OK;
+}
+
+static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
+                       struct shard_item *item, struct shard_err *err)
+{
+    const struct shard_footer *footer;
+    uint64_t start = bench_probe_now(ds->probe), t = start;
+    int rc = sk_dataset_shard_footer(ds, s, &footer, err);
+    if (!rc)
+        rc = sk_dataset_shard_check_name(ds, s, err);
+    if (rc)
+        return rc;
+    if (r >= footer->record_count)
+        return shard_err_set(err, SHARD_ENOTFOUND, "%s has no record %llu",
+                             ds->manifest.shards[s].file, (unsigned long long)r);
+    const struct shard_index_row *row = &footer->rows[r];
+    struct shard_record_decoder *dec;
+    if ((rc = pool_get(ds, &dec, err)))
+        return rc;
+    struct shard_buf *frame = sk_record_decoder_frame(dec);
+    struct shard_record_view view;
+    frame->len = 0;
+    /* Pixels of raw records are decompressed straight into the item's pixel
+     * buffer and left there (see place_pixels). */
+    struct shard_image *img = &item->pixels;
+    int in_place = (flags & SHARD_READ_PIXELS) && !(flags & SHARD_READ_STORED) &&
+                   ds->manifest.config.codec == SHARD_CODEC_RAW;
+    struct shard_buf spot = {0};
+    if (in_place && img->pixels) {
+        spot.data = img->pixels - img->offset;
+        spot.cap = img->offset + img->capacity;
+    }
+    if (row->frame_bytes > FRAME_MAX_BYTES)
+        rc = shard_err_set(err, SHARD_ECORRUPT, "frame of %llu bytes exceeds the record limit",
+                           (unsigned long long)row->frame_bytes);
+    if (!rc)
+        rc = shard_buf_reserve(frame, (size_t)row->frame_bytes, err);
+    if (!rc)
+        rc = fetch_read(ds->shards[s].file, row->offset, frame->data, (size_t)row->frame_bytes,
+                        err);
+    if (ds->probe) {
+        bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, row->frame_bytes);
+        t = sk_bench_probe_stage(ds->probe, SHARD_STAGE_READ, t);
+    }
+    const uint64_t *expect = (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL;
+    if (!rc && in_place)
+        rc = sk_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
+                                      &spot, err);
+    else if (!rc)
+        rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
+                                 err);
+    if (in_place) {  /* the buffer may have moved or grown: the image owns it again */
+        img->pixels = spot.data;
+        img->offset = 0;
+        img->capacity = spot.cap;
+        img->width = img->height = 0;
+    }
+    if (ds->probe)
+        t = sk_bench_probe_stage(ds->probe, SHARD_STAGE_DECOMPRESS, t);
+    const uint8_t *footer_key = footer->keys + footer->key_offsets[r];
+    if (!rc && (view.key_len != row->key_len || memcmp(view.key, footer_key, row->key_len) ||
+                view.meta.label != row->label))
+        rc = shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
+    if (!rc)
+        rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags, item, err);
+    if (!rc && in_place)
+        rc = place_pixels(&view, img, err);
+    pool_put(ds, dec);
+    if (ds->probe) {
+        sk_bench_probe_stage(ds->probe, SHARD_STAGE_DECODE, t);
+        sk_bench_probe_sample_done(ds->probe, start);
+    }
+    if (rc) {
+        char quoted[QUOTE_MAX];
+        sk_quote_bytes((const char *)footer_key, row->key_len, quoted, sizeof quoted);
+        shard_err_prefix(err, "%s record %llu (key '%s')", ds->manifest.shards[s].file,
+                         (unsigned long long)r, quoted);
+        item->key.len = 0;
+        return rc;
+    }
+    item->shard = s;
+    item->record = r;
+    item->index = ds->first[s] + r;
+    return SHARD_OK;
+}
+
+void sk_dataset_item_put(struct shard_dataset *ds, struct shard_item *item)
+{
+    pthread_mutex_lock(&ds->pool_lock);
+    if (ds->spare_len == ds->spare_cap && ds->spare_cap < DATASET_SPARE_ITEMS) {
+        size_t cap = ds->spare_cap ? 2 * ds->spare_cap : 16;
+        if (cap > DATASET_SPARE_ITEMS)
+            cap = DATASET_SPARE_ITEMS;
+        struct shard_item *p = realloc(ds->spare_items, cap * sizeof *p);
+        if (p) {
+            ds->spare_items = p;
+            ds->spare_cap = cap;
+        }
+    }
+    if (ds->spare_len < ds->spare_cap)
+        ds->spare_items[ds->spare_len++] = *item;
+    else
+        shard_item_release(item);
+    pthread_mutex_unlock(&ds->pool_lock);
+    memset(item, 0, sizeof *item);
+}
+
+int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item)
+{
+    pthread_mutex_lock(&ds->pool_lock);
+    int got = ds->spare_len > 0;
+    if (got)
+        *item = ds->spare_items[--ds->spare_len];
+    pthread_mutex_unlock(&ds->pool_lock);
+    return got;
+}
+
+int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
+{
+    uint32_t s;
+    uint64_t r;
+    struct shard_err err;
+    if (shard_dataset_locate(ds, index, &s, &r, &err))
+        return 1;
+    /* Only shards a read has opened: opening one here could repeat a failing
+     * open (and its retries) that the read will make and report anyway. */
+    struct ds_shard *sh = &ds->shards[s];
+    pthread_mutex_lock(&sh->lock);
+    int opened = sh->opened;
+    pthread_mutex_unlock(&sh->lock);
+    if (!opened)
+        return 0;
+    if (r < sh->footer.record_count) {
+        const struct shard_index_row *row = &sh->footer.rows[r];
+        fetch_advise(sh->file, row->offset, row->frame_bytes);
+    }
+    return 1;
+}
+
+int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
+                              unsigned flags, struct shard_item *item, struct shard_err *err)
+{
+    if (shard >= ds->manifest.shard_count)
+        return shard_err_set(err, SHARD_ENOTFOUND, "no shard %u in a dataset of %u", shard,
+                             ds->manifest.shard_count);
+    return read_record(ds, shard, record, flags, item, err);
+}
+
+int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
+                       struct shard_item *item, struct shard_err *err)
+{
+    uint32_t s;
+    uint64_t r;
+    int rc = shard_dataset_locate(ds, index, &s, &r, err);
+    return rc ? rc : read_record(ds, s, r, flags, item, err);
+}

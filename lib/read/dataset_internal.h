@@ -1,0 +1,57 @@
+/* dataset_internal.h - what the verifier and the benchmark share with the
+ * reader (private). */
+#ifndef SHARDKIT_DATASET_INTERNAL_H
+#define SHARDKIT_DATASET_INTERNAL_H
+
+#include "shardkit/dataset.h"
+#include "shardkit/format.h"
+
+struct bench_probe;
+struct fetch_http_options;
+
+/* The checked footer of shard s, reading the shard's header, trailer and
+ * footer on first use (later calls return the same footer).  *footer stays
+ * valid until ds is closed.  Errors name the shard by its file name:
+ * "shard-000001.shard: footer checksum mismatch".  Thread-safe. */
+int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
+                         struct shard_err *err);
+
+/* Whether shard s (already opened by sk_dataset_shard_footer) holds the shard
+ * number its file name says ("shard-000003.shard" must hold 3): a shard
+ * under another shard's name is the wrong data.  Reads refuse such a shard;
+ * the verifier reports it and still checks the footer's keys. */
+int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_err *err);
+
+/* Sample `index` will be read soon: let the shard's backend start fetching
+ * its record (the kernel's read-ahead for a local file, window fetches over
+ * HTTP).  Only for a shard that a read has opened: 0 when its shard is not
+ * open yet (ask again later), else 1.  Errors are left to the read. */
+int sk_dataset_advise(struct shard_dataset *ds, uint64_t index);
+
+/* Items (with their buffers) of a freed iterator are kept by the dataset,
+ * up to DATASET_SPARE_ITEMS, for the next iterator: an epoch's iterator then
+ * reuses the previous one's memory instead of faulting fresh pages in.
+ * put() takes the item over (zeroing it); take() fills *item with a kept
+ * one and returns 1, or returns 0 when none is kept.  Released by
+ * shard_dataset_close. */
+#define DATASET_SPARE_ITEMS 4096
+void sk_dataset_item_put(struct shard_dataset *ds, struct shard_item *item);
+int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
+
+/* First sample index of shard s; s == shard count gives the sample count. */
+uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
+
+/* shard_dataset_open with the HTTP backend's options (NULL: defaults; used
+ * for http:// and https:// locations only) and a benchmark probe (NULL:
+ * none) that every read of this dataset reports its stages to (see
+ * probe.h); the probe must outlive the dataset. */
+int sk_dataset_open_with(struct shard_dataset **out, const char *location,
+                      const struct fetch_http_options *http, struct bench_probe *probe,
+                      struct shard_err *err);
+
+/* Forget the shard bytes a remote dataset keeps in memory (its window
+ * cache), so that the next reads go to the server again; footers stay.
+ * No-op for a local dataset.  Call with no read in progress. */
+void sk_dataset_drop_cache(struct shard_dataset *ds);
+
+#endif

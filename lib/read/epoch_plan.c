@@ -1,0 +1,228 @@
+/* epoch_plan.c - epoch plans: which samples one rank visits, in which order
+ * (the rules are specified in shardkit/dataset.h; keep the two in step). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "util/endian.h"
+#include "format/shuffle.h"
+#include "shardkit/dataset.h"
+
+/* The tags of derive(): which random choice a seed drives. */
+#define TAG_SHARD_ORDER 1
+#define TAG_WINDOW 2
+
+struct shard_plan {
+    uint64_t *indices;
+    uint64_t count;
+    uint64_t padded;
+    uint64_t dropped;
+};
+
+void shard_plan_options_init(struct shard_plan_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->shuffle = 1;
+    o->world_size = 1;
+    o->shuffle_buffer = SHARD_PLAN_DEFAULT_BUFFER;
+    o->remainder = SHARD_REMAINDER_KEEP;
+}
+
+int shard_remainder_parse(const char *s, enum shard_remainder *out)
+{
+    if (!strcmp(s, "keep"))
+        *out = SHARD_REMAINDER_KEEP;
+    else if (!strcmp(s, "drop"))
+        *out = SHARD_REMAINDER_DROP;
+    else if (!strcmp(s, "pad"))
+        *out = SHARD_REMAINDER_PAD;
+    else
+        return SHARD_EINVAL;
+    return SHARD_OK;
+}
+
+const char *shard_remainder_name(enum shard_remainder r)
+{
+    switch (r) {
+    case SHARD_REMAINDER_KEEP: return "keep";
+    case SHARD_REMAINDER_DROP: return "drop";
+    case SHARD_REMAINDER_PAD: return "pad";
+    }
+    return "unknown";
+}
+
+/* XXH3-64 with seed `seed` of le64(tag) le64(epoch) le64(rank) le64(k). */
+static uint64_t derive(uint64_t seed, uint64_t tag, uint64_t epoch, uint64_t rank, uint64_t k)
+{
+    uint8_t b[32];
+    put_le64(b, tag);
+    put_le64(b + 8, epoch);
+    put_le64(b + 16, rank);
+    put_le64(b + 24, k);
+    return XXH3_64bits_withSeed(b, sizeof b, seed);
+}
+
+/* floor(a * b / c) without overflow (a, b < 2^64, c > 0, result <= a). */
+static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c)
+{
+    return (uint64_t)((unsigned __int128)a * b / c);
+}
+
+void shard_plan_free(struct shard_plan *p)
+{
+    if (!p)
+        return;
+    free(p->indices);
+    free(p);
+}
+
+/* The rank's slice [begin, end) of positions in the (conceptually repeated)
+ * epoch sequence, and how many samples of the epoch no rank visits. */
+static void rank_slice(uint64_t n, const struct shard_plan_options *o, uint64_t *begin,
+                       uint64_t *end, uint64_t *dropped)
+{
+    uint64_t w = o->world_size, r = o->rank;
+    *dropped = 0;
+    switch (o->remainder) {
+    case SHARD_REMAINDER_DROP: {
+        uint64_t q = n / w;
+        *begin = r * q;
+        *end = *begin + q;
+        *dropped = n - q * w;
+        return;
+    }
+    case SHARD_REMAINDER_PAD: {
+        uint64_t c = n / w + (n % w != 0);
+        *begin = n ? r * c : 0;
+        *end = n ? *begin + c : 0;
+        return;
+    }
+    case SHARD_REMAINDER_KEEP:
+        break;
+    }
+    *begin = mul_div(r, n, w);
+    *end = mul_div(r + 1, n, w);
+}
+
+int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint32_t shard_count,
+                   const struct shard_plan_options *o, struct shard_err *err)
+{
+    *out = NULL;
+    if (o->world_size == 0 || o->rank >= o->world_size)
+        return shard_err_set(err, SHARD_EINVAL, "rank %u is outside a world of %u", o->rank,
+                             o->world_size);
+    if ((unsigned)o->remainder > SHARD_REMAINDER_PAD)
+        return shard_err_set(err, SHARD_EINVAL, "unknown remainder option %d", o->remainder);
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < shard_count; s++) {
+        if (shard_samples[s] > UINT64_MAX / 2 - n)
+            return shard_err_set(err, SHARD_EINVAL, "shard sample counts overflow");
+        n += shard_samples[s];
+    }
+    struct shard_plan *p = calloc(1, sizeof *p);
+    uint64_t *order = malloc((shard_count ? shard_count : 1) * sizeof *order);
+    uint64_t *first = malloc(((size_t)shard_count + 1) * sizeof *first);
+    int rc = SHARD_OK;
+    if (!p || !order || !first) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+
+    /* 1. shard order, and where each shard starts in stored order */
+    uint64_t at = 0;
+    for (uint32_t s = 0; s < shard_count; s++) {
+        order[s] = s;
+        first[s] = at;
+        at += shard_samples[s];
+    }
+    if (o->shuffle)
+        sk_shuffle(order, shard_count, derive(o->seed, TAG_SHARD_ORDER, o->epoch, 0, 0));
+
+    /* 2. this rank's slice of the epoch sequence */
+    uint64_t begin, end;
+    rank_slice(n, o, &begin, &end, &p->dropped);
+    p->count = end - begin;
+    if (p->count > SIZE_MAX / sizeof *p->indices) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "plan of %llu entries is too large",
+                           (unsigned long long)p->count);
+        goto out;
+    }
+    p->indices = malloc((p->count ? p->count : 1) * sizeof *p->indices);
+    if (!p->indices) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "cannot allocate a plan of %llu entries",
+                           (unsigned long long)p->count);
+        goto out;
+    }
+    /* Walk the epoch sequence from position `begin` (mod n), shard by
+     * shard, without materialising the whole sequence. */
+    if (p->count) {
+        uint64_t pos = begin % n;
+        p->padded = end > n ? end - (begin > n ? begin : n) : 0;
+        uint32_t k = 0;   /* position of the current shard in `order` */
+        uint64_t start = 0;
+        while (start + shard_samples[order[k]] <= pos) {
+            start += shard_samples[order[k]];
+            k++;
+        }
+        uint64_t offset = pos - start;
+        for (uint64_t i = 0; i < p->count; i++) {
+            while (offset >= shard_samples[order[k]]) {
+                offset = 0;
+                k = (k + 1 == shard_count) ? 0 : k + 1;
+            }
+            p->indices[i] = first[order[k]] + offset;
+            offset++;
+        }
+    }
+
+    /* 3. shuffle inside windows of the buffer size */
+    if (o->shuffle && o->shuffle_buffer > 1) {
+        for (uint64_t w0 = 0, k = 0; w0 < p->count; w0 += o->shuffle_buffer, k++) {
+            uint64_t len = p->count - w0 < o->shuffle_buffer ? p->count - w0 : o->shuffle_buffer;
+            sk_shuffle(p->indices + w0, (size_t)len,
+                         derive(o->seed, TAG_WINDOW, o->epoch, o->rank, k));
+        }
+    }
+    *out = p;
+    p = NULL;
+out:
+    shard_plan_free(p);
+    free(order);
+    free(first);
+    return rc;
+}
+
+int shard_dataset_plan(const struct shard_dataset *ds, const struct shard_plan_options *o,
+                       struct shard_plan **out, struct shard_err *err)
+{
+    const struct shard_manifest *m = shard_dataset_manifest(ds);
+    uint64_t *counts = malloc((m->shard_count ? m->shard_count : 1) * sizeof *counts);
+    if (!counts)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint32_t s = 0; s < m->shard_count; s++)
+        counts[s] = m->shards[s].samples;
+    int rc = shard_plan_new(out, counts, m->shard_count, o, err);
+    free(counts);
+    return rc;
+}
+
+uint64_t shard_plan_count(const struct shard_plan *p)
+{
+    return p->count;
+}
+
+const uint64_t *shard_plan_indices(const struct shard_plan *p)
+{
+    return p->indices;
+}
+
+uint64_t shard_plan_padded(const struct shard_plan *p)
+{
+    return p->padded;
+}
+
+uint64_t shard_plan_dropped(const struct shard_plan *p)
+{
+    return p->dropped;
+}

@@ -1,0 +1,1010 @@
+/* fetch_http.c - the HTTP backend of fetch.h: libcurl, range requests,
+ * windows cached and read ahead by a few connections (see fetch_http.h).
+ *
+ * Locking: one mutex per backend guards the job queue, every file's window
+ * table, the cache accounting and the idle handle list; transfers and
+ * copies out of a window run unlocked (a window being copied from is
+ * pinned, so it is not evicted under the reader).  One condition variable
+ * wakes the connection threads (work), another everyone waiting for a
+ * window or for a closing file's jobs to drain (done). */
+#include "read/fetch_http.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "bench/probe.h"
+#include "shardkit.h"
+
+#define MIN_WINDOW (4u << 10)
+#define TAIL_MAX (1u << 20)          /* bytes fetched when a file is opened */
+#define BACKOFF_FIRST_MS 50.0
+#define BACKOFF_MAX_MS 2000.0
+#define CONNECT_TIMEOUT_MS 10000L
+#define LOW_SPEED_BYTES 1L           /* a transfer slower than this ... */
+#define LOW_SPEED_SECONDS 30L        /* ... for this long is abandoned (and retried) */
+#define MAX_REDIRECTS 5L
+#define RANGE_TEXT 64
+
+#define SPARE_BUFFERS 64             /* released window buffers kept for reuse */
+
+enum window_state { WINDOW_EMPTY = 0, WINDOW_LOADING, WINDOW_READY };
+
+struct http_job;
+
+struct window {
+    enum window_state state;
+    uint8_t *data;
+    size_t len;
+    size_t cap;             /* bytes allocated at data */
+    uint64_t last_use;      /* LRU tick */
+    unsigned pins;          /* readers copying out of it */
+    unsigned waiters;       /* readers waiting for it: it is not evicted under them */
+    uint64_t generation;    /* completed fetches, successful or not */
+    struct http_job *job;   /* while queued and not yet started */
+    int demand;             /* a reader waits for it (no eviction-free skip) */
+    int rc;                 /* the last fetch's result */
+    char *error;            /* the last failure's message (malloc'd) */
+};
+
+struct http_file {
+    struct fetch_file base;
+    struct http_fetch *owner;
+    char *url;
+    uint8_t *tail;          /* the last tail_len bytes, from the open request */
+    uint64_t tail_offset;
+    size_t tail_len;
+    struct window *windows; /* window_count entries */
+    uint64_t window_count;
+    unsigned pending;       /* jobs queued or running for this file */
+    int closing;
+    struct http_file *prev, *next;  /* the backend's open files */
+};
+
+struct http_job {
+    struct http_file *file;
+    uint64_t window;
+    struct http_job *prev, *next;
+};
+
+struct http_fetch {
+    struct fetch base;
+    char *base_url;          /* without a trailing '/' */
+    struct fetch_http_options o;
+    pthread_mutex_t lock;
+    pthread_cond_t work;     /* connection threads: a job was queued, or stop */
+    pthread_cond_t done;     /* a window completed, or a job of a closing file ended */
+    struct http_job *head, *tail;
+    struct http_file *files;
+    uint64_t cache_used;     /* bytes allocated to loading and ready windows */
+    uint64_t spare_bytes;    /* bytes held in spares; both count against cache_bytes */
+    uint64_t tick;
+    uint64_t pending;        /* window fetches queued or running, all files */
+    CURL **idle;
+    size_t idle_len;
+    size_t idle_cap;
+    /* Window buffers released by eviction, kept for the next window: a fresh
+     * 8 MiB buffer costs thousands of page faults as the transfer fills it. */
+    struct spare {
+        uint8_t *data;
+        size_t cap;
+    } spares[SPARE_BUFFERS];
+    size_t spare_count;
+    pthread_t *threads;
+    int started;
+    int stop;
+};
+
+static const struct fetch_ops http_ops;
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result;
+
+static void curl_init(void)
+{
+    curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void sleep_ms(double ms)
+{
+    if (!(ms > 0))
+        return;
+    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) *
+                                                      1e6)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+void sk_fetch_http_options_init(struct fetch_http_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->connections = FETCH_HTTP_DEFAULT_CONNECTIONS;
+    o->window_bytes = FETCH_HTTP_DEFAULT_WINDOW;
+    o->cache_bytes = FETCH_HTTP_DEFAULT_CACHE;
+    o->retries = FETCH_HTTP_DEFAULT_RETRIES;
+}
+
+int sk_fetch_http_is_url(const char *location)
+{
+    return !strncmp(location, "http://", 7) || !strncmp(location, "https://", 8);
+}
+
+/* Unreserved characters (RFC 3986) and '/' stay; every other byte is %XX. */
+static int keep_byte(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.' || c == '_' || c == '~' || c == '/';
+}
+
+char *sk_fetch_http_url(const struct fetch *fs, const char *name)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const struct http_fetch *h = (const struct http_fetch *)fs;
+    size_t base = strlen(h->base_url), n = strlen(name);
+    if (n > (SIZE_MAX - base - 2) / 3)
+        return NULL;
+    char *url = malloc(base + 2 + 3 * n);
+    if (!url)
+        return NULL;
+    memcpy(url, h->base_url, base);
+    char *p = url + base;
+    *p++ = '/';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (keep_byte(c)) {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+    }
+    *p = '\0';
+    return url;
+}
+
+/* ---- curl handles ------------------------------------------------------------ */
+
+static CURL *handle_new(void)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        return NULL;
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  /* threads: no SIGALRM for DNS time-outs */
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECONDS);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "shardkit/" SHARDKIT_VERSION);
+    return c;
+}
+
+static CURL *handle_get(struct http_fetch *h)
+{
+    pthread_mutex_lock(&h->lock);
+    CURL *c = h->idle_len ? h->idle[--h->idle_len] : NULL;
+    pthread_mutex_unlock(&h->lock);
+    return c ? c : handle_new();
+}
+
+/* Keep the handle (and its open connection) for the next request. */
+static void handle_put(struct http_fetch *h, CURL *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->lock);
+    if (h->idle_len == h->idle_cap) {
+        size_t cap = h->idle_cap ? 2 * h->idle_cap : 8;
+        CURL **p = realloc(h->idle, cap * sizeof *p);
+        if (p) {
+            h->idle = p;
+            h->idle_cap = cap;
+        }
+    }
+    if (h->idle_len < h->idle_cap) {
+        h->idle[h->idle_len++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (c)
+        curl_easy_cleanup(c);
+}
+
+/* ---- one request, with retries ----------------------------------------------- */
+
+/* Where a response body goes: a fixed buffer (ranges) or a growing one. */
+struct sink {
+    uint8_t *dst;           /* fixed: cap bytes */
+    size_t cap;
+    struct shard_buf *grow; /* or growing, up to max (0: no limit) */
+    uint64_t max;
+    size_t len;
+    int overflow;           /* more bytes came than fit */
+    int nomem;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *user)
+{
+    struct sink *s = user;
+    size_t bytes = size * n;
+    if (s->grow) {
+        if (s->max && s->len + bytes > s->max) {
+            s->overflow = 1;
+            return 0;
+        }
+        if (shard_buf_append(s->grow, p, bytes, NULL)) {
+            s->nomem = 1;
+            return 0;
+        }
+    } else {
+        if (bytes > s->cap - s->len) {
+            s->overflow = 1;
+            return 0;
+        }
+        memcpy(s->dst + s->len, p, bytes);
+    }
+    s->len += bytes;
+    return bytes;
+}
+
+/* Failures worth another attempt: the server or the path may come back. */
+static int transient_curl(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int transient_status(long status)
+{
+    return status >= 500 || status == 408 || status == 429;
+}
+
+static const char *status_text(long status)
+{
+    switch (status) {
+    case 400: return " Bad Request";
+    case 401: return " Unauthorized";
+    case 403: return " Forbidden";
+    case 404: return " Not Found";
+    case 410: return " Gone";
+    case 416: return " Range Not Satisfiable";
+    default: return "";
+    }
+}
+
+/* "bytes START-END/TOTAL" from a 206 response.  0 or -1. */
+static int content_range(CURL *c, uint64_t *start, uint64_t *end, uint64_t *total)
+{
+    struct curl_header *hdr;
+    if (curl_easy_header(c, "Content-Range", 0, CURLH_HEADER, -1, &hdr) != CURLHE_OK)
+        return -1;
+    unsigned long long a, b, t;
+    if (sscanf(hdr->value, "bytes %llu-%llu/%llu", &a, &b, &t) != 3 || b < a || b >= t)
+        return -1;
+    *start = a;
+    *end = b;
+    *total = t;
+    return 0;
+}
+
+struct response {
+    long status;
+    uint64_t range_start, range_end, total;  /* with a 206 */
+};
+
+/* GET url (with `range`, e.g. "0-1023" or "-40", when not NULL) into sink,
+ * retrying transient failures.  On success *resp has the final status (2xx)
+ * and, for 206, the Content-Range.  Errors name the URL. */
+static int request(struct http_fetch *h, const char *url, const char *range, struct sink *sink,
+                   struct response *resp, struct shard_err *err)
+{
+    struct bench_probe *probe = h->o.probe;
+    uint64_t span_start = bench_probe_now(probe);
+    char errbuf[CURL_ERROR_SIZE];
+    char last[SHARD_ERRMSG_SIZE] = "";
+    int rc = SHARD_OK;
+    CURL *c = handle_get(h);
+    if (!c)
+        return shard_err_set(err, SHARD_ENOMEM, "cannot create an HTTP handle for '%s'", url);
+    memset(resp, 0, sizeof *resp);
+    double backoff = BACKOFF_FIRST_MS;
+    int attempt;
+    for (attempt = 0; attempt <= h->o.retries; attempt++) {
+        if (attempt > 0) {
+            uint64_t t = bench_probe_now(probe);
+            sleep_ms(backoff);
+            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+            bench_probe_add(probe, BENCH_RETRIES, 1);
+            sk_bench_probe_span(probe, BENCH_SPAN_BACKOFF, t, bench_probe_now(probe));
+        }
+        sink->len = 0;
+        sink->overflow = sink->nomem = 0;
+        if (sink->grow)
+            sink->grow->len = 0;
+        if (h->o.rtt_ms > 0) {
+            uint64_t t = bench_probe_now(probe);
+            sleep_ms(h->o.rtt_ms);
+            uint64_t now = bench_probe_now(probe);
+            bench_probe_add(probe, BENCH_RTT_NS, now - t);
+            sk_bench_probe_span(probe, BENCH_SPAN_RTT, t, now);
+        }
+        errbuf[0] = '\0';
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_RANGE, range);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+        bench_probe_add(probe, BENCH_REQUESTS, 1);
+        CURLcode cc = curl_easy_perform(c);
+        bench_probe_add(probe, BENCH_BYTES_TRANSFERRED, sink->len);
+        long status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        resp->status = status;
+        if (cc == CURLE_WRITE_ERROR && sink->nomem) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory reading '%s'", url);
+            break;
+        }
+        if (cc == CURLE_WRITE_ERROR && sink->overflow && status / 100 == 2) {
+            if (sink->grow)
+                rc = shard_err_set(err, SHARD_ELIMIT, "'%s' is larger than %llu bytes", url,
+                                   (unsigned long long)sink->max);
+            else if (range && status == 200)
+                rc = shard_err_set(err, SHARD_ENET,
+                                   "'%s': the server ignored the range request (HTTP 200): "
+                                   "range requests are needed", url);
+            else
+                rc = shard_err_set(err, SHARD_ENET, "'%s': the server sent more than the %zu "
+                                   "bytes asked for", url, sink->cap);
+            break;
+        }
+        if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && sink->overflow)) {
+            snprintf(last, sizeof last, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+            if (transient_curl(cc))
+                continue;
+            rc = shard_err_set(err, SHARD_ENET, "cannot read '%s': %s", url, last);
+            break;
+        }
+        if (transient_status(status)) {
+            snprintf(last, sizeof last, "HTTP %ld", status);
+            continue;
+        }
+        if (status == 404 || status == 410) {
+            rc = shard_err_set(err, SHARD_ENOTFOUND, "HTTP %ld%s for '%s'", status,
+                               status_text(status), url);
+            break;
+        }
+        if (status == 416 && range) {
+            rc = SHARD_OK;  /* the caller decides (an empty file) */
+            break;
+        }
+        if (status / 100 != 2) {
+            rc = shard_err_set(err, SHARD_ENET, "HTTP %ld%s for '%s'", status,
+                               status_text(status), url);
+            break;
+        }
+        if (status == 206 &&
+            content_range(c, &resp->range_start, &resp->range_end, &resp->total)) {
+            rc = shard_err_set(err, SHARD_ENET, "'%s': HTTP 206 without a valid Content-Range",
+                               url);
+            break;
+        }
+        if (range && status != 206) {
+            rc = shard_err_set(err, SHARD_ENET,
+                               "'%s': the server ignored the range request (HTTP %ld): range "
+                               "requests are needed", url, status);
+            break;
+        }
+        rc = SHARD_OK;
+        break;
+    }
+    if (attempt > h->o.retries)
+        rc = shard_err_set(err, SHARD_ENET, "cannot read '%s': %s (gave up after %d attempt%s)",
+                           url, last, attempt, attempt == 1 ? "" : "s");
+    handle_put(h, c);
+    sk_bench_probe_span(probe, BENCH_SPAN_HTTP, span_start, bench_probe_now(probe));
+    return rc;
+}
+
+/* Exactly len bytes at offset of a file of known size, in one request. */
+static int request_range(struct http_file *f, uint64_t offset, uint8_t *dst, size_t len,
+                         struct shard_err *err)
+{
+    char range[RANGE_TEXT];
+    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, offset, offset + len - 1);
+    struct sink sink = {.dst = dst, .cap = len};
+    struct response resp;
+    int rc = request(f->owner, f->url, range, &sink, &resp, err);
+    if (rc)
+        return rc;
+    if (resp.status == 416 || resp.total != f->base.size)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "'%s' changed on the server: %llu bytes when opened, now %llu",
+                             f->url, (unsigned long long)f->base.size,
+                             (unsigned long long)resp.total);
+    if (resp.range_start != offset || sink.len != len || resp.range_end != offset + len - 1)
+        return shard_err_set(err, SHARD_ENET, "'%s': asked for bytes %s, got %llu-%llu (%zu)",
+                             f->url, range, (unsigned long long)resp.range_start,
+                             (unsigned long long)resp.range_end, sink.len);
+    return SHARD_OK;
+}
+
+int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, struct shard_buf *buf,
+                   struct shard_err *err)
+{
+    struct http_fetch *h = (struct http_fetch *)fs;
+    if (fs->ops != &http_ops)
+        return shard_err_set(err, SHARD_EINVAL, "not an HTTP location");
+    char *url = sk_fetch_http_url(fs, name);
+    if (!url)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    struct sink sink = {.grow = buf, .max = max_bytes};
+    struct response resp;
+    buf->len = 0;
+    int rc = request(h, url, NULL, &sink, &resp, err);
+    free(url);
+    if (rc)
+        buf->len = 0;
+    return rc;
+}
+
+/* ---- windows ---------------------------------------------------------------- */
+
+static uint64_t window_len(const struct http_file *f, uint64_t k)
+{
+    uint64_t w = f->owner->o.window_bytes, start = k * w;
+    return f->base.size - start < w ? f->base.size - start : w;
+}
+
+static void job_unlink(struct http_fetch *h, struct http_job *j)
+{
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        h->head = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    else
+        h->tail = j->prev;
+    j->prev = j->next = NULL;
+}
+
+static void job_push(struct http_fetch *h, struct http_job *j, int front)
+{
+    if (front) {
+        j->next = h->head;
+        if (h->head)
+            h->head->prev = j;
+        else
+            h->tail = j;
+        h->head = j;
+    } else {
+        j->prev = h->tail;
+        if (h->tail)
+            h->tail->next = j;
+        else
+            h->head = j;
+        h->tail = j;
+    }
+}
+
+static void *connection_main(void *arg);
+
+/* Start the connection threads on first use (lock held). */
+static int start_threads(struct http_fetch *h, struct shard_err *err)
+{
+    if (h->started)
+        return SHARD_OK;
+    for (int i = 0; i < h->o.connections; i++) {
+        if (pthread_create(&h->threads[i], NULL, connection_main, h) != 0) {
+            if (h->started)
+                return SHARD_OK;  /* fewer connections, still correct */
+            return shard_err_set(err, SHARD_EIO, "cannot start HTTP connection threads");
+        }
+        h->started = i + 1;
+    }
+    return SHARD_OK;
+}
+
+/* Queue a fetch of window k (lock held).  Demand fetches go first.
+ * 0, or SHARD_ENOMEM / SHARD_EIO. */
+static int queue_window(struct http_file *f, uint64_t k, int demand, struct shard_err *err)
+{
+    struct http_fetch *h = f->owner;
+    struct window *w = &f->windows[k];
+    int rc = start_threads(h, err);
+    if (rc)
+        return rc;
+    struct http_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    j->file = f;
+    j->window = k;
+    w->state = WINDOW_LOADING;
+    w->job = j;
+    w->demand = demand;
+    f->pending++;
+    h->pending++;
+    job_push(h, j, demand);
+    pthread_cond_signal(&h->work);
+    return SHARD_OK;
+}
+
+/* Release a window's buffer into the spares (or free it) (lock held).
+ * Accepts NULL. */
+static void buffer_give(struct http_fetch *h, uint8_t *data, size_t cap)
+{
+    if (!data)
+        return;
+    h->cache_used -= cap;
+    if (h->spare_count < SPARE_BUFFERS) {
+        h->spares[h->spare_count++] = (struct spare){data, cap};
+        h->spare_bytes += cap;
+    } else {
+        free(data);
+    }
+}
+
+/* Evict the least recently used unpinned ready window (lock held).
+ * Returns 0 when there is none. */
+static int evict_lru(struct http_fetch *h)
+{
+    struct window *lru = NULL;
+    for (struct http_file *f = h->files; f; f = f->next)
+        for (uint64_t k = 0; k < f->window_count; k++) {
+            struct window *w = &f->windows[k];
+            if (w->state == WINDOW_READY && !w->pins && !w->waiters &&
+                (!lru || w->last_use < lru->last_use))
+                lru = w;
+        }
+    if (!lru)
+        return 0;
+    buffer_give(h, lru->data, lru->cap);
+    lru->data = NULL;
+    lru->len = lru->cap = 0;
+    lru->state = WINDOW_EMPTY;
+    return 1;
+}
+
+/* A buffer for a window of len bytes within the cache budget (lock held): a
+ * spare when one is large enough, else a new one once the least recently
+ * used ready windows (whose buffers become spares) and unusable spares are
+ * gone.  A read-ahead that still does not fit gets NULL with *no_room set; a
+ * reader's fetch goes ahead (the cache then runs over briefly).  NULL without
+ * *no_room: out of memory. */
+static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t *cap,
+                           int *no_room)
+{
+    *no_room = 0;
+    for (;;) {
+        for (size_t i = 0; i < h->spare_count; i++) {
+            if (h->spares[i].cap >= len) {
+                uint8_t *data = h->spares[i].data;
+                *cap = h->spares[i].cap;
+                h->spares[i] = h->spares[--h->spare_count];
+                h->spare_bytes -= *cap;
+                h->cache_used += *cap;
+                return data;
+            }
+        }
+        if (h->cache_used + h->spare_bytes + len <= h->o.cache_bytes)
+            break;
+        if (h->spare_count) {  /* too small for this window: give it back */
+            struct spare s = h->spares[--h->spare_count];
+            h->spare_bytes -= s.cap;
+            free(s.data);
+            continue;
+        }
+        if (!evict_lru(h)) {
+            if (!demand) {
+                *no_room = 1;
+                return NULL;
+            }
+            break;
+        }
+    }
+    *cap = len ? len : 1;
+    uint8_t *data = malloc(*cap);
+    if (data)
+        h->cache_used += *cap;
+    return data;
+}
+
+void sk_fetch_http_drop_cache(struct fetch *fs)
+{
+    if (fs->ops != &http_ops)
+        return;
+    struct http_fetch *h = (struct http_fetch *)fs;
+    pthread_mutex_lock(&h->lock);
+    for (struct http_file *f = h->files; f; f = f->next)
+        for (uint64_t k = 0; k < f->window_count; k++) {
+            struct window *w = &f->windows[k];
+            if (w->state != WINDOW_READY || w->pins || w->waiters)
+                continue;
+            buffer_give(h, w->data, w->cap);
+            w->data = NULL;
+            w->len = w->cap = 0;
+            w->state = WINDOW_EMPTY;
+        }
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void *connection_main(void *arg)
+{
+    struct http_fetch *h = arg;
+    if (h->o.probe)
+        shard_trace_thread_name(h->o.probe->trace, "http connection");
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (!h->stop && !h->head)
+            pthread_cond_wait(&h->work, &h->lock);
+        if (h->stop)
+            break;
+        struct http_job *j = h->head;
+        job_unlink(h, j);
+        struct http_file *f = j->file;
+        struct window *w = &f->windows[j->window];
+        uint64_t k = j->window;
+        w->job = NULL;
+        free(j);
+        size_t len = (size_t)window_len(f, k);
+        int rc = SHARD_OK;
+        struct shard_err err;
+        shard_err_clear(&err);
+        size_t cap = 0;
+        int no_room;
+        uint8_t *data = buffer_for(h, len, w->demand, &cap, &no_room);
+        if (no_room) {  /* a read-ahead that does not fit is dropped */
+            w->state = WINDOW_EMPTY;
+            f->pending--;
+            h->pending--;
+            pthread_cond_broadcast(&h->done);
+            continue;
+        }
+        pthread_mutex_unlock(&h->lock);
+        if (!data)
+            rc = shard_err_set(&err, SHARD_ENOMEM, "cannot allocate a window of %zu bytes", len);
+        else if (len)
+            rc = request_range(f, k * h->o.window_bytes, data, len, &err);
+        pthread_mutex_lock(&h->lock);
+        w->generation++;
+        w->rc = rc;
+        free(w->error);
+        w->error = NULL;
+        if (rc) {
+            buffer_give(h, data, cap);
+            w->state = WINDOW_EMPTY;
+            w->error = strdup(err.msg);
+        } else {
+            w->data = data;
+            w->len = len;
+            w->cap = cap;
+            w->state = WINDOW_READY;
+            w->last_use = ++h->tick;
+        }
+        w->demand = 0;
+        f->pending--;
+        h->pending--;
+        pthread_cond_broadcast(&h->done);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+/* Wait until window k is ready and pin it (lock held throughout, released
+ * while waiting).  0 or the error of the fetch this call waited for.  While
+ * a reader waits, the window is not evicted: a read-ahead needing room must
+ * not take a window from under the reader it was fetched for. */
+static int pin_window(struct http_file *f, uint64_t k, struct shard_err *err)
+{
+    struct http_fetch *h = f->owner;
+    struct window *w = &f->windows[k];
+    uint64_t asked = 0;
+    int waiting = 0, rc = SHARD_OK;
+    for (;;) {
+        if (w->state == WINDOW_READY) {
+            w->pins++;
+            w->last_use = ++h->tick;
+            break;
+        }
+        if (waiting && w->state == WINDOW_EMPTY && w->generation != asked) {
+            if (w->rc) {
+                rc = shard_err_set(err, w->rc, "%s",
+                                   w->error ? w->error : "window fetch failed");
+                break;
+            }
+            asked = w->generation;  /* fetched and gone again: ask once more */
+        }
+        if (w->state == WINDOW_EMPTY) {
+            if ((rc = queue_window(f, k, 1, err)))
+                break;
+        } else if (w->job && !w->demand) {
+            /* queued as read-ahead: a reader needs it now */
+            job_unlink(h, w->job);
+            job_push(h, w->job, 1);
+            w->demand = 1;
+        }
+        if (!waiting) {
+            asked = w->generation;
+            waiting = 1;
+            w->waiters++;
+        }
+        pthread_cond_wait(&h->done, &h->lock);
+    }
+    if (waiting)
+        w->waiters--;
+    return rc;
+}
+
+/* Queue read-ahead of windows first..last (clipped to the file) that are
+ * neither cached nor coming, in order, while fewer than `most` fetches are
+ * under way (lock held).  A connection thread skips a read-ahead that would
+ * not fit in the cache even after evicting the least recently used windows. */
+static void queue_ahead(struct http_file *f, uint64_t first, uint64_t last, uint64_t most)
+{
+    struct http_fetch *h = f->owner;
+    for (uint64_t k = first; k <= last && k < f->window_count && !f->closing; k++) {
+        if (f->windows[k].state != WINDOW_EMPTY)
+            continue;
+        if (h->pending >= most || queue_window(f, k, 0, NULL))
+            break;
+    }
+}
+
+/* The next `connections` windows after `last`: a reader walking a shard in
+ * order finds its bytes there. */
+static void read_ahead(struct http_file *f, uint64_t last)
+{
+    queue_ahead(f, last + 1, last + (uint64_t)f->owner->o.connections, UINT64_MAX);
+}
+
+static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
+                     struct shard_err *err)
+{
+    struct http_file *f = (struct http_file *)file;
+    struct http_fetch *h = f->owner;
+    uint8_t *out = buf;
+    if (offset > f->base.size || len > f->base.size - offset)
+        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu",
+                             len, (unsigned long long)offset,
+                             (unsigned long long)f->base.size);
+    if (!len)
+        return SHARD_OK;
+    if (f->tail && offset >= f->tail_offset) {
+        memcpy(out, f->tail + (offset - f->tail_offset), len);
+        return SHARD_OK;
+    }
+    if (len >= h->o.window_bytes)
+        return request_range(f, offset, out, len, err);
+    uint64_t wb = h->o.window_bytes;
+    uint64_t first = offset / wb, last = (offset + len - 1) / wb;
+    int rc = SHARD_OK;
+    pthread_mutex_lock(&h->lock);
+    for (uint64_t k = first; k <= last && !rc; k++) {
+        rc = pin_window(f, k, err);
+        if (rc)
+            break;
+        struct window *w = &f->windows[k];
+        uint64_t start = k * wb;
+        uint64_t from = offset > start ? offset - start : 0;
+        uint64_t to = offset + len - start < w->len ? offset + len - start : w->len;
+        pthread_mutex_unlock(&h->lock);
+        memcpy(out + (start + from - offset), w->data + from, (size_t)(to - from));
+        pthread_mutex_lock(&h->lock);
+        w->pins--;
+    }
+    if (!rc)
+        read_ahead(f, last);
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+/* Queue read-ahead of the windows of [offset, offset + len) that are not
+ * cached or coming, in the order asked: a reader walking a shuffled plan
+ * says what it will read next, and the windows come in that order.  At most
+ * half the cache's windows (and at least `connections`) are on their way at
+ * once, so that advice cannot push out windows that are about to be read. */
+static void http_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
+{
+    struct http_file *f = (struct http_file *)file;
+    struct http_fetch *h = f->owner;
+    uint64_t wb = h->o.window_bytes;
+    if (!len || offset >= f->base.size || len >= wb)  /* a long read is one request anyway */
+        return;
+    if (len > f->base.size - offset)
+        len = f->base.size - offset;
+    if (f->tail && offset >= f->tail_offset)
+        return;
+    uint64_t most = h->o.cache_bytes / wb / 2;
+    if (most < (uint64_t)h->o.connections)
+        most = (uint64_t)h->o.connections;
+    pthread_mutex_lock(&h->lock);
+    queue_ahead(f, offset / wb, (offset + len - 1) / wb, most);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void http_close(struct fetch_file *file)
+{
+    struct http_file *f = (struct http_file *)file;
+    struct http_fetch *h = f->owner;
+    pthread_mutex_lock(&h->lock);
+    f->closing = 1;
+    for (uint64_t k = 0; k < f->window_count; k++) {
+        struct window *w = &f->windows[k];
+        if (w->job) {
+            job_unlink(h, w->job);
+            free(w->job);
+            w->job = NULL;
+            w->state = WINDOW_EMPTY;
+            f->pending--;
+            h->pending--;
+        }
+    }
+    while (f->pending)
+        pthread_cond_wait(&h->done, &h->lock);
+    for (uint64_t k = 0; k < f->window_count; k++) {
+        struct window *w = &f->windows[k];
+        buffer_give(h, w->data, w->cap);
+        free(w->error);
+    }
+    if (f->prev)
+        f->prev->next = f->next;
+    else if (h->files == f)
+        h->files = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    pthread_mutex_unlock(&h->lock);
+    free(f->windows);
+    free(f->tail);
+    free(f->url);
+    free(f);
+}
+
+static const struct fetch_file_ops http_file_ops = {http_read, http_close, http_advise};
+
+/* Open: one suffix range request gives the size and the file's last bytes. */
+static int http_open(struct fetch *fs, const char *name, struct fetch_file **out,
+                     struct shard_err *err)
+{
+    struct http_fetch *h = (struct http_fetch *)fs;
+    *out = NULL;
+    struct http_file *f = calloc(1, sizeof *f);
+    if (!f)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    f->base.ops = &http_file_ops;
+    f->owner = h;
+    int rc = SHARD_OK;
+    size_t want = h->o.window_bytes < TAIL_MAX ? (size_t)h->o.window_bytes : TAIL_MAX;
+    if (!(f->url = sk_fetch_http_url(fs, name)) || !(f->tail = malloc(want))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    char range[RANGE_TEXT];
+    snprintf(range, sizeof range, "-%zu", want);
+    struct sink sink = {.dst = f->tail, .cap = want};
+    struct response resp;
+    if ((rc = request(h, f->url, range, &sink, &resp, err)))
+        goto fail;
+    if (resp.status == 416) {  /* an empty file has no suffix */
+        f->base.size = 0;
+        f->tail_len = 0;
+    } else if (resp.range_end + 1 != resp.total || sink.len != resp.range_end -
+                                                                    resp.range_start + 1) {
+        rc = shard_err_set(err, SHARD_ENET, "'%s': a suffix range came back as bytes "
+                           "%llu-%llu of %llu", f->url, (unsigned long long)resp.range_start,
+                           (unsigned long long)resp.range_end,
+                           (unsigned long long)resp.total);
+        goto fail;
+    } else {
+        f->base.size = resp.total;
+        f->tail_offset = resp.range_start;
+        f->tail_len = sink.len;
+    }
+    uint64_t wb = h->o.window_bytes;
+    f->window_count = (f->base.size + wb - 1) / wb;
+    if (f->window_count > SIZE_MAX / sizeof *f->windows ||
+        !(f->windows = calloc(f->window_count ? (size_t)f->window_count : 1,
+                              sizeof *f->windows))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_lock(&h->lock);
+    f->next = h->files;
+    if (h->files)
+        h->files->prev = f;
+    h->files = f;
+    pthread_mutex_unlock(&h->lock);
+    *out = &f->base;
+    return SHARD_OK;
+fail:
+    free(f->tail);
+    free(f->url);
+    free(f);
+    return rc;
+}
+
+static void http_free(struct fetch *fs)
+{
+    struct http_fetch *h = (struct http_fetch *)fs;
+    pthread_mutex_lock(&h->lock);
+    h->stop = 1;
+    pthread_cond_broadcast(&h->work);
+    pthread_mutex_unlock(&h->lock);
+    for (int i = 0; i < h->started; i++)
+        pthread_join(h->threads[i], NULL);
+    for (struct http_job *j = h->head, *next; j; j = next) {
+        next = j->next;
+        free(j);
+    }
+    for (size_t i = 0; i < h->idle_len; i++)
+        curl_easy_cleanup(h->idle[i]);
+    for (size_t i = 0; i < h->spare_count; i++)
+        free(h->spares[i].data);
+    free(h->idle);
+    free(h->threads);
+    pthread_cond_destroy(&h->work);
+    pthread_cond_destroy(&h->done);
+    pthread_mutex_destroy(&h->lock);
+    free(h->base_url);
+    free(h);
+}
+
+static const struct fetch_ops http_ops = {http_open, http_free};
+
+int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_http_options *o,
+                   struct shard_err *err)
+{
+    *out = NULL;
+    if (!sk_fetch_http_is_url(base))
+        return shard_err_set(err, SHARD_EINVAL, "'%s' is not an http:// or https:// URL", base);
+    if (o->connections < 1 || o->connections > FETCH_HTTP_MAX_CONNECTIONS ||
+        o->window_bytes < MIN_WINDOW || o->window_bytes > SIZE_MAX / 2 ||
+        o->cache_bytes < o->window_bytes || o->retries < 0 || !(o->rtt_ms >= 0))
+        return shard_err_set(err, SHARD_EINVAL, "bad HTTP options: connections 1..%d, window "
+                             ">= %u bytes, cache >= window, retries >= 0",
+                             FETCH_HTTP_MAX_CONNECTIONS, MIN_WINDOW);
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_result != CURLE_OK)
+        return shard_err_set(err, SHARD_ENET, "cannot initialise libcurl: %s",
+                             curl_easy_strerror(curl_init_result));
+    struct http_fetch *h = calloc(1, sizeof *h);
+    if (!h)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    h->base.ops = &http_ops;
+    h->o = *o;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->work, NULL);
+    pthread_cond_init(&h->done, NULL);
+    size_t n = strlen(base);
+    while (n > 0 && base[n - 1] == '/')
+        n--;
+    h->base_url = strndup(base, n);
+    h->threads = calloc((size_t)o->connections, sizeof *h->threads);
+    if (!h->base_url || !h->threads) {
+        http_free(&h->base);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    *out = &h->base;
+    return SHARD_OK;
+}

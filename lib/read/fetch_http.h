@@ -1,0 +1,78 @@
+/* fetch_http.h - the HTTP backend of fetch.h, with libcurl (private).
+ *
+ * A location "http://host/path" (or https) is a base URL; file NAME is
+ * fetched from base/NAME, NAME percent-encoded except for '/'.
+ *
+ * Shards are read in large ranges, never one request per record: a file is
+ * cut into aligned windows of window_bytes; a read copies from the windows
+ * it covers, which are fetched on first use by `connections` background
+ * connections and kept in an LRU cache of cache_bytes; each read also queues
+ * the next `connections` windows (read-ahead), so a reader walking a shard
+ * in order finds its bytes already there.  Opening a file is one suffix
+ * range request: it gives the size and the last bytes (the trailer and,
+ * usually, the whole footer).  A read at least a window long goes straight
+ * to the server as one range.
+ *
+ * Every request is retried on transient failures - connection refused or
+ * reset, time-outs, 5xx, 408, 429 - after 50 ms, 100 ms, ... (doubling,
+ * capped at 2 s), `retries` times; a 404 or 410 is SHARD_ENOTFOUND and any
+ * other 4xx SHARD_ENET at once.  Messages name the URL:
+ *   "HTTP 404 Not Found for 'http://host/data/shard-000003.shard'"
+ * A server that answers a range request with the whole file, or a file whose
+ * size changes between requests, is an error, not silently misread.
+ *
+ * rtt_ms > 0 sleeps that long before every request: a simulated round trip,
+ * since real latency cannot be added on a loopback benchmark.  Statistics
+ * and trace spans go to `probe` when set (probe.h). */
+#ifndef SHARDKIT_FETCH_HTTP_H
+#define SHARDKIT_FETCH_HTTP_H
+
+#include <stdint.h>
+
+#include "read/fetch.h"
+#include "shardkit/image.h"
+
+struct bench_probe;
+
+#define FETCH_HTTP_DEFAULT_CONNECTIONS 8
+#define FETCH_HTTP_DEFAULT_WINDOW (8u << 20)
+#define FETCH_HTTP_DEFAULT_CACHE (256u << 20)
+#define FETCH_HTTP_DEFAULT_RETRIES 8
+#define FETCH_HTTP_MAX_CONNECTIONS 64
+
+struct fetch_http_options {
+    double rtt_ms;
+    int connections;        /* 1..FETCH_HTTP_MAX_CONNECTIONS */
+    uint64_t window_bytes;  /* >= 4 KiB */
+    uint64_t cache_bytes;   /* >= window_bytes */
+    int retries;            /* >= 0 */
+    struct bench_probe *probe;
+};
+
+/* The defaults above; no delay, no probe. */
+void sk_fetch_http_options_init(struct fetch_http_options *o);
+
+/* 1 when `location` starts with http:// or https://. */
+int sk_fetch_http_is_url(const char *location);
+
+/* A backend reading files below the base URL `base`.  Nothing is requested
+ * yet.  0, SHARD_EINVAL (bad options) or SHARD_ENOMEM. */
+int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_http_options *o,
+                   struct shard_err *err);
+
+/* Fetch all of file `name` with one GET into buf (replacing its contents):
+ * for small files (a manifest, a source image).  A body larger than
+ * max_bytes (when not 0) is SHARD_ELIMIT.  `fs` must come from
+ * sk_fetch_http_new.  Thread-safe. */
+int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, struct shard_buf *buf,
+                   struct shard_err *err);
+
+/* Empty the window cache of every open file (windows being read or fetched
+ * stay): the next reads go to the server again.  No-op for a backend that
+ * is not HTTP. */
+void sk_fetch_http_drop_cache(struct fetch *fs);
+
+/* The URL of file `name` (malloc'd; NULL when out of memory). */
+char *sk_fetch_http_url(const struct fetch *fs, const char *name);
+
+#endif

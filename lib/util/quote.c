@@ -1,0 +1,89 @@
+/* quote.c - byte strings inside one-line messages (see quote.h). */
+#include "util/quote.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shardkit/error.h"
+
+size_t sk_quote_utf8_len(const unsigned char *p, size_t avail)
+{
+    if (avail == 0)
+        return 0;
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    uint32_t cp, min;
+    if ((c & 0xe0) == 0xc0) {
+        n = 2, cp = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 3, cp = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (avail < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size)
+{
+    static const char ellipsis[] = "...";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+    if (out_size == 0)
+        return out;
+    /* keep room for the ellipsis and the NUL */
+    size_t limit = out_size > sizeof ellipsis ? out_size - sizeof ellipsis : 0;
+    for (size_t i = 0; i < len;) {
+        char piece[8];
+        size_t n = sk_quote_utf8_len(p + i, len - i), plen;
+        if (n == 1 && (p[i] < 0x20 || p[i] == 0x7f)) {
+            plen = (size_t)snprintf(piece, sizeof piece, "\\x%02x", p[i]);
+        } else if (n == 1 && p[i] == '\\') {
+            plen = 2;
+            memcpy(piece, "\\\\", 2);
+        } else if (n == 0) {
+            plen = (size_t)snprintf(piece, sizeof piece, "\\x%02x", p[i]);
+            n = 1;
+        } else {
+            plen = n;
+            memcpy(piece, p + i, n);
+        }
+        /* the last piece may use the ellipsis' room */
+        size_t room = (i + n == len ? out_size - 1 : limit);
+        if (o + plen > room) {
+            if (o + sizeof ellipsis <= out_size)
+                memcpy(out + o, ellipsis, sizeof ellipsis);
+            else
+                out[o] = '\0';
+            return out;
+        }
+        memcpy(out + o, piece, plen);
+        o += plen;
+        i += n;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+const char *shard_quote(const char *s, size_t len, char *out, size_t out_size)
+{
+    return sk_quote_bytes(s, len, out, out_size);
+}
+
+size_t shard_utf8_len(const unsigned char *p, size_t avail)
+{
+    return sk_quote_utf8_len(p, avail);
+}

@@ -1,0 +1,22 @@
+/* quote.h - byte strings (keys) inside one-line messages (private).
+ * A key is any byte string; a message must stay one printable line. */
+#ifndef SHARDKIT_QUOTE_H
+#define SHARDKIT_QUOTE_H
+
+#include <stddef.h>
+
+/* Room for a quoted key in a message: long keys are cut, ending in "...". */
+#define QUOTE_MAX 200
+
+/* Copy s[0..len) into out (out_size bytes, always NUL-terminated), keeping
+ * valid UTF-8 text and writing control bytes, DEL, backslash and bytes that
+ * are not valid UTF-8 as \xNN (backslash as \\).  A result that does not fit
+ * is cut at a character boundary and ends in "...".  Returns out. */
+const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size);
+
+/* Length of the valid UTF-8 sequence starting at p (at most `avail` bytes):
+ * 1..4, or 0 when the bytes there are not valid UTF-8 (overlong forms,
+ * surrogates and values above U+10FFFF are invalid). */
+size_t sk_quote_utf8_len(const unsigned char *p, size_t avail);
+
+#endif

@@ -1,0 +1,102 @@
+/* sk_verify_deep.c - --deep: read every record through the dataset reader
+ * (frame xxh3, zstd checksum, key and label against the footer), decode
+ * its payload (dimensions), and check codec and size against the config
+ * and the index.  Records are spread over threads in small runs, so reads
+ * stay mostly sequential within a shard. */
+#include <string.h>
+
+#include "read/dataset_internal.h"
+#include "util/quote.h"
+#include "verify/verify_internal.h"
+
+/* Consecutive records one thread takes at a time. */
+#define DEEP_CHUNK 16
+
+/* Can (w, h) be the output of the config's geometry for some source? */
+static int fits_config(const struct shard_config *c, uint32_t w, uint32_t h)
+{
+    uint32_t shorter = w < h ? w : h, longer = w < h ? h : w;
+    switch (c->fit) {
+    case SHARD_FIT_SHORT:
+        return c->upscale ? shorter == c->size : shorter <= c->size;
+    case SHARD_FIT_LONG:
+        return c->upscale ? longer == c->size : longer <= c->size;
+    case SHARD_FIT_CROP:
+        return w == h && (c->upscale ? w == c->size : w <= c->size);
+    }
+    return 0;
+}
+
+static void check_item(struct verify_run *v, uint64_t g, const struct shard_item *it)
+{
+    const struct shard_config *c = &v->m->config;
+    const char *file = v->m->shards[it->shard].file;
+    char q[QUOTE_MAX];
+    sk_quote_bytes((const char *)it->key.data, it->key.len, q, sizeof q);
+#define RECORD_PROBLEM(...)                                                                   \
+    sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record,  \
+                   (const char *)it->key.data, it->key.len, __VA_ARGS__)
+    if (it->codec != c->codec)
+        RECORD_PROBLEM("%s record %llu (key '%s'): codec %s, the config says %s", file,
+                       (unsigned long long)it->record, q, shard_codec_name(it->codec),
+                       shard_codec_name(c->codec));
+    if (v->index_width[g] &&
+        (it->width != v->index_width[g] || it->height != v->index_height[g]))
+        RECORD_PROBLEM("%s record %llu (key '%s'): %ux%u, %s says %ux%u", file,
+                       (unsigned long long)it->record, q, it->width, it->height,
+                       v->m->index_file, v->index_width[g], v->index_height[g]);
+    if (!fits_config(c, it->width, it->height))
+        RECORD_PROBLEM("%s record %llu (key '%s'): %ux%u is not an output of --size %u --fit "
+                       "%s%s",
+                       file, (unsigned long long)it->record, q, it->width, it->height, c->size,
+                       shard_fit_name(c->fit), c->upscale ? "" : " --no-upscale");
+#undef RECORD_PROBLEM
+}
+
+int sk_verify_deep(struct verify_run *v, struct shard_err *err)
+{
+    uint64_t n = v->samples, bytes = 0, records = 0;
+    double busy = 0, t0 = sk_verify_now();
+    int failed = 0;
+#pragma omp parallel num_threads(v->threads) reduction(+ : bytes, records, busy)
+    {
+        struct shard_item item;
+        memset(&item, 0, sizeof item);
+#pragma omp for schedule(dynamic, DEEP_CHUNK)
+        for (uint64_t g = 0; g < n; g++) {
+            uint32_t s;
+            uint64_t r;
+            shard_dataset_locate(v->ds, g, &s, &r, NULL);
+            if (!v->footers[s] || sk_dataset_shard_check_name(v->ds, s, NULL))
+                continue;  /* reported by the shard check */
+            double t = sk_verify_now();
+            struct shard_err e;
+            shard_err_clear(&e);
+            int rc = shard_dataset_read(v->ds, g, SHARD_READ_PIXELS | SHARD_READ_VERIFY, &item,
+                                        &e);
+            busy += sk_verify_now() - t;
+            records++;
+            bytes += v->footers[s]->rows[r].frame_bytes;
+            if (rc == SHARD_ENOMEM) {
+#pragma omp atomic write
+                failed = 1;
+            }
+            if (rc) {
+                size_t len;
+                const char *key = sk_verify_footer_key(v, s, r, &len);
+                sk_verify_problem(v, SHARD_CHECK_RECORD, rc, s, (int64_t)r, key, len, "%s", e.msg);
+                continue;
+            }
+            check_item(v, g, &item);
+        }
+        shard_item_release(&item);
+    }
+    struct shard_verify_rate *rate = &v->report->deep;
+    rate->bytes = bytes;
+    rate->items = records;
+    rate->seconds = sk_verify_now() - t0;
+    rate->busy_seconds = busy;
+    rate->threads = v->threads;
+    return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory while decoding records")
+                  : SHARD_OK;
+}

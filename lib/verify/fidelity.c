@@ -1,0 +1,298 @@
+/* sk_verify_fidelity.c - --fidelity N: re-run shardify's conversion (the very
+ * sk_record_build() it uses, with the manifest's config) on N source files
+ * spread evenly over stored order, and compare with what is stored.
+ *
+ * The stored payload and the re-run's payload are both decoded and
+ * compared: raw and png must give identical pixels; jpeg is measured by
+ * PSNR against SHARD_FIDELITY_DEFAULT_PSNR or the caller's threshold (the
+ * same build gives identical bytes; another build of libjpeg-turbo or of
+ * the resizer may move pixels by a level).  The pipeline is also run with
+ * the codec set to raw, which yields the pixels just before encoding: the
+ * stored pixels against those give the codec's own loss (loss_psnr). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/quote.h"
+#include "convert/record_build.h"
+#include "shardkit/source.h"
+#include "verify/verify_internal.h"
+
+#define PSNR_PEAK 255.0
+
+/* What one thread reuses from sample to sample. */
+struct fidelity_worker {
+    struct record_builder *as_stored;  /* the manifest's config */
+    struct record_builder *as_pixels;  /* the same with codec raw */
+    struct shard_buf source;
+    struct shard_buf payload;     /* the re-run's payload */
+    struct shard_buf pixels;      /* the re-run's pixels before encoding */
+    struct shard_image decoded;   /* the re-run's payload, decoded */
+    struct shard_item item;       /* the stored sample */
+};
+
+/* The chosen samples' source bytes, for archives (read in one pass). */
+struct captured {
+    const char *key;
+    size_t len;
+    uint64_t k;              /* position in the results */
+    struct shard_buf bytes;
+    int have;
+};
+
+static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    double sse = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)b[i];
+        sse += d * d;
+    }
+    if (sse == 0)
+        return INFINITY;
+    return 10.0 * log10(PSNR_PEAK * PSNR_PEAK * (double)n / sse);
+}
+
+static int compare_captured(const void *pa, const void *pb)
+{
+    const struct captured *a = pa, *b = pb;
+    return shard_key_compare(a->key, a->len, b->key, b->len);
+}
+
+/* One pass over the archive keeping the bytes of the chosen keys (the
+ * first entry of a name, as shardify keeps). */
+static int capture_from_archive(struct verify_run *v, struct captured *cap, uint64_t n,
+                                struct shard_err *err)
+{
+    qsort(cap, n, sizeof *cap, compare_captured);
+    struct shard_archive *a;
+    int rc = shard_archive_open(&a, v->o->source, err);
+    if (rc)
+        return rc;
+    struct shard_buf buf = {0};
+    struct shard_scan_stats st = {0};
+    for (;;) {
+        const char *key;
+        size_t len;
+        uint64_t too_large = 0;
+        rc = shard_archive_next(a, v->m->config.max_file_bytes, &key, &len, &buf, &too_large,
+                                &st, err);
+        if (rc <= 0)
+            break;
+        struct captured probe = {key, len, 0, {0}, 0};
+        struct captured *hit = bsearch(&probe, cap, n, sizeof *cap, compare_captured);
+        if (!hit || too_large || shard_archive_problem(a))
+            continue;
+        /* equal keys sit side by side: take the first not yet filled */
+        while (hit > cap && !compare_captured(hit - 1, &probe))
+            hit--;
+        for (; hit < cap + n && !compare_captured(hit, &probe); hit++)
+            if (!hit->have) {
+                hit->bytes.len = 0;
+                if ((rc = shard_buf_append(&hit->bytes, buf.data, buf.len, err)))
+                    goto out;
+                hit->have = 1;
+            }
+    }
+out:
+    shard_buf_release(&buf);
+    shard_archive_close(a);
+    return rc < 0 ? rc : SHARD_OK;
+}
+
+static void worker_release(struct fidelity_worker *w)
+{
+    sk_record_builder_free(w->as_stored);
+    sk_record_builder_free(w->as_pixels);
+    shard_buf_release(&w->source);
+    shard_buf_release(&w->payload);
+    shard_buf_release(&w->pixels);
+    shard_image_release(&w->decoded);
+    shard_item_release(&w->item);
+}
+
+/* Compare sample `index` (result *res, key already set) with a re-run of
+ * the pipeline on `src`. */
+static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_t index,
+                        const uint8_t *src, size_t src_len, double min_psnr,
+                        struct shard_fidelity_result *res)
+{
+    char q[QUOTE_MAX];
+    sk_quote_bytes(res->key, res->key_len, q, sizeof q);
+    const char *file = v->m->shards[res->shard].file;
+    unsigned long long rec = (unsigned long long)res->record;
+    struct shard_err e;
+    shard_err_clear(&e);
+#define FIDELITY_PROBLEM(code, ...)                                                           \
+    sk_verify_problem(v, SHARD_CHECK_FIDELITY, code, res->shard, (int64_t)res->record, res->key, \
+                   res->key_len, __VA_ARGS__)
+    int rc = shard_dataset_read(v->ds, index,
+                                SHARD_READ_PIXELS | SHARD_READ_STORED | SHARD_READ_VERIFY,
+                                &w->item, &e);
+    if (rc) {
+        FIDELITY_PROBLEM(rc, "fidelity: %s", e.msg);
+        return;
+    }
+    uint32_t w1, h1, w2, h2;
+    enum shard_codec codec = v->m->config.codec;
+    if ((rc = sk_record_build(w->as_stored, src, src_len, &w->payload, &w1, &h1, &e)) ||
+        (rc = sk_record_build(w->as_pixels, src, src_len, &w->pixels, &w2, &h2, &e)) ||
+        (rc = shard_decode_payload(codec, w->payload.data, w->payload.len, w1, h1, &w->decoded,
+                                   &e))) {
+        FIDELITY_PROBLEM(rc, "fidelity: %s record %llu (key '%s'): the pipeline now fails: %s",
+                         file, rec, q, e.msg);
+        return;
+    }
+    const struct shard_item *it = &w->item;
+    res->width = it->width;
+    res->height = it->height;
+    if (it->width != w1 || it->height != h1 || w1 != w2 || h1 != h2) {
+        FIDELITY_PROBLEM(SHARD_EMISMATCH,
+                         "fidelity: %s record %llu (key '%s'): stored %ux%u, the pipeline "
+                         "gives %ux%u",
+                         file, rec, q, it->width, it->height, w1, h1);
+        return;
+    }
+    size_t n = (size_t)w1 * h1 * 3;
+    res->same_bytes = w->payload.len == it->stored.len &&
+                      !memcmp(w->payload.data, it->stored.data, it->stored.len);
+    res->psnr = psnr(it->pixels.pixels, w->decoded.pixels, n);
+    res->loss_psnr = psnr(it->pixels.pixels, w->pixels.data, n);
+    res->exact = isinf(res->psnr);
+    int lossy = codec == SHARD_CODEC_JPEG;
+    res->passed = lossy ? res->psnr >= min_psnr : res->exact;
+    if (res->passed)
+        return;
+    if (lossy)
+        FIDELITY_PROBLEM(SHARD_EMISMATCH,
+                         "fidelity: %s record %llu (key '%s'): psnr %.2f db against a re-run "
+                         "of the pipeline is below the threshold %.2f db",
+                         file, rec, q, res->psnr, min_psnr);
+    else
+        FIDELITY_PROBLEM(SHARD_EMISMATCH,
+                         "fidelity: %s record %llu (key '%s'): stored pixels differ from a "
+                         "re-run of the pipeline (psnr %.2f db; %s must be exact)",
+                         file, rec, q, res->psnr, shard_codec_name(codec));
+#undef FIDELITY_PROBLEM
+}
+
+static int choose_samples(struct verify_run *v, uint64_t n, struct shard_err *err)
+{
+    struct shard_verify_report *r = v->report;
+    r->fidelity = calloc(n ? n : 1, sizeof *r->fidelity);
+    if (!r->fidelity)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint64_t k = 0; k < n; k++) {
+        struct shard_fidelity_result *res = &r->fidelity[r->fidelity_count];
+        uint64_t g = (uint64_t)((unsigned __int128)k * v->samples / n);
+        shard_dataset_locate(v->ds, g, &res->shard, &res->record, NULL);
+        size_t len;
+        const char *key = sk_verify_footer_key(v, res->shard, res->record, &len);
+        if (!key)
+            continue;  /* its shard is unreadable, and reported */
+        if (!(res->key = malloc(len + 1)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        memcpy(res->key, key, len);
+        res->key[len] = '\0';
+        res->key_len = len;
+        res->psnr = NAN;
+        res->loss_psnr = NAN;
+        r->fidelity_count++;
+    }
+    return SHARD_OK;
+}
+
+int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
+{
+    struct shard_verify_report *r = v->report;
+    uint64_t n = v->o->fidelity < v->samples ? v->o->fidelity : v->samples;
+    double min_psnr = v->o->min_psnr > 0 ? v->o->min_psnr : SHARD_FIDELITY_DEFAULT_PSNR;
+    r->min_psnr = min_psnr;
+    int rc = choose_samples(v, n, err);
+    if (rc)
+        return rc;
+    n = r->fidelity_count;
+    struct stat st;
+    int archive = stat(v->o->source, &st) == 0 && S_ISREG(st.st_mode);
+    struct captured *cap = calloc(n ? n : 1, sizeof *cap);
+    int root = -1;
+    if (!cap)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint64_t k = 0; k < n; k++)
+        cap[k] = (struct captured){r->fidelity[k].key, r->fidelity[k].key_len, k, {0}, 0};
+    if (archive) {
+        if ((rc = capture_from_archive(v, cap, n, err)))
+            goto out;
+    } else if ((root = open(v->o->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot open source '%s'", v->o->source);
+        goto out;
+    }
+    /* after the archive pass cap[] is sorted by key: find each result's entry */
+    struct captured **by_k = calloc(n ? n : 1, sizeof *by_k);
+    if (!by_k) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        by_k[cap[i].k] = &cap[i];
+    struct shard_config pixels_config = v->m->config;
+    pixels_config.codec = SHARD_CODEC_RAW;
+    int failed = 0;
+#pragma omp parallel num_threads(v->threads)
+    {
+        struct fidelity_worker w;
+        memset(&w, 0, sizeof w);
+        struct shard_err e;
+        int ok = sk_record_builder_new(&w.as_stored, &v->m->config, &e) == 0 &&
+                 sk_record_builder_new(&w.as_pixels, &pixels_config, &e) == 0;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (uint64_t k = 0; k < n; k++) {
+            struct shard_fidelity_result *res = &r->fidelity[k];
+            const struct captured *c = by_k[k];
+            const uint8_t *src = NULL;
+            size_t src_len = 0;
+            char q[QUOTE_MAX];
+            if (!ok)
+                continue;
+            shard_err_clear(&e);
+            if (archive && c->have) {
+                src = c->bytes.data;
+                src_len = c->bytes.len;
+            } else if (!archive &&
+                       shard_read_source_file(root, res->key, v->m->config.max_file_bytes, &w.source,
+                                       &e) == 0) {
+                src = w.source.data;
+                src_len = w.source.len;
+            }
+            if (!src) {
+                sk_verify_problem(v, SHARD_CHECK_FIDELITY, SHARD_ENOTFOUND, res->shard,
+                               (int64_t)res->record, res->key, res->key_len,
+                               "fidelity: '%s': cannot read its source file: %s",
+                               sk_quote_bytes(res->key, res->key_len, q, sizeof q),
+                               archive ? "not in the archive" : e.msg);
+                continue;
+            }
+            uint64_t g;
+            shard_dataset_index_of(v->ds, res->shard, res->record, &g, NULL);
+            compare_one(v, &w, g, src, src_len, min_psnr, res);
+        }
+        worker_release(&w);
+    }
+    free(by_k);
+    if (failed)
+        rc = shard_err_set(err, SHARD_ENOMEM, "cannot set up the conversion pipeline");
+out:
+    if (root >= 0)
+        close(root);
+    for (uint64_t k = 0; k < n; k++)
+        shard_buf_release(&cap[k].bytes);
+    free(cap);
+    return rc;
+}

@@ -1,0 +1,633 @@
+/* sk_verify_source.c - --source: prove the dataset is exactly its source.
+ *
+ * SRC is scanned the way shardify scans it (shard_scan_dir for a directory,
+ * one streaming pass of shard_archive_next for an archive).  Its candidates
+ * and the dataset's expectations (the samples of index.jsonl and the
+ * manifest's rejects) are both sorted by key and joined.  For each key the
+ * files found must pair off with the entries expected: a sample with the
+ * same source_bytes and source_xxh3, a reject with the same identity when
+ * one was recorded (any file, when the reject could not be read).  Whatever
+ * is left over is reported: extra files, changed files, missing files.
+ * Keys repeat only inside archives (shardify keeps the first entry of a
+ * name and rejects the rest), which the pairing handles.
+ *
+ * Then labels: each sample's label is re-derived from its key with the
+ * config's rule and must equal its stored label; per-label counts of the
+ * samples found in SRC must equal counts.by_label. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "util/jsonkey.h"
+#include "util/fsutil.h"
+#include "util/quote.h"
+#include "shardkit/source.h"
+#include "verify/verify_internal.h"
+
+#define LABEL_FILE_PREFIX "file:"
+
+/* A candidate file found in SRC. */
+struct found {
+    size_t key;          /* index into the candidates' keylist */
+    uint64_t bytes;
+    uint64_t xxh3;
+    int hashed;          /* bytes/xxh3 are known */
+    int need_hash;       /* some expected entry has this key */
+    int used;
+    char *why;           /* why it could not be read (malloc'd), or NULL */
+};
+
+/* An entry the dataset expects in SRC. */
+struct expected {
+    const char *key;
+    size_t len;
+    int is_sample;
+    uint64_t n;          /* sample number in `struct source_run`, or reject number */
+    int used;
+};
+
+struct source_run {
+    struct verify_run *v;
+    const char *src;
+    int archive;
+    struct shard_keylist found_keys;
+    struct found *found;
+    uint64_t found_count;
+    uint64_t found_cap;
+    struct shard_scan_stats stats;
+    /* the samples of index.jsonl */
+    struct shard_keylist sample_keys;
+    uint64_t *sample_bytes;
+    uint64_t *sample_xxh3;
+    int32_t *sample_label;
+    uint32_t *sample_shard;
+    uint64_t *sample_record;
+    int *sample_present;
+    uint64_t sample_count;
+    struct expected *expected;
+    uint64_t expected_count;
+};
+
+static int compare_found(const void *pa, const void *pb, void *ctx)
+{
+    const struct shard_keylist *l = ctx;
+    const struct found *a = pa, *b = pb;
+    size_t la, lb;
+    const char *ka = shard_keylist_get(l, a->key, &la), *kb = shard_keylist_get(l, b->key, &lb);
+    int c = shard_key_compare(ka, la, kb, lb);
+    return c ? c : (a->key > b->key) - (a->key < b->key);  /* archive order among equals */
+}
+
+static int compare_expected(const void *pa, const void *pb)
+{
+    const struct expected *a = pa, *b = pb;
+    int c = shard_key_compare(a->key, a->len, b->key, b->len);
+    if (c)
+        return c;
+    if (a->is_sample != b->is_sample)
+        return a->is_sample ? -1 : 1;
+    return (a->n > b->n) - (a->n < b->n);
+}
+
+static void source_release(struct source_run *s)
+{
+    for (uint64_t i = 0; i < s->found_count; i++)
+        free(s->found[i].why);
+    free(s->found);
+    shard_keylist_release(&s->found_keys);
+    shard_keylist_release(&s->sample_keys);
+    free(s->sample_bytes);
+    free(s->sample_xxh3);
+    free(s->sample_label);
+    free(s->sample_shard);
+    free(s->sample_record);
+    free(s->sample_present);
+    free(s->expected);
+}
+
+static int add_found(struct source_run *s, const char *key, size_t len, struct shard_err *err)
+{
+    if (s->found_count == s->found_cap) {
+        uint64_t cap = s->found_cap ? 2 * s->found_cap : 1024;
+        struct found *p = realloc(s->found, cap * sizeof *p);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        s->found = p;
+        s->found_cap = cap;
+    }
+    struct found *f = &s->found[s->found_count];
+    memset(f, 0, sizeof *f);
+    f->key = s->found_keys.count;
+    int rc = shard_keylist_add(&s->found_keys, key, len, err);
+    if (!rc)
+        s->found_count++;
+    return rc;
+}
+
+/* ---- scanning SRC ---------------------------------------------------------- */
+
+static int scan_directory(struct source_run *s, struct shard_err *err)
+{
+    int rc = shard_scan_dir(s->src, &s->found_keys, &s->stats, err);
+    if (rc)
+        return rc;
+    s->found_cap = s->found_count = s->found_keys.count;
+    s->found = calloc(s->found_cap ? s->found_cap : 1, sizeof *s->found);
+    if (!s->found)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < s->found_count; i++)
+        s->found[i].key = i;
+    return SHARD_OK;
+}
+
+/* Archives stream once: every candidate is hashed as it goes by. */
+static int scan_archive(struct source_run *s, struct shard_err *err)
+{
+    struct shard_archive *a;
+    int rc = shard_archive_open(&a, s->src, err);
+    if (rc)
+        return rc;
+    struct shard_buf buf = {0};
+    struct shard_verify_rate *rate = &s->v->report->source;
+    for (;;) {
+        const char *key;
+        size_t len;
+        uint64_t too_large = 0;
+        rc = shard_archive_next(a, s->v->m->config.max_file_bytes, &key, &len, &buf, &too_large,
+                                &s->stats, err);
+        if (rc <= 0)
+            break;
+        if ((rc = add_found(s, key, len, err)))
+            break;
+        struct found *f = &s->found[s->found_count - 1];
+        if (too_large || shard_archive_problem(a)) {
+            f->bytes = too_large;  /* shardify recorded no identity for it either */
+            continue;
+        }
+        double t = sk_verify_now();
+        f->bytes = buf.len;
+        f->xxh3 = XXH3_64bits(buf.data, buf.len);
+        f->hashed = 1;
+        rate->busy_seconds += sk_verify_now() - t;
+        rate->bytes += buf.len;
+        rate->items++;
+    }
+    if (rc < 0)
+        shard_err_prefix(err, "cannot read archive '%s'", s->src);
+    shard_buf_release(&buf);
+    shard_archive_close(a);
+    return rc < 0 ? rc : SHARD_OK;
+}
+
+/* Hash the directory's files that some expected entry names, in parallel. */
+static int hash_directory(struct source_run *s, struct shard_err *err)
+{
+    int root = open(s->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return shard_err_errno(err, SHARD_EIO, errno, "cannot open source '%s'", s->src);
+    struct shard_verify_rate *rate = &s->v->report->source;
+    uint64_t bytes = 0, items = 0;
+    double busy = 0;
+    int failed = 0;
+    uint64_t max_bytes = s->v->m->config.max_file_bytes;
+#pragma omp parallel num_threads(s->v->threads) reduction(+ : bytes, items, busy)
+    {
+        struct shard_buf buf = {0};
+#pragma omp for schedule(dynamic, 16)
+        for (uint64_t i = 0; i < s->found_count; i++) {
+            struct found *f = &s->found[i];
+            if (!f->need_hash)
+                continue;
+            double t = sk_verify_now();
+            struct shard_err e;
+            shard_err_clear(&e);
+            const char *key = shard_keylist_get(&s->found_keys, f->key, NULL);
+            int rc = shard_read_source_file(root, key, max_bytes, &buf, &e);
+            if (rc == 0) {
+                f->bytes = buf.len;
+                f->xxh3 = XXH3_64bits(buf.data, buf.len);
+                f->hashed = 1;
+                bytes += buf.len;
+                items++;
+            } else if (!(f->why = strdup(e.msg))) {
+#pragma omp atomic write
+                failed = 1;
+            }
+            busy += sk_verify_now() - t;
+        }
+        shard_buf_release(&buf);
+    }
+    close(root);
+    rate->bytes += bytes;
+    rate->items += items;
+    rate->busy_seconds += busy;
+    return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : SHARD_OK;
+}
+
+/* ---- what the dataset expects ------------------------------------------------ */
+
+static int grow_samples(struct source_run *s, uint64_t need, uint64_t *cap, struct shard_err *err)
+{
+    if (need <= *cap)
+        return SHARD_OK;
+    uint64_t c = *cap ? 2 * *cap : 1024;
+#define GROW(field)                                                                           \
+    do {                                                                                      \
+        void *p = realloc(s->field, c * sizeof *s->field);                                    \
+        if (!p)                                                                               \
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");                         \
+        s->field = p;                                                                         \
+    } while (0)
+    GROW(sample_bytes);
+    GROW(sample_xxh3);
+    GROW(sample_label);
+    GROW(sample_shard);
+    GROW(sample_record);
+    GROW(sample_present);
+#undef GROW
+    *cap = c;
+    return SHARD_OK;
+}
+
+/* The samples of index.jsonl (lines that do not parse were reported by the
+ * index pass and are left out here). */
+static int load_samples(struct source_run *s, struct shard_err *err)
+{
+    const struct shard_manifest *m = s->v->m;
+    char *path = sk_fs_join(s->v->dst, m->index_file);
+    if (!path)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    struct shard_index_reader *rd;
+    struct shard_err e;
+    int rc = shard_index_reader_open(&rd, path, &e);
+    free(path);
+    if (rc)
+        return SHARD_OK;  /* reported by the index pass */
+    uint64_t cap = 0;
+    for (;;) {
+        struct shard_sample smp;
+        rc = shard_index_reader_next(rd, &smp, &e);
+        if (rc == SHARD_ENOMEM)
+            *err = e;
+        if (rc == 0 || rc == SHARD_EIO || rc == SHARD_ENOMEM)
+            break;
+        if (rc < 0)
+            continue;
+        if ((rc = grow_samples(s, s->sample_count + 1, &cap, err)) ||
+            (rc = shard_keylist_add(&s->sample_keys, smp.key, smp.key_len, err)))
+            break;
+        uint64_t i = s->sample_count++;
+        s->sample_bytes[i] = smp.source_bytes;
+        s->sample_xxh3[i] = smp.source_xxh3;
+        s->sample_label[i] = smp.label;
+        s->sample_shard[i] = smp.shard;
+        s->sample_record[i] = smp.record;
+        s->sample_present[i] = 0;
+    }
+    shard_index_reader_close(rd);
+    return rc < 0 && rc != SHARD_EIO ? rc : SHARD_OK;
+}
+
+static int build_expected(struct source_run *s, struct shard_err *err)
+{
+    const struct shard_manifest *m = s->v->m;
+    uint64_t n = s->sample_count + m->reject_count;
+    s->expected = calloc(n ? n : 1, sizeof *s->expected);
+    if (!s->expected)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < s->sample_count; i++) {
+        struct expected *x = &s->expected[s->expected_count++];
+        x->key = shard_keylist_get(&s->sample_keys, i, &x->len);
+        x->is_sample = 1;
+        x->n = i;
+    }
+    for (uint64_t i = 0; i < m->reject_count; i++) {
+        struct expected *x = &s->expected[s->expected_count++];
+        x->key = m->rejects[i].key;
+        x->len = m->rejects[i].key_len;
+        x->n = i;
+    }
+    qsort(s->expected, s->expected_count, sizeof *s->expected, compare_expected);
+    return SHARD_OK;
+}
+
+/* ---- pairing ------------------------------------------------------------------ */
+
+/* Does file f carry the identity expected entry x recorded?  `loose`
+ * accepts any file for a reject that recorded none. */
+static int same_identity(const struct source_run *s, const struct found *f,
+                         const struct expected *x, int loose)
+{
+    if (x->is_sample)
+        return f->hashed && f->bytes == s->sample_bytes[x->n] &&
+               f->xxh3 == s->sample_xxh3[x->n];
+    const struct shard_reject *r = &s->v->m->rejects[x->n];
+    if (!r->has_source)
+        return loose;
+    return f->hashed && f->bytes == r->source_bytes && f->xxh3 == r->source_xxh3;
+}
+
+static void report_changed(struct source_run *s, const struct found *f, const char *key,
+                           size_t len, const struct expected *x)
+{
+    struct verify_run *v = s->v;
+    char q[QUOTE_MAX], got[17], want[17];
+    sk_quote_bytes(key, len, q, sizeof q);
+    if (!f->hashed) {
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EIO, -1, -1, key, len,
+                       "source: '%s' cannot be read: %s", q,
+                       f->why ? f->why : "it exceeds the config's max_file_bytes");
+        return;
+    }
+    uint64_t bytes, h;
+    const char *where;
+    int64_t shard = -1, record = -1;
+    if (x->is_sample) {
+        bytes = s->sample_bytes[x->n];
+        h = s->sample_xxh3[x->n];
+        where = v->m->index_file;
+        shard = s->sample_shard[x->n];
+        record = (int64_t)s->sample_record[x->n];
+    } else {
+        bytes = v->m->rejects[x->n].source_bytes;
+        h = v->m->rejects[x->n].source_xxh3;
+        where = "the manifest's rejects";
+    }
+    shard_hex64(f->xxh3, got);
+    shard_hex64(h, want);
+    sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, shard, record, key, len,
+                   "source: '%s' changed since sharding: %llu bytes with xxh3 %s, %s says %llu "
+                   "bytes with xxh3 %s",
+                   q, (unsigned long long)f->bytes, got, where, (unsigned long long)bytes, want);
+}
+
+static void report_missing(struct source_run *s, const struct expected *x)
+{
+    struct verify_run *v = s->v;
+    char q[QUOTE_MAX];
+    sk_quote_bytes(x->key, x->len, q, sizeof q);
+    if (x->is_sample) {
+        uint32_t shard = s->sample_shard[x->n];
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_ENOTFOUND, shard,
+                       (int64_t)s->sample_record[x->n], x->key, x->len,
+                       "source: '%s' (%s record %llu) is not in SRC", q,
+                       shard < v->m->shard_count ? v->m->shards[shard].file : "?",
+                       (unsigned long long)s->sample_record[x->n]);
+    } else {
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_ENOTFOUND, -1, -1, x->key, x->len,
+                       "source: rejected '%s' (%s) is not in SRC", q,
+                       v->m->rejects[x->n].reason);
+    }
+}
+
+/* Pair the files F[0..nf) with the entries X[0..nx) that share one key. */
+static void pair_group(struct source_run *s, struct found *F, uint64_t nf, struct expected *X,
+                       uint64_t nx)
+{
+    size_t len;
+    const char *key = nf ? shard_keylist_get(&s->found_keys, F[0].key, &len) : X[0].key;
+    if (!nf)
+        len = X[0].len;
+    /* exact identities first, then rejects that recorded none */
+    for (int loose = 0; loose <= 1; loose++)
+        for (uint64_t i = 0; i < nf; i++)
+            for (uint64_t j = 0; j < nx && !F[i].used; j++)
+                if (!X[j].used && same_identity(s, &F[i], &X[j], loose))
+                    F[i].used = X[j].used = 1;
+    for (uint64_t i = 0; i < nf; i++) {
+        if (F[i].used)
+            continue;
+        uint64_t j = 0;
+        while (j < nx && X[j].used)
+            j++;
+        if (j < nx) {
+            report_changed(s, &F[i], key, len, &X[j]);
+            F[i].used = X[j].used = 1;
+        } else {
+            char q[QUOTE_MAX];
+            sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
+                           "source: '%s' is in SRC but is neither a sample nor a listed reject",
+                           sk_quote_bytes(key, len, q, sizeof q));
+        }
+    }
+    for (uint64_t j = 0; j < nx; j++) {
+        if (X[j].is_sample && X[j].used)
+            s->sample_present[X[j].n] = 1;
+        if (!X[j].used)
+            report_missing(s, &X[j]);
+    }
+}
+
+/* Walk both sorted lists; `hash_only` marks the files to hash instead. */
+static void join(struct source_run *s, int hash_only)
+{
+    uint64_t i = 0, j = 0;
+    while (i < s->found_count || j < s->expected_count) {
+        size_t lf = 0;
+        const char *kf = i < s->found_count
+                             ? shard_keylist_get(&s->found_keys, s->found[i].key, &lf)
+                             : NULL;
+        int c;
+        if (!kf)
+            c = 1;
+        else if (j >= s->expected_count)
+            c = -1;
+        else
+            c = shard_key_compare(kf, lf, s->expected[j].key, s->expected[j].len);
+        uint64_t i2 = i, j2 = j;
+        if (c <= 0)
+            while (i2 < s->found_count &&
+                   !shard_key_compare(shard_keylist_get(&s->found_keys, s->found[i2].key, NULL),
+                                  s->found_keys.lengths[s->found[i2].key], kf, lf))
+                i2++;
+        if (c >= 0) {
+            const struct expected *x = &s->expected[j];
+            while (j2 < s->expected_count &&
+                   !shard_key_compare(s->expected[j2].key, s->expected[j2].len, x->key, x->len))
+                j2++;
+        }
+        if (hash_only) {
+            for (uint64_t k = i; k < i2 && j2 > j; k++)
+                s->found[k].need_hash = 1;
+        } else {
+            pair_group(s, s->found + i, i2 - i, s->expected + j, j2 - j);
+        }
+        i = i2;
+        j = j2;
+    }
+}
+
+/* ---- labels -------------------------------------------------------------------- */
+
+static int make_labeler(struct source_run *s, struct shard_labeler **lb, struct shard_err *err)
+{
+    struct verify_run *v = s->v;
+    struct shard_verify_report *r = v->report;
+    const char *spec = v->m->config.labels ? v->m->config.labels : "dir";
+    const char *why = NULL;
+    struct shard_err e;
+    *lb = NULL;
+    if (!strncmp(spec, LABEL_FILE_PREFIX, strlen(LABEL_FILE_PREFIX))) {
+        if (!v->o->labels) {
+            why = "the labels came from a CSV file; pass that file (--labels) to check them";
+        } else if (shard_labeler_new(lb, v->o->labels, &e) != 0) {
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, e.code, -1, -1, NULL, 0,
+                           "source: cannot read the labels file: %s", e.msg);
+            return SHARD_OK;
+        } else if (strcmp(shard_labeler_describe(*lb), spec)) {
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                           "source: the labels file is '%s', the config says '%s'",
+                           shard_labeler_describe(*lb), spec);
+            shard_labeler_free(*lb);
+            *lb = NULL;
+            return SHARD_OK;
+        }
+    } else if (shard_labeler_new(lb, spec, &e) != 0) {
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, e.code, -1, -1, NULL, 0,
+                       "source: the config's label rule '%s' does not work: %s", spec, e.msg);
+        return SHARD_OK;
+    }
+    if (why && !(r->labels_note = strdup(why)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+static int find_label(const struct shard_manifest *m, const char *name)
+{
+    uint32_t lo = 0, hi = m->label_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->labels[mid], name);
+        if (!c)
+            return (int)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static int check_labels(struct source_run *s, struct shard_err *err)
+{
+    struct verify_run *v = s->v;
+    const struct shard_manifest *m = v->m;
+    struct shard_labeler *lb;
+    int rc = make_labeler(s, &lb, err);
+    if (rc || !lb)
+        return rc;
+    v->report->labels_checked = 1;
+    uint64_t *count = calloc((size_t)m->label_count + 1, sizeof *count);  /* last: unlabeled */
+    if (!count) {
+        shard_labeler_free(lb);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    for (uint64_t i = 0; i < s->sample_count && !rc; i++) {
+        if (!s->sample_present[i])
+            continue;
+        size_t len, name_len;
+        const char *key = shard_keylist_get(&s->sample_keys, i, &len), *name;
+        char *derived = NULL;
+        int have = shard_labeler_label(lb, key, len, &name, &name_len);
+        if (have && !(derived = sk_jsonkey_label_name(name, name_len))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            break;
+        }
+        int label = have ? find_label(m, derived) : SHARD_NO_LABEL;
+        int32_t stored = s->sample_label[i];
+        if ((have && label < 0) || label != stored) {
+            char q[QUOTE_MAX];
+            const char *stored_name = stored == SHARD_NO_LABEL ? "(none)"
+                                      : (uint32_t)stored < m->label_count ? m->labels[stored]
+                                                                          : "(out of range)";
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[i],
+                           (int64_t)s->sample_record[i], key, len,
+                           "source: '%s' has label '%s' in the dataset, its key gives '%s'",
+                           sk_quote_bytes(key, len, q, sizeof q), stored_name,
+                           have ? derived : "(none)");
+        }
+        if (label == SHARD_NO_LABEL)
+            count[m->label_count]++;
+        else if (label >= 0)
+            count[label]++;
+        free(derived);
+    }
+    for (uint32_t i = 0; i < m->label_count && !rc; i++)
+        if (count[i] != m->label_samples[i])
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                           "source: label '%s': SRC gives %llu samples, counts.by_label says "
+                           "%llu",
+                           m->labels[i], (unsigned long long)count[i],
+                           (unsigned long long)m->label_samples[i]);
+    if (!rc && count[m->label_count] != m->unlabeled)
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                       "source: SRC gives %llu unlabeled samples, counts.unlabeled says %llu",
+                       (unsigned long long)count[m->label_count],
+                       (unsigned long long)m->unlabeled);
+    free(count);
+    shard_labeler_free(lb);
+    return rc;
+}
+
+/* ---- the pass ------------------------------------------------------------------ */
+
+static int scan_source(struct source_run *s, struct shard_err *err)
+{
+    struct verify_run *v = s->v;
+    struct stat st;
+    if (stat(s->src, &st) != 0)
+        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
+                               "cannot read source '%s'", s->src);
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        return shard_err_set(err, SHARD_EINVAL,
+                             "source '%s' is neither a directory nor an archive file", s->src);
+    s->archive = S_ISREG(st.st_mode);
+    const char *kind = s->archive ? "archive" : "directory";
+    if (v->m->source_kind && strcmp(v->m->source_kind, kind))
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                       "source: SRC is %s %s, the dataset was made from %s %s",
+                       s->archive ? "an" : "a", kind,
+                       strcmp(v->m->source_kind, "archive") ? "a" : "an", v->m->source_kind);
+    return s->archive ? scan_archive(s, err) : scan_directory(s, err);
+}
+
+int sk_verify_source(struct verify_run *v, struct shard_err *err)
+{
+    struct source_run s;
+    memset(&s, 0, sizeof s);
+    s.v = v;
+    s.src = v->o->source;
+    double t0 = sk_verify_now();
+    int rc = scan_source(&s, err);
+    if (!rc)
+        rc = load_samples(&s, err);
+    if (!rc)
+        rc = build_expected(&s, err);
+    if (rc)
+        goto out;
+    qsort_r(s.found, s.found_count, sizeof *s.found, compare_found, &s.found_keys);
+    v->report->source_candidates = s.found_count;
+    if (!s.archive) {
+        join(&s, 1);
+        if ((rc = hash_directory(&s, err)))
+            goto out;
+    }
+    join(&s, 0);
+    uint64_t ignored = s.stats.ignored + s.stats.ignored_symlinks + s.stats.ignored_special;
+    if (ignored != v->m->ignored)
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                       "source: SRC has %llu ignored files (not candidate images, symlinks, "
+                       "special files), counts.ignored says %llu",
+                       (unsigned long long)ignored, (unsigned long long)v->m->ignored);
+    rc = check_labels(&s, err);
+out:
+    v->report->source.seconds = sk_verify_now() - t0;
+    v->report->source.threads = s.archive ? 1 : v->threads;
+    source_release(&s);
+    return rc;
+}

@@ -8,7 +8,9 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
-VERSION := 0.1.0
+# The version is written once, in include/shardkit/api.h.
+VERSION := $(shell sed -n 's/^\#define SHARDKIT_VERSION "\(.*\)"/\1/p' include/shardkit/api.h)
+MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
 PKGS := libjpeg libpng vips libzstd libarchive jansson libxxhash libexif libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -20,13 +22,21 @@ Q := $(if $(V),,@)
 OPT      ?= -O2 -g
 SANITIZE ?=
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
-CFLAGS_ALL := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -fopenmp -fPIC -Iinclude -Ilib \
-              $(PKG_CFLAGS) $(SANITIZE) $(CFLAGS)
+CFLAGS_BASE := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -fopenmp -fPIC -Iinclude \
+               $(PKG_CFLAGS) $(SANITIZE) $(CFLAGS)
+# The library exports only what include/ marks SHARD_API.
+CFLAGS_LIB := $(CFLAGS_BASE) -Ilib -fvisibility=hidden
+# The programs see the public headers only.
+CFLAGS_CMD := $(CFLAGS_BASE) -Icmd/common
+# Unit tests, fuzz targets and benchmarks may reach inside lib/.
+CFLAGS_ALL := $(CFLAGS_BASE) -Ilib
 LDLIBS_ALL := $(PKG_LIBS) -lcsv -lm -lpthread -fopenmp $(SANITIZE) $(LDFLAGS) $(LDLIBS)
 
 LIB_SRC  := $(sort $(wildcard lib/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_A    := $(BUILD)/libshardkit.a
+SONAME   := libshardkit.so.$(MAJOR)
+LIB_SO   := $(BUILD)/libshardkit.so.$(VERSION)
 CMDS     := $(filter-out common,$(notdir $(wildcard cmd/*)))
 CLI_COMMON := $(wildcard cmd/common/*.c)
 BINS     := $(CMDS:%=$(BUILD)/bin/%)
@@ -41,7 +51,7 @@ UNIT_HELPERS := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
 all: build
 
-build: $(LIB_A) $(BINS)
+build: $(LIB_A) $(LIB_SO) $(BINS)
 
 deps:
 	@scripts/deps.sh
@@ -50,16 +60,23 @@ deps:
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/shardkit/*.h lib/*/*.h) | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) -c $< -o $@
 	@$(if $(Q),echo "  CC      $<")
 
 $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
+# The shared library, with its soname and the usual two links.
+$(LIB_SO): $(LIB_OBJ)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LIB_OBJ) $(LDLIBS_ALL) -o $@
+	@ln -sf $(notdir $@) $(BUILD)/$(SONAME)
+	@ln -sf $(SONAME) $(BUILD)/libshardkit.so
+
 $(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common $(wildcard cmd/$*/*.c) $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
+	$(Q)$(CC) $(CFLAGS_CMD) $(wildcard cmd/$*/*.c) $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
 
 $(BUILD)/.dirs:
 	@mkdir -p $(BUILD)/bin $(BUILD)/obj $(BUILD)/tests
@@ -165,7 +182,7 @@ $(BUILD)/bench/resize_quality: bench/resize_quality.c $(LIB_A)
 $(BUILD)/bench/read_ceiling: bench/read_ceiling.c $(LIB_A) $(CLI_COMMON)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) \
+	$(Q)$(CC) $(CFLAGS_CMD) $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) \
 	    $$(pkg-config --cflags --libs libturbojpeg) -o $@
 
 # ---- install ----------------------------------------------------------------
@@ -175,6 +192,9 @@ install: build
 	    $(DESTDIR)$(PREFIX)/include/shardkit
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libshardkit.so
 	install -m 644 include/shardkit.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/shardkit/*.h $(DESTDIR)$(PREFIX)/include/shardkit/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
@@ -182,6 +202,7 @@ install: build
 
 uninstall:
 	rm -f $(CMDS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libshardkit.a \
+	    $(DESTDIR)$(PREFIX)/lib/libshardkit.so* \
 	    $(DESTDIR)$(PREFIX)/include/shardkit.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
 	rm -rf $(DESTDIR)$(PREFIX)/include/shardkit
 

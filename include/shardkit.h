@@ -2,6 +2,7 @@
  * shardkit.h - the shardkit library: image datasets as zstd shards.
  *
  * Include this one header; it pulls in the parts:
+ *   shardkit/api.h       the version, and SHARD_API on every public function
  *   shardkit/error.h     status codes and per-call error text
  *   shardkit/image.h     decode, resize, encode
  *   shardkit/format.h    the shard file format: records, writer, reader
@@ -16,8 +17,7 @@
 #ifndef SHARDKIT_H
 #define SHARDKIT_H
 
-#define SHARDKIT_VERSION "0.1.0"
-
+#include "shardkit/api.h"
 #include "shardkit/bench.h"
 #include "shardkit/dataset.h"
 #include "shardkit/error.h"

@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
 #include "shardkit/source.h"
@@ -76,34 +77,34 @@ struct shard_trace;
 
 /* New empty trace holding at most max_events (0: the default).  On success
  * *out is the trace (free with shard_trace_free).  0 or SHARD_ENOMEM. */
-int shard_trace_new(struct shard_trace **out, uint64_t max_events, struct shard_err *err);
+SHARD_API int shard_trace_new(struct shard_trace **out, uint64_t max_events, struct shard_err *err);
 
 /* Free.  Accepts NULL. */
-void shard_trace_free(struct shard_trace *t);
+SHARD_API void shard_trace_free(struct shard_trace *t);
 
 /* The clock spans are measured on: CLOCK_MONOTONIC in nanoseconds. */
-uint64_t shard_trace_now(void);
+SHARD_API uint64_t shard_trace_now(void);
 
 /* Start a new "process" lane named `name` (e.g. "files loader"); events
  * recorded afterwards belong to it.  Returns its pid (1, 2, ...). */
-int shard_trace_process(struct shard_trace *t, const char *name);
+SHARD_API int shard_trace_process(struct shard_trace *t, const char *name);
 
 /* Name the calling thread's lane in the current process ("consumer"). */
-void shard_trace_thread_name(struct shard_trace *t, const char *name);
+SHARD_API void shard_trace_thread_name(struct shard_trace *t, const char *name);
 
 /* Record a span [start_ns, end_ns) on the calling thread.  Thread-safe. */
-void shard_trace_span(struct shard_trace *t, const char *name, uint64_t start_ns,
+SHARD_API void shard_trace_span(struct shard_trace *t, const char *name, uint64_t start_ns,
                       uint64_t end_ns);
 
 /* Record the value of counter `name` at time ts_ns.  Thread-safe. */
-void shard_trace_counter(struct shard_trace *t, const char *name, double value, uint64_t ts_ns);
+SHARD_API void shard_trace_counter(struct shard_trace *t, const char *name, double value, uint64_t ts_ns);
 
 /* Events stored, and events dropped past the cap. */
-uint64_t shard_trace_events(const struct shard_trace *t);
-uint64_t shard_trace_dropped(const struct shard_trace *t);
+SHARD_API uint64_t shard_trace_events(const struct shard_trace *t);
+SHARD_API uint64_t shard_trace_dropped(const struct shard_trace *t);
 
 /* Write the trace to `path` (replacing it).  0, SHARD_EIO or SHARD_ENOMEM. */
-int shard_trace_write(const struct shard_trace *t, const char *path, struct shard_err *err);
+SHARD_API int shard_trace_write(const struct shard_trace *t, const char *path, struct shard_err *err);
 
 /* ---- the benchmark -------------------------------------------------------- */
 
@@ -113,7 +114,7 @@ enum shard_bench_mode {
 };
 
 /* "files" / "shards". */
-const char *shard_bench_mode_name(enum shard_bench_mode m);
+SHARD_API const char *shard_bench_mode_name(enum shard_bench_mode m);
 
 enum shard_bench_stage {
     SHARD_STAGE_READ = 0,     /* bytes from storage: open/read/close, a ranged read, HTTP */
@@ -127,7 +128,7 @@ enum shard_bench_stage {
 
 /* "read", "decompress", "decode", "resize", "queue wait", "consumer step":
  * also the span names in a trace. */
-const char *shard_bench_stage_name(enum shard_bench_stage s);
+SHARD_API const char *shard_bench_stage_name(enum shard_bench_stage s);
 
 /* Reading over HTTP (locations starting with http:// or https://). */
 struct shard_bench_http {
@@ -172,7 +173,7 @@ struct shard_bench_options {
 };
 
 /* The defaults above. */
-void shard_bench_options_init(struct shard_bench_options *o);
+SHARD_API void shard_bench_options_init(struct shard_bench_options *o);
 
 /* Totals over one or more epochs, and the rates derived from them. */
 struct shard_bench_phase {
@@ -241,24 +242,24 @@ struct shard_bench_result {
  * without keys), SHARD_ENOTFOUND (no such dataset, folder, URL: the message
  * names it), SHARD_ENET, SHARD_EIO, SHARD_ECORRUPT, SHARD_ENOMEM.  Release
  * *r with shard_bench_result_release in both cases. */
-int shard_bench_run(enum shard_bench_mode mode, const char *location,
+SHARD_API int shard_bench_run(enum shard_bench_mode mode, const char *location,
                     const struct shard_bench_options *o, struct shard_bench_result *r,
                     struct shard_err *err);
 
-void shard_bench_result_release(struct shard_bench_result *r);  /* accepts NULL */
+SHARD_API void shard_bench_result_release(struct shard_bench_result *r);  /* accepts NULL */
 
 /* Whether a location is read over HTTP (starts with http:// or https://). */
-int shard_bench_is_remote(const char *location);
+SHARD_API int shard_bench_is_remote(const char *location);
 
 /* Append the keys listed in a text file, one per line ('\n'; a '\r' before
  * it is dropped; empty lines are skipped) to *keys.  0, SHARD_ENOTFOUND,
  * SHARD_EIO, SHARD_EINVAL (a key longer than SHARD_KEY_MAX) or SHARD_ENOMEM. */
-int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
+SHARD_API int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
                                struct shard_err *err);
 
 /* Append the keys of every sample of the dataset at `location` (directory
  * or URL), in stored order, read from the shard footers. */
-int shard_bench_keys_from_dataset(const char *location, const struct shard_bench_http *http,
+SHARD_API int shard_bench_keys_from_dataset(const char *location, const struct shard_bench_http *http,
                                   struct shard_keylist *keys, struct shard_err *err);
 
 /* ---- roofline --------------------------------------------------------------
@@ -278,7 +279,7 @@ struct shard_roofline {
 };
 
 /* 0, or SHARD_EINVAL when a value is not positive and finite. */
-int shard_roofline(double bandwidth, double intensity, double peak, struct shard_roofline *out,
+SHARD_API int shard_roofline(double bandwidth, double intensity, double peak, struct shard_roofline *out,
                    struct shard_err *err);
 
 enum shard_quantity {
@@ -292,7 +293,7 @@ enum shard_quantity {
  * quantity (which may be left out).  *value is in base units (B/s, FLOP/B,
  * FLOP/s); *prefix (when not NULL) receives the prefix's multiplier, so that
  * output can use the unit the user wrote.  0 or SHARD_EINVAL. */
-int shard_quantity_parse(const char *s, enum shard_quantity q, double *value, double *prefix,
+SHARD_API int shard_quantity_parse(const char *s, enum shard_quantity q, double *value, double *prefix,
                          struct shard_err *err);
 
 #ifdef __cplusplus

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
 #include "shardkit/manifest.h"
@@ -60,25 +61,25 @@ struct shard_dataset;
  * SHARD_ENOTFOUND (no directory or no manifest.json), SHARD_ECORRUPT (a
  * malformed or self-contradicting manifest, with the reason), SHARD_EIO,
  * SHARD_ENOMEM, SHARD_EUNSUPPORTED. */
-int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
+SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
 
 /* Close and free (also the sample buffers kept from freed iterators).
  * Accepts NULL. */
-void shard_dataset_close(struct shard_dataset *ds);
+SHARD_API void shard_dataset_close(struct shard_dataset *ds);
 
 /* The loaded manifest (owned by ds; valid until it is closed). */
-const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds);
+SHARD_API const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds);
 
 /* Number of samples (counts.samples) and of shards. */
-uint64_t shard_dataset_size(const struct shard_dataset *ds);
-uint32_t shard_dataset_shard_count(const struct shard_dataset *ds);
+SHARD_API uint64_t shard_dataset_size(const struct shard_dataset *ds);
+SHARD_API uint32_t shard_dataset_shard_count(const struct shard_dataset *ds);
 
 /* Where sample `index` is stored.  0 or SHARD_ENOTFOUND (index >= size). */
-int shard_dataset_locate(const struct shard_dataset *ds, uint64_t index, uint32_t *shard,
+SHARD_API int shard_dataset_locate(const struct shard_dataset *ds, uint64_t index, uint32_t *shard,
                          uint64_t *record, struct shard_err *err);
 
 /* The index of (shard, record).  0 or SHARD_ENOTFOUND. */
-int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint64_t record,
+SHARD_API int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint64_t record,
                            uint64_t *index, struct shard_err *err);
 
 /* ---- reading one sample ------------------------------------------------ */
@@ -116,7 +117,7 @@ struct shard_item {
 };
 
 /* Free the item's buffers and zero it.  Accepts NULL. */
-void shard_item_release(struct shard_item *item);
+SHARD_API void shard_item_release(struct shard_item *item);
 
 /* Read sample `index` into *item: fetch the record's frame (one ranged read
  * using the footer index), check its zstd checksum (and, with
@@ -125,11 +126,11 @@ void shard_item_release(struct shard_item *item);
  * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or
  * record: the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.
  * On failure *item holds no sample (its buffers are kept for reuse). */
-int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
+SHARD_API int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
                        struct shard_item *item, struct shard_err *err);
 
 /* The same, by (shard, record). */
-int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
+SHARD_API int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
                               unsigned flags, struct shard_item *item, struct shard_err *err);
 
 /* ---- epoch plans --------------------------------------------------------
@@ -190,34 +191,34 @@ struct shard_plan_options {
 
 /* Defaults: shuffle on, seed 0, epoch 0, rank 0 of 1, buffer 1024, keep. */
 #define SHARD_PLAN_DEFAULT_BUFFER 1024u
-void shard_plan_options_init(struct shard_plan_options *o);
+SHARD_API void shard_plan_options_init(struct shard_plan_options *o);
 
 /* "keep" / "drop" / "pad".  0 or SHARD_EINVAL. */
-int shard_remainder_parse(const char *s, enum shard_remainder *out);
-const char *shard_remainder_name(enum shard_remainder r);
+SHARD_API int shard_remainder_parse(const char *s, enum shard_remainder *out);
+SHARD_API const char *shard_remainder_name(enum shard_remainder r);
 
 struct shard_plan;
 
 /* The plan for shards holding shard_samples[0..shard_count) samples.
  * On success *out is the plan (free with shard_plan_free).  SHARD_EINVAL
  * (world_size 0, rank >= world_size) or SHARD_ENOMEM. */
-int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint32_t shard_count,
+SHARD_API int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint32_t shard_count,
                    const struct shard_plan_options *o, struct shard_err *err);
 
 /* The plan for an open dataset (its manifest's shard sample counts). */
-int shard_dataset_plan(const struct shard_dataset *ds, const struct shard_plan_options *o,
+SHARD_API int shard_dataset_plan(const struct shard_dataset *ds, const struct shard_plan_options *o,
                        struct shard_plan **out, struct shard_err *err);
 
-void shard_plan_free(struct shard_plan *p);  /* accepts NULL */
+SHARD_API void shard_plan_free(struct shard_plan *p);  /* accepts NULL */
 
 /* Entries of this rank's plan, and the sample indices in visiting order
  * (owned by the plan; valid until it is freed). */
-uint64_t shard_plan_count(const struct shard_plan *p);
-const uint64_t *shard_plan_indices(const struct shard_plan *p);
+SHARD_API uint64_t shard_plan_count(const struct shard_plan *p);
+SHARD_API const uint64_t *shard_plan_indices(const struct shard_plan *p);
 /* With SHARD_REMAINDER_PAD: entries of this rank that repeat a sample. */
-uint64_t shard_plan_padded(const struct shard_plan *p);
+SHARD_API uint64_t shard_plan_padded(const struct shard_plan *p);
 /* With SHARD_REMAINDER_DROP: samples of the epoch that no rank visits. */
-uint64_t shard_plan_dropped(const struct shard_plan *p);
+SHARD_API uint64_t shard_plan_dropped(const struct shard_plan *p);
 
 /* ---- the prefetching iterator ------------------------------------------ */
 
@@ -229,7 +230,7 @@ struct shard_iter_options {
 };
 
 /* Defaults: 2 threads, queue depth 0 (= 4 per thread), SHARD_READ_PIXELS. */
-void shard_iter_options_init(struct shard_iter_options *o);
+SHARD_API void shard_iter_options_init(struct shard_iter_options *o);
 
 struct shard_iter;
 
@@ -240,7 +241,7 @@ struct shard_iter;
  * they ask the dataset for the records up to queue_depth further on (the
  * kernel's read-ahead for local shards, window fetches over HTTP).
  * 0, SHARD_EINVAL, SHARD_ENOMEM or SHARD_EIO (threads could not start). */
-int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint64_t *indices,
+SHARD_API int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint64_t *indices,
                    uint64_t count, const struct shard_iter_options *o, struct shard_err *err);
 
 /* The next sample, in list order.  Returns 1 and fills *item, 0 at the end
@@ -250,16 +251,16 @@ int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint
  * silently.  *item must be zeroed before its first use; its old buffers are
  * recycled by the iterator and the new ones belong to the item (no copy is
  * made: buffers are exchanged with the queue). */
-int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard_err *err);
+SHARD_API int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard_err *err);
 
 /* Entries handed out so far (the position of the next one). */
-uint64_t shard_iter_position(const struct shard_iter *it);
+SHARD_API uint64_t shard_iter_position(const struct shard_iter *it);
 
 /* Stop the workers and free the iterator.  Its queue's sample buffers go to
  * the dataset, which gives them to the next iterator (the next epoch's)
  * instead of allocating new ones, and frees them when it is closed.
  * Accepts NULL. */
-void shard_iter_free(struct shard_iter *it);
+SHARD_API void shard_iter_free(struct shard_iter *it);
 
 #ifdef __cplusplus
 }

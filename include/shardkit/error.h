@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "shardkit/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -46,20 +48,20 @@ struct shard_err {
 
 /* Static name of a status code ("corrupt data", "out of memory" ...).
  * Never NULL; unknown codes give "unknown error". */
-const char *shard_strerror(int code);
+SHARD_API const char *shard_strerror(int code);
 
 /* Record `code` and a printf-style message in *err (if err is not NULL).
  * Returns `code`, so callers can write `return shard_err_set(err, ...);`. */
-int shard_err_set(struct shard_err *err, int code, const char *fmt, ...)
+SHARD_API int shard_err_set(struct shard_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Like shard_err_set, appending ": strerror(errnum)" to the message. */
-int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt, ...)
+SHARD_API int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Prefix the current message: "PREFIX: old message".  Keeps the code.
  * Returns err->code (or SHARD_OK when err is NULL). */
-int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
+SHARD_API int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Room for a key quoted by shard_quote, with its terminating NUL. */
@@ -69,15 +71,15 @@ int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
  * message: valid UTF-8 text is kept; control bytes, DEL, backslash and bytes
  * that are not UTF-8 become \xNN; a string too long for out is cut at a
  * character boundary and ends in "...".  Returns out (always NUL-terminated). */
-const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
+SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
 
 /* Length of the valid UTF-8 character at p (at most `avail` bytes): 1..4, or
  * 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and
  * values above U+10FFFF are invalid). */
-size_t shard_utf8_len(const unsigned char *p, size_t avail);
+SHARD_API size_t shard_utf8_len(const unsigned char *p, size_t avail);
 
 /* Reset *err to SHARD_OK with an empty message.  Accepts NULL. */
-void shard_err_clear(struct shard_err *err);
+SHARD_API void shard_err_clear(struct shard_err *err);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
 
@@ -78,15 +79,15 @@ struct shard_index_row {
 struct shard_record_encoder;
 
 /* Create an encoder using zstd `level` (1..19).  *out is NULL on failure. */
-int shard_record_encoder_new(struct shard_record_encoder **out, int level, struct shard_err *err);
+SHARD_API int shard_record_encoder_new(struct shard_record_encoder **out, int level, struct shard_err *err);
 /* Free; accepts NULL. */
-void shard_record_encoder_free(struct shard_record_encoder *enc);
+SHARD_API void shard_record_encoder_free(struct shard_record_encoder *enc);
 
 /* Build the frame for one record into `frame` (replacing its contents) and
  * return the XXH3-64 of the frame bytes in *frame_xxh3.  Deterministic.
  * 0, SHARD_EINVAL (key empty or longer than SHARD_KEY_MAX, payload size not
  * matching a RAW image) or an error. */
-int shard_record_encode(struct shard_record_encoder *enc, const struct shard_record_meta *meta,
+SHARD_API int shard_record_encode(struct shard_record_encoder *enc, const struct shard_record_meta *meta,
                         const uint8_t *key, size_t key_len, const uint8_t *payload,
                         size_t payload_len, struct shard_buf *frame, uint64_t *frame_xxh3,
                         struct shard_err *err);
@@ -94,8 +95,8 @@ int shard_record_encode(struct shard_record_encoder *enc, const struct shard_rec
 /* Reusable decoding state (a zstd context and buffers).  One per thread. */
 struct shard_record_decoder;
 
-int shard_record_decoder_new(struct shard_record_decoder **out, struct shard_err *err);
-void shard_record_decoder_free(struct shard_record_decoder *dec);  /* accepts NULL */
+SHARD_API int shard_record_decoder_new(struct shard_record_decoder **out, struct shard_err *err);
+SHARD_API void shard_record_decoder_free(struct shard_record_decoder *dec);  /* accepts NULL */
 
 /* Decompress one frame (verifying zstd's content checksum and that the
  * frame is exactly frame_len bytes), parse the record header and fill *view,
@@ -103,7 +104,7 @@ void shard_record_decoder_free(struct shard_record_decoder *dec);  /* accepts NU
  * When expect_xxh3 is non-NULL the frame bytes must hash to *expect_xxh3.
  * Records larger than SHARD_RECORD_MAX_BYTES are refused before allocating.
  * 0 or SHARD_ECORRUPT with the reason. */
-int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
+SHARD_API int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
                         size_t frame_len, const uint64_t *expect_xxh3,
                         struct shard_record_view *view, struct shard_err *err);
 
@@ -113,37 +114,37 @@ struct shard_writer;
 
 /* Create `path` (which must not exist: O_EXCL) and write the header for shard
  * number `shard_index`.  *out is NULL on failure. */
-int shard_writer_open(struct shard_writer **out, const char *path, uint32_t shard_index,
+SHARD_API int shard_writer_open(struct shard_writer **out, const char *path, uint32_t shard_index,
                       struct shard_err *err);
 
 /* Append a frame made by shard_record_encode; key/label go to the footer. */
-int shard_writer_add(struct shard_writer *w, const uint8_t *frame, size_t frame_len,
+SHARD_API int shard_writer_add(struct shard_writer *w, const uint8_t *frame, size_t frame_len,
                      uint64_t frame_xxh3, const uint8_t *key, size_t key_len, int32_t label,
                      struct shard_err *err);
 
 /* Records appended so far. */
-uint64_t shard_writer_records(const struct shard_writer *w);
+SHARD_API uint64_t shard_writer_records(const struct shard_writer *w);
 
 /* The size the file would have if closed now after also adding one more
  * record of `frame_len` bytes with a key of `key_len` bytes (pass 0, 0 for
  * the size as it stands). */
-uint64_t shard_writer_projected_bytes(const struct shard_writer *w, size_t frame_len,
+SHARD_API uint64_t shard_writer_projected_bytes(const struct shard_writer *w, size_t frame_len,
                                       size_t key_len);
 
 /* Write footer and trailer, fsync, close.  On success *file_bytes and
  * *file_xxh3 (XXH3-64 of the whole file) are set.  The writer must still be
  * freed.  0 or SHARD_EIO. */
-int shard_writer_finish(struct shard_writer *w, uint64_t *file_bytes, uint64_t *file_xxh3,
+SHARD_API int shard_writer_finish(struct shard_writer *w, uint64_t *file_bytes, uint64_t *file_xxh3,
                         struct shard_err *err);
 
 /* Close and free.  If shard_writer_finish did not succeed the partial file is
  * removed.  Accepts NULL. */
-void shard_writer_free(struct shard_writer *w);
+SHARD_API void shard_writer_free(struct shard_writer *w);
 
 /* ---- reader ------------------------------------------------------------- */
 
 /* Parse the fixed 32-byte header.  0 or SHARD_ECORRUPT. */
-int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
+SHARD_API int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
                        struct shard_err *err);
 
 struct shard_trailer {
@@ -155,7 +156,7 @@ struct shard_trailer {
 /* Parse the 40-byte trailer (the last bytes of a file of `file_bytes`) and
  * check that the footer it points to lies inside the file after the header.
  * 0 or SHARD_ECORRUPT. */
-int shard_trailer_parse(const uint8_t *buf, size_t len, uint64_t file_bytes,
+SHARD_API int shard_trailer_parse(const uint8_t *buf, size_t len, uint64_t file_bytes,
                         struct shard_trailer *t, struct shard_err *err);
 
 /* A parsed footer: rows plus the keys they name.  Owned; free with
@@ -171,41 +172,41 @@ struct shard_footer {
  * `records_end` (== footer offset) and start after the header; rows must be
  * contiguous, in order, non-overlapping.  On success *out is filled (free
  * with shard_footer_free).  0, SHARD_ECORRUPT or SHARD_ENOMEM. */
-int shard_footer_parse(const uint8_t *buf, size_t len, const struct shard_trailer *t,
+SHARD_API int shard_footer_parse(const uint8_t *buf, size_t len, const struct shard_trailer *t,
                        struct shard_footer *out, struct shard_err *err);
-void shard_footer_free(struct shard_footer *f);
+SHARD_API void shard_footer_free(struct shard_footer *f);
 
 /* An open shard file: header, trailer and footer are read and checked. */
 struct shard_file;
 
-int shard_file_open(struct shard_file **out, const char *path, struct shard_err *err);
-void shard_file_close(struct shard_file *f);  /* accepts NULL */
+SHARD_API int shard_file_open(struct shard_file **out, const char *path, struct shard_err *err);
+SHARD_API void shard_file_close(struct shard_file *f);  /* accepts NULL */
 
-uint64_t shard_file_records(const struct shard_file *f);
-uint64_t shard_file_bytes(const struct shard_file *f);
-uint32_t shard_file_index(const struct shard_file *f);  /* shard number in the header */
-const struct shard_footer *shard_file_footer(const struct shard_file *f);
+SHARD_API uint64_t shard_file_records(const struct shard_file *f);
+SHARD_API uint64_t shard_file_bytes(const struct shard_file *f);
+SHARD_API uint32_t shard_file_index(const struct shard_file *f);  /* shard number in the header */
+SHARD_API const struct shard_footer *shard_file_footer(const struct shard_file *f);
 
 /* Read record i's frame bytes into `frame` (replacing its contents).
  * 0, SHARD_ENOTFOUND (i out of range) or SHARD_EIO. */
-int shard_file_read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *frame,
+SHARD_API int shard_file_read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *frame,
                           struct shard_err *err);
 
 /* Read, verify (frame xxh3 + zstd checksum + key/label agree with the
  * footer) and parse record i; view points into `dec`.  Thread-safe as long
  * as each thread uses its own decoder (reads use pread). */
-int shard_file_read_record(const struct shard_file *f, uint64_t i,
+SHARD_API int shard_file_read_record(const struct shard_file *f, uint64_t i,
                            struct shard_record_decoder *dec, struct shard_record_view *view,
                            struct shard_err *err);
 
 /* Shard file name for shard number n: "shard-000042.shard".  `out` must hold
  * at least 32 bytes. */
-void shard_file_name(uint32_t n, char *out, size_t out_size);
+SHARD_API void shard_file_name(uint32_t n, char *out, size_t out_size);
 
 /* 16 lower-case hex digits of a 64-bit hash, NUL-terminated (17 bytes). */
-void shard_hex64(uint64_t v, char out[17]);
+SHARD_API void shard_hex64(uint64_t v, char out[17]);
 /* Parse 16 hex digits.  0 or SHARD_EINVAL. */
-int shard_hex64_parse(const char *s, uint64_t *out);
+SHARD_API int shard_hex64_parse(const char *s, uint64_t *out);
 
 #ifdef __cplusplus
 }

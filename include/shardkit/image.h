@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/error.h"
 
 #ifdef __cplusplus
@@ -31,11 +32,11 @@ struct shard_buf {
 };
 
 /* Make room for at least `cap` bytes (len is kept).  0 or SHARD_ENOMEM. */
-int shard_buf_reserve(struct shard_buf *b, size_t cap, struct shard_err *err);
+SHARD_API int shard_buf_reserve(struct shard_buf *b, size_t cap, struct shard_err *err);
 /* Append `n` bytes.  0 or SHARD_ENOMEM. */
-int shard_buf_append(struct shard_buf *b, const void *p, size_t n, struct shard_err *err);
+SHARD_API int shard_buf_append(struct shard_buf *b, const void *p, size_t n, struct shard_err *err);
 /* Free the memory and zero the struct.  Accepts NULL. */
-void shard_buf_release(struct shard_buf *b);
+SHARD_API void shard_buf_release(struct shard_buf *b);
 
 /* ---- images ------------------------------------------------------------- */
 
@@ -54,10 +55,10 @@ struct shard_image {
 /* (Re)shape *img to w x h x channels, reusing its memory when large enough.
  * Contents are undefined.  Refuses sizes whose byte count overflows size_t.
  * 0, SHARD_ENOMEM or SHARD_ELIMIT. */
-int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
+SHARD_API int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
                       struct shard_err *err);
 /* Free the pixels and zero the struct.  Accepts NULL. */
-void shard_image_release(struct shard_image *img);
+SHARD_API void shard_image_release(struct shard_image *img);
 
 /* ---- sniffing ----------------------------------------------------------- */
 
@@ -73,9 +74,9 @@ enum shard_image_format {
 
 /* Identify an image by its leading bytes (never by file name: ImageNet holds
  * a PNG named .JPEG).  Returns SHARD_FORMAT_UNKNOWN when nothing matches. */
-enum shard_image_format shard_sniff(const uint8_t *data, size_t len);
+SHARD_API enum shard_image_format shard_sniff(const uint8_t *data, size_t len);
 /* "jpeg", "png", ... or "unknown". */
-const char *shard_format_name(enum shard_image_format f);
+SHARD_API const char *shard_format_name(enum shard_image_format f);
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -86,8 +87,8 @@ enum shard_fit {
 };
 
 /* Parse "short" / "long" / "crop".  0 or SHARD_EINVAL. */
-int shard_fit_parse(const char *s, enum shard_fit *out);
-const char *shard_fit_name(enum shard_fit f);
+SHARD_API int shard_fit_parse(const char *s, enum shard_fit *out);
+SHARD_API const char *shard_fit_name(enum shard_fit f);
 
 struct shard_geometry {
     uint32_t scaled_w, scaled_h;  /* size after resampling */
@@ -100,7 +101,7 @@ struct shard_geometry {
  * (the same rule as torchvision's Resize).  With upscale == 0 an image whose
  * relevant side is already <= size keeps its size (and a crop window is then
  * min(size, side) square).  0 or SHARD_EINVAL (zero sizes). */
-int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit fit,
+SHARD_API int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit fit,
                            int upscale, struct shard_geometry *g);
 
 /* ---- decoding ----------------------------------------------------------- */
@@ -119,7 +120,7 @@ struct shard_decode_options {
 
 /* Defaults: max_pixels 100000000, max_file_bytes 1 GiB, max_memory 1 GiB,
  * target 0, fit short, background white (255,255,255). */
-void shard_decode_options_init(struct shard_decode_options *o);
+SHARD_API void shard_decode_options_init(struct shard_decode_options *o);
 
 /* Decode an in-memory image to 8-bit RGB with EXIF orientation applied.
  * JPEG: libjpeg-turbo (grayscale -> RGB, CMYK/YCCK incl. Adobe-inverted -> RGB,
@@ -138,7 +139,7 @@ void shard_decode_options_init(struct shard_decode_options *o);
  * ("truncated JPEG" ...), SHARD_EUNSUPPORTED ("unsupported: 12-bit JPEG"),
  * SHARD_ELIMIT ("declared 40000x40000 exceeds --max-pixels 100000000"),
  * SHARD_ENOMEM.  err->msg carries the specific reason, without a file name. */
-int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+SHARD_API int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                  struct shard_image *out, struct shard_err *err);
 
 /* What shard_decode_ex learned besides the pixels. */
@@ -152,27 +153,27 @@ struct shard_decode_info {
 /* shard_decode, also filling *info (when not NULL).  Output geometry must be
  * computed from info->source_width x source_height, not from the decoded size:
  * a DCT-scaled decode rounds its size up, so the two can differ by a pixel. */
-int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+SHARD_API int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                     struct shard_image *out, struct shard_decode_info *info,
                     struct shard_err *err);
 
 /* One-time process setup for the libvips loaders (safe to call many times and
  * from several threads; shard_decode calls it itself when it first needs
  * libvips).  Returns 0 or SHARD_EUNSUPPORTED when libvips cannot start. */
-int shard_vips_init(struct shard_err *err);
+SHARD_API int shard_vips_init(struct shard_err *err);
 
 /* ---- resizing ----------------------------------------------------------- */
 
 /* Resample src to dst_w x dst_h (antialiased when shrinking).  dst is
  * (re)allocated.  src and dst must be different images.  0 or an error. */
-int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32_t dst_h,
+SHARD_API int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32_t dst_h,
                  struct shard_image *dst, struct shard_err *err);
 
 /* Apply a geometry: resample to g->scaled_w x g->scaled_h and cut the
  * g->out_w x g->out_h window at (crop_x, crop_y).  When no resampling is
  * needed the pixels are copied.  `tmp` is scratch space the caller may reuse
  * across calls.  0 or an error. */
-int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
+SHARD_API int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
                     struct shard_image *tmp, struct shard_image *dst, struct shard_err *err);
 
 /* ---- encoding (the payload stored in a record) -------------------------- */
@@ -184,19 +185,19 @@ enum shard_codec {
 };
 
 /* Parse "raw" / "jpeg" / "png".  0 or SHARD_EINVAL. */
-int shard_codec_parse(const char *s, enum shard_codec *out);
-const char *shard_codec_name(enum shard_codec c);
+SHARD_API int shard_codec_parse(const char *s, enum shard_codec *out);
+SHARD_API const char *shard_codec_name(enum shard_codec c);
 
 /* Encode img (3 channels) with `codec` into out (replacing its contents).
  * quality (1..100) is used for JPEG only.  Deterministic: the same pixels
  * and options always give the same bytes.  0 or an error. */
-int shard_encode(const struct shard_image *img, enum shard_codec codec, int quality,
+SHARD_API int shard_encode(const struct shard_image *img, enum shard_codec codec, int quality,
                  struct shard_buf *out, struct shard_err *err);
 
 /* Decode a stored payload back to RGB pixels and check that it has the
  * dimensions the record declares.  For RAW the bytes are copied.
  * 0, SHARD_ECORRUPT (size or dimension mismatch, damaged stream) or an error. */
-int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
+SHARD_API int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
                          uint32_t width, uint32_t height, struct shard_image *out,
                          struct shard_err *err);
 

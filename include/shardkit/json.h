@@ -8,6 +8,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "shardkit/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,7 +17,7 @@ extern "C" {
 /* Set obj["key"] to the key when it is valid UTF-8, else obj["key_hex"] to
  * its bytes in hex: the same rule as index.jsonl and manifest.json, so a
  * report names a key exactly as the dataset does.  0 or SHARD_ENOMEM. */
-int shard_json_set_key(json_t *obj, const char *key, size_t len);
+SHARD_API int shard_json_set_key(json_t *obj, const char *key, size_t len);
 
 #ifdef __cplusplus
 }

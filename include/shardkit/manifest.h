@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
 
@@ -48,7 +49,7 @@ struct shard_config {
 
 /* Defaults: 512, short, upscale, jpeg, 90, 3, 256 MiB, labels NULL ("dir"),
  * shuffle with seed 0, max_pixels 100000000, max_file_bytes 1 GiB, white. */
-void shard_config_init(struct shard_config *c);
+SHARD_API void shard_config_init(struct shard_config *c);
 
 /* One line of the index. */
 struct shard_sample {
@@ -105,60 +106,60 @@ struct shard_manifest {
  * agree with each other (samples == sum of shard samples, by_label sums,
  * rejected == number of rejects) and that file names are plain names with
  * no '/'.  SHARD_ENOTFOUND, SHARD_ECORRUPT (naming the field) or SHARD_EIO. */
-int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err);
+SHARD_API int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err);
 
 /* The same checks on manifest.json text already in memory (len bytes; no
  * NUL needed), e.g. fetched over HTTP.  SHARD_ECORRUPT or SHARD_ENOMEM. */
-int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
+SHARD_API int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
                                struct shard_err *err);
 
 /* Write *m as DST/manifest.json atomically (temporary file, fsync, rename,
  * fsync of the directory).  The bytes depend on *m only. */
-int shard_manifest_write(const char *dir, const struct shard_manifest *m,
+SHARD_API int shard_manifest_write(const char *dir, const struct shard_manifest *m,
                          struct shard_err *err);
 
 /* Serialise m to JSON text (malloc'd, NUL-terminated) in *out. */
-int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard_err *err);
+SHARD_API int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard_err *err);
 
-void shard_manifest_release(struct shard_manifest *m);  /* accepts NULL */
-void shard_config_release(struct shard_config *c);      /* accepts NULL */
+SHARD_API void shard_manifest_release(struct shard_manifest *m);  /* accepts NULL */
+SHARD_API void shard_config_release(struct shard_config *c);      /* accepts NULL */
 
 /* Serialise the config alone (the manifest's "config" object), compact and
  * with a fixed key order; malloc'd in *out. */
-int shard_config_dump(const struct shard_config *c, char **out, struct shard_err *err);
+SHARD_API int shard_config_dump(const struct shard_config *c, char **out, struct shard_err *err);
 
 /* ---- index lines -------------------------------------------------------- */
 
 /* Append one index line (compact JSON and '\n') for s to out. */
-int shard_sample_line(const struct shard_sample *s, struct shard_buf *out,
+SHARD_API int shard_sample_line(const struct shard_sample *s, struct shard_buf *out,
                       struct shard_err *err);
 /* Append one line for a rejected input ({"key","reason",...}). */
-int shard_reject_line(const struct shard_reject *r, struct shard_buf *out,
+SHARD_API int shard_reject_line(const struct shard_reject *r, struct shard_buf *out,
                       struct shard_err *err);
 
 /* Parse a line made by shard_sample_line or shard_reject_line.  Returns 1 for
  * a sample (filling *s), 2 for a reject (filling *r), negative on error.
  * The strings are malloc'd: free with shard_sample_release /
  * shard_reject_release. */
-int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
+SHARD_API int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
                      struct shard_reject *r, struct shard_err *err);
 
-void shard_sample_release(struct shard_sample *s);  /* accepts NULL */
-void shard_reject_release(struct shard_reject *r);  /* accepts NULL */
+SHARD_API void shard_sample_release(struct shard_sample *s);  /* accepts NULL */
+SHARD_API void shard_reject_release(struct shard_reject *r);  /* accepts NULL */
 
 /* Streaming reader of an index file. */
 struct shard_index_reader;
 
-int shard_index_reader_open(struct shard_index_reader **out, const char *path,
+SHARD_API int shard_index_reader_open(struct shard_index_reader **out, const char *path,
                             struct shard_err *err);
 /* Next sample: 1 (filled; s->key valid until the next call), 0 at the end,
  * negative on error (naming the line number).  Also hashes the bytes read. */
-int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
+SHARD_API int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
                             struct shard_err *err);
 /* Bytes read and their XXH3-64 so far (complete after next() returned 0). */
-uint64_t shard_index_reader_bytes(const struct shard_index_reader *r);
-uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r);
-void shard_index_reader_close(struct shard_index_reader *r);  /* accepts NULL */
+SHARD_API uint64_t shard_index_reader_bytes(const struct shard_index_reader *r);
+SHARD_API uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r);
+SHARD_API void shard_index_reader_close(struct shard_index_reader *r);  /* accepts NULL */
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/manifest.h"
 
@@ -68,7 +69,7 @@ struct shardify_options {
     void *progress_user;
 };
 
-void shardify_options_init(struct shardify_options *o);
+SHARD_API void shardify_options_init(struct shardify_options *o);
 
 struct shardify_summary {
     uint64_t candidates;
@@ -93,10 +94,10 @@ struct shardify_summary {
  * SHARD_EEXIST (DST not empty / not ours / nothing to resume), SHARD_ELOCKED,
  * SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
  * (disk full ...).  On error no new manifest is published. */
-int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
+SHARD_API int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
                  struct shardify_summary *summary, struct shard_err *err);
 
-void shardify_summary_release(struct shardify_summary *s);  /* accepts NULL */
+SHARD_API void shardify_summary_release(struct shardify_summary *s);  /* accepts NULL */
 
 #ifdef __cplusplus
 }

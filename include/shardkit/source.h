@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
 
@@ -24,7 +25,7 @@ extern "C" {
 /* 1 if the name's extension, compared case-insensitively, is one shardify
  * reads: .jpg .jpeg .png (own decoders) and .webp .tif .tiff .gif .bmp
  * (libvips); else 0.  Everything else is "ignored", not "rejected". */
-int shard_is_candidate(const char *name, size_t len);
+SHARD_API int shard_is_candidate(const char *name, size_t len);
 
 /* A list of byte-string keys stored in one arena (compact: a few bytes of
  * overhead per key, so ten million keys fit comfortably). */
@@ -39,19 +40,19 @@ struct shard_keylist {
 };
 
 /* Append a copy of key (len bytes, no NUL inside).  0 or SHARD_ENOMEM. */
-int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
+SHARD_API int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
                       struct shard_err *err);
 /* The order of keys everywhere in shardkit (manifests/FORMAT.md, "Sample
  * order"): bytes compared with memcmp, a prefix before its extensions.
  * Negative, zero or positive like strcmp. */
-int shard_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
+SHARD_API int shard_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
 
 /* Sort in byte order (shard_key_compare). */
-void shard_keylist_sort(struct shard_keylist *l);
+SHARD_API void shard_keylist_sort(struct shard_keylist *l);
 /* Key i (NUL-terminated); *len receives its length when len is not NULL. */
-const char *shard_keylist_get(const struct shard_keylist *l, size_t i, size_t *len);
+SHARD_API const char *shard_keylist_get(const struct shard_keylist *l, size_t i, size_t *len);
 /* Free everything and zero the struct.  Accepts NULL. */
-void shard_keylist_release(struct shard_keylist *l);
+SHARD_API void shard_keylist_release(struct shard_keylist *l);
 
 struct shard_scan_stats {
     uint64_t candidates;        /* files selected by extension */
@@ -66,7 +67,7 @@ struct shard_scan_stats {
  * cannot be read fails the scan (SHARD_EIO naming it) rather than silently
  * missing files; a missing root is SHARD_ENOTFOUND; a root that is not a
  * directory is SHARD_EINVAL. */
-int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_scan_stats *st,
+SHARD_API int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_scan_stats *st,
                    struct shard_err *err);
 
 /* Read the regular file `key` below the directory open as `root_fd` into buf
@@ -74,19 +75,19 @@ int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_sc
  * last component).  Errors: SHARD_ENOTFOUND ("file vanished"), SHARD_ELIMIT
  * ("file of N bytes exceeds the limit of M"), SHARD_EIO ("file changed while
  * being read" when it shrinks or grows under us, or a read error). */
-int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
+SHARD_API int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
                     struct shard_err *err);
 
 /* ---- archives (libarchive: tar, tar.gz, tar.zst, zip, ...) ---------------- */
 
 /* 1 when `path` is a regular file (not a directory). */
-int shard_path_is_file(const char *path);
+SHARD_API int shard_path_is_file(const char *path);
 
 struct shard_archive;
 
 /* Open an archive for one streaming pass.  SHARD_EINVAL when libarchive does
  * not recognise the format. */
-int shard_archive_open(struct shard_archive **out, const char *path, struct shard_err *err);
+SHARD_API int shard_archive_open(struct shard_archive **out, const char *path, struct shard_err *err);
 
 /* Advance to the next candidate entry (regular file with a candidate
  * extension; others are counted in *st).  On 1 (an entry): *key points to its
@@ -95,16 +96,16 @@ int shard_archive_open(struct shard_archive **out, const char *path, struct shar
  * set to the entry's size, buf is left empty and the data is skipped.
  * Returns 1, 0 at the end of the archive, or a negative error (damaged or
  * truncated archive: SHARD_ECORRUPT with libarchive's message). */
-int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char **key,
+SHARD_API int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char **key,
                        size_t *key_len, struct shard_buf *buf, uint64_t *too_large,
                        struct shard_scan_stats *st, struct shard_err *err);
 
 /* Why the entry shard_archive_next just produced has no bytes (e.g.
  * "unsupported: encrypted archive entry"), or NULL when it has them.  Such an
  * entry is a candidate to reject with that reason; the archive goes on. */
-const char *shard_archive_problem(const struct shard_archive *a);
+SHARD_API const char *shard_archive_problem(const struct shard_archive *a);
 
-void shard_archive_close(struct shard_archive *a);  /* accepts NULL */
+SHARD_API void shard_archive_close(struct shard_archive *a);  /* accepts NULL */
 
 /* ---- labels ------------------------------------------------------------- */
 
@@ -120,26 +121,26 @@ struct shard_labeler;
  *                    rows; an optional first row "key,label" is a header; a
  *                    key listed twice is an error; keys not listed get no label
  * SHARD_EINVAL with a message for a bad regex or CSV. */
-int shard_labeler_new(struct shard_labeler **out, const char *spec, struct shard_err *err);
-void shard_labeler_free(struct shard_labeler *lb);  /* accepts NULL */
+SHARD_API int shard_labeler_new(struct shard_labeler **out, const char *spec, struct shard_err *err);
+SHARD_API void shard_labeler_free(struct shard_labeler *lb);  /* accepts NULL */
 
 /* The label of a key: returns 1 and points *name and *name_len at the class name
  * (inside `key` or inside the labeler; valid while both live), or 0 when the
  * key has no label.  Thread-safe (regexec with a private match array). */
-int shard_labeler_label(const struct shard_labeler *lb, const char *key, size_t key_len,
+SHARD_API int shard_labeler_label(const struct shard_labeler *lb, const char *key, size_t key_len,
                         const char **name, size_t *name_len);
 
 /* A canonical description for the manifest: "dir", "none", "regex:PATTERN",
  * or "file:<basename>:<xxh3 of the file's bytes>" (so that the options that
  * change the output are recorded without a machine path).  Owned by lb. */
-const char *shard_labeler_describe(const struct shard_labeler *lb);
+SHARD_API const char *shard_labeler_describe(const struct shard_labeler *lb);
 
 /* ---- CPUs --------------------------------------------------------------- */
 
 /* The number of CPUs this process may really use: the smallest of the CPU
  * affinity mask, the cgroup (v2 cpu.max, or v1 cfs quota/period) quota
  * rounded up, and OMP_NUM_THREADS when set to a positive number.  At least 1. */
-int shard_available_cpus(void);
+SHARD_API int shard_available_cpus(void);
 
 #ifdef __cplusplus
 }

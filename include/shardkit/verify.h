@@ -57,6 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shardkit/api.h"
 #include "shardkit/dataset.h"
 #include "shardkit/error.h"
 
@@ -83,7 +84,7 @@ struct shard_verify_options {
 };
 
 /* Defaults: only the default pass, epochs 2, plan defaults, threads 0. */
-void shard_verify_options_init(struct shard_verify_options *o);
+SHARD_API void shard_verify_options_init(struct shard_verify_options *o);
 
 /* The default jpeg threshold of the fidelity check, in dB (see above). */
 #define SHARD_FIDELITY_DEFAULT_PSNR 35.0
@@ -103,7 +104,7 @@ enum shard_check {
 
 /* "manifest", "shard", "index", "keys", "counts", "record", "source",
  * "fidelity", "visitation". */
-const char *shard_check_name(enum shard_check c);
+SHARD_API const char *shard_check_name(enum shard_check c);
 
 struct shard_problem {
     enum shard_check check;
@@ -182,10 +183,10 @@ struct shard_verify_report {
  * manifest.json, no SRC), SHARD_EIO (DST or SRC unreadable), SHARD_ENOMEM.
  * A manifest that exists but is malformed is a problem, not an error.
  * Release the report with shard_verify_report_release() in both cases. */
-int shard_verify(const char *dst, const struct shard_verify_options *o,
+SHARD_API int shard_verify(const char *dst, const struct shard_verify_options *o,
                  struct shard_verify_report *report, struct shard_err *err);
 
-void shard_verify_report_release(struct shard_verify_report *r);  /* accepts NULL */
+SHARD_API void shard_verify_report_release(struct shard_verify_report *r);  /* accepts NULL */
 
 #ifdef __cplusplus
 }

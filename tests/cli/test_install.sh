@@ -1,7 +1,9 @@
 #!/bin/sh
 # test_install.sh - `make install` with PREFIX and DESTDIR gives programs, the
-# static library, headers and a shardkit.pc with which a program using the
-# public API compiles, links and reads a dataset.
+# shared library (with its soname links), the static library, headers and a
+# shardkit.pc with which a program using the public API compiles, links
+# against the shared library (or, with --static, the static one) and reads a
+# dataset.
 . "$(dirname "$0")/lib.sh"
 
 BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
@@ -9,13 +11,15 @@ say "make install into a staging directory"
 make -s -C "$SHARDKIT_TOP" BUILD="$BUILD" install DESTDIR="$T/stage" PREFIX=/opt/shardkit \
     >"$T/install.log" 2>&1 || { cat "$T/install.log"; die "make install failed"; }
 root="$T/stage/opt/shardkit"
+major=$(sed -n 's/^#define SHARDKIT_VERSION_MAJOR \([0-9]*\)$/\1/p' "$SHARDKIT_TOP/include/shardkit/api.h")
 for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench lib/libshardkit.a \
-         include/shardkit.h include/shardkit/dataset.h lib/pkgconfig/shardkit.pc; do
+         lib/libshardkit.so "lib/libshardkit.so.$major" include/shardkit.h \
+         include/shardkit/api.h include/shardkit/dataset.h lib/pkgconfig/shardkit.pc; do
     [ -e "$root/$f" ] || die "not installed: $f"
 done
 grep -q '^prefix=/opt/shardkit$' "$root/lib/pkgconfig/shardkit.pc" || die "prefix in shardkit.pc"
 
-say "a program built with pkg-config reads a dataset"
+say "a program built with pkg-config against the shared library reads a dataset"
 cat >"$T/reader.c" <<'C'
 #include <shardkit.h>
 #include <stdio.h>
@@ -43,15 +47,30 @@ extra=""
 if nm "$root/lib/libshardkit.a" 2>/dev/null | grep -q __asan_; then
     extra="-fsanitize=address,undefined"
 fi
-PKG_CONFIG_PATH="$root/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$T/stage" \
-    pkg-config --cflags --libs shardkit >"$T/flags" || die "pkg-config cannot resolve shardkit"
+pc() { PKG_CONFIG_PATH="$root/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$T/stage" pkg-config "$@"; }
+pc --cflags --libs shardkit >"$T/flags" || die "pkg-config cannot resolve shardkit"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror $extra "$T/reader.c" $(cat "$T/flags") -o "$T/reader" ||
     die "cannot build against the installed library"
+readelf -d "$T/reader" | grep -q "NEEDED.*\[libshardkit.so.$major\]" ||
+    die "the program does not link libshardkit.so.$major"
 mkdir -p "$T/src/c"
 cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/c/one.jpg"
 shardify "$T/src" "$T/dst" --size 32 --quiet
-"$T/reader" "$T/dst" >"$T/read.out"
+LD_LIBRARY_PATH="$root/lib" "$T/reader" "$T/dst" >"$T/read.out"
 # rgb.jpg is 333x250: shorter side 32, longer floor(333 * 32 / 250) = 42
 [ "$(cat "$T/read.out")" = "1 c/one.jpg 42x32" ] || die "reader printed '$(cat "$T/read.out")'"
+LD_LIBRARY_PATH="$root/lib" ldd "$T/reader" | grep -q "libshardkit.so.$major => $root/lib/" ||
+    die "the program did not load the installed shared library"
+
+say "the same program links the static library (dependencies shared)"
+# pkg-config --static would also want the static libraries of libvips's own
+# dependencies, which Debian does not ship: take the direct ones instead.
+requires=$(pc --print-requires-private shardkit | awk '{print $1}' | tr '\n' ' ')
+# shellcheck disable=SC2046,SC2086
+cc -std=c11 -Wall -Werror $extra "$T/reader.c" $(pc --cflags shardkit) "$root/lib/libshardkit.a" \
+    $(pkg-config --libs $requires) -lcsv -lm -lpthread -fopenmp -o "$T/reader-static" ||
+    die "cannot link the static library"
+readelf -d "$T/reader-static" | grep -q "libshardkit" && die "the static program needs libshardkit.so"
+[ "$("$T/reader-static" "$T/dst")" = "1 c/one.jpg 42x32" ] || die "the static reader differs"
 echo "install checks passed"

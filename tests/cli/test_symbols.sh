@@ -1,0 +1,40 @@
+#!/bin/sh
+# test_symbols.sh - libshardkit.so exports exactly the functions include/
+# declares with SHARD_API: nothing internal leaks, nothing public is missing,
+# and no data symbol is exported.  Also: the soname carries the major version.
+. "$(dirname "$0")/lib.sh"
+
+BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
+so="$BUILD/libshardkit.so"
+[ -e "$so" ] || die "no $so: the build makes the shared library"
+
+say "the soname is libshardkit.so.MAJOR"
+major=$(sed -n 's/^#define SHARDKIT_VERSION_MAJOR \([0-9]*\)$/\1/p' "$SHARDKIT_TOP/include/shardkit/api.h")
+[ -n "$major" ] || die "no SHARDKIT_VERSION_MAJOR in api.h"
+objdump -p "$so" | grep -q "SONAME *libshardkit.so.$major\$" || die "soname is not libshardkit.so.$major"
+
+say "exported functions equal the SHARD_API declarations"
+# Declarations may span lines: strip each header's comments (the compiler's
+# preprocessor, macros unexpanded), join it into one line, then take the
+# identifier before the '(' that follows every SHARD_API (but the #define).
+for h in "$SHARDKIT_TOP"/include/shardkit.h "$SHARDKIT_TOP"/include/shardkit/*.h; do
+    cc -fpreprocessed -dD -E -P "$h" 2>/dev/null | grep -v '^#define SHARD_API' | tr '\n' ' '
+    echo
+done | grep -o 'SHARD_API[^;(]*(' | sed 's/($//; s/.*[ *]//' | sort -u >"$T/declared"
+[ "$(wc -l <"$T/declared")" -gt 100 ] || die "found only $(wc -l <"$T/declared") declarations"
+nm -D --defined-only "$so" | awk '$2 == "T" || $2 == "W" || $2 == "i" {print $3}' |
+    sort -u >"$T/exported"
+if ! cmp -s "$T/declared" "$T/exported"; then
+    echo "exported but not declared (<) / declared but not exported (>):" >&2
+    comm -3 "$T/exported" "$T/declared" | sed 's/^\t/> /; t; s/^/< /' >&2
+    die "the shared library's exports differ from include/"
+fi
+
+say "no data symbols are exported"
+nm -D --defined-only "$so" | awk '$2 ~ /^[BDRGSV]$/ {print $3}' >"$T/data"
+[ ! -s "$T/data" ] || { cat "$T/data" >&2; die "data symbols exported"; }
+
+say "internal names stay internal"
+nm -D --defined-only "$so" | awk '{print $3}' | grep -E '^sk_' >"$T/leaks" || true
+[ ! -s "$T/leaks" ] || { cat "$T/leaks" >&2; die "sk_ functions exported"; }
+echo "symbol checks passed: $(wc -l <"$T/exported") functions"

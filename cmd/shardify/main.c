@@ -212,6 +212,13 @@ static int parse_args(int argc, char **argv, struct cli *c)
     return CLI_EXIT_OK;
 }
 
+/* "  rejected 'a/b.jpg': truncated JPEG" */
+static void print_listed(const char *what, const char *key, size_t key_len, const char *text)
+{
+    char shown[SHARD_QUOTE_SIZE];
+    fprintf(stderr, "  %s '%s': %s\n", what, shard_quote(key, key_len, shown, sizeof shown), text);
+}
+
 static void print_summary(const struct cli *c, const struct shardify_summary *s)
 {
     char in[32], out[32];
@@ -227,17 +234,31 @@ static void print_summary(const struct cli *c, const struct shardify_summary *s)
     if (s->reused_shards)
         fprintf(stderr, "%s: resumed: kept %u finished shard%s\n", PROG, s->reused_shards,
                 s->reused_shards == 1 ? "" : "s");
-    for (uint64_t i = 0; i < s->reject_count && i < REJECTS_SHOWN; i++) {
-        char shown[SHARD_QUOTE_SIZE];
-        fprintf(stderr, "  rejected '%s': %s\n",
-                shard_quote(s->rejects[i].key, s->rejects[i].key_len, shown, sizeof shown),
-                s->rejects[i].reason);
-    }
+    for (uint64_t i = 0; i < s->reject_count && i < REJECTS_SHOWN; i++)
+        print_listed("rejected", s->rejects[i].key, s->rejects[i].key_len, s->rejects[i].reason);
     if (s->reject_count > REJECTS_SHOWN)
         fprintf(stderr, "  ... and %llu more (all are listed in %s/manifest.json)\n",
                 (unsigned long long)(s->reject_count - REJECTS_SHOWN), c->dst);
+    if (s->warned)
+        fprintf(stderr, "%s: %llu sample%s stored despite a decoder warning (no pixel data "
+                "lost):\n", PROG, (unsigned long long)s->warned, s->warned == 1 ? "" : "s");
+    for (uint64_t i = 0; i < s->warning_count && i < REJECTS_SHOWN; i++)
+        print_listed("warning", s->warnings[i].key, s->warnings[i].key_len,
+                     s->warnings[i].warning);
+    if (s->warning_count > REJECTS_SHOWN)
+        fprintf(stderr, "  ... and %llu more (their lines in %s/index.jsonl carry \"warning\")\n",
+                (unsigned long long)(s->warning_count - REJECTS_SHOWN), c->dst);
     if (s->candidates == 0)
         fprintf(stderr, "%s: warning: no candidate images in '%s'\n", PROG, c->src);
+}
+
+/* Append the object a shard_*_line call made in `line` (made: its result)
+ * to array, and empty `line` for the next. */
+static void append_line(json_t *array, int made, struct shard_buf *line)
+{
+    if (made == 0)
+        json_array_append_new(array, json_loadb((const char *)line->data, line->len, 0, NULL));
+    line->len = 0;
 }
 
 /* The summary as one JSON object (rejects reuse the index line format). */
@@ -253,6 +274,7 @@ static void print_json(const struct shardify_summary *s, int rc, const struct sh
     json_object_set_new(o, "candidates", json_integer((json_int_t)s->candidates));
     json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
     json_object_set_new(o, "rejected", json_integer((json_int_t)s->rejected));
+    json_object_set_new(o, "warned", json_integer((json_int_t)s->warned));
     json_object_set_new(o, "ignored", json_integer((json_int_t)s->ignored));
     json_object_set_new(o, "unlabeled", json_integer((json_int_t)s->unlabeled));
     json_object_set_new(o, "labels", json_integer(s->labels));
@@ -264,13 +286,16 @@ static void print_json(const struct shardify_summary *s, int rc, const struct sh
     json_object_set_new(o, "images_per_second",
                         json_real(s->seconds > 0 ? (s->samples + s->rejected) / s->seconds : 0));
     json_object_set_new(o, "threads", json_integer(s->threads));
-    for (uint64_t i = 0; i < s->reject_count; i++) {
-        struct shard_buf line = {0};
-        if (shard_reject_line(&s->rejects[i], &line, NULL) == 0)
-            json_array_append_new(rejects, json_loadb((const char *)line.data, line.len, 0, NULL));
-        shard_buf_release(&line);
-    }
+    struct shard_buf line = {0};
+    for (uint64_t i = 0; i < s->reject_count; i++)
+        append_line(rejects, shard_reject_line(&s->rejects[i], &line, NULL), &line);
     json_object_set_new(o, "rejects", rejects);
+    /* samples stored despite a decoder warning: their index lines */
+    json_t *warnings = json_array();
+    for (uint64_t i = 0; i < s->warning_count; i++)
+        append_line(warnings, shard_sample_line(&s->warnings[i], &line, NULL), &line);
+    json_object_set_new(o, "warnings", warnings);
+    shard_buf_release(&line);
     json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     json_decref(o);

@@ -87,6 +87,12 @@ struct shardify_summary {
     struct shard_reject *rejects;
     uint64_t reject_count;
     uint32_t labels;            /* distinct labels */
+    /* Samples stored despite a decoder warning that lost no pixel data
+     * (counts.warned), and those samples in stored order: key, shard,
+     * record, warning ... as in their index lines (owned, like rejects). */
+    uint64_t warned;
+    struct shard_sample *warnings;
+    uint64_t warning_count;
 };
 
 /* Convert SRC into DST.  Returns 0 when the dataset was published (rejects

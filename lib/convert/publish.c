@@ -109,6 +109,8 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     m.shards = (struct shard_manifest_shard *)sk_assembler_shards(r->as, &m.shard_count);
     m.rejects = sk_assembler_take_rejects(r->as, &m.reject_count);
     m.rejected = m.reject_count;
+    sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);
+    m.warned = sum->warning_count;
     m.index_file = SHARD_INDEX_FILE;
     if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
         qsort(m.rejects, m.reject_count, sizeof *m.rejects, compare_rejects);
@@ -123,6 +125,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     sum->rejected = m.rejected;
     sum->ignored = m.ignored;
     sum->unlabeled = m.unlabeled;
+    sum->warned = m.warned;
     sum->shards = m.shard_count;
     sum->reused_shards = r->reused_shards;
     sum->bytes_in = r->bytes_in;

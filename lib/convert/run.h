@@ -31,6 +31,7 @@ struct spooled {
     uint64_t source_bytes;
     uint64_t source_xxh3;
     char *reason;           /* non-NULL: rejected */
+    char *warning;          /* non-NULL: the decoder warning it was accepted despite */
 };
 
 struct slot {
@@ -50,6 +51,7 @@ struct slot {
     uint64_t too_large;
     const char *problem;    /* archive entry without bytes: why (static string) */
     struct shard_err why;
+    char warning[SHARD_ERRMSG_SIZE];  /* ok: "" or the decoder warning it was accepted despite */
 };
 
 struct run {

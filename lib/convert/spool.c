@@ -81,6 +81,8 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
         sp->reason = strdup(s->why.msg);
         return sp->reason ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
+    if (s->warning[0] && !(sp->warning = strdup(s->warning)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     sp->offset = r->spool_bytes;
     sp->len = s->payload.len;
     sp->width = s->width;

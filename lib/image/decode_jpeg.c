@@ -3,8 +3,38 @@
  * libjpeg reports fatal errors through error_exit (which must not return: we
  * longjmp back) and recoverable damage through emit_message(-1) warnings.
  * jpeg_mem_src answers a premature end of data with such a warning and a fake
- * EOI, so a truncated file would "succeed" as a grey-padded image; here every
- * warning is treated as corruption.
+ * EOI, so a truncated file would "succeed" as a grey-padded image.  So each
+ * warning is sorted (libjpeg-turbo 2.1's whole JWRN_* list):
+ *
+ *   accepted: every pixel still comes from the file's own data
+ *     JWRN_EXTRANEOUS_DATA  when the skipped bytes lie between two marker
+ *                           segments, outside any scan ("3 extraneous bytes
+ *                           before marker 0xdb"): no image data is skipped
+ *     JWRN_JFIF_MAJOR       an unknown JFIF version number: metadata
+ *     JWRN_ADOBE_XFORM      an unknown Adobe transform code: the colour space
+ *                           defaults (YCbCr, or YCCK for 4 components), as in
+ *                           every libjpeg-based reader
+ *     JWRN_NOT_SEQUENTIAL   a baseline scan header with zeroed spectral
+ *                           parameters: read as the full scan it is
+ *     JWRN_BOGUS_ICC        an ICC profile marker (we never read the profile)
+ *   rejected: pixels are invented or wrong
+ *     JWRN_JPEG_EOF         premature end of file: the rest is grey padding
+ *     JWRN_HIT_MARKER       premature end of a scan: blocks filled with zeros
+ *     JWRN_HUFF_BAD_CODE, JWRN_ARITH_BAD_CODE
+ *                           corrupt entropy-coded data
+ *     JWRN_MUST_RESYNC      a restart marker missing: data skipped
+ *     JWRN_BOGUS_PROGRESSION  progressive scans out of order: coefficients
+ *                           missing or refined without a base
+ *     JWRN_EXTRANEOUS_DATA  when the bytes follow a scan's entropy-coded
+ *                           data: the scan held more data than its blocks
+ *                           used, which is how a flipped bit there usually
+ *                           shows (84 of 109 detected flips in ImageNet
+ *                           photos gave only "extraneous bytes before marker
+ *                           0xd9")
+ *     JWRN_TOO_MUCH_DATA    our own misuse (cannot happen)
+ *     anything else         not known to be harmless
+ * A rejected warning stops the decode at once; accepted ones are counted
+ * and the first is reported (decode_warnings).
  *
  * setjmp discipline: the libjpeg state lives in a struct jpeg_session owned by
  * sk_decode_jpeg(), and setjmp is taken in decode_guarded(), which the
@@ -37,6 +67,14 @@
 #define CMYK_CHANNELS 4
 /* Rows handed to jpeg_read_scanlines at once (it may return fewer). */
 #define ROWS_PER_READ 4
+/* Markers the segment walk needs that jpeglib.h does not name. */
+#define MARKER_PREFIX 0xff
+#define MARKER_SOI 0xd8
+#define MARKER_SOS 0xda
+#define MARKER_TEM 0x01
+#define RESTART_MARKERS 8
+/* SOI, the first 2 bytes */
+#define SOI_BYTES 2
 
 /* Quality settings, the libjpeg defaults.  On the ImageNet sample (one core)
  * the fast IDCT and plain upsampling together save only ~4% of decode time,
@@ -49,6 +87,9 @@ struct jpeg_failure {
     struct jpeg_error_mgr mgr;  /* first: libjpeg hands us &mgr as cinfo->err */
     jmp_buf jump;
     uint64_t max_memory;        /* for the message when the memory cap is hit */
+    const uint8_t *data;        /* the input, to place extraneous bytes */
+    size_t len;
+    struct decode_warnings warnings;  /* the accepted ones */
     int code;                   /* enum shard_status to report */
     char reason[SHARD_ERRMSG_SIZE];
 };
@@ -122,6 +163,68 @@ static _Noreturn void on_error_exit(j_common_ptr cinfo)
     fail(cinfo);
 }
 
+/* Whether position `at` of a JPEG is where a marker segment outside any
+ * scan ends (or SOI does): bytes libjpeg skipped from there on lie between
+ * segments and hold no image data.  Walks the segments from SOI the way
+ * libjpeg's marker reader does: a segment carries its length; after SOS
+ * comes entropy-coded data up to the next marker that is not a stuffed
+ * zero or a restart marker; bytes that are not a marker are skipped. */
+static int between_segments(const uint8_t *d, size_t len, size_t at)
+{
+    size_t p = SOI_BYTES;
+    int boundary = 1, in_scan = 0;
+    while (p < len && p <= at) {
+        if (boundary && p == at)
+            return 1;
+        boundary = 0;
+        if (d[p] != MARKER_PREFIX) {  /* entropy-coded data, or skipped bytes */
+            p++;
+            continue;
+        }
+        size_t q = p + 1;
+        while (q < len && d[q] == MARKER_PREFIX)  /* fill bytes */
+            q++;
+        if (q >= len || d[q] == JPEG_EOI)
+            return 0;
+        unsigned m = d[q];
+        if (m == 0 || (m >= JPEG_RST0 && m < JPEG_RST0 + RESTART_MARKERS) ||
+            m == MARKER_SOI || m == MARKER_TEM) {
+            p = q + 1;  /* a stuffed zero or a marker without a segment */
+            continue;
+        }
+        if (q + 2 >= len)
+            return 0;
+        p = q + 1 + ((size_t)d[q + 1] << 8 | d[q + 2]);
+        in_scan = m == MARKER_SOS;
+        boundary = !in_scan;
+    }
+    return 0;
+}
+
+/* The accepted class of the table at the top of this file. */
+static int warning_is_harmless(j_common_ptr cinfo, const struct jpeg_failure *f)
+{
+    switch (cinfo->err->msg_code) {
+    case JWRN_JFIF_MAJOR:
+    case JWRN_ADOBE_XFORM:
+    case JWRN_NOT_SEQUENTIAL:
+    case JWRN_BOGUS_ICC:
+        return 1;
+    case JWRN_EXTRANEOUS_DATA: {
+        /* next_marker() warns with the source positioned at the marker that
+         * ended the skipped bytes (jpeg_mem_src reads our buffer in place) */
+        j_decompress_ptr d = (j_decompress_ptr)cinfo;
+        const uint8_t *at = cinfo->is_decompressor && d->src ? d->src->next_input_byte : NULL;
+        size_t skipped = (size_t)(unsigned)cinfo->err->msg_parm.i[0];
+        if (!at || at < f->data || at > f->data + f->len || (size_t)(at - f->data) < skipped)
+            return 0;
+        return between_segments(f->data, f->len, (size_t)(at - f->data) - skipped);
+    }
+    default:
+        return 0;
+    }
+}
+
 /* Level -1 is a warning (recoverable damage); higher levels are trace
  * messages, which we ignore. */
 static void on_emit_message(j_common_ptr cinfo, int msg_level)
@@ -129,6 +232,12 @@ static void on_emit_message(j_common_ptr cinfo, int msg_level)
     if (msg_level >= 0)
         return;
     struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
+    if (warning_is_harmless(cinfo, f)) {
+        char text[JMSG_LENGTH_MAX];
+        library_message(cinfo, text, sizeof text);
+        sk_decode_warning_add(&f->warnings, text);
+        return;
+    }
     f->code = SHARD_ECORRUPT;
     if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
         snprintf(f->reason, sizeof f->reason, "truncated JPEG");
@@ -300,8 +409,9 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
 
 int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                       struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, struct shard_err *err)
+                      uint32_t *source_h, char *warning, struct shard_err *err)
 {
+    warning[0] = '\0';
     if (len > ULONG_MAX)  /* jpeg_mem_src takes an unsigned long */
         return shard_err_set(err, SHARD_ELIMIT, "JPEG of %zu bytes is too large", len);
     struct jpeg_session s;
@@ -311,9 +421,13 @@ int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_op
     s.failure.mgr.emit_message = on_emit_message;
     s.failure.mgr.output_message = on_output_message;
     s.failure.max_memory = o->max_memory;
+    s.failure.data = data;
+    s.failure.len = len;
     *orientation = SHARD_ORIENTATION_NORMAL;
 
     int rc = decode_guarded(&s, data, len, o, out, orientation, source_w, source_h, err);
+    if (!rc)
+        sk_decode_warning_report(&s.failure.warnings, "JPEG", warning);
     /* safe also when jpeg_create_decompress failed half-way: it zeroes the
      * struct first and destroy skips a NULL memory manager */
     jpeg_destroy_decompress(&s.cinfo);

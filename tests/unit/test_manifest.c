@@ -165,7 +165,7 @@ static void test_sample_lines_keep_keys_byte_exact(void **state)
                           "caf\xc3\xa9.png", "bad\xff\xfe.jpg"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         struct shard_sample s = {(char *)keys[i], strlen(keys[i]), (int32_t)i - 1, 3, 99, 64,
-                                 48, 1234, 0xdeadbeefcafef00dull};
+                                 48, 1234, 0xdeadbeefcafef00dull, NULL};
         struct shard_buf line = {0};
         struct shard_err err;
         assert_int_equal(shard_sample_line(&s, &line, &err), 0);
@@ -221,7 +221,7 @@ static void test_index_reader_streams_lines_and_hashes_them(void **state)
     for (int i = 0; i < 1000; i++) {
         char key[32];
         snprintf(key, sizeof key, "k%04d.jpg", i);
-        struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i};
+        struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i, NULL};
         assert_int_equal(shard_sample_line(&s, &all, &err), 0);
     }
     assert_int_equal(write(fd, all.data, all.len), (ssize_t)all.len);

@@ -369,6 +369,53 @@ static void test_exif_orientations_1_to_8_give_upright_pixels(void **state)
     }
 }
 
+/* The APP1 segment (marker, length, payload) of the first EXIF block in a
+ * fixture: its offset and size. */
+static void find_exif_app1(const struct shard_buf *b, size_t *at, size_t *len)
+{
+    for (size_t p = 2; p + 10 < b->len; p += 2 + ((size_t)b->data[p + 2] << 8 | b->data[p + 3]))
+        if (b->data[p + 1] == 0xe1 && memcmp(b->data + p + 4, "Exif\0\0", 6) == 0) {
+            *at = p;
+            *len = 2 + ((size_t)b->data[p + 2] << 8 | b->data[p + 3]);
+            return;
+        }
+    fail_msg("no EXIF APP1 segment");
+}
+
+static void test_the_first_exif_app1_of_many_gives_the_orientation(void **state)
+{
+    (void)state;
+    struct shard_buf rot6 = {0}, rot3 = {0}, many = {0};
+    load_fixture("exif_rot6.jpg", &rot6);
+    load_fixture("exif_rot3.jpg", &rot3);
+    size_t at6, len6, at3, len3;
+    find_exif_app1(&rot6, &at6, &len6);
+    find_exif_app1(&rot3, &at3, &len3);
+    static const uint8_t xmp[] = "\xff\xe1\x00\x0bhttp://ns";  /* an APP1 that is not EXIF */
+    static const uint8_t empty[] = "\xff\xe1\x00\x02";
+    /* thousands of APP1 segments, then rot6's EXIF, then rot3's, then the rest */
+    assert_int_equal(shard_buf_append(&many, rot6.data, at6, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, xmp, sizeof xmp - 1, NULL), 0);
+    for (int i = 0; i < 20000; i++)
+        assert_int_equal(shard_buf_append(&many, empty, sizeof empty - 1, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, rot6.data + at6, len6, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, rot3.data + at3, len3, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, rot6.data + at6 + len6, rot6.len - at6 - len6,
+                                      NULL), 0);
+    struct shard_image img = {0};
+    struct shard_decode_info info;
+    struct shard_err err = {0};
+    if (shard_decode_ex(many.data, many.len, NULL, &img, &info, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(info.orientation, 6);
+    assert_string_equal(info.warning, "");
+    assert_matches_ppm(&img, "exif_rot6.jpg.ref.ppm", TOL_EXACT);
+    shard_image_release(&img);
+    shard_buf_release(&many);
+    shard_buf_release(&rot3);
+    shard_buf_release(&rot6);
+}
+
 static void test_exif_orientation_parser_reads_ifd0_and_ignores_garbage(void **state)
 {
     (void)state;
@@ -1005,6 +1052,7 @@ int main(void)
         cmocka_unit_test(test_cmyk_jpeg_without_adobe_marker_is_read_as_plain_ink),
         cmocka_unit_test(test_progressive_jpeg_matches_reference_decoder),
         cmocka_unit_test(test_exif_orientations_1_to_8_give_upright_pixels),
+        cmocka_unit_test(test_the_first_exif_app1_of_many_gives_the_orientation),
         cmocka_unit_test(test_exif_orientation_parser_reads_ifd0_and_ignores_garbage),
         cmocka_unit_test(test_truncated_jpeg_is_rejected_with_reason),
         cmocka_unit_test(test_bitflipped_jpeg_is_rejected_as_corrupt_data),

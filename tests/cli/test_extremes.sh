@@ -20,9 +20,10 @@ import jsonschema
 dst, schemas = sys.argv[1:3]
 m = json.load(open(os.path.join(dst, "manifest.json")))
 jsonschema.validate(m, json.load(open(os.path.join(schemas, "manifest.schema.json"))))
-line = json.load(open(os.path.join(schemas, "index-line.schema.json")))
+line = jsonschema.Draft202012Validator(
+    json.load(open(os.path.join(schemas, "index-line.schema.json"))))
 for l in open(os.path.join(dst, "index.jsonl")):
-    jsonschema.validate(json.loads(l), line)
+    line.validate(json.loads(l))
 EOF
     shardcheck "$dst" --deep --source "$src" --visitation 1,3 >"$T/check.out" 2>&1 ||
         { cat "$T/check.out" >&2; die "$name: shardcheck --deep --source does not verify"; }

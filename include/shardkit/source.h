@@ -125,7 +125,7 @@ struct shard_archive;
 
 /* Open an archive for one streaming pass.  SHARD_EINVAL when libarchive does
  * not recognise the format, and for a file that holds no entries at all (an
- * empty file, or one of zero bytes, which reads as an empty tar). */
+ * empty file, or one of only zero bytes, which reads as an empty tar). */
 SHARD_API int shard_archive_open(struct shard_archive **out, const char *path, struct shard_err *err);
 
 /* Advance to the next candidate entry: one whose name has a candidate

@@ -172,7 +172,7 @@ static int open_archive(struct shard_archive *a, struct shard_err *err)
         r = archive_read_next_header(a->ar, &a->pending);
         if (r == ARCHIVE_EOF)
             return shard_err_set(err, SHARD_EINVAL, "source '%s' holds no archive entries "
-                                 "(a file of zero bytes reads as an empty tar)", path);
+                                 "(a file of only zero bytes reads as an empty tar)", path);
         if (r == ARCHIVE_RETRY)
             r = ARCHIVE_FATAL;  /* the very first header is damaged */
     }

@@ -997,7 +997,7 @@ static void test_archive_mtree_listing_is_not_an_archive(void **state)
     free(path);
 }
 
-/* An empty file, and a file of zero bytes (which libarchive reads as an
+/* An empty file, and a file of only zero bytes (which libarchive reads as an
  * empty tar), are no archive: an error, not an empty dataset. */
 static void test_archive_empty_or_zero_filled_file_is_refused(void **state)
 {

@@ -118,6 +118,27 @@ json.dump(m, open(p, "w"), indent=2)' "$T/d"
 must_fail 1 shardcheck "$T/d"
 must_say "counts.warned: index.jsonl has 8 samples stored despite a decoder warning, manifest says 3" "$T/stdout"
 
+say "from an archive too, a hard link to a warned file included"
+"$PYTHON" - "$SRC/a_warned" "$T/warned.tar" <<'EOF'
+import os, sys, tarfile
+src, out = sys.argv[1:3]
+with tarfile.open(out, "w") as t:
+    for f in sorted(os.listdir(src)):
+        t.add(os.path.join(src, f), arcname="w/" + f)
+    link = tarfile.TarInfo("w/link.jpg")
+    link.type = tarfile.LNKTYPE
+    link.linkname = "w/junk_before_dqt.jpg"
+    t.addfile(link)
+EOF
+shardify "$T/warned.tar" "$T/tar" --size 32 --json --quiet >"$T/tar.json"
+[ "$(json "$T/tar.json" "d['warned'] == d['samples'] == 9 and d['rejected'] == 0")" = True ] ||
+    die "not every archive sample kept its warning: $(cat "$T/tar.json")"
+grep -F '"key":"w/link.jpg"' "$T/tar/index.jsonl" |
+    grep -qF '"warning":"JPEG warning: 3 extraneous bytes before marker 0xdb"' ||
+    die "the hard link lost its target's warning"
+shardcheck "$T/tar" --source "$T/warned.tar" >"$T/stdout" ||
+    { cat "$T/stdout" >&2; die "the archive's dataset does not verify"; }
+
 say "the warnings survive --resume: byte-identical to an uninterrupted run"
 if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null; then
     T=$(cd "$T" && pwd -P)  # strace matches the paths as the syscalls spell them

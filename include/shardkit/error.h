@@ -64,13 +64,16 @@ SHARD_API int shard_err_errno(struct shard_err *err, int code, int errnum, const
 SHARD_API int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Room for a key quoted by shard_quote, with its terminating NUL. */
+/* Room for a key quoted by shard_quote, with its terminating NUL: the one
+ * buffer size the library itself quotes keys into (longer keys are cut). */
 #define SHARD_QUOTE_SIZE 208
 
 /* Make a byte string (a sample key: any bytes) safe inside a one-line
- * message: valid UTF-8 text is kept; control bytes, DEL, backslash and bytes
- * that are not UTF-8 become \xNN; a string too long for out is cut at a
- * character boundary and ends in "...".  Returns out (always NUL-terminated). */
+ * message: valid UTF-8 text is kept; control bytes (below 0x20), DEL and
+ * bytes that are not valid UTF-8 become \xNN (two lower-case hex digits); a
+ * backslash is doubled (\\), so that the result reads back unambiguously.  A
+ * string too long for out is cut at a character boundary and ends in "...".
+ * Returns out (always NUL-terminated when out_size > 0). */
 SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
 
 /* Length of the valid UTF-8 character at p (at most `avail` bytes): 1..4, or

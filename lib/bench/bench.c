@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -25,6 +24,7 @@
 #include "read/dataset_internal.h"
 #include "read/fetch_http.h"
 #include "format/shuffle.h"
+#include "util/clock.h"
 #include "util/quote.h"
 #include "shardkit/bench.h"
 #include "shardkit/dataset.h"
@@ -89,27 +89,6 @@ static void http_options(const struct shard_bench_http *in, struct bench_probe *
         out->retries = in->retries;
     }
     out->probe = probe;
-}
-
-static double seconds_now(void)
-{
-    return (double)shard_trace_now() / NS;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / NS;
-}
-
-static void sleep_seconds(double s)
-{
-    if (!(s > 0))
-        return;
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * NS)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 /* ---- keys ------------------------------------------------------------------- */
@@ -215,8 +194,8 @@ static void take_snapshot(const struct bench_probe *p, struct snapshot *s)
         s->stage_ns[i] = atomic_load(&p->stage_ns[i]);
     for (int i = 0; i < BENCH_COUNTERS; i++)
         s->counter[i] = atomic_load(&p->counter[i]);
-    s->wall = seconds_now();
-    s->cpu = cpu_seconds();
+    s->wall = sk_now_seconds();
+    s->cpu = sk_cpu_seconds();
 }
 
 static int latency_add(struct latencies *l, double v, struct shard_err *err)
@@ -485,7 +464,7 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
     struct latencies *lat = &b->lat[e == 0 ? 0 : 1];
     struct snapshot s0, s1;
     take_snapshot(&b->probe, &s0);
-    uint64_t epoch_start = shard_trace_now();
+    uint64_t epoch_start = sk_now_ns();
     struct epoch_source src;
     if ((rc = source_start(b, &src, err)))
         return rc;
@@ -494,12 +473,12 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
     uint64_t samples = 0, errors = 0, batches = 0;
     int done = 0;
     while (!done && !rc) {
-        uint64_t batch_start = shard_trace_now(), got = 0;
+        uint64_t batch_start = sk_now_ns(), got = 0;
         while (got < o->batch) {
-            uint64_t t = shard_trace_now();
+            uint64_t t = sk_now_ns();
             shard_err_clear(&item_err);
             int n = source_next(&src, &item, &item_err);
-            uint64_t now = shard_trace_now();
+            uint64_t now = sk_now_ns();
             atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_QUEUE_WAIT], now - t);
             if (n == 0) {
                 done = 1;
@@ -528,7 +507,7 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
                 break;
             }
         }
-        uint64_t have = shard_trace_now();
+        uint64_t have = sk_now_ns();
         if (!got)
             continue;
         batches++;
@@ -539,15 +518,15 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
             rc = latency_add(lat, (double)(have - batch_start) / NS, err);
         uint64_t step_end = have;
         if (o->step_ms > 0) {
-            sleep_seconds(o->step_ms / 1e3);
-            step_end = shard_trace_now();
+            sk_sleep_seconds(o->step_ms / 1e3);
+            step_end = sk_now_ns();
             atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_STEP], step_end - have);
             shard_trace_span(trace, stage_names[SHARD_STAGE_STEP], have, step_end);
         }
         shard_trace_span(trace, SPAN_BATCH, batch_start, step_end);
     }
     take_snapshot(&b->probe, &s1);
-    shard_trace_span(trace, SPAN_EPOCH, epoch_start, shard_trace_now());
+    shard_trace_span(trace, SPAN_EPOCH, epoch_start, sk_now_ns());
     source_free(&src);
     shard_item_release(&item);
     phase_add(b, ph, &s0, &s1, samples, errors, batches);
@@ -608,11 +587,11 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
                                                                 : "shard reader");
         shard_trace_thread_name(o->trace, "consumer");
     }
-    double t0 = seconds_now();
+    double t0 = sk_now_seconds();
     if (o->seconds > 0)
-        b.deadline_ns = shard_trace_now() + (uint64_t)(o->seconds * NS);
+        b.deadline_ns = sk_now_ns() + (uint64_t)(o->seconds * NS);
     rc = mode == SHARD_BENCH_FILES ? open_files(&b, err) : open_shards(&b, err);
-    r->startup_seconds = seconds_now() - t0;
+    r->startup_seconds = sk_now_seconds() - t0;
     if (rc)
         goto out;
     if (mode == SHARD_BENCH_SHARDS) {
@@ -624,7 +603,7 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
         rc = run_epoch(&b, e, r, err);
         if (e == 0)
             r->samples_per_epoch = b.count;
-        if (b.deadline_ns && shard_trace_now() >= b.deadline_ns)
+        if (b.deadline_ns && sk_now_ns() >= b.deadline_ns)
             b.out_of_time = 1;
     }
     phase_finish(&r->first, &b.lat[0]);

@@ -100,7 +100,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     if (!rc)
         rc = shard_buf_reserve(&item->key, key_len + 1, err);
     if (rc) {
-        char quoted[QUOTE_MAX];
+        char quoted[SHARD_QUOTE_SIZE];
         sk_quote_bytes(key, key_len, quoted, sizeof quoted);
         shard_err_prefix(err, "cannot %s '%s'", what, quoted);
         item->pixels.width = item->pixels.height = 0;

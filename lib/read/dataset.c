@@ -481,7 +481,7 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         sk_bench_probe_sample_done(ds->probe, start);
     }
     if (rc) {
-        char quoted[QUOTE_MAX];
+        char quoted[SHARD_QUOTE_SIZE];
         sk_quote_bytes((const char *)footer_key, row->key_len, quoted, sizeof quoted);
         shard_err_prefix(err, "%s record %llu (key '%s')", ds->manifest.shards[s].file,
                          (unsigned long long)r, quoted);

@@ -9,17 +9,16 @@
  * window or for a closing file's jobs to drain (done). */
 #include "read/fetch_http.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <curl/curl.h>
 
 #include "bench/probe.h"
+#include "util/clock.h"
 #include "shardkit.h"
 
 #define MIN_WINDOW (4u << 10)
@@ -111,16 +110,6 @@ static CURLcode curl_init_result;
 static void curl_init(void)
 {
     curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static void sleep_ms(double ms)
-{
-    if (!(ms > 0))
-        return;
-    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) *
-                                                      1e6)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 void sk_fetch_http_options_init(struct fetch_http_options *o)
@@ -334,7 +323,7 @@ static int request(struct http_fetch *h, const char *url, const char *range, str
     for (attempt = 0; attempt <= h->o.retries; attempt++) {
         if (attempt > 0) {
             uint64_t t = bench_probe_now(probe);
-            sleep_ms(backoff);
+            sk_sleep_seconds(backoff / 1e3);
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
             bench_probe_add(probe, BENCH_RETRIES, 1);
             sk_bench_probe_span(probe, BENCH_SPAN_BACKOFF, t, bench_probe_now(probe));
@@ -345,7 +334,7 @@ static int request(struct http_fetch *h, const char *url, const char *range, str
             sink->grow->len = 0;
         if (h->o.rtt_ms > 0) {
             uint64_t t = bench_probe_now(probe);
-            sleep_ms(h->o.rtt_ms);
+            sk_sleep_seconds(h->o.rtt_ms / 1e3);
             uint64_t now = bench_probe_now(probe);
             bench_probe_add(probe, BENCH_RTT_NS, now - t);
             sk_bench_probe_span(probe, BENCH_SPAN_RTT, t, now);

@@ -50,8 +50,13 @@ struct shard_err {
  * Never NULL; unknown codes give "unknown error". */
 SHARD_API const char *shard_strerror(int code);
 
+/* The helpers below each return the `code` they are given, whether err is
+ * NULL or not, so that `return shard_err_set(err, ...);` and
+ * `return shard_err_prefix(err, rc, ...);` return the failure even when the
+ * caller asked for no message. */
+
 /* Record `code` and a printf-style message in *err (if err is not NULL).
- * Returns `code`, so callers can write `return shard_err_set(err, ...);`. */
+ * Returns `code`. */
 SHARD_API int shard_err_set(struct shard_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -59,10 +64,11 @@ SHARD_API int shard_err_set(struct shard_err *err, int code, const char *fmt, ..
 SHARD_API int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Prefix the current message: "PREFIX: old message".  Keeps the code.
- * Returns err->code (or SHARD_OK when err is NULL). */
-SHARD_API int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Prefix the current message, "PREFIX: old message" (cut at
+ * SHARD_ERRMSG_SIZE), and record `code` (the failure being reported, usually
+ * the one the message came with).  Returns `code`. */
+SHARD_API int shard_err_prefix(struct shard_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Room for a key quoted by shard_quote, with its terminating NUL: the one
  * buffer size the library itself quotes keys into (longer keys are cut). */

@@ -102,7 +102,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     if (rc) {
         char quoted[SHARD_QUOTE_SIZE];
         sk_quote_bytes(key, key_len, quoted, sizeof quoted);
-        shard_err_prefix(err, "cannot %s '%s'", what, quoted);
+        shard_err_prefix(err, rc, "cannot %s '%s'", what, quoted);
         item->pixels.width = item->pixels.height = 0;
         item->key.len = 0;
         return rc;

@@ -223,7 +223,7 @@ int shard_file_open(struct shard_file **out, const char *path, struct shard_err 
     *out = f;
     return SHARD_OK;
 prefixed:
-    shard_err_prefix(err, "'%s'", path);
+    shard_err_prefix(err, rc, "'%s'", path);
 fail:
     free(footer);
     shard_file_close(f);
@@ -294,6 +294,6 @@ int shard_file_read_record(const struct shard_file *f, uint64_t i,
                 view->meta.label != r->label))
         rc = shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
     if (rc)
-        shard_err_prefix(err, "'%s' record %llu", f->path, (unsigned long long)i);
+        shard_err_prefix(err, rc, "'%s' record %llu", f->path, (unsigned long long)i);
     return rc;
 }

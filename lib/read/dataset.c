@@ -66,7 +66,7 @@ static int load_remote_manifest(struct shard_dataset *ds, struct shard_err *err)
     struct shard_buf text = {0};
     int rc = sk_fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text, err);
     if (rc == SHARD_ENOTFOUND)
-        shard_err_prefix(err, "no manifest");
+        shard_err_prefix(err, rc, "no manifest");
     if (!rc)
         rc = shard_manifest_load_buffer((const char *)text.data, text.len, &ds->manifest, err);
     shard_buf_release(&text);
@@ -294,7 +294,7 @@ int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct s
         /* not remembered on failure: a later call tries again */
         rc = open_shard(ds, s, sh, err);
         if (rc)
-            shard_err_prefix(err, "%s", ds->manifest.shards[s].file);
+            shard_err_prefix(err, rc, "%s", ds->manifest.shards[s].file);
         else
             sh->opened = 1;
     }
@@ -483,7 +483,7 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (rc) {
         char quoted[SHARD_QUOTE_SIZE];
         sk_quote_bytes((const char *)footer_key, row->key_len, quoted, sizeof quoted);
-        shard_err_prefix(err, "%s record %llu (key '%s')", ds->manifest.shards[s].file,
+        shard_err_prefix(err, rc, "%s record %llu (key '%s')", ds->manifest.shards[s].file,
                          (unsigned long long)r, quoted);
         item->key.len = 0;
         return rc;

@@ -283,19 +283,20 @@ static const char *status_text(long status)
     }
 }
 
-/* "bytes START-END/TOTAL" from a 206 response.  0 or -1. */
+/* "bytes START-END/TOTAL" from a 206 response.  0, or SHARD_ENET when the
+ * header is missing or malformed (no message: the caller names the URL). */
 static int content_range(CURL *c, uint64_t *start, uint64_t *end, uint64_t *total)
 {
     struct curl_header *hdr;
     if (curl_easy_header(c, "Content-Range", 0, CURLH_HEADER, -1, &hdr) != CURLHE_OK)
-        return -1;
+        return SHARD_ENET;
     unsigned long long a, b, t;
     if (sscanf(hdr->value, "bytes %llu-%llu/%llu", &a, &b, &t) != 3 || b < a || b >= t)
-        return -1;
+        return SHARD_ENET;
     *start = a;
     *end = b;
     *total = t;
-    return 0;
+    return SHARD_OK;
 }
 
 struct response {

@@ -178,7 +178,7 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
         rate->items++;
     }
     if (rc < 0)
-        shard_err_prefix(err, "cannot read archive '%s'", s->src);
+        shard_err_prefix(err, rc, "cannot read archive '%s'", s->src);
     shard_buf_release(&buf);
     shard_archive_close(a);
     return rc < 0 ? rc : SHARD_OK;

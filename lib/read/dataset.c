@@ -24,8 +24,8 @@
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
-#include "util/quote.h"
 #include "format/record_internal.h"
+#include "format/shard_reader.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 
@@ -38,8 +38,7 @@ struct ds_shard {
     pthread_mutex_t lock;   /* guards opening */
     int opened;             /* set once, under lock; then the fields below are immutable */
     struct fetch_file *file;
-    struct shard_footer footer;
-    uint32_t header_index;  /* the shard number its header holds */
+    struct sk_shard_head head;  /* header number, trailer, footer */
 };
 
 struct shard_dataset {
@@ -139,7 +138,7 @@ void shard_dataset_close(struct shard_dataset *ds)
         return;
     for (uint32_t s = 0; s < ds->shards_init; s++) {
         fetch_close(ds->shards[s].file);
-        shard_footer_free(&ds->shards[s].footer);
+        shard_footer_free(&ds->shards[s].head.footer);
         pthread_mutex_destroy(&ds->shards[s].lock);
     }
     for (size_t i = 0; i < ds->pool_len; i++)
@@ -209,64 +208,48 @@ int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint6
 
 /* ---- opening a shard ---------------------------------------------------- */
 
-/* The number in "shard-000042.shard", or -1 for another name. */
-static int64_t number_in_name(const char *name)
+/* Whether name is "shard-NNNNNN.shard", with NNNNNN in *n. */
+static int number_in_name(const char *name, uint32_t *n)
 {
-    unsigned n;
+    unsigned v;
     int end = 0;
-    if (sscanf(name, "shard-%6u" SHARD_FILE_EXT "%n", &n, &end) == 1 && end > 0 &&
-        name[end] == '\0' && strlen(name) == 6 + 6 + strlen(SHARD_FILE_EXT))
-        return n;
-    return -1;
+    if (sscanf(name, "shard-%6u" SHARD_FILE_EXT "%n", &v, &end) == 1 && end > 0 &&
+        name[end] == '\0' && strlen(name) == 6 + 6 + strlen(SHARD_FILE_EXT)) {
+        *n = v;
+        return 1;
+    }
+    return 0;
 }
 
-/* Read and check header, trailer and footer of shard s into sh (unlocked:
- * the caller holds sh->lock).  Errors are not yet prefixed. */
+static int shard_read(void *ctx, uint64_t offset, void *buf, size_t len, struct shard_err *err)
+{
+    return fetch_read(ctx, offset, buf, len, err);
+}
+
+/* Open shard s into sh (the caller holds sh->lock): sk_shard_open through the
+ * fetch backend, and the footer's record count against the manifest's.
+ * Errors are not yet prefixed. */
 static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
                       struct shard_err *err)
 {
     const struct shard_manifest_shard *ms = &ds->manifest.shards[s];
     struct fetch_file *f = NULL;
-    uint8_t head[SHARD_HEADER_BYTES], tail[SHARD_TRAILER_BYTES];
-    uint8_t *footer = NULL;
-    struct shard_trailer t;
-    uint32_t header_index;
     uint64_t start = bench_probe_now(ds->probe);
     int rc = fetch_open(ds->store, ms->file, &f, err);
-    if (rc)
-        return rc;
-    if (f->size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES) {
-        rc = shard_err_set(err, SHARD_ECORRUPT, "file is too short for a shard (%llu bytes)",
-                           (unsigned long long)f->size);
-        goto out;
-    }
-    if ((rc = fetch_read(f, 0, head, sizeof head, err)) ||
-        (rc = fetch_read(f, f->size - sizeof tail, tail, sizeof tail, err)) ||
-        (rc = shard_header_parse(head, sizeof head, &header_index, err)) ||
-        (rc = shard_trailer_parse(tail, sizeof tail, f->size, &t, err)))
-        goto out;
-    if (!(footer = malloc(t.footer_bytes))) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "cannot allocate a footer of %llu bytes",
-                           (unsigned long long)t.footer_bytes);
-        goto out;
-    }
-    if ((rc = fetch_read(f, t.footer_offset, footer, t.footer_bytes, err)) ||
-        (rc = shard_footer_parse(footer, t.footer_bytes, &t, &sh->footer, err)))
-        goto out;
-    if (sh->footer.record_count != ms->samples) {
+    if (!rc)
+        rc = sk_shard_open(f->size, shard_read, f, &sh->head, err);
+    if (!rc && sh->head.footer.record_count != ms->samples) {
         rc = shard_err_set(err, SHARD_ECORRUPT, "footer lists %llu records, manifest says %llu",
-                           (unsigned long long)sh->footer.record_count,
+                           (unsigned long long)sh->head.footer.record_count,
                            (unsigned long long)ms->samples);
-        shard_footer_free(&sh->footer);
-        goto out;
+        shard_footer_free(&sh->head.footer);
     }
-    sh->file = f;
-    sh->header_index = header_index;
-    f = NULL;
-    bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, sizeof head + sizeof tail + t.footer_bytes);
-out:
+    if (!rc) {
+        bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, sh->head.bytes_read);
+        sh->file = f;
+        f = NULL;
+    }
     sk_bench_probe_span(ds->probe, BENCH_SPAN_OPEN_SHARD, start, bench_probe_now(ds->probe));
-    free(footer);
     fetch_close(f);
     return rc;
 }
@@ -274,11 +257,10 @@ out:
 int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_err *err)
 {
     const char *file = ds->manifest.shards[s].file;
-    int64_t named = number_in_name(file);
-    if (named >= 0 && (uint64_t)named != ds->shards[s].header_index)
-        return shard_err_set(err, SHARD_ECORRUPT,
-                             "%s: the header says shard %u, the file name %lld", file,
-                             ds->shards[s].header_index, (long long)named);
+    uint32_t named;
+    if (number_in_name(file, &named) && named != ds->shards[s].head.index)
+        return shard_err_set(err, SHARD_ECORRUPT, "%s: the header says shard %u, the file name %u",
+                             file, ds->shards[s].head.index, named);
     return SHARD_OK;
 }
 
@@ -300,7 +282,7 @@ int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct s
     }
     pthread_mutex_unlock(&sh->lock);
     if (!rc)
-        *footer = &sh->footer;
+        *footer = &sh->head.footer;
     return rc;
 }
 
@@ -467,10 +449,8 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     }
     if (ds->probe)
         t = sk_bench_probe_stage(ds->probe, SHARD_STAGE_DECOMPRESS, t);
-    const uint8_t *footer_key = footer->keys + footer->key_offsets[r];
-    if (!rc && (view.key_len != row->key_len || memcmp(view.key, footer_key, row->key_len) ||
-                view.meta.label != row->label))
-        rc = shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
+    if (!rc)
+        rc = sk_shard_check_record(footer, r, &view, err);
     if (!rc)
         rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags, item, err);
     if (!rc && in_place)
@@ -481,12 +461,8 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         sk_bench_probe_sample_done(ds->probe, start);
     }
     if (rc) {
-        char quoted[SHARD_QUOTE_SIZE];
-        sk_quote_bytes((const char *)footer_key, row->key_len, quoted, sizeof quoted);
-        shard_err_prefix(err, rc, "%s record %llu (key '%s')", ds->manifest.shards[s].file,
-                         (unsigned long long)r, quoted);
         item->key.len = 0;
-        return rc;
+        return sk_shard_record_error(err, rc, ds->manifest.shards[s].file, footer, r);
     }
     item->shard = s;
     item->record = r;
@@ -540,8 +516,8 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
     pthread_mutex_unlock(&sh->lock);
     if (!opened)
         return 0;
-    if (r < sh->footer.record_count) {
-        const struct shard_index_row *row = &sh->footer.rows[r];
+    if (r < sh->head.footer.record_count) {
+        const struct shard_index_row *row = &sh->head.footer.rows[r];
         fetch_advise(sh->file, row->offset, row->frame_bytes);
     }
     return 1;

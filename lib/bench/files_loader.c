@@ -16,6 +16,7 @@
 
 #include "bench/bench_internal.h"
 #include "read/fetch_http.h"
+#include "util/clock.h"
 #include "util/quote.h"
 #include "shardkit/format.h"
 #include "shardkit/image.h"
@@ -73,14 +74,12 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
 {
     size_t key_len;
     const char *key = shard_keylist_get(l->keys, (size_t)k, &key_len);
-    uint64_t start = bench_probe_now(l->probe), t = start;
+    uint64_t start = sk_now_ns(), t = start;
     const char *what = "read";
     int rc = l->http ? sk_fetch_http_get(l->http, key, MAX_FILE_BYTES, &s->bytes, err)
                      : shard_read_source_file(l->root_fd, key, MAX_FILE_BYTES, &s->bytes, err);
-    if (l->probe) {
-        bench_probe_add(l->probe, BENCH_BYTES_REQUESTED, s->bytes.len);
-        t = sk_bench_probe_stage(l->probe, SHARD_STAGE_READ, t);
-    }
+    sk_read_count(&l->probe->read, SK_READ_BYTES_REQUESTED, s->bytes.len);
+    t = sk_bench_probe_stage(l->probe, SHARD_STAGE_READ, t);
     if (!rc) {
         what = "decode";
         struct shard_decode_options dopt;
@@ -118,7 +117,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     item->channels = 3;
     item->codec = SHARD_CODEC_RAW;
     item->stored.len = 0;
-    sk_bench_probe_sample_done(l->probe, start);
+    sk_bench_probe_sample_done(l->probe, start, sk_now_ns());
     return SHARD_OK;
 }
 
@@ -126,7 +125,7 @@ static void *worker(void *arg)
 {
     struct files_loader *l = arg;
     struct files_scratch s = {0};
-    shard_trace_thread_name(l->probe ? l->probe->trace : NULL, "files loader thread");
+    shard_trace_thread_name(l->probe->trace, "files loader thread");
     pthread_mutex_lock(&l->lock);
     for (;;) {
         while (!l->stop && l->next_claim < l->count &&

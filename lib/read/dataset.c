@@ -10,9 +10,11 @@
  * A location starting with http:// or https:// is read through the HTTP
  * backend (fetch_http.h): manifest.json with one GET, shards as ranges.
  *
- * A benchmark may attach a probe (probe.h) at open: each read then
- * accounts its time to the read, decompress and decode stages.  Without
- * one the only cost is a pointer test. */
+ * Every read counts its cost - time in the read, decompress and decode
+ * stages, bytes - in the dataset's counters (read/observer.h, public as
+ * shard_dataset_stats), and reports spans to an observer when one was given
+ * at open (the benchmark's traces); without one a span costs a pointer
+ * test. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +22,11 @@
 
 #include <zstd.h>
 
-#include "bench/probe.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
+#include "read/observer.h"
+#include "util/clock.h"
 #include "format/record_internal.h"
 #include "format/shard_reader.h"
 #include "shardkit/dataset.h"
@@ -56,7 +59,9 @@ struct shard_dataset {
     struct shard_item *spare_items;
     size_t spare_len;
     size_t spare_cap;
-    struct bench_probe *probe;  /* NULL unless a benchmark measures this dataset */
+    struct sk_read_counters counters;  /* every read's cost (shard_dataset_stats) */
+    struct sk_read_observer observer;
+    const struct sk_read_observer *obs;  /* &observer, or NULL when none was given */
 };
 
 /* manifest.json of a remote dataset: one GET. */
@@ -82,16 +87,24 @@ int shard_dataset_open(struct shard_dataset **out, const char *location, struct 
     return sk_dataset_open_with(out, location, NULL, NULL, err);
 }
 
+void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats *out)
+{
+    sk_read_counters_get(&ds->counters, out);
+}
+
 int sk_dataset_open_with(struct shard_dataset **out, const char *location,
-                      const struct fetch_http_options *http, struct bench_probe *probe,
-                      struct shard_err *err)
+                         const struct fetch_http_options *http,
+                         const struct sk_read_observer *observer, struct shard_err *err)
 {
     *out = NULL;
     struct shard_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     pthread_mutex_init(&ds->pool_lock, NULL);
-    ds->probe = probe;
+    if (observer) {
+        ds->observer = *observer;
+        ds->obs = &ds->observer;
+    }
     int rc;
     if (sk_fetch_http_is_url(location)) {
         struct fetch_http_options o;
@@ -99,7 +112,8 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
             o = *http;
         else
             sk_fetch_http_options_init(&o);
-        o.probe = probe;
+        o.observer = ds->obs;
+        o.counters = &ds->counters;
         rc = sk_fetch_http_new(&ds->store, location, &o, err);
         if (!rc)
             rc = load_remote_manifest(ds, err);
@@ -234,7 +248,7 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
 {
     const struct shard_manifest_shard *ms = &ds->manifest.shards[s];
     struct fetch_file *f = NULL;
-    uint64_t start = bench_probe_now(ds->probe);
+    uint64_t start = sk_now_ns();
     int rc = fetch_open(ds->store, ms->file, &f, err);
     if (!rc)
         rc = sk_shard_open(f->size, shard_read, f, &sh->head, err);
@@ -245,11 +259,11 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
         shard_footer_free(&sh->head.footer);
     }
     if (!rc) {
-        bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, sh->head.bytes_read);
+        sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, sh->head.bytes_read);
         sh->file = f;
         f = NULL;
     }
-    sk_bench_probe_span(ds->probe, BENCH_SPAN_OPEN_SHARD, start, bench_probe_now(ds->probe));
+    sk_read_span(ds->obs, SK_SPAN_OPEN_SHARD, start, sk_now_ns());
     fetch_close(f);
     return rc;
 }
@@ -392,11 +406,24 @@ static int place_pixels(const struct shard_record_view *v, struct shard_image *i
     return SHARD_OK;
 }
 
-static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
-                       struct shard_item *item, struct shard_err *err)
+/* Account [start, now) to stage counter c and report it as span k; returns
+ * now, the start of the next stage. */
+static uint64_t stage_done(struct shard_dataset *ds, enum sk_read_counter c, enum sk_read_span k,
+                           uint64_t start)
+{
+    uint64_t now = sk_now_ns();
+    sk_read_count(&ds->counters, c, now - start);
+    sk_read_span(ds->obs, k, start, now);
+    return now;
+}
+
+/* read_record's work, from `start`: open the shard if need be, then the
+ * read, decompress and decode stages. */
+static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
+                       struct shard_item *item, uint64_t start, struct shard_err *err)
 {
     const struct shard_footer *footer;
-    uint64_t start = bench_probe_now(ds->probe), t = start;
+    uint64_t t = start;
     int rc = sk_dataset_shard_footer(ds, s, &footer, err);
     if (!rc)
         rc = sk_dataset_shard_check_name(ds, s, err);
@@ -430,10 +457,8 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc)
         rc = fetch_read(ds->shards[s].file, row->offset, frame->data, (size_t)row->frame_bytes,
                         err);
-    if (ds->probe) {
-        bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, row->frame_bytes);
-        t = sk_bench_probe_stage(ds->probe, SHARD_STAGE_READ, t);
-    }
+    sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, row->frame_bytes);
+    t = stage_done(ds, SK_READ_NS, SK_SPAN_READ, t);
     const uint64_t *expect = (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL;
     if (!rc && in_place)
         rc = sk_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
@@ -447,8 +472,7 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         img->capacity = spot.cap;
         img->width = img->height = 0;
     }
-    if (ds->probe)
-        t = sk_bench_probe_stage(ds->probe, SHARD_STAGE_DECOMPRESS, t);
+    t = stage_done(ds, SK_READ_DECOMPRESS_NS, SK_SPAN_DECOMPRESS, t);
     if (!rc)
         rc = sk_shard_check_record(footer, r, &view, err);
     if (!rc)
@@ -456,10 +480,7 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc && in_place)
         rc = place_pixels(&view, img, err);
     pool_put(ds, dec);
-    if (ds->probe) {
-        sk_bench_probe_stage(ds->probe, SHARD_STAGE_DECODE, t);
-        sk_bench_probe_sample_done(ds->probe, start);
-    }
+    stage_done(ds, SK_READ_DECODE_NS, SK_SPAN_DECODE, t);
     if (rc) {
         item->key.len = 0;
         return sk_shard_record_error(err, rc, ds->manifest.shards[s].file, footer, r);
@@ -468,6 +489,16 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     item->record = r;
     item->index = ds->first[s] + r;
     return SHARD_OK;
+}
+
+static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
+                       struct shard_item *item, struct shard_err *err)
+{
+    uint64_t start = sk_now_ns();
+    int rc = read_stages(ds, s, r, flags, item, start, err);
+    sk_read_count(&ds->counters, rc ? SK_READ_ERRORS : SK_READ_SAMPLES, 1);
+    sk_read_span(ds->obs, SK_SPAN_SAMPLE, start, sk_now_ns());
+    return rc;
 }
 
 void sk_dataset_item_put(struct shard_dataset *ds, struct shard_item *item)

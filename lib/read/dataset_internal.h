@@ -6,8 +6,8 @@
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 
-struct bench_probe;
 struct fetch_http_options;
+struct sk_read_observer;
 
 /* The checked footer of shard s, reading the shard's header, trailer and
  * footer on first use (later calls return the same footer).  *footer stays
@@ -42,12 +42,14 @@ int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
 uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 
 /* shard_dataset_open with the HTTP backend's options (NULL: defaults; used
- * for http:// and https:// locations only) and a benchmark probe (NULL:
- * none) that every read of this dataset reports its stages to (see
- * probe.h); the probe must outlive the dataset. */
+ * for http:// and https:// locations only; their observer and counters are
+ * replaced by the dataset's) and an observer (NULL: none) that every read of
+ * this dataset, and its HTTP backend, report spans to (read/observer.h).
+ * The observer is copied; what its `user` points to must outlive the
+ * dataset. */
 int sk_dataset_open_with(struct shard_dataset **out, const char *location,
-                      const struct fetch_http_options *http, struct bench_probe *probe,
-                      struct shard_err *err);
+                         const struct fetch_http_options *http,
+                         const struct sk_read_observer *observer, struct shard_err *err);
 
 /* Forget the shard bytes a remote dataset keeps in memory (its window
  * cache), so that the next reads go to the server again; footers stay.

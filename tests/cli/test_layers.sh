@@ -19,14 +19,14 @@ read_includes_bench() {
 # "FROM TO" for every include in $1/FROM/ of a header in another folder TO
 # of $1 ("TO/x.h", "../TO/x.h").
 edges() {
-    for d in "$1"/*/; do
-        from=$(basename "$d")
-        for f in "$d"*.c "$d"*.h; do
-            [ -f "$f" ] || continue
-            sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(\.\.\/\)*\([^/"]*\)\/.*/\2/p' "$f"
-        done | sort -u | while read -r to; do
-            if [ "$to" != "$from" ] && [ -d "$1/$to" ]; then echo "$from $to"; fi
-        done
+    find "$1" -mindepth 2 -maxdepth 2 -name '*.[ch]' -exec awk '
+        FNR == 1 { n = split(FILENAME, part, "/"); from = part[n - 1] }
+        /^[ \t]*#[ \t]*include[ \t]*"/ {
+            s = $0
+            sub(/^[ \t]*#[ \t]*include[ \t]*"(\.\.\/)*/, "", s)
+            if (index(s, "/") > 1) print from, substr(s, 1, index(s, "/") - 1)
+        }' {} + | sort -u | while read -r from to; do
+        if [ "$to" != "$from" ] && [ -d "$1/$to" ]; then echo "$from $to"; fi
     done
 }
 

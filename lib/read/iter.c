@@ -30,7 +30,7 @@ struct shard_iter {
     uint64_t count;
     unsigned flags;
     uint32_t depth;
-    struct sk_handoff *queue;      /* NULL without worker threads */
+    struct sk_handoff *queue;      /* unused without worker threads */
     struct shard_item *items;      /* the ring: items[sk_handoff_slot(queue, p)] */
     pthread_t *threads;
     int started;                   /* worker threads running */

@@ -44,6 +44,22 @@ static struct shard_dataset *open_ok(const struct mkds *d)
     return ds;
 }
 
+/* An iterator over every sample in stored order, with `threads` workers. */
+static struct shard_iter *iter_all(struct shard_dataset *ds, int threads)
+{
+    uint64_t all[SAMPLES];
+    for (uint64_t i = 0; i < SAMPLES; i++)
+        all[i] = i;
+    struct shard_iter_options o;
+    shard_iter_options_init(&o);
+    o.threads = threads;
+    struct shard_iter *iter;
+    struct shard_err err;
+    if (shard_iter_new(&iter, ds, all, SAMPLES, &o, &err))
+        fail_msg("cannot start an iterator: %s", err.msg);
+    return iter;
+}
+
 /* The read sample is sample g as mkdataset made it. */
 static void assert_sample(const struct mkds *d, const struct shard_item *it, uint64_t g)
 {
@@ -374,14 +390,7 @@ static void test_a_damaged_record_is_an_error_naming_shard_record_and_key(void *
         fail_msg("message '%s' does not start with '%s'", err.msg, want);
 
     /* the iterator reports it in its place and goes on with the rest */
-    uint64_t all[SAMPLES];
-    for (uint64_t i = 0; i < SAMPLES; i++)
-        all[i] = i;
-    struct shard_iter_options o;
-    shard_iter_options_init(&o);
-    o.threads = 3;
-    struct shard_iter *iter;
-    assert_int_equal(shard_iter_new(&iter, ds, all, SAMPLES, &o, &err), 0);
+    struct shard_iter *iter = iter_all(ds, 3);
     int rc;
     uint64_t good = 0, errors = 0;
     while ((rc = shard_iter_next(iter, &it, &err)) != 0) {
@@ -456,17 +465,10 @@ static void test_read_stats_count_samples_bytes_and_failures(void **state)
     shard_dataset_stats(ds, &st);
     assert_int_equal(st.samples + st.errors + st.bytes_requested + st.read_ns, 0);
 
-    uint64_t all[SAMPLES];
-    for (uint64_t i = 0; i < SAMPLES; i++)
-        all[i] = i;
-    struct shard_iter_options o;
-    shard_iter_options_init(&o);
-    o.threads = 3;
-    struct shard_iter *iter;
+    struct shard_iter *iter = iter_all(ds, 3);
     struct shard_err err;
     struct shard_item it;
     memset(&it, 0, sizeof it);
-    assert_int_equal(shard_iter_new(&iter, ds, all, SAMPLES, &o, &err), 0);
     while (shard_iter_next(iter, &it, &err) == 1)
         ;
     shard_iter_free(iter);

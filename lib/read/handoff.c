@@ -5,7 +5,8 @@
  * may be claimed only once group k - depth has been released (k < released
  * + depth), and releasing a group zeroes its slot's tallies, so a slot's
  * `done` always counts positions of the one group that owns the slot: the
- * consumer's group is complete when done == its length. */
+ * consumer's group is complete when done == its length.  Timed waits are on
+ * CLOCK_MONOTONIC, the clock of util/clock.h. */
 #include "read/handoff.h"
 
 #include <errno.h>
@@ -14,8 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#define NS_PER_MS 1000000L
-#define NS_PER_S 1000000000L
+#include "util/clock.h"
+
+#define NS_PER_MS 1000000u
 
 struct sk_handoff {
     pthread_mutex_t lock;
@@ -152,15 +154,8 @@ int sk_handoff_rc(const struct sk_handoff *q, uint64_t p)
 /* The absolute CLOCK_MONOTONIC time timeout_ms from now. */
 static struct timespec deadline_after(long timeout_ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (timeout_ms % 1000) * NS_PER_MS;
-    if (ts.tv_nsec >= NS_PER_S) {
-        ts.tv_sec++;
-        ts.tv_nsec -= NS_PER_S;
-    }
-    return ts;
+    uint64_t ns = sk_now_ns() + (uint64_t)timeout_ms * NS_PER_MS;
+    return (struct timespec){(time_t)(ns / SK_NS_PER_SECOND), (long)(ns % SK_NS_PER_SECOND)};
 }
 
 int sk_handoff_wait(struct sk_handoff *q, long timeout_ms, struct sk_handoff_group *g)

@@ -94,7 +94,6 @@ struct run {
 };
 
 /* shardify.c */
-double sk_run_now(void);
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */
 void sk_run_progress(struct run *r, int force);
 /* The slot's input is a source file's bytes: hash it and convert it; on

@@ -173,7 +173,7 @@ int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard
     *out = NULL;
     json_t *root = manifest_to_json(m, err);
     if (!root)
-        return err ? err->code : SHARD_ENOMEM;
+        return SHARD_ENOMEM;  /* manifest_to_json said "cannot build the manifest" */
     char *text = json_dumps(root, DUMP_FLAGS);
     json_decref(root);
     if (!text)
@@ -247,14 +247,22 @@ static int bad_field(struct shard_err *err, const char *what)
     return shard_err_set(err, SHARD_ECORRUPT, "manifest: %s", what);
 }
 
+/* Hand a failure found with a local shard_err on to err (which may be
+ * NULL); returns its code. */
+static int pass_on(struct shard_err *err, const struct shard_err *e)
+{
+    if (err)
+        *err = *e;
+    return e->code;
+}
+
 /* A contradiction, as a complete message.  0: go on; else the load fails
  * with it (err set). */
 static int contradiction(struct load *l, const struct shard_err *e)
 {
     if (l->problem && l->problem(l->user, e) == 0)
         return SHARD_OK;
-    *l->err = *e;
-    return SHARD_ECORRUPT;
+    return pass_on(l->err, e);
 }
 
 static int inconsistent(struct load *l, const char *fmt, ...)
@@ -277,13 +285,16 @@ static int plain_name(const char *s)
     return s[0] && s[0] != '.' && !strchr(s, '/');
 }
 
-static int get_string(const json_t *o, const char *field, char **out)
+/* A copy of string field `field` of o in *out.  0, SHARD_ENOMEM (with its
+ * message) or SHARD_ECORRUPT (o is not an object, or the field is missing or
+ * not a string) with no message: the caller names the field. */
+static int get_string(const json_t *o, const char *field, char **out, struct shard_err *err)
 {
-    const json_t *v = json_object_get(o, field);
+    const json_t *v = json_object_get(o, field);  /* NULL when o is not an object */
     if (!json_is_string(v))
-        return -1;
+        return SHARD_ECORRUPT;
     *out = strdup(json_string_value(v));
-    return *out ? 0 : -1;
+    return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
 }
 
 static int config_from_json(const json_t *o, struct shard_config *c, struct shard_err *err)
@@ -359,9 +370,11 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
                 return rc;
         }
         struct shard_err e;
-        if (sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], &e)) {
+        if ((rc = sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], &e))) {
+            shard_err_prefix(&e, rc, "manifest: counts.by_label");
+            if (rc == SHARD_ENOMEM)
+                return pass_on(err, &e);
             m->label_samples[i] = 0;
-            shard_err_prefix(&e, "manifest: counts.by_label");
             if ((rc = contradiction(l, &e)))
                 return rc;
         }
@@ -390,11 +403,15 @@ static int load_shards(const json_t *root, struct shard_manifest *m, struct load
         const json_t *o = json_array_get(shards, i);
         struct shard_manifest_shard *s = &m->shards[i];
         m->shard_count = (uint32_t)(i + 1);
-        if (!json_is_object(o) || get_string(o, "file", &s->file) || !plain_name(s->file))
+        int rc = get_string(o, "file", &s->file, err);
+        if (rc == SHARD_ENOMEM)
+            return rc;
+        if (rc || !plain_name(s->file))
             return shard_err_set(err, SHARD_ECORRUPT, "manifest: shards[%zu].file is bad", i);
-        if (sk_jsonkey_uint(o, "samples", &s->samples, err) ||
-            sk_jsonkey_uint(o, "bytes", &s->bytes, err) || sk_jsonkey_hex64(o, "xxh3", &s->xxh3, err))
-            return shard_err_prefix(err, "manifest: shards[%zu]", i);
+        if ((rc = sk_jsonkey_uint(o, "samples", &s->samples, err)) ||
+            (rc = sk_jsonkey_uint(o, "bytes", &s->bytes, err)) ||
+            (rc = sk_jsonkey_hex64(o, "xxh3", &s->xxh3, err)))
+            return shard_err_prefix(err, rc, "manifest: shards[%zu]", i);
         sum += s->samples;
     }
     if (sum != m->samples)
@@ -403,17 +420,23 @@ static int load_shards(const json_t *root, struct shard_manifest *m, struct load
     return SHARD_OK;
 }
 
-/* Entry i of "rejected" into *r: 0, or an error naming it. */
+/* Entry i of "rejected" into *r: 0, SHARD_ENOMEM or SHARD_ECORRUPT naming
+ * it. */
 static int load_reject(const json_t *o, size_t i, struct shard_reject *r, struct shard_err *err)
 {
-    if (!json_is_object(o) || sk_jsonkey_get(o, 0, &r->key, &r->key_len, err) ||
-        get_string(o, "reason", &r->reason))
+    int rc = json_is_object(o) ? sk_jsonkey_get(o, 0, &r->key, &r->key_len, err)
+                               : SHARD_ECORRUPT;
+    if (!rc)
+        rc = get_string(o, "reason", &r->reason, err);
+    if (rc == SHARD_ENOMEM)
+        return rc;
+    if (rc)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: rejected[%zu] is bad", i);
     if (json_object_get(o, "source_xxh3")) {
         r->has_source = 1;
-        if (sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err) ||
-            sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err))
-            return shard_err_prefix(err, "manifest: rejected[%zu]", i);
+        if ((rc = sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err)) ||
+            (rc = sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err)))
+            return shard_err_prefix(err, rc, "manifest: rejected[%zu]", i);
     }
     return SHARD_OK;
 }
@@ -434,14 +457,12 @@ static int load_rejects(const json_t *root, struct shard_manifest *m, struct loa
     for (size_t i = 0; i < n; i++) {
         struct shard_reject *r = &m->rejects[m->reject_count++];
         struct shard_err e;
-        if (load_reject(json_array_get(rejected, i), i, r, &e) == 0)
+        if ((rc = load_reject(json_array_get(rejected, i), i, r, &e)) == 0)
             continue;
         shard_reject_release(r);
         m->reject_count--;
-        if (e.code == SHARD_ENOMEM) {
-            *err = e;
-            return SHARD_ENOMEM;
-        }
+        if (rc == SHARD_ENOMEM)
+            return pass_on(err, &e);
         if ((rc = contradiction(l, &e)))
             return rc;
     }
@@ -469,18 +490,20 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
     if (rc)
         return rc;
     const json_t *source = json_object_get(root, "source");
-    if (!json_is_object(source) || get_string(source, "kind", &m->source_kind))
+    if ((rc = get_string(source, "kind", &m->source_kind, err)) == SHARD_ENOMEM)
+        return rc;
+    if (rc)
         return bad_field(err, "\"source.kind\" missing");
     const json_t *counts = json_object_get(root, "counts");
     if (!json_is_object(counts))
         return bad_field(err, "\"counts\" missing");
-    if (sk_jsonkey_uint(counts, "samples", &m->samples, err) ||
-        sk_jsonkey_uint(counts, "rejected", &m->rejected, err) ||
-        sk_jsonkey_uint(counts, "ignored", &m->ignored, err) ||
-        sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err) ||
+    if ((rc = sk_jsonkey_uint(counts, "samples", &m->samples, err)) ||
+        (rc = sk_jsonkey_uint(counts, "rejected", &m->rejected, err)) ||
+        (rc = sk_jsonkey_uint(counts, "ignored", &m->ignored, err)) ||
+        (rc = sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err)) ||
         (json_object_get(counts, "warned") &&  /* absent: none */
-         sk_jsonkey_uint(counts, "warned", &m->warned, err)))
-        return shard_err_prefix(err, "manifest: counts");
+         (rc = sk_jsonkey_uint(counts, "warned", &m->warned, err))))
+        return shard_err_prefix(err, rc, "manifest: counts");
     if (m->warned > m->samples &&
         (rc = inconsistent(l, "counts.warned is %llu, more than counts.samples %llu",
                            (unsigned long long)m->warned, (unsigned long long)m->samples)))
@@ -489,13 +512,14 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
         (rc = load_rejects(root, m, l)))
         return rc;
     const json_t *index = json_object_get(root, "index");
-    if (!json_is_object(index) || get_string(index, "file", &m->index_file) ||
-        !plain_name(m->index_file))
+    if ((rc = get_string(index, "file", &m->index_file, err)) == SHARD_ENOMEM)
+        return rc;
+    if (rc || !plain_name(m->index_file))
         return bad_field(err, "\"index.file\" missing or not a plain file name");
-    if (sk_jsonkey_uint(index, "entries", &m->index_entries, err) ||
-        sk_jsonkey_uint(index, "bytes", &m->index_bytes, err) ||
-        sk_jsonkey_hex64(index, "xxh3", &m->index_xxh3, err))
-        return shard_err_prefix(err, "manifest: index");
+    if ((rc = sk_jsonkey_uint(index, "entries", &m->index_entries, err)) ||
+        (rc = sk_jsonkey_uint(index, "bytes", &m->index_bytes, err)) ||
+        (rc = sk_jsonkey_hex64(index, "xxh3", &m->index_xxh3, err)))
+        return shard_err_prefix(err, rc, "manifest: index");
     if (m->index_entries != m->samples)
         return inconsistent(l, "index.entries differs from counts.samples");
     return SHARD_OK;

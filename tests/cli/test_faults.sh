@@ -18,11 +18,8 @@ T=$(cd "$T" && pwd -P)
 
 # Small records and shards: the 52 demo files make five shards.
 OPTS="--size 64 --shard-size 16K"
-# A poll loop gives up after this many 0.05 s steps (sanitizer builds are slow).
-POLL_STEPS=2400
-
 have_strace=0
-command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null && have_strace=1
+strace_works && have_strace=1
 is_root=0
 [ "$(id -u)" -eq 0 ] && is_root=1
 
@@ -100,54 +97,6 @@ resume_matches_clean() {
 # shard_count DIR: shard files published at the top of DIR.
 shard_count() {
     (cd "$1" && ls | grep -c '^shard-.*\.shard$') || true
-}
-
-# A run held stopped must not outlive a failed test.
-held=""
-trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
-
-# stop_at SYSCALLS PATH DST [ARGS...]: start shardify in the background under
-# strace, held by SIGSTOP right after the first of SYSCALLS touching PATH
-# (unlike SIGKILL, a stop lets the syscall complete); waits until it is
-# stopped and sets $run_pid (shardify) and $strace_pid.  Resume it
-# with `kill -CONT $run_pid`, collect its status with `finish_run`.
-stop_at() {
-    calls=$1 path=$2 dst=$3
-    shift 3
-    # LeakSanitizer cannot stop the world of a process that strace already
-    # traces: in sanitizer builds the leak check is left to the other tests
-    ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-    strace -f -o "$T/stop.log" -P "$path" -e trace="$calls" \
-        -e inject="$calls:signal=STOP:when=1" \
-        shardify "$SRC" "$dst" $OPTS "$@" >"$T/bg.out" 2>"$T/bg.err" &
-    strace_pid=$!
-    i=0
-    while [ $i -lt $POLL_STEPS ]; do
-        # stopped when every thread has entered the group stop (strace logs
-        # each one); the lock holds shardify's pid (strace's child)
-        run_pid=$(head -n 1 "$dst/.shardify/lock" 2>/dev/null || true)
-        if [ -n "$run_pid" ] && [ -d "/proc/$run_pid/task" ]; then
-            stopped=$(grep -c -- '--- stopped by SIGSTOP ---' "$T/stop.log" || true)
-            threads=$(ls "/proc/$run_pid/task" | wc -l)
-            if [ "$stopped" -ge "$threads" ]; then
-                held=$run_pid
-                return 0
-            fi
-        fi
-        kill -0 "$strace_pid" 2>/dev/null || { cat "$T/bg.err" >&2; die "the run ended before it was stopped"; }
-        sleep 0.05
-        i=$((i + 1))
-    done
-    die "the run never stopped at $calls '$path'"
-}
-
-# finish_run: wait for the background run; its exit status in $run_status.
-finish_run() {
-    set +e
-    wait "$strace_pid"
-    run_status=$?
-    set -e
-    held=""
 }
 
 # ---- kill -9 at several points of a run ----------------------------------------

@@ -66,6 +66,13 @@ tree_state() {
         find . -type f -exec sha256sum {} + | LC_ALL=C sort)
 }
 
+# same_state FILE DIR WHAT: DIR is still exactly as `tree_state DIR >FILE`
+# recorded it; else the difference is shown and the test dies saying WHAT.
+same_state() {
+    tree_state "$2" >"$1.now"
+    cmp -s "$1" "$1.now" || { diff "$1" "$1.now" >&2 || true; die "$3"; }
+}
+
 # strace_works: strace is installed and may trace here (not in every container).
 strace_works() {
     command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null

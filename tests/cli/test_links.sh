@@ -46,11 +46,7 @@ echo precious >"$T/decoys/dir/a.txt"
 echo precious too >"$T/decoys/dir/sub/b.txt"
 echo 12345 >"$T/decoys/file"
 tree_state "$T/decoys" >"$T/decoys.state"
-decoys_intact() {
-    tree_state "$T/decoys" >"$T/decoys.now"
-    cmp -s "$T/decoys.state" "$T/decoys.now" ||
-        { diff "$T/decoys.state" "$T/decoys.now" >&2 || true; die "$1: files outside DST changed"; }
-}
+decoys_intact() { same_state "$T/decoys.state" "$T/decoys" "$1: files outside DST changed"; }
 
 # plant KIND PATH: a symbolic link at PATH to a directory, a file, or nothing.
 plant() {
@@ -67,12 +63,10 @@ plant() {
 refused() {
     text=$1 dst=$2 src=$3
     shift 3
-    tree_state "$dst" >"$T/dst.before"
+    tree_state "$dst" >"$T/dst.state"
     must_fail 1 shardify "$src" "$dst" $OPTS --quiet "$@"
     must_say "$text" "$T/err"
-    tree_state "$dst" >"$T/dst.after"
-    cmp -s "$T/dst.before" "$T/dst.after" ||
-        { diff "$T/dst.before" "$T/dst.after" >&2 || true; die "a refused run changed '$dst' ($text)"; }
+    same_state "$T/dst.state" "$dst" "a refused run changed '$dst' ($text)"
     decoys_intact "$text"
 }
 
@@ -216,21 +210,19 @@ fi
 # ---- refused runs leave nothing behind -------------------------------------------------
 
 say "DST inside SRC is refused before anything is created"
-tree_state "$SRC" >"$T/src.before"
+tree_state "$SRC" >"$T/src.state"
 must_fail 1 shardify "$SRC" "$SRC/out" $OPTS --quiet
 must_say "inside the source" "$T/err"
 must_fail 1 shardify "$SRC" "$T/nowhere/../src/deeper/out" $OPTS --quiet
 must_say "inside the source" "$T/err"
 [ ! -e "$T/nowhere" ] || die "a refused run created '$T/nowhere'"
-tree_state "$SRC" >"$T/src.after"
-cmp -s "$T/src.before" "$T/src.after" || die "a refused run changed the source"
+same_state "$T/src.state" "$SRC" "a refused run changed the source"
 mkdir -p "$T/holder/.shardify"
 cp "$SRC/apple/"*.png "$T/holder/.shardify/"
-tree_state "$T/holder" >"$T/holder.before"
+tree_state "$T/holder" >"$T/holder.state"
 must_fail 1 shardify "$T/holder/.shardify" "$T/holder" $OPTS --quiet
 must_say "is inside the destination" "$T/err"
-tree_state "$T/holder" >"$T/holder.after"
-cmp -s "$T/holder.before" "$T/holder.after" || die "the source inside DST was touched"
+same_state "$T/holder.state" "$T/holder" "the source inside DST was touched"
 
 say "refused on a published dataset: no lock, no work directory left in it"
 refused "holds a previous shardify output" "$T/published" "$SRC"

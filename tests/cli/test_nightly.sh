@@ -168,11 +168,7 @@ echo precious >"$T/decoys/dir/20000101T000000Z/manifest.json"
 echo precious too >"$T/decoys/dir/sub/a.txt"
 echo 12345 >"$T/decoys/file"
 tree_state "$T/decoys" >"$T/decoys.state"
-decoys_intact() {
-    tree_state "$T/decoys" >"$T/decoys.now"
-    cmp -s "$T/decoys.state" "$T/decoys.now" ||
-        { diff "$T/decoys.state" "$T/decoys.now" >&2 || true; die "$1: files outside ROOT changed"; }
-}
+decoys_intact() { same_state "$T/decoys.state" "$T/decoys" "$1: files outside ROOT changed"; }
 ROOT="$T/root2"
 export SHARDKIT_ROOT="$ROOT"
 

@@ -97,7 +97,7 @@ for kind in dir file dangling; do
         plant $kind "$T/d/.shardify/$name"
         refused_link ".shardify/$name" "$T/d" "$SRC"
         # an archive source spools into the work directory
-        refused_link ".shardify/$name" "$T/d" "$T/src.tar"
+        case $name in spool | lock) refused_link ".shardify/$name" "$T/d" "$T/src.tar" ;; esac
     done
 done
 

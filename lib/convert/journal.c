@@ -217,7 +217,7 @@ int sk_journal_read(int dirfd, const char *dir, const char *name,
     if (!rc && !have_end)
         rc = shard_err_set(err, SHARD_ECORRUPT, "no end line");
     if (rc)
-        shard_err_prefix(err, "journal '%s/%s' line %llu", dir, name,
+        shard_err_prefix(err, rc, "journal '%s/%s' line %llu", dir, name,
                          (unsigned long long)line_no);
     free(line);
     fclose(f);

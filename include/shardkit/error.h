@@ -71,9 +71,11 @@ SHARD_API int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
 #define SHARD_QUOTE_SIZE 208
 
 /* Make a byte string (a sample key: any bytes) safe inside a one-line
- * message: valid UTF-8 text is kept; control bytes, DEL, backslash and bytes
- * that are not UTF-8 become \xNN; a string too long for out is cut at a
- * character boundary and ends in "...".  Returns out (always NUL-terminated). */
+ * message: valid UTF-8 text is kept; control bytes, DEL and bytes that are
+ * not UTF-8 become \xNN, and a backslash is doubled (so "\x41" in a key
+ * shows as "\\x41", never as a byte); a string too long for out is cut at
+ * a character boundary and ends in "...".  Returns out (always
+ * NUL-terminated). */
 SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
 
 /* Length of the valid UTF-8 character at p (at most `avail` bytes): 1..4, or

@@ -78,7 +78,10 @@ struct shard_index_row {
 
 struct shard_record_encoder;
 
-/* Create an encoder using zstd `level` (1..19).  *out is NULL on failure. */
+/* Create an encoder using zstd `level`: SHARD_ZSTD_LEVEL_MIN..SHARD_ZSTD_LEVEL_MAX
+ * (-131072..19), not 0; negative levels are zstd's fast ones.  0, or
+ * SHARD_EINVAL for a level outside that range, or SHARD_ENOMEM; *out is NULL
+ * on failure. */
 SHARD_API int shard_record_encoder_new(struct shard_record_encoder **out, int level, struct shard_err *err);
 /* Free; accepts NULL. */
 SHARD_API void shard_record_encoder_free(struct shard_record_encoder *enc);

@@ -37,7 +37,8 @@ static void mark(struct shard_dataset *ds, struct wanted *w, size_t n,
     struct wanted probe = {s->key, s->key_len, 0, 0, 0};
     struct wanted *hit = bsearch(&probe, w, n, sizeof *w, compare_wanted);
     uint64_t index;
-    if (!hit || shard_dataset_index_of(ds, s->shard, s->record, &index, NULL))
+    struct shard_err err;
+    if (!hit || shard_dataset_index_of(ds, s->shard, s->record, &index, &err))
         return;  /* not wanted, or an index line pointing nowhere: shardcheck reports it */
     while (hit > w && !compare_wanted(hit - 1, &probe))
         hit--;

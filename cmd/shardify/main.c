@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     shard_err_clear(&err);
     rc = shardify_run(o.src, o.dst, &o.run, &summary, &err);
     cli_progress_end(&progress);
-    struct report r = {o.src, o.dst, rc, &err, &summary};
+    struct report r = {o.src, o.dst, &o.run, rc, &err, &summary};
     if (rc || !o.quiet)
         report_write_text(&r, stderr);
     else

@@ -31,6 +31,9 @@ void report_write_json(const struct report *r, FILE *out)
     json_object_set_new(o, "ignored", json_integer((json_int_t)s->ignored));
     json_object_set_new(o, "unlabeled", json_integer((json_int_t)s->unlabeled));
     json_object_set_new(o, "labels", json_integer(s->labels));
+    json_object_set_new(o, "label_rows", json_integer((json_int_t)s->label_rows));
+    json_object_set_new(o, "label_rows_unmatched",
+                        json_integer((json_int_t)s->label_rows_unmatched));
     json_object_set_new(o, "shards", json_integer(s->shards));
     json_object_set_new(o, "reused_shards", json_integer(s->reused_shards));
     json_object_set_new(o, "bytes_in", json_integer((json_int_t)s->bytes_in));

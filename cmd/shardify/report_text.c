@@ -1,6 +1,8 @@
 /* report_text.c - a shardify run for people, on stderr (see report.h). */
 #include "report.h"
 
+#include <string.h>
+
 #include "cli.h"
 
 #define PROG "shardify"
@@ -39,6 +41,14 @@ void report_write_text(const struct report *r, FILE *out)
             cli_format_bytes(s->bytes_in, in, sizeof in), (unsigned long long)s->rejected,
             (unsigned long long)s->ignored, s->seconds, rate, s->threads,
             s->threads == 1 ? "" : "s");
+    const char *labels = r->options->labels;
+    if (s->unlabeled && !(labels && !strcmp(labels, "none")))
+        fprintf(out, "%s: %llu sample%s without a label\n", PROG,
+                (unsigned long long)s->unlabeled, s->unlabeled == 1 ? "" : "s");
+    if (s->label_rows_unmatched)
+        fprintf(out, "%s: %llu of the %llu rows of the label file name no file of '%s'\n",
+                PROG, (unsigned long long)s->label_rows_unmatched,
+                (unsigned long long)s->label_rows, r->src);
     if (s->reused_shards)
         fprintf(out, "%s: resumed: kept %u finished shard%s\n", PROG, s->reused_shards,
                 s->reused_shards == 1 ? "" : "s");

@@ -306,7 +306,7 @@ static int open_files(struct bench_run *b, struct shard_err *err)
     if (o->keys)
         return SHARD_OK;
     struct shard_scan_stats st = {0};
-    int rc = shard_scan_dir(b->location, &b->own_keys, &st, err);
+    int rc = shard_scan_dir(b->location, &b->own_keys, NULL, &st, err);
     if (rc)
         return rc;
     shard_keylist_sort(&b->own_keys);

@@ -77,6 +77,8 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
     s->candidates = r->keys.count;  /* r->n once scanning or spooling is done */
     s->ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
     s->labels = r->label_count;
+    s->label_rows = r->label_rows;
+    s->label_rows_unmatched = r->label_rows_unmatched;
     s->reused_shards = r->reused_shards;
     s->bytes_in = r->bytes_in;
     s->threads = r->threads;
@@ -219,6 +221,12 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         s->payload.len = sp->len;
     } else {
+        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+        if (refusal) {  /* never opened: see shard_scan_dir */
+            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+            sk_run_reject_slot(s, &e);
+            return;
+        }
         if (key_len > SHARD_KEY_MAX) {
             shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
             sk_run_reject_slot(s, &e);
@@ -362,6 +370,7 @@ static void run_release(struct run *r)
         free(r->spooled[i].reason);
     free(r->spooled);
     shard_keylist_release(&r->keys);
+    shard_refusals_release(&r->refused);
     free(r->order);
     free(r->label_of);
     for (uint32_t i = 0; r->label_names && i < r->label_count; i++)
@@ -405,7 +414,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = shard_scan_dir(src, &r.keys, &r.stats, err);
+        rc = shard_scan_dir(src, &r.keys, &r.refused, &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }
@@ -419,7 +428,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         goto out;
     if (resuming && (rc = sk_run_adopt_finished(&r, err)))
         goto out;
-    if ((rc = convert(&r, err)) || (rc = sk_run_publish(&r, summary, err)))
+    if ((rc = convert(&r, err)) || (rc = sk_run_check_labels_used(&r, err)) ||
+        (rc = sk_run_publish(&r, summary, err)))
         goto out;
 out:
     if (rc == SHARD_EINTR)

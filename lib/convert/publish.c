@@ -11,6 +11,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "util/clock.h"
 #include "util/fsutil.h"
 #include "convert/journal.h"
 #include "convert/run.h"
@@ -125,7 +126,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
 
     sum->rejects = m.rejects;
     sum->reject_count = m.reject_count;
-    sum->seconds = sk_run_now() - r->t0;
+    sum->seconds = sk_now_seconds() - r->t0;
     if (rc)
         return rc;
     write_run_info(r, sum);

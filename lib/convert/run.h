@@ -92,7 +92,6 @@ struct run {
 };
 
 /* shardify.c */
-double sk_run_now(void);
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */
 void sk_run_progress(struct run *r, int force);
 /* The summary's counts as they stand (all but the rejects and the time):

@@ -16,24 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "convert/pipeline.h"
 #include "convert/run.h"
+#include "util/clock.h"
 #include "shardkit/format.h"
 
 #define SLOTS_PER_THREAD 16
 #define PROGRESS_INTERVAL 0.1
-
-double sk_run_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void shardify_options_init(struct shardify_options *o)
 {
@@ -56,7 +49,7 @@ void sk_run_progress(struct run *r, int force)
 {
     if (!r->o->progress)
         return;
-    double t = sk_run_now();
+    double t = sk_now_seconds();
     if (!force && t - r->last_progress < PROGRESS_INTERVAL)
         return;
     r->last_progress = t;
@@ -391,7 +384,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     struct run r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    r.t0 = sk_run_now();
+    r.t0 = sk_now_seconds();
     r.src = src;
     r.src_fd = -1;
     r.spool_fd = -1;
@@ -441,7 +434,7 @@ out:
          * gave them (and took the rejects out of the assembler) */
         if (!summary->threads)
             sk_run_summarize(&r, summary);
-        summary->seconds = sk_run_now() - r.t0;
+        summary->seconds = sk_now_seconds() - r.t0;
     }
     run_release(&r);
     return rc;

@@ -52,7 +52,7 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
                                 &s->too_large, &r->stats, err);
     if (rc <= 0) {
         if (rc < 0)
-            shard_err_prefix(err, "cannot read archive '%s'", r->src);
+            shard_err_prefix(err, rc, "cannot read archive '%s'", r->src);
         return rc;
     }
     s->cand = r->keys.count;

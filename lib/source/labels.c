@@ -20,9 +20,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "util/quote.h"
+
 #define REGEX_PREFIX "regex:"
-/* Bytes of a label quoted in an error message. */
-#define QUOTED_FIELD_MAX 200
 
 enum labeler_kind { LABELS_NONE, LABELS_DIR, LABELS_REGEX, LABELS_CSV };
 
@@ -201,11 +201,11 @@ static void csv_on_row(int terminator, void *data)
     /* RFC 4180 keeps spaces around a field; " cat" would silently be a class
      * of its own, so say so rather than guess. */
     if (has_outer_space(label, label_len)) {
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: label '%.*s' "
+        char shown[SHARD_QUOTE_SIZE];
+        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: label '%s' "
                               "starts or ends with white space", s->path,
                               (unsigned long long)s->row_line,
-                              (int)(label_len < QUOTED_FIELD_MAX ? label_len : QUOTED_FIELD_MAX),
-                              label);
+                              sk_quote_bytes(label, label_len, shown, sizeof shown));
         return;
     }
     s->rc = add_row(s->lb, key, key_len, label, label_len, s->row_line, s->err);

@@ -281,7 +281,7 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
     shard_buf_release(&buf);
     shard_archive_close(a);
     if (rc < 0)
-        shard_err_prefix(err, "cannot read archive '%s' for its hard links", path);
+        shard_err_prefix(err, rc, "cannot read archive '%s' for its hard links", path);
     return rc < 0 ? rc : SHARD_OK;
 }
 

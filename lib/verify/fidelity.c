@@ -217,7 +217,7 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
                         const uint8_t *src, size_t src_len, double min_psnr,
                         struct shard_fidelity_result *res)
 {
-    char q[QUOTE_MAX];
+    char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes(res->key, res->key_len, q, sizeof q);
     const char *file = v->m->shards[res->shard].file;
     unsigned long long rec = (unsigned long long)res->record;
@@ -356,7 +356,7 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
             const struct captured *c = by_k[k];
             const uint8_t *src = NULL;
             size_t src_len = 0;
-            char q[QUOTE_MAX];
+            char q[SHARD_QUOTE_SIZE];
             if (!ok)
                 continue;
             shard_err_clear(&e);

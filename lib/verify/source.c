@@ -291,16 +291,16 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
             f->bytes = too_large;  /* shardify recorded no identity for it either */
             continue;
         }
-        double t = sk_verify_now();
+        double t = sk_now_seconds();
         f->bytes = buf.len;
         f->xxh3 = XXH3_64bits(buf.data, buf.len);
         f->hashed = 1;
-        rate->busy_seconds += sk_verify_now() - t;
+        rate->busy_seconds += sk_now_seconds() - t;
         rate->bytes += buf.len;
         rate->items++;
     }
     if (rc < 0)
-        shard_err_prefix(err, "cannot read archive '%s'", s->src);
+        shard_err_prefix(err, rc, "cannot read archive '%s'", s->src);
     shard_buf_release(&buf);
     shard_archive_close(a);
     if (rc == 0 && sk_links_any(links))
@@ -330,7 +330,7 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
             struct found *f = &s->found[i];
             if (!f->need_hash || f->refused)
                 continue;
-            double t = sk_verify_now();
+            double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
             const char *key = shard_keylist_get(&s->found_keys, f->key, NULL);
@@ -345,7 +345,7 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
 #pragma omp atomic write
                 failed = 1;
             }
-            busy += sk_verify_now() - t;
+            busy += sk_now_seconds() - t;
         }
         shard_buf_release(&buf);
     }
@@ -468,7 +468,7 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
                            size_t len, const struct expected *x)
 {
     struct verify_run *v = s->v;
-    char q[QUOTE_MAX], got[17], want[17];
+    char q[SHARD_QUOTE_SIZE], got[17], want[17];
     sk_quote_bytes(key, len, q, sizeof q);
     const struct shard_reject *rj = x->is_sample ? NULL : &v->m->rejects[x->n];
     if (f->refused) {
@@ -522,7 +522,7 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
 static void report_missing(struct source_run *s, const struct expected *x)
 {
     struct verify_run *v = s->v;
-    char q[QUOTE_MAX];
+    char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes(x->key, x->len, q, sizeof q);
     if (x->is_sample) {
         uint32_t shard = s->sample_shard[x->n];
@@ -562,12 +562,12 @@ static void pair_group(struct source_run *s, struct found *F, uint64_t nf, struc
             report_changed(s, &F[i], key, len, &X[j]);
             F[i].used = X[j].used = 1;
         } else if (F[i].refused) {
-            char q[QUOTE_MAX];
+            char q[SHARD_QUOTE_SIZE];
             sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                            "source: '%s' is in SRC (%s) but is not a listed reject",
                            sk_quote_bytes(key, len, q, sizeof q), F[i].why);
         } else {
-            char q[QUOTE_MAX];
+            char q[SHARD_QUOTE_SIZE];
             sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                            "source: '%s' is in SRC but is neither a sample nor a listed reject",
                            sk_quote_bytes(key, len, q, sizeof q));
@@ -699,7 +699,7 @@ static int check_labels(struct source_run *s, struct shard_err *err)
         int label = have ? find_label(m, derived) : SHARD_NO_LABEL;
         int32_t stored = s->sample_label[i];
         if ((have && label < 0) || label != stored) {
-            char q[QUOTE_MAX];
+            char q[SHARD_QUOTE_SIZE];
             const char *stored_name = stored == SHARD_NO_LABEL ? "(none)"
                                       : (uint32_t)stored < m->label_count ? m->labels[stored]
                                                                           : "(out of range)";
@@ -760,7 +760,7 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     memset(&s, 0, sizeof s);
     s.v = v;
     s.src = v->o->source;
-    double t0 = sk_verify_now();
+    double t0 = sk_now_seconds();
     int rc = scan_source(&s, err);
     if (!rc)
         rc = load_samples(&s, err);
@@ -784,7 +784,7 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
                        (unsigned long long)ignored, (unsigned long long)v->m->ignored);
     rc = check_labels(&s, err);
 out:
-    v->report->source.seconds = sk_verify_now() - t0;
+    v->report->source.seconds = sk_now_seconds() - t0;
     v->report->source.threads = s.archive ? 1 : v->threads;
     source_release(&s);
     return rc;

@@ -49,7 +49,8 @@ static void test_prefix_keeps_one_line(void **state)
     (void)state;
     struct shard_err err;
     shard_err_set(&err, SHARD_ECORRUPT, "Truncated input\n");
-    shard_err_prefix(&err, "cannot read archive '%s'", "a.zip");
+    assert_int_equal(shard_err_prefix(&err, SHARD_ECORRUPT, "cannot read archive '%s'", "a.zip"),
+                     SHARD_ECORRUPT);
     assert_string_equal(err.msg, "cannot read archive 'a.zip': Truncated input");
     assert_int_equal(err.code, SHARD_ECORRUPT);
 }

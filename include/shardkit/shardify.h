@@ -15,6 +15,15 @@
  *    an uninterrupted run.
  *  - Exclusive: DST/.shardify/lock (flock) refuses a second concurrent run;
  *    a lock left by a killed run is released by the kernel and taken over.
+ *  - Confined: DST is opened once, as given (a symbolic link given as DST
+ *    is followed, like cd); inside DST no link is ever followed.  Every file
+ *    and directory the run creates, writes, renames or removes is reached
+ *    relative to DST or DST/.shardify opened once, with O_NOFOLLOW/O_EXCL and
+ *    *at() calls: a link where shardify keeps its own file or directory is an
+ *    error (SHARD_EEXIST) naming it, and nothing outside DST is touched.
+ *  - Check first, create second: a refused run leaves nothing it created
+ *    (not even DST), and a failed run leaves the work directory only when it
+ *    holds something to resume.
  */
 #ifndef SHARDKIT_SHARDIFY_H
 #define SHARDKIT_SHARDIFY_H
@@ -89,6 +98,9 @@ struct shardify_summary {
     uint32_t labels;            /* distinct labels */
     uint64_t label_rows;        /* rows of the --labels CSV file (0 for other rules) */
     uint64_t label_rows_unmatched;  /* ... whose key names no candidate of SRC */
+    /* Why the run record (SHARDIFY_RUN_FILE) could not be written, or "".
+     * The dataset is published all the same: the record is not part of it. */
+    char run_record_error[SHARD_ERRMSG_SIZE];
     /* Samples stored despite a decoder warning that lost no pixel data
      * (counts.warned), and those samples in stored order: key, shard,
      * record, warning ... as in their index lines (owned, like rejects). */
@@ -98,11 +110,15 @@ struct shardify_summary {
 };
 
 /* Convert SRC into DST.  Returns 0 when the dataset was published (rejects
- * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC, an
- * archive SRC without entries, o->labels other than "none" that labels no
- * sample), SHARD_EEXIST (DST not empty / not ours / nothing to resume),
- * SHARD_ELOCKED, SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
- * (disk full ...).  On error no new manifest is published. */
+ * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC, DST
+ * inside SRC or SRC inside DST, an archive SRC without entries, o->labels
+ * other than "none" that labels no sample), SHARD_EEXIST (DST not empty /
+ * not ours / nothing to resume / a symbolic link inside it), SHARD_ELOCKED,
+ * SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
+ * (disk full ...).  On error no new manifest is published, and *summary holds
+ * the counts known when the run stopped (candidates found, samples and
+ * rejects converted, shards finished, bytes ...; the rejects themselves are
+ * listed only by a published run).  Release *summary in both cases. */
 SHARD_API int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
                  struct shardify_summary *summary, struct shard_err *err);
 

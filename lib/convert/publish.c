@@ -15,7 +15,10 @@
 #include "util/fsutil.h"
 #include "convert/journal.h"
 #include "convert/run.h"
+#include "manifest/manifest_internal.h"
 #include "shardkit/format.h"
+
+#define INDEX_TMP "." SHARD_INDEX_FILE ".tmp"
 
 static int compare_rejects(const void *pa, const void *pb)
 {
@@ -27,46 +30,39 @@ static int compare_rejects(const void *pa, const void *pb)
 static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t *entries,
                        struct shard_err *err)
 {
-    char *tmp = sk_dst_path(r->dst, "." SHARD_INDEX_FILE ".tmp");
-    char *final = sk_dst_path(r->dst, SHARD_INDEX_FILE);
+    const struct dst *d = r->dst;
     XXH3_state_t *h = XXH3_createState();
-    int rc = SHARD_OK, fd;
+    int rc, fd;
     *bytes = *entries = 0;
-    if (!tmp || !final || !h) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
-    }
+    if (!h)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     XXH3_64bits_reset(h);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", tmp);
+    if ((rc = sk_fs_create_at(d->fd, d->path, INDEX_TMP, 0644, &fd, err)))
         goto out;
-    }
     uint32_t count;
     sk_assembler_shards(r->as, &count);
     for (uint32_t k = 0; !rc && k < count; k++) {
         char jname[64];
         sk_journal_name(k, jname, sizeof jname);
-        char *jpath = sk_dst_work_path(r->dst, jname);
-        rc = jpath ? sk_journal_copy_samples(jpath, fd, h, bytes, entries, err)
-                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        free(jpath);
+        rc = sk_journal_copy_samples(d->work_fd, d->work, jname, fd, h, bytes, entries, err);
     }
-    rc = sk_fs_commit(fd, rc, r->dst->path, tmp, final, err);
+    rc = sk_fs_commit_at(fd, rc, d->fd, d->path, INDEX_TMP, SHARD_INDEX_FILE, err);
     *xxh3 = XXH3_64bits_digest(h);
 out:
     XXH3_freeState(h);
-    free(tmp);
-    free(final);
     return rc;
 }
 
-static void write_run_info(struct run *r, const struct shardify_summary *s)
+/* Informative only: a failure here does not fail the run, it is reported
+ * in s->run_record_error. */
+static void write_run_info(struct run *r, struct shardify_summary *s)
 {
     json_t *o = json_object();
     char *text;
-    if (!o)
+    if (!o) {
+        snprintf(s->run_record_error, sizeof s->run_record_error, "out of memory");
         return;
+    }
     time_t t = time(NULL);
     struct tm tm;
     char when[64];
@@ -83,12 +79,13 @@ static void write_run_info(struct run *r, const struct shardify_summary *s)
     json_object_set_new(o, "bytes_out", json_integer((json_int_t)s->bytes_out));
     text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
-    if (text) {
-        struct shard_err ignored;
-        /* informative only: a failure here does not fail the run */
-        sk_fs_write_atomic(r->dst->path, SHARDIFY_RUN_FILE, text, strlen(text), &ignored);
-        free(text);
-    }
+    struct shard_err e;
+    if (!text)
+        snprintf(s->run_record_error, sizeof s->run_record_error, "out of memory");
+    else if (sk_fs_write_atomic_at(r->dst->fd, r->dst->path, SHARDIFY_RUN_FILE, text,
+                                   strlen(text), &e))
+        snprintf(s->run_record_error, sizeof s->run_record_error, "%s", e.msg);
+    free(text);
 }
 
 int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err *err)
@@ -99,19 +96,20 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     int rc = write_index(r, &m.index_bytes, &m.index_xxh3, &m.index_entries, err);
     if (rc)
         return rc;
+    sk_run_summarize(r, sum);
     m.config = r->config;  /* borrowed: not released below */
     m.source_kind = r->archive ? "archive" : "directory";
     m.samples = sk_assembler_samples(r->as);
     m.unlabeled = sk_assembler_unlabeled(r->as);
-    m.ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
+    m.ignored = sum->ignored;
     m.labels = r->label_names;
     m.label_samples = (uint64_t *)sk_assembler_label_samples(r->as);
     m.label_count = r->label_count;
     m.shards = (struct shard_manifest_shard *)sk_assembler_shards(r->as, &m.shard_count);
     m.rejects = sk_assembler_take_rejects(r->as, &m.reject_count);
     m.rejected = m.reject_count;
+    m.warned = sum->warned;
     sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);
-    m.warned = sum->warning_count;
     m.index_file = SHARD_INDEX_FILE;
     if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
         qsort(m.rejects, m.reject_count, sizeof *m.rejects, compare_rejects);
@@ -119,20 +117,8 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
                            (unsigned long long)m.index_entries, (unsigned long long)m.samples);
     if (!rc)
-        rc = shard_manifest_write(r->dst->path, &m, err);
+        rc = sk_manifest_write_at(r->dst->fd, r->dst->path, &m, err);
 
-    sum->candidates = r->n;
-    sum->samples = m.samples;
-    sum->rejected = m.rejected;
-    sum->ignored = m.ignored;
-    sum->unlabeled = m.unlabeled;
-    sum->warned = m.warned;
-    sum->shards = m.shard_count;
-    sum->reused_shards = r->reused_shards;
-    sum->bytes_in = r->bytes_in;
-    sum->bytes_out = sk_assembler_bytes(r->as);
-    sum->threads = r->threads;
-    sum->labels = r->label_count;
     sum->rejects = m.rejects;
     sum->reject_count = m.reject_count;
     sum->seconds = sk_now_seconds() - r->t0;

@@ -70,6 +70,26 @@ void sk_run_progress(struct run *r, int force)
     r->o->progress(&p, r->o->progress_user);
 }
 
+void sk_run_summarize(const struct run *r, struct shardify_summary *s)
+{
+    s->candidates = r->keys.count;  /* r->n once scanning or spooling is done */
+    s->ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
+    s->labels = r->label_count;
+    s->label_rows = r->label_rows;
+    s->label_rows_unmatched = r->label_rows_unmatched;
+    s->reused_shards = r->reused_shards;
+    s->bytes_in = r->bytes_in;
+    s->threads = r->threads;
+    if (r->as) {
+        s->samples = sk_assembler_samples(r->as);
+        s->rejected = sk_assembler_reject_count(r->as);
+        s->unlabeled = sk_assembler_unlabeled(r->as);
+        s->warned = sk_assembler_warned(r->as);
+        s->bytes_out = sk_assembler_bytes(r->as);
+        sk_assembler_shards(r->as, &s->shards);
+    }
+}
+
 static int validate(const struct shardify_options *o, struct shard_err *err)
 {
     const struct shard_config *c = &o->config;
@@ -308,22 +328,6 @@ static int convert(struct run *r, struct shard_err *err)
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* DST inside SRC would make the output part of its own input. */
-static int check_nesting(const char *src, const char *dst, struct shard_err *err)
-{
-    char *s = realpath(src, NULL), *d = realpath(dst, NULL);
-    int rc = SHARD_OK;
-    if (s && d) {
-        size_t n = strlen(s);
-        if (!strcmp(s, d) || (!strncmp(s, d, n) && (d[n] == '/' || !strcmp(s, "/"))))
-            rc = shard_err_set(err, SHARD_EINVAL,
-                               "destination '%s' is inside the source '%s'", dst, src);
-    }
-    free(s);
-    free(d);
-    return rc;
-}
-
 static int open_source(struct run *r, struct shard_err *err)
 {
     struct stat st;
@@ -351,8 +355,8 @@ static void run_release(struct run *r)
         close(r->src_fd);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
-    if (r->spool_path)
-        unlink(r->spool_path);  /* never leave an archive's spool on a full disk */
+    if (r->spool_path)  /* never leave an archive's spool on a full disk */
+        unlinkat(r->dst->work_fd, SPOOL_FILE, 0);
     free(r->spool_path);
     for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++) {
         free(r->spooled[i].reason);
@@ -397,8 +401,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_dst_open(&r.dst, dst, o->mode, err)) || (rc = check_nesting(src, dst, err)) ||
-        (rc = make_workers(&r, err)))
+    if ((rc = sk_dst_open(&r.dst, dst, src, o->mode, err)) || (rc = make_workers(&r, err)))
         goto out;
 
     if (r.archive) {
@@ -422,14 +425,17 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         (rc = sk_run_publish(&r, summary, err)))
         goto out;
 out:
-    summary->label_rows = r.label_rows;
-    summary->label_rows_unmatched = r.label_rows_unmatched;
     if (rc == SHARD_EINTR)
         shard_err_set(err, SHARD_EINTR,
                       "interrupted: finished shards are kept; run again with --resume to "
                       "continue");
-    if (rc)
+    if (rc) {
+        /* the counts known when the run stopped, unless publishing already
+         * gave them (and took the rejects out of the assembler) */
+        if (!summary->threads)
+            sk_run_summarize(&r, summary);
         summary->seconds = sk_now_seconds() - r.t0;
+    }
     run_release(&r);
     return rc;
 }

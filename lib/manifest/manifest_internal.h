@@ -1,18 +1,28 @@
-/* manifest_internal.h - loading a manifest that contradicts itself (private).
+/* manifest_internal.h - what the manifest code shares with the writer and
+ * the verifier (private).
  *
- * shard_manifest_load refuses a manifest whose parts disagree (counts that
- * do not add up, rejects that do not parse ...), naming the first
- * contradiction.  The verifier must list every problem and go on checking
- * what it still can, so it loads leniently: each contradiction is handed to
- * a callback and loading goes on, as long as the structure is there (the
- * config, the shard list, the index's identity).  What a lenient load gives
- * may then disagree with itself: m->samples need not be the sum of the
- * shards' samples, m->reject_count (the rejects that loaded) need not be
- * m->rejected. */
+ * Writing: sk_manifest_write_at writes inside an open directory.
+ *
+ * Loading a manifest that contradicts itself: shard_manifest_load refuses a
+ * manifest whose parts disagree (counts that do not add up, rejects that do
+ * not parse ...), naming the first contradiction.  The verifier must list
+ * every problem and go on checking what it still can, so it loads
+ * leniently: each contradiction is handed to a callback and loading goes
+ * on, as long as the structure is there (the config, the shard list, the
+ * index's identity).  What a lenient load gives may then disagree with
+ * itself: m->samples need not be the sum of the shards' samples,
+ * m->reject_count (the rejects that loaded) need not be m->rejected. */
 #ifndef SHARDKIT_MANIFEST_INTERNAL_H
 #define SHARDKIT_MANIFEST_INTERNAL_H
 
 #include "shardkit/manifest.h"
+
+/* shard_manifest_write into the open directory `dirfd`: the temporary and
+ * manifest.json are reached with *at() calls on dirfd and never through a
+ * symbolic link (see util/fsutil.h).  `dir` names the directory in messages.
+ * shard_manifest_write(dir) opens dir and calls this. */
+int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest *m,
+                         struct shard_err *err);
 
 /* A contradiction: e->code SHARD_ECORRUPT, e->msg as shard_manifest_load
  * would say it ("manifest: shards hold 9 samples, counts.samples is 10").

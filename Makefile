@@ -12,9 +12,14 @@ CC      ?= cc
 VERSION := $(shell sed -n 's/^\#define SHARDKIT_VERSION "\(.*\)"/\1/p' include/shardkit/api.h)
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS := libjpeg libpng vips libzstd libarchive jansson libxxhash libexif libcurl
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKGS := libjpeg libpng vips libarchive jansson libxxhash libexif libcurl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libzstd 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libzstd is linked statically: records use its experimental API (literals
+# stored uncompressed, ZSTD_decompressBound), which zstd.h allows only with
+# static linking, because it may change between libzstd versions.  The shared
+# library keeps those symbols to itself (--exclude-libs).
+ZSTD_STATIC := -L$(shell pkg-config --variable=libdir libzstd 2>/dev/null) -l:libzstd.a
 
 # `make V=1` shows the full compiler command lines.
 Q := $(if $(V),,@)
@@ -30,7 +35,7 @@ CFLAGS_LIB := $(CFLAGS_BASE) -Ilib -fvisibility=hidden
 CFLAGS_CMD := $(CFLAGS_BASE) -Icmd/common
 # Unit tests, fuzz targets and benchmarks may reach inside lib/.
 CFLAGS_ALL := $(CFLAGS_BASE) -Ilib
-LDLIBS_ALL := $(PKG_LIBS) -lcsv -lm -lpthread -fopenmp $(SANITIZE) $(LDFLAGS) $(LDLIBS)
+LDLIBS_ALL := $(ZSTD_STATIC) $(PKG_LIBS) -lcsv -lm -lpthread -fopenmp $(SANITIZE) $(LDFLAGS) $(LDLIBS)
 
 LIB_SRC  := $(sort $(wildcard lib/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -70,7 +75,8 @@ $(LIB_A): $(LIB_OBJ)
 # The shared library, with its soname and the usual two links.
 $(LIB_SO): $(LIB_OBJ)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LIB_OBJ) $(LDLIBS_ALL) -o $@
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -Wl,--exclude-libs,libzstd.a \
+	    $(LIB_OBJ) $(LDLIBS_ALL) -o $@
 	@ln -sf $(notdir $@) $(BUILD)/$(SONAME)
 	@ln -sf $(SONAME) $(BUILD)/libshardkit.so
 

@@ -69,7 +69,8 @@ say "the same program links the static library (dependencies shared)"
 requires=$(pc --print-requires-private shardkit | awk '{print $1}' | tr '\n' ' ')
 # shellcheck disable=SC2046,SC2086
 cc -std=c11 -Wall -Werror $extra "$T/reader.c" $(pc --cflags shardkit) "$root/lib/libshardkit.a" \
-    $(pkg-config --libs $requires) -lcsv -lm -lpthread -fopenmp -o "$T/reader-static" ||
+    $(pkg-config --libs $requires) $(sed -n 's/^Libs.private: //p' "$root/lib/pkgconfig/shardkit.pc") \
+    -o "$T/reader-static" ||
     die "cannot link the static library"
 readelf -d "$T/reader-static" | grep -q "libshardkit" && die "the static program needs libshardkit.so"
 [ "$("$T/reader-static" "$T/dst")" = "1 c/one.jpg 42x32" ] || die "the static reader differs"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_symbols.sh - libshardkit.so exports exactly the functions include/
 # declares with SHARD_API: nothing internal leaks, nothing public is missing,
-# and no data symbol is exported.  Also: the soname carries the major version.
+# and no data symbol is exported.  Also: the soname carries the major version,
+# and libzstd is linked statically.
 . "$(dirname "$0")/lib.sh"
 
 BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
@@ -37,4 +38,10 @@ nm -D --defined-only "$so" | awk '$2 ~ /^[BDRGSV]$/ {print $3}' >"$T/data"
 say "internal names stay internal"
 nm -D --defined-only "$so" | awk '{print $3}' | grep -E '^sk_' >"$T/leaks" || true
 [ ! -s "$T/leaks" ] || { cat "$T/leaks" >&2; die "sk_ functions exported"; }
+say "libzstd is linked statically (its experimental API is used), in the library and the programs"
+for f in "$so" "$SHARDKIT_BIN/shardify" "$SHARDKIT_BIN/shardcheck"; do
+    readelf -d "$f" | grep -q 'NEEDED.*libzstd' && die "'$f' needs the shared libzstd"
+done
+nm -D --defined-only "$so" | grep -q ' ZSTD_' && die "the shared library exports zstd's symbols"
+
 echo "symbol checks passed: $(wc -l <"$T/exported") functions"

@@ -45,9 +45,14 @@ class BuildExt(build_ext):
         extra = shlex.split(os.environ.get("SHARDKIT_CFLAGS", ""))
         for ext in self.extensions:
             ext.extra_objects = [library]
-            ext.extra_compile_args = ["-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
+            # only PyInit__native is exported: the library's functions and the
+            # static zstd inside stay private to the extension, so they can
+            # neither clash with nor bind to another copy in the process
+            # (torch loads its dependencies RTLD_GLOBAL)
+            ext.extra_compile_args = ["-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wextra",
+                                      "-Wno-unused-parameter",
                                       "-Wno-missing-field-initializers"] + extra
-            ext.extra_link_args = shlex.split(ldlibs) + extra
+            ext.extra_link_args = (["-Wl,--exclude-libs,ALL"] + shlex.split(ldlibs) + extra)
         super().run()
 
 

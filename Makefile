@@ -201,7 +201,7 @@ _demo: build
 	@examples/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory build $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
+	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
 	@bench/run.sh $(BUILD)
 
 # The resampler comparison links the libraries it compares against (libyuv,

@@ -224,6 +224,13 @@ static void print_summary(const struct cli *c, const struct shardify_summary *s)
             cli_format_bytes(s->bytes_in, in, sizeof in), (unsigned long long)s->rejected,
             (unsigned long long)s->ignored, s->seconds, rate, s->threads,
             s->threads == 1 ? "" : "s");
+    if (s->unlabeled && !(c->opts.labels && !strcmp(c->opts.labels, "none")))
+        fprintf(stderr, "%s: %llu sample%s without a label\n", PROG,
+                (unsigned long long)s->unlabeled, s->unlabeled == 1 ? "" : "s");
+    if (s->label_rows_unmatched)
+        fprintf(stderr, "%s: %llu of the %llu rows of the label file name no file of '%s'\n",
+                PROG, (unsigned long long)s->label_rows_unmatched,
+                (unsigned long long)s->label_rows, c->src);
     if (s->reused_shards)
         fprintf(stderr, "%s: resumed: kept %u finished shard%s\n", PROG, s->reused_shards,
                 s->reused_shards == 1 ? "" : "s");
@@ -256,6 +263,9 @@ static void print_json(const struct shardify_summary *s, int rc, const struct sh
     json_object_set_new(o, "ignored", json_integer((json_int_t)s->ignored));
     json_object_set_new(o, "unlabeled", json_integer((json_int_t)s->unlabeled));
     json_object_set_new(o, "labels", json_integer(s->labels));
+    json_object_set_new(o, "label_rows", json_integer((json_int_t)s->label_rows));
+    json_object_set_new(o, "label_rows_unmatched",
+                        json_integer((json_int_t)s->label_rows_unmatched));
     json_object_set_new(o, "shards", json_integer(s->shards));
     json_object_set_new(o, "reused_shards", json_integer(s->reused_shards));
     json_object_set_new(o, "bytes_in", json_integer((json_int_t)s->bytes_in));

@@ -6,9 +6,11 @@
  * accepts NULL) and plain structs for everything passed in or out; there are
  * no callbacks, so the API wraps directly into other languages.
  *
- *   struct shard_dataset  an open dataset (its manifest; shard footers are
+ *   struct shard_dataset  an open dataset, in a local directory or at an
+ *                         http(s):// URL (its manifest; shard footers are
  *                         read on first use).  Any sample is one ranged read
- *                         away: (shard, record) -> footer row -> frame.
+ *                         away: (shard, record) -> footer row -> frame.  It
+ *                         counts what its reads cost (shard_dataset_stats).
  *   struct shard_plan     the order one rank visits samples in one epoch: a
  *                         deterministic function of (manifest, seed, epoch,
  *                         rank, world_size, options) and nothing else.
@@ -53,14 +55,19 @@ extern "C" {
 struct shard_dataset;
 
 /* Open the dataset at `location`: a directory path holding manifest.json
- * and its shards.  (Remote locations are planned: "http://..." and
- * "https://..." give SHARD_EUNSUPPORTED for now.)  Only manifest.json is
- * read here; each shard's header, trailer and footer are read and checked
- * the first time one of its records is needed.
+ * and its shards, or an "http://..." or "https://..." base URL under which
+ * manifest.json and the shards are served (manifest.json is fetched with one
+ * GET; shards are read with range requests in large windows, several
+ * connections at a time, transient failures retried with backoff - the
+ * server must support range requests).  Only manifest.json is read here;
+ * each shard's header, trailer and footer are read and checked the first
+ * time one of its records is needed.
  * On success *out is the dataset (free with shard_dataset_close).  Errors:
- * SHARD_ENOTFOUND (no directory or no manifest.json), SHARD_ECORRUPT (a
- * malformed or self-contradicting manifest, with the reason), SHARD_EIO,
- * SHARD_ENOMEM, SHARD_EUNSUPPORTED. */
+ * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410),
+ * SHARD_ECORRUPT (a malformed or self-contradicting manifest, with the
+ * reason), SHARD_EUNSUPPORTED (a newer manifest version), SHARD_ENET (an
+ * HTTP failure other than "not found", after retries), SHARD_EIO,
+ * SHARD_ENOMEM. */
 SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
 
 /* Close and free (also the sample buffers kept from freed iterators).
@@ -151,6 +158,35 @@ SHARD_API int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsig
 /* The same, by (shard, record). */
 SHARD_API int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
                               unsigned flags, struct shard_item *item, struct shard_err *err);
+
+/* ---- what reading costs --------------------------------------------------
+ *
+ * A dataset counts the cost of every read made through it - by
+ * shard_dataset_read*() or by an iterator's workers - from its opening on.
+ * The counts only grow: to measure an interval (an epoch, a training step),
+ * take a snapshot before and after and subtract.  Stage times are summed
+ * over the threads that read, so with N readers they may add up to N times
+ * the wall time; divide by `samples` for the cost of one sample.  Keeping
+ * them costs a few atomic adds and clock reads per sample. */
+struct shard_read_stats {
+    uint64_t samples;            /* reads that delivered a sample */
+    uint64_t errors;             /* reads that failed (damage, I/O, a missing shard) */
+    uint64_t read_ns;            /* getting record frames: pread, or the HTTP window cache
+                                  * and the waits for its fetches */
+    uint64_t decompress_ns;      /* zstd and checksums */
+    uint64_t decode_ns;          /* payload to pixels (raw: none), filling the item */
+    uint64_t bytes_requested;    /* shard bytes the reader asked for: record frames, and
+                                  * each shard's header, trailer and footer once */
+    uint64_t bytes_transferred;  /* bytes received over HTTP (read-ahead included, so it may
+                                  * exceed bytes_requested); 0 for a local dataset */
+    uint64_t requests;           /* HTTP requests made (0 for a local dataset) */
+    uint64_t retries;            /* HTTP attempts repeated after a transient failure */
+    uint64_t rtt_ns;             /* simulated round-trip delay slept (benchmarks only) */
+};
+
+/* A snapshot of ds's counters into *out.  Thread-safe: reads may go on
+ * meanwhile (each counter is read atomically, the set is not one instant). */
+SHARD_API void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats *out);
 
 /* ---- epoch plans --------------------------------------------------------
  *

@@ -50,8 +50,13 @@ struct shard_err {
  * Never NULL; unknown codes give "unknown error". */
 SHARD_API const char *shard_strerror(int code);
 
+/* The helpers below each return the `code` they are given, whether err is
+ * NULL or not, so that `return shard_err_set(err, ...);` and
+ * `return shard_err_prefix(err, rc, ...);` return the failure even when the
+ * caller asked for no message. */
+
 /* Record `code` and a printf-style message in *err (if err is not NULL).
- * Returns `code`, so callers can write `return shard_err_set(err, ...);`. */
+ * Returns `code`. */
 SHARD_API int shard_err_set(struct shard_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -59,18 +64,22 @@ SHARD_API int shard_err_set(struct shard_err *err, int code, const char *fmt, ..
 SHARD_API int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Prefix the current message: "PREFIX: old message".  Keeps the code.
- * Returns err->code (or SHARD_OK when err is NULL). */
-SHARD_API int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Prefix the current message, "PREFIX: old message" (cut at
+ * SHARD_ERRMSG_SIZE), and record `code` (the failure being reported, usually
+ * the one the message came with).  Returns `code`. */
+SHARD_API int shard_err_prefix(struct shard_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-/* Room for a key quoted by shard_quote, with its terminating NUL. */
+/* Room for a key quoted by shard_quote, with its terminating NUL: the one
+ * buffer size the library itself quotes keys into (longer keys are cut). */
 #define SHARD_QUOTE_SIZE 208
 
 /* Make a byte string (a sample key: any bytes) safe inside a one-line
- * message: valid UTF-8 text is kept; control bytes, DEL, backslash and bytes
- * that are not UTF-8 become \xNN; a string too long for out is cut at a
- * character boundary and ends in "...".  Returns out (always NUL-terminated). */
+ * message: valid UTF-8 text is kept; control bytes (below 0x20), DEL and
+ * bytes that are not valid UTF-8 become \xNN (two lower-case hex digits); a
+ * backslash is doubled (\\), so that the result reads back unambiguously.  A
+ * string too long for out is cut at a character boundary and ends in "...".
+ * Returns out (always NUL-terminated when out_size > 0). */
 SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
 
 /* Length of the valid UTF-8 character at p (at most `avail` bytes): 1..4, or

@@ -78,7 +78,8 @@ struct shard_index_row {
 
 struct shard_record_encoder;
 
-/* Create an encoder using zstd `level` (1..19).  *out is NULL on failure. */
+/* Create an encoder using zstd `level` (SHARD_ZSTD_LEVEL_MIN..
+ * SHARD_ZSTD_LEVEL_MAX, not 0).  *out is NULL on failure. */
 SHARD_API int shard_record_encoder_new(struct shard_record_encoder **out, int level, struct shard_err *err);
 /* Free; accepts NULL. */
 SHARD_API void shard_record_encoder_free(struct shard_record_encoder *enc);
@@ -176,9 +177,16 @@ SHARD_API int shard_footer_parse(const uint8_t *buf, size_t len, const struct sh
                        struct shard_footer *out, struct shard_err *err);
 SHARD_API void shard_footer_free(struct shard_footer *f);
 
-/* An open shard file: header, trailer and footer are read and checked. */
+/* An open shard file: header, trailer and footer are read and checked - by
+ * the same code, with the same messages, as a dataset's shards (local or
+ * over HTTP).  Messages name the shard by `path` as given:
+ *   "data/shard-000000.shard: footer checksum mismatch"
+ *   "data/shard-000000.shard record 12 (key 'a/b.jpg'): zstd: checksum mismatch" */
 struct shard_file;
 
+/* Open and check the shard at `path`.  On success *out is the file (close
+ * with shard_file_close).  0, SHARD_ENOTFOUND, SHARD_EIO, SHARD_ECORRUPT,
+ * SHARD_EUNSUPPORTED (another format version) or SHARD_ENOMEM. */
 SHARD_API int shard_file_open(struct shard_file **out, const char *path, struct shard_err *err);
 SHARD_API void shard_file_close(struct shard_file *f);  /* accepts NULL */
 
@@ -188,13 +196,15 @@ SHARD_API uint32_t shard_file_index(const struct shard_file *f);  /* shard numbe
 SHARD_API const struct shard_footer *shard_file_footer(const struct shard_file *f);
 
 /* Read record i's frame bytes into `frame` (replacing its contents).
- * 0, SHARD_ENOTFOUND (i out of range) or SHARD_EIO. */
+ * 0, SHARD_ENOTFOUND (i out of range), SHARD_ECORRUPT (the file shrank),
+ * SHARD_EIO or SHARD_ENOMEM; the message names the record as above. */
 SHARD_API int shard_file_read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *frame,
                           struct shard_err *err);
 
 /* Read, verify (frame xxh3 + zstd checksum + key/label agree with the
  * footer) and parse record i; view points into `dec`.  Thread-safe as long
- * as each thread uses its own decoder (reads use pread). */
+ * as each thread uses its own decoder (reads use pread).  Errors as
+ * shard_file_read_frame, and SHARD_ECORRUPT for a damaged record. */
 SHARD_API int shard_file_read_record(const struct shard_file *f, uint64_t i,
                            struct shard_record_decoder *dec, struct shard_record_view *view,
                            struct shard_err *err);

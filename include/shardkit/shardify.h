@@ -76,7 +76,7 @@ struct shardify_summary {
     uint64_t samples;
     uint64_t rejected;
     uint64_t ignored;
-    uint64_t unlabeled;
+    uint64_t unlabeled;         /* samples without a label */
     uint32_t shards;
     uint32_t reused_shards;     /* kept from an interrupted run (resume) */
     uint64_t bytes_in;          /* source bytes read */
@@ -87,12 +87,15 @@ struct shardify_summary {
     struct shard_reject *rejects;
     uint64_t reject_count;
     uint32_t labels;            /* distinct labels */
+    uint64_t label_rows;        /* rows of the --labels CSV file (0 for other rules) */
+    uint64_t label_rows_unmatched;  /* ... whose key names no candidate of SRC */
 };
 
 /* Convert SRC into DST.  Returns 0 when the dataset was published (rejects
- * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC),
- * SHARD_EEXIST (DST not empty / not ours / nothing to resume), SHARD_ELOCKED,
- * SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
+ * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC, an
+ * archive SRC without entries, o->labels other than "none" that labels no
+ * sample), SHARD_EEXIST (DST not empty / not ours / nothing to resume),
+ * SHARD_ELOCKED, SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
  * (disk full ...).  On error no new manifest is published. */
 SHARD_API int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
                  struct shardify_summary *summary, struct shard_err *err);

@@ -55,20 +55,58 @@ SHARD_API const char *shard_keylist_get(const struct shard_keylist *l, size_t i,
 SHARD_API void shard_keylist_release(struct shard_keylist *l);
 
 struct shard_scan_stats {
-    uint64_t candidates;        /* files selected by extension */
-    uint64_t ignored;           /* regular files with other extensions */
-    uint64_t ignored_symlinks;  /* symbolic links: never followed */
-    uint64_t ignored_special;   /* fifos, sockets, devices; non-regular archive entries */
+    uint64_t candidates;        /* entries selected by name (extension), refused ones too */
+    uint64_t ignored;           /* regular files with other names */
+    uint64_t ignored_symlinks;  /* symbolic links with other names: never followed */
+    uint64_t ignored_special;   /* fifos, sockets, devices with other names */
 };
+
+/* Candidates a directory scan refuses without opening them, each with its
+ * reject reason:
+ *   - a symbolic link or special file named like an image: "not a regular
+ *     file: symbolic link (never followed)", "not a regular file: fifo",
+ *     "... socket", "... character device", "... block device";
+ *   - a directory that cannot be listed, under its path with a '/' at the
+ *     end ("a/private/"): "cannot read directory: Permission denied" (or
+ *     "... directories nested more than 127 levels deep");
+ *   - an entry whose type cannot be learned: "cannot stat: ...".
+ * Sorted by key after each successful scan. */
+struct shard_refusal {
+    char *key;                  /* malloc'd, NUL-terminated */
+    size_t key_len;
+    char *reason;               /* malloc'd */
+};
+
+struct shard_refusals {
+    struct shard_refusal *items;
+    size_t count;
+    size_t cap;
+};
+
+/* The reason `key` was refused, or NULL.  Thread-safe (read only). */
+SHARD_API const char *shard_refusals_find(const struct shard_refusals *r, const char *key,
+                                          size_t len);
+/* Free everything and zero the struct.  Accepts NULL. */
+SHARD_API void shard_refusals_release(struct shard_refusals *r);
 
 /* Walk `root` recursively without following symbolic links.  Every candidate
  * regular file's relative path is appended to `keys` (unsorted); everything
- * else is counted in *st (accumulated: zero it first).  A directory that
- * cannot be read fails the scan (SHARD_EIO naming it) rather than silently
- * missing files; a missing root is SHARD_ENOTFOUND; a root that is not a
- * directory is SHARD_EINVAL. */
-SHARD_API int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_scan_stats *st,
-                   struct shard_err *err);
+ * else is counted in *st (accumulated: zero it first).
+ *
+ * With `refused`, nothing named like an image is lost: a candidate that is
+ * not a regular file, and a subdirectory that cannot be read, is appended
+ * to `keys` too (it takes its place among the candidates) and listed in
+ * `refused` with its reason (see struct shard_refusal); the walk goes on.
+ * With `refused` NULL they are counted as ignored and a subdirectory that
+ * cannot be read fails the scan (SHARD_EIO naming it), which suits a
+ * caller that only wants files to read.
+ *
+ * A missing root is SHARD_ENOTFOUND; a root that is not a directory is
+ * SHARD_EINVAL; a root that cannot be read is SHARD_EIO.  A failed scan
+ * adds nothing to keys or refused. */
+SHARD_API int shard_scan_dir(const char *root, struct shard_keylist *keys,
+                             struct shard_refusals *refused, struct shard_scan_stats *st,
+                             struct shard_err *err);
 
 /* Read the regular file `key` below the directory open as `root_fd` into buf
  * (replacing its contents).  Symbolic links are refused (O_NOFOLLOW on the
@@ -86,24 +124,53 @@ SHARD_API int shard_path_is_file(const char *path);
 struct shard_archive;
 
 /* Open an archive for one streaming pass.  SHARD_EINVAL when libarchive does
- * not recognise the format. */
+ * not recognise the format, and for a file that holds no entries at all (an
+ * empty file, or one of only zero bytes, which reads as an empty tar). */
 SHARD_API int shard_archive_open(struct shard_archive **out, const char *path, struct shard_err *err);
 
-/* Advance to the next candidate entry (regular file with a candidate
- * extension; others are counted in *st).  On 1 (an entry): *key points to its
- * normalised key (valid until the next call) and buf holds its bytes, unless
- * the entry is larger than max_bytes (when max_bytes != 0): then *too_large is
- * set to the entry's size, buf is left empty and the data is skipped.
- * Returns 1, 0 at the end of the archive, or a negative error (damaged or
- * truncated archive: SHARD_ECORRUPT with libarchive's message). */
+/* Advance to the next candidate entry: one whose name has a candidate
+ * extension (shard_is_candidate), whatever its type; the other entries
+ * are counted in *st.  On 1 (an entry): *key points to its key (valid
+ * until the next call) and buf holds its bytes, unless
+ *  - the entry is larger than max_bytes (when max_bytes != 0): then
+ *    *too_large is set to its size, buf is left empty and the data skipped;
+ *  - shard_archive_problem() says why it has none (a reject reason);
+ *  - it is a hard link without data: shard_archive_link() names the entry
+ *    whose bytes it has.
+ * The key is the entry's name normalised ("./a//b.jpg" is "a/b.jpg"), or,
+ * for a name that is absolute or has a ".." component, the name as stored
+ * (such an entry has a problem).  A damaged entry (a bad CRC, a truncated
+ * compressed member, a size that lies) is produced with its problem and the
+ * archive is read on, opening it again when libarchive cannot go on by
+ * itself.  Returns 1, 0 at the end of the archive, or a negative error
+ * when it cannot be read any further (SHARD_ECORRUPT with libarchive's
+ * message, naming the entry it broke at). */
 SHARD_API int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char **key,
                        size_t *key_len, struct shard_buf *buf, uint64_t *too_large,
                        struct shard_scan_stats *st, struct shard_err *err);
 
-/* Why the entry shard_archive_next just produced has no bytes (e.g.
- * "unsupported: encrypted archive entry"), or NULL when it has them.  Such an
- * entry is a candidate to reject with that reason; the archive goes on. */
+/* Why the entry shard_archive_next just produced has no bytes, or NULL when
+ * it has them (or is a hard link).  The reasons: "not a regular file:
+ * symbolic link (never followed)" (and fifo, socket, character device,
+ * block device), "unsafe name in archive: absolute path" (or "'..'
+ * component"), "unsupported: encrypted archive entry", "damaged archive
+ * entry: <libarchive's words>", "hard link to '<name>', an unsafe name".
+ * Valid until the next call.  Such an entry is a candidate to reject with
+ * that reason; the archive goes on. */
 SHARD_API const char *shard_archive_problem(const struct shard_archive *a);
+
+/* When the entry shard_archive_next just produced is a hard link: its
+ * target's normalised name (valid until the next call), else NULL.
+ * *link_only is 1 when the entry has no data of its own: its bytes are
+ * those of the file the target names at that point of the archive (tar
+ * stores a file's later names that way); 0 when it brings data that
+ * becomes that file's (cpio, pax).  Either may be NULL. */
+SHARD_API const char *shard_archive_link(const struct shard_archive *a, size_t *len,
+                                         int *link_only);
+
+/* The position of the entry shard_archive_next just produced among all the
+ * archive's entries (directories and other entries included), from 0. */
+SHARD_API uint64_t shard_archive_ordinal(const struct shard_archive *a);
 
 SHARD_API void shard_archive_close(struct shard_archive *a);  /* accepts NULL */
 
@@ -134,6 +201,16 @@ SHARD_API int shard_labeler_label(const struct shard_labeler *lb, const char *ke
  * or "file:<basename>:<xxh3 of the file's bytes>" (so that the options that
  * change the output are recorded without a machine path).  Owned by lb. */
 SHARD_API const char *shard_labeler_describe(const struct shard_labeler *lb);
+
+/* A CSV labeler's rows (a header row not counted); 0 for the other kinds. */
+SHARD_API uint64_t shard_labeler_rows(const struct shard_labeler *lb);
+
+/* How many rows of a CSV labeler name none of `keys` (a header row such as
+ * "file,class" is one of them: only "key,label" is known as a header);
+ * 0 for the other kinds.  0 or SHARD_ENOMEM. */
+SHARD_API int shard_labeler_unmatched_rows(const struct shard_labeler *lb,
+                                           const struct shard_keylist *keys,
+                                           uint64_t *unmatched, struct shard_err *err);
 
 /* ---- CPUs --------------------------------------------------------------- */
 

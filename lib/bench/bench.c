@@ -5,17 +5,17 @@
  * startup), then per epoch build the epoch's order, optionally drop the
  * page cache, start the loader (files_loader or shard_iter, both handing
  * out samples in order through a bounded ring) and consume it in batches on
- * this thread.  Loader threads report their stages through a probe
- * (probe.h); the consumer times its own waits and steps.  Counters
- * are snapshotted around each epoch, so the first epoch and the steady ones
- * are measured apart. */
+ * this thread.  The shard reader counts its own stages and bytes (the
+ * dataset's counters, shard_dataset_stats) and reports spans to the run's
+ * probe (probe.h), which the files loader reports to directly; the consumer
+ * times its own waits and steps.  Counters are snapshotted around each
+ * epoch, so the first epoch and the steady ones are measured apart. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -25,6 +25,7 @@
 #include "read/dataset_internal.h"
 #include "read/fetch_http.h"
 #include "format/shuffle.h"
+#include "util/clock.h"
 #include "util/quote.h"
 #include "shardkit/bench.h"
 #include "shardkit/dataset.h"
@@ -43,7 +44,8 @@ static const char *const stage_names[SHARD_STAGE_COUNT] = {
     "read", "decompress", "decode", "resize", "queue wait", "consumer step",
 };
 
-/* Consumer-side span names (loader-side ones are in probe.h). */
+/* Consumer-side span names (loader-side ones are the read path's,
+ * read/observer.h). */
 #define SPAN_EPOCH "epoch"
 #define SPAN_BATCH "batch"
 
@@ -77,8 +79,10 @@ void shard_bench_options_init(struct shard_bench_options *o)
     o->http.retries = FETCH_HTTP_DEFAULT_RETRIES;
 }
 
-static void http_options(const struct shard_bench_http *in, struct bench_probe *probe,
-                         struct fetch_http_options *out)
+/* The HTTP backend's options from the public ones; spans go to `probe` when
+ * there is one (and it traces), counters to `counters`. */
+static void http_options(const struct shard_bench_http *in, const struct bench_probe *probe,
+                         struct sk_read_counters *counters, struct fetch_http_options *out)
 {
     sk_fetch_http_options_init(out);
     if (in) {
@@ -88,28 +92,8 @@ static void http_options(const struct shard_bench_http *in, struct bench_probe *
         out->cache_bytes = in->cache_bytes;
         out->retries = in->retries;
     }
-    out->probe = probe;
-}
-
-static double seconds_now(void)
-{
-    return (double)shard_trace_now() / NS;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / NS;
-}
-
-static void sleep_seconds(double s)
-{
-    if (!(s > 0))
-        return;
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * NS)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    out->observer = probe ? sk_bench_probe_observer(probe) : NULL;
+    out->counters = counters;
 }
 
 /* ---- keys ------------------------------------------------------------------- */
@@ -154,7 +138,7 @@ int shard_bench_keys_from_dataset(const char *location, const struct shard_bench
                                   struct shard_keylist *keys, struct shard_err *err)
 {
     struct fetch_http_options ho;
-    http_options(http, NULL, &ho);
+    http_options(http, NULL, NULL, &ho);
     struct shard_dataset *ds;
     int rc = sk_dataset_open_with(&ds, location, &ho, NULL, err);
     if (rc)
@@ -204,19 +188,25 @@ struct bench_run {
 
 struct snapshot {
     uint64_t stage_ns[SHARD_STAGE_COUNT];
-    uint64_t counter[BENCH_COUNTERS];
+    struct shard_read_stats read;   /* the loader's reads: the dataset's or the files loader's */
     double wall;
     double cpu;
 };
 
-static void take_snapshot(const struct bench_probe *p, struct snapshot *s)
+static void take_snapshot(const struct bench_run *b, struct snapshot *s)
 {
     for (int i = 0; i < SHARD_STAGE_COUNT; i++)
-        s->stage_ns[i] = atomic_load(&p->stage_ns[i]);
-    for (int i = 0; i < BENCH_COUNTERS; i++)
-        s->counter[i] = atomic_load(&p->counter[i]);
-    s->wall = seconds_now();
-    s->cpu = cpu_seconds();
+        s->stage_ns[i] = atomic_load(&b->probe.stage_ns[i]);
+    if (b->ds) {
+        shard_dataset_stats(b->ds, &s->read);
+        s->stage_ns[SHARD_STAGE_READ] += s->read.read_ns;
+        s->stage_ns[SHARD_STAGE_DECOMPRESS] += s->read.decompress_ns;
+        s->stage_ns[SHARD_STAGE_DECODE] += s->read.decode_ns;
+    } else {
+        sk_read_counters_get(&b->probe.read, &s->read);
+    }
+    s->wall = sk_now_seconds();
+    s->cpu = sk_cpu_seconds();
 }
 
 static int latency_add(struct latencies *l, double v, struct shard_err *err)
@@ -262,11 +252,12 @@ static void phase_add(const struct bench_run *b, struct shard_bench_phase *ph,
     ph->cpu_seconds += s1->cpu - s0->cpu;
     for (int i = 0; i < SHARD_STAGE_COUNT; i++)
         ph->stage_seconds[i] += (double)(s1->stage_ns[i] - s0->stage_ns[i]) / NS;
-    enum bench_counter bytes = b->remote ? BENCH_BYTES_TRANSFERRED : BENCH_BYTES_REQUESTED;
-    ph->bytes_read += s1->counter[bytes] - s0->counter[bytes];
-    ph->requests += s1->counter[BENCH_REQUESTS] - s0->counter[BENCH_REQUESTS];
-    ph->retries += s1->counter[BENCH_RETRIES] - s0->counter[BENCH_RETRIES];
-    ph->rtt_seconds += (double)(s1->counter[BENCH_RTT_NS] - s0->counter[BENCH_RTT_NS]) / NS;
+    const struct shard_read_stats *r0 = &s0->read, *r1 = &s1->read;
+    ph->bytes_read += b->remote ? r1->bytes_transferred - r0->bytes_transferred
+                                : r1->bytes_requested - r0->bytes_requested;
+    ph->requests += r1->requests - r0->requests;
+    ph->retries += r1->retries - r0->retries;
+    ph->rtt_seconds += (double)(r1->rtt_ns - r0->rtt_ns) / NS;
 }
 
 static void phase_finish(struct shard_bench_phase *ph, struct latencies *l)
@@ -294,7 +285,7 @@ static int open_files(struct bench_run *b, struct shard_err *err)
                                  "mode needs the sample keys (a key list, or a dataset's)",
                                  b->location);
         struct fetch_http_options ho;
-        http_options(&o->http, &b->probe, &ho);
+        http_options(&o->http, &b->probe, &b->probe.read, &ho);
         return sk_fetch_http_new(&b->http, b->location, &ho, err);
     }
     b->root_fd = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -304,7 +295,7 @@ static int open_files(struct bench_run *b, struct shard_err *err)
     if (o->keys)
         return SHARD_OK;
     struct shard_scan_stats st = {0};
-    int rc = shard_scan_dir(b->location, &b->own_keys, &st, err);
+    int rc = shard_scan_dir(b->location, &b->own_keys, NULL, &st, err);
     if (rc)
         return rc;
     shard_keylist_sort(&b->own_keys);
@@ -315,8 +306,9 @@ static int open_files(struct bench_run *b, struct shard_err *err)
 static int open_shards(struct bench_run *b, struct shard_err *err)
 {
     struct fetch_http_options ho;
-    http_options(&b->o->http, &b->probe, &ho);
-    return sk_dataset_open_with(&b->ds, b->location, &ho, &b->probe, err);
+    http_options(&b->o->http, NULL, NULL, &ho);  /* the dataset gives its own */
+    return sk_dataset_open_with(&b->ds, b->location, &ho, sk_bench_probe_observer(&b->probe),
+                                err);
 }
 
 /* ---- one epoch ------------------------------------------------------------------- */
@@ -484,8 +476,8 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
     struct shard_bench_phase *ph = e == 0 ? &r->first : &r->steady;
     struct latencies *lat = &b->lat[e == 0 ? 0 : 1];
     struct snapshot s0, s1;
-    take_snapshot(&b->probe, &s0);
-    uint64_t epoch_start = shard_trace_now();
+    take_snapshot(b, &s0);
+    uint64_t epoch_start = sk_now_ns();
     struct epoch_source src;
     if ((rc = source_start(b, &src, err)))
         return rc;
@@ -494,21 +486,18 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
     uint64_t samples = 0, errors = 0, batches = 0;
     int done = 0;
     while (!done && !rc) {
-        uint64_t batch_start = shard_trace_now(), got = 0;
+        uint64_t batch_start = sk_now_ns(), got = 0;
         while (got < o->batch) {
-            uint64_t t = shard_trace_now();
+            uint64_t t = sk_now_ns();
             shard_err_clear(&item_err);
             int n = source_next(&src, &item, &item_err);
-            uint64_t now = shard_trace_now();
+            uint64_t now = sk_now_ns();
             atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_QUEUE_WAIT], now - t);
             if (n == 0) {
                 done = 1;
                 break;
             }
-            uint64_t taken = atomic_fetch_add(&b->probe.counter[BENCH_CONSUMED], 1) + 1;
-            uint64_t finished = atomic_load(&b->probe.counter[BENCH_COMPLETED]);
-            shard_trace_counter(trace, BENCH_COUNTER_QUEUE,
-                                finished > taken ? (double)(finished - taken) : 0, now);
+            sk_bench_probe_sample_taken(&b->probe, now);
             if (n < 0) {
                 errors++;
                 if (!r->first_error[0])
@@ -528,7 +517,7 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
                 break;
             }
         }
-        uint64_t have = shard_trace_now();
+        uint64_t have = sk_now_ns();
         if (!got)
             continue;
         batches++;
@@ -539,15 +528,15 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
             rc = latency_add(lat, (double)(have - batch_start) / NS, err);
         uint64_t step_end = have;
         if (o->step_ms > 0) {
-            sleep_seconds(o->step_ms / 1e3);
-            step_end = shard_trace_now();
+            sk_sleep_seconds(o->step_ms / 1e3);
+            step_end = sk_now_ns();
             atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_STEP], step_end - have);
             shard_trace_span(trace, stage_names[SHARD_STAGE_STEP], have, step_end);
         }
         shard_trace_span(trace, SPAN_BATCH, batch_start, step_end);
     }
-    take_snapshot(&b->probe, &s1);
-    shard_trace_span(trace, SPAN_EPOCH, epoch_start, shard_trace_now());
+    take_snapshot(b, &s1);
+    shard_trace_span(trace, SPAN_EPOCH, epoch_start, sk_now_ns());
     source_free(&src);
     shard_item_release(&item);
     phase_add(b, ph, &s0, &s1, samples, errors, batches);
@@ -585,7 +574,7 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
         uint64_t d = two > per ? two : per;
         b.queue_depth = d > QUEUE_MAX ? QUEUE_MAX : (uint32_t)d;
     }
-    b.probe.trace = o->trace;
+    sk_bench_probe_init(&b.probe, o->trace);
     r->mode = mode;
     r->remote = b.remote;
     r->threads = b.threads;
@@ -608,11 +597,11 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
                                                                 : "shard reader");
         shard_trace_thread_name(o->trace, "consumer");
     }
-    double t0 = seconds_now();
+    double t0 = sk_now_seconds();
     if (o->seconds > 0)
-        b.deadline_ns = shard_trace_now() + (uint64_t)(o->seconds * NS);
+        b.deadline_ns = sk_now_ns() + (uint64_t)(o->seconds * NS);
     rc = mode == SHARD_BENCH_FILES ? open_files(&b, err) : open_shards(&b, err);
-    r->startup_seconds = seconds_now() - t0;
+    r->startup_seconds = sk_now_seconds() - t0;
     if (rc)
         goto out;
     if (mode == SHARD_BENCH_SHARDS) {
@@ -624,7 +613,7 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
         rc = run_epoch(&b, e, r, err);
         if (e == 0)
             r->samples_per_epoch = b.count;
-        if (b.deadline_ns && shard_trace_now() >= b.deadline_ns)
+        if (b.deadline_ns && sk_now_ns() >= b.deadline_ns)
             b.out_of_time = 1;
     }
     phase_finish(&r->first, &b.lat[0]);

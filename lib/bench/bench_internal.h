@@ -30,7 +30,9 @@ struct files_loader_options {
 struct files_loader;
 
 /* Read keys[order[i]] for i in 0..count from root_fd (when http is NULL)
- * or through `http` (sk_fetch_http_new).  Workers start at once.  0,
+ * or through `http` (sk_fetch_http_new), reporting stages, bytes and
+ * samples to `probe` (which must outlive the loader).  Workers start at
+ * once.  0,
  * SHARD_EINVAL, SHARD_ENOMEM or SHARD_EIO (threads could not start). */
 int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *http,
                      const struct shard_keylist *keys, const uint64_t *order, uint64_t count,

@@ -5,17 +5,19 @@
  * that the comparison measures the data layout and not the language: per
  * sample one open/read/close (or one GET), a full decode (no DCT-domain
  * scaling: a plain loader decodes the whole image) and a resize to the
- * training geometry.  The hand-off to the consumer is the same as
- * shard_iter's (iter.c): a ring of queue_depth slots, list position p in
- * slot p % depth, workers claiming positions in order but never more than
- * depth ahead of the consumer, samples handed out in list order by
- * exchanging buffers. */
+ * training geometry.  The hand-off to the consumer is shard_iter's
+ * (read/handoff.h, groups of one sample): a ring of queue_depth items,
+ * workers claiming positions in order but never more than depth ahead of
+ * the consumer, samples handed out in list order by exchanging buffers. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench_internal.h"
+#include "read/dataset_internal.h"
 #include "read/fetch_http.h"
+#include "read/handoff.h"
+#include "util/clock.h"
 #include "util/quote.h"
 #include "shardkit/format.h"
 #include "shardkit/image.h"
@@ -24,14 +26,6 @@
 #define SLOTS_PER_THREAD 4
 #define MAX_THREADS 1024
 #define MAX_FILE_BYTES (1ull << 30)
-
-struct files_slot {
-    uint64_t pos;
-    int ready;
-    int rc;
-    struct shard_err err;
-    struct shard_item item;
-};
 
 struct files_loader {
     int root_fd;
@@ -42,15 +36,10 @@ struct files_loader {
     struct files_loader_options o;
     struct bench_probe *probe;
     uint32_t depth;
-    struct files_slot *slots;
+    struct sk_handoff *queue;
+    struct shard_item *items;   /* the ring: items[sk_handoff_slot(queue, p)] */
     pthread_t *threads;
     int started;
-    pthread_mutex_t lock;     /* guards the fields below and slot.ready/pos/rc */
-    pthread_cond_t room;
-    pthread_cond_t filled;
-    uint64_t next_claim;
-    uint64_t consumed;
-    int stop;
 };
 
 /* A worker's reusable buffers. */
@@ -73,14 +62,12 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
 {
     size_t key_len;
     const char *key = shard_keylist_get(l->keys, (size_t)k, &key_len);
-    uint64_t start = bench_probe_now(l->probe), t = start;
+    uint64_t start = sk_now_ns(), t = start;
     const char *what = "read";
     int rc = l->http ? sk_fetch_http_get(l->http, key, MAX_FILE_BYTES, &s->bytes, err)
                      : shard_read_source_file(l->root_fd, key, MAX_FILE_BYTES, &s->bytes, err);
-    if (l->probe) {
-        bench_probe_add(l->probe, BENCH_BYTES_REQUESTED, s->bytes.len);
-        t = sk_bench_probe_stage(l->probe, SHARD_STAGE_READ, t);
-    }
+    sk_read_count(&l->probe->read, SK_READ_BYTES_REQUESTED, s->bytes.len);
+    t = sk_bench_probe_stage(l->probe, SHARD_STAGE_READ, t);
     if (!rc) {
         what = "decode";
         struct shard_decode_options dopt;
@@ -100,9 +87,9 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     if (!rc)
         rc = shard_buf_reserve(&item->key, key_len + 1, err);
     if (rc) {
-        char quoted[QUOTE_MAX];
+        char quoted[SHARD_QUOTE_SIZE];
         sk_quote_bytes(key, key_len, quoted, sizeof quoted);
-        shard_err_prefix(err, "cannot %s '%s'", what, quoted);
+        shard_err_prefix(err, rc, "cannot %s '%s'", what, quoted);
         item->pixels.width = item->pixels.height = 0;
         item->key.len = 0;
         return rc;
@@ -118,7 +105,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     item->channels = 3;
     item->codec = SHARD_CODEC_RAW;
     item->stored.len = 0;
-    sk_bench_probe_sample_done(l->probe, start);
+    sk_bench_probe_sample_done(l->probe, start, sk_now_ns());
     return SHARD_OK;
 }
 
@@ -126,28 +113,13 @@ static void *worker(void *arg)
 {
     struct files_loader *l = arg;
     struct files_scratch s = {0};
-    shard_trace_thread_name(l->probe ? l->probe->trace : NULL, "files loader thread");
-    pthread_mutex_lock(&l->lock);
-    for (;;) {
-        while (!l->stop && l->next_claim < l->count &&
-               l->next_claim >= l->consumed + l->depth)
-            pthread_cond_wait(&l->room, &l->lock);
-        if (l->stop || l->next_claim >= l->count)
-            break;
-        uint64_t p = l->next_claim++;
-        struct files_slot *slot = &l->slots[p % l->depth];
-        pthread_mutex_unlock(&l->lock);
-
-        shard_err_clear(&slot->err);
-        int rc = load_one(l, l->order[p], &s, &slot->item, &slot->err);
-
-        pthread_mutex_lock(&l->lock);
-        slot->rc = rc;
-        slot->pos = p;
-        slot->ready = 1;
-        pthread_cond_broadcast(&l->filled);
+    shard_trace_thread_name(l->probe->trace, "files loader thread");
+    uint64_t p;
+    while (sk_handoff_claim(l->queue, &p)) {
+        struct shard_item *item = &l->items[sk_handoff_slot(l->queue, p)];
+        int rc = load_one(l, l->order[p], &s, item, sk_handoff_err(l->queue, p));
+        sk_handoff_done(l->queue, p, rc);
     }
-    pthread_mutex_unlock(&l->lock);
     scratch_release(&s);
     return NULL;
 }
@@ -156,18 +128,14 @@ void sk_files_loader_free(struct files_loader *l)
 {
     if (!l)
         return;
-    pthread_mutex_lock(&l->lock);
-    l->stop = 1;
-    pthread_cond_broadcast(&l->room);
-    pthread_mutex_unlock(&l->lock);
+    if (l->queue)
+        sk_handoff_stop(l->queue);
     for (int i = 0; i < l->started; i++)
         pthread_join(l->threads[i], NULL);
-    for (uint32_t i = 0; l->slots && i < l->depth; i++)
-        shard_item_release(&l->slots[i].item);
-    pthread_cond_destroy(&l->room);
-    pthread_cond_destroy(&l->filled);
-    pthread_mutex_destroy(&l->lock);
-    free(l->slots);
+    for (uint32_t i = 0; l->items && i < l->depth; i++)
+        shard_item_release(&l->items[i]);
+    sk_handoff_free(l->queue);
+    free(l->items);
     free(l->threads);
     free(l);
 }
@@ -189,9 +157,6 @@ int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *ht
     struct files_loader *l = calloc(1, sizeof *l);
     if (!l)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    pthread_mutex_init(&l->lock, NULL);
-    pthread_cond_init(&l->room, NULL);
-    pthread_cond_init(&l->filled, NULL);
     l->root_fd = root_fd;
     l->http = http;
     l->keys = keys;
@@ -200,11 +165,13 @@ int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *ht
     l->o = *o;
     l->probe = probe;
     l->depth = o->queue_depth ? o->queue_depth : (uint32_t)o->threads * SLOTS_PER_THREAD;
-    l->slots = calloc(l->depth, sizeof *l->slots);
+    l->items = calloc(l->depth, sizeof *l->items);
     l->threads = calloc((size_t)o->threads, sizeof *l->threads);
-    if (!l->slots || !l->threads) {
+    int rc = !l->items || !l->threads ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
+                                      : sk_handoff_new(&l->queue, count, l->depth, 1, err);
+    if (rc) {
         sk_files_loader_free(l);
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        return rc;
     }
     for (int i = 0; i < o->threads; i++) {
         if (pthread_create(&l->threads[i], NULL, worker, l) != 0) {
@@ -217,29 +184,7 @@ int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *ht
     return SHARD_OK;
 }
 
-static void swap_items(struct shard_item *a, struct shard_item *b)
-{
-    struct shard_item t = *a;
-    *a = *b;
-    *b = t;
-}
-
 int sk_files_loader_next(struct files_loader *l, struct shard_item *item, struct shard_err *err)
 {
-    if (l->consumed >= l->count)
-        return 0;
-    pthread_mutex_lock(&l->lock);
-    struct files_slot *slot = &l->slots[l->consumed % l->depth];
-    while (!(slot->ready && slot->pos == l->consumed))
-        pthread_cond_wait(&l->filled, &l->lock);
-    int rc = slot->rc;
-    if (rc && err)
-        *err = slot->err;
-    if (!rc)
-        swap_items(item, &slot->item);
-    slot->ready = 0;
-    l->consumed++;
-    pthread_cond_broadcast(&l->room);
-    pthread_mutex_unlock(&l->lock);
-    return rc ? rc : 1;
+    return sk_item_ring_take(l->queue, l->items, item, err);
 }

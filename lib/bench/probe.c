@@ -1,31 +1,65 @@
 /* probe.c - the benchmark's measuring points (see probe.h). */
 #include "bench/probe.h"
 
+#include <string.h>
+
+#include "util/clock.h"
+
+static void trace_queue(struct bench_probe *p, uint64_t done, uint64_t taken, uint64_t now)
+{
+    shard_trace_counter(p->trace, BENCH_COUNTER_QUEUE, done > taken ? (double)(done - taken) : 0,
+                        now);
+}
+
+void sk_bench_probe_sample_done(struct bench_probe *p, uint64_t start, uint64_t end)
+{
+    uint64_t done = atomic_fetch_add_explicit(&p->completed, 1, memory_order_relaxed) + 1;
+    uint64_t taken = atomic_load_explicit(&p->consumed, memory_order_relaxed);
+    shard_trace_span(p->trace, sk_read_span_name(SK_SPAN_SAMPLE), start, end);
+    trace_queue(p, done, taken, end);
+}
+
+void sk_bench_probe_sample_taken(struct bench_probe *p, uint64_t now)
+{
+    uint64_t taken = atomic_fetch_add_explicit(&p->consumed, 1, memory_order_relaxed) + 1;
+    uint64_t done = atomic_load_explicit(&p->completed, memory_order_relaxed);
+    trace_queue(p, done, taken, now);
+}
+
 uint64_t sk_bench_probe_stage(struct bench_probe *p, enum shard_bench_stage s, uint64_t start)
 {
-    if (!p)
-        return 0;
-    uint64_t now = shard_trace_now();
+    uint64_t now = sk_now_ns();
     atomic_fetch_add_explicit(&p->stage_ns[s], now - start, memory_order_relaxed);
     shard_trace_span(p->trace, shard_bench_stage_name(s), start, now);
     return now;
 }
 
-void sk_bench_probe_span(struct bench_probe *p, const char *name, uint64_t start, uint64_t end)
+/* The read path's spans: stage spans carry the stage names ("read",
+ * "decompress", "decode": shard_bench_stage_name's too), a finished sample
+ * also moves the queue-depth counter. */
+static void on_span(void *user, enum sk_read_span k, uint64_t start, uint64_t end)
 {
-    if (p)
-        shard_trace_span(p->trace, name, start, end);
+    struct bench_probe *p = user;
+    if (k == SK_SPAN_SAMPLE)
+        sk_bench_probe_sample_done(p, start, end);
+    else
+        shard_trace_span(p->trace, sk_read_span_name(k), start, end);
 }
 
-void sk_bench_probe_sample_done(struct bench_probe *p, uint64_t start)
+static void on_thread(void *user, const char *name)
 {
-    if (!p)
-        return;
-    uint64_t now = shard_trace_now();
-    uint64_t done = atomic_fetch_add_explicit(&p->counter[BENCH_COMPLETED], 1,
-                                              memory_order_relaxed) + 1;
-    uint64_t taken = atomic_load_explicit(&p->counter[BENCH_CONSUMED], memory_order_relaxed);
-    shard_trace_span(p->trace, BENCH_SPAN_SAMPLE, start, now);
-    shard_trace_counter(p->trace, BENCH_COUNTER_QUEUE, done > taken ? (double)(done - taken) : 0,
-                        now);
+    struct bench_probe *p = user;
+    shard_trace_thread_name(p->trace, name);
+}
+
+void sk_bench_probe_init(struct bench_probe *p, struct shard_trace *trace)
+{
+    memset(p, 0, sizeof *p);
+    p->trace = trace;
+    p->observer = (struct sk_read_observer){.span = on_span, .thread = on_thread, .user = p};
+}
+
+const struct sk_read_observer *sk_bench_probe_observer(const struct bench_probe *p)
+{
+    return p->trace ? &p->observer : NULL;
 }

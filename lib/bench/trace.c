@@ -8,11 +8,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "util/clock.h"
 #include "shardkit.h"
 #include "shardkit/bench.h"
 
@@ -63,9 +63,7 @@ static uint32_t current_tid(void)
 
 uint64_t shard_trace_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return sk_now_ns();
 }
 
 int shard_trace_new(struct shard_trace **out, uint64_t max_events, struct shard_err *err)

@@ -195,7 +195,7 @@ int sk_journal_read(const char *path,
     if (!rc && !have_end)
         rc = shard_err_set(err, SHARD_ECORRUPT, "no end line");
     if (rc)
-        shard_err_prefix(err, "journal '%s' line %llu", path, (unsigned long long)line_no);
+        shard_err_prefix(err, rc, "journal '%s' line %llu", path, (unsigned long long)line_no);
     free(line);
     fclose(f);
     return rc;

@@ -14,6 +14,7 @@
 #include "format/shuffle.h"
 #include "convert/run.h"
 #include "shardkit/format.h"
+#include "source/source_internal.h"
 
 static int compare_keys(const struct shard_keylist *l, uint64_t a, uint64_t b)
 {
@@ -89,6 +90,42 @@ static int label_set_add(struct label_set *set, const char *name, size_t len,
     return SHARD_OK;
 }
 
+/* Labels the user asked for (not the default, not "none"): a rule that
+ * labels nothing is a mistake to say, not a dataset to write. */
+static int labels_asked(const struct run *r)
+{
+    return r->o->labels && strcmp(r->o->labels, "none") != 0;
+}
+
+static int no_label_error(const struct run *r, const char *what, uint64_t count,
+                          struct shard_err *err)
+{
+    if (r->label_rows)
+        return shard_err_set(err, SHARD_EINVAL, "--labels '%s' labels none of the %llu %s: "
+                             "%llu of its %llu rows name no file of the source", r->o->labels,
+                             (unsigned long long)count, what,
+                             (unsigned long long)r->label_rows_unmatched,
+                             (unsigned long long)r->label_rows);
+    return shard_err_set(err, SHARD_EINVAL, "--labels '%s' labels none of the %llu %s",
+                         r->o->labels, (unsigned long long)count, what);
+}
+
+int sk_run_check_labels_used(const struct run *r, struct shard_err *err)
+{
+    uint64_t samples = sk_assembler_samples(r->as);
+    if (labels_asked(r) && samples > 0 && sk_assembler_unlabeled(r->as) == samples)
+        return no_label_error(r, "samples", samples, err);
+    return SHARD_OK;
+}
+
+/* An archive entry refused for its name ("../x.jpg"): its path says
+ * nothing about a class, so it gives none (not even to the label list). */
+static int unsafe_name(const struct run *r, uint64_t cand)
+{
+    const char *why = r->archive ? r->spooled[cand].reason : NULL;
+    return why && strncmp(why, SK_REASON_UNSAFE, strlen(SK_REASON_UNSAFE)) == 0;
+}
+
 /* Label every candidate: the distinct names, sorted by bytes, numbered. */
 int sk_run_assign_labels(struct run *r, struct shard_err *err)
 {
@@ -104,7 +141,7 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     }
     for (uint64_t i = 0; !rc && i < r->n; i++) {
         const char *key = shard_keylist_get(&r->keys, i, &key_len);
-        if (shard_labeler_label(r->labeler, key, key_len, &name, &len))
+        if (!unsafe_name(r, i) && shard_labeler_label(r->labeler, key, key_len, &name, &len))
             rc = label_set_add(&set, name, len, err);
     }
     if (rc)
@@ -139,12 +176,20 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
             goto out;
         }
     }
+    uint64_t labeled = 0;
     for (uint64_t i = 0; i < r->n; i++) {
         const char *key = shard_keylist_get(&r->keys, i, &key_len);
         r->label_of[i] = SHARD_NO_LABEL;
-        if (shard_labeler_label(r->labeler, key, key_len, &name, &len))
+        if (!unsafe_name(r, i) && shard_labeler_label(r->labeler, key, key_len, &name, &len)) {
             r->label_of[i] = label_set_find(&set, name, len, XXH3_64bits(name, len))->number;
+            labeled++;
+        }
     }
+    r->label_rows = shard_labeler_rows(r->labeler);
+    if ((rc = shard_labeler_unmatched_rows(r->labeler, &r->keys, &r->label_rows_unmatched, err)))
+        goto out;
+    if (labels_asked(r) && r->n > 0 && labeled == 0)
+        rc = no_label_error(r, "candidates", r->n, err);
 out:
     free(set.slots);
     free(sorted);
@@ -166,7 +211,7 @@ int sk_run_make_order(struct run *r, struct shard_err *err)
             if (compare_keys(&r->keys, r->order[i - 1], r->order[i]) == 0) {
                 struct spooled *sp = &r->spooled[r->order[i]];
                 free(sp->reason);
-                sp->reason = strdup("duplicate entry in archive: an earlier entry has this name");
+                sp->reason = strdup(SK_REASON_DUPLICATE);
                 if (!sp->reason)
                     return shard_err_set(err, SHARD_ENOMEM, "out of memory");
             }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "util/clock.h"
 #include "util/fsutil.h"
 #include "convert/journal.h"
 #include "convert/run.h"
@@ -131,7 +132,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     sum->labels = r->label_count;
     sum->rejects = m.rejects;
     sum->reject_count = m.reject_count;
-    sum->seconds = sk_run_now() - r->t0;
+    sum->seconds = sk_now_seconds() - r->t0;
     if (rc)
         return rc;
     write_run_info(r, sum);

@@ -48,7 +48,8 @@ struct slot {
     uint64_t source_bytes;
     uint64_t source_xxh3;
     uint64_t too_large;
-    const char *problem;    /* archive entry without bytes: why (static string) */
+    const char *problem;    /* archive entry without bytes: why (points into `why`) */
+    int link_only;          /* archive hard link without data: resolved after the pass */
     struct shard_err why;
 };
 
@@ -64,12 +65,15 @@ struct run {
     struct dst *dst;
     struct shard_labeler *labeler;
     struct shard_keylist keys;        /* candidates: sorted (directory) or archive order */
+    struct shard_refusals refused;    /* directory candidates refused by the scan */
     struct shard_scan_stats stats;
     uint64_t n;
     uint64_t *order;                   /* order[pos] = candidate */
     int32_t *label_of;                /* per candidate */
     char **label_names;               /* sorted display names */
     uint32_t label_count;
+    uint64_t label_rows;              /* of a CSV label file */
+    uint64_t label_rows_unmatched;    /* ... naming no candidate */
     struct spooled *spooled;          /* archive only, per candidate */
     uint64_t spooled_cap;
     int spool_fd;
@@ -88,7 +92,6 @@ struct run {
 };
 
 /* shardify.c */
-double sk_run_now(void);
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */
 void sk_run_progress(struct run *r, int force);
 /* The slot's input is a source file's bytes: hash it and convert it; on
@@ -104,6 +107,9 @@ int sk_run_spool_archive(struct run *r, struct shard_err *err);
 /* order.c */
 int sk_run_assign_labels(struct run *r, struct shard_err *err);
 int sk_run_make_order(struct run *r, struct shard_err *err);
+/* After converting: labels asked for (--labels) that label no sample are an
+ * error (so are labels that label no candidate, found by assign_labels). */
+int sk_run_check_labels_used(const struct run *r, struct shard_err *err);
 /* Fresh run: record the order's state.  Resume: it must match (*resuming set). */
 int sk_run_check_state(struct run *r, int *resuming, struct shard_err *err);
 

@@ -16,24 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "convert/pipeline.h"
 #include "convert/run.h"
+#include "util/clock.h"
 #include "shardkit/format.h"
 
 #define SLOTS_PER_THREAD 16
 #define PROGRESS_INTERVAL 0.1
-
-double sk_run_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void shardify_options_init(struct shardify_options *o)
 {
@@ -56,7 +49,7 @@ void sk_run_progress(struct run *r, int force)
 {
     if (!r->o->progress)
         return;
-    double t = sk_run_now();
+    double t = sk_now_seconds();
     if (!force && t - r->last_progress < PROGRESS_INTERVAL)
         return;
     r->last_progress = t;
@@ -202,6 +195,12 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         s->payload.len = sp->len;
     } else {
+        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+        if (refusal) {  /* never opened: see shard_scan_dir */
+            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+            sk_run_reject_slot(s, &e);
+            return;
+        }
         if (key_len > SHARD_KEY_MAX) {
             shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
             sk_run_reject_slot(s, &e);
@@ -345,6 +344,7 @@ static void run_release(struct run *r)
         free(r->spooled[i].reason);
     free(r->spooled);
     shard_keylist_release(&r->keys);
+    shard_refusals_release(&r->refused);
     free(r->order);
     free(r->label_of);
     for (uint32_t i = 0; r->label_names && i < r->label_count; i++)
@@ -365,7 +365,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     struct run r;
     memset(&r, 0, sizeof r);
     r.o = o;
-    r.t0 = sk_run_now();
+    r.t0 = sk_now_seconds();
     r.src = src;
     r.src_fd = -1;
     r.spool_fd = -1;
@@ -388,7 +388,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = shard_scan_dir(src, &r.keys, &r.stats, err);
+        rc = shard_scan_dir(src, &r.keys, &r.refused, &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }
@@ -402,15 +402,18 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         goto out;
     if (resuming && (rc = sk_run_adopt_finished(&r, err)))
         goto out;
-    if ((rc = convert(&r, err)) || (rc = sk_run_publish(&r, summary, err)))
+    if ((rc = convert(&r, err)) || (rc = sk_run_check_labels_used(&r, err)) ||
+        (rc = sk_run_publish(&r, summary, err)))
         goto out;
 out:
+    summary->label_rows = r.label_rows;
+    summary->label_rows_unmatched = r.label_rows_unmatched;
     if (rc == SHARD_EINTR)
         shard_err_set(err, SHARD_EINTR,
                       "interrupted: finished shards are kept; run again with --resume to "
                       "continue");
     if (rc)
-        summary->seconds = sk_run_now() - r.t0;
+        summary->seconds = sk_now_seconds() - r.t0;
     run_release(&r);
     return rc;
 }

@@ -1,5 +1,12 @@
 /* spool.c - archives: one streaming pass that converts every entry
- * and keeps the payloads in DST/.shardify/spool until the order is known. */
+ * and keeps the payloads in DST/.shardify/spool until the order is known.
+ *
+ * A hard link without data has no bytes when it streams past: it is
+ * spooled as pending, and once the pass is over it takes the record of the
+ * entry whose bytes it has (source/links.c).  When that entry is not a
+ * candidate ("b.jpg" a link to "b.dat"), the archive is read a second time
+ * for it, and its record is spooled after the candidates' (a "hidden
+ * item": r->spooled[n + item]), where no sample order ever looks. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,42 +19,71 @@
 #include "util/fsutil.h"
 #include "convert/pipeline.h"
 #include "convert/run.h"
+#include "source/source_internal.h"
+
+#define SPOOLED_INITIAL 1024
+
+struct spool_pass {
+    struct run *r;
+    struct sk_links *links;
+};
+
+/* The slot holds an entry's bytes or why it has none: give it its reason
+ * for the claim's problem. */
+static void set_problem(struct slot *s, const char *problem)
+{
+    s->problem = NULL;
+    if (problem) {
+        shard_err_set(&s->why, SHARD_EUNSUPPORTED, "%s", problem);
+        s->problem = s->why.msg;
+    }
+}
 
 static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
 {
-    struct run *r = ctx;
+    struct spool_pass *p = ctx;
+    struct run *r = p->r;
     struct slot *s = slot;
     const char *key;
     size_t key_len;
+    int link_only = 0;
     s->too_large = 0;
     int rc = shard_archive_next(r->ar, r->config.max_file_bytes, &key, &key_len, &s->input,
                                 &s->too_large, &r->stats, err);
     if (rc <= 0) {
         if (rc < 0)
-            shard_err_prefix(err, "cannot read archive '%s'", r->src);
+            shard_err_prefix(err, rc, "cannot read archive '%s'", r->src);
         return rc;
     }
     s->cand = r->keys.count;
     s->pos = pos;
-    s->problem = shard_archive_problem(r->ar);
-    rc = shard_keylist_add(&r->keys, key, key_len, err);
-    return rc ? rc : 1;
+    set_problem(s, shard_archive_problem(r->ar));
+    shard_archive_link(r->ar, NULL, &link_only);
+    s->link_only = link_only;
+    if ((rc = sk_links_note(p->links, r->ar, s->cand, err)) ||
+        (rc = shard_keylist_add(&r->keys, key, key_len, err)))
+        return rc;
+    return 1;
 }
 
-static void spool_work(void *ctx, int thread, void *slot)
+/* Convert a claimed entry (or a hidden item) into the slot. */
+static void convert_entry(struct run *r, int thread, struct slot *s)
 {
-    struct run *r = ctx;
-    struct slot *s = slot;
     s->ok = 0;
     s->has_source = 0;
+    struct shard_err e;
     if (s->problem) {
-        struct shard_err e;
         shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", s->problem);
         sk_run_reject_slot(s, &e);
         return;
     }
+    if (s->link_only) {
+        /* replaced once the pass is over (sk_links_resolve) */
+        shard_err_set(&e, SHARD_ECORRUPT, "%s", SK_REASON_LINK "an entry not yet read");
+        sk_run_reject_slot(s, &e);
+        return;
+    }
     if (s->too_large) {
-        struct shard_err e;
         shard_err_set(&e, SHARD_ELIMIT, "file of %llu bytes exceeds the limit of %llu",
                       (unsigned long long)s->too_large,
                       (unsigned long long)r->config.max_file_bytes);
@@ -57,12 +93,19 @@ static void spool_work(void *ctx, int thread, void *slot)
     sk_run_convert_input(r, thread, s);
 }
 
-static int spool_consume(void *ctx, void *slot, struct shard_err *err)
+static void spool_work(void *ctx, int thread, void *slot)
 {
-    struct run *r = ctx;
-    struct slot *s = slot;
-    if (s->cand >= r->spooled_cap) {
-        uint64_t cap = r->spooled_cap ? 2 * r->spooled_cap : 1024;
+    struct spool_pass *p = ctx;
+    convert_entry(p->r, thread, slot);
+}
+
+/* Keep what the slot learned as r->spooled[index], its payload in the spool. */
+static int store(struct run *r, uint64_t index, const struct slot *s, struct shard_err *err)
+{
+    if (index >= r->spooled_cap) {
+        uint64_t cap = r->spooled_cap ? r->spooled_cap : SPOOLED_INITIAL;
+        while (cap <= index)
+            cap *= 2;
         struct spooled *p = realloc(r->spooled, cap * sizeof *p);
         if (!p)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -70,13 +113,11 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
         r->spooled = p;
         r->spooled_cap = cap;
     }
-    struct spooled *sp = &r->spooled[s->cand];
+    struct spooled *sp = &r->spooled[index];
     sp->has_source = s->has_source;
     sp->source_bytes = s->source_bytes;
     sp->source_xxh3 = s->source_xxh3;
     r->bytes_in += s->has_source ? s->source_bytes : 0;
-    r->done++;
-    sk_run_progress(r, 0);
     if (!s->ok) {
         sp->reason = strdup(s->why.msg);
         return sp->reason ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -89,8 +130,61 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
     return sk_fs_write_all(r->spool_fd, s->payload.data, s->payload.len, r->spool_path, err);
 }
 
+static int spool_consume(void *ctx, void *slot, struct shard_err *err)
+{
+    struct spool_pass *p = ctx;
+    struct slot *s = slot;
+    p->r->done++;
+    sk_run_progress(p->r, 0);
+    return store(p->r, s->cand, s, err);
+}
+
+/* A hidden item of the links' second pass: converted like an entry, on
+ * this thread, into the first slot. */
+static int spool_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
+                      uint64_t too_large, const char *problem, struct shard_err *err)
+{
+    struct run *r = ctx;
+    struct slot *s = &r->slots[0];
+    s->input.len = 0;
+    s->too_large = too_large;
+    s->link_only = 0;
+    set_problem(s, problem);
+    int rc = bytes->len ? shard_buf_append(&s->input, bytes->data, bytes->len, err) : SHARD_OK;
+    if (rc)
+        return rc;
+    convert_entry(r, 0, s);
+    return store(r, r->keys.count + item, s, err);
+}
+
+/* Give every candidate whose bytes are another entry's that entry's record. */
+static int apply_links(struct run *r, const struct sk_links *links, struct shard_err *err)
+{
+    uint64_t pos = 0, n = r->keys.count;
+    struct sk_link_copy c;
+    while (sk_links_next_copy(links, &pos, &c)) {
+        struct spooled *to = &r->spooled[c.cand];
+        free(to->reason);
+        if (c.from == SK_FROM_NOWHERE) {
+            memset(to, 0, sizeof *to);
+            to->reason = strdup(c.why);
+        } else {
+            const struct spooled *from = &r->spooled[c.from == SK_FROM_CANDIDATE ? c.source
+                                                                                 : n + c.source];
+            *to = *from;  /* the same payload in the spool, the same identity */
+            to->reason = from->reason ? strdup(from->reason) : NULL;
+            if (!from->reason)
+                continue;
+        }
+        if (!to->reason)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    return SHARD_OK;
+}
+
 int sk_run_spool_archive(struct run *r, struct shard_err *err)
 {
+    struct spool_pass pass = {r, NULL};
     int rc = shard_archive_open(&r->ar, r->src, err);
     if (rc)
         return rc;
@@ -101,14 +195,22 @@ int sk_run_spool_archive(struct run *r, struct shard_err *err)
     if (r->spool_fd < 0)
         return shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", r->spool_path);
     void **slots = sk_run_slot_pointers(r, err);
-    if (!slots)
-        return SHARD_ENOMEM;
-    struct pipeline_ops ops = {r, spool_claim, spool_work, spool_consume};
+    if (!slots || (rc = sk_links_new(&pass.links, err))) {
+        free(slots);
+        return slots ? rc : SHARD_ENOMEM;
+    }
+    struct pipeline_ops ops = {&pass, spool_claim, spool_work, spool_consume};
     r->phase = "spool";
     rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
     free(slots);
     shard_archive_close(r->ar);
     r->ar = NULL;
+    if (!rc && sk_links_any(pass.links))
+        rc = sk_links_resolve(pass.links, &r->keys, r->src, r->config.max_file_bytes,
+                              spool_item, r, err);
+    if (!rc)
+        rc = apply_links(r, pass.links, err);
+    sk_links_free(pass.links);
     r->n = r->keys.count;
     r->stats.candidates = r->n;
     return rc;

@@ -1,21 +1,25 @@
-/* shard_reader.c - parsing and reading a shard file.
+/* shard_reader.c - parsing, opening and reading a shard (see
+ * format/shard_reader.h).
  *
  * Parsing works on caller-supplied bytes (so the same code serves local
- * files, HTTP ranges and fuzzers); struct shard_file adds local file access.
- * Every size read from the file is checked before it is used to allocate or
- * to index: a damaged or hostile shard gives SHARD_ECORRUPT, never a crash. */
-#include <errno.h>
+ * files, HTTP ranges and fuzzers); sk_shard_open reads and checks a shard's
+ * header, trailer and footer through any read function, and struct
+ * shard_file is that over a local path.  Every size read from the file is
+ * checked before it is used to allocate or to index: a damaged or hostile
+ * shard gives SHARD_ECORRUPT, never a crash. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "util/endian.h"
+#include "util/fsutil.h"
+#include "util/quote.h"
 #include "format/layout.h"
 #include "format/record_internal.h"
+#include "format/shard_reader.h"
 #include "shardkit/format.h"
 
 int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
@@ -147,87 +151,91 @@ int shard_footer_parse(const uint8_t *buf, size_t len, const struct shard_traile
     return SHARD_OK;
 }
 
+/* ---- opening a shard, naming a damaged record -------------------------------- */
+
+int sk_shard_open(uint64_t file_bytes, sk_shard_read_fn read, void *ctx, struct sk_shard_head *out,
+                  struct shard_err *err)
+{
+    memset(out, 0, sizeof *out);
+    uint8_t head[SHARD_HEADER_BYTES], tail[SHARD_TRAILER_BYTES];
+    if (file_bytes < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES)
+        return shard_err_set(err, SHARD_ECORRUPT, "file is too short for a shard (%llu bytes)",
+                             (unsigned long long)file_bytes);
+    int rc;
+    if ((rc = read(ctx, 0, head, sizeof head, err)) ||
+        (rc = read(ctx, file_bytes - sizeof tail, tail, sizeof tail, err)) ||
+        (rc = shard_header_parse(head, sizeof head, &out->index, err)) ||
+        (rc = shard_trailer_parse(tail, sizeof tail, file_bytes, &out->trailer, err)))
+        return rc;
+    /* shard_trailer_parse placed the footer inside the file */
+    uint8_t *footer = malloc(out->trailer.footer_bytes ? (size_t)out->trailer.footer_bytes : 1);
+    if (!footer)
+        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate a footer of %llu bytes",
+                             (unsigned long long)out->trailer.footer_bytes);
+    if (!(rc = read(ctx, out->trailer.footer_offset, footer, (size_t)out->trailer.footer_bytes,
+                    err)))
+        rc = shard_footer_parse(footer, (size_t)out->trailer.footer_bytes, &out->trailer,
+                                &out->footer, err);
+    free(footer);
+    if (rc)
+        return rc;
+    out->bytes_read = sizeof head + sizeof tail + out->trailer.footer_bytes;
+    return SHARD_OK;
+}
+
+int sk_shard_check_record(const struct shard_footer *f, uint64_t r,
+                          const struct shard_record_view *v, struct shard_err *err)
+{
+    const struct shard_index_row *row = &f->rows[r];
+    if (v->key_len != row->key_len || memcmp(v->key, f->keys + f->key_offsets[r], row->key_len) ||
+        v->meta.label != row->label)
+        return shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
+    return SHARD_OK;
+}
+
+int sk_shard_record_error(struct shard_err *err, int rc, const char *shard,
+                          const struct shard_footer *f, uint64_t r)
+{
+    char quoted[SHARD_QUOTE_SIZE];
+    sk_quote_bytes((const char *)f->keys + f->key_offsets[r], f->rows[r].key_len, quoted,
+                   sizeof quoted);
+    return shard_err_prefix(err, rc, "%s record %llu (key '%s')", shard, (unsigned long long)r,
+                            quoted);
+}
+
+/* ---- a local shard file ----------------------------------------------------- */
+
 struct shard_file {
     int fd;
     char *path;
     uint64_t bytes;
-    uint32_t index;
-    struct shard_trailer trailer;
-    struct shard_footer footer;
+    struct sk_shard_head head;
 };
 
-static int pread_all(int fd, uint8_t *p, size_t n, uint64_t off, const char *path,
-                     struct shard_err *err)
+static int file_read(void *ctx, uint64_t offset, void *buf, size_t len, struct shard_err *err)
 {
-    while (n) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return shard_err_errno(err, SHARD_EIO, errno, "cannot read '%s'", path);
-        if (r == 0)
-            return shard_err_set(err, SHARD_ECORRUPT, "'%s' ends early", path);
-        p += r;
-        n -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return SHARD_OK;
+    const struct shard_file *f = ctx;
+    return sk_fs_pread_all(f->fd, f->bytes, offset, buf, len, err);
 }
 
 int shard_file_open(struct shard_file **out, const char *path, struct shard_err *err)
 {
     *out = NULL;
     struct shard_file *f = calloc(1, sizeof *f);
-    uint8_t *footer = NULL;
-    int rc;
     if (!f || !(f->path = strdup(path))) {
         free(f);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0) {
-        rc = shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
-                             "cannot open '%s'", path);
-        goto fail;
+    int rc = sk_fs_open_read(AT_FDCWD, path, &f->fd, &f->bytes, err);
+    if (!rc)
+        rc = sk_shard_open(f->bytes, file_read, f, &f->head, err);
+    if (rc) {
+        shard_err_prefix(err, rc, "%s", path);
+        shard_file_close(f);
+        return rc;
     }
-    struct stat st;
-    if (fstat(f->fd, &st) != 0) {
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot stat '%s'", path);
-        goto fail;
-    }
-    f->bytes = (uint64_t)st.st_size;
-    uint8_t head[SHARD_HEADER_BYTES], tail[SHARD_TRAILER_BYTES];
-    if (f->bytes < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES) {
-        rc = shard_err_set(err, SHARD_ECORRUPT, "'%s' is too short for a shard (%llu bytes)",
-                           path, (unsigned long long)f->bytes);
-        goto fail;
-    }
-    if ((rc = pread_all(f->fd, head, sizeof head, 0, path, err)) ||
-        (rc = pread_all(f->fd, tail, sizeof tail, f->bytes - sizeof tail, path, err)))
-        goto fail;
-    if ((rc = shard_header_parse(head, sizeof head, &f->index, err)) ||
-        (rc = shard_trailer_parse(tail, sizeof tail, f->bytes, &f->trailer, err)))
-        goto prefixed;
-    footer = malloc(f->trailer.footer_bytes);
-    if (!footer) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "cannot allocate the footer of '%s'", path);
-        goto fail;
-    }
-    if ((rc = pread_all(f->fd, footer, f->trailer.footer_bytes, f->trailer.footer_offset,
-                        path, err)))
-        goto fail;
-    if ((rc = shard_footer_parse(footer, f->trailer.footer_bytes, &f->trailer, &f->footer,
-                                 err)))
-        goto prefixed;
-    free(footer);
     *out = f;
     return SHARD_OK;
-prefixed:
-    shard_err_prefix(err, "'%s'", path);
-fail:
-    free(footer);
-    shard_file_close(f);
-    return rc;
 }
 
 void shard_file_close(struct shard_file *f)
@@ -236,14 +244,14 @@ void shard_file_close(struct shard_file *f)
         return;
     if (f->fd >= 0)
         close(f->fd);
-    shard_footer_free(&f->footer);
+    shard_footer_free(&f->head.footer);
     free(f->path);
     free(f);
 }
 
 uint64_t shard_file_records(const struct shard_file *f)
 {
-    return f->footer.record_count;
+    return f->head.footer.record_count;
 }
 
 uint64_t shard_file_bytes(const struct shard_file *f)
@@ -253,47 +261,55 @@ uint64_t shard_file_bytes(const struct shard_file *f)
 
 uint32_t shard_file_index(const struct shard_file *f)
 {
-    return f->index;
+    return f->head.index;
 }
 
 const struct shard_footer *shard_file_footer(const struct shard_file *f)
 {
-    return &f->footer;
+    return &f->head.footer;
+}
+
+/* Record i's frame into `frame` (i < record count); the reason only. */
+static int read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *frame,
+                      struct shard_err *err)
+{
+    const struct shard_index_row *r = &f->head.footer.rows[i];
+    frame->len = 0;
+    int rc = shard_buf_reserve(frame, (size_t)r->frame_bytes, err);
+    if (!rc)
+        rc = file_read((void *)f, r->offset, frame->data, (size_t)r->frame_bytes, err);
+    if (!rc)
+        frame->len = (size_t)r->frame_bytes;
+    return rc;
+}
+
+static int no_record(const struct shard_file *f, uint64_t i, struct shard_err *err)
+{
+    return shard_err_set(err, SHARD_ENOTFOUND, "%s has no record %llu", f->path,
+                         (unsigned long long)i);
 }
 
 int shard_file_read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *frame,
                           struct shard_err *err)
 {
-    if (i >= f->footer.record_count)
-        return shard_err_set(err, SHARD_ENOTFOUND, "'%s' has no record %llu", f->path,
-                             (unsigned long long)i);
-    const struct shard_index_row *r = &f->footer.rows[i];
-    frame->len = 0;
-    int rc = shard_buf_reserve(frame, r->frame_bytes, err);
-    if (rc)
-        return rc;
-    rc = pread_all(f->fd, frame->data, r->frame_bytes, r->offset, f->path, err);
-    if (rc)
-        return rc;
-    frame->len = r->frame_bytes;
-    return SHARD_OK;
+    if (i >= f->head.footer.record_count)
+        return no_record(f, i, err);
+    int rc = read_frame(f, i, frame, err);
+    return rc ? sk_shard_record_error(err, rc, f->path, &f->head.footer, i) : SHARD_OK;
 }
 
 int shard_file_read_record(const struct shard_file *f, uint64_t i,
                            struct shard_record_decoder *dec, struct shard_record_view *view,
                            struct shard_err *err)
 {
+    if (i >= f->head.footer.record_count)
+        return no_record(f, i, err);
     struct shard_buf *frame = sk_record_decoder_frame(dec);
-    int rc = shard_file_read_frame(f, i, frame, err);
-    if (rc)
-        return rc;
-    const struct shard_index_row *r = &f->footer.rows[i];
-    rc = shard_record_decode(dec, frame->data, frame->len, &r->frame_xxh3, view, err);
-    if (!rc && (view->key_len != r->key_len ||
-                memcmp(view->key, f->footer.keys + f->footer.key_offsets[i], r->key_len) != 0 ||
-                view->meta.label != r->label))
-        rc = shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
-    if (rc)
-        shard_err_prefix(err, "'%s' record %llu", f->path, (unsigned long long)i);
-    return rc;
+    int rc = read_frame(f, i, frame, err);
+    if (!rc)
+        rc = shard_record_decode(dec, frame->data, frame->len, &f->head.footer.rows[i].frame_xxh3,
+                                 view, err);
+    if (!rc)
+        rc = sk_shard_check_record(&f->head.footer, i, view, err);
+    return rc ? sk_shard_record_error(err, rc, f->path, &f->head.footer, i) : SHARD_OK;
 }

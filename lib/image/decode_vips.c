@@ -63,22 +63,28 @@ int shard_vips_init(struct shard_err *err)
     return SHARD_OK;
 }
 
-/* Open the loader for `format`; reads the header only. */
+/* Open the loader for `format`; reads the header only.  0 or SHARD_ECORRUPT
+ * (no message: the caller names the format). */
 static int load_header(enum shard_image_format format, const uint8_t *data, size_t len,
                        VipsImage **out)
 {
     /* The loaders read the buffer and never write it; their API is not const. */
     void *buf = (void *)data;
+    int failed;
     switch (format) {
     case SHARD_FORMAT_WEBP:
-        return vips_webpload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+        failed = vips_webpload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+        break;
     case SHARD_FORMAT_TIFF:
-        return vips_tiffload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+        failed = vips_tiffload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+        break;
     case SHARD_FORMAT_GIF:
-        return vips_gifload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+        failed = vips_gifload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
+        break;
     default:
-        return -1;
+        failed = 1;
     }
+    return failed ? SHARD_ECORRUPT : SHARD_OK;
 }
 
 static int flatten(VipsImage *in, VipsImage **out, const uint8_t background[3])
@@ -91,40 +97,41 @@ static int flatten(VipsImage *in, VipsImage **out, const uint8_t background[3])
 }
 
 /* The libvips pipeline from the header to 8-bit sRGB without alpha.
- * t[] is owned by the caller's context.  0 or -1 (libvips error). */
+ * t[] is owned by the caller's context.  0 or SHARD_EUNSUPPORTED (a libvips
+ * error: a colour layout it cannot convert; no message). */
 static int to_rgb8(VipsImage **t, const uint8_t background[3], VipsImage **result)
 {
     VipsImage *cur = t[STEP_LOAD];
     if (vips_autorot(cur, &t[STEP_ROTATE], NULL))
-        return -1;
+        return SHARD_EUNSUPPORTED;
     cur = t[STEP_ROTATE];
     if (vips_image_get_interpretation(cur) != VIPS_INTERPRETATION_sRGB) {
         if (vips_colourspace(cur, &t[STEP_SRGB], VIPS_INTERPRETATION_sRGB, NULL))
-            return -1;
+            return SHARD_EUNSUPPORTED;
         cur = t[STEP_SRGB];
     }
     if (vips_image_get_format(cur) != VIPS_FORMAT_UCHAR) {
         if (vips_cast_uchar(cur, &t[STEP_UCHAR], NULL))
-            return -1;
+            return SHARD_EUNSUPPORTED;
         cur = t[STEP_UCHAR];
     }
     if (vips_image_hasalpha(cur)) {
         if (flatten(cur, &t[STEP_FLAT], background))
-            return -1;
+            return SHARD_EUNSUPPORTED;
         cur = t[STEP_FLAT];
     }
     if (vips_image_get_bands(cur) != RGB_CHANNELS || vips_image_get_format(cur) != VIPS_FORMAT_UCHAR) {
         VipsImage *bands;
         if (vips_extract_band(cur, &bands, 0, "n", RGB_CHANNELS, NULL))
-            return -1;
+            return SHARD_EUNSUPPORTED;
         int rc = vips_cast_uchar(bands, &t[STEP_BANDS], NULL);
         g_object_unref(bands);
         if (rc)
-            return -1;
+            return SHARD_EUNSUPPORTED;
         cur = t[STEP_BANDS];
     }
     *result = cur;
-    return 0;
+    return SHARD_OK;
 }
 
 static int decode_with(VipsImage *context, enum shard_image_format format, const uint8_t *data,
@@ -133,16 +140,17 @@ static int decode_with(VipsImage *context, enum shard_image_format format, const
 {
     const char *label = sk_format_label(format);
     VipsImage **t = (VipsImage **)vips_object_local_array(VIPS_OBJECT(context), STEP_COUNT);
-    if (load_header(format, data, len, &t[STEP_LOAD]))
-        return shard_err_set(err, SHARD_ECORRUPT, "corrupt %s: cannot read the header", label);
-    int rc = sk_decode_check_pixels((uint32_t)vips_image_get_width(t[STEP_LOAD]),
-                                       (uint32_t)vips_image_get_height(t[STEP_LOAD]), o, err);
+    int rc = load_header(format, data, len, &t[STEP_LOAD]);
+    if (rc)
+        return shard_err_set(err, rc, "corrupt %s: cannot read the header", label);
+    rc = sk_decode_check_pixels((uint32_t)vips_image_get_width(t[STEP_LOAD]),
+                                (uint32_t)vips_image_get_height(t[STEP_LOAD]), o, err);
     if (rc)
         return rc;
 
     VipsImage *rgb;
-    if (to_rgb8(t, o->background, &rgb))
-        return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: %s colour layout", label);
+    if ((rc = to_rgb8(t, o->background, &rgb)))
+        return shard_err_set(err, rc, "unsupported: %s colour layout", label);
     uint32_t w = (uint32_t)vips_image_get_width(rgb), h = (uint32_t)vips_image_get_height(rgb);
     rc = shard_image_alloc(out, w, h, RGB_CHANNELS, err);
     if (rc)

@@ -344,13 +344,9 @@ int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len
     o.target = 0;  /* full size: the record's own dimensions */
     int rc = shard_decode(data, len, &o, out, err);
     if (rc) {
-        if (rc == SHARD_ENOTIMAGE) {  /* the signature was right: damage */
+        if (rc == SHARD_ENOTIMAGE)  /* the signature was right: damage */
             rc = SHARD_ECORRUPT;
-            if (err)
-                err->code = rc;
-        }
-        shard_err_prefix(err, "%s payload", shard_codec_name(codec));
-        return rc;
+        return shard_err_prefix(err, rc, "%s payload", shard_codec_name(codec));
     }
     if (out->width != width || out->height != height)
         return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u",

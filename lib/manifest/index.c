@@ -210,7 +210,7 @@ int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s
                              (unsigned long long)r->line_no);
     }
     if (rc < 0)
-        return shard_err_prefix(err, "'%s' line %llu", r->path,
+        return shard_err_prefix(err, rc, "'%s' line %llu", r->path,
                                 (unsigned long long)r->line_no);
     *s = r->current;
     return 1;

@@ -168,7 +168,7 @@ int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard
     *out = NULL;
     json_t *root = manifest_to_json(m, err);
     if (!root)
-        return err ? err->code : SHARD_ENOMEM;
+        return SHARD_ENOMEM;  /* manifest_to_json said "cannot build the manifest" */
     char *text = json_dumps(root, DUMP_FLAGS);
     json_decref(root);
     if (!text)
@@ -239,13 +239,16 @@ static int plain_name(const char *s)
     return s[0] && s[0] != '.' && !strchr(s, '/');
 }
 
-static int get_string(const json_t *o, const char *field, char **out)
+/* A copy of string field `field` of o in *out.  0, SHARD_ENOMEM (with its
+ * message) or SHARD_ECORRUPT (o is not an object, or the field is missing or
+ * not a string) with no message: the caller names the field. */
+static int get_string(const json_t *o, const char *field, char **out, struct shard_err *err)
 {
-    const json_t *v = json_object_get(o, field);
+    const json_t *v = json_object_get(o, field);  /* NULL when o is not an object */
     if (!json_is_string(v))
-        return -1;
+        return SHARD_ECORRUPT;
     *out = strdup(json_string_value(v));
-    return *out ? 0 : -1;
+    return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
 }
 
 static int config_from_json(const json_t *o, struct shard_config *c, struct shard_err *err)
@@ -311,8 +314,9 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
         m->label_count = (uint32_t)(i + 1);
         if (i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0)
             return bad_field(err, "\"labels\" are not sorted and unique");
-        if (sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], err))
-            return shard_err_prefix(err, "manifest: counts.by_label");
+        int rc = sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], err);
+        if (rc)
+            return shard_err_prefix(err, rc, "manifest: counts.by_label");
         sum += m->label_samples[i];
     }
     if (sum + m->unlabeled != m->samples)
@@ -336,11 +340,15 @@ static int load_shards(const json_t *root, struct shard_manifest *m, struct shar
         const json_t *o = json_array_get(shards, i);
         struct shard_manifest_shard *s = &m->shards[i];
         m->shard_count = (uint32_t)(i + 1);
-        if (!json_is_object(o) || get_string(o, "file", &s->file) || !plain_name(s->file))
+        int rc = get_string(o, "file", &s->file, err);
+        if (rc == SHARD_ENOMEM)
+            return rc;
+        if (rc || !plain_name(s->file))
             return shard_err_set(err, SHARD_ECORRUPT, "manifest: shards[%zu].file is bad", i);
-        if (sk_jsonkey_uint(o, "samples", &s->samples, err) ||
-            sk_jsonkey_uint(o, "bytes", &s->bytes, err) || sk_jsonkey_hex64(o, "xxh3", &s->xxh3, err))
-            return shard_err_prefix(err, "manifest: shards[%zu]", i);
+        if ((rc = sk_jsonkey_uint(o, "samples", &s->samples, err)) ||
+            (rc = sk_jsonkey_uint(o, "bytes", &s->bytes, err)) ||
+            (rc = sk_jsonkey_hex64(o, "xxh3", &s->xxh3, err)))
+            return shard_err_prefix(err, rc, "manifest: shards[%zu]", i);
         sum += s->samples;
     }
     if (sum != m->samples)
@@ -363,14 +371,19 @@ static int load_rejects(const json_t *root, struct shard_manifest *m, struct sha
         const json_t *o = json_array_get(rejected, i);
         struct shard_reject *r = &m->rejects[i];
         m->reject_count = i + 1;
-        if (!json_is_object(o) || sk_jsonkey_get(o, &r->key, &r->key_len, err) ||
-            get_string(o, "reason", &r->reason))
+        int rc = json_is_object(o) ? sk_jsonkey_get(o, &r->key, &r->key_len, err)
+                                   : SHARD_ECORRUPT;
+        if (!rc)
+            rc = get_string(o, "reason", &r->reason, err);
+        if (rc == SHARD_ENOMEM)
+            return rc;
+        if (rc)
             return shard_err_set(err, SHARD_ECORRUPT, "manifest: rejected[%zu] is bad", i);
         if (json_object_get(o, "source_xxh3")) {
             r->has_source = 1;
-            if (sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err) ||
-                sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err))
-                return shard_err_prefix(err, "manifest: rejected[%zu]", i);
+            if ((rc = sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err)) ||
+                (rc = sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err)))
+                return shard_err_prefix(err, rc, "manifest: rejected[%zu]", i);
         }
     }
     if (n != m->rejected)
@@ -398,27 +411,30 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m,
     if (rc)
         return rc;
     const json_t *source = json_object_get(root, "source");
-    if (!json_is_object(source) || get_string(source, "kind", &m->source_kind))
+    if ((rc = get_string(source, "kind", &m->source_kind, err)) == SHARD_ENOMEM)
+        return rc;
+    if (rc)
         return bad_field(err, "\"source.kind\" missing");
     const json_t *counts = json_object_get(root, "counts");
     if (!json_is_object(counts))
         return bad_field(err, "\"counts\" missing");
-    if (sk_jsonkey_uint(counts, "samples", &m->samples, err) ||
-        sk_jsonkey_uint(counts, "rejected", &m->rejected, err) ||
-        sk_jsonkey_uint(counts, "ignored", &m->ignored, err) ||
-        sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err))
-        return shard_err_prefix(err, "manifest: counts");
+    if ((rc = sk_jsonkey_uint(counts, "samples", &m->samples, err)) ||
+        (rc = sk_jsonkey_uint(counts, "rejected", &m->rejected, err)) ||
+        (rc = sk_jsonkey_uint(counts, "ignored", &m->ignored, err)) ||
+        (rc = sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err)))
+        return shard_err_prefix(err, rc, "manifest: counts");
     if ((rc = load_labels(root, counts, m, err)) || (rc = load_shards(root, m, err)) ||
         (rc = load_rejects(root, m, err)))
         return rc;
     const json_t *index = json_object_get(root, "index");
-    if (!json_is_object(index) || get_string(index, "file", &m->index_file) ||
-        !plain_name(m->index_file))
+    if ((rc = get_string(index, "file", &m->index_file, err)) == SHARD_ENOMEM)
+        return rc;
+    if (rc || !plain_name(m->index_file))
         return bad_field(err, "\"index.file\" missing or not a plain file name");
-    if (sk_jsonkey_uint(index, "entries", &m->index_entries, err) ||
-        sk_jsonkey_uint(index, "bytes", &m->index_bytes, err) ||
-        sk_jsonkey_hex64(index, "xxh3", &m->index_xxh3, err))
-        return shard_err_prefix(err, "manifest: index");
+    if ((rc = sk_jsonkey_uint(index, "entries", &m->index_entries, err)) ||
+        (rc = sk_jsonkey_uint(index, "bytes", &m->index_bytes, err)) ||
+        (rc = sk_jsonkey_hex64(index, "xxh3", &m->index_xxh3, err)))
+        return shard_err_prefix(err, rc, "manifest: index");
     if (m->index_entries != m->samples)
         return bad_field(err, "index.entries differs from counts.samples");
     return SHARD_OK;

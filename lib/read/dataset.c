@@ -10,9 +10,11 @@
  * A location starting with http:// or https:// is read through the HTTP
  * backend (fetch_http.h): manifest.json with one GET, shards as ranges.
  *
- * A benchmark may attach a probe (probe.h) at open: each read then
- * accounts its time to the read, decompress and decode stages.  Without
- * one the only cost is a pointer test. */
+ * Every read counts its cost - time in the read, decompress and decode
+ * stages, bytes - in the dataset's counters (read/observer.h, public as
+ * shard_dataset_stats), and reports spans to an observer when one was given
+ * at open (the benchmark's traces); without one a span costs a pointer
+ * test. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +22,13 @@
 
 #include <zstd.h>
 
-#include "bench/probe.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
-#include "util/quote.h"
+#include "read/observer.h"
+#include "util/clock.h"
 #include "format/record_internal.h"
+#include "format/shard_reader.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 
@@ -38,8 +41,7 @@ struct ds_shard {
     pthread_mutex_t lock;   /* guards opening */
     int opened;             /* set once, under lock; then the fields below are immutable */
     struct fetch_file *file;
-    struct shard_footer footer;
-    uint32_t header_index;  /* the shard number its header holds */
+    struct sk_shard_head head;  /* header number, trailer, footer */
 };
 
 struct shard_dataset {
@@ -57,7 +59,9 @@ struct shard_dataset {
     struct shard_item *spare_items;
     size_t spare_len;
     size_t spare_cap;
-    struct bench_probe *probe;  /* NULL unless a benchmark measures this dataset */
+    struct sk_read_counters counters;  /* every read's cost (shard_dataset_stats) */
+    struct sk_read_observer observer;
+    const struct sk_read_observer *obs;  /* &observer, or NULL when none was given */
 };
 
 /* manifest.json of a remote dataset: one GET. */
@@ -66,7 +70,7 @@ static int load_remote_manifest(struct shard_dataset *ds, struct shard_err *err)
     struct shard_buf text = {0};
     int rc = sk_fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text, err);
     if (rc == SHARD_ENOTFOUND)
-        shard_err_prefix(err, "no manifest");
+        shard_err_prefix(err, rc, "no manifest");
     if (!rc)
         rc = shard_manifest_load_buffer((const char *)text.data, text.len, &ds->manifest, err);
     shard_buf_release(&text);
@@ -83,16 +87,24 @@ int shard_dataset_open(struct shard_dataset **out, const char *location, struct 
     return sk_dataset_open_with(out, location, NULL, NULL, err);
 }
 
+void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats *out)
+{
+    sk_read_counters_get(&ds->counters, out);
+}
+
 int sk_dataset_open_with(struct shard_dataset **out, const char *location,
-                      const struct fetch_http_options *http, struct bench_probe *probe,
-                      struct shard_err *err)
+                         const struct fetch_http_options *http,
+                         const struct sk_read_observer *observer, struct shard_err *err)
 {
     *out = NULL;
     struct shard_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     pthread_mutex_init(&ds->pool_lock, NULL);
-    ds->probe = probe;
+    if (observer) {
+        ds->observer = *observer;
+        ds->obs = &ds->observer;
+    }
     int rc;
     if (sk_fetch_http_is_url(location)) {
         struct fetch_http_options o;
@@ -100,7 +112,8 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
             o = *http;
         else
             sk_fetch_http_options_init(&o);
-        o.probe = probe;
+        o.observer = ds->obs;
+        o.counters = &ds->counters;
         rc = sk_fetch_http_new(&ds->store, location, &o, err);
         if (!rc)
             rc = load_remote_manifest(ds, err);
@@ -139,7 +152,7 @@ void shard_dataset_close(struct shard_dataset *ds)
         return;
     for (uint32_t s = 0; s < ds->shards_init; s++) {
         fetch_close(ds->shards[s].file);
-        shard_footer_free(&ds->shards[s].footer);
+        shard_footer_free(&ds->shards[s].head.footer);
         pthread_mutex_destroy(&ds->shards[s].lock);
     }
     for (size_t i = 0; i < ds->pool_len; i++)
@@ -209,64 +222,48 @@ int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint6
 
 /* ---- opening a shard ---------------------------------------------------- */
 
-/* The number in "shard-000042.shard", or -1 for another name. */
-static int64_t number_in_name(const char *name)
+/* Whether name is "shard-NNNNNN.shard", with NNNNNN in *n. */
+static int number_in_name(const char *name, uint32_t *n)
 {
-    unsigned n;
+    unsigned v;
     int end = 0;
-    if (sscanf(name, "shard-%6u" SHARD_FILE_EXT "%n", &n, &end) == 1 && end > 0 &&
-        name[end] == '\0' && strlen(name) == 6 + 6 + strlen(SHARD_FILE_EXT))
-        return n;
-    return -1;
+    if (sscanf(name, "shard-%6u" SHARD_FILE_EXT "%n", &v, &end) == 1 && end > 0 &&
+        name[end] == '\0' && strlen(name) == 6 + 6 + strlen(SHARD_FILE_EXT)) {
+        *n = v;
+        return 1;
+    }
+    return 0;
 }
 
-/* Read and check header, trailer and footer of shard s into sh (unlocked:
- * the caller holds sh->lock).  Errors are not yet prefixed. */
+static int shard_read(void *ctx, uint64_t offset, void *buf, size_t len, struct shard_err *err)
+{
+    return fetch_read(ctx, offset, buf, len, err);
+}
+
+/* Open shard s into sh (the caller holds sh->lock): sk_shard_open through the
+ * fetch backend, and the footer's record count against the manifest's.
+ * Errors are not yet prefixed. */
 static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
                       struct shard_err *err)
 {
     const struct shard_manifest_shard *ms = &ds->manifest.shards[s];
     struct fetch_file *f = NULL;
-    uint8_t head[SHARD_HEADER_BYTES], tail[SHARD_TRAILER_BYTES];
-    uint8_t *footer = NULL;
-    struct shard_trailer t;
-    uint32_t header_index;
-    uint64_t start = bench_probe_now(ds->probe);
+    uint64_t start = sk_now_ns();
     int rc = fetch_open(ds->store, ms->file, &f, err);
-    if (rc)
-        return rc;
-    if (f->size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES) {
-        rc = shard_err_set(err, SHARD_ECORRUPT, "file is too short for a shard (%llu bytes)",
-                           (unsigned long long)f->size);
-        goto out;
-    }
-    if ((rc = fetch_read(f, 0, head, sizeof head, err)) ||
-        (rc = fetch_read(f, f->size - sizeof tail, tail, sizeof tail, err)) ||
-        (rc = shard_header_parse(head, sizeof head, &header_index, err)) ||
-        (rc = shard_trailer_parse(tail, sizeof tail, f->size, &t, err)))
-        goto out;
-    if (!(footer = malloc(t.footer_bytes))) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "cannot allocate a footer of %llu bytes",
-                           (unsigned long long)t.footer_bytes);
-        goto out;
-    }
-    if ((rc = fetch_read(f, t.footer_offset, footer, t.footer_bytes, err)) ||
-        (rc = shard_footer_parse(footer, t.footer_bytes, &t, &sh->footer, err)))
-        goto out;
-    if (sh->footer.record_count != ms->samples) {
+    if (!rc)
+        rc = sk_shard_open(f->size, shard_read, f, &sh->head, err);
+    if (!rc && sh->head.footer.record_count != ms->samples) {
         rc = shard_err_set(err, SHARD_ECORRUPT, "footer lists %llu records, manifest says %llu",
-                           (unsigned long long)sh->footer.record_count,
+                           (unsigned long long)sh->head.footer.record_count,
                            (unsigned long long)ms->samples);
-        shard_footer_free(&sh->footer);
-        goto out;
+        shard_footer_free(&sh->head.footer);
     }
-    sh->file = f;
-    sh->header_index = header_index;
-    f = NULL;
-    bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, sizeof head + sizeof tail + t.footer_bytes);
-out:
-    sk_bench_probe_span(ds->probe, BENCH_SPAN_OPEN_SHARD, start, bench_probe_now(ds->probe));
-    free(footer);
+    if (!rc) {
+        sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, sh->head.bytes_read);
+        sh->file = f;
+        f = NULL;
+    }
+    sk_read_span(ds->obs, SK_SPAN_OPEN_SHARD, start, sk_now_ns());
     fetch_close(f);
     return rc;
 }
@@ -274,11 +271,10 @@ out:
 int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_err *err)
 {
     const char *file = ds->manifest.shards[s].file;
-    int64_t named = number_in_name(file);
-    if (named >= 0 && (uint64_t)named != ds->shards[s].header_index)
-        return shard_err_set(err, SHARD_ECORRUPT,
-                             "%s: the header says shard %u, the file name %lld", file,
-                             ds->shards[s].header_index, (long long)named);
+    uint32_t named;
+    if (number_in_name(file, &named) && named != ds->shards[s].head.index)
+        return shard_err_set(err, SHARD_ECORRUPT, "%s: the header says shard %u, the file name %u",
+                             file, ds->shards[s].head.index, named);
     return SHARD_OK;
 }
 
@@ -294,13 +290,13 @@ int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct s
         /* not remembered on failure: a later call tries again */
         rc = open_shard(ds, s, sh, err);
         if (rc)
-            shard_err_prefix(err, "%s", ds->manifest.shards[s].file);
+            shard_err_prefix(err, rc, "%s", ds->manifest.shards[s].file);
         else
             sh->opened = 1;
     }
     pthread_mutex_unlock(&sh->lock);
     if (!rc)
-        *footer = &sh->footer;
+        *footer = &sh->head.footer;
     return rc;
 }
 
@@ -410,11 +406,24 @@ static int place_pixels(const struct shard_record_view *v, struct shard_image *i
     return SHARD_OK;
 }
 
-static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
-                       struct shard_item *item, struct shard_err *err)
+/* Account [start, now) to stage counter c and report it as span k; returns
+ * now, the start of the next stage. */
+static uint64_t stage_done(struct shard_dataset *ds, enum sk_read_counter c, enum sk_read_span k,
+                           uint64_t start)
+{
+    uint64_t now = sk_now_ns();
+    sk_read_count(&ds->counters, c, now - start);
+    sk_read_span(ds->obs, k, start, now);
+    return now;
+}
+
+/* read_record's work, from `start`: open the shard if need be, then the
+ * read, decompress and decode stages. */
+static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
+                       struct shard_item *item, uint64_t start, struct shard_err *err)
 {
     const struct shard_footer *footer;
-    uint64_t start = bench_probe_now(ds->probe), t = start;
+    uint64_t t = start;
     int rc = sk_dataset_shard_footer(ds, s, &footer, err);
     if (!rc)
         rc = sk_dataset_shard_check_name(ds, s, err);
@@ -448,10 +457,8 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc)
         rc = fetch_read(ds->shards[s].file, row->offset, frame->data, (size_t)row->frame_bytes,
                         err);
-    if (ds->probe) {
-        bench_probe_add(ds->probe, BENCH_BYTES_REQUESTED, row->frame_bytes);
-        t = sk_bench_probe_stage(ds->probe, SHARD_STAGE_READ, t);
-    }
+    sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, row->frame_bytes);
+    t = stage_done(ds, SK_READ_NS, SK_SPAN_READ, t);
     const uint64_t *expect = (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL;
     if (!rc && in_place)
         rc = sk_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
@@ -465,33 +472,33 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         img->capacity = spot.cap;
         img->width = img->height = 0;
     }
-    if (ds->probe)
-        t = sk_bench_probe_stage(ds->probe, SHARD_STAGE_DECOMPRESS, t);
-    const uint8_t *footer_key = footer->keys + footer->key_offsets[r];
-    if (!rc && (view.key_len != row->key_len || memcmp(view.key, footer_key, row->key_len) ||
-                view.meta.label != row->label))
-        rc = shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
+    t = stage_done(ds, SK_READ_DECOMPRESS_NS, SK_SPAN_DECOMPRESS, t);
+    if (!rc)
+        rc = sk_shard_check_record(footer, r, &view, err);
     if (!rc)
         rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags, item, err);
     if (!rc && in_place)
         rc = place_pixels(&view, img, err);
     pool_put(ds, dec);
-    if (ds->probe) {
-        sk_bench_probe_stage(ds->probe, SHARD_STAGE_DECODE, t);
-        sk_bench_probe_sample_done(ds->probe, start);
-    }
+    stage_done(ds, SK_READ_DECODE_NS, SK_SPAN_DECODE, t);
     if (rc) {
-        char quoted[QUOTE_MAX];
-        sk_quote_bytes((const char *)footer_key, row->key_len, quoted, sizeof quoted);
-        shard_err_prefix(err, "%s record %llu (key '%s')", ds->manifest.shards[s].file,
-                         (unsigned long long)r, quoted);
         item->key.len = 0;
-        return rc;
+        return sk_shard_record_error(err, rc, ds->manifest.shards[s].file, footer, r);
     }
     item->shard = s;
     item->record = r;
     item->index = ds->first[s] + r;
     return SHARD_OK;
+}
+
+static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
+                       struct shard_item *item, struct shard_err *err)
+{
+    uint64_t start = sk_now_ns();
+    int rc = read_stages(ds, s, r, flags, item, start, err);
+    sk_read_count(&ds->counters, rc ? SK_READ_ERRORS : SK_READ_SAMPLES, 1);
+    sk_read_span(ds->obs, SK_SPAN_SAMPLE, start, sk_now_ns());
+    return rc;
 }
 
 void sk_dataset_item_put(struct shard_dataset *ds, struct shard_item *item)
@@ -540,8 +547,8 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
     pthread_mutex_unlock(&sh->lock);
     if (!opened)
         return 0;
-    if (r < sh->footer.record_count) {
-        const struct shard_index_row *row = &sh->footer.rows[r];
+    if (r < sh->head.footer.record_count) {
+        const struct shard_index_row *row = &sh->head.footer.rows[r];
         fetch_advise(sh->file, row->offset, row->frame_bytes);
     }
     return 1;

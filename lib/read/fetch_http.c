@@ -9,18 +9,17 @@
  * window or for a closing file's jobs to drain (done). */
 #include "read/fetch_http.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <curl/curl.h>
 
-#include "bench/probe.h"
-#include "shardkit.h"
+#include "read/observer.h"
+#include "util/clock.h"
+#include "shardkit/api.h"
 
 #define MIN_WINDOW (4u << 10)
 #define TAIL_MAX (1u << 20)          /* bytes fetched when a file is opened */
@@ -111,16 +110,6 @@ static CURLcode curl_init_result;
 static void curl_init(void)
 {
     curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static void sleep_ms(double ms)
-{
-    if (!(ms > 0))
-        return;
-    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) *
-                                                      1e6)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 void sk_fetch_http_options_init(struct fetch_http_options *o)
@@ -294,19 +283,20 @@ static const char *status_text(long status)
     }
 }
 
-/* "bytes START-END/TOTAL" from a 206 response.  0 or -1. */
+/* "bytes START-END/TOTAL" from a 206 response.  0, or SHARD_ENET when the
+ * header is missing or malformed (no message: the caller names the URL). */
 static int content_range(CURL *c, uint64_t *start, uint64_t *end, uint64_t *total)
 {
     struct curl_header *hdr;
     if (curl_easy_header(c, "Content-Range", 0, CURLH_HEADER, -1, &hdr) != CURLHE_OK)
-        return -1;
+        return SHARD_ENET;
     unsigned long long a, b, t;
     if (sscanf(hdr->value, "bytes %llu-%llu/%llu", &a, &b, &t) != 3 || b < a || b >= t)
-        return -1;
+        return SHARD_ENET;
     *start = a;
     *end = b;
     *total = t;
-    return 0;
+    return SHARD_OK;
 }
 
 struct response {
@@ -320,8 +310,9 @@ struct response {
 static int request(struct http_fetch *h, const char *url, const char *range, struct sink *sink,
                    struct response *resp, struct shard_err *err)
 {
-    struct bench_probe *probe = h->o.probe;
-    uint64_t span_start = bench_probe_now(probe);
+    const struct sk_read_observer *obs = h->o.observer;
+    struct sk_read_counters *counters = h->o.counters;
+    uint64_t span_start = sk_now_ns();
     char errbuf[CURL_ERROR_SIZE];
     char last[SHARD_ERRMSG_SIZE] = "";
     int rc = SHARD_OK;
@@ -333,22 +324,22 @@ static int request(struct http_fetch *h, const char *url, const char *range, str
     int attempt;
     for (attempt = 0; attempt <= h->o.retries; attempt++) {
         if (attempt > 0) {
-            uint64_t t = bench_probe_now(probe);
-            sleep_ms(backoff);
+            uint64_t t = sk_now_ns();
+            sk_sleep_seconds(backoff / 1e3);
             backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-            bench_probe_add(probe, BENCH_RETRIES, 1);
-            sk_bench_probe_span(probe, BENCH_SPAN_BACKOFF, t, bench_probe_now(probe));
+            sk_read_count(counters, SK_READ_RETRIES, 1);
+            sk_read_span(obs, SK_SPAN_BACKOFF, t, sk_now_ns());
         }
         sink->len = 0;
         sink->overflow = sink->nomem = 0;
         if (sink->grow)
             sink->grow->len = 0;
         if (h->o.rtt_ms > 0) {
-            uint64_t t = bench_probe_now(probe);
-            sleep_ms(h->o.rtt_ms);
-            uint64_t now = bench_probe_now(probe);
-            bench_probe_add(probe, BENCH_RTT_NS, now - t);
-            sk_bench_probe_span(probe, BENCH_SPAN_RTT, t, now);
+            uint64_t t = sk_now_ns();
+            sk_sleep_seconds(h->o.rtt_ms / 1e3);
+            uint64_t now = sk_now_ns();
+            sk_read_count(counters, SK_READ_RTT_NS, now - t);
+            sk_read_span(obs, SK_SPAN_RTT, t, now);
         }
         errbuf[0] = '\0';
         curl_easy_setopt(c, CURLOPT_URL, url);
@@ -356,9 +347,9 @@ static int request(struct http_fetch *h, const char *url, const char *range, str
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-        bench_probe_add(probe, BENCH_REQUESTS, 1);
+        sk_read_count(counters, SK_READ_REQUESTS, 1);
         CURLcode cc = curl_easy_perform(c);
-        bench_probe_add(probe, BENCH_BYTES_TRANSFERRED, sink->len);
+        sk_read_count(counters, SK_READ_BYTES_TRANSFERRED, sink->len);
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         resp->status = status;
@@ -423,7 +414,7 @@ static int request(struct http_fetch *h, const char *url, const char *range, str
         rc = shard_err_set(err, SHARD_ENET, "cannot read '%s': %s (gave up after %d attempt%s)",
                            url, last, attempt, attempt == 1 ? "" : "s");
     handle_put(h, c);
-    sk_bench_probe_span(probe, BENCH_SPAN_HTTP, span_start, bench_probe_now(probe));
+    sk_read_span(obs, SK_SPAN_HTTP, span_start, sk_now_ns());
     return rc;
 }
 
@@ -653,8 +644,7 @@ void sk_fetch_http_drop_cache(struct fetch *fs)
 static void *connection_main(void *arg)
 {
     struct http_fetch *h = arg;
-    if (h->o.probe)
-        shard_trace_thread_name(h->o.probe->trace, "http connection");
+    sk_read_thread(h->o.observer, "http connection");
     pthread_mutex_lock(&h->lock);
     for (;;) {
         while (!h->stop && !h->head)

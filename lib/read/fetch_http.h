@@ -22,8 +22,9 @@
  * size changes between requests, is an error, not silently misread.
  *
  * rtt_ms > 0 sleeps that long before every request: a simulated round trip,
- * since real latency cannot be added on a loopback benchmark.  Statistics
- * and trace spans go to `probe` when set (probe.h). */
+ * since real latency cannot be added on a loopback benchmark.  Requests,
+ * retries, bytes received and the delay slept are added to `counters`, and
+ * spans reported to `observer`, when set (read/observer.h). */
 #ifndef SHARDKIT_FETCH_HTTP_H
 #define SHARDKIT_FETCH_HTTP_H
 
@@ -32,7 +33,8 @@
 #include "read/fetch.h"
 #include "shardkit/image.h"
 
-struct bench_probe;
+struct sk_read_counters;
+struct sk_read_observer;
 
 #define FETCH_HTTP_DEFAULT_CONNECTIONS 8
 #define FETCH_HTTP_DEFAULT_WINDOW (8u << 20)
@@ -46,10 +48,11 @@ struct fetch_http_options {
     uint64_t window_bytes;  /* >= 4 KiB */
     uint64_t cache_bytes;   /* >= window_bytes */
     int retries;            /* >= 0 */
-    struct bench_probe *probe;
+    const struct sk_read_observer *observer;  /* NULL: none; must outlive the backend */
+    struct sk_read_counters *counters;        /* NULL: none; must outlive the backend */
 };
 
-/* The defaults above; no delay, no probe. */
+/* The defaults above; no delay, no observer, no counters. */
 void sk_fetch_http_options_init(struct fetch_http_options *o);
 
 /* 1 when `location` starts with http:// or https://. */

@@ -1,12 +1,13 @@
-/* fetch_local.c - the local-directory backend of fetch.h: open + pread. */
+/* fetch_local.c - the local-directory backend of fetch.h: open + pread
+ * (util/fsutil.h, which shard_file_open reads through too). */
 #include "read/fetch.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "util/fsutil.h"
 
 struct local_fetch {
     struct fetch base;
@@ -22,23 +23,7 @@ static int local_read(struct fetch_file *file, uint64_t offset, void *buf, size_
                       struct shard_err *err)
 {
     struct local_file *f = (struct local_file *)file;
-    uint8_t *p = buf;
-    if (offset > f->base.size || len > f->base.size - offset)
-        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu",
-                             len, (unsigned long long)offset, (unsigned long long)f->base.size);
-    while (len) {
-        ssize_t r = pread(f->fd, p, len, (off_t)offset);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return shard_err_errno(err, SHARD_EIO, errno, "read error");
-        if (r == 0)
-            return shard_err_set(err, SHARD_ECORRUPT, "file ends early (shrank while open)");
-        p += r;
-        len -= (size_t)r;
-        offset += (uint64_t)r;
-    }
-    return SHARD_OK;
+    return sk_fs_pread_all(f->fd, f->base.size, offset, buf, len, err);
 }
 
 static void local_close(struct fetch_file *file)
@@ -69,21 +54,11 @@ static int local_open(struct fetch *fs, const char *name, struct fetch_file **ou
     if (!f)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     f->base.ops = &local_file_ops;
-    f->fd = openat(lf->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (f->fd < 0) {
-        int e = errno;
+    int rc = sk_fs_open_read(lf->dir_fd, name, &f->fd, &f->base.size, err);
+    if (rc) {
         local_close(&f->base);
-        if (e == ENOENT)
-            return shard_err_set(err, SHARD_ENOTFOUND, "file is missing");
-        return shard_err_errno(err, SHARD_EIO, e, "cannot open");
+        return rc;
     }
-    struct stat st;
-    if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        local_close(&f->base);
-        return shard_err_errno(err, SHARD_EIO, e ? e : EINVAL, "not a readable file");
-    }
-    f->base.size = (uint64_t)st.st_size;
     *out = &f->base;
     return SHARD_OK;
 }

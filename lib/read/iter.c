@@ -1,36 +1,28 @@
 /* iter.c - the prefetching iterator (see shardkit/dataset.h).
  *
- * A ring of `depth` slots; list position p always uses slot p % depth.
- * Workers claim positions in order, but only while p < consumed + depth, so
- * the slot of a claimed position is never in use by another position: the
- * one before it in that slot (p - depth) has already been handed out, and
- * the one after (p + depth) cannot be claimed yet.  The consumer waits for
- * the slot of position `consumed` to be marked ready and exchanges buffers
- * with it.  Reading, decompressing and decoding all happen in workers, in
+ * Worker threads read the list's samples into a ring of `depth` items
+ * through the bounded hand-off (handoff.h, groups of one sample): position
+ * p is read into items[p % depth], at most `depth` positions ahead of the
+ * consumer, which takes them in list order by exchanging buffers with the
+ * ring.  Reading, decompressing and decoding all happen in workers, in
  * parallel and ahead of the consumer; memory is bounded by `depth` items.
  * Before reading position p, a worker also tells the dataset which samples
- * come next, up to p + depth (sk_dataset_advise), so that their bytes are being
- * fetched - by the kernel, or over HTTP - while earlier ones are decoded.
- * Advice stops at a later sample whose shard no read has opened yet and
- * resumes from there at a later claim. */
+ * come next, up to p + depth (sk_dataset_advise), so that their bytes are
+ * being fetched - by the kernel, or over HTTP - while earlier ones are
+ * decoded.  Advice stops at a later sample whose shard no read has opened
+ * yet and resumes from there at a later claim. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "read/dataset_internal.h"
+#include "read/handoff.h"
 
 #define DEFAULT_THREADS 2
 #define SLOTS_PER_THREAD 4
 /* More reader threads than this is a mistake, not a configuration. */
 #define MAX_THREADS 1024
-
-struct iter_slot {
-    uint64_t pos;             /* the list position this slot holds, when ready */
-    int ready;
-    int rc;
-    struct shard_err err;
-    struct shard_item item;
-};
 
 struct shard_iter {
     struct shard_dataset *ds;
@@ -38,17 +30,12 @@ struct shard_iter {
     uint64_t count;
     unsigned flags;
     uint32_t depth;
-    struct iter_slot *slots;
+    struct sk_handoff *queue;      /* unused without worker threads */
+    struct shard_item *items;      /* the ring: items[sk_handoff_slot(queue, p)] */
     pthread_t *threads;
-    int started;              /* worker threads running */
-    pthread_mutex_t lock;     /* guards everything below and slot.ready/pos/rc */
-    pthread_cond_t room;      /* workers: a position became claimable, or stop */
-    pthread_cond_t filled;    /* consumer: a slot became ready */
-    uint64_t next_claim;
-    uint64_t advised;         /* positions before this one were advised */
+    int started;                   /* worker threads running */
+    _Atomic uint64_t advised;      /* positions before this one were advised */
     uint64_t consumed;
-    int consumer_waiting;     /* the consumer sleeps on `filled` for position consumed */
-    int stop;
 };
 
 void shard_iter_options_init(struct shard_iter_options *o)
@@ -58,74 +45,53 @@ void shard_iter_options_init(struct shard_iter_options *o)
     o->flags = SHARD_READ_PIXELS;
 }
 
+/* Advise the dataset of the samples after position p, up to p + depth,
+ * that no worker has advised yet. */
+static void advise_ahead(struct shard_iter *it, uint64_t p)
+{
+    uint64_t to = p + 1 + it->depth, from = atomic_load(&it->advised);
+    if (to > it->count)
+        to = it->count;
+    while (from < to && !atomic_compare_exchange_weak(&it->advised, &from, to))
+        ;
+    for (uint64_t q = from; q < to; q++)
+        if (!sk_dataset_advise(it->ds, it->indices[q]) && q > p) {
+            /* its shard is not open yet: a later claim asks again (one
+             * already claimed is skipped: its read opens the shard, or
+             * fails and says why) */
+            uint64_t cur = atomic_load(&it->advised);
+            while (q < cur && !atomic_compare_exchange_weak(&it->advised, &cur, q))
+                ;
+            break;
+        }
+}
+
 static void *worker(void *arg)
 {
     struct shard_iter *it = arg;
-    pthread_mutex_lock(&it->lock);
-    for (;;) {
-        while (!it->stop && it->next_claim < it->count &&
-               it->next_claim >= it->consumed + it->depth)
-            pthread_cond_wait(&it->room, &it->lock);
-        if (it->stop || it->next_claim >= it->count)
-            break;
-        uint64_t p = it->next_claim++;
-        struct iter_slot *slot = &it->slots[p % it->depth];
-        uint64_t from = it->advised, to = p + 1 + it->depth;
-        if (to > it->count)
-            to = it->count;
-        if (to > from)
-            it->advised = to;
-        pthread_mutex_unlock(&it->lock);
-        for (uint64_t q = from; q < to; q++)
-            if (!sk_dataset_advise(it->ds, it->indices[q]) && q > p) {
-                /* its shard is not open yet: a later claim asks again (one
-                 * already claimed is skipped: its read opens the shard, or
-                 * fails and says why) */
-                pthread_mutex_lock(&it->lock);
-                if (q < it->advised)
-                    it->advised = q;
-                pthread_mutex_unlock(&it->lock);
-                break;
-            }
-
-        shard_err_clear(&slot->err);
-        int rc = shard_dataset_read(it->ds, it->indices[p], it->flags, &slot->item, &slot->err);
-
-        pthread_mutex_lock(&it->lock);
-        slot->rc = rc;
-        slot->pos = p;
-        slot->ready = 1;
-        /* wake the consumer only for the position it waits for: a wake-up
-         * for any other costs a context switch on a busy machine */
-        if (it->consumer_waiting && p == it->consumed)
-            pthread_cond_signal(&it->filled);
+    uint64_t p;
+    while (sk_handoff_claim(it->queue, &p)) {
+        advise_ahead(it, p);
+        struct shard_item *item = &it->items[sk_handoff_slot(it->queue, p)];
+        int rc = shard_dataset_read(it->ds, it->indices[p], it->flags, item,
+                                    sk_handoff_err(it->queue, p));
+        sk_handoff_done(it->queue, p, rc);
     }
-    pthread_mutex_unlock(&it->lock);
     return NULL;
-}
-
-static void stop_workers(struct shard_iter *it)
-{
-    pthread_mutex_lock(&it->lock);
-    it->stop = 1;
-    pthread_cond_broadcast(&it->room);
-    pthread_mutex_unlock(&it->lock);
-    for (int i = 0; i < it->started; i++)
-        pthread_join(it->threads[i], NULL);
-    it->started = 0;
 }
 
 void shard_iter_free(struct shard_iter *it)
 {
     if (!it)
         return;
-    stop_workers(it);
-    for (uint32_t i = 0; it->slots && i < it->depth; i++)
-        sk_dataset_item_put(it->ds, &it->slots[i].item);
-    pthread_cond_destroy(&it->room);
-    pthread_cond_destroy(&it->filled);
-    pthread_mutex_destroy(&it->lock);
-    free(it->slots);
+    if (it->queue)
+        sk_handoff_stop(it->queue);
+    for (int i = 0; i < it->started; i++)
+        pthread_join(it->threads[i], NULL);
+    for (uint32_t i = 0; it->items && i < it->depth; i++)
+        sk_dataset_item_put(it->ds, &it->items[i]);
+    sk_handoff_free(it->queue);
+    free(it->items);
     free(it->threads);
     free(it->indices);
     free(it);
@@ -151,25 +117,25 @@ int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint
     struct shard_iter *it = calloc(1, sizeof *it);
     if (!it)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    pthread_mutex_init(&it->lock, NULL);
-    pthread_cond_init(&it->room, NULL);
-    pthread_cond_init(&it->filled, NULL);
     it->ds = ds;
     it->count = count;
     it->flags = o->flags;
     it->depth = o->queue_depth ? o->queue_depth
                                : (uint32_t)(o->threads ? o->threads : 1) * SLOTS_PER_THREAD;
     it->indices = malloc((count ? count : 1) * sizeof *indices);
-    it->slots = calloc(it->depth, sizeof *it->slots);
+    it->items = calloc(it->depth, sizeof *it->items);
     it->threads = calloc(o->threads ? (size_t)o->threads : 1, sizeof *it->threads);
-    if (!it->indices || !it->slots || !it->threads) {
+    int rc = !it->indices || !it->items || !it->threads
+                 ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
+                 : sk_handoff_new(&it->queue, count, it->depth, 1, err);
+    if (rc) {
         shard_iter_free(it);
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        return rc;
     }
     if (count)
         memcpy(it->indices, indices, count * sizeof *indices);
     /* the previous iterator's buffers, when there was one */
-    for (uint32_t i = 0; i < it->depth && sk_dataset_item_take(ds, &it->slots[i].item); i++)
+    for (uint32_t i = 0; i < it->depth && sk_dataset_item_take(ds, &it->items[i]); i++)
         ;
     for (int i = 0; i < o->threads; i++) {
         if (pthread_create(&it->threads[i], NULL, worker, it) != 0) {
@@ -189,6 +155,24 @@ static void swap_items(struct shard_item *a, struct shard_item *b)
     *b = t;
 }
 
+int sk_item_ring_take(struct sk_handoff *q, struct shard_item *ring, struct shard_item *item,
+                      struct shard_err *err)
+{
+    struct sk_handoff_group g;
+    int w = sk_handoff_wait(q, -1, &g);
+    if (w == SK_HANDOFF_END)
+        return 0;
+    if (w != SK_HANDOFF_READY)  /* cannot happen: nobody else stops or holds the queue */
+        return shard_err_set(err, SHARD_EINVAL, "loader queue in an unexpected state (%d)", w);
+    int rc = sk_handoff_rc(q, g.first);
+    if (rc && err)
+        *err = *sk_handoff_err(q, g.first);
+    if (!rc)
+        swap_items(item, &ring[g.slot]);
+    sk_handoff_release(q);
+    return rc ? rc : 1;
+}
+
 int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard_err *err)
 {
     if (it->consumed >= it->count)
@@ -199,23 +183,8 @@ int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard
         it->consumed++;
         return rc ? rc : 1;
     }
-    pthread_mutex_lock(&it->lock);
-    struct iter_slot *slot = &it->slots[it->consumed % it->depth];
-    while (!(slot->ready && slot->pos == it->consumed)) {
-        it->consumer_waiting = 1;
-        pthread_cond_wait(&it->filled, &it->lock);
-        it->consumer_waiting = 0;
-    }
-    int rc = slot->rc;
-    if (rc && err)
-        *err = slot->err;
-    if (!rc)
-        swap_items(item, &slot->item);
-    slot->ready = 0;
     it->consumed++;
-    pthread_cond_broadcast(&it->room);
-    pthread_mutex_unlock(&it->lock);
-    return rc ? rc : 1;
+    return sk_item_ring_take(it->queue, it->items, item, err);
 }
 
 uint64_t shard_iter_position(const struct shard_iter *it)

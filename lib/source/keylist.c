@@ -26,14 +26,15 @@
 /* Bytes per sort digit: the size of a head. */
 #define DIGIT_BYTES 8
 
-/* Grow *cap geometrically until it holds `need`; 0 or -1 on overflow. */
+/* Grow *cap geometrically until it holds `need`; 0, or SHARD_ENOMEM when
+ * `need` is above `max`. */
 static int grow_capacity(size_t *cap, size_t need, size_t initial, size_t max)
 {
     size_t c = *cap ? *cap : initial;
     while (c < need) {
         if (c > max / 2) {
             if (need > max)
-                return -1;
+                return SHARD_ENOMEM;
             c = max;
             break;
         }
@@ -243,7 +244,8 @@ static uint64_t median_of_three(uint64_t a, uint64_t b, uint64_t c)
     return a > b ? a : b;
 }
 
-/* Pending ranges live on a heap-allocated stack; returns 0 or -1 (no memory). */
+/* Pending ranges live on a heap-allocated stack; push_range returns 0 or
+ * SHARD_ENOMEM. */
 struct range_stack {
     struct range *items;
     size_t len, cap;
@@ -257,10 +259,10 @@ static int push_range(struct range_stack *st, size_t lo, size_t hi, size_t depth
     if (st->len == st->cap) {
         size_t cap = st->cap;
         if (grow_capacity(&cap, st->len + 1, 64, SIZE_MAX / sizeof *st->items))
-            return -1;
+            return SHARD_ENOMEM;
         struct range *p = realloc(st->items, cap * sizeof *p);
         if (!p)
-            return -1;
+            return SHARD_ENOMEM;
         st->items = p;
         st->cap = cap;
     }
@@ -268,7 +270,7 @@ static int push_range(struct range_stack *st, size_t lo, size_t hi, size_t depth
     return 0;
 }
 
-/* The multikey quicksort.  Returns -1 if the range stack could not grow;
+/* The multikey quicksort.  Returns SHARD_ENOMEM if the range stack could not grow;
  * the caller then finishes with heapsort (the partial work is harmless). */
 static int multikey_sort(const struct sorter *s, size_t count)
 {
@@ -277,7 +279,7 @@ static int multikey_sort(const struct sorter *s, size_t count)
     for (size_t i = 0; i < count; i++)
         s->heads[i] = load_head(s, i, 0);
     if (push_range(&st, 0, count, 0, 2 * log2_floor(count) + 2))
-        rc = -1;
+        rc = SHARD_ENOMEM;
     while (rc == 0 && st.len) {
         struct range r = st.items[--st.len];
         size_t n = r.hi - r.lo;
@@ -304,7 +306,7 @@ static int multikey_sort(const struct sorter *s, size_t count)
         }
         if (push_range(&st, r.lo, lt, r.depth, r.budget - 1) ||
             push_range(&st, gt, r.hi, r.depth, r.budget - 1)) {
-            rc = -1;
+            rc = SHARD_ENOMEM;
             break;
         }
         /* Equal heads whose last byte is 0 ended inside this digit: since
@@ -314,7 +316,7 @@ static int multikey_sort(const struct sorter *s, size_t count)
             for (size_t k = lt; k < gt; k++)
                 s->heads[k] = load_head(s, k, depth);
             if (push_range(&st, lt, gt, depth, 2 * log2_floor(gt - lt) + 2)) {
-                rc = -1;
+                rc = SHARD_ENOMEM;
                 break;
             }
         }

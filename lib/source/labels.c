@@ -20,9 +20,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "util/quote.h"
+
 #define REGEX_PREFIX "regex:"
-/* Bytes of a label quoted in an error message. */
-#define QUOTED_FIELD_MAX 200
 
 enum labeler_kind { LABELS_NONE, LABELS_DIR, LABELS_REGEX, LABELS_CSV };
 
@@ -201,11 +201,11 @@ static void csv_on_row(int terminator, void *data)
     /* RFC 4180 keeps spaces around a field; " cat" would silently be a class
      * of its own, so say so rather than guess. */
     if (has_outer_space(label, label_len)) {
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: label '%.*s' "
+        char shown[SHARD_QUOTE_SIZE];
+        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: label '%s' "
                               "starts or ends with white space", s->path,
                               (unsigned long long)s->row_line,
-                              (int)(label_len < QUOTED_FIELD_MAX ? label_len : QUOTED_FIELD_MAX),
-                              label);
+                              sk_quote_bytes(label, label_len, shown, sizeof shown));
         return;
     }
     s->rc = add_row(s->lb, key, key_len, label, label_len, s->row_line, s->err);
@@ -375,8 +375,8 @@ out:
     return rc;
 }
 
-static int csv_label(const struct shard_labeler *lb, const char *key, size_t key_len,
-                     const char **name, size_t *name_len)
+/* The row of `key`, or lb->count when no row names it. */
+static size_t csv_row(const struct shard_labeler *lb, const char *key, size_t key_len)
 {
     size_t lo = 0, hi = lb->count;
     while (lo < hi) {
@@ -384,17 +384,25 @@ static int csv_label(const struct shard_labeler *lb, const char *key, size_t key
         size_t len;
         const char *k = shard_keylist_get(&lb->keys, mid, &len);
         int c = shard_key_compare(key, key_len, k, len);
-        if (c == 0) {
-            *name = (const char *)lb->labels.data + lb->rows[mid].label_off;
-            *name_len = lb->rows[mid].label_len;
-            return 1;
-        }
+        if (c == 0)
+            return mid;
         if (c < 0)
             hi = mid;
         else
             lo = mid + 1;
     }
-    return 0;
+    return lb->count;
+}
+
+static int csv_label(const struct shard_labeler *lb, const char *key, size_t key_len,
+                     const char **name, size_t *name_len)
+{
+    size_t row = csv_row(lb, key, key_len);
+    if (row == lb->count)
+        return 0;
+    *name = (const char *)lb->labels.data + lb->rows[row].label_off;
+    *name_len = lb->rows[row].label_len;
+    return 1;
 }
 
 /* ---- the labeler -------------------------------------------------------- */
@@ -452,4 +460,34 @@ int shard_labeler_label(const struct shard_labeler *lb, const char *key, size_t 
 const char *shard_labeler_describe(const struct shard_labeler *lb)
 {
     return lb->description;
+}
+
+uint64_t shard_labeler_rows(const struct shard_labeler *lb)
+{
+    return lb->kind == LABELS_CSV ? lb->count : 0;
+}
+
+int shard_labeler_unmatched_rows(const struct shard_labeler *lb, const struct shard_keylist *keys,
+                                 uint64_t *unmatched, struct shard_err *err)
+{
+    *unmatched = 0;
+    if (lb->kind != LABELS_CSV || lb->count == 0)
+        return SHARD_OK;
+    /* one bit per row: matched by some key */
+    uint8_t *seen = calloc((lb->count + 7) / 8, 1);
+    if (!seen)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    uint64_t matched = 0;
+    for (size_t i = 0; i < keys->count; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(keys, i, &len);
+        size_t row = csv_row(lb, key, len);
+        if (row < lb->count && !(seen[row / 8] & (1u << (row % 8)))) {
+            seen[row / 8] |= (uint8_t)(1u << (row % 8));
+            matched++;
+        }
+    }
+    free(seen);
+    *unmatched = lb->count - matched;
+    return SHARD_OK;
 }

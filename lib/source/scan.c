@@ -5,19 +5,26 @@
  * opened relative to its parent with O_NOFOLLOW, so a symbolic link is never
  * followed, not even one swapped in for a directory during the walk.  One
  * descriptor is open per level; SCAN_MAX_DEPTH bounds that, and a deeper
- * tree is refused with an error naming the directory instead of failing
- * later with "too many open files".
+ * directory is refused (its contents are not read) instead of failing later
+ * with "too many open files".
+ *
+ * What the walk cannot use is refused, with a reason, rather than dropped:
+ * a symbolic link or special file named like an image, and a directory that
+ * cannot be listed (whose files, unknown, might be images).
  */
 #include "shardkit/source.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "source/source_internal.h"
 
 /* Deepest directory nesting we walk (one open descriptor per level). */
 #define SCAN_MAX_DEPTH 128
@@ -53,6 +60,75 @@ int shard_is_candidate(const char *name, size_t len)
     return 0;
 }
 
+/* ---- refusals ----------------------------------------------------------- */
+
+int sk_reason_is_refusal(const char *reason)
+{
+    static const char *const prefixes[] = {
+        SK_REASON_NOT_REGULAR, SK_REASON_DIRECTORY, SK_REASON_STAT, SK_REASON_UNSAFE,
+        SK_REASON_DAMAGED,     SK_REASON_ENCRYPTED, SK_REASON_LINK,
+    };
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncmp(reason, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static int compare_refusals(const void *pa, const void *pb)
+{
+    const struct shard_refusal *a = pa, *b = pb;
+    return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+}
+
+const char *shard_refusals_find(const struct shard_refusals *r, const char *key, size_t len)
+{
+    if (!r || r->count == 0)
+        return NULL;
+    struct shard_refusal probe = {(char *)key, len, NULL};
+    const struct shard_refusal *hit =
+        bsearch(&probe, r->items, r->count, sizeof *r->items, compare_refusals);
+    return hit ? hit->reason : NULL;
+}
+
+void shard_refusals_release(struct shard_refusals *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->count; i++) {
+        free(r->items[i].key);
+        free(r->items[i].reason);
+    }
+    free(r->items);
+    memset(r, 0, sizeof *r);
+}
+
+static int refusals_add(struct shard_refusals *r, const char *key, size_t len,
+                        const char *reason, struct shard_err *err)
+{
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        struct shard_refusal *p = cap < SIZE_MAX / sizeof *p ? realloc(r->items, cap * sizeof *p)
+                                                             : NULL;
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        r->items = p;
+        r->cap = cap;
+    }
+    struct shard_refusal *it = &r->items[r->count];
+    it->key = malloc(len + 1);
+    it->key_len = len;
+    it->reason = strdup(reason);
+    if (!it->key || !it->reason) {
+        free(it->key);
+        free(it->reason);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    memcpy(it->key, key, len);
+    it->key[len] = '\0';
+    r->count++;
+    return SHARD_OK;
+}
+
 /* ---- the walk ----------------------------------------------------------- */
 
 struct scan_frame {
@@ -65,6 +141,7 @@ struct scan {
     size_t depth;             /* frames in use */
     struct shard_buf path;    /* relative path of the current entry, NUL-terminated */
     struct shard_keylist *keys;
+    struct shard_refusals *refused;   /* NULL: the old rules (see source.h) */
     struct shard_scan_stats *st;
     const char *root;
 };
@@ -88,14 +165,51 @@ static const char *display_path(const struct scan *s)
     return s->path.len ? (const char *)s->path.data : s->root;
 }
 
+/* The entry at s->path is a candidate refused for `reason`: list it among
+ * the keys (it takes its place as a candidate) and among the refusals.  A
+ * directory's key ends in '/'. */
+static int refuse(struct scan *s, int directory, const char *reason, struct shard_err *err)
+{
+    size_t len = s->path.len;
+    int rc = directory ? shard_buf_append(&s->path, "/", 1, err) : SHARD_OK;
+    if (rc == 0)
+        rc = shard_keylist_add(s->keys, (const char *)s->path.data, s->path.len, err);
+    if (rc == 0)
+        rc = refusals_add(s->refused, (const char *)s->path.data, s->path.len, reason, err);
+    if (rc == 0)
+        s->st->candidates++;
+    s->path.len = len;
+    s->path.data[len] = '\0';
+    return rc;
+}
+
+/* A directory at s->path that cannot be listed (errno e, or a message). */
+static int refuse_directory(struct scan *s, int e, const char *why, struct shard_err *err)
+{
+    char reason[2 * SHARD_ERRMSG_SIZE];
+    if (!s->refused) {  /* the old rule: the scan fails */
+        if (why)
+            return shard_err_set(err, SHARD_ELIMIT, "cannot scan '%s': %s", display_path(s),
+                                 why);
+        return shard_err_errno(err, SHARD_EIO, e, "cannot open directory '%s'",
+                               display_path(s));
+    }
+    struct shard_err text;
+    shard_err_errno(&text, SHARD_EIO, e, "%s", "");  /* ": Permission denied" */
+    snprintf(reason, sizeof reason, "%s%s", SK_REASON_DIRECTORY, why ? why : text.msg + 2);
+    return refuse(s, 1, reason, err);
+}
+
 /* Open the directory `name` of the top frame and push it. */
 static int enter_directory(struct scan *s, int parent_fd, const char *name,
                            struct shard_err *err)
 {
-    if (s->depth == SCAN_MAX_DEPTH)
-        return shard_err_set(err, SHARD_ELIMIT,
-                             "cannot scan '%s': directories nested more than %d levels deep",
-                             display_path(s), SCAN_MAX_DEPTH - 1);
+    if (s->depth == SCAN_MAX_DEPTH) {
+        char why[64];
+        snprintf(why, sizeof why, "directories nested more than %d levels deep",
+                 SCAN_MAX_DEPTH - 1);
+        return refuse_directory(s, 0, why, err);
+    }
     int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT)  /* removed since we listed it: nothing to miss */
@@ -104,14 +218,13 @@ static int enter_directory(struct scan *s, int parent_fd, const char *name,
             s->st->ignored_symlinks++;
             return SHARD_OK;
         }
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot open directory '%s'",
-                               display_path(s));
+        return refuse_directory(s, errno, NULL, err);
     }
     DIR *dir = fdopendir(fd);
     if (!dir) {
         int e = errno;
         close(fd);
-        return shard_err_errno(err, SHARD_EIO, e, "cannot open directory '%s'", display_path(s));
+        return refuse_directory(s, e, NULL, err);
     }
     int rc = shard_buf_append(&s->path, "/", 1, err);
     if (rc) {
@@ -125,7 +238,8 @@ static int enter_directory(struct scan *s, int parent_fd, const char *name,
 }
 
 /* d_type, or the file type from fstatat when the file system does not fill
- * it in.  Returns DT_UNKNOWN for an entry that vanished meanwhile. */
+ * it in.  Returns DT_UNKNOWN for an entry that vanished meanwhile; an entry
+ * that cannot be stat'ed is refused (or fails the scan without refusals). */
 static int entry_type(int dir_fd, const struct dirent *de, int *type, struct scan *s,
                       struct shard_err *err)
 {
@@ -136,10 +250,15 @@ static int entry_type(int dir_fd, const struct dirent *de, int *type, struct sca
     if (fstatat(dir_fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT)
             return SHARD_OK;
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot stat '%s'", display_path(s));
+        if (!s->refused)
+            return shard_err_errno(err, SHARD_EIO, errno, "cannot stat '%s'", display_path(s));
+        struct shard_err text;
+        char reason[2 * SHARD_ERRMSG_SIZE];
+        shard_err_errno(&text, SHARD_EIO, errno, "%s", "");  /* ": Permission denied" */
+        snprintf(reason, sizeof reason, "%s%s", SK_REASON_STAT, text.msg + 2);
+        return refuse(s, 0, reason, err);  /* *type stays DT_UNKNOWN: nothing more to do */
     }
-    *type = S_ISREG(sb.st_mode) ? DT_REG : S_ISDIR(sb.st_mode) ? DT_DIR
-          : S_ISLNK(sb.st_mode) ? DT_LNK : DT_FIFO;  /* any other kind is "special" */
+    *type = IFTODT(sb.st_mode);
     return SHARD_OK;
 }
 
@@ -159,11 +278,12 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
     rc = entry_type(dir_fd, de, &type, s, err);
     if (rc)
         return rc;
+    int candidate = shard_is_candidate(name, name_len);
     switch (type) {
-    case DT_UNKNOWN:  /* vanished */
+    case DT_UNKNOWN:  /* vanished, or refused */
         return SHARD_OK;
     case DT_REG:
-        if (!shard_is_candidate(name, name_len)) {
+        if (!candidate) {
             s->st->ignored++;
             return SHARD_OK;
         }
@@ -173,20 +293,24 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
         return rc;
     case DT_DIR:
         return enter_directory(s, dir_fd, name, err);
-    case DT_LNK:
-        s->st->ignored_symlinks++;
-        return SHARD_OK;
     default:
-        s->st->ignored_special++;
+        /* never opened: a device may act on an open, a fifo may block it */
+        if (candidate && s->refused)
+            return refuse(s, 0, sk_reason_for_type(DTTOIF(type)), err);
+        if (type == DT_LNK)
+            s->st->ignored_symlinks++;
+        else
+            s->st->ignored_special++;
         return SHARD_OK;
     }
 }
 
-int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_scan_stats *st,
-                   struct shard_err *err)
+int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_refusals *refused,
+                   struct shard_scan_stats *st, struct shard_err *err)
 {
-    struct scan s = {.keys = keys, .st = st, .root = root};
+    struct scan s = {.keys = keys, .refused = refused, .st = st, .root = root};
     size_t keys_before = keys->count, arena_before = keys->arena_len;
+    size_t refused_before = refused ? refused->count : 0;
     int rc = SHARD_OK;
 
     /* The root itself may be a symbolic link: the user named it. */
@@ -213,12 +337,19 @@ int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_sc
         struct dirent *de = readdir(top->dir);
         if (!de) {
             if (errno) {
+                int e = errno;
                 s.path.len = top->prefix_len ? top->prefix_len - 1 : 0;
                 if (s.path.len)
                     s.path.data[s.path.len] = '\0';
-                rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read directory '%s'",
-                                     display_path(&s));
-                goto out;
+                /* a subdirectory that fails half-way is refused: what was
+                 * listed of it stays, the reason says the list is short */
+                if (s.depth > 1 && refused)
+                    rc = refuse_directory(&s, e, NULL, err);
+                else
+                    rc = shard_err_errno(err, SHARD_EIO, e, "cannot read directory '%s'",
+                                         display_path(&s));
+                if (rc)
+                    goto out;
             }
             closedir(top->dir);
             s.depth--;
@@ -233,9 +364,16 @@ out:
         closedir(s.frames[--s.depth].dir);
     shard_buf_release(&s.path);
     if (rc) {
-        /* Leave the list as it was: a failed scan adds no keys. */
+        /* Leave the lists as they were: a failed scan adds no keys. */
         keys->count = keys_before;
         keys->arena_len = arena_before;
+        while (refused && refused->count > refused_before) {
+            refused->count--;
+            free(refused->items[refused->count].key);
+            free(refused->items[refused->count].reason);
+        }
+    } else if (refused && refused->count > 1) {
+        qsort(refused->items, refused->count, sizeof *refused->items, compare_refusals);
     }
     return rc;
 }

@@ -47,34 +47,35 @@ static long affinity_cpus(void)
     return 0;
 }
 
-/* Read a small text file into buf (NUL-terminated).  0 or -1. */
+/* Read a small text file into buf (NUL-terminated).  0 or SHARD_EIO. */
 static int read_small_file(const char *path, char *buf, size_t size)
 {
     FILE *f = fopen(path, "re");
     if (!f)
-        return -1;
+        return SHARD_EIO;
     size_t n = fread(buf, 1, size - 1, f);
     int bad = ferror(f);
     fclose(f);
     if (bad)
-        return -1;
+        return SHARD_EIO;
     buf[n] = '\0';
-    return 0;
+    return SHARD_OK;
 }
 
-/* Parse an unsigned decimal number ending at white space or NUL. */
+/* Parse an unsigned decimal number ending at white space or NUL.  0 or
+ * SHARD_EINVAL. */
 static int parse_u64(const char *s, const char **end, unsigned long long *out)
 {
     if (*s < '0' || *s > '9')
-        return -1;
+        return SHARD_EINVAL;
     errno = 0;
     char *e;
     unsigned long long v = strtoull(s, &e, 10);
     if (errno || (*e != '\0' && *e != ' ' && *e != '\n'))
-        return -1;
+        return SHARD_EINVAL;
     *out = v;
     *end = e;
-    return 0;
+    return SHARD_OK;
 }
 
 /* quota/period rounded up, or 0 for "no limit" and anything unparsable. */

@@ -61,10 +61,11 @@ int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt
     return code;
 }
 
-int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
+int shard_err_prefix(struct shard_err *err, int code, const char *fmt, ...)
 {
     if (!err)
-        return SHARD_OK;
+        return code;
+    err->code = code;
     char prefix[SHARD_ERRMSG_SIZE];
     char old[SHARD_ERRMSG_SIZE];
     va_list ap;
@@ -83,7 +84,7 @@ int shard_err_prefix(struct shard_err *err, const char *fmt, ...)
         n += len;
     }
     err->msg[n] = '\0';
-    return err->code;
+    return code;
 }
 
 void shard_err_clear(struct shard_err *err)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -136,4 +137,46 @@ out:
     free(buf);
     close(fd);
     return rc;
+}
+
+int sk_fs_open_read(int dir_fd, const char *name, int *fd, uint64_t *size, struct shard_err *err)
+{
+    *fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (*fd < 0) {
+        if (errno == ENOENT)
+            return shard_err_set(err, SHARD_ENOTFOUND, "file is missing");
+        return shard_err_errno(err, SHARD_EIO, errno, "cannot open");
+    }
+    struct stat st;
+    errno = 0;
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(*fd);
+        *fd = -1;
+        return shard_err_errno(err, SHARD_EIO, e ? e : EINVAL, "not a readable file");
+    }
+    *size = (uint64_t)st.st_size;
+    return SHARD_OK;
+}
+
+int sk_fs_pread_all(int fd, uint64_t size, uint64_t offset, void *buf, size_t len,
+                    struct shard_err *err)
+{
+    uint8_t *p = buf;
+    if (offset > size || len > size - offset)
+        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu",
+                             len, (unsigned long long)offset, (unsigned long long)size);
+    while (len) {
+        ssize_t r = pread(fd, p, len, (off_t)offset);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return shard_err_errno(err, SHARD_EIO, errno, "read error");
+        if (r == 0)
+            return shard_err_set(err, SHARD_ECORRUPT, "file ends early (shrank while open)");
+        p += r;
+        len -= (size_t)r;
+        offset += (uint64_t)r;
+    }
+    return SHARD_OK;
 }

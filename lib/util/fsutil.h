@@ -1,4 +1,5 @@
-/* fsutil.h - durable file operations shared by the writers (private). */
+/* fsutil.h - file operations shared by the writers (durable writes) and the
+ * readers (ranged reads of a file of known size) (private). */
 #ifndef SHARDKIT_FSUTIL_H
 #define SHARDKIT_FSUTIL_H
 
@@ -27,6 +28,17 @@ int sk_fs_rename_durable(const char *dir, const char *old_path, const char *new_
 int sk_fs_hash_file(const char *path, uint64_t *bytes, uint64_t *xxh3, struct shard_err *err);
 /* Write all of p to fd (retrying short writes and EINTR). */
 int sk_fs_write_all(int fd, const void *p, size_t n, const char *what, struct shard_err *err);
+/* Open dir_fd/name read-only (dir_fd may be AT_FDCWD, name a path); it must
+ * be a regular file.  On success *fd is the open file and *size its size.
+ * 0, SHARD_ENOTFOUND ("file is missing") or SHARD_EIO.  Messages give the
+ * reason only: the caller names the file. */
+int sk_fs_open_read(int dir_fd, const char *name, int *fd, uint64_t *size, struct shard_err *err);
+/* Read exactly len bytes at offset from fd, a file of `size` bytes
+ * (retrying short reads and EINTR; safe from many threads at once).  0,
+ * SHARD_ECORRUPT (the range passes the end: "file ends early ...") or
+ * SHARD_EIO.  Reason only, as above. */
+int sk_fs_pread_all(int fd, uint64_t size, uint64_t offset, void *buf, size_t len,
+                    struct shard_err *err);
 /* Join dir and name into a malloc'd path. */
 char *sk_fs_join(const char *dir, const char *name);
 

@@ -5,8 +5,7 @@
 
 #include <stddef.h>
 
-/* Room for a quoted key in a message: long keys are cut, ending in "...". */
-#define QUOTE_MAX 200
+#include "shardkit/error.h"  /* SHARD_QUOTE_SIZE: room for a quoted key in a message */
 
 /* Copy s[0..len) into out (out_size bytes, always NUL-terminated), keeping
  * valid UTF-8 text and writing control bytes, DEL, backslash and bytes that

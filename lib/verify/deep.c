@@ -31,7 +31,7 @@ static void check_item(struct verify_run *v, uint64_t g, const struct shard_item
 {
     const struct shard_config *c = &v->m->config;
     const char *file = v->m->shards[it->shard].file;
-    char q[QUOTE_MAX];
+    char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes((const char *)it->key.data, it->key.len, q, sizeof q);
 #define RECORD_PROBLEM(...)                                                                   \
     sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record,  \
@@ -56,7 +56,7 @@ static void check_item(struct verify_run *v, uint64_t g, const struct shard_item
 int sk_verify_deep(struct verify_run *v, struct shard_err *err)
 {
     uint64_t n = v->samples, bytes = 0, records = 0;
-    double busy = 0, t0 = sk_verify_now();
+    double busy = 0, t0 = sk_now_seconds();
     int failed = 0;
 #pragma omp parallel num_threads(v->threads) reduction(+ : bytes, records, busy)
     {
@@ -69,12 +69,12 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
             shard_dataset_locate(v->ds, g, &s, &r, NULL);
             if (!v->footers[s] || sk_dataset_shard_check_name(v->ds, s, NULL))
                 continue;  /* reported by the shard check */
-            double t = sk_verify_now();
+            double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
             int rc = shard_dataset_read(v->ds, g, SHARD_READ_PIXELS | SHARD_READ_VERIFY, &item,
                                         &e);
-            busy += sk_verify_now() - t;
+            busy += sk_now_seconds() - t;
             records++;
             bytes += v->footers[s]->rows[r].frame_bytes;
             if (rc == SHARD_ENOMEM) {
@@ -94,7 +94,7 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
     struct shard_verify_rate *rate = &v->report->deep;
     rate->bytes = bytes;
     rate->items = records;
-    rate->seconds = sk_verify_now() - t0;
+    rate->seconds = sk_now_seconds() - t0;
     rate->busy_seconds = busy;
     rate->threads = v->threads;
     return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory while decoding records")

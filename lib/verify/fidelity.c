@@ -20,6 +20,7 @@
 #include "util/quote.h"
 #include "convert/record_build.h"
 #include "shardkit/source.h"
+#include "source/source_internal.h"
 #include "verify/verify_internal.h"
 
 #define PSNR_PEAK 255.0
@@ -35,13 +36,18 @@ struct fidelity_worker {
     struct shard_item item;       /* the stored sample */
 };
 
-/* The chosen samples' source bytes, for archives (read in one pass). */
+/* The chosen samples' source bytes, for archives (read in one pass, and
+ * again for a sample whose bytes are another entry's: a hard link). */
 struct captured {
     const char *key;
     size_t len;
     uint64_t k;              /* position in the results */
     struct shard_buf bytes;
     int have;
+    int seen;                /* its (first) entry was met: candidate number `cand` */
+    uint64_t cand;
+    int need;                /* its bytes are those of `from` (sk_links_source) */
+    struct sk_link_copy from;
 };
 
 static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
@@ -62,43 +68,134 @@ static int compare_captured(const void *pa, const void *pb)
     return shard_key_compare(a->key, a->len, b->key, b->len);
 }
 
+static int keep_bytes(struct captured *c, const struct shard_buf *buf, struct shard_err *err)
+{
+    c->bytes.len = 0;
+    int rc = shard_buf_append(&c->bytes, buf->data, buf->len, err);
+    c->have = rc == 0;
+    return rc;
+}
+
+/* Entries the second reading wants besides candidates: hidden items. */
+struct reread {
+    struct shard_archive *a;
+    struct captured *cap;
+    uint64_t n;
+    const struct sk_links *links;
+};
+
+static int reread_wants(void *ctx, const char *key, size_t len)
+{
+    const struct reread *r = ctx;
+    uint64_t ordinal = shard_archive_ordinal(r->a);
+    for (uint64_t i = 0; i < r->n; i++)
+        if (r->cap[i].need && r->cap[i].from.from == SK_FROM_ITEM &&
+            sk_links_item_ordinal(r->links, r->cap[i].from.source) == ordinal)
+            return 1;
+    return 0;
+}
+
+/* Read the archive again for the samples whose bytes are another entry's. */
+static int capture_linked(struct verify_run *v, struct captured *cap, uint64_t n,
+                          const struct sk_links *links, struct shard_err *err)
+{
+    struct reread r = {NULL, cap, n, links};
+    int rc = shard_archive_open(&r.a, v->o->source, err);
+    if (rc)
+        return rc;
+    struct shard_buf buf = {0};
+    struct shard_scan_stats st = {0};
+    struct sk_archive_entry ent;
+    uint64_t cand = 0;
+    while ((rc = sk_archive_next_entry(r.a, v->m->config.max_file_bytes, reread_wants, &r, &ent,
+                                       &buf, &st, err)) == 1) {
+        uint64_t ordinal = shard_archive_ordinal(r.a);
+        for (uint64_t i = 0; i < n && rc >= 0; i++) {
+            struct captured *c = &cap[i];
+            int mine = c->need && (ent.candidate ? c->from.from == SK_FROM_CANDIDATE &&
+                                                       c->from.source == cand
+                                                 : c->from.from == SK_FROM_ITEM &&
+                                                       sk_links_item_ordinal(links, c->from.source) ==
+                                                           ordinal);
+            if (mine && !ent.problem && !ent.too_large && !ent.link_only)
+                rc = keep_bytes(c, &buf, err);
+        }
+        if (rc < 0)
+            break;
+        cand += ent.candidate;
+    }
+    shard_buf_release(&buf);
+    shard_archive_close(r.a);
+    return rc < 0 ? rc : SHARD_OK;
+}
+
 /* One pass over the archive keeping the bytes of the chosen keys (the
- * first entry of a name, as shardify keeps). */
+ * first entry of a name, as shardify keeps), noting its hard links; a
+ * chosen sample that is a link gets its bytes in a second reading. */
 static int capture_from_archive(struct verify_run *v, struct captured *cap, uint64_t n,
                                 struct shard_err *err)
 {
     qsort(cap, n, sizeof *cap, compare_captured);
     struct shard_archive *a;
+    struct sk_links *links = NULL;
     int rc = shard_archive_open(&a, v->o->source, err);
     if (rc)
         return rc;
     struct shard_buf buf = {0};
     struct shard_scan_stats st = {0};
-    for (;;) {
+    struct shard_keylist keys = {0};
+    if ((rc = sk_links_new(&links, err)))
+        goto out;
+    for (uint64_t cand = 0;; cand++) {
         const char *key;
         size_t len;
         uint64_t too_large = 0;
+        int link_only = 0;
         rc = shard_archive_next(a, v->m->config.max_file_bytes, &key, &len, &buf, &too_large,
                                 &st, err);
         if (rc <= 0)
             break;
-        struct captured probe = {key, len, 0, {0}, 0};
+        if ((rc = sk_links_note(links, a, cand, err)) ||
+            (rc = shard_keylist_add(&keys, key, len, err)))
+            goto out;
+        struct captured probe = {.key = key, .len = len};
         struct captured *hit = bsearch(&probe, cap, n, sizeof *cap, compare_captured);
-        if (!hit || too_large || shard_archive_problem(a))
+        if (!hit)
             continue;
-        /* equal keys sit side by side: take the first not yet filled */
+        shard_archive_link(a, NULL, &link_only);
+        int usable = !too_large && !shard_archive_problem(a) && !link_only;
+        /* equal keys sit side by side: take the first not yet met */
         while (hit > cap && !compare_captured(hit - 1, &probe))
             hit--;
         for (; hit < cap + n && !compare_captured(hit, &probe); hit++)
-            if (!hit->have) {
-                hit->bytes.len = 0;
-                if ((rc = shard_buf_append(&hit->bytes, buf.data, buf.len, err)))
+            if (!hit->seen) {
+                hit->seen = 1;
+                hit->cand = cand;
+                if (usable && (rc = keep_bytes(hit, &buf, err)))
                     goto out;
-                hit->have = 1;
+                break;
             }
     }
+    if (rc < 0 || !sk_links_any(links))
+        goto out;
+    shard_archive_close(a);
+    a = NULL;
+    if ((rc = sk_links_resolve(links, &keys, v->o->source, v->m->config.max_file_bytes, NULL,
+                               NULL, err)))
+        goto out;
+    int again = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (cap[i].seen && sk_links_source(links, cap[i].cand, &cap[i].from) &&
+            cap[i].from.from != SK_FROM_NOWHERE) {
+            cap[i].need = again = 1;
+            cap[i].have = 0;
+        }
+    if (again)
+        rc = capture_linked(v, cap, n, links, err);
 out:
     shard_buf_release(&buf);
+    shard_keylist_release(&keys);
+    sk_links_free(links);
     shard_archive_close(a);
     return rc < 0 ? rc : SHARD_OK;
 }
@@ -120,7 +217,7 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
                         const uint8_t *src, size_t src_len, double min_psnr,
                         struct shard_fidelity_result *res)
 {
-    char q[QUOTE_MAX];
+    char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes(res->key, res->key_len, q, sizeof q);
     const char *file = v->m->shards[res->shard].file;
     unsigned long long rec = (unsigned long long)res->record;
@@ -222,7 +319,8 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
     if (!cap)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (uint64_t k = 0; k < n; k++)
-        cap[k] = (struct captured){r->fidelity[k].key, r->fidelity[k].key_len, k, {0}, 0};
+        cap[k] = (struct captured){.key = r->fidelity[k].key, .len = r->fidelity[k].key_len,
+                                   .k = k};
     if (archive) {
         if ((rc = capture_from_archive(v, cap, n, err)))
             goto out;
@@ -258,7 +356,7 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
             const struct captured *c = by_k[k];
             const uint8_t *src = NULL;
             size_t src_len = 0;
-            char q[QUOTE_MAX];
+            char q[SHARD_QUOTE_SIZE];
             if (!ok)
                 continue;
             shard_err_clear(&e);

@@ -40,7 +40,7 @@ static void report_missing(struct index_walk *w, uint64_t until)
         uint32_t s = shard_of(v, w->cursor, &r);
         size_t len;
         const char *key = sk_verify_footer_key(v, s, r, &len);
-        char q[QUOTE_MAX];
+        char q[SHARD_QUOTE_SIZE];
         if (key)
             sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len,
                            "%s record %llu (key '%s'): not in %s", v->m->shards[s].file,
@@ -57,7 +57,7 @@ static void check_line(struct index_walk *w, const struct shard_sample *smp, uin
 {
     struct verify_run *v = w->v;
     const struct shard_manifest *m = v->m;
-    char q[QUOTE_MAX], q2[QUOTE_MAX];
+    char q[SHARD_QUOTE_SIZE], q2[SHARD_QUOTE_SIZE];
     sk_quote_bytes(smp->key, smp->key_len, q, sizeof q);
     if (smp->shard >= m->shard_count || smp->record >= m->shards[smp->shard].samples) {
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, smp->key, smp->key_len,
@@ -206,7 +206,7 @@ static int check_unique_keys(struct verify_run *v, struct shard_err *err)
                 const char *ka = sk_verify_footer_key(v, sa, ra, &la);
                 if (la != lb || memcmp(ka, kb, la))
                     continue;
-                char q[QUOTE_MAX];
+                char q[SHARD_QUOTE_SIZE];
                 sk_verify_problem(v, SHARD_CHECK_KEYS, SHARD_EMISMATCH, sb, (int64_t)rb, kb, lb,
                                "duplicate key '%s': %s record %llu and %s record %llu",
                                sk_quote_bytes(kb, lb, q, sizeof q), v->m->shards[sa].file,
@@ -244,7 +244,7 @@ static int check_counts(struct verify_run *v, struct shard_err *err)
             } else if ((uint32_t)label >= m->label_count) {
                 size_t len;
                 const char *key = sk_verify_footer_key(v, s, r, &len);
-                char q[QUOTE_MAX];
+                char q[SHARD_QUOTE_SIZE];
                 sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, s, (int64_t)r, key, len,
                                "%s record %llu (key '%s'): label %d, but the manifest has %u "
                                "labels",

@@ -11,6 +11,14 @@
  * Keys repeat only inside archives (shardify keeps the first entry of a
  * name and rejects the rest), which the pairing handles.
  *
+ * What the scan itself refuses (a symbolic link or device named like an
+ * image, a directory that cannot be listed, an unsafe or damaged archive
+ * entry, a broken hard link) has no identity but a reason: it pairs only
+ * with a reject of that very reason, and such a reject never pairs with a
+ * file SRC now has in its place.  Hard links in an archive get the
+ * identity of the entry whose bytes they have, as shardify gives them
+ * (source/links.c).
+ *
  * Then labels: each sample's label is re-derived from its key with the
  * config's rule and must equal its stored label; per-label counts of the
  * samples found in SRC must equal counts.by_label. */
@@ -27,6 +35,7 @@
 #include "util/fsutil.h"
 #include "util/quote.h"
 #include "shardkit/source.h"
+#include "source/source_internal.h"
 #include "verify/verify_internal.h"
 
 #define LABEL_FILE_PREFIX "file:"
@@ -39,7 +48,16 @@ struct found {
     int hashed;          /* bytes/xxh3 are known */
     int need_hash;       /* some expected entry has this key */
     int used;
+    int refused;         /* the scan refused it: `why` is a reject reason */
     char *why;           /* why it could not be read (malloc'd), or NULL */
+};
+
+/* The identity of an entry a hard link needs that is not a candidate. */
+struct hidden {
+    uint64_t bytes;
+    uint64_t xxh3;
+    int hashed;
+    char *why;
 };
 
 /* An entry the dataset expects in SRC. */
@@ -59,6 +77,9 @@ struct source_run {
     struct found *found;
     uint64_t found_count;
     uint64_t found_cap;
+    struct shard_refusals refused;
+    struct hidden *hidden;
+    uint64_t hidden_count;
     struct shard_scan_stats stats;
     /* the samples of index.jsonl */
     struct shard_keylist sample_keys;
@@ -100,6 +121,10 @@ static void source_release(struct source_run *s)
         free(s->found[i].why);
     free(s->found);
     shard_keylist_release(&s->found_keys);
+    shard_refusals_release(&s->refused);
+    for (uint64_t i = 0; i < s->hidden_count; i++)
+        free(s->hidden[i].why);
+    free(s->hidden);
     shard_keylist_release(&s->sample_keys);
     free(s->sample_bytes);
     free(s->sample_xxh3);
@@ -131,56 +156,158 @@ static int add_found(struct source_run *s, const char *key, size_t len, struct s
 
 /* ---- scanning SRC ---------------------------------------------------------- */
 
+/* The scan refused found entry f: its reason is its identity. */
+static int set_refused(struct found *f, const char *reason, struct shard_err *err)
+{
+    free(f->why);
+    f->refused = 1;
+    f->hashed = 0;
+    if (!(f->why = strdup(reason)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
 static int scan_directory(struct source_run *s, struct shard_err *err)
 {
-    int rc = shard_scan_dir(s->src, &s->found_keys, &s->stats, err);
+    int rc = shard_scan_dir(s->src, &s->found_keys, &s->refused, &s->stats, err);
     if (rc)
         return rc;
     s->found_cap = s->found_count = s->found_keys.count;
     s->found = calloc(s->found_cap ? s->found_cap : 1, sizeof *s->found);
     if (!s->found)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    for (uint64_t i = 0; i < s->found_count; i++)
+    for (uint64_t i = 0; i < s->found_count && !rc; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(&s->found_keys, i, &len);
+        const char *reason = shard_refusals_find(&s->refused, key, len);
         s->found[i].key = i;
+        if (reason)
+            rc = set_refused(&s->found[i], reason, err);
+    }
+    return rc;
+}
+
+/* A hidden item of the links' second pass: hash it like a candidate. */
+static int hash_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
+                     uint64_t too_large, const char *problem, struct shard_err *err)
+{
+    struct source_run *s = ctx;
+    if (item >= s->hidden_count) {
+        struct hidden *p = realloc(s->hidden, (item + 1) * sizeof *p);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        memset(p + s->hidden_count, 0, (item + 1 - s->hidden_count) * sizeof *p);
+        s->hidden = p;
+        s->hidden_count = item + 1;
+    }
+    struct hidden *h = &s->hidden[item];
+    if (problem) {
+        if (!(h->why = strdup(problem)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    } else if (too_large) {
+        h->bytes = too_large;
+    } else {
+        h->bytes = bytes->len;
+        h->xxh3 = XXH3_64bits(bytes->data, bytes->len);
+        h->hashed = 1;
+    }
     return SHARD_OK;
 }
 
-/* Archives stream once: every candidate is hashed as it goes by. */
+/* Give each candidate whose bytes are another entry's that identity. */
+static int apply_links(struct source_run *s, const struct sk_links *links,
+                       struct shard_err *err)
+{
+    uint64_t pos = 0;
+    struct sk_link_copy c;
+    int rc = SHARD_OK;
+    while (!rc && sk_links_next_copy(links, &pos, &c)) {
+        struct found *to = &s->found[c.cand];
+        if (c.from == SK_FROM_NOWHERE) {
+            rc = set_refused(to, c.why, err);
+            continue;
+        }
+        const char *why;
+        int refused;
+        free(to->why);
+        to->why = NULL;
+        if (c.from == SK_FROM_CANDIDATE) {
+            const struct found *from = &s->found[c.source];
+            to->bytes = from->bytes;
+            to->xxh3 = from->xxh3;
+            to->hashed = from->hashed;
+            why = from->why;
+            refused = from->refused;
+        } else {
+            const struct hidden *from = &s->hidden[c.source];
+            to->bytes = from->bytes;
+            to->xxh3 = from->xxh3;
+            to->hashed = from->hashed;
+            why = from->why;
+            refused = why != NULL;
+        }
+        to->refused = refused;
+        if (why && !(to->why = strdup(why)))
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    return rc;
+}
+
+/* Archives stream once: every candidate is hashed as it goes by (a hard
+ * link's target may need a second pass: source/links.c). */
 static int scan_archive(struct source_run *s, struct shard_err *err)
 {
     struct shard_archive *a;
+    struct sk_links *links = NULL;
     int rc = shard_archive_open(&a, s->src, err);
     if (rc)
         return rc;
+    if ((rc = sk_links_new(&links, err))) {
+        shard_archive_close(a);
+        return rc;
+    }
     struct shard_buf buf = {0};
     struct shard_verify_rate *rate = &s->v->report->source;
+    uint64_t max_bytes = s->v->m->config.max_file_bytes;
     for (;;) {
-        const char *key;
+        const char *key, *problem;
         size_t len;
         uint64_t too_large = 0;
-        rc = shard_archive_next(a, s->v->m->config.max_file_bytes, &key, &len, &buf, &too_large,
-                                &s->stats, err);
+        int link_only = 0;
+        rc = shard_archive_next(a, max_bytes, &key, &len, &buf, &too_large, &s->stats, err);
         if (rc <= 0)
             break;
-        if ((rc = add_found(s, key, len, err)))
+        if ((rc = add_found(s, key, len, err)) ||
+            (rc = sk_links_note(links, a, s->found_count - 1, err)))
             break;
         struct found *f = &s->found[s->found_count - 1];
-        if (too_large || shard_archive_problem(a)) {
+        shard_archive_link(a, NULL, &link_only);
+        if ((problem = shard_archive_problem(a))) {
+            if ((rc = set_refused(f, problem, err)))
+                break;
+            continue;
+        }
+        if (too_large || link_only) {
             f->bytes = too_large;  /* shardify recorded no identity for it either */
             continue;
         }
-        double t = sk_verify_now();
+        double t = sk_now_seconds();
         f->bytes = buf.len;
         f->xxh3 = XXH3_64bits(buf.data, buf.len);
         f->hashed = 1;
-        rate->busy_seconds += sk_verify_now() - t;
+        rate->busy_seconds += sk_now_seconds() - t;
         rate->bytes += buf.len;
         rate->items++;
     }
     if (rc < 0)
-        shard_err_prefix(err, "cannot read archive '%s'", s->src);
+        shard_err_prefix(err, rc, "cannot read archive '%s'", s->src);
     shard_buf_release(&buf);
     shard_archive_close(a);
+    if (rc == 0 && sk_links_any(links))
+        rc = sk_links_resolve(links, &s->found_keys, s->src, max_bytes, hash_item, s, err);
+    if (rc == 0)
+        rc = apply_links(s, links, err);
+    sk_links_free(links);
     return rc < 0 ? rc : SHARD_OK;
 }
 
@@ -201,9 +328,9 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
 #pragma omp for schedule(dynamic, 16)
         for (uint64_t i = 0; i < s->found_count; i++) {
             struct found *f = &s->found[i];
-            if (!f->need_hash)
+            if (!f->need_hash || f->refused)
                 continue;
-            double t = sk_verify_now();
+            double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
             const char *key = shard_keylist_get(&s->found_keys, f->key, NULL);
@@ -218,7 +345,7 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
 #pragma omp atomic write
                 failed = 1;
             }
-            busy += sk_verify_now() - t;
+            busy += sk_now_seconds() - t;
         }
         shard_buf_release(&buf);
     }
@@ -319,7 +446,9 @@ static int build_expected(struct source_run *s, struct shard_err *err)
 /* ---- pairing ------------------------------------------------------------------ */
 
 /* Does file f carry the identity expected entry x recorded?  `loose`
- * accepts any file for a reject that recorded none. */
+ * accepts any file for a reject that recorded none, unless the reject says
+ * what the entry is (a refusal: see the top of this file).  A later entry
+ * of a name in an archive is rejected as a duplicate whatever it is. */
 static int same_identity(const struct source_run *s, const struct found *f,
                          const struct expected *x, int loose)
 {
@@ -327,8 +456,11 @@ static int same_identity(const struct source_run *s, const struct found *f,
         return f->hashed && f->bytes == s->sample_bytes[x->n] &&
                f->xxh3 == s->sample_xxh3[x->n];
     const struct shard_reject *r = &s->v->m->rejects[x->n];
+    if (f->refused)
+        return !r->has_source && (strcmp(r->reason, f->why) == 0 ||
+                                  (loose && strcmp(r->reason, SK_REASON_DUPLICATE) == 0));
     if (!r->has_source)
-        return loose;
+        return loose && !sk_reason_is_refusal(r->reason);
     return f->hashed && f->bytes == r->source_bytes && f->xxh3 == r->source_xxh3;
 }
 
@@ -336,12 +468,33 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
                            size_t len, const struct expected *x)
 {
     struct verify_run *v = s->v;
-    char q[QUOTE_MAX], got[17], want[17];
+    char q[SHARD_QUOTE_SIZE], got[17], want[17];
     sk_quote_bytes(key, len, q, sizeof q);
+    const struct shard_reject *rj = x->is_sample ? NULL : &v->m->rejects[x->n];
+    if (f->refused) {
+        if (rj)
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
+                              "source: '%s' in SRC: %s; the dataset rejected it: %s", q,
+                              f->why, rj->reason);
+        else
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[x->n],
+                              (int64_t)s->sample_record[x->n], key, len,
+                              "source: '%s' in SRC: %s; the dataset has it as a sample", q,
+                              f->why);
+        return;
+    }
     if (!f->hashed) {
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EIO, -1, -1, key, len,
                        "source: '%s' cannot be read: %s", q,
                        f->why ? f->why : "it exceeds the config's max_file_bytes");
+        return;
+    }
+    if (rj && !rj->has_source) {
+        shard_hex64(f->xxh3, got);
+        sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
+                          "source: '%s' is a file in SRC (%llu bytes with xxh3 %s); the "
+                          "dataset rejected it: %s", q, (unsigned long long)f->bytes, got,
+                          rj->reason);
         return;
     }
     uint64_t bytes, h;
@@ -354,8 +507,8 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
         shard = s->sample_shard[x->n];
         record = (int64_t)s->sample_record[x->n];
     } else {
-        bytes = v->m->rejects[x->n].source_bytes;
-        h = v->m->rejects[x->n].source_xxh3;
+        bytes = rj->source_bytes;
+        h = rj->source_xxh3;
         where = "the manifest's rejects";
     }
     shard_hex64(f->xxh3, got);
@@ -369,7 +522,7 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
 static void report_missing(struct source_run *s, const struct expected *x)
 {
     struct verify_run *v = s->v;
-    char q[QUOTE_MAX];
+    char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes(x->key, x->len, q, sizeof q);
     if (x->is_sample) {
         uint32_t shard = s->sample_shard[x->n];
@@ -408,8 +561,13 @@ static void pair_group(struct source_run *s, struct found *F, uint64_t nf, struc
         if (j < nx) {
             report_changed(s, &F[i], key, len, &X[j]);
             F[i].used = X[j].used = 1;
+        } else if (F[i].refused) {
+            char q[SHARD_QUOTE_SIZE];
+            sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
+                           "source: '%s' is in SRC (%s) but is not a listed reject",
+                           sk_quote_bytes(key, len, q, sizeof q), F[i].why);
         } else {
-            char q[QUOTE_MAX];
+            char q[SHARD_QUOTE_SIZE];
             sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                            "source: '%s' is in SRC but is neither a sample nor a listed reject",
                            sk_quote_bytes(key, len, q, sizeof q));
@@ -541,7 +699,7 @@ static int check_labels(struct source_run *s, struct shard_err *err)
         int label = have ? find_label(m, derived) : SHARD_NO_LABEL;
         int32_t stored = s->sample_label[i];
         if ((have && label < 0) || label != stored) {
-            char q[QUOTE_MAX];
+            char q[SHARD_QUOTE_SIZE];
             const char *stored_name = stored == SHARD_NO_LABEL ? "(none)"
                                       : (uint32_t)stored < m->label_count ? m->labels[stored]
                                                                           : "(out of range)";
@@ -602,7 +760,7 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     memset(&s, 0, sizeof s);
     s.v = v;
     s.src = v->o->source;
-    double t0 = sk_verify_now();
+    double t0 = sk_now_seconds();
     int rc = scan_source(&s, err);
     if (!rc)
         rc = load_samples(&s, err);
@@ -626,7 +784,7 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
                        (unsigned long long)ignored, (unsigned long long)v->m->ignored);
     rc = check_labels(&s, err);
 out:
-    v->report->source.seconds = sk_verify_now() - t0;
+    v->report->source.seconds = sk_now_seconds() - t0;
     v->report->source.threads = s.archive ? 1 : v->threads;
     source_release(&s);
     return rc;

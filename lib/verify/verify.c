@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "read/dataset_internal.h"
 #include "util/fsutil.h"
@@ -43,13 +42,6 @@ const char *shard_check_name(enum shard_check c)
     case SHARD_CHECK_VISITATION: return "visitation";
     }
     return "unknown";
-}
-
-double sk_verify_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 void shard_verify_report_release(struct shard_verify_report *r)
@@ -149,9 +141,9 @@ static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, doub
     shard_err_clear(&e);
     char *path = sk_fs_join(v->dst, ms->file);
     uint64_t bytes = 0, h = 0;
-    double t0 = sk_verify_now();
+    double t0 = sk_now_seconds();
     int rc = path ? sk_fs_hash_file(path, &bytes, &h, &e) : SHARD_ENOMEM;
-    *busy += sk_verify_now() - t0;
+    *busy += sk_now_seconds() - t0;
     free(path);
     if (rc == SHARD_ENOTFOUND) {
         sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s: missing", ms->file);
@@ -190,7 +182,7 @@ static void check_shards(struct verify_run *v)
 {
     uint32_t n = v->m->shard_count;
     uint64_t hashed = 0;
-    double busy = 0, t0 = sk_verify_now();
+    double busy = 0, t0 = sk_now_seconds();
     int threads = v->threads < (int)n ? v->threads : (int)(n ? n : 1);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(+ : hashed, busy)
     for (uint32_t s = 0; s < n; s++)
@@ -198,7 +190,7 @@ static void check_shards(struct verify_run *v)
     struct shard_verify_rate *rate = &v->report->hash;
     rate->bytes = hashed;
     rate->items = n;
-    rate->seconds = sk_verify_now() - t0;
+    rate->seconds = sk_now_seconds() - t0;
     rate->busy_seconds = busy;
     rate->threads = threads;
     v->all_footers = 1;

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "util/clock.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 #include "shardkit/verify.h"
@@ -46,9 +47,6 @@ int sk_verify_problem(struct verify_run *v, enum shard_check check, int code, in
 /* The key of record r of shard s from its footer (NULL when the footer is
  * unavailable); *len receives its length. */
 const char *sk_verify_footer_key(const struct verify_run *v, uint32_t s, uint64_t r, size_t *len);
-
-/* Seconds on a monotonic clock. */
-double sk_verify_now(void);
 
 /* The passes.  Each returns 0 or an error that stops verification (out of
  * memory, an unreadable SRC); what they find goes to sk_verify_problem(). */

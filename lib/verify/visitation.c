@@ -110,14 +110,14 @@ static int keeps_promise(enum shard_remainder rem, const struct visit_tally *t, 
 static void report_epoch(struct verify_run *v, uint32_t world, uint64_t epoch,
                          const struct visit_tally *t)
 {
-    char where[QUOTE_MAX + 64] = "";
+    char where[SHARD_QUOTE_SIZE + 64] = "";
     if (t->example >= 0) {
         uint32_t s;
         uint64_t r;
         size_t len;
         shard_dataset_locate(v->ds, (uint64_t)t->example, &s, &r, NULL);
         const char *key = sk_verify_footer_key(v, s, r, &len);
-        char q[QUOTE_MAX];
+        char q[SHARD_QUOTE_SIZE];
         snprintf(where, sizeof where, " (e.g. %s record %llu%s%s%s)", v->m->shards[s].file,
                  (unsigned long long)r, key ? ", key '" : "",
                  key ? sk_quote_bytes(key, len, q, sizeof q) : "", key ? "'" : "");

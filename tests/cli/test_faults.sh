@@ -437,13 +437,15 @@ else
     echo "SKIP: source changing mid-run: strace is not available"
 fi
 
-say "a FIFO named .jpg in SRC is counted as ignored, and does not block the run"
+say "a FIFO named .jpg in SRC is rejected with its reason, and does not block the run"
 mkdir -p "$T/pipe/a"
 cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/pipe/a/ok.jpg"
 mkfifo "$T/pipe/a/stuck.jpg"
 timeout 120 shardify "$T/pipe" "$T/pipeout" --size 32 --json >"$T/pipe.json" 2>"$T/err" ||
     { cat "$T/err" >&2; die "shardify failed or hung on a FIFO"; }
-[ "$(json "$T/pipe.json" '(d["samples"], d["rejected"], d["ignored"])')" = "(1, 0, 1)" ] ||
+[ "$(json "$T/pipe.json" '(d["samples"], d["rejected"], d["ignored"])')" = "(1, 1, 0)" ] ||
+    die "FIFO: $(cat "$T/pipe.json")"
+[ "$(json "$T/pipe.json" 'd["rejects"][0]["reason"]')" = "not a regular file: fifo" ] ||
     die "FIFO: $(cat "$T/pipe.json")"
 
 if [ -s "$T/later" ]; then

@@ -44,6 +44,22 @@ static struct shard_dataset *open_ok(const struct mkds *d)
     return ds;
 }
 
+/* An iterator over every sample in stored order, with `threads` workers. */
+static struct shard_iter *iter_all(struct shard_dataset *ds, int threads)
+{
+    uint64_t all[SAMPLES];
+    for (uint64_t i = 0; i < SAMPLES; i++)
+        all[i] = i;
+    struct shard_iter_options o;
+    shard_iter_options_init(&o);
+    o.threads = threads;
+    struct shard_iter *iter;
+    struct shard_err err;
+    if (shard_iter_new(&iter, ds, all, SAMPLES, &o, &err))
+        fail_msg("cannot start an iterator: %s", err.msg);
+    return iter;
+}
+
 /* The read sample is sample g as mkdataset made it. */
 static void assert_sample(const struct mkds *d, const struct shard_item *it, uint64_t g)
 {
@@ -374,14 +390,7 @@ static void test_a_damaged_record_is_an_error_naming_shard_record_and_key(void *
         fail_msg("message '%s' does not start with '%s'", err.msg, want);
 
     /* the iterator reports it in its place and goes on with the rest */
-    uint64_t all[SAMPLES];
-    for (uint64_t i = 0; i < SAMPLES; i++)
-        all[i] = i;
-    struct shard_iter_options o;
-    shard_iter_options_init(&o);
-    o.threads = 3;
-    struct shard_iter *iter;
-    assert_int_equal(shard_iter_new(&iter, ds, all, SAMPLES, &o, &err), 0);
+    struct shard_iter *iter = iter_all(ds, 3);
     int rc;
     uint64_t good = 0, errors = 0;
     while ((rc = shard_iter_next(iter, &it, &err)) != 0) {
@@ -443,6 +452,60 @@ static void test_damaged_footer_and_missing_shard_are_named(void **state)
     shard_item_release(&it);
 }
 
+/* shard_dataset_stats: every sample an iterator delivers is counted, and
+ * the bytes asked for are exactly the shards read (records are contiguous
+ * from the header to the footer, and each shard's header, trailer and
+ * footer are read once); a failed read is an error, not a sample; counts
+ * only grow. */
+static void test_read_stats_count_samples_bytes_and_failures(void **state)
+{
+    struct mkds *d = *state;
+    struct shard_dataset *ds = open_ok(d);
+    struct shard_read_stats st;
+    shard_dataset_stats(ds, &st);
+    assert_int_equal(st.samples + st.errors + st.bytes_requested + st.read_ns, 0);
+
+    struct shard_iter *iter = iter_all(ds, 3);
+    struct shard_err err;
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    while (shard_iter_next(iter, &it, &err) == 1)
+        ;
+    shard_iter_free(iter);
+    uint64_t shard_bytes = 0;
+    for (uint32_t s = 0; s < SHARDS; s++) {
+        size_t len;
+        if (!counts[s])
+            continue;  /* an empty shard is never opened */
+        char name[32];
+        shard_file_name(s, name, sizeof name);
+        free(mkds_slurp(d, name, &len));
+        shard_bytes += len;
+    }
+    shard_dataset_stats(ds, &st);
+    assert_int_equal(st.samples, SAMPLES);
+    assert_int_equal(st.errors, 0);
+    assert_int_equal(st.bytes_requested, shard_bytes);
+    assert_true(st.decompress_ns > 0);  /* counted, whatever its size */
+    assert_int_equal(st.bytes_transferred + st.requests + st.retries + st.rtt_ns, 0);
+
+    /* a damaged record: one error, no sample */
+    size_t pos = (size_t)frame_offset(d, "shard-000003.shard", 2) + 9;
+    mkds_flip(d, "shard-000003.shard", pos);
+    assert_int_equal(shard_dataset_read(ds, 5 + 1 + 2, SHARD_READ_PIXELS, &it, NULL),
+                     SHARD_ECORRUPT);
+    assert_int_equal(shard_dataset_read(ds, 0, SHARD_READ_PIXELS, &it, NULL), 0);
+    mkds_flip(d, "shard-000003.shard", pos);
+    struct shard_read_stats later;
+    shard_dataset_stats(ds, &later);
+    assert_int_equal(later.errors, 1);
+    assert_int_equal(later.samples, SAMPLES + 1);
+    assert_true(later.bytes_requested > st.bytes_requested);
+    assert_true(later.read_ns >= st.read_ns && later.decode_ns >= st.decode_ns);
+    shard_item_release(&it);
+    shard_dataset_close(ds);
+}
+
 static void test_open_refuses_missing_locations(void **state)
 {
     struct mkds *d = *state;
@@ -471,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_iterator_can_be_freed_early_and_refuses_bad_indices),
         cmocka_unit_test(test_a_damaged_record_is_an_error_naming_shard_record_and_key),
         cmocka_unit_test(test_damaged_footer_and_missing_shard_are_named),
+        cmocka_unit_test(test_read_stats_count_samples_bytes_and_failures),
         cmocka_unit_test(test_open_refuses_missing_locations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

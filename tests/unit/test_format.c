@@ -209,6 +209,54 @@ static void test_truncated_shard_is_refused(void **state)
     free(orig);
 }
 
+/* A copy of the fixture's shard with byte `pos` flipped, at `path`. */
+static void write_flipped(struct fixture *f, size_t pos, char *path, size_t path_size)
+{
+    size_t len;
+    uint8_t *buf = slurp(f->path, &len);
+    assert_true(pos < len);
+    buf[pos] ^= 0x40;
+    snprintf(path, path_size, "%s/shard-000000.shard", f->dir);
+    spit(path, buf, len);
+    free(buf);
+}
+
+/* The same shapes as a dataset's messages (test_dataset.c), with the path
+ * standing for the shard: "PATH: reason" for the shard, "PATH record R (key
+ * 'K'): reason" for a record. */
+static void test_damage_is_named_as_a_dataset_names_it(void **state)
+{
+    struct fixture *f = *state;
+    struct shard_file *sf;
+    struct shard_err err;
+    assert_int_equal(shard_file_open(&sf, f->path, &err), 0);
+    const struct shard_index_row *row = &shard_file_footer(sf)->rows[2];
+    size_t in_record = (size_t)(row->offset + row->frame_bytes / 2);
+    size_t trailer_at = (size_t)(shard_file_bytes(sf) - SHARD_TRAILER_BYTES);
+    shard_file_close(sf);
+
+    char path[160], want[256];
+    write_flipped(f, in_record, path, sizeof path);
+    assert_int_equal(shard_file_open(&sf, path, &err), 0);
+    struct shard_record_decoder *dec;
+    assert_int_equal(shard_record_decoder_new(&dec, &err), 0);
+    struct shard_record_view v;
+    assert_int_equal(shard_file_read_record(sf, 2, dec, &v, &err), SHARD_ECORRUPT);
+    snprintf(want, sizeof want, "%s record 2 (key 'k/2.jpg'): ", path);
+    if (strncmp(err.msg, want, strlen(want)))
+        fail_msg("'%s' does not start with '%s'", err.msg, want);
+    assert_int_equal(err.code, SHARD_ECORRUPT);
+    assert_int_equal(shard_file_read_record(sf, 1, dec, &v, &err), 0);
+    shard_record_decoder_free(dec);
+    shard_file_close(sf);
+
+    write_flipped(f, trailer_at - 3, path, sizeof path);  /* inside the footer's xxh3 */
+    assert_int_equal(shard_file_open(&sf, path, &err), SHARD_ECORRUPT);
+    snprintf(want, sizeof want, "%s: footer checksum mismatch", path);
+    assert_string_equal(err.msg, want);
+    assert_null(sf);
+}
+
 static void test_record_decode_refuses_a_wrong_hash_and_garbage(void **state)
 {
     (void)state;
@@ -345,6 +393,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_flipped_byte_anywhere_is_detected, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_truncated_shard_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damage_is_named_as_a_dataset_names_it, setup,
+                                        teardown),
         cmocka_unit_test(test_record_decode_refuses_a_wrong_hash_and_garbage),
         cmocka_unit_test(test_encoder_refuses_bad_records),
         cmocka_unit_test(test_encoding_is_deterministic),

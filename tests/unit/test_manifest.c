@@ -107,7 +107,9 @@ static void test_manifest_round_trips_through_json(void **state)
 }
 
 /* Replace the first occurrence of `from` in the dumped manifest by `to` and
- * expect loading to fail with a message containing `why`. */
+ * expect loading to fail with a message containing `why` - and to fail with
+ * the same code when the caller passes no shard_err (a NULL err must not turn
+ * a bad manifest into a loaded one). */
 static void expect_refused(const char *from, const char *to, const char *why)
 {
     struct shard_manifest m, back;
@@ -128,6 +130,9 @@ static void expect_refused(const char *from, const char *to, const char *why)
         fail_msg("manifest with '%s' -> '%s' was accepted", from, to);
     if (!strstr(err.msg, why))
         fail_msg("'%s' -> '%s': message '%s' does not say '%s'", from, to, err.msg, why);
+    int quiet = shard_manifest_load(dir, &back, NULL);
+    if (quiet != rc)
+        fail_msg("'%s' -> '%s': %d with a shard_err, %d without", from, to, rc, quiet);
     free(text);
     free(edited);
     remove_temp(dir);
@@ -250,6 +255,38 @@ static void test_index_reader_streams_lines_and_hashes_them(void **state)
     shard_buf_release(&all);
 }
 
+/* Every failure is a failure with or without a shard_err: a line that is not
+ * JSON is SHARD_ECORRUPT naming the line, and with err NULL still an error,
+ * never the end of the file. */
+static void test_a_corrupt_index_line_is_an_error_even_without_err(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_index.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    struct shard_buf all = {0};
+    struct shard_sample good = {"k.jpg", 5, -1, 0, 0, 8, 8, 10, 7};
+    assert_int_equal(shard_sample_line(&good, &all, NULL), 0);
+    static const char bad[] = "{\"key\": not json}\n";
+    assert_int_equal(shard_buf_append(&all, bad, sizeof bad - 1, NULL), 0);
+    assert_int_equal(write(fd, all.data, all.len), (ssize_t)all.len);
+    close(fd);
+    for (int with_err = 1; with_err >= 0; with_err--) {
+        struct shard_err err;
+        struct shard_index_reader *r;
+        struct shard_sample s;
+        assert_int_equal(shard_index_reader_open(&r, path, NULL), 0);
+        assert_int_equal(shard_index_reader_next(r, &s, with_err ? &err : NULL), 1);
+        assert_int_equal(shard_index_reader_next(r, &s, with_err ? &err : NULL),
+                         SHARD_ECORRUPT);
+        if (with_err)
+            assert_non_null(strstr(err.msg, "line 2"));
+        shard_index_reader_close(r);
+    }
+    unlink(path);
+    shard_buf_release(&all);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_sample_lines_keep_keys_byte_exact),
         cmocka_unit_test(test_reject_lines_parse_as_rejects),
         cmocka_unit_test(test_index_reader_streams_lines_and_hashes_them),
+        cmocka_unit_test(test_a_corrupt_index_line_is_an_error_even_without_err),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

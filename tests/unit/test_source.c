@@ -305,7 +305,7 @@ static void test_scan_keeps_names_byte_exact_and_counts_what_it_skips(void **sta
     struct shard_keylist l = {0};
     struct shard_scan_stats st = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_scan_dir(f->dir, &l, &st, &err), 0);
+    assert_int_equal(shard_scan_dir(f->dir, &l, NULL, &st, &err), 0);
     const char *expected[sizeof tree_candidates / sizeof *tree_candidates];
     memcpy(expected, tree_candidates, sizeof expected);
     assert_keys(&l, expected, sizeof expected / sizeof *expected);
@@ -315,9 +315,41 @@ static void test_scan_keeps_names_byte_exact_and_counts_what_it_skips(void **sta
     assert_int_equal(st.ignored_special, 1);   /* the fifo, despite its .jpg */
 
     /* Stats accumulate and keys append across scans. */
-    assert_int_equal(shard_scan_dir(f->dir, &l, &st, &err), 0);
+    assert_int_equal(shard_scan_dir(f->dir, &l, NULL, &st, &err), 0);
     assert_int_equal(l.count, 2 * (sizeof expected / sizeof *expected));
     assert_int_equal(st.ignored_symlinks, 4);
+    shard_keylist_release(&l);
+}
+
+/* With refusals, what is named like an image but is no regular file is a
+ * candidate with a reason, not a count: the symbolic link "link to
+ * file.jpg" and the fifo "pipe.jpg"; "link to dir" stays ignored. */
+static void test_scan_refuses_links_and_special_files_named_like_images(void **state)
+{
+    struct fixture *f = *state;
+    build_tree(f->dir);
+    struct shard_keylist l = {0};
+    struct shard_refusals refused = {0};
+    struct shard_scan_stats st = {0};
+    struct shard_err err = {0};
+    assert_int_equal(shard_scan_dir(f->dir, &l, &refused, &st, &err), 0);
+    size_t n = sizeof tree_candidates / sizeof *tree_candidates;
+    const char *expected[sizeof tree_candidates / sizeof *tree_candidates + 2];
+    memcpy(expected, tree_candidates, sizeof tree_candidates);
+    expected[n] = "link to file.jpg";
+    expected[n + 1] = "pipe.jpg";
+    assert_keys(&l, expected, n + 2);
+    assert_int_equal(st.candidates, n + 2);
+    assert_int_equal(st.ignored, 3);
+    assert_int_equal(st.ignored_symlinks, 1);  /* "link to dir" */
+    assert_int_equal(st.ignored_special, 0);
+    assert_int_equal(refused.count, 2);
+    assert_string_equal(shard_refusals_find(&refused, "link to file.jpg", 16),
+                        "not a regular file: symbolic link (never followed)");
+    assert_string_equal(shard_refusals_find(&refused, "pipe.jpg", 8), "not a regular file: fifo");
+    assert_null(shard_refusals_find(&refused, "top.gif", 7));
+    shard_refusals_release(&refused);
+    shard_refusals_release(NULL);
     shard_keylist_release(&l);
 }
 
@@ -330,7 +362,7 @@ static void test_scan_through_a_symlinked_root_is_allowed(void **state)
     char *alias = join(f->dir, "alias");
     struct shard_keylist l = {0};
     struct shard_scan_stats st = {0};
-    assert_int_equal(shard_scan_dir(alias, &l, &st, NULL), 0);
+    assert_int_equal(shard_scan_dir(alias, &l, NULL, &st, NULL), 0);
     const char *expected[] = {"x.jpg"};
     assert_keys(&l, expected, 1);
     shard_keylist_release(&l);
@@ -344,7 +376,7 @@ static void test_scan_of_missing_root_is_not_found(void **state)
     struct shard_keylist l = {0};
     struct shard_scan_stats st = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_scan_dir(missing, &l, &st, &err), SHARD_ENOTFOUND);
+    assert_int_equal(shard_scan_dir(missing, &l, NULL, &st, &err), SHARD_ENOTFOUND);
     assert_int_equal(err.code, SHARD_ENOTFOUND);
     assert_non_null(strstr(err.msg, "does not exist"));
     free(missing);
@@ -358,12 +390,16 @@ static void test_scan_of_a_file_root_is_invalid(void **state)
     struct shard_keylist l = {0};
     struct shard_scan_stats st = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_scan_dir(file, &l, &st, &err), SHARD_EINVAL);
+    assert_int_equal(shard_scan_dir(file, &l, NULL, &st, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "not a directory"));
     free(file);
 }
 
-static void test_scan_of_unreadable_directory_fails_naming_it(void **state)
+/* A directory that cannot be listed fails a scan without refusals, naming
+ * it; with refusals it is a reject under its own key ("locked/") and the
+ * walk goes on.  (As root it cannot be made unreadable: tests/cli/
+ * test_sources.sh runs shardify as nobody for that.) */
+static void test_scan_of_unreadable_directory_fails_or_is_refused(void **state)
 {
     struct fixture *f = *state;
     if (geteuid() == 0)
@@ -374,25 +410,29 @@ static void test_scan_of_unreadable_directory_fails_naming_it(void **state)
     char *locked = join(f->dir, "locked");
     assert_int_equal(chmod(locked, 0), 0);
     struct shard_keylist l = {0};
+    struct shard_refusals refused = {0};
     struct shard_scan_stats st = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_scan_dir(f->dir, &l, &st, &err), SHARD_EIO);
+    assert_int_equal(shard_scan_dir(f->dir, &l, NULL, &st, &err), SHARD_EIO);
     assert_non_null(strstr(err.msg, "'locked'"));
     assert_int_equal(l.count, 0);
+    assert_int_equal(shard_scan_dir(f->dir, &l, &refused, &st, &err), 0);
+    const char *expected[] = {"locked/", "ok/a.jpg"};
+    assert_keys(&l, expected, 2);
+    assert_string_equal(shard_refusals_find(&refused, "locked/", 7),
+                        "cannot read directory: Permission denied");
     chmod(locked, 0700);
     free(locked);
+    shard_refusals_release(&refused);
     shard_keylist_release(&l);
 }
 
-/* A tree deeper than the walk's descriptor budget is refused with a message
- * naming where, and the key list is left as it was. */
-static void test_scan_of_too_deep_tree_fails_and_adds_no_keys(void **state)
+/* d/x.jpg, d/d/x.jpg, ... `levels` deep below dir. */
+static void make_deep_tree(const char *dir, int levels)
 {
-    struct fixture *f = *state;
-    write_file(f->dir, "first.jpg", "x", 1);
-    int fd = open(f->dir, O_RDONLY | O_DIRECTORY);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
     assert_true(fd >= 0);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < levels; i++) {
         assert_int_equal(mkdirat(fd, "d", 0755), 0);
         int sub = openat(fd, "d", O_RDONLY | O_DIRECTORY);
         assert_true(sub >= 0);
@@ -403,15 +443,46 @@ static void test_scan_of_too_deep_tree_fails_and_adds_no_keys(void **state)
         fd = sub;
     }
     close(fd);
+}
+
+/* A tree deeper than the walk's descriptor budget is refused with a message
+ * naming where, and the key list is left as it was. */
+static void test_scan_of_too_deep_tree_fails_and_adds_no_keys(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->dir, "first.jpg", "x", 1);
+    make_deep_tree(f->dir, 200);
     struct shard_keylist l = {0};
     assert_int_equal(shard_keylist_add(&l, "kept", 4, NULL), 0);
     struct shard_scan_stats st = {0};
     struct shard_err err = {0};
-    assert_int_equal(shard_scan_dir(f->dir, &l, &st, &err), SHARD_ELIMIT);
+    assert_int_equal(shard_scan_dir(f->dir, &l, NULL, &st, &err), SHARD_ELIMIT);
     assert_non_null(strstr(err.msg, "d/d/d/"));
     assert_non_null(strstr(err.msg, "levels deep"));
     assert_int_equal(l.count, 1);
     assert_int_equal(l.arena_len, 5);
+    shard_keylist_release(&l);
+}
+
+/* With refusals, the directory past the walk's depth is a reject under its
+ * key; everything above it is listed. */
+static void test_scan_refuses_the_directory_too_deep_and_keeps_the_rest(void **state)
+{
+    struct fixture *f = *state;
+    make_deep_tree(f->dir, 200);
+    struct shard_keylist l = {0};
+    struct shard_refusals refused = {0};
+    struct shard_scan_stats st = {0};
+    struct shard_err err = {0};
+    assert_int_equal(shard_scan_dir(f->dir, &l, &refused, &st, &err), 0);
+    assert_int_equal(refused.count, 1);
+    const struct shard_refusal *r = &refused.items[0];
+    assert_int_equal(r->key_len, 2 * 128);  /* "d/" 128 times: the 128th level */
+    assert_string_equal(r->reason,
+                        "cannot read directory: directories nested more than 127 levels deep");
+    assert_int_equal(l.count, 127 + 1);  /* an x.jpg on each level read, and the refusal */
+    assert_int_equal(st.candidates, l.count);
+    shard_refusals_release(&refused);
     shard_keylist_release(&l);
 }
 
@@ -628,6 +699,9 @@ static int write_archive(const char *path, enum archive_kind kind)
     return 0;
 }
 
+/* Every entry named like an image is produced: with its bytes, or with
+ * the problem that makes it a reject, or (a hard link) with the name of
+ * the entry whose bytes it has.  Only the others are counted. */
 static void check_archive(const char *dir, enum archive_kind kind, const char *name)
 {
     char *path = join(dir, name);
@@ -643,15 +717,23 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
         const void *data;
         size_t len;
         uint64_t too_large;
+        const char *problem;
+        const char *link;
+        uint64_t ordinal;
     } expected[] = {
-        {"a/one.jpg", "ONE", 3, 0},
-        {"a/two.PNG", NULL, BINARY_ENTRY_BYTES, 0},
-        {"abs/three.gif", "THREE", 5, 0},
-        {"a/four.bmp", "FOUR", 4, 0},
-        {"it's a \"name\", with, commas.jpg", "FIVE", 4, 0},
-        {"big.jpg", NULL, 0, BIG_ENTRY_BYTES},
-        {"empty.jpg", "", 0, 0},
+        {"a/one.jpg", "ONE", 3, 0, NULL, NULL, 0},
+        {"a/two.PNG", NULL, BINARY_ENTRY_BYTES, 0, NULL, NULL, 2},
+        {"link.jpg", NULL, 0, 0, "not a regular file: symbolic link (never followed)", NULL, 4},
+        {"../evil.jpg", NULL, 0, 0, "unsafe name in archive: '..' component", NULL, 5},
+        {"a/../sneaky.jpg", NULL, 0, 0, "unsafe name in archive: '..' component", NULL, 6},
+        {"/abs/three.gif", NULL, 0, 0, "unsafe name in archive: absolute path", NULL, 7},
+        {"a/four.bmp", "FOUR", 4, 0, NULL, NULL, 8},
+        {"it's a \"name\", with, commas.jpg", "FIVE", 4, 0, NULL, NULL, 9},
+        {"big.jpg", NULL, 0, BIG_ENTRY_BYTES, NULL, NULL, 10},
+        {"empty.jpg", "", 0, 0, NULL, NULL, 11},
+        {"a/hard.jpg", NULL, 0, 0, NULL, "a/one.jpg", 12},
     };
+    size_t want = sizeof expected / sizeof *expected - (kind == KIND_ZIP);  /* zip: no link */
     uint8_t *binary = pattern_bytes(BINARY_ENTRY_BYTES, 1);
     expected[1].data = binary;
     struct shard_scan_stats st = {0};
@@ -665,7 +747,7 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
         assert_true(r >= 0);
         if (r == 0)
             break;
-        assert_true(n < sizeof expected / sizeof *expected);
+        assert_true(n < want);
         assert_int_equal(key_len, strlen(expected[n].key));
         assert_memory_equal(key, expected[n].key, key_len);
         assert_int_equal(key[key_len], '\0');
@@ -673,14 +755,29 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
         assert_int_equal(buf.len, expected[n].len);
         if (buf.len)
             assert_memory_equal(buf.data, expected[n].data, buf.len);
+        if (expected[n].problem)
+            assert_string_equal(shard_archive_problem(a), expected[n].problem);
+        else
+            assert_null(shard_archive_problem(a));
+        size_t link_len;
+        int link_only = -1;
+        const char *link = shard_archive_link(a, &link_len, &link_only);
+        if (expected[n].link) {
+            assert_string_equal(link, expected[n].link);
+            assert_int_equal(link_len, strlen(expected[n].link));
+            assert_int_equal(link_only, 1);
+        } else {
+            assert_null(link);
+            assert_int_equal(link_only, 0);
+        }
+        assert_int_equal(shard_archive_ordinal(a), expected[n].ordinal);
         n++;
     }
-    assert_int_equal(n, sizeof expected / sizeof *expected);
+    assert_int_equal(n, want);
     assert_int_equal(st.candidates, n);
     assert_int_equal(st.ignored, 1);           /* notes.txt */
-    assert_int_equal(st.ignored_symlinks, 1);  /* link.jpg */
-    /* the two ".." entries, and the bare hard link where the format has them */
-    assert_int_equal(st.ignored_special, kind == KIND_ZIP ? 2 : 3);
+    assert_int_equal(st.ignored_symlinks, 0);
+    assert_int_equal(st.ignored_special, 0);
     const char *key;
     size_t key_len;
     uint64_t too_large;
@@ -900,21 +997,26 @@ static void test_archive_mtree_listing_is_not_an_archive(void **state)
     free(path);
 }
 
-static void test_archive_empty_file_has_no_entries(void **state)
+/* An empty file, and a file of only zero bytes (which libarchive reads as an
+ * empty tar), are no archive: an error, not an empty dataset. */
+static void test_archive_empty_or_zero_filled_file_is_refused(void **state)
 {
     struct fixture *f = *state;
+    static const char zeros[10240];
     write_file(f->dir, "empty.tar", "", 0);
-    char *path = join(f->dir, "empty.tar");
-    struct shard_archive *a = NULL;
-    assert_int_equal(shard_archive_open(&a, path, NULL), 0);
-    struct shard_scan_stats st = {0};
-    struct shard_buf buf = {0};
-    const char *key;
-    size_t key_len;
-    uint64_t too_large;
-    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 0);
-    shard_archive_close(a);
-    free(path);
+    write_file(f->dir, "zeros.tar", zeros, sizeof zeros);
+    const char *names[] = {"empty.tar", "zeros.tar"};
+    const char *says[] = {"is an empty file", "holds no archive entries"};
+    for (size_t i = 0; i < 2; i++) {
+        char *path = join(f->dir, names[i]);
+        struct shard_archive *a = (struct shard_archive *)&a;
+        struct shard_err err = {0};
+        assert_int_equal(shard_archive_open(&a, path, &err), SHARD_EINVAL);
+        assert_null(a);
+        assert_non_null(strstr(err.msg, names[i]));
+        assert_non_null(strstr(err.msg, says[i]));
+        free(path);
+    }
 }
 
 /* ---- labels ------------------------------------------------------------- */
@@ -995,6 +1097,36 @@ static char *write_labels(const char *dir, const char *name, const char *text)
 {
     write_file(dir, name, text, strlen(text));
     return join(dir, name);
+}
+
+/* The rows that name no key are counted (a header other than "key,label"
+ * is such a row); other kinds of labeler have no rows. */
+static void test_labels_csv_counts_rows_that_name_no_key(void **state)
+{
+    struct fixture *f = *state;
+    char *path = write_labels(f->dir, "labels.csv", "file,class\n"
+                                                    "a/1.jpg,cat\n"
+                                                    "a/2.jpg,cat\n"
+                                                    "gone.jpg,dog\n");
+    struct shard_labeler *lb = NULL;
+    assert_int_equal(shard_labeler_new(&lb, path, NULL), 0);
+    assert_int_equal(shard_labeler_rows(lb), 4);
+    struct shard_keylist keys = {0};
+    const char *present[] = {"a/2.jpg", "a/1.jpg", "a/1.jpg", "b/unlisted.jpg"};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(shard_keylist_add(&keys, present[i], strlen(present[i]), NULL), 0);
+    uint64_t unmatched = 99;
+    assert_int_equal(shard_labeler_unmatched_rows(lb, &keys, &unmatched, NULL), 0);
+    assert_int_equal(unmatched, 2);  /* "file,class" and gone.jpg */
+    shard_labeler_free(lb);
+
+    assert_int_equal(shard_labeler_new(&lb, "regex:^(x)", NULL), 0);
+    assert_int_equal(shard_labeler_rows(lb), 0);
+    assert_int_equal(shard_labeler_unmatched_rows(lb, &keys, &unmatched, NULL), 0);
+    assert_int_equal(unmatched, 0);
+    shard_labeler_free(lb);
+    shard_keylist_release(&keys);
+    free(path);
 }
 
 static void test_labels_csv_with_header_quotes_and_crlf(void **state)
@@ -1152,10 +1284,12 @@ int main(void)
         cmocka_unit_test(test_keylist_sort_matches_a_reference_sort_on_many_keys),
         cmocka_unit_test(test_keylist_sort_handles_sorted_reversed_and_identical_input),
         T(test_scan_keeps_names_byte_exact_and_counts_what_it_skips),
+        T(test_scan_refuses_links_and_special_files_named_like_images),
+        T(test_scan_refuses_the_directory_too_deep_and_keeps_the_rest),
         T(test_scan_through_a_symlinked_root_is_allowed),
         T(test_scan_of_missing_root_is_not_found),
         T(test_scan_of_a_file_root_is_invalid),
-        T(test_scan_of_unreadable_directory_fails_naming_it),
+        T(test_scan_of_unreadable_directory_fails_or_is_refused),
         T(test_scan_of_too_deep_tree_fails_and_adds_no_keys),
         T(test_path_is_file_only_for_regular_files),
         T(test_read_file_returns_the_exact_bytes),
@@ -1174,12 +1308,13 @@ int main(void)
         T(test_archive_truncated_tar_gz_is_corrupt),
         T(test_archive_open_refuses_what_is_not_an_archive),
         T(test_archive_mtree_listing_is_not_an_archive),
-        T(test_archive_empty_file_has_no_entries),
+        T(test_archive_empty_or_zero_filled_file_is_refused),
         cmocka_unit_test(test_labels_dir_uses_the_first_component),
         cmocka_unit_test(test_labels_none_labels_nothing),
         cmocka_unit_test(test_labels_regex_takes_the_first_group),
         cmocka_unit_test(test_labels_bad_regex_is_invalid),
         T(test_labels_csv_with_header_quotes_and_crlf),
+        T(test_labels_csv_counts_rows_that_name_no_key),
         T(test_labels_csv_without_header_finds_many_keys),
         T(test_labels_csv_duplicate_key_names_it_and_its_lines),
         T(test_labels_csv_bad_rows_are_invalid_with_their_line),

@@ -1,0 +1,138 @@
+/* source_internal.h - what the source subsystem shares with the run and
+ * the verifier (private).
+ *
+ *   reasons    the reject reasons a scan gives without reading a file, so
+ *              that shardify and shardcheck --source word them the same
+ *   entries    every entry of an archive, for the second pass of links.c
+ *   links      hard links inside an archive: which entry's bytes each
+ *              candidate really has
+ */
+#ifndef SHARDKIT_SOURCE_INTERNAL_H
+#define SHARDKIT_SOURCE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "shardkit/source.h"
+
+/* ---- reasons ------------------------------------------------------------- */
+
+/* A candidate that is not a regular file: "not a regular file: fifo". */
+#define SK_REASON_NOT_REGULAR "not a regular file: "
+#define SK_REASON_SYMLINK SK_REASON_NOT_REGULAR "symbolic link (never followed)"
+/* A directory the walk could not list: its key ends in '/'. */
+#define SK_REASON_DIRECTORY "cannot read directory: "
+/* A directory entry whose type could not be learned. */
+#define SK_REASON_STAT "cannot stat: "
+/* An archive entry whose name would land outside an extraction root. */
+#define SK_REASON_UNSAFE "unsafe name in archive: "
+/* An archive entry libarchive could not read; the archive went on. */
+#define SK_REASON_DAMAGED "damaged archive entry: "
+#define SK_REASON_ENCRYPTED "unsupported: encrypted archive entry"
+/* A hard link whose target cannot be found or used. */
+#define SK_REASON_LINK "hard link to "
+/* A later archive entry of a name an earlier entry already has. */
+#define SK_REASON_DUPLICATE "duplicate entry in archive: an earlier entry has this name"
+
+/* 1 when `reason` is one a scan gives without reading the file (the kinds
+ * above but the duplicate): such a reject stands for what the entry *is*,
+ * so shardcheck --source pairs it only with an entry refused for the very
+ * same reason, never with a readable file. */
+int sk_reason_is_refusal(const char *reason);
+
+/* The reason for a candidate of file type `mode` (S_IFIFO ...) that is not a
+ * regular file, e.g. "not a regular file: fifo".  Static. */
+const char *sk_reason_for_type(unsigned mode);
+
+/* ---- every entry of an archive --------------------------------------------- */
+
+struct sk_archive_entry {
+    const char *key;        /* normalised name (raw name when unsafe); valid until the next call */
+    size_t key_len;
+    int candidate;          /* 1: shard_archive_next would produce it */
+    const char *problem;    /* why it has no bytes, or NULL (as shard_archive_problem) */
+    const char *link;       /* hard-link target (normalised), or NULL */
+    size_t link_len;
+    int link_only;          /* a hard link without data of its own */
+    uint64_t too_large;
+};
+
+/* Like shard_archive_next, but also produces the entries that are not
+ * candidates (not directories) for which want(ctx, key, len) returns 1;
+ * other non-candidates are counted in *st and skipped, as there.  Bytes are
+ * read for every entry produced, candidate or not. */
+int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
+                          int (*want)(void *ctx, const char *key, size_t len), void *ctx,
+                          struct sk_archive_entry *out, struct shard_buf *buf,
+                          struct shard_scan_stats *st, struct shard_err *err);
+
+/* ---- hard links -------------------------------------------------------------- */
+
+/*
+ * A tar stores a file with several names once: later names are hard-link
+ * entries without data ("b.jpg is a link to a.jpg").  Extraction gives
+ * every name the bytes of the file, so every name must be a sample with
+ * those bytes.  Formats differ in where the data sits: tar puts it on the
+ * first name, cpio (newc) on the last, pax may give a link data that then
+ * replaces the file's; so this follows what extraction does, one file
+ * ("inode") per entry that is not a link, each link joining its target's
+ * file, each entry with data writing that file's content, the last write
+ * winning.
+ *
+ * Pass 1 is the caller's pass over the candidates (shard_archive_next):
+ * sk_links_note() each candidate that shard_archive_link names a target
+ * for.  sk_links_resolve() then finds each target among the earlier
+ * candidates; a target that is not a candidate (say "a.dat") is found by a
+ * second pass over the archive, which hands each such entry's bytes to the
+ * caller as a "hidden item" (converted or hashed, like a candidate, but
+ * not one).  Memory: a few words per link, and per candidate only while
+ * resolving (two arrays of uint64_t); never any file's bytes.
+ */
+struct sk_links;
+
+int sk_links_new(struct sk_links **out, struct shard_err *err);
+void sk_links_free(struct sk_links *l);  /* accepts NULL */
+
+/* Candidate number `cand` (0 for the first candidate shard_archive_next
+ * produced) is the entry `a` just produced: note it when it is a hard link.
+ * 0 or SHARD_ENOMEM. */
+int sk_links_note(struct sk_links *l, const struct shard_archive *a, uint64_t cand,
+                  struct shard_err *err);
+
+/* 1 when a link was noted (then resolve). */
+int sk_links_any(const struct sk_links *l);
+
+/* The bytes of hidden item `item` (0, 1, ...), or why there are none:
+ * `problem` (a reason) or `too_large` (its size, over max_bytes). */
+typedef int (*sk_links_item_fn)(void *ctx, uint64_t item, const struct shard_buf *bytes,
+                                uint64_t too_large, const char *problem, struct shard_err *err);
+
+/* Resolve every link noted; keys are pass 1's candidates in archive order.
+ * May read the archive at `path` once more (then calling item_fn).  Errors
+ * are the archive's (a second pass that cannot read it) or SHARD_ENOMEM. */
+int sk_links_resolve(struct sk_links *l, const struct shard_keylist *keys, const char *path,
+                     uint64_t max_bytes, sk_links_item_fn item_fn, void *ctx,
+                     struct shard_err *err);
+
+/* Where a candidate's content comes from when it is not its own. */
+struct sk_link_copy {
+    uint64_t cand;          /* the candidate */
+    enum { SK_FROM_CANDIDATE, SK_FROM_ITEM, SK_FROM_NOWHERE } from;
+    uint64_t source;        /* the candidate or hidden item it has the content of */
+    const char *why;        /* SK_FROM_NOWHERE: the reject reason (owned by l) */
+};
+
+/* After resolve: 1 and *out when candidate `cand`'s content is not its own,
+ * else 0. */
+int sk_links_source(const struct sk_links *l, uint64_t cand, struct sk_link_copy *out);
+
+/* The position in the archive (shard_archive_ordinal) of hidden item
+ * `item`'s entry, for a caller that reads it again. */
+uint64_t sk_links_item_ordinal(const struct sk_links *l, uint64_t item);
+
+/* After resolve: the candidates whose content is not their own, one per
+ * call, in candidate order (*pos starts at 0).  Returns 1, or 0 at the end.
+ * A source is never itself a candidate listed here, so copies may be
+ * applied in any order. */
+int sk_links_next_copy(const struct sk_links *l, uint64_t *pos, struct sk_link_copy *out);
+
+#endif

@@ -1,0 +1,69 @@
+/* test_error.c - the error helpers return the code they are given whether
+ * or not there is a shard_err to fill, a prefix keeps the message on one
+ * line, and shard_quote escapes a key as error.h says. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shardkit.h"
+
+static void test_every_helper_returns_its_code_with_a_null_err(void **state)
+{
+    (void)state;
+    assert_int_equal(shard_err_set(NULL, SHARD_ECORRUPT, "x %d", 1), SHARD_ECORRUPT);
+    assert_int_equal(shard_err_errno(NULL, SHARD_EIO, 2, "x"), SHARD_EIO);
+    /* the old prefix returned SHARD_OK here, turning a failure into success */
+    assert_int_equal(shard_err_prefix(NULL, SHARD_ECORRUPT, "file %s", "a"), SHARD_ECORRUPT);
+    assert_int_equal(shard_err_prefix(NULL, SHARD_ENOMEM, "file"), SHARD_ENOMEM);
+}
+
+static void test_prefix_puts_the_subject_first_and_records_the_code(void **state)
+{
+    (void)state;
+    struct shard_err err;
+    shard_err_set(&err, SHARD_ENOTIMAGE, "bad magic");
+    assert_int_equal(shard_err_prefix(&err, SHARD_ECORRUPT, "'%s' record %d", "s.shard", 3),
+                     SHARD_ECORRUPT);
+    assert_int_equal(err.code, SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "'s.shard' record 3: bad magic");
+    /* an empty message gets the prefix alone */
+    shard_err_clear(&err);
+    shard_err_prefix(&err, SHARD_EIO, "alone");
+    assert_string_equal(err.msg, "alone");
+    /* a long result is cut at the buffer, still NUL-terminated */
+    char big[SHARD_ERRMSG_SIZE * 2];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    shard_err_set(&err, SHARD_EIO, "tail");
+    shard_err_prefix(&err, SHARD_EIO, "%s", big);
+    assert_int_equal(strlen(err.msg), SHARD_ERRMSG_SIZE - 1);
+}
+
+static void test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backslash(void **state)
+{
+    (void)state;
+    char out[SHARD_QUOTE_SIZE];
+    const char key[] = "a\\b\n\x7f\xff/\xc3\xbc.jpg";
+    assert_string_equal(shard_quote(key, sizeof key - 1, out, sizeof out),
+                        "a\\\\b\\x0a\\x7f\\xff/\xc3\xbc.jpg");
+    /* a key longer than the buffer is cut and says so */
+    char long_key[SHARD_QUOTE_SIZE * 2];
+    memset(long_key, 'x', sizeof long_key);
+    shard_quote(long_key, sizeof long_key, out, sizeof out);
+    assert_true(strlen(out) < sizeof out);
+    assert_string_equal(out + strlen(out) - 3, "...");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_helper_returns_its_code_with_a_null_err),
+        cmocka_unit_test(test_prefix_puts_the_subject_first_and_records_the_code),
+        cmocka_unit_test(test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backslash),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -225,7 +225,9 @@ SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct sh
  * in plan order, read and decode each sample, apply the transforms and write
  * the result straight into its place in its batch's buffer; the consumer
  * takes whole batches in order.  At most `prefetch` batches are being filled
- * or ready at a time (the bound on memory).
+ * or ready at a time (the bound on memory).  Like shard_iter, the workers
+ * ask the dataset for the next entries' bytes ahead of reading them (the
+ * kernel's read-ahead, window fetches over HTTP).
  *
  * Batch contents depend on (dataset, seed, epoch, rank, world_size, shuffle
  * buffer, remainder, batch_size, transforms) only: never on the thread
@@ -359,8 +361,10 @@ SHARD_API const struct shard_batch_info *shard_batch_info(const struct shard_bat
  * the loader still exists.  Thread-safe; accepts NULL. */
 SHARD_API void shard_batch_free(struct shard_batch *b);
 
-/* What the loader has done since it was made: the reader's counters for its
- * dataset reads, and the loader's own. */
+/* What the loader has done since it was made.  The reading stages (read,
+ * decompress, decode, bytes, requests) are the dataset's counters
+ * (shard_dataset_stats: take a snapshot when the loader starts and
+ * subtract); these are the loader's own. */
 struct shard_loader_stats {
     uint64_t samples;           /* samples delivered in batches */
     uint64_t batches;           /* batches delivered */

@@ -5,17 +5,30 @@
  * batch_size samples that the transforms write into in place, or else one
  * place (an item and an output buffer) per sample.  Batches are recycled
  * through a pool shared with the batches handed out, so a batch may outlive
- * its loader, and a recycled batch's memory is already faulted in. */
+ * its loader, and a recycled batch's memory is already faulted in.
+ *
+ * Threads.  An epoch's list of plan entries goes through the library's
+ * bounded hand-off queue (read/handoff.h) in groups of batch_size: group g
+ * is the loader's g-th batch of the epoch, filled in ring slot
+ * sk_handoff_slot() - ring[slot] is the batch being filled there.  Workers
+ * claim entries in order, read and transform each into its place and mark it
+ * done; the consumer waits for a whole group, swaps a fresh batch into the
+ * slot and releases it, so the filled batch is the consumer's alone and the
+ * workers go on into the fresh one.  At most `prefetch` batches are being
+ * filled or waiting.  Without threads, next() fills the batch itself. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "format/shard_reader.h"
 #include "loader/augment_internal.h"
-#include "shardkit/loader.h"
+#include "read/dataset_internal.h"
+#include "read/handoff.h"
 #include "shardkit/format.h"
+#include "shardkit/loader.h"
 #include "shardkit/source.h"
+#include "util/clock.h"
 
 #define DEFAULT_BATCH 64
 #define DEFAULT_THREADS 2
@@ -58,6 +71,7 @@ struct shard_batch {
 
 /* What one thread needs to fill places. */
 struct worker {
+    struct shard_loader *loader;
     struct shard_item item;      /* the decoded sample, with a fixed size */
     struct shard_augment_workspace *ws;
     struct shard_augment_draws draws;
@@ -81,19 +95,19 @@ struct shard_loader {
     uint64_t *list;              /* plan entries from batch `first` on */
     uint64_t list_len;
     uint64_t failed_index;
-    struct worker inline_worker; /* threads 0 */
+    struct worker *workers;      /* one per thread; workers[0] also works inline (threads 0) */
+    int worker_count;
+    pthread_t *threads;
+    int running;                 /* threads started for the epoch */
+    struct sk_handoff *queue;    /* the epoch's queue, with threads */
+    struct shard_batch **ring;   /* prefetch batches: ring[slot] is being filled */
+    struct shard_batch *fresh;   /* the batch to swap in for the next one taken */
+    _Atomic uint64_t advised;    /* list positions before it were advised */
     /* stats */
     _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns,
         busy_ns;
     _Atomic uint64_t busy_since; /* 0: no epoch in progress */
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void add(_Atomic uint64_t *c, uint64_t n)
 {
@@ -239,13 +253,11 @@ static void name_sample(struct shard_dataset *ds, uint64_t index, struct shard_e
 {
     uint32_t s;
     uint64_t r;
-    const char *key;
-    size_t len;
-    char quoted[SHARD_QUOTE_SIZE];
-    if (shard_dataset_locate(ds, index, &s, &r, NULL) || shard_dataset_key(ds, index, &key, &len, NULL))
-        return;
-    shard_err_prefix(err, "%s record %llu (key '%s')", shard_dataset_manifest(ds)->shards[s].file,
-                     (unsigned long long)r, shard_quote(key, len, quoted, sizeof quoted));
+    const struct shard_footer *footer;
+    if (!shard_dataset_locate(ds, index, &s, &r, NULL) &&
+        !sk_dataset_shard_footer(ds, s, &footer, NULL))
+        sk_shard_record_error(err, err->code, shard_dataset_manifest(ds)->shards[s].file, footer,
+                              r);
 }
 
 /* Read sample `index` into place j of b and transform it there. */
@@ -267,7 +279,7 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
         b->heights[j] = item->pixels.height;
         goto out;
     }
-    uint64_t start = now_ns();
+    uint64_t start = sk_now_ns();
     rc = shard_augment_draw(l->aug, item->pixels.width, item->pixels.height, l->o.plan.seed,
                             l->epoch, index, &w->draws, err);
     void *dst = NULL;
@@ -290,9 +302,25 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
     } else {
         name_sample(l->ds, index, err);
     }
-    add(&l->transform_ns, now_ns() - start);
+    add(&l->transform_ns, sk_now_ns() - start);
 out:
     b->rc[j] = rc;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct shard_loader *l = w->loader;
+    const uint64_t ahead = (uint64_t)l->o.prefetch * l->o.batch_size;
+    uint64_t p;
+    while (sk_handoff_claim(l->queue, &p)) {
+        sk_dataset_advise_ahead(l->ds, l->list, l->list_len, p, ahead, &l->advised);
+        struct shard_batch *b = l->ring[sk_handoff_slot(l->queue, p)];
+        uint32_t j = (uint32_t)(p % l->o.batch_size);
+        fill_place(l, w, b, j, l->list[p]);
+        sk_handoff_done(l->queue, p, b->rc[j]);
+    }
+    return NULL;
 }
 
 /* Failures that are the sample's own, the same on every read. */
@@ -427,8 +455,19 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = worker_init(&l->inline_worker, err)))
+    l->worker_count = l->o.threads ? l->o.threads : 1;
+    l->workers = calloc((size_t)l->worker_count, sizeof *l->workers);
+    l->threads = calloc((size_t)l->worker_count, sizeof *l->threads);
+    l->ring = calloc(l->o.prefetch, sizeof *l->ring);
+    if (!l->workers || !l->threads || !l->ring) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
+    }
+    for (int i = 0; i < l->worker_count; i++) {
+        if ((rc = worker_init(&l->workers[i], err)))
+            goto fail;
+        l->workers[i].loader = l;
+    }
     *out = l;
     return SHARD_OK;
 fail:
@@ -436,11 +475,24 @@ fail:
     return rc;
 }
 
-/* End the epoch in progress: account its time, drop what is in flight. */
+/* End the epoch in progress: stop and join the workers (each finishes the
+ * sample it is on), give the batches in flight back, account the time. */
 static void stop_epoch(struct shard_loader *l)
 {
+    if (l->queue)
+        sk_handoff_stop(l->queue);
+    for (int i = 0; i < l->running; i++)
+        pthread_join(l->threads[i], NULL);
+    l->running = 0;
+    for (uint32_t s = 0; l->ring && s < l->o.prefetch; s++) {
+        if (l->ring[s])
+            pool_return(l->pool, l->ring[s]);
+        l->ring[s] = NULL;
+    }
+    sk_handoff_free(l->queue);
+    l->queue = NULL;
     if (l->busy_since) {
-        add(&l->busy_ns, now_ns() - l->busy_since);
+        add(&l->busy_ns, sk_now_ns() - l->busy_since);
         l->busy_since = 0;
     }
     free(l->list);
@@ -448,12 +500,34 @@ static void stop_epoch(struct shard_loader *l)
     l->list_len = 0;
 }
 
+/* Start the workers on the epoch's list (threads > 0, a non-empty list). */
+static int start_workers(struct shard_loader *l, struct shard_err *err)
+{
+    int rc = sk_handoff_new(&l->queue, l->list_len, l->o.prefetch, l->o.batch_size, err);
+    for (uint32_t s = 0; !rc && s < l->o.prefetch; s++)
+        if (!(l->ring[s] = pool_take(l, err)))
+            rc = SHARD_ENOMEM;
+    atomic_store(&l->advised, 0);
+    for (int i = 0; !rc && i < l->o.threads; i++) {
+        if (pthread_create(&l->threads[i], NULL, worker_main, &l->workers[i]) != 0)
+            rc = shard_err_set(err, SHARD_EIO, "cannot start %d loader threads", l->o.threads);
+        else
+            l->running = i + 1;
+    }
+    return rc;
+}
+
 void shard_loader_free(struct shard_loader *l)
 {
     if (!l)
         return;
     stop_epoch(l);
-    worker_release(&l->inline_worker);
+    for (int i = 0; l->workers && i < l->worker_count; i++)
+        worker_release(&l->workers[i]);
+    free(l->workers);
+    free(l->threads);
+    free(l->ring);
+    batch_destroy(l->fresh);
     struct loader_pool *p = l->pool;
     if (p) {
         pthread_mutex_lock(&p->lock);
@@ -542,8 +616,12 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     l->epoch = epoch;
     l->first = first;
     l->position = first;
+    l->busy_since = sk_now_ns();
+    if (l->o.threads && l->list_len && (rc = start_workers(l, err))) {
+        stop_epoch(l);
+        return rc;
+    }
     l->started = 1;
-    l->busy_since = now_ns();
     return SHARD_OK;
 }
 
@@ -563,18 +641,38 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         stop_epoch(l);
         return 0;
     }
-    uint64_t g = l->position - l->first;
-    uint64_t from = g * l->o.batch_size;
-    uint32_t count = (uint32_t)(l->list_len - from < l->o.batch_size ? l->list_len - from
-                                                                      : l->o.batch_size);
-    struct shard_batch *b = pool_take(l, err);
-    if (!b)
-        return SHARD_ENOMEM;
-    uint64_t start = now_ns();
-    for (uint32_t j = 0; j < count; j++)
-        fill_place(l, &l->inline_worker, b, j, l->list[from + j]);
-    add(&l->wait_ns, now_ns() - start);
+    struct shard_batch *b;
+    uint32_t count;
+    uint64_t start = sk_now_ns();
+    if (!l->queue) {  /* no threads: fill the batch here */
+        uint64_t from = (l->position - l->first) * l->o.batch_size;
+        count = (uint32_t)(l->list_len - from < l->o.batch_size ? l->list_len - from
+                                                                 : l->o.batch_size);
+        if (!(b = pool_take(l, err)))
+            return SHARD_ENOMEM;
+        for (uint32_t j = 0; j < count; j++)
+            fill_place(l, &l->workers[0], b, j, l->list[from + j]);
+    } else {
+        /* the batch that replaces the one taken, before anything is taken */
+        if (!l->fresh && !(l->fresh = pool_take(l, err)))
+            return SHARD_ENOMEM;
+        struct sk_handoff_group g;
+        int w = sk_handoff_wait(l->queue, timeout_ms, &g);
+        add(&l->wait_ns, sk_now_ns() - start);
+        if (w == SK_HANDOFF_NOT_YET)
+            return SHARD_LOADER_WAITING;
+        if (w != SK_HANDOFF_READY)  /* the list ends with the epoch's last batch */
+            return w < 0 ? w : shard_err_set(err, SHARD_EINVAL, "the loader was stopped");
+        b = l->ring[g.slot];
+        l->ring[g.slot] = l->fresh;
+        l->fresh = NULL;
+        sk_handoff_release(l->queue);
+        count = g.len;
+        start = sk_now_ns();  /* the wait is accounted */
+    }
     int rc = finish_batch(l, b, count, l->o.part + l->position * l->o.parts, err);
+    if (!l->queue)
+        add(&l->wait_ns, sk_now_ns() - start);
     l->position++;
     if (rc) {
         add(&l->failed_batches, 1);
@@ -599,5 +697,5 @@ void shard_loader_stats(const struct shard_loader *l, struct shard_loader_stats 
     s->failed_batches = atomic_load(&l->failed_batches);
     s->transform_ns = atomic_load(&l->transform_ns);
     s->wait_ns = atomic_load(&l->wait_ns);
-    s->busy_ns = atomic_load(&l->busy_ns) + (l->busy_since ? now_ns() - l->busy_since : 0);
+    s->busy_ns = atomic_load(&l->busy_ns) + (l->busy_since ? sk_now_ns() - l->busy_since : 0);
 }

@@ -5,7 +5,8 @@
         [--threads N] [--epochs E] [--runs R] [--size 256] [--codecs jpeg,raw]
 
 For each codec, shards are made from DATASET (a folder of images, e.g. the
-imagenet sample) with BIN/shardify --size SIZE, then, run after run and
+imagenet sample) with BIN/shardify --size SIZE (raw with --zstd-level -100, as
+in BENCHMARKS.md section 5), then, run after run and
 interleaved so that a machine's drift hits all three alike:
 
   shardbench  BIN/shardbench shards DST --threads N --epochs E: the C reader,
@@ -17,13 +18,15 @@ interleaved so that a machine's drift hits all three alike:
   train       shardkit.Loader with RandomResizedCrop(224) + RandomHorizontalFlip
               + Normalize, float32 NCHW: training-ready batches
 
-Each figure is samples/s over epochs 2..E (the first is reported apart: it
-faults memory in and fills the page cache), the median over the runs.
+Each figure is samples/s over epochs 2..E (the first faults memory in and
+fills the page cache), with the process's CPU time per sample beside it (the
+steadier figure on a shared machine), the median over the runs.
 Prints a Markdown table, and JSON with --json.
 """
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -40,7 +43,12 @@ def shardbench(bin_dir, dst, threads, epochs):
                           str(threads), "--epochs", str(epochs), "--json"],
                          check=True, capture_output=True, text=True).stdout
     r = json.loads(out)
-    return r["first_epoch"]["samples_per_second"], r["steady"]["samples_per_second"]
+    return r["steady"]["samples_per_second"], r["steady"]["cpu_seconds_per_sample"] * 1e3
+
+
+def cpu_seconds():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
 
 
 def loader_rate(dst, threads, epochs, transform):
@@ -51,15 +59,16 @@ def loader_rate(dst, threads, epochs, transform):
                                  shardkit.Normalize(MEAN, STD)],
                       layout="NCHW", dtype="float32")
     loader = shardkit.Loader(dst, 64, threads=threads, **kwargs)
-    rates = []
+    rates, cpus = [], []
     for epoch in range(epochs):
         loader.set_epoch(epoch)
-        start, n = time.monotonic(), 0
+        start, cpu, n = time.monotonic(), cpu_seconds(), 0
         for batch in loader:
             n += len(batch)
         rates.append(n / (time.monotonic() - start))
-    steady = rates[1:] or rates
-    return rates[0], sum(steady) / len(steady), loader.stats
+        cpus.append((cpu_seconds() - cpu) / n * 1e3)
+    steady = slice(1, None) if epochs > 1 else slice(None)
+    return (statistics.mean(rates[steady]), statistics.mean(cpus[steady]), loader.stats)
 
 
 def main():
@@ -77,31 +86,39 @@ def main():
     with tempfile.TemporaryDirectory(prefix="shardkit-pybench.") as tmp:
         for codec in a.codecs.split(","):
             dst = os.path.join(tmp, codec)
+            # raw shards as section 5 of BENCHMARKS.md writes them: fast zstd
+            level = ["--zstd-level", "-100"] if codec == "raw" else []
             subprocess.run([os.path.join(a.bin, "shardify"), a.dataset, dst, "--size",
-                            str(a.size), "--codec", codec, "--quiet"], check=True)
-            runs = {"shardbench": [], "loader": [], "train": []}
+                            str(a.size), "--codec", codec, *level, "--quiet"], check=True)
+            runs = {k: [] for k in ("shardbench", "loader", "train")}
+            cpu = {k: [] for k in runs}
             for _ in range(a.runs):
-                runs["shardbench"].append(shardbench(a.bin, dst, a.threads, a.epochs)[1])
-                runs["loader"].append(loader_rate(dst, a.threads, a.epochs, False)[1])
-                rate, stats = loader_rate(dst, a.threads, a.epochs, True)[1:]
-                runs["train"].append(rate)
+                for name, measure in (
+                        ("shardbench", lambda: shardbench(a.bin, dst, a.threads, a.epochs)),
+                        ("loader", lambda: loader_rate(dst, a.threads, a.epochs, False)[:2]),
+                        ("train", lambda: loader_rate(dst, a.threads, a.epochs, True)[:2])):
+                    rate, ms = measure()
+                    runs[name].append(rate)
+                    cpu[name].append(ms)
             results[codec] = {k: statistics.median(v) for k, v in runs.items()}
+            results[codec]["cpu_ms_per_sample"] = {k: statistics.median(v) for k, v in cpu.items()}
             results[codec]["runs"] = runs
-            results[codec]["train_stage_ms"] = stats["stage_ms"]
     if a.json:
         json.dump({"threads": a.threads, "epochs": a.epochs, "size": a.size,
                    "results": results}, sys.stdout, indent=1)
         print()
         return
-    print(f"threads {a.threads}, shards at --size {a.size}, samples/s over epochs 2..{a.epochs}, "
-          f"median of {a.runs} runs")
+    print(f"threads {a.threads}, shards at --size {a.size}, samples/s over epochs 2..{a.epochs} "
+          f"(and process CPU ms per sample), median of {a.runs} runs")
     print()
     print("| codec | shardbench shards | Loader, no transform | ratio | Loader, RRC224+flip+"
           "Normalize f32 NCHW |")
     print("|---|---|---|---|---|")
     for codec, r in results.items():
-        print(f"| {codec} | {r['shardbench']:.0f} | {r['loader']:.0f} | "
-              f"{r['loader'] / r['shardbench']:.2f} | {r['train']:.0f} |")
+        c = r["cpu_ms_per_sample"]
+        print(f"| {codec} | {r['shardbench']:.0f} ({c['shardbench']:.3f} ms) | "
+              f"{r['loader']:.0f} ({c['loader']:.3f} ms) | {r['loader'] / r['shardbench']:.2f} | "
+              f"{r['train']:.0f} ({c['train']:.3f} ms) |")
 
 
 if __name__ == "__main__":

@@ -208,6 +208,7 @@ class Loader:
         self._batch = 0
         self._generation = 0
         self._skipped_errors = []
+        self._reads_before = ds._native.stats()  # the dataset's counters count from its opening
 
     # ---- position ---------------------------------------------------------
 
@@ -313,15 +314,24 @@ class Loader:
 
     @property
     def stats(self):
-        """What the loader has done since it was made: samples, batches,
-        seconds (with an epoch in progress), samples_per_second,
-        wait_seconds and wait_fraction (the training loop blocked on input),
-        stage_ms (per sample, summed over threads), skipped (damaged samples
-        left out with on_error="skip") and skipped_errors (the first ones)."""
+        """What the loader has done since it was made (the numbers shardbench
+        reports): samples, batches, seconds (with an epoch in progress),
+        samples_per_second, wait_seconds and wait_fraction (the training loop
+        blocked on input), stage_ms (per sample, summed over threads: read,
+        decompress, decode, transform), bytes_read, requests and retries (over
+        HTTP), skipped (damaged samples left out with on_error="skip") and
+        skipped_errors (the first ones).  The reader's counters are the
+        dataset's: reads of the same Dataset by others count too."""
         s = self._native.stats()
+        now = self.dataset._native.stats()
+        reads = {k: now[k] - self._reads_before[k] for k in now}
         seconds = s["busy_ns"] / 1e9
         samples = s["samples"]
-        per_sample = (lambda ns: ns / 1e6 / samples) if samples else (lambda ns: 0.0)
+        read_samples = reads["samples"] or 1
+
+        def per_sample(ns, n):
+            return ns / 1e6 / n if n else 0.0
+
         return {
             "samples": samples,
             "batches": s["batches"],
@@ -329,7 +339,16 @@ class Loader:
             "samples_per_second": samples / seconds if seconds > 0 else 0.0,
             "wait_seconds": s["wait_ns"] / 1e9,
             "wait_fraction": s["wait_ns"] / s["busy_ns"] if s["busy_ns"] else 0.0,
-            "stage_ms": {"transform": per_sample(s["transform_ns"])},
+            "stage_ms": {
+                "read": per_sample(reads["read_ns"], read_samples),
+                "decompress": per_sample(reads["decompress_ns"], read_samples),
+                "decode": per_sample(reads["decode_ns"], read_samples),
+                "transform": per_sample(s["transform_ns"], samples),
+            },
+            "bytes_read": reads["bytes_requested"],
+            "bytes_transferred": reads["bytes_transferred"],
+            "requests": reads["requests"],
+            "retries": reads["retries"],
             "skipped": s["skipped"],
             "failed_batches": s["failed_batches"],
             "skipped_errors": list(self._skipped_errors),

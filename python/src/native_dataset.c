@@ -210,6 +210,25 @@ static PyObject *dataset_labels(PyObject *self, PyObject *unused)
     return t;
 }
 
+/* stats() -> the dataset's read counters (shard_dataset_stats) as a dict */
+static PyObject *dataset_stats(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    struct shard_read_stats st;
+    shard_dataset_stats(d->ds, &st);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "samples",
+                         (unsigned long long)st.samples, "errors", (unsigned long long)st.errors,
+                         "read_ns", (unsigned long long)st.read_ns, "decompress_ns",
+                         (unsigned long long)st.decompress_ns, "decode_ns",
+                         (unsigned long long)st.decode_ns, "bytes_requested",
+                         (unsigned long long)st.bytes_requested, "bytes_transferred",
+                         (unsigned long long)st.bytes_transferred, "requests",
+                         (unsigned long long)st.requests, "retries",
+                         (unsigned long long)st.retries);
+}
+
 static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 {
     DatasetObject *d = (DatasetObject *)self;
@@ -226,6 +245,7 @@ static PyMethodDef dataset_methods[] = {
     {"manifest_json", dataset_manifest_json, METH_NOARGS, "the manifest as JSON text"},
     {"labels", dataset_labels, METH_NOARGS, "the class names, as a tuple"},
     {"shard_count", dataset_shard_count, METH_NOARGS, "number of shards"},
+    {"stats", dataset_stats, METH_NOARGS, "the read counters since the dataset was opened"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -332,6 +332,7 @@ def test_dropping_a_loader_mid_epoch_stops_its_threads(jpeg256):
         loader = shardkit.Loader(jpeg256, 8, threads=4, transform=[shardkit.CenterCrop(64)])
         for n, batch in enumerate(loader):
             if n == 1:
+                assert task_count() >= before + 4  # its threads are running
                 break
         kept.append((batch, batch.images.copy()))
         del loader
@@ -350,3 +351,18 @@ def test_torch_output_shares_the_batch_memory(jpeg256):
     numpy_loader = shardkit.Loader(jpeg256, 4, threads=1, transform=TRAIN, layout="NCHW",
                                    dtype="float32")
     assert np.array_equal(next(iter(numpy_loader)).images, images.numpy())
+
+
+def test_stats_count_samples_stages_and_the_wait(jpeg256):
+    loader = shardkit.Loader(jpeg256, 50, threads=2, transform=[shardkit.CenterCrop(128)])
+    for n, _ in enumerate(loader):
+        if n == 4:
+            break
+    stats = loader.stats
+    assert stats["samples"] == 250 and stats["batches"] == 5
+    assert stats["seconds"] > 0 and stats["samples_per_second"] > 0
+    assert 0 <= stats["wait_fraction"] <= 1
+    for stage in ("read", "decompress", "decode", "transform"):
+        assert stats["stage_ms"][stage] > 0, stage
+    assert stats["bytes_read"] > 0 and stats["requests"] == 0
+    assert stats["skipped"] == 0 and stats["skipped_errors"] == []

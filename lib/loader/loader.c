@@ -36,7 +36,7 @@
 /* More worker threads than this is a mistake, not a configuration. */
 #define MAX_THREADS 1024
 /* Free batches the pool keeps for reuse beyond those in flight. */
-#define POOL_SPARE 2
+#define POOL_SPARE 4
 
 /* One sample's place in a batch whose samples have their own sizes. */
 struct place {

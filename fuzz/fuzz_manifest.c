@@ -195,8 +195,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct shard_err err;
     struct journal_end end;
     uint64_t lines = 0;
-    if (sk_journal_read(manifest_path, count_sample, count_reject, &lines, &end, &err) == 0)
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(dirfd >= 0);
+    if (sk_journal_read(dirfd, dir, SHARD_MANIFEST_FILE, count_sample, count_reject, &lines, &end,
+                        &err) == 0)
         REQUIRE(end.plan_end >= end.plan_start);
+    close(dirfd);
 
     /* each line goes to the parser as an exactly sized copy without a NUL,
      * so a read past its end is caught by AddressSanitizer */

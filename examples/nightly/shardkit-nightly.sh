@@ -20,6 +20,15 @@
 # A run that fails leaves `current` as it was.  Runs on one ROOT never
 # overlap: the second exits with status 4 (ROOT/.nightly.lock, flock(1)).
 #
+# Links: ROOT itself may be a symbolic link (resolved once, like cd); inside
+# ROOT the script follows none.  versions/ and runs/ are opened once and
+# reached through /proc/self/fd/N (the very directories, whatever becomes of
+# their names, like openat on a descriptor); every file it writes is created
+# new (noclobber: O_EXCL) and renamed into place, and removal never goes
+# through a link.  A link where the script keeps its own directory or file
+# (versions, runs, .nightly.lock, versions/.published) stops the run with
+# status 2 before anything is written.
+#
 # Settings (arguments win over the environment):
 #   --src SRC      SHARDKIT_SRC      source directory or archive (required)
 #   --root ROOT    SHARDKIT_ROOT     where versions/, current, runs/ live (required)
@@ -36,7 +45,8 @@
 # Exit status:
 #   0  a new version was built, verified and published
 #   1  shardify failed: nothing new was published
-#   2  usage error (missing or bad setting)
+#   2  usage error (missing or bad setting), or ROOT holds a symbolic link where
+#      the script keeps its own directory or file: nothing was done
 #   3  the new version failed verification (shardcheck or the hook): not published
 #   4  another run holds the lock on ROOT: nothing was done
 #   5  the new version verified but could not be published (switching `current`)
@@ -80,37 +90,83 @@ else
     SHARDCHECK=$(command -v shardcheck) || { echo "shardkit-nightly: shardcheck not found on PATH" >&2; exit 2; }
 fi
 
-mkdir -p "$ROOT/versions" "$ROOT/runs" || exit 2
-ROOT=$(cd "$ROOT" && pwd) || exit 2
+mkdir -p -- "$ROOT" || exit 2
+# ROOT as given may be a symbolic link (the user's choice, like cd): resolved
+# once, here.  Nothing inside ROOT is followed.
+ROOT=$(cd -P -- "$ROOT" && pwd -P) || exit 2
+
+# refuse NAME WHAT: ROOT/NAME is not what the script keeps there; stop
+# before writing anything.
+refuse() {
+    echo "shardkit-nightly: '$ROOT/$1' is $2; the script keeps its own files there and follows no link inside ROOT: remove it" >&2
+    exit 2
+}
+
+# same_file NAME FD: ROOT/NAME itself (not through a link) is the file or
+# directory open on descriptor FD.
+same_file() {
+    [ "$(stat -c %d:%i -- "$ROOT/$1" 2>/dev/null)" = "$(stat -L -c %d:%i "/proc/self/fd/$2" 2>/dev/null)" ]
+}
 
 # One run at a time per ROOT (cron and systemd may overlap a slow run).
 if command -v flock >/dev/null 2>&1; then
-    exec 9>"$ROOT/.nightly.lock" || exit 2
+    [ ! -L "$ROOT/.nightly.lock" ] || refuse .nightly.lock "a symbolic link"
+    exec 9>>"$ROOT/.nightly.lock" || exit 2    # >>: never truncates anything
+    same_file .nightly.lock 9 || refuse .nightly.lock "not the file just opened (a link?)"
     if ! flock -n 9; then
         echo "shardkit-nightly: another run holds '$ROOT/.nightly.lock'; nothing done" >&2
         exit 4
     fi
 fi
 
+# pin NAME FD: open the directory ROOT/NAME (made if missing) on FD; later
+# paths in it go through /proc/self/fd/FD, which is that very directory.
+pin() {
+    [ ! -L "$ROOT/$1" ] || refuse "$1" "a symbolic link"
+    [ -d "$ROOT/$1" ] || mkdir -- "$ROOT/$1" || exit 2
+    eval "exec $2<\"\$ROOT/\$1\"" || exit 2
+    { [ -d "/proc/self/fd/$2" ] && same_file "$1" "$2"; } || refuse "$1" "not the directory just opened (a link?)"
+}
+pin versions 7
+pin runs 8
+V=/proc/self/fd/7    # ROOT/versions
+R=/proc/self/fd/8    # ROOT/runs
+if [ -L "$V/.published" ]; then
+    refuse versions/.published "a symbolic link"
+elif [ -e "$V/.published" ] && [ ! -f "$V/.published" ]; then
+    refuse versions/.published "not a regular file"
+fi
+# From here on every file is created new, never an existing one nor through
+# a link (noclobber opens with O_EXCL), then renamed into place.
+set -C
+
 # ---- the run's name, its record and its log -------------------------------------
 
+# taken STAMP: something of that name (a link included) is in versions/ or runs/.
+taken() {
+    for p in "$V/$1" "$R/$1.json" "$R/$1.log" "$R/$1.shardify.json" "$R/$1.shardcheck.json"; do
+        if [ -e "$p" ] || [ -L "$p" ]; then return 0; fi
+    done
+    return 1
+}
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 n=0
 base=$stamp
-while [ -e "$ROOT/versions/$stamp" ] || [ -e "$ROOT/runs/$stamp.json" ]; do
+while taken "$stamp"; do
     n=$((n + 1))
     stamp=$(printf '%s-%02d' "$base" "$n")
 done
 version="versions/$stamp"
 VERSION_DIR="$ROOT/$version"
-LOG="$ROOT/runs/$stamp.log"
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 t0=$(date +%s)
 previous=$(readlink "$ROOT/current" 2>/dev/null || true)
 
+# the log: opened once, on descriptor 3
+exec 3>"$R/$stamp.log" || exit 2
 log() {
     echo "shardkit-nightly: $*" >&2
-    echo "$(date -u +%H:%M:%SZ) $*" >>"$LOG"
+    echo "$(date -u +%H:%M:%SZ) $*" >&3
 }
 
 # JSON string (escaped, quoted) or null for an empty value.
@@ -139,7 +195,7 @@ status="" published=false exit_code=0 hook_code=null pruned=""
 log "run $stamp: shardify '$SRC' -> '$VERSION_DIR' $OPTIONS"
 s0=$(date +%s)
 # shellcheck disable=SC2086  # OPTIONS is a list of options
-"$SHARDIFY" "$SRC" "$VERSION_DIR" $OPTIONS --json >"$ROOT/runs/$stamp.shardify.json" 2>>"$LOG"
+"$SHARDIFY" "$SRC" "$VERSION_DIR" $OPTIONS --json >"$R/$stamp.shardify.json" 2>&3
 shardify_code=$?
 shardify_seconds=$(($(date +%s) - s0))
 if [ $shardify_code -ne 0 ]; then
@@ -152,7 +208,7 @@ fi
 
 if [ -z "$status" ] && [ -n "$HOOK" ]; then
     log "hook: $HOOK"
-    VERSION_DIR=$VERSION_DIR SRC=$SRC sh -c "$HOOK" >>"$LOG" 2>&1
+    VERSION_DIR=$VERSION_DIR SRC=$SRC sh -c "$HOOK" >&3 2>&1
     hook_code=$?
     if [ $hook_code -ne 0 ]; then
         status=check_failed
@@ -165,7 +221,7 @@ if [ -z "$status" ]; then
     s0=$(date +%s)
     # shellcheck disable=SC2086
     "$SHARDCHECK" --deep --source "$SRC" $CHECK_OPTIONS --json "$VERSION_DIR" \
-        >"$ROOT/runs/$stamp.shardcheck.json" 2>>"$LOG"
+        >"$R/$stamp.shardcheck.json" 2>&3
     shardcheck_code=$?
     shardcheck_seconds=$(($(date +%s) - s0))
     if [ $shardcheck_code -ne 0 ]; then
@@ -179,15 +235,19 @@ fi
 
 if [ -z "$status" ]; then
     tmp_link="$ROOT/.current.$$"
-    rm -f "$tmp_link"
-    if ln -s "$version" "$tmp_link" && mv -T "$tmp_link" "$ROOT/current"; then
+    rm -f -- "$tmp_link"
+    # ln -T never puts the link inside a directory of that name; mv -T
+    # renames over `current` (a link is replaced, never followed)
+    if ln -s -T -- "$version" "$tmp_link" && mv -T -- "$tmp_link" "$ROOT/current"; then
         sync "$ROOT" 2>/dev/null || true
-        echo "$stamp" >>"$ROOT/versions/.published"
+        rm -f -- "$V/.published.tmp"
+        { cat "$V/.published" 2>/dev/null; echo "$stamp"; } >"$V/.published.tmp" &&
+            mv -T -- "$V/.published.tmp" "$V/.published"
         status=published
         published=true
         log "published: '$ROOT/current' -> $version"
     else
-        rm -f "$tmp_link"
+        rm -f -- "$tmp_link"
         status=publish_failed
         exit_code=5
         log "cannot switch '$ROOT/current' to $version; it is unchanged"
@@ -199,39 +259,42 @@ current=$(readlink "$ROOT/current" 2>/dev/null || true)
 
 # Keep: the current version, the KEEP newest published ones, and this run's
 # version (published, or failed and kept for inspection).
+# A symbolic link in versions/ is removed as a link: rm never follows the
+# name it is given.
 keep_list=$(
-    if [ -f "$ROOT/versions/.published" ]; then
-        sort -r "$ROOT/versions/.published" | while read -r v; do
-            [ -d "$ROOT/versions/$v" ] && echo "$v"
+    if [ -f "$V/.published" ]; then
+        sort -r "$V/.published" | while read -r v; do
+            [ -d "$V/$v" ] && echo "$v"
         done | head -n "$KEEP"
     fi
     echo "${current#versions/}"
     echo "$stamp"
 )
 kept=""
-for d in "$ROOT"/versions/*; do
-    [ -d "$d" ] || continue
-    d=${d##*/}
+for p in "$V"/*; do
+    [ -d "$p" ] || [ -L "$p" ] || continue
+    d=${p##*/}
     if printf '%s\n' "$keep_list" | grep -qxF "$d"; then
         kept="$kept $d"
-    elif rm -rf "${ROOT:?}/versions/$d"; then
+    elif rm -rf -- "$p"; then
         pruned="$pruned $d"
         log "pruned versions/$d"
     fi
 done
-if [ -f "$ROOT/versions/.published" ]; then
+if [ -f "$V/.published" ]; then
+    rm -f -- "$V/.published.tmp"
     while read -r v; do
-        [ -d "$ROOT/versions/$v" ] && echo "$v"
-    done <"$ROOT/versions/.published" >"$ROOT/versions/.published.tmp"
-    mv "$ROOT/versions/.published.tmp" "$ROOT/versions/.published"
+        [ -d "$V/$v" ] && echo "$v"
+    done <"$V/.published" >"$V/.published.tmp"
+    mv -T -- "$V/.published.tmp" "$V/.published"
 fi
 # old run records (the summary and its companions) beyond KEEP_RUNS
-for f in "$ROOT"/runs/*.json; do
+for f in "$R"/*.json; do
     f=${f##*/}
     case $f in *.*.json | latest.json) continue ;; esac
     echo "${f%.json}"
 done | sort -r | tail -n +$((KEEP_RUNS + 1)) | while read -r old; do
-    [ "$old" = "$stamp" ] || rm -f "$ROOT/runs/$old".json "$ROOT/runs/$old".*.json "$ROOT/runs/$old".log
+    [ "$old" = "$stamp" ] || rm -f -- "$R/$old".json "$R/$old".*.json "$R/$old".log
 done
 
 # ---- 5. the summary ----------------------------------------------------------------------
@@ -248,11 +311,12 @@ list_json() {
 }
 
 # the shardify summary without its list of rejects (that stays in the full output)
-shardify_summary=$(sed -e 's/,"rejects":\[.*$/}/' "$ROOT/runs/$stamp.shardify.json" 2>/dev/null)
+shardify_summary=$(sed -e 's/,"rejects":\[.*$/}/' "$R/$stamp.shardify.json" 2>/dev/null)
 [ -n "$shardify_summary" ] || shardify_summary=null
-check_file="$ROOT/runs/$stamp.shardcheck.json"
+check_file="$R/$stamp.shardcheck.json"
 
-summary="$ROOT/runs/.$stamp.json.tmp"
+summary="$R/.$stamp.json.tmp"
+rm -f -- "$summary"
 {
     printf '{\n'
     printf '  "run": %s,\n' "$(json_str "$stamp")"
@@ -279,8 +343,8 @@ summary="$ROOT/runs/.$stamp.json.tmp"
     printf '  "log": %s\n' "$(json_str "runs/$stamp.log")"
     printf '}\n'
 } >"$summary"
-mv "$summary" "$ROOT/runs/$stamp.json"
-cp "$ROOT/runs/$stamp.json" "$ROOT/runs/.latest.json.tmp" &&
-    mv "$ROOT/runs/.latest.json.tmp" "$ROOT/runs/latest.json"
+mv -T -- "$summary" "$R/$stamp.json"
+rm -f -- "$R/.latest.json.tmp"
+cat "$R/$stamp.json" >"$R/.latest.json.tmp" && mv -T -- "$R/.latest.json.tmp" "$R/latest.json"
 log "run $stamp: $status (exit $exit_code); summary in runs/$stamp.json"
 exit $exit_code

@@ -113,8 +113,9 @@ SHARD_API int shard_record_decode(struct shard_record_decoder *dec, const uint8_
 
 struct shard_writer;
 
-/* Create `path` (which must not exist: O_EXCL) and write the header for shard
- * number `shard_index`.  *out is NULL on failure. */
+/* Create `path` (which must not exist: O_EXCL; a symbolic link there is not
+ * followed: O_NOFOLLOW) and write the header for shard number `shard_index`.
+ * *out is NULL on failure. */
 SHARD_API int shard_writer_open(struct shard_writer **out, const char *path, uint32_t shard_index,
                       struct shard_err *err);
 

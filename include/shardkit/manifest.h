@@ -114,7 +114,9 @@ SHARD_API int shard_manifest_load_buffer(const char *text, size_t len, struct sh
                                struct shard_err *err);
 
 /* Write *m as DST/manifest.json atomically (temporary file, fsync, rename,
- * fsync of the directory).  The bytes depend on *m only. */
+ * fsync of the directory).  DST itself is opened as given (a symbolic link
+ * to a directory is followed, like cd); inside it no link is followed.  The
+ * bytes depend on *m only. */
 SHARD_API int shard_manifest_write(const char *dir, const struct shard_manifest *m,
                          struct shard_err *err);
 

@@ -15,6 +15,15 @@
  *    an uninterrupted run.
  *  - Exclusive: DST/.shardify/lock (flock) refuses a second concurrent run;
  *    a lock left by a killed run is released by the kernel and taken over.
+ *  - Confined: DST is opened once, as given (a symbolic link given as DST
+ *    is followed, like cd); inside DST no link is ever followed.  Every file
+ *    and directory the run creates, writes, renames or removes is reached
+ *    relative to DST or DST/.shardify opened once, with O_NOFOLLOW/O_EXCL and
+ *    *at() calls: a link where shardify keeps its own file or directory is an
+ *    error (SHARD_EEXIST) naming it, and nothing outside DST is touched.
+ *  - Check first, create second: a refused run leaves nothing it created
+ *    (not even DST), and a failed run leaves the work directory only when it
+ *    holds something to resume.
  */
 #ifndef SHARDKIT_SHARDIFY_H
 #define SHARDKIT_SHARDIFY_H
@@ -92,10 +101,11 @@ struct shardify_summary {
 };
 
 /* Convert SRC into DST.  Returns 0 when the dataset was published (rejects
- * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC, an
- * archive SRC without entries, o->labels other than "none" that labels no
- * sample), SHARD_EEXIST (DST not empty / not ours / nothing to resume),
- * SHARD_ELOCKED, SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
+ * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC, DST
+ * inside SRC or SRC inside DST, an archive SRC without entries, o->labels
+ * other than "none" that labels no sample), SHARD_EEXIST (DST not empty /
+ * not ours / nothing to resume / a symbolic link inside it), SHARD_ELOCKED,
+ * SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
  * (disk full ...).  On error no new manifest is published. */
 SHARD_API int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
                  struct shardify_summary *summary, struct shard_err *err);

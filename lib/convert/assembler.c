@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include "util/fsutil.h"
+#include "format/writer_internal.h"
 #include "shardkit/format.h"
+
+#define NAME_BYTES 64
 
 struct assembler {
     struct dst *dst;
@@ -31,8 +34,8 @@ struct assembler {
     /* the shard being written */
     struct shard_writer *writer;
     struct journal_writer *journal;
-    char *shard_tmp;
-    char *journal_tmp;
+    char shard_tmp[NAME_BYTES + 8];  /* names in DST/.shardify */
+    char journal_tmp[NAME_BYTES + 8];
     uint64_t plan_start;
     uint64_t plan_next;       /* next order position expected */
 };
@@ -59,9 +62,6 @@ static void drop_open_shard(struct assembler *a)
     sk_journal_writer_free(a->journal);
     a->writer = NULL;
     a->journal = NULL;
-    free(a->shard_tmp);
-    free(a->journal_tmp);
-    a->shard_tmp = a->journal_tmp = NULL;
 }
 
 void sk_assembler_free(struct assembler *a)
@@ -156,19 +156,17 @@ int sk_assembler_adopt_end(struct assembler *a, const struct journal_end *end,
 
 static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
 {
-    char name[64], jname[64];
+    char name[NAME_BYTES], jname[NAME_BYTES];
     shard_file_name(a->shard_count, name, sizeof name);
     sk_journal_name(a->shard_count, jname, sizeof jname);
-    strcat(name, ".tmp");
-    strcat(jname, ".tmp");
-    a->shard_tmp = sk_dst_work_path(a->dst, name);
-    a->journal_tmp = sk_dst_work_path(a->dst, jname);
-    if (!a->shard_tmp || !a->journal_tmp)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    unlink(a->shard_tmp);  /* a killed run's leftover */
-    int rc = shard_writer_open(&a->writer, a->shard_tmp, a->shard_count, err);
+    snprintf(a->shard_tmp, sizeof a->shard_tmp, "%s.tmp", name);
+    snprintf(a->journal_tmp, sizeof a->journal_tmp, "%s.tmp", jname);
+    const struct dst *d = a->dst;
+    unlinkat(d->work_fd, a->shard_tmp, 0);  /* a killed run's leftover */
+    int rc = sk_shard_writer_openat(&a->writer, d->work_fd, d->work, a->shard_tmp, a->shard_count,
+                                    err);
     if (!rc)
-        rc = sk_journal_writer_open(&a->journal, a->journal_tmp, err);
+        rc = sk_journal_writer_open(&a->journal, d->work_fd, d->work, a->journal_tmp, err);
     if (rc)
         return rc;
     /* rejects that came before this shard's first record belong to it */
@@ -200,19 +198,13 @@ static int close_shard(struct assembler *a, struct shard_err *err)
         return rc;
     /* journal first, then the shard: a shard under its final name always has
      * a complete journal (see journal.h) */
-    char name[64], jname[64];
+    char name[NAME_BYTES], jname[NAME_BYTES];
     shard_file_name(index, name, sizeof name);
     sk_journal_name(index, jname, sizeof jname);
-    char *final_journal = sk_dst_work_path(a->dst, jname);
-    char *final_shard = sk_dst_path(a->dst, name);
-    if (!final_journal || !final_shard)
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    const struct dst *d = a->dst;
+    rc = sk_fs_rename_at(d->work_fd, d->work, a->journal_tmp, d->work_fd, d->work, jname, err);
     if (!rc)
-        rc = sk_fs_rename_durable(a->dst->work, a->journal_tmp, final_journal, err);
-    if (!rc)
-        rc = sk_fs_rename_durable(a->dst->path, a->shard_tmp, final_shard, err);
-    free(final_journal);
-    free(final_shard);
+        rc = sk_fs_rename_at(d->work_fd, d->work, a->shard_tmp, d->fd, d->path, name, err);
     if (!rc)
         rc = push_shard(a, index, records, bytes, xxh3, err);
     drop_open_shard(a);  /* both are finished: nothing is removed */

@@ -19,7 +19,9 @@
 
 struct journal_writer {
     int fd;
-    char *path;
+    int dirfd;          /* borrowed */
+    char *name;         /* in dirfd */
+    char *path;         /* for messages */
     int finished;
     struct shard_buf buf;
 };
@@ -29,20 +31,24 @@ void sk_journal_name(uint32_t shard, char *out, size_t size)
     snprintf(out, size, "journal-%06u.jsonl", shard);
 }
 
-int sk_journal_writer_open(struct journal_writer **out, const char *tmp_path, struct shard_err *err)
+int sk_journal_writer_open(struct journal_writer **out, int dirfd, const char *dir,
+                           const char *name, struct shard_err *err)
 {
     *out = NULL;
     struct journal_writer *j = calloc(1, sizeof *j);
-    if (!j || !(j->path = strdup(tmp_path))) {
+    if (!j || !(j->name = strdup(name)) || !(j->path = sk_fs_join(dir, name))) {
+        if (j)
+            free(j->name);
         free(j);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    j->fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (j->fd < 0) {
-        int e = errno;
+    j->dirfd = dirfd;
+    int rc = sk_fs_create_at(dirfd, dir, name, 0644, &j->fd, err);
+    if (rc) {
+        free(j->name);
         free(j->path);
         free(j);
-        return shard_err_errno(err, SHARD_EIO, e, "cannot create '%s'", tmp_path);
+        return rc;
     }
     *out = j;
     return SHARD_OK;
@@ -122,7 +128,8 @@ void sk_journal_writer_free(struct journal_writer *j)
     if (j->fd >= 0)
         close(j->fd);
     if (!j->finished)
-        unlink(j->path);
+        unlinkat(j->dirfd, j->name, 0);
+    free(j->name);
     free(j->path);
     shard_buf_release(&j->buf);
     free(j);
@@ -146,19 +153,34 @@ static int parse_end(const char *text, size_t len, struct journal_end *e, struct
     return rc;
 }
 
-int sk_journal_read(const char *path,
+/* The journal dir/name opened for reading as a stdio stream (see sk_fs_open_at). */
+static int open_journal(int dirfd, const char *dir, const char *name, FILE **f,
+                        struct shard_err *err)
+{
+    int fd;
+    int rc = sk_fs_open_at(dirfd, dir, name, &fd, err);
+    if (rc)
+        return rc;
+    if (!(*f = fdopen(fd, "rb"))) {
+        close(fd);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    return SHARD_OK;
+}
+
+int sk_journal_read(int dirfd, const char *dir, const char *name,
                  int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
                  int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
                  void *user, struct journal_end *end, struct shard_err *err)
 {
-    FILE *f = fopen(path, "rbe");
-    if (!f)
-        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
-                               "cannot open '%s'", path);
+    FILE *f;
+    int rc = open_journal(dirfd, dir, name, &f, err);
+    if (rc)
+        return rc;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    int rc = SHARD_OK, have_end = 0;
+    int have_end = 0;
     uint64_t line_no = 0;
     while (!rc && (n = getline(&line, &cap, f)) > 0) {
         line_no++;
@@ -195,22 +217,23 @@ int sk_journal_read(const char *path,
     if (!rc && !have_end)
         rc = shard_err_set(err, SHARD_ECORRUPT, "no end line");
     if (rc)
-        shard_err_prefix(err, rc, "journal '%s' line %llu", path, (unsigned long long)line_no);
+        shard_err_prefix(err, rc, "journal '%s/%s' line %llu", dir, name,
+                         (unsigned long long)line_no);
     free(line);
     fclose(f);
     return rc;
 }
 
-int sk_journal_copy_samples(const char *path, int fd, void *hash, uint64_t *bytes,
-                         uint64_t *entries, struct shard_err *err)
+int sk_journal_copy_samples(int dirfd, const char *dir, const char *name, int fd, void *hash,
+                            uint64_t *bytes, uint64_t *entries, struct shard_err *err)
 {
-    FILE *f = fopen(path, "rbe");
-    if (!f)
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot open '%s'", path);
+    FILE *f;
+    int rc = open_journal(dirfd, dir, name, &f, err);
+    if (rc)
+        return rc;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    int rc = SHARD_OK;
     struct shard_buf out = {0};
     while (!rc && (n = getline(&line, &cap, f)) > 0) {
         if (line[0] != JOURNAL_TAG_SAMPLE)
@@ -225,7 +248,7 @@ int sk_journal_copy_samples(const char *path, int fd, void *hash, uint64_t *byte
         }
     }
     if (!rc && ferror(f))
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read '%s'", path);
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read '%s/%s'", dir, name);
     if (!rc)
         rc = sk_fs_write_all(fd, out.data, out.len, "index", err);
     shard_buf_release(&out);

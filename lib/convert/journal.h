@@ -33,7 +33,11 @@ void sk_journal_name(uint32_t shard, char *out, size_t size);
 
 struct journal_writer;
 
-int sk_journal_writer_open(struct journal_writer **out, const char *tmp_path, struct shard_err *err);
+/* Create the temporary journal `name` in the open directory `dirfd` (named
+ * `dir` in messages) with sk_fs_create_at: never through a link.  dirfd
+ * must stay open until sk_journal_writer_free. */
+int sk_journal_writer_open(struct journal_writer **out, int dirfd, const char *dir,
+                           const char *name, struct shard_err *err);
 int sk_journal_writer_sample(struct journal_writer *j, const struct shard_sample *s,
                           struct shard_err *err);
 int sk_journal_writer_reject(struct journal_writer *j, const struct shard_reject *r,
@@ -44,17 +48,19 @@ int sk_journal_writer_finish(struct journal_writer *j, const struct journal_end 
 /* Close; removes the temporary unless finished.  Accepts NULL. */
 void sk_journal_writer_free(struct journal_writer *j);
 
-/* Read a finished journal: `on_sample`/`on_reject` are called for each line
- * in order (they may take ownership by zeroing the struct), then *end is
- * filled.  A journal without a valid end line is SHARD_ECORRUPT. */
-int sk_journal_read(const char *path,
+/* Read the finished journal `name` of the open directory `dirfd` (named
+ * `dir` in messages; a link there is an error, see sk_fs_open_at):
+ * `on_sample`/`on_reject` are called for each line in order (they may take
+ * ownership by zeroing the struct), then *end is filled.  A missing journal
+ * is SHARD_ENOTFOUND, one without a valid end line SHARD_ECORRUPT. */
+int sk_journal_read(int dirfd, const char *dir, const char *name,
                  int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
                  int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
                  void *user, struct journal_end *end, struct shard_err *err);
 
 /* Copy the sample lines of a journal (without their tag) to fd, hashing them
  * into the XXH3 state `hash` (an XXH3_state_t *) and adding to *bytes. */
-int sk_journal_copy_samples(const char *path, int fd, void *hash, uint64_t *bytes,
-                         uint64_t *entries, struct shard_err *err);
+int sk_journal_copy_samples(int dirfd, const char *dir, const char *name, int fd, void *hash,
+                            uint64_t *bytes, uint64_t *entries, struct shard_err *err);
 
 #endif

@@ -262,33 +262,29 @@ int sk_run_check_state(struct run *r, int *resuming, struct shard_err *err)
     int rc = state_text(r, &text, err);
     if (rc)
         return rc;
-    char *path = sk_dst_work_path(r->dst, DST_STATE_FILE);
-    if (!path) {
-        free(text);
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    }
-    if (r->o->mode == SHARDIFY_RESUME && r->dst->has_state) {
+    const struct dst *d = r->dst;
+    if (r->o->mode == SHARDIFY_RESUME && d->has_state) {
         /* the recorded state must be exactly what this run would record */
         size_t want = strlen(text);
         char *old = malloc(want + 2);
-        FILE *f = old ? fopen(path, "rbe") : NULL;
-        size_t n = f ? fread(old, 1, want + 1, f) : 0;
-        if (f)
-            fclose(f);
+        int fd = -1;
+        ssize_t n = 0;
         if (!old)
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        else if (n != want || memcmp(old, text, want) != 0)
+        else if (!(rc = sk_fs_open_at(d->work_fd, d->work, DST_STATE_FILE, &fd, err)))
+            n = pread(fd, old, want + 1, 0);
+        if (fd >= 0)
+            close(fd);
+        if (!rc && (n != (ssize_t)want || memcmp(old, text, want) != 0))
             rc = shard_err_set(err, SHARD_EEXIST,
                                "cannot resume '%s': the options or the source listing differ "
                                "from the interrupted run; pass --overwrite to start again",
-                               r->dst->path);
-        else
-            *resuming = 1;
+                               d->path);
+        *resuming = !rc;
         free(old);
     } else {
-        rc = sk_fs_write_atomic(r->dst->work, DST_STATE_FILE, text, strlen(text), err);
+        rc = sk_fs_write_atomic_at(d->work_fd, d->work, DST_STATE_FILE, text, strlen(text), err);
     }
-    free(path);
     free(text);
     return rc;
 }

@@ -15,7 +15,10 @@
 #include "util/fsutil.h"
 #include "convert/journal.h"
 #include "convert/run.h"
+#include "manifest/manifest_internal.h"
 #include "shardkit/format.h"
+
+#define INDEX_TMP "." SHARD_INDEX_FILE ".tmp"
 
 static int compare_rejects(const void *pa, const void *pb)
 {
@@ -27,37 +30,26 @@ static int compare_rejects(const void *pa, const void *pb)
 static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t *entries,
                        struct shard_err *err)
 {
-    char *tmp = sk_dst_path(r->dst, "." SHARD_INDEX_FILE ".tmp");
-    char *final = sk_dst_path(r->dst, SHARD_INDEX_FILE);
+    const struct dst *d = r->dst;
     XXH3_state_t *h = XXH3_createState();
-    int rc = SHARD_OK, fd;
+    int rc, fd;
     *bytes = *entries = 0;
-    if (!tmp || !final || !h) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
-    }
+    if (!h)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     XXH3_64bits_reset(h);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", tmp);
+    if ((rc = sk_fs_create_at(d->fd, d->path, INDEX_TMP, 0644, &fd, err)))
         goto out;
-    }
     uint32_t count;
     sk_assembler_shards(r->as, &count);
     for (uint32_t k = 0; !rc && k < count; k++) {
         char jname[64];
         sk_journal_name(k, jname, sizeof jname);
-        char *jpath = sk_dst_work_path(r->dst, jname);
-        rc = jpath ? sk_journal_copy_samples(jpath, fd, h, bytes, entries, err)
-                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        free(jpath);
+        rc = sk_journal_copy_samples(d->work_fd, d->work, jname, fd, h, bytes, entries, err);
     }
-    rc = sk_fs_commit(fd, rc, r->dst->path, tmp, final, err);
+    rc = sk_fs_commit_at(fd, rc, d->fd, d->path, INDEX_TMP, SHARD_INDEX_FILE, err);
     *xxh3 = XXH3_64bits_digest(h);
 out:
     XXH3_freeState(h);
-    free(tmp);
-    free(final);
     return rc;
 }
 
@@ -86,7 +78,8 @@ static void write_run_info(struct run *r, const struct shardify_summary *s)
     if (text) {
         struct shard_err ignored;
         /* informative only: a failure here does not fail the run */
-        sk_fs_write_atomic(r->dst->path, SHARDIFY_RUN_FILE, text, strlen(text), &ignored);
+        sk_fs_write_atomic_at(r->dst->fd, r->dst->path, SHARDIFY_RUN_FILE, text, strlen(text),
+                              &ignored);
         free(text);
     }
 }
@@ -117,7 +110,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
                            (unsigned long long)m.index_entries, (unsigned long long)m.samples);
     if (!rc)
-        rc = shard_manifest_write(r->dst->path, &m, err);
+        rc = sk_manifest_write_at(r->dst->fd, r->dst->path, &m, err);
 
     sum->candidates = r->n;
     sum->samples = m.samples;

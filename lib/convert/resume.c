@@ -77,6 +77,19 @@ static int adopt_reject(void *user, struct shard_reject *rj, struct shard_err *e
     return rc;
 }
 
+/* Size and xxh3 of the shard DST/name (never read through a link). */
+static int hash_shard(const struct dst *d, const char *name, uint64_t *bytes, uint64_t *xxh3,
+                      struct shard_err *err)
+{
+    int fd;
+    int rc = sk_fs_open_at(d->fd, d->path, name, &fd, err);
+    if (rc)
+        return rc;
+    rc = sk_fs_hash_fd(fd, name, bytes, xxh3, err);
+    close(fd);
+    return rc;
+}
+
 /* Keep every finished shard of the interrupted run that checks out, in
  * order; drop the first one that does not and everything after it. */
 int sk_run_adopt_finished(struct run *r, struct shard_err *err)
@@ -88,27 +101,26 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
         char jname[64], sname[64];
         sk_journal_name(k, jname, sizeof jname);
         shard_file_name(k, sname, sizeof sname);
-        char *jpath = sk_dst_work_path(r->dst, jname), *spath = sk_dst_path(r->dst, sname);
+        const struct dst *d = r->dst;
         struct journal_end end;
         struct shard_err why;
         uint64_t bytes, xxh3;
         a.pos = r->start_pos;
         a.apply = 0;
-        int ok = jpath && spath && access(jpath, F_OK) == 0 &&
-                 sk_journal_read(jpath, adopt_sample, adopt_reject, &a, &end, &why) == 0 &&
+        int ok = sk_journal_read(d->work_fd, d->work, jname, adopt_sample, adopt_reject, &a, &end,
+                                 &why) == 0 &&
                  end.shard == k && end.plan_start == r->start_pos && a.pos == end.plan_end &&
-                 sk_fs_hash_file(spath, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
+                 hash_shard(d, sname, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
                  xxh3 == end.xxh3;
         if (ok) {
             a.pos = r->start_pos;
             a.apply = 1;
-            rc = sk_journal_read(jpath, adopt_sample, adopt_reject, &a, &end, err);
+            rc = sk_journal_read(d->work_fd, d->work, jname, adopt_sample, adopt_reject, &a, &end,
+                                 err);
             if (!rc)
                 rc = sk_assembler_adopt_end(r->as, &end, err);
             r->start_pos = end.plan_end;
         }
-        free(jpath);
-        free(spath);
         if (!ok || rc)
             break;
     }

@@ -294,22 +294,6 @@ static int convert(struct run *r, struct shard_err *err)
 
 /* ---- the run ---------------------------------------------------------------- */
 
-/* DST inside SRC would make the output part of its own input. */
-static int check_nesting(const char *src, const char *dst, struct shard_err *err)
-{
-    char *s = realpath(src, NULL), *d = realpath(dst, NULL);
-    int rc = SHARD_OK;
-    if (s && d) {
-        size_t n = strlen(s);
-        if (!strcmp(s, d) || (!strncmp(s, d, n) && (d[n] == '/' || !strcmp(s, "/"))))
-            rc = shard_err_set(err, SHARD_EINVAL,
-                               "destination '%s' is inside the source '%s'", dst, src);
-    }
-    free(s);
-    free(d);
-    return rc;
-}
-
 static int open_source(struct run *r, struct shard_err *err)
 {
     struct stat st;
@@ -337,8 +321,8 @@ static void run_release(struct run *r)
         close(r->src_fd);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
-    if (r->spool_path)
-        unlink(r->spool_path);  /* never leave an archive's spool on a full disk */
+    if (r->spool_path)  /* never leave an archive's spool on a full disk */
+        unlinkat(r->dst->work_fd, SPOOL_FILE, 0);
     free(r->spool_path);
     for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++)
         free(r->spooled[i].reason);
@@ -381,8 +365,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_dst_open(&r.dst, dst, o->mode, err)) || (rc = check_nesting(src, dst, err)) ||
-        (rc = make_workers(&r, err)))
+    if ((rc = sk_dst_open(&r.dst, dst, src, o->mode, err)) || (rc = make_workers(&r, err)))
         goto out;
 
     if (r.archive) {

@@ -188,12 +188,13 @@ int sk_run_spool_archive(struct run *r, struct shard_err *err)
     int rc = shard_archive_open(&r->ar, r->src, err);
     if (rc)
         return rc;
-    r->spool_path = sk_dst_work_path(r->dst, SPOOL_FILE);
+    r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE);
     if (!r->spool_path)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    r->spool_fd = open(r->spool_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (r->spool_fd < 0)
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", r->spool_path);
+    /* never through a link, never an existing file (see sk_fs_create_at) */
+    rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err);
+    if (rc)
+        return rc;
     void **slots = sk_run_slot_pointers(r, err);
     if (!slots || (rc = sk_links_new(&pass.links, err))) {
         free(slots);

@@ -8,7 +8,9 @@
 #include <xxhash.h>
 
 #include "util/endian.h"
+#include "util/fsutil.h"
 #include "format/layout.h"
+#include "format/writer_internal.h"
 #include "shardkit/format.h"
 
 /* Writes are gathered so that a shard of small records costs few syscalls. */
@@ -16,7 +18,9 @@
 
 struct shard_writer {
     int fd;
-    char *path;
+    int dirfd;                    /* the directory holding the file (borrowed), or AT_FDCWD */
+    char *name;                   /* the file's name in dirfd */
+    char *path;                   /* the file as messages name it */
     int created;                  /* we made the file, so we may remove it */
     int finished;
     uint64_t offset;              /* bytes handed to the file so far (incl. buffered) */
@@ -27,25 +31,9 @@ struct shard_writer {
     XXH3_state_t *hash;           /* running hash of every byte of the file */
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n, const char *path,
-                     struct shard_err *err)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return shard_err_errno(err, SHARD_EIO, errno, "cannot write '%s'", path);
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return SHARD_OK;
-}
-
 static int flush_pending(struct shard_writer *w, struct shard_err *err)
 {
-    int rc = write_all(w->fd, w->pending.data, w->pending.len, w->path, err);
+    int rc = sk_fs_write_all(w->fd, w->pending.data, w->pending.len, w->path, err);
     w->pending.len = 0;
     return rc;
 }
@@ -60,7 +48,7 @@ static int emit(struct shard_writer *w, const void *p, size_t n, struct shard_er
         if (rc)
             return rc;
         if (n >= WRITE_BUFFER_BYTES)
-            return write_all(w->fd, p, n, w->path, err);
+            return sk_fs_write_all(w->fd, p, n, w->path, err);
     }
     return shard_buf_append(&w->pending, p, n, err);
 }
@@ -68,22 +56,32 @@ static int emit(struct shard_writer *w, const void *p, size_t n, struct shard_er
 int shard_writer_open(struct shard_writer **out, const char *path, uint32_t shard_index,
                       struct shard_err *err)
 {
+    return sk_shard_writer_openat(out, AT_FDCWD, NULL, path, shard_index, err);
+}
+
+int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir,
+                           const char *name, uint32_t shard_index, struct shard_err *err)
+{
     *out = NULL;
     struct shard_writer *w = calloc(1, sizeof *w);
     if (!w)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     w->fd = -1;
-    w->path = strdup(path);
+    w->dirfd = dirfd;
+    w->name = strdup(name);
+    w->path = dir ? sk_fs_join(dir, name) : strdup(name);
     w->hash = XXH3_createState();
     int rc;
-    if (!w->path || !w->hash || shard_buf_reserve(&w->pending, WRITE_BUFFER_BYTES, err)) {
+    if (!w->name || !w->path || !w->hash ||
+        shard_buf_reserve(&w->pending, WRITE_BUFFER_BYTES, err)) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
     XXH3_64bits_reset(w->hash);
-    w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    /* O_EXCL: never an existing file; O_NOFOLLOW: never through a link */
+    w->fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (w->fd < 0) {
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", path);
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create '%s'", w->path);
         goto fail;
     }
     w->created = 1;
@@ -207,7 +205,8 @@ void shard_writer_free(struct shard_writer *w)
     if (w->fd >= 0)
         close(w->fd);
     if (w->created && !w->finished)
-        unlink(w->path);  /* never leave a partial shard behind */
+        unlinkat(w->dirfd, w->name, 0);  /* never leave a partial shard behind */
+    free(w->name);
     free(w->path);
     shard_buf_release(&w->pending);
     shard_buf_release(&w->rows);

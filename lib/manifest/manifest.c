@@ -1,9 +1,13 @@
 /* manifest.c - manifest.json: the dataset's description (see shardkit/manifest.h). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "manifest/manifest_internal.h"
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
 #include "shardkit/format.h"
@@ -186,14 +190,25 @@ int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard
     return SHARD_OK;
 }
 
-int shard_manifest_write(const char *dir, const struct shard_manifest *m, struct shard_err *err)
+int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest *m,
+                         struct shard_err *err)
 {
     char *text;
     int rc = shard_manifest_dump(m, &text, err);
     if (rc)
         return rc;
-    rc = sk_fs_write_atomic(dir, SHARD_MANIFEST_FILE, text, strlen(text), err);
+    rc = sk_fs_write_atomic_at(dirfd, dir, SHARD_MANIFEST_FILE, text, strlen(text), err);
     free(text);
+    return rc;
+}
+
+int shard_manifest_write(const char *dir, const struct shard_manifest *m, struct shard_err *err)
+{
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return shard_err_errno(err, SHARD_EIO, errno, "cannot open directory '%s'", dir);
+    int rc = sk_manifest_write_at(dirfd, dir, m, err);
+    close(dirfd);
     return rc;
 }
 

@@ -1,31 +1,58 @@
 /* fsutil.h - file operations shared by the writers (durable writes) and the
- * readers (ranged reads of a file of known size) (private). */
+ * readers (ranged reads of a file of known size) (private).
+ *
+ * The *_at functions work on the entry `name` of an open directory `dirfd`
+ * and never follow a symbolic link there: what a writer creates, renames or
+ * removes is reached through a directory descriptor opened once, so a link
+ * planted inside that directory can neither redirect a write nor lead a
+ * removal out of it.  `dir` is how messages name the directory (NULL: the
+ * messages name `name` alone, e.g. for AT_FDCWD). */
 #ifndef SHARDKIT_FSUTIL_H
 #define SHARDKIT_FSUTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "shardkit/error.h"
 
-/* Write `len` bytes to dir/name durably and atomically: dir/.name.tmp is
- * written, fsync'd and renamed over dir/name, then dir is fsync'd.  On
- * failure the temporary file is removed and dir/name is untouched. */
-int sk_fs_write_atomic(const char *dir, const char *name, const void *data, size_t len,
+/* SHARD_EEXIST: "'dir/name' is a symbolic link ..." (the message says that
+ * shardkit never follows one there). */
+int sk_fs_err_link(struct shard_err *err, const char *dir, const char *name);
+/* Create dir/name as a new file, open for reading and writing, in *fd.  A
+ * stale entry of that name (a killed run's leftover) is removed first
+ * (unlinkat: a link is removed, never followed); the file is then created
+ * with O_EXCL|O_NOFOLLOW, so no existing file is ever opened or truncated. */
+int sk_fs_create_at(int dirfd, const char *dir, const char *name, mode_t mode, int *fd,
                     struct shard_err *err);
-/* Finish a temporary written through `fd`: fsync and close it (fd is closed
- * whatever happens), rename tmp over final inside dir and fsync dir.  When
+/* Open the regular file dir/name read-only in *fd (O_NOFOLLOW).  A link
+ * there is SHARD_EEXIST, anything but a regular file SHARD_EEXIST, a missing
+ * file SHARD_ENOTFOUND. */
+int sk_fs_open_at(int dirfd, const char *dir, const char *name, int *fd, struct shard_err *err);
+/* Write `len` bytes to dir/name durably and atomically: dir/.name.tmp is
+ * created (sk_fs_create_at), written, fsync'd and renamed over dir/name,
+ * then dir is fsync'd.  On failure the temporary file is removed and
+ * dir/name is untouched. */
+int sk_fs_write_atomic_at(int dirfd, const char *dir, const char *name, const void *data,
+                          size_t len, struct shard_err *err);
+/* Finish the temporary dir/tmp written through `fd`: fsync and close it (fd
+ * is closed whatever happens), rename it over dir/final and fsync dir.  When
  * `rc` (the writer's result so far) or any step fails, tmp is removed and
  * the first error returned. */
-int sk_fs_commit(int fd, int rc, const char *dir, const char *tmp, const char *final,
-              struct shard_err *err);
-/* fsync a directory so that renames and unlinks in it are durable. */
-int sk_fs_sync_dir(const char *dir, struct shard_err *err);
-/* rename old -> new inside dir, then fsync dir. */
-int sk_fs_rename_durable(const char *dir, const char *old_path, const char *new_path,
-                      struct shard_err *err);
-/* Size and XXH3-64 of a whole file, read sequentially. */
+int sk_fs_commit_at(int fd, int rc, int dirfd, const char *dir, const char *tmp,
+                    const char *final, struct shard_err *err);
+/* renameat old_dir/old_name -> new_dir/new_name (a link at either name is
+ * moved or replaced, never followed), then fsync new_dir. */
+int sk_fs_rename_at(int old_dirfd, const char *old_dir, const char *old_name, int new_dirfd,
+                    const char *new_dir, const char *new_name, struct shard_err *err);
+/* fsync the open directory `dirfd` so that renames and unlinks in it are
+ * durable (filesystems that refuse a directory fsync are let be). */
+int sk_fs_sync_dirfd(int dirfd, const char *dir, struct shard_err *err);
+/* Size and XXH3-64 of a whole file, read sequentially from the start.
+ * sk_fs_hash_fd leaves fd open; `what` names it in messages. */
 int sk_fs_hash_file(const char *path, uint64_t *bytes, uint64_t *xxh3, struct shard_err *err);
+int sk_fs_hash_fd(int fd, const char *what, uint64_t *bytes, uint64_t *xxh3,
+                  struct shard_err *err);
 /* Write all of p to fd (retrying short writes and EINTR). */
 int sk_fs_write_all(int fd, const void *p, size_t n, const char *what, struct shard_err *err);
 /* Open dir_fd/name read-only (dir_fd may be AT_FDCWD, name a path); it must

@@ -10,7 +10,11 @@ PATH="$SHARDKIT_BIN:$PATH"
 export PATH
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-test.XXXXXX")
-trap '[ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+# A run held stopped (stop_at) must not outlive a failed test.
+held=""
+trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+# A poll loop gives up after this many 0.05 s steps (sanitizer builds are slow).
+POLL_STEPS=2400
 
 die() { echo "FAIL: $*" >&2; exit 1; }
 say() { echo "-- $*"; }
@@ -51,4 +55,70 @@ same_tree() {
     while read -r f; do
         cmp -s "$1/$f" "$2/$f" || die "'$1/$f' and '$2/$f' differ"
     done <"$T/a.list"
+}
+
+# tree_state DIR: every entry under DIR (name, type, size, mode, link target)
+# and the sha256 of every regular file, so that two calls differ when
+# anything in DIR changed, was added or was removed.  Links are listed, never
+# followed.
+tree_state() {
+    (cd "$1" && find . -printf '%p %y %s %m %l\n' | LC_ALL=C sort &&
+        find . -type f -exec sha256sum {} + | LC_ALL=C sort)
+}
+
+# same_state FILE DIR WHAT: DIR is still exactly as `tree_state DIR >FILE`
+# recorded it; else the difference is shown and the test dies saying WHAT.
+same_state() {
+    tree_state "$2" >"$1.now"
+    cmp -s "$1" "$1.now" || { diff "$1" "$1.now" >&2 || true; die "$3"; }
+}
+
+# strace_works: strace is installed and may trace here (not in every container).
+strace_works() {
+    command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null
+}
+
+# stop_at SYSCALLS PATH DST [ARGS...]: start `shardify "$SRC" DST $OPTS ARGS`
+# in the background under strace, held by SIGSTOP right after the first of
+# SYSCALLS touching PATH (unlike SIGKILL, a stop lets the syscall complete;
+# PATH is matched as the syscall spells it, see test_faults.sh); waits until
+# it is stopped and sets $run_pid (shardify) and $strace_pid.  Resume it
+# with `kill -CONT $run_pid`, collect its status with `finish_run`.
+stop_at() {
+    calls=$1 path=$2 dst=$3
+    shift 3
+    # LeakSanitizer cannot stop the world of a process that strace already
+    # traces: in sanitizer builds the leak check is left to the other tests
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+    strace -f -o "$T/stop.log" -P "$path" -e trace="$calls" \
+        -e inject="$calls:signal=STOP:when=1" \
+        shardify "$SRC" "$dst" $OPTS "$@" >"$T/bg.out" 2>"$T/bg.err" &
+    strace_pid=$!
+    i=0
+    while [ $i -lt $POLL_STEPS ]; do
+        # stopped when every thread has entered the group stop (strace logs
+        # each one); the lock holds shardify's pid (strace's child)
+        run_pid=$(head -n 1 "$dst/.shardify/lock" 2>/dev/null || true)
+        if [ -n "$run_pid" ] && [ -d "/proc/$run_pid/task" ]; then
+            stopped=$(grep -c -- '--- stopped by SIGSTOP ---' "$T/stop.log" || true)
+            threads=$(ls "/proc/$run_pid/task" | wc -l)
+            if [ "$stopped" -ge "$threads" ]; then
+                held=$run_pid
+                return 0
+            fi
+        fi
+        kill -0 "$strace_pid" 2>/dev/null || { cat "$T/bg.err" >&2; die "the run ended before it was stopped"; }
+        sleep 0.05
+        i=$((i + 1))
+    done
+    die "the run never stopped at $calls '$path'"
+}
+
+# finish_run: wait for the background run; its exit status in $run_status.
+finish_run() {
+    set +e
+    wait "$strace_pid"
+    run_status=$?
+    set -e
+    held=""
 }

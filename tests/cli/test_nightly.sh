@@ -159,4 +159,58 @@ assert json.load(open(os.path.join(runs, "latest.json")))["run"] == newest
 PY
 [ -z "$(find "$ROOT" -name '*.tmp' -o -name '.current.*')" ] || die "temporaries left in ROOT"
 
+# ---- symbolic links planted inside ROOT ---------------------------------------------
+# The decoys are what the links point at: an "old version" to prune, files;
+# a dangling link points at decoys/none.  After every run they must be byte
+# for byte as they were.
+mkdir -p "$T/decoys/dir/20000101T000000Z" "$T/decoys/dir/sub"
+echo precious >"$T/decoys/dir/20000101T000000Z/manifest.json"
+echo precious too >"$T/decoys/dir/sub/a.txt"
+echo 12345 >"$T/decoys/file"
+tree_state "$T/decoys" >"$T/decoys.state"
+decoys_intact() { same_state "$T/decoys.state" "$T/decoys" "$1: files outside ROOT changed"; }
+ROOT="$T/root2"
+export SHARDKIT_ROOT="$ROOT"
+
+say "a link where the script keeps its own directory or file: exit 2, nothing followed"
+for name in versions runs .nightly.lock versions/.published; do
+    for target in "$T/decoys/dir" "$T/decoys/file" "$T/decoys/none"; do
+        rm -rf "$ROOT" && mkdir -p "$(dirname "$ROOT/$name")"
+        ln -s "$target" "$ROOT/$name"
+        must_fail 2 sh "$NIGHTLY"
+        must_say "'$ROOT/$name' is a symbolic link" "$T/err"
+        decoys_intact "a link at $name"
+        [ ! -e "$ROOT/current" ] || die "a refused run published"
+    done
+done
+
+say "links at current, at an old version and at runs/latest.json are replaced or removed, never followed"
+rm -rf "$ROOT" && mkdir -p "$ROOT/versions" "$ROOT/runs"
+ln -s "$T/decoys/dir" "$ROOT/current"
+ln -s "$T/decoys/dir/20000101T000000Z" "$ROOT/versions/20000101T000000Z"
+ln -s "$T/decoys/file" "$ROOT/runs/latest.json"
+ln -s "$T/decoys/file" "$ROOT/runs/.latest.json.tmp"
+ln -s "$T/decoys/file" "$ROOT/versions/.published.tmp"
+nightly 0
+decoys_intact "links at current, an old version, latest.json"
+[ "$(current)" = "versions/$run" ] || die "current is '$(current)'"
+[ "$(field 'd["pruned_versions"]')" = "['20000101T000000Z']" ] || die "pruned: $(field 'd["pruned_versions"]')"
+[ ! -L "$ROOT/versions/20000101T000000Z" ] || die "the old version's link was not pruned"
+[ -f "$ROOT/runs/latest.json" ] && [ ! -L "$ROOT/runs/latest.json" ] || die "latest.json is still a link"
+[ -z "$(find "$ROOT" -type l ! -path "$ROOT/current")" ] || die "links left: $(find "$ROOT" -type l)"
+
+say "links at this run's own names (a fixed time stamp): another stamp is chosen, nothing followed"
+mkdir "$T/shim"
+real_date=$(command -v date)
+printf '#!/bin/sh\ncase "$*" in *%%Y%%m%%dT%%H%%M%%SZ*) echo 20300101T000000Z ;; *) exec %s "$@" ;; esac\n' \
+    "$real_date" >"$T/shim/date"
+chmod +x "$T/shim/date"
+ln -s "$T/decoys/none" "$ROOT/versions/20300101T000000Z"
+ln -s "$T/decoys/file" "$ROOT/runs/20300101T000000Z.log"
+ln -s "$T/decoys/dir" "$ROOT/runs/20300101T000000Z-01.shardify.json"
+PATH="$T/shim:$PATH" nightly 0
+[ "$run" = 20300101T000000Z-02 ] || die "the run took the stamp '$run'"
+decoys_intact "links at the run's own names"
+shardcheck "$ROOT/current" >/dev/null || die "current does not verify"
+
 echo "all nightly checks passed"

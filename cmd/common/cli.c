@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,8 +101,45 @@ int cli_parse_threads(const char *prog, const char *arg, int *out)
     return CLI_EXIT_OK;
 }
 
+int cli_parse_options(int argc, char **argv, const struct option *longopts,
+                      cli_option_handler *one, void *ctx)
+{
+    int opt, rc;
+    opterr = 0;  /* the messages are ours (cli_other_option) */
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1)
+        if ((rc = one(opt, ctx, argv)) != CLI_EXIT_OK)
+            return rc;
+    return CLI_EXIT_OK;
+}
+
+/* The long option whose getopt value is `val`, or NULL. */
+static const struct option *long_option(const struct option *longopts, int val)
+{
+    for (const struct option *o = longopts; o && o->name; o++)
+        if (o->val == val)
+            return o;
+    return NULL;
+}
+
+/* "--size, --shard-size, --shuffle-seed": the long options that `arg`
+ * (without its "--" and any "=value") abbreviates.  Returns how many. */
+static int abbreviated(const struct option *longopts, const char *arg, char *list, size_t size)
+{
+    size_t len = strcspn(arg, "=");
+    int n = 0;
+    list[0] = '\0';
+    for (const struct option *o = longopts; o && o->name; o++) {
+        if (strncmp(o->name, arg, len) != 0)
+            continue;
+        size_t used = strlen(list);
+        snprintf(list + used, size - used, "%s--%s", n ? ", " : "", o->name);
+        n++;
+    }
+    return n;
+}
+
 int cli_other_option(const char *prog, int opt, int version_opt, const char *usage,
-                     char **argv)
+                     const struct option *longopts, char **argv)
 {
     if (opt == 'h') {
         fputs(usage, stdout);
@@ -111,9 +149,44 @@ int cli_other_option(const char *prog, int opt, int version_opt, const char *usa
         printf("%s %s\n", prog, SHARDKIT_VERSION);
         exit(CLI_EXIT_OK);
     }
+    /* getopt leaves the option it stopped at in optopt: a short option's
+     * character, a long option's value, or 0 for a long option it does not
+     * know.  argv[optind - 1] is the argument itself only for a long option:
+     * inside a cluster of short options ("-zz") optind has not moved on yet,
+     * and GNU getopt may have stepped over operands to get there. */
+    const char *arg = argv[optind - 1];
+    int is_long = optopt == 0 || optopt >= CLI_FIRST_LONG_OPTION ||
+                  (optopt == 'h' && !strncmp(arg, "--", 2));
+    if (!is_long)
+        return cli_usage_error(prog, opt == ':' ? "option '-%c' needs a value"
+                                                : "unknown option '-%c'", optopt);
+    const struct option *known = optopt ? long_option(longopts, optopt) : NULL;
     if (opt == ':')
-        return cli_usage_error(prog, "option '%s' needs a value", argv[optind - 1]);
-    return cli_usage_error(prog, "unknown option '%s'", argv[optind - 1]);
+        return cli_usage_error(prog, "option '--%s' needs a value",
+                               known ? known->name : arg + 2);
+    if (known)
+        return cli_usage_error(prog, "option '--%s' takes no value (got '%s')", known->name,
+                               arg);
+    char list[512];
+    if (!strncmp(arg, "--", 2) && abbreviated(longopts, arg + 2, list, sizeof list) > 1)
+        return cli_usage_error(prog, "option '%s' is ambiguous: it could be %s", arg, list);
+    return cli_usage_error(prog, "unknown option '%s'", arg);
+}
+
+int cli_check_output(const char *prog, const char *option, const char *path)
+{
+    /* O_NONBLOCK: a FIFO without a reader is an error, not a hang */
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            unlink(path);
+    }
+    if (fd < 0)
+        return cli_usage_error(prog, "%s: cannot write '%s': %s", option, path,
+                               strerror(errno));
+    close(fd);
+    return CLI_EXIT_OK;
 }
 
 void cli_progress_init(struct cli_progress *p)

@@ -1,17 +1,28 @@
-/* cli.h - what the command-line tools share: number parsing, progress
- * display, exit codes.  Library code never prints; this is the only place
- * that talks to the user besides each tool's main.c. */
+/* cli.h - what the command-line tools share: number parsing, option
+ * errors, progress display, exit codes.  Library code never prints; the
+ * tools talk to the user through these helpers and their report writers
+ * (cmd/<tool>/report_*.c). */
 #ifndef SHARDKIT_CLI_H
 #define SHARDKIT_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
+/* The exit statuses of every tool; README.md ("Exit status") is the one
+ * table the tools' --help texts refer to. */
 enum cli_exit {
-    CLI_EXIT_OK = 0,
-    CLI_EXIT_FAILED = 1,
-    CLI_EXIT_USAGE = 2,
+    CLI_EXIT_OK = 0,      /* everything asked for was done */
+    CLI_EXIT_FAILED = 1,  /* the work started and did not fully succeed: a failed run,
+                           * a dataset not verified, an item not written, input that
+                           * cannot be read (each named in a message) */
+    CLI_EXIT_USAGE = 2,   /* the command line is wrong; found before any work starts,
+                           * nothing was read or written */
 };
+
+/* getopt values of long options without a short form start here, above
+ * every character a short option can be. */
+#define CLI_FIRST_LONG_OPTION 256
 
 /* Parse a whole decimal number in [min, max].  0 or -1. */
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
@@ -29,12 +40,31 @@ const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size);
 /* Parse --threads: 0 and *out set, or the usage-error status (message printed). */
 int cli_parse_threads(const char *prog, const char *arg, int *out);
 
+/* Handle one option `opt` (optarg set) of a getopt_long loop: CLI_EXIT_OK,
+ * or an exit status that stops the parsing. */
+typedef int cli_option_handler(int opt, void *ctx, char **argv);
+
+/* Run getopt_long over argv (long options only, besides -h) and call `one`
+ * for every option, in order; stops at the first status that is not
+ * CLI_EXIT_OK and returns it.  Operands are left from argv[optind] on. */
+int cli_parse_options(int argc, char **argv, const struct option *longopts,
+                      cli_option_handler *one, void *ctx);
+
 /* The getopt cases every tool shares: -h/--help prints `usage` and exits 0;
- * `version_opt` prints the version and exits 0; a missing value and an
- * unknown option print a usage error.  Call it from the `default:` case;
- * returns the usage-error status. */
+ * `version_opt` prints the version and exits 0; a missing value, a value
+ * given to an option that takes none, an unknown or an ambiguous option
+ * print a usage error naming the argument as the user wrote it ("-z" of
+ * "-zz", "--bogus").  Call it from the `default:` case of a getopt_long loop
+ * over `longopts`; returns the usage-error status. */
 int cli_other_option(const char *prog, int opt, int version_opt, const char *usage,
-                     char **argv);
+                     const struct option *longopts, char **argv);
+
+/* An output file named by `option` must be writable before any work starts
+ * (an hour of work is not spent on a result that cannot be written):
+ * an existing file is opened for writing (not truncated), a missing one is
+ * created and removed again.  CLI_EXIT_OK, or the usage-error status with
+ * "OPTION: cannot write 'PATH': REASON" printed. */
+int cli_check_output(const char *prog, const char *option, const char *path);
 
 /* Print "PROG: usage error: MESSAGE" and the try-help hint; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -140,6 +140,11 @@ struct shard_bench_http {
     int retries;            /* attempts after the first on a transient failure (5xx,
                              * reset, refused, timeout), with exponential backoff from
                              * 50 ms, capped at 2 s per wait (default 8: about 6 s) */
+    double timeout_seconds; /* an attempt that receives nothing for this long (while
+                             * connecting, waiting for the answer or stalled in the
+                             * body; counted in whole seconds once connected) times
+                             * out, a transient failure (default and 0: 10; a slow
+                             * transfer that keeps moving is not cut) */
 };
 
 struct shard_bench_options {

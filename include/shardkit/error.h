@@ -5,7 +5,10 @@
  * negative codes below.  Numbers are stable: they may be stored and compared.
  * Functions that can fail also take a `struct shard_err *` (which may be NULL);
  * on failure it receives the code and a one-line, lower-case message that
- * names the subject, e.g. "cannot decode 'a/b.jpg': truncated JPEG".
+ * names the subject, e.g. "cannot decode 'a/b.jpg': truncated JPEG".  The
+ * setters below keep it one line whatever text they are given (libarchive's
+ * messages end in a newline): line breaks become spaces and trailing white
+ * space is dropped.
  * There is no global error state: each caller owns its shard_err, so the
  * library is safe to use from many threads at once.
  */

@@ -98,6 +98,9 @@ struct shardify_summary {
     uint32_t labels;            /* distinct labels */
     uint64_t label_rows;        /* rows of the --labels CSV file (0 for other rules) */
     uint64_t label_rows_unmatched;  /* ... whose key names no candidate of SRC */
+    /* Why the run record (SHARDIFY_RUN_FILE) could not be written, or "".
+     * The dataset is published all the same: the record is not part of it. */
+    char run_record_error[SHARD_ERRMSG_SIZE];
 };
 
 /* Convert SRC into DST.  Returns 0 when the dataset was published (rejects
@@ -106,7 +109,10 @@ struct shardify_summary {
  * other than "none" that labels no sample), SHARD_EEXIST (DST not empty /
  * not ours / nothing to resume / a symbolic link inside it), SHARD_ELOCKED,
  * SHARD_EREJECTED (fail_on_reject and an input was bad), SHARD_EINTR, SHARD_EIO
- * (disk full ...).  On error no new manifest is published. */
+ * (disk full ...).  On error no new manifest is published, and *summary holds
+ * the counts known when the run stopped (candidates found, samples and
+ * rejects converted, shards finished, bytes ...; the rejects themselves are
+ * listed only by a published run).  Release *summary in both cases. */
 SHARD_API int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
                  struct shardify_summary *summary, struct shard_err *err);
 

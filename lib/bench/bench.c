@@ -77,6 +77,7 @@ void shard_bench_options_init(struct shard_bench_options *o)
     o->http.window_bytes = FETCH_HTTP_DEFAULT_WINDOW;
     o->http.cache_bytes = FETCH_HTTP_DEFAULT_CACHE;
     o->http.retries = FETCH_HTTP_DEFAULT_RETRIES;
+    o->http.timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
 }
 
 /* The HTTP backend's options from the public ones; spans go to `probe` when
@@ -91,6 +92,7 @@ static void http_options(const struct shard_bench_http *in, const struct bench_p
         out->window_bytes = in->window_bytes;
         out->cache_bytes = in->cache_bytes;
         out->retries = in->retries;
+        out->timeout_seconds = in->timeout_seconds;
     }
     out->observer = probe ? sk_bench_probe_observer(probe) : NULL;
     out->counters = counters;

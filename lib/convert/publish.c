@@ -53,12 +53,16 @@ out:
     return rc;
 }
 
-static void write_run_info(struct run *r, const struct shardify_summary *s)
+/* Informative only: a failure here does not fail the run, it is reported
+ * in s->run_record_error. */
+static void write_run_info(struct run *r, struct shardify_summary *s)
 {
     json_t *o = json_object();
     char *text;
-    if (!o)
+    if (!o) {
+        snprintf(s->run_record_error, sizeof s->run_record_error, "out of memory");
         return;
+    }
     time_t t = time(NULL);
     struct tm tm;
     char when[64];
@@ -75,13 +79,13 @@ static void write_run_info(struct run *r, const struct shardify_summary *s)
     json_object_set_new(o, "bytes_out", json_integer((json_int_t)s->bytes_out));
     text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
-    if (text) {
-        struct shard_err ignored;
-        /* informative only: a failure here does not fail the run */
-        sk_fs_write_atomic_at(r->dst->fd, r->dst->path, SHARDIFY_RUN_FILE, text, strlen(text),
-                              &ignored);
-        free(text);
-    }
+    struct shard_err e;
+    if (!text)
+        snprintf(s->run_record_error, sizeof s->run_record_error, "out of memory");
+    else if (sk_fs_write_atomic_at(r->dst->fd, r->dst->path, SHARDIFY_RUN_FILE, text,
+                                   strlen(text), &e))
+        snprintf(s->run_record_error, sizeof s->run_record_error, "%s", e.msg);
+    free(text);
 }
 
 int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err *err)
@@ -92,11 +96,12 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     int rc = write_index(r, &m.index_bytes, &m.index_xxh3, &m.index_entries, err);
     if (rc)
         return rc;
+    sk_run_summarize(r, sum);
     m.config = r->config;  /* borrowed: not released below */
     m.source_kind = r->archive ? "archive" : "directory";
     m.samples = sk_assembler_samples(r->as);
     m.unlabeled = sk_assembler_unlabeled(r->as);
-    m.ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
+    m.ignored = sum->ignored;
     m.labels = r->label_names;
     m.label_samples = (uint64_t *)sk_assembler_label_samples(r->as);
     m.label_count = r->label_count;
@@ -112,17 +117,6 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     if (!rc)
         rc = sk_manifest_write_at(r->dst->fd, r->dst->path, &m, err);
 
-    sum->candidates = r->n;
-    sum->samples = m.samples;
-    sum->rejected = m.rejected;
-    sum->ignored = m.ignored;
-    sum->unlabeled = m.unlabeled;
-    sum->shards = m.shard_count;
-    sum->reused_shards = r->reused_shards;
-    sum->bytes_in = r->bytes_in;
-    sum->bytes_out = sk_assembler_bytes(r->as);
-    sum->threads = r->threads;
-    sum->labels = r->label_count;
     sum->rejects = m.rejects;
     sum->reject_count = m.reject_count;
     sum->seconds = sk_now_seconds() - r->t0;

@@ -94,6 +94,9 @@ struct run {
 /* shardify.c */
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */
 void sk_run_progress(struct run *r, int force);
+/* The summary's counts as they stand (all but the rejects and the time):
+ * final once converting is done, how far the run got when it failed. */
+void sk_run_summarize(const struct run *r, struct shardify_summary *s);
 /* The slot's input is a source file's bytes: hash it and convert it; on
  * failure the slot becomes a reject with the reason. */
 void sk_run_convert_input(struct run *r, int thread, struct slot *s);

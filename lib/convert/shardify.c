@@ -65,6 +65,25 @@ void sk_run_progress(struct run *r, int force)
     r->o->progress(&p, r->o->progress_user);
 }
 
+void sk_run_summarize(const struct run *r, struct shardify_summary *s)
+{
+    s->candidates = r->keys.count;  /* r->n once scanning or spooling is done */
+    s->ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
+    s->labels = r->label_count;
+    s->label_rows = r->label_rows;
+    s->label_rows_unmatched = r->label_rows_unmatched;
+    s->reused_shards = r->reused_shards;
+    s->bytes_in = r->bytes_in;
+    s->threads = r->threads;
+    if (r->as) {
+        s->samples = sk_assembler_samples(r->as);
+        s->rejected = sk_assembler_reject_count(r->as);
+        s->unlabeled = sk_assembler_unlabeled(r->as);
+        s->bytes_out = sk_assembler_bytes(r->as);
+        sk_assembler_shards(r->as, &s->shards);
+    }
+}
+
 static int validate(const struct shardify_options *o, struct shard_err *err)
 {
     const struct shard_config *c = &o->config;
@@ -389,14 +408,17 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         (rc = sk_run_publish(&r, summary, err)))
         goto out;
 out:
-    summary->label_rows = r.label_rows;
-    summary->label_rows_unmatched = r.label_rows_unmatched;
     if (rc == SHARD_EINTR)
         shard_err_set(err, SHARD_EINTR,
                       "interrupted: finished shards are kept; run again with --resume to "
                       "continue");
-    if (rc)
+    if (rc) {
+        /* the counts known when the run stopped, unless publishing already
+         * gave them (and took the rejects out of the assembler) */
+        if (!summary->threads)
+            sk_run_summarize(&r, summary);
         summary->seconds = sk_now_seconds() - r.t0;
+    }
     run_release(&r);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include "read/fetch_http.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +26,8 @@
 #define TAIL_MAX (1u << 20)          /* bytes fetched when a file is opened */
 #define BACKOFF_FIRST_MS 50.0
 #define BACKOFF_MAX_MS 2000.0
-#define CONNECT_TIMEOUT_MS 10000L
-#define LOW_SPEED_BYTES 1L           /* a transfer slower than this ... */
-#define LOW_SPEED_SECONDS 30L        /* ... for this long is abandoned (and retried) */
+#define LOW_SPEED_BYTES 1L           /* a transfer slower than this for the time-out is
+                                      * abandoned (and retried) */
 #define MAX_REDIRECTS 5L
 #define RANGE_TEXT 64
 
@@ -119,6 +119,7 @@ void sk_fetch_http_options_init(struct fetch_http_options *o)
     o->window_bytes = FETCH_HTTP_DEFAULT_WINDOW;
     o->cache_bytes = FETCH_HTTP_DEFAULT_CACHE;
     o->retries = FETCH_HTTP_DEFAULT_RETRIES;
+    o->timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
 }
 
 int sk_fetch_http_is_url(const char *location)
@@ -170,9 +171,7 @@ static CURL *handle_new(void)
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  /* threads: no SIGALRM for DNS time-outs */
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_SECONDS);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "shardkit/" SHARDKIT_VERSION);
     return c;
@@ -320,6 +319,10 @@ static int request(struct http_fetch *h, const char *url, const char *range, str
     if (!c)
         return shard_err_set(err, SHARD_ENOMEM, "cannot create an HTTP handle for '%s'", url);
     memset(resp, 0, sizeof *resp);
+    /* nothing received for timeout_seconds - connecting, waiting for the
+     * answer or in the middle of the body - ends the attempt */
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->o.timeout_seconds * 1000));
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)ceil(h->o.timeout_seconds));
     double backoff = BACKOFF_FIRST_MS;
     int attempt;
     for (attempt = 0; attempt <= h->o.retries; attempt++) {
@@ -371,7 +374,11 @@ static int request(struct http_fetch *h, const char *url, const char *range, str
             break;
         }
         if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && sink->overflow)) {
-            snprintf(last, sizeof last, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+            if (cc == CURLE_OPERATION_TIMEDOUT)
+                snprintf(last, sizeof last, "timed out: nothing received for %g s",
+                         h->o.timeout_seconds);
+            else
+                snprintf(last, sizeof last, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
             if (transient_curl(cc))
                 continue;
             rc = shard_err_set(err, SHARD_ENET, "cannot read '%s': %s", url, last);
@@ -970,10 +977,11 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
         return shard_err_set(err, SHARD_EINVAL, "'%s' is not an http:// or https:// URL", base);
     if (o->connections < 1 || o->connections > FETCH_HTTP_MAX_CONNECTIONS ||
         o->window_bytes < MIN_WINDOW || o->window_bytes > SIZE_MAX / 2 ||
-        o->cache_bytes < o->window_bytes || o->retries < 0 || !(o->rtt_ms >= 0))
+        o->cache_bytes < o->window_bytes || o->retries < 0 || !(o->rtt_ms >= 0) ||
+        !(o->timeout_seconds >= 0 && o->timeout_seconds <= FETCH_HTTP_MAX_TIMEOUT))
         return shard_err_set(err, SHARD_EINVAL, "bad HTTP options: connections 1..%d, window "
-                             ">= %u bytes, cache >= window, retries >= 0",
-                             FETCH_HTTP_MAX_CONNECTIONS, MIN_WINDOW);
+                             ">= %u bytes, cache >= window, retries >= 0, timeout 0..%d s",
+                             FETCH_HTTP_MAX_CONNECTIONS, MIN_WINDOW, FETCH_HTTP_MAX_TIMEOUT);
     pthread_once(&curl_once, curl_init);
     if (curl_init_result != CURLE_OK)
         return shard_err_set(err, SHARD_ENET, "cannot initialise libcurl: %s",
@@ -983,6 +991,8 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     h->base.ops = &http_ops;
     h->o = *o;
+    if (h->o.timeout_seconds == 0)
+        h->o.timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->work, NULL);
     pthread_cond_init(&h->done, NULL);

@@ -15,8 +15,10 @@
  *
  * Every request is retried on transient failures - connection refused or
  * reset, time-outs, 5xx, 408, 429 - after 50 ms, 100 ms, ... (doubling,
- * capped at 2 s), `retries` times; a 404 or 410 is SHARD_ENOTFOUND and any
- * other 4xx SHARD_ENET at once.  Messages name the URL:
+ * capped at 2 s), `retries` times; an attempt times out when nothing arrives
+ * for timeout_seconds (connecting, waiting for the answer, or stalled in the
+ * body; a slow transfer that keeps moving is not cut).  A 404 or 410 is
+ * SHARD_ENOTFOUND and any other 4xx SHARD_ENET at once.  Messages name the URL:
  *   "HTTP 404 Not Found for 'http://host/data/shard-000003.shard'"
  * A server that answers a range request with the whole file, or a file whose
  * size changes between requests, is an error, not silently misread.
@@ -41,6 +43,8 @@ struct sk_read_observer;
 #define FETCH_HTTP_DEFAULT_CACHE (256u << 20)
 #define FETCH_HTTP_DEFAULT_RETRIES 8
 #define FETCH_HTTP_MAX_CONNECTIONS 64
+#define FETCH_HTTP_DEFAULT_TIMEOUT 10.0  /* seconds */
+#define FETCH_HTTP_MAX_TIMEOUT 86400
 
 struct fetch_http_options {
     double rtt_ms;
@@ -48,6 +52,9 @@ struct fetch_http_options {
     uint64_t window_bytes;  /* >= 4 KiB */
     uint64_t cache_bytes;   /* >= window_bytes */
     int retries;            /* >= 0 */
+    double timeout_seconds; /* nothing received for this long ends an attempt (whole
+                             * seconds once connected); at most FETCH_HTTP_MAX_TIMEOUT;
+                             * 0: FETCH_HTTP_DEFAULT_TIMEOUT */
     const struct sk_read_observer *observer;  /* NULL: none; must outlive the backend */
     struct sk_read_counters *counters;        /* NULL: none; must outlive the backend */
 };

@@ -27,6 +27,19 @@ const char *shard_strerror(int code)
     return "unknown error";
 }
 
+/* Messages are one line whatever text they carry (libarchive's end in a
+ * newline): line breaks become spaces, trailing white space goes. */
+static void one_line(char *msg)
+{
+    size_t n = 0;
+    for (char *p = msg; *p; p++, n++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\t' || msg[n - 1] == '\v' ||
+                     msg[n - 1] == '\f'))
+        msg[--n] = '\0';
+}
+
 int shard_err_set(struct shard_err *err, int code, const char *fmt, ...)
 {
     if (!err)
@@ -36,6 +49,7 @@ int shard_err_set(struct shard_err *err, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    one_line(err->msg);
     return code;
 }
 
@@ -48,7 +62,9 @@ int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt
     va_start(ap, fmt);
     int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    one_line(err->msg);
     if (n >= 0 && (size_t)n < sizeof err->msg) {
+        n = (int)strlen(err->msg);
         char buf[128];
         /* strerror_r (GNU or XSI) is thread-safe; strerror is not. */
 #if defined(__GLIBC__) && defined(_GNU_SOURCE)
@@ -58,6 +74,7 @@ int shard_err_errno(struct shard_err *err, int code, int errnum, const char *fmt
 #endif
         snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", s);
     }
+    one_line(err->msg);
     return code;
 }
 
@@ -84,6 +101,7 @@ int shard_err_prefix(struct shard_err *err, int code, const char *fmt, ...)
         n += len;
     }
     err->msg[n] = '\0';
+    one_line(err->msg);
     return code;
 }
 

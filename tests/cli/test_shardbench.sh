@@ -70,8 +70,40 @@ must_fail 2 shardbench roofline --bandwidth 100GB/s --intensity 2
 must_say "needs --bandwidth, --intensity and --peak" "$T/err"
 must_fail 2 shardbench roofline --bandwidth 100GFLOP/s --intensity 2 --peak 1TFLOP/s
 must_say "is not a bandwidth" "$T/err"
+must_fail 2 shardbench -xy shards "$RAW"
+must_say "unknown option '-x'" "$T/err"
+if grep -q "unknown option 'shards'" "$T/err"; then die "the command was named as the option"; fi
+must_fail 2 shardbench shards "$RAW" --timeout 0
+must_say "--timeout: '0' is not a number of seconds" "$T/err"
 shardbench --help >"$T/help"
 must_say "shardbench compare SRC|URL DST|URL" "$T/help"
+must_say "--timeout S" "$T/help"
+
+say "an output file that cannot be written is a usage error before the run starts"
+must_fail 2 shardbench shards "$RAW" --trace "$T/no-such-dir/trace.json"
+must_say "--trace: cannot write '$T/no-such-dir/trace.json'" "$T/err"
+[ ! -s "$T/stdout" ] || die "the run started although its trace could not be written"
+mkdir -p "$T/a-directory"
+must_fail 2 shardbench files "$SRC" --trace "$T/a-directory"
+must_say "--trace: cannot write '$T/a-directory'" "$T/err"
+must_fail 2 shardbench shards "$RAW" --digests "$T/no-such-dir/d.jsonl"
+must_say "--digests: cannot write '$T/no-such-dir/d.jsonl'" "$T/err"
+[ ! -e "$T/no-such-dir" ] || die "a directory was created"
+
+say "nothing to read, or samples that failed: exit 1, saying so"
+: >"$T/empty.keys"
+must_fail 1 shardbench files "$SRC" --keys "$T/empty.keys"
+must_say "--keys: '$T/empty.keys' lists no keys" "$T/err"
+mkdir -p "$T/nothing"
+must_fail 1 shardbench files "$T/nothing" --epochs 1
+must_say "no samples to read in '$T/nothing'" "$T/err"
+mkdir -p "$T/mixed"
+head -n 3 "$T/keys" | while IFS= read -r k; do cp "$SRC/$k" "$T/mixed/"; done
+echo "not an image" >"$T/mixed/broken.jpg"
+must_fail 1 shardbench files "$T/mixed" --size 32 --epochs 1 --json
+[ "$(json "$T/stdout" "(d['first_epoch']['samples'], d['errors'])")" = "(3, 1)" ] ||
+    die "the report must still be written: $(cat "$T/stdout")"
+must_say "1 sample of '$T/mixed' failed; the first: " "$T/err"
 
 say "a missing dataset or folder is an error naming it (exit 1)"
 must_fail 1 shardbench shards "$T/nowhere"
@@ -231,6 +263,40 @@ assert "posix_fadvise" in c["note"], c
 EOF
 shardbench shards "$RAW" --cold --json >"$T/cold.json"
 [ "$(json "$T/cold.json" "d['cold']['dropped']")" = True ] || die "--cold on shards"
+
+# ---- a server that accepts and never answers ------------------------------------------------
+say "--timeout: a server that never answers ends the run with an error naming the URL"
+# a real socket server on loopback that accepts every connection and sends
+# nothing; it writes its port once it listens, and is killed by its pid
+"$PYTHON" - "$T/hang.port" <<'HANG' &
+import os, socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+held = []
+while True:
+    held.append(s.accept()[0])
+HANG
+hang=$!
+trap 'kill $hang 2>/dev/null; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+i=0
+while [ ! -f "$T/hang.port" ]; do
+    i=$((i + 1))
+    [ $i -le 200 ] || die "the hanging server did not start"
+    sleep 0.05
+done
+H="http://127.0.0.1:$(cat "$T/hang.port")"
+# `timeout` only guards the suite against a hang; the run ends by itself
+must_fail 1 timeout 300 shardbench shards "$H/data" --timeout 1 --retries 1
+must_say "cannot read '$H/data/manifest.json': timed out: nothing received for 1 s" "$T/err"
+must_say "(gave up after 2 attempts)" "$T/err"
+kill $hang
+wait $hang 2>/dev/null || true
+trap '[ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
 
 # ---- over HTTP: a real nginx on loopback ------------------------------------------------------
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||

@@ -125,10 +125,122 @@ must_fail 1 shardcat "$T/bad" --out "$T/catbad"
 must_say "shard-000000.shard record 2 (key '" "$T/err"
 [ "$(ls "$T/catbad" | wc -l)" -eq $((n - 1)) ] || die "the other samples were not written"
 
-say "usage and I/O errors exit 2"
+say "usage errors exit 2 and name the argument; an unreadable DST fails (exit 1)"
 must_fail 2 shardcat "$T/png"
 must_say "--out DIR is required" "$T/err"
-must_fail 2 shardcat "$T/nonexistent" --out "$T/x"
 must_fail 2 shardcat "$T/png" --out "$T/nonexistent/deeper"
+must_say "--out: cannot create '$T/nonexistent/deeper'" "$T/err"
 must_fail 2 shardcat "$T/png" --out "$T/x" --limit many
+must_fail 2 shardcat -zz "$T/png" --out "$T/x"
+must_say "unknown option '-z'" "$T/err"
+if grep -q "unknown option '$T/png'" "$T/err"; then die "the operand was named as the option"; fi
+# the dataset is the input of the work: one that cannot be read fails it
+must_fail 1 shardcat "$T/nonexistent" --out "$T/x"
+must_say "$T/nonexistent" "$T/err"
+
+# ---- the output directory: nothing outside it is touched ---------------------
+say "--out inside the dataset is refused before anything is written"
+cp -r "$T/png" "$T/ds"
+ls -A "$T/ds" >"$T/ds.before"
+must_fail 2 shardcat "$T/ds" --out "$T/ds/look"
+must_say "--out: '$T/ds/look' is inside the dataset '$T/ds'" "$T/err"
+must_fail 2 shardcat "$T/ds" --out "$T/ds"
+must_fail 2 shardcat "$T/ds" --out "$T/ds/"
+ln -s "$T/ds" "$T/ds-link"
+must_fail 2 shardcat "$T/ds" --out "$T/ds-link/look"
+must_say "is inside the dataset" "$T/err"
+ls -A "$T/ds" | cmp -s - "$T/ds.before" || die "the dataset directory was changed"
+shardcheck "$T/ds" >/dev/null || die "the dataset no longer verifies"
+
+say "--out that is a symbolic link is refused, and what it points to is unchanged"
+mkdir "$T/elsewhere"
+ln -s "$T/elsewhere" "$T/out-link"
+must_fail 2 shardcat "$T/png" --out "$T/out-link"
+must_say "--out: '$T/out-link' is a symbolic link" "$T/err"
+[ -z "$(ls -A "$T/elsewhere")" ] || die "shardcat wrote through the --out link"
+
+say "links planted where samples go are never followed; each is named, the rest are written"
+mkdir "$T/trap"
+echo "precious" >"$T/victim.txt"
+mkdir "$T/victim-dir"
+echo "inside" >"$T/victim-dir/kept.txt"
+cp "$T/victim.txt" "$T/victim.orig"
+ln -s "$T/victim.txt" "$T/trap/fix%2Fgray.jpg.png"
+ln -s "$T/victim-dir" "$T/trap/fix%2Frgb.png.png"
+ln -s "$T/no-such-target" "$T/trap/fix%2Fpalette.png.png"
+mkdir "$T/trap/fix%2Fexif_rot1.jpg.png"
+must_fail 1 shardcat "$T/png" --out "$T/trap"
+for name in "fix%2Fgray.jpg.png" "fix%2Frgb.png.png" "fix%2Fpalette.png.png"; do
+    must_say "cannot write '$T/trap/$name': a symbolic link is in the way" "$T/err"
+    [ -L "$T/trap/$name" ] || die "the link '$name' was replaced"
+done
+must_say "cannot write '$T/trap/fix%2Fexif_rot1.jpg.png': a directory is in the way" "$T/err"
+cmp -s "$T/victim.txt" "$T/victim.orig" || die "the file a link points to was changed"
+[ "$(ls -A "$T/victim-dir")" = kept.txt ] || die "the directory a link points to was changed"
+[ ! -e "$T/no-such-target" ] || die "a dangling link's target was created"
+# the count says what is there: n samples, 4 of them not written
+must_say "wrote $((n - 4)) samples to '$T/trap'; 4 could not be written" "$T/err"
+[ "$(find "$T/trap" -maxdepth 1 -type f -name '*.png' | wc -l)" -eq $((n - 4)) ] ||
+    die "expected $((n - 4)) files"
+[ -z "$(find "$T/trap" -name '.shardcat-*')" ] || die "a temporary file was left behind"
+
+say "a hard link in DIR is replaced, not written through; a second run replaces its files"
+rm "$T/trap/fix%2Fgray16.png.png"
+ln "$T/victim.txt" "$T/trap/fix%2Fgray16.png.png"
+shardcat "$T/png" "fix/gray16.png" --out "$T/trap" 2>"$T/err"
+cmp -s "$T/victim.txt" "$T/victim.orig" || die "a hard-linked file was written through"
+"$PYTHON" -c 'from PIL import Image; import sys; Image.open(sys.argv[1]).load()' \
+    "$T/trap/fix%2Fgray16.png.png" || die "the sample was not written"
+
+# ---- long keys -------------------------------------------------------------------
+say "keys too long for a file name are exported under shortened names listed in keys.tsv"
+a200=$(printf 'a%.0s' $(seq 200))
+b200=$(printf 'b%.0s' $(seq 200))
+c247=$(printf 'c%.0s' $(seq 247))
+mkdir -p "$T/long/$a200/$b200"
+cp "$F/rgb.png" "$T/long/$a200/$b200/one.png"
+cp "$F/rgb.jpg" "$T/long/$a200/$b200/two.png"
+cp "$F/rgb.png" "$T/long/${c247}.png"          # a 251-byte key: a 255-byte name
+cp "$F/gray.jpg" "$T/long/${c247}x.png"        # 252 bytes: one too many
+cp "$F/rgb.png" "$T/long/short.png"
+shardify "$T/long" "$T/longds" --size 16 --quiet
+[ "$(json "$T/longds/manifest.json" "d['counts']['samples']")" -eq 5 ] || die "long keys rejected"
+shardcat "$T/longds" --out "$T/longcat" 2>"$T/err" || { cat "$T/err" >&2; die "shardcat failed"; }
+must_say "wrote 5 samples" "$T/err"
+[ -f "$T/longcat/${c247}.png.png" ] || die "a 255-byte name was shortened"
+[ -f "$T/longcat/keys.tsv" ] || die "no keys.tsv"
+check_names() {
+    "$PYTHON" - "$1" "$T/longds/index.jsonl" "$2" <<'PY'
+import json, os, sys, urllib.parse
+out, index, listed_want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+keys = {json.loads(l)["key"].encode() for l in open(index, "rb")}
+lines = open(os.path.join(out, "keys.tsv"), "rb").read().decode().splitlines()
+assert lines[0] == "file\tkey", lines[0]
+listed = dict(l.split("\t") for l in lines[1:])
+assert len(listed) == len(lines) - 1 == listed_want, lines
+assert lines[1:] == sorted(lines[1:]), "keys.tsv is not sorted"
+got = set()
+for name in os.listdir(out):
+    if name == "keys.tsv":
+        continue
+    assert len(name.encode()) <= 255, name
+    if name in listed:
+        assert "%~" in name, name
+        got.add(urllib.parse.unquote_to_bytes(listed[name]))
+    else:
+        assert "%~" not in name, name
+        got.add(urllib.parse.unquote_to_bytes(name[:-len(".png")]))
+assert got == keys, (sorted(got - keys), sorted(keys - got))
+PY
+}
+check_names "$T/longcat" 3 || die "the names and keys.tsv do not give back every key"
+say "a second run into the same DIR keeps the listing whole"
+shardcat "$T/longds" "$a200/$b200/one.png" "short.png" --out "$T/longcat" 2>"$T/err" ||
+    { cat "$T/err" >&2; die "shardcat failed"; }
+check_names "$T/longcat" 3 || die "keys.tsv lost or repeated names"
+rm -rf "$T/longcat2" && mkdir "$T/longcat2"
+ln -s "$T/victim.txt" "$T/longcat2/keys.tsv"
+must_fail 1 shardcat "$T/longds" --out "$T/longcat2"
+must_say "cannot read '$T/longcat2/keys.tsv': it is a symbolic link" "$T/err"
+cmp -s "$T/victim.txt" "$T/victim.orig" || die "keys.tsv was written through a link"
 say "all shardcat tests passed"

@@ -303,19 +303,27 @@ sed 's/,c1$/,c2/' "$T/labels.csv" >"$T/other.csv"
 must_fail 1 shardcheck "$T/csv" --source "$SRC" --labels "$T/other.csv"
 must_say "source: the labels file is 'file:other.csv:" "$T/stdout"
 
-# ---- usage and I/O errors: exit 2 ------------------------------------------------
-say "usage and I/O errors exit 2"
+# ---- usage errors exit 2; a dataset or source that cannot be read, 1 --------------
+say "usage errors exit 2 and name the argument"
 must_fail 2 shardcheck
 must_fail 2 shardcheck "$DST" --fidelity 5
 must_say "--fidelity needs --source" "$T/err"
 must_fail 2 shardcheck "$DST" --visitation 1,,2
 must_fail 2 shardcheck "$DST" --visitation 0
 must_fail 2 shardcheck "$DST" --remainder sometimes
-must_fail 2 shardcheck "$T/nonexistent"
-must_fail 2 shardcheck "$DST" --source "$T/nonexistent"
+must_fail 2 shardcheck -dq "$DST"
+must_say "unknown option '-d'" "$T/err"
+if grep -q "unknown option '$DST'" "$T/err"; then die "the operand was named as the option"; fi
+must_fail 2 shardcheck "$DST" --deep=yes
+must_say "option '--deep' takes no value" "$T/err"
+say "a DST, manifest or SRC that cannot be read: not verified (exit 1), named"
+must_fail 1 shardcheck "$T/nonexistent"
+must_say "$T/nonexistent" "$T/err"
+must_fail 1 shardcheck "$DST" --source "$T/nonexistent"
+must_say "$T/nonexistent" "$T/err"
 fresh
 rm "$T/d/manifest.json"
-must_fail 2 shardcheck "$T/d"
+must_fail 1 shardcheck "$T/d"
 must_say "no manifest" "$T/err"
 echo '{"format": "shardkit", ' >"$T/d/manifest.json"
 must_fail 1 shardcheck "$T/d"

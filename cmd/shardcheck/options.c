@@ -1,0 +1,174 @@
+/* options.c - shardcheck's command line (see options.h). */
+#include "options.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_list.h"
+
+#define PROG "shardcheck"
+#define MAX_WORLD_SIZE 1000000
+#define MAX_EPOCHS 1000000
+#define MAX_PSNR 200
+
+static const char usage_text[] =
+    "Usage: shardcheck [OPTIONS] DST\n"
+    "Prove that the dataset in DST is intact and is the same experiment as its\n"
+    "source: the same samples, counts and labels, every sample visited once per\n"
+    "epoch, pixels that match what the pipeline makes.\n"
+    "\n"
+    "Always (the default pass, at disk speed):\n"
+    "  manifest.json is well-formed and consistent; every listed shard is present\n"
+    "  with the listed size and whole-file xxh3 (a changed byte anywhere in a shard\n"
+    "  is caught here); headers, trailers and footers parse; record counts and keys\n"
+    "  match index.jsonl line by line; keys are unique; counts and by_label match.\n"
+    "\n"
+    "Options:\n"
+    "  --deep                also decompress and decode every record (frame xxh3,\n"
+    "                        zstd checksum, codec, dimensions against index and config)\n"
+    "  --source SRC          also scan SRC (directory or archive) as shardify does and\n"
+    "                        prove identity: every candidate file is a sample with the\n"
+    "                        same key and source xxh3, or a listed reject; nothing extra\n"
+    "                        or missing; labels re-derived from keys equal the stored\n"
+    "                        ones, so per-label counts are equal\n"
+    "  --labels FILE         the CSV the labels came from, when the config says\n"
+    "                        file:NAME:HASH (without it labels are not re-derived)\n"
+    "  --fidelity N          re-run the pipeline on N source files spread evenly over\n"
+    "                        the dataset (needs --source) and compare the stored pixels\n"
+    "                        with the re-run's: raw and png must be identical; jpeg\n"
+    "                        must reach --min-psnr (identical bytes give infinity;\n"
+    "                        pixels a level off, as another libjpeg-turbo build may\n"
+    "                        give, measured above 40 dB).  The codec's own loss (stored\n"
+    "                        pixels against the pixels before encoding) is reported too\n"
+    "  --min-psnr DB         jpeg threshold of --fidelity (default 35)\n"
+    "  --visitation W[,W...] prove that the epoch plan visits each sample exactly once\n"
+    "                        per epoch for each world size W\n"
+    "  --epochs E            epochs checked by --visitation (default 2)\n"
+    "  --seed S              plan seed (default 0)\n"
+    "  --shuffle-buffer B    plan shuffle window (default 1024)\n"
+    "  --remainder keep|drop|pad\n"
+    "                        plan remainder rule (default keep: nothing dropped or\n"
+    "                        padded; drop: N mod W left out; pad: repeats fill up)\n"
+    "  --no-shuffle          check plans in stored order\n"
+    "  --json                print the report as one JSON object on stdout (every\n"
+    "                        problem, per-pass rates, fidelity per sample)\n"
+    "  --threads N           threads (default: CPUs this process may use)\n"
+    "  -h, --help            show this help\n"
+    "  --version             show the version\n"
+    "\n"
+    "Every problem is listed on stdout (the first 100; --json lists all), each\n"
+    "naming the shard, record and key it is about.\n"
+    "\n"
+    "Exit status (the same for every shardkit tool): 0 verified; 1 not verified:\n"
+    "a problem was found (a malformed manifest.json included), or DST, its\n"
+    "manifest, SRC or the --labels file cannot be read (the message says which);\n"
+    "2 usage error, found before any work.\n";
+enum {
+    OPT_DEEP = CLI_FIRST_LONG_OPTION, OPT_SOURCE, OPT_LABELS, OPT_FIDELITY, OPT_MIN_PSNR,
+    OPT_VISITATION, OPT_EPOCHS, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_REMAINDER, OPT_NO_SHUFFLE,
+    OPT_JSON, OPT_THREADS, OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+    {"deep", no_argument, NULL, OPT_DEEP},
+    {"source", required_argument, NULL, OPT_SOURCE},
+    {"labels", required_argument, NULL, OPT_LABELS},
+    {"fidelity", required_argument, NULL, OPT_FIDELITY},
+    {"min-psnr", required_argument, NULL, OPT_MIN_PSNR},
+    {"visitation", required_argument, NULL, OPT_VISITATION},
+    {"epochs", required_argument, NULL, OPT_EPOCHS},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"shuffle-buffer", required_argument, NULL, OPT_SHUFFLE_BUFFER},
+    {"remainder", required_argument, NULL, OPT_REMAINDER},
+    {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_psnr(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v > 0) || v > MAX_PSNR)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* One option and its value into *o.  CLI_EXIT_OK or the usage-error status. */
+static int parse_option(int opt, void *ctx, char **argv)
+{
+    struct options *o = ctx;
+    struct shard_verify_options *v = &o->verify;
+    int n;
+    switch (opt) {
+    case OPT_DEEP: v->deep = 1; break;
+    case OPT_SOURCE: v->source = optarg; break;
+    case OPT_LABELS: v->labels = optarg; break;
+    case OPT_FIDELITY:
+        if (cli_parse_u64(optarg, 1, UINT64_MAX, &v->fidelity))
+            return cli_usage_error(PROG, "--fidelity: '%s' is not a positive number", optarg);
+        break;
+    case OPT_MIN_PSNR:
+        if (parse_psnr(optarg, &v->min_psnr))
+            return cli_usage_error(PROG, "--min-psnr: '%s' is not a number of dB in "
+                                   "(0, %d]", optarg, MAX_PSNR);
+        break;
+    case OPT_VISITATION:
+        n = cli_parse_u32_list(optarg, 1, MAX_WORLD_SIZE, v->world_sizes,
+                               SHARD_VERIFY_MAX_WORLD_SIZES);
+        if (n < 0)
+            return cli_usage_error(PROG, "--visitation: '%s' is not a list of world sizes "
+                                   "in 1..%d (e.g. 1,2,8)", optarg, MAX_WORLD_SIZE);
+        v->world_size_count = (size_t)n;
+        break;
+    case OPT_EPOCHS:
+        if (cli_parse_u64(optarg, 1, MAX_EPOCHS, &v->epochs))
+            return cli_usage_error(PROG, "--epochs: '%s' is not a number in 1..%d", optarg,
+                                   MAX_EPOCHS);
+        break;
+    case OPT_SEED:
+        if (cli_parse_u64(optarg, 0, UINT64_MAX, &v->plan.seed))
+            return cli_usage_error(PROG, "--seed: '%s' is not a whole number", optarg);
+        break;
+    case OPT_SHUFFLE_BUFFER:
+        if (cli_parse_u64(optarg, 0, UINT64_MAX, &v->plan.shuffle_buffer))
+            return cli_usage_error(PROG, "--shuffle-buffer: '%s' is not a whole number",
+                                   optarg);
+        break;
+    case OPT_REMAINDER:
+        if (shard_remainder_parse(optarg, &v->plan.remainder))
+            return cli_usage_error(PROG, "--remainder: '%s' is not keep, drop or pad", optarg);
+        break;
+    case OPT_NO_SHUFFLE: v->plan.shuffle = 0; break;
+    case OPT_JSON: o->json = 1; break;
+    case OPT_THREADS:
+        return cli_parse_threads(PROG, optarg, &v->threads);
+    default:
+        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    }
+    return CLI_EXIT_OK;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    shard_verify_options_init(&o->verify);
+    int rc = cli_parse_options(argc, argv, long_options, parse_option, o);
+    if (rc)
+        return rc;
+    if (argc - optind != 1)
+        return cli_usage_error(PROG, "expected one DST, got %d operands", argc - optind);
+    o->dst = argv[optind];
+    const struct shard_verify_options *v = &o->verify;
+    if (v->fidelity && !v->source)
+        return cli_usage_error(PROG, "--fidelity needs --source SRC");
+    if (v->labels && !v->source)
+        return cli_usage_error(PROG, "--labels is only used with --source");
+    return CLI_EXIT_OK;
+}

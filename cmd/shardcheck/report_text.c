@@ -1,0 +1,107 @@
+/* report_text.c - a shardcheck report for people, on stdout (see report.h). */
+#include "report.h"
+
+#include <math.h>
+
+#include "cli.h"
+
+#define PROG "shardcheck"
+/* Problems listed by the text report; --json lists every one. */
+#define PROBLEMS_SHOWN 100
+
+/* "hashed: 3 shard files, 28.7 MB in 0.01 s (2900/s; 2.87 GB/s; 2.90 GB/s per core; 1 thread)" */
+static void print_rate(FILE *out, const char *what, const struct shard_verify_rate *r,
+                       const char *one, const char *many)
+{
+    char bytes[32];
+    fprintf(out,
+            "  %s: %llu %s, %s in %.2f s (%.0f/s; %.2f GB/s; %.2f GB/s per core; %d thread%s)\n",
+            what, (unsigned long long)r->items, r->items == 1 ? one : many,
+            cli_format_bytes(r->bytes, bytes, sizeof bytes), r->seconds,
+            report_per_second((double)r->items, r->seconds),
+            report_per_second((double)r->bytes / REPORT_GB, r->seconds),
+            report_per_second((double)r->bytes / REPORT_GB, r->busy_seconds), r->threads,
+            r->threads == 1 ? "" : "s");
+}
+
+/* "inf" or the value with two decimals. */
+static const char *db(double v, char *buf, size_t size)
+{
+    if (isinf(v))
+        snprintf(buf, size, "inf");
+    else
+        snprintf(buf, size, "%.2f", v);
+    return buf;
+}
+
+static void print_fidelity(FILE *out, const struct shard_verify_report *r)
+{
+    double worst = INFINITY, worst_loss = INFINITY;
+    uint64_t exact = 0, same = 0, passed = 0;
+    for (uint64_t i = 0; i < r->fidelity_count; i++) {
+        const struct shard_fidelity_result *f = &r->fidelity[i];
+        if (f->psnr < worst)
+            worst = f->psnr;
+        if (f->loss_psnr < worst_loss)
+            worst_loss = f->loss_psnr;
+        exact += (uint64_t)f->exact;
+        same += (uint64_t)f->same_bytes;
+        passed += (uint64_t)f->passed;
+    }
+    char a[32], b[32];
+    fprintf(out,
+            "  fidelity: %llu/%llu samples pass (%llu identical pixels, %llu identical bytes); "
+            "lowest psnr %s dB (jpeg threshold %.2f dB); lowest codec loss psnr %s dB\n",
+            (unsigned long long)passed, (unsigned long long)r->fidelity_count,
+            (unsigned long long)exact, (unsigned long long)same, db(worst, a, sizeof a),
+            r->min_psnr, db(worst_loss, b, sizeof b));
+}
+
+static void print_visitation(FILE *out, const struct report *rep)
+{
+    const struct shard_verify_report *r = rep->verify;
+    enum shard_remainder remainder = rep->options->plan.remainder;
+    for (size_t i = 0; i < r->visitation_count; i++) {
+        const struct shard_visitation_result *v = &r->visitation[i];
+        fprintf(out, "  visitation: world size %u, %llu epoch%s: %s (%llu..%llu samples per rank",
+                v->world_size, (unsigned long long)v->epochs, v->epochs == 1 ? "" : "s",
+                v->passed ? "ok" : "FAILED", (unsigned long long)v->min_per_rank,
+                (unsigned long long)v->max_per_rank);
+        if (remainder == SHARD_REMAINDER_PAD)
+            fprintf(out, ", %llu padded per epoch", (unsigned long long)v->padded);
+        if (remainder == SHARD_REMAINDER_DROP)
+            fprintf(out, ", %llu dropped per epoch", (unsigned long long)v->dropped);
+        fprintf(out, ")\n");
+    }
+}
+
+void report_write_text(const struct report *rep, FILE *out)
+{
+    const struct shard_verify_report *r = rep->verify;
+    const struct shard_verify_options *o = rep->options;
+    uint64_t total = report_problem_total(rep);
+    if (total == 0)
+        fprintf(out, "%s: verified '%s': %u shard%s, %llu samples\n", PROG, rep->dst, r->shards,
+                r->shards == 1 ? "" : "s", (unsigned long long)r->samples);
+    else
+        fprintf(out, "%s: FAILED '%s': %llu problem%s\n", PROG, rep->dst,
+                (unsigned long long)total, total == 1 ? "" : "s");
+    for (uint64_t i = 0; i < r->problem_count && i < PROBLEMS_SHOWN; i++)
+        fprintf(out, "  %s\n", r->problems[i].message);
+    if (total > PROBLEMS_SHOWN)
+        fprintf(out, "  ... and %llu more (--json lists every one)\n",
+                (unsigned long long)(total - PROBLEMS_SHOWN));
+    print_rate(out, "hashed", &r->hash, "shard file", "shard files");
+    if (o->deep)
+        print_rate(out, "deep", &r->deep, "record decoded", "records decoded");
+    if (o->source) {
+        print_rate(out, "source", &r->source, "file hashed", "files hashed");
+        fprintf(out, "  source: %llu candidate files; labels %s\n",
+                (unsigned long long)r->source_candidates,
+                r->labels_checked ? "re-derived and checked"
+                                  : r->labels_note ? r->labels_note : "not checked");
+    }
+    if (o->fidelity)
+        print_fidelity(out, r);
+    print_visitation(out, rep);
+}

@@ -1,0 +1,210 @@
+/* options.c - shardify's command line (see options.h). */
+#include "options.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define PROG "shardify"
+#define MAX_SIZE 65535
+#define MIN_SHARD_SIZE 4096
+#define LABELS_REGEX_PREFIX "regex:"
+
+static const char usage_text[] =
+    "Usage: shardify [OPTIONS] SRC DST\n"
+    "Decode and resize every image of SRC once, at training resolution, and write\n"
+    "large zstd-compressed shards plus a manifest that keeps every sample's identity.\n"
+    "\n"
+    "  SRC   a directory (walked recursively, symlinks not followed) or an archive\n"
+    "        file (.tar, .tar.gz, .tar.zst, .zip ...), read in one streaming pass\n"
+    "        whose converted samples are spooled in DST/.shardify until the shards\n"
+    "        are written: DST needs room for about twice the dataset meanwhile\n"
+    "  DST   output directory; created if missing; must be empty unless it holds a\n"
+    "        previous shardify output (see --overwrite and --resume)\n"
+    "\n"
+    "Options:\n"
+    "  --size N              training resolution (default 512)\n"
+    "  --fit short|long|crop short: shorter side becomes N (default); long: longer\n"
+    "                        side becomes N; crop: shorter side N, then centre crop NxN\n"
+    "  --no-upscale          keep images already smaller than the target at their size\n"
+    "  --codec jpeg|png|raw  how pixels are stored (default jpeg); raw = uint8 RGB HWC\n"
+    "  --quality Q           JPEG quality 1..100 (default 90)\n"
+    "  --zstd-level L        zstd level -131072..19, not 0 (default 3); negative\n"
+    "                        levels trade size for speed (e.g. -100 for raw shards\n"
+    "                        that must read as fast as possible)\n"
+    "  --shard-size SIZE     target bytes per shard, K/M/G suffixes (default 256M)\n"
+    "  --labels SPEC         dir (default: first path component is the class), none,\n"
+    "                        a CSV file of key,label rows, or regex:PATTERN (first\n"
+    "                        capture group of PATTERN on the key)\n"
+    "  --shuffle-seed S      seed of the deterministic shuffle (default 0)\n"
+    "  --no-shuffle          keep sorted key order\n"
+    "  --threads N           worker threads (default: CPUs this process may use)\n"
+    "  --max-pixels N        refuse images whose header declares more pixels\n"
+    "                        (default 100000000)\n"
+    "  --max-file-size SIZE  refuse larger input files (default 1G)\n"
+    "  --on-error skip|fail  skip (default): record a bad input as rejected and go on;\n"
+    "                        fail: stop at the first bad input, publish nothing\n"
+    "  --resume              continue an interrupted run in DST\n"
+    "  --overwrite           replace a previous output in DST\n"
+    "  --json                print the run summary as one JSON object on stdout (a\n"
+    "                        failed run too, with the counts it reached)\n"
+    "  --quiet               no progress or summary on stderr (errors and warnings\n"
+    "                        are still shown)\n"
+    "  -h, --help            show this help\n"
+    "  --version             show the version\n"
+    "\n"
+    "Exit status (the same for every shardkit tool): 0 done (rejects allowed, and\n"
+    "reported); 1 failed, nothing new published (the message says why: SRC, DST or\n"
+    "the --labels file unusable, a full disk ...); 2 usage error, found before any\n"
+    "work.\n";
+
+enum {
+    OPT_SIZE = CLI_FIRST_LONG_OPTION, OPT_FIT, OPT_NO_UPSCALE, OPT_CODEC, OPT_QUALITY,
+    OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
+    OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
+    OPT_QUIET, OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"fit", required_argument, NULL, OPT_FIT},
+    {"no-upscale", no_argument, NULL, OPT_NO_UPSCALE},
+    {"codec", required_argument, NULL, OPT_CODEC},
+    {"quality", required_argument, NULL, OPT_QUALITY},
+    {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
+    {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
+    {"labels", required_argument, NULL, OPT_LABELS},
+    {"shuffle-seed", required_argument, NULL, OPT_SEED},
+    {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
+    {"max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE},
+    {"on-error", required_argument, NULL, OPT_ON_ERROR},
+    {"resume", no_argument, NULL, OPT_RESUME},
+    {"overwrite", no_argument, NULL, OPT_OVERWRITE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* What parsing fills: the options, and two flags that make one mode. */
+struct parsing {
+    struct options *o;
+    int resume;
+    int overwrite;
+};
+
+/* One option and its value.  CLI_EXIT_OK or the usage-error status. */
+static int parse_option(int opt, void *ctx, char **argv)
+{
+    struct parsing *p = ctx;
+    struct options *o = p->o;
+    struct shard_config *cfg = &o->run.config;
+    uint64_t v;
+    int64_t level;
+    switch (opt) {
+    case OPT_SIZE:
+        if (cli_parse_u64(optarg, 1, MAX_SIZE, &v))
+            return cli_usage_error(PROG, "--size: '%s' is not a number in 1..%d", optarg,
+                                   MAX_SIZE);
+        cfg->size = (uint32_t)v;
+        break;
+    case OPT_FIT:
+        if (shard_fit_parse(optarg, &cfg->fit))
+            return cli_usage_error(PROG, "--fit: '%s' is not short, long or crop", optarg);
+        break;
+    case OPT_NO_UPSCALE: cfg->upscale = 0; break;
+    case OPT_CODEC:
+        if (shard_codec_parse(optarg, &cfg->codec))
+            return cli_usage_error(PROG, "--codec: '%s' is not jpeg, png or raw", optarg);
+        break;
+    case OPT_QUALITY:
+        if (cli_parse_u64(optarg, 1, 100, &v))
+            return cli_usage_error(PROG, "--quality: '%s' is not a number in 1..100", optarg);
+        cfg->quality = (int)v;
+        break;
+    case OPT_ZSTD_LEVEL:
+        if (cli_parse_i64(optarg, SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX, &level) ||
+            level == 0)
+            return cli_usage_error(PROG, "--zstd-level: '%s' is not a number in %d..%d "
+                                   "other than 0", optarg, SHARD_ZSTD_LEVEL_MIN,
+                                   SHARD_ZSTD_LEVEL_MAX);
+        cfg->zstd_level = (int)level;
+        break;
+    case OPT_SHARD_SIZE:
+        if (cli_parse_size(optarg, &cfg->shard_size) || cfg->shard_size < MIN_SHARD_SIZE)
+            return cli_usage_error(PROG, "--shard-size: '%s' is not a size of at least 4K "
+                                   "(e.g. 256M, 1G)", optarg);
+        break;
+    case OPT_LABELS: o->run.labels = optarg; break;
+    case OPT_SEED:
+        if (cli_parse_u64(optarg, 0, UINT64_MAX, &cfg->shuffle_seed))
+            return cli_usage_error(PROG, "--shuffle-seed: '%s' is not a whole number", optarg);
+        break;
+    case OPT_NO_SHUFFLE: cfg->shuffle = 0; break;
+    case OPT_THREADS:
+        return cli_parse_threads(PROG, optarg, &o->run.threads);
+    case OPT_MAX_PIXELS:
+        if (cli_parse_u64(optarg, 1, UINT64_MAX / 8, &cfg->max_pixels))
+            return cli_usage_error(PROG, "--max-pixels: '%s' is not a positive number", optarg);
+        break;
+    case OPT_MAX_FILE_SIZE:
+        if (cli_parse_size(optarg, &cfg->max_file_bytes) || cfg->max_file_bytes == 0)
+            return cli_usage_error(PROG, "--max-file-size: '%s' is not a size", optarg);
+        break;
+    case OPT_ON_ERROR:
+        if (!strcmp(optarg, "skip"))
+            o->run.fail_on_reject = 0;
+        else if (!strcmp(optarg, "fail"))
+            o->run.fail_on_reject = 1;
+        else
+            return cli_usage_error(PROG, "--on-error: '%s' is not skip or fail", optarg);
+        break;
+    case OPT_RESUME: p->resume = 1; break;
+    case OPT_OVERWRITE: p->overwrite = 1; break;
+    case OPT_JSON: o->json = 1; break;
+    case OPT_QUIET: o->quiet = 1; break;
+    default:
+        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    }
+    return CLI_EXIT_OK;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    shardify_options_init(&o->run);
+    struct parsing p = {o, 0, 0};
+    int rc = cli_parse_options(argc, argv, long_options, parse_option, &p);
+    if (rc)
+        return rc;
+    if (p.resume && p.overwrite)
+        return cli_usage_error(PROG, "--resume and --overwrite cannot be used together");
+    o->run.mode = p.resume      ? SHARDIFY_RESUME
+                  : p.overwrite ? SHARDIFY_OVERWRITE
+                                : SHARDIFY_FRESH;
+    if (argc - optind != 2)
+        return cli_usage_error(PROG, "expected SRC and DST, got %d operand%s", argc - optind,
+                               argc - optind == 1 ? "" : "s");
+    o->src = argv[optind];
+    o->dst = argv[optind + 1];
+    if (o->run.labels) {
+        /* checked before the run touches DST: a bad regex is a usage error;
+         * a CSV file that cannot be read or used is input that fails the run */
+        struct shard_labeler *lb;
+        struct shard_err err;
+        if (shard_labeler_new(&lb, o->run.labels, &err) == SHARD_OK)
+            shard_labeler_free(lb);
+        else if (!strncmp(o->run.labels, LABELS_REGEX_PREFIX, strlen(LABELS_REGEX_PREFIX)))
+            return cli_usage_error(PROG, "--labels: %s", err.msg);
+        else {
+            fprintf(stderr, "%s: --labels: %s\n", PROG, err.msg);
+            return CLI_EXIT_FAILED;
+        }
+    }
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,47 @@
+/* report_json.c - a shardify run as one JSON object (see report.h). */
+#include "report.h"
+
+#include "cli_json.h"
+
+/* Rejects reuse the manifest's reject entry format. */
+static json_t *rejects_json(const struct shardify_summary *s)
+{
+    json_t *a = json_array();
+    for (uint64_t i = 0; i < s->reject_count; i++) {
+        struct shard_buf line = {0};
+        if (shard_reject_line(&s->rejects[i], &line, NULL) == 0)
+            json_array_append_new(a, json_loadb((const char *)line.data, line.len, 0, NULL));
+        shard_buf_release(&line);
+    }
+    return a;
+}
+
+void report_write_json(const struct report *r, FILE *out)
+{
+    const struct shardify_summary *s = r->summary;
+    json_t *o = json_object();
+    json_object_set_new(o, "status", json_string(r->status ? "failed" : "ok"));
+    if (r->status) {
+        json_object_set_new(o, "error", json_string(r->err->msg));
+        json_object_set_new(o, "error_code", json_integer(r->status));
+    }
+    json_object_set_new(o, "candidates", json_integer((json_int_t)s->candidates));
+    json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
+    json_object_set_new(o, "rejected", json_integer((json_int_t)s->rejected));
+    json_object_set_new(o, "ignored", json_integer((json_int_t)s->ignored));
+    json_object_set_new(o, "unlabeled", json_integer((json_int_t)s->unlabeled));
+    json_object_set_new(o, "labels", json_integer(s->labels));
+    json_object_set_new(o, "label_rows", json_integer((json_int_t)s->label_rows));
+    json_object_set_new(o, "label_rows_unmatched",
+                        json_integer((json_int_t)s->label_rows_unmatched));
+    json_object_set_new(o, "shards", json_integer(s->shards));
+    json_object_set_new(o, "reused_shards", json_integer(s->reused_shards));
+    json_object_set_new(o, "bytes_in", json_integer((json_int_t)s->bytes_in));
+    json_object_set_new(o, "bytes_out", json_integer((json_int_t)s->bytes_out));
+    json_object_set_new(o, "seconds", json_real(s->seconds));
+    json_object_set_new(o, "images_per_second",
+                        json_real(s->seconds > 0 ? (s->samples + s->rejected) / s->seconds : 0));
+    json_object_set_new(o, "threads", json_integer(s->threads));
+    json_object_set_new(o, "rejects", rejects_json(s));
+    cli_json_print(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+}

@@ -1,0 +1,67 @@
+/* report_text.c - a shardify run for people, on stderr (see report.h). */
+#include "report.h"
+
+#include <string.h>
+
+#include "cli.h"
+
+#define PROG "shardify"
+/* Rejects listed by name; the manifest lists every one. */
+#define REJECTS_SHOWN 20
+
+void report_show_progress(const struct shardify_progress *p, void *user)
+{
+    char out[32], extra[96];
+    snprintf(extra, sizeof extra, "%llu rejected, %s written", (unsigned long long)p->rejected,
+             cli_format_bytes(p->bytes_out, out, sizeof out));
+    cli_progress_show(user, p->phase, p->done, p->total, p->elapsed, extra);
+}
+
+void report_write_warnings(const struct report *r, FILE *out)
+{
+    if (r->summary->run_record_error[0])
+        fprintf(out, "%s: warning: the run record was not written: %s\n", PROG,
+                r->summary->run_record_error);
+}
+
+void report_write_text(const struct report *r, FILE *out)
+{
+    const struct shardify_summary *s = r->summary;
+    if (r->status) {
+        fprintf(out, "%s: %s\n", PROG, r->err->msg);
+        return;
+    }
+    char in[32], written[32];
+    double rate = s->seconds > 0 ? (s->samples + s->rejected) / s->seconds : 0;
+    fprintf(out,
+            "%s: %llu samples in %u shard%s (%s from %s), %llu rejected, %llu ignored, "
+            "%.1f s (%.0f images/s, %d thread%s)\n",
+            PROG, (unsigned long long)s->samples, s->shards, s->shards == 1 ? "" : "s",
+            cli_format_bytes(s->bytes_out, written, sizeof written),
+            cli_format_bytes(s->bytes_in, in, sizeof in), (unsigned long long)s->rejected,
+            (unsigned long long)s->ignored, s->seconds, rate, s->threads,
+            s->threads == 1 ? "" : "s");
+    const char *labels = r->options->labels;
+    if (s->unlabeled && !(labels && !strcmp(labels, "none")))
+        fprintf(out, "%s: %llu sample%s without a label\n", PROG,
+                (unsigned long long)s->unlabeled, s->unlabeled == 1 ? "" : "s");
+    if (s->label_rows_unmatched)
+        fprintf(out, "%s: %llu of the %llu rows of the label file name no file of '%s'\n",
+                PROG, (unsigned long long)s->label_rows_unmatched,
+                (unsigned long long)s->label_rows, r->src);
+    if (s->reused_shards)
+        fprintf(out, "%s: resumed: kept %u finished shard%s\n", PROG, s->reused_shards,
+                s->reused_shards == 1 ? "" : "s");
+    for (uint64_t i = 0; i < s->reject_count && i < REJECTS_SHOWN; i++) {
+        char shown[SHARD_QUOTE_SIZE];
+        fprintf(out, "  rejected '%s': %s\n",
+                shard_quote(s->rejects[i].key, s->rejects[i].key_len, shown, sizeof shown),
+                s->rejects[i].reason);
+    }
+    if (s->reject_count > REJECTS_SHOWN)
+        fprintf(out, "  ... and %llu more (all are listed in %s/manifest.json)\n",
+                (unsigned long long)(s->reject_count - REJECTS_SHOWN), r->dst);
+    if (s->candidates == 0)
+        fprintf(out, "%s: warning: no candidate images in '%s'\n", PROG, r->src);
+    report_write_warnings(r, out);
+}

@@ -52,7 +52,7 @@ UNIT_HELPERS := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 .SECONDEXPANSION:
 
 .PHONY: all deps build check test _test demo _demo bench sanitize _sanitize fuzz install \
-        uninstall clean
+        uninstall clean python
 
 all: build
 
@@ -106,7 +106,7 @@ _units: build $(UNITS)
 test: deps
 	@$(MAKE) --no-print-directory _test
 
-_test: build $(UNITS)
+_test: build $(UNITS) _python
 	@tests/run.sh $(BUILD)
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -163,6 +163,35 @@ _fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 	done; echo "fuzz: no findings"
 # ---- end of fuzzing ---------------------------------------------------------------
 
+# ---- Python package (python/) ---------------------------------------------------
+# The package shardkit, pure-Python modules and the extension shardkit._native
+# (linked with the static library), into $(BUILD)/python:
+#     PYTHONPATH=build/python /usr/bin/python3 -c 'import shardkit'
+# python/setup.py does the build (pip install --no-build-isolation ./python uses
+# it too); make hands it the library, what to link and the sanitizer flags.
+PYTHON  ?= /usr/bin/python3
+PY_DEPS := python/setup.py $(wildcard python/src/*.c python/src/*.h python/shardkit/*.py) \
+           $(wildcard include/*.h include/shardkit/*.h)
+
+python: deps
+	@$(MAKE) --no-print-directory _python
+
+.PHONY: _python print-ldlibs
+_python: $(BUILD)/python/.built
+
+$(BUILD)/python/.built: $(LIB_A) $(PY_DEPS)
+	@$(if $(Q),echo "  PYTHON  $(BUILD)/python")
+	$(Q)rm -rf $(BUILD)/python
+	$(Q)cd python && SHARDKIT_BUILD=$(abspath $(BUILD)) SHARDKIT_LDLIBS='$(LDLIBS_ALL)' \
+	    SHARDKIT_CFLAGS='$(SANITIZE)' $(PYTHON) setup.py -q build \
+	    --build-base $(abspath $(BUILD))/python-build --build-lib $(abspath $(BUILD))/python \
+	    $(if $(Q),>/dev/null)
+	@touch $@
+
+# What the library links with (python/setup.py asks when make does not run it).
+print-ldlibs:
+	@echo $(LDLIBS_ALL)
+
 # ---- demo and bench ---------------------------------------------------------
 
 demo: deps
@@ -172,7 +201,7 @@ _demo: build
 	@examples/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory build $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
+	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
 	@bench/run.sh $(BUILD)
 
 # The resampler comparison links the libraries it compares against (libyuv,

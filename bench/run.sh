@@ -6,6 +6,7 @@
 #   3. resampler speed and quality against a Lanczos-3 reference
 #   4. shardcheck's verification rate
 #   5. read throughput: small files against shards, local and HTTP
+#   6. the Python loader against shardbench, and with training transforms
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -54,3 +55,7 @@ done
 echo
 echo "## 5. Read throughput"
 RUNS=3 "$top/bench/read_throughput.sh" "$BUILD"
+
+echo
+echo "## 6. The Python loader: binding overhead and training transforms"
+PYTHONPATH="$BUILD/python" "$PYTHON" "$top/bench/python_loader.py" --runs 3 --epochs 6 "$BIN" "$DATASET"

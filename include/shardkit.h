@@ -10,6 +10,7 @@
  *   shardkit/source.h    scanning directories and archives, labels, CPUs
  *   shardkit/shardify.h  the whole conversion
  *   shardkit/dataset.h   reading: samples by index, epoch plans, prefetching
+ *   shardkit/loader.h    training batches: transforms in C, a batch loader
  *   shardkit/verify.h    proving a dataset matches its manifest and source
  *   shardkit/bench.h     read-throughput benchmarks: small files against shards
  * Link with `pkg-config --libs shardkit`.
@@ -23,6 +24,7 @@
 #include "shardkit/error.h"
 #include "shardkit/format.h"
 #include "shardkit/image.h"
+#include "shardkit/loader.h"
 #include "shardkit/manifest.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"

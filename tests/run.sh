@@ -4,7 +4,7 @@
 # Unit tests are the cmocka programs in BUILD/tests; fuzz replays are
 # BUILD/tests/fuzz_replay_* run over fuzz/corpus and fuzz/regressions; CLI
 # tests are the tests/cli/test_*.sh scripts, which run the real binaries in
-# BUILD/bin.
+# BUILD/bin; the Python tests are python/tests (pytest) on BUILD/python.
 # Fixtures are generated first (tests/fixtures/make_fixtures.py) into
 # BUILD/fixtures.  Exit status: 0 when every test passed.
 set -u
@@ -70,6 +70,18 @@ if [ $units_only -eq 0 ]; then
         [ -f "$t" ] || continue
         run "$(basename "$t" .sh)" sh "$t"
     done
+    # The Python package's tests (pytest), on the package `make python` built
+    # into BUILD/python.  A sanitizer build's extension needs the sanitizer
+    # runtimes loaded before the interpreter starts; CPython's own
+    # allocations are not ours to report, so leak checking is off there.
+    if [ -d "$BUILD/python/shardkit" ]; then
+        set -- env PYTHONPATH="$BUILD/python" PYTHONDONTWRITEBYTECODE=1
+        if ldd "$BUILD"/python/shardkit/_native*.so 2>/dev/null | grep -q libasan; then
+            set -- "$@" LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)" \
+                ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
+        fi
+        run python_tests "$@" "$PYTHON" -m pytest -q -p no:cacheprovider "$top/python/tests"
+    fi
 fi
 echo "passed: $pass, failed: $fail${failed:+ (}${failed# }${failed:+)}"
 [ $fail -eq 0 ]

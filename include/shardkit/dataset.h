@@ -89,6 +89,25 @@ SHARD_API int shard_dataset_locate(const struct shard_dataset *ds, uint64_t inde
 SHARD_API int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint64_t record,
                            uint64_t *index, struct shard_err *err);
 
+/* The key of sample `index`, from its shard's footer (the shard's header,
+ * trailer and footer are read on first use; no record is read).  *key points
+ * at *len bytes owned by ds, valid until it is closed (not NUL-terminated).
+ * 0, SHARD_ENOTFOUND, or an error opening the shard.  Thread-safe. */
+SHARD_API int shard_dataset_key(struct shard_dataset *ds, uint64_t index, const char **key,
+                                size_t *len, struct shard_err *err);
+
+/* Finding samples by key: every shard's footer is read once (all shards are
+ * opened) and the indices are sorted by key, 8 bytes per sample.  The index
+ * refers to ds and must be freed before ds is closed.  Lookups are
+ * thread-safe.  0, SHARD_ENOMEM or an error opening a shard. */
+struct shard_key_index;
+SHARD_API int shard_key_index_new(struct shard_key_index **out, struct shard_dataset *ds,
+                                  struct shard_err *err);
+SHARD_API void shard_key_index_free(struct shard_key_index *ki);  /* accepts NULL */
+/* The index of the sample whose key is key[0..len): 0, or SHARD_ENOTFOUND. */
+SHARD_API int shard_key_index_find(const struct shard_key_index *ki, const char *key, size_t len,
+                                   uint64_t *index);
+
 /* ---- reading one sample ------------------------------------------------ */
 
 /* What a read fills in (bitwise or).  The key, label and size always are. */

@@ -1,8 +1,12 @@
-/* shuffle.c - deterministic shuffle (see shuffle.h). */
+/* shuffle.c - deterministic shuffle and random streams (see shuffle.h). */
 #include "format/shuffle.h"
 
+#include <xxhash.h>
+
+#include "util/endian.h"
+
 /* SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and fully specified. */
-static uint64_t splitmix64(uint64_t *state)
+uint64_t sk_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -10,15 +14,14 @@ static uint64_t splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-/* A value in [0, bound) without modulo bias (Lemire's multiply-and-reject). */
-static uint64_t bounded(uint64_t *state, uint64_t bound)
+uint64_t sk_random_below(uint64_t *state, uint64_t bound)
 {
-    unsigned __int128 m = (unsigned __int128)splitmix64(state) * bound;
+    unsigned __int128 m = (unsigned __int128)sk_splitmix64(state) * bound;
     uint64_t low = (uint64_t)m;
     if (low < bound) {
         uint64_t threshold = -bound % bound;
         while (low < threshold) {
-            m = (unsigned __int128)splitmix64(state) * bound;
+            m = (unsigned __int128)sk_splitmix64(state) * bound;
             low = (uint64_t)m;
         }
     }
@@ -29,9 +32,19 @@ void sk_shuffle(uint64_t *v, size_t n, uint64_t seed)
 {
     uint64_t state = seed;
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)bounded(&state, i);
+        size_t j = (size_t)sk_random_below(&state, i);
         uint64_t t = v[i - 1];
         v[i - 1] = v[j];
         v[j] = t;
     }
+}
+
+uint64_t sk_derive(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint64_t k)
+{
+    uint8_t bytes[32];
+    put_le64(bytes, tag);
+    put_le64(bytes + 8, a);
+    put_le64(bytes + 16, b);
+    put_le64(bytes + 24, k);
+    return XXH3_64bits_withSeed(bytes, sizeof bytes, seed);
 }

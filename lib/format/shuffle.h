@@ -1,4 +1,5 @@
-/* shuffle.h - the deterministic sample order (private). */
+/* shuffle.h - the specified random streams: the deterministic sample order,
+ * the epoch plan's seeds and the loader's per-sample transforms (private). */
 #ifndef SHARDKIT_PLAN_H
 #define SHARDKIT_PLAN_H
 
@@ -9,5 +10,22 @@
  * seeded with `seed`.  The result depends only on (v, n, seed): it is part of
  * the output format's determinism, so the generator must never change. */
 void sk_shuffle(uint64_t *v, size_t n, uint64_t seed);
+
+/* The next SplitMix64 output (Steele, Lea, Flood 2014) of *state. */
+uint64_t sk_splitmix64(uint64_t *state);
+
+/* A value in [0, bound) from the SplitMix64 stream *state without modulo
+ * bias: Lemire's multiply-and-reject (bound > 0). */
+uint64_t sk_random_below(uint64_t *state, uint64_t bound);
+
+/* derive(seed, tag, a, b, k): XXH3-64 (xxHash 0.8) with seed `seed` of the 32
+ * bytes le64(tag) le64(a) le64(b) le64(k).  The seed of every random choice a
+ * reader makes (shardkit/dataset.h and shardkit/loader.h say which). */
+uint64_t sk_derive(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint64_t k);
+
+/* The tags of sk_derive(): which random choice a seed drives. */
+#define SK_TAG_SHARD_ORDER 1  /* an epoch's shard order (a = epoch) */
+#define SK_TAG_WINDOW 2       /* a rank's shuffle window (a = epoch, b = rank, k = window) */
+#define SK_TAG_AUGMENT 3      /* a sample's transforms (a = epoch, k = sample index) */
 
 #endif

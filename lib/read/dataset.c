@@ -576,6 +576,26 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
     return 1;
 }
 
+void sk_dataset_advise_ahead(struct shard_dataset *ds, const uint64_t *list, uint64_t count,
+                             uint64_t p, uint64_t ahead, _Atomic uint64_t *advised)
+{
+    uint64_t to = p + 1 + ahead, from = atomic_load(advised);
+    if (to > count)
+        to = count;
+    while (from < to && !atomic_compare_exchange_weak(advised, &from, to))
+        ;
+    for (uint64_t q = from; q < to; q++)
+        if (!sk_dataset_advise(ds, list[q]) && q > p) {
+            /* its shard is not open yet: a later claim asks again (one
+             * already claimed is skipped: its read opens the shard, or
+             * fails and says why) */
+            uint64_t cur = atomic_load(advised);
+            while (q < cur && !atomic_compare_exchange_weak(advised, &cur, q))
+                ;
+            break;
+        }
+}
+
 int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
                               unsigned flags, struct shard_item *item, struct shard_err *err)
 {

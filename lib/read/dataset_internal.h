@@ -3,6 +3,8 @@
 #ifndef SHARDKIT_DATASET_INTERNAL_H
 #define SHARDKIT_DATASET_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "manifest/manifest_internal.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
@@ -29,6 +31,15 @@ int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct sha
  * HTTP).  Only for a shard that a read has opened: 0 when its shard is not
  * open yet (ask again later), else 1.  Errors are left to the read. */
 int sk_dataset_advise(struct shard_dataset *ds, uint64_t index);
+
+/* A worker of a list of samples, list[0..count), about to read position p:
+ * advise the samples after p, up to p + ahead, that no worker of the list
+ * has advised yet (*advised, shared by the list's workers: the positions
+ * before it were advised).  Advice stops at a later sample whose shard no
+ * read has opened yet and resumes from there at a later call.  Used by
+ * shard_iter and the batch loader. */
+void sk_dataset_advise_ahead(struct shard_dataset *ds, const uint64_t *list, uint64_t count,
+                             uint64_t p, uint64_t ahead, _Atomic uint64_t *advised);
 
 /* Items (with their buffers) of a freed iterator are kept by the dataset,
  * up to DATASET_SPARE_ITEMS, for the next iterator: an epoch's iterator then

@@ -3,15 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
-#include "util/endian.h"
 #include "format/shuffle.h"
 #include "shardkit/dataset.h"
-
-/* The tags of derive(): which random choice a seed drives. */
-#define TAG_SHARD_ORDER 1
-#define TAG_WINDOW 2
 
 struct shard_plan {
     uint64_t *indices;
@@ -50,17 +43,6 @@ const char *shard_remainder_name(enum shard_remainder r)
     case SHARD_REMAINDER_PAD: return "pad";
     }
     return "unknown";
-}
-
-/* XXH3-64 with seed `seed` of le64(tag) le64(epoch) le64(rank) le64(k). */
-static uint64_t derive(uint64_t seed, uint64_t tag, uint64_t epoch, uint64_t rank, uint64_t k)
-{
-    uint8_t b[32];
-    put_le64(b, tag);
-    put_le64(b + 8, epoch);
-    put_le64(b + 16, rank);
-    put_le64(b + 24, k);
-    return XXH3_64bits_withSeed(b, sizeof b, seed);
 }
 
 /* floor(a * b / c) without overflow (a, b < 2^64, c > 0, result <= a). */
@@ -137,7 +119,7 @@ int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint3
         at += shard_samples[s];
     }
     if (o->shuffle)
-        sk_shuffle(order, shard_count, derive(o->seed, TAG_SHARD_ORDER, o->epoch, 0, 0));
+        sk_shuffle(order, shard_count, sk_derive(o->seed, SK_TAG_SHARD_ORDER, o->epoch, 0, 0));
 
     /* 2. this rank's slice of the epoch sequence */
     uint64_t begin, end;
@@ -181,7 +163,7 @@ int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint3
         for (uint64_t w0 = 0, k = 0; w0 < p->count; w0 += o->shuffle_buffer, k++) {
             uint64_t len = p->count - w0 < o->shuffle_buffer ? p->count - w0 : o->shuffle_buffer;
             sk_shuffle(p->indices + w0, (size_t)len,
-                         derive(o->seed, TAG_WINDOW, o->epoch, o->rank, k));
+                         sk_derive(o->seed, SK_TAG_WINDOW, o->epoch, o->rank, k));
         }
     }
     *out = p;

@@ -45,33 +45,12 @@ void shard_iter_options_init(struct shard_iter_options *o)
     o->flags = SHARD_READ_PIXELS;
 }
 
-/* Advise the dataset of the samples after position p, up to p + depth,
- * that no worker has advised yet. */
-static void advise_ahead(struct shard_iter *it, uint64_t p)
-{
-    uint64_t to = p + 1 + it->depth, from = atomic_load(&it->advised);
-    if (to > it->count)
-        to = it->count;
-    while (from < to && !atomic_compare_exchange_weak(&it->advised, &from, to))
-        ;
-    for (uint64_t q = from; q < to; q++)
-        if (!sk_dataset_advise(it->ds, it->indices[q]) && q > p) {
-            /* its shard is not open yet: a later claim asks again (one
-             * already claimed is skipped: its read opens the shard, or
-             * fails and says why) */
-            uint64_t cur = atomic_load(&it->advised);
-            while (q < cur && !atomic_compare_exchange_weak(&it->advised, &cur, q))
-                ;
-            break;
-        }
-}
-
 static void *worker(void *arg)
 {
     struct shard_iter *it = arg;
     uint64_t p;
     while (sk_handoff_claim(it->queue, &p)) {
-        advise_ahead(it, p);
+        sk_dataset_advise_ahead(it->ds, it->indices, it->count, p, it->depth, &it->advised);
         struct shard_item *item = &it->items[sk_handoff_slot(it->queue, p)];
         int rc = shard_dataset_read(it->ds, it->indices[p], it->flags, item,
                                     sk_handoff_err(it->queue, p));

@@ -1,0 +1,384 @@
+/*
+ * shardkit/loader.h - training-ready batches: sample transforms run by the
+ * reader's threads, and a batch loader that writes each transformed sample in
+ * place into its batch's contiguous buffer.  This is what the Python package
+ * (python/shardkit) wraps; any other binding can use it the same way.
+ *
+ * Two pieces, each an opaque handle with a create/free pair (every free
+ * accepts NULL); plain structs in and out, no callbacks:
+ *
+ *   struct shard_augment  a list of transforms (torchvision's names and
+ *                         rules) and the output format (layout, dtype).
+ *                         Immutable once made; any number of threads may
+ *                         apply it at once, each with its own workspace.
+ *   struct shard_loader   batches of an epoch plan (shardkit/dataset.h):
+ *                         worker threads read, decode and transform samples
+ *                         ahead of the consumer; see "The loader" below.
+ *
+ * ---- transforms -----------------------------------------------------------
+ *
+ * Images enter as 8-bit RGB, H x W x 3 (what the reader decodes).  The steps
+ * run in list order, with torchvision's semantics:
+ *
+ *   RANDOM_RESIZED_CROP(height, width, scale, ratio)  a random box (the rule
+ *       below), resampled to height x width.
+ *   CENTER_CROP(height, width)  the centred box, top = round((H - height) / 2)
+ *       and left = round((W - width) / 2) with ties to even (Python's round);
+ *       an image smaller than the box is first padded with zeros, (d // 2)
+ *       before and ((d + 1) // 2) after on each short axis, as torchvision does.
+ *   RESIZE(height, width)  resample to height x width; with width 0 the
+ *       shorter side becomes `height` and the longer floor(height * long /
+ *       short) (torchvision's Resize(int)).
+ *   HORIZONTAL_FLIP(p)  mirror left-right with probability p.
+ *   NORMALIZE(mean, std)  out = (x / 255 - mean[c]) / std[c], computed in
+ *       float32 in that order (torchvision's ToTensor then Normalize, bit for
+ *       bit); it must be the last step but for flips, and needs a float dtype.
+ *
+ * Resampling (RANDOM_RESIZED_CROP, RESIZE) uses the library's separable
+ * resampler with Pillow's antialiased BILINEAR filter: a triangle whose
+ * support grows with the reduction factor (bilinear interpolation when
+ * enlarging).  That is what torchvision applies to PIL images, and to tensors
+ * with antialias=True; results agree with it within one level of 255.  A
+ * RESIZE followed by a CENTER_CROP is resampled as one window (the same pixels
+ * as resizing then cropping, without the discarded part).  A flip followed by
+ * a geometric step is applied to the pixels before that step (exact);
+ * a flip after the last geometric step costs nothing: the output is written
+ * mirrored.
+ *
+ * Output: dtype UINT8 writes the pixels; FLOAT32 and FLOAT16 write x / 255
+ * (torchvision's ToTensor), or NORMALIZE's values; FLOAT16 rounds the float32
+ * value to nearest, ties to even (torch's .half()).  Layout NHWC writes
+ * H x W x 3, NCHW 3 x H x W, contiguous.
+ *
+ * ---- the random stream (specified: a Python loader can reproduce it) ------
+ *
+ * Every random choice for the sample of index i (its position in stored
+ * order) in epoch e with seed s comes from one SplitMix64 stream (the
+ * generator of manifests/FORMAT.md "Sample order") whose state starts at
+ *
+ *     derive(s, 3, e, 0, i)
+ *
+ * with derive() as in shardkit/dataset.h (XXH3-64 with seed s of le64(3)
+ * le64(e) le64(0) le64(i)).  So the transforms of a sample depend on (seed,
+ * epoch, index) and the transform list only: not on the thread count, the
+ * rank, the batch or the order samples are read in (a sample repeated by
+ * remainder padding gets the same transforms both times).  From the stream:
+ *
+ *     uniform(a, b) = a + (b - a) * ((next() >> 11) * 2^-53)
+ *     below(n)      = a value in [0, n) by Lemire's multiply-and-reject
+ *                     (manifests/FORMAT.md "Sample order"'s bounded(n))
+ *
+ * and the steps draw, in list order:
+ *
+ *   RANDOM_RESIZED_CROP on a W x H image (torchvision's get_params): up to
+ *       ten attempts of
+ *           area   = W * H * uniform(scale[0], scale[1])
+ *           aspect = exp(uniform(log(ratio[0]), log(ratio[1])))
+ *           w = round(sqrt(area * aspect)), h = round(sqrt(area / aspect))
+ *               (ties to even)
+ *       and at the first attempt with 0 < w <= W and 0 < h <= H:
+ *           top = below(H - h + 1), then left = below(W - w + 1).
+ *       When no attempt fits, the centre fallback draws nothing more: with
+ *       W/H below ratio[0], w = W and h = round(W / ratio[0]); above
+ *       ratio[1], h = H and w = round(H * ratio[1]); else the whole image;
+ *       top = (H - h) / 2, left = (W - w) / 2 (floor).
+ *   HORIZONTAL_FLIP: one uniform(0, 1); the image is flipped when it is < p.
+ *   CENTER_CROP, RESIZE, NORMALIZE: nothing.
+ *
+ * shard_augment_draw() returns those choices for a sample without pixels.
+ */
+#ifndef SHARDKIT_LOADER_H
+#define SHARDKIT_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardkit/api.h"
+#include "shardkit/dataset.h"
+#include "shardkit/error.h"
+#include "shardkit/image.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- transforms ---------------------------------------------------------- */
+
+enum shard_augment_op {
+    SHARD_AUGMENT_RANDOM_RESIZED_CROP = 1,
+    SHARD_AUGMENT_CENTER_CROP = 2,
+    SHARD_AUGMENT_RESIZE = 3,
+    SHARD_AUGMENT_HORIZONTAL_FLIP = 4,
+    SHARD_AUGMENT_NORMALIZE = 5,
+};
+
+/* One step; the fields its op does not use are ignored. */
+struct shard_augment_step {
+    enum shard_augment_op op;
+    uint32_t height;     /* crops, resize: the output size (see RESIZE for width 0) */
+    uint32_t width;
+    double scale[2];     /* RANDOM_RESIZED_CROP: area fraction range, 0 < [0] <= [1]
+                          * (above 1 is allowed, as in torchvision: such draws never fit) */
+    double ratio[2];     /* RANDOM_RESIZED_CROP: aspect (w/h) range, 0 < [0] <= [1] */
+    double p;            /* HORIZONTAL_FLIP: probability, 0..1 */
+    double mean[3];      /* NORMALIZE: per channel (R, G, B), in units of x / 255 */
+    double std[3];       /* NORMALIZE: per channel, non-zero */
+};
+
+/* A step with torchvision's defaults for `op`: scale (0.08, 1), ratio
+ * (3/4, 4/3), p 0.5, mean 0 and std 1; sizes 0 (to be set). */
+SHARD_API void shard_augment_step_init(struct shard_augment_step *s, enum shard_augment_op op);
+
+enum shard_layout {
+    SHARD_LAYOUT_NHWC = 0,  /* a sample is H x W x 3 */
+    SHARD_LAYOUT_NCHW = 1,  /* a sample is 3 x H x W */
+};
+
+enum shard_dtype {
+    SHARD_DTYPE_UINT8 = 0,
+    SHARD_DTYPE_FLOAT32 = 1,
+    SHARD_DTYPE_FLOAT16 = 2,  /* IEEE binary16 */
+};
+
+/* "NHWC"/"NCHW", "uint8"/"float32"/"float16".  0 or SHARD_EINVAL. */
+SHARD_API int shard_layout_parse(const char *s, enum shard_layout *out);
+SHARD_API int shard_dtype_parse(const char *s, enum shard_dtype *out);
+/* Bytes per value of a dtype (1, 4, 2). */
+SHARD_API size_t shard_dtype_size(enum shard_dtype d);
+
+/* Most steps in one list, and the largest output side. */
+#define SHARD_AUGMENT_MAX_STEPS 32
+#define SHARD_AUGMENT_MAX_SIDE 32768u
+/* Largest output of one sample, in pixels (a RESIZE of a sliver could ask for
+ * more: that sample fails with SHARD_ELIMIT). */
+#define SHARD_AUGMENT_MAX_PIXELS (1ull << 28)
+
+struct shard_augment;
+
+/* Check steps[0..count) (count may be 0: the image as it is, converted to the
+ * output format) and make the transform list.  The steps are copied.
+ * SHARD_EINVAL names the step and the parameter ("step 2 (normalize): std[1]
+ * is 0"); SHARD_ENOMEM. */
+SHARD_API int shard_augment_new(struct shard_augment **out, const struct shard_augment_step *steps,
+                                size_t count, enum shard_layout layout, enum shard_dtype dtype,
+                                struct shard_err *err);
+SHARD_API void shard_augment_free(struct shard_augment *a);  /* accepts NULL */
+
+SHARD_API enum shard_layout shard_augment_layout(const struct shard_augment *a);
+SHARD_API enum shard_dtype shard_augment_dtype(const struct shard_augment *a);
+
+/* 1 and the size when every input gives an output of the same size (a crop
+ * or a two-sided resize fixes it), else 0. */
+SHARD_API int shard_augment_fixed_size(const struct shard_augment *a, uint32_t *width,
+                                       uint32_t *height);
+
+/* What a step decided for one sample. */
+struct shard_augment_choice {
+    uint32_t in_width, in_height;    /* the image the step received */
+    uint32_t out_width, out_height;  /* the image it made */
+    /* crops: the box in the received image (CENTER_CROP: may start before it,
+     * negative, when the image is padded); RESIZE: the whole image */
+    int32_t left, top;
+    uint32_t box_width, box_height;
+    int attempts;   /* RANDOM_RESIZED_CROP: the attempt that fitted (1..10), 0 for
+                     * the centre fallback */
+    int flip;       /* HORIZONTAL_FLIP: 1 when flipped */
+};
+
+struct shard_augment_draws {
+    uint32_t steps;
+    struct shard_augment_choice step[SHARD_AUGMENT_MAX_STEPS];
+    uint32_t out_width, out_height;  /* the final size */
+    size_t out_bytes;                /* bytes of the output in the output format */
+};
+
+/* The choices (and the output size) for the sample of `index` in `epoch`
+ * with `seed`, for an input of width x height, without touching pixels.
+ * 0, SHARD_EINVAL (zero sizes) or SHARD_ELIMIT (the output would exceed
+ * SHARD_AUGMENT_MAX_PIXELS or MAX_SIDE). */
+SHARD_API int shard_augment_draw(const struct shard_augment *a, uint32_t width, uint32_t height,
+                                 uint64_t seed, uint64_t epoch, uint64_t index,
+                                 struct shard_augment_draws *out, struct shard_err *err);
+
+/* Per-thread working memory for shard_augment_apply (its buffers grow to the
+ * largest image seen and are kept). */
+struct shard_augment_workspace;
+SHARD_API int shard_augment_workspace_new(struct shard_augment_workspace **out,
+                                          struct shard_err *err);
+SHARD_API void shard_augment_workspace_free(struct shard_augment_workspace *w);  /* accepts NULL */
+
+/* Apply the transforms to src (8-bit RGB) with the choices of `draws`
+ * (shard_augment_draw for src's size) and write the result in the output
+ * format to dst, which has room for draws->out_bytes.  dst must not overlap
+ * src.  0, SHARD_EINVAL (draws made for another size), SHARD_ENOMEM. */
+SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct shard_image *src,
+                                  const struct shard_augment_draws *draws,
+                                  struct shard_augment_workspace *w, void *dst,
+                                  struct shard_err *err);
+
+/* ---- the loader ------------------------------------------------------------
+ *
+ * A loader walks this rank's epoch plan (shardkit/dataset.h: seed, epoch,
+ * rank, world_size, shuffle buffer, remainder) in batches of batch_size
+ * consecutive plan entries: batch b holds entries [b*B, (b+1)*B); the last
+ * one is shorter, or dropped with drop_last.  Worker threads claim entries
+ * in plan order, read and decode each sample, apply the transforms and write
+ * the result straight into its place in its batch's buffer; the consumer
+ * takes whole batches in order.  At most `prefetch` batches are being filled
+ * or ready at a time (the bound on memory).  Like shard_iter, the workers
+ * ask the dataset for the next entries' bytes ahead of reading them (the
+ * kernel's read-ahead, window fetches over HTTP).
+ *
+ * Batch contents depend on (dataset, seed, epoch, rank, world_size, shuffle
+ * buffer, remainder, batch_size, transforms) only: never on the thread
+ * count or timing.  The position of a loader is (epoch, batches handed out);
+ * starting at (e, k) gives exactly the batches k, k+1, ... that an
+ * uninterrupted run of epoch e gives after its first k.  That is how a
+ * training job restores a checkpoint.
+ *
+ * Output.  With a transform list of fixed output size (a crop, or a
+ * two-sided resize: shard_augment_fixed_size), a batch is one contiguous
+ * array of count x (H x W x 3 or 3 x H x W) values.  Otherwise each sample
+ * has its own size and its own memory.  Without a transform list, samples are
+ * the stored pixels, uint8 H x W x 3 (a raw record's are handed over where
+ * they were decompressed, without a copy).
+ *
+ * Damaged samples.  By default a sample that cannot be read (a damaged
+ * record, an I/O error) fails its batch: shard_loader_next returns the error
+ * (the message names shard, record and key) and the loader moves on to the
+ * next batch.  With skip_errors, a damaged sample (SHARD_ECORRUPT,
+ * SHARD_ENOTIMAGE, SHARD_EUNSUPPORTED, SHARD_ELIMIT: the same every time it
+ * is read) is left out of its batch, which is then shorter (the others keep
+ * their order), and counted in the stats; an I/O or network error still
+ * fails the batch, since leaving out whatever a failing disk could not read
+ * would silently change the epoch.
+ */
+
+struct shard_loader_options {
+    uint32_t batch_size;             /* samples per batch, >= 1 */
+    int drop_last;                   /* leave out this rank's last, partial batch */
+    /* the epoch plan: shuffle, seed, rank, world_size, shuffle_buffer,
+     * remainder (its epoch is the one started) */
+    struct shard_plan_options plan;
+    int threads;                     /* worker threads (0..1024); 0: the consumer's
+                                      * own thread does the work inside next() */
+    uint32_t prefetch;               /* batches in flight; 0: 2 */
+    int skip_errors;                 /* 1: leave damaged samples out, counted */
+    /* One of `parts` loaders sharing this rank's epoch (e.g. DataLoader
+     * worker processes): this one makes only the batches b with
+     * b % parts == part, numbered as in the whole epoch.  parts 0 or 1: all. */
+    uint32_t part, parts;
+};
+
+/* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan, 2 threads,
+ * prefetch 0 (= 2), skip_errors 0, part 0 of 1. */
+SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
+
+struct shard_loader;
+
+/* A loader over ds (which must stay open until the loader is freed) with the
+ * transforms of `augment` (NULL: none, uint8 NHWC; else it must outlive the
+ * loader).  No thread runs until shard_loader_start.
+ * 0, SHARD_EINVAL (batch_size 0, rank >= world_size, threads out of range:
+ * the message names the option), SHARD_ENOMEM. */
+SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
+                               const struct shard_augment *augment,
+                               const struct shard_loader_options *o, struct shard_err *err);
+
+/* Stop the workers (a sample being read is finished first, so this returns
+ * within one sample's time) and free the loader.  Batches already handed out
+ * stay valid.  Accepts NULL. */
+SHARD_API void shard_loader_free(struct shard_loader *l);
+
+/* Batches per epoch this loader makes (for this rank and part; the same for
+ * every epoch). */
+SHARD_API uint64_t shard_loader_batch_count(const struct shard_loader *l);
+/* Plan entries per epoch for this rank, and how many of them drop_last
+ * leaves out. */
+SHARD_API uint64_t shard_loader_sample_count(const struct shard_loader *l);
+SHARD_API uint64_t shard_loader_dropped(const struct shard_loader *l);
+
+/* Start epoch `epoch` at batch `first` (0 for a fresh epoch; a restored
+ * position's batch count otherwise): whatever was in flight is dropped, the
+ * plan is made and the workers begin.  first may equal the batch count (the
+ * epoch is then over at once).  0, SHARD_EINVAL (first beyond the epoch),
+ * SHARD_ENOMEM, SHARD_EIO (threads could not start). */
+SHARD_API int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
+                                 struct shard_err *err);
+
+/* Stop the workers and drop what is in flight (an iteration abandoned
+ * mid-epoch); the position stays.  next() then needs a new start. */
+SHARD_API void shard_loader_stop(struct shard_loader *l);
+
+/* The position: the epoch started, and the batches handed out in it
+ * (counting the start's `first`). */
+SHARD_API uint64_t shard_loader_epoch(const struct shard_loader *l);
+SHARD_API uint64_t shard_loader_position(const struct shard_loader *l);
+
+/* Returned by shard_loader_next when timeout_ms passed before the batch was
+ * ready: call again (a binding checks for Ctrl-C in between). */
+#define SHARD_LOADER_WAITING 2
+
+struct shard_batch;
+
+/* The next batch of the started epoch: 1 with *out (the caller owns it; free
+ * with shard_batch_free), 0 when the epoch is over, SHARD_LOADER_WAITING when
+ * it was not ready within timeout_ms (< 0: wait as long as it takes), or the
+ * error of a sample that failed it (the position then moves past the batch;
+ * shard_loader_failed_index says which sample).  SHARD_EINVAL before any
+ * start. */
+SHARD_API int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch **out,
+                                struct shard_err *err);
+
+/* The sample index whose failure the last shard_loader_next returned. */
+SHARD_API uint64_t shard_loader_failed_index(const struct shard_loader *l);
+
+struct shard_batch_info {
+    uint64_t epoch;
+    uint64_t number;            /* the batch's number in its epoch */
+    uint32_t count;             /* samples in it */
+    uint32_t skipped;           /* damaged samples left out (skip_errors) */
+    const uint64_t *indices;    /* count sample indices, stored order */
+    const int32_t *labels;      /* count labels; SHARD_NO_LABEL when none */
+    enum shard_layout layout;
+    enum shard_dtype dtype;
+    int fixed;                  /* 1: every sample is width x height, and `data` holds
+                                 * them back to back */
+    uint32_t width, height;     /* with fixed */
+    void *data;                 /* with fixed: count * sample bytes */
+    void *const *samples;       /* count pointers: each sample's values */
+    const uint32_t *widths;     /* count sizes */
+    const uint32_t *heights;
+    /* with skip_errors: the samples left out, and why (names shard, record, key) */
+    const uint64_t *skipped_indices;
+    const struct shard_err *skipped_errors;
+};
+
+/* What a batch holds (owned by the batch; valid until it is freed). */
+SHARD_API const struct shard_batch_info *shard_batch_info(const struct shard_batch *b);
+
+/* Free a batch; its memory goes back to its loader for later batches when
+ * the loader still exists.  Thread-safe; accepts NULL. */
+SHARD_API void shard_batch_free(struct shard_batch *b);
+
+/* What the loader has done since it was made.  The reading stages (read,
+ * decompress, decode, bytes, requests) are the dataset's counters
+ * (shard_dataset_stats: take a snapshot when the loader starts and
+ * subtract); these are the loader's own. */
+struct shard_loader_stats {
+    uint64_t samples;           /* samples delivered in batches */
+    uint64_t batches;           /* batches delivered */
+    uint64_t skipped;           /* samples left out as damaged (skip_errors) */
+    uint64_t failed_batches;    /* batches that failed with an error */
+    uint64_t transform_ns;      /* transform and output writing, summed over threads */
+    uint64_t wait_ns;           /* the consumer blocked in shard_loader_next */
+    uint64_t busy_ns;           /* wall time with an epoch started and not yet over */
+};
+
+/* Fill *s.  Thread-safe (a snapshot: counters are updated as work is done). */
+SHARD_API void shard_loader_stats(const struct shard_loader *l, struct shard_loader_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,660 @@
+/* augment.c - sample transforms: the random choices (specified in
+ * shardkit/loader.h) and applying them to pixels, written straight into the
+ * caller's output in its layout and dtype.
+ *
+ * Geometry first, pixels second: shard_augment_draw() walks the steps on
+ * sizes alone (so a loader knows every output's size, and can place it,
+ * before decoding), and shard_augment_apply() replays those choices on the
+ * pixels.  Crops are views into the current image (no copy); resampling goes
+ * through the library's resampler (image/resize_internal.h) with the
+ * triangle filter, ping-ponging between two workspace images; the last image
+ * is converted once, while it is written to the output. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/shuffle.h"
+#include "image/resize_internal.h"
+#include "loader/augment_internal.h"
+#include "shardkit/loader.h"
+
+/* torchvision's get_params: attempts before the centre fallback. */
+#define RRC_ATTEMPTS 10
+#define CHANNELS 3
+/* The filter torchvision uses (Pillow's antialiased BILINEAR). */
+#define AUGMENT_FILTER SHARD_RESIZE_TRIANGLE
+
+struct shard_augment {
+    struct shard_augment_step steps[SHARD_AUGMENT_MAX_STEPS];
+    size_t count;
+    enum shard_layout layout;
+    enum shard_dtype dtype;
+    /* the value written for each channel's byte: x / 255 or NORMALIZE's */
+    float lut32[CHANNELS][256];
+    uint16_t lut16[CHANNELS][256];
+    int fixed;
+    uint32_t fixed_w, fixed_h;
+};
+
+struct shard_augment_workspace {
+    struct shard_image img[2];  /* resampled or copied images, used in turn */
+    struct shard_image scratch; /* the resampler's taps and rows */
+};
+
+static const char *op_name(enum shard_augment_op op)
+{
+    switch (op) {
+    case SHARD_AUGMENT_RANDOM_RESIZED_CROP: return "random_resized_crop";
+    case SHARD_AUGMENT_CENTER_CROP: return "center_crop";
+    case SHARD_AUGMENT_RESIZE: return "resize";
+    case SHARD_AUGMENT_HORIZONTAL_FLIP: return "horizontal_flip";
+    case SHARD_AUGMENT_NORMALIZE: return "normalize";
+    }
+    return "unknown";
+}
+
+void shard_augment_step_init(struct shard_augment_step *s, enum shard_augment_op op)
+{
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    s->scale[0] = 0.08;
+    s->scale[1] = 1.0;
+    s->ratio[0] = 3.0 / 4.0;
+    s->ratio[1] = 4.0 / 3.0;
+    s->p = 0.5;
+    for (int c = 0; c < CHANNELS; c++)
+        s->std[c] = 1.0;
+}
+
+int shard_layout_parse(const char *s, enum shard_layout *out)
+{
+    if (!strcmp(s, "NHWC"))
+        *out = SHARD_LAYOUT_NHWC;
+    else if (!strcmp(s, "NCHW"))
+        *out = SHARD_LAYOUT_NCHW;
+    else
+        return SHARD_EINVAL;
+    return SHARD_OK;
+}
+
+int shard_dtype_parse(const char *s, enum shard_dtype *out)
+{
+    if (!strcmp(s, "uint8"))
+        *out = SHARD_DTYPE_UINT8;
+    else if (!strcmp(s, "float32"))
+        *out = SHARD_DTYPE_FLOAT32;
+    else if (!strcmp(s, "float16"))
+        *out = SHARD_DTYPE_FLOAT16;
+    else
+        return SHARD_EINVAL;
+    return SHARD_OK;
+}
+
+size_t shard_dtype_size(enum shard_dtype d)
+{
+    return d == SHARD_DTYPE_FLOAT32 ? 4 : d == SHARD_DTYPE_FLOAT16 ? 2 : 1;
+}
+
+/* float32 -> IEEE binary16, round to nearest, ties to even (as torch's and
+ * numpy's conversions). */
+static uint16_t float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t mag = x & 0x7fffffffu;
+    if (mag >= 0x7f800000u)  /* inf, nan (kept quiet) */
+        return sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0);
+    if (mag >= 0x477ff000u)  /* >= 65520 rounds to inf */
+        return sign | 0x7c00u;
+    if (mag < 0x38800000u) {  /* below 2^-14: a subnormal half, in units of 2^-24 */
+        float a;
+        memcpy(&a, &mag, sizeof a);
+        return sign | (uint16_t)lrintf(a * 16777216.0f);  /* exact scaling; 1024 is 2^-14 */
+    }
+    /* normal: round the 13 dropped bits to even, then rebias 127 -> 15 */
+    uint32_t rounded = mag + 0xfffu + ((mag >> 13) & 1u);
+    return sign | (uint16_t)((rounded - 0x38000000u) >> 13);
+}
+
+/* Symbolic output size after the steps, when it does not depend on the input. */
+static void find_fixed_size(struct shard_augment *a)
+{
+    int known = 0;
+    uint32_t w = 0, h = 0;
+    for (size_t k = 0; k < a->count; k++) {
+        const struct shard_augment_step *s = &a->steps[k];
+        switch (s->op) {
+        case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+        case SHARD_AUGMENT_CENTER_CROP:
+            known = 1, w = s->width, h = s->height;
+            break;
+        case SHARD_AUGMENT_RESIZE:
+            if (s->width) {
+                known = 1, w = s->width, h = s->height;
+            } else if (known) {
+                uint32_t sh = w <= h ? w : h, lg = w <= h ? h : w;
+                uint64_t nl = (uint64_t)s->height * lg / sh;
+                if (w <= h)
+                    w = s->height, h = (uint32_t)nl;
+                else
+                    h = s->height, w = (uint32_t)nl;
+                if (nl == 0 || nl > SHARD_AUGMENT_MAX_SIDE)
+                    known = 0;
+            }
+            break;
+        case SHARD_AUGMENT_HORIZONTAL_FLIP:
+        case SHARD_AUGMENT_NORMALIZE:
+            break;
+        }
+    }
+    a->fixed = known;
+    a->fixed_w = known ? w : 0;
+    a->fixed_h = known ? h : 0;
+}
+
+static int check_size(size_t k, const struct shard_augment_step *s, struct shard_err *err)
+{
+    int need_width = s->op != SHARD_AUGMENT_RESIZE;
+    if (s->height == 0 || s->height > SHARD_AUGMENT_MAX_SIDE)
+        return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): size %u is outside 1..%u", k,
+                             op_name(s->op), s->height, SHARD_AUGMENT_MAX_SIDE);
+    if ((need_width && s->width == 0) || s->width > SHARD_AUGMENT_MAX_SIDE)
+        return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): width %u is outside 1..%u", k,
+                             op_name(s->op), s->width, SHARD_AUGMENT_MAX_SIDE);
+    return SHARD_OK;
+}
+
+static int check_range(size_t k, const struct shard_augment_step *s, const char *name,
+                       const double *r, struct shard_err *err)
+{
+    if (!(isfinite(r[0]) && isfinite(r[1]) && r[0] > 0 && r[0] <= r[1]))
+        return shard_err_set(err, SHARD_EINVAL,
+                             "step %zu (%s): %s (%g, %g) must be two finite numbers with "
+                             "0 < first <= second",
+                             k, op_name(s->op), name, r[0], r[1]);
+    return SHARD_OK;
+}
+
+static int check_step(size_t k, const struct shard_augment_step *s, int after_normalize,
+                      enum shard_dtype dtype, struct shard_err *err)
+{
+    int rc = SHARD_OK;
+    if (after_normalize && s->op != SHARD_AUGMENT_HORIZONTAL_FLIP)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "step %zu (%s): only flips may follow normalize", k,
+                             op_name(s->op));
+    switch (s->op) {
+    case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+        if ((rc = check_size(k, s, err)) || (rc = check_range(k, s, "scale", s->scale, err)) ||
+            (rc = check_range(k, s, "ratio", s->ratio, err)))
+            return rc;
+        return SHARD_OK;
+    case SHARD_AUGMENT_CENTER_CROP:
+    case SHARD_AUGMENT_RESIZE:
+        return check_size(k, s, err);
+    case SHARD_AUGMENT_HORIZONTAL_FLIP:
+        if (!(s->p >= 0 && s->p <= 1))
+            return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): p %g is outside 0..1", k,
+                                 op_name(s->op), s->p);
+        return SHARD_OK;
+    case SHARD_AUGMENT_NORMALIZE:
+        if (dtype == SHARD_DTYPE_UINT8)
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "step %zu (%s): needs a float dtype, not uint8", k,
+                                 op_name(s->op));
+        for (int c = 0; c < CHANNELS; c++) {
+            if (!isfinite(s->mean[c]))
+                return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): mean[%d] is %g", k,
+                                     op_name(s->op), c, s->mean[c]);
+            if (!isfinite(s->std[c]) || s->std[c] == 0 || !isfinite((float)s->std[c]) ||
+                (float)s->std[c] == 0)
+                return shard_err_set(err, SHARD_EINVAL,
+                                     "step %zu (%s): std[%d] is %g (must be finite, non-zero)",
+                                     k, op_name(s->op), c, s->std[c]);
+        }
+        return SHARD_OK;
+    }
+    return shard_err_set(err, SHARD_EINVAL, "step %zu: unknown op %d", k, (int)s->op);
+}
+
+int shard_augment_new(struct shard_augment **out, const struct shard_augment_step *steps,
+                      size_t count, enum shard_layout layout, enum shard_dtype dtype,
+                      struct shard_err *err)
+{
+    *out = NULL;
+    if (count > SHARD_AUGMENT_MAX_STEPS)
+        return shard_err_set(err, SHARD_EINVAL, "%zu transforms: at most %d", count,
+                             SHARD_AUGMENT_MAX_STEPS);
+    if (layout != SHARD_LAYOUT_NHWC && layout != SHARD_LAYOUT_NCHW)
+        return shard_err_set(err, SHARD_EINVAL, "unknown layout %d", (int)layout);
+    if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 &&
+        dtype != SHARD_DTYPE_FLOAT16)
+        return shard_err_set(err, SHARD_EINVAL, "unknown dtype %d", (int)dtype);
+    const struct shard_augment_step *normalize = NULL;
+    for (size_t k = 0; k < count; k++) {
+        int rc = check_step(k, &steps[k], normalize != NULL, dtype, err);
+        if (rc)
+            return rc;
+        if (steps[k].op == SHARD_AUGMENT_NORMALIZE)
+            normalize = &steps[k];
+    }
+    struct shard_augment *a = calloc(1, sizeof *a);
+    if (!a)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (count)
+        memcpy(a->steps, steps, count * sizeof *steps);
+    a->count = count;
+    a->layout = layout;
+    a->dtype = dtype;
+    for (int c = 0; c < CHANNELS; c++) {
+        float mean = normalize ? (float)normalize->mean[c] : 0.0f;
+        float std = normalize ? (float)normalize->std[c] : 1.0f;
+        for (int x = 0; x < 256; x++) {
+            /* torchvision: img.float().div(255), then .sub_(mean).div_(std) */
+            float v = (float)x / 255.0f;
+            if (normalize)
+                v = (v - mean) / std;
+            a->lut32[c][x] = v;
+            a->lut16[c][x] = float_to_half(v);
+        }
+    }
+    find_fixed_size(a);
+    *out = a;
+    return SHARD_OK;
+}
+
+void shard_augment_free(struct shard_augment *a)
+{
+    free(a);
+}
+
+enum shard_layout shard_augment_layout(const struct shard_augment *a)
+{
+    return a->layout;
+}
+
+enum shard_dtype shard_augment_dtype(const struct shard_augment *a)
+{
+    return a->dtype;
+}
+
+int shard_augment_fixed_size(const struct shard_augment *a, uint32_t *width, uint32_t *height)
+{
+    *width = a->fixed_w;
+    *height = a->fixed_h;
+    return a->fixed;
+}
+
+/* ---- the random choices ---------------------------------------------------- */
+
+/* uniform(a, b) of loader.h: 53 random bits scaled into [a, b). */
+static double uniform(uint64_t *state, double lo, double hi)
+{
+    double u = (double)(sk_splitmix64(state) >> 11) * 0x1.0p-53;
+    return lo + (hi - lo) * u;
+}
+
+/* torchvision's RandomResizedCrop.get_params on a w x h image. */
+static void random_resized_box(uint64_t *state, const struct shard_augment_step *s, uint32_t w,
+                               uint32_t h, struct shard_augment_choice *c)
+{
+    const double area = (double)w * h;
+    const double log_lo = log(s->ratio[0]), log_hi = log(s->ratio[1]);
+    for (int attempt = 1; attempt <= RRC_ATTEMPTS; attempt++) {
+        double target = area * uniform(state, s->scale[0], s->scale[1]);
+        double aspect = exp(uniform(state, log_lo, log_hi));
+        double bw = rint(sqrt(target * aspect)), bh = rint(sqrt(target / aspect));
+        if (bw > 0 && bw <= w && bh > 0 && bh <= h) {
+            c->box_width = (uint32_t)bw;
+            c->box_height = (uint32_t)bh;
+            c->top = (int32_t)sk_random_below(state, h - c->box_height + 1);
+            c->left = (int32_t)sk_random_below(state, w - c->box_width + 1);
+            c->attempts = attempt;
+            return;
+        }
+    }
+    /* the centre fallback */
+    double in_ratio = (double)w / h;
+    uint32_t bw = w, bh = h;
+    if (in_ratio < s->ratio[0])
+        bh = (uint32_t)rint(w / s->ratio[0]);
+    else if (in_ratio > s->ratio[1])
+        bw = (uint32_t)rint(h * s->ratio[1]);
+    /* the rounding cannot leave the image: w / ratio[0] < h, h * ratio[1] < w */
+    bw = bw < 1 ? 1 : bw > w ? w : bw;
+    bh = bh < 1 ? 1 : bh > h ? h : bh;
+    c->box_width = bw;
+    c->box_height = bh;
+    c->top = (int32_t)((h - bh) / 2);
+    c->left = (int32_t)((w - bw) / 2);
+    c->attempts = 0;
+}
+
+/* CENTER_CROP's offset on one axis of `size` for a crop of `crop`. */
+static int32_t center_offset(uint32_t size, uint32_t crop)
+{
+    if (crop > size)  /* padded with (crop - size) // 2 before */
+        return -(int32_t)((crop - size) / 2);
+    return (int32_t)rint((size - crop) / 2.0);
+}
+
+int shard_augment_draw(const struct shard_augment *a, uint32_t width, uint32_t height,
+                       uint64_t seed, uint64_t epoch, uint64_t index,
+                       struct shard_augment_draws *out, struct shard_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (width == 0 || height == 0)
+        return shard_err_set(err, SHARD_EINVAL, "transform input of %ux%u pixels", width,
+                             height);
+    uint64_t state = sk_derive(seed, SK_TAG_AUGMENT, epoch, 0, index);
+    uint32_t w = width, h = height;
+    for (size_t k = 0; k < a->count; k++) {
+        const struct shard_augment_step *s = &a->steps[k];
+        struct shard_augment_choice *c = &out->step[k];
+        c->in_width = w, c->in_height = h;
+        c->box_width = w, c->box_height = h;
+        switch (s->op) {
+        case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+            random_resized_box(&state, s, w, h, c);
+            w = s->width, h = s->height;
+            break;
+        case SHARD_AUGMENT_CENTER_CROP:
+            c->left = center_offset(w, s->width);
+            c->top = center_offset(h, s->height);
+            c->box_width = w = s->width;
+            c->box_height = h = s->height;
+            break;
+        case SHARD_AUGMENT_RESIZE:
+            if (s->width) {
+                w = s->width, h = s->height;
+            } else {
+                /* torchvision: int(size * long / short); exact in integers */
+                uint32_t sh = w <= h ? w : h, lg = w <= h ? h : w;
+                uint64_t nl = (uint64_t)s->height * lg / sh;
+                if (nl == 0 || nl > SHARD_AUGMENT_MAX_SIDE)
+                    return shard_err_set(err, SHARD_ELIMIT,
+                                         "resize of %ux%u to %u on the short side gives a "
+                                         "side of %llu pixels",
+                                         w, h, s->height, (unsigned long long)nl);
+                if (w <= h)
+                    w = s->height, h = (uint32_t)nl;
+                else
+                    h = s->height, w = (uint32_t)nl;
+            }
+            break;
+        case SHARD_AUGMENT_HORIZONTAL_FLIP:
+            c->flip = uniform(&state, 0, 1) < s->p;
+            break;
+        case SHARD_AUGMENT_NORMALIZE:
+            break;
+        }
+        if ((uint64_t)w * h > SHARD_AUGMENT_MAX_PIXELS)
+            return shard_err_set(err, SHARD_ELIMIT, "transform output of %ux%u exceeds %llu pixels",
+                                 w, h, (unsigned long long)SHARD_AUGMENT_MAX_PIXELS);
+        c->out_width = w, c->out_height = h;
+    }
+    out->steps = (uint32_t)a->count;
+    out->out_width = w;
+    out->out_height = h;
+    out->out_bytes = (size_t)w * h * CHANNELS * shard_dtype_size(a->dtype);
+    return SHARD_OK;
+}
+
+/* ---- applying them ----------------------------------------------------------- */
+
+int shard_augment_workspace_new(struct shard_augment_workspace **out, struct shard_err *err)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+}
+
+void shard_augment_workspace_free(struct shard_augment_workspace *w)
+{
+    if (!w)
+        return;
+    shard_image_release(&w->img[0]);
+    shard_image_release(&w->img[1]);
+    shard_image_release(&w->scratch);
+    free(w);
+}
+
+/* A view of the box (left, top, bw, bh), inside v, of v's pixels (not owned). */
+static struct shard_image subview(const struct shard_image *v, uint32_t left, uint32_t top,
+                                  uint32_t bw, uint32_t bh)
+{
+    struct shard_image s = *v;
+    s.pixels = v->pixels + (size_t)top * v->stride + (size_t)left * CHANNELS;
+    s.width = bw;
+    s.height = bh;
+    s.capacity = 0;
+    s.offset = 0;
+    return s;
+}
+
+/* The images of one apply: `cur` is a view of src or of one workspace image;
+ * the next image made goes to the other one (img[next]). */
+struct run {
+    struct shard_augment_workspace *ws;
+    struct shard_image cur;
+    int next;
+    int mirror;  /* a flip not yet applied to cur's pixels */
+};
+
+static struct shard_image *run_target(struct run *r)
+{
+    struct shard_image *t = &r->ws->img[r->next];
+    r->next ^= 1;
+    return t;
+}
+
+/* Apply a pending flip to the pixels (before a step that moves them). */
+static int run_unmirror(struct run *r, struct shard_err *err)
+{
+    if (!r->mirror)
+        return SHARD_OK;
+    struct shard_image *t = run_target(r);
+    int rc = shard_image_alloc(t, r->cur.width, r->cur.height, CHANNELS, err);
+    if (rc)
+        return rc;
+    for (uint32_t y = 0; y < r->cur.height; y++) {
+        const uint8_t *in = r->cur.pixels + (size_t)y * r->cur.stride;
+        uint8_t *o = t->pixels + (size_t)y * t->stride;
+        for (uint32_t x = 0, back = r->cur.width - 1; x < r->cur.width; x++, back--)
+            memcpy(o + (size_t)x * CHANNELS, in + (size_t)back * CHANNELS, CHANNELS);
+    }
+    r->cur = *t;
+    r->mirror = 0;
+    return SHARD_OK;
+}
+
+/* Resample `from` to scaled_w x scaled_h and keep the window (x, y, w, h). */
+static int run_resample(struct run *r, const struct shard_image *from, uint32_t scaled_w,
+                        uint32_t scaled_h, uint32_t x, uint32_t y, uint32_t w, uint32_t h,
+                        struct shard_err *err)
+{
+    if (scaled_w == from->width && scaled_h == from->height) {  /* nothing to resample */
+        r->cur = subview(from, x, y, w, h);
+        return SHARD_OK;
+    }
+    struct shard_image *t = run_target(r);
+    int rc = sk_resample(from, scaled_w, scaled_h, x, y, w, h, AUGMENT_FILTER, &r->ws->scratch, t,
+                         err);
+    if (!rc)
+        r->cur = *t;
+    return rc;
+}
+
+/* CENTER_CROP with padding: the box reaches outside the image. */
+static int run_pad_crop(struct run *r, const struct shard_augment_choice *c, struct shard_err *err)
+{
+    struct shard_image *t = run_target(r);
+    int rc = shard_image_alloc(t, c->box_width, c->box_height, CHANNELS, err);
+    if (rc)
+        return rc;
+    for (uint32_t y = 0; y < t->height; y++)
+        memset(t->pixels + (size_t)y * t->stride, 0, (size_t)t->width * CHANNELS);
+    /* the part of the image inside the box */
+    int64_t x0 = c->left > 0 ? c->left : 0, y0 = c->top > 0 ? c->top : 0;
+    int64_t x1 = (int64_t)c->left + c->box_width, y1 = (int64_t)c->top + c->box_height;
+    x1 = x1 < r->cur.width ? x1 : r->cur.width;
+    y1 = y1 < r->cur.height ? y1 : r->cur.height;
+    for (int64_t y = y0; y < y1 && x1 > x0; y++)
+        memcpy(t->pixels + (size_t)(y - c->top) * t->stride + (size_t)(x0 - c->left) * CHANNELS,
+               r->cur.pixels + (size_t)y * r->cur.stride + (size_t)x0 * CHANNELS,
+               (size_t)(x1 - x0) * CHANNELS);
+    r->cur = *t;
+    return SHARD_OK;
+}
+
+static int box_inside(const struct shard_augment_choice *c)
+{
+    return c->box_width > 0 && c->box_height > 0 && c->left >= 0 && c->top >= 0 &&
+           (uint64_t)c->left + c->box_width <= c->in_width &&
+           (uint64_t)c->top + c->box_height <= c->in_height;
+}
+
+/* Write v (mirrored when asked) as `T` values through `lut`: the loops are
+ * specialised per dtype and layout by inlining with constant arguments. */
+#define WRITE_OUTPUT(T, VALUE)                                                               \
+    do {                                                                                     \
+        T *o = dst;                                                                          \
+        const size_t plane = (size_t)v->width * v->height;                                   \
+        for (uint32_t y = 0; y < v->height; y++) {                                           \
+            const uint8_t *row = v->pixels + (size_t)y * v->stride;                          \
+            if (layout == SHARD_LAYOUT_NHWC) {                                               \
+                T *out = o + (size_t)y * v->width * CHANNELS;                                \
+                for (uint32_t x = 0; x < v->width; x++) {                                    \
+                    const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * 3;    \
+                    for (int c = 0; c < CHANNELS; c++)                                       \
+                        out[(size_t)x * CHANNELS + c] = VALUE(c, p[c]);                      \
+                }                                                                            \
+            } else {                                                                         \
+                for (int c = 0; c < CHANNELS; c++) {                                         \
+                    T *out = o + c * plane + (size_t)y * v->width;                           \
+                    for (uint32_t x = 0; x < v->width; x++)                                  \
+                        out[x] = VALUE(c, row[(size_t)(mirror ? v->width - 1 - x : x) * 3 + c]); \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+    } while (0)
+
+#define AS_BYTE(c, x) (x)
+#define AS_FLOAT(c, x) (a->lut32[c][x])
+#define AS_HALF(c, x) (a->lut16[c][x])
+
+static inline __attribute__((always_inline)) void
+write_values(const struct shard_augment *a, const struct shard_image *v, int mirror,
+             enum shard_layout layout, enum shard_dtype dtype, void *dst)
+{
+    if (dtype == SHARD_DTYPE_UINT8 && layout == SHARD_LAYOUT_NHWC && !mirror) {
+        const size_t row = (size_t)v->width * CHANNELS;
+        for (uint32_t y = 0; y < v->height; y++)
+            memcpy((uint8_t *)dst + y * row, v->pixels + (size_t)y * v->stride, row);
+    } else if (dtype == SHARD_DTYPE_UINT8) {
+        WRITE_OUTPUT(uint8_t, AS_BYTE);
+    } else if (dtype == SHARD_DTYPE_FLOAT32) {
+        WRITE_OUTPUT(float, AS_FLOAT);
+    } else {
+        WRITE_OUTPUT(uint16_t, AS_HALF);
+    }
+}
+
+static void write_output(const struct shard_augment *a, const struct shard_image *v, int mirror,
+                         void *dst)
+{
+    /* one call per (layout, dtype, mirror), each with constant arguments: each
+     * gets its own loops */
+#define WRITE_CASE(L, D)                                                                     \
+    if (a->layout == (L) && a->dtype == (D)) {                                               \
+        if (mirror)                                                                          \
+            write_values(a, v, 1, (L), (D), dst);                                            \
+        else                                                                                 \
+            write_values(a, v, 0, (L), (D), dst);                                            \
+        return;                                                                              \
+    }
+    WRITE_CASE(SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8)
+    WRITE_CASE(SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT32)
+    WRITE_CASE(SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16)
+    WRITE_CASE(SHARD_LAYOUT_NCHW, SHARD_DTYPE_UINT8)
+    WRITE_CASE(SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32)
+    WRITE_CASE(SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT16)
+#undef WRITE_CASE
+}
+
+int shard_augment_apply(const struct shard_augment *a, const struct shard_image *src,
+                        const struct shard_augment_draws *draws, struct shard_augment_workspace *w,
+                        void *dst, struct shard_err *err)
+{
+    if (!src || !src->pixels || src->channels != CHANNELS || src->width == 0 ||
+        src->height == 0)
+        return shard_err_set(err, SHARD_EINVAL, "transform input is not an RGB image");
+    if (draws->steps != a->count ||
+        (a->count && (draws->step[0].in_width != src->width ||
+                      draws->step[0].in_height != src->height)))
+        return shard_err_set(err, SHARD_EINVAL,
+                             "transform choices were drawn for another image or list");
+    struct run r = {w, *src, 0, 0};
+    int rc = SHARD_OK;
+    for (size_t k = 0; k < a->count && !rc; k++) {
+        const struct shard_augment_step *s = &a->steps[k];
+        const struct shard_augment_choice *c = &draws->step[k];
+        if (c->in_width != r.cur.width || c->in_height != r.cur.height ||
+            c->out_width == 0 || c->out_height == 0 ||
+            (s->op == SHARD_AUGMENT_RANDOM_RESIZED_CROP && !box_inside(c)))
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "transform choices of step %zu do not fit its %ux%u input", k,
+                                 r.cur.width, r.cur.height);
+        switch (s->op) {
+        case SHARD_AUGMENT_RANDOM_RESIZED_CROP: {
+            if ((rc = run_unmirror(&r, err)))
+                break;
+            struct shard_image box = subview(&r.cur, (uint32_t)c->left, (uint32_t)c->top,
+                                             c->box_width, c->box_height);
+            rc = run_resample(&r, &box, c->out_width, c->out_height, 0, 0, c->out_width,
+                              c->out_height, err);
+            break;
+        }
+        case SHARD_AUGMENT_RESIZE: {
+            if ((rc = run_unmirror(&r, err)))
+                break;
+            /* a centre crop that follows and stays inside: one windowed resample */
+            const struct shard_augment_step *ns = k + 1 < a->count ? &a->steps[k + 1] : NULL;
+            const struct shard_augment_choice *nc = &draws->step[k + 1];
+            struct shard_image from = r.cur;
+            if (ns && ns->op == SHARD_AUGMENT_CENTER_CROP && box_inside(nc)) {
+                rc = run_resample(&r, &from, c->out_width, c->out_height, (uint32_t)nc->left,
+                                  (uint32_t)nc->top, nc->box_width, nc->box_height, err);
+                k++;
+            } else {
+                rc = run_resample(&r, &from, c->out_width, c->out_height, 0, 0, c->out_width,
+                                  c->out_height, err);
+            }
+            break;
+        }
+        case SHARD_AUGMENT_CENTER_CROP:
+            if ((rc = run_unmirror(&r, err)))
+                break;
+            if (box_inside(c))
+                r.cur = subview(&r.cur, (uint32_t)c->left, (uint32_t)c->top, c->box_width,
+                                c->box_height);
+            else
+                rc = run_pad_crop(&r, c, err);
+            break;
+        case SHARD_AUGMENT_HORIZONTAL_FLIP:
+            r.mirror ^= c->flip;
+            break;
+        case SHARD_AUGMENT_NORMALIZE:
+            break;  /* in the output's values */
+        }
+    }
+    if (rc)
+        return rc;
+    write_output(a, &r.cur, r.mirror, dst);
+    return SHARD_OK;
+}
+
+int sk_augment_is_identity(const struct shard_augment *a)
+{
+    return !a || (a->count == 0 && a->dtype == SHARD_DTYPE_UINT8 && a->layout == SHARD_LAYOUT_NHWC);
+}

@@ -1,0 +1,701 @@
+/* loader.c - the batch loader (see shardkit/loader.h).
+ *
+ * A batch is one allocation per array (indices, labels, sample pointers,
+ * sizes, per-place status) plus, with a fixed output size, one buffer of
+ * batch_size samples that the transforms write into in place, or else one
+ * place (an item and an output buffer) per sample.  Batches are recycled
+ * through a pool shared with the batches handed out, so a batch may outlive
+ * its loader, and a recycled batch's memory is already faulted in.
+ *
+ * Threads.  An epoch's list of plan entries goes through the library's
+ * bounded hand-off queue (read/handoff.h) in groups of batch_size: group g
+ * is the loader's g-th batch of the epoch, filled in ring slot
+ * sk_handoff_slot() - ring[slot] is the batch being filled there.  Workers
+ * claim entries in order, read and transform each into its place and mark it
+ * done; the consumer waits for a whole group, swaps a fresh batch into the
+ * slot and releases it, so the filled batch is the consumer's alone and the
+ * workers go on into the fresh one.  At most `prefetch` batches are being
+ * filled or waiting.  Without threads, next() fills the batch itself. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format/shard_reader.h"
+#include "loader/augment_internal.h"
+#include "read/dataset_internal.h"
+#include "read/handoff.h"
+#include "shardkit/format.h"
+#include "shardkit/loader.h"
+#include "shardkit/source.h"
+#include "util/clock.h"
+
+#define DEFAULT_BATCH 64
+#define DEFAULT_THREADS 2
+#define DEFAULT_PREFETCH 2
+/* More worker threads than this is a mistake, not a configuration. */
+#define MAX_THREADS 1024
+/* Free batches the pool keeps for reuse beyond those in flight. */
+#define POOL_SPARE 4
+
+/* One sample's place in a batch whose samples have their own sizes. */
+struct place {
+    struct shard_item item;  /* read into directly; its pixels are the sample
+                              * when nothing transforms them */
+    struct shard_buf out;    /* the transformed sample otherwise */
+};
+
+struct loader_pool {
+    pthread_mutex_t lock;
+    int loader_alive;
+    uint64_t outstanding;        /* batches handed out and not yet freed */
+    struct shard_batch **spare;
+    size_t len, cap;
+};
+
+struct shard_batch {
+    struct shard_batch_info info;
+    struct loader_pool *pool;
+    uint32_t capacity;
+    size_t sample_bytes;         /* with a fixed size */
+    uint8_t *data;
+    uint64_t *indices;
+    int32_t *labels;
+    void **samples;
+    uint32_t *widths, *heights;
+    int *rc;                     /* per place: 0 or the failure */
+    struct shard_err *errs;
+    uint64_t *skipped_indices;
+    struct place *places;        /* without a fixed size */
+};
+
+/* What one thread needs to fill places. */
+struct worker {
+    struct shard_loader *loader;
+    struct shard_item item;      /* the decoded sample, with a fixed size */
+    struct shard_augment_workspace *ws;
+    struct shard_augment_draws draws;
+};
+
+struct shard_loader {
+    struct shard_dataset *ds;
+    const struct shard_augment *aug;
+    struct shard_loader_options o;
+    int identity;                /* samples are the stored pixels */
+    int fixed;
+    uint32_t fixed_w, fixed_h;
+    size_t sample_bytes;
+    uint64_t plan_count, dropped;
+    uint64_t epoch_batches;      /* batches of the rank's epoch */
+    uint64_t batches;            /* of them, this part's */
+    struct loader_pool *pool;
+    /* the started epoch */
+    int started;
+    uint64_t epoch, position, first;
+    uint64_t *list;              /* plan entries from batch `first` on */
+    uint64_t list_len;
+    uint64_t failed_index;
+    struct worker *workers;      /* one per thread; workers[0] also works inline (threads 0) */
+    int worker_count;
+    pthread_t *threads;
+    int running;                 /* threads started for the epoch */
+    struct sk_handoff *queue;    /* the epoch's queue, with threads */
+    struct shard_batch **ring;   /* prefetch batches: ring[slot] is being filled */
+    struct shard_batch *fresh;   /* the batch to swap in for the next one taken */
+    _Atomic uint64_t advised;    /* list positions before it were advised */
+    /* stats */
+    _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns,
+        busy_ns;
+    _Atomic uint64_t busy_since; /* 0: no epoch in progress */
+};
+
+static void add(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+void shard_loader_options_init(struct shard_loader_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch_size = DEFAULT_BATCH;
+    shard_plan_options_init(&o->plan);
+    o->threads = DEFAULT_THREADS;
+}
+
+/* ---- batches ------------------------------------------------------------------- */
+
+static void batch_destroy(struct shard_batch *b)
+{
+    if (!b)
+        return;
+    for (uint32_t j = 0; b->places && j < b->capacity; j++) {
+        shard_item_release(&b->places[j].item);
+        shard_buf_release(&b->places[j].out);
+    }
+    free(b->places);
+    free(b->data);
+    free(b->indices);
+    free(b->labels);
+    free(b->samples);
+    free(b->widths);
+    free(b->heights);
+    free(b->rc);
+    free(b->errs);
+    free(b->skipped_indices);
+    free(b);
+}
+
+static struct shard_batch *batch_create(const struct shard_loader *l, struct shard_err *err)
+{
+    const uint32_t n = l->o.batch_size;
+    struct shard_batch *b = calloc(1, sizeof *b);
+    if (!b)
+        goto fail;
+    b->pool = l->pool;
+    b->capacity = n;
+    b->sample_bytes = l->sample_bytes;
+    b->indices = malloc(n * sizeof *b->indices);
+    b->labels = malloc(n * sizeof *b->labels);
+    b->samples = calloc(n, sizeof *b->samples);
+    b->widths = malloc(n * sizeof *b->widths);
+    b->heights = malloc(n * sizeof *b->heights);
+    b->rc = calloc(n, sizeof *b->rc);
+    b->errs = malloc(n * sizeof *b->errs);
+    b->skipped_indices = malloc(n * sizeof *b->skipped_indices);
+    if (!b->indices || !b->labels || !b->samples || !b->widths || !b->heights || !b->rc ||
+        !b->errs || !b->skipped_indices)
+        goto fail;
+    if (l->fixed) {
+        /* sample_bytes * n was checked when the loader was made */
+        if (!(b->data = malloc(l->sample_bytes * n)))
+            goto fail;
+    } else if (!(b->places = calloc(n, sizeof *b->places))) {
+        goto fail;
+    }
+    return b;
+fail:
+    batch_destroy(b);
+    shard_err_set(err, SHARD_ENOMEM, "cannot allocate a batch of %u samples", n);
+    return NULL;
+}
+
+static void pool_free(struct loader_pool *p)
+{
+    for (size_t i = 0; i < p->len; i++)
+        batch_destroy(p->spare[i]);
+    free(p->spare);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* A batch for the loader to fill: a spare one, or a new one. */
+static struct shard_batch *pool_take(struct shard_loader *l, struct shard_err *err)
+{
+    struct loader_pool *p = l->pool;
+    pthread_mutex_lock(&p->lock);
+    struct shard_batch *b = p->len ? p->spare[--p->len] : NULL;
+    pthread_mutex_unlock(&p->lock);
+    return b ? b : batch_create(l, err);
+}
+
+/* Give back a batch the loader did not hand out. */
+static void pool_return(struct loader_pool *p, struct shard_batch *b)
+{
+    pthread_mutex_lock(&p->lock);
+    if (p->loader_alive && p->len < p->cap) {
+        p->spare[p->len++] = b;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+    batch_destroy(b);
+}
+
+void shard_batch_free(struct shard_batch *b)
+{
+    if (!b)
+        return;
+    struct loader_pool *p = b->pool;
+    pthread_mutex_lock(&p->lock);
+    p->outstanding--;
+    int last = !p->loader_alive && p->outstanding == 0;
+    pthread_mutex_unlock(&p->lock);
+    if (last) {
+        batch_destroy(b);
+        pool_free(p);
+    } else {
+        pool_return(p, b);
+    }
+}
+
+const struct shard_batch_info *shard_batch_info(const struct shard_batch *b)
+{
+    return &b->info;
+}
+
+/* ---- filling a place ------------------------------------------------------------ */
+
+static int worker_init(struct worker *w, struct shard_err *err)
+{
+    memset(w, 0, sizeof *w);
+    return shard_augment_workspace_new(&w->ws, err);
+}
+
+static void worker_release(struct worker *w)
+{
+    shard_item_release(&w->item);
+    shard_augment_workspace_free(w->ws);
+    memset(w, 0, sizeof *w);
+}
+
+/* Name sample `index` in a message that is not the reader's (which names it
+ * already): "shard-000001.shard record 7 (key 'a/b.jpg'): ...". */
+static void name_sample(struct shard_dataset *ds, uint64_t index, struct shard_err *err)
+{
+    uint32_t s;
+    uint64_t r;
+    const struct shard_footer *footer;
+    if (!shard_dataset_locate(ds, index, &s, &r, NULL) &&
+        !sk_dataset_shard_footer(ds, s, &footer, NULL))
+        sk_shard_record_error(err, err->code, shard_dataset_manifest(ds)->shards[s].file, footer,
+                              r);
+}
+
+/* Read sample `index` into place j of b and transform it there. */
+static void fill_place(struct shard_loader *l, struct worker *w, struct shard_batch *b, uint32_t j,
+                       uint64_t index)
+{
+    struct shard_err *err = &b->errs[j];
+    struct shard_item *item = l->fixed ? &w->item : &b->places[j].item;
+    b->indices[j] = index;
+    b->labels[j] = SHARD_NO_LABEL;
+    shard_err_clear(err);
+    int rc = shard_dataset_read(l->ds, index, SHARD_READ_PIXELS, item, err);
+    if (rc)
+        goto out;
+    b->labels[j] = item->label;
+    if (l->identity) {
+        b->samples[j] = item->pixels.pixels;
+        b->widths[j] = item->pixels.width;
+        b->heights[j] = item->pixels.height;
+        goto out;
+    }
+    uint64_t start = sk_now_ns();
+    rc = shard_augment_draw(l->aug, item->pixels.width, item->pixels.height, l->o.plan.seed,
+                            l->epoch, index, &w->draws, err);
+    void *dst = NULL;
+    if (!rc && l->fixed) {
+        if (w->draws.out_bytes != b->sample_bytes)  /* find_fixed_size and draw disagree */
+            rc = shard_err_set(err, SHARD_EINVAL, "transform output of %ux%u, expected %ux%u",
+                               w->draws.out_width, w->draws.out_height, l->fixed_w, l->fixed_h);
+        dst = b->data + (size_t)j * b->sample_bytes;
+    } else if (!rc) {
+        struct shard_buf *out = &b->places[j].out;
+        rc = shard_buf_reserve(out, w->draws.out_bytes ? w->draws.out_bytes : 1, err);
+        dst = out->data;
+    }
+    if (!rc)
+        rc = shard_augment_apply(l->aug, &item->pixels, &w->draws, w->ws, dst, err);
+    if (!rc) {
+        b->samples[j] = dst;
+        b->widths[j] = w->draws.out_width;
+        b->heights[j] = w->draws.out_height;
+    } else {
+        name_sample(l->ds, index, err);
+    }
+    add(&l->transform_ns, sk_now_ns() - start);
+out:
+    b->rc[j] = rc;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct shard_loader *l = w->loader;
+    const uint64_t ahead = (uint64_t)l->o.prefetch * l->o.batch_size;
+    uint64_t p;
+    while (sk_handoff_claim(l->queue, &p)) {
+        sk_dataset_advise_ahead(l->ds, l->list, l->list_len, p, ahead, &l->advised);
+        struct shard_batch *b = l->ring[sk_handoff_slot(l->queue, p)];
+        uint32_t j = (uint32_t)(p % l->o.batch_size);
+        fill_place(l, w, b, j, l->list[p]);
+        sk_handoff_done(l->queue, p, b->rc[j]);
+    }
+    return NULL;
+}
+
+/* Failures that are the sample's own, the same on every read. */
+static int is_damage(int code)
+{
+    return code == SHARD_ECORRUPT || code == SHARD_ENOTIMAGE || code == SHARD_EUNSUPPORTED ||
+           code == SHARD_ELIMIT;
+}
+
+/* A batch whose `count` places are filled: fill in its info, leave out the
+ * failed samples (skip_errors) or report the first failure.  0 or that
+ * failure's code. */
+static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t count,
+                        uint64_t number, struct shard_err *err)
+{
+    uint32_t kept = 0, skipped = 0;
+    for (uint32_t j = 0; j < count; j++) {
+        if (b->rc[j]) {
+            if (!l->o.skip_errors || !is_damage(b->rc[j])) {
+                l->failed_index = b->indices[j];
+                if (err)
+                    *err = b->errs[j];
+                return b->rc[j];
+            }
+            b->skipped_indices[skipped] = b->indices[j];
+            b->errs[skipped] = b->errs[j];  /* skipped <= j: moves forward only */
+            skipped++;
+            continue;
+        }
+        if (kept != j) {
+            b->indices[kept] = b->indices[j];
+            b->labels[kept] = b->labels[j];
+            b->widths[kept] = b->widths[j];
+            b->heights[kept] = b->heights[j];
+            if (l->fixed) {
+                memmove(b->data + (size_t)kept * b->sample_bytes,
+                        b->data + (size_t)j * b->sample_bytes, b->sample_bytes);
+            } else {  /* the place moves with its memory */
+                struct place t = b->places[kept];
+                b->places[kept] = b->places[j];
+                b->places[j] = t;
+                b->samples[kept] = b->samples[j];
+            }
+        }
+        if (l->fixed)
+            b->samples[kept] = b->data + (size_t)kept * b->sample_bytes;
+        kept++;
+    }
+    struct shard_batch_info *info = &b->info;
+    memset(info, 0, sizeof *info);
+    info->epoch = l->epoch;
+    info->number = number;
+    info->count = kept;
+    info->skipped = skipped;
+    info->indices = b->indices;
+    info->labels = b->labels;
+    info->layout = l->aug ? shard_augment_layout(l->aug) : SHARD_LAYOUT_NHWC;
+    info->dtype = l->aug ? shard_augment_dtype(l->aug) : SHARD_DTYPE_UINT8;
+    info->fixed = l->fixed;
+    info->width = l->fixed_w;
+    info->height = l->fixed_h;
+    info->data = l->fixed ? b->data : NULL;
+    info->samples = b->samples;
+    info->widths = b->widths;
+    info->heights = b->heights;
+    info->skipped_indices = b->skipped_indices;
+    info->skipped_errors = b->errs;
+    add(&l->skipped, skipped);
+    return SHARD_OK;
+}
+
+/* ---- the loader ------------------------------------------------------------------- */
+
+int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
+                     const struct shard_augment *augment, const struct shard_loader_options *o,
+                     struct shard_err *err)
+{
+    *out = NULL;
+    if (o->batch_size == 0)
+        return shard_err_set(err, SHARD_EINVAL, "batch_size must be at least 1");
+    if (o->threads < 0 || o->threads > MAX_THREADS)
+        return shard_err_set(err, SHARD_EINVAL, "threads %d is outside 0..%d", o->threads,
+                             MAX_THREADS);
+    if (o->plan.world_size == 0 || o->plan.rank >= o->plan.world_size)
+        return shard_err_set(err, SHARD_EINVAL, "rank %u is outside a world_size of %u",
+                             o->plan.rank, o->plan.world_size);
+    if (o->parts > 1 && o->part >= o->parts)
+        return shard_err_set(err, SHARD_EINVAL, "part %u is outside %u parts", o->part, o->parts);
+    struct shard_loader *l = calloc(1, sizeof *l);
+    if (!l)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    l->ds = ds;
+    l->aug = augment;
+    l->o = *o;
+    if (!l->o.prefetch)
+        l->o.prefetch = DEFAULT_PREFETCH;
+    if (l->o.parts <= 1)
+        l->o.part = 0, l->o.parts = 1;
+    l->identity = sk_augment_is_identity(augment);
+    l->fixed = augment && shard_augment_fixed_size(augment, &l->fixed_w, &l->fixed_h);
+    int rc = SHARD_OK;
+    if (l->fixed) {
+        l->sample_bytes = (size_t)l->fixed_w * l->fixed_h * 3 *
+                          shard_dtype_size(shard_augment_dtype(augment));
+        if (l->sample_bytes > SIZE_MAX / o->batch_size) {
+            rc = shard_err_set(err, SHARD_ELIMIT, "a batch of %u samples of %ux%u is too large",
+                               o->batch_size, l->fixed_w, l->fixed_h);
+            goto fail;
+        }
+    }
+    /* the count of a rank's plan is the same in every epoch */
+    struct shard_plan *plan;
+    if ((rc = shard_dataset_plan(ds, &l->o.plan, &plan, err)))
+        goto fail;
+    l->plan_count = shard_plan_count(plan);
+    shard_plan_free(plan);
+    uint64_t full = l->plan_count / o->batch_size, rest = l->plan_count % o->batch_size;
+    l->dropped = o->drop_last ? rest : 0;
+    l->epoch_batches = full + (rest && !o->drop_last);
+    /* this part's batches: b = part, part + parts, ... below epoch_batches */
+    l->batches = l->o.part < l->epoch_batches
+                     ? (l->epoch_batches - l->o.part + l->o.parts - 1) / l->o.parts
+                     : 0;
+    if (!(l->pool = calloc(1, sizeof *l->pool))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&l->pool->lock, NULL);
+    l->pool->loader_alive = 1;
+    l->pool->cap = (size_t)l->o.prefetch + POOL_SPARE;
+    if (!(l->pool->spare = calloc(l->pool->cap, sizeof *l->pool->spare))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    l->worker_count = l->o.threads ? l->o.threads : 1;
+    l->workers = calloc((size_t)l->worker_count, sizeof *l->workers);
+    l->threads = calloc((size_t)l->worker_count, sizeof *l->threads);
+    l->ring = calloc(l->o.prefetch, sizeof *l->ring);
+    if (!l->workers || !l->threads || !l->ring) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < l->worker_count; i++) {
+        if ((rc = worker_init(&l->workers[i], err)))
+            goto fail;
+        l->workers[i].loader = l;
+    }
+    *out = l;
+    return SHARD_OK;
+fail:
+    shard_loader_free(l);
+    return rc;
+}
+
+/* End the epoch in progress: stop and join the workers (each finishes the
+ * sample it is on), give the batches in flight back, account the time. */
+static void stop_epoch(struct shard_loader *l)
+{
+    if (l->queue)
+        sk_handoff_stop(l->queue);
+    for (int i = 0; i < l->running; i++)
+        pthread_join(l->threads[i], NULL);
+    l->running = 0;
+    for (uint32_t s = 0; l->ring && s < l->o.prefetch; s++) {
+        if (l->ring[s])
+            pool_return(l->pool, l->ring[s]);
+        l->ring[s] = NULL;
+    }
+    sk_handoff_free(l->queue);
+    l->queue = NULL;
+    if (l->busy_since) {
+        add(&l->busy_ns, sk_now_ns() - l->busy_since);
+        l->busy_since = 0;
+    }
+    free(l->list);
+    l->list = NULL;
+    l->list_len = 0;
+}
+
+/* Start the workers on the epoch's list (threads > 0, a non-empty list). */
+static int start_workers(struct shard_loader *l, struct shard_err *err)
+{
+    int rc = sk_handoff_new(&l->queue, l->list_len, l->o.prefetch, l->o.batch_size, err);
+    for (uint32_t s = 0; !rc && s < l->o.prefetch; s++)
+        if (!(l->ring[s] = pool_take(l, err)))
+            rc = SHARD_ENOMEM;
+    atomic_store(&l->advised, 0);
+    for (int i = 0; !rc && i < l->o.threads; i++) {
+        if (pthread_create(&l->threads[i], NULL, worker_main, &l->workers[i]) != 0)
+            rc = shard_err_set(err, SHARD_EIO, "cannot start %d loader threads", l->o.threads);
+        else
+            l->running = i + 1;
+    }
+    return rc;
+}
+
+void shard_loader_free(struct shard_loader *l)
+{
+    if (!l)
+        return;
+    stop_epoch(l);
+    for (int i = 0; l->workers && i < l->worker_count; i++)
+        worker_release(&l->workers[i]);
+    free(l->workers);
+    free(l->threads);
+    free(l->ring);
+    batch_destroy(l->fresh);
+    struct loader_pool *p = l->pool;
+    if (p) {
+        pthread_mutex_lock(&p->lock);
+        p->loader_alive = 0;
+        int last = p->outstanding == 0;
+        pthread_mutex_unlock(&p->lock);
+        if (last) {
+            pool_free(p);
+        } else {  /* the last batch freed frees the pool; spares go now */
+            pthread_mutex_lock(&p->lock);
+            for (size_t i = 0; i < p->len; i++)
+                batch_destroy(p->spare[i]);
+            p->len = 0;
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+    free(l);
+}
+
+uint64_t shard_loader_batch_count(const struct shard_loader *l)
+{
+    return l->batches;
+}
+
+uint64_t shard_loader_sample_count(const struct shard_loader *l)
+{
+    return l->plan_count;
+}
+
+uint64_t shard_loader_dropped(const struct shard_loader *l)
+{
+    return l->dropped;
+}
+
+uint64_t shard_loader_epoch(const struct shard_loader *l)
+{
+    return l->epoch;
+}
+
+uint64_t shard_loader_position(const struct shard_loader *l)
+{
+    return l->position;
+}
+
+uint64_t shard_loader_failed_index(const struct shard_loader *l)
+{
+    return l->failed_index;
+}
+
+int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
+                       struct shard_err *err)
+{
+    stop_epoch(l);
+    l->started = 0;
+    if (first > l->batches)
+        return shard_err_set(err, SHARD_EINVAL, "batch %llu is beyond the %llu of an epoch",
+                             (unsigned long long)first, (unsigned long long)l->batches);
+    struct shard_plan_options po = l->o.plan;
+    po.epoch = epoch;
+    struct shard_plan *plan;
+    int rc = shard_dataset_plan(l->ds, &po, &plan, err);
+    if (rc)
+        return rc;
+    /* this part's batches from `first` on, back to back: all are full but
+     * perhaps the epoch's last, which is then the list's last too */
+    const uint64_t size = l->o.batch_size, end = shard_plan_count(plan) - l->dropped;
+    l->list_len = 0;
+    for (uint64_t i = first; i < l->batches; i++) {
+        uint64_t b = l->o.part + i * l->o.parts;
+        l->list_len += (b + 1) * size <= end ? size : end - b * size;
+    }
+    l->list = malloc((l->list_len ? l->list_len : 1) * sizeof *l->list);
+    if (!l->list) {
+        shard_plan_free(plan);
+        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate a plan of %llu entries",
+                             (unsigned long long)l->list_len);
+    }
+    uint64_t at = 0;
+    for (uint64_t i = first; i < l->batches; i++) {
+        uint64_t b = l->o.part + i * l->o.parts;
+        uint64_t n = (b + 1) * size <= end ? size : end - b * size;
+        memcpy(l->list + at, shard_plan_indices(plan) + b * size, n * sizeof *l->list);
+        at += n;
+    }
+    shard_plan_free(plan);
+    l->epoch = epoch;
+    l->first = first;
+    l->position = first;
+    l->busy_since = sk_now_ns();
+    if (l->o.threads && l->list_len && (rc = start_workers(l, err))) {
+        stop_epoch(l);
+        return rc;
+    }
+    l->started = 1;
+    return SHARD_OK;
+}
+
+void shard_loader_stop(struct shard_loader *l)
+{
+    stop_epoch(l);
+    l->started = 0;
+}
+
+int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch **out,
+                      struct shard_err *err)
+{
+    *out = NULL;
+    if (!l->started)
+        return shard_err_set(err, SHARD_EINVAL, "no epoch started");
+    if (l->position >= l->batches) {
+        stop_epoch(l);
+        return 0;
+    }
+    struct shard_batch *b;
+    uint32_t count;
+    uint64_t start = sk_now_ns();
+    if (!l->queue) {  /* no threads: fill the batch here */
+        uint64_t from = (l->position - l->first) * l->o.batch_size;
+        count = (uint32_t)(l->list_len - from < l->o.batch_size ? l->list_len - from
+                                                                 : l->o.batch_size);
+        if (!(b = pool_take(l, err)))
+            return SHARD_ENOMEM;
+        for (uint32_t j = 0; j < count; j++)
+            fill_place(l, &l->workers[0], b, j, l->list[from + j]);
+    } else {
+        /* the batch that replaces the one taken, before anything is taken */
+        if (!l->fresh && !(l->fresh = pool_take(l, err)))
+            return SHARD_ENOMEM;
+        struct sk_handoff_group g;
+        int w = sk_handoff_wait(l->queue, timeout_ms, &g);
+        add(&l->wait_ns, sk_now_ns() - start);
+        if (w == SK_HANDOFF_NOT_YET)
+            return SHARD_LOADER_WAITING;
+        if (w != SK_HANDOFF_READY)  /* the list ends with the epoch's last batch */
+            return w < 0 ? w : shard_err_set(err, SHARD_EINVAL, "the loader was stopped");
+        b = l->ring[g.slot];
+        l->ring[g.slot] = l->fresh;
+        l->fresh = NULL;
+        sk_handoff_release(l->queue);
+        count = g.len;
+        start = sk_now_ns();  /* the wait is accounted */
+    }
+    int rc = finish_batch(l, b, count, l->o.part + l->position * l->o.parts, err);
+    if (!l->queue)
+        add(&l->wait_ns, sk_now_ns() - start);
+    l->position++;
+    if (rc) {
+        add(&l->failed_batches, 1);
+        pool_return(l->pool, b);
+        return rc;
+    }
+    pthread_mutex_lock(&l->pool->lock);
+    l->pool->outstanding++;
+    pthread_mutex_unlock(&l->pool->lock);
+    add(&l->samples, b->info.count);
+    add(&l->batch_count, 1);
+    *out = b;
+    return 1;
+}
+
+void shard_loader_stats(const struct shard_loader *l, struct shard_loader_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->samples = atomic_load(&l->samples);
+    s->batches = atomic_load(&l->batch_count);
+    s->skipped = atomic_load(&l->skipped);
+    s->failed_batches = atomic_load(&l->failed_batches);
+    s->transform_ns = atomic_load(&l->transform_ns);
+    s->wait_ns = atomic_load(&l->wait_ns);
+    s->busy_ns = atomic_load(&l->busy_ns) + (l->busy_since ? sk_now_ns() - l->busy_since : 0);
+}

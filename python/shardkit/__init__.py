@@ -1,0 +1,32 @@
+"""shardkit: read shardkit datasets from Python, and feed training loops
+training-ready batches made in C.
+
+    import shardkit
+    ds = shardkit.Dataset("/data/shards")            # a directory or http(s) URL
+    loader = shardkit.Loader(ds, 256, transform=[
+        shardkit.RandomResizedCrop(224), shardkit.RandomHorizontalFlip(),
+        shardkit.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])],
+        layout="NCHW", dtype="float32", output="torch")
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for images, labels in loader:
+            ...
+
+numpy is required; torch is optional (``output="torch"`` and
+``shardkit.torch`` need it).  See the README's Python section.
+"""
+from shardkit.errors import (CorruptDatasetError, CorruptRecordError, NetworkError,
+                             ShardkitError)
+from shardkit import _native
+from shardkit.dataset import Dataset, Sample
+from shardkit.transforms import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
+                                 RandomResizedCrop, Resize)
+from shardkit.loader import Batch, Loader
+
+__version__ = _native.version()
+
+__all__ = [
+    "Batch", "CenterCrop", "Compose", "CorruptDatasetError", "CorruptRecordError", "Dataset",
+    "Loader", "NetworkError", "Normalize", "RandomHorizontalFlip", "RandomResizedCrop", "Resize",
+    "Sample", "ShardkitError",
+]

@@ -1,0 +1,378 @@
+"""Loader: training-ready batches, made in C by the reader's threads."""
+import os
+import sys
+
+import numpy as np
+
+from shardkit import _native
+from shardkit.dataset import Dataset, _key_str
+from shardkit.errors import CorruptRecordError
+from shardkit.transforms import _check_int, compose
+
+# The epoch plan's default shuffle window (SHARD_PLAN_DEFAULT_BUFFER).
+DEFAULT_SHUFFLE_BUFFER = 1024
+# Batches read ahead of the consumer.
+DEFAULT_PREFETCH = 2
+# Skipped samples' errors kept in loader.stats.
+MAX_SKIPPED_ERRORS = 100
+STATE_FORMAT = "shardkit.Loader/1"
+
+
+def _distributed():
+    """(rank, world_size) of an initialised torch.distributed, else None.
+    torch is not imported for this: if it is not imported yet, nothing can
+    have initialised it."""
+    torch = sys.modules.get("torch")
+    dist = getattr(torch, "distributed", None) if torch is not None else None
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return None
+
+
+def _env_int(name):
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be an int, not {value!r}") from None
+
+
+def resolve_rank(rank, world_size):
+    """rank and world_size given, or from torch.distributed when it is
+    initialised, or from the RANK / WORLD_SIZE environment, or 0 and 1."""
+    if rank is None and world_size is None:
+        found = _distributed()
+        if found is None:
+            env_rank, env_world = _env_int("RANK"), _env_int("WORLD_SIZE")
+            if env_rank is not None and env_world is not None:
+                found = (env_rank, env_world)
+        rank, world_size = found if found is not None else (0, 1)
+    elif rank is None or world_size is None:
+        raise ValueError("rank and world_size: give both, or neither (to take them from "
+                         "torch.distributed or the RANK/WORLD_SIZE environment)")
+    world_size = _check_int(world_size, "world_size")
+    rank = _check_int(rank, "rank", minimum=0)
+    if rank >= world_size:
+        raise ValueError(f"rank {rank} must be below world_size {world_size}")
+    return rank, world_size
+
+
+def _choice(value, name, choices):
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}")
+    return value
+
+
+def _seed(value, name):
+    value = _check_int(value, name, minimum=0)
+    if value >= 1 << 64:
+        raise ValueError(f"{name} must be below 2**64, not {value}")
+    return value
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:
+        raise ModuleNotFoundError("output='torch' needs PyTorch (Debian: python3-torch)") from e
+    return torch
+
+
+class Batch:
+    """One batch.  Unpacks as ``images, labels``; also ``indices`` (int64:
+    each sample's position in stored order), ``keys`` (str, read from the
+    shard footers when first asked for), ``epoch``, ``number`` (the batch's
+    position in its epoch) and ``skipped`` (CorruptRecordError of samples left
+    out with on_error="skip").
+
+    ``images`` is one array (B, H, W, 3) or (B, 3, H, W) when the transform
+    fixes the size, else a list of per-sample arrays; ``labels`` is int64,
+    -1 for a sample without a label.  With output="torch" both are torch
+    tensors sharing the loader's memory (no copy).  The memory is the
+    batch's own: keeping it does not slow the loader down, which takes new
+    memory when it needs to."""
+
+    __slots__ = ("images", "labels", "indices", "epoch", "number", "skipped", "_dataset", "_keys")
+
+    def __init__(self, images, labels, indices, epoch, number, skipped, dataset):
+        self.images = images
+        self.labels = labels
+        self.indices = indices
+        self.epoch = epoch
+        self.number = number
+        self.skipped = skipped
+        self._dataset = dataset
+        self._keys = None
+
+    def __iter__(self):
+        return iter((self.images, self.labels))
+
+    def __len__(self):
+        return len(self.indices)
+
+    @property
+    def keys(self):
+        if self._keys is None:
+            self._keys = [self._dataset.key(int(i)) for i in self.indices]
+        return self._keys
+
+    def __repr__(self):
+        shape = getattr(self.images, "shape", None)
+        shape = tuple(shape) if shape is not None else f"{len(self.images)} arrays"
+        return f"Batch(epoch={self.epoch}, number={self.number}, images={shape})"
+
+
+class Loader:
+    """Batches of one rank's epoch plan, read, decoded, transformed and
+    collated by C threads (the GIL is released while they work and while the
+    loop waits).
+
+    ``Loader(ds, batch_size, *, shuffle=True, seed=0, rank=None,
+    world_size=None, threads=None, transform=None, drop_last=False,
+    remainder="keep", shuffle_buffer=None, output="numpy", layout="NHWC",
+    dtype="uint8", on_error="raise", prefetch=2)``
+
+    - ds: a Dataset, or its location.
+    - shuffle, seed, shuffle_buffer, remainder, rank, world_size: the epoch
+      plan (include/shardkit/dataset.h): every sample exactly once per epoch
+      across ranks (remainder "keep"; "drop" gives every rank floor(N/W)
+      samples, "pad" ceil(N/W), repeating samples from the epoch's start).
+      rank/world_size default to torch.distributed when it is initialised,
+      else the RANK/WORLD_SIZE environment, else 0/1.
+    - drop_last: leave out this rank's last, partial batch.
+    - threads: reader threads (default: the CPUs this process may use); 0
+      does the work on the calling thread.
+    - transform: shardkit transforms (a list or Compose), run in C.
+    - layout "NHWC"/"NCHW", dtype "uint8"/"float32"/"float16" (Normalize
+      needs a float dtype), output "numpy"/"torch".
+    - on_error: "raise" (a damaged sample raises CorruptRecordError naming
+      shard, record and key, and the loop may go on with the next batch) or
+      "skip" (left out of its batch, counted in ``stats``).
+
+    Iterating yields the batches of the current epoch from the current
+    position; when the epoch is over the loader moves to the next epoch.
+    ``set_epoch(e)`` moves to the start of epoch e (a no-op when the loader
+    is already in epoch e, so that it may follow load_state_dict).
+    ``state_dict()`` / ``load_state_dict(d)`` save and restore the position
+    (epoch, batches handed out): after a restore, iterating yields exactly
+    the remaining batches of that epoch, byte for byte those of an
+    uninterrupted run.  One iteration at a time: a new ``iter()`` ends the
+    previous one.
+    """
+
+    def __init__(self, ds, batch_size, *, shuffle=True, seed=0, rank=None, world_size=None,
+                 threads=None, transform=None, drop_last=False, remainder="keep",
+                 shuffle_buffer=None, output="numpy", layout="NHWC", dtype="uint8",
+                 on_error="raise", prefetch=DEFAULT_PREFETCH, _part=0, _parts=1):
+        if not isinstance(ds, Dataset):
+            if isinstance(ds, (str, bytes, os.PathLike)):
+                ds = Dataset(ds)
+            else:
+                raise TypeError(f"ds must be a shardkit.Dataset or a location, not "
+                                f"{type(ds).__name__}")
+        self.dataset = ds
+        self.batch_size = _check_int(batch_size, "batch_size")
+        if not isinstance(shuffle, bool):
+            raise TypeError(f"shuffle must be a bool, not {type(shuffle).__name__}")
+        if not isinstance(drop_last, bool):
+            raise TypeError(f"drop_last must be a bool, not {type(drop_last).__name__}")
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.seed = _seed(seed, "seed")
+        self.rank, self.world_size = resolve_rank(rank, world_size)
+        self.threads = (_native.available_cpus() if threads is None
+                        else _check_int(threads, "threads", minimum=0))
+        self.remainder = _choice(remainder, "remainder", ("keep", "drop", "pad"))
+        self.shuffle_buffer = (DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None
+                               else _seed(shuffle_buffer, "shuffle_buffer"))
+        self.output = _choice(output, "output", ("numpy", "torch"))
+        self.layout = _choice(layout, "layout", ("NHWC", "NCHW"))
+        self.dtype = _choice(dtype, "dtype", ("uint8", "float32", "float16"))
+        self.on_error = _choice(on_error, "on_error", ("raise", "skip"))
+        prefetch = _check_int(prefetch, "prefetch")
+        self.transform = compose(transform)
+        self._torch = _torch() if output == "torch" else None
+        augment = None
+        if self.transform is not None or (layout, dtype) != ("NHWC", "uint8"):
+            steps = self.transform if self.transform is not None else _empty()
+            augment = steps._augment(layout, dtype)
+        self._native = _native.Loader(
+            ds._native, augment, self.batch_size, self.shuffle, self.seed, self.rank,
+            self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
+            prefetch, self.on_error == "skip", _part, _parts)
+        self._epoch = 0
+        self._batch = 0
+        self._generation = 0
+        self._skipped_errors = []
+        self._reads_before = ds._native.stats()  # the dataset's counters count from its opening
+
+    # ---- position ---------------------------------------------------------
+
+    def __len__(self):
+        """Batches per epoch for this rank."""
+        return self._counts()["batches"]
+
+    def _counts(self):
+        return self._native.counts()
+
+    @property
+    def epoch(self):
+        return self._epoch
+
+    def set_epoch(self, epoch):
+        epoch = _seed(epoch, "epoch")
+        if epoch != self._epoch:
+            self._move(epoch, 0)
+
+    def _move(self, epoch, batch):
+        self._generation += 1  # ends an iteration in progress
+        self._native.stop()
+        self._epoch, self._batch = epoch, batch
+
+    def _identity(self):
+        transform = repr(self.transform._steps()) if self.transform is not None else None
+        return {"seed": self.seed, "shuffle": self.shuffle, "rank": self.rank,
+                "world_size": self.world_size, "batch_size": self.batch_size,
+                "drop_last": self.drop_last, "remainder": self.remainder,
+                "shuffle_buffer": self.shuffle_buffer, "samples": len(self.dataset),
+                "transform": transform, "layout": self.layout, "dtype": self.dtype}
+
+    def state_dict(self):
+        """The position (epoch, batches handed out) and what the batches
+        depend on; a dict of plain values (torch.save / json friendly)."""
+        return {"format": STATE_FORMAT, "epoch": self._epoch, "batch": self._batch,
+                **self._identity()}
+
+    def load_state_dict(self, state):
+        """Continue where `state` (from state_dict) says.  Raises ValueError
+        naming the first setting that differs from this loader's (the
+        batches would not be the same)."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict, not {type(state).__name__}")
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"state['format'] must be {STATE_FORMAT!r}, not "
+                             f"{state.get('format')!r}")
+        for key, mine in self._identity().items():
+            if state.get(key) != mine:
+                raise ValueError(f"state[{key!r}] is {state.get(key)!r} but this loader's "
+                                 f"{key} is {mine!r}")
+        epoch = _seed(state.get("epoch"), "state['epoch']")
+        batch = _check_int(state.get("batch"), "state['batch']", minimum=0)
+        if batch > len(self):
+            raise ValueError(f"state['batch'] {batch} is beyond the {len(self)} batches of an "
+                             "epoch")
+        self._move(epoch, batch)
+
+    # ---- iteration --------------------------------------------------------
+
+    def __iter__(self):
+        self._generation += 1
+        return self._batches(self._generation)
+
+    def _batches(self, generation):
+        self._native.start(self._epoch, self._batch)
+        try:
+            while True:
+                if generation != self._generation:
+                    raise RuntimeError("this iteration was ended by a newer iter(), set_epoch() "
+                                       "or load_state_dict() on the same loader")
+                try:
+                    parts = self._native.next()
+                finally:
+                    # a failed batch is passed over, as the C loader does
+                    self._batch = self._native.position()[1]
+                if parts is None:
+                    self._epoch, self._batch = self._epoch + 1, 0
+                    return
+                yield self._make_batch(*parts)
+        finally:
+            if generation == self._generation:
+                self._native.stop()
+
+    def _make_batch(self, images, indices, labels, epoch, number, skipped):
+        indices = np.frombuffer(indices, dtype=np.uint64).astype(np.int64)
+        labels = np.frombuffer(labels, dtype=np.int32).astype(np.int64)
+        if isinstance(images, list):
+            images = [np.asarray(i) for i in images]
+        else:
+            images = np.asarray(images)
+        if skipped:
+            room = MAX_SKIPPED_ERRORS - len(self._skipped_errors)
+            self._skipped_errors.extend(skipped[:max(room, 0)])
+        if self._torch is not None:
+            t = self._torch
+            images = ([t.from_numpy(i) for i in images] if isinstance(images, list)
+                      else t.from_numpy(images))
+            labels = t.from_numpy(labels)
+        return Batch(images, labels, indices, epoch, number, skipped, self.dataset)
+
+    # ---- measurement and lifetime -------------------------------------------
+
+    @property
+    def stats(self):
+        """What the loader has done since it was made (the numbers shardbench
+        reports): samples, batches, seconds (with an epoch in progress),
+        samples_per_second, wait_seconds and wait_fraction (the training loop
+        blocked on input), stage_ms (per sample, summed over threads: read,
+        decompress, decode, transform), bytes_read, requests and retries (over
+        HTTP), skipped (damaged samples left out with on_error="skip") and
+        skipped_errors (the first ones).  The reader's counters are the
+        dataset's: reads of the same Dataset by others count too."""
+        s = self._native.stats()
+        now = self.dataset._native.stats()
+        reads = {k: now[k] - self._reads_before[k] for k in now}
+        seconds = s["busy_ns"] / 1e9
+        samples = s["samples"]
+        read_samples = reads["samples"] or 1
+
+        def per_sample(ns, n):
+            return ns / 1e6 / n if n else 0.0
+
+        return {
+            "samples": samples,
+            "batches": s["batches"],
+            "seconds": seconds,
+            "samples_per_second": samples / seconds if seconds > 0 else 0.0,
+            "wait_seconds": s["wait_ns"] / 1e9,
+            "wait_fraction": s["wait_ns"] / s["busy_ns"] if s["busy_ns"] else 0.0,
+            "stage_ms": {
+                "read": per_sample(reads["read_ns"], read_samples),
+                "decompress": per_sample(reads["decompress_ns"], read_samples),
+                "decode": per_sample(reads["decode_ns"], read_samples),
+                "transform": per_sample(s["transform_ns"], samples),
+            },
+            "bytes_read": reads["bytes_requested"],
+            "bytes_transferred": reads["bytes_transferred"],
+            "requests": reads["requests"],
+            "retries": reads["retries"],
+            "skipped": s["skipped"],
+            "failed_batches": s["failed_batches"],
+            "skipped_errors": list(self._skipped_errors),
+            "threads": self.threads,
+        }
+
+    def close(self):
+        """Stop the threads now (also done when the loader is dropped).
+        Batches already handed out stay valid."""
+        self._generation += 1
+        self._native.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return (f"Loader({self.dataset!r}, batch_size={self.batch_size}, rank={self.rank}, "
+                f"world_size={self.world_size}, threads={self.threads}, "
+                f"transform={self.transform!r})")
+
+
+def _empty():
+    from shardkit.transforms import Compose
+    return Compose([])

@@ -1,0 +1,263 @@
+/* native.c - the module shardkit._native: errors, pixel buffers, module
+ * set-up (see native.h). */
+#include "native.h"
+
+#include <string.h>
+
+/* The package's exception classes (shardkit/errors.py), looked up once. */
+static PyObject *shardkit_error, *corrupt_dataset_error, *corrupt_record_error, *network_error;
+
+static PyObject *type_for(int code)
+{
+    switch (code) {
+    case SHARD_EINVAL: return PyExc_ValueError;
+    case SHARD_ENOMEM: return PyExc_MemoryError;
+    case SHARD_ENOTFOUND: return PyExc_FileNotFoundError;
+    case SHARD_EIO: return PyExc_OSError;
+    case SHARD_ECORRUPT: return corrupt_dataset_error;
+    case SHARD_ENET: return network_error;
+    default: return shardkit_error;
+    }
+}
+
+/* Raise type(msg) with .code set. */
+static PyObject *raise_with_code(PyObject *type, const char *msg, int code)
+{
+    PyObject *exc = PyObject_CallFunction(type, "s", msg);
+    if (!exc)
+        return NULL;
+    PyObject *c = PyLong_FromLong(code);
+    if (!c || PyObject_SetAttrString(exc, "code", c) < 0) {
+        Py_XDECREF(c);
+        Py_DECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(c);
+    PyErr_SetObject(type, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+PyObject *skpy_raise(const struct shard_err *err)
+{
+    int code = err->code ? err->code : SHARD_EIO;
+    return raise_with_code(type_for(code), err->msg[0] ? err->msg : shard_strerror(code), code);
+}
+
+static int is_damage(int code)
+{
+    return code == SHARD_ECORRUPT || code == SHARD_ENOTIMAGE || code == SHARD_EUNSUPPORTED;
+}
+
+PyObject *skpy_record_error(struct shard_dataset *ds, uint64_t index, const struct shard_err *err)
+{
+    uint32_t shard = 0;
+    uint64_t record = 0;
+    const char *key = NULL;
+    size_t key_len = 0;
+    struct shard_err ignored;
+    shard_dataset_locate(ds, index, &shard, &record, &ignored);
+    /* the key from the footer: unknown when the footer itself is damaged */
+    if (shard_dataset_key(ds, index, &key, &key_len, &ignored))
+        key = NULL;
+    const struct shard_manifest *m = shard_dataset_manifest(ds);
+    const char *file = shard < m->shard_count ? m->shards[shard].file : "";
+    PyObject *kw = Py_BuildValue("{s:K,s:s,s:K,s:i}", "index", (unsigned long long)index, "shard",
+                                 file, "record", (unsigned long long)record, "code", err->code);
+    if (!kw)
+        return NULL;
+    PyObject *kb = key ? PyBytes_FromStringAndSize(key, (Py_ssize_t)key_len) : Py_NewRef(Py_None);
+    if (!kb || PyDict_SetItemString(kw, "key_bytes", kb) < 0) {
+        Py_XDECREF(kb);
+        Py_DECREF(kw);
+        return NULL;
+    }
+    Py_DECREF(kb);
+    PyObject *args = Py_BuildValue("(s)", err->msg[0] ? err->msg : shard_strerror(err->code));
+    PyObject *exc = args ? PyObject_Call(corrupt_record_error, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(kw);
+    return exc;
+}
+
+PyObject *skpy_raise_record(struct shard_dataset *ds, uint64_t index, const struct shard_err *err)
+{
+    if (!is_damage(err->code))
+        return skpy_raise(err);
+    PyObject *exc = skpy_record_error(ds, index, err);
+    if (exc) {
+        PyErr_SetObject(corrupt_record_error, exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+int skpy_u64(PyObject *o, const char *what, uint64_t *out)
+{
+    if (!PyLong_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(o);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s must be in 0..2**64-1", what);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- buffers ------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int ndim;
+    Py_ssize_t shape[4];
+    Py_ssize_t strides[4];
+    Py_ssize_t itemsize;
+    Py_ssize_t len;
+    const char *format;
+    PyObject *owner;
+    void (*free_fn)(void *);
+    void *free_arg;
+} BufferObject;
+
+PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum shard_dtype dtype,
+                          PyObject *owner, void (*free_fn)(void *), void *free_arg)
+{
+    BufferObject *b = PyObject_New(BufferObject, &skpy_buffer_type);
+    if (!b) {
+        if (free_fn)
+            free_fn(free_arg);
+        return NULL;
+    }
+    b->data = data;
+    b->ndim = ndim;
+    b->itemsize = (Py_ssize_t)shard_dtype_size(dtype);
+    b->format = dtype == SHARD_DTYPE_FLOAT32 ? "f" : dtype == SHARD_DTYPE_FLOAT16 ? "e" : "B";
+    Py_ssize_t stride = b->itemsize;
+    b->len = b->itemsize;
+    for (int i = ndim - 1; i >= 0; i--) {
+        b->shape[i] = shape[i];
+        b->strides[i] = stride;
+        stride *= shape[i];
+        b->len *= shape[i];
+    }
+    b->owner = Py_XNewRef(owner);
+    b->free_fn = free_fn;
+    b->free_arg = free_arg;
+    return (PyObject *)b;
+}
+
+void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
+                       Py_ssize_t *shape)
+{
+    if (layout == SHARD_LAYOUT_NCHW) {
+        shape[0] = 3, shape[1] = height, shape[2] = width;
+    } else {
+        shape[0] = height, shape[1] = width, shape[2] = 3;
+    }
+}
+
+static int buffer_get(PyObject *self, Py_buffer *view, int flags)
+{
+    BufferObject *b = (BufferObject *)self;
+    view->buf = b->data;
+    view->obj = Py_NewRef(self);
+    view->len = b->len;
+    view->readonly = 0;
+    view->itemsize = b->itemsize;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)b->format : NULL;
+    view->ndim = b->ndim;
+    view->shape = (flags & PyBUF_ND) ? b->shape : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? b->strides : NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    if (!(flags & PyBUF_ND))
+        view->ndim = 1;  /* a plain view of the (C-contiguous) bytes */
+    return 0;
+}
+
+static PyBufferProcs buffer_procs = {buffer_get, NULL};
+
+static void buffer_dealloc(PyObject *self)
+{
+    BufferObject *b = (BufferObject *)self;
+    if (b->free_fn)
+        b->free_fn(b->free_arg);
+    Py_XDECREF(b->owner);
+    PyObject_Free(self);
+}
+
+PyTypeObject skpy_buffer_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shardkit._native.Buffer",
+    .tp_basicsize = sizeof(BufferObject),
+    .tp_dealloc = buffer_dealloc,
+    .tp_as_buffer = &buffer_procs,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "pixel memory owned by the library, exported through the buffer protocol",
+};
+
+/* ---- the module ------------------------------------------------------------------ */
+
+static PyObject *version(PyObject *self, PyObject *unused)
+{
+    return PyUnicode_FromString(shard_version());
+}
+
+static PyObject *available_cpus(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLong(shard_available_cpus());
+}
+
+static PyMethodDef module_methods[] = {
+    {"version", version, METH_NOARGS, "the linked library's version"},
+    {"available_cpus", available_cpus, METH_NOARGS,
+     "CPUs this process may use (affinity, cgroup quota, OMP_NUM_THREADS)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "shardkit._native", "the C core of shardkit (libshardkit)", -1,
+    module_methods,
+};
+
+static int take_class(PyObject *errors, const char *name, PyObject **out)
+{
+    *out = PyObject_GetAttrString(errors, name);
+    return *out ? 0 : -1;
+}
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    PyObject *errors = PyImport_ImportModule("shardkit.errors");
+    if (!errors)
+        return NULL;
+    int bad = take_class(errors, "ShardkitError", &shardkit_error) ||
+              take_class(errors, "CorruptDatasetError", &corrupt_dataset_error) ||
+              take_class(errors, "CorruptRecordError", &corrupt_record_error) ||
+              take_class(errors, "NetworkError", &network_error);
+    Py_DECREF(errors);
+    if (bad)
+        return NULL;
+    PyTypeObject *types[] = {&skpy_buffer_type, &skpy_dataset_type, &skpy_augment_type,
+                             &skpy_loader_type, &skpy_batch_type};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (PyType_Ready(types[i]) < 0)
+            return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Dataset", (PyObject *)&skpy_dataset_type) < 0 ||
+        PyModule_AddObjectRef(m, "Augment", (PyObject *)&skpy_augment_type) < 0 ||
+        PyModule_AddObjectRef(m, "Loader", (PyObject *)&skpy_loader_type) < 0 ||
+        PyModule_AddObjectRef(m, "Batch", (PyObject *)&skpy_batch_type) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_AUGMENT_MAX_STEPS) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,76 @@
+/* native.h - shardkit._native, the CPython extension over libshardkit:
+ * what its files share.  The extension is a thin layer: it converts
+ * arguments, releases the GIL around every call that reads, decodes or
+ * waits, maps error codes to exceptions, and hands pixel memory to Python
+ * through the buffer protocol (numpy.asarray and torch.from_numpy take it
+ * without a copy).  Everything users see is shaped in the pure-Python
+ * modules of the package. */
+#ifndef SHARDKIT_PY_NATIVE_H
+#define SHARDKIT_PY_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "shardkit.h"
+
+/* ---- errors (native.c) ---------------------------------------------------- */
+
+/* Raise the exception for a library error: SHARD_EINVAL ValueError,
+ * SHARD_ENOMEM MemoryError, SHARD_ENOTFOUND FileNotFoundError, SHARD_EIO
+ * OSError, SHARD_ECORRUPT shardkit.CorruptDatasetError, SHARD_ENET
+ * shardkit.NetworkError, others shardkit.ShardkitError; the instance's
+ * `code` is the library's code.  Returns NULL. */
+PyObject *skpy_raise(const struct shard_err *err);
+
+/* Raise for a failed read of sample `index` of ds: a damaged record (corrupt
+ * data, an undecodable or unsupported payload) is shardkit.CorruptRecordError
+ * with .index, .shard (file name), .record, .key and .key_bytes; anything
+ * else as skpy_raise.  Returns NULL. */
+PyObject *skpy_raise_record(struct shard_dataset *ds, uint64_t index, const struct shard_err *err);
+
+/* The CorruptRecordError instance for that failure (a new reference, or NULL
+ * with an exception set), for callers that keep it rather than raise. */
+PyObject *skpy_record_error(struct shard_dataset *ds, uint64_t index, const struct shard_err *err);
+
+/* ---- buffers (native.c) --------------------------------------------------- */
+
+/* A read-write buffer-protocol object over memory someone else owns: when
+ * it is deallocated it calls free_fn(free_arg) (when set) and drops `owner`
+ * (when set).  ndim <= 4; C-contiguous; format "B", "f" or "e". */
+PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum shard_dtype dtype,
+                          PyObject *owner, void (*free_fn)(void *), void *free_arg);
+
+/* The shape of one sample of width x height in `layout`: (h, w, 3) or (3, h, w). */
+void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
+                       Py_ssize_t *shape);
+
+/* Read a uint64 from a Python int (TypeError, or OverflowError naming `what`). */
+int skpy_u64(PyObject *o, const char *what, uint64_t *out);
+
+/* ---- types ------------------------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    struct shard_dataset *ds;
+    struct shard_key_index *keys;  /* made on the first find() */
+} DatasetObject;
+
+typedef struct {
+    PyObject_HEAD
+    struct shard_augment *augment;
+} AugmentObject;
+
+extern PyTypeObject skpy_buffer_type;
+extern PyTypeObject skpy_dataset_type;
+extern PyTypeObject skpy_augment_type;
+extern PyTypeObject skpy_loader_type;
+extern PyTypeObject skpy_batch_type;
+
+/* Build an augment from a list of step tuples (native_augment.c):
+ * ("random_resized_crop", h, w, (scale0, scale1), (ratio0, ratio1)),
+ * ("center_crop", h, w), ("resize", h, w or 0), ("horizontal_flip", p),
+ * ("normalize", (m, m, m), (s, s, s)). */
+int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
+                       struct shard_augment **out);
+
+#endif

@@ -1,0 +1,285 @@
+/* native_augment.c - _native.Augment: a transform list and output format
+ * (shardkit/loader.h), applicable to one image for tests and previews. */
+#include "native.h"
+
+#include <stdlib.h>
+
+static int pair(PyObject *o, const char *what, double *out)
+{
+    if (!PyArg_ParseTuple(o, "dd", &out[0], &out[1])) {
+        PyErr_Format(PyExc_TypeError, "%s must be two numbers", what);
+        return -1;
+    }
+    return 0;
+}
+
+static int triple(PyObject *o, const char *what, double *out)
+{
+    if (!PyArg_ParseTuple(o, "ddd", &out[0], &out[1], &out[2])) {
+        PyErr_Format(PyExc_TypeError, "%s must be three numbers", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* One step tuple (see native.h) into *s. */
+static int parse_step(PyObject *t, struct shard_augment_step *s)
+{
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0))) {
+        PyErr_SetString(PyExc_TypeError, "a transform step must be a tuple (name, ...)");
+        return -1;
+    }
+    const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0));
+    PyObject *a = NULL, *b = NULL;
+    unsigned int h = 0, w = 0;
+    if (!strcmp(name, "random_resized_crop")) {
+        shard_augment_step_init(s, SHARD_AUGMENT_RANDOM_RESIZED_CROP);
+        if (!PyArg_ParseTuple(t, "sIIOO", &name, &h, &w, &a, &b) || pair(a, "scale", s->scale) ||
+            pair(b, "ratio", s->ratio))
+            return -1;
+    } else if (!strcmp(name, "center_crop")) {
+        shard_augment_step_init(s, SHARD_AUGMENT_CENTER_CROP);
+        if (!PyArg_ParseTuple(t, "sII", &name, &h, &w))
+            return -1;
+    } else if (!strcmp(name, "resize")) {
+        shard_augment_step_init(s, SHARD_AUGMENT_RESIZE);
+        if (!PyArg_ParseTuple(t, "sII", &name, &h, &w))
+            return -1;
+    } else if (!strcmp(name, "horizontal_flip")) {
+        shard_augment_step_init(s, SHARD_AUGMENT_HORIZONTAL_FLIP);
+        if (!PyArg_ParseTuple(t, "sd", &name, &s->p))
+            return -1;
+    } else if (!strcmp(name, "normalize")) {
+        shard_augment_step_init(s, SHARD_AUGMENT_NORMALIZE);
+        if (!PyArg_ParseTuple(t, "sOO", &name, &a, &b) || triple(a, "mean", s->mean) ||
+            triple(b, "std", s->std))
+            return -1;
+    } else {
+        PyErr_Format(PyExc_ValueError, "unknown transform step '%s'", name);
+        return -1;
+    }
+    s->height = h;
+    s->width = w;
+    return 0;
+}
+
+int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
+                       struct shard_augment **out)
+{
+    enum shard_layout l;
+    enum shard_dtype d;
+    if (shard_layout_parse(layout, &l)) {
+        PyErr_Format(PyExc_ValueError, "layout must be 'NHWC' or 'NCHW', not '%s'", layout);
+        return -1;
+    }
+    if (shard_dtype_parse(dtype, &d)) {
+        PyErr_Format(PyExc_ValueError, "dtype must be 'uint8', 'float32' or 'float16', not '%s'",
+                     dtype);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(steps, "transform steps must be a sequence");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > SHARD_AUGMENT_MAX_STEPS) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "transform: %zd steps, at most %d", n,
+                     SHARD_AUGMENT_MAX_STEPS);
+        return -1;
+    }
+    struct shard_augment_step s[SHARD_AUGMENT_MAX_STEPS];
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (parse_step(PySequence_Fast_GET_ITEM(seq, i), &s[i]) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    Py_DECREF(seq);
+    struct shard_err err;
+    if (shard_augment_new(out, s, (size_t)n, l, d, &err)) {
+        skpy_raise(&err);
+        return -1;
+    }
+    return 0;
+}
+
+static int augment_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    AugmentObject *a = (AugmentObject *)self;
+    static char *names[] = {"steps", "layout", "dtype", NULL};
+    PyObject *steps;
+    const char *layout = "NHWC", *dtype = "uint8";
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Augment", names, &steps, &layout, &dtype))
+        return -1;
+    struct shard_augment *made;
+    if (skpy_augment_build(steps, layout, dtype, &made) < 0)
+        return -1;
+    shard_augment_free(a->augment);
+    a->augment = made;
+    return 0;
+}
+
+static void augment_dealloc(PyObject *self)
+{
+    shard_augment_free(((AugmentObject *)self)->augment);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int augment_ready(AugmentObject *a)
+{
+    if (!a->augment)
+        PyErr_SetString(PyExc_RuntimeError, "Augment is not initialised");
+    return a->augment != NULL;
+}
+
+/* fixed_size() -> (height, width) or None */
+static PyObject *augment_fixed_size(PyObject *self, PyObject *unused)
+{
+    AugmentObject *a = (AugmentObject *)self;
+    uint32_t w, h;
+    if (!augment_ready(a))
+        return NULL;
+    if (!shard_augment_fixed_size(a->augment, &w, &h))
+        Py_RETURN_NONE;
+    return Py_BuildValue("(II)", h, w);
+}
+
+static int draw_args(PyObject *args, const char *fmt, uint32_t *w, uint32_t *h, uint64_t *seed,
+                     uint64_t *epoch, uint64_t *index, PyObject **first)
+{
+    PyObject *s, *e, *i;
+    if (first) {
+        if (!PyArg_ParseTuple(args, fmt, first, &s, &e, &i))
+            return -1;
+    } else {
+        unsigned int ww, hh;
+        if (!PyArg_ParseTuple(args, fmt, &ww, &hh, &s, &e, &i))
+            return -1;
+        *w = ww, *h = hh;
+    }
+    return skpy_u64(s, "seed", seed) || skpy_u64(e, "epoch", epoch) || skpy_u64(i, "index", index)
+               ? -1
+               : 0;
+}
+
+static PyObject *choice_dict(const struct shard_augment_choice *c)
+{
+    return Py_BuildValue("{s:I,s:I,s:I,s:I,s:i,s:i,s:I,s:I,s:i,s:O}", "in_width", c->in_width,
+                         "in_height", c->in_height, "out_width", c->out_width, "out_height",
+                         c->out_height, "left", c->left, "top", c->top, "box_width",
+                         c->box_width, "box_height", c->box_height, "attempts", c->attempts,
+                         "flip", c->flip ? Py_True : Py_False);
+}
+
+/* draw(width, height, seed, epoch, index) -> tuple of dicts, one per step */
+static PyObject *augment_draw(PyObject *self, PyObject *args)
+{
+    AugmentObject *a = (AugmentObject *)self;
+    uint32_t w, h;
+    uint64_t seed, epoch, index;
+    if (!augment_ready(a) || draw_args(args, "IIOOO:draw", &w, &h, &seed, &epoch, &index, NULL))
+        return NULL;
+    struct shard_augment_draws *d = malloc(sizeof *d);
+    if (!d)
+        return PyErr_NoMemory();
+    struct shard_err err;
+    if (shard_augment_draw(a->augment, w, h, seed, epoch, index, d, &err)) {
+        free(d);
+        return skpy_raise(&err);
+    }
+    PyObject *t = PyTuple_New(d->steps);
+    for (uint32_t k = 0; t && k < d->steps; k++) {
+        PyObject *c = choice_dict(&d->step[k]);
+        if (!c) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, k, c);
+    }
+    free(d);
+    return t;
+}
+
+/* apply(image, seed, epoch, index) -> Buffer: image is any C-contiguous
+ * uint8 (h, w, 3) buffer (a numpy array) */
+static PyObject *augment_apply(PyObject *self, PyObject *args)
+{
+    AugmentObject *a = (AugmentObject *)self;
+    PyObject *src;
+    uint64_t seed, epoch, index;
+    if (!augment_ready(a) || draw_args(args, "OOOO:apply", NULL, NULL, &seed, &epoch, &index, &src))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(src, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    struct shard_augment_draws *d = malloc(sizeof *d);
+    struct shard_augment_workspace *ws = NULL;
+    void *out = NULL;
+    struct shard_err err;
+    int rc;
+    if (!d) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (view.ndim != 3 || view.shape[2] != 3 || view.itemsize != 1 ||
+        (view.format && strcmp(view.format, "B") != 0) || view.shape[0] == 0 ||
+        view.shape[1] == 0 || view.shape[0] > UINT32_MAX || view.shape[1] > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "image must be a uint8 array of shape (height, width, 3)");
+        goto done;
+    }
+    struct shard_image img = {
+        .pixels = view.buf,
+        .width = (uint32_t)view.shape[1],
+        .height = (uint32_t)view.shape[0],
+        .channels = 3,
+        .stride = (size_t)view.shape[1] * 3,
+    };
+    if (shard_augment_draw(a->augment, img.width, img.height, seed, epoch, index, d, &err) ||
+        shard_augment_workspace_new(&ws, &err)) {
+        skpy_raise(&err);
+        goto done;
+    }
+    if (!(out = malloc(d->out_bytes))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_augment_apply(a->augment, &img, d, ws, out, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        skpy_raise(&err);
+        goto done;
+    }
+    Py_ssize_t shape[3];
+    skpy_sample_shape(shard_augment_layout(a->augment), d->out_width, d->out_height, shape);
+    result = skpy_buffer_new(out, 3, shape, shard_augment_dtype(a->augment), NULL, free, out);
+    out = NULL;  /* the buffer owns it (or freed it) */
+done:
+    free(out);
+    shard_augment_workspace_free(ws);
+    free(d);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef augment_methods[] = {
+    {"fixed_size", augment_fixed_size, METH_NOARGS,
+     "(height, width) when every output has that size, else None"},
+    {"draw", augment_draw, METH_VARARGS,
+     "draw(width, height, seed, epoch, index) -> the random choices, one dict per step"},
+    {"apply", augment_apply, METH_VARARGS,
+     "apply(image, seed, epoch, index) -> the transformed image (a buffer)"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject skpy_augment_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shardkit._native.Augment",
+    .tp_basicsize = sizeof(AugmentObject),
+    .tp_dealloc = augment_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Augment(steps, layout='NHWC', dtype='uint8'): transforms run in C",
+    .tp_methods = augment_methods,
+    .tp_init = augment_init,
+    .tp_new = PyType_GenericNew,
+};

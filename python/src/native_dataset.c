@@ -1,0 +1,265 @@
+/* native_dataset.c - _native.Dataset: an open dataset (shardkit/dataset.h). */
+#include "native.h"
+
+#include <stdlib.h>
+
+static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    static char *names[] = {"location", NULL};
+    PyObject *loc;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&:Dataset", names, PyUnicode_FSConverter, &loc))
+        return -1;
+    if (d->ds) {
+        Py_DECREF(loc);
+        PyErr_SetString(PyExc_RuntimeError, "Dataset is already open");
+        return -1;
+    }
+    struct shard_err err;
+    int rc;
+    const char *path = PyBytes_AS_STRING(loc);
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_dataset_open(&d->ds, path, &err);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(loc);
+    if (rc) {
+        skpy_raise(&err);
+        return -1;
+    }
+    return 0;
+}
+
+static void dataset_dealloc(PyObject *self)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    shard_key_index_free(d->keys);
+    shard_dataset_close(d->ds);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int dataset_ready(DatasetObject *d)
+{
+    if (!d->ds) {
+        PyErr_SetString(PyExc_RuntimeError, "Dataset is not open");
+        return 0;
+    }
+    return 1;
+}
+
+static Py_ssize_t dataset_len(PyObject *self)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return -1;
+    return (Py_ssize_t)shard_dataset_size(d->ds);
+}
+
+/* Index argument: an int in 0..len-1 (negative indices are the caller's). */
+static int take_index(DatasetObject *d, PyObject *o, uint64_t *index)
+{
+    if (skpy_u64(o, "index", index) < 0)
+        return -1;
+    if (*index >= shard_dataset_size(d->ds)) {
+        PyErr_Format(PyExc_IndexError, "index %llu is out of range for a dataset of %llu samples",
+                     (unsigned long long)*index, (unsigned long long)shard_dataset_size(d->ds));
+        return -1;
+    }
+    return 0;
+}
+
+static void image_free(void *p)
+{
+    shard_image_release(p);
+    free(p);
+}
+
+/* read(index) -> (key_bytes, label or -1, Buffer (h, w, 3) uint8) */
+static PyObject *dataset_read(PyObject *self, PyObject *arg)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    uint64_t index;
+    if (!dataset_ready(d) || take_index(d, arg, &index) < 0)
+        return NULL;
+    struct shard_item item = {0};
+    struct shard_err err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_dataset_read(d->ds, index, SHARD_READ_PIXELS, &item, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        shard_item_release(&item);
+        return skpy_raise_record(d->ds, index, &err);
+    }
+    struct shard_image *img = malloc(sizeof *img);
+    if (!img) {
+        shard_item_release(&item);
+        return PyErr_NoMemory();
+    }
+    *img = item.pixels;  /* the pixels move to the buffer */
+    memset(&item.pixels, 0, sizeof item.pixels);
+    Py_ssize_t shape[3];
+    skpy_sample_shape(SHARD_LAYOUT_NHWC, img->width, img->height, shape);
+    PyObject *key = PyBytes_FromStringAndSize((const char *)item.key.data, (Py_ssize_t)item.key.len);
+    int32_t label = item.label;
+    shard_item_release(&item);
+    PyObject *buf = skpy_buffer_new(img->pixels, 3, shape, SHARD_DTYPE_UINT8, NULL, image_free, img);
+    if (!key || !buf) {
+        Py_XDECREF(key);
+        Py_XDECREF(buf);
+        return NULL;
+    }
+    return Py_BuildValue("(NiN)", key, (int)label, buf);
+}
+
+/* key(index) -> bytes, from the footer */
+static PyObject *dataset_key(PyObject *self, PyObject *arg)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    uint64_t index;
+    if (!dataset_ready(d) || take_index(d, arg, &index) < 0)
+        return NULL;
+    const char *key;
+    size_t len;
+    struct shard_err err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_dataset_key(d->ds, index, &key, &len, &err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return skpy_raise(&err);
+    return PyBytes_FromStringAndSize(key, (Py_ssize_t)len);
+}
+
+/* find(key_bytes) -> index; KeyError when no sample has that key */
+static PyObject *dataset_find(PyObject *self, PyObject *arg)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    if (!PyBytes_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "key must be bytes, not %.100s",
+                            Py_TYPE(arg)->tp_name);
+    if (!d->keys) {
+        struct shard_key_index *ki = NULL;
+        struct shard_err err;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = shard_key_index_new(&ki, d->ds, &err);
+        Py_END_ALLOW_THREADS
+        if (rc)
+            return skpy_raise(&err);
+        if (d->keys)  /* another thread made one meanwhile */
+            shard_key_index_free(ki);
+        else
+            d->keys = ki;
+    }
+    uint64_t index;
+    if (shard_key_index_find(d->keys, PyBytes_AS_STRING(arg), (size_t)PyBytes_GET_SIZE(arg),
+                             &index)) {
+        PyErr_SetObject(PyExc_KeyError, arg);
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(index);
+}
+
+/* locate(index) -> (shard file name, record) */
+static PyObject *dataset_locate(PyObject *self, PyObject *arg)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    uint64_t index, record;
+    uint32_t shard;
+    struct shard_err err;
+    if (!dataset_ready(d) || take_index(d, arg, &index) < 0)
+        return NULL;
+    if (shard_dataset_locate(d->ds, index, &shard, &record, &err))
+        return skpy_raise(&err);
+    return Py_BuildValue("(sK)", shard_dataset_manifest(d->ds)->shards[shard].file,
+                         (unsigned long long)record);
+}
+
+static PyObject *dataset_manifest_json(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    char *text = NULL;
+    struct shard_err err;
+    if (shard_manifest_dump(shard_dataset_manifest(d->ds), &text, &err))
+        return skpy_raise(&err);
+    PyObject *s = PyUnicode_FromString(text);
+    free(text);
+    return s;
+}
+
+static PyObject *dataset_labels(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    const struct shard_manifest *m = shard_dataset_manifest(d->ds);
+    PyObject *t = PyTuple_New(m->label_count);
+    for (uint32_t i = 0; t && i < m->label_count; i++) {
+        PyObject *s = PyUnicode_DecodeUTF8(m->labels[i], (Py_ssize_t)strlen(m->labels[i]),
+                                           "surrogateescape");
+        if (!s) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, s);
+    }
+    return t;
+}
+
+/* stats() -> the dataset's read counters (shard_dataset_stats) as a dict */
+static PyObject *dataset_stats(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    struct shard_read_stats st;
+    shard_dataset_stats(d->ds, &st);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "samples",
+                         (unsigned long long)st.samples, "errors", (unsigned long long)st.errors,
+                         "read_ns", (unsigned long long)st.read_ns, "decompress_ns",
+                         (unsigned long long)st.decompress_ns, "decode_ns",
+                         (unsigned long long)st.decode_ns, "bytes_requested",
+                         (unsigned long long)st.bytes_requested, "bytes_transferred",
+                         (unsigned long long)st.bytes_transferred, "requests",
+                         (unsigned long long)st.requests, "retries",
+                         (unsigned long long)st.retries);
+}
+
+static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    return PyLong_FromUnsignedLong(shard_dataset_shard_count(d->ds));
+}
+
+static PyMethodDef dataset_methods[] = {
+    {"read", dataset_read, METH_O, "read(index) -> (key bytes, label or -1, pixels)"},
+    {"key", dataset_key, METH_O, "key(index) -> key bytes (from the shard footer)"},
+    {"find", dataset_find, METH_O, "find(key bytes) -> index (KeyError when absent)"},
+    {"locate", dataset_locate, METH_O, "locate(index) -> (shard file, record)"},
+    {"manifest_json", dataset_manifest_json, METH_NOARGS, "the manifest as JSON text"},
+    {"labels", dataset_labels, METH_NOARGS, "the class names, as a tuple"},
+    {"shard_count", dataset_shard_count, METH_NOARGS, "number of shards"},
+    {"stats", dataset_stats, METH_NOARGS, "the read counters since the dataset was opened"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods dataset_sequence = {.sq_length = dataset_len};
+
+PyTypeObject skpy_dataset_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shardkit._native.Dataset",
+    .tp_basicsize = sizeof(DatasetObject),
+    .tp_dealloc = dataset_dealloc,
+    .tp_as_sequence = &dataset_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Dataset(location): an open shardkit dataset (directory or http(s) URL)",
+    .tp_methods = dataset_methods,
+    .tp_init = dataset_init,
+    .tp_new = PyType_GenericNew,
+};

@@ -1,0 +1,315 @@
+/* native_loader.c - _native.Loader and _native.Batch: the batch loader
+ * (shardkit/loader.h).  next() waits with the GIL released, in slices of
+ * WAIT_SLICE_MS, and checks for signals between them, so Ctrl-C stops a
+ * training loop that waits for input within a fraction of a second. */
+#include "native.h"
+
+#include <stdlib.h>
+
+/* How long next() waits with the GIL released before it checks signals. */
+#define WAIT_SLICE_MS 100
+
+typedef struct {
+    PyObject_HEAD
+    struct shard_batch *batch;
+} BatchObject;
+
+typedef struct {
+    PyObject_HEAD
+    struct shard_loader *loader;
+    PyObject *dataset;  /* the DatasetObject read (kept open while the loader lives) */
+    PyObject *augment;  /* the AugmentObject applied, or NULL */
+} LoaderObject;
+
+/* ---- Batch: owns a struct shard_batch; the arrays handed out keep it alive ---- */
+
+static void batch_dealloc(PyObject *self)
+{
+    shard_batch_free(((BatchObject *)self)->batch);
+    PyObject_Free(self);
+}
+
+PyTypeObject skpy_batch_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shardkit._native.Batch",
+    .tp_basicsize = sizeof(BatchObject),
+    .tp_dealloc = batch_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "the memory of one batch (freed when no array uses it)",
+};
+
+/* ---- Loader ---------------------------------------------------------------------- */
+
+static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    LoaderObject *lo = (LoaderObject *)self;
+    static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
+                            "world_size", "threads", "drop_last", "remainder",
+                            "shuffle_buffer", "prefetch", "skip_errors", "part", "parts", NULL};
+    PyObject *dataset, *augment, *seed_o, *buffer_o;
+    unsigned int batch_size, rank, world_size, prefetch, part = 0, parts = 1;
+    int shuffle, threads, drop_last, skip_errors;
+    const char *remainder;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OIpOIIipsOIp|II:Loader", names,
+                                     &skpy_dataset_type, &dataset, &augment, &batch_size,
+                                     &shuffle, &seed_o, &rank, &world_size, &threads, &drop_last,
+                                     &remainder, &buffer_o, &prefetch, &skip_errors, &part,
+                                     &parts))
+        return -1;
+    if (lo->loader) {
+        PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
+        return -1;
+    }
+    if (augment != Py_None && !PyObject_TypeCheck(augment, &skpy_augment_type)) {
+        PyErr_SetString(PyExc_TypeError, "augment must be an Augment or None");
+        return -1;
+    }
+    struct shard_loader_options o;
+    shard_loader_options_init(&o);
+    o.batch_size = batch_size;
+    o.drop_last = drop_last;
+    o.plan.shuffle = shuffle;
+    o.plan.rank = rank;
+    o.plan.world_size = world_size;
+    o.threads = threads;
+    o.prefetch = prefetch;
+    o.skip_errors = skip_errors;
+    o.part = part;
+    o.parts = parts;
+    if (skpy_u64(seed_o, "seed", &o.plan.seed) < 0 ||
+        skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0)
+        return -1;
+    if (shard_remainder_parse(remainder, &o.plan.remainder)) {
+        PyErr_Format(PyExc_ValueError, "remainder must be 'keep', 'drop' or 'pad', not '%s'",
+                     remainder);
+        return -1;
+    }
+    DatasetObject *d = (DatasetObject *)dataset;
+    if (!d->ds) {
+        PyErr_SetString(PyExc_RuntimeError, "Dataset is not open");
+        return -1;
+    }
+    struct shard_augment *aug = augment == Py_None ? NULL : ((AugmentObject *)augment)->augment;
+    struct shard_err err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_loader_new(&lo->loader, d->ds, aug, &o, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        skpy_raise(&err);
+        return -1;
+    }
+    lo->dataset = Py_NewRef(dataset);
+    lo->augment = augment == Py_None ? NULL : Py_NewRef(augment);
+    return 0;
+}
+
+/* Stop the threads and free the loader (batches handed out stay valid). */
+static void loader_close_now(LoaderObject *lo)
+{
+    struct shard_loader *l = lo->loader;
+    lo->loader = NULL;
+    if (l) {
+        Py_BEGIN_ALLOW_THREADS
+        shard_loader_free(l);
+        Py_END_ALLOW_THREADS
+    }
+    Py_CLEAR(lo->augment);
+    Py_CLEAR(lo->dataset);
+}
+
+static void loader_dealloc(PyObject *self)
+{
+    loader_close_now((LoaderObject *)self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int loader_ready(LoaderObject *lo)
+{
+    if (!lo->loader)
+        PyErr_SetString(PyExc_ValueError, "the loader is closed");
+    return lo->loader != NULL;
+}
+
+static PyObject *loader_close(PyObject *self, PyObject *unused)
+{
+    loader_close_now((LoaderObject *)self);
+    Py_RETURN_NONE;
+}
+
+/* start(epoch, first_batch) */
+static PyObject *loader_start(PyObject *self, PyObject *args)
+{
+    LoaderObject *lo = (LoaderObject *)self;
+    PyObject *e, *f;
+    uint64_t epoch, first;
+    if (!loader_ready(lo) || !PyArg_ParseTuple(args, "OO:start", &e, &f) ||
+        skpy_u64(e, "epoch", &epoch) < 0 || skpy_u64(f, "batch", &first) < 0)
+        return NULL;
+    struct shard_err err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_loader_start(lo->loader, epoch, first, &err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return skpy_raise(&err);
+    Py_RETURN_NONE;
+}
+
+/* The Python side of a batch: (images, indices bytes, labels bytes, epoch,
+ * number, skipped) where images is one buffer (fixed size) or a list of
+ * buffers, all keeping `holder` (the batch's memory) alive, and skipped a
+ * list of CorruptRecordError instances. */
+static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
+{
+    BatchObject *holder = PyObject_New(BatchObject, &skpy_batch_type);
+    if (!holder) {
+        shard_batch_free(b);
+        return NULL;
+    }
+    holder->batch = b;
+    const struct shard_batch_info *in = shard_batch_info(b);
+    PyObject *images = NULL, *indices = NULL, *labels = NULL, *skipped = NULL, *result = NULL;
+    Py_ssize_t shape[4];
+    if (in->fixed) {
+        shape[0] = in->count;
+        skpy_sample_shape(in->layout, in->width, in->height, shape + 1);
+        images = skpy_buffer_new(in->data, 4, shape, in->dtype, (PyObject *)holder, NULL, NULL);
+    } else {
+        images = PyList_New(in->count);
+        for (uint32_t j = 0; images && j < in->count; j++) {
+            skpy_sample_shape(in->layout, in->widths[j], in->heights[j], shape);
+            PyObject *s = skpy_buffer_new(in->samples[j], 3, shape, in->dtype, (PyObject *)holder,
+                                          NULL, NULL);
+            if (!s) {
+                Py_CLEAR(images);
+                break;
+            }
+            PyList_SET_ITEM(images, j, s);
+        }
+    }
+    indices = PyBytes_FromStringAndSize((const char *)in->indices,
+                                        (Py_ssize_t)(in->count * sizeof *in->indices));
+    labels = PyBytes_FromStringAndSize((const char *)in->labels,
+                                       (Py_ssize_t)(in->count * sizeof *in->labels));
+    skipped = PyList_New(in->skipped);
+    for (uint32_t k = 0; skipped && k < in->skipped; k++) {
+        PyObject *exc = skpy_record_error(((DatasetObject *)lo->dataset)->ds,
+                                          in->skipped_indices[k], &in->skipped_errors[k]);
+        if (!exc) {
+            Py_CLEAR(skipped);
+            break;
+        }
+        PyList_SET_ITEM(skipped, k, exc);
+    }
+    if (images && indices && labels && skipped)
+        result = Py_BuildValue("(OOOKKO)", images, indices, labels,
+                               (unsigned long long)in->epoch, (unsigned long long)in->number,
+                               skipped);
+    Py_XDECREF(images);
+    Py_XDECREF(indices);
+    Py_XDECREF(labels);
+    Py_XDECREF(skipped);
+    Py_DECREF(holder);
+    return result;
+}
+
+/* next() -> the batch tuple, or None when the epoch is over */
+static PyObject *loader_next(PyObject *self, PyObject *unused)
+{
+    LoaderObject *lo = (LoaderObject *)self;
+    if (!loader_ready(lo))
+        return NULL;
+    struct shard_loader *l = lo->loader;
+    struct shard_batch *b = NULL;
+    struct shard_err err;
+    int rc;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = shard_loader_next(l, WAIT_SLICE_MS, &b, &err);
+        Py_END_ALLOW_THREADS
+        if (rc != SHARD_LOADER_WAITING)
+            break;
+        if (PyErr_CheckSignals() < 0)
+            return NULL;  /* KeyboardInterrupt: the loader stays where it was */
+    }
+    if (rc == 0)
+        Py_RETURN_NONE;
+    if (rc < 0) {
+        if (err.code == SHARD_EINVAL)
+            return skpy_raise(&err);
+        return skpy_raise_record(((DatasetObject *)lo->dataset)->ds, shard_loader_failed_index(l),
+                                 &err);
+    }
+    return batch_tuple(lo, b);
+}
+
+static PyObject *loader_stop(PyObject *self, PyObject *unused)
+{
+    LoaderObject *lo = (LoaderObject *)self;
+    if (lo->loader) {
+        Py_BEGIN_ALLOW_THREADS
+        shard_loader_stop(lo->loader);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *loader_counts(PyObject *self, PyObject *unused)
+{
+    LoaderObject *lo = (LoaderObject *)self;
+    if (!loader_ready(lo))
+        return NULL;
+    return Py_BuildValue("{s:K,s:K,s:K}", "batches",
+                         (unsigned long long)shard_loader_batch_count(lo->loader), "samples",
+                         (unsigned long long)shard_loader_sample_count(lo->loader), "dropped",
+                         (unsigned long long)shard_loader_dropped(lo->loader));
+}
+
+/* position() -> (epoch, batches handed out in it) */
+static PyObject *loader_position(PyObject *self, PyObject *unused)
+{
+    LoaderObject *lo = (LoaderObject *)self;
+    if (!loader_ready(lo))
+        return NULL;
+    return Py_BuildValue("(KK)", (unsigned long long)shard_loader_epoch(lo->loader),
+                         (unsigned long long)shard_loader_position(lo->loader));
+}
+
+static PyObject *loader_stats(PyObject *self, PyObject *unused)
+{
+    LoaderObject *lo = (LoaderObject *)self;
+    if (!loader_ready(lo))
+        return NULL;
+    struct shard_loader_stats s;
+    shard_loader_stats(lo->loader, &s);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "samples",
+                         (unsigned long long)s.samples, "batches", (unsigned long long)s.batches,
+                         "skipped", (unsigned long long)s.skipped, "failed_batches",
+                         (unsigned long long)s.failed_batches, "transform_ns",
+                         (unsigned long long)s.transform_ns, "wait_ns",
+                         (unsigned long long)s.wait_ns, "busy_ns", (unsigned long long)s.busy_ns);
+}
+
+static PyMethodDef loader_methods[] = {
+    {"start", loader_start, METH_VARARGS, "start(epoch, batch): begin reading there"},
+    {"next", loader_next, METH_NOARGS, "next() -> the next batch's parts, or None at the end"},
+    {"counts", loader_counts, METH_NOARGS, "batches, samples and dropped samples per epoch"},
+    {"position", loader_position, METH_NOARGS, "(epoch, batches handed out)"},
+    {"stats", loader_stats, METH_NOARGS, "the loader's counters"},
+    {"stop", loader_stop, METH_NOARGS, "stop the threads; the position stays"},
+    {"close", loader_close, METH_NOARGS, "stop the threads and free the loader"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject skpy_loader_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shardkit._native.Loader",
+    .tp_basicsize = sizeof(LoaderObject),
+    .tp_dealloc = loader_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "the C batch loader (use shardkit.Loader)",
+    .tp_methods = loader_methods,
+    .tp_init = loader_init,
+    .tp_new = PyType_GenericNew,
+};

@@ -1,0 +1,101 @@
+"""Shared fixtures: datasets made with the real shardify from the imagenet
+sample ($SHARDKIT_DATASET, i.e. ../shared/datasets/imagenet-sample), once per
+test session, in a temporary directory.
+
+The package under test is the one on PYTHONPATH (tests/run.sh points it at
+BUILD/python); the tools are $SHARDKIT_BIN (default: the checkout's
+build/bin)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("SHARDKIT_BIN") or os.path.join(TOP, "build", "bin")
+SAMPLE = os.environ.get("SHARDKIT_DATASET") or os.path.join(
+    TOP, "..", "shared", "datasets", "imagenet-sample")
+PYTHON = sys.executable
+
+
+def tool(name):
+    return os.path.join(BIN, name)
+
+
+def shardify(src, dst, *options):
+    subprocess.run([tool("shardify"), *options, "--quiet", src, dst], check=True)
+    return dst
+
+
+def sample_images():
+    if not os.path.isdir(SAMPLE):
+        pytest.skip(f"no imagenet sample at {SAMPLE} (set SHARDKIT_DATASET)")
+    return sorted(f for f in os.listdir(SAMPLE) if f.endswith(".JPEG"))
+
+
+def subprocess_env(**extra):
+    """The environment for a child Python that must import this package."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("shardkit")
+
+
+@pytest.fixture(scope="session")
+def imagenet():
+    sample_images()
+    return SAMPLE
+
+
+def _made(workdir, name, *options, src=None):
+    dst = os.path.join(workdir, name)
+    if not os.path.exists(os.path.join(dst, "manifest.json")):
+        shardify(src or SAMPLE, dst, *options)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def jpeg256(workdir, imagenet):
+    """The 1000 images as 256-px JPEG records, in four shards."""
+    return _made(workdir, "jpeg256", "--size", "256", "--codec", "jpeg", "--shard-size", "8M")
+
+
+@pytest.fixture(scope="session")
+def png128(workdir, imagenet):
+    return _made(workdir, "png128", "--size", "128", "--codec", "png", "--shard-size", "8M")
+
+
+@pytest.fixture(scope="session")
+def raw128(workdir, imagenet):
+    return _made(workdir, "raw128", "--size", "128", "--codec", "raw", "--shard-size", "16M")
+
+
+@pytest.fixture(scope="session")
+def by_codec(jpeg256, png128, raw128):
+    return {"jpeg": jpeg256, "png": png128, "raw": raw128}
+
+
+@pytest.fixture(scope="session")
+def labelled(workdir, imagenet):
+    """A small labelled dataset: 60 sample images in three class folders
+    (plus two at the top, without a label), 64-px JPEG, seven shards."""
+    src = os.path.join(workdir, "labelled-src")
+    if not os.path.isdir(src):
+        images = sample_images()
+        for k, name in enumerate(images[:62]):
+            folder = ("ant", "bee", "cat")[k % 3] if k < 60 else ""
+            os.makedirs(os.path.join(src, folder), exist_ok=True)
+            shutil.copy(os.path.join(SAMPLE, name), os.path.join(src, folder, name))
+    return _made(workdir, "labelled", "--size", "64", "--shard-size", "40K", src=src)
+
+
+def index_lines(dst):
+    with open(os.path.join(dst, "index.jsonl")) as f:
+        return [json.loads(line) for line in f]

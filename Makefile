@@ -90,9 +90,25 @@ $(BUILD)/.dirs:
 
 # ---- tests ------------------------------------------------------------------
 
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(wildcard tests/unit/*.h)
+# What the tools share (cmd/common), as an archive for the unit tests of it
+# (HTML, charts, histograms); the programs compile those sources themselves.
+CLI_A   := $(BUILD)/libcli.a
+CLI_OBJ := $(CLI_COMMON:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(wildcard include/shardkit/*.h cmd/common/*.h) \
+                             | $(BUILD)/.dirs
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS_CMD) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+
+$(CLI_A): $(CLI_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(CLI_A) $(wildcard tests/unit/*.h)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS_ALL) -Itests/unit $< $(UNIT_HELPERS) $(LIB_A) $(LDLIBS_ALL) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common -Itests/unit $< $(UNIT_HELPERS) $(CLI_A) $(LIB_A) \
+	    $(LDLIBS_ALL) -lcmocka -o $@
 
 # Quick: unit tests only.
 check: deps

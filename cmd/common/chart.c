@@ -232,7 +232,11 @@ void chart_bars(FILE *out, const struct chart_bars *c)
     double x0 = name_w, x1 = CHART_WIDTH - value_w;
     double bar_h = c->stacked || series == 1 ? 18 : 13;
     double row_h = (c->stacked ? bar_h : bar_h * (double)series) + 8;
-    int has_legend = series > 1 || c->flag_note;
+    int any_flagged = 0;
+    for (size_t r = 0; c->flagged && r < c->rows; r++)
+        any_flagged |= c->flagged[r];
+    const char *flag_note = any_flagged ? c->flag_note : NULL;
+    int has_legend = series > 1 || flag_note;
     double top = has_legend ? LEGEND_H + 4 : 6, plot_h = row_h * (double)c->rows;
     double ticks[MAX_TICKS];
     size_t nt;
@@ -241,7 +245,15 @@ void chart_bars(FILE *out, const struct chart_bars *c)
 
     figure_begin(out, c->id, c->caption, top + plot_h + AXIS_H);
     if (has_legend)
-        legend(out, series, c->series_names, c->flag_note);
+        legend(out, series, c->series_names, flag_note);
+    /* whole values get whole ticks */
+    if (c->decimals <= 0) {
+        size_t kept = 0;
+        for (size_t i = 0; i < nt; i++)
+            if (ticks[i] == floor(ticks[i]))
+                ticks[kept++] = ticks[i];
+        nt = kept;
+    }
     for (size_t i = 0; i < nt; i++)
         fprintf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                 x0 + ticks[i] * scale, top, x0 + ticks[i] * scale, top + plot_h);
@@ -572,6 +584,9 @@ void chart_strip(FILE *out, const struct chart_strip *c)
     if (!isfinite(lo)) {  /* only infinite values, no threshold */
         lo = 0;
         hi = 1;
+    } else if (!isfinite(hi - lo) || hi <= lo) {  /* the threshold alone: room around it */
+        hi = lo + 10;
+        lo -= 10;
     }
     if (hi <= lo)
         hi = lo + 1;

@@ -1,7 +1,10 @@
 /* shardcheck - prove that a shardify output is intact and is the same
  * experiment as its source.  The flow: options (options.c), shard_verify()
- * (the library), the report (report_text.c, report_json.c). */
+ * (the library), what the dataset holds (summary.c, for --json and
+ * --report), the report (report_text.c, report_json.c, report_html.c). */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "options.h"
@@ -9,6 +12,22 @@
 #include "shardkit.h"
 
 #define PROG "shardcheck"
+
+/* The HTML report into `path`.  CLI_EXIT_OK or CLI_EXIT_FAILED (said). */
+static int write_page(const char *path, const struct report *r)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write '%s': %s\n", PROG, path, strerror(errno));
+        return CLI_EXIT_FAILED;
+    }
+    report_write_html(r, f);
+    if (ferror(f) | fclose(f)) {
+        fprintf(stderr, "%s: cannot write '%s': %s\n", PROG, path, strerror(errno));
+        return CLI_EXIT_FAILED;
+    }
+    return CLI_EXIT_OK;
+}
 
 int main(int argc, char **argv)
 {
@@ -25,12 +44,20 @@ int main(int argc, char **argv)
         shard_verify_report_release(&verify);
         return CLI_EXIT_FAILED;
     }
-    struct report r = {o.dst, &o.verify, &verify};
+    /* what the dataset holds, for the formats that show it; a dataset whose
+     * manifest cannot be read has nothing to show but its problems */
+    struct dataset_summary summary;
+    int described = (o.json || o.report_file) && summary_load(&summary, o.dst) == 0;
+    struct report r = {o.dst, &o.verify, &verify, described ? &summary : NULL};
     if (o.json)
         report_write_json(&r, stdout);
     else
         report_write_text(&r, stdout);
     rc = report_problem_total(&r) ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+    if (o.report_file && write_page(o.report_file, &r))
+        rc = CLI_EXIT_FAILED;
+    if (o.json || o.report_file)
+        summary_release(&summary);
     shard_verify_report_release(&verify);
     return rc;
 }

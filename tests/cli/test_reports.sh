@@ -1,0 +1,111 @@
+#!/bin/sh
+# test_reports.sh - the HTML reports, opened in a real browser (headless
+# Chromium, tests/browser/render.py): shardcheck --report on the demo data,
+# on a damaged dataset and on keys that are markup, quotes and bytes that
+# are not UTF-8; shardbench --report of a comparison with a consumer step;
+# the nightly job's report per version and its index of runs.  Every page
+# renders with no console message, no page error and no network request,
+# runs no script, fits a phone and prints; its screenshots are not blank;
+# its DOM holds the numbers of the matching --json (check_report.py); a
+# reader of the demo's report sees 48 samples in 4 labels kept and the 4
+# rejected files with their reasons.
+. "$(dirname "$0")/lib.sh"
+
+command -v chromium >/dev/null 2>&1 || die "chromium is not installed (scripts/deps.sh installs it)"
+RENDER="$SHARDKIT_TOP/tests/browser/render.py"
+CHECK="$SHARDKIT_TOP/tests/browser/check_report.py"
+P="$T/pages"
+mkdir -p "$P"
+
+say "the demo data: shardcheck --report beside --json"
+"$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/raw" >/dev/null
+shardify "$T/raw" "$T/shards" --size 64 --shard-size 32K --quiet
+shardcheck --deep --source "$T/raw" --visitation 1,2,3 --fidelity 10 "$T/shards" \
+    --report "$P/check.html" --json >"$T/check.json" || die "the demo data does not verify"
+[ -s "$P/check.html" ] || die "no report written"
+# what a reader must find, without JSON
+grep -qF '48 samples in 4 labels kept, 4 files rejected' "$P/check.html" ||
+    die "the verdict does not say what was kept"
+
+say "--report: a page that cannot be written is a usage error, before any work"
+must_fail 2 shardcheck "$T/shards" --report "$T/no/such/dir/r.html"
+must_say "--report: cannot write '$T/no/such/dir/r.html'" "$T/err"
+[ ! -e "$T/no" ] || die "something was created"
+must_fail 2 shardcheck "$T/shards" --report
+say "a dataset that cannot be read gets no page"
+must_fail 1 shardcheck "$T/nothing-here" --report "$P/none.html"
+[ ! -e "$P/none.html" ] || die "a page for a dataset that was not checked"
+
+say "a damaged dataset: its problems, and the label whose counts differ"
+cp -R "$T/shards" "$T/bad"
+"$PYTHON" - "$T/bad/manifest.json" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+by = m["counts"]["by_label"]
+by["apple"] += 1          # still adds up to counts.samples, no longer to the shards
+by["boat"] -= 1
+json.dump(m, open(sys.argv[1], "w"), indent=2)
+EOF
+cp -R "$T/raw" "$T/raw2"
+rm "$T/raw2/cloud/img_038.png"
+must_fail 1 shardcheck --source "$T/raw2" "$T/bad" --report "$P/bad.html" --json
+mv "$T/stdout" "$T/bad.json"
+[ "$(json "$T/bad.json" '[l["label"] for l in d["labels"] if l["differs"]]')" = "['apple', 'boat', 'cloud']" ] ||
+    die "labels that differ: $(json "$T/bad.json" 'd["labels"]')"
+
+say "keys that are markup, quotes and bytes that are not UTF-8 show as text"
+H="$T/hostile"
+mkdir -p "$H/<b>lab'el\"&amp;"
+label="$H/<b>lab'el\"&amp;"
+cp "$T/raw/apple/img_004.png" "$label/<script>alert(1)<!--.png"
+cp "$T/raw/apple/img_004.png" "$label/q\"uo'te &amp; .png"
+cp "$T/raw/apple/img_004.png" "$label/$(printf 'bytes-\377\376-\033.png')"
+: >"$label/<img src=x onerror=alert(1)>.jpg"
+shardify "$H" "$T/hshards" --size 32 --quiet
+shardcheck --source "$H" --fidelity 3 "$T/hshards" --report "$P/hostile.html" --json \
+    >"$T/hostile.json" || die "the hostile dataset does not verify"
+grep -q '<script>alert' "$P/hostile.html" && die "a key's markup reached the page as markup"
+# a problem that names such a key
+rm "$label/<script>alert(1)<!--.png"
+must_fail 1 shardcheck --source "$H" "$T/hshards" --report "$P/hostile-bad.html" --json
+mv "$T/stdout" "$T/hostile-bad.json"
+must_say "&lt;script&gt;alert(1)&lt;!--.png" "$P/hostile-bad.html"
+
+say "every page in Chromium: no console message, error or request; fits a phone; prints"
+"$PYTHON" "$RENDER" "$T/out" "$P"/*.html >"$T/render.out" || { cat "$T/render.out" >&2; die "a page did not render"; }
+"$PYTHON" "$CHECK" page "$T/render.out" || die "a page misbehaved in the browser"
+
+say "each page holds the numbers of its --json"
+"$PYTHON" "$CHECK" shardcheck "$T/out/check.dom.html" "$T/check.json" || die "check.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/bad.dom.html" "$T/bad.json" || die "bad.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/hostile.dom.html" "$T/hostile.json" || die "hostile.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/hostile-bad.dom.html" "$T/hostile-bad.json" || die "hostile-bad.html"
+
+say "what a reader of the demo's report sees"
+"$PYTHON" "$CHECK" text "$T/out/check.dom.html" \
+    "48 samples in 4 labels kept, 4 files rejected" \
+    "apple/truncated.jpgtruncated JPEG" "boat/empty.jpgnot an image: empty file" \
+    "cloud/notes.jpgnot an image: unknown signature" \
+    "dune/badcrc.pngcorrupt PNG: IDA[AB]: invalid chunk type" || die "the demo's report"
+"$PYTHON" "$CHECK" text "$T/out/hostile.dom.html" "<script>alert(1)<!--.png" \
+    "q\"uo'te &amp; .png" "bytes-\\xff\\xfe-\\x1b.png" "<img src=x onerror=alert(1)>.jpg" \
+    "<b>lab'el\"&amp;" || die "hostile keys are not shown as text"
+"$PYTHON" "$CHECK" text "$T/out/bad.dom.html" "Not verified" "counts.by_label['apple']" ||
+    die "the damaged dataset's report"
+
+say "the checks can fail: a number changed in the DOM is caught"
+sed 's/data-value="12"/data-value="13"/' "$T/out/check.dom.html" >"$T/changed.dom.html"
+"$PYTHON" "$CHECK" shardcheck "$T/changed.dom.html" "$T/check.json" 2>"$T/err" &&
+    die "a changed label count passed"
+must_say "label 'apple': bars [13.0, 13.0]" "$T/err"
+echo '{"file": "x", "console": [{"type": "error", "text": "boom"}], "exceptions": [], "log": [], "requests": ["http://192.0.2.1/"], "scripts": 0, "images": 0, "phone_overflow_px": 30, "pdf_pages": 1, "screenshot": "'"$T/out/check.png"'", "full_screenshot": "'"$T/out/check.png"'", "phone_screenshot": "'"$T/out/check.png"'"}' >"$T/fake.out"
+"$PYTHON" "$CHECK" page "$T/fake.out" 2>"$T/err" && die "a page with errors passed"
+must_say "console messages" "$T/err"
+must_say "network requests ['http://192.0.2.1/']" "$T/err"
+must_say "30 px wider than a phone" "$T/err"
+"$PYTHON" -c 'from PIL import Image; Image.new("RGB", (300, 200), "white").save("'"$T/blank.png"'")'
+echo '{"file": "x", "console": [], "exceptions": [], "log": [], "requests": [], "scripts": 0, "images": 0, "phone_overflow_px": 0, "pdf_pages": 1, "screenshot": "'"$T/blank.png"'", "full_screenshot": "'"$T/out/check.png"'", "phone_screenshot": "'"$T/out/check.png"'"}' >"$T/fake.out"
+"$PYTHON" "$CHECK" page "$T/fake.out" 2>"$T/err" && die "a blank screenshot passed"
+must_say "looks blank" "$T/err"
+
+echo "test_reports: ok"

@@ -22,7 +22,7 @@
 #define PLOT_LEFT 58.0      /* room for the y axis' numbers */
 #define PLOT_RIGHT 16.0
 #define DEFAULT_PLOT_H 200.0
-#define VALUES_SHOWN 24     /* a line writes each value when it has at most this many points */
+#define VALUES_SHOWN 12     /* a line writes each value when it has at most this many points */
 #define GOLDEN 0.6180339887498949
 
 /* ---- text ------------------------------------------------------------------------- */
@@ -131,6 +131,13 @@ static void text_at(FILE *out, double x, double y, const char *anchor, const cha
     fputc('>', out);
     html_text(out, text);
     fputs("</text>\n", out);
+}
+
+/* The words at a marked line: right of it, or left of it near the right edge. */
+static void mark_label(FILE *out, double x, double y, const char *text)
+{
+    int left = x + 4 + CHAR_W * (double)display_chars(text, strlen(text)) > CHART_WIDTH;
+    text_at(out, left ? x - 4 : x + 4, y, left ? "end" : NULL, "bad", text);
 }
 
 /* <g class=CSS data-value=V> <title>TITLE</title>: the caller closes it. */
@@ -430,7 +437,7 @@ void chart_histogram(FILE *out, const struct chart_histogram *c)
         fprintf(out, "<line class=\"mark-line\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                 x, top - 6, x, top + plot_h);
         if (c->mark_label)
-            text_at(out, x + 4, top - 10 + 12, NULL, "bad", c->mark_label);
+            mark_label(out, x, top + 2, c->mark_label);
     }
     if (c->x_label)
         text_at(out, (x0 + x1) / 2, top + plot_h + 32, "middle", NULL, c->x_label);
@@ -613,7 +620,7 @@ void chart_strip(FILE *out, const struct chart_strip *c)
         fprintf(out, "<line class=\"mark-line\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                 x, top - 8, x, top + plot_h);
         if (c->threshold_label)
-            text_at(out, x + 4, top - 8, NULL, "bad", c->threshold_label);
+            mark_label(out, x, top - 8, c->threshold_label);
     }
     if (infinite) {
         double cx = x1 + inf_w / 2;

@@ -2,9 +2,7 @@
  * experiment as its source.  The flow: options (options.c), shard_verify()
  * (the library), what the dataset holds (summary.c, for --json and
  * --report), the report (report_text.c, report_json.c, report_html.c). */
-#include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "cli.h"
 #include "options.h"
@@ -13,20 +11,9 @@
 
 #define PROG "shardcheck"
 
-/* The HTML report into `path`.  CLI_EXIT_OK or CLI_EXIT_FAILED (said). */
-static int write_page(const char *path, const struct report *r)
+static void write_page(FILE *out, const void *report)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "%s: cannot write '%s': %s\n", PROG, path, strerror(errno));
-        return CLI_EXIT_FAILED;
-    }
-    report_write_html(r, f);
-    if (ferror(f) | fclose(f)) {
-        fprintf(stderr, "%s: cannot write '%s': %s\n", PROG, path, strerror(errno));
-        return CLI_EXIT_FAILED;
-    }
-    return CLI_EXIT_OK;
+    report_write_html(report, out);
 }
 
 int main(int argc, char **argv)
@@ -54,7 +41,7 @@ int main(int argc, char **argv)
     else
         report_write_text(&r, stdout);
     rc = report_problem_total(&r) ? CLI_EXIT_FAILED : CLI_EXIT_OK;
-    if (o.report_file && write_page(o.report_file, &r))
+    if (o.report_file && cli_write_file(PROG, o.report_file, write_page, &r))
         rc = CLI_EXIT_FAILED;
     if (o.json || o.report_file)
         summary_release(&summary);

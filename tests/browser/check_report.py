@@ -386,7 +386,8 @@ def check_shardbench(dom, js):
                "ratio shown %s, JSON %s" % (ratio.attrs["data-value"], d["ratio"]))
     cmd = doc.by_id("command").text()
     expect(cmd == d["command"], "command shown '%s', JSON '%s'" % (cmd, d["command"]))
-    machine = {r[0].text(): r[1].text() for r in table_rows(doc, "machine-table")}
+    machine = {tr.attrs.get("data-key"): tr.all("td")[1].text()
+               for tr in doc.by_id("machine-table").all("tr") if tr.attrs.get("data-key")}
     for k, v in d["machine"].items():
         expect(machine.get(k) == str(v), "machine %s: shown '%s', JSON '%s'" % (
             k, machine.get(k), v))

@@ -8,7 +8,8 @@
 # runs no script, fits a phone and prints; its screenshots are not blank;
 # its DOM holds the numbers of the matching --json (check_report.py); a
 # reader of the demo's report sees 48 samples in 4 labels kept and the 4
-# rejected files with their reasons.
+# rejected files with their reasons.  (Over HTTP, with nginx on loopback,
+# when nginx is installed.)
 . "$(dirname "$0")/lib.sh"
 
 command -v chromium >/dev/null 2>&1 || die "chromium is not installed (scripts/deps.sh installs it)"
@@ -71,6 +72,35 @@ must_fail 1 shardcheck --source "$H" "$T/hshards" --report "$P/hostile-bad.html"
 mv "$T/stdout" "$T/hostile-bad.json"
 must_say "&lt;script&gt;alert(1)&lt;!--.png" "$P/hostile-bad.html"
 
+say "shardbench compare --report: files against shards with a consumer step"
+cp -R "$T/raw" "$T/clean"
+rm "$T/clean/apple/truncated.jpg" "$T/clean/boat/empty.jpg" "$T/clean/cloud/notes.jpg" \
+    "$T/clean/dune/badcrc.png"
+shardbench compare "$T/clean" "$T/shards" --epochs 3 --batch 8 --threads 2 --step-ms 1 \
+    --report "$P/bench.html" --json >"$T/bench.json" || die "shardbench compare failed"
+[ "$(json "$T/bench.json" 'len(d["files"]["wait_over_time"]) > 0, sum(d["shards"]["batch_latency_histogram"]["counts"]) == d["shards"]["first_epoch"]["batches"] + d["shards"]["steady"]["batches"]')" = "(True, True)" ] ||
+    die "the latencies and waits of every batch: $(cat "$T/bench.json")"
+[ "$(json "$T/bench.json" 'd["command"]')" = "shardbench compare $T/clean $T/shards --epochs 3 --batch 8 --threads 2 --step-ms 1 --report $P/bench.html --json" ] ||
+    die "command: $(json "$T/bench.json" 'd["command"]')"
+shardbench files "$T/clean" --epochs 1 --limit 20 --report "$P/bench-files.html" --json \
+    >"$T/bench-files.json" || die "shardbench files failed"
+must_fail 2 shardbench roofline --bandwidth 1GB/s --intensity 1 --peak 1GFLOP/s --report "$P/x.html"
+must_say "--report belongs to files, shards and compare" "$T/err"
+must_fail 2 shardbench shards "$T/shards" --report "$T/no/such/dir/r.html"
+must_say "--report: cannot write '$T/no/such/dir/r.html'" "$T/err"
+
+remote=0
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    say "shardbench shards --report over HTTP: requests and bytes"
+    HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
+    trap '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+    U=$("$HTTP_SERVER" start "$T/http" shards="$T/shards") || die "cannot start nginx"
+    shardbench shards "$U/shards" --epochs 2 --rtt 1 --window 16K --report "$P/bench-remote.html" \
+        --json >"$T/bench-remote.json" || die "shardbench over HTTP failed"
+    "$HTTP_SERVER" stop "$T/http" >/dev/null
+    remote=1
+fi
+
 say "every page in Chromium: no console message, error or request; fits a phone; prints"
 "$PYTHON" "$RENDER" "$T/out" "$P"/*.html >"$T/render.out" || { cat "$T/render.out" >&2; die "a page did not render"; }
 "$PYTHON" "$CHECK" page "$T/render.out" || die "a page misbehaved in the browser"
@@ -80,6 +110,16 @@ say "each page holds the numbers of its --json"
 "$PYTHON" "$CHECK" shardcheck "$T/out/bad.dom.html" "$T/bad.json" || die "bad.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile.dom.html" "$T/hostile.json" || die "hostile.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile-bad.dom.html" "$T/hostile-bad.json" || die "hostile-bad.html"
+
+"$PYTHON" "$CHECK" shardbench "$T/out/bench.dom.html" "$T/bench.json" || die "bench.html"
+"$PYTHON" "$CHECK" shardbench "$T/out/bench-files.dom.html" "$T/bench-files.json" ||
+    die "bench-files.html"
+if [ $remote -eq 1 ]; then
+    "$PYTHON" "$CHECK" shardbench "$T/out/bench-remote.dom.html" "$T/bench-remote.json" ||
+        die "bench-remote.html"
+    "$PYTHON" "$CHECK" text "$T/out/bench-remote.dom.html" "(HTTP)" \
+        "a simulated round trip of 1 ms before every request" || die "the remote run's page"
+fi
 
 say "what a reader of the demo's report sees"
 "$PYTHON" "$CHECK" text "$T/out/check.dom.html" \

@@ -1,9 +1,10 @@
 /* test_html.c - what the tools' HTML reports are made of (cmd/common):
  * text from outside is escaped (markup, quotes, bytes that are not UTF-8),
  * numbers read back exactly, histogram bins have round edges and count
- * every value once, axis ticks are round and cover the range, and every
- * chart carries each of its numbers as text and as data at its mark, with
- * balanced markup, for any input (empty, NaN, infinite, hostile names). */
+ * every value once, axis ticks are round and cover the range, every chart
+ * carries each of its numbers as text and as data at its mark, with
+ * balanced markup, for any input (empty, NaN, infinite, hostile names), and
+ * the command a report shows is quoted as a shell reads it back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 
 #include "chart.h"
+#include "cli.h"
 #include "histogram.h"
 #include "html.h"
 
@@ -481,6 +483,23 @@ static void test_a_strip_puts_infinite_values_apart_and_failed_ones_in_red(void 
     free(cap.text);
 }
 
+/* ---- the command a report shows ------------------------------------------------------ */
+
+static void test_a_command_line_is_quoted_as_a_shell_reads_it_back(void **state)
+{
+    (void)state;
+    char *argv[] = {"shardbench", "compare", "/data/raw", "my dir/it's", "--step-ms", "2.5",
+                    "", "a\xff" "b\tc\\d'e", "\xc3\xa9t\xc3\xa9"};
+    char *line = cli_command_line(9, argv);
+    assert_non_null(line);
+    assert_string_equal(line, "shardbench compare /data/raw 'my dir/it'\\''s' --step-ms 2.5 '' "
+                              "$'a\\xffb\\x09c\\\\d\\'e' '\xc3\xa9t\xc3\xa9'");
+    free(line);
+    line = cli_command_line(0, argv);
+    assert_string_equal(line, "");
+    free(line);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -497,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_a_histogram_draws_each_bin_with_its_count),
         cmocka_unit_test(test_a_line_breaks_at_missing_values_and_names_its_points),
         cmocka_unit_test(test_a_strip_puts_infinite_values_apart_and_failed_ones_in_red),
+        cmocka_unit_test(test_a_command_line_is_quoted_as_a_shell_reads_it_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

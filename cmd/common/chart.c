@@ -92,7 +92,8 @@ static void value_text(double v, int decimals, char *buf, size_t size)
 
 /* ---- the frame ------------------------------------------------------------------------- */
 
-static void figure_begin(FILE *out, const char *id, const char *caption, double height)
+static void figure_begin(FILE *out, const char *id, const char *caption, double width,
+                         double height)
 {
     fputs("<figure id=\"", out);
     html_text(out, id);
@@ -100,7 +101,7 @@ static void figure_begin(FILE *out, const char *id, const char *caption, double 
     html_text(out, caption);
     fprintf(out, "</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 %d %.0f\" role=\"img\" "
                  "aria-label=\"",
-            CHART_WIDTH, ceil(height));
+            (int)width, ceil(height));
     html_text(out, caption);
     fputs("\">\n", out);
 }
@@ -113,7 +114,7 @@ static void figure_end(FILE *out)
 /* A figure that has nothing to draw says so. */
 static void figure_empty(FILE *out, const char *id, const char *caption, const char *why)
 {
-    figure_begin(out, id, caption, 30);
+    figure_begin(out, id, caption, CHART_WIDTH, 30);
     fputs("<text class=\"tick\" x=\"8\" y=\"20\">", out);
     html_text(out, why);
     fputs("</text>\n", out);
@@ -133,7 +134,8 @@ static void text_at(FILE *out, double x, double y, const char *anchor, const cha
     fputs("</text>\n", out);
 }
 
-/* The words at a marked line: right of it, or left of it near the right edge. */
+/* The words at a marked line: right of it, or left of it near the right
+ * edge (of a chart CHART_WIDTH wide: histograms and strips are). */
 static void mark_label(FILE *out, double x, double y, const char *text)
 {
     int left = x + 4 + CHAR_W * (double)display_chars(text, strlen(text)) > CHART_WIDTH;
@@ -250,7 +252,7 @@ void chart_bars(FILE *out, const struct chart_bars *c)
     double axis_max = zero_based_ticks(max, 6, ticks, &nt);
     double scale = (x1 - x0) / axis_max;
 
-    figure_begin(out, c->id, c->caption, top + plot_h + AXIS_H);
+    figure_begin(out, c->id, c->caption, CHART_WIDTH, top + plot_h + AXIS_H);
     if (has_legend)
         legend(out, series, c->series_names, flag_note);
     /* whole values get whole ticks */
@@ -396,7 +398,7 @@ void chart_histogram(FILE *out, const struct chart_histogram *c)
     double axis_max = zero_based_ticks((double)max, 5, ticks, &nt);
     char lo[32], hi[32], buf[32];
 
-    figure_begin(out, c->id, c->caption, top + plot_h + AXIS_H + 12);
+    figure_begin(out, c->id, c->caption, CHART_WIDTH, top + plot_h + AXIS_H + 12);
     if (c->y_label)
         text_at(out, 4, 12, NULL, "tick", c->y_label);
     y_axis(out, ticks, nt, axis_max, top, plot_h, x0, x1, 1);
@@ -463,7 +465,8 @@ void chart_line(FILE *out, const struct chart_line *c)
         return;
     }
     double top = 24, plot_h = c->height > 0 ? c->height : DEFAULT_PLOT_H;
-    double x0 = PLOT_LEFT, x1 = CHART_WIDTH - PLOT_RIGHT;
+    double width = c->width > 0 ? c->width : CHART_WIDTH;
+    double x0 = PLOT_LEFT, x1 = width - PLOT_RIGHT;
     double ticks[MAX_TICKS], xticks[MAX_TICKS];
     size_t nt = chart_ticks(ymin, ymax > ymin ? ymax : ymin + 1, plot_h < 120 ? 3 : 5, ticks,
                             MAX_TICKS);
@@ -482,7 +485,7 @@ void chart_line(FILE *out, const struct chart_line *c)
 #define PY(v) (top + plot_h - ((v) - axis_lo) / (axis_hi - axis_lo) * plot_h)
     char buf[64];
 
-    figure_begin(out, c->id, c->caption, top + plot_h + AXIS_H + 12);
+    figure_begin(out, c->id, c->caption, width, top + plot_h + AXIS_H + 12);
     if (c->y_label)
         text_at(out, 4, 12, NULL, "tick", c->y_label);
     for (size_t i = 0; i < nt; i++) {
@@ -606,7 +609,7 @@ void chart_strip(FILE *out, const struct chart_strip *c)
     char buf[64];
 #define SX(v) (x0 + ((v) - alo) / (ahi - alo) * (x1 - x0))
 
-    figure_begin(out, c->id, c->caption, top + plot_h + AXIS_H + 8);
+    figure_begin(out, c->id, c->caption, CHART_WIDTH, top + plot_h + AXIS_H + 8);
     fprintf(out, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0,
             top + plot_h, x1, top + plot_h);
     for (size_t i = 0; i < nt; i++) {

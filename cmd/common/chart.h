@@ -71,6 +71,9 @@ struct chart_line {
     int columns;                      /* columns instead of a line */
     int decimals;                     /* of the values written */
     int height;                       /* of the plot in viewBox units; 0: the default */
+    int width;                        /* of the chart; 0: CHART_WIDTH (a small chart meant
+                                       * to sit beside others, e.g. 360, keeps its text
+                                       * readable when the page shrinks it) */
 };
 void chart_line(FILE *out, const struct chart_line *c);
 

@@ -53,6 +53,8 @@ static const char style[] =
     "border-radius:4px}\n"
     ".ok{color:var(--ok)}.bad{color:var(--bad)}.warn{color:var(--warn)}\n"
     "figure{margin:14px 0 18px;break-inside:avoid}\n"
+    ".trends{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));"
+    "gap:0 18px}\n"
     "figcaption{font-size:.9rem;margin-bottom:4px}\n"
     "svg.chart{display:block;width:100%;height:auto}\n"
     "svg.chart text{font-size:12px;fill:var(--fg);"

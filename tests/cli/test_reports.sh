@@ -101,6 +101,56 @@ if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
     remote=1
 fi
 
+say "the nightly job: a report per version and ROOT/index.html, the history of its runs"
+NIGHTLY="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
+ROOT="$T/root"
+nightly() {  # EXPECTED_STATUS [VAR=VALUE...]
+    want=$1; shift
+    set +e
+    env SHARDKIT_BIN="$SHARDKIT_BIN" SHARDKIT_SRC="$T/nsrc" SHARDKIT_ROOT="$ROOT" \
+        SHARDKIT_OPTIONS="--size 32 --shard-size 32K" "$@" sh "$NIGHTLY" >/dev/null 2>"$T/nightly.err"
+    got=$?
+    set -e
+    [ "$got" -eq "$want" ] || { cat "$T/nightly.err" >&2; die "nightly exited $got, expected $want"; }
+    sleep 1  # the next run gets a stamp of its own
+}
+cp -R "$T/raw" "$T/nsrc"
+nightly 0
+cp "$T/raw/apple/img_004.png" "$T/nsrc/apple/extra.png"
+nightly 3 SHARDKIT_NIGHTLY_BEFORE_CHECK="exit 1"
+nightly 0
+[ -f "$ROOT/index.html" ] || die "the nightly job wrote no index"
+runs=$(cd "$ROOT/runs" && ls | grep -c '^[0-9TZ-]*\.json$')
+[ "$runs" -eq 3 ] || die "$runs run records"
+reports=$(cd "$ROOT/runs" && ls | grep -c '\.html$')
+[ "$reports" -eq 2 ] || die "$reports report pages: one per checked version expected"
+last=$(json "$ROOT/runs/latest.json" 'd["run"]')
+[ "$(json "$ROOT/runs/latest.json" 'd["report"]')" = "runs/$last.html" ] || die "the record names no report"
+cp "$ROOT/index.html" "$P/index.html"
+cp "$ROOT/runs/$last.html" "$P/nightly-version.html"
+cp "$ROOT/runs/$last.shardcheck.json" "$T/nightly-version.json"
+ls -a "$ROOT" | grep -q '\.tmp' && die "a temporary was left in ROOT"
+
+say "shardreport: --json, --out, an unreadable record, usage errors"
+shardreport nightly "$ROOT" --json >"$T/index.json"
+[ "$(json "$T/index.json" '[(r["status"], r["samples"]) for r in d["runs"]]')" = "[('published', 48), ('check_failed', 49), ('published', 49)]" ] ||
+    die "index rows: $(cat "$T/index.json")"
+echo '{"run": "x", "status": ' >"$ROOT/runs/20000101T000000Z.json"
+must_fail 1 shardreport nightly "$ROOT" --out "$T/index2.html"
+must_say "cannot read run record '$ROOT/runs/20000101T000000Z.json': not JSON" "$T/err"
+must_say "20000101T000000Z     unreadable" "$T/stdout"
+grep -qF '<td class="bad">unreadable</td>' "$T/index2.html" || die "the unreadable record has no row"
+rm "$ROOT/runs/20000101T000000Z.json"
+must_fail 2 shardreport nightly
+must_fail 2 shardreport weekly "$ROOT"
+must_fail 2 shardreport nightly "$ROOT" --out "$T/no/such/dir/x.html"
+must_fail 1 shardreport nightly "$T/nothing-here"
+mkdir "$T/linked"
+ln -s "$ROOT/runs" "$T/linked/runs"
+must_fail 1 shardreport nightly "$T/linked"
+must_say "cannot read '$T/linked/runs'" "$T/err"
+[ ! -e "$T/linked/index.html" ] || die "an index for a ROOT whose runs/ is a link"
+
 say "every page in Chromium: no console message, error or request; fits a phone; prints"
 "$PYTHON" "$RENDER" "$T/out" "$P"/*.html >"$T/render.out" || { cat "$T/render.out" >&2; die "a page did not render"; }
 "$PYTHON" "$CHECK" page "$T/render.out" || die "a page misbehaved in the browser"
@@ -121,6 +171,10 @@ if [ $remote -eq 1 ]; then
         "a simulated round trip of 1 ms before every request" || die "the remote run's page"
 fi
 
+"$PYTHON" "$CHECK" nightly "$T/out/index.dom.html" "$ROOT" || die "index.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/nightly-version.dom.html" "$T/nightly-version.json" ||
+    die "the nightly version's report"
+
 say "what a reader of the demo's report sees"
 "$PYTHON" "$CHECK" text "$T/out/check.dom.html" \
     "48 samples in 4 labels kept, 4 files rejected" \
@@ -138,6 +192,9 @@ sed 's/data-value="12"/data-value="13"/' "$T/out/check.dom.html" >"$T/changed.do
 "$PYTHON" "$CHECK" shardcheck "$T/changed.dom.html" "$T/check.json" 2>"$T/err" &&
     die "a changed label count passed"
 must_say "label 'apple': bars [13.0, 13.0]" "$T/err"
+sed 's/data-value="48"/data-value="47"/' "$T/out/index.dom.html" >"$T/changed.dom.html"
+"$PYTHON" "$CHECK" nightly "$T/changed.dom.html" "$ROOT" 2>"$T/err" && die "a changed run passed"
+must_say "samples: shown 47" "$T/err"
 echo '{"file": "x", "console": [{"type": "error", "text": "boom"}], "exceptions": [], "log": [], "requests": ["http://192.0.2.1/"], "scripts": 0, "images": 0, "phone_overflow_px": 30, "pdf_pages": 1, "screenshot": "'"$T/out/check.png"'", "full_screenshot": "'"$T/out/check.png"'", "phone_screenshot": "'"$T/out/check.png"'"}' >"$T/fake.out"
 "$PYTHON" "$CHECK" page "$T/fake.out" 2>"$T/err" && die "a page with errors passed"
 must_say "console messages" "$T/err"

@@ -51,8 +51,8 @@ UNIT_HELPERS := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
 .SECONDEXPANSION:
 
-.PHONY: all deps build check test _test demo _demo bench sanitize _sanitize fuzz install \
-        uninstall clean
+.PHONY: all deps build check test _test demo _demo bench screenshots sanitize _sanitize fuzz \
+        install uninstall clean
 
 all: build
 
@@ -190,6 +190,12 @@ _demo: build
 bench: deps
 	@$(MAKE) --no-print-directory build $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
 	@bench/run.sh $(BUILD)
+
+# The screenshots of the HTML reports in docs/ (README.md shows them), made
+# from the demo data in headless Chromium.
+screenshots: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/report_screenshots.sh $(BUILD)
 
 # The resampler comparison links the libraries it compares against (libyuv,
 # libswscale); the shardkit library itself needs neither.

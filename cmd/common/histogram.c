@@ -40,11 +40,15 @@ static int counted(double v, enum cli_scale scale)
 }
 
 /* Linear edges: `bins` steps from a multiple of the step at or below lo,
- * the last edge at or above hi.  Returns the bin count. */
-static size_t linear_edges(double lo, double hi, size_t max_bins, double *first, double *step)
+ * the last edge at or above hi; whole values get steps of at least 1.
+ * Returns the bin count. */
+static size_t linear_edges(double lo, double hi, size_t max_bins, int whole, double *first,
+                           double *step)
 {
     double s = hi > lo ? cli_nice_step((hi - lo) / (double)max_bins)
                        : cli_nice_step(lo != 0 ? fabs(lo) / 10 : 1);
+    if (whole && s < 1)
+        s = 1;
     for (;;) {
         double f = floor(lo / s) * s;
         size_t bins = (size_t)ceil((hi - f) / s);
@@ -98,6 +102,7 @@ int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_
     if (max_bins > CLI_HISTOGRAM_MAX_BINS)
         max_bins = CLI_HISTOGRAM_MAX_BINS;
     double lo = INFINITY, hi = -INFINITY;
+    int whole = 1;  /* every value a whole number (counts, bytes) */
     for (size_t i = 0; i < n; i++) {
         if (!counted(v[i], scale)) {
             h->skipped++;
@@ -105,6 +110,7 @@ int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_
         }
         lo = v[i] < lo ? v[i] : lo;
         hi = v[i] > hi ? v[i] : hi;
+        whole &= v[i] == floor(v[i]);
     }
     if (h->skipped == n)
         return 0;
@@ -124,7 +130,7 @@ int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_
             h->scale = CLI_SCALE_LINEAR;
     }
     if (h->scale == CLI_SCALE_LINEAR)
-        bins = linear_edges(lo, hi, max_bins, &first, &step);
+        bins = linear_edges(lo, hi, max_bins, whole, &first, &step);
     h->edges = malloc((bins + 1) * sizeof *h->edges);
     h->counts = calloc(bins, sizeof *h->counts);
     if (!h->edges || !h->counts) {

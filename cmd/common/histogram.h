@@ -3,8 +3,8 @@
  * both show the same counts.
  *
  * Edges are "nice" numbers a reader can take in at a glance: linear bins are
- * a step of 1, 2 or 5 times a power of ten wide and start at a multiple of
- * it; log bins run 1, 2, 5, 10, 20, 50, ... (times a power of ten), for
+ * a step of 1, 2 or 5 times a power of ten wide (at least 1 when every
+ * value is a whole number) and start at a multiple of it; log bins run 1, 2, 5, 10, 20, 50, ... (times a power of ten), for
  * values spread over decades (latencies). */
 #ifndef SHARDKIT_CLI_HISTOGRAM_H
 #define SHARDKIT_CLI_HISTOGRAM_H

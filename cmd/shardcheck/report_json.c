@@ -183,6 +183,6 @@ void report_write_json(const struct report *rep, FILE *out)
     if (r->label_tally_count)
         json_object_set_new(o, "labels", labels_json(rep));
     if (rep->dataset)
-        json_object_set_new(o, "dataset", dataset_json(rep->dataset));
+        json_object_set_new(o, "contents", dataset_json(rep->dataset));
     cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }

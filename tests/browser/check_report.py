@@ -255,7 +255,7 @@ def check_shardcheck(dom, js):
     expect(head.startswith("Verified") if d["verified"] else
            head.startswith("Not verified: %d problem" % d["problem_count"]),
            "verdict reads '%s'" % head)
-    ds = d.get("dataset")
+    ds = d.get("contents")
     if ds:
         c = ds["counts"]
         want = "%d sample%s in %d label%s kept, %d file%s rejected, %d ignored" % (

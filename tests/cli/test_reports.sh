@@ -24,6 +24,8 @@ shardify "$T/raw" "$T/shards" --size 64 --shard-size 32K --quiet
 shardcheck --deep --source "$T/raw" --visitation 1,2,3 --fidelity 10 "$T/shards" \
     --report "$P/check.html" --json >"$T/check.json" || die "the demo data does not verify"
 [ -s "$P/check.html" ] || die "no report written"
+[ "$(json "$T/check.json" 'd["dataset"], d["contents"]["counts"]["samples"]')" = "('$T/shards', 48)" ] ||
+    die "--json: dataset is the path, contents what it holds"
 # what a reader must find, without JSON
 grep -qF '48 samples in 4 labels kept, 4 files rejected' "$P/check.html" ||
     die "the verdict does not say what was kept"
@@ -53,6 +55,13 @@ must_fail 1 shardcheck --source "$T/raw2" "$T/bad" --report "$P/bad.html" --json
 mv "$T/stdout" "$T/bad.json"
 [ "$(json "$T/bad.json" '[l["label"] for l in d["labels"] if l["differs"]]')" = "['apple', 'boat', 'cloud']" ] ||
     die "labels that differ: $(json "$T/bad.json" 'd["labels"]')"
+
+say "a manifest that cannot be read: the page holds the verdict and the problem"
+cp -R "$T/shards" "$T/nomanifest"
+echo '{"format": "shardkit", "version": 1' >"$T/nomanifest/manifest.json"
+must_fail 1 shardcheck "$T/nomanifest" --report "$P/nomanifest.html" --json
+mv "$T/stdout" "$T/nomanifest.json"
+must_say "Not verified: 1 problem" "$P/nomanifest.html"
 
 say "keys that are markup, quotes and bytes that are not UTF-8 show as text"
 H="$T/hostile"
@@ -158,6 +167,8 @@ say "every page in Chromium: no console message, error or request; fits a phone;
 say "each page holds the numbers of its --json"
 "$PYTHON" "$CHECK" shardcheck "$T/out/check.dom.html" "$T/check.json" || die "check.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/bad.dom.html" "$T/bad.json" || die "bad.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/nomanifest.dom.html" "$T/nomanifest.json" ||
+    die "nomanifest.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile.dom.html" "$T/hostile.json" || die "hostile.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile-bad.dom.html" "$T/hostile-bad.json" || die "hostile-bad.html"
 

@@ -228,6 +228,19 @@ static void test_equal_empty_and_non_finite_values_are_binned_sensibly(void **st
     assert_int_equal(h.counts[0], 3);
     assert_true(h.edges[0] <= 224 && h.edges[1] > 224);
     cli_histogram_release(&h);
+    double ones[] = {1, 1, 1};  /* whole numbers: a bin of at least 1, not [1, 1.1) */
+    assert_int_equal(cli_histogram_make(&h, ones, 3, 30, CLI_SCALE_LINEAR), 0);
+    assert_true(h.bins == 1 && h.edges[0] == 1 && h.edges[1] == 2);
+    cli_histogram_release(&h);
+    double halves[] = {2.5, 2.5};
+    assert_int_equal(cli_histogram_make(&h, halves, 2, 30, CLI_SCALE_LINEAR), 0);
+    assert_true(h.edges[0] <= 2.5 && h.edges[1] > 2.5 && h.edges[1] - h.edges[0] < 1);
+    cli_histogram_release(&h);
+    double few[] = {1, 2, 3};  /* whole numbers never get fractional bins */
+    assert_int_equal(cli_histogram_make(&h, few, 3, 30, CLI_SCALE_LINEAR), 0);
+    assert_true(h.edges[1] - h.edges[0] == 1);
+    assert_histogram_holds(&h, few, 3);
+    cli_histogram_release(&h);
 
     assert_int_equal(cli_histogram_make(&h, NULL, 0, 30, CLI_SCALE_LINEAR), 0);
     assert_int_equal(h.bins, 0);

@@ -13,41 +13,46 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-screenshots.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# relative names, so that the pages show no machine's paths
+cd "$work"
+PATH="$bin:$PATH"
+
 echo "== the demo data, its shardcheck report"
-"$PYTHON" "$top/examples/make_demo_data.py" "$work/raw" >/dev/null
-"$bin/shardify" "$work/raw" "$work/shards" --size 224 --shard-size 96K --quiet
-"$bin/shardcheck" --deep --source "$work/raw" --visitation 1,2,3 --fidelity 10 "$work/shards" \
-    --report "$work/shardcheck.html" >/dev/null
+"$PYTHON" "$top/examples/make_demo_data.py" raw >/dev/null
+shardify raw shards --size 224 --shard-size 96K --quiet
+shardcheck --deep --source raw --visitation 1,2,3 --fidelity 10 shards \
+    --report shardcheck.html >/dev/null
 
 echo "== shardbench compare, with a consumer step"
-cp -R "$work/raw" "$work/clean"
-rm "$work/clean/apple/truncated.jpg" "$work/clean/boat/empty.jpg" "$work/clean/cloud/notes.jpg" \
-    "$work/clean/dune/badcrc.png"
-"$bin/shardbench" compare "$work/clean" "$work/shards" --epochs 3 --batch 8 --step-ms 2 \
-    --report "$work/shardbench.html" >/dev/null
+cp -R raw clean
+rm clean/apple/truncated.jpg clean/boat/empty.jpg clean/cloud/notes.jpg clean/dune/badcrc.png
+shardbench compare clean shards --epochs 3 --batch 8 --step-ms 2 --report shardbench.html \
+    >/dev/null
 
 echo "== four nightly runs, the third failing its check"
-cp -R "$work/raw" "$work/nsrc"
+cp -R raw nsrc
+mkdir root
 nightly() {
-    env SHARDKIT_BIN="$bin" SHARDKIT_SRC="$work/nsrc" SHARDKIT_ROOT="$work/root" \
+    env SHARDKIT_BIN="$bin" SHARDKIT_SRC=nsrc SHARDKIT_ROOT=root \
         SHARDKIT_OPTIONS="--size 224 --shard-size 96K" "$@" \
         sh "$top/examples/nightly/shardkit-nightly.sh" >/dev/null 2>&1 || true
     sleep 1
 }
 nightly
-cp "$work/raw/apple/img_004.png" "$work/nsrc/apple/extra_1.png"
+cp raw/apple/img_004.png nsrc/apple/extra_1.png
 nightly
-cp "$work/raw/boat/img_005.png" "$work/nsrc/boat/extra_2.png"
+cp raw/boat/img_005.png nsrc/boat/extra_2.png
 nightly SHARDKIT_NIGHTLY_BEFORE_CHECK="exit 1"
-rm "$work/nsrc/cloud/img_038.png"
+rm nsrc/cloud/img_038.png
 nightly
-cp "$work/root/index.html" "$work/nightly.html"
+# the page as shardreport writes it for a ROOT given relatively
+shardreport nightly root --out nightly.html >/dev/null
 
 echo "== rendered in Chromium"
-"$PYTHON" "$top/tests/browser/render.py" --full "$work/out" "$work/shardcheck.html" \
-    "$work/shardbench.html" "$work/nightly.html" >/dev/null
+"$PYTHON" "$top/tests/browser/render.py" --full out shardcheck.html shardbench.html nightly.html \
+    >/dev/null
 mkdir -p "$top/docs"
-"$PYTHON" - "$work/out" "$top/docs" <<'EOF'
+"$PYTHON" - out "$top/docs" <<'EOF'
 import os, sys
 from PIL import Image
 

@@ -134,6 +134,28 @@ static void problems(FILE *out, const struct report *rep)
 
 /* ---- counts and rejects ------------------------------------------------------------------ */
 
+/* The samples stored despite a decoder warning that lost no pixel data. */
+static void warned(FILE *out, const struct dataset_summary *d)
+{
+    if (!d->manifest.warned)
+        return;
+    html_section_begin(out, "warned", "Stored despite a decoder warning");
+    fputs("<p>The decoder warned about these files, but every pixel still came from the file's "
+          "own data, so they were kept.</p>\n",
+          out);
+    static const char *const head[] = {"key", "warning"};
+    html_table_begin(out, "warned-table", head, 2);
+    for (size_t i = 0; i < d->warned_count; i++) {
+        html_row_begin(out, NULL);
+        html_cell_bytes(out, d->warned[i].key, d->warned[i].key_len, 1);
+        html_cell(out, d->warned[i].warning);
+        html_row_end(out);
+    }
+    html_table_end(out);
+    more_rows(out, d->manifest.warned, d->warned_count);
+    html_section_end(out);
+}
+
 static void counts(FILE *out, const struct report *rep)
 {
     const struct dataset_summary *d = rep->dataset;
@@ -152,6 +174,9 @@ static void counts(FILE *out, const struct report *rep)
               NULL);
     html_card(out, "unlabeled", u64_text(m->unlabeled, buf, sizeof buf), "without a label",
               NULL);
+    if (m->warned)
+        html_card(out, "warned", u64_text(m->warned, buf, sizeof buf),
+                  "stored despite a decoder warning", NULL);
     html_card(out, "shards", u64_text(m->shard_count, buf, sizeof buf), "shards", NULL);
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < m->shard_count; i++)
@@ -168,6 +193,7 @@ static void counts(FILE *out, const struct report *rep)
           "a reject, with its reason. Other files are ignored.</p>\n",
           out);
     html_section_end(out);
+    warned(out, d);
     if (!m->reject_count)
         return;
     html_section_begin(out, "rejects", "Rejected files");

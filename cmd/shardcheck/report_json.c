@@ -136,17 +136,25 @@ static json_t *dataset_json(const struct dataset_summary *s)
     for (size_t i = 0; i < s->reason_count; i++)
         json_array_append_new(reasons, json_pack("{s:s, s:I}", "reason", s->reasons[i].reason,
                                                  "count", (json_int_t)s->reasons[i].count));
+    json_t *warned = json_array();
+    for (size_t i = 0; i < s->warned_count; i++) {
+        json_t *o = json_object();
+        shard_json_set_key(o, s->warned[i].key, s->warned[i].key_len);
+        json_object_set_new(o, "warning", json_string(s->warned[i].warning));
+        json_array_append_new(warned, o);
+    }
     json_t *sizes = cli_json_histogram(&s->record_bytes);
     json_object_set_new(sizes, "shards_read", json_integer((json_int_t)s->shards_sized));
-    return json_pack("{s:s?, s:{s:I, s:I, s:I, s:I, s:I, s:i}, s:O, s:o, s:o, s:o, s:o, s:o, "
-                     "s:s?}",
+    return json_pack("{s:s?, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:i}, s:O, s:o, s:o, s:o, s:o, "
+                     "s:o, s:o, s:s?}",
                      "source_kind", m->source_kind, "counts", "candidates",
                      (json_int_t)summary_candidates(s), "samples", (json_int_t)m->samples,
                      "rejected", (json_int_t)m->rejected, "ignored", (json_int_t)m->ignored,
-                     "unlabeled", (json_int_t)m->unlabeled, "labels", (int)m->label_count,
-                     "config", s->config, "shards", shards, "rejects", rejects,
-                     "rejects_by_reason", reasons, "record_bytes", sizes, "dimensions",
-                     dimensions_json(s), "note", s->note[0] ? s->note : NULL);
+                     "unlabeled", (json_int_t)m->unlabeled, "warned", (json_int_t)m->warned,
+                     "labels", (int)m->label_count, "config", s->config, "shards", shards,
+                     "rejects", rejects, "rejects_by_reason", reasons, "warned_samples", warned,
+                     "record_bytes", sizes, "dimensions", dimensions_json(s), "note",
+                     s->note[0] ? s->note : NULL);
 }
 
 void report_write_json(const struct report *rep, FILE *out)

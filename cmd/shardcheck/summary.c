@@ -142,7 +142,30 @@ static void consider(struct dataset_summary *s, uint64_t wh, uint64_t count)
     qsort(s->top, s->top_count, sizeof *s->top, compare_dimensions);
 }
 
-/* Stored width and height of every sample, from index.jsonl. */
+/* Keep a sample stored despite a decoder warning.  0 or -1 (out of memory). */
+static int keep_warned(struct dataset_summary *s, const struct shard_sample *smp)
+{
+    if (!smp->warning || s->warned_count == SUMMARY_WARNED_LISTED)
+        return 0;
+    if (!s->warned && !(s->warned = calloc(SUMMARY_WARNED_LISTED, sizeof *s->warned)))
+        return -1;
+    struct warned_sample *w = &s->warned[s->warned_count];
+    w->key = malloc(smp->key_len + 1);
+    w->warning = strdup(smp->warning);
+    if (!w->key || !w->warning) {
+        free(w->key);
+        free(w->warning);
+        return -1;
+    }
+    memcpy(w->key, smp->key, smp->key_len);
+    w->key[smp->key_len] = '\0';
+    w->key_len = smp->key_len;
+    s->warned_count++;
+    return 0;
+}
+
+/* Stored width and height of every sample, and the samples stored despite
+ * a decoder warning, from index.jsonl. */
 static int measure_dimensions(struct dataset_summary *s, const char *dst)
 {
     const struct shard_manifest *m = &s->manifest;
@@ -161,6 +184,8 @@ static int measure_dimensions(struct dataset_summary *s, const char *dst)
     uint64_t *wh = malloc(cap * sizeof *wh);
     struct shard_sample smp;
     while (wh && (rc = shard_index_reader_next(r, &smp, &err)) == 1) {
+        if (keep_warned(s, &smp))
+            break;
         if (n == cap) {
             uint64_t *grown = realloc(wh, 2 * cap * sizeof *wh);
             if (!grown)
@@ -233,6 +258,11 @@ void summary_release(struct dataset_summary *s)
         free(s->reasons[i].reason);
     free(s->reasons);
     cli_histogram_release(&s->record_bytes);
+    for (size_t i = 0; i < s->warned_count; i++) {
+        free(s->warned[i].key);
+        free(s->warned[i].warning);
+    }
+    free(s->warned);
     memset(s, 0, sizeof *s);
 }
 

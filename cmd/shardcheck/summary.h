@@ -20,6 +20,8 @@
 #define SUMMARY_TOP_DIMENSIONS 8
 /* Bins of the stored-size histogram, at most. */
 #define SUMMARY_SIZE_BINS 30
+/* Samples stored despite a decoder warning listed, at most. */
+#define SUMMARY_WARNED_LISTED 1000
 
 struct reject_reason {
     char *reason;        /* the reasons' common form: the text before the first ':',
@@ -31,6 +33,13 @@ struct dimension_count {
     uint32_t width;
     uint32_t height;
     uint64_t samples;
+};
+
+/* A sample stored despite a decoder warning (its index line's "warning"). */
+struct warned_sample {
+    char *key;           /* key_len bytes + NUL */
+    size_t key_len;
+    char *warning;
 };
 
 struct dataset_summary {
@@ -45,10 +54,14 @@ struct dataset_summary {
     struct dimension_count top[SUMMARY_TOP_DIMENSIONS];  /* most common first */
     size_t top_count;
     uint64_t distinct_dimensions;
+    struct warned_sample *warned;    /* the first SUMMARY_WARNED_LISTED, in stored order
+                                      * (manifest.warned counts them all) */
+    size_t warned_count;
     char note[512];                  /* what could not be read, or "" */
 };
 
-/* Read what DST holds into *s.  0, or -1 when manifest.json itself cannot
+/* Read what DST holds into *s (index.jsonl is read once, for the
+ * dimensions and the warned samples).  0, or -1 when manifest.json itself cannot
  * be read (nothing to describe; *s is then empty and `note` says why).
  * Release with summary_release in both cases. */
 int summary_load(struct dataset_summary *s, const char *dst);

@@ -22,6 +22,7 @@
 
 #include <zstd.h>
 
+#include "manifest/manifest_internal.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
@@ -92,9 +93,11 @@ void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats
     sk_read_counters_get(&ds->counters, out);
 }
 
-int sk_dataset_open_with(struct shard_dataset **out, const char *location,
-                         const struct fetch_http_options *http,
-                         const struct sk_read_observer *observer, struct shard_err *err)
+/* Open `location` (how its manifest is loaded: see the callers). */
+static int open_dataset(struct shard_dataset **out, const char *location,
+                        const struct fetch_http_options *http,
+                        const struct sk_read_observer *observer, sk_manifest_problem_fn problem,
+                        void *user, struct shard_err *err)
 {
     *out = NULL;
     struct shard_dataset *ds = calloc(1, sizeof *ds);
@@ -106,7 +109,11 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
         ds->obs = &ds->observer;
     }
     int rc;
-    if (sk_fetch_http_is_url(location)) {
+    if (problem) {
+        rc = sk_fetch_local_new(&ds->store, location, err);
+        if (!rc)
+            rc = sk_manifest_load_lenient(location, &ds->manifest, problem, user, err);
+    } else if (sk_fetch_http_is_url(location)) {
         struct fetch_http_options o;
         if (http)
             o = *http;
@@ -134,7 +141,9 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
     uint64_t total = 0;
     for (uint32_t s = 0; s < n; s++) {
         ds->first[s] = total;
-        total += ds->manifest.shards[s].samples;  /* the manifest checked the sum */
+        /* a strict load checked that the sum is counts.samples; after a
+         * lenient one the shards' own counts are what can be read */
+        total += ds->manifest.shards[s].samples;
         pthread_mutex_init(&ds->shards[s].lock, NULL);
         ds->shards_init = s + 1;
     }
@@ -144,6 +153,19 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
 fail:
     shard_dataset_close(ds);
     return rc;
+}
+
+int sk_dataset_open_with(struct shard_dataset **out, const char *location,
+                         const struct fetch_http_options *http,
+                         const struct sk_read_observer *observer, struct shard_err *err)
+{
+    return open_dataset(out, location, http, observer, NULL, NULL, err);
+}
+
+int sk_dataset_open_lenient(struct shard_dataset **out, const char *dir,
+                            sk_manifest_problem_fn problem, void *user, struct shard_err *err)
+{
+    return open_dataset(out, dir, NULL, NULL, problem, user, err);
 }
 
 void shard_dataset_close(struct shard_dataset *ds)

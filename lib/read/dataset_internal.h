@@ -3,6 +3,7 @@
 #ifndef SHARDKIT_DATASET_INTERNAL_H
 #define SHARDKIT_DATASET_INTERNAL_H
 
+#include "manifest/manifest_internal.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 
@@ -61,6 +62,13 @@ uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 int sk_dataset_open_with(struct shard_dataset **out, const char *location,
                          const struct fetch_http_options *http,
                          const struct sk_read_observer *observer, struct shard_err *err);
+
+/* Open the local dataset in `dir` whose manifest may contradict itself
+ * (see manifest_internal.h): each contradiction goes to `problem`, and the
+ * dataset is what its shard list says (shard_dataset_size is the sum of
+ * the shards' samples, whatever counts.samples says).  For the verifier. */
+int sk_dataset_open_lenient(struct shard_dataset **out, const char *dir,
+                            sk_manifest_problem_fn problem, void *user, struct shard_err *err);
 
 /* Forget the shard bytes a remote dataset keeps in memory (its window
  * cache), so that the next reads go to the server again; footers stay.

@@ -279,6 +279,11 @@ def check_shardcheck(dom, js):
                 expect(bars.get(rr["reason"]) == [rr["count"]],
                        "reason '%s': bar %s, JSON %d" % (rr["reason"], bars.get(rr["reason"]),
                                                         rr["count"]))
+        if ds["warned_samples"]:
+            rows = table_rows(doc, "warned-table")
+            expect([(r[0].text(), r[1].text()) for r in rows] ==
+                   [(quote_key(w), w["warning"]) for w in ds["warned_samples"]],
+                   "the samples stored despite a warning differ from JSON's")
         check_histogram(doc, "record-bytes", ds["record_bytes"])
         rows = table_rows(doc, "shard-table")
         expect([(r[0].text(), int(r[1].attrs["data-value"]), int(r[2].attrs["data-value"]))

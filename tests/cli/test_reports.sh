@@ -71,9 +71,12 @@ cp "$T/raw/apple/img_004.png" "$label/<script>alert(1)<!--.png"
 cp "$T/raw/apple/img_004.png" "$label/q\"uo'te &amp; .png"
 cp "$T/raw/apple/img_004.png" "$label/$(printf 'bytes-\377\376-\033.png')"
 : >"$label/<img src=x onerror=alert(1)>.jpg"
+cp "$SHARDKIT_FIXTURES/junk_before_dqt.jpg" "$label/<u>warned.jpg"  # kept, with a warning
 shardify "$H" "$T/hshards" --size 32 --quiet
-shardcheck --source "$H" --fidelity 3 "$T/hshards" --report "$P/hostile.html" --json \
+shardcheck --source "$H" --fidelity 4 "$T/hshards" --report "$P/hostile.html" --json \
     >"$T/hostile.json" || die "the hostile dataset does not verify"
+[ "$(json "$T/hostile.json" 'd["contents"]["counts"]["warned"], len(d["contents"]["warned_samples"])')" = "(1, 1)" ] ||
+    die "the sample stored despite a warning: $(json "$T/hostile.json" 'd["contents"]["counts"]')"
 grep -q '<script>alert' "$P/hostile.html" && die "a key's markup reached the page as markup"
 # a problem that names such a key
 rm "$label/<script>alert(1)<!--.png"
@@ -194,7 +197,8 @@ say "what a reader of the demo's report sees"
     "dune/badcrc.pngcorrupt PNG: IDA[AB]: invalid chunk type" || die "the demo's report"
 "$PYTHON" "$CHECK" text "$T/out/hostile.dom.html" "<script>alert(1)<!--.png" \
     "q\"uo'te &amp; .png" "bytes-\\xff\\xfe-\\x1b.png" "<img src=x onerror=alert(1)>.jpg" \
-    "<b>lab'el\"&amp;" || die "hostile keys are not shown as text"
+    "<b>lab'el\"&amp;" "<u>warned.jpgJPEG warning: 3 extraneous bytes before marker 0xdb" ||
+    die "hostile keys are not shown as text"
 "$PYTHON" "$CHECK" text "$T/out/bad.dom.html" "Not verified" "counts.by_label['apple']" ||
     die "the damaged dataset's report"
 

@@ -51,8 +51,8 @@ UNIT_HELPERS := $(filter-out $(UNIT_SRC),$(wildcard tests/unit/*.c))
 
 .SECONDEXPANSION:
 
-.PHONY: all deps build check test _test demo _demo bench sanitize _sanitize fuzz install \
-        uninstall clean python
+.PHONY: all deps build check test _test demo _demo bench screenshots sanitize _sanitize fuzz \
+        install uninstall clean python
 
 all: build
 
@@ -90,9 +90,25 @@ $(BUILD)/.dirs:
 
 # ---- tests ------------------------------------------------------------------
 
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(wildcard tests/unit/*.h)
+# What the tools share (cmd/common), as an archive for the unit tests of it
+# (HTML, charts, histograms); the programs compile those sources themselves.
+CLI_A   := $(BUILD)/libcli.a
+CLI_OBJ := $(CLI_COMMON:%.c=$(BUILD)/obj/%.o)
+
+$(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(wildcard include/shardkit/*.h cmd/common/*.h) \
+                             | $(BUILD)/.dirs
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS_CMD) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+
+$(CLI_A): $(CLI_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(CLI_A) $(wildcard tests/unit/*.h)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS_ALL) -Itests/unit $< $(UNIT_HELPERS) $(LIB_A) $(LDLIBS_ALL) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common -Itests/unit $< $(UNIT_HELPERS) $(CLI_A) $(LIB_A) \
+	    $(LDLIBS_ALL) -lcmocka -o $@
 
 # Quick: unit tests only.
 check: deps
@@ -203,6 +219,12 @@ _demo: build
 bench: deps
 	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
 	@bench/run.sh $(BUILD)
+
+# The screenshots of the HTML reports in docs/ (README.md shows them), made
+# from the demo data in headless Chromium.
+screenshots: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/report_screenshots.sh $(BUILD)
 
 # The resampler comparison links the libraries it compares against (libyuv,
 # libswscale); the shardkit library itself needs neither.

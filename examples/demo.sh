@@ -1,8 +1,9 @@
 #!/bin/sh
 # demo.sh BUILD - the main job end to end on a dataset the project makes itself:
 # generate labelled JPEG/PNG images (some grayscale, CMYK, rotated, 16-bit, and
-# a few broken), convert them with shardify, prove the result with shardcheck,
-# and export a few stored samples as PNG with shardcat.
+# a few broken), convert them with shardify, prove the result with shardcheck
+# (and write its HTML report), and export a few stored samples as PNG with
+# shardcat.
 set -eu
 BUILD=${1:?usage: examples/demo.sh BUILD}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,8 +21,9 @@ echo "== 2. shardify: decode, resize to 224 (shorter side), store as JPEG q90 in
 "$bin/shardify" "$work/raw" "$work/shards" --size 224 --shard-size 96K
 
 echo
-echo "== 3. shardcheck: integrity, identity against the source, visitation across ranks"
-"$bin/shardcheck" --deep --source "$work/raw" --visitation 1,2,3 --fidelity 10 "$work/shards"
+echo "== 3. shardcheck: integrity, identity against the source, visitation across ranks (and a report)"
+"$bin/shardcheck" --deep --source "$work/raw" --visitation 1,2,3 --fidelity 10 "$work/shards" \
+    --report "$work/shardcheck.html"
 
 echo
 echo "== 4. shardcat: the first 4 stored samples as PNG, exactly as training will see them"
@@ -41,3 +43,4 @@ for r in m["rejected"]:
 ' "$work/shards/manifest.json"
 echo
 echo "demo done: shards in $work/shards, PNG exports in $work/look"
+echo "the shardcheck report (open it in a browser): $work/shardcheck.html"

@@ -80,6 +80,82 @@ const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size)
     return buf;
 }
 
+int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, const void *ctx),
+                   const void *ctx)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
+        return CLI_EXIT_FAILED;
+    }
+    write(f, ctx);
+    if (ferror(f) | fclose(f)) {
+        fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
+        return CLI_EXIT_FAILED;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* One word of a command line, quoted as needed, onto f. */
+static void quote_word(FILE *f, const char *w)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "_@%+=:,./-";
+    size_t len = strlen(w);
+    if (len && strspn(w, plain) == len) {
+        fputs(w, f);
+        return;
+    }
+    int printable = 1;
+    for (size_t i = 0; i < len && printable;) {
+        size_t n = shard_utf8_len((const unsigned char *)w + i, len - i);
+        printable = n && !(n == 1 && (w[i] < 0x20 || w[i] == 0x7f));
+        i += n;
+    }
+    if (printable) {
+        fputc('\'', f);
+        for (const char *p = w; *p; p++) {
+            if (*p == '\'')
+                fputs("'\\''", f);  /* end the quote, a quoted quote, quote again */
+            else
+                fputc(*p, f);
+        }
+        fputc('\'', f);
+        return;
+    }
+    fputs("$'", f);
+    for (size_t i = 0; i < len;) {
+        size_t n = shard_utf8_len((const unsigned char *)w + i, len - i);
+        if (n == 1 && (w[i] == '\'' || w[i] == '\\'))
+            fprintf(f, "\\%c", w[i]);
+        else if (n == 0 || (n == 1 && (w[i] < 0x20 || w[i] == 0x7f)))
+            fprintf(f, "\\x%02x", (unsigned char)w[i]);
+        else
+            fwrite(w + i, 1, n, f);
+        i += n ? n : 1;
+    }
+    fputc('\'', f);
+}
+
+char *cli_command_line(int argc, char *const *argv)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f)
+        return NULL;
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            fputc(' ', f);
+        quote_word(f, argv[i]);
+    }
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 int cli_usage_error(const char *prog, const char *fmt, ...)
 {
     va_list ap;

@@ -66,6 +66,17 @@ int cli_other_option(const char *prog, int opt, int version_opt, const char *usa
  * "OPTION: cannot write 'PATH': REASON" printed. */
 int cli_check_output(const char *prog, const char *option, const char *path);
 
+/* Write a file the user asked for (a report, digests): open `path` for
+ * writing (replacing it), call write(out, ctx), close.  CLI_EXIT_OK, or
+ * CLI_EXIT_FAILED with "PROG: cannot write 'PATH': REASON" printed. */
+int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, const void *ctx),
+                   const void *ctx);
+
+/* The command line argv[0..argc) as a shell reads it back: words of plain
+ * characters as they are, others in single quotes, and words holding bytes
+ * that are not printable UTF-8 as $'...' with \xNN.  Malloc'd, or NULL. */
+char *cli_command_line(int argc, char *const *argv);
+
 /* Print "PROG: usage error: MESSAGE" and the try-help hint; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -13,4 +13,9 @@ void cli_json_print(json_t *o, FILE *out, size_t flags);
 /* A number, or null for infinity and NaN (JSON has neither). */
 json_t *cli_json_number_or_null(double v);
 
+/* A histogram (histogram.h) as the HTML reports draw it:
+ * {"scale", "edges", "counts", "count", "skipped", "min", "max"}. */
+struct cli_histogram;
+json_t *cli_json_histogram(const struct cli_histogram *h);
+
 #endif

@@ -1,10 +1,9 @@
 /* shardbench - read throughput of small files against shards, local or over
  * HTTP, and where the consumer waits.  The flow: options (options.c), the
  * runs (shard_bench_run, the library), the report (report_text.c,
- * report_json.c); the roofline subcommand is roofline.c. */
-#include <errno.h>
+ * report_json.c, report_html.c); the roofline subcommand is roofline.c. */
 #include <stdio.h>
-#include <string.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "options.h"
@@ -76,30 +75,20 @@ static int check_run(const char *location, const struct shard_bench_result *r)
     return CLI_EXIT_OK;
 }
 
-static int write_digests(const char *path, const struct shard_bench_result *r)
+static void write_page(FILE *out, const void *report)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "%s: cannot write '%s': %s\n", PROG, path, strerror(errno));
-        return CLI_EXIT_FAILED;
-    }
-    report_write_digests(r, f);
-    if (ferror(f) | fclose(f)) {
-        fprintf(stderr, "%s: cannot write '%s': %s\n", PROG, path, strerror(errno));
-        return CLI_EXIT_FAILED;
-    }
-    return CLI_EXIT_OK;
+    report_write_html(report, out);
 }
 
-int main(int argc, char **argv)
+static void write_digests(FILE *out, const void *result)
 {
-    struct options o;
-    int rc = options_parse(argc, argv, &o);
-    if (rc)
-        return rc;
-    if (o.command == CMD_ROOFLINE)
-        return roofline_run(&o);
+    report_write_digests(result, out);
+}
 
+/* The runs of files, shards or compare, and their report. */
+static int run(const struct options *opts, const char *command_line)
+{
+    struct options o = *opts;  /* compare adopts the dataset's geometry into it */
     struct shard_err err;
     shard_err_clear(&err);
     struct shard_keylist keys = {0};
@@ -121,7 +110,14 @@ int main(int argc, char **argv)
         status = fail(&err);
         goto out;
     }
-    struct report r = {o.command, o.src, o.dst, &files, &shards};
+    struct report r = {.command = o.command, .src = o.src, .dst = o.dst, .files = &files,
+                       .shards = &shards, .command_line = command_line};
+    if (report_prepare(&r)) {
+        report_release(&r);
+        shard_err_set(&err, SHARD_ENOMEM, "out of memory for the report");
+        status = fail(&err);
+        goto out;
+    }
     if (o.json)
         report_write_json(&r, stdout);
     else
@@ -131,8 +127,12 @@ int main(int argc, char **argv)
     if (o.command != CMD_FILES && check_run(o.dst, &shards))
         status = CLI_EXIT_FAILED;
     const char *location;
-    if (o.digests_file && write_digests(o.digests_file, report_single(&r, &location)))
+    if (o.digests_file &&
+        cli_write_file(PROG, o.digests_file, write_digests, report_single(&r, &location)))
         status = CLI_EXIT_FAILED;
+    if (o.report_file && cli_write_file(PROG, o.report_file, write_page, &r))
+        status = CLI_EXIT_FAILED;
+    report_release(&r);
     if (trace && shard_trace_write(trace, o.trace_file, &err))
         status = fail(&err);
     if (trace && shard_trace_dropped(trace))
@@ -145,4 +145,20 @@ out:
     shard_trace_free(trace);
     shard_keylist_release(&keys);
     return status;
+}
+
+int main(int argc, char **argv)
+{
+    /* the command as given, for the report: getopt permutes argv */
+    char *command_line = cli_command_line(argc, argv);
+    struct options o;
+    int rc = options_parse(argc, argv, &o);
+    if (!rc && o.command == CMD_ROOFLINE)
+        rc = roofline_run(&o);
+    else if (!rc && !command_line)
+        rc = fail(&(struct shard_err){SHARD_ENOMEM, "out of memory"});
+    else if (!rc)
+        rc = run(&o, command_line);
+    free(command_line);
+    return rc;
 }

@@ -54,6 +54,11 @@ static const char usage_text[] =
     "                       read, decompress, decode, resize, queue wait, consumer step,\n"
     "                       HTTP requests; a counter of the queue depth\n"
     "  --json               print the results as one JSON object on stdout\n"
+    "  --report FILE        also write the results as one self-contained HTML page\n"
+    "                       with charts: samples/s files against shards, time per\n"
+    "                       sample by stage, batch latencies, the consumer's wait\n"
+    "                       over time, the machine and the command (the numbers of\n"
+    "                       --json; nothing fetched, no script)\n"
     "files (and the files side of compare):\n"
     "  --size N             training resolution (default 512; compare: the dataset's)\n"
     "  --fit short|long|crop  as shardify's (default short; compare: the dataset's)\n"
@@ -94,12 +99,12 @@ static const char usage_text[] =
     "\n"
     "Exit status (the same for every shardkit tool): 0 done; 1 a run failed, some\n"
     "samples failed, or there was nothing to read (an empty --keys FILE): the\n"
-    "message says why; 2 usage error, found before any work (a --trace or --digests\n"
-    "FILE that cannot be written included).\n";
+    "message says why; 2 usage error, found before any work (a --trace, --digests\n"
+    "or --report FILE that cannot be written included).\n";
 
 enum {
     OPT_THREADS = CLI_FIRST_LONG_OPTION, OPT_EPOCHS, OPT_LIMIT, OPT_SECONDS, OPT_COLD,
-    OPT_STEP_MS, OPT_BATCH, OPT_QUEUE_DEPTH, OPT_TRACE, OPT_JSON, OPT_SIZE, OPT_FIT,
+    OPT_STEP_MS, OPT_BATCH, OPT_QUEUE_DEPTH, OPT_TRACE, OPT_JSON, OPT_REPORT, OPT_SIZE, OPT_FIT,
     OPT_NO_UPSCALE, OPT_KEYS, OPT_NO_SHUFFLE, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_RTT,
     OPT_CONNECTIONS, OPT_WINDOW, OPT_CACHE, OPT_RETRIES, OPT_TIMEOUT, OPT_DIGESTS,
     OPT_BANDWIDTH, OPT_INTENSITY, OPT_PEAK, OPT_VERSION,
@@ -116,6 +121,7 @@ static const struct option long_options[] = {
     {"queue-depth", required_argument, NULL, OPT_QUEUE_DEPTH},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"report", required_argument, NULL, OPT_REPORT},
     {"size", required_argument, NULL, OPT_SIZE},
     {"fit", required_argument, NULL, OPT_FIT},
     {"no-upscale", no_argument, NULL, OPT_NO_UPSCALE},
@@ -201,6 +207,7 @@ static int parse_option(int opt, void *ctx, char **argv)
         break;
     case OPT_TRACE: c->trace_file = optarg; break;
     case OPT_JSON: c->json = 1; break;
+    case OPT_REPORT: c->report_file = optarg; break;
     case OPT_SIZE:
         if (parse_u32(optarg, 1, MAX_SIZE, &o->size))
             return cli_usage_error(PROG, "--size: '%s' is not a number in 1..%d", optarg,
@@ -294,6 +301,9 @@ int options_parse(int argc, char **argv, struct options *c)
     if (c->command == CMD_ROOFLINE) {
         if (!c->bandwidth || !c->intensity || !c->peak)
             return cli_usage_error(PROG, "roofline needs --bandwidth, --intensity and --peak");
+        if (c->report_file)
+            return cli_usage_error(PROG, "--report belongs to files, shards and compare: "
+                                   "roofline measures nothing");
         return CLI_EXIT_OK;
     }
     if (c->bandwidth || c->intensity || c->peak)
@@ -317,7 +327,8 @@ int options_parse(int argc, char **argv, struct options *c)
                                "--keys FILE (or use compare with a dataset)", c->src);
     /* the run's outputs must be writable before an hour goes into the run */
     if ((c->trace_file && (rc = cli_check_output(PROG, "--trace", c->trace_file))) ||
-        (c->digests_file && (rc = cli_check_output(PROG, "--digests", c->digests_file))))
+        (c->digests_file && (rc = cli_check_output(PROG, "--digests", c->digests_file))) ||
+        (c->report_file && (rc = cli_check_output(PROG, "--report", c->report_file))))
         return rc;
     return CLI_EXIT_OK;
 }

@@ -17,6 +17,8 @@ struct options {
     const char *trace_file;           /* --trace (writable: checked here) */
     const char *digests_file;         /* --digests (writable: checked here) */
     int json;                         /* --json: the results as JSON on stdout */
+    const char *report_file;          /* --report: the results as an HTML page (writable:
+                                       * checked here) */
     const char *bandwidth, *intensity, *peak;  /* roofline, not yet parsed */
 };
 

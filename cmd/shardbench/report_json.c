@@ -11,9 +11,7 @@ static json_t *phase_json(const struct shard_bench_phase *ph)
     json_t *stages = json_object();
     for (int s = 0; s < SHARD_STAGE_COUNT; s++)
         json_object_set_new(stages, shard_bench_stage_name((enum shard_bench_stage)s),
-                            json_real(ph->samples ? ph->stage_seconds[s] / (double)ph->samples *
-                                                        REPORT_MS
-                                                  : 0));
+                            json_real(report_stage_ms(ph, (enum shard_bench_stage)s)));
     return json_pack("{s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:f, s:o, s:{s:f, s:f}, s:f, "
                      "s:I, s:I, s:f}",
                      "epochs", (int)ph->epochs, "samples", (json_int_t)ph->samples, "errors",
@@ -27,7 +25,24 @@ static json_t *phase_json(const struct shard_bench_phase *ph)
                      "simulated_rtt_seconds", ph->rtt_seconds);
 }
 
-static json_t *run_json(const char *location, const struct shard_bench_result *r)
+static json_t *wait_json(const struct run_view *v)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < v->wait_count; i++)
+        json_array_append_new(a, json_pack("{s:f, s:f, s:i}", "t", v->wait[i].seconds, "wait_ms",
+                                           v->wait[i].wait_ms, "batches",
+                                           (int)v->wait[i].batches));
+    return a;
+}
+
+static json_t *machine_json(const struct report_machine *m)
+{
+    return json_pack("{s:i, s:I, s:s, s:s}", "cpus_available", m->cpus_available, "cpus_online",
+                     (json_int_t)m->cpus_online, "cpu", m->cpu, "system", m->system);
+}
+
+static json_t *run_json(const struct report *rep, const char *location,
+                        const struct shard_bench_result *r)
 {
     json_t *o = json_pack("{s:s, s:s, s:b, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:I, s:f, s:f, "
                           "s:f, s:o, s:o, s:I}",
@@ -54,6 +69,10 @@ static json_t *run_json(const char *location, const struct shard_bench_result *r
                                       r->cold_resident >= 0 ? json_real(r->cold_resident)
                                                             : json_null(),
                                       "note", r->cold_note));
+    const struct run_view *v = report_view(rep, r);
+    json_object_set_new(o, "batch_latency_histogram", cli_json_histogram(&v->latency_ms));
+    if (r->step_ms > 0)
+        json_object_set_new(o, "wait_over_time", wait_json(v));
     return o;
 }
 
@@ -62,12 +81,16 @@ void report_write_json(const struct report *r, FILE *out)
     json_t *o;
     if (r->command == CMD_COMPARE) {
         o = json_pack("{s:s, s:o, s:o, s:f, s:s}", "mode", "compare", "files",
-                      run_json(r->src, r->files), "shards", run_json(r->dst, r->shards),
+                      run_json(r, r->src, r->files), "shards", run_json(r, r->dst, r->shards),
                       "ratio", report_ratio(r), "ratio_basis", report_ratio_basis(r));
     } else {
         const char *location;
         const struct shard_bench_result *single = report_single(r, &location);
-        o = run_json(location, single);
+        o = run_json(r, location, single);
+    }
+    if (o) {
+        json_object_set_new(o, "command", json_string(r->command_line ? r->command_line : ""));
+        json_object_set_new(o, "machine", machine_json(&r->machine));
     }
     cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }

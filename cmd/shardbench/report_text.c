@@ -3,16 +3,6 @@
 
 #include "cli.h"
 
-/* The stages worth showing for a mode. */
-static int stage_shown(enum shard_bench_mode m, enum shard_bench_stage s)
-{
-    if (s == SHARD_STAGE_DECOMPRESS)
-        return m == SHARD_BENCH_SHARDS;
-    if (s == SHARD_STAGE_RESIZE)
-        return m == SHARD_BENCH_FILES;
-    return 1;
-}
-
 static void print_phase_row(FILE *out, const char *label, const struct shard_bench_phase *ph)
 {
     fprintf(out, "  %-22s %10.1f %9.1f %8.3f %9.1f /%8.1f %6.1f%%\n", label, ph->samples_per_second,
@@ -48,12 +38,12 @@ static void print_run(FILE *out, const char *location, const struct shard_bench_
     fprintf(out, "  per sample (%s):", r->steady.epochs ? "steady" : "first epoch");
     const char *sep = " ";
     for (int s = 0; s < SHARD_STAGE_COUNT; s++) {
-        if (!stage_shown(r->mode, (enum shard_bench_stage)s))
+        if (!report_stage_shown(r->mode, (enum shard_bench_stage)s))
             continue;
         if (s == SHARD_STAGE_QUEUE_WAIT)
             sep = " | consumer: ";
         fprintf(out, "%s%s %.3f ms", sep, shard_bench_stage_name((enum shard_bench_stage)s),
-                ph->samples ? ph->stage_seconds[s] / (double)ph->samples * REPORT_MS : 0);
+                report_stage_ms(ph, (enum shard_bench_stage)s));
         sep = ", ";
     }
     fprintf(out, "\n  bytes read %s", cli_format_bytes(ph->bytes_read, bytes, sizeof bytes));

@@ -1,6 +1,7 @@
 /* shardcheck - prove that a shardify output is intact and is the same
  * experiment as its source.  The flow: options (options.c), shard_verify()
- * (the library), the report (report_text.c, report_json.c). */
+ * (the library), what the dataset holds (summary.c, for --json and
+ * --report), the report (report_text.c, report_json.c, report_html.c). */
 #include <stdio.h>
 
 #include "cli.h"
@@ -9,6 +10,11 @@
 #include "shardkit.h"
 
 #define PROG "shardcheck"
+
+static void write_page(FILE *out, const void *report)
+{
+    report_write_html(report, out);
+}
 
 int main(int argc, char **argv)
 {
@@ -25,12 +31,20 @@ int main(int argc, char **argv)
         shard_verify_report_release(&verify);
         return CLI_EXIT_FAILED;
     }
-    struct report r = {o.dst, &o.verify, &verify};
+    /* what the dataset holds, for the formats that show it; a dataset whose
+     * manifest cannot be read has nothing to show but its problems */
+    struct dataset_summary summary;
+    int described = (o.json || o.report_file) && summary_load(&summary, o.dst) == 0;
+    struct report r = {o.dst, &o.verify, &verify, described ? &summary : NULL};
     if (o.json)
         report_write_json(&r, stdout);
     else
         report_write_text(&r, stdout);
     rc = report_problem_total(&r) ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+    if (o.report_file && cli_write_file(PROG, o.report_file, write_page, &r))
+        rc = CLI_EXIT_FAILED;
+    if (o.json || o.report_file)
+        summary_release(&summary);
     shard_verify_report_release(&verify);
     return rc;
 }

@@ -53,7 +53,13 @@ static const char usage_text[] =
     "                        padded; drop: N mod W left out; pad: repeats fill up)\n"
     "  --no-shuffle          check plans in stored order\n"
     "  --json                print the report as one JSON object on stdout (every\n"
-    "                        problem, per-pass rates, fidelity per sample)\n"
+    "                        problem, per-pass rates, fidelity per sample, and what\n"
+    "                        the dataset holds)\n"
+    "  --report FILE         also write the report as one self-contained HTML page:\n"
+    "                        the verdict first, then counts, rejects, labels source\n"
+    "                        against shards, stored sizes, shards, visitation,\n"
+    "                        fidelity and the options, with charts (the numbers of\n"
+    "                        --json; nothing fetched, no script)\n"
     "  --threads N           threads (default: CPUs this process may use)\n"
     "  -h, --help            show this help\n"
     "  --version             show the version\n"
@@ -63,12 +69,13 @@ static const char usage_text[] =
     "\n"
     "Exit status (the same for every shardkit tool): 0 verified; 1 not verified:\n"
     "a problem was found (a malformed manifest.json included), or DST, its\n"
-    "manifest, SRC or the --labels file cannot be read (the message says which);\n"
-    "2 usage error, found before any work.\n";
+    "manifest, SRC or the --labels file cannot be read (the message says which),\n"
+    "or the --report page could not be written; 2 usage error, found before any\n"
+    "work (a --report FILE that cannot be written included).\n";
 enum {
     OPT_DEEP = CLI_FIRST_LONG_OPTION, OPT_SOURCE, OPT_LABELS, OPT_FIDELITY, OPT_MIN_PSNR,
     OPT_VISITATION, OPT_EPOCHS, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_REMAINDER, OPT_NO_SHUFFLE,
-    OPT_JSON, OPT_THREADS, OPT_VERSION,
+    OPT_JSON, OPT_REPORT, OPT_THREADS, OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -84,6 +91,7 @@ static const struct option long_options[] = {
     {"remainder", required_argument, NULL, OPT_REMAINDER},
     {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"report", required_argument, NULL, OPT_REPORT},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -147,6 +155,7 @@ static int parse_option(int opt, void *ctx, char **argv)
         break;
     case OPT_NO_SHUFFLE: v->plan.shuffle = 0; break;
     case OPT_JSON: o->json = 1; break;
+    case OPT_REPORT: o->report_file = optarg; break;
     case OPT_THREADS:
         return cli_parse_threads(PROG, optarg, &v->threads);
     default:
@@ -170,5 +179,8 @@ int options_parse(int argc, char **argv, struct options *o)
         return cli_usage_error(PROG, "--fidelity needs --source SRC");
     if (v->labels && !v->source)
         return cli_usage_error(PROG, "--labels is only used with --source");
+    /* the page must be writable before the checks start */
+    if (o->report_file)
+        return cli_check_output(PROG, "--report", o->report_file);
     return CLI_EXIT_OK;
 }

@@ -8,6 +8,7 @@ struct options {
     struct shard_verify_options verify;  /* what shard_verify takes */
     const char *dst;
     int json;                            /* --json: the report as JSON on stdout */
+    const char *report_file;             /* --report: the report as an HTML page */
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

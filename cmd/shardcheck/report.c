@@ -10,3 +10,18 @@ double report_per_second(double amount, double seconds)
 {
     return seconds > 0 ? amount / seconds : 0;
 }
+
+int report_label_shown(const struct report *r, uint32_t i)
+{
+    const struct shard_label_tally *t = &r->verify->labels[i];
+    return t->name || t->manifest || t->shards || t->source;
+}
+
+int report_label_differs(const struct report *r, uint32_t i)
+{
+    const struct shard_verify_report *v = r->verify;
+    const struct shard_label_tally *t = &v->labels[i];
+    return (v->labels_counted && t->shards != t->manifest) ||
+           (v->labels_checked && t->source != t->manifest) ||
+           (v->labels_counted && v->labels_checked && t->source != t->shards);
+}

@@ -78,6 +78,85 @@ static json_t *visitation_json(const struct report *rep)
                      a);
 }
 
+/* Per label: the manifest's count, the shards' and SRC's (null when not
+ * counted), and whether they differ. */
+static json_t *labels_json(const struct report *rep)
+{
+    const struct shard_verify_report *r = rep->verify;
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < r->label_tally_count; i++) {
+        const struct shard_label_tally *t = &r->labels[i];
+        if (!report_label_shown(rep, i))
+            continue;
+        json_array_append_new(
+            a, json_pack("{s:o, s:I, s:o, s:o, s:b}", "label",
+                         t->name ? json_string(t->name) : json_null(), "manifest",
+                         (json_int_t)t->manifest, "shards",
+                         r->labels_counted ? json_integer((json_int_t)t->shards) : json_null(),
+                         "source",
+                         r->labels_checked ? json_integer((json_int_t)t->source) : json_null(),
+                         "differs", report_label_differs(rep, i)));
+    }
+    return a;
+}
+
+static json_t *dimensions_json(const struct dataset_summary *s)
+{
+    if (!s->have_dimensions)
+        return json_null();
+    json_t *top = json_array();
+    for (size_t i = 0; i < s->top_count; i++)
+        json_array_append_new(top, json_pack("{s:i, s:i, s:I}", "width", (int)s->top[i].width,
+                                             "height", (int)s->top[i].height, "samples",
+                                             (json_int_t)s->top[i].samples));
+    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:o}", "min_width", (int)s->min_width,
+                     "max_width", (int)s->max_width, "min_height", (int)s->min_height,
+                     "max_height", (int)s->max_height, "distinct",
+                     (json_int_t)s->distinct_dimensions, "most_common", top);
+}
+
+static json_t *dataset_json(const struct dataset_summary *s)
+{
+    const struct shard_manifest *m = &s->manifest;
+    json_t *shards = json_array(), *rejects = json_array(), *reasons = json_array();
+    for (uint32_t i = 0; i < m->shard_count; i++)
+        json_array_append_new(shards, json_pack("{s:s, s:I, s:I}", "file", m->shards[i].file,
+                                                "samples", (json_int_t)m->shards[i].samples,
+                                                "bytes", (json_int_t)m->shards[i].bytes));
+    for (uint64_t i = 0; i < m->reject_count; i++) {
+        const struct shard_reject *rj = &m->rejects[i];
+        json_t *o = json_object();
+        shard_json_set_key(o, rj->key, rj->key_len);
+        json_object_set_new(o, "reason", json_string(rj->reason ? rj->reason : ""));
+        json_object_set_new(o, "source_bytes", rj->has_source
+                                                   ? json_integer((json_int_t)rj->source_bytes)
+                                                   : json_null());
+        json_array_append_new(rejects, o);
+    }
+    for (size_t i = 0; i < s->reason_count; i++)
+        json_array_append_new(reasons, json_pack("{s:s, s:I}", "reason", s->reasons[i].reason,
+                                                 "count", (json_int_t)s->reasons[i].count));
+    json_t *warned = json_array();
+    for (size_t i = 0; i < s->warned_count; i++) {
+        json_t *o = json_object();
+        shard_json_set_key(o, s->warned[i].key, s->warned[i].key_len);
+        json_object_set_new(o, "warning", json_string(s->warned[i].warning));
+        json_array_append_new(warned, o);
+    }
+    json_t *sizes = cli_json_histogram(&s->record_bytes);
+    json_object_set_new(sizes, "shards_read", json_integer((json_int_t)s->shards_sized));
+    return json_pack("{s:s?, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:i}, s:O, s:o, s:o, s:o, s:o, "
+                     "s:o, s:o, s:s?}",
+                     "source_kind", m->source_kind, "counts", "candidates",
+                     (json_int_t)summary_candidates(s), "samples", (json_int_t)m->samples,
+                     "rejected", (json_int_t)m->rejected, "ignored", (json_int_t)m->ignored,
+                     "unlabeled", (json_int_t)m->unlabeled, "warned", (json_int_t)m->warned,
+                     "labels", (int)m->label_count, "config", s->config, "shards", shards,
+                     "rejects", rejects, "rejects_by_reason", reasons, "warned_samples", warned,
+                     "record_bytes", sizes, "dimensions", dimensions_json(s), "note",
+                     s->note[0] ? s->note : NULL);
+}
+
 void report_write_json(const struct report *rep, FILE *out)
 {
     const struct shard_verify_report *r = rep->verify;
@@ -100,13 +179,18 @@ void report_write_json(const struct report *rep, FILE *out)
     json_object_set_new(o, "rates", rates);
     if (opts->source)
         json_object_set_new(o, "source",
-                            json_pack("{s:s, s:I, s:b, s:s?}", "path", opts->source,
+                            json_pack("{s:s, s:I, s:I, s:b, s:s?}", "path", opts->source,
                                       "candidates", (json_int_t)r->source_candidates,
+                                      "ignored", (json_int_t)r->source_ignored,
                                       "labels_checked", r->labels_checked, "labels_note",
                                       r->labels_note));
     if (opts->fidelity)
         json_object_set_new(o, "fidelity", fidelity_json(r));
     if (opts->world_size_count)
         json_object_set_new(o, "visitation", visitation_json(rep));
+    if (r->label_tally_count)
+        json_object_set_new(o, "labels", labels_json(rep));
+    if (rep->dataset)
+        json_object_set_new(o, "contents", dataset_json(rep->dataset));
     cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }

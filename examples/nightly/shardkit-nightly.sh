@@ -15,8 +15,11 @@
 #      inspection until the next run);
 #   5. writes ROOT/runs/<stamp>.json, a summary for monitoring (see README.md),
 #      next to the tools' full output (<stamp>.shardify.json,
-#      <stamp>.shardcheck.json) and their messages (<stamp>.log), and copies
-#      the summary to ROOT/runs/latest.json.
+#      <stamp>.shardcheck.json, the shardcheck report page <stamp>.html) and
+#      their messages (<stamp>.log), and copies the summary to
+#      ROOT/runs/latest.json;
+#   6. renders ROOT/index.html, the history of the runs (shardreport nightly),
+#      when shardreport is there (a page that cannot be written is a warning).
 # A run that fails leaves `current` as it was.  Runs on one ROOT never
 # overlap: the second exits with status 4 (ROOT/.nightly.lock, flock(1)).
 #
@@ -35,8 +38,8 @@
 #   --keep K       SHARDKIT_KEEP     published versions to keep (default 7)
 #   -- OPTIONS     SHARDKIT_OPTIONS  shardify options (e.g. --size 256 --codec jpeg)
 #                  SHARDKIT_CHECK_OPTIONS  more shardcheck options (e.g. --visitation 8)
-#                  SHARDKIT_BIN      directory holding shardify and shardcheck
-#                                    (default: found on PATH)
+#                  SHARDKIT_BIN      directory holding shardify, shardcheck and
+#                                    shardreport (default: found on PATH)
 #                  SHARDKIT_KEEP_RUNS  run records to keep in runs/ (default 100)
 #                  SHARDKIT_NIGHTLY_BEFORE_CHECK  a shell command run after shardify,
 #                                    before shardcheck, with VERSION_DIR and SRC
@@ -85,9 +88,11 @@ case $KEEP_RUNS in '' | *[!0-9]*) echo "shardkit-nightly: SHARDKIT_KEEP_RUNS mus
 if [ -n "${SHARDKIT_BIN:-}" ]; then
     SHARDIFY=$SHARDKIT_BIN/shardify
     SHARDCHECK=$SHARDKIT_BIN/shardcheck
+    SHARDREPORT=$SHARDKIT_BIN/shardreport
 else
     SHARDIFY=$(command -v shardify) || { echo "shardkit-nightly: shardify not found on PATH" >&2; exit 2; }
     SHARDCHECK=$(command -v shardcheck) || { echo "shardkit-nightly: shardcheck not found on PATH" >&2; exit 2; }
+    SHARDREPORT=$(command -v shardreport) || SHARDREPORT=""
 fi
 
 mkdir -p -- "$ROOT" || exit 2
@@ -144,7 +149,8 @@ set -C
 
 # taken STAMP: something of that name (a link included) is in versions/ or runs/.
 taken() {
-    for p in "$V/$1" "$R/$1.json" "$R/$1.log" "$R/$1.shardify.json" "$R/$1.shardcheck.json"; do
+    for p in "$V/$1" "$R/$1.json" "$R/$1.log" "$R/$1.shardify.json" "$R/$1.shardcheck.json" \
+        "$R/$1.html"; do
         if [ -e "$p" ] || [ -L "$p" ]; then return 0; fi
     done
     return 1
@@ -219,11 +225,14 @@ fi
 if [ -z "$status" ]; then
     log "shardcheck --deep --source '$SRC' '$VERSION_DIR' $CHECK_OPTIONS"
     s0=$(date +%s)
+    # the report page is created new here (noclobber) and written by
+    # shardcheck through the descriptor, never through a name in runs/
     # shellcheck disable=SC2086
-    "$SHARDCHECK" --deep --source "$SRC" $CHECK_OPTIONS --json "$VERSION_DIR" \
-        >"$R/$stamp.shardcheck.json" 2>&3
+    "$SHARDCHECK" --deep --source "$SRC" $CHECK_OPTIONS --json --report /dev/fd/9 \
+        "$VERSION_DIR" >"$R/$stamp.shardcheck.json" 2>&3 9>"$R/$stamp.html"
     shardcheck_code=$?
     shardcheck_seconds=$(($(date +%s) - s0))
+    [ -s "$R/$stamp.html" ] || rm -f -- "$R/$stamp.html"  # the check could not run
     if [ $shardcheck_code -ne 0 ]; then
         status=check_failed
         exit_code=3
@@ -294,7 +303,7 @@ for f in "$R"/*.json; do
     case $f in *.*.json | latest.json) continue ;; esac
     echo "${f%.json}"
 done | sort -r | tail -n +$((KEEP_RUNS + 1)) | while read -r old; do
-    [ "$old" = "$stamp" ] || rm -f -- "$R/$old".json "$R/$old".*.json "$R/$old".log
+    [ "$old" = "$stamp" ] || rm -f -- "$R/$old".json "$R/$old".*.json "$R/$old".log "$R/$old".html
 done
 
 # ---- 5. the summary ----------------------------------------------------------------------
@@ -340,11 +349,23 @@ rm -f -- "$summary"
         "$(json_field "$check_file" problem_count)"
     printf '  "kept_versions": %s,\n' "$(list_json "$kept")"
     printf '  "pruned_versions": %s,\n' "$(list_json "$pruned")"
-    printf '  "log": %s\n' "$(json_str "runs/$stamp.log")"
+    printf '  "log": %s,\n' "$(json_str "runs/$stamp.log")"
+    report=""
+    [ -f "$R/$stamp.html" ] && report="runs/$stamp.html"
+    printf '  "report": %s\n' "$(json_str "$report")"
     printf '}\n'
 } >"$summary"
 mv -T -- "$summary" "$R/$stamp.json"
 rm -f -- "$R/.latest.json.tmp"
 cat "$R/$stamp.json" >"$R/.latest.json.tmp" && mv -T -- "$R/.latest.json.tmp" "$R/latest.json"
+
+# ---- 6. the index of runs ---------------------------------------------------------------
+
+if [ -n "$SHARDREPORT" ] && [ -x "$SHARDREPORT" ]; then
+    "$SHARDREPORT" nightly "$ROOT" >&3 2>&3 ||
+        log "warning: '$ROOT/index.html' could not be written (see the log)"
+else
+    log "note: shardreport not found; '$ROOT/index.html' not written"
+fi
 log "run $stamp: $status (exit $exit_code); summary in runs/$stamp.json"
 exit $exit_code

@@ -211,6 +211,15 @@ struct shard_bench_digest {
     uint64_t xxh3;      /* XXH3-64 of the RGB pixels, rows packed (width*3 bytes each) */
 };
 
+/* One batch the consumer took (every batch of the run, in order). */
+struct shard_bench_batch {
+    uint32_t epoch;             /* 0: the first */
+    uint32_t samples;           /* samples in it (the last of an epoch may be short) */
+    double start_seconds;       /* when the consumer asked for it, from the start of epoch 1 */
+    double latency_seconds;     /* until it held all of it: the time it waited for input
+                                 * (without step_ms: the interval between batches) */
+};
+
 struct shard_bench_result {
     enum shard_bench_mode mode;
     int remote;                   /* read over HTTP */
@@ -235,6 +244,9 @@ struct shard_bench_result {
     char first_error[SHARD_ERRMSG_SIZE];  /* the first failed sample's message, or "" */
     struct shard_bench_digest *digests;
     uint64_t digest_count;
+    struct shard_bench_batch *batches;  /* the batch latencies behind batch_p50/p99,
+                                         * and over time the consumer's wait */
+    uint64_t batch_count;
 };
 
 /* Run the benchmark of `mode` on `location` (a directory, or an http(s)://

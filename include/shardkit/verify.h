@@ -153,6 +153,16 @@ struct shard_visitation_result {
     int passed;
 };
 
+/* Samples per label as each count saw them, for a report to set side by
+ * side (any difference is also a problem of its own). */
+struct shard_label_tally {
+    char *name;            /* the manifest's label, or NULL: the samples without one */
+    uint64_t manifest;     /* counts.by_label (counts.unlabeled) */
+    uint64_t shards;       /* the labels the shard footers hold (labels_counted) */
+    uint64_t source;       /* --source: SRC's samples whose key gives this label
+                            * (labels_checked) */
+};
+
 /* Problems kept in a report; any beyond are counted in problems_not_kept. */
 #define SHARD_VERIFY_MAX_PROBLEMS 1000000u
 
@@ -166,8 +176,14 @@ struct shard_verify_report {
     struct shard_verify_rate deep;   /* --deep: records decompressed and decoded */
     struct shard_verify_rate source; /* --source: files read and hashed */
     uint64_t source_candidates;      /* candidate files in SRC */
+    uint64_t source_ignored;         /* --source: files of SRC that are not candidates */
     int labels_checked;              /* --source: labels could be re-derived */
     char *labels_note;               /* why labels could not be checked, or NULL */
+    struct shard_label_tally *labels; /* the manifest's labels in its order, then one
+                                      * entry (name NULL) for the unlabeled samples;
+                                      * NULL when the manifest could not be read */
+    uint32_t label_tally_count;      /* the manifest's label count + 1, or 0 */
+    int labels_counted;              /* every shard footer was read: `shards` counts hold */
     struct shard_fidelity_result *fidelity;
     uint64_t fidelity_count;
     double min_psnr;                 /* the jpeg threshold that was applied */

@@ -159,12 +159,6 @@ int shard_bench_keys_from_dataset(const char *location, const struct shard_bench
 
 /* ---- a run ------------------------------------------------------------------ */
 
-struct latencies {
-    double *v;
-    size_t len;
-    size_t cap;
-};
-
 struct bench_run {
     enum shard_bench_mode mode;
     const char *location;
@@ -185,7 +179,8 @@ struct bench_run {
     /* per epoch */
     uint64_t *order;
     uint64_t count;
-    struct latencies lat[2];        /* first, steady */
+    uint64_t first_epoch_ns;        /* when epoch 1 started: batches are timed from it */
+    uint64_t batch_cap;             /* room in the result's batches */
 };
 
 struct snapshot {
@@ -211,17 +206,19 @@ static void take_snapshot(const struct bench_run *b, struct snapshot *s)
     s->cpu = sk_cpu_seconds();
 }
 
-static int latency_add(struct latencies *l, double v, struct shard_err *err)
+/* Add one batch to the result's list of them. */
+static int batch_add(struct bench_run *b, struct shard_bench_result *r,
+                     const struct shard_bench_batch *batch, struct shard_err *err)
 {
-    if (l->len == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 256;
-        double *p = realloc(l->v, cap * sizeof *p);
+    if (r->batch_count == b->batch_cap) {
+        uint64_t cap = b->batch_cap ? 2 * b->batch_cap : 256;
+        struct shard_bench_batch *p = realloc(r->batches, cap * sizeof *p);
         if (!p)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        l->v = p;
-        l->cap = cap;
+        r->batches = p;
+        b->batch_cap = cap;
     }
-    l->v[l->len++] = v;
+    r->batches[r->batch_count++] = *batch;
     return SHARD_OK;
 }
 
@@ -231,14 +228,13 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile q (0..1) of l (sorted in place); 0 when empty. */
-static double percentile(struct latencies *l, double q)
+/* Nearest-rank percentile q (0..1) of v[0..len) (sorted); 0 when empty. */
+static double percentile(const double *v, size_t len, double q)
 {
-    if (!l->len)
+    if (!len)
         return 0;
-    qsort(l->v, l->len, sizeof *l->v, compare_double);
-    size_t rank = (size_t)ceil(q * (double)l->len);
-    return l->v[rank ? rank - 1 : 0];
+    size_t rank = (size_t)ceil(q * (double)len);
+    return v[rank ? rank - 1 : 0];
 }
 
 /* Add the epoch between two snapshots to a phase. */
@@ -262,7 +258,10 @@ static void phase_add(const struct bench_run *b, struct shard_bench_phase *ph,
     ph->rtt_seconds += (double)(r1->rtt_ns - r0->rtt_ns) / NS;
 }
 
-static void phase_finish(struct shard_bench_phase *ph, struct latencies *l)
+/* The rates of a phase, and the percentiles of its batches' latencies (the
+ * first epoch's, or the later ones'). */
+static int phase_finish(struct shard_bench_phase *ph, const struct shard_bench_result *r,
+                        int steady, struct shard_err *err)
 {
     if (ph->seconds > 0) {
         ph->samples_per_second = (double)ph->samples / ph->seconds;
@@ -271,8 +270,18 @@ static void phase_finish(struct shard_bench_phase *ph, struct latencies *l)
     }
     if (ph->samples)
         ph->cpu_seconds_per_sample = ph->cpu_seconds / (double)ph->samples;
-    ph->batch_p50 = percentile(l, 0.50);
-    ph->batch_p99 = percentile(l, 0.99);
+    double *v = malloc((r->batch_count ? r->batch_count : 1) * sizeof *v);
+    if (!v)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    size_t len = 0;
+    for (uint64_t i = 0; i < r->batch_count; i++)
+        if ((r->batches[i].epoch > 0) == steady)
+            v[len++] = r->batches[i].latency_seconds;
+    qsort(v, len, sizeof *v, compare_double);
+    ph->batch_p50 = percentile(v, len, 0.50);
+    ph->batch_p99 = percentile(v, len, 0.99);
+    free(v);
+    return SHARD_OK;
 }
 
 /* ---- opening the source -------------------------------------------------------- */
@@ -476,10 +485,11 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
     if (b->ds)
         sk_dataset_drop_cache(b->ds);  /* over HTTP every epoch fetches its bytes again */
     struct shard_bench_phase *ph = e == 0 ? &r->first : &r->steady;
-    struct latencies *lat = &b->lat[e == 0 ? 0 : 1];
     struct snapshot s0, s1;
     take_snapshot(b, &s0);
     uint64_t epoch_start = sk_now_ns();
+    if (e == 0)
+        b->first_epoch_ns = epoch_start;
     struct epoch_source src;
     if ((rc = source_start(b, &src, err)))
         return rc;
@@ -526,8 +536,11 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
         shard_trace_span(trace, stage_names[SHARD_STAGE_QUEUE_WAIT], batch_start, have);
         if (!rc && samples == got && e == 0)
             r->first_batch_seconds = (double)(have - epoch_start) / NS;
+        struct shard_bench_batch batch = {e, (uint32_t)got,
+                                          (double)(batch_start - b->first_epoch_ns) / NS,
+                                          (double)(have - batch_start) / NS};
         if (!rc)
-            rc = latency_add(lat, (double)(have - batch_start) / NS, err);
+            rc = batch_add(b, r, &batch, err);
         uint64_t step_end = have;
         if (o->step_ms > 0) {
             sk_sleep_seconds(o->step_ms / 1e3);
@@ -618,8 +631,13 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
         if (b.deadline_ns && sk_now_ns() >= b.deadline_ns)
             b.out_of_time = 1;
     }
-    phase_finish(&r->first, &b.lat[0]);
-    phase_finish(&r->steady, &b.lat[1]);
+    /* the rates even of a run that failed (an error already set is kept) */
+    struct shard_err *finish_err = rc ? NULL : err;
+    int finished = phase_finish(&r->first, r, 0, finish_err);
+    if (!finished)
+        finished = phase_finish(&r->steady, r, 1, finish_err);
+    if (!rc)
+        rc = finished;
     if (o->cold && !b.remote && !r->cold_note[0])
         snprintf(r->cold_note, sizeof r->cold_note,
                  "posix_fadvise(DONTNEED) on every file before each epoch; caches below the "
@@ -631,8 +649,6 @@ out:
         close(b.root_fd);
     shard_keylist_release(&b.own_keys);
     free(b.order);
-    free(b.lat[0].v);
-    free(b.lat[1].v);
     return rc;
 }
 
@@ -643,5 +659,6 @@ void shard_bench_result_release(struct shard_bench_result *r)
     for (uint64_t i = 0; i < r->digest_count; i++)
         free(r->digests[i].key);
     free(r->digests);
+    free(r->batches);
     memset(r, 0, sizeof *r);
 }

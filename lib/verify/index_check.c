@@ -264,6 +264,11 @@ static int check_counts(struct verify_run *v, struct shard_err *err)
             }
         }
     }
+    struct shard_verify_report *report = v->report;
+    for (uint32_t i = 0; i < m->label_count; i++)
+        report->labels[i].shards = by_label[i];
+    report->labels[m->label_count].shards = unlabeled;
+    report->labels_counted = 1;
     for (uint32_t i = 0; i < m->label_count; i++)
         if (by_label[i] != m->label_samples[i])
             sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, -1, -1, NULL, 0,

@@ -715,6 +715,8 @@ static int check_labels(struct source_run *s, struct shard_err *err)
             count[label]++;
         free(derived);
     }
+    for (uint32_t i = 0; i <= m->label_count; i++)
+        v->report->labels[i].source = count[i];
     for (uint32_t i = 0; i < m->label_count && !rc; i++)
         if (count[i] != m->label_samples[i])
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
@@ -777,6 +779,7 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     }
     join(&s, 0);
     uint64_t ignored = s.stats.ignored + s.stats.ignored_symlinks + s.stats.ignored_special;
+    v->report->source_ignored = ignored;
     if (ignored != v->m->ignored)
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
                        "source: SRC has %llu ignored files (not candidate images, symlinks, "

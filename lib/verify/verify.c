@@ -58,6 +58,9 @@ void shard_verify_report_release(struct shard_verify_report *r)
     free(r->fidelity);
     free(r->visitation);
     free(r->labels_note);
+    for (uint32_t i = 0; i < r->label_tally_count; i++)
+        free(r->labels[i].name);
+    free(r->labels);
     memset(r, 0, sizeof *r);
 }
 
@@ -247,6 +250,26 @@ static void check_stray_shards(struct verify_run *v, const char **names)
 
 /* ---- the run ---------------------------------------------------------------- */
 
+/* One tally per label of the manifest and one for the unlabeled samples,
+ * with the manifest's counts; the passes add what they count. */
+static int start_label_tallies(struct verify_run *v, struct shard_err *err)
+{
+    const struct shard_manifest *m = v->m;
+    struct shard_verify_report *r = v->report;
+    r->labels = calloc((size_t)m->label_count + 1, sizeof *r->labels);
+    if (!r->labels)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory for %u labels", m->label_count);
+    r->label_tally_count = m->label_count + 1;
+    for (uint32_t i = 0; i < m->label_count; i++) {
+        if (!(r->labels[i].name = strdup(m->labels[i])))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory for %u labels",
+                                 m->label_count);
+        r->labels[i].manifest = m->label_samples[i];
+    }
+    r->labels[m->label_count].manifest = m->unlabeled;
+    return SHARD_OK;
+}
+
 static int manifest_problem(void *user, const struct shard_err *e)
 {
     return sk_verify_problem(user, SHARD_CHECK_MANIFEST, e->code, -1, -1, NULL, 0, "%s", e->msg);
@@ -281,11 +304,16 @@ static int run_passes(struct verify_run *v, struct shard_err *err)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory for %llu samples",
                              (unsigned long long)v->samples);
     }
+    int rc = start_label_tallies(v, err);
+    if (rc) {
+        free(names);
+        return rc;
+    }
     check_listed_once(v, names);
     check_shards(v);
     check_stray_shards(v, names);
     free(names);
-    int rc = sk_verify_index(v, err);
+    rc = sk_verify_index(v, err);
     if (!rc && o->deep)
         rc = sk_verify_deep(v, err);
     if (!rc && o->source)

@@ -12,7 +12,7 @@ make -s -C "$SHARDKIT_TOP" BUILD="$BUILD" install DESTDIR="$T/stage" PREFIX=/opt
     >"$T/install.log" 2>&1 || { cat "$T/install.log"; die "make install failed"; }
 root="$T/stage/opt/shardkit"
 major=$(sed -n 's/^#define SHARDKIT_VERSION_MAJOR \([0-9]*\)$/\1/p' "$SHARDKIT_TOP/include/shardkit/api.h")
-for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench lib/libshardkit.a \
+for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench bin/shardreport lib/libshardkit.a \
          lib/libshardkit.so "lib/libshardkit.so.$major" include/shardkit.h \
          include/shardkit/api.h include/shardkit/dataset.h lib/pkgconfig/shardkit.pc; do
     [ -e "$root/$f" ] || die "not installed: $f"

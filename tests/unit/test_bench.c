@@ -317,6 +317,22 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
     assert_true(r.steady.stage_seconds[SHARD_STAGE_RESIZE] == 0);
     assert_true(r.steady.samples_per_second > 0);
     assert_true(r.steady.batch_p50 > 0 && r.steady.batch_p50 <= r.steady.batch_p99);
+    /* every batch is kept, in order, with the latencies the percentiles come from */
+    assert_int_equal(r.batch_count, 3 * 4);
+    uint64_t in_batches = 0;
+    double p99 = 0, last_start = -1;
+    for (uint64_t i = 0; i < r.batch_count; i++) {
+        const struct shard_bench_batch *b = &r.batches[i];
+        assert_int_equal(b->epoch, i / 4);
+        assert_int_equal(b->samples, i % 4 == 3 ? 2 : 6);
+        assert_true(b->start_seconds >= last_start && b->latency_seconds >= 0);
+        last_start = b->start_seconds;
+        in_batches += b->samples;
+        if (b->epoch > 0 && b->latency_seconds > p99)
+            p99 = b->latency_seconds;
+    }
+    assert_int_equal(in_batches, 3 * SAMPLES);
+    assert_true(r.steady.batch_p99 == p99);  /* 8 steady batches: the 99th is the largest */
     assert_int_equal(r.threads, 3);
     assert_false(r.remote);
     /* stored order, pixels exactly as written */

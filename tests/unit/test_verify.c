@@ -312,6 +312,47 @@ static void test_every_problem_is_listed_after_a_manifest_contradiction(void **s
     mkds_remove(&d);
 }
 
+/* The per-label tallies a report draws: the manifest's counts beside what
+ * the shards hold, the difference visible in the numbers themselves. */
+static void test_label_tallies_set_the_manifest_beside_the_shards(void **state)
+{
+    (void)state;
+    struct mkds d;
+    mkds_build(&d, counts, SHARDS);
+    struct shard_verify_report r;
+    verify_default(&d, &r);
+    assert_int_equal(r.label_tally_count, MKDS_LABELS + 1);
+    assert_true(r.labels_counted);
+    assert_false(r.labels_checked);  /* no --source */
+    static const uint64_t want[MKDS_LABELS + 1] = {2, 2, 3, 2};  /* ant, bee, cat, none */
+    for (uint32_t i = 0; i <= MKDS_LABELS; i++) {
+        if (i < MKDS_LABELS)
+            assert_string_equal(r.labels[i].name, mkds_label_names[i]);
+        else
+            assert_null(r.labels[i].name);
+        assert_int_equal(r.labels[i].manifest, want[i]);
+        assert_int_equal(r.labels[i].shards, want[i]);
+        assert_int_equal(r.labels[i].source, 0);
+    }
+    shard_verify_report_release(&r);
+    edit_manifest(&d, shift_by_label);
+    verify_default(&d, &r);
+    assert_int_equal(r.labels[0].manifest, 3);
+    assert_int_equal(r.labels[0].shards, 2);
+    assert_int_equal(r.labels[1].manifest, 1);
+    assert_int_equal(r.labels[1].shards, 2);
+    shard_verify_report_release(&r);
+    /* a shard that cannot be read: its labels are not counted, so none are */
+    char path[160];
+    snprintf(path, sizeof path, "%s/shard-000001.shard", d.dir);
+    assert_int_equal(unlink(path), 0);
+    verify_default(&d, &r);
+    assert_false(r.labels_counted);
+    assert_int_equal(r.labels[2].manifest, 3);
+    shard_verify_report_release(&r);
+    mkds_remove(&d);
+}
+
 static void test_missing_truncated_and_stray_shards_are_named(void **state)
 {
     (void)state;
@@ -431,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_a_shard_listed_twice_is_reported_with_its_duplicate_keys),
         cmocka_unit_test(test_a_sample_missing_from_the_index_is_named),
         cmocka_unit_test(test_wrong_counts_are_reported),
+        cmocka_unit_test(test_label_tallies_set_the_manifest_beside_the_shards),
         cmocka_unit_test(test_every_problem_is_listed_after_a_manifest_contradiction),
         cmocka_unit_test(test_missing_truncated_and_stray_shards_are_named),
         cmocka_unit_test(test_reports_do_not_depend_on_thread_count),

@@ -1,0 +1,56 @@
+/* report_json.c - the nightly index as one JSON object (see report.h). */
+#include "report.h"
+
+#include <math.h>
+
+#include "cli_json.h"
+
+/* A whole number as an integer (counts, exit codes), others as reals. */
+static json_t *number(const struct run_number *n)
+{
+    if (!n->known)
+        return json_null();
+    if (n->value == floor(n->value) && fabs(n->value) < 9007199254740992.0)  /* 2^53 */
+        return json_integer((json_int_t)n->value);
+    return json_real(n->value);
+}
+
+static json_t *string_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *row_json(const struct run_row *row)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "run", json_string(row->run));
+    json_object_set_new(o, "status", json_string(row->status));
+    json_object_set_new(o, "published", json_boolean(row->published));
+    json_object_set_new(o, "exit_code", number(&row->exit_code));
+    json_object_set_new(o, "started", string_or_null(row->started));
+    json_object_set_new(o, "finished", string_or_null(row->finished));
+    json_object_set_new(o, "seconds", number(&row->seconds));
+    json_object_set_new(o, "version", string_or_null(row->version));
+    json_object_set_new(o, "samples", number(&row->samples));
+    json_object_set_new(o, "rejected", number(&row->rejected));
+    json_object_set_new(o, "ignored", number(&row->ignored));
+    json_object_set_new(o, "shards", number(&row->shards));
+    json_object_set_new(o, "bytes_out", number(&row->bytes_out));
+    json_object_set_new(o, "verified", row->verified.known ? json_boolean(row->verified.value)
+                                                           : json_null());
+    json_object_set_new(o, "problem_count", number(&row->problems));
+    json_object_set_new(o, "report", string_or_null(row->report));
+    json_object_set_new(o, "log", string_or_null(row->log));
+    json_object_set_new(o, "error", string_or_null(row->error));
+    return o;
+}
+
+void report_write_json(const struct report *r, FILE *out)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < r->runs->count; i++)
+        json_array_append_new(rows, row_json(&r->runs->rows[i]));
+    cli_json_print(json_pack("{s:s, s:o, s:o}", "root", r->root, "current",
+                             string_or_null(r->runs->current), "runs", rows),
+                   out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+}

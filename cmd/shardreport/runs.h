@@ -1,0 +1,55 @@
+/* runs.h - the nightly job's run records (ROOT/runs/<stamp>.json), read for
+ * the index.  The records are written by examples/nightly/shardkit-nightly.sh
+ * (its README lists the fields); every field is optional here, so a record
+ * of an older or newer script still gives a row. */
+#ifndef SHARDREPORT_RUNS_H
+#define SHARDREPORT_RUNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A record larger than this is not a run record. */
+#define RUNS_MAX_RECORD_BYTES (1u << 20)
+
+/* A number of a record: `known` is 0 when the record lacks it. */
+struct run_number {
+    int known;
+    double value;
+};
+
+struct run_row {
+    char *run;                    /* the stamp: the record's file name without ".json" */
+    char *status;                 /* "published", "shardify_failed", ...; "unreadable" */
+    char *error;                  /* why the record could not be read, or NULL */
+    int published;
+    struct run_number exit_code;
+    char *started;                /* ISO 8601, or NULL */
+    char *finished;
+    struct run_number seconds;    /* the whole run */
+    char *version;                /* versions/<stamp>, or NULL */
+    struct run_number samples;    /* shardify.summary */
+    struct run_number rejected;
+    struct run_number ignored;
+    struct run_number shards;
+    struct run_number bytes_out;
+    struct run_number verified;   /* shardcheck.verified: 1 or 0 */
+    struct run_number problems;   /* shardcheck.problem_count */
+    char *report;                 /* the run's shardcheck page, relative to ROOT, when it exists */
+    char *log;                    /* the run's log, relative to ROOT */
+};
+
+struct runs {
+    struct run_row *rows;         /* sorted by stamp, oldest first */
+    size_t count;
+    size_t unreadable;            /* rows whose record could not be read */
+    char *current;                /* where ROOT/current points, or NULL */
+};
+
+/* Read every run record in ROOT/runs (not latest.json, not the tools'
+ * <stamp>.*.json, not hidden files).  ROOT is opened as given; inside it no
+ * link is followed.  0, or -1 with *why set (ROOT/runs cannot be read, out
+ * of memory).  Release with runs_release in both cases. */
+int runs_load(struct runs *r, const char *root, char *why, size_t why_size);
+void runs_release(struct runs *r);
+
+#endif

@@ -1,0 +1,223 @@
+#!/bin/sh
+# test_reports.sh - the HTML reports, opened in a real browser (headless
+# Chromium, tests/browser/render.py): shardcheck --report on the demo data,
+# on a damaged dataset and on keys that are markup, quotes and bytes that
+# are not UTF-8; shardbench --report of a comparison with a consumer step;
+# the nightly job's report per version and its index of runs.  Every page
+# renders with no console message, no page error and no network request,
+# runs no script, fits a phone and prints; its screenshots are not blank;
+# its DOM holds the numbers of the matching --json (check_report.py); a
+# reader of the demo's report sees 48 samples in 4 labels kept and the 4
+# rejected files with their reasons.  (Over HTTP, with nginx on loopback,
+# when nginx is installed.)
+. "$(dirname "$0")/lib.sh"
+
+command -v chromium >/dev/null 2>&1 || die "chromium is not installed (scripts/deps.sh installs it)"
+RENDER="$SHARDKIT_TOP/tests/browser/render.py"
+CHECK="$SHARDKIT_TOP/tests/browser/check_report.py"
+P="$T/pages"
+mkdir -p "$P"
+
+say "the demo data: shardcheck --report beside --json"
+"$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/raw" >/dev/null
+shardify "$T/raw" "$T/shards" --size 64 --shard-size 32K --quiet
+shardcheck --deep --source "$T/raw" --visitation 1,2,3 --fidelity 10 "$T/shards" \
+    --report "$P/check.html" --json >"$T/check.json" || die "the demo data does not verify"
+[ -s "$P/check.html" ] || die "no report written"
+[ "$(json "$T/check.json" 'd["dataset"], d["contents"]["counts"]["samples"]')" = "('$T/shards', 48)" ] ||
+    die "--json: dataset is the path, contents what it holds"
+# what a reader must find, without JSON
+grep -qF '48 samples in 4 labels kept, 4 files rejected' "$P/check.html" ||
+    die "the verdict does not say what was kept"
+
+say "--report: a page that cannot be written is a usage error, before any work"
+must_fail 2 shardcheck "$T/shards" --report "$T/no/such/dir/r.html"
+must_say "--report: cannot write '$T/no/such/dir/r.html'" "$T/err"
+[ ! -e "$T/no" ] || die "something was created"
+must_fail 2 shardcheck "$T/shards" --report
+say "a dataset that cannot be read gets no page"
+must_fail 1 shardcheck "$T/nothing-here" --report "$P/none.html"
+[ ! -e "$P/none.html" ] || die "a page for a dataset that was not checked"
+
+say "a damaged dataset: its problems, and the label whose counts differ"
+cp -R "$T/shards" "$T/bad"
+"$PYTHON" - "$T/bad/manifest.json" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+by = m["counts"]["by_label"]
+by["apple"] += 1          # still adds up to counts.samples, no longer to the shards
+by["boat"] -= 1
+json.dump(m, open(sys.argv[1], "w"), indent=2)
+EOF
+cp -R "$T/raw" "$T/raw2"
+rm "$T/raw2/cloud/img_038.png"
+must_fail 1 shardcheck --source "$T/raw2" "$T/bad" --report "$P/bad.html" --json
+mv "$T/stdout" "$T/bad.json"
+[ "$(json "$T/bad.json" '[l["label"] for l in d["labels"] if l["differs"]]')" = "['apple', 'boat', 'cloud']" ] ||
+    die "labels that differ: $(json "$T/bad.json" 'd["labels"]')"
+
+say "a manifest that cannot be read: the page holds the verdict and the problem"
+cp -R "$T/shards" "$T/nomanifest"
+echo '{"format": "shardkit", "version": 1' >"$T/nomanifest/manifest.json"
+must_fail 1 shardcheck "$T/nomanifest" --report "$P/nomanifest.html" --json
+mv "$T/stdout" "$T/nomanifest.json"
+must_say "Not verified: 1 problem" "$P/nomanifest.html"
+
+say "keys that are markup, quotes and bytes that are not UTF-8 show as text"
+H="$T/hostile"
+mkdir -p "$H/<b>lab'el\"&amp;"
+label="$H/<b>lab'el\"&amp;"
+cp "$T/raw/apple/img_004.png" "$label/<script>alert(1)<!--.png"
+cp "$T/raw/apple/img_004.png" "$label/q\"uo'te &amp; .png"
+cp "$T/raw/apple/img_004.png" "$label/$(printf 'bytes-\377\376-\033.png')"
+: >"$label/<img src=x onerror=alert(1)>.jpg"
+cp "$SHARDKIT_FIXTURES/junk_before_dqt.jpg" "$label/<u>warned.jpg"  # kept, with a warning
+shardify "$H" "$T/hshards" --size 32 --quiet
+shardcheck --source "$H" --fidelity 4 "$T/hshards" --report "$P/hostile.html" --json \
+    >"$T/hostile.json" || die "the hostile dataset does not verify"
+[ "$(json "$T/hostile.json" 'd["contents"]["counts"]["warned"], len(d["contents"]["warned_samples"])')" = "(1, 1)" ] ||
+    die "the sample stored despite a warning: $(json "$T/hostile.json" 'd["contents"]["counts"]')"
+grep -q '<script>alert' "$P/hostile.html" && die "a key's markup reached the page as markup"
+# a problem that names such a key
+rm "$label/<script>alert(1)<!--.png"
+must_fail 1 shardcheck --source "$H" "$T/hshards" --report "$P/hostile-bad.html" --json
+mv "$T/stdout" "$T/hostile-bad.json"
+must_say "&lt;script&gt;alert(1)&lt;!--.png" "$P/hostile-bad.html"
+
+say "shardbench compare --report: files against shards with a consumer step"
+cp -R "$T/raw" "$T/clean"
+rm "$T/clean/apple/truncated.jpg" "$T/clean/boat/empty.jpg" "$T/clean/cloud/notes.jpg" \
+    "$T/clean/dune/badcrc.png"
+shardbench compare "$T/clean" "$T/shards" --epochs 3 --batch 8 --threads 2 --step-ms 1 \
+    --report "$P/bench.html" --json >"$T/bench.json" || die "shardbench compare failed"
+[ "$(json "$T/bench.json" 'len(d["files"]["wait_over_time"]) > 0, sum(d["shards"]["batch_latency_histogram"]["counts"]) == d["shards"]["first_epoch"]["batches"] + d["shards"]["steady"]["batches"]')" = "(True, True)" ] ||
+    die "the latencies and waits of every batch: $(cat "$T/bench.json")"
+[ "$(json "$T/bench.json" 'd["command"]')" = "shardbench compare $T/clean $T/shards --epochs 3 --batch 8 --threads 2 --step-ms 1 --report $P/bench.html --json" ] ||
+    die "command: $(json "$T/bench.json" 'd["command"]')"
+shardbench files "$T/clean" --epochs 1 --limit 20 --report "$P/bench-files.html" --json \
+    >"$T/bench-files.json" || die "shardbench files failed"
+must_fail 2 shardbench roofline --bandwidth 1GB/s --intensity 1 --peak 1GFLOP/s --report "$P/x.html"
+must_say "--report belongs to files, shards and compare" "$T/err"
+must_fail 2 shardbench shards "$T/shards" --report "$T/no/such/dir/r.html"
+must_say "--report: cannot write '$T/no/such/dir/r.html'" "$T/err"
+
+remote=0
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    say "shardbench shards --report over HTTP: requests and bytes"
+    HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
+    trap '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+    U=$("$HTTP_SERVER" start "$T/http" shards="$T/shards") || die "cannot start nginx"
+    shardbench shards "$U/shards" --epochs 2 --rtt 1 --window 16K --report "$P/bench-remote.html" \
+        --json >"$T/bench-remote.json" || die "shardbench over HTTP failed"
+    "$HTTP_SERVER" stop "$T/http" >/dev/null
+    remote=1
+fi
+
+say "the nightly job: a report per version and ROOT/index.html, the history of its runs"
+NIGHTLY="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
+ROOT="$T/root"
+nightly() {  # EXPECTED_STATUS [VAR=VALUE...]
+    want=$1; shift
+    set +e
+    env SHARDKIT_BIN="$SHARDKIT_BIN" SHARDKIT_SRC="$T/nsrc" SHARDKIT_ROOT="$ROOT" \
+        SHARDKIT_OPTIONS="--size 32 --shard-size 32K" "$@" sh "$NIGHTLY" >/dev/null 2>"$T/nightly.err"
+    got=$?
+    set -e
+    [ "$got" -eq "$want" ] || { cat "$T/nightly.err" >&2; die "nightly exited $got, expected $want"; }
+    sleep 1  # the next run gets a stamp of its own
+}
+cp -R "$T/raw" "$T/nsrc"
+nightly 0
+cp "$T/raw/apple/img_004.png" "$T/nsrc/apple/extra.png"
+nightly 3 SHARDKIT_NIGHTLY_BEFORE_CHECK="exit 1"
+nightly 0
+[ -f "$ROOT/index.html" ] || die "the nightly job wrote no index"
+runs=$(cd "$ROOT/runs" && ls | grep -c '^[0-9TZ-]*\.json$')
+[ "$runs" -eq 3 ] || die "$runs run records"
+reports=$(cd "$ROOT/runs" && ls | grep -c '\.html$')
+[ "$reports" -eq 2 ] || die "$reports report pages: one per checked version expected"
+last=$(json "$ROOT/runs/latest.json" 'd["run"]')
+[ "$(json "$ROOT/runs/latest.json" 'd["report"]')" = "runs/$last.html" ] || die "the record names no report"
+cp "$ROOT/index.html" "$P/index.html"
+cp "$ROOT/runs/$last.html" "$P/nightly-version.html"
+cp "$ROOT/runs/$last.shardcheck.json" "$T/nightly-version.json"
+ls -a "$ROOT" | grep -q '\.tmp' && die "a temporary was left in ROOT"
+
+say "shardreport: --json, --out, an unreadable record, usage errors"
+shardreport nightly "$ROOT" --json >"$T/index.json"
+[ "$(json "$T/index.json" '[(r["status"], r["samples"]) for r in d["runs"]]')" = "[('published', 48), ('check_failed', 49), ('published', 49)]" ] ||
+    die "index rows: $(cat "$T/index.json")"
+echo '{"run": "x", "status": ' >"$ROOT/runs/20000101T000000Z.json"
+must_fail 1 shardreport nightly "$ROOT" --out "$T/index2.html"
+must_say "cannot read run record '$ROOT/runs/20000101T000000Z.json': not JSON" "$T/err"
+must_say "20000101T000000Z     unreadable" "$T/stdout"
+grep -qF '<td class="bad">unreadable</td>' "$T/index2.html" || die "the unreadable record has no row"
+rm "$ROOT/runs/20000101T000000Z.json"
+must_fail 2 shardreport nightly
+must_fail 2 shardreport weekly "$ROOT"
+must_fail 2 shardreport nightly "$ROOT" --out "$T/no/such/dir/x.html"
+must_fail 1 shardreport nightly "$T/nothing-here"
+mkdir "$T/linked"
+ln -s "$ROOT/runs" "$T/linked/runs"
+must_fail 1 shardreport nightly "$T/linked"
+must_say "cannot read '$T/linked/runs'" "$T/err"
+[ ! -e "$T/linked/index.html" ] || die "an index for a ROOT whose runs/ is a link"
+
+say "every page in Chromium: no console message, error or request; fits a phone; prints"
+"$PYTHON" "$RENDER" "$T/out" "$P"/*.html >"$T/render.out" || { cat "$T/render.out" >&2; die "a page did not render"; }
+"$PYTHON" "$CHECK" page "$T/render.out" || die "a page misbehaved in the browser"
+
+say "each page holds the numbers of its --json"
+"$PYTHON" "$CHECK" shardcheck "$T/out/check.dom.html" "$T/check.json" || die "check.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/bad.dom.html" "$T/bad.json" || die "bad.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/nomanifest.dom.html" "$T/nomanifest.json" ||
+    die "nomanifest.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/hostile.dom.html" "$T/hostile.json" || die "hostile.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/hostile-bad.dom.html" "$T/hostile-bad.json" || die "hostile-bad.html"
+
+"$PYTHON" "$CHECK" shardbench "$T/out/bench.dom.html" "$T/bench.json" || die "bench.html"
+"$PYTHON" "$CHECK" shardbench "$T/out/bench-files.dom.html" "$T/bench-files.json" ||
+    die "bench-files.html"
+if [ $remote -eq 1 ]; then
+    "$PYTHON" "$CHECK" shardbench "$T/out/bench-remote.dom.html" "$T/bench-remote.json" ||
+        die "bench-remote.html"
+    "$PYTHON" "$CHECK" text "$T/out/bench-remote.dom.html" "(HTTP)" \
+        "a simulated round trip of 1 ms before every request" || die "the remote run's page"
+fi
+
+"$PYTHON" "$CHECK" nightly "$T/out/index.dom.html" "$ROOT" || die "index.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/nightly-version.dom.html" "$T/nightly-version.json" ||
+    die "the nightly version's report"
+
+say "what a reader of the demo's report sees"
+"$PYTHON" "$CHECK" text "$T/out/check.dom.html" \
+    "48 samples in 4 labels kept, 4 files rejected" \
+    "apple/truncated.jpgtruncated JPEG" "boat/empty.jpgnot an image: empty file" \
+    "cloud/notes.jpgnot an image: unknown signature" \
+    "dune/badcrc.pngcorrupt PNG: IDA[AB]: invalid chunk type" || die "the demo's report"
+"$PYTHON" "$CHECK" text "$T/out/hostile.dom.html" "<script>alert(1)<!--.png" \
+    "q\"uo'te &amp; .png" "bytes-\\xff\\xfe-\\x1b.png" "<img src=x onerror=alert(1)>.jpg" \
+    "<b>lab'el\"&amp;" "<u>warned.jpgJPEG warning: 3 extraneous bytes before marker 0xdb" ||
+    die "hostile keys are not shown as text"
+"$PYTHON" "$CHECK" text "$T/out/bad.dom.html" "Not verified" "counts.by_label['apple']" ||
+    die "the damaged dataset's report"
+
+say "the checks can fail: a number changed in the DOM is caught"
+sed 's/data-value="12"/data-value="13"/' "$T/out/check.dom.html" >"$T/changed.dom.html"
+"$PYTHON" "$CHECK" shardcheck "$T/changed.dom.html" "$T/check.json" 2>"$T/err" &&
+    die "a changed label count passed"
+must_say "label 'apple': bars [13.0, 13.0]" "$T/err"
+sed 's/data-value="48"/data-value="47"/' "$T/out/index.dom.html" >"$T/changed.dom.html"
+"$PYTHON" "$CHECK" nightly "$T/changed.dom.html" "$ROOT" 2>"$T/err" && die "a changed run passed"
+must_say "samples: shown 47" "$T/err"
+echo '{"file": "x", "console": [{"type": "error", "text": "boom"}], "exceptions": [], "log": [], "requests": ["http://192.0.2.1/"], "scripts": 0, "images": 0, "phone_overflow_px": 30, "pdf_pages": 1, "screenshot": "'"$T/out/check.png"'", "full_screenshot": "'"$T/out/check.png"'", "phone_screenshot": "'"$T/out/check.png"'"}' >"$T/fake.out"
+"$PYTHON" "$CHECK" page "$T/fake.out" 2>"$T/err" && die "a page with errors passed"
+must_say "console messages" "$T/err"
+must_say "network requests ['http://192.0.2.1/']" "$T/err"
+must_say "30 px wider than a phone" "$T/err"
+"$PYTHON" -c 'from PIL import Image; Image.new("RGB", (300, 200), "white").save("'"$T/blank.png"'")'
+echo '{"file": "x", "console": [], "exceptions": [], "log": [], "requests": [], "scripts": 0, "images": 0, "phone_overflow_px": 0, "pdf_pages": 1, "screenshot": "'"$T/blank.png"'", "full_screenshot": "'"$T/out/check.png"'", "phone_screenshot": "'"$T/out/check.png"'"}' >"$T/fake.out"
+"$PYTHON" "$CHECK" page "$T/fake.out" 2>"$T/err" && die "a blank screenshot passed"
+must_say "looks blank" "$T/err"
+
+echo "test_reports: ok"

@@ -61,7 +61,7 @@ const char *shard_bench_mode_name(enum shard_bench_mode m)
 
 int shard_bench_is_remote(const char *location)
 {
-    return sk_fetch_http_is_url(location);
+    return sk_fetch_http_is_remote(location);
 }
 
 void shard_bench_options_init(struct shard_bench_options *o)

@@ -106,7 +106,7 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
         ds->obs = &ds->observer;
     }
     int rc;
-    if (sk_fetch_http_is_url(location)) {
+    if (sk_fetch_http_is_remote(location)) {
         struct fetch_http_options o;
         if (http)
             o = *http;

@@ -1,7 +1,12 @@
 /* fetch_http.h - the HTTP backend of fetch.h, with libcurl (private).
  *
  * A location "http://host/path" (or https) is a base URL; file NAME is
- * fetched from base/NAME, NAME percent-encoded except for '/'.
+ * fetched from base/NAME, NAME percent-encoded except for '/'.  An S3
+ * location "s3://BUCKET/PREFIX" is the same protocol with a URL mapping and
+ * signed requests (net/s3.h): everything below holds for it too, and its
+ * errors name the object (s3://BUCKET/PREFIX/NAME), with S3's error code
+ * when the answer has one ("HTTP 404 Not Found for 's3://b/manifest.json'
+ * (NoSuchBucket)").
  *
  * Shards are read in large ranges, never one request per record: a file is
  * cut into aligned windows of window_bytes; a read copies from the windows
@@ -65,8 +70,14 @@ void sk_fetch_http_options_init(struct fetch_http_options *o);
 /* 1 when `location` starts with http:// or https://. */
 int sk_fetch_http_is_url(const char *location);
 
-/* A backend reading files below the base URL `base`.  Nothing is requested
- * yet.  0, SHARD_EINVAL (bad options) or SHARD_ENOMEM. */
+/* 1 when `location` is read by this backend: http://, https:// or s3://. */
+int sk_fetch_http_is_remote(const char *location);
+
+/* A backend reading files below the base URL `base`, or below the S3
+ * location "s3://BUCKET/PREFIX" (net/s3.h: the object PREFIX/NAME, through
+ * the endpoint the settings name, every request signed; messages name the
+ * object as s3://BUCKET/KEY).  Nothing is requested yet.  0, SHARD_EINVAL
+ * (bad options or location) or SHARD_ENOMEM. */
 int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_http_options *o,
                    struct shard_err *err);
 
@@ -84,5 +95,9 @@ void sk_fetch_http_drop_cache(struct fetch *fs);
 
 /* The URL of file `name` (malloc'd; NULL when out of memory). */
 char *sk_fetch_http_url(const struct fetch *fs, const char *name);
+
+/* How messages name file `name`: its URL, or s3://BUCKET/KEY (malloc'd;
+ * NULL when out of memory). */
+char *sk_fetch_http_shown(const struct fetch *fs, const char *name);
 
 #endif

@@ -76,6 +76,11 @@ struct shardify_options {
      * second, and once at the end of each phase.  May be NULL. */
     void (*progress)(const struct shardify_progress *p, void *user);
     void *progress_user;
+    /* An s3:// DST is written through a local work directory (the lock, the
+     * resume state, each file until it is uploaded): this one, or NULL for
+     * $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH (~/.cache when
+     * XDG_CACHE_HOME is unset).  Must be NULL for a local DST. */
+    const char *work_dir;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);

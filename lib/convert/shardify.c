@@ -21,6 +21,7 @@
 #include <xxhash.h>
 
 #include "convert/pipeline.h"
+#include "net/s3.h"
 #include "convert/run.h"
 #include "util/clock.h"
 #include "shardkit/format.h"
@@ -384,8 +385,11 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_dst_open(&r.dst, dst, src, o->mode, err)) || (rc = make_workers(&r, err)))
+    if ((rc = sk_dst_open(&r.dst, dst, src, o->work_dir, o->mode, err)) ||
+        (rc = make_workers(&r, err)))
         goto out;
+    if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
+        r.dst->remote->cancel = o->cancel;
 
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);

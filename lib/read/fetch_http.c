@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <curl/curl.h>
+#include <xxhash.h>
 
 #include "net/http.h"
 #include "net/s3.h"
@@ -193,6 +194,7 @@ static void handle_put(struct http_fetch *h, CURL *c)
 struct sink {
     uint8_t *dst;           /* fixed: cap bytes */
     size_t cap;
+    XXH3_state_t *hash;     /* or hashed as it comes, kept nowhere */
     struct shard_buf *grow; /* or growing, up to max (0: no limit) */
     uint64_t max;
     size_t len;
@@ -204,7 +206,9 @@ static size_t on_body(char *p, size_t size, size_t n, void *user)
 {
     struct sink *s = user;
     size_t bytes = size * n;
-    if (s->grow) {
+    if (s->hash) {
+        XXH3_64bits_update(s->hash, p, bytes);
+    } else if (s->grow) {
         if (s->max && s->len + bytes > s->max) {
             s->overflow = 1;
             return 0;
@@ -252,6 +256,8 @@ static void error_detail(const struct http_fetch *h, const struct sink *sink, ch
     out[0] = '\0';
     if (!h->s3)
         return;
+    if (sink->hash)
+        return;  /* not kept */
     const uint8_t *body = sink->grow ? sink->grow->data : sink->dst;
     sk_s3_error_code(body, sink->len, out, size);
 }
@@ -291,6 +297,8 @@ static int request(struct http_fetch *h, const char *url, const char *shown, con
         sink->overflow = sink->nomem = 0;
         if (sink->grow)
             sink->grow->len = 0;
+        if (sink->hash)
+            XXH3_64bits_reset(sink->hash);
         if (h->o.rtt_ms > 0) {
             uint64_t t = sk_now_ns();
             sk_sleep_seconds(h->o.rtt_ms / 1e3);
@@ -431,6 +439,36 @@ int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, st
     if (rc)
         buf->len = 0;
     return rc;
+}
+
+int sk_fetch_http_hash(struct fetch *fs, const char *name, uint64_t *bytes, uint64_t *xxh3,
+                       struct shard_err *err)
+{
+    struct http_fetch *h = (struct http_fetch *)fs;
+    if (fs->ops != &http_ops)
+        return shard_err_set(err, SHARD_EINVAL, "not an HTTP location");
+    char *url = sk_fetch_http_url(fs, name), *shown = sk_fetch_http_shown(fs, name);
+    struct sink sink = {.hash = XXH3_createState()};
+    int rc;
+    if (!url || !shown || !sink.hash) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    } else {
+        struct response resp;
+        rc = request(h, url, shown, NULL, &sink, &resp, err);
+        if (!rc) {
+            *bytes = sink.len;
+            *xxh3 = XXH3_64bits_digest(sink.hash);
+        }
+    }
+    XXH3_freeState(sink.hash);
+    free(url);
+    free(shown);
+    return rc;
+}
+
+struct sk_s3 *sk_fetch_http_s3(struct fetch *fs)
+{
+    return fs->ops == &http_ops ? ((struct http_fetch *)fs)->s3 : NULL;
 }
 
 /* ---- windows ---------------------------------------------------------------- */

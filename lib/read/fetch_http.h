@@ -41,6 +41,7 @@
 #include "shardkit/image.h"
 
 struct sk_read_counters;
+struct sk_s3;
 struct sk_read_observer;
 
 #define FETCH_HTTP_DEFAULT_CONNECTIONS 8
@@ -87,6 +88,15 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
  * sk_fetch_http_new.  Thread-safe. */
 int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, struct shard_buf *buf,
                    struct shard_err *err);
+
+/* Size and XXH3-64 of file `name`, fetched with one GET and hashed as it
+ * comes (nothing kept).  `fs` must come from sk_fetch_http_new. */
+int sk_fetch_http_hash(struct fetch *fs, const char *name, uint64_t *bytes, uint64_t *xxh3,
+                       struct shard_err *err);
+
+/* The S3 location and settings of an s3:// backend, or NULL (http, or not
+ * this backend). */
+struct sk_s3 *sk_fetch_http_s3(struct fetch *fs);
 
 /* Empty the window cache of every open file (windows being read or fetched
  * stay): the next reads go to the server again.  No-op for a backend that

@@ -1,12 +1,11 @@
 /* jsonkey.c - byte strings, unsigned integers and hashes in JSON (see jsonkey.h). */
 #include "util/jsonkey.h"
 
-#include "util/quote.h"
-
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/quote.h"
 #include "shardkit/format.h"
 #include "shardkit/json.h"
 

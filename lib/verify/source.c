@@ -31,6 +31,7 @@
 
 #include <xxhash.h>
 
+#include "read/dataset_internal.h"
 #include "util/jsonkey.h"
 #include "util/fsutil.h"
 #include "util/quote.h"
@@ -385,14 +386,9 @@ static int grow_samples(struct source_run *s, uint64_t need, uint64_t *cap, stru
  * index pass and are left out here). */
 static int load_samples(struct source_run *s, struct shard_err *err)
 {
-    const struct shard_manifest *m = s->v->m;
-    char *path = sk_fs_join(s->v->dst, m->index_file);
-    if (!path)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_index_reader *rd;
     struct shard_err e;
-    int rc = shard_index_reader_open(&rd, path, &e);
-    free(path);
+    int rc = sk_dataset_index_open(s->v->ds, &rd, &e);
     if (rc)
         return SHARD_OK;  /* reported by the index pass */
     uint64_t cap = 0;

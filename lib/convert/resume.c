@@ -44,7 +44,7 @@ static int adopt_check(struct adopt *a, const char *key, size_t key_len, int has
         now_bytes = sp->source_bytes;
         now_xxh3 = sp->source_xxh3;
     } else {
-        if (shard_read_source_file(r->src_fd, k, r->config.max_file_bytes, &a->buf, err) != 0)
+        if (sk_source_root_read(&r->root, k, r->config.max_file_bytes, &a->buf, err) != 0)
             return shard_err_set(err, SHARD_EMISMATCH, "source changed");
         now_bytes = a->buf.len;
         now_xxh3 = XXH3_64bits(a->buf.data, a->buf.len);

@@ -226,7 +226,13 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
-        if (shard_read_source_file(r->src_fd, key, r->config.max_file_bytes, &s->input, &e) != 0) {
+        int rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
+        if (rc == SHARD_ENET || rc == SHARD_ENOMEM) {  /* the store, not the file */
+            s->why = e;
+            s->fatal = rc;
+            return;
+        }
+        if (rc) {
             sk_run_reject_slot(s, &e);
             return;
         }
@@ -316,14 +322,17 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
+    if (sk_source_is_s3(r->src))  /* an S3 prefix: a directory of objects */
+        return sk_source_root_open(&r->root, r->src, err);
     struct stat st;
     if (stat(r->src, &st) != 0)
         return shard_err_errno(err, SHARD_EINVAL, errno, "cannot read source '%s'", r->src);
     if (S_ISDIR(st.st_mode)) {
-        r->src_fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (r->src_fd < 0)
-            return shard_err_errno(err, SHARD_EINVAL, errno, "cannot open source '%s'", r->src);
-        return SHARD_OK;
+        if (sk_source_root_open(&r->root, r->src, err) == SHARD_OK)
+            return SHARD_OK;
+        if (err)  /* an unusable SRC is a bad argument of the run */
+            err->code = SHARD_EINVAL;
+        return SHARD_EINVAL;
     }
     if (!S_ISREG(st.st_mode))
         return shard_err_set(err, SHARD_EINVAL,
@@ -337,8 +346,7 @@ static void run_release(struct run *r)
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
-    if (r->src_fd >= 0)
-        close(r->src_fd);
+    sk_source_root_close(&r->root);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     if (r->spool_path)  /* never leave an archive's spool on a full disk */
@@ -371,7 +379,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.o = o;
     r.t0 = sk_now_seconds();
     r.src = src;
-    r.src_fd = -1;
+    r.root.fd = -1;
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
@@ -394,7 +402,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = shard_scan_dir(src, &r.keys, &r.refused, &r.stats, err);
+        rc = sk_source_root_scan(&r.root, &r.keys, &r.refused, &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }

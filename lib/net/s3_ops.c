@@ -246,8 +246,15 @@ static int call(struct sk_s3 *s3, struct call *c, struct shard_err *err)
             goto out;
         }
         if (t.overflow) {
-            rc = shard_err_set(err, SHARD_ELIMIT, "'%s' is larger than %llu bytes", shown,
-                               (unsigned long long)c->max);
+            curl_off_t n = -1;
+            curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n);
+            if (n > 0)  /* the words of a local file too large (source.h) */
+                rc = shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit "
+                                   "of %llu", (unsigned long long)n,
+                                   (unsigned long long)c->max);
+            else
+                rc = shard_err_set(err, SHARD_ELIMIT, "'%s' is larger than %llu bytes", shown,
+                                   (unsigned long long)c->max);
             goto out;
         }
         if (t.io_error) {

@@ -14,6 +14,42 @@
 
 #include "shardkit/source.h"
 
+/* ---- where the files are: a directory or an S3 prefix (root.c) ------------ */
+
+struct sk_s3;
+
+/* A source root: a directory opened once, or an s3://BUCKET/PREFIX location
+ * whose objects below PREFIX/ are the files (keys relative to PREFIX/). */
+struct sk_source_root {
+    const char *src;      /* as given */
+    int fd;               /* a directory: -1 otherwise */
+    struct sk_s3 *s3;     /* an S3 prefix: NULL otherwise */
+};
+
+/* 1 when src is an S3 location (s3://). */
+int sk_source_is_s3(const char *src);
+
+/* Open src: an s3:// location (nothing requested yet) or a directory. */
+int sk_source_root_open(struct sk_source_root *r, const char *src, struct shard_err *err);
+void sk_source_root_close(struct sk_source_root *r);  /* accepts a zeroed or closed root */
+
+/* shard_scan_dir for a directory; for an S3 prefix, every object below it
+ * (ListObjectsV2, paginated) whose name is a candidate goes to keys (in
+ * listing order: sort them), the others are counted as ignored ("directory
+ * marker" objects whose key ends in '/' are not files and are skipped).
+ * An object store has no links, devices or unreadable directories: nothing
+ * is refused. */
+int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
+                        struct shard_refusals *refused, struct shard_scan_stats *st,
+                        struct shard_err *err);
+
+/* shard_read_source_file, for either kind: an object that vanished is
+ * SHARD_ENOTFOUND ("file vanished"), one over max_bytes SHARD_ELIMIT in the
+ * same words; a store that cannot be reached is SHARD_ENET (not the file's
+ * fault: the caller must not reject the sample for it).  Thread-safe. */
+int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_t max_bytes,
+                        struct shard_buf *buf, struct shard_err *err);
+
 /* ---- reasons ------------------------------------------------------------- */
 
 /* A candidate that is not a regular file: "not a regular file: fifo". */

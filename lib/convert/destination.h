@@ -9,7 +9,8 @@
  *
  * An s3:// DST (destination_s3.c) is that same machinery on a local
  * staging directory - the work directory given with --work-dir, else
- * $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH (~/.cache when unset) -
+ * $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH (~/.cache when unset; HASH
+ * of the bucket and prefix) -
  * where the lock, the state, the journals and each file being written live,
  * plus the store: each finished file is uploaded (sk_dst_publish) and its
  * staged copy removed, shards as they are finished, then index.jsonl, then

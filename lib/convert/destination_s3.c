@@ -31,12 +31,13 @@ int sk_dst_s3_staging(const struct sk_s3 *s3, const char *work_dir, char **path,
             return shard_err_set(err, SHARD_EINVAL, "--work-dir is an empty path");
         *path = strdup(work_dir);
     } else {
-        /* one directory per endpoint, bucket and prefix */
+        /* one directory per bucket and prefix (not per endpoint: a run
+         * resumed through another address of the same store finds its
+         * work; what it adopts is checked against the store anyway) */
         XXH3_state_t *h = XXH3_createState();
         if (!h)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         XXH3_64bits_reset(h);
-        XXH3_64bits_update(h, s3->endpoint, strlen(s3->endpoint) + 1);
         XXH3_64bits_update(h, s3->bucket, strlen(s3->bucket) + 1);
         XXH3_64bits_update(h, s3->prefix, strlen(s3->prefix) + 1);
         char hex[HASH_HEX];
@@ -168,6 +169,7 @@ static void forget_upload(void *user, const char *name, const char *upload_id)
 
 int sk_dst_s3_abort_recorded(struct dst *d, struct shard_err *err)
 {
+    /* errors other than a broken work directory do not stop the run */
     int fd;
     int rc = sk_fs_open_at(d->work_fd, d->work, DST_UPLOAD_FILE, &fd, err);
     if (rc == SHARD_ENOTFOUND)
@@ -181,8 +183,13 @@ int sk_dst_s3_abort_recorded(struct dst *d, struct shard_err *err)
     char *tab = strchr(line, '\t'), *end = tab ? strchr(tab, '\n') : NULL;
     if (tab && end) {
         *tab = *end = '\0';
-        if ((rc = sk_s3_abort(d->remote, line, tab + 1, err)))
-            return rc;  /* kept: the next run tries again */
+        struct shard_err why;
+        rc = sk_s3_abort(d->remote, line, tab + 1, &why);
+        /* best effort: a store that cannot abort uploads (some S3
+         * implementations) drops the parts by its own lifecycle rules;
+         * one that cannot be reached now is asked again by the next run */
+        if (rc && rc != SHARD_EUNSUPPORTED)
+            return SHARD_OK;
     }
     unlinkat(d->work_fd, DST_UPLOAD_FILE, 0);
     return SHARD_OK;

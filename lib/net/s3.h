@@ -113,7 +113,8 @@ char *sk_s3_encode(const char *text, int keep_slash);
  * when the answer has one: "cannot upload 's3://b/d/shard-000001.shard':
  * HTTP 403 Forbidden (AccessDenied)".  A missing object (or bucket) is
  * SHARD_ENOTFOUND, anything else SHARD_ENET.  Names are below the prefix
- * ("shard-000001.shard" is the object PREFIX/shard-000001.shard).
+ * ("shard-000001.shard" is the object PREFIX/shard-000001.shard).  A request
+ * the store does not implement (HTTP 405, 501) is SHARD_EUNSUPPORTED.
  * Thread-safe: connections are kept in a small pool. */
 
 /* Called for each object (recursive) or each entry of one level (a

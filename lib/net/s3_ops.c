@@ -68,6 +68,7 @@ struct call {
     const char *verb;            /* for messages: "read", "upload", "list", ... */
     const char *method;          /* GET, PUT, POST, DELETE, HEAD */
     const char *key;             /* full object key; NULL: the bucket */
+    const char *subject;         /* what messages name when not the key (a listing's prefix) */
     const char *query;           /* encoded, sorted; NULL: none */
     const char *header;          /* one extra header line, or NULL */
     /* the request body: a buffer, or len bytes of fd at offset */
@@ -192,7 +193,7 @@ static int cancelled(const struct sk_s3 *s3)
 static int call(struct sk_s3 *s3, struct call *c, struct shard_err *err)
 {
     char *url = sk_s3_url(s3, c->key, c->query);
-    char *shown = sk_s3_name(s3, c->key ? c->key : "");
+    char *shown = sk_s3_name(s3, c->subject ? c->subject : c->key ? c->key : "");
     CURL *h = handle_get(s3);
     struct curl_slist *headers = NULL;
     struct transfer t = {.c = c, .handle = h};
@@ -286,7 +287,9 @@ static int call(struct sk_s3 *s3, struct call *c, struct shard_err *err)
         if (status / 100 != 2) {
             char note[SK_S3_CODE_SIZE + 4];
             code_note(&t.error, note, sizeof note);
-            rc = shard_err_set(err, status == 404 ? SHARD_ENOTFOUND : SHARD_ENET,
+            rc = shard_err_set(err, status == 404                    ? SHARD_ENOTFOUND
+                                    : status == 405 || status == 501 ? SHARD_EUNSUPPORTED
+                                                                     : SHARD_ENET,
                                "cannot %s '%s': HTTP %ld%s%s", c->verb, shown, status,
                                sk_http_status_text(status), note);
             goto out;
@@ -556,7 +559,7 @@ int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
             goto out;
         }
         struct call c = {.verb = "list", .method = "GET", .key = NULL, .query = query,
-                         .out = &body, .max = LIST_BODY_MAX};
+                         .subject = s3->prefix, .out = &body, .max = LIST_BODY_MAX};
         if ((rc = call(s3, &c, err)))
             goto out;
         page_clear(&pg);

@@ -20,6 +20,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/server_lib.sh"
 NPM_DIR=${NPM_DIR:-$here/../build/npm}
 S3RVER_VERSION=${S3RVER_VERSION:-3}
 
@@ -44,11 +45,6 @@ install() {
 }
 
 pid_of() { [ -s "$prefix/pid" ] && cat "$prefix/pid"; }
-
-random_port() {
-    n=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
-    echo $((20000 + n % 40000))
-}
 
 # answers PORT: s3rver answers a listing of all buckets
 answers() {
@@ -76,15 +72,7 @@ launch() {  # port: 0 when it answers, 1 when it died (port taken?)
 }
 
 stop() {
-    pid=$(pid_of) || return 0
-    kill -TERM "$pid" 2>/dev/null || { rm -f "$prefix/pid"; return 0; }
-    i=0
-    while kill -0 "$pid" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -le 200 ] || die "s3rver (pid $pid) did not stop"
-        sleep 0.05
-    done
-    rm -f "$prefix/pid"
+    stop_pidfile "$prefix/pid" s3rver
 }
 
 start() {  # [port]

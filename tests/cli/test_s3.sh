@@ -211,8 +211,15 @@ shardify "$BIG" "$T/local-big" $RAW --quiet
     die "shard 0 is too small for a multipart upload in 5 MiB parts"
 export SHARDKIT_S3_PART_SIZE=5M
 
-# wait_held NAME: the recorder NAME holds a request
-wait_held() {
+# held_upload NAME: start `shardify $BIG $B/NAME $RAW` in the background
+# through a recorder NAME that holds the upload of part 2 of shard 0; return
+# once it is held, with the run's pid in $run_pid (release the request with
+# `touch $T/NAME.wire.release`).
+held_upload() {
+    E=$(recorder "$1" --hold "partNumber=2")
+    AWS_ENDPOINT_URL=$E shardify "$BIG" "$B/$1" $RAW --quiet >"$T/$1.out" 2>&1 &
+    run_pid=$!
+    held=$run_pid
     i=0
     while [ ! -e "$T/$1.wire.held" ]; do
         i=$((i + 1)); [ $i -le $POLL_STEPS ] || die "no request was held"
@@ -221,11 +228,7 @@ wait_held() {
 }
 
 say "the server killed in the middle of a multipart upload and restarted: the run goes on"
-E=$(recorder restart --hold "partNumber=2")
-AWS_ENDPOINT_URL=$E shardify "$BIG" "$B/restart" $RAW --quiet >"$T/restart.out" 2>&1 &
-run_pid=$!
-held=$run_pid
-wait_held restart
+held_upload restart
 "$S3_SERVER" restart "$SRV" >/dev/null || die "s3rver did not restart"
 touch "$T/restart.wire.release"
 wait $run_pid || { cat "$T/restart.out" >&2; die "the upload did not survive the restart"; }
@@ -235,11 +238,7 @@ must_say "?uploads=" "$T/restart.wire"
 must_say "partNumber=3&uploadId=" "$T/restart.wire"
 
 say "a run killed in the middle of an upload publishes nothing; --resume finishes it"
-E=$(recorder killed --hold "partNumber=2")
-AWS_ENDPOINT_URL=$E shardify "$BIG" "$B/killed" $RAW --quiet >"$T/killed.out" 2>&1 &
-run_pid=$!
-held=$run_pid
-wait_held killed
+held_upload killed
 kill -KILL $run_pid
 wait $run_pid 2>/dev/null || true
 held=""

@@ -105,7 +105,7 @@ start)
     for bucket in "$@"; do
         code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT \
             -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$(cat "$prefix/url")/$bucket")
-        [ "$code" = 200 ] || die "cannot make bucket '$bucket' (HTTP $code)"
+        [ "$code" = 200 ] || [ "$code" = 409 ] || die "cannot make bucket '$bucket' (HTTP $code)"
     done
     cat "$prefix/url"
     ;;

@@ -199,6 +199,7 @@ struct sink {
     uint64_t max;
     size_t len;
     int overflow;           /* more bytes came than fit */
+    int prefix_ok;          /* a 206 larger than the buffer keeps what fit (see http_open) */
     int nomem;
 };
 
@@ -320,6 +321,11 @@ static int request(struct http_fetch *h, const char *url, const char *shown, con
         resp->status = status;
         if (cc == CURLE_WRITE_ERROR && sink->nomem) {
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory reading '%s'", shown);
+            break;
+        }
+        if (cc == CURLE_WRITE_ERROR && sink->overflow && status == 206 && sink->prefix_ok &&
+            !content_range(c, &resp->range_start, &resp->range_end, &resp->total)) {
+            rc = SHARD_OK;
             break;
         }
         if (cc == CURLE_WRITE_ERROR && sink->overflow && status / 100 == 2) {
@@ -905,10 +911,20 @@ static int http_open(struct fetch *fs, const char *name, struct fetch_file **out
     }
     char range[RANGE_TEXT];
     snprintf(range, sizeof range, "-%zu", want);
-    struct sink sink = {.dst = f->tail, .cap = want};
+    struct sink sink = {.dst = f->tail, .cap = want, .prefix_ok = 1};
     struct response resp;
     if ((rc = request(h, f->url, f->shown, range, &sink, &resp, err)))
         goto fail;
+    if (resp.status == 206 && resp.range_start == 0 && resp.range_end + 1 != resp.total &&
+        resp.total > 0) {
+        /* a server that reads "-N" as "0-N" (s3rver does) still told the
+         * size: ask for the last bytes by their offsets */
+        uint64_t start = resp.total > want ? resp.total - want : 0;
+        snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, start, resp.total - 1);
+        sink = (struct sink){.dst = f->tail, .cap = want};
+        if ((rc = request(h, f->url, f->shown, range, &sink, &resp, err)))
+            goto fail;
+    }
     if (resp.status == 416) {  /* an empty file has no suffix */
         f->base.size = 0;
         f->tail_len = 0;

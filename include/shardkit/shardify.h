@@ -108,7 +108,12 @@ struct shardify_summary {
     char run_record_error[SHARD_ERRMSG_SIZE];
 };
 
-/* Convert SRC into DST.  Returns 0 when the dataset was published (rejects
+/* Convert SRC into DST.  SRC is a directory, an archive file or an
+ * "s3://BUCKET/PREFIX" (its objects, listed and fetched like the files of a
+ * directory); DST a directory or an "s3://BUCKET/PREFIX" (written through
+ * work_dir: each shard uploaded when finished, index.jsonl next,
+ * manifest.json last).  S3 settings as the AWS CLI finds them (see
+ * shard_dataset_open).  Returns 0 when the dataset was published (rejects
  * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC, DST
  * inside SRC or SRC inside DST, an archive SRC without entries, o->labels
  * other than "none" that labels no sample), SHARD_EEXIST (DST not empty /

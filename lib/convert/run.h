@@ -62,6 +62,7 @@ struct run {
     const char *src;
     int archive;
     struct sk_source_root root;       /* a directory or an S3 prefix (not an archive) */
+    struct sk_prefetch *prefetch;     /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;

@@ -27,6 +27,9 @@
 #include "shardkit/format.h"
 
 #define SLOTS_PER_THREAD 16
+/* An S3 source's files: fetched this many at once, this many positions ahead. */
+#define REMOTE_CONNECTIONS 16
+#define REMOTE_AHEAD 64
 #define PROGRESS_INTERVAL 0.1
 
 void shardify_options_init(struct shardify_options *o)
@@ -215,6 +218,8 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         s->payload.len = sp->len;
     } else {
+        /* a prefetched position is taken whatever becomes of it */
+        int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &e) : SHARD_OK;
         const char *refusal = shard_refusals_find(&r->refused, key, key_len);
         if (refusal) {  /* never opened: see shard_scan_dir */
             shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
@@ -226,9 +231,10 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
-        int rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
-        if (rc == SHARD_ENET || rc == SHARD_ENOMEM) {  /* the store, not the file */
-            s->why = e;
+        if (!r->prefetch)
+            rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
+        if (rc == SHARD_ENET || rc == SHARD_EINTR) {
+            s->why = e;  /* the store, not the file */
             s->fatal = rc;
             return;
         }
@@ -310,7 +316,14 @@ static int convert(struct run *r, struct shard_err *err)
         return SHARD_ENOMEM;
     struct pipeline_ops ops = {r, convert_claim, convert_work, convert_consume};
     r->phase = "convert";
-    int rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
+    int rc = SHARD_OK;
+    if (r->root.s3)  /* one round trip per file: many under way at once */
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->n,
+                             r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD, err);
+    if (!rc)
+        rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
+    sk_prefetch_free(r->prefetch);
+    r->prefetch = NULL;
     free(slots);
     if (!rc)
         rc = sk_assembler_finish(r->as, err);

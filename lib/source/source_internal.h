@@ -50,6 +50,24 @@ int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
 int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_t max_bytes,
                         struct shard_buf *buf, struct shard_err *err);
 
+/* Fetching a remote root's files ahead of the workers (prefetch.c): the
+ * files keys[order[pos]] for pos in [first, end), `connections` at a time
+ * and at most `ahead` positions ahead of the lowest one not taken yet, so
+ * that conversion is not bound by one request's round trip per worker.
+ * Every position in [first, end) must be taken, once. */
+struct sk_prefetch;
+int sk_prefetch_new(struct sk_prefetch **out, const struct sk_source_root *root,
+                    const struct shard_keylist *keys, const uint64_t *order, uint64_t first,
+                    uint64_t end, uint64_t max_bytes, int connections, uint32_t ahead,
+                    struct shard_err *err);
+/* Wait for position pos and hand its bytes to buf (buffers are exchanged,
+ * nothing is copied), or return its read error (sk_source_root_read's).
+ * SHARD_EINTR once the prefetcher is being freed. */
+int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf,
+                     struct shard_err *err);
+/* Stop the fetches (those under way finish) and free.  Accepts NULL. */
+void sk_prefetch_free(struct sk_prefetch *pf);
+
 /* ---- reasons ------------------------------------------------------------- */
 
 /* A candidate that is not a regular file: "not a regular file: fifo". */

@@ -54,3 +54,7 @@ done
 echo
 echo "## 5. Read throughput"
 RUNS=3 "$top/bench/read_throughput.sh" "$BUILD"
+
+echo
+echo "## 6. Local disk, HTTP and S3"
+RUNS=3 "$top/bench/remote_throughput.sh" "$BUILD"

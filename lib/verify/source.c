@@ -332,7 +332,10 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
 #pragma omp for schedule(dynamic, 16)
         for (uint64_t i = 0; i < s->found_count; i++) {
             struct found *f = &s->found[i];
-            if (!f->need_hash || f->refused)
+            int stop;
+#pragma omp atomic read
+            stop = unreachable;
+            if (!f->need_hash || f->refused || stop)  /* a store down: no more tries */
                 continue;
             double t = sk_now_seconds();
             struct shard_err e;
@@ -340,11 +343,14 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
             const char *key = shard_keylist_get(&s->found_keys, f->key, NULL);
             int rc = sk_source_root_read(&s->root, key, max_bytes, &buf, &e);
             if (rc == SHARD_ENET) {  /* the store, not the file: stop */
-#pragma omp critical(source_store)
-                if (!unreachable) {
+                int first;
+#pragma omp atomic capture
+                {
+                    first = unreachable;
                     unreachable = 1;
-                    store_err = e;
                 }
+                if (!first)  /* the first failure's words, kept by its thread alone */
+                    store_err = e;
             } else if (rc == 0) {
                 f->bytes = buf.len;
                 f->xxh3 = XXH3_64bits(buf.data, buf.len);

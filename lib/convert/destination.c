@@ -345,9 +345,11 @@ static int remove_entry(struct dst *d, const char *name, void *user, struct shar
 {
     const struct keep *k = user;
     uint32_t n;
-    if (sk_dst_is_shard_name(name, &n) ? n < k->first_shard
-                                : !sk_dst_is_output_name(name) || !strcmp(name, SHARDIFY_WORK_DIR) ||
-                                      (k->manifest && !strcmp(name, SHARD_MANIFEST_FILE)))
+    int keep = sk_dst_is_shard_name(name, &n)
+                   ? n < k->first_shard
+                   : !sk_dst_is_output_name(name) || !strcmp(name, SHARDIFY_WORK_DIR) ||
+                         (k->manifest && !strcmp(name, SHARD_MANIFEST_FILE));
+    if (keep)
         return SHARD_OK;
     if (unlinkat(d->fd, name, 0) != 0 && errno != ENOENT)
         return shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", d->path, name);
@@ -556,6 +558,13 @@ int sk_dst_open(struct dst **out, const char *path, const char *src, const char 
     }
     for (size_t n = strlen(d->path); n > 1 && d->path[n - 1] == '/'; n--)
         d->path[n - 1] = '\0';
+    if (!d->remote) {  /* messages name DST as trimmed */
+        free(d->name);
+        if (!(d->name = strdup(d->path))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto fail;
+        }
+    }
     if (!(d->work = sk_fs_join(d->path, SHARDIFY_WORK_DIR))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;

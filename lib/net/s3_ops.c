@@ -441,7 +441,8 @@ static size_t url_decode(char *s, size_t len)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        if (s[i] == '%' && i + 2 < len && sk_hex_value(s[i + 1]) >= 0 && sk_hex_value(s[i + 2]) >= 0) {
+        if (s[i] == '%' && i + 2 < len && sk_hex_value(s[i + 1]) >= 0 &&
+            sk_hex_value(s[i + 2]) >= 0) {
             s[o++] = (char)(sk_hex_value(s[i + 1]) * 16 + sk_hex_value(s[i + 2]));
             i += 2;
         } else if (s[i] == '+') {

@@ -128,8 +128,8 @@ def steady(side):
 def rate(xs):
     return med(steady(x)["samples_per_second"] for x in xs)
 
-def per_sample(xs):  # requests per sample read, steady epochs
-    return med(steady(x)["requests"] / steady(x)["samples"] for x in xs if steady(x)["samples"])
+def per_sample(xs, what="requests"):  # per sample read, steady epochs
+    return med(steady(x)[what] / steady(x)["samples"] for x in xs if steady(x)["samples"])
 
 print(f"Median of {runs} runs, {epochs} epochs each (steady = epochs 2..{epochs}), --size {size}, "
       f"raw shards (--zstd-level -100), {threads} loader threads on both sides, batch 64.  "
@@ -137,8 +137,9 @@ print(f"Median of {runs} runs, {epochs} epochs each (steady = epochs 2..{epochs}
       f"(--rtt sleeps before each request); HTTP is nginx, S3 is s3rver (Node.js), both on "
       f"loopback.\n")
 print("| where | rtt ms | files samples/s | shards samples/s | ratio shards/files | "
-      "requests per sample (files / shards) | shards MB/s | shards vs transfer bound |")
-print("|---|---:|---:|---:|---:|---|---:|---:|")
+      "requests per sample (files / shards) | KB per sample (files / shards) | shards MB/s | "
+      "shards vs transfer bound |")
+print("|---|---:|---:|---:|---:|---|---|---:|---:|")
 bounds = {k: load(f"bound-{k}") for k in ("http", "s3")}
 def bound_rate(kind):
     b = bounds[kind]
@@ -157,6 +158,7 @@ for label, name, rtt, kind in rows:
     vs = f"{100 * rate(s) / bound_rate(kind):.0f}%" if kind else "-"
     print(f"| {label} | {rtt} | {rate(f):.0f} | {rate(s):.0f} | **{ratio:.2f}x** | "
           f"{per_sample(f):.3f} / {per_sample(s):.4f} | "
+          f"{per_sample(f, 'bytes_read') / 1e3:.0f} / {per_sample(s, 'bytes_read') / 1e3:.0f} | "
           f"{med(steady(x)['mb_per_second'] for x in s):.1f} | {vs} |")
 print()
 print("| transfer bound (curl alone, 8 MiB ranges, no delay) | GB/s | samples/s |")

@@ -101,8 +101,10 @@ static void convert(const uint8_t *data, size_t size)
     const struct shard_config *c = &configs[which];
     struct shard_err err;
     uint32_t w = 0, h = 0;
-    if (sk_record_build(workers[which], data, size, &payload, &w, &h, &err) != 0)
+    char warning[SHARD_ERRMSG_SIZE];
+    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, &err) != 0)
         return;
+    REQUIRE(memchr(warning, '\0', sizeof warning) != NULL);
     REQUIRE(w > 0 && h > 0);
     if (c->fit == SHARD_FIT_CROP)
         REQUIRE(w == h && w <= c->size);
@@ -129,6 +131,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         touch_image(&image);
         REQUIRE((uint64_t)info.source_width * info.source_height <= FUZZ_MAX_PIXELS);
         REQUIRE(image.width == info.source_width && image.height == info.source_height);
+        /* "" or one line naming what the decoder recovered from */
+        REQUIRE(memchr(info.warning, '\0', sizeof info.warning) != NULL &&
+                (!info.warning[0] || strstr(info.warning, " warning: ")) &&
+                !strchr(info.warning, '\n'));
         w = image.width;
         h = image.height;
     } else {

@@ -94,6 +94,7 @@ static void load_manifest(const uint8_t *data, size_t size)
     REQUIRE(sum == m.samples);
     REQUIRE(m.reject_count == m.rejected);
     REQUIRE(m.index_entries == m.samples);
+    REQUIRE(m.warned <= m.samples);
     char *first = NULL, *second = NULL;
     REQUIRE(shard_manifest_dump(&m, &first, &err) == 0);
     rc = shard_manifest_load_buffer(first, strlen(first), &again, &err);
@@ -114,6 +115,7 @@ static void same_sample(const struct shard_sample *a, const struct shard_sample 
     REQUIRE(a->label == b->label && a->shard == b->shard && a->record == b->record);
     REQUIRE(a->width == b->width && a->height == b->height);
     REQUIRE(a->source_bytes == b->source_bytes && a->source_xxh3 == b->source_xxh3);
+    REQUIRE(!a->warning == !b->warning && (!a->warning || !strcmp(a->warning, b->warning)));
 }
 
 static void same_reject(const struct shard_reject *a, const struct shard_reject *b)

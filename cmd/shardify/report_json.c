@@ -3,16 +3,34 @@
 
 #include "cli_json.h"
 
+/* Append the object a shard_*_line call made in `line` (made: its result)
+ * to array, and empty `line` for the next. */
+static void append_line(json_t *array, int made, struct shard_buf *line)
+{
+    if (made == 0)
+        json_array_append_new(array, json_loadb((const char *)line->data, line->len, 0, NULL));
+    line->len = 0;
+}
+
 /* Rejects reuse the manifest's reject entry format. */
 static json_t *rejects_json(const struct shardify_summary *s)
 {
     json_t *a = json_array();
-    for (uint64_t i = 0; i < s->reject_count; i++) {
-        struct shard_buf line = {0};
-        if (shard_reject_line(&s->rejects[i], &line, NULL) == 0)
-            json_array_append_new(a, json_loadb((const char *)line.data, line.len, 0, NULL));
-        shard_buf_release(&line);
-    }
+    struct shard_buf line = {0};
+    for (uint64_t i = 0; i < s->reject_count; i++)
+        append_line(a, shard_reject_line(&s->rejects[i], &line, NULL), &line);
+    shard_buf_release(&line);
+    return a;
+}
+
+/* Samples stored despite a decoder warning: their index lines. */
+static json_t *warnings_json(const struct shardify_summary *s)
+{
+    json_t *a = json_array();
+    struct shard_buf line = {0};
+    for (uint64_t i = 0; i < s->warning_count; i++)
+        append_line(a, shard_sample_line(&s->warnings[i], &line, NULL), &line);
+    shard_buf_release(&line);
     return a;
 }
 
@@ -28,6 +46,7 @@ void report_write_json(const struct report *r, FILE *out)
     json_object_set_new(o, "candidates", json_integer((json_int_t)s->candidates));
     json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
     json_object_set_new(o, "rejected", json_integer((json_int_t)s->rejected));
+    json_object_set_new(o, "warned", json_integer((json_int_t)s->warned));
     json_object_set_new(o, "ignored", json_integer((json_int_t)s->ignored));
     json_object_set_new(o, "unlabeled", json_integer((json_int_t)s->unlabeled));
     json_object_set_new(o, "labels", json_integer(s->labels));
@@ -43,5 +62,6 @@ void report_write_json(const struct report *r, FILE *out)
                         json_real(s->seconds > 0 ? (s->samples + s->rejected) / s->seconds : 0));
     json_object_set_new(o, "threads", json_integer(s->threads));
     json_object_set_new(o, "rejects", rejects_json(s));
+    json_object_set_new(o, "warnings", warnings_json(s));
     cli_json_print(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER);
 }

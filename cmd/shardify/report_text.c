@@ -24,6 +24,14 @@ void report_write_warnings(const struct report *r, FILE *out)
                 r->summary->run_record_error);
 }
 
+/* "  rejected 'a/b.jpg': truncated JPEG" */
+static void write_listed(FILE *out, const char *what, const char *key, size_t key_len,
+                         const char *text)
+{
+    char shown[SHARD_QUOTE_SIZE];
+    fprintf(out, "  %s '%s': %s\n", what, shard_quote(key, key_len, shown, sizeof shown), text);
+}
+
 void report_write_text(const struct report *r, FILE *out)
 {
     const struct shardify_summary *s = r->summary;
@@ -52,15 +60,21 @@ void report_write_text(const struct report *r, FILE *out)
     if (s->reused_shards)
         fprintf(out, "%s: resumed: kept %u finished shard%s\n", PROG, s->reused_shards,
                 s->reused_shards == 1 ? "" : "s");
-    for (uint64_t i = 0; i < s->reject_count && i < REJECTS_SHOWN; i++) {
-        char shown[SHARD_QUOTE_SIZE];
-        fprintf(out, "  rejected '%s': %s\n",
-                shard_quote(s->rejects[i].key, s->rejects[i].key_len, shown, sizeof shown),
-                s->rejects[i].reason);
-    }
+    for (uint64_t i = 0; i < s->reject_count && i < REJECTS_SHOWN; i++)
+        write_listed(out, "rejected", s->rejects[i].key, s->rejects[i].key_len,
+                     s->rejects[i].reason);
     if (s->reject_count > REJECTS_SHOWN)
         fprintf(out, "  ... and %llu more (all are listed in %s/manifest.json)\n",
                 (unsigned long long)(s->reject_count - REJECTS_SHOWN), r->dst);
+    if (s->warned)
+        fprintf(out, "%s: %llu sample%s stored despite a decoder warning (no pixel data "
+                "lost):\n", PROG, (unsigned long long)s->warned, s->warned == 1 ? "" : "s");
+    for (uint64_t i = 0; i < s->warning_count && i < REJECTS_SHOWN; i++)
+        write_listed(out, "warning", s->warnings[i].key, s->warnings[i].key_len,
+                     s->warnings[i].warning);
+    if (s->warning_count > REJECTS_SHOWN)
+        fprintf(out, "  ... and %llu more (their lines in %s/index.jsonl carry \"warning\")\n",
+                (unsigned long long)(s->warning_count - REJECTS_SHOWN), r->dst);
     if (s->candidates == 0)
         fprintf(out, "%s: warning: no candidate images in '%s'\n", PROG, r->src);
     report_write_warnings(r, out);

@@ -138,7 +138,15 @@ SHARD_API void shard_decode_options_init(struct shard_decode_options *o);
  * Errors: SHARD_ENOTIMAGE ("not an image: unknown signature"), SHARD_ECORRUPT
  * ("truncated JPEG" ...), SHARD_EUNSUPPORTED ("unsupported: 12-bit JPEG"),
  * SHARD_ELIMIT ("declared 40000x40000 exceeds --max-pixels 100000000"),
- * SHARD_ENOMEM.  err->msg carries the specific reason, without a file name. */
+ * SHARD_ENOMEM.  err->msg carries the specific reason, without a file name.
+ * Decoder warnings: libjpeg and libpng report recoverable damage as
+ * warnings.  One after which every pixel still comes from the file's own
+ * data (junk bytes between JPEG marker segments, an unknown JFIF version,
+ * data after a PNG's image stream ...) is accepted and reported in
+ * shard_decode_info.warning; one after which pixels are invented or dropped
+ * (premature end, corrupt entropy-coded data, extra bytes after a JPEG
+ * scan, a PNG checksum or transparency that does not apply ...) is an
+ * SHARD_ECORRUPT error, as is any warning not known to be harmless. */
 SHARD_API int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                  struct shard_image *out, struct shard_err *err);
 
@@ -148,6 +156,11 @@ struct shard_decode_info {
     int orientation;           /* EXIF orientation 1..8 that was applied (1: none) */
     uint32_t source_width;     /* the image's full size, upright (after orientation), */
     uint32_t source_height;    /* before any DCT-domain downscaling */
+    /* "" or the decoder warning the image was accepted despite, e.g.
+     * "JPEG warning: 3 extraneous bytes before marker 0xdb" (with
+     * " (and N more)" when there were several).  Only warnings that lose no
+     * pixel data are accepted (see shard_decode); the others are errors. */
+    char warning[SHARD_ERRMSG_SIZE];
 };
 
 /* shard_decode, also filling *info (when not NULL).  Output geometry must be

@@ -62,6 +62,9 @@ struct shard_sample {
     uint32_t height;
     uint64_t source_bytes;      /* size of the source file */
     uint64_t source_xxh3;       /* XXH3-64 of the source file's bytes */
+    char *warning;              /* NULL, or the decoder warning the sample was stored
+                                 * despite (shard_decode_info.warning); the line's
+                                 * "warning" field, absent when NULL */
 };
 
 /* A rejected input. */
@@ -88,6 +91,8 @@ struct shard_manifest {
     uint64_t rejected;
     uint64_t ignored;
     uint64_t unlabeled;         /* samples without a label */
+    uint64_t warned;            /* samples stored despite a decoder warning (counts.warned,
+                                 * written only when not 0) */
     char **labels;              /* label_count class names, sorted by bytes */
     uint64_t *label_samples;    /* samples per label (counts.by_label) */
     uint32_t label_count;
@@ -104,8 +109,10 @@ struct shard_manifest {
 /* Read and validate DST/manifest.json into *m (fields owned by m; release
  * with shard_manifest_release).  Checks types, required fields, that counts
  * agree with each other (samples == sum of shard samples, by_label sums,
- * rejected == number of rejects) and that file names are plain names with
- * no '/'.  SHARD_ENOTFOUND, SHARD_ECORRUPT (naming the field) or SHARD_EIO. */
+ * rejected == number of rejects, warned <= samples) and that file names are
+ * plain names with no '/'.  The key of a reject may be of any length: a
+ * key longer than SHARD_KEY_MAX is itself a reason to reject.
+ * SHARD_ENOTFOUND, SHARD_ECORRUPT (naming the field) or SHARD_EIO. */
 SHARD_API int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err);
 
 /* The same checks on manifest.json text already in memory (len bytes; no

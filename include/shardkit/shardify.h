@@ -106,6 +106,12 @@ struct shardify_summary {
     /* Why the run record (SHARDIFY_RUN_FILE) could not be written, or "".
      * The dataset is published all the same: the record is not part of it. */
     char run_record_error[SHARD_ERRMSG_SIZE];
+    /* Samples stored despite a decoder warning that lost no pixel data
+     * (counts.warned), and those samples in stored order: key, shard,
+     * record, warning ... as in their index lines (owned, like rejects). */
+    uint64_t warned;
+    struct shard_sample *warnings;
+    uint64_t warning_count;
 };
 
 /* Convert SRC into DST.  SRC is a directory, an archive file or an

@@ -181,7 +181,11 @@ struct shard_verify_report {
  * are 0.  Returns a negative error when they could not run: SHARD_EINVAL (bad
  * options, e.g. fidelity without a source), SHARD_ENOTFOUND (no DST, no
  * manifest.json, no SRC), SHARD_EIO (DST or SRC unreadable), SHARD_ENOMEM.
- * A manifest that exists but is malformed is a problem, not an error.
+ * A manifest that exists but is malformed is a problem, not an error; one
+ * that contradicts itself (counts that do not add up, a reject that does not
+ * parse ...) has each contradiction listed, and checking goes on with its
+ * shard list: every shard is still hashed and every later pass runs on what
+ * the shards hold (report->samples is then the shards' sum).
  * Release the report with shard_verify_report_release() in both cases. */
 SHARD_API int shard_verify(const char *dst, const struct shard_verify_options *o,
                  struct shard_verify_report *report, struct shard_err *err);

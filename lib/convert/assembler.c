@@ -25,6 +25,10 @@ struct assembler {
     uint32_t shard_count;
     uint32_t shard_cap;
 
+    struct shard_sample *warned;  /* samples stored despite a decoder warning */
+    uint64_t warned_count;
+    uint64_t warned_cap;
+
     struct shard_reject *rejects;
     uint64_t reject_count;
     uint64_t reject_cap;
@@ -75,12 +79,58 @@ void sk_assembler_free(struct assembler *a)
     for (uint64_t i = 0; i < a->reject_count; i++)
         shard_reject_release(&a->rejects[i]);
     free(a->rejects);
+    for (uint64_t i = 0; i < a->warned_count; i++)
+        shard_sample_release(&a->warned[i]);
+    free(a->warned);
     free(a->label_samples);
     free(a);
 }
 
-static int count_sample(struct assembler *a, int32_t label, struct shard_err *err)
+/* Room in *array (of *cap items of `size` bytes) for item `count`. */
+static int make_room(void *array, uint64_t count, uint64_t *cap, size_t size,
+                     struct shard_err *err)
 {
+    if (count < *cap)
+        return SHARD_OK;
+    uint64_t grown = *cap ? 2 * *cap : 64;
+    void *p = grown <= SIZE_MAX / size ? realloc(*(void **)array, grown * size) : NULL;
+    if (!p)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    *(void **)array = p;
+    *cap = grown;
+    return SHARD_OK;
+}
+
+/* Keep a copy of a sample that carries a warning, for the summary. */
+static int keep_warned(struct assembler *a, const struct shard_sample *s, struct shard_err *err)
+{
+    int rc = make_room(&a->warned, a->warned_count, &a->warned_cap, sizeof *a->warned, err);
+    if (rc)
+        return rc;
+    struct shard_sample *c = &a->warned[a->warned_count];
+    *c = (struct shard_sample){.key = malloc(s->key_len + 1), .key_len = s->key_len,
+                               .label = s->label, .shard = s->shard, .record = s->record,
+                               .width = s->width, .height = s->height,
+                               .source_bytes = s->source_bytes, .source_xxh3 = s->source_xxh3,
+                               .warning = strdup(s->warning)};
+    if (!c->key || !c->warning) {
+        shard_sample_release(c);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    memcpy(c->key, s->key, s->key_len);
+    c->key[s->key_len] = '\0';
+    a->warned_count++;
+    return SHARD_OK;
+}
+
+static int count_sample(struct assembler *a, const struct shard_sample *s, struct shard_err *err)
+{
+    int32_t label = s->label;
+    if (s->warning) {
+        int rc = keep_warned(a, s, err);
+        if (rc)
+            return rc;
+    }
     if (label == SHARD_NO_LABEL) {
         a->unlabeled++;
     } else if (label >= 0 && (uint32_t)label < a->label_count) {
@@ -120,14 +170,9 @@ static int push_shard(struct assembler *a, uint32_t index, uint64_t samples, uin
 
 static int push_reject(struct assembler *a, struct shard_reject *r, struct shard_err *err)
 {
-    if (a->reject_count == a->reject_cap) {
-        uint64_t cap = a->reject_cap ? 2 * a->reject_cap : 64;
-        void *p = realloc(a->rejects, cap * sizeof *a->rejects);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        a->rejects = p;
-        a->reject_cap = cap;
-    }
+    int rc = make_room(&a->rejects, a->reject_count, &a->reject_cap, sizeof *a->rejects, err);
+    if (rc)
+        return rc;
     a->rejects[a->reject_count++] = *r;
     memset(r, 0, sizeof *r);
     return SHARD_OK;
@@ -136,7 +181,7 @@ static int push_reject(struct assembler *a, struct shard_reject *r, struct shard
 int sk_assembler_adopt_sample(struct assembler *a, const struct shard_sample *s,
                            struct shard_err *err)
 {
-    return count_sample(a, s->label, err);
+    return count_sample(a, s, err);
 }
 
 int sk_assembler_adopt_reject(struct assembler *a, struct shard_reject *r, struct shard_err *err)
@@ -232,7 +277,7 @@ int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *
     s->record = shard_writer_records(a->writer);
     if ((rc = shard_writer_add(a->writer, frame, frame_len, frame_xxh3, (const uint8_t *)s->key,
                                s->key_len, s->label, err)) ||
-        (rc = sk_journal_writer_sample(a->journal, s, err)) || (rc = count_sample(a, s->label, err)))
+        (rc = sk_journal_writer_sample(a->journal, s, err)) || (rc = count_sample(a, s, err)))
         return rc;
     a->plan_next = pos + 1;
     return SHARD_OK;
@@ -289,6 +334,20 @@ uint64_t sk_assembler_bytes(const struct assembler *a)
 uint64_t sk_assembler_reject_count(const struct assembler *a)
 {
     return a->reject_count;
+}
+
+uint64_t sk_assembler_warned(const struct assembler *a)
+{
+    return a->warned_count;
+}
+
+struct shard_sample *sk_assembler_take_warned(struct assembler *a, uint64_t *count)
+{
+    struct shard_sample *w = a->warned;
+    *count = a->warned_count;
+    a->warned = NULL;
+    a->warned_count = a->warned_cap = 0;
+    return w;
 }
 
 struct shard_reject *sk_assembler_take_rejects(struct assembler *a, uint64_t *count)

@@ -41,7 +41,9 @@ int sk_assembler_reject(struct assembler *a, uint64_t pos, struct shard_reject *
 int sk_assembler_finish(struct assembler *a, struct shard_err *err);
 
 /* Results, valid until sk_assembler_free.  take_rejects moves the reject array
- * out (caller frees each with shard_reject_release, then the array). */
+ * out (caller frees each with shard_reject_release, then the array);
+ * take_warned likewise the samples stored with a decoder warning, in stored
+ * order (copies: key, warning, shard, record; shard_sample_release). */
 const struct shard_manifest_shard *sk_assembler_shards(const struct assembler *a, uint32_t *count);
 uint64_t sk_assembler_samples(const struct assembler *a);
 uint64_t sk_assembler_unlabeled(const struct assembler *a);
@@ -49,5 +51,7 @@ const uint64_t *sk_assembler_label_samples(const struct assembler *a);
 uint64_t sk_assembler_bytes(const struct assembler *a);
 struct shard_reject *sk_assembler_take_rejects(struct assembler *a, uint64_t *count);
 uint64_t sk_assembler_reject_count(const struct assembler *a);
+uint64_t sk_assembler_warned(const struct assembler *a);  /* samples with a warning */
+struct shard_sample *sk_assembler_take_warned(struct assembler *a, uint64_t *count);
 
 #endif

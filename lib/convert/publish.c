@@ -111,6 +111,8 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     m.shards = (struct shard_manifest_shard *)sk_assembler_shards(r->as, &m.shard_count);
     m.rejects = sk_assembler_take_rejects(r->as, &m.reject_count);
     m.rejected = m.reject_count;
+    m.warned = sum->warned;
+    sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);
     m.index_file = SHARD_INDEX_FILE;
     if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
         qsort(m.rejects, m.reject_count, sizeof *m.rejects, compare_rejects);

@@ -2,6 +2,7 @@
 #include "convert/record_build.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "shardkit/image.h"
 
@@ -51,10 +52,12 @@ void sk_record_builder_free(struct record_builder *w)
 
 int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
                    struct shard_buf *payload, uint32_t *width, uint32_t *height,
-                   struct shard_err *err)
+                   char *warning, struct shard_err *err)
 {
     const struct shard_config *c = w->config;
     struct shard_decode_info info;
+    if (warning)
+        warning[0] = '\0';
     int rc = shard_decode_ex(data, len, &w->decode, &w->decoded, &info, err);
     if (rc)
         return rc;
@@ -80,6 +83,8 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
         return rc;
     *width = w->out.width;
     *height = w->out.height;
+    if (warning)
+        memcpy(warning, info.warning, sizeof info.warning);
     return SHARD_OK;
 }
 

@@ -15,10 +15,11 @@ void sk_record_builder_free(struct record_builder *w);
 
 /* Decode `data`, resize and crop per the config, and encode the payload into
  * `payload`.  On failure err holds the reason (no file name) and the sample
- * is to be rejected. */
+ * is to be rejected.  `warning` (SHARD_ERRMSG_SIZE bytes, or NULL) receives
+ * "" or the decoder warning the image was accepted despite. */
 int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
                    struct shard_buf *payload, uint32_t *width, uint32_t *height,
-                   struct shard_err *err);
+                   char *warning, struct shard_err *err);
 
 /* Wrap a payload into a record frame. */
 int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_len, int32_t label,

@@ -32,6 +32,7 @@ struct spooled {
     uint64_t source_bytes;
     uint64_t source_xxh3;
     char *reason;           /* non-NULL: rejected */
+    char *warning;          /* non-NULL: the decoder warning it was accepted despite */
 };
 
 struct slot {
@@ -52,6 +53,7 @@ struct slot {
     const char *problem;    /* archive entry without bytes: why (points into `why`) */
     int link_only;          /* archive hard link without data: resolved after the pass */
     struct shard_err why;
+    char warning[SHARD_ERRMSG_SIZE];  /* ok: "" or the decoder warning it was accepted despite */
 };
 
 struct run {

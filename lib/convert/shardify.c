@@ -47,6 +47,11 @@ void shardify_summary_release(struct shardify_summary *s)
     free(s->rejects);
     s->rejects = NULL;
     s->reject_count = 0;
+    for (uint64_t i = 0; i < s->warning_count; i++)
+        shard_sample_release(&s->warnings[i]);
+    free(s->warnings);
+    s->warnings = NULL;
+    s->warning_count = 0;
 }
 
 void sk_run_progress(struct run *r, int force)
@@ -83,6 +88,7 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
         s->samples = sk_assembler_samples(r->as);
         s->rejected = sk_assembler_reject_count(r->as);
         s->unlabeled = sk_assembler_unlabeled(r->as);
+        s->warned = sk_assembler_warned(r->as);
         s->bytes_out = sk_assembler_bytes(r->as);
         sk_assembler_shards(r->as, &s->shards);
     }
@@ -150,7 +156,7 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s)
     struct shard_err e;
     shard_err_clear(&e);
     if (sk_record_build(r->workers[thread], s->input.data, s->input.len, &s->payload, &s->width,
-                       &s->height, &e) != 0)
+                       &s->height, s->warning, &e) != 0)
         sk_run_reject_slot(s, &e);
     else
         s->ok = 1;
@@ -196,11 +202,17 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->ok = 0;
     s->fatal = 0;
     s->has_source = 0;
+    s->warning[0] = '\0';
     if (r->archive) {
         const struct spooled *sp = &r->spooled[s->cand];
         s->has_source = sp->has_source;
         s->source_bytes = sp->source_bytes;
         s->source_xxh3 = sp->source_xxh3;
+        if (key_len > SHARD_KEY_MAX) {  /* an archive's names have no length limit */
+            shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
+            sk_run_reject_slot(s, &e);
+            return;
+        }
         if (sp->reason) {
             shard_err_set(&e, SHARD_ECORRUPT, "%s", sp->reason);
             sk_run_reject_slot(s, &e);
@@ -208,6 +220,8 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         s->width = sp->width;
         s->height = sp->height;
+        if (sp->warning)
+            snprintf(s->warning, sizeof s->warning, "%s", sp->warning);
         s->payload.len = 0;
         int rc = shard_buf_reserve(&s->payload, sp->len ? sp->len : 1, &e);
         ssize_t got = rc ? -1 : pread(r->spool_fd, s->payload.data, sp->len, (off_t)sp->offset);
@@ -280,6 +294,7 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
             .height = s->height,
             .source_bytes = s->source_bytes,
             .source_xxh3 = s->source_xxh3,
+            .warning = s->warning[0] ? s->warning : NULL,
         };
         rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
                               err);
@@ -365,8 +380,10 @@ static void run_release(struct run *r)
     if (r->spool_path)  /* never leave an archive's spool on a full disk */
         unlinkat(r->dst->work_fd, SPOOL_FILE, 0);
     free(r->spool_path);
-    for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++)
+    for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++) {
         free(r->spooled[i].reason);
+        free(r->spooled[i].warning);
+    }
     free(r->spooled);
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);

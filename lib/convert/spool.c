@@ -122,6 +122,8 @@ static int store(struct run *r, uint64_t index, const struct slot *s, struct sha
         sp->reason = strdup(s->why.msg);
         return sp->reason ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
+    if (s->warning[0] && !(sp->warning = strdup(s->warning)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     sp->offset = r->spool_bytes;
     sp->len = s->payload.len;
     sp->width = s->width;
@@ -165,6 +167,7 @@ static int apply_links(struct run *r, const struct sk_links *links, struct shard
     while (sk_links_next_copy(links, &pos, &c)) {
         struct spooled *to = &r->spooled[c.cand];
         free(to->reason);
+        free(to->warning);
         if (c.from == SK_FROM_NOWHERE) {
             memset(to, 0, sizeof *to);
             to->reason = strdup(c.why);
@@ -173,6 +176,9 @@ static int apply_links(struct run *r, const struct sk_links *links, struct shard
                                                                                  : n + c.source];
             *to = *from;  /* the same payload in the spool, the same identity */
             to->reason = from->reason ? strdup(from->reason) : NULL;
+            to->warning = from->warning ? strdup(from->warning) : NULL;
+            if (from->warning && !to->warning)
+                return shard_err_set(err, SHARD_ENOMEM, "out of memory");
             if (!from->reason)
                 continue;
         }

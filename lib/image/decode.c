@@ -36,6 +36,22 @@ int sk_decode_check_pixels(uint32_t w, uint32_t h, const struct shard_decode_opt
     return SHARD_OK;
 }
 
+void sk_decode_warning_add(struct decode_warnings *w, const char *text)
+{
+    if (w->count++ == 0)
+        snprintf(w->first, sizeof w->first, "%s", text);
+}
+
+void sk_decode_warning_report(const struct decode_warnings *w, const char *label, char *out)
+{
+    out[0] = '\0';
+    if (w->count == 1)
+        snprintf(out, SHARD_ERRMSG_SIZE, "%s warning: %s", label, w->first);
+    else if (w->count > 1)
+        snprintf(out, SHARD_ERRMSG_SIZE, "%s warning: %s (and %u more)", label, w->first,
+                 w->count - 1);
+}
+
 void sk_decode_copy_reason(char *dst, size_t n, const char *msg)
 {
     if (!n)
@@ -169,13 +185,15 @@ int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_o
     enum shard_image_format format = shard_sniff(data, len);
     int orientation = SHARD_ORIENTATION_NORMAL;
     uint32_t source_w = 0, source_h = 0;  /* 0: the decoded size (no DCT scaling) */
+    char warning[SHARD_ERRMSG_SIZE] = "";
     int rc;
     switch (format) {
     case SHARD_FORMAT_JPEG:
-        rc = sk_decode_jpeg(data, len, o, out, &orientation, &source_w, &source_h, err);
+        rc = sk_decode_jpeg(data, len, o, out, &orientation, &source_w, &source_h, warning,
+                            err);
         break;
     case SHARD_FORMAT_PNG:
-        rc = sk_decode_png(data, len, o, out, &orientation, err);
+        rc = sk_decode_png(data, len, o, out, &orientation, warning, err);
         break;
     case SHARD_FORMAT_WEBP:
     case SHARD_FORMAT_TIFF:
@@ -205,6 +223,7 @@ int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_o
         info->orientation = orientation;
         info->source_width = turned ? source_h : source_w;
         info->source_height = turned ? source_w : source_h;
+        memcpy(info->warning, warning, sizeof info->warning);
     }
     return SHARD_OK;
 }

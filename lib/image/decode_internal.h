@@ -25,6 +25,21 @@
 int sk_decode_check_pixels(uint32_t w, uint32_t h, const struct shard_decode_options *o,
                               struct shard_err *err);
 
+/* The harmless warnings of one decode (see shard_decode): how many, and the
+ * text of the first, which is what gets reported. */
+#define DECODE_WARNING_TEXT_SIZE (SHARD_ERRMSG_SIZE - 64)  /* room for the rest */
+struct decode_warnings {
+    unsigned count;
+    char first[DECODE_WARNING_TEXT_SIZE];
+};
+
+/* Count a harmless warning (library text, already in our message style). */
+void sk_decode_warning_add(struct decode_warnings *w, const char *text);
+
+/* out (SHARD_ERRMSG_SIZE bytes): "" when there was none, else
+ * "<LABEL> warning: <first>", with " (and N more)" when there were several. */
+void sk_decode_warning_report(const struct decode_warnings *w, const char *label, char *out);
+
 /* Copy a message from an image library into dst (NUL-terminated, truncated
  * to n bytes), lower-casing its first letter when it starts an ordinary word
  * ("Bogus marker length" -> "bogus marker length"; "IDAT: CRC error" is kept),
@@ -52,15 +67,18 @@ int sk_exif_orientation(const uint8_t *exif, size_t len);
  * does or target is 0. */
 unsigned sk_jpeg_scale_denom(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit);
 
-/* *source_w x *source_h: the size the header declares, before DCT scaling. */
+/* *source_w x *source_h: the size the header declares, before DCT scaling.
+ * warning (SHARD_ERRMSG_SIZE bytes): "" or the harmless warnings met. */
 int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                       struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, struct shard_err *err);
+                      uint32_t *source_h, char *warning, struct shard_err *err);
 
 /* ---- decode_png.c -------------------------------------------------------- */
 
+/* warning as for sk_decode_jpeg. */
 int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                     struct shard_image *out, int *orientation, struct shard_err *err);
+                     struct shard_image *out, int *orientation, char *warning,
+                     struct shard_err *err);
 
 /* ---- decode_vips.c ------------------------------------------------------- */
 

@@ -3,8 +3,38 @@
  * libjpeg reports fatal errors through error_exit (which must not return: we
  * longjmp back) and recoverable damage through emit_message(-1) warnings.
  * jpeg_mem_src answers a premature end of data with such a warning and a fake
- * EOI, so a truncated file would "succeed" as a grey-padded image; here every
- * warning is treated as corruption.
+ * EOI, so a truncated file would "succeed" as a grey-padded image.  So each
+ * warning is sorted (libjpeg-turbo 2.1's whole JWRN_* list):
+ *
+ *   accepted: every pixel still comes from the file's own data
+ *     JWRN_EXTRANEOUS_DATA  when the skipped bytes lie between two marker
+ *                           segments, outside any scan ("3 extraneous bytes
+ *                           before marker 0xdb"): no image data is skipped
+ *     JWRN_JFIF_MAJOR       an unknown JFIF version number: metadata
+ *     JWRN_ADOBE_XFORM      an unknown Adobe transform code: the colour space
+ *                           defaults (YCbCr, or YCCK for 4 components), as in
+ *                           every libjpeg-based reader
+ *     JWRN_NOT_SEQUENTIAL   a baseline scan header with zeroed spectral
+ *                           parameters: read as the full scan it is
+ *     JWRN_BOGUS_ICC        an ICC profile marker (we never read the profile)
+ *   rejected: pixels are invented or wrong
+ *     JWRN_JPEG_EOF         premature end of file: the rest is grey padding
+ *     JWRN_HIT_MARKER       premature end of a scan: blocks filled with zeros
+ *     JWRN_HUFF_BAD_CODE, JWRN_ARITH_BAD_CODE
+ *                           corrupt entropy-coded data
+ *     JWRN_MUST_RESYNC      a restart marker missing: data skipped
+ *     JWRN_BOGUS_PROGRESSION  progressive scans out of order: coefficients
+ *                           missing or refined without a base
+ *     JWRN_EXTRANEOUS_DATA  when the bytes follow a scan's entropy-coded
+ *                           data: the scan held more data than its blocks
+ *                           used, which is how a flipped bit there usually
+ *                           shows (84 of 109 detected flips in ImageNet
+ *                           photos gave only "extraneous bytes before marker
+ *                           0xd9")
+ *     JWRN_TOO_MUCH_DATA    our own misuse (cannot happen)
+ *     anything else         not known to be harmless
+ * A rejected warning stops the decode at once; accepted ones are counted
+ * and the first is reported (decode_warnings).
  *
  * setjmp discipline: the libjpeg state lives in a struct jpeg_session owned by
  * sk_decode_jpeg(), and setjmp is taken in decode_guarded(), which the
@@ -28,8 +58,6 @@
  * minutes to decode; real encoders write about ten.  libjpeg-turbo's own
  * TurboJPEG 3 API suggests this value for its scan limit. */
 #define MAX_SCANS 500
-/* JPEG marker segments are at most 64 KiB. */
-#define MARKER_LENGTH_MAX 0xffff
 #define EXIF_MARKER (JPEG_APP0 + 1)
 #define EXIF_HEADER "Exif\0\0"
 #define EXIF_HEADER_SIZE 6
@@ -37,6 +65,14 @@
 #define CMYK_CHANNELS 4
 /* Rows handed to jpeg_read_scanlines at once (it may return fewer). */
 #define ROWS_PER_READ 4
+/* Markers the segment walk needs that jpeglib.h does not name. */
+#define MARKER_PREFIX 0xff
+#define MARKER_SOI 0xd8
+#define MARKER_SOS 0xda
+#define MARKER_TEM 0x01
+#define RESTART_MARKERS 8
+/* SOI, the first 2 bytes */
+#define SOI_BYTES 2
 
 /* Quality settings, the libjpeg defaults.  On the ImageNet sample (one core)
  * the fast IDCT and plain upsampling together save only ~4% of decode time,
@@ -45,10 +81,23 @@
 #define DCT_METHOD JDCT_ISLOW
 #define FANCY_UPSAMPLING TRUE
 
+/* Where between_segments() stopped. */
+struct segment_walk {
+    size_t pos;
+    int boundary;           /* pos is where a segment outside a scan ends */
+    int in_scan;            /* pos is inside entropy-coded data */
+};
+
 struct jpeg_failure {
     struct jpeg_error_mgr mgr;  /* first: libjpeg hands us &mgr as cinfo->err */
     jmp_buf jump;
     uint64_t max_memory;        /* for the message when the memory cap is hit */
+    const uint8_t *data;        /* the input, to place extraneous bytes */
+    size_t len;
+    struct segment_walk walk;
+    const uint8_t *exif;        /* the first APP1 segment holding EXIF, in data */
+    size_t exif_len;
+    struct decode_warnings warnings;  /* the accepted ones */
     int code;                   /* enum shard_status to report */
     char reason[SHARD_ERRMSG_SIZE];
 };
@@ -122,6 +171,76 @@ static _Noreturn void on_error_exit(j_common_ptr cinfo)
     fail(cinfo);
 }
 
+/* Whether position `at` of a JPEG is where a marker segment outside any
+ * scan ends (or SOI does): bytes libjpeg skipped from there on lie between
+ * segments and hold no image data.  Walks the segments from SOI the way
+ * libjpeg's marker reader does: a segment carries its length; after SOS
+ * comes entropy-coded data up to the next marker that is not a stuffed
+ * zero or a restart marker; bytes that are not a marker are skipped.
+ * libjpeg warns in file order, so each call goes on from where the last
+ * stopped (*w): the walk costs one pass over the file, however many
+ * warnings there are. */
+static int between_segments(const uint8_t *d, size_t len, size_t at, struct segment_walk *w)
+{
+    size_t p = w->pos;
+    int boundary = w->boundary, in_scan = w->in_scan, found = 0;
+    while (p < len && p <= at) {
+        if (boundary && p == at) {
+            found = 1;
+            break;
+        }
+        boundary = 0;
+        if (d[p] != MARKER_PREFIX) {  /* entropy-coded data, or skipped bytes */
+            p++;
+            continue;
+        }
+        size_t q = p + 1;
+        while (q < len && d[q] == MARKER_PREFIX)  /* fill bytes */
+            q++;
+        if (q >= len || d[q] == JPEG_EOI || q + 2 >= len) {
+            p = len;  /* the end: nothing after it is between segments */
+            break;
+        }
+        unsigned m = d[q];
+        if (m == 0 || (m >= JPEG_RST0 && m < JPEG_RST0 + RESTART_MARKERS) ||
+            m == MARKER_SOI || m == MARKER_TEM) {
+            p = q + 1;  /* a stuffed zero or a marker without a segment */
+            continue;
+        }
+        p = q + 1 + ((size_t)d[q + 1] << 8 | d[q + 2]);
+        in_scan = m == MARKER_SOS;
+        boundary = !in_scan;
+    }
+    w->pos = p;
+    w->boundary = boundary;
+    w->in_scan = in_scan;
+    return found;
+}
+
+/* The accepted class of the table at the top of this file. */
+static int warning_is_harmless(j_common_ptr cinfo, struct jpeg_failure *f)
+{
+    switch (cinfo->err->msg_code) {
+    case JWRN_JFIF_MAJOR:
+    case JWRN_ADOBE_XFORM:
+    case JWRN_NOT_SEQUENTIAL:
+    case JWRN_BOGUS_ICC:
+        return 1;
+    case JWRN_EXTRANEOUS_DATA: {
+        /* next_marker() warns with the source positioned at the marker that
+         * ended the skipped bytes (jpeg_mem_src reads our buffer in place) */
+        j_decompress_ptr d = (j_decompress_ptr)cinfo;
+        const uint8_t *at = cinfo->is_decompressor && d->src ? d->src->next_input_byte : NULL;
+        size_t skipped = (size_t)(unsigned)cinfo->err->msg_parm.i[0];
+        if (!at || at < f->data || at > f->data + f->len || (size_t)(at - f->data) < skipped)
+            return 0;
+        return between_segments(f->data, f->len, (size_t)(at - f->data) - skipped, &f->walk);
+    }
+    default:
+        return 0;
+    }
+}
+
 /* Level -1 is a warning (recoverable damage); higher levels are trace
  * messages, which we ignore. */
 static void on_emit_message(j_common_ptr cinfo, int msg_level)
@@ -129,6 +248,12 @@ static void on_emit_message(j_common_ptr cinfo, int msg_level)
     if (msg_level >= 0)
         return;
     struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
+    if (warning_is_harmless(cinfo, f)) {
+        char text[JMSG_LENGTH_MAX];
+        library_message(cinfo, text, sizeof text);
+        sk_decode_warning_add(&f->warnings, text);
+        return;
+    }
     f->code = SHARD_ECORRUPT;
     if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
         snprintf(f->reason, sizeof f->reason, "truncated JPEG");
@@ -180,14 +305,45 @@ unsigned sk_jpeg_scale_denom(uint32_t w, uint32_t h, uint32_t target, enum shard
     return 1;
 }
 
-/* EXIF orientation from the first APP1 segment that holds EXIF. */
-static int find_orientation(j_decompress_ptr cinfo)
+/* Read one byte of a marker segment from the source (libjpeg's own marker
+ * reader does the same through its INPUT_BYTE macro).  FALSE: suspended,
+ * which a memory source never does. */
+static boolean next_byte(j_decompress_ptr cinfo, unsigned *byte)
 {
-    for (jpeg_saved_marker_ptr m = cinfo->marker_list; m; m = m->next)
-        if (m->marker == EXIF_MARKER && m->data_length >= EXIF_HEADER_SIZE &&
-            memcmp(m->data, EXIF_HEADER, EXIF_HEADER_SIZE) == 0)
-            return sk_exif_orientation(m->data, m->data_length);
-    return SHARD_ORIENTATION_NORMAL;
+    struct jpeg_source_mgr *src = cinfo->src;
+    if (src->bytes_in_buffer == 0 && !(*src->fill_input_buffer)(cinfo))
+        return FALSE;
+    src->bytes_in_buffer--;
+    *byte = *src->next_input_byte++;
+    return TRUE;
+}
+
+/* The APP1 processor: remembers where the first segment that holds EXIF
+ * lies (jpeg_mem_src reads our buffer in place: no copy) and skips every
+ * APP1.  jpeg_save_markers would keep them all in a list it appends to by
+ * walking it, so thousands of APP1 segments in a hostile file would cost
+ * quadratic time. */
+static boolean on_app1(j_decompress_ptr cinfo)
+{
+    struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
+    struct jpeg_source_mgr *src = cinfo->src;
+    unsigned hi, lo;
+    if (!next_byte(cinfo, &hi) || !next_byte(cinfo, &lo))
+        return FALSE;
+    unsigned length = hi << 8 | lo;
+    if (length < 2)
+        ERREXIT(cinfo, JERR_BAD_LENGTH);
+    length -= 2;
+    const uint8_t *at = src->next_input_byte;
+    if (!f->exif && length >= EXIF_HEADER_SIZE && src->bytes_in_buffer >= length &&
+        at >= f->data && at + length <= f->data + f->len &&
+        memcmp(at, EXIF_HEADER, EXIF_HEADER_SIZE) == 0) {
+        f->exif = at;
+        f->exif_len = length;
+    }
+    if (length)
+        (*src->skip_input_data)(cinfo, (long)length);
+    return TRUE;
 }
 
 /* a * b / 255, rounded to nearest, for a, b in 0..255. */
@@ -261,16 +417,18 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
     s->progress.progress_monitor = on_progress;
     cinfo->progress = &s->progress;
     jpeg_mem_src(cinfo, data, (unsigned long)len);
-    /* APP14 "Adobe" needs no saving: libjpeg always parses it and sets
+    /* APP14 "Adobe" needs no processor: libjpeg always parses it and sets
      * saw_Adobe_marker. */
-    jpeg_save_markers(cinfo, EXIF_MARKER, MARKER_LENGTH_MAX);
+    jpeg_set_marker_processor(cinfo, EXIF_MARKER, on_app1);
 
     if (jpeg_read_header(cinfo, TRUE) != JPEG_HEADER_OK)
         return shard_err_set(err, SHARD_ECORRUPT, "corrupt JPEG: no image, only tables");
     int rc = sk_decode_check_pixels(cinfo->image_width, cinfo->image_height, o, err);
     if (rc)
         return rc;
-    *orientation = find_orientation(cinfo);
+    /* the first APP1 segment that holds EXIF */
+    if (s->failure.exif)
+        *orientation = sk_exif_orientation(s->failure.exif, s->failure.exif_len);
     *source_w = cinfo->image_width;
     *source_h = cinfo->image_height;
 
@@ -300,8 +458,9 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
 
 int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                       struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, struct shard_err *err)
+                      uint32_t *source_h, char *warning, struct shard_err *err)
 {
+    warning[0] = '\0';
     if (len > ULONG_MAX)  /* jpeg_mem_src takes an unsigned long */
         return shard_err_set(err, SHARD_ELIMIT, "JPEG of %zu bytes is too large", len);
     struct jpeg_session s;
@@ -311,9 +470,14 @@ int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_op
     s.failure.mgr.emit_message = on_emit_message;
     s.failure.mgr.output_message = on_output_message;
     s.failure.max_memory = o->max_memory;
+    s.failure.data = data;
+    s.failure.len = len;
+    s.failure.walk = (struct segment_walk){SOI_BYTES, 1, 0};
     *orientation = SHARD_ORIENTATION_NORMAL;
 
     int rc = decode_guarded(&s, data, len, o, out, orientation, source_w, source_h, err);
+    if (!rc)
+        sk_decode_warning_report(&s.failure.warnings, "JPEG", warning);
     /* safe also when jpeg_create_decompress failed half-way: it zeroes the
      * struct first and destroy skips a NULL memory manager */
     jpeg_destroy_decompress(&s.cinfo);

@@ -12,7 +12,44 @@
  *
  * Damage is an error: a read past the end ("truncated PNG"), a CRC mismatch
  * in any chunk (libpng only warns for ancillary ones by default), a broken
- * zlib stream.  libpng's "benign" errors stay warnings, which are ignored.
+ * zlib stream.  libpng's warnings and "benign" errors (warnings when
+ * reading) are sorted by their text; with only IHDR, PLTE, tRNS, IDAT, IEND
+ * and eXIf handled, these are all libpng 1.6 can give us:
+ *
+ *   accepted: every pixel still comes from the file's own data
+ *     "PLTE: ignored in grayscale PNG", "PLTE: invalid", "PLTE: out of place"
+ *                  a suggested palette of a gray or truecolour image (for a
+ *                  palette image these are errors): never used for pixels
+ *     "tRNS: invalid with alpha channel"
+ *                  the image has a full alpha channel; tRNS means nothing
+ *     "IEND: invalid"  an IEND with data, after the image
+ *     "IDAT: Extra compressed data", "IDAT: Too much image data"
+ *                  bytes after the image in a stream that ended with a
+ *                  matching checksum
+ *     "<chunk>: chunk data is too large"
+ *                  a chunk over libpng's size hint, read or skipped as usual
+ *     "eXIf: too short", "eXIf: incorrect byte-order specifier",
+ *     "eXIf: duplicate"
+ *                  EXIF that cannot be read or comes twice: ignored (the
+ *                  first is used), as for JPEG (exif.c)
+ *   rejected: pixels are invented or not what the file says
+ *     "tRNS: invalid", "tRNS: out of place", "tRNS: duplicate",
+ *     "PLTE: tRNS must be after"
+ *                  transparency that libpng drops
+ *     "tRNS chunk has out-of-range samples for bit_depth"
+ *                  a colour key libpng masks to the bit depth
+ *     "Read palette index exceeding num_palette"
+ *                  pixels use colours the palette does not have (libpng
+ *                  checks only rows it hands out as palette indexes, so with
+ *                  png_set_expand we never see it: such pixels come out
+ *                  black, from the zeros libpng pads the palette with)
+ *     "IDAT: <zlib message>", e.g. "incorrect data check"
+ *                  the image stream fails its checksum or is damaged
+ *                  after the last row
+ *     "eXIf: out of memory" and anything else: not known to be harmless
+ * Warnings that precede an error (IHDR checks) are reported by the error.
+ * A rejected warning is remembered and reported once libpng returns; the
+ * accepted ones are counted and the first is reported (decode_warnings).
  *
  * Limits: the dimensions are read from IHDR and checked against
  * o->max_pixels before libpng runs; png_set_user_limits repeats the check
@@ -71,7 +108,31 @@ struct png_session {
     int mem_failed;      /* malloc failed */
     int code;            /* set by a callback before it jumps */
     char reason[SHARD_ERRMSG_SIZE];
+    struct decode_warnings warnings;  /* the accepted ones */
+    char lossy[SHARD_ERRMSG_SIZE];    /* "" or the first rejected warning */
 };
+
+/* The accepted class of the table at the top of this file: libpng's text
+ * after the "<chunk>: " that png_chunk_warning puts in front, and that
+ * chunk (NULL: any). */
+static const struct {
+    const char *chunk;
+    const char *text;
+} harmless_warnings[] = {
+    {"PLTE", "ignored in grayscale PNG"},
+    {"PLTE", "invalid"},
+    {"PLTE", "out of place"},
+    {"tRNS", "invalid with alpha channel"},
+    {"IEND", "invalid"},
+    {"IDAT", "Extra compressed data"},
+    {"IDAT", "Too much image data"},
+    {NULL, "chunk data is too large"},
+    {"eXIf", "too short"},
+    {"eXIf", "incorrect byte-order specifier"},
+    {"eXIf", "duplicate"},
+};
+/* "IHDR: " */
+#define CHUNK_PREFIX_BYTES 6
 
 /* ---- callbacks ------------------------------------------------------------- */
 
@@ -139,12 +200,33 @@ static void on_error(png_structp png, png_const_charp msg)
     png_longjmp(png, 1);
 }
 
-/* Warnings report what libpng already recovered from; the library never
- * prints. */
+static int warning_is_harmless(const char *msg)
+{
+    const char *text = msg;
+    size_t n = strlen(msg);
+    int prefixed = n > CHUNK_PREFIX_BYTES && msg[4] == ':' && msg[5] == ' ';
+    if (prefixed)
+        text = msg + CHUNK_PREFIX_BYTES;
+    for (size_t i = 0; i < sizeof harmless_warnings / sizeof harmless_warnings[0]; i++) {
+        const char *chunk = harmless_warnings[i].chunk;
+        if (strcmp(text, harmless_warnings[i].text) == 0 &&
+            (!chunk || (prefixed && memcmp(msg, chunk, 4) == 0)))
+            return 1;
+    }
+    return 0;
+}
+
+/* libpng goes on after a warning; a rejected one is reported when it
+ * returns (no jump out of libpng mid-chunk).  The library never prints. */
 static void on_warning(png_structp png, png_const_charp msg)
 {
-    (void)png;
-    (void)msg;
+    struct png_session *s = png_get_error_ptr(png);
+    char text[SHARD_ERRMSG_SIZE - 32];
+    sk_decode_copy_reason(text, sizeof text, msg);
+    if (warning_is_harmless(msg ? msg : ""))
+        sk_decode_warning_add(&s->warnings, text);
+    else if (!s->lossy[0])
+        snprintf(s->lossy, sizeof s->lossy, "corrupt PNG: %s", text);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -248,13 +330,19 @@ static int decode_guarded(struct png_session *s, const struct shard_decode_optio
     /* the chunks after the image data up to IEND, so damage there and a
      * missing end are reported too */
     png_read_end(png, NULL);
+    if (s->mem_refused || s->mem_failed)  /* libpng only warned: something was left out */
+        png_error(png, "out of memory");
+    if (s->lossy[0])
+        return shard_err_set(err, SHARD_ECORRUPT, "%s", s->lossy);
     return SHARD_OK;
 }
 
 int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                     struct shard_image *out, int *orientation, struct shard_err *err)
+                     struct shard_image *out, int *orientation, char *warning,
+                     struct shard_err *err)
 {
     *orientation = SHARD_ORIENTATION_NORMAL;
+    warning[0] = '\0';
     uint32_t w, h;
     if (declared_size(data, len, &w, &h)) {
         int rc = sk_decode_check_pixels(w, h, o, err);
@@ -279,6 +367,8 @@ int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_opt
                            (unsigned long long)s.mem_cap);
     else
         rc = shard_err_set(err, SHARD_ENOMEM, "cannot create a PNG decoder");
+    if (!rc)
+        sk_decode_warning_report(&s.warnings, "PNG", warning);
     png_destroy_read_struct(&s.png, &s.info, NULL);
     free(s.rows);
     free(s.exif);

@@ -44,6 +44,9 @@ int shard_sample_line(const struct shard_sample *s, struct shard_buf *out, struc
         bad |= sk_jsonkey_set_uint(o, "height", s->height);
         bad |= sk_jsonkey_set_uint(o, "source_bytes", s->source_bytes);
         bad |= sk_jsonkey_set_hex64(o, "source_xxh3", s->source_xxh3);
+        /* only when there is one: lines without stay as they always were */
+        if (s->warning)
+            bad |= json_object_set_new(o, "warning", json_string(s->warning));
         rc = bad ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : append_json(o, out, err);
     }
     json_decref(o);
@@ -73,6 +76,7 @@ void shard_sample_release(struct shard_sample *s)
     if (!s)
         return;
     free(s->key);
+    free(s->warning);
     memset(s, 0, sizeof *s);
 }
 
@@ -98,7 +102,14 @@ static int parse_sample(const json_t *o, struct shard_sample *s, struct shard_er
     s->shard = (uint32_t)shard;
     s->width = (uint32_t)width;
     s->height = (uint32_t)height;
-    return sk_jsonkey_get(o, &s->key, &s->key_len, err);
+    const json_t *warning = json_object_get(o, "warning");
+    if (warning) {
+        if (!json_is_string(warning) || json_string_length(warning) == 0)
+            return shard_err_set(err, SHARD_ECORRUPT, "\"warning\" is not a message");
+        if (!(s->warning = strdup(json_string_value(warning))))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    return sk_jsonkey_get(o, SHARD_KEY_MAX, &s->key, &s->key_len, err);
 }
 
 static int parse_reject(const json_t *o, struct shard_reject *r, struct shard_err *err)
@@ -114,7 +125,7 @@ static int parse_reject(const json_t *o, struct shard_reject *r, struct shard_er
     }
     if (!(r->reason = strdup(json_string_value(reason))))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    return sk_jsonkey_get(o, &r->key, &r->key_len, err);
+    return sk_jsonkey_get(o, 0, &r->key, &r->key_len, err);
 }
 
 int shard_line_parse(const char *line, size_t len, struct shard_sample *s,

@@ -1,6 +1,8 @@
 /* manifest.c - manifest.json: the dataset's description (see shardkit/manifest.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
 #include "shardkit/format.h"
-#include "shardkit/manifest.h"
 
 #define DEFAULT_SIZE 512
 #define DEFAULT_QUALITY 90
@@ -121,6 +122,9 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
     bad |= sk_jsonkey_set_uint(counts, "rejected", m->rejected);
     bad |= sk_jsonkey_set_uint(counts, "ignored", m->ignored);
     bad |= sk_jsonkey_set_uint(counts, "unlabeled", m->unlabeled);
+    /* only when there are some: manifests without stay as they always were */
+    if (m->warned)
+        bad |= sk_jsonkey_set_uint(counts, "warned", m->warned);
     bad |= json_object_set_new(counts, "by_label", by_label);
     by_label = NULL;
     bad |= json_object_set_new(root, "counts", counts);
@@ -243,9 +247,50 @@ void shard_manifest_release(struct shard_manifest *m)
 
 /* ---- loading ------------------------------------------------------------- */
 
+/* How a load treats a manifest that parses but contradicts itself: strict
+ * (no callback: the first contradiction fails the load, naming it) or
+ * lenient (each is handed to the callback, and loading goes on). */
+struct load {
+    struct shard_err *err;
+    sk_manifest_problem_fn problem;
+    void *user;
+};
+
 static int bad_field(struct shard_err *err, const char *what)
 {
     return shard_err_set(err, SHARD_ECORRUPT, "manifest: %s", what);
+}
+
+/* Hand a failure found with a local shard_err on to err (which may be
+ * NULL); returns its code. */
+static int pass_on(struct shard_err *err, const struct shard_err *e)
+{
+    if (err)
+        *err = *e;
+    return e->code;
+}
+
+/* A contradiction, as a complete message.  0: go on; else the load fails
+ * with it (err set). */
+static int contradiction(struct load *l, const struct shard_err *e)
+{
+    if (l->problem && l->problem(l->user, e) == 0)
+        return SHARD_OK;
+    return pass_on(l->err, e);
+}
+
+static int inconsistent(struct load *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int inconsistent(struct load *l, const char *fmt, ...)
+{
+    struct shard_err e = {SHARD_ECORRUPT, "manifest: "};
+    va_list ap;
+    va_start(ap, fmt);
+    size_t n = strlen(e.msg);
+    vsnprintf(e.msg + n, sizeof e.msg - n, fmt, ap);
+    va_end(ap);
+    return contradiction(l, &e);
 }
 
 /* A file name in DST: plain, no directories, no dot files. */
@@ -306,20 +351,26 @@ static int config_from_json(const json_t *o, struct shard_config *c, struct shar
 }
 
 static int load_labels(const json_t *root, const json_t *counts, struct shard_manifest *m,
-                       struct shard_err *err)
+                       struct load *l)
 {
+    struct shard_err *err = l->err;
     const json_t *labels = json_object_get(root, "labels");
     const json_t *by_label = json_object_get(counts, "by_label");
     if (!json_is_array(labels) || !json_is_object(by_label))
         return bad_field(err, "\"labels\" or \"counts.by_label\" missing");
     size_t n = json_array_size(labels);
-    if (n > INT32_MAX || json_object_size(by_label) != n)
-        return bad_field(err, "\"counts.by_label\" does not list every label once");
+    if (n > INT32_MAX)
+        return bad_field(err, "too many labels");
+    int rc;
+    if (json_object_size(by_label) != n &&
+        (rc = inconsistent(l, "\"counts.by_label\" does not list every label once")))
+        return rc;
     m->labels = calloc(n ? n : 1, sizeof *m->labels);
     m->label_samples = calloc(n ? n : 1, sizeof *m->label_samples);
     if (!m->labels || !m->label_samples)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     uint64_t sum = 0;
+    int unsorted = 0;
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_array_get(labels, i);
         if (!json_is_string(v))
@@ -327,20 +378,31 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
         if (!(m->labels[i] = strdup(json_string_value(v))))
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         m->label_count = (uint32_t)(i + 1);
-        if (i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0)
-            return bad_field(err, "\"labels\" are not sorted and unique");
-        int rc = sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], err);
-        if (rc)
-            return shard_err_prefix(err, rc, "manifest: counts.by_label");
+        if (!unsorted && i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0) {
+            unsorted = 1;  /* said once */
+            if ((rc = inconsistent(l, "\"labels\" are not sorted and unique")))
+                return rc;
+        }
+        struct shard_err e;
+        if ((rc = sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], &e))) {
+            shard_err_prefix(&e, rc, "manifest: counts.by_label");
+            if (rc == SHARD_ENOMEM)
+                return pass_on(err, &e);
+            m->label_samples[i] = 0;
+            if ((rc = contradiction(l, &e)))
+                return rc;
+        }
         sum += m->label_samples[i];
     }
-    if (sum + m->unlabeled != m->samples)
-        return bad_field(err, "counts.by_label plus counts.unlabeled differ from counts.samples");
+    if (sum + m->unlabeled != m->samples &&
+        (rc = inconsistent(l, "counts.by_label plus counts.unlabeled differ from counts.samples")))
+        return rc;
     return SHARD_OK;
 }
 
-static int load_shards(const json_t *root, struct shard_manifest *m, struct shard_err *err)
+static int load_shards(const json_t *root, struct shard_manifest *m, struct load *l)
 {
+    struct shard_err *err = l->err;
     const json_t *shards = json_object_get(root, "shards");
     if (!json_is_array(shards))
         return bad_field(err, "\"shards\" missing");
@@ -367,14 +429,37 @@ static int load_shards(const json_t *root, struct shard_manifest *m, struct shar
         sum += s->samples;
     }
     if (sum != m->samples)
-        return shard_err_set(err, SHARD_ECORRUPT,
-                             "manifest: shards hold %llu samples, counts.samples is %llu",
-                             (unsigned long long)sum, (unsigned long long)m->samples);
+        return inconsistent(l, "shards hold %llu samples, counts.samples is %llu",
+                            (unsigned long long)sum, (unsigned long long)m->samples);
     return SHARD_OK;
 }
 
-static int load_rejects(const json_t *root, struct shard_manifest *m, struct shard_err *err)
+/* Entry i of "rejected" into *r: 0, SHARD_ENOMEM or SHARD_ECORRUPT naming
+ * it. */
+static int load_reject(const json_t *o, size_t i, struct shard_reject *r, struct shard_err *err)
 {
+    int rc = json_is_object(o) ? sk_jsonkey_get(o, 0, &r->key, &r->key_len, err)
+                               : SHARD_ECORRUPT;
+    if (!rc)
+        rc = get_string(o, "reason", &r->reason, err);
+    if (rc == SHARD_ENOMEM)
+        return rc;
+    if (rc)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: rejected[%zu] is bad", i);
+    if (json_object_get(o, "source_xxh3")) {
+        r->has_source = 1;
+        if ((rc = sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err)) ||
+            (rc = sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err)))
+            return shard_err_prefix(err, rc, "manifest: rejected[%zu]", i);
+    }
+    return SHARD_OK;
+}
+
+/* A reject that does not load is a contradiction: a lenient load leaves it
+ * out of m->rejects and goes on. */
+static int load_rejects(const json_t *root, struct shard_manifest *m, struct load *l)
+{
+    struct shard_err *err = l->err;
     const json_t *rejected = json_object_get(root, "rejected");
     if (!json_is_array(rejected))
         return bad_field(err, "\"rejected\" missing");
@@ -382,35 +467,28 @@ static int load_rejects(const json_t *root, struct shard_manifest *m, struct sha
     m->rejects = calloc(n ? n : 1, sizeof *m->rejects);
     if (!m->rejects)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc;
     for (size_t i = 0; i < n; i++) {
-        const json_t *o = json_array_get(rejected, i);
-        struct shard_reject *r = &m->rejects[i];
-        m->reject_count = i + 1;
-        int rc = json_is_object(o) ? sk_jsonkey_get(o, &r->key, &r->key_len, err)
-                                   : SHARD_ECORRUPT;
-        if (!rc)
-            rc = get_string(o, "reason", &r->reason, err);
+        struct shard_reject *r = &m->rejects[m->reject_count++];
+        struct shard_err e;
+        if ((rc = load_reject(json_array_get(rejected, i), i, r, &e)) == 0)
+            continue;
+        shard_reject_release(r);
+        m->reject_count--;
         if (rc == SHARD_ENOMEM)
+            return pass_on(err, &e);
+        if ((rc = contradiction(l, &e)))
             return rc;
-        if (rc)
-            return shard_err_set(err, SHARD_ECORRUPT, "manifest: rejected[%zu] is bad", i);
-        if (json_object_get(o, "source_xxh3")) {
-            r->has_source = 1;
-            if ((rc = sk_jsonkey_uint(o, "source_bytes", &r->source_bytes, err)) ||
-                (rc = sk_jsonkey_hex64(o, "source_xxh3", &r->source_xxh3, err)))
-                return shard_err_prefix(err, rc, "manifest: rejected[%zu]", i);
-        }
     }
     if (n != m->rejected)
-        return shard_err_set(err, SHARD_ECORRUPT,
-                             "manifest: %zu rejects listed, counts.rejected is %llu", n,
-                             (unsigned long long)m->rejected);
+        return inconsistent(l, "%zu rejects listed, counts.rejected is %llu", n,
+                            (unsigned long long)m->rejected);
     return SHARD_OK;
 }
 
-static int manifest_from_json(const json_t *root, struct shard_manifest *m,
-                              struct shard_err *err)
+static int manifest_from_json(const json_t *root, struct shard_manifest *m, struct load *l)
 {
+    struct shard_err *err = l->err;
     if (!json_is_object(root))
         return bad_field(err, "not a JSON object");
     const json_t *format = json_object_get(root, "format");
@@ -436,10 +514,16 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m,
     if ((rc = sk_jsonkey_uint(counts, "samples", &m->samples, err)) ||
         (rc = sk_jsonkey_uint(counts, "rejected", &m->rejected, err)) ||
         (rc = sk_jsonkey_uint(counts, "ignored", &m->ignored, err)) ||
-        (rc = sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err)))
+        (rc = sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err)) ||
+        (json_object_get(counts, "warned") &&  /* absent: none */
+         (rc = sk_jsonkey_uint(counts, "warned", &m->warned, err))))
         return shard_err_prefix(err, rc, "manifest: counts");
-    if ((rc = load_labels(root, counts, m, err)) || (rc = load_shards(root, m, err)) ||
-        (rc = load_rejects(root, m, err)))
+    if (m->warned > m->samples &&
+        (rc = inconsistent(l, "counts.warned is %llu, more than counts.samples %llu",
+                           (unsigned long long)m->warned, (unsigned long long)m->samples)))
+        return rc;
+    if ((rc = load_labels(root, counts, m, l)) || (rc = load_shards(root, m, l)) ||
+        (rc = load_rejects(root, m, l)))
         return rc;
     const json_t *index = json_object_get(root, "index");
     if ((rc = get_string(index, "file", &m->index_file, err)) == SHARD_ENOMEM)
@@ -451,12 +535,13 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m,
         (rc = sk_jsonkey_hex64(index, "xxh3", &m->index_xxh3, err)))
         return shard_err_prefix(err, rc, "manifest: index");
     if (m->index_entries != m->samples)
-        return bad_field(err, "index.entries differs from counts.samples");
+        return inconsistent(l, "index.entries differs from counts.samples");
     return SHARD_OK;
 }
 
-int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err)
+static int load_file(const char *dir, struct shard_manifest *m, struct load *l)
 {
+    struct shard_err *err = l->err;
     memset(m, 0, sizeof *m);
     char *path = sk_fs_join(dir, SHARD_MANIFEST_FILE);
     if (!path)
@@ -474,7 +559,7 @@ int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_
         if (probe)
             fclose(probe);
     } else {
-        rc = manifest_from_json(root, m, err);
+        rc = manifest_from_json(root, m, l);
         if (rc)
             shard_manifest_release(m);
     }
@@ -483,17 +568,45 @@ int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_
     return rc;
 }
 
-int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
-                               struct shard_err *err)
+int shard_manifest_load(const char *dir, struct shard_manifest *m, struct shard_err *err)
+{
+    struct load l = {err, NULL, NULL};
+    return load_file(dir, m, &l);
+}
+
+int sk_manifest_load_lenient(const char *dir, struct shard_manifest *m,
+                             sk_manifest_problem_fn problem, void *user, struct shard_err *err)
+{
+    struct load l = {err, problem, user};
+    return load_file(dir, m, &l);
+}
+
+static int load_buffer(const char *text, size_t len, struct shard_manifest *m, struct load *l)
 {
     memset(m, 0, sizeof *m);
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line, jerr.text);
-    int rc = manifest_from_json(root, m, err);
+        return shard_err_set(l->err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line,
+                             jerr.text);
+    int rc = manifest_from_json(root, m, l);
     if (rc)
         shard_manifest_release(m);
     json_decref(root);
     return rc;
+}
+
+int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
+                               struct shard_err *err)
+{
+    struct load l = {err, NULL, NULL};
+    return load_buffer(text, len, m, &l);
+}
+
+int sk_manifest_load_buffer_lenient(const char *text, size_t len, struct shard_manifest *m,
+                                    sk_manifest_problem_fn problem, void *user,
+                                    struct shard_err *err)
+{
+    struct load l = {err, problem, user};
+    return load_buffer(text, len, m, &l);
 }

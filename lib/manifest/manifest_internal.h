@@ -1,4 +1,17 @@
-/* manifest_internal.h - writing a manifest inside an open directory (private). */
+/* manifest_internal.h - what the manifest code shares with the writer and
+ * the verifier (private).
+ *
+ * Writing: sk_manifest_write_at writes inside an open directory.
+ *
+ * Loading a manifest that contradicts itself: shard_manifest_load refuses a
+ * manifest whose parts disagree (counts that do not add up, rejects that do
+ * not parse ...), naming the first contradiction.  The verifier must list
+ * every problem and go on checking what it still can, so it loads
+ * leniently: each contradiction is handed to a callback and loading goes
+ * on, as long as the structure is there (the config, the shard list, the
+ * index's identity).  What a lenient load gives may then disagree with
+ * itself: m->samples need not be the sum of the shards' samples,
+ * m->reject_count (the rejects that loaded) need not be m->rejected. */
 #ifndef SHARDKIT_MANIFEST_INTERNAL_H
 #define SHARDKIT_MANIFEST_INTERNAL_H
 
@@ -17,5 +30,22 @@ int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest
  * buf->data when closed, and zeroes *buf).  `name` names it in messages. */
 int sk_index_reader_open_buffer(struct shard_index_reader **out, const char *name,
                                 struct shard_buf *buf, struct shard_err *err);
+
+/* A contradiction: e->code SHARD_ECORRUPT, e->msg as shard_manifest_load
+ * would say it ("manifest: shards hold 9 samples, counts.samples is 10").
+ * Return 0 to go on loading, anything else to fail the load with it. */
+typedef int (*sk_manifest_problem_fn)(void *user, const struct shard_err *e);
+
+/* shard_manifest_load, reporting contradictions to `problem` instead of
+ * failing.  Errors as shard_manifest_load's, for what is missing or
+ * malformed (then *m is released). */
+int sk_manifest_load_lenient(const char *dir, struct shard_manifest *m,
+                             sk_manifest_problem_fn problem, void *user, struct shard_err *err);
+
+/* The same for manifest.json held in memory (a remote dataset's), as
+ * shard_manifest_load_buffer. */
+int sk_manifest_load_buffer_lenient(const char *text, size_t len, struct shard_manifest *m,
+                                    sk_manifest_problem_fn problem, void *user,
+                                    struct shard_err *err);
 
 #endif

@@ -96,13 +96,18 @@ static int list_one(void *user, const char *name, size_t len, uint64_t size,
 }
 
 /* manifest.json of a remote dataset: one GET. */
-static int load_remote_manifest(struct shard_dataset *ds, struct shard_err *err)
+static int load_remote_manifest(struct shard_dataset *ds, sk_manifest_problem_fn problem,
+                                void *user, struct shard_err *err)
 {
     struct shard_buf text = {0};
-    int rc = sk_fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text, err);
+    int rc = sk_fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text,
+                               err);
     if (rc == SHARD_ENOTFOUND)
         shard_err_prefix(err, rc, "no manifest");
-    if (!rc)
+    if (!rc && problem)
+        rc = sk_manifest_load_buffer_lenient((const char *)text.data, text.len, &ds->manifest,
+                                             problem, user, err);
+    else if (!rc)
         rc = shard_manifest_load_buffer((const char *)text.data, text.len, &ds->manifest, err);
     shard_buf_release(&text);
     return rc;
@@ -178,9 +183,11 @@ void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats
     sk_read_counters_get(&ds->counters, out);
 }
 
-int sk_dataset_open_with(struct shard_dataset **out, const char *location,
-                         const struct fetch_http_options *http,
-                         const struct sk_read_observer *observer, struct shard_err *err)
+/* Open `location` (how its manifest is loaded: see the callers). */
+static int open_dataset(struct shard_dataset **out, const char *location,
+                        const struct fetch_http_options *http,
+                        const struct sk_read_observer *observer, sk_manifest_problem_fn problem,
+                        void *user, struct shard_err *err)
 {
     *out = NULL;
     struct shard_dataset *ds = calloc(1, sizeof *ds);
@@ -207,10 +214,12 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
         o.counters = &ds->counters;
         rc = sk_fetch_http_new(&ds->store, location, &o, err);
         if (!rc)
-            rc = load_remote_manifest(ds, err);
+            rc = load_remote_manifest(ds, problem, user, err);
     } else {
         rc = sk_fetch_local_new(&ds->store, location, err);
-        if (!rc)
+        if (!rc && problem)
+            rc = sk_manifest_load_lenient(location, &ds->manifest, problem, user, err);
+        else if (!rc)
             rc = shard_manifest_load(location, &ds->manifest, err);
     }
     if (rc)
@@ -225,7 +234,9 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
     uint64_t total = 0;
     for (uint32_t s = 0; s < n; s++) {
         ds->first[s] = total;
-        total += ds->manifest.shards[s].samples;  /* the manifest checked the sum */
+        /* a strict load checked that the sum is counts.samples; after a
+         * lenient one the shards' own counts are what can be read */
+        total += ds->manifest.shards[s].samples;
         pthread_mutex_init(&ds->shards[s].lock, NULL);
         ds->shards_init = s + 1;
     }
@@ -235,6 +246,19 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
 fail:
     shard_dataset_close(ds);
     return rc;
+}
+
+int sk_dataset_open_with(struct shard_dataset **out, const char *location,
+                         const struct fetch_http_options *http,
+                         const struct sk_read_observer *observer, struct shard_err *err)
+{
+    return open_dataset(out, location, http, observer, NULL, NULL, err);
+}
+
+int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
+                            sk_manifest_problem_fn problem, void *user, struct shard_err *err)
+{
+    return open_dataset(out, location, NULL, NULL, problem, user, err);
 }
 
 void shard_dataset_close(struct shard_dataset *ds)

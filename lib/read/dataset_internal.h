@@ -3,6 +3,7 @@
 #ifndef SHARDKIT_DATASET_INTERNAL_H
 #define SHARDKIT_DATASET_INTERNAL_H
 
+#include "manifest/manifest_internal.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 
@@ -79,6 +80,14 @@ int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **
  * An http(s):// dataset cannot be listed: SHARD_EUNSUPPORTED. */
 int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name),
                     void *user, struct shard_err *err);
+
+/* Open the dataset at `location` (a directory, or remote as
+ * shard_dataset_open) whose manifest may contradict itself (see
+ * manifest_internal.h): each contradiction goes to `problem`, and the
+ * dataset is what its shard list says (shard_dataset_size is the sum of
+ * the shards' samples, whatever counts.samples says).  For the verifier. */
+int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
+                            sk_manifest_problem_fn problem, void *user, struct shard_err *err);
 
 /* Forget the shard bytes a remote dataset keeps in memory (its window
  * cache), so that the next reads go to the server again; footers stay.

@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,15 +381,59 @@ out:
 
 /* ---- reading ------------------------------------------------------------ */
 
+/* O_NONBLOCK: a fifo swapped in for the file must not hang the open; it has
+ * no effect on the regular files we go on to read. */
+#define SOURCE_OPEN_FLAGS (O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+
+/* openat() of a key too long for one path (PATH_MAX, 4096 bytes with its
+ * NUL, while a key may be 4096 bytes and the walk nests deeper still): one
+ * directory at a time, as the walk went, never following a link.  -1 with
+ * errno set on failure. */
+static int open_long_key(int root_fd, const char *key)
+{
+    int dir = root_fd;
+    const char *p = key, *slash;
+    while ((slash = strchr(p, '/'))) {
+        char name[NAME_MAX + 1];
+        size_t n = (size_t)(slash - p);
+        if (n > NAME_MAX) {
+            errno = ENAMETOOLONG;
+            goto fail;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0)
+            goto fail;
+        if (dir != root_fd)
+            close(dir);
+        dir = next;
+        p = slash + 1;
+    }
+    int fd = openat(dir, p, SOURCE_OPEN_FLAGS);
+    if (fd < 0)
+        goto fail;
+    if (dir != root_fd)
+        close(dir);
+    return fd;
+fail:
+    if (dir != root_fd) {
+        int e = errno;
+        close(dir);
+        errno = e;
+    }
+    return -1;
+}
+
 /* Messages give the reason only ("file vanished"), like the decoder's: the
  * caller names the key, e.g. "rejected 'a/b.jpg': file vanished". */
 int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
                     struct shard_err *err)
 {
     buf->len = 0;
-    /* O_NONBLOCK: a fifo swapped in for the file must not hang the open;
-     * it has no effect on the regular files we go on to read. */
-    int fd = openat(root_fd, key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int fd = openat(root_fd, key, SOURCE_OPEN_FLAGS);
+    if (fd < 0 && errno == ENAMETOOLONG)
+        fd = open_long_key(root_fd, key);
     if (fd < 0) {
         if (errno == ENOENT)
             return shard_err_set(err, SHARD_ENOTFOUND, "file vanished");

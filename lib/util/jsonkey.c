@@ -29,8 +29,11 @@ int sk_jsonkey_set(json_t *obj, const char *key, size_t len, struct shard_err *e
     return bad ? shard_err_set(err, SHARD_ENOMEM, "json") : SHARD_OK;
 }
 
-int sk_jsonkey_get(const json_t *obj, char **key, size_t *len, struct shard_err *err)
+int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len,
+                   struct shard_err *err)
 {
+    if (!max)
+        max = SIZE_MAX;
     *key = NULL;
     *len = 0;
     const json_t *s = json_object_get(obj, "key");
@@ -38,7 +41,7 @@ int sk_jsonkey_get(const json_t *obj, char **key, size_t *len, struct shard_err 
         if (!json_is_string(s))
             return shard_err_set(err, SHARD_ECORRUPT, "\"key\" is not a string");
         size_t n = json_string_length(s);
-        if (n == 0 || n > SHARD_KEY_MAX || memchr(json_string_value(s), '\0', n))
+        if (n == 0 || n > max || memchr(json_string_value(s), '\0', n))
             return shard_err_set(err, SHARD_ECORRUPT, "\"key\" is empty, too long or has NUL");
         *key = malloc(n + 1);
         if (!*key)
@@ -52,7 +55,7 @@ int sk_jsonkey_get(const json_t *obj, char **key, size_t *len, struct shard_err 
         return shard_err_set(err, SHARD_ECORRUPT, "entry has no \"key\" or \"key_hex\"");
     const char *hex = json_string_value(s);
     size_t n = json_string_length(s);
-    if (n == 0 || n % 2 || n / 2 > SHARD_KEY_MAX)
+    if (n == 0 || n % 2 || n / 2 > max)
         return shard_err_set(err, SHARD_ECORRUPT, "\"key_hex\" has a bad length");
     char *k = malloc(n / 2 + 1);
     if (!k)

@@ -22,6 +22,7 @@ struct index_walk {
     struct verify_run *v;
     uint64_t cursor;         /* next sample index expected */
     uint64_t lines;          /* sample lines read */
+    uint64_t warned;         /* of them, lines with a "warning" */
 };
 
 static uint32_t shard_of(const struct verify_run *v, uint64_t g, uint64_t *record)
@@ -114,7 +115,7 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
                        rc == SHARD_ENOTFOUND ? "missing" : e.msg);
         return SHARD_OK;
     }
-    struct index_walk w = {v, 0, 0};
+    struct index_walk w = {v, 0, 0, 0};
     uint64_t line = 0;
     for (;;) {
         struct shard_sample smp;
@@ -130,6 +131,7 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
             continue;
         }
         w.lines++;
+        w.warned += smp.warning != NULL;
         check_line(&w, &smp, line);
     }
     report_missing(&w, v->samples);
@@ -150,6 +152,12 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
             sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, NULL, 0,
                            "%s: %llu lines, manifest says %llu entries", m->index_file,
                            (unsigned long long)line, (unsigned long long)m->index_entries);
+        if (w.warned != m->warned)
+            sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                           "counts.warned: %s has %llu samples stored despite a decoder "
+                           "warning, manifest says %llu",
+                           m->index_file, (unsigned long long)w.warned,
+                           (unsigned long long)m->warned);
     }
     shard_index_reader_close(rd);
     return SHARD_OK;

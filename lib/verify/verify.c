@@ -251,6 +251,11 @@ static void check_stray_shards(struct verify_run *v, const char **names)
 
 /* ---- the run ---------------------------------------------------------------- */
 
+static int manifest_problem(void *user, const struct shard_err *e)
+{
+    return sk_verify_problem(user, SHARD_CHECK_MANIFEST, e->code, -1, -1, NULL, 0, "%s", e->msg);
+}
+
 static int check_options(const struct shard_verify_options *o, struct shard_err *err)
 {
     if (o->fidelity && !o->source)
@@ -314,7 +319,9 @@ int shard_verify(const char *dst, const struct shard_verify_options *o,
 
     struct shard_err e;
     shard_err_clear(&e);
-    rc = shard_dataset_open(&v.ds, dst, &e);
+    /* contradictions in the manifest are listed and checking goes on with
+     * what can still be read */
+    rc = sk_dataset_open_lenient(&v.ds, dst, manifest_problem, &v, &e);
     if (rc == SHARD_ECORRUPT || rc == SHARD_EUNSUPPORTED) {
         /* a manifest that is there but wrong is a finding, not an I/O error */
         rc = sk_verify_problem(&v, SHARD_CHECK_MANIFEST, rc, -1, -1, NULL, 0, "%s", e.msg);

@@ -244,6 +244,46 @@ json.dump(m, open(p, "w"), indent=2)' "$T/d"
 must_fail 1 shardcheck "$T/d"
 must_say "manifest: counts.by_label plus counts.unlabeled differ from counts.samples" "$T/stdout"
 
+say "several tamperings at once: every problem is listed, every shard still hashed"
+fresh
+"$PYTHON" -c '
+import json, sys
+p = sys.argv[1] + "/manifest.json"
+m = json.load(open(p))
+m["counts"]["samples"] += 1
+m["counts"]["by_label"]["fix"] += 1   # by_label still adds up to counts.samples
+del m["rejected"][0]
+m["index"]["entries"] = 3
+json.dump(m, open(p, "w"), indent=2)
+p = sys.argv[1] + "/shard-000001.shard"
+b = bytearray(open(p, "rb").read())
+b[100] ^= 0x5a
+open(p, "wb").write(b)
+p = sys.argv[1] + "/index.jsonl"
+lines = open(p).readlines()
+open(p, "w").writelines(lines[:-1])' "$T/d"
+must_fail 1 shardcheck "$T/d" --source "$T/s" --json
+"$PYTHON" - "$T/stdout" "$nshards" "$nsamples" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+nshards, nsamples = int(sys.argv[2]), int(sys.argv[3])
+messages = [p["message"] for p in d["problems"]]
+want = [
+    "manifest: shards hold %d samples, counts.samples is %d" % (nsamples, nsamples + 1),
+    "manifest: 1 rejects listed, counts.rejected is 2",
+    "manifest: index.entries differs from counts.samples",
+    "shard-000001.shard: xxh3 is ",
+    "index.jsonl: %d lines, manifest says 3 entries" % (nsamples - 1),
+    "counts.by_label['fix']: the shards hold ",
+    "source: 'bad/",
+]
+missing = [w for w in want if not any(w in m for m in messages)]
+assert not missing, "not listed: %s\nlisted: %s" % (missing, messages)
+assert any(p["check"] == "index" and "not in index.jsonl" in p["message"]
+           for p in d["problems"]), messages
+assert d["rates"]["hash"]["items"] == nshards and d["rates"]["hash"]["bytes"] > 0, d["rates"]
+EOF
+
 # ---- fidelity on every codec ----------------------------------------------------
 say "fidelity on raw, png and jpeg outputs"
 for codec in raw png; do

@@ -225,6 +225,34 @@ static void check_rejected(const char *name, const struct shard_decode_options *
 static const uint8_t WHITE[3] = {255, 255, 255};
 static const uint8_t ORANGE[3] = {250, 128, 10};
 
+/* Decoding `name` succeeds with info.warning equal to `warning`; returns the
+ * image (release it). */
+static struct shard_image decode_with_warning(const char *name, const char *warning)
+{
+    struct shard_buf b = {0};
+    load_fixture(name, &b);
+    struct shard_image img = {0};
+    struct shard_decode_info info;
+    struct shard_err err = {0};
+    if (shard_decode_ex(b.data, b.len, NULL, &img, &info, &err))
+        fail_msg("%s: %s", name, err.msg);
+    if (strcmp(info.warning, warning))
+        fail_msg("%s: warning \"%s\", expected \"%s\"", name, info.warning, warning);
+    shard_buf_release(&b);
+    return img;
+}
+
+/* Two decodes give the same pixels, exactly. */
+static void assert_same_pixels(const struct shard_image *a, const struct shard_image *b,
+                               const char *what)
+{
+    if (a->width != b->width || a->height != b->height)
+        fail_msg("%s: %ux%u against %ux%u", what, a->width, a->height, b->width, b->height);
+    for (uint32_t y = 0; y < a->height; y++)
+        if (memcmp(a->pixels + y * a->stride, b->pixels + y * b->stride, (size_t)a->width * 3))
+            fail_msg("%s: row %u differs", what, y);
+}
+
 /* ---- sniffing and options ------------------------------------------------------- */
 
 static void test_sniff_uses_signatures_not_names(void **state)
@@ -341,6 +369,53 @@ static void test_exif_orientations_1_to_8_give_upright_pixels(void **state)
     }
 }
 
+/* The APP1 segment (marker, length, payload) of the first EXIF block in a
+ * fixture: its offset and size. */
+static void find_exif_app1(const struct shard_buf *b, size_t *at, size_t *len)
+{
+    for (size_t p = 2; p + 10 < b->len; p += 2 + ((size_t)b->data[p + 2] << 8 | b->data[p + 3]))
+        if (b->data[p + 1] == 0xe1 && memcmp(b->data + p + 4, "Exif\0\0", 6) == 0) {
+            *at = p;
+            *len = 2 + ((size_t)b->data[p + 2] << 8 | b->data[p + 3]);
+            return;
+        }
+    fail_msg("no EXIF APP1 segment");
+}
+
+static void test_the_first_exif_app1_of_many_gives_the_orientation(void **state)
+{
+    (void)state;
+    struct shard_buf rot6 = {0}, rot3 = {0}, many = {0};
+    load_fixture("exif_rot6.jpg", &rot6);
+    load_fixture("exif_rot3.jpg", &rot3);
+    size_t at6, len6, at3, len3;
+    find_exif_app1(&rot6, &at6, &len6);
+    find_exif_app1(&rot3, &at3, &len3);
+    static const uint8_t xmp[] = "\xff\xe1\x00\x0bhttp://ns";  /* an APP1 that is not EXIF */
+    static const uint8_t empty[] = "\xff\xe1\x00\x02";
+    /* thousands of APP1 segments, then rot6's EXIF, then rot3's, then the rest */
+    assert_int_equal(shard_buf_append(&many, rot6.data, at6, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, xmp, sizeof xmp - 1, NULL), 0);
+    for (int i = 0; i < 20000; i++)
+        assert_int_equal(shard_buf_append(&many, empty, sizeof empty - 1, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, rot6.data + at6, len6, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, rot3.data + at3, len3, NULL), 0);
+    assert_int_equal(shard_buf_append(&many, rot6.data + at6 + len6, rot6.len - at6 - len6,
+                                      NULL), 0);
+    struct shard_image img = {0};
+    struct shard_decode_info info;
+    struct shard_err err = {0};
+    if (shard_decode_ex(many.data, many.len, NULL, &img, &info, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(info.orientation, 6);
+    assert_string_equal(info.warning, "");
+    assert_matches_ppm(&img, "exif_rot6.jpg.ref.ppm", TOL_EXACT);
+    shard_image_release(&img);
+    shard_buf_release(&many);
+    shard_buf_release(&rot3);
+    shard_buf_release(&rot6);
+}
+
 static void test_exif_orientation_parser_reads_ifd0_and_ignores_garbage(void **state)
 {
     (void)state;
@@ -368,6 +443,102 @@ static void test_bitflipped_jpeg_is_rejected_as_corrupt_data(void **state)
 {
     (void)state;
     check_rejected("bitflip.jpg", NULL, SHARD_ECORRUPT, "corrupt JPEG data: ");
+}
+
+/* The accepted class: every pixel still comes from the file's own data, so
+ * the damaged copies decode exactly like the intact file, and say why. */
+static void test_jpeg_warnings_that_lose_no_pixels_are_accepted_and_reported(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *warning;
+    } cases[] = {
+        {"junk_before_dqt.jpg", "JPEG warning: 3 extraneous bytes before marker 0xdb"},
+        {"jfif_v2.jpg", "JPEG warning: unknown JFIF revision number 2.01"},
+        {"adobe_transform.jpg", "JPEG warning: unknown Adobe color transform code 7"},
+        {"zeroed_sos.jpg", "JPEG warning: invalid SOS parameters for sequential JPEG"},
+    };
+    struct shard_image intact = decode_with_warning("rgb.jpg", "");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct shard_image img = decode_with_warning(cases[i].name, cases[i].warning);
+        assert_same_pixels(&img, &intact, cases[i].name);
+        assert_matches_ppm(&img, "rgb.jpg.ref.ppm", TOL_EXACT);
+        shard_image_release(&img);
+    }
+    shard_image_release(&intact);
+}
+
+/* The rejected class: pixels would be invented or wrong. */
+static void test_jpeg_warnings_that_lose_pixels_are_rejected(void **state)
+{
+    (void)state;
+    /* bytes left over after the scan: how a flipped bit in the entropy-coded
+     * data usually shows; the extra bytes were meant to be image data */
+    check_rejected("junk_after_scan.jpg", NULL, SHARD_ECORRUPT,
+                   "corrupt JPEG data: 100 extraneous bytes before marker 0xd9");
+    check_rejected("bad_progression.jpg", NULL, SHARD_ECORRUPT,
+                   "corrupt JPEG data: inconsistent progression sequence");
+    check_rejected("truncated.jpg", NULL, SHARD_ECORRUPT, "truncated JPEG");
+    check_rejected("bitflip.jpg", NULL, SHARD_ECORRUPT, "corrupt JPEG data: ");
+}
+
+static void test_png_warnings_that_lose_no_pixels_are_accepted_and_reported(void **state)
+{
+    (void)state;
+    struct shard_image img = decode_with_warning("iend_data.png", "PNG warning: IEND: invalid");
+    assert_matches_ppm(&img, "iend_data.png.ref.ppm", TOL_EXACT);
+    shard_image_release(&img);
+    img = decode_with_warning("extra_zlib.png", "PNG warning: IDAT: Extra compressed data");
+    assert_matches_ppm(&img, "extra_zlib.png.ref.ppm", TOL_EXACT);
+    shard_image_release(&img);
+    img = decode_with_warning("gray_with_plte.png", "PNG warning: PLTE: ignored in grayscale PNG");
+    assert_matches_ppm(&img, "gray_with_plte.png.ref.ppm", TOL_EXACT);
+    shard_image_release(&img);
+    img = decode_with_warning("rgba_with_trns.png",
+                              "PNG warning: tRNS: invalid with alpha channel");
+    shard_image_release(&img);
+    check_alpha_over("rgba_with_trns.png", WHITE, TOL_ALPHA);
+}
+
+static void test_png_warnings_that_lose_pixels_are_rejected(void **state)
+{
+    (void)state;
+    /* libpng drops the whole tRNS: the 4 valid entries are lost too */
+    check_rejected("trns_too_long.png", NULL, SHARD_ECORRUPT, "corrupt PNG: tRNS: invalid");
+    /* libpng masks the key to 8 bits: gray 44 would turn transparent */
+    check_rejected("trns_out_of_range.png", NULL, SHARD_ECORRUPT,
+                   "corrupt PNG: tRNS chunk has out-of-range samples for bit_depth");
+    check_rejected("adler_mismatch.png", NULL, SHARD_ECORRUPT,
+                   "corrupt PNG: IDAT: incorrect data check");
+}
+
+static void test_several_warnings_report_the_first_and_a_count(void **state)
+{
+    (void)state;
+    /* junk before both quantisation tables and a JFIF 2.01 header */
+    struct shard_buf b = {0};
+    load_fixture("jfif_v2.jpg", &b);
+    struct shard_buf two = {0};
+    size_t at = 0;
+    int junked = 0;
+    for (size_t i = 0; i + 1 < b.len && junked < 2; i++)
+        if (b.data[i] == 0xff && b.data[i + 1] == 0xdb) {
+            assert_int_equal(shard_buf_append(&two, b.data + at, i - at, NULL), 0);
+            assert_int_equal(shard_buf_append(&two, "\x01\x02", 2, NULL), 0);
+            at = i;
+            junked++;
+        }
+    assert_int_equal(junked, 2);
+    assert_int_equal(shard_buf_append(&two, b.data + at, b.len - at, NULL), 0);
+    struct shard_image img = {0};
+    struct shard_decode_info info;
+    struct shard_err err = {0};
+    assert_int_equal(shard_decode_ex(two.data, two.len, NULL, &img, &info, &err), 0);
+    assert_string_equal(info.warning,
+                        "JPEG warning: unknown JFIF revision number 2.01 (and 2 more)");
+    shard_image_release(&img);
+    shard_buf_release(&two);
+    shard_buf_release(&b);
 }
 
 static void test_empty_file_is_not_an_image(void **state)
@@ -881,9 +1052,15 @@ int main(void)
         cmocka_unit_test(test_cmyk_jpeg_without_adobe_marker_is_read_as_plain_ink),
         cmocka_unit_test(test_progressive_jpeg_matches_reference_decoder),
         cmocka_unit_test(test_exif_orientations_1_to_8_give_upright_pixels),
+        cmocka_unit_test(test_the_first_exif_app1_of_many_gives_the_orientation),
         cmocka_unit_test(test_exif_orientation_parser_reads_ifd0_and_ignores_garbage),
         cmocka_unit_test(test_truncated_jpeg_is_rejected_with_reason),
         cmocka_unit_test(test_bitflipped_jpeg_is_rejected_as_corrupt_data),
+        cmocka_unit_test(test_jpeg_warnings_that_lose_no_pixels_are_accepted_and_reported),
+        cmocka_unit_test(test_jpeg_warnings_that_lose_pixels_are_rejected),
+        cmocka_unit_test(test_png_warnings_that_lose_no_pixels_are_accepted_and_reported),
+        cmocka_unit_test(test_png_warnings_that_lose_pixels_are_rejected),
+        cmocka_unit_test(test_several_warnings_report_the_first_and_a_count),
         cmocka_unit_test(test_empty_file_is_not_an_image),
         cmocka_unit_test(test_text_file_named_jpg_is_not_an_image),
         cmocka_unit_test(test_jpeg_bomb_is_refused_before_allocating),

@@ -78,14 +78,17 @@ static void test_manifest_round_trips_through_json(void **state)
     struct shard_err err;
     sample_manifest(&m, shards, rejects);
     m.config.shuffle_seed = UINT64_MAX;  /* must survive JSON exactly */
+    m.warned = 2;
     char *text;
     assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
+    assert_non_null(strstr(text, "\"warned\": 2"));
     char *dir = write_temp_manifest(text);
     assert_int_equal(shard_manifest_load(dir, &back, &err), 0);
     assert_true(back.config.shuffle_seed == UINT64_MAX);
     assert_int_equal(back.config.size, 512);
     assert_string_equal(back.config.labels, "dir");
     assert_int_equal(back.samples, 4);
+    assert_int_equal(back.warned, 2);
     assert_int_equal(back.shard_count, 2);
     assert_string_equal(back.shards[1].file, "shard-000001.shard");
     assert_true(back.shards[1].xxh3 == 0xffeeddccbbaa9988ull);
@@ -154,6 +157,126 @@ static void test_inconsistent_manifests_are_refused(void **state)
     expect_refused("\"labels\": [", "\"labels\": [\"zebra\", ", "by_label");
 }
 
+/* What shardify can write, the loader reads: a reject whose key is far over
+ * SHARD_KEY_MAX (that is why it was rejected; as key and as key_hex),
+ * thousands of labels, and no sample at all. */
+static void test_extreme_manifests_shardify_can_write_load_back(void **state)
+{
+    (void)state;
+    enum { LONG_KEY = 30000, LABELS = 5000 };
+    struct shard_manifest m, back;
+    struct shard_manifest_shard shards[2];
+    struct shard_reject rejects[2];
+    struct shard_err err;
+    sample_manifest(&m, shards, rejects);
+    char *utf8 = malloc(LONG_KEY + 1), *binary = malloc(LONG_KEY + 1);
+    assert_non_null(utf8);
+    assert_non_null(binary);
+    memset(utf8, 'k', LONG_KEY);
+    memset(binary, 'b', LONG_KEY);
+    binary[0] = (char)0xff;  /* not UTF-8: written as key_hex */
+    utf8[LONG_KEY] = binary[LONG_KEY] = '\0';
+    rejects[0] = (struct shard_reject){binary, LONG_KEY, "key is longer than 4096 bytes", 0, 0, 0};
+    rejects[1] = (struct shard_reject){utf8, LONG_KEY, "key is longer than 4096 bytes", 0, 0, 0};
+    m.rejects = rejects;
+    m.reject_count = m.rejected = 2;
+    /* no samples, LABELS labels of 0 samples each */
+    char **names = calloc(LABELS, sizeof *names);
+    uint64_t *zeros = calloc(LABELS, sizeof *zeros);
+    assert_non_null(names);
+    assert_non_null(zeros);
+    for (int i = 0; i < LABELS; i++) {
+        names[i] = malloc(16);
+        snprintf(names[i], 16, "c%05d", i);
+    }
+    m.labels = names;
+    m.label_samples = zeros;
+    m.label_count = LABELS;
+    m.samples = m.unlabeled = m.index_entries = 0;
+    m.shard_count = 0;
+    char *text;
+    assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
+    assert_null(strstr(text, "\"warned\""));  /* only written when not 0 */
+    char *dir = write_temp_manifest(text);
+    if (shard_manifest_load(dir, &back, &err))
+        fail_msg("shardify's own manifest refused: %s", err.msg);
+    assert_int_equal(back.reject_count, 2);
+    assert_int_equal(back.rejects[0].key_len, LONG_KEY);
+    assert_memory_equal(back.rejects[0].key, binary, LONG_KEY);
+    assert_int_equal(back.rejects[1].key_len, LONG_KEY);
+    assert_int_equal(back.label_count, LABELS);
+    assert_int_equal(back.samples, 0);
+    assert_int_equal(back.shard_count, 0);
+    assert_int_equal(back.warned, 0);
+    char *again;
+    assert_int_equal(shard_manifest_dump(&back, &again, &err), 0);
+    assert_string_equal(text, again);
+    free(again);
+    shard_manifest_release(&back);
+    remove_temp(dir);
+    /* a reject line with such a key (the resume journal's) parses too */
+    struct shard_buf line = {0};
+    struct shard_sample smp;
+    struct shard_reject r;
+    assert_int_equal(shard_reject_line(&rejects[0], &line, &err), 0);
+    assert_int_equal(shard_line_parse((char *)line.data, line.len - 1, &smp, &r, &err), 2);
+    assert_int_equal(r.key_len, LONG_KEY);
+    shard_reject_release(&r);
+    shard_buf_release(&line);
+    /* a sample's key stays within SHARD_KEY_MAX */
+    struct shard_sample big = {utf8, SHARD_KEY_MAX + 1, -1, 0, 0, 1, 1, 1, 1, NULL};
+    assert_int_equal(shard_sample_line(&big, &line, &err), 0);
+    assert_true(shard_line_parse((char *)line.data, line.len - 1, &smp, &r, &err) < 0);
+    shard_buf_release(&line);
+    for (int i = 0; i < LABELS; i++)
+        free(names[i]);
+    free(names);
+    free(zeros);
+    free(utf8);
+    free(binary);
+    free(text);
+}
+
+static void test_warned_counts_and_warning_fields_round_trip(void **state)
+{
+    (void)state;
+    struct shard_err err;
+    /* counts.warned round trips in test_manifest_round_trips_through_json */
+    expect_refused("\"unlabeled\": 1", "\"unlabeled\": 1, \"warned\": 5",
+                   "counts.warned is 5, more than counts.samples 4");
+    expect_refused("\"unlabeled\": 1", "\"unlabeled\": 1, \"warned\": -1", "warned");
+
+    /* the line of a sample with a warning carries it; one without has none */
+    struct shard_sample s = {"a.jpg", 5, -1, 0, 7, 4, 3, 10, 11,
+                             "JPEG warning: 3 extraneous bytes before marker 0xdb"};
+    struct shard_buf line = {0};
+    assert_int_equal(shard_sample_line(&s, &line, &err), 0);
+    assert_int_equal(shard_buf_append(&line, "", 1, &err), 0);
+    line.len--;
+    assert_string_equal((char *)line.data,
+                        "{\"key\":\"a.jpg\",\"label\":null,\"shard\":0,\"record\":7,"
+                        "\"width\":4,\"height\":3,\"source_bytes\":10,"
+                        "\"source_xxh3\":\"000000000000000b\",\"warning\":\"JPEG warning: 3 "
+                        "extraneous bytes before marker 0xdb\"}\n");
+    struct shard_sample back_s;
+    struct shard_reject r;
+    assert_int_equal(shard_line_parse((char *)line.data, line.len - 1, &back_s, &r, &err), 1);
+    assert_string_equal(back_s.warning, s.warning);
+    shard_sample_release(&back_s);
+    s.warning = NULL;
+    line.len = 0;
+    assert_int_equal(shard_sample_line(&s, &line, &err), 0);
+    assert_null(memmem(line.data, line.len, "warning", 7));
+    assert_int_equal(shard_line_parse((char *)line.data, line.len - 1, &back_s, &r, &err), 1);
+    assert_null(back_s.warning);
+    shard_sample_release(&back_s);
+    const char *bad = "{\"key\":\"a\",\"label\":null,\"shard\":0,\"record\":0,\"width\":1,"
+                      "\"height\":1,\"source_bytes\":1,\"source_xxh3\":\"0000000000000001\","
+                      "\"warning\":7}";
+    assert_true(shard_line_parse(bad, strlen(bad), &back_s, &r, &err) < 0);
+    shard_buf_release(&line);
+}
+
 static void test_missing_manifest_is_not_found(void **state)
 {
     (void)state;
@@ -170,7 +293,7 @@ static void test_sample_lines_keep_keys_byte_exact(void **state)
                           "caf\xc3\xa9.png", "bad\xff\xfe.jpg"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         struct shard_sample s = {(char *)keys[i], strlen(keys[i]), (int32_t)i - 1, 3, 99, 64,
-                                 48, 1234, 0xdeadbeefcafef00dull};
+                                 48, 1234, 0xdeadbeefcafef00dull, NULL};
         struct shard_buf line = {0};
         struct shard_err err;
         assert_int_equal(shard_sample_line(&s, &line, &err), 0);
@@ -226,7 +349,7 @@ static void test_index_reader_streams_lines_and_hashes_them(void **state)
     for (int i = 0; i < 1000; i++) {
         char key[32];
         snprintf(key, sizeof key, "k%04d.jpg", i);
-        struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i};
+        struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i, NULL};
         assert_int_equal(shard_sample_line(&s, &all, &err), 0);
     }
     assert_int_equal(write(fd, all.data, all.len), (ssize_t)all.len);
@@ -265,7 +388,7 @@ static void test_a_corrupt_index_line_is_an_error_even_without_err(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     struct shard_buf all = {0};
-    struct shard_sample good = {"k.jpg", 5, -1, 0, 0, 8, 8, 10, 7};
+    struct shard_sample good = {"k.jpg", 5, -1, 0, 0, 8, 8, 10, 7, NULL};
     assert_int_equal(shard_sample_line(&good, &all, NULL), 0);
     static const char bad[] = "{\"key\": not json}\n";
     assert_int_equal(shard_buf_append(&all, bad, sizeof bad - 1, NULL), 0);
@@ -292,6 +415,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_manifest_round_trips_through_json),
         cmocka_unit_test(test_inconsistent_manifests_are_refused),
+        cmocka_unit_test(test_extreme_manifests_shardify_can_write_load_back),
+        cmocka_unit_test(test_warned_counts_and_warning_fields_round_trip),
         cmocka_unit_test(test_missing_manifest_is_not_found),
         cmocka_unit_test(test_sample_lines_keep_keys_byte_exact),
         cmocka_unit_test(test_reject_lines_parse_as_rejects),

@@ -273,6 +273,45 @@ static void test_wrong_counts_are_reported(void **state)
     mkds_remove(&d);
 }
 
+/* Counts that contradict each other and the shards in several ways at once. */
+static void contradict_counts(struct shard_manifest *m)
+{
+    m->samples++;
+    m->unlabeled++;       /* by_label + unlabeled still add up to samples */
+    m->rejected = 2;      /* none is listed */
+    m->index_entries = 4;
+    m->warned = 1;        /* no index line carries a warning */
+}
+
+static void test_every_problem_is_listed_after_a_manifest_contradiction(void **state)
+{
+    (void)state;
+    struct mkds d;
+    mkds_build(&d, counts, SHARDS);
+    edit_manifest(&d, contradict_counts);
+    mkds_flip(&d, "shard-000001.shard", 40);  /* inside record 0's frame */
+    struct shard_verify_report r;
+    verify_default(&d, &r);
+    /* the manifest's own contradictions, each of them */
+    assert_problem(&r, SHARD_CHECK_MANIFEST, "shards hold 9 samples, counts.samples is 10");
+    assert_problem(&r, SHARD_CHECK_MANIFEST, "0 rejects listed, counts.rejected is 2");
+    assert_problem(&r, SHARD_CHECK_MANIFEST, "index.entries differs from counts.samples");
+    /* and everything after them: every shard is hashed, the index and the
+     * counts are compared with what the shards hold */
+    assert_int_equal(r.hash.items, SHARDS);
+    assert_true(r.hash.bytes > SAMPLES * MKDS_PIXEL_BYTES / 4);
+    assert_problem(&r, SHARD_CHECK_SHARD, "shard-000001.shard: xxh3 is ");
+    assert_problem(&r, SHARD_CHECK_INDEX, "index.jsonl: 9 lines, manifest says 4 entries");
+    assert_problem(&r, SHARD_CHECK_COUNTS,
+                   "counts.unlabeled: the shards hold 2 unlabeled samples, manifest says 3");
+    assert_problem(&r, SHARD_CHECK_COUNTS,
+                   "counts.warned: index.jsonl has 0 samples stored despite a decoder "
+                   "warning, manifest says 1");
+    assert_int_equal(r.samples, SAMPLES);  /* what the shards hold */
+    shard_verify_report_release(&r);
+    mkds_remove(&d);
+}
+
 static void test_missing_truncated_and_stray_shards_are_named(void **state)
 {
     (void)state;
@@ -392,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_a_shard_listed_twice_is_reported_with_its_duplicate_keys),
         cmocka_unit_test(test_a_sample_missing_from_the_index_is_named),
         cmocka_unit_test(test_wrong_counts_are_reported),
+        cmocka_unit_test(test_every_problem_is_listed_after_a_manifest_contradiction),
         cmocka_unit_test(test_missing_truncated_and_stray_shards_are_named),
         cmocka_unit_test(test_reports_do_not_depend_on_thread_count),
         cmocka_unit_test(test_visitation_reports_padding_and_dropping),

@@ -12,7 +12,7 @@ CC      ?= cc
 VERSION := $(shell sed -n 's/^\#define SHARDKIT_VERSION "\(.*\)"/\1/p' include/shardkit/api.h)
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
 
-PKGS := libjpeg libpng vips libarchive jansson libxxhash libexif libcurl
+PKGS := libjpeg libpng vips libarchive jansson libxxhash libexif libcurl expat
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) libzstd 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # libzstd is linked statically: records use its experimental API (literals

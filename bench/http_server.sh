@@ -16,6 +16,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/server_lib.sh"
 NGINX=${NGINX:-nginx}
 PATH="$PATH:/usr/sbin:/sbin"
 
@@ -34,12 +35,6 @@ shift 2
 
 pid_of() { [ -s "$prefix/nginx.pid" ] && cat "$prefix/nginx.pid"; }
 
-random_port() {
-    # 20000..59999, from /dev/urandom
-    n=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
-    echo $((20000 + n % 40000))
-}
-
 launch() {  # port
     user=""
     [ "$(id -u)" -eq 0 ] && user="user root;"
@@ -49,15 +44,7 @@ launch() {  # port
 }
 
 stop() {
-    pid=$(pid_of) || return 0
-    kill -TERM "$pid" 2>/dev/null || { rm -f "$prefix/nginx.pid"; return 0; }
-    i=0
-    while kill -0 "$pid" 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -le 100 ] || die "nginx (pid $pid) did not stop"
-        sleep 0.05
-    done
-    rm -f "$prefix/nginx.pid"
+    stop_pidfile "$prefix/nginx.pid" nginx
 }
 
 start() {  # [port]

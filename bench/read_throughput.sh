@@ -82,38 +82,13 @@ for codec in raw jpeg; do
     "$BIN/shardbench" compare "$DATASET" "$WORK/$codec" --threads "$THREADS" --epochs 1 \
         --json >/dev/null
 done
-# transfer NAME I URL DIR: fetch every shard of DIR from URL with curl alone,
-# in 8 MiB ranges over CONNECTIONS connections, to /dev/null; JSON of bytes,
-# samples and seconds to WORK/json/NAME.I.json.  (In a curl config, options
-# such as range apply to every URL until `next` starts a new group.)
+# transfer NAME I URL DIR: fetch every shard of DIR from URL with curl alone
+# (bench/curl_transfer.py: 8 MiB ranges over CONNECTIONS connections, to
+# /dev/null); JSON of bytes, samples and seconds to WORK/json/NAME.I.json.
 transfer() {
-    name=$1; n=$2; url=$3; dir=$4
-    log "$name (run $n of $RUNS)"
-    "$PYTHON" - "$url" "$dir" >"$WORK/curl.cfg" <<'EOF'
-import json, sys
-url, d = sys.argv[1:3]
-window = 8 << 20
-groups = []
-for s in json.load(open(d + "/manifest.json"))["shards"]:
-    for a in range(0, s["bytes"], window):
-        b = min(a + window, s["bytes"]) - 1
-        groups.append(f'url = "{url}/{s["file"]}"\nrange = {a}-{b}\noutput = /dev/null\n'
-                      'silent\nshow-error\nfail\nwrite-out = "%{size_download}\\n"')
-print("\nnext\n".join(groups))
-EOF
-    t0=$(date +%s.%N)
-    curl --no-progress-meter --parallel --parallel-max "$CONNECTIONS" -K "$WORK/curl.cfg" >"$WORK/curl.out"
-    t1=$(date +%s.%N)
-    "$PYTHON" - "$dir" "$t0" "$t1" "$WORK/curl.out" >"$WORK/json/$name.$n.json" <<'EOF'
-import json, sys
-m = json.load(open(sys.argv[1] + "/manifest.json"))
-want = sum(s["bytes"] for s in m["shards"])
-got = sum(int(line) for line in open(sys.argv[4]) if line.strip())
-if got != want:
-    sys.exit(f"read_throughput.sh: curl fetched {got} bytes of {want}")
-print(json.dumps({"bytes": got, "samples": sum(s["samples"] for s in m["shards"]),
-                  "seconds": float(sys.argv[3]) - float(sys.argv[2])}))
-EOF
+    log "$1 (run $2 of $RUNS)"
+    "$PYTHON" "$top/bench/curl_transfer.py" "$3" "$4" --connections "$CONNECTIONS" \
+        >"$WORK/json/$1.$2.json"
 }
 
 # Runs are interleaved (run 1 of everything, then run 2, ...) so that a change

@@ -59,3 +59,7 @@ RUNS=3 "$top/bench/read_throughput.sh" "$BUILD"
 echo
 echo "## 6. The Python loader: binding overhead and training transforms"
 PYTHONPATH="$BUILD/python" "$PYTHON" "$top/bench/python_loader.py" --runs 3 --epochs 6 "$BIN" "$DATASET"
+
+echo
+echo "## 7. Local disk, HTTP and S3"
+RUNS=3 "$top/bench/remote_throughput.sh" "$BUILD"

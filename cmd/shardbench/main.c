@@ -4,6 +4,7 @@
  * report_json.c, report_html.c); the roofline subcommand is roofline.c. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "options.h"
@@ -38,7 +39,7 @@ static int prepare_compare(struct options *o, struct shard_keylist *keys, struct
     if (o->bench.upscale)
         o->bench.upscale = cfg->upscale;
     shard_dataset_close(ds);
-    if (shard_bench_is_remote(o->src) && !o->keys_file) {
+    if (shard_bench_is_remote(o->src) && !o->keys_file && strncmp(o->src, "s3://", 5)) {
         rc = shard_bench_keys_from_dataset(o->dst, &o->bench.http, keys, err);
         if (!rc)
             o->bench.keys = keys;

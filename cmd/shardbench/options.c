@@ -63,14 +63,16 @@ static const char usage_text[] =
     "  --size N             training resolution (default 512; compare: the dataset's)\n"
     "  --fit short|long|crop  as shardify's (default short; compare: the dataset's)\n"
     "  --no-upscale         as shardify's\n"
-    "  --keys FILE          sample keys, one per line (needed for a URL: it cannot be\n"
-    "                       listed; compare takes them from the dataset)\n"
+    "  --keys FILE          sample keys, one per line (needed for an http(s) URL: it\n"
+    "                       cannot be listed; compare takes them from the dataset;\n"
+    "                       an s3:// prefix is listed)\n"
     "epoch order:\n"
     "  --no-shuffle         shards in stored order (not the shuffled epoch plan), files\n"
     "                       in list order (not shuffled each epoch)\n"
     "  --seed S             seed of the plan and of the files' shuffle (default 0)\n"
     "  --shuffle-buffer B   the plan's shuffle window (default 1024)\n"
-    "HTTP (http:// and https:// locations):\n"
+    "HTTP (http://, https:// and s3:// locations; s3:// as the AWS CLI finds its\n"
+    "settings: AWS_* variables, ~/.aws; see the README):\n"
     "  --rtt MS             simulated round trip: sleep MS before every request (real\n"
     "                       latency cannot be added here; reported as simulated)\n"
     "  --connections N      concurrent connections for shard ranges (default 8)\n"
@@ -322,7 +324,8 @@ int options_parse(int argc, char **argv, struct options *c)
                                      !c->bench.upscale))
         return cli_usage_error(PROG, "--keys, --size, --fit and --no-upscale belong to the "
                                "files loader: shards are already at their size");
-    if (c->command == CMD_FILES && !c->keys_file && shard_bench_is_remote(c->src))
+    if (c->command == CMD_FILES && !c->keys_file && shard_bench_is_remote(c->src) &&
+        strncmp(c->src, "s3://", 5))
         return cli_usage_error(PROG, "'%s': a URL cannot be listed: give the sample keys with "
                                "--keys FILE (or use compare with a dataset)", c->src);
     /* the run's outputs must be writable before an hour goes into the run */

@@ -14,7 +14,7 @@ static const char usage_text[] =
     "Write stored samples of the dataset DST as PNG files in DIR: the pixels\n"
     "training will see (orientation applied, colours converted, resized).\n"
     "\n"
-    "  DST        a shardify output directory\n"
+    "  DST        a shardify output directory, or an http(s):// or s3:// location\n"
     "  KEY...     keys of the samples to write; without any, every sample in\n"
     "             stored order\n"
     "\n"

@@ -20,9 +20,13 @@ static const char usage_text[] =
     "  SRC   a directory (walked recursively, symlinks not followed) or an archive\n"
     "        file (.tar, .tar.gz, .tar.zst, .zip ...), read in one streaming pass\n"
     "        whose converted samples are spooled in DST/.shardify until the shards\n"
-    "        are written: DST needs room for about twice the dataset meanwhile\n"
+    "        are written: DST needs room for about twice the dataset meanwhile;\n"
+    "        or s3://BUCKET/PREFIX: every object below PREFIX/, fetched in parallel\n"
     "  DST   output directory; created if missing; must be empty unless it holds a\n"
-    "        previous shardify output (see --overwrite and --resume)\n"
+    "        previous shardify output (see --overwrite and --resume); or\n"
+    "        s3://BUCKET/PREFIX: each shard is uploaded when it is finished,\n"
+    "        index.jsonl next and manifest.json last (settings: AWS_* variables\n"
+    "        and ~/.aws, as the AWS CLI; see the README)\n"
     "\n"
     "Options:\n"
     "  --size N              training resolution (default 512)\n"
@@ -48,6 +52,9 @@ static const char usage_text[] =
     "                        fail: stop at the first bad input, publish nothing\n"
     "  --resume              continue an interrupted run in DST\n"
     "  --overwrite           replace a previous output in DST\n"
+    "  --work-dir DIR        an s3:// DST's local work directory: lock, resume state,\n"
+    "                        each file until it is uploaded (default\n"
+    "                        $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH)\n"
     "  --json                print the run summary as one JSON object on stdout (a\n"
     "                        failed run too, with the counts it reached)\n"
     "  --quiet               no progress or summary on stderr (errors and warnings\n"
@@ -64,7 +71,7 @@ enum {
     OPT_SIZE = CLI_FIRST_LONG_OPTION, OPT_FIT, OPT_NO_UPSCALE, OPT_CODEC, OPT_QUALITY,
     OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
     OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
-    OPT_QUIET, OPT_VERSION,
+    OPT_QUIET, OPT_VERSION, OPT_WORK_DIR,
 };
 
 static const struct option long_options[] = {
@@ -84,6 +91,7 @@ static const struct option long_options[] = {
     {"on-error", required_argument, NULL, OPT_ON_ERROR},
     {"resume", no_argument, NULL, OPT_RESUME},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
+    {"work-dir", required_argument, NULL, OPT_WORK_DIR},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, 'h'},
@@ -168,6 +176,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_OVERWRITE: p->overwrite = 1; break;
     case OPT_JSON: o->json = 1; break;
     case OPT_QUIET: o->quiet = 1; break;
+    case OPT_WORK_DIR: o->run.work_dir = optarg; break;
     default:
         return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
@@ -192,6 +201,9 @@ int options_parse(int argc, char **argv, struct options *o)
                                argc - optind == 1 ? "" : "s");
     o->src = argv[optind];
     o->dst = argv[optind + 1];
+    if (o->run.work_dir && strncmp(o->dst, "s3://", 5))
+        return cli_usage_error(PROG, "--work-dir is for an s3:// DST; a local DST keeps its "
+                               "work in DST/.shardify");
     if (o->run.labels) {
         /* checked before the run touches DST: a bad regex is a usage error;
          * a CSV file that cannot be read or used is input that fails the run */

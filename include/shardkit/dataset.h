@@ -55,15 +55,20 @@ extern "C" {
 struct shard_dataset;
 
 /* Open the dataset at `location`: a directory path holding manifest.json
- * and its shards, or an "http://..." or "https://..." base URL under which
- * manifest.json and the shards are served (manifest.json is fetched with one
- * GET; shards are read with range requests in large windows, several
- * connections at a time, transient failures retried with backoff - the
- * server must support range requests).  Only manifest.json is read here;
+ * and its shards, an "http://..." or "https://..." base URL under which
+ * manifest.json and the shards are served, or "s3://BUCKET/PREFIX" on S3 or
+ * an S3-compatible store (the objects PREFIX/manifest.json, ...; every
+ * request signed with the credentials the AWS CLI would find - AWS_*
+ * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, or
+ * anonymous when there are none; AWS_ENDPOINT_URL(_S3) names another store).
+ * Remotely, manifest.json is fetched with one GET; shards are read with
+ * range requests in large windows, several connections at a time, transient
+ * failures retried with backoff - the server must support range requests.  Only manifest.json is read here;
  * each shard's header, trailer and footer are read and checked the first
  * time one of its records is needed.
  * On success *out is the dataset (free with shard_dataset_close).  Errors:
- * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410),
+ * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410: the
+ * message names the object, s3://BUCKET/KEY, and S3's code, NoSuchBucket...),
  * SHARD_ECORRUPT (a malformed or self-contradicting manifest, with the
  * reason), SHARD_EUNSUPPORTED (a newer manifest version), SHARD_ENET (an
  * HTTP failure other than "not found", after retries), SHARD_EIO,

@@ -76,6 +76,11 @@ struct shardify_options {
      * second, and once at the end of each phase.  May be NULL. */
     void (*progress)(const struct shardify_progress *p, void *user);
     void *progress_user;
+    /* An s3:// DST is written through a local work directory (the lock, the
+     * resume state, each file until it is uploaded): this one, or NULL for
+     * $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH (~/.cache when
+     * XDG_CACHE_HOME is unset).  Must be NULL for a local DST. */
+    const char *work_dir;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);
@@ -109,7 +114,12 @@ struct shardify_summary {
     uint64_t warning_count;
 };
 
-/* Convert SRC into DST.  Returns 0 when the dataset was published (rejects
+/* Convert SRC into DST.  SRC is a directory, an archive file or an
+ * "s3://BUCKET/PREFIX" (its objects, listed and fetched like the files of a
+ * directory); DST a directory or an "s3://BUCKET/PREFIX" (written through
+ * work_dir: each shard uploaded when finished, index.jsonl next,
+ * manifest.json last).  S3 settings as the AWS CLI finds them (see
+ * shard_dataset_open).  Returns 0 when the dataset was published (rejects
  * allowed: see summary), or an error: SHARD_EINVAL (bad option or SRC, DST
  * inside SRC or SRC inside DST, an archive SRC without entries, o->labels
  * other than "none" that labels no sample), SHARD_EEXIST (DST not empty /

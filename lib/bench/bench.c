@@ -25,6 +25,7 @@
 #include "read/dataset_internal.h"
 #include "read/fetch_http.h"
 #include "format/shuffle.h"
+#include "source/source_internal.h"
 #include "util/clock.h"
 #include "util/quote.h"
 #include "shardkit/bench.h"
@@ -61,7 +62,7 @@ const char *shard_bench_mode_name(enum shard_bench_mode m)
 
 int shard_bench_is_remote(const char *location)
 {
-    return sk_fetch_http_is_url(location);
+    return sk_fetch_http_is_remote(location);
 }
 
 void shard_bench_options_init(struct shard_bench_options *o)
@@ -291,13 +292,27 @@ static int open_files(struct bench_run *b, struct shard_err *err)
     const struct shard_bench_options *o = b->o;
     b->keys = o->keys;
     if (b->remote) {
-        if (!o->keys)
+        int s3 = sk_source_is_s3(b->location);
+        if (!o->keys && !s3)
             return shard_err_set(err, SHARD_EINVAL, "'%s': a URL cannot be listed: the files "
                                  "mode needs the sample keys (a key list, or a dataset's)",
                                  b->location);
         struct fetch_http_options ho;
         http_options(&o->http, &b->probe, &b->probe.read, &ho);
-        return sk_fetch_http_new(&b->http, b->location, &ho, err);
+        int rc = sk_fetch_http_new(&b->http, b->location, &ho, err);
+        if (rc || o->keys)
+            return rc;
+        /* an S3 prefix is listed as shardify lists it */
+        struct sk_source_root root;
+        struct shard_scan_stats st = {0};
+        if (!(rc = sk_source_root_open(&root, b->location, err)))
+            rc = sk_source_root_scan(&root, &b->own_keys, NULL, &st, err);
+        sk_source_root_close(&root);
+        if (rc)
+            return rc;
+        shard_keylist_sort(&b->own_keys);
+        b->keys = &b->own_keys;
+        return SHARD_OK;
     }
     b->root_fd = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (b->root_fd < 0)

@@ -250,6 +250,8 @@ static int close_shard(struct assembler *a, struct shard_err *err)
     rc = sk_fs_rename_at(d->work_fd, d->work, a->journal_tmp, d->work_fd, d->work, jname, err);
     if (!rc)
         rc = sk_fs_rename_at(d->work_fd, d->work, a->shard_tmp, d->fd, d->path, name, err);
+    if (!rc)  /* an s3:// DST: uploaded as soon as it is finished */
+        rc = sk_dst_publish(a->dst, name, err);
     if (!rc)
         rc = push_shard(a, index, records, bytes, xxh3, err);
     drop_open_shard(a);  /* both are finished: nothing is removed */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "net/s3.h"
 #include "util/fsutil.h"
 #include "shardkit/format.h"
 #include "shardkit/manifest.h"
@@ -29,7 +30,7 @@
 #define LOCK_STALE 1
 
 /* "shard-NNNNNN.shard" with at least six digits; *n gets the number. */
-static int is_shard_name(const char *name, uint32_t *n)
+int sk_dst_is_shard_name(const char *name, uint32_t *n)
 {
     if (strncmp(name, "shard-", 6) != 0)
         return 0;
@@ -48,7 +49,7 @@ static int is_shard_name(const char *name, uint32_t *n)
 }
 
 /* Names shardify itself writes at the top of DST. */
-static int is_output_name(const char *name)
+int sk_dst_is_output_name(const char *name)
 {
     static const char *const known[] = {
         SHARD_MANIFEST_FILE, SHARD_INDEX_FILE, SHARDIFY_RUN_FILE, SHARDIFY_WORK_DIR,
@@ -58,7 +59,7 @@ static int is_output_name(const char *name)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(name, known[i]))
             return 1;
-    return is_shard_name(name, NULL);
+    return sk_dst_is_shard_name(name, NULL);
 }
 
 /* ---- where DST is ----------------------------------------------------------- */
@@ -118,6 +119,8 @@ static int is_within(const char *inner, const char *outer)
  * is created, so a refused run creates nothing. */
 static int check_nesting(const char *src, const char *dst, struct shard_err *err)
 {
+    if (sk_s3_is_location(src))  /* a local DST cannot be inside an S3 source */
+        return SHARD_OK;
     char *s = realpath(src, NULL), *d = future_realpath(dst);
     int rc = SHARD_OK;
     if (s && d) {
@@ -263,7 +266,7 @@ static int still_ours(const struct dst *d, int lock_fd)
 
 static int inspect_entry(struct dst *d, const char *name, void *has_work, struct shard_err *err)
 {
-    if (!is_output_name(name))
+    if (!sk_dst_is_output_name(name))
         return shard_err_set(err, SHARD_EEXIST,
                              "destination '%s' holds '%s', which shardify did not write; "
                              "choose an empty or new directory",
@@ -292,6 +295,8 @@ static int inspect(struct dst *d, struct shard_err *err)
     d->has_manifest = d->has_output = d->has_state = 0;
     int has_work = 0;
     int rc = for_each_entry(d, d->fd, d->path, inspect_entry, &has_work, err);
+    if (!rc && d->remote)
+        rc = sk_dst_s3_inspect(d, err);
     if (rc || !has_work)
         return rc;
     if (d->work_fd < 0 && ((rc = open_work(d, 0, err)) || d->work_fd < 0))
@@ -308,19 +313,19 @@ static int refuse(const struct dst *d, enum shardify_mode mode, struct shard_err
             return shard_err_set(err, SHARD_EEXIST,
                                  "destination '%s' holds a previous shardify output; "
                                  "pass --overwrite to replace it",
-                                 d->path);
+                                 d->name);
         if (d->has_state || d->has_output)
             return shard_err_set(err, SHARD_EEXIST,
                                  "destination '%s' holds an interrupted shardify run; "
                                  "pass --resume to continue it or --overwrite to replace it",
-                                 d->path);
+                                 d->name);
         break;
     case SHARDIFY_RESUME:
         if (d->has_manifest)
             return shard_err_set(err, SHARD_EEXIST,
                                  "destination '%s' holds a complete dataset: nothing to resume "
                                  "(pass --overwrite to rebuild it)",
-                                 d->path);
+                                 d->name);
         break;
     case SHARDIFY_OVERWRITE:
         break;
@@ -340,9 +345,11 @@ static int remove_entry(struct dst *d, const char *name, void *user, struct shar
 {
     const struct keep *k = user;
     uint32_t n;
-    if (is_shard_name(name, &n) ? n < k->first_shard
-                                : !is_output_name(name) || !strcmp(name, SHARDIFY_WORK_DIR) ||
-                                      (k->manifest && !strcmp(name, SHARD_MANIFEST_FILE)))
+    int keep = sk_dst_is_shard_name(name, &n)
+                   ? n < k->first_shard
+                   : !sk_dst_is_output_name(name) || !strcmp(name, SHARDIFY_WORK_DIR) ||
+                         (k->manifest && !strcmp(name, SHARD_MANIFEST_FILE));
+    if (keep)
         return SHARD_OK;
     if (unlinkat(d->fd, name, 0) != 0 && errno != ENOENT)
         return shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", d->path, name);
@@ -374,7 +381,9 @@ static int remove_outputs(struct dst *d, int keep_manifest, uint32_t first_shard
                           struct shard_err *err)
 {
     struct keep k = {keep_manifest, first_shard};
-    int rc = for_each_entry(d, d->fd, d->path, remove_entry, &k, err);
+    int rc = d->remote ? sk_dst_s3_remove(d, keep_manifest, first_shard, err) : SHARD_OK;
+    if (!rc)
+        rc = for_each_entry(d, d->fd, d->path, remove_entry, &k, err);
     if (!rc)
         rc = for_each_entry(d, d->work_fd, d->work, remove_work_entry, &k, err);
     return rc ? rc : sk_fs_sync_dirfd(d->fd, d->path, err);
@@ -500,6 +509,7 @@ static int apply(struct dst *d, enum shardify_mode mode, struct shard_err *err)
         return remove_outputs(d, 0, 0, err);  /* a killed run's stray temporaries */
     case SHARDIFY_OVERWRITE:
         /* Unpublish first: from here on no manifest names an old shard. */
+        /* (an s3:// DST: remove_outputs deletes the manifest object first) */
         if (unlinkat(d->fd, SHARD_MANIFEST_FILE, 0) != 0 && errno != ENOENT)
             rc = shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", d->path,
                                  SHARD_MANIFEST_FILE);
@@ -517,28 +527,49 @@ static int apply(struct dst *d, enum shardify_mode mode, struct shard_err *err)
     return rc;
 }
 
-int sk_dst_open(struct dst **out, const char *path, const char *src, enum shardify_mode mode,
-                struct shard_err *err)
+int sk_dst_open(struct dst **out, const char *path, const char *src, const char *work_dir,
+                enum shardify_mode mode, struct shard_err *err)
 {
     *out = NULL;
     if (!path[0])
         return shard_err_set(err, SHARD_EINVAL, "the destination is an empty path");
+    if (work_dir && !sk_s3_is_location(path))
+        return shard_err_set(err, SHARD_EINVAL, "--work-dir is for an s3:// destination; "
+                             "a local one keeps its work in DST/%s", SHARDIFY_WORK_DIR);
     struct dst *d = calloc(1, sizeof *d);
     if (!d)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     d->fd = d->work_fd = d->lock_fd = -1;
     int rc;
-    if (!(d->path = strdup(path))) {
+    if (!(d->name = strdup(path))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (sk_s3_is_location(path)) {
+        if ((rc = sk_s3_open(&d->remote, path, err)) ||
+            (rc = sk_dst_s3_check_nesting(src, d->remote, err)) ||
+            (rc = sk_dst_s3_staging(d->remote, work_dir, &d->path, err)))
+            goto fail;
+        if (sk_s3_is_location(src))
+            src = NULL;  /* nesting checked; the staging directory is not near it */
+    } else if (!(d->path = strdup(path))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
     for (size_t n = strlen(d->path); n > 1 && d->path[n - 1] == '/'; n--)
         d->path[n - 1] = '\0';
+    if (!d->remote) {  /* messages name DST as trimmed */
+        free(d->name);
+        if (!(d->name = strdup(d->path))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto fail;
+        }
+    }
     if (!(d->work = sk_fs_join(d->path, SHARDIFY_WORK_DIR))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = check_nesting(src, d->path, err)))
+    if (src && (rc = check_nesting(src, d->path, err)))
         goto fail;
     /* check first: an existing DST is refused before anything is created */
     struct stat st;
@@ -554,7 +585,8 @@ int sk_dst_open(struct dst **out, const char *path, const char *src, enum shardi
     /* create second: the work directory and the lock; then check again
      * under the lock, since another run may have changed DST meanwhile */
     if ((d->work_fd < 0 && (rc = open_work(d, 1, err))) || (rc = lock(d, err)) ||
-        (rc = inspect(d, err)) || (rc = refuse(d, mode, err)) || (rc = apply(d, mode, err)))
+        (rc = inspect(d, err)) || (rc = refuse(d, mode, err)) ||
+        (d->remote && (rc = sk_dst_s3_abort_recorded(d, err))) || (rc = apply(d, mode, err)))
         goto fail;
     *out = d;
     return SHARD_OK;
@@ -598,8 +630,31 @@ void sk_dst_close(struct dst *d)
     if (d->fd >= 0)
         close(d->fd);
     remove_created(d);
+    if (d->remote && d->path)  /* a staging directory holding nothing is not kept */
+        rmdir(d->path);
+    sk_s3_free(d->remote);
     free(d->created);
+    free(d->name);
     free(d->path);
     free(d->work);
     free(d);
+}
+
+int sk_dst_publish(struct dst *d, const char *name, struct shard_err *err)
+{
+    return d->remote ? sk_dst_s3_publish(d, name, err) : SHARD_OK;
+}
+
+int sk_dst_hash(struct dst *d, const char *name, uint64_t *bytes, uint64_t *xxh3,
+                struct shard_err *err)
+{
+    int fd;
+    int rc = sk_fs_open_at(d->fd, d->path, name, &fd, err);
+    if (rc == SHARD_ENOTFOUND && d->remote)
+        return sk_s3_hash(d->remote, name, bytes, xxh3, err);
+    if (rc)
+        return rc;
+    rc = sk_fs_hash_fd(fd, name, bytes, xxh3, err);
+    close(fd);
+    return rc;
 }

@@ -5,7 +5,20 @@
  * (O_NOFOLLOW).  Every later file operation of the run is an *at() call on
  * one of these two descriptors that never follows a link: a link planted
  * where shardify keeps its own file or directory is an error naming it, and
- * nothing outside DST is ever written, truncated, renamed or removed. */
+ * nothing outside DST is ever written, truncated, renamed or removed.
+ *
+ * An s3:// DST (destination_s3.c) is that same machinery on a local
+ * staging directory - the work directory given with --work-dir, else
+ * $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH (~/.cache when unset; HASH
+ * of the bucket and prefix) -
+ * where the lock, the state, the journals and each file being written live,
+ * plus the store: each finished file is uploaded (sk_dst_publish) and its
+ * staged copy removed, shards as they are finished, then index.jsonl, then
+ * manifest.json, the commit point.  The store is listed (one level) with the
+ * same rules as a directory: only shardify's names, and the mode decides
+ * what a previous output means; --overwrite deletes the old manifest object
+ * first.  A multipart upload under way is recorded in the work directory
+ * (DST_UPLOAD_FILE) and aborted by the next run when a crash left it. */
 #ifndef SHARDKIT_DST_H
 #define SHARDKIT_DST_H
 
@@ -13,9 +26,15 @@
 
 /* The interrupted run's sample order, in DST/.shardify (see order.c). */
 #define DST_STATE_FILE "state.json"
+/* The multipart upload under way (s3:// DST): "NAME\tUPLOAD_ID\n". */
+#define DST_UPLOAD_FILE "upload"
+
+struct sk_s3;
 
 struct dst {
-    char *path;       /* DST as given (messages only) */
+    char *name;       /* DST as the user named it: the path, or s3://BUCKET/PREFIX (messages) */
+    struct sk_s3 *remote;  /* an s3:// DST: the store (then `path` is the staging directory) */
+    char *path;       /* DST as given, or the staging directory (messages only) */
     char *work;       /* DST/.shardify (messages only) */
     int fd;           /* DST, opened once */
     int work_fd;      /* DST/.shardify, opened once relative to fd */
@@ -34,8 +53,40 @@ struct dst {
  * removes it (manifest first, so no manifest ever names a replaced shard),
  * RESUME keeps an interrupted run's state (and refuses a complete dataset).
  * A refused run leaves nothing behind that it created. */
-int sk_dst_open(struct dst **out, const char *path, const char *src, enum shardify_mode mode,
+int sk_dst_open(struct dst **out, const char *path, const char *src, const char *work_dir,
+                enum shardify_mode mode, struct shard_err *err);
+
+/* File `name` of DST is finished: for an s3:// DST, upload it and remove
+ * the staged copy (a file no longer staged was uploaded by an earlier run
+ * and is left as it is); nothing to do for a local DST. */
+int sk_dst_publish(struct dst *d, const char *name, struct shard_err *err);
+
+/* Size and XXH3-64 of the finished file `name`: the local (or staged) file,
+ * else, for an s3:// DST, the uploaded object.  Never through a link. */
+int sk_dst_hash(struct dst *d, const char *name, uint64_t *bytes, uint64_t *xxh3,
                 struct shard_err *err);
+
+/* Shard file names "shard-NNNNNN.shard" (*n gets the number; n may be NULL),
+ * and every name shardify writes at the top of DST. */
+int sk_dst_is_shard_name(const char *name, uint32_t *n);
+int sk_dst_is_output_name(const char *name);
+
+/* destination_s3.c: the store's side of an s3:// DST (see above). */
+/* The staging directory of the s3:// DST `location` (malloc'd in *path). */
+int sk_dst_s3_staging(const struct sk_s3 *s3, const char *work_dir, char **path,
+                      struct shard_err *err);
+/* List the store: foreign names are refused; sets has_manifest, has_output. */
+int sk_dst_s3_inspect(struct dst *d, struct shard_err *err);
+/* Delete the store's shardify objects: the manifest first (unless kept),
+ * then the shards from `first_shard` on and the other files. */
+int sk_dst_s3_remove(struct dst *d, int keep_manifest, uint32_t first_shard,
+                     struct shard_err *err);
+/* Abort the multipart upload a crashed run recorded, if any. */
+int sk_dst_s3_abort_recorded(struct dst *d, struct shard_err *err);
+/* Upload the staged file `name`, then remove it from the staging directory. */
+int sk_dst_s3_publish(struct dst *d, const char *name, struct shard_err *err);
+/* Nesting of two s3:// locations, as check_nesting does for directories. */
+int sk_dst_s3_check_nesting(const char *src, const struct sk_s3 *dst, struct shard_err *err);
 
 /* Remove DST/.shardify and its contents, then release the lock. */
 int sk_dst_cleanup_work(struct dst *d, struct shard_err *err);

@@ -47,6 +47,8 @@ static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t 
         rc = sk_journal_copy_samples(d->work_fd, d->work, jname, fd, h, bytes, entries, err);
     }
     rc = sk_fs_commit_at(fd, rc, d->fd, d->path, INDEX_TMP, SHARD_INDEX_FILE, err);
+    if (!rc)
+        rc = sk_dst_publish(r->dst, SHARD_INDEX_FILE, err);
     *xxh3 = XXH3_64bits_digest(h);
 out:
     XXH3_freeState(h);
@@ -83,7 +85,8 @@ static void write_run_info(struct run *r, struct shardify_summary *s)
     if (!text)
         snprintf(s->run_record_error, sizeof s->run_record_error, "out of memory");
     else if (sk_fs_write_atomic_at(r->dst->fd, r->dst->path, SHARDIFY_RUN_FILE, text,
-                                   strlen(text), &e))
+                                   strlen(text), &e) ||
+             sk_dst_publish(r->dst, SHARDIFY_RUN_FILE, &e))
         snprintf(s->run_record_error, sizeof s->run_record_error, "%s", e.msg);
     free(text);
 }
@@ -118,6 +121,8 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
                            (unsigned long long)m.index_entries, (unsigned long long)m.samples);
     if (!rc)
         rc = sk_manifest_write_at(r->dst->fd, r->dst->path, &m, err);
+    if (!rc)  /* the commit point of an s3:// DST: every other file is there */
+        rc = sk_dst_publish(r->dst, SHARD_MANIFEST_FILE, err);
 
     sum->rejects = m.rejects;
     sum->reject_count = m.reject_count;

@@ -44,7 +44,7 @@ static int adopt_check(struct adopt *a, const char *key, size_t key_len, int has
         now_bytes = sp->source_bytes;
         now_xxh3 = sp->source_xxh3;
     } else {
-        if (shard_read_source_file(r->src_fd, k, r->config.max_file_bytes, &a->buf, err) != 0)
+        if (sk_source_root_read(&r->root, k, r->config.max_file_bytes, &a->buf, err) != 0)
             return shard_err_set(err, SHARD_EMISMATCH, "source changed");
         now_bytes = a->buf.len;
         now_xxh3 = XXH3_64bits(a->buf.data, a->buf.len);
@@ -77,19 +77,6 @@ static int adopt_reject(void *user, struct shard_reject *rj, struct shard_err *e
     return rc;
 }
 
-/* Size and xxh3 of the shard DST/name (never read through a link). */
-static int hash_shard(const struct dst *d, const char *name, uint64_t *bytes, uint64_t *xxh3,
-                      struct shard_err *err)
-{
-    int fd;
-    int rc = sk_fs_open_at(d->fd, d->path, name, &fd, err);
-    if (rc)
-        return rc;
-    rc = sk_fs_hash_fd(fd, name, bytes, xxh3, err);
-    close(fd);
-    return rc;
-}
-
 /* Keep every finished shard of the interrupted run that checks out, in
  * order; drop the first one that does not and everything after it. */
 int sk_run_adopt_finished(struct run *r, struct shard_err *err)
@@ -110,7 +97,7 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
         int ok = sk_journal_read(d->work_fd, d->work, jname, adopt_sample, adopt_reject, &a, &end,
                                  &why) == 0 &&
                  end.shard == k && end.plan_start == r->start_pos && a.pos == end.plan_end &&
-                 hash_shard(d, sname, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
+                 sk_dst_hash(r->dst, sname, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
                  xxh3 == end.xxh3;
         if (ok) {
             a.pos = r->start_pos;
@@ -119,6 +106,8 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
                                  err);
             if (!rc)
                 rc = sk_assembler_adopt_end(r->as, &end, err);
+            if (!rc)  /* finished but not uploaded when the run stopped */
+                rc = sk_dst_publish(r->dst, sname, err);
             r->start_pos = end.plan_end;
         }
         if (!ok || rc)

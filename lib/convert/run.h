@@ -18,6 +18,7 @@
 #include "convert/record_build.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
+#include "source/source_internal.h"
 
 #define SPOOL_FILE "spool"
 
@@ -62,7 +63,8 @@ struct run {
     double t0;
     const char *src;
     int archive;
-    int src_fd;
+    struct sk_source_root root;       /* a directory or an S3 prefix (not an archive) */
+    struct sk_prefetch *prefetch;     /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;

@@ -21,11 +21,15 @@
 #include <xxhash.h>
 
 #include "convert/pipeline.h"
+#include "net/s3.h"
 #include "convert/run.h"
 #include "util/clock.h"
 #include "shardkit/format.h"
 
 #define SLOTS_PER_THREAD 16
+/* An S3 source's files: fetched this many at once, this many positions ahead. */
+#define REMOTE_CONNECTIONS 16
+#define REMOTE_AHEAD 64
 #define PROGRESS_INTERVAL 0.1
 
 void shardify_options_init(struct shardify_options *o)
@@ -228,6 +232,8 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         s->payload.len = sp->len;
     } else {
+        /* a prefetched position is taken whatever becomes of it */
+        int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &e) : SHARD_OK;
         const char *refusal = shard_refusals_find(&r->refused, key, key_len);
         if (refusal) {  /* never opened: see shard_scan_dir */
             shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
@@ -239,7 +245,14 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
-        if (shard_read_source_file(r->src_fd, key, r->config.max_file_bytes, &s->input, &e) != 0) {
+        if (!r->prefetch)
+            rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
+        if (rc == SHARD_ENET || rc == SHARD_EINTR) {
+            s->why = e;  /* the store, not the file */
+            s->fatal = rc;
+            return;
+        }
+        if (rc) {
             sk_run_reject_slot(s, &e);
             return;
         }
@@ -318,7 +331,14 @@ static int convert(struct run *r, struct shard_err *err)
         return SHARD_ENOMEM;
     struct pipeline_ops ops = {r, convert_claim, convert_work, convert_consume};
     r->phase = "convert";
-    int rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
+    int rc = SHARD_OK;
+    if (r->root.s3)  /* one round trip per file: many under way at once */
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->n,
+                             r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD, err);
+    if (!rc)
+        rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
+    sk_prefetch_free(r->prefetch);
+    r->prefetch = NULL;
     free(slots);
     if (!rc)
         rc = sk_assembler_finish(r->as, err);
@@ -330,14 +350,17 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
+    if (sk_source_is_s3(r->src))  /* an S3 prefix: a directory of objects */
+        return sk_source_root_open(&r->root, r->src, err);
     struct stat st;
     if (stat(r->src, &st) != 0)
         return shard_err_errno(err, SHARD_EINVAL, errno, "cannot read source '%s'", r->src);
     if (S_ISDIR(st.st_mode)) {
-        r->src_fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (r->src_fd < 0)
-            return shard_err_errno(err, SHARD_EINVAL, errno, "cannot open source '%s'", r->src);
-        return SHARD_OK;
+        if (sk_source_root_open(&r->root, r->src, err) == SHARD_OK)
+            return SHARD_OK;
+        if (err)  /* an unusable SRC is a bad argument of the run */
+            err->code = SHARD_EINVAL;
+        return SHARD_EINVAL;
     }
     if (!S_ISREG(st.st_mode))
         return shard_err_set(err, SHARD_EINVAL,
@@ -351,8 +374,7 @@ static void run_release(struct run *r)
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
-    if (r->src_fd >= 0)
-        close(r->src_fd);
+    sk_source_root_close(&r->root);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     if (r->spool_path)  /* never leave an archive's spool on a full disk */
@@ -387,7 +409,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.o = o;
     r.t0 = sk_now_seconds();
     r.src = src;
-    r.src_fd = -1;
+    r.root.fd = -1;
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
@@ -401,13 +423,16 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_dst_open(&r.dst, dst, src, o->mode, err)) || (rc = make_workers(&r, err)))
+    if ((rc = sk_dst_open(&r.dst, dst, src, o->work_dir, o->mode, err)) ||
+        (rc = make_workers(&r, err)))
         goto out;
+    if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
+        r.dst->remote->cancel = o->cancel;
 
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = shard_scan_dir(src, &r.keys, &r.refused, &r.stats, err);
+        rc = sk_source_root_scan(&r.root, &r.keys, &r.refused, &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }

@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <xxhash.h>
 
+#include "manifest/manifest_internal.h"
+
 #include "util/jsonkey.h"
 #include "shardkit/format.h"
 #include "shardkit/manifest.h"
@@ -159,6 +161,7 @@ int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
 struct shard_index_reader {
     FILE *f;
     char *path;
+    struct shard_buf owned;     /* the bytes f reads, for a reader over memory */
     char *line;
     size_t line_cap;
     uint64_t line_no;
@@ -245,7 +248,34 @@ void shard_index_reader_close(struct shard_index_reader *r)
         fclose(r->f);
     shard_sample_release(&r->current);
     XXH3_freeState(r->hash);
+    shard_buf_release(&r->owned);
     free(r->line);
     free(r->path);
     free(r);
+}
+
+int sk_index_reader_open_buffer(struct shard_index_reader **out, const char *name,
+                                struct shard_buf *buf, struct shard_err *err)
+{
+    *out = NULL;
+    struct shard_index_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(name)) || !(r->hash = XXH3_createState())) {
+        shard_index_reader_close(r);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    XXH3_64bits_reset(r->hash);
+    r->owned = *buf;
+    memset(buf, 0, sizeof *buf);
+    /* fmemopen of 0 bytes fails: an empty index reads as an empty file */
+    static char empty[1];
+    r->f = r->owned.len ? fmemopen(r->owned.data, r->owned.len, "r") : fmemopen(empty, 1, "r");
+    if (r->f && !r->owned.len)
+        fgetc(r->f);  /* at the end */
+    if (!r->f) {
+        int e = errno;
+        shard_index_reader_close(r);
+        return shard_err_errno(err, SHARD_ENOMEM, e, "cannot read '%s'", name);
+    }
+    *out = r;
+    return SHARD_OK;
 }

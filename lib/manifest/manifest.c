@@ -581,18 +581,32 @@ int sk_manifest_load_lenient(const char *dir, struct shard_manifest *m,
     return load_file(dir, m, &l);
 }
 
-int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
-                               struct shard_err *err)
+static int load_buffer(const char *text, size_t len, struct shard_manifest *m, struct load *l)
 {
     memset(m, 0, sizeof *m);
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line, jerr.text);
-    struct load l = {err, NULL, NULL};
-    int rc = manifest_from_json(root, m, &l);
+        return shard_err_set(l->err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line,
+                             jerr.text);
+    int rc = manifest_from_json(root, m, l);
     if (rc)
         shard_manifest_release(m);
     json_decref(root);
     return rc;
+}
+
+int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
+                               struct shard_err *err)
+{
+    struct load l = {err, NULL, NULL};
+    return load_buffer(text, len, m, &l);
+}
+
+int sk_manifest_load_buffer_lenient(const char *text, size_t len, struct shard_manifest *m,
+                                    sk_manifest_problem_fn problem, void *user,
+                                    struct shard_err *err)
+{
+    struct load l = {err, problem, user};
+    return load_buffer(text, len, m, &l);
 }

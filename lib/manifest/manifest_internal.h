@@ -15,6 +15,7 @@
 #ifndef SHARDKIT_MANIFEST_INTERNAL_H
 #define SHARDKIT_MANIFEST_INTERNAL_H
 
+#include "shardkit/image.h"
 #include "shardkit/manifest.h"
 
 /* shard_manifest_write into the open directory `dirfd`: the temporary and
@@ -23,6 +24,12 @@
  * shard_manifest_write(dir) opens dir and calls this. */
 int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest *m,
                          struct shard_err *err);
+
+/* shard_index_reader_open on index.jsonl held in memory (a remote
+ * dataset's, fetched whole): the reader takes the buffer over (it frees
+ * buf->data when closed, and zeroes *buf).  `name` names it in messages. */
+int sk_index_reader_open_buffer(struct shard_index_reader **out, const char *name,
+                                struct shard_buf *buf, struct shard_err *err);
 
 /* A contradiction: e->code SHARD_ECORRUPT, e->msg as shard_manifest_load
  * would say it ("manifest: shards hold 9 samples, counts.samples is 10").
@@ -34,5 +41,11 @@ typedef int (*sk_manifest_problem_fn)(void *user, const struct shard_err *e);
  * malformed (then *m is released). */
 int sk_manifest_load_lenient(const char *dir, struct shard_manifest *m,
                              sk_manifest_problem_fn problem, void *user, struct shard_err *err);
+
+/* The same for manifest.json held in memory (a remote dataset's), as
+ * shard_manifest_load_buffer. */
+int sk_manifest_load_buffer_lenient(const char *text, size_t len, struct shard_manifest *m,
+                                    sk_manifest_problem_fn problem, void *user,
+                                    struct shard_err *err);
 
 #endif

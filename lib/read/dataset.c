@@ -15,6 +15,8 @@
  * shard_dataset_stats), and reports spans to an observer when one was given
  * at open (the benchmark's traces); without one a span costs a pointer
  * test. */
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +25,13 @@
 #include <zstd.h>
 
 #include "manifest/manifest_internal.h"
+#include "net/s3.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
 #include "read/observer.h"
 #include "util/clock.h"
+#include "util/fsutil.h"
 #include "format/record_internal.h"
 #include "format/shard_reader.h"
 #include "shardkit/dataset.h"
@@ -47,6 +51,8 @@ struct ds_shard {
 
 struct shard_dataset {
     struct shard_manifest manifest;
+    char *location;         /* as opened: a directory, a URL, s3://BUCKET/PREFIX */
+    int remote;
     struct fetch *store;
     uint64_t *first;        /* first[s]: index of shard s's record 0; first[S] = N */
     struct ds_shard *shards;
@@ -65,16 +71,100 @@ struct shard_dataset {
     const struct sk_read_observer *obs;  /* &observer, or NULL when none was given */
 };
 
+/* Largest index.jsonl fetched whole by the verifier. */
+#define REMOTE_INDEX_MAX_BYTES (16ull << 30)
+
+struct list_call {
+    int (*fn)(void *user, const char *name);
+    void *user;
+};
+
+/* sk_s3_list's callback: the entry's name as a string (names with a NUL
+ * byte in them are no file of ours and are skipped). */
+static int list_one(void *user, const char *name, size_t len, uint64_t size,
+                    struct shard_err *err)
+{
+    struct list_call *c = user;
+    if (memchr(name, '\0', len))
+        return SHARD_OK;
+    char *own = strndup(name, len);
+    if (!own)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc = c->fn(c->user, own);
+    free(own);
+    return rc;
+}
+
 /* manifest.json of a remote dataset: one GET. */
-static int load_remote_manifest(struct shard_dataset *ds, struct shard_err *err)
+static int load_remote_manifest(struct shard_dataset *ds, sk_manifest_problem_fn problem,
+                                void *user, struct shard_err *err)
 {
     struct shard_buf text = {0};
-    int rc = sk_fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text, err);
+    int rc = sk_fetch_http_get(ds->store, SHARD_MANIFEST_FILE, REMOTE_MANIFEST_MAX_BYTES, &text,
+                               err);
     if (rc == SHARD_ENOTFOUND)
         shard_err_prefix(err, rc, "no manifest");
-    if (!rc)
+    if (!rc && problem)
+        rc = sk_manifest_load_buffer_lenient((const char *)text.data, text.len, &ds->manifest,
+                                             problem, user, err);
+    else if (!rc)
         rc = shard_manifest_load_buffer((const char *)text.data, text.len, &ds->manifest, err);
     shard_buf_release(&text);
+    return rc;
+}
+
+int sk_dataset_hash_file(struct shard_dataset *ds, const char *name, uint64_t *bytes,
+                         uint64_t *xxh3, struct shard_err *err)
+{
+    if (ds->remote)
+        return sk_fetch_http_hash(ds->store, name, bytes, xxh3, err);
+    char *path = sk_fs_join(ds->location, name);
+    int rc = path ? sk_fs_hash_file(path, bytes, xxh3, err)
+                  : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    free(path);
+    return rc;
+}
+
+int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **out,
+                          struct shard_err *err)
+{
+    const char *name = ds->manifest.index_file;
+    if (!ds->remote) {
+        char *path = sk_fs_join(ds->location, name);
+        int rc = path ? shard_index_reader_open(out, path, err)
+                      : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        free(path);
+        return rc;
+    }
+    struct shard_buf text = {0};
+    char *shown = sk_fetch_http_shown(ds->store, name);
+    int rc = shown ? sk_fetch_http_get(ds->store, name, REMOTE_INDEX_MAX_BYTES, &text, err)
+                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc)
+        rc = sk_index_reader_open_buffer(out, shown, &text, err);
+    shard_buf_release(&text);
+    free(shown);
+    return rc;
+}
+
+int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name),
+                    void *user, struct shard_err *err)
+{
+    if (ds->remote) {
+        struct sk_s3 *s3 = sk_fetch_http_s3(ds->store);
+        if (!s3)
+            return shard_err_set(err, SHARD_EUNSUPPORTED, "an HTTP location cannot be listed");
+        struct list_call call = {fn, user};
+        return sk_s3_list(s3, 0, list_one, &call, err);
+    }
+    DIR *d = opendir(ds->location);
+    if (!d)
+        return shard_err_errno(err, SHARD_EIO, errno, "cannot list '%s'", ds->location);
+    int rc = SHARD_OK;
+    struct dirent *de;
+    while (!rc && (de = readdir(d)))
+        rc = fn(user, de->d_name);
+    closedir(d);
     return rc;
 }
 
@@ -109,11 +199,12 @@ static int open_dataset(struct shard_dataset **out, const char *location,
         ds->obs = &ds->observer;
     }
     int rc;
-    if (problem) {
-        rc = sk_fetch_local_new(&ds->store, location, err);
-        if (!rc)
-            rc = sk_manifest_load_lenient(location, &ds->manifest, problem, user, err);
-    } else if (sk_fetch_http_is_url(location)) {
+    if (!(ds->location = strdup(location))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
+    ds->remote = sk_fetch_http_is_remote(location);
+    if (ds->remote) {
         struct fetch_http_options o;
         if (http)
             o = *http;
@@ -123,10 +214,12 @@ static int open_dataset(struct shard_dataset **out, const char *location,
         o.counters = &ds->counters;
         rc = sk_fetch_http_new(&ds->store, location, &o, err);
         if (!rc)
-            rc = load_remote_manifest(ds, err);
+            rc = load_remote_manifest(ds, problem, user, err);
     } else {
         rc = sk_fetch_local_new(&ds->store, location, err);
-        if (!rc)
+        if (!rc && problem)
+            rc = sk_manifest_load_lenient(location, &ds->manifest, problem, user, err);
+        else if (!rc)
             rc = shard_manifest_load(location, &ds->manifest, err);
     }
     if (rc)
@@ -162,10 +255,10 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
     return open_dataset(out, location, http, observer, NULL, NULL, err);
 }
 
-int sk_dataset_open_lenient(struct shard_dataset **out, const char *dir,
+int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
                             sk_manifest_problem_fn problem, void *user, struct shard_err *err)
 {
-    return open_dataset(out, dir, NULL, NULL, problem, user, err);
+    return open_dataset(out, location, NULL, NULL, problem, user, err);
 }
 
 void shard_dataset_close(struct shard_dataset *ds)
@@ -188,6 +281,7 @@ void shard_dataset_close(struct shard_dataset *ds)
     free(ds->first);
     fetch_free(ds->store);
     shard_manifest_release(&ds->manifest);
+    free(ds->location);
     free(ds);
 }
 

@@ -74,11 +74,30 @@ int sk_dataset_open_with(struct shard_dataset **out, const char *location,
                          const struct fetch_http_options *http,
                          const struct sk_read_observer *observer, struct shard_err *err);
 
-/* Open the local dataset in `dir` whose manifest may contradict itself
- * (see manifest_internal.h): each contradiction goes to `problem`, and the
+/* Size and XXH3-64 of the dataset's file `name`, read whole: a local
+ * file, or one GET streamed into the hash.  A missing file is
+ * SHARD_ENOTFOUND. */
+int sk_dataset_hash_file(struct shard_dataset *ds, const char *name, uint64_t *bytes,
+                         uint64_t *xxh3, struct shard_err *err);
+
+/* A reader of the dataset's index (manifest "index_file"): the local file,
+ * or a remote one fetched whole first. */
+int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **out,
+                          struct shard_err *err);
+
+/* Call fn(user, name) for each name in the dataset's directory (a local
+ * directory's entries, or one level of an S3 prefix, "." and ".." and
+ * sub-prefixes with a trailing '/' included) until it returns non-zero.
+ * An http(s):// dataset cannot be listed: SHARD_EUNSUPPORTED. */
+int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name),
+                    void *user, struct shard_err *err);
+
+/* Open the dataset at `location` (a directory, or remote as
+ * shard_dataset_open) whose manifest may contradict itself (see
+ * manifest_internal.h): each contradiction goes to `problem`, and the
  * dataset is what its shard list says (shard_dataset_size is the sum of
  * the shards' samples, whatever counts.samples says).  For the verifier. */
-int sk_dataset_open_lenient(struct shard_dataset **out, const char *dir,
+int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
                             sk_manifest_problem_fn problem, void *user, struct shard_err *err);
 
 /* Forget the shard bytes a remote dataset keeps in memory (its window

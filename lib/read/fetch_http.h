@@ -1,7 +1,12 @@
 /* fetch_http.h - the HTTP backend of fetch.h, with libcurl (private).
  *
  * A location "http://host/path" (or https) is a base URL; file NAME is
- * fetched from base/NAME, NAME percent-encoded except for '/'.
+ * fetched from base/NAME, NAME percent-encoded except for '/'.  An S3
+ * location "s3://BUCKET/PREFIX" is the same protocol with a URL mapping and
+ * signed requests (net/s3.h): everything below holds for it too, and its
+ * errors name the object (s3://BUCKET/PREFIX/NAME), with S3's error code
+ * when the answer has one ("HTTP 404 Not Found for 's3://b/manifest.json'
+ * (NoSuchBucket)").
  *
  * Shards are read in large ranges, never one request per record: a file is
  * cut into aligned windows of window_bytes; a read copies from the windows
@@ -36,6 +41,7 @@
 #include "shardkit/image.h"
 
 struct sk_read_counters;
+struct sk_s3;
 struct sk_read_observer;
 
 #define FETCH_HTTP_DEFAULT_CONNECTIONS 8
@@ -65,8 +71,14 @@ void sk_fetch_http_options_init(struct fetch_http_options *o);
 /* 1 when `location` starts with http:// or https://. */
 int sk_fetch_http_is_url(const char *location);
 
-/* A backend reading files below the base URL `base`.  Nothing is requested
- * yet.  0, SHARD_EINVAL (bad options) or SHARD_ENOMEM. */
+/* 1 when `location` is read by this backend: http://, https:// or s3://. */
+int sk_fetch_http_is_remote(const char *location);
+
+/* A backend reading files below the base URL `base`, or below the S3
+ * location "s3://BUCKET/PREFIX" (net/s3.h: the object PREFIX/NAME, through
+ * the endpoint the settings name, every request signed; messages name the
+ * object as s3://BUCKET/KEY).  Nothing is requested yet.  0, SHARD_EINVAL
+ * (bad options or location) or SHARD_ENOMEM. */
 int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_http_options *o,
                    struct shard_err *err);
 
@@ -77,6 +89,15 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
 int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, struct shard_buf *buf,
                    struct shard_err *err);
 
+/* Size and XXH3-64 of file `name`, fetched with one GET and hashed as it
+ * comes (nothing kept).  `fs` must come from sk_fetch_http_new. */
+int sk_fetch_http_hash(struct fetch *fs, const char *name, uint64_t *bytes, uint64_t *xxh3,
+                       struct shard_err *err);
+
+/* The S3 location and settings of an s3:// backend, or NULL (http, or not
+ * this backend). */
+struct sk_s3 *sk_fetch_http_s3(struct fetch *fs);
+
 /* Empty the window cache of every open file (windows being read or fetched
  * stay): the next reads go to the server again.  No-op for a backend that
  * is not HTTP. */
@@ -84,5 +105,9 @@ void sk_fetch_http_drop_cache(struct fetch *fs);
 
 /* The URL of file `name` (malloc'd; NULL when out of memory). */
 char *sk_fetch_http_url(const struct fetch *fs, const char *name);
+
+/* How messages name file `name`: its URL, or s3://BUCKET/KEY (malloc'd;
+ * NULL when out of memory). */
+char *sk_fetch_http_shown(const struct fetch *fs, const char *name);
 
 #endif

@@ -14,6 +14,60 @@
 
 #include "shardkit/source.h"
 
+/* ---- where the files are: a directory or an S3 prefix (root.c) ------------ */
+
+struct sk_s3;
+
+/* A source root: a directory opened once, or an s3://BUCKET/PREFIX location
+ * whose objects below PREFIX/ are the files (keys relative to PREFIX/). */
+struct sk_source_root {
+    const char *src;      /* as given */
+    int fd;               /* a directory: -1 otherwise */
+    struct sk_s3 *s3;     /* an S3 prefix: NULL otherwise */
+};
+
+/* 1 when src is an S3 location (s3://). */
+int sk_source_is_s3(const char *src);
+
+/* Open src: an s3:// location (nothing requested yet) or a directory. */
+int sk_source_root_open(struct sk_source_root *r, const char *src, struct shard_err *err);
+void sk_source_root_close(struct sk_source_root *r);  /* accepts a zeroed or closed root */
+
+/* shard_scan_dir for a directory; for an S3 prefix, every object below it
+ * (ListObjectsV2, paginated) whose name is a candidate goes to keys (in
+ * listing order: sort them), the others are counted as ignored ("directory
+ * marker" objects whose key ends in '/' are not files and are skipped).
+ * An object store has no links, devices or unreadable directories: nothing
+ * is refused. */
+int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
+                        struct shard_refusals *refused, struct shard_scan_stats *st,
+                        struct shard_err *err);
+
+/* shard_read_source_file, for either kind: an object that vanished is
+ * SHARD_ENOTFOUND ("file vanished"), one over max_bytes SHARD_ELIMIT in the
+ * same words; a store that cannot be reached is SHARD_ENET (not the file's
+ * fault: the caller must not reject the sample for it).  Thread-safe. */
+int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_t max_bytes,
+                        struct shard_buf *buf, struct shard_err *err);
+
+/* Fetching a remote root's files ahead of the workers (prefetch.c): the
+ * files keys[order[pos]] for pos in [first, end), `connections` at a time
+ * and at most `ahead` positions ahead of the lowest one not taken yet, so
+ * that conversion is not bound by one request's round trip per worker.
+ * Every position in [first, end) must be taken, once. */
+struct sk_prefetch;
+int sk_prefetch_new(struct sk_prefetch **out, const struct sk_source_root *root,
+                    const struct shard_keylist *keys, const uint64_t *order, uint64_t first,
+                    uint64_t end, uint64_t max_bytes, int connections, uint32_t ahead,
+                    struct shard_err *err);
+/* Wait for position pos and hand its bytes to buf (buffers are exchanged,
+ * nothing is copied), or return its read error (sk_source_root_read's).
+ * SHARD_EINTR once the prefetcher is being freed. */
+int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf,
+                     struct shard_err *err);
+/* Stop the fetches (those under way finish) and free.  Accepts NULL. */
+void sk_prefetch_free(struct sk_prefetch *pf);
+
 /* ---- reasons ------------------------------------------------------------- */
 
 /* A candidate that is not a regular file: "not a regular file: fifo". */

@@ -5,19 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/quote.h"
 #include "shardkit/format.h"
 #include "shardkit/json.h"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 int sk_jsonkey_set(json_t *obj, const char *key, size_t len, struct shard_err *err)
 {
@@ -71,7 +61,7 @@ int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len,
     if (!k)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (size_t i = 0; i < n / 2; i++) {
-        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        int hi = sk_hex_value(hex[2 * i]), lo = sk_hex_value(hex[2 * i + 1]);
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
             free(k);
             return shard_err_set(err, SHARD_ECORRUPT, "\"key_hex\" is not hex bytes");

@@ -87,3 +87,14 @@ size_t shard_utf8_len(const unsigned char *p, size_t avail)
 {
     return sk_quote_utf8_len(p, avail);
 }
+
+int sk_hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

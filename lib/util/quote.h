@@ -18,4 +18,7 @@ const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size
  * surrogates and values above U+10FFFF are invalid). */
 size_t sk_quote_utf8_len(const unsigned char *p, size_t avail);
 
+/* The value of hexadecimal digit c (either case), or -1. */
+int sk_hex_value(char c);
+
 #endif

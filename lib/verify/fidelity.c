@@ -313,9 +313,10 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
         return rc;
     n = r->fidelity_count;
     struct stat st;
-    int archive = stat(v->o->source, &st) == 0 && S_ISREG(st.st_mode);
+    int archive = !sk_source_is_s3(v->o->source) && stat(v->o->source, &st) == 0 &&
+                  S_ISREG(st.st_mode);
     struct captured *cap = calloc(n ? n : 1, sizeof *cap);
-    int root = -1;
+    struct sk_source_root root = {.fd = -1};
     if (!cap)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (uint64_t k = 0; k < n; k++)
@@ -324,8 +325,7 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
     if (archive) {
         if ((rc = capture_from_archive(v, cap, n, err)))
             goto out;
-    } else if ((root = open(v->o->source, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot open source '%s'", v->o->source);
+    } else if ((rc = sk_source_root_open(&root, v->o->source, err))) {
         goto out;
     }
     /* after the archive pass cap[] is sorted by key: find each result's entry */
@@ -364,8 +364,8 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
                 src = c->bytes.data;
                 src_len = c->bytes.len;
             } else if (!archive &&
-                       shard_read_source_file(root, res->key, v->m->config.max_file_bytes, &w.source,
-                                       &e) == 0) {
+                       sk_source_root_read(&root, res->key, v->m->config.max_file_bytes,
+                                           &w.source, &e) == 0) {
                 src = w.source.data;
                 src_len = w.source.len;
             }
@@ -387,8 +387,7 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
     if (failed)
         rc = shard_err_set(err, SHARD_ENOMEM, "cannot set up the conversion pipeline");
 out:
-    if (root >= 0)
-        close(root);
+    sk_source_root_close(&root);
     for (uint64_t k = 0; k < n; k++)
         shard_buf_release(&cap[k].bytes);
     free(cap);

@@ -107,13 +107,9 @@ static void check_line(struct index_walk *w, const struct shard_sample *smp, uin
 static int walk_index(struct verify_run *v, struct shard_err *err)
 {
     const struct shard_manifest *m = v->m;
-    char *path = sk_fs_join(v->dst, m->index_file);
-    if (!path)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_index_reader *rd;
     struct shard_err e;
-    int rc = shard_index_reader_open(&rd, path, &e);
-    free(path);
+    int rc = sk_dataset_index_open(v->ds, &rd, &e);
     if (rc) {
         sk_verify_problem(v, SHARD_CHECK_INDEX, rc, -1, -1, NULL, 0, "%s: %s", m->index_file,
                        rc == SHARD_ENOTFOUND ? "missing" : e.msg);

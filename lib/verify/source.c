@@ -31,6 +31,7 @@
 
 #include <xxhash.h>
 
+#include "read/dataset_internal.h"
 #include "util/jsonkey.h"
 #include "util/fsutil.h"
 #include "util/quote.h"
@@ -73,6 +74,7 @@ struct source_run {
     struct verify_run *v;
     const char *src;
     int archive;
+    struct sk_source_root root;   /* a directory or an S3 prefix (not an archive) */
     struct shard_keylist found_keys;
     struct found *found;
     uint64_t found_count;
@@ -117,6 +119,7 @@ static int compare_expected(const void *pa, const void *pb)
 
 static void source_release(struct source_run *s)
 {
+    sk_source_root_close(&s->root);
     for (uint64_t i = 0; i < s->found_count; i++)
         free(s->found[i].why);
     free(s->found);
@@ -169,7 +172,9 @@ static int set_refused(struct found *f, const char *reason, struct shard_err *er
 
 static int scan_directory(struct source_run *s, struct shard_err *err)
 {
-    int rc = shard_scan_dir(s->src, &s->found_keys, &s->refused, &s->stats, err);
+    int rc = sk_source_root_open(&s->root, s->src, err);
+    if (!rc)
+        rc = sk_source_root_scan(&s->root, &s->found_keys, &s->refused, &s->stats, err);
     if (rc)
         return rc;
     s->found_cap = s->found_count = s->found_keys.count;
@@ -314,13 +319,12 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
 /* Hash the directory's files that some expected entry names, in parallel. */
 static int hash_directory(struct source_run *s, struct shard_err *err)
 {
-    int root = open(s->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0)
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot open source '%s'", s->src);
     struct shard_verify_rate *rate = &s->v->report->source;
     uint64_t bytes = 0, items = 0;
     double busy = 0;
-    int failed = 0;
+    int failed = 0, unreachable = 0;
+    struct shard_err store_err;
+    shard_err_clear(&store_err);
     uint64_t max_bytes = s->v->m->config.max_file_bytes;
 #pragma omp parallel num_threads(s->v->threads) reduction(+ : bytes, items, busy)
     {
@@ -328,14 +332,26 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
 #pragma omp for schedule(dynamic, 16)
         for (uint64_t i = 0; i < s->found_count; i++) {
             struct found *f = &s->found[i];
-            if (!f->need_hash || f->refused)
+            int stop;
+#pragma omp atomic read
+            stop = unreachable;
+            if (!f->need_hash || f->refused || stop)  /* a store down: no more tries */
                 continue;
             double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
             const char *key = shard_keylist_get(&s->found_keys, f->key, NULL);
-            int rc = shard_read_source_file(root, key, max_bytes, &buf, &e);
-            if (rc == 0) {
+            int rc = sk_source_root_read(&s->root, key, max_bytes, &buf, &e);
+            if (rc == SHARD_ENET) {  /* the store, not the file: stop */
+                int first;
+#pragma omp atomic capture
+                {
+                    first = unreachable;
+                    unreachable = 1;
+                }
+                if (!first)  /* the first failure's words, kept by its thread alone */
+                    store_err = e;
+            } else if (rc == 0) {
                 f->bytes = buf.len;
                 f->xxh3 = XXH3_64bits(buf.data, buf.len);
                 f->hashed = 1;
@@ -349,10 +365,13 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
         }
         shard_buf_release(&buf);
     }
-    close(root);
     rate->bytes += bytes;
     rate->items += items;
     rate->busy_seconds += busy;
+    if (unreachable) {
+        *err = store_err;
+        return store_err.code;
+    }
     return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : SHARD_OK;
 }
 
@@ -385,14 +404,9 @@ static int grow_samples(struct source_run *s, uint64_t need, uint64_t *cap, stru
  * index pass and are left out here). */
 static int load_samples(struct source_run *s, struct shard_err *err)
 {
-    const struct shard_manifest *m = s->v->m;
-    char *path = sk_fs_join(s->v->dst, m->index_file);
-    if (!path)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_index_reader *rd;
     struct shard_err e;
-    int rc = shard_index_reader_open(&rd, path, &e);
-    free(path);
+    int rc = sk_dataset_index_open(s->v->ds, &rd, &e);
     if (rc)
         return SHARD_OK;  /* reported by the index pass */
     uint64_t cap = 0;
@@ -740,6 +754,14 @@ static int scan_source(struct source_run *s, struct shard_err *err)
 {
     struct verify_run *v = s->v;
     struct stat st;
+    if (sk_source_is_s3(s->src)) {
+        s->archive = 0;  /* an S3 prefix is a directory of objects */
+        if (v->m->source_kind && strcmp(v->m->source_kind, "directory"))
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                              "source: SRC is an S3 prefix (a directory of objects), the "
+                              "dataset was made from an %s", v->m->source_kind);
+        return scan_directory(s, err);
+    }
     if (stat(s->src, &st) != 0)
         return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
                                "cannot read source '%s'", s->src);
@@ -760,6 +782,7 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
 {
     struct source_run s;
     memset(&s, 0, sizeof s);
+    s.root.fd = -1;
     s.v = v;
     s.src = v->o->source;
     double t0 = sk_now_seconds();

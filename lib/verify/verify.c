@@ -7,7 +7,6 @@
  * manifest; shards are hashed in parallel, one per thread at a time.  Then
  * each shard's header, trailer and footer are read through the dataset
  * reader (the same code training uses), which the later passes reuse. */
-#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,12 +141,10 @@ static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, doub
     const struct shard_manifest_shard *ms = &v->m->shards[s];
     struct shard_err e;
     shard_err_clear(&e);
-    char *path = sk_fs_join(v->dst, ms->file);
     uint64_t bytes = 0, h = 0;
     double t0 = sk_now_seconds();
-    int rc = path ? sk_fs_hash_file(path, &bytes, &h, &e) : SHARD_ENOMEM;
+    int rc = sk_dataset_hash_file(v->ds, ms->file, &bytes, &h, &e);
     *busy += sk_now_seconds() - t0;
-    free(path);
     if (rc == SHARD_ENOTFOUND) {
         sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s: missing", ms->file);
         return;
@@ -228,24 +225,31 @@ static void check_listed_once(struct verify_run *v, const char **names)
                            "manifest: '%s' is listed in \"shards\" more than once", names[i]);
 }
 
+struct stray_walk {
+    struct verify_run *v;
+    const char **names;
+};
+
+static int check_stray(void *user, const char *name)
+{
+    struct stray_walk *w = user;
+    size_t len = strlen(name), ext = strlen(SHARD_FILE_EXT);
+    if (strncmp(name, "shard-", 6) || len <= ext || strcmp(name + len - ext, SHARD_FILE_EXT))
+        return 0;
+    if (!bsearch(&name, w->names, w->v->m->shard_count, sizeof *w->names, compare_names))
+        sk_verify_problem(w->v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                          "%s: in the dataset directory but not listed in the manifest", name);
+    return 0;
+}
+
 /* Names that look like shard files but are not listed: left over, or the
- * manifest lost track of them. */
+ * manifest lost track of them.  A dataset that cannot be listed (over
+ * HTTP) or whose listing fails is let be: its shards were checked already. */
 static void check_stray_shards(struct verify_run *v, const char **names)
 {
-    DIR *d = opendir(v->dst);
-    if (!d)
-        return;  /* the shards themselves were already reported */
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t len = strlen(de->d_name), ext = strlen(SHARD_FILE_EXT);
-        const char *name = de->d_name;
-        if (strncmp(name, "shard-", 6) || len <= ext || strcmp(name + len - ext, SHARD_FILE_EXT))
-            continue;
-        if (!bsearch(&name, names, v->m->shard_count, sizeof *names, compare_names))
-            sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "%s: in the dataset directory but not listed in the manifest", name);
-    }
-    closedir(d);
+    struct stray_walk w = {v, names};
+    struct shard_err e;
+    (void)sk_dataset_list(v->ds, check_stray, &w, &e);
 }
 
 /* ---- the run ---------------------------------------------------------------- */

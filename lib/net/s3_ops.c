@@ -1,0 +1,884 @@
+/* s3_ops.c - S3 object operations: list (ListObjectsV2, parsed with
+ * expat), get, hash, head, delete, put (one PUT or a multipart upload),
+ * abort; every request retried on transient failures (see net/s3.h).
+ *
+ * One function, call(), performs a request with retries; the operations
+ * only say what to send and what to keep. */
+#include "net/s3.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <expat.h>
+#include <xxhash.h>
+
+#include "net/http.h"
+#include "util/quote.h"
+
+#define ERROR_BODY_MAX (64u << 10)   /* an error document kept for its code */
+#define LIST_BODY_MAX (64u << 20)    /* one page of a listing */
+#define SMALL_BODY_MAX (1u << 20)    /* answers to upload requests */
+#define QUERY_MAX 4096
+#define ETAG_MAX 256
+#define TEXT_MAX 4096                /* an element's text we keep (keys are <= 1024 bytes) */
+#define HANDLES_KEPT 64
+
+/* ---- handles ---------------------------------------------------------------------- */
+
+/* A handle from the pool (its connection kept alive), reset to the common
+ * options, or a new one. */
+static CURL *handle_get(struct sk_s3 *s3)
+{
+    pthread_mutex_lock(&s3->lock);
+    CURL *c = s3->idle_len ? s3->idle[--s3->idle_len] : NULL;
+    pthread_mutex_unlock(&s3->lock);
+    if (!c)
+        return sk_http_handle_new(s3->timeout_seconds);
+    curl_easy_reset(c);
+    sk_http_handle_setup(c, s3->timeout_seconds);
+    return c;
+}
+
+static void handle_put(struct sk_s3 *s3, CURL *c)
+{
+    pthread_mutex_lock(&s3->lock);
+    if (s3->idle_len == s3->idle_cap && s3->idle_cap < HANDLES_KEPT) {
+        size_t cap = s3->idle_cap ? 2 * s3->idle_cap : 8;
+        CURL **p = realloc(s3->idle, cap * sizeof *p);
+        if (p) {
+            s3->idle = p;
+            s3->idle_cap = cap;
+        }
+    }
+    if (s3->idle_len < s3->idle_cap) {
+        s3->idle[s3->idle_len++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&s3->lock);
+    if (c)
+        curl_easy_cleanup(c);
+}
+
+/* ---- one request ------------------------------------------------------------------ */
+
+struct call {
+    const char *verb;            /* for messages: "read", "upload", "list", ... */
+    const char *method;          /* GET, PUT, POST, DELETE, HEAD */
+    const char *key;             /* full object key; NULL: the bucket */
+    const char *subject;         /* what messages name when not the key (a listing's prefix) */
+    const char *query;           /* encoded, sorted; NULL: none */
+    const char *header;          /* one extra header line, or NULL */
+    /* the request body: a buffer, or len bytes of fd at offset */
+    const void *body;
+    size_t body_len;
+    int fd;
+    uint64_t offset;
+    uint64_t len;
+    int from_fd;
+    /* the response: kept in out (up to max), or streamed to on_data */
+    struct shard_buf *out;
+    uint64_t max;
+    void (*on_data)(void *user, const void *p, size_t n);
+    void *user;
+    /* results */
+    long status;
+    uint64_t length;             /* Content-Length of a HEAD */
+    char etag[ETAG_MAX];
+};
+
+struct transfer {
+    struct call *c;
+    CURL *handle;
+    struct shard_buf error;      /* the body of an answer that is not 2xx */
+    uint64_t sent;
+    uint64_t received;
+    int overflow;
+    int nomem;
+    int io_error;
+};
+
+static long status_now(CURL *h)
+{
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *user)
+{
+    struct transfer *t = user;
+    size_t bytes = size * n;
+    if (status_now(t->handle) / 100 != 2) {
+        if (t->error.len + bytes <= ERROR_BODY_MAX)
+            (void)shard_buf_append(&t->error, p, bytes, NULL);
+        return bytes;
+    }
+    if (t->c->max && t->received + bytes > t->c->max) {
+        t->overflow = 1;
+        return 0;
+    }
+    if (t->c->out && shard_buf_append(t->c->out, p, bytes, NULL)) {
+        t->nomem = 1;
+        return 0;
+    }
+    if (t->c->on_data)
+        t->c->on_data(t->c->user, p, bytes);
+    t->received += bytes;
+    return bytes;
+}
+
+static size_t on_upload(char *p, size_t size, size_t n, void *user)
+{
+    struct transfer *t = user;
+    struct call *c = t->c;
+    size_t want = size * n;
+    uint64_t left = (c->from_fd ? c->len : c->body_len) - t->sent;
+    if (want > left)
+        want = (size_t)left;
+    if (!want)
+        return 0;
+    if (c->from_fd) {
+        ssize_t got = pread(c->fd, p, want, (off_t)(c->offset + t->sent));
+        if (got <= 0) {
+            t->io_error = 1;
+            return CURL_READFUNC_ABORT;
+        }
+        want = (size_t)got;
+    } else {
+        memcpy(p, (const uint8_t *)c->body + t->sent, want);
+    }
+    t->sent += want;
+    return want;
+}
+
+/* Rewind the body for another attempt. */
+static int on_seek(void *user, curl_off_t offset, int origin)
+{
+    struct transfer *t = user;
+    if (origin != SEEK_SET || offset < 0)
+        return CURL_SEEKFUNC_CANTSEEK;
+    t->sent = (uint64_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+static void header_value(CURL *h, const char *name, char *out, size_t size)
+{
+    struct curl_header *hdr;
+    out[0] = '\0';
+    if (curl_easy_header(h, name, 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK)
+        snprintf(out, size, "%s", hdr->value);
+}
+
+/* " (Code)" when the error document has one, else "". */
+static void code_note(const struct shard_buf *body, char *out, size_t size)
+{
+    char code[SK_S3_CODE_SIZE];
+    sk_s3_error_code(body->data, body->len, code, sizeof code);
+    if (code[0])
+        snprintf(out, size, " (%s)", code);
+    else
+        out[0] = '\0';
+}
+
+static int cancelled(const struct sk_s3 *s3)
+{
+    return s3->cancel && *s3->cancel;
+}
+
+/* Perform c with retries.  0 with c->status 2xx (or 404 for DELETE and
+ * HEAD, which callers read as "not there"), or an error naming the object. */
+static int call(struct sk_s3 *s3, struct call *c, struct shard_err *err)
+{
+    char *url = sk_s3_url(s3, c->key, c->query);
+    char *shown = sk_s3_name(s3, c->subject ? c->subject : c->key ? c->key : "");
+    CURL *h = handle_get(s3);
+    struct curl_slist *headers = NULL;
+    struct transfer t = {.c = c, .handle = h};
+    char errbuf[CURL_ERROR_SIZE], last[SHARD_ERRMSG_SIZE] = "";
+    int rc = SHARD_OK;
+    if (!url || !shown || !h) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = sk_s3_prepare(s3, h, c->header, &headers, err)))
+        goto out;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    int has_body = c->from_fd || c->body;
+    if (!strcmp(c->method, "HEAD")) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else if (has_body || !strcmp(c->method, "PUT") || !strcmp(c->method, "POST")) {
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
+        curl_easy_setopt(h, CURLOPT_READDATA, &t);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKDATA, &t);
+        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
+                         (curl_off_t)(c->from_fd ? c->len : c->body_len));
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+    } else if (strcmp(c->method, "GET")) {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+    }
+    double backoff = SK_HTTP_BACKOFF_FIRST_MS;
+    int attempt;
+    for (attempt = 0; attempt <= s3->retries; attempt++) {
+        if (attempt > 0)
+            sk_http_backoff(&backoff);
+        if (cancelled(s3)) {
+            rc = shard_err_set(err, SHARD_EINTR, "interrupted");
+            goto out;
+        }
+        t.sent = t.received = 0;
+        t.overflow = t.nomem = t.io_error = 0;
+        t.error.len = 0;
+        if (c->out)
+            c->out->len = 0;
+        errbuf[0] = '\0';
+        CURLcode cc = curl_easy_perform(h);
+        long status = status_now(h);
+        c->status = status;
+        if (t.nomem) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory reading '%s'", shown);
+            goto out;
+        }
+        if (t.overflow) {
+            curl_off_t n = -1;
+            curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n);
+            if (n > 0)  /* the words of a local file too large (source.h) */
+                rc = shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit "
+                                   "of %llu", (unsigned long long)n,
+                                   (unsigned long long)c->max);
+            else
+                rc = shard_err_set(err, SHARD_ELIMIT, "'%s' is larger than %llu bytes", shown,
+                                   (unsigned long long)c->max);
+            goto out;
+        }
+        if (t.io_error) {
+            rc = shard_err_set(err, SHARD_EIO, "cannot %s '%s': the local file could not be "
+                               "read", c->verb, shown);
+            goto out;
+        }
+        if (cc != CURLE_OK) {
+            snprintf(last, sizeof last, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+            if (cc == CURLE_OPERATION_TIMEDOUT)
+                snprintf(last, sizeof last, "timed out: nothing received for %g s",
+                         s3->timeout_seconds);
+            if (sk_http_transient_curl(cc))
+                continue;
+            rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s", c->verb, shown, last);
+            goto out;
+        }
+        if (sk_http_transient_status(status)) {
+            char note[SK_S3_CODE_SIZE + 4];
+            code_note(&t.error, note, sizeof note);
+            snprintf(last, sizeof last, "HTTP %ld%s", status, note);
+            continue;
+        }
+        if (status == 404 && (!strcmp(c->method, "DELETE") || !strcmp(c->method, "HEAD")) &&
+            c->key) {
+            rc = SHARD_OK;
+            goto out;
+        }
+        if (status / 100 != 2) {
+            char note[SK_S3_CODE_SIZE + 4];
+            code_note(&t.error, note, sizeof note);
+            rc = shard_err_set(err, status == 404                    ? SHARD_ENOTFOUND
+                                    : status == 405 || status == 501 ? SHARD_EUNSUPPORTED
+                                                                     : SHARD_ENET,
+                               "cannot %s '%s': HTTP %ld%s%s", c->verb, shown, status,
+                               sk_http_status_text(status), note);
+            goto out;
+        }
+        header_value(h, "ETag", c->etag, sizeof c->etag);
+        if (!strcmp(c->method, "HEAD")) {
+            curl_off_t n = -1;
+            curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n);
+            c->length = n > 0 ? (uint64_t)n : 0;
+        }
+        rc = SHARD_OK;
+        goto out;
+    }
+    rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s (gave up after %d attempt%s)",
+                       c->verb, shown, last, attempt, attempt == 1 ? "" : "s");
+out:
+    if (h) {
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+        handle_put(s3, h);
+    }
+    curl_slist_free_all(headers);
+    shard_buf_release(&t.error);
+    free(url);
+    free(shown);
+    return rc;
+}
+
+/* ---- XML ---------------------------------------------------------------------------- */
+
+/* What a parse keeps: the text of the current element, and the path of
+ * element names down to it ("ListBucketResult/Contents/Key"). */
+struct xml {
+    char path[256];
+    char text[TEXT_MAX + 1];
+    size_t text_len;
+    int too_long;
+    void (*on_element)(struct xml *x, const char *path, const char *text, size_t len);
+    void *user;
+};
+
+static void XMLCALL xml_start(void *user, const XML_Char *name, const XML_Char **attrs)
+{
+    struct xml *x = user;
+    size_t n = strlen(x->path);
+    snprintf(x->path + n, sizeof x->path - n, "%s%s", n ? "/" : "", name);
+    x->text_len = 0;
+    x->too_long = 0;
+    (void)attrs;
+}
+
+static void XMLCALL xml_end(void *user, const XML_Char *name)
+{
+    struct xml *x = user;
+    x->text[x->text_len] = '\0';
+    if (x->on_element && !x->too_long)
+        x->on_element(x, x->path, x->text, x->text_len);
+    char *slash = strrchr(x->path, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        x->path[0] = '\0';
+    x->text_len = 0;
+    (void)name;
+}
+
+static void XMLCALL xml_text(void *user, const XML_Char *s, int len)
+{
+    struct xml *x = user;
+    if (x->text_len + (size_t)len > TEXT_MAX) {
+        x->too_long = 1;
+        return;
+    }
+    memcpy(x->text + x->text_len, s, (size_t)len);
+    x->text_len += (size_t)len;
+}
+
+/* Parse an XML document; 0, or -1 when it is not well-formed. */
+static int xml_parse(const void *data, size_t len, struct xml *x)
+{
+    XML_Parser p = XML_ParserCreate("UTF-8");
+    if (!p)
+        return -1;
+    XML_SetUserData(p, x);
+    XML_SetElementHandler(p, xml_start, xml_end);
+    XML_SetCharacterDataHandler(p, xml_text);
+    int ok = len <= INT32_MAX && XML_Parse(p, data, (int)len, 1) == XML_STATUS_OK;
+    XML_ParserFree(p);
+    return ok ? 0 : -1;
+}
+
+struct code_find {
+    char *out;
+    size_t size;
+};
+
+static void on_error_element(struct xml *x, const char *path, const char *text, size_t len)
+{
+    struct code_find *f = x->user;
+    if (!strcmp(path, "Error/Code"))
+        snprintf(f->out, f->size, "%.*s", (int)len, text);
+}
+
+void sk_s3_error_code(const void *body, size_t len, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (!body || !len)
+        return;
+    struct code_find f = {out, size};
+    struct xml *x = calloc(1, sizeof *x);
+    if (!x)
+        return;
+    x->on_element = on_error_element;
+    x->user = &f;
+    if (xml_parse(body, len, x))
+        out[0] = '\0';
+    /* only printable ASCII goes into a message */
+    for (char *p = out; *p; p++)
+        if (*p < 0x20 || *p > 0x7e)
+            *p = '?';
+    free(x);
+}
+
+/* ---- list ---------------------------------------------------------------------------- */
+
+struct page {
+    struct sk_s3 *s3;
+    size_t skip;                 /* bytes of "PREFIX/" to drop from each key */
+    int url_encoded;             /* EncodingType url: keys are percent-encoded */
+    /* per entry */
+    char key[TEXT_MAX + 1];
+    size_t key_len;
+    uint64_t size;
+    int has_key;
+    /* entries of the page, in order: (name, size, is_prefix) */
+    struct entry {
+        char *name;
+        size_t len;
+        uint64_t size;
+    } *entries;
+    size_t count;
+    size_t cap;
+    int truncated;
+    char *token;
+    int nomem;
+};
+
+/* Decode %XX (and '+' as a space) in place; returns the new length. */
+static size_t url_decode(char *s, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '%' && i + 2 < len && sk_hex_value(s[i + 1]) >= 0 &&
+            sk_hex_value(s[i + 2]) >= 0) {
+            s[o++] = (char)(sk_hex_value(s[i + 1]) * 16 + sk_hex_value(s[i + 2]));
+            i += 2;
+        } else if (s[i] == '+') {
+            s[o++] = ' ';
+        } else {
+            s[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+static void page_add(struct page *pg, const char *key, size_t len, uint64_t size)
+{
+    if (pg->nomem)
+        return;
+    if (pg->count == pg->cap) {
+        size_t cap = pg->cap ? 2 * pg->cap : 1024;
+        struct entry *e = realloc(pg->entries, cap * sizeof *e);
+        if (!e) {
+            pg->nomem = 1;
+            return;
+        }
+        pg->entries = e;
+        pg->cap = cap;
+    }
+    char *name = malloc(len + 1);
+    if (!name) {
+        pg->nomem = 1;
+        return;
+    }
+    memcpy(name, key, len);
+    name[len] = '\0';
+    pg->entries[pg->count++] = (struct entry){name, len, size};
+}
+
+static void on_list_element(struct xml *x, const char *path, const char *text, size_t len)
+{
+    struct page *pg = x->user;
+    if (!strcmp(path, "ListBucketResult/EncodingType")) {
+        pg->url_encoded = len == 3 && !memcmp(text, "url", 3);
+    } else if (!strcmp(path, "ListBucketResult/IsTruncated")) {
+        pg->truncated = len == 4 && !memcmp(text, "true", 4);
+    } else if (!strcmp(path, "ListBucketResult/NextContinuationToken")) {
+        free(pg->token);
+        if (!(pg->token = strndup(text, len)))
+            pg->nomem = 1;
+    } else if (!strcmp(path, "ListBucketResult/Contents/Key") ||
+               !strcmp(path, "ListBucketResult/CommonPrefixes/Prefix")) {
+        memcpy(pg->key, text, len);
+        pg->key_len = len;
+        pg->has_key = 1;
+    } else if (!strcmp(path, "ListBucketResult/Contents/Size")) {
+        pg->size = strtoull(text, NULL, 10);
+    } else if (!strcmp(path, "ListBucketResult/Contents") ||
+               !strcmp(path, "ListBucketResult/CommonPrefixes")) {
+        if (pg->has_key) {
+            size_t n = pg->key_len;
+            if (pg->url_encoded)
+                n = url_decode(pg->key, n);
+            if (n > pg->skip && !memcmp(pg->key, pg->s3->prefix, pg->skip ? pg->skip - 1 : 0))
+                page_add(pg, pg->key + pg->skip, n - pg->skip,
+                         !strcmp(path, "ListBucketResult/Contents") ? pg->size : 0);
+        }
+        pg->has_key = 0;
+        pg->size = 0;
+    }
+}
+
+static void page_clear(struct page *pg)
+{
+    for (size_t i = 0; i < pg->count; i++)
+        free(pg->entries[i].name);
+    pg->count = 0;
+    pg->truncated = 0;
+    pg->url_encoded = 0;
+}
+
+static int compare_entries(const void *pa, const void *pb)
+{
+    const struct entry *a = pa, *b = pb;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->name, b->name, n);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
+               struct shard_err *err)
+{
+    struct page pg = {.s3 = s3};
+    struct shard_buf body = {0};
+    char *prefix = NULL, *token = NULL, *query = malloc(QUERY_MAX);
+    struct xml *x = calloc(1, sizeof *x);
+    int rc = SHARD_OK;
+    size_t plen = strlen(s3->prefix);
+    pg.skip = plen ? plen + 1 : 0;
+    if (!query || !x || !(prefix = malloc(plen + 2))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(prefix, plen + 2, "%s%s", s3->prefix, plen ? "/" : "");
+    char *enc_prefix = sk_s3_encode(prefix, 0);
+    free(prefix);
+    prefix = enc_prefix;
+    if (!prefix) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (;;) {
+        /* parameters sorted by name, as SigV4's canonical query wants them */
+        int n = snprintf(query, QUERY_MAX, "%s%s%s%sencoding-type=url&list-type=2&prefix=%s",
+                         token ? "continuation-token=" : "", token ? token : "",
+                         token ? "&" : "", recursive ? "" : "delimiter=%2F&", prefix);
+        if (n < 0 || n >= QUERY_MAX) {
+            rc = shard_err_set(err, SHARD_EINVAL, "the listing's prefix is too long");
+            goto out;
+        }
+        struct call c = {.verb = "list", .method = "GET", .key = NULL, .query = query,
+                         .subject = s3->prefix, .out = &body, .max = LIST_BODY_MAX};
+        if ((rc = call(s3, &c, err)))
+            goto out;
+        page_clear(&pg);
+        x->on_element = on_list_element;
+        x->user = &pg;
+        x->path[0] = '\0';
+        if (xml_parse(body.data, body.len, x)) {
+            char *shown = sk_s3_name(s3, s3->prefix);
+            rc = shard_err_set(err, SHARD_ENET, "cannot list '%s': the answer is not the XML "
+                               "of a listing", shown ? shown : s3->bucket);
+            free(shown);
+            goto out;
+        }
+        if (pg.nomem) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+        /* objects and common prefixes come in two runs: one order for both */
+        if (pg.count)
+            qsort(pg.entries, pg.count, sizeof *pg.entries, compare_entries);
+        for (size_t i = 0; i < pg.count && !rc; i++)
+            rc = fn(user, pg.entries[i].name, pg.entries[i].len, pg.entries[i].size, err);
+        if (rc || !pg.truncated)
+            break;
+        if (!pg.token || !pg.token[0]) {
+            rc = shard_err_set(err, SHARD_ENET, "cannot list 's3://%s/%s': a truncated page "
+                               "without a continuation token", s3->bucket, s3->prefix);
+            break;
+        }
+        free(token);
+        if (!(token = sk_s3_encode(pg.token, 0))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            break;
+        }
+    }
+out:
+    page_clear(&pg);
+    free(pg.entries);
+    free(pg.token);
+    free(token);
+    free(prefix);
+    free(query);
+    free(x);
+    shard_buf_release(&body);
+    return rc;
+}
+
+/* ---- objects --------------------------------------------------------------------------- */
+
+int sk_s3_get(struct sk_s3 *s3, const char *name, uint64_t max_bytes, struct shard_buf *buf,
+              struct shard_err *err)
+{
+    char *key = sk_s3_key(s3, name);
+    if (!key)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    struct call c = {.verb = "read", .method = "GET", .key = key, .out = buf, .max = max_bytes};
+    buf->len = 0;
+    int rc = call(s3, &c, err);
+    free(key);
+    if (rc)
+        buf->len = 0;
+    return rc;
+}
+
+struct hashing {
+    XXH3_state_t *state;
+    uint64_t bytes;
+};
+
+static void hash_data(void *user, const void *p, size_t n)
+{
+    struct hashing *h = user;
+    XXH3_64bits_update(h->state, p, n);
+    h->bytes += n;
+}
+
+int sk_s3_hash(struct sk_s3 *s3, const char *name, uint64_t *bytes, uint64_t *xxh3,
+               struct shard_err *err)
+{
+    struct hashing hs = {XXH3_createState(), 0};
+    char *key = sk_s3_key(s3, name);
+    int rc;
+    if (!hs.state || !key) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* a retried attempt starts the hash again */
+    struct call c = {.verb = "read", .method = "GET", .key = key, .on_data = hash_data,
+                     .user = &hs};
+    XXH3_64bits_reset(hs.state);
+    rc = call(s3, &c, err);
+    if (!rc) {
+        *bytes = hs.bytes;
+        *xxh3 = XXH3_64bits_digest(hs.state);
+    }
+out:
+    XXH3_freeState(hs.state);
+    free(key);
+    return rc;
+}
+
+int sk_s3_head(struct sk_s3 *s3, const char *name, uint64_t *bytes, struct shard_err *err)
+{
+    char *key = sk_s3_key(s3, name);
+    if (!key)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    struct call c = {.verb = "inspect", .method = "HEAD", .key = key};
+    int rc = call(s3, &c, err);
+    if (!rc && c.status == 404) {
+        char *shown = sk_s3_name(s3, key);
+        rc = shard_err_set(err, SHARD_ENOTFOUND, "'%s' is missing", shown ? shown : name);
+        free(shown);
+    }
+    if (!rc)
+        *bytes = c.length;
+    free(key);
+    return rc;
+}
+
+int sk_s3_delete(struct sk_s3 *s3, const char *name, struct shard_err *err)
+{
+    char *key = sk_s3_key(s3, name);
+    if (!key)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    struct call c = {.verb = "delete", .method = "DELETE", .key = key};
+    int rc = call(s3, &c, err);
+    free(key);
+    return rc;
+}
+
+int sk_s3_put_buffer(struct sk_s3 *s3, const char *name, const void *data, size_t len,
+                     struct shard_err *err)
+{
+    char *key = sk_s3_key(s3, name);
+    if (!key)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    struct call c = {.verb = "upload", .method = "PUT", .key = key, .body = data ? data : "",
+                     .body_len = len};
+    int rc = call(s3, &c, err);
+    free(key);
+    return rc;
+}
+
+int sk_s3_abort(struct sk_s3 *s3, const char *name, const char *upload_id,
+                struct shard_err *err)
+{
+    char *key = sk_s3_key(s3, name), *id = sk_s3_encode(upload_id, 0);
+    char *query = id ? malloc(strlen(id) + 16) : NULL;
+    int rc;
+    if (!key || !query) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    } else {
+        sprintf(query, "uploadId=%s", id);
+        struct call c = {.verb = "abort the upload of", .method = "DELETE", .key = key,
+                         .query = query};
+        volatile sig_atomic_t *cancel = s3->cancel;
+        s3->cancel = NULL;  /* an abort is what a cancelled run still does */
+        rc = call(s3, &c, err);
+        s3->cancel = cancel;
+    }
+    free(key);
+    free(id);
+    free(query);
+    return rc;
+}
+
+struct upload_id_find {
+    char id[TEXT_MAX + 1];
+};
+
+static void on_create_element(struct xml *x, const char *path, const char *text, size_t len)
+{
+    struct upload_id_find *f = x->user;
+    if (!strcmp(path, "InitiateMultipartUploadResult/UploadId"))
+        snprintf(f->id, sizeof f->id, "%.*s", (int)len, text);
+}
+
+struct complete_check {
+    int error;
+    char code[SK_S3_CODE_SIZE];
+};
+
+static void on_complete_element(struct xml *x, const char *path, const char *text, size_t len)
+{
+    struct complete_check *f = x->user;
+    if (!strcmp(path, "Error/Code")) {
+        f->error = 1;
+        snprintf(f->code, sizeof f->code, "%.*s", (int)len, text);
+    }
+}
+
+/* The parts of a multipart upload: ETags, and the body of the completion. */
+struct parts {
+    char (*etag)[ETAG_MAX];
+    uint64_t count;
+};
+
+static int multipart(struct sk_s3 *s3, const char *name, const char *key, int fd, uint64_t size,
+                     const struct sk_s3_upload_hooks *hooks, struct shard_err *err)
+{
+    uint64_t part = s3->part_bytes;
+    if ((size + part - 1) / part > SK_S3_MAX_PARTS)
+        part = (size + SK_S3_MAX_PARTS - 1) / SK_S3_MAX_PARTS;
+    struct parts p = {.count = (size + part - 1) / part};
+    struct shard_buf body = {0};
+    struct xml *x = calloc(1, sizeof *x);
+    struct upload_id_find *found = calloc(1, sizeof *found);
+    char *id = NULL, query[QUERY_MAX];
+    int rc = SHARD_OK, recorded = 0;
+    if (!x || !found || !(p.etag = calloc((size_t)p.count, sizeof *p.etag))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    struct call create = {.verb = "start the upload of", .method = "POST", .key = key,
+                          .query = "uploads=", .body = "", .body_len = 0, .out = &body,
+                          .max = SMALL_BODY_MAX};
+    if ((rc = call(s3, &create, err)))
+        goto out;
+    x->on_element = on_create_element;
+    x->user = found;
+    if (xml_parse(body.data, body.len, x) || !found->id[0]) {
+        char *shown = sk_s3_name(s3, key);
+        rc = shard_err_set(err, SHARD_ENET, "cannot upload '%s': no upload id in the answer "
+                           "to CreateMultipartUpload", shown ? shown : name);
+        free(shown);
+        goto out;
+    }
+    if (hooks && hooks->started && (rc = hooks->started(hooks->user, name, found->id, err))) {
+        struct shard_err ignored;
+        sk_s3_abort(s3, name, found->id, &ignored);
+        goto out;
+    }
+    recorded = 1;
+    if (!(id = sk_s3_encode(found->id, 0)) || strlen(id) > QUERY_MAX - 64) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint64_t i = 0; i < p.count && !rc; i++) {
+        snprintf(query, sizeof query, "partNumber=%" PRIu64 "&uploadId=%s", i + 1, id);
+        struct call put = {.verb = "upload", .method = "PUT", .key = key, .query = query,
+                           .fd = fd, .offset = i * part, .from_fd = 1,
+                           .len = i + 1 < p.count ? part : size - i * part};
+        if (!(rc = call(s3, &put, err))) {
+            snprintf(p.etag[i], ETAG_MAX, "%s", put.etag);
+            if (!put.etag[0]) {
+                char *shown = sk_s3_name(s3, key);
+                rc = shard_err_set(err, SHARD_ENET, "cannot upload '%s': part %" PRIu64
+                                   " came back without an ETag", shown ? shown : name, i + 1);
+                free(shown);
+            }
+        }
+    }
+    if (rc)
+        goto out;
+    /* CompleteMultipartUpload: the parts in order with their ETags */
+    body.len = 0;
+    rc = shard_buf_append(&body, "<CompleteMultipartUpload>", 25, err);
+    for (uint64_t i = 0; i < p.count && !rc; i++) {
+        char item[ETAG_MAX + 128];
+        int n = snprintf(item, sizeof item, "<Part><PartNumber>%" PRIu64 "</PartNumber>"
+                         "<ETag>%s</ETag></Part>", i + 1, p.etag[i]);
+        rc = shard_buf_append(&body, item, (size_t)n, err);
+    }
+    if (!rc)
+        rc = shard_buf_append(&body, "</CompleteMultipartUpload>", 26, err);
+    if (rc)
+        goto out;
+    snprintf(query, sizeof query, "uploadId=%s", id);
+    struct shard_buf answer = {0};
+    struct call complete = {.verb = "complete the upload of", .method = "POST", .key = key,
+                            .query = query, .header = "Content-Type: application/xml",
+                            .body = body.data, .body_len = body.len, .out = &answer,
+                            .max = SMALL_BODY_MAX};
+    rc = call(s3, &complete, err);
+    if (!rc) {
+        /* S3 may answer 200 and still fail: an <Error> document */
+        struct complete_check check = {0};
+        x->on_element = on_complete_element;
+        x->user = &check;
+        x->path[0] = '\0';
+        if (!xml_parse(answer.data, answer.len, x) && check.error) {
+            char *shown = sk_s3_name(s3, key);
+            rc = shard_err_set(err, SHARD_ENET, "cannot complete the upload of '%s': %s",
+                               shown ? shown : name, check.code);
+            free(shown);
+        }
+    }
+    shard_buf_release(&answer);
+out:
+    if (recorded) {
+        struct shard_err ignored;
+        if (!rc || sk_s3_abort(s3, name, found->id, &ignored) == 0) {
+            if (hooks && hooks->ended)
+                hooks->ended(hooks->user, name, found->id);
+        }
+    }
+    shard_buf_release(&body);
+    free(p.etag);
+    free(id);
+    free(found);
+    free(x);
+    return rc;
+}
+
+int sk_s3_put_file(struct sk_s3 *s3, const char *name, int fd, uint64_t size,
+                   const struct sk_s3_upload_hooks *hooks, struct shard_err *err)
+{
+    char *key = sk_s3_key(s3, name);
+    if (!key)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc;
+    if (size <= s3->part_bytes) {
+        struct call c = {.verb = "upload", .method = "PUT", .key = key, .fd = fd, .offset = 0,
+                         .len = size, .from_fd = 1};
+        rc = call(s3, &c, err);
+    } else {
+        rc = multipart(s3, name, key, fd, size, hooks, err);
+    }
+    free(key);
+    return rc;
+}

@@ -116,14 +116,15 @@ check: deps
 
 .PHONY: _units
 _units: build $(UNITS)
-	@tests/run.sh --units-only $(BUILD)
+	@tests/run.sh --units-only $(BUILD) $(TESTS)
 
-# Everything CI runs: unit tests, CLI tests, fuzz-corpus replay.
+# Everything CI runs: unit tests, CLI tests, fuzz-corpus replay, pytest.
+# TESTS="test_shardify python_tests" runs only the tests of those names.
 test: deps
 	@$(MAKE) --no-print-directory _test
 
 _test: build $(UNITS) _python
-	@tests/run.sh $(BUILD)
+	@tests/run.sh $(BUILD) $(TESTS)
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize: deps

@@ -1,18 +1,21 @@
 #!/bin/sh
 # Run the test suite against a build directory.
-#   tests/run.sh [--units-only] BUILD
+#   tests/run.sh [--units-only] BUILD [NAME...]
 # Unit tests are the cmocka programs in BUILD/tests; fuzz replays are
 # BUILD/tests/fuzz_replay_* run over fuzz/corpus and fuzz/regressions; CLI
 # tests are the tests/cli/test_*.sh scripts, which run the real binaries in
 # BUILD/bin; the Python tests are python/tests (pytest) on BUILD/python.
 # Fixtures are generated first (tests/fixtures/make_fixtures.py) into
-# BUILD/fixtures.  Exit status: 0 when every test passed.
+# BUILD/fixtures.  With NAMEs (test_shardify, python_tests, fuzz_replay_x),
+# only the tests of those names run.  Exit status: 0 when every test passed.
 set -u
 units_only=0
 if [ "${1:-}" = "--units-only" ]; then units_only=1; shift; fi
 BUILD=${1:?usage: tests/run.sh [--units-only] BUILD}
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "$BUILD" && pwd)
+shift
+only="$*"
 
 export SHARDKIT_BIN="$BUILD/bin"
 export SHARDKIT_FIXTURES="$BUILD/fixtures"
@@ -38,6 +41,9 @@ fi
 pass=0; fail=0; failed=""
 run() {  # name, command...
     name=$1; shift
+    if [ -n "$only" ]; then
+        case " $only " in *" $name "*) ;; *) return 0 ;; esac
+    fi
     log="$BUILD/tests/$name.log"
     start=$(date +%s)
     if "$@" >"$log" 2>&1; then

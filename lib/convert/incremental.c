@@ -192,8 +192,9 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     struct shard_labeler *lb;
     if ((rc = shard_labeler_new(&lb, o->labels ? o->labels : "dir", err)))
         return rc;
-    struct shard_config config = o->config;
+    struct shard_config config = o->config;  /* as shardify_run resolves it */
     config.labels = (char *)shard_labeler_describe(lb);  /* borrowed */
+    config.zstd_level = shard_config_zstd_level(&o->config);
     struct shard_manifest m;
     uint64_t id;
     rc = load_manifest(prev, &config, &m, &id, err);

@@ -121,6 +121,14 @@ must_say "--codec differs" "$T/err"
 must_fail 2 shardify $OPTS --no-shuffle --incremental "$T/prev" "$T/src" "$T/other"
 must_say "--no-shuffle differs" "$T/err"
 
+say "the codec's default zstd level is the level PREV recorded; another level is refused"
+shardify $OPTS --codec raw "$T/src" "$T/raw"
+shardify $OPTS --codec raw --incremental "$T/raw" "$T/src" "$T/raw2"
+[ "$(lineage "$T/raw2" '["reused"] + d["lineage"]["rejected_again"] == d["lineage"]["unchanged"]')" = True ] ||
+    die "raw: $(lineage "$T/raw2" '')"
+must_fail 2 shardify $OPTS --codec raw --zstd-level 3 --incremental "$T/raw" "$T/src" "$T/other"
+must_say "--zstd-level differs from the previous dataset" "$T/err"
+
 say "--incremental-or-full rebuilds in full, and says why"
 shardify $OPTS --size 64 --json --incremental-or-full "$T/prev" "$T/src" "$T/full64" >"$T/full64.json"
 shardify $OPTS --size 64 "$T/src" "$T/clean64"

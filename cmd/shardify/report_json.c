@@ -36,9 +36,9 @@ static json_t *warnings_json(const struct shardify_summary *s)
 
 static json_t *timing_json(const struct shardify_timing *t)
 {
-    return json_pack("{sfsfsfsfsfsfsf}", "scan", t->scan, "convert", t->convert, "publish",
-                     t->publish, "read", t->read, "hash", t->hash, "decode", t->decode, "copy",
-                     t->copy);
+    return json_pack("{sfsfsfsfsfsfsfsf}", "scan", t->scan, "convert", t->convert, "publish",
+                     t->publish, "write", t->write, "read", t->read, "hash", t->hash, "decode",
+                     t->decode, "copy", t->copy);
 }
 
 /* The manifest's "lineage", as the manifest writes it. */

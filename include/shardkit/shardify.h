@@ -101,6 +101,8 @@ struct shardify_timing {
     double scan;               /* listing SRC, labels, order (wall) */
     double convert;            /* the convert phase (wall) */
     double publish;            /* index, manifest, cleanup (wall) */
+    double write;              /* appending records to shards, fsync included: one writer at a
+                                * time, so wall seconds inside convert */
     double read;               /* reading source files (thread-seconds) */
     double hash;               /* hashing them (thread-seconds) */
     double decode;             /* decode, resize, encode, frame (thread-seconds) */

@@ -79,11 +79,12 @@ static void write_run_info(struct run *r, struct shardify_summary *s)
     json_object_set_new(o, "reused_shards", json_integer(s->reused_shards));
     json_object_set_new(o, "bytes_in", json_integer((json_int_t)s->bytes_in));
     json_object_set_new(o, "bytes_out", json_integer((json_int_t)s->bytes_out));
-    json_object_set_new(o, "timing", json_pack("{sfsfsfsfsfsfsf}", "scan", s->timing.scan,
+    json_object_set_new(o, "timing", json_pack("{sfsfsfsfsfsfsfsf}", "scan", s->timing.scan,
                                                "convert", s->timing.convert, "publish",
-                                               s->timing.publish, "read", s->timing.read,
-                                               "hash", s->timing.hash, "decode",
-                                               s->timing.decode, "copy", s->timing.copy));
+                                               s->timing.publish, "write", s->timing.write,
+                                               "read", s->timing.read, "hash", s->timing.hash,
+                                               "decode", s->timing.decode, "copy",
+                                               s->timing.copy));
     text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     struct shard_err e;

@@ -330,8 +330,10 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
             .source_xxh3 = s->source_xxh3,
             .warning = s->warning[0] ? s->warning : NULL,
         };
+        double t0 = sk_now_seconds();
         rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
                               err);
+        r->timing.write += sk_now_seconds() - t0;
     } else {
         if (r->o->fail_on_reject) {
             char shown[SHARD_QUOTE_SIZE];
@@ -374,8 +376,10 @@ static int convert(struct run *r, struct shard_err *err)
     sk_prefetch_free(r->prefetch);
     r->prefetch = NULL;
     free(slots);
+    double t0 = sk_now_seconds();
     if (!rc)
         rc = sk_assembler_finish(r->as, err);
+    r->timing.write += sk_now_seconds() - t0;
     sk_run_progress(r, 1);
     return rc;
 }

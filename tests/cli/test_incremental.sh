@@ -76,7 +76,7 @@ prev_id=$("$PYTHON" -c 'import sys, xxhash; print(xxhash.xxh3_64_hexdigest(open(
     die "previous_manifest_xxh3 is not the xxh3 of the previous manifest"
 [ "$(json "$T/inc.json" 'd["lineage"]')" = "$(lineage "$T/inc" '')" ] ||
     die "--json and the manifest disagree on the lineage"
-[ "$(json "$T/inc.json" 'sorted(d["timing"])')" = "['convert', 'copy', 'decode', 'hash', 'publish', 'read', 'scan']" ] ||
+[ "$(json "$T/inc.json" 'sorted(d["timing"])')" = "['convert', 'copy', 'decode', 'hash', 'publish', 'read', 'scan', 'write']" ] ||
     die "timing: $(json "$T/inc.json" 'd["timing"]')"
 shardify --size 32 --shard-size 64K --incremental "$T/prev" "$T/src" "$T/inc-text" 2>"$T/text.err"
 must_say "incremental from '$T/prev': 3 added, 1 changed, 1 removed" "$T/text.err"

@@ -12,12 +12,13 @@
 # ceilings: reading the source once (cat, one thread), and writing the
 # output's bytes once (the previous shards, cat into one file and fsync'd):
 # an incremental run overlaps the two (their sum is them one after the
-# other).  Every incremental
-# output is checked byte for byte against the full one.
+# other).  Every incremental output is checked byte for byte against the
+# full one.
 #
 # Prints a Markdown table: median seconds of each, their ratio, and where the
-# time went (shardify --json "timing": wall seconds of scan, convert, publish;
-# thread-seconds of read, hash, decode, copy).
+# time went (shardify --json "timing": wall seconds of scan, convert, publish
+# and of writing shards inside convert; thread-seconds of read, hash, decode,
+# copy).
 #
 #   COUNT=20000 CHANGED=1 RUNS=3 SIZE=256 bench/incremental.sh build
 #   WORK=DIR  keep the generated source in DIR and reuse it on the next run

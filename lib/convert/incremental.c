@@ -56,6 +56,7 @@ struct sk_prev {
     struct shard_file **files;  /* per shard of m; NULL: unusable, its records reconverted */
     struct shard_record_decoder **decoders;  /* per thread, for re-framing */
     int threads;
+    struct shard_buf scratch;   /* the serialised consumer's frame buffer */
 };
 
 /* ---- options ---------------------------------------------------------------- */
@@ -358,6 +359,7 @@ static void prev_free(struct sk_prev *p)
     for (int i = 0; p->decoders && i < p->threads; i++)
         shard_record_decoder_free(p->decoders[i]);
     free(p->decoders);
+    shard_buf_release(&p->scratch);
     shard_manifest_release(&p->m);
     free(p);
 }
@@ -435,10 +437,13 @@ static int same_label(const struct run *r, int32_t a, int32_t b)
 /* The previous record of `e` into s->frame: copied when its label stands,
  * else its payload in a new frame.  Anything damaged is an error (the
  * caller converts the source instead). */
-static int take_record(struct run *r, int thread, const struct prev_entry *e, struct slot *s,
-                       const char *key, size_t key_len, struct shard_err *err)
+/* The previous record of `e` (key `key`) into `frame`, checked: the footer
+ * row names this key and label, and the frame bytes hash to its xxh3. */
+static int read_prev_frame(const struct sk_prev *p, const struct prev_entry *e, const char *key,
+                           size_t key_len, struct shard_buf *frame, uint64_t *xxh3,
+                           struct shard_err *err)
 {
-    const struct shard_file *f = r->prev->files[e->shard];
+    const struct shard_file *f = p->files[e->shard];
     if (!f || e->record >= shard_file_records(f))
         return shard_err_set(err, SHARD_ECORRUPT, "previous shard unusable");
     const struct shard_footer *ft = shard_file_footer(f);
@@ -446,27 +451,48 @@ static int take_record(struct run *r, int thread, const struct prev_entry *e, st
     if (row->key_len != key_len || memcmp(ft->keys + ft->key_offsets[e->record], key, key_len) ||
         row->label != e->label)
         return shard_err_set(err, SHARD_ECORRUPT, "previous footer disagrees with its index");
-    int32_t label = r->label_of[s->cand];
-    if (same_label(r, e->label, label)) {
-        int rc = shard_file_read_frame(f, e->record, &s->frame, err);
-        if (rc)
-            return rc;
-        s->frame_xxh3 = XXH3_64bits(s->frame.data, s->frame.len);
-        if (s->frame_xxh3 != row->frame_xxh3)
-            return shard_err_set(err, SHARD_ECORRUPT, "previous record damaged");
-        s->outcome = SK_REUSE_COPIED;
-        return SHARD_OK;
-    }
-    struct shard_record_view view;
-    int rc = shard_file_read_record(f, e->record, r->prev->decoders[thread], &view, err);
+    int rc = shard_file_read_frame(f, e->record, frame, err);
     if (rc)
         return rc;
-    rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
-                               view.meta.height, view.payload, (size_t)view.payload_len,
-                               &s->frame, &s->frame_xxh3, err);
+    *xxh3 = XXH3_64bits(frame->data, frame->len);
+    if (*xxh3 != row->frame_xxh3)
+        return shard_err_set(err, SHARD_ECORRUPT, "previous record damaged");
+    return SHARD_OK;
+}
+
+static int take_record(struct run *r, int thread, const struct prev_entry *e, struct slot *s,
+                       const char *key, size_t key_len, struct shard_err *err)
+{
+    int rc = read_prev_frame(r->prev, e, key, key_len, &s->frame, &s->frame_xxh3, err);
+    int32_t label = r->label_of[s->cand];
+    if (rc || same_label(r, e->label, label)) {
+        s->outcome = SK_REUSE_COPIED;
+        return rc;
+    }
+    /* the label number moved: the same payload in a new frame */
+    struct shard_record_view view;
+    rc = shard_record_decode(r->prev->decoders[thread], s->frame.data, s->frame.len,
+                             &s->frame_xxh3, &view, err);
     if (!rc)
-        s->outcome = SK_REUSE_RELABELED;
+        rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
+                                   view.meta.height, view.payload, (size_t)view.payload_len,
+                                   &s->frame, &s->frame_xxh3, err);
+    s->outcome = SK_REUSE_RELABELED;
     return rc;
+}
+
+/* What an uninterrupted run did with a sample a resumed run adopted from a
+ * finished shard: the same checks, without writing anything. */
+static int adopted_outcome(struct run *r, const struct prev_entry *e, const char *key,
+                           size_t key_len, int32_t label)
+{
+    struct shard_err why;
+    uint64_t xxh3;
+    if (e->is_reject)
+        return SK_REUSE_REJECTED;
+    if (read_prev_frame(r->prev, e, key, key_len, &r->prev->scratch, &xxh3, &why))
+        return SK_REUSE_RECONVERTED;
+    return same_label(r, e->label, label) ? SK_REUSE_COPIED : SK_REUSE_RELABELED;
 }
 
 int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, size_t key_len)
@@ -497,22 +523,28 @@ int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, siz
     return 1;
 }
 
-void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int has_source,
-                           uint64_t source_bytes, uint64_t source_xxh3, int outcome)
+void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32_t label,
+                           int has_source, uint64_t source_bytes, uint64_t source_xxh3,
+                           int outcome)
 {
     if (!r->prev)
         return;
     struct shard_lineage *l = &r->lineage;
     struct prev_entry *e = find_entry(r->prev, key, key_len);
+    int same_bytes = e && e->has_source == (has_source != 0) &&
+                     (!has_source ||
+                      (e->source_bytes == source_bytes && e->source_xxh3 == source_xxh3));
     if (!e)
         l->added++;
-    else if (e->has_source == (has_source != 0) &&
-             (!has_source || (e->source_bytes == source_bytes && e->source_xxh3 == source_xxh3)))
+    else if (same_bytes)
         l->unchanged++;
     else
         l->changed++;
     if (e)
         e->seen = 1;
+    if (outcome == SK_REUSE_ADOPTED)
+        outcome = same_bytes && has_source ? adopted_outcome(r, e, key, key_len, label)
+                                           : SK_REUSE_NONE;
     switch (outcome) {
     case SK_REUSE_COPIED: l->reused++; break;
     case SK_REUSE_RELABELED: l->relabeled++; break;

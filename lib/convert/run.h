@@ -145,6 +145,8 @@ enum sk_reuse_outcome {
     SK_REUSE_RELABELED,     /* the previous payload in a new frame (label number moved) */
     SK_REUSE_REJECTED,      /* the previous reject, repeated */
     SK_REUSE_RECONVERTED,   /* unchanged, but the previous record was damaged */
+    SK_REUSE_ADOPTED,       /* in a finished shard a resumed run kept: what became of it
+                             * is worked out again (so the lineage is an uninterrupted run's) */
 };
 /* Open o->incremental for run r (config.labels described), before DST is
  * opened: PREV may not be `dst` itself.  With o->incremental_or_full, a
@@ -158,8 +160,9 @@ void sk_run_close_previous(struct run *r);
 int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, size_t key_len);
 /* Count one candidate in the lineage (serialised: consume, or adoption of
  * a resumed run's journal). */
-void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int has_source,
-                           uint64_t source_bytes, uint64_t source_xxh3, int outcome);
+void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32_t label,
+                           int has_source, uint64_t source_bytes, uint64_t source_xxh3,
+                           int outcome);
 /* After converting: removed = the previous candidates not seen. */
 void sk_run_finish_lineage(struct run *r);
 

@@ -317,8 +317,8 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     r->timing.hash += s->t_hash;
     r->timing.decode += s->t_decode;
     r->timing.copy += s->t_copy;
-    sk_run_note_candidate(r, key, key_len, s->has_source, s->source_bytes, s->source_xxh3,
-                          s->outcome);
+    sk_run_note_candidate(r, key, key_len, r->label_of[s->cand], s->has_source, s->source_bytes,
+                          s->source_xxh3, s->outcome);
     if (s->ok) {
         struct shard_sample smp = {
             .key = (char *)key,

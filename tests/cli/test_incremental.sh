@@ -111,6 +111,33 @@ same_dataset "$T/clean" "$T/repaired"
 
 valid "$T/inc" "$T/relabel" "$T/repaired"
 
+if strace_works; then
+    say "an interrupted incremental run, resumed, ends as an uninterrupted one, lineage included"
+    # held at the last sample's read (stored order is conversion order), then killed
+    # (small shards, so that some are finished; one file changed meanwhile)
+    OPTS="--size 32 --shard-size 4K --threads 1 --quiet"
+    shardify $OPTS "$T/src" "$T/prev4"
+    cp "$T/src/$changed" "$T/changed.keep"
+    cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/$changed"
+    last=$(tail -n 1 "$T/prev4/index.jsonl" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+    SRC="$T/src"
+    stop_at openat "$last" "$T/resumed" --incremental "$T/prev4"
+    kill -KILL "$run_pid"
+    finish_run
+    ls "$T/resumed" | grep -q '^shard-' || die "no finished shard to adopt"
+    shardify $OPTS --resume --incremental "$T/prev4" "$T/src" "$T/resumed"
+    shardify $OPTS --incremental "$T/prev4" "$T/src" "$T/whole"
+    for f in $(cd "$T/whole" && ls | grep -v '^run.json$'); do
+        cmp -s "$T/whole/$f" "$T/resumed/$f" || die "resumed '$f' differs from an uninterrupted run's"
+    done
+    [ "$(lineage "$T/resumed" '["changed"], d["lineage"]["reused"] + d["lineage"]["rejected_again"] == d["lineage"]["unchanged"]')" = "(1, True)" ] ||
+        die "resumed lineage: $(lineage "$T/resumed" '')"
+    cp "$T/changed.keep" "$T/src/$changed"
+    OPTS="--size 32 --shard-size 64K --quiet"
+else
+    echo "SKIP: an interrupted incremental run: strace cannot trace here"
+fi
+
 say "PREV built with other options: refused, naming the option; nothing is created"
 must_fail 2 shardify $OPTS --size 64 --incremental "$T/prev" "$T/src" "$T/other"
 must_say "shardify: --size differs from the previous dataset '$T/prev' (32 there, 64 here)" "$T/err"

@@ -73,7 +73,7 @@ else
     echo "(skipped: no WebDataset at '$WEBDATASET'; set WEBDATASET)"
 fi
 "$BIN/shardify" "$DATASET" "$tmp/probe" --size 256 --quiet
-PYTHONPATH="$BUILD/python" "$PYTHON" -m shardkit.probe "$DATASET" "$tmp/probe" --steps 30
+PYTHONPATH="$BUILD/python" "$PYTHON" -m shardkit.probe "$DATASET" "$tmp/probe" --steps 30 --rounds 3
 rm -rf "$tmp/probe"
 
 echo

@@ -1,7 +1,7 @@
 """Is this training step waiting for its input?
 
     /usr/bin/python3 -m shardkit.probe SRC DST [--steps 30] [--warmup 5]
-        [--batch-size 32] [--workers N] [--threads N] [--trace FILE] [--json]
+        [--batch-size 32] [--workers N] [--threads N] [--rounds R] [--trace FILE] [--json]
 
 SRC is the folder of image files the shards were made from, DST the shards
 (made with ``shardify SRC DST``).  The probe trains a small CNN (torch, on the
@@ -19,7 +19,9 @@ Normalize; float32 NCHW):
 For each it reports the startup (from creating the input pipeline to the
 first batch), the warm-up steps and, apart from them, the steady steps: step
 time, images/s, the share of the step spent waiting for input, and the step
-time against the resident one (input also takes cores from the model).  Then
+time against the resident one (input also takes cores from the model);
+with --rounds R, the three ways run R times in turn and each number is the
+median (a busy machine's swings hit all three alike).  Then
 a one-sentence verdict: input-bound (and by how much the shards cut the wait)
 or compute-bound (the loader is not the limit).
 
@@ -229,12 +231,13 @@ def verdict(ways, threshold=INPUT_BOUND_SHARE):
 # ---- output ---------------------------------------------------------------
 
 def chrome_trace(runs, origin):
-    """One Chrome trace (chrome://tracing, Perfetto): a track per way with
-    its startup, data-wait and model-step spans (microseconds)."""
+    """One Chrome trace (chrome://tracing, Perfetto) of `runs`, a list of
+    (track name, way, spans): a track each with its startup, data-wait and
+    model-step spans (microseconds)."""
     events = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "shardkit.probe"}}]
-    for tid, (way, (_, spans)) in enumerate(runs.items(), 1):
+    for tid, (track, way, spans) in enumerate(runs, 1):
         events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": tid,
-                       "args": {"name": WAY_TITLES[way]}})
+                       "args": {"name": track}})
         for k, (wait_start, wait_end, step_end) in enumerate(spans):
             for name, start, end in (("startup" if k == 0 else "data-wait", wait_start, wait_end),
                                      ("model-step", wait_end, step_end)):
@@ -244,12 +247,22 @@ def chrome_trace(runs, origin):
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
+def median_summary(summaries):
+    """Each number of one way's summaries (one per round): the median."""
+    def merge(values):
+        if isinstance(values[0], dict):
+            return {k: merge([v[k] for v in values]) for k in values[0]}
+        return None if values[0] is None else statistics.median(values)
+    return merge(summaries)
+
+
 def print_table(report, out=sys.stdout):
     s = report["settings"]
+    rounds = f", median of {s['rounds']} rounds" if s["rounds"] > 1 else ""
     print(f"probe: {s['steps']} steps of batch {s['batch_size']} (crop {CROP}, float32 NCHW), "
           f"{s['warmup']} warm-up steps after the first, ImageFolder with {s['workers']} "
           f"workers, shardkit.Loader with {s['threads']} threads, torch with "
-          f"{s['torch_threads']} threads", file=out)
+          f"{s['torch_threads']} threads{rounds}", file=out)
     if report["note"]:
         print(f"note: {report['note']}", file=out)
     print(file=out)
@@ -310,6 +323,9 @@ def parse_args(argv):
                         f"process may use, {cpus})")
     p.add_argument("--threads", type=non_negative, default=cpus,
                    help=f"shardkit.Loader threads (default {cpus})")
+    p.add_argument("--rounds", type=positive, default=1,
+                   help="run the three ways this many times in turn and report the median of "
+                        "each number (steadier on a busy machine; default 1)")
     p.add_argument("--seed", type=non_negative, default=0, help="seed of the weights, the "
                    "shuffles and the augmentation (default 0)")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (startup, data-wait "
@@ -355,26 +371,33 @@ def probe(a):
             "shards": lambda: shard_batches(ds, a.batch_size, a.seed, a.threads),
         }
         origin = time.perf_counter()
-        runs = {}
-        for way in WAYS:
-            model = small_cnn(torch, classes)
-            model.load_state_dict(initial)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        runs, summaries = [], {way: [] for way in WAYS}
+        for round_ in range(a.rounds):
+            for way in WAYS:
+                model = small_cnn(torch, classes)
+                model.load_state_dict(initial)
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
-            def step(images, labels, model=model, optimizer=optimizer):
-                # a sample without a label (-1) trains as class 0
-                loss = torch.nn.functional.cross_entropy(model(images), labels.clamp(min=0))
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+                def step(images, labels, model=model, optimizer=optimizer):
+                    # a sample without a label (-1) trains as class 0
+                    loss = torch.nn.functional.cross_entropy(model(images),
+                                                             labels.clamp(min=0))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
 
-            runs[way] = time_steps(pipelines[way], step, a.steps)
-    ways = {way: summarise(spans, a.warmup, a.batch_size) for way, (_, spans) in runs.items()}
-    for r in ways.values():
-        r["steady"]["vs_resident"] = r["steady"]["step_ms"] / ways["resident"]["steady"]["step_ms"]
+                _, spans = time_steps(pipelines[way], step, a.steps)
+                track = WAY_TITLES[way] + (f" (round {round_ + 1})" if a.rounds > 1 else "")
+                runs.append((track, way, spans))
+                summary = summarise(spans, a.warmup, a.batch_size)
+                summaries[way].append(summary)
+                # against this round's resident step (the resident way runs first)
+                summary["steady"]["vs_resident"] = (
+                    summary["steady"]["step_ms"] / summaries["resident"][-1]["steady"]["step_ms"])
+    ways = {way: median_summary(summaries[way]) for way in WAYS}
     input_bound, sentence = verdict(ways)
     report = {"src": a.src, "dst": a.dst, "src_layout": layout, "note": note,
-              "settings": {"steps": a.steps, "warmup": a.warmup, "batch_size": a.batch_size,
+              "settings": {"steps": a.steps, "rounds": a.rounds, "warmup": a.warmup, "batch_size": a.batch_size,
                            "workers": a.workers, "threads": a.threads,
                            "torch_threads": torch.get_num_threads(), "seed": a.seed,
                            "crop": CROP, "input_bound_share": INPUT_BOUND_SHARE},

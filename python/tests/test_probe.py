@@ -78,17 +78,29 @@ def test_the_threshold_decides():
     assert probe.verdict(ways, threshold=0.2)[0] is True
 
 
-def test_trace_has_a_track_per_way_with_startup_wait_and_step_spans():
-    runs = {"resident": (10.0, [(10.0, 10.5, 11.0), (11.0, 11.0, 11.25)]),
-            "shards": (12.0, [(12.0, 12.5, 13.0)])}
+def test_trace_has_a_track_per_run_with_startup_wait_and_step_spans():
+    runs = [("one resident batch", "resident", [(10.0, 10.5, 11.0), (11.0, 11.0, 11.25)]),
+            ("shardkit.Loader", "shards", [(12.0, 12.5, 13.0)])]
     events = probe.chrome_trace(runs, 10.0)["traceEvents"]
     spans = [e for e in events if e["ph"] == "X"]
-    assert [(e["tid"], e["name"], e["ts"], e["dur"]) for e in spans] == [
-        (1, "startup", 0, 500000), (1, "model-step", 500000, 500000),
-        (1, "data-wait", 1000000, 0), (1, "model-step", 1000000, 250000),
-        (2, "startup", 2000000, 500000), (2, "model-step", 2500000, 500000)]
+    assert [(e["tid"], e["name"], e["cat"], e["ts"], e["dur"]) for e in spans] == [
+        (1, "startup", "resident", 0, 500000), (1, "model-step", "resident", 500000, 500000),
+        (1, "data-wait", "resident", 1000000, 0), (1, "model-step", "resident", 1000000, 250000),
+        (2, "startup", "shards", 2000000, 500000), (2, "model-step", "shards", 2500000, 500000)]
     names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert names == {1: "one resident batch", 2: "shardkit.Loader"}
+
+
+def test_rounds_report_the_median_of_each_number():
+    rounds = [probe.summarise(spans, 1, 10) for spans in (
+        [(0, 1, 2), (2, 2, 3), (3, 3.1, 3.5)],
+        [(0, 3, 4), (4, 4, 5), (5, 5.1, 5.3)],
+        [(0, 2, 3), (3, 3, 4), (4, 4.2, 4.6)])]
+    merged = probe.median_summary(rounds)
+    assert merged["startup_s"] == 2
+    assert merged["steady"]["step_ms"] == pytest.approx(500)  # of 500, 300, 600
+    assert merged["steady"]["wait_ms"] == pytest.approx(100)
+    assert probe.median_summary([probe.summarise([(0, 1, 2), (2, 2, 3)], 0, 1)])["warmup"] is None
 
 
 def test_a_flat_folder_is_shown_to_imagefolder_as_one_class(tmp_path):
@@ -148,7 +160,8 @@ def test_a_short_real_run_reports_the_three_ways_and_a_trace(labelled, tmp_path)
     src = os.path.join(os.path.dirname(labelled), "labelled-src")
     trace = tmp_path / "trace.json"
     r = run_probe(src, labelled, "--steps", "4", "--warmup", "1", "--batch-size", "8",
-                  "--workers", "1", "--threads", "1", "--json", "--trace", str(trace))
+                  "--workers", "1", "--threads", "1", "--rounds", "2", "--json",
+                  "--trace", str(trace))
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["src_layout"] == "class folders" and report["note"] is None
@@ -158,9 +171,10 @@ def test_a_short_real_run_reports_the_three_ways_and_a_trace(labelled, tmp_path)
         assert way["warmup"]["steps"] == 1 and way["steady"]["steps"] == 2
         assert 0 <= way["steady"]["wait_share"] < 1
         assert way["steady"]["images_per_second"] > 0
+    assert report["settings"]["rounds"] == 2
     assert report["ways"]["resident"]["steady"]["vs_resident"] == 1
     assert report["input_bound"] == probe.verdict(report["ways"])[0]
     assert report["verdict"].startswith(("input-bound:", "compute-bound:"))
     spans = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
-    assert len(spans) == 3 * 4 * 2
+    assert len(spans) == 2 * 3 * 4 * 2  # rounds x ways x steps x (wait, step)
     assert {e["name"] for e in spans} == {"startup", "data-wait", "model-step"}

@@ -67,7 +67,7 @@ echo
 echo "## 6b. Training input: shardkit.Loader against ImageFolder and WebDataset"
 WEBDATASET=${WEBDATASET:-$top/../shared/peers/webdataset}
 if [ -d "$WEBDATASET/webdataset" ]; then
-    PYTHONPATH="$BUILD/python:$WEBDATASET" "$PYTHON" "$top/bench/train_input.py" --runs "$RUNS" \
+    PYTHONPATH="$BUILD/python:$WEBDATASET" "$PYTHON" "$top/bench/train_input.py" --runs 3 --epochs 3 \
         "$BIN" "$DATASET"
 else
     echo "(skipped: no WebDataset at '$WEBDATASET'; set WEBDATASET)"

@@ -173,7 +173,7 @@ def main():
     p.add_argument("dataset", help="a folder of images")
     p.add_argument("--threads", type=int, default=shardkit._native.available_cpus())
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--paths", default=",".join(PATHS), help="which paths to run")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()

@@ -183,7 +183,7 @@ static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *
     struct run *r = ctx;
     struct slot *s = slot;
     pos += r->start_pos;
-    if (pos >= r->n)
+    if (pos >= r->end_pos)
         return 0;
     s->pos = pos;
     s->cand = r->order[pos];
@@ -333,7 +333,7 @@ static int convert(struct run *r, struct shard_err *err)
     r->phase = "convert";
     int rc = SHARD_OK;
     if (r->root.s3)  /* one round trip per file: many under way at once */
-        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->n,
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
                              r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD, err);
     if (!rc)
         rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
@@ -388,6 +388,7 @@ static void run_release(struct run *r)
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);
     free(r->order);
+    free(r->part_bounds);
     free(r->label_of);
     for (uint32_t i = 0; r->label_names && i < r->label_count; i++)
         free(r->label_names[i]);
@@ -395,6 +396,7 @@ static void run_release(struct run *r)
     shard_labeler_free(r->labeler);
     free(r->config.labels);
     sk_dst_close(r->dst);
+    free(r->dst_path);
 }
 
 int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
@@ -423,7 +425,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_dst_open(&r.dst, dst, src, o->work_dir, o->mode, err)) ||
+    if ((rc = sk_run_part_dst(&r, dst, err)) ||
+        (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
         (rc = make_workers(&r, err)))
         goto out;
     if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
@@ -438,7 +441,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     sk_run_progress(&r, 1);
     if (rc || (rc = sk_run_assign_labels(&r, err)) || (rc = sk_run_make_order(&r, err)) ||
-        (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)))
+        (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
+        (rc = sk_run_part_setup(&r, err)))
         goto out;
 
     int resuming;

@@ -3,6 +3,7 @@
 # from Slurm's and Kubernetes' variables), `shardify merge DST`, every merge
 # refusal with its message, and the merged dataset against a single run.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/parts_lib.sh"
 
 OPTS="--quiet --size 64 --shard-size 64K"
 "$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/raw" >/dev/null
@@ -134,33 +135,7 @@ shardify merge --json "$T/merged" >"$T/merge.json" 2>"$T/merge.err" || {
 [ "$(json "$T/merge.json" 'd["status"], d["parts"]')" = "('ok', 3)" ] || die "merge --json"
 shardcheck --deep --source "$T/raw" "$T/merged" >"$T/check" 2>&1 || {
     cat "$T/check" >&2; die "shardcheck --deep --source refused the merged dataset"; }
-"$PYTHON" - "$T/single" "$T/merged" <<'PY'
-import json, os, sys
-a, b = (json.load(open(os.path.join(d, "manifest.json"))) for d in sys.argv[1:])
-differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-# where the samples are stored follows the split: the shard files, and so the
-# index's shard/record fields, its size and hash; nothing else may differ
-assert differ == ["index", "shards"], differ
-assert a["index"]["entries"] == b["index"]["entries"]
-assert all(s["file"].startswith(("shard-0", "shard-3", "shard-6")) for s in b["shards"])
-def lines(d):
-    out = []
-    for l in open(os.path.join(d, "index.jsonl")):
-        l = json.loads(l)
-        out.append({k: v for k, v in l.items() if k not in ("shard", "record")})
-    return out
-la, lb = lines(sys.argv[1]), lines(sys.argv[2])
-assert la == lb, "the samples or their order differ"
-PY
-# pixels in stored order: the reader, sample by sample (a shuffled epoch
-# permutes shards, whose boundaries follow the split: there the same samples
-# come in another order, each once per epoch: --visitation below)
-shardbench shards "$T/single" --no-shuffle --threads 1 --epochs 1 \
-    --digests "$T/single.digests" >/dev/null 2>&1 || die "shardbench on the single run"
-shardbench shards "$T/merged" --no-shuffle --threads 1 --epochs 1 \
-    --digests "$T/merged.digests" >/dev/null 2>&1 || die "shardbench on the merged dataset"
-[ "$(wc -l <"$T/single.digests")" -eq 48 ] || die "not every sample read"
-cmp -s "$T/single.digests" "$T/merged.digests" || die "the merged samples differ from the single run's"
+same_as_single "$T/single" "$T/merged" 48
 shardcheck --visitation 1,3,8 --epochs 3 "$T/merged" >"$T/check" 2>&1 || {
     cat "$T/check" >&2; die "visitation of the merged dataset"; }
 shardcat "$T/single" --out "$T/cat-single" >/dev/null 2>&1
@@ -205,6 +180,8 @@ if strace_works; then
     shardify merge --quiet "$T/resumed"
     shardcheck --deep --source "$T/raw" "$T/resumed" >"$T/check" 2>&1 || {
         cat "$T/check" >&2; die "the resumed part's merge does not check out"; }
+    shardify $small "$T/raw" "$T/single8"
+    same_as_single "$T/single8" "$T/resumed" 48
 fi
 
 # ---- every merge refusal, naming the part and what differs -------------------

@@ -7,6 +7,8 @@
 #   4. shardcheck's verification rate
 #   5. read throughput: small files against shards, local and HTTP
 #   6. the Python loader against shardbench, and with training transforms
+#   7. local disk, HTTP and S3
+#   8. conversion in parts (4 at once + merge) against one run
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -63,3 +65,7 @@ PYTHONPATH="$BUILD/python" "$PYTHON" "$top/bench/python_loader.py" --runs 3 --ep
 echo
 echo "## 7. Local disk, HTTP and S3"
 RUNS=3 "$top/bench/remote_throughput.sh" "$BUILD"
+
+echo
+echo "## 8. Conversion in parts against one run"
+"$top/bench/parts.sh" "$BUILD"

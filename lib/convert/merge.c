@@ -467,15 +467,16 @@ static int remove_unlisted(struct merge *g, struct shard_err *err)
     if (!d)
         return shard_err_errno(err, SHARD_EIO, errno, "cannot list '%s'", g->dst);
     struct dirent *e;
+    int removed = 0;
     while ((e = readdir(d))) {
         const char *name = e->d_name;
         if (sk_dst_is_shard_name(name, NULL) &&
             !bsearch(&name, g->out.shards, g->out.shard_count, sizeof *g->out.shards,
                      compare_files))
-            unlinkat(g->fd, name, 0);
+            removed += unlinkat(g->fd, name, 0) == 0;
     }
     closedir(d);
-    return sk_fs_sync_dirfd(g->fd, g->dst, err);
+    return removed ? sk_fs_sync_dirfd(g->fd, g->dst, err) : SHARD_OK;
 }
 
 /* Informative, like a run's run.json: not part of the dataset's identity. */
@@ -500,8 +501,7 @@ static int publish(struct merge *g, int index_fd, struct shard_err *err)
     for (uint32_t i = 0; !rc && i < g->count; i++)
         for (uint32_t k = 0; !rc && k < g->parts[i].m.shard_count; k++)
             rc = link_shard(g, &g->parts[i], g->parts[i].m.shards[k].file, err);
-    if (!rc)
-        rc = sk_fs_sync_dirfd(g->fd, g->dst, err);
+    /* the index's rename fsyncs DST, and so the links made before it */
     rc = sk_fs_commit_at(index_fd, rc, g->fd, g->dst, INDEX_TMP, SHARD_INDEX_FILE, err);
     if (!rc)
         rc = sk_manifest_write_at(g->fd, g->dst, &g->out, err);

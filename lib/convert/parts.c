@@ -94,6 +94,7 @@ int sk_run_part_setup(struct run *r, struct shard_err *err)
         r->part_bounds[next++] = r->n;
     r->start_pos = r->part_bounds[o->part];
     r->end_pos = r->part_bounds[o->part + 1];
+    r->done = r->start_pos;  /* positions done, as after adopting (resume.c) */
     r->shard_base = o->part * (SHARD_NAMES / parts);
     sk_assembler_start_at(r->as, r->shard_base, SHARD_NAMES / parts, r->start_pos);
     return SHARD_OK;

@@ -62,9 +62,11 @@ void sk_run_progress(struct run *r, int force)
     if (!force && t - r->last_progress < PROGRESS_INTERVAL)
         return;
     r->last_progress = t;
+    /* a part counts its own range of the order */
+    uint64_t first = r->part_bounds ? r->part_bounds[r->o->part] : 0;
     struct shardify_progress p = {
-        .done = r->done,
-        .total = r->n,
+        .done = r->done - first,
+        .total = (r->part_bounds ? r->end_pos : r->n) - first,
         .samples = r->as ? sk_assembler_samples(r->as) : 0,
         .rejected = r->as ? sk_assembler_reject_count(r->as) : 0,
         .bytes_out = r->as ? sk_assembler_bytes(r->as) : 0,

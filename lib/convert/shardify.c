@@ -103,9 +103,9 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--size must be a positive number");
     if (c->quality < 1 || c->quality > 100)
         return shard_err_set(err, SHARD_EINVAL, "--quality must be within 1..100");
-    if (c->zstd_level < SHARD_ZSTD_LEVEL_MIN || c->zstd_level > SHARD_ZSTD_LEVEL_MAX ||
-        c->zstd_level == 0)
-        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within %d..%d, not 0",
+    if (c->zstd_level < SHARD_ZSTD_LEVEL_MIN || c->zstd_level > SHARD_ZSTD_LEVEL_MAX)
+        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within %d..%d (0: the "
+                             "codec's default)",
                              SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX);
     if (c->shard_size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES + 1024)
         return shard_err_set(err, SHARD_EINVAL, "--shard-size is too small");
@@ -417,6 +417,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
+    r.config.zstd_level = shard_config_zstd_level(&o->config);
     r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
     r.phase = "scan";
 

@@ -10,6 +10,8 @@
 #   6b. training input: shardkit.Loader against torchvision ImageFolder and
 #      WebDataset + DataLoader (WebDataset from ../shared/peers/webdataset, or
 #      WEBDATASET), and the probe's three ways on the sample
+#   7. local disk, HTTP and S3
+#   8. conversion in parts (4 at once + merge) against one run
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -79,3 +81,7 @@ rm -rf "$tmp/probe"
 echo
 echo "## 7. Local disk, HTTP and S3"
 RUNS=3 "$top/bench/remote_throughput.sh" "$BUILD"
+
+echo
+echo "## 8. Conversion in parts against one run"
+"$top/bench/parts.sh" "$BUILD"

@@ -62,9 +62,11 @@ void sk_run_progress(struct run *r, int force)
     if (!force && t - r->last_progress < PROGRESS_INTERVAL)
         return;
     r->last_progress = t;
+    /* a part counts its own range of the order */
+    uint64_t first = r->part_bounds ? r->part_bounds[r->o->part] : 0;
     struct shardify_progress p = {
-        .done = r->done,
-        .total = r->n,
+        .done = r->done - first,
+        .total = (r->part_bounds ? r->end_pos : r->n) - first,
         .samples = r->as ? sk_assembler_samples(r->as) : 0,
         .rejected = r->as ? sk_assembler_reject_count(r->as) : 0,
         .bytes_out = r->as ? sk_assembler_bytes(r->as) : 0,
@@ -183,7 +185,7 @@ static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *
     struct run *r = ctx;
     struct slot *s = slot;
     pos += r->start_pos;
-    if (pos >= r->n)
+    if (pos >= r->end_pos)
         return 0;
     s->pos = pos;
     s->cand = r->order[pos];
@@ -333,7 +335,7 @@ static int convert(struct run *r, struct shard_err *err)
     r->phase = "convert";
     int rc = SHARD_OK;
     if (r->root.s3)  /* one round trip per file: many under way at once */
-        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->n,
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
                              r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD, err);
     if (!rc)
         rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
@@ -388,6 +390,7 @@ static void run_release(struct run *r)
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);
     free(r->order);
+    free(r->part_bounds);
     free(r->label_of);
     for (uint32_t i = 0; r->label_names && i < r->label_count; i++)
         free(r->label_names[i]);
@@ -395,6 +398,7 @@ static void run_release(struct run *r)
     shard_labeler_free(r->labeler);
     free(r->config.labels);
     sk_dst_close(r->dst);
+    free(r->dst_path);
 }
 
 int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
@@ -424,7 +428,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_dst_open(&r.dst, dst, src, o->work_dir, o->mode, err)) ||
+    if ((rc = sk_run_part_dst(&r, dst, err)) ||
+        (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
         (rc = make_workers(&r, err)))
         goto out;
     if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
@@ -439,7 +444,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     sk_run_progress(&r, 1);
     if (rc || (rc = sk_run_assign_labels(&r, err)) || (rc = sk_run_make_order(&r, err)) ||
-        (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)))
+        (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
+        (rc = sk_run_part_setup(&r, err)))
         goto out;
 
     int resuming;

@@ -17,7 +17,16 @@ for p in munged slurmctld slurmd sbatch scontrol; do
     command -v "$p" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin"
     command -v "$p" >/dev/null 2>&1 || die "$p is not installed (scripts/deps.sh installs munge and slurm-wlm)"
 done
-[ "$(id -u)" -eq 0 ] || die "the Slurm daemons must run as root here (SlurmUser=root)"
+# The daemons run as root (slurmd starts each job as its user): the test
+# runs as root, or starts them through password-less sudo (the jobs then run
+# as the test's user).  A sudo started in the background relays the signals
+# this user sends it to the daemon.
+AS_ROOT=""
+if [ "$(id -u)" -ne 0 ]; then
+    sudo -n true 2>/dev/null ||
+        die "the Slurm daemons run as root: run the test as root or with password-less sudo"
+    AS_ROOT="sudo -n"
+fi
 
 C="$T/cluster"
 mkdir -p "$C/state" "$C/spool"
@@ -33,11 +42,12 @@ stop_daemons() {
     done
     daemons=""
 }
-trap 'stop_daemons; [ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+# files the daemons made as root go with them
+trap 'stop_daemons; [ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || { $AS_ROOT rm -rf "$C"; rm -rf "$T"; }' EXIT
 
 logs() {
     for f in "$C"/*.log "$C"/*.out "$T"/jobs/*.out; do
-        [ -f "$f" ] && { echo "==== $f" >&2; tail -n 40 "$f" >&2; }
+        [ -f "$f" ] && { echo "==== $f" >&2; $AS_ROOT tail -n 40 "$f" >&2; }
     done
     return 0
 }
@@ -46,7 +56,8 @@ fail() { logs; die "$*"; }
 say "a one-node Slurm cluster on localhost"
 dd if=/dev/urandom of="$C/munge.key" bs=1024 count=1 2>/dev/null
 chmod 400 "$C/munge.key"
-munged --foreground --socket="$C/munge.socket" --key-file="$C/munge.key" \
+[ -z "$AS_ROOT" ] || $AS_ROOT chown 0:0 "$C/munge.key"   # munged reads only its own key
+$AS_ROOT munged --foreground --socket="$C/munge.socket" --key-file="$C/munge.key" \
     --pid-file="$C/munged.pid" --log-file="$C/munged.log" --seed-file="$C/munged.seed" \
     >"$C/munged.out" 2>&1 &
 daemons="$!"
@@ -95,9 +106,10 @@ NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=256 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF="$C/slurm.conf"
-slurmctld -D -i >"$C/slurmctld.out" 2>&1 &
+# -f: sudo does not pass SLURM_CONF on
+$AS_ROOT slurmctld -D -i -f "$C/slurm.conf" >"$C/slurmctld.out" 2>&1 &
 daemons="$daemons $!"
-slurmd -D >"$C/slurmd.out" 2>&1 &
+$AS_ROOT slurmd -D -f "$C/slurm.conf" >"$C/slurmd.out" 2>&1 &
 daemons="$daemons $!"
 i=0
 until sinfo -h -o '%T' 2>/dev/null | grep -qx idle; do

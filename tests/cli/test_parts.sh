@@ -207,6 +207,8 @@ must_fail 1 shardify merge "$T/m0"
 must_say "no parts in '$T/m0/parts'" "$T/err"
 must_fail 2 shardify merge
 must_say "expected DST" "$T/err"
+must_fail 1 shardify merge s3://bucket/dataset
+must_say "cannot merge 's3://bucket/dataset': the merge needs a local DST" "$T/err"
 shardify merge --help >"$T/help"
 must_say "hard-linked" "$T/help"
 

@@ -118,42 +118,71 @@ until sinfo -h -o '%T' 2>/dev/null | grep -qx idle; do
     sleep 0.2
 done
 
+# submit DST [VAR=VALUE...]: run examples/slurm/submit.sh for $T/raw into DST
+# (4 parts) with those settings; sets $array and $merge to the job ids
+submit() {
+    dst=$1
+    shift
+    ids=$(cd "$T/jobs" && env SHARDKIT_SRC="$T/raw" SHARDKIT_DST="$dst" SHARDKIT_PARTS=4 \
+        SHARDKIT_OPTIONS="$OPTIONS" SHARDKIT_BIN="$SHARDKIT_BIN" SHARDKIT_LOGS="$T/jobs" "$@" \
+        "$SHARDKIT_TOP/examples/slurm/submit.sh") || fail "submit.sh failed"
+    array=${ids% *}
+    merge=${ids#* }
+    [ -n "$array" ] && [ -n "$merge" ] && [ "$array" != "$merge" ] || fail "submit.sh printed '$ids'"
+}
+# state JOB: the job's state (of every task of an array: one per line)
+state() { scontrol -o show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+# wait_merge: wait until the merge job has ended; its final state in $merge_state
+wait_merge() {
+    i=0
+    while :; do
+        merge_state=$(state "$merge")
+        case "$merge_state" in
+        PENDING|RUNNING|CONFIGURING|COMPLETING|"") ;;
+        *) return 0 ;;
+        esac
+        i=$((i + 1))
+        [ $i -lt $JOB_STEPS ] ||
+            fail "the jobs did not finish in time (merge $merge_state, array: $(state "$array" | tr '\n' ' '))"
+        sleep 0.2
+    done
+}
+
 say "the example array of 4 parts and its merge job, as submit.sh submits them"
 "$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/raw" >/dev/null
 mkdir "$T/jobs"
 OPTIONS="--size 64 --shard-size 16K"
-ids=$(cd "$T/jobs" && SHARDKIT_SRC="$T/raw" SHARDKIT_DST="$T/shards" SHARDKIT_PARTS=4 \
-    SHARDKIT_OPTIONS="$OPTIONS" SHARDKIT_BIN="$SHARDKIT_BIN" SHARDKIT_LOGS="$T/jobs" \
-    "$SHARDKIT_TOP/examples/slurm/submit.sh") || fail "submit.sh failed"
-array=${ids% *}
-merge=${ids#* }
-[ -n "$array" ] && [ -n "$merge" ] && [ "$array" != "$merge" ] || fail "submit.sh printed '$ids'"
-
-# state JOB: the job's state (of every task of an array: one per line)
-state() { scontrol -o show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
-i=0
-while :; do
-    s=$(state "$merge")
-    case "$s" in
-    COMPLETED) break ;;
-    PENDING|RUNNING|CONFIGURING|COMPLETING|"") ;;
-    *) fail "the merge job ended $s (array: $(state "$array" | sort | uniq -c | tr '\n' ' '))" ;;
-    esac
-    i=$((i + 1))
-    [ $i -lt $JOB_STEPS ] || fail "the jobs did not finish in time (merge $s, array: $(state "$array" | tr '\n' ' '))"
-    sleep 0.2
-done
+submit "$T/shards"
+wait_merge
+[ "$merge_state" = COMPLETED ] ||
+    fail "the merge job ended $merge_state (array: $(state "$array" | sort | uniq -c | tr '\n' ' '))"
 [ "$(state "$array" | sort -u)" = COMPLETED ] || fail "array tasks: $(state "$array" | tr '\n' ' ')"
 for p in 0 1 2 3; do
     [ -f "$T/shards/parts/$p-of-4/manifest.json" ] || fail "part $p of 4 is not published"
 done
-must_say "published '$T/shards' from 4 parts" "$(ls "$T"/jobs/shardify-merge-*.out)"
+must_say "published '$T/shards' from 4 parts" "$T/jobs/shardify-merge-$merge.out"
 
 say "the merged dataset checks out against SRC and equals a single run"
 shardcheck --deep --source "$T/raw" "$T/shards" >"$T/check" 2>&1 || {
     cat "$T/check" >&2; fail "shardcheck --deep --source refused the merged dataset"; }
 shardify --quiet $OPTIONS "$T/raw" "$T/single"
 same_as_single "$T/single" "$T/shards" 48
+
+say "submitted again: the published parts are kept and the merge gives the same manifest"
+cp "$T/shards/manifest.json" "$T/manifest.first"
+submit "$T/shards"
+wait_merge
+[ "$merge_state" = COMPLETED ] || fail "the second merge job ended $merge_state"
+must_say "part 2 of 4 is already published" "$T/jobs/shardify-part-${array}_2.out"
+cmp -s "$T/shards/manifest.json" "$T/manifest.first" || fail "the second merge changed the manifest"
+
+say "a failed part: the merge job never runs (afterok) and nothing is published"
+submit "$T/failed" SHARDKIT_OPTIONS="--size 0"
+wait_merge
+[ "$merge_state" = CANCELLED ] || fail "after failed parts the merge job ended $merge_state"
+[ "$(state "$array" | sort -u)" = FAILED ] || fail "array tasks: $(state "$array" | tr '\n' ' ')"
+must_say "shardify: --size: '0' is not a number" "$T/jobs/shardify-part-${array}_0.out"
+[ ! -e "$T/failed/manifest.json" ] || fail "a failed conversion published a manifest"
 
 stop_daemons
 echo "PASS"

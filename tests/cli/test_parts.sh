@@ -44,7 +44,8 @@ must_fail 1 shardify $OPTS --part 0/2 "$T/raw.tar" "$T/u"
 must_say "an archive SRC cannot be converted in parts" "$T/err"
 
 say "--part 1/3 converts its own contiguous share, balanced by source bytes"
-shardify $OPTS --json --part 1/3 "$T/raw" "$T/one" >"$T/one.json"
+shardify --size 64 --shard-size 64K --json --part 1/3 "$T/raw" "$T/one" >"$T/one.json" 2>"$T/one.err"
+must_say "part 1 of 3 is in '$T/one/parts/1-of-3'; once all 3 are: shardify merge '$T/one'" "$T/one.err"
 [ -f "$T/one/parts/1-of-3/manifest.json" ] || die "part 1/3 did not publish DST/parts/1-of-3"
 [ ! -e "$T/one/manifest.json" ] || die "a part published DST/manifest.json"
 [ ! -e "$T/one/parts/0-of-3" ] || die "part 1/3 wrote another part"
@@ -207,6 +208,8 @@ must_fail 1 shardify merge "$T/m0"
 must_say "no parts in '$T/m0/parts'" "$T/err"
 must_fail 2 shardify merge
 must_say "expected DST" "$T/err"
+must_fail 1 shardify merge s3://bucket/dataset
+must_say "cannot merge 's3://bucket/dataset': the merge needs a local DST" "$T/err"
 shardify merge --help >"$T/help"
 must_say "hard-linked" "$T/help"
 

@@ -138,7 +138,7 @@ struct parsing {
     int overwrite;
     const char *part;   /* --part, resolved once every option is read */
     uint64_t parts;     /* --parts, 0 when not given */
-    int incremental;    /* --incremental and --incremental-or-full given */
+    int incremental;   /* --incremental and --incremental-or-full given */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -262,12 +262,12 @@ int options_parse(int argc, char **argv, struct options *o)
         return cli_usage_error(PROG, "--resume and --overwrite cannot be used together");
     if (p.parts && !p.part)
         return cli_usage_error(PROG, "--parts is for --part auto (or --part I/N)");
+    if (p.part && p.incremental)
+        return cli_usage_error(PROG, "--part and --incremental cannot be used together: convert "
+                               "the parts in full, or the whole dataset incrementally");
     if (p.part && (rc = part_resolve(PROG, p.part, p.parts, SHARDIFY_MAX_PARTS, &o->run.part,
                                      &o->run.parts)))
         return rc;
-    if (p.part && p.incremental)
-        return cli_usage_error(PROG, "--incremental cannot be used with --part: a part sees "
-                               "only its share of SRC");
     o->run.mode = p.resume      ? SHARDIFY_RESUME
                   : p.overwrite ? SHARDIFY_OVERWRITE
                                 : SHARDIFY_FRESH;

@@ -81,6 +81,11 @@ void report_write_text(const struct report *r, FILE *out)
         fprintf(out, "%s: %llu of the %llu rows of the label file name no file of '%s'\n",
                 PROG, (unsigned long long)s->label_rows_unmatched,
                 (unsigned long long)s->label_rows, r->src);
+    if (r->options->parts)  /* a conversion in parts: this is one of them */
+        fprintf(out, "%s: part %u of %u is in '%s/%s/%u-of-%u'; once all %u are: shardify "
+                "merge '%s'\n", PROG, r->options->part, r->options->parts, r->dst,
+                SHARDIFY_PARTS_DIR, r->options->part, r->options->parts, r->options->parts,
+                r->dst);
     if (s->has_lineage)
         write_lineage(r, out);
     if (s->reused_shards)

@@ -397,8 +397,6 @@ int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err)
 {
     if (!r->o->incremental)
         return SHARD_OK;
-    if (r->o->parts)  /* a part sees only its share: "removed" would be everything else */
-        return shard_err_set(err, SHARD_EINVAL, "--incremental cannot be used with --part");
     r->has_lineage = 1;
     r->lineage.full_rebuild = NULL;
     struct shard_err why;

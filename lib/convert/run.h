@@ -182,6 +182,12 @@ int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err);
 /* Once the order is known: this part's range of it, balanced by source
  * bytes (sets start_pos, end_pos, part_bounds), and its shard numbers. */
 int sk_run_part_setup(struct run *r, struct shard_err *err);
+/* Split n files of these weights into `parts` contiguous ranges:
+ * bounds[0..parts] (bounds[0] = 0, bounds[parts] = n), part I being
+ * [bounds[I], bounds[I+1]).  A file goes to the part in whose share of the
+ * total its middle lies, so each bound is within half a file of its ideal
+ * place; a part may be empty (fewer files than parts, or one large file). */
+void sk_part_bounds(const uint64_t *weights, uint64_t n, uint32_t parts, uint64_t *bounds);
 /* The part's ", \"part\": ..." member of the resume state ("" for a whole run). */
 void sk_run_part_state(const struct run *r, char *out, size_t size);
 /* Write DST/SHARDIFY_PART_FILE (before the manifest: a published part has it). */

@@ -118,6 +118,8 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--shard-size is too small");
     if (c->max_pixels == 0)
         return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
+    if (o->parts && o->incremental)
+        return shard_err_set(err, SHARD_EINVAL, "a part cannot be converted incrementally");
     return SHARD_OK;
 }
 

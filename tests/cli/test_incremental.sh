@@ -191,7 +191,5 @@ must_fail 1 shardify $OPTS --incremental "$T/nothing" "$T/src" "$T/other"
 must_say "--incremental: previous dataset: no manifest" "$T/err"
 must_fail 2 shardify $OPTS --incremental "$T/prev" --incremental-or-full "$T/prev" "$T/src" "$T/other"
 must_say "give one --incremental or --incremental-or-full" "$T/err"
-must_fail 2 shardify $OPTS --part 0/2 --incremental "$T/prev" "$T/src" "$T/other"
-must_say "--incremental cannot be used with --part" "$T/err"
 
 say "ok"

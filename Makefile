@@ -235,6 +235,12 @@ $(BUILD)/bench/resize_quality: bench/resize_quality.c $(LIB_A)
 	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) \
 	    $$(pkg-config --cflags --libs libswscale libavutil) -lyuv -o $@
 
+# The transform stage of the loader alone, on one thread (BENCHMARKS.md §6).
+$(BUILD)/bench/augment_speed: bench/augment_speed.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) -o $@
+
 # The decode-only ceiling of a shard reader; TurboJPEG gives the fastest
 # libjpeg-turbo decode to compare with.
 $(BUILD)/bench/read_ceiling: bench/read_ceiling.c $(LIB_A) $(CLI_COMMON)

@@ -12,6 +12,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+/* x86-64 only: its float arithmetic is SSE's, single rounding per operation,
+ * as the table's values were computed (x87's excess precision is not). */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_X86_SIMD 1
+#include <immintrin.h>
+#else
+#define HAVE_X86_SIMD 0
+#endif
 
 #include "format/shuffle.h"
 #include "image/resize_internal.h"
@@ -32,6 +40,8 @@ struct shard_augment {
     /* the value written for each channel's byte: x / 255 or NORMALIZE's */
     float lut32[CHANNELS][256];
     uint16_t lut16[CHANNELS][256];
+    float mean[CHANNELS], std[CHANNELS];  /* NORMALIZE's, as floats (0 and 1 without) */
+    int avx2;  /* the AVX2 float32 planar writer runs here, and gives lut32's values */
     int fixed;
     uint32_t fixed_w, fixed_h;
 };
@@ -218,6 +228,102 @@ static int check_step(size_t k, const struct shard_augment_step *s, int after_no
     return shard_err_set(err, SHARD_EINVAL, "step %zu: unknown op %d", k, (int)s->op);
 }
 
+/* ---- float32 NCHW with AVX2 ---------------------------------------------------- */
+
+#if HAVE_X86_SIMD
+/* pshufb masks taking channel c's bytes of 16 RGB pixels (48 bytes, three
+ * loads) into one register, in pixel order; -1 gives a zero byte. */
+#define N (-1)
+static const int8_t deinterleave[CHANNELS][3][16] = {
+    {{0, 3, 6, 9, 12, 15, N, N, N, N, N, N, N, N, N, N},
+     {N, N, N, N, N, N, 2, 5, 8, 11, 14, N, N, N, N, N},
+     {N, N, N, N, N, N, N, N, N, N, N, 1, 4, 7, 10, 13}},
+    {{1, 4, 7, 10, 13, N, N, N, N, N, N, N, N, N, N, N},
+     {N, N, N, N, N, 0, 3, 6, 9, 12, 15, N, N, N, N, N},
+     {N, N, N, N, N, N, N, N, N, N, N, 2, 5, 8, 11, 14}},
+    {{2, 5, 8, 11, 14, N, N, N, N, N, N, N, N, N, N, N},
+     {N, N, N, N, N, 1, 4, 7, 10, 13, N, N, N, N, N, N},
+     {N, N, N, N, N, N, N, N, N, N, 0, 3, 6, 9, 12, 15}},
+};
+#undef N
+#define PIXELS_PER_BLOCK 16
+
+/* 8 bytes -> the table's values, computed as the table was: x / 255, then
+ * (v - mean) / std, each operation rounded once (IEEE division is exact to
+ * the last bit, so the values are the table's; planes_avx2_agree checks). */
+__attribute__((target("avx2"))) static inline __m256 values8(__m128i bytes, __m256 scale,
+                                                              __m256 mean, __m256 std)
+{
+    __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+    return _mm256_div_ps(_mm256_sub_ps(_mm256_div_ps(v, scale), mean), std);
+}
+
+/* One image row of n RGB pixels to its three float32 plane rows out[c]
+ * (mirrored when asked): 16 pixels per block, the rest with the table. */
+__attribute__((target("avx2"))) static void
+planes_row_avx2(const struct shard_augment *a, const uint8_t *in, uint32_t n, int mirror,
+                float *const out[CHANNELS])
+{
+    const __m256 scale = _mm256_set1_ps(255.0f);
+    const __m128i reverse = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    uint32_t x = 0;
+    for (; x + PIXELS_PER_BLOCK <= n; x += PIXELS_PER_BLOCK) {
+        /* outputs x.. come from pixels x.., or mirrored from n - 16 - x.. reversed */
+        const uint8_t *p = in + (size_t)(mirror ? n - PIXELS_PER_BLOCK - x : x) * CHANNELS;
+        __m128i b0 = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i b1 = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+        __m128i b2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
+        for (int c = 0; c < CHANNELS; c++) {
+            const __m128i *m = (const __m128i *)(const void *)deinterleave[c];
+            __m128i bytes = _mm_or_si128(
+                _mm_or_si128(_mm_shuffle_epi8(b0, _mm_loadu_si128(m)),
+                             _mm_shuffle_epi8(b1, _mm_loadu_si128(m + 1))),
+                _mm_shuffle_epi8(b2, _mm_loadu_si128(m + 2)));
+            if (mirror)
+                bytes = _mm_shuffle_epi8(bytes, reverse);
+            __m256 mean = _mm256_set1_ps(a->mean[c]), std = _mm256_set1_ps(a->std[c]);
+            _mm256_storeu_ps(out[c] + x, values8(bytes, scale, mean, std));
+            _mm256_storeu_ps(out[c] + x + 8,
+                             values8(_mm_srli_si128(bytes, 8), scale, mean, std));
+        }
+    }
+    for (; x < n; x++) {
+        const uint8_t *p = in + (size_t)(mirror ? n - 1 - x : x) * CHANNELS;
+        for (int c = 0; c < CHANNELS; c++)
+            out[c][x] = a->lut32[c][p[c]];
+    }
+}
+
+/* 1 when the CPU runs planes_row_avx2 and it gives exactly lut32's values
+ * for every byte of every channel, mirrored or not (the arithmetic is the
+ * table's, so it does; this keeps it so). */
+static int planes_avx2_agree(const struct shard_augment *a)
+{
+    if (!__builtin_cpu_supports("avx2"))
+        return 0;
+    uint8_t row[256 * CHANNELS];
+    float got[CHANNELS][256];
+    float *const out[CHANNELS] = {got[0], got[1], got[2]};
+    for (int x = 0; x < 256; x++)
+        for (int c = 0; c < CHANNELS; c++)
+            row[x * CHANNELS + c] = (uint8_t)x;
+    for (int mirror = 0; mirror < 2; mirror++) {
+        planes_row_avx2(a, row, 256, mirror, out);
+        for (int c = 0; c < CHANNELS; c++)
+            for (int x = 0; x < 256; x++)
+                if (memcmp(&got[c][x], &a->lut32[c][mirror ? 255 - x : x], sizeof(float)))
+                    return 0;
+    }
+    return 1;
+}
+#else
+static int planes_avx2_agree(const struct shard_augment *a)
+{
+    (void)a;
+    return 0;
+}
+#endif
+
 int shard_augment_new(struct shard_augment **out, const struct shard_augment_step *steps,
                       size_t count, enum shard_layout layout, enum shard_dtype dtype,
                       struct shard_err *err)
@@ -250,6 +356,8 @@ int shard_augment_new(struct shard_augment **out, const struct shard_augment_ste
     for (int c = 0; c < CHANNELS; c++) {
         float mean = normalize ? (float)normalize->mean[c] : 0.0f;
         float std = normalize ? (float)normalize->std[c] : 1.0f;
+        a->mean[c] = mean;
+        a->std[c] = std;
         for (int x = 0; x < 256; x++) {
             /* torchvision: img.float().div(255), then .sub_(mean).div_(std) */
             float v = (float)x / 255.0f;
@@ -259,6 +367,7 @@ int shard_augment_new(struct shard_augment **out, const struct shard_augment_ste
             a->lut16[c][x] = float_to_half(v);
         }
     }
+    a->avx2 = planes_avx2_agree(a);
     find_fixed_size(a);
     *out = a;
     return SHARD_OK;
@@ -563,6 +672,17 @@ write_values(const struct shard_augment *a, const struct shard_image *v, int mir
 static void write_output(const struct shard_augment *a, const struct shard_image *v, int mirror,
                          void *dst)
 {
+#if HAVE_X86_SIMD
+    if (a->avx2 && a->layout == SHARD_LAYOUT_NCHW && a->dtype == SHARD_DTYPE_FLOAT32) {
+        const size_t plane = (size_t)v->width * v->height;
+        for (uint32_t y = 0; y < v->height; y++) {
+            float *row = (float *)dst + (size_t)y * v->width;
+            float *const out[CHANNELS] = {row, row + plane, row + 2 * plane};
+            planes_row_avx2(a, v->pixels + (size_t)y * v->stride, v->width, mirror, out);
+        }
+        return;
+    }
+#endif
     /* one call per (layout, dtype, mirror), each with constant arguments: each
      * gets its own loops */
 #define WRITE_CASE(L, D)                                                                     \

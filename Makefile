@@ -218,7 +218,8 @@ _demo: build
 	@examples/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling
+	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling \
+	    $(BUILD)/bench/augment_speed
 	@bench/run.sh $(BUILD)
 
 # The screenshots of the HTML reports in docs/ (README.md shows them), made

@@ -65,6 +65,8 @@ RUNS=3 "$top/bench/read_throughput.sh" "$BUILD"
 echo
 echo "## 6. The Python loader: binding overhead and training transforms"
 PYTHONPATH="$BUILD/python" "$PYTHON" "$top/bench/python_loader.py" --runs 3 --epochs 6 "$BIN" "$DATASET"
+echo "The transform stage alone, one thread:"
+"$BUILD/bench/augment_speed" --epochs 9 "$DATASET"
 
 echo
 echo "## 6b. Training input: shardkit.Loader against ImageFolder and WebDataset"

@@ -3,7 +3,7 @@
  * number of parts; a start at batch k repeats an uninterrupted run's later
  * batches byte for byte; batches outlive their loader; damaged samples fail
  * their batch or are skipped; bad transform lists are refused by name; float16
- * output rounds to nearest even. */
+ * output rounds to nearest even; float32 planes hold each byte normalised. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -420,6 +420,52 @@ static void test_float16_output_rounds_to_nearest_even(void **state)
     assert_int_equal(half_of(255, -3 * ldexp(1, -11), 1), 0x3c02);
 }
 
+/* Normalize to float32 NCHW, mirrored (flip with p = 1) or not, on a row
+ * wider than the writer's 16-pixel blocks and not a multiple of them: every
+ * value is torchvision's img.float().div(255).sub(mean).div(std) of its own
+ * pixel's byte, in float32, bit for bit. */
+static void test_float32_planes_are_each_byte_normalised_in_its_place(void **state)
+{
+    (void)state;
+    enum { W = 37, H = 3 };
+    const double mean[3] = {0.485, 0.456, 0.406}, std[3] = {0.229, 0.224, 0.225};
+    uint8_t px[H][W][3];
+    uint64_t r = 12345;
+    for (size_t i = 0; i < sizeof px; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        ((uint8_t *)px)[i] = (uint8_t)(r >> 56);
+    }
+    struct shard_image img = {&px[0][0][0], W, H, 3, W * 3, sizeof px, 0};
+    for (int mirror = 0; mirror < 2; mirror++) {
+        struct shard_augment_step s[2];
+        shard_augment_step_init(&s[0], SHARD_AUGMENT_HORIZONTAL_FLIP);
+        s[0].p = mirror;
+        shard_augment_step_init(&s[1], SHARD_AUGMENT_NORMALIZE);
+        memcpy(s[1].mean, mean, sizeof mean);
+        memcpy(s[1].std, std, sizeof std);
+        struct shard_augment *a = augment_ok(s, 2, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
+        struct shard_augment_draws dr;
+        struct shard_augment_workspace *w;
+        struct shard_err err;
+        float out[3][H][W];
+        assert_int_equal(shard_augment_workspace_new(&w, &err), 0);
+        assert_int_equal(shard_augment_draw(a, W, H, 0, 0, 0, &dr, &err), 0);
+        assert_int_equal(dr.out_bytes, sizeof out);
+        assert_int_equal(shard_augment_apply(a, &img, &dr, w, out, &err), 0);
+        for (int c = 0; c < 3; c++)
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++) {
+                    float v = (float)px[y][mirror ? W - 1 - x : x][c] / 255.0f;
+                    v = (v - (float)mean[c]) / (float)std[c];
+                    if (memcmp(&v, &out[c][y][x], sizeof v))
+                        fail_msg("mirror %d, channel %d, (%d, %d): %a, expected %a", mirror, c,
+                                 x, y, out[c][y][x], v);
+                }
+        shard_augment_workspace_free(w);
+        shard_augment_free(a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_a_damaged_sample_fails_its_batch_or_is_skipped),
         cmocka_unit_test(test_bad_transform_lists_and_options_are_refused_by_name),
         cmocka_unit_test(test_float16_output_rounds_to_nearest_even),
+        cmocka_unit_test(test_float32_planes_are_each_byte_normalised_in_its_place),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,9 +1,11 @@
 #!/bin/sh
 # run.sh BUILD - every benchmark, in one go (make bench).  Each prints a
 # Markdown table; BENCHMARKS.md records the results with these commands.
-#   1. shardify against the Pillow + multiprocessing peer, sizes 256 and 512
+#   1. shardify against the Pillow + multiprocessing peer, sizes 256 and 512,
+#      with the write ceiling measured in the same run; cold sources
 #   2. peak RSS as the sample count grows
-#   3. resampler speed and quality against a Lanczos-3 reference
+#   3. resampler speed and quality against a Lanczos-3 reference, and the
+#      DCT scaling rules end to end
 #   4. shardcheck's verification rate
 #   5. read throughput: small files against shards, local and HTTP
 #   6. the Python loader against shardbench, and with training transforms
@@ -21,8 +23,12 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-echo "## 1. shardify vs Pillow + multiprocessing"
-"$PYTHON" "$top/bench/compare_pillow.py" "$BIN" "$DATASET" --runs "$RUNS"
+echo "## 1. shardify vs Pillow + multiprocessing, and the write ceiling"
+"$PYTHON" "$top/bench/compare_pillow.py" "$BIN" "$DATASET" --runs "$RUNS" \
+    --ceiling "$BUILD/bench/write_ceiling"
+echo
+echo "### cold sources (page cache dropped) against warm"
+"$PYTHON" "$top/bench/cold_sources.py" "$BIN" "$DATASET" --runs "$RUNS"
 
 echo
 echo "## 2. Peak RSS against sample count"
@@ -33,6 +39,9 @@ echo "## 3. Resampling: speed and PSNR against Lanczos-3"
 "$BUILD/bench/resize_quality" --sizes 256,512 --reps 3 --dump "$tmp/rq" "$DATASET"
 "$PYTHON" "$top/bench/resize_quality_pillow.py" --reps 3 "$tmp/rq"
 rm -rf "$tmp/rq"
+echo
+echo "### DCT scaling rules: decode + resize against lanczos3 of the full-size decode"
+"$BUILD/bench/resize_quality" --dct-rules --sizes 256,512 --reps 3 "$DATASET"
 
 echo
 echo "## 4. shardcheck verification rate"

@@ -7,8 +7,8 @@
 # On the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout) at --size 256, with the same loader
 # threads on both sides (THREADS, default: the CPUs available):
-#   1. shardify it twice: --codec raw (with --zstd-level RAW_ZSTD_LEVEL, default
-#      -100: raw shards exist to be read fast) and --codec jpeg (default level)
+#   1. shardify it twice, each codec at its default zstd level: --codec raw
+#      (RAW_ZSTD_LEVEL=L gives it --zstd-level L instead) and --codec jpeg
 #   2. warm cache, local disk: shardbench compare for raw and jpeg shards, and
 #      the Pillow reference loader (bench/pillow_loader.py) doing the files job
 #   3. cold: the same with --cold (page cache dropped before every epoch)
@@ -39,7 +39,7 @@ DATASET=${SHARDKIT_DATASET:-$top/../shared/datasets/imagenet-sample}
 SIZE=${SIZE:-256}
 EPOCHS=${EPOCHS:-3}
 STEP_MS=${STEP_MS:-25 50}
-RAW_ZSTD_LEVEL=${RAW_ZSTD_LEVEL:--100}
+RAW_ZSTD_LEVEL=${RAW_ZSTD_LEVEL:-}
 RTTS=${RTTS:-0 2 10}
 CONNECTIONS=${CONNECTIONS:-8}
 CEILING=$BUILD/bench/read_ceiling
@@ -56,10 +56,9 @@ log() { echo "read_throughput: $*" >&2; }
 for codec in raw jpeg; do
     if [ ! -f "$WORK/$codec/manifest.json" ]; then
         log "shardify --codec $codec --size $SIZE"
-        level=3
-        [ "$codec" = raw ] && level=$RAW_ZSTD_LEVEL
-        "$BIN/shardify" "$DATASET" "$WORK/$codec" --size "$SIZE" --codec "$codec" \
-            --zstd-level "$level" --quiet
+        set --
+        [ "$codec" = raw ] && [ -n "$RAW_ZSTD_LEVEL" ] && set -- --zstd-level "$RAW_ZSTD_LEVEL"
+        "$BIN/shardify" "$DATASET" "$WORK/$codec" --size "$SIZE" --codec "$codec" "$@" --quiet
     fi
 done
 

@@ -9,6 +9,11 @@
 #   4. shardcheck's verification rate
 #   5. read throughput: small files against shards, local and HTTP
 #   6. the Python loader against shardbench, and with training transforms
+#   6b. training input: shardkit.Loader against torchvision ImageFolder and
+#      WebDataset + DataLoader (WebDataset from ../shared/peers/webdataset, or
+#      WEBDATASET), and the probe's three ways on the sample
+#   7. local disk, HTTP and S3
+#   8. conversion in parts (4 at once + merge) against one run
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -70,5 +75,22 @@ echo "## 6. The Python loader: binding overhead and training transforms"
 PYTHONPATH="$BUILD/python" "$PYTHON" "$top/bench/python_loader.py" --runs 3 --epochs 6 "$BIN" "$DATASET"
 
 echo
+echo "## 6b. Training input: shardkit.Loader against ImageFolder and WebDataset"
+WEBDATASET=${WEBDATASET:-$top/../shared/peers/webdataset}
+if [ -d "$WEBDATASET/webdataset" ]; then
+    PYTHONPATH="$BUILD/python:$WEBDATASET" "$PYTHON" "$top/bench/train_input.py" --runs 3 --epochs 3 \
+        "$BIN" "$DATASET"
+else
+    echo "(skipped: no WebDataset at '$WEBDATASET'; set WEBDATASET)"
+fi
+"$BIN/shardify" "$DATASET" "$tmp/probe" --size 256 --quiet
+PYTHONPATH="$BUILD/python" "$PYTHON" -m shardkit.probe "$DATASET" "$tmp/probe" --steps 30 --rounds 3
+rm -rf "$tmp/probe"
+
+echo
 echo "## 7. Local disk, HTTP and S3"
 RUNS=3 "$top/bench/remote_throughput.sh" "$BUILD"
+
+echo
+echo "## 8. Conversion in parts against one run"
+"$top/bench/parts.sh" "$BUILD"

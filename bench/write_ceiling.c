@@ -186,6 +186,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    c.zstd_level = shard_config_zstd_level(&c);  /* as shardify_run resolves it */
 
     struct source *src = NULL;
     size_t n = 0, failed = 0;

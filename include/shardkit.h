@@ -26,6 +26,7 @@
 #include "shardkit/image.h"
 #include "shardkit/loader.h"
 #include "shardkit/manifest.h"
+#include "shardkit/merge.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
 #include "shardkit/verify.h"

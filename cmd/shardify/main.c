@@ -4,7 +4,10 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include <string.h>
+
 #include "cli.h"
+#include "merge.h"
 #include "options.h"
 #include "report.h"
 #include "shardkit.h"
@@ -20,6 +23,8 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "merge"))  /* a SRC named so is given as ./merge */
+        return merge_main(argc - 1, argv + 1);
     struct options o;
     int rc = options_parse(argc, argv, &o);
     if (rc)

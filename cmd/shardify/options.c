@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "part.h"
 
 #define PROG "shardify"
 #define MAX_SIZE 65535
@@ -35,9 +36,9 @@ static const char usage_text[] =
     "  --no-upscale          keep images already smaller than the target at their size\n"
     "  --codec jpeg|png|raw  how pixels are stored (default jpeg); raw = uint8 RGB HWC\n"
     "  --quality Q           JPEG quality 1..100 (default 90)\n"
-    "  --zstd-level L        zstd level -131072..19, not 0 (default 3); negative\n"
-    "                        levels trade size for speed (e.g. -100 for raw shards\n"
-    "                        that must read as fast as possible)\n"
+    "  --zstd-level L        zstd level -131072..19, not 0 (default: -100 for raw,\n"
+    "                        which reads fastest, 3 for jpeg and png); negative\n"
+    "                        levels trade size for speed\n"
     "  --shard-size SIZE     target bytes per shard, K/M/G suffixes (default 256M)\n"
     "  --labels SPEC         dir (default: first path component is the class), none,\n"
     "                        a CSV file of key,label rows, or regex:PATTERN (first\n"
@@ -55,12 +56,27 @@ static const char usage_text[] =
     "  --work-dir DIR        an s3:// DST's local work directory: lock, resume state,\n"
     "                        each file until it is uploaded (default\n"
     "                        $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH)\n"
+    "  --part I/N            convert part I (0-based) of N into DST/parts/I-of-N:\n"
+    "                        every part lists all of SRC (a directory or s3://),\n"
+    "                        takes the same sample order and converts its own\n"
+    "                        contiguous share of it, balanced by source bytes;\n"
+    "                        parts may run at once, on other machines too, then\n"
+    "                        'shardify merge DST' makes one dataset of them\n"
+    "  --part auto           I and N from the job engine: a Slurm job array\n"
+    "                        (SLURM_ARRAY_TASK_ID, _COUNT, _MIN, _STEP) or a\n"
+    "                        Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with N\n"
+    "                        from --parts)\n"
+    "  --parts N             the number of parts (--part auto on Kubernetes)\n"
     "  --json                print the run summary as one JSON object on stdout (a\n"
     "                        failed run too, with the counts it reached)\n"
     "  --quiet               no progress or summary on stderr (errors and warnings\n"
     "                        are still shown)\n"
     "  -h, --help            show this help\n"
     "  --version             show the version\n"
+    "\n"
+    "       shardify merge [--json] [--quiet] DST\n"
+    "Publish one dataset in DST from the parts in DST/parts (see 'shardify merge\n"
+    "--help').\n"
     "\n"
     "Exit status (the same for every shardkit tool): 0 done (rejects allowed, and\n"
     "reported); 1 failed, nothing new published (the message says why: SRC, DST or\n"
@@ -71,7 +87,7 @@ enum {
     OPT_SIZE = CLI_FIRST_LONG_OPTION, OPT_FIT, OPT_NO_UPSCALE, OPT_CODEC, OPT_QUALITY,
     OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
     OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
-    OPT_QUIET, OPT_VERSION, OPT_WORK_DIR,
+    OPT_QUIET, OPT_VERSION, OPT_WORK_DIR, OPT_PART, OPT_PARTS,
 };
 
 static const struct option long_options[] = {
@@ -92,6 +108,8 @@ static const struct option long_options[] = {
     {"resume", no_argument, NULL, OPT_RESUME},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"work-dir", required_argument, NULL, OPT_WORK_DIR},
+    {"part", required_argument, NULL, OPT_PART},
+    {"parts", required_argument, NULL, OPT_PARTS},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, 'h'},
@@ -104,6 +122,8 @@ struct parsing {
     struct options *o;
     int resume;
     int overwrite;
+    const char *part;   /* --part, resolved once every option is read */
+    uint64_t parts;     /* --parts, 0 when not given */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -177,6 +197,12 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_JSON: o->json = 1; break;
     case OPT_QUIET: o->quiet = 1; break;
     case OPT_WORK_DIR: o->run.work_dir = optarg; break;
+    case OPT_PART: p->part = optarg; break;
+    case OPT_PARTS:
+        if (cli_parse_u64(optarg, 1, SHARDIFY_MAX_PARTS, &p->parts))
+            return cli_usage_error(PROG, "--parts: '%s' is not a number in 1..%d", optarg,
+                                   SHARDIFY_MAX_PARTS);
+        break;
     default:
         return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
@@ -187,12 +213,17 @@ int options_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
     shardify_options_init(&o->run);
-    struct parsing p = {o, 0, 0};
+    struct parsing p = {o, 0, 0, NULL, 0};
     int rc = cli_parse_options(argc, argv, long_options, parse_option, &p);
     if (rc)
         return rc;
     if (p.resume && p.overwrite)
         return cli_usage_error(PROG, "--resume and --overwrite cannot be used together");
+    if (p.parts && !p.part)
+        return cli_usage_error(PROG, "--parts is for --part auto (or --part I/N)");
+    if (p.part && (rc = part_resolve(PROG, p.part, p.parts, SHARDIFY_MAX_PARTS, &o->run.part,
+                                     &o->run.parts)))
+        return rc;
     o->run.mode = p.resume      ? SHARDIFY_RESUME
                   : p.overwrite ? SHARDIFY_OVERWRITE
                                 : SHARDIFY_FRESH;

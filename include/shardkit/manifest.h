@@ -37,7 +37,7 @@ struct shard_config {
     int upscale;                /* 0 with --no-upscale */
     enum shard_codec codec;
     int quality;                /* JPEG quality 1..100 */
-    int zstd_level;
+    int zstd_level;             /* 0: the codec's default (shard_config_zstd_level) */
     uint64_t shard_size;        /* target bytes per shard */
     char *labels;               /* shard_labeler_describe(); owned (malloc) */
     int shuffle;                /* 0 with --no-shuffle */
@@ -47,9 +47,17 @@ struct shard_config {
     uint8_t background[3];      /* alpha composited on this colour */
 };
 
-/* Defaults: 512, short, upscale, jpeg, 90, 3, 256 MiB, labels NULL ("dir"),
- * shuffle with seed 0, max_pixels 100000000, max_file_bytes 1 GiB, white. */
+/* Defaults: 512, short, upscale, jpeg, 90, zstd level 0 (the codec's
+ * default), 256 MiB, labels NULL ("dir"), shuffle with seed 0, max_pixels
+ * 100000000, max_file_bytes 1 GiB, white. */
 SHARD_API void shard_config_init(struct shard_config *c);
+
+/* The zstd level records are written with: c->zstd_level, or when that is 0
+ * the codec's default, chosen by measuring read speed against size
+ * (BENCHMARKS.md): -100 for raw pixels, which are stored to be read fast and
+ * compress poorly anyway, 3 for jpeg and png, whose payloads are
+ * entropy-coded already.  A published manifest always records the level used. */
+SHARD_API int shard_config_zstd_level(const struct shard_config *c);
 
 /* One line of the index. */
 struct shard_sample {

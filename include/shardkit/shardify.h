@@ -43,6 +43,12 @@ extern "C" {
 #define SHARDIFY_WORK_DIR ".shardify"
 /* Timing and host facts of the last run (not part of the dataset's identity). */
 #define SHARDIFY_RUN_FILE "run.json"
+/* Conversion in parts (see shardify_options.parts and shardkit/merge.h): part
+ * I of N is written to DST/parts/I-of-N, a dataset of that part's samples
+ * plus SHARDIFY_PART_FILE, what the merge checks the parts agree on. */
+#define SHARDIFY_PARTS_DIR "parts"
+#define SHARDIFY_PART_FILE "part.json"
+#define SHARDIFY_MAX_PARTS 1000
 
 enum shardify_mode {
     SHARDIFY_FRESH = 0,   /* DST must be empty or missing */
@@ -81,6 +87,16 @@ struct shardify_options {
      * $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH (~/.cache when
      * XDG_CACHE_HOME is unset).  Must be NULL for a local DST. */
     const char *work_dir;
+    /* Convert part `part` (0-based) of `parts` (0: the whole dataset)
+     * into DST/parts/<part>-of-<parts>.  Every part lists SRC (a directory
+     * or an S3 prefix, not an archive) and computes the whole sample order,
+     * then converts one contiguous range of it: the ranges split the source
+     * bytes (file sizes; an S3 prefix: the file count) as evenly as whole
+     * files allow.  Part I's shards are numbered from
+     * I * (1000000 / parts), so the parts' shard names never collide and a
+     * merge keeps every shard file as it is. */
+    uint32_t part;
+    uint32_t parts;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);

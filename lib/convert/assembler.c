@@ -23,6 +23,8 @@ struct assembler {
 
     struct shard_manifest_shard *shards;  /* finished shards */
     uint32_t shard_count;
+    uint32_t shard_base;      /* number (header, file name) of shards[0]: see start_at */
+    uint32_t shard_limit;     /* most shards this run may write */
     uint32_t shard_cap;
 
     struct shard_sample *warned;  /* samples stored despite a decoder warning */
@@ -56,8 +58,16 @@ int sk_assembler_new(struct assembler **out, struct dst *d, const struct shard_c
     a->dst = d;
     a->config = c;
     a->label_count = label_count;
+    a->shard_limit = UINT32_MAX;
     *out = a;
     return SHARD_OK;
+}
+
+void sk_assembler_start_at(struct assembler *a, uint32_t base, uint32_t limit, uint64_t first)
+{
+    a->shard_base = base;
+    a->shard_limit = limit;
+    a->plan_next = first;
 }
 
 static void drop_open_shard(struct assembler *a)
@@ -145,7 +155,7 @@ static int count_sample(struct assembler *a, const struct shard_sample *s, struc
 static int push_shard(struct assembler *a, uint32_t index, uint64_t samples, uint64_t bytes,
                       uint64_t xxh3, struct shard_err *err)
 {
-    if (index != a->shard_count)
+    if (index != a->shard_base + a->shard_count)
         return shard_err_set(err, SHARD_ECORRUPT, "shard %u out of order", index);
     if (a->shard_count == a->shard_cap) {
         uint32_t cap = a->shard_cap ? 2 * a->shard_cap : 16;
@@ -202,13 +212,17 @@ int sk_assembler_adopt_end(struct assembler *a, const struct journal_end *end,
 static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
 {
     char name[NAME_BYTES], jname[NAME_BYTES];
-    shard_file_name(a->shard_count, name, sizeof name);
-    sk_journal_name(a->shard_count, jname, sizeof jname);
+    uint32_t number = a->shard_base + a->shard_count;
+    if (a->shard_count >= a->shard_limit)
+        return shard_err_set(err, SHARD_ELIMIT, "a part may write at most %u shards: use a "
+                             "larger --shard-size or fewer parts", a->shard_limit);
+    shard_file_name(number, name, sizeof name);
+    sk_journal_name(number, jname, sizeof jname);
     snprintf(a->shard_tmp, sizeof a->shard_tmp, "%s.tmp", name);
     snprintf(a->journal_tmp, sizeof a->journal_tmp, "%s.tmp", jname);
     const struct dst *d = a->dst;
     unlinkat(d->work_fd, a->shard_tmp, 0);  /* a killed run's leftover */
-    int rc = sk_shard_writer_openat(&a->writer, d->work_fd, d->work, a->shard_tmp, a->shard_count,
+    int rc = sk_shard_writer_openat(&a->writer, d->work_fd, d->work, a->shard_tmp, number,
                                     err);
     if (!rc)
         rc = sk_journal_writer_open(&a->journal, d->work_fd, d->work, a->journal_tmp, err);
@@ -225,7 +239,7 @@ static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
 static int close_shard(struct assembler *a, struct shard_err *err)
 {
     uint64_t bytes, xxh3;
-    uint32_t index = a->shard_count;
+    uint32_t index = a->shard_base + a->shard_count;
     uint64_t records = shard_writer_records(a->writer);
     int rc = shard_writer_finish(a->writer, &bytes, &xxh3, err);
     if (rc)

@@ -16,6 +16,9 @@ struct assembler;
 
 int sk_assembler_new(struct assembler **out, struct dst *d, const struct shard_config *c,
                   uint32_t label_count, struct shard_err *err);
+/* Number the shards from `base` on (a part of a conversion in parts), at
+ * most `limit` of them, and expect order position `first` next. */
+void sk_assembler_start_at(struct assembler *a, uint32_t base, uint32_t limit, uint64_t first);
 /* Free; an open shard and journal are removed (they were never complete). */
 void sk_assembler_free(struct assembler *a);
 

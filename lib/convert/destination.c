@@ -54,7 +54,7 @@ int sk_dst_is_output_name(const char *name)
     static const char *const known[] = {
         SHARD_MANIFEST_FILE, SHARD_INDEX_FILE, SHARDIFY_RUN_FILE, SHARDIFY_WORK_DIR,
         "." SHARD_MANIFEST_FILE ".tmp", "." SHARD_INDEX_FILE ".tmp",
-        "." SHARDIFY_RUN_FILE ".tmp",
+        "." SHARDIFY_RUN_FILE ".tmp", SHARDIFY_PART_FILE, "." SHARDIFY_PART_FILE ".tmp",
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(name, known[i]))

@@ -242,14 +242,16 @@ static int state_text(struct run *r, char **out, struct shard_err *err)
     int rc = shard_config_dump(&r->config, &config, err);
     if (rc)
         return rc;
-    char hex[17];
+    char hex[17], part[64];
     shard_hex64(plan_hash, hex);
+    sk_run_part_state(r, part, sizeof part);
     size_t cap = strlen(config) + 256;
     *out = malloc(cap);
     if (*out)
         snprintf(*out, cap,
-                 "{\"config\":%s,\"source\":\"%s\",\"candidates\":%llu,\"plan_xxh3\":\"%s\"}\n",
-                 config, r->archive ? "archive" : "directory", (unsigned long long)r->n, hex);
+                 "{\"config\":%s,\"source\":\"%s\",\"candidates\":%llu,\"plan_xxh3\":\"%s\"%s}\n",
+                 config, r->archive ? "archive" : "directory", (unsigned long long)r->n, hex,
+                 part);
     free(config);
     return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
 }

@@ -20,7 +20,7 @@
 
 #define INDEX_TMP "." SHARD_INDEX_FILE ".tmp"
 
-static int compare_rejects(const void *pa, const void *pb)
+int sk_run_compare_rejects(const void *pa, const void *pb)
 {
     const struct shard_reject *a = pa, *b = pb;
     int c = shard_key_compare(a->key, a->key_len, b->key, b->key_len);
@@ -43,7 +43,7 @@ static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t 
     sk_assembler_shards(r->as, &count);
     for (uint32_t k = 0; !rc && k < count; k++) {
         char jname[64];
-        sk_journal_name(k, jname, sizeof jname);
+        sk_journal_name(r->shard_base + k, jname, sizeof jname);
         rc = sk_journal_copy_samples(d->work_fd, d->work, jname, fd, h, bytes, entries, err);
     }
     rc = sk_fs_commit_at(fd, rc, d->fd, d->path, INDEX_TMP, SHARD_INDEX_FILE, err);
@@ -115,10 +115,12 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);
     m.index_file = SHARD_INDEX_FILE;
     if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
-        qsort(m.rejects, m.reject_count, sizeof *m.rejects, compare_rejects);
+        qsort(m.rejects, m.reject_count, sizeof *m.rejects, sk_run_compare_rejects);
     if (m.index_entries != m.samples)
         rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
                            (unsigned long long)m.index_entries, (unsigned long long)m.samples);
+    if (!rc && r->o->parts > 0)
+        rc = sk_run_part_write(r, err);
     if (!rc)
         rc = sk_manifest_write_at(r->dst->fd, r->dst->path, &m, err);
     if (!rc)  /* the commit point of an s3:// DST: every other file is there */

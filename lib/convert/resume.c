@@ -26,7 +26,7 @@ static int adopt_check(struct adopt *a, const char *key, size_t key_len, int has
                        uint64_t bytes, uint64_t xxh3, struct shard_err *err)
 {
     struct run *r = a->r;
-    if (a->pos >= r->n)
+    if (a->pos >= r->end_pos)
         return shard_err_set(err, SHARD_EMISMATCH, "journal runs past the sample order");
     uint64_t cand = r->order[a->pos];
     size_t len;
@@ -86,8 +86,9 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
     int rc = SHARD_OK;
     for (;; k++) {
         char jname[64], sname[64];
-        sk_journal_name(k, jname, sizeof jname);
-        shard_file_name(k, sname, sizeof sname);
+        uint32_t number = r->shard_base + k;  /* a part's shards: see sk_run_part_setup */
+        sk_journal_name(number, jname, sizeof jname);
+        shard_file_name(number, sname, sizeof sname);
         const struct dst *d = r->dst;
         struct journal_end end;
         struct shard_err why;
@@ -96,7 +97,7 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
         a.apply = 0;
         int ok = sk_journal_read(d->work_fd, d->work, jname, adopt_sample, adopt_reject, &a, &end,
                                  &why) == 0 &&
-                 end.shard == k && end.plan_start == r->start_pos && a.pos == end.plan_end &&
+                 end.shard == number && end.plan_start == r->start_pos && a.pos == end.plan_end &&
                  sk_dst_hash(r->dst, sname, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
                  xxh3 == end.xxh3;
         if (ok) {
@@ -116,5 +117,5 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
     shard_buf_release(&a.buf);
     r->reused_shards = k;
     r->done = r->start_pos;
-    return rc ? rc : sk_dst_remove_from(r->dst, k, err);
+    return rc ? rc : sk_dst_remove_from(r->dst, r->shard_base + k, err);
 }

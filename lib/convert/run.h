@@ -62,6 +62,7 @@ struct run {
     int threads;
     double t0;
     const char *src;
+    char *dst_path;                   /* DST, or a part's DST/parts/I-of-N (malloc'd) */
     int archive;
     struct sk_source_root root;       /* a directory or an S3 prefix (not an archive) */
     struct sk_prefetch *prefetch;     /* an S3 prefix: its files fetched ahead (convert) */
@@ -88,6 +89,9 @@ struct run {
     size_t nslots;
     struct assembler *as;
     uint64_t start_pos;               /* first order position converted in this run */
+    uint64_t end_pos;                 /* one past the last position (r->n but for a part) */
+    uint32_t shard_base;              /* number of the first shard (a part: see parts.c) */
+    uint64_t *part_bounds;            /* a part: the parts' first positions, parts + 1 of them */
     uint32_t reused_shards;
     uint64_t bytes_in;
     uint64_t done;
@@ -126,5 +130,19 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err);
 
 /* publish.c: index, manifest, run.json, then remove the work dir. */
 int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err *err);
+/* The order of a manifest's rejects (qsort): by key, then reason. */
+int sk_run_compare_rejects(const void *pa, const void *pb);
+
+/* parts.c: a conversion in parts (o->parts > 0). */
+/* r->dst_path: DST/parts/I-of-N for a part, else a copy of dst.  A part of
+ * an archive SRC is refused (SHARD_EINVAL): it is read in one pass. */
+int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err);
+/* Once the order is known: this part's range of it, balanced by source
+ * bytes (sets start_pos, end_pos, part_bounds), and its shard numbers. */
+int sk_run_part_setup(struct run *r, struct shard_err *err);
+/* The part's ", \"part\": ..." member of the resume state ("" for a whole run). */
+void sk_run_part_state(const struct run *r, char *out, size_t size);
+/* Write DST/SHARDIFY_PART_FILE (before the manifest: a published part has it). */
+int sk_run_part_write(struct run *r, struct shard_err *err);
 
 #endif

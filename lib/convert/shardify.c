@@ -68,9 +68,11 @@ void sk_run_progress(struct run *r, int force)
     if (!force && t - r->last_progress < PROGRESS_INTERVAL)
         return;
     r->last_progress = t;
+    /* a part counts its own range of the order */
+    uint64_t first = r->part_bounds ? r->part_bounds[r->o->part] : 0;
     struct shardify_progress p = {
-        .done = r->done,
-        .total = r->n,
+        .done = r->done - first,
+        .total = (r->part_bounds ? r->end_pos : r->n) - first,
         .samples = r->as ? sk_assembler_samples(r->as) : 0,
         .rejected = r->as ? sk_assembler_reject_count(r->as) : 0,
         .bytes_out = r->as ? sk_assembler_bytes(r->as) : 0,
@@ -107,9 +109,9 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--size must be a positive number");
     if (c->quality < 1 || c->quality > 100)
         return shard_err_set(err, SHARD_EINVAL, "--quality must be within 1..100");
-    if (c->zstd_level < SHARD_ZSTD_LEVEL_MIN || c->zstd_level > SHARD_ZSTD_LEVEL_MAX ||
-        c->zstd_level == 0)
-        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within %d..%d, not 0",
+    if (c->zstd_level < SHARD_ZSTD_LEVEL_MIN || c->zstd_level > SHARD_ZSTD_LEVEL_MAX)
+        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within %d..%d (0: the "
+                             "codec's default)",
                              SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX);
     if (c->shard_size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES + 1024)
         return shard_err_set(err, SHARD_EINVAL, "--shard-size is too small");
@@ -189,7 +191,7 @@ static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *
     struct run *r = ctx;
     struct slot *s = slot;
     pos += r->start_pos;
-    if (pos >= r->n)
+    if (pos >= r->end_pos)
         return 0;
     s->pos = pos;
     s->cand = r->order[pos];
@@ -355,12 +357,12 @@ static int convert(struct run *r, struct shard_err *err)
     r->phase = "convert";
     int rc = SHARD_OK;
     if (r->root.s3)  /* one round trip per file: many under way at once */
-        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->n,
-                             r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD,
-                             SK_PREFETCH_READ, NULL, NULL, err);
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos,
+                             r->end_pos, r->config.max_file_bytes, REMOTE_CONNECTIONS,
+                             REMOTE_AHEAD, SK_PREFETCH_READ, NULL, NULL, err);
     else if (!r->archive)  /* a cold disk reads ahead while the workers decode */
-        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->n,
-                             r->config.max_file_bytes, LOCAL_ADVISERS,
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos,
+                             r->end_pos, r->config.max_file_bytes, LOCAL_ADVISERS,
                              LOCAL_AHEAD_PER_THREAD * (uint32_t)r->threads, SK_PREFETCH_ADVISE,
                              never_open, r, err);
     if (!rc)
@@ -416,6 +418,7 @@ static void run_release(struct run *r)
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);
     free(r->order);
+    free(r->part_bounds);
     free(r->label_of);
     for (uint32_t i = 0; r->label_names && i < r->label_count; i++)
         free(r->label_names[i]);
@@ -423,6 +426,7 @@ static void run_release(struct run *r)
     shard_labeler_free(r->labeler);
     free(r->config.labels);
     sk_dst_close(r->dst);
+    free(r->dst_path);
 }
 
 int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
@@ -441,6 +445,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
+    r.config.zstd_level = shard_config_zstd_level(&o->config);
     r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
     r.phase = "scan";
 
@@ -451,7 +456,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_dst_open(&r.dst, dst, src, o->work_dir, o->mode, err)) ||
+    if ((rc = sk_run_part_dst(&r, dst, err)) ||
+        (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
         (rc = make_workers(&r, err)))
         goto out;
     if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
@@ -466,7 +472,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     sk_run_progress(&r, 1);
     if (rc || (rc = sk_run_assign_labels(&r, err)) || (rc = sk_run_make_order(&r, err)) ||
-        (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)))
+        (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
+        (rc = sk_run_part_setup(&r, err)))
         goto out;
 
     int resuming;

@@ -17,6 +17,7 @@
 #define DEFAULT_SIZE 512
 #define DEFAULT_QUALITY 90
 #define DEFAULT_ZSTD_LEVEL 3
+#define DEFAULT_ZSTD_LEVEL_RAW (-100)
 #define DEFAULT_SHARD_SIZE (256ull << 20)
 #define DEFAULT_MAX_PIXELS 100000000ull
 #define DEFAULT_MAX_FILE_BYTES (1ull << 30)
@@ -30,12 +31,19 @@ void shard_config_init(struct shard_config *c)
     c->upscale = 1;
     c->codec = SHARD_CODEC_JPEG;
     c->quality = DEFAULT_QUALITY;
-    c->zstd_level = DEFAULT_ZSTD_LEVEL;
+    c->zstd_level = 0;
     c->shard_size = DEFAULT_SHARD_SIZE;
     c->shuffle = 1;
     c->max_pixels = DEFAULT_MAX_PIXELS;
     c->max_file_bytes = DEFAULT_MAX_FILE_BYTES;
     c->background[0] = c->background[1] = c->background[2] = 255;
+}
+
+int shard_config_zstd_level(const struct shard_config *c)
+{
+    if (c->zstd_level)
+        return c->zstd_level;
+    return c->codec == SHARD_CODEC_RAW ? DEFAULT_ZSTD_LEVEL_RAW : DEFAULT_ZSTD_LEVEL;
 }
 
 void shard_config_release(struct shard_config *c)
@@ -57,7 +65,7 @@ static json_t *config_to_json(const struct shard_config *c)
     bad |= json_object_set_new(o, "upscale", json_boolean(c->upscale));
     bad |= json_object_set_new(o, "codec", json_string(shard_codec_name(c->codec)));
     bad |= json_object_set_new(o, "quality", json_integer(c->quality));
-    bad |= json_object_set_new(o, "zstd_level", json_integer(c->zstd_level));
+    bad |= json_object_set_new(o, "zstd_level", json_integer(shard_config_zstd_level(c)));
     bad |= sk_jsonkey_set_uint(o, "shard_size", c->shard_size);
     bad |= json_object_set_new(o, "labels", json_string(c->labels ? c->labels : "dir"));
     bad |= json_object_set_new(o, "shuffle", json_boolean(c->shuffle));

@@ -45,13 +45,15 @@ class Sample:
 
 class Dataset:
     """A shardkit dataset: ``Dataset(location)`` with a directory holding
-    manifest.json and its shards, or an ``http://`` / ``https://`` URL under
-    which they are served.
+    manifest.json and its shards, an ``http://`` / ``https://`` URL under
+    which they are served, or an ``s3://bucket/prefix`` in an S3-compatible
+    store (settings as the AWS CLI finds them: see the README).
 
     Only manifest.json is read when it opens; each shard's footer is read the
     first time one of its samples is.  ``len(ds)``, ``ds[i]`` (a Sample;
     negative indices count from the end), ``ds.labels`` (class names),
-    ``ds.manifest`` (the manifest as a dict), ``ds.index_of(key)``.
+    ``ds.manifest`` (the manifest as a dict), ``ds.index_of(key)``,
+    ``ds.stored(i)`` (the payload as stored, not decoded).
     Thread-safe: many threads may read one dataset at once (the GIL is
     released while a sample is read and decoded).
 
@@ -124,6 +126,13 @@ class Dataset:
     def locate(self, i):
         """(shard file name, record number) of sample i."""
         return self._native.locate(self._index(i))
+
+    def stored(self, i):
+        """Sample i's payload as stored, not decoded: ``(codec, width,
+        height, data)``, codec "jpeg", "png" or "raw" and data bytes (the
+        JPEG or PNG file's bytes, or raw RGB pixels, row after row).  To
+        export records, or hand them to another reader."""
+        return self._native.read_stored(self._index(i))
 
     def __reduce__(self):  # picklable (DataLoader workers): reopened by location
         return (Dataset, (self._location,))

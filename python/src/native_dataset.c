@@ -73,23 +73,32 @@ static void image_free(void *p)
     free(p);
 }
 
-/* read(index) -> (key_bytes, label or -1, Buffer (h, w, 3) uint8) */
-static PyObject *dataset_read(PyObject *self, PyObject *arg)
+/* Read the sample at index `arg` into *item (zeroed by the caller) with the
+ * GIL released.  0, or -1 with an exception set and *item released. */
+static int read_item(DatasetObject *d, PyObject *arg, unsigned flags, struct shard_item *item)
 {
-    DatasetObject *d = (DatasetObject *)self;
     uint64_t index;
     if (!dataset_ready(d) || take_index(d, arg, &index) < 0)
-        return NULL;
-    struct shard_item item = {0};
+        return -1;
     struct shard_err err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_dataset_read(d->ds, index, SHARD_READ_PIXELS, &item, &err);
+    rc = shard_dataset_read(d->ds, index, flags, item, &err);
     Py_END_ALLOW_THREADS
     if (rc) {
-        shard_item_release(&item);
-        return skpy_raise_record(d->ds, index, &err);
+        shard_item_release(item);
+        skpy_raise_record(d->ds, index, &err);
+        return -1;
     }
+    return 0;
+}
+
+/* read(index) -> (key_bytes, label or -1, Buffer (h, w, 3) uint8) */
+static PyObject *dataset_read(PyObject *self, PyObject *arg)
+{
+    struct shard_item item = {0};
+    if (read_item((DatasetObject *)self, arg, SHARD_READ_PIXELS, &item) < 0)
+        return NULL;
     struct shard_image *img = malloc(sizeof *img);
     if (!img) {
         shard_item_release(&item);
@@ -109,6 +118,20 @@ static PyObject *dataset_read(PyObject *self, PyObject *arg)
         return NULL;
     }
     return Py_BuildValue("(NiN)", key, (int)label, buf);
+}
+
+/* read_stored(index) -> (codec name, width, height, payload bytes as stored:
+ * a JPEG or PNG file's bytes, or raw RGB pixels) */
+static PyObject *dataset_read_stored(PyObject *self, PyObject *arg)
+{
+    struct shard_item item = {0};
+    if (read_item((DatasetObject *)self, arg, SHARD_READ_STORED, &item) < 0)
+        return NULL;
+    PyObject *r = Py_BuildValue("(sIIy#)", shard_codec_name(item.codec), (unsigned)item.width,
+                                (unsigned)item.height, (const char *)item.stored.data,
+                                (Py_ssize_t)item.stored.len);
+    shard_item_release(&item);
+    return r;
 }
 
 /* key(index) -> bytes, from the footer */
@@ -239,6 +262,8 @@ static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 
 static PyMethodDef dataset_methods[] = {
     {"read", dataset_read, METH_O, "read(index) -> (key bytes, label or -1, pixels)"},
+    {"read_stored", dataset_read_stored, METH_O,
+     "read_stored(index) -> (codec, width, height, payload bytes as stored)"},
     {"key", dataset_key, METH_O, "key(index) -> key bytes (from the shard footer)"},
     {"find", dataset_find, METH_O, "find(key bytes) -> index (KeyError when absent)"},
     {"locate", dataset_locate, METH_O, "locate(index) -> (shard file, record)"},

@@ -76,6 +76,25 @@ def test_samples_keys_and_labels_match_the_index(labelled):
     assert ds[-1].index == 61
 
 
+@pytest.mark.parametrize("codec", ["jpeg", "png", "raw"])
+def test_stored_gives_the_payload_the_decoded_image_comes_from(codec, by_codec):
+    from PIL import Image
+    import io
+    ds = shardkit.Dataset(by_codec[codec])
+    for i in (0, 417, len(ds) - 1):
+        image = ds[i].image
+        kind, width, height, data = ds.stored(i)
+        assert (kind, height, width) == (codec, *image.shape[:2])
+        if codec == "raw":
+            assert data == image.tobytes()
+        else:
+            # the stored file, decoded by another decoder (Pillow), is the image
+            other = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+            assert np.abs(other.astype(int) - image).max() <= 1
+    with pytest.raises(IndexError):
+        ds.stored(len(ds))
+
+
 def test_a_missing_key_raises_key_error(labelled):
     ds = shardkit.Dataset(labelled)
     with pytest.raises(KeyError):

@@ -41,6 +41,22 @@ json() {
     "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# shardkit_python ARGS...: the Python interpreter with the shardkit package that
+# `make test` built beside the binaries (BUILD/python) on its path; a sanitizer
+# build's extension needs the sanitizer runtimes loaded first.  Fails (status
+# 3) when the package was not built.
+shardkit_python() {
+    pkg=$(cd "$SHARDKIT_BIN/.." && pwd)/python
+    [ -d "$pkg/shardkit" ] || { echo "no shardkit package in '$pkg' (make python)" >&2; return 3; }
+    if ldd "$pkg"/shardkit/_native*.so 2>/dev/null | grep -q libasan; then
+        env PYTHONPATH="$pkg" PYTHONDONTWRITEBYTECODE=1 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0" \
+            LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)" \
+            "$PYTHON" "$@"
+    else
+        env PYTHONPATH="$pkg" PYTHONDONTWRITEBYTECODE=1 "$PYTHON" "$@"
+    fi
+}
+
 # dataset: the shared real-image sample, or skip.
 need_dataset() {
     [ -d "${SHARDKIT_DATASET:-}" ] || skip "sample dataset not found at '${SHARDKIT_DATASET:-}'"

@@ -116,6 +116,32 @@ cmp -s "$T/local.digests" "$T/remote.digests" || die "the pixels read from s3://
 [ "$(json "$T/bench.json" "d['first_epoch']['requests'] > 0")" = True ] ||
     die "no request counted"
 
+say "the Python Dataset and Loader read the same samples from the store"
+shardkit_python - "$B/ds" "$T/local" >"$T/py.out" 2>&1 <<'PY' || { cat "$T/py.out" >&2; die "Python over s3:// failed"; }
+import sys
+import numpy as np
+import shardkit
+remote, local = shardkit.Dataset(sys.argv[1]), shardkit.Dataset(sys.argv[2])
+assert len(remote) == len(local) > 0, (len(remote), len(local))
+assert remote.manifest == local.manifest
+for i in range(len(local)):
+    a, b = remote[i], local[i]
+    assert a.key == b.key and a.label == b.label, (a.key, b.key)
+    assert np.array_equal(a.image, b.image), a.key
+seen = []
+for batch in shardkit.Loader(remote, 8, seed=3, threads=2):
+    seen += list(batch.keys)
+assert sorted(seen) == sorted(local[i].key for i in range(len(local))), "loader epoch"
+try:
+    shardkit.Dataset(sys.argv[1] + "-missing")
+except FileNotFoundError as e:
+    assert "-missing" in str(e), e
+else:
+    raise AssertionError("a missing s3:// dataset opened")
+print("ok", len(remote))
+PY
+must_say "ok 60" "$T/py.out"
+
 say "the requests are signed with SigV4 and carry the S3 headers"
 must_say "Authorization: AWS4-HMAC-SHA256 Credential=S3RVER/" "$T/main.wire"
 grep -aq 'SignedHeaders=[a-z;-]*x-amz-content-sha256' "$T/main.wire" ||

@@ -112,6 +112,23 @@ assert keys | bad == images and not keys & bad, (images - keys - bad, keys & bad
 assert "apple/photo 024's.jpg" in keys
 PY
 
+say "each codec's default zstd level: raw is written to be read fast, and the manifest says so"
+shardify "$T/raw" "$T/def_raw" --size 32 --codec raw --quiet
+[ "$(json "$T/def_raw/manifest.json" 'd["config"]["zstd_level"]')" = -100 ] ||
+    die "raw default level: $(json "$T/def_raw/manifest.json" 'd["config"]["zstd_level"]')"
+shardify "$T/raw" "$T/def_png" --size 32 --codec png --quiet
+[ "$(json "$T/def_png/manifest.json" 'd["config"]["zstd_level"]')" = 3 ] || die "png default level"
+[ "$(json "$T/out/manifest.json" 'd["config"]["zstd_level"]')" = 3 ] || die "jpeg default level"
+shardify "$T/raw" "$T/lvl_raw" --size 32 --codec raw --zstd-level 5 --quiet
+[ "$(json "$T/lvl_raw/manifest.json" 'd["config"]["zstd_level"]')" = 5 ] || die "explicit level"
+# a fast level costs bytes: the explicit level-5 shards are smaller than the default's
+[ "$(json "$T/lvl_raw/manifest.json" 'sum(s["bytes"] for s in d["shards"])')" -lt \
+  "$(json "$T/def_raw/manifest.json" 'sum(s["bytes"] for s in d["shards"])')" ] ||
+    die "level 5 is not smaller than the raw default"
+shardcheck --deep "$T/def_raw" >/dev/null || die "default raw shards do not check"
+must_fail 2 shardify --zstd-level 0 a b
+must_say "--zstd-level" "$T/err"
+
 say "geometry: short side, crop, no-upscale"
 "$PYTHON" - "$T/out/index.jsonl" 64 <<'PY'
 import json, sys

@@ -86,6 +86,7 @@ static void test_manifest_round_trips_through_json(void **state)
     assert_int_equal(shard_manifest_load(dir, &back, &err), 0);
     assert_true(back.config.shuffle_seed == UINT64_MAX);
     assert_int_equal(back.config.size, 512);
+    assert_int_equal(back.config.zstd_level, 3);  /* jpeg's default, written out */
     assert_string_equal(back.config.labels, "dir");
     assert_int_equal(back.samples, 4);
     assert_int_equal(back.warned, 2);
@@ -139,6 +140,21 @@ static void expect_refused(const char *from, const char *to, const char *why)
     free(text);
     free(edited);
     remove_temp(dir);
+}
+
+static void test_each_codec_has_its_default_zstd_level(void **state)
+{
+    (void)state;
+    struct shard_config c;
+    shard_config_init(&c);
+    assert_int_equal(c.zstd_level, 0);  /* "the codec's default" until resolved */
+    assert_int_equal(shard_config_zstd_level(&c), 3);
+    c.codec = SHARD_CODEC_PNG;
+    assert_int_equal(shard_config_zstd_level(&c), 3);
+    c.codec = SHARD_CODEC_RAW;
+    assert_int_equal(shard_config_zstd_level(&c), -100);
+    c.zstd_level = 7;  /* an explicit level wins */
+    assert_int_equal(shard_config_zstd_level(&c), 7);
 }
 
 static void test_inconsistent_manifests_are_refused(void **state)
@@ -414,6 +430,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_manifest_round_trips_through_json),
+        cmocka_unit_test(test_each_codec_has_its_default_zstd_level),
         cmocka_unit_test(test_inconsistent_manifests_are_refused),
         cmocka_unit_test(test_extreme_manifests_shardify_can_write_load_back),
         cmocka_unit_test(test_warned_counts_and_warning_fields_round_trip),

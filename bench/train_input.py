@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""Training input: shardkit.Loader against what users run instead.
+
+    PYTHONPATH=build/python:../shared/peers/webdataset /usr/bin/python3 \\
+        bench/train_input.py BIN DATASET [--threads N] [--runs R] [--epochs E] [--json]
+
+The same samples (DATASET, a folder of images such as the imagenet sample),
+the same cores (--threads: loader threads, DataLoader num_workers, default the
+CPUs this process may use), the same augmentation on every path -
+RandomResizedCrop(224), a horizontal flip, Normalize - and the same output,
+float32 NCHW batches of 64:
+
+  imagefolder  torchvision ImageFolder + DataLoader over DATASET's own files
+               (a flat folder is shown to ImageFolder as one class)
+  wds-jpeg     WebDataset + DataLoader over tar shards of the 256-px JPEGs the
+               jpeg shards hold (the same bytes, from Dataset.stored), decoded
+               with PIL, the transforms in Python, batched in the workers
+  wds-npy      the same over tar shards of the raw shards' pixels as .npy
+  shards-jpeg  shardkit.Loader over shardify --size 256 --codec jpeg shards
+  shards-raw   shardkit.Loader over --codec raw --zstd-level -100 shards
+  ceiling-*    shardbench shards over the same shards: the C reader, decoded
+               pixels out and no transform (what a reader can do at all)
+
+Each figure is samples/s over epochs 2..E of one run (the first starts the
+workers and fills the page cache), the median over R runs; the runs take the
+paths in turn, so that a machine's drift hits all alike.  The ratios are
+shards against each peer, with the targets beside them.  The WebDataset peer
+is used from ../shared/peers/webdataset through PYTHONPATH (see its
+SOURCE.txt); torch, torchvision and PIL are Debian's.
+"""
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import shardkit
+from shardkit.probe import image_folder_root
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+CROP, SIZE, BATCH = 224, 256, 64
+TAR_SAMPLES = 250   # samples per WebDataset tar shard (four for the sample)
+SHUFFLE = 256       # WebDataset's sample shuffle buffer
+# (ours, peer): the ratio shardkit.Loader should reach
+TARGETS = {("shards-jpeg", "imagefolder"): 8, ("shards-jpeg", "wds-jpeg"): 6,
+           ("shards-raw", "imagefolder"): 15, ("shards-raw", "wds-npy"): 10}
+PATHS = ("imagefolder", "wds-jpeg", "wds-npy", "shards-jpeg", "shards-raw", "ceiling-jpeg",
+         "ceiling-raw")
+
+
+def torch_transform():
+    from torchvision import transforms as T
+    return T.Compose([T.RandomResizedCrop(CROP), T.RandomHorizontalFlip(), T.ToTensor(),
+                      T.Normalize(MEAN, STD)])
+
+
+# ---- the datasets ---------------------------------------------------------
+
+def make_shards(bin_dir, dataset, dst, codec):
+    level = ["--zstd-level", "-100"] if codec == "raw" else []
+    subprocess.run([os.path.join(bin_dir, "shardify"), dataset, dst, "--size", str(SIZE),
+                    "--codec", codec, *level, "--quiet"], check=True)
+
+
+def make_tars(shards, pattern, as_npy):
+    """WebDataset tar shards of a shardkit dataset's samples: the stored
+    JPEG bytes as .jpg, or the pixels as .npy; the label as .cls."""
+    import webdataset as wds
+    ds = shardkit.Dataset(shards)
+    with wds.ShardWriter(pattern, maxcount=TAR_SAMPLES, verbose=0) as sink:
+        for i in range(len(ds)):
+            codec, width, height, data = ds.stored(i)
+            label = ds[i].label
+            sample = {"__key__": f"{i:06d}", "cls": -1 if label is None else label}
+            if as_npy:
+                assert codec == "raw"
+                pixels = np.frombuffer(data, np.uint8).reshape(height, width, 3)
+                buf = io.BytesIO()
+                np.save(buf, pixels)
+                sample["npy"] = buf.getvalue()
+            else:
+                assert codec == "jpeg"
+                sample["jpg"] = data
+            sink.write(sample)
+    return sorted(os.path.join(os.path.dirname(pattern), f)
+                  for f in os.listdir(os.path.dirname(pattern)) if f.endswith(".tar"))
+
+
+# ---- the paths --------------------------------------------------------------
+
+def imagefolder_loader(root, threads):
+    import torch
+    import torchvision
+    folder = torchvision.datasets.ImageFolder(root, transform=torch_transform())
+    return torch.utils.data.DataLoader(folder, batch_size=BATCH, shuffle=True,
+                                       num_workers=threads, persistent_workers=threads > 0)
+
+
+def webdataset_loader(tars, threads, npy):
+    import torch
+    import webdataset as wds
+    from PIL import Image
+    transform = torch_transform()
+    pipeline = wds.WebDataset(tars, shardshuffle=len(tars), empty_check=False).shuffle(SHUFFLE)
+    if npy:
+        pipeline = (pipeline.decode().to_tuple("npy", "cls")
+                    .map_tuple(lambda a: transform(Image.fromarray(a)), int))
+    else:
+        pipeline = pipeline.decode("pil").to_tuple("jpg", "cls").map_tuple(transform, int)
+    pipeline = pipeline.batched(BATCH)  # in the workers
+    return torch.utils.data.DataLoader(pipeline, batch_size=None, num_workers=threads,
+                                       persistent_workers=threads > 0)
+
+
+def shardkit_loader(shards, threads):
+    return shardkit.Loader(shards, BATCH, threads=threads, layout="NCHW", dtype="float32",
+                           transform=[shardkit.RandomResizedCrop(CROP),
+                                      shardkit.RandomHorizontalFlip(),
+                                      shardkit.Normalize(MEAN, STD)])
+
+
+def steady_rate(loader, epochs, set_epoch=None):
+    """samples/s over epochs 2..epochs (all of them with one epoch)."""
+    rates = []
+    for epoch in range(epochs):
+        if set_epoch:
+            set_epoch(epoch)
+        start, n = time.monotonic(), 0
+        for images, _ in loader:
+            assert str(images.dtype).endswith("float32")
+            assert tuple(images.shape[1:]) == (3, CROP, CROP)
+            n += images.shape[0]
+        rates.append(n / (time.monotonic() - start))
+    return statistics.mean(rates[1:] if epochs > 1 else rates)
+
+
+def shardbench_rate(bin_dir, shards, threads, epochs):
+    out = subprocess.run([os.path.join(bin_dir, "shardbench"), "shards", shards, "--threads",
+                          str(threads), "--epochs", str(max(epochs, 2)), "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["steady"]["samples_per_second"]
+
+
+def measure(path, a, work):
+    if path == "imagefolder":
+        loader = imagefolder_loader(work["folder"], a.threads)
+        try:
+            return steady_rate(loader, a.epochs)
+        finally:
+            del loader  # ends the persistent workers
+    if path.startswith("wds-"):
+        loader = webdataset_loader(work[path], a.threads, path == "wds-npy")
+        try:
+            return steady_rate(loader, a.epochs)
+        finally:
+            del loader
+    if path.startswith("shards-"):
+        loader = shardkit_loader(work[path], a.threads)
+        with loader:
+            return steady_rate(loader, a.epochs, loader.set_epoch)
+    return shardbench_rate(a.bin, work["shards-" + path.split("-")[1]], a.threads, a.epochs)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("bin", help="the directory of shardify and shardbench")
+    p.add_argument("dataset", help="a folder of images")
+    p.add_argument("--threads", type=int, default=shardkit._native.available_cpus())
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--paths", default=",".join(PATHS), help="which paths to run")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args()
+    paths = a.paths.split(",")
+    rates = {path: [] for path in paths}
+    with tempfile.TemporaryDirectory(prefix="shardkit-train-input.") as tmp:
+        work = {"shards-jpeg": os.path.join(tmp, "jpeg"), "shards-raw": os.path.join(tmp, "raw")}
+        make_shards(a.bin, a.dataset, work["shards-jpeg"], "jpeg")
+        make_shards(a.bin, a.dataset, work["shards-raw"], "raw")
+        for name, source, npy in (("wds-jpeg", "shards-jpeg", False),
+                                  ("wds-npy", "shards-raw", True)):
+            os.makedirs(os.path.join(tmp, name))
+            work[name] = make_tars(work[source], os.path.join(tmp, name, "%06d.tar"), npy)
+        work["folder"], _ = image_folder_root(a.dataset, tmp)
+        for run in range(a.runs):
+            for path in paths:
+                rates[path].append(measure(path, a, work))
+                print(f"run {run + 1}/{a.runs} {path}: {rates[path][-1]:.0f} samples/s",
+                      file=sys.stderr, flush=True)
+    median = {path: statistics.median(r) for path, r in rates.items()}
+    ratios = {f"{ours}/{peer}": {"ratio": median[ours] / median[peer], "target": target}
+              for (ours, peer), target in TARGETS.items() if ours in median and peer in median}
+    if a.json:
+        json.dump({"threads": a.threads, "epochs": a.epochs, "runs": a.runs, "batch": BATCH,
+                   "samples_per_second": median, "all_runs": rates, "ratios": ratios},
+                  sys.stdout, indent=1)
+        print()
+        return
+    print(f"threads {a.threads}, batch {BATCH}, RandomResizedCrop({CROP}) + flip + Normalize, "
+          f"float32 NCHW; samples/s over epochs 2..{a.epochs}, median of {a.runs} runs")
+    print()
+    print("| path | samples/s | runs |")
+    print("|---|---|---|")
+    for path in paths:
+        print(f"| {path} | {median[path]:.0f} | {', '.join(f'{r:.0f}' for r in rates[path])} |")
+    print()
+    print("| ratio | measured | target |")
+    print("|---|---|---|")
+    for name, r in ratios.items():
+        print(f"| {name} | {r['ratio']:.1f}x | {r['target']}x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""Train an image classifier on shardkit shards, one process or many (DDP).
+
+    torchrun --standalone --nproc_per_node 2 examples/pytorch/train.py SHARDS \\
+        --epochs 2 --checkpoint ckpt.pt
+
+Each rank reads its own part of every epoch with shardkit.Loader (rank and
+world size come from torch.distributed), with the augmentation done in C
+(RandomResizedCrop, a horizontal flip, Normalize: float32 NCHW tensors).
+Every --checkpoint-every steps, rank 0 writes one checkpoint holding the
+model, the optimizer and every rank's loader.state_dict(); started again with
+the same --checkpoint, the job continues from there: the same model and, on
+every rank, byte for byte the batches an uninterrupted run would have had.
+See README.md beside this file.
+"""
+import argparse
+import hashlib
+import json
+import os
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import shardkit
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("shards", help="a shardkit dataset (directory or URL)")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=64, help="per rank")
+    p.add_argument("--crop", type=int, default=224, help="RandomResizedCrop size")
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None,
+                   help="loader threads per rank (default: the CPUs the rank may use)")
+    p.add_argument("--checkpoint", help="checkpoint file: restored when it exists, written "
+                   "every --checkpoint-every steps and at the end")
+    p.add_argument("--checkpoint-every", type=int, default=100, metavar="STEPS")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="stop after this many steps in all (a short run)")
+    p.add_argument("--log", metavar="DIR", help="append one JSON line per step to "
+                   "DIR/rank-N.jsonl (epoch, batch, sample indices, a digest of the images, "
+                   "loss)")
+    return p.parse_args()
+
+
+def model_for(classes):
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes))
+
+
+def save_checkpoint(path, model, optimizer, loader, step):
+    """Every rank's loader position to rank 0, which writes the file whole
+    (a temporary file renamed over the old one: a crash mid-write leaves the
+    previous checkpoint)."""
+    loaders = [None] * dist.get_world_size()
+    dist.all_gather_object(loaders, loader.state_dict())
+    if dist.get_rank() == 0:
+        tmp = f"{path}.tmp"
+        torch.save({"step": step, "model": model.module.state_dict(),
+                    "optimizer": optimizer.state_dict(), "loaders": loaders}, tmp)
+        os.replace(tmp, path)
+    dist.barrier()
+
+
+def restore_checkpoint(path, model, optimizer, loader):
+    """The step the checkpoint was taken after (0 without one)."""
+    if not path or not os.path.exists(path):
+        return 0
+    state = torch.load(path, map_location="cpu")
+    if len(state["loaders"]) != dist.get_world_size():
+        raise SystemExit(f"train: '{path}' was written by {len(state['loaders'])} ranks, "
+                         f"this job has {dist.get_world_size()}")
+    model.module.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    loader.load_state_dict(state["loaders"][dist.get_rank()])
+    return state["step"]
+
+
+def main():
+    a = parse_args()
+    # torchrun sets RANK, WORLD_SIZE, MASTER_ADDR...; a plain run is one rank
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29500")
+    dist.init_process_group("gloo")  # CPU; "nccl" on GPUs
+    rank = dist.get_rank()
+    torch.manual_seed(a.seed)  # the same initial weights on every rank
+
+    ds = shardkit.Dataset(a.shards)
+    # rank and world_size from torch.distributed; remainder="drop" gives every
+    # rank the same number of samples, so that DDP's ranks take the same steps
+    loader = shardkit.Loader(
+        ds, a.batch_size, seed=a.seed, threads=a.threads, remainder="drop",
+        transform=[shardkit.RandomResizedCrop(a.crop), shardkit.RandomHorizontalFlip(),
+                   shardkit.Normalize(MEAN, STD)],
+        layout="NCHW", dtype="float32", output="torch")
+    model = nn.parallel.DistributedDataParallel(model_for(max(len(ds.labels), 1)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    step = restore_checkpoint(a.checkpoint, model, optimizer, loader)
+    log = None
+    if a.log:
+        os.makedirs(a.log, exist_ok=True)
+        log = open(os.path.join(a.log, f"rank-{rank}.jsonl"), "a")
+        if step:
+            print(json.dumps({"resumed": step, "epoch": loader.epoch}), file=log, flush=True)
+
+    done = a.max_steps is not None and step >= a.max_steps
+    while loader.epoch < a.epochs and not done:
+        # the start of the epoch, or (after a restore) where the checkpoint left it
+        loader.set_epoch(loader.epoch)
+        for batch in loader:
+            images, labels = batch
+            # a sample without a label (-1) trains as class 0 here
+            loss = nn.functional.cross_entropy(model(images), labels.clamp(min=0))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step += 1
+            if log:
+                digest = hashlib.sha256(images.numpy().tobytes()).hexdigest()
+                print(json.dumps({"step": step, "epoch": batch.epoch, "batch": batch.number,
+                                  "indices": batch.indices.tolist(), "images": digest,
+                                  "loss": loss.item()}), file=log, flush=True)
+            if rank == 0 and step % 10 == 0:
+                print(f"epoch {batch.epoch} batch {batch.number + 1}/{len(loader)} step {step} "
+                      f"loss {loss.item():.3f}", flush=True)
+            if a.checkpoint and step % a.checkpoint_every == 0:
+                save_checkpoint(a.checkpoint, model, optimizer, loader, step)
+            if a.max_steps is not None and step >= a.max_steps:
+                done = True
+                break
+    if a.checkpoint:
+        save_checkpoint(a.checkpoint, model, optimizer, loader, step)
+    if rank == 0:
+        s = loader.stats
+        print(f"done: {step} steps; rank 0 read {s['samples_per_second']:.0f} samples/s and "
+              f"waited {s['wait_fraction']:.0%} of the time for input", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

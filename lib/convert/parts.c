@@ -1,0 +1,173 @@
+/* parts.c - one part of a conversion in parts (shardify --part I/N).
+ *
+ * Every part lists the whole SRC and computes the whole sample order (the
+ * same for all parts: the listing, the labels and the shuffle do not depend
+ * on the part), then converts the contiguous range [bounds[I], bounds[I+1])
+ * of it.  The bounds split the sum of the candidates' weights (source size
+ * plus one byte, so that empty files count too) at multiples of 1/N:
+ * bounds[I] is the first position whose weights before it reach I/N of the
+ * total.  Every part computes every bound and records them in its part file,
+ * so the merge can tell that the parts tiled the same order.
+ *
+ * Part I numbers its shards from I * (SHARD_NAMES / N): the number is in the
+ * shard's header and in its file name, which must agree, so shards that keep
+ * their bytes through the merge need numbers no other part uses. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "convert/run.h"
+#include "util/fsutil.h"
+#include "util/jsonkey.h"
+
+/* Six-digit shard numbers, shared out among the parts. */
+#define SHARD_NAMES 1000000u
+#define PART_DIR_BYTES 64
+
+static int is_part(const struct shardify_options *o)
+{
+    return o->parts > 0;
+}
+
+int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err)
+{
+    const struct shardify_options *o = r->o;
+    if (!is_part(o)) {
+        r->dst_path = strdup(dst);
+        return r->dst_path ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    if (o->parts > SHARDIFY_MAX_PARTS || o->part >= o->parts)
+        return shard_err_set(err, SHARD_EINVAL, "part %u of %u: parts are numbered 0..N-1, "
+                             "N at most %u", o->part, o->parts, SHARDIFY_MAX_PARTS);
+    if (r->archive)
+        return shard_err_set(err, SHARD_EINVAL, "an archive SRC cannot be converted in parts: "
+                             "it is read in one pass; extract it, or convert it whole");
+    size_t len = strlen(dst);
+    while (len > 1 && dst[len - 1] == '/')
+        len--;
+    size_t cap = len + PART_DIR_BYTES;
+    if (!(r->dst_path = malloc(cap)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    snprintf(r->dst_path, cap, "%.*s/%s/%u-of-%u", (int)len, dst, SHARDIFY_PARTS_DIR, o->part,
+             o->parts);
+    return SHARD_OK;
+}
+
+/* Candidate `cand`'s share of the work: its size and one byte.  An S3
+ * prefix is listed without sizes: there every file weighs the same. */
+static uint64_t weight(const struct run *r, uint64_t cand)
+{
+    struct stat st;
+    const char *key = shard_keylist_get(&r->keys, cand, NULL);
+    if (r->root.fd >= 0 && fstatat(r->root.fd, key, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode))
+        return (uint64_t)st.st_size + 1;
+    return 1;
+}
+
+int sk_run_part_setup(struct run *r, struct shard_err *err)
+{
+    const struct shardify_options *o = r->o;
+    r->end_pos = r->n;
+    if (!is_part(o))
+        return SHARD_OK;
+    uint32_t parts = o->parts;
+    r->part_bounds = calloc(parts + 1, sizeof *r->part_bounds);
+    if (!r->part_bounds)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    unsigned __int128 total = 0, before = 0;  /* N times a sum of sizes fits */
+    for (uint64_t pos = 0; pos < r->n; pos++)
+        total += weight(r, r->order[pos]);
+    uint32_t next = 1;
+    for (uint64_t pos = 0; pos < r->n && next < parts; pos++) {
+        while (next < parts && before * parts >= total * next)
+            r->part_bounds[next++] = pos;
+        before += weight(r, r->order[pos]);
+    }
+    while (next <= parts)
+        r->part_bounds[next++] = r->n;
+    r->start_pos = r->part_bounds[o->part];
+    r->end_pos = r->part_bounds[o->part + 1];
+    r->done = r->start_pos;  /* positions done, as after adopting (resume.c) */
+    r->shard_base = o->part * (SHARD_NAMES / parts);
+    sk_assembler_start_at(r->as, r->shard_base, SHARD_NAMES / parts, r->start_pos);
+    return SHARD_OK;
+}
+
+void sk_run_part_state(const struct run *r, char *out, size_t size)
+{
+    if (is_part(r->o))
+        snprintf(out, size, ",\"part\":\"%u/%u\"", r->o->part, r->o->parts);
+    else if (size)
+        out[0] = '\0';
+}
+
+/* What the merge checks the parts agree on, and where this one fits. */
+static json_t *part_json(const struct run *r, const char *state)
+{
+    json_t *o = json_object(), *bounds = json_array();
+    json_error_t jerr;
+    json_t *st = json_loads(state, 0, &jerr);
+    int bad = !o || !bounds || !st;
+    bad = bad || json_object_set_new(o, "format", json_string("shardkit-part"));
+    bad = bad || json_object_set_new(o, "shardkit", json_string(shard_version()));
+    bad = bad || sk_jsonkey_set_uint(o, "manifest_version", SHARD_MANIFEST_VERSION);
+    bad = bad || sk_jsonkey_set_uint(o, "part", r->o->part);
+    bad = bad || sk_jsonkey_set_uint(o, "parts", r->o->parts);
+    bad = bad || sk_jsonkey_set_uint(o, "first", r->part_bounds[r->o->part]);
+    bad = bad || sk_jsonkey_set_uint(o, "end", r->end_pos);
+    bad = bad || sk_jsonkey_set_uint(o, "shard_base", r->shard_base);
+    for (uint32_t i = 0; !bad && i <= r->o->parts; i++)
+        bad = json_array_append_new(bounds, json_integer((json_int_t)r->part_bounds[i]));
+    bad = bad || json_object_set(o, "bounds", bounds);
+    /* the resume state: options, source kind, candidates, the order's hash */
+    bad = bad || json_object_del(st, "part") || json_object_set(o, "listing", st);
+    bad = bad || sk_jsonkey_set_uint(o, "ignored", r->stats.ignored + r->stats.ignored_symlinks +
+                                                       r->stats.ignored_special);
+    json_decref(bounds);
+    json_decref(st);
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int sk_run_part_write(struct run *r, struct shard_err *err)
+{
+    const struct dst *d = r->dst;
+    char *state = NULL, *text = NULL;
+    json_t *o = NULL;
+    int fd = -1;
+    uint64_t size = 0;
+    int rc = sk_fs_open_read(d->work_fd, DST_STATE_FILE, &fd, &size, err);
+    if (!rc && !(state = malloc(size + 1)))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc)
+        rc = sk_fs_pread_all(fd, size, 0, state, size, err);
+    if (fd >= 0)
+        close(fd);
+    if (rc)
+        goto out;
+    state[size] = '\0';
+    if (!(o = part_json(r, state)) ||
+        !(text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t len = strlen(text);
+    text[len++] = '\n';  /* json_dumps leaves room for its NUL: overwrite it */
+    if (!(rc = sk_fs_write_atomic_at(d->fd, d->path, SHARDIFY_PART_FILE, text, len, err)))
+        rc = sk_dst_publish(r->dst, SHARDIFY_PART_FILE, err);
+out:
+    free(state);
+    free(text);
+    json_decref(o);
+    return rc;
+}

@@ -14,6 +14,7 @@
 #      WEBDATASET), and the probe's three ways on the sample
 #   7. local disk, HTTP and S3
 #   8. conversion in parts (4 at once + merge) against one run
+#   9. an incremental run against a full one (bench/incremental.sh; COUNT)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -94,3 +95,7 @@ RUNS=3 "$top/bench/remote_throughput.sh" "$BUILD"
 echo
 echo "## 8. Conversion in parts against one run"
 "$top/bench/parts.sh" "$BUILD"
+
+echo
+echo "## 9. An incremental nightly run against a full one (1% of the source changed)"
+RUNS=3 "$top/bench/incremental.sh" "$BUILD"

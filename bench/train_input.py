@@ -22,7 +22,9 @@ float32 NCHW batches of 64:
                pixels out and no transform (what a reader can do at all)
 
 Each figure is samples/s over epochs 2..E of one run (the first starts the
-workers and fills the page cache), the median over R runs; the runs take the
+workers and fills the page cache), the median over R runs, with the CPU time
+per sample of the whole run beside it (every process: the DataLoader's
+workers, shardbench; the steadier figure on a busy machine); the runs take the
 paths in turn, so that a machine's drift hits all alike.  The ratios are
 shards against each peer, with the targets beside them.  The WebDataset peer
 is used from ../shared/peers/webdataset through PYTHONPATH (see its
@@ -32,6 +34,7 @@ import argparse
 import io
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -126,8 +129,9 @@ def shardkit_loader(shards, threads):
 
 
 def steady_rate(loader, epochs, set_epoch=None):
-    """samples/s over epochs 2..epochs (all of them with one epoch)."""
-    rates = []
+    """(samples/s over epochs 2..epochs (all of them with one epoch),
+    samples over all epochs)."""
+    rates, total = [], 0
     for epoch in range(epochs):
         if set_epoch:
             set_epoch(epoch)
@@ -137,34 +141,50 @@ def steady_rate(loader, epochs, set_epoch=None):
             assert tuple(images.shape[1:]) == (3, CROP, CROP)
             n += images.shape[0]
         rates.append(n / (time.monotonic() - start))
-    return statistics.mean(rates[1:] if epochs > 1 else rates)
+        total += n
+    return statistics.mean(rates[1:] if epochs > 1 else rates), total
 
 
 def shardbench_rate(bin_dir, shards, threads, epochs):
+    epochs = max(epochs, 2)
     out = subprocess.run([os.path.join(bin_dir, "shardbench"), "shards", shards, "--threads",
-                          str(threads), "--epochs", str(max(epochs, 2)), "--json"],
+                          str(threads), "--epochs", str(epochs), "--json"],
                          check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["steady"]["samples_per_second"]
+    return (json.loads(out)["steady"]["samples_per_second"],
+            len(shardkit.Dataset(shards)) * epochs)
+
+
+def cpu_seconds():
+    """CPU time of this process and of its children that have ended (the
+    DataLoader's workers once they are shut down, shardbench)."""
+    return sum(getattr(resource.getrusage(who), field)
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+               for field in ("ru_utime", "ru_stime"))
+
+
+def run_path(path, a, work):
+    if path == "imagefolder":
+        loader = imagefolder_loader(work["folder"], a.threads)
+        result = steady_rate(loader, a.epochs)
+        del loader  # ends (and waits for) the persistent workers
+        return result
+    if path.startswith("wds-"):
+        loader = webdataset_loader(work[path], a.threads, path == "wds-npy")
+        result = steady_rate(loader, a.epochs)
+        del loader
+        return result
+    if path.startswith("shards-"):
+        with shardkit_loader(work[path], a.threads) as loader:
+            return steady_rate(loader, a.epochs, loader.set_epoch)
+    return shardbench_rate(a.bin, work["shards-" + path.split("-")[1]], a.threads, a.epochs)
 
 
 def measure(path, a, work):
-    if path == "imagefolder":
-        loader = imagefolder_loader(work["folder"], a.threads)
-        try:
-            return steady_rate(loader, a.epochs)
-        finally:
-            del loader  # ends the persistent workers
-    if path.startswith("wds-"):
-        loader = webdataset_loader(work[path], a.threads, path == "wds-npy")
-        try:
-            return steady_rate(loader, a.epochs)
-        finally:
-            del loader
-    if path.startswith("shards-"):
-        loader = shardkit_loader(work[path], a.threads)
-        with loader:
-            return steady_rate(loader, a.epochs, loader.set_epoch)
-    return shardbench_rate(a.bin, work["shards-" + path.split("-")[1]], a.threads, a.epochs)
+    """(steady samples/s, CPU ms per sample over the whole run, every
+    process of the path counted: startup and first epoch included)."""
+    cpu = cpu_seconds()
+    rate, samples = run_path(path, a, work)
+    return rate, (cpu_seconds() - cpu) / samples * 1e3
 
 
 def main():
@@ -179,6 +199,7 @@ def main():
     a = p.parse_args()
     paths = a.paths.split(",")
     rates = {path: [] for path in paths}
+    cpu = {path: [] for path in paths}
     with tempfile.TemporaryDirectory(prefix="shardkit-train-input.") as tmp:
         work = {"shards-jpeg": os.path.join(tmp, "jpeg"), "shards-raw": os.path.join(tmp, "raw")}
         make_shards(a.bin, a.dataset, work["shards-jpeg"], "jpeg")
@@ -190,30 +211,36 @@ def main():
         work["folder"], _ = image_folder_root(a.dataset, tmp)
         for run in range(a.runs):
             for path in paths:
-                rates[path].append(measure(path, a, work))
-                print(f"run {run + 1}/{a.runs} {path}: {rates[path][-1]:.0f} samples/s",
-                      file=sys.stderr, flush=True)
+                rate, ms = measure(path, a, work)
+                rates[path].append(rate)
+                cpu[path].append(ms)
+                print(f"run {run + 1}/{a.runs} {path}: {rate:.0f} samples/s, {ms:.2f} ms CPU "
+                      f"per sample", file=sys.stderr, flush=True)
     median = {path: statistics.median(r) for path, r in rates.items()}
-    ratios = {f"{ours}/{peer}": {"ratio": median[ours] / median[peer], "target": target}
+    cpu_ms = {path: statistics.median(r) for path, r in cpu.items()}
+    ratios = {f"{ours}/{peer}": {"ratio": median[ours] / median[peer],
+                                 "cpu_ratio": cpu_ms[peer] / cpu_ms[ours], "target": target}
               for (ours, peer), target in TARGETS.items() if ours in median and peer in median}
     if a.json:
         json.dump({"threads": a.threads, "epochs": a.epochs, "runs": a.runs, "batch": BATCH,
-                   "samples_per_second": median, "all_runs": rates, "ratios": ratios},
+                   "samples_per_second": median, "cpu_ms_per_sample": cpu_ms,
+                   "all_runs": rates, "all_runs_cpu_ms": cpu, "ratios": ratios},
                   sys.stdout, indent=1)
         print()
         return
     print(f"threads {a.threads}, batch {BATCH}, RandomResizedCrop({CROP}) + flip + Normalize, "
           f"float32 NCHW; samples/s over epochs 2..{a.epochs}, median of {a.runs} runs")
     print()
-    print("| path | samples/s | runs |")
-    print("|---|---|---|")
+    print("| path | samples/s | runs | CPU ms per sample (whole run) |")
+    print("|---|---|---|---|")
     for path in paths:
-        print(f"| {path} | {median[path]:.0f} | {', '.join(f'{r:.0f}' for r in rates[path])} |")
+        print(f"| {path} | {median[path]:.0f} | {', '.join(f'{r:.0f}' for r in rates[path])} | "
+              f"{cpu_ms[path]:.2f} |")
     print()
-    print("| ratio | measured | target |")
-    print("|---|---|---|")
+    print("| ratio | samples/s | CPU per sample | target |")
+    print("|---|---|---|---|")
     for name, r in ratios.items():
-        print(f"| {name} | {r['ratio']:.1f}x | {r['target']}x |")
+        print(f"| {name} | {r['ratio']:.1f}x | {r['cpu_ratio']:.1f}x | {r['target']}x |")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,17 @@ static const char usage_text[] =
     "                        fail: stop at the first bad input, publish nothing\n"
     "  --resume              continue an interrupted run in DST\n"
     "  --overwrite           replace a previous output in DST\n"
+    "  --incremental PREV    reuse the records of PREV, a dataset published from an\n"
+    "                        earlier state of SRC with the same options: unchanged\n"
+    "                        files keep their record (copied as bytes, checked),\n"
+    "                        only new and changed ones are converted; the result is\n"
+    "                        the dataset a full run gives, plus the manifest's\n"
+    "                        \"lineage\"; options that differ from PREV's are a usage\n"
+    "                        error naming the option\n"
+    "  --incremental-or-full PREV\n"
+    "                        the same, but rebuild in full (and say why) when PREV\n"
+    "                        cannot serve: other options, another format version,\n"
+    "                        missing or damaged\n"
     "  --work-dir DIR        an s3:// DST's local work directory: lock, resume state,\n"
     "                        each file until it is uploaded (default\n"
     "                        $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH)\n"
@@ -87,7 +98,8 @@ enum {
     OPT_SIZE = CLI_FIRST_LONG_OPTION, OPT_FIT, OPT_NO_UPSCALE, OPT_CODEC, OPT_QUALITY,
     OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
     OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
-    OPT_QUIET, OPT_VERSION, OPT_WORK_DIR, OPT_PART, OPT_PARTS,
+    OPT_QUIET, OPT_VERSION, OPT_WORK_DIR, OPT_PART, OPT_PARTS, OPT_INCREMENTAL,
+    OPT_INCREMENTAL_OR_FULL,
 };
 
 static const struct option long_options[] = {
@@ -110,6 +122,8 @@ static const struct option long_options[] = {
     {"work-dir", required_argument, NULL, OPT_WORK_DIR},
     {"part", required_argument, NULL, OPT_PART},
     {"parts", required_argument, NULL, OPT_PARTS},
+    {"incremental", required_argument, NULL, OPT_INCREMENTAL},
+    {"incremental-or-full", required_argument, NULL, OPT_INCREMENTAL_OR_FULL},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"help", no_argument, NULL, 'h'},
@@ -124,6 +138,7 @@ struct parsing {
     int overwrite;
     const char *part;   /* --part, resolved once every option is read */
     uint64_t parts;     /* --parts, 0 when not given */
+    int incremental;   /* --incremental and --incremental-or-full given */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -203,8 +218,34 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "--parts: '%s' is not a number in 1..%d", optarg,
                                    SHARDIFY_MAX_PARTS);
         break;
+    case OPT_INCREMENTAL_OR_FULL:
+        o->run.incremental_or_full = 1;
+        /* fall through */
+    case OPT_INCREMENTAL:
+        if (p->incremental++)
+            return cli_usage_error(PROG, "give one --incremental or --incremental-or-full");
+        o->run.incremental = optarg;
+        break;
     default:
         return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* Before any work: PREV must be usable by where it is, and for
+ * --incremental have the same options (a difference is a usage error
+ * naming the option; --incremental-or-full rebuilds instead). */
+static int check_previous(const struct options *o)
+{
+    struct shard_err err;
+    int rc = shardify_check_previous(o->run.incremental, o->src, o->dst, &o->run, &err);
+    if (rc == SHARD_EINVAL || (rc == SHARD_EMISMATCH && !o->run.incremental_or_full))
+        return cli_usage_error(PROG, "%s%s", err.msg,
+                               rc == SHARD_EMISMATCH ? "; pass --incremental-or-full PREV "
+                                                       "to rebuild in full" : "");
+    if (rc && !o->run.incremental_or_full) {
+        fprintf(stderr, "%s: --incremental: %s\n", PROG, err.msg);
+        return CLI_EXIT_FAILED;
     }
     return CLI_EXIT_OK;
 }
@@ -213,7 +254,7 @@ int options_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
     shardify_options_init(&o->run);
-    struct parsing p = {o, 0, 0, NULL, 0};
+    struct parsing p = {o, 0, 0, NULL, 0, 0};
     int rc = cli_parse_options(argc, argv, long_options, parse_option, &p);
     if (rc)
         return rc;
@@ -221,6 +262,9 @@ int options_parse(int argc, char **argv, struct options *o)
         return cli_usage_error(PROG, "--resume and --overwrite cannot be used together");
     if (p.parts && !p.part)
         return cli_usage_error(PROG, "--parts is for --part auto (or --part I/N)");
+    if (p.part && p.incremental)
+        return cli_usage_error(PROG, "--part and --incremental cannot be used together: convert "
+                               "the parts in full, or the whole dataset incrementally");
     if (p.part && (rc = part_resolve(PROG, p.part, p.parts, SHARDIFY_MAX_PARTS, &o->run.part,
                                      &o->run.parts)))
         return rc;
@@ -249,5 +293,5 @@ int options_parse(int argc, char **argv, struct options *o)
             return CLI_EXIT_FAILED;
         }
     }
-    return CLI_EXIT_OK;
+    return o->run.incremental ? check_previous(o) : CLI_EXIT_OK;
 }

@@ -34,6 +34,29 @@ static json_t *warnings_json(const struct shardify_summary *s)
     return a;
 }
 
+static json_t *timing_json(const struct shardify_timing *t)
+{
+    return json_pack("{sfsfsfsfsfsfsfsf}", "scan", t->scan, "convert", t->convert, "publish",
+                     t->publish, "write", t->write, "read", t->read, "hash", t->hash, "decode",
+                     t->decode, "copy", t->copy);
+}
+
+/* The manifest's "lineage", as the manifest writes it. */
+static json_t *lineage_json(const struct shard_lineage *l)
+{
+    char hex[17];
+    shard_hex64(l->previous_manifest_xxh3, hex);
+    if (l->full_rebuild)
+        return json_pack("{ssss}", "previous_manifest_xxh3", hex, "full_rebuild",
+                         l->full_rebuild);
+    return json_pack("{sssIsIsIsIsIsIsIsI}", "previous_manifest_xxh3", hex, "added",
+                     (json_int_t)l->added, "changed", (json_int_t)l->changed, "unchanged",
+                     (json_int_t)l->unchanged, "removed", (json_int_t)l->removed, "reused",
+                     (json_int_t)l->reused, "relabeled", (json_int_t)l->relabeled,
+                     "rejected_again", (json_int_t)l->rejected_again, "reconverted",
+                     (json_int_t)l->reconverted);
+}
+
 void report_write_json(const struct report *r, FILE *out)
 {
     const struct shardify_summary *s = r->summary;
@@ -61,6 +84,9 @@ void report_write_json(const struct report *r, FILE *out)
     json_object_set_new(o, "images_per_second",
                         json_real(s->seconds > 0 ? (s->samples + s->rejected) / s->seconds : 0));
     json_object_set_new(o, "threads", json_integer(s->threads));
+    json_object_set_new(o, "timing", timing_json(&s->timing));
+    if (s->has_lineage)
+        json_object_set_new(o, "lineage", lineage_json(&s->lineage));
     json_object_set_new(o, "rejects", rejects_json(s));
     json_object_set_new(o, "warnings", warnings_json(s));
     cli_json_print(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -32,6 +32,30 @@ static void write_listed(FILE *out, const char *what, const char *key, size_t ke
     fprintf(out, "  %s '%s': %s\n", what, shard_quote(key, key_len, shown, sizeof shown), text);
 }
 
+/* An incremental run: what it reused and converted, and where the time went. */
+static void write_lineage(const struct report *r, FILE *out)
+{
+    const struct shardify_summary *s = r->summary;
+    const struct shard_lineage *l = &s->lineage;
+    const struct shardify_timing *t = &s->timing;
+    if (l->full_rebuild)
+        fprintf(out, "%s: full rebuild, nothing reused from '%s': %s\n", PROG,
+                r->options->incremental, l->full_rebuild);
+    else
+        fprintf(out, "%s: incremental from '%s': %llu added, %llu changed, %llu removed, "
+                "%llu unchanged; %llu records reused, %llu relabeled, %llu rejects repeated, "
+                "%llu reconverted (damaged in '%s')\n", PROG, r->options->incremental,
+                (unsigned long long)l->added, (unsigned long long)l->changed,
+                (unsigned long long)l->removed, (unsigned long long)l->unchanged,
+                (unsigned long long)l->reused, (unsigned long long)l->relabeled,
+                (unsigned long long)l->rejected_again, (unsigned long long)l->reconverted,
+                r->options->incremental);
+    fprintf(out, "%s: time: scan %.2f s, convert %.2f s (writing shards %.2f s), publish "
+            "%.2f s; per-file work (thread-seconds): read %.2f, hash %.2f, decode %.2f, copy "
+            "%.2f\n", PROG, t->scan, t->convert, t->write, t->publish, t->read, t->hash,
+            t->decode, t->copy);
+}
+
 void report_write_text(const struct report *r, FILE *out)
 {
     const struct shardify_summary *s = r->summary;
@@ -57,6 +81,13 @@ void report_write_text(const struct report *r, FILE *out)
         fprintf(out, "%s: %llu of the %llu rows of the label file name no file of '%s'\n",
                 PROG, (unsigned long long)s->label_rows_unmatched,
                 (unsigned long long)s->label_rows, r->src);
+    if (r->options->parts)  /* a conversion in parts: this is one of them */
+        fprintf(out, "%s: part %u of %u is in '%s/%s/%u-of-%u'; once all %u are: shardify "
+                "merge '%s'\n", PROG, r->options->part, r->options->parts, r->dst,
+                SHARDIFY_PARTS_DIR, r->options->part, r->options->parts, r->options->parts,
+                r->dst);
+    if (s->has_lineage)
+        write_lineage(r, out);
     if (s->reused_shards)
         fprintf(out, "%s: resumed: kept %u finished shard%s\n", PROG, s->reused_shards,
                 s->reused_shards == 1 ? "" : "s");

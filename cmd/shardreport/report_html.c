@@ -115,7 +115,7 @@ static void number_cell(FILE *out, const struct run_number *n)
 static void table(FILE *out, const struct report *r)
 {
     static const char *const head[] = {"run", "status", "#samples", "#rejected", "#seconds",
-                                       "verified", "#problems", "#exit", "files"};
+                                       "#reused", "verified", "#problems", "#exit", "files"};
     html_table_begin(out, "runs", head, sizeof head / sizeof *head);
     for (size_t i = r->runs->count; i-- > 0;) {
         const struct run_row *row = &r->runs->rows[i];
@@ -133,6 +133,7 @@ static void table(FILE *out, const struct report *r)
         number_cell(out, &row->samples);
         number_cell(out, &row->rejected);
         number_cell(out, &row->seconds);
+        number_cell(out, &row->reused);  /* records an incremental run copied */
         html_cell(out, !row->verified.known ? "-" : row->verified.value ? "yes" : "no");
         number_cell(out, &row->problems);
         number_cell(out, &row->exit_code);

@@ -39,6 +39,10 @@ static json_t *row_json(const struct run_row *row)
     json_object_set_new(o, "verified", row->verified.known ? json_boolean(row->verified.value)
                                                            : json_null());
     json_object_set_new(o, "problem_count", number(&row->problems));
+    json_object_set_new(o, "added", number(&row->added));
+    json_object_set_new(o, "changed", number(&row->changed));
+    json_object_set_new(o, "removed", number(&row->removed));
+    json_object_set_new(o, "reused", number(&row->reused));
     json_object_set_new(o, "report", string_or_null(row->report));
     json_object_set_new(o, "log", string_or_null(row->log));
     json_object_set_new(o, "error", string_or_null(row->error));

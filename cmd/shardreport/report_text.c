@@ -17,13 +17,15 @@ void report_write_text(const struct report *r, FILE *out)
             r->root, runs->current ? "; current -> " : "", runs->current ? runs->current : "");
     if (!runs->count)
         return;
-    fprintf(out, "  %-20s %-16s %8s %8s %8s\n", "run", "status", "samples", "rejected", "seconds");
+    fprintf(out, "  %-20s %-16s %8s %8s %8s %8s\n", "run", "status", "samples", "rejected",
+            "seconds", "reused");
     for (size_t i = runs->count; i-- > 0;) {
         const struct run_row *row = &runs->rows[i];
         fprintf(out, "  %-20s %-16s", row->run, row->status);
         number(out, 8, &row->samples);
         number(out, 8, &row->rejected);
         number(out, 8, &row->seconds);
+        number(out, 8, &row->reused);
         if (row->error)
             fprintf(out, "  %s", row->error);
         fputc('\n', out);

@@ -48,6 +48,11 @@ static void take_fields(struct run_row *row, const json_t *o)
     const json_t *check = json_object_get(o, "shardcheck");
     row->verified = number(json_object_get(check, "verified"));
     row->problems = number(json_object_get(check, "problem_count"));
+    const json_t *lineage = json_object_get(json_object_get(o, "incremental"), "lineage");
+    row->added = number(json_object_get(lineage, "added"));
+    row->changed = number(json_object_get(lineage, "changed"));
+    row->removed = number(json_object_get(lineage, "removed"));
+    row->reused = number(json_object_get(lineage, "reused"));
     row->report = dup_string(json_object_get(o, "report"));
     row->log = dup_string(json_object_get(o, "log"));
 }

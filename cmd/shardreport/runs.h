@@ -34,6 +34,10 @@ struct run_row {
     struct run_number bytes_out;
     struct run_number verified;   /* shardcheck.verified: 1 or 0 */
     struct run_number problems;   /* shardcheck.problem_count */
+    struct run_number added;      /* incremental.lineage: an incremental run's counts */
+    struct run_number changed;
+    struct run_number removed;
+    struct run_number reused;
     char *report;                 /* the run's shardcheck page, relative to ROOT, when it exists */
     char *log;                    /* the run's log, relative to ROOT */
 };

@@ -4,7 +4,11 @@
 #   shardkit-nightly.sh [--src SRC] [--root ROOT] [--keep K] [-- SHARDIFY_OPTION...]
 #
 # Each run:
-#   1. shardify SRC into ROOT/versions/<UTC time stamp>/ (a new directory);
+#   1. shardify SRC into ROOT/versions/<UTC time stamp>/ (a new directory):
+#      incrementally from the current version when there is one and SRC is
+#      a directory (shardify --incremental-or-full: unchanged files keep
+#      their records, only new and changed ones are converted; a change of
+#      options rebuilds in full);
 #   2. shardcheck --deep --source SRC on it (plus SHARDKIT_CHECK_OPTIONS), and
 #      the optional site hook SHARDKIT_NIGHTLY_BEFORE_CHECK before it;
 #   3. only when both pass: points ROOT/current at the new version, atomically
@@ -198,10 +202,29 @@ status="" published=false exit_code=0 hook_code=null pruned=""
 
 # ---- 1. build ------------------------------------------------------------------------
 
-log "run $stamp: shardify '$SRC' -> '$VERSION_DIR' $OPTIONS"
+# Incremental from the current version: only a version of ours (versions/NAME,
+# a directory, not a link) and a directory or s3:// source (an archive is
+# read whole anyway).
+incremental=""
+case $previous in
+versions/*/* | versions/.*) ;;
+versions/?*)
+    if [ -d "$V/${previous#versions/}" ] && [ ! -L "$V/${previous#versions/}" ] &&
+        [ -f "$V/${previous#versions/}/manifest.json" ]; then
+        case $SRC in
+        s3://*) incremental="$ROOT/$previous" ;;
+        *) [ ! -d "$SRC" ] || incremental="$ROOT/$previous" ;;
+        esac
+    fi
+    ;;
+esac
+set --
+[ -z "$incremental" ] || set -- --incremental-or-full "$incremental"
+
+log "run $stamp: shardify '$SRC' -> '$VERSION_DIR' $OPTIONS $*"
 s0=$(date +%s)
 # shellcheck disable=SC2086  # OPTIONS is a list of options
-"$SHARDIFY" "$SRC" "$VERSION_DIR" $OPTIONS --json >"$R/$stamp.shardify.json" 2>&3
+"$SHARDIFY" "$SRC" "$VERSION_DIR" $OPTIONS "$@" --json >"$R/$stamp.shardify.json" 2>&3
 shardify_code=$?
 shardify_seconds=$(($(date +%s) - s0))
 if [ $shardify_code -ne 0 ]; then
@@ -322,6 +345,13 @@ list_json() {
 # the shardify summary without its list of rejects (that stays in the full output)
 shardify_summary=$(sed -e 's/,"rejects":\[.*$/}/' "$R/$stamp.shardify.json" 2>/dev/null)
 [ -n "$shardify_summary" ] || shardify_summary=null
+# an incremental run: where from, and its lineage (what was added, changed,
+# removed, reused ...), as its manifest records it
+incremental_json=null
+if [ -n "$incremental" ]; then
+    lineage=$(sed -n 's/.*"lineage":\({[^}]*}\).*/\1/p' "$R/$stamp.shardify.json" 2>/dev/null)
+    incremental_json="{\"previous\": $(json_str "$previous"), \"lineage\": ${lineage:-null}}"
+fi
 check_file="$R/$stamp.shardcheck.json"
 
 summary="$R/.$stamp.json.tmp"
@@ -343,6 +373,7 @@ rm -f -- "$summary"
     printf '  "options": %s,\n' "$(json_str "$(printf '%s' "$OPTIONS" | sed 's/^ *//; s/  */ /g')")"
     printf '  "shardify": {"exit_code": %s, "seconds": %s, "summary": %s},\n' \
         "$shardify_code" "$shardify_seconds" "$shardify_summary"
+    printf '  "incremental": %s,\n' "$incremental_json"
     printf '  "hook": {"exit_code": %s},\n' "$hook_code"
     printf '  "shardcheck": {"exit_code": %s, "seconds": %s, "verified": %s, "problem_count": %s},\n' \
         "$shardcheck_code" "$shardcheck_seconds" "$(json_field "$check_file" verified)" \

@@ -92,6 +92,24 @@ struct shard_manifest_shard {
     uint64_t xxh3;              /* XXH3-64 of the whole file */
 };
 
+/* Where an incremental run's dataset came from (the manifest's "lineage",
+ * written only by such a run).  Counts are over candidates (samples and
+ * rejects) compared by key and source bytes with the previous dataset. */
+struct shard_lineage {
+    uint64_t previous_manifest_xxh3; /* XXH3-64 of the previous manifest.json's bytes */
+    const char *full_rebuild;   /* NULL, or why nothing could be reused (owned elsewhere) */
+    uint64_t added;             /* keys the previous dataset did not have */
+    uint64_t changed;           /* keys whose source bytes differ (or were unreadable) */
+    uint64_t unchanged;         /* keys with the same source bytes */
+    uint64_t removed;           /* keys of the previous dataset no longer in SRC */
+    uint64_t reused;            /* unchanged samples whose record was copied as bytes */
+    uint64_t relabeled;         /* unchanged samples whose label number moved: the stored
+                                 * payload re-framed, not decoded */
+    uint64_t rejected_again;    /* unchanged rejects, rejected again without decoding */
+    uint64_t reconverted;       /* unchanged samples converted again: their previous
+                                 * record was damaged or unreadable */
+};
+
 struct shard_manifest {
     struct shard_config config;
     char *source_kind;          /* "directory" or "archive" */
@@ -112,6 +130,9 @@ struct shard_manifest {
     uint64_t index_bytes;
     uint64_t index_xxh3;
     uint64_t index_entries;
+    /* An incremental run's lineage, or NULL (written only when set; not
+     * read back by shard_manifest_load). */
+    const struct shard_lineage *lineage;
 };
 
 /* Read and validate DST/manifest.json into *m (fields owned by m; release

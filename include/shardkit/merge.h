@@ -45,6 +45,7 @@ struct shardify_merge_summary {
  * Errors, each naming the part and what differs, with nothing published
  * (a manifest a previous merge published stays): SHARD_ENOTFOUND (no
  * DST/parts, a part missing), SHARD_EINVAL (parts of different counts),
+ * SHARD_EINVAL also for a DST that is a URL (s3://: merge on a file system),
  * SHARD_EEXIST (a part incomplete: no manifest yet, a shard missing or of
  * another size), SHARD_EMISMATCH (options, listing, split or format version
  * other than part 0's), SHARD_ELOCKED (another merge of DST is running),

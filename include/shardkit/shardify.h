@@ -97,9 +97,33 @@ struct shardify_options {
      * merge keeps every shard file as it is. */
     uint32_t part;
     uint32_t parts;
+    /* Incremental run: a published dataset (a local directory) built with
+     * the same config from an earlier state of SRC, or NULL.  A sample whose
+     * key and source bytes are unchanged keeps PREV's record, its frame
+     * copied as bytes after checking its xxh3 against PREV's footer (nothing
+     * is decoded); only new and changed files are converted; the dataset is
+     * byte-identical to a run without it, but for the manifest's "lineage".
+     * A config that differs from PREV's is SHARD_EMISMATCH naming the option,
+     * unless `incremental_or_full`: then it is a full rebuild, saying why. */
+    const char *incremental;
+    int incremental_or_full;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);
+
+/* Where a run's time went.  Wall seconds of the phases, and thread-seconds
+ * (summed over the worker threads) of the per-file work inside convert. */
+struct shardify_timing {
+    double scan;               /* listing SRC, labels, order (wall) */
+    double convert;            /* the convert phase (wall) */
+    double publish;            /* index, manifest, cleanup (wall) */
+    double write;              /* appending records to shards, fsync included: one writer at a
+                                * time, so wall seconds inside convert */
+    double read;               /* reading source files (thread-seconds) */
+    double hash;               /* hashing them (thread-seconds) */
+    double decode;             /* decode, resize, encode, frame (thread-seconds) */
+    double copy;               /* reading and checking reused records (thread-seconds) */
+};
 
 struct shardify_summary {
     uint64_t candidates;
@@ -128,6 +152,12 @@ struct shardify_summary {
     uint64_t warned;
     struct shard_sample *warnings;
     uint64_t warning_count;
+    struct shardify_timing timing;
+    /* An incremental run (options.incremental): what it did, as recorded in
+     * the manifest's "lineage"; has_lineage is 0 for other runs. */
+    int has_lineage;
+    struct shard_lineage lineage;   /* lineage.full_rebuild points into full_rebuild */
+    char full_rebuild[SHARD_ERRMSG_SIZE];
 };
 
 /* Convert SRC into DST.  SRC is a directory, an archive file or an
@@ -149,6 +179,17 @@ SHARD_API int shardify_run(const char *src, const char *dst, const struct shardi
                  struct shardify_summary *summary, struct shard_err *err);
 
 SHARD_API void shardify_summary_release(struct shardify_summary *s);  /* accepts NULL */
+
+/* Can the dataset `prev` be the previous dataset of an incremental run
+ * from `src` into `dst` with options `o` (o->incremental is ignored)?
+ * Reads only its manifest.  0; SHARD_EINVAL when it cannot be by where it
+ * is (not a local directory, DST itself, an archive src) or o->labels is
+ * bad; SHARD_EMISMATCH when an option differs, naming it ("--size differs
+ * from the previous dataset 'P' (256 there, 512 here)"); SHARD_EUNSUPPORTED
+ * for another format version; SHARD_ENOTFOUND, SHARD_ECORRUPT, SHARD_EIO as
+ * shard_manifest_load says. */
+SHARD_API int shardify_check_previous(const char *prev, const char *src, const char *dst,
+                                      const struct shardify_options *o, struct shard_err *err);
 
 #ifdef __cplusplus
 }

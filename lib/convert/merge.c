@@ -536,6 +536,11 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary,
     struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1};
     int rc = SHARD_OK, index_fd = -1;
     memset(summary, 0, sizeof *summary);
+    if (strstr(dst, "://")) {  /* links need one file system */
+        rc = shard_err_set(err, SHARD_EINVAL, "cannot merge '%s': the merge needs a local DST; "
+                           "merge on a file system, then copy the dataset", dst);
+        goto out;
+    }
     g.fd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (g.fd < 0) {
         rc = shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,

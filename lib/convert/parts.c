@@ -4,9 +4,8 @@
  * same for all parts: the listing, the labels and the shuffle do not depend
  * on the part), then converts the contiguous range [bounds[I], bounds[I+1])
  * of it.  The bounds split the sum of the candidates' weights (source size
- * plus one byte, so that empty files count too) at multiples of 1/N:
- * bounds[I] is the first position whose weights before it reach I/N of the
- * total.  Every part computes every bound and records them in its part file,
+ * plus one byte, so that empty files count too) at multiples of 1/N: a file
+ * goes to the part where its middle falls (see sk_part_bounds).  Every part computes every bound and records them in its part file,
  * so the merge can tell that the parts tiled the same order.
  *
  * Part I numbers its shards from I * (SHARD_NAMES / N): the number is in the
@@ -71,6 +70,24 @@ static uint64_t weight(const struct run *r, uint64_t cand)
     return 1;
 }
 
+void sk_part_bounds(const uint64_t *weights, uint64_t n, uint32_t parts, uint64_t *bounds)
+{
+    unsigned __int128 total = 0, before = 0;  /* parts times a sum of sizes fits */
+    for (uint64_t pos = 0; pos < n; pos++)
+        total += weights[pos];
+    uint32_t next = 1;
+    bounds[0] = 0;
+    for (uint64_t pos = 0; pos < n; pos++) {
+        /* the parts before `next` end at this file unless its midpoint,
+         * before + w/2, is below next/parts of the total */
+        while (next < parts && (2 * before + weights[pos]) * parts >= 2 * total * next)
+            bounds[next++] = pos;
+        before += weights[pos];
+    }
+    while (next <= parts)
+        bounds[next++] = n;
+}
+
 int sk_run_part_setup(struct run *r, struct shard_err *err)
 {
     const struct shardify_options *o = r->o;
@@ -78,20 +95,16 @@ int sk_run_part_setup(struct run *r, struct shard_err *err)
     if (!is_part(o))
         return SHARD_OK;
     uint32_t parts = o->parts;
+    uint64_t *weights = malloc((r->n ? r->n : 1) * sizeof *weights);
     r->part_bounds = calloc(parts + 1, sizeof *r->part_bounds);
-    if (!r->part_bounds)
+    if (!weights || !r->part_bounds) {
+        free(weights);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    unsigned __int128 total = 0, before = 0;  /* N times a sum of sizes fits */
-    for (uint64_t pos = 0; pos < r->n; pos++)
-        total += weight(r, r->order[pos]);
-    uint32_t next = 1;
-    for (uint64_t pos = 0; pos < r->n && next < parts; pos++) {
-        while (next < parts && before * parts >= total * next)
-            r->part_bounds[next++] = pos;
-        before += weight(r, r->order[pos]);
     }
-    while (next <= parts)
-        r->part_bounds[next++] = r->n;
+    for (uint64_t pos = 0; pos < r->n; pos++)
+        weights[pos] = weight(r, r->order[pos]);
+    sk_part_bounds(weights, r->n, parts, r->part_bounds);
+    free(weights);
     r->start_pos = r->part_bounds[o->part];
     r->end_pos = r->part_bounds[o->part + 1];
     r->done = r->start_pos;  /* positions done, as after adopting (resume.c) */

@@ -79,6 +79,12 @@ static void write_run_info(struct run *r, struct shardify_summary *s)
     json_object_set_new(o, "reused_shards", json_integer(s->reused_shards));
     json_object_set_new(o, "bytes_in", json_integer((json_int_t)s->bytes_in));
     json_object_set_new(o, "bytes_out", json_integer((json_int_t)s->bytes_out));
+    json_object_set_new(o, "timing", json_pack("{sfsfsfsfsfsfsfsf}", "scan", s->timing.scan,
+                                               "convert", s->timing.convert, "publish",
+                                               s->timing.publish, "write", s->timing.write,
+                                               "read", s->timing.read, "hash", s->timing.hash,
+                                               "decode", s->timing.decode, "copy",
+                                               s->timing.copy));
     text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     struct shard_err e;
@@ -94,6 +100,7 @@ static void write_run_info(struct run *r, struct shardify_summary *s)
 int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err *err)
 {
     r->phase = "publish";
+    double t0 = sk_now_seconds();
     struct shard_manifest m;
     memset(&m, 0, sizeof m);
     int rc = write_index(r, &m.index_bytes, &m.index_xxh3, &m.index_entries, err);
@@ -114,6 +121,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     m.warned = sum->warned;
     sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);
     m.index_file = SHARD_INDEX_FILE;
+    m.lineage = r->has_lineage ? &r->lineage : NULL;
     if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
         qsort(m.rejects, m.reject_count, sizeof *m.rejects, sk_run_compare_rejects);
     if (m.index_entries != m.samples)
@@ -131,6 +139,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     sum->seconds = sk_now_seconds() - r->t0;
     if (rc)
         return rc;
+    sum->timing.publish = sk_now_seconds() - t0;  /* the run record's write aside */
     write_run_info(r, sum);
     sk_run_progress(r, 1);
     return sk_dst_cleanup_work(r->dst, err);

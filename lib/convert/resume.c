@@ -60,8 +60,11 @@ static int adopt_sample(void *user, struct shard_sample *s, struct shard_err *er
     int rc = adopt_check(a, s->key, s->key_len, 1, s->source_bytes, s->source_xxh3, err);
     if (!rc && s->label != a->r->label_of[a->r->order[a->pos]])
         rc = shard_err_set(err, SHARD_EMISMATCH, "label differs");
-    if (!rc && a->apply)
+    if (!rc && a->apply) {
+        sk_run_note_candidate(a->r, s->key, s->key_len, s->label, 1, s->source_bytes,
+                              s->source_xxh3, SK_REUSE_ADOPTED);
         rc = sk_assembler_adopt_sample(a->r->as, s, err);
+    }
     a->pos++;
     return rc;
 }
@@ -71,8 +74,11 @@ static int adopt_reject(void *user, struct shard_reject *rj, struct shard_err *e
     struct adopt *a = user;
     int rc = adopt_check(a, rj->key, rj->key_len, rj->has_source, rj->source_bytes,
                          rj->source_xxh3, err);
-    if (!rc && a->apply)
+    if (!rc && a->apply) {
+        sk_run_note_candidate(a->r, rj->key, rj->key_len, SHARD_NO_LABEL, rj->has_source,
+                              rj->source_bytes, rj->source_xxh3, SK_REUSE_ADOPTED);
         rc = sk_assembler_adopt_reject(a->r->as, rj, err);
+    }
     a->pos++;
     return rc;
 }

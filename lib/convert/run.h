@@ -7,6 +7,7 @@
  *   order.c             labels, the sample order, and the state resume checks
  *   resume.c            adopting the finished shards of an interrupted run
  *   publish.c           index.jsonl, manifest.json, run.json, cleanup
+ *   incremental.c       reusing the records of a previous dataset
  */
 #ifndef SHARDKIT_CONVERT_RUN_H
 #define SHARDKIT_CONVERT_RUN_H
@@ -54,6 +55,12 @@ struct slot {
     int link_only;          /* archive hard link without data: resolved after the pass */
     struct shard_err why;
     char warning[SHARD_ERRMSG_SIZE];  /* ok: "" or the decoder warning it was accepted despite */
+    int hashed;             /* source_* already computed from `input` */
+    int outcome;            /* incremental: enum sk_reuse_outcome */
+    double t_read;          /* thread-seconds spent on this slot, by kind */
+    double t_hash;
+    double t_decode;
+    double t_copy;
 };
 
 struct run {
@@ -97,6 +104,11 @@ struct run {
     uint64_t done;
     double last_progress;
     const char *phase;
+    struct shardify_timing timing;    /* summed in consume (serialised) */
+    struct sk_prev *prev;             /* incremental: the previous dataset, or NULL */
+    int has_lineage;
+    struct shard_lineage lineage;
+    char full_rebuild[SHARD_ERRMSG_SIZE];  /* why an incremental run reused nothing, or "" */
 };
 
 /* shardify.c */
@@ -105,6 +117,8 @@ void sk_run_progress(struct run *r, int force);
 /* The summary's counts as they stand (all but the rejects and the time):
  * final once converting is done, how far the run got when it failed. */
 void sk_run_summarize(const struct run *r, struct shardify_summary *s);
+/* The slot's input is a source file's bytes: hash it (once: s->hashed). */
+void sk_run_hash_input(struct slot *s);
 /* The slot's input is a source file's bytes: hash it and convert it; on
  * failure the slot becomes a reject with the reason. */
 void sk_run_convert_input(struct run *r, int thread, struct slot *s);
@@ -128,6 +142,34 @@ int sk_run_check_state(struct run *r, int *resuming, struct shard_err *err);
  * still check out; sets r->start_pos and r->reused_shards. */
 int sk_run_adopt_finished(struct run *r, struct shard_err *err);
 
+/* incremental.c: the previous dataset of an incremental run. */
+enum sk_reuse_outcome {
+    SK_REUSE_NONE = 0,      /* converted (or rejected) from its source */
+    SK_REUSE_COPIED,        /* the previous record, copied as bytes */
+    SK_REUSE_RELABELED,     /* the previous payload in a new frame (label number moved) */
+    SK_REUSE_REJECTED,      /* the previous reject, repeated */
+    SK_REUSE_RECONVERTED,   /* unchanged, but the previous record was damaged */
+    SK_REUSE_ADOPTED,       /* in a finished shard a resumed run kept: what became of it
+                             * is worked out again (so the lineage is an uninterrupted run's) */
+};
+/* Open o->incremental for run r (config.labels described), before DST is
+ * opened: PREV may not be `dst` itself.  With o->incremental_or_full, a
+ * previous dataset that cannot serve makes a full rebuild (r->full_rebuild
+ * says why) instead of an error. */
+int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err);
+void sk_run_close_previous(struct run *r);
+/* Worker: the slot's input is read; hash it, and when the previous dataset
+ * has this key with the same bytes, take its record (or reject) into the
+ * slot and return 1; else 0 (convert it; s->outcome may say why). */
+int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, size_t key_len);
+/* Count one candidate in the lineage (serialised: consume, or adoption of
+ * a resumed run's journal). */
+void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32_t label,
+                           int has_source, uint64_t source_bytes, uint64_t source_xxh3,
+                           int outcome);
+/* After converting: removed = the previous candidates not seen. */
+void sk_run_finish_lineage(struct run *r);
+
 /* publish.c: index, manifest, run.json, then remove the work dir. */
 int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err *err);
 /* The order of a manifest's rejects (qsort): by key, then reason. */
@@ -140,6 +182,12 @@ int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err);
 /* Once the order is known: this part's range of it, balanced by source
  * bytes (sets start_pos, end_pos, part_bounds), and its shard numbers. */
 int sk_run_part_setup(struct run *r, struct shard_err *err);
+/* Split n files of these weights into `parts` contiguous ranges:
+ * bounds[0..parts] (bounds[0] = 0, bounds[parts] = n), part I being
+ * [bounds[I], bounds[I+1]).  A file goes to the part in whose share of the
+ * total its middle lies, so each bound is within half a file of its ideal
+ * place; a part may be empty (fewer files than parts, or one large file). */
+void sk_part_bounds(const uint64_t *weights, uint64_t n, uint32_t parts, uint64_t *bounds);
 /* The part's ", \"part\": ..." member of the resume state ("" for a whole run). */
 void sk_run_part_state(const struct run *r, char *out, size_t size);
 /* Write DST/SHARDIFY_PART_FILE (before the manifest: a published part has it). */

@@ -92,6 +92,13 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
     s->reused_shards = r->reused_shards;
     s->bytes_in = r->bytes_in;
     s->threads = r->threads;
+    s->timing = r->timing;
+    s->has_lineage = r->has_lineage;
+    s->lineage = r->lineage;
+    if (r->lineage.full_rebuild) {
+        snprintf(s->full_rebuild, sizeof s->full_rebuild, "%s", r->lineage.full_rebuild);
+        s->lineage.full_rebuild = s->full_rebuild;
+    }
     if (r->as) {
         s->samples = sk_assembler_samples(r->as);
         s->rejected = sk_assembler_reject_count(r->as);
@@ -117,6 +124,8 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--shard-size is too small");
     if (c->max_pixels == 0)
         return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
+    if (o->parts && o->incremental)
+        return shard_err_set(err, SHARD_EINVAL, "a part cannot be converted incrementally");
     return SHARD_OK;
 }
 
@@ -156,11 +165,22 @@ static void free_workers(struct run *r)
     free(r->slots);
 }
 
-void sk_run_convert_input(struct run *r, int thread, struct slot *s)
+void sk_run_hash_input(struct slot *s)
 {
+    if (s->hashed)
+        return;
+    double t0 = sk_now_seconds();
     s->has_source = 1;
     s->source_bytes = s->input.len;
     s->source_xxh3 = XXH3_64bits(s->input.data, s->input.len);
+    s->hashed = 1;
+    s->t_hash += sk_now_seconds() - t0;
+}
+
+void sk_run_convert_input(struct run *r, int thread, struct slot *s)
+{
+    sk_run_hash_input(s);
+    double t1 = sk_now_seconds();
     struct shard_err e;
     shard_err_clear(&e);
     if (sk_record_build(r->workers[thread], s->input.data, s->input.len, &s->payload, &s->width,
@@ -168,6 +188,7 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s)
         sk_run_reject_slot(s, &e);
     else
         s->ok = 1;
+    s->t_decode += sk_now_seconds() - t1;
 }
 
 /* ---- convert ---------------------------------------------------------------- */
@@ -220,6 +241,9 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->ok = 0;
     s->fatal = 0;
     s->has_source = 0;
+    s->hashed = 0;
+    s->outcome = SK_REUSE_NONE;
+    s->t_read = s->t_hash = s->t_decode = s->t_copy = 0;
     s->warning[0] = '\0';
     if (r->archive) {
         const struct spooled *sp = &r->spooled[s->cand];
@@ -267,10 +291,12 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
+        double t0 = sk_now_seconds();
         if (fd >= 0)  /* opened ahead (a directory): read it now */
             rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
         else if (!r->prefetch)
             rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
+        s->t_read += sk_now_seconds() - t0;
         if (rc == SHARD_ENET || rc == SHARD_EINTR) {
             s->why = e;  /* the store, not the file */
             s->fatal = rc;
@@ -280,13 +306,17 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
+        if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
+            return;  /* the previous dataset's record (or reject) */
         sk_run_convert_input(r, thread, s);
         if (!s->ok)
             return;
     }
     s->ok = 0;
+    double t0 = sk_now_seconds();
     int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], s->width, s->height,
                           s->payload.data, s->payload.len, &s->frame, &s->frame_xxh3, &e);
+    s->t_decode += sk_now_seconds() - t0;
     if (rc) {
         s->why = e;
         s->fatal = rc;
@@ -309,6 +339,12 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     if (!r->archive && s->has_source)
         r->bytes_in += s->source_bytes;
     r->done++;
+    r->timing.read += s->t_read;
+    r->timing.hash += s->t_hash;
+    r->timing.decode += s->t_decode;
+    r->timing.copy += s->t_copy;
+    sk_run_note_candidate(r, key, key_len, r->label_of[s->cand], s->has_source, s->source_bytes,
+                          s->source_xxh3, s->outcome);
     if (s->ok) {
         struct shard_sample smp = {
             .key = (char *)key,
@@ -320,8 +356,10 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
             .source_xxh3 = s->source_xxh3,
             .warning = s->warning[0] ? s->warning : NULL,
         };
+        double t0 = sk_now_seconds();
         rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
                               err);
+        r->timing.write += sk_now_seconds() - t0;
     } else {
         if (r->o->fail_on_reject) {
             char shown[SHARD_QUOTE_SIZE];
@@ -370,8 +408,10 @@ static int convert(struct run *r, struct shard_err *err)
     sk_prefetch_free(r->prefetch);
     r->prefetch = NULL;
     free(slots);
+    double t0 = sk_now_seconds();
     if (!rc)
         rc = sk_assembler_finish(r->as, err);
+    r->timing.write += sk_now_seconds() - t0;
     sk_run_progress(r, 1);
     return rc;
 }
@@ -401,6 +441,7 @@ static int open_source(struct run *r, struct shard_err *err)
 
 static void run_release(struct run *r)
 {
+    sk_run_close_previous(r);
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
@@ -457,6 +498,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         goto out;
     }
     if ((rc = sk_run_part_dst(&r, dst, err)) ||
+        (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
         (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
         (rc = make_workers(&r, err)))
         goto out;
@@ -481,8 +523,14 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         goto out;
     if (resuming && (rc = sk_run_adopt_finished(&r, err)))
         goto out;
-    if ((rc = convert(&r, err)) || (rc = sk_run_check_labels_used(&r, err)) ||
-        (rc = sk_run_publish(&r, summary, err)))
+    double t = sk_now_seconds();
+    r.timing.scan = t - r.t0;
+    rc = convert(&r, err);
+    r.timing.convert = sk_now_seconds() - t;
+    if (rc || (rc = sk_run_check_labels_used(&r, err)))
+        goto out;
+    sk_run_finish_lineage(&r);
+    if ((rc = sk_run_publish(&r, summary, err)))
         goto out;
 out:
     if (rc == SHARD_EINTR)

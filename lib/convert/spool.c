@@ -71,6 +71,7 @@ static void convert_entry(struct run *r, int thread, struct slot *s)
 {
     s->ok = 0;
     s->has_source = 0;
+    s->hashed = 0;
     struct shard_err e;
     if (s->problem) {
         shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", s->problem);

@@ -105,6 +105,31 @@ static json_t *reject_to_json(const struct shard_reject *r, struct shard_err *er
     return o;
 }
 
+/* "lineage": an incremental run's previous dataset and what changed since. */
+static json_t *lineage_to_json(const struct shard_lineage *l)
+{
+    json_t *o = json_object();
+    int bad = !o;
+    bad |= sk_jsonkey_set_hex64(o, "previous_manifest_xxh3", l->previous_manifest_xxh3);
+    if (l->full_rebuild) {
+        bad |= json_object_set_new(o, "full_rebuild", json_string(l->full_rebuild));
+    } else {
+        bad |= sk_jsonkey_set_uint(o, "added", l->added);
+        bad |= sk_jsonkey_set_uint(o, "changed", l->changed);
+        bad |= sk_jsonkey_set_uint(o, "unchanged", l->unchanged);
+        bad |= sk_jsonkey_set_uint(o, "removed", l->removed);
+        bad |= sk_jsonkey_set_uint(o, "reused", l->reused);
+        bad |= sk_jsonkey_set_uint(o, "relabeled", l->relabeled);
+        bad |= sk_jsonkey_set_uint(o, "rejected_again", l->rejected_again);
+        bad |= sk_jsonkey_set_uint(o, "reconverted", l->reconverted);
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err *err)
 {
     json_t *root = json_object(), *counts = json_object(), *by_label = json_object();
@@ -163,6 +188,10 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
     }
     bad |= json_object_set_new(root, "rejected", rejected);
     rejected = NULL;
+    if (m->lineage && !bad) {  /* last: everything above is what a full run writes */
+        json_t *lineage = lineage_to_json(m->lineage);
+        bad |= !lineage || json_object_set_new(root, "lineage", lineage);
+    }
     if (!bad)
         return root;
 fail:

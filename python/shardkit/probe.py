@@ -41,6 +41,7 @@ import time
 
 from shardkit import _native
 from shardkit.dataset import Dataset
+from shardkit.errors import ShardkitError
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 CROP = 224
@@ -94,6 +95,8 @@ def open_shards(dst):
         return Dataset(dst)
     except FileNotFoundError:
         raise ProbeError(f"no dataset at '{dst}' (make it with: shardify SRC '{dst}')") from None
+    except (OSError, ShardkitError) as e:
+        raise ProbeError(f"cannot open '{dst}': {e}") from None
 
 
 # ---- the three ways -------------------------------------------------------
@@ -126,7 +129,10 @@ def folder_batches(root, batch_size, seed, workers):
     from torchvision import transforms as T
     transform = T.Compose([T.RandomResizedCrop(CROP), T.RandomHorizontalFlip(), T.ToTensor(),
                            T.Normalize(MEAN, STD)])
-    folder = torchvision.datasets.ImageFolder(root, transform=transform)
+    try:
+        folder = torchvision.datasets.ImageFolder(root, transform=transform)
+    except (FileNotFoundError, RuntimeError) as e:  # class folders without images
+        raise ProbeError(f"ImageFolder cannot read '{root}': {e}") from None
     generator = torch.Generator()
     generator.manual_seed(seed)
     loader = torch.utils.data.DataLoader(folder, batch_size=batch_size, shuffle=True,
@@ -405,16 +411,29 @@ def probe(a):
     return report, chrome_trace(runs, origin)
 
 
+def write_whole(path, data):
+    """JSON to path through a temporary file beside it, renamed into place:
+    a failed write leaves no half-written file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise ProbeError(f"cannot write '{path}': {e.strerror}") from None
+
+
 def main(argv=None):
     a = parse_args(argv)
     try:
+        if a.trace and not os.access(os.path.dirname(a.trace) or ".", os.W_OK):
+            # found before the minutes of training, not after
+            raise ProbeError(f"cannot write '{a.trace}': no writable directory")
         report, trace = probe(a)
         if a.trace:
-            try:
-                with open(a.trace, "w") as f:
-                    json.dump(trace, f)
-            except OSError as e:
-                raise ProbeError(f"cannot write '{a.trace}': {e.strerror}") from None
+            write_whole(a.trace, trace)
     except ProbeError as e:
         print(f"probe: {e}", file=sys.stderr)
         return 1

@@ -144,6 +144,14 @@ def test_missing_src_and_dst_are_clear_errors(labelled, tmp_path):
     empty.mkdir()
     r = run_probe(str(empty), labelled)
     assert r.returncode == 1 and "no images and no class folders" in r.stderr
+    r = run_probe(src, labelled, "--trace", str(tmp_path / "no" / "dir" / "t.json"))
+    assert r.returncode == 1
+    assert r.stderr == f"probe: cannot write '{tmp_path / 'no' / 'dir' / 't.json'}': " \
+        "no writable directory\n"
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "manifest.json").write_text("{")
+    r = run_probe(src, str(tmp_path / "bad"))
+    assert r.returncode == 1 and r.stderr.startswith(f"probe: cannot open '{tmp_path / 'bad'}'")
 
 
 def test_usage_errors_exit_2():

@@ -423,6 +423,10 @@ def check_nightly(dom, root):
             got = r[i].attrs.get("data-value")
             expect((want is None and got is None) or (got is not None and same(num(got), want)),
                    "run %s %s: shown %s, JSON %s" % (rec["run"], key, got, want))
+        lineage = (rec.get("incremental") or {}).get("lineage") or {}
+        want, got = lineage.get("reused"), r[5].attrs.get("data-value")
+        expect((want is None and got is None) or (got is not None and same(num(got), want)),
+               "run %s reused: shown %s, JSON %s" % (rec["run"], got, want))
         expect(same(num(r[4].attrs["data-value"]), rec["seconds"]),
                "run %s seconds: %s, JSON %s" % (rec["run"], r[4].attrs["data-value"],
                                                 rec["seconds"]))

@@ -40,6 +40,7 @@ run1=$run
 [ "$(field 'd["shardcheck"]["exit_code"], d["shardcheck"]["verified"]')" = "(0, True)" ] ||
     die "shardcheck: $(field 'd["shardcheck"]')"
 [ "$(field 'd["previous"]')" = None ] || die "previous should be null"
+[ "$(field 'd["incremental"]')" = None ] || die "the first run has nothing to be incremental from"
 shardcheck --deep --source "$T/src" "$ROOT/current" >/dev/null || die "current does not verify"
 [ -f "$ROOT/runs/$run1.shardify.json" ] && [ -f "$ROOT/runs/$run1.log" ] || die "run files missing"
 
@@ -59,6 +60,14 @@ run2=$run
 [ "$(current)" = "versions/$run2" ] || die "current is '$(current)'"
 [ "$(field 'd["previous"]')" = "versions/$run1" ] || die "previous: $(field 'd["previous"]')"
 [ "$(field 'd["shardify"]["summary"]["samples"]')" = 50 ] || die "expected 48 + 3 - 1 samples"
+[ "$(field 'd["incremental"]["previous"]')" = "versions/$run1" ] ||
+    die "incremental: $(field 'd["incremental"]')"
+[ "$(field '[d["incremental"]["lineage"][k] for k in ("added", "changed", "removed", "relabeled", "reconverted")]')" = "[3, 1, 1, 0, 0]" ] ||
+    die "lineage: $(field 'd["incremental"]')"
+[ "$(field 'd["incremental"]["lineage"]["reused"] + d["incremental"]["lineage"]["rejected_again"] == d["incremental"]["lineage"]["unchanged"] > 40')" = True ] ||
+    die "unchanged files were not reused: $(field 'd["incremental"]')"
+[ "$(field 'd["incremental"]["lineage"] == d["shardify"]["summary"]["lineage"]')" = True ] ||
+    die "the run record's lineage is not shardify's"
 [ "$(versions)" = "$run1 $run2 " ] || die "versions: $(versions)"
 shardcheck --deep --source "$T/src" "$ROOT/current" >/dev/null || die "current does not verify"
 # the old version is the old source: it no longer matches, the new one does
@@ -81,6 +90,9 @@ run3=$run
 [ "$(current)" = "versions/$run3" ] || die "current is '$(current)'"
 [ "$(versions)" = "$run2 $run3 " ] || die "versions: $(versions)"
 [ "$(field 'd["pruned_versions"]')" = "['$run1']" ] || die "pruned: $(field 'd["pruned_versions"]')"
+[ "$(field '[d["incremental"]["lineage"][k] for k in ("added", "changed", "removed")]')" = "[0, 0, 0]" ] ||
+    die "nothing changed: $(field 'd["incremental"]')"
+[ "$(field 'd["incremental"]["lineage"]["reused"]')" = 50 ] || die "every record reused: $(field 'd["incremental"]')"
 
 say "a run whose verification fails does not switch current"
 # the hook changes the source after shardify and before shardcheck
@@ -100,9 +112,12 @@ SHARDKIT_NIGHTLY_BEFORE_CHECK='exit 7' nightly 3
     die "hook: $(cat "$ROOT/runs/$run.json")"
 [ "$(current)" = "versions/$run3" ] || die "current moved"
 
-say "the next good run publishes and prunes the failed versions"
-nightly 0
+say "the next good run publishes and prunes the failed versions; new options rebuild in full"
+SHARDKIT_OPTIONS="--size 24 --shard-size 64K" nightly 0
 run6=$run
+[ "$(field 'd["incremental"]["previous"]')" = "versions/$run3" ] || die "incremental: $(field 'd["incremental"]')"
+field 'd["incremental"]["lineage"]["full_rebuild"]' | grep -qF -- "--size differs" ||
+    die "a change of options is a full rebuild: $(field 'd["incremental"]')"
 [ "$(current)" = "versions/$run6" ] || die "current is '$(current)'"
 [ "$(versions)" = "$run3 $run6 " ] || die "versions: $(versions)"
 

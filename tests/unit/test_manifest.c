@@ -293,6 +293,48 @@ static void test_warned_counts_and_warning_fields_round_trip(void **state)
     shard_buf_release(&line);
 }
 
+/* An incremental run's manifest is a full run's with "lineage" added as its
+ * last member: the same text up to there, and it loads like any other. */
+static void test_lineage_is_added_last_and_changes_nothing_else(void **state)
+{
+    (void)state;
+    struct shard_manifest m, back;
+    struct shard_manifest_shard shards[2];
+    struct shard_reject rejects[1];
+    struct shard_err err;
+    sample_manifest(&m, shards, rejects);
+    char *plain, *with, *rebuilt;
+    assert_int_equal(shard_manifest_dump(&m, &plain, &err), 0);
+    assert_null(strstr(plain, "lineage"));
+    struct shard_lineage l = {.previous_manifest_xxh3 = 0xdeadbeefull, .added = 3, .changed = 1,
+                              .unchanged = 7, .removed = 2, .reused = 5, .relabeled = 1,
+                              .rejected_again = 1, .reconverted = 0};
+    m.lineage = &l;
+    assert_int_equal(shard_manifest_dump(&m, &with, &err), 0);
+    size_t keep = strlen(plain) - strlen("\n}\n");
+    assert_memory_equal(plain, with, keep);
+    assert_string_equal(with + keep,
+                        ",\n  \"lineage\": {\n    \"previous_manifest_xxh3\": \"00000000deadbeef\",\n"
+                        "    \"added\": 3,\n    \"changed\": 1,\n    \"unchanged\": 7,\n"
+                        "    \"removed\": 2,\n    \"reused\": 5,\n    \"relabeled\": 1,\n"
+                        "    \"rejected_again\": 1,\n    \"reconverted\": 0\n  }\n}\n");
+    char *dir = write_temp_manifest(with);
+    assert_int_equal(shard_manifest_load(dir, &back, &err), 0);
+    assert_int_equal(back.samples, 4);
+    assert_null(back.lineage);
+    shard_manifest_release(&back);
+    remove_temp(dir);
+    /* a full rebuild says why, without counts */
+    struct shard_lineage full = {.previous_manifest_xxh3 = 1, .full_rebuild = "--size differs"};
+    m.lineage = &full;
+    assert_int_equal(shard_manifest_dump(&m, &rebuilt, &err), 0);
+    assert_non_null(strstr(rebuilt, "\"full_rebuild\": \"--size differs\""));
+    assert_null(strstr(rebuilt, "\"added\""));
+    free(plain);
+    free(with);
+    free(rebuilt);
+}
+
 static void test_missing_manifest_is_not_found(void **state)
 {
     (void)state;
@@ -434,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_inconsistent_manifests_are_refused),
         cmocka_unit_test(test_extreme_manifests_shardify_can_write_load_back),
         cmocka_unit_test(test_warned_counts_and_warning_fields_round_trip),
+        cmocka_unit_test(test_lineage_is_added_last_and_changes_nothing_else),
         cmocka_unit_test(test_missing_manifest_is_not_found),
         cmocka_unit_test(test_sample_lines_keep_keys_byte_exact),
         cmocka_unit_test(test_reject_lines_parse_as_rejects),

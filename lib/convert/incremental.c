@@ -1,0 +1,564 @@
+/* incremental.c - an incremental run: reusing the records of a previous
+ * dataset built with the same config from an earlier state of SRC.
+ *
+ * The previous dataset's index and rejects become a table by key.  A worker
+ * that has read a source file hashes it; when the previous dataset has the
+ * key with the same bytes, the record it stored is what a conversion would
+ * give (the same build, the same config), so its frame is copied as bytes
+ * after its xxh3 is checked against the previous footer; a damaged one is
+ * converted again from the source.  Only the label number inside the frame
+ * can differ (a class added or removed renumbers the sorted labels): then
+ * the stored payload is put in a new frame, without decoding the image.
+ * Records go through the assembler like converted ones, in the new order,
+ * so shards, index and manifest are those of a full run; the manifest adds
+ * only its "lineage". */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+#include <xxhash.h>
+
+#include "convert/run.h"
+#include "shardkit/format.h"
+#include "source/source_internal.h"
+#include "util/clock.h"
+#include "util/fsutil.h"
+
+/* One candidate of the previous dataset: a sample or a reject (its key is
+ * the same number in sk_prev.keys). */
+struct prev_entry {
+    uint64_t source_bytes;
+    uint64_t source_xxh3;
+    uint64_t record;        /* sample: record number in its shard */
+    int32_t label;          /* sample: label number in the previous dataset */
+    uint32_t shard;
+    uint32_t width;
+    uint32_t height;
+    char *text;             /* sample: its decoder warning or NULL; reject: its reason */
+    uint8_t is_reject;
+    uint8_t has_source;
+    uint8_t seen;           /* written only by the serialised consumer */
+};
+
+struct sk_prev {
+    const char *path;
+    struct shard_manifest m;
+    uint64_t manifest_xxh3;
+    struct prev_entry *entries;
+    uint64_t count;
+    uint64_t cap;
+    struct shard_keylist keys;
+    uint64_t *table;        /* entry number + 1; 0 is an empty slot */
+    size_t table_cap;       /* a power of two, at least twice count */
+    struct shard_file **files;  /* per shard of m; NULL: unusable, its records reconverted */
+    struct shard_record_decoder **decoders;  /* per thread, for re-framing */
+    int threads;
+    struct shard_buf scratch;   /* the serialised consumer's frame buffer */
+};
+
+/* ---- options ---------------------------------------------------------------- */
+
+/* The manifest's config fields and the options that set them. */
+static const struct {
+    const char *field;
+    const char *option;
+} config_options[] = {
+    {"size", "--size"},
+    {"fit", "--fit"},
+    {"upscale", "--no-upscale"},
+    {"codec", "--codec"},
+    {"quality", "--quality"},
+    {"zstd_level", "--zstd-level"},
+    {"shard_size", "--shard-size"},
+    {"labels", "--labels"},
+    {"shuffle", "--no-shuffle"},
+    {"shuffle_seed", "--shuffle-seed"},
+    {"max_pixels", "--max-pixels"},
+    {"max_file_bytes", "--max-file-size"},
+};
+
+static const char *option_of(const char *field)
+{
+    for (size_t i = 0; i < sizeof config_options / sizeof *config_options; i++)
+        if (!strcmp(config_options[i].field, field))
+            return config_options[i].option;
+    return field;  /* a setting without an option of its own ("background") */
+}
+
+/* The first config field that differs, named by its option, with both values. */
+static int compare_configs(const char *prev, const struct shard_config *was,
+                           const struct shard_config *now, struct shard_err *err)
+{
+    char *a = NULL, *b = NULL;
+    json_t *ja = NULL, *jb = NULL;
+    int rc = shard_config_dump(was, &a, err);
+    if (!rc)
+        rc = shard_config_dump(now, &b, err);
+    if (rc)
+        goto out;
+    ja = json_loads(a, 0, NULL);
+    jb = json_loads(b, 0, NULL);
+    if (!ja || !jb) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    const char *field;
+    json_t *va;
+    json_object_foreach(ja, field, va) {
+        json_t *vb = json_object_get(jb, field);
+        if (vb && json_equal(va, vb))
+            continue;
+        char *sa = json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *sb = vb ? json_dumps(vb, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        rc = shard_err_set(err, SHARD_EMISMATCH,
+                           "%s differs from the previous dataset '%s' (%s there, %s here)",
+                           option_of(field), prev, sa ? sa : "?", sb ? sb : "none");
+        free(sa);
+        free(sb);
+        goto out;
+    }
+    if (json_object_size(jb) != json_object_size(ja))
+        rc = shard_err_set(err, SHARD_EMISMATCH, "the previous dataset '%s' has other settings",
+                           prev);
+out:
+    json_decref(ja);
+    json_decref(jb);
+    free(a);
+    free(b);
+    return rc;
+}
+
+static int same_directory(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* What makes PREV unusable before its manifest is read: where it is. */
+static int check_places(const char *prev, const char *src, const char *dst,
+                        struct shard_err *err)
+{
+    struct stat st;
+    if (sk_source_is_s3(prev) || !strncmp(prev, "http://", 7) || !strncmp(prev, "https://", 8))
+        return shard_err_set(err, SHARD_EINVAL, "--incremental: the previous dataset '%s' "
+                             "must be a local directory", prev);
+    if (src && !sk_source_is_s3(src) && stat(src, &st) == 0 && !S_ISDIR(st.st_mode))
+        return shard_err_set(err, SHARD_EINVAL, "--incremental needs a directory or s3:// "
+                             "source, not the archive '%s'", src);
+    if (dst && same_directory(prev, dst))
+        return shard_err_set(err, SHARD_EINVAL, "--incremental: the previous dataset '%s' "
+                             "cannot be DST itself: write the new one beside it", prev);
+    return SHARD_OK;
+}
+
+/* Load PREV's manifest and hold it to `config` (labels described). */
+static int load_manifest(const char *prev, const struct shard_config *config,
+                         struct shard_manifest *m, uint64_t *manifest_xxh3,
+                         struct shard_err *err)
+{
+    int rc = shard_manifest_load(prev, m, err);
+    if (rc == SHARD_EUNSUPPORTED)
+        return shard_err_set(err, rc, "the previous dataset '%s' was built by another format "
+                             "version: an incremental run needs one of version %d", prev,
+                             SHARD_MANIFEST_VERSION);
+    if (rc)
+        return shard_err_prefix(err, rc, "previous dataset");
+    if (strcmp(m->source_kind, "directory"))
+        rc = shard_err_set(err, SHARD_EMISMATCH, "the previous dataset '%s' was built from "
+                           "an archive, not a directory", prev);
+    if (!rc)
+        rc = compare_configs(prev, &m->config, config, err);
+    char *path = rc ? NULL : sk_fs_join(prev, SHARD_MANIFEST_FILE);
+    uint64_t bytes;
+    if (!rc && !path)
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc)
+        rc = sk_fs_hash_file(path, &bytes, manifest_xxh3, err);
+    free(path);
+    if (rc)
+        shard_manifest_release(m);
+    return rc;
+}
+
+int shardify_check_previous(const char *prev, const char *src, const char *dst,
+                            const struct shardify_options *o, struct shard_err *err)
+{
+    int rc = check_places(prev, src, dst, err);
+    if (rc)
+        return rc;
+    struct shard_labeler *lb;
+    if ((rc = shard_labeler_new(&lb, o->labels ? o->labels : "dir", err)))
+        return rc;
+    struct shard_config config = o->config;  /* as shardify_run resolves it */
+    config.labels = (char *)shard_labeler_describe(lb);  /* borrowed */
+    config.zstd_level = shard_config_zstd_level(&o->config);
+    struct shard_manifest m;
+    uint64_t id;
+    rc = load_manifest(prev, &config, &m, &id, err);
+    if (!rc)
+        shard_manifest_release(&m);
+    shard_labeler_free(lb);
+    return rc;
+}
+
+/* ---- the table of previous candidates --------------------------------------- */
+
+static uint64_t *table_slot(const struct sk_prev *p, const char *key, size_t len)
+{
+    size_t i = (size_t)XXH3_64bits(key, len) & (p->table_cap - 1);
+    for (;; i = (i + 1) & (p->table_cap - 1)) {
+        uint64_t n = p->table[i];
+        if (!n || (p->keys.lengths[n - 1] == len &&
+                   !memcmp(p->keys.arena + p->keys.offsets[n - 1], key, len)))
+            return &p->table[i];
+    }
+}
+
+static struct prev_entry *find_entry(const struct sk_prev *p, const char *key, size_t len)
+{
+    uint64_t n = *table_slot(p, key, len);
+    return n ? &p->entries[n - 1] : NULL;
+}
+
+static int add_entry(struct sk_prev *p, const char *key, size_t key_len, struct prev_entry **out,
+                     struct shard_err *err)
+{
+    if (p->count == p->cap) {
+        uint64_t cap = p->cap ? 2 * p->cap : 1024;
+        struct prev_entry *e = realloc(p->entries, cap * sizeof *e);
+        if (!e)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        p->entries = e;
+        p->cap = cap;
+    }
+    int rc = shard_keylist_add(&p->keys, key, key_len, err);
+    if (rc)
+        return rc;
+    struct prev_entry *e = &p->entries[p->count++];
+    memset(e, 0, sizeof *e);
+    *out = e;
+    return SHARD_OK;
+}
+
+static int build_table(struct sk_prev *p, struct shard_err *err)
+{
+    p->table_cap = 1024;
+    while (p->table_cap < 2 * p->count)
+        p->table_cap *= 2;
+    p->table = calloc(p->table_cap, sizeof *p->table);
+    if (!p->table)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < p->count; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(&p->keys, i, &len);
+        uint64_t *slot = table_slot(p, key, len);
+        if (*slot)
+            return shard_err_set(err, SHARD_ECORRUPT, "previous dataset '%s': a key is "
+                                 "listed twice", p->path);
+        *slot = i + 1;
+    }
+    return SHARD_OK;
+}
+
+/* Every index line of PREV, held to the manifest's index identity. */
+static int load_index(struct sk_prev *p, struct shard_err *err)
+{
+    char *path = sk_fs_join(p->path, p->m.index_file);
+    if (!path)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    struct shard_index_reader *ir = NULL;
+    struct shard_sample s;
+    int rc = shard_index_reader_open(&ir, path, err), got;
+    while (!rc && (got = shard_index_reader_next(ir, &s, err)) == 1) {
+        struct prev_entry *e;
+        if (s.shard >= p->m.shard_count || (s.label != SHARD_NO_LABEL &&
+                                            (s.label < 0 || (uint32_t)s.label >= p->m.label_count)))
+            rc = shard_err_set(err, SHARD_ECORRUPT, "'%s': a line names a shard or label "
+                               "the manifest does not have", path);
+        else if (!(rc = add_entry(p, s.key, s.key_len, &e, err))) {
+            e->source_bytes = s.source_bytes;
+            e->source_xxh3 = s.source_xxh3;
+            e->has_source = 1;
+            e->shard = s.shard;
+            e->record = s.record;
+            e->label = s.label;
+            e->width = s.width;
+            e->height = s.height;
+            if (s.warning && !(e->text = strdup(s.warning)))
+                rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        }
+    }
+    if (!rc && got < 0)
+        rc = got;
+    if (!rc && (shard_index_reader_bytes(ir) != p->m.index_bytes ||
+                shard_index_reader_xxh3(ir) != p->m.index_xxh3))
+        rc = shard_err_set(err, SHARD_ECORRUPT, "'%s' is not the index its manifest lists "
+                           "(bytes or xxh3 differ)", path);
+    shard_index_reader_close(ir);
+    free(path);
+    return rc;
+}
+
+static int load_rejects(struct sk_prev *p, struct shard_err *err)
+{
+    for (uint64_t i = 0; i < p->m.reject_count; i++) {
+        const struct shard_reject *rj = &p->m.rejects[i];
+        struct prev_entry *e;
+        int rc = add_entry(p, rj->key, rj->key_len, &e, err);
+        if (rc)
+            return rc;
+        e->is_reject = 1;
+        e->has_source = (uint8_t)rj->has_source;
+        e->source_bytes = rj->source_bytes;
+        e->source_xxh3 = rj->source_xxh3;
+        e->text = rj->reason;  /* borrowed from the manifest */
+    }
+    return SHARD_OK;
+}
+
+/* Open every shard; one that does not open (or holds other than the
+ * manifest says) stays NULL and its records are converted again. */
+static int open_shards(struct sk_prev *p, struct shard_err *err)
+{
+    p->files = calloc(p->m.shard_count ? p->m.shard_count : 1, sizeof *p->files);
+    if (!p->files)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < p->m.shard_count; i++) {
+        char *path = sk_fs_join(p->path, p->m.shards[i].file);
+        struct shard_err e;
+        if (!path)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        if (shard_file_open(&p->files[i], path, &e) == SHARD_OK &&
+            (shard_file_records(p->files[i]) != p->m.shards[i].samples ||
+             shard_file_bytes(p->files[i]) != p->m.shards[i].bytes)) {
+            shard_file_close(p->files[i]);
+            p->files[i] = NULL;
+        }
+        free(path);
+    }
+    return SHARD_OK;
+}
+
+static void prev_free(struct sk_prev *p)
+{
+    if (!p)
+        return;
+    for (uint64_t i = 0; i < p->count; i++)
+        if (!p->entries[i].is_reject)
+            free(p->entries[i].text);
+    free(p->entries);
+    shard_keylist_release(&p->keys);
+    free(p->table);
+    for (uint32_t i = 0; p->files && i < p->m.shard_count; i++)
+        shard_file_close(p->files[i]);
+    free(p->files);
+    for (int i = 0; p->decoders && i < p->threads; i++)
+        shard_record_decoder_free(p->decoders[i]);
+    free(p->decoders);
+    shard_buf_release(&p->scratch);
+    shard_manifest_release(&p->m);
+    free(p);
+}
+
+static int prev_open(struct sk_prev **out, const struct run *r, const char *dst,
+                     struct shard_err *err)
+{
+    *out = NULL;
+    struct sk_prev *p = calloc(1, sizeof *p);
+    if (!p)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    p->path = r->o->incremental;
+    p->threads = r->threads;
+    int rc = check_places(p->path, r->src, sk_source_is_s3(dst) ? NULL : dst, err);
+    if (!rc && !(rc = load_manifest(p->path, &r->config, &p->m, &p->manifest_xxh3, err)) &&
+        !(rc = load_index(p, err)) && !(rc = load_rejects(p, err)) &&
+        !(rc = build_table(p, err)) && !(rc = open_shards(p, err))) {
+        p->decoders = calloc((size_t)p->threads, sizeof *p->decoders);
+        if (!p->decoders)
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        for (int i = 0; !rc && i < p->threads; i++)
+            rc = shard_record_decoder_new(&p->decoders[i], err);
+    }
+    if (rc) {
+        prev_free(p);
+        return rc;
+    }
+    *out = p;
+    return SHARD_OK;
+}
+
+/* ---- the run's side ---------------------------------------------------------- */
+
+int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err)
+{
+    if (!r->o->incremental)
+        return SHARD_OK;
+    r->has_lineage = 1;
+    r->lineage.full_rebuild = NULL;
+    struct shard_err why;
+    int rc = prev_open(&r->prev, r, dst, &why);
+    if (!rc) {
+        r->lineage.previous_manifest_xxh3 = r->prev->manifest_xxh3;
+        return SHARD_OK;
+    }
+    if (!r->o->incremental_or_full || rc == SHARD_ENOMEM) {
+        *err = why;
+        return rc;
+    }
+    /* a full rebuild, saying why; the previous manifest's identity if it has one */
+    snprintf(r->full_rebuild, sizeof r->full_rebuild, "%s", why.msg);
+    r->lineage.full_rebuild = r->full_rebuild;
+    char *path = sk_fs_join(r->o->incremental, SHARD_MANIFEST_FILE);
+    uint64_t bytes;
+    if (!path || sk_fs_hash_file(path, &bytes, &r->lineage.previous_manifest_xxh3, &why))
+        r->lineage.previous_manifest_xxh3 = 0;
+    free(path);
+    return SHARD_OK;
+}
+
+void sk_run_close_previous(struct run *r)
+{
+    prev_free(r->prev);
+    r->prev = NULL;
+}
+
+/* Do label numbers a (previous dataset) and b (this run) name the same class? */
+static int same_label(const struct run *r, int32_t a, int32_t b)
+{
+    if (a == SHARD_NO_LABEL || b == SHARD_NO_LABEL)
+        return a == b;
+    return a == b && !strcmp(r->prev->m.labels[a], r->label_names[b]);
+}
+
+/* The previous record of `e` into s->frame: copied when its label stands,
+ * else its payload in a new frame.  Anything damaged is an error (the
+ * caller converts the source instead). */
+/* The previous record of `e` (key `key`) into `frame`, checked: the footer
+ * row names this key and label, and the frame bytes hash to its xxh3. */
+static int read_prev_frame(const struct sk_prev *p, const struct prev_entry *e, const char *key,
+                           size_t key_len, struct shard_buf *frame, uint64_t *xxh3,
+                           struct shard_err *err)
+{
+    const struct shard_file *f = p->files[e->shard];
+    if (!f || e->record >= shard_file_records(f))
+        return shard_err_set(err, SHARD_ECORRUPT, "previous shard unusable");
+    const struct shard_footer *ft = shard_file_footer(f);
+    const struct shard_index_row *row = &ft->rows[e->record];
+    if (row->key_len != key_len || memcmp(ft->keys + ft->key_offsets[e->record], key, key_len) ||
+        row->label != e->label)
+        return shard_err_set(err, SHARD_ECORRUPT, "previous footer disagrees with its index");
+    int rc = shard_file_read_frame(f, e->record, frame, err);
+    if (rc)
+        return rc;
+    *xxh3 = XXH3_64bits(frame->data, frame->len);
+    if (*xxh3 != row->frame_xxh3)
+        return shard_err_set(err, SHARD_ECORRUPT, "previous record damaged");
+    return SHARD_OK;
+}
+
+static int take_record(struct run *r, int thread, const struct prev_entry *e, struct slot *s,
+                       const char *key, size_t key_len, struct shard_err *err)
+{
+    int rc = read_prev_frame(r->prev, e, key, key_len, &s->frame, &s->frame_xxh3, err);
+    int32_t label = r->label_of[s->cand];
+    if (rc || same_label(r, e->label, label)) {
+        s->outcome = SK_REUSE_COPIED;
+        return rc;
+    }
+    /* the label number moved: the same payload in a new frame */
+    struct shard_record_view view;
+    rc = shard_record_decode(r->prev->decoders[thread], s->frame.data, s->frame.len,
+                             &s->frame_xxh3, &view, err);
+    if (!rc)
+        rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
+                                   view.meta.height, view.payload, (size_t)view.payload_len,
+                                   &s->frame, &s->frame_xxh3, err);
+    s->outcome = SK_REUSE_RELABELED;
+    return rc;
+}
+
+/* What an uninterrupted run did with a sample a resumed run adopted from a
+ * finished shard: the same checks, without writing anything. */
+static int adopted_outcome(struct run *r, const struct prev_entry *e, const char *key,
+                           size_t key_len, int32_t label)
+{
+    struct shard_err why;
+    uint64_t xxh3;
+    if (e->is_reject)
+        return SK_REUSE_REJECTED;
+    if (read_prev_frame(r->prev, e, key, key_len, &r->prev->scratch, &xxh3, &why))
+        return SK_REUSE_RECONVERTED;
+    return same_label(r, e->label, label) ? SK_REUSE_COPIED : SK_REUSE_RELABELED;
+}
+
+int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, size_t key_len)
+{
+    sk_run_hash_input(s);
+    double t1 = sk_now_seconds();
+    const struct prev_entry *e = find_entry(r->prev, key, key_len);
+    if (!e || !e->has_source || e->source_bytes != s->source_bytes ||
+        e->source_xxh3 != s->source_xxh3)
+        return 0;
+    struct shard_err why;
+    if (e->is_reject) {  /* the same bytes fail the same way */
+        shard_err_set(&why, SHARD_ECORRUPT, "%s", e->text);
+        sk_run_reject_slot(s, &why);
+        s->outcome = SK_REUSE_REJECTED;
+        return 1;
+    }
+    int rc = take_record(r, thread, e, s, key, key_len, &why);
+    s->t_copy += sk_now_seconds() - t1;
+    if (rc) {
+        s->outcome = SK_REUSE_RECONVERTED;
+        return 0;
+    }
+    s->width = e->width;
+    s->height = e->height;
+    snprintf(s->warning, sizeof s->warning, "%s", e->text ? e->text : "");
+    s->ok = 1;
+    return 1;
+}
+
+void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32_t label,
+                           int has_source, uint64_t source_bytes, uint64_t source_xxh3,
+                           int outcome)
+{
+    if (!r->prev)
+        return;
+    struct shard_lineage *l = &r->lineage;
+    struct prev_entry *e = find_entry(r->prev, key, key_len);
+    int same_bytes = e && e->has_source == (has_source != 0) &&
+                     (!has_source ||
+                      (e->source_bytes == source_bytes && e->source_xxh3 == source_xxh3));
+    if (!e)
+        l->added++;
+    else if (same_bytes)
+        l->unchanged++;
+    else
+        l->changed++;
+    if (e)
+        e->seen = 1;
+    if (outcome == SK_REUSE_ADOPTED)
+        outcome = same_bytes && has_source ? adopted_outcome(r, e, key, key_len, label)
+                                           : SK_REUSE_NONE;
+    switch (outcome) {
+    case SK_REUSE_COPIED: l->reused++; break;
+    case SK_REUSE_RELABELED: l->relabeled++; break;
+    case SK_REUSE_REJECTED: l->rejected_again++; break;
+    case SK_REUSE_RECONVERTED: l->reconverted++; break;
+    default: break;
+    }
+}
+
+void sk_run_finish_lineage(struct run *r)
+{
+    if (!r->prev)
+        return;
+    r->lineage.removed = 0;
+    for (uint64_t i = 0; i < r->prev->count; i++)
+        r->lineage.removed += !r->prev->entries[i].seen;
+}

@@ -1,13 +1,14 @@
 """python3 -m shardkit.probe: the numbers it derives from timings, its
 verdict, its trace, how it shows a flat folder to ImageFolder, its errors,
-and one short real run over a small labelled dataset."""
+and short real runs over a flat folder (as the imagenet sample is)."""
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
 
-from conftest import PYTHON, subprocess_env
+from conftest import PYTHON, sample_images, shardify, subprocess_env
 from shardkit import probe
 
 
@@ -163,26 +164,52 @@ def test_usage_errors_exit_2():
     assert r.returncode == 0 and "--trace FILE" in r.stdout and "--json" in r.stdout
 
 
-def test_a_short_real_run_reports_the_three_ways_and_a_trace(labelled, tmp_path):
+@pytest.fixture(scope="module")
+def flat(workdir, imagenet):
+    """(SRC, DST): 40 sample images with no class folder, as the imagenet
+    sample is, and their 64-px shards."""
+    src = os.path.join(workdir, "flat-src")
+    dst = os.path.join(workdir, "flat")
+    if not os.path.isdir(src):
+        os.makedirs(src)
+        for name in sample_images()[:40]:
+            shutil.copy(os.path.join(imagenet, name), src)
+    if not os.path.exists(os.path.join(dst, "manifest.json")):
+        shardify(src, dst, "--size", "64")
+    return src, dst
+
+
+def test_a_short_real_run_over_a_flat_folder_reports_the_three_ways(flat, tmp_path):
     pytest.importorskip("torchvision")
-    src = os.path.join(os.path.dirname(labelled), "labelled-src")
+    src, dst = flat
     trace = tmp_path / "trace.json"
-    r = run_probe(src, labelled, "--steps", "4", "--warmup", "1", "--batch-size", "8",
+    r = run_probe(src, dst, "--steps", "4", "--warmup", "1", "--batch-size", "8",
                   "--workers", "1", "--threads", "1", "--rounds", "2", "--json",
                   "--trace", str(trace))
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
-    assert report["src_layout"] == "class folders" and report["note"] is None
+    assert report["src_layout"] == "flat"
+    assert f"'{src}' has no class folders" in report["note"]
+    assert sorted(os.listdir(src)) == sorted(sample_images()[:40])  # SRC untouched
+    assert report["settings"]["rounds"] == 2
     assert set(report["ways"]) == {"resident", "imagefolder", "shards"}
     for way in report["ways"].values():
         assert way["startup_s"] > 0
         assert way["warmup"]["steps"] == 1 and way["steady"]["steps"] == 2
         assert 0 <= way["steady"]["wait_share"] < 1
         assert way["steady"]["images_per_second"] > 0
-    assert report["settings"]["rounds"] == 2
     assert report["ways"]["resident"]["steady"]["vs_resident"] == 1
     assert report["input_bound"] == probe.verdict(report["ways"])[0]
     assert report["verdict"].startswith(("input-bound:", "compute-bound:"))
     spans = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
     assert len(spans) == 2 * 3 * 4 * 2  # rounds x ways x steps x (wait, step)
     assert {e["name"] for e in spans} == {"startup", "data-wait", "model-step"}
+    # without --json: the table, the note and the verdict
+    r = run_probe(src, dst, "--steps", "3", "--warmup", "0", "--batch-size", "8",
+                  "--workers", "0", "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1].startswith("note: ")
+    for title in probe.WAY_TITLES.values():
+        assert sum(line.startswith(title) for line in lines) == 1
+    assert lines[-1].startswith(("input-bound:", "compute-bound:"))

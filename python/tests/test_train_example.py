@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -20,11 +21,19 @@ BATCH, CROP, STEPS, EVERY, WORLD = 16, 64, 40, 3, 2
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def torchrun(shards, workdir):
     # --redirects 2 --tee 2: Debian 12's torchrun (torch 1.13 on Python 3.11)
-    # fails with its default, 0 (README.md beside train.py)
-    return [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-            str(WORLD), "--redirects", "2", "--tee", "2", TRAIN, shards, "--batch-size", str(BATCH), "--crop", str(CROP),
+    # fails with its default, 0 (README.md beside train.py).  A free port of
+    # its own for each job (--standalone's fixed 29400 may be taken).
+    return [PYTHON, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node",
+            str(WORLD), "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+            "--redirects", "2", "--tee", "2", TRAIN, shards, "--batch-size", str(BATCH), "--crop", str(CROP),
             "--epochs", "3", "--threads", "1", "--max-steps", str(STEPS),
             "--checkpoint", str(workdir / "ckpt.pt"), "--checkpoint-every", str(EVERY),
             "--log", str(workdir / "log")]
@@ -58,18 +67,24 @@ def uninterrupted(shards, rank):
 def test_killed_ddp_training_resumes_with_the_batches_of_an_uninterrupted_run(jpeg256,
                                                                               tmp_path):
     env = subprocess_env(OMP_NUM_THREADS="1")
+    errors = open(tmp_path / "killed-job.log", "w")
     job = subprocess.Popen(torchrun(jpeg256, tmp_path), env=env, start_new_session=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=errors, stderr=errors)
     try:
         deadline = time.monotonic() + 120
         while len(log_lines(tmp_path, 0)) < 2 * EVERY and job.poll() is None:
             assert time.monotonic() < deadline, "no training steps within 120 s"
             time.sleep(0.01)
     finally:
-        os.killpg(job.pid, signal.SIGKILL)  # the whole job: torchrun and its ranks
+        ended = job.poll()
+        if ended is None:
+            os.killpg(job.pid, signal.SIGKILL)  # the whole job: torchrun and its ranks
         job.wait()
+        errors.close()
+    assert ended is None, ("the job ended before it was killed:\n"
+                           + (tmp_path / "killed-job.log").read_text()[-3000:])
     killed_at = len(log_lines(tmp_path, 0))
-    assert killed_at < STEPS, "the job ended before it was killed"
+    assert killed_at < STEPS
     saved = torch.load(tmp_path / "ckpt.pt")["step"]
     assert saved % EVERY == 0 and EVERY <= saved <= killed_at
 

@@ -150,7 +150,7 @@ $(BUILD)/tests/fuzz_replay_%: fuzz/replay.c fuzz/fuzz_%.c fuzz/fuzz_target.h $(L
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_ALL) -Ifuzz fuzz/replay.c fuzz/fuzz_$*.c $(LIB_A) $(LDLIBS_ALL) -o $@
 
-_test: $(FUZZ_REPLAYS) $(BUILD)/bench/read_ceiling
+_test: $(FUZZ_REPLAYS) $(BUILD)/bench/read_ceiling $(BUILD)/bench/write_ceiling
 
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -219,7 +219,7 @@ _demo: build
 
 bench: deps
 	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling \
-	    $(BUILD)/bench/augment_speed
+	    $(BUILD)/bench/write_ceiling $(BUILD)/bench/augment_speed
 	@bench/run.sh $(BUILD)
 
 # The screenshots of the HTML reports in docs/ (README.md shows them), made
@@ -244,11 +244,18 @@ $(BUILD)/bench/augment_speed: bench/augment_speed.c $(LIB_A)
 
 # The decode-only ceiling of a shard reader; TurboJPEG gives the fastest
 # libjpeg-turbo decode to compare with.
-$(BUILD)/bench/read_ceiling: bench/read_ceiling.c $(LIB_A) $(CLI_COMMON)
+$(BUILD)/bench/read_ceiling: bench/read_ceiling.c bench/ceiling_common.h $(LIB_A) $(CLI_COMMON)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_CMD) $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) \
 	    $$(pkg-config --cflags --libs libturbojpeg) -o $@
+
+# The decode-only and record-build ceilings of shardify (the record build is
+# inside lib/, hence -Ilib).
+$(BUILD)/bench/write_ceiling: bench/write_ceiling.c bench/ceiling_common.h $(LIB_A) $(CLI_COMMON)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_CMD) -Ilib $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
 
 # ---- install ----------------------------------------------------------------
 

@@ -3,8 +3,8 @@
  * filter set, to choose the settings of shard_encode(SHARD_CODEC_PNG).
  *
  * Every JPEG in a folder is decoded and resampled as shardify does it
- * (shard_decode with a DCT-scaling target, shard_transform, shorter side =
- * --size), then encoded with each setting; bytes are summed over all images
+ * (shard_decode_ex with a DCT-scaling target, shard_transform_from, shorter
+ * side = --size), then encoded with each setting; bytes are summed over all images
  * and the encode time (best of --reps, one core) is summarised.  RAW and
  * JPEG q90 are shown for scale.
  *
@@ -138,9 +138,12 @@ int main(int argc, char **argv)
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", folder, names[i]->d_name);
         struct shard_geometry g;
-        if (read_all(path, &file) || shard_decode(file.data, file.len, &o, &decoded, NULL) ||
-            shard_geometry_compute(decoded.width, decoded.height, size, SHARD_FIT_SHORT, 1, &g) ||
-            shard_transform(&decoded, &g, &tmp, &img, NULL)) {
+        struct shard_decode_info info;
+        if (read_all(path, &file) ||
+            shard_decode_ex(file.data, file.len, &o, &decoded, &info, NULL) ||
+            shard_geometry_compute(info.source_width, info.source_height, size, SHARD_FIT_SHORT,
+                                   1, &g) ||
+            shard_transform_from(&decoded, &info, &g, &tmp, &img, NULL)) {
             failed++;
             continue;
         }

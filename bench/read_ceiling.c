@@ -28,7 +28,7 @@
  * Exit status: 0 done; 1 the dataset cannot be read or a payload does not
  * decode; 2 usage error.
  */
-#include "cli.h" /* cmd/common: number parsing and usage errors, as the tools */
+#include "ceiling_common.h"
 #include "shardkit.h"
 
 #include <omp.h>
@@ -40,7 +40,6 @@
 
 #define PROG "read_ceiling"
 #define DEFAULT_REPS 5
-#define MAX_REPS 1000
 #define CHUNK 4  /* samples a thread takes at a time (OpenMP dynamic schedule) */
 
 enum decoder { DEC_READER, DEC_TURBO_EXACT, DEC_TURBO_FAST, DEC_COUNT };
@@ -52,25 +51,6 @@ struct payload {
     uint8_t *data;
     size_t len;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void usage(FILE *to)
 {
@@ -117,7 +97,7 @@ static double pass(enum decoder d, const struct payload *ps, size_t n, int threa
 {
     int failed = 0;
     char msg[600] = "";
-    double t0 = now_s();
+    double t0 = ceiling_now_s();
 #pragma omp parallel num_threads(threads)
     {
         tjhandle tj = d == DEC_READER ? NULL : tjInitDecompress();
@@ -145,7 +125,7 @@ static double pass(enum decoder d, const struct payload *ps, size_t n, int threa
         if (tj)
             tjDestroy(tj);
     }
-    double t = now_s() - t0;
+    double t = ceiling_now_s() - t0;
     if (failed) {
         fprintf(stderr, "read_ceiling: %s decoder: %s\n", DECODER_NAMES[d], msg);
         return -1;
@@ -157,26 +137,14 @@ int main(int argc, char **argv)
 {
     int threads = omp_get_num_procs(), reps = DEFAULT_REPS, json = 0;
     const char *location = NULL;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1, taken; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--threads") && i + 1 < argc) {
-            if (cli_parse_threads(PROG, argv[++i], &threads))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--reps") && i + 1 < argc) {
-            uint64_t v;
-            if (cli_parse_u64(argv[++i], 1, MAX_REPS, &v))
-                return cli_usage_error(PROG, "--reps: '%s' is not a number in 1..%d", argv[i],
-                                       MAX_REPS);
-            reps = (int)v;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (a[0] == '-' || location) {
-            return cli_usage_error(PROG, "unexpected argument '%s'", a);
-        } else {
-            location = a;
+        } else if ((taken = ceiling_common_argument(PROG, argc, argv, &i, &threads, &reps,
+                                                    &json, &location)) < 0) {
+            return -taken;
         }
     }
     if (!location) {
@@ -244,7 +212,7 @@ int main(int argc, char **argv)
             if ((times[r] = pass((enum decoder)d, ps, n, threads)) < 0)
                 rc = 1;
         if (!rc)
-            rate[d] = (double)n / median(times, reps);
+            rate[d] = (double)n / ceiling_median(times, reps);
     }
     free(times);
     if (rc)

@@ -30,13 +30,22 @@
  *
  * Run:
  *
- *   build/resize_quality [--sizes 256,512] [--reps 3] [--limit N] [--no-dct] [--dump DIR] FOLDER
+ *   build/resize_quality [--sizes 256,512] [--reps 3] [--limit N] [--no-dct] [--dct-rules]
+ *                        [--dump DIR] FOLDER
+ *
+ * --dct-rules measures the DCT scaling rules instead of the resamplers: per
+ * image, lanczos3 of the full-size decode is the reference, and each rule
+ * (full size; 1/2, 1/4, 1/8; any M/8) decodes at its scale, then shard_resize
+ * makes shardify's geometry, from the whole decoded image or from the part
+ * the picture covers (shard_transform_from); decode time, resize time and
+ * PSNR by reduction.
  *
  * --dump DIR also writes, per size, each decoded input and its reference as
  * binary PPM (DIR/<size>/<n>.in.ppm, <n>.ref.ppm) so that
  * bench/resize_quality_pillow.py can score Pillow on exactly the same pixels.
  */
 #include "shardkit/image.h"
+#include "image/decode_internal.h"  /* lib/: shardify's DCT scaling rule */
 #include "image/resize_internal.h"  /* lib/: the engine, to compare its filters */
 
 #include <dirent.h>
@@ -135,9 +144,39 @@ static void jpeg_error_exit(j_common_ptr cinfo)
     longjmp(((struct jpeg_error *)cinfo->err)->jump, 1);
 }
 
-/* Decode a JPEG file to RGB, DCT-scaled while the shorter side stays >= target
- * (target 0: full size).  Returns a malloced buffer (*w x *h x 3) or NULL. */
-static uint8_t *decode_jpeg(const uint8_t *data, size_t len, unsigned target, int *w, int *h)
+/* DCT scaling rules, as the numerator M of the decode scale M/8 for a w x h
+ * image going to `target` (shorter side); 8 is full size. */
+typedef unsigned (*scale_rule)(uint32_t w, uint32_t h, uint32_t target);
+
+/* shardify's rule (lib/image/decode_jpeg.c): the smallest of 1/8, 1/4, 1/2
+ * keeping the shorter side >= target, else full size. */
+static unsigned rule_shipped(uint32_t w, uint32_t h, uint32_t target)
+{
+    return sk_jpeg_scale_num(w, h, target, SHARD_FIT_SHORT);
+}
+
+/* The smallest of every M/8 (M = 1..8) keeping the shorter side >= target:
+ * what libjpeg-turbo allows, measured here and not shipped. */
+static unsigned rule_any_eighths(uint32_t w, uint32_t h, uint32_t target)
+{
+    uint64_t side = w < h ? w : h;
+    for (unsigned num = 1; num < SK_JPEG_SCALE_DENOM; num++)
+        if ((side * num + SK_JPEG_SCALE_DENOM - 1) / SK_JPEG_SCALE_DENOM >= target)
+            return num;
+    return SK_JPEG_SCALE_DENOM;
+}
+
+static unsigned rule_full(uint32_t w, uint32_t h, uint32_t target)
+{
+    (void)w, (void)h, (void)target;
+    return SK_JPEG_SCALE_DENOM;
+}
+
+/* Decode a JPEG file to RGB at the scale `rule` picks for `target` (NULL:
+ * full size).  Returns a malloced buffer (*w x *h x 3) or NULL; *full_w x
+ * *full_h (if not NULL) is the size before scaling. */
+static uint8_t *decode_jpeg(const uint8_t *data, size_t len, scale_rule rule, unsigned target,
+                            int *w, int *h, int *full_w, int *full_h)
 {
     struct jpeg_decompress_struct cinfo;
     struct jpeg_error jerr;
@@ -154,16 +193,11 @@ static uint8_t *decode_jpeg(const uint8_t *data, size_t len, unsigned target, in
     jpeg_mem_src(&cinfo, data, (unsigned long)len);
     jpeg_read_header(&cinfo, TRUE);
     cinfo.out_color_space = JCS_RGB;
-    unsigned short_side = cinfo.image_width < cinfo.image_height ? cinfo.image_width
-                                                                  : cinfo.image_height;
-    cinfo.scale_num = 1;
-    cinfo.scale_denom = 1;
-    for (unsigned denom = 8; target && denom >= 2; denom /= 2) {
-        if ((short_side + denom - 1) / denom >= target) {
-            cinfo.scale_denom = denom;
-            break;
-        }
-    }
+    cinfo.scale_num = rule ? rule(cinfo.image_width, cinfo.image_height, target)
+                           : SK_JPEG_SCALE_DENOM;
+    cinfo.scale_denom = SK_JPEG_SCALE_DENOM;
+    if (full_w)
+        *full_w = (int)cinfo.image_width, *full_h = (int)cinfo.image_height;
     jpeg_start_decompress(&cinfo);
     *w = (int)cinfo.output_width;
     *h = (int)cinfo.output_height;
@@ -389,9 +423,11 @@ static int shardkit_filter(const uint8_t *s, int sw, int sh, uint8_t *d, int dw,
      * shardify's workers reuse their images: no allocation or copy is timed. */
     static struct shard_image scratch;
     size_t n = (size_t)dw * dh * 3;
-    struct shard_image src = {(uint8_t *)s, (uint32_t)sw, (uint32_t)sh, 3, (size_t)sw * 3,
-                              (size_t)sh * sw * 3};
-    struct shard_image dst = {d, (uint32_t)dw, (uint32_t)dh, 3, (size_t)dw * 3, n};
+    struct shard_image src = {.pixels = (uint8_t *)s, .width = (uint32_t)sw,
+                              .height = (uint32_t)sh, .channels = 3, .stride = (size_t)sw * 3,
+                              .capacity = (size_t)sh * sw * 3};
+    struct shard_image dst = {.pixels = d, .width = (uint32_t)dw, .height = (uint32_t)dh,
+                              .channels = 3, .stride = (size_t)dw * 3, .capacity = n};
     int rc = filter < 0 ? shard_resize(&src, (uint32_t)dw, (uint32_t)dh, &dst, NULL)
                         : sk_resample(&src, (uint32_t)dw, (uint32_t)dh, 0, 0, (uint32_t)dw,
                                          (uint32_t)dh, (enum shard_resize_filter)filter, &scratch,
@@ -402,6 +438,23 @@ static int shardkit_filter(const uint8_t *s, int sw, int sh, uint8_t *d, int dw,
 static int shardkit_resize(const uint8_t *s, int sw, int sh, uint8_t *d, int dw, int dh)
 {
     return shardkit_filter(s, sw, sh, d, dw, dh, -1);
+}
+
+/* shard_resize's filter from a box of the source (shard_transform_from). */
+static int shardkit_box(const uint8_t *s, int sw, int sh, const struct sk_box *box, uint8_t *d,
+                        int dw, int dh)
+{
+    static struct shard_image scratch;
+    struct shard_image src = {.pixels = (uint8_t *)s, .width = (uint32_t)sw,
+                              .height = (uint32_t)sh, .channels = 3, .stride = (size_t)sw * 3,
+                              .capacity = (size_t)sh * sw * 3};
+    struct shard_image dst = {.pixels = d, .width = (uint32_t)dw, .height = (uint32_t)dh,
+                              .channels = 3, .stride = (size_t)dw * 3,
+                              .capacity = (size_t)dw * dh * 3};
+    int rc = sk_resample_box(&src, box, (uint32_t)dw, (uint32_t)dh, 0, 0, (uint32_t)dw,
+                             (uint32_t)dh, SHARD_RESIZE_DEFAULT, SHARD_SIMD_AVX2, &scratch, &dst,
+                             NULL);
+    return rc == 0 && dst.pixels == d ? 0 : -1;
 }
 
 static int shardkit_triangle(const uint8_t *s, int sw, int sh, uint8_t *d, int dw, int dh)
@@ -521,7 +574,7 @@ static size_t list_jpegs(const char *dir, char ***out)
 static void usage(void)
 {
     fprintf(stderr, "usage: resize_quality [--sizes 256,512] [--reps N] [--limit N] [--no-dct] "
-                    "[--dump DIR] FOLDER\n");
+                    "[--dct-rules] [--dump DIR] FOLDER\n");
     exit(2);
 }
 
@@ -569,11 +622,140 @@ static void print_table(unsigned size, struct samples *res)
     }
 }
 
+/* ---- --dct-rules: what DCT scaling costs in quality, end to end --------- */
+
+static const struct {
+    const char *name;
+    scale_rule rule;
+    int box;  /* resample from the picture's box, not the whole decoded image */
+} rules[] = {
+    {"full-size decode", rule_full, 0},
+    {"1/2, 1/4, 1/8, whole image (before)", rule_shipped, 0},
+    {"1/2, 1/4, 1/8, picture box (shipped)", rule_shipped, 1},
+    {"any M/8, whole image", rule_any_eighths, 0},
+    {"any M/8, picture box", rule_any_eighths, 1},
+};
+#define N_RULES (sizeof rules / sizeof rules[0])
+
+static double median_of_bucket(const struct samples *r, size_t b)
+{
+    double *v = xmalloc(r->n * sizeof *v + 1);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (b == N_BUCKETS || r->bucket[i] == b)
+            v[n++] = r->psnr[i];
+    double m = median(v, n);
+    free(v);
+    return m;
+}
+
+/* Per image and size: the reference is lanczos3 of the full-size decode to
+ * shardify's geometry (computed from the full size, as shardify does);
+ * each rule decodes at its scale (timed, best of reps) and shard_resize
+ * brings that to the same geometry.  PSNR against the reference, by the
+ * reduction factor of the full-size image (full short side / size). */
+static void compare_dct_rules(char **files, size_t n_files, const unsigned *sizes,
+                              size_t n_sizes, int reps)
+{
+    for (size_t si = 0; si < n_sizes; si++) {
+        unsigned size = sizes[si];
+        struct samples res[N_RULES];
+        double *decode_ms[N_RULES];
+        size_t rescaled = 0;
+        for (size_t r = 0; r < N_RULES; r++) {
+            res[r].ms = xmalloc(n_files * sizeof(double));
+            res[r].psnr = xmalloc(n_files * sizeof(double));
+            res[r].bucket = xmalloc(n_files * sizeof(size_t));
+            res[r].n = res[r].failed = 0;
+            decode_ms[r] = xmalloc(n_files * sizeof(double));
+        }
+        for (size_t fi = 0; fi < n_files; fi++) {
+            size_t len = 0;
+            int w, h;
+            uint8_t *data = read_file(files[fi], &len);
+            uint8_t *full = data ? decode_jpeg(data, len, NULL, size, &w, &h, NULL, NULL) : NULL;
+            if (!full) {
+                free(data);
+                continue;
+            }
+            struct shard_geometry g;
+            shard_geometry_compute((uint32_t)w, (uint32_t)h, size, SHARD_FIT_SHORT, 1, &g);
+            int dw = (int)g.scaled_w, dh = (int)g.scaled_h;
+            size_t n = (size_t)dw * dh * 3, bucket = bucket_of((double)(w < h ? w : h) / size);
+            uint8_t *ref = xmalloc(n), *out = xmalloc(n);
+            reference_lanczos3(full, w, h, ref, dw, dh);
+            free(full);
+            rescaled += rule_any_eighths((uint32_t)w, (uint32_t)h, size) !=
+                        rule_shipped((uint32_t)w, (uint32_t)h, size);
+            for (size_t r = 0; r < N_RULES; r++) {
+                double best_decode = INFINITY, best_resize = INFINITY;
+                int ok = 1;
+                for (int rep = 0; rep < reps && ok; rep++) {
+                    int sw, sh;
+                    double t0 = now_ms();
+                    uint8_t *src = decode_jpeg(data, len, rules[r].rule, size, &sw, &sh, NULL,
+                                               NULL);
+                    double t1 = now_ms();
+                    /* the picture spans w * M / 8 of the ceil(w * M / 8) decoded columns */
+                    unsigned num = rules[r].rule((uint32_t)w, (uint32_t)h, size);
+                    struct sk_box box = {0, 0, (double)w * num / SK_JPEG_SCALE_DENOM,
+                                         (double)h * num / SK_JPEG_SCALE_DENOM};
+                    ok = src && (rules[r].box ? shardkit_box(src, sw, sh, &box, out, dw, dh)
+                                              : shardkit_resize(src, sw, sh, out, dw, dh)) == 0;
+                    double t2 = now_ms();
+                    free(src);
+                    best_decode = t1 - t0 < best_decode ? t1 - t0 : best_decode;
+                    best_resize = t2 - t1 < best_resize ? t2 - t1 : best_resize;
+                }
+                if (!ok) {
+                    res[r].failed++;
+                    continue;
+                }
+                decode_ms[r][res[r].n] = best_decode;
+                res[r].ms[res[r].n] = best_resize;
+                res[r].bucket[res[r].n] = bucket;
+                res[r].psnr[res[r].n++] = psnr(out, ref, n);
+            }
+            free(data), free(ref), free(out);
+        }
+        size_t count[N_BUCKETS] = {0};
+        for (size_t i = 0; i < res[0].n; i++)
+            count[res[0].bucket[i]]++;
+        printf("\nsize %u: %zu images, %zu decoded at another scale by any M/8 than by 1/2, 1/4, 1/8; "
+               "decode + shard_resize against lanczos3 of the full-size decode; best of %d "
+               "runs, one core\nimages by reduction factor (full short side / size):", size,
+               res[0].n, rescaled, reps);
+        for (size_t b = 0; b < N_BUCKETS; b++)
+            printf(" %s %zu%s", bucket_name[b], count[b], b + 1 < N_BUCKETS ? "," : "\n");
+        printf("| DCT scaling | decode ms med | resize ms med | PSNR median | PSNR mean |");
+        for (size_t b = 0; b < N_BUCKETS; b++)
+            if (count[b])
+                printf(" %s |", bucket_name[b]);
+        printf("\n|---|---:|---:|---:|---:|");
+        for (size_t b = 0; b < N_BUCKETS; b++)
+            if (count[b])
+                printf("---:|");
+        printf("\n");
+        for (size_t r = 0; r < N_RULES; r++) {
+            double dm = median(decode_ms[r], res[r].n);
+            double pm = mean(res[r].psnr, res[r].n), all = median_of_bucket(&res[r], N_BUCKETS);
+            printf("| %s | %.3f | %.3f | %.2f | %.2f |", rules[r].name, dm,
+                   median(res[r].ms, res[r].n), all, pm);
+            for (size_t b = 0; b < N_BUCKETS; b++)
+                if (count[b])
+                    printf(" %.2f |", median_of_bucket(&res[r], b));
+            printf("\n");
+            free(res[r].ms), free(res[r].psnr), free(res[r].bucket), free(decode_ms[r]);
+        }
+        fflush(stdout);
+    }
+}
+
 int main(int argc, char **argv)
 {
     unsigned sizes[MAX_SIZES] = {256, 512};
     size_t n_sizes = 2, limit = 0;
-    int reps = 3, use_dct = 1;
+    int reps = 3, use_dct = 1, dct_rules = 0;
     const char *dump = NULL, *folder = NULL;
 
     for (int i = 1; i < argc; i++) {
@@ -595,6 +777,8 @@ int main(int argc, char **argv)
             limit = strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--no-dct")) {
             use_dct = 0;  /* full-size decode: large reductions, as for PNG input */
+        } else if (!strcmp(argv[i], "--dct-rules")) {
+            dct_rules = 1;
         } else if (!strcmp(argv[i], "--dump") && i + 1 < argc) {
             dump = argv[++i];
         } else if (argv[i][0] == '-' || folder) {
@@ -614,6 +798,10 @@ int main(int argc, char **argv)
     size_t n_files = list_jpegs(folder, &files);
     if (limit && limit < n_files)
         n_files = limit;
+    if (dct_rules) {
+        compare_dct_rules(files, n_files, sizes, n_sizes, reps);
+        n_sizes = 0;  /* only that table */
+    }
 
     for (size_t si = 0; si < n_sizes; si++) {
         unsigned size = sizes[si];
@@ -635,7 +823,8 @@ int main(int argc, char **argv)
             size_t len = 0;
             uint8_t *data = read_file(files[fi], &len);
             int w, h;
-            uint8_t *src = data ? decode_jpeg(data, len, use_dct ? size : 0, &w, &h) : NULL;
+            uint8_t *src = data ? decode_jpeg(data, len, use_dct ? rule_shipped : NULL, size, &w,
+                                              &h, NULL, NULL) : NULL;
             free(data);
             if (!src) {
                 undecodable++;

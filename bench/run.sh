@@ -1,13 +1,16 @@
 #!/bin/sh
 # run.sh BUILD - every benchmark, in one go (make bench).  Each prints a
 # Markdown table; BENCHMARKS.md records the results with these commands.
-#   1. shardify against the Pillow + multiprocessing peer, sizes 256 and 512
-#   2. peak RSS as the sample count grows
-#   3. resampler speed and quality against a Lanczos-3 reference
+#   1. shardify against the Pillow + multiprocessing peer, sizes 256 and 512,
+#      with the write ceiling measured in the same run; cold sources
+#   2. resampler speed and quality against a Lanczos-3 reference, and the
+#      DCT scaling rules end to end
+#   3. peak RSS as the sample count grows
 #   4. shardcheck's verification rate
-#   5. read throughput: small files against shards, local and HTTP
-#   6. the Python loader against shardbench, and with training transforms
-#   6b. training input: shardkit.Loader against torchvision ImageFolder and
+#   5. read throughput: small files against shards, local and HTTP; each
+#      codec's default zstd level
+#   6. the Python loader against shardbench, and with training transforms;
+#      training input: shardkit.Loader against torchvision ImageFolder and
 #      WebDataset + DataLoader (WebDataset from ../shared/peers/webdataset, or
 #      WEBDATASET), and the probe's three ways on the sample
 #   7. local disk, HTTP and S3
@@ -27,18 +30,26 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-echo "## 1. shardify vs Pillow + multiprocessing"
-"$PYTHON" "$top/bench/compare_pillow.py" "$BIN" "$DATASET" --runs "$RUNS"
+echo "## 1. shardify vs Pillow + multiprocessing, and the write ceiling"
+"$PYTHON" "$top/bench/compare_pillow.py" "$BIN" "$DATASET" --runs "$RUNS" \
+    --ceiling "$BUILD/bench/write_ceiling"
+echo
+echo "### cold sources (page cache dropped) against warm"
+"$PYTHON" "$top/bench/cold_sources.py" "$BIN" "$DATASET" --runs "$RUNS"
+
 
 echo
-echo "## 2. Peak RSS against sample count"
-SHARDIFY_ARGS="--shard-size 16M" "$top/bench/rss.sh" "$BIN"
-
-echo
-echo "## 3. Resampling: speed and PSNR against Lanczos-3"
+echo "## 2. Resampling: speed and PSNR against Lanczos-3"
 "$BUILD/bench/resize_quality" --sizes 256,512 --reps 3 --dump "$tmp/rq" "$DATASET"
 "$PYTHON" "$top/bench/resize_quality_pillow.py" --reps 3 "$tmp/rq"
 rm -rf "$tmp/rq"
+echo
+echo "### DCT scaling rules: decode + resize against lanczos3 of the full-size decode"
+"$BUILD/bench/resize_quality" --dct-rules --sizes 256,512 --reps 3 "$DATASET"
+
+echo
+echo "## 3. Peak RSS against sample count"
+SHARDIFY_ARGS="--shard-size 16M" "$top/bench/rss.sh" "$BIN"
 
 echo
 echo "## 4. shardcheck verification rate"
@@ -61,6 +72,10 @@ done
 echo
 echo "## 5. Read throughput"
 RUNS=3 "$top/bench/read_throughput.sh" "$BUILD"
+echo
+echo "### Each codec's default zstd level: raw shards' read speed against size"
+"$PYTHON" "$top/bench/zstd_level.py" "$BIN" "$DATASET" --codec raw --runs 3 \
+    --levels 3,1,-1,-5,-20,-100,-1000
 
 echo
 echo "## 6. The Python loader: binding overhead and training transforms"
@@ -69,7 +84,7 @@ echo "The transform stage alone, one thread:"
 "$BUILD/bench/augment_speed" --epochs 9 "$DATASET"
 
 echo
-echo "## 6b. Training input: shardkit.Loader against ImageFolder and WebDataset"
+echo "### Training input: shardkit.Loader against ImageFolder and WebDataset"
 WEBDATASET=${WEBDATASET:-$top/../shared/peers/webdataset}
 if [ -d "$WEBDATASET/webdataset" ]; then
     PYTHONPATH="$BUILD/python:$WEBDATASET" "$PYTHON" "$top/bench/train_input.py" --runs 3 --epochs 3 \

@@ -102,8 +102,11 @@ static void convert(const uint8_t *data, size_t size)
     struct shard_err err;
     uint32_t w = 0, h = 0;
     char warning[SHARD_ERRMSG_SIZE];
-    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, &err) != 0)
+    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, &err) != 0) {
+        /* the decoder's picture box always lies inside its image */
+        REQUIRE(strstr(err.msg, "resize: box") == NULL);
         return;
+    }
     REQUIRE(memchr(warning, '\0', sizeof warning) != NULL);
     REQUIRE(w > 0 && h > 0);
     if (c->fit == SHARD_FIT_CROP)
@@ -131,6 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         touch_image(&image);
         REQUIRE((uint64_t)info.source_width * info.source_height <= FUZZ_MAX_PIXELS);
         REQUIRE(image.width == info.source_width && image.height == info.source_height);
+        /* no DCT scaling asked for: the picture is the whole image */
+        REQUIRE(info.box_x0 == 0 && info.box_y0 == 0 && info.box_x1 == (double)image.width &&
+                info.box_y1 == (double)image.height);
         /* "" or one line naming what the decoder recovered from */
         REQUIRE(memchr(info.warning, '\0', sizeof info.warning) != NULL &&
                 (!info.warning[0] || strstr(info.warning, " warning: ")) &&

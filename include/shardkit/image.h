@@ -112,7 +112,8 @@ struct shard_decode_options {
     uint64_t max_memory;      /* decoder working-memory cap in bytes (0: library default) */
     /* Hint for DCT-domain downscaling: when target > 0, a JPEG may be decoded
      * at 1/2, 1/4 or 1/8 scale as long as the side that `fit` scales to
-     * `target` stays >= target.  0 decodes at full size. */
+     * `target` stays >= target (shard_decode_info says where the picture
+     * lies in it).  0 decodes at full size. */
     uint32_t target;
     enum shard_fit fit;
     uint8_t background[3];    /* alpha is composited over this colour (default white) */
@@ -156,6 +157,14 @@ struct shard_decode_info {
     int orientation;           /* EXIF orientation 1..8 that was applied (1: none) */
     uint32_t source_width;     /* the image's full size, upright (after orientation), */
     uint32_t source_height;    /* before any DCT-domain downscaling */
+    /* Where the picture lies in the decoded image, in its pixels (pixel i
+     * spans [i, i + 1)): [box_x0, box_x1) x [box_y0, box_y1).  The whole
+     * image, except after a DCT-scaled decode of a side that the scale does
+     * not divide: libjpeg decodes ceil(side * M / 8) pixels for side * M / 8
+     * of picture, so the picture ends inside the last pixel (the first one
+     * when orientation mirrors that axis).  shard_transform_from() resamples
+     * from this box, so that the picture is not stretched by that fraction. */
+    double box_x0, box_y0, box_x1, box_y1;
     /* "" or the decoder warning the image was accepted despite, e.g.
      * "JPEG warning: 3 extraneous bytes before marker 0xdb" (with
      * " (and N more)" when there were several).  Only warnings that lose no
@@ -188,6 +197,15 @@ SHARD_API int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32
  * across calls.  0 or an error. */
 SHARD_API int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
                     struct shard_image *tmp, struct shard_image *dst, struct shard_err *err);
+
+/* shard_transform of an image shard_decode_ex() made: resamples the picture's
+ * box in src (info->box_*), not the whole of src, to g (computed from
+ * info->source_width x source_height).  Use it after a DCT-scaled decode.
+ * 0 or an error. */
+SHARD_API int shard_transform_from(const struct shard_image *src,
+                                   const struct shard_decode_info *info,
+                                   const struct shard_geometry *g, struct shard_image *tmp,
+                                   struct shard_image *dst, struct shard_err *err);
 
 /* ---- encoding (the payload stored in a record) -------------------------- */
 

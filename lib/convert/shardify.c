@@ -30,6 +30,12 @@
 /* An S3 source's files: fetched this many at once, this many positions ahead. */
 #define REMOTE_CONNECTIONS 16
 #define REMOTE_AHEAD 64
+/* A directory's files: opened and advised into the page cache by this many
+ * threads, this many positions ahead per worker (a cold disk then reads
+ * while the workers decode; see BENCHMARKS.md).  One adviser keeps up (an
+ * open and an fadvise per file) and wakes the workers half as often as two. */
+#define LOCAL_ADVISERS 1
+#define LOCAL_AHEAD_PER_THREAD 32
 #define PROGRESS_INTERVAL 0.1
 
 void shardify_options_init(struct shardify_options *o)
@@ -213,6 +219,16 @@ static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *
     return 1;
 }
 
+/* The candidates convert_work rejects without opening them: read-ahead
+ * must not open them either (a fifo would block, a link is never followed). */
+static int never_open(void *ctx, uint64_t cand)
+{
+    struct run *r = ctx;
+    size_t key_len;
+    const char *key = shard_keylist_get(&r->keys, cand, &key_len);
+    return key_len > SHARD_KEY_MAX || shard_refusals_find(&r->refused, key, key_len) != NULL;
+}
+
 static void convert_work(void *ctx, int thread, void *slot)
 {
     struct run *r = ctx;
@@ -259,7 +275,11 @@ static void convert_work(void *ctx, int thread, void *slot)
         s->payload.len = sp->len;
     } else {
         /* a prefetched position is taken whatever becomes of it */
-        int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &e) : SHARD_OK;
+        int fd = -1;
+        int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &fd, &e)
+                             : SHARD_OK;
+        /* refused and over-long keys are never opened, not even ahead
+         * (never_open): fd is -1 for them */
         const char *refusal = shard_refusals_find(&r->refused, key, key_len);
         if (refusal) {  /* never opened: see shard_scan_dir */
             shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
@@ -272,7 +292,9 @@ static void convert_work(void *ctx, int thread, void *slot)
             return;
         }
         double t0 = sk_now_seconds();
-        if (!r->prefetch)
+        if (fd >= 0)  /* opened ahead (a directory): read it now */
+            rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
+        else if (!r->prefetch)
             rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
         s->t_read += sk_now_seconds() - t0;
         if (rc == SHARD_ENET || rc == SHARD_EINTR) {
@@ -373,8 +395,14 @@ static int convert(struct run *r, struct shard_err *err)
     r->phase = "convert";
     int rc = SHARD_OK;
     if (r->root.s3)  /* one round trip per file: many under way at once */
-        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
-                             r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD, err);
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos,
+                             r->end_pos, r->config.max_file_bytes, REMOTE_CONNECTIONS,
+                             REMOTE_AHEAD, SK_PREFETCH_READ, NULL, NULL, err);
+    else if (!r->archive)  /* a cold disk reads ahead while the workers decode */
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos,
+                             r->end_pos, r->config.max_file_bytes, LOCAL_ADVISERS,
+                             LOCAL_AHEAD_PER_THREAD * (uint32_t)r->threads, SK_PREFETCH_ADVISE,
+                             never_open, r, err);
     if (!rc)
         rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
     sk_prefetch_free(r->prefetch);

@@ -157,6 +157,35 @@ static int apply_orientation(struct shard_image *img, int orientation, struct sh
     }
 }
 
+/* The picture in a decoded image: `width` x `height` decoded pixels, of which
+ * the picture covers [0, extent_w) x [0, extent_h) (less than the whole
+ * after a DCT-scaled decode that rounded a side up). */
+struct picture_box {
+    uint32_t width, height;
+    double extent_w, extent_h;
+};
+
+/* Where the box lands once apply_orientation turned the image upright
+ * (transpose_into's table): a mirrored axis puts the partly covered pixel
+ * first, a quarter turn swaps the axes. */
+static void box_upright(const struct picture_box *b, int orientation,
+                        struct shard_decode_info *info)
+{
+    int turned = orientation >= 5 && orientation <= 8;
+    /* which stored axes run backwards in the upright image */
+    int rev_x = orientation == 2 || orientation == 3 || orientation == 7 || orientation == 8;
+    int rev_y = orientation == 3 || orientation == 4 || orientation == 6 || orientation == 7;
+    double x0 = rev_x ? b->width - b->extent_w : 0, x1 = rev_x ? b->width : b->extent_w;
+    double y0 = rev_y ? b->height - b->extent_h : 0, y1 = rev_y ? b->height : b->extent_h;
+    if (turned) {
+        info->box_x0 = y0, info->box_x1 = y1;
+        info->box_y0 = x0, info->box_y1 = x1;
+    } else {
+        info->box_x0 = x0, info->box_x1 = x1;
+        info->box_y0 = y0, info->box_y1 = y1;
+    }
+}
+
 /* ---- dispatch --------------------------------------------------------------- */
 
 int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
@@ -185,12 +214,13 @@ int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_o
     enum shard_image_format format = shard_sniff(data, len);
     int orientation = SHARD_ORIENTATION_NORMAL;
     uint32_t source_w = 0, source_h = 0;  /* 0: the decoded size (no DCT scaling) */
+    unsigned scale_num = SK_JPEG_SCALE_DENOM;
     char warning[SHARD_ERRMSG_SIZE] = "";
     int rc;
     switch (format) {
     case SHARD_FORMAT_JPEG:
-        rc = sk_decode_jpeg(data, len, o, out, &orientation, &source_w, &source_h, warning,
-                            err);
+        rc = sk_decode_jpeg(data, len, o, out, &orientation, &source_w, &source_h, &scale_num,
+                            warning, err);
         break;
     case SHARD_FORMAT_PNG:
         rc = sk_decode_png(data, len, o, out, &orientation, warning, err);
@@ -214,6 +244,12 @@ int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_o
         source_w = out->width;
         source_h = out->height;
     }
+    /* the picture's extent in the decoded pixels, before orientation */
+    struct picture_box box = {
+        out->width, out->height,
+        (double)source_w * scale_num / SK_JPEG_SCALE_DENOM,
+        (double)source_h * scale_num / SK_JPEG_SCALE_DENOM,
+    };
     rc = apply_orientation(out, orientation, err);
     if (rc)
         return rc;
@@ -223,6 +259,7 @@ int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_o
         info->orientation = orientation;
         info->source_width = turned ? source_h : source_w;
         info->source_height = turned ? source_w : source_h;
+        box_upright(&box, orientation, info);
         memcpy(info->warning, warning, sizeof info->warning);
     }
     return SHARD_OK;

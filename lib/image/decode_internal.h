@@ -60,18 +60,27 @@ int sk_exif_orientation(const uint8_t *exif, size_t len);
 
 /* ---- decode_jpeg.c ------------------------------------------------------- */
 
-/* The DCT scaling denominator (1, 2, 4 or 8) for a w x h JPEG: the largest
- * in {8, 4, 2} that keeps the side `fit` scales to `target` (short side for
- * SHARD_FIT_SHORT and SHARD_FIT_CROP, long side for SHARD_FIT_LONG) at least
- * `target` pixels once scaled (libjpeg gives ceil(side / denom)); 1 when none
- * does or target is 0. */
-unsigned sk_jpeg_scale_denom(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit);
+/* libjpeg-turbo scales the IDCT by M / SK_JPEG_SCALE_DENOM, M = 1..16. */
+#define SK_JPEG_SCALE_DENOM 8
 
-/* *source_w x *source_h: the size the header declares, before DCT scaling.
+/* The DCT scaling numerator M for a w x h JPEG, decoded at M/8: the smallest
+ * of 1, 2 and 4 that keeps the side `fit` scales to `target` (short side for
+ * SHARD_FIT_SHORT and SHARD_FIT_CROP, long side for SHARD_FIT_LONG) at least
+ * `target` pixels once scaled (libjpeg gives ceil(side * M / 8)); 8 (full
+ * size) when none does or target is 0.  The other M/8 scales were measured
+ * and rejected (BENCHMARKS.md): libjpeg-turbo 2.1 has SIMD code only for the
+ * 8x8, 4x4 and 2x2 IDCTs, so 3/8, 5/8, 6/8 and 7/8 decode slower than full
+ * size, and their truncated IDCT scores 2-3 dB below a full-size decode
+ * resampled by shard_resize. */
+unsigned sk_jpeg_scale_num(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit);
+
+/* *source_w x *source_h: the size the header declares, before DCT scaling;
+ * *scale_num: the M of the M/8 scale decoded at (8: full size).
  * warning (SHARD_ERRMSG_SIZE bytes): "" or the harmless warnings met. */
 int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                       struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, char *warning, struct shard_err *err);
+                      uint32_t *source_h, unsigned *scale_num, char *warning,
+                      struct shard_err *err);
 
 /* ---- decode_png.c -------------------------------------------------------- */
 

@@ -287,22 +287,17 @@ static void on_progress(j_common_ptr cinfo)
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static uint32_t ceil_div(uint32_t a, uint32_t b)
+unsigned sk_jpeg_scale_num(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit)
 {
-    return a / b + (a % b != 0);
-}
-
-unsigned sk_jpeg_scale_denom(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit)
-{
-    static const unsigned denominators[] = {8, 4, 2};
+    static const unsigned numerators[] = {1, 2, 4};  /* the scales with SIMD IDCTs */
     if (!target || !w || !h)
-        return 1;
-    uint32_t shorter = w < h ? w : h, longer = w < h ? h : w;
-    uint32_t side = fit == SHARD_FIT_LONG ? longer : shorter;
-    for (size_t i = 0; i < sizeof denominators / sizeof denominators[0]; i++)
-        if (ceil_div(side, denominators[i]) >= target)
-            return denominators[i];
-    return 1;
+        return SK_JPEG_SCALE_DENOM;
+    uint64_t shorter = w < h ? w : h, longer = w < h ? h : w;
+    uint64_t side = fit == SHARD_FIT_LONG ? longer : shorter;
+    for (size_t i = 0; i < sizeof numerators / sizeof numerators[0]; i++)
+        if ((side * numerators[i] + SK_JPEG_SCALE_DENOM - 1) / SK_JPEG_SCALE_DENOM >= target)
+            return numerators[i];
+    return SK_JPEG_SCALE_DENOM;
 }
 
 /* Read one byte of a marker segment from the source (libjpeg's own marker
@@ -405,7 +400,7 @@ static int read_pixels(j_decompress_ptr cinfo, int cmyk, struct shard_image *out
 static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t len,
                           const struct shard_decode_options *o, struct shard_image *out,
                           int *orientation, uint32_t *source_w, uint32_t *source_h,
-                          struct shard_err *err)
+                          unsigned *scale_num, struct shard_err *err)
 {
     j_decompress_ptr cinfo = &s->cinfo;
     if (setjmp(s->failure.jump))
@@ -438,9 +433,10 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
     cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
     cinfo->dct_method = DCT_METHOD;
     cinfo->do_fancy_upsampling = FANCY_UPSAMPLING;
-    cinfo->scale_num = 1;
-    cinfo->scale_denom =
-        sk_jpeg_scale_denom(cinfo->image_width, cinfo->image_height, o->target, o->fit);
+    cinfo->scale_num =
+        sk_jpeg_scale_num(cinfo->image_width, cinfo->image_height, o->target, o->fit);
+    cinfo->scale_denom = SK_JPEG_SCALE_DENOM;
+    *scale_num = cinfo->scale_num;
 
     jpeg_start_decompress(cinfo);
     if (cinfo->output_components != (cmyk ? CMYK_CHANNELS : RGB_CHANNELS))
@@ -458,7 +454,8 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
 
 int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                       struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, char *warning, struct shard_err *err)
+                      uint32_t *source_h, unsigned *scale_num, char *warning,
+                      struct shard_err *err)
 {
     warning[0] = '\0';
     if (len > ULONG_MAX)  /* jpeg_mem_src takes an unsigned long */
@@ -474,8 +471,10 @@ int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_op
     s.failure.len = len;
     s.failure.walk = (struct segment_walk){SOI_BYTES, 1, 0};
     *orientation = SHARD_ORIENTATION_NORMAL;
+    *scale_num = SK_JPEG_SCALE_DENOM;
 
-    int rc = decode_guarded(&s, data, len, o, out, orientation, source_w, source_h, err);
+    int rc = decode_guarded(&s, data, len, o, out, orientation, source_w, source_h, scale_num,
+                            err);
     if (!rc)
         sk_decode_warning_report(&s.failure.warnings, "JPEG", warning);
     /* safe also when jpeg_create_decompress failed half-way: it zeroes the

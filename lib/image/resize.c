@@ -99,25 +99,27 @@ static double filter_support(enum shard_resize_filter filter, double scale)
 
 /* Most inputs any output can touch, rounded up to even: an interval of
  * length 2 * support meets at most ceil(2 * support) + 1 unit cells. */
-static uint32_t taps_bound(enum shard_resize_filter filter, uint32_t in, uint32_t out)
+static uint32_t taps_bound(enum shard_resize_filter filter, uint32_t in, double extent, uint32_t out)
 {
-    double cells = ceil(2 * filter_support(filter, (double)in / out)) + 1;
+    double cells = ceil(2 * filter_support(filter, extent / out)) + 1;
     uint32_t bound = cells < (double)in ? (uint32_t)cells : in;
     return bound + (bound & 1);
 }
 
-/* Fill t for outputs [start, start + n) of an axis of `in` inputs resampled
- * to `out`.  t->first, t->used and t->weight hold n entries, the weights at
- * a stride of `bound` (taps_bound) until t->count is known; `exact` is
- * scratch for n * bound doubles. */
-static void taps_fill(struct taps *t, enum shard_resize_filter filter, uint32_t in, uint32_t out,
-                      uint32_t start, uint32_t n, uint32_t bound, double *exact)
+/* Fill t for outputs [start, start + n) of an axis of `in` inputs whose
+ * span [origin, origin + extent) is resampled to `out` (the whole axis:
+ * origin 0, extent `in`).  t->first, t->used and t->weight hold n entries,
+ * the weights at a stride of `bound` (taps_bound) until t->count is known;
+ * `exact` is scratch for n * bound doubles. */
+static void taps_fill(struct taps *t, enum shard_resize_filter filter, uint32_t in, double origin,
+                      double extent, uint32_t out, uint32_t start, uint32_t n, uint32_t bound,
+                      double *exact)
 {
-    const double scale = (double)in / out, support = filter_support(filter, scale);
+    const double scale = extent / out, support = filter_support(filter, scale);
     int64_t widest = 1;
     /* exact weights of each output's non-zero span, from exact[j * bound] */
     for (uint32_t j = 0; j < n; j++) {
-        double center = ((double)(start + j) + 0.5) * scale;
+        double center = origin + ((double)(start + j) + 0.5) * scale;
         int64_t lo = (int64_t)floor(center - support), hi = (int64_t)ceil(center + support);
         lo = lo < 0 ? 0 : lo;
         hi = hi > (int64_t)in ? (int64_t)in : hi;
@@ -587,13 +589,25 @@ static int scratch_get(struct shard_image *scratch, size_t bytes, uint8_t **out,
 
 /* ---- the engine ------------------------------------------------------------------ */
 
+/* A box that is the whole of src, or inside it with a positive size. */
+static int box_is_valid(const struct shard_image *src, const struct sk_box *b)
+{
+    return b->x0 >= 0 && b->y0 >= 0 && b->x0 < b->x1 && b->y0 < b->y1 &&
+           b->x1 <= (double)src->width && b->y1 <= (double)src->height;
+}
+
+static int resample(const struct shard_image *src, const struct sk_box *box, uint32_t scaled_w,
+                    uint32_t scaled_h, uint32_t win_x, uint32_t win_y, uint32_t win_w,
+                    uint32_t win_h, enum shard_resize_filter filter, enum shard_simd simd,
+                    struct shard_image *scratch, struct shard_image *dst, struct shard_err *err);
+
 int sk_resample(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h,
                    uint32_t win_x, uint32_t win_y, uint32_t win_w, uint32_t win_h,
                    enum shard_resize_filter filter, struct shard_image *scratch,
                    struct shard_image *dst, struct shard_err *err)
 {
-    return sk_resample_simd(src, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter,
-                               simd_best(), scratch, dst, err);
+    return resample(src, NULL, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter,
+                    simd_best(), scratch, dst, err);
 }
 
 int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h,
@@ -602,9 +616,33 @@ int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t 
                         struct shard_image *scratch, struct shard_image *dst,
                         struct shard_err *err)
 {
+    return resample(src, NULL, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter, simd,
+                    scratch, dst, err);
+}
+
+int sk_resample_box(const struct shard_image *src, const struct sk_box *box, uint32_t scaled_w,
+                    uint32_t scaled_h, uint32_t win_x, uint32_t win_y, uint32_t win_w,
+                    uint32_t win_h, enum shard_resize_filter filter, enum shard_simd simd,
+                    struct shard_image *scratch, struct shard_image *dst, struct shard_err *err)
+{
+    return resample(src, box, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter, simd,
+                    scratch, dst, err);
+}
+
+static int resample(const struct shard_image *src, const struct sk_box *box, uint32_t scaled_w,
+                    uint32_t scaled_h, uint32_t win_x, uint32_t win_y, uint32_t win_w,
+                    uint32_t win_h, enum shard_resize_filter filter, enum shard_simd simd,
+                    struct shard_image *scratch, struct shard_image *dst, struct shard_err *err)
+{
     if (!src || !dst || src == dst || !src->pixels || src->width == 0 || src->height == 0 ||
         src->channels == 0 || src->channels > 4 || src->stride < (size_t)src->width * src->channels)
         return shard_err_set(err, SHARD_EINVAL, "resize: invalid source image");
+    struct sk_box whole = {0, 0, (double)src->width, (double)src->height};
+    if (!box)
+        box = &whole;
+    if (!box_is_valid(src, box))
+        return shard_err_set(err, SHARD_EINVAL, "resize: box (%g,%g)-(%g,%g) is not inside %ux%u",
+                             box->x0, box->y0, box->x1, box->y1, src->width, src->height);
     if (scaled_w == 0 || scaled_h == 0 || win_w == 0 || win_h == 0 ||
         win_x > scaled_w - win_w || win_w > scaled_w || win_y > scaled_h - win_h ||
         win_h > scaled_h)
@@ -616,7 +654,11 @@ int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t 
         return shard_err_set(err, SHARD_EINVAL, "resize: unknown filter %d", (int)filter);
 
     const uint32_t channels = src->channels, in_w = src->width, in_h = src->height;
-    const int need_h = scaled_w != in_w, need_v = scaled_h != in_h;
+    /* an axis whose box is not the whole of it is resampled even where the
+     * sizes agree */
+    const int need_h = scaled_w != in_w || box->x0 != 0 || box->x1 != (double)in_w;
+    const int need_v = scaled_h != in_h || box->y0 != 0 || box->y1 != (double)in_h;
+    const double extent_x = box->x1 - box->x0, extent_y = box->y1 - box->y0;
     struct shard_image own_scratch = {0};
     struct resample_layout p;
     memset(&p, 0, sizeof p);
@@ -625,9 +667,9 @@ int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t 
         return rc;
 
     if (need_h)
-        p.bound_x = taps_bound(filter, in_w, scaled_w);
+        p.bound_x = taps_bound(filter, in_w, extent_x, scaled_w);
     if (need_v)
-        p.bound_y = taps_bound(filter, in_h, scaled_h);
+        p.bound_y = taps_bound(filter, in_h, extent_y, scaled_h);
 
     /* Order by estimated cost on the whole image (not the window), so that a
      * window is always cut from the same full result. */
@@ -657,13 +699,15 @@ int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t 
     c.used = 0;
     layout_carve(&p, &c, need_h, need_v, vertical_first, win_w, win_h, row_bytes);
     if (need_h) {
-        taps_fill(&p.tx, filter, in_w, scaled_w, win_x, win_w, p.bound_x, p.exact);
+        taps_fill(&p.tx, filter, in_w, box->x0, extent_x, scaled_w, win_x, win_w, p.bound_x,
+                  p.exact);
         col_lo = p.tx.first[0];
         uint32_t last = p.tx.first[win_w - 1] + p.tx.count;
         col_hi = last < in_w ? last : in_w;
     }
     if (need_v)
-        taps_fill(&p.ty, filter, in_h, scaled_h, win_y, win_h, p.bound_y, p.exact);
+        taps_fill(&p.ty, filter, in_h, box->y0, extent_y, scaled_h, win_y, win_h, p.bound_y,
+                  p.exact);
     if (need_h && need_v && vertical_first) {
         /* The vertical pass fills columns [col_lo, col_hi) of the row; the
          * SIMD loads may read on into the rest, for taps of weight 0: make
@@ -749,4 +793,15 @@ int shard_transform(const struct shard_image *src, const struct shard_geometry *
      * no copy, and gives the same pixels as resample-then-cut. */
     return sk_resample(src, g->scaled_w, g->scaled_h, g->crop_x, g->crop_y, g->out_w, g->out_h,
                           SHARD_RESIZE_DEFAULT, tmp, dst, err);
+}
+
+int shard_transform_from(const struct shard_image *src, const struct shard_decode_info *info,
+                         const struct shard_geometry *g, struct shard_image *tmp,
+                         struct shard_image *dst, struct shard_err *err)
+{
+    if (!g || !info)
+        return shard_err_set(err, SHARD_EINVAL, "transform: no geometry or decode info");
+    struct sk_box box = {info->box_x0, info->box_y0, info->box_x1, info->box_y1};
+    return sk_resample_box(src, &box, g->scaled_w, g->scaled_h, g->crop_x, g->crop_y, g->out_w,
+                           g->out_h, SHARD_RESIZE_DEFAULT, simd_best(), tmp, dst, err);
 }

@@ -47,4 +47,19 @@ int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t 
                         struct shard_image *scratch, struct shard_image *dst,
                         struct shard_err *err);
 
+/* A part of a source image, in pixel units (pixel i spans [i, i + 1)):
+ * [x0, x1) x [y0, y1), inside the image, of positive size. */
+struct sk_box {
+    double x0, y0, x1, y1;
+};
+
+/* sk_resample_simd resampling the part `box` of src (not the whole image) to
+ * scaled_w x scaled_h: output pixel j is centred on box->x0 + (j + 0.5) *
+ * (box->x1 - box->x0) / scaled_w.  Taps outside the box but inside the image
+ * are used (as at any inner edge); NULL is the whole image. */
+int sk_resample_box(const struct shard_image *src, const struct sk_box *box, uint32_t scaled_w,
+                    uint32_t scaled_h, uint32_t win_x, uint32_t win_y, uint32_t win_w,
+                    uint32_t win_h, enum shard_resize_filter filter, enum shard_simd simd,
+                    struct shard_image *scratch, struct shard_image *dst, struct shard_err *err);
+
 #endif

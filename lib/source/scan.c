@@ -427,13 +427,12 @@ fail:
 
 /* Messages give the reason only ("file vanished"), like the decoder's: the
  * caller names the key, e.g. "rejected 'a/b.jpg': file vanished". */
-int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
-                    struct shard_err *err)
+int sk_source_file_open(int root_fd, const char *key, int *fd_out, struct shard_err *err)
 {
-    buf->len = 0;
     int fd = openat(root_fd, key, SOURCE_OPEN_FLAGS);
     if (fd < 0 && errno == ENAMETOOLONG)
         fd = open_long_key(root_fd, key);
+    *fd_out = fd;
     if (fd < 0) {
         if (errno == ENOENT)
             return shard_err_set(err, SHARD_ENOTFOUND, "file vanished");
@@ -441,6 +440,21 @@ int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, str
             return shard_err_set(err, SHARD_EIO, "refusing to follow a symbolic link");
         return shard_err_errno(err, SHARD_EIO, errno, "cannot open");
     }
+    return SHARD_OK;
+}
+
+int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
+                    struct shard_err *err)
+{
+    buf->len = 0;
+    int fd;
+    int rc = sk_source_file_open(root_fd, key, &fd, err);
+    return rc ? rc : sk_source_file_read(fd, max_bytes, buf, err);
+}
+
+int sk_source_file_read(int fd, uint64_t max_bytes, struct shard_buf *buf, struct shard_err *err)
+{
+    buf->len = 0;
     int rc = SHARD_OK;
     struct stat sb;
     if (fstat(fd, &sb) != 0) {

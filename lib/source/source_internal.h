@@ -50,20 +50,40 @@ int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
 int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_t max_bytes,
                         struct shard_buf *buf, struct shard_err *err);
 
-/* Fetching a remote root's files ahead of the workers (prefetch.c): the
- * files keys[order[pos]] for pos in [first, end), `connections` at a time
- * and at most `ahead` positions ahead of the lowest one not taken yet, so
- * that conversion is not bound by one request's round trip per worker.
+/* shard_read_source_file in two halves (scan.c): open `key` below root_fd
+ * as it does (*fd, or -1 and the same errors), then read the open file and
+ * close it (fd is always closed). */
+int sk_source_file_open(int root_fd, const char *key, int *fd, struct shard_err *err);
+int sk_source_file_read(int fd, uint64_t max_bytes, struct shard_buf *buf, struct shard_err *err);
+
+/* Getting a root's files ahead of the workers that convert them
+ * (prefetch.c): the files keys[order[pos]] for pos in [first, end),
+ * `connections` at a time and at most `ahead` positions ahead of the lowest
+ * one not taken yet, so that conversion waits neither for one request's
+ * round trip per worker nor for a cold disk.
+ *   SK_PREFETCH_READ    each file's bytes are read into memory (an S3
+ *                       prefix: one GET per file)
+ *   SK_PREFETCH_ADVISE  each file is opened and the kernel asked to read it
+ *                       into the page cache (posix_fadvise WILLNEED); the
+ *                       open file is handed over, and read by the taker
+ *                       (a directory: no memory held beyond the cache)
+ * skip(skip_user, candidate), when not NULL, names the candidates never to
+ * touch (refused by the scan): their positions are ready at once, empty.
  * Every position in [first, end) must be taken, once. */
+enum sk_prefetch_mode { SK_PREFETCH_READ, SK_PREFETCH_ADVISE };
+typedef int sk_prefetch_skip(void *skip_user, uint64_t candidate);
 struct sk_prefetch;
 int sk_prefetch_new(struct sk_prefetch **out, const struct sk_source_root *root,
                     const struct shard_keylist *keys, const uint64_t *order, uint64_t first,
                     uint64_t end, uint64_t max_bytes, int connections, uint32_t ahead,
+                    enum sk_prefetch_mode mode, sk_prefetch_skip *skip, void *skip_user,
                     struct shard_err *err);
-/* Wait for position pos and hand its bytes to buf (buffers are exchanged,
- * nothing is copied), or return its read error (sk_source_root_read's).
- * SHARD_EINTR once the prefetcher is being freed. */
-int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf,
+/* Wait for position pos.  SK_PREFETCH_READ: hand its bytes to buf (buffers
+ * are exchanged, nothing is copied).  SK_PREFETCH_ADVISE: *fd is the open
+ * file (the caller reads and closes it with sk_source_file_read), or -1 for a
+ * skipped position.  Or return the error of reading or opening it
+ * (sk_source_root_read's).  SHARD_EINTR once the prefetcher is being freed. */
+int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf, int *fd,
                      struct shard_err *err);
 /* Stop the fetches (those under way finish) and free.  Accepts NULL. */
 void sk_prefetch_free(struct sk_prefetch *pf);

@@ -143,9 +143,10 @@ say "the warnings survive --resume: byte-identical to an uninterrupted run"
 if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null; then
     T=$(cd "$T" && pwd -P)  # strace matches the paths as the syscalls spell them
     set +e
-    # killed when the last file is opened: the first shards are finished
-    strace -f -o "$T/strace.log" -P "c_clean/rgb9.jpg" -e trace=openat \
-        -e inject=openat:signal=KILL:when=1 shardify "$SRC" "$T/k" $OPTS --quiet
+    # killed when the last file is read (read-ahead opens it well before):
+    # the first shards are finished
+    strace -f -o "$T/strace.log" -P "$(cd "$SRC" && pwd -P)/c_clean/rgb9.jpg" -e trace=read \
+        -e inject=read:signal=KILL:when=1 shardify "$SRC" "$T/k" $OPTS --quiet
     got=$?
     set -e
     [ "$got" -eq 137 ] || die "the run was not killed (exit $got)"

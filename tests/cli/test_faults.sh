@@ -29,8 +29,8 @@ SRC="$T/src"
 shardify "$SRC" "$T/clean" $OPTS --threads 1 --quiet
 [ "$(json "$T/clean/manifest.json" 'len(d["shards"])')" -ge 4 ] || die "expected several shards"
 # keys in plan order: the first sample, and the last (reading runs up to 16
-# files per thread ahead of writing, so only near the end are shards sure to
-# be finished)
+# files per thread ahead of writing, and opening 32 more ahead of reading, so
+# only near the end are shards sure to be finished)
 key_at() {
     "$PYTHON" -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().splitlines()[int(sys.argv[2])])["key"])' \
         "$T/clean/index.jsonl" "$1"
@@ -110,7 +110,8 @@ if [ $have_strace -eq 1 ]; then
     resume_matches_clean "$T/k1"
 
     say "kill -9 while decoding the last file: finished shards kept by --resume"
-    kill_at openat "$late_key" 1 "$T/k2"
+    # at the worker's read of it: the file is opened well before, by read-ahead
+    kill_at read "$SRC/$late_key" 1 "$T/k2"
     [ ! -e "$T/k2/manifest.json" ] || die "a manifest after a kill mid-run"
     [ "$(shard_count "$T/k2")" -ge 1 ] || die "expected finished shards before the kill"
     check_after_kill "$T/k2"

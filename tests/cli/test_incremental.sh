@@ -121,7 +121,8 @@ if strace_works; then
     cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/$changed"
     last=$(tail -n 1 "$T/prev4/index.jsonl" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["key"])')
     SRC="$T/src"
-    stop_at openat "$last" "$T/resumed" --incremental "$T/prev4"
+    # (at its read: read-ahead opens it up to 32 samples earlier)
+    stop_at read "$(cd "$T/src" && pwd -P)/$last" "$T/resumed" --incremental "$T/prev4"
     kill -KILL "$run_pid"
     finish_run
     ls "$T/resumed" | grep -q '^shard-' || die "no finished shard to adopt"

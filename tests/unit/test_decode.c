@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,15 +82,22 @@ static void load_fixture(const char *name, struct shard_buf *b)
     free(p);
 }
 
-static int decode_fixture(const char *name, const struct shard_decode_options *o,
-                          struct shard_image *img, struct shard_err *err)
+static int decode_fixture_ex(const char *name, const struct shard_decode_options *o,
+                             struct shard_image *img, struct shard_decode_info *info,
+                             struct shard_err *err)
 {
     struct shard_buf b = {0};
     load_fixture(name, &b);
     shard_err_clear(err);
-    int rc = shard_decode(b.data, b.len, o, img, err);
+    int rc = shard_decode_ex(b.data, b.len, o, img, info, err);
     shard_buf_release(&b);
     return rc;
+}
+
+static int decode_fixture(const char *name, const struct shard_decode_options *o,
+                          struct shard_image *img, struct shard_err *err)
+{
+    return decode_fixture_ex(name, o, img, NULL, err);
 }
 
 /* A binary PGM (P5) or PPM (P6) with maxval 255. */
@@ -683,38 +691,42 @@ static void test_file_over_max_file_bytes_is_refused(void **state)
     check_rejected("rgb.jpg", &o, SHARD_ELIMIT, "exceeds --max-file-bytes 100");
 }
 
-static void test_dct_scale_denominator_keeps_fit_side_at_least_target(void **state)
+static void test_dct_scale_numerator_is_smallest_keeping_fit_side_at_least_target(void **state)
 {
     (void)state;
     static const struct {
         uint32_t w, h, target;
         enum shard_fit fit;
-        unsigned denom;
+        unsigned num;  /* of 8 */
     } cases[] = {
-        {333, 250, 0, SHARD_FIT_SHORT, 1},    /* no target: full size */
-        {333, 250, 32, SHARD_FIT_SHORT, 8},   /* ceil(250/8) = 32 */
-        {333, 250, 33, SHARD_FIT_SHORT, 4},   /* ceil(250/4) = 63 */
-        {333, 250, 63, SHARD_FIT_SHORT, 4},
-        {333, 250, 64, SHARD_FIT_SHORT, 2},   /* ceil(250/2) = 125 */
-        {333, 250, 125, SHARD_FIT_SHORT, 2},
-        {333, 250, 126, SHARD_FIT_SHORT, 1},
-        {250, 333, 32, SHARD_FIT_SHORT, 8},   /* portrait: same short side */
-        {333, 250, 32, SHARD_FIT_CROP, 8},    /* crop scales the short side */
-        {333, 250, 42, SHARD_FIT_LONG, 8},    /* ceil(333/8) = 42 */
-        {333, 250, 43, SHARD_FIT_LONG, 4},
-        {250, 333, 43, SHARD_FIT_LONG, 4},
-        {500, 375, 256, SHARD_FIT_SHORT, 1},  /* the typical ImageNet image */
-        {500, 375, 224, SHARD_FIT_LONG, 2},
-        {4000, 3000, 256, SHARD_FIT_SHORT, 8},
-        {4000, 3000, 512, SHARD_FIT_SHORT, 4},
-        {100, 100, 512, SHARD_FIT_SHORT, 1},  /* upscaling: never shrink first */
+        {333, 250, 0, SHARD_FIT_SHORT, 8},    /* no target: full size */
+        {333, 250, 32, SHARD_FIT_SHORT, 1},   /* ceil(250 * 1/8) = 32 */
+        {333, 250, 33, SHARD_FIT_SHORT, 2},   /* ceil(250 * 2/8) = 63 */
+        {333, 250, 63, SHARD_FIT_SHORT, 2},
+        {333, 250, 64, SHARD_FIT_SHORT, 4},   /* 125; never 3/8 */
+        {333, 250, 125, SHARD_FIT_SHORT, 4},
+        {333, 250, 126, SHARD_FIT_SHORT, 8},  /* never 5/8, 6/8 or 7/8 */
+        {333, 250, 250, SHARD_FIT_SHORT, 8},
+        {250, 333, 32, SHARD_FIT_SHORT, 1},   /* portrait: same short side */
+        {333, 250, 32, SHARD_FIT_CROP, 1},    /* crop scales the short side */
+        {333, 250, 42, SHARD_FIT_LONG, 1},    /* ceil(333 / 8) = 42 */
+        {333, 250, 43, SHARD_FIT_LONG, 2},
+        {250, 333, 43, SHARD_FIT_LONG, 2},
+        {500, 375, 256, SHARD_FIT_SHORT, 8},  /* the typical ImageNet image */
+        {500, 375, 224, SHARD_FIT_LONG, 4},
+        {4000, 3000, 256, SHARD_FIT_SHORT, 1},
+        {4000, 3000, 512, SHARD_FIT_SHORT, 2},
+        {4000, 3000, 376, SHARD_FIT_SHORT, 2},  /* ceil(750) >= 376 */
+        {1, 1, 1, SHARD_FIT_SHORT, 1},
+        {65500, 65500, 65500, SHARD_FIT_LONG, 8},
+        {100, 100, 512, SHARD_FIT_SHORT, 8},  /* upscaling: never shrink first */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        unsigned d = sk_jpeg_scale_denom(cases[i].w, cases[i].h, cases[i].target, cases[i].fit);
-        if (d != cases[i].denom)
-            fail_msg("%ux%u target %u fit %s: denominator %u, expected %u", cases[i].w,
-                     cases[i].h, cases[i].target, shard_fit_name(cases[i].fit), d,
-                     cases[i].denom);
+        unsigned m = sk_jpeg_scale_num(cases[i].w, cases[i].h, cases[i].target, cases[i].fit);
+        if (m != cases[i].num)
+            fail_msg("%ux%u target %u fit %s: scale %u/8, expected %u/8", cases[i].w,
+                     cases[i].h, cases[i].target, shard_fit_name(cases[i].fit), m,
+                     cases[i].num);
     }
 }
 
@@ -758,6 +770,56 @@ static void test_dct_scaling_picks_the_side_before_rotation(void **state)
     assert_int_equal(img.width, 16);
     assert_int_equal(img.height, 24);
     shard_image_release(&img);
+}
+
+/* Mean absolute difference per sample of two images of one size. */
+static double mean_abs_diff(const struct shard_image *a, const struct shard_image *b)
+{
+    assert_int_equal(a->width, b->width);
+    assert_int_equal(a->height, b->height);
+    double sum = 0;
+    for (uint32_t y = 0; y < a->height; y++)
+        for (size_t i = 0; i < (size_t)a->width * 3; i++)
+            sum += fabs((double)a->pixels[y * a->stride + i] - b->pixels[y * b->stride + i]);
+    return sum / ((double)a->width * a->height * 3);
+}
+
+static void test_dct_scaled_picture_box_keeps_the_picture_in_place(void **state)
+{
+    (void)state;
+    /* rgb.jpg is 333x250; target 100 decodes it at 1/2: 167x125 pixels for
+     * 166.5x125 of picture.  Resampled from that box it lands where a
+     * full-size decode lands; stretched over all 167 columns it drifts by
+     * up to half a column. */
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    struct shard_image full = {0}, scaled = {0}, tmp = {0}, ref = {0}, boxed = {0}, whole = {0};
+    struct shard_decode_info full_info, info;
+    struct shard_err err = {0};
+    assert_int_equal(decode_fixture_ex("rgb.jpg", &o, &full, &full_info, &err), 0);
+    assert_true(full_info.box_x0 == 0 && full_info.box_y0 == 0 && full_info.box_x1 == 333 &&
+                full_info.box_y1 == 250);
+    o.target = 100;
+    assert_int_equal(decode_fixture_ex("rgb.jpg", &o, &scaled, &info, &err), 0);
+    assert_int_equal(scaled.width, 167);
+    assert_int_equal(scaled.height, 125);
+    assert_true(info.box_x0 == 0 && info.box_y0 == 0 && info.box_x1 == 166.5 &&
+                info.box_y1 == 125);
+    struct shard_geometry g;
+    assert_int_equal(shard_geometry_compute(333, 250, 100, SHARD_FIT_SHORT, 1, &g), 0);
+    assert_int_equal(shard_transform(&full, &g, &tmp, &ref, &err), 0);
+    assert_int_equal(shard_transform_from(&scaled, &info, &g, &tmp, &boxed, &err), 0);
+    assert_int_equal(shard_transform(&scaled, &g, &tmp, &whole, &err), 0);
+    double in_place = mean_abs_diff(&boxed, &ref), stretched = mean_abs_diff(&whole, &ref);
+    if (!(in_place < 1.5 && in_place < 0.75 * stretched))
+        fail_msg("mean difference from the full-size decode: %.3f from the box, %.3f "
+                 "stretched", in_place, stretched);
+    shard_image_release(&full);
+    shard_image_release(&scaled);
+    shard_image_release(&tmp);
+    shard_image_release(&ref);
+    shard_image_release(&boxed);
+    shard_image_release(&whole);
 }
 
 /* ---- PNG ------------------------------------------------------------------------- */
@@ -1069,7 +1131,8 @@ int main(void)
         cmocka_unit_test(test_progressive_jpeg_over_memory_cap_is_refused),
         cmocka_unit_test(test_jpeg_with_too_many_scans_is_refused),
         cmocka_unit_test(test_file_over_max_file_bytes_is_refused),
-        cmocka_unit_test(test_dct_scale_denominator_keeps_fit_side_at_least_target),
+        cmocka_unit_test(test_dct_scale_numerator_is_smallest_keeping_fit_side_at_least_target),
+        cmocka_unit_test(test_dct_scaled_picture_box_keeps_the_picture_in_place),
         cmocka_unit_test(test_dct_scaled_decode_has_expected_size_and_pixels),
         cmocka_unit_test(test_dct_scaling_picks_the_side_before_rotation),
         cmocka_unit_test(test_png_colour_types_decode_to_exact_rgb),

@@ -637,6 +637,46 @@ static void test_invalid_requests_are_refused_with_a_reason(void **state)
     shard_image_release(&tmp);
 }
 
+static void test_box_of_the_source_is_resampled_as_that_part_alone(void **state)
+{
+    (void)state;
+    struct shard_image src = {0}, part = {0}, from_box = {0}, from_part = {0}, whole = {0};
+    struct shard_err err = {0};
+    make_image(&src, 41, 30, 3);
+    fill_noise(&src, 7);
+    /* the whole image as a box: the bytes of a plain resample */
+    struct sk_box all = {0, 0, 41, 30};
+    for (int simd = SHARD_SIMD_NONE; simd <= SHARD_SIMD_AVX2; simd++) {
+        assert_int_equal(sk_resample_box(&src, &all, 13, 9, 0, 0, 13, 9, SHARD_RESIZE_AREA,
+                                         (enum shard_simd)simd, NULL, &from_box, &err), 0);
+        resize_ok(&src, 13, 9, SHARD_RESIZE_AREA, &whole);
+        assert_true(same_pixels(&from_box, &whole));
+    }
+    /* columns [1, 41) x rows [2, 30) halved by area averaging reach no pixel
+     * outside the box: the same bytes as resampling that part cut out */
+    make_image(&part, 40, 28, 3);
+    for (uint32_t y = 0; y < 28; y++)
+        memcpy(pixel(&part, 0, y), pixel(&src, 1, y + 2), 40 * 3);
+    struct sk_box inner = {1, 2, 41, 30};
+    assert_int_equal(sk_resample_box(&src, &inner, 20, 14, 0, 0, 20, 14, SHARD_RESIZE_AREA,
+                                     SHARD_SIMD_AVX2, NULL, &from_box, &err), 0);
+    resize_ok(&part, 20, 14, SHARD_RESIZE_AREA, &from_part);
+    assert_true(same_pixels(&from_box, &from_part));
+    /* a box outside the image or of no size is refused */
+    struct sk_box bad[] = {{0, 0, 42, 30}, {-1, 0, 41, 30}, {5, 0, 5, 30}, {0, 3, 41, 2}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(sk_resample_box(&src, &bad[i], 13, 9, 0, 0, 13, 9, SHARD_RESIZE_AREA,
+                                         SHARD_SIMD_NONE, NULL, &from_box, &err),
+                         SHARD_EINVAL);
+        assert_non_null(strstr(err.msg, "box"));
+    }
+    shard_image_release(&src);
+    shard_image_release(&part);
+    shard_image_release(&from_box);
+    shard_image_release(&from_part);
+    shard_image_release(&whole);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -658,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_repeated_calls_give_the_same_bytes),
         cmocka_unit_test(test_openmp_workers_give_the_serial_bytes),
         cmocka_unit_test(test_invalid_requests_are_refused_with_a_reason),
+        cmocka_unit_test(test_box_of_the_source_is_resampled_as_that_part_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

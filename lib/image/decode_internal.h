@@ -82,6 +82,33 @@ int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_op
                       uint32_t *source_h, unsigned *scale_num, char *warning,
                       struct shard_err *err);
 
+/* A box of a JPEG to decode (sk_decode_jpeg_box), in the image's pixels,
+ * and where the region decoded for it starts. */
+struct sk_jpeg_box {
+    uint32_t left, top, width, height;  /* in: inside the image */
+    uint32_t region_left, region_top;   /* out: the decoded region's first pixel */
+};
+
+/* sk_decode_jpeg returns this (> 0, not an error) for a box when the JPEG
+ * carries an EXIF orientation other than 1: the box cannot be placed before
+ * the image is turned, so decode it whole instead. */
+#define SK_JPEG_NEEDS_FULL 1
+
+/* Decode, at full scale, only the part of a JPEG that holds box: out gets
+ * the region [region_left, region_left + out->width) x [region_top,
+ * region_top + out->height), which contains the box, and the box's pixels
+ * equal those of a full decode byte for byte.  Columns are cropped with
+ * jpeg_crop_scanline, rows before the region skipped with
+ * jpeg_skip_scanlines (one iMCU of margin on each side keeps fancy
+ * upsampling exact); the rows after it are still entropy-decoded and the
+ * stream read to its end, so damage anywhere is reported as by
+ * sk_decode_jpeg.  No EXIF orientation is applied: SK_JPEG_NEEDS_FULL when
+ * there is one.  Errors as sk_decode_jpeg, and SHARD_EINVAL for a box
+ * outside the image. */
+int sk_decode_jpeg_box(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                       struct sk_jpeg_box *box, struct shard_image *out, uint32_t *source_w,
+                       uint32_t *source_h, char *warning, struct shard_err *err);
+
 /* ---- decode_png.c -------------------------------------------------------- */
 
 /* warning as for sk_decode_jpeg. */

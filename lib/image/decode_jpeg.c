@@ -369,36 +369,81 @@ static void cmyk_row_to_rgb(const JSAMPLE *in, uint8_t *out, uint32_t width, int
 
 /* ---- decoding ------------------------------------------------------------------ */
 
-static int read_pixels(j_decompress_ptr cinfo, int cmyk, struct shard_image *out)
+/* Read output rows [cinfo->output_scanline, end) into out, row r at row
+ * r - first of out. */
+static int read_pixels(j_decompress_ptr cinfo, int cmyk, JDIMENSION first, JDIMENSION end,
+                       struct shard_image *out)
 {
     if (cmyk) {
         /* from libjpeg's image pool: freed by jpeg_destroy_decompress */
         JSAMPARRAY row = (*cinfo->mem->alloc_sarray)((j_common_ptr)cinfo, JPOOL_IMAGE,
                                                     cinfo->output_width * CMYK_CHANNELS, 1);
-        while (cinfo->output_scanline < cinfo->output_height) {
-            uint8_t *dst = out->pixels + (size_t)cinfo->output_scanline * out->stride;
+        while (cinfo->output_scanline < end) {
+            uint8_t *dst = out->pixels + (size_t)(cinfo->output_scanline - first) * out->stride;
             if (jpeg_read_scanlines(cinfo, row, 1) != 1)
                 return SHARD_ECORRUPT;
             cmyk_row_to_rgb(row[0], dst, cinfo->output_width, cinfo->saw_Adobe_marker);
         }
         return SHARD_OK;
     }
-    while (cinfo->output_scanline < cinfo->output_height) {
+    while (cinfo->output_scanline < end) {
         JSAMPROW rows[ROWS_PER_READ];
-        JDIMENSION first = cinfo->output_scanline;
-        JDIMENSION n = cinfo->output_height - first;
+        JDIMENSION at = cinfo->output_scanline;
+        JDIMENSION n = end - at;
         if (n > ROWS_PER_READ)
             n = ROWS_PER_READ;
         for (JDIMENSION i = 0; i < n; i++)
-            rows[i] = out->pixels + (size_t)(first + i) * out->stride;
+            rows[i] = out->pixels + (size_t)(at + i - first) * out->stride;
         if (jpeg_read_scanlines(cinfo, rows, n) == 0)
             return SHARD_ECORRUPT;  /* cannot happen with a memory source */
     }
     return SHARD_OK;
 }
 
+/* Go past the rows after the box to the end of the image, entropy-decoding
+ * them.  jpeg_skip_scanlines() to the very end would mark the input as
+ * finished without reading it (libjpeg-turbo 2.1 sets eoi_reached), and
+ * damage there would go unnoticed: so skip all but the last row, which
+ * decodes every iMCU row up to it, and read that one. */
+static int skip_to_end(j_decompress_ptr cinfo)
+{
+    if (cinfo->output_scanline >= cinfo->output_height)
+        return SHARD_OK;
+    JDIMENSION last = cinfo->output_height - 1;
+    if (cinfo->output_scanline < last)
+        jpeg_skip_scanlines(cinfo, last - cinfo->output_scanline);
+    /* from libjpeg's image pool: freed by jpeg_destroy_decompress */
+    JSAMPARRAY row = (*cinfo->mem->alloc_sarray)(
+        (j_common_ptr)cinfo, JPOOL_IMAGE,
+        cinfo->output_width * (JDIMENSION)cinfo->output_components, 1);
+    while (cinfo->output_scanline < cinfo->output_height)
+        if (jpeg_read_scanlines(cinfo, row, 1) != 1)
+            return SHARD_ECORRUPT;
+    return SHARD_OK;
+}
+
+/* The region to decode for a box: the box widened by one iMCU on each side
+ * (clamped to the image), so that fancy upsampling, which treats the edges
+ * of what it decodes as the image's edges, gives the box the pixels of a
+ * full decode.  Rows are rounded out to whole iMCU rows too. */
+static void box_region(j_decompress_ptr cinfo, const struct sk_jpeg_box *box, JDIMENSION *x0,
+                       JDIMENSION *x1, JDIMENSION *y0, JDIMENSION *y1)
+{
+    JDIMENSION mw = (JDIMENSION)(cinfo->max_h_samp_factor * cinfo->min_DCT_scaled_size);
+    JDIMENSION mh = (JDIMENSION)(cinfo->max_v_samp_factor * cinfo->min_DCT_scaled_size);
+    JDIMENSION w = cinfo->output_width, h = cinfo->output_height;
+    JDIMENSION left = box->left / mw * mw, top = box->top / mh * mh;
+    uint64_t right = ((uint64_t)box->left + box->width + mw - 1) / mw * mw + mw;
+    uint64_t bottom = ((uint64_t)box->top + box->height + mh - 1) / mh * mh + mh;
+    *x0 = left > mw ? left - mw : 0;
+    *y0 = top > mh ? top - mh : 0;
+    *x1 = right < w ? (JDIMENSION)right : w;
+    *y1 = bottom < h ? (JDIMENSION)bottom : h;
+}
+
 static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t len,
-                          const struct shard_decode_options *o, struct shard_image *out,
+                          const struct shard_decode_options *o, struct sk_jpeg_box *box,
+                          struct shard_image *out,
                           int *orientation, uint32_t *source_w, uint32_t *source_h,
                           unsigned *scale_num, struct shard_err *err)
 {
@@ -426,6 +471,14 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
         *orientation = sk_exif_orientation(s->failure.exif, s->failure.exif_len);
     *source_w = cinfo->image_width;
     *source_h = cinfo->image_height;
+    if (box && *orientation != SHARD_ORIENTATION_NORMAL)
+        return SK_JPEG_NEEDS_FULL;  /* the box is in upright coordinates */
+    if (box && ((uint64_t)box->left + box->width > cinfo->image_width ||
+                (uint64_t)box->top + box->height > cinfo->image_height ||
+                !box->width || !box->height))
+        return shard_err_set(err, SHARD_EINVAL, "box %ux%u at (%u, %u) is outside the %ux%u JPEG",
+                             box->width, box->height, box->left, box->top, cinfo->image_width,
+                             cinfo->image_height);
 
     int cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
     /* libjpeg-turbo converts YCbCr, RGB and grayscale to RGB itself; for
@@ -433,8 +486,9 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
     cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
     cinfo->dct_method = DCT_METHOD;
     cinfo->do_fancy_upsampling = FANCY_UPSAMPLING;
-    cinfo->scale_num =
-        sk_jpeg_scale_num(cinfo->image_width, cinfo->image_height, o->target, o->fit);
+    cinfo->scale_num = box ? SK_JPEG_SCALE_DENOM
+                           : sk_jpeg_scale_num(cinfo->image_width, cinfo->image_height,
+                                               o->target, o->fit);
     cinfo->scale_denom = SK_JPEG_SCALE_DENOM;
     *scale_num = cinfo->scale_num;
 
@@ -442,20 +496,32 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
     if (cinfo->output_components != (cmyk ? CMYK_CHANNELS : RGB_CHANNELS))
         return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: JPEG with %d components",
                              cinfo->num_components);
-    rc = shard_image_alloc(out, cinfo->output_width, cinfo->output_height, RGB_CHANNELS, err);
+    JDIMENSION x0 = 0, x1 = cinfo->output_width, y0 = 0, y1 = cinfo->output_height;
+    if (box) {
+        box_region(cinfo, box, &x0, &x1, &y0, &y1);
+        JDIMENSION width = x1 - x0;
+        if (width < cinfo->output_width)
+            jpeg_crop_scanline(cinfo, &x0, &width);  /* x0 moves to an iMCU boundary */
+        box->region_left = x0;
+        box->region_top = y0;
+        if (y0)
+            jpeg_skip_scanlines(cinfo, y0);
+    }
+    rc = shard_image_alloc(out, cinfo->output_width, y1 - y0, RGB_CHANNELS, err);
     if (rc)
         return rc;
-    if (read_pixels(cinfo, cmyk, out))
+    if (read_pixels(cinfo, cmyk, y0, y1, out) || skip_to_end(cinfo))
         return shard_err_set(err, SHARD_ECORRUPT, "corrupt JPEG: decoder returned no rows");
     /* reads up to EOI, so damage after the last row is still reported */
     jpeg_finish_decompress(cinfo);
     return SHARD_OK;
 }
 
-int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                      struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, unsigned *scale_num, char *warning,
-                      struct shard_err *err)
+/* sk_decode_jpeg and sk_decode_jpeg_box: box NULL for the whole image. */
+static int decode_session(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                          struct sk_jpeg_box *box, struct shard_image *out, int *orientation,
+                          uint32_t *source_w, uint32_t *source_h, unsigned *scale_num,
+                          char *warning, struct shard_err *err)
 {
     warning[0] = '\0';
     if (len > ULONG_MAX)  /* jpeg_mem_src takes an unsigned long */
@@ -473,12 +539,32 @@ int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_op
     *orientation = SHARD_ORIENTATION_NORMAL;
     *scale_num = SK_JPEG_SCALE_DENOM;
 
-    int rc = decode_guarded(&s, data, len, o, out, orientation, source_w, source_h, scale_num,
-                            err);
+    int rc = decode_guarded(&s, data, len, o, box, out, orientation, source_w, source_h,
+                            scale_num, err);
     if (!rc)
         sk_decode_warning_report(&s.failure.warnings, "JPEG", warning);
     /* safe also when jpeg_create_decompress failed half-way: it zeroes the
      * struct first and destroy skips a NULL memory manager */
     jpeg_destroy_decompress(&s.cinfo);
     return rc;
+}
+
+int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                      struct shard_image *out, int *orientation, uint32_t *source_w,
+                      uint32_t *source_h, unsigned *scale_num, char *warning,
+                      struct shard_err *err)
+{
+    return decode_session(data, len, o, NULL, out, orientation, source_w, source_h, scale_num,
+                          warning, err);
+}
+
+int sk_decode_jpeg_box(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                       struct sk_jpeg_box *box, struct shard_image *out, uint32_t *source_w,
+                       uint32_t *source_h, char *warning, struct shard_err *err)
+{
+    int orientation;
+    unsigned scale_num;
+    box->region_left = box->region_top = 0;
+    return decode_session(data, len, o, box, out, &orientation, source_w, source_h, &scale_num,
+                          warning, err);
 }

@@ -15,6 +15,7 @@
  * to be volatile, and the caller releases the library state on every path.
  */
 #include "image/encode_internal.h"
+#include "image/decode_internal.h"
 
 #include <setjmp.h>
 #include <stdio.h> /* jpeglib.h needs FILE */
@@ -351,5 +352,34 @@ int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len
     if (out->width != width || out->height != height)
         return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u",
                              out->width, out->height, width, height);
+    return SHARD_OK;
+}
+
+int sk_decode_payload_box(enum shard_codec codec, const uint8_t *data, size_t len,
+                          uint32_t width, uint32_t height, struct sk_jpeg_box *box,
+                          struct shard_image *out, struct shard_err *err)
+{
+    box->region_left = box->region_top = 0;
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.target = 0;  /* full scale: the record's own dimensions */
+    /* what only the whole decode handles, or rejects with its own message */
+    if (codec != SHARD_CODEC_JPEG || !out || !data || !width || !height ||
+        (o.max_file_bytes && len > o.max_file_bytes) || shard_sniff(data, len) != SHARD_FORMAT_JPEG)
+        return shard_decode_payload(codec, data, len, width, height, out, err);
+    char warning[SHARD_ERRMSG_SIZE];
+    uint32_t source_w = 0, source_h = 0;
+    int rc = sk_decode_jpeg_box(data, len, &o, box, out, &source_w, &source_h, warning, err);
+    if (rc == SK_JPEG_NEEDS_FULL) {
+        box->region_left = box->region_top = 0;
+        return shard_decode_payload(codec, data, len, width, height, out, err);
+    }
+    /* before the box check's SHARD_EINVAL: a box of the record's size may
+     * not fit a payload of another size */
+    if ((!rc || rc == SHARD_EINVAL) && source_w && (source_w != width || source_h != height))
+        return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u",
+                             source_w, source_h, width, height);
+    if (rc)
+        return shard_err_prefix(err, rc, "%s payload", shard_codec_name(codec));
     return SHARD_OK;
 }

@@ -615,20 +615,44 @@ static void test_progressive_jpeg_over_memory_cap_is_refused(void **state)
  * approximation steps (DC likewise, all components together). */
 #define MANY_SCANS (3 + 3 * 63 * 3)
 
+/* A JPEG compressor of RGB w x h input, defaults set, writing to memory;
+ * finish_jpeg() ends it and puts the bytes in out. */
+struct jpeg_writer {
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    unsigned char *mem;
+    unsigned long size;
+};
+
+static void start_jpeg(struct jpeg_writer *j, uint32_t w, uint32_t h)
+{
+    j->c.err = jpeg_std_error(&j->e);
+    jpeg_create_compress(&j->c);
+    j->mem = NULL;
+    j->size = 0;
+    jpeg_mem_dest(&j->c, &j->mem, &j->size);
+    j->c.image_width = w;
+    j->c.image_height = h;
+    j->c.input_components = 3;
+    j->c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&j->c);
+}
+
+static void finish_jpeg(struct jpeg_writer *j, struct shard_buf *out)
+{
+    jpeg_finish_compress(&j->c);
+    jpeg_destroy_compress(&j->c);
+    out->len = 0;
+    assert_int_equal(shard_buf_append(out, j->mem, j->size, NULL), 0);
+    free(j->mem);
+}
+
 static void encode_many_scan_jpeg(struct shard_buf *out)
 {
     enum { SIDE = 16 };
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr e;
-    c.err = jpeg_std_error(&e);
-    jpeg_create_compress(&c);
-    unsigned char *mem = NULL;
-    unsigned long size = 0;
-    jpeg_mem_dest(&c, &mem, &size);
-    c.image_width = c.image_height = SIDE;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
+    struct jpeg_writer j;
+    start_jpeg(&j, SIDE, SIDE);
+    struct jpeg_compress_struct *c = &j.c;
     static jpeg_scan_info scans[MANY_SCANS];
     int n = 0;
     for (int step = 0; step < 3; step++) {  /* Al 2, then refine to 1, then 0 */
@@ -652,21 +676,17 @@ static void encode_many_scan_jpeg(struct shard_buf *out)
                 ac->Al = 2 - step;
             }
     assert_int_equal(n, MANY_SCANS);
-    c.scan_info = scans;
-    c.num_scans = n;
-    jpeg_start_compress(&c, TRUE);
+    c->scan_info = scans;
+    c->num_scans = n;
+    jpeg_start_compress(c, TRUE);
     unsigned char row[SIDE * 3];
     for (int x = 0; x < SIDE * 3; x++)
         row[x] = (unsigned char)(x * 5);
-    while (c.next_scanline < c.image_height) {
+    while (c->next_scanline < c->image_height) {
         JSAMPROW r = row;
-        jpeg_write_scanlines(&c, &r, 1);
+        jpeg_write_scanlines(c, &r, 1);
     }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    out->len = 0;
-    assert_int_equal(shard_buf_append(out, mem, size, NULL), 0);
-    free(mem);
+    finish_jpeg(&j, out);
 }
 
 static void test_jpeg_with_too_many_scans_is_refused(void **state)
@@ -1102,10 +1122,204 @@ static void test_imagenet_sample_decodes_without_error(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* ---- decoding only a box ------------------------------------------------------ */
+
+/* img re-encoded at w x h (its top-left part) as a JPEG with `components`
+ * (1: grayscale, 3: YCbCr) and luma sampling h_samp x v_samp, optionally
+ * progressive. */
+static void encode_jpeg_variant(const struct shard_image *img, uint32_t w, uint32_t h,
+                                int components, int h_samp, int v_samp, int progressive,
+                                struct shard_buf *out)
+{
+    assert_true(w <= img->width && h <= img->height);
+    struct jpeg_writer j;
+    start_jpeg(&j, w, h);
+    struct jpeg_compress_struct *c = &j.c;
+    jpeg_set_quality(c, 90, TRUE);
+    if (components == 1)
+        jpeg_set_colorspace(c, JCS_GRAYSCALE);
+    c->comp_info[0].h_samp_factor = h_samp;
+    c->comp_info[0].v_samp_factor = v_samp;
+    if (progressive)
+        jpeg_simple_progression(c);
+    jpeg_start_compress(c, TRUE);
+    while (c->next_scanline < c->image_height) {
+        JSAMPROW r = img->pixels + (size_t)c->next_scanline * img->stride;
+        jpeg_write_scanlines(c, &r, 1);
+    }
+    finish_jpeg(&j, out);
+}
+
+/* The box's pixels from sk_decode_jpeg_box equal those of a full decode. */
+static void check_box(const struct shard_buf *jpeg, const struct shard_image *full,
+                      uint32_t left, uint32_t top, uint32_t bw, uint32_t bh, const char *what)
+{
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.target = 0;
+    struct sk_jpeg_box box = {left, top, bw, bh, 0, 0};
+    struct shard_image region = {0};
+    struct shard_err err = {0};
+    char warning[SHARD_ERRMSG_SIZE];
+    uint32_t sw = 0, sh = 0;
+    int rc = sk_decode_jpeg_box(jpeg->data, jpeg->len, &o, &box, &region, &sw, &sh, warning,
+                                &err);
+    if (rc)
+        fail_msg("%s box %ux%u at (%u, %u): %d %s", what, bw, bh, left, top, rc, err.msg);
+    assert_int_equal(sw, full->width);
+    assert_int_equal(sh, full->height);
+    assert_true(box.region_left <= left && box.region_top <= top);
+    assert_true((uint64_t)box.region_left + region.width >= (uint64_t)left + bw);
+    assert_true((uint64_t)box.region_top + region.height >= (uint64_t)top + bh);
+    for (uint32_t y = 0; y < bh; y++) {
+        const uint8_t *a = full->pixels + (size_t)(top + y) * full->stride + (size_t)left * 3;
+        const uint8_t *b = region.pixels + (size_t)(top + y - box.region_top) * region.stride +
+                           (size_t)(left - box.region_left) * 3;
+        if (memcmp(a, b, (size_t)bw * 3) != 0)
+            fail_msg("%s box %ux%u at (%u, %u): row %u differs from a full decode", what, bw,
+                     bh, left, top, top + y);
+    }
+    shard_image_release(&region);
+}
+
+/* Boxes at every edge and corner, tiny and whole, and pseudo-random ones. */
+static void check_boxes(const struct shard_buf *jpeg, const char *what)
+{
+    struct shard_image full = {0};
+    struct shard_err err = {0};
+    assert_int_equal(shard_decode(jpeg->data, jpeg->len, NULL, &full, &err), 0);
+    const uint32_t w = full.width, h = full.height;
+    const uint32_t half_w = (w + 1) / 2, half_h = (h + 1) / 2;
+    const uint32_t fixed[][4] = {
+        {0, 0, w, h},               {0, 0, 1, 1},
+        {w - 1, h - 1, 1, 1},       {0, h - half_h, half_w, half_h},
+        {w - half_w, 0, half_w, half_h}, {w - half_w, h - half_h, half_w, half_h},
+        {w / 3, h / 3, w / 3 + 1, h / 3 + 1}, {0, h / 2, w, 1},
+        {w / 2, 0, 1, h},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        check_box(jpeg, &full, fixed[i][0], fixed[i][1], fixed[i][2], fixed[i][3], what);
+    uint64_t state = 0x9e3779b97f4a7c15ULL ^ w ^ ((uint64_t)h << 20);
+    for (int i = 0; i < 24; i++) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t bw = 1 + (uint32_t)(state >> 33) % w;
+        uint32_t bh = 1 + (uint32_t)(state >> 13) % h;
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t left = (uint32_t)(state >> 33) % (w - bw + 1);
+        uint32_t top = (uint32_t)(state >> 13) % (h - bh + 1);
+        check_box(jpeg, &full, left, top, bw, bh, what);
+    }
+    shard_image_release(&full);
+}
+
+static void test_jpeg_box_decode_gives_the_pixels_of_a_full_decode(void **state)
+{
+    (void)state;
+    const char *fixtures[] = {"rgb.jpg", "gray.jpg", "cmyk_adobe.jpg", "progressive.jpg"};
+    struct shard_buf b = {0};
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+        load_fixture(fixtures[i], &b);
+        check_boxes(&b, fixtures[i]);
+    }
+    /* the picture of rgb.jpg re-encoded in other layouts and odd sizes */
+    struct shard_image picture = {0};
+    struct shard_err err = {0};
+    load_fixture("rgb.jpg", &b);
+    assert_int_equal(shard_decode(b.data, b.len, NULL, &picture, &err), 0);
+    const struct {
+        uint32_t w, h;
+        int components, h_samp, v_samp, progressive;
+        const char *what;
+    } variants[] = {
+        {333, 250, 3, 2, 2, 0, "4:2:0 333x250"}, {331, 249, 3, 1, 1, 0, "4:4:4 331x249"},
+        {333, 250, 3, 2, 1, 0, "4:2:2 333x250"}, {317, 243, 1, 1, 1, 0, "grayscale 317x243"},
+        {299, 201, 3, 2, 2, 1, "progressive 4:2:0 299x201"},
+        {301, 203, 3, 1, 1, 1, "progressive 4:4:4 301x203"},
+        {17, 9, 3, 2, 2, 0, "4:2:0 17x9"},
+    };
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        encode_jpeg_variant(&picture, variants[i].w, variants[i].h, variants[i].components,
+                            variants[i].h_samp, variants[i].v_samp, variants[i].progressive, &b);
+        check_boxes(&b, variants[i].what);
+    }
+    shard_image_release(&picture);
+    /* real photos, when the ImageNet sample is there */
+    const char *dir = getenv("SHARDKIT_DATASET");
+    DIR *d = dir ? opendir(dir) : NULL;
+    int photos = 0;
+    struct dirent *e;
+    while (d && photos < 40 && (e = readdir(d))) {
+        char *p = path_in("SHARDKIT_DATASET", e->d_name);
+        int loaded = e->d_name[0] != '.' && slurp(p, &b) == 0;
+        free(p);
+        if (!loaded || shard_sniff(b.data, b.len) != SHARD_FORMAT_JPEG)
+            continue;
+        check_boxes(&b, e->d_name);
+        photos++;
+    }
+    if (d)
+        closedir(d);
+    shard_buf_release(&b);
+}
+
+/* Damage after the box is found as by a full decode: the rows after it are
+ * still entropy-decoded and the stream read to its end. */
+static void test_jpeg_box_decode_reports_damage_outside_the_box(void **state)
+{
+    (void)state;
+    const char *damaged[] = {"truncated.jpg", "bitflip.jpg"};
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.target = 0;
+    for (size_t i = 0; i < sizeof damaged / sizeof damaged[0]; i++) {
+        struct shard_buf b = {0};
+        load_fixture(damaged[i], &b);
+        struct shard_image img = {0};
+        struct shard_err full_err = {0}, box_err = {0};
+        int full_rc = shard_decode(b.data, b.len, &o, &img, &full_err);
+        struct sk_jpeg_box box = {0, 0, 8, 8, 0, 0};
+        char warning[SHARD_ERRMSG_SIZE];
+        uint32_t sw, sh;
+        int box_rc = sk_decode_jpeg_box(b.data, b.len, &o, &box, &img, &sw, &sh, warning,
+                                        &box_err);
+        assert_int_equal(full_rc, SHARD_ECORRUPT);
+        assert_int_equal(box_rc, full_rc);
+        assert_string_equal(box_err.msg, full_err.msg);
+        shard_image_release(&img);
+        shard_buf_release(&b);
+    }
+}
+
+static void test_jpeg_box_decode_refuses_exif_orientation_and_boxes_outside(void **state)
+{
+    (void)state;
+    struct shard_buf b = {0};
+    load_fixture("exif_rot6.jpg", &b);
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    struct sk_jpeg_box box = {0, 0, 4, 4, 0, 0};
+    struct shard_image img = {0};
+    struct shard_err err = {0};
+    char warning[SHARD_ERRMSG_SIZE];
+    uint32_t sw, sh;
+    assert_int_equal(sk_decode_jpeg_box(b.data, b.len, &o, &box, &img, &sw, &sh, warning, &err),
+                     SK_JPEG_NEEDS_FULL);
+    load_fixture("rgb.jpg", &b);
+    struct sk_jpeg_box beyond = {333, 0, 1, 1, 0, 0};
+    assert_int_equal(sk_decode_jpeg_box(b.data, b.len, &o, &beyond, &img, &sw, &sh, warning,
+                                        &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "box 1x1 at (333, 0) is outside the 333x250 JPEG");
+    shard_image_release(&img);
+    shard_buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sniff_uses_signatures_not_names),
+        cmocka_unit_test(test_jpeg_box_decode_gives_the_pixels_of_a_full_decode),
+        cmocka_unit_test(test_jpeg_box_decode_reports_damage_outside_the_box),
+        cmocka_unit_test(test_jpeg_box_decode_refuses_exif_orientation_and_boxes_outside),
         cmocka_unit_test(test_options_init_sets_documented_defaults),
         cmocka_unit_test(test_missing_input_or_output_is_invalid),
         cmocka_unit_test(test_rgb_jpeg_matches_reference_decoder),

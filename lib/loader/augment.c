@@ -778,3 +778,32 @@ int sk_augment_is_identity(const struct shard_augment *a)
 {
     return !a || (a->count == 0 && a->dtype == SHARD_DTYPE_UINT8 && a->layout == SHARD_LAYOUT_NHWC);
 }
+
+int sk_augment_starts_with_crop(const struct shard_augment *a)
+{
+    return a && a->count > 0 && (a->steps[0].op == SHARD_AUGMENT_RANDOM_RESIZED_CROP ||
+                                 a->steps[0].op == SHARD_AUGMENT_CENTER_CROP);
+}
+
+int sk_augment_first_box(const struct shard_augment *a, const struct shard_augment_draws *d,
+                         uint32_t *left, uint32_t *top, uint32_t *width, uint32_t *height)
+{
+    const struct shard_augment_choice *c = &d->step[0];
+    if (!sk_augment_starts_with_crop(a) || d->steps != a->count || !box_inside(c))
+        return 0;
+    *left = (uint32_t)c->left;
+    *top = (uint32_t)c->top;
+    *width = c->box_width;
+    *height = c->box_height;
+    return 1;
+}
+
+void sk_augment_draws_in_region(struct shard_augment_draws *d, uint32_t left, uint32_t top,
+                                uint32_t width, uint32_t height)
+{
+    struct shard_augment_choice *c = &d->step[0];
+    c->in_width = width;
+    c->in_height = height;
+    c->left -= (int32_t)left;
+    c->top -= (int32_t)top;
+}

@@ -7,4 +7,20 @@
 /* 1 when `a` writes its input unchanged: no steps, uint8, NHWC (NULL too). */
 int sk_augment_is_identity(const struct shard_augment *a);
 
+/* 1 when the first step of `a` is RANDOM_RESIZED_CROP or CENTER_CROP. */
+int sk_augment_starts_with_crop(const struct shard_augment *a);
+
+/* When the first step of `a` is a crop that stays inside the image
+ * (RANDOM_RESIZED_CROP, or CENTER_CROP without padding), its box in the
+ * input as drawn in *d: 1 and *left, *top, *width, *height; else 0.  Only
+ * those pixels of the input are ever read by shard_augment_apply. */
+int sk_augment_first_box(const struct shard_augment *a, const struct shard_augment_draws *d,
+                         uint32_t *left, uint32_t *top, uint32_t *width, uint32_t *height);
+
+/* Draws for an input that is the region of the image d was drawn for whose
+ * first pixel is (left, top), width x height, holding the first step's box
+ * (sk_augment_first_box): the same choices, the box moved into the region. */
+void sk_augment_draws_in_region(struct shard_augment_draws *d, uint32_t left, uint32_t top,
+                                uint32_t width, uint32_t height);
+
 #endif

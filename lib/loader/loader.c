@@ -75,6 +75,7 @@ struct worker {
     struct shard_item item;      /* the decoded sample, with a fixed size */
     struct shard_augment_workspace *ws;
     struct shard_augment_draws draws;
+    uint64_t index;              /* the sample being read, for choose_box */
 };
 
 struct shard_loader {
@@ -82,6 +83,8 @@ struct shard_loader {
     const struct shard_augment *aug;
     struct shard_loader_options o;
     int identity;                /* samples are the stored pixels */
+    int crop_first;              /* the transforms start with a crop: JPEG records
+                                  * are decoded only around its box */
     int fixed;
     uint32_t fixed_w, fixed_h;
     size_t sample_bytes;
@@ -260,6 +263,21 @@ static void name_sample(struct shard_dataset *ds, uint64_t index, struct shard_e
                               r);
 }
 
+/* sk_read_box's choice for worker w's sample: the choices are drawn for the
+ * record's size (as for the decoded image, which has that size), and a
+ * first crop's box is all that needs decoding. */
+static int choose_box(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg_box *box)
+{
+    struct worker *w = ctx;
+    struct shard_loader *l = w->loader;
+    struct shard_err ignored;  /* a failed draw is made again, and reported, after the read */
+    if (shard_augment_draw(l->aug, width, height, l->o.plan.seed, l->epoch, w->index, &w->draws,
+                           &ignored))
+        return 0;
+    return sk_augment_first_box(l->aug, &w->draws, &box->left, &box->top, &box->width,
+                                &box->height);
+}
+
 /* Read sample `index` into place j of b and transform it there. */
 static void fill_place(struct shard_loader *l, struct worker *w, struct shard_batch *b, uint32_t j,
                        uint64_t index)
@@ -269,7 +287,10 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
     b->indices[j] = index;
     b->labels[j] = SHARD_NO_LABEL;
     shard_err_clear(err);
-    int rc = shard_dataset_read(l->ds, index, SHARD_READ_PIXELS, item, err);
+    struct sk_read_box rb = {choose_box, w, {0}, 0};
+    w->index = index;
+    int rc = l->crop_first ? sk_dataset_read_box(l->ds, index, &rb, item, err)
+                           : shard_dataset_read(l->ds, index, SHARD_READ_PIXELS, item, err);
     if (rc)
         goto out;
     b->labels[j] = item->label;
@@ -280,8 +301,12 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
         goto out;
     }
     uint64_t start = sk_now_ns();
-    rc = shard_augment_draw(l->aug, item->pixels.width, item->pixels.height, l->o.plan.seed,
-                            l->epoch, index, &w->draws, err);
+    if (rb.cropped)  /* drawn for the record's size by choose_box */
+        sk_augment_draws_in_region(&w->draws, rb.box.region_left, rb.box.region_top,
+                                   item->pixels.width, item->pixels.height);
+    else
+        rc = shard_augment_draw(l->aug, item->pixels.width, item->pixels.height,
+                                l->o.plan.seed, l->epoch, index, &w->draws, err);
     void *dst = NULL;
     if (!rc && l->fixed) {
         if (w->draws.out_bytes != b->sample_bytes)  /* find_fixed_size and draw disagree */
@@ -420,6 +445,7 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     if (l->o.parts <= 1)
         l->o.part = 0, l->o.parts = 1;
     l->identity = sk_augment_is_identity(augment);
+    l->crop_first = !l->identity && sk_augment_starts_with_crop(augment);
     l->fixed = augment && shard_augment_fixed_size(augment, &l->fixed_w, &l->fixed_h);
     int rc = SHARD_OK;
     if (l->fixed) {

@@ -24,6 +24,7 @@
 
 #include <zstd.h>
 
+#include "image/encode_internal.h"
 #include "manifest/manifest_internal.h"
 #include "net/s3.h"
 #include "read/dataset_internal.h"
@@ -457,8 +458,8 @@ void shard_item_release(struct shard_item *item)
 }
 
 /* Fill *item from a decoded record view. */
-static int fill_item(const struct shard_record_view *v, unsigned flags, struct shard_item *item,
-                     struct shard_err *err)
+static int fill_item(const struct shard_record_view *v, unsigned flags, struct sk_read_box *rb,
+                     struct shard_item *item, struct shard_err *err)
 {
     item->label = v->meta.label;
     item->width = v->meta.width;
@@ -480,13 +481,20 @@ static int fill_item(const struct shard_record_view *v, unsigned flags, struct s
     if ((flags & SHARD_READ_STORED) &&
         (rc = shard_buf_append(&item->stored, v->payload, v->payload_len, err)))
         return rc;
-    if ((flags & SHARD_READ_PIXELS) &&
-        (rc = shard_decode_payload(v->meta.codec, v->payload, v->payload_len, v->meta.width,
-                                   v->meta.height, &item->pixels, err))) {
-        item->pixels.width = item->pixels.height = 0;
-        return rc;
+    if (!(flags & SHARD_READ_PIXELS))
+        return SHARD_OK;
+    if (rb && v->meta.codec == SHARD_CODEC_JPEG &&
+        rb->choose(rb->ctx, v->meta.width, v->meta.height, &rb->box)) {
+        rc = sk_decode_payload_box(v->meta.codec, v->payload, v->payload_len, v->meta.width,
+                                   v->meta.height, &rb->box, &item->pixels, err);
+        rb->cropped = !rc;
+    } else {
+        rc = shard_decode_payload(v->meta.codec, v->payload, v->payload_len, v->meta.width,
+                                  v->meta.height, &item->pixels, err);
     }
-    return SHARD_OK;
+    if (rc)
+        item->pixels.width = item->pixels.height = 0;
+    return rc;
 }
 
 /* Pixels of a record decompressed into img's own buffer (by
@@ -536,7 +544,8 @@ static uint64_t stage_done(struct shard_dataset *ds, enum sk_read_counter c, enu
 /* read_record's work, from `start`: open the shard if need be, then the
  * read, decompress and decode stages. */
 static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
-                       struct shard_item *item, uint64_t start, struct shard_err *err)
+                       struct sk_read_box *rb, struct shard_item *item, uint64_t start,
+                       struct shard_err *err)
 {
     const struct shard_footer *footer;
     uint64_t t = start;
@@ -592,7 +601,8 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc)
         rc = sk_shard_check_record(footer, r, &view, err);
     if (!rc)
-        rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags, item, err);
+        rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags,
+                       in_place ? NULL : rb, item, err);
     if (!rc && in_place)
         rc = place_pixels(&view, img, err);
     pool_put(ds, dec);
@@ -608,10 +618,12 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
 }
 
 static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigned flags,
-                       struct shard_item *item, struct shard_err *err)
+                       struct sk_read_box *rb, struct shard_item *item, struct shard_err *err)
 {
     uint64_t start = sk_now_ns();
-    int rc = read_stages(ds, s, r, flags, item, start, err);
+    if (rb)
+        rb->cropped = 0;
+    int rc = read_stages(ds, s, r, flags, rb, item, start, err);
     sk_read_count(&ds->counters, rc ? SK_READ_ERRORS : SK_READ_SAMPLES, 1);
     sk_read_span(ds->obs, SK_SPAN_SAMPLE, start, sk_now_ns());
     return rc;
@@ -696,7 +708,7 @@ int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t
     if (shard >= ds->manifest.shard_count)
         return shard_err_set(err, SHARD_ENOTFOUND, "no shard %u in a dataset of %u", shard,
                              ds->manifest.shard_count);
-    return read_record(ds, shard, record, flags, item, err);
+    return read_record(ds, shard, record, flags, NULL, item, err);
 }
 
 int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
@@ -705,5 +717,15 @@ int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
     uint32_t s;
     uint64_t r;
     int rc = shard_dataset_locate(ds, index, &s, &r, err);
-    return rc ? rc : read_record(ds, s, r, flags, item, err);
+    return rc ? rc : read_record(ds, s, r, flags, NULL, item, err);
+}
+
+int sk_dataset_read_box(struct shard_dataset *ds, uint64_t index, struct sk_read_box *rb,
+                        struct shard_item *item, struct shard_err *err)
+{
+    uint32_t s;
+    uint64_t r;
+    rb->cropped = 0;
+    int rc = shard_dataset_locate(ds, index, &s, &r, err);
+    return rc ? rc : read_record(ds, s, r, SHARD_READ_PIXELS, rb, item, err);
 }

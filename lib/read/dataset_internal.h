@@ -9,6 +9,8 @@
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 
+#include "image/decode_internal.h"
+
 struct fetch_http_options;
 struct sk_handoff;
 struct sk_read_observer;
@@ -104,5 +106,25 @@ int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
  * cache), so that the next reads go to the server again; footers stay.
  * No-op for a local dataset.  Call with no read in progress. */
 void sk_dataset_drop_cache(struct shard_dataset *ds);
+
+/* A read that decodes only part of a JPEG record (sk_dataset_read_box).
+ * choose(ctx, width, height, &box) is called with the record's size before
+ * its payload is decoded; returning 1 with a box inside width x height asks
+ * for only the region around that box (sk_decode_payload_box), 0 for the
+ * whole image.  After the read, `cropped` is 1 when item->pixels holds a
+ * region, whose first pixel is (box.region_left, box.region_top) of the
+ * record's image; 0 when it holds the whole image. */
+struct sk_read_box {
+    int (*choose)(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg_box *box);
+    void *ctx;
+    struct sk_jpeg_box box;
+    int cropped;
+};
+
+/* shard_dataset_read(ds, index, SHARD_READ_PIXELS, item, err), decoding
+ * JPEG records only where rb asks.  Other records, and a dataset whose
+ * records are decompressed in place (raw manifests), are read whole. */
+int sk_dataset_read_box(struct shard_dataset *ds, uint64_t index, struct sk_read_box *rb,
+                        struct shard_item *item, struct shard_err *err);
 
 #endif

@@ -366,3 +366,24 @@ def test_stats_count_samples_stages_and_the_wait(jpeg256):
         assert stats["stage_ms"][stage] > 0, stage
     assert stats["bytes_read"] > 0 and stats["requests"] == 0
     assert stats["skipped"] == 0 and stats["skipped_errors"] == []
+
+
+@pytest.mark.parametrize("transform", [
+    TRAIN,
+    [shardkit.CenterCrop(100), shardkit.RandomHorizontalFlip()],
+    [shardkit.CenterCrop((300, 40))],  # taller than the image: padded, decoded whole
+], ids=["random-resized-crop", "center-crop", "padded-center-crop"])
+def test_crops_of_jpeg_records_equal_the_transform_of_the_whole_image(jpeg256, transform):
+    # the loader decodes only the part of a JPEG record that the first crop
+    # needs; the batch must not tell
+    ds = shardkit.Dataset(jpeg256)
+    t = shardkit.Compose(transform)
+    dtype = "float32" if any(isinstance(s, shardkit.Normalize) for s in transform) else "uint8"
+    loader = shardkit.Loader(ds, 8, seed=7, threads=2, transform=transform, dtype=dtype)
+    loader.set_epoch(3)
+    for n, batch in enumerate(loader):
+        for image, index in zip(batch.images, batch.indices):
+            whole = t(ds[int(index)].image, seed=7, epoch=3, index=int(index), dtype=dtype)
+            assert np.array_equal(image, whole), int(index)
+        if n == 5:
+            break

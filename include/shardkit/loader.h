@@ -225,9 +225,13 @@ SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct sh
  * in plan order, read and decode each sample, apply the transforms and write
  * the result straight into its place in its batch's buffer; the consumer
  * takes whole batches in order.  At most `prefetch` batches are being filled
- * or ready at a time (the bound on memory).  Like shard_iter, the workers
- * ask the dataset for the next entries' bytes ahead of reading them (the
- * kernel's read-ahead, window fetches over HTTP).
+ * or ready at a time (the bound on memory).  When the transforms start with
+ * RANDOM_RESIZED_CROP or CENTER_CROP, a JPEG record is decoded only around
+ * the crop's box (the choices are drawn from the record's stored size before
+ * decoding); the pixels, and the damage reported, are those of a whole
+ * decode.  Like shard_iter, the workers ask the dataset for the next
+ * entries' bytes ahead of reading them (the kernel's read-ahead, window
+ * fetches over HTTP).
  *
  * Batch contents depend on (dataset, seed, epoch, rank, world_size, shuffle
  * buffer, remainder, batch_size, transforms) only: never on the thread

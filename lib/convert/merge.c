@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,27 +369,60 @@ static int flush_index(struct merge *g, struct index_out *o, struct shard_err *e
     return rc;
 }
 
-/* Part p's index lines, their shard numbers moved to the merged list. */
+/* Where the shard number of index line `line` (n bytes) starts and ends.
+ * A sample line is {"key":...,"label":...,"shard":N,...}: `,"shard":` cannot
+ * occur inside a JSON string (a quote there is escaped), so its first
+ * occurrence is the field.  0, or -1 when the line has no shard number. */
+static int find_shard_field(const char *line, size_t n, size_t *start, size_t *end)
+{
+    static const char field[] = ",\"shard\":";
+    const char *f = memmem(line, n, field, sizeof field - 1);
+    if (!f)
+        return -1;
+    size_t i = (size_t)(f - line) + sizeof field - 1, j = i;
+    while (j < n && j - i < 10 && line[j] >= '0' && line[j] <= '9')
+        j++;
+    if (j == i || j >= n || line[j] != ',' || (line[i] == '0' && j - i > 1))
+        return -1;
+    *start = i;
+    *end = j;
+    return 0;
+}
+
+/* Part p's index lines, their shard numbers moved to the merged list.  The
+ * lines are copied as stored but for that number (the part's index is the one
+ * its manifest lists, by size and xxh3, checked below before anything is
+ * published), so the merge costs a copy, not a JSON parse, per sample. */
 static int copy_index(struct merge *g, uint32_t i, struct index_out *o, struct shard_err *err)
 {
     struct part *p = &g->parts[i];
     char *path = sk_fs_join(p->path, SHARD_INDEX_FILE);
     struct shard_index_reader *rd = NULL;
-    struct shard_sample s;
     uint64_t entries = 0;
     int rc = path ? shard_index_reader_open(&rd, path, err)
                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_err e;
+    const char *line;
+    size_t n, start, end;
     int got = 0;
-    while (!rc && (got = shard_index_reader_next(rd, &s, &e)) == 1) {
+    while (!rc && (got = sk_index_reader_next_line(rd, &line, &n, &e)) == 1) {
         entries++;
-        if (s.shard >= p->m.shard_count) {
-            rc = shard_err_set(err, SHARD_ECORRUPT, "part %u of %u: '%s' names shard %u of %u",
-                               i, g->count, path, s.shard, p->m.shard_count);
+        unsigned long shard = ULONG_MAX;
+        if (find_shard_field(line, n, &start, &end) == 0)
+            shard = strtoul(line + start, NULL, 10);
+        if (shard >= p->m.shard_count) {
+            rc = shard_err_set(err, SHARD_ECORRUPT, "part %u of %u: '%s' line %llu does not "
+                               "name one of its %u shards", i, g->count, path,
+                               (unsigned long long)entries, p->m.shard_count);
             break;
         }
-        s.shard += p->shard_offset;
-        if (!(rc = shard_sample_line(&s, &o->buf, err)) && o->buf.len >= WRITE_CHUNK)
+        char number[24];
+        int len = snprintf(number, sizeof number, "%lu", shard + p->shard_offset);
+        if ((rc = shard_buf_append(&o->buf, line, start, err)) ||
+            (rc = shard_buf_append(&o->buf, number, (size_t)len, err)) ||
+            (rc = shard_buf_append(&o->buf, line + end, n - end, err)))
+            break;
+        if (o->buf.len >= WRITE_CHUNK)
             rc = flush_index(g, o, err);
     }
     if (!rc && got < 0)

@@ -191,11 +191,9 @@ int shard_index_reader_open(struct shard_index_reader **out, const char *path,
     return SHARD_OK;
 }
 
-int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
-                            struct shard_err *err)
+int sk_index_reader_next_line(struct shard_index_reader *r, const char **line, size_t *len,
+                              struct shard_err *err)
 {
-    shard_sample_release(&r->current);
-    memset(s, 0, sizeof *s);
     /* read at most one line's worth: a hostile index cannot make us
      * allocate more than LINE_MAX_BYTES for one line */
     if (!r->line) {
@@ -216,8 +214,23 @@ int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s
     if (n == 0 || r->line[n - 1] != '\n' || n > LINE_MAX_BYTES)
         return shard_err_set(err, SHARD_ECORRUPT, "'%s' line %llu is cut short or too long",
                              r->path, (unsigned long long)r->line_no);
+    *line = r->line;
+    *len = n;
+    return 1;
+}
+
+int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
+                            struct shard_err *err)
+{
+    shard_sample_release(&r->current);
+    memset(s, 0, sizeof *s);
+    const char *line;
+    size_t n;
+    int got = sk_index_reader_next_line(r, &line, &n, err);
+    if (got <= 0)
+        return got;
     struct shard_reject rej;
-    int rc = shard_line_parse(r->line, n - 1, &r->current, &rej, err);
+    int rc = shard_line_parse(line, n - 1, &r->current, &rej, err);
     if (rc == 2) {
         shard_reject_release(&rej);
         return shard_err_set(err, SHARD_ECORRUPT, "'%s' line %llu is not a sample", r->path,

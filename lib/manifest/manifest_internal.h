@@ -25,6 +25,13 @@
 int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest *m,
                          struct shard_err *err);
 
+/* The next line of the index as it is stored, newline included, in *line
+ * (valid until the next call) and *len: 1, 0 at the end, or a negative
+ * error (a line cut short, too long, or holding a NUL).  It counts in the
+ * reader's bytes and xxh3 like shard_index_reader_next, which parses it. */
+int sk_index_reader_next_line(struct shard_index_reader *r, const char **line, size_t *len,
+                              struct shard_err *err);
+
 /* shard_index_reader_open on index.jsonl held in memory (a remote
  * dataset's, fetched whole): the reader takes the buffer over (it frees
  * buf->data when closed, and zeroes *buf).  `name` names it in messages. */

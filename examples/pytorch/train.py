@@ -143,6 +143,7 @@ def main():
         s = loader.stats
         print(f"done: {step} steps; rank 0 read {s['samples_per_second']:.0f} samples/s and "
               f"waited {s['wait_fraction']:.0%} of the time for input", flush=True)
+    loader.close()  # its reader threads stop here, not at interpreter exit
     dist.destroy_process_group()
 
 

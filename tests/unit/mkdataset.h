@@ -197,4 +197,33 @@ static inline void mkds_flip(const struct mkds *d, const char *name, size_t pos)
     free(buf);
 }
 
+/* cmocka fixtures over a dataset built by mkds_build (include cmocka.h
+ * first): the group setup builds one with `counts` in *state, the teardown
+ * removes it; mkds_open opens it or fails the test. */
+static inline int mkds_setup_counts(void **state, const uint64_t *counts, size_t shards)
+{
+    struct mkds *d = malloc(sizeof *d);
+    if (!d)
+        return -1;
+    mkds_build(d, counts, shards);
+    *state = d;
+    return 0;
+}
+
+static inline int mkds_teardown(void **state)
+{
+    mkds_remove(*state);
+    free(*state);
+    return 0;
+}
+
+static inline struct shard_dataset *mkds_open(const struct mkds *d)
+{
+    struct shard_dataset *ds;
+    struct shard_err err;
+    if (shard_dataset_open(&ds, d->dir, &err))
+        fail_msg("cannot open: %s", err.msg);
+    return ds;
+}
+
 #endif

@@ -22,26 +22,7 @@ static const uint64_t counts[] = {5, 1, 0, 12, 7};
 
 static int setup(void **state)
 {
-    struct mkds *d = malloc(sizeof *d);
-    mkds_build(d, counts, SHARDS);
-    *state = d;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mkds_remove(*state);
-    free(*state);
-    return 0;
-}
-
-static struct shard_dataset *open_ok(const struct mkds *d)
-{
-    struct shard_dataset *ds;
-    struct shard_err err;
-    if (shard_dataset_open(&ds, d->dir, &err))
-        fail_msg("cannot open: %s", err.msg);
-    return ds;
+    return mkds_setup_counts(state, counts, SHARDS);
 }
 
 /* An iterator over every sample in stored order, with `threads` workers. */
@@ -83,7 +64,7 @@ static void assert_sample(const struct mkds *d, const struct shard_item *it, uin
 static void test_open_reads_the_manifest_and_locates_every_sample(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_err err;
     assert_int_equal(shard_dataset_size(ds), SAMPLES);
     assert_int_equal(shard_dataset_shard_count(ds), SHARDS);
@@ -110,7 +91,7 @@ static void test_open_reads_the_manifest_and_locates_every_sample(void **state)
 static void test_read_by_index_gives_pixels_stored_bytes_key_and_label(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_item it;
     memset(&it, 0, sizeof it);
     struct shard_err err;
@@ -145,7 +126,7 @@ static void test_read_by_index_gives_pixels_stored_bytes_key_and_label(void **st
 static void test_raw_pixels_are_read_in_place_and_the_item_stays_reusable(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_item it;
     memset(&it, 0, sizeof it);
     struct shard_err err;
@@ -199,7 +180,7 @@ static void test_raw_pixels_are_read_in_place_and_the_item_stays_reusable(void *
 static void test_stored_order_reads_equal_index_jsonl(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     char path[160];
     mkds_path(d, SHARD_INDEX_FILE, path, sizeof path);
     struct shard_index_reader *rd;
@@ -254,7 +235,7 @@ static void iterate_and_check(const struct mkds *d, struct shard_dataset *ds,
 static void test_prefetching_iterator_yields_the_plan_order_with_any_thread_count(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_plan_options po;
     shard_plan_options_init(&po);
     po.seed = 11;
@@ -286,7 +267,7 @@ static void test_prefetching_iterator_yields_the_plan_order_with_any_thread_coun
 static void test_successive_iterators_reuse_items_without_stale_data(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_err err;
     uint64_t fwd[SAMPLES], back[SAMPLES];
     for (uint64_t i = 0; i < SAMPLES; i++) {
@@ -337,7 +318,7 @@ static void test_successive_iterators_reuse_items_without_stale_data(void **stat
 static void test_iterator_can_be_freed_early_and_refuses_bad_indices(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     uint64_t all[SAMPLES];
     for (uint64_t i = 0; i < SAMPLES; i++)
         all[i] = i;
@@ -377,7 +358,7 @@ static void test_a_damaged_record_is_an_error_naming_shard_record_and_key(void *
 {
     struct mkds *d = *state;
     mkds_flip(d, "shard-000003.shard", frame_offset(d, "shard-000003.shard", 2) + 9);
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_item it;
     memset(&it, 0, sizeof it);
     struct shard_err err;
@@ -420,7 +401,7 @@ static void test_damaged_footer_and_missing_shard_are_named(void **state)
     uint8_t *orig = mkds_slurp(d, "shard-000000.shard", &len);
     /* a byte in the footer's key area: the footer checksum catches it */
     mkds_flip(d, "shard-000000.shard", len - SHARD_TRAILER_BYTES - 12);
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_item it;
     memset(&it, 0, sizeof it);
     struct shard_err err;
@@ -434,7 +415,7 @@ static void test_damaged_footer_and_missing_shard_are_named(void **state)
     char path[160];
     mkds_path(d, "shard-000004.shard", path, sizeof path);
     assert_int_equal(rename(path, "/tmp/shardkit-test-dataset-moved.shard"), 0);
-    ds = open_ok(d);
+    ds = mkds_open(d);
     assert_int_equal(shard_dataset_read(ds, SAMPLES - 1, SHARD_READ_PIXELS, &it, &err),
                      SHARD_ENOTFOUND);
     assert_string_equal(err.msg, "shard-000004.shard: file is missing");
@@ -443,7 +424,7 @@ static void test_damaged_footer_and_missing_shard_are_named(void **state)
 
     /* truncated: the trailer is gone */
     mkds_spit(d, "shard-000000.shard", orig, len - 5);
-    ds = open_ok(d);
+    ds = mkds_open(d);
     assert_int_equal(shard_dataset_read(ds, 0, SHARD_READ_PIXELS, &it, &err), SHARD_ECORRUPT);
     assert_non_null(strstr(err.msg, "shard-000000.shard: "));
     shard_dataset_close(ds);
@@ -460,7 +441,7 @@ static void test_damaged_footer_and_missing_shard_are_named(void **state)
 static void test_read_stats_count_samples_bytes_and_failures(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_read_stats st;
     shard_dataset_stats(ds, &st);
     assert_int_equal(st.samples + st.errors + st.bytes_requested + st.read_ns, 0);
@@ -537,5 +518,5 @@ int main(void)
         cmocka_unit_test(test_read_stats_count_samples_bytes_and_failures),
         cmocka_unit_test(test_open_refuses_missing_locations),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, mkds_teardown);
 }

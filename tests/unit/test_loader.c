@@ -25,26 +25,7 @@ static const uint64_t counts[] = {9, 1, 0, 14, 7};
 
 static int setup(void **state)
 {
-    struct mkds *d = malloc(sizeof *d);
-    mkds_build(d, counts, SHARDS);
-    *state = d;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mkds_remove(*state);
-    free(*state);
-    return 0;
-}
-
-static struct shard_dataset *open_ok(const struct mkds *d)
-{
-    struct shard_dataset *ds;
-    struct shard_err err;
-    if (shard_dataset_open(&ds, d->dir, &err))
-        fail_msg("cannot open: %s", err.msg);
-    return ds;
+    return mkds_setup_counts(state, counts, SHARDS);
 }
 
 static struct shard_loader *loader_ok(struct shard_dataset *ds, const struct shard_augment *a,
@@ -99,7 +80,7 @@ static size_t epoch_hashes(struct shard_loader *l, uint64_t epoch, uint64_t firs
 static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_err err;
     static const int threads[] = {0, 1, 3};
     static const uint32_t sizes[] = {1, 4, 7, 40};
@@ -175,7 +156,7 @@ static void train_steps(struct shard_augment_step *s)
 static void test_a_start_at_batch_k_repeats_the_uninterrupted_batches(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_augment_step steps[3];
     train_steps(steps);
     struct shard_augment *a = augment_ok(steps, 3, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
@@ -212,7 +193,7 @@ static void test_a_start_at_batch_k_repeats_the_uninterrupted_batches(void **sta
 static void test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch(void **state)
 {
     struct mkds *d = *state;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_augment_step steps[3];
     train_steps(steps);
     struct shard_augment *a = augment_ok(steps, 3, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
@@ -267,7 +248,7 @@ static void test_a_damaged_sample_fails_its_batch_or_is_skipped(void **state)
     uint64_t at = frame_offset(d, "shard-000003.shard", 4) + 9;
     mkds_flip(d, "shard-000003.shard", at);
     const uint64_t bad = 9 + 1 + 4;
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_augment_step crop;
     shard_augment_step_init(&crop, SHARD_AUGMENT_CENTER_CROP);
     crop.height = 2, crop.width = 2;
@@ -366,7 +347,7 @@ static void test_bad_transform_lists_and_options_are_refused_by_name(void **stat
                      SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "width"));
 
-    struct shard_dataset *ds = open_ok(d);
+    struct shard_dataset *ds = mkds_open(d);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     struct shard_loader *l;
@@ -477,5 +458,5 @@ int main(void)
         cmocka_unit_test(test_float16_output_rounds_to_nearest_even),
         cmocka_unit_test(test_float32_planes_are_each_byte_normalised_in_its_place),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, mkds_teardown);
 }

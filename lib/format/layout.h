@@ -16,6 +16,10 @@
 /* record content: magic[4] key_bytes:u32 label:i32 width:u32 height:u32
  *                 channels:u8 codec:u8 reserved:u16 payload_bytes:u64 key payload */
 #define RECORD_MAGIC "SKR1"
+/* version 2: the same header with reserved:u16 holding field_count, and the
+ * field area after the payload */
+#define RECORD_MAGIC_FIELDS "SKR2"
+#define RECORD_OFF_FIELD_COUNT 22
 #define RECORD_OFF_KEYLEN 4
 #define RECORD_OFF_LABEL 8
 #define RECORD_OFF_WIDTH 12

@@ -24,6 +24,11 @@ struct shard_record_decoder {
     struct shard_buf frame;    /* for callers reading a frame first */
 };
 
+static int encode(struct shard_record_encoder *enc, const struct shard_record_meta *meta,
+                  const uint8_t *key, size_t key_len, const uint8_t *payload, size_t payload_len,
+                  int version, const struct shard_field_set *fields, struct shard_buf *frame,
+                  uint64_t *frame_xxh3, struct shard_err *err);
+
 struct shard_buf *sk_record_decoder_frame(struct shard_record_decoder *dec)
 {
     return &dec->frame;
@@ -75,6 +80,26 @@ int shard_record_encode(struct shard_record_encoder *enc, const struct shard_rec
                         size_t payload_len, struct shard_buf *frame, uint64_t *frame_xxh3,
                         struct shard_err *err)
 {
+    return encode(enc, meta, key, key_len, payload, payload_len, 1, NULL, frame, frame_xxh3,
+                  err);
+}
+
+int shard_record_encode_fields(struct shard_record_encoder *enc,
+                               const struct shard_record_meta *meta, const uint8_t *key,
+                               size_t key_len, const uint8_t *payload, size_t payload_len,
+                               const struct shard_field_set *fields, struct shard_buf *frame,
+                               uint64_t *frame_xxh3, struct shard_err *err)
+{
+    return encode(enc, meta, key, key_len, payload, payload_len, 2, fields, frame, frame_xxh3,
+                  err);
+}
+
+/* A record of format `version` (1, or 2 with `fields`, which may be NULL). */
+static int encode(struct shard_record_encoder *enc, const struct shard_record_meta *meta,
+                  const uint8_t *key, size_t key_len, const uint8_t *payload, size_t payload_len,
+                  int version, const struct shard_field_set *fields, struct shard_buf *frame,
+                  uint64_t *frame_xxh3, struct shard_err *err)
+{
     if (key_len == 0 || key_len > SHARD_KEY_MAX)
         return shard_err_set(err, SHARD_EINVAL, "key length %zu is outside 1..%u", key_len,
                              SHARD_KEY_MAX);
@@ -84,8 +109,14 @@ int shard_record_encode(struct shard_record_encoder *enc, const struct shard_rec
                              payload_len, meta->width, meta->height, meta->channels);
     if (meta->channels == 0 || meta->channels > 255 || (unsigned)meta->codec > 255)
         return shard_err_set(err, SHARD_EINVAL, "bad channels or codec");
+    size_t fields_len = fields ? fields->area.len : 0;
+    uint32_t field_count = fields ? fields->count : 0;
+    if (field_count > SHARD_FIELDS_MAX)
+        return shard_err_set(err, SHARD_EINVAL, "%u fields exceed %u", field_count,
+                             SHARD_FIELDS_MAX);
     size_t total = SHARD_RECORD_HEADER_BYTES + key_len + payload_len;
-    if (payload_len > SHARD_RECORD_MAX_BYTES || total > SHARD_RECORD_MAX_BYTES)
+    if (payload_len > SHARD_RECORD_MAX_BYTES || fields_len > SHARD_RECORD_MAX_BYTES ||
+        (total += fields_len) > SHARD_RECORD_MAX_BYTES)
         return shard_err_set(err, SHARD_ELIMIT, "record of %zu bytes exceeds %llu", total,
                              (unsigned long long)SHARD_RECORD_MAX_BYTES);
 
@@ -95,18 +126,21 @@ int shard_record_encode(struct shard_record_encoder *enc, const struct shard_rec
     if (rc)
         return rc;
     uint8_t *h = c->data;
-    memcpy(h, RECORD_MAGIC, 4);
+    memcpy(h, version == 2 ? RECORD_MAGIC_FIELDS : RECORD_MAGIC, 4);
     put_le32(h + RECORD_OFF_KEYLEN, (uint32_t)key_len);
     put_le32(h + RECORD_OFF_LABEL, (uint32_t)meta->label);
     put_le32(h + RECORD_OFF_WIDTH, meta->width);
     put_le32(h + RECORD_OFF_HEIGHT, meta->height);
     h[RECORD_OFF_CHANNELS] = (uint8_t)meta->channels;
     h[RECORD_OFF_CODEC] = (uint8_t)meta->codec;
-    put_le16(h + RECORD_OFF_RESERVED, 0);
+    put_le16(h + RECORD_OFF_FIELD_COUNT, (uint16_t)field_count);  /* reserved (0) in version 1 */
     put_le64(h + RECORD_OFF_PAYLOAD, payload_len);
     memcpy(h + SHARD_RECORD_HEADER_BYTES, key, key_len);
     if (payload_len)
         memcpy(h + SHARD_RECORD_HEADER_BYTES + key_len, payload, payload_len);
+    if (fields_len)
+        memcpy(h + SHARD_RECORD_HEADER_BYTES + key_len + payload_len, fields->area.data,
+               fields_len);
     c->len = total;
 
     frame->len = 0;
@@ -190,16 +224,30 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
     c->len = n;
 
     const uint8_t *h = c->data;
-    if (memcmp(h, RECORD_MAGIC, 4) != 0)
+    if (memcmp(h, RECORD_MAGIC, 4) == 0)
+        view->version = 1;
+    else if (memcmp(h, RECORD_MAGIC_FIELDS, 4) == 0)
+        view->version = 2;
+    else
         return shard_err_set(err, SHARD_ECORRUPT, "bad record magic");
     uint32_t key_len = get_le32(h + RECORD_OFF_KEYLEN);
     uint64_t payload_len = get_le64(h + RECORD_OFF_PAYLOAD);
-    if (key_len == 0 || key_len > SHARD_KEY_MAX ||
-        payload_len != n - SHARD_RECORD_HEADER_BYTES - (uint64_t)key_len ||
-        (uint64_t)key_len > n - SHARD_RECORD_HEADER_BYTES)
+    uint64_t body = n - SHARD_RECORD_HEADER_BYTES;
+    if (key_len == 0 || key_len > SHARD_KEY_MAX || (uint64_t)key_len > body ||
+        payload_len > body - key_len ||
+        (view->version == 1 && payload_len != body - key_len))
         return shard_err_set(err, SHARD_ECORRUPT, "record sizes are inconsistent");
-    if (get_le16(h + RECORD_OFF_RESERVED) != 0)
+    uint16_t field_count = get_le16(h + RECORD_OFF_FIELD_COUNT);
+    if (view->version == 1 && field_count != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "record reserved field is not zero");
+    if (view->version == 2) {
+        view->field_count = field_count;
+        view->fields_len = body - key_len - payload_len;
+        view->fields = h + SHARD_RECORD_HEADER_BYTES + key_len + payload_len;
+        int rc2 = sk_fields_check_area(view->fields, view->fields_len, field_count, err);
+        if (rc2)
+            return rc2;
+    }
     view->meta.label = (int32_t)get_le32(h + RECORD_OFF_LABEL);
     view->meta.width = get_le32(h + RECORD_OFF_WIDTH);
     view->meta.height = get_le32(h + RECORD_OFF_HEIGHT);

@@ -18,4 +18,10 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
                              struct shard_record_view *view, struct shard_buf *content,
                              struct shard_err *err);
 
+/* Check a version 2 record's field area of `len` bytes holding `count`
+ * entries (see shardkit/format.h, "Fields"): 0 or SHARD_ECORRUPT with the
+ * reason. */
+int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count,
+                         struct shard_err *err);
+
 #endif

@@ -25,6 +25,12 @@
 int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
                        struct shard_err *err)
 {
+    return shard_header_parse_version(buf, len, shard_index, NULL, err);
+}
+
+int shard_header_parse_version(const uint8_t *buf, size_t len, uint32_t *shard_index,
+                               uint16_t *version_out, struct shard_err *err)
+{
     if (len < SHARD_HEADER_BYTES)
         return shard_err_set(err, SHARD_ECORRUPT, "file is shorter than a shard header");
     if (memcmp(buf, HEADER_MAGIC, MAGIC_BYTES) != 0)
@@ -32,14 +38,16 @@ int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
     if (get_le64(buf + HEADER_OFF_CHECK) != XXH3_64bits(buf, HEADER_OFF_CHECK))
         return shard_err_set(err, SHARD_ECORRUPT, "header checksum mismatch");
     uint16_t version = get_le16(buf + HEADER_OFF_VERSION);
-    if (version != SHARD_FORMAT_VERSION)
-        return shard_err_set(err, SHARD_EUNSUPPORTED, "shard format version %u (expected %u)",
-                             version, SHARD_FORMAT_VERSION);
+    if (version != SHARD_FORMAT_VERSION && version != SHARD_FORMAT_VERSION_FIELDS)
+        return shard_err_set(err, SHARD_EUNSUPPORTED, "shard format version %u (expected %u or %u)",
+                             version, SHARD_FORMAT_VERSION, SHARD_FORMAT_VERSION_FIELDS);
     if (get_le16(buf + HEADER_OFF_SIZE) != SHARD_HEADER_BYTES ||
         get_le64(buf + HEADER_OFF_FLAGS) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "unexpected header size or flags");
     if (shard_index)
         *shard_index = get_le32(buf + HEADER_OFF_INDEX);
+    if (version_out)
+        *version_out = version;
     return SHARD_OK;
 }
 
@@ -162,9 +170,10 @@ int sk_shard_open(uint64_t file_bytes, sk_shard_read_fn read, void *ctx, struct 
         return shard_err_set(err, SHARD_ECORRUPT, "file is too short for a shard (%llu bytes)",
                              (unsigned long long)file_bytes);
     int rc;
+    uint16_t version = 0;
     if ((rc = read(ctx, 0, head, sizeof head, err)) ||
         (rc = read(ctx, file_bytes - sizeof tail, tail, sizeof tail, err)) ||
-        (rc = shard_header_parse(head, sizeof head, &out->index, err)) ||
+        (rc = shard_header_parse_version(head, sizeof head, &out->index, &version, err)) ||
         (rc = shard_trailer_parse(tail, sizeof tail, file_bytes, &out->trailer, err)))
         return rc;
     /* shard_trailer_parse placed the footer inside the file */
@@ -179,6 +188,7 @@ int sk_shard_open(uint64_t file_bytes, sk_shard_read_fn read, void *ctx, struct 
     free(footer);
     if (rc)
         return rc;
+    out->footer.version = version;
     out->bytes_read = sizeof head + sizeof tail + out->trailer.footer_bytes;
     return SHARD_OK;
 }
@@ -187,6 +197,9 @@ int sk_shard_check_record(const struct shard_footer *f, uint64_t r,
                           const struct shard_record_view *v, struct shard_err *err)
 {
     const struct shard_index_row *row = &f->rows[r];
+    if (f->version && v->version != f->version)
+        return shard_err_set(err, SHARD_ECORRUPT, "a version %u record in a version %u shard",
+                             v->version, f->version);
     if (v->key_len != row->key_len || memcmp(v->key, f->keys + f->key_offsets[r], row->key_len) ||
         v->meta.label != row->label)
         return shard_err_set(err, SHARD_ECORRUPT, "key or label differs from the footer");
@@ -262,6 +275,11 @@ uint64_t shard_file_bytes(const struct shard_file *f)
 uint32_t shard_file_index(const struct shard_file *f)
 {
     return f->head.index;
+}
+
+uint16_t shard_file_version(const struct shard_file *f)
+{
+    return f->head.footer.version;
 }
 
 const struct shard_footer *shard_file_footer(const struct shard_file *f)

@@ -56,13 +56,23 @@ static int emit(struct shard_writer *w, const void *p, size_t n, struct shard_er
 int shard_writer_open(struct shard_writer **out, const char *path, uint32_t shard_index,
                       struct shard_err *err)
 {
-    return sk_shard_writer_openat(out, AT_FDCWD, NULL, path, shard_index, err);
+    return sk_shard_writer_openat(out, AT_FDCWD, NULL, path, shard_index, SHARD_FORMAT_VERSION,
+                                  err);
+}
+
+int shard_writer_open_version(struct shard_writer **out, const char *path, uint32_t shard_index,
+                              uint16_t version, struct shard_err *err)
+{
+    return sk_shard_writer_openat(out, AT_FDCWD, NULL, path, shard_index, version, err);
 }
 
 int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir,
-                           const char *name, uint32_t shard_index, struct shard_err *err)
+                           const char *name, uint32_t shard_index, uint16_t version,
+                           struct shard_err *err)
 {
     *out = NULL;
+    if (version != SHARD_FORMAT_VERSION && version != SHARD_FORMAT_VERSION_FIELDS)
+        return shard_err_set(err, SHARD_EINVAL, "no shard format version %u", version);
     struct shard_writer *w = calloc(1, sizeof *w);
     if (!w)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -87,7 +97,7 @@ int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir
     w->created = 1;
     uint8_t h[SHARD_HEADER_BYTES] = {0};
     memcpy(h, HEADER_MAGIC, MAGIC_BYTES);
-    put_le16(h + HEADER_OFF_VERSION, SHARD_FORMAT_VERSION);
+    put_le16(h + HEADER_OFF_VERSION, version);
     put_le16(h + HEADER_OFF_SIZE, SHARD_HEADER_BYTES);
     put_le32(h + HEADER_OFF_INDEX, shard_index);
     put_le64(h + HEADER_OFF_FLAGS, 0);

@@ -31,6 +31,38 @@ static int append_json(json_t *o, struct shard_buf *out, struct shard_err *err)
 
 int shard_sample_line(const struct shard_sample *s, struct shard_buf *out, struct shard_err *err)
 {
+    return shard_sample_line_fields(s, NULL, out, err);
+}
+
+/* "fields": {"NAME": {"source_bytes": N, "source_xxh3": "..."}, ...} */
+static int fields_to_json(const struct shard_sample *s, const struct shard_config *c,
+                          json_t **out, struct shard_err *err)
+{
+    json_t *o = json_object();
+    int bad = !o;
+    for (uint32_t i = 0; i < s->field_count && !bad; i++) {
+        const struct shard_field_source *f = &s->fields[i];
+        if (f->field >= c->field_count || (i && f->field <= s->fields[i - 1].field)) {
+            json_decref(o);
+            return shard_err_set(err, SHARD_EINVAL, "a sample's fields are not in order, or "
+                                 "not of its dataset");
+        }
+        json_t *v = json_object();
+        bad |= !v || sk_jsonkey_set_uint(v, "source_bytes", f->source_bytes) ||
+               sk_jsonkey_set_hex64(v, "source_xxh3", f->source_xxh3);
+        bad |= json_object_set_new(o, c->fields[f->field].name, v);
+    }
+    if (bad) {
+        json_decref(o);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    *out = o;
+    return SHARD_OK;
+}
+
+int shard_sample_line_fields(const struct shard_sample *s, const struct shard_config *c,
+                             struct shard_buf *out, struct shard_err *err)
+{
     json_t *o = json_object();
     if (!o)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -47,7 +79,17 @@ int shard_sample_line(const struct shard_sample *s, struct shard_buf *out, struc
         /* only when there is one: lines without stay as they always were */
         if (s->warning)
             bad |= json_object_set_new(o, "warning", json_string(s->warning));
-        rc = bad ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : append_json(o, out, err);
+        /* a dataset with fields: every sample's line says which it has */
+        json_t *fields = NULL;
+        if (!bad && c && c->field_count) {
+            if (!(rc = fields_to_json(s, c, &fields, err)))
+                bad |= json_object_set_new(o, "fields", fields);
+        } else if (!bad && s->field_count) {
+            rc = shard_err_set(err, SHARD_EINVAL, "a sample has fields in a dataset without");
+        }
+        if (!rc)
+            rc = bad ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
+                     : append_json(o, out, err);
     }
     json_decref(o);
     return rc;
@@ -77,10 +119,54 @@ void shard_sample_release(struct shard_sample *s)
         return;
     free(s->key);
     free(s->warning);
+    free(s->fields);
     memset(s, 0, sizeof *s);
 }
 
-static int parse_sample(const json_t *o, struct shard_sample *s, struct shard_err *err)
+static int compare_sources(const void *pa, const void *pb)
+{
+    const struct shard_field_source *a = pa, *b = pb;
+    return a->field < b->field ? -1 : a->field > b->field;
+}
+
+/* "fields" of a sample's line, in a dataset of config c (NULL: none). */
+static int parse_fields(const json_t *o, const struct shard_config *c, struct shard_sample *s,
+                        struct shard_err *err)
+{
+    const json_t *fields = json_object_get(o, "fields");
+    int declared = c && c->field_count;
+    if (!fields && !declared)
+        return SHARD_OK;
+    if (!declared)
+        return shard_err_set(err, SHARD_ECORRUPT, "\"fields\" in a dataset without fields");
+    if (!json_is_object(fields))
+        return shard_err_set(err, SHARD_ECORRUPT, "\"fields\" is missing or not an object");
+    size_t n = json_object_size(fields);
+    if (n > c->field_count)
+        return shard_err_set(err, SHARD_ECORRUPT, "\"fields\" names more fields than declared");
+    s->fields = calloc(n ? n : 1, sizeof *s->fields);
+    if (!s->fields)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)fields, name, v) {
+        int32_t f = shard_config_field(c, name);
+        if (f < 0)
+            return shard_err_set(err, SHARD_ECORRUPT, "field '%s' is not declared", name);
+        struct shard_field_source *src = &s->fields[s->field_count++];
+        src->field = (uint32_t)f;
+        int rc;
+        if (!json_is_object(v) ||
+            (rc = sk_jsonkey_uint(v, "source_bytes", &src->source_bytes, err)) ||
+            (rc = sk_jsonkey_hex64(v, "source_xxh3", &src->source_xxh3, err)))
+            return shard_err_set(err, SHARD_ECORRUPT, "field '%s': no source identity", name);
+    }
+    qsort(s->fields, s->field_count, sizeof *s->fields, compare_sources);
+    return SHARD_OK;
+}
+
+static int parse_sample(const json_t *o, const struct shard_config *c, struct shard_sample *s,
+                        struct shard_err *err)
 {
     uint64_t shard, width, height;
     const json_t *label = json_object_get(o, "label");
@@ -109,7 +195,8 @@ static int parse_sample(const json_t *o, struct shard_sample *s, struct shard_er
         if (!(s->warning = strdup(json_string_value(warning))))
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    return sk_jsonkey_get(o, SHARD_KEY_MAX, &s->key, &s->key_len, err);
+    int rc = parse_fields(o, c, s, err);
+    return rc ? rc : sk_jsonkey_get(o, SHARD_KEY_MAX, &s->key, &s->key_len, err);
 }
 
 static int parse_reject(const json_t *o, struct shard_reject *r, struct shard_err *err)
@@ -131,6 +218,13 @@ static int parse_reject(const json_t *o, struct shard_reject *r, struct shard_er
 int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
                      struct shard_reject *r, struct shard_err *err)
 {
+    return shard_line_parse_fields(line, len, NULL, s, r, err);
+}
+
+int shard_line_parse_fields(const char *line, size_t len, const struct shard_config *c,
+                            struct shard_sample *s, struct shard_reject *r,
+                            struct shard_err *err)
+{
     memset(s, 0, sizeof *s);
     memset(r, 0, sizeof *r);
     json_error_t jerr;
@@ -148,7 +242,7 @@ int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
         else
             rc = 2;
     } else {
-        rc = parse_sample(o, s, err);
+        rc = parse_sample(o, c, s, err);
         if (rc)
             shard_sample_release(s);
         else
@@ -168,7 +262,13 @@ struct shard_index_reader {
     uint64_t bytes;
     XXH3_state_t *hash;
     struct shard_sample current;
+    const struct shard_config *config;  /* fields are parsed against it; may be NULL */
 };
+
+void shard_index_reader_set_config(struct shard_index_reader *r, const struct shard_config *c)
+{
+    r->config = c;
+}
 
 int shard_index_reader_open(struct shard_index_reader **out, const char *path,
                             struct shard_err *err)
@@ -230,7 +330,7 @@ int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s
     if (got <= 0)
         return got;
     struct shard_reject rej;
-    int rc = shard_line_parse(line, n - 1, &r->current, &rej, err);
+    int rc = shard_line_parse_fields(line, n - 1, r->config, &r->current, &rej, err);
     if (rc == 2) {
         shard_reject_release(&rej);
         return shard_err_set(err, SHARD_ECORRUPT, "'%s' line %llu is not a sample", r->path,

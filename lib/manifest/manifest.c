@@ -52,6 +52,67 @@ void shard_config_release(struct shard_config *c)
         return;
     free(c->labels);
     c->labels = NULL;
+    for (uint32_t i = 0; c->fields && i < c->field_count; i++) {
+        free(c->fields[i].name);
+        free(c->fields[i].sidecar);
+        free(c->fields[i].column);
+    }
+    free(c->fields);
+    c->fields = NULL;
+    c->field_count = 0;
+    free(c->annotations);
+    c->annotations = NULL;
+}
+
+uint16_t shard_config_format_version(const struct shard_config *c)
+{
+    return c->field_count ? SHARD_FORMAT_VERSION_FIELDS : SHARD_FORMAT_VERSION;
+}
+
+int32_t shard_config_field(const struct shard_config *c, const char *name)
+{
+    for (uint32_t i = 0; i < c->field_count; i++)
+        if (!strcmp(c->fields[i].name, name))
+            return (int32_t)i;
+    return -1;
+}
+
+int shard_field_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > SHARD_FIELD_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        int letter = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+        int other = (ch >= '0' && ch <= '9') || ch == '.' || ch == '-';
+        if (!letter && (i == 0 || !other))
+            return 0;
+    }
+    return 1;
+}
+
+/* config.fields[i] as the manifest writes it */
+static json_t *field_decl_to_json(const struct shard_field_decl *d)
+{
+    char type[48];
+    if (shard_field_type_is_vector(d->type))
+        snprintf(type, sizeof type, "%s[%u]", shard_field_type_name(d->type), d->length);
+    else
+        snprintf(type, sizeof type, "%s", shard_field_type_name(d->type));
+    json_t *o = json_object();
+    int bad = !o || json_object_set_new(o, "name", json_string(d->name)) ||
+              json_object_set_new(o, "type", json_string(type));
+    if (d->sidecar)
+        bad |= json_object_set_new(o, "sidecar", json_string(d->sidecar));
+    else
+        bad |= json_object_set_new(o, "column", json_string(d->column ? d->column : ""));
+    bad |= json_object_set_new(o, "required", json_boolean(d->required));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static json_t *config_to_json(const struct shard_config *c)
@@ -77,6 +138,19 @@ static json_t *config_to_json(const struct shard_config *c)
     bad |= sk_jsonkey_set_uint(o, "max_file_bytes", c->max_file_bytes);
     bad |= json_object_set_new(o, "background", json_pack("[iii]", c->background[0],
                                                           c->background[1], c->background[2]));
+    /* version 2 only: a dataset without fields keeps the config it always had */
+    if (c->field_count) {
+        json_t *fields = json_array();
+        bad |= !fields;
+        for (uint32_t i = 0; fields && i < c->field_count; i++) {
+            json_t *f = field_decl_to_json(&c->fields[i]);
+            bad |= !f || json_array_append_new(fields, f);
+        }
+        bad |= json_object_set_new(o, "fields", fields);
+        if (c->annotations)
+            bad |= json_object_set_new(o, "annotations", json_string(c->annotations));
+        bad |= sk_jsonkey_set_uint(o, "max_field_bytes", c->max_field_bytes);
+    }
     if (bad) {
         json_decref(o);
         return NULL;
@@ -140,7 +214,8 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
     if (bad)
         goto fail;
     bad |= json_object_set_new(root, "format", json_string(SHARD_MANIFEST_FORMAT));
-    bad |= json_object_set_new(root, "version", json_integer(SHARD_MANIFEST_VERSION));
+    int v2 = m->config.field_count > 0;
+    bad |= json_object_set_new(root, "version", json_integer(shard_config_format_version(&m->config)));
     bad |= json_object_set_new(root, "config", config);
     config = NULL;
     bad |= json_object_set_new(source, "kind", json_string(m->source_kind ? m->source_kind
@@ -160,6 +235,21 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         bad |= sk_jsonkey_set_uint(counts, "warned", m->warned);
     bad |= json_object_set_new(counts, "by_label", by_label);
     by_label = NULL;
+    if (v2) {
+        json_t *fields = json_object();
+        bad |= !fields;
+        for (uint32_t i = 0; fields && i < m->config.field_count; i++)
+            bad |= sk_jsonkey_set_uint(fields, m->config.fields[i].name,
+                                       m->field_samples ? m->field_samples[i] : 0);
+        bad |= json_object_set_new(counts, "fields", fields);
+        bad |= sk_jsonkey_set_uint(counts, "sidecars", m->sidecars);
+        bad |= sk_jsonkey_set_uint(counts, "orphans", m->orphan_count);
+        if (m->config.annotations) {
+            bad |= sk_jsonkey_set_uint(counts, "annotation_rows", m->annotation_rows);
+            bad |= sk_jsonkey_set_uint(counts, "annotation_rows_unmatched",
+                                       m->annotation_rows_unmatched);
+        }
+    }
     bad |= json_object_set_new(root, "counts", counts);
     counts = NULL;
     bad |= json_object_set_new(root, "labels", labels);
@@ -188,6 +278,16 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
     }
     bad |= json_object_set_new(root, "rejected", rejected);
     rejected = NULL;
+    if (v2 && !bad) {
+        json_t *orphans = json_array();
+        bad |= !orphans;
+        for (uint64_t i = 0; orphans && i < m->orphan_count && !bad; i++) {
+            json_t *o = json_object();
+            bad |= !o || sk_jsonkey_set(o, m->orphans[i].key, m->orphans[i].key_len, err) ||
+                   json_array_append_new(orphans, o);
+        }
+        bad |= json_object_set_new(root, "orphans", orphans);
+    }
     if (m->lineage && !bad) {  /* last: everything above is what a full run writes */
         json_t *lineage = lineage_to_json(m->lineage);
         bad |= !lineage || json_object_set_new(root, "lineage", lineage);
@@ -279,6 +379,10 @@ void shard_manifest_release(struct shard_manifest *m)
         shard_reject_release(&m->rejects[i]);
     free(m->rejects);
     free(m->index_file);
+    free(m->field_samples);
+    for (uint64_t i = 0; m->orphans && i < m->orphan_count; i++)
+        free(m->orphans[i].key);
+    free(m->orphans);
     memset(m, 0, sizeof *m);
 }
 
@@ -348,9 +452,91 @@ static int get_string(const json_t *o, const char *field, char **out, struct sha
     return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
 }
 
-static int config_from_json(const json_t *o, struct shard_config *c, struct shard_err *err)
+static int config_base_from_json(const json_t *o, struct shard_config *c, struct shard_err *err);
+
+/* config.fields[i] into *d (zeroed): 0, SHARD_ENOMEM or SHARD_ECORRUPT
+ * naming it. */
+static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_decl *d,
+                                struct shard_err *err)
+{
+    const char *name = NULL, *type = NULL, *sidecar = NULL, *column = NULL;
+    int required = 0;
+    json_error_t jerr;
+    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT, "{s:s, s:s, s?s, s?s, s:b}", "name",
+                       &name, "type", &type, "sidecar", &sidecar, "column", &column, "required",
+                       &required) != 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i,
+                             jerr.text);
+    struct shard_err e;
+    if (!shard_field_name_valid(name))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: bad name", i);
+    if (shard_field_type_parse(type, &d->type, &d->length, &e))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, e.msg);
+    if (!sidecar == !column || (sidecar && (sidecar[0] != '.' || !sidecar[1] ||
+                                            strchr(sidecar, '/'))) || (column && !column[0]))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] needs one "
+                             "source: a \"sidecar\" suffix or a \"column\"", i);
+    d->required = required;
+    if (!(d->name = strdup(name)) || (sidecar && !(d->sidecar = strdup(sidecar))) ||
+        (column && !(d->column = strdup(column))))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+/* The version 2 members of a config: fields, annotations, max_field_bytes. */
+static int config_fields_from_json(const json_t *o, struct shard_config *c,
+                                   struct shard_err *err)
+{
+    const json_t *fields = json_object_get(o, "fields");
+    size_t n = json_array_size(fields);
+    if (!json_is_array(fields) || n == 0 || n > SHARD_FIELDS_MAX)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields must list 1..%u "
+                             "fields", SHARD_FIELDS_MAX);
+    if (!(c->fields = calloc(n, sizeof *c->fields)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        c->field_count = (uint32_t)(i + 1);
+        int rc = field_decl_from_json(json_array_get(fields, i), i, &c->fields[i], err);
+        if (rc)
+            return rc;
+        if (shard_config_field(c, c->fields[i].name) != (int32_t)i)
+            return shard_err_set(err, SHARD_ECORRUPT, "manifest: field '%s' is declared twice",
+                                 c->fields[i].name);
+    }
+    const json_t *annotations = json_object_get(o, "annotations");
+    if (annotations && !json_is_string(annotations))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.annotations is not a string");
+    if (annotations && !(c->annotations = strdup(json_string_value(annotations))))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc = sk_jsonkey_uint(o, "max_field_bytes", &c->max_field_bytes, err);
+    return rc ? shard_err_prefix(err, rc, "manifest: config") : SHARD_OK;
+}
+
+static int config_from_json(const json_t *o, int version, struct shard_config *c,
+                            struct shard_err *err)
 {
     shard_config_init(c);
+    /* the version 2 members are read apart; the rest must be exactly v1's */
+    json_t *base = json_copy((json_t *)o);
+    if (!base)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    static const char *const v2_members[] = {"fields", "annotations", "max_field_bytes"};
+    int has_v2 = 0;
+    for (size_t i = 0; i < sizeof v2_members / sizeof v2_members[0]; i++)
+        has_v2 |= json_object_del(base, v2_members[i]) == 0;
+    int rc = SHARD_OK;
+    if (has_v2 && version < SHARD_MANIFEST_VERSION_FIELDS)
+        rc = shard_err_set(err, SHARD_ECORRUPT, "manifest: a version 1 config has fields");
+    else if (version >= SHARD_MANIFEST_VERSION_FIELDS)
+        rc = config_fields_from_json(o, c, err);
+    if (!rc)
+        rc = config_base_from_json(base, c, err);
+    json_decref(base);
+    return rc;
+}
+
+static int config_base_from_json(const json_t *o, struct shard_config *c, struct shard_err *err)
+{
     const char *fit = NULL, *codec = NULL, *labels = NULL, *seed = NULL;
     int upscale = 0, shuffle = 0, bg0 = 0, bg1 = 0, bg2 = 0;
     json_int_t size = 0, quality = 0, level = 0, shard_size = 0, max_pixels = 0,
@@ -523,6 +709,63 @@ static int load_rejects(const json_t *root, struct shard_manifest *m, struct loa
     return SHARD_OK;
 }
 
+/* Version 2: counts.fields, counts.sidecars, counts.orphans, the
+ * annotation table's counts, and "orphans". */
+static int load_fields(const json_t *root, const json_t *counts, struct shard_manifest *m,
+                       struct load *l)
+{
+    struct shard_err *err = l->err;
+    const struct shard_config *c = &m->config;
+    const json_t *fields = json_object_get(counts, "fields");
+    if (!json_is_object(fields))
+        return bad_field(err, "\"counts.fields\" missing");
+    if (!(m->field_samples = calloc(c->field_count, sizeof *m->field_samples)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc;
+    if (json_object_size(fields) != c->field_count &&
+        (rc = inconsistent(l, "\"counts.fields\" does not list every field once")))
+        return rc;
+    for (uint32_t i = 0; i < c->field_count; i++) {
+        struct shard_err e;
+        if ((rc = sk_jsonkey_uint(fields, c->fields[i].name, &m->field_samples[i], &e))) {
+            shard_err_prefix(&e, rc, "manifest: counts.fields");
+            if (rc == SHARD_ENOMEM)
+                return pass_on(err, &e);
+            if ((rc = contradiction(l, &e)))
+                return rc;
+        }
+        if (m->field_samples[i] > m->samples &&
+            (rc = inconsistent(l, "counts.fields.%s is more than counts.samples",
+                               c->fields[i].name)))
+            return rc;
+    }
+    if ((rc = sk_jsonkey_uint(counts, "sidecars", &m->sidecars, err)) ||
+        (rc = sk_jsonkey_uint(counts, "orphans", &m->orphan_count, err)) ||
+        (c->annotations &&
+         ((rc = sk_jsonkey_uint(counts, "annotation_rows", &m->annotation_rows, err)) ||
+          (rc = sk_jsonkey_uint(counts, "annotation_rows_unmatched",
+                                &m->annotation_rows_unmatched, err)))))
+        return shard_err_prefix(err, rc, "manifest: counts");
+    const json_t *orphans = json_object_get(root, "orphans");
+    if (!json_is_array(orphans))
+        return bad_field(err, "\"orphans\" missing");
+    size_t n = json_array_size(orphans);
+    if (n != m->orphan_count &&
+        (rc = inconsistent(l, "%zu orphans listed, counts.orphans is %llu", n,
+                           (unsigned long long)m->orphan_count)))
+        return rc;
+    m->orphan_count = 0;
+    if (!(m->orphans = calloc(n ? n : 1, sizeof *m->orphans)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        struct shard_orphan *o = &m->orphans[m->orphan_count];
+        if ((rc = sk_jsonkey_get(json_array_get(orphans, i), 0, &o->key, &o->key_len, err)))
+            return rc == SHARD_ENOMEM ? rc : bad_field(err, "an orphan has no key");
+        m->orphan_count++;
+    }
+    return SHARD_OK;
+}
+
 static int manifest_from_json(const json_t *root, struct shard_manifest *m, struct load *l)
 {
     struct shard_err *err = l->err;
@@ -532,12 +775,14 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
     if (!json_is_string(format) || strcmp(json_string_value(format), SHARD_MANIFEST_FORMAT))
         return bad_field(err, "\"format\" is not \"" SHARD_MANIFEST_FORMAT "\"");
     const json_t *version = json_object_get(root, "version");
-    if (!json_is_integer(version) || json_integer_value(version) != SHARD_MANIFEST_VERSION)
+    if (!json_is_integer(version) || (json_integer_value(version) != SHARD_MANIFEST_VERSION &&
+                                      json_integer_value(version) != SHARD_MANIFEST_VERSION_FIELDS))
         return shard_err_set(err, SHARD_EUNSUPPORTED, "manifest: unsupported version");
+    m->version = (uint16_t)json_integer_value(version);
     const json_t *config = json_object_get(root, "config");
     if (!json_is_object(config))
         return bad_field(err, "\"config\" missing");
-    int rc = config_from_json(config, &m->config, err);
+    int rc = config_from_json(config, m->version, &m->config, err);
     if (rc)
         return rc;
     const json_t *source = json_object_get(root, "source");
@@ -560,7 +805,8 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
                            (unsigned long long)m->warned, (unsigned long long)m->samples)))
         return rc;
     if ((rc = load_labels(root, counts, m, l)) || (rc = load_shards(root, m, l)) ||
-        (rc = load_rejects(root, m, l)))
+        (rc = load_rejects(root, m, l)) ||
+        (m->version >= SHARD_MANIFEST_VERSION_FIELDS && (rc = load_fields(root, counts, m, l))))
         return rc;
     const json_t *index = json_object_get(root, "index");
     if ((rc = get_string(index, "file", &m->index_file, err)) == SHARD_ENOMEM)

@@ -167,12 +167,12 @@ lineage "$T/full64" '["full_rebuild"]' | grep -qF -- "--size differs" ||
 valid "$T/full64"
 
 say "PREV of another format version: refused (or rebuilt in full)"
-cp -r "$T/prev" "$T/v2"
-sed -i 's/"version": 1,/"version": 2,/' "$T/v2/manifest.json"
-must_fail 1 shardify $OPTS --incremental "$T/v2" "$T/src" "$T/other"
+cp -r "$T/prev" "$T/v3"
+sed -i 's/"version": 1,/"version": 3,/' "$T/v3/manifest.json"
+must_fail 1 shardify $OPTS --incremental "$T/v3" "$T/src" "$T/other"
 must_say "was built by another format version" "$T/err"
 [ ! -e "$T/other" ] || die "a refused run created DST"
-shardify $OPTS --incremental-or-full "$T/v2" "$T/src" "$T/rebuilt"
+shardify $OPTS --incremental-or-full "$T/v3" "$T/src" "$T/rebuilt"
 same_dataset "$T/clean" "$T/rebuilt"
 
 say "PREV with a damaged index is refused"

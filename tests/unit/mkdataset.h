@@ -102,7 +102,7 @@ static inline void mkds_build_with(struct mkds *d, const uint64_t *counts, uint3
                                  meta.label, &err))
                 abort();
             struct shard_sample smp = {key, key_len, meta.label, s, r, MKDS_W, MKDS_H,
-                                       1000 + g, 0x1234000000000000ull + g, NULL};
+                                       1000 + g, 0x1234000000000000ull + g, NULL, NULL, 0};
             if (shard_sample_line(&smp, &index, &err))
                 abort();
             if (meta.label == SHARD_NO_LABEL)

@@ -240,7 +240,7 @@ static void test_extreme_manifests_shardify_can_write_load_back(void **state)
     shard_reject_release(&r);
     shard_buf_release(&line);
     /* a sample's key stays within SHARD_KEY_MAX */
-    struct shard_sample big = {utf8, SHARD_KEY_MAX + 1, -1, 0, 0, 1, 1, 1, 1, NULL};
+    struct shard_sample big = {utf8, SHARD_KEY_MAX + 1, -1, 0, 0, 1, 1, 1, 1, NULL, NULL, 0};
     assert_int_equal(shard_sample_line(&big, &line, &err), 0);
     assert_true(shard_line_parse((char *)line.data, line.len - 1, &smp, &r, &err) < 0);
     shard_buf_release(&line);
@@ -264,7 +264,7 @@ static void test_warned_counts_and_warning_fields_round_trip(void **state)
 
     /* the line of a sample with a warning carries it; one without has none */
     struct shard_sample s = {"a.jpg", 5, -1, 0, 7, 4, 3, 10, 11,
-                             "JPEG warning: 3 extraneous bytes before marker 0xdb"};
+                             "JPEG warning: 3 extraneous bytes before marker 0xdb", NULL, 0};
     struct shard_buf line = {0};
     assert_int_equal(shard_sample_line(&s, &line, &err), 0);
     assert_int_equal(shard_buf_append(&line, "", 1, &err), 0);
@@ -351,7 +351,7 @@ static void test_sample_lines_keep_keys_byte_exact(void **state)
                           "caf\xc3\xa9.png", "bad\xff\xfe.jpg"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         struct shard_sample s = {(char *)keys[i], strlen(keys[i]), (int32_t)i - 1, 3, 99, 64,
-                                 48, 1234, 0xdeadbeefcafef00dull, NULL};
+                                 48, 1234, 0xdeadbeefcafef00dull, NULL, NULL, 0};
         struct shard_buf line = {0};
         struct shard_err err;
         assert_int_equal(shard_sample_line(&s, &line, &err), 0);
@@ -407,7 +407,7 @@ static void test_index_reader_streams_lines_and_hashes_them(void **state)
     for (int i = 0; i < 1000; i++) {
         char key[32];
         snprintf(key, sizeof key, "k%04d.jpg", i);
-        struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i, NULL};
+        struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i, NULL, NULL, 0};
         assert_int_equal(shard_sample_line(&s, &all, &err), 0);
     }
     assert_int_equal(write(fd, all.data, all.len), (ssize_t)all.len);
@@ -446,7 +446,7 @@ static void test_a_corrupt_index_line_is_an_error_even_without_err(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     struct shard_buf all = {0};
-    struct shard_sample good = {"k.jpg", 5, -1, 0, 0, 8, 8, 10, 7, NULL};
+    struct shard_sample good = {"k.jpg", 5, -1, 0, 0, 8, 8, 10, 7, NULL, NULL, 0};
     assert_int_equal(shard_sample_line(&good, &all, NULL), 0);
     static const char bad[] = "{\"key\": not json}\n";
     assert_int_equal(shard_buf_append(&all, bad, sizeof bad - 1, NULL), 0);

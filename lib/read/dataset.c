@@ -543,8 +543,9 @@ static int check_field(const struct shard_manifest *m, const struct shard_field_
         for (uint64_t i = 0; i < f->len;) {
             size_t n = shard_utf8_len(f->data + i, (size_t)(f->len - i));
             if (!n)
-                return shard_err_set(err, SHARD_ECORRUPT, "field '%s': not valid UTF-8 at byte %llu",
-                                     d->name, (unsigned long long)i);
+                return shard_err_set(err, SHARD_ECORRUPT,
+                                     "field '%s': not valid UTF-8 at byte %llu", d->name,
+                                     (unsigned long long)i);
             i += n;
         }
         return SHARD_OK;

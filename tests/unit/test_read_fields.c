@@ -278,17 +278,16 @@ static void test_a_shard_of_the_other_version_is_damage_named(void **state)
 
 /* ---- the loader ---------------------------------------------------------------------- */
 
-static int64_t le_i64(const uint8_t *p)
+static uint64_t le(const uint8_t *p, int bytes)
 {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
+    for (int i = bytes - 1; i >= 0; i--)
         v = v << 8 | p[i];
-    return (int64_t)v;
+    return v;
 }
 
-/* Row j of selected field f in batch `in` against sample g's value. */
-static void assert_batch_field(const struct shard_batch_info *in, const struct shard_batch_field *bf,
-                               uint32_t j, uint64_t g)
+/* Row j of a batch's selected field bf against sample g's value. */
+static void assert_batch_field(const struct shard_batch_field *bf, uint32_t j, uint64_t g)
 {
     uint8_t want[MKDS_VALUE_MAX];
     size_t len;
@@ -303,7 +302,7 @@ static void assert_batch_field(const struct shard_batch_info *in, const struct s
         assert_null(bf->data);
         const int64_t *row = (const int64_t *)bf->values + (size_t)j * n;
         for (uint32_t k = 0; k < n; k++)
-            assert_int_equal(row[k], has ? le_i64(want + 8 * k) : 0);
+            assert_int_equal(row[k], has ? (int64_t)le(want + 8 * k, 8) : 0);
         break;
     }
     case SHARD_FIELD_FLOAT: {
@@ -327,9 +326,7 @@ static void assert_batch_field(const struct shard_batch_info *in, const struct s
         assert_int_equal(n, len);
         const uint32_t *labels = (const uint32_t *)(bf->data + bf->offsets[j]);
         for (uint64_t k = 0; k < n / 4; k++)
-            assert_int_equal(labels[k], (uint32_t)le_i64((const uint8_t[8]){want[4 * k],
-                                                         want[4 * k + 1], want[4 * k + 2],
-                                                         want[4 * k + 3]}));
+            assert_int_equal(labels[k], le(want + 4 * k, 4));
         break;
     }
     default:  /* TEXT, JSON, BYTES: the stored bytes */
@@ -340,7 +337,7 @@ static void assert_batch_field(const struct shard_batch_info *in, const struct s
             assert_memory_equal(bf->data + bf->offsets[j], want, len);
         break;
     }
-    if (j + 1 == in->count && !bf->length)
+    if (!bf->length)  /* the values lie back to back from the start */
         assert_int_equal(bf->offsets[0], 0);
 }
 
@@ -368,7 +365,7 @@ static uint64_t check_epoch(struct shard_dataset *ds, const struct shard_augment
         for (uint32_t k = 0; k < in->field_count; k++) {
             assert_int_equal(in->fields[k].field, o->fields[k]);
             for (uint32_t j = 0; j < in->count; j++)
-                assert_batch_field(in, &in->fields[k], j, in->indices[j]);
+                assert_batch_field(&in->fields[k], j, in->indices[j]);
         }
         for (uint32_t j = 0; j < in->count; j++)
             assert_int_equal(in->labels[j], mkds_label(in->indices[j]));
@@ -457,6 +454,54 @@ static void test_skipped_samples_leave_the_fields_aligned(void **state)
     drop(d);
 }
 
+static void test_a_json_value_that_does_not_parse_is_damage_to_the_loader(void **state)
+{
+    (void)state;
+    struct mkds_options mo = fields_options();
+    mo.damaged = 6;  /* 6 % 3 != 1: it has a meta */
+    mo.damage = MKDS_BAD_JSON;
+    struct mkds *d = build(&mo);
+    struct shard_dataset *ds = mkds_open(d);
+    /* the reader leaves JSON syntax to shardcheck --deep: the item is read */
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    struct shard_err err;
+    assert_int_equal(shard_dataset_read(ds, 6, SHARD_READ_PIXELS, &it, &err), 0);
+    assert_int_equal(it.fields[MKDS_META].field, MKDS_META);
+    assert_int_equal(it.fields[MKDS_META].len, 7);
+    shard_item_release(&it);
+    /* a loader that hands the value over parses it once: damage, skipped or failing */
+    struct shard_loader_options o;
+    shard_loader_options_init(&o);
+    o.batch_size = 4;
+    o.plan.shuffle = 0;
+    const uint32_t meta[] = {MKDS_META};
+    o.fields = meta;
+    o.field_count = 1;
+    struct shard_loader *l;
+    assert_int_equal(shard_loader_new(&l, ds, NULL, &o, &err), 0);
+    assert_int_equal(shard_loader_start(l, 0, 1, &err), 0);
+    struct shard_batch *b;
+    assert_int_equal(shard_loader_next(l, -1, &b, &err), SHARD_ECORRUPT);
+    char key[64], want[160];
+    mkds_key(d, 6, key, sizeof key);
+    snprintf(want, sizeof want, "shard-000000.shard record 6 (key '%s'): field 'meta': invalid "
+             "JSON: line 1 column ", key);
+    if (!strstr(err.msg, want))
+        fail_msg("message '%s' lacks '%s'", err.msg, want);
+    shard_loader_free(l);
+    o.skip_errors = 1;
+    uint64_t skipped;
+    assert_int_equal(check_epoch(ds, NULL, &o, &skipped), SAMPLES - 1);
+    assert_int_equal(skipped, 1);
+    /* the other fields do not need it parsed */
+    const uint32_t caption[] = {MKDS_CAPTION};
+    o.fields = caption;
+    assert_int_equal(check_epoch(ds, NULL, &o, &skipped), SAMPLES);
+    shard_dataset_close(ds);
+    drop(d);
+}
+
 static void test_a_field_selection_is_checked(void **state)
 {
     struct mkds *d = *state;
@@ -501,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_a_shard_of_the_other_version_is_damage_named),
         cmocka_unit_test(test_batches_carry_the_selected_fields),
         cmocka_unit_test(test_skipped_samples_leave_the_fields_aligned),
+        cmocka_unit_test(test_a_json_value_that_does_not_parse_is_damage_to_the_loader),
         cmocka_unit_test(test_a_field_selection_is_checked),
     };
     return cmocka_run_group_tests(tests, setup, mkds_teardown);

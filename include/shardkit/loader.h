@@ -265,12 +265,10 @@ SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct sh
  * stacked (a number or a fixed-length vector: one array of count x length,
  * zeros where the sample lacks the field) or back to back in one buffer with
  * offsets (text, JSON, bytes, label lists).  Each value was checked against
- * its declaration when read (shard_dataset_read), and a selected JSON
- * field's value is also parsed once (shard_field_check), since a binding
- * will parse it; a sample whose fields are damaged is damaged like any other
- * (skip_errors leaves it out, and every array of the batch stays aligned
- * with `indices`).  With no field selected the records' fields are not even
- * copied.
+ * its declaration when read (shard_dataset_read): a sample whose fields are
+ * damaged is damaged like any other (skip_errors leaves it out, and every
+ * array of the batch stays aligned with `indices`).  With no field selected
+ * the records' fields are neither copied nor checked.
  */
 
 struct shard_loader_options {

@@ -398,15 +398,6 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
             copy_le(f->values + (size_t)j * lf->row_bytes, v->data, lf->row_bytes, lf->width);
             continue;
         }
-        /* a JSON value is parsed in Python: one that would not parse is damage
-         * here, so that skip_errors leaves its sample out like any other */
-        if (lf->type == SHARD_FIELD_JSON) {
-            const struct shard_config *c = &shard_dataset_manifest(l->ds)->config;
-            const struct shard_field_decl *d = &c->fields[v->field];
-            int rc = shard_field_check(d, v->data, v->len, 0, err);
-            if (rc)
-                return shard_err_prefix(err, rc, "field '%s'", d->name);
-        }
         size_t at = var->len;
         int rc = shard_buf_reserve(var, at + (size_t)v->len, err);
         if (rc)

@@ -45,16 +45,17 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     LoaderObject *lo = (LoaderObject *)self;
     static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
                             "world_size", "threads", "drop_last", "remainder",
-                            "shuffle_buffer", "prefetch", "skip_errors", "part", "parts", NULL};
-    PyObject *dataset, *augment, *seed_o, *buffer_o;
+                            "shuffle_buffer", "prefetch", "skip_errors", "part", "parts",
+                            "fields", NULL};
+    PyObject *dataset, *augment, *seed_o, *buffer_o, *fields_o = Py_None;
     unsigned int batch_size, rank, world_size, prefetch, part = 0, parts = 1;
     int shuffle, threads, drop_last, skip_errors;
     const char *remainder;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OIpOIIipsOIp|II:Loader", names,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OIpOIIipsOIp|IIO:Loader", names,
                                      &skpy_dataset_type, &dataset, &augment, &batch_size,
                                      &shuffle, &seed_o, &rank, &world_size, &threads, &drop_last,
                                      &remainder, &buffer_o, &prefetch, &skip_errors, &part,
-                                     &parts))
+                                     &parts, &fields_o))
         return -1;
     if (lo->loader) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -90,11 +91,17 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     struct shard_augment *aug = augment == Py_None ? NULL : ((AugmentObject *)augment)->augment;
+    /* the selected fields, by number (the options' copy is the loader's) */
+    uint32_t *fields = NULL;
+    if (skpy_field_numbers(fields_o, &fields, &o.field_count) < 0)
+        return -1;
+    o.fields = fields;
     struct shard_err err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = shard_loader_new(&lo->loader, d->ds, aug, &o, &err);
     Py_END_ALLOW_THREADS
+    free(fields);
     if (rc) {
         skpy_raise(&err);
         return -1;
@@ -157,9 +164,10 @@ static PyObject *loader_start(PyObject *self, PyObject *args)
 }
 
 /* The Python side of a batch: (images, indices bytes, labels bytes, epoch,
- * number, skipped) where images is one buffer (fixed size) or a list of
- * buffers, all keeping `holder` (the batch's memory) alive, and skipped a
- * list of CorruptRecordError instances. */
+ * number, skipped, fields) where images is one buffer (fixed size) or a list
+ * of buffers, all keeping `holder` (the batch's memory) alive, skipped a
+ * list of CorruptRecordError instances and fields the selected fields
+ * (skpy_batch_fields). */
 static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
 {
     BatchObject *holder = PyObject_New(BatchObject, &skpy_batch_type);
@@ -170,6 +178,7 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
     holder->batch = b;
     const struct shard_batch_info *in = shard_batch_info(b);
     PyObject *images = NULL, *indices = NULL, *labels = NULL, *skipped = NULL, *result = NULL;
+    PyObject *fields = skpy_batch_fields(in, (PyObject *)holder);
     Py_ssize_t shape[4];
     if (in->fixed) {
         shape[0] = in->count;
@@ -202,10 +211,11 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
         }
         PyList_SET_ITEM(skipped, k, exc);
     }
-    if (images && indices && labels && skipped)
-        result = Py_BuildValue("(OOOKKO)", images, indices, labels,
+    if (images && indices && labels && skipped && fields)
+        result = Py_BuildValue("(OOOKKOO)", images, indices, labels,
                                (unsigned long long)in->epoch, (unsigned long long)in->number,
-                               skipped);
+                               skipped, fields);
+    Py_XDECREF(fields);
     Py_XDECREF(images);
     Py_XDECREF(indices);
     Py_XDECREF(labels);

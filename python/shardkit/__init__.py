@@ -12,13 +12,18 @@ training-ready batches made in C.
         for images, labels in loader:
             ...
 
+A dataset with fields (captions, JSON metadata, numbers, vectors, label
+lists) gives them back: ``ds.fields`` (the declarations), ``ds[i].fields``
+and ``Loader(ds, 256, fields=["caption", "meta"])``, whose batches carry
+``batch.fields`` and ``batch.present``.
+
 numpy is required; torch is optional (``output="torch"`` and
 ``shardkit.torch`` need it).  See the README's Python section.
 """
 from shardkit.errors import (CorruptDatasetError, CorruptRecordError, NetworkError,
                              ShardkitError)
 from shardkit import _native
-from shardkit.dataset import Dataset, Sample
+from shardkit.dataset import Dataset, Field, Sample
 from shardkit.transforms import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
                                  RandomResizedCrop, Resize)
 from shardkit.loader import Batch, Loader
@@ -27,6 +32,6 @@ __version__ = _native.version()
 
 __all__ = [
     "Batch", "CenterCrop", "Compose", "CorruptDatasetError", "CorruptRecordError", "Dataset",
-    "Loader", "NetworkError", "Normalize", "RandomHorizontalFlip", "RandomResizedCrop", "Resize",
-    "Sample", "ShardkitError",
+    "Field", "Loader", "NetworkError", "Normalize", "RandomHorizontalFlip", "RandomResizedCrop",
+    "Resize", "Sample", "ShardkitError",
 ]

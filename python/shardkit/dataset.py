@@ -144,7 +144,9 @@ class Dataset:
     first time one of its samples is.  ``len(ds)``, ``ds[i]`` (a Sample;
     negative indices count from the end), ``ds.labels`` (class names),
     ``ds.manifest`` (the manifest as a dict), ``ds.index_of(key)``,
-    ``ds.stored(i)`` (the payload as stored, not decoded).
+    ``ds.stored(i)`` (the payload as stored, not decoded), ``ds.fields``
+    (the fields it declares, format version 2; a Sample's ``fields`` holds
+    their values) and ``ds.label_names(ids)``.
     Thread-safe: many threads may read one dataset at once (the GIL is
     released while a sample is read and decoded).
 

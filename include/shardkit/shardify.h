@@ -107,6 +107,18 @@ struct shardify_options {
      * unless `incremental_or_full`: then it is a full rebuild, saying why. */
     const char *incremental;
     int incremental_or_full;
+    /* Fields (format version 2, manifests/FORMAT.md "Fields"): field_count
+     * declarations as shard_field_decl_parse reads them
+     * ("caption=text,from=.txt,required"), and the annotation table
+     * (JSON Lines or CSV keyed by the sample's key) that `from=COLUMN`
+     * fields read, or NULL.  config.fields and config.annotations are
+     * ignored: the run fills them in from these; config.max_field_bytes is
+     * the largest value taken (0: SHARD_MAX_FIELD_BYTES_DEFAULT).  `labels`
+     * may then also be "sidecar:SUFFIX" (the class is the sidecar's text)
+     * or "column:NAME" (the table's). */
+    const char *const *fields;
+    uint32_t field_count;
+    const char *annotations;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);

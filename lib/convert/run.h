@@ -16,6 +16,7 @@
 
 #include "convert/assembler.h"
 #include "convert/destination.h"
+#include "convert/fields.h"
 #include "convert/record_build.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
@@ -57,6 +58,9 @@ struct slot {
     char warning[SHARD_ERRMSG_SIZE];  /* ok: "" or the decoder warning it was accepted despite */
     int hashed;             /* source_* already computed from `input` */
     int outcome;            /* incremental: enum sk_reuse_outcome */
+    struct shard_field_set fields;    /* the sample's field area (a dataset with fields) */
+    struct sk_field_result field_result;
+    struct shard_buf sidecar; /* a sidecar file's bytes, reused */
     double t_read;          /* thread-seconds spent on this slot, by kind */
     double t_hash;
     double t_decode;
@@ -76,6 +80,8 @@ struct run {
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;
+    struct sk_field_plan *fields;     /* NULL: no fields, no sidecar or column class */
+    uint64_t annotation_rows_unmatched;
     struct shard_keylist keys;        /* candidates: sorted (directory) or archive order */
     struct shard_refusals refused;    /* directory candidates refused by the scan */
     struct shard_scan_stats stats;

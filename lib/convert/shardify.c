@@ -126,6 +126,9 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
     if (o->parts && o->incremental)
         return shard_err_set(err, SHARD_EINVAL, "a part cannot be converted incrementally");
+    if (o->incremental && (o->field_count || o->annotations))
+        return shard_err_set(err, SHARD_EINVAL, "--incremental does not take fields yet: "
+                             "convert in full");
     return SHARD_OK;
 }
 
@@ -161,6 +164,8 @@ static void free_workers(struct run *r)
         shard_buf_release(&r->slots[i].input);
         shard_buf_release(&r->slots[i].payload);
         shard_buf_release(&r->slots[i].frame);
+        shard_field_set_release(&r->slots[i].fields);
+        shard_buf_release(&r->slots[i].sidecar);
     }
     free(r->slots);
 }
@@ -206,6 +211,33 @@ void **sk_run_slot_pointers(struct run *r, struct shard_err *err)
 }
 
 /* ---- convert: the ordered pipeline ------------------------------------------ */
+
+/* A sidecar file of a directory or an S3 prefix (sk_sidecar_read_fn). */
+static int read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
+                        struct shard_buf *buf, struct shard_err *err)
+{
+    const struct run *r = ctx;
+    return sk_source_root_read(&r->root, key, max_bytes, buf, err);
+}
+
+/* The slot's fields, once its image is read (and hashed): 0 with the field
+ * area in s->fields, or the slot is a reject (or fatal: the store failed). */
+static int build_fields(struct run *r, struct slot *s, const char *key, size_t key_len)
+{
+    if (!r->fields)
+        return SHARD_OK;
+    struct shard_err e;
+    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len, read_sidecar, r, &s->sidecar,
+                                 &s->fields, &s->field_result, &e);
+    s->t_read += s->field_result.read_seconds;
+    if (rc == SHARD_ECORRUPT)
+        sk_run_reject_slot(s, &e);
+    else if (rc) {
+        s->why = e;
+        s->fatal = rc;
+    }
+    return rc;
+}
 
 static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
 {
@@ -308,6 +340,9 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
             return;  /* the previous dataset's record (or reject) */
+        sk_run_hash_input(s);  /* a reject for its fields still has its identity */
+        if (build_fields(r, s, key, key_len))
+            return;
         sk_run_convert_input(r, thread, s);
         if (!s->ok)
             return;
@@ -315,7 +350,8 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->ok = 0;
     double t0 = sk_now_seconds();
     int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], s->width, s->height,
-                          s->payload.data, s->payload.len, &s->frame, &s->frame_xxh3, &e);
+                                   s->payload.data, s->payload.len, r->fields ? &s->fields : NULL,
+                                   &s->frame, &s->frame_xxh3, &e);
     s->t_decode += sk_now_seconds() - t0;
     if (rc) {
         s->why = e;
@@ -355,6 +391,8 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
             .source_bytes = s->source_bytes,
             .source_xxh3 = s->source_xxh3,
             .warning = s->warning[0] ? s->warning : NULL,
+            .fields = r->fields ? s->field_result.sources : NULL,
+            .field_count = r->fields ? s->field_result.count : 0,
         };
         double t0 = sk_now_seconds();
         rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
@@ -442,6 +480,8 @@ static int open_source(struct run *r, struct shard_err *err)
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
+    sk_field_plan_free(r->fields);
+    shard_config_release(&r->config);  /* its labels, and the fields the plan declared */
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
@@ -465,7 +505,6 @@ static void run_release(struct run *r)
         free(r->label_names[i]);
     free(r->label_names);
     shard_labeler_free(r->labeler);
-    free(r->config.labels);
     sk_dst_close(r->dst);
     free(r->dst_path);
 }
@@ -486,6 +525,9 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
+    r.config.fields = NULL;  /* the field plan declares them */
+    r.config.field_count = 0;
+    r.config.annotations = NULL;
     r.config.zstd_level = shard_config_zstd_level(&o->config);
     r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
     r.phase = "scan";
@@ -497,6 +539,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
+    if ((rc = sk_field_plan_new(&r.fields, o, o->labels, &r.config, err)))
+        goto out;
     if ((rc = sk_run_part_dst(&r, dst, err)) ||
         (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
         (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
@@ -505,15 +549,28 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
         r.dst->remote->cancel = o->cancel;
 
+    if (r.archive && r.fields) {
+        rc = shard_err_set(err, SHARD_EINVAL, "fields are not read from an archive yet: "
+                           "extract it, or convert without fields");
+        goto out;
+    }
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = sk_source_root_scan(&r.root, &r.keys, &r.refused, &r.stats, err);
+        rc = sk_source_root_scan(&r.root, &r.keys, sk_field_plan_sidecars(r.fields), &r.refused,
+                                 &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
+        if (!rc)
+            rc = sk_field_plan_resolve(r.fields, &r.keys, &r.refused, err);
+        if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
+            rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, read_sidecar, &r, err);
     }
     sk_run_progress(&r, 1);
-    if (rc || (rc = sk_run_assign_labels(&r, err)) || (rc = sk_run_make_order(&r, err)) ||
+    if (rc || (rc = sk_run_assign_labels(&r, err)) ||
+        (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
+                                            err)) ||
+        (rc = sk_run_make_order(&r, err)) ||
         (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
         (rc = sk_run_part_setup(&r, err)))
         goto out;

@@ -269,6 +269,9 @@ static int value_bytes(const struct sk_field_plan *p, const char *name, uint32_t
         return 1;
     }
     int64_t file = sk_sidecars_find(p->sidecars, key, len, suffix);
+    if (file == SK_SIDECAR_TWICE)
+        return shard_err_set(why, SHARD_ECORRUPT, "field '%s': the archive holds its sidecar "
+                             "twice, so which one is meant cannot be told", name);
     if (file < 0) {
         /* name the file that would be there */
         size_t stem = len;
@@ -299,11 +302,12 @@ static int value_bytes(const struct sk_field_plan *p, const char *name, uint32_t
     sidecar_origin(o, fkey, flen);
     double t0 = sk_now_seconds();
     struct shard_err e;
-    int rc = read(ctx, (size_t)file, fkey, p->config->max_field_bytes, buf, &e);
+    int fatal = 0;
+    int rc = read(ctx, (size_t)file, fkey, p->config->max_field_bytes, buf, &fatal, &e);
     *read_seconds += sk_now_seconds() - t0;
-    if (rc == SHARD_ENET || rc == SHARD_EINTR || rc == SHARD_ENOMEM) {
+    if (rc && fatal) {
         *why = e;
-        return rc;
+        return rc == SHARD_ECORRUPT ? SHARD_EIO : rc;  /* never taken for a reject */
     }
     if (rc == SHARD_ELIMIT)
         return shard_err_set(why, SHARD_ECORRUPT, "field '%s': sidecar %s %s (--max-field-bytes)",

@@ -28,11 +28,12 @@ struct sk_field_plan;
 
 /* Read a sidecar file: `file` is its position among the sidecar files
  * (sk_sidecars_file), `key` its key.  Into buf (replacing its contents), at
- * most max_bytes (else SHARD_ELIMIT "file of N bytes exceeds ...").  Other
- * errors: SHARD_ENOTFOUND (vanished), SHARD_EIO (a reject: the file's
- * fault), SHARD_ENET or SHARD_EINTR (the store's: the run stops). */
+ * most max_bytes (else SHARD_ELIMIT "file of N bytes exceeds ...").  On any
+ * other error *fatal says whose fault it is: 0 the file's (it vanished,
+ * cannot be read: the sample is rejected), 1 not (the store cannot be
+ * reached, the run was interrupted, memory ran out: the run stops). */
 typedef int (*sk_sidecar_read_fn)(void *ctx, size_t file, const char *key, uint64_t max_bytes,
-                                  struct shard_buf *buf, struct shard_err *err);
+                                  struct shard_buf *buf, int *fatal, struct shard_err *err);
 
 /* The fields of options o: their declarations go to c (fields, field_count,
  * annotations, max_field_bytes), which must outlive the plan.  `labels` is

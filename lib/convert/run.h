@@ -37,8 +37,18 @@ struct spooled {
     char *warning;          /* non-NULL: the decoder warning it was accepted despite */
 };
 
+/* Where the spool phase put an archive's sidecar file (by the order the
+ * entries came in: sk_sidecars_file_ordinal). */
+struct spooled_sidecar {
+    uint64_t offset;
+    uint64_t len;
+    uint64_t too_large;     /* not read: larger than the limit */
+    char *problem;          /* no bytes: why (a damaged entry, a hard link ...), or NULL */
+};
+
 struct slot {
     uint64_t pos;           /* order position (convert) */
+    int is_sidecar;         /* spool: the entry is a sidecar file, its ordinal is `cand` */
     uint64_t cand;          /* candidate index */
     int ok;                 /* converted; else `why` says why it is rejected */
     int fatal;              /* an error that must stop the run (not the input's fault) */
@@ -94,6 +104,8 @@ struct run {
     uint64_t label_rows_unmatched;    /* ... naming no candidate */
     struct spooled *spooled;          /* archive only, per candidate */
     uint64_t spooled_cap;
+    struct spooled_sidecar *spooled_sidecars;  /* archive only, per sidecar file */
+    uint64_t spooled_sidecars_cap;
     int spool_fd;
     uint64_t spool_bytes;
     char *spool_path;

@@ -212,12 +212,37 @@ void **sk_run_slot_pointers(struct run *r, struct shard_err *err)
 
 /* ---- convert: the ordered pipeline ------------------------------------------ */
 
-/* A sidecar file of a directory or an S3 prefix (sk_sidecar_read_fn). */
+/* A sidecar file (sk_sidecar_read_fn): of a directory or an S3 prefix, or
+ * from the spool of an archive. */
 static int read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
-                        struct shard_buf *buf, struct shard_err *err)
+                        struct shard_buf *buf, int *fatal, struct shard_err *err)
 {
     const struct run *r = ctx;
-    return sk_source_root_read(&r->root, key, max_bytes, buf, err);
+    if (!r->archive) {
+        int rc = sk_source_root_read(&r->root, key, max_bytes, buf, err);
+        /* as for images: the store's failures are not the file's */
+        *fatal = rc == SHARD_ENET || rc == SHARD_EINTR || rc == SHARD_ENOMEM;
+        return rc;
+    }
+    size_t ordinal = sk_sidecars_file_ordinal(sk_field_plan_sidecars(r->fields), file);
+    const struct spooled_sidecar *sp = &r->spooled_sidecars[ordinal];
+    if (sp->problem)
+        return shard_err_set(err, SHARD_EIO, "%s", sp->problem);
+    uint64_t size = sp->too_large ? sp->too_large : sp->len;
+    if (size > max_bytes)
+        return shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit of %llu",
+                             (unsigned long long)size, (unsigned long long)max_bytes);
+    buf->len = 0;
+    int rc = shard_buf_reserve(buf, sp->len ? (size_t)sp->len : 1, err);
+    *fatal = rc != 0;
+    if (!rc && sp->len &&
+        pread(r->spool_fd, buf->data, sp->len, (off_t)sp->offset) != (ssize_t)sp->len) {
+        rc = shard_err_set(err, SHARD_EIO, "cannot read the spool '%s'", r->spool_path);
+        *fatal = 1;
+    }
+    if (!rc)
+        buf->len = (size_t)sp->len;
+    return rc;
 }
 
 /* The slot's fields, once its image is read (and hashed): 0 with the field
@@ -292,6 +317,14 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
+        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+        if (refusal) {  /* images sharing a stem with sidecars declared */
+            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+            sk_run_reject_slot(s, &e);
+            return;
+        }
+        if (build_fields(r, s, key, key_len))
+            return;
         s->width = sp->width;
         s->height = sp->height;
         if (sp->warning)
@@ -496,6 +529,9 @@ static void run_release(struct run *r)
         free(r->spooled[i].warning);
     }
     free(r->spooled);
+    for (uint64_t i = 0; r->spooled_sidecars && i < r->spooled_sidecars_cap; i++)
+        free(r->spooled_sidecars[i].problem);
+    free(r->spooled_sidecars);
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);
     free(r->order);
@@ -549,11 +585,6 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
         r.dst->remote->cancel = o->cancel;
 
-    if (r.archive && r.fields) {
-        rc = shard_err_set(err, SHARD_EINVAL, "fields are not read from an archive yet: "
-                           "extract it, or convert without fields");
-        goto out;
-    }
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
@@ -561,11 +592,11 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
                                  &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
-        if (!rc)
-            rc = sk_field_plan_resolve(r.fields, &r.keys, &r.refused, err);
-        if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
-            rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, read_sidecar, &r, err);
     }
+    if (!rc)
+        rc = sk_field_plan_resolve(r.fields, &r.keys, &r.refused, err);
+    if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
+        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, read_sidecar, &r, err);
     sk_run_progress(&r, 1);
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
         (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,

@@ -39,22 +39,67 @@ static void set_problem(struct slot *s, const char *problem)
     }
 }
 
+/* Entries that are no candidates are produced too when they are sidecar files. */
+static int want_sidecar(void *ctx, const char *key, size_t len)
+{
+    struct sk_sidecars *side = ctx;
+    return side && sk_sidecars_suffix_of(side, key, len) >= 0;
+}
+
+/* A sidecar entry: listed now (in archive order), its bytes spooled when
+ * consumed, or why it has none kept. */
+static int claim_sidecar(struct run *r, struct sk_sidecars *side,
+                         const struct sk_archive_entry *e, struct slot *s, struct shard_err *err)
+{
+    uint64_t ordinal = sk_sidecars_file_count(side);
+    if (ordinal >= r->spooled_sidecars_cap) {
+        uint64_t cap = r->spooled_sidecars_cap ? 2 * r->spooled_sidecars_cap : SPOOLED_INITIAL;
+        struct spooled_sidecar *p = realloc(r->spooled_sidecars, cap * sizeof *p);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        memset(p + r->spooled_sidecars_cap, 0, (cap - r->spooled_sidecars_cap) * sizeof *p);
+        r->spooled_sidecars = p;
+        r->spooled_sidecars_cap = cap;
+    }
+    struct spooled_sidecar *sp = &r->spooled_sidecars[ordinal];
+    sp->too_large = e->too_large;
+    const char *problem = e->problem ? e->problem
+                          : e->link_only ? "a hard link without data of its own" : NULL;
+    if (problem && !(sp->problem = strdup(problem)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    s->is_sidecar = 1;
+    s->cand = ordinal;
+    r->stats.sidecars++;
+    return sk_sidecars_add_file(side, e->key, e->key_len, err);
+}
+
 static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
 {
     struct spool_pass *p = ctx;
     struct run *r = p->r;
     struct slot *s = slot;
-    const char *key;
-    size_t key_len;
-    int link_only = 0;
+    struct sk_archive_entry e;
+    struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
     s->too_large = 0;
-    int rc = shard_archive_next(r->ar, r->config.max_file_bytes, &key, &key_len, &s->input,
-                                &s->too_large, &r->stats, err);
+    s->is_sidecar = 0;
+    int rc = sk_archive_next_entry(r->ar, r->config.max_file_bytes, want_sidecar, side, &e,
+                                   &s->input, &r->stats, err);
     if (rc <= 0) {
         if (rc < 0)
             shard_err_prefix(err, rc, "cannot read archive '%s'", r->src);
         return rc;
     }
+    s->pos = pos;
+    if (side && sk_sidecars_suffix_of(side, e.key, e.key_len) >= 0) {
+        if (e.candidate)  /* named like an image, but a sidecar all the same */
+            r->stats.candidates--;
+        rc = claim_sidecar(r, side, &e, s, err);
+        return rc ? rc : 1;
+    }
+    const char *key = e.key;
+    size_t key_len = e.key_len;
+    int link_only = 0;
+    s->too_large = e.too_large;
     s->cand = r->keys.count;
     s->pos = pos;
     set_problem(s, shard_archive_problem(r->ar));
@@ -97,7 +142,22 @@ static void convert_entry(struct run *r, int thread, struct slot *s)
 static void spool_work(void *ctx, int thread, void *slot)
 {
     struct spool_pass *p = ctx;
-    convert_entry(p->r, thread, slot);
+    struct slot *s = slot;
+    if (!s->is_sidecar)  /* a sidecar's bytes go to the spool as they are */
+        convert_entry(p->r, thread, s);
+}
+
+/* A sidecar entry's bytes into the spool. */
+static int store_sidecar(struct run *r, const struct slot *s, struct shard_err *err)
+{
+    struct spooled_sidecar *sp = &r->spooled_sidecars[s->cand];
+    if (sp->problem || sp->too_large)
+        return SHARD_OK;
+    sp->offset = r->spool_bytes;
+    sp->len = s->input.len;
+    r->spool_bytes += s->input.len;
+    r->bytes_in += s->input.len;
+    return sk_fs_write_all(r->spool_fd, s->input.data, s->input.len, r->spool_path, err);
 }
 
 /* Keep what the slot learned as r->spooled[index], its payload in the spool. */
@@ -139,7 +199,7 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
     struct slot *s = slot;
     p->r->done++;
     sk_run_progress(p->r, 0);
-    return store(p->r, s->cand, s, err);
+    return s->is_sidecar ? store_sidecar(p->r, s, err) : store(p->r, s->cand, s, err);
 }
 
 /* A hidden item of the links' second pass: converted like an entry, on

@@ -17,6 +17,7 @@ struct sk_sidecars {
     uint32_t suffix_count;
     struct shard_keylist files; /* sidecar files, sorted by key once resolved */
     int32_t *owner;             /* per file (sorted): the suffix it belongs by, -1: orphan */
+    size_t *ordinal;            /* per file (sorted): the order it was added in */
     size_t *orphans;            /* positions of the orphans, in key order */
     size_t orphan_count;
     int resolved;
@@ -60,6 +61,7 @@ void sk_sidecars_free(struct sk_sidecars *s)
     free(s->suffix_len);
     shard_keylist_release(&s->files);
     free(s->owner);
+    free(s->ordinal);
     free(s->orphans);
     free(s);
 }
@@ -144,6 +146,12 @@ static int has_stem(const struct shard_keylist *k, const uint64_t *sorted, size_
             hi = mid;
     }
     return 0;
+}
+
+static int compare_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
 }
 
 static int add_refusal(struct shard_refusals *r, const char *key, size_t len,
@@ -235,8 +243,23 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
     if (!rc && refused->count > refused_before)
         qsort(refused->items, refused->count, sizeof *refused->items, compare_refusals);
 
-    /* each file: the longest suffix whose stem is an image's */
+    /* each file: the longest suffix whose stem is an image's; keys were
+     * added in order, so a key's arena offset tells when it was */
+    size_t nf = s->files.count;
+    uint64_t *added = malloc((nf ? nf : 1) * sizeof *added);
+    s->ordinal = malloc((nf ? nf : 1) * sizeof *s->ordinal);
+    if (!added || !s->ordinal) {
+        free(added);
+        free(sorted);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    memcpy(added, s->files.offsets, nf * sizeof *added);
     shard_keylist_sort(&s->files);
+    for (size_t f = 0; f < nf; f++) {
+        const uint64_t *hit = bsearch(&s->files.offsets[f], added, nf, sizeof *added, compare_u64);
+        s->ordinal[f] = (size_t)(hit - added);
+    }
+    free(added);
     for (size_t f = 0; f < s->files.count && !rc; f++) {
         size_t len;
         const char *key = shard_keylist_get(&s->files, f, &len);
@@ -290,7 +313,25 @@ int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t le
     if (found >= 0 && (s->owner[found] < 0 ||
                        strcmp(s->suffixes[s->owner[found]], s->suffixes[suffix]) != 0))
         return -1;
+    /* an archive may hold a name twice: which one is meant cannot be told */
+    if (found >= 0) {
+        size_t len0, len1;
+        const char *k0 = shard_keylist_get(&s->files, (size_t)found, &len0);
+        for (int d = -1; d <= 1; d += 2) {
+            int64_t o = found + d;
+            if (o < 0 || (size_t)o >= s->files.count)
+                continue;
+            const char *k1 = shard_keylist_get(&s->files, (size_t)o, &len1);
+            if (shard_key_compare(k0, len0, k1, len1) == 0)
+                return SK_SIDECAR_TWICE;
+        }
+    }
     return found;
+}
+
+size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i)
+{
+    return s->ordinal[i];
 }
 
 const char *sk_sidecars_file(const struct sk_sidecars *s, size_t i, size_t *len)

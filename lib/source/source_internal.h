@@ -124,9 +124,13 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
                         struct shard_refusals *refused, struct shard_err *err);
 /* After resolving: the sidecar file of candidate `key` for suffix `suffix`
  * (an index as given to sk_sidecars_new): its position among the files (for
- * sk_sidecars_file), or -1 when the image has none. */
+ * sk_sidecars_file), -1 when the image has none, or SK_SIDECAR_TWICE when
+ * the name was found twice (an archive may hold a name twice). */
+#define SK_SIDECAR_TWICE (-2)
 int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len,
                          uint32_t suffix);
+/* After resolving: file i was the how-manieth added (0, 1, ...). */
+size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i);
 /* File i (sorted by key after resolving): its key, NUL-terminated. */
 const char *sk_sidecars_file(const struct sk_sidecars *s, size_t i, size_t *len);
 /* The orphans, sorted by key: their positions among the files. */

@@ -85,6 +85,8 @@ struct run {
     const char *src;
     char *dst_path;                   /* DST, or a part's DST/parts/I-of-N (malloc'd) */
     int archive;
+    char **archive_names;             /* --archives: the archives in SRC, in key order */
+    size_t archive_count;
     struct sk_source_root root;       /* a directory or an S3 prefix (not an archive) */
     struct sk_prefetch *prefetch;     /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
@@ -128,6 +130,11 @@ struct run {
     struct shard_lineage lineage;
     char full_rebuild[SHARD_ERRMSG_SIZE];  /* why an incremental run reused nothing, or "" */
 };
+
+/* The manifest's source.kind: "directory" (a directory or an S3 prefix),
+ * "archive", or "archives" (a directory of them). */
+#define SK_RUN_SOURCE_KIND(r) ((r)->archive_count ? "archives" : (r)->archive ? "archive" \
+                                                                           : "directory")
 
 /* shardify.c */
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */

@@ -58,6 +58,41 @@ void shardify_summary_release(struct shardify_summary *s)
     free(s->warnings);
     s->warnings = NULL;
     s->warning_count = 0;
+    for (uint32_t i = 0; s->field_names && i < s->field_count; i++)
+        free(s->field_names[i]);
+    free(s->field_names);
+    free(s->field_samples);
+    s->field_names = NULL;
+    s->field_samples = NULL;
+    s->field_count = 0;
+}
+
+/* The fields part of the summary (copies: the run is freed first). */
+static void summarize_fields(const struct run *r, struct shardify_summary *s)
+{
+    const struct shard_config *c = &r->config;
+    if (!c->field_count || s->field_names)
+        return;
+    s->field_names = calloc(c->field_count, sizeof *s->field_names);
+    s->field_samples = calloc(c->field_count, sizeof *s->field_samples);
+    if (!s->field_names || !s->field_samples) {
+        free(s->field_names);
+        free(s->field_samples);
+        s->field_names = NULL;
+        s->field_samples = NULL;
+        return;  /* the summary goes without them */
+    }
+    s->field_count = c->field_count;
+    const uint64_t *counts = r->as ? sk_assembler_field_samples(r->as) : NULL;
+    for (uint32_t i = 0; i < c->field_count; i++) {
+        s->field_names[i] = strdup(c->fields[i].name);
+        s->field_samples[i] = counts ? counts[i] : 0;
+    }
+    const struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
+    s->sidecars = r->as ? sk_assembler_sidecars(r->as) : 0;
+    s->orphans = side ? sk_sidecars_orphan_count(side) : 0;
+    s->annotation_rows = sk_field_plan_table_rows(r->fields);
+    s->annotation_rows_unmatched = r->annotation_rows_unmatched;
 }
 
 void sk_run_progress(struct run *r, int force)
@@ -107,6 +142,7 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
         s->bytes_out = sk_assembler_bytes(r->as);
         sk_assembler_shards(r->as, &s->shards);
     }
+    summarize_fields(r, s);
 }
 
 static int validate(const struct shardify_options *o, struct shard_err *err)
@@ -302,6 +338,8 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->outcome = SK_REUSE_NONE;
     s->t_read = s->t_hash = s->t_decode = s->t_copy = 0;
     s->warning[0] = '\0';
+    s->field_result.count = 0;
+    s->field_result.bytes_read = 0;
     if (r->archive) {
         const struct spooled *sp = &r->spooled[s->cand];
         s->has_source = sp->has_source;
@@ -407,6 +445,8 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     }
     if (!r->archive && s->has_source)
         r->bytes_in += s->source_bytes;
+    if (!r->archive && r->fields)  /* an archive's sidecars were counted when spooled */
+        r->bytes_in += s->field_result.bytes_read;
     r->done++;
     r->timing.read += s->t_read;
     r->timing.hash += s->t_hash;
@@ -491,6 +531,14 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
+    if (r->o->archives) {  /* a directory of archives: read one after the other */
+        if (sk_source_is_s3(r->src))
+            return shard_err_set(err, SHARD_EINVAL, "--archives takes a local directory, not "
+                                 "'%s'", r->src);
+        r->archive = 1;
+        return sk_archive_dir_list(r->src, &r->archive_names, &r->archive_count, &r->stats,
+                                   err);
+    }
     if (sk_source_is_s3(r->src))  /* an S3 prefix: a directory of objects */
         return sk_source_root_open(&r->root, r->src, err);
     struct stat st;
@@ -532,6 +580,9 @@ static void run_release(struct run *r)
     for (uint64_t i = 0; r->spooled_sidecars && i < r->spooled_sidecars_cap; i++)
         free(r->spooled_sidecars[i].problem);
     free(r->spooled_sidecars);
+    for (size_t i = 0; i < r->archive_count; i++)
+        free(r->archive_names[i]);
+    free(r->archive_names);
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);
     free(r->order);

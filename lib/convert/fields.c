@@ -736,6 +736,10 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 n = value.len;
                 source_bytes = v->source_bytes;
                 source_xxh3 = v->source_xxh3;
+                if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+                    source_bytes = n;
+                    source_xxh3 = XXH3_64bits(data, n);
+                }
                 if (p->suffix_of[f] != NONE)
                     res->sidecars++;
             } else if (d->required) {
@@ -767,6 +771,10 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 break;
             data = value.data;
             n = value.len;
+            if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+                source_bytes = n;
+                source_xxh3 = XXH3_64bits(data, n);
+            }
         }
         if ((rc = shard_field_set_add(out, f, d->type, data, n, why)))
             break;

@@ -88,6 +88,17 @@ shardify "$G/tree" "$T/csv" $OPTS $COLUMNS_CSV --annotations "$G/table.csv"
 grep -q '"annotations": "file:table.csv:[0-9a-f]\{16\}"' "$T/csv/manifest.json" ||
     die "the table is not identified in the config"
 
+say "a conversion in parts carries fields: the merged dataset holds every value"
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/parts" $OPTS $FIELDS --part 0/2
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/parts" $OPTS $FIELDS --part 1/2
+shardify merge --quiet "$T/parts"
+"$PYTHON" "$FT" check "$T/parts" "$G" || die "the merged records do not hold the values"
+[ "$(json "$T/parts/manifest.json" 'd["counts"]')" = "$(json "$T/side/manifest.json" 'd["counts"]')" ] ||
+    die "merged counts differ from a single run's"
+valid "$T/parts"
+
 say "a required field a sample lacks rejects it, naming the file that is missing"
 shardify "$G/tree" "$T/req" $OPTS --field caption=text,from=.txt,required --json >"$T/req.json"
 "$PYTHON" - "$T/req.json" <<'EOF' || die "required: $(cat "$T/req.json")"

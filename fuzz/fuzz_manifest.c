@@ -199,7 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t lines = 0;
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     REQUIRE(dirfd >= 0);
-    if (sk_journal_read(dirfd, dir, SHARD_MANIFEST_FILE, count_sample, count_reject, &lines, &end,
+    if (sk_journal_read(dirfd, dir, SHARD_MANIFEST_FILE, NULL, count_sample, count_reject, &lines, &end,
                         &err) == 0)
         REQUIRE(end.plan_end >= end.plan_start);
     close(dirfd);

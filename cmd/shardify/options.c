@@ -22,7 +22,8 @@ static const char usage_text[] =
     "        file (.tar, .tar.gz, .tar.zst, .zip ...), read in one streaming pass\n"
     "        whose converted samples are spooled in DST/.shardify until the shards\n"
     "        are written: DST needs room for about twice the dataset meanwhile;\n"
-    "        or s3://BUCKET/PREFIX: every object below PREFIX/, fetched in parallel\n"
+    "        or s3://BUCKET/PREFIX: every object below PREFIX/, fetched in parallel;\n"
+    "        with --archives, a directory of archives read as one source\n"
     "  DST   output directory; created if missing; must be empty unless it holds a\n"
     "        previous shardify output (see --overwrite and --resume); or\n"
     "        s3://BUCKET/PREFIX: each shard is uploaded when it is finished,\n"
@@ -41,8 +42,29 @@ static const char usage_text[] =
     "                        levels trade size for speed\n"
     "  --shard-size SIZE     target bytes per shard, K/M/G suffixes (default 256M)\n"
     "  --labels SPEC         dir (default: first path component is the class), none,\n"
-    "                        a CSV file of key,label rows, or regex:PATTERN (first\n"
-    "                        capture group of PATTERN on the key)\n"
+    "                        a CSV file of key,label rows, regex:PATTERN (first\n"
+    "                        capture group of PATTERN on the key), sidecar:SUFFIX\n"
+    "                        (the text of each image's sidecar file, e.g.\n"
+    "                        sidecar:.cls) or column:NAME (of --annotations)\n"
+    "  --archives            SRC is a directory of archives (WebDataset tar shards, as\n"
+    "                        img2dataset writes them): every .tar, .tar.gz, .tar.zst,\n"
+    "                        .zip ... directly in it is read, in name order, as part\n"
+    "                        of one source; keys name their archive\n"
+    "                        (00000.tar/000123.jpg); other files are ignored\n"
+    "  --field NAME=TYPE[,from=SOURCE][,required]\n"
+    "                        a field each sample carries besides its image (repeat\n"
+    "                        for more); TYPE: text, json, int, float, float32[N],\n"
+    "                        int64[N], labels, bytes; SOURCE: a sidecar suffix\n"
+    "                        (from=.txt: a/0001.jpg's a/0001.txt) or a column of\n"
+    "                        --annotations (default: that column NAME, else the\n"
+    "                        sidecar .NAME); required: a sample without it is\n"
+    "                        rejected (default: it may be absent)\n"
+    "  --annotations FILE    a table of per-sample values keyed by the sample's key:\n"
+    "                        JSON Lines ({\"key\": ..., \"caption\": ...}) or CSV with\n"
+    "                        a header row holding \"key\"\n"
+    "  --max-field-bytes SIZE\n"
+    "                        refuse a sample whose sidecar or table value is larger\n"
+    "                        (default 16M)\n"
     "  --shuffle-seed S      seed of the deterministic shuffle (default 0)\n"
     "  --no-shuffle          keep sorted key order\n"
     "  --threads N           worker threads (default: CPUs this process may use)\n"
@@ -99,7 +121,7 @@ enum {
     OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
     OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
     OPT_QUIET, OPT_VERSION, OPT_WORK_DIR, OPT_PART, OPT_PARTS, OPT_INCREMENTAL,
-    OPT_INCREMENTAL_OR_FULL,
+    OPT_INCREMENTAL_OR_FULL, OPT_FIELD, OPT_ANNOTATIONS, OPT_MAX_FIELD_BYTES, OPT_ARCHIVES,
 };
 
 static const struct option long_options[] = {
@@ -111,6 +133,10 @@ static const struct option long_options[] = {
     {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"labels", required_argument, NULL, OPT_LABELS},
+    {"field", required_argument, NULL, OPT_FIELD},
+    {"archives", no_argument, NULL, OPT_ARCHIVES},
+    {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
+    {"max-field-bytes", required_argument, NULL, OPT_MAX_FIELD_BYTES},
     {"shuffle-seed", required_argument, NULL, OPT_SEED},
     {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
     {"threads", required_argument, NULL, OPT_THREADS},
@@ -184,6 +210,22 @@ static int parse_option(int opt, void *ctx, char **argv)
                                    "(e.g. 256M, 1G)", optarg);
         break;
     case OPT_LABELS: o->run.labels = optarg; break;
+    case OPT_FIELD:
+        if (o->run.field_count == SHARD_FIELDS_MAX)
+            return cli_usage_error(PROG, "--field: at most %u fields", SHARD_FIELDS_MAX);
+        o->fields[o->run.field_count++] = optarg;
+        o->run.fields = o->fields;
+        break;
+    case OPT_ARCHIVES: o->run.archives = 1; break;
+    case OPT_ANNOTATIONS:
+        if (o->run.annotations)
+            return cli_usage_error(PROG, "give one --annotations table");
+        o->run.annotations = optarg;
+        break;
+    case OPT_MAX_FIELD_BYTES:
+        if (cli_parse_size(optarg, &cfg->max_field_bytes) || cfg->max_field_bytes == 0)
+            return cli_usage_error(PROG, "--max-field-bytes: '%s' is not a size", optarg);
+        break;
     case OPT_SEED:
         if (cli_parse_u64(optarg, 0, UINT64_MAX, &cfg->shuffle_seed))
             return cli_usage_error(PROG, "--shuffle-seed: '%s' is not a whole number", optarg);
@@ -279,6 +321,29 @@ int options_parse(int argc, char **argv, struct options *o)
     if (o->run.work_dir && strncmp(o->dst, "s3://", 5))
         return cli_usage_error(PROG, "--work-dir is for an s3:// DST; a local DST keeps its "
                                "work in DST/.shardify");
+    for (uint32_t i = 0; i < o->run.field_count; i++) {
+        /* a declaration that cannot be read is a usage error, named */
+        struct shard_field_decl d;
+        struct shard_err err;
+        if (shard_field_decl_parse(o->fields[i], o->run.annotations != NULL, &d, &err))
+            return cli_usage_error(PROG, "--field %s", err.msg);
+        for (uint32_t k = 0; k < i; k++)
+            if (!strncmp(o->fields[k], o->fields[i], strlen(d.name)) &&
+                o->fields[k][strlen(d.name)] == '=') {
+                shard_field_decl_release(&d);
+                return cli_usage_error(PROG, "--field '%.*s' is declared twice",
+                                       (int)strcspn(o->fields[i], "="), o->fields[i]);
+            }
+        shard_field_decl_release(&d);
+    }
+    if (o->run.annotations && !o->run.field_count &&
+        !(o->run.labels && !strncmp(o->run.labels, "column:", 7)))
+        return cli_usage_error(PROG, "--annotations is read by --field or --labels column:NAME, "
+                               "and neither is given");
+    if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)
+        return cli_usage_error(PROG, "--labels %s needs --annotations FILE", o->run.labels);
+    if ((o->run.field_count || o->run.annotations) && o->run.incremental)
+        return cli_usage_error(PROG, "--incremental does not take fields yet: convert in full");
     if (o->run.labels) {
         /* checked before the run touches DST: a bad regex is a usage error;
          * a CSV file that cannot be read or used is input that fails the run */
@@ -286,7 +351,8 @@ int options_parse(int argc, char **argv, struct options *o)
         struct shard_err err;
         if (shard_labeler_new(&lb, o->run.labels, &err) == SHARD_OK)
             shard_labeler_free(lb);
-        else if (!strncmp(o->run.labels, LABELS_REGEX_PREFIX, strlen(LABELS_REGEX_PREFIX)))
+        else if (!strncmp(o->run.labels, LABELS_REGEX_PREFIX, strlen(LABELS_REGEX_PREFIX)) ||
+                 !strncmp(o->run.labels, "sidecar:", 8) || !strncmp(o->run.labels, "column:", 7))
             return cli_usage_error(PROG, "--labels: %s", err.msg);
         else {
             fprintf(stderr, "%s: --labels: %s\n", PROG, err.msg);

@@ -10,6 +10,7 @@ struct options {
     const char *dst;
     int json;                      /* --json: the summary as JSON on stdout */
     int quiet;                     /* --quiet: no progress or summary on stderr */
+    const char *fields[SHARD_FIELDS_MAX + 1];  /* --field, in order (run.fields points here) */
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

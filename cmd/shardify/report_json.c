@@ -87,6 +87,18 @@ void report_write_json(const struct report *r, FILE *out)
     json_object_set_new(o, "timing", timing_json(&s->timing));
     if (s->has_lineage)
         json_object_set_new(o, "lineage", lineage_json(&s->lineage));
+    if (s->field_count) {  /* a dataset with fields */
+        json_t *fields = json_object();
+        for (uint32_t i = 0; i < s->field_count; i++)
+            json_object_set_new(fields, s->field_names[i],
+                                json_integer((json_int_t)s->field_samples[i]));
+        json_object_set_new(o, "fields", fields);
+        json_object_set_new(o, "sidecars", json_integer((json_int_t)s->sidecars));
+        json_object_set_new(o, "orphans", json_integer((json_int_t)s->orphans));
+        json_object_set_new(o, "annotation_rows", json_integer((json_int_t)s->annotation_rows));
+        json_object_set_new(o, "annotation_rows_unmatched",
+                            json_integer((json_int_t)s->annotation_rows_unmatched));
+    }
     json_object_set_new(o, "rejects", rejects_json(s));
     json_object_set_new(o, "warnings", warnings_json(s));
     cli_json_print(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER);

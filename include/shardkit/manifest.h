@@ -49,6 +49,19 @@ struct shard_field_decl {
     int required;               /* 1: a sample without it is rejected; 0: it may be absent */
 };
 
+/* Parse a declaration as the command line gives it:
+ *     NAME=TYPE[,from=SOURCE][,required|,optional]
+ * TYPE as shard_field_type_parse reads it; SOURCE a sidecar suffix (".txt",
+ * starting with '.') or a column of the annotation table (any other text;
+ * only when `table` is 1).  Without from=, the column NAME when there is a
+ * table, else the sidecar ".NAME".  Optional unless `required`.  Fills *d
+ * (release with shard_field_decl_release).  0, SHARD_EINVAL with a message
+ * quoting the spec, or SHARD_ENOMEM. */
+SHARD_API int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl *d,
+                                     struct shard_err *err);
+/* Free the declaration's strings and zero it.  Accepts NULL. */
+SHARD_API void shard_field_decl_release(struct shard_field_decl *d);
+
 /* Every option that changes the output bytes. */
 struct shard_config {
     uint32_t size;              /* training resolution */

@@ -107,6 +107,24 @@ struct shardify_options {
      * unless `incremental_or_full`: then it is a full rebuild, saying why. */
     const char *incremental;
     int incremental_or_full;
+    /* Fields (format version 2, manifests/FORMAT.md "Fields"): field_count
+     * declarations as shard_field_decl_parse reads them
+     * ("caption=text,from=.txt,required"), and the annotation table
+     * (JSON Lines or CSV keyed by the sample's key) that `from=COLUMN`
+     * fields read, or NULL.  config.fields and config.annotations are
+     * ignored: the run fills them in from these; config.max_field_bytes is
+     * the largest value taken (0: SHARD_MAX_FIELD_BYTES_DEFAULT).  `labels`
+     * may then also be "sidecar:SUFFIX" (the class is the sidecar's text)
+     * or "column:NAME" (the table's). */
+    const char *const *fields;
+    uint32_t field_count;
+    const char *annotations;
+    /* SRC is a directory of archives (WebDataset's tar shards, as
+     * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
+     * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as
+     * part of one source whose keys are the archive's name, '/', and the
+     * member's ("00000.tar/000123.jpg"); other files are ignored. */
+    int archives;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);
@@ -158,6 +176,18 @@ struct shardify_summary {
     int has_lineage;
     struct shard_lineage lineage;   /* lineage.full_rebuild points into full_rebuild */
     char full_rebuild[SHARD_ERRMSG_SIZE];
+    /* Fields (field_count 0 when none is declared): the declared names and
+     * the samples that have each, in field number order (owned, freed by
+     * shardify_summary_release); sidecar files stored as fields; sidecar
+     * files of no image (the manifest lists them); the annotation table's
+     * rows and those naming no file of SRC. */
+    uint32_t field_count;
+    char **field_names;
+    uint64_t *field_samples;
+    uint64_t sidecars;
+    uint64_t orphans;
+    uint64_t annotation_rows;
+    uint64_t annotation_rows_unmatched;
 };
 
 /* Convert SRC into DST.  SRC is a directory, an archive file or an

@@ -59,6 +59,8 @@ struct shard_scan_stats {
     uint64_t ignored;           /* regular files with other names */
     uint64_t ignored_symlinks;  /* symbolic links with other names: never followed */
     uint64_t ignored_special;   /* fifos, sockets, devices with other names */
+    uint64_t sidecars;          /* regular files named as sidecars of a declared field
+                                 * (never candidates, never ignored) */
 };
 
 /* Candidates a directory scan refuses without opening them, each with its

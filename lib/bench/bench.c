@@ -306,7 +306,7 @@ static int open_files(struct bench_run *b, struct shard_err *err)
         struct sk_source_root root;
         struct shard_scan_stats st = {0};
         if (!(rc = sk_source_root_open(&root, b->location, err)))
-            rc = sk_source_root_scan(&root, &b->own_keys, NULL, &st, err);
+            rc = sk_source_root_scan(&root, &b->own_keys, NULL, NULL, &st, err);
         sk_source_root_close(&root);
         if (rc)
             return rc;

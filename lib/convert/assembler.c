@@ -20,6 +20,8 @@ struct assembler {
     uint64_t unlabeled;
     uint64_t samples;
     uint64_t bytes;
+    uint64_t *field_samples;  /* per declared field: samples that have it */
+    uint64_t sidecars;        /* sidecar files stored as fields */
 
     struct shard_manifest_shard *shards;  /* finished shards */
     uint32_t shard_count;
@@ -51,7 +53,10 @@ int sk_assembler_new(struct assembler **out, struct dst *d, const struct shard_c
 {
     *out = NULL;
     struct assembler *a = calloc(1, sizeof *a);
-    if (!a || !(a->label_samples = calloc(label_count ? label_count : 1, sizeof(uint64_t)))) {
+    if (!a || !(a->label_samples = calloc(label_count ? label_count : 1, sizeof(uint64_t))) ||
+        !(a->field_samples = calloc(c->field_count ? c->field_count : 1, sizeof(uint64_t)))) {
+        if (a)
+            free(a->label_samples);
         free(a);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
@@ -93,6 +98,7 @@ void sk_assembler_free(struct assembler *a)
         shard_sample_release(&a->warned[i]);
     free(a->warned);
     free(a->label_samples);
+    free(a->field_samples);
     free(a);
 }
 
@@ -147,6 +153,14 @@ static int count_sample(struct assembler *a, const struct shard_sample *s, struc
         a->label_samples[label]++;
     } else {
         return shard_err_set(err, SHARD_ECORRUPT, "label %d is out of range", label);
+    }
+    for (uint32_t i = 0; i < s->field_count; i++) {
+        uint32_t f = s->fields[i].field;
+        if (f >= a->config->field_count)
+            return shard_err_set(err, SHARD_ECORRUPT, "field %u is out of range", f);
+        a->field_samples[f]++;
+        if (a->config->fields[f].sidecar)
+            a->sidecars++;
     }
     a->samples++;
     return SHARD_OK;
@@ -291,7 +305,7 @@ int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *
     s->record = shard_writer_records(a->writer);
     if ((rc = shard_writer_add(a->writer, frame, frame_len, frame_xxh3, (const uint8_t *)s->key,
                                s->key_len, s->label, err)) ||
-        (rc = sk_journal_writer_sample(a->journal, s, err)) || (rc = count_sample(a, s, err)))
+        (rc = sk_journal_writer_sample(a->journal, s, a->config, err)) || (rc = count_sample(a, s, err)))
         return rc;
     a->plan_next = pos + 1;
     return SHARD_OK;
@@ -333,6 +347,16 @@ uint64_t sk_assembler_samples(const struct assembler *a)
 uint64_t sk_assembler_unlabeled(const struct assembler *a)
 {
     return a->unlabeled;
+}
+
+const uint64_t *sk_assembler_field_samples(const struct assembler *a)
+{
+    return a->field_samples;
+}
+
+uint64_t sk_assembler_sidecars(const struct assembler *a)
+{
+    return a->sidecars;
 }
 
 const uint64_t *sk_assembler_label_samples(const struct assembler *a)

@@ -50,6 +50,10 @@ int sk_assembler_finish(struct assembler *a, struct shard_err *err);
 const struct shard_manifest_shard *sk_assembler_shards(const struct assembler *a, uint32_t *count);
 uint64_t sk_assembler_samples(const struct assembler *a);
 uint64_t sk_assembler_unlabeled(const struct assembler *a);
+/* Per declared field: the samples that have it; and the sidecar files
+ * stored as fields. */
+const uint64_t *sk_assembler_field_samples(const struct assembler *a);
+uint64_t sk_assembler_sidecars(const struct assembler *a);
 const uint64_t *sk_assembler_label_samples(const struct assembler *a);
 uint64_t sk_assembler_bytes(const struct assembler *a);
 struct shard_reject *sk_assembler_take_rejects(struct assembler *a, uint64_t *count);

@@ -476,7 +476,7 @@ static int take_record(struct run *r, int thread, const struct prev_entry *e, st
     if (!rc)
         rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
                                    view.meta.height, view.payload, (size_t)view.payload_len,
-                                   &s->frame, &s->frame_xxh3, err);
+                                   NULL, &s->frame, &s->frame_xxh3, err);
     s->outcome = SK_REUSE_RELABELED;
     return rc;
 }

@@ -72,10 +72,10 @@ static int tagged(struct journal_writer *j, char tag, struct shard_err *err)
 }
 
 int sk_journal_writer_sample(struct journal_writer *j, const struct shard_sample *s,
-                          struct shard_err *err)
+                             const struct shard_config *c, struct shard_err *err)
 {
     int rc = tagged(j, JOURNAL_TAG_SAMPLE, err);
-    return rc ? rc : shard_sample_line(s, &j->buf, err);
+    return rc ? rc : shard_sample_line_fields(s, c, &j->buf, err);
 }
 
 int sk_journal_writer_reject(struct journal_writer *j, const struct shard_reject *r,
@@ -168,7 +168,7 @@ static int open_journal(int dirfd, const char *dir, const char *name, FILE **f,
     return SHARD_OK;
 }
 
-int sk_journal_read(int dirfd, const char *dir, const char *name,
+int sk_journal_read(int dirfd, const char *dir, const char *name, const struct shard_config *c,
                  int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
                  int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
                  void *user, struct journal_end *end, struct shard_err *err)
@@ -197,7 +197,7 @@ int sk_journal_read(int dirfd, const char *dir, const char *name,
             break;
         case JOURNAL_TAG_SAMPLE:
         case JOURNAL_TAG_REJECT:
-            rc = shard_line_parse(line + 1, (size_t)n - 2, &s, &r, err);
+            rc = shard_line_parse_fields(line + 1, (size_t)n - 2, c, &s, &r, err);
             if (rc == 1 && line[0] == JOURNAL_TAG_SAMPLE) {
                 rc = on_sample(user, &s, err);
             } else if (rc == 2 && line[0] == JOURNAL_TAG_REJECT) {

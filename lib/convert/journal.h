@@ -38,8 +38,9 @@ struct journal_writer;
  * must stay open until sk_journal_writer_free. */
 int sk_journal_writer_open(struct journal_writer **out, int dirfd, const char *dir,
                            const char *name, struct shard_err *err);
+/* A sample's line, its fields named as the dataset of config c declares them. */
 int sk_journal_writer_sample(struct journal_writer *j, const struct shard_sample *s,
-                          struct shard_err *err);
+                             const struct shard_config *c, struct shard_err *err);
 int sk_journal_writer_reject(struct journal_writer *j, const struct shard_reject *r,
                           struct shard_err *err);
 /* Append the end line, flush and fsync, close.  The caller renames. */
@@ -52,8 +53,9 @@ void sk_journal_writer_free(struct journal_writer *j);
  * `dir` in messages; a link there is an error, see sk_fs_open_at):
  * `on_sample`/`on_reject` are called for each line in order (they may take
  * ownership by zeroing the struct), then *end is filled.  A missing journal
- * is SHARD_ENOTFOUND, one without a valid end line SHARD_ECORRUPT. */
-int sk_journal_read(int dirfd, const char *dir, const char *name,
+ * is SHARD_ENOTFOUND, one without a valid end line SHARD_ECORRUPT.  Sample
+ * lines are parsed as lines of a dataset of config c. */
+int sk_journal_read(int dirfd, const char *dir, const char *name, const struct shard_config *c,
                  int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
                  int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
                  void *user, struct journal_end *end, struct shard_err *err);

@@ -126,13 +126,33 @@ static int unsafe_name(const struct run *r, uint64_t cand)
     return why && strncmp(why, SK_REASON_UNSAFE, strlen(SK_REASON_UNSAFE)) == 0;
 }
 
-/* Label every candidate: the distinct names, sorted by bytes, numbered. */
+/* The class name of candidate i: from a sidecar or column when the labels
+ * come from one (read ahead by the field plan), else the labeler's. */
+static int class_of(const struct run *r, uint64_t i, const char **name, size_t *len)
+{
+    if (unsafe_name(r, i))
+        return 0;
+    int got = sk_field_plan_class(r->fields, i, name, len);
+    if (got >= 0)
+        return got;
+    size_t key_len;
+    const char *key = shard_keylist_get(&r->keys, i, &key_len);
+    return shard_labeler_label(r->labeler, key, key_len, name, len);
+}
+
+static int32_t number_of(void *ctx, const char *name, size_t len)
+{
+    return label_set_find(ctx, name, len, XXH3_64bits(name, len))->number;
+}
+
+/* Label every candidate: the distinct names (of the class and of every
+ * `labels` field), sorted by bytes, numbered. */
 int sk_run_assign_labels(struct run *r, struct shard_err *err)
 {
     struct label_set set = {0};
     struct label_ref *sorted = NULL;
     const char *name;
-    size_t len, key_len;
+    size_t len;
     int rc = SHARD_OK;
     r->label_of = malloc((r->n ? r->n : 1) * sizeof *r->label_of);
     if (!r->label_of) {
@@ -140,8 +160,9 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
         goto out;
     }
     for (uint64_t i = 0; !rc && i < r->n; i++) {
-        const char *key = shard_keylist_get(&r->keys, i, &key_len);
-        if (!unsafe_name(r, i) && shard_labeler_label(r->labeler, key, key_len, &name, &len))
+        if (class_of(r, i, &name, &len))
+            rc = label_set_add(&set, name, len, err);
+        for (size_t k = 0; !rc && sk_field_plan_label_name(r->fields, i, k, &name, &len); k++)
             rc = label_set_add(&set, name, len, err);
     }
     if (rc)
@@ -178,13 +199,14 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     }
     uint64_t labeled = 0;
     for (uint64_t i = 0; i < r->n; i++) {
-        const char *key = shard_keylist_get(&r->keys, i, &key_len);
         r->label_of[i] = SHARD_NO_LABEL;
-        if (!unsafe_name(r, i) && shard_labeler_label(r->labeler, key, key_len, &name, &len)) {
-            r->label_of[i] = label_set_find(&set, name, len, XXH3_64bits(name, len))->number;
+        if (class_of(r, i, &name, &len)) {
+            r->label_of[i] = number_of(&set, name, len);
             labeled++;
         }
     }
+    if ((rc = sk_field_plan_number(r->fields, number_of, &set, err)))
+        goto out;
     r->label_rows = shard_labeler_rows(r->labeler);
     if ((rc = shard_labeler_unmatched_rows(r->labeler, &r->keys, &r->label_rows_unmatched, err)))
         goto out;
@@ -250,7 +272,7 @@ static int state_text(struct run *r, char **out, struct shard_err *err)
     if (*out)
         snprintf(*out, cap,
                  "{\"config\":%s,\"source\":\"%s\",\"candidates\":%llu,\"plan_xxh3\":\"%s\"%s}\n",
-                 config, r->archive ? "archive" : "directory", (unsigned long long)r->n, hex,
+                 config, SK_RUN_SOURCE_KIND(r), (unsigned long long)r->n, hex,
                  part);
     free(config);
     return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");

@@ -108,7 +108,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         return rc;
     sk_run_summarize(r, sum);
     m.config = r->config;  /* borrowed: not released below */
-    m.source_kind = r->archive ? "archive" : "directory";
+    m.source_kind = SK_RUN_SOURCE_KIND(r);
     m.samples = sk_assembler_samples(r->as);
     m.unlabeled = sk_assembler_unlabeled(r->as);
     m.ignored = sum->ignored;
@@ -122,9 +122,24 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);
     m.index_file = SHARD_INDEX_FILE;
     m.lineage = r->has_lineage ? &r->lineage : NULL;
+    struct shard_orphan *orphans = NULL;
+    if (r->config.field_count) {  /* version 2 */
+        m.field_samples = (uint64_t *)sk_assembler_field_samples(r->as);
+        m.sidecars = sk_assembler_sidecars(r->as);
+        m.annotation_rows = sk_field_plan_table_rows(r->fields);
+        m.annotation_rows_unmatched = r->annotation_rows_unmatched;
+        const struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
+        m.orphan_count = side ? sk_sidecars_orphan_count(side) : 0;
+        orphans = calloc(m.orphan_count ? m.orphan_count : 1, sizeof *orphans);
+        if (!orphans)
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        for (uint64_t i = 0; orphans && i < m.orphan_count; i++)  /* borrowed keys */
+            orphans[i].key = (char *)sk_sidecars_orphan(side, (size_t)i, &orphans[i].key_len);
+        m.orphans = orphans;
+    }
     if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
         qsort(m.rejects, m.reject_count, sizeof *m.rejects, sk_run_compare_rejects);
-    if (m.index_entries != m.samples)
+    if (!rc && m.index_entries != m.samples)
         rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
                            (unsigned long long)m.index_entries, (unsigned long long)m.samples);
     if (!rc && r->o->parts > 0)
@@ -134,6 +149,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     if (!rc)  /* the commit point of an s3:// DST: every other file is there */
         rc = sk_dst_publish(r->dst, SHARD_MANIFEST_FILE, err);
 
+    free(orphans);
     sum->rejects = m.rejects;
     sum->reject_count = m.reject_count;
     sum->seconds = sk_now_seconds() - r->t0;

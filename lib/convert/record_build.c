@@ -90,7 +90,8 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
 
 int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_len, int32_t label,
                  uint32_t width, uint32_t height, const uint8_t *payload, size_t payload_len,
-                 struct shard_buf *frame, uint64_t *frame_xxh3, struct shard_err *err)
+                 const struct shard_field_set *fields, struct shard_buf *frame,
+                 uint64_t *frame_xxh3, struct shard_err *err)
 {
     struct shard_record_meta meta = {
         .label = label,
@@ -99,6 +100,9 @@ int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_
         .channels = 3,
         .codec = w->config->codec,
     };
+    if (shard_config_format_version(w->config) == SHARD_FORMAT_VERSION_FIELDS)
+        return shard_record_encode_fields(w->encoder, &meta, (const uint8_t *)key, key_len,
+                                          payload, payload_len, fields, frame, frame_xxh3, err);
     return shard_record_encode(w->encoder, &meta, (const uint8_t *)key, key_len, payload,
                                payload_len, frame, frame_xxh3, err);
 }

@@ -21,9 +21,12 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
                    struct shard_buf *payload, uint32_t *width, uint32_t *height,
                    char *warning, struct shard_err *err);
 
-/* Wrap a payload into a record frame. */
+/* Wrap a payload into a record frame: of format version 2 with the field
+ * area `fields` (NULL: none present) when the config declares fields,
+ * else of version 1 (fields must then be NULL). */
 int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_len, int32_t label,
                  uint32_t width, uint32_t height, const uint8_t *payload, size_t payload_len,
-                 struct shard_buf *frame, uint64_t *frame_xxh3, struct shard_err *err);
+                 const struct shard_field_set *fields, struct shard_buf *frame,
+                 uint64_t *frame_xxh3, struct shard_err *err);
 
 #endif

@@ -101,16 +101,16 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
         uint64_t bytes, xxh3;
         a.pos = r->start_pos;
         a.apply = 0;
-        int ok = sk_journal_read(d->work_fd, d->work, jname, adopt_sample, adopt_reject, &a, &end,
-                                 &why) == 0 &&
+        int ok = sk_journal_read(d->work_fd, d->work, jname, &r->config, adopt_sample,
+                                 adopt_reject, &a, &end, &why) == 0 &&
                  end.shard == number && end.plan_start == r->start_pos && a.pos == end.plan_end &&
                  sk_dst_hash(r->dst, sname, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
                  xxh3 == end.xxh3;
         if (ok) {
             a.pos = r->start_pos;
             a.apply = 1;
-            rc = sk_journal_read(d->work_fd, d->work, jname, adopt_sample, adopt_reject, &a, &end,
-                                 err);
+            rc = sk_journal_read(d->work_fd, d->work, jname, &r->config, adopt_sample,
+                                 adopt_reject, &a, &end, err);
             if (!rc)
                 rc = sk_assembler_adopt_end(r->as, &end, err);
             if (!rc)  /* finished but not uploaded when the run stopped */

@@ -16,6 +16,7 @@
 
 #include "convert/assembler.h"
 #include "convert/destination.h"
+#include "convert/fields.h"
 #include "convert/record_build.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
@@ -36,8 +37,18 @@ struct spooled {
     char *warning;          /* non-NULL: the decoder warning it was accepted despite */
 };
 
+/* Where the spool phase put an archive's sidecar file (by the order the
+ * entries came in: sk_sidecars_file_ordinal). */
+struct spooled_sidecar {
+    uint64_t offset;
+    uint64_t len;
+    uint64_t too_large;     /* not read: larger than the limit */
+    char *problem;          /* no bytes: why (a damaged entry, a hard link ...), or NULL */
+};
+
 struct slot {
     uint64_t pos;           /* order position (convert) */
+    int is_sidecar;         /* spool: the entry is a sidecar file, its ordinal is `cand` */
     uint64_t cand;          /* candidate index */
     int ok;                 /* converted; else `why` says why it is rejected */
     int fatal;              /* an error that must stop the run (not the input's fault) */
@@ -57,6 +68,9 @@ struct slot {
     char warning[SHARD_ERRMSG_SIZE];  /* ok: "" or the decoder warning it was accepted despite */
     int hashed;             /* source_* already computed from `input` */
     int outcome;            /* incremental: enum sk_reuse_outcome */
+    struct shard_field_set fields;    /* the sample's field area (a dataset with fields) */
+    struct sk_field_result field_result;
+    struct shard_buf sidecar; /* a sidecar file's bytes, reused */
     double t_read;          /* thread-seconds spent on this slot, by kind */
     double t_hash;
     double t_decode;
@@ -71,11 +85,15 @@ struct run {
     const char *src;
     char *dst_path;                   /* DST, or a part's DST/parts/I-of-N (malloc'd) */
     int archive;
+    char **archive_names;             /* --archives: the archives in SRC, in key order */
+    size_t archive_count;
     struct sk_source_root root;       /* a directory or an S3 prefix (not an archive) */
     struct sk_prefetch *prefetch;     /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;
+    struct sk_field_plan *fields;     /* NULL: no fields, no sidecar or column class */
+    uint64_t annotation_rows_unmatched;
     struct shard_keylist keys;        /* candidates: sorted (directory) or archive order */
     struct shard_refusals refused;    /* directory candidates refused by the scan */
     struct shard_scan_stats stats;
@@ -88,6 +106,8 @@ struct run {
     uint64_t label_rows_unmatched;    /* ... naming no candidate */
     struct spooled *spooled;          /* archive only, per candidate */
     uint64_t spooled_cap;
+    struct spooled_sidecar *spooled_sidecars;  /* archive only, per sidecar file */
+    uint64_t spooled_sidecars_cap;
     int spool_fd;
     uint64_t spool_bytes;
     char *spool_path;
@@ -110,6 +130,11 @@ struct run {
     struct shard_lineage lineage;
     char full_rebuild[SHARD_ERRMSG_SIZE];  /* why an incremental run reused nothing, or "" */
 };
+
+/* The manifest's source.kind: "directory" (a directory or an S3 prefix),
+ * "archive", or "archives" (a directory of them). */
+#define SK_RUN_SOURCE_KIND(r) ((r)->archive_count ? "archives" : (r)->archive ? "archive" \
+                                                                           : "directory")
 
 /* shardify.c */
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */

@@ -58,6 +58,41 @@ void shardify_summary_release(struct shardify_summary *s)
     free(s->warnings);
     s->warnings = NULL;
     s->warning_count = 0;
+    for (uint32_t i = 0; s->field_names && i < s->field_count; i++)
+        free(s->field_names[i]);
+    free(s->field_names);
+    free(s->field_samples);
+    s->field_names = NULL;
+    s->field_samples = NULL;
+    s->field_count = 0;
+}
+
+/* The fields part of the summary (copies: the run is freed first). */
+static void summarize_fields(const struct run *r, struct shardify_summary *s)
+{
+    const struct shard_config *c = &r->config;
+    if (!c->field_count || s->field_names)
+        return;
+    s->field_names = calloc(c->field_count, sizeof *s->field_names);
+    s->field_samples = calloc(c->field_count, sizeof *s->field_samples);
+    if (!s->field_names || !s->field_samples) {
+        free(s->field_names);
+        free(s->field_samples);
+        s->field_names = NULL;
+        s->field_samples = NULL;
+        return;  /* the summary goes without them */
+    }
+    s->field_count = c->field_count;
+    const uint64_t *counts = r->as ? sk_assembler_field_samples(r->as) : NULL;
+    for (uint32_t i = 0; i < c->field_count; i++) {
+        s->field_names[i] = strdup(c->fields[i].name);
+        s->field_samples[i] = counts ? counts[i] : 0;
+    }
+    const struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
+    s->sidecars = r->as ? sk_assembler_sidecars(r->as) : 0;
+    s->orphans = side ? sk_sidecars_orphan_count(side) : 0;
+    s->annotation_rows = sk_field_plan_table_rows(r->fields);
+    s->annotation_rows_unmatched = r->annotation_rows_unmatched;
 }
 
 void sk_run_progress(struct run *r, int force)
@@ -107,6 +142,7 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
         s->bytes_out = sk_assembler_bytes(r->as);
         sk_assembler_shards(r->as, &s->shards);
     }
+    summarize_fields(r, s);
 }
 
 static int validate(const struct shardify_options *o, struct shard_err *err)
@@ -126,6 +162,9 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
     if (o->parts && o->incremental)
         return shard_err_set(err, SHARD_EINVAL, "a part cannot be converted incrementally");
+    if (o->incremental && (o->field_count || o->annotations))
+        return shard_err_set(err, SHARD_EINVAL, "--incremental does not take fields yet: "
+                             "convert in full");
     return SHARD_OK;
 }
 
@@ -161,6 +200,8 @@ static void free_workers(struct run *r)
         shard_buf_release(&r->slots[i].input);
         shard_buf_release(&r->slots[i].payload);
         shard_buf_release(&r->slots[i].frame);
+        shard_field_set_release(&r->slots[i].fields);
+        shard_buf_release(&r->slots[i].sidecar);
     }
     free(r->slots);
 }
@@ -207,6 +248,58 @@ void **sk_run_slot_pointers(struct run *r, struct shard_err *err)
 
 /* ---- convert: the ordered pipeline ------------------------------------------ */
 
+/* A sidecar file (sk_sidecar_read_fn): of a directory or an S3 prefix, or
+ * from the spool of an archive. */
+static int read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
+                        struct shard_buf *buf, int *fatal, struct shard_err *err)
+{
+    const struct run *r = ctx;
+    if (!r->archive) {
+        int rc = sk_source_root_read(&r->root, key, max_bytes, buf, err);
+        /* as for images: the store's failures are not the file's */
+        *fatal = rc == SHARD_ENET || rc == SHARD_EINTR || rc == SHARD_ENOMEM;
+        return rc;
+    }
+    size_t ordinal = sk_sidecars_file_ordinal(sk_field_plan_sidecars(r->fields), file);
+    const struct spooled_sidecar *sp = &r->spooled_sidecars[ordinal];
+    if (sp->problem)
+        return shard_err_set(err, SHARD_EIO, "%s", sp->problem);
+    uint64_t size = sp->too_large ? sp->too_large : sp->len;
+    if (size > max_bytes)
+        return shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit of %llu",
+                             (unsigned long long)size, (unsigned long long)max_bytes);
+    buf->len = 0;
+    int rc = shard_buf_reserve(buf, sp->len ? (size_t)sp->len : 1, err);
+    *fatal = rc != 0;
+    if (!rc && sp->len &&
+        pread(r->spool_fd, buf->data, sp->len, (off_t)sp->offset) != (ssize_t)sp->len) {
+        rc = shard_err_set(err, SHARD_EIO, "cannot read the spool '%s'", r->spool_path);
+        *fatal = 1;
+    }
+    if (!rc)
+        buf->len = (size_t)sp->len;
+    return rc;
+}
+
+/* The slot's fields, once its image is read (and hashed): 0 with the field
+ * area in s->fields, or the slot is a reject (or fatal: the store failed). */
+static int build_fields(struct run *r, struct slot *s, const char *key, size_t key_len)
+{
+    if (!r->fields)
+        return SHARD_OK;
+    struct shard_err e;
+    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len, read_sidecar, r, &s->sidecar,
+                                 &s->fields, &s->field_result, &e);
+    s->t_read += s->field_result.read_seconds;
+    if (rc == SHARD_ECORRUPT)
+        sk_run_reject_slot(s, &e);
+    else if (rc) {
+        s->why = e;
+        s->fatal = rc;
+    }
+    return rc;
+}
+
 static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
 {
     struct run *r = ctx;
@@ -245,6 +338,8 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->outcome = SK_REUSE_NONE;
     s->t_read = s->t_hash = s->t_decode = s->t_copy = 0;
     s->warning[0] = '\0';
+    s->field_result.count = 0;
+    s->field_result.bytes_read = 0;
     if (r->archive) {
         const struct spooled *sp = &r->spooled[s->cand];
         s->has_source = sp->has_source;
@@ -260,6 +355,14 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
+        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+        if (refusal) {  /* images sharing a stem with sidecars declared */
+            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+            sk_run_reject_slot(s, &e);
+            return;
+        }
+        if (build_fields(r, s, key, key_len))
+            return;
         s->width = sp->width;
         s->height = sp->height;
         if (sp->warning)
@@ -308,6 +411,9 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
             return;  /* the previous dataset's record (or reject) */
+        sk_run_hash_input(s);  /* a reject for its fields still has its identity */
+        if (build_fields(r, s, key, key_len))
+            return;
         sk_run_convert_input(r, thread, s);
         if (!s->ok)
             return;
@@ -315,7 +421,8 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->ok = 0;
     double t0 = sk_now_seconds();
     int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], s->width, s->height,
-                          s->payload.data, s->payload.len, &s->frame, &s->frame_xxh3, &e);
+                                   s->payload.data, s->payload.len, r->fields ? &s->fields : NULL,
+                                   &s->frame, &s->frame_xxh3, &e);
     s->t_decode += sk_now_seconds() - t0;
     if (rc) {
         s->why = e;
@@ -338,6 +445,8 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     }
     if (!r->archive && s->has_source)
         r->bytes_in += s->source_bytes;
+    if (!r->archive && r->fields)  /* an archive's sidecars were counted when spooled */
+        r->bytes_in += s->field_result.bytes_read;
     r->done++;
     r->timing.read += s->t_read;
     r->timing.hash += s->t_hash;
@@ -355,6 +464,8 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
             .source_bytes = s->source_bytes,
             .source_xxh3 = s->source_xxh3,
             .warning = s->warning[0] ? s->warning : NULL,
+            .fields = r->fields ? s->field_result.sources : NULL,
+            .field_count = r->fields ? s->field_result.count : 0,
         };
         double t0 = sk_now_seconds();
         rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
@@ -420,6 +531,14 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
+    if (r->o->archives) {  /* a directory of archives: read one after the other */
+        if (sk_source_is_s3(r->src))
+            return shard_err_set(err, SHARD_EINVAL, "--archives takes a local directory, not "
+                                 "'%s'", r->src);
+        r->archive = 1;
+        return sk_archive_dir_list(r->src, &r->archive_names, &r->archive_count, &r->stats,
+                                   err);
+    }
     if (sk_source_is_s3(r->src))  /* an S3 prefix: a directory of objects */
         return sk_source_root_open(&r->root, r->src, err);
     struct stat st;
@@ -442,6 +561,8 @@ static int open_source(struct run *r, struct shard_err *err)
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
+    sk_field_plan_free(r->fields);
+    shard_config_release(&r->config);  /* its labels, and the fields the plan declared */
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
@@ -456,6 +577,12 @@ static void run_release(struct run *r)
         free(r->spooled[i].warning);
     }
     free(r->spooled);
+    for (uint64_t i = 0; r->spooled_sidecars && i < r->spooled_sidecars_cap; i++)
+        free(r->spooled_sidecars[i].problem);
+    free(r->spooled_sidecars);
+    for (size_t i = 0; i < r->archive_count; i++)
+        free(r->archive_names[i]);
+    free(r->archive_names);
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);
     free(r->order);
@@ -465,7 +592,6 @@ static void run_release(struct run *r)
         free(r->label_names[i]);
     free(r->label_names);
     shard_labeler_free(r->labeler);
-    free(r->config.labels);
     sk_dst_close(r->dst);
     free(r->dst_path);
 }
@@ -486,6 +612,9 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
+    r.config.fields = NULL;  /* the field plan declares them */
+    r.config.field_count = 0;
+    r.config.annotations = NULL;
     r.config.zstd_level = shard_config_zstd_level(&o->config);
     r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
     r.phase = "scan";
@@ -497,6 +626,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
+    if ((rc = sk_field_plan_new(&r.fields, o, o->labels, &r.config, err)))
+        goto out;
     if ((rc = sk_run_part_dst(&r, dst, err)) ||
         (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
         (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
@@ -508,12 +639,20 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = sk_source_root_scan(&r.root, &r.keys, &r.refused, &r.stats, err);
+        rc = sk_source_root_scan(&r.root, &r.keys, sk_field_plan_sidecars(r.fields), &r.refused,
+                                 &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }
+    if (!rc)
+        rc = sk_field_plan_resolve(r.fields, &r.keys, &r.refused, err);
+    if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
+        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, read_sidecar, &r, err);
     sk_run_progress(&r, 1);
-    if (rc || (rc = sk_run_assign_labels(&r, err)) || (rc = sk_run_make_order(&r, err)) ||
+    if (rc || (rc = sk_run_assign_labels(&r, err)) ||
+        (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
+                                            err)) ||
+        (rc = sk_run_make_order(&r, err)) ||
         (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
         (rc = sk_run_part_setup(&r, err)))
         goto out;

@@ -24,7 +24,9 @@
 
 #define REGEX_PREFIX "regex:"
 
-enum labeler_kind { LABELS_NONE, LABELS_DIR, LABELS_REGEX, LABELS_CSV };
+/* LABELS_FIELD: "sidecar:SUFFIX" or "column:NAME", which the run reads with
+ * its fields; the labeler itself gives no label. */
+enum labeler_kind { LABELS_NONE, LABELS_DIR, LABELS_REGEX, LABELS_CSV, LABELS_FIELD };
 
 struct label_row {
     size_t label_off;   /* in labels; NUL-terminated */
@@ -421,6 +423,14 @@ int shard_labeler_new(struct shard_labeler **out, const char *spec, struct shard
     } else if (strncmp(spec, REGEX_PREFIX, strlen(REGEX_PREFIX)) == 0) {
         lb->kind = LABELS_REGEX;
         rc = regex_init(lb, spec + strlen(REGEX_PREFIX), err);
+    } else if (!strncmp(spec, "sidecar:", 8) || !strncmp(spec, "column:", 7)) {
+        lb->kind = LABELS_FIELD;
+        const char *what = spec + (spec[0] == 's' ? 8 : 7);
+        if (spec[0] == 's' && (what[0] != '.' || !what[1] || strchr(what, '/')))
+            rc = shard_err_set(err, SHARD_EINVAL, "'%s': a sidecar suffix is '.' and a name "
+                               "without '/' (sidecar:.cls)", spec);
+        else if (!what[0])
+            rc = shard_err_set(err, SHARD_EINVAL, "'%s': name the column (column:NAME)", spec);
     } else {
         lb->kind = LABELS_CSV;
         rc = csv_init_labels(lb, spec, err);
@@ -451,6 +461,7 @@ int shard_labeler_label(const struct shard_labeler *lb, const char *key, size_t 
         return regex_label(lb, key, key_len, name, name_len);
     case LABELS_CSV:
         return csv_label(lb, key, key_len, name, name_len);
+    case LABELS_FIELD:
     case LABELS_NONE:
         break;
     }

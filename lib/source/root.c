@@ -40,6 +40,7 @@ void sk_source_root_close(struct sk_source_root *r)
 struct listing {
     struct shard_keylist *keys;
     struct shard_scan_stats *st;
+    struct sk_sidecars *side;
 };
 
 static int list_object(void *user, const char *name, size_t len, uint64_t size,
@@ -48,6 +49,10 @@ static int list_object(void *user, const char *name, size_t len, uint64_t size,
     struct listing *l = user;
     if (!len || name[len - 1] == '/')  /* a "directory" marker, no file */
         return SHARD_OK;
+    if (!memchr(name, '\0', len) && l->side && sk_sidecars_suffix_of(l->side, name, len) >= 0) {
+        l->st->sidecars++;
+        return sk_sidecars_add_file(l->side, name, len, err);
+    }
     if (memchr(name, '\0', len) || !shard_is_candidate(name, len)) {
         l->st->ignored++;
         return SHARD_OK;
@@ -57,14 +62,15 @@ static int list_object(void *user, const char *name, size_t len, uint64_t size,
 }
 
 int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
-                        struct shard_refusals *refused, struct shard_scan_stats *st,
-                        struct shard_err *err)
+                        struct sk_sidecars *side, struct shard_refusals *refused,
+                        struct shard_scan_stats *st, struct shard_err *err)
 {
     if (!r->s3)
-        return shard_scan_dir(r->src, keys, refused, st, err);
+        return sk_scan_dir(r->src, keys, side, refused, st, err);
     struct shard_keylist found = {0};
     struct shard_scan_stats seen = {0};
-    struct listing l = {&found, &seen};
+    size_t side_before = side ? sk_sidecars_file_count(side) : 0;
+    struct listing l = {&found, &seen, side};
     int rc = sk_s3_list(r->s3, 1, list_object, &l, err);
     if (rc == SHARD_ENOTFOUND)
         shard_err_prefix(err, rc, "cannot read source '%s'", r->src);
@@ -76,6 +82,9 @@ int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
     if (!rc) {  /* a failed scan adds nothing, as shard_scan_dir */
         st->candidates += seen.candidates;
         st->ignored += seen.ignored;
+        st->sidecars += seen.sidecars;
+    } else if (side) {
+        sk_sidecars_truncate(side, side_before);
     }
     shard_keylist_release(&found);
     return rc;

@@ -67,7 +67,7 @@ int sk_reason_is_refusal(const char *reason)
 {
     static const char *const prefixes[] = {
         SK_REASON_NOT_REGULAR, SK_REASON_DIRECTORY, SK_REASON_STAT, SK_REASON_UNSAFE,
-        SK_REASON_DAMAGED,     SK_REASON_ENCRYPTED, SK_REASON_LINK,
+        SK_REASON_DAMAGED,     SK_REASON_ENCRYPTED, SK_REASON_LINK,   SK_REASON_STEM,
     };
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
         if (strncmp(reason, prefixes[i], strlen(prefixes[i])) == 0)
@@ -145,6 +145,7 @@ struct scan {
     struct shard_refusals *refused;   /* NULL: the old rules (see source.h) */
     struct shard_scan_stats *st;
     const char *root;
+    struct sk_sidecars *side;   /* NULL: no sidecar files are looked for */
 };
 
 /* path = directory prefix + name, NUL-terminated. */
@@ -284,6 +285,12 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
     case DT_UNKNOWN:  /* vanished, or refused */
         return SHARD_OK;
     case DT_REG:
+        if (s->side && sk_sidecars_suffix_of(s->side, name, name_len) >= 0) {
+            rc = sk_sidecars_add_file(s->side, (const char *)s->path.data, s->path.len, err);
+            if (rc == 0)
+                s->st->sidecars++;
+            return rc;
+        }
         if (!candidate) {
             s->st->ignored++;
             return SHARD_OK;
@@ -309,7 +316,15 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
 int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_refusals *refused,
                    struct shard_scan_stats *st, struct shard_err *err)
 {
-    struct scan s = {.keys = keys, .refused = refused, .st = st, .root = root};
+    return sk_scan_dir(root, keys, NULL, refused, st, err);
+}
+
+int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars *side,
+                struct shard_refusals *refused, struct shard_scan_stats *st,
+                struct shard_err *err)
+{
+    struct scan s = {.keys = keys, .refused = refused, .st = st, .root = root, .side = side};
+    size_t side_before = side ? sk_sidecars_file_count(side) : 0;
     size_t keys_before = keys->count, arena_before = keys->arena_len;
     size_t refused_before = refused ? refused->count : 0;
     int rc = SHARD_OK;
@@ -368,6 +383,8 @@ out:
         /* Leave the lists as they were: a failed scan adds no keys. */
         keys->count = keys_before;
         keys->arena_len = arena_before;
+        if (side)
+            sk_sidecars_truncate(side, side_before);
         while (refused && refused->count > refused_before) {
             refused->count--;
             free(refused->items[refused->count].key);

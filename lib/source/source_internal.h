@@ -17,6 +17,7 @@
 /* ---- where the files are: a directory or an S3 prefix (root.c) ------------ */
 
 struct sk_s3;
+struct sk_sidecars;
 
 /* A source root: a directory opened once, or an s3://BUCKET/PREFIX location
  * whose objects below PREFIX/ are the files (keys relative to PREFIX/). */
@@ -38,10 +39,11 @@ void sk_source_root_close(struct sk_source_root *r);  /* accepts a zeroed or clo
  * listing order: sort them), the others are counted as ignored ("directory
  * marker" objects whose key ends in '/' are not files and are skipped).
  * An object store has no links, devices or unreadable directories: nothing
- * is refused. */
+ * is refused.  Sidecar files of `side` (may be NULL) are collected as
+ * sk_scan_dir does. */
 int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
-                        struct shard_refusals *refused, struct shard_scan_stats *st,
-                        struct shard_err *err);
+                        struct sk_sidecars *side, struct shard_refusals *refused,
+                        struct shard_scan_stats *st, struct shard_err *err);
 
 /* shard_read_source_file, for either kind: an object that vanished is
  * SHARD_ENOTFOUND ("file vanished"), one over max_bytes SHARD_ELIMIT in the
@@ -88,6 +90,110 @@ int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf
 /* Stop the fetches (those under way finish) and free.  Accepts NULL. */
 void sk_prefetch_free(struct sk_prefetch *pf);
 
+/* ---- sidecar files (sidecars.c) --------------------------------------------
+ *
+ * A sidecar of an image is the file whose key is the image's stem (its key
+ * without the extension: up to the last '.' of the last component) followed
+ * by a declared suffix (".txt", ".meta.json"): the WebDataset convention.
+ * Every regular file whose name ends in a declared suffix is a sidecar file,
+ * never an image candidate.  After the scan, each is given to the image it
+ * belongs to: the longest declared suffix whose stem is an image's; a file
+ * of no image is an orphan.  Images sharing a stem ("x.jpg", "x.png") cannot
+ * tell their sidecars apart: they are refused (SK_REASON_STEM). */
+struct sk_sidecars;
+
+/* The declared suffixes (each starting with '.', no '/'; repeats are fine).
+ * 0, SHARD_EINVAL or SHARD_ENOMEM. */
+int sk_sidecars_new(struct sk_sidecars **out, const char *const *suffixes, uint32_t count,
+                    struct shard_err *err);
+void sk_sidecars_free(struct sk_sidecars *s);  /* accepts NULL */
+/* The index of the longest declared suffix `name` (a file name or key)
+ * ends in, or -1.  A name that is only the suffix (".txt") is none. */
+int sk_sidecars_suffix_of(const struct sk_sidecars *s, const char *name, size_t len);
+/* Add a sidecar file found by a scan; drop those added after the first
+ * `count` (a failed scan adds nothing). */
+int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len,
+                         struct shard_err *err);
+size_t sk_sidecars_file_count(const struct sk_sidecars *s);
+void sk_sidecars_truncate(struct sk_sidecars *s, size_t count);
+/* Match the files found with the image candidates `keys` (any order): each
+ * file goes to its image or becomes an orphan; candidates sharing a stem are
+ * added to `refused` (reason SK_REASON_STEM "... 'OTHER'"; sorted again).
+ * Candidates already refused take part like any other.  0 or SHARD_ENOMEM. */
+int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
+                        struct shard_refusals *refused, struct shard_err *err);
+/* After resolving: the sidecar file of candidate `key` for suffix `suffix`
+ * (an index as given to sk_sidecars_new): its position among the files (for
+ * sk_sidecars_file), -1 when the image has none, or SK_SIDECAR_TWICE when
+ * the name was found twice (an archive may hold a name twice). */
+#define SK_SIDECAR_TWICE (-2)
+int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len,
+                         uint32_t suffix);
+/* After resolving: file i was the how-manieth added (0, 1, ...). */
+size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i);
+/* File i (sorted by key after resolving): its key, NUL-terminated. */
+const char *sk_sidecars_file(const struct sk_sidecars *s, size_t i, size_t *len);
+/* The orphans, sorted by key: their positions among the files. */
+size_t sk_sidecars_orphan_count(const struct sk_sidecars *s);
+const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len);
+
+/* shard_scan_dir, also collecting the sidecar files of `side` (may be NULL). */
+int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars *side,
+                struct shard_refusals *refused, struct shard_scan_stats *st,
+                struct shard_err *err);
+
+/* ---- a directory of archives (archive_dir.c) -------------------------------- */
+
+/* 1 when `name` ends, case-insensitively, in .tar .tar.gz .tgz .tar.bz2 .tbz2
+ * .tar.xz .txz .tar.zst .tzst or .zip. */
+int sk_is_archive_name(const char *name);
+/* The archives directly in `dir` (regular files so named: no subdirectory is
+ * entered, no link followed), sorted by name, in *names (malloc'd, each
+ * malloc'd).  Other entries are counted in *st as ignored.  SHARD_ENOTFOUND,
+ * SHARD_EINVAL (not a directory, or no archive in it), SHARD_EIO, SHARD_ENOMEM. */
+int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
+                        struct shard_scan_stats *st, struct shard_err *err);
+
+/* ---- an annotation table (annotations.c) ------------------------------------
+ *
+ * Per-sample values keyed by the sample's key: JSON Lines (one object per
+ * line, "key" or "key_hex" naming the sample) or CSV with a header row (a
+ * "key" column).  Only the wanted columns are kept, as the bytes a field is
+ * parsed from (manifests/FORMAT.md "Where values come from"): a CSV cell's
+ * text (an empty cell is absent); a JSON string's content, or the compact
+ * serialisation of any other value (always, for a column with `json` set);
+ * a JSON null or a missing member is absent.  A key listed twice, a row
+ * without a key, a malformed line or a wanted column the CSV header lacks is
+ * an error naming the file and line.  Lookups are thread-safe. */
+struct sk_annotation_column {
+    const char *name;
+    int json;                 /* 1: the value as JSON text, strings included (a json field) */
+};
+struct sk_annotations;
+
+/* Read `path` (a regular file; JSON Lines when named .jsonl, .ndjson or
+ * .json or starting with '{', else CSV), keeping columns cols[0..ncols),
+ * which must outlive the table.  0, SHARD_ENOTFOUND, SHARD_EIO, SHARD_EINVAL
+ * (malformed, with file and line), SHARD_ENOMEM. */
+int sk_annotations_load(struct sk_annotations **out, const char *path,
+                        const struct sk_annotation_column *cols, uint32_t ncols,
+                        struct shard_err *err);
+void sk_annotations_free(struct sk_annotations *a);  /* accepts NULL */
+/* "file:<basename>:<xxh3 of its bytes>" (owned by the table). */
+const char *sk_annotations_describe(const struct sk_annotations *a);
+uint64_t sk_annotations_rows(const struct sk_annotations *a);
+/* The row of `key`, or -1. */
+int64_t sk_annotations_row(const struct sk_annotations *a, const char *key, size_t len);
+/* Row `row`'s value of column `col`: 1 with *data and *len (owned by the table),
+ * 0 when absent (or row < 0). */
+int sk_annotations_value(const struct sk_annotations *a, int64_t row, uint32_t col,
+                         const uint8_t **data, size_t *len);
+/* The line of the file row `row` starts on (0 for row < 0). */
+uint64_t sk_annotations_line(const struct sk_annotations *a, int64_t row);
+/* Rows whose key names none of `keys`.  0 or SHARD_ENOMEM. */
+int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_keylist *keys,
+                             uint64_t *unmatched, struct shard_err *err);
+
 /* ---- reasons ------------------------------------------------------------- */
 
 /* A candidate that is not a regular file: "not a regular file: fifo". */
@@ -104,6 +210,8 @@ void sk_prefetch_free(struct sk_prefetch *pf);
 #define SK_REASON_ENCRYPTED "unsupported: encrypted archive entry"
 /* A hard link whose target cannot be found or used. */
 #define SK_REASON_LINK "hard link to "
+/* Images that share a stem while sidecar fields are declared. */
+#define SK_REASON_STEM "another image has the same stem: "
 /* A later archive entry of a name an earlier entry already has. */
 #define SK_REASON_DUPLICATE "duplicate entry in archive: an earlier entry has this name"
 

@@ -174,7 +174,7 @@ static int scan_directory(struct source_run *s, struct shard_err *err)
 {
     int rc = sk_source_root_open(&s->root, s->src, err);
     if (!rc)
-        rc = sk_source_root_scan(&s->root, &s->found_keys, &s->refused, &s->stats, err);
+        rc = sk_source_root_scan(&s->root, &s->found_keys, NULL, &s->refused, &s->stats, err);
     if (rc)
         return rc;
     s->found_cap = s->found_count = s->found_keys.count;

@@ -1,0 +1,350 @@
+/* sidecars.c - the files that go with an image by sharing its stem
+ * (a/0001.jpg with a/0001.txt, a/0001.json), see source_internal.h.
+ *
+ * Memory: the sidecar files' keys in one keylist, 4 bytes of owner per file,
+ * and, while resolving, 8 bytes per candidate (its index sorted by stem);
+ * nothing per candidate is kept afterwards: finding an image's sidecar is a
+ * binary search of stem + suffix among the files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "source/source_internal.h"
+
+struct sk_sidecars {
+    char **suffixes;            /* declared, as given (repeats allowed) */
+    size_t *suffix_len;
+    uint32_t suffix_count;
+    struct shard_keylist files; /* sidecar files, sorted by key once resolved */
+    int32_t *owner;             /* per file (sorted): the suffix it belongs by, -1: orphan */
+    size_t *ordinal;            /* per file (sorted): the order it was added in */
+    size_t *orphans;            /* positions of the orphans, in key order */
+    size_t orphan_count;
+    int resolved;
+};
+
+int sk_sidecars_new(struct sk_sidecars **out, const char *const *suffixes, uint32_t count,
+                    struct shard_err *err)
+{
+    *out = NULL;
+    struct sk_sidecars *s = calloc(1, sizeof *s);
+    if (!s || !(s->suffixes = calloc(count ? count : 1, sizeof *s->suffixes)) ||
+        !(s->suffix_len = calloc(count ? count : 1, sizeof *s->suffix_len))) {
+        sk_sidecars_free(s);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        const char *x = suffixes[i];
+        if (x[0] != '.' || !x[1] || strchr(x, '/')) {
+            sk_sidecars_free(s);
+            return shard_err_set(err, SHARD_EINVAL, "a sidecar suffix is '.' and a name "
+                                 "without '/' ('.txt'), not '%s'", x);
+        }
+        if (!(s->suffixes[i] = strdup(x))) {
+            sk_sidecars_free(s);
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        }
+        s->suffix_len[i] = strlen(x);
+        s->suffix_count = i + 1;
+    }
+    *out = s;
+    return SHARD_OK;
+}
+
+void sk_sidecars_free(struct sk_sidecars *s)
+{
+    if (!s)
+        return;
+    for (uint32_t i = 0; s->suffixes && i < s->suffix_count; i++)
+        free(s->suffixes[i]);
+    free(s->suffixes);
+    free(s->suffix_len);
+    shard_keylist_release(&s->files);
+    free(s->owner);
+    free(s->ordinal);
+    free(s->orphans);
+    free(s);
+}
+
+static int ends_with(const char *name, size_t len, const char *suffix, size_t n)
+{
+    return len > n && memcmp(name + len - n, suffix, n) == 0;
+}
+
+int sk_sidecars_suffix_of(const struct sk_sidecars *s, const char *name, size_t len)
+{
+    int best = -1;
+    for (uint32_t i = 0; i < s->suffix_count; i++)
+        if (ends_with(name, len, s->suffixes[i], s->suffix_len[i]) &&
+            (best < 0 || s->suffix_len[i] > s->suffix_len[best]))
+            best = (int)i;
+    /* "a/.txt" is a hidden file named ".txt", not the sidecar of "a/" */
+    if (best >= 0 && name[len - s->suffix_len[best] - 1] == '/')
+        return -1;
+    return best;
+}
+
+int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len,
+                         struct shard_err *err)
+{
+    return shard_keylist_add(&s->files, key, len, err);
+}
+
+size_t sk_sidecars_file_count(const struct sk_sidecars *s)
+{
+    return s->files.count;
+}
+
+void sk_sidecars_truncate(struct sk_sidecars *s, size_t count)
+{
+    if (count < s->files.count) {
+        s->files.arena_len = s->files.offsets[count];
+        s->files.count = count;
+    }
+}
+
+/* Bytes of key's stem: up to the last '.' of its last component (the whole
+ * key when that has none). */
+static size_t stem_len(const char *key, size_t len)
+{
+    for (size_t i = len; i > 0; i--) {
+        if (key[i - 1] == '/')
+            break;
+        if (key[i - 1] == '.')
+            return i - 1;
+    }
+    return len;
+}
+
+static int compare_stems(const void *pa, const void *pb, void *ctx)
+{
+    const struct shard_keylist *k = ctx;
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    const char *ka = k->arena + k->offsets[a], *kb = k->arena + k->offsets[b];
+    int c = shard_key_compare(ka, stem_len(ka, k->lengths[a]), kb, stem_len(kb, k->lengths[b]));
+    if (c)
+        return c;
+    /* same stem: by whole key, so the reason names a fixed other */
+    c = shard_key_compare(ka, k->lengths[a], kb, k->lengths[b]);
+    return c ? c : (a > b) - (a < b);
+}
+
+/* Whether some candidate (sorted[0..n) by stem) has stem[0..len). */
+static int has_stem(const struct shard_keylist *k, const uint64_t *sorted, size_t n,
+                    const char *stem, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *key = k->arena + k->offsets[sorted[mid]];
+        int c = shard_key_compare(key, stem_len(key, k->lengths[sorted[mid]]), stem, len);
+        if (c == 0)
+            return 1;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+static int compare_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+static int add_refusal(struct shard_refusals *r, const char *key, size_t len,
+                       const char *reason, struct shard_err *err)
+{
+    if (r->count == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        struct shard_refusal *p = realloc(r->items, cap * sizeof *p);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        r->items = p;
+        r->cap = cap;
+    }
+    struct shard_refusal *it = &r->items[r->count];
+    it->key = malloc(len + 1);
+    it->reason = strdup(reason);
+    if (!it->key || !it->reason) {
+        free(it->key);
+        free(it->reason);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    memcpy(it->key, key, len);
+    it->key[len] = '\0';
+    it->key_len = len;
+    r->count++;
+    return SHARD_OK;
+}
+
+static int compare_refusals(const void *pa, const void *pb)
+{
+    const struct shard_refusal *a = pa, *b = pb;
+    return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+}
+
+/* Refuse every candidate of a group sharing one stem, each naming another
+ * (the next in the group, the last the first).  Already refused ones keep
+ * their own reason. */
+static int refuse_group(const struct shard_keylist *k, const uint64_t *group, size_t n,
+                        struct shard_refusals *refused, struct shard_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t len, other_len;
+        const char *key = shard_keylist_get(k, group[i], &len);
+        if (shard_refusals_find(refused, key, len))
+            continue;
+        const char *other = shard_keylist_get(k, group[(i + 1) % n], &other_len);
+        char shown[SHARD_QUOTE_SIZE], reason[SHARD_QUOTE_SIZE + 64];
+        snprintf(reason, sizeof reason, "%s'%s'", SK_REASON_STEM,
+                 shard_quote(other, other_len, shown, sizeof shown));
+        int rc = add_refusal(refused, key, len, reason, err);
+        if (rc)
+            return rc;
+    }
+    return SHARD_OK;
+}
+
+int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
+                        struct shard_refusals *refused, struct shard_err *err)
+{
+    int rc = SHARD_OK;
+    size_t n = keys->count;
+    uint64_t *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    s->owner = malloc((s->files.count ? s->files.count : 1) * sizeof *s->owner);
+    s->orphans = malloc((s->files.count ? s->files.count : 1) * sizeof *s->orphans);
+    if (!sorted || !s->owner || !s->orphans) {
+        free(sorted);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = i;
+    qsort_r(sorted, n, sizeof *sorted, compare_stems, (void *)keys);
+
+    /* candidates sharing a stem */
+    size_t refused_before = refused->count;
+    for (size_t i = 0; i < n && !rc;) {
+        size_t j = i + 1;
+        const char *a = keys->arena + keys->offsets[sorted[i]];
+        size_t alen = stem_len(a, keys->lengths[sorted[i]]);
+        while (j < n) {
+            const char *b = keys->arena + keys->offsets[sorted[j]];
+            if (shard_key_compare(a, alen, b, stem_len(b, keys->lengths[sorted[j]])))
+                break;
+            j++;
+        }
+        if (j - i > 1)
+            rc = refuse_group(keys, sorted + i, j - i, refused, err);
+        i = j;
+    }
+    if (!rc && refused->count > refused_before)
+        qsort(refused->items, refused->count, sizeof *refused->items, compare_refusals);
+
+    /* each file: the longest suffix whose stem is an image's; keys were
+     * added in order, so a key's arena offset tells when it was */
+    size_t nf = s->files.count;
+    uint64_t *added = malloc((nf ? nf : 1) * sizeof *added);
+    s->ordinal = malloc((nf ? nf : 1) * sizeof *s->ordinal);
+    if (!added || !s->ordinal) {
+        free(added);
+        free(sorted);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    memcpy(added, s->files.offsets, nf * sizeof *added);
+    shard_keylist_sort(&s->files);
+    for (size_t f = 0; f < nf; f++) {
+        const uint64_t *hit = bsearch(&s->files.offsets[f], added, nf, sizeof *added, compare_u64);
+        s->ordinal[f] = (size_t)(hit - added);
+    }
+    free(added);
+    for (size_t f = 0; f < s->files.count && !rc; f++) {
+        size_t len;
+        const char *key = shard_keylist_get(&s->files, f, &len);
+        s->owner[f] = -1;
+        for (uint32_t x = 0; x < s->suffix_count; x++) {
+            size_t sl = s->suffix_len[x];
+            if (!ends_with(key, len, s->suffixes[x], sl) || key[len - sl - 1] == '/')
+                continue;
+            if ((s->owner[f] < 0 || sl > s->suffix_len[s->owner[f]]) &&
+                has_stem(keys, sorted, n, key, len - sl))
+                s->owner[f] = (int32_t)x;
+        }
+        if (s->owner[f] < 0)
+            s->orphans[s->orphan_count++] = f;
+    }
+    free(sorted);
+    s->resolved = !rc;
+    return rc;
+}
+
+int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len,
+                         uint32_t suffix)
+{
+    size_t stem = stem_len(key, len), sl = s->suffix_len[suffix];
+    char small[512];
+    char *want = stem + sl <= sizeof small ? small : malloc(stem + sl);
+    if (!want)
+        return -1;
+    memcpy(want, key, stem);
+    memcpy(want + stem, s->suffixes[suffix], sl);
+    size_t lo = 0, hi = s->files.count;
+    int64_t found = -1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        size_t mlen;
+        const char *m = shard_keylist_get(&s->files, mid, &mlen);
+        int c = shard_key_compare(m, mlen, want, stem + sl);
+        if (c == 0) {
+            found = (int64_t)mid;
+            break;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (want != small)
+        free(want);
+    /* the file may belong by a longer suffix, to another image
+     * ("a.meta.json": ".meta.json" of "a", not ".json" of "a.meta") */
+    if (found >= 0 && (s->owner[found] < 0 ||
+                       strcmp(s->suffixes[s->owner[found]], s->suffixes[suffix]) != 0))
+        return -1;
+    /* an archive may hold a name twice: which one is meant cannot be told */
+    if (found >= 0) {
+        size_t len0, len1;
+        const char *k0 = shard_keylist_get(&s->files, (size_t)found, &len0);
+        for (int d = -1; d <= 1; d += 2) {
+            int64_t o = found + d;
+            if (o < 0 || (size_t)o >= s->files.count)
+                continue;
+            const char *k1 = shard_keylist_get(&s->files, (size_t)o, &len1);
+            if (shard_key_compare(k0, len0, k1, len1) == 0)
+                return SK_SIDECAR_TWICE;
+        }
+    }
+    return found;
+}
+
+size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i)
+{
+    return s->ordinal[i];
+}
+
+const char *sk_sidecars_file(const struct sk_sidecars *s, size_t i, size_t *len)
+{
+    return shard_keylist_get(&s->files, i, len);
+}
+
+size_t sk_sidecars_orphan_count(const struct sk_sidecars *s)
+{
+    return s->orphan_count;
+}
+
+const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len)
+{
+    return shard_keylist_get(&s->files, s->orphans[i], len);
+}

@@ -2,11 +2,14 @@
 Sample.fields, Loader(fields=...) batches and ShardIterableDataset under
 torch's DataLoader give exactly what was written, for many random samples
 with fields of every type (absent ones, empty strings, non-ASCII text,
-nested JSON, extreme numbers, vectors, label lists, bytes).
+nested JSON, extreme numbers, vectors, label lists, bytes); and a tree of
+sidecar files converted by shardify reads back equal to its files.
 
 The datasets are written by tests/fixtures/v2_writer.py, a writer made from
-manifests/FORMAT.md alone (zstandard and xxhash, not libshardkit), so the
-expected values never come from the code under test."""
+manifests/FORMAT.md alone (zstandard and xxhash, not libshardkit), or by
+shardify from tests/fixtures/fields_tree.py's sources, whose values are
+parsed here from the files: the expected values never come from the code
+under test."""
 import json
 import math
 import os
@@ -18,9 +21,10 @@ import numpy as np
 import pytest
 
 import shardkit
-from conftest import TOP
+from conftest import TOP, shardify
 
 sys.path.insert(0, os.path.join(TOP, "tests", "fixtures"))
+import fields_tree  # noqa: E402
 from v2_writer import Decl, Sample, write_dataset  # noqa: E402
 
 LABELS = ["ant", "bee", "cat", "d\u00f6g", "eel"]  # sorted by their UTF-8 bytes
@@ -469,3 +473,77 @@ def test_the_written_floats_were_finite(written):
             v = s.fields.get(name)
             if v is not None:
                 assert all(math.isfinite(x) for x in (v if isinstance(v, list) else [v]))
+
+
+# ---- from sidecar files, through shardify ---------------------------------------------
+
+
+def source_value(typ, raw, classes):
+    """What Python must give for a sidecar's bytes, parsed here from the file."""
+    t = typ.partition("[")[0]
+    if t == "text":
+        return raw.decode("utf-8")
+    if t == "json":
+        return json.loads(raw)
+    if t == "int":
+        return int(raw.strip())
+    if t == "float":
+        return float(raw.strip())
+    if t == "float32":
+        return np.array(json.loads(raw), dtype=np.float32)
+    if t == "int64":
+        return np.array(json.loads(raw), dtype=np.int64)
+    if t == "labels":
+        return [classes.index(name) for name in json.loads(raw)]
+    return raw
+
+
+def test_a_shardified_sidecar_tree_reads_back_equal_to_its_files(tmp_path):
+    src = str(tmp_path / "src")
+    fields_tree.make(src, 5)
+    dst = shardify(os.path.join(src, "tree"), str(tmp_path / "dst"), "--size", "16",
+                   "--labels", "none", "--max-field-bytes", "4096", "--shard-size", "4K",
+                   *[a for spec in fields_tree.field_args() for a in ("--field", spec)])
+    with open(os.path.join(src, "expect.json")) as f:
+        expect = json.load(f)["samples"]
+    ds = shardkit.Dataset(dst)
+    declared = ds.fields
+    assert [(f.name, f.type + (f"[{f.length}]" if f.length else ""), f.source[1])
+            for f in declared.values()] == fields_tree.FIELDS
+    classes = ds.labels
+    want = {}
+    for key, files in expect.items():
+        want[key] = {}
+        for name, typ, _ in fields_tree.FIELDS:
+            raw = files[name]
+            want[key][name] = None if raw is None else source_value(typ, bytes.fromhex(raw),
+                                                                   classes)
+    assert len(ds) == len(want)
+    for f in declared.values():
+        assert f.present == sum(w[f.name] is not None for w in want.values())
+
+    def same(a, b):
+        if isinstance(b, np.ndarray):
+            return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        return type(a) is type(b) and a == b
+
+    for i in range(len(ds)):
+        s = ds[i]
+        for name, value in want[s.key].items():
+            assert same(s.fields[name], value), (s.key, name, s.fields[name], value)
+    names = [name for name, _, _ in fields_tree.FIELDS]
+    n = 0
+    for batch in shardkit.Loader(ds, 5, fields=names, threads=2):
+        for j, key in enumerate(batch.keys):
+            for name, typ, _ in fields_tree.FIELDS:
+                value, has = batch.fields[name], bool(batch.present[name][j])
+                assert has == (want[key][name] is not None)
+                if typ.partition("[")[0] in ("int", "float", "float32", "int64"):
+                    got = value[j]
+                    w = want[key][name]
+                    w = np.zeros_like(got) if w is None else np.asarray(w, dtype=got.dtype)
+                    assert got.tobytes() == w.tobytes(), (key, name)
+                else:
+                    assert same(value[j], want[key][name]) if has else value[j] is None
+        n += len(batch)
+    assert n == len(ds)

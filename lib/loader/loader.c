@@ -359,6 +359,8 @@ static int choose_box(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg
  * in host byte order. */
 static void copy_le(uint8_t *dst, const uint8_t *src, size_t len, size_t width)
 {
+    if (!len)  /* an empty value: dst may be a buffer not yet allocated */
+        return;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     for (size_t i = 0; i < len; i += width)
         for (size_t k = 0; k < width; k++)
@@ -541,8 +543,9 @@ static int finish_fields(const struct shard_loader *l, struct shard_batch *b, ui
             return rc;
         f->offsets[0] = 0;
         for (uint32_t i = 0; i < count; i++) {
-            memcpy(f->arena.data + f->arena.len, b->var[i].data + f->start[i],
-                   (size_t)f->len[i]);
+            if (f->len[i])  /* an empty value's buffer may not be allocated */
+                memcpy(f->arena.data + f->arena.len, b->var[i].data + f->start[i],
+                       (size_t)f->len[i]);
             f->arena.len += (size_t)f->len[i];
             f->offsets[i + 1] = f->arena.len;
         }

@@ -66,7 +66,7 @@ void report_write_json(const struct report *r, FILE *out)
     json_t *o = json_object();
     json_object_set_new(o, "status", json_string(r->status ? "failed" : "ok"));
     if (r->status) {
-        json_object_set_new(o, "error", json_string(r->err->msg));
+        json_object_set_new(o, "error", cli_json_text(r->err->msg));
         json_object_set_new(o, "error_code", json_integer(r->status));
     }
     json_object_set_new(o, "candidates", json_integer((json_int_t)s->candidates));

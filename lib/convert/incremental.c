@@ -65,34 +65,53 @@ struct sk_prev {
 
 /* ---- options ---------------------------------------------------------------- */
 
-/* The manifest's config fields and the options that set them. */
+/* The manifest's config fields and the options that set them; a flag that
+ * turns a setting off (--no-upscale sets "upscale" false) is `negates`. */
 static const struct {
     const char *field;
     const char *option;
+    int negates;
 } config_options[] = {
-    {"size", "--size"},
-    {"fit", "--fit"},
-    {"upscale", "--no-upscale"},
-    {"codec", "--codec"},
-    {"quality", "--quality"},
-    {"zstd_level", "--zstd-level"},
-    {"shard_size", "--shard-size"},
-    {"labels", "--labels"},
-    {"shuffle", "--no-shuffle"},
-    {"shuffle_seed", "--shuffle-seed"},
-    {"max_pixels", "--max-pixels"},
-    {"max_file_bytes", "--max-file-size"},
-    {"fields", "--field"},
-    {"annotations", "--annotations"},
-    {"max_field_bytes", "--max-field-bytes"},
+    {"size", "--size", 0},
+    {"fit", "--fit", 0},
+    {"upscale", "--no-upscale", 1},
+    {"codec", "--codec", 0},
+    {"quality", "--quality", 0},
+    {"zstd_level", "--zstd-level", 0},
+    {"shard_size", "--shard-size", 0},
+    {"labels", "--labels", 0},
+    {"shuffle", "--no-shuffle", 1},
+    {"shuffle_seed", "--shuffle-seed", 0},
+    {"max_pixels", "--max-pixels", 0},
+    {"max_file_bytes", "--max-file-size", 0},
+    {"fields", "--field", 0},
+    {"annotations", "--annotations", 0},
+    {"max_field_bytes", "--max-field-bytes", 0},
 };
 
-static const char *option_of(const char *field)
+/* The option that sets `field` (*negates: whether it is a flag that turns
+ * the setting off), or the field's own name for a setting without one
+ * ("background"). */
+static const char *option_of(const char *field, int *negates)
 {
+    *negates = 0;
     for (size_t i = 0; i < sizeof config_options / sizeof *config_options; i++)
-        if (!strcmp(config_options[i].field, field))
+        if (!strcmp(config_options[i].field, field)) {
+            *negates = config_options[i].negates;
             return config_options[i].option;
-    return field;  /* a setting without an option of its own ("background") */
+        }
+    return field;
+}
+
+/* How a setting of value v reads in terms of its option: a flag that turns
+ * it off is "given" when v is false ("--no-upscale given there"); other
+ * options show their value.  `json` is v as JSON; the result is static or
+ * `json`. */
+static const char *as_given(const json_t *v, int negates, const char *json)
+{
+    if (negates && json_is_boolean(v))
+        return json_is_true(v) ? "not given" : "given";
+    return json ? json : "?";
 }
 
 /* The first config field that differs, named by its option, with both values. */
@@ -120,9 +139,12 @@ static int compare_configs(const char *prev, const struct shard_config *was,
             continue;
         char *sa = json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT);
         char *sb = vb ? json_dumps(vb, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        int negates;
+        const char *option = option_of(field, &negates);
         rc = shard_err_set(err, SHARD_EMISMATCH,
                            "%s differs from the previous dataset '%s' (%s there, %s here)",
-                           option_of(field), prev, sa ? sa : "?", sb ? sb : "none");
+                           option, prev, as_given(va, negates, sa),
+                           vb ? as_given(vb, negates, sb) : "none");
         free(sa);
         free(sb);
         goto out;

@@ -342,8 +342,6 @@ int options_parse(int argc, char **argv, struct options *o)
                                "and neither is given");
     if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)
         return cli_usage_error(PROG, "--labels %s needs --annotations FILE", o->run.labels);
-    if ((o->run.field_count || o->run.annotations) && o->run.incremental)
-        return cli_usage_error(PROG, "--incremental does not take fields yet: convert in full");
     if (o->run.labels) {
         /* checked before the run touches DST: a bad regex is a usage error;
          * a CSV file that cannot be read or used is input that fails the run */

@@ -50,6 +50,10 @@ static void write_lineage(const struct report *r, FILE *out)
                 (unsigned long long)l->reused, (unsigned long long)l->relabeled,
                 (unsigned long long)l->rejected_again, (unsigned long long)l->reconverted,
                 r->options->incremental);
+    if (!l->full_rebuild && s->field_count)
+        fprintf(out, "%s: %llu unchanged image%s with changed fields: stored pixels kept, "
+                "fields of now\n", PROG, (unsigned long long)l->refielded,
+                l->refielded == 1 ? "" : "s");
     fprintf(out, "%s: time: scan %.2f s, convert %.2f s (writing shards %.2f s), publish "
             "%.2f s; per-file work (thread-seconds): read %.2f, hash %.2f, decode %.2f, copy "
             "%.2f\n", PROG, t->scan, t->convert, t->write, t->publish, t->read, t->hash,

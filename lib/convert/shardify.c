@@ -162,9 +162,6 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
     if (o->parts && o->incremental)
         return shard_err_set(err, SHARD_EINVAL, "a part cannot be converted incrementally");
-    if (o->incremental && (o->field_count || o->annotations))
-        return shard_err_set(err, SHARD_EINVAL, "--incremental does not take fields yet: "
-                             "convert in full");
     return SHARD_OK;
 }
 
@@ -250,7 +247,7 @@ void **sk_run_slot_pointers(struct run *r, struct shard_err *err)
 
 /* A sidecar file (sk_sidecar_read_fn): of a directory or an S3 prefix, or
  * from the spool of an archive. */
-static int read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
+int sk_run_read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
                         struct shard_buf *buf, int *fatal, struct shard_err *err)
 {
     const struct run *r = ctx;
@@ -288,7 +285,8 @@ static int build_fields(struct run *r, struct slot *s, const char *key, size_t k
     if (!r->fields)
         return SHARD_OK;
     struct shard_err e;
-    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len, read_sidecar, r, &s->sidecar,
+    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len, sk_run_read_sidecar, r,
+                                 &s->sidecar,
                                  &s->fields, &s->field_result, &e);
     s->t_read += s->field_result.read_seconds;
     if (rc == SHARD_ECORRUPT)
@@ -409,11 +407,11 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
-        if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
-            return;  /* the previous dataset's record (or reject) */
         sk_run_hash_input(s);  /* a reject for its fields still has its identity */
         if (build_fields(r, s, key, key_len))
             return;
+        if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
+            return;  /* the previous dataset's record (or reject) */
         sk_run_convert_input(r, thread, s);
         if (!s->ok)
             return;
@@ -453,7 +451,8 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     r->timing.decode += s->t_decode;
     r->timing.copy += s->t_copy;
     sk_run_note_candidate(r, key, key_len, r->label_of[s->cand], s->has_source, s->source_bytes,
-                          s->source_xxh3, s->outcome);
+                          s->source_xxh3, s->field_result.sources, s->field_result.count,
+                          s->outcome);
     if (s->ok) {
         struct shard_sample smp = {
             .key = (char *)key,
@@ -647,7 +646,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (!rc)
         rc = sk_field_plan_resolve(r.fields, &r.keys, &r.refused, err);
     if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
-        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, read_sidecar, &r, err);
+        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
+                                      err);
     sk_run_progress(&r, 1);
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
         (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,

@@ -99,6 +99,37 @@ shardify merge --quiet "$T/parts"
     die "merged counts differ from a single run's"
 valid "$T/parts"
 
+say "--incremental: a changed sidecar keeps the stored pixels with the fields of now"
+cp -r "$G/tree" "$T/inc"
+# shellcheck disable=SC2086
+shardify "$T/inc" "$T/prev" $OPTS $FIELDS
+printf 'a corrected caption' >"$T/inc/a/0000.txt"   # changed
+printf 'a new caption' >"$T/inc/a/0003.txt"         # added where there was none
+rm "$T/inc/b/0001.json"                             # removed
+printf '{"a": 1}' >"$T/inc/h/badjson.json"          # a reject for its field, mended
+rm "$T/inc/b/0011.jpg"                              # an image removed
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/inc/b/0099.jpg"  # an image added
+printf 'new' >"$T/inc/b/0099.txt"
+# shellcheck disable=SC2086
+shardify "$T/inc" "$T/next" $OPTS $FIELDS --incremental "$T/prev" --json >"$T/next.json"
+# shellcheck disable=SC2086
+shardify "$T/inc" "$T/full" $OPTS $FIELDS
+for f in index.jsonl shard-000000.shard; do
+    cmp -s "$T/next/$f" "$T/full/$f" || die "incremental $f differs from a full run's"
+done
+"$PYTHON" - "$T/next/manifest.json" "$T/full/manifest.json" <<'EOF2' || die "incremental manifest"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+l = a.pop("lineage")
+assert a == b, "the manifest is not the full run's but for its lineage"
+assert (l["added"], l["removed"], l["refielded"], l["reconverted"]) == (1, 1, 3, 0), l
+assert l["reused"] == 24 + 2 - 1 - 3 - 1 - 1, l  # samples, stem clash rejects aside
+EOF2
+[ "$(json "$T/next.json" 'd["lineage"]["refielded"]')" = 3 ] || die "the summary's refielded"
+valid "$T/next"
+must_fail 2 shardify "$T/inc" "$T/other" $OPTS --field caption=text,from=.txt --incremental "$T/prev"
+must_say "--field differs from the previous dataset" "$T/err"
+
 say "a required field a sample lacks rejects it, naming the file that is missing"
 shardify "$G/tree" "$T/req" $OPTS --field caption=text,from=.txt,required --json >"$T/req.json"
 "$PYTHON" - "$T/req.json" <<'EOF' || die "required: $(cat "$T/req.json")"

@@ -16,7 +16,8 @@
 #   7. local disk, HTTP and S3
 #   8. conversion in parts (4 at once + merge) against one run
 #   9. an incremental run against a full one (bench/incremental.sh; COUNT)
-#  10. reading a caption and a JSON field against no fields (bench/fields_read.py)
+#  10. sample fields: reading a caption and a JSON field against no fields
+#      (bench/fields_read.py; converting with them: bench/fields_convert.sh)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -110,7 +111,7 @@ echo "## 9. An incremental nightly run against a full one (1% of the source chan
 RUNS=3 "$top/bench/incremental.sh" "$BUILD"
 
 echo
-echo "## 10. Reading fields: a caption and a JSON field against none"
+echo "## 10. Sample fields: reading a caption and a JSON field against none"
 "$BIN/shardify" "$DATASET" "$tmp/jpeg256" --size 256 --codec jpeg --shard-size 8M --quiet
 PYTHONPATH="$BUILD/python" "$PYTHON" "$top/bench/fields_read.py" "$tmp/jpeg256" "$tmp/fields" \
     --runs "$RUNS" --epochs 3

@@ -17,7 +17,7 @@
 #   8. conversion in parts (4 at once + merge) against one run
 #   9. an incremental run against a full one (bench/incremental.sh; COUNT)
 #  10. sample fields: reading a caption and a JSON field against no fields
-#      (bench/fields_read.py; converting with them: bench/fields_convert.sh)
+#      (bench/fields_read.py)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu

@@ -16,9 +16,27 @@ static volatile sig_atomic_t cancel_requested;
 
 static void on_signal(int sig)
 {
+    (void)sig;
     cancel_requested = 1;
-    /* a second signal stops at once */
-    signal(sig, SIG_DFL);
+    /* a second signal, of either kind, stops at once */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+}
+
+/* The first SIGINT or SIGTERM asks the run to stop: it ends as interrupted,
+ * resumable.  Not signal(), which restarts interrupted system calls
+ * (SA_RESTART): a system call the run is blocked in (an open on a stalled
+ * network filesystem) must fail with EINTR rather than wait again, or the
+ * first signal would never be acted on. */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 int main(int argc, char **argv)
@@ -36,13 +54,16 @@ int main(int argc, char **argv)
         o.run.progress = report_show_progress;
         o.run.progress_user = &progress;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    catch_signals();
 
     struct shardify_summary summary;
     struct shard_err err;
     shard_err_clear(&err);
     rc = shardify_run(o.src, o.dst, &o.run, &summary, &err);
+    /* the run is over: a signal now stops the report as it stops any tool,
+     * and no write of it is left half done by an EINTR */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     cli_progress_end(&progress);
     struct report r = {o.src, o.dst, &o.run, rc, &err, &summary};
     if (rc || !o.quiet)

@@ -439,6 +439,12 @@ static int open_source(struct run *r, struct shard_err *err)
     return SHARD_OK;
 }
 
+/* A signal asked the run to stop (shardify_options.cancel). */
+static int cancelled(const struct run *r)
+{
+    return r->o->cancel && *r->o->cancel;
+}
+
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
@@ -513,6 +519,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         r.n = r.keys.count;
     }
     sk_run_progress(&r, 1);
+    if (!rc && cancelled(&r))  /* asked during the scan: record no state for it */
+        rc = SHARD_EINTR;
     if (rc || (rc = sk_run_assign_labels(&r, err)) || (rc = sk_run_make_order(&r, err)) ||
         (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
         (rc = sk_run_part_setup(&r, err)))
@@ -533,6 +541,10 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if ((rc = sk_run_publish(&r, summary, err)))
         goto out;
 out:
+    /* Whatever failed once a signal asked the run to stop (a system call it
+     * interrupted: an open that waited fails with EINTR) is that stop. */
+    if (rc && cancelled(&r))
+        rc = SHARD_EINTR;
     if (rc == SHARD_EINTR)
         shard_err_set(err, SHARD_EINTR,
                       "interrupted: finished shards are kept; run again with --resume to "

@@ -61,10 +61,11 @@ int sk_fs_hash_fd(int fd, const char *what, uint64_t *bytes, uint64_t *xxh3,
 int sk_fs_write_all(int fd, const void *p, size_t n, const char *what, struct shard_err *err);
 /* Open dir_fd/name read-only (dir_fd may be AT_FDCWD, name a path); it must
  * be a regular file.  Every file shardkit reads whole or by ranges (a
- * manifest, an index, a shard, a part file, a label or key list) is opened
- * here, so that none of them can hang a tool: the open is made with
- * O_NONBLOCK, so a FIFO (or a device) where a file is expected is refused at
- * once instead of waiting for a writer that never comes; O_NONBLOCK is
+ * manifest, an index, a shard, a part file, a label or key list, an archive)
+ * is opened here (a source file of a directory by sk_source_file_open, also
+ * without waiting), so that none of them can hang a tool: the open is made
+ * with O_NONBLOCK, so a FIFO (or a device) where a file is expected is
+ * refused at once instead of waiting for a writer that never comes; O_NONBLOCK is
  * cleared once fstat has shown a regular file, and reads block as usual.  A
  * link is followed (a dataset may be a farm of links); the caller's own
  * files use sk_fs_open_at.  A signal that interrupts an open that waits (a

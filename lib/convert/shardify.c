@@ -546,9 +546,7 @@ out:
     if (rc && cancelled(&r))
         rc = SHARD_EINTR;
     if (rc == SHARD_EINTR)
-        shard_err_set(err, SHARD_EINTR,
-                      "interrupted: finished shards are kept; run again with --resume to "
-                      "continue");
+        shard_err_set(err, SHARD_EINTR, SHARDIFY_INTERRUPTED);
     if (rc) {
         /* the counts known when the run stopped, unless publishing already
          * gave them (and took the rejects out of the assembler) */

@@ -9,8 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 
 OPTS="--quiet --size 32 --shard-size 8K --no-shuffle"
-# seconds the run may take to end after the signal (sanitizer builds, load)
-LIMIT=10
+# seconds the run may take to end after the signal: shardify gives the
+# samples under way 5 s (sanitizer builds, load)
+LIMIT=12
 
 command -v cc >/dev/null 2>&1 || skip "no C compiler to build the preloaded library"
 cc -shared -fPIC -o "$T/stall_open.so" "$SHARDKIT_TOP/tests/fixtures/stall_open.c" -ldl ||
@@ -101,3 +102,16 @@ say "the run then resumes to the dataset a clean run gives"
 shardify $OPTS --resume "$SRC" "$T/dst" || die "--resume failed"
 shardify $OPTS "$SRC" "$T/clean" || die "the clean run failed"
 same_tree "$T/clean" "$T/dst"
+
+# A worker thread (not the one the signal reaches) waits on a source file:
+# the samples under way get a few seconds, then the run ends without them.
+say "a conversion whose worker waits on '$LATE' for ever: one SIGTERM ends it"
+stalled "$LATE" $OPTS "$SRC" "$T/w"
+kill -TERM "$pid"
+ends_within "$LIMIT"
+[ "$status" -eq 1 ] || { cat "$T/bg.err" >&2; die "exit status $status after SIGTERM, expected 1"; }
+must_say "shardify: interrupted: finished shards are kept; run again with --resume to continue" \
+    "$T/bg.err"
+[ ! -e "$T/w/manifest.json" ] || die "an interrupted run published"
+shardify $OPTS --resume "$SRC" "$T/w" || die "--resume after the stalled worker failed"
+same_tree "$T/clean" "$T/w"

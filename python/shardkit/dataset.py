@@ -104,6 +104,14 @@ class Dataset:
         return self._labels
 
     @property
+    def manifest_xxh3(self):
+        """The dataset's identity: the XXH3-64 of its manifest.json bytes,
+        16 lower-case hex digits (as a lineage's previous_manifest_xxh3).
+        Publishing other contents gives another one; Loader.state_dict()
+        keeps it, so that a position is never restored on another dataset."""
+        return f"{self._native.manifest_xxh3():016x}"
+
+    @property
     def manifest(self):
         """manifest.json as a dict (manifests/FORMAT.md describes every field)."""
         if self._manifest is None:

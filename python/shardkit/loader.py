@@ -15,7 +15,8 @@ DEFAULT_SHUFFLE_BUFFER = 1024
 DEFAULT_PREFETCH = 2
 # Skipped samples' errors kept in loader.stats.
 MAX_SKIPPED_ERRORS = 100
-STATE_FORMAT = "shardkit.Loader/1"
+# Format 2 carries the dataset's identity (manifest_xxh3); 1 did not.
+STATE_FORMAT = "shardkit.Loader/2"
 
 
 def _distributed():
@@ -242,20 +243,35 @@ class Loader:
                 "transform": transform, "layout": self.layout, "dtype": self.dtype}
 
     def state_dict(self):
-        """The position (epoch, batches handed out) and what the batches
+        """The position (epoch, batches handed out), the dataset's identity
+        (``manifest_xxh3``: its manifest's hash) and what else the batches
         depend on; a dict of plain values (torch.save / json friendly)."""
         return {"format": STATE_FORMAT, "epoch": self._epoch, "batch": self._batch,
-                **self._identity()}
+                "manifest_xxh3": self.dataset.manifest_xxh3, **self._identity()}
 
     def load_state_dict(self, state):
         """Continue where `state` (from state_dict) says.  Raises ValueError
-        naming the first setting that differs from this loader's (the
-        batches would not be the same)."""
+        when it was taken on another dataset (another manifest: a re-publish
+        with the same sample count too) or names the first setting that
+        differs from this loader's (the batches would not be the same)."""
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict, not {type(state).__name__}")
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"state['format'] must be {STATE_FORMAT!r}, not "
-                             f"{state.get('format')!r}")
+        found = state.get("format")
+        if found == "shardkit.Loader/1":
+            raise ValueError(
+                "state['format'] is 'shardkit.Loader/1', from an older shardkit: it does not "
+                "say which dataset it was taken on, so it cannot be checked against this one.  "
+                "If it was taken on this very dataset (the same manifest.json), set "
+                "state['manifest_xxh3'] = loader.dataset.manifest_xxh3 and state['format'] = "
+                f"{STATE_FORMAT!r}")
+        if found != STATE_FORMAT:
+            raise ValueError(f"state['format'] must be {STATE_FORMAT!r}, not {found!r}")
+        mine = self.dataset.manifest_xxh3
+        if state.get("manifest_xxh3") != mine:
+            raise ValueError(
+                f"state['manifest_xxh3'] is {state.get('manifest_xxh3')!r} but this loader's "
+                f"dataset has manifest_xxh3 {mine!r}: the state was taken on another dataset "
+                "(or another publication of it); its positions do not apply here")
         for key, mine in self._identity().items():
             if state.get(key) != mine:
                 raise ValueError(f"state[{key!r}] is {state.get(key)!r} but this loader's "

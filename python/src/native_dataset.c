@@ -252,6 +252,15 @@ static PyObject *dataset_stats(PyObject *self, PyObject *unused)
                          (unsigned long long)st.retries);
 }
 
+/* manifest_xxh3() -> int: the XXH3-64 of manifest.json's bytes (the identity) */
+static PyObject *dataset_manifest_xxh3(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(shard_dataset_manifest_xxh3(d->ds));
+}
+
 static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 {
     DatasetObject *d = (DatasetObject *)self;
@@ -270,6 +279,8 @@ static PyMethodDef dataset_methods[] = {
     {"manifest_json", dataset_manifest_json, METH_NOARGS, "the manifest as JSON text"},
     {"labels", dataset_labels, METH_NOARGS, "the class names, as a tuple"},
     {"shard_count", dataset_shard_count, METH_NOARGS, "number of shards"},
+    {"manifest_xxh3", dataset_manifest_xxh3, METH_NOARGS,
+     "XXH3-64 of manifest.json's bytes: the dataset's identity"},
     {"stats", dataset_stats, METH_NOARGS, "the read counters since the dataset was opened"},
     {NULL, NULL, 0, NULL},
 };

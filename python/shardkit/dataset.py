@@ -57,8 +57,12 @@ class Dataset:
     Thread-safe: many threads may read one dataset at once (the GIL is
     released while a sample is read and decoded).
 
-    Raises FileNotFoundError when there is no dataset at the location,
-    CorruptDatasetError for a damaged manifest.
+    ``location`` may be str, bytes or a path (a file name that is not
+    UTF-8 may be given as bytes, or as the str os.fsdecode makes of them).
+
+    Raises FileNotFoundError (shardkit.NotFoundError, with .errno and
+    .filename) when there is no dataset at the location, CorruptDatasetError
+    for a damaged manifest (see shardkit.errors for every class).
     """
 
     def __init__(self, location):

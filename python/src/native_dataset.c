@@ -3,29 +3,39 @@
 
 #include <stdlib.h>
 
+/* Dataset(location): location is str, bytes or a path (os.fsencode's
+ * rules: a str of a non-UTF-8 file name holds surrogate escapes). */
 static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     DatasetObject *d = (DatasetObject *)self;
     static char *names[] = {"location", NULL};
-    PyObject *loc;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&:Dataset", names, PyUnicode_FSConverter, &loc))
+    PyObject *given, *loc;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Dataset", names, &given) ||
+        !PyUnicode_FSConverter(given, &loc))
         return -1;
     if (d->ds) {
         Py_DECREF(loc);
         PyErr_SetString(PyExc_RuntimeError, "Dataset is already open");
         return -1;
     }
+    struct shard_dataset *ds;
     struct shard_err err;
     int rc;
     const char *path = PyBytes_AS_STRING(loc);
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_dataset_open(&d->ds, path, &err);
+    rc = shard_dataset_open(&ds, path, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(loc);
     if (rc) {
-        skpy_raise(&err);
+        skpy_raise_path(&err, given);
         return -1;
     }
+    if (d->ds) {  /* another thread's __init__ opened it meanwhile */
+        shard_dataset_close(ds);
+        PyErr_SetString(PyExc_RuntimeError, "Dataset is already open");
+        return -1;
+    }
+    d->ds = ds;
     return 0;
 }
 
@@ -294,7 +304,8 @@ PyTypeObject skpy_dataset_type = {
     .tp_dealloc = dataset_dealloc,
     .tp_as_sequence = &dataset_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Dataset(location): an open shardkit dataset (directory or http(s) URL)",
+    .tp_doc = "Dataset(location): an open shardkit dataset (directory or http(s) URL; str "
+              "or bytes)",
     .tp_methods = dataset_methods,
     .tp_init = dataset_init,
     .tp_new = PyType_GenericNew,

@@ -7,7 +7,7 @@ import numpy as np
 from shardkit import _native
 from shardkit.dataset import Dataset, _key_str
 from shardkit.errors import CorruptRecordError
-from shardkit.transforms import _check_int, compose
+from shardkit.transforms import U32_MAX, _check_int, compose
 
 # The epoch plan's default shuffle window (SHARD_PLAN_DEFAULT_BUFFER).
 DEFAULT_SHUFFLE_BUFFER = 1024
@@ -53,7 +53,7 @@ def resolve_rank(rank, world_size):
     elif rank is None or world_size is None:
         raise ValueError("rank and world_size: give both, or neither (to take them from "
                          "torch.distributed or the RANK/WORLD_SIZE environment)")
-    world_size = _check_int(world_size, "world_size")
+    world_size = _check_int(world_size, "world_size", maximum=U32_MAX)
     rank = _check_int(rank, "rank", minimum=0)
     if rank >= world_size:
         raise ValueError(f"rank {rank} must be below world_size {world_size}")
@@ -176,7 +176,7 @@ class Loader:
                 raise TypeError(f"ds must be a shardkit.Dataset or a location, not "
                                 f"{type(ds).__name__}")
         self.dataset = ds
-        self.batch_size = _check_int(batch_size, "batch_size")
+        self.batch_size = _check_int(batch_size, "batch_size", maximum=U32_MAX)
         if not isinstance(shuffle, bool):
             raise TypeError(f"shuffle must be a bool, not {type(shuffle).__name__}")
         if not isinstance(drop_last, bool):
@@ -194,7 +194,7 @@ class Loader:
         self.layout = _choice(layout, "layout", ("NHWC", "NCHW"))
         self.dtype = _choice(dtype, "dtype", ("uint8", "float32", "float16"))
         self.on_error = _choice(on_error, "on_error", ("raise", "skip"))
-        prefetch = _check_int(prefetch, "prefetch")
+        prefetch = _check_int(prefetch, "prefetch", maximum=U32_MAX)
         self.transform = compose(transform)
         self._torch = _torch() if output == "torch" else None
         augment = None

@@ -97,19 +97,46 @@ PyObject *skpy_raise_record(struct shard_dataset *ds, uint64_t index, const stru
     return NULL;
 }
 
-int skpy_u64(PyObject *o, const char *what, uint64_t *out)
+int skpy_uint(PyObject *o, const char *what, uint64_t min, uint64_t max, uint64_t *out)
 {
-    if (!PyLong_Check(o) || PyBool_Check(o)) {
+    if (PyBool_Check(o) || !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(o)->tp_name);
         return -1;
     }
-    unsigned long long v = PyLong_AsUnsignedLongLong(o);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s must be in 0..2**64-1", what);
+    PyObject *n = PyNumber_Index(o);
+    if (!n)
         return -1;
+    int overflow;
+    long long small = PyLong_AsLongLongAndOverflow(n, &overflow);
+    unsigned long long v = 0;
+    int in_range = 0;
+    if (!PyErr_Occurred() && (overflow > 0 || (overflow == 0 && small >= 0))) {
+        v = PyLong_AsUnsignedLongLong(n);  /* OverflowError beyond 2**64-1 */
+        in_range = !PyErr_Occurred() && v >= min && v <= max;
     }
+    if (!in_range) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s must be in %llu..%llu, not %S", what,
+                     (unsigned long long)min, (unsigned long long)max, n);
+    }
+    Py_DECREF(n);
+    if (!in_range)
+        return -1;
     *out = v;
+    return 0;
+}
+
+int skpy_u64(PyObject *o, const char *what, uint64_t *out)
+{
+    return skpy_uint(o, what, 0, UINT64_MAX, out);
+}
+
+int skpy_u32(PyObject *o, const char *what, uint32_t min, uint32_t *out)
+{
+    uint64_t v;
+    if (skpy_uint(o, what, min, UINT32_MAX, &v) < 0)
+        return -1;
+    *out = (uint32_t)v;
     return 0;
 }
 
@@ -269,7 +296,8 @@ PyMODINIT_FUNC PyInit__native(void)
         PyModule_AddObjectRef(m, "Augment", (PyObject *)&skpy_augment_type) < 0 ||
         PyModule_AddObjectRef(m, "Loader", (PyObject *)&skpy_loader_type) < 0 ||
         PyModule_AddObjectRef(m, "Batch", (PyObject *)&skpy_batch_type) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_AUGMENT_MAX_STEPS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_AUGMENT_MAX_STEPS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_SIDE", SHARD_AUGMENT_MAX_SIDE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -55,8 +55,15 @@ PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum sh
 void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
                        Py_ssize_t *shape);
 
-/* Read a uint64 from a Python int (TypeError, or OverflowError naming `what`). */
+/* Read the integer argument `what` (an int, or anything with __index__ but
+ * a bool) into *out when it is in min..max.  Nothing wraps: TypeError for
+ * what is not an int, ValueError naming the argument, its range and the
+ * value otherwise ("batch_size must be in 1..4294967295, not 4294967304").
+ * 0 or -1. */
+int skpy_uint(PyObject *o, const char *what, uint64_t min, uint64_t max, uint64_t *out);
+/* skpy_uint for 0..2**64-1 and for min..2**32-1 into a uint32_t. */
 int skpy_u64(PyObject *o, const char *what, uint64_t *out);
+int skpy_u32(PyObject *o, const char *what, uint32_t min, uint32_t *out);
 
 /* ---- types ------------------------------------------------------------------ */
 

@@ -46,15 +46,15 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
                             "world_size", "threads", "drop_last", "remainder",
                             "shuffle_buffer", "prefetch", "skip_errors", "part", "parts", NULL};
-    PyObject *dataset, *augment, *seed_o, *buffer_o;
-    unsigned int batch_size, rank, world_size, prefetch, part = 0, parts = 1;
-    int shuffle, threads, drop_last, skip_errors;
+    PyObject *dataset, *augment, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
+    PyObject *prefetch_o, *part_o = NULL, *parts_o = NULL;
+    int shuffle, drop_last, skip_errors;
     const char *remainder;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OIpOIIipsOIp|II:Loader", names,
-                                     &skpy_dataset_type, &dataset, &augment, &batch_size,
-                                     &shuffle, &seed_o, &rank, &world_size, &threads, &drop_last,
-                                     &remainder, &buffer_o, &prefetch, &skip_errors, &part,
-                                     &parts))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OO:Loader", names,
+                                     &skpy_dataset_type, &dataset, &augment, &batch_o, &shuffle,
+                                     &seed_o, &rank_o, &world_o, &threads_o, &drop_last,
+                                     &remainder, &buffer_o, &prefetch_o, &skip_errors, &part_o,
+                                     &parts_o))
         return -1;
     if (lo->loader) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -66,19 +66,23 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     }
     struct shard_loader_options o;
     shard_loader_options_init(&o);
-    o.batch_size = batch_size;
+    uint64_t threads;
+    /* the library checks what the types allow against its own limits
+     * (rank < world_size, threads 0..1024 ...) */
+    if (skpy_u32(batch_o, "batch_size", 1, &o.batch_size) < 0 ||
+        skpy_u64(seed_o, "seed", &o.plan.seed) < 0 ||
+        skpy_u32(rank_o, "rank", 0, &o.plan.rank) < 0 ||
+        skpy_u32(world_o, "world_size", 1, &o.plan.world_size) < 0 ||
+        skpy_uint(threads_o, "threads", 0, INT_MAX, &threads) < 0 ||
+        skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0 ||
+        skpy_u32(prefetch_o, "prefetch", 1, &o.prefetch) < 0 ||
+        (part_o && skpy_u32(part_o, "part", 0, &o.part) < 0) ||
+        (parts_o && skpy_u32(parts_o, "parts", 1, &o.parts) < 0))
+        return -1;
+    o.threads = (int)threads;
     o.drop_last = drop_last;
     o.plan.shuffle = shuffle;
-    o.plan.rank = rank;
-    o.plan.world_size = world_size;
-    o.threads = threads;
-    o.prefetch = prefetch;
     o.skip_errors = skip_errors;
-    o.part = part;
-    o.parts = parts;
-    if (skpy_u64(seed_o, "seed", &o.plan.seed) < 0 ||
-        skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0)
-        return -1;
     if (shard_remainder_parse(remainder, &o.plan.remainder)) {
         PyErr_Format(PyExc_ValueError, "remainder must be 'keep', 'drop' or 'pad', not '%s'",
                      remainder);

@@ -208,6 +208,7 @@ class Loader:
         self._epoch = 0
         self._batch = 0
         self._generation = 0
+        self._closed = False
         self._skipped_errors = []
         self._reads_before = ds._native.stats()  # the dataset's counters count from its opening
 
@@ -230,8 +231,8 @@ class Loader:
             self._move(epoch, 0)
 
     def _move(self, epoch, batch):
+        self._native.stop()  # first: refused while another thread's next() runs
         self._generation += 1  # ends an iteration in progress
-        self._native.stop()
         self._epoch, self._batch = epoch, batch
 
     def _identity(self):
@@ -293,6 +294,8 @@ class Loader:
         self._native.start(self._epoch, self._batch)
         try:
             while True:
+                if self._closed:
+                    raise ValueError("the loader is closed")
                 if generation != self._generation:
                     raise RuntimeError("this iteration was ended by a newer iter(), set_epoch() "
                                        "or load_state_dict() on the same loader")
@@ -300,13 +303,15 @@ class Loader:
                     parts = self._native.next()
                 finally:
                     # a failed batch is passed over, as the C loader does
-                    self._batch = self._native.position()[1]
+                    # (closed meanwhile: the position stays where it was)
+                    if not self._closed:
+                        self._batch = self._native.position()[1]
                 if parts is None:
                     self._epoch, self._batch = self._epoch + 1, 0
                     return
                 yield self._make_batch(*parts)
         finally:
-            if generation == self._generation:
+            if generation == self._generation and not self._closed:
                 self._native.stop()
 
     def _make_batch(self, images, indices, labels, epoch, number, skipped):
@@ -373,7 +378,12 @@ class Loader:
 
     def close(self):
         """Stop the threads now (also done when the loader is dropped).
-        Batches already handed out stay valid."""
+        Batches already handed out stay valid; iterating, or a next() in
+        progress, raises ValueError("the loader is closed").  Safe from a
+        signal handler and from another thread while the loop waits in
+        next(): that next() frees the loader when it is done with it (within
+        a tenth of a second when it waits for a batch)."""
+        self._closed = True
         self._generation += 1
         self._native.close()
 

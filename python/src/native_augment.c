@@ -42,7 +42,10 @@ static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
         PyErr_Format(PyExc_TypeError, "transform step %zd must be a tuple (name, ...)", k);
         return -1;
     }
+    /* NULL for a name that cannot be UTF-8 (a lone surrogate) */
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0));
+    if (!name)
+        return -1;
     PyObject *o, *h = NULL, *w = NULL, *a = NULL, *b = NULL;
     if (!strcmp(name, "random_resized_crop")) {
         shard_augment_step_init(s, SHARD_AUGMENT_RANDOM_RESIZED_CROP);
@@ -121,12 +124,13 @@ static int augment_init(PyObject *self, PyObject *args, PyObject *kwds)
     const char *layout = "NHWC", *dtype = "uint8";
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Augment", names, &steps, &layout, &dtype))
         return -1;
-    struct shard_augment *made;
-    if (skpy_augment_build(steps, layout, dtype, &made) < 0)
+    /* a Loader may be applying the transforms on its threads: they stay as
+     * they were made (shard_augment is immutable) */
+    if (a->augment) {
+        PyErr_SetString(PyExc_RuntimeError, "Augment is already initialised");
         return -1;
-    shard_augment_free(a->augment);
-    a->augment = made;
-    return 0;
+    }
+    return skpy_augment_build(steps, layout, dtype, &a->augment);
 }
 
 static void augment_dealloc(PyObject *self)

@@ -82,6 +82,14 @@ SHARD_API void shard_dataset_close(struct shard_dataset *ds);
 /* The loaded manifest (owned by ds; valid until it is closed). */
 SHARD_API const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds);
 
+/* XXH3-64 of the manifest.json bytes the dataset was opened with: its
+ * identity.  Publishing other contents (another run, a nightly re-publish
+ * with the same sample count) gives another one; it is what a lineage's
+ * previous_manifest_xxh3 names (manifests/FORMAT.md).  A training loader
+ * keeps it in its saved position, so that a position is never restored on
+ * another dataset. */
+SHARD_API uint64_t shard_dataset_manifest_xxh3(const struct shard_dataset *ds);
+
 /* Number of samples (counts.samples) and of shards. */
 SHARD_API uint64_t shard_dataset_size(const struct shard_dataset *ds);
 SHARD_API uint32_t shard_dataset_shard_count(const struct shard_dataset *ds);

@@ -108,7 +108,7 @@ char *sk_s3_encode(const char *text, int keep_slash);
 /* ---- object operations (s3_ops.c) --------------------------------------------------
  *
  * Every request is retried on transient failures (connection errors and
- * time-outs, 5xx, 408, 429) with the back-off of net/http.h, `retries`
+ * time-outs, 5xx but 501 and 505, 408, 429) with the back-off of net/http.h, `retries`
  * times.  Errors name the object as s3://BUCKET/KEY, with S3's error code
  * when the answer has one: "cannot upload 's3://b/d/shard-000001.shard':
  * HTTP 403 Forbidden (AccessDenied)".  A missing object (or bucket) is
@@ -130,6 +130,17 @@ typedef int (*sk_s3_list_fn)(void *user, const char *name, size_t len, uint64_t 
  * bucket is SHARD_ENOTFOUND. */
 int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
                struct shard_err *err);
+
+/* Called for each multipart upload under way below the prefix: the name
+ * of its object relative to PREFIX/ (len bytes, not NUL-safe) and its
+ * upload id.  Non-zero stops the listing with that value. */
+typedef int (*sk_s3_upload_fn)(void *user, const char *name, size_t len, const char *upload_id,
+                               struct shard_err *err);
+
+/* List the multipart uploads under way below the prefix with
+ * ListMultipartUploads, page after page.  A store that does not implement
+ * it (s3rver) is SHARD_EUNSUPPORTED. */
+int sk_s3_list_uploads(struct sk_s3 *s3, sk_s3_upload_fn fn, void *user, struct shard_err *err);
 
 /* GET object `name` whole into buf (replacing its contents); larger than
  * max_bytes (when not 0) is SHARD_ELIMIT. */

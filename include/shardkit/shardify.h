@@ -158,6 +158,11 @@ struct shardify_summary {
     int has_lineage;
     struct shard_lineage lineage;   /* lineage.full_rebuild points into full_rebuild */
     char full_rebuild[SHARD_ERRMSG_SIZE];
+    /* An s3:// DST: why the multipart uploads other runs left below its
+     * prefix could not all be looked for or aborted
+     * (a store without ListMultipartUploads, such as s3rver), or "".  They
+     * cost storage, not correctness: the run goes on. */
+    char uploads_warning[SHARD_ERRMSG_SIZE];
 };
 
 /* Convert SRC into DST.  SRC is a directory, an archive file or an

@@ -3,10 +3,13 @@
 #include "net/aws_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define FILE_MAX (4u << 20)          /* a larger "config file" is some other file */
 #define DEFAULT_SECTION "DEFAULT"    /* configparser's: every section inherits it */
@@ -362,25 +365,48 @@ int sk_aws_file_read(struct sk_aws_file **out, const char *path, struct shard_er
     }
     f->defaults.name = NULL;
     f->defaults.file = f;
-    if (!(in = fopen(f->path, "re"))) {
-        if (errno != ENOENT && errno != ENOTDIR)
+    /* never blocks on a FIFO: O_NONBLOCK, which a regular file ignores */
+    int fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR))
             rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read the AWS settings file '%s'",
                                  f->path);
+        if (fd >= 0)
+            close(fd);
         goto out;
     }
-    if (!(data = malloc(FILE_MAX + 1))) {
+    /* as botocore (os.path.isfile): what is not a regular file is not there */
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        goto out;
+    }
+    if (!(in = fdopen(fd, "r"))) {
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read the AWS settings file '%s'",
+                             f->path);
+        close(fd);
+        goto out;
+    }
+    if (st.st_size > FILE_MAX) {
+        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' is larger than %u "
+                           "bytes", f->path, FILE_MAX);
+        goto out;
+    }
+    /* one byte more than its size, to see a file that grows meanwhile */
+    size_t want = (size_t)st.st_size + 1;
+    if (!(data = malloc(want + 1))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    size_t len = fread(data, 1, FILE_MAX + 1, in);
+    size_t len = fread(data, 1, want, in);
     if (ferror(in)) {
         rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read the AWS settings file '%s'",
                              f->path);
         goto out;
     }
-    if (len > FILE_MAX) {
-        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' is larger than %u "
-                           "bytes", f->path, FILE_MAX);
+    if (len == want) {
+        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' grew while it was "
+                           "read", f->path);
         goto out;
     }
     data[len] = '\0';

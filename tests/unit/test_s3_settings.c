@@ -393,6 +393,16 @@ static void test_files_are_parsed_as_configparser_parses_them(void **state)
     assert_string_equal(s3->region, "ap-east-1");
     assert_true(s3->path_style);
     sk_s3_free(s3);
+    /* what is not a regular file is not there, as for botocore (a FIFO is
+     * not waited on) */
+    char fifo[400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", home);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    setenv("AWS_CONFIG_FILE", fifo, 1);
+    open_fails("s3://b", SHARD_EINVAL, "the profile 'x' (AWS_PROFILE) is in neither '", fifo,
+               NULL);
+    unsetenv("AWS_CONFIG_FILE");
+    unsetenv("AWS_PROFILE");
     /* what configparser refuses, the file's path and line named; a secret
      * on the line is not repeated */
     write_file("config", "region = us-east-1\n");

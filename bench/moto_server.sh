@@ -67,14 +67,7 @@ launch() {  # port: 0 when it answers, 1 when it died (port taken?)
     : >"$prefix/log"
     "$python" "$server" -H 127.0.0.1 -p "$1" >>"$prefix/log" 2>&1 </dev/null &
     echo $! >"$prefix/pid"
-    i=0
-    while [ $i -lt 600 ]; do
-        answers "$1" && return 0
-        kill -0 "$(cat "$prefix/pid")" 2>/dev/null || { rm -f "$prefix/pid"; return 1; }
-        sleep 0.05
-        i=$((i + 1))
-    done
-    die "moto_server did not answer on port $1: $(tail -n 3 "$prefix/log")"
+    wait_answering "$prefix/pid" "moto_server on port $1 ($prefix/log)" answers "$1"
 }
 
 case $cmd in

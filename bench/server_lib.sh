@@ -1,6 +1,6 @@
 # server_lib.sh - what the loopback servers of the tests and benchmarks
-# share (sourced by http_server.sh and s3_server.sh; POSIX sh).  The caller
-# defines die().
+# share (sourced by http_server.sh, s3_server.sh and moto_server.sh; POSIX
+# sh).  The caller defines die().
 
 # random_port: 20000..59999, from /dev/urandom
 random_port() {
@@ -21,4 +21,21 @@ stop_pidfile() {
         sleep 0.05
     done
     rm -f "$1"
+}
+
+# wait_answering PIDFILE NAME CHECK...: poll CHECK (a command) every 0.05 s
+# for up to 30 s while the process whose pid PIDFILE holds lives: 0 once
+# CHECK succeeds; 1 when the process died (PIDFILE is removed); dies when
+# it neither answers nor dies.
+wait_answering() {
+    pidfile=$1 name=$2
+    shift 2
+    i=0
+    while [ $i -lt 600 ]; do
+        "$@" && return 0
+        kill -0 "$(cat "$pidfile")" 2>/dev/null || { rm -f "$pidfile"; return 1; }
+        sleep 0.05
+        i=$((i + 1))
+    done
+    die "$name did not answer"
 }

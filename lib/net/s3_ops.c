@@ -637,10 +637,13 @@ static void listing_release(struct listing *l)
     shard_buf_release(&l->body);
 }
 
-/* Request the page of l->query and read it whole into l->pg. */
-static int listing_page(struct listing *l, struct shard_err *err)
+/* Request the page of l->query (written in n bytes, snprintf's answer) and
+ * read it whole into l->pg. */
+static int listing_page(struct listing *l, int n, struct shard_err *err)
 {
     struct sk_s3 *s3 = l->s3;
+    if (n < 0 || n >= QUERY_MAX)
+        return shard_err_set(err, SHARD_EINVAL, "the listing's prefix is too long");
     struct call c = {.verb = l->verb, .method = "GET", .key = NULL, .query = l->query,
                      .subject = s3->prefix, .out = &l->body, .max = LIST_BODY_MAX};
     int rc = call(s3, &c, err);
@@ -681,11 +684,7 @@ int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
         int n = snprintf(l.query, QUERY_MAX, "%s%s%s%sencoding-type=url&list-type=2&prefix=%s",
                          token ? "continuation-token=" : "", token ? token : "",
                          token ? "&" : "", recursive ? "" : "delimiter=%2F&", l.encoded_prefix);
-        if (n < 0 || n >= QUERY_MAX) {
-            rc = shard_err_set(err, SHARD_EINVAL, "the listing's prefix is too long");
-            break;
-        }
-        if ((rc = listing_page(&l, err)))
+        if ((rc = listing_page(&l, n, err)))
             break;
         struct page *pg = &l.pg;
         /* objects and common prefixes come in two runs: one order for both */
@@ -719,11 +718,7 @@ int sk_s3_list_uploads(struct sk_s3 *s3, sk_s3_upload_fn fn, void *user, struct 
         int n = snprintf(l.query, QUERY_MAX, "encoding-type=url%s%s&prefix=%s%s%s&uploads=",
                          key ? "&key-marker=" : "", key ? key : "", l.encoded_prefix,
                          upload ? "&upload-id-marker=" : "", upload ? upload : "");
-        if (n < 0 || n >= QUERY_MAX) {
-            rc = shard_err_set(err, SHARD_EINVAL, "the listing's prefix is too long");
-            break;
-        }
-        if ((rc = listing_page(&l, err)))
+        if ((rc = listing_page(&l, n, err)))
             break;
         struct page *pg = &l.pg;
         for (size_t i = 0; i < pg->count && !rc; i++)

@@ -25,17 +25,6 @@ OPTS="--size 32 --shard-size 4K"
 B="s3://$S3_BUCKET"
 DST_PREFIX="dst a+b=c%41 $(printf '\342\230\203')?#/ds"      # space + = %41 a snowman ? #
 
-# same_dataset A B: the dataset files of A and B (run.json aside) are the
-# same files with the same bytes
-same_dataset() {
-    (cd "$1" && ls | grep -v '^run.json$') >"$T/a.list"
-    (cd "$2" && ls | grep -v '^run.json$') >"$T/b.list"
-    cmp -s "$T/a.list" "$T/b.list" || { diff "$T/a.list" "$T/b.list" >&2; die "'$2' holds other files than '$1'"; }
-    while read -r f; do
-        cmp -s "$1/$f" "$2/$f" || die "'$2/$f' differs from '$1/$f'"
-    done <"$T/a.list"
-}
-
 # the sources: every hostile name, and those an XML 1.0 listing can carry
 "$PYTHON" "$SHARDKIT_TOP/tests/fixtures/s3_sources.py" keys "$T/src" >"$T/count.all"
 "$PYTHON" "$SHARDKIT_TOP/tests/fixtures/s3_sources.py" keys "$T/src-xml" --xml-safe >"$T/count.xml"
@@ -62,12 +51,12 @@ for kind in $stores; do
         { cat "$T/$kind.err" >&2; die "$kind: shardify from s3:// failed"; }
     [ "$(json "$T/$kind.json" "(d['samples'], d['rejected'])")" = "($count, 0)" ] ||
         { cat "$T/$kind.err" >&2; die "$kind: not every object became a sample"; }
-    same_dataset "$local" "$T/$kind-out"
+    same_tree "$local" "$T/$kind-out"
 
     say "$kind: the same dataset into a DST prefix that needs encoding, read back by boto3"
     shardify "$B/src" "$B/$DST_PREFIX" $OPTS --quiet || die "$kind: shardify s3:// to s3:// failed"
     boto get-tree "$S3_BUCKET" "$DST_PREFIX" "$T/$kind-back"
-    same_dataset "$local" "$T/$kind-back"
+    same_tree "$local" "$T/$kind-back"
     [ "$(json "$T/$kind-back/manifest.json" "len(d['shards'])")" -ge 3 ] ||
         die "too few shards to prove anything"
 
@@ -96,7 +85,7 @@ for kind in $stores; do
         die "$kind: --overwrite failed"
     rm -rf "$T/$kind-back"
     boto get-tree "$S3_BUCKET" "$DST_PREFIX" "$T/$kind-back"
-    same_dataset "$T/local-xml-big" "$T/$kind-back"
+    same_tree "$T/local-xml-big" "$T/$kind-back"
 
     if [ "$kind" = s3rver ]; then
         say "s3rver: a key with control bytes cannot be listed there: an error, nothing published"

@@ -28,17 +28,6 @@ for s in 0 1; do
         die "shard $s is too small for a multipart upload in 5 MiB parts"
 done
 
-# same_dataset A B: the dataset files of A and B (run.json aside) are the
-# same files with the same bytes
-same_dataset() {
-    (cd "$1" && ls | grep -v '^run.json$') >"$T/a.list"
-    (cd "$2" && ls | grep -v '^run.json$') >"$T/b.list"
-    cmp -s "$T/a.list" "$T/b.list" || { diff "$T/a.list" "$T/b.list" >&2; die "'$2' holds other files than '$1'"; }
-    while read -r f; do
-        cmp -s "$1/$f" "$2/$f" || die "'$2/$f' differs from '$1/$f'"
-    done <"$T/a.list"
-}
-
 # uploads PREFIX: the keys of the uploads under way below PREFIX/, one a line
 uploads() {
     boto uploads "$S3_BUCKET" "$1" | "$PYTHON" -c '
@@ -97,7 +86,7 @@ shardify "$T/big" "$B/resumed/ds" $RAW --work-dir "$T/resumed-b" --resume --quie
     die "--resume on machine B failed"
 [ -z "$(uploads resumed/ds)" ] || die "machine A's upload was not aborted: $(uploads resumed/ds)"
 boto get-tree "$S3_BUCKET" resumed/ds "$T/resumed-back"
-same_dataset "$T/local-big" "$T/resumed-back"
+same_tree "$T/local-big" "$T/resumed-back"
 
 say "moto: a run killed mid-upload on machine A before any shard; a plain run on machine B"
 killed_on_a fresh "shard-000000.shard?partNumber=2"
@@ -106,7 +95,7 @@ killed_on_a fresh "shard-000000.shard?partNumber=2"
 shardify "$T/big" "$B/fresh/ds" $RAW --work-dir "$T/fresh-b" --quiet || die "machine B failed"
 [ -z "$(uploads fresh/ds)" ] || die "machine A's upload was not aborted: $(uploads fresh/ds)"
 boto get-tree "$S3_BUCKET" fresh/ds "$T/fresh-back"
-same_dataset "$T/local-big" "$T/fresh-back"
+same_tree "$T/local-big" "$T/fresh-back"
 
 if have_s3rver; then
     say "s3rver: no ListMultipartUploads: the run goes on and says so"

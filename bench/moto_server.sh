@@ -84,13 +84,7 @@ start)
     mkdir -p "$prefix"
     prefix=$(cd "$prefix" && pwd)
     [ ! -s "$prefix/pid" ] || die "a server is already running in '$prefix'"
-    tries=0
-    while :; do
-        port=${PORT:-$(random_port)}
-        launch "$port" && break
-        tries=$((tries + 1))
-        [ -z "${PORT:-}" ] && [ $tries -lt 20 ] || die "cannot start moto_server: $(tail -n 3 "$prefix/log")"
-    done
+    launch_on_a_port moto_server "$prefix/log"
     echo "$port" >"$prefix/port"
     echo "http://127.0.0.1:$port" >"$prefix/url"
     for bucket in "$@"; do

@@ -75,13 +75,7 @@ start() {  # [port]
         launch "$1" || die "cannot start s3rver on port $1: $(tail -n 3 "$prefix/log")"
         port=$1
     else
-        tries=0
-        while :; do
-            port=${PORT:-$(random_port)}
-            launch "$port" && break
-            tries=$((tries + 1))
-            [ -z "${PORT:-}" ] && [ $tries -lt 20 ] || die "cannot start s3rver: $(tail -n 3 "$prefix/log")"
-        done
+        launch_on_a_port s3rver "$prefix/log"
     fi
     echo "$port" >"$prefix/port"
     echo "http://127.0.0.1:$port" >"$prefix/url"

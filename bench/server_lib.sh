@@ -39,3 +39,16 @@ wait_answering() {
     done
     die "$name did not answer"
 }
+
+# launch_on_a_port NAME LOG: the caller's launch PORT (0 when the server
+# answers, 1 when it died) on $PORT, else on random ports until one works
+# (20 tries); sets $port.  Dies naming NAME and the end of LOG.
+launch_on_a_port() {
+    tries=0
+    while :; do
+        port=${PORT:-$(random_port)}
+        launch "$port" && return 0
+        tries=$((tries + 1))
+        [ -z "${PORT:-}" ] && [ $tries -lt 20 ] || die "cannot start $1: $(tail -n 3 "$2")"
+    done
+}

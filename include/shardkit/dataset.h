@@ -58,9 +58,11 @@ struct shard_dataset;
  * and its shards, an "http://..." or "https://..." base URL under which
  * manifest.json and the shards are served, or "s3://BUCKET/PREFIX" on S3 or
  * an S3-compatible store (the objects PREFIX/manifest.json, ...; every
- * request signed with the credentials the AWS CLI would find - AWS_*
- * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, or
- * anonymous when there are none; AWS_ENDPOINT_URL(_S3) names another store).
+ * request signed with the credentials the AWS CLI v2 would find - AWS_*
+ * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, unsigned
+ * only when SHARDKIT_S3_NO_SIGN_REQUEST is true, SHARD_EINVAL when there
+ * are none; AWS_ENDPOINT_URL(_S3) or the profile names another store: see
+ * the README's settings table).
  * Remotely, manifest.json is fetched with one GET; shards are read with
  * range requests in large windows, several connections at a time, transient
  * failures retried with backoff - the server must support range requests.  Only manifest.json is read here;

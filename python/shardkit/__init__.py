@@ -20,8 +20,10 @@ and ``Loader(ds, 256, fields=["caption", "meta"])``, whose batches carry
 numpy is required; torch is optional (``output="torch"`` and
 ``shardkit.torch`` need it).  See the README's Python section.
 """
-from shardkit.errors import (CorruptDatasetError, CorruptRecordError, NetworkError,
-                             ShardkitError)
+from shardkit.errors import (CorruptDatasetError, CorruptRecordError, ExistsError,
+                             InvalidArgumentError, LimitError, LockedError, MismatchError,
+                             NetworkError, NotFoundError, OutOfMemoryError, RejectedInputError,
+                             RunInterruptedError, ShardkitError, StorageError, UnsupportedError)
 from shardkit import _native
 from shardkit.dataset import Dataset, Field, Sample
 from shardkit.transforms import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
@@ -32,6 +34,8 @@ __version__ = _native.version()
 
 __all__ = [
     "Batch", "CenterCrop", "Compose", "CorruptDatasetError", "CorruptRecordError", "Dataset",
-    "Field", "Loader", "NetworkError", "Normalize", "RandomHorizontalFlip", "RandomResizedCrop",
-    "Resize", "Sample", "ShardkitError",
+    "ExistsError", "Field", "InvalidArgumentError", "LimitError", "Loader", "LockedError",
+    "MismatchError", "NetworkError", "Normalize", "NotFoundError", "OutOfMemoryError",
+    "RandomHorizontalFlip", "RandomResizedCrop", "RejectedInputError", "Resize",
+    "RunInterruptedError", "Sample", "ShardkitError", "StorageError", "UnsupportedError",
 ]

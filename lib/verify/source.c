@@ -51,6 +51,9 @@ struct found {
     int used;
     int refused;         /* the scan refused it: `why` is a reject reason */
     char *why;           /* why it could not be read (malloc'd), or NULL */
+    const char *stem;    /* an archive's image sharing its stem with another while
+                          * sidecars are declared: the reason its reject must give
+                          * (a directory's is refused instead), or NULL */
 };
 
 /* The identity of an entry a hard link needs that is not a candidate. */
@@ -94,6 +97,7 @@ struct source_run {
     uint64_t sample_count;
     struct expected *expected;
     uint64_t expected_count;
+    struct source_fields *fields;  /* sidecar files and the annotation table, or NULL */
 };
 
 static int compare_found(const void *pa, const void *pb, void *ctx)
@@ -136,6 +140,7 @@ static void source_release(struct source_run *s)
     free(s->sample_record);
     free(s->sample_present);
     free(s->expected);
+    sk_source_fields_free(s->fields);
 }
 
 static int add_found(struct source_run *s, const char *key, size_t len, struct shard_err *err)
@@ -174,7 +179,10 @@ static int scan_directory(struct source_run *s, struct shard_err *err)
 {
     int rc = sk_source_root_open(&s->root, s->src, err);
     if (!rc)
-        rc = sk_source_root_scan(&s->root, &s->found_keys, NULL, &s->refused, &s->stats, err);
+        rc = sk_source_root_scan(&s->root, &s->found_keys, sk_source_fields_sidecars(s->fields),
+                                 &s->refused, &s->stats, err);
+    if (!rc)  /* images sharing a stem are refused, as shardify refuses them */
+        rc = sk_source_fields_resolve(s->fields, &s->found_keys, &s->refused, err);
     if (rc)
         return rc;
     s->found_cap = s->found_count = s->found_keys.count;
@@ -258,6 +266,26 @@ static int apply_links(struct source_run *s, const struct sk_links *links,
     return rc;
 }
 
+/* Entries that are no candidates are produced too when they are sidecar files. */
+static int want_sidecar(void *ctx, const char *key, size_t len)
+{
+    struct sk_sidecars *side = ctx;
+    return side && sk_sidecars_suffix_of(side, key, len) >= 0;
+}
+
+/* An archive's images that share a stem: shardify rejects them with that
+ * reason, and with their identity (they were read as they streamed past). */
+static int mark_stems(struct source_run *s, struct shard_err *err)
+{
+    int rc = sk_source_fields_resolve(s->fields, &s->found_keys, &s->refused, err);
+    for (uint64_t i = 0; !rc && s->refused.count && i < s->found_count; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(&s->found_keys, s->found[i].key, &len);
+        s->found[i].stem = shard_refusals_find(&s->refused, key, len);
+    }
+    return rc;
+}
+
 /* Archives stream once: every candidate is hashed as it goes by (a hard
  * link's target may need a second pass: source/links.c). */
 static int scan_archive(struct source_run *s, struct shard_err *err)
@@ -274,14 +302,25 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
     struct shard_buf buf = {0};
     struct shard_verify_rate *rate = &s->v->report->source;
     uint64_t max_bytes = s->v->m->config.max_file_bytes;
+    struct sk_sidecars *side = sk_source_fields_sidecars(s->fields);
     for (;;) {
         const char *key, *problem;
         size_t len;
-        uint64_t too_large = 0;
+        uint64_t too_large;
         int link_only = 0;
-        rc = shard_archive_next(a, max_bytes, &key, &len, &buf, &too_large, &s->stats, err);
+        struct sk_archive_entry e;
+        rc = sk_archive_next_entry(a, max_bytes, want_sidecar, side, &e, &buf, &s->stats, err);
         if (rc <= 0)
             break;
+        if (side && sk_sidecars_suffix_of(side, e.key, e.key_len) >= 0) {
+            /* a sidecar file, even when named like an image (as shardify's spool) */
+            if ((rc = sk_source_fields_entry(s->fields, &e, &buf, err)))
+                break;
+            continue;
+        }
+        key = e.key;
+        len = e.key_len;
+        too_large = e.too_large;
         if ((rc = add_found(s, key, len, err)) ||
             (rc = sk_links_note(links, a, s->found_count - 1, err)))
             break;
@@ -313,6 +352,8 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
     if (rc == 0)
         rc = apply_links(s, links, err);
     sk_links_free(links);
+    if (rc == 0)
+        rc = mark_stems(s, err);
     return rc < 0 ? rc : SHARD_OK;
 }
 
@@ -409,6 +450,7 @@ static int load_samples(struct source_run *s, struct shard_err *err)
     int rc = sk_dataset_index_open(s->v->ds, &rd, &e);
     if (rc)
         return SHARD_OK;  /* reported by the index pass */
+    shard_index_reader_set_config(rd, &s->v->m->config);
     uint64_t cap = 0;
     for (;;) {
         struct shard_sample smp;
@@ -420,7 +462,8 @@ static int load_samples(struct source_run *s, struct shard_err *err)
         if (rc < 0)
             continue;
         if ((rc = grow_samples(s, s->sample_count + 1, &cap, err)) ||
-            (rc = shard_keylist_add(&s->sample_keys, smp.key, smp.key_len, err)))
+            (rc = shard_keylist_add(&s->sample_keys, smp.key, smp.key_len, err)) ||
+            (rc = sk_source_fields_keep(s->fields, s->sample_count, &smp, err)))
             break;
         uint64_t i = s->sample_count++;
         s->sample_bytes[i] = smp.source_bytes;
@@ -467,9 +510,11 @@ static int same_identity(const struct source_run *s, const struct found *f,
                          const struct expected *x, int loose)
 {
     if (x->is_sample)
-        return f->hashed && f->bytes == s->sample_bytes[x->n] &&
+        return !f->stem && f->hashed && f->bytes == s->sample_bytes[x->n] &&
                f->xxh3 == s->sample_xxh3[x->n];
     const struct shard_reject *r = &s->v->m->rejects[x->n];
+    if (f->stem && strcmp(r->reason, f->stem) && strcmp(r->reason, SK_REASON_DUPLICATE))
+        return 0;
     if (f->refused)
         return !r->has_source && (strcmp(r->reason, f->why) == 0 ||
                                   (loose && strcmp(r->reason, SK_REASON_DUPLICATE) == 0));
@@ -485,16 +530,17 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
     char q[SHARD_QUOTE_SIZE], got[17], want[17];
     sk_quote_bytes(key, len, q, sizeof q);
     const struct shard_reject *rj = x->is_sample ? NULL : &v->m->rejects[x->n];
-    if (f->refused) {
+    if (f->refused || (f->stem && (!rj || strcmp(rj->reason, f->stem)))) {
+        const char *why = f->refused ? f->why : f->stem;
         if (rj)
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                               "source: '%s' in SRC: %s; the dataset rejected it: %s", q,
-                              f->why, rj->reason);
+                              why, rj->reason);
         else
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[x->n],
                               (int64_t)s->sample_record[x->n], key, len,
                               "source: '%s' in SRC: %s; the dataset has it as a sample", q,
-                              f->why);
+                              why);
         return;
     }
     if (!f->hashed) {
@@ -685,14 +731,30 @@ static int find_label(const struct shard_manifest *m, const char *name)
     return -1;
 }
 
+/* The class SRC gives key[0..len): by the labeler, or from a sidecar or
+ * column when lb is NULL. */
+static int derive_label(const struct source_run *s, const struct shard_labeler *lb,
+                        const char *key, size_t len, const char **name, size_t *name_len)
+{
+    return lb ? shard_labeler_label(lb, key, len, name, name_len)
+              : sk_source_fields_class(s->fields, key, len, name, name_len);
+}
+
 static int check_labels(struct source_run *s, struct shard_err *err)
 {
     struct verify_run *v = s->v;
     const struct shard_manifest *m = v->m;
-    struct shard_labeler *lb;
-    int rc = make_labeler(s, &lb, err);
-    if (rc || !lb)
+    struct shard_labeler *lb = NULL;
+    const char *why;
+    int rc = SHARD_OK;
+    if (sk_source_fields_has_class(s->fields, &why)) {
+        if (why)
+            return (v->report->labels_note = strdup(why))
+                       ? SHARD_OK
+                       : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    } else if ((rc = make_labeler(s, &lb, err)) || !lb) {
         return rc;
+    }
     v->report->labels_checked = 1;
     uint64_t *count = calloc((size_t)m->label_count + 1, sizeof *count);  /* last: unlabeled */
     if (!count) {
@@ -705,7 +767,7 @@ static int check_labels(struct source_run *s, struct shard_err *err)
         size_t len, name_len;
         const char *key = shard_keylist_get(&s->sample_keys, i, &len), *name;
         char *derived = NULL;
-        int have = shard_labeler_label(lb, key, len, &name, &name_len);
+        int have = derive_label(s, lb, key, len, &name, &name_len);
         if (have && !(derived = sk_jsonkey_label_name(name, name_len))) {
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             break;
@@ -786,7 +848,9 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     s.v = v;
     s.src = v->o->source;
     double t0 = sk_now_seconds();
-    int rc = scan_source(&s, err);
+    int rc = sk_source_fields_new(&s.fields, v, err);
+    if (!rc)
+        rc = scan_source(&s, err);
     if (!rc)
         rc = load_samples(&s, err);
     if (!rc)
@@ -797,10 +861,18 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     v->report->source_candidates = s.found_count;
     if (!s.archive) {
         join(&s, 1);
-        if ((rc = hash_directory(&s, err)))
+        if ((rc = hash_directory(&s, err)) ||
+            (rc = sk_source_fields_read(s.fields, &s.root, &s.found_keys, err)))
             goto out;
     }
     join(&s, 0);
+    for (uint64_t i = 0; s.fields && i < s.sample_count; i++)
+        if (s.sample_present[i])
+            sk_source_fields_check(s.fields, i, shard_keylist_get(&s.sample_keys, i, NULL),
+                                   s.sample_keys.lengths[i], s.sample_shard[i],
+                                   s.sample_record[i]);
+    if ((rc = sk_source_fields_finish(s.fields, &s.found_keys, err)))
+        goto out;
     uint64_t ignored = s.stats.ignored + s.stats.ignored_symlinks + s.stats.ignored_special;
     v->report->source_ignored = ignored;
     if (ignored != v->m->ignored)

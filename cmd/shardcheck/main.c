@@ -31,10 +31,12 @@ int main(int argc, char **argv)
         shard_verify_report_release(&verify);
         return CLI_EXIT_FAILED;
     }
-    /* what the dataset holds, for the formats that show it; a dataset whose
-     * manifest cannot be read has nothing to show but its problems */
+    /* what the dataset holds, for the formats that show it (the text shows
+     * the fields); a dataset whose manifest cannot be read has nothing to
+     * show but its problems */
     struct dataset_summary summary;
-    int described = (o.json || o.report_file) && summary_load(&summary, o.dst) == 0;
+    int summarize = o.json || o.report_file || verify.fields;
+    int described = summarize && summary_load(&summary, o.dst) == 0;
     struct report r = {o.dst, &o.verify, &verify, described ? &summary : NULL};
     if (o.json)
         report_write_json(&r, stdout);
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
     rc = report_problem_total(&r) ? CLI_EXIT_FAILED : CLI_EXIT_OK;
     if (o.report_file && cli_write_file(PROG, o.report_file, write_page, &r))
         rc = CLI_EXIT_FAILED;
-    if (o.json || o.report_file)
+    if (summarize)
         summary_release(&summary);
     shard_verify_report_release(&verify);
     return rc;

@@ -196,6 +196,7 @@ struct shard_verify_report {
     uint64_t problems_not_kept;      /* further problems found past SHARD_VERIFY_MAX_PROBLEMS */
     uint32_t shards;
     uint64_t samples;                /* counts.samples */
+    uint32_t fields;                 /* fields the dataset declares (format version 2) */
     struct shard_verify_rate hash;   /* the default pass: whole-file xxh3 of every shard */
     struct shard_verify_rate deep;   /* --deep: records decompressed and decoded */
     struct shard_verify_rate source; /* --source: files read and hashed */

@@ -375,6 +375,7 @@ int shard_verify(const char *dst, const struct shard_verify_options *o,
     v.m = shard_dataset_manifest(v.ds);
     v.samples = shard_dataset_size(v.ds);
     report->shards = v.m->shard_count;
+    report->fields = v.m->config.field_count;
     report->samples = v.samples;
     rc = run_passes(&v, err);
 out:

@@ -39,14 +39,21 @@ static uint64_t get_le(const uint8_t *p, size_t bytes)
     return v;
 }
 
-/* A finite double with 17 significant digits (reads back exactly), else null. */
-static int append_double(struct shard_buf *b, double v, int digits, struct shard_err *err)
+/* A finite number in the fewest significant digits that read back as it
+ * (at most `digits`: 17 for a double, 9 for a float32), else null. */
+static int append_number(struct shard_buf *b, double v, int is_float32, struct shard_err *err)
 {
     char num[40];
-    if (isfinite(v))
-        snprintf(num, sizeof num, "%.*g", digits, v);
-    else
+    if (!isfinite(v)) {
         snprintf(num, sizeof num, "null");
+    } else {
+        for (int digits = 1; digits <= (is_float32 ? 9 : 17); digits++) {
+            snprintf(num, sizeof num, "%.*g", digits, v);
+            double back = strtod(num, NULL);
+            if (is_float32 ? (float)back == (float)v : back == v)
+                break;
+        }
+    }
     return shard_buf_append(b, num, strlen(num), err);
 }
 
@@ -78,12 +85,12 @@ static int to_json(const struct shard_manifest *m, const struct shard_field_decl
             uint64_t bits = get_le(p, 8);
             double v;
             memcpy(&v, &bits, sizeof v);
-            rc = append_double(b, v, 17, err);
+            rc = append_number(b, v, 0, err);
         } else if (d->type == SHARD_FIELD_FLOAT32) {
             uint32_t bits = (uint32_t)get_le(p, 4);
             float v;
             memcpy(&v, &bits, sizeof v);
-            rc = append_double(b, v, 9, err);
+            rc = append_number(b, v, 1, err);
         } else {  /* LABELS: the reader checked each number is below the label count */
             uint32_t label = (uint32_t)get_le(p, 4);
             json_t *s = json_string(label < m->label_count ? m->labels[label] : "");

@@ -781,9 +781,9 @@ static int check_labels(struct source_run *s, struct shard_err *err)
                                                                           : "(out of range)";
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[i],
                            (int64_t)s->sample_record[i], key, len,
-                           "source: '%s' has label '%s' in the dataset, its key gives '%s'",
+                           "source: '%s' has label '%s' in the dataset, %s gives '%s'",
                            sk_quote_bytes(key, len, q, sizeof q), stored_name,
-                           have ? derived : "(none)");
+                           lb ? "its key" : "SRC", have ? derived : "(none)");
         }
         if (label == SHARD_NO_LABEL)
             count[m->label_count]++;

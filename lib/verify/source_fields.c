@@ -167,11 +167,13 @@ static int load_table(struct source_fields *sf, struct shard_err *err)
         return sk_verify_problem(v, SHARD_CHECK_SOURCE, e.code, -1, -1, NULL, 0,
                                  "source: cannot read the annotation table: %s", e.msg);
     }
+    /* a dataset of version 1 (a class from a column, no field) records no
+     * table: its classes are still compared */
     const char *is = sk_annotations_describe(sf->table), *want = sf->c->annotations;
-    if (!want || strcmp(is, want))
+    if (want && strcmp(is, want))
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
                           "source: the annotation table is '%s', the config says '%s'", is,
-                          want ? want : "(none)");
+                          want);
     return SHARD_OK;
 }
 
@@ -762,7 +764,7 @@ int sk_source_fields_finish(struct source_fields *sf, const struct shard_keylist
     struct verify_run *v = sf->v;
     const struct shard_manifest *m = v->m;
     int rc = check_orphans(sf, err);
-    if (rc || !sf->table)
+    if (rc || !sf->table || !sf->c->annotations)  /* counted with the table's identity */
         return rc;
     uint64_t rows = sk_annotations_rows(sf->table), unmatched = 0;
     if (rows != m->annotation_rows)

@@ -120,6 +120,30 @@ check_src "$SRC" "$T/cols" "source: 'ann.jsonl' line 2 gives field 'note' of 'b/
 grep -v 'zz/none' "$T/ann.jsonl" >"$T/t/ann.jsonl"
 check_src "$SRC" "$T/cols" "source: the annotation table has 2 rows, counts.annotation_rows says 3" --annotations "$T/t/ann.jsonl"
 
+say "a class from a sidecar (--labels sidecar:.cls) or a column (column:NAME) is re-derived"
+rm -rf "$T/c"
+cp -r "$SRC" "$T/c"
+for i in 1 2 3 4 5; do
+    d=a; [ $i -gt 3 ] && d=b
+    printf ' kind%d\n' $((i % 2)) >"$T/c/$d/000$i.cls"
+    printf '{"key": "%s/000%d.jpg", "kind": "k%d"}\n' $d $i $((i % 3))
+done >"$T/kinds.jsonl"
+shardify "$T/c" "$T/cls" --size 48 --labels sidecar:.cls $SIDECARS --quiet
+[ "$(json "$T/cls/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+    "(['kind0', 'kind1'], {'kind0': 2, 'kind1': 3})" ] || die "the .cls classes were not taken"
+shardcheck "$T/cls" --deep --source "$T/c" >"$T/out" || { cat "$T/out"; die "sidecar classes do not verify"; }
+must_say "labels re-derived and checked" "$T/out"
+printf 'kind0\n' >"$T/c/a/0001.cls"
+check_src "$T/c" "$T/cls" "source: 'a/0001.jpg' has label 'kind1' in the dataset, SRC gives 'kind0'"
+shardify "$SRC" "$T/col" --size 48 --labels column:kind --annotations "$T/kinds.jsonl" --quiet
+shardcheck "$T/col" --source "$SRC" --annotations "$T/kinds.jsonl" >"$T/out" ||
+    { cat "$T/out"; die "column classes do not verify"; }
+must_say "labels re-derived and checked" "$T/out"
+shardcheck "$T/col" --source "$SRC" >"$T/out" || die "a missing table is a failure"
+must_say "the labels came from an annotation table; pass that table (--annotations FILE)" "$T/out"
+sed 's/"k0"/"k2"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
+check_src "$SRC" "$T/col" "source: 'a/0003.jpg' has label 'k0' in the dataset, SRC gives 'k2'" --annotations "$T/t/kinds.jsonl"
+
 say "an archive of the folder: the same checks, entries streamed"
 (cd "$SRC" && tar -cf "$T/src.tar" a b)
 shardify "$T/src.tar" "$T/tar" --size 48 $SIDECARS --quiet

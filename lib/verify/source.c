@@ -357,32 +357,33 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
     return rc < 0 ? rc : SHARD_OK;
 }
 
-/* Hash the directory's files that some expected entry names, in parallel. */
-static int hash_directory(struct source_run *s, struct shard_err *err)
+int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root,
+                         uint64_t count, uint64_t max_bytes, sk_verify_file_key *key,
+                         sk_verify_file_got *got, void *ctx, struct shard_err *err)
 {
-    struct shard_verify_rate *rate = &s->v->report->source;
+    struct shard_verify_rate *rate = &v->report->source;
     uint64_t bytes = 0, items = 0;
     double busy = 0;
     int failed = 0, unreachable = 0;
     struct shard_err store_err;
     shard_err_clear(&store_err);
-    uint64_t max_bytes = s->v->m->config.max_file_bytes;
-#pragma omp parallel num_threads(s->v->threads) reduction(+ : bytes, items, busy)
+#pragma omp parallel num_threads(v->threads) reduction(+ : bytes, items, busy)
     {
         struct shard_buf buf = {0};
 #pragma omp for schedule(dynamic, 16)
-        for (uint64_t i = 0; i < s->found_count; i++) {
-            struct found *f = &s->found[i];
-            int stop;
+        for (uint64_t i = 0; i < count; i++) {
+            int stop, out_of_memory;
 #pragma omp atomic read
             stop = unreachable;
-            if (!f->need_hash || f->refused || stop)  /* a store down: no more tries */
+#pragma omp atomic read
+            out_of_memory = failed;
+            const char *name = stop || out_of_memory ? NULL : key(ctx, i);
+            if (!name)  /* nothing to read, or a store down: no more tries */
                 continue;
             double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
-            const char *key = shard_keylist_get(&s->found_keys, f->key, NULL);
-            int rc = sk_source_root_read(&s->root, key, max_bytes, &buf, &e);
+            int rc = sk_source_root_read(root, name, max_bytes, &buf, &e);
             if (rc == SHARD_ENET) {  /* the store, not the file: stop */
                 int first;
 #pragma omp atomic capture
@@ -392,13 +393,15 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
                 }
                 if (!first)  /* the first failure's words, kept by its thread alone */
                     store_err = e;
+                rc = SHARD_OK;
             } else if (rc == 0) {
-                f->bytes = buf.len;
-                f->xxh3 = XXH3_64bits(buf.data, buf.len);
-                f->hashed = 1;
                 bytes += buf.len;
                 items++;
-            } else if (!(f->why = strdup(e.msg))) {
+                rc = got(ctx, i, &buf, NULL);
+            } else {
+                rc = got(ctx, i, NULL, e.msg);
+            }
+            if (rc) {
 #pragma omp atomic write
                 failed = 1;
             }
@@ -414,6 +417,32 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
         return store_err.code;
     }
     return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : SHARD_OK;
+}
+
+/* A directory's candidate file i to hash: one some expected entry names. */
+static const char *file_to_hash(void *ctx, uint64_t i)
+{
+    const struct source_run *s = ctx;
+    const struct found *f = &s->found[i];
+    return f->need_hash && !f->refused ? shard_keylist_get(&s->found_keys, f->key, NULL) : NULL;
+}
+
+static int file_hashed(void *ctx, uint64_t i, const struct shard_buf *bytes, const char *why)
+{
+    struct found *f = &((struct source_run *)ctx)->found[i];
+    if (why)
+        return (f->why = strdup(why)) ? SHARD_OK : SHARD_ENOMEM;
+    f->bytes = bytes->len;
+    f->xxh3 = XXH3_64bits(bytes->data, bytes->len);
+    f->hashed = 1;
+    return SHARD_OK;
+}
+
+/* Hash the directory's files that some expected entry names, in parallel. */
+static int hash_directory(struct source_run *s, struct shard_err *err)
+{
+    return sk_verify_read_files(s->v, &s->root, s->found_count, s->v->m->config.max_file_bytes,
+                                file_to_hash, file_hashed, s, err);
 }
 
 /* ---- what the dataset expects ------------------------------------------------ */

@@ -94,6 +94,7 @@ struct source_fields {
     uint64_t source_count;
     uint64_t source_cap;
     struct kept_sample *kept;
+    uint64_t kept_count;              /* samples kept: 0, 1, ... */
     uint64_t kept_cap;
 };
 
@@ -249,18 +250,29 @@ struct sk_sidecars *sk_source_fields_sidecars(struct source_fields *sf)
 
 /* ---- sidecar files ------------------------------------------------------------------ */
 
+/* Room for `need` items of `size` bytes in *items (of *cap): doubled as
+ * needed, from 1024. */
+static int grow(void **items, uint64_t *cap, uint64_t need, size_t size, struct shard_err *err)
+{
+    if (need <= *cap)
+        return SHARD_OK;
+    uint64_t c = *cap ? 2 * *cap : 1024;
+    while (c < need)
+        c *= 2;
+    void *p = c <= SIZE_MAX / size ? realloc(*items, c * size) : NULL;
+    if (!p)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    *items = p;
+    *cap = c;
+    return SHARD_OK;
+}
+
 static int add_file(struct source_fields *sf, struct shard_err *err)
 {
-    if (sf->file_count == sf->file_cap) {
-        uint64_t cap = sf->file_cap ? 2 * sf->file_cap : 1024;
-        struct side_file *p = realloc(sf->files, cap * sizeof *p);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        sf->files = p;
-        sf->file_cap = cap;
-    }
-    memset(&sf->files[sf->file_count++], 0, sizeof *sf->files);
-    return SHARD_OK;
+    int rc = grow((void **)&sf->files, &sf->file_cap, sf->file_count + 1, sizeof *sf->files, err);
+    if (!rc)
+        memset(&sf->files[sf->file_count++], 0, sizeof *sf->files);
+    return rc;
 }
 
 /* The label number of class name[0..len), or -1 when the manifest has none. */
@@ -434,6 +446,25 @@ static struct side_file *file_at(const struct source_fields *sf, int64_t pos)
     return &sf->files[sk_sidecars_file_ordinal(sf->side, (size_t)pos)];
 }
 
+/* A sidecar file to read: one some candidate has. */
+static const char *side_file_key(void *ctx, uint64_t i)
+{
+    const struct source_fields *sf = ctx;
+    return file_at(sf, (int64_t)i)->need ? sk_sidecars_file(sf->side, (size_t)i, NULL) : NULL;
+}
+
+static int side_file_read(void *ctx, uint64_t i, const struct shard_buf *bytes, const char *why)
+{
+    struct source_fields *sf = ctx;
+    struct side_file *f = file_at(sf, (int64_t)i);
+    size_t len;
+    const char *key = sk_sidecars_file(sf->side, (size_t)i, &len);
+    struct shard_err e;
+    if (why)
+        return (f->why = strdup(why)) ? SHARD_OK : SHARD_ENOMEM;
+    return take_file(sf, f, key, len, bytes->data, bytes->len, NULL, 0, &e);
+}
+
 int sk_source_fields_read(struct source_fields *sf, const struct sk_source_root *root,
                           const struct shard_keylist *candidates, struct shard_err *err)
 {
@@ -448,66 +479,10 @@ int sk_source_fields_read(struct source_fields *sf, const struct sk_source_root 
                 file_at(sf, pos)->need = 1;
         }
     }
-    struct verify_run *v = sf->v;
-    struct shard_verify_rate *rate = &v->report->source;
-    uint64_t bytes = 0, items = 0, max = v->m->config.max_field_bytes;
-    double busy = 0;
-    int failed = 0, unreachable = 0;
-    struct shard_err store_err;
-    shard_err_clear(&store_err);
-    size_t nfiles = sk_sidecars_file_count(sf->side);
-#pragma omp parallel num_threads(v->threads) reduction(+ : bytes, items, busy)
-    {
-        struct shard_buf buf = {0};
-#pragma omp for schedule(dynamic, 16)
-        for (size_t i = 0; i < nfiles; i++) {
-            struct side_file *f = file_at(sf, (int64_t)i);
-            int stop, out_of_memory;
-#pragma omp atomic read
-            stop = unreachable;
-#pragma omp atomic read
-            out_of_memory = failed;
-            if (!f->need || stop || out_of_memory)
-                continue;
-            double t = sk_now_seconds();
-            size_t len;
-            const char *key = sk_sidecars_file(sf->side, i, &len);
-            struct shard_err e;
-            shard_err_clear(&e);
-            int rc = sk_source_root_read(root, key, max ? max : SHARD_MAX_FIELD_BYTES_DEFAULT,
-                                         &buf, &e);
-            if (rc == SHARD_ENET) {  /* the store, not the file: stop */
-                int first;
-#pragma omp atomic capture
-                {
-                    first = unreachable;
-                    unreachable = 1;
-                }
-                if (!first)
-                    store_err = e;
-            } else if (rc == 0) {
-                rc = take_file(sf, f, key, len, buf.data, buf.len, NULL, 0, &e);
-                bytes += buf.len;
-                items++;
-            } else {
-                rc = (f->why = strdup(e.msg)) ? SHARD_OK : SHARD_ENOMEM;
-            }
-            if (rc == SHARD_ENOMEM) {
-#pragma omp atomic write
-                failed = 1;
-            }
-            busy += sk_now_seconds() - t;
-        }
-        shard_buf_release(&buf);
-    }
-    rate->bytes += bytes;
-    rate->items += items;
-    rate->busy_seconds += busy;
-    if (unreachable) {
-        *err = store_err;
-        return store_err.code;
-    }
-    return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : SHARD_OK;
+    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes
+                                          : SHARD_MAX_FIELD_BYTES_DEFAULT;
+    return sk_verify_read_files(sf->v, root, sk_sidecars_file_count(sf->side), max,
+                                side_file_key, side_file_read, sf, err);
 }
 
 /* ---- the samples -------------------------------------------------------------------- */
@@ -517,26 +492,14 @@ int sk_source_fields_keep(struct source_fields *sf, uint64_t sample, const struc
 {
     if (!sf)
         return SHARD_OK;
-    if (sample >= sf->kept_cap) {
-        uint64_t cap = sf->kept_cap ? 2 * sf->kept_cap : 1024;
-        while (cap <= sample)
-            cap *= 2;
-        struct kept_sample *p = realloc(sf->kept, cap * sizeof *p);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        sf->kept = p;
-        sf->kept_cap = cap;
-    }
-    if (sf->source_count + smp->field_count > sf->source_cap) {
-        uint64_t cap = sf->source_cap ? 2 * sf->source_cap : 1024;
-        while (cap < sf->source_count + smp->field_count)
-            cap *= 2;
-        struct shard_field_source *p = realloc(sf->sources, cap * sizeof *p);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        sf->sources = p;
-        sf->source_cap = cap;
-    }
+    int rc = grow((void **)&sf->kept, &sf->kept_cap, sample + 1, sizeof *sf->kept, err);
+    if (!rc)
+        rc = grow((void **)&sf->sources, &sf->source_cap, sf->source_count + smp->field_count,
+                  sizeof *sf->sources, err);
+    if (rc)
+        return rc;
+    while (sf->kept_count <= sample)  /* samples are kept in order: this adds one */
+        sf->kept[sf->kept_count++] = (struct kept_sample){sf->source_count, 0};
     sf->kept[sample] = (struct kept_sample){sf->source_count, smp->field_count};
     if (smp->field_count)
         memcpy(sf->sources + sf->source_count, smp->fields,
@@ -692,7 +655,7 @@ static void check_column_field(struct checked *c, uint32_t f, const struct shard
 void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const char *key,
                             size_t len, uint32_t shard, uint64_t record)
 {
-    if (!sf || sample >= sf->kept_cap)
+    if (!sf || sample >= sf->kept_count)
         return;
     const struct verify_run *v = sf->v;
     struct checked c = {sf, key, len, "", shard, (int64_t)record, UINT64_MAX};

@@ -98,11 +98,29 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
  * the records. */
 void sk_verify_record_field_counts(struct verify_run *v);
 
+/* ---- reading SRC (source.c) ---------------------------------------------------- */
+
+struct sk_source_root;
+
+/* The key of item i to read, or NULL for none. */
+typedef const char *sk_verify_file_key(void *ctx, uint64_t i);
+/* Item i's bytes, or why it could not be read (bytes NULL).  0, or
+ * SHARD_ENOMEM to stop. */
+typedef int sk_verify_file_got(void *ctx, uint64_t i, const struct shard_buf *bytes,
+                               const char *why);
+/* Read the files key(ctx, i), i in [0, count), of a directory or an S3
+ * prefix, at most max_bytes each, on v's threads, handing each to got.  A
+ * store that cannot be reached stops the reads: its first words are the
+ * error (SHARD_ENET), not a file's fault.  What is read counts in the
+ * report's source rate.  0, SHARD_ENET or SHARD_ENOMEM. */
+int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root,
+                         uint64_t count, uint64_t max_bytes, sk_verify_file_key *key,
+                         sk_verify_file_got *got, void *ctx, struct shard_err *err);
+
 /* ---- --source for the fields (source_fields.c) -------------------------------- */
 
 struct source_fields;
 struct sk_archive_entry;
-struct sk_source_root;
 
 /* What --source needs for the fields of v's dataset: the sidecar suffixes
  * to collect, the annotation table (v->o->annotations, read now: one that

@@ -190,6 +190,23 @@ static void fields_with(uint64_t g, uint32_t f, enum shard_field_type t, const v
     }
 }
 
+/* A clean dataset whose record r of shard s (key `key`) is written with the
+ * field area `set` instead: --deep names it, with `text`. */
+static void assert_record_named(uint32_t s, uint64_t r, const char *key,
+                                const struct shard_field_set *set, const char *text)
+{
+    struct mkds d;
+    build(&d, -1, 0, -1);
+    replace_fields(&d, s, r, set);
+    struct shard_verify_report rep;
+    verify(&d, 1, &rep);
+    char where[64];
+    snprintf(where, sizeof where, "shard-%06u.shard record %llu", s, (unsigned long long)r);
+    assert_problem(&rep, SHARD_CHECK_RECORD, s, (int64_t)r, where, key, text, NULL);
+    shard_verify_report_release(&rep);
+    mkds_remove(&d);
+}
+
 /* ---- tests ------------------------------------------------------------------------------ */
 
 static void test_a_clean_dataset_with_fields_verifies_deep(void **state)
@@ -260,20 +277,12 @@ static void test_values_invalid_for_their_type_are_named(void **state)
         {MKDS_EMB, SHARD_FIELD_FLOAT32, inf32, 12, "field 'emb'"},
         {MKDS_TAGS, SHARD_FIELD_LABELS, twice, 8, "field 'tags'"},
     };
+    struct shard_field_set set = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct mkds d;
-        build(&d, -1, 0, -1);
-        struct shard_field_set set = {0};
         fields_with(2, cases[i].field, cases[i].type, cases[i].value, cases[i].len, &set);
-        replace_fields(&d, 0, 2, &set);  /* sample 2: "cat/g0002.png" */
-        struct shard_verify_report r;
-        verify(&d, 1, &r);
-        assert_problem(&r, SHARD_CHECK_RECORD, 0, 2, "shard-000000.shard record 2",
-                       "cat/g0002.png", cases[i].text, NULL);
-        shard_verify_report_release(&r);
-        shard_field_set_release(&set);
-        mkds_remove(&d);
+        assert_record_named(0, 2, "cat/g0002.png", &set, cases[i].text);  /* sample 2 */
     }
+    shard_field_set_release(&set);
 }
 
 static void test_a_damaged_field_area_is_named_not_followed(void **state)
@@ -290,21 +299,13 @@ static void test_a_damaged_field_area_is_named_not_followed(void **state)
         {0, 7, "field entry 1: field 2 out of order"},
         {3, 1, "field entry 0: unknown type"},  /* the reserved byte set */
     };
+    struct shard_field_set set = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct mkds d;
-        build(&d, -1, 0, -1);
-        struct shard_field_set set = {0};
-        fields_with(1, UINT32_MAX, 0, NULL, 0, &set);
+        fields_with(1, UINT32_MAX, 0, NULL, 0, &set);  /* sample 1's fields, all */
         set.area.data[cases[i].at] = cases[i].byte;
-        replace_fields(&d, 0, 1, &set);  /* sample 1: "bee/g0001.png" */
-        struct shard_verify_report r;
-        verify(&d, 1, &r);
-        assert_problem(&r, SHARD_CHECK_RECORD, 0, 1, "shard-000000.shard record 1",
-                       "bee/g0001.png", cases[i].what, NULL);
-        shard_verify_report_release(&r);
-        shard_field_set_release(&set);
-        mkds_remove(&d);
+        assert_record_named(0, 1, "bee/g0001.png", &set, cases[i].what);
     }
+    shard_field_set_release(&set);
 }
 
 static void test_a_record_without_its_required_field_or_with_another_field_set(void **state)

@@ -744,7 +744,7 @@ static int make_labeler(struct source_run *s, struct shard_labeler **lb, struct 
     return SHARD_OK;
 }
 
-static int find_label(const struct shard_manifest *m, const char *name)
+int sk_verify_find_label(const struct shard_manifest *m, const char *name)
 {
     uint32_t lo = 0, hi = m->label_count;
     while (lo < hi) {
@@ -801,7 +801,7 @@ static int check_labels(struct source_run *s, struct shard_err *err)
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             break;
         }
-        int label = have ? find_label(m, derived) : SHARD_NO_LABEL;
+        int label = have ? sk_verify_find_label(m, derived) : SHARD_NO_LABEL;
         int32_t stored = s->sample_label[i];
         if ((have && label < 0) || label != stored) {
             char q[SHARD_QUOTE_SIZE];

@@ -279,20 +279,7 @@ static int add_file(struct source_fields *sf, struct shard_err *err)
 static int32_t label_number(const struct shard_manifest *m, const char *name, size_t len)
 {
     char *shown = sk_jsonkey_label_name(name, len);
-    int32_t found = -1;
-    uint32_t lo = 0, hi = shown ? m->label_count : 0;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(m->labels[mid], shown);
-        if (!c) {
-            found = (int32_t)mid;
-            break;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    int32_t found = shown ? sk_verify_find_label(m, shown) : -1;
     free(shown);
     return found;
 }

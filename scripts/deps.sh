@@ -8,7 +8,7 @@ need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok ins
 
 pkgs="build-essential pkg-config libjpeg62-turbo-dev libpng-dev libvips-dev libzstd-dev
 libarchive-dev libjansson-dev libxxhash-dev libexif-dev libyuv-dev libturbojpeg0-dev libswscale-dev libavutil-dev libcsv-dev libcmocka-dev
-libcurl4-openssl-dev libexpat1-dev python3 python3-pil python3-jsonschema python3-xxhash zstd time nginx clang libfuzzer-14-dev libomp-dev strace
+libcurl4-openssl-dev libexpat1-dev python3 python3-pil python3-jsonschema python3-xxhash python3-zstandard zstd time nginx clang libfuzzer-14-dev libomp-dev strace
 libjpeg-turbo-progs python3-dev python3-setuptools python3-numpy python3-pytest python3-torch
 python3-torchvision python3-venv python3-pip chromium munge slurm-wlm"
 

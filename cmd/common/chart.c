@@ -39,11 +39,11 @@ static size_t display_chars(const char *s, size_t len)
     return chars;
 }
 
-/* s[0..len) escaped, cut after max_chars characters with an ellipsis. */
+/* Text s[0..len) escaped, cut after max_chars characters with an ellipsis. */
 static void text_fit(FILE *out, const char *s, size_t len, size_t max_chars)
 {
     if (display_chars(s, len) <= max_chars) {
-        html_bytes(out, s, len);
+        html_text_len(out, s, len);
         return;
     }
     size_t chars = 0, i = 0;
@@ -52,7 +52,7 @@ static void text_fit(FILE *out, const char *s, size_t len, size_t max_chars)
         chars += n ? 1 : 4;
         i += n ? n : 1;
     }
-    html_bytes(out, s, i);
+    html_text_len(out, s, i);
     fputs("\xe2\x80\xa6", out);  /* U+2026 HORIZONTAL ELLIPSIS */
 }
 

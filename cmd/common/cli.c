@@ -96,6 +96,34 @@ int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, 
     return CLI_EXIT_OK;
 }
 
+/* Characters that show as nothing, as a space or as something else, or that
+ * reorder the text around them (Unicode's white space, default-ignorable
+ * and bidirectional control characters): a command shows them as the bytes
+ * they are, so that what a reader sees, and copies, is what runs. */
+static const struct {
+    uint32_t first, last;
+} unseen[] = {
+    {0x0080, 0x00a0}, {0x00ad, 0x00ad}, {0x034f, 0x034f}, {0x061c, 0x061c},
+    {0x115f, 0x1160}, {0x1680, 0x1680}, {0x17b4, 0x17b5}, {0x180b, 0x180f},
+    {0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x206f}, {0x3000, 0x3000},
+    {0x3164, 0x3164}, {0xfe00, 0xfe0f}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0},
+    {0xfff0, 0xfffb}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+};
+
+/* Whether the valid UTF-8 character p[0..n) shows as itself. */
+static int shows_as_itself(const unsigned char *p, size_t n)
+{
+    if (n == 1)
+        return p[0] >= 0x20 && p[0] != 0x7f;
+    uint32_t cp = p[0] & (0xff >> (n + 1));
+    for (size_t i = 1; i < n; i++)
+        cp = cp << 6 | (p[i] & 0x3f);
+    for (size_t i = 0; i < sizeof unseen / sizeof *unseen; i++)
+        if (cp >= unseen[i].first && cp <= unseen[i].last)
+            return 0;
+    return 1;
+}
+
 /* One word of a command line, quoted as needed, onto f. */
 static void quote_word(FILE *f, const char *w)
 {
@@ -109,7 +137,7 @@ static void quote_word(FILE *f, const char *w)
     int printable = 1;
     for (size_t i = 0; i < len && printable;) {
         size_t n = shard_utf8_len((const unsigned char *)w + i, len - i);
-        printable = n && !(n == 1 && (w[i] < 0x20 || w[i] == 0x7f));
+        printable = n && shows_as_itself((const unsigned char *)w + i, n);
         i += n;
     }
     if (printable) {
@@ -128,10 +156,11 @@ static void quote_word(FILE *f, const char *w)
         size_t n = shard_utf8_len((const unsigned char *)w + i, len - i);
         if (n == 1 && (w[i] == '\'' || w[i] == '\\'))
             fprintf(f, "\\%c", w[i]);
-        else if (n == 0 || (n == 1 && (w[i] < 0x20 || w[i] == 0x7f)))
-            fprintf(f, "\\x%02x", (unsigned char)w[i]);
-        else
+        else if (n && shows_as_itself((const unsigned char *)w + i, n))
             fwrite(w + i, 1, n, f);
+        else
+            for (size_t k = 0; k < (n ? n : 1); k++)
+                fprintf(f, "\\x%02x", (unsigned char)w[i + k]);
         i += n ? n : 1;
     }
     fputc('\'', f);
@@ -144,16 +173,53 @@ char *cli_command_line(int argc, char *const *argv)
     FILE *f = open_memstream(&text, &size);
     if (!f)
         return NULL;
-    for (int i = 0; i < argc; i++) {
+    int failed = 0;
+    for (int i = 0; i < argc && !failed; i++) {
+        char *word = shard_redact_urls(argv[i]);  /* a password reaches no report */
         if (i)
             fputc(' ', f);
-        quote_word(f, argv[i]);
+        if (word)
+            quote_word(f, word);
+        failed = !word;
+        free(word);
     }
-    if (fclose(f) != 0) {
+    if (fclose(f) != 0 || failed) {
         free(text);
         return NULL;
     }
     return text;
+}
+
+/* The program the stdout check names (cli_check_stdout_at_exit): state an
+ * atexit handler can reach, set once before any output. */
+static const char *stdout_prog;
+
+/* Flush and close stdout; when that, or any write before it, failed, say
+ * so and exit 1 (as coreutils' close_stdout does): output that was lost is
+ * a failure, never an exit 0. */
+static void close_stdout(void)
+{
+    int failed_before = ferror(stdout);
+    errno = 0;
+    int flushed = fflush(stdout) == 0;
+    int why = flushed ? 0 : errno;
+    int closed = fclose(stdout) == 0;
+    if (!closed && !why)
+        why = errno;
+    /* a stdout closed by the caller (>&-) to which nothing was written is fine */
+    if (!failed_before && flushed && (closed || why == EBADF))
+        return;
+    if (why)
+        fprintf(stderr, "%s: cannot write standard output: %s\n", stdout_prog, strerror(why));
+    else
+        fprintf(stderr, "%s: cannot write standard output: a write failed\n", stdout_prog);
+    _exit(CLI_EXIT_FAILED);
+}
+
+void cli_check_stdout_at_exit(const char *prog)
+{
+    stdout_prog = prog;
+    atexit(close_stdout);
 }
 
 int cli_usage_error(const char *prog, const char *fmt, ...)

@@ -74,8 +74,18 @@ int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, 
 
 /* The command line argv[0..argc) as a shell reads it back: words of plain
  * characters as they are, others in single quotes, and words holding bytes
- * that are not printable UTF-8 as $'...' with \xNN.  Malloc'd, or NULL. */
+ * that are not printable UTF-8 (control bytes, bytes that are not UTF-8, and
+ * characters that show as nothing, as a space, or reorder the text: the
+ * white space, default-ignorable and bidirectional controls of Unicode) as
+ * $'...' with \xNN.  A URL's password is redacted (shard_redact_urls), so
+ * the line holds none.  Malloc'd, or NULL. */
 char *cli_command_line(int argc, char *const *argv);
+
+/* Call first in main: at exit, stdout is flushed and closed, and when that
+ * or any write to it failed (a full disk, a closed pipe's EIO, /dev/full),
+ * "PROG: cannot write standard output: REASON" is printed and the exit
+ * status is 1: a tool never exits 0 when its output was lost. */
+void cli_check_stdout_at_exit(const char *prog);
 
 /* Print "PROG: usage error: MESSAGE" and the try-help hint; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

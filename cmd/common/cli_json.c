@@ -2,8 +2,12 @@
 #include "cli_json.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "histogram.h"
+#include "shardkit.h"
+#include "shardkit/json.h"
 
 void cli_json_print(json_t *o, FILE *out, size_t flags)
 {
@@ -13,6 +17,39 @@ void cli_json_print(json_t *o, FILE *out, size_t flags)
         fputs("null", out);
     fputc('\n', out);
     json_decref(o);
+}
+
+void cli_json_set_path(json_t *obj, const char *field, const char *path)
+{
+    if (path)
+        shard_json_set_bytes(obj, field, path, strlen(path));
+}
+
+json_t *cli_json_text(const char *s)
+{
+    if (!s)
+        return json_null();
+    json_t *text = json_string(s);
+    if (text)
+        return text;
+    char *quoted = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&quoted, &size);
+    if (!f)
+        return json_null();
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
+        unsigned char c = (unsigned char)s[i];
+        if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7f)))
+            fprintf(f, "\\x%02x", c);
+        else
+            fwrite(s + i, 1, n, f);
+        i += n ? n : 1;
+    }
+    text = fclose(f) == 0 ? json_string(quoted) : NULL;
+    free(quoted);
+    return text ? text : json_null();
 }
 
 json_t *cli_json_number_or_null(double v)

@@ -81,7 +81,9 @@ static const char style[] =
     "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}"
     "h2,h3{break-after:avoid}tr{break-inside:avoid}a{color:inherit;text-decoration:none}}\n";
 
-void html_bytes(FILE *out, const char *s, size_t len)
+/* s[0..len) as HTML text; `quote_backslash`: a backslash is doubled, as a
+ * key's bytes are quoted (html_bytes), or kept, in text (html_text). */
+static void escape(FILE *out, const char *s, size_t len, int quote_backslash)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
@@ -94,9 +96,10 @@ void html_bytes(FILE *out, const char *s, size_t len)
             case '>': fputs("&gt;", out); break;
             case '"': fputs("&quot;", out); break;
             case '\'': fputs("&#39;", out); break;
-            case '\\': fputs("\\\\", out); break;
             default:
-                if (c < 0x20 || c == 0x7f)
+                if (c == '\\' && quote_backslash)
+                    fputs("\\\\", out);
+                else if (c < 0x20 || c == 0x7f)
                     fprintf(out, "\\x%02x", c);
                 else
                     fputc((int)c, out);
@@ -111,10 +114,20 @@ void html_bytes(FILE *out, const char *s, size_t len)
     }
 }
 
+void html_bytes(FILE *out, const char *s, size_t len)
+{
+    escape(out, s, len, 1);
+}
+
+void html_text_len(FILE *out, const char *s, size_t len)
+{
+    escape(out, s, len, 0);
+}
+
 void html_text(FILE *out, const char *s)
 {
     if (s)
-        html_bytes(out, s, strlen(s));
+        escape(out, s, strlen(s), 0);
 }
 
 void html_textf(FILE *out, const char *fmt, ...)
@@ -125,7 +138,7 @@ void html_textf(FILE *out, const char *fmt, ...)
     int n = vasprintf(&s, fmt, ap);
     va_end(ap);
     if (n >= 0)
-        html_bytes(out, s, (size_t)n);
+        html_text_len(out, s, (size_t)n);
     free(s);
 }
 
@@ -232,6 +245,13 @@ void html_row_end(FILE *out)
 void html_cell(FILE *out, const char *text)
 {
     fputs("<td>", out);
+    html_text(out, text);
+    fputs("</td>", out);
+}
+
+void html_cell_code(FILE *out, const char *text)
+{
+    fputs("<td class=\"code\">", out);
     html_text(out, text);
     fputs("</td>", out);
 }

@@ -9,9 +9,13 @@
  * their own box, charts that shrink) and prints (print rules: no clipping,
  * colours kept, figures not split across pages).
  *
- * Text from outside (keys, labels, paths, messages) is written with
- * html_bytes(), never raw: a key may be any bytes, `<script>` and quotes
- * included, and must show as the text it is. */
+ * Nothing from outside is written raw.  Bytes (keys, paths: any bytes,
+ * `<script>` and quotes included) are written with html_bytes(), quoted as
+ * the tools quote keys in messages.  Text (messages, which quote the keys and
+ * paths they name already, labels, a command line, option values) is written
+ * with html_text(), which quotes nothing a second time: the page shows a
+ * message exactly as the JSON report has it, and a command copied from the
+ * page is the one the JSON names. */
 #ifndef SHARDKIT_CLI_HTML_H
 #define SHARDKIT_CLI_HTML_H
 
@@ -19,11 +23,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Write s[0..len) as HTML text, safe in element content and in quoted
- * attribute values: & < > " ' become character references; valid UTF-8 is
- * kept; control bytes, DEL and bytes that are not valid UTF-8 become \xNN
- * and a backslash \\ (as the tools' messages quote keys). */
+/* Write the bytes s[0..len) as HTML text, safe in element content and in
+ * quoted attribute values: & < > " ' become character references; valid
+ * UTF-8 is kept; control bytes, DEL and bytes that are not valid UTF-8
+ * become \xNN and a backslash \\ (as the tools' messages quote keys). */
 void html_bytes(FILE *out, const char *s, size_t len);
+/* Write text s[0..len): the same, but a backslash stays one backslash (the
+ * text quotes what it holds already).  Control bytes and bytes that are not
+ * valid UTF-8, which text does not hold, still become \xNN. */
+void html_text_len(FILE *out, const char *s, size_t len);
 /* The same for a NUL-terminated string; NULL writes nothing. */
 void html_text(FILE *out, const char *s);
 /* printf-formatted, then written as html_text. */
@@ -50,8 +58,10 @@ void html_table_begin(FILE *out, const char *id, const char *const *headers, siz
 void html_table_end(FILE *out);
 void html_row_begin(FILE *out, const char *css_class);  /* css_class may be NULL */
 void html_row_end(FILE *out);
-/* One cell of text (escaped), of bytes, of code (monospace), of a number. */
+/* One cell of text (escaped), of text in monospace (a file name, an option's
+ * value), of bytes (a key; in monospace when `code`), of a number. */
 void html_cell(FILE *out, const char *text);
+void html_cell_code(FILE *out, const char *text);
 void html_cell_bytes(FILE *out, const char *s, size_t len, int code);
 void html_cell_u64(FILE *out, uint64_t v);
 /* printf-formatted numeric cell (right-aligned), carrying the exact value. */

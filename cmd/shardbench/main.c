@@ -86,8 +86,10 @@ static void write_digests(FILE *out, const void *result)
     report_write_digests(result, out);
 }
 
-/* The runs of files, shards or compare, and their report. */
-static int run(const struct options *opts, const char *command_line)
+/* The runs of files, shards or compare, and their report.  `src` and `dst`
+ * are SRC and DST as reports and messages show them. */
+static int run(const struct options *opts, const char *command_line, const char *src,
+               const char *dst)
 {
     struct options o = *opts;  /* compare adopts the dataset's geometry into it */
     struct shard_err err;
@@ -111,7 +113,7 @@ static int run(const struct options *opts, const char *command_line)
         status = fail(&err);
         goto out;
     }
-    struct report r = {.command = o.command, .src = o.src, .dst = o.dst, .files = &files,
+    struct report r = {.command = o.command, .src = src, .dst = dst, .files = &files,
                        .shards = &shards, .command_line = command_line};
     if (report_prepare(&r)) {
         report_release(&r);
@@ -123,9 +125,9 @@ static int run(const struct options *opts, const char *command_line)
         report_write_json(&r, stdout);
     else
         report_write_text(&r, stdout);
-    if (o.command != CMD_SHARDS && check_run(o.src, &files))
+    if (o.command != CMD_SHARDS && check_run(src, &files))
         status = CLI_EXIT_FAILED;
-    if (o.command != CMD_FILES && check_run(o.dst, &shards))
+    if (o.command != CMD_FILES && check_run(dst, &shards))
         status = CLI_EXIT_FAILED;
     const char *location;
     if (o.digests_file &&
@@ -150,16 +152,24 @@ out:
 
 int main(int argc, char **argv)
 {
+    cli_check_stdout_at_exit(PROG);
     /* the command as given, for the report: getopt permutes argv */
-    char *command_line = cli_command_line(argc, argv);
+    char *command_line = cli_command_line(argc, argv), *src = NULL, *dst = NULL;
     struct options o;
     int rc = options_parse(argc, argv, &o);
-    if (!rc && o.command == CMD_ROOFLINE)
+    if (!rc && o.command == CMD_ROOFLINE) {
         rc = roofline_run(&o);
-    else if (!rc && !command_line)
-        rc = fail(&(struct shard_err){SHARD_ENOMEM, "out of memory"});
-    else if (!rc)
-        rc = run(&o, command_line);
+    } else if (!rc) {
+        /* what reports and messages name: never a password given in a URL */
+        src = o.src ? shard_redact_urls(o.src) : NULL;
+        dst = o.dst ? shard_redact_urls(o.dst) : NULL;
+        if (!command_line || (o.src && !src) || (o.dst && !dst))
+            rc = fail(&(struct shard_err){SHARD_ENOMEM, "out of memory"});
+        else
+            rc = run(&o, command_line, src, dst);
+    }
+    free(src);
+    free(dst);
     free(command_line);
     return rc;
 }

@@ -48,7 +48,7 @@ struct report_machine {
 
 struct report {
     enum command command;                     /* files, shards or compare */
-    const char *src;
+    const char *src;                          /* as shown: a URL's password redacted */
     const char *dst;
     const struct shard_bench_result *files;   /* the files run (files, compare) */
     const struct shard_bench_result *shards;  /* the shards run (shards, compare) */

@@ -188,9 +188,10 @@ static void run_section(FILE *out, const struct report *rep, const char *name,
     snprintf(heading, sizeof heading, "The %s loader", name);
     html_section_begin(out, name, heading);
     fputs("<p>", out);
-    html_textf(out, "%s%s: %llu samples per epoch at %u px (%s), %d threads, batch %u, "
+    html_bytes(out, location, strlen(location));
+    html_textf(out, "%s: %llu samples per epoch at %u px (%s), %d threads, batch %u, "
                     "%u samples read ahead",
-               location, r->remote ? " (HTTP)" : "", (unsigned long long)r->samples_per_epoch,
+               r->remote ? " (HTTP)" : "", (unsigned long long)r->samples_per_epoch,
                r->size, shard_fit_name(r->fit), r->threads, r->batch, r->queue_depth);
     if (r->step_ms > 0)
         html_textf(out, ", a consumer step of %.3g ms per batch", r->step_ms);
@@ -266,7 +267,7 @@ static void machine_row(FILE *out, const char *key, const char *name, const char
     html_text(out, key);
     fputs("\">", out);
     html_cell(out, name);
-    html_cell_bytes(out, value, strlen(value), 0);
+    html_cell(out, value);
     html_row_end(out);
 }
 

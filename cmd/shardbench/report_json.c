@@ -44,31 +44,36 @@ static json_t *machine_json(const struct report_machine *m)
 static json_t *run_json(const struct report *rep, const char *location,
                         const struct shard_bench_result *r)
 {
-    json_t *o = json_pack("{s:s, s:s, s:b, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:I, s:f, s:f, "
-                          "s:f, s:o, s:o, s:I}",
-                          "mode", shard_bench_mode_name(r->mode), "location", location,
-                          "remote", r->remote, "threads", r->threads, "batch", (int)r->batch,
-                          "step_ms", r->step_ms, "rtt_ms", r->rtt_ms, "rtt_simulated",
-                          r->remote && r->rtt_ms > 0, "size", (int)r->size, "fit",
-                          shard_fit_name(r->fit), "samples_per_epoch",
-                          (json_int_t)r->samples_per_epoch, "startup_seconds",
-                          r->startup_seconds, "first_batch_seconds", r->first_batch_seconds,
-                          "samples_per_second", report_headline(r)->samples_per_second,
-                          "first_epoch", phase_json(&r->first), "steady", phase_json(&r->steady), "errors",
-                          (json_int_t)report_errors(r));
-    if (!o)
+    json_t *o = json_pack("{s:s}", "mode", shard_bench_mode_name(r->mode));
+    cli_json_set_path(o, "location", location);  /* or location_hex */
+    json_t *rest = json_pack("{s:b, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:I, s:f, s:f, "
+                             "s:f, s:o, s:o, s:I}",
+                             "remote", r->remote, "threads", r->threads, "batch", (int)r->batch,
+                             "step_ms", r->step_ms, "rtt_ms", r->rtt_ms, "rtt_simulated",
+                             r->remote && r->rtt_ms > 0, "size", (int)r->size, "fit",
+                             shard_fit_name(r->fit), "samples_per_epoch",
+                             (json_int_t)r->samples_per_epoch, "startup_seconds",
+                             r->startup_seconds, "first_batch_seconds", r->first_batch_seconds,
+                             "samples_per_second", report_headline(r)->samples_per_second,
+                             "first_epoch", phase_json(&r->first), "steady",
+                             phase_json(&r->steady), "errors", (json_int_t)report_errors(r));
+    if (!o || !rest || json_object_update(o, rest)) {
+        json_decref(o);
+        json_decref(rest);
         return NULL;
+    }
+    json_decref(rest);
     json_object_set_new(o, "wait_fraction", json_real(report_headline(r)->wait_fraction));
     json_object_set_new(o, "queue_depth", json_integer(r->queue_depth));
     json_object_set_new(o, "first_error",
-                        r->first_error[0] ? json_string(r->first_error) : json_null());
+                        r->first_error[0] ? cli_json_text(r->first_error) : json_null());
     if (r->cold)
         json_object_set_new(o, "cold",
-                            json_pack("{s:b, s:b, s:o, s:s}", "requested", 1, "dropped",
+                            json_pack("{s:b, s:b, s:o, s:o}", "requested", 1, "dropped",
                                       r->cold_dropped, "resident_fraction",
                                       r->cold_resident >= 0 ? json_real(r->cold_resident)
                                                             : json_null(),
-                                      "note", r->cold_note));
+                                      "note", cli_json_text(r->cold_note)));
     const struct run_view *v = report_view(rep, r);
     json_object_set_new(o, "batch_latency_histogram", cli_json_histogram(&v->latency_ms));
     if (r->step_ms > 0)

@@ -88,8 +88,10 @@ int lookup_keys(struct shard_dataset *ds, const char *dst, char **keys, int coun
         if (w[i].found) {
             (*indices)[(*found)++] = w[i].index;
         } else {
+            char *shown = shard_redact_urls(dst);  /* never a URL's password */
             fprintf(stderr, "%s: no sample with key '%s' in '%s'\n", PROG,
-                    key_for_message(w[i].key, w[i].len, buf), dst);
+                    key_for_message(w[i].key, w[i].len, buf), shown ? shown : "the dataset");
+            free(shown);
             (*missing)++;
         }
     }

@@ -95,6 +95,7 @@ static uint64_t *every_index(uint64_t count)
 
 int main(int argc, char **argv)
 {
+    cli_check_stdout_at_exit(PROG);
     struct options o;
     int rc = options_parse(argc, argv, &o);
     if (rc)

@@ -18,35 +18,47 @@ static void write_page(FILE *out, const void *report)
 
 int main(int argc, char **argv)
 {
+    cli_check_stdout_at_exit(PROG);
     struct options o;
     int rc = options_parse(argc, argv, &o);
     if (rc)
         return rc;
+    /* what reports and messages name: never a password given in a URL */
+    char *dst = shard_redact_urls(o.dst);
+    char *source = o.verify.source ? shard_redact_urls(o.verify.source) : NULL;
+    if (!dst || (o.verify.source && !source)) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        rc = CLI_EXIT_FAILED;
+        goto out;
+    }
     struct shard_verify_report verify;
     struct shard_err err;
     shard_err_clear(&err);
-    if (shard_verify(o.dst, &o.verify, &verify, &err)) {
-        /* the checks could not run: DST, its manifest or SRC unreadable */
+    /* the checks cannot run when DST, its manifest or SRC cannot be read:
+     * that is said on stderr, and --json and --report still say it too */
+    int unchecked = shard_verify(o.dst, &o.verify, &verify, &err) != 0;
+    if (unchecked)
         fprintf(stderr, "%s: %s\n", PROG, err.msg);
-        shard_verify_report_release(&verify);
-        return CLI_EXIT_FAILED;
-    }
     /* what the dataset holds, for the formats that show it (the text shows
      * the fields); a dataset whose manifest cannot be read has nothing to
      * show but its problems */
     struct dataset_summary summary;
-    int summarize = o.json || o.report_file || verify.fields;
+    int summarize = !unchecked && (o.json || o.report_file || verify.fields);
     int described = summarize && summary_load(&summary, o.dst) == 0;
-    struct report r = {o.dst, &o.verify, &verify, described ? &summary : NULL};
+    struct report r = {dst, source, &o.verify, &verify, described ? &summary : NULL,
+                       unchecked ? err.msg : NULL};
     if (o.json)
         report_write_json(&r, stdout);
-    else
+    else if (!unchecked)
         report_write_text(&r, stdout);
-    rc = report_problem_total(&r) ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+    rc = report_verified(&r) ? CLI_EXIT_OK : CLI_EXIT_FAILED;
     if (o.report_file && cli_write_file(PROG, o.report_file, write_page, &r))
         rc = CLI_EXIT_FAILED;
     if (summarize)
         summary_release(&summary);
     shard_verify_report_release(&verify);
+out:
+    free(dst);
+    free(source);
     return rc;
 }

@@ -6,6 +6,11 @@ uint64_t report_problem_total(const struct report *r)
     return r->verify->problem_count + r->verify->problems_not_kept;
 }
 
+int report_verified(const struct report *r)
+{
+    return !r->error && report_problem_total(r) == 0;
+}
+
 double report_per_second(double amount, double seconds)
 {
     return seconds > 0 ? amount / seconds : 0;

@@ -15,11 +15,14 @@
 #include "summary.h"
 
 struct report {
-    const char *dst;
+    const char *dst;                             /* DST as shown: a URL's password redacted */
+    const char *source;                          /* SRC as shown, or NULL: no --source */
     const struct shard_verify_options *options;  /* which passes ran */
     const struct shard_verify_report *verify;    /* what they found */
     const struct dataset_summary *dataset;       /* what DST holds (--json, --report),
                                                   * or NULL: not read, or no manifest */
+    const char *error;                           /* why the checks could not run at all
+                                                  * (DST or SRC unreadable), or NULL */
 };
 
 typedef void report_writer(const struct report *r, FILE *out);
@@ -34,8 +37,10 @@ report_writer report_write_json;
 report_writer report_write_html;
 
 /* What the writers share (report.c). */
-/* Problems found, kept in the report or not; 0: verified. */
+/* Problems found, kept in the report or not. */
 uint64_t report_problem_total(const struct report *r);
+/* Whether the dataset is verified: the checks ran and found no problem. */
+int report_verified(const struct report *r);
 /* amount / seconds; 0 when no time passed. */
 double report_per_second(double amount, double seconds);
 /* Whether label tally i is shown: a label of the manifest, or the unlabeled

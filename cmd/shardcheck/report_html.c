@@ -47,9 +47,9 @@ static void checks_run(FILE *out, const struct report *rep)
     fputs("Checked: manifest, every shard's size and xxh3, footers, index, keys and counts", out);
     if (o->deep)
         fputs("; every record decompressed and decoded", out);
-    if (o->source) {
+    if (rep->source) {
         fputs("; identity with SRC <code>", out);
-        html_text(out, o->source);
+        html_bytes(out, rep->source, strlen(rep->source));
         fputs("</code>", out);
         if (r->labels_checked)
             fputs(" and labels re-derived from it", out);
@@ -71,8 +71,18 @@ static void verdict(FILE *out, const struct report *rep)
     const struct shard_verify_report *r = rep->verify;
     const struct dataset_summary *d = rep->dataset;
     uint64_t total = report_problem_total(rep);
-    fprintf(out, "<div class=\"verdict %s\" id=\"verdict\" data-verified=\"%s\">", total ? "bad" : "ok",
-            total ? "false" : "true");
+    int verified = report_verified(rep);
+    fprintf(out, "<div class=\"verdict %s\" id=\"verdict\" data-verified=\"%s\">",
+            verified ? "ok" : "bad", verified ? "true" : "false");
+    if (rep->error) {
+        /* the checks could not run: say why, and what would have been checked */
+        fputs("Not verified: the dataset could not be checked<span class=\"detail\">", out);
+        html_text(out, rep->error);
+        fputs("</span></div>\n<p>Dataset <code>", out);
+        html_bytes(out, rep->dst, strlen(rep->dst));
+        fputs("</code></p>\n", out);
+        return;
+    }
     if (total)
         fprintf(out, "Not verified: %llu %s", (unsigned long long)total,
                 plural(total, "problem", "problems"));
@@ -93,7 +103,7 @@ static void verdict(FILE *out, const struct report *rep)
     checks_run(out, rep);
     fputs("</span></div>\n", out);
     fputs("<p>Dataset <code>", out);
-    html_text(out, rep->dst);
+    html_bytes(out, rep->dst, strlen(rep->dst));
     fputs("</code></p>\n", out);
 }
 
@@ -112,7 +122,7 @@ static void problems(FILE *out, const struct report *rep)
         html_row_begin(out, "bad");
         html_cell(out, shard_check_name(p->check));
         if (p->shard >= 0 && m && (uint64_t)p->shard < m->shard_count) {
-            html_cell_bytes(out, m->shards[p->shard].file, strlen(m->shards[p->shard].file), 1);
+            html_cell_code(out, m->shards[p->shard].file);
         } else if (p->shard >= 0) {
             char buf[32];
             html_cell(out, u64_text((uint64_t)p->shard, buf, sizeof buf));
@@ -462,7 +472,7 @@ static void shards(FILE *out, const struct dataset_summary *d)
     html_table_begin(out, "shard-table", head, 3);
     for (uint32_t i = 0; i < n; i++) {
         html_row_begin(out, NULL);
-        html_cell_bytes(out, m->shards[i].file, strlen(m->shards[i].file), 1);
+        html_cell_code(out, m->shards[i].file);
         html_cell_u64(out, m->shards[i].samples);
         html_cell_u64(out, m->shards[i].bytes);
         html_row_end(out);
@@ -734,7 +744,7 @@ static void option_row(FILE *out, const char *name, const char *value)
 {
     html_row_begin(out, NULL);
     html_cell(out, name);
-    html_cell_bytes(out, value, strlen(value), 1);
+    html_cell_code(out, value);
     html_row_end(out);
 }
 
@@ -763,7 +773,14 @@ static void options(FILE *out, const struct report *rep)
     html_table_begin(out, "check-options-table", head, 2);
     char buf[64];
     option_row(out, "--deep", o->deep ? "yes" : "no");
-    option_row(out, "--source", o->source ? o->source : "(none)");
+    if (rep->source) {
+        html_row_begin(out, NULL);
+        html_cell(out, "--source");
+        html_cell_bytes(out, rep->source, strlen(rep->source), 1);
+        html_row_end(out);
+    } else {
+        option_row(out, "--source", "(none)");
+    }
     if (o->labels)
         option_row(out, "--labels", o->labels);
     if (o->fidelity) {
@@ -791,10 +808,15 @@ static void options(FILE *out, const struct report *rep)
 void report_write_html(const struct report *rep, FILE *out)
 {
     char title[160];
-    snprintf(title, sizeof title, "shardcheck: %s", report_problem_total(rep) ? "not verified"
-                                                                               : "verified");
+    snprintf(title, sizeof title, "shardcheck: %s",
+             report_verified(rep) ? "verified" : "not verified");
     html_begin(out, title, PROG);
     verdict(out, rep);
+    if (rep->error) {  /* nothing was checked: nothing else to show but what was asked */
+        options(out, rep);
+        html_end(out, PROG);
+        return;
+    }
     problems(out, rep);
     if (rep->dataset)
         counts(out, rep);

@@ -31,8 +31,7 @@ static json_t *problems_json(const struct shard_verify_report *r)
         json_object_set_new(o, "record", p->record >= 0 ? json_integer(p->record) : json_null());
         if (p->key)
             shard_json_set_key(o, p->key, p->key_len);
-        json_t *msg = json_string(p->message);
-        json_object_set_new(o, "message", msg ? msg : json_string("(message is not UTF-8)"));
+        json_object_set_new(o, "message", cli_json_text(p->message));
         json_array_append_new(a, o);
     }
     return a;
@@ -92,7 +91,7 @@ static json_t *labels_json(const struct report *rep)
             continue;
         json_array_append_new(
             a, json_pack("{s:o, s:I, s:o, s:o, s:b}", "label",
-                         t->name ? json_string(t->name) : json_null(), "manifest",
+                         cli_json_text(t->name), "manifest",
                          (json_int_t)t->manifest, "shards",
                          r->labels_counted ? json_integer((json_int_t)t->shards) : json_null(),
                          "source",
@@ -129,26 +128,27 @@ static json_t *dataset_json(const struct dataset_summary *s)
         const struct shard_reject *rj = &m->rejects[i];
         json_t *o = json_object();
         shard_json_set_key(o, rj->key, rj->key_len);
-        json_object_set_new(o, "reason", json_string(rj->reason ? rj->reason : ""));
+        json_object_set_new(o, "reason", cli_json_text(rj->reason ? rj->reason : ""));
         json_object_set_new(o, "source_bytes", rj->has_source
                                                    ? json_integer((json_int_t)rj->source_bytes)
                                                    : json_null());
         json_array_append_new(rejects, o);
     }
     for (size_t i = 0; i < s->reason_count; i++)
-        json_array_append_new(reasons, json_pack("{s:s, s:I}", "reason", s->reasons[i].reason,
-                                                 "count", (json_int_t)s->reasons[i].count));
+        json_array_append_new(reasons, json_pack("{s:o, s:I}", "reason",
+                                                 cli_json_text(s->reasons[i].reason), "count",
+                                                 (json_int_t)s->reasons[i].count));
     json_t *warned = json_array();
     for (size_t i = 0; i < s->warned_count; i++) {
         json_t *o = json_object();
         shard_json_set_key(o, s->warned[i].key, s->warned[i].key_len);
-        json_object_set_new(o, "warning", json_string(s->warned[i].warning));
+        json_object_set_new(o, "warning", cli_json_text(s->warned[i].warning));
         json_array_append_new(warned, o);
     }
     json_t *sizes = cli_json_histogram(&s->record_bytes);
     json_object_set_new(sizes, "shards_read", json_integer((json_int_t)s->shards_sized));
     return json_pack("{s:s?, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:i}, s:O, s:o, s:o, s:o, s:o, "
-                     "s:o, s:o, s:s?}",
+                     "s:o, s:o, s:o?}",
                      "source_kind", m->source_kind, "counts", "candidates",
                      (json_int_t)summary_candidates(s), "samples", (json_int_t)m->samples,
                      "rejected", (json_int_t)m->rejected, "ignored", (json_int_t)m->ignored,
@@ -156,7 +156,7 @@ static json_t *dataset_json(const struct dataset_summary *s)
                      "labels", (int)m->label_count, "config", s->config, "shards", shards,
                      "rejects", rejects, "rejects_by_reason", reasons, "warned_samples", warned,
                      "record_bytes", sizes, "dimensions", dimensions_json(s), "note",
-                     s->note[0] ? s->note : NULL);
+                     s->note[0] ? cli_json_text(s->note) : NULL);
 }
 
 /* The declared fields (format version 2): each one's coverage, and for
@@ -170,13 +170,15 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
     json_t *fields = json_array();
     for (uint32_t f = 0; f < m->config.field_count; f++) {
         const struct field_summary *fs = &s->fields[f];
-        json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:b, s:I, s:I, s:o}", "name", fs->decl->name,
-                              "type", fs->type, "source",
-                              fs->decl->sidecar ? "sidecar" : "column",
-                              fs->decl->sidecar ? fs->decl->sidecar : fs->decl->column,
-                              "required", fs->decl->required, "samples",
-                              (json_int_t)fs->samples, "of", (json_int_t)m->samples,
-                              "coverage",
+        /* a name is ASCII (the manifest checks it); a suffix or column may be any bytes */
+        json_t *source = json_object();
+        json_object_set_new(source, fs->decl->sidecar ? "sidecar" : "column",
+                            cli_json_text(fs->decl->sidecar ? fs->decl->sidecar
+                                                            : fs->decl->column));
+        json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:I, s:I, s:o}", "name", fs->decl->name,
+                              "type", fs->type, "source", source, "required",
+                              fs->decl->required, "samples", (json_int_t)fs->samples, "of",
+                              (json_int_t)m->samples, "coverage",
                               cli_json_number_or_null(m->samples ? (double)fs->samples /
                                                                        (double)m->samples
                                                                  : NAN));
@@ -205,8 +207,21 @@ void report_write_json(const struct report *rep, FILE *out)
     const struct shard_verify_options *opts = rep->options;
     json_t *o = json_object();
     uint64_t total = report_problem_total(rep);
-    json_object_set_new(o, "dataset", json_string(rep->dst));
-    json_object_set_new(o, "verified", json_boolean(total == 0));
+    cli_json_set_path(o, "dataset", rep->dst);  /* or dataset_hex */
+    json_object_set_new(o, "verified", json_boolean(report_verified(rep)));
+    if (rep->error) {
+        /* the checks could not run: what it was, and why */
+        json_object_set_new(o, "error", cli_json_text(rep->error));
+        json_object_set_new(o, "problem_count", json_integer(0));
+        json_object_set_new(o, "problems", json_array());
+        if (rep->source) {
+            json_t *source = json_object();
+            cli_json_set_path(source, "path", rep->source);
+            json_object_set_new(o, "source", source);
+        }
+        cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        return;
+    }
     json_object_set_new(o, "shards", json_integer(r->shards));
     json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
     json_object_set_new(o, "threads", json_integer(r->threads));
@@ -219,19 +234,22 @@ void report_write_json(const struct report *rep, FILE *out)
     if (opts->source)
         json_object_set_new(rates, "source", rate_json(&r->source));
     json_object_set_new(o, "rates", rates);
-    if (opts->source)
-        json_object_set_new(o, "source",
-                            json_pack("{s:s, s:I, s:I, s:b, s:s?}", "path", opts->source,
-                                      "candidates", (json_int_t)r->source_candidates,
-                                      "ignored", (json_int_t)r->source_ignored,
-                                      "labels_checked", r->labels_checked, "labels_note",
-                                      r->labels_note));
-    if (opts->source && r->fields) {
-        json_t *source = json_object_get(o, "source");
-        json_object_set_new(source, "sidecars", json_integer((json_int_t)r->source_sidecars));
-        json_object_set_new(source, "orphans", json_integer((json_int_t)r->source_orphans));
-        json_object_set_new(source, "fields_note",
-                            r->fields_note ? json_string(r->fields_note) : json_null());
+    if (opts->source) {
+        json_t *source = json_object();
+        cli_json_set_path(source, "path", rep->source);  /* or path_hex */
+        json_object_set_new(source, "candidates", json_integer((json_int_t)r->source_candidates));
+        json_object_set_new(source, "ignored", json_integer((json_int_t)r->source_ignored));
+        json_object_set_new(source, "labels_checked", json_boolean(r->labels_checked));
+        if (r->labels_note)
+            json_object_set_new(source, "labels_note", cli_json_text(r->labels_note));
+        if (r->fields) {  /* format version 2: SRC's sidecar files */
+            json_object_set_new(source, "sidecars", json_integer((json_int_t)r->source_sidecars));
+            json_object_set_new(source, "orphans", json_integer((json_int_t)r->source_orphans));
+            json_object_set_new(source, "fields_note", r->fields_note
+                                                           ? cli_json_text(r->fields_note)
+                                                           : json_null());
+        }
+        json_object_set_new(o, "source", source);
     }
     if (opts->fidelity)
         json_object_set_new(o, "fidelity", fidelity_json(r));

@@ -23,6 +23,7 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
+    cli_check_stdout_at_exit("shardify");
     if (argc > 1 && !strcmp(argv[1], "merge"))  /* a SRC named so is given as ./merge */
         return merge_main(argc - 1, argv + 1);
     struct options o;

@@ -88,7 +88,7 @@ int merge_main(int argc, char **argv)
         json_t *j = json_object();
         json_object_set_new(j, "status", json_string(rc ? "failed" : "ok"));
         if (rc) {
-            json_object_set_new(j, "error", json_string(err.msg));
+            json_object_set_new(j, "error", cli_json_text(err.msg));
             json_object_set_new(j, "error_code", json_integer(rc));
         }
         json_object_set_new(j, "parts", json_integer(s.parts));

@@ -22,7 +22,8 @@ static const char usage_text[] =
     "        file (.tar, .tar.gz, .tar.zst, .zip ...), read in one streaming pass\n"
     "        whose converted samples are spooled in DST/.shardify until the shards\n"
     "        are written: DST needs room for about twice the dataset meanwhile;\n"
-    "        or s3://BUCKET/PREFIX: every object below PREFIX/, fetched in parallel\n"
+    "        or s3://BUCKET/PREFIX: every object below PREFIX/, fetched in parallel;\n"
+    "        with --archives, a directory of archives read as one source\n"
     "  DST   output directory; created if missing; must be empty unless it holds a\n"
     "        previous shardify output (see --overwrite and --resume); or\n"
     "        s3://BUCKET/PREFIX: each shard is uploaded when it is finished,\n"
@@ -45,6 +46,11 @@ static const char usage_text[] =
     "                        capture group of PATTERN on the key), sidecar:SUFFIX\n"
     "                        (the text of each image's sidecar file, e.g.\n"
     "                        sidecar:.cls) or column:NAME (of --annotations)\n"
+    "  --archives            SRC is a directory of archives (WebDataset tar shards, as\n"
+    "                        img2dataset writes them): every .tar, .tar.gz, .tar.zst,\n"
+    "                        .zip ... directly in it is read, in name order, as part\n"
+    "                        of one source; keys name their archive\n"
+    "                        (00000.tar/000123.jpg); other files are ignored\n"
     "  --field NAME=TYPE[,from=SOURCE][,required]\n"
     "                        a field each sample carries besides its image (repeat\n"
     "                        for more); TYPE: text, json, int, float, float32[N],\n"
@@ -115,7 +121,7 @@ enum {
     OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
     OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
     OPT_QUIET, OPT_VERSION, OPT_WORK_DIR, OPT_PART, OPT_PARTS, OPT_INCREMENTAL,
-    OPT_INCREMENTAL_OR_FULL, OPT_FIELD, OPT_ANNOTATIONS, OPT_MAX_FIELD_BYTES,
+    OPT_INCREMENTAL_OR_FULL, OPT_FIELD, OPT_ANNOTATIONS, OPT_MAX_FIELD_BYTES, OPT_ARCHIVES,
 };
 
 static const struct option long_options[] = {
@@ -128,6 +134,7 @@ static const struct option long_options[] = {
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"labels", required_argument, NULL, OPT_LABELS},
     {"field", required_argument, NULL, OPT_FIELD},
+    {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
     {"max-field-bytes", required_argument, NULL, OPT_MAX_FIELD_BYTES},
     {"shuffle-seed", required_argument, NULL, OPT_SEED},
@@ -209,6 +216,7 @@ static int parse_option(int opt, void *ctx, char **argv)
         o->fields[o->run.field_count++] = optarg;
         o->run.fields = o->fields;
         break;
+    case OPT_ARCHIVES: o->run.archives = 1; break;
     case OPT_ANNOTATIONS:
         if (o->run.annotations)
             return cli_usage_error(PROG, "give one --annotations table");
@@ -334,8 +342,6 @@ int options_parse(int argc, char **argv, struct options *o)
                                "and neither is given");
     if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)
         return cli_usage_error(PROG, "--labels %s needs --annotations FILE", o->run.labels);
-    if ((o->run.field_count || o->run.annotations) && o->run.incremental)
-        return cli_usage_error(PROG, "--incremental does not take fields yet: convert in full");
     if (o->run.labels) {
         /* checked before the run touches DST: a bad regex is a usage error;
          * a CSV file that cannot be read or used is input that fails the run */

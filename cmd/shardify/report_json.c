@@ -42,19 +42,22 @@ static json_t *timing_json(const struct shardify_timing *t)
 }
 
 /* The manifest's "lineage", as the manifest writes it. */
-static json_t *lineage_json(const struct shard_lineage *l)
+static json_t *lineage_json(const struct shard_lineage *l, int fields)
 {
     char hex[17];
     shard_hex64(l->previous_manifest_xxh3, hex);
     if (l->full_rebuild)
         return json_pack("{ssss}", "previous_manifest_xxh3", hex, "full_rebuild",
                          l->full_rebuild);
-    return json_pack("{sssIsIsIsIsIsIsIsI}", "previous_manifest_xxh3", hex, "added",
-                     (json_int_t)l->added, "changed", (json_int_t)l->changed, "unchanged",
-                     (json_int_t)l->unchanged, "removed", (json_int_t)l->removed, "reused",
-                     (json_int_t)l->reused, "relabeled", (json_int_t)l->relabeled,
-                     "rejected_again", (json_int_t)l->rejected_again, "reconverted",
-                     (json_int_t)l->reconverted);
+    json_t *o = json_pack("{sssIsIsIsIsIsIsIsI}", "previous_manifest_xxh3", hex, "added",
+                          (json_int_t)l->added, "changed", (json_int_t)l->changed, "unchanged",
+                          (json_int_t)l->unchanged, "removed", (json_int_t)l->removed, "reused",
+                          (json_int_t)l->reused, "relabeled", (json_int_t)l->relabeled,
+                          "rejected_again", (json_int_t)l->rejected_again, "reconverted",
+                          (json_int_t)l->reconverted);
+    if (o && fields)  /* a dataset with fields: as its manifest's lineage */
+        json_object_set_new(o, "refielded", json_integer((json_int_t)l->refielded));
+    return o;
 }
 
 void report_write_json(const struct report *r, FILE *out)
@@ -63,7 +66,7 @@ void report_write_json(const struct report *r, FILE *out)
     json_t *o = json_object();
     json_object_set_new(o, "status", json_string(r->status ? "failed" : "ok"));
     if (r->status) {
-        json_object_set_new(o, "error", json_string(r->err->msg));
+        json_object_set_new(o, "error", cli_json_text(r->err->msg));
         json_object_set_new(o, "error_code", json_integer(r->status));
     }
     json_object_set_new(o, "candidates", json_integer((json_int_t)s->candidates));
@@ -86,7 +89,19 @@ void report_write_json(const struct report *r, FILE *out)
     json_object_set_new(o, "threads", json_integer(s->threads));
     json_object_set_new(o, "timing", timing_json(&s->timing));
     if (s->has_lineage)
-        json_object_set_new(o, "lineage", lineage_json(&s->lineage));
+        json_object_set_new(o, "lineage", lineage_json(&s->lineage, s->field_count > 0));
+    if (s->field_count) {  /* a dataset with fields */
+        json_t *fields = json_object();
+        for (uint32_t i = 0; i < s->field_count; i++)
+            json_object_set_new(fields, s->field_names[i],
+                                json_integer((json_int_t)s->field_samples[i]));
+        json_object_set_new(o, "fields", fields);
+        json_object_set_new(o, "sidecars", json_integer((json_int_t)s->sidecars));
+        json_object_set_new(o, "orphans", json_integer((json_int_t)s->orphans));
+        json_object_set_new(o, "annotation_rows", json_integer((json_int_t)s->annotation_rows));
+        json_object_set_new(o, "annotation_rows_unmatched",
+                            json_integer((json_int_t)s->annotation_rows_unmatched));
+    }
     json_object_set_new(o, "rejects", rejects_json(s));
     json_object_set_new(o, "warnings", warnings_json(s));
     cli_json_print(o, out, JSON_COMPACT | JSON_PRESERVE_ORDER);

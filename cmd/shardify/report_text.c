@@ -50,6 +50,10 @@ static void write_lineage(const struct report *r, FILE *out)
                 (unsigned long long)l->reused, (unsigned long long)l->relabeled,
                 (unsigned long long)l->rejected_again, (unsigned long long)l->reconverted,
                 r->options->incremental);
+    if (!l->full_rebuild && s->field_count)
+        fprintf(out, "%s: %llu unchanged image%s with changed fields: stored pixels kept, "
+                "fields of now\n", PROG, (unsigned long long)l->refielded,
+                l->refielded == 1 ? "" : "s");
     fprintf(out, "%s: time: scan %.2f s, convert %.2f s (writing shards %.2f s), publish "
             "%.2f s; per-file work (thread-seconds): read %.2f, hash %.2f, decode %.2f, copy "
             "%.2f\n", PROG, t->scan, t->convert, t->write, t->publish, t->read, t->hash,
@@ -81,6 +85,22 @@ void report_write_text(const struct report *r, FILE *out)
         fprintf(out, "%s: %llu of the %llu rows of the label file name no file of '%s'\n",
                 PROG, (unsigned long long)s->label_rows_unmatched,
                 (unsigned long long)s->label_rows, r->src);
+    if (s->field_count) {
+        fprintf(out, "%s: fields:", PROG);
+        for (uint32_t i = 0; i < s->field_count; i++)
+            fprintf(out, "%s %s %llu", i ? "," : "", s->field_names[i],
+                    (unsigned long long)s->field_samples[i]);
+        fprintf(out, " of %llu samples (%llu sidecar file%s)\n", (unsigned long long)s->samples,
+                (unsigned long long)s->sidecars, s->sidecars == 1 ? "" : "s");
+    }
+    if (s->orphans)
+        fprintf(out, "%s: %llu sidecar file%s of no image (listed in %s/manifest.json as "
+                "\"orphans\")\n", PROG, (unsigned long long)s->orphans,
+                s->orphans == 1 ? "" : "s", r->dst);
+    if (s->annotation_rows_unmatched)
+        fprintf(out, "%s: %llu of the %llu rows of the annotation table name no file of '%s'\n",
+                PROG, (unsigned long long)s->annotation_rows_unmatched,
+                (unsigned long long)s->annotation_rows, r->src);
     if (r->options->parts)  /* a conversion in parts: this is one of them */
         fprintf(out, "%s: part %u of %u is in '%s/%s/%u-of-%u'; once all %u are: shardify "
                 "merge '%s'\n", PROG, r->options->part, r->options->parts, r->dst,

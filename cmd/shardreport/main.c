@@ -56,6 +56,7 @@ fail:
 
 int main(int argc, char **argv)
 {
+    cli_check_stdout_at_exit(PROG);
     struct options o;
     int rc = options_parse(argc, argv, &o);
     if (rc)

@@ -20,7 +20,7 @@ static double value(const struct run_number *n)
     return n->known ? n->value : NAN;
 }
 
-/* <a href=HREF>TEXT</a>: HREF is a path relative to ROOT the script wrote. */
+/* <a href=HREF>TEXT</a>: HREF a file inside ROOT, percent-encoded (runs_href). */
 static void link(FILE *out, const char *href, const char *text)
 {
     fputs("<a href=\"", out);
@@ -30,13 +30,27 @@ static void link(FILE *out, const char *href, const char *text)
     fputs("</a>", out);
 }
 
+/* A file a run record names (`what`: "report", "log"): a link when it is a
+ * file inside ROOT, else the word and why it is not linked. */
+static void file_link(FILE *out, const char *what, const char *path, const char *href)
+{
+    if (href) {
+        link(out, href, what);
+        return;
+    }
+    fputs("<span class=\"muted\">", out);
+    html_textf(out, "%s '%s' (not linked: no file inside ROOT)", what, path);
+    fputs("</span>", out);
+}
+
 static void latest(FILE *out, const struct report *r)
 {
     const struct runs *runs = r->runs;
     if (!runs->count) {
         fputs("<div class=\"verdict bad\" id=\"latest\">No run recorded yet<span class=\"detail\">",
               out);
-        html_textf(out, "%s/runs holds no run record.", r->root);
+        html_bytes(out, r->root, strlen(r->root));
+        html_text(out, "/runs holds no run record.");
         fputs("</span></div>\n", out);
         return;
     }
@@ -55,9 +69,13 @@ static void latest(FILE *out, const struct report *r)
     size_t published = 0;
     for (size_t i = 0; i < runs->count; i++)
         published += !report_run_failed(&runs->rows[i]);
-    html_textf(out, ". %zu run%s recorded, %zu published, %zu not. current -> %s.", runs->count,
-               runs->count == 1 ? "" : "s", published, runs->count - published,
-               runs->current ? runs->current : "(none)");
+    html_textf(out, ". %zu run%s recorded, %zu published, %zu not. current -> ", runs->count,
+               runs->count == 1 ? "" : "s", published, runs->count - published);
+    if (runs->current)
+        html_bytes(out, runs->current, strlen(runs->current));
+    else
+        html_text(out, "(none)");
+    html_text(out, ".");
     fputs("</span></div>\n", out);
 }
 
@@ -122,8 +140,8 @@ static void table(FILE *out, const struct report *r)
         int failed = report_run_failed(row);
         html_row_begin(out, failed ? "bad" : NULL);
         fputs("<td class=\"code\">", out);
-        if (row->report)
-            link(out, row->report, row->run);
+        if (row->report_href)
+            link(out, row->report_href, row->run);
         else
             html_text(out, row->run);
         fputs("</td>", out);
@@ -139,11 +157,11 @@ static void table(FILE *out, const struct report *r)
         number_cell(out, &row->exit_code);
         fputs("<td>", out);
         if (row->report) {
-            link(out, row->report, "report");
+            file_link(out, "report", row->report, row->report_href);
             fputs(" ", out);
         }
         if (row->log)
-            link(out, row->log, "log");
+            file_link(out, "log", row->log, row->log_href);
         if (row->error) {
             fputs(" <span class=\"bad\">", out);
             html_text(out, row->error);
@@ -159,7 +177,7 @@ void report_write_html(const struct report *r, FILE *out)
 {
     html_begin(out, "shardkit nightly", PROG);
     fputs("<p>ROOT <code>", out);
-    html_text(out, r->root);
+    html_bytes(out, r->root, strlen(r->root));
     fputs("</code>: each night shardify builds a new version, shardcheck proves it, and only "
           "then <code>current</code> points at it.</p>\n",
           out);

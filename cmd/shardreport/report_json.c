@@ -23,7 +23,7 @@ static json_t *string_or_null(const char *s)
 static json_t *row_json(const struct run_row *row)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "run", json_string(row->run));
+    cli_json_set_path(o, "run", row->run);  /* a file name: or run_hex */
     json_object_set_new(o, "status", json_string(row->status));
     json_object_set_new(o, "published", json_boolean(row->published));
     json_object_set_new(o, "exit_code", number(&row->exit_code));
@@ -45,7 +45,7 @@ static json_t *row_json(const struct run_row *row)
     json_object_set_new(o, "reused", number(&row->reused));
     json_object_set_new(o, "report", string_or_null(row->report));
     json_object_set_new(o, "log", string_or_null(row->log));
-    json_object_set_new(o, "error", string_or_null(row->error));
+    json_object_set_new(o, "error", cli_json_text(row->error));
     return o;
 }
 
@@ -54,7 +54,12 @@ void report_write_json(const struct report *r, FILE *out)
     json_t *rows = json_array();
     for (size_t i = 0; i < r->runs->count; i++)
         json_array_append_new(rows, row_json(&r->runs->rows[i]));
-    cli_json_print(json_pack("{s:s, s:o, s:o}", "root", r->root, "current",
-                             string_or_null(r->runs->current), "runs", rows),
-                   out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_t *o = json_object();
+    cli_json_set_path(o, "root", r->root);  /* or root_hex */
+    if (r->runs->current)
+        cli_json_set_path(o, "current", r->runs->current);  /* a link's target: or current_hex */
+    else
+        json_object_set_new(o, "current", json_null());
+    json_object_set_new(o, "runs", rows);
+    cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }

@@ -1,6 +1,7 @@
 /* runs.c - the nightly job's run records (see runs.h). */
 #include "runs.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -114,6 +115,55 @@ static void find_report(int dir, struct run_row *row)
         row->report = NULL;
 }
 
+/* Whether `path` has a ".." component. */
+static int climbs(const char *path)
+{
+    for (const char *p = path; *p; p += strcspn(p, "/"), p += *p == '/') {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return 1;
+    }
+    return 0;
+}
+
+char *runs_href(const char *root, const char *root_real, const char *path)
+{
+    if (!path || !path[0] || !root_real || climbs(path))
+        return NULL;
+    char *joined = NULL, *real = NULL, *href = NULL;
+    struct stat st;
+    size_t root_len = strlen(root_real);
+    if (root_len == 1)  /* ROOT is "/": every path is inside */
+        root_len = 0;
+    if (path[0] == '/')
+        joined = strdup(path);
+    else if (asprintf(&joined, "%s/%s", root, path) < 0)
+        joined = NULL;
+    /* where it leads, links followed: inside ROOT, and a regular file */
+    if (!joined || !(real = realpath(joined, NULL)) || strncmp(real, root_real, root_len) != 0 ||
+        real[root_len] != '/' || stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+        goto out;
+    static const char digits[] = "0123456789ABCDEF";
+    const char *inside = real + root_len + 1;
+    size_t n = 0;
+    if (!(href = malloc(3 * strlen(inside) + 1)))
+        goto out;
+    for (const unsigned char *p = (const unsigned char *)inside; *p; p++) {
+        if (isalnum(*p) || strchr("-._~/", *p)) {
+            href[n++] = (char)*p;
+        } else {
+            href[n++] = '%';
+            href[n++] = digits[*p >> 4];
+            href[n++] = digits[*p & 15];
+        }
+    }
+    href[n] = '\0';
+out:
+    free(joined);
+    free(real);
+    return href;
+}
+
 /* A run record's name: <stamp>.json, not latest.json, not a tool's
  * <stamp>.<tool>.json, not hidden (a temporary). */
 static int is_record(const char *name)
@@ -136,11 +186,13 @@ int runs_load(struct runs *r, const char *root, char *why, size_t why_size)
     memset(r, 0, sizeof *r);
     int rc = -1;
     DIR *d = NULL;
+    char *root_real = NULL;
     int dir = -1, rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0) {
         snprintf(why, why_size, "cannot open '%s': %s", root, strerror(errno));
         return -1;
     }
+    root_real = realpath(root, NULL);  /* links are made to files inside it only */
     char link[PATH_MAX];
     ssize_t n = readlinkat(rootfd, "current", link, sizeof link - 1);
     if (n > 0)
@@ -175,6 +227,8 @@ int runs_load(struct runs *r, const char *root, char *why, size_t why_size)
         if (!row->status)
             goto oom;
         find_report(dirfd(d), row);
+        row->report_href = runs_href(root, root_real, row->report);
+        row->log_href = runs_href(root, root_real, row->log);
     }
     qsort(r->rows, r->count, sizeof *r->rows, compare_rows);
     rc = 0;
@@ -187,6 +241,7 @@ out:
     else if (dir >= 0)
         close(dir);
     close(rootfd);
+    free(root_real);
     return rc;
 }
 
@@ -204,6 +259,8 @@ void runs_release(struct runs *r)
         free(row->version);
         free(row->report);
         free(row->log);
+        free(row->report_href);
+        free(row->log_href);
     }
     free(r->rows);
     free(r->current);

@@ -40,6 +40,8 @@ struct run_row {
     struct run_number reused;
     char *report;                 /* the run's shardcheck page, relative to ROOT, when it exists */
     char *log;                    /* the run's log, relative to ROOT */
+    char *report_href;            /* report and log as links from a page in ROOT, or NULL: */
+    char *log_href;               /* not a regular file inside ROOT (runs_href) */
 };
 
 struct runs {
@@ -49,10 +51,20 @@ struct runs {
     char *current;                /* where ROOT/current points, or NULL */
 };
 
+/* A path a run record names ("report", "log") as a link from a page in
+ * ROOT: the path inside ROOT of the file it names, percent-encoded (every
+ * byte but letters, digits and "-._~/"), so that it is always a relative
+ * URL and never a scheme (javascript:, http:).  NULL when it names no
+ * regular file inside ROOT: an empty path, a '..' component, an absolute
+ * path or a symbolic link that leads out of ROOT, a file that is not there
+ * (or when out of memory).  `root_real` is ROOT's realpath.  Malloc'd. */
+char *runs_href(const char *root, const char *root_real, const char *path);
+
 /* Read every run record in ROOT/runs (not latest.json, not the tools'
  * <stamp>.*.json, not hidden files).  ROOT is opened as given; inside it no
  * link is followed.  0, or -1 with *why set (ROOT/runs cannot be read, out
- * of memory).  Release with runs_release in both cases. */
+ * of memory).  Each row's report_href and log_href are set (runs_href).
+ * Release with runs_release in both cases. */
 int runs_load(struct runs *r, const char *root, char *why, size_t why_size);
 void runs_release(struct runs *r);
 

@@ -85,6 +85,16 @@ SHARD_API int shard_err_prefix(struct shard_err *err, int code, const char *fmt,
  * Returns out (always NUL-terminated when out_size > 0). */
 SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
 
+/* A copy of `text` in which the user information of every URL ("user:password"
+ * of "https://user:password@host/d") is replaced by three asterisks, so that
+ * a password given in a URL reaches no message, report or log.  A URL is a
+ * scheme (a letter, then letters, digits, '+', '-' or '.'), "://", and an
+ * authority up to the first '/', '?', '#', white space or control byte;
+ * its user information ends at the last '@' of the authority.  Every
+ * message this library makes is redacted so already.  Returns a malloc'd
+ * string the caller frees, or NULL (out of memory, or `text` NULL). */
+SHARD_API char *shard_redact_urls(const char *text);
+
 /* Length of the valid UTF-8 character at p (at most `avail` bytes): 1..4, or
  * 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and
  * values above U+10FFFF are invalid). */

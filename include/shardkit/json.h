@@ -1,6 +1,7 @@
 /*
- * shardkit/json.h - sample keys in JSON, for tools that build reports with
- * jansson.  Not pulled in by shardkit.h: it needs <jansson.h>.
+ * shardkit/json.h - sample keys (and other byte strings) in JSON, for tools
+ * that build reports with jansson.  Not pulled in by shardkit.h: it needs
+ * <jansson.h>.
  */
 #ifndef SHARDKIT_JSON_H
 #define SHARDKIT_JSON_H
@@ -18,6 +19,12 @@ extern "C" {
  * its bytes in hex: the same rule as index.jsonl and manifest.json, so a
  * report names a key exactly as the dataset does.  0 or SHARD_ENOMEM. */
 SHARD_API int shard_json_set_key(json_t *obj, const char *key, size_t len);
+
+/* The same rule for any byte string, a path for one: obj[name] when the
+ * bytes are valid UTF-8, else obj[name + "_hex"] (e.g. "dataset_hex").
+ * 0 or SHARD_ENOMEM. */
+SHARD_API int shard_json_set_bytes(json_t *obj, const char *name, const char *bytes,
+                                   size_t len);
 
 #ifdef __cplusplus
 }

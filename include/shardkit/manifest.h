@@ -185,6 +185,10 @@ struct shard_lineage {
     uint64_t rejected_again;    /* unchanged rejects, rejected again without decoding */
     uint64_t reconverted;       /* unchanged samples converted again: their previous
                                  * record was damaged or unreadable */
+    uint64_t refielded;         /* a dataset with fields: unchanged images whose fields
+                                 * changed (a corrected caption): the stored payload in a
+                                 * new frame with the new fields, not decoded; written only
+                                 * in a dataset with fields */
 };
 
 /* A sidecar file with no image to go with (its stem is no image's). */

@@ -119,6 +119,12 @@ struct shardify_options {
     const char *const *fields;
     uint32_t field_count;
     const char *annotations;
+    /* SRC is a directory of archives (WebDataset's tar shards, as
+     * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
+     * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as
+     * part of one source whose keys are the archive's name, '/', and the
+     * member's ("00000.tar/000123.jpg"); other files are ignored. */
+    int archives;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);
@@ -170,6 +176,18 @@ struct shardify_summary {
     int has_lineage;
     struct shard_lineage lineage;   /* lineage.full_rebuild points into full_rebuild */
     char full_rebuild[SHARD_ERRMSG_SIZE];
+    /* Fields (field_count 0 when none is declared): the declared names and
+     * the samples that have each, in field number order (owned, freed by
+     * shardify_summary_release); sidecar files stored as fields; sidecar
+     * files of no image (the manifest lists them); the annotation table's
+     * rows and those naming no file of SRC. */
+    uint32_t field_count;
+    char **field_names;
+    uint64_t *field_samples;
+    uint64_t sidecars;
+    uint64_t orphans;
+    uint64_t annotation_rows;
+    uint64_t annotation_rows_unmatched;
 };
 
 /* Convert SRC into DST.  SRC is a directory, an archive file or an

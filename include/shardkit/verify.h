@@ -27,22 +27,24 @@
  *            UTF-8 text, one JSON value, finite floats, vector lengths,
  *            label numbers below the label count and none twice), every
  *            required field, and the very fields its index line names; a
- *            text, json or bytes value hashes like the source bytes the line
- *            names; counts.fields and counts.sidecars equal what the records
- *            hold.
+ *            value identified by itself (text, json and bytes are their
+ *            source bytes; a table's value is identified as stored) hashes
+ *            like the identity the line names; counts.fields and
+ *            counts.sidecars equal what the records hold.
  *  source    scan SRC as shardify does and prove identity: every candidate
  *            file is a sample with the same key, source_bytes and
  *            source_xxh3, or a listed reject (with the same identity when
  *            one was recorded); nothing extra, nothing missing; counts.ignored
  *            matches; each sample's label re-derived from its key with the
  *            config's label rule equals its stored label, so per-label counts
- *            are equal.  Fields: SRC's sidecar files are found and matched with the
- *            images as shardify does; each sample (whose image is in SRC)
+ *            are equal.  Fields: SRC's sidecar files are found and matched
+ *            with the images as shardify does; each sample (whose image is in SRC)
  *            has a sidecar field exactly when SRC holds its file, with the
  *            size and xxh3 its index line names; with `annotations`, the
- *            table is the config's and each column field's value likewise;
- *            with deep too, each number, vector and label list parsed from
- *            SRC again equals the record's; images sharing a stem are
+ *            table is the config's and each column field's value, parsed as
+ *            shardify parses it, has the identity its line names; with deep
+ *            too, each number, vector and label list parsed from a sidecar
+ *            again equals the record's; images sharing a stem are
  *            rejects naming each other; the manifest's orphans are SRC's
  *            sidecar files of no image; a class from a sidecar or a column
  *            is re-derived from it.

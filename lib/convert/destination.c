@@ -415,6 +415,40 @@ static int unlink_work_entry(struct dst *d, const char *name, void *user, struct
 
 /* ---- the lock ---------------------------------------------------------------------- */
 
+/* The error for a lock (open as fd) another run holds: it names the pid
+ * the holder wrote into it. */
+static int in_use(const struct dst *d, int fd, struct shard_err *err)
+{
+    char pid[32] = "";
+    ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+    pid[n > 0 ? n : 0] = '\0';
+    pid[strcspn(pid, "\n")] = '\0';
+    return shard_err_set(err, SHARD_ELOCKED,
+                         "'%s' is in use by another shardify run (pid %s); "
+                         "wait for it to finish",
+                         d->name, pid[0] ? pid : "unknown");
+}
+
+/* Is another run at work in DST, holding the lock?  Then that is the
+ * error, before what its files look like is judged: a running run's work
+ * directory looks like an interrupted one's.  A lock that cannot be opened
+ * or is free is no error here (take_lock judges it). */
+static int busy(const struct dst *d, struct shard_err *err)
+{
+    if (d->work_fd < 0)
+        return SHARD_OK;
+    int fd = openat(d->work_fd, LOCK_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return SHARD_OK;
+    struct stat st;
+    int rc = SHARD_OK;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_SH | LOCK_NB) != 0 &&
+        errno == EWOULDBLOCK)
+        rc = in_use(d, fd, err);
+    close(fd);  /* releases the shared lock, if it was taken */
+    return rc;
+}
+
 /* Open and flock DST/.shardify/lock (created if missing, never through a
  * link, and only as a regular file with no other name: its pid is written
  * into it).  LOCK_STALE when a finishing run removed it meanwhile. */
@@ -441,14 +475,7 @@ static int take_lock(struct dst *d, struct shard_err *err)
                            d->work, LOCK_FILE);
     } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK) {
-            char pid[32] = "";
-            ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
-            pid[n > 0 ? n : 0] = '\0';
-            pid[strcspn(pid, "\n")] = '\0';
-            rc = shard_err_set(err, SHARD_ELOCKED,
-                               "'%s' is in use by another shardify run (pid %s); "
-                               "wait for it to finish",
-                               d->path, pid[0] ? pid : "unknown");
+            rc = in_use(d, fd, err);
         } else {
             rc = shard_err_errno(err, SHARD_EIO, errno, "cannot lock '%s/%s'", d->work,
                                  LOCK_FILE);
@@ -579,7 +606,8 @@ int sk_dst_open(struct dst **out, const char *path, const char *src, const char 
     } else if (!S_ISDIR(st.st_mode)) {
         rc = shard_err_set(err, SHARD_EEXIST, "destination '%s' is not a directory", d->path);
         goto fail;
-    } else if ((rc = open_dst(d, err)) || (rc = inspect(d, err)) || (rc = refuse(d, mode, err))) {
+    } else if ((rc = open_dst(d, err)) || (rc = inspect(d, err)) || (rc = busy(d, err)) ||
+               (rc = refuse(d, mode, err))) {
         goto fail;
     }
     /* create second: the work directory and the lock; then check again

@@ -250,7 +250,7 @@ static void table_origin(const struct sk_field_plan *p, int64_t row, struct orig
 static int value_bytes(const struct sk_field_plan *p, const char *name, uint32_t suffix,
                        uint32_t col, const char *key, size_t len, sk_sidecar_read_fn read,
                        void *ctx, struct shard_buf *buf, const uint8_t **data, size_t *n,
-                       struct origin *o, double *read_seconds, struct shard_err *why)
+                       struct origin *o, struct sk_field_result *res, struct shard_err *why)
 {
     if (col != NONE) {
         int64_t row = sk_annotations_row(p->table, key, len);
@@ -303,7 +303,9 @@ static int value_bytes(const struct sk_field_plan *p, const char *name, uint32_t
     struct shard_err e;
     int fatal = 0;
     int rc = read(ctx, (size_t)file, fkey, p->config->max_field_bytes, buf, &fatal, &e);
-    *read_seconds += sk_now_seconds() - t0;
+    res->read_seconds += sk_now_seconds() - t0;
+    if (!rc)
+        res->bytes_read += buf->len;
     if (rc && fatal) {
         *why = e;
         return rc == SHARD_ECORRUPT ? SHARD_EIO : rc;  /* never taken for a reject */
@@ -384,7 +386,7 @@ int sk_field_plan_read_names(struct sk_field_plan *p, const struct shard_keylist
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_buf buf = {0};
     int rc = SHARD_OK;
-    double ignored = 0;
+    struct sk_field_result ignored = {0};
     for (uint64_t c = 0; !rc && c < n; c++) {
         size_t len;
         const char *key = shard_keylist_get(keys, c, &len);
@@ -516,6 +518,7 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
     res->count = 0;
     res->sidecars = 0;
     res->read_seconds = 0;
+    res->bytes_read = 0;
     const struct shard_config *c = p->config;
     uint32_t labels_seen = 0;
     struct shard_buf value = {0};
@@ -543,11 +546,15 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 n = value.len;
                 source_bytes = v->source_bytes;
                 source_xxh3 = v->source_xxh3;
+                if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+                    source_bytes = n;
+                    source_xxh3 = XXH3_64bits(data, n);
+                }
                 if (p->suffix_of[f] != NONE)
                     res->sidecars++;
             } else if (d->required) {
                 got = value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read, ctx,
-                                  scratch, &data, &n, &o, &res->read_seconds, why);
+                                  scratch, &data, &n, &o, res, why);
                 rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s' is required: %s%s", d->name,
                                    p->suffix_of[f] != NONE ? "no " : "", o.text);
             }
@@ -555,7 +562,7 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 continue;
         } else {
             got = value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read, ctx,
-                              scratch, &data, &n, &o, &res->read_seconds, why);
+                              scratch, &data, &n, &o, res, why);
             if (got < 0) {
                 rc = got;
                 break;
@@ -574,6 +581,10 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 break;
             data = value.data;
             n = value.len;
+            if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+                source_bytes = n;
+                source_xxh3 = XXH3_64bits(data, n);
+            }
         }
         if ((rc = shard_field_set_add(out, f, d->type, data, n, why)))
             break;

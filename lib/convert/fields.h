@@ -87,6 +87,7 @@ struct sk_field_result {
     uint32_t count;
     uint32_t sidecars;          /* sidecar files stored */
     double read_seconds;        /* spent reading sidecar files */
+    uint64_t bytes_read;        /* their bytes */
 };
 
 /* The field area of candidate `cand` (key[0..len)) into `out` (cleared

@@ -38,6 +38,8 @@ struct prev_entry {
     uint32_t width;
     uint32_t height;
     char *text;             /* sample: its decoder warning or NULL; reject: its reason */
+    uint64_t fields;        /* sample: its field identities, sk_prev.sources[fields ..] */
+    uint32_t field_count;
     uint8_t is_reject;
     uint8_t has_source;
     uint8_t seen;           /* written only by the serialised consumer */
@@ -57,35 +59,59 @@ struct sk_prev {
     struct shard_record_decoder **decoders;  /* per thread, for re-framing */
     int threads;
     struct shard_buf scratch;   /* the serialised consumer's frame buffer */
+    struct shard_field_source *sources;  /* the samples' field identities (a dataset with fields) */
+    uint64_t source_count, source_cap;
 };
 
 /* ---- options ---------------------------------------------------------------- */
 
-/* The manifest's config fields and the options that set them. */
+/* The manifest's config fields and the options that set them; a flag that
+ * turns a setting off (--no-upscale sets "upscale" false) is `negates`. */
 static const struct {
     const char *field;
     const char *option;
+    int negates;
 } config_options[] = {
-    {"size", "--size"},
-    {"fit", "--fit"},
-    {"upscale", "--no-upscale"},
-    {"codec", "--codec"},
-    {"quality", "--quality"},
-    {"zstd_level", "--zstd-level"},
-    {"shard_size", "--shard-size"},
-    {"labels", "--labels"},
-    {"shuffle", "--no-shuffle"},
-    {"shuffle_seed", "--shuffle-seed"},
-    {"max_pixels", "--max-pixels"},
-    {"max_file_bytes", "--max-file-size"},
+    {"size", "--size", 0},
+    {"fit", "--fit", 0},
+    {"upscale", "--no-upscale", 1},
+    {"codec", "--codec", 0},
+    {"quality", "--quality", 0},
+    {"zstd_level", "--zstd-level", 0},
+    {"shard_size", "--shard-size", 0},
+    {"labels", "--labels", 0},
+    {"shuffle", "--no-shuffle", 1},
+    {"shuffle_seed", "--shuffle-seed", 0},
+    {"max_pixels", "--max-pixels", 0},
+    {"max_file_bytes", "--max-file-size", 0},
+    {"fields", "--field", 0},
+    {"annotations", "--annotations", 0},
+    {"max_field_bytes", "--max-field-bytes", 0},
 };
 
-static const char *option_of(const char *field)
+/* The option that sets `field` (*negates: whether it is a flag that turns
+ * the setting off), or the field's own name for a setting without one
+ * ("background"). */
+static const char *option_of(const char *field, int *negates)
 {
+    *negates = 0;
     for (size_t i = 0; i < sizeof config_options / sizeof *config_options; i++)
-        if (!strcmp(config_options[i].field, field))
+        if (!strcmp(config_options[i].field, field)) {
+            *negates = config_options[i].negates;
             return config_options[i].option;
-    return field;  /* a setting without an option of its own ("background") */
+        }
+    return field;
+}
+
+/* How a setting of value v reads in terms of its option: a flag that turns
+ * it off is "given" when v is false ("--no-upscale given there"); other
+ * options show their value.  `json` is v as JSON; the result is static or
+ * `json`. */
+static const char *as_given(const json_t *v, int negates, const char *json)
+{
+    if (negates && json_is_boolean(v))
+        return json_is_true(v) ? "not given" : "given";
+    return json ? json : "?";
 }
 
 /* The first config field that differs, named by its option, with both values. */
@@ -113,9 +139,12 @@ static int compare_configs(const char *prev, const struct shard_config *was,
             continue;
         char *sa = json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT);
         char *sb = vb ? json_dumps(vb, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        int negates;
+        const char *option = option_of(field, &negates);
         rc = shard_err_set(err, SHARD_EMISMATCH,
                            "%s differs from the previous dataset '%s' (%s there, %s here)",
-                           option_of(field), prev, sa ? sa : "?", sb ? sb : "none");
+                           option, prev, as_given(va, negates, sa),
+                           vb ? as_given(vb, negates, sb) : "none");
         free(sa);
         free(sb);
         goto out;
@@ -196,11 +225,20 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     struct shard_config config = o->config;  /* as shardify_run resolves it */
     config.labels = (char *)shard_labeler_describe(lb);  /* borrowed */
     config.zstd_level = shard_config_zstd_level(&o->config);
+    config.fields = NULL;
+    config.field_count = 0;
+    config.annotations = NULL;
+    struct sk_field_plan *plan = NULL;  /* declares the fields, reads the table */
+    rc = sk_field_plan_new(&plan, o, o->labels, &config, err);
     struct shard_manifest m;
     uint64_t id;
-    rc = load_manifest(prev, &config, &m, &id, err);
+    if (!rc)
+        rc = load_manifest(prev, &config, &m, &id, err);
     if (!rc)
         shard_manifest_release(&m);
+    sk_field_plan_free(plan);
+    config.labels = NULL;  /* the labeler's */
+    shard_config_release(&config);
     shard_labeler_free(lb);
     return rc;
 }
@@ -264,6 +302,9 @@ static int build_table(struct sk_prev *p, struct shard_err *err)
     return SHARD_OK;
 }
 
+static int keep_sources(struct sk_prev *p, struct prev_entry *e, const struct shard_sample *s,
+                        struct shard_err *err);
+
 /* Every index line of PREV, held to the manifest's index identity. */
 static int load_index(struct sk_prev *p, struct shard_err *err)
 {
@@ -273,6 +314,8 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
     struct shard_index_reader *ir = NULL;
     struct shard_sample s;
     int rc = shard_index_reader_open(&ir, path, err), got;
+    if (!rc)
+        shard_index_reader_set_config(ir, &p->m.config);
     while (!rc && (got = shard_index_reader_next(ir, &s, err)) == 1) {
         struct prev_entry *e;
         if (s.shard >= p->m.shard_count || (s.label != SHARD_NO_LABEL &&
@@ -290,6 +333,8 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
             e->height = s.height;
             if (s.warning && !(e->text = strdup(s.warning)))
                 rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            if (!rc && s.field_count)
+                rc = keep_sources(p, e, &s, err);
         }
     }
     if (!rc && got < 0)
@@ -301,6 +346,27 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
     shard_index_reader_close(ir);
     free(path);
     return rc;
+}
+
+/* A sample's field identities, kept for the comparison with now's. */
+static int keep_sources(struct sk_prev *p, struct prev_entry *e, const struct shard_sample *s,
+                        struct shard_err *err)
+{
+    if (p->source_count + s->field_count > p->source_cap) {
+        uint64_t cap = p->source_cap ? 2 * p->source_cap : 1024;
+        while (cap < p->source_count + s->field_count)
+            cap *= 2;
+        struct shard_field_source *q = realloc(p->sources, cap * sizeof *q);
+        if (!q)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        p->sources = q;
+        p->source_cap = cap;
+    }
+    e->fields = p->source_count;
+    e->field_count = s->field_count;
+    memcpy(p->sources + p->source_count, s->fields, s->field_count * sizeof *s->fields);
+    p->source_count += s->field_count;
+    return SHARD_OK;
 }
 
 static int load_rejects(struct sk_prev *p, struct shard_err *err)
@@ -360,6 +426,7 @@ static void prev_free(struct sk_prev *p)
         shard_record_decoder_free(p->decoders[i]);
     free(p->decoders);
     shard_buf_release(&p->scratch);
+    free(p->sources);
     shard_manifest_release(&p->m);
     free(p);
 }
@@ -460,9 +527,57 @@ static int read_prev_frame(const struct sk_prev *p, const struct prev_entry *e, 
     return SHARD_OK;
 }
 
+/* Are the field identities of `e` those of now (fields[0..count))? */
+static int same_sources(const struct sk_prev *p, const struct prev_entry *e,
+                        const struct shard_field_source *fields, uint32_t count)
+{
+    if (e->field_count != count)
+        return 0;
+    const struct shard_field_source *was = p->sources + e->fields;
+    for (uint32_t i = 0; i < count; i++)
+        if (was[i].field != fields[i].field || was[i].source_bytes != fields[i].source_bytes ||
+            was[i].source_xxh3 != fields[i].source_xxh3)
+            return 0;
+    return 1;
+}
+
+/* A dataset with fields: the previous record when it is the record of now
+ * (same class label, the same field area byte for byte: a label number
+ * inside a `labels` field may have moved too), else its payload in a new
+ * frame with the label and the fields (built already, in s->fields) of now.
+ * The image is never decoded. */
+static int take_record_fields(struct run *r, int thread, const struct prev_entry *e,
+                              struct slot *s, const char *key, size_t key_len,
+                              struct shard_err *err)
+{
+    int rc = read_prev_frame(r->prev, e, key, key_len, &s->frame, &s->frame_xxh3, err);
+    struct shard_record_view view;
+    if (!rc)
+        rc = shard_record_decode(r->prev->decoders[thread], s->frame.data, s->frame.len,
+                                 &s->frame_xxh3, &view, err);
+    if (rc)
+        return rc;
+    int32_t label = r->label_of[s->cand];
+    int label_stands = same_label(r, e->label, label) && view.meta.label == label;
+    int fields_stand = view.fields_len == s->fields.area.len && view.field_count == s->fields.count &&
+                       (!view.fields_len ||
+                        !memcmp(view.fields, s->fields.area.data, view.fields_len));
+    if (label_stands && fields_stand) {
+        s->outcome = SK_REUSE_COPIED;
+        return SHARD_OK;
+    }
+    rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
+                               view.meta.height, view.payload, (size_t)view.payload_len,
+                               &s->fields, &s->frame, &s->frame_xxh3, err);
+    s->outcome = fields_stand ? SK_REUSE_RELABELED : SK_REUSE_REFIELDED;
+    return rc;
+}
+
 static int take_record(struct run *r, int thread, const struct prev_entry *e, struct slot *s,
                        const char *key, size_t key_len, struct shard_err *err)
 {
+    if (r->fields)
+        return take_record_fields(r, thread, e, s, key, key_len, err);
     int rc = read_prev_frame(r->prev, e, key, key_len, &s->frame, &s->frame_xxh3, err);
     int32_t label = r->label_of[s->cand];
     if (rc || same_label(r, e->label, label)) {
@@ -484,14 +599,17 @@ static int take_record(struct run *r, int thread, const struct prev_entry *e, st
 /* What an uninterrupted run did with a sample a resumed run adopted from a
  * finished shard: the same checks, without writing anything. */
 static int adopted_outcome(struct run *r, const struct prev_entry *e, const char *key,
-                           size_t key_len, int32_t label)
+                           size_t key_len, int32_t label, const struct shard_field_source *fields,
+                           uint32_t field_count)
 {
     struct shard_err why;
     uint64_t xxh3;
     if (e->is_reject)
-        return SK_REUSE_REJECTED;
+        return r->fields && !strncmp(e->text, "field '", 7) ? SK_REUSE_NONE : SK_REUSE_REJECTED;
     if (read_prev_frame(r->prev, e, key, key_len, &r->prev->scratch, &xxh3, &why))
         return SK_REUSE_RECONVERTED;
+    if (r->fields && !same_sources(r->prev, e, fields, field_count))
+        return SK_REUSE_REFIELDED;
     return same_label(r, e->label, label) ? SK_REUSE_COPIED : SK_REUSE_RELABELED;
 }
 
@@ -504,6 +622,10 @@ int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, siz
         e->source_xxh3 != s->source_xxh3)
         return 0;
     struct shard_err why;
+    /* rejected for a field: its fields (built by now) can be taken, so the
+     * image is converted; an image's own reason stands for the same bytes */
+    if (e->is_reject && r->fields && !strncmp(e->text, "field '", 7))
+        return 0;
     if (e->is_reject) {  /* the same bytes fail the same way */
         shard_err_set(&why, SHARD_ECORRUPT, "%s", e->text);
         sk_run_reject_slot(s, &why);
@@ -525,6 +647,7 @@ int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, siz
 
 void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32_t label,
                            int has_source, uint64_t source_bytes, uint64_t source_xxh3,
+                           const struct shard_field_source *fields, uint32_t field_count,
                            int outcome)
 {
     if (!r->prev)
@@ -543,11 +666,13 @@ void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32
     if (e)
         e->seen = 1;
     if (outcome == SK_REUSE_ADOPTED)
-        outcome = same_bytes && has_source ? adopted_outcome(r, e, key, key_len, label)
+        outcome = same_bytes && has_source ? adopted_outcome(r, e, key, key_len, label, fields,
+                                                             field_count)
                                            : SK_REUSE_NONE;
     switch (outcome) {
     case SK_REUSE_COPIED: l->reused++; break;
     case SK_REUSE_RELABELED: l->relabeled++; break;
+    case SK_REUSE_REFIELDED: l->refielded++; break;
     case SK_REUSE_REJECTED: l->rejected_again++; break;
     case SK_REUSE_RECONVERTED: l->reconverted++; break;
     default: break;

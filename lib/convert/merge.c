@@ -322,6 +322,16 @@ static int gather(struct merge *g, struct shard_err *err)
     m->labels = m0->labels;
     m->label_count = m0->label_count;
     m->index_file = SHARD_INDEX_FILE;
+    /* fields: every part scanned the whole source, so orphans and the table's
+     * counts are the same in each; samples and sidecars add up */
+    m->version = m0->version;
+    m->orphans = m0->orphans;
+    m->orphan_count = m0->orphan_count;
+    m->annotation_rows = m0->annotation_rows;
+    m->annotation_rows_unmatched = m0->annotation_rows_unmatched;
+    if (m0->config.field_count &&
+        !(m->field_samples = calloc(m0->config.field_count, sizeof *m->field_samples)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < g->count; i++) {
         struct part *p = &g->parts[i];
         int rc;
@@ -344,6 +354,12 @@ static int gather(struct merge *g, struct shard_err *err)
         m->samples += p->m.samples;
         m->unlabeled += p->m.unlabeled;
         m->warned += p->m.warned;
+        m->sidecars += p->m.sidecars;
+        if (p->m.config.field_count != m0->config.field_count || p->m.orphan_count != m0->orphan_count)
+            return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u has other fields or "
+                                 "orphans than part 0", i, g->count);
+        for (uint32_t f = 0; f < m0->config.field_count; f++)
+            m->field_samples[f] += p->m.field_samples[f];
     }
     m->rejected = m->reject_count;
     if (m->reject_count)
@@ -557,6 +573,7 @@ static void merge_release(struct merge *g)
     free(g->out.shards);
     free(g->out.rejects);
     free(g->out.label_samples);
+    free(g->out.field_samples);
     if (g->parts_fd >= 0)
         close(g->parts_fd);
     if (g->fd >= 0)

@@ -272,7 +272,7 @@ static int state_text(struct run *r, char **out, struct shard_err *err)
     if (*out)
         snprintf(*out, cap,
                  "{\"config\":%s,\"source\":\"%s\",\"candidates\":%llu,\"plan_xxh3\":\"%s\"%s}\n",
-                 config, r->archive ? "archive" : "directory", (unsigned long long)r->n, hex,
+                 config, SK_RUN_SOURCE_KIND(r), (unsigned long long)r->n, hex,
                  part);
     free(config);
     return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");

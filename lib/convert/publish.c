@@ -108,7 +108,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         return rc;
     sk_run_summarize(r, sum);
     m.config = r->config;  /* borrowed: not released below */
-    m.source_kind = r->archive ? "archive" : "directory";
+    m.source_kind = SK_RUN_SOURCE_KIND(r);
     m.samples = sk_assembler_samples(r->as);
     m.unlabeled = sk_assembler_unlabeled(r->as);
     m.ignored = sum->ignored;

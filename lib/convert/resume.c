@@ -19,7 +19,45 @@ struct adopt {
     uint64_t pos;
     int apply;          /* 0: only check; 1: hand to the assembler */
     struct shard_buf buf;
+    /* a dataset with fields: the sample's fields as they are now */
+    struct shard_field_set fields;
+    struct sk_field_result *field_result;
 };
+
+/* The fields of the sample at a->pos as the source gives them now, into
+ * a->fields and *a->field_result: sk_field_plan_build's status. */
+static int fields_now(struct adopt *a, const char *key, size_t key_len, struct shard_err *why)
+{
+    if (!a->field_result && !(a->field_result = malloc(sizeof *a->field_result)))
+        return shard_err_set(why, SHARD_ENOMEM, "out of memory");
+    return sk_field_plan_build(a->r->fields, a->r->order[a->pos], key, key_len,
+                               sk_run_read_sidecar, a->r, &a->buf, &a->fields, a->field_result,
+                               why);
+}
+
+/* Are the fields a journal line records those the source gives now?  (A
+ * changed sidecar makes the record stale, as a changed image does.) */
+static int fields_check(struct adopt *a, const struct shard_sample *s, struct shard_err *err)
+{
+    struct run *r = a->r;
+    if (!r->fields || a->apply)
+        return SHARD_OK;
+    struct shard_err why;
+    int rc = fields_now(a, s->key, s->key_len, &why);
+    if (rc == SHARD_ECORRUPT || (!rc && a->field_result->count != s->field_count))
+        return shard_err_set(err, SHARD_EMISMATCH, "the fields of '%s' changed", s->key);
+    if (rc) {
+        *err = why;
+        return rc;
+    }
+    for (uint32_t i = 0; i < s->field_count; i++) {
+        const struct shard_field_source *x = &a->field_result->sources[i], *y = &s->fields[i];
+        if (x->field != y->field || x->source_bytes != y->source_bytes ||
+            x->source_xxh3 != y->source_xxh3)
+            return shard_err_set(err, SHARD_EMISMATCH, "the fields of '%s' changed", s->key);
+    }
+    return SHARD_OK;
+}
 
 /* Does order position a->pos name this key, and is its source unchanged? */
 static int adopt_check(struct adopt *a, const char *key, size_t key_len, int has_source,
@@ -60,9 +98,11 @@ static int adopt_sample(void *user, struct shard_sample *s, struct shard_err *er
     int rc = adopt_check(a, s->key, s->key_len, 1, s->source_bytes, s->source_xxh3, err);
     if (!rc && s->label != a->r->label_of[a->r->order[a->pos]])
         rc = shard_err_set(err, SHARD_EMISMATCH, "label differs");
+    if (!rc)
+        rc = fields_check(a, s, err);
     if (!rc && a->apply) {
         sk_run_note_candidate(a->r, s->key, s->key_len, s->label, 1, s->source_bytes,
-                              s->source_xxh3, SK_REUSE_ADOPTED);
+                              s->source_xxh3, s->fields, s->field_count, SK_REUSE_ADOPTED);
         rc = sk_assembler_adopt_sample(a->r->as, s, err);
     }
     a->pos++;
@@ -74,9 +114,17 @@ static int adopt_reject(void *user, struct shard_reject *rj, struct shard_err *e
     struct adopt *a = user;
     int rc = adopt_check(a, rj->key, rj->key_len, rj->has_source, rj->source_bytes,
                          rj->source_xxh3, err);
+    /* rejected for a field: stale once its fields can be taken */
+    if (!rc && a->r->fields && !a->apply && !strncmp(rj->reason, "field '", 7)) {
+        struct shard_err why;
+        int now = fields_now(a, rj->key, rj->key_len, &why);
+        if (now != SHARD_ECORRUPT)
+            rc = now ? (*err = why, now)
+                     : shard_err_set(err, SHARD_EMISMATCH, "the fields of '%s' changed", rj->key);
+    }
     if (!rc && a->apply) {
         sk_run_note_candidate(a->r, rj->key, rj->key_len, SHARD_NO_LABEL, rj->has_source,
-                              rj->source_bytes, rj->source_xxh3, SK_REUSE_ADOPTED);
+                              rj->source_bytes, rj->source_xxh3, NULL, 0, SK_REUSE_ADOPTED);
         rc = sk_assembler_adopt_reject(a->r->as, rj, err);
     }
     a->pos++;
@@ -121,6 +169,8 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
             break;
     }
     shard_buf_release(&a.buf);
+    shard_field_set_release(&a.fields);
+    free(a.field_result);
     r->reused_shards = k;
     r->done = r->start_pos;
     return rc ? rc : sk_dst_remove_from(r->dst, r->shard_base + k, err);

@@ -85,6 +85,8 @@ struct run {
     const char *src;
     char *dst_path;                   /* DST, or a part's DST/parts/I-of-N (malloc'd) */
     int archive;
+    char **archive_names;             /* --archives: the archives in SRC, in key order */
+    size_t archive_count;
     struct sk_source_root root;       /* a directory or an S3 prefix (not an archive) */
     struct sk_prefetch *prefetch;     /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
@@ -129,6 +131,11 @@ struct run {
     char full_rebuild[SHARD_ERRMSG_SIZE];  /* why an incremental run reused nothing, or "" */
 };
 
+/* The manifest's source.kind: "directory" (a directory or an S3 prefix),
+ * "archive", or "archives" (a directory of them). */
+#define SK_RUN_SOURCE_KIND(r) ((r)->archive_count ? "archives" : (r)->archive ? "archive" \
+                                                                           : "directory")
+
 /* shardify.c */
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */
 void sk_run_progress(struct run *r, int force);
@@ -143,6 +150,10 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s);
 void sk_run_reject_slot(struct slot *s, const struct shard_err *e);
 /* The slots as the void pointers sk_pipeline_run takes (malloc'd). */
 void **sk_run_slot_pointers(struct run *r, struct shard_err *err);
+/* A sidecar file of the run's source (sk_sidecar_read_fn; ctx is the run):
+ * of a directory or an S3 prefix, or from an archive's spool. */
+int sk_run_read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
+                        struct shard_buf *buf, int *fatal, struct shard_err *err);
 
 /* spool.c: read the archive once, converting into the spool. */
 int sk_run_spool_archive(struct run *r, struct shard_err *err);
@@ -165,6 +176,8 @@ enum sk_reuse_outcome {
     SK_REUSE_NONE = 0,      /* converted (or rejected) from its source */
     SK_REUSE_COPIED,        /* the previous record, copied as bytes */
     SK_REUSE_RELABELED,     /* the previous payload in a new frame (label number moved) */
+    SK_REUSE_REFIELDED,     /* the previous payload in a new frame with the fields of now
+                             * (a sidecar or a label number in a field changed) */
     SK_REUSE_REJECTED,      /* the previous reject, repeated */
     SK_REUSE_RECONVERTED,   /* unchanged, but the previous record was damaged */
     SK_REUSE_ADOPTED,       /* in a finished shard a resumed run kept: what became of it
@@ -184,6 +197,7 @@ int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, siz
  * a resumed run's journal). */
 void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32_t label,
                            int has_source, uint64_t source_bytes, uint64_t source_xxh3,
+                           const struct shard_field_source *fields, uint32_t field_count,
                            int outcome);
 /* After converting: removed = the previous candidates not seen. */
 void sk_run_finish_lineage(struct run *r);

@@ -58,6 +58,41 @@ void shardify_summary_release(struct shardify_summary *s)
     free(s->warnings);
     s->warnings = NULL;
     s->warning_count = 0;
+    for (uint32_t i = 0; s->field_names && i < s->field_count; i++)
+        free(s->field_names[i]);
+    free(s->field_names);
+    free(s->field_samples);
+    s->field_names = NULL;
+    s->field_samples = NULL;
+    s->field_count = 0;
+}
+
+/* The fields part of the summary (copies: the run is freed first). */
+static void summarize_fields(const struct run *r, struct shardify_summary *s)
+{
+    const struct shard_config *c = &r->config;
+    if (!c->field_count || s->field_names)
+        return;
+    s->field_names = calloc(c->field_count, sizeof *s->field_names);
+    s->field_samples = calloc(c->field_count, sizeof *s->field_samples);
+    if (!s->field_names || !s->field_samples) {
+        free(s->field_names);
+        free(s->field_samples);
+        s->field_names = NULL;
+        s->field_samples = NULL;
+        return;  /* the summary goes without them */
+    }
+    s->field_count = c->field_count;
+    const uint64_t *counts = r->as ? sk_assembler_field_samples(r->as) : NULL;
+    for (uint32_t i = 0; i < c->field_count; i++) {
+        s->field_names[i] = strdup(c->fields[i].name);
+        s->field_samples[i] = counts ? counts[i] : 0;
+    }
+    const struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
+    s->sidecars = r->as ? sk_assembler_sidecars(r->as) : 0;
+    s->orphans = side ? sk_sidecars_orphan_count(side) : 0;
+    s->annotation_rows = sk_field_plan_table_rows(r->fields);
+    s->annotation_rows_unmatched = r->annotation_rows_unmatched;
 }
 
 void sk_run_progress(struct run *r, int force)
@@ -107,6 +142,7 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
         s->bytes_out = sk_assembler_bytes(r->as);
         sk_assembler_shards(r->as, &s->shards);
     }
+    summarize_fields(r, s);
 }
 
 static int validate(const struct shardify_options *o, struct shard_err *err)
@@ -126,9 +162,6 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
     if (o->parts && o->incremental)
         return shard_err_set(err, SHARD_EINVAL, "a part cannot be converted incrementally");
-    if (o->incremental && (o->field_count || o->annotations))
-        return shard_err_set(err, SHARD_EINVAL, "--incremental does not take fields yet: "
-                             "convert in full");
     return SHARD_OK;
 }
 
@@ -214,7 +247,7 @@ void **sk_run_slot_pointers(struct run *r, struct shard_err *err)
 
 /* A sidecar file (sk_sidecar_read_fn): of a directory or an S3 prefix, or
  * from the spool of an archive. */
-static int read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
+int sk_run_read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_bytes,
                         struct shard_buf *buf, int *fatal, struct shard_err *err)
 {
     const struct run *r = ctx;
@@ -252,7 +285,8 @@ static int build_fields(struct run *r, struct slot *s, const char *key, size_t k
     if (!r->fields)
         return SHARD_OK;
     struct shard_err e;
-    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len, read_sidecar, r, &s->sidecar,
+    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len, sk_run_read_sidecar, r,
+                                 &s->sidecar,
                                  &s->fields, &s->field_result, &e);
     s->t_read += s->field_result.read_seconds;
     if (rc == SHARD_ECORRUPT)
@@ -302,6 +336,8 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->outcome = SK_REUSE_NONE;
     s->t_read = s->t_hash = s->t_decode = s->t_copy = 0;
     s->warning[0] = '\0';
+    s->field_result.count = 0;
+    s->field_result.bytes_read = 0;
     if (r->archive) {
         const struct spooled *sp = &r->spooled[s->cand];
         s->has_source = sp->has_source;
@@ -371,11 +407,11 @@ static void convert_work(void *ctx, int thread, void *slot)
             sk_run_reject_slot(s, &e);
             return;
         }
-        if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
-            return;  /* the previous dataset's record (or reject) */
         sk_run_hash_input(s);  /* a reject for its fields still has its identity */
         if (build_fields(r, s, key, key_len))
             return;
+        if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
+            return;  /* the previous dataset's record (or reject) */
         sk_run_convert_input(r, thread, s);
         if (!s->ok)
             return;
@@ -407,13 +443,16 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     }
     if (!r->archive && s->has_source)
         r->bytes_in += s->source_bytes;
+    if (!r->archive && r->fields)  /* an archive's sidecars were counted when spooled */
+        r->bytes_in += s->field_result.bytes_read;
     r->done++;
     r->timing.read += s->t_read;
     r->timing.hash += s->t_hash;
     r->timing.decode += s->t_decode;
     r->timing.copy += s->t_copy;
     sk_run_note_candidate(r, key, key_len, r->label_of[s->cand], s->has_source, s->source_bytes,
-                          s->source_xxh3, s->outcome);
+                          s->source_xxh3, s->field_result.sources, s->field_result.count,
+                          s->outcome);
     if (s->ok) {
         struct shard_sample smp = {
             .key = (char *)key,
@@ -491,6 +530,14 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
+    if (r->o->archives) {  /* a directory of archives: read one after the other */
+        if (sk_source_is_s3(r->src))
+            return shard_err_set(err, SHARD_EINVAL, "--archives takes a local directory, not "
+                                 "'%s'", r->src);
+        r->archive = 1;
+        return sk_archive_dir_list(r->src, &r->archive_names, &r->archive_count, &r->stats,
+                                   err);
+    }
     if (sk_source_is_s3(r->src))  /* an S3 prefix: a directory of objects */
         return sk_source_root_open(&r->root, r->src, err);
     struct stat st;
@@ -532,6 +579,9 @@ static void run_release(struct run *r)
     for (uint64_t i = 0; r->spooled_sidecars && i < r->spooled_sidecars_cap; i++)
         free(r->spooled_sidecars[i].problem);
     free(r->spooled_sidecars);
+    for (size_t i = 0; i < r->archive_count; i++)
+        free(r->archive_names[i]);
+    free(r->archive_names);
     shard_keylist_release(&r->keys);
     shard_refusals_release(&r->refused);
     free(r->order);
@@ -596,7 +646,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (!rc)
         rc = sk_field_plan_resolve(r.fields, &r.keys, &r.refused, err);
     if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
-        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, read_sidecar, &r, err);
+        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
+                                      err);
     sk_run_progress(&r, 1);
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
         (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,

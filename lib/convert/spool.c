@@ -23,10 +23,40 @@
 
 #define SPOOLED_INITIAL 1024
 
+/* One archive's pass.  A directory of archives (--archives) reads them one
+ * after the other: keys are the archive's name, '/', the member's name; the
+ * hard links of each are resolved among its own members (ar_keys, numbered
+ * from `base`, the first candidate of the archive). */
 struct spool_pass {
     struct run *r;
     struct sk_links *links;
+    const char *path;           /* the archive */
+    const char *prefix;         /* the key prefix ("00000.tar"), or NULL: the keys as they are */
+    uint64_t base;              /* candidate number of its first entry */
+    struct shard_keylist ar_keys;  /* with a prefix: its candidates' names as stored */
+    struct shard_buf key;       /* with a prefix: the key being made */
+    uint64_t items;             /* hidden items the links' second pass produced */
 };
+
+/* The key of member `name` of the pass's archive: name itself, or prefix/name. */
+static int member_key(struct spool_pass *p, const char **key, size_t *len,
+                      struct shard_err *err)
+{
+    if (!p->prefix)
+        return SHARD_OK;
+    size_t n = strlen(p->prefix);
+    p->key.len = 0;
+    int rc = shard_buf_append(&p->key, p->prefix, n, err);
+    if (!rc)
+        rc = shard_buf_append(&p->key, "/", 1, err);
+    if (!rc)
+        rc = shard_buf_append(&p->key, *key, *len, err);
+    if (!rc) {
+        *key = (const char *)p->key.data;
+        *len = p->key.len;
+    }
+    return rc;
+}
 
 /* The slot holds an entry's bytes or why it has none: give it its reason
  * for the claim's problem. */
@@ -90,14 +120,20 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
         return rc;
     }
     s->pos = pos;
+    const char *key = e.key;
+    size_t key_len = e.key_len;
     if (side && sk_sidecars_suffix_of(side, e.key, e.key_len) >= 0) {
         if (e.candidate)  /* named like an image, but a sidecar all the same */
             r->stats.candidates--;
-        rc = claim_sidecar(r, side, &e, s, err);
-        return rc ? rc : 1;
+        if ((rc = member_key(p, &e.key, &e.key_len, err)) ||
+            (rc = claim_sidecar(r, side, &e, s, err)))
+            return rc;
+        return 1;
     }
-    const char *key = e.key;
-    size_t key_len = e.key_len;
+    if (p->prefix && (rc = shard_keylist_add(&p->ar_keys, key, key_len, err)))
+        return rc;
+    if ((rc = member_key(p, &key, &key_len, err)))
+        return rc;
     int link_only = 0;
     s->too_large = e.too_large;
     s->cand = r->keys.count;
@@ -105,7 +141,7 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
     set_problem(s, shard_archive_problem(r->ar));
     shard_archive_link(r->ar, NULL, &link_only);
     s->link_only = link_only;
-    if ((rc = sk_links_note(p->links, r->ar, s->cand, err)) ||
+    if ((rc = sk_links_note(p->links, r->ar, s->cand - p->base, err)) ||
         (rc = shard_keylist_add(&r->keys, key, key_len, err)))
         return rc;
     return 1;
@@ -207,8 +243,11 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
 static int spool_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
                       uint64_t too_large, const char *problem, struct shard_err *err)
 {
-    struct run *r = ctx;
+    struct spool_pass *p = ctx;
+    struct run *r = p->r;
     struct slot *s = &r->slots[0];
+    if (item + 1 > p->items)
+        p->items = item + 1;
     s->input.len = 0;
     s->too_large = too_large;
     s->link_only = 0;
@@ -220,12 +259,17 @@ static int spool_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
     return store(r, r->keys.count + item, s, err);
 }
 
-/* Give every candidate whose bytes are another entry's that entry's record. */
-static int apply_links(struct run *r, const struct sk_links *links, struct shard_err *err)
+/* Give every candidate whose bytes are another entry's that entry's record
+ * (numbers from the links are the pass's, from p->base on). */
+static int apply_links(struct spool_pass *p, struct shard_err *err)
 {
+    struct run *r = p->r;
     uint64_t pos = 0, n = r->keys.count;
     struct sk_link_copy c;
-    while (sk_links_next_copy(links, &pos, &c)) {
+    while (sk_links_next_copy(p->links, &pos, &c)) {
+        c.cand += p->base;
+        if (c.from == SK_FROM_CANDIDATE)
+            c.source += p->base;
         struct spooled *to = &r->spooled[c.cand];
         free(to->reason);
         free(to->warning);
@@ -249,17 +293,26 @@ static int apply_links(struct run *r, const struct sk_links *links, struct shard
     return SHARD_OK;
 }
 
-int sk_run_spool_archive(struct run *r, struct shard_err *err)
+/* Once a pass's links are applied, its hidden items (spooled after the
+ * candidates) are no longer needed: the next archive's candidates take
+ * their places. */
+static void drop_items(struct spool_pass *p)
 {
-    struct spool_pass pass = {r, NULL};
-    int rc = shard_archive_open(&r->ar, r->src, err);
-    if (rc)
-        return rc;
-    r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE);
-    if (!r->spool_path)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    /* never through a link, never an existing file (see sk_fs_create_at) */
-    rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err);
+    struct run *r = p->r;
+    for (uint64_t i = r->keys.count; i < r->keys.count + p->items && i < r->spooled_cap; i++) {
+        free(r->spooled[i].reason);
+        free(r->spooled[i].warning);
+        memset(&r->spooled[i], 0, sizeof r->spooled[i]);
+    }
+    p->items = 0;
+}
+
+/* Read the archive at `path` into the spool, its keys prefixed with
+ * `prefix` and '/' (NULL: none). */
+static int spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err)
+{
+    struct spool_pass pass = {.r = r, .path = path, .prefix = prefix, .base = r->keys.count};
+    int rc = shard_archive_open(&r->ar, path, err);
     if (rc)
         return rc;
     void **slots = sk_run_slot_pointers(r, err);
@@ -268,17 +321,42 @@ int sk_run_spool_archive(struct run *r, struct shard_err *err)
         return slots ? rc : SHARD_ENOMEM;
     }
     struct pipeline_ops ops = {&pass, spool_claim, spool_work, spool_consume};
-    r->phase = "spool";
     rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
     free(slots);
     shard_archive_close(r->ar);
     r->ar = NULL;
     if (!rc && sk_links_any(pass.links))
-        rc = sk_links_resolve(pass.links, &r->keys, r->src, r->config.max_file_bytes,
-                              spool_item, r, err);
+        rc = sk_links_resolve(pass.links, prefix ? &pass.ar_keys : &r->keys, path,
+                              r->config.max_file_bytes, spool_item, &pass, err);
     if (!rc)
-        rc = apply_links(r, pass.links, err);
+        rc = apply_links(&pass, err);
+    drop_items(&pass);
     sk_links_free(pass.links);
+    shard_keylist_release(&pass.ar_keys);
+    shard_buf_release(&pass.key);
+    return rc;
+}
+
+int sk_run_spool_archive(struct run *r, struct shard_err *err)
+{
+    r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE);
+    if (!r->spool_path)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    /* never through a link, never an existing file (see sk_fs_create_at) */
+    int rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err);
+    if (rc)
+        return rc;
+    r->phase = "spool";
+    if (!r->archive_count) {
+        rc = spool_one(r, r->src, NULL, err);
+    } else {
+        for (size_t k = 0; !rc && k < r->archive_count; k++) {
+            char *path = sk_fs_join(r->src, r->archive_names[k]);
+            rc = path ? spool_one(r, path, r->archive_names[k], err)
+                      : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            free(path);
+        }
+    }
     r->n = r->keys.count;
     r->stats.candidates = r->n;
     return rc;

@@ -179,8 +179,9 @@ static json_t *reject_to_json(const struct shard_reject *r, struct shard_err *er
     return o;
 }
 
-/* "lineage": an incremental run's previous dataset and what changed since. */
-static json_t *lineage_to_json(const struct shard_lineage *l)
+/* "lineage": an incremental run's previous dataset and what changed since
+ * (with `fields`: also the samples whose fields changed). */
+static json_t *lineage_to_json(const struct shard_lineage *l, int fields)
 {
     json_t *o = json_object();
     int bad = !o;
@@ -196,6 +197,8 @@ static json_t *lineage_to_json(const struct shard_lineage *l)
         bad |= sk_jsonkey_set_uint(o, "relabeled", l->relabeled);
         bad |= sk_jsonkey_set_uint(o, "rejected_again", l->rejected_again);
         bad |= sk_jsonkey_set_uint(o, "reconverted", l->reconverted);
+        if (fields)
+            bad |= sk_jsonkey_set_uint(o, "refielded", l->refielded);
     }
     if (bad) {
         json_decref(o);
@@ -289,7 +292,7 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         bad |= json_object_set_new(root, "orphans", orphans);
     }
     if (m->lineage && !bad) {  /* last: everything above is what a full run writes */
-        json_t *lineage = lineage_to_json(m->lineage);
+        json_t *lineage = lineage_to_json(m->lineage, v2);
         bad |= !lineage || json_object_set_new(root, "lineage", lineage);
     }
     if (!bad)

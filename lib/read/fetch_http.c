@@ -147,8 +147,11 @@ char *sk_fetch_http_url(const struct fetch *fs, const char *name)
 char *sk_fetch_http_shown(const struct fetch *fs, const char *name)
 {
     const struct http_fetch *h = (const struct http_fetch *)fs;
-    if (!h->s3)
-        return sk_fetch_http_url(fs, name);
+    if (!h->s3) {  /* a URL as given, but never its password */
+        char *url = sk_fetch_http_url(fs, name), *shown = shard_redact_urls(url);
+        free(url);
+        return shown;
+    }
     char *key = sk_s3_key(h->s3, name);
     char *shown = key ? sk_s3_name(h->s3, key) : NULL;
     free(key);

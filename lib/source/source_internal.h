@@ -147,6 +147,18 @@ int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars
                 struct shard_refusals *refused, struct shard_scan_stats *st,
                 struct shard_err *err);
 
+/* ---- a directory of archives (archive_dir.c) -------------------------------- */
+
+/* 1 when `name` ends, case-insensitively, in .tar .tar.gz .tgz .tar.bz2 .tbz2
+ * .tar.xz .txz .tar.zst .tzst or .zip. */
+int sk_is_archive_name(const char *name);
+/* The archives directly in `dir` (regular files so named: no subdirectory is
+ * entered, no link followed), sorted by name, in *names (malloc'd, each
+ * malloc'd).  Other entries are counted in *st as ignored.  SHARD_ENOTFOUND,
+ * SHARD_EINVAL (not a directory, or no archive in it), SHARD_EIO, SHARD_ENOMEM. */
+int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
+                        struct shard_scan_stats *st, struct shard_err *err);
+
 /* ---- an annotation table (annotations.c) ------------------------------------
  *
  * Per-sample values keyed by the sample's key: JSON Lines (one object per

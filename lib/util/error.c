@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/redact.h"
+
 const char *shard_strerror(int code)
 {
     switch (code) {
@@ -28,9 +30,15 @@ const char *shard_strerror(int code)
 }
 
 /* Messages are one line whatever text they carry (libarchive's end in a
- * newline): line breaks become spaces, trailing white space goes. */
+ * newline): line breaks become spaces, trailing white space goes.  And a
+ * password in a URL they name is no one's business: it is redacted. */
 static void one_line(char *msg)
 {
+    char redacted[SHARD_ERRMSG_SIZE];
+    if (strstr(msg, "://")) {
+        sk_redact_urls(msg, redacted, sizeof redacted);
+        memcpy(msg, redacted, strlen(redacted) + 1);
+    }
     size_t n = 0;
     for (char *p = msg; *p; p++, n++)
         if (*p == '\n' || *p == '\r')

@@ -11,9 +11,10 @@
  *
  * field_xxh3 (--deep) ties the records to their sources.  Per sample and
  * field: for a text, json or bytes field, whose stored value is its source
- * bytes as they were, the index line's source_xxh3, which the record's
- * value must hash to; for the other types (numbers, vectors, labels), which
- * are parsed from their source, the xxh3 of the value the record stores,
+ * bytes as they were, and for a table's value, identified by the value as
+ * stored, the index line's source_xxh3, which the record's value must hash
+ * to; for the other types from a sidecar (numbers, vectors, labels), which
+ * are parsed from their file, the xxh3 of the value the record stores,
  * which --source compares with the xxh3 of the value parsed from SRC again
  * (source_fields.c). */
 #include <stdio.h>
@@ -27,10 +28,13 @@
 #include "shardkit/source.h"
 #include "verify/verify_internal.h"
 
-/* Whether a field's stored value is its source bytes unchanged. */
-static int stored_as_is(enum shard_field_type t)
+/* Whether a field's identity in the index lines is that of the value a
+ * record stores: a text, json or bytes value is its source bytes unchanged,
+ * and a table's value is identified by the value as stored. */
+static int identity_is_stored(const struct shard_field_decl *d)
 {
-    return t == SHARD_FIELD_TEXT || t == SHARD_FIELD_JSON || t == SHARD_FIELD_BYTES;
+    return d->type == SHARD_FIELD_TEXT || d->type == SHARD_FIELD_JSON ||
+           d->type == SHARD_FIELD_BYTES || d->column;
 }
 
 int sk_verify_fields_begin(struct verify_run *v, struct shard_err *err)
@@ -83,7 +87,7 @@ void sk_verify_index_line_fields(struct verify_run *v, uint64_t g, const struct 
     for (uint32_t i = 0; i < smp->field_count; i++) {
         uint32_t f = smp->fields[i].field;  /* declared: the line parsed */
         set[f / 8] |= (uint8_t)(1u << (f % 8));
-        if (v->field_xxh3 && stored_as_is(c->fields[f].type))
+        if (v->field_xxh3 && identity_is_stored(&c->fields[f]))
             v->field_xxh3[g * v->field_count + f] = smp->fields[i].source_xxh3;
     }
     for (uint32_t f = 0; f < c->field_count; f++) {
@@ -210,7 +214,7 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
             FIELD_PROBLEM("%s record %llu (key '%s'): field '%s': %s", file,
                           (unsigned long long)it->record, q, d->name, e.msg);
         uint64_t *slot = v->field_xxh3 + g * v->field_count + fv->field;
-        if (!stored_as_is(d->type)) {
+        if (!identity_is_stored(d)) {
             *slot = h;  /* for --source to compare with the value SRC gives */
         } else if (have_line && sk_verify_field_bit(v->index_fields, v->field_bytes, g,
                                                     fv->field) && *slot != h) {
@@ -218,7 +222,7 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
             shard_hex64(h, got);
             shard_hex64(*slot, want);
             FIELD_PROBLEM("%s record %llu (key '%s'): field '%s' holds %llu bytes with xxh3 "
-                          "%s, not the source bytes %s names (xxh3 %s)",
+                          "%s, not the value %s names (xxh3 %s)",
                           file, (unsigned long long)it->record, q, d->name,
                           (unsigned long long)fv->len, got, v->m->index_file, want);
         }

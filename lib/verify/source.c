@@ -228,13 +228,17 @@ static int hash_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
 }
 
 /* Give each candidate whose bytes are another entry's that identity. */
-static int apply_links(struct source_run *s, const struct sk_links *links,
+static int apply_links(struct source_run *s, const struct sk_links *links, uint64_t base,
                        struct shard_err *err)
 {
     uint64_t pos = 0;
     struct sk_link_copy c;
     int rc = SHARD_OK;
     while (!rc && sk_links_next_copy(links, &pos, &c)) {
+        /* the links' numbers are the archive's, from its first candidate, base */
+        c.cand += base;
+        if (c.from == SK_FROM_CANDIDATE)
+            c.source += base;
         struct found *to = &s->found[c.cand];
         if (c.from == SK_FROM_NOWHERE) {
             rc = set_refused(to, c.why, err);
@@ -286,22 +290,55 @@ static int mark_stems(struct source_run *s, struct shard_err *err)
     return rc;
 }
 
+/* The key of member name[0..*len) of an archive of a directory of archives
+ * (--archives): prefix, '/', name, in buf; or name itself without a prefix. */
+static int member_key(const char *prefix, const char **name, size_t *len, struct shard_buf *buf,
+                      struct shard_err *err)
+{
+    if (!prefix)
+        return SHARD_OK;
+    buf->len = 0;
+    int rc = shard_buf_append(buf, prefix, strlen(prefix), err);
+    if (!rc)
+        rc = shard_buf_append(buf, "/", 1, err);
+    if (!rc)
+        rc = shard_buf_append(buf, *name, *len, err);
+    if (!rc) {
+        *name = (const char *)buf->data;
+        *len = buf->len;
+    }
+    return rc;
+}
+
+/* The hidden items a pass's links needed, gone once they are applied. */
+static void drop_hidden(struct source_run *s)
+{
+    for (uint64_t i = 0; i < s->hidden_count; i++)
+        free(s->hidden[i].why);
+    s->hidden_count = 0;
+}
+
 /* Archives stream once: every candidate is hashed as it goes by (a hard
- * link's target may need a second pass: source/links.c). */
-static int scan_archive(struct source_run *s, struct shard_err *err)
+ * link's target may need a second pass: source/links.c), as the sidecar
+ * files are.  An archive of a directory of archives has its keys prefixed
+ * with its name (`prefix`), and its links resolved among its own members,
+ * as shardify's spool does. */
+static int scan_one_archive(struct source_run *s, const char *path, const char *prefix,
+                            struct shard_err *err)
 {
     struct shard_archive *a;
     struct sk_links *links = NULL;
-    int rc = shard_archive_open(&a, s->src, err);
+    int rc = shard_archive_open(&a, path, err);
     if (rc)
         return rc;
     if ((rc = sk_links_new(&links, err))) {
         shard_archive_close(a);
         return rc;
     }
-    struct shard_buf buf = {0};
+    struct shard_buf buf = {0}, key_buf = {0};
+    struct shard_keylist members = {0};  /* with a prefix: its candidates' names as stored */
     struct shard_verify_rate *rate = &s->v->report->source;
-    uint64_t max_bytes = s->v->m->config.max_file_bytes;
+    uint64_t max_bytes = s->v->m->config.max_file_bytes, base = s->found_count;
     struct sk_sidecars *side = sk_source_fields_sidecars(s->fields);
     for (;;) {
         const char *key, *problem;
@@ -314,15 +351,18 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
             break;
         if (side && sk_sidecars_suffix_of(side, e.key, e.key_len) >= 0) {
             /* a sidecar file, even when named like an image (as shardify's spool) */
-            if ((rc = sk_source_fields_entry(s->fields, &e, &buf, err)))
+            if ((rc = member_key(prefix, &e.key, &e.key_len, &key_buf, err)) ||
+                (rc = sk_source_fields_entry(s->fields, &e, &buf, err)))
                 break;
             continue;
         }
         key = e.key;
         len = e.key_len;
         too_large = e.too_large;
-        if ((rc = add_found(s, key, len, err)) ||
-            (rc = sk_links_note(links, a, s->found_count - 1, err)))
+        if ((prefix && (rc = shard_keylist_add(&members, key, len, err))) ||
+            (rc = member_key(prefix, &key, &len, &key_buf, err)) ||
+            (rc = add_found(s, key, len, err)) ||
+            (rc = sk_links_note(links, a, s->found_count - 1 - base, err)))
             break;
         struct found *f = &s->found[s->found_count - 1];
         shard_archive_link(a, NULL, &link_only);
@@ -344,17 +384,44 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
         rate->items++;
     }
     if (rc < 0)
-        shard_err_prefix(err, rc, "cannot read archive '%s'", s->src);
+        shard_err_prefix(err, rc, "cannot read archive '%s'", path);
     shard_buf_release(&buf);
+    shard_buf_release(&key_buf);
     shard_archive_close(a);
     if (rc == 0 && sk_links_any(links))
-        rc = sk_links_resolve(links, &s->found_keys, s->src, max_bytes, hash_item, s, err);
+        rc = sk_links_resolve(links, prefix ? &members : &s->found_keys, path, max_bytes,
+                              hash_item, s, err);
     if (rc == 0)
-        rc = apply_links(s, links, err);
+        rc = apply_links(s, links, base, err);
+    drop_hidden(s);
     sk_links_free(links);
-    if (rc == 0)
-        rc = mark_stems(s, err);
+    shard_keylist_release(&members);
     return rc < 0 ? rc : SHARD_OK;
+}
+
+static int scan_archive(struct source_run *s, struct shard_err *err)
+{
+    int rc = scan_one_archive(s, s->src, NULL, err);
+    return rc ? rc : mark_stems(s, err);
+}
+
+/* A directory of archives (shardify --archives): each archive directly in
+ * it, in name order, as part of one source. */
+static int scan_archives(struct source_run *s, struct shard_err *err)
+{
+    char **names = NULL;
+    size_t count = 0;
+    int rc = sk_archive_dir_list(s->src, &names, &count, &s->stats, err);
+    for (size_t k = 0; !rc && k < count; k++) {
+        char *path = sk_fs_join(s->src, names[k]);
+        rc = path ? scan_one_archive(s, path, names[k], err)
+                  : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        free(path);
+    }
+    for (size_t k = 0; k < count; k++)
+        free(names[k]);
+    free(names);
+    return rc ? rc : mark_stems(s, err);
 }
 
 int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root,
@@ -861,6 +928,10 @@ static int scan_source(struct source_run *s, struct shard_err *err)
                              "source '%s' is neither a directory nor an archive file", s->src);
     s->archive = S_ISREG(st.st_mode);
     const char *kind = s->archive ? "archive" : "directory";
+    if (!s->archive && v->m->source_kind && !strcmp(v->m->source_kind, "archives")) {
+        s->archive = 1;  /* streamed, entry by entry, as one archive is */
+        return scan_archives(s, err);
+    }
     if (v->m->source_kind && strcmp(v->m->source_kind, kind))
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
                        "source: SRC is %s %s, the dataset was made from %s %s",

@@ -12,12 +12,13 @@
  *     line names;
  *   - a column field (with --annotations FILE, the table shardify read):
  *     the sample's row gives a value exactly when the line says so, whose
- *     source bytes have the size and xxh3 it names;
- *   - with --deep, a field shardify parsed (numbers, vectors, labels): the
- *     value parsed from SRC again (manifest/field_parse.h, shardify's own
- *     parser) hashes like the one the record holds (fields.c keeps those
- *     hashes); text, json and bytes are their source bytes, which --deep
- *     already holds against index.jsonl.
+ *     identity - the value as stored, parsed from the table by shardify's
+ *     own parser (manifest/field_parse.h) - is the one the line names
+ *     (--deep holds the records to the line);
+ *   - with --deep, a sidecar field shardify parsed (numbers, vectors,
+ *     labels): the value parsed from SRC again hashes like the one the
+ *     record holds (fields.c keeps those hashes); text, json and bytes are
+ *     their source bytes, which --deep already holds against index.jsonl.
  * The manifest's orphans must be SRC's, the table must be the one the
  * config names (config.annotations) with the rows counted there, and a
  * class taken from a sidecar or a column (--labels sidecar:SUFFIX,
@@ -284,12 +285,12 @@ static int32_t label_number(const struct shard_manifest *m, const char *name, si
     return found;
 }
 
-/* The xxh3 of the value of parsed field d from source bytes data[0..n)
- * (origin names them), as shardify would store it: 0 with *out, or
- * SHARD_ECORRUPT with the reason in why; SHARD_ENOMEM. */
+/* The size and xxh3 of the value of parsed field d from source bytes
+ * data[0..n) (origin names them), as shardify would store it: 0 with *size
+ * and *out, or SHARD_ECORRUPT with the reason in why; SHARD_ENOMEM. */
 static int parsed_xxh3(const struct source_fields *sf, const struct shard_field_decl *d,
-                       const uint8_t *data, size_t n, const char *origin, uint64_t *out,
-                       struct shard_err *why)
+                       const uint8_t *data, size_t n, const char *origin, uint64_t *size,
+                       uint64_t *out, struct shard_err *why)
 {
     struct shard_buf value = {0};
     int rc = SHARD_OK;
@@ -316,8 +317,10 @@ static int parsed_xxh3(const struct source_fields *sf, const struct shard_field_
             value.len = 4 * json_array_size(a);
         json_decref(a);
     }
-    if (!rc)
+    if (!rc) {
+        *size = value.len;
         *out = XXH3_64bits(value.data, value.len);
+    }
     shard_buf_release(&value);
     return rc;
 }
@@ -355,7 +358,8 @@ static int take_values(struct source_fields *sf, struct side_file *f, const char
         memset(pv, 0, sizeof *pv);
         pv->field = d;
         struct shard_err why;
-        int rc = parsed_xxh3(sf, decl, data, n, origin, &pv->xxh3, &why);
+        uint64_t size;
+        int rc = parsed_xxh3(sf, decl, data, n, origin, &size, &pv->xxh3, &why);
         if (rc == SHARD_ENOMEM)
             return shard_err_set(err, rc, "out of memory");
         if (rc && !(pv->why = strdup(why.msg)))
@@ -521,9 +525,12 @@ struct checked {
     sk_verify_problem((c)->sf->v, SHARD_CHECK_SOURCE, code, (c)->shard, (c)->record, (c)->key, \
                       (c)->len, __VA_ARGS__)
 
-/* The source bytes' identity against the line's. */
+/* The value's identity in SRC against the line's: `origin` `is` ("is", a
+ * sidecar file; "gives a value of", a table's value as stored) so many
+ * bytes with that xxh3. */
 static void compare_identity(const struct checked *c, const char *field, const char *origin,
-                             uint64_t bytes, uint64_t xxh3, const struct shard_field_source *idx)
+                             const char *is, uint64_t bytes, uint64_t xxh3,
+                             const struct shard_field_source *idx)
 {
     if (bytes == idx->source_bytes && xxh3 == idx->source_xxh3)
         return;
@@ -531,9 +538,9 @@ static void compare_identity(const struct checked *c, const char *field, const c
     shard_hex64(xxh3, got);
     shard_hex64(idx->source_xxh3, want);
     SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
-                   "source: field '%s' of '%s' changed since sharding: %s is %llu bytes with "
+                   "source: field '%s' of '%s' changed since sharding: %s %s %llu bytes with "
                    "xxh3 %s, %s says %llu bytes with xxh3 %s",
-                   field, c->q, origin, (unsigned long long)bytes, got,
+                   field, c->q, origin, is, (unsigned long long)bytes, got,
                    c->sf->v->m->index_file, (unsigned long long)idx->source_bytes, want);
 }
 
@@ -595,7 +602,7 @@ static void check_sidecar_field(struct checked *c, uint32_t f, const struct shar
                        d->name, c->q, origin, file->why ? file->why : "unknown");
         return;
     }
-    compare_identity(c, d->name, origin, file->bytes, file->xxh3, idx);
+    compare_identity(c, d->name, origin, "is", file->bytes, file->xxh3, idx);
     for (uint32_t k = 0; k < file->value_count; k++)
         if (file->values[k].field == f)
             compare_value(c, f, origin, file->values[k].xxh3, file->values[k].why);
@@ -630,13 +637,17 @@ static void check_column_field(struct checked *c, uint32_t f, const struct shard
                        origin, d->name, c->q, index_file);
         return;
     }
-    compare_identity(c, d->name, origin, n, XXH3_64bits(data, n), idx);
-    if (stored_as_is(d->type) || !c->sf->v->record_read)
-        return;
+    /* a table value's identity is the value as stored (manifests/FORMAT.md):
+     * parsed as shardify parses it; --deep holds the records to the line */
+    uint64_t size = n, h = XXH3_64bits(data, n);
     struct shard_err why;
-    uint64_t h = 0;
-    int rc = parsed_xxh3(sf, d, data, n, origin, &h, &why);
-    compare_value(c, f, origin, h, rc ? why.msg : NULL);
+    int rc = stored_as_is(d->type) ? SHARD_OK
+                                   : parsed_xxh3(sf, d, data, n, origin, &size, &h, &why);
+    if (rc)
+        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s (%s names a value of %llu bytes)",
+                       why.msg, index_file, (unsigned long long)idx->source_bytes);
+    else
+        compare_identity(c, d->name, origin, "gives a value of", size, h, idx);
 }
 
 void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const char *key,

@@ -252,6 +252,10 @@ def check_shardcheck(dom, js):
     expect(v.attrs["data-verified"] == ("true" if d["verified"] else "false"),
            "verdict says verified=%s, JSON %s" % (v.attrs["data-verified"], d["verified"]))
     head = v.text()
+    if "error" in d:  # the checks could not run: the verdict says why
+        expect(head == "Not verified: the dataset could not be checked" + d["error"],
+               "verdict reads '%s', JSON error '%s'" % (head, d["error"]))
+        return
     expect(head.startswith("Verified") if d["verified"] else
            head.startswith("Not verified: %d problem" % d["problem_count"]),
            "verdict reads '%s'" % head)

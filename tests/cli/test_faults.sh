@@ -191,6 +191,10 @@ if [ $have_strace -eq 1 ]; then
     # ---- the lock ------------------------------------------------------------
     say "a second run is refused while the first holds the lock; a killed holder's lock is taken over"
     stop_at openat "$late_key" "$T/busy"
+    # without --resume or --overwrite too: the running run is named, not
+    # taken for an interrupted one
+    must_fail 1 shardify "$SRC" "$T/busy" $OPTS --quiet
+    must_say "'$T/busy' is in use by another shardify run (pid $run_pid)" "$T/err"
     must_fail 1 shardify "$SRC" "$T/busy" $OPTS --resume --quiet
     must_say "in use by another shardify run (pid $run_pid)" "$T/err"
     must_fail 1 shardify "$SRC" "$T/busy" $OPTS --overwrite --quiet

@@ -35,9 +35,13 @@ must_fail 2 shardcheck "$T/shards" --report "$T/no/such/dir/r.html"
 must_say "--report: cannot write '$T/no/such/dir/r.html'" "$T/err"
 [ ! -e "$T/no" ] || die "something was created"
 must_fail 2 shardcheck "$T/shards" --report
-say "a dataset that cannot be read gets no page"
-must_fail 1 shardcheck "$T/nothing-here" --report "$P/none.html"
-[ ! -e "$P/none.html" ] || die "a page for a dataset that was not checked"
+say "a dataset that cannot be read: the page and the JSON say why"
+must_fail 1 shardcheck "$T/nothing-here" --report "$P/none.html" --json
+mv "$T/stdout" "$T/none.json"
+[ "$(json "$T/none.json" 'd["verified"], d["error"]')" = \
+  "(False, \"cannot open dataset directory '$T/nothing-here': No such file or directory\")" ] ||
+    die "--json of a dataset that cannot be read: $(cat "$T/none.json")"
+must_say "Not verified: the dataset could not be checked" "$P/none.html"
 
 say "a damaged dataset: its problems, and the label whose counts differ"
 cp -R "$T/shards" "$T/bad"
@@ -173,6 +177,7 @@ say "each page holds the numbers of its --json"
 "$PYTHON" "$CHECK" shardcheck "$T/out/bad.dom.html" "$T/bad.json" || die "bad.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/nomanifest.dom.html" "$T/nomanifest.json" ||
     die "nomanifest.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/none.dom.html" "$T/none.json" || die "none.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile.dom.html" "$T/hostile.json" || die "hostile.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile-bad.dom.html" "$T/hostile-bad.json" || die "hostile-bad.html"
 

@@ -2,10 +2,11 @@
 # version 2) that shardify made from a folder of JPEGs with sidecar files
 # (.txt captions, .json metadata, .score numbers), an orphan, and a JSON
 # Lines annotation table: --deep --source (and --annotations) prove them,
-# from the folder, a tar of it and an s3:// copy; each planted difference in
-# SRC is a problem naming the field, the sample and the file: a changed
-# caption, a deleted sidecar, an added sidecar, a new or vanished orphan, a
-# changed table row, images come to share a stem.  The reports show each
+# from the folder, a tar of it, tars of it and an s3:// copy; each planted difference in
+# SRC is a problem naming the field, the sample and the file (also from a
+# directory of tars, shardify --archives): a changed caption, a deleted
+# sidecar, an added sidecar, a new or vanished orphan, a changed table row,
+# images come to share a stem, a class file changed.  The reports show each
 # field's coverage, a histogram of caption lengths and the orphans.
 . "$(dirname "$0")/lib.sh"
 
@@ -113,8 +114,9 @@ say "a changed table row"
 mkdir -p "$T/t"
 sed 's/"weight": 1.25/"weight": 1.5/' "$T/ann.jsonl" >"$T/t/ann.jsonl"
 check_src "$SRC" "$T/cols" "source: the annotation table is 'file:ann.jsonl:" --annotations "$T/t/ann.jsonl"
-must_say "source: field 'weight' of 'a/0001.jpg' changed since sharding: 'ann.jsonl' line 1 is 3 bytes" "$T/stdout"
-must_say "source: field 'weight' of 'a/0001.jpg': the record holds another value than 'ann.jsonl' line 1 gives" "$T/stdout"
+must_say "source: field 'weight' of 'a/0001.jpg' changed since sharding: 'ann.jsonl' line 1 gives a value of 8 bytes" "$T/stdout"
+sed 's/"weight": 1.25/"weight": "heavy"/' "$T/ann.jsonl" >"$T/t/ann.jsonl"
+check_src "$SRC" "$T/cols" "source: field 'weight': 'ann.jsonl' line 1 is not a number (finite, decimal) (index.jsonl names a value of 8 bytes)" --annotations "$T/t/ann.jsonl"
 sed 's/"note": null/"note": "second"/' "$T/ann.jsonl" >"$T/t/ann.jsonl"
 check_src "$SRC" "$T/cols" "source: 'ann.jsonl' line 2 gives field 'note' of 'b/0004.jpg' a value, but index.jsonl says it has none" --annotations "$T/t/ann.jsonl"
 grep -v 'zz/none' "$T/ann.jsonl" >"$T/t/ann.jsonl"
@@ -158,6 +160,22 @@ must_say "source: orphan 'a/0099.txt' of the manifest is not a sidecar file of n
 must_say "source: 'b/0004.jpg' in SRC: another image has the same stem: 'b/0004.png'; the dataset has it as a sample" "$T/stdout"
 shardify "$T/s.tar" "$T/tar-stem" --size 48 $SIDECARS --quiet
 shardcheck "$T/tar-stem" --deep --source "$T/s.tar" >"$T/out" || { cat "$T/out"; die "an archive's clash does not verify"; }
+
+say "a directory of archives (--archives, as img2dataset writes them): keys name their tar"
+mkdir -p "$T/tars"
+(cd "$SRC/a" && tar -cf "$T/tars/00000.tar" 0001.jpg 0001.txt 0001.json 0001.score 0002.jpg \
+    0002.txt 0002.json 0099.txt)
+(cd "$SRC/b" && tar -cf "$T/tars/00001.tar" 0004.jpg 0004.txt 0004.json 0005.jpg 0005.json)
+printf '{}' >"$T/tars/00000_stats.json"
+shardify --archives "$T/tars" "$T/wds" --size 48 $SIDECARS --quiet
+[ "$(json "$T/wds/manifest.json" "d['source']['kind'], d['orphans']")" = \
+    "('archives', [{'key': '00000.tar/0099.txt'}])" ] || die "not a dataset of archives"
+shardcheck "$T/wds" --deep --source "$T/tars" >"$T/out" || { cat "$T/out"; die "the archives' dataset does not verify"; }
+mkdir -p "$T/tars2"
+cp "$T/tars/00000.tar" "$T/tars/00000_stats.json" "$T/tars2/"
+rm -rf "$T/b2" && cp -r "$SRC/b" "$T/b2" && printf 'a changed shark\n' >"$T/b2/0004.txt"
+(cd "$T/b2" && tar -cf "$T/tars2/00001.tar" 0004.jpg 0004.txt 0004.json 0005.jpg 0005.json)
+check_src "$T/tars2" "$T/wds" "source: field 'caption' of '00001.tar/0004.jpg' changed since sharding: '00001.tar/0004.txt' is 16 bytes"
 
 say "the reports: each field's coverage, caption lengths, the orphans"
 shardcheck "$T/side" >"$T/out"

@@ -1,10 +1,12 @@
 /* test_error.c - the error helpers return the code they are given whether
  * or not there is a shard_err to fill, a prefix keeps the message on one
- * line, and shard_quote escapes a key as error.h says. */
+ * line, shard_quote escapes a key as error.h says, and no message names a
+ * password given in a URL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -58,12 +60,39 @@ static void test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backsl
     assert_string_equal(out + strlen(out) - 3, "...");
 }
 
+static void test_a_password_in_a_url_reaches_no_message(void **state)
+{
+    (void)state;
+    struct shard_err err;
+    shard_err_set(&err, SHARD_ENET, "cannot read '%s': %s",
+                  "https://alice:s3cr%40t@example.com:8443/d/manifest.json", "HTTP 401");
+    assert_string_equal(err.msg, "cannot read 'https://***@example.com:8443/d/manifest.json': "
+                                 "HTTP 401");
+    shard_err_errno(&err, SHARD_EIO, 2, "'http://token@h/x' and 'ftp://u:p@h'");
+    assert_string_equal(err.msg, "'http://***@h/x' and 'ftp://***@h': No such file or directory");
+    shard_err_set(&err, SHARD_ENET, "HTTP 404");
+    shard_err_prefix(&err, SHARD_ENET, "'%s'", "http://u:p@h");
+    assert_string_equal(err.msg, "'http://***@h': HTTP 404");
+
+    char *s = shard_redact_urls("a user:pw@host, an e-mail a@b, a path x//y@z, "
+                                "'http://h/p@q', http://u@ 'http://@h' s3://b/k@1 "
+                                "1http://u:p@h http://u:'p'@h?x@y");
+    assert_non_null(s);
+    /* no URL, no user, '@' past the authority: kept */
+    assert_string_equal(s, "a user:pw@host, an e-mail a@b, a path x//y@z, "
+                           "'http://h/p@q', http://***@ 'http://@h' s3://b/k@1 "
+                           "1http://***@h http://***@h?x@y");
+    free(s);
+    assert_null(shard_redact_urls(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_helper_returns_its_code_with_a_null_err),
         cmocka_unit_test(test_prefix_puts_the_subject_first_and_records_the_code),
         cmocka_unit_test(test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backslash),
+        cmocka_unit_test(test_a_password_in_a_url_reaches_no_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

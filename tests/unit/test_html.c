@@ -3,8 +3,10 @@
  * numbers read back exactly, histogram bins have round edges and count
  * every value once, axis ticks are round and cover the range, every chart
  * carries each of its numbers as text and as data at its mark, with
- * balanced markup, for any input (empty, NaN, infinite, hostile names), and
- * the command a report shows is quoted as a shell reads it back. */
+ * balanced markup, for any input (empty, NaN, infinite, hostile names), text
+ * that quotes its bytes already is not quoted again, and the command a report
+ * shows is quoted as a shell reads it back, invisible characters as bytes and
+ * no password. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -107,6 +109,23 @@ static void test_text_escapes_markup_quotes_and_bytes_that_are_not_utf8(void **s
     free(c.text);
     html_text(capture_begin(&c), NULL);
     assert_string_equal(capture_end(&c), "");
+    free(c.text);
+}
+
+static void test_text_quotes_nothing_twice(void **state)
+{
+    (void)state;
+    /* a message quotes a key once ('a\\b'); the page shows it so, as the JSON has it */
+    struct capture c;
+    html_text(capture_begin(&c), "no key 'a\\\\b' <x> & \"q\"");
+    assert_string_equal(capture_end(&c), "no key &#39;a\\\\b&#39; &lt;x&gt; &amp; &quot;q&quot;");
+    free(c.text);
+    /* what text cannot hold still shows as bytes */
+    html_text(capture_begin(&c), "a\xff\x01");
+    assert_string_equal(capture_end(&c), "a\\xff\\x01");
+    free(c.text);
+    html_textf(capture_begin(&c), "%s\\", "x");
+    assert_string_equal(capture_end(&c), "x\\");
     free(c.text);
 }
 
@@ -513,10 +532,25 @@ static void test_a_command_line_is_quoted_as_a_shell_reads_it_back(void **state)
     free(line);
 }
 
+static void test_a_command_line_shows_invisible_characters_and_no_password(void **state)
+{
+    (void)state;
+    /* a no-break space, a right-to-left override, a zero-width space: shown
+     * as their bytes, so that what a reader sees is what runs */
+    char *argv[] = {"shardbench", "a\xc2\xa0" "b", "c\xe2\x80\xae" "d", "e\xe2\x80\x8b",
+                    "https://alice:pw@h/d", "--x=http://u@h:1/p?q=a@b"};
+    char *line = cli_command_line(6, argv);
+    assert_non_null(line);
+    assert_string_equal(line, "shardbench $'a\\xc2\\xa0b' $'c\\xe2\\x80\\xaed' $'e\\xe2\\x80\\x8b' "
+                              "'https://***@h/d' '--x=http://***@h:1/p?q=a@b'");
+    free(line);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_escapes_markup_quotes_and_bytes_that_are_not_utf8),
+        cmocka_unit_test(test_text_quotes_nothing_twice),
         cmocka_unit_test(test_numbers_read_back_exactly),
         cmocka_unit_test(test_a_page_forbids_fetching_and_names_its_maker),
         cmocka_unit_test(test_nice_steps_are_one_two_or_five_times_a_power_of_ten),
@@ -530,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_a_line_breaks_at_missing_values_and_names_its_points),
         cmocka_unit_test(test_a_strip_puts_infinite_values_apart_and_failed_ones_in_red),
         cmocka_unit_test(test_a_command_line_is_quoted_as_a_shell_reads_it_back),
+        cmocka_unit_test(test_a_command_line_shows_invisible_characters_and_no_password),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

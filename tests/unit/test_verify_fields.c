@@ -70,8 +70,9 @@ static void assert_problem(const struct shard_verify_report *r, enum shard_check
 }
 
 /* The index lines as mkdataset.h writes them name made-up identities; a
- * text, json or bytes value is its source bytes (manifests/FORMAT.md), so
- * write the identities shardify would, and counts.sidecars. */
+ * text, json or bytes value is its source bytes, and a table's value is
+ * identified by the value as stored (manifests/FORMAT.md), so write the
+ * identities shardify would, and counts.sidecars. */
 static void make_identities_real(struct mkds *d)
 {
     struct shard_manifest m;
@@ -92,7 +93,8 @@ static void make_identities_real(struct mkds *d)
             size_t len;
             assert_true(mkds_field_value(g, f, v, &len));
             enum shard_field_type t = mkds_field_decls[f].type;
-            if (t == SHARD_FIELD_TEXT || t == SHARD_FIELD_JSON || t == SHARD_FIELD_BYTES) {
+            if (t == SHARD_FIELD_TEXT || t == SHARD_FIELD_JSON || t == SHARD_FIELD_BYTES ||
+                mkds_field_decls[f].column) {
                 smp.fields[i].source_bytes = len;
                 smp.fields[i].source_xxh3 = XXH3_64bits(v, len);
             }
@@ -353,7 +355,7 @@ static void test_a_stored_text_that_is_not_its_source_is_named(void **state)
     struct shard_verify_report r;
     verify(&d, 1, &r);
     assert_problem(&r, SHARD_CHECK_RECORD, 0, 3, "g0003.png", "field 'caption' holds",
-                   "not the source bytes index.jsonl names", NULL);
+                   "not the value index.jsonl names", NULL);
     assert_int_equal(r.problem_count, 1);
     shard_verify_report_release(&r);
     shard_field_set_release(&set);

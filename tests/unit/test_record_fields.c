@@ -1,4 +1,4 @@
-/* test_fields.c - fields in the format (version 2): records that carry
+/* test_record_fields.c - fields in the format (version 2): records that carry
  * them, shards of version 2, the manifest's declarations and counts, index
  * lines with field identities, and the checks of stored values.  Values are
  * checked against what the test generated itself, never against another

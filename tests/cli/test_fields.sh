@@ -1,0 +1,227 @@
+#!/bin/sh
+# test_fields.sh - samples carry fields: sidecar files of every type, in a
+# directory, an archive and a directory of archives, and annotation tables
+# (JSON Lines, CSV) give records whose every value equals the source's, read
+# back by a reader written from manifests/FORMAT.md alone
+# (tests/fixtures/fields_tree.py); each hostile value rejects its sample with
+# the field and the file named; orphans and images sharing a stem are
+# listed; the output does not depend on the thread count; an interrupted run
+# resumes to the same dataset; bad declarations are usage errors.
+. "$(dirname "$0")/lib.sh"
+
+G="$T/g"
+FT="$SHARDKIT_TOP/tests/fixtures/fields_tree.py"
+"$PYTHON" "$FT" make "$G"
+# the declarations: every type, each from its sidecar
+FIELDS=$("$PYTHON" "$FT" args | sed 's/^/--field /' | tr '\n' ' ')
+# the same, each from the table's column of its name
+COLUMNS=$("$PYTHON" "$FT" args | sed 's/,from=[^ ]*//; s/^/--field /' | tr '\n' ' ')
+OPTS="--size 16 --labels none --max-field-bytes 4096 --quiet"
+
+# valid DIR: the manifest and every index line hold to their JSON Schemas
+valid() {
+    "$PYTHON" - "$SHARDKIT_TOP/manifests" "$1" <<'EOF' || die "'$1' does not hold to the schemas"
+import json, os, sys
+import jsonschema
+schemas, dst = sys.argv[1:3]
+jsonschema.validate(json.load(open(os.path.join(dst, "manifest.json"))),
+                    json.load(open(os.path.join(schemas, "manifest.schema.json"))))
+line = json.load(open(os.path.join(schemas, "index-line.schema.json")))
+for l in open(os.path.join(dst, "index.jsonl")):
+    jsonschema.validate(json.loads(l), line)
+EOF
+}
+
+say "sidecars of every type: each value read back equal to its source; hostile ones rejected"
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/side" $OPTS $FIELDS --json >"$T/side.json"
+"$PYTHON" "$FT" check "$T/side" "$G" || die "the records do not hold the sidecars' values"
+valid "$T/side"
+[ "$(json "$T/side.json" 'd["orphans"], d["fields"]["caption"], d["sidecars"] > 100')" = \
+  "(3, 21, True)" ] || die "summary: $(cat "$T/side.json")"
+# a dataset without fields stays version 1
+shardify "$G/tree" "$T/plain" $OPTS
+[ "$(json "$T/plain/manifest.json" 'd["version"], "orphans" in d')" = "(1, False)" ] ||
+    die "a dataset without fields is not version 1"
+
+say "the thread count changes nothing"
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/side1" $OPTS $FIELDS --threads 1
+same_tree "$T/side" "$T/side1"
+
+say "an archive of the tree, and a directory of archives, give the same records"
+(cd "$G/tree" && tar cf "$T/tree.tar" .)
+# shellcheck disable=SC2086
+shardify "$T/tree.tar" "$T/tar" $OPTS $FIELDS
+for f in index.jsonl shard-000000.shard; do
+    cmp -s "$T/side/$f" "$T/tar/$f" || die "the archive's $f differs from the directory's"
+done
+mkdir "$T/tars"
+cp "$T/tree.tar" "$T/tars/00000.tar"
+mkdir -p "$T/extra/z"
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/extra/z/0000.jpg"
+printf 'from the second tar' >"$T/extra/z/0000.txt"
+(cd "$T/extra" && tar cf "$T/tars/00001.tar" z)
+echo '{"successes": 1}' >"$T/tars/00000_stats.json"
+# shellcheck disable=SC2086
+shardify --archives "$T/tars" "$T/archives" $OPTS $FIELDS --json >"$T/archives.json"
+"$PYTHON" "$FT" check "$T/archives" "$G" --prefix 00000.tar/ ||
+    die "--archives: the records do not hold the sidecars' values"
+grep -q '"key":"00001.tar/z/0000.jpg".*"caption"' "$T/archives/index.jsonl" ||
+    die "--archives: the second tar's sample or its caption is missing"
+[ "$(json "$T/archives/manifest.json" 'd["source"]["kind"]')" = archives ] || die "source.kind"
+[ "$(json "$T/archives.json" 'd["ignored"]')" -ge 1 ] || die "the stats file is not counted"
+valid "$T/archives"
+
+say "annotation tables: JSON Lines and CSV"
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/jsonl" $OPTS $COLUMNS --annotations "$G/table.jsonl" --json >"$T/jsonl.json"
+"$PYTHON" "$FT" check "$T/jsonl" "$G" --table jsonl || die "JSON Lines values"
+[ "$(json "$T/jsonl.json" 'd["annotation_rows"], d["annotation_rows_unmatched"]')" = "(25, 1)" ] ||
+    die "table rows: $(cat "$T/jsonl.json")"
+valid "$T/jsonl"
+# a CSV cell is text: no bytes column
+COLUMNS_CSV=$(echo "$COLUMNS" | sed 's/--field blob=bytes//')
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/csv" $OPTS $COLUMNS_CSV --annotations "$G/table.csv"
+"$PYTHON" "$FT" check "$T/csv" "$G" --table csv || die "CSV values"
+grep -q '"annotations": "file:table.csv:[0-9a-f]\{16\}"' "$T/csv/manifest.json" ||
+    die "the table is not identified in the config"
+
+say "a conversion in parts carries fields: the merged dataset holds every value"
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/parts" $OPTS $FIELDS --part 0/2
+# shellcheck disable=SC2086
+shardify "$G/tree" "$T/parts" $OPTS $FIELDS --part 1/2
+shardify merge --quiet "$T/parts"
+"$PYTHON" "$FT" check "$T/parts" "$G" || die "the merged records do not hold the values"
+[ "$(json "$T/parts/manifest.json" 'd["counts"]')" = "$(json "$T/side/manifest.json" 'd["counts"]')" ] ||
+    die "merged counts differ from a single run's"
+valid "$T/parts"
+
+say "--incremental: a changed sidecar keeps the stored pixels with the fields of now"
+cp -r "$G/tree" "$T/inc"
+# shellcheck disable=SC2086
+shardify "$T/inc" "$T/prev" $OPTS $FIELDS
+printf 'a corrected caption' >"$T/inc/a/0000.txt"   # changed
+printf 'a new caption' >"$T/inc/a/0003.txt"         # added where there was none
+rm "$T/inc/b/0001.json"                             # removed
+printf '{"a": 1}' >"$T/inc/h/badjson.json"          # a reject for its field, mended
+rm "$T/inc/b/0011.jpg"                              # an image removed
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/inc/b/0099.jpg"  # an image added
+printf 'new' >"$T/inc/b/0099.txt"
+# shellcheck disable=SC2086
+shardify "$T/inc" "$T/next" $OPTS $FIELDS --incremental "$T/prev" --json >"$T/next.json"
+# shellcheck disable=SC2086
+shardify "$T/inc" "$T/full" $OPTS $FIELDS
+for f in index.jsonl shard-000000.shard; do
+    cmp -s "$T/next/$f" "$T/full/$f" || die "incremental $f differs from a full run's"
+done
+"$PYTHON" - "$T/next/manifest.json" "$T/full/manifest.json" <<'EOF2' || die "incremental manifest"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+l = a.pop("lineage")
+assert a == b, "the manifest is not the full run's but for its lineage"
+assert (l["added"], l["removed"], l["refielded"], l["reconverted"]) == (1, 1, 3, 0), l
+assert l["reused"] == 24 + 2 - 1 - 3 - 1 - 1, l  # samples, stem clash rejects aside
+EOF2
+[ "$(json "$T/next.json" 'd["lineage"]["refielded"]')" = 3 ] || die "the summary's refielded"
+valid "$T/next"
+must_fail 2 shardify "$T/inc" "$T/other" $OPTS --field caption=text,from=.txt --incremental "$T/prev"
+must_say "--field differs from the previous dataset" "$T/err"
+
+say "a required field a sample lacks rejects it, naming the file that is missing"
+shardify "$G/tree" "$T/req" $OPTS --field caption=text,from=.txt,required --json >"$T/req.json"
+"$PYTHON" - "$T/req.json" <<'EOF' || die "required: $(cat "$T/req.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = {x["key"]: x["reason"] for x in d["rejects"]}
+assert r["a/0003.jpg"] == "field 'caption' is required: no 'a/0003.txt'", r["a/0003.jpg"]
+assert "h/badutf8.jpg" in r and "b/0000.jpg" not in r
+EOF
+shardify "$G/tree" "$T/req2" $OPTS --field caption=text,required --annotations "$G/table.jsonl" \
+    --json >"$T/req2.json"
+[ "$(json "$T/req2.json" '[x["reason"] for x in d["rejects"] if x["key"] == "h/huge.jpg"][0]')" = \
+  "field 'caption' is required: no row of 'table.jsonl'" ] || die "required from a table"
+
+say "class labels from a sidecar (.cls) and from a column"
+mkdir -p "$T/cls/a"
+for i in 0 1 2 3; do cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/cls/a/$i.jpg"; done
+printf 'cat\n' >"$T/cls/a/0.cls"
+printf '  dog ' >"$T/cls/a/1.cls"
+printf 'cat' >"$T/cls/a/2.cls"
+shardify "$T/cls" "$T/clsout" --size 16 --quiet --labels sidecar:.cls
+[ "$(json "$T/clsout/manifest.json" 'd["labels"], d["counts"]["by_label"], d["counts"]["unlabeled"]')" = \
+  "(['cat', 'dog'], {'cat': 2, 'dog': 1}, 1)" ] || die "sidecar class: $(cat "$T/clsout/manifest.json")"
+printf '{"key":"a/0.jpg","cls":"dog"}\n{"key":"a/3.jpg","cls":"emu"}\n' >"$T/cls.jsonl"
+shardify "$T/cls" "$T/colout" --size 16 --quiet --labels column:cls --annotations "$T/cls.jsonl"
+[ "$(json "$T/colout/manifest.json" 'd["labels"], d["counts"]["unlabeled"], d["config"]["labels"]')" = \
+  "(['dog', 'emu'], 2, 'column:cls')" ] || die "column class"
+
+say "bad declarations are usage errors, named"
+must_fail 2 shardify "$G/tree" "$T/u1" --field caption
+must_say "'caption' is not NAME=TYPE" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --field caption=string
+must_say "unknown field type 'string'" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --field emb=float32
+must_say "needs a length" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --field 9x=text
+must_say "a field name is" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --field caption=text,from=caption
+must_say "there is no --annotations table" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --field caption=text --field caption=json
+must_say "'caption' is declared twice" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --field caption=text,later
+must_say "unknown part 'later'" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --annotations "$G/table.jsonl"
+must_say "--annotations is read by --field" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --labels column:cls
+must_say "needs --annotations" "$T/err"
+must_fail 2 shardify "$G/tree" "$T/u1" --labels sidecar:cls
+must_say "a sidecar suffix" "$T/err"
+[ ! -e "$T/u1" ] || die "a refused run created DST"
+
+say "a table that cannot be used fails the run, naming the file and line; nothing is published"
+printf '{"key":"a/0000.jpg","caption":"x"}\n{"key":"a/0000.jpg","caption":"y"}\n' >"$T/dup.jsonl"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/dup.jsonl"
+must_say "key 'a/0000.jpg' is listed twice (lines 1 and 2)" "$T/err"
+printf '{"key":"a/0000.jpg"}\n{"caption": "no key"}\n' >"$T/nokey.jsonl"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/nokey.jsonl"
+must_say "line 2: no \"key\"" "$T/err"
+printf '{"key":"a/0000.jpg"}\n{oops\n' >"$T/bad.jsonl"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/bad.jsonl"
+must_say "'$T/bad.jsonl' line 2:" "$T/err"
+printf 'key,title\na/0000.jpg,x\n' >"$T/nocol.csv"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/nocol.csv"
+must_say "has no column 'caption'" "$T/err"
+printf 'key,caption\na/0000.jpg,x,y\n' >"$T/wide.csv"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/wide.csv"
+must_say "line 2: 3 fields, the header has 2" "$T/err"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/missing.jsonl"
+must_say "cannot open annotation file" "$T/err"
+mkfifo "$T/fifo.jsonl"
+must_fail 1 timeout 20 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/fifo.jsonl"
+must_say "is not a regular file" "$T/err"
+[ ! -e "$T/t1/manifest.json" ] || die "a failed run published"
+
+if strace_works; then
+    say "an interrupted run with fields resumes to the dataset of an uninterrupted one"
+    SRC="$G/tree"
+    # shellcheck disable=SC2086
+    OPTS="$OPTS $FIELDS --shard-size 8K --threads 1"
+    # shellcheck disable=SC2086
+    shardify "$SRC" "$T/whole" $OPTS
+    # killed at the read of the last sample stored: earlier shards are finished
+    last=$("$PYTHON" -c 'import json, sys; print(json.loads(open(sys.argv[1]).readlines()[-1])["key"])' \
+        "$T/whole/index.jsonl")
+    stop_at read "$SRC/$last" "$T/resumed"
+    kill -KILL "$run_pid"
+    finish_run
+    [ ! -e "$T/resumed/manifest.json" ] || die "a manifest after a kill"
+    # shellcheck disable=SC2086
+    shardify "$SRC" "$T/resumed" $OPTS --resume --json >"$T/resume.json"
+    same_tree "$T/resumed" "$T/whole"
+    [ "$(json "$T/resume.json" 'd["reused_shards"] >= 1')" = True ] || die "no shard was kept"
+    "$PYTHON" "$FT" check "$T/resumed" "$G" || die "the resumed records"
+fi
+echo "ok"

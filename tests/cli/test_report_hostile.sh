@@ -1,0 +1,134 @@
+#!/bin/sh
+# test_report_hostile.sh - the HTML reports against hostile input, read the
+# way a person reads them: in headless Chromium (tests/browser).
+#   - shardbench's "exact command": a dataset path, a report name and digests
+#     name made of quotes, backslashes, a newline, bytes that are not UTF-8,
+#     $(...), backticks and invisible characters.  The command is copied from
+#     the page as Chromium renders it and run by bash, with a stub program in
+#     place of shardbench: the same arguments must arrive, nothing else may
+#     run, and the page shows exactly the command the JSON has.
+#   - shardcheck's page shows a problem's message exactly as the JSON has it
+#     (a message quotes a key once; the page must not quote it again).
+#   - shardreport links only files inside ROOT: a run record naming '..',
+#     an absolute path, a link that leaves ROOT or a javascript: URL gets no
+#     link, and a name with '#', '?', '%' or a space is linked percent-encoded.
+. "$(dirname "$0")/lib.sh"
+
+command -v chromium >/dev/null 2>&1 || die "chromium is not installed (scripts/deps.sh installs it)"
+command -v bash >/dev/null 2>&1 || die "bash is not installed"
+READ="$SHARDKIT_TOP/tests/browser/page_read.py"
+RENDER="$SHARDKIT_TOP/tests/browser/render.py"
+CHECK="$SHARDKIT_TOP/tests/browser/check_report.py"
+P="$T/pages"
+mkdir -p "$P" "$T/paste" "$T/stub"
+
+"$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/raw" >/dev/null
+rm "$T/raw/apple/truncated.jpg" "$T/raw/boat/empty.jpg" "$T/raw/cloud/notes.jpg" \
+    "$T/raw/dune/badcrc.png"
+shardify "$T/raw" "$T/shards" --size 32 --quiet
+
+say "shardbench --report: the command copied from the page runs the same argv in bash"
+# every character a shell or a browser could treat specially
+nl='
+'
+hostile="x';touch PWNED;#\"\$(touch PWNED2)\`touch PWNED3\` \\ b\\\\s \\' !x${nl}n$(printf '\377\376\t')\
+$(printf '\302\240nbsp \342\200\256rlo \342\200\213zw \303\251t\303\251')"
+DS="$T/$hostile"
+mv "$T/shards" "$DS"
+REPORT="$P/cmd.html"
+DIGESTS="$T/digests '$hostile.txt"
+set -- shards "$DS" --epochs 1 --batch 4 --threads 1 --digests "$DIGESTS" --report "$REPORT" --json
+shardbench "$@" >"$T/cmd.json" || die "shardbench on the hostile path failed"
+[ -s "$REPORT" ] && [ -s "$DIGESTS" ] || die "shardbench wrote no report or digests"
+"$PYTHON" "$READ" "$REPORT" copy command >"$T/copied" || die "the page shows no command"
+"$PYTHON" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["command"] != open(sys.argv[2], encoding="utf-8").read())' \
+    "$T/cmd.json" "$T/copied" ||
+    die "the page shows '$(cat "$T/copied")', the JSON '$(json "$T/cmd.json" 'd["command"]')'"
+case "$(cat "$T/copied")" in "shardbench "*) ;; *) die "the command does not start with 'shardbench '" ;; esac
+# the stub writes the arguments it is given, each ending in a NUL
+printf '#!/bin/sh\nprintf "%%s\\0" "$@" >"%s"\n' "$T/argv" >"$T/stub/shardbench"
+chmod +x "$T/stub/shardbench"
+(cd "$T/paste" && PATH="$T/stub:$PATH" bash "$T/copied") || die "bash could not run the copied command"
+printf '%s\0' "$@" >"$T/argv.want"
+cmp -s "$T/argv" "$T/argv.want" || {
+    od -c "$T/argv" | head -20 >&2
+    die "the copied command gives other arguments than the ones shardbench was given"
+}
+[ -z "$(find "$T" -name 'PWNED*')" ] || die "pasting the command ran: $(find "$T" -name 'PWNED*')"
+"$PYTHON" "$RENDER" "$T/out" "$REPORT" >"$T/render.out" || { cat "$T/render.out" >&2; die "the page did not render"; }
+"$PYTHON" "$CHECK" page "$T/render.out" || die "the page misbehaved in the browser"
+"$PYTHON" "$CHECK" shardbench "$T/out/cmd.dom.html" "$T/cmd.json" || die "cmd.html"
+
+say "shardcheck --report shows messages, labels and options exactly as the JSON has them"
+# a backslash in a label, a key and an option's value: a message quotes the
+# key once (\\); the page must show that, not quote it again
+H="$T/bs"
+mkdir -p "$H/la\\bel"
+cp "$T/raw/apple/img_004.png" "$H/la\\bel/k\\ey.png"
+cp "$T/raw/apple/img_004.png" "$H/la\\bel/gone\\.png"
+cp "$T/raw/boat/img_005.png" "$H/la\\bel/other.png"
+shardify "$H" "$T/bshards" --size 32 --labels 'regex:^([^/\]*\\[^/]*)/' --quiet
+rm "$H/la\\bel/gone\\.png"
+must_fail 1 shardcheck --source "$H" "$T/bshards" --report "$P/bs.html" --json
+mv "$T/stdout" "$T/bs.json"
+[ "$(json "$T/bs.json" '[l["label"] for l in d["labels"]], [p["message"] for p in d["problems"] if "gone" in p["message"]] != []')" = \
+  "(['la\\\\bel'], True)" ] || die "the dataset with backslashes: $(cat "$T/bs.json")"
+"$PYTHON" "$RENDER" "$T/out" "$P/bs.html" >"$T/render.out" || { cat "$T/render.out" >&2; die "bs.html did not render"; }
+"$PYTHON" "$CHECK" page "$T/render.out" || die "bs.html misbehaved in the browser"
+"$PYTHON" "$CHECK" shardcheck "$T/out/bs.dom.html" "$T/bs.json" || die "bs.html shows other text than its JSON"
+
+say "shardreport links only files inside ROOT, whatever a run record names"
+ROOT="$T/root"
+R="$ROOT/runs"
+mkdir -p "$R" "$T/outside"
+echo secret >"$T/outside.html"
+echo secret >"$T/outside/x.log"
+ln -s "$T/outside/x.log" "$R/escape.log"      # a link that leads out of ROOT
+ln -s "$T/outside" "$R/escape-dir"             # ... through a directory
+echo page >"$R/A.html"
+echo log >"$R/odd #?%&'\"<b> name.log"       # linked, percent-encoded
+echo log >"$R/B.log"
+ln -s B.log "$R/inside.log"                     # a link that stays inside: linked
+record() {  # NAME REPORT LOG: a run record naming REPORT and LOG (JSON strings)
+    printf '{"run": "%s", "status": "published", "published": true, "report": %s, "log": %s}\n' \
+        "$1" "$2" "$3" >"$R/$1.json"
+}
+record 20240101T000001Z '"../outside.html"' '"/etc/passwd"'
+record 20240101T000002Z '"javascript:alert(1)"' '"runs/escape.log"'
+record 20240101T000003Z '"runs/A.html"' '"runs/odd #?%&\u0027\"<b> name.log"'
+record 20240101T000004Z "\"$R/A.html\"" '"runs/escape-dir/x.log"'
+record 20240101T000005Z '"runs/../runs/A.html"' '"http://example.com/x.log"'
+record 20240101T000006Z '"runs/missing.html"' '"runs/inside.log"'
+record 20240101T000007Z '"runs"' '"runs/B.log/"'
+shardreport nightly "$ROOT" >/dev/null || die "shardreport on hostile records"
+"$PYTHON" "$READ" "$ROOT/index.html" links >"$T/links.json" || die "the index did not load"
+# every link the browser follows is a file: URL of a regular file inside ROOT,
+# and exactly the files that are there and inside are linked
+ROOT="$ROOT" "$PYTHON" - "$T/links.json" <<'EOF' || die "the index links: $(cat "$T/links.json")"
+import json, os, sys, urllib.parse
+root = os.path.realpath(os.environ["ROOT"])
+links = json.load(open(sys.argv[1]))
+targets = []
+for a in links:
+    u = urllib.parse.urlsplit(a["url"])
+    assert u.scheme == "file" and not u.query and not u.fragment, a
+    path = os.path.realpath(urllib.parse.unquote(u.path))
+    assert path.startswith(root + "/") and os.path.isfile(path), a
+    targets.append((a["text"], os.path.relpath(path, root)))
+want = sorted([("20240101T000003Z", "runs/A.html"), ("report", "runs/A.html"),
+               ("log", "runs/odd #?%&'\"<b> name.log"),
+               ("20240101T000004Z", "runs/A.html"), ("report", "runs/A.html"),
+               ("log", "runs/B.log")])
+assert sorted(targets) == want, (sorted(targets), want)
+EOF
+"$PYTHON" "$RENDER" "$T/out" "$ROOT/index.html" >"$T/render.out" || { cat "$T/render.out" >&2; die "index.html did not render"; }
+"$PYTHON" "$CHECK" page "$T/render.out" || die "index.html misbehaved in the browser"
+for what in "report '../outside.html'" "log '/etc/passwd'" "report 'javascript:alert(1)'" \
+    "log 'runs/escape.log'" "log 'runs/escape-dir/x.log'" "report 'runs/../runs/A.html'" \
+    "log 'http://example.com/x.log'" "report 'runs/missing.html'" "report 'runs'" \
+    "log 'runs/B.log/'"; do
+    "$PYTHON" "$CHECK" text "$T/out/index.dom.html" "$what (not linked: no file inside ROOT)" ||
+        die "the page does not say why $what is not linked"
+done
+
+echo "test_report_hostile: ok"

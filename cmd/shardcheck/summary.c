@@ -172,6 +172,7 @@ static int start_fields(struct dataset_summary *s)
         return 0;
     if (!(s->fields = calloc(c->field_count, sizeof *s->fields)))
         return -1;
+    s->field_count = c->field_count;
     for (uint32_t f = 0; f < c->field_count; f++) {
         struct field_summary *fs = &s->fields[f];
         fs->decl = &c->fields[f];
@@ -342,7 +343,7 @@ void summary_release(struct dataset_summary *s)
         free(s->warned[i].warning);
     }
     free(s->warned);
-    for (uint32_t f = 0; s->fields && f < s->manifest.config.field_count; f++)
+    for (uint32_t f = 0; f < s->field_count; f++)
         cli_histogram_release(&s->fields[f].lengths);
     free(s->fields);
     memset(s, 0, sizeof *s);

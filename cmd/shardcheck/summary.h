@@ -76,6 +76,7 @@ struct dataset_summary {
     size_t warned_count;
     struct field_summary *fields;    /* one per declared field (manifest.config.fields),
                                       * or NULL in version 1 */
+    uint32_t field_count;            /* of them */
     char note[512];                  /* what could not be read, or "" */
 };
 

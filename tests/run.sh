@@ -5,9 +5,12 @@
 # BUILD/tests/fuzz_replay_* run over fuzz/corpus and fuzz/regressions; CLI
 # tests are the tests/cli/test_*.sh scripts, which run the real binaries in
 # BUILD/bin; the Python tests are python/tests (pytest) on BUILD/python.
-# Fixtures are generated first (tests/fixtures/make_fixtures.py) into
-# BUILD/fixtures.  With NAMEs (test_shardify, python_tests, fuzz_replay_x),
-# only the tests of those names run.  Exit status: 0 when every test passed.
+# Fixtures are generated first into BUILD/fixtures: the crafted images
+# (tests/fixtures/make_fixtures.py) and the photo sample the tools convert
+# (tests/fixtures/make_sample.py, BUILD/fixtures/sample), so the suite needs
+# nothing beside a clone.  With NAMEs (test_shardify, python_tests,
+# fuzz_replay_x), only the tests of those names run.  Exit status: 0 when
+# every test passed.
 set -u
 units_only=0
 if [ "${1:-}" = "--units-only" ]; then units_only=1; shift; fi
@@ -20,7 +23,10 @@ only="$*"
 export SHARDKIT_BIN="$BUILD/bin"
 export SHARDKIT_FIXTURES="$BUILD/fixtures"
 export SHARDKIT_TOP="$top"
-# The shared sample dataset lives beside the checkout; tests skip without it.
+# The photo sample every test that converts photos uses (generated below).
+export SHARDKIT_SAMPLE="$SHARDKIT_FIXTURES/sample"
+# Real photos: the ImageNet sample, when it is beside the checkout; the tests
+# that decode or convert a whole sample run on it as well, never instead.
 export SHARDKIT_DATASET="${SHARDKIT_DATASET:-$top/../shared/datasets/imagenet-sample}"
 export PYTHON="${PYTHON:-/usr/bin/python3}"
 # glib/libvips keep process-lifetime allocations; only report our leaks.
@@ -30,10 +36,11 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-if [ ! -f "$SHARDKIT_FIXTURES/.complete" ] || \
-   [ "$top/tests/fixtures/make_fixtures.py" -nt "$SHARDKIT_FIXTURES/.complete" ]; then
+if [ ! -f "$SHARDKIT_FIXTURES/.complete" ] ||
+   [ -n "$(find "$top/tests/fixtures" -name '*.py' -newer "$SHARDKIT_FIXTURES/.complete")" ]; then
     rm -rf "$SHARDKIT_FIXTURES"
-    "$PYTHON" "$top/tests/fixtures/make_fixtures.py" "$SHARDKIT_FIXTURES" || {
+    { "$PYTHON" "$top/tests/fixtures/make_fixtures.py" "$SHARDKIT_FIXTURES" &&
+      "$PYTHON" "$top/tests/fixtures/make_sample.py" "$SHARDKIT_SAMPLE"; } || {
         echo "FAIL: cannot generate test fixtures" >&2; exit 1; }
     touch "$SHARDKIT_FIXTURES/.complete"
 fi

@@ -397,13 +397,13 @@ static void test_scan_of_a_file_root_is_invalid(void **state)
 
 /* A directory that cannot be listed fails a scan without refusals, naming
  * it; with refusals it is a reject under its own key ("locked/") and the
- * walk goes on.  (As root it cannot be made unreadable: tests/cli/
- * test_sources.sh runs shardify as nobody for that.) */
+ * walk goes on.  Root lists any directory, so as root the scans run with the
+ * effective uid of nobody, from inside the fixture directory (whose parents
+ * may be closed to nobody); tests/cli/test_sources.sh runs shardify as
+ * nobody too. */
 static void test_scan_of_unreadable_directory_fails_or_is_refused(void **state)
 {
     struct fixture *f = *state;
-    if (geteuid() == 0)
-        skip();  /* root reads any directory */
     make_dir(f->dir, "ok");
     write_file(f->dir, "ok/a.jpg", "x", 1);
     make_dir(f->dir, "locked");
@@ -412,11 +412,30 @@ static void test_scan_of_unreadable_directory_fails_or_is_refused(void **state)
     struct shard_keylist l = {0};
     struct shard_refusals refused = {0};
     struct shard_scan_stats st = {0};
-    struct shard_err err = {0};
-    assert_int_equal(shard_scan_dir(f->dir, &l, NULL, &st, &err), SHARD_EIO);
+    struct shard_err err = {0}, refusing_err = {0};
+    const char *root = f->dir;
+    int cwd = -1;
+    if (geteuid() == 0) {
+        cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(cwd >= 0);
+        assert_int_equal(chmod(f->dir, 0755), 0);
+        assert_int_equal(chdir(f->dir), 0);
+        assert_int_equal(seteuid(65534), 0);
+        root = ".";
+    }
+    /* no assertion until root is back */
+    int rc = shard_scan_dir(root, &l, NULL, &st, &err);
+    size_t count = l.count;
+    int refusing_rc = shard_scan_dir(root, &l, &refused, &st, &refusing_err);
+    if (cwd >= 0) {
+        int back = seteuid(0) == 0 && fchdir(cwd) == 0;
+        close(cwd);
+        assert_true(back);
+    }
+    assert_int_equal(rc, SHARD_EIO);
     assert_non_null(strstr(err.msg, "'locked'"));
-    assert_int_equal(l.count, 0);
-    assert_int_equal(shard_scan_dir(f->dir, &l, &refused, &st, &err), 0);
+    assert_int_equal(count, 0);
+    assert_int_equal(refusing_rc, 0);
     const char *expected[] = {"locked/", "ok/a.jpg"};
     assert_keys(&l, expected, 2);
     assert_string_equal(shard_refusals_find(&refused, "locked/", 7),

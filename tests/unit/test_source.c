@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "shardkit/source.h"
+#include "skip.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -608,7 +609,7 @@ static void test_read_file_that_grows_while_read_is_refused(void **state)
     (void)state;
     int root = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
-        skip();
+        skip_because("no /proc/self");
     struct shard_buf buf = {0};
     struct shard_err err = {0};
     assert_int_equal(shard_read_source_file(root, "status", 0, &buf, &err), SHARD_EIO);
@@ -623,11 +624,11 @@ static void test_read_file_that_shrinks_while_read_is_refused(void **state)
     (void)state;
     int root = open("/sys/devices/system/cpu", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root < 0)
-        skip();
+        skip_because("no /sys/devices/system/cpu");
     struct stat sb;
     if (fstatat(root, "online", &sb, 0) != 0 || sb.st_size == 0) {
         close(root);
-        skip();
+        skip_because("/sys/devices/system/cpu/online is not a sysfs file of size > 0 here");
     }
     struct shard_buf buf = {0};
     struct shard_err err = {0};
@@ -726,7 +727,7 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
     char *path = join(dir, name);
     if (write_archive(path, kind) != 0) {
         free(path);
-        skip();
+        skip_because("libarchive cannot write this kind of archive here");
     }
     struct shard_archive *a = NULL;
     struct shard_err err = {0};
@@ -863,7 +864,7 @@ static void test_archive_zip_utf8_names_are_byte_exact_in_any_locale(void **stat
 {
     struct fixture *f = *state;
     if (!setlocale(LC_CTYPE, "C.UTF-8"))
-        skip();
+        skip_because("no C.UTF-8 locale");
     char *path = join(f->dir, "utf8.zip");
     struct archive *w = archive_write_new();  /* flags names UTF-8 in this locale */
     assert_int_equal(archive_write_set_format_zip(w), ARCHIVE_OK);
@@ -912,7 +913,7 @@ static void test_archive_encrypted_entry_is_produced_with_a_problem(void **state
         archive_write_set_passphrase(w, "secret") != ARCHIVE_OK) {
         archive_write_free(w);
         free(plain);
-        skip();  /* libarchive built without zip encryption */
+        skip_because("libarchive built without zip encryption");
     }
     assert_int_equal(archive_write_open_filename(w, plain), ARCHIVE_OK);
     add_entry(w, "a/secret.jpg", AE_IFREG, "hidden", 6, NULL);

@@ -2,6 +2,9 @@
 # Install the Debian packages a make target needs, but only those that are
 # missing.  Runs apt-get as root, or through sudo when it is available.
 #   scripts/deps.sh [GROUP...]      (no GROUP: every group, as `make deps`)
+#   scripts/deps.sh --list GROUP... the packages of those groups, one a line
+#                                   (Node.js and npm, installed only when no
+#                                   npm is there, are not listed)
 # Each make target asks for its group, so that `make demo` does not install
 # a browser, a cluster or the libraries only a benchmark compares against:
 #   build        the library and the programs (make, make install)
@@ -46,6 +49,8 @@ packages() {
     esac
 }
 
+list=0
+if [ "${1:-}" = "--list" ]; then list=1; shift; fi
 [ $# -gt 0 ] || set -- $ALL_GROUPS
 pkgs=""
 node=0
@@ -53,11 +58,16 @@ for g in "$@"; do
     pkgs="$pkgs $(packages "$g")" || exit 2
     case $g in test | bench) node=1 ;; esac
 done
+pkgs=$(echo $pkgs | tr ' ' '\n' | sort -u)
+if [ $list -eq 1 ]; then
+    echo "$pkgs"
+    exit 0
+fi
 
 need() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 missing=""
-for p in $(echo $pkgs | tr ' ' '\n' | sort -u); do
+for p in $pkgs; do
     need "$p" || missing="$missing $p"
 done
 # The S3 tests and benchmarks run s3rver (npm) on Node.js: Debian's packages

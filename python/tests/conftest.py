@@ -89,7 +89,7 @@ def by_codec(jpeg256, png128, raw128):
 @pytest.fixture(scope="session")
 def labelled(workdir, photos):
     """A small labelled dataset: 60 sample images in three class folders
-    (plus two at the top, without a label), 64-px JPEG, seven shards."""
+    (plus two at the top, without a label), 64-px JPEG, six shards."""
     src = os.path.join(workdir, "labelled-src")
     if not os.path.isdir(src):
         images = sample_images()

@@ -37,9 +37,9 @@ packages() {
     demo) packages build; echo "python3 python3-pil" ;;
     python) packages build; echo "python3 python3-dev python3-setuptools python3-numpy" ;;
     test) packages unit; packages python; packages demo
-        echo "libturbojpeg0-dev python3-jsonschema python3-xxhash python3-pytest python3-torch
-            python3-torchvision python3-venv python3-pip zstd nginx curl strace
-            libjpeg-turbo-progs chromium munge slurm-wlm" ;;
+        echo "libturbojpeg0-dev python3-jsonschema python3-xxhash python3-zstandard
+            python3-pytest python3-torch python3-torchvision python3-venv python3-pip zstd nginx
+            curl strace libjpeg-turbo-progs chromium munge slurm-wlm" ;;
     bench) packages python; packages demo
         echo "libturbojpeg0-dev libyuv-dev libswscale-dev libavutil-dev python3-torch
             python3-torchvision nginx curl time" ;;

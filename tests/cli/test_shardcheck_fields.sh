@@ -220,6 +220,6 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
     curl -sS -f -X DELETE -H "$H" "$ENDPOINT/$BUCKET/src/a/0001.txt" -o /dev/null
     check_src "s3://$BUCKET/src" "$T/from-s3" "source: field 'caption' of 'a/0001.jpg': 'a/0001.txt' is not in SRC"
 else
-    echo "(skipped: Node.js and npm are not installed)"
+    echo "SKIP: an s3:// source with sidecars: Node.js and npm are not installed"
 fi
 echo "shardcheck fields checks passed"

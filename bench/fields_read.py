@@ -93,9 +93,11 @@ def make_copies(shards, work):
                               payload, {"caption": caption(rng),
                                         "meta": metadata(rng, i, width, height)}))
     decls = [Decl("caption", "text", sidecar=".txt"), Decl("meta", "json", sidecar=".json")]
-    write_dataset(v1, samples, labels=ds.labels, shard_samples=per_shard, codec="jpeg")
+    size = ds.manifest["config"]["size"]
+    write_dataset(v1, samples, labels=ds.labels, shard_samples=per_shard, codec="jpeg",
+                  size=size)
     write_dataset(v2, samples, labels=ds.labels, fields=decls, shard_samples=per_shard,
-                  codec="jpeg")
+                  codec="jpeg", size=size)
     return v1, v2
 
 

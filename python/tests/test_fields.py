@@ -20,8 +20,10 @@ import sys
 import numpy as np
 import pytest
 
+import subprocess
+
 import shardkit
-from conftest import TOP, shardify
+from conftest import TOP, shardify, tool
 
 sys.path.insert(0, os.path.join(TOP, "tests", "fixtures"))
 import fields_tree  # noqa: E402
@@ -151,6 +153,22 @@ def assert_value(decl, got, want):
         assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
     else:
         assert type(got) is type(want) and got == want
+
+
+def test_the_writer_made_from_the_format_writes_what_shardcheck_verifies(tmp_path):
+    # the tests' datasets are what the format says: shardcheck --deep finds nothing wrong in
+    # one (images of shorter side 4, as config.size says)
+    rng = random.Random(1)
+    samples = random_samples(3, count=40)
+    for s in samples:
+        long = rng.randrange(4, 8)
+        s.width, s.height = (4, long) if rng.random() < 0.5 else (long, 4)
+        s.pixels = bytes(rng.randrange(256) for _ in range(s.width * s.height * 3))
+    dst = str(tmp_path / "verified")
+    write_dataset(dst, samples, labels=LABELS, fields=DECLS, shard_samples=9, size=4)
+    out = subprocess.run([tool("shardcheck"), "--deep", dst], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"verified '{dst}': 5 shards, 40 samples" in out.stdout
 
 
 # ---- the declarations and Sample.fields ------------------------------------------------

@@ -210,26 +210,6 @@ static int for_each_entry(struct dst *d, int dirfd, const char *dir, entry_fn fn
     return rc;
 }
 
-/* The entry dir/name of dirfd must be shardify's own: a directory (want_dir)
- * or a regular file, and never a symbolic link.  An entry that vanished is
- * fine. */
-static int check_own(int dirfd, const char *dir, const char *name, int want_dir,
-                     struct shard_err *err)
-{
-    struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return errno == ENOENT ? SHARD_OK
-                               : shard_err_errno(err, SHARD_EIO, errno, "cannot inspect '%s/%s'",
-                                                 dir, name);
-    if (S_ISLNK(st.st_mode))
-        return sk_fs_err_link(err, dir, name);
-    if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
-        return shard_err_set(err, SHARD_EEXIST,
-                             "'%s/%s' is not a %s, so shardify did not write it: remove it", dir,
-                             name, want_dir ? "directory" : "regular file");
-    return SHARD_OK;
-}
-
 /* Open DST/.shardify, creating it first when `create`; never through a link.
  * Without `create` a missing work directory leaves work_fd at -1. */
 static int open_work(struct dst *d, int create, struct shard_err *err)
@@ -244,7 +224,7 @@ static int open_work(struct dst *d, int create, struct shard_err *err)
     if (d->work_fd >= 0 || (errno == ENOENT && !create))
         return SHARD_OK;
     int e = errno;
-    int rc = check_own(d->fd, d->path, SHARDIFY_WORK_DIR, 1, err);  /* a link, a file */
+    int rc = sk_fs_check_own_at(d->fd, d->path, SHARDIFY_WORK_DIR, 1, err);  /* a link, a file */
     return rc ? rc : shard_err_errno(err, SHARD_EIO, e, "cannot open '%s'", d->work);
 }
 
@@ -278,14 +258,14 @@ static int inspect_entry(struct dst *d, const char *name, void *has_work, struct
         *(int *)has_work = 1;
     else
         d->has_output = 1;
-    return check_own(d->fd, d->path, name, is_work, err);
+    return sk_fs_check_own_at(d->fd, d->path, name, is_work, err);
 }
 
 static int inspect_work_entry(struct dst *d, const char *name, void *user, struct shard_err *err)
 {
     if (!strcmp(name, DST_STATE_FILE))
         d->has_state = 1;
-    return check_own(d->work_fd, d->work, name, 0, err);
+    return sk_fs_check_own_at(d->work_fd, d->work, name, 0, err);
 }
 
 /* List DST (and DST/.shardify when it exists): only shardify's names, each

@@ -26,6 +26,7 @@
 #include "source/source_internal.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
+#include "util/quote.h"
 
 /* One candidate of the previous dataset: a sample or a reject (its key is
  * the same number in sk_prev.keys). */
@@ -476,8 +477,10 @@ int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err)
         *err = why;
         return rc;
     }
-    /* a full rebuild, saying why; the previous manifest's identity if it has one */
-    snprintf(r->full_rebuild, sizeof r->full_rebuild, "%s", why.msg);
+    /* a full rebuild, saying why (in the manifest, so as UTF-8 text: a path
+     * that is not is shown with \xNN escapes); the previous manifest's
+     * identity if it has one */
+    sk_quote_bytes(why.msg, strlen(why.msg), r->full_rebuild, sizeof r->full_rebuild);
     r->lineage.full_rebuild = r->full_rebuild;
     char *path = sk_fs_join(r->o->incremental, SHARD_MANIFEST_FILE);
     uint64_t bytes;

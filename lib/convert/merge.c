@@ -1,17 +1,22 @@
 /* merge.c - shardify_merge(): one dataset from the parts in DST/parts.
  *
  * Check first, publish second:
- *   1. find the parts (DST/parts/I-of-N, one N), load each one's manifest
- *      and part file, and check them against part 0 (format version,
- *      options, listing, split) and their shards against their manifest
- *      (present, regular, of the listed size);
- *   2. write the merged index as a temporary file, checking each part's
- *      index against its manifest on the way;
+ *   1. find the parts (DST/parts/I-of-N, one N; neither a link), load each
+ *      one's manifest and part file, and check them against part 0 (format
+ *      version, options, listing, split) and their shards against their
+ *      manifest (present, regular, of the listed size);
+ *   2. write the merged index and the merged manifest as temporary files,
+ *      checking each part's index against its manifest on the way; check
+ *      that DST's names for them are free for shardify (absent, or regular
+ *      files, no link) and hard-link every shard into DST: under its own
+ *      name when that is free, else as .NAME.tmp (so the links are known to
+ *      work: one file system, room in DST);
  *   3. only then: remove a previous merge's manifest (no manifest may name
- *      a shard while it is replaced), hard-link every shard into DST under
- *      its own name, rename the index into place, write manifest.json (the
- *      commit point), and remove shard files no longer listed.
- * A failure before step 3 leaves DST as it was; during it, no manifest. */
+ *      a shard while it is replaced), rename the staged shards over their
+ *      names, then the index, then manifest.json (the commit point), and
+ *      remove shard files no longer listed.
+ * A failure before step 3 leaves DST as it was (what step 2 made is
+ * removed), so a previous merge stays published; during it, no manifest. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +39,7 @@
 #include "util/fsutil.h"
 
 #define INDEX_TMP "." SHARD_INDEX_FILE ".tmp"
+#define MANIFEST_TMP "." SHARD_MANIFEST_FILE ".tmp"
 #define PART_NAME_BYTES 32
 #define WRITE_CHUNK (1u << 20)
 
@@ -47,6 +53,9 @@ struct part {
     uint32_t shard_offset;        /* its first shard's position in the merged list */
 };
 
+/* Where step 2 put a shard of the merged list. */
+enum placed { NOT_PLACED, IN_PLACE, LINKED, STAGED };
+
 struct merge {
     const char *dst;
     int fd;
@@ -54,6 +63,9 @@ struct merge {
     uint32_t count;
     struct part *parts;
     struct shard_manifest out;    /* borrows the parts' strings */
+    unsigned char *placed;        /* enum placed, per shard of `out` */
+    int index_fd;                 /* INDEX_TMP, written */
+    int manifest_fd;              /* MANIFEST_TMP, written */
 };
 
 /* ---- finding the parts ------------------------------------------------------ */
@@ -153,15 +165,16 @@ static int open_part(struct merge *g, uint32_t i, struct shard_err *err)
     if (!(p->path = malloc(cap)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     snprintf(p->path, cap, "%s/%s/%s", g->dst, SHARDIFY_PARTS_DIR, p->name);
-    p->fd = openat(g->parts_fd, p->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (p->fd < 0 && errno == ENOENT)
+    char parts[PATH_MAX];
+    snprintf(parts, sizeof parts, "%s/%s", g->dst, SHARDIFY_PARTS_DIR);
+    struct shard_err e;
+    int rc = sk_fs_open_dir_at(g->parts_fd, parts, p->name, &p->fd, &e);
+    if (rc == SHARD_ENOTFOUND)
         return shard_err_set(err, SHARD_ENOTFOUND, "part %u of %u is missing: no '%s'", i,
                              g->count, p->path);
-    if (p->fd < 0)
-        return shard_err_errno(err, SHARD_EIO, errno, "part %u of %u: cannot open '%s'", i,
-                               g->count, p->path);
-    struct shard_err e;
-    int rc = shard_manifest_load(p->path, &p->m, &e);
+    if (rc)
+        return shard_err_set(err, rc, "part %u of %u: %s", i, g->count, e.msg);
+    rc = shard_manifest_load(p->path, &p->m, &e);
     if (rc == SHARD_ENOTFOUND)
         return shard_err_set(err, SHARD_EEXIST, "part %u of %u is incomplete: '%s' has no %s "
                              "yet (still running, or stopped: run it again with --resume)", i,
@@ -481,28 +494,101 @@ static int write_index(struct merge *g, int *fd, struct shard_err *err)
 
 /* ---- publishing ------------------------------------------------------------- */
 
-/* DST/NAME becomes part p's shard NAME (a link; one already there stays). */
-static int link_shard(struct merge *g, const struct part *p, const char *name,
-                      struct shard_err *err)
+/* The staged name of shard NAME: ".NAME.tmp" (shard names are short). */
+static void staged_name(const char *name, char *tmp, size_t size)
+{
+    snprintf(tmp, size, ".%s.tmp", name);
+}
+
+/* Part p's shard NAME into DST before anything is unpublished (*placed
+ * says how): the file already there (a merge of the same parts again), a
+ * new link under its own name when that is free, or a link as .NAME.tmp
+ * when another file holds the name (renamed over it by publish()).  What
+ * holds the name must be a regular file, never a link or a directory. */
+static int place_shard(struct merge *g, const struct part *p, const char *name,
+                       unsigned char *placed, struct shard_err *err)
 {
     struct stat a, b;
-    if (linkat(p->fd, name, g->fd, name, 0) == 0)
-        return SHARD_OK;
-    if (errno == EEXIST && fstatat(p->fd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
-        fstatat(g->fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
-        a.st_ino == b.st_ino)
-        return SHARD_OK;
-    if (errno == EEXIST) {  /* another file of that name: replaced by renaming over it */
-        char tmp[64];
-        snprintf(tmp, sizeof tmp, ".%s.tmp", name);
-        unlinkat(g->fd, tmp, 0);
-        if (linkat(p->fd, name, g->fd, tmp, 0) == 0 &&
-            renameat(g->fd, tmp, g->fd, name) == 0)
+    char tmp[64];
+    const char *as = name;
+    int rc = sk_fs_check_own_at(g->fd, g->dst, name, 0, err);
+    if (rc)
+        return rc;
+    if (fstatat(g->fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (fstatat(p->fd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+            *placed = IN_PLACE;
             return SHARD_OK;
-        unlinkat(g->fd, tmp, 0);
+        }
+        staged_name(name, tmp, sizeof tmp);
+        if (unlinkat(g->fd, tmp, 0) != 0 && errno != ENOENT)
+            return shard_err_errno(err, SHARD_EIO, errno, "cannot remove the stale '%s/%s'",
+                                   g->dst, tmp);
+        as = tmp;
+    } else if (errno != ENOENT) {
+        return shard_err_errno(err, SHARD_EIO, errno, "cannot inspect '%s/%s'", g->dst, name);
     }
-    return shard_err_errno(err, SHARD_EIO, errno, "cannot link '%s/%s' into '%s' (the parts "
-                           "must be on DST's file system)", p->path, name, g->dst);
+    if (linkat(p->fd, name, g->fd, as, 0) != 0)
+        return errno == EXDEV
+                   ? shard_err_errno(err, SHARD_EIO, errno, "cannot link '%s/%s' into '%s': the "
+                                     "parts must be on DST's file system", p->path, name, g->dst)
+                   : shard_err_errno(err, SHARD_EIO, errno, "cannot link '%s/%s' into '%s' as "
+                                     "'%s'", p->path, name, g->dst, as);
+    *placed = as == name ? LINKED : STAGED;
+    return SHARD_OK;
+}
+
+/* Undo place_shard: for every shard (a failure before publishing, which
+ * leaves DST as it was), or only the staged ones (`staged_only`: a failure
+ * while publishing, which leaves no .NAME.tmp behind). */
+static void unplace_shards(struct merge *g, int staged_only)
+{
+    for (uint32_t k = 0; g->placed && k < g->out.shard_count; k++) {
+        char tmp[64];
+        const char *name = g->out.shards[k].file;
+        if (g->placed[k] == LINKED && !staged_only) {
+            unlinkat(g->fd, name, 0);
+        } else if (g->placed[k] == STAGED) {
+            staged_name(name, tmp, sizeof tmp);
+            unlinkat(g->fd, tmp, 0);
+        }
+        g->placed[k] = NOT_PLACED;
+    }
+}
+
+/* The merged manifest as DST/.manifest.json.tmp, written (left open in
+ * g->manifest_fd for publish() to commit). */
+static int write_manifest(struct merge *g, struct shard_err *err)
+{
+    char *text = NULL;
+    int rc = shard_manifest_dump(&g->out, &text, err);
+    if (!rc)
+        rc = sk_fs_create_at(g->fd, g->dst, MANIFEST_TMP, 0644, &g->manifest_fd, err);
+    if (!rc)
+        rc = sk_fs_write_all(g->manifest_fd, text, strlen(text), MANIFEST_TMP, err);
+    free(text);
+    return rc;
+}
+
+/* Step 2: everything publishing needs that leaves the previous merge
+ * published.  On failure, what it made is removed again. */
+static int prepare(struct merge *g, struct shard_err *err)
+{
+    int rc;
+    if (!(g->placed = calloc(g->out.shard_count ? g->out.shard_count : 1, 1)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if ((rc = sk_fs_check_own_at(g->fd, g->dst, SHARD_MANIFEST_FILE, 0, err)) ||
+        (rc = sk_fs_check_own_at(g->fd, g->dst, SHARD_INDEX_FILE, 0, err)) ||
+        (rc = write_manifest(g, err)))
+        return rc;
+    for (uint32_t i = 0; !rc && i < g->count; i++) {
+        const struct part *p = &g->parts[i];
+        for (uint32_t k = 0; !rc && k < p->m.shard_count; k++)
+            rc = place_shard(g, p, p->m.shards[k].file, &g->placed[p->shard_offset + k], err);
+    }
+    if (rc)
+        unplace_shards(g, 0);
+    return rc;
 }
 
 static int compare_files(const void *pa, const void *pb)
@@ -542,20 +628,39 @@ static void write_run_info(struct merge *g, double seconds)
     (void)sk_fs_write_atomic_at(g->fd, g->dst, SHARDIFY_RUN_FILE, text, (size_t)len, &e);
 }
 
-static int publish(struct merge *g, int index_fd, struct shard_err *err)
+/* Step 3.  A failure here leaves no manifest: the message says so. */
+static int publish(struct merge *g, struct shard_err *err)
 {
     int rc = SHARD_OK;
-    if (unlinkat(g->fd, SHARD_MANIFEST_FILE, 0) != 0 && errno != ENOENT)
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", g->dst,
-                             SHARD_MANIFEST_FILE);
-    for (uint32_t i = 0; !rc && i < g->count; i++)
-        for (uint32_t k = 0; !rc && k < g->parts[i].m.shard_count; k++)
-            rc = link_shard(g, &g->parts[i], g->parts[i].m.shards[k].file, err);
+    struct shard_err e;
+    if (unlinkat(g->fd, SHARD_MANIFEST_FILE, 0) != 0 && errno != ENOENT) {
+        unplace_shards(g, 0);  /* the previous merge is still published */
+        return shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", g->dst,
+                               SHARD_MANIFEST_FILE);
+    }
+    for (uint32_t k = 0; !rc && k < g->out.shard_count; k++) {
+        char tmp[64];
+        if (g->placed[k] != STAGED)
+            continue;
+        staged_name(g->out.shards[k].file, tmp, sizeof tmp);
+        if (renameat(g->fd, tmp, g->fd, g->out.shards[k].file) != 0)
+            rc = shard_err_errno(&e, SHARD_EIO, errno, "cannot rename '%s/%s' to '%s'", g->dst,
+                                 tmp, g->out.shards[k].file);
+        else
+            g->placed[k] = LINKED;
+    }
     /* the index's rename fsyncs DST, and so the links made before it */
-    rc = sk_fs_commit_at(index_fd, rc, g->fd, g->dst, INDEX_TMP, SHARD_INDEX_FILE, err);
-    if (!rc)
-        rc = sk_manifest_write_at(g->fd, g->dst, &g->out, err);
-    return rc ? rc : remove_unlisted(g, err);
+    rc = sk_fs_commit_at(g->index_fd, rc, g->fd, g->dst, INDEX_TMP, SHARD_INDEX_FILE, &e);
+    g->index_fd = -1;
+    rc = sk_fs_commit_at(g->manifest_fd, rc, g->fd, g->dst, MANIFEST_TMP, SHARD_MANIFEST_FILE,
+                         &e);
+    g->manifest_fd = -1;
+    if (rc) {
+        unplace_shards(g, 1);
+        return shard_err_set(err, rc, "%s (the previous dataset in '%s' is no longer published)",
+                             e.msg, g->dst);
+    }
+    return remove_unlisted(g, err);
 }
 
 static void merge_release(struct merge *g)
@@ -570,6 +675,15 @@ static void merge_release(struct merge *g)
         free(p->path);
     }
     free(g->parts);
+    free(g->placed);
+    if (g->index_fd >= 0) {  /* not committed: a failure before publishing */
+        close(g->index_fd);
+        unlinkat(g->fd, INDEX_TMP, 0);
+    }
+    if (g->manifest_fd >= 0) {
+        close(g->manifest_fd);
+        unlinkat(g->fd, MANIFEST_TMP, 0);
+    }
     free(g->out.shards);
     free(g->out.rejects);
     free(g->out.label_samples);
@@ -584,8 +698,8 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary,
                    struct shard_err *err)
 {
     double t0 = sk_now_seconds();
-    struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1};
-    int rc = SHARD_OK, index_fd = -1;
+    struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1, .index_fd = -1, .manifest_fd = -1};
+    int rc = SHARD_OK;
     memset(summary, 0, sizeof *summary);
     if (strstr(dst, "://")) {  /* links need one file system */
         rc = shard_err_set(err, SHARD_EINVAL, "cannot merge '%s': the merge needs a local DST; "
@@ -598,11 +712,11 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary,
                              "cannot open '%s'", dst);
         goto out;
     }
-    g.parts_fd = openat(g.fd, SHARDIFY_PARTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (g.parts_fd < 0) {
-        rc = shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
-                             "no parts in '%s': cannot open '%s/%s'", dst, dst,
-                             SHARDIFY_PARTS_DIR);
+    struct shard_err e;
+    if ((rc = sk_fs_open_dir_at(g.fd, dst, SHARDIFY_PARTS_DIR, &g.parts_fd, &e))) {
+        rc = rc == SHARD_ENOTFOUND
+                 ? shard_err_set(err, rc, "no parts in '%s': %s", dst, e.msg)
+                 : shard_err_set(err, rc, "%s", e.msg);
         goto out;
     }
     if (flock(g.parts_fd, LOCK_EX | LOCK_NB) != 0) {  /* released when closed */
@@ -620,8 +734,8 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary,
     for (uint32_t i = 0; !rc && i < g.count; i++)
         if (!(rc = open_part(&g, i, err)))
             rc = check_part(&g, i, err);
-    if (rc || (rc = gather(&g, err)) || (rc = write_index(&g, &index_fd, err)) ||
-        (rc = publish(&g, index_fd, err)))
+    if (rc || (rc = gather(&g, err)) || (rc = write_index(&g, &g.index_fd, err)) ||
+        (rc = prepare(&g, err)) || (rc = publish(&g, err)))
         goto out;
     summary->parts = g.count;
     summary->samples = g.out.samples;

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "convert/run.h"
+#include "net/s3.h"
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
 
@@ -32,6 +33,52 @@
 static int is_part(const struct shardify_options *o)
 {
     return o->parts > 0;
+}
+
+/* DST (its first `len` bytes) of part I of N, before anything is created:
+ * DST/parts and DST/parts/I-of-N are shardify's own, never links (a part run
+ * writes nothing outside DST), and a dataset published in DST, which the
+ * merge of the parts will replace, needs --overwrite as a plain run does
+ * (or --resume of a part started so).  An s3:// DST is merged elsewhere:
+ * nothing there is replaced. */
+static int check_part_dst(const struct run *r, const char *dst, size_t len, const char *part,
+                          struct shard_err *err)
+{
+    if (sk_s3_is_location(dst))
+        return SHARD_OK;
+    char *top = strndup(dst, len), *parts = top ? sk_fs_join(top, SHARDIFY_PARTS_DIR) : NULL;
+    int fd = -1, parts_fd = -1, rc = SHARD_OK;
+    struct stat st;
+    if (!parts) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        goto out;  /* no DST yet (or no directory: opening it says so) */
+    rc = sk_fs_open_dir_at(fd, top, SHARDIFY_PARTS_DIR, &parts_fd, err);
+    if (rc == SHARD_ENOTFOUND)
+        rc = SHARD_OK;
+    else if (!rc)
+        rc = sk_fs_check_own_at(parts_fd, parts, part, 1, err);
+    if (rc || fstatat(fd, SHARD_MANIFEST_FILE, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        goto out;
+    char work[PART_DIR_BYTES + sizeof SHARDIFY_WORK_DIR];
+    snprintf(work, sizeof work, "%s/%s", part, SHARDIFY_WORK_DIR);
+    int interrupted = parts_fd >= 0 && fstatat(parts_fd, work, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                      S_ISDIR(st.st_mode);
+    if (r->o->mode == SHARDIFY_FRESH || (r->o->mode == SHARDIFY_RESUME && !interrupted))
+        rc = shard_err_set(err, SHARD_EEXIST, "destination '%s' holds a published dataset, "
+                           "which the merge of the parts will replace; pass --overwrite to "
+                           "convert part %u of %u into it (the dataset stays published until "
+                           "'shardify merge')", top, r->o->part, r->o->parts);
+out:
+    if (parts_fd >= 0)
+        close(parts_fd);
+    if (fd >= 0)
+        close(fd);
+    free(parts);
+    free(top);
+    return rc;
 }
 
 int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err)
@@ -50,11 +97,15 @@ int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err)
     size_t len = strlen(dst);
     while (len > 1 && dst[len - 1] == '/')
         len--;
+    char part[PART_DIR_BYTES];
+    snprintf(part, sizeof part, "%u-of-%u", o->part, o->parts);
+    int rc = check_part_dst(r, dst, len, part, err);
+    if (rc)
+        return rc;
     size_t cap = len + PART_DIR_BYTES;
     if (!(r->dst_path = malloc(cap)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    snprintf(r->dst_path, cap, "%.*s/%s/%u-of-%u", (int)len, dst, SHARDIFY_PARTS_DIR, o->part,
-             o->parts);
+    snprintf(r->dst_path, cap, "%.*s/%s/%s", (int)len, dst, SHARDIFY_PARTS_DIR, part);
     return SHARD_OK;
 }
 

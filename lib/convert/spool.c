@@ -315,6 +315,12 @@ static int spool_one(struct run *r, const char *path, const char *prefix, struct
     int rc = shard_archive_open(&r->ar, path, err);
     if (rc)
         return rc;
+    /* made once the first archive is open: never through a link, never an
+     * existing file (see sk_fs_create_at) */
+    if (r->spool_fd < 0 &&
+        (rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd,
+                              err)))
+        return rc;
     void **slots = sk_run_slot_pointers(r, err);
     if (!slots || (rc = sk_links_new(&pass.links, err))) {
         free(slots);
@@ -342,10 +348,7 @@ int sk_run_spool_archive(struct run *r, struct shard_err *err)
     r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE);
     if (!r->spool_path)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    /* never through a link, never an existing file (see sk_fs_create_at) */
-    int rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err);
-    if (rc)
-        return rc;
+    int rc = SHARD_OK;
     r->phase = "spool";
     if (!r->archive_count) {
         rc = spool_one(r, r->src, NULL, err);

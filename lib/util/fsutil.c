@@ -45,6 +45,41 @@ int sk_fs_err_link(struct shard_err *err, const char *dir, const char *name)
                          shown(where, sizeof where, dir, name));
 }
 
+int sk_fs_check_own_at(int dirfd, const char *dir, const char *name, int want_dir,
+                       struct shard_err *err)
+{
+    char where[SHARD_ERRMSG_SIZE];
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? SHARD_OK
+                               : shard_err_errno(err, SHARD_EIO, errno, "cannot inspect '%s'",
+                                                 shown(where, sizeof where, dir, name));
+    if (S_ISLNK(st.st_mode))
+        return sk_fs_err_link(err, dir, name);
+    if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+        return shard_err_set(err, SHARD_EEXIST,
+                             "'%s' is not a %s, so shardify did not write it: remove it",
+                             shown(where, sizeof where, dir, name),
+                             want_dir ? "directory" : "regular file");
+    return SHARD_OK;
+}
+
+int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd,
+                      struct shard_err *err)
+{
+    char where[SHARD_ERRMSG_SIZE];
+    *fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd >= 0)
+        return SHARD_OK;
+    int e = errno;
+    if (e == ENOENT)
+        return shard_err_errno(err, SHARD_ENOTFOUND, e, "cannot open '%s'",
+                               shown(where, sizeof where, dir, name));
+    int rc = sk_fs_check_own_at(dirfd, dir, name, 1, err);  /* a link, a file */
+    return rc ? rc : shard_err_errno(err, SHARD_EIO, e, "cannot open '%s'",
+                                     shown(where, sizeof where, dir, name));
+}
+
 int sk_fs_write_all(int fd, const void *buf, size_t n, const char *what, struct shard_err *err)
 {
     const char *p = buf;

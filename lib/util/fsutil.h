@@ -19,6 +19,17 @@
 /* SHARD_EEXIST: "'dir/name' is a symbolic link ..." (the message says that
  * shardkit never follows one there). */
 int sk_fs_err_link(struct shard_err *err, const char *dir, const char *name);
+/* The entry dir/name is shardkit's own: absent (0), or a directory
+ * (want_dir) or regular file, and never a symbolic link; else SHARD_EEXIST
+ * naming it ("... is a symbolic link ...", "... is not a directory, so
+ * shardify did not write it: remove it"). */
+int sk_fs_check_own_at(int dirfd, const char *dir, const char *name, int want_dir,
+                       struct shard_err *err);
+/* Open the directory dir/name in *fd, never through a link: a link there,
+ * or anything but a directory, is SHARD_EEXIST (as sk_fs_check_own_at
+ * says), a missing entry SHARD_ENOTFOUND. */
+int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd,
+                      struct shard_err *err);
 /* Create dir/name as a new file, open for reading and writing, in *fd.  A
  * stale entry of that name (a killed run's leftover) is removed first
  * (unlinkat: a link is removed, never followed); the file is then created

@@ -10,9 +10,13 @@ PATH="$SHARDKIT_BIN:$PATH"
 export PATH
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-test.XXXXXX")
-# A run held stopped (stop_at) must not outlive a failed test.
+# A run held stopped (stop_at) must not outlive a failed test, nor a mount
+# (mount_tmpfs) the test.
 held=""
-trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+mounts=""
+trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null
+      for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+      [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
 # A poll loop gives up after this many 0.05 s steps (sanitizer builds are slow).
 POLL_STEPS=2400
 
@@ -87,6 +91,15 @@ tree_state() {
 same_state() {
     tree_state "$2" >"$1.now"
     cmp -s "$1" "$1.now" || { diff "$1" "$1.now" >&2 || true; die "$3"; }
+}
+
+# mount_tmpfs DIR SIZE: a size-capped tmpfs at DIR (made if missing), a small
+# disk to fill; unmounted on exit.  Fails when mounting is not possible (not
+# root, or a container without CAP_SYS_ADMIN).
+mount_tmpfs() {
+    mkdir -p "$1"
+    [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o "size=$2" tmpfs "$1" 2>/dev/null || return 1
+    mounts="$1 $mounts"
 }
 
 # strace_works: strace is installed and may trace here (not in every container).

@@ -211,21 +211,7 @@ fi
 
 # ---- a full disk -------------------------------------------------------------------
 
-# mount_tmpfs DIR SIZE: a size-capped tmpfs at DIR, unmounted on exit.  Returns
-# non-zero when mounting is not possible (not root, or a container without
-# CAP_SYS_ADMIN).
-mounts=""
-cleanup_mounts() {
-    for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-}
-trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null; cleanup_mounts
-      [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
-mount_tmpfs() {
-    mkdir -p "$1"
-    [ $is_root -eq 1 ] && mount -t tmpfs -o "size=$2" tmpfs "$1" 2>/dev/null || return 1
-    mounts="$1 $mounts"
-}
-
+# (mount_tmpfs, lib.sh: a size-capped tmpfs, unmounted on exit)
 FULL_OPTS="--size 384 --codec raw --shard-size 256K"
 if mount_tmpfs "$T/small" 1m; then
     say "disk full: exit 1 naming the cause, nothing published, no temporaries left"

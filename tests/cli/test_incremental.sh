@@ -172,6 +172,14 @@ lineage "$T/full64" '["full_rebuild"]' | grep -qF -- "--size differs" ||
 [ "$(json "$T/full64.json" '"reused" in d["lineage"]')" = False ] || die "a full rebuild has no counts"
 valid "$T/full64"
 
+say "--incremental-or-full from a PREV whose path is not UTF-8: its reason is in the manifest, escaped"
+prev_x="$T/prev $(printf '\200\377')"
+cp -r "$T/prev" "$prev_x"
+shardify $OPTS --size 64 --incremental-or-full "$prev_x" "$T/src" "$T/full64x"
+lineage "$T/full64x" '["full_rebuild"]' | grep -qF -- "'$T/prev \x80\xff' (32 there, 64 here)" ||
+    die "full rebuild: $(lineage "$T/full64x" '')"
+valid "$T/full64x"
+
 say "PREV of another format version: refused (or rebuilt in full)"
 cp -r "$T/prev" "$T/v3"
 sed -i 's/"version": 1,/"version": 3,/' "$T/v3/manifest.json"

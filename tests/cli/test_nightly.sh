@@ -3,28 +3,15 @@
 # changes between runs: each good run publishes a new verified version by
 # switching `current`; KEEP bounds the versions kept; a run whose
 # verification fails, or whose shardify fails, leaves `current` alone; two
-# runs never overlap; every run leaves a JSON summary.
+# runs never overlap; every run leaves a JSON summary, valid whatever bytes
+# SRC and ROOT hold; options reach shardify exactly as given; a version
+# that lost its samples is not published.  (A full disk: test_nightly_full.sh.)
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nightly_lib.sh"
 
-NIGHTLY="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
 ROOT="$T/root"
-export SHARDKIT_BIN SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/src" SHARDKIT_KEEP=2
+export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/src" SHARDKIT_KEEP=2
 export SHARDKIT_OPTIONS="--size 32 --shard-size 64K"
-unset SHARDKIT_NIGHTLY_BEFORE_CHECK SHARDKIT_CHECK_OPTIONS 2>/dev/null || true
-
-# nightly EXPECTED_STATUS: run the script; it must exit with that status.
-# Sets $run to the run's stamp (from runs/latest.json).
-nightly() {
-    set +e
-    sh "$NIGHTLY" >"$T/nightly.out" 2>"$T/nightly.err"
-    got=$?
-    set -e
-    [ "$got" -eq "$1" ] || { cat "$T/nightly.err" >&2; die "nightly exited $got, expected $1"; }
-    run=$(json "$ROOT/runs/latest.json" 'd["run"]')
-}
-current() { readlink "$ROOT/current"; }
-versions() { ls "$ROOT/versions" | tr '\n' ' '; }
-field() { json "$ROOT/runs/$run.json" "$1"; }
 
 say "a labelled source with a few broken files"
 "$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/src" >/dev/null
@@ -227,5 +214,126 @@ PATH="$T/shim:$PATH" nightly 0
 [ "$run" = 20300101T000000Z-02 ] || die "the run took the stamp '$run'"
 decoys_intact "links at the run's own names"
 shardcheck "$ROOT/current" >/dev/null || die "current does not verify"
+
+# ---- options reach shardify exactly as given --------------------------------------------
+# A source labelled by a regex; the working directory holds a directory the
+# regex would match as a file name pattern ("regex:^(c1)/"), which a shell
+# expanding the options would pass instead.
+mkdir -p "$T/lsrc/c1" "$T/lsrc/c2" "$T/lsrc/other" "$T/cwd/regex:^(c1)"
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/lsrc/c1/a.jpg"
+cp "$SHARDKIT_FIXTURES/gray.jpg" "$T/lsrc/c2/b.jpg"
+cp "$SHARDKIT_FIXTURES/progressive.jpg" "$T/lsrc/other/c.jpg"
+ROOT="$T/root3"
+export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/lsrc"
+labels() { json "$ROOT/current/manifest.json" 'd["labels"], d["counts"]["unlabeled"]'; }
+cd "$T/cwd"
+
+say "SHARDKIT_OPTIONS: quoted words reach shardify as written, nothing expanded"
+SHARDKIT_OPTIONS="--size 32 --labels 'regex:^(c[0-9])/'" nightly 0
+[ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
+[ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/']" ] ||
+    die "options: $(field 'd["options"]')"
+# every quoting form: '...', "..." with \" and \\, a backslash outside quotes,
+# tabs and newlines between words, $ and * as plain characters
+SHARDKIT_OPTIONS="$(printf '%s\t\n %s' "--size \"3\"2 --labels regex:^\\(c[0-9]\\)/" \
+    "--quality '9'\"0\" --shard-size 64K")" nightly 0
+[ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
+[ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/', '--quality', '90', '--shard-size', '64K']" ] ||
+    die "options: $(field 'd["options"]')"
+
+say "options after --: passed on as they are, never globbed"
+SHARDKIT_OPTIONS="--size 32" nightly 0 -- --labels 'regex:^(c[0-9])/' --quality 91
+[ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
+[ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/', '--quality', '91']" ] ||
+    die "options: $(field 'd["options"]')"
+
+say "SHARDKIT_CHECK_OPTIONS: quoted words reach shardcheck as written"
+SHARDKIT_OPTIONS="--size 32" SHARDKIT_CHECK_OPTIONS="--visitation '1,3'" nightly 0
+[ "$(field 'd["check_options"], d["shardcheck"]["verified"]')" = "(['--visitation', '1,3'], True)" ] ||
+    die "check options: $(field 'd["check_options"], d["shardcheck"]')"
+cd "$T"
+
+say "an unterminated quote is a usage error: nothing is done"
+before=$(ls "$ROOT/runs" | wc -l)
+SHARDKIT_OPTIONS="--size '32" must_fail 2 sh "$NIGHTLY"
+must_say "SHARDKIT_OPTIONS has an unterminated single quote" "$T/err"
+SHARDKIT_CHECK_OPTIONS='--visitation "8' must_fail 2 sh "$NIGHTLY"
+must_say "SHARDKIT_CHECK_OPTIONS has an unterminated double quote" "$T/err"
+[ "$(ls "$ROOT/runs" | wc -l)" -eq "$before" ] || die "a refused run left a record"
+
+say "a shardify usage error is reported as one (exit 2), not as a failed shardify"
+published_before=$(current)
+SHARDKIT_OPTIONS="--size 32 --no-such-option" nightly 2
+must_say "shardify refused its options (usage error" "$T/nightly.err"
+must_say "no-such-option" "$T/nightly.err"
+[ "$(field 'd["status"], d["exit_code"], d["shardify"]["exit_code"], d["published"]')" = \
+  "('shardify_usage_error', 2, 2, False)" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
+[ "$(current)" = "$published_before" ] || die "current moved"
+[ ! -e "$ROOT/versions/$run" ] || die "a refused shardify left a version"
+
+# ---- a version that lost its samples is not published ----------------------------------
+say "a new version that lost more than --max-loss of the current one's samples: exit 6, not published"
+ROOT="$T/root4"
+export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/msrc" SHARDKIT_OPTIONS="--size 32 --shard-size 64K"
+"$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/msrc" >/dev/null
+nightly 0
+full=$(current)
+mv "$T/msrc/dune" "$T/dune.away"  # 12 of 48 samples: 25 % lost
+nightly 6
+[ "$(current)" = "$full" ] || die "current moved to '$(current)'"
+[ "$(field 'd["status"], d["exit_code"], d["published"], d["samples"]')" = \
+  "('sample_loss', 6, False, {'new': 36, 'current': 48})" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
+must_say "lost more than --max-loss 10%" "$T/nightly.err"
+[ -d "$ROOT/versions/$run" ] || die "the refused version is kept for inspection"
+[ "$(json "$ROOT/current/manifest.json" 'd["counts"]["samples"]')" = 48 ] || die "current changed"
+
+say "the operator allows a larger loss: published"
+SHARDKIT_MAX_LOSS=30 nightly 0
+[ "$(current)" = "versions/$run" ] || die "current is '$(current)'"
+[ "$(field 'd["max_loss"], d["samples"]')" = "(30, {'new': 36, 'current': 48})" ] ||
+    die "summary: $(cat "$ROOT/runs/$run.json")"
+
+say "an emptied SRC (an unmounted mount point) is refused, even with no loss allowed at all"
+published_before=$(current)
+mkdir "$T/msrc.away" && mv "$T/msrc"/* "$T/msrc.away/"
+nightly 6 --max-loss 99
+must_say "holds no samples" "$T/nightly.err"
+[ "$(current)" = "$published_before" ] || die "an empty version was published"
+say "... and published when the operator says so (--max-loss 100)"
+nightly 0 --max-loss 100
+[ "$(json "$ROOT/current/manifest.json" 'd["counts"]["samples"]')" = 0 ] || die "expected the empty version"
+say "the first run publishes no empty version either"
+rm -rf "$T/root5"
+SHARDKIT_ROOT="$T/root5" must_fail 6 sh "$NIGHTLY"
+[ ! -e "$T/root5/current" ] || die "an empty first version was published"
+for bad in 101 -1 x 5.5 ""; do
+    must_fail 2 sh "$NIGHTLY" --max-loss "$bad"
+    must_say "--max-loss (SHARDKIT_MAX_LOSS) must be a whole percentage" "$T/err"
+done
+
+# ---- records are JSON whatever the names hold -------------------------------------------
+say "run records are valid JSON whatever bytes SRC and ROOT hold"
+# quotes, a backslash, control bytes, a newline, bytes that are not UTF-8, and UTF-8
+weird=$(printf 'q"uo\\te\001\tn\nl\200\377 \303\251')
+cp -r "$T/lsrc" "$T/src $weird"
+ROOT="$T/root $weird"
+export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/src $weird" SHARDKIT_OPTIONS="--size 32"
+nightly 0
+# (a manifest holds its options as UTF-8: these have all but the bytes that are not)
+texty=$(printf 'q"uo\\te\001\tn\nl \303\251')
+SHARDKIT_OPTIONS="--size 32 --labels 'regex:^(c[0-9]|$texty)/'" nightly 0
+"$PYTHON" - "$ROOT" "$T/src $weird" "$run" "$texty" <<'PY'
+import json, os, sys
+root, src, run, texty = (os.fsencode(a) for a in sys.argv[1:])
+runs = os.path.join(root, b"runs")
+shown = lambda b: b.decode("utf-8", "backslashreplace")
+for name in (run + b".json", b"latest.json"):
+    with open(os.path.join(runs, name), "rb") as f:
+        d = json.loads(f.read().decode("utf-8"))  # strict: UTF-8, no raw control bytes
+    assert d["source"] == shown(src) and bytes.fromhex(d["source_hex"]) == src, d
+    assert d["root"] == shown(root) and bytes.fromhex(d["root_hex"]) == root, d
+    assert d["options"][-1] == shown(b"regex:^(c[0-9]|" + texty + b")/"), d
+    assert d["status"] == "published", d
+PY
 
 echo "all nightly checks passed"

@@ -292,4 +292,102 @@ rm "$T/m/parts/1-of-3/manifest.json"
 refused "part 1 of 3 is incomplete"
 shardcheck "$T/m" >/dev/null 2>&1 || die "the previous merge no longer checks out"
 
+# ---- a merge that fails while publishing -----------------------------------------
+# $T/pm: a merged dataset whose parts were converted again with smaller
+# shards, so that the next merge needs shard names the published one lacks
+rm -rf "$T/pm"
+cp -r "$T/merged" "$T/pm"
+convert_parts "$T/pm" 3 --overwrite --shard-size 8K
+new_name=$("$PYTHON" - "$T/pm" <<'PY'
+import glob, json, os, sys
+dst = sys.argv[1]
+old = {s["file"] for s in json.load(open(os.path.join(dst, "manifest.json")))["shards"]}
+new = sorted(s["file"] for m in glob.glob(os.path.join(dst, "parts", "*", "manifest.json"))
+             for s in json.load(open(m))["shards"])
+print(sorted(set(new) - old)[0])
+PY
+)
+# refused_publish TEXT [PLANTED]: `shardify merge $T/pm` fails naming TEXT,
+# before the previous merge is unpublished: DST is as it was, and once
+# PLANTED (what is in the way) is removed, the previous merge verifies
+refused_publish() {
+    tree_state "$T/pm" >"$T/pm.state"
+    must_fail 1 shardify merge "$T/pm"
+    must_say "$1" "$T/err"
+    same_state "$T/pm.state" "$T/pm" "a merge that failed changed DST"
+    [ -z "${2:-}" ] || rm -rf "$2"
+    shardcheck "$T/pm" >"$T/check" 2>&1 || { cat "$T/check" >&2; die "the previous merge is no longer published"; }
+}
+
+say "a directory planted at a shard name the merge needs: refused naming it, the previous merge stays published"
+mkdir "$T/pm/$new_name"
+refused_publish "'$T/pm/$new_name' is not a regular file, so shardify did not write it: remove it" \
+    "$T/pm/$new_name"
+ln -s "$T/raw" "$T/pm/$new_name"
+refused_publish "'$T/pm/$new_name' is a symbolic link; shardkit never follows a link" "$T/pm/$new_name"
+
+say "a directory planted at the manifest's temporary: refused, the previous merge stays published"
+mkdir "$T/pm/.manifest.json.tmp"
+refused_publish "cannot remove the stale '$T/pm/.manifest.json.tmp'" "$T/pm/.manifest.json.tmp"
+
+mv "$T/pm/parts" "$T/pm.parts"
+if mount_tmpfs "$T/pm/parts" 64m; then
+    say "parts on another file system than DST: refused before anything is unpublished"
+    cp -r "$T/pm.parts"/. "$T/pm/parts/"
+    refused_publish "the parts must be on DST's file system"
+    umount "$T/pm/parts"
+else
+    echo "SKIP: parts on another file system: cannot mount a tmpfs (needs root)"
+fi
+rmdir "$T/pm/parts"
+mv "$T/pm.parts" "$T/pm/parts"
+
+say "with nothing in the way, the parts merge over the previous merge"
+shardify merge --quiet "$T/pm"
+shardcheck --deep --source "$T/raw" "$T/pm" >"$T/check" 2>&1 || {
+    cat "$T/check" >&2; die "the new merge does not check out"; }
+[ "$(json "$T/pm/manifest.json" 'len(d["shards"]) > 3')" = True ] || die "not the new parts' merge"
+[ -z "$(find "$T/pm" -maxdepth 1 -name '.*.tmp')" ] || die "temporaries left in DST"
+
+# ---- a part into a DST that holds a dataset ------------------------------------------
+say "--part into a DST holding a published single-run dataset needs --overwrite, as a plain run does"
+rm -rf "$T/sp"
+shardify $OPTS --size 32 "$T/raw" "$T/sp"
+tree_state "$T/sp" >"$T/sp.state"
+must_fail 1 shardify $OPTS --part 0/2 "$T/raw" "$T/sp"
+must_say "destination '$T/sp' holds a published dataset, which the merge of the parts will replace; pass --overwrite" "$T/err"
+must_fail 1 shardify $OPTS --resume --part 0/2 "$T/raw" "$T/sp"
+must_say "pass --overwrite to convert part 0 of 2 into it" "$T/err"
+same_state "$T/sp.state" "$T/sp" "a refused part changed DST"
+shardify $OPTS --overwrite --part 0/2 "$T/raw" "$T/sp"
+shardify $OPTS --overwrite --part 1/2 "$T/raw" "$T/sp"
+[ "$(json "$T/sp/manifest.json" 'd["config"]["size"]')" = 32 ] ||
+    die "the single-run dataset was replaced before the merge"
+shardcheck "$T/sp" >/dev/null 2>&1 || die "the single-run dataset no longer verifies before the merge"
+shardify merge --quiet "$T/sp"
+[ "$(json "$T/sp/manifest.json" 'd["config"]["size"]')" = 64 ] || die "the merge did not publish the parts"
+shardcheck --deep --source "$T/raw" "$T/sp" >/dev/null 2>&1 || die "the merge does not check out"
+
+# ---- links where the parts are kept -----------------------------------------------
+say "a symbolic link at DST/parts or at a part: refused by name, never followed"
+rm -rf "$T/lk" "$T/elsewhere"
+cp -r "$T/merged/parts" "$T/elsewhere"
+mkdir "$T/lk"
+ln -s "$T/elsewhere" "$T/lk/parts"
+tree_state "$T/elsewhere" >"$T/elsewhere.state"
+must_fail 1 shardify merge "$T/lk"
+must_say "'$T/lk/parts' is a symbolic link; shardkit never follows a link where it keeps its own files" "$T/err"
+must_fail 1 shardify $OPTS --overwrite --part 0/3 "$T/raw" "$T/lk"
+must_say "'$T/lk/parts' is a symbolic link" "$T/err"
+rm "$T/lk/parts"
+mkdir "$T/lk/parts"
+cp -r "$T/elsewhere/0-of-3" "$T/elsewhere/2-of-3" "$T/lk/parts/"
+ln -s "$T/elsewhere/1-of-3" "$T/lk/parts/1-of-3"
+must_fail 1 shardify merge "$T/lk"
+must_say "part 1 of 3: '$T/lk/parts/1-of-3' is a symbolic link" "$T/err"
+must_fail 1 shardify $OPTS --overwrite --part 1/3 "$T/raw" "$T/lk"
+must_say "'$T/lk/parts/1-of-3' is a symbolic link" "$T/err"
+same_state "$T/elsewhere.state" "$T/elsewhere" "a part run or merge wrote through a link"
+[ ! -e "$T/lk/manifest.json" ] || die "a merge through a link published"
+
 echo "PASS"

@@ -39,6 +39,10 @@
 extern "C" {
 #endif
 
+/* The message of a run stopped by shardify_options.cancel. */
+#define SHARDIFY_INTERRUPTED \
+    "interrupted: finished shards are kept; run again with --resume to continue"
+
 /* Working directory inside DST for temporary shards, journals and the lock. */
 #define SHARDIFY_WORK_DIR ".shardify"
 /* Timing and host facts of the last run (not part of the dataset's identity). */
@@ -76,7 +80,9 @@ struct shardify_options {
     enum shardify_mode mode;
     /* When non-NULL and set non-zero (e.g. from a signal handler), the run
      * stops at the next sample boundary, leaves a resumable state and
-     * returns SHARD_EINTR. */
+     * returns SHARD_EINTR with the message SHARDIFY_INTERRUPTED.  Any
+     * failure once it is set (an open that the signal interrupted: install
+     * the handler without SA_RESTART) is reported so too. */
     volatile sig_atomic_t *cancel;
     /* Called from the thread that appends records, at most ~10 times per
      * second, and once at the end of each phase.  May be NULL. */

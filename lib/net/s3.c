@@ -3,11 +3,14 @@
 #include "net/s3.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "net/http.h"
+#include "util/fsutil.h"
 
 #define CONTENT_SHA256_HEADER "x-amz-content-sha256: UNSIGNED-PAYLOAD"
 #define TOKEN_HEADER "x-amz-security-token: "
@@ -43,7 +46,12 @@ static char *trim(char *s)
  * the key "s3.name".  malloc'd; NULL when absent (or the file is). */
 static char *ini_get(const char *path, const char *section, const char *key)
 {
-    FILE *f = path ? fopen(path, "re") : NULL;
+    /* opened as every file shardkit reads: a FIFO there is absent, not waited on */
+    int fd;
+    FILE *f = NULL;
+    if (path && sk_fs_open_read(AT_FDCWD, path, &fd, NULL, NULL) == SHARD_OK &&
+        !(f = fdopen(fd, "r")))
+        close(fd);
     if (!f)
         return NULL;
     char line[INI_LINE_MAX], nest[64] = "";

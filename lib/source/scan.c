@@ -304,7 +304,7 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
     default:
         /* never opened: a device may act on an open, a fifo may block it */
         if (candidate && s->refused)
-            return refuse(s, 0, sk_reason_for_type(DTTOIF(type)), err);
+            return refuse(s, 0, sk_fs_not_regular(DTTOIF(type)), err);
         if (type == DT_LNK)
             s->st->ignored_symlinks++;
         else

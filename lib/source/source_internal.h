@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "shardkit/source.h"
+#include "util/fsutil.h"
 
 /* ---- where the files are: a directory or an S3 prefix (root.c) ------------ */
 
@@ -196,9 +197,10 @@ int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_
 
 /* ---- reasons ------------------------------------------------------------- */
 
-/* A candidate that is not a regular file: "not a regular file: fifo". */
-#define SK_REASON_NOT_REGULAR "not a regular file: "
-#define SK_REASON_SYMLINK SK_REASON_NOT_REGULAR "symbolic link (never followed)"
+/* A candidate that is not a regular file: "not a regular file: fifo", in
+ * the words of every other message about such a file (util/fsutil.h). */
+#define SK_REASON_NOT_REGULAR SK_FS_NOT_REGULAR
+#define SK_REASON_SYMLINK SK_FS_NOT_REGULAR_LINK
 /* A directory the walk could not list: its key ends in '/'. */
 #define SK_REASON_DIRECTORY "cannot read directory: "
 /* A directory entry whose type could not be learned. */
@@ -220,10 +222,6 @@ int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_
  * so shardcheck --source pairs it only with an entry refused for the very
  * same reason, never with a readable file. */
 int sk_reason_is_refusal(const char *reason);
-
-/* The reason for a candidate of file type `mode` (S_IFIFO ...) that is not a
- * regular file, e.g. "not a regular file: fifo".  Static. */
-const char *sk_reason_for_type(unsigned mode);
 
 /* ---- every entry of an archive --------------------------------------------- */
 

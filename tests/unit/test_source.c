@@ -1239,7 +1239,10 @@ static void test_labels_csv_missing_file_is_not_found(void **state)
     struct shard_err err = {0};
     assert_int_equal(shard_labeler_new(&lb, path, &err), SHARD_ENOTFOUND);
     assert_non_null(strstr(err.msg, "nope.csv"));
-    assert_int_equal(shard_labeler_new(&lb, f->dir, &err), SHARD_EINVAL);
+    /* what is not a regular file is refused as every file shardkit reads is */
+    assert_int_equal(shard_labeler_new(&lb, f->dir, &err), SHARD_EIO);
+    assert_non_null(strstr(err.msg, "not a regular file: directory"));
+    assert_null(lb);
     free(path);
 }
 

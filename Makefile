@@ -150,7 +150,7 @@ sanitize: deps
 # fuzz/corpus-new/<target> (not committed); a crasher is written to
 # build-fuzz/findings/ and fails the target.  `make test` and `make sanitize`
 # replay the committed inputs through fuzz/replay.c, without libFuzzer.
-FUZZ_TARGETS := shard manifest decode
+FUZZ_TARGETS := shard manifest decode aws_config
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_OPTIONS ?= -timeout=10 -rss_limit_mb=2048 -use_value_profile=1 -print_final_stats=1

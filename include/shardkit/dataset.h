@@ -58,9 +58,11 @@ struct shard_dataset;
  * and its shards, an "http://..." or "https://..." base URL under which
  * manifest.json and the shards are served, or "s3://BUCKET/PREFIX" on S3 or
  * an S3-compatible store (the objects PREFIX/manifest.json, ...; every
- * request signed with the credentials the AWS CLI would find - AWS_*
- * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, or
- * anonymous when there are none; AWS_ENDPOINT_URL(_S3) names another store).
+ * request signed with the credentials the AWS CLI v2 would find - AWS_*
+ * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, unsigned
+ * only when SHARDKIT_S3_NO_SIGN_REQUEST is true, SHARD_EINVAL when there
+ * are none; AWS_ENDPOINT_URL(_S3) or the profile names another store: see
+ * the README's settings table).
  * Remotely, manifest.json is fetched with one GET; shards are read with
  * range requests in large windows, several connections at a time, transient
  * failures retried with backoff - the server must support range requests.  Only manifest.json is read here;
@@ -81,6 +83,14 @@ SHARD_API void shard_dataset_close(struct shard_dataset *ds);
 
 /* The loaded manifest (owned by ds; valid until it is closed). */
 SHARD_API const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds);
+
+/* XXH3-64 of the manifest.json bytes the dataset was opened with: its
+ * identity.  Publishing other contents (another run, a nightly re-publish
+ * with the same sample count) gives another one; it is what a lineage's
+ * previous_manifest_xxh3 names (manifests/FORMAT.md).  A training loader
+ * keeps it in its saved position, so that a position is never restored on
+ * another dataset. */
+SHARD_API uint64_t shard_dataset_manifest_xxh3(const struct shard_dataset *ds);
 
 /* Number of samples (counts.samples) and of shards. */
 SHARD_API uint64_t shard_dataset_size(const struct shard_dataset *ds);

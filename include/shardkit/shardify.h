@@ -170,6 +170,11 @@ struct shardify_summary {
     /* Why the run record (SHARDIFY_RUN_FILE) could not be written, or "".
      * The dataset is published all the same: the record is not part of it. */
     char run_record_error[SHARD_ERRMSG_SIZE];
+    /* An s3:// DST: why the multipart uploads other runs left below its
+     * prefix could not all be looked for or aborted (a store without
+     * ListMultipartUploads, such as s3rver), or "".  They cost storage, not
+     * correctness: the run goes on. */
+    char uploads_warning[SHARD_ERRMSG_SIZE];
     /* Samples stored despite a decoder warning that lost no pixel data
      * (counts.warned), and those samples in stored order: key, shard,
      * record, warning ... as in their index lines (owned, like rejects). */

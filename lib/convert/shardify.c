@@ -693,6 +693,9 @@ out:
             sk_run_summarize(&r, summary);
         summary->seconds = sk_now_seconds() - r.t0;
     }
+    if (r.dst)
+        snprintf(summary->uploads_warning, sizeof summary->uploads_warning, "%s",
+                 r.dst->uploads_warning);
     run_release(&r);
     return rc;
 }

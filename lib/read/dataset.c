@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
 #include <zstd.h>
 
 #include "image/encode_internal.h"
@@ -52,6 +53,7 @@ struct ds_shard {
 
 struct shard_dataset {
     struct shard_manifest manifest;
+    uint64_t manifest_xxh3; /* XXH3-64 of manifest.json's bytes: the dataset's identity */
     char *location;         /* as opened: a directory, a URL, s3://BUCKET/PREFIX */
     int remote;
     struct fetch *store;
@@ -110,6 +112,8 @@ static int load_remote_manifest(struct shard_dataset *ds, sk_manifest_problem_fn
                                              problem, user, err);
     else if (!rc)
         rc = shard_manifest_load_buffer((const char *)text.data, text.len, &ds->manifest, err);
+    if (!rc)
+        ds->manifest_xxh3 = XXH3_64bits(text.data, text.len);
     shard_buf_release(&text);
     return rc;
 }
@@ -222,6 +226,14 @@ static int open_dataset(struct shard_dataset **out, const char *location,
             rc = sk_manifest_load_lenient(location, &ds->manifest, problem, user, err);
         else if (!rc)
             rc = shard_manifest_load(location, &ds->manifest, err);
+        /* The identity is read after the load (jansson read the text
+         * itself): a manifest renamed over this one in between, by a
+         * re-publish at that very moment, would give the new text's hash.
+         * The load refused whatever is not a readable manifest, so this
+         * read is of a regular file. */
+        uint64_t bytes;
+        if (!rc)
+            rc = sk_dataset_hash_file(ds, SHARD_MANIFEST_FILE, &bytes, &ds->manifest_xxh3, err);
     }
     if (rc)
         goto fail;
@@ -289,6 +301,11 @@ void shard_dataset_close(struct shard_dataset *ds)
 const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds)
 {
     return &ds->manifest;
+}
+
+uint64_t shard_dataset_manifest_xxh3(const struct shard_dataset *ds)
+{
+    return ds->manifest_xxh3;
 }
 
 uint64_t shard_dataset_size(const struct shard_dataset *ds)

@@ -9,7 +9,8 @@
 # multipart upload survives the server killed and restarted under it; a run
 # killed in the middle of an upload publishes no manifest and --resume
 # finishes it (aborting the dead upload); a missing bucket, a wrong endpoint
-# and a shard deleted behind the manifest's back are errors naming them.
+# and a shard deleted behind the manifest's back are errors naming them;
+# no credentials is an error, and requests go unsigned only when asked.
 . "$(dirname "$0")/lib.sh"
 need_dataset
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
@@ -175,17 +176,21 @@ say "credentials, region and endpoint from a profile in ~/.aws (AWS_PROFILE)"
 mkdir -p "$HOME/.aws"
 printf '[other]\naws_access_key_id = S3RVER\naws_secret_access_key = %s\n' "$SECRET" \
     >"$HOME/.aws/credentials"
-printf '[profile other]\nregion = eu-west-3\ns3 =\n  endpoint_url = %s\n' \
+printf '[profile other]\nregion = eu-west-3\nservices = store\n[services store]\ns3 =\n  endpoint_url = %s\n' \
     "$AWS_ENDPOINT_URL" >"$HOME/.aws/config"
 ( unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_REGION AWS_ENDPOINT_URL
   AWS_PROFILE=other shardcheck "$B/ds" >/dev/null 2>&1 ) || die "the profile was not used"
 must_say "/eu-west-3/s3/aws4_request" "$T/main.wire"
 rm -rf "$HOME/.aws"
 
-say "no credentials: anonymous, unsigned requests"
+say "no credentials: an error; unsigned requests only when asked (SHARDKIT_S3_NO_SIGN_REQUEST)"
 : >"$T/main.wire"
 ( unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN
-  shardcheck "$B/ds" >/dev/null 2>&1 ) || die "an anonymous read failed"
+  must_fail 1 shardcheck "$B/ds"
+  must_say "no AWS credentials for the profile 'default'" "$T/err"
+  [ ! -s "$T/main.wire" ] || die "a request went out without credentials"
+  SHARDKIT_S3_NO_SIGN_REQUEST=true shardcheck "$B/ds" >/dev/null 2>&1 ) ||
+    die "an unsigned read failed"
 grep -aq '^Authorization:' "$T/main.wire" && die "an anonymous request was signed"
 must_say "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$T/main.wire"
 

@@ -90,15 +90,15 @@ $(LIB_SO): $(LIB_OBJ)
 	@ln -sf $(SONAME) $(BUILD)/libshardkit.so
 
 # ---- the reader's archive (libshardkit-read.a) ------------------------------
-# What reading a dataset needs: lib/ without the converter (convert, source),
-# the checker (verify), the benchmark engine (bench) and the libvips decoder,
-# plus the key order the key lookup shares with the scan.  Record payloads
-# are raw, JPEG or PNG, so it links neither libvips (nor glib under it),
-# libarchive, libcsv nor OpenMP: the Python extension links it, and so can a
-# C program that only reads (shardkit-read.pc).  tests/cli/test_reader_deps.sh
-# holds it to that.
-READ_OUT  := convert source verify bench
-READ_SRC  := $(filter-out $(READ_OUT:%=lib/%/%) lib/image/decode_vips.c,$(LIB_SRC)) \
+# What reading a dataset needs: the folders of lib/README.md's layers up to
+# the loader but source and record (the converter's), without the libvips
+# decoder, plus the key order the key lookup shares with the scan.  Record
+# payloads are raw, JPEG or PNG, so it links neither libvips (nor glib under
+# it), libarchive, libcsv nor OpenMP: the Python extension links it, and so
+# can a C program that only reads (shardkit-read.pc).
+# tests/cli/test_reader_deps.sh holds it to that.
+READ_DIRS := util image format manifest net read loader
+READ_SRC  := $(filter-out lib/image/decode_vips.c,$(filter $(READ_DIRS:%=lib/%/%),$(LIB_SRC))) \
              $(wildcard lib/source/keylist.c)
 READ_A    := $(BUILD)/libshardkit-read.a
 READ_PKGS := $(filter-out vips libarchive,$(PKGS))

@@ -257,11 +257,96 @@ $(BUILD)/bench/write_ceiling: bench/write_ceiling.c bench/ceiling_common.h $(LIB
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_CMD) -Ilib $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
 
+# ---- manual pages and shell completion ----------------------------------------
+# Made from the programs themselves, so that they cannot drift from them: the
+# pages of the programs by help2man from each one's --help and --version, with
+# man/PAGE.h2m adding what --help has not (name, exit status, environment,
+# files, examples, see also); shardkit-format(5) by pandoc from
+# manifests/FORMAT.md; the bash and zsh completion by scripts/completion.py
+# from the same --help.  tests/cli/test_man.sh holds them to the programs.
+NIGHTLY     := examples/nightly/shardkit-nightly.sh
+MAN1        := $(CMDS) shardify-merge $(notdir $(NIGHTLY))
+MANPAGES    := $(MAN1:%=$(BUILD)/man/man1/%.1) $(BUILD)/man/man5/shardkit-format.5
+COMPLETIONS := $(foreach c,$(CMDS) $(notdir $(NIGHTLY)),\
+                   $(BUILD)/completion/bash/$(c) $(BUILD)/completion/zsh/_$(c))
+# the tools that take s3:// locations, whose pages say where S3 settings come from
+S3_TOOLS    := shardify shardcheck shardcat shardbench
+# a page is dated by the last commit (or SOURCE_DATE_EPOCH), not by the build
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+HELP2MAN = $(if $(SOURCE_DATE_EPOCH),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)) help2man --no-info
+
+.PHONY: man completion
+man: $(MANPAGES)
+completion: $(COMPLETIONS)
+
+$(BUILD)/man/man1/%.1: $(BUILD)/bin/% man/%.h2m man/s3.h2m
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)$(HELP2MAN) --include=man/$*.h2m $(if $(filter $*,$(S3_TOOLS)),--include=man/s3.h2m) \
+	    --output=$@ $(BUILD)/bin/$*
+
+# `shardify merge` has a page of its own, made from `shardify merge --help`.
+$(BUILD)/man/shardify-merge: $(BUILD)/bin/shardify
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec "%s" merge "$$@"\n' "$(abspath $<)" >$@ && chmod +x $@
+
+$(BUILD)/man/man1/shardify-merge.1: $(BUILD)/man/shardify-merge man/shardify-merge.h2m
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)$(HELP2MAN) --include=man/shardify-merge.h2m --output=$@ $<
+
+$(BUILD)/man/man1/$(notdir $(NIGHTLY)).1: $(NIGHTLY) man/$(notdir $(NIGHTLY)).h2m
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)$(HELP2MAN) --include=man/$(notdir $(NIGHTLY)).h2m --version-string=$(VERSION) \
+	    --output=$@ $(NIGHTLY)
+
+$(BUILD)/man/man5/shardkit-format.5: manifests/FORMAT.md man/shardkit-format.lua
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)pandoc --standalone --from gfm --to man --lua-filter man/shardkit-format.lua \
+	    -M title=SHARDKIT-FORMAT -M section=5 -M footer="shardkit $(VERSION)" \
+	    -M header="File Formats" --output $@ $<
+
+$(BUILD)/completion/bash/%: $(BUILD)/bin/% scripts/completion.py
+	@mkdir -p $(dir $@)
+	$(Q)$(PYTHON) scripts/completion.py bash $< >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/zsh/_%: $(BUILD)/bin/% scripts/completion.py
+	@mkdir -p $(dir $@)
+	$(Q)$(PYTHON) scripts/completion.py zsh $< >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/bash/$(notdir $(NIGHTLY)): $(NIGHTLY) scripts/completion.py
+	@mkdir -p $(dir $@)
+	$(Q)$(PYTHON) scripts/completion.py bash $< >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/zsh/_$(notdir $(NIGHTLY)): $(NIGHTLY) scripts/completion.py
+	@mkdir -p $(dir $@)
+	$(Q)$(PYTHON) scripts/completion.py zsh $< >$@.tmp && mv $@.tmp $@
+
+_test: $(MANPAGES) $(COMPLETIONS)
+
 # ---- install ----------------------------------------------------------------
 
-install: build
+# Where make install puts what is not a program or a library (Debian's
+# packaging passes its own; see debian/rules).
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+DOCDIR      ?= $(PREFIX)/share/doc/shardkit
+NIGHTLY_EXAMPLES := $(NIGHTLY) $(addprefix examples/nightly/,shardkit-nightly.service \
+                    shardkit-nightly.timer crontab README.md)
+
+install: build $(MANPAGES) $(COMPLETIONS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	    $(DESTDIR)$(PREFIX)/include/shardkit
+	    $(DESTDIR)$(PREFIX)/include/shardkit $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR)/examples/nightly
+	install -m 644 $(filter %.1,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(filter %.5,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(filter $(BUILD)/completion/bash/%,$(COMPLETIONS)) $(DESTDIR)$(BASHCOMPDIR)/
+	install -m 644 $(filter $(BUILD)/completion/zsh/%,$(COMPLETIONS)) $(DESTDIR)$(ZSHCOMPDIR)/
+	install -m 755 $(NIGHTLY) $(DESTDIR)$(DOCDIR)/examples/nightly/
+	install -m 644 $(filter-out $(NIGHTLY),$(NIGHTLY_EXAMPLES)) $(DESTDIR)$(DOCDIR)/examples/nightly/
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
@@ -275,8 +360,11 @@ install: build
 uninstall:
 	rm -f $(CMDS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libshardkit.a \
 	    $(DESTDIR)$(PREFIX)/lib/libshardkit.so* \
-	    $(DESTDIR)$(PREFIX)/include/shardkit.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
-	rm -rf $(DESTDIR)$(PREFIX)/include/shardkit
+	    $(DESTDIR)$(PREFIX)/include/shardkit.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc \
+	    $(MAN1:%=$(DESTDIR)$(MANDIR)/man1/%.1) $(DESTDIR)$(MANDIR)/man5/shardkit-format.5 \
+	    $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(notdir $(filter $(BUILD)/completion/bash/%,$(COMPLETIONS)))) \
+	    $(addprefix $(DESTDIR)$(ZSHCOMPDIR)/,$(notdir $(filter $(BUILD)/completion/zsh/%,$(COMPLETIONS))))
+	rm -rf $(DESTDIR)$(PREFIX)/include/shardkit $(DESTDIR)$(DOCDIR)
 
 clean:
 	rm -rf build build-san build-fuzz

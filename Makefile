@@ -28,7 +28,7 @@ OPT      ?= -O2 -g
 SANITIZE ?=
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS_BASE := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -fopenmp -fPIC -Iinclude \
-               $(PKG_CFLAGS) $(SANITIZE) $(CFLAGS)
+               $(PKG_CFLAGS) $(SANITIZE) $(CPPFLAGS) $(CFLAGS)
 # The library exports only what include/ marks SHARD_API.
 CFLAGS_LIB := $(CFLAGS_BASE) -Ilib -fvisibility=hidden
 # The programs see the public headers only.
@@ -328,8 +328,9 @@ _test: $(MANPAGES) $(COMPLETIONS)
 
 # ---- install ----------------------------------------------------------------
 
-# Where make install puts what is not a program or a library (Debian's
-# packaging passes its own; see debian/rules).
+# Where make install puts the libraries and what is neither a program nor a
+# library (Debian's packaging passes its own; see debian/rules).
+LIBDIR      ?= $(PREFIX)/lib
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
@@ -338,7 +339,7 @@ NIGHTLY_EXAMPLES := $(NIGHTLY) $(addprefix examples/nightly/,shardkit-nightly.se
                     shardkit-nightly.timer crontab README.md)
 
 install: build $(MANPAGES) $(COMPLETIONS)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
 	    $(DESTDIR)$(PREFIX)/include/shardkit $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR)/examples/nightly
 	install -m 644 $(filter %.1,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man1/
@@ -348,23 +349,36 @@ install: build $(MANPAGES) $(COMPLETIONS)
 	install -m 755 $(NIGHTLY) $(DESTDIR)$(DOCDIR)/examples/nightly/
 	install -m 644 $(filter-out $(NIGHTLY),$(NIGHTLY_EXAMPLES)) $(DESTDIR)$(DOCDIR)/examples/nightly/
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
-	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libshardkit.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libshardkit.so
 	install -m 644 include/shardkit.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/shardkit/*.h $(DESTDIR)$(PREFIX)/include/shardkit/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    -e 's|@REQUIRES@|$(PKGS)|g' shardkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@REQUIRES@|$(PKGS)|g' shardkit.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit.pc
 
 uninstall:
-	rm -f $(CMDS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libshardkit.a \
-	    $(DESTDIR)$(PREFIX)/lib/libshardkit.so* \
-	    $(DESTDIR)$(PREFIX)/include/shardkit.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc \
+	rm -f $(CMDS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(LIBDIR)/libshardkit.a \
+	    $(DESTDIR)$(LIBDIR)/libshardkit.so* \
+	    $(DESTDIR)$(PREFIX)/include/shardkit.h $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit.pc \
 	    $(MAN1:%=$(DESTDIR)$(MANDIR)/man1/%.1) $(DESTDIR)$(MANDIR)/man5/shardkit-format.5 \
 	    $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(notdir $(filter $(BUILD)/completion/bash/%,$(COMPLETIONS)))) \
 	    $(addprefix $(DESTDIR)$(ZSHCOMPDIR)/,$(notdir $(filter $(BUILD)/completion/zsh/%,$(COMPLETIONS))))
 	rm -rf $(DESTDIR)$(PREFIX)/include/shardkit $(DESTDIR)$(DOCDIR)
+
+# ---- Debian packages ----------------------------------------------------------
+# `make deb` builds the packages of debian/ (shardkit, libshardkit0,
+# libshardkit-dev, python3-shardkit) from a copy of the sources into
+# $(BUILD)/deb; `make deb-test` installs them into a clean Debian 12 root
+# (debootstrap, cached in $(BUILD)/deb/cache), uses them there, purges them and
+# checks that nothing is left (scripts/deb.sh; needs root).
+.PHONY: deb deb-test
+deb: deps
+	@scripts/deb.sh build $(BUILD)
+
+deb-test: deb
+	@scripts/deb.sh test $(BUILD)
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -11,8 +11,9 @@ libarchive-dev libjansson-dev libxxhash-dev libexif-dev libyuv-dev libturbojpeg0
 libcurl4-openssl-dev libexpat1-dev python3 python3-pil python3-jsonschema python3-xxhash python3-zstandard zstd time nginx clang libfuzzer-14-dev libomp-dev strace
 libjpeg-turbo-progs python3-dev python3-setuptools python3-numpy python3-pytest python3-torch
 python3-torchvision python3-venv python3-pip chromium munge slurm-wlm"
-# the manual pages and the shell completion (make install, test_man)
-pkgs="$pkgs help2man pandoc bash-completion zsh"
+# the manual pages and the shell completion (make install, test_man), the
+# Debian packages and their test in a clean root (make deb, make deb-test)
+pkgs="$pkgs help2man pandoc bash-completion zsh debhelper dh-python python3-all-dev debootstrap"
 
 missing=""
 for p in $pkgs; do

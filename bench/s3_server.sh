@@ -61,14 +61,7 @@ launch() {  # port: 0 when it answers, 1 when it died (port taken?)
     "$NPM_DIR/node_modules/.bin/s3rver" -d "$prefix/data" -a 127.0.0.1 -p "$1" --silent \
         >>"$prefix/log" 2>&1 </dev/null &
     echo $! >"$prefix/pid"
-    i=0
-    while [ $i -lt 400 ]; do
-        answers "$1" && return 0
-        kill -0 "$(cat "$prefix/pid")" 2>/dev/null || { rm -f "$prefix/pid"; return 1; }
-        sleep 0.05
-        i=$((i + 1))
-    done
-    die "s3rver did not answer on port $1: $(tail -n 3 "$prefix/log")"
+    wait_answering "$prefix/pid" "s3rver on port $1 ($prefix/log)" answers "$1"
 }
 
 stop() {
@@ -82,13 +75,7 @@ start() {  # [port]
         launch "$1" || die "cannot start s3rver on port $1: $(tail -n 3 "$prefix/log")"
         port=$1
     else
-        tries=0
-        while :; do
-            port=${PORT:-$(random_port)}
-            launch "$port" && break
-            tries=$((tries + 1))
-            [ -z "${PORT:-}" ] && [ $tries -lt 20 ] || die "cannot start s3rver: $(tail -n 3 "$prefix/log")"
-        done
+        launch_on_a_port s3rver "$prefix/log"
     fi
     echo "$port" >"$prefix/port"
     echo "http://127.0.0.1:$port" >"$prefix/url"

@@ -3,8 +3,8 @@
  * (report_text.c, report_json.c). */
 #include <signal.h>
 #include <stdio.h>
-
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "merge.h"
@@ -12,13 +12,61 @@
 #include "report.h"
 #include "shardkit.h"
 
+#define PROG "shardify"
+
+/* Seconds an interrupted run has to finish the samples under way; then it
+ * ends without them, as a killed run would (resumable all the same).  Only
+ * a worker blocked on a source file that never answers (a stalled network
+ * filesystem) needs that long. */
+#define INTERRUPT_GRACE_SECONDS 5
+
 static volatile sig_atomic_t cancel_requested;
 
 static void on_signal(int sig)
 {
+    (void)sig;
     cancel_requested = 1;
-    /* a second signal stops at once */
-    signal(sig, SIG_DFL);
+    alarm(INTERRUPT_GRACE_SECONDS);
+    /* a second signal, of either kind, stops at once */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+}
+
+static void on_grace_over(int sig)
+{
+    static const char msg[] = PROG ": " SHARDIFY_INTERRUPTED "\n";
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(CLI_EXIT_FAILED);
+}
+
+/* The first SIGINT or SIGTERM asks the run to stop: it ends as interrupted,
+ * resumable, within INTERRUPT_GRACE_SECONDS.  Not signal(), which restarts
+ * interrupted system calls (SA_RESTART): a system call the run is blocked
+ * in (an open on a stalled network filesystem) must fail with EINTR rather
+ * than wait again, so that the run ends at once. */
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_grace_over;
+    sigaction(SIGALRM, &sa, NULL);
+}
+
+/* The run is over: a signal now stops the report as it stops any tool, and
+ * no write of it is left half done by an EINTR. */
+static void release_signals(void)
+{
+    alarm(0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGALRM, SIG_DFL);
 }
 
 int main(int argc, char **argv)
@@ -37,13 +85,13 @@ int main(int argc, char **argv)
         o.run.progress = report_show_progress;
         o.run.progress_user = &progress;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    catch_signals();
 
     struct shardify_summary summary;
     struct shard_err err;
     shard_err_clear(&err);
     rc = shardify_run(o.src, o.dst, &o.run, &summary, &err);
+    release_signals();
     cli_progress_end(&progress);
     struct report r = {o.src, o.dst, &o.run, rc, &err, &summary};
     if (rc || !o.quiet)

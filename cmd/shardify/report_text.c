@@ -22,6 +22,8 @@ void report_write_warnings(const struct report *r, FILE *out)
     if (r->summary->run_record_error[0])
         fprintf(out, "%s: warning: the run record was not written: %s\n", PROG,
                 r->summary->run_record_error);
+    if (r->summary->uploads_warning[0])
+        fprintf(out, "%s: warning: %s\n", PROG, r->summary->uploads_warning);
 }
 
 /* "  rejected 'a/b.jpg': truncated JPEG" */

@@ -14,6 +14,7 @@ every rank, byte for byte the batches an uninterrupted run would have had.
 See README.md beside this file.
 """
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -144,7 +145,21 @@ def main():
         print(f"done: {step} steps; rank 0 read {s['samples_per_second']:.0f} samples/s and "
               f"waited {s['wait_fraction']:.0%} of the time for input", flush=True)
     loader.close()  # its reader threads stop here, not at interpreter exit
+    # Tear DDP down in an order that cannot hang.  The DDP Reducer inside
+    # `model` holds a reference to the gloo process group; when it drops the
+    # last one (as it did when main() returned), ~ProcessGroupGloo joins
+    # gloo's worker threads with the GIL held while a worker may still need
+    # the GIL to free a tensor of the last collective, and the rank never
+    # exits (torch 1.13; the class of destructor of pytorch/pytorch#56297).
+    # So the model goes first, while this frame still holds the group, and
+    # the group's last reference is dropped from Python, after
+    # destroy_process_group(): torch's Python holder of a process group
+    # releases the GIL while it is destroyed.
+    group = dist.group.WORLD
+    del model, optimizer
+    gc.collect()  # the Reducer goes now, even if a reference cycle held it
     dist.destroy_process_group()
+    del group
 
 
 if __name__ == "__main__":

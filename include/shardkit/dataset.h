@@ -58,9 +58,11 @@ struct shard_dataset;
  * and its shards, an "http://..." or "https://..." base URL under which
  * manifest.json and the shards are served, or "s3://BUCKET/PREFIX" on S3 or
  * an S3-compatible store (the objects PREFIX/manifest.json, ...; every
- * request signed with the credentials the AWS CLI would find - AWS_*
- * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, or
- * anonymous when there are none; AWS_ENDPOINT_URL(_S3) names another store).
+ * request signed with the credentials the AWS CLI v2 would find - AWS_*
+ * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, unsigned
+ * only when SHARDKIT_S3_NO_SIGN_REQUEST is true, SHARD_EINVAL when there
+ * are none; AWS_ENDPOINT_URL(_S3) or the profile names another store: see
+ * the README's settings table).
  * Remotely, manifest.json is fetched with one GET; shards are read with
  * range requests in large windows, several connections at a time, transient
  * failures retried with backoff - the server must support range requests.  Only manifest.json is read here;
@@ -81,6 +83,14 @@ SHARD_API void shard_dataset_close(struct shard_dataset *ds);
 
 /* The loaded manifest (owned by ds; valid until it is closed). */
 SHARD_API const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds);
+
+/* XXH3-64 of the manifest.json bytes the dataset was opened with: its
+ * identity.  Publishing other contents (another run, a nightly re-publish
+ * with the same sample count) gives another one; it is what a lineage's
+ * previous_manifest_xxh3 names (manifests/FORMAT.md).  A training loader
+ * keeps it in its saved position, so that a position is never restored on
+ * another dataset. */
+SHARD_API uint64_t shard_dataset_manifest_xxh3(const struct shard_dataset *ds);
 
 /* Number of samples (counts.samples) and of shards. */
 SHARD_API uint64_t shard_dataset_size(const struct shard_dataset *ds);
@@ -125,6 +135,10 @@ enum shard_read_flags {
      * the extra hash costs ~10% of a raw read, so it is for verification
      * (shardcheck --deep uses it), not for training loops. */
     SHARD_READ_VERIFY = 4,
+    /* Leave the record's fields (format version 2) out of the item: they are
+     * neither copied nor checked, and item->field_count is 0.  For readers
+     * that use only the image (a loader with no field selected). */
+    SHARD_READ_NO_FIELDS = 8,
 };
 
 /* One sample.  Zero it before first use ({0} or memset); after that it may
@@ -145,6 +159,16 @@ struct shard_item {
                                   * width*3; otherwise pixels.width is 0.  A raw
                                   * record's pixels stay where it was decompressed,
                                   * pixels.offset bytes into the buffer */
+    /* The fields the sample has (format version 2; none in a version 1
+     * dataset or with SHARD_READ_NO_FIELDS), in field number order: each
+     * value's `field` indexes the manifest's config.fields, its type is the
+     * declared one and `data` points into field_data, which holds a copy of
+     * the record's field area (made once per read).  A field the sample does
+     * not have has no value here. */
+    uint32_t field_count;
+    struct shard_field_value *fields;
+    uint32_t field_capacity;     /* values `fields` has room for */
+    struct shard_buf field_data;
 };
 
 /* Free the item's buffers and zero it.  Accepts NULL. */
@@ -154,8 +178,16 @@ SHARD_API void shard_item_release(struct shard_item *item);
  * using the footer index), check its zstd checksum (and, with
  * SHARD_READ_VERIFY, its xxh3) and that its key and label equal the footer's, then decode or copy the payload as
  * `flags` asks (decoding checks the payload's dimensions).  Thread-safe.
+ * Unless SHARD_READ_NO_FIELDS, the record's fields are copied into the item
+ * and checked against the manifest's declarations: each field number
+ * declared, each type the declared one, a vector of the declared length,
+ * text and JSON valid UTF-8, label numbers below the manifest's label count
+ * (a JSON value's syntax and a float's finiteness are shardcheck --deep's).
+ * A shard must be of its dataset's format version (a version 2 manifest has
+ * version 2 shards, a version 1 manifest version 1 shards).
  * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or
- * record: the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.
+ * record, a field that contradicts the manifest, a shard of another version:
+ * the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.
  * On failure *item holds no sample (its buffers are kept for reuse). */
 SHARD_API int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
                        struct shard_item *item, struct shard_err *err);

@@ -39,6 +39,10 @@
 extern "C" {
 #endif
 
+/* The message of a run stopped by shardify_options.cancel. */
+#define SHARDIFY_INTERRUPTED \
+    "interrupted: finished shards are kept; run again with --resume to continue"
+
 /* Working directory inside DST for temporary shards, journals and the lock. */
 #define SHARDIFY_WORK_DIR ".shardify"
 /* Timing and host facts of the last run (not part of the dataset's identity). */
@@ -76,7 +80,9 @@ struct shardify_options {
     enum shardify_mode mode;
     /* When non-NULL and set non-zero (e.g. from a signal handler), the run
      * stops at the next sample boundary, leaves a resumable state and
-     * returns SHARD_EINTR. */
+     * returns SHARD_EINTR with the message SHARDIFY_INTERRUPTED.  Any
+     * failure once it is set (an open that the signal interrupted: install
+     * the handler without SA_RESTART) is reported so too. */
     volatile sig_atomic_t *cancel;
     /* Called from the thread that appends records, at most ~10 times per
      * second, and once at the end of each phase.  May be NULL. */
@@ -164,6 +170,11 @@ struct shardify_summary {
     /* Why the run record (SHARDIFY_RUN_FILE) could not be written, or "".
      * The dataset is published all the same: the record is not part of it. */
     char run_record_error[SHARD_ERRMSG_SIZE];
+    /* An s3:// DST: why the multipart uploads other runs left below its
+     * prefix could not all be looked for or aborted (a store without
+     * ListMultipartUploads, such as s3rver), or "".  They cost storage, not
+     * correctness: the run goes on. */
+    char uploads_warning[SHARD_ERRMSG_SIZE];
     /* Samples stored despite a decoder warning that lost no pixel data
      * (counts.warned), and those samples in stored order: key, shard,
      * record, warning ... as in their index lines (owned, like rejects). */

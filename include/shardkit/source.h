@@ -189,7 +189,9 @@ struct shard_labeler;
  *   anything else    a CSV file (RFC 4180, parsed with libcsv) of key,label
  *                    rows; an optional first row "key,label" is a header; a
  *                    key listed twice is an error; keys not listed get no label
- * SHARD_EINVAL with a message for a bad regex or CSV. */
+ * SHARD_EINVAL with a message for a bad regex or CSV; for the CSV file,
+ * SHARD_ENOTFOUND when it does not exist and SHARD_EIO when it cannot be read
+ * or is not a regular file (a FIFO is refused, never waited on). */
 SHARD_API int shard_labeler_new(struct shard_labeler **out, const char *spec, struct shard_err *err);
 SHARD_API void shard_labeler_free(struct shard_labeler *lb);  /* accepts NULL */
 

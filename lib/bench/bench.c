@@ -27,6 +27,7 @@
 #include "format/shuffle.h"
 #include "source/source_internal.h"
 #include "util/clock.h"
+#include "util/fsutil.h"
 #include "util/quote.h"
 #include "shardkit/bench.h"
 #include "shardkit/dataset.h"
@@ -104,14 +105,18 @@ static void http_options(const struct shard_bench_http *in, const struct bench_p
 int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
                                struct shard_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
-                               "cannot open key list '%s'", path);
+    int fd;
+    FILE *f = NULL;
+    int rc = sk_fs_open_read(AT_FDCWD, path, &fd, NULL, err);
+    if (!rc && !(f = fdopen(fd, "rb"))) {
+        rc = shard_err_errno(err, SHARD_ENOMEM, errno, "out of memory");
+        close(fd);
+    }
+    if (rc)
+        return shard_err_prefix(err, rc, "cannot open key list '%s'", path);
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
-    int rc = SHARD_OK;
     uint64_t number = 0;
     while ((n = getline(&line, &cap, f)) >= 0) {
         number++;

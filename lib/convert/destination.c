@@ -594,7 +594,9 @@ int sk_dst_open(struct dst **out, const char *path, const char *src, const char 
      * under the lock, since another run may have changed DST meanwhile */
     if ((d->work_fd < 0 && (rc = open_work(d, 1, err))) || (rc = lock(d, err)) ||
         (rc = inspect(d, err)) || (rc = refuse(d, mode, err)) ||
-        (d->remote && (rc = sk_dst_s3_abort_recorded(d, err))) || (rc = apply(d, mode, err)))
+        (d->remote && (rc = sk_dst_s3_abort_recorded(d, err))) ||
+        (d->remote && (rc = sk_dst_s3_abort_orphans(d, err))) ||
+        (rc = apply(d, mode, err)))
         goto fail;
     *out = d;
     return SHARD_OK;

@@ -44,6 +44,9 @@ struct dst {
     int has_manifest; /* a complete previous output is present */
     int has_output;   /* any shardify file at the top of DST */
     int has_state;    /* an interrupted run left its state */
+    /* Why the multipart uploads other runs left below an s3:// DST could
+     * not all be looked for or aborted, or "" (the run goes on). */
+    char uploads_warning[SHARD_ERRMSG_SIZE];
 };
 
 /* Check, before creating anything, that DST is not inside SRC (nor SRC
@@ -83,6 +86,12 @@ int sk_dst_s3_remove(struct dst *d, int keep_manifest, uint32_t first_shard,
                      struct shard_err *err);
 /* Abort the multipart upload a crashed run recorded, if any. */
 int sk_dst_s3_abort_recorded(struct dst *d, struct shard_err *err);
+/* Abort the multipart uploads under way of shardify's file names below the
+ * prefix (ListMultipartUploads), whoever started them: a run killed on
+ * another machine leaves them where no work directory here records them.
+ * A store that cannot list them, or an upload that cannot be aborted, is
+ * said in d->uploads_warning and does not stop the run; 0 or SHARD_ENOMEM. */
+int sk_dst_s3_abort_orphans(struct dst *d, struct shard_err *err);
 /* Upload the staged file `name`, then remove it from the staging directory. */
 int sk_dst_s3_publish(struct dst *d, const char *name, struct shard_err *err);
 /* Nesting of two s3:// locations, as check_nesting does for directories. */

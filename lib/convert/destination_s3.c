@@ -195,6 +195,59 @@ int sk_dst_s3_abort_recorded(struct dst *d, struct shard_err *err)
     return SHARD_OK;
 }
 
+/* ---- the uploads other runs left ------------------------------------------------------ */
+
+struct orphans {
+    struct dst *d;
+    int nomem;
+};
+
+/* The first thing that went wrong, into d->uploads_warning. */
+static void warn_uploads(struct dst *d, const char *why, const char *consequence)
+{
+    struct shard_err w;
+    shard_err_set(&w, SHARD_ENET, "%s; %s", why, consequence);
+    if (!d->uploads_warning[0])
+        memcpy(d->uploads_warning, w.msg, sizeof d->uploads_warning);
+}
+
+static int abort_orphan(void *user, const char *name, size_t len, const char *upload_id,
+                        struct shard_err *err)
+{
+    struct orphans *o = user;
+    struct dst *d = o->d;
+    char *own = strndup(name, len);
+    if (!own) {
+        o->nomem = 1;
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    /* only what shardify writes at the top of the prefix: another tool's
+     * upload below it (or below a longer prefix) is none of ours */
+    if (!memchr(name, '\0', len) && sk_dst_is_output_name(own) &&
+        strcmp(own, SHARDIFY_WORK_DIR)) {
+        struct shard_err why;
+        if (sk_s3_abort(d->remote, own, upload_id, &why))
+            warn_uploads(d, why.msg, "it is left as it is");
+    }
+    free(own);
+    return SHARD_OK;
+}
+
+int sk_dst_s3_abort_orphans(struct dst *d, struct shard_err *err)
+{
+    struct orphans o = {d, 0};
+    struct shard_err why;
+    int rc = sk_s3_list_uploads(d->remote, abort_orphan, &o, &why);
+    if (o.nomem || rc == SHARD_ENOMEM)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    /* best effort, as for the recorded upload: a store without
+     * ListMultipartUploads (s3rver) or a policy that does not grant it
+     * leaves the parts to the bucket's lifecycle rules */
+    if (rc)
+        warn_uploads(d, why.msg, "multipart uploads other runs left there are not aborted");
+    return SHARD_OK;
+}
+
 /* ---- uploading ------------------------------------------------------------------------- */
 
 int sk_dst_s3_publish(struct dst *d, const char *name, struct shard_err *err)

@@ -11,6 +11,7 @@
 
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
+#include "util/quote.h"
 #include "format/shuffle.h"
 #include "convert/run.h"
 #include "shardkit/format.h"
@@ -34,10 +35,15 @@ struct label_ref {
     size_t len;
 };
 
-static int compare_label_refs(const void *pa, const void *pb)
+/* A distinct label and the name the manifest gives it. */
+struct named_label {
+    struct label_ref ref;
+    char *name;     /* sk_jsonkey_label_name: the bytes, or %XX escapes when not UTF-8 */
+};
+
+static int compare_named_labels(const void *pa, const void *pb)
 {
-    const struct label_ref *a = pa, *b = pb;
-    return shard_key_compare(a->name, a->len, b->name, b->len);
+    return strcmp(((const struct named_label *)pa)->name, ((const struct named_label *)pb)->name);
 }
 
 /* The distinct label names, in an open-addressing hash set: memory grows with
@@ -126,6 +132,19 @@ static int unsafe_name(const struct run *r, uint64_t cand)
     return why && strncmp(why, SK_REASON_UNSAFE, strlen(SK_REASON_UNSAFE)) == 0;
 }
 
+/* Two labels the manifest would write alike: a name that is not UTF-8 is
+ * written with %XX escapes, which a UTF-8 name can spell too. */
+static int label_collision(const struct named_label *a, const struct named_label *b,
+                           struct shard_err *err)
+{
+    char qa[SHARD_QUOTE_SIZE], qb[SHARD_QUOTE_SIZE];
+    return shard_err_set(err, SHARD_EINVAL,
+                         "labels '%s' and '%s' would both be written '%s' in the manifest "
+                         "(a label that is not UTF-8 is written with %%XX escapes): rename one",
+                         sk_quote_bytes(a->ref.name, a->ref.len, qa, sizeof qa),
+                         sk_quote_bytes(b->ref.name, b->ref.len, qb, sizeof qb), a->name);
+}
+
 /* The class name of candidate i: from a sidecar or column when the labels
  * come from one (read ahead by the field plan), else the labeler's. */
 static int class_of(const struct run *r, uint64_t i, const char **name, size_t *len)
@@ -146,11 +165,14 @@ static int32_t number_of(void *ctx, const char *name, size_t len)
 }
 
 /* Label every candidate: the distinct names (of the class and of every
- * `labels` field), sorted by bytes, numbered. */
+ * `labels` field), numbered in the order of the names the manifest writes
+ * (for UTF-8 names, the order of their bytes), so that its "labels" are
+ * sorted and unique as readers check. */
 int sk_run_assign_labels(struct run *r, struct shard_err *err)
 {
     struct label_set set = {0};
-    struct label_ref *sorted = NULL;
+    struct named_label *sorted = NULL;
+    size_t n = 0;
     const char *name;
     size_t len;
     int rc = SHARD_OK;
@@ -171,31 +193,34 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
         rc = shard_err_set(err, SHARD_ELIMIT, "too many labels");
         goto out;
     }
-    sorted = malloc((set.count ? set.count : 1) * sizeof *sorted);
+    sorted = calloc(set.count ? set.count : 1, sizeof *sorted);
     r->label_names = calloc(set.count ? set.count : 1, sizeof *r->label_names);
     if (!sorted || !r->label_names) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < set.cap; i++)
-        if (set.slots[i].ref.name)
-            sorted[n++] = set.slots[i].ref;
-    qsort(sorted, n, sizeof *sorted, compare_label_refs);
-    r->label_count = (uint32_t)n;
-    for (size_t i = 0; i < n; i++) {
-        label_set_find(&set, sorted[i].name, sorted[i].len,
-                       XXH3_64bits(sorted[i].name, sorted[i].len))->number = (int32_t)i;
-        if (!(r->label_names[i] = sk_jsonkey_label_name(sorted[i].name, sorted[i].len))) {
+    for (size_t i = 0; i < set.cap; i++) {
+        if (!set.slots[i].ref.name)
+            continue;
+        sorted[n].ref = set.slots[i].ref;
+        if (!(sorted[n++].name = sk_jsonkey_label_name(set.slots[i].ref.name,
+                                                       set.slots[i].ref.len))) {
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             goto out;
         }
-        if (i > 0 && strcmp(r->label_names[i - 1], r->label_names[i]) >= 0) {
-            rc = shard_err_set(err, SHARD_EINVAL,
-                               "labels '%s' and '%s' cannot be told apart once escaped",
-                               r->label_names[i - 1], r->label_names[i]);
+    }
+    qsort(sorted, n, sizeof *sorted, compare_named_labels);
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
+            rc = label_collision(&sorted[i - 1], &sorted[i], err);
             goto out;
         }
+    r->label_count = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        label_set_find(&set, sorted[i].ref.name, sorted[i].ref.len,
+                       XXH3_64bits(sorted[i].ref.name, sorted[i].ref.len))->number = (int32_t)i;
+        r->label_names[i] = sorted[i].name;  /* owned by the run from here */
+        sorted[i].name = NULL;
     }
     uint64_t labeled = 0;
     for (uint64_t i = 0; i < r->n; i++) {
@@ -213,6 +238,8 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     if (labels_asked(r) && r->n > 0 && labeled == 0)
         rc = no_label_error(r, "candidates", r->n, err);
 out:
+    for (size_t i = 0; i < n; i++)
+        free(sorted[i].name);
     free(set.slots);
     free(sorted);
     return rc;

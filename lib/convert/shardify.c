@@ -557,6 +557,12 @@ static int open_source(struct run *r, struct shard_err *err)
     return SHARD_OK;
 }
 
+/* A signal asked the run to stop (shardify_options.cancel). */
+static int cancelled(const struct run *r)
+{
+    return r->o->cancel && *r->o->cancel;
+}
+
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
@@ -649,6 +655,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
                                       err);
     sk_run_progress(&r, 1);
+    if (!rc && cancelled(&r))  /* asked during the scan: record no state for it */
+        rc = SHARD_EINTR;
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
         (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
                                             err)) ||
@@ -672,10 +680,12 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if ((rc = sk_run_publish(&r, summary, err)))
         goto out;
 out:
+    /* Whatever failed once a signal asked the run to stop (a system call it
+     * interrupted: an open that waited fails with EINTR) is that stop. */
+    if (rc && cancelled(&r))
+        rc = SHARD_EINTR;
     if (rc == SHARD_EINTR)
-        shard_err_set(err, SHARD_EINTR,
-                      "interrupted: finished shards are kept; run again with --resume to "
-                      "continue");
+        shard_err_set(err, SHARD_EINTR, SHARDIFY_INTERRUPTED);
     if (rc) {
         /* the counts known when the run stopped, unless publishing already
          * gave them (and took the rejects out of the assembler) */
@@ -683,6 +693,9 @@ out:
             sk_run_summarize(&r, summary);
         summary->seconds = sk_now_seconds() - r.t0;
     }
+    if (r.dst)
+        snprintf(summary->uploads_warning, sizeof summary->uploads_warning, "%s",
+                 r.dst->uploads_warning);
     run_release(&r);
     return rc;
 }

@@ -1,14 +1,17 @@
 /* index.c - the per-sample index: one JSON object per line (see shardkit/manifest.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <xxhash.h>
 
 #include "manifest/manifest_internal.h"
 
+#include "util/fsutil.h"
 #include "util/jsonkey.h"
 #include "shardkit/format.h"
 #include "shardkit/manifest.h"
@@ -280,12 +283,14 @@ int shard_index_reader_open(struct shard_index_reader **out, const char *path,
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     XXH3_64bits_reset(r->hash);
-    r->f = fopen(path, "rbe");
-    if (!r->f) {
-        int e = errno;
+    int fd, rc = sk_fs_open_read(AT_FDCWD, path, &fd, NULL, err);
+    if (!rc && !(r->f = fdopen(fd, "rb"))) {
+        rc = shard_err_errno(err, SHARD_ENOMEM, errno, "out of memory");
+        close(fd);
+    }
+    if (rc) {
         shard_index_reader_close(r);
-        return shard_err_errno(err, e == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, e,
-                               "cannot open '%s'", path);
+        return shard_err_prefix(err, rc, "cannot open '%s'", path);
     }
     *out = r;
     return SHARD_OK;

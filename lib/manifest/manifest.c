@@ -825,6 +825,25 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
     return SHARD_OK;
 }
 
+/* `path` names the file in a parse error; NULL: "manifest". */
+static int load_buffer(const char *path, const char *text, size_t len, struct shard_manifest *m,
+                       struct load *l)
+{
+    memset(m, 0, sizeof *m);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return path ? shard_err_set(l->err, SHARD_ECORRUPT, "'%s' line %d: %s", path, jerr.line,
+                                    jerr.text)
+                    : shard_err_set(l->err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line,
+                                    jerr.text);
+    int rc = manifest_from_json(root, m, l);
+    if (rc)
+        shard_manifest_release(m);
+    json_decref(root);
+    return rc;
+}
+
 static int load_file(const char *dir, struct shard_manifest *m, struct load *l)
 {
     struct shard_err *err = l->err;
@@ -832,24 +851,15 @@ static int load_file(const char *dir, struct shard_manifest *m, struct load *l)
     char *path = sk_fs_join(dir, SHARD_MANIFEST_FILE);
     if (!path)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    int rc;
-    if (!root) {
-        FILE *probe = fopen(path, "rb");
-        if (!probe)
-            rc = shard_err_set(err, SHARD_ENOTFOUND, "no manifest: '%s' is missing", path);
-        else
-            rc = shard_err_set(err, SHARD_ECORRUPT, "'%s' line %d: %s", path, jerr.line,
-                               jerr.text);
-        if (probe)
-            fclose(probe);
-    } else {
-        rc = manifest_from_json(root, m, l);
-        if (rc)
-            shard_manifest_release(m);
-    }
-    json_decref(root);
+    struct shard_buf text = {0};
+    int rc = sk_fs_read_file(AT_FDCWD, path, &text, err);
+    if (rc == SHARD_ENOTFOUND)
+        rc = shard_err_set(err, rc, "no manifest: '%s' is missing", path);
+    else if (rc)
+        rc = shard_err_prefix(err, rc, "cannot read manifest '%s'", path);
+    else
+        rc = load_buffer(path, (const char *)text.data, text.len, m, l);
+    shard_buf_release(&text);
     free(path);
     return rc;
 }
@@ -867,26 +877,11 @@ int sk_manifest_load_lenient(const char *dir, struct shard_manifest *m,
     return load_file(dir, m, &l);
 }
 
-static int load_buffer(const char *text, size_t len, struct shard_manifest *m, struct load *l)
-{
-    memset(m, 0, sizeof *m);
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return shard_err_set(l->err, SHARD_ECORRUPT, "manifest line %d: %s", jerr.line,
-                             jerr.text);
-    int rc = manifest_from_json(root, m, l);
-    if (rc)
-        shard_manifest_release(m);
-    json_decref(root);
-    return rc;
-}
-
 int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
                                struct shard_err *err)
 {
     struct load l = {err, NULL, NULL};
-    return load_buffer(text, len, m, &l);
+    return load_buffer(NULL, text, len, m, &l);
 }
 
 int sk_manifest_load_buffer_lenient(const char *text, size_t len, struct shard_manifest *m,
@@ -894,5 +889,5 @@ int sk_manifest_load_buffer_lenient(const char *text, size_t len, struct shard_m
                                     struct shard_err *err)
 {
     struct load l = {err, problem, user};
-    return load_buffer(text, len, m, &l);
+    return load_buffer(NULL, text, len, m, &l);
 }

@@ -71,7 +71,9 @@ int sk_http_transient_curl(CURLcode rc)
 
 int sk_http_transient_status(long status)
 {
-    return status >= 500 || status == 408 || status == 429;
+    /* but 501 Not Implemented and 505 HTTP Version Not Supported: a server
+     * that does not implement a request never will */
+    return (status >= 500 && status != 501 && status != 505) || status == 408 || status == 429;
 }
 
 const char *sk_http_status_text(long status)
@@ -81,9 +83,11 @@ const char *sk_http_status_text(long status)
     case 401: return " Unauthorized";
     case 403: return " Forbidden";
     case 404: return " Not Found";
+    case 405: return " Method Not Allowed";
     case 409: return " Conflict";
     case 410: return " Gone";
     case 416: return " Range Not Satisfiable";
+    case 501: return " Not Implemented";
     default: return "";
     }
 }

@@ -33,7 +33,7 @@ void sk_http_handle_setup(CURL *c, double timeout_seconds);
  * (connection refused or reset, time-outs, a truncated body). */
 int sk_http_transient_curl(CURLcode rc);
 
-/* Statuses worth another attempt: 5xx, 408, 429. */
+/* Statuses worth another attempt: 5xx but 501 and 505, 408, 429. */
 int sk_http_transient_status(long status);
 
 /* " Not Found" for 404 and the like (with a leading space), "" otherwise. */

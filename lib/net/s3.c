@@ -3,16 +3,19 @@
 #include "net/s3.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "net/aws_config.h"
 #include "net/http.h"
+#include "util/fsutil.h"
 
 #define CONTENT_SHA256_HEADER "x-amz-content-sha256: UNSIGNED-PAYLOAD"
 #define TOKEN_HEADER "x-amz-security-token: "
 #define DEFAULT_REGION "us-east-1"
-#define INI_LINE_MAX 4096
 
 int sk_s3_is_location(const char *location)
 {
@@ -23,99 +26,6 @@ static const char *env(const char *name)
 {
     const char *v = getenv(name);
     return v && v[0] ? v : NULL;
-}
-
-/* ---- the shared config and credentials files ------------------------------------ */
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
-
-/* The value of `key` in section [section] of the INI file `path`, as the AWS
- * CLI reads it: "key = value" lines, '#' and ';' comment lines, and nested
- * settings - a line "s3 =" followed by indented "name = value" lines - under
- * the key "s3.name".  malloc'd; NULL when absent (or the file is). */
-static char *ini_get(const char *path, const char *section, const char *key)
-{
-    FILE *f = path ? fopen(path, "re") : NULL;
-    if (!f)
-        return NULL;
-    char line[INI_LINE_MAX], nest[64] = "";
-    char *found = NULL;
-    int in = 0;
-    while (!found && fgets(line, sizeof line, f)) {
-        int indented = line[0] == ' ' || line[0] == '\t';
-        char *s = trim(line);
-        if (!*s || *s == '#' || *s == ';')
-            continue;
-        if (*s == '[') {
-            char *end = strchr(s, ']');
-            if (end)
-                *end = '\0';
-            in = !strcmp(trim(s + 1), section);
-            nest[0] = '\0';
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!in || !eq)
-            continue;
-        *eq = '\0';
-        char *name = trim(s), *value = trim(eq + 1);
-        if (!indented)
-            nest[0] = '\0';
-        if (!indented && !*value) {  /* "s3 =": nested settings follow */
-            snprintf(nest, sizeof nest, "%s", name);
-            continue;
-        }
-        char full[INI_LINE_MAX + 64];
-        snprintf(full, sizeof full, "%s%s%s", indented && nest[0] ? nest : "",
-                 indented && nest[0] ? "." : "", name);
-        if (!strcmp(full, key))
-            found = strdup(value);
-    }
-    fclose(f);
-    return found;
-}
-
-/* A file under ~/.aws unless the variable names one (malloc'd or NULL). */
-static char *aws_file(const char *variable, const char *name)
-{
-    const char *set = env(variable);
-    if (set)
-        return strdup(set);
-    const char *home = env("HOME");
-    if (!home)
-        return NULL;
-    size_t n = strlen(home) + strlen(name) + 8;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/.aws/%s", home, name);
-    return p;
-}
-
-struct files {
-    char *credentials;
-    char *config;
-    char *config_section;  /* "profile NAME", or "default" */
-    const char *profile;
-};
-
-/* A setting of the profile: the credentials file first when `credentials`,
- * then the config file. */
-static char *profile_get(const struct files *f, const char *key, int credentials)
-{
-    char *v = credentials ? ini_get(f->credentials, f->profile, key) : NULL;
-    if (!v)
-        v = ini_get(f->config, f->config_section, key);
-    if (!v && !strcmp(f->profile, "default"))
-        v = ini_get(f->config, "profile default", key);
-    return v;
 }
 
 /* ---- locations -------------------------------------------------------------------- */
@@ -146,12 +56,165 @@ static int parse_location(struct sk_s3 *s3, const char *location, struct shard_e
     return SHARD_OK;
 }
 
-/* The endpoint without a trailing '/'; it must be http:// or https://. */
-static int set_endpoint(struct sk_s3 *s3, const char *url, struct shard_err *err)
+/* ---- settings --------------------------------------------------------------------- */
+
+/* What the settings are found in: the two files and the profile's section
+ * in each (NULL when it has none). */
+struct settings {
+    const char *profile;
+    struct sk_aws_file *config;
+    struct sk_aws_file *credentials;
+    const struct sk_aws_section *in_config;
+    const struct sk_aws_section *in_credentials;
+};
+
+/* A setting of the profile as botocore merges the files: the credentials
+ * file's section first (it overrides whole keys), then the config file's.
+ * *from gets the section it came from.  An empty value counts as unset. */
+static const char *profile_value(const struct settings *st, const char *key, const char *sub,
+                                 const struct sk_aws_section **from)
 {
-    if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
-        return shard_err_set(err, SHARD_EINVAL, "the S3 endpoint '%s' is not an http:// or "
-                             "https:// URL", url);
+    const struct sk_aws_section *s = NULL;
+    if (st->in_credentials && sk_aws_has(st->in_credentials, key))
+        s = st->in_credentials;
+    else if (st->in_config && sk_aws_has(st->in_config, key))
+        s = st->in_config;
+    const char *v = s ? sk_aws_get(s, key, sub) : NULL;
+    if (from)
+        *from = s;
+    return v && v[0] ? v : NULL;
+}
+
+/* Where a value came from, for messages: the variable, or "the 'key' of
+ * [section] in 'PATH'" ("the 'sub' under 'key' of ..." when nested). */
+static void describe(char *out, size_t size, const char *variable, const char *key,
+                     const char *sub, const struct sk_aws_section *s)
+{
+    if (variable) {
+        snprintf(out, size, "%s", variable);
+        return;
+    }
+    if (sub)
+        snprintf(out, size, "the '%s' under '%s' of [%s] in '%s'", sub, key,
+                 sk_aws_section_name(s), sk_aws_section_path(s));
+    else
+        snprintf(out, size, "the '%s' of [%s] in '%s'", key, sk_aws_section_name(s),
+                 sk_aws_section_path(s));
+}
+
+/* A true/false setting, as "true" or "false" in any case; *value is left
+ * as it is when text is NULL. */
+static int boolean(const char *text, const char *from, int *value, struct shard_err *err)
+{
+    if (!text)
+        return SHARD_OK;
+    if (!strcasecmp(text, "true") || !strcmp(text, "1"))
+        *value = 1;
+    else if (!strcasecmp(text, "false") || !strcmp(text, "0"))
+        *value = 0;
+    else
+        return shard_err_set(err, SHARD_EINVAL, "'%s' (%s) is not true or false", text, from);
+    return SHARD_OK;
+}
+
+/* The hint for a value that holds a comment character. */
+static const char *comment_hint(const char *value)
+{
+    return strpbrk(value, "#;") ? "; a comment ('#' or ';') must be on a line of its own" : "";
+}
+
+/* As botocore's validate_region_name: a DNS label, not all digits. */
+static int region_name(const char *r)
+{
+    size_t n = strlen(r);
+    int digits = 1;
+    if (!n || n > 63 || r[0] == '-' || r[n - 1] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isalnum((unsigned char)r[i]) && r[i] != '-')
+            return 0;
+        digits &= isdigit((unsigned char)r[i]) != 0;
+    }
+    return !digits;
+}
+
+static int find_profile(struct settings *st, struct sk_s3 *s3, struct shard_err *err)
+{
+    /* the AWS CLI v2's order (stock botocore reads AWS_DEFAULT_PROFILE first) */
+    const char *variable = "AWS_PROFILE";
+    st->profile = env(variable);
+    if (!st->profile)
+        st->profile = env(variable = "AWS_DEFAULT_PROFILE");
+    if (!st->profile) {
+        st->profile = "default";
+        variable = NULL;
+    }
+    const char *config = env("AWS_CONFIG_FILE"), *credentials = env("AWS_SHARED_CREDENTIALS_FILE");
+    int rc = sk_aws_file_read(&st->config, config ? config : "~/.aws/config", err);
+    if (!rc)
+        rc = sk_aws_file_read(&st->credentials, credentials ? credentials : "~/.aws/credentials",
+                              err);
+    if (rc)
+        return rc;
+    st->in_config = sk_aws_profile(st->config, st->profile);
+    st->in_credentials = sk_aws_section(st->credentials, st->profile);
+    /* a profile asked for must exist (default too); none asked for may not */
+    if (variable && !st->in_config && !st->in_credentials)
+        return shard_err_set(err, SHARD_EINVAL, "the profile '%s' (%s) is in neither '%s' nor "
+                             "'%s'", st->profile, variable, sk_aws_file_path(st->config),
+                             sk_aws_file_path(st->credentials));
+    if (!(s3->profile = strdup(st->profile)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+static int find_region(const struct settings *st, struct sk_s3 *s3, struct shard_err *err)
+{
+    /* the AWS CLI v2's order (stock botocore does not read AWS_REGION) */
+    const struct sk_aws_section *in = NULL;
+    const char *variable = "AWS_REGION";
+    const char *region = env(variable);
+    if (!region)
+        region = env(variable = "AWS_DEFAULT_REGION");
+    if (!region) {
+        variable = NULL;
+        region = profile_value(st, "region", NULL, &in);
+    }
+    if (!region)
+        region = DEFAULT_REGION;
+    if (!region_name(region)) {
+        char from[SHARD_ERRMSG_SIZE];
+        describe(from, sizeof from, variable, "region", NULL, in);
+        return shard_err_set(err, SHARD_EINVAL, "the region '%s' (%s) is not a region name%s",
+                             region, from, comment_hint(region));
+    }
+    if (!(s3->region = strdup(region)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+/* The endpoint without a trailing '/': an http:// or https:// URL with a
+ * host, and no user, query or fragment (libcurl's URL parser, which also
+ * refuses white space). */
+static int set_endpoint(struct sk_s3 *s3, const char *url, const char *from,
+                        struct shard_err *err)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *part = NULL;
+    int ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+             (!strcmp(scheme, "http") || !strcmp(scheme, "https")) &&
+             curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host[0] &&
+             curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_NO_USER &&
+             curl_url_get(u, CURLUPART_QUERY, &part, 0) == CURLUE_NO_QUERY &&
+             curl_url_get(u, CURLUPART_FRAGMENT, &part, 0) == CURLUE_NO_FRAGMENT;
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(part);
+    curl_url_cleanup(u);
+    if (!ok)
+        return shard_err_set(err, SHARD_EINVAL, "the S3 endpoint '%s' (%s) is not an http:// or "
+                             "https:// URL%s", url, from, comment_hint(url));
     size_t n = strlen(url);
     while (n && url[n - 1] == '/')
         n--;
@@ -160,102 +223,203 @@ static int set_endpoint(struct sk_s3 *s3, const char *url, struct shard_err *err
     return SHARD_OK;
 }
 
-static int find_settings(struct sk_s3 *s3, struct shard_err *err)
+/* The endpoint as botocore's configured-endpoint chain finds it, unless
+ * ignore_configured_endpoint_urls; else AWS's own. */
+static int find_endpoint(const struct settings *st, struct sk_s3 *s3, struct shard_err *err)
 {
-    struct files f = {0};
-    char *endpoint = NULL, *style = NULL, *key = NULL, *secret = NULL, *token = NULL;
-    int rc = SHARD_OK;
-    f.profile = env("AWS_PROFILE");
-    if (!f.profile)
-        f.profile = env("AWS_DEFAULT_PROFILE");
-    if (!f.profile)
-        f.profile = "default";
-    f.credentials = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-    f.config = aws_file("AWS_CONFIG_FILE", "config");
-    size_t sn = strlen(f.profile) + 16;
-    if (!(f.config_section = malloc(sn)) || !(s3->profile = strdup(f.profile))) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
+    const struct sk_aws_section *in = NULL;
+    const char *variable = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS";
+    const char *url = NULL, *key = "endpoint_url", *sub = NULL;
+    char from[SHARD_ERRMSG_SIZE];
+    int ignore = 0, rc;
+    const char *text = env(variable);
+    if (!text) {
+        variable = NULL;
+        text = profile_value(st, "ignore_configured_endpoint_urls", NULL, &in);
     }
-    if (!strcmp(f.profile, "default"))
-        snprintf(f.config_section, sn, "default");
-    else
-        snprintf(f.config_section, sn, "profile %s", f.profile);
-
-    if (env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
-        key = strdup(env("AWS_ACCESS_KEY_ID"));
-        secret = strdup(env("AWS_SECRET_ACCESS_KEY"));
-        token = env("AWS_SESSION_TOKEN") ? strdup(env("AWS_SESSION_TOKEN")) : NULL;
-    } else if ((key = profile_get(&f, "aws_access_key_id", 1))) {
-        secret = profile_get(&f, "aws_secret_access_key", 1);
-        token = profile_get(&f, "aws_session_token", 1);
+    if (text) {
+        describe(from, sizeof from, variable, "ignore_configured_endpoint_urls", NULL, in);
+        if ((rc = boolean(text, from, &ignore, err)))
+            return rc;
     }
-    s3->anonymous = !key || !secret;
-
-    const char *region = env("AWS_REGION");
-    if (!region)
-        region = env("AWS_DEFAULT_REGION");
-    s3->region = region ? strdup(region) : profile_get(&f, "region", 0);
-    if (!s3->region)
-        s3->region = strdup(DEFAULT_REGION);
-
-    const char *url = env("AWS_ENDPOINT_URL_S3");
-    if (!url)
-        url = env("AWS_ENDPOINT_URL");
-    if (!url && ((endpoint = profile_get(&f, "s3.endpoint_url", 0)) ||
-                 (endpoint = profile_get(&f, "endpoint_url", 0))))
-        url = endpoint;
-    style = profile_get(&f, "s3.addressing_style", 0);
-    if (!s3->region) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
+    if (!ignore) {
+        url = env(variable = "AWS_ENDPOINT_URL_S3");
+        if (!url)
+            url = env(variable = "AWS_ENDPOINT_URL");
+    }
+    if (!ignore && !url) {
+        variable = NULL;
+        const char *services = profile_value(st, "services", NULL, &in);
+        if (services) {
+            const struct sk_aws_section *s = sk_aws_services(st->config, services);
+            if (!s) {
+                describe(from, sizeof from, NULL, "services", NULL, in);
+                return shard_err_set(err, SHARD_EINVAL, "'%s' has no section [services %s] for "
+                                     "%s", sk_aws_file_path(st->config), services, from);
+            }
+            in = s;
+            key = "s3";
+            sub = "endpoint_url";
+            url = sk_aws_get(s, key, sub);
+            url = url && url[0] ? url : NULL;
+        }
+        if (!url) {
+            key = "endpoint_url";
+            sub = NULL;
+            url = profile_value(st, key, NULL, &in);
+        }
     }
     if (url) {
         s3->custom_endpoint = 1;
-        rc = set_endpoint(s3, url, err);
-    } else {
-        char aws[256];
-        snprintf(aws, sizeof aws, "https://s3.%s.amazonaws.com", s3->region);
-        rc = set_endpoint(s3, aws, err);
+        describe(from, sizeof from, variable, key, sub, in);
+        return set_endpoint(s3, url, from, err);
     }
-    if (rc)
-        goto out;
-    s3->path_style = s3->custom_endpoint || strchr(s3->bucket, '.');
-    if (style && !strcmp(style, "path"))
-        s3->path_style = 1;
-    else if (style && !strcmp(style, "virtual"))
-        s3->path_style = 0;
+    /* the old "s3 = endpoint_url" nesting in a profile, which the AWS CLI
+     * does not read: going to AWS instead would surprise its author */
+    if (!ignore && profile_value(st, "s3", "endpoint_url", &in)) {
+        describe(from, sizeof from, NULL, "s3", "endpoint_url", in);
+        return shard_err_set(err, SHARD_EINVAL, "%s is not read by the AWS CLI, which would "
+                             "send the requests to AWS: write 'endpoint_url = URL' in the "
+                             "profile, or in a [services NAME] section under 's3 ='", from);
+    }
+    char aws[256];
+    snprintf(aws, sizeof aws, "https://s3.%s.amazonaws.com", s3->region);
+    return set_endpoint(s3, aws, "AWS", err);
+}
 
+static int find_addressing(const struct settings *st, struct sk_s3 *s3, struct shard_err *err)
+{
+    const struct sk_aws_section *in = NULL;
+    const char *style = profile_value(st, "s3", "addressing_style", &in);
+    s3->path_style = s3->custom_endpoint || strchr(s3->bucket, '.');
+    if (!style || !strcmp(style, "auto"))
+        return SHARD_OK;
+    if (!strcmp(style, "path") || !strcmp(style, "virtual")) {
+        s3->path_style = !strcmp(style, "path");
+        return SHARD_OK;
+    }
+    char from[SHARD_ERRMSG_SIZE];
+    describe(from, sizeof from, NULL, "s3", "addressing_style", in);
+    return shard_err_set(err, SHARD_EINVAL, "the addressing style '%s' (%s) is not auto, path "
+                         "or virtual%s", style, from, comment_hint(style));
+}
+
+/* The keys written in section s: 0 with *key NULL when it has no
+ * aws_access_key_id; SHARD_EINVAL when it has no secret beside it. */
+static int section_keys(const struct sk_aws_section *s, char **key, char **secret,
+                        char **token, struct shard_err *err)
+{
+    const char *k = s ? sk_aws_get(s, "aws_access_key_id", NULL) : NULL;
+    if (!k || !k[0])
+        return SHARD_OK;
+    const char *sec = sk_aws_get(s, "aws_secret_access_key", NULL);
+    const char *tok = sk_aws_get(s, "aws_security_token", NULL);
+    if (!tok || !tok[0])
+        tok = sk_aws_get(s, "aws_session_token", NULL);
+    if (!sec || !sec[0]) {
+        return shard_err_set(err, SHARD_EINVAL, "[%s] in '%s' has aws_access_key_id but no "
+                             "aws_secret_access_key", sk_aws_section_name(s),
+                             sk_aws_section_path(s));
+    }
+    *key = strdup(k);
+    *secret = strdup(sec);
+    *token = tok && tok[0] ? strdup(tok) : NULL;
+    if (!*key || !*secret || (tok && tok[0] && !*token))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+/* Credentials that come from somewhere shardkit does not go (a role to
+ * assume, web identity, SSO, a process): an error saying how to pass them,
+ * when the profile (or the environment) asks for `source` first. */
+static int unsupported(const struct settings *st, const char *what, const char *source,
+                       struct shard_err *err)
+{
+    return shard_err_set(err, SHARD_EUNSUPPORTED, "the profile '%s' gets its credentials from "
+                         "%s ('%s'), which shardkit does not do: export them first (eval "
+                         "\"$(aws configure export-credentials --profile %s --format env)\")",
+                         st->profile, what, source, st->profile);
+}
+
+/* The credentials, in the order of botocore's chain (see s3.h). */
+static int find_credentials(const struct settings *st, char **key, char **secret, char **token,
+                            struct shard_err *err)
+{
+    if (env("AWS_ACCESS_KEY_ID")) {
+        if (!env("AWS_SECRET_ACCESS_KEY"))
+            return shard_err_set(err, SHARD_EINVAL, "AWS_ACCESS_KEY_ID is set but "
+                                 "AWS_SECRET_ACCESS_KEY is not");
+        const char *tok = env("AWS_SECURITY_TOKEN");
+        if (!tok)
+            tok = env("AWS_SESSION_TOKEN");
+        *key = strdup(env("AWS_ACCESS_KEY_ID"));
+        *secret = strdup(env("AWS_SECRET_ACCESS_KEY"));
+        *token = tok ? strdup(tok) : NULL;
+        if (!*key || !*secret || (tok && !*token))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        return SHARD_OK;
+    }
+    if (profile_value(st, "web_identity_token_file", NULL, NULL))
+        return unsupported(st, "web identity", "web_identity_token_file", err);
+    if (profile_value(st, "role_arn", NULL, NULL))
+        return unsupported(st, "a role to assume", "role_arn", err);
+    if (env("AWS_WEB_IDENTITY_TOKEN_FILE") && env("AWS_ROLE_ARN"))
+        return unsupported(st, "web identity", "AWS_WEB_IDENTITY_TOKEN_FILE", err);
+    if (profile_value(st, "sso_account_id", NULL, NULL) &&
+        profile_value(st, "sso_role_name", NULL, NULL))
+        return unsupported(st, "IAM Identity Center", "sso_account_id", err);
+    int rc = section_keys(st->in_credentials, key, secret, token, err);
+    if (rc || *key)
+        return rc;
+    if (profile_value(st, "login_session", NULL, NULL))
+        return unsupported(st, "a console login", "login_session", err);
+    if (profile_value(st, "credential_process", NULL, NULL))
+        return unsupported(st, "a process", "credential_process", err);
+    if ((rc = section_keys(st->in_config, key, secret, token, err)) || *key)
+        return rc;
+    return shard_err_set(err, SHARD_EINVAL, "no AWS credentials for the profile '%s': none in "
+                         "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, '%s' or '%s' (roles of "
+                         "an instance or a container are not asked); for a public bucket, set "
+                         "%s=true to send unsigned requests", st->profile,
+                         sk_aws_file_path(st->credentials), sk_aws_file_path(st->config),
+                         SK_S3_NO_SIGN_VARIABLE);
+}
+
+/* Requests signed with the credentials found, or unsigned on request. */
+static int set_signing(struct sk_s3 *s3, const struct settings *st, struct shard_err *err)
+{
+    char *key = NULL, *secret = NULL, *token = NULL;
+    int rc = boolean(env(SK_S3_NO_SIGN_VARIABLE), SK_S3_NO_SIGN_VARIABLE, &s3->anonymous, err);
     size_t n = strlen(s3->region) + 16;
-    if (!(s3->sigv4 = malloc(n)) ||
-        !(s3->headers = curl_slist_append(NULL, CONTENT_SHA256_HEADER))) {
+    if (!rc && (!(s3->sigv4 = malloc(n)) ||
+                !(s3->headers = curl_slist_append(NULL, CONTENT_SHA256_HEADER))))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (rc || s3->anonymous)
+        goto out;
+    snprintf(s3->sigv4, n, "aws:amz:%s:s3", s3->region);
+    if ((rc = find_credentials(st, &key, &secret, &token, err)))
+        goto out;
+    size_t u = strlen(key) + strlen(secret) + 2;
+    if (!(s3->userpwd = malloc(u))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    snprintf(s3->sigv4, n, "aws:amz:%s:s3", s3->region);
-    if (!s3->anonymous) {
-        size_t u = strlen(key) + strlen(secret) + 2;
-        if (!(s3->userpwd = malloc(u))) {
+    snprintf(s3->userpwd, u, "%s:%s", key, secret);
+    if (token) {
+        size_t t = strlen(TOKEN_HEADER) + strlen(token) + 1;
+        char *line = malloc(t);
+        struct curl_slist *l = NULL;
+        if (line) {
+            snprintf(line, t, "%s%s", TOKEN_HEADER, token);
+            l = curl_slist_append(s3->headers, line);
+            memset(line, 0, t);
+            free(line);
+        }
+        if (!l) {
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             goto out;
         }
-        snprintf(s3->userpwd, u, "%s:%s", key, secret);
-        if (token) {
-            size_t t = strlen(TOKEN_HEADER) + strlen(token) + 1;
-            char *line = malloc(t);
-            struct curl_slist *l = NULL;
-            if (line) {
-                snprintf(line, t, "%s%s", TOKEN_HEADER, token);
-                l = curl_slist_append(s3->headers, line);
-                memset(line, 0, t);
-                free(line);
-            }
-            if (!l) {
-                rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-                goto out;
-            }
-            s3->headers = l;
-        }
+        s3->headers = l;
     }
 out:
     if (secret)
@@ -265,11 +429,23 @@ out:
     free(key);
     free(secret);
     free(token);
-    free(endpoint);
-    free(style);
-    free(f.credentials);
-    free(f.config);
-    free(f.config_section);
+    return rc;
+}
+
+static int find_settings(struct sk_s3 *s3, struct shard_err *err)
+{
+    struct settings st = {0};
+    int rc = find_profile(&st, s3, err);
+    if (!rc)
+        rc = find_region(&st, s3, err);
+    if (!rc)
+        rc = find_endpoint(&st, s3, err);
+    if (!rc)
+        rc = find_addressing(&st, s3, err);
+    if (!rc)
+        rc = set_signing(s3, &st, err);
+    sk_aws_file_free(st.config);
+    sk_aws_file_free(st.credentials);
     return rc;
 }
 

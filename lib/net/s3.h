@@ -1,29 +1,42 @@
 /* s3.h - an S3 location and the settings to reach it, found as the AWS CLI
- * finds them (private).
+ * v2 finds them (private).
  *
  * A location is "s3://BUCKET" or "s3://BUCKET/PREFIX"; the files of a
  * dataset (or the objects of a source) are the objects "PREFIX/NAME".
  *
- * Settings, first found wins:
- *   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN),
- *                else aws_access_key_id / aws_secret_access_key /
- *                aws_session_token of the profile in the shared credentials
- *                file (AWS_SHARED_CREDENTIALS_FILE, default ~/.aws/credentials),
- *                else of the profile in the config file (AWS_CONFIG_FILE,
- *                default ~/.aws/config); none: anonymous (unsigned) requests,
- *                which public buckets allow
- *   profile      AWS_PROFILE, else AWS_DEFAULT_PROFILE, else "default"
- *                ([NAME] in credentials, [profile NAME] or [default] in config)
+ * Settings (an empty variable or value counts as unset; the files are read
+ * as net/aws_config.h says):
+ *   files        AWS_CONFIG_FILE (default ~/.aws/config) and
+ *                AWS_SHARED_CREDENTIALS_FILE (default ~/.aws/credentials)
+ *   profile      AWS_PROFILE, else AWS_DEFAULT_PROFILE, else "default"; one
+ *                named by a variable must be a section of either file.  A
+ *                setting of the profile is its value in the credentials
+ *                file's [NAME], else in the config file's [profile NAME]
  *   region       AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`,
- *                else us-east-1
- *   endpoint     AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
- *                `s3 = endpoint_url = ...` (nested), its `endpoint_url`; else
- *                AWS itself, https://s3.REGION.amazonaws.com
+ *                else us-east-1; it must be a region name
+ *   endpoint     none when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS, else the
+ *                profile's `ignore_configured_endpoint_urls`, is true; else
+ *                AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, `endpoint_url` under
+ *                `s3 =` in the config file's [services NAME] section that the
+ *                profile's `services = NAME` names, the profile's
+ *                `endpoint_url`; none: AWS itself, https://s3.REGION.amazonaws.com.
+ *                An http:// or https:// URL
  *   addressing   a custom endpoint is addressed path-style
  *                (ENDPOINT/BUCKET/KEY), AWS virtual-hosted
  *                (https://BUCKET.s3.REGION.amazonaws.com/KEY) unless the bucket
  *                name has a dot; the profile's nested `s3 = addressing_style
- *                = path|virtual` overrides both
+ *                = path|virtual` overrides both (auto: the default)
+ *   signing      unsigned when SHARDKIT_S3_NO_SIGN_REQUEST is true (as `aws
+ *                --no-sign-request`); else signed with the first credentials
+ *                of: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY
+ *                (+ AWS_SECURITY_TOKEN or AWS_SESSION_TOKEN); the credentials
+ *                file's aws_access_key_id, aws_secret_access_key (+
+ *                aws_security_token or aws_session_token); the config file's.
+ *                A profile that gets them from a role, web identity, SSO, a
+ *                login or a process before that is SHARD_EUNSUPPORTED, and no
+ *                credentials at all SHARD_EINVAL: never unsigned by default
+ * Booleans are true or false (any case), 1 or 0.  A malformed setting is
+ * SHARD_EINVAL naming the setting, where it was found and its value.
  *
  * Requests are signed by libcurl (CURLOPT_AWS_SIGV4, "aws:amz:REGION:s3"),
  * with the payload declared UNSIGNED-PAYLOAD in x-amz-content-sha256 (every
@@ -48,6 +61,7 @@
 #define SK_S3_MIN_PART (5ull << 20)   /* S3's smallest part but the last */
 #define SK_S3_DEFAULT_PART (16ull << 20)
 #define SK_S3_MAX_PARTS 10000
+#define SK_S3_NO_SIGN_VARIABLE "SHARDKIT_S3_NO_SIGN_REQUEST"
 
 struct sk_s3 {
     char *bucket;
@@ -57,7 +71,7 @@ struct sk_s3 {
     char *profile;
     int custom_endpoint;   /* not AWS's own */
     int path_style;
-    int anonymous;         /* no credentials found: requests are not signed */
+    int anonymous;         /* SHARDKIT_S3_NO_SIGN_REQUEST: requests are not signed */
     char *sigv4;           /* "aws:amz:REGION:s3" */
     char *userpwd;         /* "KEY:SECRET": secret, only ever given to libcurl */
     struct curl_slist *headers;  /* x-amz-content-sha256 (and the token): secret */
@@ -76,7 +90,9 @@ struct sk_s3 {
 int sk_s3_is_location(const char *location);
 
 /* Parse `location` and find the settings (see above).  SHARD_EINVAL for a
- * location without a bucket or a malformed endpoint, SHARD_ENOMEM. */
+ * location without a bucket, a malformed setting or file, a profile that
+ * is not there or no credentials; SHARD_EUNSUPPORTED for credentials
+ * shardkit cannot get; SHARD_EIO, SHARD_ENOMEM. */
 int sk_s3_open(struct sk_s3 **out, const char *location, struct shard_err *err);
 
 void sk_s3_free(struct sk_s3 *s3);  /* accepts NULL */
@@ -108,7 +124,7 @@ char *sk_s3_encode(const char *text, int keep_slash);
 /* ---- object operations (s3_ops.c) --------------------------------------------------
  *
  * Every request is retried on transient failures (connection errors and
- * time-outs, 5xx, 408, 429) with the back-off of net/http.h, `retries`
+ * time-outs, 5xx but 501 and 505, 408, 429) with the back-off of net/http.h, `retries`
  * times.  Errors name the object as s3://BUCKET/KEY, with S3's error code
  * when the answer has one: "cannot upload 's3://b/d/shard-000001.shard':
  * HTTP 403 Forbidden (AccessDenied)".  A missing object (or bucket) is
@@ -130,6 +146,17 @@ typedef int (*sk_s3_list_fn)(void *user, const char *name, size_t len, uint64_t 
  * bucket is SHARD_ENOTFOUND. */
 int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
                struct shard_err *err);
+
+/* Called for each multipart upload under way below the prefix: the name
+ * of its object relative to PREFIX/ (len bytes, not NUL-safe) and its
+ * upload id.  Non-zero stops the listing with that value. */
+typedef int (*sk_s3_upload_fn)(void *user, const char *name, size_t len, const char *upload_id,
+                               struct shard_err *err);
+
+/* List the multipart uploads under way below the prefix with
+ * ListMultipartUploads, page after page.  A store that does not implement
+ * it (s3rver) is SHARD_EUNSUPPORTED. */
+int sk_s3_list_uploads(struct sk_s3 *s3, sk_s3_upload_fn fn, void *user, struct shard_err *err);
 
 /* GET object `name` whole into buf (replacing its contents); larger than
  * max_bytes (when not 0) is SHARD_ELIMIT. */

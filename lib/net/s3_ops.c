@@ -414,29 +414,41 @@ void sk_s3_error_code(const void *body, size_t len, char *out, size_t size)
 
 /* ---- list ---------------------------------------------------------------------------- */
 
+/* An entry of a listing: an object, a common prefix (size 0) or a multipart
+ * upload under way (its id). */
+struct entry {
+    char *name;                  /* the key as sent; after page_finish, the name below PREFIX/ */
+    size_t len;
+    uint64_t size;
+    char *upload_id;             /* ListMultipartUploads only */
+};
+
+/* One page of ListObjectsV2 or ListMultipartUploads.  Keys are kept as sent
+ * and decoded only once the whole page is read: S3, MinIO and moto put
+ * <EncodingType> after the entries it applies to. */
 struct page {
-    struct sk_s3 *s3;
-    size_t skip;                 /* bytes of "PREFIX/" to drop from each key */
-    int url_encoded;             /* EncodingType url: keys are percent-encoded */
-    /* per entry */
+    const char *root;            /* "ListBucketResult" or "ListMultipartUploadsResult" */
+    int root_seen;
+    int url_encoded;             /* <EncodingType>url</EncodingType>: keys are percent-encoded */
+    /* the entry being read */
     char key[TEXT_MAX + 1];
     size_t key_len;
-    uint64_t size;
     int has_key;
-    /* entries of the page, in order: (name, size, is_prefix) */
-    struct entry {
-        char *name;
-        size_t len;
-        uint64_t size;
-    } *entries;
+    uint64_t size;
+    char *upload_id;
+    /* the entries of the page, in the order sent */
+    struct entry *entries;
     size_t count;
     size_t cap;
     int truncated;
-    char *token;
+    char *token;                 /* NextContinuationToken: opaque, never encoded */
+    char *next_key;              /* NextKeyMarker: encoded like the keys */
+    char *next_upload;           /* NextUploadIdMarker */
     int nomem;
 };
 
-/* Decode %XX (and '+' as a space) in place; returns the new length. */
+/* Decode %XX (and '+' as a space, as S3 encodes it) in place; returns the
+ * new length. */
 static size_t url_decode(char *s, size_t len)
 {
     size_t o = 0;
@@ -454,70 +466,127 @@ static size_t url_decode(char *s, size_t len)
     return o;
 }
 
-static void page_add(struct page *pg, const char *key, size_t len, uint64_t size)
+/* Add the entry just read (its key, size and upload id) to the page. */
+static void page_add(struct page *pg)
 {
-    if (pg->nomem)
+    char *upload_id = pg->upload_id;
+    pg->upload_id = NULL;
+    if (pg->nomem || (!strcmp(pg->root, "ListMultipartUploadsResult") && !upload_id)) {
+        free(upload_id);
         return;
+    }
     if (pg->count == pg->cap) {
         size_t cap = pg->cap ? 2 * pg->cap : 1024;
         struct entry *e = realloc(pg->entries, cap * sizeof *e);
         if (!e) {
             pg->nomem = 1;
+            free(upload_id);
             return;
         }
         pg->entries = e;
         pg->cap = cap;
     }
-    char *name = malloc(len + 1);
+    char *name = malloc(pg->key_len + 1);
     if (!name) {
         pg->nomem = 1;
+        free(upload_id);
         return;
     }
-    memcpy(name, key, len);
-    name[len] = '\0';
-    pg->entries[pg->count++] = (struct entry){name, len, size};
+    memcpy(name, pg->key, pg->key_len);
+    name[pg->key_len] = '\0';
+    pg->entries[pg->count++] = (struct entry){name, pg->key_len, pg->size, upload_id};
+}
+
+/* Is `path` the page's root element followed by "/rest"? */
+static int at(const struct page *pg, const char *path, const char *rest)
+{
+    size_t n = strlen(pg->root);
+    return !strncmp(path, pg->root, n) && path[n] == '/' && !strcmp(path + n + 1, rest);
+}
+
+/* Replace *kept by a copy of the element's text. */
+static void keep_text(struct page *pg, char **kept, const char *text, size_t len)
+{
+    free(*kept);
+    if (!(*kept = strndup(text, len)))
+        pg->nomem = 1;
 }
 
 static void on_list_element(struct xml *x, const char *path, const char *text, size_t len)
 {
     struct page *pg = x->user;
-    if (!strcmp(path, "ListBucketResult/EncodingType")) {
+    if (!strcmp(path, pg->root)) {
+        pg->root_seen = 1;
+    } else if (at(pg, path, "EncodingType")) {
         pg->url_encoded = len == 3 && !memcmp(text, "url", 3);
-    } else if (!strcmp(path, "ListBucketResult/IsTruncated")) {
+    } else if (at(pg, path, "IsTruncated")) {
         pg->truncated = len == 4 && !memcmp(text, "true", 4);
-    } else if (!strcmp(path, "ListBucketResult/NextContinuationToken")) {
-        free(pg->token);
-        if (!(pg->token = strndup(text, len)))
-            pg->nomem = 1;
-    } else if (!strcmp(path, "ListBucketResult/Contents/Key") ||
-               !strcmp(path, "ListBucketResult/CommonPrefixes/Prefix")) {
+    } else if (at(pg, path, "NextContinuationToken")) {
+        keep_text(pg, &pg->token, text, len);
+    } else if (at(pg, path, "NextKeyMarker")) {
+        keep_text(pg, &pg->next_key, text, len);
+    } else if (at(pg, path, "NextUploadIdMarker")) {
+        keep_text(pg, &pg->next_upload, text, len);
+    } else if (at(pg, path, "Contents/Key") || at(pg, path, "CommonPrefixes/Prefix") ||
+               at(pg, path, "Upload/Key")) {
         memcpy(pg->key, text, len);
         pg->key_len = len;
         pg->has_key = 1;
-    } else if (!strcmp(path, "ListBucketResult/Contents/Size")) {
+    } else if (at(pg, path, "Contents/Size")) {
         pg->size = strtoull(text, NULL, 10);
-    } else if (!strcmp(path, "ListBucketResult/Contents") ||
-               !strcmp(path, "ListBucketResult/CommonPrefixes")) {
-        if (pg->has_key) {
-            size_t n = pg->key_len;
-            if (pg->url_encoded)
-                n = url_decode(pg->key, n);
-            if (n > pg->skip && !memcmp(pg->key, pg->s3->prefix, pg->skip ? pg->skip - 1 : 0))
-                page_add(pg, pg->key + pg->skip, n - pg->skip,
-                         !strcmp(path, "ListBucketResult/Contents") ? pg->size : 0);
-        }
+    } else if (at(pg, path, "Upload/UploadId")) {
+        keep_text(pg, &pg->upload_id, text, len);
+    } else if (at(pg, path, "Contents") || at(pg, path, "CommonPrefixes") ||
+               at(pg, path, "Upload")) {
+        if (pg->has_key)
+            page_add(pg);
+        free(pg->upload_id);
+        pg->upload_id = NULL;
         pg->has_key = 0;
         pg->size = 0;
     }
 }
 
+/* Forget the page's entries and markers (the next page is read into it). */
 static void page_clear(struct page *pg)
 {
-    for (size_t i = 0; i < pg->count; i++)
+    for (size_t i = 0; i < pg->count; i++) {
         free(pg->entries[i].name);
+        free(pg->entries[i].upload_id);
+    }
+    free(pg->upload_id);
+    free(pg->token);
+    free(pg->next_key);
+    free(pg->next_upload);
+    pg->upload_id = pg->token = pg->next_key = pg->next_upload = NULL;
     pg->count = 0;
-    pg->truncated = 0;
-    pg->url_encoded = 0;
+    pg->truncated = pg->url_encoded = pg->root_seen = pg->has_key = 0;
+    pg->size = 0;
+}
+
+/* The page read whole: decode its keys (and the key marker) when it says
+ * they are encoded, and keep the entries below `prefix` ("PREFIX/", or ""
+ * for the whole bucket) as names relative to it. */
+static void page_finish(struct page *pg, const char *prefix)
+{
+    size_t skip = strlen(prefix), kept = 0;
+    if (pg->url_encoded && pg->next_key)
+        pg->next_key[url_decode(pg->next_key, strlen(pg->next_key))] = '\0';
+    for (size_t i = 0; i < pg->count; i++) {
+        struct entry e = pg->entries[i];
+        if (pg->url_encoded)
+            e.len = url_decode(e.name, e.len);
+        if (e.len > skip && !memcmp(e.name, prefix, skip)) {
+            memmove(e.name, e.name + skip, e.len - skip);
+            e.len -= skip;
+            e.name[e.len] = '\0';
+            pg->entries[kept++] = e;
+        } else {
+            free(e.name);
+            free(e.upload_id);
+        }
+    }
+    pg->count = kept;
 }
 
 static int compare_entries(const void *pa, const void *pb)
@@ -528,83 +597,149 @@ static int compare_entries(const void *pa, const void *pb)
     return c ? c : (a->len > b->len) - (a->len < b->len);
 }
 
+/* A listing below the prefix: what every page request needs. */
+struct listing {
+    struct sk_s3 *s3;
+    const char *verb;            /* "list", "list the uploads under" */
+    char *prefix;                /* "PREFIX/" ("" for the bucket) */
+    char *encoded_prefix;        /* the same, percent-encoded for the query */
+    char *query;
+    struct shard_buf body;
+    struct xml *x;
+    struct page pg;
+};
+
+static int listing_init(struct listing *l, struct sk_s3 *s3, const char *verb, const char *root,
+                        struct shard_err *err)
+{
+    memset(l, 0, sizeof *l);
+    l->s3 = s3;
+    l->verb = verb;
+    l->pg.root = root;
+    size_t plen = strlen(s3->prefix);
+    if (!(l->query = malloc(QUERY_MAX)) || !(l->x = calloc(1, sizeof *l->x)) ||
+        !(l->prefix = malloc(plen + 2)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    snprintf(l->prefix, plen + 2, "%s%s", s3->prefix, plen ? "/" : "");
+    if (!(l->encoded_prefix = sk_s3_encode(l->prefix, 0)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+static void listing_release(struct listing *l)
+{
+    page_clear(&l->pg);
+    free(l->pg.entries);
+    free(l->prefix);
+    free(l->encoded_prefix);
+    free(l->query);
+    free(l->x);
+    shard_buf_release(&l->body);
+}
+
+/* Request the page of l->query (written in n bytes, snprintf's answer) and
+ * read it whole into l->pg. */
+static int listing_page(struct listing *l, int n, struct shard_err *err)
+{
+    struct sk_s3 *s3 = l->s3;
+    if (n < 0 || n >= QUERY_MAX)
+        return shard_err_set(err, SHARD_EINVAL, "the listing's prefix is too long");
+    struct call c = {.verb = l->verb, .method = "GET", .key = NULL, .query = l->query,
+                     .subject = s3->prefix, .out = &l->body, .max = LIST_BODY_MAX};
+    int rc = call(s3, &c, err);
+    if (rc)
+        return rc;
+    page_clear(&l->pg);
+    l->x->on_element = on_list_element;
+    l->x->user = &l->pg;
+    l->x->path[0] = '\0';
+    if (xml_parse(l->body.data, l->body.len, l->x) || !l->pg.root_seen) {
+        char *shown = sk_s3_name(s3, s3->prefix);
+        rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': the answer is not the XML of a "
+                           "listing", l->verb, shown ? shown : s3->bucket);
+        free(shown);
+        return rc;
+    }
+    if (l->pg.nomem)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    page_finish(&l->pg, l->prefix);
+    return SHARD_OK;
+}
+
+/* The listing was truncated without a marker to go on from. */
+static int no_marker(const struct listing *l, const char *marker, struct shard_err *err)
+{
+    return shard_err_set(err, SHARD_ENET, "cannot %s 's3://%s/%s': a truncated page without %s",
+                         l->verb, l->s3->bucket, l->s3->prefix, marker);
+}
+
 int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
                struct shard_err *err)
 {
-    struct page pg = {.s3 = s3};
-    struct shard_buf body = {0};
-    char *prefix = NULL, *token = NULL, *query = malloc(QUERY_MAX);
-    struct xml *x = calloc(1, sizeof *x);
-    int rc = SHARD_OK;
-    size_t plen = strlen(s3->prefix);
-    pg.skip = plen ? plen + 1 : 0;
-    if (!query || !x || !(prefix = malloc(plen + 2))) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
-    }
-    snprintf(prefix, plen + 2, "%s%s", s3->prefix, plen ? "/" : "");
-    char *enc_prefix = sk_s3_encode(prefix, 0);
-    free(prefix);
-    prefix = enc_prefix;
-    if (!prefix) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (;;) {
+    struct listing l;
+    char *token = NULL;
+    int rc = listing_init(&l, s3, "list", "ListBucketResult", err);
+    while (!rc) {
         /* parameters sorted by name, as SigV4's canonical query wants them */
-        int n = snprintf(query, QUERY_MAX, "%s%s%s%sencoding-type=url&list-type=2&prefix=%s",
+        int n = snprintf(l.query, QUERY_MAX, "%s%s%s%sencoding-type=url&list-type=2&prefix=%s",
                          token ? "continuation-token=" : "", token ? token : "",
-                         token ? "&" : "", recursive ? "" : "delimiter=%2F&", prefix);
-        if (n < 0 || n >= QUERY_MAX) {
-            rc = shard_err_set(err, SHARD_EINVAL, "the listing's prefix is too long");
-            goto out;
-        }
-        struct call c = {.verb = "list", .method = "GET", .key = NULL, .query = query,
-                         .subject = s3->prefix, .out = &body, .max = LIST_BODY_MAX};
-        if ((rc = call(s3, &c, err)))
-            goto out;
-        page_clear(&pg);
-        x->on_element = on_list_element;
-        x->user = &pg;
-        x->path[0] = '\0';
-        if (xml_parse(body.data, body.len, x)) {
-            char *shown = sk_s3_name(s3, s3->prefix);
-            rc = shard_err_set(err, SHARD_ENET, "cannot list '%s': the answer is not the XML "
-                               "of a listing", shown ? shown : s3->bucket);
-            free(shown);
-            goto out;
-        }
-        if (pg.nomem) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            goto out;
-        }
-        /* objects and common prefixes come in two runs: one order for both */
-        if (pg.count)
-            qsort(pg.entries, pg.count, sizeof *pg.entries, compare_entries);
-        for (size_t i = 0; i < pg.count && !rc; i++)
-            rc = fn(user, pg.entries[i].name, pg.entries[i].len, pg.entries[i].size, err);
-        if (rc || !pg.truncated)
+                         token ? "&" : "", recursive ? "" : "delimiter=%2F&", l.encoded_prefix);
+        if ((rc = listing_page(&l, n, err)))
             break;
-        if (!pg.token || !pg.token[0]) {
-            rc = shard_err_set(err, SHARD_ENET, "cannot list 's3://%s/%s': a truncated page "
-                               "without a continuation token", s3->bucket, s3->prefix);
+        struct page *pg = &l.pg;
+        /* objects and common prefixes come in two runs: one order for both */
+        if (pg->count)
+            qsort(pg->entries, pg->count, sizeof *pg->entries, compare_entries);
+        for (size_t i = 0; i < pg->count && !rc; i++)
+            rc = fn(user, pg->entries[i].name, pg->entries[i].len, pg->entries[i].size, err);
+        if (rc || !pg->truncated)
+            break;
+        if (!pg->token || !pg->token[0]) {
+            rc = no_marker(&l, "a continuation token", err);
             break;
         }
         free(token);
-        if (!(token = sk_s3_encode(pg.token, 0))) {
+        if (!(token = sk_s3_encode(pg->token, 0)))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    free(token);
+    listing_release(&l);
+    return rc;
+}
+
+int sk_s3_list_uploads(struct sk_s3 *s3, sk_s3_upload_fn fn, void *user, struct shard_err *err)
+{
+    struct listing l;
+    char *key = NULL, *upload = NULL;
+    int rc = listing_init(&l, s3, "list the multipart uploads under", "ListMultipartUploadsResult",
+                          err);
+    while (!rc) {
+        /* parameters sorted by name, as SigV4's canonical query wants them */
+        int n = snprintf(l.query, QUERY_MAX, "encoding-type=url%s%s&prefix=%s%s%s&uploads=",
+                         key ? "&key-marker=" : "", key ? key : "", l.encoded_prefix,
+                         upload ? "&upload-id-marker=" : "", upload ? upload : "");
+        if ((rc = listing_page(&l, n, err)))
+            break;
+        struct page *pg = &l.pg;
+        for (size_t i = 0; i < pg->count && !rc; i++)
+            rc = fn(user, pg->entries[i].name, pg->entries[i].len, pg->entries[i].upload_id,
+                    err);
+        if (rc || !pg->truncated)
+            break;
+        if (!pg->next_key || !pg->next_key[0]) {
+            rc = no_marker(&l, "a next key marker", err);
             break;
         }
+        free(key);
+        free(upload);
+        upload = NULL;
+        if (!(key = sk_s3_encode(pg->next_key, 0)) ||
+            (pg->next_upload && !(upload = sk_s3_encode(pg->next_upload, 0))))
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-out:
-    page_clear(&pg);
-    free(pg.entries);
-    free(pg.token);
-    free(token);
-    free(prefix);
-    free(query);
-    free(x);
-    shard_buf_release(&body);
+    free(key);
+    free(upload);
+    listing_release(&l);
     return rc;
 }
 

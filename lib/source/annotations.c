@@ -7,18 +7,16 @@
  * bytes a field is parsed from; lookups are then a binary search with no
  * locking, so the conversion's threads share the table. */
 #include <csv.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <jansson.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "util/fsutil.h"
 #include "util/jsonkey.h"
 #include "util/quote.h"
 #include "source/source_internal.h"
@@ -317,38 +315,12 @@ static int load_csv(struct sk_annotations *a, const char *text, size_t len,
 
 /* ---- loading ---------------------------------------------------------------------- */
 
-/* The whole file, which must be a regular file (a fifo is refused, not
- * waited on). */
+/* The whole file: a regular file (sk_fs_read_file: a fifo is refused, not
+ * waited on), named in the message. */
 static int read_table(const char *path, struct shard_buf *b, struct shard_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
-                               "cannot open annotation file '%s'", path);
-    struct stat sb;
-    int rc = SHARD_OK;
-    if (fstat(fd, &sb) != 0)
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot stat annotation file '%s'", path);
-    else if (!S_ISREG(sb.st_mode))
-        rc = shard_err_set(err, SHARD_EINVAL, "annotation file '%s' is not a regular file",
-                           path);
-    else
-        rc = shard_buf_reserve(b, (size_t)sb.st_size + 1, err);
-    while (!rc) {
-        if (b->len == b->cap && (rc = shard_buf_reserve(b, 2 * b->cap, err)))
-            break;
-        ssize_t n = read(fd, b->data + b->len, b->cap - b->len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read annotation file '%s'",
-                                 path);
-        if (n <= 0)
-            break;
-        b->len += (size_t)n;
-    }
-    close(fd);
-    return rc;
+    int rc = sk_fs_read_file(AT_FDCWD, path, b, err);
+    return rc ? shard_err_prefix(err, rc, "cannot read annotation file '%s'", path) : SHARD_OK;
 }
 
 /* JSON Lines by name (.jsonl .ndjson .json), CSV by name (.csv); else by
@@ -509,26 +481,13 @@ uint64_t sk_annotations_line(const struct sk_annotations *a, int64_t row)
     return row < 0 ? 0 : a->row_line[row];
 }
 
+static int64_t row_of(const void *ctx, const char *key, size_t len)
+{
+    return sk_annotations_row(ctx, key, len);
+}
+
 int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_keylist *keys,
                              uint64_t *unmatched, struct shard_err *err)
 {
-    *unmatched = 0;
-    if (!a->rows)
-        return SHARD_OK;
-    uint8_t *seen = calloc((a->rows + 7) / 8, 1);
-    if (!seen)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    uint64_t matched = 0;
-    for (size_t i = 0; i < keys->count; i++) {
-        size_t len;
-        const char *key = shard_keylist_get(keys, i, &len);
-        int64_t row = sk_annotations_row(a, key, len);
-        if (row >= 0 && !(seen[row / 8] & (1u << (row % 8)))) {
-            seen[row / 8] |= (uint8_t)(1u << (row % 8));
-            matched++;
-        }
-    }
-    free(seen);
-    *unmatched = a->rows - matched;
-    return SHARD_OK;
+    return sk_rows_unmatched(a->rows, keys, row_of, a, unmatched, err);
 }

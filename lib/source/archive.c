@@ -26,10 +26,11 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "source/source_internal.h"
 
@@ -47,6 +48,7 @@
 
 struct shard_archive {
     char *path;                  /* kept to open the archive again */
+    int fd;                      /* the open file libarchive reads, or -1 */
     struct archive *ar;
     locale_t utf8_locale;        /* libarchive runs in it: see with_utf8_locale */
     struct archive_entry *pending;  /* first header, read by open */
@@ -152,22 +154,38 @@ static int start_reading(struct shard_archive *a, struct shard_err *err)
     return SHARD_OK;
 }
 
+/* Open a->path afresh (as shardkit opens every file it reads: a FIFO or a
+ * device swapped in for the archive is refused, never waited on) and hand
+ * it to the new handle a->ar; *r is libarchive's answer. */
+static int open_file(struct shard_archive *a, uint64_t *size, int *r, struct shard_err *err)
+{
+    if (a->fd >= 0)
+        close(a->fd);
+    int rc = sk_fs_open_read(AT_FDCWD, a->path, &a->fd, size, err);
+    if (rc)
+        return shard_err_prefix(err, rc, "cannot read archive '%s'", a->path);
+    *r = archive_read_open_fd(a->ar, a->fd, ARCHIVE_BLOCK_BYTES);
+    return SHARD_OK;
+}
+
 static int open_archive(struct shard_archive *a, struct shard_err *err)
 {
     const char *path = a->path;
     char m[SHARD_ERRMSG_SIZE];
-    struct stat sb;
-    /* libarchive reads an empty file as an empty archive, and a file of
-     * zero bytes as an empty tar: neither is a dataset anybody shipped. */
-    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
-        return shard_err_set(err, SHARD_EINVAL, "source '%s' is an empty file, not an archive",
-                             path);
+    uint64_t size;
+    int r;
     int rc = start_reading(a, err);
+    if (!rc)
+        rc = open_file(a, &size, &r, err);
     if (rc)
         return rc;
+    /* libarchive reads an empty file as an empty archive, and a file of
+     * zero bytes as an empty tar: neither is a dataset anybody shipped. */
+    if (size == 0)
+        return shard_err_set(err, SHARD_EINVAL, "source '%s' is an empty file, not an archive",
+                             path);
     /* libarchive picks the format while opening or, for some formats, at
      * the first header, so read that too: "not an archive" belongs to open. */
-    int r = archive_read_open_filename(a->ar, path, ARCHIVE_BLOCK_BYTES);
     if (r == ARCHIVE_OK || r == ARCHIVE_WARN) {
         r = archive_read_next_header(a->ar, &a->pending);
         if (r == ARCHIVE_EOF)
@@ -203,6 +221,7 @@ int shard_archive_open(struct shard_archive **out, const char *path, struct shar
         free(a);
         return shard_err_set(err, SHARD_ENOMEM, "cannot allocate an archive reader");
     }
+    a->fd = -1;
     a->utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     locale_t saved = with_utf8_locale(a);
     int rc = open_archive(a, err);
@@ -221,6 +240,8 @@ void shard_archive_close(struct shard_archive *a)
         return;
     if (a->ar)
         archive_read_free(a->ar);
+    if (a->fd >= 0)
+        close(a->fd);
     if (a->utf8_locale)
         freelocale(a->utf8_locale);
     shard_buf_release(&a->key);
@@ -323,8 +344,11 @@ static int reopen_after_entry(struct shard_archive *a, struct shard_err *err)
                              a->problem + strlen(SK_REASON_DAMAGED), ARCHIVE_MAX_REOPENS);
     }
     a->reopens++;
+    uint64_t size;
+    int r = ARCHIVE_FATAL;
     int rc = start_reading(a, err);
-    int r = rc ? ARCHIVE_FATAL : archive_read_open_filename(a->ar, a->path, ARCHIVE_BLOCK_BYTES);
+    if (!rc)
+        rc = open_file(a, &size, &r, err);
     for (uint64_t i = 0; i < a->ordinal && r >= ARCHIVE_FAILED && r != ARCHIVE_RETRY; i++) {
         struct archive_entry *e;
         r = archive_read_next_header(a->ar, &e);
@@ -403,20 +427,6 @@ static int read_data(struct shard_archive *a, struct archive_entry *e, uint64_t 
         *too_large = total;
     }
     return SHARD_OK;
-}
-
-/* What a candidate that is not a regular file is. */
-const char *sk_reason_for_type(unsigned mode)
-{
-    switch (mode & S_IFMT) {
-    case S_IFLNK: return SK_REASON_SYMLINK;
-    case S_IFIFO: return SK_REASON_NOT_REGULAR "fifo";
-    case S_IFSOCK: return SK_REASON_NOT_REGULAR "socket";
-    case S_IFCHR: return SK_REASON_NOT_REGULAR "character device";
-    case S_IFBLK: return SK_REASON_NOT_REGULAR "block device";
-    case S_IFDIR: return SK_REASON_NOT_REGULAR "directory";
-    }
-    return SK_REASON_NOT_REGULAR "unknown type";
 }
 
 /* Count an entry that is not produced. */
@@ -545,7 +555,7 @@ static int next_entry(struct shard_archive *a, uint64_t max_bytes,
             if ((rc = note_link(a, target, has_data, out, err)))
                 return rc;
         } else if (type != AE_IFREG) {
-            a->problem = sk_reason_for_type(type);
+            a->problem = sk_fs_not_regular(type);
         }
         int readable = !a->problem && !a->link_only;
         if (readable && archive_entry_is_data_encrypted(e))

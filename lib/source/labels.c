@@ -8,19 +8,18 @@
 #include "shardkit/source.h"
 
 #include <csv.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "util/fsutil.h"
 #include "util/quote.h"
+#include "source/source_internal.h"
 
 #define REGEX_PREFIX "regex:"
 
@@ -255,64 +254,16 @@ static int sort_rows(struct shard_labeler *lb, struct shard_err *err)
     return SHARD_OK;
 }
 
-/* Read the whole file into *data (malloc'ed, owned by the caller). */
-static int read_whole_file(const char *path, char **data, size_t *len, struct shard_err *err)
-{
-    *data = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return shard_err_set(err, SHARD_ENOTFOUND, "label file '%s' does not exist", path);
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot open label file '%s'", path);
-    }
-    int rc = SHARD_OK;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot stat label file '%s'", path);
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        rc = shard_err_set(err, SHARD_EINVAL, "label file '%s' is not a regular file", path);
-        goto out;
-    }
-    if ((uint64_t)sb.st_size >= SIZE_MAX) {
-        rc = shard_err_set(err, SHARD_ELIMIT, "label file '%s' is too large", path);
-        goto out;
-    }
-    /* Read to EOF rather than trusting st_size: the file may be growing. */
-    struct shard_buf b = {0};
-    rc = shard_buf_reserve(&b, (size_t)sb.st_size + 1, err);
-    while (rc == 0) {
-        if (b.len == b.cap && (rc = shard_buf_reserve(&b, b.cap + 1, err)) != 0)
-            break;
-        ssize_t n = read(fd, b.data + b.len, b.cap - b.len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read label file '%s'", path);
-        if (n <= 0)
-            break;
-        b.len += (size_t)n;
-    }
-    if (rc) {
-        shard_buf_release(&b);
-        goto out;
-    }
-    *data = (char *)b.data;
-    *len = b.len;
-out:
-    close(fd);
-    return rc;
-}
-
 static int csv_init_labels(struct shard_labeler *lb, const char *path, struct shard_err *err)
 {
-    char *text;
-    size_t len;
-    int rc = read_whole_file(path, &text, &len, err);
+    struct shard_buf file = {0};
+    int rc = sk_fs_read_file(AT_FDCWD, path, &file, err);
+    if (rc == SHARD_ENOTFOUND)
+        return shard_err_set(err, rc, "label file '%s' does not exist", path);
     if (rc)
-        return rc;
+        return shard_err_prefix(err, rc, "cannot read label file '%s'", path);
+    char *text = (char *)file.data;
+    size_t len = file.len;
 
     struct csv_parser parser;
     int parser_ready = 0;
@@ -373,7 +324,7 @@ out:
     if (parser_ready)
         csv_free(&parser);
     shard_buf_release(&s.row);
-    free(text);
+    shard_buf_release(&file);
     return rc;
 }
 
@@ -478,27 +429,19 @@ uint64_t shard_labeler_rows(const struct shard_labeler *lb)
     return lb->kind == LABELS_CSV ? lb->count : 0;
 }
 
+/* sk_rows_unmatched's lookup: a CSV row, or -1 */
+static int64_t row_of(const void *ctx, const char *key, size_t len)
+{
+    const struct shard_labeler *lb = ctx;
+    size_t row = csv_row(lb, key, len);
+    return row < lb->count ? (int64_t)row : -1;
+}
+
 int shard_labeler_unmatched_rows(const struct shard_labeler *lb, const struct shard_keylist *keys,
                                  uint64_t *unmatched, struct shard_err *err)
 {
     *unmatched = 0;
-    if (lb->kind != LABELS_CSV || lb->count == 0)
+    if (lb->kind != LABELS_CSV)
         return SHARD_OK;
-    /* one bit per row: matched by some key */
-    uint8_t *seen = calloc((lb->count + 7) / 8, 1);
-    if (!seen)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    uint64_t matched = 0;
-    for (size_t i = 0; i < keys->count; i++) {
-        size_t len;
-        const char *key = shard_keylist_get(keys, i, &len);
-        size_t row = csv_row(lb, key, len);
-        if (row < lb->count && !(seen[row / 8] & (1u << (row % 8)))) {
-            seen[row / 8] |= (uint8_t)(1u << (row % 8));
-            matched++;
-        }
-    }
-    free(seen);
-    *unmatched = lb->count - matched;
-    return SHARD_OK;
+    return sk_rows_unmatched(lb->count, keys, row_of, lb, unmatched, err);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "shardkit/source.h"
+#include "util/fsutil.h"
 
 /* ---- where the files are: a directory or an S3 prefix (root.c) ------------ */
 
@@ -90,6 +91,21 @@ int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf
 /* Stop the fetches (those under way finish) and free.  Accepts NULL. */
 void sk_prefetch_free(struct sk_prefetch *pf);
 
+/* ---- refusals (scan.c) ----------------------------------------------------- */
+
+/* Add `key` refused for `reason` (both copied).  0 or SHARD_ENOMEM. */
+int sk_refusals_add(struct shard_refusals *r, const char *key, size_t len, const char *reason,
+                    struct shard_err *err);
+/* Sort by key, as shard_refusals_find needs. */
+void sk_refusals_sort(struct shard_refusals *r);
+
+/* Rows of a table keyed by sample key (a label file, an annotation table)
+ * that name none of `keys`: row(ctx, key, len) gives a key's row, or -1.
+ * 0 or SHARD_ENOMEM. */
+int sk_rows_unmatched(uint64_t rows, const struct shard_keylist *keys,
+                      int64_t (*row)(const void *ctx, const char *key, size_t len),
+                      const void *ctx, uint64_t *unmatched, struct shard_err *err);
+
 /* ---- sidecar files (sidecars.c) --------------------------------------------
  *
  * A sidecar of an image is the file whose key is the image's stem (its key
@@ -129,6 +145,11 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
 #define SK_SIDECAR_TWICE (-2)
 int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len,
                          uint32_t suffix);
+/* The key candidate key[0..len)'s sidecar for `suffix` has (whether SRC
+ * holds it or not): its stem and the suffix, into out (replacing its
+ * contents, no NUL).  0 or SHARD_ENOMEM. */
+int sk_sidecars_name(const struct sk_sidecars *s, const char *key, size_t len, uint32_t suffix,
+                     struct shard_buf *out, struct shard_err *err);
 /* After resolving: file i was the how-manieth added (0, 1, ...). */
 size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i);
 /* File i (sorted by key after resolving): its key, NUL-terminated. */
@@ -196,9 +217,10 @@ int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_
 
 /* ---- reasons ------------------------------------------------------------- */
 
-/* A candidate that is not a regular file: "not a regular file: fifo". */
-#define SK_REASON_NOT_REGULAR "not a regular file: "
-#define SK_REASON_SYMLINK SK_REASON_NOT_REGULAR "symbolic link (never followed)"
+/* A candidate that is not a regular file: "not a regular file: fifo", in
+ * the words of every other message about such a file (util/fsutil.h). */
+#define SK_REASON_NOT_REGULAR SK_FS_NOT_REGULAR
+#define SK_REASON_SYMLINK SK_FS_NOT_REGULAR_LINK
 /* A directory the walk could not list: its key ends in '/'. */
 #define SK_REASON_DIRECTORY "cannot read directory: "
 /* A directory entry whose type could not be learned. */
@@ -220,10 +242,6 @@ int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_
  * so shardcheck --source pairs it only with an entry refused for the very
  * same reason, never with a readable file. */
 int sk_reason_is_refusal(const char *reason);
-
-/* The reason for a candidate of file type `mode` (S_IFIFO ...) that is not a
- * regular file, e.g. "not a regular file: fifo".  Static. */
-const char *sk_reason_for_type(unsigned mode);
 
 /* ---- every entry of an archive --------------------------------------------- */
 

@@ -11,6 +11,8 @@
 
 #include <xxhash.h>
 
+#include "shardkit/image.h"
+
 #define HASH_CHUNK (1u << 20)
 
 char *sk_fs_join(const char *dir, const char *name)
@@ -111,28 +113,87 @@ int sk_fs_create_at(int dirfd, const char *dir, const char *name, mode_t mode, i
     return SHARD_OK;
 }
 
+const char *sk_fs_not_regular(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFLNK: return SK_FS_NOT_REGULAR_LINK;
+    case S_IFIFO: return SK_FS_NOT_REGULAR "fifo";
+    case S_IFSOCK: return SK_FS_NOT_REGULAR "socket";
+    case S_IFCHR: return SK_FS_NOT_REGULAR "character device";
+    case S_IFBLK: return SK_FS_NOT_REGULAR "block device";
+    case S_IFDIR: return SK_FS_NOT_REGULAR "directory";
+    }
+    return SK_FS_NOT_REGULAR "unknown type";
+}
+
+/* The open of sk_fs_open_read and sk_fs_open_at (`flags`: 0 or O_NOFOLLOW).
+ * -1 with errno set when openat or fstat failed; -2 with *st set when the
+ * file is not a regular file; else the fd, in blocking mode, *st its
+ * status. */
+static int open_regular(int dir_fd, const char *name, int flags, struct stat *st)
+{
+    /* O_NONBLOCK: opening a FIFO for reading waits for a writer, and a
+     * device's open may wait too; a regular file's open never does. */
+    int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
+    if (fd < 0 && errno == ENXIO) {
+        /* a socket, or a device with no driver: say what it is */
+        int e = errno;
+        if (fstatat(dir_fd, name, st, flags & O_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) == 0 &&
+            !S_ISREG(st->st_mode))
+            return -2;
+        errno = e;
+    }
+    if (fd < 0)
+        return -1;
+    int rc = -1, fl;
+    if (fstat(fd, st) != 0)
+        goto fail;
+    if (!S_ISREG(st->st_mode)) {
+        rc = -2;
+        goto fail;
+    }
+    if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+        goto fail;
+    return fd;
+fail: {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return rc;
+    }
+}
+
+/* The reason-only message of a failed open_regular (rc -1 or -2). */
+static int open_failure(int rc, int e, const struct stat *st, struct shard_err *err)
+{
+    if (rc == -2)
+        return shard_err_set(err, SHARD_EIO, "%s", sk_fs_not_regular(st->st_mode));
+    if (e == ENOENT)
+        return shard_err_set(err, SHARD_ENOTFOUND, "file is missing");
+    if (e == EINTR)
+        return shard_err_set(err, SHARD_EINTR, "interrupted");
+    return shard_err_errno(err, SHARD_EIO, e, "cannot open");
+}
+
 int sk_fs_open_at(int dirfd, const char *dir, const char *name, int *fd, struct shard_err *err)
 {
     char where[SHARD_ERRMSG_SIZE];
-    /* O_NONBLOCK: a FIFO planted under this name must not hang the run */
-    *fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (*fd < 0) {
-        if (errno == ELOOP)
-            return sk_fs_err_link(err, dir, name);
-        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
-                               "cannot open '%s'", shown(where, sizeof where, dir, name));
-    }
     struct stat st;
-    int e = fstat(*fd, &st) != 0 ? errno : 0;
-    if (e || !S_ISREG(st.st_mode)) {
-        close(*fd);
-        *fd = -1;
-        return e ? shard_err_errno(err, SHARD_EIO, e, "cannot open '%s'",
-                                   shown(where, sizeof where, dir, name))
-                 : shard_err_set(err, SHARD_EEXIST, "'%s' is not a regular file",
-                                 shown(where, sizeof where, dir, name));
-    }
-    return SHARD_OK;
+    *fd = open_regular(dirfd, name, O_NOFOLLOW, &st);
+    if (*fd >= 0)
+        return SHARD_OK;
+    int e = errno, rc = *fd;
+    *fd = -1;
+    if (rc == -1 && e == ELOOP)
+        return sk_fs_err_link(err, dir, name);
+    shown(where, sizeof where, dir, name);
+    if (rc == -2)
+        return shard_err_set(err, SHARD_EEXIST, "'%s' is %s", where,
+                             sk_fs_not_regular(st.st_mode));
+    if (e == EINTR)
+        return shard_err_set(err, SHARD_EINTR, "interrupted while opening '%s'", where);
+    return shard_err_errno(err, e == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, e, "cannot open '%s'",
+                           where);
 }
 
 int sk_fs_sync_dirfd(int dirfd, const char *dir, struct shard_err *err)
@@ -222,33 +283,59 @@ out:
 
 int sk_fs_hash_file(const char *path, uint64_t *bytes, uint64_t *xxh3, struct shard_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
-                               "cannot open '%s'", path);
-    int rc = sk_fs_hash_fd(fd, path, bytes, xxh3, err);
+    int fd;
+    int rc = sk_fs_open_read(AT_FDCWD, path, &fd, NULL, err);
+    if (rc)
+        return shard_err_prefix(err, rc, "cannot read '%s'", path);
+    rc = sk_fs_hash_fd(fd, path, bytes, xxh3, err);
     close(fd);
     return rc;
 }
 
 int sk_fs_open_read(int dir_fd, const char *name, int *fd, uint64_t *size, struct shard_err *err)
 {
-    *fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (*fd < 0) {
-        if (errno == ENOENT)
-            return shard_err_set(err, SHARD_ENOTFOUND, "file is missing");
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot open");
-    }
     struct stat st;
-    errno = 0;
-    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        close(*fd);
+    *fd = open_regular(dir_fd, name, 0, &st);
+    if (*fd < 0) {
+        int e = errno, rc = *fd;
         *fd = -1;
-        return shard_err_errno(err, SHARD_EIO, e ? e : EINVAL, "not a readable file");
+        return open_failure(rc, e, &st, err);
     }
-    *size = (uint64_t)st.st_size;
+    if (size)
+        *size = (uint64_t)st.st_size;
     return SHARD_OK;
+}
+
+int sk_fs_read_file(int dir_fd, const char *name, struct shard_buf *out, struct shard_err *err)
+{
+    out->len = 0;
+    int fd;
+    uint64_t size;
+    int rc = sk_fs_open_read(dir_fd, name, &fd, &size, err);
+    if (rc)
+        return rc;
+    /* Read to the end rather than trusting the size: the file may grow. */
+    if (size >= SIZE_MAX)
+        rc = shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes is too large",
+                           (unsigned long long)size);
+    else
+        rc = shard_buf_reserve(out, (size_t)size + 1, err);
+    while (!rc) {
+        if (out->len == out->cap && (rc = shard_buf_reserve(out, out->cap + 1, err)))
+            break;
+        ssize_t n = read(fd, out->data + out->len, out->cap - out->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read");
+        if (n <= 0)
+            break;
+        out->len += (size_t)n;
+    }
+    close(fd);
+    if (rc)
+        shard_buf_release(out);
+    return rc;
 }
 
 int sk_fs_pread_all(int fd, uint64_t size, uint64_t offset, void *buf, size_t len,

@@ -16,6 +16,8 @@
 
 #include "shardkit/error.h"
 
+struct shard_buf;
+
 /* SHARD_EEXIST: "'dir/name' is a symbolic link ..." (the message says that
  * shardkit never follows one there). */
 int sk_fs_err_link(struct shard_err *err, const char *dir, const char *name);
@@ -36,9 +38,11 @@ int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd,
  * with O_EXCL|O_NOFOLLOW, so no existing file is ever opened or truncated. */
 int sk_fs_create_at(int dirfd, const char *dir, const char *name, mode_t mode, int *fd,
                     struct shard_err *err);
-/* Open the regular file dir/name read-only in *fd (O_NOFOLLOW).  A link
- * there is SHARD_EEXIST, anything but a regular file SHARD_EEXIST, a missing
- * file SHARD_ENOTFOUND. */
+/* Open the regular file dir/name read-only in *fd (O_NOFOLLOW), without
+ * waiting, as sk_fs_open_read does.  A link there is SHARD_EEXIST, anything
+ * but a regular file SHARD_EEXIST ("'dir/name' is not a regular file:
+ * fifo"), a missing file SHARD_ENOTFOUND, an open ended by a signal
+ * SHARD_EINTR. */
 int sk_fs_open_at(int dirfd, const char *dir, const char *name, int *fd, struct shard_err *err);
 /* Write `len` bytes to dir/name durably and atomically: dir/.name.tmp is
  * created (sk_fs_create_at), written, fsync'd and renamed over dir/name,
@@ -67,10 +71,34 @@ int sk_fs_hash_fd(int fd, const char *what, uint64_t *bytes, uint64_t *xxh3,
 /* Write all of p to fd (retrying short writes and EINTR). */
 int sk_fs_write_all(int fd, const void *p, size_t n, const char *what, struct shard_err *err);
 /* Open dir_fd/name read-only (dir_fd may be AT_FDCWD, name a path); it must
- * be a regular file.  On success *fd is the open file and *size its size.
- * 0, SHARD_ENOTFOUND ("file is missing") or SHARD_EIO.  Messages give the
- * reason only: the caller names the file. */
+ * be a regular file.  Every file shardkit reads whole or by ranges (a
+ * manifest, an index, a shard, a part file, a label or key list, an archive)
+ * is opened here (a source file of a directory by sk_source_file_open, also
+ * without waiting), so that none of them can hang a tool: the open is made
+ * with O_NONBLOCK, so a FIFO (or a device) where a file is expected is
+ * refused at once instead of waiting for a writer that never comes; O_NONBLOCK is
+ * cleared once fstat has shown a regular file, and reads block as usual.  A
+ * link is followed (a dataset may be a farm of links); the caller's own
+ * files use sk_fs_open_at.  A signal that interrupts an open that waits (a
+ * stalled network filesystem) ends it: SHARD_EINTR, never a retry, so that
+ * a tool asked to stop does stop.  On success *fd is the open file and
+ * *size (when size is not NULL) its size.  0, SHARD_ENOTFOUND ("file is
+ * missing"), SHARD_EINTR ("interrupted") or SHARD_EIO ("not a regular file:
+ * fifo", "cannot open: ...").  Messages give the reason only: the caller
+ * names the file. */
 int sk_fs_open_read(int dir_fd, const char *name, int *fd, uint64_t *size, struct shard_err *err);
+/* The whole of the regular file dir_fd/name (opened as sk_fs_open_read
+ * does), read to its end whatever its size said, into out (emptied first;
+ * owned by the caller, released on failure).  The same codes and
+ * reason-only messages, and SHARD_EIO ("cannot read: ...") or
+ * SHARD_ENOMEM. */
+int sk_fs_read_file(int dir_fd, const char *name, struct shard_buf *out, struct shard_err *err);
+/* "not a regular file: fifo" (socket, character device, block device,
+ * directory, symbolic link (never followed), unknown type): what an entry of
+ * that st_mode type is, in the words every message and reject reason uses. */
+#define SK_FS_NOT_REGULAR "not a regular file: "
+#define SK_FS_NOT_REGULAR_LINK SK_FS_NOT_REGULAR "symbolic link (never followed)"
+const char *sk_fs_not_regular(unsigned mode);
 /* Read exactly len bytes at offset from fd, a file of `size` bytes
  * (retrying short reads and EINTR; safe from many threads at once).  0,
  * SHARD_ECORRUPT (the range passes the end: "file ends early ...") or

@@ -15,8 +15,10 @@ training-ready batches made in C.
 numpy is required; torch is optional (``output="torch"`` and
 ``shardkit.torch`` need it).  See the README's Python section.
 """
-from shardkit.errors import (CorruptDatasetError, CorruptRecordError, NetworkError,
-                             ShardkitError)
+from shardkit.errors import (CorruptDatasetError, CorruptRecordError, ExistsError,
+                             InvalidArgumentError, LimitError, LockedError, MismatchError,
+                             NetworkError, NotFoundError, OutOfMemoryError, RejectedInputError,
+                             RunInterruptedError, ShardkitError, StorageError, UnsupportedError)
 from shardkit import _native
 from shardkit.dataset import Dataset, Sample
 from shardkit.transforms import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
@@ -27,6 +29,8 @@ __version__ = _native.version()
 
 __all__ = [
     "Batch", "CenterCrop", "Compose", "CorruptDatasetError", "CorruptRecordError", "Dataset",
-    "Loader", "NetworkError", "Normalize", "RandomHorizontalFlip", "RandomResizedCrop", "Resize",
-    "Sample", "ShardkitError",
+    "ExistsError", "InvalidArgumentError", "LimitError", "Loader", "LockedError",
+    "MismatchError", "NetworkError", "Normalize", "NotFoundError", "OutOfMemoryError",
+    "RandomHorizontalFlip", "RandomResizedCrop", "RejectedInputError", "Resize",
+    "RunInterruptedError", "Sample", "ShardkitError", "StorageError", "UnsupportedError",
 ]

@@ -57,8 +57,12 @@ class Dataset:
     Thread-safe: many threads may read one dataset at once (the GIL is
     released while a sample is read and decoded).
 
-    Raises FileNotFoundError when there is no dataset at the location,
-    CorruptDatasetError for a damaged manifest.
+    ``location`` may be str, bytes or a path (a file name that is not
+    UTF-8 may be given as bytes, or as the str os.fsdecode makes of them).
+
+    Raises FileNotFoundError (shardkit.NotFoundError, with .errno and
+    .filename) when there is no dataset at the location, CorruptDatasetError
+    for a damaged manifest (see shardkit.errors for every class).
     """
 
     def __init__(self, location):
@@ -102,6 +106,14 @@ class Dataset:
         if self._labels is None:
             self._labels = list(self._native.labels())
         return self._labels
+
+    @property
+    def manifest_xxh3(self):
+        """The dataset's identity: the XXH3-64 of its manifest.json bytes,
+        16 lower-case hex digits (as a lineage's previous_manifest_xxh3).
+        Publishing other contents gives another one; Loader.state_dict()
+        keeps it, so that a position is never restored on another dataset."""
+        return f"{self._native.manifest_xxh3():016x}"
 
     @property
     def manifest(self):

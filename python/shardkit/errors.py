@@ -1,23 +1,109 @@
 """Exceptions raised by shardkit.
 
-Library errors map to Python's own exceptions where one fits: a missing
-dataset is FileNotFoundError, a bad argument ValueError or TypeError (the
-message names the parameter), an I/O failure OSError, no memory MemoryError.
-What is specific to datasets has its own class below; every instance raised
-for a library error carries ``code``, the library's status code
-(``enum shard_status`` in include/shardkit/error.h).
+Every library error is a ``ShardkitError`` and also an instance of the
+builtin exception it resembles, as numpy's AxisError is both a ValueError and
+an IndexError: ``except FileNotFoundError`` catches a missing dataset,
+``except shardkit.ShardkitError`` catches whatever the library refused.  One
+class per library status code (``enum shard_status`` in
+include/shardkit/error.h); each instance carries ``code``, that status code:
+
+    =====  ======================  ====================================
+    code   class                   also a
+    =====  ======================  ====================================
+    -1     OutOfMemoryError        MemoryError
+    -2     StorageError            OSError (a system call failed)
+    -3     InvalidArgumentError    ValueError
+    -4     CorruptDatasetError     OSError (damaged files, as gzip and
+           (-7, not an image, too) Pillow report damaged data)
+    -5     UnsupportedError        ValueError
+    -6     LimitError              ValueError
+    -8     LockedError             BlockingIOError
+    -9     ExistsError             FileExistsError
+    -10    MismatchError           ValueError
+    -11    NotFoundError           FileNotFoundError (.errno ENOENT,
+                                   .filename: the location given)
+    -12    NetworkError            ConnectionError
+    -13    RunInterruptedError     InterruptedError
+    -14    RejectedInputError      ValueError
+    =====  ======================  ====================================
+
+A damaged sample read by index or by a loader is a ``CorruptRecordError`` (a
+CorruptDatasetError) naming its shard, record and key.  Bad arguments found
+in Python, before the library is called, are plain ValueError and TypeError
+naming the parameter.  Messages are one line; bytes of a path that are not
+UTF-8 appear as ``\\xNN``.
 """
+import errno as _errno
 
 
 class ShardkitError(Exception):
-    """A library error with no closer Python equivalent (e.g. a limit)."""
+    """A library error (the base of all the classes below); an unknown
+    status code raises it as it is."""
 
     code = None
 
 
-class CorruptDatasetError(ShardkitError):
+class _MessageIsTheText:
+    """For the OSError subclasses made with (errno, message, filename): str()
+    is the library's message, which names the file already, rather than
+    OSError's "[Errno 2] message: 'filename'"."""
+
+    def __str__(self):
+        return str(self.strerror) if self.strerror is not None else super().__str__()
+
+
+class OutOfMemoryError(ShardkitError, MemoryError):
+    """An allocation failed."""
+
+
+class StorageError(ShardkitError, OSError):
+    """A system call on the dataset's files failed (open, read ...)."""
+
+
+class InvalidArgumentError(ShardkitError, ValueError):
+    """The library refused an argument or option value (the message names it)."""
+
+
+class CorruptDatasetError(ShardkitError, OSError):
     """The dataset's own files are damaged: a manifest, a shard's header,
     footer or trailer that does not parse or contradicts the rest."""
+
+
+class UnsupportedError(ShardkitError, ValueError):
+    """Well-formed but not supported: a newer manifest version, a 12-bit JPEG."""
+
+
+class LimitError(ShardkitError, ValueError):
+    """Exceeds a limit: pixels, bytes, the memory of a batch."""
+
+
+class LockedError(_MessageIsTheText, ShardkitError, BlockingIOError):
+    """Another process holds the destination's lock."""
+
+
+class ExistsError(_MessageIsTheText, ShardkitError, FileExistsError):
+    """The destination holds something that must not be replaced."""
+
+
+class MismatchError(ShardkitError, ValueError):
+    """Verification found a difference."""
+
+
+class NotFoundError(_MessageIsTheText, ShardkitError, FileNotFoundError):
+    """No dataset (or no such file in it) at the location: ``errno`` is
+    ENOENT and ``filename`` the location as it was given (str or bytes)."""
+
+
+class NetworkError(ShardkitError, ConnectionError):
+    """A remote dataset could not be read (after the reader's retries)."""
+
+
+class RunInterruptedError(_MessageIsTheText, ShardkitError, InterruptedError):
+    """Interrupted on request (a signal); the state is resumable."""
+
+
+class RejectedInputError(ShardkitError, ValueError):
+    """An input was rejected where rejects are not allowed."""
 
 
 class CorruptRecordError(CorruptDatasetError):
@@ -52,5 +138,25 @@ def _rebuild_record_error(message, index, shard, record, key_bytes, code):
                               key_bytes=key_bytes, code=code)
 
 
-class NetworkError(ShardkitError, ConnectionError):
-    """A remote dataset could not be read (after the reader's retries)."""
+# enum shard_status -> class, and the errno of the classes made with one
+_BY_CODE = {
+    -1: OutOfMemoryError, -2: StorageError, -3: InvalidArgumentError, -4: CorruptDatasetError,
+    -5: UnsupportedError, -6: LimitError, -7: CorruptDatasetError, -8: LockedError,
+    -9: ExistsError, -10: MismatchError, -11: NotFoundError, -12: NetworkError,
+    -13: RunInterruptedError, -14: RejectedInputError,
+}
+_ERRNO = {NotFoundError: _errno.ENOENT, ExistsError: _errno.EEXIST,
+          LockedError: _errno.EAGAIN, RunInterruptedError: _errno.EINTR}
+
+
+def _from_library(code, message, filename=None):
+    """The exception for a library error (the extension raises it): the
+    class of `code`, with .code set; for the OSError subclasses that have an
+    errno (NotFoundError ...), .errno, .strerror (the message) and .filename."""
+    cls = _BY_CODE.get(code, ShardkitError)
+    if cls in _ERRNO:
+        e = cls(_ERRNO[cls], message, filename)
+    else:
+        e = cls(message)
+    e.code = code
+    return e

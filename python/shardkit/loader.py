@@ -7,7 +7,7 @@ import numpy as np
 from shardkit import _native
 from shardkit.dataset import Dataset, _key_str
 from shardkit.errors import CorruptRecordError
-from shardkit.transforms import _check_int, compose
+from shardkit.transforms import U32_MAX, _check_int, compose
 
 # The epoch plan's default shuffle window (SHARD_PLAN_DEFAULT_BUFFER).
 DEFAULT_SHUFFLE_BUFFER = 1024
@@ -15,7 +15,8 @@ DEFAULT_SHUFFLE_BUFFER = 1024
 DEFAULT_PREFETCH = 2
 # Skipped samples' errors kept in loader.stats.
 MAX_SKIPPED_ERRORS = 100
-STATE_FORMAT = "shardkit.Loader/1"
+# Format 2 carries the dataset's identity (manifest_xxh3); 1 did not.
+STATE_FORMAT = "shardkit.Loader/2"
 
 
 def _distributed():
@@ -52,7 +53,7 @@ def resolve_rank(rank, world_size):
     elif rank is None or world_size is None:
         raise ValueError("rank and world_size: give both, or neither (to take them from "
                          "torch.distributed or the RANK/WORLD_SIZE environment)")
-    world_size = _check_int(world_size, "world_size")
+    world_size = _check_int(world_size, "world_size", maximum=U32_MAX)
     rank = _check_int(rank, "rank", minimum=0)
     if rank >= world_size:
         raise ValueError(f"rank {rank} must be below world_size {world_size}")
@@ -175,7 +176,7 @@ class Loader:
                 raise TypeError(f"ds must be a shardkit.Dataset or a location, not "
                                 f"{type(ds).__name__}")
         self.dataset = ds
-        self.batch_size = _check_int(batch_size, "batch_size")
+        self.batch_size = _check_int(batch_size, "batch_size", maximum=U32_MAX)
         if not isinstance(shuffle, bool):
             raise TypeError(f"shuffle must be a bool, not {type(shuffle).__name__}")
         if not isinstance(drop_last, bool):
@@ -193,7 +194,7 @@ class Loader:
         self.layout = _choice(layout, "layout", ("NHWC", "NCHW"))
         self.dtype = _choice(dtype, "dtype", ("uint8", "float32", "float16"))
         self.on_error = _choice(on_error, "on_error", ("raise", "skip"))
-        prefetch = _check_int(prefetch, "prefetch")
+        prefetch = _check_int(prefetch, "prefetch", maximum=U32_MAX)
         self.transform = compose(transform)
         self._torch = _torch() if output == "torch" else None
         augment = None
@@ -207,6 +208,7 @@ class Loader:
         self._epoch = 0
         self._batch = 0
         self._generation = 0
+        self._closed = False
         self._skipped_errors = []
         self._reads_before = ds._native.stats()  # the dataset's counters count from its opening
 
@@ -229,8 +231,8 @@ class Loader:
             self._move(epoch, 0)
 
     def _move(self, epoch, batch):
+        self._native.stop()  # first: refused while another thread's next() runs
         self._generation += 1  # ends an iteration in progress
-        self._native.stop()
         self._epoch, self._batch = epoch, batch
 
     def _identity(self):
@@ -242,20 +244,35 @@ class Loader:
                 "transform": transform, "layout": self.layout, "dtype": self.dtype}
 
     def state_dict(self):
-        """The position (epoch, batches handed out) and what the batches
+        """The position (epoch, batches handed out), the dataset's identity
+        (``manifest_xxh3``: its manifest's hash) and what else the batches
         depend on; a dict of plain values (torch.save / json friendly)."""
         return {"format": STATE_FORMAT, "epoch": self._epoch, "batch": self._batch,
-                **self._identity()}
+                "manifest_xxh3": self.dataset.manifest_xxh3, **self._identity()}
 
     def load_state_dict(self, state):
         """Continue where `state` (from state_dict) says.  Raises ValueError
-        naming the first setting that differs from this loader's (the
-        batches would not be the same)."""
+        when it was taken on another dataset (another manifest: a re-publish
+        with the same sample count too) or names the first setting that
+        differs from this loader's (the batches would not be the same)."""
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict, not {type(state).__name__}")
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"state['format'] must be {STATE_FORMAT!r}, not "
-                             f"{state.get('format')!r}")
+        found = state.get("format")
+        if found == "shardkit.Loader/1":
+            raise ValueError(
+                "state['format'] is 'shardkit.Loader/1', from an older shardkit: it does not "
+                "say which dataset it was taken on, so it cannot be checked against this one.  "
+                "If it was taken on this very dataset (the same manifest.json), set "
+                "state['manifest_xxh3'] = loader.dataset.manifest_xxh3 and state['format'] = "
+                f"{STATE_FORMAT!r}")
+        if found != STATE_FORMAT:
+            raise ValueError(f"state['format'] must be {STATE_FORMAT!r}, not {found!r}")
+        mine = self.dataset.manifest_xxh3
+        if state.get("manifest_xxh3") != mine:
+            raise ValueError(
+                f"state['manifest_xxh3'] is {state.get('manifest_xxh3')!r} but this loader's "
+                f"dataset has manifest_xxh3 {mine!r}: the state was taken on another dataset "
+                "(or another publication of it); its positions do not apply here")
         for key, mine in self._identity().items():
             if state.get(key) != mine:
                 raise ValueError(f"state[{key!r}] is {state.get(key)!r} but this loader's "
@@ -277,6 +294,8 @@ class Loader:
         self._native.start(self._epoch, self._batch)
         try:
             while True:
+                if self._closed:
+                    raise ValueError("the loader is closed")
                 if generation != self._generation:
                     raise RuntimeError("this iteration was ended by a newer iter(), set_epoch() "
                                        "or load_state_dict() on the same loader")
@@ -284,13 +303,15 @@ class Loader:
                     parts = self._native.next()
                 finally:
                     # a failed batch is passed over, as the C loader does
-                    self._batch = self._native.position()[1]
+                    # (closed meanwhile: the position stays where it was)
+                    if not self._closed:
+                        self._batch = self._native.position()[1]
                 if parts is None:
                     self._epoch, self._batch = self._epoch + 1, 0
                     return
                 yield self._make_batch(*parts)
         finally:
-            if generation == self._generation:
+            if generation == self._generation and not self._closed:
                 self._native.stop()
 
     def _make_batch(self, images, indices, labels, epoch, number, skipped):
@@ -357,7 +378,12 @@ class Loader:
 
     def close(self):
         """Stop the threads now (also done when the loader is dropped).
-        Batches already handed out stay valid."""
+        Batches already handed out stay valid; iterating, or a next() in
+        progress, raises ValueError("the loader is closed").  Safe from a
+        signal handler and from another thread while the loop waits in
+        next(): that next() frees the loader when it is done with it (within
+        a tenth of a second when it waits for a batch)."""
+        self._closed = True
         self._generation += 1
         self._native.close()
 

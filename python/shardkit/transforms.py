@@ -25,26 +25,38 @@ from shardkit import _native
 
 _DTYPES = ("uint8", "float32", "float16")
 _LAYOUTS = ("NHWC", "NCHW")
+# The largest value of the C types integer arguments end in: nothing wraps.
+U32_MAX = 2**32 - 1
 
 
-def _check_int(value, name, minimum=1):
+def _check_int(value, name, minimum=1, maximum=None):
+    """value as an int when it is one (numpy's too, bools not) in
+    minimum..maximum; TypeError or ValueError naming `name` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = int(value)
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, not {value}")
-    return int(value)
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, not {value}")
+    return value
+
+
+def _side(value, name):
+    """An output side: 1..the library's largest (SHARD_AUGMENT_MAX_SIDE)."""
+    return _check_int(value, name, maximum=_native.MAX_SIDE)
 
 
 def _size(size, name="size"):
     """(height, width) from an int or a sequence of one or two ints."""
     if isinstance(size, (list, tuple)):
         if len(size) == 1:
-            s = _check_int(size[0], name)
+            s = _side(size[0], name)
             return s, s
         if len(size) == 2:
-            return _check_int(size[0], f"{name}[0]"), _check_int(size[1], f"{name}[1]")
+            return _side(size[0], f"{name}[0]"), _side(size[1], f"{name}[1]")
         raise ValueError(f"{name} must be an int or (height, width), not {len(size)} values")
-    s = _check_int(size, name)
+    s = _side(size, name)
     return s, s
 
 
@@ -237,7 +249,8 @@ class Compose(Transform):
     def draw(self, width, height, *, seed=0, epoch=0, index=0):
         """The random choices for an input of width x height: one dict per
         step (box, flip, sizes); pixels are not touched."""
-        return list(self._augment().draw(_check_int(width, "width"), _check_int(height, "height"),
+        return list(self._augment().draw(_check_int(width, "width", maximum=U32_MAX),
+                                         _check_int(height, "height", maximum=U32_MAX),
                                          seed, epoch, index))
 
 

@@ -4,44 +4,47 @@
 
 #include <string.h>
 
-/* The package's exception classes (shardkit/errors.py), looked up once. */
-static PyObject *shardkit_error, *corrupt_dataset_error, *corrupt_record_error, *network_error;
+/* shardkit.errors: the function that makes a library error's exception, and
+ * the class of a damaged record, looked up once. */
+static PyObject *from_library, *corrupt_record_error;
 
-static PyObject *type_for(int code)
+PyObject *skpy_message(const char *msg)
 {
-    switch (code) {
-    case SHARD_EINVAL: return PyExc_ValueError;
-    case SHARD_ENOMEM: return PyExc_MemoryError;
-    case SHARD_ENOTFOUND: return PyExc_FileNotFoundError;
-    case SHARD_EIO: return PyExc_OSError;
-    case SHARD_ECORRUPT: return corrupt_dataset_error;
-    case SHARD_ENET: return network_error;
-    default: return shardkit_error;
-    }
+    /* a path in a message may hold any bytes: those that are not UTF-8
+     * read as \xNN, rather than the message failing to decode */
+    return PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "backslashreplace");
 }
 
-/* Raise type(msg) with .code set. */
-static PyObject *raise_with_code(PyObject *type, const char *msg, int code)
+static const char *message_of(const struct shard_err *err, int code)
 {
-    PyObject *exc = PyObject_CallFunction(type, "s", msg);
-    if (!exc)
+    return err->msg[0] ? err->msg : shard_strerror(code);
+}
+
+PyObject *skpy_error(int code, const char *msg, PyObject *filename)
+{
+    PyObject *text = skpy_message(msg);
+    if (!text)
         return NULL;
-    PyObject *c = PyLong_FromLong(code);
-    if (!c || PyObject_SetAttrString(exc, "code", c) < 0) {
-        Py_XDECREF(c);
+    PyObject *exc = PyObject_CallFunction(from_library, "iOO", code, text,
+                                          filename ? filename : Py_None);
+    Py_DECREF(text);
+    return exc;
+}
+
+PyObject *skpy_raise_path(const struct shard_err *err, PyObject *filename)
+{
+    int code = err->code ? err->code : SHARD_EIO;
+    PyObject *exc = skpy_error(code, message_of(err, code), filename);
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
         Py_DECREF(exc);
-        return NULL;
     }
-    Py_DECREF(c);
-    PyErr_SetObject(type, exc);
-    Py_DECREF(exc);
     return NULL;
 }
 
 PyObject *skpy_raise(const struct shard_err *err)
 {
-    int code = err->code ? err->code : SHARD_EIO;
-    return raise_with_code(type_for(code), err->msg[0] ? err->msg : shard_strerror(code), code);
+    return skpy_raise_path(err, NULL);
 }
 
 static int is_damage(int code)
@@ -73,7 +76,9 @@ PyObject *skpy_record_error(struct shard_dataset *ds, uint64_t index, const stru
         return NULL;
     }
     Py_DECREF(kb);
-    PyObject *args = Py_BuildValue("(s)", err->msg[0] ? err->msg : shard_strerror(err->code));
+    PyObject *text = skpy_message(message_of(err, err->code));
+    PyObject *args = text ? PyTuple_Pack(1, text) : NULL;
+    Py_XDECREF(text);
     PyObject *exc = args ? PyObject_Call(corrupt_record_error, args, kw) : NULL;
     Py_XDECREF(args);
     Py_DECREF(kw);
@@ -92,19 +97,46 @@ PyObject *skpy_raise_record(struct shard_dataset *ds, uint64_t index, const stru
     return NULL;
 }
 
-int skpy_u64(PyObject *o, const char *what, uint64_t *out)
+int skpy_uint(PyObject *o, const char *what, uint64_t min, uint64_t max, uint64_t *out)
 {
-    if (!PyLong_Check(o) || PyBool_Check(o)) {
+    if (PyBool_Check(o) || !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", what, Py_TYPE(o)->tp_name);
         return -1;
     }
-    unsigned long long v = PyLong_AsUnsignedLongLong(o);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s must be in 0..2**64-1", what);
+    PyObject *n = PyNumber_Index(o);
+    if (!n)
         return -1;
+    int overflow;
+    long long small = PyLong_AsLongLongAndOverflow(n, &overflow);
+    unsigned long long v = 0;
+    int in_range = 0;
+    if (!PyErr_Occurred() && (overflow > 0 || (overflow == 0 && small >= 0))) {
+        v = PyLong_AsUnsignedLongLong(n);  /* OverflowError beyond 2**64-1 */
+        in_range = !PyErr_Occurred() && v >= min && v <= max;
     }
+    if (!in_range) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s must be in %llu..%llu, not %S", what,
+                     (unsigned long long)min, (unsigned long long)max, n);
+    }
+    Py_DECREF(n);
+    if (!in_range)
+        return -1;
     *out = v;
+    return 0;
+}
+
+int skpy_u64(PyObject *o, const char *what, uint64_t *out)
+{
+    return skpy_uint(o, what, 0, UINT64_MAX, out);
+}
+
+int skpy_u32(PyObject *o, const char *what, uint32_t min, uint32_t *out)
+{
+    uint64_t v;
+    if (skpy_uint(o, what, min, UINT32_MAX, &v) < 0)
+        return -1;
+    *out = (uint32_t)v;
     return 0;
 }
 
@@ -213,7 +245,24 @@ static PyObject *available_cpus(PyObject *self, PyObject *unused)
     return PyLong_FromLong(shard_available_cpus());
 }
 
+/* _raise_library_error(code, message bytes[, filename]): raise what a
+ * library failure with that status and message raises (for the tests of the
+ * exception classes, one per status code). */
+static PyObject *raise_library_error(PyObject *self, PyObject *args)
+{
+    int code;
+    const char *msg;
+    PyObject *filename = NULL;
+    if (!PyArg_ParseTuple(args, "iy|O:_raise_library_error", &code, &msg, &filename))
+        return NULL;
+    struct shard_err err;
+    shard_err_set(&err, code, "%s", msg);
+    return skpy_raise_path(&err, filename);
+}
+
 static PyMethodDef module_methods[] = {
+    {"_raise_library_error", raise_library_error, METH_VARARGS,
+     "_raise_library_error(code, message[, filename]): raise as for a library error"},
     {"version", version, METH_NOARGS, "the linked library's version"},
     {"available_cpus", available_cpus, METH_NOARGS,
      "CPUs this process may use (affinity, cgroup quota, OMP_NUM_THREADS)"},
@@ -225,23 +274,15 @@ static struct PyModuleDef module_def = {
     module_methods,
 };
 
-static int take_class(PyObject *errors, const char *name, PyObject **out)
-{
-    *out = PyObject_GetAttrString(errors, name);
-    return *out ? 0 : -1;
-}
-
 PyMODINIT_FUNC PyInit__native(void)
 {
     PyObject *errors = PyImport_ImportModule("shardkit.errors");
     if (!errors)
         return NULL;
-    int bad = take_class(errors, "ShardkitError", &shardkit_error) ||
-              take_class(errors, "CorruptDatasetError", &corrupt_dataset_error) ||
-              take_class(errors, "CorruptRecordError", &corrupt_record_error) ||
-              take_class(errors, "NetworkError", &network_error);
+    from_library = PyObject_GetAttrString(errors, "_from_library");
+    corrupt_record_error = PyObject_GetAttrString(errors, "CorruptRecordError");
     Py_DECREF(errors);
-    if (bad)
+    if (!from_library || !corrupt_record_error)
         return NULL;
     PyTypeObject *types[] = {&skpy_buffer_type, &skpy_dataset_type, &skpy_augment_type,
                              &skpy_loader_type, &skpy_batch_type};
@@ -255,7 +296,8 @@ PyMODINIT_FUNC PyInit__native(void)
         PyModule_AddObjectRef(m, "Augment", (PyObject *)&skpy_augment_type) < 0 ||
         PyModule_AddObjectRef(m, "Loader", (PyObject *)&skpy_loader_type) < 0 ||
         PyModule_AddObjectRef(m, "Batch", (PyObject *)&skpy_batch_type) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_AUGMENT_MAX_STEPS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_AUGMENT_MAX_STEPS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_SIDE", SHARD_AUGMENT_MAX_SIDE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -15,12 +15,23 @@
 
 /* ---- errors (native.c) ---------------------------------------------------- */
 
-/* Raise the exception for a library error: SHARD_EINVAL ValueError,
- * SHARD_ENOMEM MemoryError, SHARD_ENOTFOUND FileNotFoundError, SHARD_EIO
- * OSError, SHARD_ECORRUPT shardkit.CorruptDatasetError, SHARD_ENET
- * shardkit.NetworkError, others shardkit.ShardkitError; the instance's
- * `code` is the library's code.  Returns NULL. */
+/* Raise the exception for a library error: shardkit.errors._from_library
+ * picks the class of err->code (a ShardkitError subclass that is also the
+ * builtin it resembles: SHARD_EINVAL a ValueError, SHARD_ENOTFOUND a
+ * FileNotFoundError, ...) and sets .code.  Returns NULL. */
 PyObject *skpy_raise(const struct shard_err *err);
+
+/* The same, naming `filename` (the location as the caller gave it, str or
+ * bytes; NULL: none) as the exception's .filename where it has one. */
+PyObject *skpy_raise_path(const struct shard_err *err, PyObject *filename);
+
+/* The exception instance for status `code` and message `msg` (a new
+ * reference, or NULL with an exception set). */
+PyObject *skpy_error(int code, const char *msg, PyObject *filename);
+
+/* A library message as a str: bytes that are not UTF-8 (a path's) become
+ * \xNN, so that a message never fails to decode. */
+PyObject *skpy_message(const char *msg);
 
 /* Raise for a failed read of sample `index` of ds: a damaged record (corrupt
  * data, an undecodable or unsupported payload) is shardkit.CorruptRecordError
@@ -44,8 +55,15 @@ PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum sh
 void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
                        Py_ssize_t *shape);
 
-/* Read a uint64 from a Python int (TypeError, or OverflowError naming `what`). */
+/* Read the integer argument `what` (an int, or anything with __index__ but
+ * a bool) into *out when it is in min..max.  Nothing wraps: TypeError for
+ * what is not an int, ValueError naming the argument, its range and the
+ * value otherwise ("batch_size must be in 1..4294967295, not 4294967304").
+ * 0 or -1. */
+int skpy_uint(PyObject *o, const char *what, uint64_t min, uint64_t max, uint64_t *out);
+/* skpy_uint for 0..2**64-1 and for min..2**32-1 into a uint32_t. */
 int skpy_u64(PyObject *o, const char *what, uint64_t *out);
+int skpy_u32(PyObject *o, const char *what, uint32_t min, uint32_t *out);
 
 /* ---- types ------------------------------------------------------------------ */
 

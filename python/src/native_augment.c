@@ -22,44 +22,58 @@ static int triple(PyObject *o, const char *what, double *out)
     return 0;
 }
 
-/* One step tuple (see native.h) into *s. */
-static int parse_step(PyObject *t, struct shard_augment_step *s)
+/* The output size of step k: height (1..2**32-1) and width (0 allowed for
+ * resize: the shorter side); the library checks them against its limits. */
+static int step_size(PyObject *h, PyObject *w, Py_ssize_t k, const char *name, uint32_t min_width,
+                     struct shard_augment_step *s)
+{
+    char what[64];
+    PyOS_snprintf(what, sizeof what, "step %zd (%s): height", k, name);
+    if (skpy_u32(h, what, 1, &s->height) < 0)
+        return -1;
+    PyOS_snprintf(what, sizeof what, "step %zd (%s): width", k, name);
+    return skpy_u32(w, what, min_width, &s->width);
+}
+
+/* Step tuple k (see native.h) into *s. */
+static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
 {
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0))) {
-        PyErr_SetString(PyExc_TypeError, "a transform step must be a tuple (name, ...)");
+        PyErr_Format(PyExc_TypeError, "transform step %zd must be a tuple (name, ...)", k);
         return -1;
     }
+    /* NULL for a name that cannot be UTF-8 (a lone surrogate) */
     const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, 0));
-    PyObject *a = NULL, *b = NULL;
-    unsigned int h = 0, w = 0;
+    if (!name)
+        return -1;
+    PyObject *o, *h = NULL, *w = NULL, *a = NULL, *b = NULL;
     if (!strcmp(name, "random_resized_crop")) {
         shard_augment_step_init(s, SHARD_AUGMENT_RANDOM_RESIZED_CROP);
-        if (!PyArg_ParseTuple(t, "sIIOO", &name, &h, &w, &a, &b) || pair(a, "scale", s->scale) ||
+        if (!PyArg_ParseTuple(t, "OOOOO", &o, &h, &w, &a, &b) ||
+            step_size(h, w, k, name, 1, s) < 0 || pair(a, "scale", s->scale) ||
             pair(b, "ratio", s->ratio))
             return -1;
     } else if (!strcmp(name, "center_crop")) {
         shard_augment_step_init(s, SHARD_AUGMENT_CENTER_CROP);
-        if (!PyArg_ParseTuple(t, "sII", &name, &h, &w))
+        if (!PyArg_ParseTuple(t, "OOO", &o, &h, &w) || step_size(h, w, k, name, 1, s) < 0)
             return -1;
     } else if (!strcmp(name, "resize")) {
         shard_augment_step_init(s, SHARD_AUGMENT_RESIZE);
-        if (!PyArg_ParseTuple(t, "sII", &name, &h, &w))
+        if (!PyArg_ParseTuple(t, "OOO", &o, &h, &w) || step_size(h, w, k, name, 0, s) < 0)
             return -1;
     } else if (!strcmp(name, "horizontal_flip")) {
         shard_augment_step_init(s, SHARD_AUGMENT_HORIZONTAL_FLIP);
-        if (!PyArg_ParseTuple(t, "sd", &name, &s->p))
+        if (!PyArg_ParseTuple(t, "Od", &o, &s->p))
             return -1;
     } else if (!strcmp(name, "normalize")) {
         shard_augment_step_init(s, SHARD_AUGMENT_NORMALIZE);
-        if (!PyArg_ParseTuple(t, "sOO", &name, &a, &b) || triple(a, "mean", s->mean) ||
+        if (!PyArg_ParseTuple(t, "OOO", &o, &a, &b) || triple(a, "mean", s->mean) ||
             triple(b, "std", s->std))
             return -1;
     } else {
-        PyErr_Format(PyExc_ValueError, "unknown transform step '%s'", name);
+        PyErr_Format(PyExc_ValueError, "unknown transform step %R", PyTuple_GET_ITEM(t, 0));
         return -1;
     }
-    s->height = h;
-    s->width = w;
     return 0;
 }
 
@@ -89,7 +103,7 @@ int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
     }
     struct shard_augment_step s[SHARD_AUGMENT_MAX_STEPS];
     for (Py_ssize_t i = 0; i < n; i++)
-        if (parse_step(PySequence_Fast_GET_ITEM(seq, i), &s[i]) < 0) {
+        if (parse_step(PySequence_Fast_GET_ITEM(seq, i), i, &s[i]) < 0) {
             Py_DECREF(seq);
             return -1;
         }
@@ -110,12 +124,13 @@ static int augment_init(PyObject *self, PyObject *args, PyObject *kwds)
     const char *layout = "NHWC", *dtype = "uint8";
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Augment", names, &steps, &layout, &dtype))
         return -1;
-    struct shard_augment *made;
-    if (skpy_augment_build(steps, layout, dtype, &made) < 0)
+    /* a Loader may be applying the transforms on its threads: they stay as
+     * they were made (shard_augment is immutable) */
+    if (a->augment) {
+        PyErr_SetString(PyExc_RuntimeError, "Augment is already initialised");
         return -1;
-    shard_augment_free(a->augment);
-    a->augment = made;
-    return 0;
+    }
+    return skpy_augment_build(steps, layout, dtype, &a->augment);
 }
 
 static void augment_dealloc(PyObject *self)
@@ -143,19 +158,10 @@ static PyObject *augment_fixed_size(PyObject *self, PyObject *unused)
     return Py_BuildValue("(II)", h, w);
 }
 
-static int draw_args(PyObject *args, const char *fmt, uint32_t *w, uint32_t *h, uint64_t *seed,
-                     uint64_t *epoch, uint64_t *index, PyObject **first)
+/* seed, epoch, index: the random stream's inputs */
+static int stream_args(PyObject *s, PyObject *e, PyObject *i, uint64_t *seed, uint64_t *epoch,
+                       uint64_t *index)
 {
-    PyObject *s, *e, *i;
-    if (first) {
-        if (!PyArg_ParseTuple(args, fmt, first, &s, &e, &i))
-            return -1;
-    } else {
-        unsigned int ww, hh;
-        if (!PyArg_ParseTuple(args, fmt, &ww, &hh, &s, &e, &i))
-            return -1;
-        *w = ww, *h = hh;
-    }
     return skpy_u64(s, "seed", seed) || skpy_u64(e, "epoch", epoch) || skpy_u64(i, "index", index)
                ? -1
                : 0;
@@ -174,9 +180,12 @@ static PyObject *choice_dict(const struct shard_augment_choice *c)
 static PyObject *augment_draw(PyObject *self, PyObject *args)
 {
     AugmentObject *a = (AugmentObject *)self;
+    PyObject *wo, *ho, *s, *e, *i;
     uint32_t w, h;
     uint64_t seed, epoch, index;
-    if (!augment_ready(a) || draw_args(args, "IIOOO:draw", &w, &h, &seed, &epoch, &index, NULL))
+    if (!augment_ready(a) || !PyArg_ParseTuple(args, "OOOOO:draw", &wo, &ho, &s, &e, &i) ||
+        skpy_u32(wo, "width", 1, &w) < 0 || skpy_u32(ho, "height", 1, &h) < 0 ||
+        stream_args(s, e, i, &seed, &epoch, &index) < 0)
         return NULL;
     struct shard_augment_draws *d = malloc(sizeof *d);
     if (!d)
@@ -204,9 +213,10 @@ static PyObject *augment_draw(PyObject *self, PyObject *args)
 static PyObject *augment_apply(PyObject *self, PyObject *args)
 {
     AugmentObject *a = (AugmentObject *)self;
-    PyObject *src;
+    PyObject *src, *s, *e, *i;
     uint64_t seed, epoch, index;
-    if (!augment_ready(a) || draw_args(args, "OOOO:apply", NULL, NULL, &seed, &epoch, &index, &src))
+    if (!augment_ready(a) || !PyArg_ParseTuple(args, "OOOO:apply", &src, &s, &e, &i) ||
+        stream_args(s, e, i, &seed, &epoch, &index) < 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(src, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)

@@ -3,29 +3,39 @@
 
 #include <stdlib.h>
 
+/* Dataset(location): location is str, bytes or a path (os.fsencode's
+ * rules: a str of a non-UTF-8 file name holds surrogate escapes). */
 static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     DatasetObject *d = (DatasetObject *)self;
     static char *names[] = {"location", NULL};
-    PyObject *loc;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&:Dataset", names, PyUnicode_FSConverter, &loc))
+    PyObject *given, *loc;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Dataset", names, &given) ||
+        !PyUnicode_FSConverter(given, &loc))
         return -1;
     if (d->ds) {
         Py_DECREF(loc);
         PyErr_SetString(PyExc_RuntimeError, "Dataset is already open");
         return -1;
     }
+    struct shard_dataset *ds;
     struct shard_err err;
     int rc;
     const char *path = PyBytes_AS_STRING(loc);
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_dataset_open(&d->ds, path, &err);
+    rc = shard_dataset_open(&ds, path, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(loc);
     if (rc) {
-        skpy_raise(&err);
+        skpy_raise_path(&err, given);
         return -1;
     }
+    if (d->ds) {  /* another thread's __init__ opened it meanwhile */
+        shard_dataset_close(ds);
+        PyErr_SetString(PyExc_RuntimeError, "Dataset is already open");
+        return -1;
+    }
+    d->ds = ds;
     return 0;
 }
 
@@ -252,6 +262,15 @@ static PyObject *dataset_stats(PyObject *self, PyObject *unused)
                          (unsigned long long)st.retries);
 }
 
+/* manifest_xxh3() -> int: the XXH3-64 of manifest.json's bytes (the identity) */
+static PyObject *dataset_manifest_xxh3(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(shard_dataset_manifest_xxh3(d->ds));
+}
+
 static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 {
     DatasetObject *d = (DatasetObject *)self;
@@ -270,6 +289,8 @@ static PyMethodDef dataset_methods[] = {
     {"manifest_json", dataset_manifest_json, METH_NOARGS, "the manifest as JSON text"},
     {"labels", dataset_labels, METH_NOARGS, "the class names, as a tuple"},
     {"shard_count", dataset_shard_count, METH_NOARGS, "number of shards"},
+    {"manifest_xxh3", dataset_manifest_xxh3, METH_NOARGS,
+     "XXH3-64 of manifest.json's bytes: the dataset's identity"},
     {"stats", dataset_stats, METH_NOARGS, "the read counters since the dataset was opened"},
     {NULL, NULL, 0, NULL},
 };
@@ -283,7 +304,8 @@ PyTypeObject skpy_dataset_type = {
     .tp_dealloc = dataset_dealloc,
     .tp_as_sequence = &dataset_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Dataset(location): an open shardkit dataset (directory or http(s) URL)",
+    .tp_doc = "Dataset(location): an open shardkit dataset (directory or http(s) URL; str "
+              "or bytes)",
     .tp_methods = dataset_methods,
     .tp_init = dataset_init,
     .tp_new = PyType_GenericNew,

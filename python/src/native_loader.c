@@ -1,24 +1,39 @@
 /* native_loader.c - _native.Loader and _native.Batch: the batch loader
  * (shardkit/loader.h).  next() waits with the GIL released, in slices of
  * WAIT_SLICE_MS, and checks for signals between them, so Ctrl-C stops a
- * training loop that waits for input within a fraction of a second. */
+ * training loop that waits for input within a fraction of a second.
+ *
+ * The C loader is used by one call at a time, and never freed under a call
+ * that uses it.  A call that releases the GIL around the loader (start,
+ * next, stop) marks the object busy first; meanwhile another thread's call
+ * is refused (RuntimeError), and close() - from another thread, or from a
+ * signal handler that runs inside next()'s wait - only asks for the close:
+ * the busy call frees the loader when it is done with it (next() within
+ * one wait slice) and raises ValueError "the loader is closed". */
 #include "native.h"
 
 #include <stdlib.h>
 
 /* How long next() waits with the GIL released before it checks signals. */
 #define WAIT_SLICE_MS 100
+/* A call refused because another one is using the loader. */
+#define BUSY_MESSAGE \
+    "the loader is in use by another call (another thread's, or the next() a signal handler " \
+    "interrupted): one at a time"
 
 typedef struct {
     PyObject_HEAD
     struct shard_batch *batch;
 } BatchObject;
 
+/* busy and close_pending are read and written with the GIL held only. */
 typedef struct {
     PyObject_HEAD
     struct shard_loader *loader;
     PyObject *dataset;  /* the DatasetObject read (kept open while the loader lives) */
     PyObject *augment;  /* the AugmentObject applied, or NULL */
+    int busy;           /* a call is using `loader` (or __init__ is making it) */
+    int close_pending;  /* close() came while busy: the busy call frees the loader */
 } LoaderObject;
 
 /* ---- Batch: owns a struct shard_batch; the arrays handed out keep it alive ---- */
@@ -46,39 +61,44 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
                             "world_size", "threads", "drop_last", "remainder",
                             "shuffle_buffer", "prefetch", "skip_errors", "part", "parts", NULL};
-    PyObject *dataset, *augment, *seed_o, *buffer_o;
-    unsigned int batch_size, rank, world_size, prefetch, part = 0, parts = 1;
-    int shuffle, threads, drop_last, skip_errors;
+    PyObject *dataset, *augment, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
+    PyObject *prefetch_o, *part_o = NULL, *parts_o = NULL;
+    int shuffle, drop_last, skip_errors;
     const char *remainder;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OIpOIIipsOIp|II:Loader", names,
-                                     &skpy_dataset_type, &dataset, &augment, &batch_size,
-                                     &shuffle, &seed_o, &rank, &world_size, &threads, &drop_last,
-                                     &remainder, &buffer_o, &prefetch, &skip_errors, &part,
-                                     &parts))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OO:Loader", names,
+                                     &skpy_dataset_type, &dataset, &augment, &batch_o, &shuffle,
+                                     &seed_o, &rank_o, &world_o, &threads_o, &drop_last,
+                                     &remainder, &buffer_o, &prefetch_o, &skip_errors, &part_o,
+                                     &parts_o))
         return -1;
-    if (lo->loader) {
+    if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
         return -1;
     }
-    if (augment != Py_None && !PyObject_TypeCheck(augment, &skpy_augment_type)) {
-        PyErr_SetString(PyExc_TypeError, "augment must be an Augment or None");
+    if (augment != Py_None && (!PyObject_TypeCheck(augment, &skpy_augment_type) ||
+                               !((AugmentObject *)augment)->augment)) {
+        PyErr_SetString(PyExc_TypeError, "augment must be an initialised Augment or None");
         return -1;
     }
     struct shard_loader_options o;
     shard_loader_options_init(&o);
-    o.batch_size = batch_size;
+    uint64_t threads;
+    /* the library checks what the types allow against its own limits
+     * (rank < world_size, threads 0..1024 ...) */
+    if (skpy_u32(batch_o, "batch_size", 1, &o.batch_size) < 0 ||
+        skpy_u64(seed_o, "seed", &o.plan.seed) < 0 ||
+        skpy_u32(rank_o, "rank", 0, &o.plan.rank) < 0 ||
+        skpy_u32(world_o, "world_size", 1, &o.plan.world_size) < 0 ||
+        skpy_uint(threads_o, "threads", 0, INT_MAX, &threads) < 0 ||
+        skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0 ||
+        skpy_u32(prefetch_o, "prefetch", 1, &o.prefetch) < 0 ||
+        (part_o && skpy_u32(part_o, "part", 0, &o.part) < 0) ||
+        (parts_o && skpy_u32(parts_o, "parts", 1, &o.parts) < 0))
+        return -1;
+    o.threads = (int)threads;
     o.drop_last = drop_last;
     o.plan.shuffle = shuffle;
-    o.plan.rank = rank;
-    o.plan.world_size = world_size;
-    o.threads = threads;
-    o.prefetch = prefetch;
     o.skip_errors = skip_errors;
-    o.part = part;
-    o.parts = parts;
-    if (skpy_u64(seed_o, "seed", &o.plan.seed) < 0 ||
-        skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0)
-        return -1;
     if (shard_remainder_parse(remainder, &o.plan.remainder)) {
         PyErr_Format(PyExc_ValueError, "remainder must be 'keep', 'drop' or 'pad', not '%s'",
                      remainder);
@@ -90,15 +110,19 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     struct shard_augment *aug = augment == Py_None ? NULL : ((AugmentObject *)augment)->augment;
+    struct shard_loader *made;
     struct shard_err err;
     int rc;
+    lo->busy = 1;  /* another thread's __init__ waits for nothing: it is refused */
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_loader_new(&lo->loader, d->ds, aug, &o, &err);
+    rc = shard_loader_new(&made, d->ds, aug, &o, &err);
     Py_END_ALLOW_THREADS
+    lo->busy = 0;
     if (rc) {
         skpy_raise(&err);
         return -1;
     }
+    lo->loader = made;
     lo->dataset = Py_NewRef(dataset);
     lo->augment = augment == Py_None ? NULL : Py_NewRef(augment);
     return 0;
@@ -109,6 +133,7 @@ static void loader_close_now(LoaderObject *lo)
 {
     struct shard_loader *l = lo->loader;
     lo->loader = NULL;
+    lo->close_pending = 0;
     if (l) {
         Py_BEGIN_ALLOW_THREADS
         shard_loader_free(l);
@@ -120,20 +145,60 @@ static void loader_close_now(LoaderObject *lo)
 
 static void loader_dealloc(PyObject *self)
 {
-    loader_close_now((LoaderObject *)self);
+    loader_close_now((LoaderObject *)self);  /* never busy: a call holds a reference */
     Py_TYPE(self)->tp_free(self);
 }
 
+static PyObject *closed_error(void)
+{
+    PyErr_SetString(PyExc_ValueError, "the loader is closed");
+    return NULL;
+}
+
+static PyObject *busy_error(void)
+{
+    PyErr_SetString(PyExc_RuntimeError, BUSY_MESSAGE);
+    return NULL;
+}
+
+/* For a call that only reads the loader with the GIL held. */
 static int loader_ready(LoaderObject *lo)
 {
     if (!lo->loader)
-        PyErr_SetString(PyExc_ValueError, "the loader is closed");
+        closed_error();
     return lo->loader != NULL;
+}
+
+/* The loader, marked busy, for a call that releases the GIL around it; or
+ * NULL with ValueError (closed) or RuntimeError (another call has it). */
+static struct shard_loader *loader_take(LoaderObject *lo)
+{
+    if (!lo->loader)
+        return (struct shard_loader *)closed_error();
+    if (lo->busy)
+        return (struct shard_loader *)busy_error();
+    lo->busy = 1;
+    return lo->loader;
+}
+
+/* The end of a loader_take's call: 0, or 1 when close() was asked for
+ * meanwhile (the loader is then freed, and the call must not use it). */
+static int loader_release(LoaderObject *lo)
+{
+    lo->busy = 0;
+    if (!lo->close_pending)
+        return 0;
+    loader_close_now(lo);
+    return 1;
 }
 
 static PyObject *loader_close(PyObject *self, PyObject *unused)
 {
-    loader_close_now((LoaderObject *)self);
+    LoaderObject *lo = (LoaderObject *)self;
+    if (lo->busy)
+        lo->close_pending = 1;  /* the busy call frees it */
+    else
+        loader_close_now(lo);
     Py_RETURN_NONE;
 }
 
@@ -143,14 +208,19 @@ static PyObject *loader_start(PyObject *self, PyObject *args)
     LoaderObject *lo = (LoaderObject *)self;
     PyObject *e, *f;
     uint64_t epoch, first;
-    if (!loader_ready(lo) || !PyArg_ParseTuple(args, "OO:start", &e, &f) ||
-        skpy_u64(e, "epoch", &epoch) < 0 || skpy_u64(f, "batch", &first) < 0)
+    if (!PyArg_ParseTuple(args, "OO:start", &e, &f) || skpy_u64(e, "epoch", &epoch) < 0 ||
+        skpy_u64(f, "batch", &first) < 0)
+        return NULL;
+    struct shard_loader *l = loader_take(lo);
+    if (!l)
         return NULL;
     struct shard_err err;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_loader_start(lo->loader, epoch, first, &err);
+    rc = shard_loader_start(l, epoch, first, &err);
     Py_END_ALLOW_THREADS
+    if (loader_release(lo))
+        return closed_error();
     if (rc)
         return skpy_raise(&err);
     Py_RETURN_NONE;
@@ -218,28 +288,38 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
 static PyObject *loader_next(PyObject *self, PyObject *unused)
 {
     LoaderObject *lo = (LoaderObject *)self;
-    if (!loader_ready(lo))
+    struct shard_loader *l = loader_take(lo);
+    if (!l)
         return NULL;
-    struct shard_loader *l = lo->loader;
     struct shard_batch *b = NULL;
     struct shard_err err;
-    int rc;
+    int rc, interrupted = 0;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
         rc = shard_loader_next(l, WAIT_SLICE_MS, &b, &err);
         Py_END_ALLOW_THREADS
-        if (rc != SHARD_LOADER_WAITING)
+        if (rc != SHARD_LOADER_WAITING || lo->close_pending)
             break;
-        if (PyErr_CheckSignals() < 0)
-            return NULL;  /* KeyboardInterrupt: the loader stays where it was */
+        /* a signal handler runs here; if it calls close(), the loader is
+         * freed below, not under this loop */
+        if (PyErr_CheckSignals() < 0) {
+            interrupted = 1;  /* KeyboardInterrupt: the loader stays where it was */
+            break;
+        }
     }
+    uint64_t failed = rc < 0 ? shard_loader_failed_index(l) : 0;
+    if (loader_release(lo)) {
+        shard_batch_free(b);  /* NULL unless it came with the close */
+        return interrupted ? NULL : closed_error();
+    }
+    if (interrupted)
+        return NULL;
     if (rc == 0)
         Py_RETURN_NONE;
     if (rc < 0) {
         if (err.code == SHARD_EINVAL)
             return skpy_raise(&err);
-        return skpy_raise_record(((DatasetObject *)lo->dataset)->ds, shard_loader_failed_index(l),
-                                 &err);
+        return skpy_raise_record(((DatasetObject *)lo->dataset)->ds, failed, &err);
     }
     return batch_tuple(lo, b);
 }
@@ -247,11 +327,16 @@ static PyObject *loader_next(PyObject *self, PyObject *unused)
 static PyObject *loader_stop(PyObject *self, PyObject *unused)
 {
     LoaderObject *lo = (LoaderObject *)self;
-    if (lo->loader) {
-        Py_BEGIN_ALLOW_THREADS
-        shard_loader_stop(lo->loader);
-        Py_END_ALLOW_THREADS
-    }
+    if (!lo->loader)
+        Py_RETURN_NONE;  /* closed: nothing runs */
+    struct shard_loader *l = loader_take(lo);
+    if (!l)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    shard_loader_stop(l);
+    Py_END_ALLOW_THREADS
+    if (loader_release(lo))
+        return closed_error();
     Py_RETURN_NONE;
 }
 
@@ -272,6 +357,8 @@ static PyObject *loader_position(PyObject *self, PyObject *unused)
     LoaderObject *lo = (LoaderObject *)self;
     if (!loader_ready(lo))
         return NULL;
+    if (lo->busy)  /* next() moves it, with the GIL released */
+        return busy_error();
     return Py_BuildValue("(KK)", (unsigned long long)shard_loader_epoch(lo->loader),
                          (unsigned long long)shard_loader_position(lo->loader));
 }
@@ -298,7 +385,9 @@ static PyMethodDef loader_methods[] = {
     {"position", loader_position, METH_NOARGS, "(epoch, batches handed out)"},
     {"stats", loader_stats, METH_NOARGS, "the loader's counters"},
     {"stop", loader_stop, METH_NOARGS, "stop the threads; the position stays"},
-    {"close", loader_close, METH_NOARGS, "stop the threads and free the loader"},
+    {"close", loader_close, METH_NOARGS,
+     "stop the threads and free the loader (during a call of another thread or under a "
+     "signal handler: when that call is done with it)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,8 +1,11 @@
 """shardkit.Dataset: samples by index and key, with exactly the pixels the
 C reader gives, and the errors it raises."""
+import functools
+import http.server
 import json
 import os
 import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -143,3 +146,25 @@ def test_sample_memory_outlives_the_dataset(labelled):
     del ds
     assert np.array_equal(image, copy)
     image[0, 0] = 1  # writable, and its own
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_the_identity_is_the_hash_of_the_manifest_bytes_locally_and_over_http(labelled):
+    with open(os.path.join(labelled, "manifest.json"), "rb") as f:
+        expected = xxhash.xxh3_64_hexdigest(f.read())
+    assert shardkit.Dataset(labelled).manifest_xxh3 == expected
+    # over HTTP the manifest is one GET, hashed as it arrived (opening reads
+    # nothing else)
+    handler = functools.partial(QuietHandler, directory=labelled)
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            remote = shardkit.Dataset(f"http://127.0.0.1:{server.server_address[1]}/")
+            assert remote.manifest_xxh3 == expected
+        finally:
+            server.shutdown()

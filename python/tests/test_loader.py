@@ -15,7 +15,7 @@ import pytest
 import xxhash
 
 import shardkit
-from conftest import PYTHON, subprocess_env
+from conftest import PYTHON, shardify, subprocess_env
 
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 
@@ -185,6 +185,57 @@ def test_position_moves_through_epochs_and_state_is_checked(labelled):
         other.load_state_dict(loader.state_dict())
     with pytest.raises(ValueError, match="batch"):
         loader.load_state_dict(dict(loader.state_dict(), batch=99))
+
+
+@pytest.fixture(scope="module")
+def republished(labelled, workdir, tmp_path_factory):
+    """The labelled dataset published again the next night: the same 62
+    samples' keys and count, one image's bytes changed."""
+    src = tmp_path_factory.mktemp("republish") / "src"
+    shutil.copytree(os.path.join(workdir, "labelled-src"), src)
+    first = sorted(p for p in src.rglob("*.JPEG"))[0]
+    other = sorted(p for p in src.rglob("*.JPEG"))[1]
+    shutil.copy(other, first)
+    return shardify(str(src), str(src.parent / "dst"), "--size", "64", "--shard-size", "40K")
+
+
+def test_a_state_is_refused_on_another_dataset_with_the_same_sample_count(labelled,
+                                                                          republished):
+    ds, again = shardkit.Dataset(labelled), shardkit.Dataset(republished)
+    assert len(ds) == len(again) and ds.manifest_xxh3 != again.manifest_xxh3
+    loader = shardkit.Loader(ds, 10, threads=1)
+    next(iter(loader))
+    state = loader.state_dict()
+    assert state["manifest_xxh3"] == xxhash.xxh3_64_hexdigest(
+        open(os.path.join(labelled, "manifest.json"), "rb").read())
+    with pytest.raises(ValueError) as e:
+        shardkit.Loader(again, 10, threads=1).load_state_dict(state)
+    assert f"state['manifest_xxh3'] is '{ds.manifest_xxh3}'" in str(e.value)
+    assert f"manifest_xxh3 '{again.manifest_xxh3}'" in str(e.value)
+    assert "another dataset" in str(e.value)
+
+
+def test_a_state_follows_its_dataset_to_another_directory(labelled, tmp_path):
+    moved = str(tmp_path / "moved")
+    shutil.copytree(labelled, moved)
+    loader = shardkit.Loader(labelled, 10, threads=1, seed=3)
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    rest = [b.indices.tolist() for b in it]
+    there = shardkit.Loader(moved, 10, threads=1, seed=3)
+    there.load_state_dict(state)
+    assert [b.indices.tolist() for b in there] == rest
+
+
+def test_a_state_of_the_older_format_is_refused_with_what_to_do(labelled):
+    loader = shardkit.Loader(labelled, 10, threads=1)
+    old = dict(loader.state_dict(), format="shardkit.Loader/1")
+    del old["manifest_xxh3"]
+    with pytest.raises(ValueError, match="older shardkit.*manifest_xxh3"):
+        loader.load_state_dict(old)
+    old.update(format="shardkit.Loader/2", manifest_xxh3=loader.dataset.manifest_xxh3)
+    loader.load_state_dict(old)  # the recipe the message gives
 
 
 @pytest.mark.parametrize("kwargs, error, name", [

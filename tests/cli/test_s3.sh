@@ -9,9 +9,9 @@
 # multipart upload survives the server killed and restarted under it; a run
 # killed in the middle of an upload publishes no manifest and --resume
 # finishes it (aborting the dead upload); a missing bucket, a wrong endpoint
-# and a shard deleted behind the manifest's back are errors naming them.
+# and a shard deleted behind the manifest's back are errors naming them;
+# no credentials is an error, and requests go unsigned only when asked.
 . "$(dirname "$0")/lib.sh"
-need_dataset
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     skip "Node.js and npm are not installed (scripts/deps.sh installs them)"
 
@@ -85,8 +85,8 @@ same_as_local() {
 
 SRC=$T/src
 mkdir -p "$SRC"
-ls "$SHARDKIT_DATASET" | grep -i '\.jpe\?g$' | head -n 60 | while read -r f; do
-    cp "$SHARDKIT_DATASET/$f" "$SRC/"
+ls "$SAMPLE" | grep -i '\.jpe\?g$' | head -n 60 | while read -r f; do
+    cp "$SAMPLE/$f" "$SRC/"
 done
 OPTS="--size 48 --shard-size 32K"
 
@@ -162,8 +162,8 @@ shardbench files "$SRC" --epochs 1 --size 48 --digests "$T/files-local.digests" 
 cmp -s "$T/files-local.digests" "$T/files-remote.digests" || die "shardbench files differ"
 
 say "more than 1000 objects: the listing's pages, and the same dataset as the directory's"
-put_dir "$SHARDKIT_DATASET" many
-shardify "$SHARDKIT_DATASET" "$T/local-many" --size 32 --quiet
+put_dir "$SAMPLE" many
+shardify "$SAMPLE" "$T/local-many" --size 32 --quiet
 shardify "$B/many" "$B/many-out" --size 32 --json >"$T/many.json" 2>/dev/null ||
     die "shardify of 1000+ objects failed"
 [ "$(json "$T/many.json" "d['samples'] + d['ignored']")" -gt 1000 ] || die "too few objects"
@@ -175,17 +175,21 @@ say "credentials, region and endpoint from a profile in ~/.aws (AWS_PROFILE)"
 mkdir -p "$HOME/.aws"
 printf '[other]\naws_access_key_id = S3RVER\naws_secret_access_key = %s\n' "$SECRET" \
     >"$HOME/.aws/credentials"
-printf '[profile other]\nregion = eu-west-3\ns3 =\n  endpoint_url = %s\n' \
+printf '[profile other]\nregion = eu-west-3\nservices = store\n[services store]\ns3 =\n  endpoint_url = %s\n' \
     "$AWS_ENDPOINT_URL" >"$HOME/.aws/config"
 ( unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_REGION AWS_ENDPOINT_URL
   AWS_PROFILE=other shardcheck "$B/ds" >/dev/null 2>&1 ) || die "the profile was not used"
 must_say "/eu-west-3/s3/aws4_request" "$T/main.wire"
 rm -rf "$HOME/.aws"
 
-say "no credentials: anonymous, unsigned requests"
+say "no credentials: an error; unsigned requests only when asked (SHARDKIT_S3_NO_SIGN_REQUEST)"
 : >"$T/main.wire"
 ( unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN
-  shardcheck "$B/ds" >/dev/null 2>&1 ) || die "an anonymous read failed"
+  must_fail 1 shardcheck "$B/ds"
+  must_say "no AWS credentials for the profile 'default'" "$T/err"
+  [ ! -s "$T/main.wire" ] || die "a request went out without credentials"
+  SHARDKIT_S3_NO_SIGN_REQUEST=true shardcheck "$B/ds" >/dev/null 2>&1 ) ||
+    die "an unsigned read failed"
 grep -aq '^Authorization:' "$T/main.wire" && die "an anonymous request was signed"
 must_say "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$T/main.wire"
 
@@ -229,8 +233,8 @@ must_say "shard-000001.shard: missing" "$T/stdout"
 RAW="--size 128 --codec raw --zstd-level -100 --shard-size 12M --no-shuffle"
 BIG=$T/big
 mkdir -p "$BIG"
-ls "$SHARDKIT_DATASET" | grep -i '\.jpe\?g$' | head -n 200 | while read -r f; do
-    cp "$SHARDKIT_DATASET/$f" "$BIG/"
+ls "$SAMPLE" | grep -i '\.jpe\?g$' | head -n 200 | while read -r f; do
+    cp "$SAMPLE/$f" "$BIG/"
 done
 shardify "$BIG" "$T/local-big" $RAW --quiet
 [ "$(stat -c %s "$T/local-big/shard-000000.shard")" -gt $((10 << 20)) ] ||

@@ -317,19 +317,14 @@ $(BUILD)/man/man5/shardkit-format.5: manifests/FORMAT.md man/shardkit-format.lua
 	    -M title=SHARDKIT-FORMAT -M section=5 -M footer="shardkit $(VERSION)" \
 	    -M header="File Formats" --output $@ $<
 
-$(BUILD)/completion/bash/%: $(BUILD)/bin/% scripts/completion.py
+# the program a completion is made from: a tool, or the nightly script
+program_of = $(if $(filter $(notdir $(NIGHTLY)),$(1)),$(NIGHTLY),$(BUILD)/bin/$(1))
+
+$(BUILD)/completion/bash/%: $$(call program_of,$$*) scripts/completion.py
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) scripts/completion.py bash $< >$@.tmp && mv $@.tmp $@
 
-$(BUILD)/completion/zsh/_%: $(BUILD)/bin/% scripts/completion.py
-	@mkdir -p $(dir $@)
-	$(Q)$(PYTHON) scripts/completion.py zsh $< >$@.tmp && mv $@.tmp $@
-
-$(BUILD)/completion/bash/$(notdir $(NIGHTLY)): $(NIGHTLY) scripts/completion.py
-	@mkdir -p $(dir $@)
-	$(Q)$(PYTHON) scripts/completion.py bash $< >$@.tmp && mv $@.tmp $@
-
-$(BUILD)/completion/zsh/_$(notdir $(NIGHTLY)): $(NIGHTLY) scripts/completion.py
+$(BUILD)/completion/zsh/_%: $$(call program_of,$$*) scripts/completion.py
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) scripts/completion.py zsh $< >$@.tmp && mv $@.tmp $@
 

@@ -181,8 +181,10 @@ SHARD_API void shard_item_release(struct shard_item *item);
  * Unless SHARD_READ_NO_FIELDS, the record's fields are copied into the item
  * and checked against the manifest's declarations: each field number
  * declared, each type the declared one, each value one of its type
- * (shard_field_check: UTF-8 text, one JSON value, finite floats, a vector of
- * the declared length), label numbers below the manifest's label count.
+ * (shard_field_check_image: UTF-8 text, one JSON value, finite floats, a
+ * vector of the declared length, boxes inside the image and of declared
+ * classes, a mask of the image's size and declared values), label numbers
+ * below the manifest's label count.
  * A shard must be of its dataset's format version (a version 2 manifest has
  * version 2 shards, a version 1 manifest version 1 shards).
  * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or

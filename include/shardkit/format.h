@@ -73,6 +73,15 @@ extern "C" {
  *   LABELS   4 bytes per label, each an index into the manifest's labels
  *            (as a record's single label is), no label twice
  *   BYTES    any bytes
+ *   BOXES    SHARD_BOX_BYTES per box: x0, y0, x1, y1 (float32, in the stored
+ *            image's pixels, xyxy: 0 <= x0 < x1 <= width, 0 <= y0 < y1 <=
+ *            height), the class (int32, an id of the declaration's classes)
+ *            and flags (uint32: SHARD_BOX_CROWD, the other bits 0)
+ *   MASK     a single-channel image of exactly the record's width x height
+ *            whose values are class ids of the declaration's classes:
+ *            width:u32 height:u32 value_bytes:u8 (1, or 2 when a class id is
+ *            above 255) and 3 reserved zero bytes (SHARD_MASK_HEADER_BYTES),
+ *            then height x width values, row-major
  * Type numbers are part of the format: they are stored in every entry. */
 enum shard_field_type {
     SHARD_FIELD_TEXT = 1,
@@ -83,14 +92,21 @@ enum shard_field_type {
     SHARD_FIELD_INT64 = 6,
     SHARD_FIELD_LABELS = 7,
     SHARD_FIELD_BYTES = 8,
+    SHARD_FIELD_BOXES = 9,
+    SHARD_FIELD_MASK = 10,
 };
 #define SHARD_FIELDS_MAX 256u          /* fields a dataset may declare */
 #define SHARD_FIELD_NAME_MAX 64u       /* bytes of a field's name */
 #define SHARD_FIELD_VECTOR_MAX 1048576u /* elements of a FLOAT32 or INT64 vector */
 #define SHARD_FIELD_ENTRY_BYTES 8u     /* field:u16 type:u8 reserved:u8 value_bytes:u32 */
+/* A box of a BOXES value: x0:f32 y0:f32 x1:f32 y1:f32 class:i32 flags:u32. */
+#define SHARD_BOX_BYTES 24u
+#define SHARD_BOX_CROWD 1u             /* flags: a crowd region (COCO's iscrowd) */
+/* A MASK value's header: width:u32 height:u32 value_bytes:u8 reserved:u8[3]. */
+#define SHARD_MASK_HEADER_BYTES 12u
 
-/* "text", "json", "int", "float", "float32", "int64", "labels", "bytes";
- * NULL for a number that is no type. */
+/* "text", "json", "int", "float", "float32", "int64", "labels", "bytes",
+ * "boxes", "mask"; NULL for a number that is no type. */
 SHARD_API const char *shard_field_type_name(enum shard_field_type t);
 /* Parse a type as the command line and the manifest write it: one of the
  * names above, the vector types with their length in brackets
@@ -126,7 +142,8 @@ SHARD_API void shard_field_set_release(struct shard_field_set *s);
 /* Append field `field`'s value (len bytes).  SHARD_EINVAL when the field
  * number is not above the last one's or >= SHARD_FIELDS_MAX, the type is
  * unknown, or the size does not suit the type (INT and FLOAT: 8 bytes;
- * FLOAT32, LABELS: a multiple of 4; INT64: of 8); SHARD_ELIMIT for a value
+ * FLOAT32, LABELS: a multiple of 4; INT64: of 8; BOXES: of SHARD_BOX_BYTES;
+ * MASK: at least its header); SHARD_ELIMIT for a value
  * of 4 GiB or more; SHARD_ENOMEM.  The value itself is not checked here
  * (see shard_field_check in shardkit/manifest.h). */
 SHARD_API int shard_field_set_add(struct shard_field_set *s, uint32_t field,

@@ -36,27 +36,58 @@ extern "C" {
 #define SHARD_MANIFEST_VERSION 1
 #define SHARD_MANIFEST_VERSION_FIELDS 2
 
+/* A class of a BOXES or MASK field: the number stored (a box's class, a
+ * mask's value) and its name. */
+struct shard_field_class {
+    uint32_t id;                /* BOXES: 0..INT32_MAX; MASK: 0..SHARD_MASK_CLASS_MAX */
+    char *name;                 /* non-empty UTF-8 */
+};
+#define SHARD_MASK_CLASS_MAX 65535u
+#define SHARD_FIELD_CLASSES_MAX 65536u  /* classes a field may declare */
+
+/* Where a field of a COCO annotation file (config.coco) comes from. */
+#define SHARD_COCO_BBOX "bbox"                 /* BOXES: the annotations' bbox */
+#define SHARD_COCO_SEGMENTATION "segmentation" /* MASK: their segmentation, rasterised */
+
 /* A field a dataset declares (config.fields): where its values come from
- * and what they are.  Exactly one of `sidecar` and `column` is set. */
+ * and what they are.  Exactly one of `sidecar`, `column` and `coco` is set. */
 struct shard_field_decl {
     char *name;                 /* 1..SHARD_FIELD_NAME_MAX bytes of [A-Za-z0-9_.-], starting
                                  * with a letter or '_' (shard_field_name_valid) */
     enum shard_field_type type;
     uint32_t length;            /* a vector type's length; 0 for the others */
     char *sidecar;              /* from the file beside each image: the image's path
-                                 * without its extension, then this suffix (".txt"); or NULL */
+                                 * without its extension, then this suffix (".txt",
+                                 * "_mask.png"); or NULL */
     char *column;               /* from the annotation table: this column; or NULL */
     int required;               /* 1: a sample without it is rejected; 0: it may be absent */
+    char *coco;                 /* from the COCO annotation file: SHARD_COCO_BBOX or
+                                 * SHARD_COCO_SEGMENTATION; or NULL */
+    /* BOXES and MASK: the classes their numbers name, by increasing id,
+     * ids and names unique (class_count >= 1); NULL and 0 for the others. */
+    struct shard_field_class *classes;
+    uint32_t class_count;
+    /* Only while a run is set up (never in a manifest): the file the
+     * command line names with classes=FILE, or NULL. */
+    char *classes_file;
 };
 
+/* The class of `id` among d's classes: its position, or -1. */
+SHARD_API int32_t shard_field_class_find(const struct shard_field_decl *d, uint32_t id);
+/* Bytes per value of a MASK field of declaration d: 1 when every class id
+ * is at most 255, else 2. */
+SHARD_API uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d);
+
 /* Parse a declaration as the command line gives it:
- *     NAME=TYPE[,from=SOURCE][,required|,optional]
+ *     NAME=TYPE[,from=SOURCE][,classes=FILE][,required|,optional]
  * TYPE as shard_field_type_parse reads it; SOURCE a sidecar suffix (".txt",
- * starting with '.') or a column of the annotation table (any other text;
- * only when `table` is 1).  Without from=, the column NAME when there is a
- * table, else the sidecar ".NAME".  Optional unless `required`.  Fills *d
- * (release with shard_field_decl_release).  0, SHARD_EINVAL with a message
- * quoting the spec, or SHARD_ENOMEM. */
+ * starting with '.', or "_mask.png", starting with '_') or a column of the
+ * annotation table (any other text; only when `table` is 1).  Without
+ * from=, the column NAME when there is a table, else the sidecar ".NAME".
+ * A MASK field needs classes=FILE (kept in d->classes_file: the run reads
+ * it) and a sidecar; the other types take no classes.  Optional unless
+ * `required`.  Fills *d (release with shard_field_decl_release).  0,
+ * SHARD_EINVAL with a message quoting the spec, or SHARD_ENOMEM. */
 SHARD_API int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl *d,
                                      struct shard_err *err);
 /* Free the declaration's strings and zero it.  Accepts NULL. */
@@ -82,6 +113,8 @@ struct shard_config {
                                        * its position here */
     uint32_t field_count;
     char *annotations;          /* the annotation table the fields or labels come from:
+                                 * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
+    char *coco;                 /* the COCO annotation file the `coco` fields come from:
                                  * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
     uint64_t max_field_bytes;   /* largest sidecar file or table value taken as a field */
 };
@@ -111,6 +144,15 @@ SHARD_API int32_t shard_config_field(const struct shard_config *c, const char *n
  * JSON: jansson's words, line and column). */
 SHARD_API int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
                                 uint64_t len, uint32_t label_count, struct shard_err *err);
+/* The same for a value of a record of width x height: a BOXES value's boxes
+ * finite, inside the image (0 <= x0 < x1 <= width, 0 <= y0 < y1 <= height),
+ * of declared classes, with no unknown flag; a MASK value of exactly width x
+ * height, of the declared value size, every value a declared class id.
+ * shard_field_check checks those two types as far as it can without the
+ * size (every box's order and class; a mask's values). */
+SHARD_API int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value,
+                                      uint64_t len, uint32_t label_count, uint32_t width,
+                                      uint32_t height, struct shard_err *err);
 
 /* Defaults: 512, short, upscale, jpeg, 90, zstd level 0 (the codec's
  * default), 256 MiB, labels NULL ("dir"), shuffle with seed 0, max_pixels

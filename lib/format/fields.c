@@ -22,6 +22,7 @@ static const char *const type_names[] = {
     [SHARD_FIELD_INT] = "int",         [SHARD_FIELD_FLOAT] = "float",
     [SHARD_FIELD_FLOAT32] = "float32", [SHARD_FIELD_INT64] = "int64",
     [SHARD_FIELD_LABELS] = "labels",   [SHARD_FIELD_BYTES] = "bytes",
+    [SHARD_FIELD_BOXES] = "boxes",     [SHARD_FIELD_MASK] = "mask",
 };
 #define TYPE_COUNT (sizeof type_names / sizeof type_names[0])
 
@@ -69,7 +70,7 @@ int shard_field_type_parse(const char *s, enum shard_field_type *type, uint32_t 
     }
     return shard_err_set(err, SHARD_EINVAL,
                          "unknown field type '%s' (text, json, int, float, float32[N], "
-                         "int64[N], labels, bytes)",
+                         "int64[N], labels, bytes, boxes, mask)",
                          s);
 }
 
@@ -85,6 +86,10 @@ static int size_fits(enum shard_field_type t, uint64_t len)
         return len % 4 == 0;
     case SHARD_FIELD_INT64:
         return len % 8 == 0;
+    case SHARD_FIELD_BOXES:
+        return len % SHARD_BOX_BYTES == 0;
+    case SHARD_FIELD_MASK:
+        return len >= SHARD_MASK_HEADER_BYTES;
     case SHARD_FIELD_TEXT:
     case SHARD_FIELD_JSON:
     case SHARD_FIELD_BYTES:

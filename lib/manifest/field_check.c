@@ -44,6 +44,112 @@ static float get_f32(const uint8_t *p)
     return f;
 }
 
+int32_t shard_field_class_find(const struct shard_field_decl *d, uint32_t id)
+{
+    uint32_t lo = 0, hi = d->class_count;  /* classes are sorted by id */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (d->classes[mid].id == id)
+            return (int32_t)mid;
+        if (d->classes[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d)
+{
+    return d->class_count && d->classes[d->class_count - 1].id > 255 ? 2 : 1;
+}
+
+/* A BOXES value: its boxes' coordinates finite and ordered (and inside a
+ * width x height image unless width is 0), classes declared, flags known. */
+static int check_boxes(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
+                       uint32_t width, uint32_t height, struct shard_err *err)
+{
+    if (len % SHARD_BOX_BYTES)
+        return shard_err_set(err, SHARD_ECORRUPT, "%llu bytes are no list of boxes",
+                             (unsigned long long)len);
+    for (uint64_t i = 0; i < len / SHARD_BOX_BYTES; i++) {
+        const uint8_t *b = value + i * SHARD_BOX_BYTES;
+        float x0 = get_f32(b), y0 = get_f32(b + 4), x1 = get_f32(b + 8), y1 = get_f32(b + 12);
+        uint32_t cls = get_le32(b + 16), flags = get_le32(b + 20);
+        if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1))
+            return shard_err_set(err, SHARD_ECORRUPT, "box %llu has a coordinate that is not "
+                                 "finite", (unsigned long long)i);
+        if (!(x0 < x1 && y0 < y1))
+            return shard_err_set(err, SHARD_ECORRUPT, "box %llu (%g, %g, %g, %g) is empty or "
+                                 "reversed", (unsigned long long)i, x0, y0, x1, y1);
+        if (width && (x0 < 0 || y0 < 0 || x1 > (float)width || y1 > (float)height))
+            return shard_err_set(err, SHARD_ECORRUPT, "box %llu (%g, %g, %g, %g) is not inside "
+                                 "the %ux%u image", (unsigned long long)i, x0, y0, x1, y1,
+                                 width, height);
+        if (cls > INT32_MAX || shard_field_class_find(decl, cls) < 0)
+            return shard_err_set(err, SHARD_ECORRUPT, "box %llu has class %d, which the field "
+                                 "does not declare", (unsigned long long)i, (int32_t)cls);
+        if (flags & ~SHARD_BOX_CROWD)
+            return shard_err_set(err, SHARD_ECORRUPT, "box %llu has unknown flags 0x%x",
+                                 (unsigned long long)i, flags);
+    }
+    return SHARD_OK;
+}
+
+/* A MASK value: its header, its size (width x height unless width is 0),
+ * every value a declared class. */
+static int check_mask(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
+                      uint32_t width, uint32_t height, struct shard_err *err)
+{
+    if (len < SHARD_MASK_HEADER_BYTES)
+        return shard_err_set(err, SHARD_ECORRUPT, "a mask of %llu bytes has no header",
+                             (unsigned long long)len);
+    uint32_t w = get_le32(value), h = get_le32(value + 4), bytes = value[8];
+    if (value[9] || value[10] || value[11])
+        return shard_err_set(err, SHARD_ECORRUPT, "a mask's reserved bytes are not 0");
+    if (bytes != shard_field_mask_value_bytes(decl))
+        return shard_err_set(err, SHARD_ECORRUPT, "a mask of %u-byte values, declared %u",
+                             bytes, shard_field_mask_value_bytes(decl));
+    if (w == 0 || h == 0 || (uint64_t)w * h * bytes != len - SHARD_MASK_HEADER_BYTES)
+        return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u mask of %llu bytes", w, h,
+                             (unsigned long long)len);
+    if (width && (w != width || h != height))
+        return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u mask on a %ux%u image", w, h, width,
+                             height);
+    /* which values are declared: one bit each */
+    uint8_t *known = calloc(SHARD_MASK_CLASS_MAX / 8 + 1, 1);
+    if (!known)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < decl->class_count; i++)
+        if (decl->classes[i].id <= SHARD_MASK_CLASS_MAX)
+            known[decl->classes[i].id >> 3] |= (uint8_t)(1u << (decl->classes[i].id & 7));
+    const uint8_t *p = value + SHARD_MASK_HEADER_BYTES;
+    uint64_t n = (uint64_t)w * h;
+    int rc = SHARD_OK;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t v = bytes == 1 ? p[i] : get_le16(p + 2 * i);
+        if (!(known[v >> 3] & (1u << (v & 7)))) {
+            rc = shard_err_set(err, SHARD_ECORRUPT, "mask value %u at (%llu, %llu) is no "
+                               "declared class", v, (unsigned long long)(i % w),
+                               (unsigned long long)(i / w));
+            break;
+        }
+    }
+    free(known);
+    return rc;
+}
+
+int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value,
+                            uint64_t len, uint32_t label_count, uint32_t width, uint32_t height,
+                            struct shard_err *err)
+{
+    if (decl->type == SHARD_FIELD_BOXES)
+        return check_boxes(decl, value, len, width, height, err);
+    if (decl->type == SHARD_FIELD_MASK)
+        return check_mask(decl, value, len, width, height, err);
+    return shard_field_check(decl, value, len, label_count, err);
+}
+
 int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
                       uint32_t label_count, struct shard_err *err)
 {
@@ -119,6 +225,10 @@ int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
     }
     case SHARD_FIELD_BYTES:
         return SHARD_OK;
+    case SHARD_FIELD_BOXES:
+        return check_boxes(decl, value, len, 0, 0, err);
+    case SHARD_FIELD_MASK:
+        return check_mask(decl, value, len, 0, 0, err);
     }
     return shard_err_set(err, SHARD_ECORRUPT, "unknown field type %d", (int)decl->type);
 }

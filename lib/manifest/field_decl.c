@@ -13,6 +13,11 @@ void shard_field_decl_release(struct shard_field_decl *d)
     free(d->name);
     free(d->sidecar);
     free(d->column);
+    free(d->coco);
+    for (uint32_t i = 0; d->classes && i < d->class_count; i++)
+        free(d->classes[i].name);
+    free(d->classes);
+    free(d->classes_file);
     memset(d, 0, sizeof *d);
 }
 
@@ -70,24 +75,45 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         else if (n > 5 && !strncmp(p, "from=", 5) && !from) {
             from = p + 5;
             from_len = n - 5;
+        } else if (n > 8 && !strncmp(p, "classes=", 8) && !d->classes_file) {
+            if (!(d->classes_file = copy(p + 8, n - 8))) {
+                rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+                goto out;
+            }
         } else {
             rc = shard_err_set(err, SHARD_EINVAL, "'%s': unknown part '%.*s' (from=SOURCE, "
-                               "required or optional)", spec, (int)n, p);
+                               "classes=FILE, required or optional)", spec, (int)n, p);
             goto out;
         }
     }
+    if (d->type == SHARD_FIELD_BOXES) {
+        rc = shard_err_set(err, SHARD_EINVAL, "'%s': boxes come from a COCO annotation file "
+                           "(--coco FILE)", spec);
+        goto out;
+    }
+    if ((d->type == SHARD_FIELD_MASK) != (d->classes_file != NULL)) {
+        rc = shard_err_set(err, SHARD_EINVAL, d->classes_file
+                           ? "'%s': only a mask field takes classes=FILE"
+                           : "'%s': a mask field needs classes=FILE (the class of each value)",
+                           spec);
+        goto out;
+    }
     if (!from) {  /* the table's column of that name, or the sidecar .NAME */
-        if (table)
+        if (table && d->type != SHARD_FIELD_MASK)
             d->column = copy(d->name, strlen(d->name));
         else if ((d->sidecar = malloc(strlen(d->name) + 2)))
             snprintf(d->sidecar, strlen(d->name) + 2, ".%s", d->name);
-    } else if (from[0] == '.') {
+    } else if (from[0] == '.' || from[0] == '_') {
         if (from_len < 2 || memchr(from, '/', from_len)) {
-            rc = shard_err_set(err, SHARD_EINVAL, "'%s': a sidecar suffix is '.' and a name "
-                               "without '/' (from=.txt)", spec);
+            rc = shard_err_set(err, SHARD_EINVAL, "'%s': a sidecar suffix is '.' or '_' and a "
+                               "name without '/' (from=.txt, from=_mask.png)", spec);
             goto out;
         }
         d->sidecar = copy(from, from_len);
+    } else if (d->type == SHARD_FIELD_MASK) {
+        rc = shard_err_set(err, SHARD_EINVAL, "'%s': a mask comes from a sidecar image "
+                           "(from=_mask.png)", spec);
+        goto out;
     } else {
         if (!table) {
             rc = shard_err_set(err, SHARD_EINVAL, "'%s': from=%.*s names a column, and there "

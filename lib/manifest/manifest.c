@@ -52,16 +52,15 @@ void shard_config_release(struct shard_config *c)
         return;
     free(c->labels);
     c->labels = NULL;
-    for (uint32_t i = 0; c->fields && i < c->field_count; i++) {
-        free(c->fields[i].name);
-        free(c->fields[i].sidecar);
-        free(c->fields[i].column);
-    }
+    for (uint32_t i = 0; c->fields && i < c->field_count; i++)
+        shard_field_decl_release(&c->fields[i]);
     free(c->fields);
     c->fields = NULL;
     c->field_count = 0;
     free(c->annotations);
     c->annotations = NULL;
+    free(c->coco);
+    c->coco = NULL;
 }
 
 uint16_t shard_config_format_version(const struct shard_config *c)
@@ -105,9 +104,20 @@ static json_t *field_decl_to_json(const struct shard_field_decl *d)
               json_object_set_new(o, "type", json_string(type));
     if (d->sidecar)
         bad |= json_object_set_new(o, "sidecar", json_string(d->sidecar));
+    else if (d->coco)
+        bad |= json_object_set_new(o, "coco", json_string(d->coco));
     else
         bad |= json_object_set_new(o, "column", json_string(d->column ? d->column : ""));
     bad |= json_object_set_new(o, "required", json_boolean(d->required));
+    if (d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK) {
+        json_t *classes = json_array();
+        bad |= !classes;
+        for (uint32_t i = 0; classes && i < d->class_count; i++)
+            bad |= json_array_append_new(classes, json_pack("{s:I, s:s}", "id",
+                                                            (json_int_t)d->classes[i].id,
+                                                            "name", d->classes[i].name));
+        bad |= json_object_set_new(o, "classes", classes);
+    }
     if (bad) {
         json_decref(o);
         return NULL;
@@ -149,6 +159,8 @@ static json_t *config_to_json(const struct shard_config *c)
         bad |= json_object_set_new(o, "fields", fields);
         if (c->annotations)
             bad |= json_object_set_new(o, "annotations", json_string(c->annotations));
+        if (c->coco)
+            bad |= json_object_set_new(o, "coco", json_string(c->coco));
         bad |= sk_jsonkey_set_uint(o, "max_field_bytes", c->max_field_bytes);
     }
     if (bad) {
@@ -459,15 +471,55 @@ static int config_base_from_json(const json_t *o, struct shard_config *c, struct
 
 /* config.fields[i] into *d (zeroed): 0, SHARD_ENOMEM or SHARD_ECORRUPT
  * naming it. */
+/* config.fields[i].classes (a BOXES or MASK field's) into d: a non-empty
+ * array of {id, name}, ids increasing, names non-empty and unique.
+ * 0, SHARD_ENOMEM or SHARD_ECORRUPT naming it. */
+static int field_classes_from_json(const json_t *a, size_t i, struct shard_field_decl *d,
+                                   struct shard_err *err)
+{
+    size_t n = json_array_size(a);
+    uint32_t max = d->type == SHARD_FIELD_MASK ? SHARD_MASK_CLASS_MAX : INT32_MAX;
+    if (!json_is_array(a) || n == 0 || n > SHARD_FIELD_CLASSES_MAX)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] (a %s field) "
+                             "needs \"classes\": 1..%u of {id, name}", i,
+                             shard_field_type_name(d->type), SHARD_FIELD_CLASSES_MAX);
+    if (!(d->classes = calloc(n, sizeof *d->classes)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        json_int_t id = -1;
+        const char *name = NULL;
+        json_error_t jerr;
+        if (json_unpack_ex(json_array_get(a, k), &jerr, JSON_STRICT, "{s:I, s:s}", "id", &id,
+                           "name", &name) != 0)
+            return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu].classes[%zu]: "
+                                 "%s", i, k, jerr.text);
+        if (id < 0 || id > (json_int_t)max || (k && id <= (json_int_t)d->classes[k - 1].id) ||
+            !name[0])
+            return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu].classes[%zu]: "
+                                 "ids must increase within 0..%u and names be non-empty", i, k,
+                                 max);
+        for (size_t j = 0; j < k; j++)
+            if (!strcmp(d->classes[j].name, name))
+                return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] names "
+                                     "class '%s' twice", i, name);
+        d->classes[k].id = (uint32_t)id;
+        if (!(d->classes[k].name = strdup(name)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        d->class_count = (uint32_t)(k + 1);
+    }
+    return SHARD_OK;
+}
+
 static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_decl *d,
                                 struct shard_err *err)
 {
-    const char *name = NULL, *type = NULL, *sidecar = NULL, *column = NULL;
+    const char *name = NULL, *type = NULL, *sidecar = NULL, *column = NULL, *coco = NULL;
+    json_t *classes = NULL;
     int required = 0;
     json_error_t jerr;
-    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT, "{s:s, s:s, s?s, s?s, s:b}", "name",
-                       &name, "type", &type, "sidecar", &sidecar, "column", &column, "required",
-                       &required) != 0)
+    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT, "{s:s, s:s, s?s, s?s, s?s, s:b, s?o}",
+                       "name", &name, "type", &type, "sidecar", &sidecar, "column", &column,
+                       "coco", &coco, "required", &required, "classes", &classes) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i,
                              jerr.text);
     struct shard_err e;
@@ -475,15 +527,27 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: bad name", i);
     if (shard_field_type_parse(type, &d->type, &d->length, &e))
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, e.msg);
-    if (!sidecar == !column || (sidecar && (sidecar[0] != '.' || !sidecar[1] ||
-                                            strchr(sidecar, '/'))) || (column && !column[0]))
+    if ((!!sidecar + !!column + !!coco) != 1 ||
+        (sidecar && ((sidecar[0] != '.' && sidecar[0] != '_') || !sidecar[1] ||
+                     strchr(sidecar, '/'))) || (column && !column[0]))
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] needs one "
-                             "source: a \"sidecar\" suffix or a \"column\"", i);
+                             "source: a \"sidecar\" suffix, a \"column\" or \"coco\"", i);
+    int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
+    if (coco && !((d->type == SHARD_FIELD_BOXES && !strcmp(coco, SHARD_COCO_BBOX)) ||
+                  (d->type == SHARD_FIELD_MASK && !strcmp(coco, SHARD_COCO_SEGMENTATION))))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: a boxes field "
+                             "takes \"coco\": \"bbox\", a mask \"segmentation\"", i);
+    if ((d->type == SHARD_FIELD_BOXES && !coco) || (d->type == SHARD_FIELD_MASK && column))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: a %s field "
+                             "cannot come from a %s", i, type, sidecar ? "sidecar" : "column");
+    if (!geometric && classes)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: only boxes and "
+                             "mask fields have classes", i);
     d->required = required;
     if (!(d->name = strdup(name)) || (sidecar && !(d->sidecar = strdup(sidecar))) ||
-        (column && !(d->column = strdup(column))))
+        (column && !(d->column = strdup(column))) || (coco && !(d->coco = strdup(coco))))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    return SHARD_OK;
+    return geometric ? field_classes_from_json(classes, i, d, err) : SHARD_OK;
 }
 
 /* The version 2 members of a config: fields, annotations, max_field_bytes. */
@@ -511,6 +575,18 @@ static int config_fields_from_json(const json_t *o, struct shard_config *c,
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.annotations is not a string");
     if (annotations && !(c->annotations = strdup(json_string_value(annotations))))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    const json_t *coco = json_object_get(o, "coco");
+    if (coco && !json_is_string(coco))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.coco is not a string");
+    if (coco && !(c->coco = strdup(json_string_value(coco))))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int from_coco = 0;
+    for (uint32_t i = 0; i < c->field_count; i++)
+        from_coco |= c->fields[i].coco != NULL;
+    if (from_coco != (c->coco != NULL))
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s", c->coco
+                             ? "coco names a COCO file that no field comes from"
+                             : "fields come from \"coco\" and config.coco is missing");
     int rc = sk_jsonkey_uint(o, "max_field_bytes", &c->max_field_bytes, err);
     return rc ? shard_err_prefix(err, rc, "manifest: config") : SHARD_OK;
 }
@@ -523,7 +599,8 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
     json_t *base = json_copy((json_t *)o);
     if (!base)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    static const char *const v2_members[] = {"fields", "annotations", "max_field_bytes"};
+    static const char *const v2_members[] = {"fields", "annotations", "coco",
+                                             "max_field_bytes"};
     int has_v2 = 0;
     for (size_t i = 0; i < sizeof v2_members / sizeof v2_members[0]; i++)
         has_v2 |= json_object_del(base, v2_members[i]) == 0;

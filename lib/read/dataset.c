@@ -529,12 +529,13 @@ static int fill_item(const struct shard_record_view *v, unsigned flags, struct s
 
 /* Whether value f of a record agrees with the manifest m: a declared field
  * of the declared type whose value is one of that type as the format
- * defines it (shard_field_check: UTF-8 text, one JSON value, finite floats,
- * a vector of the declared length); a label list's numbers below the label
- * count (that none is listed twice is left to shardcheck --deep).
- * 0 or SHARD_ECORRUPT. */
+ * defines it (shard_field_check_image: UTF-8 text, one JSON value, finite
+ * floats, a vector of the declared length, boxes inside the record's image
+ * and of declared classes, a mask of its size and declared values); a
+ * label list's numbers below the label count (that none is listed twice is
+ * left to shardcheck --deep).  0 or SHARD_ECORRUPT. */
 static int check_field(const struct shard_manifest *m, const struct shard_field_value *f,
-                       struct shard_err *err)
+                       const struct shard_record_meta *meta, struct shard_err *err)
 {
     const struct shard_config *c = &m->config;
     if (f->field >= c->field_count)
@@ -548,7 +549,8 @@ static int check_field(const struct shard_manifest *m, const struct shard_field_
                              shard_field_type_name(d->type));
     int rc = SHARD_OK;
     if (d->type != SHARD_FIELD_LABELS) {
-        rc = shard_field_check(d, f->data, f->len, m->label_count, err);
+        rc = shard_field_check_image(d, f->data, f->len, m->label_count, meta->width,
+                                     meta->height, err);
     } else {
         /* the decoder checked a multiple of 4 bytes */
         for (uint64_t i = 0; !rc && i < f->len; i += 4) {
@@ -585,7 +587,7 @@ static int fill_fields(const struct shard_manifest *m, const struct shard_record
     copy.fields = item->field_data.data;
     shard_record_fields(&copy, item->fields, v->field_count);
     for (uint32_t i = 0; i < v->field_count; i++)
-        if ((rc = check_field(m, &item->fields[i], err)))
+        if ((rc = check_field(m, &item->fields[i], &v->meta, err)))
             return rc;
     item->field_count = v->field_count;
     return SHARD_OK;

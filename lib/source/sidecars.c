@@ -35,10 +35,10 @@ int sk_sidecars_new(struct sk_sidecars **out, const char *const *suffixes, uint3
     }
     for (uint32_t i = 0; i < count; i++) {
         const char *x = suffixes[i];
-        if (x[0] != '.' || !x[1] || strchr(x, '/')) {
+        if ((x[0] != '.' && x[0] != '_') || !x[1] || strchr(x, '/')) {
             sk_sidecars_free(s);
-            return shard_err_set(err, SHARD_EINVAL, "a sidecar suffix is '.' and a name "
-                                 "without '/' ('.txt'), not '%s'", x);
+            return shard_err_set(err, SHARD_EINVAL, "a sidecar suffix is '.' or '_' and a name "
+                                 "without '/' ('.txt', '_mask.png'), not '%s'", x);
         }
         if (!(s->suffixes[i] = strdup(x))) {
             sk_sidecars_free(s);

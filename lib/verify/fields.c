@@ -5,7 +5,7 @@
  * checks that required fields are there and that counts.fields and
  * counts.sidecars equal what the lines name.  The deep pass then holds each
  * record's field area against the manifest (declared fields of their
- * declared types, values valid for them: shard_field_check), against its
+ * declared types, values valid for them: shard_field_check_image), against its
  * index line (the same fields present) and counts the fields the records
  * hold.
  *
@@ -30,11 +30,12 @@
 
 /* Whether a field's identity in the index lines is that of the value a
  * record stores: a text, json or bytes value is its source bytes unchanged,
- * and a table's value is identified by the value as stored. */
+ * and a table's or a COCO file's value is identified by the value as
+ * stored. */
 static int identity_is_stored(const struct shard_field_decl *d)
 {
     return d->type == SHARD_FIELD_TEXT || d->type == SHARD_FIELD_JSON ||
-           d->type == SHARD_FIELD_BYTES || d->column;
+           d->type == SHARD_FIELD_BYTES || d->column || d->coco;
 }
 
 int sk_verify_fields_begin(struct verify_run *v, struct shard_err *err)
@@ -210,7 +211,8 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
                           shard_field_type_name(fv->type) ? shard_field_type_name(fv->type)
                                                           : "an unknown type",
                           shard_field_type_name(d->type));
-        else if (shard_field_check(d, fv->data, fv->len, v->m->label_count, &e))
+        else if (shard_field_check_image(d, fv->data, fv->len, v->m->label_count, it->width,
+                                         it->height, &e))
             FIELD_PROBLEM("%s record %llu (key '%s'): field '%s': %s", file,
                           (unsigned long long)it->record, q, d->name, e.msg);
         uint64_t *slot = v->field_xxh3 + g * v->field_count + fv->field;

@@ -44,14 +44,15 @@ enum {
 #define MKDS_VALUE_MAX 128
 
 static const struct shard_field_decl mkds_field_decls[MKDS_FIELDS] = {
-    {"caption", SHARD_FIELD_TEXT, 0, ".txt", NULL, 0},
-    {"meta", SHARD_FIELD_JSON, 0, ".json", NULL, 0},
-    {"score", SHARD_FIELD_INT, 0, NULL, "score", 0},
-    {"weight", SHARD_FIELD_FLOAT, 0, NULL, "weight", 0},
-    {"emb", SHARD_FIELD_FLOAT32, MKDS_EMB_LEN, ".emb", NULL, 0},
-    {"ids", SHARD_FIELD_INT64, MKDS_IDS_LEN, ".ids", NULL, 1},
-    {"tags", SHARD_FIELD_LABELS, 0, ".tags", NULL, 0},
-    {"blob", SHARD_FIELD_BYTES, 0, ".bin", NULL, 0},
+    {.name = "caption", .type = SHARD_FIELD_TEXT, .sidecar = ".txt"},
+    {.name = "meta", .type = SHARD_FIELD_JSON, .sidecar = ".json"},
+    {.name = "score", .type = SHARD_FIELD_INT, .column = "score"},
+    {.name = "weight", .type = SHARD_FIELD_FLOAT, .column = "weight"},
+    {.name = "emb", .type = SHARD_FIELD_FLOAT32, .length = MKDS_EMB_LEN, .sidecar = ".emb"},
+    {.name = "ids", .type = SHARD_FIELD_INT64, .length = MKDS_IDS_LEN, .sidecar = ".ids",
+     .required = 1},
+    {.name = "tags", .type = SHARD_FIELD_LABELS, .sidecar = ".tags"},
+    {.name = "blob", .type = SHARD_FIELD_BYTES, .sidecar = ".bin"},
 };
 
 static inline void mkds_le(uint8_t *p, uint64_t v, size_t bytes)

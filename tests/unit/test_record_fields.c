@@ -307,7 +307,7 @@ static void test_field_types_parse_as_written(void **state)
     }
     assert_string_equal(shard_field_type_name(SHARD_FIELD_LABELS), "labels");
     assert_null(shard_field_type_name((enum shard_field_type)0));
-    assert_null(shard_field_type_name((enum shard_field_type)9));
+    assert_null(shard_field_type_name((enum shard_field_type)11));
 }
 
 static void test_field_names(void **state)
@@ -475,12 +475,12 @@ static void make_config(struct shard_config *c)
     c->labels = strdup("none");
     c->field_count = 3;
     c->fields = calloc(3, sizeof *c->fields);
-    c->fields[0] = (struct shard_field_decl){strdup("caption"), SHARD_FIELD_TEXT, 0,
-                                             strdup(".txt"), NULL, 1};
-    c->fields[1] = (struct shard_field_decl){strdup("emb"), SHARD_FIELD_FLOAT32, 4, NULL,
-                                             strdup("embedding"), 0};
-    c->fields[2] = (struct shard_field_decl){strdup("meta"), SHARD_FIELD_JSON, 0,
-                                             strdup(".meta.json"), NULL, 0};
+    c->fields[0] = (struct shard_field_decl){.name = strdup("caption"), .type = SHARD_FIELD_TEXT,
+                                             .sidecar = strdup(".txt"), .required = 1};
+    c->fields[1] = (struct shard_field_decl){.name = strdup("emb"), .type = SHARD_FIELD_FLOAT32,
+                                             .length = 4, .column = strdup("embedding")};
+    c->fields[2] = (struct shard_field_decl){.name = strdup("meta"), .type = SHARD_FIELD_JSON,
+                                             .sidecar = strdup(".meta.json")};
     c->annotations = strdup("file:ann.jsonl:0123456789abcdef");
     c->max_field_bytes = 1000;
 }

@@ -1,0 +1,354 @@
+/* test_boxes_format.c - the boxes and mask field types in the format: their
+ * type numbers and names, the sizes a record accepts, shard_field_check_image
+ * on hand-made values, the declarations' classes in a manifest and the
+ * command line's syntax.  Values are built here byte by byte, as
+ * manifests/FORMAT.md lays them out, never by the code under test. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "shardkit.h"
+
+static void le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void lef32(uint8_t *p, float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    le32(p, bits);
+}
+
+/* One box as FORMAT.md lays it out: x0 y0 x1 y1 (f32), class (i32), flags (u32). */
+static void put_box(uint8_t *p, float x0, float y0, float x1, float y1, int32_t cls,
+                    uint32_t flags)
+{
+    lef32(p, x0);
+    lef32(p + 4, y0);
+    lef32(p + 8, x1);
+    lef32(p + 12, y1);
+    le32(p + 16, (uint32_t)cls);
+    le32(p + 20, flags);
+}
+
+static struct shard_field_class person_car[] = {{1, "person"}, {3, "car"}};
+static struct shard_field_class voc[] = {{0, "background"}, {1, "cat"}, {255, "void"}};
+static struct shard_field_class wide[] = {{0, "background"}, {300, "many"}};
+
+static void test_type_numbers_and_names(void **state)
+{
+    (void)state;
+    assert_int_equal(SHARD_FIELD_BOXES, 9);
+    assert_int_equal(SHARD_FIELD_MASK, 10);
+    assert_string_equal(shard_field_type_name(SHARD_FIELD_BOXES), "boxes");
+    assert_string_equal(shard_field_type_name(SHARD_FIELD_MASK), "mask");
+    assert_null(shard_field_type_name((enum shard_field_type)11));
+    enum shard_field_type t;
+    uint32_t length = 7;
+    struct shard_err err;
+    assert_int_equal(shard_field_type_parse("boxes", &t, &length, &err), 0);
+    assert_int_equal(t, SHARD_FIELD_BOXES);
+    assert_int_equal(length, 0);
+    assert_int_equal(shard_field_type_parse("mask", &t, &length, &err), 0);
+    assert_int_equal(t, SHARD_FIELD_MASK);
+    assert_int_equal(shard_field_type_parse("boxes[4]", &t, &length, &err), SHARD_EINVAL);
+}
+
+static void test_a_record_takes_whole_boxes_and_a_mask_header(void **state)
+{
+    (void)state;
+    struct shard_field_set set = {0};
+    struct shard_err err;
+    uint8_t bytes[48] = {0};
+    assert_int_equal(shard_field_set_add(&set, 0, SHARD_FIELD_BOXES, bytes, 48, &err), 0);
+    assert_int_equal(shard_field_set_add(&set, 1, SHARD_FIELD_BOXES, bytes, 0, &err), 0);
+    assert_int_equal(shard_field_set_add(&set, 2, SHARD_FIELD_BOXES, bytes, 20, &err),
+                     SHARD_EINVAL);
+    assert_int_equal(shard_field_set_add(&set, 3, SHARD_FIELD_MASK, bytes, 11, &err),
+                     SHARD_EINVAL);
+    assert_int_equal(shard_field_set_add(&set, 4, SHARD_FIELD_MASK, bytes, 13, &err), 0);
+    assert_int_equal(set.count, 3);
+    /* each entry's header carries its type number */
+    assert_int_equal(set.area.data[2], 9);
+    assert_int_equal(set.area.data[8 + 48 + 2], 9);
+    assert_int_equal(set.area.data[8 + 48 + 8 + 2], 10);
+    shard_field_set_release(&set);
+}
+
+static void test_boxes_are_checked_against_the_image(void **state)
+{
+    (void)state;
+    struct shard_field_decl d = {.name = "boxes", .type = SHARD_FIELD_BOXES,
+                                 .classes = person_car, .class_count = 2};
+    struct shard_err err;
+    uint8_t v[3 * SHARD_BOX_BYTES];
+    put_box(v, 0, 0, 640, 480, 1, 0);                     /* the whole image */
+    put_box(v + 24, 10.5f, 20.25f, 11, 21, 3, SHARD_BOX_CROWD);
+    put_box(v + 48, 100, 100, 200, 300, 1, 0);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err), 0);
+    assert_int_equal(shard_field_check_image(&d, v, 0, 0, 640, 480, &err), 0);  /* none */
+    /* outside the image: past the right edge, before the top */
+    put_box(v + 48, 100, 100, 640.5f, 300, 1, 0);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err),
+                     SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "box 2 (100, 100, 640.5, 300) is not inside the 640x480 image");
+    /* without the size, only what a box is by itself */
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), 0);
+    put_box(v + 48, 100, -1, 200, 300, 1, 0);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err),
+                     SHARD_ECORRUPT);
+    /* empty and reversed */
+    put_box(v + 48, 100, 100, 100, 300, 1, 0);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "box 2 (100, 100, 100, 300) is empty or reversed");
+    put_box(v + 48, 100, 300, 200, 100, 1, 0);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    put_box(v + 48, NAN, 100, 200, 300, 1, 0);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "box 2 has a coordinate that is not finite");
+    /* an undeclared class, a negative one, unknown flags */
+    put_box(v + 48, 100, 100, 200, 300, 2, 0);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "box 2 has class 2, which the field does not declare");
+    put_box(v + 48, 100, 100, 200, 300, -1, 0);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    put_box(v + 48, 100, 100, 200, 300, 3, 2);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "box 2 has unknown flags 0x2");
+    /* not whole boxes */
+    assert_int_equal(shard_field_check(&d, v, 25, 0, &err), SHARD_ECORRUPT);
+}
+
+/* A mask value: header, then values of `bytes` each. */
+static uint8_t *make_mask(uint32_t w, uint32_t h, uint32_t bytes, size_t *len)
+{
+    *len = SHARD_MASK_HEADER_BYTES + (size_t)w * h * bytes;
+    uint8_t *m = calloc(1, *len);
+    le32(m, w);
+    le32(m + 4, h);
+    m[8] = (uint8_t)bytes;
+    return m;
+}
+
+static void test_masks_are_checked_against_the_image_and_classes(void **state)
+{
+    (void)state;
+    struct shard_field_decl d = {.name = "seg", .type = SHARD_FIELD_MASK, .classes = voc,
+                                 .class_count = 3};
+    struct shard_err err;
+    assert_int_equal(shard_field_mask_value_bytes(&d), 1);
+    size_t len;
+    uint8_t *m = make_mask(4, 3, 1, &len);
+    uint8_t *px = m + SHARD_MASK_HEADER_BYTES;
+    px[0] = 1;
+    px[11] = 255;
+    assert_int_equal(shard_field_check_image(&d, m, len, 0, 4, 3, &err), 0);
+    /* another size than the image's */
+    assert_int_equal(shard_field_check_image(&d, m, len, 0, 3, 4, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "a 4x3 mask on a 3x4 image");
+    /* an undeclared value, named with its place */
+    px[6] = 2;
+    assert_int_equal(shard_field_check(&d, m, len, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "mask value 2 at (2, 1) is no declared class");
+    px[6] = 0;
+    /* sizes that do not add up, reserved bytes, the value size */
+    assert_int_equal(shard_field_check(&d, m, len - 1, 0, &err), SHARD_ECORRUPT);
+    m[10] = 1;
+    assert_int_equal(shard_field_check(&d, m, len, 0, &err), SHARD_ECORRUPT);
+    m[10] = 0;
+    m[8] = 2;
+    assert_int_equal(shard_field_check(&d, m, len, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "a mask of 2-byte values, declared 1");
+    free(m);
+
+    /* a class id above 255: two bytes per value, little-endian */
+    struct shard_field_decl w = {.name = "seg", .type = SHARD_FIELD_MASK, .classes = wide,
+                                 .class_count = 2};
+    assert_int_equal(shard_field_mask_value_bytes(&w), 2);
+    m = make_mask(2, 2, 2, &len);
+    px = m + SHARD_MASK_HEADER_BYTES;
+    px[2] = 300 & 0xff;
+    px[3] = 300 >> 8;
+    assert_int_equal(shard_field_check_image(&w, m, len, 0, 2, 2, &err), 0);
+    px[3] = 0;  /* 44 */
+    assert_int_equal(shard_field_check(&w, m, len, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "mask value 44 at (1, 0) is no declared class");
+    free(m);
+    assert_int_equal(shard_field_class_find(&w, 300), 1);
+    assert_int_equal(shard_field_class_find(&w, 299), -1);
+}
+
+/* A config with a boxes field from a COCO file and a mask from a sidecar. */
+static void make_config(struct shard_config *c)
+{
+    shard_config_init(c);
+    c->labels = strdup("none");
+    c->field_count = 2;
+    c->fields = calloc(2, sizeof *c->fields);
+    struct shard_field_decl *b = &c->fields[0], *m = &c->fields[1];
+    b->name = strdup("boxes");
+    b->type = SHARD_FIELD_BOXES;
+    b->coco = strdup("bbox");
+    b->class_count = 2;
+    b->classes = calloc(2, sizeof *b->classes);
+    b->classes[0] = (struct shard_field_class){1, strdup("person")};
+    b->classes[1] = (struct shard_field_class){90, strdup("toothbrush")};
+    m->name = strdup("seg");
+    m->type = SHARD_FIELD_MASK;
+    m->sidecar = strdup("_mask.png");
+    m->required = 1;
+    m->class_count = 2;
+    m->classes = calloc(2, sizeof *m->classes);
+    m->classes[0] = (struct shard_field_class){0, strdup("background")};
+    m->classes[1] = (struct shard_field_class){300, strdup("caf\xc3\xa9")};
+    c->coco = strdup("file:instances.json:0123456789abcdef");
+    c->max_field_bytes = 1000;
+}
+
+/* The manifest text of config c (samples none), malloc'd. */
+static char *dump(struct shard_config *c)
+{
+    struct shard_manifest m = {0};
+    m.config = *c;
+    m.source_kind = "directory";
+    uint64_t counts[2] = {0, 0};
+    m.field_samples = counts;
+    m.index_file = "index.jsonl";
+    struct shard_err err;
+    char *text;
+    assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
+    return text;
+}
+
+/* text with the first `from` replaced by `to` (the same length or not). */
+static char *edit(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    assert_non_null(at);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
+static void refused(const char *text, const char *from, const char *to, const char *why)
+{
+    char *bad = edit(text, from, to);
+    struct shard_manifest m;
+    struct shard_err err;
+    assert_int_equal(shard_manifest_load_buffer(bad, strlen(bad), &m, &err), SHARD_ECORRUPT);
+    if (!strstr(err.msg, why))
+        fail_msg("'%s' -> '%s': %s", from, to, err.msg);
+    free(bad);
+}
+
+static void test_classes_round_trip_through_the_manifest(void **state)
+{
+    (void)state;
+    struct shard_config c;
+    make_config(&c);
+    char *text = dump(&c);
+    assert_non_null(strstr(text, "\"coco\": \"bbox\""));
+    assert_non_null(strstr(text, "\"coco\": \"file:instances.json:0123456789abcdef\""));
+    assert_non_null(strstr(text, "\"sidecar\": \"_mask.png\""));
+    assert_non_null(strstr(text, "\"id\": 90"));
+    struct shard_manifest back;
+    struct shard_err err;
+    assert_int_equal(shard_manifest_load_buffer(text, strlen(text), &back, &err), 0);
+    const struct shard_field_decl *b = &back.config.fields[0], *m = &back.config.fields[1];
+    assert_int_equal(b->type, SHARD_FIELD_BOXES);
+    assert_string_equal(b->coco, "bbox");
+    assert_null(b->sidecar);
+    assert_int_equal(b->class_count, 2);
+    assert_int_equal(b->classes[1].id, 90);
+    assert_string_equal(b->classes[1].name, "toothbrush");
+    assert_int_equal(m->type, SHARD_FIELD_MASK);
+    assert_string_equal(m->sidecar, "_mask.png");
+    assert_true(m->required);
+    assert_string_equal(m->classes[1].name, "caf\xc3\xa9");
+    assert_string_equal(back.config.coco, "file:instances.json:0123456789abcdef");
+    char *again;
+    assert_int_equal(shard_manifest_dump(&back, &again, &err), 0);
+    assert_string_equal(text, again);
+    free(again);
+    shard_manifest_release(&back);
+
+    refused(text, "\"id\": 90", "\"id\": 1", "ids must increase");
+    refused(text, "\"id\": 300", "\"id\": 65536", "ids must increase within 0..65535");
+    refused(text, "\"name\": \"toothbrush\"", "\"name\": \"person\"", "names class 'person' twice");
+    refused(text, "\"name\": \"toothbrush\"", "\"name\": \"\"", "names be non-empty");
+    refused(text, "\"coco\": \"bbox\"", "\"coco\": \"segmentation\"", "a boxes field takes");
+    refused(text, "\"coco\": \"bbox\"", "\"sidecar\": \".box\"", "cannot come from a sidecar");
+    refused(text, "\"coco\": \"file:", "\"cocoa\": \"file:", "config.coco is missing");
+    refused(text, "\"type\": \"mask\"", "\"type\": \"text\"", "only boxes and mask fields");
+    /* without classes */
+    json_t *j = json_loads(text, 0, NULL);
+    json_object_del(json_array_get(json_object_get(json_object_get(j, "config"), "fields"), 0),
+                    "classes");
+    char *none = json_dumps(j, JSON_INDENT(2));
+    json_decref(j);
+    struct shard_manifest loaded;
+    assert_int_equal(shard_manifest_load_buffer(none, strlen(none), &loaded, &err), SHARD_ECORRUPT);
+    assert_non_null(strstr(err.msg, "needs \"classes\""));
+    free(none);
+    free(text);
+    shard_config_release(&c);
+}
+
+static void test_the_command_line_declares_masks_with_classes(void **state)
+{
+    (void)state;
+    struct shard_field_decl d;
+    struct shard_err err;
+    assert_int_equal(shard_field_decl_parse("seg=mask,from=_mask.png,classes=voc.txt,required",
+                                            0, &d, &err), 0);
+    assert_int_equal(d.type, SHARD_FIELD_MASK);
+    assert_string_equal(d.sidecar, "_mask.png");
+    assert_string_equal(d.classes_file, "voc.txt");
+    assert_true(d.required);
+    shard_field_decl_release(&d);
+    /* with a table, a mask still comes from its sidecar */
+    assert_int_equal(shard_field_decl_parse("seg=mask,classes=c.json", 1, &d, &err), 0);
+    assert_string_equal(d.sidecar, ".seg");
+    assert_null(d.column);
+    shard_field_decl_release(&d);
+    assert_int_equal(shard_field_decl_parse("seg=mask,from=_mask.png", 0, &d, &err),
+                     SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "needs classes=FILE"));
+    assert_int_equal(shard_field_decl_parse("t=text,classes=c.json", 0, &d, &err), SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "only a mask field takes classes=FILE"));
+    assert_int_equal(shard_field_decl_parse("b=boxes", 0, &d, &err), SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "--coco FILE"));
+    assert_int_equal(shard_field_decl_parse("seg=mask,from=col,classes=c.json", 1, &d, &err),
+                     SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "from a sidecar image"));
+    /* an '_' suffix serves any type; a '/' in it none */
+    assert_int_equal(shard_field_decl_parse("t=text,from=_caption.txt", 0, &d, &err), 0);
+    assert_string_equal(d.sidecar, "_caption.txt");
+    shard_field_decl_release(&d);
+    assert_int_equal(shard_field_decl_parse("t=text,from=_a/b", 0, &d, &err), SHARD_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_type_numbers_and_names),
+        cmocka_unit_test(test_a_record_takes_whole_boxes_and_a_mask_header),
+        cmocka_unit_test(test_boxes_are_checked_against_the_image),
+        cmocka_unit_test(test_masks_are_checked_against_the_image_and_classes),
+        cmocka_unit_test(test_classes_round_trip_through_the_manifest),
+        cmocka_unit_test(test_the_command_line_declares_masks_with_classes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

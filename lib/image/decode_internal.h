@@ -135,4 +135,13 @@ int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_opt
                      struct shard_image *out, int *orientation, char *warning,
                      struct shard_err *err);
 
+/* A grey or palette PNG's stored numbers, not its colours (a mask of class
+ * ids): out gets channels 1 (palette indices, grey of 1..8 bits, unscaled)
+ * or 2 (16-bit grey, each value little-endian).  No orientation is applied
+ * (an eXIf chunk is ignored) and nothing is composited.  The same limits,
+ * damage rules and warnings as sk_decode_png; SHARD_ENOTIMAGE when data is
+ * no PNG, SHARD_EUNSUPPORTED for colour or alpha. */
+int sk_decode_png_values(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                         struct shard_image *out, char *warning, struct shard_err *err);
+
 #endif

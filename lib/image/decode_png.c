@@ -286,16 +286,28 @@ static void request_rgb8(png_structp png, png_infop info, const uint8_t backgrou
     png_read_update_info(png, info);
 }
 
+/* Transformations that give each pixel's stored number: a palette index
+ * (not its colour) or a grey level, unscaled (a 2-bit grey 3 stays 3), one
+ * byte each, or two for a 16-bit grey.  1 when the PNG holds such numbers,
+ * 0 for colour or alpha images. */
+static int request_values(png_structp png, png_infop info)
+{
+    int color_type = png_get_color_type(png, info);
+    if (color_type != PNG_COLOR_TYPE_GRAY && color_type != PNG_COLOR_TYPE_PALETTE)
+        return 0;
+    if (png_get_bit_depth(png, info) < 8)
+        png_set_packing(png);
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    return 1;
+}
+
 /* ---- decoding ------------------------------------------------------------------ */
 
-static int decode_guarded(struct png_session *s, const struct shard_decode_options *o,
-                          struct shard_image *out, int *orientation, struct shard_err *err)
+/* Limits and chunk handling common to both decodes (see the top). */
+static void session_setup(struct png_session *s, const struct shard_decode_options *o)
 {
     png_structp png = s->png;
-    png_infop info = s->info;
-    if (setjmp(png_jmpbuf(png)))
-        return shard_err_set(err, s->code ? s->code : SHARD_ECORRUPT, "%s", s->reason);
-
     uint32_t side_max = PNG_UINT_31_MAX;
     if (o->max_pixels && o->max_pixels < side_max)
         side_max = (uint32_t)o->max_pixels;
@@ -308,7 +320,16 @@ static int decode_guarded(struct png_session *s, const struct shard_decode_optio
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
     png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_AS_DEFAULT, (png_const_bytep) "eXIf", 1);
     png_set_read_fn(png, s, on_read);
+}
 
+static int decode_guarded(struct png_session *s, const struct shard_decode_options *o,
+                          struct shard_image *out, int *orientation, struct shard_err *err)
+{
+    png_structp png = s->png;
+    png_infop info = s->info;
+    if (setjmp(png_jmpbuf(png)))
+        return shard_err_set(err, s->code ? s->code : SHARD_ECORRUPT, "%s", s->reason);
+    session_setup(s, o);
     png_read_info(png, info);
     uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     *orientation = find_orientation(s);
@@ -337,9 +358,55 @@ static int decode_guarded(struct png_session *s, const struct shard_decode_optio
     return SHARD_OK;
 }
 
-int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                     struct shard_image *out, int *orientation, char *warning,
-                     struct shard_err *err)
+/* The values of a grey or palette PNG into out (channels: bytes per value,
+ * 16-bit values little-endian). */
+static int decode_values_guarded(struct png_session *s, const struct shard_decode_options *o,
+                                 struct shard_image *out, struct shard_err *err)
+{
+    png_structp png = s->png;
+    png_infop info = s->info;
+    if (setjmp(png_jmpbuf(png)))
+        return shard_err_set(err, s->code ? s->code : SHARD_ECORRUPT, "%s", s->reason);
+    session_setup(s, o);
+    png_read_info(png, info);
+    uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
+    if (!request_values(png, info))
+        return shard_err_set(err, SHARD_EUNSUPPORTED, "a PNG of colour type %d (%s), not grey "
+                             "or palette values", png_get_color_type(png, info),
+                             png_get_color_type(png, info) & PNG_COLOR_MASK_ALPHA
+                                 ? "with alpha" : "RGB");
+    uint32_t bytes = png_get_bit_depth(png, info) == 16 ? 2 : 1;
+    if (png_get_channels(png, info) != 1 || png_get_rowbytes(png, info) != (size_t)w * bytes)
+        return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: PNG layout (color type %d)",
+                             png_get_color_type(png, info));
+    int rc = shard_image_alloc(out, w, h, bytes, err);
+    if (rc)
+        return rc;
+    s->rows = malloc((size_t)h * sizeof *s->rows);
+    if (!s->rows)
+        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %u PNG row pointers", h);
+    for (uint32_t y = 0; y < h; y++)
+        s->rows[y] = out->pixels + (size_t)y * out->stride;
+    png_read_image(png, s->rows);
+    png_read_end(png, NULL);
+    if (s->mem_refused || s->mem_failed)
+        png_error(png, "out of memory");
+    if (s->lossy[0])
+        return shard_err_set(err, SHARD_ECORRUPT, "%s", s->lossy);
+    for (uint32_t y = 0; bytes == 2 && y < h; y++) {  /* PNG's big-endian to little */
+        uint8_t *p = out->pixels + (size_t)y * out->stride;
+        for (uint32_t x = 0; x < w; x++, p += 2) {
+            uint8_t t = p[0];
+            p[0] = p[1];
+            p[1] = t;
+        }
+    }
+    return SHARD_OK;
+}
+
+static int decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                      struct shard_image *out, int *orientation, char *warning, int values,
+                      struct shard_err *err)
 {
     *orientation = SHARD_ORIENTATION_NORMAL;
     warning[0] = '\0';
@@ -361,7 +428,8 @@ int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_opt
         s.info = png_create_info_struct(s.png);
     int rc;
     if (s.png && s.info)
-        rc = decode_guarded(&s, o, out, orientation, err);
+        rc = values ? decode_values_guarded(&s, o, out, err)
+                    : decode_guarded(&s, o, out, orientation, err);
     else if (s.mem_refused)
         rc = shard_err_set(err, SHARD_ELIMIT, MEMORY_LIMIT_FMT,
                            (unsigned long long)s.mem_cap);
@@ -373,4 +441,20 @@ int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_opt
     free(s.rows);
     free(s.exif);
     return rc;
+}
+
+int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                  struct shard_image *out, int *orientation, char *warning,
+                  struct shard_err *err)
+{
+    return decode_png(data, len, o, out, orientation, warning, 0, err);
+}
+
+int sk_decode_png_values(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                         struct shard_image *out, char *warning, struct shard_err *err)
+{
+    int orientation;
+    if (len < 8 || shard_sniff(data, len) != SHARD_FORMAT_PNG)
+        return shard_err_set(err, SHARD_ENOTIMAGE, "not a PNG");
+    return decode_png(data, len, o, out, &orientation, warning, 1, err);
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "shardkit/manifest.h"
 #include "shardkit/source.h"
 #include "util/fsutil.h"
 
@@ -339,5 +340,62 @@ uint64_t sk_links_item_ordinal(const struct sk_links *l, uint64_t item);
  * A source is never itself a candidate listed here, so copies may be
  * applied in any order. */
 int sk_links_next_copy(const struct sk_links *l, uint64_t *pos, struct sk_link_copy *out);
+
+/* ---- COCO annotation files (coco.c) ----------------------------------------
+ *
+ * An instances_*.json file: "images" ({id, file_name, width?, height?}),
+ * "annotations" ({image_id, bbox [x, y, width, height], category_id,
+ * iscrowd?, segmentation: polygons or RLE}) and "categories" ({id, name}).
+ * An image is a sample's when its file_name is the sample's key.  Boxes,
+ * polygons and RLE are in the pixels of the file as stored (before EXIF
+ * orientation), the frame COCO's width and height describe. */
+
+struct sk_coco;
+
+/* Read and index the file.  SHARD_EINVAL naming the file for one that is
+ * not such a file as a whole (not JSON, no categories, two images of one
+ * file_name or id, ...), an error reading it, or SHARD_ENOMEM. */
+int sk_coco_load(struct sk_coco **out, const char *path, struct shard_err *err);
+void sk_coco_free(struct sk_coco *c);  /* accepts NULL */
+/* "file:<basename>:<xxh3 of its bytes>" (owned by c). */
+const char *sk_coco_describe(const struct sk_coco *c);
+/* The categories, by increasing id (owned by c). */
+const struct shard_field_class *sk_coco_categories(const struct sk_coco *c, uint32_t *count);
+uint64_t sk_coco_image_count(const struct sk_coco *c);
+uint64_t sk_coco_annotation_count(const struct sk_coco *c);
+/* The image whose file_name is key[0..len): its number, or -1. */
+int64_t sk_coco_image(const struct sk_coco *c, const char *key, size_t len);
+/* The images whose file_name is none of `keys`, and the annotations of no
+ * image of `keys` (those too whose image_id is no image's).  0 or
+ * SHARD_ENOMEM. */
+int sk_coco_unmatched(const struct sk_coco *c, const struct shard_keylist *keys,
+                      uint64_t *images, uint64_t *annotations, struct shard_err *err);
+
+/* A box of an annotation, in the stored pixels: x0, y0, x1, y1. */
+struct sk_coco_box {
+    double b[4];
+    uint32_t cls;               /* its category id */
+    uint32_t flags;             /* SHARD_BOX_CROWD */
+};
+
+/* The boxes of image `image`, whose file is stored w x h, as struct
+ * sk_coco_box into out (replacing it), in the file's order: each bbox of
+ * positive size, inside the image (up to a pixel over an edge is taken as
+ * rounding and clipped), of a category of the file.  0, or SHARD_ECORRUPT
+ * with the reason (the sample is rejected: "annotation 12: bbox [...] is
+ * outside the 640x480 image", or the file's width and height are not the
+ * image's), or SHARD_ENOMEM.  Thread-safe. */
+int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
+                  struct shard_buf *out, struct shard_err *why);
+
+/* The mask of image `image` (stored w x h) into mask (w x h, `bytes` per
+ * value): 0 (background) where no annotation is, else the category id of
+ * the last annotation (in file order) whose segmentation covers the pixel;
+ * polygons and RLE rasterised as pycocotools does (coco_rle.h).  0, or
+ * SHARD_ECORRUPT naming the malformed annotation (a polygon of fewer than
+ * three points or a point outside the image, RLE of another size or whose
+ * counts do not cover it), or SHARD_ENOMEM.  Thread-safe. */
+int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
+                 uint32_t bytes, struct shard_image *mask, struct shard_err *why);
 
 #endif

@@ -88,7 +88,7 @@ static double pass(enum stage st, const struct shard_config *c, const struct sou
             uint32_t w, h;
             int rc = st == STAGE_DECODE
                          ? shard_decode_ex(src[i].data, src[i].len, &o, &img, &info, &err)
-                     : b ? sk_record_build(b, src[i].data, src[i].len, &payload, &w, &h, NULL,
+                     : b ? sk_record_build(b, src[i].data, src[i].len, &payload, &w, &h, NULL, NULL,
                                            &err)
                          : -1;
             bad += rc != 0;

@@ -102,7 +102,8 @@ static void convert(const uint8_t *data, size_t size)
     struct shard_err err;
     uint32_t w = 0, h = 0;
     char warning[SHARD_ERRMSG_SIZE];
-    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, &err) != 0) {
+    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, NULL,
+                        &err) != 0) {
         /* the decoder's picture box always lies inside its image */
         REQUIRE(strstr(err.msg, "resize: box") == NULL);
         return;

@@ -79,7 +79,7 @@ static void touch_fields(const struct shard_record_view *v)
         REQUIRE(f->data >= v->fields && f->data + f->len <= v->fields + v->fields_len);
         REQUIRE(i == 0 || f->field > values[i - 1].field);
         REQUIRE(shard_field_type_name(f->type) != NULL);
-        struct shard_field_decl decl = {"fuzzed", f->type, 0, ".x", NULL, 0};
+        struct shard_field_decl decl = {.name = "fuzzed", .type = f->type, .sidecar = ".x"};
         if (f->type == SHARD_FIELD_FLOAT32)
             decl.length = (uint32_t)(f->len / 4);
         if (f->type == SHARD_FIELD_INT64)

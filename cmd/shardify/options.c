@@ -53,14 +53,22 @@ static const char usage_text[] =
     "                        .zip ... directly in it is read, in name order, as part\n"
     "                        of one source; keys name their archive\n"
     "                        (00000.tar/000123.jpg); other files are ignored\n"
-    "  --field NAME=TYPE[,from=SOURCE][,required]\n"
+    "  --field NAME=TYPE[,from=SOURCE][,classes=FILE][,required]\n"
     "                        a field each sample carries besides its image (repeat\n"
     "                        for more); TYPE: text, json, int, float, float32[N],\n"
-    "                        int64[N], labels, bytes; SOURCE: a sidecar suffix\n"
-    "                        (from=.txt: a/0001.jpg's a/0001.txt) or a column of\n"
-    "                        --annotations (default: that column NAME, else the\n"
-    "                        sidecar .NAME); required: a sample without it is\n"
-    "                        rejected (default: it may be absent)\n"
+    "                        int64[N], labels, bytes, mask; SOURCE: a sidecar suffix\n"
+    "                        (from=.txt: a/0001.jpg's a/0001.txt; from=_mask.png:\n"
+    "                        a/0001_mask.png) or a column of --annotations (default:\n"
+    "                        that column NAME, else the sidecar .NAME); a mask is a\n"
+    "                        grey or palette PNG of class ids, resized and cropped\n"
+    "                        with its image, whose classes FILE lists (JSON names or\n"
+    "                        {id, name}, or a name a line); required: a sample\n"
+    "                        without it is rejected (default: it may be absent)\n"
+    "  --coco FILE           a COCO annotation file (instances_*.json): the field\n"
+    "                        \"boxes\" of each image its file_name names (bbox,\n"
+    "                        category_id, iscrowd), in the stored image's pixels\n"
+    "  --coco-mask           with --coco, also the field \"mask\": the annotations'\n"
+    "                        segmentation (polygons, RLE) as class ids\n"
     "  --annotations FILE    a table of per-sample values keyed by the sample's key:\n"
     "                        JSON Lines ({\"key\": ..., \"caption\": ...}) or CSV with\n"
     "                        a header row holding \"key\"\n"
@@ -124,7 +132,8 @@ enum {
     OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
     OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
     OPT_QUIET, OPT_VERSION, OPT_WORK_DIR, OPT_PART, OPT_PARTS, OPT_INCREMENTAL,
-    OPT_INCREMENTAL_OR_FULL, OPT_FIELD, OPT_ANNOTATIONS, OPT_MAX_FIELD_BYTES, OPT_ARCHIVES,
+    OPT_INCREMENTAL_OR_FULL, OPT_FIELD, OPT_ANNOTATIONS, OPT_COCO, OPT_COCO_MASK,
+    OPT_MAX_FIELD_BYTES, OPT_ARCHIVES,
 };
 
 static const struct option long_options[] = {
@@ -139,6 +148,8 @@ static const struct option long_options[] = {
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
+    {"coco", required_argument, NULL, OPT_COCO},
+    {"coco-mask", no_argument, NULL, OPT_COCO_MASK},
     {"max-field-bytes", required_argument, NULL, OPT_MAX_FIELD_BYTES},
     {"shuffle-seed", required_argument, NULL, OPT_SEED},
     {"no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE},
@@ -225,6 +236,12 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "give one --annotations table");
         o->run.annotations = optarg;
         break;
+    case OPT_COCO:
+        if (o->run.coco)
+            return cli_usage_error(PROG, "give one --coco file");
+        o->run.coco = optarg;
+        break;
+    case OPT_COCO_MASK: o->run.coco_mask = 1; break;
     case OPT_MAX_FIELD_BYTES:
         if (cli_parse_size(optarg, &cfg->max_field_bytes) || cfg->max_field_bytes == 0)
             return cli_usage_error(PROG, "--max-field-bytes: '%s' is not a size", optarg);
@@ -343,6 +360,8 @@ int options_parse(int argc, char **argv, struct options *o)
         !(o->run.labels && !strncmp(o->run.labels, "column:", 7)))
         return cli_usage_error(PROG, "--annotations is read by --field or --labels column:NAME, "
                                "and neither is given");
+    if (o->run.coco_mask && !o->run.coco)
+        return cli_usage_error(PROG, "--coco-mask needs --coco FILE");
     if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)
         return cli_usage_error(PROG, "--labels %s needs --annotations FILE", o->run.labels);
     if (o->run.labels) {

@@ -101,6 +101,15 @@ void report_write_json(const struct report *r, FILE *out)
         json_object_set_new(o, "annotation_rows", json_integer((json_int_t)s->annotation_rows));
         json_object_set_new(o, "annotation_rows_unmatched",
                             json_integer((json_int_t)s->annotation_rows_unmatched));
+        json_object_set_new(o, "coco_images", json_integer((json_int_t)s->coco_images));
+        json_object_set_new(o, "coco_images_unmatched",
+                            json_integer((json_int_t)s->coco_images_unmatched));
+        json_object_set_new(o, "coco_annotations",
+                            json_integer((json_int_t)s->coco_annotations));
+        json_object_set_new(o, "coco_annotations_unmatched",
+                            json_integer((json_int_t)s->coco_annotations_unmatched));
+        json_object_set_new(o, "boxes", json_integer((json_int_t)s->boxes));
+        json_object_set_new(o, "boxes_dropped", json_integer((json_int_t)s->boxes_dropped));
     }
     json_object_set_new(o, "rejects", rejects_json(s));
     json_object_set_new(o, "warnings", warnings_json(s));

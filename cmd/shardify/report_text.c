@@ -103,6 +103,15 @@ void report_write_text(const struct report *r, FILE *out)
         fprintf(out, "%s: %llu of the %llu rows of the annotation table name no file of '%s'\n",
                 PROG, (unsigned long long)s->annotation_rows_unmatched,
                 (unsigned long long)s->annotation_rows, r->src);
+    if (s->coco_images)
+        fprintf(out, "%s: COCO file: %llu of %llu images and %llu of %llu annotations name "
+                "no file of '%s'\n", PROG, (unsigned long long)s->coco_images_unmatched,
+                (unsigned long long)s->coco_images,
+                (unsigned long long)s->coco_annotations_unmatched,
+                (unsigned long long)s->coco_annotations, r->src);
+    if (s->boxes || s->boxes_dropped)
+        fprintf(out, "%s: %llu boxes stored, %llu left empty by the crop (not stored)\n", PROG,
+                (unsigned long long)s->boxes, (unsigned long long)s->boxes_dropped);
     if (r->options->parts)  /* a conversion in parts: this is one of them */
         fprintf(out, "%s: part %u of %u is in '%s/%s/%u-of-%u'; once all %u are: shardify "
                 "merge '%s'\n", PROG, r->options->part, r->options->parts, r->dst,

@@ -133,6 +133,9 @@ SHARD_API int shard_field_name_valid(const char *name);
  * SHARD_FORMAT_VERSION (the same numbers serve the manifest and shards). */
 SHARD_API uint16_t shard_config_format_version(const struct shard_config *c);
 
+/* 1 when the config declares a BOXES field. */
+SHARD_API int shard_config_has_boxes(const struct shard_config *c);
+
 /* The field of that name: its number, or -1. */
 SHARD_API int32_t shard_config_field(const struct shard_config *c, const char *name);
 
@@ -271,6 +274,13 @@ struct shard_manifest {
     uint64_t orphan_count;      /* counts.orphans */
     uint64_t annotation_rows;   /* rows of the annotation table (counts.annotation_rows) */
     uint64_t annotation_rows_unmatched;  /* ... naming no candidate of the source */
+    /* With config.coco: its images and annotations, and those of no
+     * candidate of the source (counts.coco_*). */
+    uint64_t coco_images, coco_images_unmatched;
+    uint64_t coco_annotations, coco_annotations_unmatched;
+    /* With a boxes field: boxes stored, and boxes the --fit crop window
+     * left empty, not stored (counts.boxes, counts.boxes_dropped). */
+    uint64_t boxes, boxes_dropped;
 };
 
 /* Read and validate DST/manifest.json into *m (fields owned by m; release

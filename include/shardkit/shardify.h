@@ -125,6 +125,18 @@ struct shardify_options {
     const char *const *fields;
     uint32_t field_count;
     const char *annotations;
+    /* A COCO annotation file (instances_*.json), or NULL: its images are
+     * matched with the samples by file_name (= the key), and it declares
+     * the field "boxes" (type boxes: each annotation's bbox and category
+     * id, classes the file's categories), and with coco_mask also "mask"
+     * (type mask: the annotations' segmentation rasterised, 0 where none;
+     * classes "background" 0 and the categories), after the --field ones.
+     * Boxes and masks, like mask fields from sidecars, go through the
+     * image's orientation, resize and crop (manifests/FORMAT.md "Boxes and
+     * masks"); they need a directory or S3 source and a full run (no
+     * archives, no incremental run). */
+    const char *coco;
+    int coco_mask;
     /* SRC is a directory of archives (WebDataset's tar shards, as
      * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
      * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as
@@ -199,6 +211,15 @@ struct shardify_summary {
     uint64_t orphans;
     uint64_t annotation_rows;
     uint64_t annotation_rows_unmatched;
+    /* With a COCO file: its images and annotations, and those of no file of
+     * SRC; with a boxes field: boxes stored, and those the --fit crop
+     * window left empty (not stored). */
+    uint64_t coco_images;
+    uint64_t coco_images_unmatched;
+    uint64_t coco_annotations;
+    uint64_t coco_annotations_unmatched;
+    uint64_t boxes;
+    uint64_t boxes_dropped;
 };
 
 /* Convert SRC into DST.  SRC is a directory, an archive file or an

@@ -2,6 +2,7 @@
  * parsing it, and the sample's field area (see fields.h). */
 #include "convert/fields.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,12 @@
 
 #include "util/clock.h"
 #include "util/endian.h"
+#include "util/fsutil.h"
 #include "util/quote.h"
+#include "image/decode_internal.h"
+#include "image/values.h"
 #include "manifest/field_parse.h"
+#include "record/record_build.h"
 #include "source/source_internal.h"
 
 #define SIDECAR_PREFIX "sidecar:"
@@ -61,6 +66,8 @@ struct sk_field_plan {
     struct shard_buf arena;
     uint32_t *numbers;
     size_t numbers_len;
+    struct sk_coco *coco;             /* --coco, or NULL */
+    int geometric;                    /* a boxes or mask field: built once the image is */
 };
 
 void sk_field_plan_free(struct sk_field_plan *p)
@@ -80,18 +87,26 @@ void sk_field_plan_free(struct sk_field_plan *p)
     free(p->values);
     shard_buf_release(&p->arena);
     free(p->numbers);
+    sk_coco_free(p->coco);
     free(p);
 }
 
 /* ---- setting up ---------------------------------------------------------------- */
 
+/* The fields --coco declares after the --field ones. */
+static uint32_t coco_field_count(const struct shardify_options *o)
+{
+    return o->coco ? 1 + (o->coco_mask != 0) : 0;
+}
+
 static int parse_declarations(struct sk_field_plan *p, const struct shardify_options *o,
                               struct shard_config *c, struct shard_err *err)
 {
-    if (o->field_count > SHARD_FIELDS_MAX)
-        return shard_err_set(err, SHARD_EINVAL, "%u fields declared, at most %u", o->field_count,
+    uint32_t total = o->field_count + coco_field_count(o);
+    if (total > SHARD_FIELDS_MAX)
+        return shard_err_set(err, SHARD_EINVAL, "%u fields declared, at most %u", total,
                              SHARD_FIELDS_MAX);
-    c->fields = calloc(o->field_count ? o->field_count : 1, sizeof *c->fields);
+    c->fields = calloc(total ? total : 1, sizeof *c->fields);
     if (!c->fields)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (uint32_t i = 0; i < o->field_count; i++) {
@@ -104,6 +119,188 @@ static int parse_declarations(struct sk_field_plan *p, const struct shardify_opt
             return shard_err_set(err, SHARD_EINVAL, "--field '%s' is declared twice",
                                  c->fields[i].name);
     }
+    for (uint32_t k = 0; k < coco_field_count(o); k++) {
+        struct shard_field_decl *d = &c->fields[c->field_count];
+        int mask = k == 1;
+        d->type = mask ? SHARD_FIELD_MASK : SHARD_FIELD_BOXES;
+        if (!(d->name = strdup(mask ? "mask" : "boxes")) ||
+            !(d->coco = strdup(mask ? SHARD_COCO_SEGMENTATION : SHARD_COCO_BBOX)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        c->field_count++;
+        if (shard_config_field(c, d->name) != (int32_t)c->field_count - 1)
+            return shard_err_set(err, SHARD_EINVAL, "--coco declares the field '%s', and a "
+                                 "--field of that name is declared too", d->name);
+    }
+    (void)p;
+    return SHARD_OK;
+}
+
+static int compare_classes(const void *pa, const void *pb)
+{
+    const struct shard_field_class *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* d->classes from classes[0..n) (names copied), sorted by id, checked:
+ * ids unique and at most `max`, names unique.  `what` names the source in
+ * messages. */
+static int set_classes(struct shard_field_decl *d, const struct shard_field_class *classes,
+                       size_t n, uint32_t max, const char *what, struct shard_err *err)
+{
+    if (n == 0 || n > SHARD_FIELD_CLASSES_MAX)
+        return shard_err_set(err, SHARD_EINVAL, "field '%s': %s lists %zu classes, not 1..%u",
+                             d->name, what, n, SHARD_FIELD_CLASSES_MAX);
+    if (!(d->classes = calloc(n, sizeof *d->classes)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        d->classes[i].id = classes[i].id;
+        if (!(d->classes[i].name = strdup(classes[i].name)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        d->class_count = (uint32_t)(i + 1);
+    }
+    qsort(d->classes, n, sizeof *d->classes, compare_classes);
+    for (size_t i = 0; i < n; i++) {
+        if (d->classes[i].id > max)
+            return shard_err_set(err, SHARD_EINVAL, "field '%s': class id %u of %s is above "
+                                 "%u", d->name, d->classes[i].id, what, max);
+        if (i && d->classes[i].id == d->classes[i - 1].id)
+            return shard_err_set(err, SHARD_EINVAL, "field '%s': %s gives class id %u twice",
+                                 d->name, what, d->classes[i].id);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(d->classes[i].name, d->classes[j].name))
+                return shard_err_set(err, SHARD_EINVAL, "field '%s': %s names class '%s' "
+                                     "twice", d->name, what, d->classes[i].name);
+    }
+    return SHARD_OK;
+}
+
+static int utf8_valid(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
+        if (!n)
+            return 0;
+        i += n;
+    }
+    return 1;
+}
+
+/* A mask field's classes from classes=FILE: a JSON array of names (the id
+ * of each its position) or of {"id", "name"} objects (COCO's categories),
+ * or text with one name a line (the id of each its line, from 0). */
+static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
+{
+    struct shard_buf text = {0};
+    int rc = sk_fs_read_file(AT_FDCWD, d->classes_file, &text, err);
+    if (rc)
+        return shard_err_prefix(err, rc, "field '%s': cannot read classes file '%s'", d->name,
+                                d->classes_file);
+    char what[SHARD_ERRMSG_SIZE / 2];
+    snprintf(what, sizeof what, "'%s'", d->classes_file);
+    struct shard_field_class *list = NULL;
+    size_t n = 0;
+    size_t i = 0;
+    while (i < text.len && strchr(" \t\r\n", text.data[i]))
+        i++;
+    json_t *j = NULL;
+    if (i < text.len && text.data[i] == '[') {
+        json_error_t jerr;
+        j = json_loadb((const char *)text.data, text.len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!j) {
+            rc = shard_err_set(err, SHARD_EINVAL, "field '%s': classes file %s: line %d column "
+                               "%d: %s", d->name, what, jerr.line, jerr.column, jerr.text);
+            goto out;
+        }
+        n = json_array_size(j);
+        if (!(list = calloc(n ? n : 1, sizeof *list))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t k = 0; k < n; k++) {
+            const json_t *x = json_array_get(j, k);
+            const json_t *name = json_is_string(x) ? x : json_object_get(x, "name");
+            const json_t *id = json_is_string(x) ? NULL : json_object_get(x, "id");
+            if (!json_is_string(name) || !json_string_length(name) ||
+                strlen(json_string_value(name)) != json_string_length(name) ||
+                (!json_is_string(x) && (!json_is_integer(id) || json_integer_value(id) < 0 ||
+                                        json_integer_value(id) > SHARD_MASK_CLASS_MAX))) {
+                rc = shard_err_set(err, SHARD_EINVAL, "field '%s': classes file %s: element "
+                                   "%zu is neither a name nor {\"id\": 0..%u, \"name\"}",
+                                   d->name, what, k, SHARD_MASK_CLASS_MAX);
+                goto out;
+            }
+            list[k].id = id ? (uint32_t)json_integer_value(id) : (uint32_t)k;
+            list[k].name = (char *)json_string_value(name);
+        }
+    } else {
+        for (size_t k = 0; k < text.len; k++)
+            n += text.data[k] == '\n';
+        if (!(list = calloc(n + 1, sizeof *list)) ||
+            shard_buf_append(&text, "", 1, err)) {  /* a NUL after the text */
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+        n = 0;
+        for (char *line = (char *)text.data; *line;) {
+            char *end = strchr(line, '\n');
+            if (end)
+                *end = '\0';
+            size_t len = strlen(line);
+            if (len && line[len - 1] == '\r')
+                line[--len] = '\0';
+            if (!len || !utf8_valid(line, len)) {
+                rc = shard_err_set(err, SHARD_EINVAL, "field '%s': classes file %s: line %zu is "
+                                   "no class name", d->name, what, n + 1);
+                goto out;
+            }
+            list[n].id = (uint32_t)n;
+            list[n].name = line;
+            n++;
+            line = end ? end + 1 : line + len;
+        }
+    }
+    rc = set_classes(d, list, n, SHARD_MASK_CLASS_MAX, what, err);
+out:
+    json_decref(j);
+    free(list);
+    shard_buf_release(&text);
+    return rc;
+}
+
+/* The classes of the boxes and mask fields (declared by then). */
+static int set_field_classes(struct sk_field_plan *p, struct shard_config *c,
+                             struct shard_err *err)
+{
+    uint32_t ncat = 0;
+    const struct shard_field_class *cats = p->coco ? sk_coco_categories(p->coco, &ncat) : NULL;
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        struct shard_field_decl *d = &c->fields[f];
+        int rc = SHARD_OK;
+        if (d->type == SHARD_FIELD_BOXES) {
+            rc = set_classes(d, cats, ncat, INT32_MAX, "the COCO file's categories", err);
+        } else if (d->type == SHARD_FIELD_MASK && d->coco) {
+            /* background 0, then the categories */
+            struct shard_field_class *all = calloc(ncat + 1, sizeof *all);
+            if (!all)
+                return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            all[0] = (struct shard_field_class){0, "background"};
+            memcpy(all + 1, cats, ncat * sizeof *cats);
+            if (ncat && cats[0].id == 0)
+                rc = shard_err_set(err, SHARD_EINVAL, "field 'mask': the COCO file's category "
+                                   "'%s' has id 0, the mask's background", cats[0].name);
+            else
+                rc = set_classes(d, all, ncat + 1, SHARD_MASK_CLASS_MAX,
+                                 "the COCO file's categories", err);
+            free(all);
+        } else if (d->type == SHARD_FIELD_MASK) {
+            rc = read_classes_file(d, err);
+        }
+        if (rc)
+            return rc;
+        free(d->classes_file);  /* the manifest keeps the classes themselves */
+        d->classes_file = NULL;
+        p->geometric |= d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
+    }
     return SHARD_OK;
 }
 
@@ -113,7 +310,10 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
     *out = NULL;
     int class_sidecar = labels && !strncmp(labels, SIDECAR_PREFIX, strlen(SIDECAR_PREFIX));
     int class_column = labels && !strncmp(labels, COLUMN_PREFIX, strlen(COLUMN_PREFIX));
-    if (!o->field_count && !class_sidecar && !class_column) {
+    if (o->coco_mask && !o->coco)
+        return shard_err_set(err, SHARD_EINVAL, "--coco-mask rasterises the annotations of a "
+                             "--coco file, and none is given");
+    if (!o->field_count && !o->coco && !class_sidecar && !class_column) {
         if (o->annotations)
             return shard_err_set(err, SHARD_EINVAL, "--annotations is read for fields "
                                  "(--field NAME=TYPE) or labels (--labels column:NAME), and "
@@ -128,6 +328,11 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     p->config = c;
     int rc = parse_declarations(p, o, c, err);
+    if (!rc && o->coco && !(rc = sk_coco_load(&p->coco, o->coco, err)) &&
+        !(c->coco = strdup(sk_coco_describe(p->coco))))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc)
+        rc = set_field_classes(p, c, err);
     uint32_t n = c->field_count;
     const char **suffixes = calloc(n + 1, sizeof *suffixes);
     p->suffix_of = calloc(n ? n : 1, sizeof *p->suffix_of);
@@ -143,7 +348,7 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
         if (d->sidecar) {
             p->suffix_of[i] = nsuffixes;
             suffixes[nsuffixes++] = d->sidecar;
-        } else {
+        } else if (d->column) {
             p->col_of[i] = sk_annotation_column_want(p->cols, &p->ncols, d->column,
                                                      d->type == SHARD_FIELD_JSON);
         }
@@ -211,6 +416,23 @@ int sk_field_plan_table_unmatched(const struct sk_field_plan *p, const struct sh
 {
     *unmatched = 0;
     return p && p->table ? sk_annotations_unmatched(p->table, keys, unmatched, err) : SHARD_OK;
+}
+
+uint64_t sk_field_plan_coco_images(const struct sk_field_plan *p)
+{
+    return p && p->coco ? sk_coco_image_count(p->coco) : 0;
+}
+
+uint64_t sk_field_plan_coco_annotations(const struct sk_field_plan *p)
+{
+    return p && p->coco ? sk_coco_annotation_count(p->coco) : 0;
+}
+
+int sk_field_plan_coco_unmatched(const struct sk_field_plan *p, const struct shard_keylist *keys,
+                                 uint64_t *images, uint64_t *annotations, struct shard_err *err)
+{
+    *images = *annotations = 0;
+    return p && p->coco ? sk_coco_unmatched(p->coco, keys, images, annotations, err) : SHARD_OK;
 }
 
 /* ---- the bytes of a value --------------------------------------------------------- */
@@ -497,11 +719,214 @@ int sk_field_plan_number(struct sk_field_plan *p,
     return SHARD_OK;
 }
 
+/* ---- boxes and masks: through the image's geometry ----------------------------------- */
+
+int sk_field_plan_geometric(const struct sk_field_plan *p)
+{
+    return p && p->geometric;
+}
+
+/* One axis of a box from the upright source to the stored image: scaled,
+ * moved by the crop, clipped to [0, out]. */
+static void place_axis(double *lo, double *hi, uint32_t source, uint32_t scaled, uint32_t crop,
+                       uint32_t out)
+{
+    double s = (double)scaled / source;
+    *lo = *lo * s - crop;
+    *hi = *hi * s - crop;
+    *lo = *lo < 0 ? 0 : *lo > out ? out : *lo;
+    *hi = *hi < 0 ? 0 : *hi > out ? out : *hi;
+}
+
+static void put_f32(uint8_t *p, float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    put_le32(p, bits);
+}
+
+/* The stored boxes (FORMAT.md's 24 bytes each) of raw boxes in the source's
+ * stored pixels, through orientation, resize and crop; the empty ones are
+ * dropped and counted. */
+static int place_boxes(const struct shard_buf *raw, const struct sk_placement *pl,
+                       struct shard_buf *out, uint64_t *kept, uint64_t *dropped,
+                       struct shard_err *why)
+{
+    size_t n = raw->len / sizeof(struct sk_coco_box);
+    out->len = 0;
+    int rc = shard_buf_reserve(out, n * SHARD_BOX_BYTES + 1, why);
+    for (size_t i = 0; !rc && i < n; i++) {
+        struct sk_coco_box b;
+        memcpy(&b, raw->data + i * sizeof b, sizeof b);
+        sk_box_orient(b.b, pl->orientation, pl->stored_w, pl->stored_h);
+        place_axis(&b.b[0], &b.b[2], pl->source_w, pl->g.scaled_w, pl->g.crop_x, pl->g.out_w);
+        place_axis(&b.b[1], &b.b[3], pl->source_h, pl->g.scaled_h, pl->g.crop_y, pl->g.out_h);
+        float f[4] = {(float)b.b[0], (float)b.b[1], (float)b.b[2], (float)b.b[3]};
+        if (!(f[0] < f[2] && f[1] < f[3])) {  /* the crop window left nothing of it */
+            (*dropped)++;
+            continue;
+        }
+        uint8_t *q = out->data + out->len;
+        for (int k = 0; k < 4; k++)
+            put_f32(q + 4 * k, f[k]);
+        put_le32(q + 16, b.cls);
+        put_le32(q + 20, b.flags);
+        out->len += SHARD_BOX_BYTES;
+        (*kept)++;
+    }
+    return rc;
+}
+
+/* A mask value (header and values) from a mask in the source's stored
+ * pixels, through orientation, resize (nearest) and crop. */
+static int place_mask(const struct shard_image *raw, const struct sk_placement *pl,
+                      struct shard_buf *out, struct shard_err *why)
+{
+    struct shard_image upright = {0}, placed = {0};
+    const struct shard_image *from = raw;
+    int rc = SHARD_OK;
+    if (pl->orientation != 1) {
+        rc = sk_values_orient(raw, pl->orientation, &upright, why);
+        from = &upright;
+    }
+    const struct shard_geometry *g = &pl->g;
+    if (!rc)
+        rc = sk_values_nearest(from, 0, 0, from->width, from->height, g->scaled_w, g->scaled_h,
+                               g->crop_x, g->crop_y, g->out_w, g->out_h, 0, &placed, why);
+    size_t row = (size_t)placed.width * placed.channels;
+    out->len = 0;
+    if (!rc)
+        rc = shard_buf_reserve(out, SHARD_MASK_HEADER_BYTES + row * placed.height, why);
+    if (!rc) {
+        memset(out->data, 0, SHARD_MASK_HEADER_BYTES);
+        put_le32(out->data, placed.width);
+        put_le32(out->data + 4, placed.height);
+        out->data[8] = (uint8_t)placed.channels;
+        for (uint32_t y = 0; y < placed.height; y++)
+            memcpy(out->data + SHARD_MASK_HEADER_BYTES + y * row,
+                   placed.pixels + (size_t)y * placed.stride, row);
+        out->len = SHARD_MASK_HEADER_BYTES + row * placed.height;
+    }
+    shard_image_release(&upright);
+    shard_image_release(&placed);
+    return rc;
+}
+
+/* A mask image's values (a PNG of class ids, file `origin`) for field d, in
+ * d's value size, into mask: each value a declared class, the size the
+ * image's as stored.  0, SHARD_ECORRUPT with the reason, or SHARD_ENOMEM. */
+static int mask_from_png(const struct shard_config *c, const struct shard_field_decl *d,
+                         const uint8_t *data, size_t n, const char *origin,
+                         const struct sk_placement *pl, struct shard_image *mask,
+                         struct shard_err *why)
+{
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.max_pixels = c->max_pixels;
+    o.max_file_bytes = c->max_file_bytes;
+    struct shard_image png = {0};
+    char warning[SHARD_ERRMSG_SIZE];
+    struct shard_err e;
+    int rc = sk_decode_png_values(data, n, &o, &png, warning, &e);
+    if (rc) {
+        rc = rc == SHARD_ENOMEM ? rc : SHARD_ECORRUPT;
+        shard_err_set(why, rc, "field '%s': mask %s: %s", d->name, origin, e.msg);
+        goto out;
+    }
+    if (png.width != pl->stored_w || png.height != pl->stored_h) {
+        int swapped = png.width == pl->stored_h && png.height == pl->stored_w;
+        rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': mask %s is %ux%u, its image %ux%u%s",
+                           d->name, origin, png.width, png.height, pl->stored_w, pl->stored_h,
+                           swapped && pl->orientation >= 5
+                               ? " as stored (masks are in the stored pixels, before EXIF "
+                                 "orientation)"
+                               : "");
+        goto out;
+    }
+    uint32_t bytes = shard_field_mask_value_bytes(d);
+    if ((rc = shard_image_alloc(mask, png.width, png.height, bytes, why)))
+        goto out;
+    for (uint32_t y = 0; y < png.height && !rc; y++) {
+        const uint8_t *in = png.pixels + (size_t)y * png.stride;
+        uint8_t *q = mask->pixels + (size_t)y * mask->stride;
+        for (uint32_t x = 0; x < png.width; x++) {
+            uint32_t v = png.channels == 1 ? in[x] : get_le16(in + 2 * (size_t)x);
+            if (shard_field_class_find(d, v) < 0) {
+                rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': mask %s holds value %u at "
+                                   "(%u, %u), which is no declared class", d->name, origin, v,
+                                   x, y);
+                break;
+            }
+            q[x * bytes] = (uint8_t)v;
+            if (bytes == 2)
+                q[x * bytes + 1] = (uint8_t)(v >> 8);
+        }
+    }
+out:
+    shard_image_release(&png);
+    return rc;
+}
+
+/* The value of boxes or mask field f of candidate key[0..len) whose image
+ * went where pl says, into value: 1, 0 when the sample has none (*o then
+ * says where it was looked for), SHARD_ECORRUPT with a reason to reject the
+ * sample, or another error. */
+static int geometric_value(const struct sk_field_plan *p, uint32_t f, const char *key,
+                           size_t len, const struct sk_placement *pl, sk_sidecar_read_fn read,
+                           void *ctx, struct shard_buf *scratch, struct shard_buf *value,
+                           struct origin *o, struct sk_field_result *res,
+                           uint64_t *source_bytes, uint64_t *source_xxh3, struct shard_err *why)
+{
+    const struct shard_field_decl *d = &p->config->fields[f];
+    struct shard_image mask = {0};
+    int rc;
+    if (d->coco) {
+        int64_t image = sk_coco_image(p->coco, key, len);
+        if (image < 0) {
+            snprintf(o->text, sizeof o->text, "no image of the COCO file");
+            return 0;
+        }
+        struct shard_err e;
+        if (d->type == SHARD_FIELD_BOXES) {
+            rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, scratch, &e);
+            if (!rc)
+                rc = place_boxes(scratch, pl, value, &res->boxes, &res->boxes_dropped, &e);
+        } else {
+            rc = sk_coco_mask(p->coco, image, pl->stored_w, pl->stored_h,
+                              shard_field_mask_value_bytes(d), &mask, &e);
+            if (!rc)
+                rc = place_mask(&mask, pl, value, &e);
+        }
+        if (rc) {
+            shard_image_release(&mask);
+            return shard_err_set(why, rc, "field '%s': %s", d->name, e.msg);
+        }
+        *source_bytes = value->len;  /* identified by the value as stored */
+        *source_xxh3 = XXH3_64bits(value->data, value->len);
+        shard_image_release(&mask);
+        return 1;
+    }
+    const uint8_t *data;
+    size_t n;
+    int got = value_bytes(p, d->name, p->suffix_of[f], NONE, key, len, read, ctx, scratch, &data,
+                          &n, o, res, why);
+    if (got <= 0)
+        return got;
+    res->sidecars++;
+    *source_bytes = n;
+    *source_xxh3 = XXH3_64bits(data, n);
+    rc = mask_from_png(p->config, d, data, n, o->text, pl, &mask, why);
+    if (!rc)
+        rc = place_mask(&mask, pl, value, why);
+    shard_image_release(&mask);
+    return rc ? rc : 1;
+}
+
 /* ---- a sample's fields ---------------------------------------------------------------- */
 
 int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char *key,
-                        size_t len, sk_sidecar_read_fn read, void *ctx,
-                        struct shard_buf *scratch, struct shard_field_set *out,
+                        size_t len, const struct sk_placement *place, sk_sidecar_read_fn read,
+                        void *ctx, struct shard_buf *scratch, struct shard_field_set *out,
                         struct sk_field_result *res, struct shard_err *why)
 {
     shard_field_set_clear(out);
@@ -509,6 +934,10 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
     res->sidecars = 0;
     res->read_seconds = 0;
     res->bytes_read = 0;
+    res->boxes = res->boxes_dropped = 0;
+    if (p->geometric && !place)
+        return shard_err_set(why, SHARD_EINVAL, "boxes and masks are built once their image "
+                             "is converted");
     const struct shard_config *c = p->config;
     uint32_t labels_seen = 0;
     struct shard_buf value = {0};
@@ -550,6 +979,21 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
             }
             if (rc || !got)
                 continue;
+        } else if (d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK) {
+            got = geometric_value(p, f, key, len, place, read, ctx, scratch, &value, &o, res,
+                                  &source_bytes, &source_xxh3, why);
+            if (got < 0) {
+                rc = got;
+                break;
+            }
+            if (!got) {
+                if (d->required)
+                    rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s' is required: %s%s",
+                                       d->name, p->suffix_of[f] != NONE ? "no " : "", o.text);
+                continue;
+            }
+            data = value.data;
+            n = value.len;
         } else {
             got = value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read, ctx,
                               scratch, &data, &n, &o, res, why);

@@ -88,17 +88,34 @@ struct sk_field_result {
     uint32_t sidecars;          /* sidecar files stored */
     double read_seconds;        /* spent reading sidecar files */
     uint64_t bytes_read;        /* their bytes */
+    uint64_t boxes;             /* boxes stored */
+    uint64_t boxes_dropped;     /* boxes the crop window left empty */
 };
+
+struct sk_placement;
+
+/* 1 when a field is a boxes or mask field: its value follows the image's
+ * geometry, so sk_field_plan_build needs the image converted first. */
+int sk_field_plan_geometric(const struct sk_field_plan *p);
 
 /* The field area of candidate `cand` (key[0..len)) into `out` (cleared
  * first): each declared field's value from its sidecar (read with read(ctx,
- * ...), into `scratch`) or its table row, parsed and checked.  0; a reason
- * to reject the sample in *why with SHARD_ECORRUPT (a value that cannot be
- * taken, a required field missing, ...), naming the field and the file;
- * or SHARD_ENET/SHARD_EINTR/SHARD_ENOMEM (the run stops).  Thread-safe. */
+ * ...), into `scratch`), its table row or the COCO file, parsed and
+ * checked; boxes and masks placed where `place` (NULL without such fields)
+ * says the image went.  0; a reason to reject the sample in *why with
+ * SHARD_ECORRUPT (a value that cannot be taken, a required field missing,
+ * ...), naming the field and the file; or SHARD_ENET/SHARD_EINTR/
+ * SHARD_ENOMEM (the run stops).  Thread-safe. */
 int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char *key,
-                        size_t len, sk_sidecar_read_fn read, void *ctx,
-                        struct shard_buf *scratch, struct shard_field_set *out,
+                        size_t len, const struct sk_placement *place, sk_sidecar_read_fn read,
+                        void *ctx, struct shard_buf *scratch, struct shard_field_set *out,
                         struct sk_field_result *res, struct shard_err *why);
+
+/* The COCO file's images and annotations (0 without one), and those of no
+ * candidate of `keys`.  0 or SHARD_ENOMEM. */
+uint64_t sk_field_plan_coco_images(const struct sk_field_plan *p);
+uint64_t sk_field_plan_coco_annotations(const struct sk_field_plan *p);
+int sk_field_plan_coco_unmatched(const struct sk_field_plan *p, const struct shard_keylist *keys,
+                                 uint64_t *images, uint64_t *annotations, struct shard_err *err);
 
 #endif

@@ -342,6 +342,10 @@ static int gather(struct merge *g, struct shard_err *err)
     m->orphan_count = m0->orphan_count;
     m->annotation_rows = m0->annotation_rows;
     m->annotation_rows_unmatched = m0->annotation_rows_unmatched;
+    m->coco_images = m0->coco_images;
+    m->coco_images_unmatched = m0->coco_images_unmatched;
+    m->coco_annotations = m0->coco_annotations;
+    m->coco_annotations_unmatched = m0->coco_annotations_unmatched;
     if (m0->config.field_count &&
         !(m->field_samples = calloc(m0->config.field_count, sizeof *m->field_samples)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -368,6 +372,8 @@ static int gather(struct merge *g, struct shard_err *err)
         m->unlabeled += p->m.unlabeled;
         m->warned += p->m.warned;
         m->sidecars += p->m.sidecars;
+        m->boxes += p->m.boxes;
+        m->boxes_dropped += p->m.boxes_dropped;
         if (p->m.config.field_count != m0->config.field_count || p->m.orphan_count != m0->orphan_count)
             return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u has other fields or "
                                  "orphans than part 0", i, g->count);

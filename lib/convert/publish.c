@@ -128,6 +128,12 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         m.sidecars = sk_assembler_sidecars(r->as);
         m.annotation_rows = sk_field_plan_table_rows(r->fields);
         m.annotation_rows_unmatched = r->annotation_rows_unmatched;
+        m.coco_images = sk_field_plan_coco_images(r->fields);
+        m.coco_images_unmatched = r->coco_images_unmatched;
+        m.coco_annotations = sk_field_plan_coco_annotations(r->fields);
+        m.coco_annotations_unmatched = r->coco_annotations_unmatched;
+        m.boxes = r->boxes;
+        m.boxes_dropped = r->boxes_dropped;
         const struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
         m.orphan_count = side ? sk_sidecars_orphan_count(side) : 0;
         orphans = calloc(m.orphan_count ? m.orphan_count : 1, sizeof *orphans);

@@ -30,7 +30,7 @@ static int fields_now(struct adopt *a, const char *key, size_t key_len, struct s
 {
     if (!a->field_result && !(a->field_result = malloc(sizeof *a->field_result)))
         return shard_err_set(why, SHARD_ENOMEM, "out of memory");
-    return sk_field_plan_build(a->r->fields, a->r->order[a->pos], key, key_len,
+    return sk_field_plan_build(a->r->fields, a->r->order[a->pos], key, key_len, NULL,
                                sk_run_read_sidecar, a->r, &a->buf, &a->fields, a->field_result,
                                why);
 }
@@ -66,6 +66,10 @@ static int adopt_check(struct adopt *a, const char *key, size_t key_len, int has
     struct run *r = a->r;
     if (a->pos >= r->end_pos)
         return shard_err_set(err, SHARD_EMISMATCH, "journal runs past the sample order");
+    /* boxes and masks follow their image's geometry, which only converting
+     * the image again tells: such a run's shards are converted again */
+    if (sk_field_plan_geometric(r->fields))
+        return shard_err_set(err, SHARD_EMISMATCH, "boxes and masks are converted again");
     uint64_t cand = r->order[a->pos];
     size_t len;
     const char *k = shard_keylist_get(&r->keys, cand, &len);

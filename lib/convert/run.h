@@ -68,6 +68,7 @@ struct slot {
     char warning[SHARD_ERRMSG_SIZE];  /* ok: "" or the decoder warning it was accepted despite */
     int hashed;             /* source_* already computed from `input` */
     int outcome;            /* incremental: enum sk_reuse_outcome */
+    struct sk_placement place;        /* where the converted image's pixels went */
     struct shard_field_set fields;    /* the sample's field area (a dataset with fields) */
     struct sk_field_result field_result;
     struct shard_buf sidecar; /* a sidecar file's bytes, reused */
@@ -94,6 +95,9 @@ struct run {
     struct shard_labeler *labeler;
     struct sk_field_plan *fields;     /* NULL: no fields, no sidecar or column class */
     uint64_t annotation_rows_unmatched;
+    uint64_t coco_images_unmatched;   /* images of the COCO file naming no candidate */
+    uint64_t coco_annotations_unmatched;
+    uint64_t boxes, boxes_dropped;    /* stored, and left empty by the crop (samples only) */
     struct shard_keylist keys;        /* candidates: sorted (directory) or archive order */
     struct shard_refusals refused;    /* directory candidates refused by the scan */
     struct shard_scan_stats stats;

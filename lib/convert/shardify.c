@@ -93,6 +93,12 @@ static void summarize_fields(const struct run *r, struct shardify_summary *s)
     s->orphans = side ? sk_sidecars_orphan_count(side) : 0;
     s->annotation_rows = sk_field_plan_table_rows(r->fields);
     s->annotation_rows_unmatched = r->annotation_rows_unmatched;
+    s->coco_images = sk_field_plan_coco_images(r->fields);
+    s->coco_images_unmatched = r->coco_images_unmatched;
+    s->coco_annotations = sk_field_plan_coco_annotations(r->fields);
+    s->coco_annotations_unmatched = r->coco_annotations_unmatched;
+    s->boxes = r->boxes;
+    s->boxes_dropped = r->boxes_dropped;
 }
 
 void sk_run_progress(struct run *r, int force)
@@ -222,7 +228,7 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s)
     struct shard_err e;
     shard_err_clear(&e);
     if (sk_record_build(r->workers[thread], s->input.data, s->input.len, &s->payload, &s->width,
-                       &s->height, s->warning, &e) != 0)
+                       &s->height, s->warning, &s->place, &e) != 0)
         sk_run_reject_slot(s, &e);
     else
         s->ok = 1;
@@ -285,9 +291,10 @@ static int build_fields(struct run *r, struct slot *s, const char *key, size_t k
     if (!r->fields)
         return SHARD_OK;
     struct shard_err e;
-    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len, sk_run_read_sidecar, r,
-                                 &s->sidecar,
-                                 &s->fields, &s->field_result, &e);
+    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len,
+                                 sk_field_plan_geometric(r->fields) ? &s->place : NULL,
+                                 sk_run_read_sidecar, r, &s->sidecar, &s->fields,
+                                 &s->field_result, &e);
     s->t_read += s->field_result.read_seconds;
     if (rc == SHARD_ECORRUPT)
         sk_run_reject_slot(s, &e);
@@ -408,12 +415,14 @@ static void convert_work(void *ctx, int thread, void *slot)
             return;
         }
         sk_run_hash_input(s);  /* a reject for its fields still has its identity */
-        if (build_fields(r, s, key, key_len))
+        /* boxes and masks follow the image: their fields once it is converted */
+        int geometric = sk_field_plan_geometric(r->fields);
+        if (!geometric && build_fields(r, s, key, key_len))
             return;
         if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
             return;  /* the previous dataset's record (or reject) */
         sk_run_convert_input(r, thread, s);
-        if (!s->ok)
+        if (!s->ok || (geometric && build_fields(r, s, key, key_len)))
             return;
     }
     s->ok = 0;
@@ -466,6 +475,10 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
             .fields = r->fields ? s->field_result.sources : NULL,
             .field_count = r->fields ? s->field_result.count : 0,
         };
+        if (r->fields) {
+            r->boxes += s->field_result.boxes;
+            r->boxes_dropped += s->field_result.boxes_dropped;
+        }
         double t0 = sk_now_seconds();
         rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
                               err);
@@ -620,6 +633,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.config.fields = NULL;  /* the field plan declares them */
     r.config.field_count = 0;
     r.config.annotations = NULL;
+    r.config.coco = NULL;
     r.config.zstd_level = shard_config_zstd_level(&o->config);
     r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
     r.phase = "scan";
@@ -633,6 +647,15 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     if ((rc = sk_field_plan_new(&r.fields, o, o->labels, &r.config, err)))
         goto out;
+    if (sk_field_plan_geometric(r.fields) && (r.archive || o->incremental)) {
+        /* an archive's images are converted while spooled, an incremental
+         * run copies records: neither gives the geometry boxes and masks
+         * need */
+        rc = shard_err_set(err, SHARD_EINVAL, "boxes and mask fields need a directory or S3 "
+                           "source and a full run (%s)", r.archive ? "SRC is an archive"
+                                                                   : "--incremental");
+        goto out;
+    }
     if ((rc = sk_run_part_dst(&r, dst, err)) ||
         (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
         (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
@@ -660,6 +683,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
         (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
                                             err)) ||
+        (rc = sk_field_plan_coco_unmatched(r.fields, &r.keys, &r.coco_images_unmatched,
+                                           &r.coco_annotations_unmatched, err)) ||
         (rc = sk_run_make_order(&r, err)) ||
         (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
         (rc = sk_run_part_setup(&r, err)))

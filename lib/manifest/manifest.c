@@ -68,6 +68,14 @@ uint16_t shard_config_format_version(const struct shard_config *c)
     return c->field_count ? SHARD_FORMAT_VERSION_FIELDS : SHARD_FORMAT_VERSION;
 }
 
+int shard_config_has_boxes(const struct shard_config *c)
+{
+    for (uint32_t i = 0; i < c->field_count; i++)
+        if (c->fields[i].type == SHARD_FIELD_BOXES)
+            return 1;
+    return 0;
+}
+
 int32_t shard_config_field(const struct shard_config *c, const char *name)
 {
     for (uint32_t i = 0; i < c->field_count; i++)
@@ -263,6 +271,18 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
             bad |= sk_jsonkey_set_uint(counts, "annotation_rows", m->annotation_rows);
             bad |= sk_jsonkey_set_uint(counts, "annotation_rows_unmatched",
                                        m->annotation_rows_unmatched);
+        }
+        if (m->config.coco) {
+            bad |= sk_jsonkey_set_uint(counts, "coco_images", m->coco_images);
+            bad |= sk_jsonkey_set_uint(counts, "coco_images_unmatched",
+                                       m->coco_images_unmatched);
+            bad |= sk_jsonkey_set_uint(counts, "coco_annotations", m->coco_annotations);
+            bad |= sk_jsonkey_set_uint(counts, "coco_annotations_unmatched",
+                                       m->coco_annotations_unmatched);
+        }
+        if (shard_config_has_boxes(&m->config)) {
+            bad |= sk_jsonkey_set_uint(counts, "boxes", m->boxes);
+            bad |= sk_jsonkey_set_uint(counts, "boxes_dropped", m->boxes_dropped);
         }
     }
     bad |= json_object_set_new(root, "counts", counts);
@@ -824,7 +844,17 @@ static int load_fields(const json_t *root, const json_t *counts, struct shard_ma
         (c->annotations &&
          ((rc = sk_jsonkey_uint(counts, "annotation_rows", &m->annotation_rows, err)) ||
           (rc = sk_jsonkey_uint(counts, "annotation_rows_unmatched",
-                                &m->annotation_rows_unmatched, err)))))
+                                &m->annotation_rows_unmatched, err)))) ||
+        (c->coco &&
+         ((rc = sk_jsonkey_uint(counts, "coco_images", &m->coco_images, err)) ||
+          (rc = sk_jsonkey_uint(counts, "coco_images_unmatched", &m->coco_images_unmatched,
+                                err)) ||
+          (rc = sk_jsonkey_uint(counts, "coco_annotations", &m->coco_annotations, err)) ||
+          (rc = sk_jsonkey_uint(counts, "coco_annotations_unmatched",
+                                &m->coco_annotations_unmatched, err)))) ||
+        (shard_config_has_boxes(c) &&
+         ((rc = sk_jsonkey_uint(counts, "boxes", &m->boxes, err)) ||
+          (rc = sk_jsonkey_uint(counts, "boxes_dropped", &m->boxes_dropped, err)))))
         return shard_err_prefix(err, rc, "manifest: counts");
     const json_t *orphans = json_object_get(root, "orphans");
     if (!json_is_array(orphans))

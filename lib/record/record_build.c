@@ -52,7 +52,7 @@ void sk_record_builder_free(struct record_builder *w)
 
 int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
                    struct shard_buf *payload, uint32_t *width, uint32_t *height,
-                   char *warning, struct shard_err *err)
+                   char *warning, struct sk_placement *place, struct shard_err *err)
 {
     const struct shard_config *c = w->config;
     struct shard_decode_info info;
@@ -85,6 +85,15 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
     *height = w->out.height;
     if (warning)
         memcpy(warning, info.warning, sizeof info.warning);
+    if (place) {
+        int turned = info.orientation >= 5 && info.orientation <= 8;
+        place->orientation = info.orientation;
+        place->source_w = info.source_width;
+        place->source_h = info.source_height;
+        place->stored_w = turned ? info.source_height : info.source_width;
+        place->stored_h = turned ? info.source_width : info.source_height;
+        place->g = g;
+    }
     return SHARD_OK;
 }
 

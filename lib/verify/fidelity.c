@@ -235,8 +235,10 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
     }
     uint32_t w1, h1, w2, h2;
     enum shard_codec codec = v->m->config.codec;
-    if ((rc = sk_record_build(w->as_stored, src, src_len, &w->payload, &w1, &h1, NULL, &e)) ||
-        (rc = sk_record_build(w->as_pixels, src, src_len, &w->pixels, &w2, &h2, NULL, &e)) ||
+    if ((rc = sk_record_build(w->as_stored, src, src_len, &w->payload, &w1, &h1, NULL, NULL,
+                              &e)) ||
+        (rc = sk_record_build(w->as_pixels, src, src_len, &w->pixels, &w2, &h2, NULL, NULL,
+                              &e)) ||
         (rc = shard_decode_payload(codec, w->payload.data, w->payload.len, w1, h1, &w->decoded,
                                    &e))) {
         FIDELITY_PROBLEM(rc, "fidelity: %s record %llu (key '%s'): the pipeline now fails: %s",

@@ -25,16 +25,20 @@ class Field:
     """A field the dataset declares (format version 2, manifests/FORMAT.md
     "Fields"): ``name``, ``number`` (its position in the manifest's
     config.fields), ``type`` ("text", "json", "int", "float", "float32",
-    "int64", "labels" or "bytes"), ``length`` (a float32 or int64 vector's
-    length, else None), ``source`` (``("sidecar", ".txt")`` or ``("column",
-    "caption")``: where the values were taken from), ``required`` (bool: a
+    "int64", "labels", "bytes", "boxes" or "mask"), ``length`` (a float32 or
+    int64 vector's length, else None), ``source`` (``("sidecar", ".txt")``,
+    ``("column", "caption")`` or ``("coco", "bbox")``: where the values were
+    taken from), ``classes`` (a boxes or mask field's: dict class id ->
+    name, else None), ``required`` (bool: a
     sample without it was rejected) and ``present`` (how many samples have
     it: the manifest's counts.fields)."""
 
-    __slots__ = ("name", "number", "type", "length", "source", "required", "present")
+    __slots__ = ("name", "number", "type", "length", "source", "required", "present",
+                 "classes")
 
-    def __init__(self, name, number, type, length, source, required, present):
+    def __init__(self, name, number, type, length, source, required, present, classes=None):
         self.name = name
+        self.classes = classes
         self.number = number
         self.type = type
         self.length = length
@@ -47,7 +51,7 @@ class Field:
             getattr(self, a) == getattr(other, a) for a in self.__slots__)
 
     def __hash__(self):
-        return hash(tuple(getattr(self, a) for a in self.__slots__))
+        return hash(tuple(getattr(self, a) for a in self.__slots__ if a != "classes"))
 
     def __repr__(self):
         declared = f"{self.type}[{self.length}]" if self.length is not None else self.type
@@ -63,9 +67,10 @@ def _declared_fields(manifest):
     for number, d in enumerate(manifest.get("config", {}).get("fields", [])):
         type_, _, rest = d["type"].partition("[")
         length = int(rest.rstrip("]")) if rest else None
-        source = ("sidecar", d["sidecar"]) if "sidecar" in d else ("column", d["column"])
+        source = next((k, d[k]) for k in ("sidecar", "column", "coco") if k in d)
+        classes = {c["id"]: c["name"] for c in d["classes"]} if "classes" in d else None
         fields[d["name"]] = Field(d["name"], number, type_, length, source, d["required"],
-                                  present.get(d["name"], 0))
+                                  present.get(d["name"], 0), classes)
     return fields
 
 
@@ -91,7 +96,32 @@ def _decode_value(field, raw):
         return np.frombuffer(raw, dtype="<i8").astype(np.int64)
     if t == "labels":
         return np.frombuffer(raw, dtype="<u4").tolist()
+    if t == "boxes":
+        return _decode_boxes(raw)
+    if t == "mask":
+        return _decode_mask(raw)
     return raw  # bytes
+
+
+# A stored box (manifests/FORMAT.md "Boxes and masks"): x0, y0, x1, y1 in
+# the stored image's pixels, class id, flags (bit 0: a crowd region).
+_BOX = np.dtype([("xyxy", "<f4", (4,)), ("cls", "<i4"), ("flags", "<u4")])
+
+
+def _decode_boxes(raw):
+    """A boxes value as {"boxes": (N, 4) float32 xyxy, "labels": (N,) int64
+    class ids, "iscrowd": (N,) bool}."""
+    b = np.frombuffer(raw, dtype=_BOX)
+    return {"boxes": b["xyxy"].astype(np.float32).reshape(-1, 4),
+            "labels": b["cls"].astype(np.int64),
+            "iscrowd": (b["flags"] & 1).astype(bool)}
+
+
+def _decode_mask(raw):
+    """A mask value as a (height, width) uint8 or uint16 array of class ids."""
+    w, h = struct.unpack_from("<II", raw)
+    dtype = "<u2" if raw[8] == 2 else "u1"
+    return np.frombuffer(raw, dtype=dtype, offset=12).reshape(h, w).astype(dtype[-2:])
 
 
 def _bad_json(dataset, index, name, error):
@@ -113,7 +143,10 @@ class Sample:
     name, in declaration order (empty for a dataset without fields): text as
     str, json parsed (json.loads), int and float as Python numbers, float32
     and int64 vectors as numpy arrays, labels as a list of label numbers
-    (``Dataset.label_names`` gives their names), bytes as bytes, and None for
+    (``Dataset.label_names`` gives their names), bytes as bytes, boxes as
+    {"boxes": (N, 4) float32 x0, y0, x1, y1 in the image's pixels, "labels":
+    (N,) int64 class ids, "iscrowd": (N,) bool}, a mask as a (height, width)
+    uint8 or uint16 array of class ids, and None for
     a field the sample does not have (an empty string is a value, not an
     absence)."""
 

@@ -1,0 +1,208 @@
+"""Boxes and masks at conversion, checked against the pixels rather than
+against the code: synthetic scenes of rectangles and discs, each of its own
+colour and class, written as PNGs stored in each of the eight EXIF
+orientations with their boxes (a COCO file) and masks (sidecar PNGs) in the
+stored pixels; once converted (orientation, resize, --fit crop), every
+stored box must be the extent of its colour in the stored image (within a
+pixel) and every mask the region of its colour.  The scenes' stored
+pixels are checked with Pillow's own exif_transpose first, so the test does
+not rest on its own idea of the orientations either."""
+import json
+import os
+
+import numpy as np
+import pytest
+from PIL import Image, ImageOps
+
+from conftest import shardify
+import shardkit
+
+W, H = 80, 60
+# (class id, colour, kind, geometry): rectangles (x0, y0, x1, y1) and discs
+# (cx, cy, r) in the upright scene, 3 px apart at least.
+OBJECTS = [
+    (1, (255, 0, 0), "rect", (12, 5, 30, 22)),
+    (2, (0, 255, 0), "rect", (40, 30, 70, 52)),
+    (3, (0, 0, 255), "disc", (25, 42, 9)),
+    (4, (255, 255, 0), "disc", (55, 15, 6)),
+    (5, (255, 0, 255), "rect", (1, 40, 8, 55)),   # left of the crop window: dropped
+    (6, (0, 255, 255), "rect", (64, 2, 76, 12)),  # cut by the crop window: clipped
+]
+CLASSES = [{"id": 0, "name": "background"}] + [
+    {"id": k, "name": f"object{k}"} for k, *_ in OBJECTS]
+# The Pillow transposition orientation o applies, and the one undoing it.
+APPLY = {2: Image.FLIP_LEFT_RIGHT, 3: Image.ROTATE_180, 4: Image.FLIP_TOP_BOTTOM,
+         5: Image.TRANSPOSE, 6: Image.ROTATE_270, 7: Image.TRANSVERSE, 8: Image.ROTATE_90}
+UNDO = {2: Image.FLIP_LEFT_RIGHT, 3: Image.ROTATE_180, 4: Image.FLIP_TOP_BOTTOM,
+        5: Image.TRANSPOSE, 6: Image.ROTATE_90, 7: Image.TRANSVERSE, 8: Image.ROTATE_270}
+
+
+def scene():
+    """The upright image (H x W x 3) and its class mask (H x W)."""
+    yy, xx = np.mgrid[0:H, 0:W]
+    img = np.zeros((H, W, 3), np.uint8)
+    mask = np.zeros((H, W), np.uint8)
+    for k, colour, kind, g in OBJECTS:
+        if kind == "rect":
+            inside = (xx >= g[0]) & (xx < g[2]) & (yy >= g[1]) & (yy < g[3])
+        else:
+            inside = (xx + 0.5 - g[0]) ** 2 + (yy + 0.5 - g[1]) ** 2 <= g[2] ** 2
+        img[inside] = colour
+        mask[inside] = k
+    return img, mask
+
+
+def extent(region):
+    """A boolean region's box x0, y0, x1, y1 (pixel i spans [i, i + 1)), or None."""
+    ys, xs = np.nonzero(region)
+    if not len(xs):
+        return None
+    return np.array([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], np.float64)
+
+
+def near(img, colour, tol):
+    return (np.abs(img.astype(int) - np.array(colour)).max(axis=2) <= tol)
+
+
+@pytest.fixture(scope="module")
+def oriented(tmp_path_factory):
+    """Eight images (one per EXIF orientation) with their COCO file and mask
+    sidecars in the stored pixels, converted at 48 px, --fit crop."""
+    top = tmp_path_factory.mktemp("boxes")
+    src = top / "src"
+    src.mkdir()
+    upright, upright_mask = scene()
+    images, annotations = [], []
+    for o in range(1, 9):
+        stored = Image.fromarray(upright)
+        stored_mask = Image.fromarray(upright_mask, mode="L")
+        if o != 1:
+            stored = stored.transpose(UNDO[o])
+            stored_mask = stored_mask.transpose(UNDO[o])
+        exif = Image.Exif()
+        exif[0x0112] = o
+        name = f"o{o}.png"
+        stored.save(src / name, exif=exif.tobytes())
+        stored_mask.save(src / f"o{o}_mask.png")
+        # the test's own premise: Pillow turns the stored pixels upright again
+        with Image.open(src / name) as check:
+            assert np.array_equal(np.asarray(ImageOps.exif_transpose(check)), upright), o
+        sm = np.asarray(stored_mask)
+        images.append({"id": o, "file_name": name, "width": stored.width,
+                       "height": stored.height})
+        for k, *_ in OBJECTS:
+            x0, y0, x1, y1 = extent(sm == k)
+            annotations.append({"id": 100 * o + k, "image_id": o, "category_id": k,
+                                "bbox": [x0, y0, x1 - x0, y1 - y0], "iscrowd": 0,
+                                "area": float((sm == k).sum()), "segmentation": []})
+    coco = {"images": images, "annotations": annotations, "categories": CLASSES[1:]}
+    (top / "coco.json").write_text(json.dumps(coco))
+    (top / "classes.json").write_text(json.dumps(CLASSES))
+    dst = str(top / "dst")
+    shardify(str(src), dst, "--size", "48", "--fit", "crop", "--codec", "png",
+             "--coco", str(top / "coco.json"),
+             "--field", f"seg=mask,from=_mask.png,classes={top / 'classes.json'}")
+    return dst
+
+
+def test_boxes_are_the_extent_of_their_colour_in_every_orientation(oriented):
+    ds = shardkit.Dataset(oriented)
+    assert sorted(s.key for s in ds) == [f"o{o}.png" for o in range(1, 9)]
+    for s in ds:
+        img = s.image
+        assert img.shape == (48, 48, 3), s.key
+        boxes = s.fields["boxes"]
+        got = {int(k): b for k, b in zip(boxes["labels"], boxes["boxes"])}
+        assert len(got) == len(boxes["labels"]), s.key  # one box per class here
+        assert not boxes["iscrowd"].any()
+        for k, colour, _, _ in OBJECTS:
+            # the pixels at least half of the colour: its extent after resampling
+            want = extent(near(img, colour, 127))
+            if want is None:
+                assert k not in got, f"{s.key}: class {k} is outside the image, yet has a box"
+                continue
+            assert k in got, f"{s.key}: class {k} has pixels {want} and no box"
+            assert np.all(np.abs(got[k] - want) <= 1.0), (s.key, k, got[k], want)
+            assert 0 <= got[k][0] < got[k][2] <= 48 and 0 <= got[k][1] < got[k][3] <= 48
+
+
+def test_masks_are_the_region_of_their_colour_in_every_orientation(oriented):
+    ds = shardkit.Dataset(oriented)
+    assert ds.fields["seg"].classes == {c["id"]: c["name"] for c in CLASSES}
+    for s in ds:
+        img, mask = s.image, s.fields["seg"]
+        assert mask.shape == img.shape[:2] and mask.dtype == np.uint8, s.key
+        for k, colour, _, _ in OBJECTS:
+            solid = near(img, colour, 16)
+            assert np.all(mask[solid] == k), f"{s.key}: pixels of colour {k} not labelled {k}"
+            # a pixel labelled k is within a pixel of one at least half of colour k
+            half = near(img, colour, 127)
+            grown = half.copy()
+            for dy in (-1, 0, 1):
+                for dx in (-1, 0, 1):
+                    grown |= np.roll(np.roll(half, dy, 0), dx, 1)
+            assert np.all(grown[mask == k]), f"{s.key}: class {k} labels pixels not of its colour"
+        assert set(np.unique(mask).tolist()) <= {c["id"] for c in CLASSES}
+
+
+def test_boxes_left_empty_by_the_crop_are_dropped_and_counted(oriented):
+    with open(os.path.join(oriented, "manifest.json")) as f:
+        m = json.load(f)
+    # object 5 lies left of the centre crop window in every orientation
+    assert m["counts"]["boxes_dropped"] == 8
+    assert m["counts"]["boxes"] == 8 * (len(OBJECTS) - 1)
+    assert m["counts"]["coco_images"] == 8 and m["counts"]["coco_images_unmatched"] == 0
+
+
+def write_png(path, array, mode):
+    Image.fromarray(array, mode=mode).save(path)
+
+
+def test_bad_annotations_are_rejected_with_their_reason(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    grey = np.full((40, 50, 3), 90, np.uint8)
+    for name in ("outside", "mask_size", "polygon", "good"):
+        write_png(src / f"{name}.png", grey, "RGB")
+    write_png(src / "good_mask.png", np.ones((40, 50), np.uint8), "L")
+    write_png(src / "mask_size_mask.png", np.ones((41, 50), np.uint8), "L")
+    images = [{"id": i, "file_name": f"{n}.png", "width": 50, "height": 40}
+              for i, n in enumerate(("outside", "mask_size", "polygon", "good", "missing"))]
+    box = [5, 5, 10, 10]
+    annotations = [
+        {"id": 1, "image_id": 0, "bbox": [45, 5, 20, 10], "category_id": 1},
+        {"id": 2, "image_id": 1, "bbox": box, "category_id": 1},
+        {"id": 3, "image_id": 2, "bbox": box, "category_id": 1,
+         "segmentation": [[5, 5, 15, 5]]},
+        {"id": 4, "image_id": 3, "bbox": box, "category_id": 1,
+         "segmentation": [[5, 5, 15, 5, 15, 15]]},
+        {"id": 5, "image_id": 4, "bbox": box, "category_id": 1},
+        {"id": 6, "image_id": 99, "bbox": box, "category_id": 1},
+    ]
+    coco = tmp_path / "coco.json"
+    coco.write_text(json.dumps({"images": images, "annotations": annotations,
+                                "categories": [{"id": 1, "name": "thing"}]}))
+    (tmp_path / "classes.txt").write_text("background\nthing\n")
+    dst = str(tmp_path / "dst")
+    shardify(str(src), dst, "--coco", str(coco), "--coco-mask", "--no-upscale",
+             "--field", f"seg=mask,from=_mask.png,classes={tmp_path / 'classes.txt'}")
+    with open(os.path.join(dst, "manifest.json")) as f:
+        m = json.load(f)
+    reasons = {r["key"]: r["reason"] for r in m["rejected"]}
+    assert set(reasons) == {"outside.png", "mask_size.png", "polygon.png"}, reasons
+    assert "annotation 1" in reasons["outside.png"] and "outside the 50x40 image" in \
+        reasons["outside.png"]
+    assert "'mask_size_mask.png'" in reasons["mask_size.png"] and "50x41" in \
+        reasons["mask_size.png"]
+    assert "annotation 3" in reasons["polygon.png"] and "polygon" in reasons["polygon.png"]
+    # the image no file is and the annotation of no image are counted, not lost
+    c = m["counts"]
+    assert (c["coco_images"], c["coco_images_unmatched"]) == (5, 1)
+    assert (c["coco_annotations"], c["coco_annotations_unmatched"]) == (6, 2)
+    ds = shardkit.Dataset(dst)
+    (good,) = list(ds)
+    assert good.key == "good.png"
+    assert good.fields["boxes"]["boxes"].tolist() == [[5, 5, 15, 15]]
+    assert np.array_equal(good.fields["seg"], np.ones((40, 50), np.uint8))
+    covered = good.fields["mask"]
+    assert covered.shape == (40, 50) and covered[8, 10] == 1 and covered[30, 40] == 0

@@ -6,8 +6,9 @@
  * accepts NULL) and plain structs for everything passed in or out; there are
  * no callbacks, so the API wraps directly into other languages.
  *
- *   struct shard_dataset  an open dataset, in a local directory or at an
- *                         http(s):// URL (its manifest; shard footers are
+ *   struct shard_dataset  an open dataset, in a local directory, at an
+ *                         http(s):// URL or under an s3:// prefix (its
+ *                         manifest; shard footers are
  *                         read on first use).  Any sample is one ranged read
  *                         away: (shard, record) -> footer row -> frame.  It
  *                         counts what its reads cost (shard_dataset_stats).

@@ -5,8 +5,9 @@
  * location "s3://BUCKET/PREFIX" is the same protocol with a URL mapping and
  * signed requests (net/s3.h): everything below holds for it too, and its
  * errors name the object (s3://BUCKET/PREFIX/NAME), with S3's error code
- * when the answer has one ("HTTP 404 Not Found for 's3://b/manifest.json'
- * (NoSuchBucket)").
+ * when the answer has one ("cannot read 's3://b/manifest.json': HTTP 404
+ * Not Found (NoSuchBucket)"); it shares the S3 location's client (net/s3.h),
+ * which this backend's settings then govern.
  *
  * Shards are read in large ranges, never one request per record: a file is
  * cut into aligned windows of window_bytes; a read copies from the windows
@@ -18,13 +19,16 @@
  * usually, the whole footer).  A read at least a window long goes straight
  * to the server as one range.
  *
- * Every request is retried on transient failures - connection refused or
- * reset, time-outs, 5xx, 408, 429 - after 50 ms, 100 ms, ... (doubling,
- * capped at 2 s), `retries` times; an attempt times out when nothing arrives
- * for timeout_seconds (connecting, waiting for the answer, or stalled in the
- * body; a slow transfer that keeps moving is not cut).  A 404 or 410 is
- * SHARD_ENOTFOUND and any other 4xx SHARD_ENET at once.  Messages name the URL:
- *   "HTTP 404 Not Found for 'http://host/data/shard-000003.shard'"
+ * Every request goes through the library's HTTP engine (net/http.h), under
+ * its rules: retried on transient failures (connection refused or reset,
+ * time-outs, 5xx but 501 and 505, 408, 429) with back-off, `retries` times;
+ * an attempt timed out when nothing arrives for timeout_seconds; 404 and
+ * 410 are SHARD_ENOTFOUND, 405, 501 and 505 SHARD_EUNSUPPORTED, any other
+ * status SHARD_ENET at once.  Messages name the file:
+ *   "cannot read 'http://host/data/shard-000003.shard': HTTP 404 Not Found"
+ * Closing a file stops the fetches of its windows still under way (a
+ * server that is down does not hold the close for the retries), and freeing
+ * the backend every request.
  * A server that answers a range request with the whole file, or a file whose
  * size changes between requests, is an error, not silently misread.
  *

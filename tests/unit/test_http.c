@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <xxhash.h>
 
 #include "net/http.h"
 #include "net/s3.h"
@@ -37,6 +38,8 @@ struct answer {
     char headers[256];       /* extra header lines, each ending in \r\n */
     const char *body;
     size_t body_len;
+    size_t declared;         /* the Content-Length sent, when not 0 (more than body_len:
+                             * the body is cut short) */
     int hang;                /* read the request, answer nothing until the server stops */
     double delay;            /* seconds before answering */
 };
@@ -111,7 +114,8 @@ static void *handle(void *arg)
         sk_sleep_seconds(a.delay);
     char head[1024];
     int head_len = snprintf(head, sizeof head, "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n"
-                            "Connection: close\r\n%s\r\n", a.status, a.body_len, a.headers);
+                            "Connection: close\r\n%s\r\n", a.status,
+                            a.declared ? a.declared : a.body_len, a.headers);
     if (write(c->fd, head, (size_t)head_len) != head_len)
         goto out;
     if (strncmp(req, "HEAD ", 5) && a.body_len && write(c->fd, a.body, a.body_len) < 0)
@@ -221,6 +225,16 @@ static void answer_body(struct server *s, unsigned n, const char *request, struc
     a->delay = s->user ? 0.3 : 0;
 }
 
+/* The body of answer_body, cut short the first time. */
+static void answer_cut_once(struct server *s, unsigned n, const char *request, struct answer *a)
+{
+    answer_body(s, n, request, a);
+    if (n == 0) {
+        a->declared = a->body_len;
+        a->body_len /= 2;
+    }
+}
+
 /* A file of FILE_SIZE bytes whose windows are never there: its suffix
  * (the open) comes, anything else is 503. */
 #define FILE_SIZE 32768u
@@ -240,6 +254,19 @@ static void answer_flaky_file(struct server *s, unsigned n, const char *request,
     } else {
         a->status = 503;
     }
+}
+
+struct later {
+    volatile sig_atomic_t *flag;
+    double after;
+};
+
+static void *set_later(void *arg)
+{
+    struct later *l = arg;
+    sk_sleep_seconds(l->after);
+    *l->flag = 1;
+    return NULL;
 }
 
 /* ---- the engine -------------------------------------------------------------------- */
@@ -434,19 +461,6 @@ static void test_the_pool_keeps_at_most_its_cap(void **state)
     server_stop(&s);
 }
 
-struct later {
-    volatile sig_atomic_t *flag;
-    double after;
-};
-
-static void *set_later(void *arg)
-{
-    struct later *l = arg;
-    sk_sleep_seconds(l->after);
-    *l->flag = 1;
-    return NULL;
-}
-
 static void test_cancel_ends_a_back_off(void **state)
 {
     (void)state;
@@ -570,6 +584,23 @@ static void test_s3_cancel_ends_a_transfer_under_way(void **state)
     server_stop(&s);
 }
 
+static void test_s3_hash_of_a_retried_body_is_of_the_whole_body_once(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s, answer_cut_once, NULL);
+    struct sk_s3 *s3 = s3_at(&s);
+    uint64_t bytes, xxh3;
+    struct shard_err err;
+    if (sk_s3_hash(s3, "shard-000000.shard", &bytes, &xxh3, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(requests(&s), 2);
+    assert_int_equal(bytes, 20);
+    assert_int_equal(xxh3, XXH3_64bits("0123456789abcdefghij", 20));
+    sk_s3_free(s3);
+    server_stop(&s);
+}
+
 /* ---- the reader: the same rules ---------------------------------------------------- */
 
 static struct fetch *reader_at(const struct server *s, int retries)
@@ -649,6 +680,8 @@ int main(void)
                                         s3_teardown),
         cmocka_unit_test_setup_teardown(test_s3_cancel_ends_a_transfer_under_way, s3_setup,
                                         s3_teardown),
+        cmocka_unit_test_setup_teardown(test_s3_hash_of_a_retried_body_is_of_the_whole_body_once,
+                                        s3_setup, s3_teardown),
         cmocka_unit_test(test_reader_maps_unsupported_statuses),
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
     };

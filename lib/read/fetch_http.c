@@ -29,7 +29,6 @@
 #include "util/clock.h"
 #include "shardkit/api.h"
 
-#define MIN_WINDOW (4u << 10)
 #define TAIL_MAX (1u << 20)          /* bytes fetched when a file is opened */
 #define RANGE_TEXT 64
 
@@ -110,14 +109,43 @@ static const struct fetch_ops http_ops;
 
 /* ---- small helpers --------------------------------------------------------- */
 
+void shard_dataset_options_init(struct shard_dataset_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->connections = SHARD_DATASET_DEFAULT_CONNECTIONS;
+    o->window_bytes = SHARD_DATASET_DEFAULT_WINDOW;
+    o->cache_bytes = SHARD_DATASET_DEFAULT_CACHE;
+    o->retries = SHARD_DATASET_DEFAULT_RETRIES;
+    o->timeout_seconds = SHARD_DATASET_DEFAULT_TIMEOUT;
+}
+
+int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard_err *err)
+{
+    if (o->connections < 1 || o->connections > SHARD_DATASET_MAX_CONNECTIONS)
+        return shard_err_set(err, SHARD_EINVAL, "connections %d is not in 1..%d",
+                             o->connections, SHARD_DATASET_MAX_CONNECTIONS);
+    if (o->window_bytes < SHARD_DATASET_MIN_WINDOW || o->window_bytes > SHARD_DATASET_MAX_WINDOW)
+        return shard_err_set(err, SHARD_EINVAL, "window of %llu bytes is not in %llu..%llu",
+                             (unsigned long long)o->window_bytes,
+                             (unsigned long long)SHARD_DATASET_MIN_WINDOW,
+                             (unsigned long long)SHARD_DATASET_MAX_WINDOW);
+    if (o->cache_bytes < o->window_bytes)
+        return shard_err_set(err, SHARD_EINVAL, "cache of %llu bytes is smaller than the window "
+                             "(%llu bytes)", (unsigned long long)o->cache_bytes,
+                             (unsigned long long)o->window_bytes);
+    if (o->retries < 0 || o->retries > SHARD_DATASET_MAX_RETRIES)
+        return shard_err_set(err, SHARD_EINVAL, "retries %d is not in 0..%d", o->retries,
+                             SHARD_DATASET_MAX_RETRIES);
+    if (!(o->timeout_seconds > 0 && o->timeout_seconds <= SHARD_DATASET_MAX_TIMEOUT))
+        return shard_err_set(err, SHARD_EINVAL, "timeout of %g s is not more than 0 and at most "
+                             "%d", o->timeout_seconds, SHARD_DATASET_MAX_TIMEOUT);
+    return SHARD_OK;
+}
+
 void sk_fetch_http_options_init(struct fetch_http_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->connections = FETCH_HTTP_DEFAULT_CONNECTIONS;
-    o->window_bytes = FETCH_HTTP_DEFAULT_WINDOW;
-    o->cache_bytes = FETCH_HTTP_DEFAULT_CACHE;
-    o->retries = FETCH_HTTP_DEFAULT_RETRIES;
-    o->timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
+    shard_dataset_options_init(&o->reading);
 }
 
 int sk_fetch_http_is_url(const char *location)
@@ -268,7 +296,7 @@ struct sk_s3 *sk_fetch_http_s3(struct fetch *fs)
 
 static uint64_t window_len(const struct http_file *f, uint64_t k)
 {
-    uint64_t w = f->owner->o.window_bytes, start = k * w;
+    uint64_t w = f->owner->o.reading.window_bytes, start = k * w;
     return f->base.size - start < w ? f->base.size - start : w;
 }
 
@@ -311,7 +339,7 @@ static int start_threads(struct http_fetch *h, struct shard_err *err)
 {
     if (h->started)
         return SHARD_OK;
-    for (int i = 0; i < h->o.connections; i++) {
+    for (int i = 0; i < h->o.reading.connections; i++) {
         if (pthread_create(&h->threads[i], NULL, connection_main, h) != 0) {
             if (h->started)
                 return SHARD_OK;  /* fewer connections, still correct */
@@ -403,7 +431,7 @@ static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t 
                 return data;
             }
         }
-        if (h->cache_used + h->spare_bytes + len <= h->o.cache_bytes)
+        if (h->cache_used + h->spare_bytes + len <= h->o.reading.cache_bytes)
             break;
         if (h->spare_count) {  /* too small for this window: give it back */
             struct spare s = h->spares[--h->spare_count];
@@ -480,7 +508,7 @@ static void *connection_main(void *arg)
         if (!data)
             rc = shard_err_set(&err, SHARD_ENOMEM, "cannot allocate a window of %zu bytes", len);
         else if (len)
-            rc = request_range(f, k * h->o.window_bytes, data, len, &err);
+            rc = request_range(f, k * h->o.reading.window_bytes, data, len, &err);
         pthread_mutex_lock(&h->lock);
         w->generation++;
         w->rc = rc;
@@ -570,7 +598,7 @@ static void queue_ahead(struct http_file *f, uint64_t first, uint64_t last, uint
  * order finds its bytes there. */
 static void read_ahead(struct http_file *f, uint64_t last)
 {
-    queue_ahead(f, last + 1, last + (uint64_t)f->owner->o.connections, UINT64_MAX);
+    queue_ahead(f, last + 1, last + (uint64_t)f->owner->o.reading.connections, UINT64_MAX);
 }
 
 static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
@@ -589,9 +617,9 @@ static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t
         memcpy(out, f->tail + (offset - f->tail_offset), len);
         return SHARD_OK;
     }
-    if (len >= h->o.window_bytes)
+    if (len >= h->o.reading.window_bytes)
         return request_range(f, offset, out, len, err);
-    uint64_t wb = h->o.window_bytes;
+    uint64_t wb = h->o.reading.window_bytes;
     uint64_t first = offset / wb, last = (offset + len - 1) / wb;
     int rc = SHARD_OK;
     pthread_mutex_lock(&h->lock);
@@ -623,16 +651,16 @@ static void http_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
 {
     struct http_file *f = (struct http_file *)file;
     struct http_fetch *h = f->owner;
-    uint64_t wb = h->o.window_bytes;
+    uint64_t wb = h->o.reading.window_bytes;
     if (!len || offset >= f->base.size || len >= wb)  /* a long read is one request anyway */
         return;
     if (len > f->base.size - offset)
         len = f->base.size - offset;
     if (f->tail && offset >= f->tail_offset)
         return;
-    uint64_t most = h->o.cache_bytes / wb / 2;
-    if (most < (uint64_t)h->o.connections)
-        most = (uint64_t)h->o.connections;
+    uint64_t most = h->o.reading.cache_bytes / wb / 2;
+    if (most < (uint64_t)h->o.reading.connections)
+        most = (uint64_t)h->o.reading.connections;
     pthread_mutex_lock(&h->lock);
     queue_ahead(f, offset / wb, (offset + len - 1) / wb, most);
     pthread_mutex_unlock(&h->lock);
@@ -691,7 +719,7 @@ static int http_open(struct fetch *fs, const char *name, struct fetch_file **out
     f->base.ops = &http_file_ops;
     f->owner = h;
     int rc = SHARD_OK;
-    size_t want = h->o.window_bytes < TAIL_MAX ? (size_t)h->o.window_bytes : TAIL_MAX;
+    size_t want = h->o.reading.window_bytes < TAIL_MAX ? (size_t)h->o.reading.window_bytes : TAIL_MAX;
     if (!(f->url = sk_fetch_http_url(fs, name)) || !(f->shown = sk_fetch_http_shown(fs, name)) ||
         !(f->tail = malloc(want))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -725,7 +753,7 @@ static int http_open(struct fetch *fs, const char *name, struct fetch_file **out
         f->tail_offset = rq.range_start;
         f->tail_len = (size_t)rq.received;
     }
-    uint64_t wb = h->o.window_bytes;
+    uint64_t wb = h->o.reading.window_bytes;
     f->window_count = (f->base.size + wb - 1) / wb;
     if (f->window_count > SIZE_MAX / sizeof *f->windows ||
         !(f->windows = calloc(f->window_count ? (size_t)f->window_count : 1,
@@ -785,21 +813,16 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
     if (!sk_fetch_http_is_remote(base))
         return shard_err_set(err, SHARD_EINVAL,
                              "'%s' is not an http://, https:// or s3:// location", base);
-    if (o->connections < 1 || o->connections > FETCH_HTTP_MAX_CONNECTIONS ||
-        o->window_bytes < MIN_WINDOW || o->window_bytes > SIZE_MAX / 2 ||
-        o->cache_bytes < o->window_bytes || o->retries < 0 || !(o->rtt_ms >= 0) ||
-        !(o->timeout_seconds >= 0 && o->timeout_seconds <= FETCH_HTTP_MAX_TIMEOUT))
-        return shard_err_set(err, SHARD_EINVAL, "bad HTTP options: connections 1..%d, window "
-                             ">= %u bytes, cache >= window, retries >= 0, timeout 0..%d s",
-                             FETCH_HTTP_MAX_CONNECTIONS, MIN_WINDOW, FETCH_HTTP_MAX_TIMEOUT);
-    int rc;
+    int rc = sk_dataset_options_check(&o->reading, err);
+    if (rc)
+        return rc;
+    if (!(o->rtt_ms >= 0))
+        return shard_err_set(err, SHARD_EINVAL, "a simulated round trip of %g ms", o->rtt_ms);
     struct http_fetch *h = calloc(1, sizeof *h);
     if (!h)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     h->base.ops = &http_ops;
     h->o = *o;
-    if (h->o.timeout_seconds == 0)
-        h->o.timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->work, NULL);
     pthread_cond_init(&h->done, NULL);
@@ -822,13 +845,13 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
         return rc;
     }
     /* the S3 location's own operations (a listing) go by these rules too */
-    h->client->retries = h->o.retries;
-    h->client->timeout_seconds = h->o.timeout_seconds;
+    h->client->retries = h->o.reading.retries;
+    h->client->timeout_seconds = h->o.reading.timeout_seconds;
     h->client->rtt_ms = h->o.rtt_ms;
     h->client->cancel = &h->closing;
     h->client->event = on_event;
     h->client->event_user = h;
-    h->threads = calloc((size_t)o->connections, sizeof *h->threads);
+    h->threads = calloc((size_t)o->reading.connections, sizeof *h->threads);
     if (!h->base_url || !h->threads) {
         http_free(&h->base);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");

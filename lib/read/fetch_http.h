@@ -42,35 +42,27 @@
 #include <stdint.h>
 
 #include "read/fetch.h"
+#include "shardkit/dataset.h"
 #include "shardkit/image.h"
 
 struct sk_read_counters;
 struct sk_s3;
 struct sk_read_observer;
 
-#define FETCH_HTTP_DEFAULT_CONNECTIONS 8
-#define FETCH_HTTP_DEFAULT_WINDOW (8u << 20)
-#define FETCH_HTTP_DEFAULT_CACHE (256u << 20)
-#define FETCH_HTTP_DEFAULT_RETRIES 8
-#define FETCH_HTTP_MAX_CONNECTIONS 64
-#define FETCH_HTTP_DEFAULT_TIMEOUT 10.0  /* seconds */
-#define FETCH_HTTP_MAX_TIMEOUT 86400
-
 struct fetch_http_options {
-    double rtt_ms;
-    int connections;        /* 1..FETCH_HTTP_MAX_CONNECTIONS */
-    uint64_t window_bytes;  /* >= 4 KiB */
-    uint64_t cache_bytes;   /* >= window_bytes */
-    int retries;            /* >= 0 */
-    double timeout_seconds; /* nothing received for this long ends an attempt (whole
-                             * seconds once connected); at most FETCH_HTTP_MAX_TIMEOUT;
-                             * 0: FETCH_HTTP_DEFAULT_TIMEOUT */
+    struct shard_dataset_options reading;  /* connections, window, cache, retries, time-out */
+    double rtt_ms;                            /* >= 0 */
     const struct sk_read_observer *observer;  /* NULL: none; must outlive the backend */
     struct sk_read_counters *counters;        /* NULL: none; must outlive the backend */
 };
 
-/* The defaults above; no delay, no observer, no counters. */
+/* The defaults (shard_dataset_options_init); no delay, no observer, no
+ * counters. */
 void sk_fetch_http_options_init(struct fetch_http_options *o);
+
+/* 0, or SHARD_EINVAL naming the first option of o out of its range
+ * (shardkit/dataset.h). */
+int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard_err *err);
 
 /* 1 when `location` starts with http:// or https://. */
 int sk_fetch_http_is_url(const char *location);

@@ -4,8 +4,10 @@
  * unsupported, 5xx/408/429 retried then given up), a ranged request must be
  * answered with its range, a body over its limit is refused, cancellation
  * ends a request during a back-off or in the middle of a transfer (and a
- * reader's file closed under a retrying fetch returns at once), and the pool
- * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse. */
+ * reader's file closed under a retrying fetch returns at once), the pool
+ * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, and the
+ * public shard_dataset_options reach the requests (or are refused, naming
+ * the option). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +31,7 @@
 #include "net/s3.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
+#include "shardkit/dataset.h"
 #include "util/clock.h"
 
 /* ---- a scripted server -------------------------------------------------------------- */
@@ -609,10 +612,10 @@ static struct fetch *reader_at(const struct server *s, int retries)
     url_of(s, "/d", base, sizeof base);
     struct fetch_http_options o;
     sk_fetch_http_options_init(&o);
-    o.window_bytes = WINDOW;
-    o.cache_bytes = 4 * WINDOW;
-    o.connections = 1;
-    o.retries = retries;
+    o.reading.window_bytes = WINDOW;
+    o.reading.cache_bytes = 4 * WINDOW;
+    o.reading.connections = 1;
+    o.reading.retries = retries;
     struct fetch *fs = NULL;
     struct shard_err err;
     if (sk_fetch_http_new(&fs, base, &o, &err))
@@ -665,6 +668,54 @@ static void test_reader_closing_a_file_cancels_its_retrying_fetch(void **state)
     server_stop(&s);
 }
 
+/* ---- the public options ---------------------------------------------------------- */
+
+static void test_dataset_options_reach_the_requests(void **state)
+{
+    (void)state;
+    int status = 503;
+    struct server s;
+    server_start(&s, answer_status, &status);
+    char url[128];
+    url_of(&s, "/d", url, sizeof url);
+    struct shard_dataset_options o;
+    shard_dataset_options_init(&o);
+    assert_int_equal(o.connections, SHARD_DATASET_DEFAULT_CONNECTIONS);
+    assert_int_equal(o.retries, SHARD_DATASET_DEFAULT_RETRIES);
+    o.retries = 1;
+    struct shard_dataset *ds = NULL;
+    struct shard_err err;
+    assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_ENET);
+    assert_null(ds);
+    assert_non_null(strstr(err.msg, "/d/manifest.json': HTTP 503 Service Unavailable (gave up "
+                                    "after 2 attempts)"));
+    assert_int_equal(requests(&s), 2);
+    /* out of range: refused naming the option, before any request */
+    o.retries = SHARD_DATASET_MAX_RETRIES + 1;
+    assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "retries 101 is not in 0..100");
+    shard_dataset_options_init(&o);
+    o.connections = 0;
+    assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "connections 0 is not in 1..64");
+    shard_dataset_options_init(&o);
+    o.window_bytes = SHARD_DATASET_MIN_WINDOW - 1;
+    assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "window of 4095 bytes"));
+    shard_dataset_options_init(&o);
+    o.cache_bytes = o.window_bytes - 1;
+    assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "smaller than the window"));
+    shard_dataset_options_init(&o);
+    o.timeout_seconds = 0;
+    assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "timeout of 0 s"));
+    /* a local location is held to the same ranges */
+    assert_int_equal(shard_dataset_open_ex(&ds, "/nonexistent", &o, &err), SHARD_EINVAL);
+    assert_int_equal(requests(&s), 2);
+    server_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -684,6 +735,7 @@ int main(void)
                                         s3_setup, s3_teardown),
         cmocka_unit_test(test_reader_maps_unsupported_statuses),
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
+        cmocka_unit_test(test_dataset_options_reach_the_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 # shardkit - build, test, demo, bench, install.
 #
-# `make test` and `make demo` first run scripts/deps.sh, which installs any
-# missing Debian package (apt-get), so each is a single command on a fresh
-# machine.  Everything is built out of tree under $(BUILD).
+# `make test`, `make demo` and the other top-level targets first run
+# scripts/deps.sh with their group, which installs any missing Debian package
+# that target needs (apt-get), so each is a single command on a fresh machine;
+# `make deps` installs every group.  Everything is built out of tree under $(BUILD).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -111,7 +112,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(CLI_A) $(wildcard te
 	    $(LDLIBS_ALL) -lcmocka -o $@
 
 # Quick: unit tests only.
-check: deps
+check:
+	@scripts/deps.sh unit
 	@$(MAKE) --no-print-directory _units
 
 .PHONY: _units
@@ -120,14 +122,16 @@ _units: build $(UNITS)
 
 # Everything CI runs: unit tests, CLI tests, fuzz-corpus replay, pytest.
 # TESTS="test_shardify python_tests" runs only the tests of those names.
-test: deps
+test:
+	@scripts/deps.sh test
 	@$(MAKE) --no-print-directory _test
 
 _test: build $(UNITS) _python
 	@tests/run.sh $(BUILD) $(TESTS)
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
-sanitize: deps
+sanitize:
+	@scripts/deps.sh test
 	@$(MAKE) --no-print-directory BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" _test
 
@@ -157,7 +161,8 @@ $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -Ifuzz $< $(LIB_A) $(LDLIBS_ALL) -o $@
 
-fuzz: deps
+fuzz:
+	@scripts/deps.sh fuzz
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) \
 	    OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
@@ -190,7 +195,8 @@ PYTHON  ?= /usr/bin/python3
 PY_DEPS := python/setup.py $(wildcard python/src/*.c python/src/*.h python/shardkit/*.py) \
            $(wildcard include/*.h include/shardkit/*.h)
 
-python: deps
+python:
+	@scripts/deps.sh python
 	@$(MAKE) --no-print-directory _python
 
 .PHONY: _python print-ldlibs
@@ -211,20 +217,23 @@ print-ldlibs:
 
 # ---- demo and bench ---------------------------------------------------------
 
-demo: deps
+demo:
+	@scripts/deps.sh demo
 	@$(MAKE) --no-print-directory _demo
 
 _demo: build
 	@examples/demo.sh $(BUILD)
 
-bench: deps
+bench:
+	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling \
 	    $(BUILD)/bench/write_ceiling $(BUILD)/bench/augment_speed
 	@bench/run.sh $(BUILD)
 
 # The screenshots of the HTML reports in docs/ (README.md shows them), made
 # from the demo data in headless Chromium.
-screenshots: deps
+screenshots:
+	@scripts/deps.sh screenshots
 	@$(MAKE) --no-print-directory build
 	@scripts/report_screenshots.sh $(BUILD)
 

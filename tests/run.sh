@@ -5,9 +5,18 @@
 # BUILD/tests/fuzz_replay_* run over fuzz/corpus and fuzz/regressions; CLI
 # tests are the tests/cli/test_*.sh scripts, which run the real binaries in
 # BUILD/bin; the Python tests are python/tests (pytest) on BUILD/python.
-# Fixtures are generated first (tests/fixtures/make_fixtures.py) into
-# BUILD/fixtures.  With NAMEs (test_shardify, python_tests, fuzz_replay_x),
-# only the tests of those names run.  Exit status: 0 when every test passed.
+# Fixtures are generated first into BUILD/fixtures: the crafted images
+# (tests/fixtures/make_fixtures.py) and the photo sample the tools convert
+# (tests/fixtures/make_sample.py, BUILD/fixtures/sample), so the suite needs
+# nothing beside a clone.  With NAMEs (test_shardify, python_tests,
+# fuzz_replay_x), only the tests of those names run.
+#
+# Skips: a test may skip a part it cannot run here (a CLI test prints
+# "SKIP: why", a unit test prints "SKIP: why" before cmocka's skip(), pytest
+# gives its reason).  The summary counts them and says why.  With
+# SHARDKIT_STRICT_SKIPS=1 (CI sets it) a skip fails the run unless its line,
+# "NAME: why", is in tests/skips.allowed.
+# Exit status: 0 when every test passed (and, strict, nothing else was skipped).
 set -u
 units_only=0
 if [ "${1:-}" = "--units-only" ]; then units_only=1; shift; fi
@@ -20,7 +29,10 @@ only="$*"
 export SHARDKIT_BIN="$BUILD/bin"
 export SHARDKIT_FIXTURES="$BUILD/fixtures"
 export SHARDKIT_TOP="$top"
-# The shared sample dataset lives beside the checkout; tests skip without it.
+# The photo sample every test that converts photos uses (generated below).
+export SHARDKIT_SAMPLE="$SHARDKIT_FIXTURES/sample"
+# Real photos: the ImageNet sample, when it is beside the checkout; the tests
+# that decode or convert a whole sample run on it as well, never instead.
 export SHARDKIT_DATASET="${SHARDKIT_DATASET:-$top/../shared/datasets/imagenet-sample}"
 export PYTHON="${PYTHON:-/usr/bin/python3}"
 # glib/libvips keep process-lifetime allocations; only report our leaks.
@@ -30,15 +42,42 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-if [ ! -f "$SHARDKIT_FIXTURES/.complete" ] || \
-   [ "$top/tests/fixtures/make_fixtures.py" -nt "$SHARDKIT_FIXTURES/.complete" ]; then
+if [ ! -f "$SHARDKIT_FIXTURES/.complete" ] ||
+   [ -n "$(find "$top/tests/fixtures" -name '*.py' -newer "$SHARDKIT_FIXTURES/.complete")" ]; then
     rm -rf "$SHARDKIT_FIXTURES"
-    "$PYTHON" "$top/tests/fixtures/make_fixtures.py" "$SHARDKIT_FIXTURES" || {
+    { "$PYTHON" "$top/tests/fixtures/make_fixtures.py" "$SHARDKIT_FIXTURES" &&
+      "$PYTHON" "$top/tests/fixtures/make_sample.py" "$SHARDKIT_SAMPLE"; } || {
         echo "FAIL: cannot generate test fixtures" >&2; exit 1; }
     touch "$SHARDKIT_FIXTURES/.complete"
 fi
 
 pass=0; fail=0; failed=""
+skips="$BUILD/tests/skips.list"
+mkdir -p "$BUILD/tests"
+: >"$skips"
+# skipped NAME LOG: append the skips LOG records to $skips, one "NAME: why"
+# line each: a CLI test's "SKIP: why" lines; cmocka's "[  SKIPPED ] test"
+# with the "SKIP: why" the test printed after "[ RUN      ] test"; pytest's
+# -rs lines "SKIPPED [N] file:line: why" (N lines).
+skipped() {
+    awk -v name="$1" '
+        /^\[ RUN      \] / { run = substr($0, 14); why = ""; next }
+        /^SKIP: / {
+            if (run != "") why = substr($0, 7); else print name ": " substr($0, 7)
+            next
+        }
+        /^\[  SKIPPED \] / {
+            test = substr($0, 14)
+            if (run != "" && test == run)
+                print name ": " test ": " (why != "" ? why : "(no reason given)")
+            run = ""
+            next
+        }
+        /^SKIPPED \[[0-9]+\] / && match($0, /:[0-9]+: /) {
+            n = substr($0, 10) + 0
+            for (i = 0; i < n; i++) print name ": " substr($0, RSTART + RLENGTH)
+        }' "$2" >>"$skips"
+}
 run() {  # name, command...
     name=$1; shift
     if [ -n "$only" ]; then
@@ -52,6 +91,7 @@ run() {  # name, command...
         fail=$((fail + 1)); failed="$failed $name"
         echo "FAIL $name (log: $log)"; tail -n 40 "$log" | sed 's/^/     /'
     fi
+    skipped "$name" "$log"
 }
 
 for t in "$BUILD"/tests/test_*; do
@@ -86,8 +126,37 @@ if [ $units_only -eq 0 ]; then
             set -- "$@" LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)" \
                 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
         fi
-        run python_tests "$@" "$PYTHON" -m pytest -q -p no:cacheprovider "$top/python/tests"
+        run python_tests "$@" "$PYTHON" -m pytest -q -rs -p no:cacheprovider "$top/python/tests"
     fi
 fi
-echo "passed: $pass, failed: $fail${failed:+ (}${failed# }${failed:+)}"
-[ $fail -eq 0 ]
+
+# The skips, each reason once with its count; in strict mode those not in
+# tests/skips.allowed (lines "NAME: why"; # starts a comment) fail the run.
+allowed="$top/tests/skips.allowed"
+[ -f "$allowed" ] || allowed=/dev/null
+unlisted() {
+    awk -v list="$allowed" 'BEGIN {
+        while ((getline line <list) > 0) if (line !~ /^#/ && line != "") ok[line] = 1
+    } !($0 in ok)' "$@"
+}
+nskip=$(wc -l <"$skips")
+bad=0
+if [ "$nskip" -gt 0 ]; then
+    echo "skipped: $nskip (how many, and why):"
+    sort "$skips" | uniq -c | while read -r n why; do
+        if [ -z "$(printf '%s\n' "$why" | unlisted -)" ]; then
+            echo "     $n  $why  (allowed: tests/skips.allowed)"
+        else
+            echo "     $n  $why"
+        fi
+    done
+    if [ "${SHARDKIT_STRICT_SKIPS:-0}" = 1 ]; then
+        bad=$(unlisted "$skips" | wc -l)
+        [ "$bad" -eq 0 ] || echo "FAIL: $bad skipped, not listed in tests/skips.allowed" \
+            "(SHARDKIT_STRICT_SKIPS=1: everything else must run)"
+    fi
+fi
+summary="passed: $pass, failed: $fail${failed:+ (}${failed# }${failed:+)}, skipped: $nskip"
+[ "$bad" -eq 0 ] || summary="$summary ($bad not allowed)"
+echo "$summary"
+[ $fail -eq 0 ] && [ "$bad" -eq 0 ]

@@ -481,26 +481,13 @@ uint64_t sk_annotations_line(const struct sk_annotations *a, int64_t row)
     return row < 0 ? 0 : a->row_line[row];
 }
 
+static int64_t row_of(const void *ctx, const char *key, size_t len)
+{
+    return sk_annotations_row(ctx, key, len);
+}
+
 int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_keylist *keys,
                              uint64_t *unmatched, struct shard_err *err)
 {
-    *unmatched = 0;
-    if (!a->rows)
-        return SHARD_OK;
-    uint8_t *seen = calloc((a->rows + 7) / 8, 1);
-    if (!seen)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    uint64_t matched = 0;
-    for (size_t i = 0; i < keys->count; i++) {
-        size_t len;
-        const char *key = shard_keylist_get(keys, i, &len);
-        int64_t row = sk_annotations_row(a, key, len);
-        if (row >= 0 && !(seen[row / 8] & (1u << (row % 8)))) {
-            seen[row / 8] |= (uint8_t)(1u << (row % 8));
-            matched++;
-        }
-    }
-    free(seen);
-    *unmatched = a->rows - matched;
-    return SHARD_OK;
+    return sk_rows_unmatched(a->rows, keys, row_of, a, unmatched, err);
 }

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "source/source_internal.h"
+
 #define KEYLIST_INITIAL_KEYS 1024
 #define KEYLIST_INITIAL_ARENA (64 * 1024)
 /* Ranges at most this long are finished with insertion sort. */
@@ -341,4 +343,30 @@ void shard_keylist_sort(struct shard_keylist *l)
     free(s.heads);
     s.heads = NULL;
     heap_sort(&s, 0, l->count, 0);
+}
+
+int sk_rows_unmatched(uint64_t rows, const struct shard_keylist *keys,
+                      int64_t (*row)(const void *ctx, const char *key, size_t len),
+                      const void *ctx, uint64_t *unmatched, struct shard_err *err)
+{
+    *unmatched = 0;
+    if (!rows)
+        return SHARD_OK;
+    /* one bit per row: matched by some key */
+    uint8_t *seen = calloc((size_t)(rows + 7) / 8, 1);
+    if (!seen)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    uint64_t matched = 0;
+    for (size_t i = 0; i < keys->count; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(keys, i, &len);
+        int64_t r = row(ctx, key, len);
+        if (r >= 0 && !(seen[r / 8] & (1u << (r % 8)))) {
+            seen[r / 8] |= (uint8_t)(1u << (r % 8));
+            matched++;
+        }
+    }
+    free(seen);
+    *unmatched = rows - matched;
+    return SHARD_OK;
 }

@@ -19,6 +19,7 @@
 
 #include "util/fsutil.h"
 #include "util/quote.h"
+#include "source/source_internal.h"
 
 #define REGEX_PREFIX "regex:"
 
@@ -428,27 +429,19 @@ uint64_t shard_labeler_rows(const struct shard_labeler *lb)
     return lb->kind == LABELS_CSV ? lb->count : 0;
 }
 
+/* sk_rows_unmatched's lookup: a CSV row, or -1 */
+static int64_t row_of(const void *ctx, const char *key, size_t len)
+{
+    const struct shard_labeler *lb = ctx;
+    size_t row = csv_row(lb, key, len);
+    return row < lb->count ? (int64_t)row : -1;
+}
+
 int shard_labeler_unmatched_rows(const struct shard_labeler *lb, const struct shard_keylist *keys,
                                  uint64_t *unmatched, struct shard_err *err)
 {
     *unmatched = 0;
-    if (lb->kind != LABELS_CSV || lb->count == 0)
+    if (lb->kind != LABELS_CSV)
         return SHARD_OK;
-    /* one bit per row: matched by some key */
-    uint8_t *seen = calloc((lb->count + 7) / 8, 1);
-    if (!seen)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    uint64_t matched = 0;
-    for (size_t i = 0; i < keys->count; i++) {
-        size_t len;
-        const char *key = shard_keylist_get(keys, i, &len);
-        size_t row = csv_row(lb, key, len);
-        if (row < lb->count && !(seen[row / 8] & (1u << (row % 8)))) {
-            seen[row / 8] |= (uint8_t)(1u << (row % 8));
-            matched++;
-        }
-    }
-    free(seen);
-    *unmatched = lb->count - matched;
-    return SHARD_OK;
+    return sk_rows_unmatched(lb->count, keys, row_of, lb, unmatched, err);
 }

@@ -103,8 +103,14 @@ void shard_refusals_release(struct shard_refusals *r)
     memset(r, 0, sizeof *r);
 }
 
-static int refusals_add(struct shard_refusals *r, const char *key, size_t len,
-                        const char *reason, struct shard_err *err)
+void sk_refusals_sort(struct shard_refusals *r)
+{
+    if (r->count > 1)
+        qsort(r->items, r->count, sizeof *r->items, compare_refusals);
+}
+
+int sk_refusals_add(struct shard_refusals *r, const char *key, size_t len, const char *reason,
+                    struct shard_err *err)
 {
     if (r->count == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 16;
@@ -177,7 +183,7 @@ static int refuse(struct scan *s, int directory, const char *reason, struct shar
     if (rc == 0)
         rc = shard_keylist_add(s->keys, (const char *)s->path.data, s->path.len, err);
     if (rc == 0)
-        rc = refusals_add(s->refused, (const char *)s->path.data, s->path.len, reason, err);
+        rc = sk_refusals_add(s->refused, (const char *)s->path.data, s->path.len, reason, err);
     if (rc == 0)
         s->st->candidates++;
     s->path.len = len;
@@ -390,8 +396,8 @@ out:
             free(refused->items[refused->count].key);
             free(refused->items[refused->count].reason);
         }
-    } else if (refused && refused->count > 1) {
-        qsort(refused->items, refused->count, sizeof *refused->items, compare_refusals);
+    } else if (refused) {
+        sk_refusals_sort(refused);
     }
     return rc;
 }

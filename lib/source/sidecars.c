@@ -154,38 +154,6 @@ static int compare_u64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-static int add_refusal(struct shard_refusals *r, const char *key, size_t len,
-                       const char *reason, struct shard_err *err)
-{
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 16;
-        struct shard_refusal *p = realloc(r->items, cap * sizeof *p);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        r->items = p;
-        r->cap = cap;
-    }
-    struct shard_refusal *it = &r->items[r->count];
-    it->key = malloc(len + 1);
-    it->reason = strdup(reason);
-    if (!it->key || !it->reason) {
-        free(it->key);
-        free(it->reason);
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    }
-    memcpy(it->key, key, len);
-    it->key[len] = '\0';
-    it->key_len = len;
-    r->count++;
-    return SHARD_OK;
-}
-
-static int compare_refusals(const void *pa, const void *pb)
-{
-    const struct shard_refusal *a = pa, *b = pb;
-    return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
-}
-
 /* Refuse every candidate of a group sharing one stem, each naming another
  * (the next in the group, the last the first).  Already refused ones keep
  * their own reason. */
@@ -201,7 +169,7 @@ static int refuse_group(const struct shard_keylist *k, const uint64_t *group, si
         char shown[SHARD_QUOTE_SIZE], reason[SHARD_QUOTE_SIZE + 64];
         snprintf(reason, sizeof reason, "%s'%s'", SK_REASON_STEM,
                  shard_quote(other, other_len, shown, sizeof shown));
-        int rc = add_refusal(refused, key, len, reason, err);
+        int rc = sk_refusals_add(refused, key, len, reason, err);
         if (rc)
             return rc;
     }
@@ -241,7 +209,7 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
         i = j;
     }
     if (!rc && refused->count > refused_before)
-        qsort(refused->items, refused->count, sizeof *refused->items, compare_refusals);
+        sk_refusals_sort(refused);
 
     /* each file: the longest suffix whose stem is an image's; keys were
      * added in order, so a key's arena offset tells when it was */

@@ -91,6 +91,21 @@ int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf
 /* Stop the fetches (those under way finish) and free.  Accepts NULL. */
 void sk_prefetch_free(struct sk_prefetch *pf);
 
+/* ---- refusals (scan.c) ----------------------------------------------------- */
+
+/* Add `key` refused for `reason` (both copied).  0 or SHARD_ENOMEM. */
+int sk_refusals_add(struct shard_refusals *r, const char *key, size_t len, const char *reason,
+                    struct shard_err *err);
+/* Sort by key, as shard_refusals_find needs. */
+void sk_refusals_sort(struct shard_refusals *r);
+
+/* Rows of a table keyed by sample key (a label file, an annotation table)
+ * that name none of `keys`: row(ctx, key, len) gives a key's row, or -1.
+ * 0 or SHARD_ENOMEM. */
+int sk_rows_unmatched(uint64_t rows, const struct shard_keylist *keys,
+                      int64_t (*row)(const void *ctx, const char *key, size_t len),
+                      const void *ctx, uint64_t *unmatched, struct shard_err *err);
+
 /* ---- sidecar files (sidecars.c) --------------------------------------------
  *
  * A sidecar of an image is the file whose key is the image's stem (its key

@@ -1,7 +1,9 @@
-"""Shared fixtures: datasets made with the real shardify from the imagenet
-sample ($SHARDKIT_DATASET, i.e. ../shared/datasets/imagenet-sample), once per
-test session, in a temporary directory.
+"""Shared fixtures: datasets made with the real shardify from the photo
+sample, once per test session, in a temporary directory.
 
+The photo sample is 1000 photo-like JPEGs made by tests/fixtures/make_sample.py:
+$SHARDKIT_SAMPLE (tests/run.sh generates it into BUILD/fixtures/sample), or,
+run without tests/run.sh, made here into build/fixtures/sample on first use.
 The package under test is the one on PYTHONPATH (tests/run.sh points it at
 BUILD/python); the tools are $SHARDKIT_BIN (default: the checkout's
 build/bin)."""
@@ -15,8 +17,7 @@ import pytest
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("SHARDKIT_BIN") or os.path.join(TOP, "build", "bin")
-SAMPLE = os.environ.get("SHARDKIT_DATASET") or os.path.join(
-    TOP, "..", "shared", "datasets", "imagenet-sample")
+SAMPLE = os.environ.get("SHARDKIT_SAMPLE") or os.path.join(TOP, "build", "fixtures", "sample")
 PYTHON = sys.executable
 
 
@@ -30,8 +31,10 @@ def shardify(src, dst, *options):
 
 
 def sample_images():
-    if not os.path.isdir(SAMPLE):
-        pytest.skip(f"no imagenet sample at {SAMPLE} (set SHARDKIT_DATASET)")
+    """The photo sample's JPEG names, sorted; the sample is made if missing."""
+    if not os.path.isfile(os.path.join(SAMPLE, "SOURCE.txt")):
+        subprocess.run([PYTHON, os.path.join(TOP, "tests", "fixtures", "make_sample.py"),
+                        SAMPLE], check=True)
     return sorted(f for f in os.listdir(SAMPLE) if f.endswith(".JPEG"))
 
 
@@ -49,7 +52,8 @@ def workdir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def imagenet():
+def photos():
+    """The photo sample's directory: 1000 JPEGs (and a SOURCE.txt)."""
     sample_images()
     return SAMPLE
 
@@ -62,18 +66,18 @@ def _made(workdir, name, *options, src=None):
 
 
 @pytest.fixture(scope="session")
-def jpeg256(workdir, imagenet):
+def jpeg256(workdir, photos):
     """The 1000 images as 256-px JPEG records, in four shards."""
     return _made(workdir, "jpeg256", "--size", "256", "--codec", "jpeg", "--shard-size", "8M")
 
 
 @pytest.fixture(scope="session")
-def png128(workdir, imagenet):
+def png128(workdir, photos):
     return _made(workdir, "png128", "--size", "128", "--codec", "png", "--shard-size", "8M")
 
 
 @pytest.fixture(scope="session")
-def raw128(workdir, imagenet):
+def raw128(workdir, photos):
     return _made(workdir, "raw128", "--size", "128", "--codec", "raw", "--shard-size", "16M")
 
 
@@ -83,9 +87,9 @@ def by_codec(jpeg256, png128, raw128):
 
 
 @pytest.fixture(scope="session")
-def labelled(workdir, imagenet):
+def labelled(workdir, photos):
     """A small labelled dataset: 60 sample images in three class folders
-    (plus two at the top, without a label), 64-px JPEG, seven shards."""
+    (plus two at the top, without a label), 64-px JPEG, six shards."""
     src = os.path.join(workdir, "labelled-src")
     if not os.path.isdir(src):
         images = sample_images()

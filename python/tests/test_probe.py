@@ -1,6 +1,6 @@
 """python3 -m shardkit.probe: the numbers it derives from timings, its
 verdict, its trace, how it shows a flat folder to ImageFolder, its errors,
-and short real runs over a flat folder (as the imagenet sample is)."""
+and short real runs over a flat folder (as the photo sample is)."""
 import json
 import os
 import shutil
@@ -165,15 +165,15 @@ def test_usage_errors_exit_2():
 
 
 @pytest.fixture(scope="module")
-def flat(workdir, imagenet):
-    """(SRC, DST): 40 sample images with no class folder, as the imagenet
+def flat(workdir, photos):
+    """(SRC, DST): 40 sample images with no class folder, as the photo
     sample is, and their 64-px shards."""
     src = os.path.join(workdir, "flat-src")
     dst = os.path.join(workdir, "flat")
     if not os.path.isdir(src):
         os.makedirs(src)
         for name in sample_images()[:40]:
-            shutil.copy(os.path.join(imagenet, name), src)
+            shutil.copy(os.path.join(photos, name), src)
     if not os.path.exists(os.path.join(dst, "manifest.json")):
         shardify(src, dst, "--size", "64")
     return src, dst

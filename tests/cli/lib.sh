@@ -61,9 +61,18 @@ shardkit_python() {
     fi
 }
 
-# dataset: the shared real-image sample, or skip.
-need_dataset() {
-    [ -d "${SHARDKIT_DATASET:-}" ] || skip "sample dataset not found at '${SHARDKIT_DATASET:-}'"
+# The photo sample: 1000 photo-like JPEGs (four names with an apostrophe, a
+# SOURCE.txt beside them) that tests/run.sh generates with
+# tests/fixtures/make_sample.py.  Always there: a test never skips for it.
+SAMPLE=${SHARDKIT_SAMPLE:-$SHARDKIT_FIXTURES/sample}
+[ -f "$SAMPLE/SOURCE.txt" ] || die "no photo sample in '$SAMPLE' (run through tests/run.sh)"
+
+# photo_samples: the photo sample, then the ImageNet sample (SHARDKIT_DATASET)
+# when it is here, one a line: what a test proves on a whole sample it proves
+# on each (real photos in addition, never instead).
+photo_samples() {
+    echo "$SAMPLE"
+    [ ! -d "${SHARDKIT_DATASET:-}" ] || echo "$SHARDKIT_DATASET"
 }
 
 # same_tree A B: the two dataset directories hold byte-identical dataset files

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_hostile.sh - 1000 damaged and hostile copies of the real sample images
+# test_hostile.sh - 1000 damaged and hostile copies of the sample's photos
 # (tests/fixtures/mutate.py: truncated, bits flipped, headers declaring huge
 # sizes, zero bytes, text named .jpg, PNGs with broken chunks, converted
 # GIF/WebP/TIFF damaged, a sliver whose upscaled output would be enormous):
@@ -9,10 +9,9 @@
 # proves the result.  The same inputs as an archive give the same dataset,
 # and a truncated archive fails cleanly.
 . "$(dirname "$0")/lib.sh"
-need_dataset
 
 say "1000 mutated copies of the sample images"
-"$PYTHON" "$SHARDKIT_TOP/tests/fixtures/mutate.py" "$SHARDKIT_DATASET" "$T/mut" --count 1000 \
+"$PYTHON" "$SHARDKIT_TOP/tests/fixtures/mutate.py" "$SAMPLE" "$T/mut" --count 1000 \
     --seed 7 >/dev/null
 [ "$(find "$T/mut" -type f | wc -l)" -eq 1000 ] || die "expected 1000 files"
 

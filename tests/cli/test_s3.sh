@@ -12,7 +12,6 @@
 # and a shard deleted behind the manifest's back are errors naming them;
 # no credentials is an error, and requests go unsigned only when asked.
 . "$(dirname "$0")/lib.sh"
-need_dataset
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
     skip "Node.js and npm are not installed (scripts/deps.sh installs them)"
 
@@ -86,8 +85,8 @@ same_as_local() {
 
 SRC=$T/src
 mkdir -p "$SRC"
-ls "$SHARDKIT_DATASET" | grep -i '\.jpe\?g$' | head -n 60 | while read -r f; do
-    cp "$SHARDKIT_DATASET/$f" "$SRC/"
+ls "$SAMPLE" | grep -i '\.jpe\?g$' | head -n 60 | while read -r f; do
+    cp "$SAMPLE/$f" "$SRC/"
 done
 OPTS="--size 48 --shard-size 32K"
 
@@ -163,8 +162,8 @@ shardbench files "$SRC" --epochs 1 --size 48 --digests "$T/files-local.digests" 
 cmp -s "$T/files-local.digests" "$T/files-remote.digests" || die "shardbench files differ"
 
 say "more than 1000 objects: the listing's pages, and the same dataset as the directory's"
-put_dir "$SHARDKIT_DATASET" many
-shardify "$SHARDKIT_DATASET" "$T/local-many" --size 32 --quiet
+put_dir "$SAMPLE" many
+shardify "$SAMPLE" "$T/local-many" --size 32 --quiet
 shardify "$B/many" "$B/many-out" --size 32 --json >"$T/many.json" 2>/dev/null ||
     die "shardify of 1000+ objects failed"
 [ "$(json "$T/many.json" "d['samples'] + d['ignored']")" -gt 1000 ] || die "too few objects"
@@ -234,8 +233,8 @@ must_say "shard-000001.shard: missing" "$T/stdout"
 RAW="--size 128 --codec raw --zstd-level -100 --shard-size 12M --no-shuffle"
 BIG=$T/big
 mkdir -p "$BIG"
-ls "$SHARDKIT_DATASET" | grep -i '\.jpe\?g$' | head -n 200 | while read -r f; do
-    cp "$SHARDKIT_DATASET/$f" "$BIG/"
+ls "$SAMPLE" | grep -i '\.jpe\?g$' | head -n 200 | while read -r f; do
+    cp "$SAMPLE/$f" "$BIG/"
 done
 shardify "$BIG" "$T/local-big" $RAW --quiet
 [ "$(stat -c %s "$T/local-big/shard-000000.shard")" -gt $((10 << 20)) ] ||

@@ -15,18 +15,13 @@ RAW=$T/raw
 JPG=$T/jpg
 N=100
 
-# ---- a small source: 100 real photos (apostrophes in names included), or
-# generated images when the sample dataset is not here
+# ---- a small source: 100 photos of the photo sample (apostrophes in names
+# included)
 mkdir -p "$SRC"
-if [ -d "${SHARDKIT_DATASET:-}" ]; then
-    { ls "$SHARDKIT_DATASET" | grep "'" | head -n 4
-      ls "$SHARDKIT_DATASET" | grep -v "'" | grep -i '\.jpe\?g$' | head -n $((N - 4)); } >"$T/pick"
-    while IFS= read -r f; do cp "$SHARDKIT_DATASET/$f" "$SRC/$f"; done <"$T/pick"
-    shard_size=400K
-else
-    "$PYTHON" "$TOP/examples/make_demo_data.py" "$SRC" --count $N >/dev/null
-    shard_size=100K
-fi
+{ ls "$SAMPLE" | grep "'" | head -n 4
+  ls "$SAMPLE" | grep -v "'" | grep -i '\.jpe\?g$' | head -n $((N - 4)); } >"$T/pick"
+while IFS= read -r f; do cp "$SAMPLE/$f" "$SRC/$f"; done <"$T/pick"
+shard_size=400K
 
 say "shardify the source twice: raw and jpeg, several shards"
 shardify "$SRC" "$RAW" --size 64 --codec raw --shard-size $shard_size --quiet

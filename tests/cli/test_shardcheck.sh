@@ -8,7 +8,7 @@ SRC=$T/src
 DST=$T/dst
 
 # ---- a small source: fixtures (labelled by directory), rejects, an ignored
-# file, awkward names, and ~40 real photos when the sample dataset is here.
+# file, awkward names, and 40 photos of the photo sample.
 mkdir -p "$SRC/fix" "$SRC/bad" "$SRC/photo"
 for f in rgb.jpg gray.jpg cmyk_adobe.jpg exif_rot6.jpg progressive.jpg gray16.png rgb.png \
          palette.png interlaced.png rgba.png; do
@@ -17,16 +17,11 @@ done
 cp "$F/rgb.jpg" "$SRC/fix/a b ü.jpg"
 cp "$F/truncated.jpg" "$F/text.jpg" "$SRC/bad/"
 echo "not an image" >"$SRC/README.txt"
-if [ -d "${SHARDKIT_DATASET:-}" ]; then
-    # every apostrophe name, then the first photos in name order
-    ls "$SHARDKIT_DATASET" | grep "'" | head -n 4 >"$T/pick"
-    ls "$SHARDKIT_DATASET" | grep -v "'" | grep -i '\.jpe\?g$' | head -n 36 >>"$T/pick"
-    while IFS= read -r f; do cp "$SHARDKIT_DATASET/$f" "$SRC/photo/$f"; done <"$T/pick"
-    shard_size=48K
-else
-    for i in 1 2 3 4 5 6; do cp "$F/rgb.jpg" "$SRC/photo/p$i.jpg"; done
-    shard_size=8K
-fi
+# every apostrophe name, then the first photos in name order
+ls "$SAMPLE" | grep "'" | head -n 4 >"$T/pick"
+ls "$SAMPLE" | grep -v "'" | grep -i '\.jpe\?g$' | head -n 36 >>"$T/pick"
+while IFS= read -r f; do cp "$SAMPLE/$f" "$SRC/photo/$f"; done <"$T/pick"
+shard_size=48K
 
 say "shardify the source into several shards"
 shardify "$SRC" "$DST" --size 64 --shard-size $shard_size --quiet
@@ -369,16 +364,17 @@ echo '{"format": "shardkit", ' >"$T/d/manifest.json"
 must_fail 1 shardcheck "$T/d"
 must_say "manifest.json' line" "$T/stdout"
 
-# ---- the acceptance run on the whole sample dataset -----------------------------
-if [ -d "${SHARDKIT_DATASET:-}" ]; then
-    say "acceptance: the whole sample dataset"
-    shardify "$SHARDKIT_DATASET" "$T/full" --size 256 --quiet
+# ---- the acceptance run on a whole sample (the photo sample; real photos too
+# when they are here) -----------------------------------------------------------
+photo_samples >"$T/samples"
+while IFS= read -r sample; do
+    say "acceptance: the whole of $sample"
+    rm -rf "$T/full"
+    shardify "$sample" "$T/full" --size 256 --quiet
     shardcheck "$T/full" >"$T/stdout"
     must_say "verified" "$T/stdout"
-    shardcheck "$T/full" --deep --source "$SHARDKIT_DATASET" --visitation 1,2,3,8 >"$T/stdout"
+    shardcheck "$T/full" --deep --source "$sample" --visitation 1,2,3,8 >"$T/stdout"
     must_say "verified" "$T/stdout"
     must_say "1000 records decoded" "$T/stdout"
-else
-    say "SKIP acceptance run: no sample dataset at '${SHARDKIT_DATASET:-}'"
-fi
+done <"$T/samples"
 say "all shardcheck tests passed"

@@ -280,50 +280,46 @@ mkdir "$T/empty"
 shardify "$T/empty" "$T/emptyout" --quiet
 [ "$(json "$T/emptyout/manifest.json" 'd["counts"]["samples"]')" = 0 ] || die "empty"
 
-# ---- the real sample -----------------------------------------------------------
-if [ -d "${SHARDKIT_DATASET:-}" ]; then
-    say "imagenet sample: 1000 samples, apostrophes, determinism across threads"
-    shardify "$SHARDKIT_DATASET" "$T/in1" --size 256 --threads 1 --json >"$T/in1.json" 2>/dev/null
-    shardify "$SHARDKIT_DATASET" "$T/in2" --size 256 --threads 2 --quiet
-    [ "$(json "$T/in1.json" 'd["samples"]')" = 1000 ] || die "imagenet: samples"
-    [ "$(json "$T/in1.json" 'd["rejected"]')" = 0 ] || die "imagenet: rejects"
-    check_dataset "$T/in1"
-    same_tree "$T/in1" "$T/in2"
-    for k in "n02966687_carpenter's_kit.JPEG" "n03590841_jack-o'-lantern.JPEG" \
-             "n03992509_potter's_wheel.JPEG" "n12057211_yellow_lady's_slipper.JPEG"; do
-        grep -qF "\"key\":\"$k\"" "$T/in1/index.jsonl" || die "key $k missing"
-    done
+# ---- the photo sample (1000 photos) -----------------------------------------------
+say "photo sample: 1000 samples, apostrophes, determinism across threads"
+shardify "$SAMPLE" "$T/in1" --size 256 --threads 1 --json >"$T/in1.json" 2>/dev/null
+shardify "$SAMPLE" "$T/in2" --size 256 --threads 2 --quiet
+[ "$(json "$T/in1.json" 'd["samples"]')" = 1000 ] || die "photo sample: samples"
+[ "$(json "$T/in1.json" 'd["rejected"]')" = 0 ] || die "photo sample: rejects"
+check_dataset "$T/in1"
+same_tree "$T/in1" "$T/in2"
+for k in "n02966687_carpenter's_kit.JPEG" "n03590841_jack-o'-lantern.JPEG" \
+         "n03992509_potter's_wheel.JPEG" "n12057211_yellow_lady's_slipper.JPEG"; do
+    grep -qF "\"key\":\"$k\"" "$T/in1/index.jsonl" || die "key $k missing"
+done
 
-    say "kill -9 mid-run, then --resume: byte-identical to the clean run"
-    shardify "$SHARDKIT_DATASET" "$T/clean" --size 96 --shard-size 256K --threads 1 --quiet
-    shardify "$SHARDKIT_DATASET" "$T/killed" --size 96 --shard-size 256K --threads 1 --quiet &
-    pid=$!
-    i=0
-    while [ ! -f "$T/killed/shard-000004.shard" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
-    kill -9 $pid 2>/dev/null || true
-    wait $pid 2>/dev/null || true
-    [ ! -f "$T/killed/manifest.json" ] || die "killed run published a manifest"
-    must_fail 1 shardify "$SHARDKIT_DATASET" "$T/killed" --size 96 --shard-size 256K --quiet
-    must_say "pass --resume" "$T/err"
-    must_fail 1 shardify "$SHARDKIT_DATASET" "$T/killed" --size 97 --shard-size 256K --resume --quiet
-    must_say "cannot resume" "$T/err"
-    shardify "$SHARDKIT_DATASET" "$T/killed" --size 96 --shard-size 256K --resume --json \
-        >"$T/resumed.json" 2>/dev/null
-    [ "$(json "$T/resumed.json" 'd["reused_shards"] >= 4')" = True ] ||
-        die "resume did not keep the finished shards"
-    same_tree "$T/clean" "$T/killed"
-    [ ! -e "$T/killed/.shardify" ] || die "work directory left behind"
+say "kill -9 mid-run, then --resume: byte-identical to the clean run"
+shardify "$SAMPLE" "$T/clean" --size 96 --shard-size 256K --threads 1 --quiet
+shardify "$SAMPLE" "$T/killed" --size 96 --shard-size 256K --threads 1 --quiet &
+pid=$!
+i=0
+while [ ! -f "$T/killed/shard-000004.shard" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+[ ! -f "$T/killed/manifest.json" ] || die "killed run published a manifest"
+must_fail 1 shardify "$SAMPLE" "$T/killed" --size 96 --shard-size 256K --quiet
+must_say "pass --resume" "$T/err"
+must_fail 1 shardify "$SAMPLE" "$T/killed" --size 97 --shard-size 256K --resume --quiet
+must_say "cannot resume" "$T/err"
+shardify "$SAMPLE" "$T/killed" --size 96 --shard-size 256K --resume --json \
+    >"$T/resumed.json" 2>/dev/null
+[ "$(json "$T/resumed.json" 'd["reused_shards"] >= 4')" = True ] ||
+    die "resume did not keep the finished shards"
+same_tree "$T/clean" "$T/killed"
+[ ! -e "$T/killed/.shardify" ] || die "work directory left behind"
 
-    say "a second run on the same destination is refused while the first holds the lock"
-    shardify "$SHARDKIT_DATASET" "$T/busy" --size 96 --threads 1 --quiet &
-    pid=$!
-    i=0
-    while [ ! -f "$T/busy/.shardify/state.json" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-    must_fail 1 shardify "$SHARDKIT_DATASET" "$T/busy" --size 96 --resume --quiet
-    must_say "in use by another shardify run (pid $pid)" "$T/err"
-    wait $pid || die "first run failed"
-    check_dataset "$T/busy"
-else
-    echo "SKIP: imagenet sample parts (no dataset at '${SHARDKIT_DATASET:-}')"
-fi
+say "a second run on the same destination is refused while the first holds the lock"
+shardify "$SAMPLE" "$T/busy" --size 96 --threads 1 --quiet &
+pid=$!
+i=0
+while [ ! -f "$T/busy/.shardify/state.json" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+must_fail 1 shardify "$SAMPLE" "$T/busy" --size 96 --resume --quiet
+must_say "in use by another shardify run (pid $pid)" "$T/err"
+wait $pid || die "first run failed"
+check_dataset "$T/busy"
 echo "all shardify checks passed"

@@ -101,7 +101,7 @@ must_say "Not verified: the dataset could not be checked" "$T/nosrc.html"
 
 # ---- passwords in URLs ------------------------------------------------------------------------
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
-    { echo "test_tool_outputs: ok (SKIP: passwords in URLs: nginx is not installed)"; exit 0; }
+    skip "passwords in URLs: nginx is not installed"
 say "a password in a URL reaches no message, JSON, page or text"
 HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
 trap '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT

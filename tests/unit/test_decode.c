@@ -1,8 +1,9 @@
 /* test_decode.c - the image decoders (lib/image/decode*.c, lib/image/sniff.c, lib/image/exif.c).
  *
  * Fixtures come from tests/fixtures/make_fixtures.py (env SHARDKIT_FIXTURES);
- * the real-image check uses the ImageNet sample (env SHARDKIT_DATASET) and is
- * skipped without it.  Pixels are compared with reference decodes written by
+ * the whole-sample checks use the photo sample of tests/fixtures/make_sample.py
+ * (env SHARDKIT_SAMPLE) and, when it is there, the ImageNet sample as well
+ * (env SHARDKIT_DATASET).  Pixels are compared with reference decodes written by
  * the fixture generator (see its docstring for where each comes from):
  *   JPEG                 exact: Pillow runs the same libjpeg-turbo with the
  *                        same settings (accurate integer IDCT, fancy
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jpeglib.h>
 #include <vips/vips.h>
@@ -41,16 +43,22 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static char *path_in(const char *dir_env, const char *name)
+/* dir/name, malloc'd. */
+static char *join_path(const char *dir, const char *name)
 {
-    const char *dir = getenv(dir_env);
-    if (!dir)
-        fail_msg("%s is not set (run through tests/run.sh)", dir_env);
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
     assert_non_null(p);
     snprintf(p, n, "%s/%s", dir, name);
     return p;
+}
+
+static char *path_in(const char *dir_env, const char *name)
+{
+    const char *dir = getenv(dir_env);
+    if (!dir)
+        fail_msg("%s is not set (run through tests/run.sh)", dir_env);
+    return join_path(dir, name);
 }
 
 /* Whole file into *b; 0 or -1. */
@@ -1075,13 +1083,13 @@ static void test_concurrent_decodes_from_openmp_threads_match_serial(void **stat
         shard_buf_release(&in[i]);
 }
 
-static void test_imagenet_sample_decodes_without_error(void **state)
+/* Every image in dir decodes, whole and DCT-scaled for a 256-px target (never
+ * below it); returns how many images there were, printing each failure. */
+static int decode_every_image(const char *dir)
 {
-    (void)state;
-    const char *dir = getenv("SHARDKIT_DATASET");
-    DIR *d = dir ? opendir(dir) : NULL;
+    DIR *d = opendir(dir);
     if (!d)
-        skip();
+        fail_msg("cannot open the sample '%s'", dir);
     struct shard_buf b = {0};
     struct shard_image img = {0}, scaled = {0};
     struct shard_decode_options o;
@@ -1090,7 +1098,7 @@ static void test_imagenet_sample_decodes_without_error(void **state)
     int images = 0, failed = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        char *p = path_in("SHARDKIT_DATASET", e->d_name);
+        char *p = join_path(dir, e->d_name);
         int loaded = e->d_name[0] != '.' && slurp(p, &b) == 0;
         free(p);
         if (!loaded || shard_sniff(b.data, b.len) == SHARD_FORMAT_UNKNOWN)
@@ -1109,7 +1117,7 @@ static void test_imagenet_sample_decodes_without_error(void **state)
             }
         }
         if (rc) {
-            print_message("%s: %s\n", e->d_name, err.msg);
+            print_message("%s/%s: %s\n", dir, e->d_name, err.msg);
             failed++;
         }
     }
@@ -1117,9 +1125,34 @@ static void test_imagenet_sample_decodes_without_error(void **state)
     shard_buf_release(&b);
     shard_image_release(&img);
     shard_image_release(&scaled);
-    print_message("decoded %d images, %d failed\n", images, failed);
-    assert_true(images >= 1000);
+    print_message("%s: decoded %d images, %d failed\n", dir, images, failed);
     assert_int_equal(failed, 0);
+    return images;
+}
+
+/* The photo sample (SHARDKIT_SAMPLE), always there. */
+static const char *photo_sample(void)
+{
+    const char *dir = getenv("SHARDKIT_SAMPLE");
+    if (!dir)
+        fail_msg("SHARDKIT_SAMPLE is not set (run through tests/run.sh)");
+    return dir;
+}
+
+/* The ImageNet sample (SHARDKIT_DATASET) when it is there, else NULL. */
+static const char *real_sample(void)
+{
+    const char *dir = getenv("SHARDKIT_DATASET");
+    struct stat st;
+    return dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? dir : NULL;
+}
+
+static void test_sample_photos_decode_without_error(void **state)
+{
+    (void)state;
+    assert_true(decode_every_image(photo_sample()) >= 1000);
+    if (real_sample())
+        assert_true(decode_every_image(real_sample()) >= 1000);
 }
 
 /* ---- decoding only a box ------------------------------------------------------ */
@@ -1212,6 +1245,29 @@ static void check_boxes(const struct shard_buf *jpeg, const char *what)
     shard_image_release(&full);
 }
 
+/* check_boxes on the first 40 JPEGs of dir (in directory order). */
+static void check_boxes_of_photos(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        fail_msg("cannot open the sample '%s'", dir);
+    struct shard_buf b = {0};
+    int photos = 0;
+    struct dirent *e;
+    while (photos < 40 && (e = readdir(d))) {
+        char *p = join_path(dir, e->d_name);
+        int loaded = e->d_name[0] != '.' && slurp(p, &b) == 0;
+        free(p);
+        if (!loaded || shard_sniff(b.data, b.len) != SHARD_FORMAT_JPEG)
+            continue;
+        check_boxes(&b, e->d_name);
+        photos++;
+    }
+    closedir(d);
+    shard_buf_release(&b);
+    assert_int_equal(photos, 40);
+}
+
 static void test_jpeg_box_decode_gives_the_pixels_of_a_full_decode(void **state)
 {
     (void)state;
@@ -1243,23 +1299,10 @@ static void test_jpeg_box_decode_gives_the_pixels_of_a_full_decode(void **state)
         check_boxes(&b, variants[i].what);
     }
     shard_image_release(&picture);
-    /* real photos, when the ImageNet sample is there */
-    const char *dir = getenv("SHARDKIT_DATASET");
-    DIR *d = dir ? opendir(dir) : NULL;
-    int photos = 0;
-    struct dirent *e;
-    while (d && photos < 40 && (e = readdir(d))) {
-        char *p = path_in("SHARDKIT_DATASET", e->d_name);
-        int loaded = e->d_name[0] != '.' && slurp(p, &b) == 0;
-        free(p);
-        if (!loaded || shard_sniff(b.data, b.len) != SHARD_FORMAT_JPEG)
-            continue;
-        check_boxes(&b, e->d_name);
-        photos++;
-    }
-    if (d)
-        closedir(d);
     shard_buf_release(&b);
+    check_boxes_of_photos(photo_sample());
+    if (real_sample())
+        check_boxes_of_photos(real_sample());
 }
 
 /* Damage after the box is found as by a full decode: the rows after it are
@@ -1367,7 +1410,7 @@ int main(void)
         cmocka_unit_test(test_vips_decodes_release_every_object),
         cmocka_unit_test(test_output_image_memory_is_reused),
         cmocka_unit_test(test_concurrent_decodes_from_openmp_threads_match_serial),
-        cmocka_unit_test(test_imagenet_sample_decodes_without_error),
+        cmocka_unit_test(test_sample_photos_decode_without_error),
     };
     return cmocka_run_group_tests_name("decode", tests, NULL, NULL);
 }

@@ -1,0 +1,134 @@
+#!/bin/sh
+# test_runner.sh - tests/run.sh counts every skip and says why: a CLI test's
+# "SKIP:" line (lib.sh's skip), a cmocka test's skip with the reason it printed
+# (tests/unit/skip.h) or none, pytest's skip reasons.  With
+# SHARDKIT_STRICT_SKIPS=1, as CI runs it, a skip that tests/skips.allowed does
+# not list fails the run; listed ones do not.  It runs on a planted checkout:
+# a copy of tests/run.sh and lib.sh beside planted tests that skip, and a
+# build directory holding a real cmocka program.
+. "$(dirname "$0")/lib.sh"
+
+P=$T/top
+B=$T/build
+mkdir -p "$P/tests/cli" "$P/tests/fixtures" "$P/python/tests" "$B/tests" "$B/bin" \
+    "$B/python/shardkit" "$B/fixtures/sample"
+cp "$SHARDKIT_TOP/tests/run.sh" "$P/tests/run.sh"
+cp "$SHARDKIT_TOP/tests/cli/lib.sh" "$P/tests/cli/lib.sh"
+# the fixtures are there and no generator is newer: run.sh makes none
+echo "planted" >"$B/fixtures/sample/SOURCE.txt"
+touch "$B/fixtures/.complete"
+
+cat >"$P/tests/cli/test_planted.sh" <<'EOF'
+. "$(dirname "$0")/lib.sh"
+echo "-- a part that runs"
+skip "the planted part cannot run here"
+EOF
+cat >"$P/tests/cli/test_whole.sh" <<'EOF'
+. "$(dirname "$0")/lib.sh"
+echo "-- everything runs"
+EOF
+cat >"$T/planted_unit.c" <<'EOF'
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "skip.h"
+
+static void test_passes(void **state) { (void)state; assert_true(1); }
+static void test_needs_a_widget(void **state) { (void)state; skip_because("no widget here"); }
+static void test_skips_silently(void **state) { (void)state; skip(); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_passes),
+        cmocka_unit_test(test_needs_a_widget),
+        cmocka_unit_test(test_skips_silently),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+EOF
+cc -I"$SHARDKIT_TOP/tests/unit" "$T/planted_unit.c" -lcmocka -o "$B/tests/test_planted_unit" ||
+    die "cannot build the planted cmocka test"
+cat >"$P/python/tests/test_planted.py" <<'EOF'
+import pytest
+
+
+def test_passes():
+    pass
+
+
+@pytest.mark.skip(reason="planted: no gizmo")
+def test_gizmo():
+    pass
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_twice(n):
+    pytest.skip("planted: twice")
+EOF
+
+# runner STRICT ARGS...: tests/run.sh of the planted checkout, its output in
+# $T/out, its exit status in $status
+runner() {
+    strict=$1
+    shift
+    set +e
+    SHARDKIT_STRICT_SKIPS=$strict sh "$P/tests/run.sh" "$B" "$@" >"$T/out" 2>&1
+    status=$?
+    set -e
+}
+# counted N WHY: the summary lists WHY N times
+counted() {
+    grep -qxE " +$1  $(printf '%s' "$2" | sed 's/[][\.*^$()+?{}|]/\\&/g')( +\(allowed: tests/skips.allowed\))?" \
+        "$T/out" || { cat "$T/out" >&2; die "the summary does not count '$2' $1 times"; }
+}
+
+say "every skip is counted with its reason; outside strict mode the run passes"
+runner 0
+[ "$status" -eq 0 ] || { cat "$T/out" >&2; die "run.sh exited $status"; }
+must_say "skipped: 6 (how many, and why):" "$T/out"
+counted 1 "test_planted: the planted part cannot run here"
+counted 1 "test_planted_unit: test_needs_a_widget: no widget here"
+counted 1 "test_planted_unit: test_skips_silently: (no reason given)"
+counted 1 "python_tests: planted: no gizmo"
+counted 2 "python_tests: planted: twice"
+[ "$(tail -n 1 "$T/out")" = "passed: 4, failed: 0, skipped: 6" ] ||
+    { cat "$T/out" >&2; die "wrong closing line"; }
+
+say "strict: a skip not in tests/skips.allowed fails the run"
+runner 1
+[ "$status" -eq 1 ] || { cat "$T/out" >&2; die "a planted skip passed the strict run"; }
+must_say "FAIL: 6 skipped, not listed in tests/skips.allowed" "$T/out"
+[ "$(tail -n 1 "$T/out")" = "passed: 4, failed: 0, skipped: 6 (6 not allowed)" ] ||
+    { cat "$T/out" >&2; die "wrong closing line"; }
+
+say "strict: listed skips pass, the one left out still fails"
+cat >"$P/tests/skips.allowed" <<'EOF'
+# comments and blank lines are not entries
+
+test_planted: the planted part cannot run here
+test_planted_unit: test_needs_a_widget: no widget here
+python_tests: planted: no gizmo
+python_tests: planted: twice
+EOF
+runner 1
+[ "$status" -eq 1 ] || { cat "$T/out" >&2; die "an unlisted skip passed the strict run"; }
+counted 1 "test_planted: the planted part cannot run here"
+must_say "FAIL: 1 skipped, not listed in tests/skips.allowed" "$T/out"
+[ "$(tail -n 1 "$T/out")" = "passed: 4, failed: 0, skipped: 6 (1 not allowed)" ] ||
+    { cat "$T/out" >&2; die "wrong closing line"; }
+echo "test_planted_unit: test_skips_silently: (no reason given)" >>"$P/tests/skips.allowed"
+runner 1
+[ "$status" -eq 0 ] || { cat "$T/out" >&2; die "a run with only listed skips failed"; }
+
+say "strict: a run without skips passes, and says it skipped none"
+runner 1 test_whole
+[ "$status" -eq 0 ] || { cat "$T/out" >&2; die "run.sh exited $status"; }
+[ "$(tail -n 1 "$T/out")" = "passed: 1, failed: 0, skipped: 0" ] ||
+    { cat "$T/out" >&2; die "wrong closing line"; }
+if grep -q "how many, and why" "$T/out"; then cat "$T/out" >&2; die "a skip list without skips"; fi
+
+echo "all runner checks passed"

@@ -66,23 +66,7 @@ ENTRY_POINTS = {
     "Compose.call.seed": ("seed", 0, U64, lambda ds, v: ONE(IMAGE, seed=v)),
     "Compose.call.epoch": ("epoch", 0, U64, lambda ds, v: ONE(IMAGE, epoch=v)),
     "Compose.call.index": ("index", 0, U64, lambda ds, v: ONE(IMAGE, index=v)),
-    "Dataset.connections": ("connections", 1, _native.DATASET_MAX_CONNECTIONS,
-                            lambda ds, v: shardkit.Dataset(ds.location, connections=v)),
-    "Dataset.window": ("window", _native.DATASET_MIN_WINDOW, _native.DATASET_MAX_WINDOW,
-                       lambda ds, v: shardkit.Dataset(ds.location, window=v, cache=U64)),
-    "Dataset.cache": ("cache", _native.DATASET_MIN_WINDOW, U64,
-                      lambda ds, v: shardkit.Dataset(ds.location, window=4096, cache=v)),
-    "Dataset.retries": ("retries", 0, _native.DATASET_MAX_RETRIES,
-                        lambda ds, v: shardkit.Dataset(ds.location, retries=v)),
     # the extension itself, as a binding of its own would call it
-    "_native.Dataset.connections": ("connections", 1, _native.DATASET_MAX_CONNECTIONS,
-                                    lambda ds, v: _native.Dataset(ds.location, connections=v)),
-    "_native.Dataset.window": ("window", _native.DATASET_MIN_WINDOW, _native.DATASET_MAX_WINDOW,
-                               lambda ds, v: _native.Dataset(ds.location, window=v, cache=U64)),
-    "_native.Dataset.cache": ("cache", _native.DATASET_MIN_WINDOW, U64,
-                              lambda ds, v: _native.Dataset(ds.location, window=4096, cache=v)),
-    "_native.Dataset.retries": ("retries", 0, _native.DATASET_MAX_RETRIES,
-                                lambda ds, v: _native.Dataset(ds.location, retries=v)),
     "_native.Loader.batch_size": ("batch_size", 1, U32,
                                   lambda ds, v: native_loader(ds, batch_size=v)),
     "_native.Loader.seed": ("seed", 0, U64, lambda ds, v: native_loader(ds, seed=v)),
@@ -114,6 +98,19 @@ ENTRY_POINTS = {
     "_native.Augment.apply.seed": ("seed", 0, U64,
                                    lambda ds, v: ONE._augment().apply(IMAGE, v, 0, 0)),
 }
+
+# the remote-reading options of Dataset, in the package and in the extension
+for _prefix, _open in (("Dataset", shardkit.Dataset), ("_native.Dataset", _native.Dataset)):
+    ENTRY_POINTS.update({
+        f"{_prefix}.connections": ("connections", 1, _native.DATASET_MAX_CONNECTIONS,
+                                   lambda ds, v, o=_open: o(ds.location, connections=v)),
+        f"{_prefix}.window": ("window", _native.DATASET_MIN_WINDOW, _native.DATASET_MAX_WINDOW,
+                              lambda ds, v, o=_open: o(ds.location, window=v, cache=U64)),
+        f"{_prefix}.cache": ("cache", _native.DATASET_MIN_WINDOW, U64,
+                             lambda ds, v, o=_open: o(ds.location, window=4096, cache=v)),
+        f"{_prefix}.retries": ("retries", 0, _native.DATASET_MAX_RETRIES,
+                               lambda ds, v, o=_open: o(ds.location, retries=v)),
+    })
 
 # Sample indices are a sequence's: out of range is an IndexError (negative
 # ones count from the end in the public API)

@@ -274,74 +274,76 @@ static void *set_later(void *arg)
 
 /* ---- the engine -------------------------------------------------------------------- */
 
-static void client(struct sk_http *h, int retries)
+/* A server and a client of it with `retries`, and the URL of `path` there. */
+struct rig {
+    struct server s;
+    struct sk_http h;
+    char url[128];
+};
+
+static void rig_start(struct rig *r, answer_fn answer, void *user, const char *path,
+                      int retries)
 {
-    assert_int_equal(sk_http_init(h, NULL), 0);
-    h->retries = retries;
+    server_start(&r->s, answer, user);
+    assert_int_equal(sk_http_init(&r->h, NULL), 0);
+    r->h.retries = retries;
+    url_of(&r->s, path, r->url, sizeof r->url);
+}
+
+static void rig_stop(struct rig *r)
+{
+    sk_http_release(&r->h);
+    server_stop(&r->s);
 }
 
 static void test_transient_statuses_are_retried_until_an_answer(void **state)
 {
     (void)state;
-    struct server s;
-    server_start(&s, answer_late, NULL);
-    struct sk_http h;
-    client(&h, 2);
-    char url[128];
-    url_of(&s, "/late", url, sizeof url);
+    struct rig r;
+    rig_start(&r, answer_late, NULL, "/late", 2);
     struct shard_buf out = {0};
-    struct sk_http_request rq = {.url = url, .out = &out};
+    struct sk_http_request rq = {.url = r.url, .out = &out};
     struct shard_err err;
-    if (sk_http_perform(&h, &rq, &err))
+    if (sk_http_perform(&r.h, &rq, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(rq.status, 200);
     assert_int_equal(out.len, 2);
     assert_memory_equal(out.data, "ok", 2);
-    assert_int_equal(requests(&s), 3);
+    assert_int_equal(requests(&r.s), 3);
     shard_buf_release(&out);
-    sk_http_release(&h);
-    server_stop(&s);
+    rig_stop(&r);
 }
 
 static void test_transient_statuses_give_up_after_the_retries(void **state)
 {
     (void)state;
     int status = 503;
-    struct server s;
-    server_start(&s, answer_status, &status);
-    struct sk_http h;
-    client(&h, 2);
-    char url[128];
-    url_of(&s, "/busy", url, sizeof url);
-    struct sk_http_request rq = {.url = url, .verb = "fetch"};
+    struct rig r;
+    rig_start(&r, answer_status, &status, "/busy", 2);
+    struct sk_http_request rq = {.url = r.url, .verb = "fetch"};
     struct shard_err err;
-    assert_int_equal(sk_http_perform(&h, &rq, &err), SHARD_ENET);
+    assert_int_equal(sk_http_perform(&r.h, &rq, &err), SHARD_ENET);
     char want[256];
     snprintf(want, sizeof want, "cannot fetch '%s': HTTP 503 Service Unavailable (gave up "
-             "after 3 attempts)", url);
+             "after 3 attempts)", r.url);
     assert_string_equal(err.msg, want);
-    assert_int_equal(requests(&s), 3);
-    sk_http_release(&h);
-    server_stop(&s);
+    assert_int_equal(requests(&r.s), 3);
+    rig_stop(&r);
 }
 
 /* Each status maps to `code` at once (no retry), the message naming it. */
 static void status_maps_to(int status, int code, const char *text)
 {
-    struct server s;
-    server_start(&s, answer_status, &status);
-    struct sk_http h;
-    client(&h, 3);
-    char url[128], want[256];
-    url_of(&s, "/x", url, sizeof url);
-    struct sk_http_request rq = {.url = url};
+    struct rig r;
+    rig_start(&r, answer_status, &status, "/x", 3);
+    char want[256];
+    struct sk_http_request rq = {.url = r.url};
     struct shard_err err;
-    assert_int_equal(sk_http_perform(&h, &rq, &err), code);
-    snprintf(want, sizeof want, "cannot read '%s': HTTP %d%s", url, status, text);
+    assert_int_equal(sk_http_perform(&r.h, &rq, &err), code);
+    snprintf(want, sizeof want, "cannot read '%s': HTTP %d%s", r.url, status, text);
     assert_string_equal(err.msg, want);
-    assert_int_equal(requests(&s), 1);
-    sk_http_release(&h);
-    server_stop(&s);
+    assert_int_equal(requests(&r.s), 1);
+    rig_stop(&r);
 }
 
 static void test_statuses_map_to_one_code_each(void **state)
@@ -359,70 +361,55 @@ static void test_statuses_map_to_one_code_each(void **state)
 static void test_a_range_must_be_answered_with_it(void **state)
 {
     (void)state;
-    struct server s;
-    server_start(&s, answer_body, NULL);
-    struct sk_http h;
-    client(&h, 0);
-    char url[128];
-    url_of(&s, "/whole", url, sizeof url);
+    struct rig r;
+    rig_start(&r, answer_body, NULL, "/whole", 0);
     uint8_t buf[64];
-    struct sk_http_request rq = {.url = url, .range = "0-3", .dst = buf, .cap = 4};
+    struct sk_http_request rq = {.url = r.url, .range = "0-3", .dst = buf, .cap = 4};
     struct shard_err err;
-    assert_int_equal(sk_http_perform(&h, &rq, &err), SHARD_ENET);
+    assert_int_equal(sk_http_perform(&r.h, &rq, &err), SHARD_ENET);
     assert_non_null(strstr(err.msg, "the server ignored the range request (HTTP 200)"));
-    rq = (struct sk_http_request){.url = url, .range = "0-3", .dst = buf, .cap = sizeof buf};
-    assert_int_equal(sk_http_perform(&h, &rq, &err), SHARD_ENET);
+    rq = (struct sk_http_request){.url = r.url, .range = "0-3", .dst = buf, .cap = sizeof buf};
+    assert_int_equal(sk_http_perform(&r.h, &rq, &err), SHARD_ENET);
     assert_non_null(strstr(err.msg, "the server ignored the range request (HTTP 200)"));
-    sk_http_release(&h);
-    server_stop(&s);
+    rig_stop(&r);
 }
 
 static void test_a_body_over_its_limit_is_refused(void **state)
 {
     (void)state;
-    struct server s;
-    server_start(&s, answer_body, NULL);
-    struct sk_http h;
-    client(&h, 0);
-    char url[128];
-    url_of(&s, "/big", url, sizeof url);
+    struct rig r;
+    rig_start(&r, answer_body, NULL, "/big", 0);
     struct shard_buf out = {0};
-    struct sk_http_request rq = {.url = url, .out = &out, .max = 10};
+    struct sk_http_request rq = {.url = r.url, .out = &out, .max = 10};
     struct shard_err err;
-    assert_int_equal(sk_http_perform(&h, &rq, &err), SHARD_ELIMIT);
+    assert_int_equal(sk_http_perform(&r.h, &rq, &err), SHARD_ELIMIT);
     assert_non_null(strstr(err.msg, "file of 20 bytes exceeds the limit of 10"));
     rq.max = 20;
-    assert_int_equal(sk_http_perform(&h, &rq, &err), 0);
+    assert_int_equal(sk_http_perform(&r.h, &rq, &err), 0);
     assert_int_equal(out.len, 20);
     shard_buf_release(&out);
-    sk_http_release(&h);
-    server_stop(&s);
+    rig_stop(&r);
 }
 
 static void test_a_pooled_handle_is_reset_before_reuse(void **state)
 {
     (void)state;
-    struct server s;
-    server_start(&s, answer_body, NULL);
-    struct sk_http h;
-    client(&h, 0);
-    char url[128];
-    url_of(&s, "/obj", url, sizeof url);
-    struct sk_http_request head = {.url = url, .method = "HEAD"};
-    assert_int_equal(sk_http_perform(&h, &head, NULL), 0);
+    struct rig r;
+    rig_start(&r, answer_body, NULL, "/obj", 0);
+    struct sk_http_request head = {.url = r.url, .method = "HEAD"};
+    assert_int_equal(sk_http_perform(&r.h, &head, NULL), 0);
     assert_int_equal(head.length, 20);
-    assert_int_equal(sk_http_idle_count(&h), 1);
+    assert_int_equal(sk_http_idle_count(&r.h), 1);
     /* the same handle again: a GET, not another HEAD */
     struct shard_buf out = {0};
-    struct sk_http_request get = {.url = url, .out = &out};
-    assert_int_equal(sk_http_perform(&h, &get, NULL), 0);
+    struct sk_http_request get = {.url = r.url, .out = &out};
+    assert_int_equal(sk_http_perform(&r.h, &get, NULL), 0);
     assert_int_equal(out.len, 20);
-    assert_string_equal(s.methods[0], "HEAD");
-    assert_string_equal(s.methods[1], "GET");
-    assert_int_equal(sk_http_idle_count(&h), 1);
+    assert_string_equal(r.s.methods[0], "HEAD");
+    assert_string_equal(r.s.methods[1], "GET");
+    assert_int_equal(sk_http_idle_count(&r.h), 1);
     shard_buf_release(&out);
-    sk_http_release(&h);
-    server_stop(&s);
+    rig_stop(&r);
 }
 
 struct concurrent {
@@ -443,48 +430,39 @@ static void test_the_pool_keeps_at_most_its_cap(void **state)
 {
     (void)state;
     enum { N = SK_HTTP_POOL_MAX + 6 };
-    struct server s;
-    server_start(&s, answer_body, "slow");  /* answers after 0.3 s: all are under way at once */
-    struct sk_http h;
-    client(&h, 0);
-    char url[128];
-    url_of(&s, "/slow", url, sizeof url);
+    struct rig r;
+    rig_start(&r, answer_body, "slow", "/slow", 0);  /* answers after 0.3 s: all are under way at once */
     pthread_t t[N];
     struct concurrent c[N];
     for (int i = 0; i < N; i++) {
-        c[i] = (struct concurrent){&h, url, -1};
+        c[i] = (struct concurrent){&r.h, r.url, -1};
         pthread_create(&t[i], NULL, one_request, &c[i]);
     }
     for (int i = 0; i < N; i++) {
         pthread_join(t[i], NULL);
         assert_int_equal(c[i].rc, 0);
     }
-    assert_int_equal(sk_http_idle_count(&h), SK_HTTP_POOL_MAX);
-    sk_http_release(&h);
-    server_stop(&s);
+    assert_int_equal(sk_http_idle_count(&r.h), SK_HTTP_POOL_MAX);
+    rig_stop(&r);
 }
 
 static void test_cancel_ends_a_back_off(void **state)
 {
     (void)state;
     int status = 503;
-    struct server s;
-    server_start(&s, answer_status, &status);
-    struct sk_http h;
-    client(&h, 20);  /* 50 ms, 100 ms, ... 2 s: ~30 s of back-off in all */
+    struct rig r;
+    rig_start(&r, answer_status, &status, "/busy", 20);  /* ~30 s of back-off in all */
     volatile sig_atomic_t cancel = 0;
-    h.cancel = &cancel;
-    char url[128];
-    url_of(&s, "/busy", url, sizeof url);
+    r.h.cancel = &cancel;
     pthread_t t;
     /* inside the back-off from ~3.15 s to ~5.15 s: a cancel seen only
      * before an attempt would end it after 5 s */
     struct later l = {&cancel, 3.5};
     pthread_create(&t, NULL, set_later, &l);
     double start = sk_now_seconds();
-    struct sk_http_request rq = {.url = url};
+    struct sk_http_request rq = {.url = r.url};
     struct shard_err err;
-    assert_int_equal(sk_http_perform(&h, &rq, &err), SHARD_EINTR);
+    assert_int_equal(sk_http_perform(&r.h, &rq, &err), SHARD_EINTR);
     double took = sk_now_seconds() - start;
     pthread_join(t, NULL);
     if (took > 4.5)
@@ -492,10 +470,9 @@ static void test_cancel_ends_a_back_off(void **state)
     assert_non_null(strstr(err.msg, "interrupted"));
     /* what a cancelled run still does goes through */
     status = 200;
-    struct sk_http_request abort = {.url = url, .no_cancel = 1};
-    assert_int_equal(sk_http_perform(&h, &abort, NULL), 0);
-    sk_http_release(&h);
-    server_stop(&s);
+    struct sk_http_request abort = {.url = r.url, .no_cancel = 1};
+    assert_int_equal(sk_http_perform(&r.h, &abort, NULL), 0);
+    rig_stop(&r);
 }
 
 /* ---- S3: the same rules ------------------------------------------------------------ */

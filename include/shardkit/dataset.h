@@ -6,11 +6,12 @@
  * accepts NULL) and plain structs for everything passed in or out; there are
  * no callbacks, so the API wraps directly into other languages.
  *
- *   struct shard_dataset  an open dataset, in a local directory or at an
- *                         http(s):// URL (its manifest; shard footers are
- *                         read on first use).  Any sample is one ranged read
- *                         away: (shard, record) -> footer row -> frame.  It
- *                         counts what its reads cost (shard_dataset_stats).
+ *   struct shard_dataset  an open dataset, in a local directory, at an
+ *                         http(s):// URL or an s3:// location (its manifest;
+ *                         shard footers are read on first use).  Any sample
+ *                         is one ranged read away: (shard, record) -> footer
+ *                         row -> frame.  It counts what its reads cost
+ *                         (shard_dataset_stats).
  *   struct shard_plan     the order one rank visits samples in one epoch: a
  *                         deterministic function of (manifest, seed, epoch,
  *                         rank, world_size, options) and nothing else.
@@ -74,9 +75,10 @@ struct shard_dataset;
  * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410: the
  * message names the object, s3://BUCKET/KEY, and S3's code, NoSuchBucket...),
  * SHARD_ECORRUPT (a malformed or self-contradicting manifest, with the
- * reason), SHARD_EUNSUPPORTED (a newer manifest version), SHARD_ENET (an
- * HTTP failure other than "not found", after retries), SHARD_EIO,
- * SHARD_ENOMEM. */
+ * reason), SHARD_EUNSUPPORTED (a newer manifest version; a server that
+ * does not implement the request: HTTP 405, 501, 505), SHARD_ENET (another
+ * HTTP failure, at once for a 4xx, after the retries for a transient one),
+ * SHARD_EIO, SHARD_ENOMEM. */
 SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
 
 /* How a remote dataset (http://, https://, s3://) is read; a local one

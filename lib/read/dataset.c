@@ -7,8 +7,9 @@
  * read without locking.  zstd contexts are reused through a small pool, so
  * a read costs one ranged read plus the decompression and decode.
  *
- * A location starting with http:// or https:// is read through the HTTP
- * backend (fetch_http.h): manifest.json with one GET, shards as ranges.
+ * A location starting with http://, https:// or s3:// is read through the
+ * HTTP backend (fetch_http.h), with the dataset's options
+ * (shard_dataset_open_ex): manifest.json with one GET, shards as ranges.
  *
  * Every read counts its cost - time in the read, decompress and decode
  * stages, bytes - in the dataset's counters (read/observer.h, public as

@@ -64,9 +64,17 @@ deps:
 
 # ---- library and programs ---------------------------------------------------
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/shardkit/*.h lib/*/*.h) | $(BUILD)/.dirs
+# Each object is rebuilt when its source or a header it includes changes: the
+# compiler writes the headers it read into OBJ.d (-MMD; -MP makes a removed
+# header no error), which make reads back below.  The .d is written aside and
+# moved in after the object, and an object without one (a first build, or one
+# from before this rule) is rebuilt.
+DEPFLAGS = -MT $@ -MMD -MP -MF $(@:.o=.Td)
+DEPDONE  = mv -f $(@:.o=.Td) $(@:.o=.d) && touch $@
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/obj/%.d | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS_LIB) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) -c $< -o $@ && $(DEPDONE)
 	@$(if $(Q),echo "  CC      $<")
 
 $(LIB_A): $(LIB_OBJ)
@@ -96,11 +104,14 @@ $(BUILD)/.dirs:
 CLI_A   := $(BUILD)/libcli.a
 CLI_OBJ := $(CLI_COMMON:%.c=$(BUILD)/obj/%.o)
 
-$(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(wildcard include/shardkit/*.h cmd/common/*.h) \
-                             | $(BUILD)/.dirs
+$(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(BUILD)/obj/cmd/common/%.d | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS_CMD) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_CMD) $(DEPFLAGS) -c $< -o $@ && $(DEPDONE)
 	@$(if $(Q),echo "  CC      $<")
+
+DEPFILES := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+$(DEPFILES):
+include $(wildcard $(DEPFILES))
 
 $(CLI_A): $(CLI_OBJ)
 	@rm -f $@

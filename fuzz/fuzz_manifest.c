@@ -9,8 +9,11 @@
  *     serialises to the same text;
  *  2. shard_line_parse on every '\n'-separated line; an accepted sample or
  *     reject must survive shard_sample_line / shard_reject_line and a second
- *     parse unchanged;
- *  3. shard_index_reader over the file as an index.jsonl;
+ *     parse unchanged; and shard_line_parse_fields against a config with
+ *     fields (a dataset of format version 2), whose samples must survive
+ *     shard_sample_line_fields, fields and all;
+ *  3. shard_index_reader over the file as an index.jsonl, without fields
+ *     and with;
  *  4. sk_journal_read over the file as a resume journal (DST/.shardify is on
  *     disk too, and a damaged one must make resume start over, not crash).
  * Invariant violations abort(), so the fuzzer reports them like crashes. */
@@ -158,20 +161,72 @@ static void parse_line(const char *line, size_t len)
     shard_buf_release(&out);
 }
 
-/* Mode 3: the streaming index reader. */
-static void read_index(size_t size)
+/* The fields the version 2 seeds declare (make_corpus.py): index lines are
+ * parsed against them too, as shardcheck and the reader parse them. */
+static const struct shard_field_decl seed_fields[] = {
+    {"caption", SHARD_FIELD_TEXT, 0, ".txt", NULL, 0},
+    {"meta", SHARD_FIELD_JSON, 0, ".json", NULL, 0},
+    {"score", SHARD_FIELD_FLOAT, 0, ".score", NULL, 0},
+    {"emb", SHARD_FIELD_FLOAT32, 2, ".emb", NULL, 0},
+    {"tags", SHARD_FIELD_LABELS, 0, ".tags", NULL, 0},
+    {"blob", SHARD_FIELD_BYTES, 0, ".bin", NULL, 0},
+};
+static const struct shard_config seed_config = {
+    .fields = (struct shard_field_decl *)seed_fields,
+    .field_count = sizeof seed_fields / sizeof seed_fields[0],
+};
+
+/* Mode 2b: one line of a dataset with fields, and its round trip: the
+ * fields named are declared ones, each once, in field number order. */
+static void parse_line_with_fields(const char *line, size_t len)
 {
     struct shard_err err;
-    struct shard_index_reader *r;
-    if (shard_index_reader_open(&r, manifest_path, &err) != 0)
-        return;
-    struct shard_sample s;
-    int rc;
-    while ((rc = shard_index_reader_next(r, &s, &err)) == 1)
-        REQUIRE(s.key && s.key_len >= 1);
-    if (rc == 0)
-        REQUIRE(shard_index_reader_bytes(r) == size);
-    shard_index_reader_close(r);
+    struct shard_sample s, s2;
+    struct shard_reject r, r2;
+    struct shard_buf out = {0};
+    memset(&s2, 0, sizeof s2);
+    memset(&r2, 0, sizeof r2);
+    int kind = shard_line_parse_fields(line, len, &seed_config, &s, &r, &err);
+    if (kind == 1) {
+        for (uint32_t i = 0; i < s.field_count; i++)
+            REQUIRE(s.fields[i].field < seed_config.field_count &&
+                    (i == 0 || s.fields[i].field > s.fields[i - 1].field));
+        REQUIRE(shard_sample_line_fields(&s, &seed_config, &out, &err) == 0);
+        REQUIRE(out.len > 0 && out.data[out.len - 1] == '\n');
+        REQUIRE(shard_line_parse_fields((const char *)out.data, out.len - 1, &seed_config, &s2,
+                                        &r2, &err) == 1);
+        same_sample(&s, &s2);
+        REQUIRE(s.field_count == s2.field_count);
+        for (uint32_t i = 0; i < s.field_count; i++)
+            REQUIRE(s.fields[i].field == s2.fields[i].field &&
+                    s.fields[i].source_bytes == s2.fields[i].source_bytes &&
+                    s.fields[i].source_xxh3 == s2.fields[i].source_xxh3);
+    }
+    shard_sample_release(&s);
+    shard_sample_release(&s2);
+    shard_reject_release(&r);
+    shard_reject_release(&r2);
+    shard_buf_release(&out);
+}
+
+/* Mode 3: the streaming index reader, without fields and with. */
+static void read_index(size_t size)
+{
+    for (int with_fields = 0; with_fields <= 1; with_fields++) {
+        struct shard_err err;
+        struct shard_index_reader *r;
+        if (shard_index_reader_open(&r, manifest_path, &err) != 0)
+            return;
+        if (with_fields)
+            shard_index_reader_set_config(r, &seed_config);
+        struct shard_sample s;
+        int rc;
+        while ((rc = shard_index_reader_next(r, &s, &err)) == 1)
+            REQUIRE(s.key && s.key_len >= 1);
+        if (rc == 0)
+            REQUIRE(shard_index_reader_bytes(r) == size);
+        shard_index_reader_close(r);
+    }
 }
 
 static int count_sample(void *user, struct shard_sample *s, struct shard_err *err)
@@ -213,6 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(line);
         memcpy(line, data + at, len);
         parse_line(line, len);
+        parse_line_with_fields(line, len);
         free(line);
         at += len + 1;
     }

@@ -13,6 +13,8 @@
  *  4. as one record frame decompressed into a caller's buffer that is kept
  *     from input to input, as a raw read decompresses into a sample's pixel
  *     buffer (sk_record_decode_into): the view must lie inside it.
+ * A record's fields (format version 2) are walked and each value is given
+ * to shard_field_check, shardcheck --deep's check of a value's type.
  * Whatever the parsers accept must satisfy the invariants the format
  * promises (checked below with abort(), so the fuzzer reports a violation
  * like a crash), and every byte a view points to is read, so that an
@@ -26,6 +28,7 @@
 #include "fuzz_target.h"
 #include "format/record_internal.h" /* lib/: sk_record_decode_into */
 #include "shardkit/format.h"
+#include "shardkit/manifest.h"
 
 static struct shard_record_decoder *decoder;
 static int shard_fd = -1;          /* memfd holding the input for mode 3 */
@@ -60,6 +63,33 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+/* The fields of a decoded record (format version 2): every value lies
+ * inside the field area, in increasing field number, and shardcheck's value
+ * check (shard_field_check, as if each were declared of its stored type)
+ * gives a verdict on any bytes without reading past them. */
+static void touch_fields(const struct shard_record_view *v)
+{
+    static struct shard_field_value values[SHARD_FIELDS_MAX];
+    REQUIRE(v->field_count <= SHARD_FIELDS_MAX);
+    REQUIRE(v->version == 2 || v->field_count == 0);
+    uint32_t n = shard_record_fields(v, values, SHARD_FIELDS_MAX);
+    REQUIRE(n == v->field_count);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct shard_field_value *f = &values[i];
+        REQUIRE(f->data >= v->fields && f->data + f->len <= v->fields + v->fields_len);
+        REQUIRE(i == 0 || f->field > values[i - 1].field);
+        REQUIRE(shard_field_type_name(f->type) != NULL);
+        struct shard_field_decl decl = {"fuzzed", f->type, 0, ".x", NULL, 0};
+        if (f->type == SHARD_FIELD_FLOAT32)
+            decl.length = (uint32_t)(f->len / 4);
+        if (f->type == SHARD_FIELD_INT64)
+            decl.length = (uint32_t)(f->len / 8);
+        struct shard_err err;
+        int rc = shard_field_check(&decl, f->data, f->len, 3, &err);
+        REQUIRE(rc == 0 || rc == SHARD_ECORRUPT);
+    }
+}
+
 /* Read every byte of a decoded record. */
 static void touch_view(const struct shard_record_view *v)
 {
@@ -75,6 +105,7 @@ static void touch_view(const struct shard_record_view *v)
     for (uint64_t i = 0; i < v->payload_len; i++)
         acc ^= v->payload[i];
     sink = acc;
+    touch_fields(v);
 }
 
 /* The footer covers [32, footer_offset) with contiguous frames and its keys
@@ -168,7 +199,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sk_record_decode_into(decoder, data, size, NULL, &view, &outside, &err) == 0) {
         REQUIRE(outside.len <= outside.cap);
         REQUIRE(view.key == outside.data + SHARD_RECORD_HEADER_BYTES);
-        REQUIRE(view.payload + view.payload_len == outside.data + outside.len);
+        /* a version 2 record's field area follows its payload */
+        REQUIRE(view.payload + view.payload_len + view.fields_len == outside.data + outside.len);
+        REQUIRE(!view.fields_len || view.fields == view.payload + view.payload_len);
         touch_view(&view);
     }
 

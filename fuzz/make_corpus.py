@@ -9,7 +9,8 @@ is there:
                          handle (the pictures of tests/fixtures/make_fixtures.py
                          made small), plus a few damaged ones
   fuzz/corpus/shard/     whole shards written by the real shardify (one per
-                         codec), and single record frames cut out of them
+                         codec, and one of format version 2 whose records
+                         carry fields), and single record frames cut out of them
   fuzz/corpus/manifest/  manifest.json and index.jsonl of those runs, reject
                          lines, and a resume journal in the format of
                          lib/convert/journal.h
@@ -140,8 +141,40 @@ def main():
         manifests["journal.jsonl"] = (
             b"S" + lines[0] + b"R" + json.dumps(rejects[0], separators=(",", ":")).encode()
             + b"\nS" + lines[1] + b"E" + json.dumps(end, separators=(",", ":")).encode() + b"\n")
+        fields_seeds(shardify, tmp, seeds["baseline.jpg"], shards, manifests)
     write_dir("shard", shards)
     write_dir("manifest", manifests)
+
+
+def fields_seeds(shardify, tmp, jpeg, shards, manifests):
+    """Format version 2: a shard whose records carry a field of every kind
+    of value (text, json, a float, a float32 vector, labels, bytes), made by
+    the real shardify from sidecar files, its frames, manifest and index."""
+    src = os.path.join(tmp, "fields-src")
+    os.makedirs(os.path.join(src, "a"))
+    sidecars = {
+        "0.txt": b"a caption \xc3\xbc\n", "0.json": b'{"u": [1, 2.5, null]}',
+        "0.score": b"0.25\n", "0.emb": b"[1, -0.5]", "0.tags": b'["x", "y"]',
+        "0.bin": b"\x00\xff", "1.txt": b"", "1.tags": b"[]", "2.json": b"7",
+    }
+    for i in range(3):
+        with open(os.path.join(src, "a", "%d.jpg" % i), "wb") as f:
+            f.write(jpeg)
+    for name, data in sidecars.items():
+        with open(os.path.join(src, "a", name), "wb") as f:
+            f.write(data)
+    out = os.path.join(tmp, "fields")
+    subprocess.run([shardify, src, out, "--size", "6", "--threads", "1", "--quiet",
+                    "--field", "caption=text,from=.txt", "--field", "meta=json,from=.json",
+                    "--field", "score=float,from=.score", "--field", "emb=float32[2],from=.emb",
+                    "--field", "tags=labels,from=.tags", "--field", "blob=bytes,from=.bin"],
+                   check=True)
+    shard = open(os.path.join(out, "shard-000000.shard"), "rb").read()
+    shards["fields.shard-file"] = shard
+    for i, (offset, size) in enumerate(footer_rows(shard)[:2]):
+        shards["fields.frame%d" % i] = shard[offset:offset + size]
+    manifests["fields.manifest.json"] = open(os.path.join(out, "manifest.json"), "rb").read()
+    manifests["fields.index.jsonl"] = open(os.path.join(out, "index.jsonl"), "rb").read()
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ int lookup_keys(struct shard_dataset *ds, const char *dst, char **keys, int coun
         fprintf(stderr, "%s: %s\n", PROG, err.msg);
         goto out;
     }
+    shard_index_reader_set_config(rd, &m->config);  /* lines of a dataset with fields */
     struct shard_sample s;
     int got;
     while ((got = shard_index_reader_next(rd, &s, &err)) == 1)

@@ -3,12 +3,14 @@
  * reference.  The flow: options (options.c), the samples to write (all, or
  * the keys found by lookup.c), reading them with the dataset reader's
  * prefetching iterator (shardkit/dataset.h), and writing each into the
- * output directory (out_dir.c) under its name (safe_name.c). */
+ * output directory (out_dir.c) under its name (safe_name.c), with its
+ * fields beside it as sidecar files (fields_out.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "fields_out.h"
 #include "lookup.h"
 #include "options.h"
 #include "out_dir.h"
@@ -69,7 +71,8 @@ static int write_all(struct shard_dataset *ds, const struct options *o, struct o
         if (rc < 0) {
             fprintf(stderr, "%s: %s\n", PROG, err.msg);
             t->failed++;
-        } else if (write_sample(dir, &item, &png)) {
+        } else if (write_sample(dir, &item, &png) ||
+                   fields_write(dir, PROG, shard_dataset_manifest(ds), &item)) {
             t->failed++;
         } else {
             t->written++;

@@ -39,10 +39,12 @@ int main(int argc, char **argv)
     int unchecked = shard_verify(o.dst, &o.verify, &verify, &err) != 0;
     if (unchecked)
         fprintf(stderr, "%s: %s\n", PROG, err.msg);
-    /* what the dataset holds, for the formats that show it; a dataset whose
-     * manifest cannot be read has nothing to show but its problems */
+    /* what the dataset holds, for the formats that show it (the text shows
+     * the fields); a dataset whose manifest cannot be read has nothing to
+     * show but its problems */
     struct dataset_summary summary;
-    int described = !unchecked && (o.json || o.report_file) && summary_load(&summary, o.dst) == 0;
+    int summarize = !unchecked && (o.json || o.report_file || verify.fields);
+    int described = summarize && summary_load(&summary, o.dst) == 0;
     struct report r = {dst, source, &o.verify, &verify, described ? &summary : NULL,
                        unchecked ? err.msg : NULL};
     if (o.json)
@@ -52,7 +54,7 @@ int main(int argc, char **argv)
     rc = report_verified(&r) ? CLI_EXIT_OK : CLI_EXIT_FAILED;
     if (o.report_file && cli_write_file(PROG, o.report_file, write_page, &r))
         rc = CLI_EXIT_FAILED;
-    if (!unchecked && (o.json || o.report_file))
+    if (summarize)
         summary_release(&summary);
     shard_verify_report_release(&verify);
 out:

@@ -25,17 +25,29 @@ static const char usage_text[] =
     "  with the listed size and whole-file xxh3 (a changed byte anywhere in a shard\n"
     "  is caught here); headers, trailers and footers parse; record counts and keys\n"
     "  match index.jsonl line by line; keys are unique; counts and by_label match.\n"
+    "  With fields (format version 2): version 2 shards, index lines naming declared\n"
+    "  fields and every required one, counts.fields, counts.sidecars and the orphans.\n"
     "\n"
     "Options:\n"
     "  --deep                also decompress and decode every record (frame xxh3,\n"
-    "                        zstd checksum, codec, dimensions against index and config)\n"
+    "                        zstd checksum, codec, dimensions against index and config;\n"
+    "                        each field declared, of its type, valid, the ones its index\n"
+    "                        line names, text/json/bytes equal to their source bytes)\n"
     "  --source SRC          also scan SRC (directory or archive) as shardify does and\n"
     "                        prove identity: every candidate file is a sample with the\n"
     "                        same key and source xxh3, or a listed reject; nothing extra\n"
     "                        or missing; labels re-derived from keys equal the stored\n"
-    "                        ones, so per-label counts are equal\n"
+    "                        ones, so per-label counts are equal; every sidecar field\n"
+    "                        is its file in SRC (same size and xxh3), no sidecar more,\n"
+    "                        the orphans are SRC's, images sharing a stem are rejects\n"
     "  --labels FILE         the CSV the labels came from, when the config says\n"
     "                        file:NAME:HASH (without it labels are not re-derived)\n"
+    "  --annotations FILE    the annotation table (JSON Lines or CSV) the fields or the\n"
+    "                        labels came from, when the config names one (without it\n"
+    "                        their values are not checked against SRC): it must be that\n"
+    "                        table (config.annotations), and each sample's value of each\n"
+    "                        column field must have the source identity index.jsonl\n"
+    "                        names (with --deep also the stored value itself)\n"
     "  --fidelity N          re-run the pipeline on N source files spread evenly over\n"
     "                        the dataset (needs --source) and compare the stored pixels\n"
     "                        with the re-run's: raw and png must be identical; jpeg\n"
@@ -74,7 +86,8 @@ static const char usage_text[] =
     "or the --report page could not be written; 2 usage error, found before any\n"
     "work (a --report FILE that cannot be written included).\n";
 enum {
-    OPT_DEEP = CLI_FIRST_LONG_OPTION, OPT_SOURCE, OPT_LABELS, OPT_FIDELITY, OPT_MIN_PSNR,
+    OPT_DEEP = CLI_FIRST_LONG_OPTION, OPT_SOURCE, OPT_LABELS, OPT_ANNOTATIONS, OPT_FIDELITY,
+    OPT_MIN_PSNR,
     OPT_VISITATION, OPT_EPOCHS, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_REMAINDER, OPT_NO_SHUFFLE,
     OPT_JSON, OPT_REPORT, OPT_THREADS, OPT_VERSION,
 };
@@ -83,6 +96,7 @@ static const struct option long_options[] = {
     {"deep", no_argument, NULL, OPT_DEEP},
     {"source", required_argument, NULL, OPT_SOURCE},
     {"labels", required_argument, NULL, OPT_LABELS},
+    {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
     {"fidelity", required_argument, NULL, OPT_FIDELITY},
     {"min-psnr", required_argument, NULL, OPT_MIN_PSNR},
     {"visitation", required_argument, NULL, OPT_VISITATION},
@@ -119,6 +133,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_DEEP: v->deep = 1; break;
     case OPT_SOURCE: v->source = optarg; break;
     case OPT_LABELS: v->labels = optarg; break;
+    case OPT_ANNOTATIONS: v->annotations = optarg; break;
     case OPT_FIDELITY:
         if (cli_parse_u64(optarg, 1, UINT64_MAX, &v->fidelity))
             return cli_usage_error(PROG, "--fidelity: '%s' is not a positive number", optarg);
@@ -180,6 +195,8 @@ int options_parse(int argc, char **argv, struct options *o)
         return cli_usage_error(PROG, "--fidelity needs --source SRC");
     if (v->labels && !v->source)
         return cli_usage_error(PROG, "--labels is only used with --source");
+    if (v->annotations && !v->source)
+        return cli_usage_error(PROG, "--annotations is only used with --source");
     /* the page must be writable before the checks start */
     if (o->report_file)
         return cli_check_output(PROG, "--report", o->report_file);

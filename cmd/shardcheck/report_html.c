@@ -482,6 +482,92 @@ static void shards(FILE *out, const struct dataset_summary *d)
     html_section_end(out);
 }
 
+/* ---- fields ------------------------------------------------------------------------------ */
+
+/* Each declared field's coverage and, for text, its values' lengths. */
+static void fields(FILE *out, const struct dataset_summary *d)
+{
+    const struct shard_manifest *m = &d->manifest;
+    uint32_t n = m->config.field_count;
+    if (!d->fields)
+        return;
+    html_section_begin(out, "fields", "Fields");
+    fprintf(out, "<p>The fields the samples carry besides their image: how many of the %llu "
+                 "samples have each.</p>\n",
+            (unsigned long long)m->samples);
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    double *values = malloc((n ? n : 1) * sizeof *values);
+    char **notes = calloc(n ? n : 1, sizeof *notes);
+    if (names && values && notes) {
+        for (uint32_t f = 0; f < n; f++) {
+            names[f] = d->fields[f].decl->name;
+            values[f] = (double)d->fields[f].samples;
+            if (asprintf(&notes[f], "(%.1f%%)", m->samples ? 100.0 * values[f] /
+                                                                 (double)m->samples
+                                                           : 0.0) < 0)
+                notes[f] = NULL;
+        }
+        struct chart_bars c = {.id = "field-coverage", .caption = "Samples that have each field",
+                               .unit = "samples", .rows = n, .row_names = names, .series = 1,
+                               .values = values, .row_notes = (const char *const *)notes};
+        chart_bars(out, &c);
+    }
+    for (uint32_t f = 0; notes && f < n; f++)
+        free(notes[f]);
+    free(notes);
+    free(names);
+    free(values);
+    static const char *const head[] = {"field", "type", "from", "required", "#samples",
+                                       "#coverage %"};
+    html_table_begin(out, "field-table", head, 6);
+    for (uint32_t f = 0; f < n; f++) {
+        const struct field_summary *fs = &d->fields[f];
+        char source[96];
+        html_row_begin(out, NULL);
+        html_cell(out, fs->decl->name);
+        html_cell(out, fs->type);
+        html_cell(out, summary_field_source(fs, source, sizeof source));
+        html_cell(out, fs->decl->required ? "yes" : "no");
+        html_cell_u64(out, fs->samples);
+        html_cell_num(out, m->samples ? 100.0 * (double)fs->samples / (double)m->samples : 0,
+                      "%.1f");
+        html_row_end(out);
+    }
+    html_table_end(out);
+    for (uint32_t f = 0; f < n; f++) {
+        const struct field_summary *fs = &d->fields[f];
+        if (!fs->lengths.bins)
+            continue;
+        char id[96], caption[160];
+        snprintf(id, sizeof id, "text-lengths-%s", fs->decl->name);
+        snprintf(caption, sizeof caption, "Lengths of the text of '%s', %llu values",
+                 fs->decl->name, (unsigned long long)fs->lengths.total);
+        struct chart_histogram c = {.id = id, .caption = caption, .x_label = "bytes",
+                                    .y_label = "samples", .h = &fs->lengths, .mark = NAN};
+        chart_histogram(out, &c);
+    }
+    html_section_end(out);
+    html_section_begin(out, "orphans", "Sidecar files of no image");
+    fprintf(out, "<p>%llu %s named like a sidecar (a declared suffix) but whose stem is no "
+                 "image's: counted and listed, never stored.</p>\n",
+            (unsigned long long)m->orphan_count, plural(m->orphan_count, "file", "files"));
+    if (m->orphan_count) {
+        static const char *const orphan_head[] = {"file"};
+        html_table_begin(out, "orphan-table", orphan_head, 1);
+        for (uint64_t i = 0; i < m->orphan_count && i < ROWS_SHOWN; i++) {
+            html_row_begin(out, NULL);
+            html_cell_bytes(out, m->orphans[i].key, m->orphans[i].key_len, 1);
+            html_row_end(out);
+        }
+        html_table_end(out);
+        if (m->orphan_count > ROWS_SHOWN)
+            fprintf(out, "<p class=\"muted\">and %llu more (manifest.json lists every "
+                         "one)</p>\n",
+                    (unsigned long long)(m->orphan_count - ROWS_SHOWN));
+    }
+    html_section_end(out);
+}
+
 /* ---- visitation and fidelity ------------------------------------------------------------ */
 
 static void visitation(FILE *out, const struct report *rep)
@@ -736,6 +822,7 @@ void report_write_html(const struct report *rep, FILE *out)
         counts(out, rep);
     labels(out, rep);
     if (rep->dataset) {
+        fields(out, rep->dataset);
         stored_images(out, rep->dataset);
         shards(out, rep->dataset);
     }

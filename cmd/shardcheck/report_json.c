@@ -1,6 +1,8 @@
 /* report_json.c - a shardcheck report as one JSON object (see report.h). */
 #include "report.h"
 
+#include <math.h>
+
 #include "cli_json.h"
 #include "shardkit/json.h"
 
@@ -157,6 +159,48 @@ static json_t *dataset_json(const struct dataset_summary *s)
                      s->note[0] ? cli_json_text(s->note) : NULL);
 }
 
+/* The declared fields (format version 2): each one's coverage, and for
+ * text its values' lengths; and the orphans, the first
+ * SUMMARY_ORPHANS_LISTED of them with the total. */
+static void add_fields_json(json_t *contents, const struct dataset_summary *s)
+{
+    const struct shard_manifest *m = &s->manifest;
+    if (!s->fields)
+        return;
+    json_t *fields = json_array();
+    for (uint32_t f = 0; f < m->config.field_count; f++) {
+        const struct field_summary *fs = &s->fields[f];
+        /* a name is ASCII (the manifest checks it); a suffix or column may be any bytes */
+        json_t *source = json_object();
+        json_object_set_new(source, fs->decl->sidecar ? "sidecar" : "column",
+                            cli_json_text(fs->decl->sidecar ? fs->decl->sidecar
+                                                            : fs->decl->column));
+        json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:I, s:I, s:o}", "name", fs->decl->name,
+                              "type", fs->type, "source", source, "required",
+                              fs->decl->required, "samples", (json_int_t)fs->samples, "of",
+                              (json_int_t)m->samples, "coverage",
+                              cli_json_number_or_null(m->samples ? (double)fs->samples /
+                                                                       (double)m->samples
+                                                                 : NAN));
+        if (o && fs->decl->type == SHARD_FIELD_TEXT)
+            json_object_set_new(o, "lengths", cli_json_histogram(&fs->lengths));
+        json_array_append_new(fields, o);
+    }
+    json_t *listed = json_array();
+    for (uint64_t i = 0; i < m->orphan_count && i < SUMMARY_ORPHANS_LISTED; i++) {
+        json_t *o = json_object();
+        shard_json_set_key(o, m->orphans[i].key, m->orphans[i].key_len);
+        json_array_append_new(listed, o);
+    }
+    json_object_set_new(contents, "fields", fields);
+    json_object_set_new(contents, "orphans",
+                        json_pack("{s:I, s:o, s:I}", "count", (json_int_t)m->orphan_count,
+                                  "listed", listed, "not_listed",
+                                  (json_int_t)(m->orphan_count > SUMMARY_ORPHANS_LISTED
+                                                   ? m->orphan_count - SUMMARY_ORPHANS_LISTED
+                                                   : 0)));
+}
+
 void report_write_json(const struct report *rep, FILE *out)
 {
     const struct shard_verify_report *r = rep->verify;
@@ -198,6 +242,13 @@ void report_write_json(const struct report *rep, FILE *out)
         json_object_set_new(source, "labels_checked", json_boolean(r->labels_checked));
         if (r->labels_note)
             json_object_set_new(source, "labels_note", cli_json_text(r->labels_note));
+        if (r->fields) {  /* format version 2: SRC's sidecar files */
+            json_object_set_new(source, "sidecars", json_integer((json_int_t)r->source_sidecars));
+            json_object_set_new(source, "orphans", json_integer((json_int_t)r->source_orphans));
+            json_object_set_new(source, "fields_note", r->fields_note
+                                                           ? cli_json_text(r->fields_note)
+                                                           : json_null());
+        }
         json_object_set_new(o, "source", source);
     }
     if (opts->fidelity)
@@ -206,7 +257,10 @@ void report_write_json(const struct report *rep, FILE *out)
         json_object_set_new(o, "visitation", visitation_json(rep));
     if (r->label_tally_count)
         json_object_set_new(o, "labels", labels_json(rep));
-    if (rep->dataset)
-        json_object_set_new(o, "contents", dataset_json(rep->dataset));
+    if (rep->dataset) {
+        json_t *contents = dataset_json(rep->dataset);
+        add_fields_json(contents, rep->dataset);
+        json_object_set_new(o, "contents", contents);
+    }
     cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }

@@ -3,11 +3,14 @@
 
 #include <math.h>
 
+#include "chart.h"
 #include "cli.h"
 
 #define PROG "shardcheck"
 /* Problems listed by the text report; --json lists every one. */
 #define PROBLEMS_SHOWN 100
+/* Orphans listed by the text report. */
+#define ORPHANS_SHOWN 10
 
 /* "hashed: 3 shard files, 28.7 MB in 0.01 s (2900/s; 2.87 GB/s; 2.90 GB/s per core; 1 thread)" */
 static void print_rate(FILE *out, const char *what, const struct shard_verify_rate *r,
@@ -75,6 +78,51 @@ static void print_visitation(FILE *out, const struct report *rep)
     }
 }
 
+/* "[10, 20) 3, [20, 30) 1" */
+static void print_bins(FILE *out, const struct cli_histogram *h)
+{
+    char lo[32], hi[32];
+    for (size_t b = 0; b < h->bins; b++)
+        fprintf(out, "%s[%s, %s%s %llu", b ? ", " : "",
+                chart_short_number(h->edges[b], lo, sizeof lo),
+                chart_short_number(h->edges[b + 1], hi, sizeof hi), b + 1 == h->bins ? "]" : ")",
+                (unsigned long long)h->counts[b]);
+}
+
+/* Each declared field's coverage (and a text field's lengths), the orphans. */
+static void print_fields(FILE *out, const struct report *rep)
+{
+    const struct dataset_summary *d = rep->dataset;
+    if (!d || !d->fields)
+        return;
+    const struct shard_manifest *m = &d->manifest;
+    for (uint32_t f = 0; f < m->config.field_count; f++) {
+        const struct field_summary *fs = &d->fields[f];
+        char source[96];
+        fprintf(out, "  field '%s' (%s, %s%s): %llu of %llu samples (%.1f%%)\n", fs->decl->name,
+                fs->type, summary_field_source(fs, source, sizeof source),
+                fs->decl->required ? ", required" : "", (unsigned long long)fs->samples,
+                (unsigned long long)m->samples,
+                m->samples ? 100.0 * (double)fs->samples / (double)m->samples : 0.0);
+        if (fs->lengths.bins) {
+            fprintf(out, "    text lengths in bytes, %g to %g: ", fs->lengths.min,
+                    fs->lengths.max);
+            print_bins(out, &fs->lengths);
+            fputc('\n', out);
+        }
+    }
+    fprintf(out, "  orphans (sidecar files of no image): %llu\n",
+            (unsigned long long)m->orphan_count);
+    for (uint64_t i = 0; i < m->orphan_count && i < ORPHANS_SHOWN; i++) {
+        char q[SHARD_QUOTE_SIZE];
+        fprintf(out, "    '%s'\n", shard_quote(m->orphans[i].key, m->orphans[i].key_len, q,
+                                               sizeof q));
+    }
+    if (m->orphan_count > ORPHANS_SHOWN)
+        fprintf(out, "    ... and %llu more (--json lists %u, manifest.json every one)\n",
+                (unsigned long long)(m->orphan_count - ORPHANS_SHOWN), SUMMARY_ORPHANS_LISTED);
+}
+
 void report_write_text(const struct report *rep, FILE *out)
 {
     const struct shard_verify_report *r = rep->verify;
@@ -104,4 +152,9 @@ void report_write_text(const struct report *rep, FILE *out)
     if (o->fidelity)
         print_fidelity(out, r);
     print_visitation(out, rep);
+    if (o->source && r->fields)
+        fprintf(out, "  source: %llu sidecar files, %llu of no image%s%s\n",
+                (unsigned long long)r->source_sidecars, (unsigned long long)r->source_orphans,
+                r->fields_note ? "; " : "", r->fields_note ? r->fields_note : "");
+    print_fields(out, rep);
 }

@@ -164,8 +164,71 @@ static int keep_warned(struct dataset_summary *s, const struct shard_sample *smp
     return 0;
 }
 
-/* Stored width and height of every sample, and the samples stored despite
- * a decoder warning, from index.jsonl. */
+/* The fields as declared, counted as the manifest says until the index is read. */
+static int start_fields(struct dataset_summary *s)
+{
+    const struct shard_config *c = &s->manifest.config;
+    if (!c->field_count)
+        return 0;
+    if (!(s->fields = calloc(c->field_count, sizeof *s->fields)))
+        return -1;
+    s->field_count = c->field_count;
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        struct field_summary *fs = &s->fields[f];
+        fs->decl = &c->fields[f];
+        const char *name = shard_field_type_name(fs->decl->type);
+        if (shard_field_type_is_vector(fs->decl->type))
+            snprintf(fs->type, sizeof fs->type, "%s[%u]", name, fs->decl->length);
+        else
+            snprintf(fs->type, sizeof fs->type, "%s", name ? name : "?");
+        fs->samples = s->manifest.field_samples ? s->manifest.field_samples[f] : 0;
+    }
+    return 0;
+}
+
+/* What the index lines say of the fields: samples per field, and each
+ * text value's length (lengths[f] grows by one per value, *cap values). */
+static int count_fields(struct dataset_summary *s, const struct shard_sample *smp,
+                        uint64_t *counted, double **lengths, uint64_t *length_count)
+{
+    for (uint32_t i = 0; i < smp->field_count; i++) {
+        uint32_t f = smp->fields[i].field;
+        counted[f]++;
+        if (s->fields[f].decl->type != SHARD_FIELD_TEXT)
+            continue;
+        if (!lengths[f] && !(lengths[f] = malloc((s->manifest.samples ? s->manifest.samples
+                                                                       : 1) * sizeof *lengths[f])))
+            return -1;
+        if (length_count[f] < s->manifest.samples)  /* more lines than samples: checked elsewhere */
+            lengths[f][length_count[f]++] = (double)smp->fields[i].source_bytes;
+    }
+    return 0;
+}
+
+/* Samples per field and text lengths, once the whole index was read. */
+static int finish_fields(struct dataset_summary *s, const uint64_t *counted, double **lengths,
+                         const uint64_t *length_count)
+{
+    for (uint32_t f = 0; s->fields && f < s->manifest.config.field_count; f++) {
+        s->fields[f].samples = counted[f];
+        if (lengths[f] && cli_histogram_make(&s->fields[f].lengths, lengths[f], length_count[f],
+                                             SUMMARY_LENGTH_BINS, CLI_SCALE_LINEAR))
+            return -1;
+    }
+    return 0;
+}
+
+const char *summary_field_source(const struct field_summary *f, char *buf, size_t size)
+{
+    if (f->decl->sidecar)
+        snprintf(buf, size, "sidecar %s", f->decl->sidecar);
+    else
+        snprintf(buf, size, "column %s", f->decl->column ? f->decl->column : "?");
+    return buf;
+}
+
+/* Stored width and height of every sample, the samples stored despite a
+ * decoder warning, and the fields, from index.jsonl. */
 static int measure_dimensions(struct dataset_summary *s, const char *dst)
 {
     const struct shard_manifest *m = &s->manifest;
@@ -180,11 +243,20 @@ static int measure_dimensions(struct dataset_summary *s, const char *dst)
         note(s, "dimensions left out", err.msg);
         return rc == SHARD_ENOMEM ? -1 : 0;
     }
+    shard_index_reader_set_config(r, &m->config);
+    uint32_t nf = m->config.field_count;
     uint64_t cap = m->samples ? m->samples : 1, n = 0;
     uint64_t *wh = malloc(cap * sizeof *wh);
+    uint64_t *counted = calloc(nf + 1, sizeof *counted);
+    uint64_t *length_count = calloc(nf + 1, sizeof *length_count);
+    double **lengths = calloc(nf + 1, sizeof *lengths);
     struct shard_sample smp;
+    if (!counted || !length_count || !lengths) {
+        free(wh);
+        wh = NULL;
+    }
     while (wh && (rc = shard_index_reader_next(r, &smp, &err)) == 1) {
-        if (keep_warned(s, &smp))
+        if (keep_warned(s, &smp) || count_fields(s, &smp, counted, lengths, length_count))
             break;
         if (n == cap) {
             uint64_t *grown = realloc(wh, 2 * cap * sizeof *wh);
@@ -196,12 +268,20 @@ static int measure_dimensions(struct dataset_summary *s, const char *dst)
         wh[n++] = (uint64_t)smp.width << 32 | smp.height;
     }
     shard_index_reader_close(r);
-    if (!wh || rc == 1 || rc == SHARD_ENOMEM) {
+    /* out of memory (a loop left early, or the reader's) */
+    int failed = !wh || rc == 1 || rc == SHARD_ENOMEM ||
+                 (rc == 0 && finish_fields(s, counted, lengths, length_count));
+    for (uint32_t f = 0; lengths && f < nf; f++)
+        free(lengths[f]);
+    free(lengths);
+    free(counted);
+    free(length_count);
+    if (failed) {
         free(wh);
         return -1;
     }
     if (rc < 0) {
-        note(s, "dimensions left out", err.msg);
+        note(s, "dimensions and fields' samples left out", err.msg);
         free(wh);
         return 0;
     }
@@ -239,7 +319,7 @@ int summary_load(struct dataset_summary *s, const char *dst)
     if (!rc)
         s->config = json_loads(config, 0, NULL);
     free(config);
-    if (rc || !s->config || group_rejects(s) || size_records(s, dst) ||
+    if (rc || !s->config || group_rejects(s) || start_fields(s) || size_records(s, dst) ||
         measure_dimensions(s, dst)) {
         summary_release(s);
         note(s, "the summary", "out of memory");
@@ -263,6 +343,9 @@ void summary_release(struct dataset_summary *s)
         free(s->warned[i].warning);
     }
     free(s->warned);
+    for (uint32_t f = 0; f < s->field_count; f++)
+        cli_histogram_release(&s->fields[f].lengths);
+    free(s->fields);
     memset(s, 0, sizeof *s);
 }
 

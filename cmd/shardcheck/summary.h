@@ -22,6 +22,11 @@
 #define SUMMARY_SIZE_BINS 30
 /* Samples stored despite a decoder warning listed, at most. */
 #define SUMMARY_WARNED_LISTED 1000
+/* Orphans (sidecar files of no image) a report lists, at most; the total is
+ * the manifest's. */
+#define SUMMARY_ORPHANS_LISTED 1000
+/* Bins of a text field's length histogram, at most. */
+#define SUMMARY_LENGTH_BINS 30
 
 struct reject_reason {
     char *reason;        /* the reasons' common form: the text before the first ':',
@@ -42,6 +47,18 @@ struct warned_sample {
     char *warning;
 };
 
+/* A declared field (format version 2) as the reports show it: its
+ * coverage, and for text its values' lengths. */
+struct field_summary {
+    const struct shard_field_decl *decl;  /* the manifest's declaration */
+    char type[32];                   /* as declared: "text", "float32[512]" */
+    uint64_t samples;                /* samples that have it: index.jsonl's lines (or
+                                      * counts.fields when the index cannot be read) */
+    struct cli_histogram lengths;    /* text: each value's length in bytes (a text value
+                                      * is its source bytes, whose size the line names);
+                                      * no bins for other types */
+};
+
 struct dataset_summary {
     struct shard_manifest manifest;
     json_t *config;                  /* the manifest's "config" object */
@@ -57,6 +74,9 @@ struct dataset_summary {
     struct warned_sample *warned;    /* the first SUMMARY_WARNED_LISTED, in stored order
                                       * (manifest.warned counts them all) */
     size_t warned_count;
+    struct field_summary *fields;    /* one per declared field (manifest.config.fields),
+                                      * or NULL in version 1 */
+    uint32_t field_count;            /* of them */
     char note[512];                  /* what could not be read, or "" */
 };
 
@@ -69,5 +89,8 @@ void summary_release(struct dataset_summary *s);
 
 /* Samples plus rejects: every candidate file shardify found. */
 uint64_t summary_candidates(const struct dataset_summary *s);
+
+/* How a field's values came: "sidecar .txt", "column caption". */
+const char *summary_field_source(const struct field_summary *f, char *buf, size_t size);
 
 #endif

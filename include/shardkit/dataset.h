@@ -183,6 +183,10 @@ enum shard_read_flags {
      * the extra hash costs ~10% of a raw read, so it is for verification
      * (shardcheck --deep uses it), not for training loops. */
     SHARD_READ_VERIFY = 4,
+    /* Leave the record's fields (format version 2) out of the item: they are
+     * neither copied nor checked, and item->field_count is 0.  For readers
+     * that use only the image (a loader with no field selected). */
+    SHARD_READ_NO_FIELDS = 8,
 };
 
 /* One sample.  Zero it before first use ({0} or memset); after that it may
@@ -203,6 +207,16 @@ struct shard_item {
                                   * width*3; otherwise pixels.width is 0.  A raw
                                   * record's pixels stay where it was decompressed,
                                   * pixels.offset bytes into the buffer */
+    /* The fields the sample has (format version 2; none in a version 1
+     * dataset or with SHARD_READ_NO_FIELDS), in field number order: each
+     * value's `field` indexes the manifest's config.fields, its type is the
+     * declared one and `data` points into field_data, which holds a copy of
+     * the record's field area (made once per read).  A field the sample does
+     * not have has no value here. */
+    uint32_t field_count;
+    struct shard_field_value *fields;
+    uint32_t field_capacity;     /* values `fields` has room for */
+    struct shard_buf field_data;
 };
 
 /* Free the item's buffers and zero it.  Accepts NULL. */
@@ -212,8 +226,16 @@ SHARD_API void shard_item_release(struct shard_item *item);
  * using the footer index), check its zstd checksum (and, with
  * SHARD_READ_VERIFY, its xxh3) and that its key and label equal the footer's, then decode or copy the payload as
  * `flags` asks (decoding checks the payload's dimensions).  Thread-safe.
+ * Unless SHARD_READ_NO_FIELDS, the record's fields are copied into the item
+ * and checked against the manifest's declarations: each field number
+ * declared, each type the declared one, a vector of the declared length,
+ * text and JSON valid UTF-8, label numbers below the manifest's label count
+ * (a JSON value's syntax and a float's finiteness are shardcheck --deep's).
+ * A shard must be of its dataset's format version (a version 2 manifest has
+ * version 2 shards, a version 1 manifest version 1 shards).
  * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or
- * record: the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.
+ * record, a field that contradicts the manifest, a shard of another version:
+ * the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.
  * On failure *item holds no sample (its buffers are kept for reuse). */
 SHARD_API int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
                        struct shard_item *item, struct shard_err *err);

@@ -5,10 +5,10 @@
  * produce 3-channel RGB with any EXIF orientation already applied, so every
  * stored sample looks the way a careful viewer shows it.
  *
- * Ownership: a struct shard_image or struct shard_buf owns its memory.  Both
- * may be reused across calls (their capacity is kept, which avoids page faults
- * in tight loops) and are released with shard_image_release() /
- * shard_buf_release(), which accept NULL and zeroed structs.
+ * Ownership: a struct shard_image owns its memory.  It may be reused across
+ * calls (its capacity is kept, which avoids page faults in tight loops) and is
+ * released with shard_image_release(), which accepts NULL and zeroed structs;
+ * struct shard_buf (shardkit/util.h) works the same way.
  */
 #ifndef SHARDKIT_IMAGE_H
 #define SHARDKIT_IMAGE_H
@@ -18,25 +18,11 @@
 
 #include "shardkit/api.h"
 #include "shardkit/error.h"
+#include "shardkit/util.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- growable byte buffer ---------------------------------------------- */
-
-struct shard_buf {
-    uint8_t *data;  /* owned; NULL when cap == 0 */
-    size_t len;     /* bytes in use */
-    size_t cap;     /* bytes allocated */
-};
-
-/* Make room for at least `cap` bytes (len is kept).  0 or SHARD_ENOMEM. */
-SHARD_API int shard_buf_reserve(struct shard_buf *b, size_t cap, struct shard_err *err);
-/* Append `n` bytes.  0 or SHARD_ENOMEM. */
-SHARD_API int shard_buf_append(struct shard_buf *b, const void *p, size_t n, struct shard_err *err);
-/* Free the memory and zero the struct.  Accepts NULL. */
-SHARD_API void shard_buf_release(struct shard_buf *b);
 
 /* ---- images ------------------------------------------------------------- */
 

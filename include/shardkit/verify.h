@@ -13,18 +13,41 @@
  *            one line per record, in stored order, with the footer's key and
  *            label; keys are unique; counts.samples, counts.unlabeled and
  *            counts.by_label equal the labels the footers hold; no unlisted
- *            shard file lies in DST.
+ *            shard file lies in DST.  Format version 2 (fields): every shard is
+ *            of the manifest's version; every index line names only
+ *            declared fields and every required one; counts.fields and
+ *            counts.sidecars equal what the lines name; the orphans are
+ *            listed once each, sorted, named like sidecars.
  *  deep      also decompress and decode every record: frame xxh3, zstd
  *            checksum, key and label against the footer, codec equal to the
  *            config's, payload decodes to the declared size, size equal to the
- *            index's and consistent with the config's size/fit.
+ *            index's and consistent with the config's size/fit.  Fields:
+ *            each record's field area holds declared fields of their
+ *            declared types, with values valid for them (shard_field_check:
+ *            UTF-8 text, one JSON value, finite floats, vector lengths,
+ *            label numbers below the label count and none twice), every
+ *            required field, and the very fields its index line names; a
+ *            value identified by itself (text, json and bytes are their
+ *            source bytes; a table's value is identified as stored) hashes
+ *            like the identity the line names; counts.fields and
+ *            counts.sidecars equal what the records hold.
  *  source    scan SRC as shardify does and prove identity: every candidate
  *            file is a sample with the same key, source_bytes and
  *            source_xxh3, or a listed reject (with the same identity when
  *            one was recorded); nothing extra, nothing missing; counts.ignored
  *            matches; each sample's label re-derived from its key with the
  *            config's label rule equals its stored label, so per-label counts
- *            are equal.
+ *            are equal.  Fields: SRC's sidecar files are found and matched
+ *            with the images as shardify does; each sample (whose image is in SRC)
+ *            has a sidecar field exactly when SRC holds its file, with the
+ *            size and xxh3 its index line names; with `annotations`, the
+ *            table is the config's and each column field's value, parsed as
+ *            shardify parses it, has the identity its line names; with deep
+ *            too, each number, vector and label list parsed from a sidecar
+ *            again equals the record's; images sharing a stem are
+ *            rejects naming each other; the manifest's orphans are SRC's
+ *            sidecar files of no image; a class from a sidecar or a column
+ *            is re-derived from it.
  *  fidelity  re-run the conversion (decode, resize, encode: exactly
  *            shardify's pipeline and config) on N samples spread evenly over
  *            stored order and compare the stored pixels with the re-run's
@@ -73,6 +96,9 @@ struct shard_verify_options {
     const char *source;              /* SRC (directory or archive) or NULL */
     const char *labels;              /* the CSV a "file:NAME:HASH" label rule was made
                                       * from (needed to re-derive such labels), or NULL */
+    const char *annotations;         /* with source: the annotation table the config's
+                                      * "annotations" names (JSON Lines or CSV; needed to
+                                      * check fields and a class taken from it), or NULL */
     uint64_t fidelity;               /* samples to re-convert (needs source); 0: off */
     double min_psnr;                 /* jpeg threshold in dB; 0: SHARD_FIDELITY_DEFAULT_PSNR */
     uint32_t world_sizes[SHARD_VERIFY_MAX_WORLD_SIZES];
@@ -172,6 +198,7 @@ struct shard_verify_report {
     uint64_t problems_not_kept;      /* further problems found past SHARD_VERIFY_MAX_PROBLEMS */
     uint32_t shards;
     uint64_t samples;                /* counts.samples */
+    uint32_t fields;                 /* fields the dataset declares (format version 2) */
     struct shard_verify_rate hash;   /* the default pass: whole-file xxh3 of every shard */
     struct shard_verify_rate deep;   /* --deep: records decompressed and decoded */
     struct shard_verify_rate source; /* --source: files read and hashed */
@@ -179,6 +206,10 @@ struct shard_verify_report {
     uint64_t source_ignored;         /* --source: files of SRC that are not candidates */
     int labels_checked;              /* --source: labels could be re-derived */
     char *labels_note;               /* why labels could not be checked, or NULL */
+    uint64_t source_sidecars;        /* --source: sidecar files in SRC (format version 2) */
+    uint64_t source_orphans;         /* of them, files of no image */
+    char *fields_note;               /* --source: why some field values were not checked
+                                      * against SRC, or NULL */
     struct shard_label_tally *labels; /* the manifest's labels in its order, then one
                                       * entry (name NULL) for the unlabeled samples;
                                       * NULL when the manifest could not be read */

@@ -2,8 +2,6 @@
  * parsing it, and the sample's field area (see fields.h). */
 #include "convert/fields.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +12,7 @@
 #include "util/clock.h"
 #include "util/endian.h"
 #include "util/quote.h"
+#include "manifest/field_parse.h"
 #include "source/source_internal.h"
 
 #define SIDECAR_PREFIX "sidecar:"
@@ -86,17 +85,6 @@ void sk_field_plan_free(struct sk_field_plan *p)
 
 /* ---- setting up ---------------------------------------------------------------- */
 
-/* The column `name` (json: as JSON text) among the table's wanted columns,
- * added when new. */
-static uint32_t want_column(struct sk_field_plan *p, const char *name, int json)
-{
-    for (uint32_t i = 0; i < p->ncols; i++)
-        if (!strcmp(p->cols[i].name, name) && p->cols[i].json == json)
-            return i;
-    p->cols[p->ncols] = (struct sk_annotation_column){name, json};
-    return p->ncols++;
-}
-
 static int parse_declarations(struct sk_field_plan *p, const struct shardify_options *o,
                               struct shard_config *c, struct shard_err *err)
 {
@@ -156,7 +144,8 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
             p->suffix_of[i] = nsuffixes;
             suffixes[nsuffixes++] = d->sidecar;
         } else {
-            p->col_of[i] = want_column(p, d->column, d->type == SHARD_FIELD_JSON);
+            p->col_of[i] = sk_annotation_column_want(p->cols, &p->ncols, d->column,
+                                                     d->type == SHARD_FIELD_JSON);
         }
         if (d->type == SHARD_FIELD_LABELS)
             p->label_fields[p->label_field_count++] = i;
@@ -175,7 +164,7 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
         if (!*column)
             rc = shard_err_set(err, SHARD_EINVAL, "--labels column: needs a column name");
         else
-            p->class_source = want_column(p, column, 0);
+            p->class_source = sk_annotation_column_want(p->cols, &p->ncols, column, 0);
     }
     if (!rc && nsuffixes)
         rc = sk_sidecars_new(&p->sidecars, suffixes, nsuffixes, err);
@@ -324,173 +313,13 @@ static int value_bytes(const struct sk_field_plan *p, const char *name, uint32_t
 
 /* ---- parsing values ---------------------------------------------------------------- */
 
-static int is_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
-}
-
-/* bytes without the ASCII white space around them, NUL-terminated, in tmp
- * (at most 63 bytes: a number is never longer); NULL when too long or
- * holding a NUL. */
-static const char *trimmed(const uint8_t *data, size_t n, char tmp[64])
-{
-    while (n && is_space((char)data[0])) {
-        data++;
-        n--;
-    }
-    while (n && is_space((char)data[n - 1]))
-        n--;
-    if (n >= 64 || memchr(data, '\0', n))
-        return NULL;
-    memcpy(tmp, data, n);
-    tmp[n] = '\0';
-    return tmp;
-}
-
-static int parse_int(const uint8_t *data, size_t n, int64_t *out)
-{
-    char tmp[64];
-    const char *s = trimmed(data, n, tmp);
-    if (!s || !*s)
-        return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const uint8_t *data, size_t n, double *out)
-{
-    char tmp[64];
-    const char *s = trimmed(data, n, tmp);
-    if (!s || !*s)
-        return -1;
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static void put_f64(uint8_t *p, double d)
-{
-    uint64_t bits;
-    memcpy(&bits, &d, sizeof bits);
-    put_le64(p, bits);
-}
-
-/* A JSON array (of `want` elements when want > 0) from the bytes. */
-static json_t *parse_array(const char *name, const uint8_t *data, size_t n, const char *what,
-                           uint32_t want, const struct origin *o, struct shard_err *why)
-{
-    json_error_t jerr;
-    json_t *v = json_loadb((const char *)data, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (!v) {
-        shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not a JSON array of %s: line %d "
-                      "column %d: %s", name, o->text, what, jerr.line, jerr.column, jerr.text);
-        return NULL;
-    }
-    if (!json_is_array(v)) {
-        json_decref(v);
-        shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not a JSON array of %s", name,
-                      o->text, what);
-        return NULL;
-    }
-    if (want && json_array_size(v) != want) {
-        shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s holds %zu %s, not %u", name, o->text,
-                      json_array_size(v), what, want);
-        json_decref(v);
-        return NULL;
-    }
-    return v;
-}
-
 /* The stored value of a field of declaration d from its source bytes, into
- * out (replacing it).  LABELS are not parsed here (see read_label_value).
- * 0 or SHARD_ECORRUPT with the reason in why; SHARD_ENOMEM. */
+ * out (replacing it): manifest/field_parse.h, which shardcheck shares.
+ * LABELS are not parsed here (see read_label_value). */
 static int parse_value(const struct shard_field_decl *d, const uint8_t *data, size_t n,
                        const struct origin *o, struct shard_buf *out, struct shard_err *why)
 {
-    struct shard_err e;
-    out->len = 0;
-    switch (d->type) {
-    case SHARD_FIELD_TEXT:
-    case SHARD_FIELD_JSON:
-        if (shard_field_check(d, data, n, 0, &e)) {
-            if (d->type == SHARD_FIELD_JSON && !strncmp(e.msg, "invalid JSON: ", 14))
-                return shard_err_set(why, SHARD_ECORRUPT, "field '%s': invalid JSON in %s: %s",
-                                     d->name, o->text, e.msg + 14);
-            return shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s in %s", d->name, e.msg,
-                                 o->text);
-        }
-        /* fall through */
-    case SHARD_FIELD_BYTES:
-        return shard_buf_append(out, data, n, why);
-    case SHARD_FIELD_INT: {
-        int64_t v;
-        if (parse_int(data, n, &v))
-            return shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not an integer "
-                                 "(a decimal int64)", d->name, o->text);
-        int rc = shard_buf_reserve(out, 8, why);
-        if (!rc) {
-            put_le64(out->data, (uint64_t)v);
-            out->len = 8;
-        }
-        return rc;
-    }
-    case SHARD_FIELD_FLOAT: {
-        double v;
-        if (parse_float(data, n, &v))
-            return shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not a number (finite, "
-                                 "decimal)", d->name, o->text);
-        int rc = shard_buf_reserve(out, 8, why);
-        if (!rc) {
-            put_f64(out->data, v);
-            out->len = 8;
-        }
-        return rc;
-    }
-    case SHARD_FIELD_FLOAT32:
-    case SHARD_FIELD_INT64: {
-        int f32 = d->type == SHARD_FIELD_FLOAT32;
-        json_t *a = parse_array(d->name, data, n, f32 ? "numbers" : "integers", d->length, o, why);
-        if (!a)
-            return SHARD_ECORRUPT;
-        int rc = shard_buf_reserve(out, (size_t)d->length * (f32 ? 4 : 8), why);
-        for (size_t i = 0; !rc && i < d->length; i++) {
-            json_t *x = json_array_get(a, i);
-            if (f32) {
-                float v = (float)json_number_value(x);
-                if (!json_is_number(x) || !isfinite(v)) {
-                    rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s element %zu is not "
-                                       "a finite float32", d->name, o->text, i);
-                    break;
-                }
-                uint32_t bits;
-                memcpy(&bits, &v, sizeof bits);
-                put_le32(out->data + 4 * i, bits);
-            } else {
-                if (!json_is_integer(x)) {
-                    rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s element %zu is not "
-                                       "an integer", d->name, o->text, i);
-                    break;
-                }
-                put_le64(out->data + 8 * i, (uint64_t)json_integer_value(x));
-            }
-        }
-        if (!rc)
-            out->len = (size_t)d->length * (f32 ? 4 : 8);
-        json_decref(a);
-        return rc;
-    }
-    case SHARD_FIELD_LABELS:
-        break;
-    }
-    return shard_err_set(why, SHARD_EINVAL, "field '%s': no parser for its type", d->name);
+    return sk_field_parse_value(d, data, n, o->text, out, why);
 }
 
 /* ---- labels read ahead -------------------------------------------------------------- */
@@ -515,31 +344,11 @@ static int read_label_value(struct sk_field_plan *p, const struct shard_field_de
                             struct label_value *v, uint32_t *count, struct shard_err *err)
 {
     struct shard_err why;
-    json_t *a = parse_array(d->name, data, n, "class names", 0, o, &why);
+    json_t *a = sk_field_parse_label_names(d, data, n, o->text, &why);
     int rc = SHARD_OK;
     for (size_t i = 0; a && !rc && i < json_array_size(a); i++) {
         json_t *x = json_array_get(a, i);
-        size_t len = json_string_length(x);
-        if (!json_is_string(x) || len == 0 || len > UINT32_MAX) {
-            shard_err_set(&why, SHARD_ECORRUPT, "field '%s': %s element %zu is not a class name "
-                          "(a non-empty string)", d->name, o->text, i);
-            json_decref(a);
-            a = NULL;
-            break;
-        }
-        for (size_t j = 0; j < i; j++) {
-            json_t *y = json_array_get(a, j);
-            if (json_string_length(y) == len && !memcmp(json_string_value(y), json_string_value(x), len)) {
-                char shown[SHARD_QUOTE_SIZE];
-                shard_err_set(&why, SHARD_ECORRUPT, "field '%s': %s lists '%s' twice", d->name,
-                              o->text, shard_quote(json_string_value(x), len, shown, sizeof shown));
-                json_decref(a);
-                a = NULL;
-                break;
-            }
-        }
-        if (a)
-            rc = append_name(&p->arena, json_string_value(x), len, err);
+        rc = append_name(&p->arena, json_string_value(x), json_string_length(x), err);
     }
     if (rc) {
         json_decref(a);
@@ -610,19 +419,10 @@ int sk_field_plan_read_names(struct sk_field_plan *p, const struct shard_keylist
             if (got < 0 && got != SHARD_ECORRUPT) {
                 *err = why;
                 rc = got;
-            } else if (got == 1) {
-                /* the class is the text without white space around it */
-                while (dn && is_space((char)data[0])) {
-                    data++;
-                    dn--;
-                }
-                while (dn && is_space((char)data[dn - 1]))
-                    dn--;
-                if (dn && !memchr(data, '\0', dn)) {
-                    nm->has_class = 1;
-                    nm->class_len = (uint32_t)dn;
-                    rc = shard_buf_append(&p->arena, data, dn, err);
-                }
+            } else if (got == 1 && sk_field_class_name(data, dn, &data, &dn)) {
+                nm->has_class = 1;
+                nm->class_len = (uint32_t)dn;
+                rc = shard_buf_append(&p->arena, data, dn, err);
             }
         }
     }

@@ -289,8 +289,10 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
     shard_err_clear(err);
     struct sk_read_box rb = {choose_box, w, {0}, 0};
     w->index = index;
-    int rc = l->crop_first ? sk_dataset_read_box(l->ds, index, &rb, item, err)
-                           : shard_dataset_read(l->ds, index, SHARD_READ_PIXELS, item, err);
+    /* the records' fields are neither copied nor checked: no batch carries them */
+    unsigned flags = SHARD_READ_PIXELS | SHARD_READ_NO_FIELDS;
+    int rc = l->crop_first ? sk_dataset_read_box(l->ds, index, flags, &rb, item, err)
+                           : shard_dataset_read(l->ds, index, flags, item, err);
     if (rc)
         goto out;
     b->labels[j] = item->label;

@@ -34,6 +34,7 @@
 #include "read/fetch_http.h"
 #include "read/observer.h"
 #include "util/clock.h"
+#include "util/endian.h"
 #include "util/fsutil.h"
 #include "format/record_internal.h"
 #include "format/shard_reader.h"
@@ -429,6 +430,15 @@ int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct sha
     return SHARD_OK;
 }
 
+int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct shard_err *err)
+{
+    uint16_t shard = ds->shards[s].head.footer.version, dataset = ds->manifest.version;
+    if (shard != dataset)
+        return shard_err_set(err, SHARD_ECORRUPT, "%s: a version %u shard in a version %u dataset",
+                             ds->manifest.shards[s].file, shard, dataset);
+    return SHARD_OK;
+}
+
 int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
                          struct shard_err *err)
 {
@@ -488,6 +498,8 @@ void shard_item_release(struct shard_item *item)
     shard_buf_release(&item->key);
     shard_buf_release(&item->stored);
     shard_image_release(&item->pixels);
+    free(item->fields);
+    shard_buf_release(&item->field_data);
     memset(item, 0, sizeof *item);
 }
 
@@ -502,6 +514,7 @@ static int fill_item(const struct shard_record_view *v, unsigned flags, struct s
     item->codec = v->meta.codec;
     item->key.len = 0;
     item->stored.len = 0;
+    item->field_count = 0;
     item->pixels.width = item->pixels.height = 0;
     int rc = shard_buf_reserve(&item->key, (size_t)v->key_len + 1, err);
     if (rc)
@@ -529,6 +542,88 @@ static int fill_item(const struct shard_record_view *v, unsigned flags, struct s
     if (rc)
         item->pixels.width = item->pixels.height = 0;
     return rc;
+}
+
+/* Whether value f of a record agrees with the manifest m: a declared field
+ * of the declared type; a vector of the declared length; text and JSON in
+ * UTF-8; label numbers below the label count.  What costs more to prove
+ * (a JSON value's syntax, finite floats, labels listed twice) is left to
+ * shardcheck --deep (shard_field_check).  0 or SHARD_ECORRUPT. */
+static int check_field(const struct shard_manifest *m, const struct shard_field_value *f,
+                       struct shard_err *err)
+{
+    const struct shard_config *c = &m->config;
+    if (f->field >= c->field_count)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "field %u is not declared (the manifest declares %u)", f->field,
+                             c->field_count);
+    const struct shard_field_decl *d = &c->fields[f->field];
+    if (f->type != d->type)
+        return shard_err_set(err, SHARD_ECORRUPT, "field '%s' is stored as %s, declared %s",
+                             d->name, shard_field_type_name(f->type),
+                             shard_field_type_name(d->type));
+    switch (d->type) {
+    case SHARD_FIELD_FLOAT32:
+    case SHARD_FIELD_INT64: {
+        uint64_t size = d->type == SHARD_FIELD_FLOAT32 ? 4 : 8;
+        if (f->len != (uint64_t)d->length * size)
+            return shard_err_set(err, SHARD_ECORRUPT, "field '%s': %llu bytes are no %s[%u]",
+                                 d->name, (unsigned long long)f->len,
+                                 shard_field_type_name(d->type), d->length);
+        return SHARD_OK;
+    }
+    case SHARD_FIELD_TEXT:
+    case SHARD_FIELD_JSON:
+        for (uint64_t i = 0; i < f->len;) {
+            size_t n = shard_utf8_len(f->data + i, (size_t)(f->len - i));
+            if (!n)
+                return shard_err_set(err, SHARD_ECORRUPT, "field '%s': not valid UTF-8 at byte %llu",
+                                     d->name, (unsigned long long)i);
+            i += n;
+        }
+        return SHARD_OK;
+    case SHARD_FIELD_LABELS:
+        for (uint64_t i = 0; i < f->len; i += 4) {
+            uint32_t label = get_le32(f->data + i);
+            if (label >= m->label_count)
+                return shard_err_set(err, SHARD_ECORRUPT,
+                                     "field '%s': label number %u is not below %u", d->name,
+                                     label, m->label_count);
+        }
+        return SHARD_OK;
+    default:  /* INT and FLOAT are 8 bytes (the decoder checked), BYTES anything */
+        return SHARD_OK;
+    }
+}
+
+/* Copy the decoded record's field area into the item (one copy: the values
+ * point into item->field_data) and check each value against the manifest. */
+static int fill_fields(const struct shard_manifest *m, const struct shard_record_view *v,
+                       struct shard_item *item, struct shard_err *err)
+{
+    item->field_count = 0;
+    if (!v->field_count)
+        return SHARD_OK;
+    if (v->field_count > item->field_capacity) {
+        /* at most SHARD_FIELDS_MAX: the decoder checked the numbers increase below it */
+        struct shard_field_value *p = realloc(item->fields, v->field_count * sizeof *p);
+        if (!p)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        item->fields = p;
+        item->field_capacity = v->field_count;
+    }
+    item->field_data.len = 0;
+    int rc = shard_buf_append(&item->field_data, v->fields, (size_t)v->fields_len, err);
+    if (rc)
+        return rc;
+    struct shard_record_view copy = *v;
+    copy.fields = item->field_data.data;
+    shard_record_fields(&copy, item->fields, v->field_count);
+    for (uint32_t i = 0; i < v->field_count; i++)
+        if ((rc = check_field(m, &item->fields[i], err)))
+            return rc;
+    item->field_count = v->field_count;
+    return SHARD_OK;
 }
 
 /* Pixels of a record decompressed into img's own buffer (by
@@ -586,6 +681,8 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     int rc = sk_dataset_shard_footer(ds, s, &footer, err);
     if (!rc)
         rc = sk_dataset_shard_check_name(ds, s, err);
+    if (!rc)
+        rc = sk_dataset_shard_check_version(ds, s, err);
     if (rc)
         return rc;
     if (r >= footer->record_count)
@@ -637,12 +734,16 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc)
         rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags,
                        in_place ? NULL : rb, item, err);
+    /* before place_pixels, which may free the buffer the view points into */
+    if (!rc && !(flags & SHARD_READ_NO_FIELDS))
+        rc = fill_fields(&ds->manifest, &view, item, err);
     if (!rc && in_place)
         rc = place_pixels(&view, img, err);
     pool_put(ds, dec);
     stage_done(ds, SK_READ_DECODE_NS, SK_SPAN_DECODE, t);
     if (rc) {
         item->key.len = 0;
+        item->field_count = 0;
         return sk_shard_record_error(err, rc, ds->manifest.shards[s].file, footer, r);
     }
     item->shard = s;
@@ -754,12 +855,12 @@ int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
     return rc ? rc : read_record(ds, s, r, flags, NULL, item, err);
 }
 
-int sk_dataset_read_box(struct shard_dataset *ds, uint64_t index, struct sk_read_box *rb,
-                        struct shard_item *item, struct shard_err *err)
+int sk_dataset_read_box(struct shard_dataset *ds, uint64_t index, unsigned flags,
+                        struct sk_read_box *rb, struct shard_item *item, struct shard_err *err)
 {
     uint32_t s;
     uint64_t r;
     rb->cropped = 0;
     int rc = shard_dataset_locate(ds, index, &s, &r, err);
-    return rc ? rc : read_record(ds, s, r, SHARD_READ_PIXELS, rb, item, err);
+    return rc ? rc : read_record(ds, s, r, flags | SHARD_READ_PIXELS, rb, item, err);
 }

@@ -27,6 +27,12 @@ int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct s
  * the verifier reports it and still checks the footer's keys. */
 int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct shard_err *err);
 
+/* Whether shard s (opened as above) is of the dataset's format version: a
+ * version 2 manifest's shards are version 2, a version 1 manifest's version
+ * 1 (FORMAT.md).  Reads refuse another: "shard-000003.shard: a version 1
+ * shard in a version 2 dataset". */
+int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct shard_err *err);
+
 /* Sample `index` will be read soon: let the shard's backend start fetching
  * its record (the kernel's read-ahead for a local file, window fetches over
  * HTTP).  Only for a shard that a read has opened: 0 when its shard is not
@@ -119,10 +125,10 @@ struct sk_read_box {
     int cropped;
 };
 
-/* shard_dataset_read(ds, index, SHARD_READ_PIXELS, item, err), decoding
- * JPEG records only where rb asks.  Other records, and a dataset whose
- * records are decompressed in place (raw manifests), are read whole. */
-int sk_dataset_read_box(struct shard_dataset *ds, uint64_t index, struct sk_read_box *rb,
-                        struct shard_item *item, struct shard_err *err);
+/* shard_dataset_read(ds, index, flags | SHARD_READ_PIXELS, item, err),
+ * decoding JPEG records only where rb asks.  Other records, and a dataset
+ * whose records are decompressed in place (raw manifests), are read whole. */
+int sk_dataset_read_box(struct shard_dataset *ds, uint64_t index, unsigned flags,
+                        struct sk_read_box *rb, struct shard_item *item, struct shard_err *err);
 
 #endif

@@ -297,6 +297,14 @@ int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t le
     return found;
 }
 
+int sk_sidecars_name(const struct sk_sidecars *s, const char *key, size_t len, uint32_t suffix,
+                     struct shard_buf *out, struct shard_err *err)
+{
+    out->len = 0;
+    int rc = shard_buf_append(out, key, stem_len(key, len), err);
+    return rc ? rc : shard_buf_append(out, s->suffixes[suffix], s->suffix_len[suffix], err);
+}
+
 size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i)
 {
     return s->ordinal[i];

@@ -145,6 +145,11 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
 #define SK_SIDECAR_TWICE (-2)
 int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len,
                          uint32_t suffix);
+/* The key candidate key[0..len)'s sidecar for `suffix` has (whether SRC
+ * holds it or not): its stem and the suffix, into out (replacing its
+ * contents, no NUL).  0 or SHARD_ENOMEM. */
+int sk_sidecars_name(const struct sk_sidecars *s, const char *key, size_t len, uint32_t suffix,
+                     struct shard_buf *out, struct shard_err *err);
 /* After resolving: file i was the how-manieth added (0, 1, ...). */
 size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i);
 /* File i (sorted by key after resolving): its key, NUL-terminated. */
@@ -186,6 +191,11 @@ struct sk_annotation_column {
     int json;                 /* 1: the value as JSON text, strings included (a json field) */
 };
 struct sk_annotations;
+
+/* The position of column `name` read as `json` in cols[0..*ncols), added
+ * at the end when it is not there yet (cols has room for it). */
+uint32_t sk_annotation_column_want(struct sk_annotation_column *cols, uint32_t *ncols,
+                                   const char *name, int json);
 
 /* Read `path` (a regular file; JSON Lines when named .jsonl, .ndjson or
  * .json or starting with '{', else CSV), keeping columns cols[0..ncols),

@@ -58,6 +58,7 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
     uint64_t n = v->samples, bytes = 0, records = 0;
     double busy = 0, t0 = sk_now_seconds();
     int failed = 0;
+    uint64_t unread = 0;  /* records that could not be read: counts would only repeat them */
 #pragma omp parallel num_threads(v->threads) reduction(+ : bytes, records, busy)
     {
         struct shard_item item;
@@ -67,8 +68,11 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
             uint32_t s;
             uint64_t r;
             shard_dataset_locate(v->ds, g, &s, &r, NULL);
-            if (!v->footers[s] || sk_dataset_shard_check_name(v->ds, s, NULL))
+            if (!v->footers[s] || sk_dataset_shard_check_name(v->ds, s, NULL)) {
+#pragma omp atomic
+                unread++;
                 continue;  /* reported by the shard check */
+            }
             double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
@@ -85,9 +89,12 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
                 size_t len;
                 const char *key = sk_verify_footer_key(v, s, r, &len);
                 sk_verify_problem(v, SHARD_CHECK_RECORD, rc, s, (int64_t)r, key, len, "%s", e.msg);
+#pragma omp atomic
+                unread++;
                 continue;
             }
             check_item(v, g, &item);
+            sk_verify_record_fields(v, g, &item);
         }
         shard_item_release(&item);
     }
@@ -97,6 +104,8 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
     rate->seconds = sk_now_seconds() - t0;
     rate->busy_seconds = busy;
     rate->threads = v->threads;
+    if (!unread && !failed)
+        sk_verify_record_field_counts(v);
     return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory while decoding records")
                   : SHARD_OK;
 }

@@ -23,6 +23,8 @@ struct index_walk {
     uint64_t cursor;         /* next sample index expected */
     uint64_t lines;          /* sample lines read */
     uint64_t warned;         /* of them, lines with a "warning" */
+    uint64_t *field_samples; /* per declared field: lines that name it */
+    uint64_t sidecars;       /* values of sidecar fields the lines name */
 };
 
 static uint32_t shard_of(const struct verify_run *v, uint64_t g, uint64_t *record)
@@ -82,6 +84,7 @@ static void check_line(struct index_walk *w, const struct shard_sample *smp, uin
     w->cursor = g + 1;
     v->index_width[g] = smp->width;
     v->index_height[g] = smp->height;
+    sk_verify_index_line_fields(v, g, smp, line);
     if (smp->label != SHARD_NO_LABEL && (uint32_t)smp->label >= m->label_count)
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, smp->key,
                        smp->key_len, "%s line %llu (key '%s'): label %d does not exist",
@@ -115,8 +118,14 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
                        rc == SHARD_ENOTFOUND ? "missing" : e.msg);
         return SHARD_OK;
     }
-    struct index_walk w = {v, 0, 0, 0};
-    uint64_t line = 0;
+    shard_index_reader_set_config(rd, &m->config);
+    struct index_walk w = {v, 0, 0, 0, NULL, 0};
+    uint64_t line = 0, bad_lines = 0;
+    if (m->config.field_count &&
+        !(w.field_samples = calloc(m->config.field_count, sizeof *w.field_samples))) {
+        shard_index_reader_close(rd);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
     for (;;) {
         struct shard_sample smp;
         rc = shard_index_reader_next(rd, &smp, &e);
@@ -128,10 +137,15 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
             sk_verify_problem(v, SHARD_CHECK_INDEX, rc, -1, -1, NULL, 0, "%s", e.msg);
             if (rc == SHARD_EIO || rc == SHARD_ENOMEM)
                 break;
+            bad_lines++;
             continue;
         }
         w.lines++;
         w.warned += smp.warning != NULL;
+        for (uint32_t i = 0; i < smp.field_count; i++) {
+            w.field_samples[smp.fields[i].field]++;
+            w.sidecars += m->config.fields[smp.fields[i].field].sidecar != NULL;
+        }
         check_line(&w, &smp, line);
     }
     report_missing(&w, v->samples);
@@ -158,7 +172,10 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
                            "warning, manifest says %llu",
                            m->index_file, (unsigned long long)w.warned,
                            (unsigned long long)m->warned);
+        if (!bad_lines)  /* else the counts would only repeat the lines reported */
+            sk_verify_index_field_counts(v, w.field_samples, w.sidecars);
     }
+    free(w.field_samples);
     shard_index_reader_close(rd);
     return SHARD_OK;
 }

@@ -51,6 +51,9 @@ struct found {
     int used;
     int refused;         /* the scan refused it: `why` is a reject reason */
     char *why;           /* why it could not be read (malloc'd), or NULL */
+    const char *stem;    /* an archive's image sharing its stem with another while
+                          * sidecars are declared: the reason its reject must give
+                          * (a directory's is refused instead), or NULL */
 };
 
 /* The identity of an entry a hard link needs that is not a candidate. */
@@ -94,6 +97,7 @@ struct source_run {
     uint64_t sample_count;
     struct expected *expected;
     uint64_t expected_count;
+    struct source_fields *fields;  /* sidecar files and the annotation table, or NULL */
 };
 
 static int compare_found(const void *pa, const void *pb, void *ctx)
@@ -136,6 +140,7 @@ static void source_release(struct source_run *s)
     free(s->sample_record);
     free(s->sample_present);
     free(s->expected);
+    sk_source_fields_free(s->fields);
 }
 
 static int add_found(struct source_run *s, const char *key, size_t len, struct shard_err *err)
@@ -174,7 +179,10 @@ static int scan_directory(struct source_run *s, struct shard_err *err)
 {
     int rc = sk_source_root_open(&s->root, s->src, err);
     if (!rc)
-        rc = sk_source_root_scan(&s->root, &s->found_keys, NULL, &s->refused, &s->stats, err);
+        rc = sk_source_root_scan(&s->root, &s->found_keys, sk_source_fields_sidecars(s->fields),
+                                 &s->refused, &s->stats, err);
+    if (!rc)  /* images sharing a stem are refused, as shardify refuses them */
+        rc = sk_source_fields_resolve(s->fields, &s->found_keys, &s->refused, err);
     if (rc)
         return rc;
     s->found_cap = s->found_count = s->found_keys.count;
@@ -220,13 +228,17 @@ static int hash_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
 }
 
 /* Give each candidate whose bytes are another entry's that identity. */
-static int apply_links(struct source_run *s, const struct sk_links *links,
+static int apply_links(struct source_run *s, const struct sk_links *links, uint64_t base,
                        struct shard_err *err)
 {
     uint64_t pos = 0;
     struct sk_link_copy c;
     int rc = SHARD_OK;
     while (!rc && sk_links_next_copy(links, &pos, &c)) {
+        /* the links' numbers are the archive's, from its first candidate, base */
+        c.cand += base;
+        if (c.from == SK_FROM_CANDIDATE)
+            c.source += base;
         struct found *to = &s->found[c.cand];
         if (c.from == SK_FROM_NOWHERE) {
             rc = set_refused(to, c.why, err);
@@ -258,32 +270,99 @@ static int apply_links(struct source_run *s, const struct sk_links *links,
     return rc;
 }
 
+/* Entries that are no candidates are produced too when they are sidecar files. */
+static int want_sidecar(void *ctx, const char *key, size_t len)
+{
+    struct sk_sidecars *side = ctx;
+    return side && sk_sidecars_suffix_of(side, key, len) >= 0;
+}
+
+/* An archive's images that share a stem: shardify rejects them with that
+ * reason, and with their identity (they were read as they streamed past). */
+static int mark_stems(struct source_run *s, struct shard_err *err)
+{
+    int rc = sk_source_fields_resolve(s->fields, &s->found_keys, &s->refused, err);
+    for (uint64_t i = 0; !rc && s->refused.count && i < s->found_count; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(&s->found_keys, s->found[i].key, &len);
+        s->found[i].stem = shard_refusals_find(&s->refused, key, len);
+    }
+    return rc;
+}
+
+/* The key of member name[0..*len) of an archive of a directory of archives
+ * (--archives): prefix, '/', name, in buf; or name itself without a prefix. */
+static int member_key(const char *prefix, const char **name, size_t *len, struct shard_buf *buf,
+                      struct shard_err *err)
+{
+    if (!prefix)
+        return SHARD_OK;
+    buf->len = 0;
+    int rc = shard_buf_append(buf, prefix, strlen(prefix), err);
+    if (!rc)
+        rc = shard_buf_append(buf, "/", 1, err);
+    if (!rc)
+        rc = shard_buf_append(buf, *name, *len, err);
+    if (!rc) {
+        *name = (const char *)buf->data;
+        *len = buf->len;
+    }
+    return rc;
+}
+
+/* The hidden items a pass's links needed, gone once they are applied. */
+static void drop_hidden(struct source_run *s)
+{
+    for (uint64_t i = 0; i < s->hidden_count; i++)
+        free(s->hidden[i].why);
+    s->hidden_count = 0;
+}
+
 /* Archives stream once: every candidate is hashed as it goes by (a hard
- * link's target may need a second pass: source/links.c). */
-static int scan_archive(struct source_run *s, struct shard_err *err)
+ * link's target may need a second pass: source/links.c), as the sidecar
+ * files are.  An archive of a directory of archives has its keys prefixed
+ * with its name (`prefix`), and its links resolved among its own members,
+ * as shardify's spool does. */
+static int scan_one_archive(struct source_run *s, const char *path, const char *prefix,
+                            struct shard_err *err)
 {
     struct shard_archive *a;
     struct sk_links *links = NULL;
-    int rc = shard_archive_open(&a, s->src, err);
+    int rc = shard_archive_open(&a, path, err);
     if (rc)
         return rc;
     if ((rc = sk_links_new(&links, err))) {
         shard_archive_close(a);
         return rc;
     }
-    struct shard_buf buf = {0};
+    struct shard_buf buf = {0}, key_buf = {0};
+    struct shard_keylist members = {0};  /* with a prefix: its candidates' names as stored */
     struct shard_verify_rate *rate = &s->v->report->source;
-    uint64_t max_bytes = s->v->m->config.max_file_bytes;
+    uint64_t max_bytes = s->v->m->config.max_file_bytes, base = s->found_count;
+    struct sk_sidecars *side = sk_source_fields_sidecars(s->fields);
     for (;;) {
         const char *key, *problem;
         size_t len;
-        uint64_t too_large = 0;
+        uint64_t too_large;
         int link_only = 0;
-        rc = shard_archive_next(a, max_bytes, &key, &len, &buf, &too_large, &s->stats, err);
+        struct sk_archive_entry e;
+        rc = sk_archive_next_entry(a, max_bytes, want_sidecar, side, &e, &buf, &s->stats, err);
         if (rc <= 0)
             break;
-        if ((rc = add_found(s, key, len, err)) ||
-            (rc = sk_links_note(links, a, s->found_count - 1, err)))
+        if (side && sk_sidecars_suffix_of(side, e.key, e.key_len) >= 0) {
+            /* a sidecar file, even when named like an image (as shardify's spool) */
+            if ((rc = member_key(prefix, &e.key, &e.key_len, &key_buf, err)) ||
+                (rc = sk_source_fields_entry(s->fields, &e, &buf, err)))
+                break;
+            continue;
+        }
+        key = e.key;
+        len = e.key_len;
+        too_large = e.too_large;
+        if ((prefix && (rc = shard_keylist_add(&members, key, len, err))) ||
+            (rc = member_key(prefix, &key, &len, &key_buf, err)) ||
+            (rc = add_found(s, key, len, err)) ||
+            (rc = sk_links_note(links, a, s->found_count - 1 - base, err)))
             break;
         struct found *f = &s->found[s->found_count - 1];
         shard_archive_link(a, NULL, &link_only);
@@ -305,43 +384,73 @@ static int scan_archive(struct source_run *s, struct shard_err *err)
         rate->items++;
     }
     if (rc < 0)
-        shard_err_prefix(err, rc, "cannot read archive '%s'", s->src);
+        shard_err_prefix(err, rc, "cannot read archive '%s'", path);
     shard_buf_release(&buf);
+    shard_buf_release(&key_buf);
     shard_archive_close(a);
     if (rc == 0 && sk_links_any(links))
-        rc = sk_links_resolve(links, &s->found_keys, s->src, max_bytes, hash_item, s, err);
+        rc = sk_links_resolve(links, prefix ? &members : &s->found_keys, path, max_bytes,
+                              hash_item, s, err);
     if (rc == 0)
-        rc = apply_links(s, links, err);
+        rc = apply_links(s, links, base, err);
+    drop_hidden(s);
     sk_links_free(links);
+    shard_keylist_release(&members);
     return rc < 0 ? rc : SHARD_OK;
 }
 
-/* Hash the directory's files that some expected entry names, in parallel. */
-static int hash_directory(struct source_run *s, struct shard_err *err)
+static int scan_archive(struct source_run *s, struct shard_err *err)
 {
-    struct shard_verify_rate *rate = &s->v->report->source;
+    int rc = scan_one_archive(s, s->src, NULL, err);
+    return rc ? rc : mark_stems(s, err);
+}
+
+/* A directory of archives (shardify --archives): each archive directly in
+ * it, in name order, as part of one source. */
+static int scan_archives(struct source_run *s, struct shard_err *err)
+{
+    char **names = NULL;
+    size_t count = 0;
+    int rc = sk_archive_dir_list(s->src, &names, &count, &s->stats, err);
+    for (size_t k = 0; !rc && k < count; k++) {
+        char *path = sk_fs_join(s->src, names[k]);
+        rc = path ? scan_one_archive(s, path, names[k], err)
+                  : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        free(path);
+    }
+    for (size_t k = 0; k < count; k++)
+        free(names[k]);
+    free(names);
+    return rc ? rc : mark_stems(s, err);
+}
+
+int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root,
+                         uint64_t count, uint64_t max_bytes, sk_verify_file_key *key,
+                         sk_verify_file_got *got, void *ctx, struct shard_err *err)
+{
+    struct shard_verify_rate *rate = &v->report->source;
     uint64_t bytes = 0, items = 0;
     double busy = 0;
     int failed = 0, unreachable = 0;
     struct shard_err store_err;
     shard_err_clear(&store_err);
-    uint64_t max_bytes = s->v->m->config.max_file_bytes;
-#pragma omp parallel num_threads(s->v->threads) reduction(+ : bytes, items, busy)
+#pragma omp parallel num_threads(v->threads) reduction(+ : bytes, items, busy)
     {
         struct shard_buf buf = {0};
 #pragma omp for schedule(dynamic, 16)
-        for (uint64_t i = 0; i < s->found_count; i++) {
-            struct found *f = &s->found[i];
-            int stop;
+        for (uint64_t i = 0; i < count; i++) {
+            int stop, out_of_memory;
 #pragma omp atomic read
             stop = unreachable;
-            if (!f->need_hash || f->refused || stop)  /* a store down: no more tries */
+#pragma omp atomic read
+            out_of_memory = failed;
+            const char *name = stop || out_of_memory ? NULL : key(ctx, i);
+            if (!name)  /* nothing to read, or a store down: no more tries */
                 continue;
             double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
-            const char *key = shard_keylist_get(&s->found_keys, f->key, NULL);
-            int rc = sk_source_root_read(&s->root, key, max_bytes, &buf, &e);
+            int rc = sk_source_root_read(root, name, max_bytes, &buf, &e);
             if (rc == SHARD_ENET) {  /* the store, not the file: stop */
                 int first;
 #pragma omp atomic capture
@@ -351,13 +460,15 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
                 }
                 if (!first)  /* the first failure's words, kept by its thread alone */
                     store_err = e;
+                rc = SHARD_OK;
             } else if (rc == 0) {
-                f->bytes = buf.len;
-                f->xxh3 = XXH3_64bits(buf.data, buf.len);
-                f->hashed = 1;
                 bytes += buf.len;
                 items++;
-            } else if (!(f->why = strdup(e.msg))) {
+                rc = got(ctx, i, &buf, NULL);
+            } else {
+                rc = got(ctx, i, NULL, e.msg);
+            }
+            if (rc) {
 #pragma omp atomic write
                 failed = 1;
             }
@@ -373,6 +484,32 @@ static int hash_directory(struct source_run *s, struct shard_err *err)
         return store_err.code;
     }
     return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : SHARD_OK;
+}
+
+/* A directory's candidate file i to hash: one some expected entry names. */
+static const char *file_to_hash(void *ctx, uint64_t i)
+{
+    const struct source_run *s = ctx;
+    const struct found *f = &s->found[i];
+    return f->need_hash && !f->refused ? shard_keylist_get(&s->found_keys, f->key, NULL) : NULL;
+}
+
+static int file_hashed(void *ctx, uint64_t i, const struct shard_buf *bytes, const char *why)
+{
+    struct found *f = &((struct source_run *)ctx)->found[i];
+    if (why)
+        return (f->why = strdup(why)) ? SHARD_OK : SHARD_ENOMEM;
+    f->bytes = bytes->len;
+    f->xxh3 = XXH3_64bits(bytes->data, bytes->len);
+    f->hashed = 1;
+    return SHARD_OK;
+}
+
+/* Hash the directory's files that some expected entry names, in parallel. */
+static int hash_directory(struct source_run *s, struct shard_err *err)
+{
+    return sk_verify_read_files(s->v, &s->root, s->found_count, s->v->m->config.max_file_bytes,
+                                file_to_hash, file_hashed, s, err);
 }
 
 /* ---- what the dataset expects ------------------------------------------------ */
@@ -409,6 +546,7 @@ static int load_samples(struct source_run *s, struct shard_err *err)
     int rc = sk_dataset_index_open(s->v->ds, &rd, &e);
     if (rc)
         return SHARD_OK;  /* reported by the index pass */
+    shard_index_reader_set_config(rd, &s->v->m->config);
     uint64_t cap = 0;
     for (;;) {
         struct shard_sample smp;
@@ -420,7 +558,8 @@ static int load_samples(struct source_run *s, struct shard_err *err)
         if (rc < 0)
             continue;
         if ((rc = grow_samples(s, s->sample_count + 1, &cap, err)) ||
-            (rc = shard_keylist_add(&s->sample_keys, smp.key, smp.key_len, err)))
+            (rc = shard_keylist_add(&s->sample_keys, smp.key, smp.key_len, err)) ||
+            (rc = sk_source_fields_keep(s->fields, s->sample_count, &smp, err)))
             break;
         uint64_t i = s->sample_count++;
         s->sample_bytes[i] = smp.source_bytes;
@@ -467,9 +606,11 @@ static int same_identity(const struct source_run *s, const struct found *f,
                          const struct expected *x, int loose)
 {
     if (x->is_sample)
-        return f->hashed && f->bytes == s->sample_bytes[x->n] &&
+        return !f->stem && f->hashed && f->bytes == s->sample_bytes[x->n] &&
                f->xxh3 == s->sample_xxh3[x->n];
     const struct shard_reject *r = &s->v->m->rejects[x->n];
+    if (f->stem && strcmp(r->reason, f->stem) && strcmp(r->reason, SK_REASON_DUPLICATE))
+        return 0;
     if (f->refused)
         return !r->has_source && (strcmp(r->reason, f->why) == 0 ||
                                   (loose && strcmp(r->reason, SK_REASON_DUPLICATE) == 0));
@@ -485,16 +626,17 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
     char q[SHARD_QUOTE_SIZE], got[17], want[17];
     sk_quote_bytes(key, len, q, sizeof q);
     const struct shard_reject *rj = x->is_sample ? NULL : &v->m->rejects[x->n];
-    if (f->refused) {
+    if (f->refused || (f->stem && (!rj || strcmp(rj->reason, f->stem)))) {
+        const char *why = f->refused ? f->why : f->stem;
         if (rj)
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                               "source: '%s' in SRC: %s; the dataset rejected it: %s", q,
-                              f->why, rj->reason);
+                              why, rj->reason);
         else
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[x->n],
                               (int64_t)s->sample_record[x->n], key, len,
                               "source: '%s' in SRC: %s; the dataset has it as a sample", q,
-                              f->why);
+                              why);
         return;
     }
     if (!f->hashed) {
@@ -669,7 +811,7 @@ static int make_labeler(struct source_run *s, struct shard_labeler **lb, struct 
     return SHARD_OK;
 }
 
-static int find_label(const struct shard_manifest *m, const char *name)
+int sk_verify_find_label(const struct shard_manifest *m, const char *name)
 {
     uint32_t lo = 0, hi = m->label_count;
     while (lo < hi) {
@@ -685,14 +827,30 @@ static int find_label(const struct shard_manifest *m, const char *name)
     return -1;
 }
 
+/* The class SRC gives key[0..len): by the labeler, or from a sidecar or
+ * column when lb is NULL. */
+static int derive_label(const struct source_run *s, const struct shard_labeler *lb,
+                        const char *key, size_t len, const char **name, size_t *name_len)
+{
+    return lb ? shard_labeler_label(lb, key, len, name, name_len)
+              : sk_source_fields_class(s->fields, key, len, name, name_len);
+}
+
 static int check_labels(struct source_run *s, struct shard_err *err)
 {
     struct verify_run *v = s->v;
     const struct shard_manifest *m = v->m;
-    struct shard_labeler *lb;
-    int rc = make_labeler(s, &lb, err);
-    if (rc || !lb)
+    struct shard_labeler *lb = NULL;
+    const char *why;
+    int rc = SHARD_OK;
+    if (sk_source_fields_has_class(s->fields, &why)) {
+        if (why)
+            return (v->report->labels_note = strdup(why))
+                       ? SHARD_OK
+                       : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    } else if ((rc = make_labeler(s, &lb, err)) || !lb) {
         return rc;
+    }
     v->report->labels_checked = 1;
     uint64_t *count = calloc((size_t)m->label_count + 1, sizeof *count);  /* last: unlabeled */
     if (!count) {
@@ -705,12 +863,12 @@ static int check_labels(struct source_run *s, struct shard_err *err)
         size_t len, name_len;
         const char *key = shard_keylist_get(&s->sample_keys, i, &len), *name;
         char *derived = NULL;
-        int have = shard_labeler_label(lb, key, len, &name, &name_len);
+        int have = derive_label(s, lb, key, len, &name, &name_len);
         if (have && !(derived = sk_jsonkey_label_name(name, name_len))) {
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             break;
         }
-        int label = have ? find_label(m, derived) : SHARD_NO_LABEL;
+        int label = have ? sk_verify_find_label(m, derived) : SHARD_NO_LABEL;
         int32_t stored = s->sample_label[i];
         if ((have && label < 0) || label != stored) {
             char q[SHARD_QUOTE_SIZE];
@@ -719,9 +877,9 @@ static int check_labels(struct source_run *s, struct shard_err *err)
                                                                           : "(out of range)";
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[i],
                            (int64_t)s->sample_record[i], key, len,
-                           "source: '%s' has label '%s' in the dataset, its key gives '%s'",
+                           "source: '%s' has label '%s' in the dataset, %s gives '%s'",
                            sk_quote_bytes(key, len, q, sizeof q), stored_name,
-                           have ? derived : "(none)");
+                           lb ? "its key" : "SRC", have ? derived : "(none)");
         }
         if (label == SHARD_NO_LABEL)
             count[m->label_count]++;
@@ -770,6 +928,10 @@ static int scan_source(struct source_run *s, struct shard_err *err)
                              "source '%s' is neither a directory nor an archive file", s->src);
     s->archive = S_ISREG(st.st_mode);
     const char *kind = s->archive ? "archive" : "directory";
+    if (!s->archive && v->m->source_kind && !strcmp(v->m->source_kind, "archives")) {
+        s->archive = 1;  /* streamed, entry by entry, as one archive is */
+        return scan_archives(s, err);
+    }
     if (v->m->source_kind && strcmp(v->m->source_kind, kind))
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
                        "source: SRC is %s %s, the dataset was made from %s %s",
@@ -786,7 +948,9 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     s.v = v;
     s.src = v->o->source;
     double t0 = sk_now_seconds();
-    int rc = scan_source(&s, err);
+    int rc = sk_source_fields_new(&s.fields, v, err);
+    if (!rc)
+        rc = scan_source(&s, err);
     if (!rc)
         rc = load_samples(&s, err);
     if (!rc)
@@ -797,10 +961,18 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     v->report->source_candidates = s.found_count;
     if (!s.archive) {
         join(&s, 1);
-        if ((rc = hash_directory(&s, err)))
+        if ((rc = hash_directory(&s, err)) ||
+            (rc = sk_source_fields_read(s.fields, &s.root, &s.found_keys, err)))
             goto out;
     }
     join(&s, 0);
+    for (uint64_t i = 0; s.fields && i < s.sample_count; i++)
+        if (s.sample_present[i])
+            sk_source_fields_check(s.fields, i, shard_keylist_get(&s.sample_keys, i, NULL),
+                                   s.sample_keys.lengths[i], s.sample_shard[i],
+                                   s.sample_record[i]);
+    if ((rc = sk_source_fields_finish(s.fields, &s.found_keys, err)))
+        goto out;
     uint64_t ignored = s.stats.ignored + s.stats.ignored_symlinks + s.stats.ignored_special;
     v->report->source_ignored = ignored;
     if (ignored != v->m->ignored)

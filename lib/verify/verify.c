@@ -57,6 +57,7 @@ void shard_verify_report_release(struct shard_verify_report *r)
     free(r->fidelity);
     free(r->visitation);
     free(r->labels_note);
+    free(r->fields_note);
     for (uint32_t i = 0; i < r->label_tally_count; i++)
         free(r->labels[i].name);
     free(r->labels);
@@ -176,6 +177,11 @@ static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, doub
     v->footers[s] = footer;
     if ((rc = sk_dataset_shard_check_name(v->ds, s, &e)))
         sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s", e.msg);
+    /* a version 2 dataset's records carry fields: its shards are version 2 */
+    if (footer->version != v->m->version)
+        sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
+                          "%s: format version %u, the manifest's is %u", ms->file,
+                          footer->version, v->m->version);
 }
 
 static void check_shards(struct verify_run *v)
@@ -283,6 +289,8 @@ static int check_options(const struct shard_verify_options *o, struct shard_err 
 {
     if (o->fidelity && !o->source)
         return shard_err_set(err, SHARD_EINVAL, "--fidelity needs --source");
+    if (o->annotations && !o->source)
+        return shard_err_set(err, SHARD_EINVAL, "--annotations needs --source");
     if (o->world_size_count > SHARD_VERIFY_MAX_WORLD_SIZES)
         return shard_err_set(err, SHARD_EINVAL, "at most %d world sizes",
                              SHARD_VERIFY_MAX_WORLD_SIZES);
@@ -309,11 +317,14 @@ static int run_passes(struct verify_run *v, struct shard_err *err)
                              (unsigned long long)v->samples);
     }
     int rc = start_label_tallies(v, err);
+    if (!rc)
+        rc = sk_verify_fields_begin(v, err);
     if (rc) {
         free(names);
         return rc;
     }
     check_listed_once(v, names);
+    sk_verify_orphans_listed(v);
     check_shards(v);
     check_stray_shards(v, names);
     free(names);
@@ -364,6 +375,7 @@ int shard_verify(const char *dst, const struct shard_verify_options *o,
     v.m = shard_dataset_manifest(v.ds);
     v.samples = shard_dataset_size(v.ds);
     report->shards = v.m->shard_count;
+    report->fields = v.m->config.field_count;
     report->samples = v.samples;
     rc = run_passes(&v, err);
 out:
@@ -375,6 +387,7 @@ out:
     free(v.footers);
     free(v.index_width);
     free(v.index_height);
+    sk_verify_fields_end(&v);
     shard_dataset_close(v.ds);
     pthread_mutex_destroy(&v.lock);
     return rc;

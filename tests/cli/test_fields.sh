@@ -37,6 +37,8 @@ say "sidecars of every type: each value read back equal to its source; hostile o
 shardify "$G/tree" "$T/side" $OPTS $FIELDS --json >"$T/side.json"
 "$PYTHON" "$FT" check "$T/side" "$G" || die "the records do not hold the sidecars' values"
 valid "$T/side"
+shardcheck --deep --source "$G/tree" "$T/side" >"$T/check.out" 2>&1 ||
+    { cat "$T/check.out" >&2; die "shardcheck --deep --source does not prove the sidecars"; }
 [ "$(json "$T/side.json" 'd["orphans"], d["fields"]["caption"], d["sidecars"] > 100')" = \
   "(3, 21, True)" ] || die "summary: $(cat "$T/side.json")"
 # a dataset without fields stays version 1
@@ -67,6 +69,8 @@ echo '{"successes": 1}' >"$T/tars/00000_stats.json"
 shardify --archives "$T/tars" "$T/archives" $OPTS $FIELDS --json >"$T/archives.json"
 "$PYTHON" "$FT" check "$T/archives" "$G" --prefix 00000.tar/ ||
     die "--archives: the records do not hold the sidecars' values"
+shardcheck --deep --source "$T/tars" "$T/archives" >"$T/check.out" 2>&1 ||
+    { cat "$T/check.out" >&2; die "shardcheck --deep --source does not prove --archives"; }
 grep -q '"key":"00001.tar/z/0000.jpg".*"caption"' "$T/archives/index.jsonl" ||
     die "--archives: the second tar's sample or its caption is missing"
 [ "$(json "$T/archives/manifest.json" 'd["source"]["kind"]')" = archives ] || die "source.kind"
@@ -77,6 +81,8 @@ say "annotation tables: JSON Lines and CSV"
 # shellcheck disable=SC2086
 shardify "$G/tree" "$T/jsonl" $OPTS $COLUMNS --annotations "$G/table.jsonl" --json >"$T/jsonl.json"
 "$PYTHON" "$FT" check "$T/jsonl" "$G" --table jsonl || die "JSON Lines values"
+shardcheck --deep --source "$G/tree" --annotations "$G/table.jsonl" "$T/jsonl" >"$T/check.out" 2>&1 ||
+    { cat "$T/check.out" >&2; die "shardcheck does not prove the JSON Lines values"; }
 [ "$(json "$T/jsonl.json" 'd["annotation_rows"], d["annotation_rows_unmatched"]')" = "(25, 1)" ] ||
     die "table rows: $(cat "$T/jsonl.json")"
 valid "$T/jsonl"
@@ -85,6 +91,8 @@ COLUMNS_CSV=$(echo "$COLUMNS" | sed 's/--field blob=bytes//')
 # shellcheck disable=SC2086
 shardify "$G/tree" "$T/csv" $OPTS $COLUMNS_CSV --annotations "$G/table.csv"
 "$PYTHON" "$FT" check "$T/csv" "$G" --table csv || die "CSV values"
+shardcheck --deep --source "$G/tree" --annotations "$G/table.csv" "$T/csv" >"$T/check.out" 2>&1 ||
+    { cat "$T/check.out" >&2; die "shardcheck does not prove the CSV values"; }
 grep -q '"annotations": "file:table.csv:[0-9a-f]\{16\}"' "$T/csv/manifest.json" ||
     die "the table is not identified in the config"
 
@@ -95,6 +103,7 @@ shardify "$G/tree" "$T/parts" $OPTS $FIELDS --part 0/2
 shardify "$G/tree" "$T/parts" $OPTS $FIELDS --part 1/2
 shardify merge --quiet "$T/parts"
 "$PYTHON" "$FT" check "$T/parts" "$G" || die "the merged records do not hold the values"
+shardcheck --deep --source "$G/tree" "$T/parts" >/dev/null 2>&1 || die "the merged dataset does not verify"
 [ "$(json "$T/parts/manifest.json" 'd["counts"]')" = "$(json "$T/side/manifest.json" 'd["counts"]')" ] ||
     die "merged counts differ from a single run's"
 valid "$T/parts"
@@ -126,6 +135,7 @@ assert (l["added"], l["removed"], l["refielded"], l["reconverted"]) == (1, 1, 3,
 assert l["reused"] == 24 + 2 - 1 - 3 - 1 - 1, l  # samples, stem clash rejects aside
 EOF2
 [ "$(json "$T/next.json" 'd["lineage"]["refielded"]')" = 3 ] || die "the summary's refielded"
+shardcheck --deep --source "$T/inc" "$T/next" >/dev/null 2>&1 || die "the incremental dataset does not verify"
 valid "$T/next"
 must_fail 2 shardify "$T/inc" "$T/other" $OPTS --field caption=text,from=.txt --incremental "$T/prev"
 must_say "--field differs from the previous dataset" "$T/err"

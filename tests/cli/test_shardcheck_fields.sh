@@ -1,0 +1,225 @@
+# test_shardcheck_fields.sh - shardcheck on datasets with fields (format
+# version 2) that shardify made from a folder of JPEGs with sidecar files
+# (.txt captions, .json metadata, .score numbers), an orphan, and a JSON
+# Lines annotation table: --deep --source (and --annotations) prove them,
+# from the folder, a tar of it, tars of it and an s3:// copy; each planted difference in
+# SRC is a problem naming the field, the sample and the file (also from a
+# directory of tars, shardify --archives): a changed caption, a deleted
+# sidecar, an added sidecar, a new or vanished orphan, a changed table row,
+# images come to share a stem, a class file changed.  The reports show each
+# field's coverage, a histogram of caption lengths and the orphans.
+. "$(dirname "$0")/lib.sh"
+
+F=$SHARDKIT_FIXTURES
+SRC=$T/src
+mkdir -p "$SRC/a" "$SRC/b"
+cp "$F/exif_rot1.jpg" "$SRC/a/0001.jpg"
+cp "$F/exif_rot2.jpg" "$SRC/a/0002.jpg"
+cp "$F/gray.jpg" "$SRC/a/0003.jpg"
+cp "$F/rgb.jpg" "$SRC/b/0004.jpg"
+cp "$F/exif_rot3.jpg" "$SRC/b/0005.jpg"
+printf 'a tench, held up\n' >"$SRC/a/0001.txt"
+printf 'a goldfish' >"$SRC/a/0002.txt"                      # no newline at the end
+printf 'un requin blanc \303\251tonnant\r\n' >"$SRC/a/0003.txt"  # UTF-8, CRLF
+printf 'a tiger shark in a long caption, longer than the others by far\n' >"$SRC/b/0004.txt"
+for i in 1 2 3 4 5; do
+    d=a; [ $i -gt 3 ] && d=b
+    printf '{"url": "http://example.com/%d.jpg", "width": %d,  "ok": true}\n' $i $((i * 100)) \
+        >"$SRC/$d/000$i.json"
+done
+printf ' 0.5\n' >"$SRC/a/0001.score"
+printf '2' >"$SRC/b/0004.score"
+printf 'a caption of no image\n' >"$SRC/a/0099.txt"            # an orphan
+cat >"$T/ann.jsonl" <<'EOF'
+{"key": "a/0001.jpg", "tags": ["x", "y"], "weight": 1.25, "note": "first"}
+{"key": "b/0004.jpg", "tags": ["y"], "note": null}
+{"key": "zz/none.jpg", "weight": 3}
+EOF
+SIDECARS="--field caption=text,from=.txt --field meta=json,from=.json --field score=float,from=.score"
+COLUMNS="--annotations $T/ann.jsonl --field tags=labels --field weight=float --field note=text"
+
+say "shardify a folder with sidecars, and one with an annotation table too"
+shardify "$SRC" "$T/side" --size 48 $SIDECARS --quiet
+shardify "$SRC" "$T/cols" --size 48 $COLUMNS --field caption=text,from=.txt --quiet
+[ "$(json "$T/side/manifest.json" "d['version'], d['counts']['orphans']")" = "(2, 1)" ] ||
+    die "not a version 2 dataset with one orphan"
+
+say "a clean dataset verifies with --deep --source (and --annotations)"
+shardcheck "$T/side" --deep --source "$SRC" --json >"$T/side.json" ||
+    { cat "$T/side.json"; die "the sidecar dataset does not verify"; }
+[ "$(json "$T/side.json" "d['verified'], d['source']['sidecars'], d['source']['orphans']")" = \
+    "(True, 12, 1)" ] || die "SRC's 12 sidecar files, 1 orphan, not seen: $(cat "$T/side.json")"
+shardcheck "$T/cols" --deep --source "$SRC" --annotations "$T/ann.jsonl" >"$T/out" ||
+    { cat "$T/out"; die "the annotated dataset does not verify"; }
+must_say "verified" "$T/out"
+# without the table the columns go unchecked, and the report says so
+shardcheck "$T/cols" --source "$SRC" >"$T/out" || die "a missing --annotations is a failure"
+must_say "values from the annotation table were not checked: pass the table" "$T/out"
+must_fail 2 shardcheck "$T/cols" --annotations "$T/ann.jsonl"
+must_say "--annotations is only used with --source" "$T/err"
+
+# check_src SRC DST WORDS [OPTIONS]: shardcheck --deep --source SRC DST fails,
+# naming WORDS
+check_src() {
+    src=$1 dst=$2 words=$3
+    shift 3
+    must_fail 1 shardcheck "$dst" --deep --source "$src" "$@"
+    must_say "$words" "$T/stdout"
+}
+fresh() { rm -rf "$T/s"; cp -r "$SRC" "$T/s"; }
+
+say "a changed caption"
+fresh
+printf 'a tench, held up \n' >"$T/s/a/0001.txt"
+check_src "$T/s" "$T/side" "source: field 'caption' of 'a/0001.jpg' changed since sharding: 'a/0001.txt' is 18 bytes"
+
+say "a deleted sidecar"
+fresh
+rm "$T/s/a/0002.json"
+check_src "$T/s" "$T/side" "source: field 'meta' of 'a/0002.jpg': 'a/0002.json' is not in SRC"
+
+say "an added sidecar"
+fresh
+printf 'now with a caption\n' >"$T/s/b/0005.txt"
+check_src "$T/s" "$T/side" "source: 'b/0005.txt' is in SRC, but index.jsonl says 'b/0005.jpg' has no field 'caption'"
+
+say "a new orphan, and an orphan gone"
+fresh
+printf '{}' >"$T/s/b/0100.json"
+check_src "$T/s" "$T/side" "source: 'b/0100.json' is a sidecar file of no image in SRC, but not one of the manifest's orphans"
+fresh
+rm "$T/s/a/0099.txt"
+check_src "$T/s" "$T/side" "source: orphan 'a/0099.txt' of the manifest is not a sidecar file of no image in SRC"
+
+say "a number written otherwise, and another number"
+fresh
+printf '0.50\n' >"$T/s/a/0001.score"
+check_src "$T/s" "$T/side" "source: field 'score' of 'a/0001.jpg' changed since sharding"
+grep -q "the record holds another value" "$T/stdout" && die "0.50 is the stored value 0.5"
+printf '0.75\n' >"$T/s/a/0001.score"
+check_src "$T/s" "$T/side" "source: field 'score' of 'a/0001.jpg': the record holds another value than 'a/0001.score' gives"
+
+say "images come to share a stem: they must be rejects naming each other"
+fresh
+cp "$F/rgb.png" "$T/s/a/0003.png"
+check_src "$T/s" "$T/side" "source: 'a/0003.jpg' in SRC: another image has the same stem: 'a/0003.png'; the dataset has it as a sample"
+# converted so, both are rejects with that reason, and the dataset verifies
+shardify "$T/s" "$T/stem" --size 48 $SIDECARS --quiet
+[ "$(json "$T/stem/manifest.json" "[r['reason'] for r in d['rejected']]")" = \
+    "[\"another image has the same stem: 'a/0003.png'\", \"another image has the same stem: 'a/0003.jpg'\"]" ] ||
+    die "the stem clash is not two rejects naming each other"
+shardcheck "$T/stem" --deep --source "$T/s" >"$T/out" || { cat "$T/out"; die "the clash does not verify"; }
+
+say "a changed table row"
+mkdir -p "$T/t"
+sed 's/"weight": 1.25/"weight": 1.5/' "$T/ann.jsonl" >"$T/t/ann.jsonl"
+check_src "$SRC" "$T/cols" "source: the annotation table is 'file:ann.jsonl:" --annotations "$T/t/ann.jsonl"
+must_say "source: field 'weight' of 'a/0001.jpg' changed since sharding: 'ann.jsonl' line 1 gives a value of 8 bytes" "$T/stdout"
+sed 's/"weight": 1.25/"weight": "heavy"/' "$T/ann.jsonl" >"$T/t/ann.jsonl"
+check_src "$SRC" "$T/cols" "source: field 'weight': 'ann.jsonl' line 1 is not a number (finite, decimal) (index.jsonl names a value of 8 bytes)" --annotations "$T/t/ann.jsonl"
+sed 's/"note": null/"note": "second"/' "$T/ann.jsonl" >"$T/t/ann.jsonl"
+check_src "$SRC" "$T/cols" "source: 'ann.jsonl' line 2 gives field 'note' of 'b/0004.jpg' a value, but index.jsonl says it has none" --annotations "$T/t/ann.jsonl"
+grep -v 'zz/none' "$T/ann.jsonl" >"$T/t/ann.jsonl"
+check_src "$SRC" "$T/cols" "source: the annotation table has 2 rows, counts.annotation_rows says 3" --annotations "$T/t/ann.jsonl"
+
+say "a class from a sidecar (--labels sidecar:.cls) or a column (column:NAME) is re-derived"
+rm -rf "$T/c"
+cp -r "$SRC" "$T/c"
+for i in 1 2 3 4 5; do
+    d=a; [ $i -gt 3 ] && d=b
+    printf ' kind%d\n' $((i % 2)) >"$T/c/$d/000$i.cls"
+    printf '{"key": "%s/000%d.jpg", "kind": "k%d"}\n' $d $i $((i % 3))
+done >"$T/kinds.jsonl"
+shardify "$T/c" "$T/cls" --size 48 --labels sidecar:.cls $SIDECARS --quiet
+[ "$(json "$T/cls/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+    "(['kind0', 'kind1'], {'kind0': 2, 'kind1': 3})" ] || die "the .cls classes were not taken"
+shardcheck "$T/cls" --deep --source "$T/c" >"$T/out" || { cat "$T/out"; die "sidecar classes do not verify"; }
+must_say "labels re-derived and checked" "$T/out"
+printf 'kind0\n' >"$T/c/a/0001.cls"
+check_src "$T/c" "$T/cls" "source: 'a/0001.jpg' has label 'kind1' in the dataset, SRC gives 'kind0'"
+shardify "$SRC" "$T/col" --size 48 --labels column:kind --annotations "$T/kinds.jsonl" --quiet
+shardcheck "$T/col" --source "$SRC" --annotations "$T/kinds.jsonl" >"$T/out" ||
+    { cat "$T/out"; die "column classes do not verify"; }
+must_say "labels re-derived and checked" "$T/out"
+shardcheck "$T/col" --source "$SRC" >"$T/out" || die "a missing table is a failure"
+must_say "the labels came from an annotation table; pass that table (--annotations FILE)" "$T/out"
+sed 's/"k0"/"k2"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
+check_src "$SRC" "$T/col" "source: 'a/0003.jpg' has label 'k0' in the dataset, SRC gives 'k2'" --annotations "$T/t/kinds.jsonl"
+
+say "an archive of the folder: the same checks, entries streamed"
+(cd "$SRC" && tar -cf "$T/src.tar" a b)
+shardify "$T/src.tar" "$T/tar" --size 48 $SIDECARS --quiet
+shardcheck "$T/tar" --deep --source "$T/src.tar" >"$T/out" || { cat "$T/out"; die "the archive's dataset does not verify"; }
+fresh
+printf 'a goldfish!' >"$T/s/a/0002.txt"
+rm "$T/s/a/0099.txt"
+cp "$F/rgb.png" "$T/s/b/0004.png"
+(cd "$T/s" && tar -cf "$T/s.tar" a b)
+check_src "$T/s.tar" "$T/tar" "source: field 'caption' of 'a/0002.jpg' changed since sharding: 'a/0002.txt' is 11 bytes"
+must_say "source: orphan 'a/0099.txt' of the manifest is not a sidecar file of no image in SRC" "$T/stdout"
+must_say "source: 'b/0004.jpg' in SRC: another image has the same stem: 'b/0004.png'; the dataset has it as a sample" "$T/stdout"
+shardify "$T/s.tar" "$T/tar-stem" --size 48 $SIDECARS --quiet
+shardcheck "$T/tar-stem" --deep --source "$T/s.tar" >"$T/out" || { cat "$T/out"; die "an archive's clash does not verify"; }
+
+say "a directory of archives (--archives, as img2dataset writes them): keys name their tar"
+mkdir -p "$T/tars"
+(cd "$SRC/a" && tar -cf "$T/tars/00000.tar" 0001.jpg 0001.txt 0001.json 0001.score 0002.jpg \
+    0002.txt 0002.json 0099.txt)
+(cd "$SRC/b" && tar -cf "$T/tars/00001.tar" 0004.jpg 0004.txt 0004.json 0005.jpg 0005.json)
+printf '{}' >"$T/tars/00000_stats.json"
+shardify --archives "$T/tars" "$T/wds" --size 48 $SIDECARS --quiet
+[ "$(json "$T/wds/manifest.json" "d['source']['kind'], d['orphans']")" = \
+    "('archives', [{'key': '00000.tar/0099.txt'}])" ] || die "not a dataset of archives"
+shardcheck "$T/wds" --deep --source "$T/tars" >"$T/out" || { cat "$T/out"; die "the archives' dataset does not verify"; }
+mkdir -p "$T/tars2"
+cp "$T/tars/00000.tar" "$T/tars/00000_stats.json" "$T/tars2/"
+rm -rf "$T/b2" && cp -r "$SRC/b" "$T/b2" && printf 'a changed shark\n' >"$T/b2/0004.txt"
+(cd "$T/b2" && tar -cf "$T/tars2/00001.tar" 0004.jpg 0004.txt 0004.json 0005.jpg 0005.json)
+check_src "$T/tars2" "$T/wds" "source: field 'caption' of '00001.tar/0004.jpg' changed since sharding: '00001.tar/0004.txt' is 16 bytes"
+
+say "the reports: each field's coverage, caption lengths, the orphans"
+shardcheck "$T/side" >"$T/out"
+must_say "field 'caption' (text, sidecar .txt): 4 of 5 samples (80.0%)" "$T/out"
+must_say "field 'score' (float, sidecar .score): 2 of 5 samples (40.0%)" "$T/out"
+shortest=$(cat "$SRC/a/0002.txt" | wc -c) longest=$(cat "$SRC/b/0004.txt" | wc -c)
+must_say "text lengths in bytes, $shortest to $longest:" "$T/out"
+must_say "orphans (sidecar files of no image): 1" "$T/out"
+must_say "'a/0099.txt'" "$T/out"
+shardcheck "$T/cols" --json >"$T/cols.json"
+[ "$(json "$T/cols.json" "[(f['name'], f['type'], f['source'], f['samples'], f['of']) for f in d['contents']['fields']]")" = \
+    "[('tags', 'labels', {'column': 'tags'}, 2, 5), ('weight', 'float', {'column': 'weight'}, 1, 5), ('note', 'text', {'column': 'note'}, 1, 5), ('caption', 'text', {'sidecar': '.txt'}, 4, 5)]" ] ||
+    die "coverage in --json: $(json "$T/cols.json" "d['contents']['fields']")"
+[ "$(json "$T/cols.json" "[f['lengths']['count'] for f in d['contents']['fields'] if f['type'] == 'text']")" = "[1, 4]" ] ||
+    die "no histogram of the text fields' lengths"
+[ "$(json "$T/cols.json" "d['contents']['orphans']")" = "{'count': 1, 'listed': [{'key': 'a/0099.txt'}], 'not_listed': 0}" ] ||
+    die "orphans in --json"
+shardcheck "$T/side" --report "$T/report.html" >/dev/null
+for id in fields field-coverage field-table text-lengths-caption orphans orphan-table; do
+    grep -q "id=\"$id\"" "$T/report.html" || die "no '$id' in the HTML report"
+done
+grep -q "a/0099.txt" "$T/report.html" || die "the orphan is not listed in the HTML report"
+
+say "an s3:// source: sidecar objects found and checked the same way"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+    SRV=$T/s3srv
+    BUCKET=shardkit-fields
+    trap '"$SHARDKIT_TOP/bench/s3_server.sh" stop "$SRV" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+    ENDPOINT=$("$SHARDKIT_TOP/bench/s3_server.sh" start "$SRV" "$BUCKET") || die "s3rver did not start"
+    mkdir -p "$T/home"
+    export HOME="$T/home" AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+    export AWS_ENDPOINT_URL="$ENDPOINT"
+    unset AWS_PROFILE AWS_SESSION_TOKEN 2>/dev/null || true
+    H="x-amz-content-sha256: UNSIGNED-PAYLOAD"
+    (cd "$SRC" && find . -type f | sed 's|^\./||') | while IFS= read -r f; do
+        curl -sS -f -H "$H" -T "$SRC/$f" "$ENDPOINT/$BUCKET/src/$f" -o /dev/null || exit 1
+    done || die "cannot upload SRC"
+    shardify "s3://$BUCKET/src" "$T/from-s3" --size 48 $SIDECARS --quiet
+    same_tree "$T/side" "$T/from-s3"
+    shardcheck "$T/from-s3" --deep --source "s3://$BUCKET/src" >"$T/out" ||
+        { cat "$T/out"; die "the s3:// source does not verify"; }
+    curl -sS -f -X DELETE -H "$H" "$ENDPOINT/$BUCKET/src/a/0001.txt" -o /dev/null
+    check_src "s3://$BUCKET/src" "$T/from-s3" "source: field 'caption' of 'a/0001.jpg': 'a/0001.txt' is not in SRC"
+else
+    echo "SKIP: an s3:// source with sidecars: Node.js and npm are not installed"
+fi
+echo "shardcheck fields checks passed"

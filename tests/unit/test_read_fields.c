@@ -1,0 +1,287 @@
+/* test_read_fields.c - reading fields (format version 2): items read from a
+ * dataset, by index or by an iterator, carry every field as stored; a field
+ * that contradicts the manifest, and a shard of the other format version,
+ * are damage named by shard, record and key; a version 1 dataset reads as
+ * it always did.  Expected values come from mkdataset.h's
+ * generator (mkds_field_value), never from another read. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mkdataset.h"
+#include "shardkit.h"
+
+static const uint64_t counts[] = {9, 1, 0, 14, 7};
+#define SHARDS (sizeof counts / sizeof *counts)
+#define SAMPLES 31
+
+static struct mkds_options fields_options(void)
+{
+    struct mkds_options o = {1, -1, -1, 0, -1};
+    return o;
+}
+
+static struct mkds *build(const struct mkds_options *o)
+{
+    struct mkds *d = malloc(sizeof *d);
+    assert_non_null(d);
+    mkds_build_opts(d, counts, SHARDS, o);
+    return d;
+}
+
+static void drop(struct mkds *d)
+{
+    mkds_remove(d);
+    free(d);
+}
+
+static int setup(void **state)
+{
+    struct mkds_options o = fields_options();
+    struct mkds *d = malloc(sizeof *d);
+    if (!d)
+        return -1;
+    mkds_build_opts(d, counts, SHARDS, &o);
+    *state = d;
+    return 0;
+}
+
+/* The fields sample g has, as mkds_field_value makes them, in field order:
+ * the item must hold exactly these. */
+static void assert_item_fields(const struct shard_item *it, uint64_t g)
+{
+    uint32_t n = 0;
+    for (uint32_t f = 0; f < MKDS_FIELDS; f++) {
+        uint8_t want[MKDS_VALUE_MAX];
+        size_t len;
+        if (!mkds_field_value(g, f, want, &len))
+            continue;
+        assert_true(n < it->field_count);
+        const struct shard_field_value *v = &it->fields[n++];
+        assert_int_equal(v->field, f);
+        assert_int_equal(v->type, mkds_field_decls[f].type);
+        assert_int_equal(v->len, len);
+        if (len)
+            assert_memory_equal(v->data, want, len);
+        /* the values are the item's own copy, not the decoder's */
+        assert_true(v->data >= it->field_data.data &&
+                    v->data + v->len <= it->field_data.data + it->field_data.len);
+    }
+    assert_int_equal(it->field_count, n);
+}
+
+static void assert_pixels(const struct shard_item *it, uint64_t g)
+{
+    uint8_t px[MKDS_PIXEL_BYTES];
+    mkds_pixels(g, px);
+    assert_int_equal(it->index, g);
+    assert_int_equal(it->label, mkds_label(g));
+    assert_int_equal(it->pixels.width, MKDS_W);
+    assert_memory_equal(it->pixels.pixels, px, sizeof px);
+}
+
+static void test_items_carry_every_field_as_stored(void **state)
+{
+    struct mkds *d = *state;
+    struct shard_dataset *ds = mkds_open(d);
+    assert_int_equal(shard_dataset_manifest(ds)->version, 2);
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    struct shard_err err;
+    /* forwards, then backwards (the buffers grow and shrink their use) */
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t i = 0; i < SAMPLES; i++) {
+            uint64_t g = pass ? SAMPLES - 1 - i : i;
+            /* the raw in-place read (the field area lies after the pixels) */
+            assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS, &it, &err), 0);
+            assert_pixels(&it, g);
+            assert_item_fields(&it, g);
+            /* the stored bytes: another path through the reader */
+            assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_STORED, &it, &err), 0);
+            assert_int_equal(it.stored.len, MKDS_PIXEL_BYTES);
+            assert_item_fields(&it, g);
+            /* fields left out on request, and none are stale from the last read */
+            assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS | SHARD_READ_NO_FIELDS,
+                                                &it, &err), 0);
+            assert_pixels(&it, g);
+            assert_int_equal(it.field_count, 0);
+        }
+    /* an empty caption is a value of 0 bytes, not an absent field */
+    assert_int_equal(shard_dataset_read(ds, 14, SHARD_READ_PIXELS, &it, &err), 0);
+    assert_int_equal(it.fields[0].field, MKDS_CAPTION);
+    assert_int_equal(it.fields[0].len, 0);
+    shard_item_release(&it);
+    assert_null(it.fields);
+    assert_int_equal(it.field_count, 0);
+    assert_int_equal(it.field_data.cap, 0);
+    shard_item_release(NULL);
+    shard_dataset_close(ds);
+}
+
+static void test_iterator_items_carry_fields(void **state)
+{
+    struct mkds *d = *state;
+    struct shard_dataset *ds = mkds_open(d);
+    uint64_t order[SAMPLES];
+    for (uint64_t i = 0; i < SAMPLES; i++)
+        order[i] = (i * 7) % SAMPLES;  /* 7 is prime to 31: every sample once */
+    struct shard_err err;
+    for (int threads = 0; threads <= 3; threads += 3) {
+        struct shard_iter_options o;
+        shard_iter_options_init(&o);
+        o.threads = threads;
+        o.queue_depth = 2;
+        struct shard_iter *iter;
+        assert_int_equal(shard_iter_new(&iter, ds, order, SAMPLES, &o, &err), 0);
+        struct shard_item it;
+        memset(&it, 0, sizeof it);
+        uint64_t n = 0;
+        int rc;
+        while ((rc = shard_iter_next(iter, &it, &err)) == 1) {
+            assert_pixels(&it, order[n]);
+            assert_item_fields(&it, order[n]);
+            n++;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(n, SAMPLES);
+        shard_iter_free(iter);
+        shard_item_release(&it);
+    }
+    shard_dataset_close(ds);
+}
+
+static void test_a_version_1_dataset_reads_as_before(void **state)
+{
+    (void)state;
+    struct mkds_options o = fields_options();
+    o.fields = 0;
+    struct mkds *d = build(&o);
+    struct shard_dataset *ds = mkds_open(d);
+    const struct shard_manifest *m = shard_dataset_manifest(ds);
+    assert_int_equal(m->version, 1);
+    assert_int_equal(m->config.field_count, 0);
+    /* the manifest has no version 2 member at all */
+    size_t len;
+    char *text = (char *)mkds_slurp(d, SHARD_MANIFEST_FILE, &len);
+    text[len - 1] = '\0';
+    assert_null(strstr(text, "fields"));
+    assert_null(strstr(text, "orphans"));
+    free(text);
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    struct shard_err err;
+    for (uint64_t g = 0; g < SAMPLES; g++) {
+        assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS, &it, &err), 0);
+        assert_pixels(&it, g);
+        assert_int_equal(it.field_count, 0);
+        assert_int_equal(it.field_data.len, 0);
+    }
+    shard_item_release(&it);
+    shard_dataset_close(ds);
+    drop(d);
+}
+
+/* Read sample g of a dataset built with `damage` at g: SHARD_ECORRUPT
+ * naming the record and saying `why`; the samples around it read. */
+static void assert_damage_named(enum mkds_damage damage, uint64_t g, const char *why)
+{
+    struct mkds_options o = fields_options();
+    o.damaged = (int64_t)g;
+    o.damage = damage;
+    struct mkds *d = build(&o);
+    struct shard_dataset *ds = mkds_open(d);
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    struct shard_err err;
+    uint32_t shard;
+    uint64_t record;
+    assert_int_equal(shard_dataset_locate(ds, g, &shard, &record, &err), 0);
+    char key[64], want[200];
+    mkds_key(d, g, key, sizeof key);
+    snprintf(want, sizeof want, "shard-%06u.shard record %llu (key '%s'): %s", shard,
+             (unsigned long long)record, key, why);
+    assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS, &it, &err), SHARD_ECORRUPT);
+    if (!strstr(err.msg, want))
+        fail_msg("message '%s' lacks '%s'", err.msg, want);
+    assert_int_equal(it.field_count, 0);
+    assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_STORED, &it, &err), SHARD_ECORRUPT);
+    /* the neighbours are fine, and so is the sample read without its fields */
+    assert_int_equal(shard_dataset_read(ds, g - 1, SHARD_READ_PIXELS, &it, &err), 0);
+    assert_item_fields(&it, g - 1);
+    assert_int_equal(shard_dataset_read(ds, g + 1, SHARD_READ_PIXELS, &it, &err), 0);
+    assert_item_fields(&it, g + 1);
+    assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS | SHARD_READ_NO_FIELDS, &it,
+                                        &err), 0);
+    assert_pixels(&it, g);
+    shard_item_release(&it);
+    shard_dataset_close(ds);
+    drop(d);
+}
+
+static void test_a_field_that_contradicts_the_manifest_is_damage_named(void **state)
+{
+    (void)state;
+    /* sample 5 has a score (5 % 4 != 0), 6 an emb and two tags, 11 a list of one */
+    assert_damage_named(MKDS_WRONG_TYPE, 5, "field 'score' is stored as float, declared int");
+    assert_damage_named(MKDS_UNDECLARED, 12, "field 8 is not declared (the manifest declares 8)");
+    assert_damage_named(MKDS_SHORT_VECTOR, 6, "field 'emb': 8 bytes are no float32[3]");
+    assert_damage_named(MKDS_LABEL_OUT_OF_RANGE, 11,
+                        "field 'tags': label number 3 is not below 3");
+}
+
+static void test_a_shard_of_the_other_version_is_damage_named(void **state)
+{
+    (void)state;
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    struct shard_err err;
+    for (int fields = 0; fields <= 1; fields++) {
+        struct mkds_options o = fields_options();
+        o.fields = fields;
+        o.odd_shard = 3;
+        struct mkds *d = build(&o);
+        struct shard_dataset *ds = mkds_open(d);
+        /* shard 3 holds samples 10..23 */
+        assert_int_equal(shard_dataset_read(ds, 12, SHARD_READ_PIXELS, &it, &err),
+                         SHARD_ECORRUPT);
+        const char *want = fields ? "shard-000003.shard: a version 1 shard in a version 2 dataset"
+                                  : "shard-000003.shard: a version 2 shard in a version 1 dataset";
+        if (!strstr(err.msg, want))
+            fail_msg("message '%s' lacks '%s'", err.msg, want);
+        /* whatever is read from it, fields or not */
+        assert_int_equal(shard_dataset_read(ds, 10, SHARD_READ_STORED | SHARD_READ_NO_FIELDS,
+                                            &it, &err), SHARD_ECORRUPT);
+        assert_non_null(strstr(err.msg, want));
+        /* the other shards read */
+        assert_int_equal(shard_dataset_read(ds, 9, SHARD_READ_PIXELS, &it, &err), 0);
+        assert_pixels(&it, 9);
+        assert_int_equal(shard_dataset_read(ds, 24, SHARD_READ_PIXELS, &it, &err), 0);
+        assert_pixels(&it, 24);
+        if (fields)
+            assert_item_fields(&it, 24);
+        else
+            assert_int_equal(it.field_count, 0);
+        shard_dataset_close(ds);
+        drop(d);
+    }
+    shard_item_release(&it);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_items_carry_every_field_as_stored),
+        cmocka_unit_test(test_iterator_items_carry_fields),
+        cmocka_unit_test(test_a_version_1_dataset_reads_as_before),
+        cmocka_unit_test(test_a_field_that_contradicts_the_manifest_is_damage_named),
+        cmocka_unit_test(test_a_shard_of_the_other_version_is_damage_named),
+    };
+    return cmocka_run_group_tests(tests, setup, mkds_teardown);
+}

@@ -369,11 +369,11 @@ static int overflowed(struct sk_http_request *rq, struct transfer *t, const char
     if (rq->out) {
         curl_off_t n = -1;
         curl_easy_getinfo(t->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n);
-        if (n > 0)  /* the words of a local file too large (source.h) */
-            return shard_err_set(err, SHARD_ELIMIT, "'%s': file of %llu bytes exceeds the "
-                                 "limit of %llu", shown, (unsigned long long)n,
-                                 (unsigned long long)rq->max);
-        return shard_err_set(err, SHARD_ELIMIT, "'%s' is larger than %llu bytes", shown,
+        /* the words of a local file too large (source.h): the caller names it */
+        if (n > 0)
+            return shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit of "
+                                 "%llu", (unsigned long long)n, (unsigned long long)rq->max);
+        return shard_err_set(err, SHARD_ELIMIT, "file exceeds the limit of %llu bytes",
                              (unsigned long long)rq->max);
     }
     if (rq->range && rq->status == 206 && rq->keep_prefix && !content_range(t->handle, rq))

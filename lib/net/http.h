@@ -28,7 +28,9 @@
  *    (unless the request has no_cancel) it ends with SHARD_EINTR - before an attempt,
  *    during a back-off, or in the middle of a transfer (libcurl looks at
  *    least once a second).
- *  - messages: "cannot VERB 'NAME': REASON", NAME the request's `shown`,
+ *  - messages: "cannot VERB 'NAME': REASON" (but a body over rq->max, which
+ *    the caller names: "file of N bytes exceeds the limit of M", as a local
+ *    file's), NAME the request's `shown`,
  *    else its URL, and REASON "HTTP 404 Not Found" (with the server's error
  *    code when the `error_code` hook finds one: " (NoSuchKey)"), "timed out:
  *    nothing received for 10 s", libcurl's words for a failed connection,

@@ -259,6 +259,8 @@ int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, st
     struct sk_http_request rq = {.url = url, .shown = shown, .out = buf, .max = max_bytes};
     buf->len = 0;
     int rc = sk_http_perform(h->client, &rq, err);
+    if (rc == SHARD_ELIMIT)
+        shard_err_prefix(err, rc, "'%s'", shown);  /* the engine's words do not name it */
     free(url);
     free(shown);
     if (rc)

@@ -645,6 +645,25 @@ static void test_reader_closing_a_file_cancels_its_retrying_fetch(void **state)
     server_stop(&s);
 }
 
+static void test_reader_names_a_file_over_its_limit(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s, answer_body, NULL);
+    struct fetch *fs = reader_at(&s, 0);
+    struct shard_buf buf = {0};
+    struct shard_err err;
+    assert_int_equal(sk_fetch_http_get(fs, "manifest.json", 10, &buf, &err), SHARD_ELIMIT);
+    char want[256];
+    snprintf(want, sizeof want, "'http://127.0.0.1:%d/d/manifest.json': file of 20 bytes "
+             "exceeds the limit of 10", s.port);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(buf.len, 0);
+    shard_buf_release(&buf);
+    fetch_free(fs);
+    server_stop(&s);
+}
+
 /* ---- the public options ---------------------------------------------------------- */
 
 static void test_dataset_options_reach_the_requests(void **state)
@@ -712,6 +731,7 @@ int main(void)
                                         s3_setup, s3_teardown),
         cmocka_unit_test(test_reader_maps_unsupported_statuses),
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
+        cmocka_unit_test(test_reader_names_a_file_over_its_limit),
         cmocka_unit_test(test_dataset_options_reach_the_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

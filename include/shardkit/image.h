@@ -133,7 +133,9 @@ SHARD_API void shard_decode_options_init(struct shard_decode_options *o);
  * shard_decode_info.warning; one after which pixels are invented or dropped
  * (premature end, corrupt entropy-coded data, extra bytes after a JPEG
  * scan, a PNG checksum or transparency that does not apply ...) is an
- * SHARD_ECORRUPT error, as is any warning not known to be harmless. */
+ * SHARD_ECORRUPT error, as is any warning not known to be harmless.
+ * shard_decode, shard_decode_ex and shard_vips_init link libvips: the
+ * reader's archive (libshardkit-read.a) leaves them out. */
 SHARD_API int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                  struct shard_image *out, struct shard_err *err);
 
@@ -212,7 +214,9 @@ SHARD_API int shard_encode(const struct shard_image *img, enum shard_codec codec
                  struct shard_buf *out, struct shard_err *err);
 
 /* Decode a stored payload back to RGB pixels and check that it has the
- * dimensions the record declares.  For RAW the bytes are copied.
+ * dimensions the record declares.  For RAW the bytes are copied; JPEG and
+ * PNG are decoded as shard_decode does, but without libvips (a payload is
+ * never WebP, TIFF or GIF), so the reader's archive has it.
  * 0, SHARD_ECORRUPT (size or dimension mismatch, damaged stream) or an error. */
 SHARD_API int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
                          uint32_t width, uint32_t height, struct shard_image *out,

@@ -64,9 +64,17 @@ deps:
 
 # ---- library and programs ---------------------------------------------------
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/shardkit/*.h lib/*/*.h) | $(BUILD)/.dirs
+# Each object is rebuilt when its source or a header it includes changes: the
+# compiler writes the headers it read into OBJ.d (-MMD; -MP makes a removed
+# header no error), which make reads back below.  The .d is written aside and
+# moved in after the object, and an object without one (a first build, or one
+# from before this rule) is rebuilt.
+DEPFLAGS = -MT $@ -MMD -MP -MF $(@:.o=.Td)
+DEPDONE  = mv -f $(@:.o=.Td) $(@:.o=.d) && touch $@
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/obj/%.d | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS_LIB) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_LIB) $(DEPFLAGS) -c $< -o $@ && $(DEPDONE)
 	@$(if $(Q),echo "  CC      $<")
 
 $(LIB_A): $(LIB_OBJ)
@@ -80,6 +88,48 @@ $(LIB_SO): $(LIB_OBJ)
 	    $(LIB_OBJ) $(LDLIBS_ALL) -o $@
 	@ln -sf $(notdir $@) $(BUILD)/$(SONAME)
 	@ln -sf $(SONAME) $(BUILD)/libshardkit.so
+
+# ---- the reader's archive (libshardkit-read.a) ------------------------------
+# What reading a dataset needs: the folders of lib/README.md's layers up to
+# the loader but source and record (the converter's), without the libvips
+# decoder, plus the key order the key lookup shares with the scan.  Record
+# payloads are raw, JPEG or PNG, so it links neither libvips (nor glib under
+# it), libarchive, libcsv nor OpenMP: the Python extension links it, and so
+# can a C program that only reads (shardkit-read.pc).
+# tests/cli/test_reader_deps.sh holds it to that.
+READ_DIRS := util image format manifest net read loader
+READ_SRC  := $(filter-out lib/image/decode_vips.c,$(filter $(READ_DIRS:%=lib/%/%),$(LIB_SRC))) \
+             $(wildcard lib/source/keylist.c)
+READ_A    := $(BUILD)/libshardkit-read.a
+READ_PKGS := $(filter-out vips libarchive,$(PKGS))
+LDLIBS_READ := $(ZSTD_STATIC) $(shell pkg-config --libs $(READ_PKGS) 2>/dev/null) -lm -lpthread \
+               $(SANITIZE) $(LDFLAGS) $(LDLIBS)
+
+build: $(READ_A)
+
+$(READ_A): $(READ_SRC:%.c=$(BUILD)/obj/%.o)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+# What the reader's archive links with (python/setup.py asks, as for print-ldlibs).
+.PHONY: print-read-ldlibs install-read uninstall-read
+print-read-ldlibs:
+	@echo $(LDLIBS_READ)
+
+# `make install` installs it beside libshardkit.a, with shardkit-read.pc.  The
+# shared library keeps everything (one soname, one ABI): a program that must
+# not load libvips links this archive, as the Python extension does.
+install: install-read
+uninstall: uninstall-read
+install-read: $(READ_A)
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(READ_A) $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@REQUIRES@|$(READ_PKGS)|g' shardkit-read.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit-read.pc
+uninstall-read:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libshardkit-read.a \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit-read.pc
 
 $(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h)
 	@$(if $(Q),echo "  LINK    $@")
@@ -96,11 +146,14 @@ $(BUILD)/.dirs:
 CLI_A   := $(BUILD)/libcli.a
 CLI_OBJ := $(CLI_COMMON:%.c=$(BUILD)/obj/%.o)
 
-$(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(wildcard include/shardkit/*.h cmd/common/*.h) \
-                             | $(BUILD)/.dirs
+$(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(BUILD)/obj/cmd/common/%.d | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS_CMD) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS_CMD) $(DEPFLAGS) -c $< -o $@ && $(DEPDONE)
 	@$(if $(Q),echo "  CC      $<")
+
+DEPFILES := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+$(DEPFILES):
+include $(wildcard $(DEPFILES))
 
 $(CLI_A): $(CLI_OBJ)
 	@rm -f $@
@@ -187,7 +240,7 @@ _fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
 # ---- Python package (python/) ---------------------------------------------------
 # The package shardkit, pure-Python modules and the extension shardkit._native
-# (linked with the static library), into $(BUILD)/python:
+# (linked with the reader's archive, without libvips), into $(BUILD)/python:
 #     PYTHONPATH=build/python /usr/bin/python3 -c 'import shardkit'
 # python/setup.py does the build (pip install --no-build-isolation ./python uses
 # it too); make hands it the library, what to link and the sanitizer flags.
@@ -202,10 +255,10 @@ python:
 .PHONY: _python print-ldlibs
 _python: $(BUILD)/python/.built
 
-$(BUILD)/python/.built: $(LIB_A) $(PY_DEPS)
+$(BUILD)/python/.built: $(READ_A) $(PY_DEPS)
 	@$(if $(Q),echo "  PYTHON  $(BUILD)/python")
 	$(Q)rm -rf $(BUILD)/python
-	$(Q)cd python && SHARDKIT_BUILD=$(abspath $(BUILD)) SHARDKIT_LDLIBS='$(LDLIBS_ALL)' \
+	$(Q)cd python && SHARDKIT_BUILD=$(abspath $(BUILD)) SHARDKIT_LDLIBS='$(LDLIBS_READ)' \
 	    SHARDKIT_CFLAGS='$(SANITIZE)' $(PYTHON) setup.py -q build \
 	    --build-base $(abspath $(BUILD))/python-build --build-lib $(abspath $(BUILD))/python \
 	    $(if $(Q),>/dev/null)

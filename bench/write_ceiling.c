@@ -12,7 +12,7 @@
  *           smallest M/8 that keeps the fitted side >= --size): the decode
  *           shardify would run, and nothing else
  *   build   decode, resize/crop and encode the payload: the record build
- *           shardify's workers run per image (lib/convert/record_build.c)
+ *           shardify's workers run per image (lib/record/record_build.c)
  *
  * shardify's images/s divided by a stage's images/s, same threads, same
  * run, says how much room is left: against `decode`, what resizing,
@@ -28,7 +28,7 @@
  * that do not decode are counted (shardify rejects them too) and skipped.
  */
 #include "ceiling_common.h"
-#include "convert/record_build.h" /* lib/: the record build shardify's workers run */
+#include "record/record_build.h" /* lib/: the record build shardify's workers run */
 #include "shardkit.h"
 
 #include <fcntl.h>

@@ -61,6 +61,9 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--count", type=int, default=48, help="good images in all (default 48)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--captions", action="store_true",
+                    help="a caption beside most good images, as x.txt beside x.jpg (the "
+                         "WebDataset convention; shardify --field caption=text,from=.txt)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     files = {}
@@ -86,6 +89,13 @@ def main():
             files[f"{cls}/palette_{i:03d}.png"] = png_bytes(picture(rng, w, h, "P"))
         else:
             files[f"{cls}/photo {i:03d}'s.jpg"] = jpeg_bytes(picture(rng, w, h))
+    if args.captions:  # every image but one in seven gets a caption
+        for n, rel in enumerate(sorted(files)):
+            if n % 7 != 3:
+                stem = os.path.splitext(rel)[0]
+                cls = rel.split("/")[0]
+                files[stem + ".txt"] = (f"a {cls} picture, {os.path.basename(stem)} "
+                                        f"(caf\u00e9 au lait)").encode()
     good = jpeg_bytes(picture(rng, 300, 200))
     files["apple/truncated.jpg"] = good[: len(good) // 2]
     files["boat/empty.jpg"] = b""
@@ -100,7 +110,9 @@ def main():
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(data)
-    print(f"{len(files)} files in {args.outdir} ({args.count} good images, 4 broken, 1 non-image)")
+    captions = sum(1 for rel in files if rel.endswith(".txt") and rel != "README.txt")
+    print(f"{len(files)} files in {args.outdir} ({args.count} good images, 4 broken, 1 non-image"
+          + (f", {captions} captions" if captions else "") + ")")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fuzz_target.h"
-#include "convert/record_build.h"
+#include "record/record_build.h"
 #include "shardkit/image.h"
 #include "shardkit/manifest.h"
 

@@ -4,10 +4,11 @@
  * Include this one header; it pulls in the parts:
  *   shardkit/api.h       the version, and SHARD_API on every public function
  *   shardkit/error.h     status codes and per-call error text
+ *   shardkit/util.h      byte buffers, hashes in hex, the usable CPUs
  *   shardkit/image.h     decode, resize, encode
  *   shardkit/format.h    the shard file format: records, writer, reader
  *   shardkit/manifest.h  manifest.json and the per-sample index
- *   shardkit/source.h    scanning directories and archives, labels, CPUs
+ *   shardkit/source.h    scanning directories and archives, labels
  *   shardkit/shardify.h  the whole conversion
  *   shardkit/dataset.h   reading: samples by index, epoch plans, prefetching
  *   shardkit/loader.h    training batches: transforms in C, a batch loader
@@ -29,6 +30,7 @@
 #include "shardkit/merge.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
+#include "shardkit/util.h"
 #include "shardkit/verify.h"
 
 #endif

@@ -1,16 +1,19 @@
 """Build the shardkit Python package: the pure-Python modules and the
-extension shardkit._native, linked with the static libshardkit.a.
+extension shardkit._native, linked with the static libshardkit-read.a.
 
     make python                                  # into build/python (the usual way)
     pip install --no-build-isolation ./python    # into an environment, offline
 
 The static library is built first by the project's Makefile (its objects are
 compiled with -fPIC), in $SHARDKIT_BUILD (default: the checkout's build/).
+It is the reader's archive: the read path, the loader and payload decoding
+(raw, JPEG, PNG), without the converter and its libvips decoder, so a
+training process that imports shardkit maps neither libvips nor glib.
 Linking it statically makes the extension self-contained: nothing to find at
 run time (no rpath, no LD_LIBRARY_PATH, no installed libshardkit.so), and
 the library's internals stay hidden inside it.  The system libraries it uses
-(libjpeg, libpng, libvips, zstd, ...) are linked as shared libraries, the
-same list the Makefile links the tools with.
+(libjpeg, libpng, libcurl, ...) are linked as shared libraries and zstd
+statically: the list `make print-read-ldlibs` gives.
 """
 import os
 import re
@@ -31,17 +34,17 @@ def version():
 
 
 class BuildExt(build_ext):
-    """Build libshardkit.a with the Makefile, then link the extension with it."""
+    """Build libshardkit-read.a with the Makefile, then link the extension with it."""
 
     def run(self):
-        library = os.path.join(BUILD, "libshardkit.a")
+        library = os.path.join(BUILD, "libshardkit-read.a")
         ldlibs = os.environ.get("SHARDKIT_LDLIBS")
         if ldlibs is None:  # not run by make: let it build the library and say what it links
             subprocess.check_call(["make", "-C", TOP, "--no-print-directory", f"BUILD={BUILD}",
                                    library])
             ldlibs = subprocess.check_output(
                 ["make", "-s", "-C", TOP, "--no-print-directory", f"BUILD={BUILD}",
-                 "print-ldlibs"], text=True)
+                 "print-read-ldlibs"], text=True)
         extra = shlex.split(os.environ.get("SHARDKIT_CFLAGS", ""))
         for ext in self.extensions:
             ext.extra_objects = [library]

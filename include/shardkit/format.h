@@ -24,6 +24,7 @@
 #include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
+#include "shardkit/util.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -337,11 +338,6 @@ SHARD_API int shard_file_read_record(const struct shard_file *f, uint64_t i,
 /* Shard file name for shard number n: "shard-000042.shard".  `out` must hold
  * at least 32 bytes. */
 SHARD_API void shard_file_name(uint32_t n, char *out, size_t out_size);
-
-/* 16 lower-case hex digits of a 64-bit hash, NUL-terminated (17 bytes). */
-SHARD_API void shard_hex64(uint64_t v, char out[17]);
-/* Parse 16 hex digits.  0 or SHARD_EINVAL. */
-SHARD_API int shard_hex64_parse(const char *s, uint64_t *out);
 
 #ifdef __cplusplus
 }

@@ -5,10 +5,10 @@
  * produce 3-channel RGB with any EXIF orientation already applied, so every
  * stored sample looks the way a careful viewer shows it.
  *
- * Ownership: a struct shard_image or struct shard_buf owns its memory.  Both
- * may be reused across calls (their capacity is kept, which avoids page faults
- * in tight loops) and are released with shard_image_release() /
- * shard_buf_release(), which accept NULL and zeroed structs.
+ * Ownership: a struct shard_image owns its memory.  It may be reused across
+ * calls (its capacity is kept, which avoids page faults in tight loops) and is
+ * released with shard_image_release(), which accepts NULL and zeroed structs;
+ * struct shard_buf (shardkit/util.h) works the same way.
  */
 #ifndef SHARDKIT_IMAGE_H
 #define SHARDKIT_IMAGE_H
@@ -18,25 +18,11 @@
 
 #include "shardkit/api.h"
 #include "shardkit/error.h"
+#include "shardkit/util.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- growable byte buffer ---------------------------------------------- */
-
-struct shard_buf {
-    uint8_t *data;  /* owned; NULL when cap == 0 */
-    size_t len;     /* bytes in use */
-    size_t cap;     /* bytes allocated */
-};
-
-/* Make room for at least `cap` bytes (len is kept).  0 or SHARD_ENOMEM. */
-SHARD_API int shard_buf_reserve(struct shard_buf *b, size_t cap, struct shard_err *err);
-/* Append `n` bytes.  0 or SHARD_ENOMEM. */
-SHARD_API int shard_buf_append(struct shard_buf *b, const void *p, size_t n, struct shard_err *err);
-/* Free the memory and zero the struct.  Accepts NULL. */
-SHARD_API void shard_buf_release(struct shard_buf *b);
 
 /* ---- images ------------------------------------------------------------- */
 
@@ -147,7 +133,9 @@ SHARD_API void shard_decode_options_init(struct shard_decode_options *o);
  * shard_decode_info.warning; one after which pixels are invented or dropped
  * (premature end, corrupt entropy-coded data, extra bytes after a JPEG
  * scan, a PNG checksum or transparency that does not apply ...) is an
- * SHARD_ECORRUPT error, as is any warning not known to be harmless. */
+ * SHARD_ECORRUPT error, as is any warning not known to be harmless.
+ * shard_decode, shard_decode_ex and shard_vips_init link libvips: the
+ * reader's archive (libshardkit-read.a) leaves them out. */
 SHARD_API int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                  struct shard_image *out, struct shard_err *err);
 
@@ -226,7 +214,9 @@ SHARD_API int shard_encode(const struct shard_image *img, enum shard_codec codec
                  struct shard_buf *out, struct shard_err *err);
 
 /* Decode a stored payload back to RGB pixels and check that it has the
- * dimensions the record declares.  For RAW the bytes are copied.
+ * dimensions the record declares.  For RAW the bytes are copied; JPEG and
+ * PNG are decoded as shard_decode does, but without libvips (a payload is
+ * never WebP, TIFF or GIF), so the reader's archive has it.
  * 0, SHARD_ECORRUPT (size or dimension mismatch, damaged stream) or an error. */
 SHARD_API int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
                          uint32_t width, uint32_t height, struct shard_image *out,

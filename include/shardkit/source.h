@@ -15,6 +15,7 @@
 #include "shardkit/api.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
+#include "shardkit/util.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -215,13 +216,6 @@ SHARD_API uint64_t shard_labeler_rows(const struct shard_labeler *lb);
 SHARD_API int shard_labeler_unmatched_rows(const struct shard_labeler *lb,
                                            const struct shard_keylist *keys,
                                            uint64_t *unmatched, struct shard_err *err);
-
-/* ---- CPUs --------------------------------------------------------------- */
-
-/* The number of CPUs this process may really use: the smallest of the CPU
- * affinity mask, the cgroup (v2 cpu.max, or v1 cfs quota/period) quota
- * rounded up, and OMP_NUM_THREADS when set to a positive number.  At least 1. */
-SHARD_API int shard_available_cpus(void);
 
 #ifdef __cplusplus
 }

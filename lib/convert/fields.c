@@ -85,17 +85,6 @@ void sk_field_plan_free(struct sk_field_plan *p)
 
 /* ---- setting up ---------------------------------------------------------------- */
 
-/* The column `name` (json: as JSON text) among the table's wanted columns,
- * added when new. */
-static uint32_t want_column(struct sk_field_plan *p, const char *name, int json)
-{
-    for (uint32_t i = 0; i < p->ncols; i++)
-        if (!strcmp(p->cols[i].name, name) && p->cols[i].json == json)
-            return i;
-    p->cols[p->ncols] = (struct sk_annotation_column){name, json};
-    return p->ncols++;
-}
-
 static int parse_declarations(struct sk_field_plan *p, const struct shardify_options *o,
                               struct shard_config *c, struct shard_err *err)
 {
@@ -155,7 +144,8 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
             p->suffix_of[i] = nsuffixes;
             suffixes[nsuffixes++] = d->sidecar;
         } else {
-            p->col_of[i] = want_column(p, d->column, d->type == SHARD_FIELD_JSON);
+            p->col_of[i] = sk_annotation_column_want(p->cols, &p->ncols, d->column,
+                                                     d->type == SHARD_FIELD_JSON);
         }
         if (d->type == SHARD_FIELD_LABELS)
             p->label_fields[p->label_field_count++] = i;
@@ -174,7 +164,7 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
         if (!*column)
             rc = shard_err_set(err, SHARD_EINVAL, "--labels column: needs a column name");
         else
-            p->class_source = want_column(p, column, 0);
+            p->class_source = sk_annotation_column_want(p->cols, &p->ncols, column, 0);
     }
     if (!rc && nsuffixes)
         rc = sk_sidecars_new(&p->sidecars, suffixes, nsuffixes, err);

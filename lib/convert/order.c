@@ -12,7 +12,7 @@
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
 #include "util/quote.h"
-#include "format/shuffle.h"
+#include "util/random.h"
 #include "convert/run.h"
 #include "shardkit/format.h"
 #include "source/source_internal.h"

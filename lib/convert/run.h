@@ -17,7 +17,7 @@
 #include "convert/assembler.h"
 #include "convert/destination.h"
 #include "convert/fields.h"
-#include "convert/record_build.h"
+#include "record/record_build.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"

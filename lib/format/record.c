@@ -272,36 +272,6 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
     return SHARD_OK;
 }
 
-void shard_hex64(uint64_t v, char out[17])
-{
-    static const char digits[] = "0123456789abcdef";
-    for (int i = 15; i >= 0; i--) {
-        out[i] = digits[v & 15];
-        v >>= 4;
-    }
-    out[16] = '\0';
-}
-
-int shard_hex64_parse(const char *s, uint64_t *out)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 16; i++) {
-        char ch = s[i];
-        int d;
-        if (ch >= '0' && ch <= '9')
-            d = ch - '0';
-        else if (ch >= 'a' && ch <= 'f')
-            d = ch - 'a' + 10;
-        else
-            return SHARD_EINVAL;
-        v = (v << 4) | (uint64_t)d;
-    }
-    if (s[16] != '\0')
-        return SHARD_EINVAL;
-    *out = v;
-    return SHARD_OK;
-}
-
 void shard_file_name(uint32_t n, char *out, size_t out_size)
 {
     snprintf(out, out_size, "shard-%06u" SHARD_FILE_EXT, n);

@@ -1,9 +1,13 @@
-/* decode.c - shard_decode(): limits, dispatch by signature, EXIF orientation.
+/* decode.c - the decoders' common path: limits, dispatch by signature, EXIF
+ * orientation.
  *
  * The format decoders live in decode_jpeg.c, decode_png.c and decode_vips.c;
- * this file decides which one runs (by the leading bytes, never the file
- * name) and turns the image upright afterwards, so every decoder shares one
- * orientation implementation.
+ * sk_decode_image decides which one runs (by the leading bytes, never the
+ * file name) and turns the image upright afterwards, so every decoder shares
+ * one orientation implementation.  It reaches the libvips decoder only
+ * through the pointer its caller passes: shard_decode (decode_vips.c) passes
+ * it, the payload decoder (encode.c) does not, so this file and the read path
+ * link without libvips.
  */
 #include "image/decode_internal.h"
 
@@ -188,15 +192,9 @@ static void box_upright(const struct picture_box *b, int orientation,
 
 /* ---- dispatch --------------------------------------------------------------- */
 
-int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                 struct shard_image *out, struct shard_err *err)
-{
-    return shard_decode_ex(data, len, o, out, NULL, err);
-}
-
-int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                     struct shard_image *out, struct shard_decode_info *info,
-                    struct shard_err *err)
+                    sk_format_decoder *vips, struct shard_err *err)
 {
     struct shard_decode_options defaults;
     if (!o) {
@@ -228,7 +226,11 @@ int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_o
     case SHARD_FORMAT_WEBP:
     case SHARD_FORMAT_TIFF:
     case SHARD_FORMAT_GIF:
-        rc = sk_decode_vips(format, data, len, o, out, err);
+        if (!vips)
+            return shard_err_set(err, SHARD_EUNSUPPORTED,
+                                 "unsupported: %s (decoded by libvips, which the reader "
+                                 "does not link)", sk_format_label(format));
+        rc = vips(format, data, len, o, out, err);
         break;
     case SHARD_FORMAT_BMP:
         /* libvips 8.14 reads BMP only through ImageMagick, which is among the

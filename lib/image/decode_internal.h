@@ -7,6 +7,10 @@
  * (1..8; 1 when there is none), which decode.c applies afterwards.  The libvips
  * decoder rotates by itself and always reports 1.
  *
+ * Only decode_vips.c uses libvips: the read path (record payloads are JPEG,
+ * PNG or raw) decodes through sk_decode_image without it, and the reader's
+ * archive (libshardkit-read.a) leaves that file out.
+ *
  * All of them are thread-safe: their state lives on the caller's stack.
  */
 #ifndef SHARDKIT_DECODE_INTERNAL_H
@@ -19,6 +23,21 @@
 #define SHARD_ORIENTATION_MAX 8
 
 /* ---- decode.c ------------------------------------------------------------ */
+
+/* A decoder of the formats sk_decode_image does not decode itself (WebP,
+ * TIFF, GIF): fills *out with upright 8-bit RGB, checking the declared size
+ * with sk_decode_check_pixels first. */
+typedef int sk_format_decoder(enum shard_image_format format, const uint8_t *data, size_t len,
+                              const struct shard_decode_options *o, struct shard_image *out,
+                              struct shard_err *err);
+
+/* shard_decode_ex, with the decoder of WebP, TIFF and GIF given by the
+ * caller: shard_decode_ex passes the libvips one; NULL (the payload decoder)
+ * refuses those formats with SHARD_EUNSUPPORTED, so whatever calls this with
+ * NULL links without libvips.  o may be NULL (the defaults), info too. */
+int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                    struct shard_image *out, struct shard_decode_info *info,
+                    sk_format_decoder *vips, struct shard_err *err);
 
 /* SHARD_ELIMIT with "declared WxH exceeds --max-pixels N" when w*h is over
  * o->max_pixels (0: no limit); otherwise 0. */
@@ -115,12 +134,5 @@ int sk_decode_jpeg_box(const uint8_t *data, size_t len, const struct shard_decod
 int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                      struct shard_image *out, int *orientation, char *warning,
                      struct shard_err *err);
-
-/* ---- decode_vips.c ------------------------------------------------------- */
-
-/* WebP, TIFF and GIF (first frame) through libvips, EXIF orientation applied. */
-int sk_decode_vips(enum shard_image_format format, const uint8_t *data, size_t len,
-                      const struct shard_decode_options *o, struct shard_image *out,
-                      struct shard_err *err);
 
 #endif

@@ -1,4 +1,10 @@
-/* decode_vips.c - WebP, TIFF and GIF to 8-bit RGB through libvips 8.14.
+/* decode_vips.c - WebP, TIFF and GIF to 8-bit RGB through libvips 8.14, and
+ * shard_decode(), the decoder of source images, which reaches them.
+ *
+ * shard_decode and shard_decode_ex live here, beside the only code that
+ * uses libvips, so that whatever calls them links libvips and nothing else
+ * does: record payloads (JPEG, PNG, raw) are decoded through sk_decode_image
+ * without this file, and the reader's archive leaves it out.
  *
  * Each format goes to its own loader (the one our sniffer chose, not
  * whatever libvips would guess), opened with fail_on=error so truncation and
@@ -169,9 +175,11 @@ static int decode_with(VipsImage *context, enum shard_image_format format, const
     return SHARD_OK;
 }
 
-int sk_decode_vips(enum shard_image_format format, const uint8_t *data, size_t len,
-                      const struct shard_decode_options *o, struct shard_image *out,
-                      struct shard_err *err)
+/* WebP, TIFF and GIF (first frame), EXIF orientation applied: the
+ * sk_format_decoder that shard_decode gives sk_decode_image. */
+static int decode_vips(enum shard_image_format format, const uint8_t *data, size_t len,
+                       const struct shard_decode_options *o, struct shard_image *out,
+                       struct shard_err *err)
 {
     int rc = shard_vips_init(err);
     if (rc)
@@ -184,4 +192,17 @@ int sk_decode_vips(enum shard_image_format format, const uint8_t *data, size_t l
     if (rc)
         vips_error_clear();
     return rc;
+}
+
+int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                 struct shard_image *out, struct shard_err *err)
+{
+    return sk_decode_image(data, len, o, out, NULL, decode_vips, err);
+}
+
+int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_options *o,
+                    struct shard_image *out, struct shard_decode_info *info,
+                    struct shard_err *err)
+{
+    return sk_decode_image(data, len, o, out, info, decode_vips, err);
 }

@@ -21,7 +21,7 @@
 #define HAVE_X86_SIMD 0
 #endif
 
-#include "format/shuffle.h"
+#include "util/random.h"
 #include "image/resize_internal.h"
 #include "loader/augment_internal.h"
 #include "shardkit/loader.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format/shuffle.h"
+#include "util/random.h"
 #include "shardkit/dataset.h"
 
 struct shard_plan {

@@ -42,6 +42,16 @@ struct sk_annotations {
     struct shard_buf values;
 };
 
+uint32_t sk_annotation_column_want(struct sk_annotation_column *cols, uint32_t *ncols,
+                                   const char *name, int json)
+{
+    for (uint32_t i = 0; i < *ncols; i++)
+        if (!strcmp(cols[i].name, name) && cols[i].json == json)
+            return i;
+    cols[*ncols] = (struct sk_annotation_column){name, json};
+    return (*ncols)++;
+}
+
 void sk_annotations_free(struct sk_annotations *a)
 {
     if (!a)

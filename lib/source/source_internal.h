@@ -192,6 +192,11 @@ struct sk_annotation_column {
 };
 struct sk_annotations;
 
+/* The position of column `name` read as `json` in cols[0..*ncols), added
+ * at the end when it is not there yet (cols has room for it). */
+uint32_t sk_annotation_column_want(struct sk_annotation_column *cols, uint32_t *ncols,
+                                   const char *name, int json);
+
 /* Read `path` (a regular file; JSON Lines when named .jsonl, .ndjson or
  * .json or starting with '{', else CSV), keeping columns cols[0..ncols),
  * which must outlive the table.  0, SHARD_ENOTFOUND, SHARD_EIO, SHARD_EINVAL

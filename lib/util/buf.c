@@ -1,5 +1,5 @@
-/* buf.c - growable byte buffers (see shardkit/image.h). */
-#include "shardkit/image.h"
+/* buf.c - growable byte buffers (see shardkit/util.h). */
+#include "shardkit/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* cpus.c - how many CPUs this process may really use (see shardkit/source.h).
+/* cpus.c - how many CPUs this process may really use (see shardkit/util.h).
  *
  * sysconf(_SC_NPROCESSORS_ONLN) counts the machine, not what a container or
  * `taskset` grants us; running 64 threads on a 4-CPU quota makes a batch
@@ -8,7 +8,7 @@
  *     v1 cpu.cfs_quota_us / cpu.cfs_period_us), rounded up,
  *   - OMP_NUM_THREADS, when it is a positive integer.
  */
-#include "shardkit/source.h"
+#include "shardkit/util.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -11,7 +11,7 @@
 
 #include <xxhash.h>
 
-#include "shardkit/image.h"
+#include "shardkit/util.h"
 
 #define HASH_CHUNK (1u << 20)
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "util/quote.h"
-#include "shardkit/format.h"
+#include "shardkit/util.h"
 #include "shardkit/json.h"
 
 /* obj[name] = bytes when they are valid UTF-8, else obj[name + "_hex"] = their hex. */

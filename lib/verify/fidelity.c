@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "util/quote.h"
-#include "convert/record_build.h"
+#include "record/record_build.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"
 #include "verify/verify_internal.h"

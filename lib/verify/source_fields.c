@@ -140,15 +140,6 @@ static int note(struct source_fields *sf, const char *why, struct shard_err *err
 }
 
 /* The column `name` (json: as JSON text) among the wanted ones, added when new. */
-static uint32_t want_column(struct source_fields *sf, const char *name, int json)
-{
-    for (uint32_t i = 0; i < sf->ncols; i++)
-        if (!strcmp(sf->cols[i].name, name) && sf->cols[i].json == json)
-            return i;
-    sf->cols[sf->ncols] = (struct sk_annotation_column){name, json};
-    return sf->ncols++;
-}
-
 /* The annotation table, read as shardify reads it; one that cannot be read
  * or is another one is a problem (the values are still compared). */
 static int load_table(struct source_fields *sf, struct shard_err *err)
@@ -213,8 +204,8 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v,
             sf->suffix_of[f] = sf->suffix_count;
             suffixes[sf->suffix_count++] = c->fields[f].sidecar;
         } else if (c->fields[f].column) {
-            sf->col_of[f] = want_column(sf, c->fields[f].column,
-                                        c->fields[f].type == SHARD_FIELD_JSON);
+            sf->col_of[f] = sk_annotation_column_want(sf->cols, &sf->ncols, c->fields[f].column,
+                                                      c->fields[f].type == SHARD_FIELD_JSON);
         }
     }
     if (class_sidecar) {
@@ -222,7 +213,8 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v,
         suffixes[sf->suffix_count++] = labels + strlen(SIDECAR_PREFIX);
     } else if (class_column) {
         sf->class_from_column = 1;
-        sf->class_col = want_column(sf, labels + strlen(COLUMN_PREFIX), 0);
+        sf->class_col = sk_annotation_column_want(sf->cols, &sf->ncols,
+                                                  labels + strlen(COLUMN_PREFIX), 0);
     }
     if (sf->suffix_count && (rc = sk_sidecars_new(&sf->side, suffixes, sf->suffix_count, err)))
         goto out;

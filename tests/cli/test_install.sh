@@ -3,7 +3,8 @@
 # shared library (with its soname links), the static library, headers and a
 # shardkit.pc with which a program using the public API compiles, links
 # against the shared library (or, with --static, the static one) and reads a
-# dataset.
+# dataset; and the reader's archive with shardkit-read.pc, with which the same
+# program links without libvips or glib.
 . "$(dirname "$0")/lib.sh"
 
 BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
@@ -14,7 +15,8 @@ root="$T/stage/opt/shardkit"
 major=$(sed -n 's/^#define SHARDKIT_VERSION_MAJOR \([0-9]*\)$/\1/p' "$SHARDKIT_TOP/include/shardkit/api.h")
 for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench bin/shardreport lib/libshardkit.a \
          lib/libshardkit.so "lib/libshardkit.so.$major" include/shardkit.h \
-         include/shardkit/api.h include/shardkit/dataset.h lib/pkgconfig/shardkit.pc; do
+         include/shardkit/api.h include/shardkit/dataset.h lib/pkgconfig/shardkit.pc \
+         lib/libshardkit-read.a lib/pkgconfig/shardkit-read.pc; do
     [ -e "$root/$f" ] || die "not installed: $f"
 done
 grep -q '^prefix=/opt/shardkit$' "$root/lib/pkgconfig/shardkit.pc" || die "prefix in shardkit.pc"
@@ -74,4 +76,16 @@ cc -std=c11 -Wall -Werror $extra "$T/reader.c" $(pc --cflags shardkit) "$root/li
     die "cannot link the static library"
 readelf -d "$T/reader-static" | grep -q "libshardkit" && die "the static program needs libshardkit.so"
 [ "$("$T/reader-static" "$T/dst")" = "1 c/one.jpg 42x32" ] || die "the static reader differs"
+
+say "the same program links the reader's archive (shardkit-read.pc), without libvips or glib"
+pc --cflags --libs shardkit-read >"$T/read-flags" || die "pkg-config cannot resolve shardkit-read"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror $extra "$T/reader.c" $(cat "$T/read-flags") -o "$T/reader-read" ||
+    die "cannot build against the installed reader's archive"
+ldd "$T/reader-read" >"$T/read.ldd"
+grep -q 'libjpeg\.so' "$T/read.ldd" || die "the reader links no libjpeg (not the whole tree?)"
+if grep -E 'lib(vips|glib-2\.0|gobject-2\.0|shardkit)' "$T/read.ldd" >&2; then
+    die "the program built with shardkit-read.pc loads libvips, glib or libshardkit.so"
+fi
+[ "$("$T/reader-read" "$T/dst")" = "1 c/one.jpg 42x32" ] || die "the reader's archive reads otherwise"
 echo "install checks passed"

@@ -1,39 +1,98 @@
 #!/bin/sh
-# test_layers.sh - the folders of lib/ depend on each other in one direction:
-# the read path (lib/read) includes no benchmark header (it exposes counters
-# and an observer, read/observer.h, and lib/bench plugs into those), and no
-# two folders include each other, directly or through others (no include
-# cycle).  Each check is first shown to catch a planted violation.
+# test_layers.sh - the folders of lib/ depend on each other in the order the
+# table of lib/README.md gives (a folder uses only folders of lower layers):
+#   - at link level: every undefined symbol of a folder's objects
+#     (BUILD/obj/lib/FOLDER/*.o), resolved to the folder whose objects define
+#     it, is an edge;
+#   - at compile level: every include of another folder's header ("F/x.h")
+#     or of a public header ("shardkit/x.h", owned by the folder the table
+#     names), and every include between public headers, is an edge;
+#   - no edge goes up or sideways, and no folders reach each other (cycle);
+#   - every SHARD_API function is defined by the folder implementing its
+#     header;
+#   - the read path (lib/read) includes no benchmark header.
+# Each check is first shown to catch a planted violation.
 . "$(dirname "$0")/lib.sh"
 
 LIB="$SHARDKIT_TOP/lib"
+INC="$SHARDKIT_TOP/include"
+OBJ="$SHARDKIT_BIN/../obj/lib"
 [ -d "$LIB/read" ] && [ -d "$LIB/bench" ] || die "no lib/read or lib/bench under $SHARDKIT_TOP"
+[ -f "$LIB/README.md" ] || die "no lib/README.md: the layer order is written there"
+[ -d "$OBJ/read" ] || die "no objects in $OBJ: the build makes them"
 
-# Files under $1/read that include a benchmark header: lib/bench's, the
-# public shardkit/bench.h, or the umbrella shardkit.h (which includes it).
-read_includes_bench() {
-    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]*bench[^">]*|shardkit\.h)[">]' \
-        "$1/read" || true
+# The table of a README: "L FOLDER LAYER" per folder, "H HEADER FOLDER" per
+# public header a folder implements.
+table() {
+    awk -F'|' '$2 ~ /^ *[0-9]+ *$/ {
+        layer = $2; folder = $3; gsub(/[ `]/, "", layer); gsub(/[ `]/, "", folder)
+        print "L", folder, layer
+        n = split($(NF - 1), h, /[ `,]+/)
+        for (i = 1; i <= n; i++) if (h[i] ~ /\.h$/) print "H", h[i], folder
+    }' "$1"
 }
 
-# "FROM TO" for every include in $1/FROM/ of a header in another folder TO
-# of $1 ("TO/x.h", "../TO/x.h").
-edges() {
-    find "$1" -mindepth 2 -maxdepth 2 -name '*.[ch]' -exec awk '
-        FNR == 1 { n = split(FILENAME, part, "/"); from = part[n - 1] }
-        /^[ \t]*#[ \t]*include[ \t]*"/ {
-            s = $0
-            sub(/^[ \t]*#[ \t]*include[ \t]*"(\.\.\/)*/, "", s)
-            if (index(s, "/") > 1) print from, substr(s, 1, index(s, "/") - 1)
-        }' {} + | sort -u | while read -r from to; do
-        if [ "$to" != "$from" ] && [ -d "$1/$to" ]; then echo "$from $to"; fi
-    done
+# "FROM TO SYMBOL": a symbol the objects of $1/FROM use and those of $1/TO
+# define.
+link_edges() {
+    for d in "$1"/*/; do
+        f=$(basename "$d")
+        nm -g --defined-only "$d"*.o 2>/dev/null | awk -v f="$f" 'NF == 3 {print "D", f, $3}'
+        nm -u "$d"*.o 2>/dev/null | awk -v f="$f" 'NF == 2 && $1 == "U" {print "U", f, $2}'
+    done | awk '$1 == "D" { def[$3] = $2; next }
+                { use[$2 " " $3] = 1 }
+        END { for (k in use) { split(k, a, " ")
+                  if ((a[2] in def) && def[a[2]] != a[1]) print a[1], def[a[2]], a[2] } }' |
+        sort
 }
 
-# Pairs of folders that reach each other through includes: "a <-> b".
+# "FROM TO FILE": the includes of another folder's header in $2 (a lib/),
+# and of public headers in $2 and among those of $3 (an include/), as
+# edges between the folders of table $1.
+include_edges() {
+    {
+        cat "$1"
+        find "$2" -mindepth 2 -maxdepth 2 -name '*.[ch]' -exec awk '
+            FNR == 1 { n = split(FILENAME, part, "/"); from = part[n - 1] }
+            /^[ \t]*#[ \t]*include[ \t]*"/ {
+                s = $0
+                sub(/^[ \t]*#[ \t]*include[ \t]*"(\.\.\/)*/, "", s); sub(/".*/, "", s)
+                print "I", from, s, part[n - 1] "/" part[n]
+            }' {} +
+        find "$3/shardkit" -name '*.h' -exec awk '
+            FNR == 1 { n = split(FILENAME, part, "/") }
+            /^[ \t]*#[ \t]*include[ \t]*"/ {
+                s = $0
+                sub(/^[ \t]*#[ \t]*include[ \t]*"/, "", s); sub(/".*/, "", s)
+                print "P", part[n], s, "shardkit/" part[n]
+            }' {} +
+    } | awk '
+        $1 == "L" { next }
+        $1 == "H" { owner[$2] = $3; next }
+        $1 == "P" { if (!($2 in owner)) { print "?", "shardkit/" $2, $4; next }
+                    $2 = owner[$2] }
+        { to = $3
+          if (to ~ /^shardkit\//) { sub(/^shardkit\//, "", to)
+                                    if (!(to in owner)) { print "?", $3, $4; next }
+                                    to = owner[to] }
+          else if (index(to, "/") > 1) to = substr(to, 1, index(to, "/") - 1)
+          else next
+          if (to != $2) print $2, to, $4 }' | sort -u
+}
+
+# The edges of stdin ("FROM TO WHAT") against table $1: an edge to a folder
+# of the same or a higher layer, or from or to a folder without a row.
+against() {
+    awk 'NR == FNR { if ($1 == "L") layer[$2] = $3 + 0; next }
+         $1 == "?" { print "no row in the table owns " $2 " (" $3 ")"; next }
+         !($1 in layer) { print "lib/" $1 " has no row in the table (" $0 ")"; next }
+         !($2 in layer) { next }  # outside lib/: a system or library header
+         layer[$2] >= layer[$1] { print $1 " (layer " layer[$1] ") uses " $2 " (layer " layer[$2] "): " $3 }' "$1" -
+}
+
+# Pairs of folders that reach each other through the edges of stdin.
 cycles() {
-    edges "$1" | awk '
-        { n[$1] = 1; n[$2] = 1; r[$1 SUBSEP $2] = 1 }
+    awk '$1 != "?" { n[$1] = 1; n[$2] = 1; r[$1 SUBSEP $2] = 1 }
         END {
             for (k in n) for (i in n) for (j in n)
                 if (r[i SUBSEP k] && r[k SUBSEP j]) r[i SUBSEP j] = 1
@@ -42,28 +101,140 @@ cycles() {
         }'
 }
 
+# SHARD_API functions of the public headers in $2 (an include/) defined by
+# objects of a folder (of $3, an objects' lib/) other than the one table $1
+# says implements the header, or declared in a header no row owns.
+misplaced() {
+    for h in "$2"/shardkit/*.h; do
+        cc -fpreprocessed -dD -E -P "$h" 2>/dev/null | grep -v '^#define SHARD_API' | tr '\n' ' ' |
+            grep -o 'SHARD_API[^;(]*(' | sed 's/($//; s/.*[ *]//' | sed "s|^|F $(basename "$h") |"
+    done >"$T/declared"
+    for d in "$3"/*/; do
+        nm -g --defined-only "$d"*.o 2>/dev/null | awk -v f="$(basename "$d")" 'NF == 3 {print "D", $3, f}'
+    done | cat "$1" "$T/declared" - | awk '
+        $1 == "H" { owner[$2] = $3; next }
+        $1 == "F" { header[$3] = $2; next }
+        $1 == "D" && ($2 in header) {
+            h = header[$2]
+            if (!(h in owner)) print $2 ": declared in shardkit/" h ", which no row of the table owns"
+            else if (owner[h] != $3) print $2 ": declared in shardkit/" h " (" owner[h] ") but defined in lib/" $3
+        }' | sort -u
+}
+
+# Files under $1/read that include a benchmark header: lib/bench's, the
+# public shardkit/bench.h, or the umbrella shardkit.h (which includes it).
+read_includes_bench() {
+    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]*bench[^">]*|shardkit\.h)[">]' \
+        "$1/read" || true
+}
+
+table "$LIB/README.md" >"$T/order"
+
+# The objects of the sources of lib/, without a stale one of a removed source.
+for c in "$LIB"/*/*.c; do
+    f=$(basename "$(dirname "$c")")
+    o="$OBJ/$f/$(basename "$c" .c).o"
+    [ -f "$o" ] || die "no $o: the build makes it"
+    mkdir -p "$T/objs/$f"
+    ln -s "$o" "$T/objs/$f/"
+done
+
+say "lib/README.md's table: util at the bottom, bench on top, a row for every folder"
+awk '$1 == "L" {print $2, $3}' "$T/order" | sort -n -k2 >"$T/layers"
+[ "$(head -n 1 "$T/layers" | cut -d' ' -f1)" = util ] || die "util is not the lowest layer: $(cat "$T/layers")"
+[ "$(tail -n 1 "$T/layers" | cut -d' ' -f1)" = bench ] || die "bench is not the top layer: $(cat "$T/layers")"
+grep -q '^H image.h image$' "$T/order" || die "the table's header column was not read: $(cat "$T/order")"
+for d in "$LIB"/*/; do
+    grep -q "^L $(basename "$d") " "$T/order" || die "lib/$(basename "$d") has no row in lib/README.md"
+done
+awk '$1 == "L" {print $2}' "$T/order" | while read -r f; do
+    [ -d "$LIB/$f" ] || die "lib/README.md has a row for lib/$f, which does not exist"
+done
+
 say "the checks catch planted violations"
+# The real objects, and one more in util that calls the reader (an upward edge).
+cp -R "$T/objs" "$T/obj"
+printf 'int shard_dataset_size(const void *d);\nint sk_up(const void *d) { return shard_dataset_size(d); }\n' \
+    >"$T/up.c"
+cc -c "$T/up.c" -o "$T/obj/util/up.o"
+link_edges "$T/obj" >"$T/edges"
+grep -qx 'util read shard_dataset_size' "$T/edges" || die "util's call into read was not seen: $(cat "$T/edges")"
+against "$T/order" <"$T/edges" >"$T/bad"
+grep -qF 'util (layer 1) uses read (layer 8): shard_dataset_size' "$T/bad" ||
+    die "an upward call went unnoticed: $(cat "$T/bad")"
+[ -n "$(cycles <"$T/edges")" ] || die "util -> read -> util is not a cycle"
+# Two folders of one layer: a sideways edge; a folder without a row.
+printf 'L a 1\nL b 1\nL c 2\n' >"$T/order2"
+printf 'a b f\nc a g\nd a h\n' | against "$T/order2" >"$T/bad"
+grep -qF 'a (layer 1) uses b (layer 1): f' "$T/bad" || die "a sideways edge went unnoticed: $(cat "$T/bad")"
+grep -qF 'lib/d has no row' "$T/bad" || die "a folder without a row went unnoticed: $(cat "$T/bad")"
+[ "$(wc -l <"$T/bad")" -eq 2 ] || die "a downward edge was flagged: $(cat "$T/bad")"
+# A cycle of three folders, in objects.
+mkdir -p "$T/cyc/x" "$T/cyc/y" "$T/cyc/z"
+printf 'void y_f(void);\nvoid x_f(void) { y_f(); }\n' >"$T/x.c"
+printf 'void z_f(void);\nvoid y_f(void) { z_f(); }\n' >"$T/y.c"
+printf 'void x_f(void);\nvoid z_f(void) { x_f(); }\n' >"$T/z.c"
+for f in x y z; do cc -c "$T/$f.c" -o "$T/cyc/$f/$f.o"; done
+link_edges "$T/cyc" | cycles | sort >"$T/cycles"
+printf 'x <-> y\nx <-> z\ny <-> z\n' | cmp -s - "$T/cycles" ||
+    die "the cycle x -> y -> z -> x went unnoticed: $(cat "$T/cycles")"
+# A public function of image.h defined in util.
+mkdir -p "$T/inc/shardkit"
+cp "$INC"/shardkit/*.h "$T/inc/shardkit/"
+printf 'SHARD_API int shard_planted(void);\n' >>"$T/inc/shardkit/image.h"
+printf 'int shard_planted(void) { return 0; }\n' >"$T/planted.c"
+cc -c "$T/planted.c" -o "$T/obj/util/planted.o"
+misplaced "$T/order" "$T/inc" "$T/obj" >"$T/bad"
+grep -qxF 'shard_planted: declared in shardkit/image.h (image) but defined in lib/util' "$T/bad" ||
+    die "image.h's function in util went unnoticed: $(cat "$T/bad")"
+# Includes: the read path of a benchmark header, util of the reader's public
+# header, a public header of a higher one's.
 mkdir -p "$T/lib/read" "$T/lib/bench" "$T/lib/util"
-printf '#include "util/clock.h"\n' >"$T/lib/read/ok.c"
+printf '#include "util/clock.h"\n#include "shardkit/image.h"\n' >"$T/lib/read/ok.c"
 [ -z "$(read_includes_bench "$T/lib")" ] || die "a clean read path was flagged"
-[ -z "$(cycles "$T/lib")" ] || die "a tree without cycles was flagged"
+include_edges "$T/order" "$T/lib" "$INC" | against "$T/order" >"$T/bad"
+[ ! -s "$T/bad" ] || die "clean includes were flagged: $(cat "$T/bad")"
 printf '#include "bench/probe.h"\n' >"$T/lib/read/bad.c"
 [ -n "$(read_includes_bench "$T/lib")" ] || die "bench/probe.h in lib/read went unnoticed"
 printf '#  include "shardkit/bench.h"\n' >"$T/lib/read/bad.c"
 [ -n "$(read_includes_bench "$T/lib")" ] || die "shardkit/bench.h in lib/read went unnoticed"
-printf '#include "read/ok.h"\n' >"$T/lib/bench/b.c"
-printf '#include "util/x.h"\n' >"$T/lib/read/bad.c"
-printf '#include "../bench/probe.h"\n' >"$T/lib/util/u.c"
-cycles "$T/lib" | sort >"$T/cycles"
-printf 'bench <-> read\nbench <-> util\nread <-> util\n' | cmp -s - "$T/cycles" ||
-    die "the cycle read -> util -> bench -> read went unnoticed: $(cat "$T/cycles")"
+printf '#include "shardkit/dataset.h" /* why */\n' >"$T/lib/util/u.c"
+printf '#include "shardkit/loader.h"\n' >>"$T/inc/shardkit/image.h"
+include_edges "$T/order" "$T/lib" "$T/inc" | against "$T/order" >"$T/bad"
+grep -qF 'read (layer 8) uses bench (layer 11): read/bad.c' "$T/bad" &&
+    grep -qF 'util (layer 1) uses read (layer 8): util/u.c' "$T/bad" &&
+    grep -qF 'image (layer 2) uses loader (layer 9): shardkit/image.h' "$T/bad" ||
+    die "upward includes went unnoticed: $(cat "$T/bad")"
+printf '#include "shardkit/nosuch.h"\n' >"$T/lib/util/u.c"
+include_edges "$T/order" "$T/lib" "$INC" | against "$T/order" >"$T/bad"
+grep -qF 'no row in the table owns shardkit/nosuch.h (util/u.c)' "$T/bad" ||
+    die "a public header without an owner went unnoticed: $(cat "$T/bad")"
 
 say "no file under lib/read includes a benchmark header"
 found=$(read_includes_bench "$LIB")
 [ -z "$found" ] || { echo "$found" >&2; die "the read path includes the benchmark"; }
 
-say "no include cycle between the folders of lib/"
-found=$(cycles "$LIB")
-[ -z "$found" ] || { echo "$found" >&2; edges "$LIB" >&2; die "folders of lib/ include each other"; }
-edges "$LIB" | grep -q '^bench read$' || die "lib/bench no longer uses lib/read? (the edge list is wrong)"
-echo "layer checks passed: $(edges "$LIB" | wc -l) folder dependencies, no cycle"
+say "the objects of each folder use only folders of lower layers"
+link_edges "$T/objs" >"$T/edges"
+grep -q '^bench read ' "$T/edges" && grep -q '^loader read ' "$T/edges" ||
+    die "lib/bench or lib/loader no longer call lib/read? (the edge list is wrong)"
+against "$T/order" <"$T/edges" >"$T/bad"
+[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "calls against the order of lib/README.md"; }
+
+say "the includes of each folder and of the public headers go only to lower layers"
+include_edges "$T/order" "$LIB" "$INC" >"$T/includes"
+grep -q '^bench read ' "$T/includes" || die "lib/bench no longer includes lib/read? (the edge list is wrong)"
+against "$T/order" <"$T/includes" >"$T/bad"
+[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "includes against the order of lib/README.md"; }
+
+say "no cycle between the folders of lib/"
+found=$(cat "$T/edges" "$T/includes" | cycles)
+[ -z "$found" ] || { echo "$found" >&2; die "folders of lib/ use each other"; }
+
+say "each public function is defined by the folder implementing its header"
+misplaced "$T/order" "$INC" "$T/objs" >"$T/bad"
+[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "public functions defined outside their header's folder"; }
+[ "$(wc -l <"$T/declared")" -gt 100 ] || die "found only $(wc -l <"$T/declared") public functions"
+
+echo "layer checks passed: $(awk '{print $1, $2}' "$T/edges" | sort -u | wc -l) folder dependencies" \
+    "by calls, $(awk '{print $1, $2}' "$T/includes" | sort -u | wc -l) by includes, no cycle"

@@ -965,6 +965,51 @@ static void test_vips_formats_check_declared_size_first(void **state)
         check_rejected(names[i], &o, SHARD_ELIMIT, "declared 96x64 exceeds --max-pixels 6143");
 }
 
+/* The decode path the reader links (sk_decode_image without the libvips
+ * decoder): JPEG and PNG as shard_decode_ex gives them, orientation and info
+ * included; the libvips formats refused with a reason, not decoded. */
+static void test_decoder_without_libvips_refuses_its_formats_and_decodes_the_rest(void **state)
+{
+    (void)state;
+    static const char *const decoded[] = {"rgb.jpg", "exif_rot6.jpg", "rgb.png"};
+    for (size_t i = 0; i < sizeof decoded / sizeof decoded[0]; i++) {
+        struct shard_buf b = {0};
+        load_fixture(decoded[i], &b);
+        struct shard_image full = {0}, alone = {0};
+        struct shard_decode_info full_info, info;
+        struct shard_err err = {0};
+        if (shard_decode_ex(b.data, b.len, NULL, &full, &full_info, &err) ||
+            sk_decode_image(b.data, b.len, NULL, &alone, &info, NULL, &err))
+            fail_msg("%s: %s", decoded[i], err.msg);
+        assert_int_equal(alone.width, full.width);
+        assert_int_equal(alone.height, full.height);
+        for (uint32_t y = 0; y < full.height; y++)
+            assert_memory_equal(alone.pixels + y * alone.stride, full.pixels + y * full.stride,
+                                (size_t)full.width * 3);
+        assert_int_equal(info.format, full_info.format);
+        assert_int_equal(info.orientation, full_info.orientation);
+        shard_image_release(&full);
+        shard_image_release(&alone);
+        shard_buf_release(&b);
+    }
+    static const char *const refused[] = {"rgb.webp", "rgb.gif", "rgb.tiff"};
+    static const char *const labels[] = {"WEBP", "GIF", "TIFF"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct shard_buf b = {0};
+        load_fixture(refused[i], &b);
+        struct shard_image img = {0};
+        struct shard_err err = {0};
+        char expect[64];
+        snprintf(expect, sizeof expect, "unsupported: %s (decoded by libvips", labels[i]);
+        int rc = sk_decode_image(b.data, b.len, NULL, &img, NULL, NULL, &err);
+        if (rc != SHARD_EUNSUPPORTED || !strstr(err.msg, expect))
+            fail_msg("%s: got %d \"%s\", expected SHARD_EUNSUPPORTED with \"%s\"", refused[i],
+                     rc, err.msg, expect);
+        assert_null(img.pixels);
+        shard_buf_release(&b);
+    }
+}
+
 static void test_bmp_is_unsupported_with_reason(void **state)
 {
     (void)state;
@@ -1406,6 +1451,7 @@ int main(void)
         cmocka_unit_test(test_webp_and_tiff_exif_orientation_is_applied),
         cmocka_unit_test(test_truncated_webp_and_gif_are_rejected_with_reason),
         cmocka_unit_test(test_vips_formats_check_declared_size_first),
+        cmocka_unit_test(test_decoder_without_libvips_refuses_its_formats_and_decodes_the_rest),
         cmocka_unit_test(test_bmp_is_unsupported_with_reason),
         cmocka_unit_test(test_vips_decodes_release_every_object),
         cmocka_unit_test(test_output_image_memory_is_reused),

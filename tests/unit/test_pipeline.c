@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "convert/pipeline.h"
-#include "format/shuffle.h"
+#include "util/random.h"
 
 struct job {
     uint64_t n;

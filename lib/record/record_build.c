@@ -1,5 +1,5 @@
 /* record_build.c - one source image to one record: decode, resize, encode, frame. */
-#include "convert/record_build.h"
+#include "record/record_build.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-/* shuffle.c - deterministic shuffle and random streams (see shuffle.h). */
-#include "format/shuffle.h"
+/* random.c - deterministic shuffle and random streams (see random.h). */
+#include "util/random.h"
 
 #include <xxhash.h>
 

@@ -1,8 +1,10 @@
 /* record_build.h - converting one source image into one record (private).
  * A record_builder holds everything one thread reuses from sample to sample:
- * decoder options, pixel buffers, payload buffer and a zstd context. */
-#ifndef SHARDKIT_SAMPLE_H
-#define SHARDKIT_SAMPLE_H
+ * decoder options, pixel buffers, payload buffer and a zstd context.  The
+ * conversion (lib/convert) runs it, and shardcheck --fidelity (lib/verify)
+ * re-runs it on sampled sources. */
+#ifndef SHARDKIT_RECORD_BUILD_H
+#define SHARDKIT_RECORD_BUILD_H
 
 #include "shardkit/format.h"
 #include "shardkit/manifest.h"

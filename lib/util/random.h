@@ -1,7 +1,7 @@
-/* shuffle.h - the specified random streams: the deterministic sample order,
+/* random.h - the specified random streams: the deterministic sample order,
  * the epoch plan's seeds and the loader's per-sample transforms (private). */
-#ifndef SHARDKIT_PLAN_H
-#define SHARDKIT_PLAN_H
+#ifndef SHARDKIT_RANDOM_H
+#define SHARDKIT_RANDOM_H
 
 #include <stddef.h>
 #include <stdint.h>

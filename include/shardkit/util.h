@@ -1,0 +1,57 @@
+/*
+ * shardkit/util.h - what every part of the library uses: growable byte
+ * buffers, 64-bit hashes in hex, the number of usable CPUs.
+ *
+ * Ownership: a struct shard_buf owns its memory.  It may be reused across
+ * calls (its capacity is kept, which avoids page faults in tight loops) and
+ * is released with shard_buf_release(), which accepts NULL and zeroed structs.
+ *
+ * shardkit/image.h, format.h and source.h include this header, so code that
+ * includes one of those (or shardkit.h) has it already.
+ */
+#ifndef SHARDKIT_UTIL_H
+#define SHARDKIT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardkit/api.h"
+#include "shardkit/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- growable byte buffer ---------------------------------------------- */
+
+struct shard_buf {
+    uint8_t *data;  /* owned; NULL when cap == 0 */
+    size_t len;     /* bytes in use */
+    size_t cap;     /* bytes allocated */
+};
+
+/* Make room for at least `cap` bytes (len is kept).  0 or SHARD_ENOMEM. */
+SHARD_API int shard_buf_reserve(struct shard_buf *b, size_t cap, struct shard_err *err);
+/* Append `n` bytes.  0 or SHARD_ENOMEM. */
+SHARD_API int shard_buf_append(struct shard_buf *b, const void *p, size_t n, struct shard_err *err);
+/* Free the memory and zero the struct.  Accepts NULL. */
+SHARD_API void shard_buf_release(struct shard_buf *b);
+
+/* ---- 64-bit hashes in hex ----------------------------------------------- */
+
+/* 16 lower-case hex digits of a 64-bit hash, NUL-terminated (17 bytes). */
+SHARD_API void shard_hex64(uint64_t v, char out[17]);
+/* Parse 16 hex digits.  0 or SHARD_EINVAL. */
+SHARD_API int shard_hex64_parse(const char *s, uint64_t *out);
+
+/* ---- CPUs --------------------------------------------------------------- */
+
+/* The number of CPUs this process may really use: the smallest of the CPU
+ * affinity mask, the cgroup (v2 cpu.max, or v1 cfs quota/period) quota
+ * rounded up, and OMP_NUM_THREADS when set to a positive number.  At least 1. */
+SHARD_API int shard_available_cpus(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

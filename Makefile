@@ -29,7 +29,7 @@ OPT      ?= -O2 -g
 SANITIZE ?=
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS_BASE := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -fopenmp -fPIC -Iinclude \
-               $(PKG_CFLAGS) $(SANITIZE) $(CFLAGS)
+               $(PKG_CFLAGS) $(SANITIZE) $(CPPFLAGS) $(CFLAGS)
 # The library exports only what include/ marks SHARD_API.
 CFLAGS_LIB := $(CFLAGS_BASE) -Ilib -fvisibility=hidden
 # The programs see the public headers only.
@@ -319,26 +319,124 @@ $(BUILD)/bench/write_ceiling: bench/write_ceiling.c bench/ceiling_common.h $(LIB
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_CMD) -Ilib $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
 
+# ---- manual pages and shell completion ----------------------------------------
+# Made from the programs themselves, so that they cannot drift from them: the
+# pages of the programs by help2man from each one's --help and --version, with
+# man/PAGE.h2m adding what --help has not (name, exit status, environment,
+# files, examples, see also); shardkit-format(5) by pandoc from
+# manifests/FORMAT.md; the bash and zsh completion by scripts/completion.py
+# from the same --help.  tests/cli/test_man.sh holds them to the programs.
+NIGHTLY     := examples/nightly/shardkit-nightly.sh
+MAN1        := $(CMDS) shardify-merge $(notdir $(NIGHTLY))
+MANPAGES    := $(MAN1:%=$(BUILD)/man/man1/%.1) $(BUILD)/man/man5/shardkit-format.5
+COMPLETIONS := $(foreach c,$(CMDS) $(notdir $(NIGHTLY)),\
+                   $(BUILD)/completion/bash/$(c) $(BUILD)/completion/zsh/_$(c))
+# the tools that take s3:// locations, whose pages say where S3 settings come from
+S3_TOOLS    := shardify shardcheck shardcat shardbench
+# a page is dated by the last commit (or SOURCE_DATE_EPOCH), not by the build
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+HELP2MAN = $(if $(SOURCE_DATE_EPOCH),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)) help2man --no-info
+
+.PHONY: man completion
+man: $(MANPAGES)
+completion: $(COMPLETIONS)
+
+$(BUILD)/man/man1/%.1: $(BUILD)/bin/% man/%.h2m man/s3.h2m
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)$(HELP2MAN) --include=man/$*.h2m $(if $(filter $*,$(S3_TOOLS)),--include=man/s3.h2m) \
+	    --output=$@ $(BUILD)/bin/$*
+
+# `shardify merge` has a page of its own, made from `shardify merge --help`.
+$(BUILD)/man/shardify-merge: $(BUILD)/bin/shardify
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec "%s" merge "$$@"\n' "$(abspath $<)" >$@ && chmod +x $@
+
+$(BUILD)/man/man1/shardify-merge.1: $(BUILD)/man/shardify-merge man/shardify-merge.h2m
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)$(HELP2MAN) --include=man/shardify-merge.h2m --output=$@ $<
+
+$(BUILD)/man/man1/$(notdir $(NIGHTLY)).1: $(NIGHTLY) man/$(notdir $(NIGHTLY)).h2m
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)$(HELP2MAN) --include=man/$(notdir $(NIGHTLY)).h2m --version-string=$(VERSION) \
+	    --output=$@ $(NIGHTLY)
+
+$(BUILD)/man/man5/shardkit-format.5: manifests/FORMAT.md man/shardkit-format.lua
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MAN     $@")
+	$(Q)pandoc --standalone --from gfm --to man --lua-filter man/shardkit-format.lua \
+	    -M title=SHARDKIT-FORMAT -M section=5 -M footer="shardkit $(VERSION)" \
+	    -M header="File Formats" --output $@ $<
+
+# the program a completion is made from: a tool, or the nightly script
+program_of = $(if $(filter $(notdir $(NIGHTLY)),$(1)),$(NIGHTLY),$(BUILD)/bin/$(1))
+
+$(BUILD)/completion/bash/%: $$(call program_of,$$*) scripts/completion.py
+	@mkdir -p $(dir $@)
+	$(Q)$(PYTHON) scripts/completion.py bash $< >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/completion/zsh/_%: $$(call program_of,$$*) scripts/completion.py
+	@mkdir -p $(dir $@)
+	$(Q)$(PYTHON) scripts/completion.py zsh $< >$@.tmp && mv $@.tmp $@
+
+_test: $(MANPAGES) $(COMPLETIONS)
+
 # ---- install ----------------------------------------------------------------
 
-install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	    $(DESTDIR)$(PREFIX)/include/shardkit
+# Where make install puts the libraries and what is neither a program nor a
+# library (Debian's packaging passes its own; see debian/rules).
+LIBDIR      ?= $(PREFIX)/lib
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+DOCDIR      ?= $(PREFIX)/share/doc/shardkit
+NIGHTLY_EXAMPLES := $(NIGHTLY) $(addprefix examples/nightly/,shardkit-nightly.service \
+                    shardkit-nightly.timer crontab README.md)
+
+install: build $(MANPAGES) $(COMPLETIONS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/include/shardkit $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(DOCDIR)/examples/nightly
+	install -m 644 $(filter %.1,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(filter %.5,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 $(filter $(BUILD)/completion/bash/%,$(COMPLETIONS)) $(DESTDIR)$(BASHCOMPDIR)/
+	install -m 644 $(filter $(BUILD)/completion/zsh/%,$(COMPLETIONS)) $(DESTDIR)$(ZSHCOMPDIR)/
+	install -m 755 $(NIGHTLY) $(DESTDIR)$(DOCDIR)/examples/nightly/
+	install -m 644 $(filter-out $(NIGHTLY),$(NIGHTLY_EXAMPLES)) $(DESTDIR)$(DOCDIR)/examples/nightly/
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
-	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libshardkit.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libshardkit.so
 	install -m 644 include/shardkit.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/shardkit/*.h $(DESTDIR)$(PREFIX)/include/shardkit/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    -e 's|@REQUIRES@|$(PKGS)|g' shardkit.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@REQUIRES@|$(PKGS)|g' shardkit.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit.pc
 
 uninstall:
-	rm -f $(CMDS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libshardkit.a \
-	    $(DESTDIR)$(PREFIX)/lib/libshardkit.so* \
-	    $(DESTDIR)$(PREFIX)/include/shardkit.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit.pc
-	rm -rf $(DESTDIR)$(PREFIX)/include/shardkit
+	rm -f $(CMDS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(LIBDIR)/libshardkit.a \
+	    $(DESTDIR)$(LIBDIR)/libshardkit.so* \
+	    $(DESTDIR)$(PREFIX)/include/shardkit.h $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit.pc \
+	    $(MAN1:%=$(DESTDIR)$(MANDIR)/man1/%.1) $(DESTDIR)$(MANDIR)/man5/shardkit-format.5 \
+	    $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(notdir $(filter $(BUILD)/completion/bash/%,$(COMPLETIONS)))) \
+	    $(addprefix $(DESTDIR)$(ZSHCOMPDIR)/,$(notdir $(filter $(BUILD)/completion/zsh/%,$(COMPLETIONS))))
+	rm -rf $(DESTDIR)$(PREFIX)/include/shardkit $(DESTDIR)$(DOCDIR)
+
+# ---- Debian packages ----------------------------------------------------------
+# `make deb` builds the packages of debian/ (shardkit, libshardkit0,
+# libshardkit-dev, python3-shardkit) from a copy of the sources into
+# $(BUILD)/deb; `make deb-test` installs them into a clean Debian 12 root
+# (debootstrap, cached in $(BUILD)/deb/cache), uses them there, purges them and
+# checks that nothing is left (scripts/deb.sh; needs root).
+.PHONY: deb deb-test
+deb:
+	@scripts/deps.sh deb
+	@scripts/deb.sh build $(BUILD)
+
+deb-test: deb
+	@scripts/deb.sh test $(BUILD)
 
 clean:
 	rm -rf build build-san build-fuzz

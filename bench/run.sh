@@ -16,6 +16,10 @@
 #   7. local disk, HTTP and S3
 #   8. conversion in parts (4 at once + merge) against one run
 #   9. an incremental run against a full one (bench/incremental.sh; COUNT)
+#  10. sample fields: converting with caption and JSON sidecars against
+#      none (bench/fields_convert.sh), reading them (bench/fields_read.py),
+#      and image-text input against WebDataset over img2dataset's tars
+#      (bench/clip_input.py)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -107,3 +111,16 @@ echo "## 8. Conversion in parts against one run"
 echo
 echo "## 9. An incremental nightly run against a full one (1% of the source changed)"
 RUNS=3 "$top/bench/incremental.sh" "$BUILD"
+
+echo
+echo "## 10. Sample fields: reading a caption and a JSON field against none"
+"$BIN/shardify" "$DATASET" "$tmp/jpeg256" --size 256 --codec jpeg --shard-size 8M --quiet
+PYTHONPATH="$BUILD/python" "$PYTHON" "$top/bench/fields_read.py" "$tmp/jpeg256" "$tmp/fields" \
+    --runs "$RUNS" --epochs 3
+"$top/bench/fields_convert.sh" "$BUILD"
+if [ -d "$WEBDATASET/webdataset" ]; then
+    PYTHONPATH="$BUILD/python:$WEBDATASET:$top/bench" "$PYTHON" "$top/bench/clip_input.py" \
+        --runs 3 --epochs 3 "$BIN" "$DATASET"
+else
+    echo "(image-text input skipped: no WebDataset at '$WEBDATASET'; set WEBDATASET)"
+fi

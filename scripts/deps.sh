@@ -15,16 +15,22 @@
 #                make sanitize): libturbojpeg (bench/read_ceiling, run by
 #                test_read_ceiling), pytest, PyTorch, nginx, strace, djpeg,
 #                Chromium (test_reports), munge and Slurm (test_slurm),
-#                Node.js, npm and curl (test_s3's S3 server)
+#                Node.js, npm and curl (test_s3's S3 server), and man's group
+#                with bash-completion and zsh (test_man)
 #   bench        python and demo, and the libraries and tools the benchmarks
 #                compare against or run: libturbojpeg, libyuv, libswscale and
 #                libavutil (bench/resize_quality), PyTorch, nginx, Node.js
 #                and npm, curl, /usr/bin/time (make bench)
 #   fuzz         build, and clang with libFuzzer (make fuzz)
 #   screenshots  demo, and Chromium (make screenshots)
+#   man          build, and help2man, pandoc and Python: the manual pages and
+#                the shell completion (make man, make completion, make install)
+#   deb          python, man and demo, and debhelper, dh-python and debootstrap:
+#                the Debian packages and their test in a clean root (make deb,
+#                make deb-test)
 set -eu
 
-ALL_GROUPS="build unit demo python test bench fuzz screenshots"
+ALL_GROUPS="build unit demo python test bench fuzz screenshots man deb"
 
 # packages GROUP: the Debian packages of GROUP, with those of the groups it
 # builds on
@@ -36,15 +42,18 @@ packages() {
     unit) packages build; echo "libcmocka-dev" ;;
     demo) packages build; echo "python3 python3-pil" ;;
     python) packages build; echo "python3 python3-dev python3-setuptools python3-numpy" ;;
-    test) packages unit; packages python; packages demo
+    test) packages unit; packages python; packages demo; packages man
         echo "libturbojpeg0-dev python3-jsonschema python3-xxhash python3-zstandard
             python3-pytest python3-torch python3-torchvision python3-venv python3-pip zstd nginx
-            curl strace libjpeg-turbo-progs chromium munge slurm-wlm" ;;
+            curl strace libjpeg-turbo-progs chromium munge slurm-wlm bash-completion zsh" ;;
     bench) packages python; packages demo
         echo "libturbojpeg0-dev libyuv-dev libswscale-dev libavutil-dev python3-torch
             python3-torchvision nginx curl time" ;;
     fuzz) packages build; echo "clang libfuzzer-14-dev libomp-dev" ;;
     screenshots) packages demo; echo "chromium" ;;
+    man) packages build; echo "help2man pandoc python3" ;;
+    deb) packages python; packages man; packages demo
+        echo "debhelper dh-python python3-all-dev debootstrap" ;;
     *) echo "deps: unknown group '$1' (groups: $ALL_GROUPS)" >&2; return 1 ;;
     esac
 }

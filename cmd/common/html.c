@@ -10,7 +10,8 @@
 
 /* Nothing is fetched, whatever the page holds: no scripts, no fonts, no
  * images, no frames, no connections; the inline style sheet only. */
-#define CSP "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+#define CSP "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; " \
+            "form-action 'none'"
 
 static const char style[] =
     ":root{--fg:#1d2330;--muted:#5b6473;--line:#d5d9e0;--ok:#1a7f37;--bad:#c62828;"
@@ -56,6 +57,15 @@ static const char style[] =
     ".trends{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));"
     "gap:0 18px}\n"
     "figcaption{font-size:.9rem;margin-bottom:4px}\n"
+    ".sheet{display:grid;grid-template-columns:repeat(auto-fill,minmax(136px,1fr));gap:12px 10px;"
+    "margin:.6em 0}\n"
+    ".sheet figure{margin:0}\n"
+    ".sheet img,.sheet .thumb-missing{display:block;margin:0 auto;max-width:100%;height:auto;"
+    "background:#f4f5f7}\n"
+    ".sheet .thumb-missing{width:128px;height:96px;padding-top:36px;text-align:center;"
+    "font-size:.8rem}\n"
+    ".sheet figcaption{font-size:.78rem;margin:4px 0 0;overflow-wrap:anywhere}\n"
+    ".sheet .caption{display:block;color:var(--fg)}\n"
     "svg.chart{display:block;width:100%;height:auto}\n"
     "svg.chart text{font-size:12px;fill:var(--fg);"
     "font-family:system-ui,'DejaVu Sans',sans-serif}\n"

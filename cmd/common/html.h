@@ -2,10 +2,10 @@
  * shares (the charts are chart.h).
  *
  * A page is one file that needs nothing else: the style sheet is inline,
- * the charts are inline SVG, there is no script, and a Content-Security-
- * Policy of default-src 'none' forbids the browser to fetch anything, so a
- * report opened from a mail, an artifact store or a laptop offline shows
- * the same.  It reads on a phone (a viewport, tables that scroll sideways in
+ * the charts are inline SVG, images are data: URIs, there is no script,
+ * and a Content-Security-Policy of default-src 'none' (img-src data: only)
+ * forbids the browser to fetch anything, so a report opened from a mail, an
+ * artifact store or a laptop offline shows the same.  It reads on a phone (a viewport, tables that scroll sideways in
  * their own box, charts that shrink) and prints (print rules: no clipping,
  * colours kept, figures not split across pages).
  *

@@ -1,8 +1,9 @@
 /* shardcheck - prove that a shardify output is intact and is the same
  * experiment as its source.  The flow: options (options.c), shard_verify()
  * (the library), what the dataset holds (summary.c, for --json and
- * --report), the report (report_text.c, report_json.c, report_html.c). */
+ * --report), a sample of its images (contact_sheet.c, for --report), the report (report_text.c, report_json.c, report_html.c). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "options.h"
@@ -45,8 +46,16 @@ int main(int argc, char **argv)
     struct dataset_summary summary;
     int summarize = !unchecked && (o.json || o.report_file || verify.fields);
     int described = summarize && summary_load(&summary, o.dst) == 0;
+    /* the page shows a sample of the stored images; a dataset that cannot be
+     * opened for it shows none (the verdict says what is wrong with it) */
+    struct contact_sheet sheet;
+    char *sheet_why = NULL;
+    int sheet_loaded = !unchecked && o.report_file;
+    if (sheet_loaded && contact_sheet_load(&sheet, o.dst, &sheet_why))
+        fprintf(stderr, "%s: no stored images on the page: %s\n", PROG,
+                sheet_why ? sheet_why : "out of memory");
     struct report r = {dst, source, &o.verify, &verify, described ? &summary : NULL,
-                       unchecked ? err.msg : NULL};
+                       unchecked ? err.msg : NULL, sheet_loaded && !sheet_why ? &sheet : NULL};
     if (o.json)
         report_write_json(&r, stdout);
     else if (!unchecked)
@@ -56,6 +65,9 @@ int main(int argc, char **argv)
         rc = CLI_EXIT_FAILED;
     if (summarize)
         summary_release(&summary);
+    if (sheet_loaded)
+        contact_sheet_release(&sheet);
+    free(sheet_why);
     shard_verify_report_release(&verify);
 out:
     free(dst);

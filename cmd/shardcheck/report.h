@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "contact_sheet.h"
 #include "shardkit.h"
 #include "summary.h"
 
@@ -23,6 +24,8 @@ struct report {
                                                   * or NULL: not read, or no manifest */
     const char *error;                           /* why the checks could not run at all
                                                   * (DST or SRC unreadable), or NULL */
+    const struct contact_sheet *sheet;           /* a sample of the stored images
+                                                  * (--report), or NULL */
 };
 
 typedef void report_writer(const struct report *r, FILE *out);
@@ -31,9 +34,10 @@ typedef void report_writer(const struct report *r, FILE *out);
 report_writer report_write_text;
 /* One JSON object, every problem (README.md, shardcheck's --json). */
 report_writer report_write_json;
-/* A self-contained HTML page: verdict, problems, counts, rejects, labels
- * source against shards, stored sizes, shards, visitation, fidelity, rates
- * and the options the dataset was made with (--report FILE). */
+/* A self-contained HTML page: verdict, problems, counts, a contact sheet of
+ * stored images, rejects, labels source against shards, stored sizes,
+ * shards, visitation, fidelity, rates and the options the dataset was made
+ * with (--report FILE). */
 report_writer report_write_html;
 
 /* What the writers share (report.c). */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>  /* g_base64_encode */
+
 #include "chart.h"
 #include "cli.h"
 #include "html.h"
@@ -36,6 +38,60 @@ static void more_rows(FILE *out, uint64_t total, uint64_t shown)
     if (total > shown)
         fprintf(out, "<p class=\"muted\">and %llu more (--json lists every one)</p>\n",
                 (unsigned long long)(total - shown));
+}
+
+/* ---- what training sees ------------------------------------------------------------------- */
+
+/* A sample of the stored images, each with its key and caption: the JPEG
+ * thumbnails are in the page as data: URIs (nothing is fetched). */
+static void contact_sheet(FILE *out, const struct contact_sheet *cs)
+{
+    if (!cs || !cs->count)
+        return;
+    html_section_begin(out, "contact-sheet", "What training sees");
+    fprintf(out, "<p class=\"muted\">%zu of the %llu stored samples, evenly spread over the "
+                 "stored order, as the shards hold them (decoded, at most %d pixels a side here)",
+            cs->count, (unsigned long long)cs->samples, CONTACT_THUMB_SIZE);
+    if (cs->caption_field) {
+        fputs(", with their field <code>", out);
+        html_text(out, cs->caption_field);
+        fputs("</code>", out);
+    }
+    fputs(".</p>\n<div class=\"sheet\" id=\"contact-sheet-grid\">\n", out);
+    for (size_t i = 0; i < cs->count; i++) {
+        const struct contact_thumb *t = &cs->thumbs[i];
+        fprintf(out, "<figure data-index=\"%llu\">", (unsigned long long)t->index);
+        if (t->jpeg.len) {
+            gchar *b64 = g_base64_encode(t->jpeg.data, t->jpeg.len);
+            fprintf(out, "<img src=\"data:image/jpeg;base64,%s\" width=\"%u\" height=\"%u\" "
+                         "alt=\"\" data-width=\"%u\" data-height=\"%u\">",
+                    b64 ? b64 : "", t->thumb_width, t->thumb_height, t->width, t->height);
+            g_free(b64);
+        } else {
+            fputs("<div class=\"thumb-missing bad\">not readable</div>", out);
+        }
+        fputs("<figcaption><code class=\"key\">", out);
+        if (t->key)
+            html_bytes(out, t->key, t->key_len);
+        else
+            fprintf(out, "sample %llu", (unsigned long long)t->index);
+        fputs("</code>", out);
+        if (t->caption) {
+            fputs("<span class=\"caption\">", out);
+            html_text_len(out, t->caption, t->caption_len);
+            if (t->caption_cut)
+                fputs("\u2026", out);
+            fputs("</span>", out);
+        }
+        if (t->error) {
+            fputs("<span class=\"caption bad\">", out);
+            html_text(out, t->error);
+            fputs("</span>", out);
+        }
+        fputs("</figcaption></figure>\n", out);
+    }
+    fputs("</div>\n", out);
+    html_section_end(out);
 }
 
 /* ---- the verdict ------------------------------------------------------------------------ */
@@ -379,8 +435,8 @@ static void stored_images(FILE *out, const struct dataset_summary *d)
     snprintf(caption, sizeof caption, "Stored size of each record (its zstd frame), %llu records",
              (unsigned long long)d->record_bytes.total);
     struct chart_histogram c = {.id = "record-bytes", .caption = caption,
-                                .x_label = "KB per record", .y_label = "records",
-                                .h = &d->record_bytes, .x_divisor = 1e3, .mark = NAN};
+                                .x_label = "KiB per record", .y_label = "records",
+                                .h = &d->record_bytes, .x_divisor = 1024, .mark = NAN};
     chart_histogram(out, &c);
     if (d->have_dimensions && d->top_count) {
         fprintf(out, "<p>Stored dimensions: width %u to %u, height %u to %u pixels; %llu "
@@ -407,20 +463,6 @@ static void stored_images(FILE *out, const struct dataset_summary *d)
     html_section_end(out);
 }
 
-/* Bytes in the unit that suits the largest: 1 (B), 1e3 (KB), 1e6 (MB), 1e9 (GB). */
-static double byte_unit(uint64_t max, const char **name)
-{
-    static const char *const names[] = {"bytes", "KB", "MB", "GB"};
-    double unit = 1;
-    int i = 0;
-    while (i < 3 && (double)max >= unit * 1e3) {
-        unit *= 1e3;
-        i++;
-    }
-    *name = names[i];
-    return unit;
-}
-
 static void shards(FILE *out, const struct dataset_summary *d)
 {
     const struct shard_manifest *m = &d->manifest;
@@ -430,7 +472,7 @@ static void shards(FILE *out, const struct dataset_summary *d)
     for (uint32_t i = 0; i < n; i++)
         max = m->shards[i].bytes > max ? m->shards[i].bytes : max;
     const char *unit;
-    double scale = byte_unit(max, &unit);
+    double scale = shard_size_unit(max, &unit);
     double *values = malloc((n ? n : 1) * sizeof *values);
     const char **names = malloc((n ? n : 1) * sizeof *names);
     char **notes = calloc(n ? n : 1, sizeof *notes);
@@ -455,8 +497,8 @@ static void shards(FILE *out, const struct dataset_summary *d)
             struct cli_histogram h;
             if (!cli_histogram_make(&h, values, n, HISTOGRAM_BINS, CLI_SCALE_LINEAR)) {
                 struct chart_histogram c = {.id = "shard-bytes", .caption = "Shard sizes",
-                                            .x_label = "MB per shard", .y_label = "shards",
-                                            .h = &h, .x_divisor = 1e6, .mark = NAN};
+                                            .x_label = "MiB per shard", .y_label = "shards",
+                                            .h = &h, .x_divisor = 1024.0 * 1024, .mark = NAN};
                 chart_histogram(out, &c);
                 cli_histogram_release(&h);
             }
@@ -820,6 +862,7 @@ void report_write_html(const struct report *rep, FILE *out)
     problems(out, rep);
     if (rep->dataset)
         counts(out, rep);
+    contact_sheet(out, rep->sheet);
     labels(out, rep);
     if (rep->dataset) {
         fields(out, rep->dataset);

@@ -201,6 +201,34 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
                                                    : 0)));
 }
 
+/* The samples of the page's contact sheet (not their pictures). */
+static json_t *contact_sheet_json(const struct contact_sheet *cs)
+{
+    json_t *samples = json_array();
+    for (size_t i = 0; i < cs->count; i++) {
+        const struct contact_thumb *t = &cs->thumbs[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "index", json_integer((json_int_t)t->index));
+        if (t->key)
+            shard_json_set_key(o, t->key, t->key_len);
+        if (t->error) {
+            json_object_set_new(o, "error", cli_json_text(t->error));
+        } else {
+            json_object_set_new(o, "width", json_integer(t->width));
+            json_object_set_new(o, "height", json_integer(t->height));
+            json_object_set_new(o, "thumb_width", json_integer(t->thumb_width));
+            json_object_set_new(o, "thumb_height", json_integer(t->thumb_height));
+            json_object_set_new(o, "caption", t->caption ? json_stringn(t->caption, t->caption_len)
+                                                         : json_null());
+            json_object_set_new(o, "caption_cut", json_boolean(t->caption_cut));
+        }
+        json_array_append_new(samples, o);
+    }
+    return json_pack("{s:o, s:o}", "caption_field",
+                     cs->caption_field ? json_string(cs->caption_field) : json_null(), "samples",
+                     samples);
+}
+
 void report_write_json(const struct report *rep, FILE *out)
 {
     const struct shard_verify_report *r = rep->verify;
@@ -262,5 +290,7 @@ void report_write_json(const struct report *rep, FILE *out)
         add_fields_json(contents, rep->dataset);
         json_object_set_new(o, "contents", contents);
     }
+    if (rep->sheet)
+        json_object_set_new(o, "contact_sheet", contact_sheet_json(rep->sheet));
     cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }

@@ -1,37 +1,39 @@
 #!/bin/sh
 # shardkit-nightly.sh - rebuild a dataset from its source, prove it, publish it.
 #
-#   shardkit-nightly.sh [--src SRC] [--root ROOT] [--keep K] [--max-loss PCT] [-- SHARDIFY_OPTION...]
+# Usage: shardkit-nightly.sh [--src SRC] [--root ROOT] [--keep K] [--max-loss PCT] [-- SHARDIFY_OPTION...]
+# Rebuild a dataset from its source, prove it, publish it: one run a night.
 #
 # Each run:
-#   1. removes what earlier runs left unpublished in ROOT/versions (a version
-#      that failed its check, what a killed run left), so that its space is
-#      free for this run;
-#   2. shardify SRC into ROOT/versions/<UTC time stamp>/ (a new directory):
-#      incrementally from the current version when there is one and SRC is
-#      a directory (shardify --incremental-or-full: unchanged files keep
-#      their records, only new and changed ones are converted; a change of
-#      options rebuilds in full); a shardify that fails leaves no version;
-#   3. refuses a version that lost more than PCT percent of the current
-#      version's samples (--max-loss, default 10; an empty version is
-#      refused even on the first run): an emptied or unmounted SRC, a
-#      mistyped prefix;
-#   4. shardcheck --deep --source SRC on it (plus SHARDKIT_CHECK_OPTIONS), and
-#      the optional site hook SHARDKIT_NIGHTLY_BEFORE_CHECK before it;
-#   5. only when all pass and the check's reports are kept: adds the version
-#      to ROOT/versions/.published, then points ROOT/current at it, atomically
-#      (a new symlink renamed over the old one), so a reader sees the old
-#      dataset or the new one, never a mixture;
-#   6. prunes ROOT/versions to the K newest published versions (the current
-#      one is never removed; a version refused by steps 3-4 is kept for
-#      inspection until the next run);
-#   7. writes ROOT/runs/<stamp>.json, a summary for monitoring (see README.md),
-#      next to the tools' full output (<stamp>.shardify.json,
-#      <stamp>.shardcheck.json, the shardcheck report page <stamp>.html) and
-#      their messages (<stamp>.log), and copies the summary to
-#      ROOT/runs/latest.json;
-#   8. renders ROOT/index.html, the history of the runs (shardreport nightly),
-#      when shardreport is there (a page that cannot be written is a warning).
+#   1.  removes what earlier runs left unpublished in ROOT/versions (a
+#       version that failed its check, what a killed run left), so that its
+#       space is free for this run;
+#   2.  shardify SRC into ROOT/versions/<UTC time stamp>/ (a new directory):
+#       incrementally from the current version when there is one and SRC is
+#       a directory (shardify --incremental-or-full: unchanged files keep
+#       their records, only new and changed ones are converted; a change of
+#       options rebuilds in full); a shardify that fails leaves no version;
+#   3.  refuses a version that lost more than PCT percent of the current
+#       version's samples (--max-loss, default 10; an empty version is
+#       refused even on the first run): an emptied or unmounted SRC, a
+#       mistyped prefix;
+#   4.  shardcheck --deep --source SRC on it (plus SHARDKIT_CHECK_OPTIONS),
+#       and the optional site hook SHARDKIT_NIGHTLY_BEFORE_CHECK before it;
+#   5.  only when all pass and the check's reports are kept: adds the
+#       version to ROOT/versions/.published, then points ROOT/current at it,
+#       atomically (a new symlink renamed over the old one), so a reader
+#       sees the old dataset or the new one, never a mixture;
+#   6.  prunes ROOT/versions to the K newest published versions (the current
+#       one is never removed; a version refused by steps 3-4 is kept for
+#       inspection until the next run);
+#   7.  writes ROOT/runs/<stamp>.json, a summary for monitoring (see
+#       README.md), next to the tools' full output (<stamp>.shardify.json,
+#       <stamp>.shardcheck.json, the shardcheck report page <stamp>.html)
+#       and their messages (<stamp>.log), and copies the summary to
+#       ROOT/runs/latest.json;
+#   8.  renders ROOT/index.html, the history of the runs (shardreport
+#       nightly), when shardreport is there (a page that cannot be written
+#       is a warning).
 # A run that fails leaves `current` as it was.  Runs on one ROOT never
 # overlap: the second exits with status 4 (ROOT/.nightly.lock, flock(1)).
 #
@@ -51,24 +53,33 @@
 # (versions, runs, .nightly.lock, versions/.published) stops the run with
 # status 2 before anything is written.
 #
-# Settings (arguments win over the environment):
-#   --src SRC      SHARDKIT_SRC      source directory or archive (required)
-#   --root ROOT    SHARDKIT_ROOT     where versions/, current, runs/ live (required)
-#   --keep K       SHARDKIT_KEEP     published versions to keep (default 7)
-#   --max-loss PCT SHARDKIT_MAX_LOSS the largest share of the current version's
-#                                    samples, in percent (0-100), a new version
-#                                    may lose and still be published (default
-#                                    10; 100 publishes whatever verifies)
-#   -- OPTIONS     SHARDKIT_OPTIONS  shardify options (e.g. --size 256 --codec jpeg);
-#                                    those after -- come after the variable's
-#                  SHARDKIT_CHECK_OPTIONS  more shardcheck options (e.g. --visitation 8)
-#                  SHARDKIT_BIN      directory holding shardify, shardcheck and
-#                                    shardreport (default: found on PATH)
-#                  SHARDKIT_KEEP_RUNS  run records to keep in runs/ (default 100)
-#                  SHARDKIT_NIGHTLY_BEFORE_CHECK  a shell command run after shardify,
-#                                    before shardcheck, with VERSION_DIR and SRC
-#                                    exported; non-zero fails the run like a
-#                                    failed check (site checks; tests use it)
+# Options (each wins over its environment variable):
+#   --src SRC         source directory or archive (required; SHARDKIT_SRC)
+#   --root ROOT       where versions/, current, runs/ live (required;
+#                     SHARDKIT_ROOT)
+#   --keep K          published versions to keep (default 7; SHARDKIT_KEEP)
+#   --max-loss PCT    the largest share of the current version's samples, in
+#                     percent (0-100), a new version may lose and still be
+#                     published (default 10; 100 publishes whatever
+#                     verifies; SHARDKIT_MAX_LOSS)
+#   -- OPTION...      shardify options, after those of SHARDKIT_OPTIONS
+#   -h, --help        show this help
+#
+# Environment:
+#   SHARDKIT_SRC, SHARDKIT_ROOT, SHARDKIT_KEEP, SHARDKIT_MAX_LOSS
+#                     as --src, --root, --keep and --max-loss
+#   SHARDKIT_OPTIONS  shardify options (e.g. --size 256 --codec jpeg)
+#   SHARDKIT_CHECK_OPTIONS
+#                     more shardcheck options (e.g. --visitation 8)
+#   SHARDKIT_BIN      directory holding shardify, shardcheck and shardreport
+#                     (default: found on PATH)
+#   SHARDKIT_KEEP_RUNS
+#                     run records to keep in runs/ (default 100)
+#   SHARDKIT_NIGHTLY_BEFORE_CHECK
+#                     a shell command run after shardify, before shardcheck,
+#                     with VERSION_DIR and SRC exported; non-zero fails the
+#                     run like a failed check (site checks; tests use it)
+#
 # Options after -- reach shardify exactly as given.  SHARDKIT_OPTIONS and
 # SHARDKIT_CHECK_OPTIONS are split into words as a shell splits a command
 # line, but nothing in them is evaluated: blanks (space, tab, newline)
@@ -77,25 +88,37 @@
 # quotes the next character.  $, `, *, ?, [, ~, #, ; and the like are plain
 # characters: no variable, command, file name or comment.  An unterminated
 # quote is a usage error.
+#
 # Exit status:
-#   0  a new version was built, verified and published
-#   1  shardify failed: nothing new was published
-#   2  usage error (missing or bad setting, or shardify refused its options),
-#      or ROOT holds a symbolic link where the script keeps its own directory
-#      or file: nothing was published
-#   3  the new version failed verification (shardcheck or the hook): not published
-#   4  another run holds the lock on ROOT: nothing was done
-#   5  the new version could not be published: a write it needs (its reports
-#      in runs/, versions/.published, the switch of `current`) failed
-#   6  the new version lost more samples than --max-loss allows: not published
-#   7  the new version was published, but a record after it (runs/<stamp>.json,
-#      runs/latest.json, the tidying of versions/.published) could not be written
+#   0   a new version was built, verified and published
+#   1   shardify failed: nothing new was published
+#   2   usage error (missing or bad setting, or shardify refused its
+#       options), or ROOT holds a symbolic link where the script keeps its
+#       own directory or file: nothing was published
+#   3   the new version failed verification (shardcheck or the hook): not
+#       published
+#   4   another run holds the lock on ROOT: nothing was done
+#   5   the new version could not be published: a write it needs (its
+#       reports in runs/, versions/.published, the switch of `current`)
+#       failed
+#   6   the new version lost more samples than --max-loss allows: not
+#       published
+#   7   the new version was published, but a record after it
+#       (runs/<stamp>.json, runs/latest.json, the tidying of
+#       versions/.published) could not be written
 set -u
 
 usage() {
     sed -n '3,4p' "$0" | sed 's/^# *//' >&2
-    echo "see the comments at the top of $0 and examples/nightly/README.md" >&2
+    echo "see '$0 --help' and examples/nightly/README.md" >&2
     exit 2
+}
+
+# --help: the comment above, from the usage line to the exit statuses (the
+# manual page shardkit-nightly(1) is made from it)
+help() {
+    sed -n '4,/^set -u$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+    exit 0
 }
 
 # ---- words and JSON ----------------------------------------------------------------
@@ -259,7 +282,7 @@ while [ $# -gt 0 ]; do
         done
         break
         ;;
-    -h | --help) usage ;;
+    -h | --help) help ;;
     *) printf "shardkit-nightly: unknown argument '%s'\n" "$1" >&2; usage ;;
     esac
 done

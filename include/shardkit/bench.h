@@ -249,8 +249,9 @@ struct shard_bench_result {
     uint64_t batch_count;
 };
 
-/* Run the benchmark of `mode` on `location` (a directory, or an http(s)://
- * URL of a dataset (shards) or of a folder of files (files)).
+/* Run the benchmark of `mode` on `location` (a directory, an http(s):// URL
+ * or an s3://BUCKET/PREFIX of a dataset (shards) or of a folder of files
+ * (files)).
  * Files mode counts a sample that cannot be read or decoded as an error and
  * goes on (result->first_error says why), but fails when an epoch yields no
  * sample at all; shards mode stops at the first damaged or unreadable

@@ -6,8 +6,9 @@
  * accepts NULL) and plain structs for everything passed in or out; there are
  * no callbacks, so the API wraps directly into other languages.
  *
- *   struct shard_dataset  an open dataset, in a local directory or at an
- *                         http(s):// URL (its manifest; shard footers are
+ *   struct shard_dataset  an open dataset, in a local directory, at an
+ *                         http(s):// URL or under an s3:// prefix (its
+ *                         manifest; shard footers are
  *                         read on first use).  Any sample is one ranged read
  *                         away: (shard, record) -> footer row -> frame.  It
  *                         counts what its reads cost (shard_dataset_stats).
@@ -180,9 +181,9 @@ SHARD_API void shard_item_release(struct shard_item *item);
  * `flags` asks (decoding checks the payload's dimensions).  Thread-safe.
  * Unless SHARD_READ_NO_FIELDS, the record's fields are copied into the item
  * and checked against the manifest's declarations: each field number
- * declared, each type the declared one, a vector of the declared length,
- * text and JSON valid UTF-8, label numbers below the manifest's label count
- * (a JSON value's syntax and a float's finiteness are shardcheck --deep's).
+ * declared, each type the declared one, each value one of its type
+ * (shard_field_check: UTF-8 text, one JSON value, finite floats, a vector of
+ * the declared length), label numbers below the manifest's label count.
  * A shard must be of its dataset's format version (a version 2 manifest has
  * version 2 shards, a version 1 manifest version 1 shards).
  * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or

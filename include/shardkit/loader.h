@@ -256,6 +256,19 @@ SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct sh
  * their order), and counted in the stats; an I/O or network error still
  * fails the batch, since leaving out whatever a failing disk could not read
  * would silently change the epoch.
+ *
+ * Fields.  A loader of a dataset with fields (format version 2) carries the
+ * fields that options.fields selects, by number (the position of the
+ * declaration in the manifest's config.fields), in that order: each batch
+ * then has, per selected field, a struct shard_batch_field made without an
+ * allocation per sample: a presence flag per sample, and the values either
+ * stacked (a number or a fixed-length vector: one array of count x length,
+ * zeros where the sample lacks the field) or back to back in one buffer with
+ * offsets (text, JSON, bytes, label lists).  Each value was checked against
+ * its declaration when read (shard_dataset_read): a sample whose fields are
+ * damaged is damaged like any other (skip_errors leaves it out, and every
+ * array of the batch stays aligned with `indices`).  With no field selected
+ * the records' fields are neither copied nor checked.
  */
 
 struct shard_loader_options {
@@ -272,10 +285,14 @@ struct shard_loader_options {
      * worker processes): this one makes only the batches b with
      * b % parts == part, numbered as in the whole epoch.  parts 0 or 1: all. */
     uint32_t part, parts;
+    /* The fields each batch carries: field_count field numbers (indices into
+     * the manifest's config.fields, none twice), copied; NULL and 0: none. */
+    const uint32_t *fields;
+    uint32_t field_count;
 };
 
 /* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan, 2 threads,
- * prefetch 0 (= 2), skip_errors 0, part 0 of 1. */
+ * prefetch 0 (= 2), skip_errors 0, part 0 of 1, no fields. */
 SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
 
 struct shard_loader;
@@ -283,8 +300,9 @@ struct shard_loader;
 /* A loader over ds (which must stay open until the loader is freed) with the
  * transforms of `augment` (NULL: none, uint8 NHWC; else it must outlive the
  * loader).  No thread runs until shard_loader_start.
- * 0, SHARD_EINVAL (batch_size 0, rank >= world_size, threads out of range:
- * the message names the option), SHARD_ENOMEM. */
+ * 0, SHARD_EINVAL (batch_size 0, rank >= world_size, threads out of range,
+ * a field the dataset does not declare or selected twice: the message names
+ * the option), SHARD_ENOMEM. */
 SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
                                const struct shard_augment *augment,
                                const struct shard_loader_options *o, struct shard_err *err);
@@ -337,6 +355,26 @@ SHARD_API int shard_loader_next(struct shard_loader *l, int timeout_ms, struct s
 /* The sample index whose failure the last shard_loader_next returned. */
 SHARD_API uint64_t shard_loader_failed_index(const struct shard_loader *l);
 
+/* One selected field's values in a batch (see "Fields" above).  Row j is the
+ * batch's sample j (indices[j]). */
+struct shard_batch_field {
+    uint32_t field;             /* field number: index into the manifest's config.fields */
+    enum shard_field_type type; /* the declared type */
+    uint32_t length;            /* values per sample of a stacked field: 1 for INT and FLOAT,
+                                 * the vector length for FLOAT32 and INT64; 0 for the others */
+    const uint8_t *present;     /* count flags: 1 where the sample has the field, 0 where
+                                 * it is absent */
+    /* INT, FLOAT, FLOAT32, INT64: count x length values in host byte order,
+     * int64_t, double, float, int64_t; a row of zeros where absent.  NULL for
+     * the other types. */
+    const void *values;
+    /* TEXT, JSON, BYTES, LABELS: sample j's value is data[offsets[j] ..
+     * offsets[j + 1]) (empty where absent): the stored bytes, and for LABELS
+     * uint32_t label numbers in host byte order.  NULL for the other types. */
+    const uint8_t *data;
+    const uint64_t *offsets;    /* count + 1 offsets, offsets[0] = 0 */
+};
+
 struct shard_batch_info {
     uint64_t epoch;
     uint64_t number;            /* the batch's number in its epoch */
@@ -356,6 +394,9 @@ struct shard_batch_info {
     /* with skip_errors: the samples left out, and why (names shard, record, key) */
     const uint64_t *skipped_indices;
     const struct shard_err *skipped_errors;
+    /* the selected fields (shard_loader_options.fields), in that order */
+    uint32_t field_count;
+    const struct shard_batch_field *fields;
 };
 
 /* What a batch holds (owned by the batch; valid until it is freed). */

@@ -15,7 +15,13 @@
  * done; the consumer waits for a whole group, swaps a fresh batch into the
  * slot and releases it, so the filled batch is the consumer's alone and the
  * workers go on into the fresh one.  At most `prefetch` batches are being
- * filled or waiting.  Without threads, next() fills the batch itself. */
+ * filled or waiting.  Without threads, next() fills the batch itself.
+ *
+ * Fields.  Each selected field has its arrays in the batch, allocated with
+ * it: presence flags, and a number's or vector's rows, which the worker
+ * filling place j writes in place; a variable-length value (text, JSON,
+ * bytes, labels) is copied into place j's own buffer, and the consumer lays
+ * the kept samples' values back to back when it finishes the batch. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -38,6 +44,25 @@
 /* Free batches the pool keeps for reuse beyond those in flight. */
 #define POOL_SPARE 4
 
+/* A selected field (shard_loader_options.fields). */
+struct loader_field {
+    uint32_t field;              /* field number */
+    enum shard_field_type type;
+    uint32_t length;             /* values per row of a stacked field, else 0 */
+    size_t width;                /* bytes per value: 8 (INT, FLOAT, INT64), 4 (FLOAT32,
+                                  * LABELS), 1 (TEXT, JSON, BYTES) */
+    size_t row_bytes;            /* a stacked field's bytes per sample; 0: variable length */
+};
+
+/* A selected field's arrays in a batch. */
+struct batch_field {
+    uint8_t *present;            /* capacity flags */
+    uint8_t *values;             /* stacked: capacity rows */
+    uint64_t *start, *len;       /* variable: place j's value in the batch's var[j] */
+    uint64_t *offsets;           /* variable: capacity + 1, of the kept samples in arena */
+    struct shard_buf arena;      /* variable: the kept samples' values back to back */
+};
+
 /* One sample's place in a batch whose samples have their own sizes. */
 struct place {
     struct shard_item item;  /* read into directly; its pixels are the sample
@@ -57,6 +82,7 @@ struct shard_batch {
     struct shard_batch_info info;
     struct loader_pool *pool;
     uint32_t capacity;
+    uint32_t field_count;        /* selected fields */
     size_t sample_bytes;         /* with a fixed size */
     uint8_t *data;
     uint64_t *indices;
@@ -67,6 +93,10 @@ struct shard_batch {
     struct shard_err *errs;
     uint64_t *skipped_indices;
     struct place *places;        /* without a fixed size */
+    struct batch_field *fields;  /* one per selected field */
+    struct shard_buf *var;       /* with a variable-length field: capacity buffers, place
+                                  * j's values */
+    struct shard_batch_field *info_fields;
 };
 
 /* What one thread needs to fill places. */
@@ -89,6 +119,10 @@ struct shard_loader {
     uint32_t fixed_w, fixed_h;
     size_t sample_bytes;
     uint64_t plan_count, dropped;
+    struct loader_field *fields; /* the selected fields, field_count of them */
+    uint32_t field_count;
+    int has_variable;            /* one of them has values of variable length */
+    int16_t selected[SHARD_FIELDS_MAX]; /* field number -> index in fields, or -1 */
     uint64_t epoch_batches;      /* batches of the rank's epoch */
     uint64_t batches;            /* of them, this part's */
     struct loader_pool *pool;
@@ -136,6 +170,20 @@ static void batch_destroy(struct shard_batch *b)
         shard_buf_release(&b->places[j].out);
     }
     free(b->places);
+    for (uint32_t k = 0; b->fields && k < b->field_count; k++) {
+        struct batch_field *f = &b->fields[k];
+        free(f->present);
+        free(f->values);
+        free(f->start);
+        free(f->len);
+        free(f->offsets);
+        shard_buf_release(&f->arena);
+    }
+    free(b->fields);
+    for (uint32_t j = 0; b->var && j < b->capacity; j++)
+        shard_buf_release(&b->var[j]);
+    free(b->var);
+    free(b->info_fields);
     free(b->data);
     free(b->indices);
     free(b->labels);
@@ -146,6 +194,33 @@ static void batch_destroy(struct shard_batch *b)
     free(b->errs);
     free(b->skipped_indices);
     free(b);
+}
+
+/* The arrays of the selected fields in a new batch b: 0, or -1 when out of
+ * memory (batch_destroy frees what was made). */
+static int batch_create_fields(const struct shard_loader *l, struct shard_batch *b)
+{
+    const uint32_t n = b->capacity;
+    b->field_count = l->field_count;
+    if (!(b->fields = calloc(l->field_count, sizeof *b->fields)) ||
+        !(b->info_fields = calloc(l->field_count, sizeof *b->info_fields)) ||
+        (l->has_variable && !(b->var = calloc(n, sizeof *b->var))))
+        return -1;
+    for (uint32_t k = 0; k < l->field_count; k++) {
+        const struct loader_field *lf = &l->fields[k];
+        struct batch_field *f = &b->fields[k];
+        if (!(f->present = calloc(n, 1)))
+            return -1;
+        if (lf->row_bytes) {  /* row_bytes * n was checked when the loader was made */
+            if (!(f->values = calloc(n, lf->row_bytes)))
+                return -1;
+        } else if (!(f->start = calloc(n, sizeof *f->start)) ||
+                   !(f->len = calloc(n, sizeof *f->len)) ||
+                   !(f->offsets = calloc((size_t)n + 1, sizeof *f->offsets))) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static struct shard_batch *batch_create(const struct shard_loader *l, struct shard_err *err)
@@ -175,6 +250,8 @@ static struct shard_batch *batch_create(const struct shard_loader *l, struct sha
     } else if (!(b->places = calloc(n, sizeof *b->places))) {
         goto fail;
     }
+    if (l->field_count && batch_create_fields(l, b))
+        goto fail;
     return b;
 fail:
     batch_destroy(b);
@@ -278,6 +355,67 @@ static int choose_box(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg
                                 &box->height);
 }
 
+/* Copy len bytes of values `width` bytes wide, stored little-endian, to dst
+ * in host byte order. */
+static void copy_le(uint8_t *dst, const uint8_t *src, size_t len, size_t width)
+{
+    if (!len)  /* an empty value: dst may be a buffer not yet allocated */
+        return;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (size_t i = 0; i < len; i += width)
+        for (size_t k = 0; k < width; k++)
+            dst[i + k] = src[i + width - 1 - k];
+#else
+    (void)width;
+    memcpy(dst, src, len);
+#endif
+}
+
+/* Put the selected fields of the sample read into `item` in place j of b:
+ * presence flags, a stacked field's row (zeros when absent), a variable
+ * one's value into the place's own buffer. */
+static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint32_t j,
+                       const struct shard_item *item, struct shard_err *err)
+{
+    struct shard_buf *var = l->has_variable ? &b->var[j] : NULL;
+    if (var)
+        var->len = 0;
+    for (uint32_t k = 0; k < l->field_count; k++) {
+        b->fields[k].present[j] = 0;
+        if (!l->fields[k].row_bytes)
+            b->fields[k].len[j] = 0;
+    }
+    for (uint32_t i = 0; i < item->field_count; i++) {
+        const struct shard_field_value *v = &item->fields[i];
+        int k = l->selected[v->field];  /* the decoder keeps numbers below SHARD_FIELDS_MAX */
+        if (k < 0)
+            continue;
+        const struct loader_field *lf = &l->fields[k];
+        struct batch_field *f = &b->fields[k];
+        f->present[j] = 1;
+        if (lf->row_bytes) {
+            if (v->len != lf->row_bytes)  /* the read checked it against the declaration */
+                return shard_err_set(err, SHARD_ECORRUPT, "field %u holds %llu bytes, not %zu",
+                                     v->field, (unsigned long long)v->len, lf->row_bytes);
+            copy_le(f->values + (size_t)j * lf->row_bytes, v->data, lf->row_bytes, lf->width);
+            continue;
+        }
+        size_t at = var->len;
+        int rc = shard_buf_reserve(var, at + (size_t)v->len, err);
+        if (rc)
+            return rc;
+        copy_le(var->data + at, v->data, (size_t)v->len, lf->width);
+        var->len = at + (size_t)v->len;
+        f->start[j] = at;
+        f->len[j] = v->len;
+    }
+    for (uint32_t k = 0; k < l->field_count; k++)
+        if (l->fields[k].row_bytes && !b->fields[k].present[j])
+            memset(b->fields[k].values + (size_t)j * l->fields[k].row_bytes, 0,
+                   l->fields[k].row_bytes);
+    return SHARD_OK;
+}
+
 /* Read sample `index` into place j of b and transform it there. */
 static void fill_place(struct shard_loader *l, struct worker *w, struct shard_batch *b, uint32_t j,
                        uint64_t index)
@@ -289,10 +427,12 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
     shard_err_clear(err);
     struct sk_read_box rb = {choose_box, w, {0}, 0};
     w->index = index;
-    /* the records' fields are neither copied nor checked: no batch carries them */
-    unsigned flags = SHARD_READ_PIXELS | SHARD_READ_NO_FIELDS;
+    /* without a selected field, records' fields are neither copied nor checked */
+    unsigned flags = SHARD_READ_PIXELS | (l->field_count ? 0 : SHARD_READ_NO_FIELDS);
     int rc = l->crop_first ? sk_dataset_read_box(l->ds, index, flags, &rb, item, err)
                            : shard_dataset_read(l->ds, index, flags, item, err);
+    if (!rc && l->field_count && (rc = copy_fields(l, b, j, item, err)))
+        name_sample(l->ds, index, err);
     if (rc)
         goto out;
     b->labels[j] = item->label;
@@ -357,6 +497,64 @@ static int is_damage(int code)
            code == SHARD_ELIMIT;
 }
 
+/* Place j's fields move to place `kept` (< j), as its other arrays do when
+ * the samples before it that failed are left out; its buffer of
+ * variable-length values trades places with kept's. */
+static void move_fields(const struct shard_loader *l, struct shard_batch *b, uint32_t j,
+                        uint32_t kept)
+{
+    if (l->has_variable) {
+        struct shard_buf t = b->var[kept];
+        b->var[kept] = b->var[j];
+        b->var[j] = t;
+    }
+    for (uint32_t k = 0; k < l->field_count; k++) {
+        struct batch_field *f = &b->fields[k];
+        size_t row = l->fields[k].row_bytes;
+        f->present[kept] = f->present[j];
+        if (row) {
+            memmove(f->values + (size_t)kept * row, f->values + (size_t)j * row, row);
+        } else {
+            f->start[kept] = f->start[j];
+            f->len[kept] = f->len[j];
+        }
+    }
+}
+
+/* The variable-length values of the `count` kept samples back to back in
+ * each such field's arena, and the batch's field info. */
+static int finish_fields(const struct shard_loader *l, struct shard_batch *b, uint32_t count,
+                         struct shard_err *err)
+{
+    for (uint32_t k = 0; k < l->field_count; k++) {
+        const struct loader_field *lf = &l->fields[k];
+        struct batch_field *f = &b->fields[k];
+        struct shard_batch_field *out = &b->info_fields[k];
+        *out = (struct shard_batch_field){lf->field, lf->type, lf->length, f->present,
+                                          f->values, NULL, NULL};
+        if (lf->row_bytes)
+            continue;
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < count; i++)
+            total += f->len[i];
+        f->arena.len = 0;
+        int rc = shard_buf_reserve(&f->arena, total ? (size_t)total : 1, err);
+        if (rc)
+            return rc;
+        f->offsets[0] = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            if (f->len[i])  /* an empty value's buffer may not be allocated */
+                memcpy(f->arena.data + f->arena.len, b->var[i].data + f->start[i],
+                       (size_t)f->len[i]);
+            f->arena.len += (size_t)f->len[i];
+            f->offsets[i + 1] = f->arena.len;
+        }
+        out->data = f->arena.data;
+        out->offsets = f->offsets;
+    }
+    return SHARD_OK;
+}
+
 /* A batch whose `count` places are filled: fill in its info, leave out the
  * failed samples (skip_errors) or report the first failure.  0 or that
  * failure's code. */
@@ -382,6 +580,7 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
             b->labels[kept] = b->labels[j];
             b->widths[kept] = b->widths[j];
             b->heights[kept] = b->heights[j];
+            move_fields(l, b, j, kept);
             if (l->fixed) {
                 memmove(b->data + (size_t)kept * b->sample_bytes,
                         b->data + (size_t)j * b->sample_bytes, b->sample_bytes);
@@ -415,11 +614,71 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
     info->heights = b->heights;
     info->skipped_indices = b->skipped_indices;
     info->skipped_errors = b->errs;
+    if (l->field_count) {
+        int rc = finish_fields(l, b, kept, err);
+        if (rc)
+            return rc;
+        info->field_count = l->field_count;
+        info->fields = b->info_fields;
+    }
     add(&l->skipped, skipped);
     return SHARD_OK;
 }
 
 /* ---- the loader ------------------------------------------------------------------- */
+
+/* The selected fields of options o into l (whose dataset is set): each
+ * declared, none twice, a batch's rows of each within size_t. */
+static int select_fields(struct shard_loader *l, const struct shard_loader_options *o,
+                         struct shard_err *err)
+{
+    const struct shard_config *c = &shard_dataset_manifest(l->ds)->config;
+    memset(l->selected, 0xff, sizeof l->selected);  /* -1: not selected */
+    l->field_count = 0;
+    if (!o->field_count)
+        return SHARD_OK;
+    if (!(l->fields = calloc(o->field_count, sizeof *l->fields)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < o->field_count; k++) {
+        uint32_t n = o->fields[k];
+        if (n >= c->field_count)
+            return shard_err_set(err, SHARD_EINVAL, "field %u is not declared (the dataset "
+                                 "declares %u)", n, c->field_count);
+        if (l->selected[n] >= 0)
+            return shard_err_set(err, SHARD_EINVAL, "field %u ('%s') is selected twice", n,
+                                 c->fields[n].name);
+        const struct shard_field_decl *d = &c->fields[n];
+        struct loader_field *f = &l->fields[k];
+        f->field = n;
+        f->type = d->type;
+        switch (d->type) {
+        case SHARD_FIELD_INT:
+        case SHARD_FIELD_FLOAT:
+            f->length = 1, f->width = 8;
+            break;
+        case SHARD_FIELD_FLOAT32:
+            f->length = d->length, f->width = 4;
+            break;
+        case SHARD_FIELD_INT64:
+            f->length = d->length, f->width = 8;
+            break;
+        case SHARD_FIELD_LABELS:
+            f->width = 4;
+            break;
+        default:  /* TEXT, JSON, BYTES */
+            f->width = 1;
+            break;
+        }
+        f->row_bytes = (size_t)f->length * f->width;
+        if (f->row_bytes && f->row_bytes > SIZE_MAX / o->batch_size)
+            return shard_err_set(err, SHARD_ELIMIT, "field '%s': a batch of %u rows of %zu "
+                                 "bytes is too large", d->name, o->batch_size, f->row_bytes);
+        l->has_variable |= !f->row_bytes;
+        l->selected[n] = (int16_t)k;
+        l->field_count = k + 1;
+    }
+    return SHARD_OK;
+}
 
 int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
                      const struct shard_augment *augment, const struct shard_loader_options *o,
@@ -459,6 +718,8 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
             goto fail;
         }
     }
+    if ((rc = select_fields(l, o, err)))
+        goto fail;
     /* the count of a rank's plan is the same in every epoch */
     struct shard_plan *plan;
     if ((rc = shard_dataset_plan(ds, &l->o.plan, &plan, err)))
@@ -555,6 +816,7 @@ void shard_loader_free(struct shard_loader *l)
     free(l->workers);
     free(l->threads);
     free(l->ring);
+    free(l->fields);
     batch_destroy(l->fresh);
     struct loader_pool *p = l->pool;
     if (p) {

@@ -62,7 +62,10 @@ int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
             return shard_err_set(err, SHARD_ECORRUPT, "JSON is not valid UTF-8 at byte %zu",
                                  bad - 1);
         json_error_t jerr;
-        json_t *v = json_loadb((const char *)value, (size_t)len, JSON_DECODE_ANY, &jerr);
+        /* any value RFC 8259 allows: integers beyond int64 (a uint64 hash) and
+         * \u0000 in strings too; jansson still refuses \u0000 in object keys */
+        json_t *v = json_loadb((const char *)value, (size_t)len,
+                               JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, &jerr);
         if (!v)
             return shard_err_set(err, SHARD_ECORRUPT, "invalid JSON: line %d column %d: %s",
                                  jerr.line, jerr.column, jerr.text);

@@ -449,22 +449,18 @@ static int find_settings(struct sk_s3 *s3, struct shard_err *err)
     return rc;
 }
 
-/* SHARDKIT_S3_PART_SIZE: bytes, or with a K, M or G suffix (powers of 1024). */
+/* SHARDKIT_S3_PART_SIZE: a size as every size is read (shard_size_parse). */
 static int part_size(struct sk_s3 *s3, struct shard_err *err)
 {
     s3->part_bytes = SK_S3_DEFAULT_PART;
     const char *v = env("SHARDKIT_S3_PART_SIZE");
+    uint64_t n;
     if (!v)
         return SHARD_OK;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-    if (shift)
-        end++;
-    if (end == v || *end || n > (UINT64_MAX >> 30) || (n << shift) < SK_S3_MIN_PART)
+    if (shard_size_parse(v, &n) || n < SK_S3_MIN_PART)
         return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_S3_PART_SIZE='%s' is not a size of "
                              "at least 5M", v);
-    s3->part_bytes = (uint64_t)n << shift;
+    s3->part_bytes = n;
     return SHARD_OK;
 }
 

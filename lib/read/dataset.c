@@ -528,10 +528,11 @@ static int fill_item(const struct shard_record_view *v, unsigned flags, struct s
 }
 
 /* Whether value f of a record agrees with the manifest m: a declared field
- * of the declared type; a vector of the declared length; text and JSON in
- * UTF-8; label numbers below the label count.  What costs more to prove
- * (a JSON value's syntax, finite floats, labels listed twice) is left to
- * shardcheck --deep (shard_field_check).  0 or SHARD_ECORRUPT. */
+ * of the declared type whose value is one of that type as the format
+ * defines it (shard_field_check: UTF-8 text, one JSON value, finite floats,
+ * a vector of the declared length); a label list's numbers below the label
+ * count (that none is listed twice is left to shardcheck --deep).
+ * 0 or SHARD_ECORRUPT. */
 static int check_field(const struct shard_manifest *m, const struct shard_field_value *f,
                        struct shard_err *err)
 {
@@ -545,38 +546,19 @@ static int check_field(const struct shard_manifest *m, const struct shard_field_
         return shard_err_set(err, SHARD_ECORRUPT, "field '%s' is stored as %s, declared %s",
                              d->name, shard_field_type_name(f->type),
                              shard_field_type_name(d->type));
-    switch (d->type) {
-    case SHARD_FIELD_FLOAT32:
-    case SHARD_FIELD_INT64: {
-        uint64_t size = d->type == SHARD_FIELD_FLOAT32 ? 4 : 8;
-        if (f->len != (uint64_t)d->length * size)
-            return shard_err_set(err, SHARD_ECORRUPT, "field '%s': %llu bytes are no %s[%u]",
-                                 d->name, (unsigned long long)f->len,
-                                 shard_field_type_name(d->type), d->length);
-        return SHARD_OK;
-    }
-    case SHARD_FIELD_TEXT:
-    case SHARD_FIELD_JSON:
-        for (uint64_t i = 0; i < f->len;) {
-            size_t n = shard_utf8_len(f->data + i, (size_t)(f->len - i));
-            if (!n)
-                return shard_err_set(err, SHARD_ECORRUPT, "field '%s': not valid UTF-8 at byte %llu",
-                                     d->name, (unsigned long long)i);
-            i += n;
-        }
-        return SHARD_OK;
-    case SHARD_FIELD_LABELS:
-        for (uint64_t i = 0; i < f->len; i += 4) {
+    int rc = SHARD_OK;
+    if (d->type != SHARD_FIELD_LABELS) {
+        rc = shard_field_check(d, f->data, f->len, m->label_count, err);
+    } else {
+        /* the decoder checked a multiple of 4 bytes */
+        for (uint64_t i = 0; !rc && i < f->len; i += 4) {
             uint32_t label = get_le32(f->data + i);
             if (label >= m->label_count)
-                return shard_err_set(err, SHARD_ECORRUPT,
-                                     "field '%s': label number %u is not below %u", d->name,
-                                     label, m->label_count);
+                rc = shard_err_set(err, SHARD_ECORRUPT, "label number %u is not below %u",
+                                   label, m->label_count);
         }
-        return SHARD_OK;
-    default:  /* INT and FLOAT are 8 bytes (the decoder checked), BYTES anything */
-        return SHARD_OK;
     }
+    return rc ? shard_err_prefix(err, rc, "field '%s'", d->name) : SHARD_OK;
 }
 
 /* Copy the decoded record's field area into the item (one copy: the values

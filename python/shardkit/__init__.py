@@ -2,7 +2,7 @@
 training-ready batches made in C.
 
     import shardkit
-    ds = shardkit.Dataset("/data/shards")            # a directory or http(s) URL
+    ds = shardkit.Dataset("/data/shards")            # a directory, http(s) URL or s3:// prefix
     loader = shardkit.Loader(ds, 256, transform=[
         shardkit.RandomResizedCrop(224), shardkit.RandomHorizontalFlip(),
         shardkit.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])],
@@ -12,6 +12,11 @@ training-ready batches made in C.
         for images, labels in loader:
             ...
 
+A dataset with fields (captions, JSON metadata, numbers, vectors, label
+lists) gives them back: ``ds.fields`` (the declarations), ``ds[i].fields``
+and ``Loader(ds, 256, fields=["caption", "meta"])``, whose batches carry
+``batch.fields`` and ``batch.present``.
+
 numpy is required; torch is optional (``output="torch"`` and
 ``shardkit.torch`` need it).  See the README's Python section.
 """
@@ -20,7 +25,7 @@ from shardkit.errors import (CorruptDatasetError, CorruptRecordError, ExistsErro
                              NetworkError, NotFoundError, OutOfMemoryError, RejectedInputError,
                              RunInterruptedError, ShardkitError, StorageError, UnsupportedError)
 from shardkit import _native
-from shardkit.dataset import Dataset, Sample
+from shardkit.dataset import Dataset, Field, Sample
 from shardkit.transforms import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
                                  RandomResizedCrop, Resize)
 from shardkit.loader import Batch, Loader
@@ -29,7 +34,7 @@ __version__ = _native.version()
 
 __all__ = [
     "Batch", "CenterCrop", "Compose", "CorruptDatasetError", "CorruptRecordError", "Dataset",
-    "ExistsError", "InvalidArgumentError", "LimitError", "Loader", "LockedError",
+    "ExistsError", "Field", "InvalidArgumentError", "LimitError", "Loader", "LockedError",
     "MismatchError", "NetworkError", "Normalize", "NotFoundError", "OutOfMemoryError",
     "RandomHorizontalFlip", "RandomResizedCrop", "RejectedInputError", "Resize",
     "RunInterruptedError", "Sample", "ShardkitError", "StorageError", "UnsupportedError",

@@ -1,10 +1,12 @@
 """Dataset: an open shardkit dataset, samples by index or key."""
 import json
 import os
+import struct
 
 import numpy as np
 
 from shardkit import _native
+from shardkit.errors import CorruptRecordError
 
 
 def _key_str(key_bytes):
@@ -19,20 +21,110 @@ def _key_bytes(key, name="key"):
     raise TypeError(f"{name} must be str or bytes, not {type(key).__name__}")
 
 
+class Field:
+    """A field the dataset declares (format version 2, manifests/FORMAT.md
+    "Fields"): ``name``, ``number`` (its position in the manifest's
+    config.fields), ``type`` ("text", "json", "int", "float", "float32",
+    "int64", "labels" or "bytes"), ``length`` (a float32 or int64 vector's
+    length, else None), ``source`` (``("sidecar", ".txt")`` or ``("column",
+    "caption")``: where the values were taken from), ``required`` (bool: a
+    sample without it was rejected) and ``present`` (how many samples have
+    it: the manifest's counts.fields)."""
+
+    __slots__ = ("name", "number", "type", "length", "source", "required", "present")
+
+    def __init__(self, name, number, type, length, source, required, present):
+        self.name = name
+        self.number = number
+        self.type = type
+        self.length = length
+        self.source = source
+        self.required = required
+        self.present = present
+
+    def __eq__(self, other):
+        return isinstance(other, Field) and all(
+            getattr(self, a) == getattr(other, a) for a in self.__slots__)
+
+    def __hash__(self):
+        return hash(tuple(getattr(self, a) for a in self.__slots__))
+
+    def __repr__(self):
+        declared = f"{self.type}[{self.length}]" if self.length is not None else self.type
+        return (f"Field({self.name!r}, {declared}, {self.source[0]}={self.source[1]!r}, "
+                f"required={self.required}, present={self.present})")
+
+
+def _declared_fields(manifest):
+    """The Field of every declaration in a manifest dict, by name, in field
+    number order (empty for a version 1 dataset)."""
+    present = manifest.get("counts", {}).get("fields", {})
+    fields = {}
+    for number, d in enumerate(manifest.get("config", {}).get("fields", [])):
+        type_, _, rest = d["type"].partition("[")
+        length = int(rest.rstrip("]")) if rest else None
+        source = ("sidecar", d["sidecar"]) if "sidecar" in d else ("column", d["column"])
+        fields[d["name"]] = Field(d["name"], number, type_, length, source, d["required"],
+                                  present.get(d["name"], 0))
+    return fields
+
+
+_FLOAT64 = struct.Struct("<d")
+_SHARD_ECORRUPT = -4  # enum shard_status: a record's own damage
+
+
+def _decode_value(field, raw):
+    """A field's stored bytes as the Python value Sample.fields holds (the
+    reader checked the type, a vector's length and that text is UTF-8)."""
+    t = field.type
+    if t == "text":
+        return raw.decode("utf-8")
+    if t == "json":
+        return json.loads(raw)
+    if t == "int":
+        return int.from_bytes(raw, "little", signed=True)
+    if t == "float":
+        return _FLOAT64.unpack(raw)[0]
+    if t == "float32":
+        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if t == "int64":
+        return np.frombuffer(raw, dtype="<i8").astype(np.int64)
+    if t == "labels":
+        return np.frombuffer(raw, dtype="<u4").tolist()
+    return raw  # bytes
+
+
+def _bad_json(dataset, index, name, error):
+    """The CorruptRecordError of a stored JSON value that does not parse."""
+    shard, record = dataset.locate(index)
+    key_bytes = dataset.key_bytes(index)
+    key = key_bytes.decode("utf-8", "backslashreplace")
+    return CorruptRecordError(f"{shard} record {record} (key '{key}'): field '{name}': invalid "
+                              f"JSON: {error}", index=index, shard=shard, record=record,
+                              key_bytes=key_bytes, code=_SHARD_ECORRUPT)
+
+
 class Sample:
     """One sample: ``key`` (str; bytes that are not UTF-8 are kept as
     surrogate escapes, so ``key_bytes`` and ``key`` round-trip), ``key_bytes``,
     ``label`` (int index into ``Dataset.labels``, or None), ``index`` (its
-    position in stored order) and ``image`` (numpy uint8, height x width x 3,
-    RGB)."""
+    position in stored order), ``image`` (numpy uint8, height x width x 3,
+    RGB) and ``fields``: a dict holding every field the dataset declares, by
+    name, in declaration order (empty for a dataset without fields): text as
+    str, json parsed (json.loads), int and float as Python numbers, float32
+    and int64 vectors as numpy arrays, labels as a list of label numbers
+    (``Dataset.label_names`` gives their names), bytes as bytes, and None for
+    a field the sample does not have (an empty string is a value, not an
+    absence)."""
 
-    __slots__ = ("index", "key_bytes", "label", "image")
+    __slots__ = ("index", "key_bytes", "label", "image", "fields")
 
-    def __init__(self, index, key_bytes, label, image):
+    def __init__(self, index, key_bytes, label, image, fields=None):
         self.index = index
         self.key_bytes = key_bytes
         self.label = label
         self.image = image
+        self.fields = {} if fields is None else fields
 
     @property
     def key(self):
@@ -53,7 +145,9 @@ class Dataset:
     first time one of its samples is.  ``len(ds)``, ``ds[i]`` (a Sample;
     negative indices count from the end), ``ds.labels`` (class names),
     ``ds.manifest`` (the manifest as a dict), ``ds.index_of(key)``,
-    ``ds.stored(i)`` (the payload as stored, not decoded).
+    ``ds.stored(i)`` (the payload as stored, not decoded), ``ds.fields``
+    (the fields it declares, format version 2; a Sample's ``fields`` holds
+    their values) and ``ds.label_names(ids)``.
     Thread-safe: many threads may read one dataset at once (the GIL is
     released while a sample is read and decoded).
 
@@ -72,6 +166,8 @@ class Dataset:
         self._native = _native.Dataset(self._location)
         self._manifest = None
         self._labels = None
+        self._fields = None
+        self._by_number = None
 
     @property
     def location(self):
@@ -93,8 +189,41 @@ class Dataset:
 
     def __getitem__(self, i):
         i = self._index(i)
-        key, label, pixels = self._native.read(i)
-        return Sample(i, key, None if label < 0 else label, np.asarray(pixels))
+        key, label, pixels, stored = self._native.read(i)
+        return Sample(i, key, None if label < 0 else label, np.asarray(pixels),
+                      self._sample_fields(i, stored))
+
+    def _sample_fields(self, i, stored):
+        """Sample.fields from the (field number, bytes) pairs a read gave."""
+        declared = self._declared()
+        values = dict.fromkeys(declared)
+        by_number = self._by_number
+        for number, raw in stored:
+            field = by_number[number]
+            try:
+                values[field.name] = _decode_value(field, raw)
+            except ValueError as e:  # json.JSONDecodeError: the reader does not parse JSON
+                raise _bad_json(self, i, field.name, e) from None
+        return values
+
+    def _declared(self):
+        if self._fields is None:
+            self._fields = _declared_fields(self.manifest)
+            self._by_number = [f for f in self._fields.values()]
+        return self._fields
+
+    @property
+    def fields(self):
+        """The fields the dataset declares: a dict name -> Field (name,
+        number, type, length, source, required, present), in field number
+        order; empty for a dataset without fields (format version 1)."""
+        return dict(self._declared())
+
+    def label_names(self, labels):
+        """The class names of a list of label numbers (a labels field's
+        value): ``[ds.labels[i] for i in labels]``."""
+        names = self.labels
+        return [names[int(i)] for i in labels]
 
     def __iter__(self):
         for i in range(len(self)):

@@ -1,11 +1,12 @@
 """Loader: training-ready batches, made in C by the reader's threads."""
+import json
 import os
 import sys
 
 import numpy as np
 
 from shardkit import _native
-from shardkit.dataset import Dataset, _key_str
+from shardkit.dataset import Dataset, _bad_json, _key_str
 from shardkit.errors import CorruptRecordError
 from shardkit.transforms import U32_MAX, _check_int, compose
 
@@ -87,25 +88,41 @@ class Batch:
     """One batch.  Unpacks as ``images, labels``; also ``indices`` (int64:
     each sample's position in stored order), ``keys`` (str, read from the
     shard footers when first asked for), ``epoch``, ``number`` (the batch's
-    position in its epoch) and ``skipped`` (CorruptRecordError of samples left
-    out with on_error="skip").
+    position in its epoch), ``skipped`` (CorruptRecordError of samples left
+    out with on_error="skip"), and with Loader(fields=...) ``fields`` and
+    ``present``.
 
     ``images`` is one array (B, H, W, 3) or (B, 3, H, W) when the transform
     fixes the size, else a list of per-sample arrays; ``labels`` is int64,
     -1 for a sample without a label.  With output="torch" both are torch
     tensors sharing the loader's memory (no copy).  The memory is the
     batch's own: keeping it does not slow the loader down, which takes new
-    memory when it needs to."""
+    memory when it needs to.
 
-    __slots__ = ("images", "labels", "indices", "epoch", "number", "skipped", "_dataset", "_keys")
+    ``fields`` is a dict, by name, of the selected fields in the order they
+    were selected (empty without): text a list of B str, json a list of B
+    parsed values, bytes a list of B bytes (each None where the sample lacks
+    the field; "" is a value); int an int64 array (B,), float float64 (B,),
+    float32[N] float32 (B, N), int64[N] int64 (B, N), zeros where absent;
+    labels a list of B lists of label numbers (None where absent), or with
+    multi_hot a uint8 array (B, C) holding 1 at each label number (C is
+    ``len(dataset.labels)``; a row of zeros where absent).  ``present`` is a
+    dict of the same names, each a bool array (B,): True where the sample has
+    the field.  With output="torch" the arrays are torch tensors."""
 
-    def __init__(self, images, labels, indices, epoch, number, skipped, dataset):
+    __slots__ = ("images", "labels", "indices", "epoch", "number", "skipped", "fields",
+                 "present", "_dataset", "_keys")
+
+    def __init__(self, images, labels, indices, epoch, number, skipped, dataset, fields=None,
+                 present=None):
         self.images = images
         self.labels = labels
         self.indices = indices
         self.epoch = epoch
         self.number = number
         self.skipped = skipped
+        self.fields = {} if fields is None else fields
+        self.present = {} if present is None else present
         self._dataset = dataset
         self._keys = None
 
@@ -135,7 +152,8 @@ class Loader:
     ``Loader(ds, batch_size, *, shuffle=True, seed=0, rank=None,
     world_size=None, threads=None, transform=None, drop_last=False,
     remainder="keep", shuffle_buffer=None, output="numpy", layout="NHWC",
-    dtype="uint8", on_error="raise", prefetch=2)``
+    dtype="uint8", on_error="raise", prefetch=2, fields=None,
+    multi_hot=False)``
 
     - ds: a Dataset, or its location.
     - shuffle, seed, shuffle_buffer, remainder, rank, world_size: the epoch
@@ -153,6 +171,13 @@ class Loader:
     - on_error: "raise" (a damaged sample raises CorruptRecordError naming
       shard, record and key, and the loop may go on with the next batch) or
       "skip" (left out of its batch, counted in ``stats``).
+    - fields: names of the dataset's fields (``Dataset.fields``) that each
+      batch carries in ``batch.fields`` and ``batch.present`` (see Batch);
+      an unknown name is a ValueError listing the declared ones.  Without,
+      records' fields are not even read.
+    - multi_hot: True (every selected labels field) or a list of labels
+      field names: those come as a (B, C) uint8 multi-hot array instead of
+      lists of label numbers.
 
     Iterating yields the batches of the current epoch from the current
     position; when the epoch is over the loader moves to the next epoch.
@@ -168,7 +193,8 @@ class Loader:
     def __init__(self, ds, batch_size, *, shuffle=True, seed=0, rank=None, world_size=None,
                  threads=None, transform=None, drop_last=False, remainder="keep",
                  shuffle_buffer=None, output="numpy", layout="NHWC", dtype="uint8",
-                 on_error="raise", prefetch=DEFAULT_PREFETCH, _part=0, _parts=1):
+                 on_error="raise", prefetch=DEFAULT_PREFETCH, fields=None, multi_hot=False,
+                 _part=0, _parts=1):
         if not isinstance(ds, Dataset):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
@@ -201,10 +227,12 @@ class Loader:
         if self.transform is not None or (layout, dtype) != ("NHWC", "uint8"):
             steps = self.transform if self.transform is not None else _empty()
             augment = steps._augment(layout, dtype)
+        self.fields, self.multi_hot = _select_fields(ds, fields, multi_hot)
         self._native = _native.Loader(
             ds._native, augment, self.batch_size, self.shuffle, self.seed, self.rank,
             self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
-            prefetch, self.on_error == "skip", _part, _parts)
+            prefetch, self.on_error == "skip", _part, _parts,
+            [f.number for f in self.fields])
         self._epoch = 0
         self._batch = 0
         self._generation = 0
@@ -241,7 +269,15 @@ class Loader:
                 "world_size": self.world_size, "batch_size": self.batch_size,
                 "drop_last": self.drop_last, "remainder": self.remainder,
                 "shuffle_buffer": self.shuffle_buffer, "samples": len(self.dataset),
-                "transform": transform, "layout": self.layout, "dtype": self.dtype}
+                "transform": transform, "layout": self.layout, "dtype": self.dtype,
+                **self._fields_identity()}
+
+    def _fields_identity(self):
+        # None without fields, as a state from before fields existed reads
+        if not self.fields:
+            return {"fields": None, "multi_hot": None}
+        return {"fields": [f.name for f in self.fields],
+                "multi_hot": sorted(self.multi_hot)}
 
     def state_dict(self):
         """The position (epoch, batches handed out), the dataset's identity
@@ -314,7 +350,7 @@ class Loader:
             if generation == self._generation and not self._closed:
                 self._native.stop()
 
-    def _make_batch(self, images, indices, labels, epoch, number, skipped):
+    def _make_batch(self, images, indices, labels, epoch, number, skipped, fields):
         indices = np.frombuffer(indices, dtype=np.uint64).astype(np.int64)
         labels = np.frombuffer(labels, dtype=np.int32).astype(np.int64)
         if isinstance(images, list):
@@ -324,12 +360,50 @@ class Loader:
         if skipped:
             room = MAX_SKIPPED_ERRORS - len(self._skipped_errors)
             self._skipped_errors.extend(skipped[:max(room, 0)])
+        values, present = self._batch_fields(fields, indices)
         if self._torch is not None:
             t = self._torch
             images = ([t.from_numpy(i) for i in images] if isinstance(images, list)
                       else t.from_numpy(images))
             labels = t.from_numpy(labels)
-        return Batch(images, labels, indices, epoch, number, skipped, self.dataset)
+            values = {k: t.from_numpy(v) if isinstance(v, np.ndarray) else v
+                      for k, v in values.items()}
+            present = {k: t.from_numpy(v) for k, v in present.items()}
+        return Batch(images, labels, indices, epoch, number, skipped, self.dataset, values,
+                     present)
+
+    def _batch_fields(self, parts, indices):
+        """batch.fields and batch.present from the native batch's fields
+        (one (number, present, values, items, labels) per selected field)."""
+        values, present = {}, {}
+        for field, (_, mask, stacked, items, labels) in zip(self.fields, parts):
+            mask = np.asarray(mask).view(np.bool_)
+            name = field.name
+            present[name] = mask
+            if stacked is not None:
+                values[name] = np.asarray(stacked)
+            elif labels is not None:
+                ids = np.asarray(labels[0])
+                ends = (np.asarray(labels[1]) // 4).astype(np.intp)
+                if name in self.multi_hot:
+                    hot = np.zeros((len(mask), len(self.dataset.labels)), dtype=np.uint8)
+                    hot[np.repeat(np.arange(len(mask)), np.diff(ends)), ids] = 1
+                    values[name] = hot
+                else:
+                    values[name] = [ids[ends[j]:ends[j + 1]].tolist() if mask[j] else None
+                                    for j in range(len(mask))]
+            elif field.type == "json":
+                values[name] = [None if s is None else self._parse_json(s, indices[j], name)
+                                for j, s in enumerate(items)]
+            else:
+                values[name] = items
+        return values, present
+
+    def _parse_json(self, text, index, name):
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise _bad_json(self.dataset, int(index), name, e) from None
 
     # ---- measurement and lifetime -------------------------------------------
 
@@ -397,6 +471,46 @@ class Loader:
         return (f"Loader({self.dataset!r}, batch_size={self.batch_size}, rank={self.rank}, "
                 f"world_size={self.world_size}, threads={self.threads}, "
                 f"transform={self.transform!r})")
+
+
+def _select_fields(ds, names, multi_hot):
+    """(the Fields `names` selects, in that order; the names of those to give
+    as multi-hot arrays), checked against the dataset's declarations."""
+    declared = ds.fields
+    if names is None:
+        names = []
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise TypeError(f"fields must be a list of field names, not {type(names).__name__}")
+    names = list(names)
+    selected = []
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"fields must be a list of field names, not of "
+                            f"{type(name).__name__}")
+        if name not in declared:
+            known = ", ".join(repr(n) for n in declared) or "none"
+            raise ValueError(f"unknown field {name!r}: the dataset declares {known}")
+        if name in (f.name for f in selected):
+            raise ValueError(f"field {name!r} is selected twice")
+        selected.append(declared[name])
+    labels_fields = [f.name for f in selected if f.type == "labels"]
+    if isinstance(multi_hot, bool):
+        hot = set(labels_fields) if multi_hot else set()
+    elif isinstance(multi_hot, str) or not hasattr(multi_hot, "__iter__"):
+        raise TypeError(f"multi_hot must be a bool or a list of labels field names, not "
+                        f"{type(multi_hot).__name__}")
+    else:
+        hot = set()
+        for name in multi_hot:
+            if name not in labels_fields:
+                why = ("not a field of the dataset" if name not in declared
+                       else "not in fields" if declared[name].type == "labels"
+                       else f"a {declared[name].type} field")
+                selected_labels = ", ".join(map(repr, labels_fields)) or "none"
+                raise ValueError(f"multi_hot: {name!r} is {why}, not one of the selected labels "
+                                 f"fields ({selected_labels})")
+            hot.add(name)
+    return selected, hot
 
 
 def _empty():

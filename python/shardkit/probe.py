@@ -1,7 +1,8 @@
 """Is this training step waiting for its input?
 
     /usr/bin/python3 -m shardkit.probe SRC DST [--steps 30] [--warmup 5]
-        [--batch-size 32] [--workers N] [--threads N] [--rounds R] [--trace FILE] [--json]
+        [--batch-size 32] [--workers N] [--threads N] [--rounds R] [--step-ms MS]
+        [--trace FILE] [--json]
 
 SRC is the folder of image files the shards were made from, DST the shards
 (made with ``shardify SRC DST``).  The probe trains a small CNN (torch, on the
@@ -25,6 +26,21 @@ median (a busy machine's swings hit all three alike).  Then
 a one-sentence verdict: input-bound (and by how much the shards cut the wait)
 or compute-bound (the loader is not the limit).
 
+Then the capacity answer: the CPU time each input path spends per image in
+the steady steps (a loader's threads and worker processes, read from /proc,
+and the training loop's own time receiving the batch), and from it the host
+cores each path needs to keep one accelerator busy: at the measured step
+time with resident input (the model's own) and at a step time of the
+accelerator you have (--step-ms).  cores = CPU per image x batch size /
+step time: an input path that needs more cores than the host gives each
+accelerator leaves it waiting, however the loader is tuned.
+
+Under torchrun (WORLD_SIZE > 1) every rank runs the three ways with the model
+in DistributedDataParallel (gloo), ImageFolder through a DistributedSampler
+and the shards split by rank, so that, as in training, the slowest rank
+holds the others back at each step's gradient all-reduce; rank 0 prints the
+report with every rank's steady wait and the slowest rank of each way.
+
 SRC must hold class folders, as ImageFolder wants.  A flat SRC (files with
 no class folder) is what ``shardify --labels dir`` stores without a label;
 the probe then shows ImageFolder the files as one class, through a temporary
@@ -37,6 +53,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 from shardkit import _native
@@ -56,6 +73,7 @@ WAYS = ("resident", "imagefolder", "shards")
 WAY_TITLES = {"resident": "one resident batch",
               "imagefolder": "ImageFolder + DataLoader",
               "shards": "shardkit.Loader"}
+INPUT_WAYS = ("imagefolder", "shards")
 
 
 class ProbeError(Exception):
@@ -122,8 +140,9 @@ def shard_batches(ds, batch_size, seed, threads):
     return _endless(loader, loader.set_epoch, "DST")
 
 
-def folder_batches(root, batch_size, seed, workers):
-    """torchvision ImageFolder + DataLoader batches, epoch after epoch."""
+def folder_batches(root, batch_size, seed, workers, distributed=False):
+    """torchvision ImageFolder + DataLoader batches, epoch after epoch; with
+    `distributed`, this rank's share (a DistributedSampler)."""
     import torch
     import torchvision
     from torchvision import transforms as T
@@ -135,10 +154,12 @@ def folder_batches(root, batch_size, seed, workers):
         raise ProbeError(f"ImageFolder cannot read '{root}': {e}") from None
     generator = torch.Generator()
     generator.manual_seed(seed)
-    loader = torch.utils.data.DataLoader(folder, batch_size=batch_size, shuffle=True,
-                                         num_workers=workers, drop_last=True,
+    sampler = (torch.utils.data.distributed.DistributedSampler(folder, seed=seed, drop_last=True)
+               if distributed else None)
+    loader = torch.utils.data.DataLoader(folder, batch_size=batch_size, shuffle=sampler is None,
+                                         sampler=sampler, num_workers=workers, drop_last=True,
                                          persistent_workers=workers > 0, generator=generator)
-    return _endless(loader, lambda epoch: None, "SRC")
+    return _endless(loader, sampler.set_epoch if sampler else lambda epoch: None, "SRC")
 
 
 def resident_batches(batch):
@@ -159,31 +180,131 @@ def _endless(loader, set_epoch, name):
         epoch += 1
 
 
-def time_steps(batches, step, steps, clock=time.perf_counter):
+# ---- what the input costs in CPU time ---------------------------------------
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(path):
+    """(ppid, utime + stime in clock ticks) from a /proc stat file, or None
+    when the process or thread is gone."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(b")") + 2:].split()  # after "pid (comm) "
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+class InputCpu:
+    """The CPU time an input pipeline made after this meter spends: that of
+    the threads of this process that were not there when the meter was made
+    (a loader's threads, those that have ended too; the model's threads are
+    older), i.e. the process's CPU time less its old threads', and that of
+    the processes descended from this one (a DataLoader's workers), read from
+    /proc.  The training loop's own time receiving a batch is counted by
+    time_steps.  Made and read by the same thread (the training loop's).
+    `available` is False where there is no /proc (seconds() is then None)."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.available = os.path.isdir(f"/proc/{self.pid}/task")
+        self.own_thread = str(threading.get_native_id())
+        self.old_threads = set(self._threads()) if self.available else set()
+
+    def _threads(self):
+        try:
+            return os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return []
+
+    def _descendants(self):
+        """This process's descendants: through each thread's children list
+        when the kernel keeps one, else a walk of /proc."""
+        found, todo = [], [self.pid]
+        children_lists = os.path.exists(f"/proc/{self.pid}/task/{self.pid}/children")
+        parents = None
+        while todo:
+            pid = todo.pop()
+            if children_lists:
+                kids = []
+                for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(
+                        f"/proc/{pid}/task") else ():
+                    try:
+                        with open(f"/proc/{pid}/task/{tid}/children") as f:
+                            kids += [int(k) for k in f.read().split()]
+                    except OSError:
+                        pass
+            else:
+                if parents is None:
+                    parents = {}
+                    for entry in os.listdir("/proc"):
+                        st = _stat(f"/proc/{entry}/stat") if entry.isdigit() else None
+                        if st:
+                            parents.setdefault(st[0], []).append(int(entry))
+                kids = parents.get(pid, [])
+            found += kids
+            todo += kids
+        return found
+
+    def seconds(self):
+        if not self.available:
+            return None
+        # this process (ended threads included) and this thread to the
+        # nanosecond; other threads and processes in clock ticks
+        seconds = time.process_time() - time.thread_time()
+        ticks = 0
+        for tid in self._threads():
+            if tid in self.old_threads and tid != self.own_thread:
+                st = _stat(f"/proc/{self.pid}/task/{tid}/stat")
+                ticks -= st[1] if st else 0
+        for pid in self._descendants():
+            st = _stat(f"/proc/{pid}/stat")
+            ticks += st[1] if st else 0
+        return seconds + ticks / CLOCK_TICKS
+
+
+def time_steps(batches, step, steps, clock=time.perf_counter, steady_from=None):
     """Run `steps` training steps on batches from the iterator-making
     callable `batches`.  Returns (startup_start, [(wait_start, wait_end,
-    step_end)] per step): the first step's wait is the startup (making the
-    pipeline and its first batch)."""
+    step_end)] per step, input_cpu): the first step's wait is the startup
+    (making the pipeline and its first batch).  input_cpu is the CPU seconds
+    the pipeline spent from step `steady_from` on (InputCpu, and this
+    thread's time in next()), read between steps, outside every span; None
+    without `steady_from` or without /proc."""
     started = clock()
+    meter = InputCpu() if steady_from is not None else None
     it = batches()
     spans = []
+    cpu_start = input_cpu = None
+    received = 0.0
     try:
-        for _ in range(steps):
+        for k in range(steps):
+            if k == steady_from and meter.available:
+                cpu_start = meter.seconds()
             wait_start = clock() if spans else started
+            thread_start = time.thread_time()
             images, labels = next(it)
+            if cpu_start is not None:
+                received += time.thread_time() - thread_start
             wait_end = clock()
             step(images, labels)
             spans.append((wait_start, wait_end, clock()))
+        if cpu_start is not None:
+            input_cpu = meter.seconds() - cpu_start + received
     finally:
         close = getattr(it, "close", None)
         if close is not None:
             close()  # ends the DataLoader's workers, the Loader's threads
-    return started, spans
+    return started, spans, input_cpu
 
 
-def summarise(spans, warmup, batch_size):
+def summarise(spans, warmup, batch_size, input_cpu=None):
     """The numbers of one way from its spans: startup, warm-up steps, steady
-    steps (each: step time, images/s, wait share)."""
+    steps (each: step time, images/s, wait share; the steady ones also the
+    input's CPU milliseconds per image when `input_cpu`, the CPU seconds of
+    the steady steps, is known)."""
     def block(part):
         if not part:
             return None
@@ -198,9 +319,12 @@ def summarise(spans, warmup, batch_size):
                 "wait_share": sum(waits) / total if total > 0 else 0.0}
 
     first = spans[0]
+    steady = block(spans[1 + warmup:])
+    steady["input_cpu_ms_per_sample"] = (
+        None if input_cpu is None else 1e3 * input_cpu / (batch_size * steady["steps"]))
     return {"startup_s": first[1] - first[0],
             "warmup": block(spans[1:1 + warmup]),
-            "steady": block(spans[1 + warmup:])}
+            "steady": steady}
 
 
 # ---- the verdict ----------------------------------------------------------
@@ -232,6 +356,75 @@ def verdict(ways, threshold=INPUT_BOUND_SHARE):
                   f"waiting for input; the shards cut the wait {cut} ({folder['wait_ms']:.0f} "
                   f"to {shards['wait_ms']:.0f} ms per step) and the step {speedup:.1f}x, to "
                   f"{s_step:.0f} ms ({shards['wait_share']:.0%} waiting{rest}).")
+
+
+# ---- the capacity answer -----------------------------------------------------
+
+def _number(value):
+    """One decimal, or two significant digits below 1 (0.36 ms, 0.24 cores)."""
+    return f"{value:.1f}" if value >= 1 else f"{value:.2g}"
+
+
+def _numbers(values):
+    """'a and b', 'a, b and c'."""
+    values = [_number(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def capacity(ways, batch_size, step_ms=None, cpus=None):
+    """How many host cores each input path needs to keep one accelerator
+    busy: CPU time per image x images per step / step time, at the step time
+    measured with resident input (the model's own) and at `step_ms` (the step
+    of the accelerator the user has).  Returns a dict with the numbers and
+    the sentence; the numbers are None where the CPU time is unknown."""
+    per_image = {w: ways[w]["steady"].get("input_cpu_ms_per_sample") for w in INPUT_WAYS}
+    measured = ways["resident"]["steady"]["step_ms"]
+    steps = {"measured": measured, "given": step_ms}
+    out = {"batch_size": batch_size, "input_cpu_ms_per_sample": per_image, "step_ms": steps,
+           "cpus_available": cpus,
+           "cores": {w: {k: None for k in steps} for w in INPUT_WAYS}}
+    if any(v is None for v in per_image.values()):
+        out["sentence"] = ("capacity: unknown, the CPU time of the input paths could not be "
+                           "measured here (it is read from /proc)")
+        return out
+    for w in INPUT_WAYS:
+        for k, ms in steps.items():
+            if ms:
+                out["cores"][w][k] = per_image[w] * batch_size / ms
+    titles = [WAY_TITLES[w] for w in INPUT_WAYS]
+    sentence = (f"capacity: per image, {titles[0]} spends {_number(per_image['imagefolder'])} "
+                f"ms of CPU and {titles[1]} {_number(per_image['shards'])} ms; to keep one "
+                f"accelerator busy at the measured {measured:.0f} ms step (batch {batch_size}, "
+                f"resident input) "
+                f"they need {_numbers([out['cores'][w]['measured'] for w in INPUT_WAYS])} host "
+                f"cores")
+    if step_ms:
+        sentence += (f", at a {step_ms:g} ms step (--step-ms) "
+                     f"{_numbers([out['cores'][w]['given'] for w in INPUT_WAYS])}")
+    if cpus:
+        sentence += f"; this process may use {cpus}"
+    out["sentence"] = sentence + "."
+    return out
+
+
+def rank_report(per_rank):
+    """Every rank's steady numbers (a list, by rank, of each rank's `ways`)
+    and the slowest rank of each input way: the one waiting longest for its
+    input, which holds the others back at the gradient all-reduce."""
+    ranks = [{"rank": r, "ways": {w: {k: ways[w]["steady"][k]
+                                      for k in ("step_ms", "wait_ms", "wait_share",
+                                                "input_cpu_ms_per_sample")}
+                                  for w in WAYS}}
+             for r, ways in enumerate(per_rank)]
+    slowest = {}
+    for w in INPUT_WAYS:
+        waits = [r["ways"][w]["wait_ms"] for r in ranks]
+        worst = max(range(len(ranks)), key=lambda r: waits[r])
+        slowest[w] = {"rank": worst, "wait_ms": waits[worst], "fastest_wait_ms": min(waits)}
+    parts = [f"{WAY_TITLES[w]}: rank {slowest[w]['rank']}, waiting "
+             f"{slowest[w]['wait_ms']:.0f} ms per step (the least waiting rank "
+             f"{slowest[w]['fastest_wait_ms']:.0f} ms)" for w in INPUT_WAYS]
+    return ranks, slowest, "slowest rank: " + "; ".join(parts) + "."
 
 
 # ---- output ---------------------------------------------------------------
@@ -281,8 +474,18 @@ def print_table(report, out=sys.stdout):
         print(f"{WAY_TITLES[way]:26} {r['startup_s']:>7.2f} s {warm:>13} | "
               f"{st['step_ms']:>8.0f} ms {st['images_per_second']:>9.0f} "
               f"{st['wait_share']:>8.0%} {st['vs_resident']:>11.1f}x", file=out)
+    if report.get("ranks"):
+        print(file=out)
+        print(f"{'rank':>4} " + " ".join(f"{WAY_TITLES[w] + ' wait':>30}" for w in WAYS),
+              file=out)
+        for r in report["ranks"]:
+            print(f"{r['rank']:>4} " + " ".join(
+                f"{r['ways'][w]['wait_ms']:>21.0f} ms ({r['ways'][w]['wait_share']:>3.0%})"
+                for w in WAYS), file=out)
+        print(report["slowest_rank"]["sentence"], file=out)
     print(file=out)
     print(report["verdict"], file=out)
+    print(report["capacity"]["sentence"], file=out)
 
 
 # ---- main -----------------------------------------------------------------
@@ -301,6 +504,16 @@ def non_negative(text):
     return value
 
 
+def positive_ms(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: '{text}'") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of milliseconds, not {text}")
+    return value
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="python3 -m shardkit.probe",
@@ -308,7 +521,9 @@ def parse_args(argv):
                     "CPU three ways (one resident batch; torchvision ImageFolder + DataLoader "
                     "over SRC; shardkit.Loader over DST), each with RandomResizedCrop(224) + "
                     "flip + Normalize, and reports step time, images/s and the share of the "
-                    "step spent waiting for input, then a verdict.",
+                    "step spent waiting for input, then a verdict and the host cores each "
+                    "input path needs per accelerator. Under torchrun, every rank's wait and "
+                    "the slowest rank.",
         epilog="A flat SRC (no class folders) is shown to ImageFolder as one class, as "
                "shardify --labels dir leaves such files unlabelled. Exit status: 0 ok, 1 "
                "failed, 2 usage.")
@@ -334,8 +549,12 @@ def parse_args(argv):
                         "each number (steadier on a busy machine; default 1)")
     p.add_argument("--seed", type=non_negative, default=0, help="seed of the weights, the "
                    "shuffles and the augmentation (default 0)")
+    p.add_argument("--step-ms", type=positive_ms, metavar="MS",
+                   help="the step time of your accelerator, in milliseconds: the capacity "
+                        "answer also says how many host cores each input path needs to keep "
+                        "up with it")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (startup, data-wait "
-                   "and model-step spans, a track per way) to FILE")
+                   "and model-step spans, a track per way) to FILE (under torchrun: rank 0's)")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
     a = p.parse_args(argv)
     if a.steps < a.warmup + 2:
@@ -344,13 +563,35 @@ def parse_args(argv):
     return a
 
 
+def distributed(torch):
+    """(rank, world_size), joining torchrun's process group (gloo: the probe
+    trains on CPUs) when WORLD_SIZE says there is more than one rank."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise ProbeError(f"WORLD_SIZE is not a number: '{os.environ['WORLD_SIZE']}'") from None
+    if world <= 1:
+        return 0, 1
+    if not dist.is_available():
+        raise ProbeError("WORLD_SIZE > 1 but this torch has no torch.distributed")
+    dist.init_process_group("gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
 def probe(a):
+    """(report, trace, rank): the three ways timed, on every rank under
+    torchrun; the report is this rank's numbers with every rank's steady ones
+    beside."""
     try:
         import torch
         import torchvision  # noqa: F401 (checked now, used in folder_batches)
     except ImportError as e:
         raise ProbeError(f"the probe needs PyTorch and torchvision (Debian: python3-torch "
                          f"python3-torchvision): {e}") from None
+    rank, world = distributed(torch)
     with tempfile.TemporaryDirectory(prefix="shardkit-probe.") as scratch:
         root, layout = image_folder_root(a.src, scratch)
         ds = open_shards(a.dst)
@@ -370,10 +611,14 @@ def probe(a):
         fixed = next(gen)
         gen.close()
         fixed = (fixed[0].clone(), fixed[1].clone())
+        # one step before any timing, so that torch's threads exist before
+        # the first way's meter looks at which threads its input made
+        small_cnn(torch, classes)(fixed[0]).sum().backward()
 
         pipelines = {
             "resident": lambda: resident_batches(fixed),
-            "imagefolder": lambda: folder_batches(root, a.batch_size, a.seed, a.workers),
+            "imagefolder": lambda: folder_batches(root, a.batch_size, a.seed, a.workers,
+                                                  distributed=world > 1),
             "shards": lambda: shard_batches(ds, a.batch_size, a.seed, a.threads),
         }
         origin = time.perf_counter()
@@ -382,6 +627,8 @@ def probe(a):
             for way in WAYS:
                 model = small_cnn(torch, classes)
                 model.load_state_dict(initial)
+                if world > 1:  # the ranks meet at every step's gradient all-reduce
+                    model = torch.nn.parallel.DistributedDataParallel(model)
                 optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
                 def step(images, labels, model=model, optimizer=optimizer):
@@ -392,10 +639,11 @@ def probe(a):
                     loss.backward()
                     optimizer.step()
 
-                _, spans = time_steps(pipelines[way], step, a.steps)
+                _, spans, input_cpu = time_steps(pipelines[way], step, a.steps,
+                                                 steady_from=1 + a.warmup)
                 track = WAY_TITLES[way] + (f" (round {round_ + 1})" if a.rounds > 1 else "")
                 runs.append((track, way, spans))
-                summary = summarise(spans, a.warmup, a.batch_size)
+                summary = summarise(spans, a.warmup, a.batch_size, input_cpu)
                 summaries[way].append(summary)
                 # against this round's resident step (the resident way runs first)
                 summary["steady"]["vs_resident"] = (
@@ -406,9 +654,18 @@ def probe(a):
               "settings": {"steps": a.steps, "rounds": a.rounds, "warmup": a.warmup, "batch_size": a.batch_size,
                            "workers": a.workers, "threads": a.threads,
                            "torch_threads": torch.get_num_threads(), "seed": a.seed,
-                           "crop": CROP, "input_bound_share": INPUT_BOUND_SHARE},
-              "ways": ways, "input_bound": input_bound, "verdict": sentence}
-    return report, chrome_trace(runs, origin)
+                           "crop": CROP, "input_bound_share": INPUT_BOUND_SHARE,
+                           "step_ms": a.step_ms, "world_size": world},
+              "ways": ways, "input_bound": input_bound, "verdict": sentence,
+              "capacity": capacity(ways, a.batch_size, a.step_ms, _native.available_cpus()),
+              "ranks": None, "slowest_rank": None}
+    if world > 1:
+        per_rank = [None] * world
+        torch.distributed.all_gather_object(per_rank, ways)
+        ranks, slowest, sentence = rank_report(per_rank)
+        report["ranks"] = ranks
+        report["slowest_rank"] = dict(slowest, sentence=sentence)
+    return report, chrome_trace(runs, origin), rank
 
 
 def write_whole(path, data):
@@ -431,7 +688,9 @@ def main(argv=None):
         if a.trace and not os.access(os.path.dirname(a.trace) or ".", os.W_OK):
             # found before the minutes of training, not after
             raise ProbeError(f"cannot write '{a.trace}': no writable directory")
-        report, trace = probe(a)
+        report, trace, rank = probe(a)
+        if rank != 0:
+            return 0  # rank 0 reports for all
         if a.trace:
             write_whole(a.trace, trace)
     except ProbeError as e:

@@ -25,6 +25,16 @@ workers through shared memory, so it works with ``persistent_workers=True``
 too.  Each worker runs ``threads`` C threads (default: the CPUs this process
 may use, divided among the workers); ``shardkit.Loader`` alone, with no
 worker processes, is the faster way (no copies between processes).
+
+With ``fields=[...]`` (Loader's fields and multi_hot), each item is
+``(images, labels, fields, present)``: the batch's ``fields`` and
+``present`` dicts (see shardkit.Batch), which the DataLoader passes through
+as they are (tensors; lists of str, parsed JSON values and None)::
+
+    data = ShardIterableDataset("/data/shards", 256, fields=["caption", "score"])
+    for images, labels, fields, present in DataLoader(data, batch_size=None):
+        captions = fields["caption"]            # list of 256 str (None: absent)
+        scores = fields["score"][present["score"]]
 """
 import multiprocessing
 import os
@@ -44,8 +54,9 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
 
     Takes Loader's arguments (ds may be a Dataset or its location; output is
     always torch tensors) plus ``return_indices``: yield (images, labels,
-    indices) instead of (images, labels).  ``len()`` is the number of
-    batches this rank gets per epoch."""
+    indices) instead of (images, labels).  With ``fields``, (images, labels,
+    fields, present), then indices with return_indices.  ``len()`` is the
+    number of batches this rank gets per epoch."""
 
     def __init__(self, ds, batch_size, *, return_indices=False, threads=None, **options):
         if "output" in options:
@@ -60,6 +71,7 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
         self.rank, self.world_size = probe.rank, probe.world_size
         self.options.update(rank=self.rank, world_size=self.world_size)
         self._batches = len(probe)
+        self._with_fields = bool(probe.fields)
         probe.close()
         self._epoch = multiprocessing.RawValue("Q", 0)
         self._loader = None
@@ -93,10 +105,12 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
         loader = self._make_loader(part, parts)
         loader._move(self._epoch.value, 0)  # the whole epoch, every time
         for batch in loader:
+            item = (batch.images, batch.labels)
+            if self._with_fields:
+                item += (batch.fields, batch.present)
             if self.return_indices:
-                yield batch.images, batch.labels, torch.from_numpy(batch.indices)
-            else:
-                yield batch.images, batch.labels
+                item += (torch.from_numpy(batch.indices),)
+            yield item
 
     def __getstate__(self):
         state = dict(self.__dict__)

@@ -156,8 +156,11 @@ typedef struct {
     void *free_arg;
 } BufferObject;
 
-PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum shard_dtype dtype,
-                          PyObject *owner, void (*free_fn)(void *), void *free_arg)
+/* A Buffer of values of `format` (a struct module code, native order),
+ * itemsize bytes each. */
+static PyObject *buffer_make(void *data, int ndim, const Py_ssize_t *shape, const char *format,
+                             Py_ssize_t itemsize, PyObject *owner, void (*free_fn)(void *),
+                             void *free_arg)
 {
     BufferObject *b = PyObject_New(BufferObject, &skpy_buffer_type);
     if (!b) {
@@ -167,8 +170,8 @@ PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum sh
     }
     b->data = data;
     b->ndim = ndim;
-    b->itemsize = (Py_ssize_t)shard_dtype_size(dtype);
-    b->format = dtype == SHARD_DTYPE_FLOAT32 ? "f" : dtype == SHARD_DTYPE_FLOAT16 ? "e" : "B";
+    b->itemsize = itemsize;
+    b->format = format;
     Py_ssize_t stride = b->itemsize;
     b->len = b->itemsize;
     for (int i = ndim - 1; i >= 0; i--) {
@@ -181,6 +184,24 @@ PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum sh
     b->free_fn = free_fn;
     b->free_arg = free_arg;
     return (PyObject *)b;
+}
+
+PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum shard_dtype dtype,
+                          PyObject *owner, void (*free_fn)(void *), void *free_arg)
+{
+    const char *format = dtype == SHARD_DTYPE_FLOAT32 ? "f" : dtype == SHARD_DTYPE_FLOAT16 ? "e"
+                                                                                         : "B";
+    return buffer_make(data, ndim, shape, format, (Py_ssize_t)shard_dtype_size(dtype), owner,
+                       free_fn, free_arg);
+}
+
+PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape,
+                          const char *format, PyObject *owner)
+{
+    Py_ssize_t itemsize = format[0] == 'q' || format[0] == 'Q' || format[0] == 'd' ? 8
+                          : format[0] == 'f' || format[0] == 'I'                 ? 4
+                                                                                 : 1;
+    return buffer_make((void *)data, ndim, shape, format, itemsize, owner, NULL, NULL);
 }
 
 void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,

@@ -51,6 +51,12 @@ PyObject *skpy_record_error(struct shard_dataset *ds, uint64_t index, const stru
 PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum shard_dtype dtype,
                           PyObject *owner, void (*free_fn)(void *), void *free_arg);
 
+/* The same over values of another type: `format` one of "B" (uint8), "I"
+ * (uint32), "q" (int64), "Q" (uint64), "f" (float32), "d" (float64), in
+ * host order; nothing is freed but `owner`'s reference. */
+PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape,
+                          const char *format, PyObject *owner);
+
 /* The shape of one sample of width x height in `layout`: (h, w, 3) or (3, h, w). */
 void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
                        Py_ssize_t *shape);
@@ -83,6 +89,27 @@ extern PyTypeObject skpy_dataset_type;
 extern PyTypeObject skpy_augment_type;
 extern PyTypeObject skpy_loader_type;
 extern PyTypeObject skpy_batch_type;
+
+/* ---- fields (native_fields.c) ------------------------------------------------ */
+
+/* An item's fields as a tuple of (field number, value bytes as stored), in
+ * field number order (a new reference, or NULL with an exception set). */
+PyObject *skpy_item_fields(const struct shard_item *item);
+
+/* A batch's selected fields (shard_batch_info.fields) as a tuple, one entry
+ * per field: (number, present, values, items, labels) where present is a
+ * uint8 Buffer (count,); values, for a stacked field, a Buffer (count,) or
+ * (count, length) of int64 or float64/float32 values, else None; items, for
+ * text and JSON a list of str, for bytes a list of bytes (None where
+ * absent), else None; labels, for a label list field, (label numbers as a
+ * uint32 Buffer, offsets as a uint64 Buffer (count + 1,) counting bytes),
+ * else None.  The Buffers keep `holder` (the batch) alive. */
+PyObject *skpy_batch_fields(const struct shard_batch_info *in, PyObject *holder);
+
+/* The field numbers of a sequence of ints (Loader's `fields`) in a malloc'd
+ * array *out of *count (NULL and 0 for an empty or None sequence).  0, or
+ * -1 with an exception set. */
+int skpy_field_numbers(PyObject *seq, uint32_t **out, uint32_t *count);
 
 /* Build an augment from a list of step tuples (native_augment.c):
  * ("random_resized_crop", h, w, (scale0, scale1), (ratio0, ratio1)),

@@ -103,7 +103,8 @@ static int read_item(DatasetObject *d, PyObject *arg, unsigned flags, struct sha
     return 0;
 }
 
-/* read(index) -> (key_bytes, label or -1, Buffer (h, w, 3) uint8) */
+/* read(index) -> (key_bytes, label or -1, Buffer (h, w, 3) uint8, fields: a
+ * tuple of (field number, value bytes), see skpy_item_fields) */
 static PyObject *dataset_read(PyObject *self, PyObject *arg)
 {
     struct shard_item item = {0};
@@ -119,15 +120,17 @@ static PyObject *dataset_read(PyObject *self, PyObject *arg)
     Py_ssize_t shape[3];
     skpy_sample_shape(SHARD_LAYOUT_NHWC, img->width, img->height, shape);
     PyObject *key = PyBytes_FromStringAndSize((const char *)item.key.data, (Py_ssize_t)item.key.len);
+    PyObject *fields = skpy_item_fields(&item);
     int32_t label = item.label;
     shard_item_release(&item);
     PyObject *buf = skpy_buffer_new(img->pixels, 3, shape, SHARD_DTYPE_UINT8, NULL, image_free, img);
-    if (!key || !buf) {
+    if (!key || !buf || !fields) {
         Py_XDECREF(key);
         Py_XDECREF(buf);
+        Py_XDECREF(fields);
         return NULL;
     }
-    return Py_BuildValue("(NiN)", key, (int)label, buf);
+    return Py_BuildValue("(NiNN)", key, (int)label, buf, fields);
 }
 
 /* read_stored(index) -> (codec name, width, height, payload bytes as stored:
@@ -280,7 +283,8 @@ static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef dataset_methods[] = {
-    {"read", dataset_read, METH_O, "read(index) -> (key bytes, label or -1, pixels)"},
+    {"read", dataset_read, METH_O,
+     "read(index) -> (key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
     {"read_stored", dataset_read_stored, METH_O,
      "read_stored(index) -> (codec, width, height, payload bytes as stored)"},
     {"key", dataset_key, METH_O, "key(index) -> key bytes (from the shard footer)"},

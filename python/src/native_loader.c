@@ -60,16 +60,17 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     LoaderObject *lo = (LoaderObject *)self;
     static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
                             "world_size", "threads", "drop_last", "remainder",
-                            "shuffle_buffer", "prefetch", "skip_errors", "part", "parts", NULL};
+                            "shuffle_buffer", "prefetch", "skip_errors", "part", "parts",
+                            "fields", NULL};
     PyObject *dataset, *augment, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
-    PyObject *prefetch_o, *part_o = NULL, *parts_o = NULL;
+    PyObject *prefetch_o, *part_o = NULL, *parts_o = NULL, *fields_o = Py_None;
     int shuffle, drop_last, skip_errors;
     const char *remainder;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OO:Loader", names,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OOO:Loader", names,
                                      &skpy_dataset_type, &dataset, &augment, &batch_o, &shuffle,
                                      &seed_o, &rank_o, &world_o, &threads_o, &drop_last,
                                      &remainder, &buffer_o, &prefetch_o, &skip_errors, &part_o,
-                                     &parts_o))
+                                     &parts_o, &fields_o))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -110,6 +111,11 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     struct shard_augment *aug = augment == Py_None ? NULL : ((AugmentObject *)augment)->augment;
+    /* the selected fields, by number (the options' copy is the loader's) */
+    uint32_t *fields = NULL;
+    if (skpy_field_numbers(fields_o, &fields, &o.field_count) < 0)
+        return -1;
+    o.fields = fields;
     struct shard_loader *made;
     struct shard_err err;
     int rc;
@@ -118,6 +124,7 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     rc = shard_loader_new(&made, d->ds, aug, &o, &err);
     Py_END_ALLOW_THREADS
     lo->busy = 0;
+    free(fields);
     if (rc) {
         skpy_raise(&err);
         return -1;
@@ -227,9 +234,10 @@ static PyObject *loader_start(PyObject *self, PyObject *args)
 }
 
 /* The Python side of a batch: (images, indices bytes, labels bytes, epoch,
- * number, skipped) where images is one buffer (fixed size) or a list of
- * buffers, all keeping `holder` (the batch's memory) alive, and skipped a
- * list of CorruptRecordError instances. */
+ * number, skipped, fields) where images is one buffer (fixed size) or a list
+ * of buffers, all keeping `holder` (the batch's memory) alive, skipped a
+ * list of CorruptRecordError instances and fields the selected fields
+ * (skpy_batch_fields). */
 static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
 {
     BatchObject *holder = PyObject_New(BatchObject, &skpy_batch_type);
@@ -240,6 +248,7 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
     holder->batch = b;
     const struct shard_batch_info *in = shard_batch_info(b);
     PyObject *images = NULL, *indices = NULL, *labels = NULL, *skipped = NULL, *result = NULL;
+    PyObject *fields = skpy_batch_fields(in, (PyObject *)holder);
     Py_ssize_t shape[4];
     if (in->fixed) {
         shape[0] = in->count;
@@ -272,10 +281,11 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
         }
         PyList_SET_ITEM(skipped, k, exc);
     }
-    if (images && indices && labels && skipped)
-        result = Py_BuildValue("(OOOKKO)", images, indices, labels,
+    if (images && indices && labels && skipped && fields)
+        result = Py_BuildValue("(OOOKKOO)", images, indices, labels,
                                (unsigned long long)in->epoch, (unsigned long long)in->number,
-                               skipped);
+                               skipped, fields);
+    Py_XDECREF(fields);
     Py_XDECREF(images);
     Py_XDECREF(indices);
     Py_XDECREF(labels);

@@ -3,8 +3,10 @@ verdict, its trace, how it shows a flat folder to ImageFolder, its errors,
 and short real runs over a flat folder (as the photo sample is)."""
 import json
 import os
+import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -77,6 +79,134 @@ def test_the_threshold_decides():
             "shards": steady(100, 0)}
     assert probe.verdict(ways, threshold=0.5)[0] is False
     assert probe.verdict(ways, threshold=0.2)[0] is True
+
+
+def capacity_ways(resident_ms, folder_cpu_ms, shards_cpu_ms):
+    return {"resident": steady(resident_ms, 0),
+            "imagefolder": {"steady": {"step_ms": 400, "input_cpu_ms_per_sample": folder_cpu_ms}},
+            "shards": {"steady": {"step_ms": 110, "input_cpu_ms_per_sample": shards_cpu_ms}}}
+
+
+def test_capacity_is_cpu_per_image_times_batch_over_the_step():
+    # 20 ms of CPU per image, 32 images a step: 640 ms of CPU per step; a
+    # 100 ms step needs 6.4 cores of it, a 40 ms step 16
+    c = probe.capacity(capacity_ways(100, 20, 2.5), 32, step_ms=40, cpus=2)
+    assert c["cores"] == {"imagefolder": {"measured": pytest.approx(6.4), "given": pytest.approx(16)},
+                          "shards": {"measured": pytest.approx(0.8), "given": pytest.approx(2)}}
+    assert c["step_ms"] == {"measured": 100, "given": 40}
+    assert c["sentence"] == (
+        "capacity: per image, ImageFolder + DataLoader spends 20.0 ms of CPU and "
+        "shardkit.Loader 2.5 ms; to keep one accelerator busy at the measured 100 ms step "
+        "(batch 32, resident input) they need 6.4 and 0.8 host cores, at a 40 ms step "
+        "(--step-ms) 16.0 and 2.0; this process may use 2.")
+    c = probe.capacity(capacity_ways(100, 20, 2.5), 32)
+    assert c["cores"]["shards"]["given"] is None and "--step-ms" not in c["sentence"]
+
+
+def test_capacity_without_cpu_times_says_so():
+    c = probe.capacity(capacity_ways(100, None, 2.5), 32, step_ms=40)
+    assert c["cores"]["shards"] == {"measured": None, "given": None}
+    assert c["sentence"].startswith("capacity: unknown")
+
+
+def burn(seconds):
+    """Spend `seconds` of this thread's CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+class BurningImages:
+    """A dataset whose every sample costs COST seconds of CPU: the input
+    path of known cost."""
+    COST = 0.008
+
+    def __len__(self):
+        return 1000
+
+    def __getitem__(self, i):
+        import torch
+        burn(self.COST)
+        return torch.zeros(3, 8, 8), 0
+
+
+def thread_batches(cost, batch_size, per_epoch=3):
+    """Batches made by threads of this process that spend `cost` seconds of
+    CPU per sample, a new thread each epoch of `per_epoch` batches (as
+    shardkit.Loader's threads do): the CPU time of ended threads counts too."""
+    import queue
+    import threading
+
+    import torch
+    out = queue.Queue()
+
+    def epoch():
+        for _ in range(per_epoch):
+            for _ in range(batch_size):
+                burn(cost)
+            out.put((torch.zeros(batch_size, 3, 8, 8), torch.zeros(batch_size)))
+
+    while True:
+        worker = threading.Thread(target=epoch, daemon=True)
+        worker.start()
+        for _ in range(per_epoch):
+            yield out.get()
+        worker.join()
+
+
+def test_capacity_of_input_paths_whose_cpu_cost_is_known():
+    torch = pytest.importorskip("torch")
+    batch, steps, warmup, step_s = 4, 12, 2, 0.06
+    # the model's step: 60 ms of sleep (the accelerator's time; no host CPU)
+    model_step = lambda images, labels: time.sleep(step_s)  # noqa: E731
+    ways = {}
+    _, spans, cpu = probe.time_steps(lambda: probe.resident_batches((torch.zeros(1), None)),
+                                     model_step, steps, steady_from=1 + warmup)
+    ways["resident"] = probe.summarise(spans, warmup, batch, cpu)
+    # ImageFolder's place: two DataLoader workers at 8 ms of CPU per sample
+    loader = torch.utils.data.DataLoader(BurningImages(), batch_size=batch, num_workers=2)
+    _, spans, cpu = probe.time_steps(lambda: iter(loader), model_step, steps,
+                                     steady_from=1 + warmup)
+    ways["imagefolder"] = probe.summarise(spans, warmup, batch, cpu)
+    # the shards' place: a thread of this process at 3 ms per sample
+    _, spans, cpu = probe.time_steps(lambda: thread_batches(0.003, batch), model_step, steps,
+                                     steady_from=1 + warmup)
+    ways["shards"] = probe.summarise(spans, warmup, batch, cpu)
+
+    assert ways["resident"]["steady"]["input_cpu_ms_per_sample"] < 0.5
+    assert ways["imagefolder"]["steady"]["input_cpu_ms_per_sample"] == pytest.approx(8, rel=0.3)
+    assert ways["shards"]["steady"]["input_cpu_ms_per_sample"] == pytest.approx(3, rel=0.3)
+    c = probe.capacity(ways, batch, step_ms=10)
+    # the sentence's numbers are those of the known costs: at a ~60 ms step,
+    # 8 ms x 4 / 60 = 0.53 and 3 ms x 4 / 60 = 0.2 cores; at 10 ms, 3.2 and 1.2
+    m = re.search(r"spends ([\d.]+) ms of CPU and shardkit.Loader ([\d.]+) ms; .* measured "
+                  r"(\d+) ms step \(batch 4, resident input\) they need ([\d.]+) and ([\d.]+) "
+                  r"host cores, at a 10 ms step \(--step-ms\) ([\d.]+) and ([\d.]+)\.$",
+                  c["sentence"])
+    assert m, c["sentence"]
+    folder_ms, shards_ms, step_ms, f_cores, s_cores, f_given, s_given = map(float, m.groups())
+    assert folder_ms == pytest.approx(8, rel=0.3) and shards_ms == pytest.approx(3, rel=0.3)
+    assert step_ms == pytest.approx(1e3 * step_s, rel=0.3)
+    assert f_cores == pytest.approx(8 * 4 / (1e3 * step_s), rel=0.4)
+    assert s_cores == pytest.approx(3 * 4 / (1e3 * step_s), rel=0.4)
+    assert f_given == pytest.approx(3.2, rel=0.3) and s_given == pytest.approx(1.2, rel=0.3)
+
+
+def test_slowest_rank_is_the_one_waiting_longest():
+    def ways(folder_wait, shards_wait):
+        out = {}
+        for w, wait in (("resident", 0), ("imagefolder", folder_wait), ("shards", shards_wait)):
+            out[w] = {"steady": {"step_ms": 100, "wait_ms": wait, "wait_share": wait / 100,
+                                 "input_cpu_ms_per_sample": 1.0}}
+        return out
+    ranks, slowest, sentence = probe.rank_report([ways(10, 3), ways(40, 1), ways(20, 2)])
+    assert [r["rank"] for r in ranks] == [0, 1, 2]
+    assert ranks[1]["ways"]["imagefolder"]["wait_ms"] == 40
+    assert slowest["imagefolder"] == {"rank": 1, "wait_ms": 40, "fastest_wait_ms": 10}
+    assert slowest["shards"] == {"rank": 0, "wait_ms": 3, "fastest_wait_ms": 1}
+    assert sentence == ("slowest rank: ImageFolder + DataLoader: rank 1, waiting 40 ms per step "
+                        "(the least waiting rank 10 ms); shardkit.Loader: rank 0, waiting 3 ms "
+                        "per step (the least waiting rank 1 ms).")
 
 
 def test_trace_has_a_track_per_run_with_startup_wait_and_step_spans():
@@ -201,15 +331,68 @@ def test_a_short_real_run_over_a_flat_folder_reports_the_three_ways(flat, tmp_pa
     assert report["ways"]["resident"]["steady"]["vs_resident"] == 1
     assert report["input_bound"] == probe.verdict(report["ways"])[0]
     assert report["verdict"].startswith(("input-bound:", "compute-bound:"))
+    # the capacity answer from the CPU the input paths spent (workers, threads)
+    c = report["capacity"]
+    assert c["step_ms"] == {"measured": report["ways"]["resident"]["steady"]["step_ms"],
+                            "given": None}
+    for way in ("imagefolder", "shards"):
+        per_image = report["ways"][way]["steady"]["input_cpu_ms_per_sample"]
+        assert per_image > 0 and c["input_cpu_ms_per_sample"][way] == per_image
+        assert c["cores"][way]["measured"] == pytest.approx(
+            per_image * 8 / c["step_ms"]["measured"])
+    assert c["sentence"].startswith("capacity: per image, ImageFolder + DataLoader spends ")
+    assert report["ranks"] is None and report["settings"]["world_size"] == 1
     spans = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
     assert len(spans) == 2 * 3 * 4 * 2  # rounds x ways x steps x (wait, step)
     assert {e["name"] for e in spans} == {"startup", "data-wait", "model-step"}
-    # without --json: the table, the note and the verdict
+    # without --json: the table, the note, the verdict and the capacity
     r = run_probe(src, dst, "--steps", "3", "--warmup", "0", "--batch-size", "8",
-                  "--workers", "0", "--threads", "1")
+                  "--workers", "0", "--threads", "1", "--step-ms", "25")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[1].startswith("note: ")
     for title in probe.WAY_TITLES.values():
         assert sum(line.startswith(title) for line in lines) == 1
-    assert lines[-1].startswith(("input-bound:", "compute-bound:"))
+    assert lines[-2].startswith(("input-bound:", "compute-bound:"))
+    assert lines[-1].startswith("capacity: per image, ") and "at a 25 ms step (--step-ms)" in lines[-1]
+
+
+def test_step_ms_must_be_a_positive_number():
+    for bad in ("0", "-5", "x", "inf"):
+        r = run_probe("a", "b", "--step-ms", bad)
+        assert r.returncode == 2 and "--step-ms" in r.stderr, (bad, r.stderr)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_under_torchrun_every_rank_reports_its_wait(flat):
+    pytest.importorskip("torchvision")
+    src, dst = flat
+    # --redirects 2 --tee 2: Debian 12's torchrun fails with its default (see
+    # test_train_example.py); the ranks' stdout stays torchrun's
+    r = subprocess.run([PYTHON, "-m", "torch.distributed.run", "--nnodes", "1",
+                        "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
+                        str(free_port()), "--redirects", "2", "--tee", "2", "-m",
+                        "shardkit.probe", src, dst, "--steps", "4", "--warmup", "1",
+                        "--batch-size", "4", "--workers", "0", "--threads", "1", "--json"],
+                       capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout[r.stdout.index("{"):r.stdout.rindex("}") + 1])  # rank 0's only
+    assert r.stdout.count('"verdict"') == 1
+    assert report["settings"]["world_size"] == 2
+    assert [rank["rank"] for rank in report["ranks"]] == [0, 1]
+    for rank in report["ranks"]:
+        for way in probe.WAYS:
+            assert rank["ways"][way]["step_ms"] > 0 and rank["ways"][way]["wait_ms"] >= 0
+    assert report["ranks"][0]["ways"]["shards"]["wait_ms"] == \
+        report["ways"]["shards"]["steady"]["wait_ms"]
+    for way in ("imagefolder", "shards"):
+        waits = [rank["ways"][way]["wait_ms"] for rank in report["ranks"]]
+        slowest = report["slowest_rank"][way]
+        assert waits[slowest["rank"]] == max(waits) == slowest["wait_ms"]
+    assert report["slowest_rank"]["sentence"].startswith("slowest rank: ")

@@ -165,6 +165,11 @@ def quote_key(entry):
     return "".join(out)
 
 
+def quote_text(text):
+    """The text a message or caption shows as: control characters as \\xNN."""
+    return "".join("\\x%02x" % ord(c) if ord(c) < 0x20 or ord(c) == 0x7f else c for c in text)
+
+
 def table_rows(doc, table_id):
     """The cells' text of each body row of a table."""
     table = doc.by_id(table_id)
@@ -233,7 +238,13 @@ def check_page(r):
     expect(not r["log"], "%s: log entries %s" % (name, r["log"]))
     expect(not r["requests"], "%s: network requests %s" % (name, r["requests"]))
     expect(r["scripts"] == 0, "%s: %s script elements" % (name, r["scripts"]))
-    expect(r["images"] == 0, "%s: %s img elements" % (name, r["images"]))
+    # images only as data: URIs in the page itself, each one decoded
+    sources = r.get("image_sources", [])
+    expect(len(sources) == r["images"], "%s: %s img elements, %d sources" % (
+        name, r["images"], len(sources)))
+    for src, decoded in sources:
+        expect(src.startswith("data:image/jpeg;base64,") and decoded,
+               "%s: an image from '%s' (decoded: %s)" % (name, src, decoded))
     expect(r["phone_overflow_px"] <= 0,
            "%s: %s px wider than a phone" % (name, r["phone_overflow_px"]))
     expect(r["pdf_pages"] >= 1, "%s: prints %s pages" % (name, r["pdf_pages"]))
@@ -326,6 +337,36 @@ def check_shardcheck(dom, js):
             if "key" in p or "key_hex" in p:
                 expect(rows[i][3].text() == quote_key(p),
                        "problem %d key: shown '%s'" % (i, rows[i][3].text()))
+    # the contact sheet: a figure per sample of JSON's, with its key, its
+    # caption and its thumbnail's size
+    if "contact_sheet" in d:
+        figures = doc.by_id("contact-sheet-grid").all("figure")
+        samples = d["contact_sheet"]["samples"]
+        expect(len(figures) == len(samples) <= 48,
+               "contact sheet: %d figures, JSON %d samples" % (len(figures), len(samples)))
+        for f, s in zip(figures, samples):
+            expect(int(f.attrs["data-index"]) == s["index"],
+                   "contact sheet: figure of sample %s, JSON %s" % (f.attrs["data-index"], s["index"]))
+            key = f.one("code", "key").text()
+            want = quote_key(s) if ("key" in s or "key_hex" in s) else "sample %d" % s["index"]
+            expect(key == want, "contact sheet: key '%s', JSON '%s'" % (key, want))
+            captions = [c.text() for c in f.all("span", "caption")]
+            if "error" in s:
+                expect(captions == [s["error"]] and not f.all("img"),
+                       "contact sheet: sample %d's error shown as %s" % (s["index"], captions))
+                continue
+            img = f.one("img")
+            expect((int(img.attrs["width"]), int(img.attrs["height"]),
+                    int(img.attrs["data-width"]), int(img.attrs["data-height"])) ==
+                   (s["thumb_width"], s["thumb_height"], s["width"], s["height"]),
+                   "contact sheet: sample %d's sizes" % s["index"])
+            expect(max(s["thumb_width"], s["thumb_height"]) <= 128,
+                   "contact sheet: sample %d's thumbnail is larger than 128 px" % s["index"])
+            want = [] if s["caption"] is None else [
+                quote_text(s["caption"]) + ("\u2026" if s["caption_cut"] else "")]
+            expect(captions == want, "contact sheet: sample %d's caption %s, JSON %s" % (
+                s["index"], captions, want))
+
     if "visitation" in d:
         rows = table_rows(doc, "visitation-table")
         got = [tuple(int(c.attrs["data-value"]) for c in r[:6]) for r in rows]

@@ -13,9 +13,11 @@ object per line:
     {"file", "console": [...], "exceptions": [...], "log": [...],
      "requests": [...], "dom", "screenshot", "full_screenshot" (or null),
      "phone_screenshot", "phone_overflow_px", "pdf", "pdf_pages",
-     "scripts", "images", "title"}
+     "scripts", "images", "image_sources", "title"}
 "requests" holds every request the page made other than the load of FILE
-itself (a self-contained report makes none).  Exit status 0 when every page
+itself and data: URIs, which fetch nothing (a self-contained report makes
+none).  "image_sources" has each img element's src, cut to its first 40
+characters, and whether the browser decoded it: [src, decoded].  Exit status 0 when every page
 loaded, 1 otherwise (a browser that cannot start included).
 
 It speaks the DevTools protocol to one Chromium over --remote-debugging-pipe
@@ -225,6 +227,9 @@ def render(browser, out_dir, path, full):
         result["title"] = page.evaluate("document.title")
         result["scripts"] = page.evaluate("document.scripts.length")
         result["images"] = page.evaluate("document.images.length")
+        result["image_sources"] = page.evaluate(
+            "Array.from(document.images, i => [i.src.slice(0, 40), i.complete && "
+            "i.naturalWidth > 0])")
         dom = page.evaluate("document.documentElement.outerHTML")
         result["dom"] = os.path.join(out_dir, name + ".dom.html")
         with open(result["dom"], "w", encoding="utf-8") as f:
@@ -253,7 +258,7 @@ def render(browser, out_dir, path, full):
         result["console"] = page.console
         result["exceptions"] = page.exceptions
         result["log"] = page.log
-        result["requests"] = [u for u in page.requests if u != url]
+        result["requests"] = [u for u in page.requests if u != url and not u.startswith("data:")]
         page.close()
     return result
 

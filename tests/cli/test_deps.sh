@@ -30,7 +30,7 @@ has() {
 }
 
 say "each make target asks for its own group"
-for target in demo test sanitize check bench fuzz python screenshots; do
+for target in demo test sanitize check bench fuzz python screenshots deb; do
     case $target in
     sanitize) group=test ;;
     check) group=unit ;;
@@ -51,6 +51,11 @@ say "make test: what the tests run, not the benchmark-only libraries"
 has test libcmocka-dev libturbojpeg0-dev python3-pytest python3-torch chromium munge \
     slurm-wlm nginx strace curl libjpeg-turbo-progs python3-pil
 lacks test clang libfuzzer-14-dev $BENCH_ONLY
+
+say "make test builds the manual pages and tests the completion; make deb packages; make demo neither"
+has test help2man pandoc bash-completion zsh
+has deb debhelper dh-python debootstrap help2man pandoc python3-numpy python3-pil
+lacks demo help2man pandoc debhelper dh-python debootstrap
 
 say "make bench and make fuzz: the libraries and compilers only they use"
 has bench $BENCH_ONLY libturbojpeg0-dev

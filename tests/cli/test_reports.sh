@@ -3,7 +3,8 @@
 # Chromium, tests/browser/render.py): shardcheck --report on the demo data,
 # on a damaged dataset and on keys that are markup, quotes and bytes that
 # are not UTF-8; shardbench --report of a comparison with a consumer step;
-# the nightly job's report per version and its index of runs.  Every page
+# the nightly job's report per version and its index of runs; the contact
+# sheet of stored images with their captions.  Every page
 # renders with no console message, no page error and no network request,
 # runs no script, fits a phone and prints; its screenshots are not blank;
 # its DOM holds the numbers of the matching --json (check_report.py); a
@@ -87,6 +88,58 @@ rm "$label/<script>alert(1)<!--.png"
 must_fail 1 shardcheck --source "$H" "$T/hshards" --report "$P/hostile-bad.html" --json
 mv "$T/stdout" "$T/hostile-bad.json"
 must_say "&lt;script&gt;alert(1)&lt;!--.png" "$P/hostile-bad.html"
+
+say "the contact sheet: 48 of 60 samples, evenly spread, with the field caption (not the first text field)"
+"$PYTHON" - "$T/cap" <<'EOF'
+import os, sys
+from PIL import Image
+d = sys.argv[1]
+os.makedirs(d)
+for i in range(60):
+    Image.new("RGB", (160 + i, 90 + 2 * i), (4 * i, 255 - 4 * i, 128)).save(f"{d}/{i:03d}.jpg")
+    with open(f"{d}/{i:03d}.note", "w") as f:
+        f.write(f"note {i}")
+    if i % 5 == 3:
+        continue  # no caption
+    caption = {0: '<script>alert(1)</script> & "quotes"', 1: "two\nlines",
+               5: "café ☕ x" + "é" * 200}.get(i, f"a picture, number {i}")
+    with open(f"{d}/{i:03d}.txt", "w", encoding="utf-8") as f:
+        f.write(caption)
+EOF
+shardify "$T/cap" "$T/capshards" --size 96 --labels none --no-shuffle --quiet \
+    --field note=text,from=.note --field caption=text,from=.txt
+shardcheck --deep "$T/capshards" --report "$P/captions.html" --json >"$T/captions.json" ||
+    die "the captioned dataset does not verify"
+sheet() {  # FILE EXPR: EXPR on the contact sheet's samples (s) of the --json in FILE
+    json "$1" "[$2 for s in d['contact_sheet']['samples']]"
+}
+[ "$(json "$T/captions.json" 'd["contact_sheet"]["caption_field"]')" = caption ] ||
+    die "captions from field $(json "$T/captions.json" 'd["contact_sheet"]["caption_field"]')"
+[ "$(sheet "$T/captions.json" 's["index"]')" = "$("$PYTHON" -c 'print([i * 60 // 48 for i in range(48)])')" ] ||
+    die "the samples shown: $(sheet "$T/captions.json" 's["index"]')"
+[ "$(json "$T/captions.json" '[(s["key"], s["caption"]) for s in d["contact_sheet"]["samples"][:4]] == [("000.jpg", "<script>alert(1)</script> & \"quotes\""), ("001.jpg", "two\nlines"), ("002.jpg", "a picture, number 2"), ("003.jpg", None)]')" = True ] ||
+    die "captions: $(sheet "$T/captions.json" '(s["key"], s["caption"])' | cut -c1-300)"
+# a long caption is cut at a character's boundary, to at most 300 bytes (byte
+# 300 is within an é: 299)
+[ "$(json "$T/captions.json" '[(s["caption_cut"], len(s["caption"].encode()), ("café ☕ x" + "é" * 200).startswith(s["caption"])) for s in d["contact_sheet"]["samples"] if s["index"] == 5]')" = "[(True, 299, True)]" ] ||
+    die "the long caption: $(sheet "$T/captions.json" 's["caption"]')"
+# thumbnails fit 128 px: 160x90 stored as 170x96 is shown as 128x72
+[ "$(json "$T/captions.json" 'd["contact_sheet"]["samples"][0]["width"], d["contact_sheet"]["samples"][0]["thumb_width"], d["contact_sheet"]["samples"][0]["thumb_height"]')" = "(170, 128, 72)" ] ||
+    die "thumbnail size: $(json "$T/captions.json" 'd["contact_sheet"]["samples"][0]')"
+grep -qF '<script>alert(1)</script>' "$P/captions.html" && die "a caption's markup reached the page as markup"
+[ "$(grep -o 'data:image/jpeg;base64,' "$P/captions.html" | wc -l)" -eq 48 ] || die "not 48 thumbnails"
+[ "$(wc -c <"$P/captions.html")" -lt 400000 ] || die "the page is $(wc -c <"$P/captions.html") bytes"
+# --json alone reads no images
+shardcheck "$T/capshards" --json >"$T/nosheet.json"
+[ "$(json "$T/nosheet.json" '"contact_sheet" in d')" = False ] || die "--json alone has a contact sheet"
+say "the contact sheet names a sample it cannot read"
+cp -R "$T/capshards" "$T/capbad"
+"$PYTHON" -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(100); b = f.read(1); f.seek(100); f.write(bytes([b[0] ^ 0xff]))' \
+    "$T/capbad/shard-000000.shard"
+must_fail 1 shardcheck "$T/capbad" --report "$P/captions-bad.html" --json
+mv "$T/stdout" "$T/captions-bad.json"
+[ "$(json "$T/captions-bad.json" '[("error" in s, s.get("key")) for s in d["contact_sheet"]["samples"][:2]]')" = "[(True, '000.jpg'), (False, '001.jpg')]" ] ||
+    die "the damaged sample: $(json "$T/captions-bad.json" 'd["contact_sheet"]["samples"][:2]')"
 
 say "shardbench compare --report: files against shards with a consumer step"
 cp -R "$T/raw" "$T/clean"
@@ -180,6 +233,9 @@ say "each page holds the numbers of its --json"
 "$PYTHON" "$CHECK" shardcheck "$T/out/none.dom.html" "$T/none.json" || die "none.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile.dom.html" "$T/hostile.json" || die "hostile.html"
 "$PYTHON" "$CHECK" shardcheck "$T/out/hostile-bad.dom.html" "$T/hostile-bad.json" || die "hostile-bad.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/captions.dom.html" "$T/captions.json" || die "captions.html"
+"$PYTHON" "$CHECK" shardcheck "$T/out/captions-bad.dom.html" "$T/captions-bad.json" ||
+    die "captions-bad.html"
 
 "$PYTHON" "$CHECK" shardbench "$T/out/bench.dom.html" "$T/bench.json" || die "bench.html"
 "$PYTHON" "$CHECK" shardbench "$T/out/bench-files.dom.html" "$T/bench-files.json" ||
@@ -207,12 +263,19 @@ say "what a reader of the demo's report sees"
     die "hostile keys are not shown as text"
 "$PYTHON" "$CHECK" text "$T/out/bad.dom.html" "Not verified" "counts.by_label['apple']" ||
     die "the damaged dataset's report"
+"$PYTHON" "$CHECK" text "$T/out/captions.dom.html" "What training sees" \
+    "000.jpg<script>alert(1)</script> & \"quotes\"" "001.jpgtwo\\x0alines" \
+    "002.jpga picture, number 2" || die "the captions' report"
 
 say "the checks can fail: a number changed in the DOM is caught"
 sed 's/data-value="12"/data-value="13"/' "$T/out/check.dom.html" >"$T/changed.dom.html"
 "$PYTHON" "$CHECK" shardcheck "$T/changed.dom.html" "$T/check.json" 2>"$T/err" &&
     die "a changed label count passed"
 must_say "label 'apple': bars [13.0, 13.0]" "$T/err"
+sed 's/a picture, number 2</a picture, number 3</' "$T/out/captions.dom.html" >"$T/changed.dom.html"
+"$PYTHON" "$CHECK" shardcheck "$T/changed.dom.html" "$T/captions.json" 2>"$T/err" &&
+    die "a changed caption passed"
+must_say "contact sheet: sample 2's caption ['a picture, number 3']" "$T/err"
 sed 's/data-value="48"/data-value="47"/' "$T/out/index.dom.html" >"$T/changed.dom.html"
 "$PYTHON" "$CHECK" nightly "$T/changed.dom.html" "$ROOT" 2>"$T/err" && die "a changed run passed"
 must_say "samples: shown 47" "$T/err"

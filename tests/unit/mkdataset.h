@@ -142,6 +142,7 @@ enum mkds_damage {
     MKDS_UNDECLARED,             /* one more field, number MKDS_FIELDS, that none declares */
     MKDS_SHORT_VECTOR,           /* its emb with one float less than declared */
     MKDS_LABEL_OUT_OF_RANGE,     /* its tags (not empty) naming label MKDS_LABELS: no such label */
+    MKDS_BAD_JSON,               /* its meta (a sample that has one) cut short: not JSON */
 };
 
 /* How mkds_build_opts builds a dataset (zero, and -1 for the indices: mkds_build's). */
@@ -173,6 +174,8 @@ static inline void mkds_field_set(const struct mkds_options *o, uint64_t g,
             len -= 4;
         if (f == MKDS_TAGS && damage == MKDS_LABEL_OUT_OF_RANGE && len >= 4)
             mkds_le(v + len - 4, MKDS_LABELS, 4);
+        if (f == MKDS_META && damage == MKDS_BAD_JSON)
+            len = 7;  /* '{"g": N' */
         if (shard_field_set_add(set, f, t, v, len, &err))
             abort();
     }

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""Image-text training input (CLIP-style): shardkit.Loader with captions
+against WebDataset + DataLoader over the tars img2dataset writes.
+
+    PYTHONPATH=build/python:../shared/peers/webdataset /usr/bin/python3 \\
+        bench/clip_input.py BIN DATASET [--threads N] [--runs R] [--epochs E] [--json]
+
+The source is what img2dataset writes: WebDataset tar shards (TAR_SAMPLES
+samples each) of `KEY.jpg` (the image at SIZE on its shorter side, JPEG
+q90, as img2dataset --image_size SIZE --resize_mode keep_ratio gives it),
+`KEY.txt` (a caption) and `KEY.json` (its metadata), made here from DATASET
+(a folder of images such as the imagenet sample).  Both sides read the same
+samples with the same cores (--threads: loader threads, DataLoader
+num_workers), the same augmentation - RandomResizedCrop(224), a horizontal
+flip, Normalize - the same output, float32 NCHW batches of 64, and the
+captions as a list of str per batch:
+
+  wds       WebDataset + DataLoader over those tars: decode("pil"), the
+            transforms in Python, captions and metadata decoded, batched in the
+            workers (captions a list of str, metadata a list of dict)
+  shards    shardkit.Loader over `shardify --archives TARS --field
+            caption=text,from=.txt --field meta=json,from=.json` shards,
+            fields=["caption", "meta"]: the JSON parsed per sample too
+  shards-raw  the same with --codec raw shards
+  shards-nofields  the jpeg shards without fields: what the fields cost
+
+Each figure is samples/s over epochs 2..E of one run, the median over R runs
+taking the paths in turn, with the CPU time per sample of the whole run
+beside it (every process counted).  Target: shards >= 5x wds.
+"""
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import shardkit
+from train_input import BATCH, CROP, MEAN, SHUFFLE, SIZE, STD, cpu_seconds, torch_transform
+
+TAR_SAMPLES = 250
+TARGETS = {("shards", "wds"): 5}
+PATHS = ("wds", "shards", "shards-raw", "shards-nofields")
+WORDS = ("a photo of the small red dog sitting on a wooden table near an open window in the "
+         "morning light with a cup of coffee").split()
+
+
+def make_tars(dataset, out):
+    """img2dataset's output: tars of KEY.jpg (SIZE on the shorter side), KEY.txt, KEY.json."""
+    import webdataset as wds
+    from PIL import Image
+    names = sorted(n for n in os.listdir(dataset) if n.lower().endswith((".jpg", ".jpeg")))
+    os.makedirs(out)
+    with wds.ShardWriter(os.path.join(out, "%05d.tar"), maxcount=TAR_SAMPLES, verbose=0) as sink:
+        for i, name in enumerate(names):
+            img = Image.open(os.path.join(dataset, name)).convert("RGB")
+            w, h = img.size
+            s = SIZE / min(w, h)
+            img = img.resize((max(1, round(w * s)), max(1, round(h * s))), Image.BICUBIC)
+            buf = io.BytesIO()
+            img.save(buf, "JPEG", quality=90)
+            caption = " ".join(WORDS[(i + k) % len(WORDS)] for k in range(8 + i % 12))
+            meta = {"url": f"https://example.invalid/{i}.jpg", "key": f"{i:09d}",
+                    "status": "success", "width": img.size[0], "height": img.size[1],
+                    "original_width": w, "original_height": h, "similarity": 0.3 + (i % 9) / 100}
+            sink.write({"__key__": f"{i:09d}", "jpg": buf.getvalue(), "txt": caption,
+                        "json": json.dumps(meta).encode()})
+    with open(os.path.join(out, "00000_stats.json"), "w") as f:
+        json.dump({"successes": len(names)}, f)  # what img2dataset leaves beside its tars
+    return sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".tar"))
+
+
+def make_shards(bin_dir, tars_dir, dst, codec, fields):
+    extra = ["--field", "caption=text,from=.txt", "--field", "meta=json,from=.json"] \
+        if fields else []
+    level = ["--zstd-level", "-100"] if codec == "raw" else []
+    subprocess.run([os.path.join(bin_dir, "shardify"), "--archives", tars_dir, dst,
+                    "--size", str(SIZE), "--codec", codec, *level, "--labels", "none",
+                    "--quiet", *extra], check=True)
+
+
+def webdataset_loader(tars, threads):
+    import torch
+    import webdataset as wds
+    transform = torch_transform()
+    pipeline = (wds.WebDataset(tars, shardshuffle=len(tars), empty_check=False)
+                .shuffle(SHUFFLE).decode("pil").to_tuple("jpg", "txt", "json")
+                .map_tuple(transform, lambda t: t, lambda j: j)
+                .batched(BATCH, collation_fn=collate))
+    return torch.utils.data.DataLoader(pipeline, batch_size=None, num_workers=threads,
+                                       persistent_workers=threads > 0)
+
+
+def collate(samples):
+    """Images stacked; captions a list of str and metadata a list of dict, as a
+    CLIP training loop takes them (the tokenizer runs on the main process)."""
+    import torch
+    images, captions, metas = zip(*samples)
+    return torch.stack(images), list(captions), list(metas)
+
+
+def shardkit_loader(shards, threads, fields):
+    return shardkit.Loader(shards, BATCH, threads=threads, layout="NCHW", dtype="float32",
+                           fields=["caption", "meta"] if fields else None,
+                           transform=[shardkit.RandomResizedCrop(CROP),
+                                      shardkit.RandomHorizontalFlip(),
+                                      shardkit.Normalize(MEAN, STD)])
+
+
+def steady(batches, epochs, set_epoch=None):
+    rates, total = [], 0
+    for epoch in range(epochs):
+        if set_epoch:
+            set_epoch(epoch)
+        start, n = time.monotonic(), 0
+        for images, captions in batches():
+            assert tuple(images.shape[1:]) == (3, CROP, CROP)
+            assert captions is None or (len(captions) == images.shape[0] and
+                                        isinstance(captions[0], str))
+            n += images.shape[0]
+        rates.append(n / (time.monotonic() - start))
+        total += n
+    return statistics.mean(rates[1:] if epochs > 1 else rates), total
+
+
+def run_path(path, a, work):
+    if path == "wds":
+        loader = webdataset_loader(work["tars"], a.threads)
+
+        def batches():
+            for images, captions, metas in loader:
+                assert isinstance(metas[0], dict)
+                yield images, captions
+        result = steady(batches, a.epochs)
+        del loader
+        return result
+    fields = path != "shards-nofields"
+    with shardkit_loader(work[path], a.threads, fields) as loader:
+        def batches():
+            for batch in loader:
+                if fields:
+                    assert isinstance(batch.fields["meta"][0], dict)
+                    yield batch.images, batch.fields["caption"]
+                else:
+                    yield batch.images, None
+        return steady(batches, a.epochs, loader.set_epoch)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("bin", help="the directory of shardify")
+    p.add_argument("dataset", help="a folder of images")
+    p.add_argument("--threads", type=int, default=shardkit._native.available_cpus())
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--paths", default=",".join(PATHS))
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args()
+    paths = a.paths.split(",")
+    rates = {path: [] for path in paths}
+    cpu = {path: [] for path in paths}
+    with tempfile.TemporaryDirectory(prefix="shardkit-clip-input.") as tmp:
+        work = {"tars": make_tars(a.dataset, os.path.join(tmp, "tars"))}
+        for path, codec, fields in (("shards", "jpeg", True), ("shards-raw", "raw", True),
+                                    ("shards-nofields", "jpeg", False)):
+            work[path] = os.path.join(tmp, path)
+            make_shards(a.bin, os.path.join(tmp, "tars"), work[path], codec, fields)
+        for run in range(a.runs):
+            for path in paths:
+                before = cpu_seconds()
+                rate, samples = run_path(path, a, work)
+                ms = (cpu_seconds() - before) / samples * 1e3
+                rates[path].append(rate)
+                cpu[path].append(ms)
+                print(f"run {run + 1}/{a.runs} {path}: {rate:.0f} samples/s, {ms:.2f} ms CPU "
+                      f"per sample", file=sys.stderr, flush=True)
+    median = {path: statistics.median(r) for path, r in rates.items()}
+    cpu_ms = {path: statistics.median(r) for path, r in cpu.items()}
+    ratios = {f"{ours}/{peer}": {"ratio": median[ours] / median[peer],
+                                 "cpu_ratio": cpu_ms[peer] / cpu_ms[ours], "target": target}
+              for (ours, peer), target in TARGETS.items() if ours in median and peer in median}
+    if "shards" in median and "shards-nofields" in median:
+        ratios["shards-nofields/shards"] = {
+            "ratio": median["shards-nofields"] / median["shards"],
+            "cpu_ratio": cpu_ms["shards"] / cpu_ms["shards-nofields"], "target": None}
+    if a.json:
+        json.dump({"threads": a.threads, "epochs": a.epochs, "runs": a.runs, "batch": BATCH,
+                   "samples_per_second": median, "cpu_ms_per_sample": cpu_ms, "all_runs": rates,
+                   "ratios": ratios}, sys.stdout, indent=1)
+        print()
+        return
+    print(f"threads {a.threads}, batch {BATCH}, RandomResizedCrop({CROP}) + flip + Normalize, "
+          f"float32 NCHW, captions as str and metadata as dict per sample; samples/s over "
+          f"epochs 2..{a.epochs}, median of {a.runs} runs")
+    print()
+    print("| path | samples/s | runs | CPU ms per sample (whole run) |")
+    print("|---|---|---|---|")
+    for path in paths:
+        print(f"| {path} | {median[path]:.0f} | {', '.join(f'{r:.0f}' for r in rates[path])} | "
+              f"{cpu_ms[path]:.2f} |")
+    print()
+    print("| ratio | samples/s | CPU per sample | target |")
+    print("|---|---|---|---|")
+    for name, r in ratios.items():
+        target = f"{r['target']}x" if r["target"] else "-"
+        print(f"| {name} | {r['ratio']:.2f}x | {r['cpu_ratio']:.2f}x | {target} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+#!/bin/sh
+# test_man.sh - the manual pages and the shell completion `make` generates
+# (BUILD/man, BUILD/completion) say what the programs do: every page renders
+# with `man --warnings` without a warning and has a NAME lexgrog reads; every
+# option each program's --help lists is an option of its page, written as
+# --help writes it; bash completes every long option, the values of an option
+# that lists them and files where an option takes a file; zsh's completion
+# names every option; `make install` puts pages and completion where man and
+# bash-completion look, and `man shardify` finds the installed page.
+. "$(dirname "$0")/lib.sh"
+
+BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
+TOP=$SHARDKIT_TOP
+NIGHTLY=$TOP/examples/nightly/shardkit-nightly.sh
+MAN=$BUILD/man
+[ -d "$MAN/man1" ] || die "no manual pages in '$MAN' (make man)"
+command -v lexgrog >/dev/null || die "lexgrog (man-db) is missing"
+[ -f /usr/share/bash-completion/bash_completion ] || die "bash-completion is missing"
+
+# page PROGRAM-COMMAND: the page of each program, as 'page command...'
+programs() {
+    cat <<EOF
+shardify shardify
+shardify-merge shardify merge
+shardcheck shardcheck
+shardcat shardcat
+shardbench shardbench
+shardreport shardreport
+shardkit-nightly.sh $NIGHTLY
+EOF
+}
+
+# options FILE: the option lines of a --help text, as the option and its
+# argument ('--size N', '-h, --help'): a line indented 1-10 spaces that starts
+# with a dash, up to two spaces or its end
+options() {
+    sed -n 's/^ \{1,10\}\(-[^ ]*\( [^ ]*\)\{0,1\}\)\(  .*\)\{0,1\}$/\1/p' "$1"
+}
+
+say "every page renders without a warning and has a NAME"
+ls "$MAN"/man1/*.1 "$MAN"/man5/*.5 >"$T/pages"
+[ "$(wc -l <"$T/pages")" -eq 8 ] || die "expected 8 pages: $(cat "$T/pages")"
+while read -r page; do
+    name=$(basename "$page"); name=${name%.*}
+    MANWIDTH=80 man --warnings -l "$page" >"$T/page.txt" 2>"$T/warnings" ||
+        die "man cannot render '$page'"
+    [ ! -s "$T/warnings" ] || { cat "$T/warnings" >&2; die "'$page' renders with warnings"; }
+    [ "$(wc -l <"$T/page.txt")" -gt 20 ] || die "'$page' renders nearly empty"
+    lexgrog "$page" >"$T/whatis" || die "lexgrog finds no NAME in '$page'"
+    grep -q ": \"$name - ." "$T/whatis" || die "NAME of '$page': $(cat "$T/whatis")"
+done <"$T/pages"
+# the format page is FORMAT.md: each of its headings is a heading of the page
+grep '^#' "$TOP/manifests/FORMAT.md" | sed 's/^#* //' | while read -r heading; do
+    MANWIDTH=200 man -l "$MAN/man5/shardkit-format.5" 2>/dev/null | grep -qxF "   $heading" ||
+        MANWIDTH=200 man -l "$MAN/man5/shardkit-format.5" 2>/dev/null | grep -qx "$heading" ||
+        die "shardkit-format(5) lacks the heading '$heading' of FORMAT.md"
+done
+
+say "every option a program's --help lists is an option of its page"
+programs | while read -r page cmd; do
+    # shellcheck disable=SC2086
+    $cmd --help >"$T/help" || die "'$cmd --help' failed"
+    options "$T/help" >"$T/options"
+    [ "$(wc -l <"$T/options")" -ge 3 ] || die "'$cmd --help' lists no options"
+    # help2man (and the completion) read an option line only in that form
+    grep -E '^ {1,10}-' "$T/help" | grep -vE '^ {1,10}-[^ ]*( [^ ]*)?(  .*)?$' >"$T/odd" &&
+        die "'$cmd --help' has option lines help2man cannot read: $(cat "$T/odd")"
+    # the tags of the page's option paragraphs, roff escapes undone
+    sed -n '/^\.TP$/{n;p}' "$MAN/man1/$page.1" |
+        sed -e 's/\\f[BIRP]//g' -e 's/\\f(CW//g' -e 's/\\[,/]//g' -e 's/\\-/-/g' >"$T/tags"
+    while read -r option; do
+        grep -qxF -- "$option" "$T/tags" ||
+            die "$page(1) has no option '$option' (its tags: $(tr '\n' ';' <"$T/tags"))"
+    done <"$T/options"
+done
+# shardify's page names its subcommand in its synopsis
+MANWIDTH=200 man -l "$MAN/man1/shardify.1" 2>/dev/null | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
+    grep -q '^ *shardify merge \[--json\]' || die "shardify(1) has no synopsis of shardify merge"
+
+say "bash completes every long option, listed values and files"
+mkdir -p "$T/cwd/adir"
+: >"$T/cwd/a.csv"
+# complete FILE WORD...: what bash offers for the last WORD, one a line
+complete_words() {
+    bash -c '. /usr/share/bash-completion/bash_completion
+        compopt() { :; }    # only valid while readline completes
+        . "$0"
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+        fn=$(complete -p "$1" | sed "s/.* -F \([^ ]*\) .*/\1/")
+        "$fn" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+        printf "%s\n" "${COMPREPLY[@]}"' "$@" | sort
+}
+cd "$T/cwd"
+programs | while read -r page cmd; do
+    prog=${cmd%% *}; prog=${prog##*/}
+    [ "$page" = shardify-merge ] && continue
+    comp=$BUILD/completion/bash/$prog
+    [ -f "$comp" ] || die "no bash completion '$comp'"
+    # shellcheck disable=SC2086
+    $cmd --help >"$T/help"
+    options "$T/help" | tr ',' '\n' | sed -n 's/^ *\(--[^ ]\{1,\}\).*/\1/p' | sort -u >"$T/long"
+    complete_words "$comp" "$prog" "--" | grep -- '^--' >"$T/offered"
+    cmp -s "$T/long" "$T/offered" ||
+        { diff "$T/long" "$T/offered" >&2; die "bash offers other options than '$prog --help' lists"; }
+    # an argument 'a|b|c' of words: those are what bash offers after the option
+    options "$T/help" | grep -E '^--[a-z-]+ [a-z]+(\|[a-z]+)+$' | while read -r option values; do
+        complete_words "$comp" "$prog" "$option" "" | tr '\n' ' ' >"$T/values"
+        want=$(echo "$values" | tr '|' '\n' | sort | tr '\n' ' ')
+        [ "$(cat "$T/values")" = "$want" ] ||
+            die "$prog $option: bash offers '$(cat "$T/values")', not '$want'"
+    done
+done
+[ "$(complete_words "$BUILD/completion/bash/shardify" shardify --fit c)" = crop ] ||
+    die "shardify --fit c does not complete to crop"
+[ "$(complete_words "$BUILD/completion/bash/shardify" shardify --on-error=f)" = fail ] ||
+    die "shardify --on-error=f does not complete to fail"
+[ "$(complete_words "$BUILD/completion/bash/shardify" shardify --codec r)" = raw ] ||
+    die "shardify --codec r does not complete to raw"
+complete_words "$BUILD/completion/bash/shardify" shardify --labels "" >"$T/labels"
+for w in dir none regex: sidecar: column: a.csv adir; do
+    grep -qxF "$w" "$T/labels" || die "shardify --labels does not offer '$w': $(cat "$T/labels")"
+done
+# a file where a file goes, a directory where a directory goes, nothing for a number
+[ "$(complete_words "$BUILD/completion/bash/shardify" shardify --annotations a)" = "a.csv
+adir" ] || die "shardify --annotations does not complete files"
+[ "$(complete_words "$BUILD/completion/bash/shardcat" shardcat --out "")" = adir ] ||
+    die "shardcat --out does not complete directories only"
+[ -z "$(complete_words "$BUILD/completion/bash/shardify" shardify --size "")" ] ||
+    die "shardify --size offers something for a number"
+# subcommands: shardbench's first operand is one; shardify's may be merge or SRC
+[ "$(complete_words "$BUILD/completion/bash/shardbench" shardbench "" | tr '\n' ' ')" = \
+  "compare files roofline shards " ] || die "shardbench does not offer its subcommands"
+complete_words "$BUILD/completion/bash/shardify" shardify "" >"$T/first"
+grep -qx merge "$T/first" && grep -qx a.csv "$T/first" || die "shardify: $(cat "$T/first")"
+complete_words "$BUILD/completion/bash/shardify" shardify --size 64 adir "" >"$T/second"
+grep -qx merge "$T/second" && die "shardify offers merge as its second operand"
+grep -qx a.csv "$T/second" || die "shardify's second operand is not completed as a file"
+# options of a subcommand: shardify merge --help lists them
+[ "$(complete_words "$BUILD/completion/bash/shardify" shardify merge --q)" = --quiet ] ||
+    die "shardify merge --q does not complete to --quiet"
+[ "$(complete_words "$BUILD/completion/bash/shardreport" shardreport "")" = nightly ] ||
+    die "shardreport does not offer nightly"
+cd "$T"
+
+say "zsh's completion names every option, and parses"
+for prog in shardify shardcheck shardcat shardbench shardreport shardkit-nightly.sh; do
+    comp=$BUILD/completion/zsh/_$prog
+    head -n 1 "$comp" | grep -qx "#compdef $prog" || die "'$comp' is not a #compdef file for $prog"
+    if command -v zsh >/dev/null; then zsh -n "$comp" || die "zsh cannot parse '$comp'"; fi
+    cmd=$prog; [ "$prog" = shardkit-nightly.sh ] && cmd=$NIGHTLY
+    "$cmd" --help >"$T/help"
+    options "$T/help" | tr ',' '\n' | sed -n 's/^ *\(--[a-z][^ ]*\).*/\1/p' | while read -r o; do
+        # '--size[...]', '(-h --help)'{-h,--help}'[...]'
+        grep -qF -- "'$o[" "$comp" || grep -qF -- ",$o}" "$comp" || die "'$comp' lacks $o"
+    done
+done
+
+say "make install puts pages and completion where man and bash-completion look"
+make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$T/stage" PREFIX=/usr \
+    >"$T/install.log" 2>&1 || { cat "$T/install.log"; die "make install failed"; }
+for f in share/man/man1/shardify.1 share/man/man1/shardify-merge.1 share/man/man5/shardkit-format.5 \
+         share/man/man1/shardkit-nightly.sh.1 share/bash-completion/completions/shardify \
+         share/zsh/site-functions/_shardify share/doc/shardkit/examples/nightly/shardkit-nightly.sh \
+         share/doc/shardkit/examples/nightly/shardkit-nightly.timer; do
+    [ -f "$T/stage/usr/$f" ] || die "not installed: $f"
+done
+MANWIDTH=80 man -M "$T/stage/usr/share/man" shardify 2>/dev/null >"$T/man.txt" ||
+    die "man -M ... shardify does not find the installed page"
+grep -q -- '--fit short|long|crop' "$T/man.txt" || die "the installed page lacks --fit"
+man -M "$T/stage/usr/share/man" -w 5 shardkit-format | grep -qx "$T/stage/usr/share/man/man5/shardkit-format.5" ||
+    die "man -w 5 shardkit-format does not find the format page"
+echo "man and completion checks passed"

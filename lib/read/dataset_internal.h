@@ -11,7 +11,8 @@
 
 #include "image/decode_internal.h"
 
-struct sk_handoff;
+struct fetch_http_options;
+struct sk_ring;
 struct sk_read_observer;
 
 /* The checked footer of shard s, reading the shard's header, trailer and
@@ -59,13 +60,13 @@ void sk_dataset_item_put(struct shard_dataset *ds, struct shard_item *item);
 int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
 
 /* The consumer's side of a loader whose workers fill a ring of items
- * through the hand-off q (read/handoff.h, groups of one: position p in
- * ring[sk_handoff_slot(q, p)]): wait for the next position, hand its sample
+ * through the ordered ring q (util/ring.h, groups of one: position p in
+ * ring[sk_ring_slot(q, p)]): wait for the next position, hand its sample
  * to *item by exchanging buffers with the ring (no copy), or copy its
  * error to *err, and give the slot back.  1 with a sample, 0 at the end of
  * the list, or the position's error.  Used by shard_iter and the
  * benchmark's files loader. */
-int sk_item_ring_take(struct sk_handoff *q, struct shard_item *ring, struct shard_item *item,
+int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
                       struct shard_err *err);
 
 /* First sample index of shard s; s == shard count gives the sample count. */

@@ -62,12 +62,14 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
         if "output" in options:
             raise TypeError("output: ShardIterableDataset always yields torch tensors")
         self.location = ds.location if isinstance(ds, Dataset) else os.fspath(ds)
+        self.reading = ds.options if isinstance(ds, Dataset) else {}  # workers read as ds does
         self.batch_size = batch_size
         self.return_indices = bool(return_indices)
         self.threads = threads
         self.options = options
         # check every argument now, in the main process; also gives len()
-        probe = Loader(Dataset(self.location), batch_size, threads=0, output="torch", **options)
+        probe = Loader(Dataset(self.location, **self.reading), batch_size, threads=0,
+                       output="torch", **options)
         self.rank, self.world_size = probe.rank, probe.world_size
         self.options.update(rank=self.rank, world_size=self.world_size)
         self._batches = len(probe)
@@ -94,8 +96,9 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
             threads = self.threads
             if threads is None:
                 threads = max(1, _native.available_cpus() // parts)
-            self._loader = Loader(Dataset(self.location), self.batch_size, threads=threads,
-                                  output="torch", _part=part, _parts=parts, **self.options)
+            self._loader = Loader(Dataset(self.location, **self.reading), self.batch_size,
+                                  threads=threads, output="torch", _part=part, _parts=parts,
+                                  **self.options)
             self._owner = key
         return self._loader
 

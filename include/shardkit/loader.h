@@ -216,6 +216,49 @@ SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct sh
                                   struct shard_augment_workspace *w, void *dst,
                                   struct shard_err *err);
 
+/* Boxes and masks through the same choices as their image (torchvision
+ * transforms.v2's semantics for BoundingBoxes in XYXY format and Mask):
+ *
+ *   RANDOM_RESIZED_CROP  boxes moved by the box's corner, scaled to the output
+ *                        and clamped to it; the mask's box resampled
+ *   CENTER_CROP          boxes moved and clamped; the mask cropped, 0 where
+ *                        the image is padded
+ *   RESIZE               boxes scaled (not clamped: nothing leaves the image);
+ *                        the mask resampled
+ *   HORIZONTAL_FLIP      x becomes width - x (x0 and x1 trade places); the
+ *                        mask mirrored
+ *
+ * Masks are resampled by nearest neighbour, each output pixel taking the
+ * value of the input pixel holding its centre (Pillow's NEAREST, torch's
+ * "nearest-exact"): a class id is never blended with another, and the mask
+ * stays on the pixels of its image, which is resampled about the same
+ * centres.  torchvision's tensor path uses torch's legacy "nearest" (the
+ * pixel holding the output pixel's top-left corner), which shifts a
+ * downscaled mask by up to one input pixel towards the top-left; this is
+ * the one place the two differ, chosen so.  After the last step a box
+ * narrower or lower than min_size is removed with its class and flags (as
+ * SanitizeBoundingBoxes(min_size) does; torchvision's default is 1), and so
+ * is an empty box whatever min_size. */
+
+/* The n boxes at `in` (SHARD_BOX_BYTES each, as stored: x0, y0, x1, y1
+ * float32, class int32, flags uint32, little-endian), of the image the
+ * draws were made for, moved by (-dx, -dy) first (the draws made for a
+ * region of the image starting at (dx, dy)), through the choices: the kept
+ * boxes are written to out (room for n; out may be in), in order and in the
+ * same layout; returns how many. */
+SHARD_API size_t shard_augment_boxes(const struct shard_augment *a,
+                                     const struct shard_augment_draws *d, double dx, double dy,
+                                     double min_size, const uint8_t *in, size_t n, uint8_t *out);
+
+/* A mask (channels 1 or 2: the bytes of one value, little-endian) of the
+ * size the draws were made for, through the choices: out_width x
+ * out_height values, row-major, written to dst.  0, SHARD_EINVAL (draws for
+ * another size), SHARD_ENOMEM. */
+SHARD_API int shard_augment_mask(const struct shard_augment *a, const struct shard_image *mask,
+                                 const struct shard_augment_draws *d,
+                                 struct shard_augment_workspace *w, void *dst,
+                                 struct shard_err *err);
+
 /* ---- the loader ------------------------------------------------------------
  *
  * A loader walks this rank's epoch plan (shardkit/dataset.h: seed, epoch,
@@ -289,10 +332,14 @@ struct shard_loader_options {
      * the manifest's config.fields, none twice), copied; NULL and 0: none. */
     const uint32_t *fields;
     uint32_t field_count;
+    /* Selected BOXES fields: after the transforms, a box narrower or lower
+     * than this (pixels) is removed with its class (shard_augment_boxes);
+     * default 1, torchvision's SanitizeBoundingBoxes. */
+    double box_min_size;
 };
 
 /* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan, 2 threads,
- * prefetch 0 (= 2), skip_errors 0, part 0 of 1, no fields. */
+ * prefetch 0 (= 2), skip_errors 0, part 0 of 1, no fields, box_min_size 1. */
 SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
 
 struct shard_loader;
@@ -368,9 +415,12 @@ struct shard_batch_field {
      * int64_t, double, float, int64_t; a row of zeros where absent.  NULL for
      * the other types. */
     const void *values;
-    /* TEXT, JSON, BYTES, LABELS: sample j's value is data[offsets[j] ..
-     * offsets[j + 1]) (empty where absent): the stored bytes, and for LABELS
-     * uint32_t label numbers in host byte order.  NULL for the other types. */
+    /* TEXT, JSON, BYTES, LABELS, BOXES, MASK: sample j's value is
+     * data[offsets[j] .. offsets[j + 1]) (empty where absent): the stored
+     * bytes, for LABELS uint32_t label numbers in host byte order, and for
+     * BOXES and MASK the value in its stored layout (little-endian) after
+     * the transforms (shard_augment_boxes, shard_augment_mask: a mask of the
+     * sample's output size).  NULL for the other types. */
     const uint8_t *data;
     const uint64_t *offsets;    /* count + 1 offsets, offsets[0] = 0 */
 };

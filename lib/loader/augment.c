@@ -21,8 +21,10 @@
 #define HAVE_X86_SIMD 0
 #endif
 
+#include "util/endian.h"
 #include "util/random.h"
 #include "image/resize_internal.h"
+#include "image/values.h"
 #include "loader/augment_internal.h"
 #include "shardkit/loader.h"
 
@@ -49,6 +51,7 @@ struct shard_augment {
 struct shard_augment_workspace {
     struct shard_image img[2];  /* resampled or copied images, used in turn */
     struct shard_image scratch; /* the resampler's taps and rows */
+    struct shard_image mask[2]; /* a mask's resampled or padded values, used in turn */
 };
 
 static const char *op_name(enum shard_augment_op op)
@@ -525,6 +528,8 @@ void shard_augment_workspace_free(struct shard_augment_workspace *w)
     shard_image_release(&w->img[0]);
     shard_image_release(&w->img[1]);
     shard_image_release(&w->scratch);
+    shard_image_release(&w->mask[0]);
+    shard_image_release(&w->mask[1]);
     free(w);
 }
 
@@ -771,6 +776,205 @@ int shard_augment_apply(const struct shard_augment *a, const struct shard_image 
     if (rc)
         return rc;
     write_output(a, &r.cur, r.mirror, dst);
+    return SHARD_OK;
+}
+
+/* ---- boxes and masks: the same choices ----------------------------------------- */
+
+/* One axis of a box through a step: x' = (x - shift) * scale, clamped to
+ * [0, size] when the step crops (torchvision's crop clamps its boxes to the
+ * new canvas, its resize only scales them). */
+static void box_axis(double *lo, double *hi, double shift, double scale, uint32_t size,
+                     int clamp)
+{
+    *lo = (*lo - shift) * scale;
+    *hi = (*hi - shift) * scale;
+    if (clamp) {
+        *lo = *lo < 0 ? 0 : *lo > size ? size : *lo;
+        *hi = *hi < 0 ? 0 : *hi > size ? size : *hi;
+    }
+}
+
+static float get_f32(const uint8_t *p)
+{
+    uint32_t bits = get_le32(p);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void set_f32(uint8_t *p, float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    put_le32(p, bits);
+}
+
+size_t shard_augment_boxes(const struct shard_augment *a, const struct shard_augment_draws *d,
+                           double dx, double dy, double min_size, const uint8_t *in, size_t n,
+                           uint8_t *out)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *p = in + i * SHARD_BOX_BYTES;
+        double x0 = get_f32(p) - dx, y0 = get_f32(p + 4) - dy;
+        double x1 = get_f32(p + 8) - dx, y1 = get_f32(p + 12) - dy;
+        for (size_t k = 0; k < a->count && k < d->steps; k++) {
+            const struct shard_augment_choice *c = &d->step[k];
+            switch (a->steps[k].op) {
+            case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+                box_axis(&x0, &x1, c->left, (double)c->out_width / c->box_width, c->out_width,
+                         1);
+                box_axis(&y0, &y1, c->top, (double)c->out_height / c->box_height,
+                         c->out_height, 1);
+                break;
+            case SHARD_AUGMENT_CENTER_CROP:
+                box_axis(&x0, &x1, c->left, 1, c->out_width, 1);
+                box_axis(&y0, &y1, c->top, 1, c->out_height, 1);
+                break;
+            case SHARD_AUGMENT_RESIZE:
+                box_axis(&x0, &x1, 0, (double)c->out_width / c->in_width, c->out_width, 0);
+                box_axis(&y0, &y1, 0, (double)c->out_height / c->in_height, c->out_height, 0);
+                break;
+            case SHARD_AUGMENT_HORIZONTAL_FLIP:
+                if (c->flip) {
+                    double t = x0;
+                    x0 = c->out_width - x1;
+                    x1 = c->out_width - t;
+                }
+                break;
+            case SHARD_AUGMENT_NORMALIZE:
+                break;
+            }
+        }
+        float f[4] = {(float)x0, (float)y0, (float)x1, (float)y1};
+        /* SanitizeBoundingBoxes: a box narrower or lower than min_size goes,
+         * with its class; so does an empty one whatever min_size */
+        if (!(f[2] - f[0] >= min_size && f[3] - f[1] >= min_size && f[2] > f[0] &&
+              f[3] > f[1]))
+            continue;
+        uint8_t *q = out + kept * SHARD_BOX_BYTES;
+        memmove(q + 16, p + 16, 8);  /* class and flags (q may be p) */
+        for (int k = 0; k < 4; k++)
+            set_f32(q + 4 * k, f[k]);
+        kept++;
+    }
+    return kept;
+}
+
+/* The mask images of one shard_augment_mask: cur is a view of the input or
+ * of one workspace mask; the next one made goes to the other. */
+struct mask_run {
+    struct shard_augment_workspace *ws;
+    struct shard_image cur;
+    int next;
+    int mirror;
+};
+
+static struct shard_image *mask_target(struct mask_run *r)
+{
+    struct shard_image *t = &r->ws->mask[r->next];
+    r->next ^= 1;
+    return t;
+}
+
+/* A crop's box (left, top, bw, bh) of cur as cur shows it (a pending flip
+ * applied), zeros where it reaches outside. */
+static int mask_crop(struct mask_run *r, int64_t left, int64_t top, uint32_t bw, uint32_t bh,
+                     struct shard_err *err)
+{
+    const uint32_t bytes = r->cur.channels;
+    struct shard_image *t = mask_target(r);
+    int rc = shard_image_alloc(t, bw, bh, bytes, err);
+    if (rc)
+        return rc;
+    for (uint32_t y = 0; y < bh; y++) {
+        uint8_t *o = t->pixels + (size_t)y * t->stride;
+        int64_t sy = top + y;
+        for (uint32_t x = 0; x < bw; x++) {
+            int64_t sx = left + x;
+            if (r->mirror)
+                sx = (int64_t)r->cur.width - 1 - sx;
+            if (sy < 0 || sy >= r->cur.height || sx < 0 || sx >= r->cur.width)
+                memset(o + (size_t)x * bytes, 0, bytes);
+            else
+                memcpy(o + (size_t)x * bytes,
+                       r->cur.pixels + (size_t)sy * r->cur.stride + (size_t)sx * bytes, bytes);
+        }
+    }
+    r->cur = *t;
+    r->mirror = 0;
+    return SHARD_OK;
+}
+
+/* Resample the part [x0, x0 + bw) x [y0, y0 + bh) of cur to out_w x out_h
+ * by nearest neighbour (a pending flip applied first, as the image's is). */
+static int mask_resample(struct mask_run *r, uint32_t x0, uint32_t y0, uint32_t bw,
+                         uint32_t bh, uint32_t out_w, uint32_t out_h, struct shard_err *err)
+{
+    int rc = r->mirror ? mask_crop(r, 0, 0, r->cur.width, r->cur.height, err) : SHARD_OK;
+    struct shard_image *t = rc ? NULL : mask_target(r);
+    if (!rc)
+        rc = sk_values_nearest(&r->cur, x0, y0, (double)x0 + bw, (double)y0 + bh, out_w, out_h,
+                               0, 0, out_w, out_h, 0, t, err);
+    if (!rc)
+        r->cur = *t;
+    return rc;
+}
+
+int shard_augment_mask(const struct shard_augment *a, const struct shard_image *mask,
+                       const struct shard_augment_draws *d, struct shard_augment_workspace *w,
+                       void *dst, struct shard_err *err)
+{
+    if (!mask || !mask->pixels || mask->channels < 1 || mask->channels > 2 ||
+        mask->width == 0 || mask->height == 0)
+        return shard_err_set(err, SHARD_EINVAL, "mask input is no image of 1- or 2-byte values");
+    if (d->steps != a->count ||
+        (a->count && (d->step[0].in_width != mask->width ||
+                      d->step[0].in_height != mask->height)))
+        return shard_err_set(err, SHARD_EINVAL, "transform choices were drawn for another "
+                             "size than the mask's %ux%u", mask->width, mask->height);
+    struct mask_run r = {w, *mask, 0, 0};
+    int rc = SHARD_OK;
+    for (size_t k = 0; k < a->count && !rc; k++) {
+        const struct shard_augment_choice *c = &d->step[k];
+        if (c->in_width != r.cur.width || c->in_height != r.cur.height ||
+            c->out_width == 0 || c->out_height == 0 ||
+            (a->steps[k].op == SHARD_AUGMENT_RANDOM_RESIZED_CROP && !box_inside(c)))
+            return shard_err_set(err, SHARD_EINVAL, "transform choices of step %zu do not fit "
+                                 "the mask's %ux%u", k, r.cur.width, r.cur.height);
+        switch (a->steps[k].op) {
+        case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+            rc = mask_resample(&r, (uint32_t)c->left, (uint32_t)c->top, c->box_width,
+                               c->box_height, c->out_width, c->out_height, err);
+            break;
+        case SHARD_AUGMENT_RESIZE:
+            if (c->out_width != r.cur.width || c->out_height != r.cur.height)
+                rc = mask_resample(&r, 0, 0, r.cur.width, r.cur.height, c->out_width,
+                                   c->out_height, err);
+            break;
+        case SHARD_AUGMENT_CENTER_CROP:
+            rc = mask_crop(&r, c->left, c->top, c->box_width, c->box_height, err);
+            break;
+        case SHARD_AUGMENT_HORIZONTAL_FLIP:
+            r.mirror ^= c->flip;
+            break;
+        case SHARD_AUGMENT_NORMALIZE:
+            break;
+        }
+    }
+    if (rc)
+        return rc;
+    const uint32_t bytes = r.cur.channels;
+    for (uint32_t y = 0; y < r.cur.height; y++) {
+        const uint8_t *in = r.cur.pixels + (size_t)y * r.cur.stride;
+        uint8_t *o = (uint8_t *)dst + (size_t)y * r.cur.width * bytes;
+        if (!r.mirror)
+            memcpy(o, in, (size_t)r.cur.width * bytes);
+        else
+            for (uint32_t x = 0; x < r.cur.width; x++)
+                memcpy(o + (size_t)x * bytes, in + (size_t)(r.cur.width - 1 - x) * bytes, bytes);
+    }
     return SHARD_OK;
 }
 

@@ -35,6 +35,7 @@
 #include "shardkit/loader.h"
 #include "shardkit/source.h"
 #include "util/clock.h"
+#include "util/endian.h"
 
 #define DEFAULT_BATCH 64
 #define DEFAULT_THREADS 2
@@ -122,6 +123,7 @@ struct shard_loader {
     struct loader_field *fields; /* the selected fields, field_count of them */
     uint32_t field_count;
     int has_variable;            /* one of them has values of variable length */
+    int geometric;               /* one of them is a BOXES or MASK field */
     int16_t selected[SHARD_FIELDS_MAX]; /* field number -> index in fields, or -1 */
     uint64_t epoch_batches;      /* batches of the rank's epoch */
     uint64_t batches;            /* of them, this part's */
@@ -157,6 +159,7 @@ void shard_loader_options_init(struct shard_loader_options *o)
     o->batch_size = DEFAULT_BATCH;
     shard_plan_options_init(&o->plan);
     o->threads = DEFAULT_THREADS;
+    o->box_min_size = 1.0;
 }
 
 /* ---- batches ------------------------------------------------------------------- */
@@ -416,6 +419,61 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
     return SHARD_OK;
 }
 
+/* Place j's BOXES and MASK values through the choices its image went
+ * through (w->draws, made for the region of the record at (dx, dy) whose
+ * size item's pixels are): boxes rewritten in place, a mask's new value
+ * appended to the place's buffer. */
+static int transform_geometric(const struct shard_loader *l, struct worker *w,
+                               struct shard_batch *b, uint32_t j, const struct shard_item *item,
+                               uint32_t dx, uint32_t dy, struct shard_err *err)
+{
+    struct shard_buf *var = &b->var[j];
+    for (uint32_t k = 0; k < l->field_count; k++) {
+        const struct loader_field *lf = &l->fields[k];
+        struct batch_field *f = &b->fields[k];
+        if (!f->present[j] || (lf->type != SHARD_FIELD_BOXES && lf->type != SHARD_FIELD_MASK))
+            continue;
+        if (lf->type == SHARD_FIELD_BOXES) {
+            uint8_t *v = var->data + f->start[j];
+            f->len[j] = shard_augment_boxes(l->aug, &w->draws, dx, dy, l->o.box_min_size, v,
+                                            (size_t)f->len[j] / SHARD_BOX_BYTES, v) *
+                        SHARD_BOX_BYTES;
+            continue;
+        }
+        const uint8_t *h = var->data + f->start[j];
+        uint32_t mw = get_le32(h), mh = get_le32(h + 4), bytes = h[8];
+        if ((uint64_t)dx + item->pixels.width > mw || (uint64_t)dy + item->pixels.height > mh ||
+            (!dx && !dy && (mw != item->pixels.width || mh != item->pixels.height)))
+            return shard_err_set(err, SHARD_ECORRUPT, "field %u: a mask of %ux%u for an "
+                                 "image of %ux%u", lf->field, mw, mh, item->pixels.width,
+                                 item->pixels.height);
+        size_t out_len = SHARD_MASK_HEADER_BYTES +
+                         (size_t)w->draws.out_width * w->draws.out_height * bytes;
+        size_t at = var->len;
+        int rc = shard_buf_reserve(var, at + out_len, err);
+        if (rc)
+            return rc;
+        const size_t stride = (size_t)mw * bytes;
+        struct shard_image view = {
+            .pixels = var->data + f->start[j] + SHARD_MASK_HEADER_BYTES + (size_t)dy * stride +
+                      (size_t)dx * bytes,
+            .width = item->pixels.width, .height = item->pixels.height, .channels = bytes,
+            .stride = stride};
+        uint8_t *o = var->data + at;
+        memset(o, 0, SHARD_MASK_HEADER_BYTES);
+        put_le32(o, w->draws.out_width);
+        put_le32(o + 4, w->draws.out_height);
+        o[8] = (uint8_t)bytes;
+        if ((rc = shard_augment_mask(l->aug, &view, &w->draws, w->ws,
+                                     o + SHARD_MASK_HEADER_BYTES, err)))
+            return rc;
+        var->len = at + out_len;
+        f->start[j] = at;
+        f->len[j] = out_len;
+    }
+    return SHARD_OK;
+}
+
 /* Read sample `index` into place j of b and transform it there. */
 static void fill_place(struct shard_loader *l, struct worker *w, struct shard_batch *b, uint32_t j,
                        uint64_t index)
@@ -462,6 +520,9 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
     }
     if (!rc)
         rc = shard_augment_apply(l->aug, &item->pixels, &w->draws, w->ws, dst, err);
+    if (!rc && l->geometric)
+        rc = transform_geometric(l, w, b, j, item, rb.cropped ? rb.box.region_left : 0,
+                                 rb.cropped ? rb.box.region_top : 0, err);
     if (!rc) {
         b->samples[j] = dst;
         b->widths[j] = w->draws.out_width;
@@ -665,6 +726,11 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
         case SHARD_FIELD_LABELS:
             f->width = 4;
             break;
+        case SHARD_FIELD_BOXES:
+        case SHARD_FIELD_MASK:
+            f->width = 1;  /* as stored, little-endian; transformed with the image */
+            l->geometric = 1;
+            break;
         default:  /* TEXT, JSON, BYTES */
             f->width = 1;
             break;
@@ -693,6 +759,9 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     if (o->plan.world_size == 0 || o->plan.rank >= o->plan.world_size)
         return shard_err_set(err, SHARD_EINVAL, "rank %u is outside a world_size of %u",
                              o->plan.rank, o->plan.world_size);
+    if (!(o->box_min_size >= 0 && o->box_min_size < 1e30))
+        return shard_err_set(err, SHARD_EINVAL, "box_min_size %g is not a size in pixels",
+                             o->box_min_size);
     if (o->parts > 1 && o->part >= o->parts)
         return shard_err_set(err, SHARD_EINVAL, "part %u is outside %u parts", o->part, o->parts);
     struct shard_loader *l = calloc(1, sizeof *l);

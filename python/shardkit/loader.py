@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from shardkit import _native
-from shardkit.dataset import Dataset, _bad_json, _key_str
+from shardkit.dataset import Dataset, _bad_json, _decode_boxes, _decode_mask, _key_str
 from shardkit.errors import CorruptRecordError
 from shardkit.transforms import U32_MAX, _check_int, compose
 
@@ -106,7 +106,13 @@ class Batch:
     float32[N] float32 (B, N), int64[N] int64 (B, N), zeros where absent;
     labels a list of B lists of label numbers (None where absent), or with
     multi_hot a uint8 array (B, C) holding 1 at each label number (C is
-    ``len(dataset.labels)``; a row of zeros where absent).  ``present`` is a
+    ``len(dataset.labels)``; a row of zeros where absent); boxes a list of B
+    dicts {"boxes": (N_i, 4) float32 x0, y0, x1, y1 in the output image's
+    pixels, "labels": (N_i,) int64 class ids, "iscrowd": (N_i,) bool} (None
+    where absent), transformed with their image; a mask a (B, H, W) uint8 or
+    uint16 array of class ids when every sample has one of the same size,
+    else a list of (H_i, W_i) arrays (None where absent), transformed with
+    their image (nearest neighbour).  ``present`` is a
     dict of the same names, each a bool array (B,): True where the sample has
     the field.  With output="torch" the arrays are torch tensors."""
 
@@ -153,7 +159,7 @@ class Loader:
     world_size=None, threads=None, transform=None, drop_last=False,
     remainder="keep", shuffle_buffer=None, output="numpy", layout="NHWC",
     dtype="uint8", on_error="raise", prefetch=2, fields=None,
-    multi_hot=False)``
+    multi_hot=False, box_min_size=1.0)``
 
     - ds: a Dataset, or its location.
     - shuffle, seed, shuffle_buffer, remainder, rank, world_size: the epoch
@@ -178,6 +184,9 @@ class Loader:
     - multi_hot: True (every selected labels field) or a list of labels
       field names: those come as a (B, C) uint8 multi-hot array instead of
       lists of label numbers.
+    - box_min_size: selected boxes fields: after the transforms, a box
+      narrower or lower than this (pixels) is removed with its label, as
+      torchvision's SanitizeBoundingBoxes (default 1, its default).
 
     Iterating yields the batches of the current epoch from the current
     position; when the epoch is over the loader moves to the next epoch.
@@ -194,7 +203,7 @@ class Loader:
                  threads=None, transform=None, drop_last=False, remainder="keep",
                  shuffle_buffer=None, output="numpy", layout="NHWC", dtype="uint8",
                  on_error="raise", prefetch=DEFAULT_PREFETCH, fields=None, multi_hot=False,
-                 _part=0, _parts=1):
+                 box_min_size=1.0, _part=0, _parts=1):
         if not isinstance(ds, Dataset):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
@@ -228,11 +237,16 @@ class Loader:
             steps = self.transform if self.transform is not None else _empty()
             augment = steps._augment(layout, dtype)
         self.fields, self.multi_hot = _select_fields(ds, fields, multi_hot)
+        if isinstance(box_min_size, bool) or not isinstance(box_min_size, (int, float)):
+            raise TypeError(f"box_min_size must be a number, not {type(box_min_size).__name__}")
+        if not 0 <= box_min_size < 1e30:
+            raise ValueError(f"box_min_size must be a size in pixels, not {box_min_size}")
+        self.box_min_size = float(box_min_size)
         self._native = _native.Loader(
             ds._native, augment, self.batch_size, self.shuffle, self.seed, self.rank,
             self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
             prefetch, self.on_error == "skip", _part, _parts,
-            [f.number for f in self.fields])
+            [f.number for f in self.fields], self.box_min_size)
         self._epoch = 0
         self._batch = 0
         self._generation = 0
@@ -366,8 +380,7 @@ class Loader:
             images = ([t.from_numpy(i) for i in images] if isinstance(images, list)
                       else t.from_numpy(images))
             labels = t.from_numpy(labels)
-            values = {k: t.from_numpy(v) if isinstance(v, np.ndarray) else v
-                      for k, v in values.items()}
+            values = {k: _to_torch(t, v) for k, v in values.items()}
             present = {k: t.from_numpy(v) for k, v in present.items()}
         return Batch(images, labels, indices, epoch, number, skipped, self.dataset, values,
                      present)
@@ -382,6 +395,17 @@ class Loader:
             present[name] = mask
             if stacked is not None:
                 values[name] = np.asarray(stacked)
+            elif field.type == "boxes":
+                data, ends = np.asarray(labels[0]), np.asarray(labels[1])
+                values[name] = [_decode_boxes(data[ends[j]:ends[j + 1]]) if mask[j] else None
+                                for j in range(len(mask))]
+            elif field.type == "mask":
+                data, ends = np.asarray(labels[0]), np.asarray(labels[1])
+                masks = [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None
+                         for j in range(len(mask))]
+                same = (masks and all(m is not None for m in masks) and
+                        len({m.shape for m in masks}) == 1)
+                values[name] = np.stack(masks) if same else masks
             elif labels is not None:
                 ids = np.asarray(labels[0])
                 ends = (np.asarray(labels[1]) // 4).astype(np.intp)
@@ -471,6 +495,18 @@ class Loader:
         return (f"Loader({self.dataset!r}, batch_size={self.batch_size}, rank={self.rank}, "
                 f"world_size={self.world_size}, threads={self.threads}, "
                 f"transform={self.transform!r})")
+
+
+def _to_torch(t, v):
+    """A batch.fields value as torch tensors: arrays, and the arrays in lists
+    and dicts (boxes); a uint16 mask as int32 (torch has no uint16)."""
+    if isinstance(v, np.ndarray):
+        return t.from_numpy(v.astype(np.int32) if v.dtype == np.uint16 else v)
+    if isinstance(v, dict):
+        return {k: _to_torch(t, x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_to_torch(t, x) for x in v]
+    return v
 
 
 def _select_fields(ds, names, multi_hot):

@@ -61,9 +61,13 @@ static PyObject *batch_field(const struct shard_batch_info *in, const struct sha
         values = skpy_values_new(f->values, ndim, shape, format, holder);
         break;
     }
-    case SHARD_FIELD_LABELS: {
-        Py_ssize_t ids = (Py_ssize_t)(f->offsets[in->count] / 4), offsets = in->count + 1;
-        PyObject *a = skpy_values_new(f->data, 1, &ids, "I", holder);
+    case SHARD_FIELD_LABELS:
+    case SHARD_FIELD_BOXES:
+    case SHARD_FIELD_MASK: {  /* the values back to back, and their offsets in bytes */
+        int byte_data = f->type != SHARD_FIELD_LABELS;
+        Py_ssize_t ids = (Py_ssize_t)(f->offsets[in->count] / (byte_data ? 1 : 4));
+        Py_ssize_t offsets = in->count + 1;
+        PyObject *a = skpy_values_new(f->data, 1, &ids, byte_data ? "B" : "I", holder);
         PyObject *b = skpy_values_new(f->offsets, 1, &offsets, "Q", holder);
         labels = a && b ? PyTuple_Pack(2, a, b) : NULL;
         Py_XDECREF(a);

@@ -61,16 +61,17 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
                             "world_size", "threads", "drop_last", "remainder",
                             "shuffle_buffer", "prefetch", "skip_errors", "part", "parts",
-                            "fields", NULL};
+                            "fields", "box_min_size", NULL};
     PyObject *dataset, *augment, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
     PyObject *prefetch_o, *part_o = NULL, *parts_o = NULL, *fields_o = Py_None;
     int shuffle, drop_last, skip_errors;
     const char *remainder;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OOO:Loader", names,
+    double box_min_size = 1.0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OOOd:Loader", names,
                                      &skpy_dataset_type, &dataset, &augment, &batch_o, &shuffle,
                                      &seed_o, &rank_o, &world_o, &threads_o, &drop_last,
                                      &remainder, &buffer_o, &prefetch_o, &skip_errors, &part_o,
-                                     &parts_o, &fields_o))
+                                     &parts_o, &fields_o, &box_min_size))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -97,6 +98,7 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         (parts_o && skpy_u32(parts_o, "parts", 1, &o.parts) < 0))
         return -1;
     o.threads = (int)threads;
+    o.box_min_size = box_min_size;
     o.drop_last = drop_last;
     o.plan.shuffle = shuffle;
     o.skip_errors = skip_errors;

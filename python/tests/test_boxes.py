@@ -206,3 +206,104 @@ def test_bad_annotations_are_rejected_with_their_reason(tmp_path):
     assert np.array_equal(good.fields["seg"], np.ones((40, 50), np.uint8))
     covered = good.fields["mask"]
     assert covered.shape == (40, 50) and covered[8, 10] == 1 and covered[30, 40] == 0
+
+
+# ---- read time: one drawn crop and flip for image, boxes and mask ----------------
+
+TRANSFORMS = {
+    "random_resized_crop": lambda: [shardkit.RandomResizedCrop(32, scale=(0.1, 1.0)),
+                                    shardkit.RandomHorizontalFlip()],
+    "resize_padded_center_crop": lambda: [shardkit.Resize(40), shardkit.CenterCrop(56),
+                                          shardkit.RandomHorizontalFlip()],
+    "flip_then_crop": lambda: [shardkit.RandomHorizontalFlip(), shardkit.Resize((30, 50)),
+                               shardkit.CenterCrop((28, 44))],
+}
+
+
+def grown(region):
+    """The region and its 8 neighbours' pixels."""
+    out = region.copy()
+    padded = np.pad(region, 1)
+    h, w = region.shape
+    for dy in (0, 1, 2):
+        for dx in (0, 1, 2):
+            out |= padded[dy:dy + h, dx:dx + w]
+    return out
+
+
+def check_sample(img, boxes, mask, where):
+    """Every box the extent of its colour (within a pixel), every mask the
+    region of its colour, in one output sample."""
+    h, w, _ = img.shape
+    assert mask.shape == (h, w), where
+    got = {int(k): b for k, b in zip(boxes["labels"], boxes["boxes"])}
+    assert len(got) == len(boxes["labels"]), where
+    for k, colour, kind, _ in OBJECTS:
+        half = near(img, colour, 127)
+        want = extent(half)
+        # a box cut by the output's edge is the cut box: a rectangle's extent
+        # still, a disc's no more (its cut part is narrower than its box)
+        cut = k in got and (got[k][0] == 0 or got[k][1] == 0 or got[k][2] == w or
+                            got[k][3] == h)
+        if k in got and kind == "disc" and cut:
+            b = got[k]
+            assert want is None or (np.all(want[:2] >= b[:2] - 1) and
+                                    np.all(want[2:] <= b[2:] + 1)), (where, k, b, want)
+        elif k in got:
+            b = got[k]
+            assert 0 <= b[0] < b[2] <= w and 0 <= b[1] < b[3] <= h, (where, k, b)
+            assert b[2] - b[0] >= 1 and b[3] - b[1] >= 1, (where, k, b)  # min size 1
+            if want is None:  # a sliver the resampling blurred below half its colour
+                assert min(b[2] - b[0], b[3] - b[1]) < 3, (where, k, b)
+            else:
+                assert np.all(np.abs(b - want) <= 1.0), (where, k, b, want)
+        elif want is not None:
+            # removed as smaller than a pixel: its colour covers at most a pixel across
+            assert min(want[2] - want[0], want[3] - want[1]) <= 1, (where, k, want)
+        assert np.all(mask[near(img, colour, 16)] == k), (where, k, "solid pixels not labelled")
+        # within a pixel of one a third of its colour at least (a sliver
+        # thinner than a pixel is labelled where it holds a pixel's centre,
+        # and blurred to about half its colour there)
+        assert np.all(grown(near(img, colour, 170))[mask == k]), \
+            (where, k, "labelled pixels not of its colour")
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_read_time_transforms_keep_boxes_and_masks_on_their_pixels(oriented, name):
+    ds = shardkit.Dataset(oriented)
+    loader = shardkit.Loader(ds, 8, transform=TRANSFORMS[name](), fields=["boxes", "seg"],
+                             seed=7, threads=2)
+    samples = 0
+    for epoch in range(120):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            masks = batch.fields["seg"]
+            assert isinstance(masks, np.ndarray) and masks.shape[0] == len(batch.indices)
+            for j, index in enumerate(batch.indices):
+                check_sample(batch.images[j], batch.fields["boxes"][j], masks[j],
+                             (name, epoch, ds.key(int(index))))
+                samples += 1
+    assert samples == 120 * 8
+
+
+def test_read_time_boxes_in_torch_and_the_min_size_option(oriented):
+    ds = shardkit.Dataset(oriented)
+    t = [shardkit.RandomResizedCrop(32, scale=(0.1, 1.0)), shardkit.RandomHorizontalFlip()]
+    a = shardkit.Loader(ds, 8, transform=t, fields=["boxes", "seg"], seed=3, threads=0,
+                        output="torch")
+    b = shardkit.Loader(ds, 8, transform=t, fields=["boxes", "seg"], seed=3, threads=2,
+                        box_min_size=4)
+    import torch
+    for ba, bb in zip(a, b):
+        assert ba.fields["seg"].shape == (8, 32, 32) and ba.fields["seg"].dtype == torch.uint8
+        assert np.array_equal(ba.fields["seg"].numpy(), bb.fields["seg"])
+        for x, y in zip(ba.fields["boxes"], bb.fields["boxes"]):
+            assert x["boxes"].dtype == torch.float32 and x["labels"].dtype == torch.int64
+            assert x["boxes"].shape == (len(x["labels"]), 4)
+            # the same draws; the larger minimum removes exactly the boxes under it
+            small = ((x["boxes"][:, 2] - x["boxes"][:, 0] < 4) |
+                     (x["boxes"][:, 3] - x["boxes"][:, 1] < 4)).numpy()
+            assert np.array_equal(x["boxes"].numpy()[~small], y["boxes"])
+            assert np.array_equal(x["labels"].numpy()[~small], y["labels"])
+    with pytest.raises(ValueError, match="box_min_size"):
+        shardkit.Loader(ds, 8, fields=["boxes"], box_min_size=-1)

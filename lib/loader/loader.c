@@ -420,14 +420,16 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
 }
 
 /* Place j's BOXES and MASK values through the choices its image went
- * through (w->draws, made for the region of the record at (dx, dy) whose
- * size item's pixels are): boxes rewritten in place, a mask's new value
- * appended to the place's buffer. */
+ * through (w->draws, made for item's pixels: the whole record, or when
+ * rb->cropped the region of it at rb->box.region_left, region_top): boxes
+ * rewritten in place, a mask's new value appended to the place's buffer. */
 static int transform_geometric(const struct shard_loader *l, struct worker *w,
                                struct shard_batch *b, uint32_t j, const struct shard_item *item,
-                               uint32_t dx, uint32_t dy, struct shard_err *err)
+                               const struct sk_read_box *rb, struct shard_err *err)
 {
     struct shard_buf *var = &b->var[j];
+    const uint32_t dx = rb->cropped ? rb->box.region_left : 0;
+    const uint32_t dy = rb->cropped ? rb->box.region_top : 0;
     for (uint32_t k = 0; k < l->field_count; k++) {
         const struct loader_field *lf = &l->fields[k];
         struct batch_field *f = &b->fields[k];
@@ -443,7 +445,7 @@ static int transform_geometric(const struct shard_loader *l, struct worker *w,
         const uint8_t *h = var->data + f->start[j];
         uint32_t mw = get_le32(h), mh = get_le32(h + 4), bytes = h[8];
         if ((uint64_t)dx + item->pixels.width > mw || (uint64_t)dy + item->pixels.height > mh ||
-            (!dx && !dy && (mw != item->pixels.width || mh != item->pixels.height)))
+            (!rb->cropped && (mw != item->pixels.width || mh != item->pixels.height)))
             return shard_err_set(err, SHARD_ECORRUPT, "field %u: a mask of %ux%u for an "
                                  "image of %ux%u", lf->field, mw, mh, item->pixels.width,
                                  item->pixels.height);
@@ -521,8 +523,7 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
     if (!rc)
         rc = shard_augment_apply(l->aug, &item->pixels, &w->draws, w->ws, dst, err);
     if (!rc && l->geometric)
-        rc = transform_geometric(l, w, b, j, item, rb.cropped ? rb.box.region_left : 0,
-                                 rb.cropped ? rb.box.region_top : 0, err);
+        rc = transform_geometric(l, w, b, j, item, &rb, err);
     if (!rc) {
         b->samples[j] = dst;
         b->widths[j] = w->draws.out_width;

@@ -307,3 +307,34 @@ def test_read_time_boxes_in_torch_and_the_min_size_option(oriented):
             assert np.array_equal(x["labels"].numpy()[~small], y["labels"])
     with pytest.raises(ValueError, match="box_min_size"):
         shardkit.Loader(ds, 8, fields=["boxes"], box_min_size=-1)
+
+
+def test_jpeg_records_decoded_around_the_crop_give_the_same_boxes_and_masks(oriented):
+    """A JPEG record is decoded only around its crop's box (a region of the
+    image): its boxes and mask must come out as those of a PNG record of the
+    same sample, decoded whole, under the same draws."""
+    top = os.path.dirname(oriented)
+    made = {}
+    for codec in ("png", "jpeg"):
+        made[codec] = dst = os.path.join(top, f"big-{codec}")
+        shardify(os.path.join(top, "src"), dst, "--size", "256", "--fit", "crop", "--codec",
+                 codec, "--coco", os.path.join(top, "coco.json"), "--field",
+                 f"seg=mask,from=_mask.png,classes={os.path.join(top, 'classes.json')}")
+    t = [shardkit.RandomResizedCrop(40, scale=(0.02, 0.3)), shardkit.RandomHorizontalFlip()]
+    loaders = [shardkit.Loader(made[c], 8, transform=t, fields=["boxes", "seg"], seed=11)
+               for c in ("png", "jpeg")]
+    boxes_seen = 0
+    for epoch in range(40):
+        for loader in loaders:
+            loader.set_epoch(epoch)
+        for a, b in zip(*loaders):
+            assert np.array_equal(a.indices, b.indices)
+            assert np.array_equal(a.fields["seg"], b.fields["seg"])
+            for x, y in zip(a.fields["boxes"], b.fields["boxes"]):
+                assert np.array_equal(x["boxes"], y["boxes"])
+                assert np.array_equal(x["labels"], y["labels"])
+                boxes_seen += len(x["labels"])
+            # and the pixels are the same picture (JPEG's loss aside)
+            diff = np.abs(a.images.astype(int) - b.images.astype(int))
+            assert diff.mean() < 6, diff.mean()
+    assert boxes_seen > 100

@@ -159,6 +159,30 @@ static json_t *dataset_json(const struct dataset_summary *s)
                      s->note[0] ? cli_json_text(s->note) : NULL);
 }
 
+/* --deep: each boxes or mask field's tally, every class with its count. */
+static json_t *targets_json(const struct shard_verify_report *r)
+{
+    json_t *list = json_array();
+    for (uint32_t i = 0; i < r->target_count; i++) {
+        const struct shard_target_tally *t = &r->targets[i];
+        json_t *classes = json_array();
+        for (uint32_t k = 0; k < t->class_count; k++)
+            json_array_append_new(classes, json_pack("{s:I, s:s, s:I, s:I}", "id",
+                                                     (json_int_t)t->classes[k].id, "name",
+                                                     t->classes[k].name, "count",
+                                                     (json_int_t)t->per_class[k], "samples",
+                                                     (json_int_t)t->samples_with[k]));
+        json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:o}", "field", t->name, "type",
+                              t->mask ? "mask" : "boxes", "samples", (json_int_t)t->samples,
+                              t->mask ? "pixels" : "boxes", (json_int_t)t->items, "classes",
+                              classes);
+        if (o && !t->mask)
+            json_object_set_new(o, "max_boxes", json_integer((json_int_t)t->max_boxes));
+        json_array_append_new(list, o);
+    }
+    return list;
+}
+
 /* The declared fields (format version 2): each one's coverage, and for
  * text its values' lengths; and the orphans, the first
  * SUMMARY_ORPHANS_LISTED of them with the total. */
@@ -172,8 +196,11 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
         const struct field_summary *fs = &s->fields[f];
         /* a name is ASCII (the manifest checks it); a suffix or column may be any bytes */
         json_t *source = json_object();
-        json_object_set_new(source, fs->decl->sidecar ? "sidecar" : "column",
+        json_object_set_new(source, fs->decl->sidecar ? "sidecar"
+                                    : fs->decl->coco  ? "coco"
+                                                      : "column",
                             cli_json_text(fs->decl->sidecar ? fs->decl->sidecar
+                                          : fs->decl->coco  ? fs->decl->coco
                                                             : fs->decl->column));
         json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:I, s:I, s:o}", "name", fs->decl->name,
                               "type", fs->type, "source", source, "required",
@@ -279,6 +306,8 @@ void report_write_json(const struct report *rep, FILE *out)
         }
         json_object_set_new(o, "source", source);
     }
+    if (r->target_count)
+        json_object_set_new(o, "targets", targets_json(r));
     if (opts->fidelity)
         json_object_set_new(o, "fidelity", fidelity_json(r));
     if (opts->world_size_count)

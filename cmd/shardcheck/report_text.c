@@ -123,6 +123,56 @@ static void print_fields(FILE *out, const struct report *rep)
                 (unsigned long long)(m->orphan_count - ORPHANS_SHOWN), SUMMARY_ORPHANS_LISTED);
 }
 
+/* Classes shown per boxes or mask field; --json lists every one. */
+#define CLASSES_SHOWN 10
+
+static int more_of(const struct shard_target_tally *t, uint32_t a, uint32_t b)
+{
+    return t->per_class[a] > t->per_class[b] || (t->per_class[a] == t->per_class[b] && a < b);
+}
+
+/* --deep: each boxes or mask field's boxes per image and its classes' frequencies, the
+ * most frequent first. */
+static void print_targets(FILE *out, const struct shard_verify_report *r)
+{
+    for (uint32_t i = 0; i < r->target_count; i++) {
+        const struct shard_target_tally *t = &r->targets[i];
+        if (t->mask)
+            fprintf(out, "  mask '%s': %llu images, %llu pixels\n", t->name,
+                    (unsigned long long)t->samples, (unsigned long long)t->items);
+        else
+            fprintf(out, "  boxes '%s': %llu in %llu images, %.2f per image (at most %llu)\n",
+                    t->name, (unsigned long long)t->items, (unsigned long long)t->samples,
+                    t->samples ? (double)t->items / (double)t->samples : 0.0,
+                    (unsigned long long)t->max_boxes);
+        /* the CLASSES_SHOWN most frequent, by selection (class lists are short) */
+        uint32_t shown[CLASSES_SHOWN], n = 0;
+        for (uint32_t k = 0; k < t->class_count; k++) {
+            uint32_t at = n < CLASSES_SHOWN ? n++ : CLASSES_SHOWN;
+            if (at == CLASSES_SHOWN && !more_of(t, k, shown[CLASSES_SHOWN - 1]))
+                continue;
+            if (at == CLASSES_SHOWN)
+                at = CLASSES_SHOWN - 1;
+            while (at > 0 && more_of(t, k, shown[at - 1])) {
+                shown[at] = shown[at - 1];
+                at--;
+            }
+            shown[at] = k;
+        }
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t k = shown[j];
+            fprintf(out, "    class %u '%s': %llu %s (%.1f%%), in %llu images\n",
+                    t->classes[k].id, t->classes[k].name, (unsigned long long)t->per_class[k],
+                    t->mask ? "pixels" : "boxes",
+                    t->items ? 100.0 * (double)t->per_class[k] / (double)t->items : 0.0,
+                    (unsigned long long)t->samples_with[k]);
+        }
+        if (t->class_count > n)
+            fprintf(out, "    ... and %u more classes (--json lists every one)\n",
+                    t->class_count - n);
+    }
+}
+
 void report_write_text(const struct report *rep, FILE *out)
 {
     const struct shard_verify_report *r = rep->verify;
@@ -140,8 +190,10 @@ void report_write_text(const struct report *rep, FILE *out)
         fprintf(out, "  ... and %llu more (--json lists every one)\n",
                 (unsigned long long)(total - PROBLEMS_SHOWN));
     print_rate(out, "hashed", &r->hash, "shard file", "shard files");
-    if (o->deep)
+    if (o->deep) {
         print_rate(out, "deep", &r->deep, "record decoded", "records decoded");
+        print_targets(out, r);
+    }
     if (o->source) {
         print_rate(out, "source", &r->source, "file hashed", "files hashed");
         fprintf(out, "  source: %llu candidate files; labels %s\n",

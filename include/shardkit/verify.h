@@ -192,6 +192,22 @@ struct shard_label_tally {
 /* Problems kept in a report; any beyond are counted in problems_not_kept. */
 #define SHARD_VERIFY_MAX_PROBLEMS 1000000u
 
+/* --deep, a BOXES or MASK field (format version 2): what its values hold,
+ * counted over the records whose value is valid. */
+struct shard_target_tally {
+    uint32_t field;             /* field number */
+    char *name;                 /* its name */
+    int mask;                   /* 1: a MASK field, 0: BOXES */
+    struct shard_field_class *classes;  /* its declared classes (copied) */
+    uint64_t samples;           /* records holding a valid value */
+    uint64_t items;             /* BOXES: boxes in all; MASK: pixels in all */
+    uint64_t max_boxes;         /* BOXES: the most boxes one image has */
+    uint32_t class_count;       /* the field's declared classes */
+    uint64_t *per_class;        /* per declared class, in the declaration's order: BOXES
+                                 * its boxes, MASK its pixels */
+    uint64_t *samples_with;     /* per declared class: values holding it at least once */
+};
+
 struct shard_verify_report {
     struct shard_problem *problems;  /* the problems found, sorted */
     uint64_t problem_count;          /* problems in the array */
@@ -221,6 +237,9 @@ struct shard_verify_report {
     struct shard_visitation_result *visitation;
     size_t visitation_count;
     int threads;
+    /* --deep: each BOXES and MASK field's tally, in field order */
+    struct shard_target_tally *targets;
+    uint32_t target_count;
 };
 
 /* Verify the dataset in directory `dst`.  Returns 0 when the checks ran:

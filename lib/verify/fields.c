@@ -38,6 +38,101 @@ static int identity_is_stored(const struct shard_field_decl *d)
            d->type == SHARD_FIELD_BYTES || d->column || d->coco;
 }
 
+/* A tally per BOXES and MASK field in the report (--deep): -1 when out of
+ * memory (the report's release frees what was made). */
+static int begin_tallies(struct verify_run *v)
+{
+    const struct shard_config *c = &v->m->config;
+    struct shard_verify_report *r = v->report;
+    uint32_t n = 0;
+    for (uint32_t f = 0; f < c->field_count; f++)
+        n += c->fields[f].type == SHARD_FIELD_BOXES || c->fields[f].type == SHARD_FIELD_MASK;
+    if (!n)
+        return 0;
+    if (!(r->targets = calloc(n, sizeof *r->targets)))
+        return -1;
+    for (uint32_t f = 0; f < c->field_count; f++) {
+        const struct shard_field_decl *d = &c->fields[f];
+        if (d->type != SHARD_FIELD_BOXES && d->type != SHARD_FIELD_MASK)
+            continue;
+        struct shard_target_tally *t = &r->targets[r->target_count++];
+        t->field = f;
+        t->mask = d->type == SHARD_FIELD_MASK;
+        if (!(t->name = strdup(d->name)) ||
+            !(t->classes = calloc(d->class_count ? d->class_count : 1, sizeof *t->classes)))
+            return -1;
+        for (uint32_t k = 0; k < d->class_count; k++) {
+            t->classes[k].id = d->classes[k].id;
+            if (!(t->classes[k].name = strdup(d->classes[k].name)))
+                return -1;
+            t->class_count = k + 1;
+        }
+        if (!(t->per_class = calloc(d->class_count ? d->class_count : 1, sizeof *t->per_class)) ||
+            !(t->samples_with = calloc(d->class_count ? d->class_count : 1,
+                                       sizeof *t->samples_with)))
+            return -1;
+    }
+    return 0;
+}
+
+/* Add a valid BOXES or MASK value of field d to its tally t (thread-safe). */
+static void tally_value(struct shard_target_tally *t, const struct shard_field_decl *d,
+                        const uint8_t *value, size_t len)
+{
+    uint32_t *seen = NULL;  /* per value: boxes of each class, or pixels of each value */
+    uint64_t items;
+    if (d->type == SHARD_FIELD_BOXES) {
+        items = len / SHARD_BOX_BYTES;
+        if (!(seen = calloc(d->class_count ? d->class_count : 1, sizeof *seen)))
+            return;  /* a tally is a summary: without memory it is left short */
+        for (uint64_t i = 0; i < items; i++) {
+            const uint8_t *p = value + i * SHARD_BOX_BYTES + 16;
+            uint32_t id = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                          (uint32_t)p[3] << 24;
+            int32_t k = shard_field_class_find(d, id);  /* the value was checked: k >= 0 */
+            if (k >= 0)
+                seen[k]++;
+        }
+        uint64_t max = __atomic_load_n(&t->max_boxes, __ATOMIC_RELAXED);
+        while (items > max && !__atomic_compare_exchange_n(&t->max_boxes, &max, items, 0,
+                                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+    } else {
+        uint32_t bytes = value[8];
+        items = (len - SHARD_MASK_HEADER_BYTES) / bytes;
+        uint32_t values = bytes == 2 ? 65536u : 256u;
+        uint32_t *hist = calloc(values, sizeof *hist);
+        if (!hist || !(seen = calloc(d->class_count ? d->class_count : 1, sizeof *seen))) {
+            free(hist);
+            return;
+        }
+        const uint8_t *p = value + SHARD_MASK_HEADER_BYTES;
+        for (uint64_t i = 0; i < items; i++)
+            hist[bytes == 2 ? (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8 : p[i]]++;
+        for (uint32_t k = 0; k < d->class_count; k++)
+            if (d->classes[k].id < values)
+                seen[k] = hist[d->classes[k].id];
+        free(hist);
+    }
+    __atomic_fetch_add(&t->samples, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&t->items, items, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < d->class_count; k++)
+        if (seen[k]) {
+            __atomic_fetch_add(&t->per_class[k], seen[k], __ATOMIC_RELAXED);
+            __atomic_fetch_add(&t->samples_with[k], 1, __ATOMIC_RELAXED);
+        }
+    free(seen);
+}
+
+/* The tally of field f, or NULL. */
+static struct shard_target_tally *tally_of(struct verify_run *v, uint32_t f)
+{
+    for (uint32_t i = 0; i < v->report->target_count; i++)
+        if (v->report->targets[i].field == f)
+            return &v->report->targets[i];
+    return NULL;
+}
+
 int sk_verify_fields_begin(struct verify_run *v, struct shard_err *err)
 {
     const struct shard_config *c = &v->m->config;
@@ -57,6 +152,8 @@ int sk_verify_fields_begin(struct verify_run *v, struct shard_err *err)
         if (!v->field_xxh3 || !v->record_field_samples)
             goto nomem;
         if (v->o->source && !(v->record_read = calloc(n, 1)))
+            goto nomem;
+        if (begin_tallies(v))
             goto nomem;
     }
     return SHARD_OK;
@@ -215,6 +312,11 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
                                          it->height, &e))
             FIELD_PROBLEM("%s record %llu (key '%s'): field '%s': %s", file,
                           (unsigned long long)it->record, q, d->name, e.msg);
+        else if (d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK) {
+            struct shard_target_tally *t = tally_of(v, fv->field);
+            if (t)
+                tally_value(t, d, fv->data, (size_t)fv->len);
+        }
         uint64_t *slot = v->field_xxh3 + g * v->field_count + fv->field;
         if (!identity_is_stored(d)) {
             *slot = h;  /* for --source to compare with the value SRC gives */

@@ -56,6 +56,15 @@ void shard_verify_report_release(struct shard_verify_report *r)
         free(r->fidelity[i].key);
     free(r->fidelity);
     free(r->visitation);
+    for (uint32_t i = 0; r->targets && i < r->target_count; i++) {
+        for (uint32_t k = 0; r->targets[i].classes && k < r->targets[i].class_count; k++)
+            free(r->targets[i].classes[k].name);
+        free(r->targets[i].classes);
+        free(r->targets[i].name);
+        free(r->targets[i].per_class);
+        free(r->targets[i].samples_with);
+    }
+    free(r->targets);
     free(r->labels_note);
     free(r->fields_note);
     for (uint32_t i = 0; i < r->label_tally_count; i++)

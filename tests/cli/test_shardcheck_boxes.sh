@@ -1,0 +1,84 @@
+# test_shardcheck_boxes.sh - shardcheck --deep on boxes and masks: the
+# report counts boxes per image and each class's boxes and mask pixels
+# (counted here from the source files, not from the tools), and a record
+# holding a box or mask value of a class the manifest does not declare is
+# a problem naming shard, record, key, field and class.
+. "$(dirname "$0")/lib.sh"
+
+SRC=$T/src
+mkdir -p "$SRC"
+# three images kept at their size (--no-upscale), their COCO boxes and
+# sidecar masks; the expected counts are the source's own
+"$PYTHON" - "$SRC" "$T" <<'EOF'
+import json, sys, zlib, struct
+src, top = sys.argv[1], sys.argv[2]
+
+def png(path, w, h, rows, colour):
+    """An 8-bit grey (colour 0) or RGB (colour 2) PNG of the given rows."""
+    raw = b"".join(b"\0" + bytes(r) for r in rows)
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, colour, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw))
+                + chunk(b"IEND", b""))
+
+W, H = 40, 30
+images, annotations, pixels = [], [], {0: 0, 1: 0, 2: 0}
+rects = {"a.png": [(1, 2, 3, 10, 12)], "b.png": [(1, 0, 0, 5, 5), (2, 20, 10, 35, 25),
+                                                 (2, 30, 0, 40, 4)], "c.png": []}
+for i, (name, objs) in enumerate(sorted(rects.items())):
+    mask = [[0] * W for _ in range(H)]
+    for k, x0, y0, x1, y1 in objs:
+        for y in range(y0, y1):
+            for x in range(x0, x1):
+                mask[y][x] = k
+        annotations.append({"id": len(annotations) + 1, "image_id": i, "category_id": k,
+                            "bbox": [x0, y0, x1 - x0, y1 - y0]})
+    for row in mask:
+        for v in row:
+            pixels[v] += 1
+    png(f"{src}/{name}", W, H, [[60 * v for v in row for _ in range(3)] for row in mask], 2)
+    png(f"{src}/{name[:-4]}_mask.png", W, H, mask, 0)
+    images.append({"id": i, "file_name": name, "width": W, "height": H})
+json.dump({"images": images, "annotations": annotations,
+           "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}]},
+          open(f"{top}/coco.json", "w"))
+open(f"{top}/classes.txt", "w").write("background\ncat\ndog\n")
+json.dump(pixels, open(f"{top}/pixels.json", "w"))
+EOF
+shardify "$SRC" "$T/dst" --size 64 --no-upscale --codec png --quiet --coco "$T/coco.json" \
+    --field "seg=mask,from=_mask.png,classes=$T/classes.txt"
+
+say "--deep counts boxes per image and each class's boxes and pixels"
+shardcheck --deep "$T/dst" >"$T/out" 2>&1 || { cat "$T/out"; die "a clean dataset fails"; }
+must_say "boxes 'boxes': 4 in 3 images, 1.33 per image (at most 3)" "$T/out"
+must_say "class 2 'dog': 2 boxes (50.0%), in 1 images" "$T/out"
+must_say "class 1 'cat': 2 boxes (50.0%), in 2 images" "$T/out"
+must_say "mask 'seg': 3 images, 3600 pixels" "$T/out"
+shardcheck --deep --json "$T/dst" >"$T/report.json"
+got=$(json "$T/report.json" \
+    '{str(c["id"]): c["count"] for c in d["targets"][0]["classes"]} == json.load(open("'"$T"'/pixels.json"))')
+[ "$got" = True ] || die "mask pixels per class differ from the source masks"
+[ "$(json "$T/report.json" 'd["targets"][1]["max_boxes"]')" = 3 ] || die "max boxes per image"
+[ "$(json "$T/report.json" 'd["contents"]["fields"][1]["source"]')" = "{'coco': 'bbox'}" ] ||
+    die "the boxes field's source is not the COCO file"
+
+say "a box or mask of a class the manifest does not declare is named"
+for field in 0 1; do
+    rm -rf "$T/bad" && cp -r "$T/dst" "$T/bad"
+    "$PYTHON" - "$T/bad/manifest.json" "$field" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+f = m["config"]["fields"][int(sys.argv[2])]
+f["classes"] = [c for c in f["classes"] if c["id"] != 2]
+json.dump(m, open(sys.argv[1], "w"))
+EOF
+    must_fail 1 shardcheck --deep "$T/bad"
+    if [ "$field" = 1 ]; then  # --coco's fields come after the --field ones
+        must_say "(key 'b.png'): field 'boxes': box 1 has class 2, which the field does not declare" "$T/stdout"
+    else
+        must_say "(key 'b.png'): field 'seg': mask value 2 at (30, 0) is no declared class" "$T/stdout"
+    fi
+done
+echo "shardcheck boxes and masks checks passed"

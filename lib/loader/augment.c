@@ -908,16 +908,19 @@ static int mask_crop(struct mask_run *r, int64_t left, int64_t top, uint32_t bw,
 }
 
 /* Resample the part [x0, x0 + bw) x [y0, y0 + bh) of cur to out_w x out_h
- * by nearest neighbour (a pending flip applied first, as the image's is). */
+ * by nearest neighbour (a pending flip applied first, as the image's is),
+ * into `into` (mirrored when `mirror`) when given, else into the next
+ * workspace mask, which becomes cur. */
 static int mask_resample(struct mask_run *r, uint32_t x0, uint32_t y0, uint32_t bw,
-                         uint32_t bh, uint32_t out_w, uint32_t out_h, struct shard_err *err)
+                         uint32_t bh, uint32_t out_w, uint32_t out_h, struct shard_image *into,
+                         int mirror, struct shard_err *err)
 {
     int rc = r->mirror ? mask_crop(r, 0, 0, r->cur.width, r->cur.height, err) : SHARD_OK;
-    struct shard_image *t = rc ? NULL : mask_target(r);
+    struct shard_image *t = rc ? NULL : into ? into : mask_target(r);
     if (!rc)
         rc = sk_values_nearest(&r->cur, x0, y0, (double)x0 + bw, (double)y0 + bh, out_w, out_h,
-                               0, 0, out_w, out_h, 0, t, err);
-    if (!rc)
+                               0, 0, out_w, out_h, into && mirror, t, err);
+    if (!rc && !into)
         r->cur = *t;
     return rc;
 }
@@ -935,9 +938,25 @@ int shard_augment_mask(const struct shard_augment *a, const struct shard_image *
         return shard_err_set(err, SHARD_EINVAL, "transform choices were drawn for another "
                              "size than the mask's %ux%u", mask->width, mask->height);
     struct mask_run r = {w, *mask, 0, 0};
+    /* the last step that moves pixels, and the flips after it: a resample
+     * there writes straight into dst */
+    size_t last = a->count;
+    int mirror_after = 0;
+    for (size_t k = a->count; k-- > 0 && last == a->count;) {
+        if (a->steps[k].op == SHARD_AUGMENT_HORIZONTAL_FLIP)
+            mirror_after ^= d->step[k].flip;
+        else if (a->steps[k].op != SHARD_AUGMENT_NORMALIZE)
+            last = k;
+    }
+    const struct shard_augment_choice *lc = last < a->count ? &d->step[last] : NULL;
+    struct shard_image out = {.pixels = dst,
+                              .capacity = lc ? (size_t)lc->out_width * lc->out_height *
+                                                   mask->channels
+                                             : 0};
     int rc = SHARD_OK;
     for (size_t k = 0; k < a->count && !rc; k++) {
         const struct shard_augment_choice *c = &d->step[k];
+        struct shard_image *into = k == last ? &out : NULL;
         if (c->in_width != r.cur.width || c->in_height != r.cur.height ||
             c->out_width == 0 || c->out_height == 0 ||
             (a->steps[k].op == SHARD_AUGMENT_RANDOM_RESIZED_CROP && !box_inside(c)))
@@ -946,12 +965,18 @@ int shard_augment_mask(const struct shard_augment *a, const struct shard_image *
         switch (a->steps[k].op) {
         case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
             rc = mask_resample(&r, (uint32_t)c->left, (uint32_t)c->top, c->box_width,
-                               c->box_height, c->out_width, c->out_height, err);
+                               c->box_height, c->out_width, c->out_height, into, mirror_after,
+                               err);
+            if (!rc && into)
+                return SHARD_OK;  /* the rest are flips, done */
             break;
         case SHARD_AUGMENT_RESIZE:
-            if (c->out_width != r.cur.width || c->out_height != r.cur.height)
+            if (c->out_width != r.cur.width || c->out_height != r.cur.height) {
                 rc = mask_resample(&r, 0, 0, r.cur.width, r.cur.height, c->out_width,
-                                   c->out_height, err);
+                                   c->out_height, into, mirror_after, err);
+                if (!rc && into)
+                    return SHARD_OK;
+            }
             break;
         case SHARD_AUGMENT_CENTER_CROP:
             rc = mask_crop(&r, c->left, c->top, c->box_width, c->box_height, err);

@@ -396,6 +396,8 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
         const struct loader_field *lf = &l->fields[k];
         struct batch_field *f = &b->fields[k];
         f->present[j] = 1;
+        if (!l->identity && (lf->type == SHARD_FIELD_BOXES || lf->type == SHARD_FIELD_MASK))
+            continue;  /* transformed from the record by transform_geometric */
         if (lf->row_bytes) {
             if (v->len != lf->row_bytes)  /* the read checked it against the declaration */
                 return shard_err_set(err, SHARD_ECORRUPT, "field %u holds %llu bytes, not %zu",
@@ -419,10 +421,10 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
     return SHARD_OK;
 }
 
-/* Place j's BOXES and MASK values through the choices its image went
- * through (w->draws, made for item's pixels: the whole record, or when
- * rb->cropped the region of it at rb->box.region_left, region_top): boxes
- * rewritten in place, a mask's new value appended to the place's buffer. */
+/* Place j's BOXES and MASK values (the record's, in item) through the
+ * choices its image went through (w->draws, made for item's pixels: the
+ * whole record, or when rb->cropped the region of it at
+ * rb->box.region_left, region_top), into the place's buffer. */
 static int transform_geometric(const struct shard_loader *l, struct worker *w,
                                struct shard_batch *b, uint32_t j, const struct shard_item *item,
                                const struct sk_read_box *rb, struct shard_err *err)
@@ -430,19 +432,27 @@ static int transform_geometric(const struct shard_loader *l, struct worker *w,
     struct shard_buf *var = &b->var[j];
     const uint32_t dx = rb->cropped ? rb->box.region_left : 0;
     const uint32_t dy = rb->cropped ? rb->box.region_top : 0;
-    for (uint32_t k = 0; k < l->field_count; k++) {
+    for (uint32_t i = 0; i < item->field_count; i++) {
+        const struct shard_field_value *v = &item->fields[i];
+        int k = l->selected[v->field];
+        if (k < 0 || (v->type != SHARD_FIELD_BOXES && v->type != SHARD_FIELD_MASK))
+            continue;
         const struct loader_field *lf = &l->fields[k];
         struct batch_field *f = &b->fields[k];
-        if (!f->present[j] || (lf->type != SHARD_FIELD_BOXES && lf->type != SHARD_FIELD_MASK))
-            continue;
-        if (lf->type == SHARD_FIELD_BOXES) {
-            uint8_t *v = var->data + f->start[j];
-            f->len[j] = shard_augment_boxes(l->aug, &w->draws, dx, dy, l->o.box_min_size, v,
-                                            (size_t)f->len[j] / SHARD_BOX_BYTES, v) *
-                        SHARD_BOX_BYTES;
+        size_t at = var->len;
+        if (v->type == SHARD_FIELD_BOXES) {
+            int rc = shard_buf_reserve(var, at + (size_t)v->len + 1, err);
+            if (rc)
+                return rc;
+            size_t kept = shard_augment_boxes(l->aug, &w->draws, dx, dy, l->o.box_min_size,
+                                              v->data, (size_t)v->len / SHARD_BOX_BYTES,
+                                              var->data + at);
+            f->start[j] = at;
+            f->len[j] = kept * SHARD_BOX_BYTES;
+            var->len = at + (size_t)f->len[j];
             continue;
         }
-        const uint8_t *h = var->data + f->start[j];
+        const uint8_t *h = v->data;  /* the read checked the header and the size */
         uint32_t mw = get_le32(h), mh = get_le32(h + 4), bytes = h[8];
         if ((uint64_t)dx + item->pixels.width > mw || (uint64_t)dy + item->pixels.height > mh ||
             (!rb->cropped && (mw != item->pixels.width || mh != item->pixels.height)))
@@ -451,13 +461,12 @@ static int transform_geometric(const struct shard_loader *l, struct worker *w,
                                  item->pixels.height);
         size_t out_len = SHARD_MASK_HEADER_BYTES +
                          (size_t)w->draws.out_width * w->draws.out_height * bytes;
-        size_t at = var->len;
         int rc = shard_buf_reserve(var, at + out_len, err);
         if (rc)
             return rc;
         const size_t stride = (size_t)mw * bytes;
         struct shard_image view = {
-            .pixels = var->data + f->start[j] + SHARD_MASK_HEADER_BYTES + (size_t)dy * stride +
+            .pixels = (uint8_t *)h + SHARD_MASK_HEADER_BYTES + (size_t)dy * stride +
                       (size_t)dx * bytes,
             .width = item->pixels.width, .height = item->pixels.height, .channels = bytes,
             .stride = stride};

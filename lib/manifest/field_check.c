@@ -116,6 +116,26 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     if (width && (w != width || h != height))
         return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u mask on a %ux%u image", w, h, width,
                              height);
+    const uint8_t *p = value + SHARD_MASK_HEADER_BYTES;
+    uint64_t n = (uint64_t)w * h;
+    if (bytes == 1) {
+        /* the common case, on every read: a table of the 256 values, and one pass
+         * that only notes whether any is undeclared */
+        uint8_t undeclared[256];
+        memset(undeclared, 1, sizeof undeclared);
+        for (uint32_t i = 0; i < decl->class_count; i++)
+            if (decl->classes[i].id < 256)
+                undeclared[decl->classes[i].id] = 0;
+        uint8_t any = 0;
+        for (uint64_t i = 0; i < n; i++)
+            any |= undeclared[p[i]];
+        for (uint64_t i = 0; any && i < n; i++)
+            if (undeclared[p[i]])
+                return shard_err_set(err, SHARD_ECORRUPT, "mask value %u at (%llu, %llu) is no "
+                                     "declared class", p[i], (unsigned long long)(i % w),
+                                     (unsigned long long)(i / w));
+        return SHARD_OK;
+    }
     /* which values are declared: one bit each */
     uint8_t *known = calloc(SHARD_MASK_CLASS_MAX / 8 + 1, 1);
     if (!known)
@@ -123,8 +143,6 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     for (uint32_t i = 0; i < decl->class_count; i++)
         if (decl->classes[i].id <= SHARD_MASK_CLASS_MAX)
             known[decl->classes[i].id >> 3] |= (uint8_t)(1u << (decl->classes[i].id & 7));
-    const uint8_t *p = value + SHARD_MASK_HEADER_BYTES;
-    uint64_t n = (uint64_t)w * h;
     int rc = SHARD_OK;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t v = bytes == 1 ? p[i] : get_le16(p + 2 * i);

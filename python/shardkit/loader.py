@@ -1,12 +1,13 @@
 """Loader: training-ready batches, made in C by the reader's threads."""
 import json
 import os
+import struct
 import sys
 
 import numpy as np
 
 from shardkit import _native
-from shardkit.dataset import Dataset, _bad_json, _decode_boxes, _decode_mask, _key_str
+from shardkit.dataset import _BOX, Dataset, _bad_json, _decode_mask, _key_str
 from shardkit.errors import CorruptRecordError
 from shardkit.transforms import U32_MAX, _check_int, compose
 
@@ -15,6 +16,7 @@ DEFAULT_SHUFFLE_BUFFER = 1024
 # Batches read ahead of the consumer.
 DEFAULT_PREFETCH = 2
 # Skipped samples' errors kept in loader.stats.
+_MASK_HEADER = 12  # a mask value's header (manifests/FORMAT.md "Boxes and masks")
 MAX_SKIPPED_ERRORS = 100
 # Format 2 carries the dataset's identity (manifest_xxh3); 1 did not.
 STATE_FORMAT = "shardkit.Loader/2"
@@ -380,7 +382,8 @@ class Loader:
             images = ([t.from_numpy(i) for i in images] if isinstance(images, list)
                       else t.from_numpy(images))
             labels = t.from_numpy(labels)
-            values = {k: _to_torch(t, v) for k, v in values.items()}
+            values = {f.name: values[f.name] if f.type == "boxes" else _to_torch(t, values[f.name])
+                      for f in self.fields}
             present = {k: t.from_numpy(v) for k, v in present.items()}
         return Batch(images, labels, indices, epoch, number, skipped, self.dataset, values,
                      present)
@@ -396,16 +399,10 @@ class Loader:
             if stacked is not None:
                 values[name] = np.asarray(stacked)
             elif field.type == "boxes":
-                data, ends = np.asarray(labels[0]), np.asarray(labels[1])
-                values[name] = [_decode_boxes(data[ends[j]:ends[j + 1]]) if mask[j] else None
-                                for j in range(len(mask))]
+                values[name] = _batch_boxes(np.asarray(labels[0]), np.asarray(labels[1]), mask,
+                                            self._torch)
             elif field.type == "mask":
-                data, ends = np.asarray(labels[0]), np.asarray(labels[1])
-                masks = [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None
-                         for j in range(len(mask))]
-                same = (masks and all(m is not None for m in masks) and
-                        len({m.shape for m in masks}) == 1)
-                values[name] = np.stack(masks) if same else masks
+                values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask)
             elif labels is not None:
                 ids = np.asarray(labels[0])
                 ends = (np.asarray(labels[1]) // 4).astype(np.intp)
@@ -495,6 +492,39 @@ class Loader:
         return (f"Loader({self.dataset!r}, batch_size={self.batch_size}, rank={self.rank}, "
                 f"world_size={self.world_size}, threads={self.threads}, "
                 f"transform={self.transform!r})")
+
+
+def _batch_boxes(data, ends, mask, torch=None):
+    """A batch's boxes (every sample's back to back, ends[j] bytes before
+    sample j's end) as per-sample dicts of views into whole-batch arrays
+    (torch tensors with `torch`), split in one call per array."""
+    b = data.view(_BOX)  # every value is whole boxes: the batch's bytes are too
+    arrays = (np.ascontiguousarray(b["xyxy"]).reshape(-1, 4), b["cls"].astype(np.int64),
+              (b["flags"] & 1).astype(bool))
+    counts = np.diff(ends // _BOX.itemsize).tolist()
+    if torch is not None:
+        parts = [torch.split(torch.from_numpy(a), counts) for a in arrays]
+    else:
+        cuts = np.cumsum(counts[:-1]) if len(counts) > 1 else []
+        parts = [np.split(a, cuts) for a in arrays]
+    return [{"boxes": x, "labels": y, "iscrowd": z} if present else None
+            for x, y, z, present in zip(*parts, mask)]
+
+
+def _batch_masks(data, ends, mask):
+    """A batch's masks: one (B, H, W) view of the batch's memory when every
+    sample has one of the same size and value width, else a list."""
+    n = len(mask)
+    if n and mask.all():
+        size = ends[1] - ends[0]
+        head = data[:_MASK_HEADER]
+        if np.all(np.diff(ends) == size):
+            rows = data.reshape(n, size)
+            if np.all(rows[:, :_MASK_HEADER] == head):  # one width, height and value size
+                w, h = struct.unpack_from("<II", head)
+                dtype = np.dtype("<u2") if head[8] == 2 else np.dtype(np.uint8)
+                return rows[:, _MASK_HEADER:].view(dtype).reshape(n, h, w)
+    return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
 
 
 def _to_torch(t, v):

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "safe_name.h"
+#include "targets_out.h"
 
 /* Bytes of key's stem: up to the last '.' of its last component (the whole
  * key when that has none), the rule sidecar files are named by. */
@@ -117,6 +118,7 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
     char suffix[SAFE_NAME_SIZE], shown[SHOWN_KEY_SIZE];
     const char *ext = decl->type == SHARD_FIELD_TEXT    ? ".txt"
                       : decl->type == SHARD_FIELD_BYTES ? ".bin"
+                      : decl->type == SHARD_FIELD_MASK  ? ".png"
                                                         : ".json";
     if (decl->sidecar)
         snprintf(suffix, sizeof suffix, "%s", decl->sidecar);
@@ -145,7 +147,12 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
     if (decl->type != SHARD_FIELD_TEXT && decl->type != SHARD_FIELD_JSON &&
         decl->type != SHARD_FIELD_BYTES) {
         json->len = 0;
-        if (to_json(m, decl, fv, json, &err)) {
+        int rc = decl->type == SHARD_FIELD_BOXES
+                     ? targets_boxes_json(decl, fv->data, (size_t)fv->len, json, &err)
+                 : decl->type == SHARD_FIELD_MASK
+                     ? targets_mask_png(fv->data, (size_t)fv->len, json, &err)
+                     : to_json(m, decl, fv, json, &err);
+        if (rc) {
             fprintf(stderr, "%s: field '%s' of '%s': %s\n", prog, decl->name,
                     key_for_message(key, it->key.len, shown), err.msg);
             return -1;

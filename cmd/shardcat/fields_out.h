@@ -14,7 +14,10 @@
  *   - numbers and vectors, from either source, as JSON text (an int, a float
  *     with 17 significant digits, float32 elements with 9: each reads back to
  *     the stored value), labels as a JSON array of class names (the
- *     manifest's), each followed by a newline.
+ *     manifest's), each followed by a newline;
+ *   - boxes as JSON (STEM.NAME.json from a COCO file), a mask as a grey PNG
+ *     of its class ids (from a sidecar under its suffix, "_mask.png", else
+ *     STEM.NAME.png): targets_out.h.
  * Shortened names are listed in keys.tsv with the sidecar's key (STEM +
  * suffix), as the PNGs' are with theirs. */
 #ifndef SHARDCAT_FIELDS_OUT_H

@@ -16,6 +16,7 @@
 #include "out_dir.h"
 #include "safe_name.h"
 #include "shardkit.h"
+#include "targets_out.h"
 
 #define PROG "shardcat"
 #define PNG_SUFFIX ".png"
@@ -27,8 +28,11 @@ struct tally {
     uint64_t missing;         /* KEYs not in the dataset */
 };
 
-/* Encode one sample as PNG and write it under its name.  0 or -1 (named). */
-static int write_sample(struct out_dir *dir, const struct shard_item *it, struct shard_buf *png)
+/* Encode one sample as PNG (with its boxes and mask outlines drawn when
+ * `drawn`, scratch for it) and write it under its name.  0 or -1 (named). */
+static int write_sample(struct out_dir *dir, const struct shard_manifest *m,
+                        const struct shard_item *it, int drawn, struct shard_image *scratch,
+                        struct shard_buf *png)
 {
     char name[SAFE_NAME_SIZE], shown[SHOWN_KEY_SIZE];
     const char *key = (const char *)it->key.data;
@@ -39,7 +43,19 @@ static int write_sample(struct out_dir *dir, const struct shard_item *it, struct
                 key_for_message(key, it->key.len, shown), SHARD_KEY_MAX);
         return -1;
     }
-    if (shard_encode(&it->pixels, SHARD_CODEC_PNG, 0, png, &err)) {
+    const struct shard_image *pixels = &it->pixels;
+    if (drawn) {
+        if (shard_image_alloc(scratch, it->pixels.width, it->pixels.height, 3, &err)) {
+            fprintf(stderr, "%s: '%s/%s': %s\n", PROG, dir->path, name, err.msg);
+            return -1;
+        }
+        for (uint32_t y = 0; y < it->pixels.height; y++)
+            memcpy(scratch->pixels + (size_t)y * scratch->stride,
+                   it->pixels.pixels + (size_t)y * it->pixels.stride, (size_t)it->pixels.width * 3);
+        targets_draw(m, it, scratch);
+        pixels = scratch;
+    }
+    if (shard_encode(pixels, SHARD_CODEC_PNG, 0, png, &err)) {
         fprintf(stderr, "%s: cannot encode '%s/%s': %s\n", PROG, dir->path, name, err.msg);
         return -1;
     }
@@ -65,13 +81,15 @@ static int write_all(struct shard_dataset *ds, const struct options *o, struct o
     }
     struct shard_item item;
     struct shard_buf png = {0};
+    struct shard_image scratch = {0};
     memset(&item, 0, sizeof item);
     int rc;
     while ((rc = shard_iter_next(it, &item, &err)) != 0) {
         if (rc < 0) {
             fprintf(stderr, "%s: %s\n", PROG, err.msg);
             t->failed++;
-        } else if (write_sample(dir, &item, &png) ||
+        } else if (write_sample(dir, shard_dataset_manifest(ds), &item, o->draw, &scratch,
+                                &png) ||
                    fields_write(dir, PROG, shard_dataset_manifest(ds), &item)) {
             t->failed++;
         } else {
@@ -79,6 +97,7 @@ static int write_all(struct shard_dataset *ds, const struct options *o, struct o
         }
     }
     shard_buf_release(&png);
+    shard_image_release(&scratch);
     shard_item_release(&item);
     shard_iter_free(it);
     return 0;

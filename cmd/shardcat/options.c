@@ -23,6 +23,9 @@ static const char usage_text[] =
     "                 DST, and not a symbolic link)\n"
     "  --limit N      write at most N samples\n"
     "  --threads N    decoding threads (default: CPUs this process may use)\n"
+    "  --draw         draw each sample's boxes and mask outlines on its PNG, each\n"
+    "                 class in its own colour: what a detection or segmentation\n"
+    "                 model is trained on\n"
     "  -h, --help     show this help\n"
     "  --version      show the version\n"
     "\n"
@@ -41,7 +44,9 @@ static const char usage_text[] =
     "from an annotation column as STEM.NAME.txt (text), .bin (bytes) or .json.\n"
     "Text, json and bytes are the stored bytes (a sidecar's are the source file's,\n"
     "byte for byte); numbers and vectors are JSON text, labels a JSON array of\n"
-    "class names.\n"
+    "class names; boxes JSON ({\"box\": [x0, y0, x1, y1], \"class\", \"name\",\n"
+    "\"crowd\"} each, in the stored image's pixels), a mask a grey PNG of its\n"
+    "class ids.\n"
     "\n"
     "Files are written as temporaries and renamed into place: a link in DIR is\n"
     "never followed, and a symbolic link or directory where a file would go is\n"
@@ -52,12 +57,13 @@ static const char usage_text[] =
     "DST cannot be read (each is named; the other samples are still written);\n"
     "2 usage error, found before any work (--out DIR unusable included).\n";
 
-enum { OPT_OUT = CLI_FIRST_LONG_OPTION, OPT_LIMIT, OPT_THREADS, OPT_VERSION };
+enum { OPT_OUT = CLI_FIRST_LONG_OPTION, OPT_LIMIT, OPT_THREADS, OPT_DRAW, OPT_VERSION };
 
 static const struct option long_options[] = {
     {"out", required_argument, NULL, OPT_OUT},
     {"limit", required_argument, NULL, OPT_LIMIT},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"draw", no_argument, NULL, OPT_DRAW},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -75,6 +81,7 @@ static int parse_option(int opt, void *ctx, char **argv)
         break;
     case OPT_THREADS:
         return cli_parse_threads(PROG, optarg, &o->threads);
+    case OPT_DRAW: o->draw = 1; break;
     default:
         return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }

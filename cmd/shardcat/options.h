@@ -11,6 +11,7 @@ struct options {
     int key_count;
     uint64_t limit;           /* UINT64_MAX: no limit */
     int threads;              /* 0: the CPUs this process may use */
+    int draw;                 /* --draw: boxes and mask outlines drawn on the PNGs */
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

@@ -1,8 +1,11 @@
-# test_shardcheck_boxes.sh - shardcheck --deep on boxes and masks: the
-# report counts boxes per image and each class's boxes and mask pixels
+# test_boxes_tools.sh - the tools on boxes and masks.  shardcheck --deep:
+# the report counts boxes per image and each class's boxes and mask pixels
 # (counted here from the source files, not from the tools), and a record
 # holding a box or mask value of a class the manifest does not declare is
-# a problem naming shard, record, key, field and class.
+# a problem naming shard, record, key, field and class.  shardcat: boxes as
+# JSON equal to the COCO file's, masks as PNGs equal to the source masks,
+# and --draw paints exactly the boxes' outlines and the masks' boundaries
+# in each class's colour over the plain PNG.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$T/src
@@ -81,4 +84,47 @@ EOF
         must_say "(key 'b.png'): field 'seg': mask value 2 at (30, 0) is no declared class" "$T/stdout"
     fi
 done
-echo "shardcheck boxes and masks checks passed"
+say "shardcat writes boxes as JSON and masks as the PNGs they came from"
+shardcat "$T/dst" --out "$T/plain" 2>"$T/err" || { cat "$T/err"; die "shardcat failed"; }
+shardcat "$T/dst" --out "$T/drawn" --draw 2>"$T/err" || { cat "$T/err"; die "shardcat --draw failed"; }
+"$PYTHON" - "$SRC" "$T" <<'EOF' || die "shardcat's boxes, masks or drawing differ"
+import json, os, sys
+from PIL import Image
+import numpy as np
+src, top = sys.argv[1], sys.argv[2]
+coco = json.load(open(f"{top}/coco.json"))
+names = {c["id"]: c["name"] for c in coco["categories"]}
+colours = {}
+for im in coco["images"]:
+    stem = im["file_name"][:-4]
+    want = [{"box": [a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2],
+                     a["bbox"][1] + a["bbox"][3]], "class": a["category_id"],
+             "name": names[a["category_id"]], "crowd": False}
+            for a in coco["annotations"] if a["image_id"] == im["id"]]
+    got = json.load(open(f"{top}/plain/{stem}.boxes.json"))
+    assert got == want, (stem, got, want)
+    mask = np.asarray(Image.open(f"{top}/plain/{stem}_mask.png"))
+    assert np.array_equal(mask, np.asarray(Image.open(f"{src}/{stem}_mask.png"))), stem
+    plain = np.asarray(Image.open(f"{top}/plain/{im['file_name']}.png")).astype(int)
+    drawn = np.asarray(Image.open(f"{top}/drawn/{im['file_name']}.png")).astype(int)
+    # the pixels --draw may change: box outlines, and mask boundaries
+    h, w = mask.shape
+    outline = np.zeros((h, w), bool)
+    for b in want:
+        x0, y0, x1, y1 = b["box"]
+        outline[y0:y1, [x0, x1 - 1]] = True
+        outline[[y0, y1 - 1], x0:x1] = True
+    edge = np.zeros((h, w), bool)
+    edge[:, :-1] |= mask[:, :-1] != mask[:, 1:]
+    edge[:-1, :] |= mask[:-1, :] != mask[1:, :]
+    changed = (plain != drawn).any(axis=2)
+    assert not (changed & ~(outline | edge)).any(), f"{stem}: pixels drawn off the targets"
+    assert changed[outline].all() or not want, f"{stem}: a box outline is not drawn"
+    # one colour per class, whichever image it is drawn on
+    for b in want:
+        x0, y0 = b["box"][:2]
+        c = tuple(drawn[y0, x0])
+        assert colours.setdefault(b["class"], c) == c, (stem, b)
+assert len(set(colours.values())) == len(colours), colours
+EOF
+echo "shardcheck and shardcat boxes and masks checks passed"

@@ -39,7 +39,8 @@ import tempfile
 import time
 
 import shardkit
-from train_input import BATCH, CROP, MEAN, SHUFFLE, SIZE, STD, cpu_seconds, torch_transform
+from train_input import (BATCH, CROP, MEAN, SHUFFLE, SIZE, STD, cpu_seconds, report_pair_runs,
+                         torch_transform)
 
 TAR_SAMPLES = 250
 TARGETS = {("shards", "wds"): 5}
@@ -177,36 +178,9 @@ def main():
                 cpu[path].append(ms)
                 print(f"run {run + 1}/{a.runs} {path}: {rate:.0f} samples/s, {ms:.2f} ms CPU "
                       f"per sample", file=sys.stderr, flush=True)
-    median = {path: statistics.median(r) for path, r in rates.items()}
-    cpu_ms = {path: statistics.median(r) for path, r in cpu.items()}
-    ratios = {f"{ours}/{peer}": {"ratio": median[ours] / median[peer],
-                                 "cpu_ratio": cpu_ms[peer] / cpu_ms[ours], "target": target}
-              for (ours, peer), target in TARGETS.items() if ours in median and peer in median}
-    if "shards" in median and "shards-nofields" in median:
-        ratios["shards-nofields/shards"] = {
-            "ratio": median["shards-nofields"] / median["shards"],
-            "cpu_ratio": cpu_ms["shards"] / cpu_ms["shards-nofields"], "target": None}
-    if a.json:
-        json.dump({"threads": a.threads, "epochs": a.epochs, "runs": a.runs, "batch": BATCH,
-                   "samples_per_second": median, "cpu_ms_per_sample": cpu_ms, "all_runs": rates,
-                   "ratios": ratios}, sys.stdout, indent=1)
-        print()
-        return
-    print(f"threads {a.threads}, batch {BATCH}, RandomResizedCrop({CROP}) + flip + Normalize, "
-          f"float32 NCHW, captions as str and metadata as dict per sample; samples/s over "
-          f"epochs 2..{a.epochs}, median of {a.runs} runs")
-    print()
-    print("| path | samples/s | runs | CPU ms per sample (whole run) |")
-    print("|---|---|---|---|")
-    for path in paths:
-        print(f"| {path} | {median[path]:.0f} | {', '.join(f'{r:.0f}' for r in rates[path])} | "
-              f"{cpu_ms[path]:.2f} |")
-    print()
-    print("| ratio | samples/s | CPU per sample | target |")
-    print("|---|---|---|---|")
-    for name, r in ratios.items():
-        target = f"{r['target']}x" if r["target"] else "-"
-        print(f"| {name} | {r['ratio']:.2f}x | {r['cpu_ratio']:.2f}x | {target} |")
+    report_pair_runs(a, paths, rates, cpu, TARGETS, {("shards-nofields", "shards"): None},
+                     f"RandomResizedCrop({CROP}) + flip + Normalize, float32 NCHW, captions as "
+                     f"str and metadata as dict per sample")
 
 
 if __name__ == "__main__":

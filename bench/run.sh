@@ -20,6 +20,9 @@
 #      none (bench/fields_convert.sh), reading them (bench/fields_read.py),
 #      and image-text input against WebDataset over img2dataset's tars
 #      (bench/clip_input.py)
+#  12. detection input: boxes and masks through one drawn crop and flip,
+#      against a CocoDetection-style Dataset + DataLoader, and their cost
+#      over images alone (bench/detection_input.py)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -124,3 +127,8 @@ if [ -d "$WEBDATASET/webdataset" ]; then
 else
     echo "(image-text input skipped: no WebDataset at '$WEBDATASET'; set WEBDATASET)"
 fi
+
+echo
+echo "## 12. Detection and segmentation input: boxes and masks against a CocoDetection-style Dataset"
+PYTHONPATH="$BUILD/python:$top/bench" "$PYTHON" "$top/bench/detection_input.py" \
+    --runs "$RUNS" --epochs 3 "$BIN" "$DATASET"

@@ -162,6 +162,39 @@ def cpu_seconds():
                for field in ("ru_utime", "ru_stime"))
 
 
+def report_pair_runs(a, paths, rates, cpu, targets, extra, title):
+    """Print (or with a.json dump) the medians of paths run in turn: samples/s
+    and CPU ms per sample, the (ours, peer) ratios of `targets` ({(ours,
+    peer): target}) and of `extra` ({(ours, peer): target text or None})."""
+    median = {path: statistics.median(r) for path, r in rates.items()}
+    cpu_ms = {path: statistics.median(r) for path, r in cpu.items()}
+    ratios = {f"{ours}/{peer}": {"ratio": median[ours] / median[peer],
+                                 "cpu_ratio": cpu_ms[peer] / cpu_ms[ours], "target": target}
+              for (ours, peer), target in {**targets, **extra}.items()
+              if ours in median and peer in median}
+    if a.json:
+        json.dump({"threads": a.threads, "epochs": a.epochs, "runs": a.runs, "batch": BATCH,
+                   "samples_per_second": median, "cpu_ms_per_sample": cpu_ms, "all_runs": rates,
+                   "ratios": ratios}, sys.stdout, indent=1)
+        print()
+        return
+    print(f"threads {a.threads}, batch {BATCH}, {title}; samples/s over epochs 2..{a.epochs}, "
+          f"median of {a.runs} runs")
+    print()
+    print("| path | samples/s | runs | CPU ms per sample (whole run) |")
+    print("|---|---|---|---|")
+    for path in paths:
+        print(f"| {path} | {median[path]:.0f} | {', '.join(f'{r:.0f}' for r in rates[path])} | "
+              f"{cpu_ms[path]:.2f} |")
+    print()
+    print("| ratio | samples/s | CPU per sample | target |")
+    print("|---|---|---|---|")
+    for name, r in ratios.items():
+        target = f"{r['target']}x" if isinstance(r["target"], (int, float)) else (
+            r["target"] or "-")
+        print(f"| {name} | {r['ratio']:.2f}x | {r['cpu_ratio']:.2f}x | {target} |")
+
+
 def run_path(path, a, work):
     if path == "imagefolder":
         loader = imagefolder_loader(work["folder"], a.threads)

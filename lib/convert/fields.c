@@ -924,6 +924,18 @@ static int geometric_value(const struct sk_field_plan *p, uint32_t f, const char
 
 /* ---- a sample's fields ---------------------------------------------------------------- */
 
+/* Field f is absent (*o says where it was looked for): 0, or the reject of a
+ * required field. */
+static int absent(const struct sk_field_plan *p, uint32_t f, const struct origin *o,
+                  struct shard_err *why)
+{
+    const struct shard_field_decl *d = &p->config->fields[f];
+    if (!d->required)
+        return SHARD_OK;
+    return shard_err_set(why, SHARD_ECORRUPT, "field '%s' is required: %s%s", d->name,
+                         p->suffix_of[f] != NONE ? "no " : "", o->text);
+}
+
 int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char *key,
                         size_t len, const struct sk_placement *place, sk_sidecar_read_fn read,
                         void *ctx, struct shard_buf *scratch, struct shard_field_set *out,
@@ -987,9 +999,7 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 break;
             }
             if (!got) {
-                if (d->required)
-                    rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s' is required: %s%s",
-                                       d->name, p->suffix_of[f] != NONE ? "no " : "", o.text);
+                rc = absent(p, f, &o, why);
                 continue;
             }
             data = value.data;
@@ -1002,9 +1012,7 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 break;
             }
             if (!got) {
-                if (d->required)
-                    rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s' is required: %s%s",
-                                       d->name, p->suffix_of[f] != NONE ? "no " : "", o.text);
+                rc = absent(p, f, &o, why);
                 continue;
             }
             if (p->suffix_of[f] != NONE)

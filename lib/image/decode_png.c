@@ -322,6 +322,32 @@ static void session_setup(struct png_session *s, const struct shard_decode_optio
     png_set_read_fn(png, s, on_read);
 }
 
+/* Read the image's rows (as requested from libpng: `channels` bytes a
+ * pixel) into out, then the chunks after them.  Called inside a guarded
+ * decode: libpng's errors jump to its setjmp. */
+static int read_rows(struct png_session *s, struct shard_image *out, uint32_t w, uint32_t h,
+                     uint32_t channels, struct shard_err *err)
+{
+    png_structp png = s->png;
+    int rc = shard_image_alloc(out, w, h, channels, err);
+    if (rc)
+        return rc;
+    s->rows = malloc((size_t)h * sizeof *s->rows);
+    if (!s->rows)
+        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %u PNG row pointers", h);
+    for (uint32_t y = 0; y < h; y++)
+        s->rows[y] = out->pixels + (size_t)y * out->stride;
+    png_read_image(png, s->rows);
+    /* the chunks after the image data up to IEND, so damage there and a
+     * missing end are reported too */
+    png_read_end(png, NULL);
+    if (s->mem_refused || s->mem_failed)  /* libpng only warned: something was left out */
+        png_error(png, "out of memory");
+    if (s->lossy[0])
+        return shard_err_set(err, SHARD_ECORRUPT, "%s", s->lossy);
+    return SHARD_OK;
+}
+
 static int decode_guarded(struct png_session *s, const struct shard_decode_options *o,
                           struct shard_image *out, int *orientation, struct shard_err *err)
 {
@@ -339,23 +365,7 @@ static int decode_guarded(struct png_session *s, const struct shard_decode_optio
         return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: PNG layout (color type %d)",
                              png_get_color_type(png, info));
 
-    int rc = shard_image_alloc(out, w, h, RGB_CHANNELS, err);
-    if (rc)
-        return rc;
-    s->rows = malloc((size_t)h * sizeof *s->rows);
-    if (!s->rows)
-        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %u PNG row pointers", h);
-    for (uint32_t y = 0; y < h; y++)
-        s->rows[y] = out->pixels + (size_t)y * out->stride;
-    png_read_image(png, s->rows);
-    /* the chunks after the image data up to IEND, so damage there and a
-     * missing end are reported too */
-    png_read_end(png, NULL);
-    if (s->mem_refused || s->mem_failed)  /* libpng only warned: something was left out */
-        png_error(png, "out of memory");
-    if (s->lossy[0])
-        return shard_err_set(err, SHARD_ECORRUPT, "%s", s->lossy);
-    return SHARD_OK;
+    return read_rows(s, out, w, h, RGB_CHANNELS, err);
 }
 
 /* The values of a grey or palette PNG into out (channels: bytes per value,
@@ -379,20 +389,9 @@ static int decode_values_guarded(struct png_session *s, const struct shard_decod
     if (png_get_channels(png, info) != 1 || png_get_rowbytes(png, info) != (size_t)w * bytes)
         return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: PNG layout (color type %d)",
                              png_get_color_type(png, info));
-    int rc = shard_image_alloc(out, w, h, bytes, err);
+    int rc = read_rows(s, out, w, h, bytes, err);
     if (rc)
         return rc;
-    s->rows = malloc((size_t)h * sizeof *s->rows);
-    if (!s->rows)
-        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %u PNG row pointers", h);
-    for (uint32_t y = 0; y < h; y++)
-        s->rows[y] = out->pixels + (size_t)y * out->stride;
-    png_read_image(png, s->rows);
-    png_read_end(png, NULL);
-    if (s->mem_refused || s->mem_failed)
-        png_error(png, "out of memory");
-    if (s->lossy[0])
-        return shard_err_set(err, SHARD_ECORRUPT, "%s", s->lossy);
     for (uint32_t y = 0; bytes == 2 && y < h; y++) {  /* PNG's big-endian to little */
         uint8_t *p = out->pixels + (size_t)y * out->stride;
         for (uint32_t x = 0; x < w; x++, p += 2) {

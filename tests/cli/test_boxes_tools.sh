@@ -5,7 +5,8 @@
 # a problem naming shard, record, key, field and class.  shardcat: boxes as
 # JSON equal to the COCO file's, masks as PNGs equal to the source masks,
 # and --draw paints exactly the boxes' outlines and the masks' boundaries
-# in each class's colour over the plain PNG.
+# in each class's colour over the plain PNG.  A conversion in parts and its
+# merge give the single run's boxes, masks and counts.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$T/src
@@ -127,4 +128,22 @@ for im in coco["images"]:
         assert colours.setdefault(b["class"], c) == c, (stem, b)
 assert len(set(colours.values())) == len(colours), colours
 EOF
+say "a conversion in parts gives the single run's boxes, masks and counts"
+for i in 0 1; do
+    shardify "$SRC" "$T/parts" --size 64 --no-upscale --codec png --quiet --coco "$T/coco.json" \
+        --field "seg=mask,from=_mask.png,classes=$T/classes.txt" --part "$i/2" ||
+        die "part $i/2 failed"
+done
+shardify merge "$T/parts" --quiet || die "the merge failed"
+"$PYTHON" - "$T/dst" "$T/parts" <<'EOF' || die "the merged dataset differs from the single run"
+import json, sys
+one, merged = (json.load(open(f"{d}/manifest.json")) for d in sys.argv[1:])
+for k in ("boxes", "boxes_dropped", "coco_images", "coco_annotations", "fields"):
+    assert one["counts"][k] == merged["counts"][k], (k, one["counts"][k], merged["counts"][k])
+assert one["config"]["fields"] == merged["config"]["fields"]
+EOF
+shardcat "$T/parts" --out "$T/merged" 2>"$T/err" || { cat "$T/err"; die "shardcat failed"; }
+for f in "$T"/plain/*.json "$T"/plain/*_mask.png; do
+    cmp "$f" "$T/merged/$(basename "$f")" || die "'$(basename "$f")' differs after the merge"
+done
 echo "shardcheck and shardcat boxes and masks checks passed"

@@ -292,8 +292,11 @@ class Loader:
         # None without fields, as a state from before fields existed reads
         if not self.fields:
             return {"fields": None, "multi_hot": None}
-        return {"fields": [f.name for f in self.fields],
-                "multi_hot": sorted(self.multi_hot)}
+        identity = {"fields": [f.name for f in self.fields],
+                    "multi_hot": sorted(self.multi_hot)}
+        if any(f.type == "boxes" for f in self.fields):  # which boxes a batch keeps
+            identity["box_min_size"] = self.box_min_size
+        return identity
 
     def state_dict(self):
         """The position (epoch, batches handed out), the dataset's identity

@@ -361,3 +361,8 @@ def test_a_restored_loader_gives_the_same_boxes_and_masks(oriented):
         for x, y in zip(b1, b2):
             assert np.array_equal(x["boxes"], y["boxes"]) and np.array_equal(x["labels"],
                                                                             y["labels"])
+    # another minimum box size would keep other boxes: refused by name
+    other = shardkit.Loader(oriented, 3, transform=t, fields=["boxes", "seg"], seed=5,
+                            box_min_size=2)
+    with pytest.raises(ValueError, match="box_min_size"):
+        other.load_state_dict(state)

@@ -28,7 +28,6 @@ Each figure is samples/s over epochs 2..E of one run, the median over R runs
 taking the paths in turn, with the CPU time per sample of the whole run
 beside it (every process counted).  Target: shards >= 5x wds.
 """
-import argparse
 import io
 import json
 import os
@@ -39,8 +38,8 @@ import tempfile
 import time
 
 import shardkit
-from train_input import (BATCH, CROP, MEAN, SHUFFLE, SIZE, STD, cpu_seconds, report_pair_runs,
-                         torch_transform)
+from train_input import (BATCH, CROP, MEAN, SHUFFLE, SIZE, STD, cpu_seconds, pair_run_args,
+                         report_pair_runs, torch_transform)
 
 TAR_SAMPLES = 250
 TARGETS = {("shards", "wds"): 5}
@@ -151,15 +150,7 @@ def run_path(path, a, work):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("bin", help="the directory of shardify")
-    p.add_argument("dataset", help="a folder of images")
-    p.add_argument("--threads", type=int, default=shardkit._native.available_cpus())
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--paths", default=",".join(PATHS))
-    p.add_argument("--json", action="store_true")
-    a = p.parse_args()
+    a = pair_run_args(__doc__, PATHS)
     paths = a.paths.split(",")
     rates = {path: [] for path in paths}
     cpu = {path: [] for path in paths}

@@ -35,7 +35,6 @@ taking the paths in turn, with the CPU time per sample of the whole run
 beside it (every process counted).  Targets: shards >= 5x coco; shards-images
 / shards <= 1.15.
 """
-import argparse
 import json
 import os
 import random
@@ -48,7 +47,8 @@ import time
 import numpy as np
 
 import shardkit
-from train_input import BATCH, CROP, MEAN, SIZE, STD, cpu_seconds, report_pair_runs
+from train_input import (BATCH, CROP, MEAN, SIZE, STD, cpu_seconds, pair_run_args,
+                         report_pair_runs)
 
 CATEGORIES = 20
 TARGETS = {("shards", "coco"): 5}
@@ -203,15 +203,7 @@ def run_path(path, a, work):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("bin", help="the directory of shardify")
-    p.add_argument("dataset", help="a folder of images")
-    p.add_argument("--threads", type=int, default=shardkit._native.available_cpus())
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--paths", default=",".join(PATHS))
-    p.add_argument("--json", action="store_true")
-    a = p.parse_args()
+    a = pair_run_args(__doc__, PATHS)
     paths = a.paths.split(",")
     rates = {path: [] for path in paths}
     cpu = {path: [] for path in paths}

@@ -162,6 +162,20 @@ def cpu_seconds():
                for field in ("ru_utime", "ru_stime"))
 
 
+def pair_run_args(doc, paths):
+    """The command line of a script comparing paths run in turn: BIN DATASET
+    [--threads N] [--runs R] [--epochs E] [--paths P,...] [--json]."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
+    p.add_argument("bin", help="the directory of shardify")
+    p.add_argument("dataset", help="a folder of images")
+    p.add_argument("--threads", type=int, default=shardkit._native.available_cpus())
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--paths", default=",".join(paths))
+    p.add_argument("--json", action="store_true")
+    return p.parse_args()
+
+
 def report_pair_runs(a, paths, rates, cpu, targets, extra, title):
     """Print (or with a.json dump) the medians of paths run in turn: samples/s
     and CPU ms per sample, the (ours, peer) ratios of `targets` ({(ours,

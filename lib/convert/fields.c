@@ -991,22 +991,12 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
             }
             if (rc || !got)
                 continue;
-        } else if (d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK) {
-            got = geometric_value(p, f, key, len, place, read, ctx, scratch, &value, &o, res,
-                                  &source_bytes, &source_xxh3, why);
-            if (got < 0) {
-                rc = got;
-                break;
-            }
-            if (!got) {
-                rc = absent(p, f, &o, why);
-                continue;
-            }
-            data = value.data;
-            n = value.len;
         } else {
-            got = value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read, ctx,
-                              scratch, &data, &n, &o, res, why);
+            int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
+            got = geometric ? geometric_value(p, f, key, len, place, read, ctx, scratch, &value,
+                                              &o, res, &source_bytes, &source_xxh3, why)
+                            : value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len,
+                                          read, ctx, scratch, &data, &n, &o, res, why);
             if (got < 0) {
                 rc = got;
                 break;
@@ -1015,17 +1005,22 @@ int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char
                 rc = absent(p, f, &o, why);
                 continue;
             }
-            if (p->suffix_of[f] != NONE)
-                res->sidecars++;
-            source_bytes = n;
-            source_xxh3 = XXH3_64bits(data, n);
-            if ((rc = parse_value(d, data, n, &o, &value, why)))
-                break;
-            data = value.data;
-            n = value.len;
-            if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+            if (geometric) {  /* placed, checked and identified by geometric_value */
+                data = value.data;
+                n = value.len;
+            } else {
+                if (p->suffix_of[f] != NONE)
+                    res->sidecars++;
                 source_bytes = n;
                 source_xxh3 = XXH3_64bits(data, n);
+                if ((rc = parse_value(d, data, n, &o, &value, why)))
+                    break;
+                data = value.data;
+                n = value.len;
+                if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+                    source_bytes = n;
+                    source_xxh3 = XXH3_64bits(data, n);
+                }
             }
         }
         if ((rc = shard_field_set_add(out, f, d->type, data, n, why)))

@@ -63,6 +63,8 @@ static int read_keys(struct options *o, struct shard_keylist *keys, struct shard
  * was asked: say so, and the exit status is 1. */
 static int check_run(const char *location, const struct shard_bench_result *r)
 {
+    if (r->cache_warning[0])
+        fprintf(stderr, "%s: warning: %s\n", PROG, r->cache_warning);
     if (r->samples_per_epoch == 0) {
         fprintf(stderr, "%s: no samples to read in '%s'\n", PROG, location);
         return CLI_EXIT_FAILED;

@@ -75,6 +75,10 @@ static const char usage_text[] =
     "  --window SIZE        bytes per shard range request (default 8M)\n"
     "  --cache SIZE         shard bytes kept in memory (default 256M; should hold a\n"
     "                       shuffle buffer of samples)\n"
+    "  --cache-dir DIR      keep whole shards in DIR, a node-local cache shared by\n"
+    "                       every process (default: $SHARDKIT_CACHE_DIR; '' none)\n"
+    "  --cache-limit SIZE   at most SIZE bytes in it (default: $SHARDKIT_CACHE_LIMIT,\n"
+    "                       else what the disk takes)\n"
     "  --retries N          retries of a transient failure, with backoff (default 8)\n"
     "  --timeout S          a request that receives nothing for S seconds (connecting,\n"
     "                       waiting for the answer, or stalled) is abandoned and\n"
@@ -104,7 +108,7 @@ enum {
     OPT_THREADS = CLI_FIRST_LONG_OPTION, OPT_EPOCHS, OPT_LIMIT, OPT_SECONDS, OPT_COLD,
     OPT_STEP_MS, OPT_BATCH, OPT_QUEUE_DEPTH, OPT_TRACE, OPT_JSON, OPT_REPORT, OPT_SIZE, OPT_FIT,
     OPT_NO_UPSCALE, OPT_KEYS, OPT_NO_SHUFFLE, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_RTT,
-    OPT_CONNECTIONS, OPT_WINDOW, OPT_CACHE, OPT_RETRIES, OPT_TIMEOUT, OPT_DIGESTS,
+    OPT_CONNECTIONS, OPT_WINDOW, OPT_CACHE, OPT_CACHE_DIR, OPT_CACHE_LIMIT, OPT_RETRIES, OPT_TIMEOUT, OPT_DIGESTS,
     OPT_BANDWIDTH, OPT_INTENSITY, OPT_PEAK, OPT_VERSION,
 };
 
@@ -131,6 +135,8 @@ static const struct option long_options[] = {
     {"connections", required_argument, NULL, OPT_CONNECTIONS},
     {"window", required_argument, NULL, OPT_WINDOW},
     {"cache", required_argument, NULL, OPT_CACHE},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+    {"cache-limit", required_argument, NULL, OPT_CACHE_LIMIT},
     {"retries", required_argument, NULL, OPT_RETRIES},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"digests", required_argument, NULL, OPT_DIGESTS},
@@ -250,6 +256,15 @@ static int parse_option(int opt, void *ctx, char **argv)
         if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW)
             return cli_usage_error(PROG, "--cache: '%s' is not a size of at least 4K", optarg);
         o->http.reading.cache_bytes = v;
+        break;
+    case OPT_CACHE_DIR:
+        o->http.reading.cache_dir = optarg;
+        break;
+    case OPT_CACHE_LIMIT:
+        if (cli_parse_size(optarg, &v) || !v)
+            return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1",
+                                   optarg);
+        o->http.reading.cache_limit = v;
         break;
     case OPT_RETRIES:
         if (parse_u32(optarg, 0, SHARD_DATASET_MAX_RETRIES, &u))

@@ -13,7 +13,7 @@ static json_t *phase_json(const struct shard_bench_phase *ph)
         json_object_set_new(stages, shard_bench_stage_name((enum shard_bench_stage)s),
                             json_real(report_stage_ms(ph, (enum shard_bench_stage)s)));
     return json_pack("{s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:f, s:o, s:{s:f, s:f}, s:f, "
-                     "s:I, s:I, s:f}",
+                     "s:I, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I}}",
                      "epochs", (int)ph->epochs, "samples", (json_int_t)ph->samples, "errors",
                      (json_int_t)ph->errors, "batches", (json_int_t)ph->batches, "seconds",
                      ph->seconds, "samples_per_second", ph->samples_per_second, "mb_per_second",
@@ -22,7 +22,10 @@ static json_t *phase_json(const struct shard_bench_phase *ph)
                      stages, "batch_latency_ms", "p50", ph->batch_p50 * REPORT_MS, "p99",
                      ph->batch_p99 * REPORT_MS, "wait_fraction", ph->wait_fraction, "requests",
                      (json_int_t)ph->requests, "retries", (json_int_t)ph->retries,
-                     "simulated_rtt_seconds", ph->rtt_seconds);
+                     "simulated_rtt_seconds", ph->rtt_seconds, "cache", "hits",
+                     (json_int_t)ph->cache_hits, "misses", (json_int_t)ph->cache_misses,
+                     "bytes_fetched", (json_int_t)ph->cache_bytes_fetched, "evictions",
+                     (json_int_t)ph->cache_evictions, "skipped", (json_int_t)ph->cache_skipped);
 }
 
 static json_t *wait_json(const struct run_view *v)

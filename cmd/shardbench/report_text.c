@@ -52,6 +52,12 @@ static void print_run(FILE *out, const char *location, const struct shard_bench_
                 (unsigned long long)ph->requests, (unsigned long long)ph->retries,
                 ph->rtt_seconds);
     fprintf(out, "\n");
+    if (r->cached)
+        fprintf(out, "  node-local cache: %llu hits, %llu misses, %s fetched, %llu evictions, "
+                "%llu shards read uncached\n", (unsigned long long)ph->cache_hits,
+                (unsigned long long)ph->cache_misses,
+                cli_format_bytes(ph->cache_bytes_fetched, bytes, sizeof bytes),
+                (unsigned long long)ph->cache_evictions, (unsigned long long)ph->cache_skipped);
     if (r->step_ms > 0)
         fprintf(out, "  the consumer waited for input %.1f%% of the time (input-bound share)\n",
                 100 * ph->wait_fraction);

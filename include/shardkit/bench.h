@@ -187,6 +187,12 @@ struct shard_bench_phase {
     uint64_t requests;                       /* HTTP requests (0 for local reads) */
     uint64_t retries;                        /* HTTP retries after transient failures */
     double rtt_seconds;                      /* simulated delay slept, summed over threads */
+    /* the node-local cache (shard_read_stats' cache_* counters) */
+    uint64_t cache_hits;
+    uint64_t cache_misses;
+    uint64_t cache_bytes_fetched;
+    uint64_t cache_evictions;
+    uint64_t cache_skipped;
     /* derived */
     double samples_per_second;
     double mb_per_second;                    /* bytes_read / seconds / 1e6 */
@@ -236,6 +242,8 @@ struct shard_bench_result {
                                    * the worst epoch (mincore); -1 when not measurable */
     char cold_note[SHARD_ERRMSG_SIZE];  /* why it could not be done, or a caveat */
     char first_error[SHARD_ERRMSG_SIZE];  /* the first failed sample's message, or "" */
+    int cached;                   /* read through a node-local cache (cache_dir) */
+    char cache_warning[SHARD_ERRMSG_SIZE];  /* shard_dataset_cache_warning, or "" */
     struct shard_bench_digest *digests;
     uint64_t digest_count;
     struct shard_bench_batch *batches;  /* the batch latencies behind batch_p50/p99,

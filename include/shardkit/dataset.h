@@ -102,6 +102,19 @@ struct shard_dataset_options {
                               * stays down costs about 7 s of waiting) */
     double timeout_seconds;  /* more than 0, at most SHARD_DATASET_MAX_TIMEOUT
                               * (default 10) */
+    /* The node-local shard cache: a directory on local disk shared by every
+     * process of the machine (created if missing).  Whole shards are kept
+     * there as they are read, checked against the manifest's size and
+     * xxh3 before use, and later reads of them are local; at most
+     * cache_limit bytes (0: as much as the disk takes), the shards read
+     * least recently removed first.  NULL: $SHARDKIT_CACHE_DIR when set
+     * and not empty, else no cache; "": no cache.  cache_limit 0 takes
+     * $SHARDKIT_CACHE_LIMIT ("20G", "512M", bytes; powers of 1024) when
+     * set.  A shard that cannot be cached (a full disk) is read remotely:
+     * shard_dataset_cache_warning says why.  The directory's layout and
+     * rules: README.md, "Node-local cache". */
+    const char *cache_dir;
+    uint64_t cache_limit;
 };
 
 #define SHARD_DATASET_DEFAULT_CONNECTIONS 8
@@ -114,6 +127,14 @@ struct shard_dataset_options {
 #define SHARD_DATASET_MAX_RETRIES 100
 #define SHARD_DATASET_DEFAULT_TIMEOUT 10.0
 #define SHARD_DATASET_MAX_TIMEOUT 86400
+
+/* The first warning of the dataset's node-local cache ("" when none: a
+ * shard it could not cache, e.g. "cache directory '/scratch/c':
+ * shard-000004.shard read remotely, not cached: No space left on device";
+ * reads go on remotely) into buf, NUL-terminated; its length.
+ * Thread-safe. */
+SHARD_API size_t shard_dataset_cache_warning(const struct shard_dataset *ds, char *buf,
+                                             size_t size);
 
 /* The defaults above: what shard_dataset_open uses. */
 SHARD_API void shard_dataset_options_init(struct shard_dataset_options *o);
@@ -267,6 +288,19 @@ struct shard_read_stats {
     uint64_t requests;           /* HTTP requests made (0 for a local dataset) */
     uint64_t retries;            /* HTTP attempts repeated after a transient failure */
     uint64_t rtt_ns;             /* simulated round-trip delay slept (benchmarks only) */
+    /* The node-local cache (shard_dataset_options.cache_dir; all 0 without
+     * one).  A shard counts once each time it is opened from the cache or
+     * downloaded: when a dataset opens it, and when a read finds it again
+     * after it was let go (a process keeps its 8 most recently read cached
+     * shards open). */
+    uint64_t cache_hits;         /* shards read from the cache: no request */
+    uint64_t cache_misses;       /* shards not in the cache (downloaded, or skipped) */
+    uint64_t cache_bytes_fetched;  /* bytes downloaded into the cache */
+    uint64_t cache_evictions;    /* shards removed to stay under the limit or fit the disk */
+    uint64_t cache_skipped;      /* shards read remotely, uncached: no room (every cached
+                                  * shard in use), a full disk, a failed write */
+    uint64_t cache_corrupt;      /* cached shards that failed their check: removed and
+                                  * fetched again */
 };
 
 /* A snapshot of ds's counters into *out.  Thread-safe: reads may go on

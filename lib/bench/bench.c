@@ -238,6 +238,11 @@ static void phase_add(const struct bench_run *b, struct shard_bench_phase *ph,
     ph->requests += r1->requests - r0->requests;
     ph->retries += r1->retries - r0->retries;
     ph->rtt_seconds += (double)(r1->rtt_ns - r0->rtt_ns) / NS;
+    ph->cache_hits += r1->cache_hits - r0->cache_hits;
+    ph->cache_misses += r1->cache_misses - r0->cache_misses;
+    ph->cache_bytes_fetched += r1->cache_bytes_fetched - r0->cache_bytes_fetched;
+    ph->cache_evictions += r1->cache_evictions - r0->cache_evictions;
+    ph->cache_skipped += r1->cache_skipped - r0->cache_skipped;
 }
 
 /* The rates of a phase, and the percentiles of its batches' latencies (the
@@ -626,6 +631,12 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
             r->samples_per_epoch = b.count;
         if (b.deadline_ns && sk_now_ns() >= b.deadline_ns)
             b.out_of_time = 1;
+    }
+    if (b.ds) {
+        struct shard_read_stats st;
+        shard_dataset_stats(b.ds, &st);
+        r->cached = st.cache_hits + st.cache_misses > 0;
+        shard_dataset_cache_warning(b.ds, r->cache_warning, sizeof r->cache_warning);
     }
     /* the rates even of a run that failed (an error already set is kept) */
     struct shard_err *finish_err = rc ? NULL : err;

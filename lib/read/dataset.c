@@ -29,6 +29,7 @@
 #include "image/encode_internal.h"
 #include "manifest/manifest_internal.h"
 #include "net/s3.h"
+#include "read/cache.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
@@ -40,6 +41,7 @@
 #include "format/shard_reader.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
+#include "shardkit/util.h"
 
 /* Largest frame a record within SHARD_RECORD_MAX_BYTES can compress to. */
 #define FRAME_MAX_BYTES ZSTD_COMPRESSBOUND(SHARD_RECORD_MAX_BYTES)
@@ -59,6 +61,7 @@ struct shard_dataset {
     char *location;         /* as opened: a directory, a URL, s3://BUCKET/PREFIX */
     int remote;
     struct fetch *store;
+    struct sk_cache *cache; /* the node-local cache of a remote dataset, or NULL */
     uint64_t *first;        /* first[s]: index of shard s's record 0; first[S] = N */
     struct ds_shard *shards;
     uint32_t shards_init;   /* how many shard mutexes were initialised */
@@ -196,6 +199,32 @@ void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats
     sk_read_counters_get(&ds->counters, out);
 }
 
+/* The node-local cache the options (or the environment) ask for, into
+ * ds->cache: none without a directory. */
+static int open_cache(struct shard_dataset *ds, const struct shard_dataset_options *o,
+                      struct shard_err *err)
+{
+    const char *dir = o->cache_dir ? o->cache_dir : getenv("SHARDKIT_CACHE_DIR");
+    if (!dir || !*dir)
+        return SHARD_OK;
+    uint64_t limit = o->cache_limit;
+    const char *env = getenv("SHARDKIT_CACHE_LIMIT");
+    if (!limit && env && *env && shard_size_parse(env, &limit))
+        return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_CACHE_LIMIT: '%s' is not a size "
+                             "(bytes, or a number with K, M, G or T)", env);
+    return sk_cache_new(&ds->cache, dir, limit, o->window_bytes, &ds->counters, err);
+}
+
+size_t shard_dataset_cache_warning(const struct shard_dataset *ds, char *buf, size_t size)
+{
+    if (!ds->cache) {
+        if (size)
+            buf[0] = '\0';
+        return 0;
+    }
+    return sk_cache_warning(ds->cache, buf, size);
+}
+
 /* Open `location` (how its manifest is loaded: see the callers). */
 static int open_dataset(struct shard_dataset **out, const char *location,
                         const struct fetch_http_options *http,
@@ -228,6 +257,8 @@ static int open_dataset(struct shard_dataset **out, const char *location,
         rc = sk_fetch_http_new(&ds->store, location, &o, err);
         if (!rc)
             rc = load_remote_manifest(ds, problem, user, err);
+        if (!rc)
+            rc = open_cache(ds, &o.reading, err);
     } else {
         rc = sk_fetch_local_new(&ds->store, location, err);
         if (!rc && problem)
@@ -310,6 +341,7 @@ void shard_dataset_close(struct shard_dataset *ds)
     pthread_mutex_destroy(&ds->pool_lock);
     free(ds->shards);
     free(ds->first);
+    sk_cache_free(ds->cache);
     fetch_free(ds->store);
     shard_manifest_release(&ds->manifest);
     free(ds->location);
@@ -401,7 +433,8 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
     const struct shard_manifest_shard *ms = &ds->manifest.shards[s];
     struct fetch_file *f = NULL;
     uint64_t start = sk_now_ns();
-    int rc = fetch_open(ds->store, ms->file, &f, err);
+    int rc = ds->cache ? sk_cache_open(ds->cache, ds->store, ms->file, ms->bytes, ms->xxh3, &f, err)
+                       : fetch_open(ds->store, ms->file, &f, err);
     if (!rc)
         rc = sk_shard_open(f->size, shard_read, f, &sh->head, err);
     if (!rc && sh->head.footer.record_count != ms->samples) {

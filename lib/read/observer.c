@@ -27,5 +27,11 @@ void sk_read_counters_get(const struct sk_read_counters *c, struct shard_read_st
         .requests = v[SK_READ_REQUESTS],
         .retries = v[SK_READ_RETRIES],
         .rtt_ns = v[SK_READ_RTT_NS],
+        .cache_hits = v[SK_READ_CACHE_HITS],
+        .cache_misses = v[SK_READ_CACHE_MISSES],
+        .cache_bytes_fetched = v[SK_READ_CACHE_FETCHED],
+        .cache_evictions = v[SK_READ_CACHE_EVICTIONS],
+        .cache_skipped = v[SK_READ_CACHE_SKIPPED],
+        .cache_corrupt = v[SK_READ_CACHE_CORRUPT],
     };
 }

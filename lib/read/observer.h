@@ -36,6 +36,12 @@ enum sk_read_counter {
     SK_READ_REQUESTS,       /* HTTP requests */
     SK_READ_RETRIES,        /* HTTP attempts after a transient failure */
     SK_READ_RTT_NS,         /* simulated round-trip delay slept */
+    SK_READ_CACHE_HITS,     /* shards found in the node-local cache (read/cache.h) */
+    SK_READ_CACHE_MISSES,   /* shards not there: downloaded, or read remotely */
+    SK_READ_CACHE_FETCHED,  /* bytes downloaded into the cache */
+    SK_READ_CACHE_EVICTIONS,  /* shards removed to stay under the limit or fit the disk */
+    SK_READ_CACHE_SKIPPED,  /* shards read remotely, uncached (no room, a full disk) */
+    SK_READ_CACHE_CORRUPT,  /* cached shards that failed their check and were fetched again */
     SK_READ_COUNTERS
 };
 

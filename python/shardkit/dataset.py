@@ -171,17 +171,30 @@ class Dataset:
     store far away.  A value out of its range raises ValueError naming the
     argument; one of another type TypeError.
 
+    ``cache_dir`` (a directory on local disk; default the environment's
+    ``SHARDKIT_CACHE_DIR``, ``""`` none) keeps whole shards of a remote
+    dataset as they are read, shared by every process of the machine (ranks,
+    DataLoader workers, other jobs): each shard is downloaded once, checked
+    against the manifest's xxh3 before use, and read locally afterwards;
+    ``cache_limit`` bytes at most (default ``SHARDKIT_CACHE_LIMIT``, else
+    what the disk takes), the shards read least recently removed first.  A
+    shard that cannot be cached (a full disk) is read remotely and
+    ``cache_warning`` says why (the Loader warns once).  ``stats()`` counts
+    cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
+    cache_skipped and cache_corrupt.
+
     Raises FileNotFoundError (shardkit.NotFoundError, with .errno and
     .filename) when there is no dataset at the location, CorruptDatasetError
     for a damaged manifest (see shardkit.errors for every class).
     """
 
     def __init__(self, location, *, connections=None, window=None, cache=None, retries=None,
-                 timeout=None):
+                 timeout=None, cache_dir=None, cache_limit=None):
         if not isinstance(location, (str, bytes, os.PathLike)):
             raise TypeError(f"location must be a str or path, not {type(location).__name__}")
         self._location = os.fspath(location)
-        self._options = _reading_options(connections, window, cache, retries, timeout)
+        self._options = _reading_options(connections, window, cache, retries, timeout,
+                                         cache_dir, cache_limit)
         self._native = _native.Dataset(self._location, **self._options)
         self._manifest = None
         self._labels = None
@@ -295,9 +308,15 @@ class Dataset:
         return self._native.read_stored(self._index(i))
 
     @property
+    def cache_warning(self):
+        """The node-local cache's first warning (a shard it could not cache,
+        e.g. on a full disk: that shard was read remotely), or ""."""
+        return self._native.cache_warning()
+
+    @property
     def options(self):
         """The remote-reading options given (connections, window, cache,
-        retries, timeout), as a dict; those not given are not in it."""
+        retries, timeout, cache_dir, cache_limit), as a dict; those not given are not in it."""
         return dict(self._options)
 
     def __reduce__(self):  # picklable (DataLoader workers): reopened by location and options
@@ -312,7 +331,8 @@ def _reopen(location, options):
     return Dataset(location, **options)
 
 
-def _reading_options(connections, window, cache, retries, timeout):
+def _reading_options(connections, window, cache, retries, timeout, cache_dir=None,
+                     cache_limit=None):
     """The remote-reading options given (not None), range-checked: a dict of
     the extension's keywords."""
     options = {}
@@ -335,4 +355,11 @@ def _reading_options(connections, window, cache, retries, timeout):
             raise ValueError(f"timeout must be more than 0 and at most "
                              f"{_native.DATASET_MAX_TIMEOUT} seconds, not {timeout!r}")
         options["timeout"] = float(timeout)
+    if cache_dir is not None:
+        if not isinstance(cache_dir, (str, bytes, os.PathLike)):
+            raise TypeError(f"cache_dir must be a str or path, not {type(cache_dir).__name__}")
+        options["cache_dir"] = os.fspath(cache_dir)
+    if cache_limit is not None:
+        options["cache_limit"] = _check_int(cache_limit, "cache_limit", minimum=1,
+                                            maximum=U64_MAX)
     return options

@@ -2,6 +2,7 @@
 import json
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -344,11 +345,20 @@ class Loader:
                         self._batch = self._native.position()[1]
                 if parts is None:
                     self._epoch, self._batch = self._epoch + 1, 0
+                    self._warn_cache()
                     return
                 yield self._make_batch(*parts)
         finally:
             if generation == self._generation and not self._closed:
                 self._native.stop()
+
+    def _warn_cache(self):
+        """Warn once when the dataset's node-local cache could not cache a
+        shard (read remotely instead: a full disk, ...)."""
+        text = self.dataset.cache_warning
+        if text and not getattr(self, "_cache_warned", False):
+            self._cache_warned = True
+            warnings.warn(text, RuntimeWarning, stacklevel=3)
 
     def _make_batch(self, images, indices, labels, epoch, number, skipped, fields):
         indices = np.frombuffer(indices, dtype=np.uint64).astype(np.int64)
@@ -415,8 +425,10 @@ class Loader:
         blocked on input), stage_ms (per sample, summed over threads: read,
         decompress, decode, transform), bytes_read, requests and retries (over
         HTTP), skipped (damaged samples left out with on_error="skip") and
-        skipped_errors (the first ones).  The reader's counters are the
-        dataset's: reads of the same Dataset by others count too."""
+        skipped_errors (the first ones), and the node-local cache's
+        cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
+        cache_skipped (Dataset(cache_dir=...)).  The reader's counters are
+        the dataset's: reads of the same Dataset by others count too."""
         s = self._native.stats()
         now = self.dataset._native.stats()
         reads = {k: now[k] - self._reads_before[k] for k in now}
@@ -444,6 +456,11 @@ class Loader:
             "bytes_transferred": reads["bytes_transferred"],
             "requests": reads["requests"],
             "retries": reads["retries"],
+            "cache_hits": reads["cache_hits"],
+            "cache_misses": reads["cache_misses"],
+            "cache_bytes_fetched": reads["cache_bytes_fetched"],
+            "cache_evictions": reads["cache_evictions"],
+            "cache_skipped": reads["cache_skipped"],
             "skipped": s["skipped"],
             "failed_batches": s["failed_batches"],
             "skipped_errors": list(self._skipped_errors),

@@ -95,6 +95,16 @@ assert st["cache_bytes_fetched"] == 0 and ds.cache_warning == "", st
 EOF
 [ "$(shard_requests raw)" -eq 0 ] || die "Python requested shards"
 
+say "shardcheck --cache-dir checks the shards as it caches them, then checks the cache"
+: >"$LOG"
+shardcheck "$U/raw" --cache-dir "$T/c6" >"$T/check1" || die "shardcheck through the cache"
+[ "$(ls "$T/c6"/*.shard | wc -l)" -eq "$S" ] || die "shardcheck did not fill the cache"
+intact "$T/c6"
+: >"$LOG"
+shardcheck "$U/raw" --cache-dir "$T/c6" >"$T/check2" || die "shardcheck from the cache"
+[ "$(shard_requests raw)" -eq 0 ] || die "shardcheck requested cached shards again"
+must_fail 2 shardcheck "$U/raw" --cache-limit 0
+
 say "two processes at once fetch each shard once"
 : >"$LOG"
 shardbench shards "$U/raw" --epochs 1 --rtt 20 --window 64K --cache-dir "$T/c2" \

@@ -1,0 +1,162 @@
+#!/bin/sh
+# cache_throughput.sh - the node-local shard cache (--cache-dir) against
+# reading the same dataset from local disk and remotely without it.
+#
+#   bench/cache_throughput.sh BUILD [RUNS]
+#
+# On the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
+# imagenet-sample beside the checkout) at --size 256, raw shards of
+# SHARD_SIZE (default 32M: several shards) written with --zstd-level -100,
+# served by nginx and s3rver on loopback (STORES, default "http s3"), at a
+# simulated round trip of RTT ms (default 10), THREADS loader threads.
+# Each run, interleaved, for each store:
+#   local     shardbench shards on the local directory (the rate to reach)
+#   remote    the URL without a cache: epoch 1 is the rate to keep
+#   cached    the URL with an empty cache: epoch 1 fills it, epochs 2.. read it
+#   half-lru  a cache limited to half the dataset, evicting the least recently
+#   half-mru  read shard, or (SHARDKIT_CACHE_EVICT=mru) the most recently read
+#   two       two processes at once on an empty cache: shard bytes the server
+#             sent (its access log; nginx only) against the dataset's
+# EPOCHS epochs (default 4).  Markdown goes to stdout; the JSON of every run
+# stays in WORK (default a new temporary directory, kept).
+set -eu
+
+BUILD=${1:?usage: bench/cache_throughput.sh BUILD [RUNS]}
+RUNS=${2:-${RUNS:-3}}
+top=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$(cd "$BUILD/bin" && pwd)
+PYTHON=${PYTHON:-/usr/bin/python3}
+DATASET=${SHARDKIT_DATASET:-$top/../shared/datasets/imagenet-sample}
+SIZE=${SIZE:-256}
+SHARD_SIZE=${SHARD_SIZE:-32M}
+EPOCHS=${EPOCHS:-4}
+RTT=${RTT:-10}
+STORES=${STORES:-http s3}
+WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/shardkit-cache-bench.XXXXXX")}
+THREADS=${THREADS:-$("$PYTHON" -c 'import os; print(len(os.sched_getaffinity(0)))')}
+BUCKET=shardkit-bench
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+
+[ -d "$DATASET" ] || { echo "cache_throughput.sh: no dataset at '$DATASET'" >&2; exit 2; }
+mkdir -p "$WORK/json"
+log() { echo "cache_throughput: $*" >&2; }
+
+HTTP=$WORK/http
+S3=$WORK/s3
+stop_servers() {
+    "$top/bench/http_server.sh" stop "$HTTP" >/dev/null 2>&1 || true
+    "$top/bench/s3_server.sh" stop "$S3" >/dev/null 2>&1 || true
+}
+trap stop_servers EXIT
+
+RAW_OPTS="--size $SIZE --codec raw --zstd-level -100 --shard-size $SHARD_SIZE --quiet"
+if [ ! -f "$WORK/raw/manifest.json" ]; then
+    log "shardify to local disk"
+    "$BIN/shardify" "$DATASET" "$WORK/raw" $RAW_OPTS
+fi
+BYTES=$("$PYTHON" -c 'import json,sys; print(sum(s["bytes"] for s in json.load(open(sys.argv[1]))["shards"]))' \
+    "$WORK/raw/manifest.json")
+HALF=$((BYTES / 2))
+U=$("$top/bench/http_server.sh" start "$HTTP" raw="$WORK/raw")
+log "nginx at $U"
+case " $STORES " in *" s3 "*)
+    ENDPOINT=$("$top/bench/s3_server.sh" start "$S3" "$BUCKET")
+    export AWS_ENDPOINT_URL=$ENDPOINT AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+    export AWS_REGION=us-east-1 XDG_CACHE_HOME=$WORK/xdg
+    unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 2>/dev/null || true
+    log "s3rver at $ENDPOINT; shardify to s3://$BUCKET/raw"
+    "$BIN/shardify" "$DATASET" "s3://$BUCKET/raw" $RAW_OPTS --overwrite
+    ;;
+esac
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+
+location() { [ "$1" = http ] && echo "$U/raw" || echo "s3://$BUCKET/raw"; }
+# bench NAME I ARGS...: shardbench shards ARGS --json into json/NAME.I.json
+bench() {
+    b_name=$1; b_n=$2; shift 2
+    log "$b_name (run $b_n of $RUNS)"
+    "$BIN/shardbench" shards "$@" --threads "$THREADS" --epochs "$EPOCHS" --json \
+        >"$WORK/json/$b_name.$b_n.json"
+}
+
+"$BIN/shardbench" shards "$WORK/raw" --threads "$THREADS" --epochs 1 >/dev/null  # page cache
+i=1
+while [ $i -le "$RUNS" ]; do
+    bench local $i "$WORK/raw"
+    for st in $STORES; do
+        L=$(location "$st")
+        bench "$st-remote" $i "$L" --rtt "$RTT"
+        rm -rf "$WORK/cache"
+        bench "$st-cached" $i "$L" --rtt "$RTT" --cache-dir "$WORK/cache"
+        for policy in lru mru; do
+            rm -rf "$WORK/cache"
+            SHARDKIT_CACHE_EVICT=$policy bench "$st-half-$policy" $i "$L" --rtt "$RTT" \
+                --cache-dir "$WORK/cache" --cache-limit "$HALF"
+        done
+    done
+    rm -rf "$WORK/cache"
+    : >"$HTTP/access.log"
+    log "two processes (run $i of $RUNS)"
+    for p in 1 2; do
+        "$BIN/shardbench" shards "$U/raw" --rtt "$RTT" --threads "$THREADS" --epochs 1 \
+            --cache-dir "$WORK/cache" --json >"$WORK/json/two-p$p.$i.json" &
+    done
+    wait
+    grep ' GET "/raw/shard-' "$HTTP/access.log" | awk '{n += $NF} END {print n + 0}' \
+        >"$WORK/json/two-bytes.$i"
+    i=$((i + 1))
+done
+stop_servers
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+rm -rf "$WORK/cache"
+
+"$PYTHON" - "$WORK/json" "$RUNS" "$THREADS" "$SIZE" "$EPOCHS" "$RTT" "$STORES" "$BYTES" \
+    "$WORK/raw/manifest.json" "$load_before" "$load_after" <<'EOF'
+import glob, json, os, statistics, sys
+
+where, runs, threads, size, epochs, rtt, stores, total, manifest, load0, load1 = sys.argv[1:12]
+total, epochs = int(total), int(epochs)
+shards = len(json.load(open(manifest))["shards"])
+
+def load(name):
+    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(where, name + ".*.json")))]
+
+def med(xs):
+    xs = list(xs)
+    return statistics.median(xs) if xs else float("nan")
+
+local = load("local")
+local_rate = med(r["steady"]["samples_per_second"] for r in local)
+print(f"Medians of {runs} runs, {epochs} epochs each, --size {size} raw shards (--zstd-level "
+      f"-100), {shards} shards of {total / shards / 2**20:.0f} MiB ({total / 2**20:.0f} MiB), "
+      f"{threads} loader threads, rtt {rtt} ms simulated; load average before {load0}, after "
+      f"{load1}.  Local directory, steady: {local_rate:.0f} samples/s.\n")
+print("| store | configuration | epoch 1 samples/s | epochs 2.. samples/s | "
+      "epoch 1 vs no cache | epochs 2.. vs local | MiB received per epoch (1 / 2..) | "
+      "hits / misses / evictions per epoch (2..) |")
+print("|---|---|---:|---:|---:|---:|---|---|")
+for st in stores.split():
+    remote = load(f"{st}-remote")
+    r1 = med(r["first_epoch"]["samples_per_second"] for r in remote)
+    for conf in ("remote", "cached", "half-lru", "half-mru"):
+        rs = load(f"{st}-{conf}")
+        if not rs:
+            continue
+        e1 = med(r["first_epoch"]["samples_per_second"] for r in rs)
+        e2 = med(r["steady"]["samples_per_second"] for r in rs)
+        n = epochs - 1
+        # bytes received from the server (the egress), cache or not
+        f1 = med(r["first_epoch"]["bytes_read"] for r in rs) / 2**20
+        f2 = med(r["steady"]["bytes_read"] for r in rs) / n / 2**20
+        counts = "-"
+        if conf != "remote":
+            c = lambda k: med(r["steady"]["cache"][k] for r in rs) / n
+            counts = f"{c('hits'):.1f} / {c('misses'):.1f} / {c('evictions'):.1f}"
+        print(f"| {st} | {conf} | {e1:.0f} | {e2:.0f} | {100 * e1 / r1:.0f}% | "
+              f"{100 * e2 / local_rate:.0f}% | {f1:.0f} / {f2:.0f} | {counts} |")
+two = [int(open(p).read()) for p in sorted(glob.glob(os.path.join(where, "two-bytes.*")))]
+if two:
+    print(f"\nTwo processes at once on an empty cache (nginx): the server sent "
+          f"{med(two) / 2**20:.1f} MiB of shard bytes for a dataset of {total / 2**20:.1f} MiB "
+          f"(median; runs: {', '.join(f'{b / total:.3f}x' for b in two)}).")
+EOF

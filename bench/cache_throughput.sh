@@ -13,10 +13,13 @@
 #   local     shardbench shards on the local directory (the rate to reach)
 #   remote    the URL without a cache: epoch 1 is the rate to keep
 #   cached    the URL with an empty cache: epoch 1 fills it, epochs 2.. read it
-#   half-lru  a cache limited to half the dataset, evicting the least recently
-#   half-mru  read shard, or (SHARDKIT_CACHE_EVICT=mru) the most recently read
+#   half      a cache limited to half the dataset, one process, the default
+#             plan (shuffle buffer 1024) and a shard-ordered one (buffer 16)
+#   procs-lru one process per epoch (a job restarted each epoch, seed = the
+#   procs-mru epoch) on a half-size cache, evicting the least recently read
+#             shard, or (SHARDKIT_CACHE_EVICT=mru) the most recently read
 #   two       two processes at once on an empty cache: shard bytes the server
-#             sent (its access log; nginx only) against the dataset's
+#             sent (its access log; nginx only) against one process's
 # EPOCHS epochs (default 4).  Markdown goes to stdout; the JSON of every run
 # stays in WORK (default a new temporary directory, kept).
 set -eu
@@ -88,10 +91,22 @@ while [ $i -le "$RUNS" ]; do
         bench "$st-remote" $i "$L" --rtt "$RTT"
         rm -rf "$WORK/cache"
         bench "$st-cached" $i "$L" --rtt "$RTT" --cache-dir "$WORK/cache"
+        for buffer in 1024 16; do
+            rm -rf "$WORK/cache"
+            bench "$st-half-b$buffer" $i "$L" --rtt "$RTT" --cache-dir "$WORK/cache" \
+                --cache-limit "$HALF" --shuffle-buffer $buffer
+        done
         for policy in lru mru; do
             rm -rf "$WORK/cache"
-            SHARDKIT_CACHE_EVICT=$policy bench "$st-half-$policy" $i "$L" --rtt "$RTT" \
-                --cache-dir "$WORK/cache" --cache-limit "$HALF"
+            e=1
+            while [ $e -le "$EPOCHS" ]; do
+                log "$st-procs-$policy epoch $e (run $i of $RUNS)"
+                SHARDKIT_CACHE_EVICT=$policy "$BIN/shardbench" shards "$L" --rtt "$RTT" \
+                    --threads "$THREADS" --epochs 1 --seed $e --shuffle-buffer 16 \
+                    --cache-dir "$WORK/cache" --cache-limit "$HALF" --json \
+                    >"$WORK/json/$st-procs-$policy-e$e.$i.json"
+                e=$((e + 1))
+            done
         done
     done
     rm -rf "$WORK/cache"
@@ -132,31 +147,45 @@ print(f"Medians of {runs} runs, {epochs} epochs each, --size {size} raw shards (
       f"{threads} loader threads, rtt {rtt} ms simulated; load average before {load0}, after "
       f"{load1}.  Local directory, steady: {local_rate:.0f} samples/s.\n")
 print("| store | configuration | epoch 1 samples/s | epochs 2.. samples/s | "
-      "epoch 1 vs no cache | epochs 2.. vs local | MiB received per epoch (1 / 2..) | "
-      "hits / misses / evictions per epoch (2..) |")
-print("|---|---|---:|---:|---:|---:|---|---|")
+      "epoch 1 vs no cache | epochs 2.. vs local | MiB received per epoch (1 / 2..) |")
+print("|---|---|---:|---:|---:|---:|---|")
+names = {"remote": "no cache", "cached": "cache, no limit",
+         "half-b1024": "limit 1/2, shuffle buffer 1024", "half-b16": "limit 1/2, shuffle buffer 16"}
 for st in stores.split():
     remote = load(f"{st}-remote")
     r1 = med(r["first_epoch"]["samples_per_second"] for r in remote)
-    for conf in ("remote", "cached", "half-lru", "half-mru"):
+    for conf, label in names.items():
         rs = load(f"{st}-{conf}")
         if not rs:
             continue
         e1 = med(r["first_epoch"]["samples_per_second"] for r in rs)
         e2 = med(r["steady"]["samples_per_second"] for r in rs)
-        n = epochs - 1
         # bytes received from the server (the egress), cache or not
         f1 = med(r["first_epoch"]["bytes_read"] for r in rs) / 2**20
-        f2 = med(r["steady"]["bytes_read"] for r in rs) / n / 2**20
-        counts = "-"
-        if conf != "remote":
-            c = lambda k: med(r["steady"]["cache"][k] for r in rs) / n
-            counts = f"{c('hits'):.1f} / {c('misses'):.1f} / {c('evictions'):.1f}"
-        print(f"| {st} | {conf} | {e1:.0f} | {e2:.0f} | {100 * e1 / r1:.0f}% | "
-              f"{100 * e2 / local_rate:.0f}% | {f1:.0f} / {f2:.0f} | {counts} |")
+        f2 = med(r["steady"]["bytes_read"] for r in rs) / (epochs - 1) / 2**20
+        print(f"| {st} | {label} | {e1:.0f} | {e2:.0f} | {100 * e1 / r1:.0f}% | "
+              f"{100 * e2 / local_rate:.0f}% | {f1:.0f} / {f2:.0f} |")
+print(f"\nOne process per epoch (seed = epoch, shuffle buffer 16), limit 1/2: epochs 2..{epochs}, "
+      f"per epoch\n")
+print("| store | eviction | samples/s | MiB received | hits / misses / evictions / uncached |")
+print("|---|---|---:|---:|---|")
+for st in stores.split():
+    for policy in ("lru", "mru"):
+        per = []
+        for e in range(2, epochs + 1):
+            per += [r["first_epoch"] for r in load(f"{st}-procs-{policy}-e{e}")]
+        if not per:
+            continue
+        c = lambda k: med(p["cache"][k] for p in per)
+        print(f"| {st} | {policy} | {med(p['samples_per_second'] for p in per):.0f} | "
+              f"{med(p['bytes_read'] for p in per) / 2**20:.0f} | {c('hits'):.0f} / "
+              f"{c('misses'):.0f} / {c('evictions'):.0f} / {c('skipped'):.0f} |")
 two = [int(open(p).read()) for p in sorted(glob.glob(os.path.join(where, "two-bytes.*")))]
+one = med(r["first_epoch"]["bytes_read"] for r in load("http-remote"))
 if two:
     print(f"\nTwo processes at once on an empty cache (nginx): the server sent "
-          f"{med(two) / 2**20:.1f} MiB of shard bytes for a dataset of {total / 2**20:.1f} MiB "
-          f"(median; runs: {', '.join(f'{b / total:.3f}x' for b in two)}).")
+          f"{med(two) / 2**20:.1f} MiB of shard bytes (runs: "
+          f"{', '.join(f'{b / 2**20:.1f}' for b in two)}); one process's first epoch without a "
+          f"cache receives {one / 2**20:.1f} MiB (the dataset is {total / 2**20:.1f} MiB; each "
+          f"shard's opening suffix request overlaps its last window).")
 EOF

@@ -291,8 +291,8 @@ struct shard_read_stats {
     /* The node-local cache (shard_dataset_options.cache_dir; all 0 without
      * one).  A shard counts once each time it is opened from the cache or
      * downloaded: when a dataset opens it, and when a read finds it again
-     * after it was let go (a process keeps its 8 most recently read cached
-     * shards open). */
+     * after it was let go (a dataset keeps its 256 most recently read
+     * cached shards open). */
     uint64_t cache_hits;         /* shards read from the cache: no request */
     uint64_t cache_misses;       /* shards not in the cache (downloaded, or skipped) */
     uint64_t cache_bytes_fetched;  /* bytes downloaded into the cache */

@@ -69,6 +69,7 @@ struct cache_file {
     _Atomic uint64_t last_use;
     struct stat verified;       /* the KEY.shard whose bytes were checked */
     int has_verified;
+    int acquired;               /* found or fetched once: no second download */
 };
 
 static void key_name(char *out, size_t size, const char *key, const char *suffix)
@@ -500,6 +501,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         if (lk >= 0)
             close(lk);
         sk_read_count(c->counters, SK_READ_CACHE_HITS, 1);
+        cf->acquired = 1;
         pthread_rwlock_wrlock(&cf->rw);
         fetch_close(cf->http);
         cf->http = NULL;
@@ -517,7 +519,8 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         return rc;
     }
     sk_read_count(c->counters, SK_READ_CACHE_MISSES, 1);
-    int cached = lk >= 0 && http->size == cf->bytes && !reserve(cf);
+    int cached = lk >= 0 && http->size == cf->bytes && !cf->acquired && !reserve(cf);
+    cf->acquired = 1;
     pthread_rwlock_wrlock(&cf->rw);
     cf->http = http;
     if (cached) {

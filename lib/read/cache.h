@@ -30,13 +30,15 @@
  * the part already written, or the remote backend's windows; once renamed
  * the file is read locally.
  *
- * Readers hold a shared flock on the KEY.shard they read; a process keeps
- * its CACHE_HELD most recently read shards open, later reads of another one
- * open it again.  Eviction takes a shard's KEY.lock and an exclusive flock
- * on it without waiting, so a shard being read or downloaded is never
- * removed.  Which one goes: the one read least recently (LRU), or with
- * SHARDKIT_CACHE_EVICT=mru the one read most recently - in an epoch that
- * visits every shard once, a shard just read is the one needed last.
+ * Readers hold a shared flock on the KEY.shard they read: a process keeps
+ * the cached shards of an open dataset open (the CACHE_HELD most recently
+ * read ones; later reads of another one open it again).  Eviction takes a
+ * shard's KEY.lock and an exclusive flock on it without waiting, so a shard
+ * being read or downloaded is never removed.  Which one goes: the one read
+ * least recently (LRU), or with SHARDKIT_CACHE_EVICT=mru the one read most
+ * recently.  A shard is downloaded at most once per open of a dataset: one
+ * let go and then evicted is read remotely when read again, so that a plan
+ * jumping between many shards never downloads a whole shard per sample.
  *
  * When the limit cannot be kept (every shard in use) or the disk is full, a
  * shard is read remotely, uncached: counted in cache_skipped; a full disk
@@ -54,8 +56,9 @@
 struct sk_read_counters;
 struct sk_cache;
 
-/* Shards a process keeps open (and so in use) per dataset. */
-#define CACHE_HELD 8
+/* Shards a process keeps open (and so in use) per dataset: the fds it may
+ * take. */
+#define CACHE_HELD 256
 
 /* The cache in directory `dir` (created if missing, not its parents), at
  * most `limit` bytes of shards (0: as much as the disk takes), downloads

@@ -20,6 +20,8 @@
 #      none (bench/fields_convert.sh), reading them (bench/fields_read.py),
 #      and image-text input against WebDataset over img2dataset's tars
 #      (bench/clip_input.py)
+#  12. the node-local cache against local disk and remote reading without
+#      it (bench/cache_throughput.sh)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -124,3 +126,7 @@ if [ -d "$WEBDATASET/webdataset" ]; then
 else
     echo "(image-text input skipped: no WebDataset at '$WEBDATASET'; set WEBDATASET)"
 fi
+
+echo
+echo "## 12. The node-local cache: remote epochs at local speed"
+RUNS=3 "$top/bench/cache_throughput.sh" "$BUILD"

@@ -210,5 +210,19 @@ must_say "warning: cache directory '$T/full'" "$T/err7"
 must_say "No space left on device" "$T/err7"
 [ "$(cache_of "$T/r7.json" first_epoch skipped)" -eq "$S" ] || die "shards were not read uncached"
 ls "$T/full" | grep -q '\.tmp\.' && die "a full disk left a temporary file"
+shardkit_python - "$U/raw" "$T/full" <<'EOF' || die "Python on a full cache disk"
+import sys, warnings, shardkit
+ds = shardkit.Dataset(sys.argv[1], cache_dir=sys.argv[2])
+loader = shardkit.Loader(ds, 16, shuffle=False)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    n = sum(len(b.labels) for b in loader)
+    n += sum(len(b.labels) for b in loader)  # a second epoch: the warning is given once
+assert n == 2 * len(ds)
+said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+assert len(said) == 1 and "No space left on device" in said[0], said
+# each shard once: an open dataset does not try a shard it could not cache again
+assert loader.stats["cache_skipped"] == len(ds.manifest["shards"]), loader.stats
+EOF
 
 echo "all cache checks passed"

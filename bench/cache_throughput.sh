@@ -15,9 +15,10 @@
 #   cached    the URL with an empty cache: epoch 1 fills it, epochs 2.. read it
 #   half      a cache limited to half the dataset, one process, the default
 #             plan (shuffle buffer 1024) and a shard-ordered one (buffer 16)
-#   procs-lru one process per epoch (a job restarted each epoch, seed = the
-#   procs-mru epoch) on a half-size cache, evicting the least recently read
-#             shard, or (SHARDKIT_CACHE_EVICT=mru) the most recently read
+#   procs-keep  one process per epoch (a job restarted each epoch, seed = the
+#   procs-lru   epoch) on a half-size cache: the dataset's cached shards kept
+#               (the default), or replaced least recently read first
+#               (SHARDKIT_CACHE_EVICT=lru)
 #   two       two processes at once on an empty cache: shard bytes the server
 #             sent (its access log; nginx only) against one process's
 # EPOCHS epochs (default 4).  Markdown goes to stdout; the JSON of every run
@@ -96,7 +97,7 @@ while [ $i -le "$RUNS" ]; do
             bench "$st-half-b$buffer" $i "$L" --rtt "$RTT" --cache-dir "$WORK/cache" \
                 --cache-limit "$HALF" --shuffle-buffer $buffer
         done
-        for policy in lru mru; do
+        for policy in keep lru; do
             rm -rf "$WORK/cache"
             e=1
             while [ $e -le "$EPOCHS" ]; do
@@ -167,10 +168,11 @@ for st in stores.split():
               f"{100 * e2 / local_rate:.0f}% | {f1:.0f} / {f2:.0f} |")
 print(f"\nOne process per epoch (seed = epoch, shuffle buffer 16), limit 1/2: epochs 2..{epochs}, "
       f"per epoch\n")
-print("| store | eviction | samples/s | MiB received | hits / misses / evictions / uncached |")
+print("| store | the dataset's own cached shards | samples/s | MiB received | "
+      "hits / misses / evictions / uncached |")
 print("|---|---|---:|---:|---|")
 for st in stores.split():
-    for policy in ("lru", "mru"):
+    for policy in ("keep", "lru"):
         per = []
         for e in range(2, epochs + 1):
             per += [r["first_epoch"] for r in load(f"{st}-procs-{policy}-e{e}")]

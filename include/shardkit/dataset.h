@@ -106,8 +106,10 @@ struct shard_dataset_options {
      * process of the machine (created if missing).  Whole shards are kept
      * there as they are read, checked against the manifest's size and
      * xxh3 before use, and later reads of them are local; at most
-     * cache_limit bytes (0: as much as the disk takes), the shards read
-     * least recently removed first.  NULL: $SHARDKIT_CACHE_DIR when set
+     * cache_limit bytes (0: as much as the disk takes): shards of other
+     * datasets are removed to make room, the least recently read first,
+     * never the dataset's own for each other (a shard that does not fit is
+     * read remotely).  NULL: $SHARDKIT_CACHE_DIR when set
      * and not empty, else no cache; "": no cache.  cache_limit 0 takes
      * $SHARDKIT_CACHE_LIMIT ("20G", "512M", bytes; powers of 1024) when
      * set.  A shard that cannot be cached (a full disk) is read remotely:

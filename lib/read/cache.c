@@ -39,7 +39,11 @@ struct sk_cache {
     int dir_fd;
     uint64_t limit;
     size_t piece;           /* bytes a download reads at once: half a window */
-    int mru;                /* evict the most recently read shard first */
+    int replace;            /* also evict the dataset's own shards (SHARDKIT_CACHE_EVICT=lru) */
+    struct cache_id {       /* the dataset's shards, sorted: never evicted for each other */
+        uint64_t xxh3, bytes;
+    } *ids;
+    size_t id_count;
     struct sk_read_counters *counters;
     _Atomic uint64_t tick;
     _Atomic unsigned seq;   /* temporary names */
@@ -95,8 +99,17 @@ size_t sk_cache_warning(struct sk_cache *c, char *buf, size_t size)
 
 /* ---- the cache directory ------------------------------------------------------ */
 
+static int id_cmp(const void *a, const void *b)
+{
+    const struct cache_id *x = a, *y = b;
+    if (x->xxh3 != y->xxh3)
+        return x->xxh3 < y->xxh3 ? -1 : 1;
+    return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+}
+
 int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_t window,
-                 struct sk_read_counters *counters, struct shard_err *err)
+                 const struct shard_manifest *m, struct sk_read_counters *counters,
+                 struct shard_err *err)
 {
     *out = NULL;
     struct sk_cache *c = calloc(1, sizeof *c);
@@ -109,7 +122,15 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_
     c->piece = window / 2 ? (size_t)(window / 2) : 1;
     c->counters = counters;
     const char *evict = getenv("SHARDKIT_CACHE_EVICT");
-    c->mru = evict && !strcmp(evict, "mru");
+    c->replace = evict && !strcmp(evict, "lru");
+    if (m->shard_count && !(c->ids = malloc(m->shard_count * sizeof *c->ids))) {
+        sk_cache_free(c);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < m->shard_count; i++)
+        c->ids[c->id_count++] = (struct cache_id){m->shards[i].xxh3, m->shards[i].bytes};
+    if (c->id_count)
+        qsort(c->ids, c->id_count, sizeof *c->ids, id_cmp);
     if (mkdir(dir, 0777) && errno != EEXIST) {
         int e = errno;
         sk_cache_free(c);
@@ -133,6 +154,7 @@ void sk_cache_free(struct sk_cache *c)
     if (c->dir_fd >= 0)
         close(c->dir_fd);
     pthread_mutex_destroy(&c->lock);
+    free(c->ids);
     free(c->dir);
     free(c);
 }
@@ -200,7 +222,19 @@ struct victim {
     char key[KEY_SIZE];
     struct timespec used;
     uint64_t bytes;
+    int own;                /* a shard of the dataset */
 };
+
+/* Whether KEY names a shard of the cache's dataset. */
+static int own_key(const struct sk_cache *c, const char *key)
+{
+    char *end;
+    struct cache_id id = {strtoull(key, &end, 16), 0};
+    if (*end != '-')
+        return 0;
+    id.bytes = strtoull(end + 1, NULL, 10);
+    return c->id_count && bsearch(&id, c->ids, c->id_count, sizeof *c->ids, id_cmp);
+}
 
 /* Bytes the cache holds (shards and downloads under way), and its shards
  * as eviction candidates (*v, *n; malloc'd).  Downloads whose process died
@@ -256,6 +290,7 @@ static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct vict
         memcpy(x->key, key, sizeof key);
         x->used = st.st_atim;
         x->bytes = (uint64_t)st.st_size;
+        x->own = own_key(c, key);
     }
     closedir(d);
     return 0;
@@ -266,15 +301,19 @@ static int older(const struct timespec *a, const struct timespec *b)
     return a->tv_sec != b->tv_sec ? a->tv_sec < b->tv_sec : a->tv_nsec < b->tv_nsec;
 }
 
-/* Evict the next candidate of v[0..n) (in policy order; tried ones get
- * bytes 0) that nobody uses: its size, or 0 when none could go. */
+/* Evict the next candidate of v[0..n) that nobody uses, the least recently
+ * read first (tried ones get bytes 0): its size, or 0 when none could go.
+ * The dataset's own shards are no candidates (unless c->replace): in an
+ * epoch that reads every shard once, in any order, a cached shard of it is
+ * read again before the one it would make room for, so replacing one costs
+ * a download and saves none. */
 static uint64_t evict_one(struct sk_cache *c, struct victim *v, size_t n)
 {
     for (;;) {
         struct victim *best = NULL;
         for (size_t i = 0; i < n; i++)
-            if (v[i].bytes && (!best || (c->mru ? older(&best->used, &v[i].used)
-                                                : older(&v[i].used, &best->used))))
+            if (v[i].bytes && (!v[i].own || c->replace) &&
+                (!best || older(&v[i].used, &best->used)))
                 best = &v[i];
         if (!best)
             return 0;

@@ -34,11 +34,15 @@
  * the cached shards of an open dataset open (the CACHE_HELD most recently
  * read ones; later reads of another one open it again).  Eviction takes a
  * shard's KEY.lock and an exclusive flock on it without waiting, so a shard
- * being read or downloaded is never removed.  Which one goes: the one read
- * least recently (LRU), or with SHARDKIT_CACHE_EVICT=mru the one read most
- * recently.  A shard is downloaded at most once per open of a dataset: one
- * let go and then evicted is read remotely when read again, so that a plan
- * jumping between many shards never downloads a whole shard per sample.
+ * being read or downloaded is never removed.  Which ones go: shards of other
+ * datasets (not in this one's manifest), the least recently read first.  A
+ * shard of the dataset is not evicted to make room for another of it (with
+ * SHARDKIT_CACHE_EVICT=lru it is, least recently read first): in epochs
+ * that read every shard once, in any order, keeping the cached ones and
+ * reading the rest remotely fetches the least.  A shard is downloaded at
+ * most once per open of a dataset: one let go and then evicted is read
+ * remotely when read again, so that a plan jumping between many shards
+ * never downloads a whole shard per sample.
  *
  * When the limit cannot be kept (every shard in use) or the disk is full, a
  * shard is read remotely, uncached: counted in cache_skipped; a full disk
@@ -52,6 +56,7 @@
 
 #include "read/fetch.h"
 #include "shardkit/error.h"
+#include "shardkit/manifest.h"
 
 struct sk_read_counters;
 struct sk_cache;
@@ -60,13 +65,15 @@ struct sk_cache;
  * take. */
 #define CACHE_HELD 256
 
-/* The cache in directory `dir` (created if missing, not its parents), at
- * most `limit` bytes of shards (0: as much as the disk takes), downloads
- * read in pieces of window/2 bytes; hits, misses, bytes fetched, evictions
+/* The cache in directory `dir` (created if missing, not its parents) for
+ * the dataset of manifest m (copied), at most `limit` bytes of shards (0:
+ * as much as the disk takes), downloads read in pieces of window/2 bytes;
+ * hits, misses, bytes fetched, evictions
  * and skips are added to `counters` (must outlive the cache).
  * 0, SHARD_EINVAL, SHARD_EIO naming the directory, SHARD_ENOMEM. */
 int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_t window,
-                 struct sk_read_counters *counters, struct shard_err *err);
+                 const struct shard_manifest *m, struct sk_read_counters *counters,
+                 struct shard_err *err);
 
 /* Accepts NULL.  Every file opened through the cache must be closed first. */
 void sk_cache_free(struct sk_cache *c);

@@ -200,6 +200,15 @@ evicted=$(( $(cache_of "$T/r6.json" first_epoch evictions) + $(cache_of "$T/r6.j
 skipped=$(cache_of "$T/r6.json" first_epoch skipped)
 [ "$skipped" -ge 1 ] || die "half the dataset cannot all be cached, yet none was skipped"
 intact "$T/c5"
+say "a later run keeps the dataset's cached shards: they are hits, none is replaced"
+kept=$(ls "$T/c5"/*.shard | wc -l)
+shardbench shards "$U/raw" --epochs 1 --seed 3 --cache-dir "$T/c5" --cache-limit $limit \
+    --digests "$T/d8.jsonl" --json >"$T/r8.json"
+[ "$(cache_of "$T/r8.json" first_epoch hits)" -eq "$kept" ] || die "cached shards were not hits"
+[ "$(cache_of "$T/r8.json" first_epoch evictions)" -eq 0 ] ||
+    die "the dataset's shards were evicted for each other"
+[ "$(cache_of "$T/r8.json" first_epoch skipped)" -eq $((S - kept)) ] ||
+    die "the shards that do not fit were not read uncached"
 
 say "a full disk reads remotely, with a warning"
 mount_tmpfs "$T/full" 100K || skip "a full disk: cannot mount a size-capped tmpfs (needs root)"

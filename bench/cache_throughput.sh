@@ -5,8 +5,9 @@
 #   bench/cache_throughput.sh BUILD [RUNS]
 #
 # On the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
-# imagenet-sample beside the checkout) at --size 256, raw shards of
-# SHARD_SIZE (default 32M: several shards) written with --zstd-level -100,
+# imagenet-sample beside the checkout) at --size 256, shards of CODEC (default
+# raw, written with --zstd-level -100; or jpeg) and SHARD_SIZE (default 32M:
+# several shards),
 # served by nginx and s3rver on loopback (STORES, default "http s3"), at a
 # simulated round trip of RTT ms (default 10), THREADS loader threads.
 # Each run, interleaved, for each store:
@@ -53,7 +54,9 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-RAW_OPTS="--size $SIZE --codec raw --zstd-level -100 --shard-size $SHARD_SIZE --quiet"
+CODEC=${CODEC:-raw}
+RAW_OPTS="--size $SIZE --codec $CODEC --shard-size $SHARD_SIZE --quiet"
+[ "$CODEC" = raw ] && RAW_OPTS="$RAW_OPTS --zstd-level -100"
 if [ ! -f "$WORK/raw/manifest.json" ]; then
     log "shardify to local disk"
     "$BIN/shardify" "$DATASET" "$WORK/raw" $RAW_OPTS
@@ -127,10 +130,11 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 rm -rf "$WORK/cache"
 
 "$PYTHON" - "$WORK/json" "$RUNS" "$THREADS" "$SIZE" "$EPOCHS" "$RTT" "$STORES" "$BYTES" \
-    "$WORK/raw/manifest.json" "$load_before" "$load_after" <<'EOF'
+    "$WORK/raw/manifest.json" "$load_before" "$load_after" "$CODEC" <<'EOF'
 import glob, json, os, statistics, sys
 
-where, runs, threads, size, epochs, rtt, stores, total, manifest, load0, load1 = sys.argv[1:12]
+where, runs, threads, size, epochs, rtt, stores, total, manifest, load0, load1, codec = \
+    sys.argv[1:13]
 total, epochs = int(total), int(epochs)
 shards = len(json.load(open(manifest))["shards"])
 
@@ -143,13 +147,14 @@ def med(xs):
 
 local = load("local")
 local_rate = med(r["steady"]["samples_per_second"] for r in local)
-print(f"Medians of {runs} runs, {epochs} epochs each, --size {size} raw shards (--zstd-level "
-      f"-100), {shards} shards of {total / shards / 2**20:.0f} MiB ({total / 2**20:.0f} MiB), "
+print(f"Medians of {runs} runs, {epochs} epochs each, --size {size} {codec} shards, "
+      f"{shards} shards of {total / shards / 2**20:.0f} MiB ({total / 2**20:.0f} MiB), "
       f"{threads} loader threads, rtt {rtt} ms simulated; load average before {load0}, after "
       f"{load1}.  Local directory, steady: {local_rate:.0f} samples/s.\n")
 print("| store | configuration | epoch 1 samples/s | epochs 2.. samples/s | "
-      "epoch 1 vs no cache | epochs 2.. vs local | MiB received per epoch (1 / 2..) |")
-print("|---|---|---:|---:|---:|---:|---|")
+      "epoch 1 vs no cache | epochs 2.. vs local | MiB received per epoch (1 / 2..) | "
+      "epoch 1 CPU ms per sample |")
+print("|---|---|---:|---:|---:|---:|---|---:|")
 names = {"remote": "no cache", "cached": "cache, no limit",
          "half-b1024": "limit 1/2, shuffle buffer 1024", "half-b16": "limit 1/2, shuffle buffer 16"}
 for st in stores.split():
@@ -164,22 +169,23 @@ for st in stores.split():
         # bytes received from the server (the egress), cache or not
         f1 = med(r["first_epoch"]["bytes_read"] for r in rs) / 2**20
         f2 = med(r["steady"]["bytes_read"] for r in rs) / (epochs - 1) / 2**20
+        cpu = med(r["first_epoch"]["cpu_seconds_per_sample"] for r in rs) * 1e3
         print(f"| {st} | {label} | {e1:.0f} | {e2:.0f} | {100 * e1 / r1:.0f}% | "
-              f"{100 * e2 / local_rate:.0f}% | {f1:.0f} / {f2:.0f} |")
+              f"{100 * e2 / local_rate:.0f}% | {f1:.0f} / {f2:.0f} | {cpu:.3f} |")
 print(f"\nOne process per epoch (seed = epoch, shuffle buffer 16), limit 1/2: epochs 2..{epochs}, "
       f"per epoch\n")
 print("| store | the dataset's own cached shards | samples/s | MiB received | "
       "hits / misses / evictions / uncached |")
 print("|---|---|---:|---:|---|")
 for st in stores.split():
-    for policy in ("keep", "lru"):
+    for policy, label in (("keep", "kept (default)"), ("lru", "replaced, LRU")):
         per = []
         for e in range(2, epochs + 1):
             per += [r["first_epoch"] for r in load(f"{st}-procs-{policy}-e{e}")]
         if not per:
             continue
         c = lambda k: med(p["cache"][k] for p in per)
-        print(f"| {st} | {policy} | {med(p['samples_per_second'] for p in per):.0f} | "
+        print(f"| {st} | {label} | {med(p['samples_per_second'] for p in per):.0f} | "
               f"{med(p['bytes_read'] for p in per) / 2**20:.0f} | {c('hits'):.0f} / "
               f"{c('misses'):.0f} / {c('evictions'):.0f} / {c('skipped'):.0f} |")
 two = [int(open(p).read()) for p in sorted(glob.glob(os.path.join(where, "two-bytes.*")))]

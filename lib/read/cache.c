@@ -118,6 +118,7 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&c->lock, NULL);
+    c->dir_fd = -1;
     c->limit = limit;
     c->piece = window / 2 ? (size_t)(window / 2) : 1;
     c->counters = counters;
@@ -139,7 +140,6 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_
     c->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (c->dir_fd < 0) {
         int e = errno;
-        c->dir_fd = -1;
         sk_cache_free(c);
         return shard_err_errno(err, SHARD_EIO, e, "cannot open the cache directory '%s'", dir);
     }
@@ -203,8 +203,8 @@ static void remove_key(struct sk_cache *c, const char *key, int lock_fd)
     close(lock_fd);
 }
 
-/* "XXH3-BYTES" (16 lower-case hex digits, a decimal number): *len is its
- * length in name, 0 when name does not start with a key. */
+/* The length of the key "XXH3-BYTES" (16 lower-case hex digits, a decimal
+ * number) name starts with, or 0 when it starts with none. */
 static size_t key_length(const char *name)
 {
     size_t i = 0;

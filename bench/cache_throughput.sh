@@ -6,7 +6,7 @@
 #
 # On the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout) at --size 256, shards of CODEC (default
-# raw, written with --zstd-level -100; or jpeg) and SHARD_SIZE (default 32M:
+# raw, written with --zstd-level -100; or jpeg) and SHARD_SIZE (default 8M:
 # several shards),
 # served by nginx and s3rver on loopback (STORES, default "http s3"), at a
 # simulated round trip of RTT ms (default 10), THREADS loader threads.
@@ -33,7 +33,7 @@ BIN=$(cd "$BUILD/bin" && pwd)
 PYTHON=${PYTHON:-/usr/bin/python3}
 DATASET=${SHARDKIT_DATASET:-$top/../shared/datasets/imagenet-sample}
 SIZE=${SIZE:-256}
-SHARD_SIZE=${SHARD_SIZE:-32M}
+SHARD_SIZE=${SHARD_SIZE:-8M}
 EPOCHS=${EPOCHS:-4}
 RTT=${RTT:-10}
 STORES=${STORES:-http s3}

@@ -177,9 +177,10 @@ class Dataset:
     DataLoader workers, other jobs): each shard is downloaded once, checked
     against the manifest's xxh3 before use, and read locally afterwards;
     ``cache_limit`` bytes at most (default ``SHARDKIT_CACHE_LIMIT``, else
-    what the disk takes), the shards read least recently removed first.  A
-    shard that cannot be cached (a full disk) is read remotely and
-    ``cache_warning`` says why (the Loader warns once).  ``stats()`` counts
+    what the disk takes; other datasets' shards are removed to make room,
+    the least recently read first, never this one's for each other).  A
+    shard that cannot be cached (no room, a full disk) is read remotely and
+    ``cache_warning`` says why for a full disk (the Loader warns once).  ``stats()`` counts
     cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
     cache_skipped and cache_corrupt.
 

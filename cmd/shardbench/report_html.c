@@ -161,6 +161,33 @@ static void phase_table(FILE *out, const char *id, const struct shard_bench_resu
     html_table_end(out);
 }
 
+/* The node-local cache's counters per phase (a run with --cache-dir). */
+static void cache_table(FILE *out, const char *id, const struct shard_bench_result *r)
+{
+    static const char *const head[] = {"node-local cache", "#hits", "#misses",
+                                       "#bytes fetched", "#evictions", "#shards uncached"};
+    html_table_begin(out, id, head, sizeof head / sizeof *head);
+    for (int p = 0; p < 2; p++) {
+        const struct shard_bench_phase *ph = phase_of(r, p);
+        if (!ph->epochs)
+            continue;
+        html_row_begin(out, NULL);
+        html_cell(out, phase_names[p]);
+        html_cell_u64(out, ph->cache_hits);
+        html_cell_u64(out, ph->cache_misses);
+        html_cell_u64(out, ph->cache_bytes_fetched);
+        html_cell_u64(out, ph->cache_evictions);
+        html_cell_u64(out, ph->cache_skipped);
+        html_row_end(out);
+    }
+    html_table_end(out);
+    if (r->cache_warning[0]) {
+        fputs("<p class=\"bad\">", out);
+        html_textf(out, "warning: %s", r->cache_warning);
+        fputs("</p>\n", out);
+    }
+}
+
 static void stage_table(FILE *out, const char *id, const struct shard_bench_result *r)
 {
     static const char *const head[] = {"stage", "#first epoch ms", "#steady ms"};
@@ -217,6 +244,10 @@ static void run_section(FILE *out, const struct report *rep, const char *name,
     }
     snprintf(id, sizeof id, "%s-phases", name);
     phase_table(out, id, r);
+    if (r->cached) {
+        snprintf(id, sizeof id, "%s-cache", name);
+        cache_table(out, id, r);
+    }
 
     snprintf(id, sizeof id, "%s-latency", name);
     const struct shard_bench_phase *ph = report_headline(r);

@@ -69,11 +69,21 @@ fetched=$(cache_of "$T/r1.json" first_epoch bytes_fetched)
 intact "$T/c1"
 : >"$LOG"
 shardbench shards "$U/raw" --epochs 2 --cache-dir "$T/c1" --digests "$T/d2.jsonl" --json \
-    >"$T/r2.json"
+    --report "$T/r2.html" >"$T/r2.json"
 cmp -s "$T/local.jsonl" "$T/d2.jsonl" || die "samples read from the cache differ"
 [ "$(shard_requests raw)" -eq 0 ] || die "shards requested again: $(cat "$LOG")"
 [ "$(cache_of "$T/r2.json" first_epoch hits)" -eq "$S" ] || die "a second read is $S hits"
 [ "$(cache_of "$T/r2.json" first_epoch misses)" -eq 0 ] || die "a second read missed"
+"$PYTHON" - "$T/r2.html" "$S" <<'EOF' || die "the HTML report does not show the cache"
+import re, sys
+page, shards = open(sys.argv[1]).read(), sys.argv[2]
+table = re.search(r'<table[^>]*id="[^"]*-cache".*?</table>', page, re.S)
+assert table, "no cache table"
+first = re.search(r"<tr[^>]*>\s*<td[^>]*>first epoch</td>(.*?)</tr>", table.group(0), re.S)
+assert first, table.group(0)
+cells = re.findall(r"<td[^>]*>([^<]*)</td>", first.group(1))
+assert cells[:2] == [shards, "0"], cells
+EOF
 say "the environment sets it too"
 : >"$LOG"
 SHARDKIT_CACHE_DIR=$T/c1 shardbench shards "$U/raw" --epochs 1 >/dev/null

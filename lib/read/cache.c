@@ -19,11 +19,13 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
 #include "read/observer.h"
+#include "util/clock.h"
 #include "util/fsutil.h"
 
 #define KEY_SIZE 48
@@ -39,6 +41,7 @@ struct sk_cache {
     int dir_fd;
     uint64_t limit;
     size_t piece;           /* bytes a download reads at once: half a window */
+    uint64_t stall_ns;      /* a download making no progress this long is not waited for */
     int replace;            /* also evict the dataset's own shards (SHARDKIT_CACHE_EVICT=lru) */
     struct cache_id {       /* the dataset's shards, sorted: never evicted for each other */
         uint64_t xxh3, bytes;
@@ -107,9 +110,9 @@ static int id_cmp(const void *a, const void *b)
     return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
 }
 
-int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_t window,
-                 const struct shard_manifest *m, struct sk_read_counters *counters,
-                 struct shard_err *err)
+int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
+                 const struct shard_dataset_options *o, const struct shard_manifest *m,
+                 struct sk_read_counters *counters, struct shard_err *err)
 {
     *out = NULL;
     struct sk_cache *c = calloc(1, sizeof *c);
@@ -120,7 +123,9 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_
     pthread_mutex_init(&c->lock, NULL);
     c->dir_fd = -1;
     c->limit = limit;
-    c->piece = window / 2 ? (size_t)(window / 2) : 1;
+    c->piece = o->window_bytes / 2 ? (size_t)(o->window_bytes / 2) : 1;
+    /* the longest one window fetch may go without a byte before it fails */
+    c->stall_ns = (uint64_t)((o->timeout_seconds + 2.0) * (o->retries + 1) * 1e9);
     c->counters = counters;
     const char *evict = getenv("SHARDKIT_CACHE_EVICT");
     c->replace = evict && !strcmp(evict, "lru");
@@ -190,6 +195,41 @@ static int lock_key(struct sk_cache *c, const char *key, int try)
         close(fd);  /* removed by an eviction meanwhile: take the new one */
     }
     return -1;
+}
+
+/* The time KEY.lock was last touched (a download touches it after each
+ * piece), or 0. */
+static uint64_t key_stamp(struct sk_cache *c, const char *key)
+{
+    char name[NAME_SIZE];
+    struct stat st;
+    key_name(name, sizeof name, key, ".lock");
+    if (fstatat(c->dir_fd, name, &st, 0))
+        return 0;
+    return (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+}
+
+/* KEY.lock, taken once whoever holds it is done - a download by another
+ * process, usually; or -1 when its holder makes no progress for
+ * c->stall_ns (a process stopped, a server that stalls): the shard is then
+ * read remotely rather than waited for. */
+static int wait_key(struct sk_cache *c, const char *key)
+{
+    uint64_t seen = key_stamp(c, key), since = sk_now_ns();
+    for (;;) {
+        int fd = lock_key(c, key, 1);
+        if (fd >= 0)
+            return fd;
+        uint64_t now = sk_now_ns(), stamp = key_stamp(c, key);
+        if (stamp != seen) {
+            seen = stamp;
+            since = now;
+        } else if (now - since > c->stall_ns) {
+            return -1;
+        }
+        const struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
 }
 
 /* Remove KEY.shard and KEY.lock; the caller holds KEY.lock (lock_fd). */
@@ -498,7 +538,7 @@ static int open_cached(struct cache_file *cf)
             /* damaged: removed (under its lock, if it is still this file),
              * then fetched again */
             close(fd);
-            int lk = lock_key(c, cf->key, 0);
+            int lk = wait_key(c, cf->key);
             if (lk >= 0) {
                 int again = openat(c->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 struct stat now;
@@ -534,7 +574,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     }
     int fd = open_cached(cf);
     int lk = -1;
-    if (fd < 0 && (lk = lock_key(c, cf->key, 0)) >= 0)
+    if (fd < 0 && (lk = wait_key(c, cf->key)) >= 0)
         fd = open_cached(cf);  /* downloaded by another process while we waited */
     if (fd >= 0) {
         if (lk >= 0)
@@ -619,6 +659,7 @@ static void *download_main(void *arg)
         if (rc)
             break;
         XXH3_64bits_update(h, buf, n);
+        (void)futimens(cf->lock_fd, NULL);  /* progress, for the processes waiting */
         off += n;
         atomic_store_explicit(&cf->have, off, memory_order_release);
         sk_read_count(c->counters, SK_READ_CACHE_FETCHED, n);

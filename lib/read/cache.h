@@ -23,7 +23,8 @@
  * Opening a shard: a KEY.shard present is checked (size and xxh3: once per
  * file identity and process) and read locally - a hit; one that fails the
  * check is removed and fetched again.  Absent, the process takes KEY.lock
- * (waiting while another process downloads it, then finding it there), makes
+ * (waiting while another process downloads it - which touches KEY.lock as it
+ * goes - then finding it there), makes
  * room (below), and a thread downloads the whole shard through the remote
  * backend's windows (read-ahead across `connections` connections) into the
  * temporary file, hashing as it goes - a miss.  Reads meanwhile come from
@@ -55,6 +56,7 @@
 #include <stdint.h>
 
 #include "read/fetch.h"
+#include "shardkit/dataset.h"
 #include "shardkit/error.h"
 #include "shardkit/manifest.h"
 
@@ -67,13 +69,15 @@ struct sk_cache;
 
 /* The cache in directory `dir` (created if missing, not its parents) for
  * the dataset of manifest m (copied), at most `limit` bytes of shards (0:
- * as much as the disk takes), downloads read in pieces of window/2 bytes;
- * hits, misses, bytes fetched, evictions
+ * as much as the disk takes), downloads read in pieces of half o's window;
+ * a download by another process that makes no progress for as long as one
+ * window fetch may take under o's time-out and retries is not waited for
+ * (the shard is read remotely); hits, misses, bytes fetched, evictions
  * and skips are added to `counters` (must outlive the cache).
  * 0, SHARD_EINVAL, SHARD_EIO naming the directory, SHARD_ENOMEM. */
-int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit, uint64_t window,
-                 const struct shard_manifest *m, struct sk_read_counters *counters,
-                 struct shard_err *err);
+int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
+                 const struct shard_dataset_options *o, const struct shard_manifest *m,
+                 struct sk_read_counters *counters, struct shard_err *err);
 
 /* Accepts NULL.  Every file opened through the cache must be closed first. */
 void sk_cache_free(struct sk_cache *c);

@@ -244,8 +244,7 @@ static int open_cache(struct shard_dataset *ds, const struct shard_dataset_optio
     if (!limit && env && *env && shard_size_parse(env, &limit))
         return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_CACHE_LIMIT: '%s' is not a size "
                              "(bytes, or a number with K, M, G or T)", env);
-    return sk_cache_new(&ds->cache, dir, limit, o->window_bytes, &ds->manifest, &ds->counters,
-                        err);
+    return sk_cache_new(&ds->cache, dir, limit, o, &ds->manifest, &ds->counters, err);
 }
 
 size_t shard_dataset_cache_warning(const struct shard_dataset *ds, char *buf, size_t size)

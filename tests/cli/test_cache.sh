@@ -185,6 +185,27 @@ cmp -s "$T/local.jsonl" "$T/d4.jsonl" || die "the cache after kill -9 served oth
 [ "$(ls "$T/c3"/*.shard | wc -l)" -eq "$S" ] || die "not every shard was cached after kill -9"
 intact "$T/c3"
 
+say "a download that makes no progress (its process stopped) is not waited for"
+shardbench shards "$U/raw" --epochs 1 --rtt 300 --window 16K --connections 1 \
+    --cache-dir "$T/c7" >/dev/null 2>&1 &
+stopped=$!
+held=$stopped  # lib.sh kills it if this test fails
+i=0
+until ls "$T/c7" 2>/dev/null | grep -q '\.tmp\.'; do
+    i=$((i + 1))
+    [ $i -le $POLL_STEPS ] || die "no download under way in the cache"
+    sleep 0.05
+done
+kill -STOP $stopped
+timeout 120 shardbench shards "$U/raw" --epochs 1 --timeout 1 --retries 0 --cache-dir "$T/c7" \
+    --digests "$T/d9.jsonl" --json >"$T/r9.json" || die "a stopped download held another reader"
+cmp -s "$T/local.jsonl" "$T/d9.jsonl" || die "reading past a stopped download changed the samples"
+[ "$(cache_of "$T/r9.json" first_epoch skipped)" -ge 1 ] ||
+    die "the shard being downloaded was not read remotely"
+kill -KILL $stopped
+wait $stopped 2>/dev/null || true
+held=""
+
 say "a re-published dataset is never served its old shards"
 shardbench shards "$U/pub" --epochs 1 --cache-dir "$T/c4" >/dev/null
 rm "$T/pub"/*

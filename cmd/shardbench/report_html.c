@@ -131,56 +131,65 @@ static void stages(FILE *out, const struct report *rep)
     chart_bars(out, &c);
 }
 
+/* A table of one row per phase that ran: its name, then cells(out, ph). */
+static void phase_rows(FILE *out, const char *id, const char *const *head, size_t columns,
+                       const struct shard_bench_result *r,
+                       void (*cells)(FILE *out, const struct shard_bench_phase *ph))
+{
+    html_table_begin(out, id, head, columns);
+    for (int p = 0; p < 2; p++) {
+        const struct shard_bench_phase *ph = phase_of(r, p);
+        if (!ph->epochs)
+            continue;
+        html_row_begin(out, NULL);
+        html_cell(out, phase_names[p]);
+        cells(out, ph);
+        html_row_end(out);
+    }
+    html_table_end(out);
+}
+
+static void phase_cells(FILE *out, const struct shard_bench_phase *ph)
+{
+    html_cell_u64(out, ph->epochs);
+    html_cell_u64(out, ph->samples);
+    html_cell_num(out, ph->seconds, "%.3f");
+    html_cell_num(out, ph->samples_per_second, "%.1f");
+    html_cell_num(out, ph->mb_per_second, "%.1f");
+    html_cell_num(out, ph->batch_p50 * REPORT_MS, "%.3f");
+    html_cell_num(out, ph->batch_p99 * REPORT_MS, "%.3f");
+    html_cell_num(out, ph->wait_fraction, "%.3f");
+    html_cell_num(out, ph->cpu_seconds_per_sample, "%.6f");
+    html_cell_u64(out, ph->bytes_read);
+    html_cell_u64(out, ph->requests);
+    html_cell_u64(out, ph->retries);
+}
+
 static void phase_table(FILE *out, const char *id, const struct shard_bench_result *r)
 {
     static const char *const head[] = {"phase", "#epochs", "#samples", "#seconds",
                                        "#samples/s", "#MB/s", "#batch p50 ms",
                                        "#batch p99 ms", "#waited", "#CPU s/sample",
                                        "#bytes read", "#requests", "#retries"};
-    html_table_begin(out, id, head, sizeof head / sizeof *head);
-    for (int p = 0; p < 2; p++) {
-        const struct shard_bench_phase *ph = phase_of(r, p);
-        if (!ph->epochs)
-            continue;
-        html_row_begin(out, NULL);
-        html_cell(out, phase_names[p]);
-        html_cell_u64(out, ph->epochs);
-        html_cell_u64(out, ph->samples);
-        html_cell_num(out, ph->seconds, "%.3f");
-        html_cell_num(out, ph->samples_per_second, "%.1f");
-        html_cell_num(out, ph->mb_per_second, "%.1f");
-        html_cell_num(out, ph->batch_p50 * REPORT_MS, "%.3f");
-        html_cell_num(out, ph->batch_p99 * REPORT_MS, "%.3f");
-        html_cell_num(out, ph->wait_fraction, "%.3f");
-        html_cell_num(out, ph->cpu_seconds_per_sample, "%.6f");
-        html_cell_u64(out, ph->bytes_read);
-        html_cell_u64(out, ph->requests);
-        html_cell_u64(out, ph->retries);
-        html_row_end(out);
-    }
-    html_table_end(out);
+    phase_rows(out, id, head, sizeof head / sizeof *head, r, phase_cells);
 }
 
-/* The node-local cache's counters per phase (a run with --cache-dir). */
+static void cache_cells(FILE *out, const struct shard_bench_phase *ph)
+{
+    html_cell_u64(out, ph->cache_hits);
+    html_cell_u64(out, ph->cache_misses);
+    html_cell_u64(out, ph->cache_bytes_fetched);
+    html_cell_u64(out, ph->cache_evictions);
+    html_cell_u64(out, ph->cache_skipped);
+}
+
+/* The node-local cache's counters per phase (a run with --cache-dir), and
+ * its warning. */
 static void cache_table(FILE *out, const char *id, const struct shard_bench_result *r)
 {
     static const char *const head[] = {"node-local cache", "#hits", "#misses",
                                        "#bytes fetched", "#evictions", "#shards uncached"};
-    html_table_begin(out, id, head, sizeof head / sizeof *head);
-    for (int p = 0; p < 2; p++) {
-        const struct shard_bench_phase *ph = phase_of(r, p);
-        if (!ph->epochs)
-            continue;
-        html_row_begin(out, NULL);
-        html_cell(out, phase_names[p]);
-        html_cell_u64(out, ph->cache_hits);
-        html_cell_u64(out, ph->cache_misses);
-        html_cell_u64(out, ph->cache_bytes_fetched);
-        html_cell_u64(out, ph->cache_evictions);
-        html_cell_u64(out, ph->cache_skipped);
-        html_row_end(out);
-    }
-    html_table_end(out);
+    phase_rows(out, id, head, sizeof head / sizeof *head, r, cache_cells);
     if (r->cache_warning[0]) {
         fputs("<p class=\"bad\">", out);
         html_textf(out, "warning: %s", r->cache_warning);

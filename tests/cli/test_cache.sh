@@ -53,6 +53,20 @@ for name in os.listdir(sys.argv[1]):
         assert filecmp.cmp(os.path.join(sys.argv[1], name), known[name], shallow=False), name
 EOF
 }
+# slow_download DIR: a shardbench reading through the cache DIR slowly (one
+# connection, 16 KiB windows, 300 ms before each request) in the background,
+# its pid in $slow, once its first download is under way
+slow_download() {
+    shardbench shards "$U/raw" --epochs 1 --rtt 300 --window 16K --connections 1 \
+        --cache-dir "$1" >/dev/null 2>&1 &
+    slow=$!
+    i=0
+    until ls "$1" 2>/dev/null | grep -q '\.tmp\.'; do
+        i=$((i + 1))
+        [ $i -le $POLL_STEPS ] || die "no download under way in the cache"
+        sleep 0.05
+    done
+}
 shardbench shards "$T/raw" --epochs 1 --digests "$T/local.jsonl" >/dev/null
 shardbench shards "$T/other" --epochs 1 --digests "$T/other.jsonl" >/dev/null
 
@@ -168,15 +182,8 @@ cmp -s "$T/local.jsonl" "$T/d3.jsonl" || die "a damaged cache file was served"
 intact "$T/c1"
 
 say "kill -9 in the middle of a download leaves a cache that works"
-shardbench shards "$U/raw" --epochs 1 --rtt 300 --window 16K --connections 1 \
-    --cache-dir "$T/c3" >/dev/null 2>&1 &
-victim=$!
-i=0
-until ls "$T/c3" 2>/dev/null | grep -q '\.tmp\.'; do
-    i=$((i + 1))
-    [ $i -le $POLL_STEPS ] || die "no download under way in the cache"
-    sleep 0.05
-done
+slow_download "$T/c3"
+victim=$slow
 kill -KILL $victim
 wait $victim 2>/dev/null || true
 ls "$T/c3" | grep -q '\.tmp\.' || die "the killed download left no temporary file to test"
@@ -186,16 +193,9 @@ cmp -s "$T/local.jsonl" "$T/d4.jsonl" || die "the cache after kill -9 served oth
 intact "$T/c3"
 
 say "a download that makes no progress (its process stopped) is not waited for"
-shardbench shards "$U/raw" --epochs 1 --rtt 300 --window 16K --connections 1 \
-    --cache-dir "$T/c7" >/dev/null 2>&1 &
-stopped=$!
+slow_download "$T/c7"
+stopped=$slow
 held=$stopped  # lib.sh kills it if this test fails
-i=0
-until ls "$T/c7" 2>/dev/null | grep -q '\.tmp\.'; do
-    i=$((i + 1))
-    [ $i -le $POLL_STEPS ] || die "no download under way in the cache"
-    sleep 0.05
-done
 kill -STOP $stopped
 timeout 120 shardbench shards "$U/raw" --epochs 1 --timeout 1 --retries 0 --cache-dir "$T/c7" \
     --digests "$T/d9.jsonl" --json >"$T/r9.json" || die "a stopped download held another reader"

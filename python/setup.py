@@ -60,13 +60,7 @@ class BuildExt(build_ext):
 
 
 setup(
-    name="shardkit",
-    version=version(),
-    description="read shardkit datasets; training batches made in C, for PyTorch",
-    license="MIT",
-    python_requires=">=3.9",
-    install_requires=["numpy"],
-    extras_require={"torch": ["torch"]},
+    version=version(),  # the rest of the metadata is pyproject.toml's
     packages=["shardkit"],
     ext_modules=[Extension(
         "shardkit._native",

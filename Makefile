@@ -245,7 +245,8 @@ _fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 # python/setup.py does the build (pip install --no-build-isolation ./python uses
 # it too); make hands it the library, what to link and the sanitizer flags.
 PYTHON  ?= /usr/bin/python3
-PY_DEPS := python/setup.py python/pyproject.toml $(wildcard python/src/*.c python/src/*.h python/shardkit/*.py) \
+PY_DEPS := python/setup.py python/pyproject.toml $(wildcard python/src/*.c python/src/*.h python/shardkit/*.py \
+           python/shardkit/*.pyi python/shardkit/py.typed) \
            $(wildcard include/*.h include/shardkit/*.h)
 
 python:

@@ -62,6 +62,9 @@ class BuildExt(build_ext):
 setup(
     version=version(),  # the rest of the metadata is pyproject.toml's
     packages=["shardkit"],
+    # PEP 561: the package is typed (inline annotations), and the extension's
+    # types are in its stub
+    package_data={"shardkit": ["py.typed", "_native.pyi"]},
     ext_modules=[Extension(
         "shardkit._native",
         sources=["src/native.c", "src/native_dataset.c", "src/native_augment.c",

@@ -284,18 +284,26 @@ static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 
 static PyMethodDef dataset_methods[] = {
     {"read", dataset_read, METH_O,
-     "read(index) -> (key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
+     "read($self, index, /)\n--\n\n"
+     "(key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
     {"read_stored", dataset_read_stored, METH_O,
-     "read_stored(index) -> (codec, width, height, payload bytes as stored)"},
-    {"key", dataset_key, METH_O, "key(index) -> key bytes (from the shard footer)"},
-    {"find", dataset_find, METH_O, "find(key bytes) -> index (KeyError when absent)"},
-    {"locate", dataset_locate, METH_O, "locate(index) -> (shard file, record)"},
-    {"manifest_json", dataset_manifest_json, METH_NOARGS, "the manifest as JSON text"},
-    {"labels", dataset_labels, METH_NOARGS, "the class names, as a tuple"},
-    {"shard_count", dataset_shard_count, METH_NOARGS, "number of shards"},
+     "read_stored($self, index, /)\n--\n\n(codec, width, height, payload bytes as stored)"},
+    {"key", dataset_key, METH_O,
+     "key($self, index, /)\n--\n\nkey bytes (from the shard footer)"},
+    {"find", dataset_find, METH_O,
+     "find($self, key, /)\n--\n\nthe index of the key bytes (KeyError when absent)"},
+    {"locate", dataset_locate, METH_O,
+     "locate($self, index, /)\n--\n\n(shard file, record)"},
+    {"manifest_json", dataset_manifest_json, METH_NOARGS,
+     "manifest_json($self, /)\n--\n\nthe manifest as JSON text"},
+    {"labels", dataset_labels, METH_NOARGS,
+     "labels($self, /)\n--\n\nthe class names, as a tuple"},
+    {"shard_count", dataset_shard_count, METH_NOARGS,
+     "shard_count($self, /)\n--\n\nnumber of shards"},
     {"manifest_xxh3", dataset_manifest_xxh3, METH_NOARGS,
-     "XXH3-64 of manifest.json's bytes: the dataset's identity"},
-    {"stats", dataset_stats, METH_NOARGS, "the read counters since the dataset was opened"},
+     "manifest_xxh3($self, /)\n--\n\nXXH3-64 of manifest.json's bytes: the dataset's identity"},
+    {"stats", dataset_stats, METH_NOARGS,
+     "stats($self, /)\n--\n\nthe read counters since the dataset was opened"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -308,8 +316,8 @@ PyTypeObject skpy_dataset_type = {
     .tp_dealloc = dataset_dealloc,
     .tp_as_sequence = &dataset_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Dataset(location): an open shardkit dataset (directory or http(s) URL; str "
-              "or bytes)",
+    .tp_doc = "Dataset(location)\n--\n\nan open shardkit dataset (directory or http(s) URL; "
+              "str or bytes)",
     .tp_methods = dataset_methods,
     .tp_init = dataset_init,
     .tp_new = PyType_GenericNew,

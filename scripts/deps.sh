@@ -14,6 +14,7 @@
 #   test         unit, python and demo, and every tool a test runs (make test,
 #                make sanitize): libturbojpeg (bench/read_ceiling, run by
 #                test_read_ceiling), pytest, mypy (the Python package's types),
+#                build (its source distribution),
 #                PyTorch, nginx, strace, djpeg,
 #                Chromium (test_reports), munge and Slurm (test_slurm),
 #                Node.js, npm and curl (test_s3's S3 server), and man's group
@@ -45,7 +46,7 @@ packages() {
     python) packages build; echo "python3 python3-dev python3-setuptools python3-numpy" ;;
     test) packages unit; packages python; packages demo; packages man
         echo "libturbojpeg0-dev python3-jsonschema python3-xxhash python3-zstandard
-            python3-pytest python3-mypy python3-torch python3-torchvision python3-venv python3-pip
+            python3-pytest python3-mypy python3-build python3-torch python3-torchvision python3-venv python3-pip
             zstd nginx curl strace libjpeg-turbo-progs chromium munge slurm-wlm bash-completion
             zsh" ;;
     bench) packages python; packages demo

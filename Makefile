@@ -122,14 +122,14 @@ print-read-ldlibs:
 install: install-read
 uninstall: uninstall-read
 install-read: $(READ_A)
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(READ_A) $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 644 $(READ_A) $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    -e 's|@REQUIRES@|$(READ_PKGS)|g' shardkit-read.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit-read.pc
+	    > $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit-read.pc
 uninstall-read:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libshardkit-read.a \
-	    $(DESTDIR)$(PREFIX)/lib/pkgconfig/shardkit-read.pc
+	rm -f $(DESTDIR)$(LIBDIR)/libshardkit-read.a \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit-read.pc
 
 $(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h)
 	@$(if $(Q),echo "  LINK    $@")

@@ -22,6 +22,13 @@
 # 3), interleaved; the table gives medians of the steady epochs.  Markdown
 # goes to stdout (ready to paste into BENCHMARKS.md); the JSON of every run
 # stays in WORK (default a new temporary directory, kept).
+#
+# BASELINE=DIR (another build, e.g. of the previous commit: `make
+# BUILD=build-old` in a checkout of it) also runs that build's shardbench on
+# every remote configuration, right beside this build's (which goes first
+# alternates run by run), on the same data and servers; a second table gives
+# both and the ratio this/baseline per run (median, and the range as the
+# noise).
 set -eu
 
 BUILD=${1:?usage: bench/remote_throughput.sh BUILD [RUNS]}
@@ -37,6 +44,8 @@ CONNECTIONS=${CONNECTIONS:-8}
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/shardkit-remote-bench.XXXXXX")}
 THREADS=${THREADS:-$("$PYTHON" -c 'import os; print(len(os.sched_getaffinity(0)))')}
 BUCKET=shardkit-bench
+BASELINE=${BASELINE:-}
+OLD_BIN=${BASELINE:+$(cd "$BASELINE/bin" && pwd)}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 [ -d "$DATASET" ] || { echo "remote_throughput.sh: no dataset at '$DATASET'" >&2; exit 2; }
@@ -77,12 +86,25 @@ U=$("$top/bench/http_server.sh" start "$HTTP" src="$DATASET" raw="$WORK/raw")
 log "nginx at $U"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# run NAME I ARGS...: run I of shardbench compare ARGS --json
+# run NAME I ARGS...: run I of shardbench compare ARGS --json (with
+# BASELINE, the baseline's too, as base-NAME, first in every other run)
 run() {
     name=$1; n=$2; shift 2
-    log "$name (run $n of $RUNS)"
-    "$BIN/shardbench" compare "$@" --threads "$THREADS" --epochs "$EPOCHS" --json \
-        >"$WORK/json/$name.$n.json"
+    if [ -n "$OLD_BIN" ] && [ "$name" != local ] && [ $((n % 2)) -eq 0 ]; then
+        run_bin "$OLD_BIN" "base-$name" "$n" "$@"
+    fi
+    run_bin "$BIN" "$name" "$n" "$@"
+    if [ -n "$OLD_BIN" ] && [ "$name" != local ] && [ $((n % 2)) -eq 1 ]; then
+        run_bin "$OLD_BIN" "base-$name" "$n" "$@"
+    fi
+}
+# run_bin BIN NAME I ARGS...: the run itself (its own variable names: the
+# shell has no local ones, and run's are still needed)
+run_bin() {
+    rb_bin=$1; rb_name=$2; rb_n=$3; shift 3
+    log "$rb_name (run $rb_n of $RUNS)"
+    "$rb_bin/shardbench" compare "$@" --threads "$THREADS" --epochs "$EPOCHS" --json \
+        >"$WORK/json/$rb_name.$rb_n.json"
 }
 # bound NAME I URL [HEADER]: curl alone fetches the raw shards from URL
 bound() {
@@ -109,10 +131,10 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 
 "$PYTHON" - "$WORK/json" "$RUNS" "$THREADS" "$SIZE" "$EPOCHS" "$RTTS" "$load_before" \
-    "$load_after" "$cpu" <<'EOF'
+    "$load_after" "$cpu" "$BASELINE" <<'EOF'
 import glob, json, os, statistics, sys
 
-where, runs, threads, size, epochs, rtts, load0, load1, cpu = sys.argv[1:10]
+where, runs, threads, size, epochs, rtts, load0, load1, cpu, baseline = sys.argv[1:11]
 rtts = rtts.split()
 
 def load(name):
@@ -168,5 +190,35 @@ for kind, label in (("http", "raw shards from nginx"), ("s3", "raw shards from s
     if b:
         print(f"| {label} | {med(r['bytes'] / r['seconds'] for r in b) / 1e9:.2f} | "
               f"{bound_rate(kind):.0f} |")
+if baseline:
+    print()
+    print(f"This build against the baseline ({baseline}), run beside it on the same data and "
+          f"servers: steady samples/s, and this/baseline per run (median, range of the "
+          f"{runs} runs).\n")
+    print("| where | rtt ms | files: baseline / this | files this/baseline | "
+          "shards: baseline / this | shards this/baseline | requests per sample, shards "
+          "(baseline / this) |")
+    print("|---|---:|---|---|---|---|---|")
+    def spread(pairs):
+        r = [b / a for a, b in pairs if a]
+        return f"**{med(r):.3f}** ({min(r):.3f}-{max(r):.3f})" if r else "-"
+    for label, name, rtt, kind in rows[1:]:
+        new = {os.path.basename(p): json.load(open(p))
+               for p in glob.glob(os.path.join(where, name + ".*.json"))}
+        old = {p[len("base-"):]: json.load(open(os.path.join(where, p)))
+               for p in map(os.path.basename, glob.glob(os.path.join(where, "base-" + name +
+                                                                     ".*.json")))}
+        both = sorted(set(new) & set(old))
+        if not both:
+            continue
+        cols = []
+        for side in ("files", "shards"):
+            pairs = [(steady(old[k][side])["samples_per_second"],
+                      steady(new[k][side])["samples_per_second"]) for k in both]
+            cols.append(f"{med(a for a, _ in pairs):.0f} / {med(b for _, b in pairs):.0f}")
+            cols.append(spread(pairs))
+        reqs = (f"{per_sample([old[k]['shards'] for k in both]):.4f} / "
+                f"{per_sample([new[k]['shards'] for k in both]):.4f}")
+        print(f"| {label} | {rtt} | {' | '.join(cols)} | {reqs} |")
 EOF
 log "raw results: $WORK/json"

@@ -64,4 +64,11 @@ C
 cc -std=c11 -Wall -Werror reader.c $(pkg-config --cflags --libs shardkit) -o reader || fail "cc"
 ldd reader | grep -qE 'libshardkit.so.0 => (/usr)?/lib/' || fail "reader does not load the installed library"
 ./reader shards | grep -qE '^[0-9]+ [0-9]+x[0-9]+$' || fail "reader"
+
+step "C: the same program built with shardkit-read.pc links the static reader, not libvips"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror reader.c $(pkg-config --cflags --libs shardkit-read) -o reader-static \
+    || fail "cc with shardkit-read"
+! ldd reader-static | grep -qE 'libshardkit|libvips' || fail "reader-static loads libshardkit or libvips"
+./reader-static shards | grep -qE '^[0-9]+ [0-9]+x[0-9]+$' || fail "reader-static"
 echo "the installed packages work"

@@ -43,41 +43,12 @@ int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 
 int cli_parse_size(const char *s, uint64_t *out)
 {
-    if (!s || !isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
-    unsigned shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case '\0': break;
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
-    default: return -1;
-    }
-    if (shift && (!strcmp(end, "B") || !strcmp(end, "iB")))
-        end += strlen(end);
-    if (*end || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
+    return shard_size_parse(s, out) ? -1 : 0;
 }
 
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size)
 {
-    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1000 && u < 4) {
-        v /= 1000;
-        u++;
-    }
-    snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-    return buf;
+    return shard_size_format(bytes, buf, size);
 }
 
 int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, const void *ctx),

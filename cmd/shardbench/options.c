@@ -13,9 +13,6 @@
 #define MAX_EPOCHS 1000000
 #define MAX_BATCH 1000000
 #define MAX_SIZE 65535
-#define MAX_RETRIES 100
-#define MAX_CONNECTIONS 64
-#define MAX_TIMEOUT 86400
 #define MAX_MS 3600000.0
 
 static const char usage_text[] =
@@ -238,32 +235,33 @@ static int parse_option(int opt, void *ctx, char **argv)
                                    "0..%.0f", optarg, MAX_MS);
         break;
     case OPT_CONNECTIONS:
-        if (parse_u32(optarg, 1, MAX_CONNECTIONS, &u))
+        if (parse_u32(optarg, 1, SHARD_DATASET_MAX_CONNECTIONS, &u))
             return cli_usage_error(PROG, "--connections: '%s' is not a number in 1..%d", optarg,
-                                   MAX_CONNECTIONS);
-        o->http.connections = (int)u;
+                                   SHARD_DATASET_MAX_CONNECTIONS);
+        o->http.reading.connections = (int)u;
         break;
     case OPT_WINDOW:
-        if (cli_parse_size(optarg, &v) || v < 4096 || v > (1ull << 32))
+        if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW ||
+            v > SHARD_DATASET_MAX_WINDOW)
             return cli_usage_error(PROG, "--window: '%s' is not a size in 4K..4G", optarg);
-        o->http.window_bytes = v;
+        o->http.reading.window_bytes = v;
         break;
     case OPT_CACHE:
-        if (cli_parse_size(optarg, &v) || v < 4096)
+        if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW)
             return cli_usage_error(PROG, "--cache: '%s' is not a size of at least 4K", optarg);
-        o->http.cache_bytes = v;
+        o->http.reading.cache_bytes = v;
         break;
     case OPT_RETRIES:
-        if (parse_u32(optarg, 0, MAX_RETRIES, &u))
+        if (parse_u32(optarg, 0, SHARD_DATASET_MAX_RETRIES, &u))
             return cli_usage_error(PROG, "--retries: '%s' is not a number in 0..%d", optarg,
-                                   MAX_RETRIES);
-        o->http.retries = (int)u;
+                                   SHARD_DATASET_MAX_RETRIES);
+        o->http.reading.retries = (int)u;
         break;
     case OPT_TIMEOUT:
-        if (parse_u32(optarg, 1, MAX_TIMEOUT, &u))
+        if (parse_u32(optarg, 1, SHARD_DATASET_MAX_TIMEOUT, &u))
             return cli_usage_error(PROG, "--timeout: '%s' is not a number of seconds in 1..%d",
-                                   optarg, MAX_TIMEOUT);
-        o->http.timeout_seconds = u;
+                                   optarg, SHARD_DATASET_MAX_TIMEOUT);
+        o->http.reading.timeout_seconds = u;
         break;
     case OPT_DIGESTS: c->digests_file = optarg; break;
     case OPT_BANDWIDTH: c->bandwidth = optarg; break;

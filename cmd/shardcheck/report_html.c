@@ -435,8 +435,8 @@ static void stored_images(FILE *out, const struct dataset_summary *d)
     snprintf(caption, sizeof caption, "Stored size of each record (its zstd frame), %llu records",
              (unsigned long long)d->record_bytes.total);
     struct chart_histogram c = {.id = "record-bytes", .caption = caption,
-                                .x_label = "KB per record", .y_label = "records",
-                                .h = &d->record_bytes, .x_divisor = 1e3, .mark = NAN};
+                                .x_label = "KiB per record", .y_label = "records",
+                                .h = &d->record_bytes, .x_divisor = 1024, .mark = NAN};
     chart_histogram(out, &c);
     if (d->have_dimensions && d->top_count) {
         fprintf(out, "<p>Stored dimensions: width %u to %u, height %u to %u pixels; %llu "
@@ -463,20 +463,6 @@ static void stored_images(FILE *out, const struct dataset_summary *d)
     html_section_end(out);
 }
 
-/* Bytes in the unit that suits the largest: 1 (B), 1e3 (KB), 1e6 (MB), 1e9 (GB). */
-static double byte_unit(uint64_t max, const char **name)
-{
-    static const char *const names[] = {"bytes", "KB", "MB", "GB"};
-    double unit = 1;
-    int i = 0;
-    while (i < 3 && (double)max >= unit * 1e3) {
-        unit *= 1e3;
-        i++;
-    }
-    *name = names[i];
-    return unit;
-}
-
 static void shards(FILE *out, const struct dataset_summary *d)
 {
     const struct shard_manifest *m = &d->manifest;
@@ -486,7 +472,7 @@ static void shards(FILE *out, const struct dataset_summary *d)
     for (uint32_t i = 0; i < n; i++)
         max = m->shards[i].bytes > max ? m->shards[i].bytes : max;
     const char *unit;
-    double scale = byte_unit(max, &unit);
+    double scale = shard_size_unit(max, &unit);
     double *values = malloc((n ? n : 1) * sizeof *values);
     const char **names = malloc((n ? n : 1) * sizeof *names);
     char **notes = calloc(n ? n : 1, sizeof *notes);
@@ -511,8 +497,8 @@ static void shards(FILE *out, const struct dataset_summary *d)
             struct cli_histogram h;
             if (!cli_histogram_make(&h, values, n, HISTOGRAM_BINS, CLI_SCALE_LINEAR)) {
                 struct chart_histogram c = {.id = "shard-bytes", .caption = "Shard sizes",
-                                            .x_label = "MB per shard", .y_label = "shards",
-                                            .h = &h, .x_divisor = 1e6, .mark = NAN};
+                                            .x_label = "MiB per shard", .y_label = "shards",
+                                            .h = &h, .x_divisor = 1024.0 * 1024, .mark = NAN};
                 chart_histogram(out, &c);
                 cli_histogram_release(&h);
             }

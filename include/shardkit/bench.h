@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "shardkit/api.h"
+#include "shardkit/dataset.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
 #include "shardkit/source.h"
@@ -130,21 +131,14 @@ enum shard_bench_stage {
  * also the span names in a trace. */
 SHARD_API const char *shard_bench_stage_name(enum shard_bench_stage s);
 
-/* Reading over HTTP (locations starting with http:// or https://). */
+/* Reading a remote location (http://, https://, s3://). */
 struct shard_bench_http {
     double rtt_ms;          /* simulated round-trip delay slept before every request
                              * (no real latency can be added here); 0: none */
-    int connections;        /* concurrent connections for shard ranges (default 8) */
-    uint64_t window_bytes;  /* shard bytes per range request (default 8 MiB) */
-    uint64_t cache_bytes;   /* shard bytes held in memory at most (default 256 MiB) */
-    int retries;            /* attempts after the first on a transient failure (5xx,
-                             * reset, refused, timeout), with exponential backoff from
-                             * 50 ms, capped at 2 s per wait (default 8: about 6 s) */
-    double timeout_seconds; /* an attempt that receives nothing for this long (while
-                             * connecting, waiting for the answer or stalled in the
-                             * body; counted in whole seconds once connected) times
-                             * out, a transient failure (default and 0: 10; a slow
-                             * transfer that keeps moving is not cut) */
+    /* connections, window, cache, retries and time-out, as a dataset is read
+     * (shardkit/dataset.h; default shard_dataset_options_init's); the files
+     * mode's GETs are retried and timed out by the same */
+    struct shard_dataset_options reading;
 };
 
 struct shard_bench_options {
@@ -249,8 +243,9 @@ struct shard_bench_result {
     uint64_t batch_count;
 };
 
-/* Run the benchmark of `mode` on `location` (a directory, or an http(s)://
- * URL of a dataset (shards) or of a folder of files (files)).
+/* Run the benchmark of `mode` on `location` (a directory, an http(s):// URL
+ * or an s3://BUCKET/PREFIX of a dataset (shards) or of a folder of files
+ * (files)).
  * Files mode counts a sample that cannot be read or decoded as an error and
  * goes on (result->first_error says why), but fails when an epoch yields no
  * sample at all; shards mode stops at the first damaged or unreadable

@@ -6,11 +6,12 @@
  * accepts NULL) and plain structs for everything passed in or out; there are
  * no callbacks, so the API wraps directly into other languages.
  *
- *   struct shard_dataset  an open dataset, in a local directory or at an
- *                         http(s):// URL (its manifest; shard footers are
- *                         read on first use).  Any sample is one ranged read
- *                         away: (shard, record) -> footer row -> frame.  It
- *                         counts what its reads cost (shard_dataset_stats).
+ *   struct shard_dataset  an open dataset, in a local directory, at an
+ *                         http(s):// URL or under an s3:// prefix (its
+ *                         manifest; shard footers are read on first use).
+ *                         Any sample is one ranged read away: (shard,
+ *                         record) -> footer row -> frame.  It counts what its
+ *                         reads cost (shard_dataset_stats).
  *   struct shard_plan     the order one rank visits samples in one epoch: a
  *                         deterministic function of (manifest, seed, epoch,
  *                         rank, world_size, options) and nothing else.
@@ -65,17 +66,64 @@ struct shard_dataset;
  * the README's settings table).
  * Remotely, manifest.json is fetched with one GET; shards are read with
  * range requests in large windows, several connections at a time, transient
- * failures retried with backoff - the server must support range requests.  Only manifest.json is read here;
+ * failures retried with backoff - the server must support range requests
+ * (struct shard_dataset_options below says how; shard_dataset_open_ex sets
+ * it).  Only manifest.json is read here;
  * each shard's header, trailer and footer are read and checked the first
  * time one of its records is needed.
  * On success *out is the dataset (free with shard_dataset_close).  Errors:
  * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410: the
  * message names the object, s3://BUCKET/KEY, and S3's code, NoSuchBucket...),
  * SHARD_ECORRUPT (a malformed or self-contradicting manifest, with the
- * reason), SHARD_EUNSUPPORTED (a newer manifest version), SHARD_ENET (an
- * HTTP failure other than "not found", after retries), SHARD_EIO,
- * SHARD_ENOMEM. */
+ * reason), SHARD_EUNSUPPORTED (a newer manifest version; a server that
+ * does not implement the request: HTTP 405, 501, 505), SHARD_ENET (another
+ * HTTP failure, at once for a 4xx, after the retries for a transient one),
+ * SHARD_EIO, SHARD_ENOMEM. */
 SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
+
+/* How a remote dataset (http://, https://, s3://) is read; a local one
+ * ignores them.  Shards are read in windows of window_bytes (aligned
+ * ranges), fetched by `connections` background connections, the next ones
+ * read ahead, and kept in a cache of at most cache_bytes (least recently
+ * used windows go first).  Every request is retried `retries` times on a
+ * transient failure - connection refused or reset, a time-out, HTTP 5xx
+ * but 501 and 505, 408, 429 - after 50 ms, 100 ms, ... doubling, capped at
+ * 2 s; an attempt times out when nothing arrives for timeout_seconds
+ * (connecting, waiting for the answer or stalled in the body; counted in
+ * whole seconds once connected; a slow transfer that keeps moving is not
+ * cut).  404 and 410 are SHARD_ENOTFOUND, 405, 501 and 505
+ * SHARD_EUNSUPPORTED, any other status SHARD_ENET, at once. */
+struct shard_dataset_options {
+    int connections;         /* 1..SHARD_DATASET_MAX_CONNECTIONS (default 8) */
+    uint64_t window_bytes;   /* SHARD_DATASET_MIN_WINDOW..SHARD_DATASET_MAX_WINDOW
+                              * (default 8 MiB) */
+    uint64_t cache_bytes;    /* at least window_bytes (default 256 MiB) */
+    int retries;             /* 0..SHARD_DATASET_MAX_RETRIES (default 8: a server that
+                              * stays down costs about 7 s of waiting) */
+    double timeout_seconds;  /* more than 0, at most SHARD_DATASET_MAX_TIMEOUT
+                              * (default 10) */
+};
+
+#define SHARD_DATASET_DEFAULT_CONNECTIONS 8
+#define SHARD_DATASET_MAX_CONNECTIONS 64
+#define SHARD_DATASET_DEFAULT_WINDOW (8ull << 20)
+#define SHARD_DATASET_MIN_WINDOW (4ull << 10)
+#define SHARD_DATASET_MAX_WINDOW (4ull << 30)
+#define SHARD_DATASET_DEFAULT_CACHE (256ull << 20)
+#define SHARD_DATASET_DEFAULT_RETRIES 8
+#define SHARD_DATASET_MAX_RETRIES 100
+#define SHARD_DATASET_DEFAULT_TIMEOUT 10.0
+#define SHARD_DATASET_MAX_TIMEOUT 86400
+
+/* The defaults above: what shard_dataset_open uses. */
+SHARD_API void shard_dataset_options_init(struct shard_dataset_options *o);
+
+/* shard_dataset_open with the remote-reading options `o` (NULL: the
+ * defaults).  Options out of their ranges are SHARD_EINVAL naming the
+ * option and its range, before anything is read. */
+SHARD_API int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
+                                    const struct shard_dataset_options *o,
+                                    struct shard_err *err);
 
 /* Close and free (also the sample buffers kept from freed iterators).
  * Accepts NULL. */

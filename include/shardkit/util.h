@@ -1,6 +1,6 @@
 /*
  * shardkit/util.h - what every part of the library uses: growable byte
- * buffers, 64-bit hashes in hex, the number of usable CPUs.
+ * buffers, 64-bit hashes in hex, sizes in bytes, the number of usable CPUs.
  *
  * Ownership: a struct shard_buf owns its memory.  It may be reused across
  * calls (its capacity is kept, which avoids page faults in tight loops) and
@@ -43,6 +43,20 @@ SHARD_API void shard_buf_release(struct shard_buf *b);
 SHARD_API void shard_hex64(uint64_t v, char out[17]);
 /* Parse 16 hex digits.  0 or SHARD_EINVAL. */
 SHARD_API int shard_hex64_parse(const char *s, uint64_t *out);
+
+/* ---- sizes -------------------------------------------------------------- */
+
+/* Every size shardkit reads or prints is in bytes and powers of 1024.
+ * Parse "4096", "16K", "256M", "1G", "2T" (a K, M, G or T suffix, any case,
+ * optionally followed by "B" or "iB": "16MB" and "16MiB" are both 16 x
+ * 1024 x 1024).  0 or SHARD_EINVAL (not a size, or one that overflows). */
+SHARD_API int shard_size_parse(const char *s, uint64_t *out);
+/* Print `bytes` in the same units: "512 B", "1.5 KiB", "256.0 MiB" ...
+ * into out (out_size bytes; 16 are enough).  Returns out. */
+SHARD_API const char *shard_size_format(uint64_t bytes, char *out, size_t out_size);
+/* The unit a chart of sizes up to `max` is drawn in: its value (1, 1024,
+ * 1024^2 ...), its name in *name ("B", "KiB", "MiB" ...). */
+SHARD_API double shard_size_unit(uint64_t max, const char **name);
 
 /* ---- CPUs --------------------------------------------------------------- */
 

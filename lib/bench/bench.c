@@ -75,29 +75,7 @@ void shard_bench_options_init(struct shard_bench_options *o)
     o->fit = SHARD_FIT_SHORT;
     o->upscale = 1;
     o->shuffle = 1;
-    o->http.connections = FETCH_HTTP_DEFAULT_CONNECTIONS;
-    o->http.window_bytes = FETCH_HTTP_DEFAULT_WINDOW;
-    o->http.cache_bytes = FETCH_HTTP_DEFAULT_CACHE;
-    o->http.retries = FETCH_HTTP_DEFAULT_RETRIES;
-    o->http.timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
-}
-
-/* The HTTP backend's options from the public ones; spans go to `probe` when
- * there is one (and it traces), counters to `counters`. */
-static void http_options(const struct shard_bench_http *in, const struct bench_probe *probe,
-                         struct sk_read_counters *counters, struct fetch_http_options *out)
-{
-    sk_fetch_http_options_init(out);
-    if (in) {
-        out->rtt_ms = in->rtt_ms;
-        out->connections = in->connections;
-        out->window_bytes = in->window_bytes;
-        out->cache_bytes = in->cache_bytes;
-        out->retries = in->retries;
-        out->timeout_seconds = in->timeout_seconds;
-    }
-    out->observer = probe ? sk_bench_probe_observer(probe) : NULL;
-    out->counters = counters;
+    shard_dataset_options_init(&o->http.reading);
 }
 
 /* ---- keys ------------------------------------------------------------------- */
@@ -145,10 +123,8 @@ int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
 int shard_bench_keys_from_dataset(const char *location, const struct shard_bench_http *http,
                                   struct shard_keylist *keys, struct shard_err *err)
 {
-    struct fetch_http_options ho;
-    http_options(http, NULL, NULL, &ho);
     struct shard_dataset *ds;
-    int rc = sk_dataset_open_with(&ds, location, &ho, NULL, err);
+    int rc = shard_dataset_open_ex(&ds, location, http ? &http->reading : NULL, err);
     if (rc)
         return rc;
     for (uint32_t s = 0; s < shard_dataset_shard_count(ds) && !rc; s++) {
@@ -302,8 +278,9 @@ static int open_files(struct bench_run *b, struct shard_err *err)
             return shard_err_set(err, SHARD_EINVAL, "'%s': a URL cannot be listed: the files "
                                  "mode needs the sample keys (a key list, or a dataset's)",
                                  b->location);
-        struct fetch_http_options ho;
-        http_options(&o->http, &b->probe, &b->probe.read, &ho);
+        struct fetch_http_options ho = {.reading = o->http.reading, .rtt_ms = o->http.rtt_ms,
+                                        .observer = sk_bench_probe_observer(&b->probe),
+                                        .counters = &b->probe.read};
         int rc = sk_fetch_http_new(&b->http, b->location, &ho, err);
         if (rc || o->keys)
             return rc;
@@ -336,10 +313,9 @@ static int open_files(struct bench_run *b, struct shard_err *err)
 
 static int open_shards(struct bench_run *b, struct shard_err *err)
 {
-    struct fetch_http_options ho;
-    http_options(&b->o->http, NULL, NULL, &ho);  /* the dataset gives its own */
-    return sk_dataset_open_with(&b->ds, b->location, &ho, sk_bench_probe_observer(&b->probe),
-                                err);
+    const struct shard_bench_http *http = &b->o->http;
+    return sk_dataset_open_traced(&b->ds, b->location, &http->reading, http->rtt_ms,
+                                  sk_bench_probe_observer(&b->probe), err);
 }
 
 /* ---- one epoch ------------------------------------------------------------------- */

@@ -6,7 +6,7 @@
  * sample one open/read/close (or one GET), a full decode (no DCT-domain
  * scaling: a plain loader decodes the whole image) and a resize to the
  * training geometry.  The hand-off to the consumer is shard_iter's
- * (read/handoff.h, groups of one sample): a ring of queue_depth items,
+ * (util/ring.h, groups of one sample): a ring of queue_depth items,
  * workers claiming positions in order but never more than depth ahead of
  * the consumer, samples handed out in list order by exchanging buffers. */
 #include <pthread.h>
@@ -16,7 +16,7 @@
 #include "bench/bench_internal.h"
 #include "read/dataset_internal.h"
 #include "read/fetch_http.h"
-#include "read/handoff.h"
+#include "util/ring.h"
 #include "util/clock.h"
 #include "util/quote.h"
 #include "shardkit/format.h"
@@ -36,8 +36,8 @@ struct files_loader {
     struct files_loader_options o;
     struct bench_probe *probe;
     uint32_t depth;
-    struct sk_handoff *queue;
-    struct shard_item *items;   /* the ring: items[sk_handoff_slot(queue, p)] */
+    struct sk_ring *queue;
+    struct shard_item *items;   /* the ring: items[sk_ring_slot(queue, p)] */
     pthread_t *threads;
     int started;
 };
@@ -115,10 +115,10 @@ static void *worker(void *arg)
     struct files_scratch s = {0};
     shard_trace_thread_name(l->probe->trace, "files loader thread");
     uint64_t p;
-    while (sk_handoff_claim(l->queue, &p)) {
-        struct shard_item *item = &l->items[sk_handoff_slot(l->queue, p)];
-        int rc = load_one(l, l->order[p], &s, item, sk_handoff_err(l->queue, p));
-        sk_handoff_done(l->queue, p, rc);
+    while (sk_ring_claim(l->queue, -1, &p) == SK_RING_READY) {
+        struct shard_item *item = &l->items[sk_ring_slot(l->queue, p)];
+        int rc = load_one(l, l->order[p], &s, item, sk_ring_err(l->queue, p));
+        sk_ring_done(l->queue, p, rc);
     }
     scratch_release(&s);
     return NULL;
@@ -129,12 +129,12 @@ void sk_files_loader_free(struct files_loader *l)
     if (!l)
         return;
     if (l->queue)
-        sk_handoff_stop(l->queue);
+        sk_ring_stop(l->queue);
     for (int i = 0; i < l->started; i++)
         pthread_join(l->threads[i], NULL);
     for (uint32_t i = 0; l->items && i < l->depth; i++)
         shard_item_release(&l->items[i]);
-    sk_handoff_free(l->queue);
+    sk_ring_free(l->queue);
     free(l->items);
     free(l->threads);
     free(l);
@@ -168,7 +168,7 @@ int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *ht
     l->items = calloc(l->depth, sizeof *l->items);
     l->threads = calloc((size_t)o->threads, sizeof *l->threads);
     int rc = !l->items || !l->threads ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
-                                      : sk_handoff_new(&l->queue, count, l->depth, 1, err);
+                                      : sk_ring_new(&l->queue, count, l->depth, 1, err);
     if (rc) {
         sk_files_loader_free(l);
         return rc;

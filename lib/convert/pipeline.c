@@ -1,4 +1,10 @@
-/* pipeline.c - ordered parallel pipeline on OpenMP threads (see pipeline.h). */
+/* pipeline.c - ordered parallel pipeline on OpenMP threads (see pipeline.h).
+ *
+ * The items go through the library's ordered ring (util/ring.h), open-ended
+ * (the claim callback says where the list ends), in groups of one, one ring
+ * slot per caller's slot, consumed in turn: whichever thread completes the
+ * next item consumes it and the ready ones after it.  Claims are serialised
+ * here, so that the claim callback sees positions one at a time, in order. */
 #include "convert/pipeline.h"
 
 #include <omp.h>
@@ -6,157 +12,119 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SLOT_FREE = 0, SLOT_WORKING, SLOT_READY };
+#include "util/ring.h"
 
 struct pipe {
     const struct pipeline_ops *ops;
     void **slots;
-    size_t nslots;
+    struct sk_ring *ring;
     volatile sig_atomic_t *cancel;
-    pthread_mutex_t claim_lock;  /* serialises claim() */
-    pthread_mutex_t lock;        /* everything below */
-    pthread_cond_t changed;      /* a slot became ready or free, or the run ended */
-    unsigned char *state;
-    uint64_t next_claim;         /* under claim_lock */
-    int claim_done;              /* under lock */
-    uint64_t claimed;            /* items claimed (under lock) */
-    uint64_t next_write;         /* next position to consume (under lock) */
-    int writer_busy;             /* a thread is consuming (under lock) */
-    int stop;                    /* an error: stop claiming and consuming */
-    int cancelled;               /* stop claiming; consume what was claimed */
+    pthread_mutex_t claim_lock;  /* serialises claim(); guards `cancelled` */
+    int cancelled;               /* no more claims; what was claimed is consumed */
+    pthread_mutex_t err_lock;    /* guards the two below */
     int rc;
     struct shard_err first_err;
 };
 
+/* The run fails with rc: stop claiming and consuming. */
 static void fail(struct pipe *p, int rc, const struct shard_err *e)
 {
+    pthread_mutex_lock(&p->err_lock);
     if (!p->rc) {
         p->rc = rc;
-        if (e)
+        if (e->code)
             p->first_err = *e;
         else
             shard_err_set(&p->first_err, rc, "%s", shard_strerror(rc));
     }
-    p->stop = 1;
-    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->err_lock);
+    sk_ring_stop(p->ring);
 }
 
-/* With p->lock held: consume ready slots in order unless someone else is. */
-static void drain(struct pipe *p)
+/* Claim the next item into its slot.  1 with *pos, or 0 when there is
+ * nothing more to claim (the end, an error or a cancel): then, when the
+ * list was just closed, *pos is the withdrawn position. */
+static int claim_next(struct pipe *p, uint64_t *pos, int *closed)
 {
-    if (p->writer_busy)
-        return;
-    p->writer_busy = 1;
-    while (!p->stop && p->next_write < p->claimed &&
-           p->state[p->next_write % p->nslots] == SLOT_READY) {
-        size_t i = p->next_write % p->nslots;
-        struct shard_err e;
-        shard_err_clear(&e);
-        pthread_mutex_unlock(&p->lock);
-        int rc = p->ops->consume(p->ops->ctx, p->slots[i], &e);
-        pthread_mutex_lock(&p->lock);
-        p->state[i] = SLOT_FREE;
-        p->next_write++;
-        if (rc < 0)
-            fail(p, rc, &e);
-        pthread_cond_broadcast(&p->changed);
-    }
-    p->writer_busy = 0;
-}
-
-/* Claim the next item.  Returns the slot index, or -1 when there is nothing
- * more to claim (end, error or cancel). */
-static long claim_next(struct pipe *p)
-{
-    long slot = -1;
+    int got = 0;
+    *closed = 0;
     pthread_mutex_lock(&p->claim_lock);
-    pthread_mutex_lock(&p->lock);
-    uint64_t pos = p->next_claim;
-    /* wait for the ring slot of `pos` to be consumed */
-    while (!p->stop && !p->claim_done && pos >= p->next_write + p->nslots)
-        pthread_cond_wait(&p->changed, &p->lock);
-    int go = !p->stop && !p->claim_done;
-    if (go && p->cancel && *p->cancel) {
-        p->cancelled = 1;
-        p->claim_done = 1;
-        pthread_cond_broadcast(&p->changed);
-        go = 0;
-    }
-    pthread_mutex_unlock(&p->lock);
-    if (go) {
-        size_t i = pos % p->nslots;
+    if (sk_ring_claim(p->ring, -1, pos) == SK_RING_READY) {
         struct shard_err e;
         shard_err_clear(&e);
-        int rc = p->ops->claim(p->ops->ctx, pos, p->slots[i], &e);
-        pthread_mutex_lock(&p->lock);
+        int rc = 0;
+        if (p->cancel && *p->cancel)
+            p->cancelled = 1;
+        else
+            rc = p->ops->claim(p->ops->ctx, *pos, p->slots[sk_ring_slot(p->ring, *pos)], &e);
         if (rc > 0) {
-            p->state[i] = SLOT_WORKING;
-            p->claimed = pos + 1;
-            p->next_claim = pos + 1;
-            slot = (long)i;
-        } else if (rc == 0) {
-            p->claim_done = 1;
-            pthread_cond_broadcast(&p->changed);
+            got = 1;
+        } else if (rc == 0) {  /* the end, or cancelled: this position is not an item */
+            sk_ring_close(p->ring, *pos);
+            *closed = 1;
         } else {
             fail(p, rc, &e);
         }
-        pthread_mutex_unlock(&p->lock);
     }
     pthread_mutex_unlock(&p->claim_lock);
-    return slot;
+    return got;
+}
+
+/* Consume items in order for as long as this thread holds the ring's
+ * consumer role (w is what gave it). */
+static void consume_in_turn(struct pipe *p, int w, struct sk_ring_group *g)
+{
+    while (w == SK_RING_READY) {
+        struct shard_err e;
+        shard_err_clear(&e);
+        int rc = p->ops->consume(p->ops->ctx, p->slots[g->slot], &e);
+        if (rc < 0) {
+            fail(p, rc, &e);
+            return;
+        }
+        w = sk_ring_release_take(p->ring, g);
+    }
 }
 
 static void worker(struct pipe *p, int thread)
 {
-    for (;;) {
-        long i = claim_next(p);
-        if (i < 0)
-            break;
-        p->ops->work(p->ops->ctx, thread, p->slots[i]);
-        pthread_mutex_lock(&p->lock);
-        p->state[i] = SLOT_READY;
-        drain(p);
-        pthread_mutex_unlock(&p->lock);
+    uint64_t pos;
+    int closed;
+    struct sk_ring_group g;
+    while (claim_next(p, &pos, &closed)) {
+        p->ops->work(p->ops->ctx, thread, p->slots[sk_ring_slot(p->ring, pos)]);
+        consume_in_turn(p, sk_ring_done_take(p->ring, pos, SHARD_OK, &g), &g);
     }
-    /* Nothing left to claim: help consume what others are finishing. */
-    pthread_mutex_lock(&p->lock);
-    while (!p->stop && p->next_write < p->claimed) {
-        drain(p);
-        if (!p->stop && p->next_write < p->claimed)
-            pthread_cond_wait(&p->changed, &p->lock);
-    }
-    pthread_mutex_unlock(&p->lock);
+    if (closed)  /* nothing is marked: only takes the role if an item is left */
+        consume_in_turn(p, sk_ring_done_take(p->ring, pos, SHARD_OK, &g), &g);
 }
 
 int sk_pipeline_run(const struct pipeline_ops *ops, void **slots, size_t nslots, int threads,
-                 volatile sig_atomic_t *cancel, struct shard_err *err)
+                    volatile sig_atomic_t *cancel, struct shard_err *err)
 {
-    if (nslots == 0 || threads < 1)
+    if (nslots == 0 || nslots > UINT32_MAX || threads < 1)
         return shard_err_set(err, SHARD_EINVAL, "pipeline needs slots and threads");
     struct pipe p;
     memset(&p, 0, sizeof p);
     p.ops = ops;
     p.slots = slots;
-    p.nslots = nslots;
     p.cancel = cancel;
-    p.state = calloc(nslots, 1);
-    if (!p.state)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc = sk_ring_new(&p.ring, SK_RING_OPEN, (uint32_t)nslots, 1, err);
+    if (rc)
+        return rc;
     pthread_mutex_init(&p.claim_lock, NULL);
-    pthread_mutex_init(&p.lock, NULL);
-    pthread_cond_init(&p.changed, NULL);
+    pthread_mutex_init(&p.err_lock, NULL);
 
 #pragma omp parallel num_threads(threads)
     worker(&p, omp_get_thread_num());
 
-    int rc = p.rc;
+    rc = p.rc;
     if (rc && err)
         *err = p.first_err;
     if (!rc && p.cancelled)
         rc = shard_err_set(err, SHARD_EINTR, "interrupted");
-    pthread_cond_destroy(&p.changed);
-    pthread_mutex_destroy(&p.lock);
+    pthread_mutex_destroy(&p.err_lock);
     pthread_mutex_destroy(&p.claim_lock);
-    free(p.state);
+    sk_ring_free(p.ring);
     return rc;
 }

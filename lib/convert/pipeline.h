@@ -5,7 +5,8 @@
  * whichever thread finds the next item ready (no dedicated writer thread, no
  * batch barriers: a slow item delays only the consumer, not the workers,
  * until the ring of slots is full).  This is what makes the output
- * independent of the thread count while keeping every core busy. */
+ * independent of the thread count while keeping every core busy.  The slots
+ * are coordinated by the library's ordered ring (util/ring.h). */
 #ifndef SHARDKIT_PIPELINE_H
 #define SHARDKIT_PIPELINE_H
 

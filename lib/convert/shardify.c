@@ -639,7 +639,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         (rc = make_workers(&r, err)))
         goto out;
     if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
-        r.dst->remote->cancel = o->cancel;
+        r.dst->remote->http.cancel = o->cancel;
 
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);

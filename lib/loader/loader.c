@@ -8,9 +8,9 @@
  * its loader, and a recycled batch's memory is already faulted in.
  *
  * Threads.  An epoch's list of plan entries goes through the library's
- * bounded hand-off queue (read/handoff.h) in groups of batch_size: group g
- * is the loader's g-th batch of the epoch, filled in ring slot
- * sk_handoff_slot() - ring[slot] is the batch being filled there.  Workers
+ * ordered ring (util/ring.h) in groups of batch_size: group g is the
+ * loader's g-th batch of the epoch, filled in ring slot sk_ring_slot() -
+ * ring[slot] is the batch being filled there.  Workers
  * claim entries in order, read and transform each into its place and mark it
  * done; the consumer waits for a whole group, swaps a fresh batch into the
  * slot and releases it, so the filled batch is the consumer's alone and the
@@ -30,7 +30,7 @@
 #include "format/shard_reader.h"
 #include "loader/augment_internal.h"
 #include "read/dataset_internal.h"
-#include "read/handoff.h"
+#include "util/ring.h"
 #include "shardkit/format.h"
 #include "shardkit/loader.h"
 #include "shardkit/source.h"
@@ -136,7 +136,7 @@ struct shard_loader {
     int worker_count;
     pthread_t *threads;
     int running;                 /* threads started for the epoch */
-    struct sk_handoff *queue;    /* the epoch's queue, with threads */
+    struct sk_ring *queue;       /* the epoch's ring, with threads */
     struct shard_batch **ring;   /* prefetch batches: ring[slot] is being filled */
     struct shard_batch *fresh;   /* the batch to swap in for the next one taken */
     _Atomic uint64_t advised;    /* list positions before it were advised */
@@ -480,12 +480,12 @@ static void *worker_main(void *arg)
     struct shard_loader *l = w->loader;
     const uint64_t ahead = (uint64_t)l->o.prefetch * l->o.batch_size;
     uint64_t p;
-    while (sk_handoff_claim(l->queue, &p)) {
+    while (sk_ring_claim(l->queue, -1, &p) == SK_RING_READY) {
         sk_dataset_advise_ahead(l->ds, l->list, l->list_len, p, ahead, &l->advised);
-        struct shard_batch *b = l->ring[sk_handoff_slot(l->queue, p)];
+        struct shard_batch *b = l->ring[sk_ring_slot(l->queue, p)];
         uint32_t j = (uint32_t)(p % l->o.batch_size);
         fill_place(l, w, b, j, l->list[p]);
-        sk_handoff_done(l->queue, p, b->rc[j]);
+        sk_ring_done(l->queue, p, b->rc[j]);
     }
     return NULL;
 }
@@ -769,7 +769,7 @@ fail:
 static void stop_epoch(struct shard_loader *l)
 {
     if (l->queue)
-        sk_handoff_stop(l->queue);
+        sk_ring_stop(l->queue);
     for (int i = 0; i < l->running; i++)
         pthread_join(l->threads[i], NULL);
     l->running = 0;
@@ -778,7 +778,7 @@ static void stop_epoch(struct shard_loader *l)
             pool_return(l->pool, l->ring[s]);
         l->ring[s] = NULL;
     }
-    sk_handoff_free(l->queue);
+    sk_ring_free(l->queue);
     l->queue = NULL;
     if (l->busy_since) {
         add(&l->busy_ns, sk_now_ns() - l->busy_since);
@@ -792,7 +792,7 @@ static void stop_epoch(struct shard_loader *l)
 /* Start the workers on the epoch's list (threads > 0, a non-empty list). */
 static int start_workers(struct shard_loader *l, struct shard_err *err)
 {
-    int rc = sk_handoff_new(&l->queue, l->list_len, l->o.prefetch, l->o.batch_size, err);
+    int rc = sk_ring_new(&l->queue, l->list_len, l->o.prefetch, l->o.batch_size, err);
     for (uint32_t s = 0; !rc && s < l->o.prefetch; s++)
         if (!(l->ring[s] = pool_take(l, err)))
             rc = SHARD_ENOMEM;
@@ -946,17 +946,17 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         /* the batch that replaces the one taken, before anything is taken */
         if (!l->fresh && !(l->fresh = pool_take(l, err)))
             return SHARD_ENOMEM;
-        struct sk_handoff_group g;
-        int w = sk_handoff_wait(l->queue, timeout_ms, &g);
+        struct sk_ring_group g;
+        int w = sk_ring_wait(l->queue, timeout_ms, &g);
         add(&l->wait_ns, sk_now_ns() - start);
-        if (w == SK_HANDOFF_NOT_YET)
+        if (w == SK_RING_NOT_YET)
             return SHARD_LOADER_WAITING;
-        if (w != SK_HANDOFF_READY)  /* the list ends with the epoch's last batch */
+        if (w != SK_RING_READY)  /* the list ends with the epoch's last batch */
             return w < 0 ? w : shard_err_set(err, SHARD_EINVAL, "the loader was stopped");
         b = l->ring[g.slot];
         l->ring[g.slot] = l->fresh;
         l->fresh = NULL;
-        sk_handoff_release(l->queue);
+        sk_ring_release(l->queue);
         count = g.len;
         start = sk_now_ns();  /* the wait is accounted */
     }

@@ -449,24 +449,23 @@ static int find_settings(struct sk_s3 *s3, struct shard_err *err)
     return rc;
 }
 
-/* SHARDKIT_S3_PART_SIZE: bytes, or with a K, M or G suffix (powers of 1024). */
+/* SHARDKIT_S3_PART_SIZE: a size as every size is read (shard_size_parse). */
 static int part_size(struct sk_s3 *s3, struct shard_err *err)
 {
     s3->part_bytes = SK_S3_DEFAULT_PART;
     const char *v = env("SHARDKIT_S3_PART_SIZE");
+    uint64_t n;
     if (!v)
         return SHARD_OK;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-    if (shift)
-        end++;
-    if (end == v || *end || n > (UINT64_MAX >> 30) || (n << shift) < SK_S3_MIN_PART)
+    if (shard_size_parse(v, &n) || n < SK_S3_MIN_PART)
         return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_S3_PART_SIZE='%s' is not a size of "
                              "at least 5M", v);
-    s3->part_bytes = (uint64_t)n << shift;
+    s3->part_bytes = n;
     return SHARD_OK;
 }
+
+static int sign(void *user, CURL *c, const char *extra, struct curl_slist **list,
+                struct shard_err *err);
 
 int sk_s3_open(struct sk_s3 **out, const char *location, struct shard_err *err)
 {
@@ -476,10 +475,12 @@ int sk_s3_open(struct sk_s3 **out, const char *location, struct shard_err *err)
     struct sk_s3 *s3 = calloc(1, sizeof *s3);
     if (!s3)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    pthread_mutex_init(&s3->lock, NULL);
-    s3->retries = SK_HTTP_DEFAULT_RETRIES;
-    s3->timeout_seconds = SK_HTTP_DEFAULT_TIMEOUT;
-    int rc = parse_location(s3, location, err);
+    int rc = sk_http_init(&s3->http, err);
+    s3->http.sign = sign;
+    s3->http.sign_user = s3;
+    s3->http.error_code = sk_s3_error_code;
+    if (!rc)
+        rc = parse_location(s3, location, err);
     if (!rc)
         rc = find_settings(s3, err);
     if (!rc)
@@ -496,10 +497,7 @@ void sk_s3_free(struct sk_s3 *s3)
 {
     if (!s3)
         return;
-    for (size_t i = 0; i < s3->idle_len; i++)
-        curl_easy_cleanup(s3->idle[i]);
-    free(s3->idle);
-    pthread_mutex_destroy(&s3->lock);
+    sk_http_release(&s3->http);
     if (s3->userpwd)
         memset(s3->userpwd, 0, strlen(s3->userpwd));
     free(s3->userpwd);
@@ -582,9 +580,13 @@ char *sk_s3_name(const struct sk_s3 *s3, const char *key)
     return name;
 }
 
-int sk_s3_prepare(const struct sk_s3 *s3, CURL *c, const char *extra, struct curl_slist **list,
-                  struct shard_err *err)
+/* The client's `sign` hook (net/http.h): handle c signed (unless anonymous),
+ * with the headers every request carries plus `extra` (a header line such
+ * as "Content-Type: application/xml", or NULL). */
+static int sign(void *user, CURL *c, const char *extra, struct curl_slist **list,
+                struct shard_err *err)
 {
+    const struct sk_s3 *s3 = user;
     struct curl_slist *l = NULL;
     for (const struct curl_slist *h = s3->headers; h; h = h->next) {
         struct curl_slist *grown = curl_slist_append(l, h->data);

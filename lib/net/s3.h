@@ -47,17 +47,14 @@
 #ifndef SHARDKIT_NET_S3_H
 #define SHARDKIT_NET_S3_H
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 
-#include <curl/curl.h>
-
+#include "net/http.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
 
 #define SK_S3_SCHEME "s3://"
-#define SK_S3_CODE_SIZE 64            /* S3 error codes: "NoSuchBucket", ... */
+#define SK_S3_CODE_SIZE SK_HTTP_CODE_SIZE  /* S3 error codes: "NoSuchBucket", ... */
 #define SK_S3_MIN_PART (5ull << 20)   /* S3's smallest part but the last */
 #define SK_S3_DEFAULT_PART (16ull << 20)
 #define SK_S3_MAX_PARTS 10000
@@ -75,15 +72,12 @@ struct sk_s3 {
     char *sigv4;           /* "aws:amz:REGION:s3" */
     char *userpwd;         /* "KEY:SECRET": secret, only ever given to libcurl */
     struct curl_slist *headers;  /* x-amz-content-sha256 (and the token): secret */
-    /* For the object operations below (s3_ops.c): */
-    int retries;                 /* attempts after a transient failure; default 8 */
-    double timeout_seconds;      /* nothing received for this long ends an attempt */
     uint64_t part_bytes;         /* multipart part size: SHARDKIT_S3_PART_SIZE, else 16 MiB */
-    volatile sig_atomic_t *cancel;  /* when set non-zero, an upload stops (SHARD_EINTR) */
-    pthread_mutex_t lock;        /* guards the idle handles */
-    CURL **idle;
-    size_t idle_len;
-    size_t idle_cap;
+    /* The requests' client (net/http.h), its `sign` and `error_code` hooks
+     * set to S3's: retries, time-out and cancellation are its settings
+     * (http.cancel set non-zero stops an upload with SHARD_EINTR), its
+     * connections the pool the operations below share. */
+    struct sk_http http;
 };
 
 /* 1 when `location` starts with s3://. */
@@ -109,29 +103,21 @@ char *sk_s3_url(const struct sk_s3 *s3, const char *key, const char *query);
 /* "s3://BUCKET/KEY" for messages, malloc'd. */
 char *sk_s3_name(const struct sk_s3 *s3, const char *key);
 
-/* Set up handle c for a request: signing (unless anonymous) and the
- * headers every request carries plus `extra` (a header line such as
- * "Content-Type: application/xml", or NULL).  *list receives the header
- * list, which must outlive the request; free it with curl_slist_free_all.
- * 0 or SHARD_ENOMEM. */
-int sk_s3_prepare(const struct sk_s3 *s3, CURL *c, const char *extra, struct curl_slist **list,
-                  struct shard_err *err);
-
 /* Percent-encode `text` as SigV4 wants it: unreserved characters stay, and
  * '/' too when keep_slash; every other byte is %XX.  malloc'd. */
 char *sk_s3_encode(const char *text, int keep_slash);
 
 /* ---- object operations (s3_ops.c) --------------------------------------------------
  *
- * Every request is retried on transient failures (connection errors and
- * time-outs, 5xx but 501 and 505, 408, 429) with the back-off of net/http.h, `retries`
- * times.  Errors name the object as s3://BUCKET/KEY, with S3's error code
- * when the answer has one: "cannot upload 's3://b/d/shard-000001.shard':
- * HTTP 403 Forbidden (AccessDenied)".  A missing object (or bucket) is
- * SHARD_ENOTFOUND, anything else SHARD_ENET.  Names are below the prefix
- * ("shard-000001.shard" is the object PREFIX/shard-000001.shard).  A request
- * the store does not implement (HTTP 405, 501) is SHARD_EUNSUPPORTED.
- * Thread-safe: connections are kept in a small pool. */
+ * Every request goes through the client s3->http under net/http.h's rules
+ * (retries, time-out, statuses, cancellation, the pool).  Errors name the
+ * object as s3://BUCKET/KEY, with S3's error code when the answer has one:
+ * "cannot upload 's3://b/d/shard-000001.shard': HTTP 403 Forbidden
+ * (AccessDenied)".  A missing object (or bucket), 404 or 410, is
+ * SHARD_ENOTFOUND; a request the store does not implement (405, 501, 505)
+ * SHARD_EUNSUPPORTED; anything else SHARD_ENET.  Names are below the
+ * prefix ("shard-000001.shard" is the object PREFIX/shard-000001.shard).
+ * Thread-safe. */
 
 /* Called for each object (recursive) or each entry of one level (a
  * sub-"directory" comes as its name with a trailing '/' and size 0) below
@@ -188,8 +174,9 @@ struct sk_s3_upload_hooks {
  * when 10000 parts would not hold the file -, CompleteMultipartUpload),
  * each part retried on its own.  A failed multipart upload is aborted
  * (AbortMultipartUpload; when even that fails, `ended` is not called, so
- * the caller keeps its record to abort it later).  *cancel set stops it
- * with SHARD_EINTR, aborted the same way. */
+ * the caller keeps its record to abort it later).  *http.cancel set stops
+ * it with SHARD_EINTR (in the middle of a part too), aborted the same way:
+ * the abort is sent even then. */
 int sk_s3_put_file(struct sk_s3 *s3, const char *name, int fd, uint64_t size,
                    const struct sk_s3_upload_hooks *hooks, struct shard_err *err);
 

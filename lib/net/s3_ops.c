@@ -2,8 +2,9 @@
  * expat), get, hash, head, delete, put (one PUT or a multipart upload),
  * abort; every request retried on transient failures (see net/s3.h).
  *
- * One function, call(), performs a request with retries; the operations
- * only say what to send and what to keep. */
+ * Every request goes through the library's HTTP engine (net/http.h), which
+ * retries, maps statuses and signs (through the client's hook); the
+ * operations only say what to send and what to keep. */
 #include "net/s3.h"
 
 #include <inttypes.h>
@@ -18,300 +19,32 @@
 #include "net/http.h"
 #include "util/quote.h"
 
-#define ERROR_BODY_MAX (64u << 10)   /* an error document kept for its code */
 #define LIST_BODY_MAX (64u << 20)    /* one page of a listing */
 #define SMALL_BODY_MAX (1u << 20)    /* answers to upload requests */
 #define QUERY_MAX 4096
 #define ETAG_MAX 256
 #define TEXT_MAX 4096                /* an element's text we keep (keys are <= 1024 bytes) */
-#define HANDLES_KEPT 64
-
-/* ---- handles ---------------------------------------------------------------------- */
-
-/* A handle from the pool (its connection kept alive), reset to the common
- * options, or a new one. */
-static CURL *handle_get(struct sk_s3 *s3)
-{
-    pthread_mutex_lock(&s3->lock);
-    CURL *c = s3->idle_len ? s3->idle[--s3->idle_len] : NULL;
-    pthread_mutex_unlock(&s3->lock);
-    if (!c)
-        return sk_http_handle_new(s3->timeout_seconds);
-    curl_easy_reset(c);
-    sk_http_handle_setup(c, s3->timeout_seconds);
-    return c;
-}
-
-static void handle_put(struct sk_s3 *s3, CURL *c)
-{
-    pthread_mutex_lock(&s3->lock);
-    if (s3->idle_len == s3->idle_cap && s3->idle_cap < HANDLES_KEPT) {
-        size_t cap = s3->idle_cap ? 2 * s3->idle_cap : 8;
-        CURL **p = realloc(s3->idle, cap * sizeof *p);
-        if (p) {
-            s3->idle = p;
-            s3->idle_cap = cap;
-        }
-    }
-    if (s3->idle_len < s3->idle_cap) {
-        s3->idle[s3->idle_len++] = c;
-        c = NULL;
-    }
-    pthread_mutex_unlock(&s3->lock);
-    if (c)
-        curl_easy_cleanup(c);
-}
 
 /* ---- one request ------------------------------------------------------------------ */
 
-struct call {
-    const char *verb;            /* for messages: "read", "upload", "list", ... */
-    const char *method;          /* GET, PUT, POST, DELETE, HEAD */
-    const char *key;             /* full object key; NULL: the bucket */
-    const char *subject;         /* what messages name when not the key (a listing's prefix) */
-    const char *query;           /* encoded, sorted; NULL: none */
-    const char *header;          /* one extra header line, or NULL */
-    /* the request body: a buffer, or len bytes of fd at offset */
-    const void *body;
-    size_t body_len;
-    int fd;
-    uint64_t offset;
-    uint64_t len;
-    int from_fd;
-    /* the response: kept in out (up to max), or streamed to on_data */
-    struct shard_buf *out;
-    uint64_t max;
-    void (*on_data)(void *user, const void *p, size_t n);
-    void *user;
-    /* results */
-    long status;
-    uint64_t length;             /* Content-Length of a HEAD */
-    char etag[ETAG_MAX];
-};
-
-struct transfer {
-    struct call *c;
-    CURL *handle;
-    struct shard_buf error;      /* the body of an answer that is not 2xx */
-    uint64_t sent;
-    uint64_t received;
-    int overflow;
-    int nomem;
-    int io_error;
-};
-
-static long status_now(CURL *h)
+/* Perform rq (net/http.h: retries, statuses, time-out, cancellation) on
+ * object `key` (a full key; NULL: the bucket) with `query` (encoded, sorted;
+ * NULL: none), messages naming `subject` when given (a listing's prefix),
+ * else the key. */
+static int call(struct sk_s3 *s3, const char *key, const char *query, const char *subject,
+                struct sk_http_request *rq, struct shard_err *err)
 {
-    long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    return status;
-}
-
-static size_t on_body(char *p, size_t size, size_t n, void *user)
-{
-    struct transfer *t = user;
-    size_t bytes = size * n;
-    if (status_now(t->handle) / 100 != 2) {
-        if (t->error.len + bytes <= ERROR_BODY_MAX)
-            (void)shard_buf_append(&t->error, p, bytes, NULL);
-        return bytes;
-    }
-    if (t->c->max && t->received + bytes > t->c->max) {
-        t->overflow = 1;
-        return 0;
-    }
-    if (t->c->out && shard_buf_append(t->c->out, p, bytes, NULL)) {
-        t->nomem = 1;
-        return 0;
-    }
-    if (t->c->on_data)
-        t->c->on_data(t->c->user, p, bytes);
-    t->received += bytes;
-    return bytes;
-}
-
-static size_t on_upload(char *p, size_t size, size_t n, void *user)
-{
-    struct transfer *t = user;
-    struct call *c = t->c;
-    size_t want = size * n;
-    uint64_t left = (c->from_fd ? c->len : c->body_len) - t->sent;
-    if (want > left)
-        want = (size_t)left;
-    if (!want)
-        return 0;
-    if (c->from_fd) {
-        ssize_t got = pread(c->fd, p, want, (off_t)(c->offset + t->sent));
-        if (got <= 0) {
-            t->io_error = 1;
-            return CURL_READFUNC_ABORT;
-        }
-        want = (size_t)got;
-    } else {
-        memcpy(p, (const uint8_t *)c->body + t->sent, want);
-    }
-    t->sent += want;
-    return want;
-}
-
-/* Rewind the body for another attempt. */
-static int on_seek(void *user, curl_off_t offset, int origin)
-{
-    struct transfer *t = user;
-    if (origin != SEEK_SET || offset < 0)
-        return CURL_SEEKFUNC_CANTSEEK;
-    t->sent = (uint64_t)offset;
-    return CURL_SEEKFUNC_OK;
-}
-
-static void header_value(CURL *h, const char *name, char *out, size_t size)
-{
-    struct curl_header *hdr;
-    out[0] = '\0';
-    if (curl_easy_header(h, name, 0, CURLH_HEADER, -1, &hdr) == CURLHE_OK)
-        snprintf(out, size, "%s", hdr->value);
-}
-
-/* " (Code)" when the error document has one, else "". */
-static void code_note(const struct shard_buf *body, char *out, size_t size)
-{
-    char code[SK_S3_CODE_SIZE];
-    sk_s3_error_code(body->data, body->len, code, sizeof code);
-    if (code[0])
-        snprintf(out, size, " (%s)", code);
-    else
-        out[0] = '\0';
-}
-
-static int cancelled(const struct sk_s3 *s3)
-{
-    return s3->cancel && *s3->cancel;
-}
-
-/* Perform c with retries.  0 with c->status 2xx (or 404 for DELETE and
- * HEAD, which callers read as "not there"), or an error naming the object. */
-static int call(struct sk_s3 *s3, struct call *c, struct shard_err *err)
-{
-    char *url = sk_s3_url(s3, c->key, c->query);
-    char *shown = sk_s3_name(s3, c->subject ? c->subject : c->key ? c->key : "");
-    CURL *h = handle_get(s3);
-    struct curl_slist *headers = NULL;
-    struct transfer t = {.c = c, .handle = h};
-    char errbuf[CURL_ERROR_SIZE], last[SHARD_ERRMSG_SIZE] = "";
-    int rc = SHARD_OK;
-    if (!url || !shown || !h) {
+    char *url = sk_s3_url(s3, key, query);
+    char *shown = sk_s3_name(s3, subject ? subject : key ? key : "");
+    int rc;
+    if (!url || !shown) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
+    } else {
+        rq->url = url;
+        rq->shown = shown;
+        rc = sk_http_perform(&s3->http, rq, err);
+        rq->url = rq->shown = NULL;
     }
-    if ((rc = sk_s3_prepare(s3, h, c->header, &headers, err)))
-        goto out;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    int has_body = c->from_fd || c->body;
-    if (!strcmp(c->method, "HEAD")) {
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    } else if (has_body || !strcmp(c->method, "PUT") || !strcmp(c->method, "POST")) {
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
-        curl_easy_setopt(h, CURLOPT_READDATA, &t);
-        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(h, CURLOPT_SEEKDATA, &t);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
-                         (curl_off_t)(c->from_fd ? c->len : c->body_len));
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
-    } else if (strcmp(c->method, "GET")) {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
-    }
-    double backoff = SK_HTTP_BACKOFF_FIRST_MS;
-    int attempt;
-    for (attempt = 0; attempt <= s3->retries; attempt++) {
-        if (attempt > 0)
-            sk_http_backoff(&backoff);
-        if (cancelled(s3)) {
-            rc = shard_err_set(err, SHARD_EINTR, "interrupted");
-            goto out;
-        }
-        t.sent = t.received = 0;
-        t.overflow = t.nomem = t.io_error = 0;
-        t.error.len = 0;
-        if (c->out)
-            c->out->len = 0;
-        errbuf[0] = '\0';
-        CURLcode cc = curl_easy_perform(h);
-        long status = status_now(h);
-        c->status = status;
-        if (t.nomem) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory reading '%s'", shown);
-            goto out;
-        }
-        if (t.overflow) {
-            curl_off_t n = -1;
-            curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n);
-            if (n > 0)  /* the words of a local file too large (source.h) */
-                rc = shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit "
-                                   "of %llu", (unsigned long long)n,
-                                   (unsigned long long)c->max);
-            else
-                rc = shard_err_set(err, SHARD_ELIMIT, "'%s' is larger than %llu bytes", shown,
-                                   (unsigned long long)c->max);
-            goto out;
-        }
-        if (t.io_error) {
-            rc = shard_err_set(err, SHARD_EIO, "cannot %s '%s': the local file could not be "
-                               "read", c->verb, shown);
-            goto out;
-        }
-        if (cc != CURLE_OK) {
-            snprintf(last, sizeof last, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            if (cc == CURLE_OPERATION_TIMEDOUT)
-                snprintf(last, sizeof last, "timed out: nothing received for %g s",
-                         s3->timeout_seconds);
-            if (sk_http_transient_curl(cc))
-                continue;
-            rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s", c->verb, shown, last);
-            goto out;
-        }
-        if (sk_http_transient_status(status)) {
-            char note[SK_S3_CODE_SIZE + 4];
-            code_note(&t.error, note, sizeof note);
-            snprintf(last, sizeof last, "HTTP %ld%s", status, note);
-            continue;
-        }
-        if (status == 404 && (!strcmp(c->method, "DELETE") || !strcmp(c->method, "HEAD")) &&
-            c->key) {
-            rc = SHARD_OK;
-            goto out;
-        }
-        if (status / 100 != 2) {
-            char note[SK_S3_CODE_SIZE + 4];
-            code_note(&t.error, note, sizeof note);
-            rc = shard_err_set(err, status == 404                    ? SHARD_ENOTFOUND
-                                    : status == 405 || status == 501 ? SHARD_EUNSUPPORTED
-                                                                     : SHARD_ENET,
-                               "cannot %s '%s': HTTP %ld%s%s", c->verb, shown, status,
-                               sk_http_status_text(status), note);
-            goto out;
-        }
-        header_value(h, "ETag", c->etag, sizeof c->etag);
-        if (!strcmp(c->method, "HEAD")) {
-            curl_off_t n = -1;
-            curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n);
-            c->length = n > 0 ? (uint64_t)n : 0;
-        }
-        rc = SHARD_OK;
-        goto out;
-    }
-    rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s (gave up after %d attempt%s)",
-                       c->verb, shown, last, attempt, attempt == 1 ? "" : "s");
-out:
-    if (h) {
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-        handle_put(s3, h);
-    }
-    curl_slist_free_all(headers);
-    shard_buf_release(&t.error);
     free(url);
     free(shown);
     return rc;
@@ -644,9 +377,8 @@ static int listing_page(struct listing *l, int n, struct shard_err *err)
     struct sk_s3 *s3 = l->s3;
     if (n < 0 || n >= QUERY_MAX)
         return shard_err_set(err, SHARD_EINVAL, "the listing's prefix is too long");
-    struct call c = {.verb = l->verb, .method = "GET", .key = NULL, .query = l->query,
-                     .subject = s3->prefix, .out = &l->body, .max = LIST_BODY_MAX};
-    int rc = call(s3, &c, err);
+    struct sk_http_request rq = {.verb = l->verb, .out = &l->body, .max = LIST_BODY_MAX};
+    int rc = call(s3, NULL, l->query, s3->prefix, &rq, err);
     if (rc)
         return rc;
     page_clear(&l->pg);
@@ -751,48 +483,28 @@ int sk_s3_get(struct sk_s3 *s3, const char *name, uint64_t max_bytes, struct sha
     char *key = sk_s3_key(s3, name);
     if (!key)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    struct call c = {.verb = "read", .method = "GET", .key = key, .out = buf, .max = max_bytes};
+    struct sk_http_request rq = {.out = buf, .max = max_bytes};
     buf->len = 0;
-    int rc = call(s3, &c, err);
+    int rc = call(s3, key, NULL, NULL, &rq, err);
     free(key);
     if (rc)
         buf->len = 0;
     return rc;
 }
 
-struct hashing {
-    XXH3_state_t *state;
-    uint64_t bytes;
-};
-
-static void hash_data(void *user, const void *p, size_t n)
-{
-    struct hashing *h = user;
-    XXH3_64bits_update(h->state, p, n);
-    h->bytes += n;
-}
-
 int sk_s3_hash(struct sk_s3 *s3, const char *name, uint64_t *bytes, uint64_t *xxh3,
                struct shard_err *err)
 {
-    struct hashing hs = {XXH3_createState(), 0};
+    struct sk_http_request rq = {.hash = XXH3_createState()};
     char *key = sk_s3_key(s3, name);
     int rc;
-    if (!hs.state || !key) {
+    if (!rq.hash || !key) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
+    } else if (!(rc = call(s3, key, NULL, NULL, &rq, err))) {
+        *bytes = rq.received;
+        *xxh3 = XXH3_64bits_digest(rq.hash);
     }
-    /* a retried attempt starts the hash again */
-    struct call c = {.verb = "read", .method = "GET", .key = key, .on_data = hash_data,
-                     .user = &hs};
-    XXH3_64bits_reset(hs.state);
-    rc = call(s3, &c, err);
-    if (!rc) {
-        *bytes = hs.bytes;
-        *xxh3 = XXH3_64bits_digest(hs.state);
-    }
-out:
-    XXH3_freeState(hs.state);
+    XXH3_freeState(rq.hash);
     free(key);
     return rc;
 }
@@ -802,15 +514,15 @@ int sk_s3_head(struct sk_s3 *s3, const char *name, uint64_t *bytes, struct shard
     char *key = sk_s3_key(s3, name);
     if (!key)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    struct call c = {.verb = "inspect", .method = "HEAD", .key = key};
-    int rc = call(s3, &c, err);
-    if (!rc && c.status == 404) {
+    struct sk_http_request rq = {.verb = "inspect", .method = "HEAD", .missing_ok = 1};
+    int rc = call(s3, key, NULL, NULL, &rq, err);
+    if (!rc && rq.status / 100 != 2) {
         char *shown = sk_s3_name(s3, key);
         rc = shard_err_set(err, SHARD_ENOTFOUND, "'%s' is missing", shown ? shown : name);
         free(shown);
     }
     if (!rc)
-        *bytes = c.length;
+        *bytes = rq.length;
     free(key);
     return rc;
 }
@@ -820,8 +532,8 @@ int sk_s3_delete(struct sk_s3 *s3, const char *name, struct shard_err *err)
     char *key = sk_s3_key(s3, name);
     if (!key)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    struct call c = {.verb = "delete", .method = "DELETE", .key = key};
-    int rc = call(s3, &c, err);
+    struct sk_http_request rq = {.verb = "delete", .method = "DELETE", .missing_ok = 1};
+    int rc = call(s3, key, NULL, NULL, &rq, err);
     free(key);
     return rc;
 }
@@ -832,9 +544,9 @@ int sk_s3_put_buffer(struct sk_s3 *s3, const char *name, const void *data, size_
     char *key = sk_s3_key(s3, name);
     if (!key)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    struct call c = {.verb = "upload", .method = "PUT", .key = key, .body = data ? data : "",
-                     .body_len = len};
-    int rc = call(s3, &c, err);
+    struct sk_http_request rq = {.verb = "upload", .method = "PUT", .body = data ? data : "",
+                                 .body_len = len};
+    int rc = call(s3, key, NULL, NULL, &rq, err);
     free(key);
     return rc;
 }
@@ -849,12 +561,10 @@ int sk_s3_abort(struct sk_s3 *s3, const char *name, const char *upload_id,
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     } else {
         sprintf(query, "uploadId=%s", id);
-        struct call c = {.verb = "abort the upload of", .method = "DELETE", .key = key,
-                         .query = query};
-        volatile sig_atomic_t *cancel = s3->cancel;
-        s3->cancel = NULL;  /* an abort is what a cancelled run still does */
-        rc = call(s3, &c, err);
-        s3->cancel = cancel;
+        /* an abort is what a cancelled run still does */
+        struct sk_http_request rq = {.verb = "abort the upload of", .method = "DELETE",
+                                     .missing_ok = 1, .no_cancel = 1};
+        rc = call(s3, key, query, NULL, &rq, err);
     }
     free(key);
     free(id);
@@ -909,10 +619,9 @@ static int multipart(struct sk_s3 *s3, const char *name, const char *key, int fd
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    struct call create = {.verb = "start the upload of", .method = "POST", .key = key,
-                          .query = "uploads=", .body = "", .body_len = 0, .out = &body,
-                          .max = SMALL_BODY_MAX};
-    if ((rc = call(s3, &create, err)))
+    struct sk_http_request create = {.verb = "start the upload of", .method = "POST", .body = "",
+                                     .body_len = 0, .out = &body, .max = SMALL_BODY_MAX};
+    if ((rc = call(s3, key, "uploads=", NULL, &create, err)))
         goto out;
     x->on_element = on_create_element;
     x->user = found;
@@ -935,12 +644,12 @@ static int multipart(struct sk_s3 *s3, const char *name, const char *key, int fd
     }
     for (uint64_t i = 0; i < p.count && !rc; i++) {
         snprintf(query, sizeof query, "partNumber=%" PRIu64 "&uploadId=%s", i + 1, id);
-        struct call put = {.verb = "upload", .method = "PUT", .key = key, .query = query,
-                           .fd = fd, .offset = i * part, .from_fd = 1,
-                           .len = i + 1 < p.count ? part : size - i * part};
-        if (!(rc = call(s3, &put, err))) {
-            snprintf(p.etag[i], ETAG_MAX, "%s", put.etag);
-            if (!put.etag[0]) {
+        struct sk_http_request put = {.verb = "upload", .method = "PUT", .from_fd = 1, .fd = fd,
+                                      .fd_offset = i * part,
+                                      .fd_len = i + 1 < p.count ? part : size - i * part,
+                                      .etag = p.etag[i], .etag_size = ETAG_MAX};
+        if (!(rc = call(s3, key, query, NULL, &put, err))) {
+            if (!p.etag[i][0]) {
                 char *shown = sk_s3_name(s3, key);
                 rc = shard_err_set(err, SHARD_ENET, "cannot upload '%s': part %" PRIu64
                                    " came back without an ETag", shown ? shown : name, i + 1);
@@ -965,11 +674,11 @@ static int multipart(struct sk_s3 *s3, const char *name, const char *key, int fd
         goto out;
     snprintf(query, sizeof query, "uploadId=%s", id);
     struct shard_buf answer = {0};
-    struct call complete = {.verb = "complete the upload of", .method = "POST", .key = key,
-                            .query = query, .header = "Content-Type: application/xml",
-                            .body = body.data, .body_len = body.len, .out = &answer,
-                            .max = SMALL_BODY_MAX};
-    rc = call(s3, &complete, err);
+    struct sk_http_request complete = {.verb = "complete the upload of", .method = "POST",
+                                       .header = "Content-Type: application/xml",
+                                       .body = body.data, .body_len = body.len, .out = &answer,
+                                       .max = SMALL_BODY_MAX};
+    rc = call(s3, key, query, NULL, &complete, err);
     if (!rc) {
         /* S3 may answer 200 and still fail: an <Error> document */
         struct complete_check check = {0};
@@ -1008,9 +717,9 @@ int sk_s3_put_file(struct sk_s3 *s3, const char *name, int fd, uint64_t size,
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc;
     if (size <= s3->part_bytes) {
-        struct call c = {.verb = "upload", .method = "PUT", .key = key, .fd = fd, .offset = 0,
-                         .len = size, .from_fd = 1};
-        rc = call(s3, &c, err);
+        struct sk_http_request rq = {.verb = "upload", .method = "PUT", .from_fd = 1, .fd = fd,
+                                     .fd_offset = 0, .fd_len = size};
+        rc = call(s3, key, NULL, NULL, &rq, err);
     } else {
         rc = multipart(s3, name, key, fd, size, hooks, err);
     }

@@ -7,8 +7,9 @@
  * read without locking.  zstd contexts are reused through a small pool, so
  * a read costs one ranged read plus the decompression and decode.
  *
- * A location starting with http:// or https:// is read through the HTTP
- * backend (fetch_http.h): manifest.json with one GET, shards as ranges.
+ * A location starting with http://, https:// or s3:// is read through the
+ * HTTP backend (fetch_http.h), with the dataset's options
+ * (shard_dataset_open_ex): manifest.json with one GET, shards as ranges.
  *
  * Every read counts its cost - time in the read, decompress and decode
  * stages, bytes - in the dataset's counters (read/observer.h, public as
@@ -181,7 +182,13 @@ void sk_dataset_drop_cache(struct shard_dataset *ds)
 
 int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err)
 {
-    return sk_dataset_open_with(out, location, NULL, NULL, err);
+    return sk_dataset_open_traced(out, location, NULL, 0, NULL, err);
+}
+
+int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
+                          const struct shard_dataset_options *o, struct shard_err *err)
+{
+    return sk_dataset_open_traced(out, location, o, 0, NULL, err);
 }
 
 void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats *out)
@@ -262,11 +269,21 @@ fail:
     return rc;
 }
 
-int sk_dataset_open_with(struct shard_dataset **out, const char *location,
-                         const struct fetch_http_options *http,
-                         const struct sk_read_observer *observer, struct shard_err *err)
+int sk_dataset_open_traced(struct shard_dataset **out, const char *location,
+                           const struct shard_dataset_options *o, double rtt_ms,
+                           const struct sk_read_observer *observer, struct shard_err *err)
 {
-    return open_dataset(out, location, http, observer, NULL, NULL, err);
+    struct fetch_http_options http;
+    sk_fetch_http_options_init(&http);
+    if (o)
+        http.reading = *o;
+    http.rtt_ms = rtt_ms;
+    int rc = sk_dataset_options_check(&http.reading, err);
+    if (rc) {
+        *out = NULL;
+        return rc;
+    }
+    return open_dataset(out, location, &http, observer, NULL, NULL, err);
 }
 
 int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,

@@ -12,7 +12,7 @@
 #include "image/decode_internal.h"
 
 struct fetch_http_options;
-struct sk_handoff;
+struct sk_ring;
 struct sk_read_observer;
 
 /* The checked footer of shard s, reading the shard's header, trailer and
@@ -60,27 +60,26 @@ void sk_dataset_item_put(struct shard_dataset *ds, struct shard_item *item);
 int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
 
 /* The consumer's side of a loader whose workers fill a ring of items
- * through the hand-off q (read/handoff.h, groups of one: position p in
- * ring[sk_handoff_slot(q, p)]): wait for the next position, hand its sample
+ * through the ordered ring q (util/ring.h, groups of one: position p in
+ * ring[sk_ring_slot(q, p)]): wait for the next position, hand its sample
  * to *item by exchanging buffers with the ring (no copy), or copy its
  * error to *err, and give the slot back.  1 with a sample, 0 at the end of
  * the list, or the position's error.  Used by shard_iter and the
  * benchmark's files loader. */
-int sk_item_ring_take(struct sk_handoff *q, struct shard_item *ring, struct shard_item *item,
+int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
                       struct shard_err *err);
 
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 
-/* shard_dataset_open with the HTTP backend's options (NULL: defaults; used
- * for http:// and https:// locations only; their observer and counters are
- * replaced by the dataset's) and an observer (NULL: none) that every read of
- * this dataset, and its HTTP backend, report spans to (read/observer.h).
- * The observer is copied; what its `user` points to must outlive the
- * dataset. */
-int sk_dataset_open_with(struct shard_dataset **out, const char *location,
-                         const struct fetch_http_options *http,
-                         const struct sk_read_observer *observer, struct shard_err *err);
+/* shard_dataset_open_ex for the benchmark: a remote dataset also sleeps
+ * rtt_ms (>= 0) before every request (a simulated round trip), and every
+ * read of the dataset, and its HTTP backend, report spans to `observer`
+ * (NULL: none; read/observer.h).  The observer is copied; what its `user`
+ * points to must outlive the dataset. */
+int sk_dataset_open_traced(struct shard_dataset **out, const char *location,
+                           const struct shard_dataset_options *o, double rtt_ms,
+                           const struct sk_read_observer *observer, struct shard_err *err);
 
 /* Size and XXH3-64 of the dataset's file `name`, read whole: a local
  * file, or one GET streamed into the hash.  A missing file is

@@ -6,8 +6,8 @@
  * record), so a remote backend - HTTP range requests driven by the footer
  * index - slots in by implementing these two small tables; nothing in the
  * public API changes.  Two backends: a local directory (fetch_local.c, read
- * with pread) and an http(s) base URL (fetch_http.c, libcurl range requests
- * in large windows; see fetch_http.h).
+ * with pread) and a remote one (fetch_http.c: an http(s) base URL or an S3
+ * prefix, libcurl range requests in large windows; see fetch_http.h).
  *
  * Contract for every backend:
  *  - fetch_open() of a missing file fails with SHARD_ENOTFOUND; other

@@ -1,8 +1,12 @@
 /* fetch_http.c - the HTTP backend of fetch.h: libcurl, range requests,
  * windows cached and read ahead by a few connections (see fetch_http.h).
  *
+ * Requests go through the library's HTTP engine (net/http.h: retries,
+ * statuses, time-out, cancellation, the connection pool), whose client is
+ * the backend's own for http(s), the S3 location's for s3://.
+ *
  * Locking: one mutex per backend guards the job queue, every file's window
- * table, the cache accounting and the idle handle list; transfers and
+ * table and the cache accounting; transfers and
  * copies out of a window run unlocked (a window being copied from is
  * pinned, so it is not evicted under the reader).  One condition variable
  * wakes the connection threads (work), another everyone waiting for a
@@ -25,7 +29,6 @@
 #include "util/clock.h"
 #include "shardkit/api.h"
 
-#define MIN_WINDOW (4u << 10)
 #define TAIL_MAX (1u << 20)          /* bytes fetched when a file is opened */
 #define RANGE_TEXT 64
 
@@ -62,6 +65,7 @@ struct http_file {
     uint64_t window_count;
     unsigned pending;       /* jobs queued or running for this file */
     int closing;
+    volatile sig_atomic_t cancel;  /* set when it closes: its fetches under way stop */
     struct http_file *prev, *next;  /* the backend's open files */
 };
 
@@ -85,9 +89,10 @@ struct http_fetch {
     uint64_t spare_bytes;    /* bytes held in spares; both count against cache_bytes */
     uint64_t tick;
     uint64_t pending;        /* window fetches queued or running, all files */
-    CURL **idle;
-    size_t idle_len;
-    size_t idle_cap;
+    struct sk_http http;     /* the client of an http(s) location */
+    int http_ready;          /* http was initialised */
+    struct sk_http *client;  /* &http, or the S3 location's */
+    volatile sig_atomic_t closing;  /* the backend is being freed: requests stop */
     /* Window buffers released by eviction, kept for the next window: a fresh
      * 8 MiB buffer costs thousands of page faults as the transfer fills it. */
     struct spare {
@@ -104,14 +109,43 @@ static const struct fetch_ops http_ops;
 
 /* ---- small helpers --------------------------------------------------------- */
 
+void shard_dataset_options_init(struct shard_dataset_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->connections = SHARD_DATASET_DEFAULT_CONNECTIONS;
+    o->window_bytes = SHARD_DATASET_DEFAULT_WINDOW;
+    o->cache_bytes = SHARD_DATASET_DEFAULT_CACHE;
+    o->retries = SHARD_DATASET_DEFAULT_RETRIES;
+    o->timeout_seconds = SHARD_DATASET_DEFAULT_TIMEOUT;
+}
+
+int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard_err *err)
+{
+    if (o->connections < 1 || o->connections > SHARD_DATASET_MAX_CONNECTIONS)
+        return shard_err_set(err, SHARD_EINVAL, "connections %d is not in 1..%d",
+                             o->connections, SHARD_DATASET_MAX_CONNECTIONS);
+    if (o->window_bytes < SHARD_DATASET_MIN_WINDOW || o->window_bytes > SHARD_DATASET_MAX_WINDOW)
+        return shard_err_set(err, SHARD_EINVAL, "window of %llu bytes is not in %llu..%llu",
+                             (unsigned long long)o->window_bytes,
+                             (unsigned long long)SHARD_DATASET_MIN_WINDOW,
+                             (unsigned long long)SHARD_DATASET_MAX_WINDOW);
+    if (o->cache_bytes < o->window_bytes)
+        return shard_err_set(err, SHARD_EINVAL, "cache of %llu bytes is smaller than the window "
+                             "(%llu bytes)", (unsigned long long)o->cache_bytes,
+                             (unsigned long long)o->window_bytes);
+    if (o->retries < 0 || o->retries > SHARD_DATASET_MAX_RETRIES)
+        return shard_err_set(err, SHARD_EINVAL, "retries %d is not in 0..%d", o->retries,
+                             SHARD_DATASET_MAX_RETRIES);
+    if (!(o->timeout_seconds > 0 && o->timeout_seconds <= SHARD_DATASET_MAX_TIMEOUT))
+        return shard_err_set(err, SHARD_EINVAL, "timeout of %g s is not more than 0 and at most "
+                             "%d", o->timeout_seconds, SHARD_DATASET_MAX_TIMEOUT);
+    return SHARD_OK;
+}
+
 void sk_fetch_http_options_init(struct fetch_http_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->connections = FETCH_HTTP_DEFAULT_CONNECTIONS;
-    o->window_bytes = FETCH_HTTP_DEFAULT_WINDOW;
-    o->cache_bytes = FETCH_HTTP_DEFAULT_CACHE;
-    o->retries = FETCH_HTTP_DEFAULT_RETRIES;
-    o->timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
+    shard_dataset_options_init(&o->reading);
 }
 
 int sk_fetch_http_is_url(const char *location)
@@ -158,250 +192,32 @@ char *sk_fetch_http_shown(const struct fetch *fs, const char *name)
     return shown;
 }
 
-/* ---- curl handles ------------------------------------------------------------ */
+/* ---- requests -------------------------------------------------------------------- */
 
-static CURL *handle_get(struct http_fetch *h)
+/* The client's event hook: the reader's counters and spans. */
+static void on_event(void *user, enum sk_http_event e, uint64_t start_ns, uint64_t end_ns,
+                     uint64_t n)
 {
-    pthread_mutex_lock(&h->lock);
-    CURL *c = h->idle_len ? h->idle[--h->idle_len] : NULL;
-    pthread_mutex_unlock(&h->lock);
-    return c ? c : sk_http_handle_new(h->o.timeout_seconds);
-}
-
-/* Keep the handle (and its open connection) for the next request. */
-static void handle_put(struct http_fetch *h, CURL *c)
-{
-    if (!c)
-        return;
-    pthread_mutex_lock(&h->lock);
-    if (h->idle_len == h->idle_cap) {
-        size_t cap = h->idle_cap ? 2 * h->idle_cap : 8;
-        CURL **p = realloc(h->idle, cap * sizeof *p);
-        if (p) {
-            h->idle = p;
-            h->idle_cap = cap;
-        }
-    }
-    if (h->idle_len < h->idle_cap) {
-        h->idle[h->idle_len++] = c;
-        c = NULL;
-    }
-    pthread_mutex_unlock(&h->lock);
-    if (c)
-        curl_easy_cleanup(c);
-}
-
-/* ---- one request, with retries ----------------------------------------------- */
-
-/* Where a response body goes: a fixed buffer (ranges) or a growing one. */
-struct sink {
-    uint8_t *dst;           /* fixed: cap bytes */
-    size_t cap;
-    XXH3_state_t *hash;     /* or hashed as it comes, kept nowhere */
-    struct shard_buf *grow; /* or growing, up to max (0: no limit) */
-    uint64_t max;
-    size_t len;
-    int overflow;           /* more bytes came than fit */
-    int prefix_ok;          /* a 206 larger than the buffer keeps what fit (see http_open) */
-    int nomem;
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *user)
-{
-    struct sink *s = user;
-    size_t bytes = size * n;
-    if (s->hash) {
-        XXH3_64bits_update(s->hash, p, bytes);
-    } else if (s->grow) {
-        if (s->max && s->len + bytes > s->max) {
-            s->overflow = 1;
-            return 0;
-        }
-        if (shard_buf_append(s->grow, p, bytes, NULL)) {
-            s->nomem = 1;
-            return 0;
-        }
-    } else {
-        if (bytes > s->cap - s->len) {
-            s->overflow = 1;
-            return 0;
-        }
-        memcpy(s->dst + s->len, p, bytes);
-    }
-    s->len += bytes;
-    return bytes;
-}
-
-/* "bytes START-END/TOTAL" from a 206 response.  0, or SHARD_ENET when the
- * header is missing or malformed (no message: the caller names the URL). */
-static int content_range(CURL *c, uint64_t *start, uint64_t *end, uint64_t *total)
-{
-    struct curl_header *hdr;
-    if (curl_easy_header(c, "Content-Range", 0, CURLH_HEADER, -1, &hdr) != CURLHE_OK)
-        return SHARD_ENET;
-    unsigned long long a, b, t;
-    if (sscanf(hdr->value, "bytes %llu-%llu/%llu", &a, &b, &t) != 3 || b < a || b >= t)
-        return SHARD_ENET;
-    *start = a;
-    *end = b;
-    *total = t;
-    return SHARD_OK;
-}
-
-struct response {
-    long status;
-    uint64_t range_start, range_end, total;  /* with a 206 */
-};
-
-/* The body a failed request left in the sink (an S3 error document). */
-static void error_detail(const struct http_fetch *h, const struct sink *sink, char *out,
-                         size_t size)
-{
-    out[0] = '\0';
-    if (!h->s3)
-        return;
-    if (sink->hash)
-        return;  /* not kept */
-    const uint8_t *body = sink->grow ? sink->grow->data : sink->dst;
-    sk_s3_error_code(body, sink->len, out, size);
-}
-
-/* GET url (with `range`, e.g. "0-1023" or "-40", when not NULL) into sink,
- * retrying transient failures.  On success *resp has the final status (2xx)
- * and, for 206, the Content-Range.  Errors name the file as `shown`: its
- * URL, or s3://BUCKET/KEY. */
-static int request(struct http_fetch *h, const char *url, const char *shown, const char *range,
-                   struct sink *sink, struct response *resp, struct shard_err *err)
-{
-    const struct sk_read_observer *obs = h->o.observer;
-    struct sk_read_counters *counters = h->o.counters;
-    uint64_t span_start = sk_now_ns();
-    char errbuf[CURL_ERROR_SIZE];
-    char last[SHARD_ERRMSG_SIZE] = "";
-    int rc = SHARD_OK;
-    CURL *c = handle_get(h);
-    if (!c)
-        return shard_err_set(err, SHARD_ENOMEM, "cannot create an HTTP handle for '%s'", shown);
-    memset(resp, 0, sizeof *resp);
-    struct curl_slist *headers = NULL;
-    if (h->s3 && (rc = sk_s3_prepare(h->s3, c, NULL, &headers, err))) {
-        handle_put(h, c);
-        return rc;
-    }
-    double backoff = SK_HTTP_BACKOFF_FIRST_MS;
-    int attempt;
-    for (attempt = 0; attempt <= h->o.retries; attempt++) {
-        if (attempt > 0) {
-            uint64_t t = sk_now_ns();
-            sk_http_backoff(&backoff);
-            sk_read_count(counters, SK_READ_RETRIES, 1);
-            sk_read_span(obs, SK_SPAN_BACKOFF, t, sk_now_ns());
-        }
-        sink->len = 0;
-        sink->overflow = sink->nomem = 0;
-        if (sink->grow)
-            sink->grow->len = 0;
-        if (sink->hash)
-            XXH3_64bits_reset(sink->hash);
-        if (h->o.rtt_ms > 0) {
-            uint64_t t = sk_now_ns();
-            sk_sleep_seconds(h->o.rtt_ms / 1e3);
-            uint64_t now = sk_now_ns();
-            sk_read_count(counters, SK_READ_RTT_NS, now - t);
-            sk_read_span(obs, SK_SPAN_RTT, t, now);
-        }
-        errbuf[0] = '\0';
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_RANGE, range);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
-        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-        sk_read_count(counters, SK_READ_REQUESTS, 1);
-        CURLcode cc = curl_easy_perform(c);
-        sk_read_count(counters, SK_READ_BYTES_TRANSFERRED, sink->len);
-        long status = 0;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        resp->status = status;
-        if (cc == CURLE_WRITE_ERROR && sink->nomem) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory reading '%s'", shown);
-            break;
-        }
-        if (cc == CURLE_WRITE_ERROR && sink->overflow && status == 206 && sink->prefix_ok &&
-            !content_range(c, &resp->range_start, &resp->range_end, &resp->total)) {
-            rc = SHARD_OK;
-            break;
-        }
-        if (cc == CURLE_WRITE_ERROR && sink->overflow && status / 100 == 2) {
-            if (sink->grow)
-                rc = shard_err_set(err, SHARD_ELIMIT, "'%s' is larger than %llu bytes", shown,
-                                   (unsigned long long)sink->max);
-            else if (range && status == 200)
-                rc = shard_err_set(err, SHARD_ENET,
-                                   "'%s': the server ignored the range request (HTTP 200): "
-                                   "range requests are needed", shown);
-            else
-                rc = shard_err_set(err, SHARD_ENET, "'%s': the server sent more than the %zu "
-                                   "bytes asked for", shown, sink->cap);
-            break;
-        }
-        if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && sink->overflow)) {
-            if (cc == CURLE_OPERATION_TIMEDOUT)
-                snprintf(last, sizeof last, "timed out: nothing received for %g s",
-                         h->o.timeout_seconds);
-            else
-                snprintf(last, sizeof last, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            if (sk_http_transient_curl(cc))
-                continue;
-            rc = shard_err_set(err, SHARD_ENET, "cannot read '%s': %s", shown, last);
-            break;
-        }
-        if (sk_http_transient_status(status)) {
-            snprintf(last, sizeof last, "HTTP %ld", status);
-            continue;
-        }
-        if (status == 404 || status == 410) {
-            char code[SK_S3_CODE_SIZE];
-            error_detail(h, sink, code, sizeof code);
-            rc = shard_err_set(err, SHARD_ENOTFOUND, "HTTP %ld%s for '%s'%s%s%s", status,
-                               sk_http_status_text(status), shown, code[0] ? " (" : "", code,
-                               code[0] ? ")" : "");
-            break;
-        }
-        if (status == 416 && range) {
-            rc = SHARD_OK;  /* the caller decides (an empty file) */
-            break;
-        }
-        if (status / 100 != 2) {
-            char code[SK_S3_CODE_SIZE];
-            error_detail(h, sink, code, sizeof code);
-            rc = shard_err_set(err, SHARD_ENET, "HTTP %ld%s for '%s'%s%s%s", status,
-                               sk_http_status_text(status), shown, code[0] ? " (" : "", code,
-                               code[0] ? ")" : "");
-            break;
-        }
-        if (status == 206 &&
-            content_range(c, &resp->range_start, &resp->range_end, &resp->total)) {
-            rc = shard_err_set(err, SHARD_ENET, "'%s': HTTP 206 without a valid Content-Range",
-                               shown);
-            break;
-        }
-        if (range && status != 206) {
-            rc = shard_err_set(err, SHARD_ENET,
-                               "'%s': the server ignored the range request (HTTP %ld): range "
-                               "requests are needed", shown, status);
-            break;
-        }
-        rc = SHARD_OK;
+    const struct http_fetch *h = user;
+    switch (e) {
+    case SK_HTTP_ATTEMPT:
+        sk_read_count(h->o.counters, SK_READ_REQUESTS, n);
+        break;
+    case SK_HTTP_RECEIVED:
+        sk_read_count(h->o.counters, SK_READ_BYTES_TRANSFERRED, n);
+        break;
+    case SK_HTTP_BACKOFF:
+        sk_read_count(h->o.counters, SK_READ_RETRIES, 1);
+        sk_read_span(h->o.observer, SK_SPAN_BACKOFF, start_ns, end_ns);
+        break;
+    case SK_HTTP_DELAY:
+        sk_read_count(h->o.counters, SK_READ_RTT_NS, end_ns - start_ns);
+        sk_read_span(h->o.observer, SK_SPAN_RTT, start_ns, end_ns);
+        break;
+    case SK_HTTP_DONE:
+        sk_read_span(h->o.observer, SK_SPAN_HTTP, start_ns, end_ns);
         break;
     }
-    if (attempt > h->o.retries)
-        rc = shard_err_set(err, SHARD_ENET, "cannot read '%s': %s (gave up after %d attempt%s)",
-                           shown, last, attempt, attempt == 1 ? "" : "s");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(headers);
-    handle_put(h, c);
-    sk_read_span(obs, SK_SPAN_HTTP, span_start, sk_now_ns());
-    return rc;
 }
 
 /* Exactly len bytes at offset of a file of known size, in one request. */
@@ -410,20 +226,21 @@ static int request_range(struct http_file *f, uint64_t offset, uint8_t *dst, siz
 {
     char range[RANGE_TEXT];
     snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, offset, offset + len - 1);
-    struct sink sink = {.dst = dst, .cap = len};
-    struct response resp;
-    int rc = request(f->owner, f->url, f->shown, range, &sink, &resp, err);
+    struct sk_http_request rq = {.url = f->url, .shown = f->shown, .range = range, .dst = dst,
+                                 .cap = len, .cancel = &f->cancel};
+    int rc = sk_http_perform(f->owner->client, &rq, err);
     if (rc)
         return rc;
-    if (resp.status == 416 || resp.total != f->base.size)
+    if (rq.status == 416 || rq.total != f->base.size)
         return shard_err_set(err, SHARD_ECORRUPT,
                              "'%s' changed on the server: %llu bytes when opened, now %llu",
                              f->shown, (unsigned long long)f->base.size,
-                             (unsigned long long)resp.total);
-    if (resp.range_start != offset || sink.len != len || resp.range_end != offset + len - 1)
-        return shard_err_set(err, SHARD_ENET, "'%s': asked for bytes %s, got %llu-%llu (%zu)",
-                             f->shown, range, (unsigned long long)resp.range_start,
-                             (unsigned long long)resp.range_end, sink.len);
+                             (unsigned long long)rq.total);
+    if (rq.range_start != offset || rq.received != len || rq.range_end != offset + len - 1)
+        return shard_err_set(err, SHARD_ENET, "'%s': asked for bytes %s, got %llu-%llu (%llu)",
+                             f->shown, range, (unsigned long long)rq.range_start,
+                             (unsigned long long)rq.range_end,
+                             (unsigned long long)rq.received);
     return SHARD_OK;
 }
 
@@ -439,10 +256,11 @@ int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, st
         free(shown);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    struct sink sink = {.grow = buf, .max = max_bytes};
-    struct response resp;
+    struct sk_http_request rq = {.url = url, .shown = shown, .out = buf, .max = max_bytes};
     buf->len = 0;
-    int rc = request(h, url, shown, NULL, &sink, &resp, err);
+    int rc = sk_http_perform(h->client, &rq, err);
+    if (rc == SHARD_ELIMIT)
+        shard_err_prefix(err, rc, "'%s'", shown);  /* the engine's words do not name it */
     free(url);
     free(shown);
     if (rc)
@@ -457,19 +275,15 @@ int sk_fetch_http_hash(struct fetch *fs, const char *name, uint64_t *bytes, uint
     if (fs->ops != &http_ops)
         return shard_err_set(err, SHARD_EINVAL, "not an HTTP location");
     char *url = sk_fetch_http_url(fs, name), *shown = sk_fetch_http_shown(fs, name);
-    struct sink sink = {.hash = XXH3_createState()};
+    struct sk_http_request rq = {.url = url, .shown = shown, .hash = XXH3_createState()};
     int rc;
-    if (!url || !shown || !sink.hash) {
+    if (!url || !shown || !rq.hash) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    } else {
-        struct response resp;
-        rc = request(h, url, shown, NULL, &sink, &resp, err);
-        if (!rc) {
-            *bytes = sink.len;
-            *xxh3 = XXH3_64bits_digest(sink.hash);
-        }
+    } else if (!(rc = sk_http_perform(h->client, &rq, err))) {
+        *bytes = rq.received;
+        *xxh3 = XXH3_64bits_digest(rq.hash);
     }
-    XXH3_freeState(sink.hash);
+    XXH3_freeState(rq.hash);
     free(url);
     free(shown);
     return rc;
@@ -484,7 +298,7 @@ struct sk_s3 *sk_fetch_http_s3(struct fetch *fs)
 
 static uint64_t window_len(const struct http_file *f, uint64_t k)
 {
-    uint64_t w = f->owner->o.window_bytes, start = k * w;
+    uint64_t w = f->owner->o.reading.window_bytes, start = k * w;
     return f->base.size - start < w ? f->base.size - start : w;
 }
 
@@ -527,7 +341,7 @@ static int start_threads(struct http_fetch *h, struct shard_err *err)
 {
     if (h->started)
         return SHARD_OK;
-    for (int i = 0; i < h->o.connections; i++) {
+    for (int i = 0; i < h->o.reading.connections; i++) {
         if (pthread_create(&h->threads[i], NULL, connection_main, h) != 0) {
             if (h->started)
                 return SHARD_OK;  /* fewer connections, still correct */
@@ -619,7 +433,7 @@ static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t 
                 return data;
             }
         }
-        if (h->cache_used + h->spare_bytes + len <= h->o.cache_bytes)
+        if (h->cache_used + h->spare_bytes + len <= h->o.reading.cache_bytes)
             break;
         if (h->spare_count) {  /* too small for this window: give it back */
             struct spare s = h->spares[--h->spare_count];
@@ -696,7 +510,7 @@ static void *connection_main(void *arg)
         if (!data)
             rc = shard_err_set(&err, SHARD_ENOMEM, "cannot allocate a window of %zu bytes", len);
         else if (len)
-            rc = request_range(f, k * h->o.window_bytes, data, len, &err);
+            rc = request_range(f, k * h->o.reading.window_bytes, data, len, &err);
         pthread_mutex_lock(&h->lock);
         w->generation++;
         w->rc = rc;
@@ -786,7 +600,7 @@ static void queue_ahead(struct http_file *f, uint64_t first, uint64_t last, uint
  * order finds its bytes there. */
 static void read_ahead(struct http_file *f, uint64_t last)
 {
-    queue_ahead(f, last + 1, last + (uint64_t)f->owner->o.connections, UINT64_MAX);
+    queue_ahead(f, last + 1, last + (uint64_t)f->owner->o.reading.connections, UINT64_MAX);
 }
 
 static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
@@ -805,9 +619,9 @@ static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t
         memcpy(out, f->tail + (offset - f->tail_offset), len);
         return SHARD_OK;
     }
-    if (len >= h->o.window_bytes)
+    if (len >= h->o.reading.window_bytes)
         return request_range(f, offset, out, len, err);
-    uint64_t wb = h->o.window_bytes;
+    uint64_t wb = h->o.reading.window_bytes;
     uint64_t first = offset / wb, last = (offset + len - 1) / wb;
     int rc = SHARD_OK;
     pthread_mutex_lock(&h->lock);
@@ -839,16 +653,16 @@ static void http_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
 {
     struct http_file *f = (struct http_file *)file;
     struct http_fetch *h = f->owner;
-    uint64_t wb = h->o.window_bytes;
+    uint64_t wb = h->o.reading.window_bytes;
     if (!len || offset >= f->base.size || len >= wb)  /* a long read is one request anyway */
         return;
     if (len > f->base.size - offset)
         len = f->base.size - offset;
     if (f->tail && offset >= f->tail_offset)
         return;
-    uint64_t most = h->o.cache_bytes / wb / 2;
-    if (most < (uint64_t)h->o.connections)
-        most = (uint64_t)h->o.connections;
+    uint64_t most = h->o.reading.cache_bytes / wb / 2;
+    if (most < (uint64_t)h->o.reading.connections)
+        most = (uint64_t)h->o.reading.connections;
     pthread_mutex_lock(&h->lock);
     queue_ahead(f, offset / wb, (offset + len - 1) / wb, most);
     pthread_mutex_unlock(&h->lock);
@@ -860,6 +674,7 @@ static void http_close(struct fetch_file *file)
     struct http_fetch *h = f->owner;
     pthread_mutex_lock(&h->lock);
     f->closing = 1;
+    f->cancel = 1;  /* a fetch retrying a server that is down ends now, not after its retries */
     for (uint64_t k = 0; k < f->window_count; k++) {
         struct window *w = &f->windows[k];
         if (w->job) {
@@ -906,7 +721,7 @@ static int http_open(struct fetch *fs, const char *name, struct fetch_file **out
     f->base.ops = &http_file_ops;
     f->owner = h;
     int rc = SHARD_OK;
-    size_t want = h->o.window_bytes < TAIL_MAX ? (size_t)h->o.window_bytes : TAIL_MAX;
+    size_t want = h->o.reading.window_bytes < TAIL_MAX ? (size_t)h->o.reading.window_bytes : TAIL_MAX;
     if (!(f->url = sk_fetch_http_url(fs, name)) || !(f->shown = sk_fetch_http_shown(fs, name)) ||
         !(f->tail = malloc(want))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -914,36 +729,33 @@ static int http_open(struct fetch *fs, const char *name, struct fetch_file **out
     }
     char range[RANGE_TEXT];
     snprintf(range, sizeof range, "-%zu", want);
-    struct sink sink = {.dst = f->tail, .cap = want, .prefix_ok = 1};
-    struct response resp;
-    if ((rc = request(h, f->url, f->shown, range, &sink, &resp, err)))
+    struct sk_http_request rq = {.url = f->url, .shown = f->shown, .range = range,
+                                 .dst = f->tail, .cap = want, .keep_prefix = 1};
+    if ((rc = sk_http_perform(h->client, &rq, err)))
         goto fail;
-    if (resp.status == 206 && resp.range_start == 0 && resp.range_end + 1 != resp.total &&
-        resp.total > 0) {
+    if (rq.status == 206 && rq.range_start == 0 && rq.range_end + 1 != rq.total && rq.total > 0) {
         /* a server that reads "-N" as "0-N" (s3rver does) still told the
          * size: ask for the last bytes by their offsets */
-        uint64_t start = resp.total > want ? resp.total - want : 0;
-        snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, start, resp.total - 1);
-        sink = (struct sink){.dst = f->tail, .cap = want};
-        if ((rc = request(h, f->url, f->shown, range, &sink, &resp, err)))
+        uint64_t start = rq.total > want ? rq.total - want : 0;
+        snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, start, rq.total - 1);
+        rq.keep_prefix = 0;
+        if ((rc = sk_http_perform(h->client, &rq, err)))
             goto fail;
     }
-    if (resp.status == 416) {  /* an empty file has no suffix */
+    if (rq.status == 416) {  /* an empty file has no suffix */
         f->base.size = 0;
         f->tail_len = 0;
-    } else if (resp.range_end + 1 != resp.total || sink.len != resp.range_end -
-                                                                    resp.range_start + 1) {
+    } else if (rq.range_end + 1 != rq.total || rq.received != rq.range_end - rq.range_start + 1) {
         rc = shard_err_set(err, SHARD_ENET, "'%s': a suffix range came back as bytes "
-                           "%llu-%llu of %llu", f->shown, (unsigned long long)resp.range_start,
-                           (unsigned long long)resp.range_end,
-                           (unsigned long long)resp.total);
+                           "%llu-%llu of %llu", f->shown, (unsigned long long)rq.range_start,
+                           (unsigned long long)rq.range_end, (unsigned long long)rq.total);
         goto fail;
     } else {
-        f->base.size = resp.total;
-        f->tail_offset = resp.range_start;
-        f->tail_len = sink.len;
+        f->base.size = rq.total;
+        f->tail_offset = rq.range_start;
+        f->tail_len = (size_t)rq.received;
     }
-    uint64_t wb = h->o.window_bytes;
+    uint64_t wb = h->o.reading.window_bytes;
     f->window_count = (f->base.size + wb - 1) / wb;
     if (f->window_count > SIZE_MAX / sizeof *f->windows ||
         !(f->windows = calloc(f->window_count ? (size_t)f->window_count : 1,
@@ -972,6 +784,7 @@ static void http_free(struct fetch *fs)
     struct http_fetch *h = (struct http_fetch *)fs;
     pthread_mutex_lock(&h->lock);
     h->stop = 1;
+    h->closing = 1;  /* a request under way (retrying a dead server) ends now */
     pthread_cond_broadcast(&h->work);
     pthread_mutex_unlock(&h->lock);
     for (int i = 0; i < h->started; i++)
@@ -980,17 +793,16 @@ static void http_free(struct fetch *fs)
         next = j->next;
         free(j);
     }
-    for (size_t i = 0; i < h->idle_len; i++)
-        curl_easy_cleanup(h->idle[i]);
     for (size_t i = 0; i < h->spare_count; i++)
         free(h->spares[i].data);
-    free(h->idle);
     free(h->threads);
     pthread_cond_destroy(&h->work);
     pthread_cond_destroy(&h->done);
     pthread_mutex_destroy(&h->lock);
     free(h->base_url);
     sk_s3_free(h->s3);
+    if (h->http_ready)
+        sk_http_release(&h->http);
     free(h);
 }
 
@@ -1003,39 +815,45 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
     if (!sk_fetch_http_is_remote(base))
         return shard_err_set(err, SHARD_EINVAL,
                              "'%s' is not an http://, https:// or s3:// location", base);
-    if (o->connections < 1 || o->connections > FETCH_HTTP_MAX_CONNECTIONS ||
-        o->window_bytes < MIN_WINDOW || o->window_bytes > SIZE_MAX / 2 ||
-        o->cache_bytes < o->window_bytes || o->retries < 0 || !(o->rtt_ms >= 0) ||
-        !(o->timeout_seconds >= 0 && o->timeout_seconds <= FETCH_HTTP_MAX_TIMEOUT))
-        return shard_err_set(err, SHARD_EINVAL, "bad HTTP options: connections 1..%d, window "
-                             ">= %u bytes, cache >= window, retries >= 0, timeout 0..%d s",
-                             FETCH_HTTP_MAX_CONNECTIONS, MIN_WINDOW, FETCH_HTTP_MAX_TIMEOUT);
-    int rc = sk_http_init(err);
+    int rc = sk_dataset_options_check(&o->reading, err);
     if (rc)
         return rc;
+    if (!(o->rtt_ms >= 0))
+        return shard_err_set(err, SHARD_EINVAL, "a simulated round trip of %g ms", o->rtt_ms);
     struct http_fetch *h = calloc(1, sizeof *h);
     if (!h)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     h->base.ops = &http_ops;
     h->o = *o;
-    if (h->o.timeout_seconds == 0)
-        h->o.timeout_seconds = FETCH_HTTP_DEFAULT_TIMEOUT;
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->work, NULL);
     pthread_cond_init(&h->done, NULL);
     if (sk_s3_is_location(base)) {
-        if ((rc = sk_s3_open(&h->s3, base, err))) {
-            http_free(&h->base);
-            return rc;
-        }
+        rc = sk_s3_open(&h->s3, base, err);
+        if (!rc)
+            h->client = &h->s3->http;
         h->base_url = strdup("");
     } else {
+        rc = sk_http_init(&h->http, err);
+        h->http_ready = 1;
+        h->client = &h->http;
         size_t n = strlen(base);
         while (n > 0 && base[n - 1] == '/')
             n--;
         h->base_url = strndup(base, n);
     }
-    h->threads = calloc((size_t)o->connections, sizeof *h->threads);
+    if (rc) {
+        http_free(&h->base);
+        return rc;
+    }
+    /* the S3 location's own operations (a listing) go by these rules too */
+    h->client->retries = h->o.reading.retries;
+    h->client->timeout_seconds = h->o.reading.timeout_seconds;
+    h->client->rtt_ms = h->o.rtt_ms;
+    h->client->cancel = &h->closing;
+    h->client->event = on_event;
+    h->client->event_user = h;
+    h->threads = calloc((size_t)o->reading.connections, sizeof *h->threads);
     if (!h->base_url || !h->threads) {
         http_free(&h->base);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");

@@ -5,8 +5,9 @@
  * location "s3://BUCKET/PREFIX" is the same protocol with a URL mapping and
  * signed requests (net/s3.h): everything below holds for it too, and its
  * errors name the object (s3://BUCKET/PREFIX/NAME), with S3's error code
- * when the answer has one ("HTTP 404 Not Found for 's3://b/manifest.json'
- * (NoSuchBucket)").
+ * when the answer has one ("cannot read 's3://b/manifest.json': HTTP 404
+ * Not Found (NoSuchBucket)"); it shares the S3 location's client (net/s3.h),
+ * which this backend's settings then govern.
  *
  * Shards are read in large ranges, never one request per record: a file is
  * cut into aligned windows of window_bytes; a read copies from the windows
@@ -18,13 +19,16 @@
  * usually, the whole footer).  A read at least a window long goes straight
  * to the server as one range.
  *
- * Every request is retried on transient failures - connection refused or
- * reset, time-outs, 5xx, 408, 429 - after 50 ms, 100 ms, ... (doubling,
- * capped at 2 s), `retries` times; an attempt times out when nothing arrives
- * for timeout_seconds (connecting, waiting for the answer, or stalled in the
- * body; a slow transfer that keeps moving is not cut).  A 404 or 410 is
- * SHARD_ENOTFOUND and any other 4xx SHARD_ENET at once.  Messages name the URL:
- *   "HTTP 404 Not Found for 'http://host/data/shard-000003.shard'"
+ * Every request goes through the library's HTTP engine (net/http.h), under
+ * its rules: retried on transient failures (connection refused or reset,
+ * time-outs, 5xx but 501 and 505, 408, 429) with back-off, `retries` times;
+ * an attempt timed out when nothing arrives for timeout_seconds; 404 and
+ * 410 are SHARD_ENOTFOUND, 405, 501 and 505 SHARD_EUNSUPPORTED, any other
+ * status SHARD_ENET at once.  Messages name the file:
+ *   "cannot read 'http://host/data/shard-000003.shard': HTTP 404 Not Found"
+ * Closing a file stops the fetches of its windows still under way (a
+ * server that is down does not hold the close for the retries), and freeing
+ * the backend every request.
  * A server that answers a range request with the whole file, or a file whose
  * size changes between requests, is an error, not silently misread.
  *
@@ -38,35 +42,27 @@
 #include <stdint.h>
 
 #include "read/fetch.h"
+#include "shardkit/dataset.h"
 #include "shardkit/image.h"
 
 struct sk_read_counters;
 struct sk_s3;
 struct sk_read_observer;
 
-#define FETCH_HTTP_DEFAULT_CONNECTIONS 8
-#define FETCH_HTTP_DEFAULT_WINDOW (8u << 20)
-#define FETCH_HTTP_DEFAULT_CACHE (256u << 20)
-#define FETCH_HTTP_DEFAULT_RETRIES 8
-#define FETCH_HTTP_MAX_CONNECTIONS 64
-#define FETCH_HTTP_DEFAULT_TIMEOUT 10.0  /* seconds */
-#define FETCH_HTTP_MAX_TIMEOUT 86400
-
 struct fetch_http_options {
-    double rtt_ms;
-    int connections;        /* 1..FETCH_HTTP_MAX_CONNECTIONS */
-    uint64_t window_bytes;  /* >= 4 KiB */
-    uint64_t cache_bytes;   /* >= window_bytes */
-    int retries;            /* >= 0 */
-    double timeout_seconds; /* nothing received for this long ends an attempt (whole
-                             * seconds once connected); at most FETCH_HTTP_MAX_TIMEOUT;
-                             * 0: FETCH_HTTP_DEFAULT_TIMEOUT */
+    struct shard_dataset_options reading;  /* connections, window, cache, retries, time-out */
+    double rtt_ms;                            /* >= 0 */
     const struct sk_read_observer *observer;  /* NULL: none; must outlive the backend */
     struct sk_read_counters *counters;        /* NULL: none; must outlive the backend */
 };
 
-/* The defaults above; no delay, no observer, no counters. */
+/* The defaults (shard_dataset_options_init); no delay, no observer, no
+ * counters. */
 void sk_fetch_http_options_init(struct fetch_http_options *o);
+
+/* 0, or SHARD_EINVAL naming the first option of o out of its range
+ * (shardkit/dataset.h). */
+int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard_err *err);
 
 /* 1 when `location` starts with http:// or https://. */
 int sk_fetch_http_is_url(const char *location);

@@ -1,9 +1,9 @@
 /* iter.c - the prefetching iterator (see shardkit/dataset.h).
  *
  * Worker threads read the list's samples into a ring of `depth` items
- * through the bounded hand-off (handoff.h, groups of one sample): position
- * p is read into items[p % depth], at most `depth` positions ahead of the
- * consumer, which takes them in list order by exchanging buffers with the
+ * through the library's ordered ring (util/ring.h, groups of one sample,
+ * one consumer): position p is read into items[p % depth], at most `depth`
+ * positions ahead of the consumer, which takes them in list order by exchanging buffers with the
  * ring.  Reading, decompressing and decoding all happen in workers, in
  * parallel and ahead of the consumer; memory is bounded by `depth` items.
  * Before reading position p, a worker also tells the dataset which samples
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "read/dataset_internal.h"
-#include "read/handoff.h"
+#include "util/ring.h"
 
 #define DEFAULT_THREADS 2
 #define SLOTS_PER_THREAD 4
@@ -30,8 +30,8 @@ struct shard_iter {
     uint64_t count;
     unsigned flags;
     uint32_t depth;
-    struct sk_handoff *queue;      /* unused without worker threads */
-    struct shard_item *items;      /* the ring: items[sk_handoff_slot(queue, p)] */
+    struct sk_ring *queue;         /* unused without worker threads */
+    struct shard_item *items;      /* the ring: items[sk_ring_slot(queue, p)] */
     pthread_t *threads;
     int started;                   /* worker threads running */
     _Atomic uint64_t advised;      /* positions before this one were advised */
@@ -49,12 +49,12 @@ static void *worker(void *arg)
 {
     struct shard_iter *it = arg;
     uint64_t p;
-    while (sk_handoff_claim(it->queue, &p)) {
+    while (sk_ring_claim(it->queue, -1, &p) == SK_RING_READY) {
         sk_dataset_advise_ahead(it->ds, it->indices, it->count, p, it->depth, &it->advised);
-        struct shard_item *item = &it->items[sk_handoff_slot(it->queue, p)];
+        struct shard_item *item = &it->items[sk_ring_slot(it->queue, p)];
         int rc = shard_dataset_read(it->ds, it->indices[p], it->flags, item,
-                                    sk_handoff_err(it->queue, p));
-        sk_handoff_done(it->queue, p, rc);
+                                    sk_ring_err(it->queue, p));
+        sk_ring_done(it->queue, p, rc);
     }
     return NULL;
 }
@@ -64,12 +64,12 @@ void shard_iter_free(struct shard_iter *it)
     if (!it)
         return;
     if (it->queue)
-        sk_handoff_stop(it->queue);
+        sk_ring_stop(it->queue);
     for (int i = 0; i < it->started; i++)
         pthread_join(it->threads[i], NULL);
     for (uint32_t i = 0; it->items && i < it->depth; i++)
         sk_dataset_item_put(it->ds, &it->items[i]);
-    sk_handoff_free(it->queue);
+    sk_ring_free(it->queue);
     free(it->items);
     free(it->threads);
     free(it->indices);
@@ -106,7 +106,7 @@ int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint
     it->threads = calloc(o->threads ? (size_t)o->threads : 1, sizeof *it->threads);
     int rc = !it->indices || !it->items || !it->threads
                  ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
-                 : sk_handoff_new(&it->queue, count, it->depth, 1, err);
+                 : sk_ring_new(&it->queue, count, it->depth, 1, err);
     if (rc) {
         shard_iter_free(it);
         return rc;
@@ -134,21 +134,21 @@ static void swap_items(struct shard_item *a, struct shard_item *b)
     *b = t;
 }
 
-int sk_item_ring_take(struct sk_handoff *q, struct shard_item *ring, struct shard_item *item,
+int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
                       struct shard_err *err)
 {
-    struct sk_handoff_group g;
-    int w = sk_handoff_wait(q, -1, &g);
-    if (w == SK_HANDOFF_END)
+    struct sk_ring_group g;
+    int w = sk_ring_wait(q, -1, &g);
+    if (w == SK_RING_END)
         return 0;
-    if (w != SK_HANDOFF_READY)  /* cannot happen: nobody else stops or holds the queue */
+    if (w != SK_RING_READY)  /* cannot happen: nobody else stops or holds the queue */
         return shard_err_set(err, SHARD_EINVAL, "loader queue in an unexpected state (%d)", w);
-    int rc = sk_handoff_rc(q, g.first);
+    int rc = sk_ring_rc(q, g.first);
     if (rc && err)
-        *err = *sk_handoff_err(q, g.first);
+        *err = *sk_ring_err(q, g.first);
     if (!rc)
         swap_items(item, &ring[g.slot]);
-    sk_handoff_release(q);
+    sk_ring_release(q);
     return rc ? rc : 1;
 }
 

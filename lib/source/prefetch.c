@@ -2,12 +2,14 @@
  * them: read into memory (an S3 prefix) or opened and advised into the page
  * cache (a directory; see source_internal.h).
  *
- * A ring of `ahead` slots: position p lives in slot p % ahead.  Fetcher
- * threads take positions in increasing order; position p is fetched only
- * once its slot is free, that is once position p - ahead was taken.  Every
- * position is taken exactly once, so the slots free up in order and a taker
- * waiting for a position never waits on itself: whatever it waits for is
- * either being fetched or queued behind positions that other takers hold. */
+ * The positions [first, end) go through the library's ordered ring
+ * (util/ring.h, groups of one position, taken by position): fetcher threads
+ * claim them in increasing order, position p into cell (p - first) % ahead,
+ * and p is fetched only once its cell is free, that is once p - ahead was
+ * taken.  Every position is taken exactly once, so the cells free up and a
+ * taker waiting for a position never waits on itself: whatever it waits for
+ * is either being fetched or queued behind positions that other takers
+ * hold. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -15,33 +17,26 @@
 #include <unistd.h>
 
 #include "source/source_internal.h"
+#include "util/ring.h"
 
-enum slot_state { SLOT_FREE = 0, SLOT_FETCHING, SLOT_READY };
-
-struct pf_slot {
-    enum slot_state state;
-    uint64_t pos;
+/* What a fetcher leaves for the taker (its status and error: the ring's). */
+struct pf_cell {
     struct shard_buf buf;   /* SK_PREFETCH_READ */
     int fd;                 /* SK_PREFETCH_ADVISE: the open file, or -1 */
-    int rc;
-    struct shard_err err;
 };
 
 struct sk_prefetch {
     const struct sk_source_root *root;
     const struct shard_keylist *keys;
     const uint64_t *order;
-    uint64_t end;
+    uint64_t first;
     uint64_t max_bytes;
-    uint32_t ahead;
     enum sk_prefetch_mode mode;
     sk_prefetch_skip *skip;
     void *skip_user;
-    struct pf_slot *slots;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
-    uint64_t next_fetch;
-    int stop;
+    uint32_t ahead;
+    struct sk_ring *ring;   /* position first + i is the ring's i */
+    struct pf_cell *cells;  /* ahead of them: position first + i in cells[slot of i] */
     pthread_t *threads;
     int started;
 };
@@ -61,41 +56,22 @@ static int advise(struct sk_prefetch *pf, uint64_t cand, int *fd, struct shard_e
 static void *fetcher_main(void *arg)
 {
     struct sk_prefetch *pf = arg;
-    pthread_mutex_lock(&pf->lock);
-    for (;;) {
-        struct pf_slot *s = NULL;
-        while (!pf->stop && pf->next_fetch < pf->end &&
-               (s = &pf->slots[pf->next_fetch % pf->ahead])->state != SLOT_FREE)
-            pthread_cond_wait(&pf->changed, &pf->lock);
-        if (pf->stop || pf->next_fetch >= pf->end)
-            break;
-        uint64_t pos = pf->next_fetch++;
-        s->state = SLOT_FETCHING;
-        s->pos = pos;
-        struct shard_buf buf = s->buf;
-        memset(&s->buf, 0, sizeof s->buf);
-        pthread_mutex_unlock(&pf->lock);
-        struct shard_err err;
-        shard_err_clear(&err);
-        int fd = -1, rc = SHARD_OK;
-        uint64_t cand = pf->order[pos];
-        buf.len = 0;
+    uint64_t i;
+    while (sk_ring_claim(pf->ring, -1, &i) == SK_RING_READY) {
+        struct pf_cell *c = &pf->cells[sk_ring_slot(pf->ring, i)];
+        struct shard_err *err = sk_ring_err(pf->ring, i);
+        uint64_t cand = pf->order[pf->first + i];
+        int rc = SHARD_OK;
+        c->buf.len = 0;
         if (pf->skip && pf->skip(pf->skip_user, cand))
             ;  /* never touched: ready, empty */
         else if (pf->mode == SK_PREFETCH_ADVISE)
-            rc = advise(pf, cand, &fd, &err);
+            rc = advise(pf, cand, &c->fd, err);
         else
             rc = sk_source_root_read(pf->root, shard_keylist_get(pf->keys, cand, NULL),
-                                     pf->max_bytes, &buf, &err);
-        pthread_mutex_lock(&pf->lock);
-        s->fd = fd;
-        s->buf = buf;
-        s->rc = rc;
-        s->err = err;
-        s->state = SLOT_READY;
-        pthread_cond_broadcast(&pf->changed);
+                                     pf->max_bytes, &c->buf, err);
+        sk_ring_done(pf->ring, i, rc);
     }
-    pthread_mutex_unlock(&pf->lock);
     return NULL;
 }
 
@@ -106,7 +82,8 @@ int sk_prefetch_new(struct sk_prefetch **out, const struct sk_source_root *root,
                     struct shard_err *err)
 {
     *out = NULL;
-    if (connections < 1 || ahead < 1 || (mode == SK_PREFETCH_ADVISE && root->fd < 0))
+    if (connections < 1 || ahead < 1 || end < first ||
+        (mode == SK_PREFETCH_ADVISE && root->fd < 0))
         return shard_err_set(err, SHARD_EINVAL, "bad prefetch options");
     struct sk_prefetch *pf = calloc(1, sizeof *pf);
     if (!pf)
@@ -114,31 +91,28 @@ int sk_prefetch_new(struct sk_prefetch **out, const struct sk_source_root *root,
     pf->root = root;
     pf->keys = keys;
     pf->order = order;
-    pf->next_fetch = first;
-    pf->end = end;
+    pf->first = first;
     pf->max_bytes = max_bytes;
-    pf->ahead = ahead;
     pf->mode = mode;
     pf->skip = skip;
     pf->skip_user = skip_user;
-    pthread_mutex_init(&pf->lock, NULL);
-    pthread_cond_init(&pf->changed, NULL);
-    pf->slots = calloc(ahead, sizeof *pf->slots);
-    for (uint32_t i = 0; pf->slots && i < ahead; i++)
-        pf->slots[i].fd = -1;
+    pf->ahead = ahead;
+    pf->cells = calloc(ahead, sizeof *pf->cells);
+    for (uint32_t i = 0; pf->cells && i < ahead; i++)
+        pf->cells[i].fd = -1;
     pf->threads = calloc((size_t)connections, sizeof *pf->threads);
-    if (!pf->slots || !pf->threads) {
-        sk_prefetch_free(pf);
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    }
-    for (int i = 0; i < connections; i++) {
+    int rc = !pf->cells || !pf->threads ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
+                                        : sk_ring_new(&pf->ring, end - first, ahead, 1, err);
+    for (int i = 0; !rc && i < connections; i++) {
         if (pthread_create(&pf->threads[i], NULL, fetcher_main, pf) != 0)
             break;
         pf->started = i + 1;
     }
-    if (!pf->started) {
+    if (!rc && !pf->started)
+        rc = shard_err_set(err, SHARD_EIO, "cannot start the source's fetch threads");
+    if (rc) {
         sk_prefetch_free(pf);
-        return shard_err_set(err, SHARD_EIO, "cannot start the source's fetch threads");
+        return rc;
     }
     *out = pf;
     return SHARD_OK;
@@ -148,26 +122,24 @@ int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf
                      struct shard_err *err)
 {
     *fd = -1;
-    struct pf_slot *s = &pf->slots[pos % pf->ahead];
-    pthread_mutex_lock(&pf->lock);
-    while (!(s->state == SLOT_READY && s->pos == pos) && !pf->stop)
-        pthread_cond_wait(&pf->changed, &pf->lock);
-    int rc;
-    if (s->state == SLOT_READY && s->pos == pos) {
-        struct shard_buf mine = *buf;  /* exchanged: no copy, and the slot keeps a buffer */
-        *buf = s->buf;
-        s->buf = mine;
-        *fd = s->fd;
-        s->fd = -1;
-        rc = s->rc;
-        if (rc && err)
-            *err = s->err;
-        s->state = SLOT_FREE;
-        pthread_cond_broadcast(&pf->changed);
-    } else {
-        rc = shard_err_set(err, SHARD_EINTR, "stopped");
-    }
-    pthread_mutex_unlock(&pf->lock);
+    uint64_t i = pos - pf->first;
+    struct sk_ring_group g;
+    int w = sk_ring_take(pf->ring, i, -1, &g);
+    if (w == SK_RING_STOPPED)
+        return shard_err_set(err, SHARD_EINTR, "stopped");
+    if (w != SK_RING_READY)  /* a caller's mistake: outside [first, end), or taken twice */
+        return shard_err_set(err, SHARD_EINVAL, "position %llu cannot be taken from the read-ahead",
+                             (unsigned long long)pos);
+    struct pf_cell *c = &pf->cells[g.slot];
+    struct shard_buf mine = *buf;  /* exchanged: no copy, and the cell keeps a buffer */
+    *buf = c->buf;
+    c->buf = mine;
+    *fd = c->fd;
+    c->fd = -1;
+    int rc = sk_ring_rc(pf->ring, i);
+    if (rc && err)
+        *err = *sk_ring_err(pf->ring, i);
+    sk_ring_release_group(pf->ring, i);
     return rc;
 }
 
@@ -175,20 +147,17 @@ void sk_prefetch_free(struct sk_prefetch *pf)
 {
     if (!pf)
         return;
-    pthread_mutex_lock(&pf->lock);
-    pf->stop = 1;
-    pthread_cond_broadcast(&pf->changed);
-    pthread_mutex_unlock(&pf->lock);
+    if (pf->ring)
+        sk_ring_stop(pf->ring);
     for (int i = 0; i < pf->started; i++)
         pthread_join(pf->threads[i], NULL);
-    for (uint32_t i = 0; pf->slots && i < pf->ahead; i++) {
-        shard_buf_release(&pf->slots[i].buf);
-        if (pf->slots[i].fd >= 0)  /* advised, never taken: the run stopped */
-            close(pf->slots[i].fd);
+    for (uint32_t i = 0; pf->cells && i < pf->ahead; i++) {
+        shard_buf_release(&pf->cells[i].buf);
+        if (pf->cells[i].fd >= 0)  /* advised, never taken: the run stopped */
+            close(pf->cells[i].fd);
     }
-    free(pf->slots);
+    sk_ring_free(pf->ring);
+    free(pf->cells);
     free(pf->threads);
-    pthread_cond_destroy(&pf->changed);
-    pthread_mutex_destroy(&pf->lock);
     free(pf);
 }

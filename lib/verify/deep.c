@@ -1,4 +1,4 @@
-/* sk_verify_deep.c - --deep: read every record through the dataset reader
+/* deep.c - --deep: read every record through the dataset reader
  * (frame xxh3, zstd checksum, key and label against the footer), decode
  * its payload (dimensions), and check codec and size against the config
  * and the index.  Records are spread over threads in small runs, so reads

@@ -1,4 +1,4 @@
-/* sk_verify_fidelity.c - --fidelity N: re-run shardify's conversion (the very
+/* fidelity.c - --fidelity N: re-run shardify's conversion (the very
  * sk_record_build() it uses, with the manifest's config) on N source files
  * spread evenly over stored order, and compare with what is stored.
  *

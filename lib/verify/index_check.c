@@ -1,4 +1,4 @@
-/* sk_verify_index.c - index.jsonl against the footers and the manifest; keys
+/* index_check.c - index.jsonl against the footers and the manifest; keys
  * unique; counts and by_label against what the shards hold.
  *
  * The index is streamed (one line in memory at a time) and walked in step

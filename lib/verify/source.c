@@ -1,4 +1,4 @@
-/* sk_verify_source.c - --source: prove the dataset is exactly its source.
+/* source.c - --source: prove the dataset is exactly its source.
  *
  * SRC is scanned the way shardify scans it (shard_scan_dir for a directory,
  * one streaming pass of shard_archive_next for an archive).  Its candidates

@@ -1,11 +1,11 @@
 /* verify_internal.h - what the passes of shard_verify() share (private).
  *
  * verify.c runs the passes in order and owns the problem list:
- *   verify.c            manifest, shard files (size, whole-file xxh3, footers)
- *   sk_verify_index.c      index.jsonl against footers and manifest, unique keys, counts
- *   sk_verify_deep.c       --deep: every record decompressed and decoded
- *   sk_verify_source.c     --source: identity with SRC, labels
- *   sk_verify_fidelity.c   --fidelity: the pipeline re-run on sampled sources
+ *   verify.c          manifest, shard files (size, whole-file xxh3, footers)
+ *   index_check.c     index.jsonl against footers and manifest, unique keys, counts
+ *   deep.c            --deep: every record decompressed and decoded
+ *   source.c          --source: identity with SRC, labels
+ *   fidelity.c        --fidelity: the pipeline re-run on sampled sources
  *   visitation.c      --visitation: epoch plans visit every sample once
  *   fields.c          format version 2: the fields of index lines and records
  *   source_fields.c   --source: sidecar files, orphans and the annotation table

@@ -2,7 +2,7 @@
 training-ready batches made in C.
 
     import shardkit
-    ds = shardkit.Dataset("/data/shards")            # a directory or http(s) URL
+    ds = shardkit.Dataset("/data/shards")            # a directory, http(s) URL or s3:// prefix
     loader = shardkit.Loader(ds, 256, transform=[
         shardkit.RandomResizedCrop(224), shardkit.RandomHorizontalFlip(),
         shardkit.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])],

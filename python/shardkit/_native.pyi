@@ -12,6 +12,12 @@ from shardkit.errors import CorruptRecordError
 
 MAX_STEPS: Final[int]
 MAX_SIDE: Final[int]
+# the ranges of Dataset's remote-reading options (shardkit/dataset.h)
+DATASET_MAX_CONNECTIONS: Final[int]
+DATASET_MIN_WINDOW: Final[int]
+DATASET_MAX_WINDOW: Final[int]
+DATASET_MAX_RETRIES: Final[int]
+DATASET_MAX_TIMEOUT: Final[int]
 
 def version() -> str: ...
 def available_cpus() -> int: ...
@@ -29,7 +35,10 @@ _Location: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
 @final
 class Dataset:
-    def __init__(self, location: _Location) -> None: ...
+    # how a remote dataset is read (None: the library's default); timeout in seconds
+    def __init__(self, location: _Location, *, connections: SupportsIndex | None = None,
+                 window: SupportsIndex | None = None, cache: SupportsIndex | None = None,
+                 retries: SupportsIndex | None = None, timeout: float | None = None) -> None: ...
     def __len__(self) -> int: ...
     # (key bytes, label or -1, pixels (h, w, 3) uint8, ((field number, value bytes), ...))
     def read(self, index: SupportsIndex, /) -> tuple[bytes, int, Buffer,

@@ -1,20 +1,33 @@
 """Dataset: an open shardkit dataset, samples by index or key."""
 import json
+import numbers
 import os
 import struct
 from collections.abc import Iterable, Iterator
-from typing import Any, SupportsInt
+from typing import Any, SupportsInt, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
 from shardkit import _native
 from shardkit.errors import CorruptRecordError
+from shardkit.transforms import _check_int
+
+U64_MAX = 2**64 - 1
 
 # What a location may be: str, bytes or a path.
 Location = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 # A sample index: an int (numpy's too, bools not).
 Index = int | np.integer[Any]
+
+
+class ReadingOptions(TypedDict, total=False):
+    """How a remote dataset is read (Dataset's keywords): those given."""
+    connections: int
+    window: int
+    cache: int
+    retries: int
+    timeout: float
 
 
 def _key_str(key_bytes: bytes) -> str:
@@ -177,16 +190,32 @@ class Dataset:
     ``location`` may be str, bytes or a path (a file name that is not
     UTF-8 may be given as bytes, or as the str os.fsdecode makes of them).
 
+    How a remote dataset is read (a local one ignores them; None is the
+    default): shards come in range requests of ``window`` bytes (default
+    8 MiB, 4 KiB to 4 GiB) fetched by ``connections`` connections (default
+    8, at most 64) into a cache of at most ``cache`` bytes (default 256 MiB,
+    at least one window); a request is tried again ``retries`` times
+    (default 8, at most 100) after a transient failure (refused or reset
+    connection, time-out, HTTP 5xx but 501 and 505, 408, 429), waiting 50 ms,
+    100 ms, ... up to 2 s in between; an attempt that receives nothing for
+    ``timeout`` seconds (default 10, at most 86400; an int or a float) is
+    abandoned.  ``Dataset(url, connections=32, window=1 << 20)`` suits a
+    store far away.  A value out of its range raises ValueError naming the
+    argument; one of another type TypeError.
+
     Raises FileNotFoundError (shardkit.NotFoundError, with .errno and
     .filename) when there is no dataset at the location, CorruptDatasetError
     for a damaged manifest (see shardkit.errors for every class).
     """
 
-    def __init__(self, location: Location) -> None:
+    def __init__(self, location: Location, *, connections: int | None = None,
+                 window: int | None = None, cache: int | None = None,
+                 retries: int | None = None, timeout: float | None = None) -> None:
         if not isinstance(location, (str, bytes, os.PathLike)):
             raise TypeError(f"location must be a str or path, not {type(location).__name__}")
         self._location: str | bytes = os.fspath(location)
-        self._native = _native.Dataset(self._location)
+        self._options = _reading_options(connections, window, cache, retries, timeout)
+        self._native = _native.Dataset(self._location, **self._options)
         self._manifest: dict[str, Any] | None = None
         self._labels: list[str] | None = None
         self._fields: dict[str, Field] | None = None
@@ -298,8 +327,48 @@ class Dataset:
         export records, or hand them to another reader."""
         return self._native.read_stored(self._index(i))
 
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable (DataLoader workers): reopened by location
-        return (Dataset, (self._location,))
+    @property
+    def options(self) -> ReadingOptions:
+        """The remote-reading options given (connections, window, cache,
+        retries, timeout), as a dict; those not given are not in it."""
+        return self._options.copy()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # picklable (DataLoader workers): reopened by location and options
+        return (_reopen, (self._location, self._options))
 
     def __repr__(self) -> str:
-        return f"Dataset({self._location!r}, samples={len(self)})"
+        options = "".join(f", {k}={v!r}" for k, v in self._options.items())
+        return f"Dataset({self._location!r}{options}, samples={len(self)})"
+
+
+def _reopen(location: str | bytes, options: ReadingOptions) -> Dataset:
+    return Dataset(location, **options)
+
+
+def _reading_options(connections: object, window: object, cache: object, retries: object,
+                     timeout: object) -> ReadingOptions:
+    """The remote-reading options given (not None), range-checked: a dict of
+    the extension's keywords."""
+    options: ReadingOptions = {}
+    if connections is not None:
+        options["connections"] = _check_int(connections, "connections",
+                                            maximum=_native.DATASET_MAX_CONNECTIONS)
+    if window is not None:
+        options["window"] = _check_int(window, "window", minimum=_native.DATASET_MIN_WINDOW,
+                                       maximum=_native.DATASET_MAX_WINDOW)
+    if cache is not None:
+        options["cache"] = _check_int(cache, "cache", minimum=_native.DATASET_MIN_WINDOW,
+                                      maximum=U64_MAX)
+    if retries is not None:
+        options["retries"] = _check_int(retries, "retries", minimum=0,
+                                        maximum=_native.DATASET_MAX_RETRIES)
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (numbers.Real, np.number)):
+            raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
+        seconds = float(timeout)
+        if not 0 < seconds <= _native.DATASET_MAX_TIMEOUT:
+            raise ValueError(f"timeout must be more than 0 and at most "
+                             f"{_native.DATASET_MAX_TIMEOUT} seconds, not {timeout!r}")
+        options["timeout"] = seconds
+    return options

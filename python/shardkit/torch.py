@@ -44,7 +44,7 @@ from typing import Any
 import torch
 import torch.utils.data
 
-from shardkit.dataset import Dataset, Location
+from shardkit.dataset import Dataset, Location, ReadingOptions
 from shardkit.loader import Loader, _seed
 from shardkit import _native
 
@@ -65,12 +65,15 @@ class ShardIterableDataset(torch.utils.data.IterableDataset[tuple[Any, ...]]):
         if "output" in options:
             raise TypeError("output: ShardIterableDataset always yields torch tensors")
         self.location = ds.location if isinstance(ds, Dataset) else os.fspath(ds)
+        # workers read as ds does
+        self.reading: ReadingOptions = ds.options if isinstance(ds, Dataset) else {}
         self.batch_size = batch_size
         self.return_indices = bool(return_indices)
         self.threads = threads
         self.options = options
         # check every argument now, in the main process; also gives len()
-        probe = Loader(Dataset(self.location), batch_size, threads=0, output="torch", **options)
+        probe = Loader(Dataset(self.location, **self.reading), batch_size, threads=0,
+                       output="torch", **options)
         self.rank, self.world_size = probe.rank, probe.world_size
         self.options.update(rank=self.rank, world_size=self.world_size)
         self._batches = len(probe)
@@ -97,8 +100,9 @@ class ShardIterableDataset(torch.utils.data.IterableDataset[tuple[Any, ...]]):
             threads = self.threads
             if threads is None:
                 threads = max(1, _native.available_cpus() // parts)
-            self._loader = Loader(Dataset(self.location), self.batch_size, threads=threads,
-                                  output="torch", _part=part, _parts=parts, **self.options)
+            self._loader = Loader(Dataset(self.location, **self.reading), self.batch_size,
+                                  threads=threads, output="torch", _part=part, _parts=parts,
+                                  **self.options)
             self._owner = key
         return self._loader
 

@@ -3,14 +3,76 @@
 
 #include <stdlib.h>
 
-/* Dataset(location): location is str, bytes or a path (os.fsencode's
- * rules: a str of a non-UTF-8 file name holds surrogate escapes). */
+/* timeout: a real number (not a bool) in (0, SHARD_DATASET_MAX_TIMEOUT]. */
+static int take_timeout(PyObject *o, double *out)
+{
+    if (PyBool_Check(o) || !PyNumber_Check(o) || PyComplex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "timeout must be a number of seconds, not %.100s",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred())
+        return -1;
+    if (!(v > 0 && v <= SHARD_DATASET_MAX_TIMEOUT)) {
+        PyErr_Format(PyExc_ValueError, "timeout must be more than 0 and at most %d seconds, "
+                     "not %R", SHARD_DATASET_MAX_TIMEOUT, o);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The remote-reading options given (None: the default), range-checked,
+ * into *o.  0, or -1 with ValueError or TypeError naming the argument. */
+static int take_options(PyObject *connections, PyObject *window, PyObject *cache,
+                        PyObject *retries, PyObject *timeout, struct shard_dataset_options *o)
+{
+    uint64_t v;
+    shard_dataset_options_init(o);
+    if (connections != Py_None) {
+        if (skpy_uint(connections, "connections", 1, SHARD_DATASET_MAX_CONNECTIONS, &v) < 0)
+            return -1;
+        o->connections = (int)v;
+    }
+    if (window != Py_None && skpy_uint(window, "window", SHARD_DATASET_MIN_WINDOW,
+                                       SHARD_DATASET_MAX_WINDOW, &o->window_bytes) < 0)
+        return -1;
+    if (cache != Py_None &&
+        skpy_uint(cache, "cache", SHARD_DATASET_MIN_WINDOW, UINT64_MAX, &o->cache_bytes) < 0)
+        return -1;
+    if (o->cache_bytes < o->window_bytes) {
+        PyErr_Format(PyExc_ValueError, "cache must be at least the window (%llu bytes), not %llu",
+                     (unsigned long long)o->window_bytes, (unsigned long long)o->cache_bytes);
+        return -1;
+    }
+    if (retries != Py_None) {
+        if (skpy_uint(retries, "retries", 0, SHARD_DATASET_MAX_RETRIES, &v) < 0)
+            return -1;
+        o->retries = (int)v;
+    }
+    if (timeout != Py_None && take_timeout(timeout, &o->timeout_seconds) < 0)
+        return -1;
+    return 0;
+}
+
+/* Dataset(location, *, connections=None, window=None, cache=None,
+ * retries=None, timeout=None): location is str, bytes or a path
+ * (os.fsencode's rules: a str of a non-UTF-8 file name holds surrogate
+ * escapes); the rest how a remote one is read (shard_dataset_open_ex),
+ * None the default. */
 static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     DatasetObject *d = (DatasetObject *)self;
-    static char *names[] = {"location", NULL};
+    static char *names[] = {"location", "connections", "window", "cache", "retries", "timeout",
+                            NULL};
     PyObject *given, *loc;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Dataset", names, &given) ||
+    PyObject *connections = Py_None, *window = Py_None, *cache = Py_None, *retries = Py_None,
+             *timeout = Py_None;
+    struct shard_dataset_options o;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOOOO:Dataset", names, &given, &connections,
+                                     &window, &cache, &retries, &timeout) ||
+        take_options(connections, window, cache, retries, timeout, &o) < 0 ||
         !PyUnicode_FSConverter(given, &loc))
         return -1;
     if (d->ds) {
@@ -23,7 +85,7 @@ static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
     int rc;
     const char *path = PyBytes_AS_STRING(loc);
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_dataset_open(&ds, path, &err);
+    rc = shard_dataset_open_ex(&ds, path, &o, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(loc);
     if (rc) {
@@ -316,8 +378,10 @@ PyTypeObject skpy_dataset_type = {
     .tp_dealloc = dataset_dealloc,
     .tp_as_sequence = &dataset_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Dataset(location)\n--\n\nan open shardkit dataset (directory or http(s) URL; "
-              "str or bytes)",
+    .tp_doc = "Dataset(location, *, connections=None, window=None, cache=None, retries=None, "
+              "timeout=None)\n--\n\nan open shardkit dataset (a directory, an http(s) URL or an "
+              "s3:// location; str or bytes); the keywords say how a remote one is read "
+              "(None: the default)",
     .tp_methods = dataset_methods,
     .tp_init = dataset_init,
     .tp_new = PyType_GenericNew,

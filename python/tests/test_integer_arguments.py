@@ -99,6 +99,19 @@ ENTRY_POINTS = {
                                    lambda ds, v: ONE._augment().apply(IMAGE, v, 0, 0)),
 }
 
+# the remote-reading options of Dataset, in the package and in the extension
+for _prefix, _open in (("Dataset", shardkit.Dataset), ("_native.Dataset", _native.Dataset)):
+    ENTRY_POINTS.update({
+        f"{_prefix}.connections": ("connections", 1, _native.DATASET_MAX_CONNECTIONS,
+                                   lambda ds, v, o=_open: o(ds.location, connections=v)),
+        f"{_prefix}.window": ("window", _native.DATASET_MIN_WINDOW, _native.DATASET_MAX_WINDOW,
+                              lambda ds, v, o=_open: o(ds.location, window=v, cache=U64)),
+        f"{_prefix}.cache": ("cache", _native.DATASET_MIN_WINDOW, U64,
+                             lambda ds, v, o=_open: o(ds.location, window=4096, cache=v)),
+        f"{_prefix}.retries": ("retries", 0, _native.DATASET_MAX_RETRIES,
+                               lambda ds, v, o=_open: o(ds.location, retries=v)),
+    })
+
 # Sample indices are a sequence's: out of range is an IndexError (negative
 # ones count from the end in the public API)
 INDEXED = {

@@ -12,6 +12,8 @@ annotations of the Python modules and the stub of the extension
 
 Debian's python3-mypy (scripts/deps.sh, group test); the package is the one
 on the path (tests/run.sh: BUILD/python)."""
+import ast
+import inspect
 import os
 import re
 import subprocess
@@ -64,12 +66,46 @@ def test_the_stub_matches_the_extension(tmp_path):
 
 def test_the_extension_tells_its_signatures():
     # what stubtest compares the stub with: the text signatures
-    import inspect
     from shardkit import _native
     assert str(inspect.signature(_native.Dataset.read)) == "(self, index, /)"
     assert list(inspect.signature(_native.Loader).parameters)[:3] == [
         "dataset", "augment", "batch_size"]
     assert str(inspect.signature(_native.Augment)) == "(steps, layout='NHWC', dtype='uint8')"
+    assert str(inspect.signature(_native.Dataset)) == (
+        "(location, *, connections=None, window=None, cache=None, retries=None, timeout=None)")
+
+
+def stub_constructors():
+    """{class name: [(parameter, kind, has a default)]} of every __init__ in
+    the extension's stub, self left out."""
+    with open(os.path.join(os.path.dirname(shardkit.__file__), "_native.pyi")) as f:
+        tree = ast.parse(f.read())
+    found = {}
+    for cls in tree.body:
+        for fn in cls.body if isinstance(cls, ast.ClassDef) else []:
+            if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+                a = fn.args
+                positional = a.posonlyargs + a.args
+                defaults = [False] * (len(positional) - len(a.defaults)) + [True] * len(a.defaults)
+                kinds = (["POSITIONAL_ONLY"] * len(a.posonlyargs) +
+                         ["POSITIONAL_OR_KEYWORD"] * len(a.args))
+                params = [(p.arg, k, d) for p, k, d in zip(positional, kinds, defaults)]
+                params += [(p.arg, "KEYWORD_ONLY", d is not None)
+                           for p, d in zip(a.kwonlyargs, a.kw_defaults)]
+                found[cls.name] = params[1:]
+    return found
+
+
+def test_the_stub_constructors_match_the_extension():
+    # stubtest compares a C type's methods, not its constructor (the runtime
+    # __init__ is object's): the stub's __init__ against the type's signature
+    from shardkit import _native
+    stubs = stub_constructors()
+    assert {"Dataset", "Augment", "Loader"} <= set(stubs)
+    for name, params in stubs.items():
+        runtime = [(p.name, p.kind.name, p.default is not p.empty)
+                   for p in inspect.signature(getattr(_native, name)).parameters.values()]
+        assert params == runtime, name
 
 
 def test_the_package_passes_mypy_strict(tmp_path):
@@ -90,6 +126,7 @@ def test_a_typed_program_using_the_api_passes_and_runs(tmp_path, labelled):
     assert f"{shardkit.__version__}" in lines
     assert "8 batches" in lines  # 62 samples in batches of 8
     assert any(line.endswith("-not-there: -11") for line in lines)
+    assert "62 samples, 4 connections, timeout 2.5" in lines
     if torch == "torch":
         assert lines[-1] == "4 torch batches"
 

@@ -367,9 +367,9 @@ must_say "rtt 5 ms (simulated)" "$T/rtt.txt"
 
 say "a missing shard is a 404 naming its URL; a missing dataset names manifest.json"
 must_fail 1 shardbench shards "$U/broken" --no-shuffle
-must_say "HTTP 404 Not Found for '$U/broken/shard-000001.shard'" "$T/err"
+must_say "cannot read '$U/broken/shard-000001.shard': HTTP 404 Not Found" "$T/err"
 must_fail 1 shardbench shards "$U/nothing-here"
-must_say "no manifest: HTTP 404 Not Found for '$U/nothing-here/manifest.json'" "$T/err"
+must_say "no manifest: cannot read '$U/nothing-here/manifest.json': HTTP 404 Not Found" "$T/err"
 shardbench shards "$U/jpg" --cold --epochs 1 --json >"$T/rc.json"
 [ "$(json "$T/rc.json" "(d['cold']['dropped'], 'server' in d['cold']['note'])")" \
   = "(False, True)" ] ||

@@ -130,15 +130,15 @@ must_say "verified '$S/shards'" "$O/check.txt"
 must_fail 1 shardcheck "$A/nothing" --json --report "$O/check404.html"
 cp "$T/stdout" "$O/check404.json"
 cp "$T/err" "$O/check404.err"
-must_say "HTTP 404 Not Found for '$S/nothing/manifest.json'" "$O/check404.err"
+must_say "cannot read '$S/nothing/manifest.json': HTTP 404 Not Found" "$O/check404.err"
 [ "$(json "$O/check404.json" '"HTTP 404" in d["error"], d["dataset"]')" = "(True, '$S/nothing')" ] ||
     die "shardcheck 404 --json: $(cat "$O/check404.json")"
 must_fail 1 shardbench shards "$A/nothing" --epochs 1
 cp "$T/err" "$O/bench404.err"
-must_say "HTTP 404 Not Found for '$S/nothing/manifest.json'" "$O/bench404.err"
+must_say "cannot read '$S/nothing/manifest.json': HTTP 404 Not Found" "$O/bench404.err"
 must_fail 1 shardcat "$A/nothing" --out "$O/cat"
 cp "$T/err" "$O/cat.err"
-must_say "HTTP 404 Not Found for '$S/nothing/manifest.json'" "$O/cat.err"
+must_say "cannot read '$S/nothing/manifest.json': HTTP 404 Not Found" "$O/cat.err"
 if grep -rl 's3cr3t-pw' "$O" >&2; then
     die "the password appears in the files above"
 fi

@@ -276,7 +276,7 @@ static void test_urls_percent_encode_every_byte_but_unreserved_and_slash(void **
     fetch_free(fs);
     struct shard_err err;
     assert_int_equal(sk_fetch_http_new(&fs, "ftp://host/x", &o, &err), SHARD_EINVAL);
-    o.connections = 0;
+    o.reading.connections = 0;
     assert_int_equal(sk_fetch_http_new(&fs, "http://host/x", &o, &err), SHARD_EINVAL);
     assert_true(sk_fetch_http_is_url("https://host/x"));
     assert_false(sk_fetch_http_is_url("/data/http://x"));

@@ -19,6 +19,7 @@ struct job {
     uint64_t *out;         /* consumed positions, in consumption order */
     uint64_t consumed;
     uint64_t fail_at;      /* consume fails at this position (UINT64_MAX: never) */
+    uint64_t claim_fail_at; /* claim fails at this position (0: never) */
     volatile sig_atomic_t *cancel;
     uint64_t cancel_at;
     int max_concurrent_consumers;
@@ -36,6 +37,8 @@ static int claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
     struct item *it = slot;
     if (pos >= j->n)
         return 0;
+    if (j->claim_fail_at && pos == j->claim_fail_at)
+        return shard_err_set(err, SHARD_ENET, "source lost at %llu", (unsigned long long)pos);
     if (j->cancel && pos == j->cancel_at)
         *j->cancel = 1;
     it->pos = pos;
@@ -118,6 +121,20 @@ static void test_a_consume_error_stops_the_run_with_that_error(void **state)
     free(j.out);
 }
 
+static void test_a_claim_error_stops_the_run_with_that_error(void **state)
+{
+    (void)state;
+    struct job j = {.n = 300, .fail_at = UINT64_MAX, .claim_fail_at = 77};
+    j.out = calloc(j.n, sizeof *j.out);
+    struct shard_err err;
+    assert_int_equal(run(&j, 3, 8, &err), SHARD_ENET);
+    assert_string_equal(err.msg, "source lost at 77");
+    assert_true(j.consumed <= 77);
+    for (uint64_t i = 0; i < j.consumed; i++)
+        assert_int_equal(j.out[i], i);
+    free(j.out);
+}
+
 static void test_cancel_stops_claiming_and_reports_interrupted(void **state)
 {
     (void)state;
@@ -178,6 +195,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_items_are_consumed_in_order_one_at_a_time),
         cmocka_unit_test(test_a_consume_error_stops_the_run_with_that_error),
+        cmocka_unit_test(test_a_claim_error_stops_the_run_with_that_error),
         cmocka_unit_test(test_cancel_stops_claiming_and_reports_interrupted),
         cmocka_unit_test(test_empty_input_finishes_at_once),
         cmocka_unit_test(test_shuffle_is_a_seeded_permutation),

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <locale.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include <xxhash.h>
 
 #include "shardkit/source.h"
+#include "source/source_internal.h"
 #include "skip.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -1297,6 +1299,128 @@ static void test_available_cpus_within_machine_and_obeys_omp_num_threads(void **
     }
 }
 
+/* ---- read-ahead (source/prefetch.c) ------------------------------------- */
+
+#define AHEAD_FILES 40
+#define AHEAD_KEYS (AHEAD_FILES + 1)   /* and one key whose file is gone */
+#define AHEAD_TAKERS 3
+
+/* Candidates the scan refused: never opened, handed over empty. */
+static int refused(void *user, uint64_t cand)
+{
+    (void)user;
+    return cand % 7 == 3;
+}
+
+struct ahead_taker {
+    struct sk_prefetch *pf;
+    const struct shard_keylist *keys;
+    const uint64_t *order;
+    uint64_t first, end;
+    int index;
+    enum sk_prefetch_mode mode;
+    uint64_t checked;
+    char wrong[SHARD_ERRMSG_SIZE + 64]; /* what went wrong (threads cannot assert) */
+};
+
+/* Take positions index, index + AHEAD_TAKERS, ... of [first, end) as the
+ * conversion's workers do, and check each is its own file's bytes (every
+ * file holds its key). */
+static void *ahead_take(void *arg)
+{
+    struct ahead_taker *t = arg;
+    struct shard_buf buf = {0};
+    for (uint64_t pos = t->first + (uint64_t)t->index; pos < t->end && !t->wrong[0];
+         pos += AHEAD_TAKERS) {
+        struct shard_err err = {0};
+        int fd = -2;
+        int rc = sk_prefetch_take(t->pf, pos, &buf, &fd, &err);
+        uint64_t cand = t->order[pos];
+        size_t len;
+        const char *key = shard_keylist_get(t->keys, cand, &len);
+        if (cand == AHEAD_FILES) {  /* the file that is gone */
+            if (rc != SHARD_ENOTFOUND || err.code != rc || !err.msg[0] || fd != -1)
+                snprintf(t->wrong, sizeof t->wrong, "%s: %d '%s'", key, rc, err.msg);
+            continue;
+        }
+        if (!rc && fd >= 0)
+            rc = sk_source_file_read(fd, 1000, &buf, &err);
+        if (rc)
+            snprintf(t->wrong, sizeof t->wrong, "%s: %d '%s'", key, rc, err.msg);
+        else if (refused(NULL, cand) ? fd != -1 || buf.len != 0
+                                     : (fd >= 0) != (t->mode == SK_PREFETCH_ADVISE) ||
+                                           buf.len != len || memcmp(buf.data, key, len))
+            snprintf(t->wrong, sizeof t->wrong, "%s: fd %d, %zu bytes", key, fd, buf.len);
+        t->checked++;
+    }
+    shard_buf_release(&buf);
+    return NULL;
+}
+
+/* The read-ahead hands every position of its range its own file - read
+ * into memory or opened and advised - to workers taking them concurrently
+ * and out of order, a refused candidate empty and never opened, a missing
+ * file its error; a position outside the range or taken twice is refused;
+ * and freed with positions never taken, it stops its fetchers. */
+static void test_read_ahead_hands_each_position_its_own_file(void **state)
+{
+    struct fixture *f = *state;
+    alarm(60);  /* a taker waiting forever must fail the test, not hang the suite */
+    struct shard_keylist keys = {0};
+    struct shard_err err = {0};
+    char key[32];
+    for (int i = 0; i < AHEAD_KEYS; i++) {
+        int n = i < AHEAD_FILES ? snprintf(key, sizeof key, "f%02d.jpg", i)
+                                : snprintf(key, sizeof key, "gone.jpg");
+        if (i < AHEAD_FILES)
+            write_file(f->dir, key, key, (size_t)n);
+        assert_int_equal(shard_keylist_add(&keys, key, (size_t)n, &err), 0);
+    }
+    uint64_t order[AHEAD_KEYS];
+    for (uint64_t i = 0; i < AHEAD_KEYS; i++)
+        order[i] = i * 17 % AHEAD_KEYS;  /* a permutation: AHEAD_KEYS is prime */
+    struct sk_source_root root;
+    assert_int_equal(sk_source_root_open(&root, f->dir, &err), 0);
+    const enum sk_prefetch_mode modes[] = {SK_PREFETCH_READ, SK_PREFETCH_ADVISE};
+    for (int m = 0; m < 2; m++) {
+        struct sk_prefetch *pf;
+        const uint64_t first = 3, end = AHEAD_KEYS;
+        assert_int_equal(sk_prefetch_new(&pf, &root, &keys, order, first, end, 1000, 3, 4,
+                                         modes[m], refused, NULL, &err),
+                         0);
+        pthread_t t[AHEAD_TAKERS];
+        struct ahead_taker tk[AHEAD_TAKERS];
+        for (int i = 0; i < AHEAD_TAKERS; i++) {
+            tk[i] = (struct ahead_taker){pf, &keys, order, first, end, i, modes[m], 0, ""};
+            assert_int_equal(pthread_create(&t[i], NULL, ahead_take, &tk[i]), 0);
+        }
+        uint64_t checked = 0;
+        for (int i = 0; i < AHEAD_TAKERS; i++) {
+            pthread_join(t[i], NULL);
+            assert_string_equal(tk[i].wrong, "");
+            checked += tk[i].checked;
+        }
+        assert_int_equal(checked, end - first - 1);  /* all but the missing file */
+        struct shard_buf buf = {0};
+        int fd;
+        assert_int_equal(sk_prefetch_take(pf, end, &buf, &fd, &err), SHARD_EINVAL);
+        assert_int_equal(sk_prefetch_take(pf, first, &buf, &fd, &err), SHARD_EINVAL);
+        sk_prefetch_free(pf);
+        /* freed early: the fetchers blocked on a full window are stopped */
+        assert_int_equal(sk_prefetch_new(&pf, &root, &keys, order, 0, end, 1000, 2, 2, modes[m],
+                                         NULL, NULL, &err),
+                         0);
+        assert_int_equal(sk_prefetch_take(pf, 0, &buf, &fd, &err), 0);
+        if (fd >= 0)
+            close(fd);
+        sk_prefetch_free(pf);
+        shard_buf_release(&buf);
+    }
+    sk_source_root_close(&root);
+    shard_keylist_release(&keys);
+    alarm(0);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup_tmpdir, teardown_tmpdir)
@@ -1343,6 +1467,7 @@ int main(void)
         T(test_labels_csv_bad_rows_are_invalid_with_their_line),
         T(test_labels_csv_missing_file_is_not_found),
         cmocka_unit_test(test_available_cpus_within_machine_and_obeys_omp_num_threads),
+        T(test_read_ahead_hands_each_position_its_own_file),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

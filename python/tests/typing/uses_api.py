@@ -1,12 +1,14 @@
 """A typed program using shardkit's public API, as a user writes one:
 test_types runs mypy --strict over it (it must pass) and runs it on a real
 dataset (what the types say is what comes back)."""
+import pickle
 import sys
 
 import numpy as np
 import numpy.typing as npt
 
 import shardkit
+from shardkit.dataset import ReadingOptions
 from shardkit.torch import ShardIterableDataset
 
 
@@ -75,6 +77,17 @@ def missing(location: str) -> str:
     return "found"
 
 
+def tuned(location: str) -> str:
+    # how a remote dataset is read; a local one takes the options and ignores them
+    ds = shardkit.Dataset(location, connections=4, window=1 << 20, cache=64 << 20, retries=2,
+                          timeout=2.5)
+    options: ReadingOptions = ds.options
+    reopened: shardkit.Dataset = pickle.loads(pickle.dumps(ds))
+    assert reopened.options == options
+    timeout: float = options["timeout"]
+    return f"{len(ds)} samples, {options['connections']} connections, timeout {timeout}"
+
+
 def torch_batches(ds: shardkit.Dataset) -> int:
     data = ShardIterableDataset(ds, 16, return_indices=True, shuffle=False)
     data.set_epoch(0)
@@ -87,6 +100,7 @@ def main(location: str, with_torch: bool) -> None:
     print("\n".join(describe(ds)))
     print(batches(ds), "batches")
     print(missing(location + "-not-there"))
+    print(tuned(location))
     if with_torch:
         print(torch_batches(ds), "torch batches")
 

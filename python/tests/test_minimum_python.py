@@ -45,7 +45,8 @@ C_API = {
         "PyErr_Format", "PyErr_SetString", "PyErr_SetObject", "PyErr_NoMemory",
         "PyErr_Occurred", "PyErr_Clear", "PyErr_CheckSignals", "PyExc_IndexError",
         "PyExc_KeyError", "PyExc_RuntimeError", "PyExc_TypeError", "PyExc_ValueError",
-        "PyBool_Check", "PyIndex_Check", "PyNumber_Index", "PyLong_FromLong",
+        "PyBool_Check", "PyIndex_Check", "PyNumber_Index", "PyNumber_Check", "PyComplex_Check",
+        "PyFloat_AsDouble", "PyLong_FromLong",
         "PyLong_FromUnsignedLong", "PyLong_FromUnsignedLongLong", "PyLong_AsUnsignedLongLong",
         "PyBytes_Check", "PyBytes_AS_STRING", "PyBytes_GET_SIZE", "PyBytes_FromStringAndSize",
         "PyUnicode_Check", "PyUnicode_FromString", "PyUnicode_DecodeUTF8",
@@ -60,14 +61,16 @@ C_API = {
 }
 
 # The format units of PyArg_Parse* and of Py_BuildValue / PyObject_CallFunction
-# the extension uses ("Parsing arguments and building values"): "p" is 3.3's.
-PARSE_UNITS = {"p": (3, 3), **dict.fromkeys(["O", "O!", "i", "y", "s", "d", "|"], (3, 0))}
+# the extension uses ("Parsing arguments and building values"): "p" and "$"
+# (the keyword-only arguments follow) are 3.3's.
+PARSE_UNITS = {"p": (3, 3), "$": (3, 3),
+               **dict.fromkeys(["O", "O!", "i", "y", "s", "d", "|"], (3, 0))}
 BUILD_UNITS = dict.fromkeys(["O", "N", "s", "i", "I", "K", "y#"], (3, 0))
 
 C_NAME = re.compile(r"\b(_?Py\w+|PY_\w+|METH_\w+|(?:tp|sq|mp|nb|bf|am)_\w+)\b")
 FORMAT_CALL = re.compile(r"\b(PyArg_Parse\w*|Py_BuildValue|PyObject_CallFunction)\s*\(([^\"]*?)"
                          r"\"((?:[^\"\\]|\\.)*)\"")
-UNIT = re.compile(r"[A-Za-z][#!&*]?|\|")
+UNIT = re.compile(r"[A-Za-z][#!&*]?|[|$]")
 
 
 def minimum():

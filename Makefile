@@ -433,10 +433,10 @@ uninstall:
 # and move it from FORMAT_PENDING to FORMAT_DIRS.
 CLANG_FORMAT ?= clang-format-14
 FORMAT_DIRS := lib/util lib/net lib/format cmd/common cmd/shardcheck cmd/shardcat \
-               cmd/shardreport tests/unit fuzz
+               cmd/shardreport tests/unit tests/fixtures fuzz
 FORMAT_PENDING := include lib/image lib/manifest lib/record lib/source lib/read lib/loader \
                   lib/convert lib/verify lib/bench cmd/shardify cmd/shardbench bench python/src \
-                  tests/fixtures lib/util/ring.h lib/format/fields.c cmd/shardcheck/options.c \
+                  lib/util/ring.h lib/format/fields.c cmd/shardcheck/options.c \
                   tests/unit/mkdataset.h tests/unit/test_bench.c tests/unit/test_http.c \
                   tests/unit/test_record_fields.c fuzz/fuzz_decode.c fuzz/fuzz_shard.c
 FORMAT_ARGS = $(addprefix -p ,$(FORMAT_PENDING)) $(FORMAT_DIRS)

@@ -223,59 +223,92 @@ static int set_endpoint(struct sk_s3 *s3, const char *url, const char *from, str
     return SHARD_OK;
 }
 
-/* The endpoint as botocore's configured-endpoint chain finds it, unless
- * ignore_configured_endpoint_urls; else AWS's own. */
-static int find_endpoint(const struct settings *st, struct sk_s3 *s3, struct shard_err *err)
+/* Where an endpoint was found: an environment variable, or a key (and
+ * sub-key) in a section of the config file; messages name it. */
+struct endpoint_from {
+    const char *variable;
+    const char *key;
+    const char *sub;
+    const struct sk_aws_section *in;
+};
+
+/* ignore_configured_endpoint_urls, from the environment or the profile. */
+static int ignore_configured(const struct settings *st, int *ignore, struct shard_err *err)
 {
     const struct sk_aws_section *in = NULL;
     const char *variable = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS";
-    const char *url = NULL, *key = "endpoint_url", *sub = NULL;
-    char from[SHARD_ERRMSG_SIZE];
-    int ignore = 0, rc;
     const char *text = env(variable);
+    char from[SHARD_ERRMSG_SIZE];
+    *ignore = 0;
     if (!text) {
         variable = NULL;
         text = profile_value(st, "ignore_configured_endpoint_urls", NULL, &in);
     }
-    if (text) {
-        describe(from, sizeof from, variable, "ignore_configured_endpoint_urls", NULL, in);
-        if ((rc = boolean(text, from, &ignore, err)))
-            return rc;
+    if (!text)
+        return SHARD_OK;
+    describe(from, sizeof from, variable, "ignore_configured_endpoint_urls", NULL, in);
+    return boolean(text, from, ignore, err);
+}
+
+/* The endpoint the config file gives: "s3 = endpoint_url" in the profile's
+ * [services NAME] section, else the profile's endpoint_url; *url NULL when
+ * neither is there. */
+static int config_endpoint(const struct settings *st, const char **url, struct endpoint_from *f,
+                           struct shard_err *err)
+{
+    const char *services = profile_value(st, "services", NULL, &f->in);
+    *url = NULL;
+    if (services) {
+        const struct sk_aws_section *s = sk_aws_services(st->config, services);
+        if (!s) {
+            char from[SHARD_ERRMSG_SIZE];
+            describe(from, sizeof from, NULL, "services", NULL, f->in);
+            return shard_err_set(err, SHARD_EINVAL, "'%s' has no section [services %s] for %s",
+                                 sk_aws_file_path(st->config), services, from);
+        }
+        f->in = s;
+        f->key = "s3";
+        f->sub = "endpoint_url";
+        *url = sk_aws_get(s, f->key, f->sub);
+        *url = *url && (*url)[0] ? *url : NULL;
     }
+    if (!*url) {
+        f->key = "endpoint_url";
+        f->sub = NULL;
+        *url = profile_value(st, f->key, NULL, &f->in);
+    }
+    return SHARD_OK;
+}
+
+/* The endpoint as botocore's configured-endpoint chain finds it (the
+ * environment, then the config file), unless
+ * ignore_configured_endpoint_urls; else AWS's own. */
+static int find_endpoint(const struct settings *st, struct sk_s3 *s3, struct shard_err *err)
+{
+    struct endpoint_from f = {.key = "endpoint_url"};
+    const char *url = NULL;
+    char from[SHARD_ERRMSG_SIZE];
+    int ignore, rc;
+    if ((rc = ignore_configured(st, &ignore, err)))
+        return rc;
     if (!ignore) {
-        url = env(variable = "AWS_ENDPOINT_URL_S3");
+        url = env(f.variable = "AWS_ENDPOINT_URL_S3");
         if (!url)
-            url = env(variable = "AWS_ENDPOINT_URL");
+            url = env(f.variable = "AWS_ENDPOINT_URL");
     }
     if (!ignore && !url) {
-        variable = NULL;
-        const char *services = profile_value(st, "services", NULL, &in);
-        if (services) {
-            const struct sk_aws_section *s = sk_aws_services(st->config, services);
-            if (!s) {
-                describe(from, sizeof from, NULL, "services", NULL, in);
-                return shard_err_set(err, SHARD_EINVAL, "'%s' has no section [services %s] for %s",
-                                     sk_aws_file_path(st->config), services, from);
-            }
-            in = s;
-            key = "s3";
-            sub = "endpoint_url";
-            url = sk_aws_get(s, key, sub);
-            url = url && url[0] ? url : NULL;
-        }
-        if (!url) {
-            key = "endpoint_url";
-            sub = NULL;
-            url = profile_value(st, key, NULL, &in);
-        }
+        f.variable = NULL;
+        if ((rc = config_endpoint(st, &url, &f, err)))
+            return rc;
     }
     if (url) {
         s3->custom_endpoint = 1;
-        describe(from, sizeof from, variable, key, sub, in);
+        describe(from, sizeof from, f.variable, f.key, f.sub, f.in);
         return set_endpoint(s3, url, from, err);
     }
     /* the old "s3 = endpoint_url" nesting in a profile, which the AWS CLI
      * does not read: going to AWS instead would surprise its author */
+    const struct sk_aws_section *in = NULL;
     if (!ignore && profile_value(st, "s3", "endpoint_url", &in)) {
         describe(from, sizeof from, NULL, "s3", "endpoint_url", in);
         return shard_err_set(err, SHARD_EINVAL,

@@ -436,9 +436,10 @@ FORMAT_DIRS := lib/util lib/net lib/format cmd/common cmd/shardcheck cmd/shardca
                cmd/shardreport tests/unit tests/fixtures fuzz
 FORMAT_PENDING := include lib/image lib/manifest lib/record lib/source lib/read lib/loader \
                   lib/convert lib/verify lib/bench cmd/shardify cmd/shardbench bench python/src \
-                  lib/util/ring.h lib/format/fields.c cmd/shardcheck/options.c \
-                  tests/unit/mkdataset.h tests/unit/test_bench.c tests/unit/test_http.c \
-                  tests/unit/test_record_fields.c fuzz/fuzz_decode.c fuzz/fuzz_shard.c
+                  lib/util/ring.h lib/format/fields.c cmd/shardcat/options.c \
+                  cmd/shardcat/options.h cmd/shardcheck/options.c tests/unit/mkdataset.h \
+                  tests/unit/test_bench.c tests/unit/test_http.c tests/unit/test_record_fields.c \
+                  fuzz/fuzz_decode.c fuzz/fuzz_shard.c
 FORMAT_ARGS = $(addprefix -p ,$(FORMAT_PENDING)) $(FORMAT_DIRS)
 .PHONY: format format-check
 format:

@@ -6,11 +6,11 @@
 
 struct options {
     const char *dst;
-    const char *out; /* --out DIR (checked: out_dir_check) */
-    char **keys;     /* KEY... */
+    const char *out;          /* --out DIR (checked: out_dir_check) */
+    char **keys;              /* KEY... */
     int key_count;
-    uint64_t limit; /* UINT64_MAX: no limit */
-    int threads;    /* 0: the CPUs this process may use */
+    uint64_t limit;           /* UINT64_MAX: no limit */
+    int threads;              /* 0: the CPUs this process may use */
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

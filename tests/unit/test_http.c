@@ -4,11 +4,10 @@
  * unsupported, 5xx/408/429 retried then given up), a ranged request must be
  * answered with its range, a body over its limit is refused, cancellation
  * ends a request during a back-off or in the middle of a transfer (and a
- * reader's file closed under a retrying fetch returns at once), a multipart
- * upload sends its parts and names each wrong answer (aborting what it
- * started), the pool keeps at most SK_HTTP_POOL_MAX handles, reset before
- * each reuse, and the public shard_dataset_options reach the requests (or
- * are refused, naming the option). */
+ * reader's file closed under a retrying fetch returns at once), the pool
+ * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, and the
+ * public shard_dataset_options reach the requests (or are refused, naming
+ * the option). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -670,6 +669,8 @@ static int upload_with(struct sk_s3 *s3, int fd, struct upload_script *u, enum u
     return sk_s3_put_file(s3, "big", fd, 20, &hooks, err);
 }
 
+/* A multipart upload sends its parts, and names each wrong answer (aborting
+ * what it started). */
 static void test_s3_multipart_upload_sends_its_parts_and_names_each_fault(void **state)
 {
     (void)state;

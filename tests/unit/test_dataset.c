@@ -98,7 +98,8 @@ static void test_read_by_index_gives_pixels_stored_bytes_key_and_label(void **st
     /* backwards, so shards are opened out of order */
     for (uint64_t g = SAMPLES; g-- > 0;) {
         assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS | SHARD_READ_STORED, &it,
-                                            &err), 0);
+                                            &err),
+                         0);
         assert_sample(d, &it, g);
         assert_int_equal(it.codec, SHARD_CODEC_RAW);
         assert_int_equal(it.stored.len, MKDS_PIXEL_BYTES);
@@ -154,7 +155,8 @@ static void test_raw_pixels_are_read_in_place_and_the_item_stays_reusable(void *
         assert_int_equal(shard_dataset_read(ds, 3, SHARD_READ_PIXELS, &it, &err), 0);
         assert_int_not_equal(it.pixels.offset, 0);
         assert_int_equal(shard_decode_payload(SHARD_CODEC_PNG, png.data, png.len, sides[k][0],
-                                              sides[k][1], &it.pixels, &err), 0);
+                                              sides[k][1], &it.pixels, &err),
+                         0);
         assert_int_equal(it.pixels.width, sides[k][0]);
         assert_memory_equal(it.pixels.pixels, src.pixels, (size_t)sides[k][0] * sides[k][1] * 3);
         shard_buf_release(&png);
@@ -251,8 +253,8 @@ static void test_prefetching_iterator_yields_the_plan_order_with_any_thread_coun
     const uint32_t depths[] = {0, 1, 2, 64};
     for (size_t t = 0; t < 3; t++)
         for (size_t q = 0; q < 4; q++)
-            iterate_and_check(d, ds, shard_plan_indices(plan), shard_plan_count(plan),
-                              threads[t], depths[q]);
+            iterate_and_check(d, ds, shard_plan_indices(plan), shard_plan_count(plan), threads[t],
+                              depths[q]);
     /* a list with repeats, and an empty list */
     uint64_t repeats[] = {7, 7, 0, 24, 7};
     iterate_and_check(d, ds, repeats, 5, 4, 2);
@@ -312,7 +314,7 @@ static void test_successive_iterators_reuse_items_without_stale_data(void **stat
         shard_iter_free(iter);
     }
     shard_item_release(&it);
-    shard_dataset_close(ds);  /* frees the kept items: the sanitizer build checks */
+    shard_dataset_close(ds); /* frees the kept items: the sanitizer build checks */
 }
 
 static void test_iterator_can_be_freed_early_and_refuses_bad_indices(void **state)
@@ -332,7 +334,7 @@ static void test_iterator_can_be_freed_early_and_refuses_bad_indices(void **stat
     struct shard_item item;
     memset(&item, 0, sizeof item);
     assert_int_equal(shard_iter_next(it, &item, &err), 1);
-    shard_iter_free(it);  /* workers are waiting for room: must not hang */
+    shard_iter_free(it); /* workers are waiting for room: must not hang */
     shard_iter_free(NULL);
     all[3] = SAMPLES;
     assert_int_equal(shard_iter_new(&it, ds, all, SAMPLES, &o, &err), SHARD_EINVAL);
@@ -457,7 +459,7 @@ static void test_read_stats_count_samples_bytes_and_failures(void **state)
     for (uint32_t s = 0; s < SHARDS; s++) {
         size_t len;
         if (!counts[s])
-            continue;  /* an empty shard is never opened */
+            continue; /* an empty shard is never opened */
         char name[32];
         shard_file_name(s, name, sizeof name);
         free(mkds_slurp(d, name, &len));
@@ -467,7 +469,7 @@ static void test_read_stats_count_samples_bytes_and_failures(void **state)
     assert_int_equal(st.samples, SAMPLES);
     assert_int_equal(st.errors, 0);
     assert_int_equal(st.bytes_requested, shard_bytes);
-    assert_true(st.decompress_ns > 0);  /* counted, whatever its size */
+    assert_true(st.decompress_ns > 0); /* counted, whatever its size */
     assert_int_equal(st.bytes_transferred + st.requests + st.retries + st.rtt_ns, 0);
 
     /* a damaged record: one error, no sample */

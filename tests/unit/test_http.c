@@ -48,7 +48,8 @@ struct answer {
 };
 
 struct server;
-/* The answer to request number n (0, 1, ...) whose head is `request`. */
+/* The answer to request number n (0, 1, ...) whose head and body are
+ * `request`. */
 typedef void (*answer_fn)(struct server *s, unsigned n, const char *request, struct answer *a);
 
 #define MAX_CONNECTIONS 256
@@ -101,6 +102,19 @@ static void *handle(void *arg)
         req[len] = '\0';
         if (strstr(req, "\r\n\r\n"))
             break;
+    }
+    /* the body too (as much as fits): a request is answered once it is all in */
+    const char *end = strstr(req, "\r\n\r\n");
+    const char *length = strcasestr(req, "\r\nContent-Length:");
+    if (end && length && length < end) {
+        size_t want = (size_t)(end + 4 - req) + strtoul(length + 17, NULL, 10);
+        while (len < want && len < sizeof req - 1) {
+            ssize_t got = read(c->fd, req + len, sizeof req - 1 - len);
+            if (got <= 0)
+                goto out;
+            len += (size_t)got;
+            req[len] = '\0';
+        }
     }
     pthread_mutex_lock(&s->lock);
     unsigned n = s->requests++;
@@ -581,6 +595,145 @@ static void test_s3_hash_of_a_retried_body_is_of_the_whole_body_once(void **stat
     server_stop(&s);
 }
 
+/* S3's multipart upload (CreateMultipartUpload, UploadPart, Complete and
+ * Abort), with the fault the test asks for. */
+enum upload_fault { UPLOAD_OK, UPLOAD_NO_ID, UPLOAD_NO_ETAG, UPLOAD_ERROR_DOCUMENT };
+
+struct upload_script {
+    enum upload_fault fault;
+    char parts[64];          /* the bodies of the parts, in the order they came */
+    char completion[1024];   /* the body of CompleteMultipartUpload */
+    int aborts;
+};
+
+static void answer_upload(struct server *s, unsigned n, const char *request, struct answer *a)
+{
+    static const char created[] = "<InitiateMultipartUploadResult><UploadId>up/1</UploadId>"
+                                  "</InitiateMultipartUploadResult>";
+    static const char no_id[] = "<InitiateMultipartUploadResult></InitiateMultipartUploadResult>";
+    static const char failed[] = "<Error><Code>InternalError</Code></Error>";
+    static const char done[] = "<CompleteMultipartUploadResult></CompleteMultipartUploadResult>";
+    struct upload_script *u = s->user;
+    const char *body = strstr(request, "\r\n\r\n") + 4;
+    (void)n;
+    if (!strncmp(request, "POST /bucket/data/big?uploads= ", 31)) {
+        a->body = u->fault == UPLOAD_NO_ID ? no_id : created;
+    } else if (!strncmp(request, "PUT /bucket/data/big?partNumber=", 32)) {
+        assert_non_null(strstr(request, "&uploadId=up%2F1 "));
+        strncat(u->parts, body, sizeof u->parts - strlen(u->parts) - 1);
+        if (u->fault != UPLOAD_NO_ETAG)
+            snprintf(a->headers, sizeof a->headers, "ETag: \"e%c\"\r\n", request[32]);
+    } else if (!strncmp(request, "POST /bucket/data/big?uploadId=up%2F1 ", 38)) {
+        snprintf(u->completion, sizeof u->completion, "%s", body);
+        a->body = u->fault == UPLOAD_ERROR_DOCUMENT ? failed : done;
+    } else if (!strncmp(request, "DELETE /bucket/data/big?uploadId=up%2F1 ", 40)) {
+        u->aborts++;
+        a->status = 204;
+    } else {
+        a->status = 400;
+    }
+    a->body_len = a->body ? strlen(a->body) : 0;
+}
+
+struct upload_hooks_seen {
+    char started[16];
+    char ended[16];
+};
+
+static int upload_started(void *user, const char *name, const char *upload_id,
+                          struct shard_err *err)
+{
+    struct upload_hooks_seen *seen = user;
+    (void)err;
+    assert_string_equal(name, "big");
+    snprintf(seen->started, sizeof seen->started, "%s", upload_id);
+    return 0;
+}
+
+static void upload_ended(void *user, const char *name, const char *upload_id)
+{
+    struct upload_hooks_seen *seen = user;
+    assert_string_equal(name, "big");
+    snprintf(seen->ended, sizeof seen->ended, "%s", upload_id);
+}
+
+/* Upload the 20 bytes of fd as "big" in parts of 8 with u's fault: the
+ * status, the message in err, what the hooks saw. */
+static int upload_with(struct sk_s3 *s3, int fd, struct upload_script *u, enum upload_fault fault,
+                       struct upload_hooks_seen *seen, struct shard_err *err)
+{
+    memset(u, 0, sizeof *u);
+    memset(seen, 0, sizeof *seen);
+    u->fault = fault;
+    struct sk_s3_upload_hooks hooks = {upload_started, upload_ended, seen};
+    return sk_s3_put_file(s3, "big", fd, 20, &hooks, err);
+}
+
+/* A multipart upload sends its parts, and names each wrong answer (aborting
+ * what it started). */
+static void test_s3_multipart_upload_sends_its_parts_and_names_each_fault(void **state)
+{
+    (void)state;
+    struct upload_script u;
+    struct server s;
+    server_start(&s, answer_upload, &u);
+    struct sk_s3 *s3 = s3_at(&s);
+    s3->part_bytes = 8;  /* parts of 8, 8 and 4 bytes */
+    char path[300];
+    snprintf(path, sizeof path, "%s/big", home);
+    FILE *f = fopen(path, "w+");
+    assert_non_null(f);
+    assert_int_equal(fputs("0123456789abcdefghij", f), 1);
+    fflush(f);
+    int fd = fileno(f);
+    struct upload_hooks_seen seen;
+    struct shard_err err;
+
+    /* the parts in order, then their ETags in order in the completion */
+    if (upload_with(s3, fd, &u, UPLOAD_OK, &seen, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(u.parts, "0123456789abcdefghij");
+    assert_string_equal(u.completion, "<CompleteMultipartUpload>"
+                        "<Part><PartNumber>1</PartNumber><ETag>\"e1\"</ETag></Part>"
+                        "<Part><PartNumber>2</PartNumber><ETag>\"e2\"</ETag></Part>"
+                        "<Part><PartNumber>3</PartNumber><ETag>\"e3\"</ETag></Part>"
+                        "</CompleteMultipartUpload>");
+    assert_int_equal(u.aborts, 0);
+    assert_string_equal(seen.started, "up/1");
+    assert_string_equal(seen.ended, "up/1");
+    assert_int_equal(requests(&s), 5);
+
+    /* a part without an ETag: named, the upload aborted */
+    assert_int_equal(upload_with(s3, fd, &u, UPLOAD_NO_ETAG, &seen, &err), SHARD_ENET);
+    assert_string_equal(err.msg, "cannot upload 's3://bucket/data/big': part 1 came back without "
+                                 "an ETag");
+    assert_string_equal(u.parts, "01234567");
+    assert_string_equal(u.completion, "");
+    assert_int_equal(u.aborts, 1);
+    assert_string_equal(seen.ended, "up/1");
+
+    /* S3's 200 with an <Error> document for the completion */
+    assert_int_equal(upload_with(s3, fd, &u, UPLOAD_ERROR_DOCUMENT, &seen, &err), SHARD_ENET);
+    assert_string_equal(err.msg, "cannot complete the upload of 's3://bucket/data/big': "
+                                 "InternalError");
+    assert_int_equal(u.aborts, 1);
+    assert_string_equal(seen.ended, "up/1");
+
+    /* no upload id: nothing started, nothing to abort */
+    assert_int_equal(upload_with(s3, fd, &u, UPLOAD_NO_ID, &seen, &err), SHARD_ENET);
+    assert_string_equal(err.msg, "cannot upload 's3://bucket/data/big': no upload id in the "
+                                 "answer to CreateMultipartUpload");
+    assert_string_equal(u.parts, "");
+    assert_int_equal(u.aborts, 0);
+    assert_string_equal(seen.started, "");
+    assert_string_equal(seen.ended, "");
+
+    fclose(f);
+    unlink(path);
+    sk_s3_free(s3);
+    server_stop(&s);
+}
+
 /* ---- the reader: the same rules ---------------------------------------------------- */
 
 static struct fetch *reader_at(const struct server *s, int retries)
@@ -729,6 +882,8 @@ int main(void)
                                         s3_teardown),
         cmocka_unit_test_setup_teardown(test_s3_hash_of_a_retried_body_is_of_the_whole_body_once,
                                         s3_setup, s3_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_s3_multipart_upload_sends_its_parts_and_names_each_fault, s3_setup, s3_teardown),
         cmocka_unit_test(test_reader_maps_unsupported_statuses),
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
         cmocka_unit_test(test_reader_names_a_file_over_its_limit),

@@ -267,10 +267,7 @@ int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
                           const struct shard_dataset_options *o, struct shard_err *err)
 {
     struct fetch_http_options http;
-    sk_fetch_http_options_init(&http);
-    if (o)
-        http.reading = *o;
-    int rc = sk_dataset_options_check(&http.reading, err);
+    int rc = sk_fetch_http_options_from(&http, o, err);
     if (rc) {
         *out = NULL;
         return rc;

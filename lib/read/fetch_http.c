@@ -151,6 +151,15 @@ void sk_fetch_http_options_init(struct fetch_http_options *o)
     shard_dataset_options_init(&o->reading);
 }
 
+int sk_fetch_http_options_from(struct fetch_http_options *o,
+                               const struct shard_dataset_options *reading, struct shard_err *err)
+{
+    sk_fetch_http_options_init(o);
+    if (reading)
+        o->reading = *reading;
+    return sk_dataset_options_check(&o->reading, err);
+}
+
 int sk_fetch_http_is_url(const char *location)
 {
     return !strncmp(location, "http://", 7) || !strncmp(location, "https://", 8);

@@ -60,6 +60,11 @@ struct fetch_http_options {
 /* The defaults (shard_dataset_options_init); no counters. */
 void sk_fetch_http_options_init(struct fetch_http_options *o);
 
+/* The defaults with the public options `reading` (NULL: the defaults), checked
+ * (sk_dataset_options_check): 0 or SHARD_EINVAL naming the option. */
+int sk_fetch_http_options_from(struct fetch_http_options *o,
+                               const struct shard_dataset_options *reading, struct shard_err *err);
+
 /* 0, or SHARD_EINVAL naming the first option of o out of its range
  * (shardkit/dataset.h). */
 int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard_err *err);

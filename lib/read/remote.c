@@ -23,10 +23,7 @@ int shard_remote_open(struct shard_remote **out, const char *location,
 {
     *out = NULL;
     struct fetch_http_options ho;
-    sk_fetch_http_options_init(&ho);
-    if (o)
-        ho.reading = *o;
-    int rc = sk_dataset_options_check(&ho.reading, err);
+    int rc = sk_fetch_http_options_from(&ho, o, err);
     if (rc)
         return rc;
     if (!sk_fetch_http_is_remote(location))

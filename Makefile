@@ -133,7 +133,28 @@ uninstall-read:
 
 $(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS_CMD) $(wildcard cmd/$*/*.c) $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
+	$(Q)$(CC) $(CFLAGS_CMD) $(wildcard cmd/$*/*.c) $(CLI_COMMON) $(LINK_$*) $(LIB_A) $(LDLIBS_ALL) -o $@
+
+# shardbench's engine (cmd/shardbench/engine: the harness, the small-file
+# loader, page-cache dropping, traces, roofline) is a part of the program,
+# not of the library: it is compiled like the programs, with the public
+# headers only (no -Ilib), into an archive that shardbench and the engine's
+# unit test link.  tests/cli/test_symbols.sh holds it to the public API.
+BENCH_SRC := $(wildcard cmd/shardbench/engine/*.c)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_A   := $(BUILD)/libshardbench.a
+LINK_shardbench := $(BENCH_A)
+$(BUILD)/bin/shardbench: $(BENCH_A) $(wildcard cmd/shardbench/*.h)
+
+$(BUILD)/obj/cmd/shardbench/engine/%.o: cmd/shardbench/engine/%.c \
+                                        $(BUILD)/obj/cmd/shardbench/engine/%.d | $(BUILD)/.dirs
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS_CMD) $(DEPFLAGS) -c $< -o $@ && $(DEPDONE)
+	@$(if $(Q),echo "  CC      $<")
+
+$(BENCH_A): $(BENCH_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/.dirs:
 	@mkdir -p $(BUILD)/bin $(BUILD)/obj $(BUILD)/tests
@@ -151,7 +172,7 @@ $(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(BUILD)/obj/cmd/common/%.d | $(BUIL
 	$(Q)$(CC) $(CFLAGS_CMD) $(DEPFLAGS) -c $< -o $@ && $(DEPDONE)
 	@$(if $(Q),echo "  CC      $<")
 
-DEPFILES := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+DEPFILES := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)
 $(DEPFILES):
 include $(wildcard $(DEPFILES))
 
@@ -159,10 +180,10 @@ $(CLI_A): $(CLI_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(CLI_A) $(wildcard tests/unit/*.h)
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(CLI_A) $(BENCH_A) $(wildcard tests/unit/*.h)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common -Itests/unit $< $(UNIT_HELPERS) $(CLI_A) $(LIB_A) \
-	    $(LDLIBS_ALL) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common -Icmd/shardbench -Itests/unit $< $(UNIT_HELPERS) \
+	    $(BENCH_A) $(CLI_A) $(LIB_A) $(LDLIBS_ALL) -lcmocka -o $@
 
 # Quick: unit tests only.
 check:

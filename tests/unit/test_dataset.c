@@ -1,12 +1,14 @@
 /* test_dataset.c - the reader: opening a dataset, locating and reading
  * samples through the footer index, stored-order reads equal index.jsonl,
  * the prefetching iterator yields exactly the plan's order with any number
- * of threads, and damage is reported by shard, record and key. */
+ * of threads, damage is reported by shard, record and key, and an observer
+ * given in the options sees every read's spans on the thread that did it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -489,6 +491,85 @@ static void test_read_stats_count_samples_bytes_and_failures(void **state)
     shard_dataset_close(ds);
 }
 
+/* What an observer saw: spans per kind, and per sample span the stage spans
+ * of its thread that lay inside it. */
+#define MAX_SPANS 4096
+struct span_seen {
+    enum shard_read_span k;
+    uint64_t start, end;
+    pthread_t thread;
+};
+struct seen {
+    pthread_mutex_t lock;
+    unsigned count[SHARD_SPAN_COUNT];
+    unsigned n;
+    struct span_seen span[MAX_SPANS];
+};
+
+static void on_span(void *user, enum shard_read_span k, uint64_t start, uint64_t end)
+{
+    struct seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->count[k]++;
+    if (s->n < MAX_SPANS)
+        s->span[s->n++] = (struct span_seen){k, start, end, pthread_self()};
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void test_an_observer_sees_every_read_on_its_thread(void **state)
+{
+    struct mkds *d = *state;
+    static struct seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct shard_read_observer obs = {.span = on_span, .user = &seen};
+    struct shard_dataset_options o;
+    shard_dataset_options_init(&o);
+    assert_null(o.observer);
+    assert_true(o.rtt_ms == 0);
+    o.observer = &obs;
+    struct shard_dataset *ds = NULL;
+    struct shard_err err;
+    assert_int_equal(shard_dataset_open_ex(&ds, d->dir, &o, &err), 0);
+    obs.span = NULL;  /* the dataset keeps its own copy */
+    struct shard_iter *iter = iter_all(ds, 3);
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    while (shard_iter_next(iter, &it, &err) == 1)
+        ;
+    shard_iter_free(iter);
+    shard_item_release(&it);
+    shard_dataset_close(ds);
+    unsigned opened = 0;
+    for (uint32_t s = 0; s < SHARDS; s++)
+        opened += counts[s] > 0;
+    assert_int_equal(seen.count[SHARD_SPAN_SAMPLE], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_READ], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_DECOMPRESS], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_DECODE], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_OPEN_SHARD], opened);
+    assert_int_equal(seen.count[SHARD_SPAN_HTTP] + seen.count[SHARD_SPAN_RTT], 0);
+    /* each stage lies inside a sample span of the same thread */
+    for (unsigned i = 0; i < seen.n; i++) {
+        if (seen.span[i].k > SHARD_SPAN_DECODE)
+            continue;
+        assert_true(seen.span[i].start <= seen.span[i].end);
+        int inside = 0;
+        for (unsigned j = 0; j < seen.n && !inside; j++)
+            inside = seen.span[j].k == SHARD_SPAN_SAMPLE &&
+                     pthread_equal(seen.span[j].thread, seen.span[i].thread) &&
+                     seen.span[j].start <= seen.span[i].start &&
+                     seen.span[i].end <= seen.span[j].end;
+        assert_true(inside);
+    }
+    assert_string_equal(shard_read_span_name(SHARD_SPAN_DECOMPRESS), "decompress");
+    assert_string_equal(shard_read_span_name(SHARD_SPAN_RTT), "rtt (simulated)");
+    assert_string_equal(shard_read_span_name(SHARD_SPAN_COUNT), "unknown");
+    /* a simulated round trip out of its range is refused, naming it */
+    o.rtt_ms = -1;
+    assert_int_equal(shard_dataset_open_ex(&ds, d->dir, &o, &err), SHARD_EINVAL);
+    assert_null(ds);
+    assert_string_equal(err.msg, "a simulated round trip of -1 ms is not in 0..3600000");
+}
+
 static void test_open_refuses_missing_locations(void **state)
 {
     struct mkds *d = *state;
@@ -518,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_a_damaged_record_is_an_error_naming_shard_record_and_key),
         cmocka_unit_test(test_damaged_footer_and_missing_shard_are_named),
         cmocka_unit_test(test_read_stats_count_samples_bytes_and_failures),
+        cmocka_unit_test(test_an_observer_sees_every_read_on_its_thread),
         cmocka_unit_test(test_open_refuses_missing_locations),
     };
     return cmocka_run_group_tests(tests, setup, mkds_teardown);

@@ -5,9 +5,10 @@
  * answered with its range, a body over its limit is refused, cancellation
  * ends a request during a back-off or in the middle of a transfer (and a
  * reader's file closed under a retrying fetch returns at once), the pool
- * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, and the
+ * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, the
  * public shard_dataset_options reach the requests (or are refused, naming
- * the option). */
+ * the option), and whole remote files (shard_remote_*) are read under them,
+ * counted, delayed by the simulated round trip and reported to an observer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -817,6 +818,107 @@ static void test_reader_names_a_file_over_its_limit(void **state)
     server_stop(&s);
 }
 
+/* ---- whole remote files ---------------------------------------------------------- */
+
+struct remote_seen {
+    pthread_mutex_t lock;
+    unsigned count[SHARD_SPAN_COUNT];
+    uint64_t rtt_ns;
+};
+
+static void remote_span(void *user, enum shard_read_span k, uint64_t start, uint64_t end)
+{
+    struct remote_seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->count[k]++;
+    if (k == SHARD_SPAN_RTT)
+        s->rtt_ns += end - start;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void test_remote_files_are_read_whole_under_the_options(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s, answer_body, NULL);
+    char url[128];
+    url_of(&s, "/src", url, sizeof url);
+    static struct remote_seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct shard_read_observer obs = {.span = remote_span, .user = &seen};
+    struct shard_dataset_options o;
+    shard_dataset_options_init(&o);
+    o.rtt_ms = 20;
+    o.observer = &obs;
+    struct shard_remote *r = NULL;
+    struct shard_err err;
+    assert_int_equal(shard_remote_open(&r, url, &o, &err), 0);
+    assert_int_equal(requests(&s), 0);  /* nothing is asked for at open */
+    struct shard_buf buf = {0};
+    assert_int_equal(shard_remote_get(r, "n01/a b.jpg", 0, &buf, &err), 0);
+    assert_int_equal(buf.len, 20);
+    assert_memory_equal(buf.data, "0123456789abcdefghij", 20);
+    struct shard_read_stats st;
+    shard_remote_stats(r, &st);
+    assert_int_equal(st.requests, 1);
+    assert_int_equal(st.bytes_transferred, 20);
+    assert_int_equal(st.retries + st.samples + st.bytes_requested, 0);
+    assert_true(st.rtt_ns >= 20000000u);
+    assert_int_equal(seen.count[SHARD_SPAN_HTTP], 1);
+    assert_int_equal(seen.count[SHARD_SPAN_RTT], 1);
+    assert_int_equal(seen.rtt_ns, st.rtt_ns);
+    /* a body over the caller's limit */
+    assert_int_equal(shard_remote_get(r, "big.jpg", 10, &buf, &err), SHARD_ELIMIT);
+    assert_int_equal(requests(&s), 2);
+    shard_remote_close(r);
+    shard_remote_close(NULL);
+    server_stop(&s);
+
+    int status = 404;
+    server_start(&s, answer_status, &status);
+    url_of(&s, "/src", url, sizeof url);
+    shard_dataset_options_init(&o);
+    assert_int_equal(shard_remote_open(&r, url, &o, &err), 0);
+    assert_int_equal(shard_remote_get(r, "gone.jpg", 0, &buf, &err), SHARD_ENOTFOUND);
+    char want[200];
+    snprintf(want, sizeof want, "cannot read '%s/gone.jpg': HTTP 404 Not Found", url);
+    assert_string_equal(err.msg, want);
+    shard_remote_close(r);
+    /* a local location, and options out of range, are refused before any request */
+    assert_int_equal(shard_remote_open(&r, "/tmp", NULL, &err), SHARD_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(err.msg, "not a remote location"));
+    o.connections = 0;
+    assert_int_equal(shard_remote_open(&r, url, &o, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "connections 0 is not in 1..64");
+    assert_int_equal(requests(&s), 1);
+    shard_buf_release(&buf);
+    server_stop(&s);
+    assert_true(shard_location_is_remote("s3://bucket/prefix"));
+    assert_true(shard_location_is_remote("https://host/x"));
+    assert_false(shard_location_is_remote("/data/http://x"));
+}
+
+/* ---- URLs ---------------------------------------------------------------------- */
+
+static void test_urls_percent_encode_every_byte_but_unreserved_and_slash(void **state)
+{
+    (void)state;
+    struct fetch *fs;
+    struct fetch_http_options o;
+    sk_fetch_http_options_init(&o);
+    assert_int_equal(sk_fetch_http_new(&fs, "http://127.0.0.1:9/data//", &o, NULL), 0);
+    char *url = sk_fetch_http_url(fs, "n01/a b'\xc3\xbc%~_-.jpg");
+    assert_string_equal(url, "http://127.0.0.1:9/data/n01/a%20b%27%C3%BC%25~_-.jpg");
+    free(url);
+    fetch_free(fs);
+    struct shard_err err;
+    assert_int_equal(sk_fetch_http_new(&fs, "ftp://host/x", &o, &err), SHARD_EINVAL);
+    o.reading.connections = 0;
+    assert_int_equal(sk_fetch_http_new(&fs, "http://host/x", &o, &err), SHARD_EINVAL);
+    assert_true(sk_fetch_http_is_url("https://host/x"));
+    assert_false(sk_fetch_http_is_url("/data/http://x"));
+}
+
 /* ---- the public options ---------------------------------------------------------- */
 
 static void test_dataset_options_reach_the_requests(void **state)
@@ -888,6 +990,8 @@ int main(void)
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
         cmocka_unit_test(test_reader_names_a_file_over_its_limit),
         cmocka_unit_test(test_dataset_options_reach_the_requests),
+        cmocka_unit_test(test_urls_percent_encode_every_byte_but_unreserved_and_slash),
+        cmocka_unit_test(test_remote_files_are_read_whole_under_the_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

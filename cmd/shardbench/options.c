@@ -173,7 +173,7 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 static int parse_option(int opt, void *ctx, char **argv)
 {
     struct options *c = ctx;
-    struct shard_bench_options *o = &c->bench;
+    struct bench_options *o = &c->bench;
     uint64_t v;
     uint32_t u;
     switch (opt) {
@@ -236,7 +236,7 @@ static int parse_option(int opt, void *ctx, char **argv)
                                    optarg);
         break;
     case OPT_RTT:
-        if (parse_double(optarg, 0, MAX_MS, &o->http.rtt_ms))
+        if (parse_double(optarg, 0, MAX_MS, &o->reading.rtt_ms))
             return cli_usage_error(PROG, "--rtt: '%s' is not a number of milliseconds in "
                                    "0..%.0f", optarg, MAX_MS);
         break;
@@ -244,18 +244,18 @@ static int parse_option(int opt, void *ctx, char **argv)
         if (parse_u32(optarg, 1, SHARD_DATASET_MAX_CONNECTIONS, &u))
             return cli_usage_error(PROG, "--connections: '%s' is not a number in 1..%d", optarg,
                                    SHARD_DATASET_MAX_CONNECTIONS);
-        o->http.reading.connections = (int)u;
+        o->reading.connections = (int)u;
         break;
     case OPT_WINDOW:
         if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW ||
             v > SHARD_DATASET_MAX_WINDOW)
             return cli_usage_error(PROG, "--window: '%s' is not a size in 4K..4G", optarg);
-        o->http.reading.window_bytes = v;
+        o->reading.window_bytes = v;
         break;
     case OPT_CACHE:
         if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW)
             return cli_usage_error(PROG, "--cache: '%s' is not a size of at least 4K", optarg);
-        o->http.reading.cache_bytes = v;
+        o->reading.cache_bytes = v;
         break;
     case OPT_CACHE_DIR:
         o->http.reading.cache_dir = optarg;
@@ -270,13 +270,13 @@ static int parse_option(int opt, void *ctx, char **argv)
         if (parse_u32(optarg, 0, SHARD_DATASET_MAX_RETRIES, &u))
             return cli_usage_error(PROG, "--retries: '%s' is not a number in 0..%d", optarg,
                                    SHARD_DATASET_MAX_RETRIES);
-        o->http.reading.retries = (int)u;
+        o->reading.retries = (int)u;
         break;
     case OPT_TIMEOUT:
         if (parse_u32(optarg, 1, SHARD_DATASET_MAX_TIMEOUT, &u))
             return cli_usage_error(PROG, "--timeout: '%s' is not a number of seconds in 1..%d",
                                    optarg, SHARD_DATASET_MAX_TIMEOUT);
-        o->http.reading.timeout_seconds = u;
+        o->reading.timeout_seconds = u;
         break;
     case OPT_DIGESTS: c->digests_file = optarg; break;
     case OPT_BANDWIDTH: c->bandwidth = optarg; break;
@@ -291,7 +291,7 @@ static int parse_option(int opt, void *ctx, char **argv)
 int options_parse(int argc, char **argv, struct options *c)
 {
     memset(c, 0, sizeof *c);
-    shard_bench_options_init(&c->bench);
+    bench_options_init(&c->bench);
     int rc = cli_parse_options(argc, argv, long_options, parse_option, c);
     if (rc)
         return rc;
@@ -336,7 +336,7 @@ int options_parse(int argc, char **argv, struct options *c)
                                      !c->bench.upscale))
         return cli_usage_error(PROG, "--keys, --size, --fit and --no-upscale belong to the "
                                "files loader: shards are already at their size");
-    if (c->command == CMD_FILES && !c->keys_file && shard_bench_is_remote(c->src) &&
+    if (c->command == CMD_FILES && !c->keys_file && shard_location_is_remote(c->src) &&
         strncmp(c->src, "s3://", 5))
         return cli_usage_error(PROG, "'%s': a URL cannot be listed: give the sample keys with "
                                "--keys FILE (or use compare with a dataset)", c->src);

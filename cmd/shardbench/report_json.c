@@ -4,14 +4,14 @@
 #include "cli_json.h"
 #include "shardkit/json.h"
 
-static json_t *phase_json(const struct shard_bench_phase *ph)
+static json_t *phase_json(const struct bench_phase *ph)
 {
     if (!ph->epochs)
         return json_null();
     json_t *stages = json_object();
-    for (int s = 0; s < SHARD_STAGE_COUNT; s++)
-        json_object_set_new(stages, shard_bench_stage_name((enum shard_bench_stage)s),
-                            json_real(report_stage_ms(ph, (enum shard_bench_stage)s)));
+    for (int s = 0; s < STAGE_COUNT; s++)
+        json_object_set_new(stages, bench_stage_name((enum bench_stage)s),
+                            json_real(report_stage_ms(ph, (enum bench_stage)s)));
     return json_pack("{s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:f, s:o, s:{s:f, s:f}, s:f, "
                      "s:I, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I}}",
                      "epochs", (int)ph->epochs, "samples", (json_int_t)ph->samples, "errors",
@@ -45,9 +45,9 @@ static json_t *machine_json(const struct report_machine *m)
 }
 
 static json_t *run_json(const struct report *rep, const char *location,
-                        const struct shard_bench_result *r)
+                        const struct bench_result *r)
 {
-    json_t *o = json_pack("{s:s}", "mode", shard_bench_mode_name(r->mode));
+    json_t *o = json_pack("{s:s}", "mode", bench_mode_name(r->mode));
     cli_json_set_path(o, "location", location);  /* or location_hex */
     json_t *rest = json_pack("{s:b, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:I, s:f, s:f, "
                              "s:f, s:o, s:o, s:I}",
@@ -93,7 +93,7 @@ void report_write_json(const struct report *r, FILE *out)
                       "ratio", report_ratio(r), "ratio_basis", report_ratio_basis(r));
     } else {
         const char *location;
-        const struct shard_bench_result *single = report_single(r, &location);
+        const struct bench_result *single = report_single(r, &location);
         o = run_json(r, location, single);
     }
     if (o) {
@@ -103,10 +103,10 @@ void report_write_json(const struct report *r, FILE *out)
     cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }
 
-void report_write_digests(const struct shard_bench_result *r, FILE *out)
+void report_write_digests(const struct bench_result *r, FILE *out)
 {
     for (uint64_t i = 0; i < r->digest_count; i++) {
-        const struct shard_bench_digest *d = &r->digests[i];
+        const struct bench_digest *d = &r->digests[i];
         char hex[17];
         shard_hex64(d->xxh3, hex);
         json_t *o = json_object();

@@ -14,7 +14,7 @@
  * Every read counts its cost - time in the read, decompress and decode
  * stages, bytes - in the dataset's counters (read/observer.h, public as
  * shard_dataset_stats), and reports spans to an observer when one was given
- * at open (the benchmark's traces); without one a span costs a pointer
+ * at open (shard_dataset_options.observer: shardbench's traces); without one a span costs a pointer
  * test. */
 #include <dirent.h>
 #include <errno.h>
@@ -75,8 +75,8 @@ struct shard_dataset {
     size_t spare_len;
     size_t spare_cap;
     struct sk_read_counters counters;  /* every read's cost (shard_dataset_stats) */
-    struct sk_read_observer observer;
-    const struct sk_read_observer *obs;  /* &observer, or NULL when none was given */
+    struct shard_read_observer observer;
+    const struct shard_read_observer *obs;  /* &observer, or NULL when none was given */
 };
 
 /* Largest index.jsonl fetched whole by the verifier. */
@@ -210,20 +210,14 @@ int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *
     return rc;
 }
 
-void sk_dataset_drop_cache(struct shard_dataset *ds)
+void shard_dataset_drop_cache(struct shard_dataset *ds)
 {
     sk_fetch_http_drop_cache(ds->store);
 }
 
 int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err)
 {
-    return sk_dataset_open_traced(out, location, NULL, 0, NULL, err);
-}
-
-int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
-                          const struct shard_dataset_options *o, struct shard_err *err)
-{
-    return sk_dataset_open_traced(out, location, o, 0, NULL, err);
+    return shard_dataset_open_ex(out, location, NULL, err);
 }
 
 void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats *out)
@@ -260,7 +254,7 @@ size_t shard_dataset_cache_warning(const struct shard_dataset *ds, char *buf, si
 /* Open `location` (how its manifest is loaded: see the callers). */
 static int open_dataset(struct shard_dataset **out, const char *location,
                         const struct fetch_http_options *http,
-                        const struct sk_read_observer *observer, sk_manifest_problem_fn problem,
+                        const struct shard_read_observer *observer, sk_manifest_problem_fn problem,
                         void *user, struct shard_err *err)
 {
     *out = NULL;
@@ -284,7 +278,7 @@ static int open_dataset(struct shard_dataset **out, const char *location,
             o = *http;
         else
             sk_fetch_http_options_init(&o);
-        o.observer = ds->obs;
+        o.reading.observer = ds->obs;
         o.counters = &ds->counters;
         rc = sk_fetch_http_new(&ds->store, location, &o, err);
         if (!rc)
@@ -332,21 +326,16 @@ fail:
     return rc;
 }
 
-int sk_dataset_open_traced(struct shard_dataset **out, const char *location,
-                           const struct shard_dataset_options *o, double rtt_ms,
-                           const struct sk_read_observer *observer, struct shard_err *err)
+int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
+                          const struct shard_dataset_options *o, struct shard_err *err)
 {
     struct fetch_http_options http;
-    sk_fetch_http_options_init(&http);
-    if (o)
-        http.reading = *o;
-    http.rtt_ms = rtt_ms;
-    int rc = sk_dataset_options_check(&http.reading, err);
+    int rc = sk_fetch_http_options_from(&http, o, err);
     if (rc) {
         *out = NULL;
         return rc;
     }
-    return open_dataset(out, location, &http, observer, NULL, NULL, err);
+    return open_dataset(out, location, &http, http.reading.observer, NULL, NULL, err);
 }
 
 int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
@@ -480,7 +469,7 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
         sh->file = f;
         f = NULL;
     }
-    sk_read_span(ds->obs, SK_SPAN_OPEN_SHARD, start, sk_now_ns());
+    sk_read_span(ds->obs, SHARD_SPAN_OPEN_SHARD, start, sk_now_ns());
     fetch_close(f);
     return rc;
 }
@@ -708,7 +697,7 @@ static int place_pixels(const struct shard_record_view *v, struct shard_image *i
 
 /* Account [start, now) to stage counter c and report it as span k; returns
  * now, the start of the next stage. */
-static uint64_t stage_done(struct shard_dataset *ds, enum sk_read_counter c, enum sk_read_span k,
+static uint64_t stage_done(struct shard_dataset *ds, enum sk_read_counter c, enum shard_read_span k,
                            uint64_t start)
 {
     uint64_t now = sk_now_ns();
@@ -761,7 +750,7 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         rc = fetch_read(ds->shards[s].file, row->offset, frame->data, (size_t)row->frame_bytes,
                         err);
     sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, row->frame_bytes);
-    t = stage_done(ds, SK_READ_NS, SK_SPAN_READ, t);
+    t = stage_done(ds, SK_READ_NS, SHARD_SPAN_READ, t);
     const uint64_t *expect = (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL;
     if (!rc && in_place)
         rc = sk_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
@@ -775,7 +764,7 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         img->capacity = spot.cap;
         img->width = img->height = 0;
     }
-    t = stage_done(ds, SK_READ_DECOMPRESS_NS, SK_SPAN_DECOMPRESS, t);
+    t = stage_done(ds, SK_READ_DECOMPRESS_NS, SHARD_SPAN_DECOMPRESS, t);
     if (!rc)
         rc = sk_shard_check_record(footer, r, &view, err);
     if (!rc)
@@ -787,7 +776,7 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc && in_place)
         rc = place_pixels(&view, img, err);
     pool_put(ds, dec);
-    stage_done(ds, SK_READ_DECODE_NS, SK_SPAN_DECODE, t);
+    stage_done(ds, SK_READ_DECODE_NS, SHARD_SPAN_DECODE, t);
     if (rc) {
         item->key.len = 0;
         item->field_count = 0;
@@ -807,7 +796,7 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         rb->cropped = 0;
     int rc = read_stages(ds, s, r, flags, rb, item, start, err);
     sk_read_count(&ds->counters, rc ? SK_READ_ERRORS : SK_READ_SAMPLES, 1);
-    sk_read_span(ds->obs, SK_SPAN_SAMPLE, start, sk_now_ns());
+    sk_read_span(ds->obs, SHARD_SPAN_SAMPLE, start, sk_now_ns());
     return rc;
 }
 

@@ -57,7 +57,8 @@ static int take_options(PyObject *connections, PyObject *window, PyObject *cache
 }
 
 /* Dataset(location, *, connections=None, window=None, cache=None,
- * retries=None, timeout=None, cache_dir=None, cache_limit=None): location is str, bytes or a path
+ * retries=None, timeout=None, cache_dir=None, cache_limit=None): location
+ * is str, bytes or a path
  * (os.fsencode's rules: a str of a non-UTF-8 file name holds surrogate
  * escapes); the rest how a remote one is read (shard_dataset_open_ex),
  * None the default. */
@@ -377,20 +378,28 @@ static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 
 static PyMethodDef dataset_methods[] = {
     {"read", dataset_read, METH_O,
-     "read(index) -> (key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
+     "read($self, index, /)\n--\n\n"
+     "(key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
     {"read_stored", dataset_read_stored, METH_O,
-     "read_stored(index) -> (codec, width, height, payload bytes as stored)"},
-    {"key", dataset_key, METH_O, "key(index) -> key bytes (from the shard footer)"},
-    {"find", dataset_find, METH_O, "find(key bytes) -> index (KeyError when absent)"},
-    {"locate", dataset_locate, METH_O, "locate(index) -> (shard file, record)"},
-    {"manifest_json", dataset_manifest_json, METH_NOARGS, "the manifest as JSON text"},
-    {"labels", dataset_labels, METH_NOARGS, "the class names, as a tuple"},
-    {"shard_count", dataset_shard_count, METH_NOARGS, "number of shards"},
+     "read_stored($self, index, /)\n--\n\n(codec, width, height, payload bytes as stored)"},
+    {"key", dataset_key, METH_O,
+     "key($self, index, /)\n--\n\nkey bytes (from the shard footer)"},
+    {"find", dataset_find, METH_O,
+     "find($self, key, /)\n--\n\nthe index of the key bytes (KeyError when absent)"},
+    {"locate", dataset_locate, METH_O,
+     "locate($self, index, /)\n--\n\n(shard file, record)"},
+    {"manifest_json", dataset_manifest_json, METH_NOARGS,
+     "manifest_json($self, /)\n--\n\nthe manifest as JSON text"},
+    {"labels", dataset_labels, METH_NOARGS,
+     "labels($self, /)\n--\n\nthe class names, as a tuple"},
+    {"shard_count", dataset_shard_count, METH_NOARGS,
+     "shard_count($self, /)\n--\n\nnumber of shards"},
     {"manifest_xxh3", dataset_manifest_xxh3, METH_NOARGS,
-     "XXH3-64 of manifest.json's bytes: the dataset's identity"},
-    {"stats", dataset_stats, METH_NOARGS, "the read counters since the dataset was opened"},
+     "manifest_xxh3($self, /)\n--\n\nXXH3-64 of manifest.json's bytes: the dataset's identity"},
+    {"stats", dataset_stats, METH_NOARGS,
+     "stats($self, /)\n--\n\nthe read counters since the dataset was opened"},
     {"cache_warning", dataset_cache_warning, METH_NOARGS,
-     "the node-local cache's first warning, or ''"},
+     "cache_warning($self, /)\n--\n\nthe node-local cache's first warning, or ''"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -404,7 +413,8 @@ PyTypeObject skpy_dataset_type = {
     .tp_as_sequence = &dataset_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Dataset(location, *, connections=None, window=None, cache=None, retries=None, "
-              "timeout=None, cache_dir=None, cache_limit=None): an open shardkit dataset (a directory, an http(s) URL or an "
+              "timeout=None, cache_dir=None, cache_limit=None)\n--\n\n"
+              "an open shardkit dataset (a directory, an http(s) URL or an "
               "s3:// location; str or bytes); the keywords say how a remote one is read "
               "(None: the default)",
     .tp_methods = dataset_methods,

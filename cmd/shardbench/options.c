@@ -258,13 +258,13 @@ static int parse_option(int opt, void *ctx, char **argv)
         o->reading.cache_bytes = v;
         break;
     case OPT_CACHE_DIR:
-        o->http.reading.cache_dir = optarg;
+        o->reading.cache_dir = optarg;
         break;
     case OPT_CACHE_LIMIT:
         if (cli_parse_size(optarg, &v) || !v)
             return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1",
                                    optarg);
-        o->http.reading.cache_limit = v;
+        o->reading.cache_limit = v;
         break;
     case OPT_RETRIES:
         if (parse_u32(optarg, 0, SHARD_DATASET_MAX_RETRIES, &u))

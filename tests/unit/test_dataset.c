@@ -529,7 +529,7 @@ static void test_an_observer_sees_every_read_on_its_thread(void **state)
     struct shard_dataset *ds = NULL;
     struct shard_err err;
     assert_int_equal(shard_dataset_open_ex(&ds, d->dir, &o, &err), 0);
-    obs.span = NULL;  /* the dataset keeps its own copy */
+    obs.span = NULL; /* the dataset keeps its own copy */
     struct shard_iter *iter = iter_all(ds, 3);
     struct shard_item it;
     memset(&it, 0, sizeof it);

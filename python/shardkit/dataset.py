@@ -4,7 +4,7 @@ import numbers
 import os
 import struct
 from collections.abc import Iterable, Iterator
-from typing import Any, SupportsInt, TypedDict, cast
+from typing import Any, SupportsInt, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -349,7 +349,7 @@ class Dataset:
     def cache_warning(self) -> str:
         """The node-local cache's first warning (a shard it could not cache,
         e.g. on a full disk: that shard was read remotely), or ""."""
-        return cast(str, self._native.cache_warning())
+        return self._native.cache_warning()
 
     @property
     def options(self) -> ReadingOptions:

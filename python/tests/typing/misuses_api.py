@@ -14,6 +14,7 @@ shardkit.Compose(shardkit.Resize(32)).draw(10, 10, seed=None)  # error: incompat
 ds.index_of(7)  # error: incompatible type "int"
 shardkit.Dataset("x", connections="8")  # error: incompatible type "str"
 shardkit.Dataset("x", timeout="2s")  # error: incompatible type "str"
+shardkit.Dataset("x", cache_limit="1G")  # error: incompatible type "str"
 shardkit.Dataset("x", 8)  # error: Too many positional arguments
 shardkit.Dataset("x", window_bytes=1 << 20)  # error: Unexpected keyword argument "window_bytes"
 retries: str = ds.options["retries"]  # error: incompatible types in assignment

@@ -85,6 +85,7 @@ def tuned(location: str) -> str:
     reopened: shardkit.Dataset = pickle.loads(pickle.dumps(ds))
     assert reopened.options == options
     timeout: float = options["timeout"]
+    assert ds.cache_warning == ""  # no node-local cache: nothing to warn of
     return f"{len(ds)} samples, {options['connections']} connections, timeout {timeout}"
 
 

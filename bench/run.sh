@@ -20,7 +20,9 @@
 #      none (bench/fields_convert.sh), reading them (bench/fields_read.py),
 #      and image-text input against WebDataset over img2dataset's tars
 #      (bench/clip_input.py)
-#  12. detection input: boxes and masks through one drawn crop and flip,
+#  14. the node-local cache against local disk and remote reading without
+#      it (bench/cache_throughput.sh)
+#  15. detection input: boxes and masks through one drawn crop and flip,
 #      against a CocoDetection-style Dataset + DataLoader, and their cost
 #      over images alone (bench/detection_input.py)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
@@ -129,6 +131,8 @@ else
 fi
 
 echo
-echo "## 12. Detection and segmentation input: boxes and masks against a CocoDetection-style Dataset"
+echo "## 14. The node-local cache: remote epochs at local speed"
+RUNS=3 "$top/bench/cache_throughput.sh" "$BUILD"
+echo "## 15. Detection and segmentation input: boxes and masks against a CocoDetection-style Dataset"
 PYTHONPATH="$BUILD/python:$top/bench" "$PYTHON" "$top/bench/detection_input.py" \
     --runs "$RUNS" --epochs 3 "$BIN" "$DATASET"

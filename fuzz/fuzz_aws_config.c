@@ -21,18 +21,18 @@
 #include "net/aws_config.h"
 #include "net/s3.h"
 
-#define REQUIRE(cond)                                                                 \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "fuzz_aws_config: invariant failed: %s (%s:%d)\n", #cond, \
-                    __FILE__, __LINE__);                                              \
-            abort();                                                                  \
-        }                                                                             \
+#define REQUIRE(cond)                                                                           \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "fuzz_aws_config: invariant failed: %s (%s:%d)\n", #cond, __FILE__, \
+                    __LINE__);                                                                  \
+            abort();                                                                            \
+        }                                                                                       \
     } while (0)
 
-static char dir[256];          /* the private temporary directory (HOME) */
-static char input_path[300];   /* the input */
-static char empty_path[300];   /* a file that is not there */
+static char dir[256];        /* the private temporary directory (HOME) */
+static char input_path[300]; /* the input */
+static char empty_path[300]; /* a file that is not there */
 
 static void remove_dir(void)
 {
@@ -55,10 +55,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(empty_path, sizeof empty_path, "%s/none", dir);
     setenv("HOME", dir, 1);
     static const char *const cleared[] = {
-        "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",
-        "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-        "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "SHARDKIT_S3_NO_SIGN_REQUEST",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "SHARDKIT_S3_NO_SIGN_REQUEST",
         "SHARDKIT_S3_PART_SIZE",
     };
     for (size_t i = 0; i < sizeof cleared / sizeof cleared[0]; i++)
@@ -77,8 +87,8 @@ static void write_input(const uint8_t *data, size_t size)
 
 static void ask(const struct sk_aws_section *s)
 {
-    static const char *const keys[] = {"region", "endpoint_url", "services", "s3",
-                                       "aws_access_key_id", ""};
+    static const char *const keys[] = {"region", "endpoint_url",      "services",
+                                       "s3",     "aws_access_key_id", ""};
     if (!s)
         return;
     REQUIRE(sk_aws_section_name(s) && sk_aws_section_path(s));

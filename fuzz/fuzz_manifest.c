@@ -28,16 +28,16 @@
 #include "convert/journal.h"
 #include "shardkit/manifest.h"
 
-#define REQUIRE(cond)                                                                 \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "fuzz_manifest: invariant failed: %s (%s:%d)\n", #cond,   \
-                    __FILE__, __LINE__);                                              \
-            abort();                                                                  \
-        }                                                                             \
+#define REQUIRE(cond)                                                                         \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "fuzz_manifest: invariant failed: %s (%s:%d)\n", #cond, __FILE__, \
+                    __LINE__);                                                                \
+            abort();                                                                          \
+        }                                                                                     \
     } while (0)
 
-static char dir[256];          /* the private temporary directory */
+static char dir[256]; /* the private temporary directory */
 static char manifest_path[300];
 
 static void remove_dir(void)
@@ -193,8 +193,8 @@ static void parse_line_with_fields(const char *line, size_t len)
                     (i == 0 || s.fields[i].field > s.fields[i - 1].field));
         REQUIRE(shard_sample_line_fields(&s, &seed_config, &out, &err) == 0);
         REQUIRE(out.len > 0 && out.data[out.len - 1] == '\n');
-        REQUIRE(shard_line_parse_fields((const char *)out.data, out.len - 1, &seed_config, &s2,
-                                        &r2, &err) == 1);
+        REQUIRE(shard_line_parse_fields((const char *)out.data, out.len - 1, &seed_config, &s2, &r2,
+                                        &err) == 1);
         same_sample(&s, &s2);
         REQUIRE(s.field_count == s2.field_count);
         for (uint32_t i = 0; i < s.field_count; i++)
@@ -254,8 +254,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t lines = 0;
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     REQUIRE(dirfd >= 0);
-    if (sk_journal_read(dirfd, dir, SHARD_MANIFEST_FILE, NULL, count_sample, count_reject, &lines, &end,
-                        &err) == 0)
+    if (sk_journal_read(dirfd, dir, SHARD_MANIFEST_FILE, NULL, count_sample, count_reject, &lines,
+                        &end, &err) == 0)
         REQUIRE(end.plan_end >= end.plan_start);
     close(dirfd);
 

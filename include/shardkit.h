@@ -13,14 +13,12 @@
  *   shardkit/dataset.h   reading: samples by index, epoch plans, prefetching
  *   shardkit/loader.h    training batches: transforms in C, a batch loader
  *   shardkit/verify.h    proving a dataset matches its manifest and source
- *   shardkit/bench.h     read-throughput benchmarks: small files against shards
  * Link with `pkg-config --libs shardkit`.
  */
 #ifndef SHARDKIT_H
 #define SHARDKIT_H
 
 #include "shardkit/api.h"
-#include "shardkit/bench.h"
 #include "shardkit/dataset.h"
 #include "shardkit/error.h"
 #include "shardkit/format.h"

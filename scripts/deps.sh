@@ -13,7 +13,9 @@
 #   python       build, and what the extension builds with (make python)
 #   test         unit, python and demo, and every tool a test runs (make test,
 #                make sanitize): libturbojpeg (bench/read_ceiling, run by
-#                test_read_ceiling), pytest, PyTorch, nginx, strace, djpeg,
+#                test_read_ceiling), pytest, mypy (the Python package's types),
+#                build (its source distribution),
+#                PyTorch, nginx, strace, djpeg,
 #                Chromium (test_reports), munge and Slurm (test_slurm),
 #                Node.js, npm and curl (test_s3's S3 server), and man's group
 #                with bash-completion and zsh (test_man)
@@ -22,6 +24,8 @@
 #                libavutil (bench/resize_quality), PyTorch, nginx, Node.js
 #                and npm, curl, /usr/bin/time (make bench)
 #   fuzz         build, and clang with libFuzzer (make fuzz)
+#   format       clang-format 14, the version .clang-format is written for
+#                (make format, make format-check; test's group has it too)
 #   screenshots  demo, and Chromium (make screenshots)
 #   man          build, and help2man, pandoc and Python: the manual pages and
 #                the shell completion (make man, make completion, make install)
@@ -30,7 +34,7 @@
 #                make deb-test)
 set -eu
 
-ALL_GROUPS="build unit demo python test bench fuzz screenshots man deb"
+ALL_GROUPS="build unit demo python test bench fuzz format screenshots man deb"
 
 # packages GROUP: the Debian packages of GROUP, with those of the groups it
 # builds on
@@ -42,14 +46,16 @@ packages() {
     unit) packages build; echo "libcmocka-dev" ;;
     demo) packages build; echo "python3 python3-pil" ;;
     python) packages build; echo "python3 python3-dev python3-setuptools python3-numpy" ;;
-    test) packages unit; packages python; packages demo; packages man
+    test) packages unit; packages python; packages demo; packages man; packages format
         echo "libturbojpeg0-dev python3-jsonschema python3-xxhash python3-zstandard
-            python3-pytest python3-torch python3-torchvision python3-venv python3-pip zstd nginx
-            curl strace libjpeg-turbo-progs chromium munge slurm-wlm bash-completion zsh" ;;
+            python3-pytest python3-mypy python3-build python3-torch python3-torchvision python3-venv python3-pip
+            zstd nginx curl strace libjpeg-turbo-progs chromium munge slurm-wlm bash-completion
+            zsh" ;;
     bench) packages python; packages demo
         echo "libturbojpeg0-dev libyuv-dev libswscale-dev libavutil-dev python3-torch
             python3-torchvision nginx curl time" ;;
     fuzz) packages build; echo "clang libfuzzer-14-dev libomp-dev" ;;
+    format) echo "clang-format-14" ;;
     screenshots) packages demo; echo "chromium" ;;
     man) packages build; echo "help2man pandoc python3" ;;
     deb) packages python; packages man; packages demo

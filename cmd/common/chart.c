@@ -12,17 +12,17 @@
 #include "html.h"
 #include "shardkit.h"
 
-#define CHAR_W 7.0          /* estimated width of a character of 12-unit text */
-#define SMALL_CHAR_W 6.2    /* of 11-unit text (ticks, values) */
+#define CHAR_W 7.0       /* estimated width of a character of 12-unit text */
+#define SMALL_CHAR_W 6.2 /* of 11-unit text (ticks, values) */
 #define MAX_TICKS 64
 #define NAME_COLUMN_MAX 250.0
 #define VALUE_COLUMN_MAX 220.0
 #define LEGEND_H 26.0
 #define AXIS_H 36.0
-#define PLOT_LEFT 58.0      /* room for the y axis' numbers */
+#define PLOT_LEFT 58.0 /* room for the y axis' numbers */
 #define PLOT_RIGHT 16.0
 #define DEFAULT_PLOT_H 200.0
-#define VALUES_SHOWN 12     /* a line writes each value when it has at most this many points */
+#define VALUES_SHOWN 12 /* a line writes each value when it has at most this many points */
 #define GOLDEN 0.6180339887498949
 
 /* ---- text ------------------------------------------------------------------------- */
@@ -53,7 +53,7 @@ static void text_fit(FILE *out, const char *s, size_t len, size_t max_chars)
         i += n ? n : 1;
     }
     html_text_len(out, s, i);
-    fputs("\xe2\x80\xa6", out);  /* U+2026 HORIZONTAL ELLIPSIS */
+    fputs("\xe2\x80\xa6", out); /* U+2026 HORIZONTAL ELLIPSIS */
 }
 
 static size_t text_len(const char *s)
@@ -76,7 +76,7 @@ const char *chart_short_number(double v, char *buf, size_t size)
         v /= 1e3;
         k++;
     }
-    if (a >= 999.5 && k < 5) {  /* 999999 is "1M", not "1e+03k" */
+    if (a >= 999.5 && k < 5) { /* 999999 is "1M", not "1e+03k" */
         v /= 1e3;
         k++;
     }
@@ -99,8 +99,9 @@ static void figure_begin(FILE *out, const char *id, const char *caption, double 
     html_text(out, id);
     fputs("\">\n<figcaption>", out);
     html_text(out, caption);
-    fprintf(out, "</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 %d %.0f\" role=\"img\" "
-                 "aria-label=\"",
+    fprintf(out,
+            "</figcaption>\n<svg class=\"chart\" viewBox=\"0 0 %d %.0f\" role=\"img\" "
+            "aria-label=\"",
             (int)width, ceil(height));
     html_text(out, caption);
     fputs("\">\n", out);
@@ -166,7 +167,7 @@ size_t chart_ticks(double lo, double hi, size_t max_ticks, double *out, size_t o
             for (size_t i = 0; i < n; i++) {
                 out[i] = first + (double)i * step;
                 if (fabs(out[i]) < step * 1e-9)
-                    out[i] = 0;  /* no "-0" */
+                    out[i] = 0; /* no "-0" */
             }
             return n;
         }
@@ -286,8 +287,8 @@ void chart_bars(FILE *out, const struct chart_bars *c)
             html_textf(out, " %s", c->unit);
         fputs("</title>\n", out);
         if (flagged)
-            fprintf(out, "<rect class=\"differs\" x=\"0\" y=\"%.1f\" width=\"%d\" "
-                         "height=\"%.1f\"/>\n",
+            fprintf(out,
+                    "<rect class=\"differs\" x=\"0\" y=\"%.1f\" width=\"%d\" height=\"%.1f\"/>\n",
                     y - 3, CHART_WIDTH, row_h - 2);
         fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"%s>", x0 - 6,
                 y + (row_h - 8) / 2 + 4, flagged ? " class=\"bad\"" : "");
@@ -304,8 +305,9 @@ void chart_bars(FILE *out, const struct chart_bars *c)
                 html_textf(out, ", %s", c->series_names[s]);
             value_text(v, c->decimals, buf, sizeof buf);
             html_textf(out, ": %s%s%s", buf, c->unit ? " " : "", c->unit ? c->unit : "");
-            fprintf(out, "</title><rect class=\"s%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                         "height=\"%.1f\"/>",
+            fprintf(out,
+                    "</title><rect class=\"s%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                    "height=\"%.1f\"/>",
                     s, c->stacked ? x : x0, by, w, bar_h - 2);
             if (!c->stacked) {
                 fprintf(out, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">", x0 + w + 4,
@@ -356,8 +358,8 @@ static void y_axis(FILE *out, const double *ticks, size_t nt, double axis_max, d
         if (integers && ticks[i] != floor(ticks[i]))
             continue;
         double y = top + plot_h - ticks[i] / axis_max * plot_h;
-        fprintf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                x0, y, x1, y);
+        fprintf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0,
+                y, x1, y);
         text_at(out, x0 - 5, y + 4, "end", "tick", chart_short_number(ticks[i], buf, sizeof buf));
     }
     fprintf(out, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0,
@@ -413,8 +415,8 @@ void chart_histogram(FILE *out, const struct chart_histogram *c)
         fprintf(out, "\" data-value=\"%llu\"><title>", (unsigned long long)h->counts[i]);
         html_textf(out, "%s to %s: %llu %s", lo, hi, (unsigned long long)h->counts[i],
                    c->y_label ? c->y_label : "");
-        fprintf(out, "</title><rect class=\"s0\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                     "height=\"%.1f\"/>",
+        fprintf(out,
+                "</title><rect class=\"s0\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>",
                 x + (col_w > 6 ? 1 : 0), top + plot_h - bh, col_w > 6 ? col_w - 2 : col_w, bh);
         if (h->counts[i] && col_w >= 8 * SMALL_CHAR_W / 2) {
             snprintf(buf, sizeof buf, "%llu", (unsigned long long)h->counts[i]);
@@ -436,8 +438,9 @@ void chart_histogram(FILE *out, const struct chart_histogram *c)
                 chart_short_number(h->edges[i] / div, buf, sizeof buf));
     if (isfinite(c->mark)) {
         double x = bin_x(h, c->mark, x0, col_w);
-        fprintf(out, "<line class=\"mark-line\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                x, top - 6, x, top + plot_h);
+        fprintf(out,
+                "<line class=\"mark-line\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
+                top - 6, x, top + plot_h);
         if (c->mark_label)
             mark_label(out, x, top + 2, c->mark_label);
     }
@@ -481,8 +484,10 @@ void chart_line(FILE *out, const struct chart_line *c)
         xhi = nxt ? xticks[nxt - 1] : xhi;
     }
     double slot = (x1 - x0) / (double)(n ? n : 1);
+    /* clang-format off */
 #define PX(i) (c->x ? x0 + (c->x[i] - xlo) / (xhi - xlo) * (x1 - x0) : x0 + slot * ((double)(i) + 0.5))
 #define PY(v) (top + plot_h - ((v) - axis_lo) / (axis_hi - axis_lo) * plot_h)
+    /* clang-format on */
     char buf[64];
 
     figure_begin(out, c->id, c->caption, width, top + plot_h + AXIS_H + 12);
@@ -490,8 +495,8 @@ void chart_line(FILE *out, const struct chart_line *c)
         text_at(out, 4, 12, NULL, "tick", c->y_label);
     for (size_t i = 0; i < nt; i++) {
         double y = PY(ticks[i]);
-        fprintf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                x0, y, x1, y);
+        fprintf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0,
+                y, x1, y);
         text_at(out, x0 - 5, y + 4, "end", "tick", chart_short_number(ticks[i], buf, sizeof buf));
     }
     fprintf(out, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0,
@@ -527,8 +532,9 @@ void chart_line(FILE *out, const struct chart_line *c)
             double x = PX(i), y = PY(v);
             if (c->columns) {
                 double w = fmax(slot * 0.7, 1), base = PY(axis_lo > 0 ? axis_lo : 0);
-                fprintf(out, "<rect class=\"s0 %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                             "height=\"%.1f\"/>",
+                fprintf(out,
+                        "<rect class=\"s0 %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                        "height=\"%.1f\"/>",
                         cls, x - w / 2, fmin(y, base), w, fabs(base - y));
             } else {
                 fprintf(out, "<circle class=\"dot %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\"/>", cls,
@@ -591,10 +597,10 @@ void chart_strip(FILE *out, const struct chart_strip *c)
         lo = c->threshold < lo ? c->threshold : lo;
         hi = c->threshold > hi ? c->threshold : hi;
     }
-    if (!isfinite(lo)) {  /* only infinite values, no threshold */
+    if (!isfinite(lo)) { /* only infinite values, no threshold */
         lo = 0;
         hi = 1;
-    } else if (!isfinite(hi - lo) || hi <= lo) {  /* the threshold alone: room around it */
+    } else if (!isfinite(hi - lo) || hi <= lo) { /* the threshold alone: room around it */
         hi = lo + 10;
         lo -= 10;
     }
@@ -607,7 +613,9 @@ void chart_strip(FILE *out, const struct chart_strip *c)
     double inf_w = infinite ? 110 : 0, x0 = 16, x1 = CHART_WIDTH - PLOT_RIGHT - inf_w;
     double top = 22, plot_h = 90;
     char buf[64];
+    /* clang-format off */
 #define SX(v) (x0 + ((v) - alo) / (ahi - alo) * (x1 - x0))
+    /* clang-format on */
 
     figure_begin(out, c->id, c->caption, CHART_WIDTH, top + plot_h + AXIS_H + 8);
     fprintf(out, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x0,
@@ -620,8 +628,9 @@ void chart_strip(FILE *out, const struct chart_strip *c)
     }
     if (isfinite(c->threshold)) {
         double x = SX(c->threshold);
-        fprintf(out, "<line class=\"mark-line\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                x, top - 8, x, top + plot_h);
+        fprintf(out,
+                "<line class=\"mark-line\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x,
+                top - 8, x, top + plot_h);
         if (c->threshold_label)
             mark_label(out, x, top - 8, c->threshold_label);
     }
@@ -629,7 +638,8 @@ void chart_strip(FILE *out, const struct chart_strip *c)
         double cx = x1 + inf_w / 2;
         fprintf(out, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                 x1 + 10, top, x1 + 10, top + plot_h);
-        snprintf(buf, sizeof buf, "%zu %s", infinite, c->infinite_label ? c->infinite_label : "inf");
+        snprintf(buf, sizeof buf, "%zu %s", infinite,
+                 c->infinite_label ? c->infinite_label : "inf");
         text_at(out, cx + 5, top + plot_h + 14, "middle", "tick", buf);
     }
     for (size_t i = 0, k = 0; i < c->count; i++) {

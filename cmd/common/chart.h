@@ -25,20 +25,20 @@
  * (or, stacked, one bar of `series` segments); an axis of round numbers
  * below. */
 struct chart_bars {
-    const char *id;                   /* the figure's id */
-    const char *caption;              /* what it shows */
-    const char *unit;                 /* of the values: "samples", "samples/s" */
+    const char *id;      /* the figure's id */
+    const char *caption; /* what it shows */
+    const char *unit;    /* of the values: "samples", "samples/s" */
     size_t rows;
-    const char *const *row_names;     /* rows names */
-    size_t series;                    /* 1..CHART_MAX_SERIES */
-    const char *const *series_names;  /* the legend (drawn when series > 1) */
-    const double *values;             /* rows x series, row-major; NAN: no bar */
-    int stacked;                      /* segments of one bar; the total is written */
-    const unsigned char *flagged;     /* per row, or NULL: a flagged row is drawn on a
-                                       * red band with its name in red */
-    const char *flag_note;            /* the legend's words for a flagged row */
-    const char *const *row_notes;     /* per row, or NULL: text after the values */
-    int decimals;                     /* of the values written at the bars */
+    const char *const *row_names;    /* rows names */
+    size_t series;                   /* 1..CHART_MAX_SERIES */
+    const char *const *series_names; /* the legend (drawn when series > 1) */
+    const double *values;            /* rows x series, row-major; NAN: no bar */
+    int stacked;                     /* segments of one bar; the total is written */
+    const unsigned char *flagged;    /* per row, or NULL: a flagged row is drawn on a
+                                      * red band with its name in red */
+    const char *flag_note;           /* the legend's words for a flagged row */
+    const char *const *row_notes;    /* per row, or NULL: text after the values */
+    int decimals;                    /* of the values written at the bars */
 };
 void chart_bars(FILE *out, const struct chart_bars *c);
 
@@ -46,11 +46,11 @@ void chart_bars(FILE *out, const struct chart_bars *c);
 struct chart_histogram {
     const char *id;
     const char *caption;
-    const char *x_label;              /* what was counted, with its unit */
-    const char *y_label;              /* what a count is: "records" */
+    const char *x_label; /* what was counted, with its unit */
+    const char *y_label; /* what a count is: "records" */
     const struct cli_histogram *h;
-    double x_divisor;                 /* edges are shown divided by it (1e3: KB); 0: 1 */
-    double mark;                      /* a dashed line at this value (undivided); NAN: none */
+    double x_divisor; /* edges are shown divided by it (1e3: KB); 0: 1 */
+    double mark;      /* a dashed line at this value (undivided); NAN: none */
     const char *mark_label;
 };
 void chart_histogram(FILE *out, const struct chart_histogram *c);
@@ -63,17 +63,17 @@ struct chart_line {
     const char *x_label;
     const char *y_label;
     size_t points;
-    const double *x;                  /* increasing; NULL: the points are evenly spaced
-                                       * and named by x_names */
-    const double *y;                  /* NAN: no value (a gap in the line) */
-    const char *const *x_names;       /* per point, or NULL */
-    const char *const *point_class;   /* per point ("ok", "bad"), or NULL */
-    int columns;                      /* columns instead of a line */
-    int decimals;                     /* of the values written */
-    int height;                       /* of the plot in viewBox units; 0: the default */
-    int width;                        /* of the chart; 0: CHART_WIDTH (a small chart meant
-                                       * to sit beside others, e.g. 360, keeps its text
-                                       * readable when the page shrinks it) */
+    const double *x;                /* increasing; NULL: the points are evenly spaced
+                                     * and named by x_names */
+    const double *y;                /* NAN: no value (a gap in the line) */
+    const char *const *x_names;     /* per point, or NULL */
+    const char *const *point_class; /* per point ("ok", "bad"), or NULL */
+    int columns;                    /* columns instead of a line */
+    int decimals;                   /* of the values written */
+    int height;                     /* of the plot in viewBox units; 0: the default */
+    int width;                      /* of the chart; 0: CHART_WIDTH (a small chart meant
+                                     * to sit beside others, e.g. 360, keeps its text
+                                     * readable when the page shrinks it) */
 };
 void chart_line(FILE *out, const struct chart_line *c);
 
@@ -85,13 +85,13 @@ struct chart_strip {
     const char *caption;
     const char *x_label;
     size_t count;
-    const double *values;             /* INFINITY: in the column apart; NAN: left out */
-    const char *const *names;         /* per item, bytes (keys) */
+    const double *values;     /* INFINITY: in the column apart; NAN: left out */
+    const char *const *names; /* per item, bytes (keys) */
     const size_t *name_lens;
-    const unsigned char *passed;      /* per item, or NULL: a failed one is red */
-    double threshold;                 /* NAN: none */
+    const unsigned char *passed; /* per item, or NULL: a failed one is red */
+    double threshold;            /* NAN: none */
     const char *threshold_label;
-    const char *infinite_label;       /* the column apart: "identical" */
+    const char *infinite_label; /* the column apart: "identical" */
 };
 void chart_strip(FILE *out, const struct chart_strip *c);
 

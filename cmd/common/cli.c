@@ -74,11 +74,13 @@ int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, 
 static const struct {
     uint32_t first, last;
 } unseen[] = {
+    /* clang-format off */
     {0x0080, 0x00a0}, {0x00ad, 0x00ad}, {0x034f, 0x034f}, {0x061c, 0x061c},
     {0x115f, 0x1160}, {0x1680, 0x1680}, {0x17b4, 0x17b5}, {0x180b, 0x180f},
     {0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x206f}, {0x3000, 0x3000},
     {0x3164, 0x3164}, {0xfe00, 0xfe0f}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0},
     {0xfff0, 0xfffb}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+    /* clang-format on */
 };
 
 /* Whether the valid UTF-8 character p[0..n) shows as itself. */
@@ -115,7 +117,7 @@ static void quote_word(FILE *f, const char *w)
         fputc('\'', f);
         for (const char *p = w; *p; p++) {
             if (*p == '\'')
-                fputs("'\\''", f);  /* end the quote, a quoted quote, quote again */
+                fputs("'\\''", f); /* end the quote, a quoted quote, quote again */
             else
                 fputc(*p, f);
         }
@@ -146,7 +148,7 @@ char *cli_command_line(int argc, char *const *argv)
         return NULL;
     int failed = 0;
     for (int i = 0; i < argc && !failed; i++) {
-        char *word = shard_redact_urls(argv[i]);  /* a password reaches no report */
+        char *word = shard_redact_urls(argv[i]); /* a password reaches no report */
         if (i)
             fputc(' ', f);
         if (word)
@@ -214,11 +216,11 @@ int cli_parse_threads(const char *prog, const char *arg, int *out)
     return CLI_EXIT_OK;
 }
 
-int cli_parse_options(int argc, char **argv, const struct option *longopts,
-                      cli_option_handler *one, void *ctx)
+int cli_parse_options(int argc, char **argv, const struct option *longopts, cli_option_handler *one,
+                      void *ctx)
 {
     int opt, rc;
-    opterr = 0;  /* the messages are ours (cli_other_option) */
+    opterr = 0; /* the messages are ours (cli_other_option) */
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1)
         if ((rc = one(opt, ctx, argv)) != CLI_EXIT_OK)
             return rc;
@@ -271,15 +273,14 @@ int cli_other_option(const char *prog, int opt, int version_opt, const char *usa
     int is_long = optopt == 0 || optopt >= CLI_FIRST_LONG_OPTION ||
                   (optopt == 'h' && !strncmp(arg, "--", 2));
     if (!is_long)
-        return cli_usage_error(prog, opt == ':' ? "option '-%c' needs a value"
-                                                : "unknown option '-%c'", optopt);
+        return cli_usage_error(prog,
+                               opt == ':' ? "option '-%c' needs a value" : "unknown option '-%c'",
+                               optopt);
     const struct option *known = optopt ? long_option(longopts, optopt) : NULL;
     if (opt == ':')
-        return cli_usage_error(prog, "option '--%s' needs a value",
-                               known ? known->name : arg + 2);
+        return cli_usage_error(prog, "option '--%s' needs a value", known ? known->name : arg + 2);
     if (known)
-        return cli_usage_error(prog, "option '--%s' takes no value (got '%s')", known->name,
-                               arg);
+        return cli_usage_error(prog, "option '--%s' takes no value (got '%s')", known->name, arg);
     char list[512];
     if (!strncmp(arg, "--", 2) && abbreviated(longopts, arg + 2, list, sizeof list) > 1)
         return cli_usage_error(prog, "option '%s' is ambiguous: it could be %s", arg, list);
@@ -296,8 +297,7 @@ int cli_check_output(const char *prog, const char *option, const char *path)
             unlink(path);
     }
     if (fd < 0)
-        return cli_usage_error(prog, "%s: cannot write '%s': %s", option, path,
-                               strerror(errno));
+        return cli_usage_error(prog, "%s: cannot write '%s': %s", option, path, strerror(errno));
     close(fd);
     return CLI_EXIT_OK;
 }
@@ -317,9 +317,8 @@ void cli_progress_show(struct cli_progress *p, const char *phase, uint64_t done,
             return;
         p->last_line = elapsed;
         if (total)
-            fprintf(stderr, "%s: %llu/%llu (%.0f%%), %.0f/s, %s\n", phase,
-                    (unsigned long long)done, (unsigned long long)total, 100.0 * done / total,
-                    rate, extra ? extra : "");
+            fprintf(stderr, "%s: %llu/%llu (%.0f%%), %.0f/s, %s\n", phase, (unsigned long long)done,
+                    (unsigned long long)total, 100.0 * done / total, rate, extra ? extra : "");
         else
             fprintf(stderr, "%s: %llu, %.0f/s, %s\n", phase, (unsigned long long)done, rate,
                     extra ? extra : "");
@@ -335,8 +334,8 @@ void cli_progress_show(struct cli_progress *p, const char *phase, uint64_t done,
         double left = (total - done) / rate;
         snprintf(eta, sizeof eta, " ETA %dm%02ds", (int)left / 60, (int)left % 60);
     }
-    fprintf(stderr, "\r%-8s [%s] %llu/%llu %.0f/s%s %s\033[K", phase, bar,
-            (unsigned long long)done, (unsigned long long)total, rate, eta, extra ? extra : "");
+    fprintf(stderr, "\r%-8s [%s] %llu/%llu %.0f/s%s %s\033[K", phase, bar, (unsigned long long)done,
+            (unsigned long long)total, rate, eta, extra ? extra : "");
     p->drawn = 1;
 }
 

@@ -12,12 +12,12 @@
 /* The exit statuses of every tool; README.md ("Exit status") is the one
  * table the tools' --help texts refer to. */
 enum cli_exit {
-    CLI_EXIT_OK = 0,      /* everything asked for was done */
-    CLI_EXIT_FAILED = 1,  /* the work started and did not fully succeed: a failed run,
-                           * a dataset not verified, an item not written, input that
-                           * cannot be read (each named in a message) */
-    CLI_EXIT_USAGE = 2,   /* the command line is wrong; found before any work starts,
-                           * nothing was read or written */
+    CLI_EXIT_OK = 0,     /* everything asked for was done */
+    CLI_EXIT_FAILED = 1, /* the work started and did not fully succeed: a failed run,
+                          * a dataset not verified, an item not written, input that
+                          * cannot be read (each named in a message) */
+    CLI_EXIT_USAGE = 2,  /* the command line is wrong; found before any work starts,
+                          * nothing was read or written */
 };
 
 /* getopt values of long options without a short form start here, above
@@ -47,8 +47,8 @@ typedef int cli_option_handler(int opt, void *ctx, char **argv);
 /* Run getopt_long over argv (long options only, besides -h) and call `one`
  * for every option, in order; stops at the first status that is not
  * CLI_EXIT_OK and returns it.  Operands are left from argv[optind] on. */
-int cli_parse_options(int argc, char **argv, const struct option *longopts,
-                      cli_option_handler *one, void *ctx);
+int cli_parse_options(int argc, char **argv, const struct option *longopts, cli_option_handler *one,
+                      void *ctx);
 
 /* The getopt cases every tool shares: -h/--help prints `usage` and exits 0;
  * `version_opt` prints the version and exits 0; a missing value, a value

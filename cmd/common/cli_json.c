@@ -65,6 +65,6 @@ json_t *cli_json_histogram(const struct cli_histogram *h)
     for (size_t i = 0; i < h->bins; i++)
         json_array_append_new(counts, json_integer((json_int_t)h->counts[i]));
     return json_pack("{s:s, s:o, s:o, s:I, s:I, s:f, s:f}", "scale", cli_scale_name(h->scale),
-                     "edges", edges, "counts", counts, "count", (json_int_t)h->total,
-                     "skipped", (json_int_t)h->skipped, "min", h->min, "max", h->max);
+                     "edges", edges, "counts", counts, "count", (json_int_t)h->total, "skipped",
+                     (json_int_t)h->skipped, "min", h->min, "max", h->max);
 }

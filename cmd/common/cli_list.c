@@ -8,8 +8,7 @@
 /* Longest item we accept: a 32-bit number has at most 10 digits. */
 #define ITEM_MAX 16
 
-int cli_parse_u32_list(const char *s, uint32_t min, uint32_t max, uint32_t *out,
-                       size_t capacity)
+int cli_parse_u32_list(const char *s, uint32_t min, uint32_t max, uint32_t *out, size_t capacity)
 {
     size_t n = 0;
     if (!s)

@@ -59,7 +59,7 @@ static size_t linear_edges(double lo, double hi, size_t max_bins, int whole, dou
             *step = s;
             return bins;
         }
-        s = cli_nice_step(s * 1.5);  /* the next nice step */
+        s = cli_nice_step(s * 1.5); /* the next nice step */
     }
 }
 
@@ -102,7 +102,7 @@ int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_
     if (max_bins > CLI_HISTOGRAM_MAX_BINS)
         max_bins = CLI_HISTOGRAM_MAX_BINS;
     double lo = INFINITY, hi = -INFINITY;
-    int whole = 1;  /* every value a whole number (counts, bytes) */
+    int whole = 1; /* every value a whole number (counts, bytes) */
     for (size_t i = 0; i < n; i++) {
         if (!counted(v[i], scale)) {
             h->skipped++;
@@ -126,7 +126,7 @@ int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_
             per_decade = 1;
             bins = log_edges(lo, hi, max_bins, per_decade, &first_k);
         }
-        if (!bins)  /* more decades than bins: linear it is */
+        if (!bins) /* more decades than bins: linear it is */
             h->scale = CLI_SCALE_LINEAR;
     }
     if (h->scale == CLI_SCALE_LINEAR)

@@ -4,8 +4,8 @@
  *
  * Edges are "nice" numbers a reader can take in at a glance: linear bins are
  * a step of 1, 2 or 5 times a power of ten wide (at least 1 when every
- * value is a whole number) and start at a multiple of it; log bins run 1, 2, 5, 10, 20, 50, ... (times a power of ten), for
- * values spread over decades (latencies). */
+ * value is a whole number) and start at a multiple of it; log bins run 1, 2, 5, 10, 20, 50, ...
+ * (times a power of ten), for values spread over decades (latencies). */
 #ifndef SHARDKIT_CLI_HISTOGRAM_H
 #define SHARDKIT_CLI_HISTOGRAM_H
 
@@ -20,12 +20,12 @@ enum cli_scale { CLI_SCALE_LINEAR = 0, CLI_SCALE_LOG = 1 };
 struct cli_histogram {
     enum cli_scale scale;
     size_t bins;
-    double *edges;       /* bins + 1 edges, increasing; bin i is [edges[i], edges[i+1]),
-                          * the last one closed */
-    uint64_t *counts;    /* bins counts */
-    uint64_t total;      /* values counted in the bins */
-    uint64_t skipped;    /* values left out: not finite (and, log scale, not above 0) */
-    double min, max;     /* of the counted values (0 when there are none) */
+    double *edges;    /* bins + 1 edges, increasing; bin i is [edges[i], edges[i+1]),
+                       * the last one closed */
+    uint64_t *counts; /* bins counts */
+    uint64_t total;   /* values counted in the bins */
+    uint64_t skipped; /* values left out: not finite (and, log scale, not above 0) */
+    double min, max;  /* of the counted values (0 when there are none) */
 };
 
 /* The smallest of 1, 2, 5 x 10^k that is at least `raw` (> 0); 1 for a
@@ -38,7 +38,7 @@ double cli_nice_step(double raw);
 int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_t max_bins,
                        enum cli_scale scale);
 
-void cli_histogram_release(struct cli_histogram *h);  /* accepts NULL */
+void cli_histogram_release(struct cli_histogram *h); /* accepts NULL */
 
 /* "linear" or "log". */
 const char *cli_scale_name(enum cli_scale s);

@@ -10,8 +10,9 @@
 
 /* Nothing is fetched, whatever the page holds: no scripts, no fonts, no
  * images, no frames, no connections; the inline style sheet only. */
-#define CSP "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; " \
-            "form-action 'none'"
+#define CSP                                                                           \
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; " \
+    "form-action 'none'"
 
 static const char style[] =
     ":root{--fg:#1d2330;--muted:#5b6473;--line:#d5d9e0;--ok:#1a7f37;--bad:#c62828;"
@@ -54,8 +55,7 @@ static const char style[] =
     "border-radius:4px}\n"
     ".ok{color:var(--ok)}.bad{color:var(--bad)}.warn{color:var(--warn)}\n"
     "figure{margin:14px 0 18px;break-inside:avoid}\n"
-    ".trends{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));"
-    "gap:0 18px}\n"
+    ".trends{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:0 18px}\n"
     "figcaption{font-size:.9rem;margin-bottom:4px}\n"
     ".sheet{display:grid;grid-template-columns:repeat(auto-fill,minmax(136px,1fr));gap:12px 10px;"
     "margin:.6em 0}\n"
@@ -67,8 +67,7 @@ static const char style[] =
     ".sheet figcaption{font-size:.78rem;margin:4px 0 0;overflow-wrap:anywhere}\n"
     ".sheet .caption{display:block;color:var(--fg)}\n"
     "svg.chart{display:block;width:100%;height:auto}\n"
-    "svg.chart text{font-size:12px;fill:var(--fg);"
-    "font-family:system-ui,'DejaVu Sans',sans-serif}\n"
+    "svg.chart text{font-size:12px;fill:var(--fg);font-family:system-ui,'DejaVu Sans',sans-serif}\n"
     "svg.chart .tick{fill:var(--muted);font-size:11px}\n"
     "svg.chart .value{font-size:11px}\n"
     "svg.chart .axis{stroke:#8a8f98;stroke-width:1}\n"
@@ -84,8 +83,7 @@ static const char style[] =
     "svg.chart .mark-line{stroke:var(--bad);stroke-width:1.5;stroke-dasharray:4 3}\n"
     "footer{margin:2.5em 0 1em;font-size:.85rem;border-top:1px solid var(--line);"
     "padding-top:.5em}\n"
-    "@media (max-width:600px){body{font-size:14px}main{padding:10px}"
-    "th,td{padding:3px 5px}}\n"
+    "@media (max-width:600px){body{font-size:14px}main{padding:10px}th,td{padding:3px 5px}}\n"
     "@media print{body{font-size:10.5pt}main{max-width:none;padding:0}"
     ".scroll,.tall{overflow:visible;max-height:none}"
     "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}"

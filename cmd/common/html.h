@@ -5,8 +5,8 @@
  * the charts are inline SVG, images are data: URIs, there is no script,
  * and a Content-Security-Policy of default-src 'none' (img-src data: only)
  * forbids the browser to fetch anything, so a report opened from a mail, an
- * artifact store or a laptop offline shows the same.  It reads on a phone (a viewport, tables that scroll sideways in
- * their own box, charts that shrink) and prints (print rules: no clipping,
+ * artifact store or a laptop offline shows the same.  It reads on a phone (a viewport, tables that
+ * scroll sideways in their own box, charts that shrink) and prints (print rules: no clipping,
  * colours kept, figures not split across pages).
  *
  * Nothing from outside is written raw.  Bytes (keys, paths: any bytes,
@@ -56,7 +56,7 @@ void html_section_end(FILE *out);
  * the '#' is not shown). */
 void html_table_begin(FILE *out, const char *id, const char *const *headers, size_t count);
 void html_table_end(FILE *out);
-void html_row_begin(FILE *out, const char *css_class);  /* css_class may be NULL */
+void html_row_begin(FILE *out, const char *css_class); /* css_class may be NULL */
 void html_row_end(FILE *out);
 /* One cell of text (escaped), of text in monospace (a file name, an option's
  * value), of bytes (a key; in monospace when `code`), of a number. */

@@ -1,6 +1,6 @@
 /* shardbench - read throughput of small files against shards, local or over
  * HTTP, and where the consumer waits.  The flow: options (options.c), the
- * runs (shard_bench_run, the library), the report (report_text.c,
+ * runs (bench_run, the engine in engine/), the report (report_text.c,
  * report_json.c, report_html.c); the roofline subcommand is roofline.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include "options.h"
 #include "report.h"
 #include "roofline.h"
-#include "shardkit.h"
+#include "engine/bench.h"
 
 #define PROG "shardbench"
 
@@ -39,8 +39,8 @@ static int prepare_compare(struct options *o, struct shard_keylist *keys, struct
     if (o->bench.upscale)
         o->bench.upscale = cfg->upscale;
     shard_dataset_close(ds);
-    if (shard_bench_is_remote(o->src) && !o->keys_file && strncmp(o->src, "s3://", 5)) {
-        rc = shard_bench_keys_from_dataset(o->dst, &o->bench.http, keys, err);
+    if (shard_location_is_remote(o->src) && !o->keys_file && strncmp(o->src, "s3://", 5)) {
+        rc = bench_keys_from_dataset(o->dst, &o->bench.reading, keys, err);
         if (!rc)
             o->bench.keys = keys;
     }
@@ -51,7 +51,7 @@ static int prepare_compare(struct options *o, struct shard_keylist *keys, struct
  * run over nothing measures nothing. */
 static int read_keys(struct options *o, struct shard_keylist *keys, struct shard_err *err)
 {
-    int rc = shard_bench_keys_from_file(o->keys_file, keys, err);
+    int rc = bench_keys_from_file(o->keys_file, keys, err);
     if (!rc && keys->count == 0)
         rc = shard_err_set(err, SHARD_EINVAL, "--keys: '%s' lists no keys", o->keys_file);
     if (!rc)
@@ -61,8 +61,10 @@ static int read_keys(struct options *o, struct shard_keylist *keys, struct shard
 
 /* A run that read nothing, or in which samples failed, did not measure what
  * was asked: say so, and the exit status is 1. */
-static int check_run(const char *location, const struct shard_bench_result *r)
+static int check_run(const char *location, const struct bench_result *r)
 {
+    if (r->cache_warning[0])
+        fprintf(stderr, "%s: warning: %s\n", PROG, r->cache_warning);
     if (r->samples_per_epoch == 0) {
         fprintf(stderr, "%s: no samples to read in '%s'\n", PROG, location);
         return CLI_EXIT_FAILED;
@@ -95,21 +97,21 @@ static int run(const struct options *opts, const char *command_line, const char 
     struct shard_err err;
     shard_err_clear(&err);
     struct shard_keylist keys = {0};
-    struct shard_trace *trace = NULL;
-    struct shard_bench_result files = {0}, shards = {0};
+    struct trace *trace = NULL;
+    struct bench_result files = {0}, shards = {0};
     int status = CLI_EXIT_OK;
     if ((o.keys_file && read_keys(&o, &keys, &err)) ||
         (o.command == CMD_COMPARE && prepare_compare(&o, &keys, &err)) ||
-        (o.trace_file && shard_trace_new(&trace, 0, &err))) {
+        (o.trace_file && trace_new(&trace, 0, &err))) {
         status = fail(&err);
         goto out;
     }
     o.bench.trace = trace;
     o.bench.digests = o.digests_file != NULL;
     if ((o.command != CMD_SHARDS &&
-         shard_bench_run(SHARD_BENCH_FILES, o.src, &o.bench, &files, &err)) ||
+         bench_run(BENCH_FILES, o.src, &o.bench, &files, &err)) ||
         (o.command != CMD_FILES &&
-         shard_bench_run(SHARD_BENCH_SHARDS, o.dst, &o.bench, &shards, &err))) {
+         bench_run(BENCH_SHARDS, o.dst, &o.bench, &shards, &err))) {
         status = fail(&err);
         goto out;
     }
@@ -136,16 +138,16 @@ static int run(const struct options *opts, const char *command_line, const char 
     if (o.report_file && cli_write_file(PROG, o.report_file, write_page, &r))
         status = CLI_EXIT_FAILED;
     report_release(&r);
-    if (trace && shard_trace_write(trace, o.trace_file, &err))
+    if (trace && trace_write(trace, o.trace_file, &err))
         status = fail(&err);
-    if (trace && shard_trace_dropped(trace))
+    if (trace && trace_dropped(trace))
         fprintf(stderr, "%s: note: the trace kept the first %llu events and dropped %llu\n",
-                PROG, (unsigned long long)shard_trace_events(trace),
-                (unsigned long long)shard_trace_dropped(trace));
+                PROG, (unsigned long long)trace_events(trace),
+                (unsigned long long)trace_dropped(trace));
 out:
-    shard_bench_result_release(&files);
-    shard_bench_result_release(&shards);
-    shard_trace_free(trace);
+    bench_result_release(&files);
+    bench_result_release(&shards);
+    trace_free(trace);
     shard_keylist_release(&keys);
     return status;
 }

@@ -75,6 +75,10 @@ static const char usage_text[] =
     "  --window SIZE        bytes per shard range request (default 8M)\n"
     "  --cache SIZE         shard bytes kept in memory (default 256M; should hold a\n"
     "                       shuffle buffer of samples)\n"
+    "  --cache-dir DIR      keep whole shards in DIR, a node-local cache shared by\n"
+    "                       every process (default: $SHARDKIT_CACHE_DIR; '' none)\n"
+    "  --cache-limit SIZE   at most SIZE bytes in it (default: $SHARDKIT_CACHE_LIMIT,\n"
+    "                       else what the disk takes)\n"
     "  --retries N          retries of a transient failure, with backoff (default 8)\n"
     "  --timeout S          a request that receives nothing for S seconds (connecting,\n"
     "                       waiting for the answer, or stalled) is abandoned and\n"
@@ -104,7 +108,7 @@ enum {
     OPT_THREADS = CLI_FIRST_LONG_OPTION, OPT_EPOCHS, OPT_LIMIT, OPT_SECONDS, OPT_COLD,
     OPT_STEP_MS, OPT_BATCH, OPT_QUEUE_DEPTH, OPT_TRACE, OPT_JSON, OPT_REPORT, OPT_SIZE, OPT_FIT,
     OPT_NO_UPSCALE, OPT_KEYS, OPT_NO_SHUFFLE, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_RTT,
-    OPT_CONNECTIONS, OPT_WINDOW, OPT_CACHE, OPT_RETRIES, OPT_TIMEOUT, OPT_DIGESTS,
+    OPT_CONNECTIONS, OPT_WINDOW, OPT_CACHE, OPT_CACHE_DIR, OPT_CACHE_LIMIT, OPT_RETRIES, OPT_TIMEOUT, OPT_DIGESTS,
     OPT_BANDWIDTH, OPT_INTENSITY, OPT_PEAK, OPT_VERSION,
 };
 
@@ -131,6 +135,8 @@ static const struct option long_options[] = {
     {"connections", required_argument, NULL, OPT_CONNECTIONS},
     {"window", required_argument, NULL, OPT_WINDOW},
     {"cache", required_argument, NULL, OPT_CACHE},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+    {"cache-limit", required_argument, NULL, OPT_CACHE_LIMIT},
     {"retries", required_argument, NULL, OPT_RETRIES},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"digests", required_argument, NULL, OPT_DIGESTS},
@@ -167,7 +173,7 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 static int parse_option(int opt, void *ctx, char **argv)
 {
     struct options *c = ctx;
-    struct shard_bench_options *o = &c->bench;
+    struct bench_options *o = &c->bench;
     uint64_t v;
     uint32_t u;
     switch (opt) {
@@ -230,7 +236,7 @@ static int parse_option(int opt, void *ctx, char **argv)
                                    optarg);
         break;
     case OPT_RTT:
-        if (parse_double(optarg, 0, MAX_MS, &o->http.rtt_ms))
+        if (parse_double(optarg, 0, MAX_MS, &o->reading.rtt_ms))
             return cli_usage_error(PROG, "--rtt: '%s' is not a number of milliseconds in "
                                    "0..%.0f", optarg, MAX_MS);
         break;
@@ -238,30 +244,39 @@ static int parse_option(int opt, void *ctx, char **argv)
         if (parse_u32(optarg, 1, SHARD_DATASET_MAX_CONNECTIONS, &u))
             return cli_usage_error(PROG, "--connections: '%s' is not a number in 1..%d", optarg,
                                    SHARD_DATASET_MAX_CONNECTIONS);
-        o->http.reading.connections = (int)u;
+        o->reading.connections = (int)u;
         break;
     case OPT_WINDOW:
         if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW ||
             v > SHARD_DATASET_MAX_WINDOW)
             return cli_usage_error(PROG, "--window: '%s' is not a size in 4K..4G", optarg);
-        o->http.reading.window_bytes = v;
+        o->reading.window_bytes = v;
         break;
     case OPT_CACHE:
         if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW)
             return cli_usage_error(PROG, "--cache: '%s' is not a size of at least 4K", optarg);
-        o->http.reading.cache_bytes = v;
+        o->reading.cache_bytes = v;
+        break;
+    case OPT_CACHE_DIR:
+        o->reading.cache_dir = optarg;
+        break;
+    case OPT_CACHE_LIMIT:
+        if (cli_parse_size(optarg, &v) || !v)
+            return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1",
+                                   optarg);
+        o->reading.cache_limit = v;
         break;
     case OPT_RETRIES:
         if (parse_u32(optarg, 0, SHARD_DATASET_MAX_RETRIES, &u))
             return cli_usage_error(PROG, "--retries: '%s' is not a number in 0..%d", optarg,
                                    SHARD_DATASET_MAX_RETRIES);
-        o->http.reading.retries = (int)u;
+        o->reading.retries = (int)u;
         break;
     case OPT_TIMEOUT:
         if (parse_u32(optarg, 1, SHARD_DATASET_MAX_TIMEOUT, &u))
             return cli_usage_error(PROG, "--timeout: '%s' is not a number of seconds in 1..%d",
                                    optarg, SHARD_DATASET_MAX_TIMEOUT);
-        o->http.reading.timeout_seconds = u;
+        o->reading.timeout_seconds = u;
         break;
     case OPT_DIGESTS: c->digests_file = optarg; break;
     case OPT_BANDWIDTH: c->bandwidth = optarg; break;
@@ -276,7 +291,7 @@ static int parse_option(int opt, void *ctx, char **argv)
 int options_parse(int argc, char **argv, struct options *c)
 {
     memset(c, 0, sizeof *c);
-    shard_bench_options_init(&c->bench);
+    bench_options_init(&c->bench);
     int rc = cli_parse_options(argc, argv, long_options, parse_option, c);
     if (rc)
         return rc;
@@ -321,7 +336,7 @@ int options_parse(int argc, char **argv, struct options *c)
                                      !c->bench.upscale))
         return cli_usage_error(PROG, "--keys, --size, --fit and --no-upscale belong to the "
                                "files loader: shards are already at their size");
-    if (c->command == CMD_FILES && !c->keys_file && shard_bench_is_remote(c->src) &&
+    if (c->command == CMD_FILES && !c->keys_file && shard_location_is_remote(c->src) &&
         strncmp(c->src, "s3://", 5))
         return cli_usage_error(PROG, "'%s': a URL cannot be listed: give the sample keys with "
                                "--keys FILE (or use compare with a dataset)", c->src);

@@ -2,7 +2,7 @@
 #ifndef SHARDBENCH_OPTIONS_H
 #define SHARDBENCH_OPTIONS_H
 
-#include "shardkit.h"
+#include "engine/bench.h"
 
 enum command { CMD_FILES, CMD_SHARDS, CMD_COMPARE, CMD_ROOFLINE };
 
@@ -10,7 +10,7 @@ struct options {
     enum command command;
     const char *src;                  /* files, compare */
     const char *dst;                  /* shards, compare */
-    struct shard_bench_options bench; /* what shard_bench_run takes */
+    struct bench_options bench; /* what bench_run takes */
     int size_given;                   /* --size and --fit given: compare keeps them */
     int fit_given;
     const char *keys_file;            /* --keys */

@@ -9,7 +9,7 @@
 
 #include "cli.h"
 
-const struct shard_bench_phase *report_headline(const struct shard_bench_result *r)
+const struct bench_phase *report_headline(const struct bench_result *r)
 {
     return r->steady.epochs ? &r->steady : &r->first;
 }
@@ -26,32 +26,32 @@ const char *report_ratio_basis(const struct report *r)
                                                                : "first epoch";
 }
 
-const struct shard_bench_result *report_single(const struct report *r, const char **location)
+const struct bench_result *report_single(const struct report *r, const char **location)
 {
     *location = r->command == CMD_SHARDS ? r->dst : r->src;
     return r->command == CMD_SHARDS ? r->shards : r->files;
 }
 
-uint64_t report_errors(const struct shard_bench_result *r)
+uint64_t report_errors(const struct bench_result *r)
 {
     return r->first.errors + r->steady.errors;
 }
 
-int report_stage_shown(enum shard_bench_mode m, enum shard_bench_stage s)
+int report_stage_shown(enum bench_mode m, enum bench_stage s)
 {
-    if (s == SHARD_STAGE_DECOMPRESS)
-        return m == SHARD_BENCH_SHARDS;
-    if (s == SHARD_STAGE_RESIZE)
-        return m == SHARD_BENCH_FILES;
+    if (s == STAGE_DECOMPRESS)
+        return m == BENCH_SHARDS;
+    if (s == STAGE_RESIZE)
+        return m == BENCH_FILES;
     return 1;
 }
 
-double report_stage_ms(const struct shard_bench_phase *ph, enum shard_bench_stage s)
+double report_stage_ms(const struct bench_phase *ph, enum bench_stage s)
 {
     return ph->samples ? ph->stage_seconds[s] / (double)ph->samples * REPORT_MS : 0;
 }
 
-const struct run_view *report_view(const struct report *r, const struct shard_bench_result *result)
+const struct run_view *report_view(const struct report *r, const struct bench_result *result)
 {
     return result == r->shards ? &r->shards_view : &r->files_view;
 }
@@ -60,7 +60,7 @@ const struct run_view *report_view(const struct report *r, const struct shard_be
 
 /* The consumer's wait per batch over the run: every batch, or the means of
  * REPORT_WAIT_POINTS equal slices of the run's time. */
-static int wait_over_time(const struct shard_bench_result *res, struct run_view *v)
+static int wait_over_time(const struct bench_result *res, struct run_view *v)
 {
     uint64_t n = res->batch_count;
     if (res->step_ms <= 0 || !n)
@@ -96,7 +96,7 @@ static int wait_over_time(const struct shard_bench_result *res, struct run_view 
     return 0;
 }
 
-static int view_run(const struct shard_bench_result *res, struct run_view *v)
+static int view_run(const struct bench_result *res, struct run_view *v)
 {
     if (!res)
         return 0;

@@ -16,7 +16,7 @@
 
 #include "histogram.h"
 #include "options.h"
-#include "shardkit.h"
+#include "engine/bench.h"
 
 /* Points of the wait over time at most; more batches are averaged into
  * this many equal slices of the run. */
@@ -50,8 +50,8 @@ struct report {
     enum command command;                     /* files, shards or compare */
     const char *src;                          /* as shown: a URL's password redacted */
     const char *dst;
-    const struct shard_bench_result *files;   /* the files run (files, compare) */
-    const struct shard_bench_result *shards;  /* the shards run (shards, compare) */
+    const struct bench_result *files;   /* the files run (files, compare) */
+    const struct bench_result *shards;  /* the shards run (shards, compare) */
     const char *command_line;                 /* the exact command, quoted for a shell
                                                * (cli_command_line, before getopt permutes it) */
     /* set by report_prepare */
@@ -75,25 +75,25 @@ report_writer report_write_html;
 
 /* One JSON line per first-epoch sample (--digests): key, width, height,
  * xxh3 of the pixels. */
-void report_write_digests(const struct shard_bench_result *r, FILE *out);
+void report_write_digests(const struct bench_result *r, FILE *out);
 
 /* What the writers share (report.c). */
 /* The phase a run is summed up by: the steady epochs, or the first alone. */
-const struct shard_bench_phase *report_headline(const struct shard_bench_result *r);
+const struct bench_phase *report_headline(const struct bench_result *r);
 /* compare: shards/files samples per second, and which epochs it compares. */
 double report_ratio(const struct report *r);
 const char *report_ratio_basis(const struct report *r);
 /* The single run of files or shards. */
-const struct shard_bench_result *report_single(const struct report *r, const char **location);
+const struct bench_result *report_single(const struct report *r, const char **location);
 /* Samples that failed in a run. */
-uint64_t report_errors(const struct shard_bench_result *r);
+uint64_t report_errors(const struct bench_result *r);
 /* The view of run `result` (files or shards). */
-const struct run_view *report_view(const struct report *r, const struct shard_bench_result *result);
+const struct run_view *report_view(const struct report *r, const struct bench_result *result);
 /* The stages worth showing for a mode (no decompress for files, no resize
  * for shards). */
-int report_stage_shown(enum shard_bench_mode m, enum shard_bench_stage s);
+int report_stage_shown(enum bench_mode m, enum bench_stage s);
 /* A phase's time per sample in a stage, ms. */
-double report_stage_ms(const struct shard_bench_phase *ph, enum shard_bench_stage s);
+double report_stage_ms(const struct bench_phase *ph, enum bench_stage s);
 
 #define REPORT_MS 1e3
 

@@ -18,13 +18,13 @@
 
 static const char *const phase_names[] = {"first epoch", "steady epochs"};
 
-static const struct shard_bench_phase *phase_of(const struct shard_bench_result *r, int i)
+static const struct bench_phase *phase_of(const struct bench_result *r, int i)
 {
     return i == 0 ? &r->first : &r->steady;
 }
 
 /* The runs of the report, files first: 1 or 2. */
-static size_t runs(const struct report *rep, const struct shard_bench_result **out,
+static size_t runs(const struct report *rep, const struct bench_result **out,
                    const char **names, const char **locations)
 {
     size_t n = 0;
@@ -59,19 +59,19 @@ static void headline(FILE *out, const struct report *rep)
         return;
     }
     const char *location;
-    const struct shard_bench_result *r = report_single(rep, &location);
+    const struct bench_result *r = report_single(rep, &location);
     fprintf(out, "<div class=\"verdict ok\" id=\"headline\">%.1f samples/s", 
             report_headline(r)->samples_per_second);
     fputs("<span class=\"detail\">", out);
     html_textf(out, "%s, %s loader, %d threads.", r->steady.epochs ? "steady epochs" : "first epoch",
-               shard_bench_mode_name(r->mode), r->threads);
+               bench_mode_name(r->mode), r->threads);
     fputs("</span></div>\n", out);
 }
 
 /* samples/s per phase, files beside shards, the ratio noted. */
 static void throughput(FILE *out, const struct report *rep)
 {
-    const struct shard_bench_result *res[2];
+    const struct bench_result *res[2];
     const char *names[2], *locations[2];
     size_t n = runs(rep, res, names, locations);
     double values[4];
@@ -86,7 +86,7 @@ static void throughput(FILE *out, const struct report *rep)
         if (!ran)
             continue;
         for (size_t i = 0; i < n; i++) {
-            const struct shard_bench_phase *ph = phase_of(res[i], p);
+            const struct bench_phase *ph = phase_of(res[i], p);
             values[nrows * n + i] = ph->epochs ? ph->samples_per_second : NAN;
         }
         if (n == 2 && values[nrows * n] > 0 && isfinite(values[nrows * n + 1])) {
@@ -110,15 +110,15 @@ static void throughput(FILE *out, const struct report *rep)
 /* Each run's loader time per sample, stage by stage, stacked. */
 static void stages(FILE *out, const struct report *rep)
 {
-    const struct shard_bench_result *res[2];
+    const struct bench_result *res[2];
     const char *names[2], *locations[2];
     size_t n = runs(rep, res, names, locations);
-    static const enum shard_bench_stage loader[LOADER_STAGES] = {
-        SHARD_STAGE_READ, SHARD_STAGE_DECOMPRESS, SHARD_STAGE_DECODE, SHARD_STAGE_RESIZE};
+    static const enum bench_stage loader[LOADER_STAGES] = {
+        STAGE_READ, STAGE_DECOMPRESS, STAGE_DECODE, STAGE_RESIZE};
     const char *stage_names[LOADER_STAGES];
     double values[2 * LOADER_STAGES];
     for (int s = 0; s < LOADER_STAGES; s++)
-        stage_names[s] = shard_bench_stage_name(loader[s]);
+        stage_names[s] = bench_stage_name(loader[s]);
     for (size_t i = 0; i < n; i++)
         for (int s = 0; s < LOADER_STAGES; s++)
             values[i * LOADER_STAGES + s] = report_stage_ms(report_headline(res[i]), loader[s]);
@@ -131,48 +131,84 @@ static void stages(FILE *out, const struct report *rep)
     chart_bars(out, &c);
 }
 
-static void phase_table(FILE *out, const char *id, const struct shard_bench_result *r)
+/* A table of one row per phase that ran: its name, then cells(out, ph). */
+static void phase_rows(FILE *out, const char *id, const char *const *head, size_t columns,
+                       const struct bench_result *r,
+                       void (*cells)(FILE *out, const struct bench_phase *ph))
 {
-    static const char *const head[] = {"phase", "#epochs", "#samples", "#seconds",
-                                       "#samples/s", "#MB/s", "#batch p50 ms",
-                                       "#batch p99 ms", "#waited", "#CPU s/sample",
-                                       "#bytes read", "#requests", "#retries"};
-    html_table_begin(out, id, head, sizeof head / sizeof *head);
+    html_table_begin(out, id, head, columns);
     for (int p = 0; p < 2; p++) {
-        const struct shard_bench_phase *ph = phase_of(r, p);
+        const struct bench_phase *ph = phase_of(r, p);
         if (!ph->epochs)
             continue;
         html_row_begin(out, NULL);
         html_cell(out, phase_names[p]);
-        html_cell_u64(out, ph->epochs);
-        html_cell_u64(out, ph->samples);
-        html_cell_num(out, ph->seconds, "%.3f");
-        html_cell_num(out, ph->samples_per_second, "%.1f");
-        html_cell_num(out, ph->mb_per_second, "%.1f");
-        html_cell_num(out, ph->batch_p50 * REPORT_MS, "%.3f");
-        html_cell_num(out, ph->batch_p99 * REPORT_MS, "%.3f");
-        html_cell_num(out, ph->wait_fraction, "%.3f");
-        html_cell_num(out, ph->cpu_seconds_per_sample, "%.6f");
-        html_cell_u64(out, ph->bytes_read);
-        html_cell_u64(out, ph->requests);
-        html_cell_u64(out, ph->retries);
+        cells(out, ph);
         html_row_end(out);
     }
     html_table_end(out);
 }
 
-static void stage_table(FILE *out, const char *id, const struct shard_bench_result *r)
+static void phase_cells(FILE *out, const struct bench_phase *ph)
+{
+    html_cell_u64(out, ph->epochs);
+    html_cell_u64(out, ph->samples);
+    html_cell_num(out, ph->seconds, "%.3f");
+    html_cell_num(out, ph->samples_per_second, "%.1f");
+    html_cell_num(out, ph->mb_per_second, "%.1f");
+    html_cell_num(out, ph->batch_p50 * REPORT_MS, "%.3f");
+    html_cell_num(out, ph->batch_p99 * REPORT_MS, "%.3f");
+    html_cell_num(out, ph->wait_fraction, "%.3f");
+    html_cell_num(out, ph->cpu_seconds_per_sample, "%.6f");
+    html_cell_u64(out, ph->bytes_read);
+    html_cell_u64(out, ph->requests);
+    html_cell_u64(out, ph->retries);
+}
+
+static void phase_table(FILE *out, const char *id, const struct bench_result *r)
+{
+    static const char *const head[] = {"phase", "#epochs", "#samples", "#seconds",
+                                       "#samples/s", "#MB/s", "#batch p50 ms",
+                                       "#batch p99 ms", "#waited", "#CPU s/sample",
+                                       "#bytes read", "#requests", "#retries"};
+    phase_rows(out, id, head, sizeof head / sizeof *head, r, phase_cells);
+}
+
+static void cache_cells(FILE *out, const struct bench_phase *ph)
+{
+    html_cell_u64(out, ph->cache_hits);
+    html_cell_u64(out, ph->cache_misses);
+    html_cell_u64(out, ph->cache_bytes_fetched);
+    html_cell_u64(out, ph->cache_evictions);
+    html_cell_u64(out, ph->cache_skipped);
+}
+
+/* The node-local cache's counters per phase (a run with --cache-dir), and
+ * its warning. */
+static void cache_table(FILE *out, const char *id, const struct bench_result *r)
+{
+    static const char *const head[] = {"node-local cache", "#hits", "#misses",
+                                       "#bytes fetched", "#evictions", "#shards uncached"};
+    phase_rows(out, id, head, sizeof head / sizeof *head, r, cache_cells);
+    if (r->cache_warning[0]) {
+        fputs("<p class=\"bad\">", out);
+        html_textf(out, "warning: %s", r->cache_warning);
+        fputs("</p>\n", out);
+    }
+}
+
+static void stage_table(FILE *out, const char *id, const struct bench_result *r)
 {
     static const char *const head[] = {"stage", "#first epoch ms", "#steady ms"};
     html_table_begin(out, id, head, 3);
-    for (int s = 0; s < SHARD_STAGE_COUNT; s++) {
-        if (!report_stage_shown(r->mode, (enum shard_bench_stage)s))
+    for (int s = 0; s < STAGE_COUNT; s++) {
+        if (!report_stage_shown(r->mode, (enum bench_stage)s))
             continue;
         html_row_begin(out, NULL);
-        html_cell(out, shard_bench_stage_name((enum shard_bench_stage)s));
-        html_cell_num(out, report_stage_ms(&r->first, (enum shard_bench_stage)s), "%.3f");
+        html_cell(out, bench_stage_name((enum bench_stage)s));
+        html_cell_num(out, report_stage_ms(&r->first, (enum bench_stage)s), "%.3f");
         if (r->steady.epochs)
-            html_cell_num(out, report_stage_ms(&r->steady, (enum shard_bench_stage)s), "%.3f");
+            html_cell_num(out, report_stage_ms(&r->steady, (enum bench_stage)s), "%.3f");
         else
             html_cell(out, "");
         html_row_end(out);
@@ -181,7 +217,7 @@ static void stage_table(FILE *out, const char *id, const struct shard_bench_resu
 }
 
 static void run_section(FILE *out, const struct report *rep, const char *name,
-                        const char *location, const struct shard_bench_result *r)
+                        const char *location, const struct bench_result *r)
 {
     const struct run_view *v = report_view(rep, r);
     char id[64], heading[96], caption[200];
@@ -217,9 +253,13 @@ static void run_section(FILE *out, const struct report *rep, const char *name,
     }
     snprintf(id, sizeof id, "%s-phases", name);
     phase_table(out, id, r);
+    if (r->cached) {
+        snprintf(id, sizeof id, "%s-cache", name);
+        cache_table(out, id, r);
+    }
 
     snprintf(id, sizeof id, "%s-latency", name);
-    const struct shard_bench_phase *ph = report_headline(r);
+    const struct bench_phase *ph = report_headline(r);
     char mark[64];
     snprintf(mark, sizeof mark, "p99 %.3g ms (p50 %.3g)", ph->batch_p99 * REPORT_MS,
              ph->batch_p50 * REPORT_MS);
@@ -301,7 +341,7 @@ void report_write_html(const struct report *rep, FILE *out)
     throughput(out, rep);
     stages(out, rep);
     html_section_end(out);
-    const struct shard_bench_result *res[2];
+    const struct bench_result *res[2];
     const char *names[2], *locations[2];
     size_t n = runs(rep, res, names, locations);
     for (size_t i = 0; i < n; i++)

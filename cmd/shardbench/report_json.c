@@ -4,16 +4,16 @@
 #include "cli_json.h"
 #include "shardkit/json.h"
 
-static json_t *phase_json(const struct shard_bench_phase *ph)
+static json_t *phase_json(const struct bench_phase *ph)
 {
     if (!ph->epochs)
         return json_null();
     json_t *stages = json_object();
-    for (int s = 0; s < SHARD_STAGE_COUNT; s++)
-        json_object_set_new(stages, shard_bench_stage_name((enum shard_bench_stage)s),
-                            json_real(report_stage_ms(ph, (enum shard_bench_stage)s)));
+    for (int s = 0; s < STAGE_COUNT; s++)
+        json_object_set_new(stages, bench_stage_name((enum bench_stage)s),
+                            json_real(report_stage_ms(ph, (enum bench_stage)s)));
     return json_pack("{s:i, s:I, s:I, s:I, s:f, s:f, s:f, s:I, s:f, s:o, s:{s:f, s:f}, s:f, "
-                     "s:I, s:I, s:f}",
+                     "s:I, s:I, s:f, s:{s:I, s:I, s:I, s:I, s:I}}",
                      "epochs", (int)ph->epochs, "samples", (json_int_t)ph->samples, "errors",
                      (json_int_t)ph->errors, "batches", (json_int_t)ph->batches, "seconds",
                      ph->seconds, "samples_per_second", ph->samples_per_second, "mb_per_second",
@@ -22,7 +22,10 @@ static json_t *phase_json(const struct shard_bench_phase *ph)
                      stages, "batch_latency_ms", "p50", ph->batch_p50 * REPORT_MS, "p99",
                      ph->batch_p99 * REPORT_MS, "wait_fraction", ph->wait_fraction, "requests",
                      (json_int_t)ph->requests, "retries", (json_int_t)ph->retries,
-                     "simulated_rtt_seconds", ph->rtt_seconds);
+                     "simulated_rtt_seconds", ph->rtt_seconds, "cache", "hits",
+                     (json_int_t)ph->cache_hits, "misses", (json_int_t)ph->cache_misses,
+                     "bytes_fetched", (json_int_t)ph->cache_bytes_fetched, "evictions",
+                     (json_int_t)ph->cache_evictions, "skipped", (json_int_t)ph->cache_skipped);
 }
 
 static json_t *wait_json(const struct run_view *v)
@@ -42,9 +45,9 @@ static json_t *machine_json(const struct report_machine *m)
 }
 
 static json_t *run_json(const struct report *rep, const char *location,
-                        const struct shard_bench_result *r)
+                        const struct bench_result *r)
 {
-    json_t *o = json_pack("{s:s}", "mode", shard_bench_mode_name(r->mode));
+    json_t *o = json_pack("{s:s}", "mode", bench_mode_name(r->mode));
     cli_json_set_path(o, "location", location);  /* or location_hex */
     json_t *rest = json_pack("{s:b, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:I, s:f, s:f, "
                              "s:f, s:o, s:o, s:I}",
@@ -90,7 +93,7 @@ void report_write_json(const struct report *r, FILE *out)
                       "ratio", report_ratio(r), "ratio_basis", report_ratio_basis(r));
     } else {
         const char *location;
-        const struct shard_bench_result *single = report_single(r, &location);
+        const struct bench_result *single = report_single(r, &location);
         o = run_json(r, location, single);
     }
     if (o) {
@@ -100,10 +103,10 @@ void report_write_json(const struct report *r, FILE *out)
     cli_json_print(o, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 }
 
-void report_write_digests(const struct shard_bench_result *r, FILE *out)
+void report_write_digests(const struct bench_result *r, FILE *out)
 {
     for (uint64_t i = 0; i < r->digest_count; i++) {
-        const struct shard_bench_digest *d = &r->digests[i];
+        const struct bench_digest *d = &r->digests[i];
         char hex[17];
         shard_hex64(d->xxh3, hex);
         json_t *o = json_object();

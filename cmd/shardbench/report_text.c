@@ -3,18 +3,18 @@
 
 #include "cli.h"
 
-static void print_phase_row(FILE *out, const char *label, const struct shard_bench_phase *ph)
+static void print_phase_row(FILE *out, const char *label, const struct bench_phase *ph)
 {
     fprintf(out, "  %-22s %10.1f %9.1f %8.3f %9.1f /%8.1f %6.1f%%\n", label, ph->samples_per_second,
             ph->mb_per_second, ph->cpu_seconds_per_sample * REPORT_MS, ph->batch_p50 * REPORT_MS,
             ph->batch_p99 * REPORT_MS, 100 * ph->wait_fraction);
 }
 
-static void print_run(FILE *out, const char *location, const struct shard_bench_result *r)
+static void print_run(FILE *out, const char *location, const struct bench_result *r)
 {
     char bytes[32];
     fprintf(out, "%s %s%s: %llu sample%s per epoch at %u px (%s), %d thread%s, batch %u",
-            shard_bench_mode_name(r->mode), location, r->remote ? " (HTTP)" : "",
+            bench_mode_name(r->mode), location, r->remote ? " (HTTP)" : "",
             (unsigned long long)r->samples_per_epoch, r->samples_per_epoch == 1 ? "" : "s",
             r->size, shard_fit_name(r->fit), r->threads, r->threads == 1 ? "" : "s", r->batch);
     if (r->step_ms > 0)
@@ -34,16 +34,16 @@ static void print_run(FILE *out, const char *location, const struct shard_bench_
             snprintf(label, sizeof label, "epochs 2-%u (steady)", r->steady.epochs + 1);
         print_phase_row(out, label, &r->steady);
     }
-    const struct shard_bench_phase *ph = report_headline(r);
+    const struct bench_phase *ph = report_headline(r);
     fprintf(out, "  per sample (%s):", r->steady.epochs ? "steady" : "first epoch");
     const char *sep = " ";
-    for (int s = 0; s < SHARD_STAGE_COUNT; s++) {
-        if (!report_stage_shown(r->mode, (enum shard_bench_stage)s))
+    for (int s = 0; s < STAGE_COUNT; s++) {
+        if (!report_stage_shown(r->mode, (enum bench_stage)s))
             continue;
-        if (s == SHARD_STAGE_QUEUE_WAIT)
+        if (s == STAGE_QUEUE_WAIT)
             sep = " | consumer: ";
-        fprintf(out, "%s%s %.3f ms", sep, shard_bench_stage_name((enum shard_bench_stage)s),
-                report_stage_ms(ph, (enum shard_bench_stage)s));
+        fprintf(out, "%s%s %.3f ms", sep, bench_stage_name((enum bench_stage)s),
+                report_stage_ms(ph, (enum bench_stage)s));
         sep = ", ";
     }
     fprintf(out, "\n  bytes read %s", cli_format_bytes(ph->bytes_read, bytes, sizeof bytes));
@@ -52,6 +52,12 @@ static void print_run(FILE *out, const char *location, const struct shard_bench_
                 (unsigned long long)ph->requests, (unsigned long long)ph->retries,
                 ph->rtt_seconds);
     fprintf(out, "\n");
+    if (r->cached)
+        fprintf(out, "  node-local cache: %llu hits, %llu misses, %s fetched, %llu evictions, "
+                "%llu shards read uncached\n", (unsigned long long)ph->cache_hits,
+                (unsigned long long)ph->cache_misses,
+                cli_format_bytes(ph->cache_bytes_fetched, bytes, sizeof bytes),
+                (unsigned long long)ph->cache_evictions, (unsigned long long)ph->cache_skipped);
     if (r->step_ms > 0)
         fprintf(out, "  the consumer waited for input %.1f%% of the time (input-bound share)\n",
                 100 * ph->wait_fraction);
@@ -72,7 +78,7 @@ void report_write_text(const struct report *r, FILE *out)
 {
     if (r->command != CMD_COMPARE) {
         const char *location;
-        const struct shard_bench_result *single = report_single(r, &location);
+        const struct bench_result *single = report_single(r, &location);
         print_run(out, location, single);
         return;
     }

@@ -16,7 +16,7 @@ struct roofline_result {
     double peak;              /* FLOP/s */
     double bandwidth_prefix;  /* the multiplier of the unit the user wrote (1e9 for GB/s) */
     double peak_prefix;
-    struct shard_roofline model;
+    struct roofline model;
 };
 
 /* A value with up to 3 decimals, trailing zeros dropped: 200, 0.5, 1234.567. */
@@ -50,7 +50,7 @@ static const char *prefix_name(double factor)
 
 static void write_text(const struct roofline_result *r, FILE *out)
 {
-    const struct shard_roofline *m = &r->model;
+    const struct roofline *m = &r->model;
     double b = r->bandwidth, i = r->intensity, p = r->peak;
     double bp = r->bandwidth_prefix, pp = r->peak_prefix;
     char t1[64], t2[64], t3[64], t4[64], t5[64];
@@ -73,7 +73,7 @@ static void write_text(const struct roofline_result *r, FILE *out)
 
 static void write_json(const struct roofline_result *r, FILE *out)
 {
-    const struct shard_roofline *m = &r->model;
+    const struct roofline *m = &r->model;
     cli_json_print(json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:s}",
                              "bandwidth_bytes_per_second", r->bandwidth,
                              "intensity_flop_per_byte", r->intensity, "peak_flop_per_second",
@@ -88,12 +88,12 @@ int roofline_run(const struct options *o)
 {
     struct roofline_result r;
     struct shard_err err;
-    if (shard_quantity_parse(o->bandwidth, SHARD_QUANTITY_BANDWIDTH, &r.bandwidth,
+    if (quantity_parse(o->bandwidth, QUANTITY_BANDWIDTH, &r.bandwidth,
                              &r.bandwidth_prefix, &err) ||
-        shard_quantity_parse(o->intensity, SHARD_QUANTITY_INTENSITY, &r.intensity, NULL,
+        quantity_parse(o->intensity, QUANTITY_INTENSITY, &r.intensity, NULL,
                              &err) ||
-        shard_quantity_parse(o->peak, SHARD_QUANTITY_COMPUTE, &r.peak, &r.peak_prefix, &err) ||
-        shard_roofline(r.bandwidth, r.intensity, r.peak, &r.model, &err))
+        quantity_parse(o->peak, QUANTITY_COMPUTE, &r.peak, &r.peak_prefix, &err) ||
+        roofline_model(r.bandwidth, r.intensity, r.peak, &r.model, &err))
         return cli_usage_error(PROG, "%s", err.msg);
     if (o->json)
         write_json(&r, stdout);

@@ -1,5 +1,5 @@
 /* roofline.h - `shardbench roofline`: the roofline model's bound for a
- * kernel, from the library's calculator (shardkit/bench.h). */
+ * kernel, from the engine's calculator (engine/bench.h). */
 #ifndef SHARDBENCH_ROOFLINE_H
 #define SHARDBENCH_ROOFLINE_H
 

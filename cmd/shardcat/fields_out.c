@@ -92,12 +92,12 @@ static int to_json(const struct shard_manifest *m, const struct shard_field_decl
             float v;
             memcpy(&v, &bits, sizeof v);
             rc = append_number(b, v, 1, err);
-        } else {  /* LABELS: the reader checked each number is below the label count */
+        } else { /* LABELS: the reader checked each number is below the label count */
             uint32_t label = (uint32_t)get_le(p, 4);
             json_t *s = json_string(label < m->label_count ? m->labels[label] : "");
             char *text = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-            rc = text ? append_text(b, text, err) : shard_err_set(err, SHARD_ENOMEM,
-                                                                  "out of memory");
+            rc = text ? append_text(b, text, err)
+                      : shard_err_set(err, SHARD_ENOMEM, "out of memory");
             free(text);
             json_decref(s);
         }
@@ -138,8 +138,8 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
                    ? safe_name(key, stem, suffix, name, &shortened)
                    : safe_name((const char *)name_key->data, name_key->len, "", name, &shortened);
     if (!n) {
-        fprintf(stderr, "%s: field '%s' of '%s': its file's name is longer than %u bytes\n",
-                prog, decl->name, key_for_message(key, it->key.len, shown), SHARD_KEY_MAX);
+        fprintf(stderr, "%s: field '%s' of '%s': its file's name is longer than %u bytes\n", prog,
+                decl->name, key_for_message(key, it->key.len, shown), SHARD_KEY_MAX);
         return -1;
     }
     const void *data = fv->data;
@@ -162,8 +162,7 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
     }
     if (out_dir_write(d, prog, name, data, len))
         return -1;
-    return shortened ? out_dir_list(d, prog, name, (const char *)name_key->data, name_key->len)
-                     : 0;
+    return shortened ? out_dir_list(d, prog, name, (const char *)name_key->data, name_key->len) : 0;
 }
 
 int fields_write(struct out_dir *d, const char *prog, const struct shard_manifest *m,

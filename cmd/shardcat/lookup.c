@@ -13,7 +13,7 @@
 struct wanted {
     const char *key;
     size_t len;
-    int position;             /* on the command line */
+    int position; /* on the command line */
     uint64_t index;
     int found;
 };
@@ -31,15 +31,14 @@ static int by_position(const void *pa, const void *pb)
 }
 
 /* Mark every wanted entry equal to the index line s as found at its index. */
-static void mark(struct shard_dataset *ds, struct wanted *w, size_t n,
-                 const struct shard_sample *s)
+static void mark(struct shard_dataset *ds, struct wanted *w, size_t n, const struct shard_sample *s)
 {
     struct wanted probe = {s->key, s->key_len, 0, 0, 0};
     struct wanted *hit = bsearch(&probe, w, n, sizeof *w, compare_wanted);
     uint64_t index;
     struct shard_err err;
     if (!hit || shard_dataset_index_of(ds, s->shard, s->record, &index, &err))
-        return;  /* not wanted, or an index line pointing nowhere: shardcheck reports it */
+        return; /* not wanted, or an index line pointing nowhere: shardcheck reports it */
     while (hit > w && !compare_wanted(hit - 1, &probe))
         hit--;
     for (; hit < w + n && !compare_wanted(hit, &probe); hit++)
@@ -72,7 +71,7 @@ int lookup_keys(struct shard_dataset *ds, const char *dst, char **keys, int coun
         fprintf(stderr, "%s: %s\n", PROG, err.msg);
         goto out;
     }
-    shard_index_reader_set_config(rd, &m->config);  /* lines of a dataset with fields */
+    shard_index_reader_set_config(rd, &m->config); /* lines of a dataset with fields */
     struct shard_sample s;
     int got;
     while ((got = shard_index_reader_next(rd, &s, &err)) == 1)
@@ -88,7 +87,7 @@ int lookup_keys(struct shard_dataset *ds, const char *dst, char **keys, int coun
         if (w[i].found) {
             (*indices)[(*found)++] = w[i].index;
         } else {
-            char *shown = shard_redact_urls(dst);  /* never a URL's password */
+            char *shown = shard_redact_urls(dst); /* never a URL's password */
             fprintf(stderr, "%s: no sample with key '%s' in '%s'\n", PROG,
                     key_for_message(w[i].key, w[i].len, buf), shown ? shown : "the dataset");
             free(shown);

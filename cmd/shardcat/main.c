@@ -23,9 +23,9 @@
 
 /* What a run did. */
 struct tally {
-    uint64_t written;         /* files in DIR */
-    uint64_t failed;          /* samples not written: damaged, unencodable, unwritable */
-    uint64_t missing;         /* KEYs not in the dataset */
+    uint64_t written; /* files in DIR */
+    uint64_t failed;  /* samples not written: damaged, unencodable, unwritable */
+    uint64_t missing; /* KEYs not in the dataset */
 };
 
 /* Encode one sample as PNG (with its boxes and mask outlines drawn when
@@ -147,8 +147,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "%s: wrote %llu sample%s to '%s'", PROG, (unsigned long long)t.written,
             t.written == 1 ? "" : "s", dir.path);
     if (t.failed)
-        fprintf(stderr, "; %llu could not be written (named above)",
-                (unsigned long long)t.failed);
+        fprintf(stderr, "; %llu could not be written (named above)", (unsigned long long)t.failed);
     fputc('\n', stderr);
     rc = t.failed || t.missing ? CLI_EXIT_FAILED : CLI_EXIT_OK;
 out:

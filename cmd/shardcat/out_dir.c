@@ -76,8 +76,9 @@ int out_dir_check(const char *prog, const char *path, const char *dst)
     }
     if (lstat(dir, &st) == 0) {
         if (S_ISLNK(st.st_mode)) {
-            rc = cli_usage_error(prog, "--out: '%s' is a symbolic link: give the directory "
-                                 "it points to", dir);
+            rc = cli_usage_error(prog,
+                                 "--out: '%s' is a symbolic link: give the directory it points to",
+                                 dir);
             goto out;
         }
         if (!S_ISDIR(st.st_mode)) {
@@ -97,8 +98,10 @@ int out_dir_check(const char *prog, const char *path, const char *dst)
      * reported when the dataset is opened */
     real_dst = realpath(dst, NULL);
     if (real_dst && is_inside(real, real_dst))
-        rc = cli_usage_error(prog, "--out: '%s' is inside the dataset '%s': write the samples "
-                             "somewhere else", dir, dst);
+        rc = cli_usage_error(prog,
+                             "--out: '%s' is inside the dataset '%s': write the samples "
+                             "somewhere else",
+                             dir, dst);
 out:
     free(dir);
     free(real);
@@ -307,7 +310,7 @@ int out_dir_write_listing(struct out_dir *d, const char *prog)
         return 0;
     if (read_listing(d)) {
         fprintf(stderr, "%s: cannot read '%s/%s': %s\n", prog, d->path, OUT_DIR_LISTING,
-                errno == ELOOP ? "it is a symbolic link (left as it is)"
+                errno == ELOOP    ? "it is a symbolic link (left as it is)"
                 : errno == EINVAL ? "it is not a listing shardcat wrote"
                                   : strerror(errno));
         return -1;
@@ -326,7 +329,7 @@ int out_dir_write_listing(struct out_dir *d, const char *prog)
     for (size_t i = 0; i <= d->listed_count; i++) {
         const char *line = i == 0 ? LISTING_HEADER : d->listed[i - 1];
         if (i > 1 && !strcmp(line, d->listed[i - 2]))
-            continue;  /* listed by an earlier run too */
+            continue; /* listed by an earlier run too */
         size_t n = strlen(line);
         memcpy(text + at, line, n);
         text[at + n] = '\n';

@@ -23,10 +23,10 @@
 #define OUT_DIR_LISTING "keys.tsv"
 
 struct out_dir {
-    char *path;             /* as given, without trailing '/' */
+    char *path; /* as given, without trailing '/' */
     int fd;
-    unsigned temporaries;   /* temporary names tried so far */
-    char **listed;          /* "NAME\tKEY" lines of shortened names (malloc'd) */
+    unsigned temporaries; /* temporary names tried so far */
+    char **listed;        /* "NAME\tKEY" lines of shortened names (malloc'd) */
     size_t listed_count;
     size_t listed_cap;
 };

@@ -25,7 +25,7 @@ static int keep_caption(struct contact_thumb *t, const uint8_t *data, uint64_t l
 {
     size_t keep = len > CONTACT_CAPTION_MAX ? CONTACT_CAPTION_MAX : (size_t)len;
     while (keep < len && keep > 0 && (data[keep] & 0xC0) == 0x80)
-        keep--;  /* data[keep] continues a character: cut before that character */
+        keep--; /* data[keep] continues a character: cut before that character */
     t->caption = malloc(keep + 1);
     if (!t->caption)
         return -1;

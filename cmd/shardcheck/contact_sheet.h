@@ -24,24 +24,24 @@
 #define CONTACT_CAPTION_MAX 300
 
 struct contact_thumb {
-    uint64_t index;          /* the sample's position in stored order */
-    char *key;               /* key_len bytes + NUL */
+    uint64_t index; /* the sample's position in stored order */
+    char *key;      /* key_len bytes + NUL */
     size_t key_len;
-    uint32_t width, height;  /* as stored */
+    uint32_t width, height; /* as stored */
     uint32_t thumb_width, thumb_height;
-    struct shard_buf jpeg;   /* the thumbnail; len 0 when the sample could not be read */
-    char *caption;           /* caption_len bytes of UTF-8 + NUL, or NULL: no caption
-                              * field, or the sample has none */
+    struct shard_buf jpeg; /* the thumbnail; len 0 when the sample could not be read */
+    char *caption;         /* caption_len bytes of UTF-8 + NUL, or NULL: no caption
+                            * field, or the sample has none */
     size_t caption_len;
-    int caption_cut;         /* the caption was longer than CONTACT_CAPTION_MAX */
-    char *error;             /* why it could not be read, or NULL */
+    int caption_cut; /* the caption was longer than CONTACT_CAPTION_MAX */
+    char *error;     /* why it could not be read, or NULL */
 };
 
 struct contact_sheet {
-    struct contact_thumb *thumbs;  /* count of them, in stored order */
+    struct contact_thumb *thumbs; /* count of them, in stored order */
     size_t count;
-    uint64_t samples;              /* in the dataset */
-    char *caption_field;           /* the field captions come from, or NULL */
+    uint64_t samples;    /* in the dataset */
+    char *caption_field; /* the field captions come from, or NULL */
 };
 
 /* Read the sheet of the dataset at dst.  0, or -1 with *why set (malloc'd)
@@ -49,6 +49,6 @@ struct contact_sheet {
  * be read is no failure (its thumb says why).  Release with
  * contact_sheet_release in both cases. */
 int contact_sheet_load(struct contact_sheet *cs, const char *dst, char **why);
-void contact_sheet_release(struct contact_sheet *cs);  /* accepts NULL */
+void contact_sheet_release(struct contact_sheet *cs); /* accepts NULL */
 
 #endif

@@ -1,7 +1,8 @@
 /* shardcheck - prove that a shardify output is intact and is the same
  * experiment as its source.  The flow: options (options.c), shard_verify()
  * (the library), what the dataset holds (summary.c, for --json and
- * --report), a sample of its images (contact_sheet.c, for --report), the report (report_text.c, report_json.c, report_html.c). */
+ * --report), a sample of its images (contact_sheet.c, for --report), the report (report_text.c,
+ * report_json.c, report_html.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -54,8 +55,13 @@ int main(int argc, char **argv)
     if (sheet_loaded && contact_sheet_load(&sheet, o.dst, &sheet_why))
         fprintf(stderr, "%s: no stored images on the page: %s\n", PROG,
                 sheet_why ? sheet_why : "out of memory");
-    struct report r = {dst, source, &o.verify, &verify, described ? &summary : NULL,
-                       unchecked ? err.msg : NULL, sheet_loaded && !sheet_why ? &sheet : NULL};
+    struct report r = {dst,
+                       source,
+                       &o.verify,
+                       &verify,
+                       described ? &summary : NULL,
+                       unchecked ? err.msg : NULL,
+                       sheet_loaded && !sheet_why ? &sheet : NULL};
     if (o.json)
         report_write_json(&r, stdout);
     else if (!unchecked)

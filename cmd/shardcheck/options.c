@@ -77,6 +77,10 @@ static const char usage_text[] =
     "                        charts (the numbers of --json, which then lists the\n"
     "                        sheet's samples; nothing fetched, no script)\n"
     "  --threads N           threads (default: CPUs this process may use)\n"
+    "  --cache-dir DIR       a remote dataset's shards are read through the node-local\n"
+    "                        cache in DIR (as SHARDKIT_CACHE_DIR; checked shards stay\n"
+    "                        there for the readers that follow)\n"
+    "  --cache-limit SIZE    at most SIZE bytes in it (as SHARDKIT_CACHE_LIMIT)\n"
     "  -h, --help            show this help\n"
     "  --version             show the version\n"
     "\n"
@@ -92,7 +96,7 @@ enum {
     OPT_DEEP = CLI_FIRST_LONG_OPTION, OPT_SOURCE, OPT_LABELS, OPT_ANNOTATIONS, OPT_FIDELITY,
     OPT_MIN_PSNR,
     OPT_VISITATION, OPT_EPOCHS, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_REMAINDER, OPT_NO_SHUFFLE,
-    OPT_JSON, OPT_REPORT, OPT_THREADS, OPT_VERSION,
+    OPT_JSON, OPT_REPORT, OPT_THREADS, OPT_CACHE_DIR, OPT_CACHE_LIMIT, OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -111,6 +115,8 @@ static const struct option long_options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"report", required_argument, NULL, OPT_REPORT},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+    {"cache-limit", required_argument, NULL, OPT_CACHE_LIMIT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -177,6 +183,18 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_REPORT: o->report_file = optarg; break;
     case OPT_THREADS:
         return cli_parse_threads(PROG, optarg, &v->threads);
+    case OPT_CACHE_DIR:
+    case OPT_CACHE_LIMIT: {
+        /* the reader takes them from the environment (shard_dataset_options) */
+        uint64_t size;
+        if (opt == OPT_CACHE_LIMIT && (cli_parse_size(optarg, &size) || !size))
+            return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1",
+                                   optarg);
+        if (setenv(opt == OPT_CACHE_DIR ? "SHARDKIT_CACHE_DIR" : "SHARDKIT_CACHE_LIMIT", optarg,
+                   1))
+            return cli_usage_error(PROG, "out of memory");
+        break;
+    }
     default:
         return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }

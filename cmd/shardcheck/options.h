@@ -5,10 +5,10 @@
 #include "shardkit.h"
 
 struct options {
-    struct shard_verify_options verify;  /* what shard_verify takes */
+    struct shard_verify_options verify; /* what shard_verify takes */
     const char *dst;
-    int json;                            /* --json: the report as JSON on stdout */
-    const char *report_file;             /* --report: the report as an HTML page */
+    int json;                /* --json: the report as JSON on stdout */
+    const char *report_file; /* --report: the report as an HTML page */
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

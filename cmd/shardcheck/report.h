@@ -16,16 +16,16 @@
 #include "summary.h"
 
 struct report {
-    const char *dst;                             /* DST as shown: a URL's password redacted */
-    const char *source;                          /* SRC as shown, or NULL: no --source */
-    const struct shard_verify_options *options;  /* which passes ran */
-    const struct shard_verify_report *verify;    /* what they found */
-    const struct dataset_summary *dataset;       /* what DST holds (--json, --report),
-                                                  * or NULL: not read, or no manifest */
-    const char *error;                           /* why the checks could not run at all
-                                                  * (DST or SRC unreadable), or NULL */
-    const struct contact_sheet *sheet;           /* a sample of the stored images
-                                                  * (--report), or NULL */
+    const char *dst;                            /* DST as shown: a URL's password redacted */
+    const char *source;                         /* SRC as shown, or NULL: no --source */
+    const struct shard_verify_options *options; /* which passes ran */
+    const struct shard_verify_report *verify;   /* what they found */
+    const struct dataset_summary *dataset;      /* what DST holds (--json, --report),
+                                                 * or NULL: not read, or no manifest */
+    const char *error;                          /* why the checks could not run at all
+                                                 * (DST or SRC unreadable), or NULL */
+    const struct contact_sheet *sheet;          /* a sample of the stored images
+                                                 * (--report), or NULL */
 };
 
 typedef void report_writer(const struct report *r, FILE *out);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <glib.h>  /* g_base64_encode */
+#include <glib.h> /* g_base64_encode */
 
 #include "chart.h"
 #include "cli.h"
@@ -49,8 +49,9 @@ static void contact_sheet(FILE *out, const struct contact_sheet *cs)
     if (!cs || !cs->count)
         return;
     html_section_begin(out, "contact-sheet", "What training sees");
-    fprintf(out, "<p class=\"muted\">%zu of the %llu stored samples, evenly spread over the "
-                 "stored order, as the shards hold them (decoded, at most %d pixels a side here)",
+    fprintf(out,
+            "<p class=\"muted\">%zu of the %llu stored samples, evenly spread over the "
+            "stored order, as the shards hold them (decoded, at most %d pixels a side here)",
             cs->count, (unsigned long long)cs->samples, CONTACT_THUMB_SIZE);
     if (cs->caption_field) {
         fputs(", with their field <code>", out);
@@ -63,8 +64,9 @@ static void contact_sheet(FILE *out, const struct contact_sheet *cs)
         fprintf(out, "<figure data-index=\"%llu\">", (unsigned long long)t->index);
         if (t->jpeg.len) {
             gchar *b64 = g_base64_encode(t->jpeg.data, t->jpeg.len);
-            fprintf(out, "<img src=\"data:image/jpeg;base64,%s\" width=\"%u\" height=\"%u\" "
-                         "alt=\"\" data-width=\"%u\" data-height=\"%u\">",
+            fprintf(out,
+                    "<img src=\"data:image/jpeg;base64,%s\" width=\"%u\" height=\"%u\" "
+                    "alt=\"\" data-width=\"%u\" data-height=\"%u\">",
                     b64 ? b64 : "", t->thumb_width, t->thumb_height, t->width, t->height);
             g_free(b64);
         } else {
@@ -236,10 +238,8 @@ static void counts(FILE *out, const struct report *rep)
     html_card(out, "labels", u64_text(m->label_count, buf, sizeof buf), "labels", NULL);
     html_card(out, "rejected", u64_text(m->rejected, buf, sizeof buf), "rejected",
               m->rejected ? "bad" : NULL);
-    html_card(out, "ignored", u64_text(m->ignored, buf, sizeof buf), "ignored (not images)",
-              NULL);
-    html_card(out, "unlabeled", u64_text(m->unlabeled, buf, sizeof buf), "without a label",
-              NULL);
+    html_card(out, "ignored", u64_text(m->ignored, buf, sizeof buf), "ignored (not images)", NULL);
+    html_card(out, "unlabeled", u64_text(m->unlabeled, buf, sizeof buf), "without a label", NULL);
     if (m->warned)
         html_card(out, "warned", u64_text(m->warned, buf, sizeof buf),
                   "stored despite a decoder warning", NULL);
@@ -272,8 +272,11 @@ static void counts(FILE *out, const struct report *rep)
         }
         struct chart_bars c = {.id = "rejects-by-reason",
                                .caption = "Rejected files by reason",
-                               .unit = "files", .rows = d->reason_count, .row_names = names,
-                               .series = 1, .values = values};
+                               .unit = "files",
+                               .rows = d->reason_count,
+                               .row_names = names,
+                               .series = 1,
+                               .values = values};
         chart_bars(out, &c);
     }
     free(names);
@@ -326,14 +329,21 @@ static void label_bars(FILE *out, const struct report *rep, const uint32_t *rows
             values[i * series] = (double)t->source;
         values[i * series + series - 1] = (double)(r->labels_counted ? t->shards : t->manifest);
         flagged[i] = (unsigned char)report_label_differs(rep, rows[i]);
-        if (flagged[i] && r->labels_counted && asprintf(&notes[i], "(manifest: %llu)",
-                                                         (unsigned long long)t->manifest) < 0)
+        if (flagged[i] && r->labels_counted &&
+            asprintf(&notes[i], "(manifest: %llu)", (unsigned long long)t->manifest) < 0)
             notes[i] = NULL;
     }
-    struct chart_bars c = {.id = id, .caption = caption, .unit = "samples", .rows = n,
-                           .row_names = row_names, .series = series, .series_names = names,
-                           .values = values, .flagged = flagged,
-                           .flag_note = "counts differ", .row_notes = (const char *const *)notes};
+    struct chart_bars c = {.id = id,
+                           .caption = caption,
+                           .unit = "samples",
+                           .rows = n,
+                           .row_names = row_names,
+                           .series = series,
+                           .series_names = names,
+                           .values = values,
+                           .flagged = flagged,
+                           .flag_note = "counts differ",
+                           .row_notes = (const char *const *)notes};
     chart_bars(out, &c);
 out:
     for (size_t i = 0; notes && i < n; i++)
@@ -394,8 +404,9 @@ static void labels(FILE *out, const struct report *rep)
               "samples the shards hold; a row in red differs.</p>\n",
               out);
     else
-        fprintf(out, "<p>Each label's samples as the shards hold them%s; a row in red "
-                     "differs from the manifest.</p>\n",
+        fprintf(out,
+                "<p>Each label's samples as the shards hold them%s; a row in red "
+                "differs from the manifest.</p>\n",
                 r->labels_note ? "" : " (run with --source to set SRC beside them)");
     if (r->labels_note) {
         fputs("<p class=\"warn\">SRC's labels were not checked: ", out);
@@ -409,14 +420,16 @@ static void labels(FILE *out, const struct report *rep)
         if (!cli_histogram_make(&h, per_label, n, HISTOGRAM_BINS, CLI_SCALE_LINEAR)) {
             struct chart_histogram c = {.id = "label-histogram",
                                         .caption = "How many samples the labels have",
-                                        .x_label = "samples in a label", .y_label = "labels",
-                                        .h = &h, .mark = NAN};
+                                        .x_label = "samples in a label",
+                                        .y_label = "labels",
+                                        .h = &h,
+                                        .mark = NAN};
             chart_histogram(out, &c);
             cli_histogram_release(&h);
         }
         if (nd)
-            label_bars(out, rep, differ, nd < LABEL_BARS_MAX ? nd : LABEL_BARS_MAX,
-                       "label-counts", "The labels whose counts differ");
+            label_bars(out, rep, differ, nd < LABEL_BARS_MAX ? nd : LABEL_BARS_MAX, "label-counts",
+                       "The labels whose counts differ");
     }
     label_table(out, rep, rows, n);
     html_section_end(out);
@@ -434,13 +447,18 @@ static void stored_images(FILE *out, const struct dataset_summary *d)
     char caption[160];
     snprintf(caption, sizeof caption, "Stored size of each record (its zstd frame), %llu records",
              (unsigned long long)d->record_bytes.total);
-    struct chart_histogram c = {.id = "record-bytes", .caption = caption,
-                                .x_label = "KiB per record", .y_label = "records",
-                                .h = &d->record_bytes, .x_divisor = 1024, .mark = NAN};
+    struct chart_histogram c = {.id = "record-bytes",
+                                .caption = caption,
+                                .x_label = "KiB per record",
+                                .y_label = "records",
+                                .h = &d->record_bytes,
+                                .x_divisor = 1024,
+                                .mark = NAN};
     chart_histogram(out, &c);
     if (d->have_dimensions && d->top_count) {
-        fprintf(out, "<p>Stored dimensions: width %u to %u, height %u to %u pixels; %llu "
-                     "distinct.</p>\n",
+        fprintf(out,
+                "<p>Stored dimensions: width %u to %u, height %u to %u pixels; %llu "
+                "distinct.</p>\n",
                 d->min_width, d->max_width, d->min_height, d->max_height,
                 (unsigned long long)d->distinct_dimensions);
         static const char *const head[] = {"width x height", "#samples"};
@@ -480,25 +498,33 @@ static void shards(FILE *out, const struct dataset_summary *d)
         for (uint32_t i = 0; i < n; i++) {
             values[i] = (double)m->shards[i].bytes / (n <= SHARD_BARS_MAX ? scale : 1);
             names[i] = m->shards[i].file;
-            if (asprintf(&notes[i], "(%llu samples)", (unsigned long long)m->shards[i].samples) <
-                0)
+            if (asprintf(&notes[i], "(%llu samples)", (unsigned long long)m->shards[i].samples) < 0)
                 notes[i] = NULL;
         }
         if (n <= SHARD_BARS_MAX) {
             char caption[96];
             snprintf(caption, sizeof caption, "Size of each shard (target %llu bytes)",
                      (unsigned long long)m->config.shard_size);
-            struct chart_bars c = {.id = "shard-bytes", .caption = caption, .unit = unit,
-                                   .rows = n, .row_names = names, .series = 1, .values = values,
+            struct chart_bars c = {.id = "shard-bytes",
+                                   .caption = caption,
+                                   .unit = unit,
+                                   .rows = n,
+                                   .row_names = names,
+                                   .series = 1,
+                                   .values = values,
                                    .row_notes = (const char *const *)notes,
                                    .decimals = scale > 1 ? 1 : 0};
             chart_bars(out, &c);
         } else {
             struct cli_histogram h;
             if (!cli_histogram_make(&h, values, n, HISTOGRAM_BINS, CLI_SCALE_LINEAR)) {
-                struct chart_histogram c = {.id = "shard-bytes", .caption = "Shard sizes",
-                                            .x_label = "MiB per shard", .y_label = "shards",
-                                            .h = &h, .x_divisor = 1024.0 * 1024, .mark = NAN};
+                struct chart_histogram c = {.id = "shard-bytes",
+                                            .caption = "Shard sizes",
+                                            .x_label = "MiB per shard",
+                                            .y_label = "shards",
+                                            .h = &h,
+                                            .x_divisor = 1024.0 * 1024,
+                                            .mark = NAN};
                 chart_histogram(out, &c);
                 cli_histogram_release(&h);
             }
@@ -534,8 +560,9 @@ static void fields(FILE *out, const struct dataset_summary *d)
     if (!d->fields)
         return;
     html_section_begin(out, "fields", "Fields");
-    fprintf(out, "<p>The fields the samples carry besides their image: how many of the %llu "
-                 "samples have each.</p>\n",
+    fprintf(out,
+            "<p>The fields the samples carry besides their image: how many of the %llu "
+            "samples have each.</p>\n",
             (unsigned long long)m->samples);
     const char **names = malloc((n ? n : 1) * sizeof *names);
     double *values = malloc((n ? n : 1) * sizeof *values);
@@ -544,14 +571,18 @@ static void fields(FILE *out, const struct dataset_summary *d)
         for (uint32_t f = 0; f < n; f++) {
             names[f] = d->fields[f].decl->name;
             values[f] = (double)d->fields[f].samples;
-            if (asprintf(&notes[f], "(%.1f%%)", m->samples ? 100.0 * values[f] /
-                                                                 (double)m->samples
-                                                           : 0.0) < 0)
+            if (asprintf(&notes[f], "(%.1f%%)",
+                         m->samples ? 100.0 * values[f] / (double)m->samples : 0.0) < 0)
                 notes[f] = NULL;
         }
-        struct chart_bars c = {.id = "field-coverage", .caption = "Samples that have each field",
-                               .unit = "samples", .rows = n, .row_names = names, .series = 1,
-                               .values = values, .row_notes = (const char *const *)notes};
+        struct chart_bars c = {.id = "field-coverage",
+                               .caption = "Samples that have each field",
+                               .unit = "samples",
+                               .rows = n,
+                               .row_names = names,
+                               .series = 1,
+                               .values = values,
+                               .row_notes = (const char *const *)notes};
         chart_bars(out, &c);
     }
     for (uint32_t f = 0; notes && f < n; f++)
@@ -559,8 +590,8 @@ static void fields(FILE *out, const struct dataset_summary *d)
     free(notes);
     free(names);
     free(values);
-    static const char *const head[] = {"field", "type", "from", "required", "#samples",
-                                       "#coverage %"};
+    static const char *const head[] = {"field",    "type",     "from",
+                                       "required", "#samples", "#coverage %"};
     html_table_begin(out, "field-table", head, 6);
     for (uint32_t f = 0; f < n; f++) {
         const struct field_summary *fs = &d->fields[f];
@@ -584,14 +615,19 @@ static void fields(FILE *out, const struct dataset_summary *d)
         snprintf(id, sizeof id, "text-lengths-%s", fs->decl->name);
         snprintf(caption, sizeof caption, "Lengths of the text of '%s', %llu values",
                  fs->decl->name, (unsigned long long)fs->lengths.total);
-        struct chart_histogram c = {.id = id, .caption = caption, .x_label = "bytes",
-                                    .y_label = "samples", .h = &fs->lengths, .mark = NAN};
+        struct chart_histogram c = {.id = id,
+                                    .caption = caption,
+                                    .x_label = "bytes",
+                                    .y_label = "samples",
+                                    .h = &fs->lengths,
+                                    .mark = NAN};
         chart_histogram(out, &c);
     }
     html_section_end(out);
     html_section_begin(out, "orphans", "Sidecar files of no image");
-    fprintf(out, "<p>%llu %s named like a sidecar (a declared suffix) but whose stem is no "
-                 "image's: counted and listed, never stored.</p>\n",
+    fprintf(out,
+            "<p>%llu %s named like a sidecar (a declared suffix) but whose stem is no "
+            "image's: counted and listed, never stored.</p>\n",
             (unsigned long long)m->orphan_count, plural(m->orphan_count, "file", "files"));
     if (m->orphan_count) {
         static const char *const orphan_head[] = {"file"};
@@ -603,8 +639,7 @@ static void fields(FILE *out, const struct dataset_summary *d)
         }
         html_table_end(out);
         if (m->orphan_count > ROWS_SHOWN)
-            fprintf(out, "<p class=\"muted\">and %llu more (manifest.json lists every "
-                         "one)</p>\n",
+            fprintf(out, "<p class=\"muted\">and %llu more (manifest.json lists every one)</p>\n",
                     (unsigned long long)(m->orphan_count - ROWS_SHOWN));
     }
     html_section_end(out);
@@ -620,9 +655,10 @@ static void visitation(FILE *out, const struct report *rep)
         return;
     enum shard_remainder remainder = rep->options->plan.remainder;
     html_section_begin(out, "visitation", "Visitation");
-    fprintf(out, "<p>Each rank's epoch plan, built for every world size and epochs 0..%llu "
-                 "(seed %llu, remainder %s): every sample is visited exactly once per epoch "
-                 "when a row passes.</p>\n",
+    fprintf(out,
+            "<p>Each rank's epoch plan, built for every world size and epochs 0..%llu "
+            "(seed %llu, remainder %s): every sample is visited exactly once per epoch "
+            "when a row passes.</p>\n",
             (unsigned long long)(rep->options->epochs ? rep->options->epochs - 1 : 0),
             (unsigned long long)rep->options->plan.seed, shard_remainder_name(remainder));
     char **names = calloc(n ? n : 1, sizeof *names);
@@ -641,9 +677,13 @@ static void visitation(FILE *out, const struct report *rep)
         static const char *const series[] = {"fewest per rank", "most per rank"};
         struct chart_bars c = {.id = "visitation-chart",
                                .caption = "Samples per rank and epoch, by world size",
-                               .unit = "samples", .rows = n,
-                               .row_names = (const char *const *)names, .series = 2,
-                               .series_names = series, .values = values, .flagged = flagged,
+                               .unit = "samples",
+                               .rows = n,
+                               .row_names = (const char *const *)names,
+                               .series = 2,
+                               .series_names = series,
+                               .values = values,
+                               .flagged = flagged,
                                .flag_note = "failed"};
         chart_bars(out, &c);
     }
@@ -652,9 +692,9 @@ static void visitation(FILE *out, const struct report *rep)
     free(names);
     free(values);
     free(flagged);
-    static const char *const head[] = {"#world size", "#epochs", "#fewest per rank",
+    static const char *const head[] = {"#world size",    "#epochs", "#fewest per rank",
                                        "#most per rank", "#padded", "#dropped",
-                                       "#wrong visits", "result"};
+                                       "#wrong visits",  "result"};
     html_table_begin(out, "visitation-table", head, 8);
     for (size_t i = 0; i < n; i++) {
         const struct shard_visitation_result *v = &r->visitation[i];
@@ -685,8 +725,9 @@ static void fidelity(FILE *out, const struct report *rep)
         passed += (uint64_t)r->fidelity[i].passed;
         exact += (uint64_t)r->fidelity[i].exact;
     }
-    fprintf(out, "<p>%llu of %llu samples re-converted from SRC match their stored pixels "
-                 "(%llu identical); a JPEG sample must reach %.2f dB.</p>\n",
+    fprintf(out,
+            "<p>%llu of %llu samples re-converted from SRC match their stored pixels "
+            "(%llu identical); a JPEG sample must reach %.2f dB.</p>\n",
             (unsigned long long)passed, (unsigned long long)n, (unsigned long long)exact,
             r->min_psnr);
     double *psnr = malloc((n ? n : 1) * sizeof *psnr);
@@ -704,11 +745,16 @@ static void fidelity(FILE *out, const struct report *rep)
         snprintf(threshold, sizeof threshold, "threshold %.2f dB", r->min_psnr);
         struct chart_strip c = {.id = "fidelity-psnr",
                                 .caption = "PSNR of each re-converted sample against its "
-                                           "stored pixels (identical pixels apart, at the "
-                                           "right)",
-                                .x_label = "dB", .count = n, .values = psnr, .names = keys,
-                                .name_lens = lens, .passed = ok, .threshold = r->min_psnr,
-                                .threshold_label = threshold, .infinite_label = "identical"};
+                                           "stored pixels (identical pixels apart, at the right)",
+                                .x_label = "dB",
+                                .count = n,
+                                .values = psnr,
+                                .names = keys,
+                                .name_lens = lens,
+                                .passed = ok,
+                                .threshold = r->min_psnr,
+                                .threshold_label = threshold,
+                                .infinite_label = "identical"};
         chart_strip(out, &c);
         for (uint64_t i = 0; i < n; i++)
             psnr[i] = r->fidelity[i].loss_psnr;
@@ -716,8 +762,12 @@ static void fidelity(FILE *out, const struct report *rep)
                                    .caption = "What the stored encoding itself loses: PSNR of "
                                               "the stored pixels against the resized pixels "
                                               "before encoding",
-                                   .x_label = "dB", .count = n, .values = psnr, .names = keys,
-                                   .name_lens = lens, .threshold = NAN,
+                                   .x_label = "dB",
+                                   .count = n,
+                                   .values = psnr,
+                                   .names = keys,
+                                   .name_lens = lens,
+                                   .threshold = NAN,
                                    .infinite_label = "lossless"};
         chart_strip(out, &loss);
     }
@@ -725,8 +775,8 @@ static void fidelity(FILE *out, const struct report *rep)
     free(keys);
     free(lens);
     free(ok);
-    static const char *const head[] = {"key", "shard", "#record", "size", "#psnr dB",
-                                       "#codec loss dB", "pixels", "result"};
+    static const char *const head[] = {"key",      "shard",          "#record", "size",
+                                       "#psnr dB", "#codec loss dB", "pixels",  "result"};
     fputs("<div class=\"tall\">", out);
     html_table_begin(out, "fidelity-table", head, 8);
     for (uint64_t i = 0; i < n && i < ROWS_SHOWN; i++) {
@@ -770,8 +820,8 @@ static void rates(FILE *out, const struct report *rep)
 {
     const struct shard_verify_report *r = rep->verify;
     html_section_begin(out, "rates", "How fast the checks ran");
-    static const char *const head[] = {"pass", "#items", "#bytes", "#seconds", "#GB/s",
-                                       "#GB/s per core", "#threads"};
+    static const char *const head[] = {"pass",  "#items",         "#bytes",  "#seconds",
+                                       "#GB/s", "#GB/s per core", "#threads"};
     html_table_begin(out, "rate-table", head, 7);
     rate_row(out, "hash (shard files)", &r->hash);
     if (rep->options->deep)
@@ -801,9 +851,8 @@ static void options(FILE *out, const struct report *rep)
         const char *key;
         json_t *value;
         json_object_foreach(rep->dataset->config, key, value) {
-            char *text = json_is_string(value)
-                             ? strdup(json_string_value(value))
-                             : json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+            char *text = json_is_string(value) ? strdup(json_string_value(value))
+                                               : json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
             option_row(out, key, text ? text : "");
             free(text);
         }
@@ -854,7 +903,7 @@ void report_write_html(const struct report *rep, FILE *out)
              report_verified(rep) ? "verified" : "not verified");
     html_begin(out, title, PROG);
     verdict(out, rep);
-    if (rep->error) {  /* nothing was checked: nothing else to show but what was asked */
+    if (rep->error) { /* nothing was checked: nothing else to show but what was asked */
         options(out, rep);
         html_end(out, PROG);
         return;

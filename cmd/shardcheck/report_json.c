@@ -9,13 +9,12 @@
 static json_t *rate_json(const struct shard_verify_rate *r)
 {
     double gb = (double)r->bytes / REPORT_GB;
-    return json_pack("{s:I, s:I, s:f, s:f, s:o, s:o, s:i}", "bytes", (json_int_t)r->bytes,
-                     "items", (json_int_t)r->items, "seconds", r->seconds, "busy_seconds",
-                     r->busy_seconds, "gb_per_s",
-                     cli_json_number_or_null(report_per_second(gb, r->seconds)),
+    return json_pack("{s:I, s:I, s:f, s:f, s:o, s:o, s:i}", "bytes", (json_int_t)r->bytes, "items",
+                     (json_int_t)r->items, "seconds", r->seconds, "busy_seconds", r->busy_seconds,
+                     "gb_per_s", cli_json_number_or_null(report_per_second(gb, r->seconds)),
                      "gb_per_s_per_core",
-                     cli_json_number_or_null(report_per_second(gb, r->busy_seconds)),
-                     "threads", r->threads);
+                     cli_json_number_or_null(report_per_second(gb, r->busy_seconds)), "threads",
+                     r->threads);
 }
 
 static json_t *problems_json(const struct shard_verify_report *r)
@@ -66,17 +65,16 @@ static json_t *visitation_json(const struct report *rep)
     json_t *a = json_array();
     for (size_t i = 0; i < r->visitation_count; i++) {
         const struct shard_visitation_result *v = &r->visitation[i];
-        json_array_append_new(
-            a, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:b}", "world_size", (int)v->world_size,
-                         "epochs", (json_int_t)v->epochs, "min_per_rank",
-                         (json_int_t)v->min_per_rank, "max_per_rank",
-                         (json_int_t)v->max_per_rank, "padded", (json_int_t)v->padded,
-                         "dropped", (json_int_t)v->dropped, "passed", v->passed));
+        json_array_append_new(a, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:b}", "world_size",
+                                           (int)v->world_size, "epochs", (json_int_t)v->epochs,
+                                           "min_per_rank", (json_int_t)v->min_per_rank,
+                                           "max_per_rank", (json_int_t)v->max_per_rank, "padded",
+                                           (json_int_t)v->padded, "dropped", (json_int_t)v->dropped,
+                                           "passed", v->passed));
     }
     return json_pack("{s:I, s:s, s:I, s:b, s:o}", "seed", (json_int_t)plan->seed, "remainder",
                      shard_remainder_name(plan->remainder), "shuffle_buffer",
-                     (json_int_t)plan->shuffle_buffer, "shuffle", plan->shuffle, "world_sizes",
-                     a);
+                     (json_int_t)plan->shuffle_buffer, "shuffle", plan->shuffle, "world_sizes", a);
 }
 
 /* Per label: the manifest's count, the shards' and SRC's (null when not
@@ -90,8 +88,7 @@ static json_t *labels_json(const struct report *rep)
         if (!report_label_shown(rep, i))
             continue;
         json_array_append_new(
-            a, json_pack("{s:o, s:I, s:o, s:o, s:b}", "label",
-                         cli_json_text(t->name), "manifest",
+            a, json_pack("{s:o, s:I, s:o, s:o, s:b}", "label", cli_json_text(t->name), "manifest",
                          (json_int_t)t->manifest, "shards",
                          r->labels_counted ? json_integer((json_int_t)t->shards) : json_null(),
                          "source",
@@ -110,10 +107,10 @@ static json_t *dimensions_json(const struct dataset_summary *s)
         json_array_append_new(top, json_pack("{s:i, s:i, s:I}", "width", (int)s->top[i].width,
                                              "height", (int)s->top[i].height, "samples",
                                              (json_int_t)s->top[i].samples));
-    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:o}", "min_width", (int)s->min_width,
-                     "max_width", (int)s->max_width, "min_height", (int)s->min_height,
-                     "max_height", (int)s->max_height, "distinct",
-                     (json_int_t)s->distinct_dimensions, "most_common", top);
+    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:o}", "min_width", (int)s->min_width, "max_width",
+                     (int)s->max_width, "min_height", (int)s->min_height, "max_height",
+                     (int)s->max_height, "distinct", (json_int_t)s->distinct_dimensions,
+                     "most_common", top);
 }
 
 static json_t *dataset_json(const struct dataset_summary *s)
@@ -129,15 +126,15 @@ static json_t *dataset_json(const struct dataset_summary *s)
         json_t *o = json_object();
         shard_json_set_key(o, rj->key, rj->key_len);
         json_object_set_new(o, "reason", cli_json_text(rj->reason ? rj->reason : ""));
-        json_object_set_new(o, "source_bytes", rj->has_source
-                                                   ? json_integer((json_int_t)rj->source_bytes)
-                                                   : json_null());
+        json_object_set_new(o, "source_bytes",
+                            rj->has_source ? json_integer((json_int_t)rj->source_bytes)
+                                           : json_null());
         json_array_append_new(rejects, o);
     }
     for (size_t i = 0; i < s->reason_count; i++)
-        json_array_append_new(reasons, json_pack("{s:o, s:I}", "reason",
-                                                 cli_json_text(s->reasons[i].reason), "count",
-                                                 (json_int_t)s->reasons[i].count));
+        json_array_append_new(reasons,
+                              json_pack("{s:o, s:I}", "reason", cli_json_text(s->reasons[i].reason),
+                                        "count", (json_int_t)s->reasons[i].count));
     json_t *warned = json_array();
     for (size_t i = 0; i < s->warned_count; i++) {
         json_t *o = json_object();
@@ -202,13 +199,11 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
                             cli_json_text(fs->decl->sidecar ? fs->decl->sidecar
                                           : fs->decl->coco  ? fs->decl->coco
                                                             : fs->decl->column));
-        json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:I, s:I, s:o}", "name", fs->decl->name,
-                              "type", fs->type, "source", source, "required",
-                              fs->decl->required, "samples", (json_int_t)fs->samples, "of",
-                              (json_int_t)m->samples, "coverage",
-                              cli_json_number_or_null(m->samples ? (double)fs->samples /
-                                                                       (double)m->samples
-                                                                 : NAN));
+        json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:I, s:I, s:o}", "name", fs->decl->name, "type",
+                              fs->type, "source", source, "required", fs->decl->required, "samples",
+                              (json_int_t)fs->samples, "of", (json_int_t)m->samples, "coverage",
+                              cli_json_number_or_null(
+                                  m->samples ? (double)fs->samples / (double)m->samples : NAN));
         if (o && fs->decl->type == SHARD_FIELD_TEXT)
             json_object_set_new(o, "lengths", cli_json_histogram(&fs->lengths));
         json_array_append_new(fields, o);
@@ -221,8 +216,8 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
     }
     json_object_set_new(contents, "fields", fields);
     json_object_set_new(contents, "orphans",
-                        json_pack("{s:I, s:o, s:I}", "count", (json_int_t)m->orphan_count,
-                                  "listed", listed, "not_listed",
+                        json_pack("{s:I, s:o, s:I}", "count", (json_int_t)m->orphan_count, "listed",
+                                  listed, "not_listed",
                                   (json_int_t)(m->orphan_count > SUMMARY_ORPHANS_LISTED
                                                    ? m->orphan_count - SUMMARY_ORPHANS_LISTED
                                                    : 0)));
@@ -245,8 +240,9 @@ static json_t *contact_sheet_json(const struct contact_sheet *cs)
             json_object_set_new(o, "height", json_integer(t->height));
             json_object_set_new(o, "thumb_width", json_integer(t->thumb_width));
             json_object_set_new(o, "thumb_height", json_integer(t->thumb_height));
-            json_object_set_new(o, "caption", t->caption ? json_stringn(t->caption, t->caption_len)
-                                                         : json_null());
+            json_object_set_new(o, "caption",
+                                t->caption ? json_stringn(t->caption, t->caption_len)
+                                           : json_null());
             json_object_set_new(o, "caption_cut", json_boolean(t->caption_cut));
         }
         json_array_append_new(samples, o);
@@ -262,7 +258,7 @@ void report_write_json(const struct report *rep, FILE *out)
     const struct shard_verify_options *opts = rep->options;
     json_t *o = json_object();
     uint64_t total = report_problem_total(rep);
-    cli_json_set_path(o, "dataset", rep->dst);  /* or dataset_hex */
+    cli_json_set_path(o, "dataset", rep->dst); /* or dataset_hex */
     json_object_set_new(o, "verified", json_boolean(report_verified(rep)));
     if (rep->error) {
         /* the checks could not run: what it was, and why */
@@ -291,18 +287,17 @@ void report_write_json(const struct report *rep, FILE *out)
     json_object_set_new(o, "rates", rates);
     if (opts->source) {
         json_t *source = json_object();
-        cli_json_set_path(source, "path", rep->source);  /* or path_hex */
+        cli_json_set_path(source, "path", rep->source); /* or path_hex */
         json_object_set_new(source, "candidates", json_integer((json_int_t)r->source_candidates));
         json_object_set_new(source, "ignored", json_integer((json_int_t)r->source_ignored));
         json_object_set_new(source, "labels_checked", json_boolean(r->labels_checked));
         if (r->labels_note)
             json_object_set_new(source, "labels_note", cli_json_text(r->labels_note));
-        if (r->fields) {  /* format version 2: SRC's sidecar files */
+        if (r->fields) { /* format version 2: SRC's sidecar files */
             json_object_set_new(source, "sidecars", json_integer((json_int_t)r->source_sidecars));
             json_object_set_new(source, "orphans", json_integer((json_int_t)r->source_orphans));
-            json_object_set_new(source, "fields_note", r->fields_note
-                                                           ? cli_json_text(r->fields_note)
-                                                           : json_null());
+            json_object_set_new(source, "fields_note",
+                                r->fields_note ? cli_json_text(r->fields_note) : json_null());
         }
         json_object_set_new(o, "source", source);
     }

@@ -105,8 +105,7 @@ static void print_fields(FILE *out, const struct report *rep)
                 (unsigned long long)m->samples,
                 m->samples ? 100.0 * (double)fs->samples / (double)m->samples : 0.0);
         if (fs->lengths.bins) {
-            fprintf(out, "    text lengths in bytes, %g to %g: ", fs->lengths.min,
-                    fs->lengths.max);
+            fprintf(out, "    text lengths in bytes, %g to %g: ", fs->lengths.min, fs->lengths.max);
             print_bins(out, &fs->lengths);
             fputc('\n', out);
         }
@@ -115,8 +114,8 @@ static void print_fields(FILE *out, const struct report *rep)
             (unsigned long long)m->orphan_count);
     for (uint64_t i = 0; i < m->orphan_count && i < ORPHANS_SHOWN; i++) {
         char q[SHARD_QUOTE_SIZE];
-        fprintf(out, "    '%s'\n", shard_quote(m->orphans[i].key, m->orphans[i].key_len, q,
-                                               sizeof q));
+        fprintf(out, "    '%s'\n",
+                shard_quote(m->orphans[i].key, m->orphans[i].key_len, q, sizeof q));
     }
     if (m->orphan_count > ORPHANS_SHOWN)
         fprintf(out, "    ... and %llu more (--json lists %u, manifest.json every one)\n",
@@ -182,8 +181,8 @@ void report_write_text(const struct report *rep, FILE *out)
         fprintf(out, "%s: verified '%s': %u shard%s, %llu samples\n", PROG, rep->dst, r->shards,
                 r->shards == 1 ? "" : "s", (unsigned long long)r->samples);
     else
-        fprintf(out, "%s: FAILED '%s': %llu problem%s\n", PROG, rep->dst,
-                (unsigned long long)total, total == 1 ? "" : "s");
+        fprintf(out, "%s: FAILED '%s': %llu problem%s\n", PROG, rep->dst, (unsigned long long)total,
+                total == 1 ? "" : "s");
     for (uint64_t i = 0; i < r->problem_count && i < PROBLEMS_SHOWN; i++)
         fprintf(out, "  %s\n", r->problems[i].message);
     if (total > PROBLEMS_SHOWN)
@@ -199,7 +198,8 @@ void report_write_text(const struct report *rep, FILE *out)
         fprintf(out, "  source: %llu candidate files; labels %s\n",
                 (unsigned long long)r->source_candidates,
                 r->labels_checked ? "re-derived and checked"
-                                  : r->labels_note ? r->labels_note : "not checked");
+                : r->labels_note  ? r->labels_note
+                                  : "not checked");
     }
     if (o->fidelity)
         print_fidelity(out, r);

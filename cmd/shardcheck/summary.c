@@ -196,10 +196,10 @@ static int count_fields(struct dataset_summary *s, const struct shard_sample *sm
         counted[f]++;
         if (s->fields[f].decl->type != SHARD_FIELD_TEXT)
             continue;
-        if (!lengths[f] && !(lengths[f] = malloc((s->manifest.samples ? s->manifest.samples
-                                                                       : 1) * sizeof *lengths[f])))
+        if (!lengths[f] && !(lengths[f] = malloc((s->manifest.samples ? s->manifest.samples : 1) *
+                                                 sizeof *lengths[f])))
             return -1;
-        if (length_count[f] < s->manifest.samples)  /* more lines than samples: checked elsewhere */
+        if (length_count[f] < s->manifest.samples) /* more lines than samples: checked elsewhere */
             lengths[f][length_count[f]++] = (double)smp->fields[i].source_bytes;
     }
     return 0;

@@ -29,8 +29,8 @@
 #define SUMMARY_LENGTH_BINS 30
 
 struct reject_reason {
-    char *reason;        /* the reasons' common form: the text before the first ':',
-                          * numbers as N ("not an image", "declared NxN exceeds ...") */
+    char *reason; /* the reasons' common form: the text before the first ':',
+                   * numbers as N ("not an image", "declared NxN exceeds ...") */
     uint64_t count;
 };
 
@@ -42,7 +42,7 @@ struct dimension_count {
 
 /* A sample stored despite a decoder warning (its index line's "warning"). */
 struct warned_sample {
-    char *key;           /* key_len bytes + NUL */
+    char *key; /* key_len bytes + NUL */
     size_t key_len;
     char *warning;
 };
@@ -50,34 +50,34 @@ struct warned_sample {
 /* A declared field (format version 2) as the reports show it: its
  * coverage, and for text its values' lengths. */
 struct field_summary {
-    const struct shard_field_decl *decl;  /* the manifest's declaration */
-    char type[32];                   /* as declared: "text", "float32[512]" */
-    uint64_t samples;                /* samples that have it: index.jsonl's lines (or
-                                      * counts.fields when the index cannot be read) */
-    struct cli_histogram lengths;    /* text: each value's length in bytes (a text value
-                                      * is its source bytes, whose size the line names);
-                                      * no bins for other types */
+    const struct shard_field_decl *decl; /* the manifest's declaration */
+    char type[32];                       /* as declared: "text", "float32[512]" */
+    uint64_t samples;                    /* samples that have it: index.jsonl's lines (or
+                                          * counts.fields when the index cannot be read) */
+    struct cli_histogram lengths;        /* text: each value's length in bytes (a text value
+                                          * is its source bytes, whose size the line names);
+                                          * no bins for other types */
 };
 
 struct dataset_summary {
     struct shard_manifest manifest;
-    json_t *config;                  /* the manifest's "config" object */
-    struct reject_reason *reasons;   /* most common first (then by text) */
+    json_t *config;                /* the manifest's "config" object */
+    struct reject_reason *reasons; /* most common first (then by text) */
     size_t reason_count;
-    struct cli_histogram record_bytes;  /* stored bytes of every record (its zstd frame) */
-    uint64_t shards_sized;           /* shards whose footer could be read */
-    int have_dimensions;             /* index.jsonl could be read to the end */
+    struct cli_histogram record_bytes; /* stored bytes of every record (its zstd frame) */
+    uint64_t shards_sized;             /* shards whose footer could be read */
+    int have_dimensions;               /* index.jsonl could be read to the end */
     uint32_t min_width, max_width, min_height, max_height;
-    struct dimension_count top[SUMMARY_TOP_DIMENSIONS];  /* most common first */
+    struct dimension_count top[SUMMARY_TOP_DIMENSIONS]; /* most common first */
     size_t top_count;
     uint64_t distinct_dimensions;
-    struct warned_sample *warned;    /* the first SUMMARY_WARNED_LISTED, in stored order
-                                      * (manifest.warned counts them all) */
+    struct warned_sample *warned; /* the first SUMMARY_WARNED_LISTED, in stored order
+                                   * (manifest.warned counts them all) */
     size_t warned_count;
-    struct field_summary *fields;    /* one per declared field (manifest.config.fields),
-                                      * or NULL in version 1 */
-    uint32_t field_count;            /* of them */
-    char note[512];                  /* what could not be read, or "" */
+    struct field_summary *fields; /* one per declared field (manifest.config.fields),
+                                   * or NULL in version 1 */
+    uint32_t field_count;         /* of them */
+    char note[512];               /* what could not be read, or "" */
 };
 
 /* Read what DST holds into *s (index.jsonl is read once, for the

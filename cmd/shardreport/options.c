@@ -44,8 +44,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     switch (opt) {
     case OPT_OUT: o->out = optarg; break;
     case OPT_JSON: o->json = 1; break;
-    default:
-        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    default: return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
     return CLI_EXIT_OK;
 }

@@ -3,9 +3,9 @@
 #define SHARDREPORT_OPTIONS_H
 
 struct options {
-    const char *root;      /* the nightly job's ROOT */
-    const char *out;       /* --out FILE, or NULL: ROOT/index.html, written atomically */
-    int json;              /* --json: the index as JSON on stdout */
+    const char *root; /* the nightly job's ROOT */
+    const char *out;  /* --out FILE, or NULL: ROOT/index.html, written atomically */
+    int json;         /* --json: the index as JSON on stdout */
 };
 
 /* Fill *o from the command line.  -h and --version print and exit.

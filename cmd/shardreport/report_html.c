@@ -13,7 +13,7 @@
 
 #define PROG "shardreport"
 #define TREND_HEIGHT 110
-#define TREND_WIDTH 360  /* small charts, side by side on a wide screen */
+#define TREND_WIDTH 360 /* small charts, side by side on a wide screen */
 
 static double value(const struct run_number *n)
 {
@@ -111,10 +111,17 @@ static void trend(FILE *out, const struct report *r, const char *id, const char 
             names[i] = row->run;
             classes[i] = report_run_failed(row) ? "bad" : "ok";
         }
-        struct chart_line c = {.id = id, .caption = caption, .x_label = "run",
-                               .y_label = y_label, .points = n, .y = y, .x_names = names,
-                               .point_class = classes, .columns = columns,
-                               .height = TREND_HEIGHT, .width = TREND_WIDTH};
+        struct chart_line c = {.id = id,
+                               .caption = caption,
+                               .x_label = "run",
+                               .y_label = y_label,
+                               .points = n,
+                               .y = y,
+                               .x_names = names,
+                               .point_class = classes,
+                               .columns = columns,
+                               .height = TREND_HEIGHT,
+                               .width = TREND_WIDTH};
         chart_line(out, &c);
     }
     free(y);
@@ -132,8 +139,8 @@ static void number_cell(FILE *out, const struct run_number *n)
 
 static void table(FILE *out, const struct report *r)
 {
-    static const char *const head[] = {"run", "status", "#samples", "#rejected", "#seconds",
-                                       "#reused", "verified", "#problems", "#exit", "files"};
+    static const char *const head[] = {"run",     "status",   "#samples",  "#rejected", "#seconds",
+                                       "#reused", "verified", "#problems", "#exit",     "files"};
     html_table_begin(out, "runs", head, sizeof head / sizeof *head);
     for (size_t i = r->runs->count; i-- > 0;) {
         const struct run_row *row = &r->runs->rows[i];
@@ -151,7 +158,7 @@ static void table(FILE *out, const struct report *r)
         number_cell(out, &row->samples);
         number_cell(out, &row->rejected);
         number_cell(out, &row->seconds);
-        number_cell(out, &row->reused);  /* records an incremental run copied */
+        number_cell(out, &row->reused); /* records an incremental run copied */
         html_cell(out, !row->verified.known ? "-" : row->verified.value ? "yes" : "no");
         number_cell(out, &row->problems);
         number_cell(out, &row->exit_code);

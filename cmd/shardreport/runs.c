@@ -71,15 +71,13 @@ static void read_record(int dir, const char *name, struct run_row *row)
     } else if (!S_ISREG(st.st_mode)) {
         snprintf(why, sizeof why, "not a regular file");
     } else if (st.st_size > RUNS_MAX_RECORD_BYTES) {
-        snprintf(why, sizeof why, "%lld bytes: larger than a run record",
-                 (long long)st.st_size);
+        snprintf(why, sizeof why, "%lld bytes: larger than a run record", (long long)st.st_size);
     } else if (!(text = malloc((size_t)st.st_size + 1))) {
         snprintf(why, sizeof why, "out of memory");
     } else {
         size_t got = 0;
         ssize_t n;
-        while (got < (size_t)st.st_size &&
-               (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
+        while (got < (size_t)st.st_size && (n = read(fd, text + got, (size_t)st.st_size - got)) > 0)
             got += (size_t)n;
         json_error_t jerr;
         json_t *o = json_loadb(text, got, 0, &jerr);
@@ -133,7 +131,7 @@ char *runs_href(const char *root, const char *root_real, const char *path)
     char *joined = NULL, *real = NULL, *href = NULL;
     struct stat st;
     size_t root_len = strlen(root_real);
-    if (root_len == 1)  /* ROOT is "/": every path is inside */
+    if (root_len == 1) /* ROOT is "/": every path is inside */
         root_len = 0;
     if (path[0] == '/')
         joined = strdup(path);
@@ -192,7 +190,7 @@ int runs_load(struct runs *r, const char *root, char *why, size_t why_size)
         snprintf(why, why_size, "cannot open '%s': %s", root, strerror(errno));
         return -1;
     }
-    root_real = realpath(root, NULL);  /* links are made to files inside it only */
+    root_real = realpath(root, NULL); /* links are made to files inside it only */
     char link[PATH_MAX];
     ssize_t n = readlinkat(rootfd, "current", link, sizeof link - 1);
     if (n > 0)
@@ -237,7 +235,7 @@ oom:
     snprintf(why, why_size, "out of memory");
 out:
     if (d)
-        closedir(d);  /* closes dir */
+        closedir(d); /* closes dir */
     else if (dir >= 0)
         close(dir);
     close(rootfd);

@@ -18,37 +18,37 @@ struct run_number {
 };
 
 struct run_row {
-    char *run;                    /* the stamp: the record's file name without ".json" */
-    char *status;                 /* "published", "shardify_failed", ...; "unreadable" */
-    char *error;                  /* why the record could not be read, or NULL */
+    char *run;    /* the stamp: the record's file name without ".json" */
+    char *status; /* "published", "shardify_failed", ...; "unreadable" */
+    char *error;  /* why the record could not be read, or NULL */
     int published;
     struct run_number exit_code;
-    char *started;                /* ISO 8601, or NULL */
+    char *started; /* ISO 8601, or NULL */
     char *finished;
-    struct run_number seconds;    /* the whole run */
-    char *version;                /* versions/<stamp>, or NULL */
-    struct run_number samples;    /* shardify.summary */
+    struct run_number seconds; /* the whole run */
+    char *version;             /* versions/<stamp>, or NULL */
+    struct run_number samples; /* shardify.summary */
     struct run_number rejected;
     struct run_number ignored;
     struct run_number shards;
     struct run_number bytes_out;
-    struct run_number verified;   /* shardcheck.verified: 1 or 0 */
-    struct run_number problems;   /* shardcheck.problem_count */
-    struct run_number added;      /* incremental.lineage: an incremental run's counts */
+    struct run_number verified; /* shardcheck.verified: 1 or 0 */
+    struct run_number problems; /* shardcheck.problem_count */
+    struct run_number added;    /* incremental.lineage: an incremental run's counts */
     struct run_number changed;
     struct run_number removed;
     struct run_number reused;
-    char *report;                 /* the run's shardcheck page, relative to ROOT, when it exists */
-    char *log;                    /* the run's log, relative to ROOT */
-    char *report_href;            /* report and log as links from a page in ROOT, or NULL: */
-    char *log_href;               /* not a regular file inside ROOT (runs_href) */
+    char *report;      /* the run's shardcheck page, relative to ROOT, when it exists */
+    char *log;         /* the run's log, relative to ROOT */
+    char *report_href; /* report and log as links from a page in ROOT, or NULL: */
+    char *log_href;    /* not a regular file inside ROOT (runs_href) */
 };
 
 struct runs {
-    struct run_row *rows;         /* sorted by stamp, oldest first */
+    struct run_row *rows; /* sorted by stamp, oldest first */
     size_t count;
-    size_t unreadable;            /* rows whose record could not be read */
-    char *current;                /* where ROOT/current points, or NULL */
+    size_t unreadable; /* rows whose record could not be read */
+    char *current;     /* where ROOT/current points, or NULL */
 };
 
 /* A path a run record names ("report", "log") as a link from a page in

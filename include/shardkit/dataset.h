@@ -4,7 +4,9 @@
  *
  * Three pieces, each an opaque handle with a create/free pair (every free
  * accepts NULL) and plain structs for everything passed in or out; there are
- * no callbacks, so the API wraps directly into other languages.
+ * no callbacks (but the optional observer of a C tool that traces the reads,
+ * struct shard_read_observer), so the API wraps directly into other
+ * languages.
  *
  *   struct shard_dataset  an open dataset, in a local directory, at an
  *                         http(s):// URL or under an s3:// prefix (its
@@ -81,6 +83,39 @@ struct shard_dataset;
  * SHARD_EIO, SHARD_ENOMEM. */
 SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
 
+/* Watching the reads: for a C tool that draws where reading spends its time
+ * (`shardbench --trace`).  With an observer (struct shard_dataset_options),
+ * the read path calls span() as each piece of its work ends, on the thread
+ * that did it, and thread() when a thread it started begins work ("http
+ * connection"); the hooks must be thread-safe and quick.  Times are
+ * CLOCK_MONOTONIC in nanoseconds.  Without an observer (NULL, the default)
+ * the read path makes no call. */
+enum shard_read_span {
+    SHARD_SPAN_READ = 0,      /* getting a record's frame bytes */
+    SHARD_SPAN_DECOMPRESS,    /* zstd (and the frame hash with SHARD_READ_VERIFY) */
+    SHARD_SPAN_DECODE,        /* the payload to pixels, the item filled */
+    SHARD_SPAN_SAMPLE,        /* one whole read, the three above inside it (also a failed one) */
+    SHARD_SPAN_OPEN_SHARD,    /* header, trailer and footer of a shard */
+    SHARD_SPAN_HTTP,          /* one HTTP request, its retries included */
+    SHARD_SPAN_RTT,           /* the simulated round trip inside a request (rtt_ms) */
+    SHARD_SPAN_BACKOFF,       /* waiting before a retry */
+    SHARD_SPAN_COUNT
+};
+
+/* "read", "decompress", "decode", "sample", "open shard", "http request",
+ * "rtt (simulated)", "retry backoff" (static strings); "unknown" for a value
+ * out of range. */
+SHARD_API const char *shard_read_span_name(enum shard_read_span k);
+
+struct shard_read_observer {
+    /* A span [start_ns, end_ns) of kind k ended on the calling thread. */
+    void (*span)(void *user, enum shard_read_span k, uint64_t start_ns, uint64_t end_ns);
+    /* The calling thread, started by the read path, begins its work; `name`
+     * is a static string.  May be NULL. */
+    void (*thread)(void *user, const char *name);
+    void *user;
+};
+
 /* How a remote dataset (http://, https://, s3://) is read; a local one
  * ignores them.  Shards are read in windows of window_bytes (aligned
  * ranges), fetched by `connections` background connections, the next ones
@@ -102,6 +137,30 @@ struct shard_dataset_options {
                               * stays down costs about 7 s of waiting) */
     double timeout_seconds;  /* more than 0, at most SHARD_DATASET_MAX_TIMEOUT
                               * (default 10) */
+    /* The node-local shard cache: a directory on local disk shared by every
+     * process of the machine (created if missing).  Whole shards are kept
+     * there as they are read, checked against the manifest's size and
+     * xxh3 before use, and later reads of them are local; at most
+     * cache_limit bytes (0: as much as the disk takes): shards of other
+     * datasets are removed to make room, the least recently read first,
+     * never the dataset's own for each other (a shard that does not fit is
+     * read remotely).  NULL: $SHARDKIT_CACHE_DIR when set
+     * and not empty, else no cache; "": no cache.  cache_limit 0 takes
+     * $SHARDKIT_CACHE_LIMIT ("20G", "512M", bytes; powers of 1024) when
+     * set.  A shard that cannot be cached (a full disk) is read remotely:
+     * shard_dataset_cache_warning says why.  The directory's layout and
+     * rules: README.md, "Node-local cache". */
+    const char *cache_dir;
+    uint64_t cache_limit;
+    /* For measuring remote reading against a server on loopback, where no
+     * real latency can be added: sleep this long before every request (a
+     * simulated round trip), counted in shard_read_stats.rtt_ns.  0..
+     * SHARD_DATASET_MAX_RTT, an hour (default 0: none). */
+    double rtt_ms;
+    /* Every read of the dataset (local or remote), and every request, is
+     * reported to it (see above); NULL (default): none.  The struct is
+     * copied at open; what its `user` points to must outlive the dataset. */
+    const struct shard_read_observer *observer;
 };
 
 #define SHARD_DATASET_DEFAULT_CONNECTIONS 8
@@ -114,6 +173,15 @@ struct shard_dataset_options {
 #define SHARD_DATASET_MAX_RETRIES 100
 #define SHARD_DATASET_DEFAULT_TIMEOUT 10.0
 #define SHARD_DATASET_MAX_TIMEOUT 86400
+#define SHARD_DATASET_MAX_RTT 3600000.0
+
+/* The first warning of the dataset's node-local cache ("" when none: a
+ * shard it could not cache, e.g. "cache directory '/scratch/c':
+ * shard-000004.shard read remotely, not cached: No space left on device";
+ * reads go on remotely) into buf, NUL-terminated; its length.
+ * Thread-safe. */
+SHARD_API size_t shard_dataset_cache_warning(const struct shard_dataset *ds, char *buf,
+                                             size_t size);
 
 /* The defaults above: what shard_dataset_open uses. */
 SHARD_API void shard_dataset_options_init(struct shard_dataset_options *o);
@@ -124,6 +192,13 @@ SHARD_API void shard_dataset_options_init(struct shard_dataset_options *o);
 SHARD_API int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
                                     const struct shard_dataset_options *o,
                                     struct shard_err *err);
+
+/* Forget the shard bytes a remote dataset keeps in memory (its window
+ * cache; footers stay), so that the next reads go to the server again: what
+ * a dataset larger than memory costs every epoch, and memory given back
+ * between epochs.  No-op for a local dataset.  Call with no read in
+ * progress (no iterator over ds). */
+SHARD_API void shard_dataset_drop_cache(struct shard_dataset *ds);
 
 /* Close and free (also the sample buffers kept from freed iterators).
  * Accepts NULL. */
@@ -268,12 +343,63 @@ struct shard_read_stats {
                                   * exceed bytes_requested); 0 for a local dataset */
     uint64_t requests;           /* HTTP requests made (0 for a local dataset) */
     uint64_t retries;            /* HTTP attempts repeated after a transient failure */
-    uint64_t rtt_ns;             /* simulated round-trip delay slept (benchmarks only) */
+    uint64_t rtt_ns;             /* simulated round-trip delay slept (options.rtt_ms) */
+    /* The node-local cache (shard_dataset_options.cache_dir; all 0 without
+     * one).  A shard counts once each time it is opened from the cache or
+     * downloaded: when a dataset opens it, and when a read finds it again
+     * after it was let go (a dataset keeps its 256 most recently read
+     * cached shards open). */
+    uint64_t cache_hits;         /* shards read from the cache: no request */
+    uint64_t cache_misses;       /* shards not in the cache (downloaded, or skipped) */
+    uint64_t cache_bytes_fetched;  /* bytes downloaded into the cache */
+    uint64_t cache_evictions;    /* shards removed to stay under the limit or fit the disk */
+    uint64_t cache_skipped;      /* shards read remotely, uncached: no room (every cached
+                                  * shard in use), a full disk, a failed write */
+    uint64_t cache_corrupt;      /* cached shards that failed their check: removed and
+                                  * fetched again */
 };
 
 /* A snapshot of ds's counters into *out.  Thread-safe: reads may go on
  * meanwhile (each counter is read atomically, the set is not one instant). */
 SHARD_API void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats *out);
+
+/* ---- whole files where datasets are read ---------------------------------
+ *
+ * A remote location holds more than datasets: a tool that compares shards
+ * with the small files they came from (shardbench's files loader) reads
+ * each file with one GET, under the same rules as a dataset's reads: the
+ * struct shard_dataset_options (connections, retries, time-out, rtt_ms,
+ * observer; the window and cache are not used), the same status mapping and
+ * messages, the same S3 signing. */
+
+/* 1 when `location` is read over the network: it starts with http://,
+ * https:// or s3://. */
+SHARD_API int shard_location_is_remote(const char *location);
+
+struct shard_remote;
+
+/* The files below `location` (http(s)://BASE: file NAME is BASE/NAME,
+ * percent-encoded but for '/'; s3://BUCKET/PREFIX: the object PREFIX/NAME).
+ * Nothing is requested yet.  o NULL: the defaults.  0, SHARD_EINVAL (a
+ * local location, options out of range: named as shard_dataset_open_ex
+ * names them) or SHARD_ENOMEM. */
+SHARD_API int shard_remote_open(struct shard_remote **out, const char *location,
+                                const struct shard_dataset_options *o, struct shard_err *err);
+
+/* All of file `name` into buf (replacing its contents), with one GET.
+ * Thread-safe.  0, SHARD_ENOTFOUND (HTTP 404, 410), SHARD_ELIMIT (a body
+ * over max_bytes, when not 0), SHARD_EUNSUPPORTED, SHARD_ENET, SHARD_ENOMEM;
+ * the message names the URL or s3://BUCKET/KEY:
+ *   "cannot read 'http://host/src/a.jpg': HTTP 404 Not Found" */
+SHARD_API int shard_remote_get(struct shard_remote *r, const char *name, uint64_t max_bytes,
+                               struct shard_buf *buf, struct shard_err *err);
+
+/* What the GETs have cost so far (requests, retries, bytes_transferred,
+ * rtt_ns; the other counts stay 0).  Thread-safe. */
+SHARD_API void shard_remote_stats(const struct shard_remote *r, struct shard_read_stats *out);
+
+/* Free, ending any request under way.  Accepts NULL. */
+SHARD_API void shard_remote_close(struct shard_remote *r);
 
 /* ---- epoch plans --------------------------------------------------------
  *

@@ -111,6 +111,18 @@ SHARD_API int shard_scan_dir(const char *root, struct shard_keylist *keys,
                              struct shard_refusals *refused, struct shard_scan_stats *st,
                              struct shard_err *err);
 
+/* shard_scan_dir, or for "s3://BUCKET/PREFIX" the objects below PREFIX/ as
+ * shardify lists a source there (ListObjectsV2, with the credentials and
+ * settings shard_dataset_open uses): every object whose name is a candidate
+ * goes to `keys` (relative to PREFIX/, unsorted), the others are counted as
+ * ignored; "directory" markers (a name ending in '/') are skipped.  An
+ * object store has no links, devices or unreadable directories: nothing is
+ * refused.  A prefix that cannot be listed is SHARD_ENOTFOUND or SHARD_ENET
+ * naming it ("cannot read source 's3://b/src': ..."). */
+SHARD_API int shard_scan_location(const char *location, struct shard_keylist *keys,
+                                  struct shard_refusals *refused, struct shard_scan_stats *st,
+                                  struct shard_err *err);
+
 /* Read the regular file `key` below the directory open as `root_fd` into buf
  * (replacing its contents).  Symbolic links are refused (O_NOFOLLOW on the
  * last component).  Errors: SHARD_ENOTFOUND ("file vanished"), SHARD_ELIMIT

@@ -15,13 +15,13 @@
 
 struct shard_record_encoder {
     ZSTD_CCtx *cctx;
-    struct shard_buf content;  /* uncompressed record, reused */
+    struct shard_buf content; /* uncompressed record, reused */
 };
 
 struct shard_record_decoder {
     ZSTD_DCtx *dctx;
     struct shard_buf content;
-    struct shard_buf frame;    /* for callers reading a frame first */
+    struct shard_buf frame; /* for callers reading a frame first */
 };
 
 static int encode(struct shard_record_encoder *enc, const struct shard_record_meta *meta,
@@ -80,8 +80,7 @@ int shard_record_encode(struct shard_record_encoder *enc, const struct shard_rec
                         size_t payload_len, struct shard_buf *frame, uint64_t *frame_xxh3,
                         struct shard_err *err)
 {
-    return encode(enc, meta, key, key_len, payload, payload_len, 1, NULL, frame, frame_xxh3,
-                  err);
+    return encode(enc, meta, key, key_len, payload, payload_len, 1, NULL, frame, frame_xxh3, err);
 }
 
 int shard_record_encode_fields(struct shard_record_encoder *enc,
@@ -90,8 +89,7 @@ int shard_record_encode_fields(struct shard_record_encoder *enc,
                                const struct shard_field_set *fields, struct shard_buf *frame,
                                uint64_t *frame_xxh3, struct shard_err *err)
 {
-    return encode(enc, meta, key, key_len, payload, payload_len, 2, fields, frame, frame_xxh3,
-                  err);
+    return encode(enc, meta, key, key_len, payload, payload_len, 2, fields, frame, frame_xxh3, err);
 }
 
 /* A record of format `version` (1, or 2 with `fields`, which may be NULL). */
@@ -133,7 +131,7 @@ static int encode(struct shard_record_encoder *enc, const struct shard_record_me
     put_le32(h + RECORD_OFF_HEIGHT, meta->height);
     h[RECORD_OFF_CHANNELS] = (uint8_t)meta->channels;
     h[RECORD_OFF_CODEC] = (uint8_t)meta->codec;
-    put_le16(h + RECORD_OFF_FIELD_COUNT, (uint16_t)field_count);  /* reserved (0) in version 1 */
+    put_le16(h + RECORD_OFF_FIELD_COUNT, (uint16_t)field_count); /* reserved (0) in version 1 */
     put_le64(h + RECORD_OFF_PAYLOAD, payload_len);
     memcpy(h + SHARD_RECORD_HEADER_BYTES, key, key_len);
     if (payload_len)
@@ -149,8 +147,7 @@ static int encode(struct shard_record_encoder *enc, const struct shard_record_me
         return rc;
     size_t n = ZSTD_compress2(enc->cctx, frame->data, frame->cap, c->data, c->len);
     if (ZSTD_isError(n))
-        return shard_err_set(err, SHARD_EIO, "zstd compression failed: %s",
-                             ZSTD_getErrorName(n));
+        return shard_err_set(err, SHARD_EIO, "zstd compression failed: %s", ZSTD_getErrorName(n));
     frame->len = n;
     *frame_xxh3 = XXH3_64bits(frame->data, n);
     return SHARD_OK;
@@ -178,29 +175,26 @@ void shard_record_decoder_free(struct shard_record_decoder *dec)
     free(dec);
 }
 
-int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
-                        size_t frame_len, const uint64_t *expect_xxh3,
-                        struct shard_record_view *view, struct shard_err *err)
+int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame, size_t frame_len,
+                        const uint64_t *expect_xxh3, struct shard_record_view *view,
+                        struct shard_err *err)
 {
-    return sk_record_decode_into(dec, frame, frame_len, expect_xxh3, view, &dec->content,
-                                    err);
+    return sk_record_decode_into(dec, frame, frame_len, expect_xxh3, view, &dec->content, err);
 }
 
-int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame,
-                             size_t frame_len, const uint64_t *expect_xxh3,
-                             struct shard_record_view *view, struct shard_buf *c,
-                             struct shard_err *err)
+int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame, size_t frame_len,
+                          const uint64_t *expect_xxh3, struct shard_record_view *view,
+                          struct shard_buf *c, struct shard_err *err)
 {
     memset(view, 0, sizeof *view);
     if (expect_xxh3 && XXH3_64bits(frame, frame_len) != *expect_xxh3)
         return shard_err_set(err, SHARD_ECORRUPT, "record bytes do not match their xxh3");
     size_t fsize = ZSTD_findFrameCompressedSize(frame, frame_len);
     if (ZSTD_isError(fsize))
-        return shard_err_set(err, SHARD_ECORRUPT, "not a zstd frame: %s",
-                             ZSTD_getErrorName(fsize));
+        return shard_err_set(err, SHARD_ECORRUPT, "not a zstd frame: %s", ZSTD_getErrorName(fsize));
     if (fsize != frame_len)
-        return shard_err_set(err, SHARD_ECORRUPT, "zstd frame is %zu bytes, index says %zu",
-                             fsize, frame_len);
+        return shard_err_set(err, SHARD_ECORRUPT, "zstd frame is %zu bytes, index says %zu", fsize,
+                             frame_len);
     unsigned long long csize = ZSTD_getFrameContentSize(frame, frame_len);
     if (csize == ZSTD_CONTENTSIZE_UNKNOWN || csize == ZSTD_CONTENTSIZE_ERROR)
         return shard_err_set(err, SHARD_ECORRUPT, "zstd frame does not declare its size");
@@ -219,8 +213,8 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
     if (ZSTD_isError(n))
         return shard_err_set(err, SHARD_ECORRUPT, "zstd: %s", ZSTD_getErrorName(n));
     if (n != csize)
-        return shard_err_set(err, SHARD_ECORRUPT, "record decompressed to %zu of %llu bytes",
-                             n, csize);
+        return shard_err_set(err, SHARD_ECORRUPT, "record decompressed to %zu of %llu bytes", n,
+                             csize);
     c->len = n;
 
     const uint8_t *h = c->data;
@@ -234,8 +228,7 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
     uint64_t payload_len = get_le64(h + RECORD_OFF_PAYLOAD);
     uint64_t body = n - SHARD_RECORD_HEADER_BYTES;
     if (key_len == 0 || key_len > SHARD_KEY_MAX || (uint64_t)key_len > body ||
-        payload_len > body - key_len ||
-        (view->version == 1 && payload_len != body - key_len))
+        payload_len > body - key_len || (view->version == 1 && payload_len != body - key_len))
         return shard_err_set(err, SHARD_ECORRUPT, "record sizes are inconsistent");
     uint16_t field_count = get_le16(h + RECORD_OFF_FIELD_COUNT);
     if (view->version == 1 && field_count != 0)
@@ -263,8 +256,8 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
     if (view->meta.codec == SHARD_CODEC_RAW &&
         payload_len != (uint64_t)view->meta.width * view->meta.height * view->meta.channels)
         return shard_err_set(err, SHARD_ECORRUPT, "raw payload of %llu bytes for %ux%ux%u",
-                             (unsigned long long)payload_len, view->meta.width,
-                             view->meta.height, view->meta.channels);
+                             (unsigned long long)payload_len, view->meta.width, view->meta.height,
+                             view->meta.channels);
     view->key = h + SHARD_RECORD_HEADER_BYTES;
     view->key_len = key_len;
     view->payload = view->key + key_len;

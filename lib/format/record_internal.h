@@ -13,15 +13,13 @@ struct shard_buf *sk_record_decoder_frame(struct shard_record_decoder *dec);
  * shard_buf_reserve) instead of the decoder's own buffer: the view then
  * points into `content`.  A raw read uses it to decompress straight into the
  * memory its pixels will be read from. */
-int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame,
-                             size_t frame_len, const uint64_t *expect_xxh3,
-                             struct shard_record_view *view, struct shard_buf *content,
-                             struct shard_err *err);
+int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame, size_t frame_len,
+                          const uint64_t *expect_xxh3, struct shard_record_view *view,
+                          struct shard_buf *content, struct shard_err *err);
 
 /* Check a version 2 record's field area of `len` bytes holding `count`
  * entries (see shardkit/format.h, "Fields"): 0 or SHARD_ECORRUPT with the
  * reason. */
-int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count,
-                         struct shard_err *err);
+int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count, struct shard_err *err);
 
 #endif

@@ -22,8 +22,7 @@
 #include "format/shard_reader.h"
 #include "shardkit/format.h"
 
-int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
-                       struct shard_err *err)
+int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index, struct shard_err *err)
 {
     return shard_header_parse_version(buf, len, shard_index, NULL, err);
 }
@@ -70,8 +69,7 @@ int shard_trailer_parse(const uint8_t *buf, size_t len, uint64_t file_bytes,
         return shard_err_set(err, SHARD_ECORRUPT,
                              "trailer places the footer at %llu+%llu in a file of %llu bytes",
                              (unsigned long long)t->footer_offset,
-                             (unsigned long long)t->footer_bytes,
-                             (unsigned long long)file_bytes);
+                             (unsigned long long)t->footer_bytes, (unsigned long long)file_bytes);
     uint64_t min_footer = SHARD_FOOTER_FIXED_BYTES + SHARD_FOOTER_CHECK_BYTES;
     if (t->footer_bytes < min_footer ||
         t->record_count > (t->footer_bytes - min_footer) / SHARD_FOOTER_ENTRY_BYTES)
@@ -109,8 +107,7 @@ int shard_footer_parse(const uint8_t *buf, size_t len, const struct shard_traile
                              (unsigned long long)count, (unsigned long long)t->record_count);
     /* trailer_parse bounded count by the footer size, so this cannot overflow */
     uint64_t rows_bytes = count * SHARD_FOOTER_ENTRY_BYTES;
-    if (SHARD_FOOTER_FIXED_BYTES + rows_bytes + keys_bytes != body ||
-        keys_bytes > body)
+    if (SHARD_FOOTER_FIXED_BYTES + rows_bytes + keys_bytes != body || keys_bytes > body)
         return shard_err_set(err, SHARD_ECORRUPT, "footer sizes are inconsistent");
 
     out->record_count = count;
@@ -316,9 +313,8 @@ int shard_file_read_frame(const struct shard_file *f, uint64_t i, struct shard_b
     return rc ? sk_shard_record_error(err, rc, f->path, &f->head.footer, i) : SHARD_OK;
 }
 
-int shard_file_read_record(const struct shard_file *f, uint64_t i,
-                           struct shard_record_decoder *dec, struct shard_record_view *view,
-                           struct shard_err *err)
+int shard_file_read_record(const struct shard_file *f, uint64_t i, struct shard_record_decoder *dec,
+                           struct shard_record_view *view, struct shard_err *err)
 {
     if (i >= f->head.footer.record_count)
         return no_record(f, i, err);

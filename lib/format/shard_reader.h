@@ -24,10 +24,10 @@ typedef int (*sk_shard_read_fn)(void *ctx, uint64_t offset, void *buf, size_t le
 
 /* What opening a shard learns. */
 struct sk_shard_head {
-    uint32_t index;               /* the shard number its header holds */
+    uint32_t index; /* the shard number its header holds */
     struct shard_trailer trailer;
-    struct shard_footer footer;   /* owned: shard_footer_free */
-    uint64_t bytes_read;          /* header + trailer + footer */
+    struct shard_footer footer; /* owned: shard_footer_free */
+    uint64_t bytes_read;        /* header + trailer + footer */
 };
 
 /* Read the header, the trailer and the footer of a shard of file_bytes

@@ -18,17 +18,17 @@
 
 struct shard_writer {
     int fd;
-    int dirfd;                    /* the directory holding the file (borrowed), or AT_FDCWD */
-    char *name;                   /* the file's name in dirfd */
-    char *path;                   /* the file as messages name it */
-    int created;                  /* we made the file, so we may remove it */
+    int dirfd;   /* the directory holding the file (borrowed), or AT_FDCWD */
+    char *name;  /* the file's name in dirfd */
+    char *path;  /* the file as messages name it */
+    int created; /* we made the file, so we may remove it */
     int finished;
-    uint64_t offset;              /* bytes handed to the file so far (incl. buffered) */
-    struct shard_buf pending;     /* not yet written */
-    struct shard_buf rows;        /* footer rows, encoded */
-    struct shard_buf keys;        /* footer key blob */
+    uint64_t offset;          /* bytes handed to the file so far (incl. buffered) */
+    struct shard_buf pending; /* not yet written */
+    struct shard_buf rows;    /* footer rows, encoded */
+    struct shard_buf keys;    /* footer key blob */
     uint64_t records;
-    XXH3_state_t *hash;           /* running hash of every byte of the file */
+    XXH3_state_t *hash; /* running hash of every byte of the file */
 };
 
 static int flush_pending(struct shard_writer *w, struct shard_err *err)
@@ -66,9 +66,8 @@ int shard_writer_open_version(struct shard_writer **out, const char *path, uint3
     return sk_shard_writer_openat(out, AT_FDCWD, NULL, path, shard_index, version, err);
 }
 
-int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir,
-                           const char *name, uint32_t shard_index, uint16_t version,
-                           struct shard_err *err)
+int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir, const char *name,
+                           uint32_t shard_index, uint16_t version, struct shard_err *err)
 {
     *out = NULL;
     if (version != SHARD_FORMAT_VERSION && version != SHARD_FORMAT_VERSION_FIELDS)
@@ -215,7 +214,7 @@ void shard_writer_free(struct shard_writer *w)
     if (w->fd >= 0)
         close(w->fd);
     if (w->created && !w->finished)
-        unlinkat(w->dirfd, w->name, 0);  /* never leave a partial shard behind */
+        unlinkat(w->dirfd, w->name, 0); /* never leave a partial shard behind */
     free(w->name);
     free(w->path);
     shard_buf_release(&w->pending);

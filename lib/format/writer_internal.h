@@ -12,8 +12,7 @@
  * freed unfinished, so dirfd must stay open until shard_writer_free.
  * `dir` is how messages name the directory (NULL: name alone).
  * shard_writer_open(path) is this with AT_FDCWD and format version 1. */
-int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir,
-                           const char *name, uint32_t shard_index, uint16_t version,
-                           struct shard_err *err);
+int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir, const char *name,
+                           uint32_t shard_index, uint16_t version, struct shard_err *err);
 
 #endif

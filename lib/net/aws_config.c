@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FILE_MAX (4u << 20)          /* a larger "config file" is some other file */
-#define DEFAULT_SECTION "DEFAULT"    /* configparser's: every section inherits it */
+#define FILE_MAX (4u << 20)       /* a larger "config file" is some other file */
+#define DEFAULT_SECTION "DEFAULT" /* configparser's: every section inherits it */
 
 /* A "name = value" line nested under a key. */
 struct pair {
@@ -21,11 +21,11 @@ struct pair {
 };
 
 struct entry {
-    char *key;                   /* lower-cased */
-    char *value;                 /* the lines of the value joined with '\n' */
+    char *key;   /* lower-cased */
+    char *value; /* the lines of the value joined with '\n' */
     size_t len;
-    unsigned line;               /* where the key is */
-    struct pair *nested;         /* a value that begins with a new line */
+    unsigned line;       /* where the key is */
+    struct pair *nested; /* a value that begins with a new line */
     size_t nested_count;
     int is_nested;
 };
@@ -41,8 +41,8 @@ struct sk_aws_section {
 
 struct sk_aws_file {
     char *path;
-    struct sk_aws_section defaults;      /* [DEFAULT] */
-    struct sk_aws_section *sections;     /* in the order of the file */
+    struct sk_aws_section defaults;  /* [DEFAULT] */
+    struct sk_aws_section *sections; /* in the order of the file */
     size_t count;
     size_t cap;
 };
@@ -117,8 +117,8 @@ static int refuse(struct reader *r, unsigned line, const char *why, ...)
     va_start(ap, why);
     vsnprintf(text, sizeof text, why, ap);
     va_end(ap);
-    return shard_err_set(r->err, SHARD_EINVAL, "cannot read the AWS settings file '%s': line %u "
-                         "%s", r->f->path, line, text);
+    return shard_err_set(r->err, SHARD_EINVAL, "cannot read the AWS settings file '%s': line %u %s",
+                         r->f->path, line, text);
 }
 
 static int nomem(struct reader *r)
@@ -257,8 +257,10 @@ static int finish_entry(struct reader *r, struct entry *e)
             continue;
         const char *eq = memchr(line, '=', n);
         if (!eq)
-            return refuse(r, e->line, "starts nested values ('%s =' then indented lines), one "
-                          "of which has no '='", e->key);
+            return refuse(r, e->line,
+                          "starts nested values ('%s =' then indented lines), one "
+                          "of which has no '='",
+                          e->key);
         size_t nl = (size_t)(eq - line), vl = n - nl - 1;
         const char *name = strip(line, &nl), *value = strip(eq + 1, &vl);
         struct pair *grown = realloc(e->nested, (e->nested_count + 1) * sizeof *grown);
@@ -273,7 +275,7 @@ static int finish_entry(struct reader *r, struct entry *e)
             free(pr->value);
             return nomem(r);
         }
-        e->nested_count++;  /* a name given twice: the last one wins, as in a dict */
+        e->nested_count++; /* a name given twice: the last one wins, as in a dict */
     }
     return SHARD_OK;
 }
@@ -288,8 +290,8 @@ static int finish_section(struct reader *r, struct sk_aws_section *s)
 }
 
 /* One line (len bytes, no line end). */
-static int read_line(struct reader *r, const char *line, size_t len,
-                     struct sk_aws_section **cur, struct entry **opt, size_t *indent_level)
+static int read_line(struct reader *r, const char *line, size_t len, struct sk_aws_section **cur,
+                     struct entry **opt, size_t *indent_level)
 {
     size_t n = len;
     const char *text = strip(line, &n);
@@ -388,8 +390,8 @@ int sk_aws_file_read(struct sk_aws_file **out, const char *path, struct shard_er
         goto out;
     }
     if (st.st_size > FILE_MAX) {
-        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' is larger than %u "
-                           "bytes", f->path, FILE_MAX);
+        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' is larger than %u bytes",
+                           f->path, FILE_MAX);
         goto out;
     }
     /* one byte more than its size, to see a file that grows meanwhile */
@@ -405,14 +407,13 @@ int sk_aws_file_read(struct sk_aws_file **out, const char *path, struct shard_er
         goto out;
     }
     if (len == want) {
-        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' grew while it was "
-                           "read", f->path);
+        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' grew while it was read",
+                           f->path);
         goto out;
     }
     data[len] = '\0';
     if (memchr(data, '\0', len)) {
-        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' is not text",
-                           f->path);
+        rc = shard_err_set(err, SHARD_EINVAL, "the AWS settings file '%s' is not text", f->path);
         goto out;
     }
     struct reader r = {f, err, 0};

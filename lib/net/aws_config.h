@@ -38,7 +38,7 @@ struct sk_aws_section;
  * cannot be read; SHARD_ENOMEM. */
 int sk_aws_file_read(struct sk_aws_file **out, const char *path, struct shard_err *err);
 
-void sk_aws_file_free(struct sk_aws_file *f);  /* accepts NULL */
+void sk_aws_file_free(struct sk_aws_file *f); /* accepts NULL */
 
 /* The file's path as read (after "~/" expansion), for messages. */
 const char *sk_aws_file_path(const struct sk_aws_file *f);

@@ -11,11 +11,11 @@
 #include "util/clock.h"
 #include "shardkit/api.h"
 
-#define LOW_SPEED_BYTES 1L           /* a transfer slower than this for the time-out is
-                                      * abandoned (and retried) */
+/* a transfer slower than this for the time-out is abandoned (and retried) */
+#define LOW_SPEED_BYTES 1L
 #define MAX_REDIRECTS 5L
-#define ERROR_BODY_MAX (64u << 10)   /* the body of a failed answer kept for its code */
-#define CANCEL_POLL_SECONDS 0.02     /* a back-off looks at *cancel this often */
+#define ERROR_BODY_MAX (64u << 10) /* the body of a failed answer kept for its code */
+#define CANCEL_POLL_SECONDS 0.02   /* a back-off looks at *cancel this often */
 
 /* ---- libcurl and handles -------------------------------------------------------- */
 
@@ -54,7 +54,7 @@ void sk_http_release(struct sk_http *h)
  * few), TCP keep-alive, our user agent, and the time-out. */
 static void handle_setup(CURL *c, double timeout_seconds)
 {
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  /* threads: no SIGALRM for DNS time-outs */
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for DNS time-outs */
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED_BYTES);
@@ -116,10 +116,8 @@ static int transient_curl(CURLcode rc)
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
-    case CURLE_SSL_CONNECT_ERROR:
-        return 1;
-    default:
-        return 0;
+    case CURLE_SSL_CONNECT_ERROR: return 1;
+    default: return 0;
     }
 }
 
@@ -182,7 +180,7 @@ static int backoff(const struct sk_http *h, const struct sk_http_request *rq, do
 {
     double end = sk_now_seconds() + *backoff_ms / 1e3;
     *backoff_ms = *backoff_ms * 2 > SK_HTTP_BACKOFF_MAX_MS ? SK_HTTP_BACKOFF_MAX_MS
-                                                          : *backoff_ms * 2;
+                                                           : *backoff_ms * 2;
     for (;;) {
         if (cancelled(h, rq))
             return 1;
@@ -194,8 +192,8 @@ static int backoff(const struct sk_http *h, const struct sk_http_request *rq, do
     }
 }
 
-static void event(const struct sk_http *h, enum sk_http_event e, uint64_t start_ns,
-                  uint64_t end_ns, uint64_t n)
+static void event(const struct sk_http *h, enum sk_http_event e, uint64_t start_ns, uint64_t end_ns,
+                  uint64_t n)
 {
     if (h->event)
         h->event(h->event_user, e, start_ns, end_ns, n);
@@ -207,10 +205,10 @@ struct transfer {
     const struct sk_http *h;
     struct sk_http_request *rq;
     CURL *handle;
-    struct shard_buf error;      /* the body of an answer that is not 2xx */
+    struct shard_buf error; /* the body of an answer that is not 2xx */
     uint64_t sent;
     uint64_t received;
-    int overflow;                /* more bytes came than fit */
+    int overflow; /* more bytes came than fit */
     int nomem;
     int io_error;
     int cancelled;
@@ -319,8 +317,7 @@ static int content_range(CURL *c, struct sk_http_request *rq)
 }
 
 /* Set up handle c for rq: method, body, the answer's destination. */
-static void request_setup(CURL *c, struct sk_http_request *rq, struct transfer *t,
-                          char *errbuf)
+static void request_setup(CURL *c, struct sk_http_request *rq, struct transfer *t, char *errbuf)
 {
     const char *method = rq->method ? rq->method : "GET";
     curl_easy_setopt(c, CURLOPT_URL, rq->url);
@@ -371,18 +368,20 @@ static int overflowed(struct sk_http_request *rq, struct transfer *t, const char
         curl_easy_getinfo(t->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &n);
         /* the words of a local file too large (source.h): the caller names it */
         if (n > 0)
-            return shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit of "
-                                 "%llu", (unsigned long long)n, (unsigned long long)rq->max);
+            return shard_err_set(err, SHARD_ELIMIT, "file of %llu bytes exceeds the limit of %llu",
+                                 (unsigned long long)n, (unsigned long long)rq->max);
         return shard_err_set(err, SHARD_ELIMIT, "file exceeds the limit of %llu bytes",
                              (unsigned long long)rq->max);
     }
     if (rq->range && rq->status == 206 && rq->keep_prefix && !content_range(t->handle, rq))
         return SHARD_OK;
     if (rq->range && rq->status != 206)
-        return shard_err_set(err, SHARD_ENET, "'%s': the server ignored the range request "
-                             "(HTTP %ld): range requests are needed", shown, rq->status);
-    return shard_err_set(err, SHARD_ENET, "'%s': the server sent more than the %zu bytes "
-                         "asked for", shown, rq->cap);
+        return shard_err_set(err, SHARD_ENET,
+                             "'%s': the server ignored the range request "
+                             "(HTTP %ld): range requests are needed",
+                             shown, rq->status);
+    return shard_err_set(err, SHARD_ENET, "'%s': the server sent more than the %zu bytes asked for",
+                         shown, rq->cap);
 }
 
 /* What a 2xx answer to a ranged request must be: a 206 with its range. */
@@ -390,8 +389,10 @@ static int check_range(struct sk_http_request *rq, CURL *c, const char *shown,
                        struct shard_err *err)
 {
     if (rq->status != 206)
-        return shard_err_set(err, SHARD_ENET, "'%s': the server ignored the range request "
-                             "(HTTP %ld): range requests are needed", shown, rq->status);
+        return shard_err_set(err, SHARD_ENET,
+                             "'%s': the server ignored the range request "
+                             "(HTTP %ld): range requests are needed",
+                             shown, rq->status);
     if (content_range(c, rq))
         return shard_err_set(err, SHARD_ENET, "'%s': HTTP 206 without a valid Content-Range",
                              shown);
@@ -465,11 +466,11 @@ int sk_http_perform(struct sk_http *h, struct sk_http_request *rq, struct shard_
             goto out;
         }
         if (t.io_error) {
-            rc = shard_err_set(err, SHARD_EIO, "cannot %s '%s': the local file could not be "
-                               "read", verb, shown);
+            rc = shard_err_set(err, SHARD_EIO, "cannot %s '%s': the local file could not be read",
+                               verb, shown);
             goto out;
         }
-        if (t.overflow) {  /* only a 2xx answer's body is kept */
+        if (t.overflow) { /* only a 2xx answer's body is kept */
             rc = overflowed(rq, &t, shown, err);
             goto out;
         }
@@ -494,7 +495,7 @@ int sk_http_perform(struct sk_http *h, struct sk_http_request *rq, struct shard_
         if ((status == 404 || status == 410) && rq->missing_ok)
             goto out;
         if (status == 416 && rq->range)
-            goto out;  /* the caller decides (an empty file) */
+            goto out; /* the caller decides (an empty file) */
         if (status / 100 != 2) {
             code_note(h, &t, note, sizeof note);
             rc = shard_err_set(err, status_error(status), "cannot %s '%s': HTTP %ld%s%s", verb,
@@ -516,8 +517,8 @@ int sk_http_perform(struct sk_http *h, struct sk_http_request *rq, struct shard_
     if (cancelled(h, rq))
         rc = shard_err_set(err, SHARD_EINTR, "cannot %s '%s': interrupted", verb, shown);
     else
-        rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s (gave up after %d attempt%s)",
-                           verb, shown, last, attempt, attempt == 1 ? "" : "s");
+        rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s (gave up after %d attempt%s)", verb,
+                           shown, last, attempt, attempt == 1 ? "" : "s");
 out:
     if (c) {
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);

@@ -60,27 +60,27 @@
 #define SK_HTTP_BACKOFF_FIRST_MS 50.0
 #define SK_HTTP_BACKOFF_MAX_MS 2000.0
 #define SK_HTTP_DEFAULT_RETRIES 8
-#define SK_HTTP_DEFAULT_TIMEOUT 10.0  /* seconds without a byte: the attempt is abandoned */
-#define SK_HTTP_MAX_TIMEOUT 86400     /* seconds */
-#define SK_HTTP_POOL_MAX 64           /* idle handles a client keeps */
-#define SK_HTTP_CODE_SIZE 64          /* a server's error code: "NoSuchBucket", ... */
+#define SK_HTTP_DEFAULT_TIMEOUT 10.0 /* seconds without a byte: the attempt is abandoned */
+#define SK_HTTP_MAX_TIMEOUT 86400    /* seconds */
+#define SK_HTTP_POOL_MAX 64          /* idle handles a client keeps */
+#define SK_HTTP_CODE_SIZE 64         /* a server's error code: "NoSuchBucket", ... */
 
 /* What a client may count or trace (the reader's counters and spans). */
 enum sk_http_event {
-    SK_HTTP_ATTEMPT,    /* an attempt is sent */
-    SK_HTTP_RECEIVED,   /* an attempt ended having received n body bytes */
-    SK_HTTP_BACKOFF,    /* [start, end): waiting before another attempt */
-    SK_HTTP_DELAY,      /* [start, end): the simulated round trip (rtt_ms) */
-    SK_HTTP_DONE,       /* [start, end): the whole request, its attempts included */
+    SK_HTTP_ATTEMPT,  /* an attempt is sent */
+    SK_HTTP_RECEIVED, /* an attempt ended having received n body bytes */
+    SK_HTTP_BACKOFF,  /* [start, end): waiting before another attempt */
+    SK_HTTP_DELAY,    /* [start, end): the simulated round trip (rtt_ms) */
+    SK_HTTP_DONE,     /* [start, end): the whole request, its attempts included */
 };
 
 /* A client: settings, hooks and a pool of connections; shared by threads
  * (set the fields before its first request, then leave them). */
 struct sk_http {
-    int retries;                    /* attempts after a transient failure */
-    double timeout_seconds;         /* nothing received for this long ends an attempt */
-    double rtt_ms;                  /* simulated round trip before every attempt; 0: none */
-    volatile sig_atomic_t *cancel;  /* NULL, or non-zero: requests end with SHARD_EINTR */
+    int retries;                   /* attempts after a transient failure */
+    double timeout_seconds;        /* nothing received for this long ends an attempt */
+    double rtt_ms;                 /* simulated round trip before every attempt; 0: none */
+    volatile sig_atomic_t *cancel; /* NULL, or non-zero: requests end with SHARD_EINTR */
     /* Called on each request's handle once set up: the signing and the
      * headers every request carries plus `header` (may be NULL).  *list
      * receives the header list (freed after the request).  0 or an error.
@@ -93,8 +93,7 @@ struct sk_http {
     void (*error_code)(const void *body, size_t len, char *out, size_t size);
     /* Told of attempts, bytes, waits (NULL: no one): on the requesting
      * thread, so it must be thread-safe and quick. */
-    void (*event)(void *user, enum sk_http_event e, uint64_t start_ns, uint64_t end_ns,
-                  uint64_t n);
+    void (*event)(void *user, enum sk_http_event e, uint64_t start_ns, uint64_t end_ns, uint64_t n);
     void *event_user;
     /* the pool */
     pthread_mutex_t lock;
@@ -105,16 +104,16 @@ struct sk_http {
 /* One request.  Zero it ({0}), then say what to send and where the answer
  * goes; the results are filled in by sk_http_perform. */
 struct sk_http_request {
-    const char *method;     /* NULL: GET; "HEAD", "PUT", "POST", "DELETE" */
+    const char *method; /* NULL: GET; "HEAD", "PUT", "POST", "DELETE" */
     const char *url;
-    const char *shown;      /* how messages name it; NULL: the URL */
-    const char *verb;       /* "cannot VERB ...": NULL is "read" */
-    const char *range;      /* a ranged GET: "START-END" or "-SUFFIX"; NULL: none */
-    const char *header;     /* one more header line, or NULL */
-    int missing_ok;         /* 404 and 410 are an answer (status set, 0 returned) */
-    volatile sig_atomic_t *cancel;  /* NULL, or non-zero: this request ends (SHARD_EINTR),
-                                     * as when the client's *cancel is */
-    int no_cancel;          /* neither *cancel stops it: what a cancelled run still does */
+    const char *shown;             /* how messages name it; NULL: the URL */
+    const char *verb;              /* "cannot VERB ...": NULL is "read" */
+    const char *range;             /* a ranged GET: "START-END" or "-SUFFIX"; NULL: none */
+    const char *header;            /* one more header line, or NULL */
+    int missing_ok;                /* 404 and 410 are an answer (status set, 0 returned) */
+    volatile sig_atomic_t *cancel; /* NULL, or non-zero: this request ends (SHARD_EINTR),
+                                    * as when the client's *cancel is */
+    int no_cancel;                 /* neither *cancel stops it: what a cancelled run still does */
     /* The body sent (PUT, POST): body_len bytes at body, or with from_fd,
      * fd_len bytes of the open file fd from fd_offset (read with pread). */
     const void *body;
@@ -124,20 +123,20 @@ struct sk_http_request {
     uint64_t fd_offset;
     uint64_t fd_len;
     /* Where a successful answer's body goes - at most one of: */
-    uint8_t *dst;           /* a fixed buffer of cap bytes; more is an error, */
+    uint8_t *dst; /* a fixed buffer of cap bytes; more is an error, */
     size_t cap;
-    int keep_prefix;        /* but for a 206 larger than cap, which keeps what fit */
-    struct shard_buf *out;  /* a growing buffer (replaced), of at most max bytes (0: any) */
+    int keep_prefix;       /* but for a 206 larger than cap, which keeps what fit */
+    struct shard_buf *out; /* a growing buffer (replaced), of at most max bytes (0: any) */
     uint64_t max;
-    XXH3_state_t *hash;     /* hashed as it comes (reset for each attempt), kept nowhere */
+    XXH3_state_t *hash; /* hashed as it comes (reset for each attempt), kept nowhere */
     /* none: discarded */
-    char *etag;             /* when not NULL: the answer's ETag (etag_size bytes, "" if none) */
+    char *etag; /* when not NULL: the answer's ETag (etag_size bytes, "" if none) */
     size_t etag_size;
     /* Results */
-    long status;            /* the final answer's status (0: none came) */
-    uint64_t received;      /* body bytes of the final answer */
-    uint64_t length;        /* its Content-Length (0 when not sent): what a HEAD tells */
-    uint64_t range_start;   /* a 206's Content-Range: bytes START-END/TOTAL */
+    long status;          /* the final answer's status (0: none came) */
+    uint64_t received;    /* body bytes of the final answer */
+    uint64_t length;      /* its Content-Length (0 when not sent): what a HEAD tells */
+    uint64_t range_start; /* a 206's Content-Range: bytes START-END/TOTAL */
     uint64_t range_end;
     uint64_t total;
 };

@@ -40,8 +40,8 @@ static int parse_location(struct sk_s3 *s3, const char *location, struct shard_e
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         if (!(isalnum(c) || c == '-' || c == '.' || c == '_'))
-            return shard_err_set(err, SHARD_EINVAL, "'%s': '%.*s' is not a bucket name",
-                                 location, (int)n, p);
+            return shard_err_set(err, SHARD_EINVAL, "'%s': '%.*s' is not a bucket name", location,
+                                 (int)n, p);
     }
     s3->bucket = strndup(p, n);
     p += n;
@@ -87,16 +87,16 @@ static const char *profile_value(const struct settings *st, const char *key, con
 
 /* Where a value came from, for messages: the variable, or "the 'key' of
  * [section] in 'PATH'" ("the 'sub' under 'key' of ..." when nested). */
-static void describe(char *out, size_t size, const char *variable, const char *key,
-                     const char *sub, const struct sk_aws_section *s)
+static void describe(char *out, size_t size, const char *variable, const char *key, const char *sub,
+                     const struct sk_aws_section *s)
 {
     if (variable) {
         snprintf(out, size, "%s", variable);
         return;
     }
     if (sub)
-        snprintf(out, size, "the '%s' under '%s' of [%s] in '%s'", sub, key,
-                 sk_aws_section_name(s), sk_aws_section_path(s));
+        snprintf(out, size, "the '%s' under '%s' of [%s] in '%s'", sub, key, sk_aws_section_name(s),
+                 sk_aws_section_path(s));
     else
         snprintf(out, size, "the '%s' of [%s] in '%s'", key, sk_aws_section_name(s),
                  sk_aws_section_path(s));
@@ -160,8 +160,8 @@ static int find_profile(struct settings *st, struct sk_s3 *s3, struct shard_err 
     st->in_credentials = sk_aws_section(st->credentials, st->profile);
     /* a profile asked for must exist (default too); none asked for may not */
     if (variable && !st->in_config && !st->in_credentials)
-        return shard_err_set(err, SHARD_EINVAL, "the profile '%s' (%s) is in neither '%s' nor "
-                             "'%s'", st->profile, variable, sk_aws_file_path(st->config),
+        return shard_err_set(err, SHARD_EINVAL, "the profile '%s' (%s) is in neither '%s' nor '%s'",
+                             st->profile, variable, sk_aws_file_path(st->config),
                              sk_aws_file_path(st->credentials));
     if (!(s3->profile = strdup(st->profile)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -196,8 +196,7 @@ static int find_region(const struct settings *st, struct sk_s3 *s3, struct shard
 /* The endpoint without a trailing '/': an http:// or https:// URL with a
  * host, and no user, query or fragment (libcurl's URL parser, which also
  * refuses white space). */
-static int set_endpoint(struct sk_s3 *s3, const char *url, const char *from,
-                        struct shard_err *err)
+static int set_endpoint(struct sk_s3 *s3, const char *url, const char *from, struct shard_err *err)
 {
     CURLU *u = curl_url();
     char *scheme = NULL, *host = NULL, *part = NULL;
@@ -213,8 +212,9 @@ static int set_endpoint(struct sk_s3 *s3, const char *url, const char *from,
     curl_free(part);
     curl_url_cleanup(u);
     if (!ok)
-        return shard_err_set(err, SHARD_EINVAL, "the S3 endpoint '%s' (%s) is not an http:// or "
-                             "https:// URL%s", url, from, comment_hint(url));
+        return shard_err_set(err, SHARD_EINVAL,
+                             "the S3 endpoint '%s' (%s) is not an http:// or https:// URL%s", url,
+                             from, comment_hint(url));
     size_t n = strlen(url);
     while (n && url[n - 1] == '/')
         n--;
@@ -223,64 +223,99 @@ static int set_endpoint(struct sk_s3 *s3, const char *url, const char *from,
     return SHARD_OK;
 }
 
-/* The endpoint as botocore's configured-endpoint chain finds it, unless
- * ignore_configured_endpoint_urls; else AWS's own. */
-static int find_endpoint(const struct settings *st, struct sk_s3 *s3, struct shard_err *err)
+/* Where an endpoint was found: an environment variable, or a key (and
+ * sub-key) in a section of the config file; messages name it. */
+struct endpoint_from {
+    const char *variable;
+    const char *key;
+    const char *sub;
+    const struct sk_aws_section *in;
+};
+
+/* ignore_configured_endpoint_urls, from the environment or the profile. */
+static int ignore_configured(const struct settings *st, int *ignore, struct shard_err *err)
 {
     const struct sk_aws_section *in = NULL;
     const char *variable = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS";
-    const char *url = NULL, *key = "endpoint_url", *sub = NULL;
-    char from[SHARD_ERRMSG_SIZE];
-    int ignore = 0, rc;
     const char *text = env(variable);
+    char from[SHARD_ERRMSG_SIZE];
+    *ignore = 0;
     if (!text) {
         variable = NULL;
         text = profile_value(st, "ignore_configured_endpoint_urls", NULL, &in);
     }
-    if (text) {
-        describe(from, sizeof from, variable, "ignore_configured_endpoint_urls", NULL, in);
-        if ((rc = boolean(text, from, &ignore, err)))
-            return rc;
+    if (!text)
+        return SHARD_OK;
+    describe(from, sizeof from, variable, "ignore_configured_endpoint_urls", NULL, in);
+    return boolean(text, from, ignore, err);
+}
+
+/* The endpoint the config file gives: "s3 = endpoint_url" in the profile's
+ * [services NAME] section, else the profile's endpoint_url; *url NULL when
+ * neither is there. */
+static int config_endpoint(const struct settings *st, const char **url, struct endpoint_from *f,
+                           struct shard_err *err)
+{
+    const char *services = profile_value(st, "services", NULL, &f->in);
+    *url = NULL;
+    if (services) {
+        const struct sk_aws_section *s = sk_aws_services(st->config, services);
+        if (!s) {
+            char from[SHARD_ERRMSG_SIZE];
+            describe(from, sizeof from, NULL, "services", NULL, f->in);
+            return shard_err_set(err, SHARD_EINVAL, "'%s' has no section [services %s] for %s",
+                                 sk_aws_file_path(st->config), services, from);
+        }
+        f->in = s;
+        f->key = "s3";
+        f->sub = "endpoint_url";
+        *url = sk_aws_get(s, f->key, f->sub);
+        *url = *url && (*url)[0] ? *url : NULL;
     }
+    if (!*url) {
+        f->key = "endpoint_url";
+        f->sub = NULL;
+        *url = profile_value(st, f->key, NULL, &f->in);
+    }
+    return SHARD_OK;
+}
+
+/* The endpoint as botocore's configured-endpoint chain finds it (the
+ * environment, then the config file), unless
+ * ignore_configured_endpoint_urls; else AWS's own. */
+static int find_endpoint(const struct settings *st, struct sk_s3 *s3, struct shard_err *err)
+{
+    struct endpoint_from f = {.key = "endpoint_url"};
+    const char *url = NULL;
+    char from[SHARD_ERRMSG_SIZE];
+    int ignore, rc;
+    if ((rc = ignore_configured(st, &ignore, err)))
+        return rc;
     if (!ignore) {
-        url = env(variable = "AWS_ENDPOINT_URL_S3");
+        url = env(f.variable = "AWS_ENDPOINT_URL_S3");
         if (!url)
-            url = env(variable = "AWS_ENDPOINT_URL");
+            url = env(f.variable = "AWS_ENDPOINT_URL");
     }
     if (!ignore && !url) {
-        variable = NULL;
-        const char *services = profile_value(st, "services", NULL, &in);
-        if (services) {
-            const struct sk_aws_section *s = sk_aws_services(st->config, services);
-            if (!s) {
-                describe(from, sizeof from, NULL, "services", NULL, in);
-                return shard_err_set(err, SHARD_EINVAL, "'%s' has no section [services %s] for "
-                                     "%s", sk_aws_file_path(st->config), services, from);
-            }
-            in = s;
-            key = "s3";
-            sub = "endpoint_url";
-            url = sk_aws_get(s, key, sub);
-            url = url && url[0] ? url : NULL;
-        }
-        if (!url) {
-            key = "endpoint_url";
-            sub = NULL;
-            url = profile_value(st, key, NULL, &in);
-        }
+        f.variable = NULL;
+        if ((rc = config_endpoint(st, &url, &f, err)))
+            return rc;
     }
     if (url) {
         s3->custom_endpoint = 1;
-        describe(from, sizeof from, variable, key, sub, in);
+        describe(from, sizeof from, f.variable, f.key, f.sub, f.in);
         return set_endpoint(s3, url, from, err);
     }
     /* the old "s3 = endpoint_url" nesting in a profile, which the AWS CLI
      * does not read: going to AWS instead would surprise its author */
+    const struct sk_aws_section *in = NULL;
     if (!ignore && profile_value(st, "s3", "endpoint_url", &in)) {
         describe(from, sizeof from, NULL, "s3", "endpoint_url", in);
-        return shard_err_set(err, SHARD_EINVAL, "%s is not read by the AWS CLI, which would "
+        return shard_err_set(err, SHARD_EINVAL,
+                             "%s is not read by the AWS CLI, which would "
                              "send the requests to AWS: write 'endpoint_url = URL' in the "
-                             "profile, or in a [services NAME] section under 's3 ='", from);
+                             "profile, or in a [services NAME] section under 's3 ='",
+                             from);
     }
     char aws[256];
     snprintf(aws, sizeof aws, "https://s3.%s.amazonaws.com", s3->region);
@@ -300,14 +335,15 @@ static int find_addressing(const struct settings *st, struct sk_s3 *s3, struct s
     }
     char from[SHARD_ERRMSG_SIZE];
     describe(from, sizeof from, NULL, "s3", "addressing_style", in);
-    return shard_err_set(err, SHARD_EINVAL, "the addressing style '%s' (%s) is not auto, path "
-                         "or virtual%s", style, from, comment_hint(style));
+    return shard_err_set(err, SHARD_EINVAL,
+                         "the addressing style '%s' (%s) is not auto, path or virtual%s", style,
+                         from, comment_hint(style));
 }
 
 /* The keys written in section s: 0 with *key NULL when it has no
  * aws_access_key_id; SHARD_EINVAL when it has no secret beside it. */
-static int section_keys(const struct sk_aws_section *s, char **key, char **secret,
-                        char **token, struct shard_err *err)
+static int section_keys(const struct sk_aws_section *s, char **key, char **secret, char **token,
+                        struct shard_err *err)
 {
     const char *k = s ? sk_aws_get(s, "aws_access_key_id", NULL) : NULL;
     if (!k || !k[0])
@@ -317,9 +353,9 @@ static int section_keys(const struct sk_aws_section *s, char **key, char **secre
     if (!tok || !tok[0])
         tok = sk_aws_get(s, "aws_session_token", NULL);
     if (!sec || !sec[0]) {
-        return shard_err_set(err, SHARD_EINVAL, "[%s] in '%s' has aws_access_key_id but no "
-                             "aws_secret_access_key", sk_aws_section_name(s),
-                             sk_aws_section_path(s));
+        return shard_err_set(err, SHARD_EINVAL,
+                             "[%s] in '%s' has aws_access_key_id but no aws_secret_access_key",
+                             sk_aws_section_name(s), sk_aws_section_path(s));
     }
     *key = strdup(k);
     *secret = strdup(sec);
@@ -335,7 +371,8 @@ static int section_keys(const struct sk_aws_section *s, char **key, char **secre
 static int unsupported(const struct settings *st, const char *what, const char *source,
                        struct shard_err *err)
 {
-    return shard_err_set(err, SHARD_EUNSUPPORTED, "the profile '%s' gets its credentials from "
+    return shard_err_set(err, SHARD_EUNSUPPORTED,
+                         "the profile '%s' gets its credentials from "
                          "%s ('%s'), which shardkit does not do: export them first (eval "
                          "\"$(aws configure export-credentials --profile %s --format env)\")",
                          st->profile, what, source, st->profile);
@@ -347,8 +384,8 @@ static int find_credentials(const struct settings *st, char **key, char **secret
 {
     if (env("AWS_ACCESS_KEY_ID")) {
         if (!env("AWS_SECRET_ACCESS_KEY"))
-            return shard_err_set(err, SHARD_EINVAL, "AWS_ACCESS_KEY_ID is set but "
-                                 "AWS_SECRET_ACCESS_KEY is not");
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
         const char *tok = env("AWS_SECURITY_TOKEN");
         if (!tok)
             tok = env("AWS_SESSION_TOKEN");
@@ -377,12 +414,13 @@ static int find_credentials(const struct settings *st, char **key, char **secret
         return unsupported(st, "a process", "credential_process", err);
     if ((rc = section_keys(st->in_config, key, secret, token, err)) || *key)
         return rc;
-    return shard_err_set(err, SHARD_EINVAL, "no AWS credentials for the profile '%s': none in "
+    return shard_err_set(err, SHARD_EINVAL,
+                         "no AWS credentials for the profile '%s': none in "
                          "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, '%s' or '%s' (roles of "
                          "an instance or a container are not asked); for a public bucket, set "
-                         "%s=true to send unsigned requests", st->profile,
-                         sk_aws_file_path(st->credentials), sk_aws_file_path(st->config),
-                         SK_S3_NO_SIGN_VARIABLE);
+                         "%s=true to send unsigned requests",
+                         st->profile, sk_aws_file_path(st->credentials),
+                         sk_aws_file_path(st->config), SK_S3_NO_SIGN_VARIABLE);
 }
 
 /* Requests signed with the credentials found, or unsigned on request. */
@@ -458,8 +496,8 @@ static int part_size(struct sk_s3 *s3, struct shard_err *err)
     if (!v)
         return SHARD_OK;
     if (shard_size_parse(v, &n) || n < SK_S3_MIN_PART)
-        return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_S3_PART_SIZE='%s' is not a size of "
-                             "at least 5M", v);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "SHARDKIT_S3_PART_SIZE='%s' is not a size of at least 5M", v);
     s3->part_bytes = n;
     return SHARD_OK;
 }
@@ -515,8 +553,8 @@ void sk_s3_free(struct sk_s3 *s3)
 
 static int unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 char *sk_s3_encode(const char *text, int keep_slash)

@@ -54,25 +54,25 @@
 #include "shardkit/image.h"
 
 #define SK_S3_SCHEME "s3://"
-#define SK_S3_CODE_SIZE SK_HTTP_CODE_SIZE  /* S3 error codes: "NoSuchBucket", ... */
-#define SK_S3_MIN_PART (5ull << 20)   /* S3's smallest part but the last */
+#define SK_S3_CODE_SIZE SK_HTTP_CODE_SIZE /* S3 error codes: "NoSuchBucket", ... */
+#define SK_S3_MIN_PART (5ull << 20)       /* S3's smallest part but the last */
 #define SK_S3_DEFAULT_PART (16ull << 20)
 #define SK_S3_MAX_PARTS 10000
 #define SK_S3_NO_SIGN_VARIABLE "SHARDKIT_S3_NO_SIGN_REQUEST"
 
 struct sk_s3 {
     char *bucket;
-    char *prefix;          /* "" or "a/b": no leading or trailing '/' */
-    char *endpoint;        /* scheme://host[:port][/path], no trailing '/' */
+    char *prefix;   /* "" or "a/b": no leading or trailing '/' */
+    char *endpoint; /* scheme://host[:port][/path], no trailing '/' */
     char *region;
     char *profile;
-    int custom_endpoint;   /* not AWS's own */
+    int custom_endpoint; /* not AWS's own */
     int path_style;
-    int anonymous;         /* SHARDKIT_S3_NO_SIGN_REQUEST: requests are not signed */
-    char *sigv4;           /* "aws:amz:REGION:s3" */
-    char *userpwd;         /* "KEY:SECRET": secret, only ever given to libcurl */
-    struct curl_slist *headers;  /* x-amz-content-sha256 (and the token): secret */
-    uint64_t part_bytes;         /* multipart part size: SHARDKIT_S3_PART_SIZE, else 16 MiB */
+    int anonymous;              /* SHARDKIT_S3_NO_SIGN_REQUEST: requests are not signed */
+    char *sigv4;                /* "aws:amz:REGION:s3" */
+    char *userpwd;              /* "KEY:SECRET": secret, only ever given to libcurl */
+    struct curl_slist *headers; /* x-amz-content-sha256 (and the token): secret */
+    uint64_t part_bytes;        /* multipart part size: SHARDKIT_S3_PART_SIZE, else 16 MiB */
     /* The requests' client (net/http.h), its `sign` and `error_code` hooks
      * set to S3's: retries, time-out and cancellation are its settings
      * (http.cancel set non-zero stops an upload with SHARD_EINTR), its
@@ -89,7 +89,7 @@ int sk_s3_is_location(const char *location);
  * shardkit cannot get; SHARD_EIO, SHARD_ENOMEM. */
 int sk_s3_open(struct sk_s3 **out, const char *location, struct shard_err *err);
 
-void sk_s3_free(struct sk_s3 *s3);  /* accepts NULL */
+void sk_s3_free(struct sk_s3 *s3); /* accepts NULL */
 
 /* The object key of `name` below the prefix ("PREFIX/NAME"), malloc'd. */
 char *sk_s3_key(const struct sk_s3 *s3, const char *name);
@@ -186,8 +186,7 @@ int sk_s3_put_buffer(struct sk_s3 *s3, const char *name, const void *data, size_
 
 /* Abort the multipart upload `upload_id` of object `name`; one that is
  * already gone is no error. */
-int sk_s3_abort(struct sk_s3 *s3, const char *name, const char *upload_id,
-                struct shard_err *err);
+int sk_s3_abort(struct sk_s3 *s3, const char *name, const char *upload_id, struct shard_err *err);
 
 /* S3's error code ("NoSuchKey") from an error document of len bytes into
  * out; "" when there is none. */

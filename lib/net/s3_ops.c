@@ -8,6 +8,7 @@
 #include "net/s3.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,11 @@
 #include "net/http.h"
 #include "util/quote.h"
 
-#define LIST_BODY_MAX (64u << 20)    /* one page of a listing */
-#define SMALL_BODY_MAX (1u << 20)    /* answers to upload requests */
+#define LIST_BODY_MAX (64u << 20) /* one page of a listing */
+#define SMALL_BODY_MAX (1u << 20) /* answers to upload requests */
 #define QUERY_MAX 4096
 #define ETAG_MAX 256
-#define TEXT_MAX 4096                /* an element's text we keep (keys are <= 1024 bytes) */
+#define TEXT_MAX 4096 /* an element's text we keep (keys are <= 1024 bytes) */
 
 /* ---- one request ------------------------------------------------------------------ */
 
@@ -150,19 +151,19 @@ void sk_s3_error_code(const void *body, size_t len, char *out, size_t size)
 /* An entry of a listing: an object, a common prefix (size 0) or a multipart
  * upload under way (its id). */
 struct entry {
-    char *name;                  /* the key as sent; after page_finish, the name below PREFIX/ */
+    char *name; /* the key as sent; after page_finish, the name below PREFIX/ */
     size_t len;
     uint64_t size;
-    char *upload_id;             /* ListMultipartUploads only */
+    char *upload_id; /* ListMultipartUploads only */
 };
 
 /* One page of ListObjectsV2 or ListMultipartUploads.  Keys are kept as sent
  * and decoded only once the whole page is read: S3, MinIO and moto put
  * <EncodingType> after the entries it applies to. */
 struct page {
-    const char *root;            /* "ListBucketResult" or "ListMultipartUploadsResult" */
+    const char *root; /* "ListBucketResult" or "ListMultipartUploadsResult" */
     int root_seen;
-    int url_encoded;             /* <EncodingType>url</EncodingType>: keys are percent-encoded */
+    int url_encoded; /* <EncodingType>url</EncodingType>: keys are percent-encoded */
     /* the entry being read */
     char key[TEXT_MAX + 1];
     size_t key_len;
@@ -174,9 +175,9 @@ struct page {
     size_t count;
     size_t cap;
     int truncated;
-    char *token;                 /* NextContinuationToken: opaque, never encoded */
-    char *next_key;              /* NextKeyMarker: encoded like the keys */
-    char *next_upload;           /* NextUploadIdMarker */
+    char *token;       /* NextContinuationToken: opaque, never encoded */
+    char *next_key;    /* NextKeyMarker: encoded like the keys */
+    char *next_upload; /* NextUploadIdMarker */
     int nomem;
 };
 
@@ -333,9 +334,9 @@ static int compare_entries(const void *pa, const void *pb)
 /* A listing below the prefix: what every page request needs. */
 struct listing {
     struct sk_s3 *s3;
-    const char *verb;            /* "list", "list the uploads under" */
-    char *prefix;                /* "PREFIX/" ("" for the bucket) */
-    char *encoded_prefix;        /* the same, percent-encoded for the query */
+    const char *verb;     /* "list", "list the uploads under" */
+    char *prefix;         /* "PREFIX/" ("" for the bucket) */
+    char *encoded_prefix; /* the same, percent-encoded for the query */
     char *query;
     struct shard_buf body;
     struct xml *x;
@@ -387,8 +388,9 @@ static int listing_page(struct listing *l, int n, struct shard_err *err)
     l->x->path[0] = '\0';
     if (xml_parse(l->body.data, l->body.len, l->x) || !l->pg.root_seen) {
         char *shown = sk_s3_name(s3, s3->prefix);
-        rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': the answer is not the XML of a "
-                           "listing", l->verb, shown ? shown : s3->bucket);
+        rc = shard_err_set(err, SHARD_ENET,
+                           "cannot %s '%s': the answer is not the XML of a listing", l->verb,
+                           shown ? shown : s3->bucket);
         free(shown);
         return rc;
     }
@@ -405,8 +407,7 @@ static int no_marker(const struct listing *l, const char *marker, struct shard_e
                          l->verb, l->s3->bucket, l->s3->prefix, marker);
 }
 
-int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
-               struct shard_err *err)
+int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user, struct shard_err *err)
 {
     struct listing l;
     char *token = NULL;
@@ -414,8 +415,8 @@ int sk_s3_list(struct sk_s3 *s3, int recursive, sk_s3_list_fn fn, void *user,
     while (!rc) {
         /* parameters sorted by name, as SigV4's canonical query wants them */
         int n = snprintf(l.query, QUERY_MAX, "%s%s%s%sencoding-type=url&list-type=2&prefix=%s",
-                         token ? "continuation-token=" : "", token ? token : "",
-                         token ? "&" : "", recursive ? "" : "delimiter=%2F&", l.encoded_prefix);
+                         token ? "continuation-token=" : "", token ? token : "", token ? "&" : "",
+                         recursive ? "" : "delimiter=%2F&", l.encoded_prefix);
         if ((rc = listing_page(&l, n, err)))
             break;
         struct page *pg = &l.pg;
@@ -447,15 +448,15 @@ int sk_s3_list_uploads(struct sk_s3 *s3, sk_s3_upload_fn fn, void *user, struct 
                           err);
     while (!rc) {
         /* parameters sorted by name, as SigV4's canonical query wants them */
-        int n = snprintf(l.query, QUERY_MAX, "encoding-type=url%s%s&prefix=%s%s%s&uploads=",
-                         key ? "&key-marker=" : "", key ? key : "", l.encoded_prefix,
-                         upload ? "&upload-id-marker=" : "", upload ? upload : "");
+        int n = snprintf(l.query, QUERY_MAX,
+                         "encoding-type=url%s%s&prefix=%s%s%s&uploads=", key ? "&key-marker=" : "",
+                         key ? key : "", l.encoded_prefix, upload ? "&upload-id-marker=" : "",
+                         upload ? upload : "");
         if ((rc = listing_page(&l, n, err)))
             break;
         struct page *pg = &l.pg;
         for (size_t i = 0; i < pg->count && !rc; i++)
-            rc = fn(user, pg->entries[i].name, pg->entries[i].len, pg->entries[i].upload_id,
-                    err);
+            rc = fn(user, pg->entries[i].name, pg->entries[i].len, pg->entries[i].upload_id, err);
         if (rc || !pg->truncated)
             break;
         if (!pg->next_key || !pg->next_key[0]) {
@@ -544,26 +545,30 @@ int sk_s3_put_buffer(struct sk_s3 *s3, const char *name, const void *data, size_
     char *key = sk_s3_key(s3, name);
     if (!key)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    struct sk_http_request rq = {.verb = "upload", .method = "PUT", .body = data ? data : "",
+    struct sk_http_request rq = {.verb = "upload",
+                                 .method = "PUT",
+                                 .body = data ? data : "",
                                  .body_len = len};
     int rc = call(s3, key, NULL, NULL, &rq, err);
     free(key);
     return rc;
 }
 
-int sk_s3_abort(struct sk_s3 *s3, const char *name, const char *upload_id,
-                struct shard_err *err)
+int sk_s3_abort(struct sk_s3 *s3, const char *name, const char *upload_id, struct shard_err *err)
 {
     char *key = sk_s3_key(s3, name), *id = sk_s3_encode(upload_id, 0);
-    char *query = id ? malloc(strlen(id) + 16) : NULL;
+    size_t size = id ? strlen(id) + 16 : 0;
+    char *query = id ? malloc(size) : NULL;
     int rc;
     if (!key || !query) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     } else {
-        sprintf(query, "uploadId=%s", id);
+        snprintf(query, size, "uploadId=%s", id);
         /* an abort is what a cancelled run still does */
-        struct sk_http_request rq = {.verb = "abort the upload of", .method = "DELETE",
-                                     .missing_ok = 1, .no_cancel = 1};
+        struct sk_http_request rq = {.verb = "abort the upload of",
+                                     .method = "DELETE",
+                                     .missing_ok = 1,
+                                     .no_cancel = 1};
         rc = call(s3, key, query, NULL, &rq, err);
     }
     free(key);
@@ -597,102 +602,154 @@ static void on_complete_element(struct xml *x, const char *path, const char *tex
     }
 }
 
-/* The parts of a multipart upload: ETags, and the body of the completion. */
-struct parts {
-    char (*etag)[ETAG_MAX];
-    uint64_t count;
+/* A multipart upload under way: its object, its id and its parts. */
+struct upload {
+    struct sk_s3 *s3;
+    const char *name;       /* the object as the caller named it */
+    const char *key;        /* its full key */
+    char *id;               /* the upload id, encoded for a query */
+    uint64_t part;          /* bytes per part (the last one may be shorter) */
+    uint64_t count;         /* parts */
+    char (*etag)[ETAG_MAX]; /* per part, as its PUT answered */
 };
 
-static int multipart(struct sk_s3 *s3, const char *name, const char *key, int fd, uint64_t size,
-                     const struct sk_s3_upload_hooks *hooks, struct shard_err *err)
+/* "cannot VERB 'OBJECT': WHY", an answer S3 should not have given. */
+static int upload_error(const struct upload *up, const char *verb, struct shard_err *err,
+                        const char *why, ...) __attribute__((format(printf, 4, 5)));
+
+static int upload_error(const struct upload *up, const char *verb, struct shard_err *err,
+                        const char *why, ...)
 {
-    uint64_t part = s3->part_bytes;
-    if ((size + part - 1) / part > SK_S3_MAX_PARTS)
-        part = (size + SK_S3_MAX_PARTS - 1) / SK_S3_MAX_PARTS;
-    struct parts p = {.count = (size + part - 1) / part};
-    struct shard_buf body = {0};
-    struct xml *x = calloc(1, sizeof *x);
-    struct upload_id_find *found = calloc(1, sizeof *found);
-    char *id = NULL, query[QUERY_MAX];
-    int rc = SHARD_OK, recorded = 0;
-    if (!x || !found || !(p.etag = calloc((size_t)p.count, sizeof *p.etag))) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
+    char text[SHARD_ERRMSG_SIZE];
+    va_list ap;
+    va_start(ap, why);
+    vsnprintf(text, sizeof text, why, ap);
+    va_end(ap);
+    char *shown = sk_s3_name(up->s3, up->key);
+    int rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s", verb, shown ? shown : up->name,
+                           text);
+    free(shown);
+    return rc;
+}
+
+/* CreateMultipartUpload: the upload's id into found. */
+static int start_upload(const struct upload *up, struct xml *x, struct upload_id_find *found,
+                        struct shard_err *err)
+{
+    struct shard_buf answer = {0};
+    struct sk_http_request create = {.verb = "start the upload of",
+                                     .method = "POST",
+                                     .body = "",
+                                     .body_len = 0,
+                                     .out = &answer,
+                                     .max = SMALL_BODY_MAX};
+    int rc = call(up->s3, up->key, "uploads=", NULL, &create, err);
+    if (!rc) {
+        x->on_element = on_create_element;
+        x->user = found;
+        x->path[0] = '\0';
+        if (xml_parse(answer.data, answer.len, x) || !found->id[0])
+            rc = upload_error(up, "upload", err,
+                              "no upload id in the answer to CreateMultipartUpload");
     }
-    struct sk_http_request create = {.verb = "start the upload of", .method = "POST", .body = "",
-                                     .body_len = 0, .out = &body, .max = SMALL_BODY_MAX};
-    if ((rc = call(s3, key, "uploads=", NULL, &create, err)))
-        goto out;
-    x->on_element = on_create_element;
-    x->user = found;
-    if (xml_parse(body.data, body.len, x) || !found->id[0]) {
-        char *shown = sk_s3_name(s3, key);
-        rc = shard_err_set(err, SHARD_ENET, "cannot upload '%s': no upload id in the answer "
-                           "to CreateMultipartUpload", shown ? shown : name);
-        free(shown);
-        goto out;
+    shard_buf_release(&answer);
+    return rc;
+}
+
+/* UploadPart for each part in order, from fd (size bytes), keeping its ETag. */
+static int put_parts(struct upload *up, int fd, uint64_t size, struct shard_err *err)
+{
+    char query[QUERY_MAX];
+    int rc = SHARD_OK;
+    for (uint64_t i = 0; i < up->count && !rc; i++) {
+        snprintf(query, sizeof query, "partNumber=%" PRIu64 "&uploadId=%s", i + 1, up->id);
+        struct sk_http_request put = {.verb = "upload",
+                                      .method = "PUT",
+                                      .from_fd = 1,
+                                      .fd = fd,
+                                      .fd_offset = i * up->part,
+                                      .fd_len = i + 1 < up->count ? up->part : size - i * up->part,
+                                      .etag = up->etag[i],
+                                      .etag_size = ETAG_MAX};
+        rc = call(up->s3, up->key, query, NULL, &put, err);
+        if (!rc && !up->etag[i][0])
+            rc = upload_error(up, "upload", err, "part %" PRIu64 " came back without an ETag",
+                              i + 1);
     }
-    if (hooks && hooks->started && (rc = hooks->started(hooks->user, name, found->id, err))) {
-        struct shard_err ignored;
-        sk_s3_abort(s3, name, found->id, &ignored);
-        goto out;
-    }
-    recorded = 1;
-    if (!(id = sk_s3_encode(found->id, 0)) || strlen(id) > QUERY_MAX - 64) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (uint64_t i = 0; i < p.count && !rc; i++) {
-        snprintf(query, sizeof query, "partNumber=%" PRIu64 "&uploadId=%s", i + 1, id);
-        struct sk_http_request put = {.verb = "upload", .method = "PUT", .from_fd = 1, .fd = fd,
-                                      .fd_offset = i * part,
-                                      .fd_len = i + 1 < p.count ? part : size - i * part,
-                                      .etag = p.etag[i], .etag_size = ETAG_MAX};
-        if (!(rc = call(s3, key, query, NULL, &put, err))) {
-            if (!p.etag[i][0]) {
-                char *shown = sk_s3_name(s3, key);
-                rc = shard_err_set(err, SHARD_ENET, "cannot upload '%s': part %" PRIu64
-                                   " came back without an ETag", shown ? shown : name, i + 1);
-                free(shown);
-            }
-        }
-    }
-    if (rc)
-        goto out;
-    /* CompleteMultipartUpload: the parts in order with their ETags */
-    body.len = 0;
-    rc = shard_buf_append(&body, "<CompleteMultipartUpload>", 25, err);
-    for (uint64_t i = 0; i < p.count && !rc; i++) {
+    return rc;
+}
+
+/* CompleteMultipartUpload: the parts in order with their ETags. */
+static int complete_upload(const struct upload *up, struct xml *x, struct shard_err *err)
+{
+    struct shard_buf body = {0}, answer = {0};
+    char query[QUERY_MAX];
+    int rc = shard_buf_append(&body, "<CompleteMultipartUpload>", 25, err);
+    for (uint64_t i = 0; i < up->count && !rc; i++) {
         char item[ETAG_MAX + 128];
-        int n = snprintf(item, sizeof item, "<Part><PartNumber>%" PRIu64 "</PartNumber>"
-                         "<ETag>%s</ETag></Part>", i + 1, p.etag[i]);
+        int n = snprintf(item, sizeof item,
+                         "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag></Part>", i + 1,
+                         up->etag[i]);
         rc = shard_buf_append(&body, item, (size_t)n, err);
     }
     if (!rc)
         rc = shard_buf_append(&body, "</CompleteMultipartUpload>", 26, err);
-    if (rc)
-        goto out;
-    snprintf(query, sizeof query, "uploadId=%s", id);
-    struct shard_buf answer = {0};
-    struct sk_http_request complete = {.verb = "complete the upload of", .method = "POST",
-                                       .header = "Content-Type: application/xml",
-                                       .body = body.data, .body_len = body.len, .out = &answer,
-                                       .max = SMALL_BODY_MAX};
-    rc = call(s3, key, query, NULL, &complete, err);
+    if (!rc) {
+        snprintf(query, sizeof query, "uploadId=%s", up->id);
+        struct sk_http_request complete = {.verb = "complete the upload of",
+                                           .method = "POST",
+                                           .header = "Content-Type: application/xml",
+                                           .body = body.data,
+                                           .body_len = body.len,
+                                           .out = &answer,
+                                           .max = SMALL_BODY_MAX};
+        rc = call(up->s3, up->key, query, NULL, &complete, err);
+    }
     if (!rc) {
         /* S3 may answer 200 and still fail: an <Error> document */
         struct complete_check check = {0};
         x->on_element = on_complete_element;
         x->user = &check;
         x->path[0] = '\0';
-        if (!xml_parse(answer.data, answer.len, x) && check.error) {
-            char *shown = sk_s3_name(s3, key);
-            rc = shard_err_set(err, SHARD_ENET, "cannot complete the upload of '%s': %s",
-                               shown ? shown : name, check.code);
-            free(shown);
-        }
+        if (!xml_parse(answer.data, answer.len, x) && check.error)
+            rc = upload_error(up, "complete the upload of", err, "%s", check.code);
     }
     shard_buf_release(&answer);
+    shard_buf_release(&body);
+    return rc;
+}
+
+/* A file of size bytes in parts of s3->part_bytes (more when that would
+ * make more than S3 takes); an upload that fails after it started is
+ * aborted, and the hooks hear of its start and of its end. */
+static int multipart(struct sk_s3 *s3, const char *name, const char *key, int fd, uint64_t size,
+                     const struct sk_s3_upload_hooks *hooks, struct shard_err *err)
+{
+    struct upload up = {.s3 = s3, .name = name, .key = key, .part = s3->part_bytes};
+    if ((size + up.part - 1) / up.part > SK_S3_MAX_PARTS)
+        up.part = (size + SK_S3_MAX_PARTS - 1) / SK_S3_MAX_PARTS;
+    up.count = (size + up.part - 1) / up.part;
+    struct xml *x = calloc(1, sizeof *x);
+    struct upload_id_find *found = calloc(1, sizeof *found);
+    int rc = SHARD_OK, recorded = 0;
+    if (!x || !found || !(up.etag = calloc((size_t)up.count, sizeof *up.etag))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = start_upload(&up, x, found, err)))
+        goto out;
+    if (hooks && hooks->started && (rc = hooks->started(hooks->user, name, found->id, err))) {
+        struct shard_err ignored;
+        sk_s3_abort(s3, name, found->id, &ignored);
+        goto out;
+    }
+    recorded = 1;
+    if (!(up.id = sk_s3_encode(found->id, 0)) || strlen(up.id) > QUERY_MAX - 64) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (!(rc = put_parts(&up, fd, size, err)))
+        rc = complete_upload(&up, x, err);
 out:
     if (recorded) {
         struct shard_err ignored;
@@ -701,9 +758,8 @@ out:
                 hooks->ended(hooks->user, name, found->id);
         }
     }
-    shard_buf_release(&body);
-    free(p.etag);
-    free(id);
+    free(up.etag);
+    free(up.id);
     free(found);
     free(x);
     return rc;
@@ -717,8 +773,12 @@ int sk_s3_put_file(struct sk_s3 *s3, const char *name, int fd, uint64_t size,
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc;
     if (size <= s3->part_bytes) {
-        struct sk_http_request rq = {.verb = "upload", .method = "PUT", .from_fd = 1, .fd = fd,
-                                     .fd_offset = 0, .fd_len = size};
+        struct sk_http_request rq = {.verb = "upload",
+                                     .method = "PUT",
+                                     .from_fd = 1,
+                                     .fd = fd,
+                                     .fd_offset = 0,
+                                     .fd_len = size};
         rc = call(s3, key, NULL, NULL, &rq, err);
     } else {
         rc = multipart(s3, name, key, fd, size, hooks, err);

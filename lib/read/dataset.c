@@ -14,7 +14,7 @@
  * Every read counts its cost - time in the read, decompress and decode
  * stages, bytes - in the dataset's counters (read/observer.h, public as
  * shard_dataset_stats), and reports spans to an observer when one was given
- * at open (the benchmark's traces); without one a span costs a pointer
+ * at open (shard_dataset_options.observer: shardbench's traces); without one a span costs a pointer
  * test. */
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +29,7 @@
 #include "image/encode_internal.h"
 #include "manifest/manifest_internal.h"
 #include "net/s3.h"
+#include "read/cache.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
@@ -40,6 +41,7 @@
 #include "format/shard_reader.h"
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
+#include "shardkit/util.h"
 
 /* Largest frame a record within SHARD_RECORD_MAX_BYTES can compress to. */
 #define FRAME_MAX_BYTES ZSTD_COMPRESSBOUND(SHARD_RECORD_MAX_BYTES)
@@ -59,6 +61,7 @@ struct shard_dataset {
     char *location;         /* as opened: a directory, a URL, s3://BUCKET/PREFIX */
     int remote;
     struct fetch *store;
+    struct sk_cache *cache; /* the node-local cache of a remote dataset, or NULL */
     uint64_t *first;        /* first[s]: index of shard s's record 0; first[S] = N */
     struct ds_shard *shards;
     uint32_t shards_init;   /* how many shard mutexes were initialised */
@@ -72,8 +75,8 @@ struct shard_dataset {
     size_t spare_len;
     size_t spare_cap;
     struct sk_read_counters counters;  /* every read's cost (shard_dataset_stats) */
-    struct sk_read_observer observer;
-    const struct sk_read_observer *obs;  /* &observer, or NULL when none was given */
+    struct shard_read_observer observer;
+    const struct shard_read_observer *obs;  /* &observer, or NULL when none was given */
 };
 
 /* Largest index.jsonl fetched whole by the verifier. */
@@ -120,9 +123,41 @@ static int load_remote_manifest(struct shard_dataset *ds, sk_manifest_problem_fn
     return rc;
 }
 
+/* Size and XXH3-64 of shard `ms` read through the node-local cache: the
+ * cached copy, or the server's bytes as they are downloaded into it. */
+static int hash_cached(struct shard_dataset *ds, const struct shard_manifest_shard *ms,
+                       uint64_t *bytes, uint64_t *xxh3, struct shard_err *err)
+{
+    enum { PIECE = 64 << 10 };
+    struct fetch_file *f = NULL;
+    uint8_t *buf = malloc(PIECE);
+    XXH3_state_t *h = XXH3_createState();
+    int rc = buf && h ? sk_cache_open(ds->cache, ds->store, ms->file, ms->bytes, ms->xxh3, &f, err)
+                      : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc)
+        XXH3_64bits_reset(h);
+    for (uint64_t off = 0; !rc && off < f->size; off += PIECE) {
+        size_t n = f->size - off < PIECE ? (size_t)(f->size - off) : PIECE;
+        rc = fetch_read(f, off, buf, n, err);
+        if (!rc)
+            XXH3_64bits_update(h, buf, n);
+    }
+    if (!rc) {
+        *bytes = f->size;
+        *xxh3 = XXH3_64bits_digest(h);
+    }
+    fetch_close(f);
+    XXH3_freeState(h);
+    free(buf);
+    return rc;
+}
+
 int sk_dataset_hash_file(struct shard_dataset *ds, const char *name, uint64_t *bytes,
                          uint64_t *xxh3, struct shard_err *err)
 {
+    for (uint32_t s = 0; ds->cache && s < ds->manifest.shard_count; s++)
+        if (!strcmp(ds->manifest.shards[s].file, name))
+            return hash_cached(ds, &ds->manifest.shards[s], bytes, xxh3, err);
     if (ds->remote)
         return sk_fetch_http_hash(ds->store, name, bytes, xxh3, err);
     char *path = sk_fs_join(ds->location, name);
@@ -175,20 +210,14 @@ int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *
     return rc;
 }
 
-void sk_dataset_drop_cache(struct shard_dataset *ds)
+void shard_dataset_drop_cache(struct shard_dataset *ds)
 {
     sk_fetch_http_drop_cache(ds->store);
 }
 
 int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err)
 {
-    return sk_dataset_open_traced(out, location, NULL, 0, NULL, err);
-}
-
-int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
-                          const struct shard_dataset_options *o, struct shard_err *err)
-{
-    return sk_dataset_open_traced(out, location, o, 0, NULL, err);
+    return shard_dataset_open_ex(out, location, NULL, err);
 }
 
 void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats *out)
@@ -196,10 +225,36 @@ void shard_dataset_stats(const struct shard_dataset *ds, struct shard_read_stats
     sk_read_counters_get(&ds->counters, out);
 }
 
+/* The node-local cache the options (or the environment) ask for, into
+ * ds->cache: none without a directory. */
+static int open_cache(struct shard_dataset *ds, const struct shard_dataset_options *o,
+                      struct shard_err *err)
+{
+    const char *dir = o->cache_dir ? o->cache_dir : getenv("SHARDKIT_CACHE_DIR");
+    if (!dir || !*dir)
+        return SHARD_OK;
+    uint64_t limit = o->cache_limit;
+    const char *env = getenv("SHARDKIT_CACHE_LIMIT");
+    if (!limit && env && *env && shard_size_parse(env, &limit))
+        return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_CACHE_LIMIT: '%s' is not a size "
+                             "(bytes, or a number with K, M, G or T)", env);
+    return sk_cache_new(&ds->cache, dir, limit, o, &ds->manifest, &ds->counters, err);
+}
+
+size_t shard_dataset_cache_warning(const struct shard_dataset *ds, char *buf, size_t size)
+{
+    if (!ds->cache) {
+        if (size)
+            buf[0] = '\0';
+        return 0;
+    }
+    return sk_cache_warning(ds->cache, buf, size);
+}
+
 /* Open `location` (how its manifest is loaded: see the callers). */
 static int open_dataset(struct shard_dataset **out, const char *location,
                         const struct fetch_http_options *http,
-                        const struct sk_read_observer *observer, sk_manifest_problem_fn problem,
+                        const struct shard_read_observer *observer, sk_manifest_problem_fn problem,
                         void *user, struct shard_err *err)
 {
     *out = NULL;
@@ -223,11 +278,13 @@ static int open_dataset(struct shard_dataset **out, const char *location,
             o = *http;
         else
             sk_fetch_http_options_init(&o);
-        o.observer = ds->obs;
+        o.reading.observer = ds->obs;
         o.counters = &ds->counters;
         rc = sk_fetch_http_new(&ds->store, location, &o, err);
         if (!rc)
             rc = load_remote_manifest(ds, problem, user, err);
+        if (!rc)
+            rc = open_cache(ds, &o.reading, err);
     } else {
         rc = sk_fetch_local_new(&ds->store, location, err);
         if (!rc && problem)
@@ -269,21 +326,16 @@ fail:
     return rc;
 }
 
-int sk_dataset_open_traced(struct shard_dataset **out, const char *location,
-                           const struct shard_dataset_options *o, double rtt_ms,
-                           const struct sk_read_observer *observer, struct shard_err *err)
+int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
+                          const struct shard_dataset_options *o, struct shard_err *err)
 {
     struct fetch_http_options http;
-    sk_fetch_http_options_init(&http);
-    if (o)
-        http.reading = *o;
-    http.rtt_ms = rtt_ms;
-    int rc = sk_dataset_options_check(&http.reading, err);
+    int rc = sk_fetch_http_options_from(&http, o, err);
     if (rc) {
         *out = NULL;
         return rc;
     }
-    return open_dataset(out, location, &http, observer, NULL, NULL, err);
+    return open_dataset(out, location, &http, http.reading.observer, NULL, NULL, err);
 }
 
 int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
@@ -310,6 +362,7 @@ void shard_dataset_close(struct shard_dataset *ds)
     pthread_mutex_destroy(&ds->pool_lock);
     free(ds->shards);
     free(ds->first);
+    sk_cache_free(ds->cache);
     fetch_free(ds->store);
     shard_manifest_release(&ds->manifest);
     free(ds->location);
@@ -401,7 +454,8 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
     const struct shard_manifest_shard *ms = &ds->manifest.shards[s];
     struct fetch_file *f = NULL;
     uint64_t start = sk_now_ns();
-    int rc = fetch_open(ds->store, ms->file, &f, err);
+    int rc = ds->cache ? sk_cache_open(ds->cache, ds->store, ms->file, ms->bytes, ms->xxh3, &f, err)
+                       : fetch_open(ds->store, ms->file, &f, err);
     if (!rc)
         rc = sk_shard_open(f->size, shard_read, f, &sh->head, err);
     if (!rc && sh->head.footer.record_count != ms->samples) {
@@ -415,7 +469,7 @@ static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
         sh->file = f;
         f = NULL;
     }
-    sk_read_span(ds->obs, SK_SPAN_OPEN_SHARD, start, sk_now_ns());
+    sk_read_span(ds->obs, SHARD_SPAN_OPEN_SHARD, start, sk_now_ns());
     fetch_close(f);
     return rc;
 }
@@ -645,7 +699,7 @@ static int place_pixels(const struct shard_record_view *v, struct shard_image *i
 
 /* Account [start, now) to stage counter c and report it as span k; returns
  * now, the start of the next stage. */
-static uint64_t stage_done(struct shard_dataset *ds, enum sk_read_counter c, enum sk_read_span k,
+static uint64_t stage_done(struct shard_dataset *ds, enum sk_read_counter c, enum shard_read_span k,
                            uint64_t start)
 {
     uint64_t now = sk_now_ns();
@@ -698,7 +752,7 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         rc = fetch_read(ds->shards[s].file, row->offset, frame->data, (size_t)row->frame_bytes,
                         err);
     sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, row->frame_bytes);
-    t = stage_done(ds, SK_READ_NS, SK_SPAN_READ, t);
+    t = stage_done(ds, SK_READ_NS, SHARD_SPAN_READ, t);
     const uint64_t *expect = (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL;
     if (!rc && in_place)
         rc = sk_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
@@ -712,7 +766,7 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         img->capacity = spot.cap;
         img->width = img->height = 0;
     }
-    t = stage_done(ds, SK_READ_DECOMPRESS_NS, SK_SPAN_DECOMPRESS, t);
+    t = stage_done(ds, SK_READ_DECOMPRESS_NS, SHARD_SPAN_DECOMPRESS, t);
     if (!rc)
         rc = sk_shard_check_record(footer, r, &view, err);
     if (!rc)
@@ -724,7 +778,7 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc && in_place)
         rc = place_pixels(&view, img, err);
     pool_put(ds, dec);
-    stage_done(ds, SK_READ_DECODE_NS, SK_SPAN_DECODE, t);
+    stage_done(ds, SK_READ_DECODE_NS, SHARD_SPAN_DECODE, t);
     if (rc) {
         item->key.len = 0;
         item->field_count = 0;
@@ -744,7 +798,7 @@ static int read_record(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
         rb->cropped = 0;
     int rc = read_stages(ds, s, r, flags, rb, item, start, err);
     sk_read_count(&ds->counters, rc ? SK_READ_ERRORS : SK_READ_SAMPLES, 1);
-    sk_read_span(ds->obs, SK_SPAN_SAMPLE, start, sk_now_ns());
+    sk_read_span(ds->obs, SHARD_SPAN_SAMPLE, start, sk_now_ns());
     return rc;
 }
 

@@ -1,4 +1,4 @@
-/* dataset_internal.h - what the verifier and the benchmark share with the
+/* dataset_internal.h - what the verifier and the loader share with the
  * reader (private). */
 #ifndef SHARDKIT_DATASET_INTERNAL_H
 #define SHARDKIT_DATASET_INTERNAL_H
@@ -13,7 +13,6 @@
 
 struct fetch_http_options;
 struct sk_ring;
-struct sk_read_observer;
 
 /* The checked footer of shard s, reading the shard's header, trailer and
  * footer on first use (later calls return the same footer).  *footer stays
@@ -64,22 +63,12 @@ int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
  * ring[sk_ring_slot(q, p)]): wait for the next position, hand its sample
  * to *item by exchanging buffers with the ring (no copy), or copy its
  * error to *err, and give the slot back.  1 with a sample, 0 at the end of
- * the list, or the position's error.  Used by shard_iter and the
- * benchmark's files loader. */
+ * the list, or the position's error.  Used by shard_iter. */
 int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
                       struct shard_err *err);
 
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
-
-/* shard_dataset_open_ex for the benchmark: a remote dataset also sleeps
- * rtt_ms (>= 0) before every request (a simulated round trip), and every
- * read of the dataset, and its HTTP backend, report spans to `observer`
- * (NULL: none; read/observer.h).  The observer is copied; what its `user`
- * points to must outlive the dataset. */
-int sk_dataset_open_traced(struct shard_dataset **out, const char *location,
-                           const struct shard_dataset_options *o, double rtt_ms,
-                           const struct sk_read_observer *observer, struct shard_err *err);
 
 /* Size and XXH3-64 of the dataset's file `name`, read whole: a local
  * file, or one GET streamed into the hash.  A missing file is
@@ -106,11 +95,6 @@ int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *
  * the shards' samples, whatever counts.samples says).  For the verifier. */
 int sk_dataset_open_lenient(struct shard_dataset **out, const char *location,
                             sk_manifest_problem_fn problem, void *user, struct shard_err *err);
-
-/* Forget the shard bytes a remote dataset keeps in memory (its window
- * cache), so that the next reads go to the server again; footers stay.
- * No-op for a local dataset.  Call with no read in progress. */
-void sk_dataset_drop_cache(struct shard_dataset *ds);
 
 /* A read that decodes only part of a JPEG record (sk_dataset_read_box).
  * choose(ctx, width, height, &box) is called with the record's size before

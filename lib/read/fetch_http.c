@@ -139,6 +139,9 @@ int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard
     if (!(o->timeout_seconds > 0 && o->timeout_seconds <= SHARD_DATASET_MAX_TIMEOUT))
         return shard_err_set(err, SHARD_EINVAL, "timeout of %g s is not more than 0 and at most "
                              "%d", o->timeout_seconds, SHARD_DATASET_MAX_TIMEOUT);
+    if (!(o->rtt_ms >= 0 && o->rtt_ms <= SHARD_DATASET_MAX_RTT))
+        return shard_err_set(err, SHARD_EINVAL, "a simulated round trip of %g ms is not in "
+                             "0..%.0f", o->rtt_ms, SHARD_DATASET_MAX_RTT);
     return SHARD_OK;
 }
 
@@ -146,6 +149,15 @@ void sk_fetch_http_options_init(struct fetch_http_options *o)
 {
     memset(o, 0, sizeof *o);
     shard_dataset_options_init(&o->reading);
+}
+
+int sk_fetch_http_options_from(struct fetch_http_options *o,
+                               const struct shard_dataset_options *reading, struct shard_err *err)
+{
+    sk_fetch_http_options_init(o);
+    if (reading)
+        o->reading = *reading;
+    return sk_dataset_options_check(&o->reading, err);
 }
 
 int sk_fetch_http_is_url(const char *location)
@@ -208,14 +220,14 @@ static void on_event(void *user, enum sk_http_event e, uint64_t start_ns, uint64
         break;
     case SK_HTTP_BACKOFF:
         sk_read_count(h->o.counters, SK_READ_RETRIES, 1);
-        sk_read_span(h->o.observer, SK_SPAN_BACKOFF, start_ns, end_ns);
+        sk_read_span(h->o.reading.observer, SHARD_SPAN_BACKOFF, start_ns, end_ns);
         break;
     case SK_HTTP_DELAY:
         sk_read_count(h->o.counters, SK_READ_RTT_NS, end_ns - start_ns);
-        sk_read_span(h->o.observer, SK_SPAN_RTT, start_ns, end_ns);
+        sk_read_span(h->o.reading.observer, SHARD_SPAN_RTT, start_ns, end_ns);
         break;
     case SK_HTTP_DONE:
-        sk_read_span(h->o.observer, SK_SPAN_HTTP, start_ns, end_ns);
+        sk_read_span(h->o.reading.observer, SHARD_SPAN_HTTP, start_ns, end_ns);
         break;
     }
 }
@@ -478,7 +490,7 @@ void sk_fetch_http_drop_cache(struct fetch *fs)
 static void *connection_main(void *arg)
 {
     struct http_fetch *h = arg;
-    sk_read_thread(h->o.observer, "http connection");
+    sk_read_thread(h->o.reading.observer, "http connection");
     pthread_mutex_lock(&h->lock);
     for (;;) {
         while (!h->stop && !h->head)
@@ -818,8 +830,6 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
     int rc = sk_dataset_options_check(&o->reading, err);
     if (rc)
         return rc;
-    if (!(o->rtt_ms >= 0))
-        return shard_err_set(err, SHARD_EINVAL, "a simulated round trip of %g ms", o->rtt_ms);
     struct http_fetch *h = calloc(1, sizeof *h);
     if (!h)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -849,7 +859,7 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
     /* the S3 location's own operations (a listing) go by these rules too */
     h->client->retries = h->o.reading.retries;
     h->client->timeout_seconds = h->o.reading.timeout_seconds;
-    h->client->rtt_ms = h->o.rtt_ms;
+    h->client->rtt_ms = h->o.reading.rtt_ms;
     h->client->cancel = &h->closing;
     h->client->event = on_event;
     h->client->event_user = h;

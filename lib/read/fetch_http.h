@@ -32,10 +32,11 @@
  * A server that answers a range request with the whole file, or a file whose
  * size changes between requests, is an error, not silently misread.
  *
- * rtt_ms > 0 sleeps that long before every request: a simulated round trip,
- * since real latency cannot be added on a loopback benchmark.  Requests,
- * retries, bytes received and the delay slept are added to `counters`, and
- * spans reported to `observer`, when set (read/observer.h). */
+ * reading.rtt_ms > 0 sleeps that long before every request: a simulated
+ * round trip, since real latency cannot be added on a loopback benchmark.
+ * Requests, retries, bytes received and the delay slept are added to
+ * `counters`, and spans reported to reading.observer, when set
+ * (read/observer.h). */
 #ifndef SHARDKIT_FETCH_HTTP_H
 #define SHARDKIT_FETCH_HTTP_H
 
@@ -47,18 +48,22 @@
 
 struct sk_read_counters;
 struct sk_s3;
-struct sk_read_observer;
+struct shard_read_observer;
 
 struct fetch_http_options {
-    struct shard_dataset_options reading;  /* connections, window, cache, retries, time-out */
-    double rtt_ms;                            /* >= 0 */
-    const struct sk_read_observer *observer;  /* NULL: none; must outlive the backend */
+    /* connections, window, cache, retries, time-out, the simulated round
+     * trip and the observer (which must outlive the backend) */
+    struct shard_dataset_options reading;
     struct sk_read_counters *counters;        /* NULL: none; must outlive the backend */
 };
 
-/* The defaults (shard_dataset_options_init); no delay, no observer, no
- * counters. */
+/* The defaults (shard_dataset_options_init); no counters. */
 void sk_fetch_http_options_init(struct fetch_http_options *o);
+
+/* The defaults with the public options `reading` (NULL: the defaults), checked
+ * (sk_dataset_options_check): 0 or SHARD_EINVAL naming the option. */
+int sk_fetch_http_options_from(struct fetch_http_options *o,
+                               const struct shard_dataset_options *reading, struct shard_err *err);
 
 /* 0, or SHARD_EINVAL naming the first option of o out of its range
  * (shardkit/dataset.h). */
@@ -67,7 +72,8 @@ int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard
 /* 1 when `location` starts with http:// or https://. */
 int sk_fetch_http_is_url(const char *location);
 
-/* 1 when `location` is read by this backend: http://, https:// or s3://. */
+/* 1 when `location` is read by this backend: http://, https:// or s3://
+ * (public as shard_location_is_remote). */
 int sk_fetch_http_is_remote(const char *location);
 
 /* A backend reading files below the base URL `base`, or below the S3

@@ -1,14 +1,14 @@
 /* observer.c - the read path's counters and span names (see observer.h). */
 #include "read/observer.h"
 
-static const char *const span_names[SK_SPAN_COUNT] = {
+static const char *const span_names[SHARD_SPAN_COUNT] = {
     "read", "decompress", "decode", "sample", "open shard", "http request",
     "rtt (simulated)", "retry backoff",
 };
 
-const char *sk_read_span_name(enum sk_read_span k)
+const char *shard_read_span_name(enum shard_read_span k)
 {
-    return (unsigned)k < SK_SPAN_COUNT ? span_names[k] : "unknown";
+    return (unsigned)k < SHARD_SPAN_COUNT ? span_names[k] : "unknown";
 }
 
 void sk_read_counters_get(const struct sk_read_counters *c, struct shard_read_stats *out)
@@ -27,5 +27,11 @@ void sk_read_counters_get(const struct sk_read_counters *c, struct shard_read_st
         .requests = v[SK_READ_REQUESTS],
         .retries = v[SK_READ_RETRIES],
         .rtt_ns = v[SK_READ_RTT_NS],
+        .cache_hits = v[SK_READ_CACHE_HITS],
+        .cache_misses = v[SK_READ_CACHE_MISSES],
+        .cache_bytes_fetched = v[SK_READ_CACHE_FETCHED],
+        .cache_evictions = v[SK_READ_CACHE_EVICTIONS],
+        .cache_skipped = v[SK_READ_CACHE_SKIPPED],
+        .cache_corrupt = v[SK_READ_CACHE_CORRUPT],
     };
 }

@@ -10,11 +10,12 @@
  *    Counters are always kept: a few relaxed atomic adds and clock reads per
  *    sample, against the tens of microseconds a sample takes.
  *
- *  - an observer (struct sk_read_observer): hooks a client (the benchmark,
- *    lib/bench) passes at open to receive spans, for traces.  Hooks run on
- *    the thread that did the work, so "which thread" is the calling one;
- *    they must be thread-safe and quick.  Without an observer (NULL) the
- *    read path makes no call.
+ *  - an observer (struct shard_read_observer, public in shardkit/dataset.h):
+ *    hooks a client (shardbench's trace) passes at open, in the dataset's
+ *    options, to receive spans.  Hooks run on the thread that did the work,
+ *    so "which thread" is the calling one; they must be thread-safe and
+ *    quick.  Without an observer (NULL) the read path makes no call; the
+ *    helpers below hold that rule.
  *
  * Times are sk_now_ns() (util/clock.h). */
 #ifndef SHARDKIT_READ_OBSERVER_H
@@ -36,6 +37,12 @@ enum sk_read_counter {
     SK_READ_REQUESTS,       /* HTTP requests */
     SK_READ_RETRIES,        /* HTTP attempts after a transient failure */
     SK_READ_RTT_NS,         /* simulated round-trip delay slept */
+    SK_READ_CACHE_HITS,     /* shards found in the node-local cache (read/cache.h) */
+    SK_READ_CACHE_MISSES,   /* shards not there: downloaded, or read remotely */
+    SK_READ_CACHE_FETCHED,  /* bytes downloaded into the cache */
+    SK_READ_CACHE_EVICTIONS,  /* shards removed to stay under the limit or fit the disk */
+    SK_READ_CACHE_SKIPPED,  /* shards read remotely, uncached (no room, a full disk) */
+    SK_READ_CACHE_CORRUPT,  /* cached shards that failed their check and were fetched again */
     SK_READ_COUNTERS
 };
 
@@ -54,40 +61,14 @@ static inline void sk_read_count(struct sk_read_counters *c, enum sk_read_counte
  * instant when reads are in progress). */
 void sk_read_counters_get(const struct sk_read_counters *c, struct shard_read_stats *out);
 
-enum sk_read_span {
-    SK_SPAN_READ = 0,       /* getting a record's frame bytes */
-    SK_SPAN_DECOMPRESS,     /* zstd (and the frame hash with SHARD_READ_VERIFY) */
-    SK_SPAN_DECODE,         /* the payload to pixels, the item filled */
-    SK_SPAN_SAMPLE,         /* one whole read, the three above inside it (also a failed one) */
-    SK_SPAN_OPEN_SHARD,     /* header, trailer and footer of a shard */
-    SK_SPAN_HTTP,           /* one HTTP request, its retries included */
-    SK_SPAN_RTT,            /* the simulated round trip inside a request */
-    SK_SPAN_BACKOFF,        /* waiting before a retry */
-    SK_SPAN_COUNT
-};
-
-/* "read", "decompress", "decode", "sample", "open shard", "http request",
- * "rtt (simulated)", "retry backoff" (static strings; the names a trace
- * shows). */
-const char *sk_read_span_name(enum sk_read_span k);
-
-struct sk_read_observer {
-    /* A span [start_ns, end_ns) of kind k ended on the calling thread. */
-    void (*span)(void *user, enum sk_read_span k, uint64_t start_ns, uint64_t end_ns);
-    /* The calling thread, started by the read path, begins its work;
-     * `name` ("http connection") is a static string.  May be NULL. */
-    void (*thread)(void *user, const char *name);
-    void *user;
-};
-
-static inline void sk_read_span(const struct sk_read_observer *o, enum sk_read_span k,
+static inline void sk_read_span(const struct shard_read_observer *o, enum shard_read_span k,
                                 uint64_t start_ns, uint64_t end_ns)
 {
     if (o && o->span)
         o->span(o->user, k, start_ns, end_ns);
 }
 
-static inline void sk_read_thread(const struct sk_read_observer *o, const char *name)
+static inline void sk_read_thread(const struct shard_read_observer *o, const char *name)
 {
     if (o && o->thread)
         o->thread(o->user, name);

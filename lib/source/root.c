@@ -100,3 +100,17 @@ int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_
         return shard_err_set(err, SHARD_ENOTFOUND, "file vanished");
     return rc;
 }
+
+int shard_scan_location(const char *location, struct shard_keylist *keys,
+                        struct shard_refusals *refused, struct shard_scan_stats *st,
+                        struct shard_err *err)
+{
+    if (!sk_s3_is_location(location))
+        return shard_scan_dir(location, keys, refused, st, err);
+    struct sk_source_root root;
+    int rc = sk_source_root_open(&root, location, err);
+    if (!rc)
+        rc = sk_source_root_scan(&root, keys, NULL, refused, st, err);
+    sk_source_root_close(&root);
+    return rc;
+}

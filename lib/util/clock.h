@@ -1,10 +1,10 @@
 /* clock.h - the library's clocks (private).
  *
  * Every duration the library measures (conversion and verification rates,
- * the reader's stage times, benchmark spans) is taken on one monotonic
- * clock, CLOCK_MONOTONIC: it never jumps with the wall clock, and times
- * taken on different threads compare.  shard_trace_now() (shardkit/bench.h)
- * is the same clock. */
+ * the reader's stage times, the spans an observer receives) is taken on one
+ * monotonic clock, CLOCK_MONOTONIC: it never jumps with the wall clock, and
+ * times taken on different threads compare.  The spans of struct
+ * shard_read_observer (shardkit/dataset.h) are in its nanoseconds. */
 #ifndef SHARDKIT_CLOCK_H
 #define SHARDKIT_CLOCK_H
 

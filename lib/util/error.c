@@ -43,8 +43,8 @@ static void one_line(char *msg)
     for (char *p = msg; *p; p++, n++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
-    while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\t' || msg[n - 1] == '\v' ||
-                     msg[n - 1] == '\f'))
+    while (n > 0 &&
+           (msg[n - 1] == ' ' || msg[n - 1] == '\t' || msg[n - 1] == '\v' || msg[n - 1] == '\f'))
         msg[--n] = '\0';
 }
 
@@ -100,8 +100,8 @@ int shard_err_prefix(struct shard_err *err, int code, const char *fmt, ...)
     memcpy(old, err->msg, sizeof old);
     /* "prefix: old", cut at the buffer size (a long message loses its tail) */
     size_t cap = sizeof err->msg - 1, n = 0;
-    for (const char *parts[3] = {prefix, old[0] ? ": " : "", old}, **p = parts;
-         p < parts + 3; p++) {
+    for (const char *parts[3] = {prefix, old[0] ? ": " : "", old}, **p = parts; p < parts + 3;
+         p++) {
         size_t len = strlen(*p);
         if (len > cap - n)
             len = cap - n;

@@ -66,8 +66,7 @@ int sk_fs_check_own_at(int dirfd, const char *dir, const char *name, int want_di
     return SHARD_OK;
 }
 
-int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd,
-                      struct shard_err *err)
+int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd, struct shard_err *err)
 {
     char where[SHARD_ERRMSG_SIZE];
     *fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -77,9 +76,10 @@ int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd,
     if (e == ENOENT)
         return shard_err_errno(err, SHARD_ENOTFOUND, e, "cannot open '%s'",
                                shown(where, sizeof where, dir, name));
-    int rc = sk_fs_check_own_at(dirfd, dir, name, 1, err);  /* a link, a file */
-    return rc ? rc : shard_err_errno(err, SHARD_EIO, e, "cannot open '%s'",
-                                     shown(where, sizeof where, dir, name));
+    int rc = sk_fs_check_own_at(dirfd, dir, name, 1, err); /* a link, a file */
+    return rc ? rc
+              : shard_err_errno(err, SHARD_EIO, e, "cannot open '%s'",
+                                shown(where, sizeof where, dir, name));
 }
 
 int sk_fs_write_all(int fd, const void *buf, size_t n, const char *what, struct shard_err *err)
@@ -155,12 +155,12 @@ static int open_regular(int dir_fd, const char *name, int flags, struct stat *st
     if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
         goto fail;
     return fd;
-fail: {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return rc;
-    }
+fail : {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
 }
 
 /* The reason-only message of a failed open_regular (rc -1 or -2). */
@@ -188,8 +188,7 @@ int sk_fs_open_at(int dirfd, const char *dir, const char *name, int *fd, struct 
         return sk_fs_err_link(err, dir, name);
     shown(where, sizeof where, dir, name);
     if (rc == -2)
-        return shard_err_set(err, SHARD_EEXIST, "'%s' is %s", where,
-                             sk_fs_not_regular(st.st_mode));
+        return shard_err_set(err, SHARD_EEXIST, "'%s' is %s", where, sk_fs_not_regular(st.st_mode));
     if (e == EINTR)
         return shard_err_set(err, SHARD_EINTR, "interrupted while opening '%s'", where);
     return shard_err_errno(err, e == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, e, "cannot open '%s'",
@@ -198,7 +197,7 @@ int sk_fs_open_at(int dirfd, const char *dir, const char *name, int *fd, struct 
 
 int sk_fs_sync_dirfd(int dirfd, const char *dir, struct shard_err *err)
 {
-    if (fsync(dirfd) != 0 && errno != EINVAL)  /* some filesystems refuse dir fsync */
+    if (fsync(dirfd) != 0 && errno != EINVAL) /* some filesystems refuse dir fsync */
         return shard_err_errno(err, SHARD_EIO, errno, "cannot fsync directory '%s'",
                                dir ? dir : ".");
     return SHARD_OK;
@@ -216,8 +215,8 @@ int sk_fs_rename_at(int old_dirfd, const char *old_dir, const char *old_name, in
     return sk_fs_sync_dirfd(new_dirfd, new_dir, err);
 }
 
-int sk_fs_commit_at(int fd, int rc, int dirfd, const char *dir, const char *tmp,
-                    const char *final, struct shard_err *err)
+int sk_fs_commit_at(int fd, int rc, int dirfd, const char *dir, const char *tmp, const char *final,
+                    struct shard_err *err)
 {
     char where[SHARD_ERRMSG_SIZE];
     if (!rc && fsync(fd) != 0)
@@ -247,8 +246,7 @@ int sk_fs_write_atomic_at(int dirfd, const char *dir, const char *name, const vo
     return sk_fs_commit_at(fd, rc, dirfd, dir, tmp, name, err);
 }
 
-int sk_fs_hash_fd(int fd, const char *what, uint64_t *bytes, uint64_t *xxh3,
-                  struct shard_err *err)
+int sk_fs_hash_fd(int fd, const char *what, uint64_t *bytes, uint64_t *xxh3, struct shard_err *err)
 {
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     uint8_t *buf = malloc(HASH_CHUNK);
@@ -343,8 +341,8 @@ int sk_fs_pread_all(int fd, uint64_t size, uint64_t offset, void *buf, size_t le
 {
     uint8_t *p = buf;
     if (offset > size || len > size - offset)
-        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu",
-                             len, (unsigned long long)offset, (unsigned long long)size);
+        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu", len,
+                             (unsigned long long)offset, (unsigned long long)size);
     while (len) {
         ssize_t r = pread(fd, p, len, (off_t)offset);
         if (r < 0 && errno == EINTR)

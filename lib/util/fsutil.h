@@ -30,8 +30,7 @@ int sk_fs_check_own_at(int dirfd, const char *dir, const char *name, int want_di
 /* Open the directory dir/name in *fd, never through a link: a link there,
  * or anything but a directory, is SHARD_EEXIST (as sk_fs_check_own_at
  * says), a missing entry SHARD_ENOTFOUND. */
-int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd,
-                      struct shard_err *err);
+int sk_fs_open_dir_at(int dirfd, const char *dir, const char *name, int *fd, struct shard_err *err);
 /* Create dir/name as a new file, open for reading and writing, in *fd.  A
  * stale entry of that name (a killed run's leftover) is removed first
  * (unlinkat: a link is removed, never followed); the file is then created
@@ -54,8 +53,8 @@ int sk_fs_write_atomic_at(int dirfd, const char *dir, const char *name, const vo
  * is closed whatever happens), rename it over dir/final and fsync dir.  When
  * `rc` (the writer's result so far) or any step fails, tmp is removed and
  * the first error returned. */
-int sk_fs_commit_at(int fd, int rc, int dirfd, const char *dir, const char *tmp,
-                    const char *final, struct shard_err *err);
+int sk_fs_commit_at(int fd, int rc, int dirfd, const char *dir, const char *tmp, const char *final,
+                    struct shard_err *err);
 /* renameat old_dir/old_name -> new_dir/new_name (a link at either name is
  * moved or replaced, never followed), then fsync new_dir. */
 int sk_fs_rename_at(int old_dirfd, const char *old_dir, const char *old_name, int new_dirfd,
@@ -66,8 +65,7 @@ int sk_fs_sync_dirfd(int dirfd, const char *dir, struct shard_err *err);
 /* Size and XXH3-64 of a whole file, read sequentially from the start.
  * sk_fs_hash_fd leaves fd open; `what` names it in messages. */
 int sk_fs_hash_file(const char *path, uint64_t *bytes, uint64_t *xxh3, struct shard_err *err);
-int sk_fs_hash_fd(int fd, const char *what, uint64_t *bytes, uint64_t *xxh3,
-                  struct shard_err *err);
+int sk_fs_hash_fd(int fd, const char *what, uint64_t *bytes, uint64_t *xxh3, struct shard_err *err);
 /* Write all of p to fd (retrying short writes and EINTR). */
 int sk_fs_write_all(int fd, const void *p, size_t n, const char *what, struct shard_err *err);
 /* Open dir_fd/name read-only (dir_fd may be AT_FDCWD, name a path); it must

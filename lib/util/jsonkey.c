@@ -13,10 +13,10 @@
 static int set_bytes(json_t *obj, const char *name, const char *bytes, size_t len,
                      struct shard_err *err)
 {
-    json_t *s = json_stringn(bytes, len);  /* NULL when not valid UTF-8 */
+    json_t *s = json_stringn(bytes, len); /* NULL when not valid UTF-8 */
     if (s)
         return json_object_set_new(obj, name, s) ? shard_err_set(err, SHARD_ENOMEM, "json")
-                                                  : SHARD_OK;
+                                                 : SHARD_OK;
     static const char digits[] = "0123456789abcdef";
     static const char suffix[] = "_hex";
     size_t name_len = strlen(name);
@@ -44,8 +44,7 @@ int sk_jsonkey_set(json_t *obj, const char *key, size_t len, struct shard_err *e
     return set_bytes(obj, "key", key, len, err);
 }
 
-int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len,
-                   struct shard_err *err)
+int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len, struct shard_err *err)
 {
     if (!max)
         max = SIZE_MAX;
@@ -131,8 +130,7 @@ int sk_jsonkey_hex64(const json_t *obj, const char *field, uint64_t *out, struct
 {
     const json_t *v = json_object_get(obj, field);
     if (!json_is_string(v) || shard_hex64_parse(json_string_value(v), out) != 0)
-        return shard_err_set(err, SHARD_ECORRUPT, "\"%s\" is missing or not 16 hex digits",
-                             field);
+        return shard_err_set(err, SHARD_ECORRUPT, "\"%s\" is missing or not 16 hex digits", field);
     return SHARD_OK;
 }
 
@@ -140,8 +138,7 @@ int sk_jsonkey_set_uint(json_t *obj, const char *field, uint64_t v)
 {
     if (v > (uint64_t)INT64_MAX)
         return SHARD_EINVAL;
-    return json_object_set_new(obj, field, json_integer((json_int_t)v)) ? SHARD_ENOMEM
-                                                                         : SHARD_OK;
+    return json_object_set_new(obj, field, json_integer((json_int_t)v)) ? SHARD_ENOMEM : SHARD_OK;
 }
 
 int sk_jsonkey_set_hex64(json_t *obj, const char *field, uint64_t v)

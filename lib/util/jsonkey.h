@@ -16,8 +16,7 @@ int sk_jsonkey_set(json_t *obj, const char *key, size_t len, struct shard_err *e
  * 1..max bytes (max 0: any length; a sample's key is at most SHARD_KEY_MAX,
  * a reject's may be longer: that is why it was rejected).
  * 0, SHARD_ECORRUPT (missing, wrong type, bad hex, too long) or SHARD_ENOMEM. */
-int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len,
-                   struct shard_err *err);
+int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len, struct shard_err *err);
 /* A label name for JSON: itself if valid UTF-8, else with every byte >= 0x80
  * and '%' written as %XX.  malloc'd. */
 char *sk_jsonkey_label_name(const char *name, size_t len);

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "shardkit/error.h"  /* SHARD_QUOTE_SIZE: room for a quoted key in a message */
+#include "shardkit/error.h" /* SHARD_QUOTE_SIZE: room for a quoted key in a message */
 
 /* Copy s[0..len) into out (out_size bytes, always NUL-terminated), keeping
  * valid UTF-8 text and writing control bytes, DEL, backslash and bytes that

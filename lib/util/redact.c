@@ -11,8 +11,8 @@
 
 static int is_scheme_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '-' || c == '.';
 }
 
 static int is_letter(char c)
@@ -37,14 +37,14 @@ static const char *userinfo(const char *text, const char *p, const char **from)
     const char *scheme = p;
     while (scheme > text && is_scheme_char(scheme[-1]))
         scheme--;
-    while (scheme < p && !is_letter(*scheme))  /* a scheme starts with a letter */
+    while (scheme < p && !is_letter(*scheme)) /* a scheme starts with a letter */
         scheme++;
     if (scheme == p)
         return NULL;
     const char *start = p + 3, *end = authority_end(start), *at = NULL;
     for (const char *q = start; q < end; q++)
         if (*q == '@')
-            at = q;  /* the last one: user information cannot hold one unencoded */
+            at = q; /* the last one: user information cannot hold one unencoded */
     if (!at || at == start)
         return NULL;
     *from = start;
@@ -69,7 +69,7 @@ static void put(struct result *r, const char *s, size_t len)
 size_t sk_redact_urls(const char *text, char *out, size_t out_size)
 {
     struct result r = {out, out_size, 0};
-    const char *done = text;  /* copied up to here */
+    const char *done = text; /* copied up to here */
     for (const char *p = strstr(text, "://"); p; p = strstr(p + 3, "://")) {
         const char *from, *at = userinfo(text, p, &from);
         if (!at || from < done)

@@ -23,31 +23,31 @@
 #define NS_PER_MS 1000000u
 
 struct ring_slot {
-    uint64_t group;          /* the group the slot is for */
-    uint32_t done;           /* positions of that group marked done */
-    uint32_t failed;         /* ... of which with an error */
-    int taken;               /* that group is taken, not released */
-    unsigned waiting;        /* consumers or takers asleep on `filled` */
-    pthread_cond_t filled;   /* its group is complete, the list ended, or stop */
+    uint64_t group;        /* the group the slot is for */
+    uint32_t done;         /* positions of that group marked done */
+    uint32_t failed;       /* ... of which with an error */
+    int taken;             /* that group is taken, not released */
+    unsigned waiting;      /* consumers or takers asleep on `filled` */
+    pthread_cond_t filled; /* its group is complete, the list ended, or stop */
 };
 
 struct sk_ring {
     pthread_mutex_t lock;
-    pthread_cond_t room;           /* producers: next_claim's slot is theirs, or the end */
-    uint64_t count;                /* positions (SK_RING_OPEN until closed) */
-    uint64_t groups;               /* ceil(count / group) */
+    pthread_cond_t room; /* producers: next_claim's slot is theirs, or the end */
+    uint64_t count;      /* positions (SK_RING_OPEN until closed) */
+    uint64_t groups;     /* ceil(count / group) */
     uint32_t depth;
     uint32_t group;
-    uint64_t next_claim;           /* the next position a producer gets */
-    uint64_t done_end;             /* 1 + the highest position marked done, or 0 */
-    uint64_t taken;                /* groups taken in order (ways 1 and 3) */
-    uint64_t released;             /* ... and released (<= taken) */
-    int consuming;                 /* way 3: a producer holds the consumer's role */
+    uint64_t next_claim; /* the next position a producer gets */
+    uint64_t done_end;   /* 1 + the highest position marked done, or 0 */
+    uint64_t taken;      /* groups taken in order (ways 1 and 3) */
+    uint64_t released;   /* ... and released (<= taken) */
+    int consuming;       /* way 3: a producer holds the consumer's role */
     int stop;
-    unsigned producers_waiting;    /* asleep on `room` */
+    unsigned producers_waiting; /* asleep on `room` */
     struct ring_slot *slots;
-    int *rc;                       /* per cell */
-    struct shard_err *errs;        /* per cell */
+    int *rc;                /* per cell */
+    struct shard_err *errs; /* per cell */
     struct sk_ring_counts counts;
 };
 
@@ -318,7 +318,7 @@ int sk_ring_wait(struct sk_ring *q, long timeout_ms, struct sk_ring_group *g)
     uint64_t k = q->taken;
     int status;
     if (!q->stop && k < q->groups && k >= q->released + q->depth)
-        status = SHARD_EINVAL;  /* its slot is held by the consumer itself */
+        status = SHARD_EINVAL; /* its slot is held by the consumer itself */
     else
         status = wait_for_group(q, k, timeout_ms, &deadline);
     if (status == SK_RING_READY) {
@@ -346,7 +346,7 @@ int sk_ring_take(struct sk_ring *q, uint64_t k, long timeout_ms, struct sk_ring_
     const struct ring_slot *s = slot_of_group(q, k);
     int status;
     if (!q->stop && k < q->groups && (s->group > k || (s->group == k && s->taken)))
-        status = SHARD_EINVAL;  /* taken before */
+        status = SHARD_EINVAL; /* taken before */
     else
         status = wait_for_group(q, k, timeout_ms, &deadline);
     if (status == SK_RING_READY)

@@ -2,9 +2,9 @@
  * on in list order, in bounded memory (private).
  *
  * The library's one mechanism for "many threads work, the results come out
- * in order": the reader's iterator, the batch loader, the benchmark's files
- * loader, the conversion's read-ahead of source files and the conversion's
- * pipeline all use it.
+ * in order": the reader's iterator, the batch loader, the conversion's
+ * read-ahead of source files and the conversion's pipeline all use it.
+ * (shardbench's files loader, a program on the public API, has its own.)
  *
  * A list of positions 0..count-1 (or open-ended, count SK_RING_OPEN, until
  * sk_ring_close says where it ends) is claimed in order by any number of

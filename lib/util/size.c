@@ -22,15 +22,27 @@ int shard_size_parse(const char *s, uint64_t *out)
     unsigned shift = 0;
     switch (toupper((unsigned char)*end)) {
     case '\0': break;
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 'T':
+        shift = 40;
+        end++;
+        break;
     default: return SHARD_EINVAL;
     }
     /* "16M", "16MB", "16MiB" and "16mib" are all 16 x 1024 x 1024 */
-    if (shift && (!strcmp(end, "B") || !strcmp(end, "iB") || !strcmp(end, "b") ||
-                  !strcmp(end, "ib")))
+    if (shift &&
+        (!strcmp(end, "B") || !strcmp(end, "iB") || !strcmp(end, "b") || !strcmp(end, "ib")))
         end += strlen(end);
     if (*end || (shift && v > (UINT64_MAX >> shift)))
         return SHARD_EINVAL;

@@ -3,8 +3,11 @@ import json
 import numbers
 import os
 import struct
+from collections.abc import Iterable, Iterator
+from typing import Any, SupportsInt, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from shardkit import _native
 from shardkit.errors import CorruptRecordError
@@ -12,12 +15,28 @@ from shardkit.transforms import _check_int
 
 U64_MAX = 2**64 - 1
 
+# What a location may be: str, bytes or a path.
+Location = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+# A sample index: an int (numpy's too, bools not).
+Index = int | np.integer[Any]
 
-def _key_str(key_bytes):
+
+class ReadingOptions(TypedDict, total=False):
+    """How a remote dataset is read (Dataset's keywords): those given."""
+    connections: int
+    window: int
+    cache: int
+    retries: int
+    timeout: float
+    cache_dir: str | bytes
+    cache_limit: int
+
+
+def _key_str(key_bytes: bytes) -> str:
     return key_bytes.decode("utf-8", "surrogateescape")
 
 
-def _key_bytes(key, name="key"):
+def _key_bytes(key: str | bytes, name: str = "key") -> bytes:
     if isinstance(key, bytes):
         return key
     if isinstance(key, str):
@@ -39,8 +58,18 @@ class Field:
 
     __slots__ = ("name", "number", "type", "length", "source", "required", "present",
                  "classes")
+    name: str
+    number: int
+    type: str
+    length: int | None
+    source: tuple[str, str]
+    required: bool
+    present: int
+    classes: dict[int, str] | None
 
-    def __init__(self, name, number, type, length, source, required, present, classes=None):
+    def __init__(self, name: str, number: int, type: str, length: int | None,
+                 source: tuple[str, str], required: bool, present: int,
+                 classes: dict[int, str] | None = None) -> None:
         self.name = name
         self.classes = classes
         self.number = number
@@ -50,20 +79,20 @@ class Field:
         self.required = required
         self.present = present
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Field) and all(
             getattr(self, a) == getattr(other, a) for a in self.__slots__)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(tuple(getattr(self, a) for a in self.__slots__ if a != "classes"))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         declared = f"{self.type}[{self.length}]" if self.length is not None else self.type
         return (f"Field({self.name!r}, {declared}, {self.source[0]}={self.source[1]!r}, "
                 f"required={self.required}, present={self.present})")
 
 
-def _declared_fields(manifest):
+def _declared_fields(manifest: dict[str, Any]) -> dict[str, Field]:
     """The Field of every declaration in a manifest dict, by name, in field
     number order (empty for a version 1 dataset)."""
     present = manifest.get("counts", {}).get("fields", {})
@@ -82,7 +111,7 @@ _FLOAT64 = struct.Struct("<d")
 _SHARD_ECORRUPT = -4  # enum shard_status: a record's own damage
 
 
-def _decode_value(field, raw):
+def _decode_value(field: Field, raw: bytes) -> Any:
     """A field's stored bytes as the Python value Sample.fields holds (the
     reader checked the type, a vector's length and that text is UTF-8)."""
     t = field.type
@@ -112,7 +141,7 @@ def _decode_value(field, raw):
 _BOX = np.dtype([("xyxy", "<f4", (4,)), ("cls", "<i4"), ("flags", "<u4")])
 
 
-def _decode_boxes(raw):
+def _decode_boxes(raw: bytes) -> dict[str, npt.NDArray[Any]]:
     """A boxes value as {"boxes": (N, 4) float32 xyxy, "labels": (N,) int64
     class ids, "iscrowd": (N,) bool}."""
     b = np.frombuffer(raw, dtype=_BOX)
@@ -121,14 +150,15 @@ def _decode_boxes(raw):
             "iscrowd": (b["flags"] & 1).astype(bool)}
 
 
-def _decode_mask(raw):
+def _decode_mask(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
     """A mask value as a (height, width) uint8 or uint16 array of class ids."""
     w, h = struct.unpack_from("<II", raw)
     dtype = "<u2" if raw[8] == 2 else "u1"
     return np.frombuffer(raw, dtype=dtype, offset=12).reshape(h, w).astype(dtype[-2:])
 
 
-def _bad_json(dataset, index, name, error):
+def _bad_json(dataset: "Dataset", index: int, name: str,
+              error: ValueError) -> CorruptRecordError:
     """The CorruptRecordError of a stored JSON value that does not parse."""
     shard, record = dataset.locate(index)
     key_bytes = dataset.key_bytes(index)
@@ -155,8 +185,14 @@ class Sample:
     absence)."""
 
     __slots__ = ("index", "key_bytes", "label", "image", "fields")
+    index: int
+    key_bytes: bytes
+    label: int | None
+    image: npt.NDArray[np.uint8]
+    fields: dict[str, Any]
 
-    def __init__(self, index, key_bytes, label, image, fields=None):
+    def __init__(self, index: int, key_bytes: bytes, label: int | None,
+                 image: npt.NDArray[np.uint8], fields: dict[str, Any] | None = None) -> None:
         self.index = index
         self.key_bytes = key_bytes
         self.label = label
@@ -164,10 +200,10 @@ class Sample:
         self.fields = {} if fields is None else fields
 
     @property
-    def key(self):
+    def key(self) -> str:
         return _key_str(self.key_bytes)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         h, w, _ = self.image.shape
         return f"Sample(index={self.index}, key={self.key!r}, label={self.label}, image={w}x{h})"
 
@@ -204,31 +240,48 @@ class Dataset:
     store far away.  A value out of its range raises ValueError naming the
     argument; one of another type TypeError.
 
+    ``cache_dir`` (a directory on local disk; default the environment's
+    ``SHARDKIT_CACHE_DIR``, ``""`` none) keeps whole shards of a remote
+    dataset as they are read, shared by every process of the machine (ranks,
+    DataLoader workers, other jobs): each shard is downloaded once, checked
+    against the manifest's xxh3 before use, and read locally afterwards;
+    ``cache_limit`` bytes at most (default ``SHARDKIT_CACHE_LIMIT``, else
+    what the disk takes; other datasets' shards are removed to make room,
+    the least recently read first, never this one's for each other).  A
+    shard that cannot be cached (no room, a full disk) is read remotely and
+    ``cache_warning`` says why for a full disk (the Loader warns once).  ``stats()`` counts
+    cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
+    cache_skipped and cache_corrupt.
+
     Raises FileNotFoundError (shardkit.NotFoundError, with .errno and
     .filename) when there is no dataset at the location, CorruptDatasetError
     for a damaged manifest (see shardkit.errors for every class).
     """
 
-    def __init__(self, location, *, connections=None, window=None, cache=None, retries=None,
-                 timeout=None):
+    def __init__(self, location: Location, *, connections: int | None = None,
+                 window: int | None = None, cache: int | None = None,
+                 retries: int | None = None, timeout: float | None = None,
+                 cache_dir: str | bytes | os.PathLike[str] | os.PathLike[bytes] | None = None,
+                 cache_limit: int | None = None) -> None:
         if not isinstance(location, (str, bytes, os.PathLike)):
             raise TypeError(f"location must be a str or path, not {type(location).__name__}")
-        self._location = os.fspath(location)
-        self._options = _reading_options(connections, window, cache, retries, timeout)
+        self._location: str | bytes = os.fspath(location)
+        self._options = _reading_options(connections, window, cache, retries, timeout,
+                                         cache_dir, cache_limit)
         self._native = _native.Dataset(self._location, **self._options)
-        self._manifest = None
-        self._labels = None
-        self._fields = None
-        self._by_number = None
+        self._manifest: dict[str, Any] | None = None
+        self._labels: list[str] | None = None
+        self._fields: dict[str, Field] | None = None
+        self._by_number: list[Field] = []
 
     @property
-    def location(self):
+    def location(self) -> str | bytes:
         return self._location
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._native)
 
-    def _index(self, i, name="index"):
+    def _index(self, i: Index, name: str = "index") -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
             raise TypeError(f"{name} must be an int, not {type(i).__name__}")
         i = int(i)
@@ -239,16 +292,16 @@ class Dataset:
             raise IndexError(f"{name} {i} is out of range for a dataset of {n} samples")
         return i
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: Index) -> Sample:
         i = self._index(i)
         key, label, pixels, stored = self._native.read(i)
         return Sample(i, key, None if label < 0 else label, np.asarray(pixels),
                       self._sample_fields(i, stored))
 
-    def _sample_fields(self, i, stored):
+    def _sample_fields(self, i: int, stored: tuple[tuple[int, bytes], ...]) -> dict[str, Any]:
         """Sample.fields from the (field number, bytes) pairs a read gave."""
         declared = self._declared()
-        values = dict.fromkeys(declared)
+        values: dict[str, Any] = dict.fromkeys(declared)
         by_number = self._by_number
         for number, raw in stored:
             field = by_number[number]
@@ -258,38 +311,38 @@ class Dataset:
                 raise _bad_json(self, i, field.name, e) from None
         return values
 
-    def _declared(self):
+    def _declared(self) -> dict[str, Field]:
         if self._fields is None:
             self._fields = _declared_fields(self.manifest)
             self._by_number = [f for f in self._fields.values()]
         return self._fields
 
     @property
-    def fields(self):
+    def fields(self) -> dict[str, Field]:
         """The fields the dataset declares: a dict name -> Field (name,
         number, type, length, source, required, present), in field number
         order; empty for a dataset without fields (format version 1)."""
         return dict(self._declared())
 
-    def label_names(self, labels):
+    def label_names(self, labels: Iterable[SupportsInt]) -> list[str]:
         """The class names of a list of label numbers (a labels field's
         value): ``[ds.labels[i] for i in labels]``."""
         names = self.labels
         return [names[int(i)] for i in labels]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Sample]:
         for i in range(len(self)):
             yield self[i]
 
     @property
-    def labels(self):
+    def labels(self) -> list[str]:
         """The class names, in label order (a label is an index into this list)."""
         if self._labels is None:
             self._labels = list(self._native.labels())
         return self._labels
 
     @property
-    def manifest_xxh3(self):
+    def manifest_xxh3(self) -> str:
         """The dataset's identity: the XXH3-64 of its manifest.json bytes,
         16 lower-case hex digits (as a lineage's previous_manifest_xxh3).
         Publishing other contents gives another one; Loader.state_dict()
@@ -297,30 +350,30 @@ class Dataset:
         return f"{self._native.manifest_xxh3():016x}"
 
     @property
-    def manifest(self):
+    def manifest(self) -> dict[str, Any]:
         """manifest.json as a dict (manifests/FORMAT.md describes every field)."""
         if self._manifest is None:
             self._manifest = json.loads(self._native.manifest_json())
         return self._manifest
 
-    def key(self, i):
+    def key(self, i: Index) -> str:
         """The key of sample i (from its shard's footer: no record is read)."""
         return _key_str(self._native.key(self._index(i)))
 
-    def key_bytes(self, i):
+    def key_bytes(self, i: Index) -> bytes:
         return self._native.key(self._index(i))
 
-    def index_of(self, key):
+    def index_of(self, key: str | bytes) -> int:
         """The index of the sample whose key is `key` (str or bytes); KeyError
         when there is none.  The first call reads every shard's footer and
         sorts the keys (8 bytes per sample); later calls are a binary search."""
         return self._native.find(_key_bytes(key))
 
-    def locate(self, i):
+    def locate(self, i: Index) -> tuple[str, int]:
         """(shard file name, record number) of sample i."""
         return self._native.locate(self._index(i))
 
-    def stored(self, i):
+    def stored(self, i: Index) -> tuple[str, int, int, bytes]:
         """Sample i's payload as stored, not decoded: ``(codec, width,
         height, data)``, codec "jpeg", "png" or "raw" and data bytes (the
         JPEG or PNG file's bytes, or raw RGB pixels, row after row).  To
@@ -328,27 +381,37 @@ class Dataset:
         return self._native.read_stored(self._index(i))
 
     @property
-    def options(self):
-        """The remote-reading options given (connections, window, cache,
-        retries, timeout), as a dict; those not given are not in it."""
-        return dict(self._options)
+    def cache_warning(self) -> str:
+        """The node-local cache's first warning (a shard it could not cache,
+        e.g. on a full disk: that shard was read remotely), or ""."""
+        return self._native.cache_warning()
 
-    def __reduce__(self):  # picklable (DataLoader workers): reopened by location and options
+    @property
+    def options(self) -> ReadingOptions:
+        """The remote-reading options given (connections, window, cache,
+        retries, timeout, cache_dir, cache_limit), as a dict; those not given
+        are not in it."""
+        return self._options.copy()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # picklable (DataLoader workers): reopened by location and options
         return (_reopen, (self._location, self._options))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         options = "".join(f", {k}={v!r}" for k, v in self._options.items())
         return f"Dataset({self._location!r}{options}, samples={len(self)})"
 
 
-def _reopen(location, options):
+def _reopen(location: str | bytes, options: ReadingOptions) -> Dataset:
     return Dataset(location, **options)
 
 
-def _reading_options(connections, window, cache, retries, timeout):
+def _reading_options(connections: object, window: object, cache: object, retries: object,
+                     timeout: object, cache_dir: object = None,
+                     cache_limit: object = None) -> ReadingOptions:
     """The remote-reading options given (not None), range-checked: a dict of
     the extension's keywords."""
-    options = {}
+    options: ReadingOptions = {}
     if connections is not None:
         options["connections"] = _check_int(connections, "connections",
                                             maximum=_native.DATASET_MAX_CONNECTIONS)
@@ -364,8 +427,16 @@ def _reading_options(connections, window, cache, retries, timeout):
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, (numbers.Real, np.number)):
             raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
-        if not 0 < timeout <= _native.DATASET_MAX_TIMEOUT:
+        seconds = float(timeout)
+        if not 0 < seconds <= _native.DATASET_MAX_TIMEOUT:
             raise ValueError(f"timeout must be more than 0 and at most "
                              f"{_native.DATASET_MAX_TIMEOUT} seconds, not {timeout!r}")
-        options["timeout"] = float(timeout)
+        options["timeout"] = seconds
+    if cache_dir is not None:
+        if not isinstance(cache_dir, (str, bytes, os.PathLike)):
+            raise TypeError(f"cache_dir must be a str or path, not {type(cache_dir).__name__}")
+        options["cache_dir"] = os.fspath(cache_dir)
+    if cache_limit is not None:
+        options["cache_limit"] = _check_int(cache_limit, "cache_limit", minimum=1,
+                                            maximum=U64_MAX)
     return options

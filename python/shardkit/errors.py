@@ -34,13 +34,14 @@ naming the parameter.  Messages are one line; bytes of a path that are not
 UTF-8 appear as ``\\xNN``.
 """
 import errno as _errno
+from typing import Any
 
 
 class ShardkitError(Exception):
     """A library error (the base of all the classes below); an unknown
     status code raises it as it is."""
 
-    code = None
+    code: int | None = None
 
 
 class _MessageIsTheText:
@@ -48,8 +49,9 @@ class _MessageIsTheText:
     is the library's message, which names the file already, rather than
     OSError's "[Errno 2] message: 'filename'"."""
 
-    def __str__(self):
-        return str(self.strerror) if self.strerror is not None else super().__str__()
+    def __str__(self) -> str:
+        strerror = getattr(self, "strerror", None)
+        return str(strerror) if strerror is not None else super().__str__()
 
 
 class OutOfMemoryError(ShardkitError, MemoryError):
@@ -118,8 +120,9 @@ class CorruptRecordError(CorruptDatasetError):
     ``shard-000000.shard record 12 (key 'a/b.jpg'): zstd: checksum mismatch``.
     """
 
-    def __init__(self, message, *, index=None, shard=None, record=None, key_bytes=None,
-                 code=None):
+    def __init__(self, message: str, *, index: int | None = None, shard: str | None = None,
+                 record: int | None = None, key_bytes: bytes | None = None,
+                 code: int | None = None) -> None:
         super().__init__(message)
         self.index = index
         self.shard = shard
@@ -128,28 +131,30 @@ class CorruptRecordError(CorruptDatasetError):
         self.key = None if key_bytes is None else key_bytes.decode("utf-8", "surrogateescape")
         self.code = code
 
-    def __reduce__(self):  # picklable: DataLoader workers send exceptions back
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable: DataLoader workers send exceptions back
         return (_rebuild_record_error,
                 (str(self), self.index, self.shard, self.record, self.key_bytes, self.code))
 
 
-def _rebuild_record_error(message, index, shard, record, key_bytes, code):
+def _rebuild_record_error(message: str, index: int | None, shard: str | None,
+                          record: int | None, key_bytes: bytes | None,
+                          code: int | None) -> CorruptRecordError:
     return CorruptRecordError(message, index=index, shard=shard, record=record,
                               key_bytes=key_bytes, code=code)
 
 
 # enum shard_status -> class, and the errno of the classes made with one
-_BY_CODE = {
+_BY_CODE: dict[int, type[ShardkitError]] = {
     -1: OutOfMemoryError, -2: StorageError, -3: InvalidArgumentError, -4: CorruptDatasetError,
     -5: UnsupportedError, -6: LimitError, -7: CorruptDatasetError, -8: LockedError,
     -9: ExistsError, -10: MismatchError, -11: NotFoundError, -12: NetworkError,
     -13: RunInterruptedError, -14: RejectedInputError,
 }
-_ERRNO = {NotFoundError: _errno.ENOENT, ExistsError: _errno.EEXIST,
+_ERRNO: dict[type[ShardkitError], int] = {NotFoundError: _errno.ENOENT, ExistsError: _errno.EEXIST,
           LockedError: _errno.EAGAIN, RunInterruptedError: _errno.EINTR}
 
 
-def _from_library(code, message, filename=None):
+def _from_library(code: int, message: str, filename: object = None) -> ShardkitError:
     """The exception for a library error (the extension raises it): the
     class of `code`, with .code set; for the OSError subclasses that have an
     errno (NotFoundError ...), .errno, .strerror (the message) and .filename."""

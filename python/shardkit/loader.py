@@ -3,13 +3,17 @@ import json
 import os
 import struct
 import sys
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from shardkit import _native
-from shardkit.dataset import _BOX, Dataset, _bad_json, _decode_mask, _key_str
+from shardkit.dataset import _BOX, Dataset, Field, Location, _bad_json, _decode_mask, _key_str
 from shardkit.errors import CorruptRecordError
-from shardkit.transforms import U32_MAX, _check_int, compose
+from shardkit.transforms import U32_MAX, Compose, TransformArg, _check_int, compose
 
 # The epoch plan's default shuffle window (SHARD_PLAN_DEFAULT_BUFFER).
 DEFAULT_SHUFFLE_BUFFER = 1024
@@ -22,7 +26,7 @@ MAX_SKIPPED_ERRORS = 100
 STATE_FORMAT = "shardkit.Loader/2"
 
 
-def _distributed():
+def _distributed() -> tuple[int, int] | None:
     """(rank, world_size) of an initialised torch.distributed, else None.
     torch is not imported for this: if it is not imported yet, nothing can
     have initialised it."""
@@ -33,7 +37,7 @@ def _distributed():
     return None
 
 
-def _env_int(name):
+def _env_int(name: str) -> int | None:
     value = os.environ.get(name)
     if value is None:
         return None
@@ -43,7 +47,7 @@ def _env_int(name):
         raise ValueError(f"environment variable {name} must be an int, not {value!r}") from None
 
 
-def resolve_rank(rank, world_size):
+def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
     """rank and world_size given, or from torch.distributed when it is
     initialised, or from the RANK / WORLD_SIZE environment, or 0 and 1."""
     if rank is None and world_size is None:
@@ -63,7 +67,7 @@ def resolve_rank(rank, world_size):
     return rank, world_size
 
 
-def _choice(value, name, choices):
+def _choice(value: object, name: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     if value not in choices:
@@ -71,14 +75,14 @@ def _choice(value, name, choices):
     return value
 
 
-def _seed(value, name):
+def _seed(value: object, name: str) -> int:
     value = _check_int(value, name, minimum=0)
     if value >= 1 << 64:
         raise ValueError(f"{name} must be below 2**64, not {value}")
     return value
 
 
-def _torch():
+def _torch() -> Any:
     try:
         import torch
     except ImportError as e:
@@ -120,9 +124,23 @@ class Batch:
 
     __slots__ = ("images", "labels", "indices", "epoch", "number", "skipped", "fields",
                  "present", "_dataset", "_keys")
+    # numpy arrays, or torch tensors with output="torch" (a list of them for
+    # images of several sizes): Any, as what a DataLoader yields
+    images: Any
+    labels: Any
+    indices: npt.NDArray[np.int64]
+    epoch: int
+    number: int
+    skipped: list[CorruptRecordError]
+    fields: dict[str, Any]
+    present: dict[str, Any]
+    _dataset: Dataset
+    _keys: list[str] | None
 
-    def __init__(self, images, labels, indices, epoch, number, skipped, dataset, fields=None,
-                 present=None):
+    def __init__(self, images: Any, labels: Any, indices: npt.NDArray[np.int64], epoch: int,
+                 number: int, skipped: list[CorruptRecordError], dataset: Dataset,
+                 fields: dict[str, Any] | None = None,
+                 present: dict[str, Any] | None = None) -> None:
         self.images = images
         self.labels = labels
         self.indices = indices
@@ -134,19 +152,19 @@ class Batch:
         self._dataset = dataset
         self._keys = None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter((self.images, self.labels))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.indices)
 
     @property
-    def keys(self):
+    def keys(self) -> list[str]:
         if self._keys is None:
             self._keys = [self._dataset.key(int(i)) for i in self.indices]
         return self._keys
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shape = getattr(self.images, "shape", None)
         shape = tuple(shape) if shape is not None else f"{len(self.images)} arrays"
         return f"Batch(epoch={self.epoch}, number={self.number}, images={shape})"
@@ -201,11 +219,16 @@ class Loader:
     previous one.
     """
 
-    def __init__(self, ds, batch_size, *, shuffle=True, seed=0, rank=None, world_size=None,
-                 threads=None, transform=None, drop_last=False, remainder="keep",
-                 shuffle_buffer=None, output="numpy", layout="NHWC", dtype="uint8",
-                 on_error="raise", prefetch=DEFAULT_PREFETCH, fields=None, multi_hot=False,
-                 box_min_size=1.0, _part=0, _parts=1):
+    def __init__(self, ds: Dataset | Location, batch_size: int, *, shuffle: bool = True,
+                 seed: int = 0, rank: int | None = None, world_size: int | None = None,
+                 threads: int | None = None, transform: TransformArg = None,
+                 drop_last: bool = False, remainder: Literal["keep", "drop", "pad"] = "keep",
+                 shuffle_buffer: int | None = None, output: Literal["numpy", "torch"] = "numpy",
+                 layout: Literal["NHWC", "NCHW"] = "NHWC",
+                 dtype: Literal["uint8", "float32", "float16"] = "uint8",
+                 on_error: Literal["raise", "skip"] = "raise", prefetch: int = DEFAULT_PREFETCH,
+                 fields: Iterable[str] | None = None, multi_hot: bool | Iterable[str] = False,
+                 box_min_size: float = 1.0, _part: int = 0, _parts: int = 1) -> None:
         if not isinstance(ds, Dataset):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
@@ -253,33 +276,34 @@ class Loader:
         self._batch = 0
         self._generation = 0
         self._closed = False
-        self._skipped_errors = []
+        self._cache_warned = False
+        self._skipped_errors: list[CorruptRecordError] = []
         self._reads_before = ds._native.stats()  # the dataset's counters count from its opening
 
     # ---- position ---------------------------------------------------------
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches per epoch for this rank."""
         return self._counts()["batches"]
 
-    def _counts(self):
+    def _counts(self) -> dict[str, int]:
         return self._native.counts()
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         return self._epoch
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         epoch = _seed(epoch, "epoch")
         if epoch != self._epoch:
             self._move(epoch, 0)
 
-    def _move(self, epoch, batch):
+    def _move(self, epoch: int, batch: int) -> None:
         self._native.stop()  # first: refused while another thread's next() runs
         self._generation += 1  # ends an iteration in progress
         self._epoch, self._batch = epoch, batch
 
-    def _identity(self):
+    def _identity(self) -> dict[str, Any]:
         transform = repr(self.transform._steps()) if self.transform is not None else None
         return {"seed": self.seed, "shuffle": self.shuffle, "rank": self.rank,
                 "world_size": self.world_size, "batch_size": self.batch_size,
@@ -288,7 +312,7 @@ class Loader:
                 "transform": transform, "layout": self.layout, "dtype": self.dtype,
                 **self._fields_identity()}
 
-    def _fields_identity(self):
+    def _fields_identity(self) -> dict[str, Any]:
         # None without fields, as a state from before fields existed reads
         if not self.fields:
             return {"fields": None, "multi_hot": None}
@@ -298,14 +322,14 @@ class Loader:
             identity["box_min_size"] = self.box_min_size
         return identity
 
-    def state_dict(self):
+    def state_dict(self) -> dict[str, Any]:
         """The position (epoch, batches handed out), the dataset's identity
         (``manifest_xxh3``: its manifest's hash) and what else the batches
         depend on; a dict of plain values (torch.save / json friendly)."""
         return {"format": STATE_FORMAT, "epoch": self._epoch, "batch": self._batch,
                 "manifest_xxh3": self.dataset.manifest_xxh3, **self._identity()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue where `state` (from state_dict) says.  Raises ValueError
         when it was taken on another dataset (another manifest: a re-publish
         with the same sample count too) or names the first setting that
@@ -341,11 +365,11 @@ class Loader:
 
     # ---- iteration --------------------------------------------------------
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Batch]:
         self._generation += 1
         return self._batches(self._generation)
 
-    def _batches(self, generation):
+    def _batches(self, generation: int) -> Iterator[Batch]:
         self._native.start(self._epoch, self._batch)
         try:
             while True:
@@ -363,13 +387,24 @@ class Loader:
                         self._batch = self._native.position()[1]
                 if parts is None:
                     self._epoch, self._batch = self._epoch + 1, 0
+                    self._warn_cache()
                     return
                 yield self._make_batch(*parts)
         finally:
             if generation == self._generation and not self._closed:
                 self._native.stop()
 
-    def _make_batch(self, images, indices, labels, epoch, number, skipped, fields):
+    def _warn_cache(self) -> None:
+        """Warn once when the dataset's node-local cache could not cache a
+        shard (read remotely instead: a full disk, ...)."""
+        text = self.dataset.cache_warning
+        if text and not self._cache_warned:
+            self._cache_warned = True
+            warnings.warn(text, RuntimeWarning, stacklevel=3)
+
+    def _make_batch(self, images: Any, indices: Any, labels: Any, epoch: int, number: int,
+                    skipped: list[CorruptRecordError],
+                    fields: "tuple[_native._FieldParts, ...]") -> Batch:
         indices = np.frombuffer(indices, dtype=np.uint64).astype(np.int64)
         labels = np.frombuffer(labels, dtype=np.int32).astype(np.int64)
         if isinstance(images, list):
@@ -391,12 +426,14 @@ class Loader:
         return Batch(images, labels, indices, epoch, number, skipped, self.dataset, values,
                      present)
 
-    def _batch_fields(self, parts, indices):
+    def _batch_fields(self, parts: "tuple[_native._FieldParts, ...]",
+                      indices: npt.NDArray[np.int64]) -> tuple[dict[str, Any], dict[str, Any]]:
         """batch.fields and batch.present from the native batch's fields
         (one (number, present, values, items, labels) per selected field)."""
-        values, present = {}, {}
-        for field, (_, mask, stacked, items, labels) in zip(self.fields, parts):
-            mask = np.asarray(mask).view(np.bool_)
+        values: dict[str, Any] = {}
+        present: dict[str, Any] = {}
+        for field, (_, present_bytes, stacked, items, labels) in zip(self.fields, parts):
+            mask = np.asarray(present_bytes).view(np.bool_)
             name = field.name
             present[name] = mask
             if stacked is not None:
@@ -417,13 +454,14 @@ class Loader:
                     values[name] = [ids[ends[j]:ends[j + 1]].tolist() if mask[j] else None
                                     for j in range(len(mask))]
             elif field.type == "json":
+                texts = cast("list[str | None]", items)
                 values[name] = [None if s is None else self._parse_json(s, indices[j], name)
-                                for j, s in enumerate(items)]
+                                for j, s in enumerate(texts)]
             else:
                 values[name] = items
         return values, present
 
-    def _parse_json(self, text, index, name):
+    def _parse_json(self, text: str, index: np.int64, name: str) -> Any:
         try:
             return json.loads(text)
         except ValueError as e:
@@ -432,15 +470,17 @@ class Loader:
     # ---- measurement and lifetime -------------------------------------------
 
     @property
-    def stats(self):
+    def stats(self) -> dict[str, Any]:
         """What the loader has done since it was made (the numbers shardbench
         reports): samples, batches, seconds (with an epoch in progress),
         samples_per_second, wait_seconds and wait_fraction (the training loop
         blocked on input), stage_ms (per sample, summed over threads: read,
         decompress, decode, transform), bytes_read, requests and retries (over
         HTTP), skipped (damaged samples left out with on_error="skip") and
-        skipped_errors (the first ones).  The reader's counters are the
-        dataset's: reads of the same Dataset by others count too."""
+        skipped_errors (the first ones), and the node-local cache's
+        cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
+        cache_skipped (Dataset(cache_dir=...)).  The reader's counters are
+        the dataset's: reads of the same Dataset by others count too."""
         s = self._native.stats()
         now = self.dataset._native.stats()
         reads = {k: now[k] - self._reads_before[k] for k in now}
@@ -448,7 +488,7 @@ class Loader:
         samples = s["samples"]
         read_samples = reads["samples"] or 1
 
-        def per_sample(ns, n):
+        def per_sample(ns: int, n: int) -> float:
             return ns / 1e6 / n if n else 0.0
 
         return {
@@ -468,13 +508,18 @@ class Loader:
             "bytes_transferred": reads["bytes_transferred"],
             "requests": reads["requests"],
             "retries": reads["retries"],
+            "cache_hits": reads["cache_hits"],
+            "cache_misses": reads["cache_misses"],
+            "cache_bytes_fetched": reads["cache_bytes_fetched"],
+            "cache_evictions": reads["cache_evictions"],
+            "cache_skipped": reads["cache_skipped"],
             "skipped": s["skipped"],
             "failed_batches": s["failed_batches"],
             "skipped_errors": list(self._skipped_errors),
             "threads": self.threads,
         }
 
-    def close(self):
+    def close(self) -> None:
         """Stop the threads now (also done when the loader is dropped).
         Batches already handed out stay valid; iterating, or a next() in
         progress, raises ValueError("the loader is closed").  Safe from a
@@ -485,19 +530,20 @@ class Loader:
         self._generation += 1
         self._native.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Loader":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Loader({self.dataset!r}, batch_size={self.batch_size}, rank={self.rank}, "
                 f"world_size={self.world_size}, threads={self.threads}, "
                 f"transform={self.transform!r})")
 
 
-def _batch_boxes(data, ends, mask, torch=None):
+def _batch_boxes(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
+                 torch: Any = None) -> list[dict[str, Any] | None]:
     """A batch's boxes (every sample's back to back, ends[j] bytes before
     sample j's end) as per-sample dicts of views into whole-batch arrays
     (torch tensors with `torch`), split in one call per array."""
@@ -505,6 +551,7 @@ def _batch_boxes(data, ends, mask, torch=None):
     arrays = (np.ascontiguousarray(b["xyxy"]).reshape(-1, 4), b["cls"].astype(np.int64),
               (b["flags"] & 1).astype(bool))
     counts = np.diff(ends // _BOX.itemsize).tolist()
+    parts: list[Any]
     if torch is not None:
         parts = [torch.split(torch.from_numpy(a), counts) for a in arrays]
     else:
@@ -514,7 +561,8 @@ def _batch_boxes(data, ends, mask, torch=None):
             for x, y, z, present in zip(*parts, mask)]
 
 
-def _batch_masks(data, ends, mask):
+def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],
+                 mask: npt.NDArray[Any]) -> npt.NDArray[Any] | list[npt.NDArray[Any] | None]:
     """A batch's masks: one (B, H, W) view of the batch's memory when every
     sample has one of the same size and value width, else a list."""
     n = len(mask)
@@ -530,7 +578,7 @@ def _batch_masks(data, ends, mask):
     return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
 
 
-def _to_torch(t, v):
+def _to_torch(t: Any, v: Any) -> Any:
     """A batch.fields value as torch tensors: arrays, and the arrays in lists
     and dicts (boxes); a uint16 mask as int32 (torch has no uint16)."""
     if isinstance(v, np.ndarray):
@@ -542,7 +590,8 @@ def _to_torch(t, v):
     return v
 
 
-def _select_fields(ds, names, multi_hot):
+def _select_fields(ds: Dataset, names: Iterable[str] | None,
+                   multi_hot: bool | Iterable[str]) -> tuple[list[Field], set[str]]:
     """(the Fields `names` selects, in that order; the names of those to give
     as multi-hot arrays), checked against the dataset's declarations."""
     declared = ds.fields
@@ -551,7 +600,7 @@ def _select_fields(ds, names, multi_hot):
     if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
         raise TypeError(f"fields must be a list of field names, not {type(names).__name__}")
     names = list(names)
-    selected = []
+    selected: list[Field] = []
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"fields must be a list of field names, not of "
@@ -582,6 +631,5 @@ def _select_fields(ds, names, multi_hot):
     return selected, hot
 
 
-def _empty():
-    from shardkit.transforms import Compose
+def _empty() -> Compose:
     return Compose([])

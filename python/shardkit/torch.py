@@ -38,18 +38,20 @@ as they are (tensors; lists of str, parsed JSON values and None)::
 """
 import multiprocessing
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 import torch.utils.data
 
-from shardkit.dataset import Dataset
+from shardkit.dataset import Dataset, Location, ReadingOptions
 from shardkit.loader import Loader, _seed
 from shardkit import _native
 
 __all__ = ["ShardIterableDataset"]
 
 
-class ShardIterableDataset(torch.utils.data.IterableDataset):
+class ShardIterableDataset(torch.utils.data.IterableDataset[tuple[Any, ...]]):
     """Batches of a shardkit dataset for torch's DataLoader (batch_size=None).
 
     Takes Loader's arguments (ds may be a Dataset or its location; output is
@@ -58,11 +60,13 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
     fields, present), then indices with return_indices.  ``len()`` is the
     number of batches this rank gets per epoch."""
 
-    def __init__(self, ds, batch_size, *, return_indices=False, threads=None, **options):
+    def __init__(self, ds: Dataset | Location, batch_size: int, *, return_indices: bool = False,
+                 threads: int | None = None, **options: Any) -> None:
         if "output" in options:
             raise TypeError("output: ShardIterableDataset always yields torch tensors")
         self.location = ds.location if isinstance(ds, Dataset) else os.fspath(ds)
-        self.reading = ds.options if isinstance(ds, Dataset) else {}  # workers read as ds does
+        # workers read as ds does
+        self.reading: ReadingOptions = ds.options if isinstance(ds, Dataset) else {}
         self.batch_size = batch_size
         self.return_indices = bool(return_indices)
         self.threads = threads
@@ -76,23 +80,23 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
         self._with_fields = bool(probe.fields)
         probe.close()
         self._epoch = multiprocessing.RawValue("Q", 0)
-        self._loader = None
-        self._owner = None
+        self._loader: Loader | None = None
+        self._owner: tuple[int, int, int] | None = None
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration reads (also in running workers)."""
         self._epoch.value = _seed(epoch, "epoch")
 
     @property
-    def epoch(self):
-        return self._epoch.value
+    def epoch(self) -> int:
+        return int(self._epoch.value)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._batches
 
-    def _make_loader(self, part, parts):
+    def _make_loader(self, part: int, parts: int) -> Loader:
         key = (os.getpid(), part, parts)
-        if self._owner != key:
+        if self._owner != key or self._loader is None:
             threads = self.threads
             if threads is None:
                 threads = max(1, _native.available_cpus() // parts)
@@ -102,20 +106,20 @@ class ShardIterableDataset(torch.utils.data.IterableDataset):
             self._owner = key
         return self._loader
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
         info = torch.utils.data.get_worker_info()
         part, parts = (info.id, info.num_workers) if info is not None else (0, 1)
         loader = self._make_loader(part, parts)
         loader._move(self._epoch.value, 0)  # the whole epoch, every time
         for batch in loader:
-            item = (batch.images, batch.labels)
+            item: tuple[Any, ...] = (batch.images, batch.labels)
             if self._with_fields:
                 item += (batch.fields, batch.present)
             if self.return_indices:
                 item += (torch.from_numpy(batch.indices),)
             yield item
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_loader"] = None  # each process makes its own
         state["_owner"] = None

@@ -283,9 +283,12 @@ static PyObject *raise_library_error(PyObject *self, PyObject *args)
 
 static PyMethodDef module_methods[] = {
     {"_raise_library_error", raise_library_error, METH_VARARGS,
-     "_raise_library_error(code, message[, filename]): raise as for a library error"},
-    {"version", version, METH_NOARGS, "the linked library's version"},
+     "_raise_library_error($module, code, message, filename=None, /)\n--\n\n"
+     "raise as for a library error"},
+    {"version", version, METH_NOARGS,
+     "version($module, /)\n--\n\nthe linked library's version"},
     {"available_cpus", available_cpus, METH_NOARGS,
+     "available_cpus($module, /)\n--\n\n"
      "CPUs this process may use (affinity, cgroup quota, OMP_NUM_THREADS)"},
     {NULL, NULL, 0, NULL},
 };
@@ -313,7 +316,8 @@ PyMODINIT_FUNC PyInit__native(void)
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
-    if (PyModule_AddObjectRef(m, "Dataset", (PyObject *)&skpy_dataset_type) < 0 ||
+    if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&skpy_buffer_type) < 0 ||
+        PyModule_AddObjectRef(m, "Dataset", (PyObject *)&skpy_dataset_type) < 0 ||
         PyModule_AddObjectRef(m, "Augment", (PyObject *)&skpy_augment_type) < 0 ||
         PyModule_AddObjectRef(m, "Loader", (PyObject *)&skpy_loader_type) < 0 ||
         PyModule_AddObjectRef(m, "Batch", (PyObject *)&skpy_batch_type) < 0 ||

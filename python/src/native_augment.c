@@ -274,11 +274,12 @@ done:
 
 static PyMethodDef augment_methods[] = {
     {"fixed_size", augment_fixed_size, METH_NOARGS,
-     "(height, width) when every output has that size, else None"},
+     "fixed_size($self, /)\n--\n\n(height, width) when every output has that size, else None"},
     {"draw", augment_draw, METH_VARARGS,
-     "draw(width, height, seed, epoch, index) -> the random choices, one dict per step"},
+     "draw($self, width, height, seed, epoch, index, /)\n--\n\n"
+     "the random choices, one dict per step"},
     {"apply", augment_apply, METH_VARARGS,
-     "apply(image, seed, epoch, index) -> the transformed image (a buffer)"},
+     "apply($self, image, seed, epoch, index, /)\n--\n\nthe transformed image (a Buffer)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -288,7 +289,7 @@ PyTypeObject skpy_augment_type = {
     .tp_basicsize = sizeof(AugmentObject),
     .tp_dealloc = augment_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Augment(steps, layout='NHWC', dtype='uint8'): transforms run in C",
+    .tp_doc = "Augment(steps, layout='NHWC', dtype='uint8')\n--\n\ntransforms run in C",
     .tp_methods = augment_methods,
     .tp_init = augment_init,
     .tp_new = PyType_GenericNew,

@@ -57,7 +57,8 @@ static int take_options(PyObject *connections, PyObject *window, PyObject *cache
 }
 
 /* Dataset(location, *, connections=None, window=None, cache=None,
- * retries=None, timeout=None): location is str, bytes or a path
+ * retries=None, timeout=None, cache_dir=None, cache_limit=None): location
+ * is str, bytes or a path
  * (os.fsencode's rules: a str of a non-UTF-8 file name holds surrogate
  * escapes); the rest how a remote one is read (shard_dataset_open_ex),
  * None the default. */
@@ -65,18 +66,31 @@ static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     DatasetObject *d = (DatasetObject *)self;
     static char *names[] = {"location", "connections", "window", "cache", "retries", "timeout",
-                            NULL};
+                            "cache_dir", "cache_limit", NULL};
     PyObject *given, *loc;
     PyObject *connections = Py_None, *window = Py_None, *cache = Py_None, *retries = Py_None,
-             *timeout = Py_None;
+             *timeout = Py_None, *cache_dir = Py_None, *cache_limit = Py_None, *dir = NULL;
     struct shard_dataset_options o;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOOOO:Dataset", names, &given, &connections,
-                                     &window, &cache, &retries, &timeout) ||
-        take_options(connections, window, cache, retries, timeout, &o) < 0 ||
-        !PyUnicode_FSConverter(given, &loc))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOOOOOO:Dataset", names, &given,
+                                     &connections, &window, &cache, &retries, &timeout,
+                                     &cache_dir, &cache_limit) ||
+        take_options(connections, window, cache, retries, timeout, &o) < 0)
         return -1;
+    if (cache_limit != Py_None &&
+        skpy_uint(cache_limit, "cache_limit", 1, UINT64_MAX, &o.cache_limit) < 0)
+        return -1;
+    if (cache_dir != Py_None) {
+        if (!PyUnicode_FSConverter(cache_dir, &dir))
+            return -1;
+        o.cache_dir = PyBytes_AS_STRING(dir);
+    }
+    if (!PyUnicode_FSConverter(given, &loc)) {
+        Py_XDECREF(dir);
+        return -1;
+    }
     if (d->ds) {
         Py_DECREF(loc);
+        Py_XDECREF(dir);
         PyErr_SetString(PyExc_RuntimeError, "Dataset is already open");
         return -1;
     }
@@ -88,6 +102,7 @@ static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
     rc = shard_dataset_open_ex(&ds, path, &o, &err);
     Py_END_ALLOW_THREADS
     Py_DECREF(loc);
+    Py_XDECREF(dir);
     if (rc) {
         skpy_raise_path(&err, given);
         return -1;
@@ -316,7 +331,13 @@ static PyObject *dataset_stats(PyObject *self, PyObject *unused)
         return NULL;
     struct shard_read_stats st;
     shard_dataset_stats(d->ds, &st);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "samples",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
+                         "cache_hits", (unsigned long long)st.cache_hits, "cache_misses",
+                         (unsigned long long)st.cache_misses, "cache_bytes_fetched",
+                         (unsigned long long)st.cache_bytes_fetched, "cache_evictions",
+                         (unsigned long long)st.cache_evictions, "cache_skipped",
+                         (unsigned long long)st.cache_skipped, "cache_corrupt",
+                         (unsigned long long)st.cache_corrupt, "samples",
                          (unsigned long long)st.samples, "errors", (unsigned long long)st.errors,
                          "read_ns", (unsigned long long)st.read_ns, "decompress_ns",
                          (unsigned long long)st.decompress_ns, "decode_ns",
@@ -325,6 +346,17 @@ static PyObject *dataset_stats(PyObject *self, PyObject *unused)
                          (unsigned long long)st.bytes_transferred, "requests",
                          (unsigned long long)st.requests, "retries",
                          (unsigned long long)st.retries);
+}
+
+/* cache_warning() -> str: the node-local cache's first warning, or "" */
+static PyObject *dataset_cache_warning(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    char buf[SHARD_ERRMSG_SIZE];
+    size_t n = shard_dataset_cache_warning(d->ds, buf, sizeof buf);
+    return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)n, "surrogateescape");
 }
 
 /* manifest_xxh3() -> int: the XXH3-64 of manifest.json's bytes (the identity) */
@@ -346,18 +378,28 @@ static PyObject *dataset_shard_count(PyObject *self, PyObject *unused)
 
 static PyMethodDef dataset_methods[] = {
     {"read", dataset_read, METH_O,
-     "read(index) -> (key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
+     "read($self, index, /)\n--\n\n"
+     "(key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
     {"read_stored", dataset_read_stored, METH_O,
-     "read_stored(index) -> (codec, width, height, payload bytes as stored)"},
-    {"key", dataset_key, METH_O, "key(index) -> key bytes (from the shard footer)"},
-    {"find", dataset_find, METH_O, "find(key bytes) -> index (KeyError when absent)"},
-    {"locate", dataset_locate, METH_O, "locate(index) -> (shard file, record)"},
-    {"manifest_json", dataset_manifest_json, METH_NOARGS, "the manifest as JSON text"},
-    {"labels", dataset_labels, METH_NOARGS, "the class names, as a tuple"},
-    {"shard_count", dataset_shard_count, METH_NOARGS, "number of shards"},
+     "read_stored($self, index, /)\n--\n\n(codec, width, height, payload bytes as stored)"},
+    {"key", dataset_key, METH_O,
+     "key($self, index, /)\n--\n\nkey bytes (from the shard footer)"},
+    {"find", dataset_find, METH_O,
+     "find($self, key, /)\n--\n\nthe index of the key bytes (KeyError when absent)"},
+    {"locate", dataset_locate, METH_O,
+     "locate($self, index, /)\n--\n\n(shard file, record)"},
+    {"manifest_json", dataset_manifest_json, METH_NOARGS,
+     "manifest_json($self, /)\n--\n\nthe manifest as JSON text"},
+    {"labels", dataset_labels, METH_NOARGS,
+     "labels($self, /)\n--\n\nthe class names, as a tuple"},
+    {"shard_count", dataset_shard_count, METH_NOARGS,
+     "shard_count($self, /)\n--\n\nnumber of shards"},
     {"manifest_xxh3", dataset_manifest_xxh3, METH_NOARGS,
-     "XXH3-64 of manifest.json's bytes: the dataset's identity"},
-    {"stats", dataset_stats, METH_NOARGS, "the read counters since the dataset was opened"},
+     "manifest_xxh3($self, /)\n--\n\nXXH3-64 of manifest.json's bytes: the dataset's identity"},
+    {"stats", dataset_stats, METH_NOARGS,
+     "stats($self, /)\n--\n\nthe read counters since the dataset was opened"},
+    {"cache_warning", dataset_cache_warning, METH_NOARGS,
+     "cache_warning($self, /)\n--\n\nthe node-local cache's first warning, or ''"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -371,7 +413,8 @@ PyTypeObject skpy_dataset_type = {
     .tp_as_sequence = &dataset_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Dataset(location, *, connections=None, window=None, cache=None, retries=None, "
-              "timeout=None): an open shardkit dataset (a directory, an http(s) URL or an "
+              "timeout=None, cache_dir=None, cache_limit=None)\n--\n\n"
+              "an open shardkit dataset (a directory, an http(s) URL or an "
               "s3:// location; str or bytes); the keywords say how a remote one is read "
               "(None: the default)",
     .tp_methods = dataset_methods,

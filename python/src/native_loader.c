@@ -391,13 +391,19 @@ static PyObject *loader_stats(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef loader_methods[] = {
-    {"start", loader_start, METH_VARARGS, "start(epoch, batch): begin reading there"},
-    {"next", loader_next, METH_NOARGS, "next() -> the next batch's parts, or None at the end"},
-    {"counts", loader_counts, METH_NOARGS, "batches, samples and dropped samples per epoch"},
-    {"position", loader_position, METH_NOARGS, "(epoch, batches handed out)"},
-    {"stats", loader_stats, METH_NOARGS, "the loader's counters"},
-    {"stop", loader_stop, METH_NOARGS, "stop the threads; the position stays"},
+    {"start", loader_start, METH_VARARGS,
+     "start($self, epoch, batch, /)\n--\n\nbegin reading there"},
+    {"next", loader_next, METH_NOARGS,
+     "next($self, /)\n--\n\nthe next batch's parts, or None at the end"},
+    {"counts", loader_counts, METH_NOARGS,
+     "counts($self, /)\n--\n\nbatches, samples and dropped samples per epoch"},
+    {"position", loader_position, METH_NOARGS,
+     "position($self, /)\n--\n\n(epoch, batches handed out)"},
+    {"stats", loader_stats, METH_NOARGS, "stats($self, /)\n--\n\nthe loader's counters"},
+    {"stop", loader_stop, METH_NOARGS,
+     "stop($self, /)\n--\n\nstop the threads; the position stays"},
     {"close", loader_close, METH_NOARGS,
+     "close($self, /)\n--\n\n"
      "stop the threads and free the loader (during a call of another thread or under a "
      "signal handler: when that call is done with it)"},
     {NULL, NULL, 0, NULL},
@@ -409,7 +415,9 @@ PyTypeObject skpy_loader_type = {
     .tp_basicsize = sizeof(LoaderObject),
     .tp_dealloc = loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "the C batch loader (use shardkit.Loader)",
+    .tp_doc = "Loader(dataset, augment, batch_size, shuffle, seed, rank, world_size, threads, "
+              "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, part=0, parts=1, "
+              "fields=None)\n--\n\nthe C batch loader (use shardkit.Loader)",
     .tp_methods = loader_methods,
     .tp_init = loader_init,
     .tp_new = PyType_GenericNew,

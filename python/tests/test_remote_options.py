@@ -177,3 +177,50 @@ def test_dataloader_workers_read_as_the_dataset_given(labelled):
         # the worker process opened the dataset with 4 KiB windows too
         suffixes = {r for _, r in server.shard_requests() if r.startswith("bytes=-")}
         assert suffixes == {"bytes=-4096"}, suffixes
+
+
+def test_the_node_cache_serves_a_second_read_without_a_request(labelled, tmp_path):
+    local = every_sample(shardkit.Dataset(labelled))
+    shards = len([f for f in os.listdir(labelled) if f.endswith(".shard")])
+    cache = str(tmp_path / "cache")
+    with Server(labelled) as server:
+        first = shardkit.Dataset(server.url, cache_dir=cache)
+        assert every_sample(first) == local
+        assert len(server.shard_requests()) == shards
+        st = first._native.stats()
+        assert st["cache_misses"] == shards and st["cache_hits"] == 0, st
+        del first  # its downloads end with it
+        assert sorted(f for f in os.listdir(cache) if f.endswith(".shard")) == sorted(
+            f"{s['xxh3']}-{s['bytes']}.shard" for s in shardkit.Dataset(labelled).manifest["shards"])
+        server.log.clear()
+        second = pickle.loads(pickle.dumps(shardkit.Dataset(server.url, cache_dir=cache)))
+        assert second.options == {"cache_dir": cache}
+        assert every_sample(second) == local
+        assert server.shard_requests() == []
+        st = second._native.stats()
+        assert st["cache_hits"] == shards and st["cache_misses"] == 0, st
+        assert st["cache_bytes_fetched"] == 0 and second.cache_warning == ""
+
+
+def test_the_node_cache_is_taken_from_the_environment(labelled, tmp_path, monkeypatch):
+    with Server(labelled) as server:
+        monkeypatch.setenv("SHARDKIT_CACHE_DIR", str(tmp_path / "env"))
+        every_sample(shardkit.Dataset(server.url))
+        server.log.clear()
+        every_sample(shardkit.Dataset(server.url))
+        assert server.shard_requests() == []
+        # an empty cache_dir turns it off
+        every_sample(shardkit.Dataset(server.url, cache_dir=""))
+        assert server.shard_requests()
+        monkeypatch.setenv("SHARDKIT_CACHE_LIMIT", "much")
+        with pytest.raises(ValueError, match="SHARDKIT_CACHE_LIMIT: 'much' is not a size"):
+            shardkit.Dataset(server.url)
+
+
+@pytest.mark.parametrize("name, value, error", [
+    ("cache_limit", 0, ValueError), ("cache_limit", -1, ValueError),
+    ("cache_limit", 1.5, TypeError), ("cache_dir", 5, TypeError),
+])
+def test_a_bad_cache_option_is_refused_naming_it(labelled, name, value, error):
+    with pytest.raises(error, match=name):
+        shardkit.Dataset(labelled, **{name: value})

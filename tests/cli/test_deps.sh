@@ -30,10 +30,11 @@ has() {
 }
 
 say "each make target asks for its own group"
-for target in demo test sanitize check bench fuzz python screenshots deb; do
+for target in demo test sanitize check bench fuzz python screenshots deb format format-check; do
     case $target in
     sanitize) group=test ;;
     check) group=unit ;;
+    format-check) group=format ;;
     *) group=$target ;;
     esac
     make -C "$TOP" -n --no-print-directory BUILD="$T/build" "$target" >"$T/make.out" 2>&1 ||
@@ -56,6 +57,10 @@ say "make test builds the manual pages and tests the completion; make deb packag
 has test help2man pandoc bash-completion zsh
 has deb debhelper dh-python debootstrap help2man pandoc python3-numpy python3-pil
 lacks demo help2man pandoc debhelper dh-python debootstrap
+
+say "make format and make test: the clang-format .clang-format is written for"
+has format clang-format-14
+has test clang-format-14
 
 say "make bench and make fuzz: the libraries and compilers only they use"
 has bench $BENCH_ONLY libturbojpeg0-dev

@@ -10,14 +10,15 @@
 #   - no edge goes up or sideways, and no folders reach each other (cycle);
 #   - every SHARD_API function is defined by the folder implementing its
 #     header;
-#   - the read path (lib/read) includes no benchmark header.
+#   - the benchmark is no folder of lib/ (shardbench's engine lives with the
+#     program, on the public API: test_symbols.sh).
 # Each check is first shown to catch a planted violation.
 . "$(dirname "$0")/lib.sh"
 
 LIB="$SHARDKIT_TOP/lib"
 INC="$SHARDKIT_TOP/include"
 OBJ="$SHARDKIT_BIN/../obj/lib"
-[ -d "$LIB/read" ] && [ -d "$LIB/bench" ] || die "no lib/read or lib/bench under $SHARDKIT_TOP"
+[ -d "$LIB/read" ] || die "no lib/read under $SHARDKIT_TOP"
 [ -f "$LIB/README.md" ] || die "no lib/README.md: the layer order is written there"
 [ -d "$OBJ/read" ] || die "no objects in $OBJ: the build makes them"
 
@@ -121,13 +122,6 @@ misplaced() {
         }' | sort -u
 }
 
-# Files under $1/read that include a benchmark header: lib/bench's, the
-# public shardkit/bench.h, or the umbrella shardkit.h (which includes it).
-read_includes_bench() {
-    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]*bench[^">]*|shardkit\.h)[">]' \
-        "$1/read" || true
-}
-
 table "$LIB/README.md" >"$T/order"
 
 # The objects of the sources of lib/, without a stale one of a removed source.
@@ -139,10 +133,14 @@ for c in "$LIB"/*/*.c; do
     ln -s "$o" "$T/objs/$f/"
 done
 
-say "lib/README.md's table: util at the bottom, bench on top, a row for every folder"
+say "lib/README.md's table: util at the bottom, convert and verify on top, a row for every folder"
 awk '$1 == "L" {print $2, $3}' "$T/order" | sort -n -k2 >"$T/layers"
 [ "$(head -n 1 "$T/layers" | cut -d' ' -f1)" = util ] || die "util is not the lowest layer: $(cat "$T/layers")"
-[ "$(tail -n 1 "$T/layers" | cut -d' ' -f1)" = bench ] || die "bench is not the top layer: $(cat "$T/layers")"
+top=$(tail -n 1 "$T/layers" | cut -d' ' -f2)
+[ "$(awk -v t="$top" '$2 == t {print $1}' "$T/layers" | sort | tr '\n' ' ')" = "convert verify " ] ||
+    die "convert and verify are not the top layer: $(cat "$T/layers")"
+[ ! -d "$LIB/bench" ] && ! grep -q '^L bench ' "$T/order" ||
+    die "lib/bench: the benchmark belongs with shardbench (cmd/shardbench/engine), not in the library"
 grep -q '^H image.h image$' "$T/order" || die "the table's header column was not read: $(cat "$T/order")"
 for d in "$LIB"/*/; do
     grep -q "^L $(basename "$d") " "$T/order" || die "lib/$(basename "$d") has no row in lib/README.md"
@@ -187,21 +185,17 @@ cc -c "$T/planted.c" -o "$T/obj/util/planted.o"
 misplaced "$T/order" "$T/inc" "$T/obj" >"$T/bad"
 grep -qxF 'shard_planted: declared in shardkit/image.h (image) but defined in lib/util' "$T/bad" ||
     die "image.h's function in util went unnoticed: $(cat "$T/bad")"
-# Includes: the read path of a benchmark header, util of the reader's public
-# header, a public header of a higher one's.
-mkdir -p "$T/lib/read" "$T/lib/bench" "$T/lib/util"
+# Includes: the read path of the verifier's header, util of the reader's
+# public header, a public header of a higher one's.
+mkdir -p "$T/lib/read" "$T/lib/util"
 printf '#include "util/clock.h"\n#include "shardkit/image.h"\n' >"$T/lib/read/ok.c"
-[ -z "$(read_includes_bench "$T/lib")" ] || die "a clean read path was flagged"
 include_edges "$T/order" "$T/lib" "$INC" | against "$T/order" >"$T/bad"
 [ ! -s "$T/bad" ] || die "clean includes were flagged: $(cat "$T/bad")"
-printf '#include "bench/probe.h"\n' >"$T/lib/read/bad.c"
-[ -n "$(read_includes_bench "$T/lib")" ] || die "bench/probe.h in lib/read went unnoticed"
-printf '#  include "shardkit/bench.h"\n' >"$T/lib/read/bad.c"
-[ -n "$(read_includes_bench "$T/lib")" ] || die "shardkit/bench.h in lib/read went unnoticed"
+printf '#  include "shardkit/verify.h"\n' >"$T/lib/read/bad.c"
 printf '#include "shardkit/dataset.h" /* why */\n' >"$T/lib/util/u.c"
 printf '#include "shardkit/loader.h"\n' >>"$T/inc/shardkit/image.h"
 include_edges "$T/order" "$T/lib" "$T/inc" | against "$T/order" >"$T/bad"
-grep -qF 'read (layer 8) uses bench (layer 11): read/bad.c' "$T/bad" &&
+grep -qF 'read (layer 8) uses verify (layer 10): read/bad.c' "$T/bad" &&
     grep -qF 'util (layer 1) uses read (layer 8): util/u.c' "$T/bad" &&
     grep -qF 'image (layer 2) uses loader (layer 9): shardkit/image.h' "$T/bad" ||
     die "upward includes went unnoticed: $(cat "$T/bad")"
@@ -210,20 +204,16 @@ include_edges "$T/order" "$T/lib" "$INC" | against "$T/order" >"$T/bad"
 grep -qF 'no row in the table owns shardkit/nosuch.h (util/u.c)' "$T/bad" ||
     die "a public header without an owner went unnoticed: $(cat "$T/bad")"
 
-say "no file under lib/read includes a benchmark header"
-found=$(read_includes_bench "$LIB")
-[ -z "$found" ] || { echo "$found" >&2; die "the read path includes the benchmark"; }
-
 say "the objects of each folder use only folders of lower layers"
 link_edges "$T/objs" >"$T/edges"
-grep -q '^bench read ' "$T/edges" && grep -q '^loader read ' "$T/edges" ||
-    die "lib/bench or lib/loader no longer call lib/read? (the edge list is wrong)"
+grep -q '^verify read ' "$T/edges" && grep -q '^loader read ' "$T/edges" ||
+    die "lib/verify or lib/loader no longer call lib/read? (the edge list is wrong)"
 against "$T/order" <"$T/edges" >"$T/bad"
 [ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "calls against the order of lib/README.md"; }
 
 say "the includes of each folder and of the public headers go only to lower layers"
 include_edges "$T/order" "$LIB" "$INC" >"$T/includes"
-grep -q '^bench read ' "$T/includes" || die "lib/bench no longer includes lib/read? (the edge list is wrong)"
+grep -q '^verify read ' "$T/includes" || die "lib/verify no longer includes lib/read? (the edge list is wrong)"
 against "$T/order" <"$T/includes" >"$T/bad"
 [ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "includes against the order of lib/README.md"; }
 

@@ -4,10 +4,10 @@
 #ifndef SHARDKIT_TEST_SKIP_H
 #define SHARDKIT_TEST_SKIP_H
 
-#define skip_because(why)                  \
-    do {                                   \
+#define skip_because(why)                   \
+    do {                                    \
         print_message("SKIP: %s\n", (why)); \
-        skip();                            \
+        skip();                             \
     } while (0)
 
 #endif

@@ -1,8 +1,8 @@
-/* test_bench.c - the benchmark core: roofline arithmetic and units, the
- * Chrome trace writer (spans nest after conversion to microseconds), key
- * lists, URL encoding, and whole runs of both loaders on small datasets made
- * here (every sample delivered once per epoch, pixels as stored, stages
- * accounted). */
+/* test_bench.c - shardbench's engine (cmd/shardbench/engine, outside the
+ * library): roofline arithmetic and units, the Chrome trace writer (spans
+ * nest after conversion to microseconds), key lists, and whole runs of both
+ * loaders on small datasets made here (every sample delivered once per
+ * epoch, pixels as stored, stages accounted). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,49 +19,48 @@
 #include <jansson.h>
 #include <xxhash.h>
 
-#include "read/fetch_http.h"
+#include "engine/bench.h"
 #include "mkdataset.h"
-#include "shardkit.h"
 
 /* ---- roofline ----------------------------------------------------------------- */
 
 static void test_roofline_attains_the_lower_of_peak_and_bandwidth_times_intensity(void **state)
 {
     (void)state;
-    struct shard_roofline r;
-    assert_int_equal(shard_roofline(100e9, 2, 1000e9, &r, NULL), 0);
+    struct roofline r;
+    assert_int_equal(roofline_model(100e9, 2, 1000e9, &r, NULL), 0);
     assert_true(fabs(r.attainable - 200e9) < 1);
     assert_true(fabs(r.ridge - 10) < 1e-12);
     assert_true(r.memory_bound);
-    assert_int_equal(shard_roofline(100e9, 20, 1000e9, &r, NULL), 0);
+    assert_int_equal(roofline_model(100e9, 20, 1000e9, &r, NULL), 0);
     assert_true(fabs(r.attainable - 1000e9) < 1);
     assert_false(r.memory_bound);
     /* the ridge point itself: both limits meet, compute-bound */
-    assert_int_equal(shard_roofline(100e9, 10, 1000e9, &r, NULL), 0);
+    assert_int_equal(roofline_model(100e9, 10, 1000e9, &r, NULL), 0);
     assert_false(r.memory_bound);
     assert_true(fabs(r.attainable - 1000e9) < 1);
     struct shard_err err;
-    assert_int_equal(shard_roofline(0, 2, 1, &r, &err), SHARD_EINVAL);
-    assert_int_equal(shard_roofline(1, -2, 1, &r, &err), SHARD_EINVAL);
-    assert_int_equal(shard_roofline(1, 2, INFINITY, &r, &err), SHARD_EINVAL);
-    assert_int_equal(shard_roofline(1, NAN, 1, &r, &err), SHARD_EINVAL);
+    assert_int_equal(roofline_model(0, 2, 1, &r, &err), SHARD_EINVAL);
+    assert_int_equal(roofline_model(1, -2, 1, &r, &err), SHARD_EINVAL);
+    assert_int_equal(roofline_model(1, 2, INFINITY, &r, &err), SHARD_EINVAL);
+    assert_int_equal(roofline_model(1, NAN, 1, &r, &err), SHARD_EINVAL);
 }
 
-static void parses(const char *s, enum shard_quantity q, double want, double want_prefix)
+static void parses(const char *s, enum quantity q, double want, double want_prefix)
 {
     double v = 0, p = 0;
     struct shard_err err;
-    if (shard_quantity_parse(s, q, &v, &p, &err))
+    if (quantity_parse(s, q, &v, &p, &err))
         fail_msg("'%s' did not parse: %s", s, err.msg);
     if (fabs(v - want) > 1e-9 * want || p != want_prefix)
         fail_msg("'%s' parsed as %g (prefix %g), want %g (prefix %g)", s, v, p, want, want_prefix);
 }
 
-static void refuses(const char *s, enum shard_quantity q)
+static void refuses(const char *s, enum quantity q)
 {
     double v;
     struct shard_err err;
-    if (shard_quantity_parse(s, q, &v, NULL, &err) != SHARD_EINVAL)
+    if (quantity_parse(s, q, &v, NULL, &err) != SHARD_EINVAL)
         fail_msg("'%s' was accepted", s);
     assert_non_null(strstr(err.msg, "is not"));
 }
@@ -69,29 +68,29 @@ static void refuses(const char *s, enum shard_quantity q)
 static void test_quantities_parse_si_and_binary_prefixes_and_their_units(void **state)
 {
     (void)state;
-    parses("100GB/s", SHARD_QUANTITY_BANDWIDTH, 100e9, 1e9);
-    parses("100 GB/s", SHARD_QUANTITY_BANDWIDTH, 100e9, 1e9);
-    parses("1.5TB/s", SHARD_QUANTITY_BANDWIDTH, 1.5e12, 1e12);
-    parses("900GiB/s", SHARD_QUANTITY_BANDWIDTH, 900.0 * 1073741824.0, 1073741824.0);
-    parses("5e10", SHARD_QUANTITY_BANDWIDTH, 5e10, 1);
-    parses("20MB/s", SHARD_QUANTITY_BANDWIDTH, 20e6, 1e6);
-    parses("2", SHARD_QUANTITY_INTENSITY, 2, 1);
-    parses("2FLOP/B", SHARD_QUANTITY_INTENSITY, 2, 1);
-    parses("0.5 flop/byte", SHARD_QUANTITY_INTENSITY, 0.5, 1);
-    parses("1000GFLOP/s", SHARD_QUANTITY_COMPUTE, 1e12, 1e9);
-    parses("19.5 TFLOP/s", SHARD_QUANTITY_COMPUTE, 19.5e12, 1e12);
-    parses("312TFLOPS", SHARD_QUANTITY_COMPUTE, 312e12, 1e12);
-    parses("1e12", SHARD_QUANTITY_COMPUTE, 1e12, 1);
-    refuses("100GFLOP/s", SHARD_QUANTITY_BANDWIDTH);  /* the wrong quantity */
-    refuses("100GB/s", SHARD_QUANTITY_COMPUTE);
-    refuses("2GFLOP/B", SHARD_QUANTITY_INTENSITY);    /* a ratio takes no prefix */
-    refuses("1GiFLOP/s", SHARD_QUANTITY_COMPUTE);     /* binary prefixes are for bytes */
-    refuses("", SHARD_QUANTITY_BANDWIDTH);
-    refuses("GB/s", SHARD_QUANTITY_BANDWIDTH);
-    refuses("-1GB/s", SHARD_QUANTITY_BANDWIDTH);
-    refuses("0", SHARD_QUANTITY_INTENSITY);
-    refuses("1e999", SHARD_QUANTITY_COMPUTE);
-    refuses("10 XB/s", SHARD_QUANTITY_BANDWIDTH);
+    parses("100GB/s", QUANTITY_BANDWIDTH, 100e9, 1e9);
+    parses("100 GB/s", QUANTITY_BANDWIDTH, 100e9, 1e9);
+    parses("1.5TB/s", QUANTITY_BANDWIDTH, 1.5e12, 1e12);
+    parses("900GiB/s", QUANTITY_BANDWIDTH, 900.0 * 1073741824.0, 1073741824.0);
+    parses("5e10", QUANTITY_BANDWIDTH, 5e10, 1);
+    parses("20MB/s", QUANTITY_BANDWIDTH, 20e6, 1e6);
+    parses("2", QUANTITY_INTENSITY, 2, 1);
+    parses("2FLOP/B", QUANTITY_INTENSITY, 2, 1);
+    parses("0.5 flop/byte", QUANTITY_INTENSITY, 0.5, 1);
+    parses("1000GFLOP/s", QUANTITY_COMPUTE, 1e12, 1e9);
+    parses("19.5 TFLOP/s", QUANTITY_COMPUTE, 19.5e12, 1e12);
+    parses("312TFLOPS", QUANTITY_COMPUTE, 312e12, 1e12);
+    parses("1e12", QUANTITY_COMPUTE, 1e12, 1);
+    refuses("100GFLOP/s", QUANTITY_BANDWIDTH);  /* the wrong quantity */
+    refuses("100GB/s", QUANTITY_COMPUTE);
+    refuses("2GFLOP/B", QUANTITY_INTENSITY);    /* a ratio takes no prefix */
+    refuses("1GiFLOP/s", QUANTITY_COMPUTE);     /* binary prefixes are for bytes */
+    refuses("", QUANTITY_BANDWIDTH);
+    refuses("GB/s", QUANTITY_BANDWIDTH);
+    refuses("-1GB/s", QUANTITY_BANDWIDTH);
+    refuses("0", QUANTITY_INTENSITY);
+    refuses("1e999", QUANTITY_COMPUTE);
+    refuses("10 XB/s", QUANTITY_BANDWIDTH);
 }
 
 /* ---- the trace writer ------------------------------------------------------------- */
@@ -105,7 +104,7 @@ static char *temp_path(const char *name)
 }
 
 struct span_job {
-    struct shard_trace *t;
+    struct trace *t;
     uint64_t base;
 };
 
@@ -114,13 +113,13 @@ struct span_job {
 static void *record_nested(void *arg)
 {
     struct span_job *j = arg;
-    shard_trace_thread_name(j->t, "worker");
+    trace_thread_name(j->t, "worker");
     for (int i = 0; i < 100; i++) {
         uint64_t b = j->base + (uint64_t)i * 10000;
-        shard_trace_span(j->t, "child", b + 999, b + 2001);
-        shard_trace_span(j->t, "child", b + 2001, b + 2999);
-        shard_trace_span(j->t, "parent", b + 999, b + 3001);
-        shard_trace_counter(j->t, "depth", i, b);
+        trace_span(j->t, "child", b + 999, b + 2001);
+        trace_span(j->t, "child", b + 2001, b + 2999);
+        trace_span(j->t, "parent", b + 999, b + 3001);
+        trace_counter(j->t, "depth", i, b);
     }
     return NULL;
 }
@@ -128,28 +127,28 @@ static void *record_nested(void *arg)
 static void test_trace_is_chrome_json_whose_spans_nest_on_every_thread(void **state)
 {
     (void)state;
-    struct shard_trace *t;
-    assert_int_equal(shard_trace_new(&t, 0, NULL), 0);
-    assert_int_equal(shard_trace_process(t, "first"), 1);
+    struct trace *t;
+    assert_int_equal(trace_new(&t, 0, NULL), 0);
+    assert_int_equal(trace_process(t, "first"), 1);
     struct span_job jobs[3];
     pthread_t th[3];
     for (int i = 0; i < 3; i++) {
         jobs[i].t = t;
-        jobs[i].base = shard_trace_now() + 1000000;
+        jobs[i].base = trace_now() + 1000000;
         assert_int_equal(pthread_create(&th[i], NULL, record_nested, &jobs[i]), 0);
     }
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
-    assert_int_equal(shard_trace_process(t, "second"), 2);
-    uint64_t now = shard_trace_now();
-    shard_trace_span(t, "late", now, now + 5000);
-    assert_int_equal(shard_trace_events(t), 3 * 400 + 1);
-    assert_int_equal(shard_trace_dropped(t), 0);
+    assert_int_equal(trace_process(t, "second"), 2);
+    uint64_t now = trace_now();
+    trace_span(t, "late", now, now + 5000);
+    assert_int_equal(trace_events(t), 3 * 400 + 1);
+    assert_int_equal(trace_dropped(t), 0);
 
     const char *path = temp_path("trace.json");
     struct shard_err err;
-    assert_int_equal(shard_trace_write(t, path, &err), 0);
-    shard_trace_free(t);
+    assert_int_equal(trace_write(t, path, &err), 0);
+    trace_free(t);
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     assert_non_null(root);
@@ -219,14 +218,14 @@ static void test_trace_is_chrome_json_whose_spans_nest_on_every_thread(void **st
 static void test_trace_keeps_at_most_its_cap_and_counts_the_rest(void **state)
 {
     (void)state;
-    struct shard_trace *t;
-    assert_int_equal(shard_trace_new(&t, 10, NULL), 0);
+    struct trace *t;
+    assert_int_equal(trace_new(&t, 10, NULL), 0);
     for (int i = 0; i < 25; i++)
-        shard_trace_span(t, "s", (uint64_t)i, (uint64_t)i + 1);
-    assert_int_equal(shard_trace_events(t), 10);
-    assert_int_equal(shard_trace_dropped(t), 15);
+        trace_span(t, "s", (uint64_t)i, (uint64_t)i + 1);
+    assert_int_equal(trace_events(t), 10);
+    assert_int_equal(trace_dropped(t), 15);
     const char *path = temp_path("cap.json");
-    assert_int_equal(shard_trace_write(t, path, NULL), 0);
+    assert_int_equal(trace_write(t, path, NULL), 0);
     json_t *root = json_load_file(path, 0, NULL);
     unlink(path);
     assert_non_null(root);
@@ -234,13 +233,13 @@ static void test_trace_keeps_at_most_its_cap_and_counts_the_rest(void **state)
                                                         "dropped_events")), 15);
     json_decref(root);
     struct shard_err err;
-    assert_int_equal(shard_trace_write(t, "/nonexistent/dir/t.json", &err), SHARD_EIO);
+    assert_int_equal(trace_write(t, "/nonexistent/dir/t.json", &err), SHARD_EIO);
     assert_non_null(strstr(err.msg, "/nonexistent/dir/t.json"));
-    shard_trace_free(t);
-    shard_trace_free(NULL);
+    trace_free(t);
+    trace_free(NULL);
 }
 
-/* ---- keys and URLs ---------------------------------------------------------------- */
+/* ---- keys ---------------------------------------------------------------- */
 
 static void test_key_lists_skip_empty_lines_and_carriage_returns(void **state)
 {
@@ -251,7 +250,7 @@ static void test_key_lists_skip_empty_lines_and_carriage_returns(void **state)
     fputs("a/one.jpg\r\n\nb/two words.png\nlast'one.jpg", f);
     fclose(f);
     struct shard_keylist keys = {0};
-    assert_int_equal(shard_bench_keys_from_file(path, &keys, NULL), 0);
+    assert_int_equal(bench_keys_from_file(path, &keys, NULL), 0);
     unlink(path);
     assert_int_equal(keys.count, 3);
     assert_string_equal(shard_keylist_get(&keys, 0, NULL), "a/one.jpg");
@@ -259,27 +258,8 @@ static void test_key_lists_skip_empty_lines_and_carriage_returns(void **state)
     assert_string_equal(shard_keylist_get(&keys, 2, NULL), "last'one.jpg");
     shard_keylist_release(&keys);
     struct shard_err err;
-    assert_int_equal(shard_bench_keys_from_file(path, &keys, &err), SHARD_ENOTFOUND);
+    assert_int_equal(bench_keys_from_file(path, &keys, &err), SHARD_ENOTFOUND);
     assert_non_null(strstr(err.msg, path));
-}
-
-static void test_urls_percent_encode_every_byte_but_unreserved_and_slash(void **state)
-{
-    (void)state;
-    struct fetch *fs;
-    struct fetch_http_options o;
-    sk_fetch_http_options_init(&o);
-    assert_int_equal(sk_fetch_http_new(&fs, "http://127.0.0.1:9/data//", &o, NULL), 0);
-    char *url = sk_fetch_http_url(fs, "n01/a b'\xc3\xbc%~_-.jpg");
-    assert_string_equal(url, "http://127.0.0.1:9/data/n01/a%20b%27%C3%BC%25~_-.jpg");
-    free(url);
-    fetch_free(fs);
-    struct shard_err err;
-    assert_int_equal(sk_fetch_http_new(&fs, "ftp://host/x", &o, &err), SHARD_EINVAL);
-    o.reading.connections = 0;
-    assert_int_equal(sk_fetch_http_new(&fs, "http://host/x", &o, &err), SHARD_EINVAL);
-    assert_true(sk_fetch_http_is_url("https://host/x"));
-    assert_false(sk_fetch_http_is_url("/data/http://x"));
 }
 
 /* ---- whole runs ---------------------------------------------------------------------- */
@@ -293,16 +273,16 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
     (void)state;
     struct mkds d;
     mkds_build(&d, counts, SHARDS);
-    struct shard_bench_options o;
-    shard_bench_options_init(&o);
+    struct bench_options o;
+    bench_options_init(&o);
     o.threads = 3;
     o.epochs = 3;
     o.batch = 6;
     o.shuffle = 0;
     o.digests = 1;
-    struct shard_bench_result r;
+    struct bench_result r;
     struct shard_err err;
-    if (shard_bench_run(SHARD_BENCH_SHARDS, d.dir, &o, &r, &err))
+    if (bench_run(BENCH_SHARDS, d.dir, &o, &r, &err))
         fail_msg("run failed: %s", err.msg);
     assert_int_equal(r.samples_per_epoch, SAMPLES);
     assert_int_equal(r.first.epochs, 1);
@@ -312,9 +292,9 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
     assert_int_equal(r.steady.samples, 2 * SAMPLES);
     assert_int_equal(r.first.errors + r.steady.errors, 0);
     assert_true(r.first.bytes_read > 0);
-    assert_true(r.steady.stage_seconds[SHARD_STAGE_DECOMPRESS] > 0);
-    assert_true(r.steady.stage_seconds[SHARD_STAGE_READ] > 0);
-    assert_true(r.steady.stage_seconds[SHARD_STAGE_RESIZE] == 0);
+    assert_true(r.steady.stage_seconds[STAGE_DECOMPRESS] > 0);
+    assert_true(r.steady.stage_seconds[STAGE_READ] > 0);
+    assert_true(r.steady.stage_seconds[STAGE_RESIZE] == 0);
     assert_true(r.steady.samples_per_second > 0);
     assert_true(r.steady.batch_p50 > 0 && r.steady.batch_p50 <= r.steady.batch_p99);
     /* every batch is kept, in order, with the latencies the percentiles come from */
@@ -322,7 +302,7 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
     uint64_t in_batches = 0;
     double p99 = 0, last_start = -1;
     for (uint64_t i = 0; i < r.batch_count; i++) {
-        const struct shard_bench_batch *b = &r.batches[i];
+        const struct bench_batch *b = &r.batches[i];
         assert_int_equal(b->epoch, i / 4);
         assert_int_equal(b->samples, i % 4 == 3 ? 2 : 6);
         assert_true(b->start_seconds >= last_start && b->latency_seconds >= 0);
@@ -348,12 +328,12 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
         assert_int_equal(r.digests[g].height, MKDS_H);
         assert_true(r.digests[g].xxh3 == XXH3_64bits(px, sizeof px));
     }
-    shard_bench_result_release(&r);
-    shard_bench_result_release(NULL);
+    bench_result_release(&r);
+    bench_result_release(NULL);
 
     /* the same keys, from the footers */
     struct shard_keylist keys = {0};
-    assert_int_equal(shard_bench_keys_from_dataset(d.dir, NULL, &keys, NULL), 0);
+    assert_int_equal(bench_keys_from_dataset(d.dir, NULL, &keys, NULL), 0);
     assert_int_equal(keys.count, SAMPLES);
     char key[64];
     mkds_key(&d, 7, key, sizeof key);
@@ -363,13 +343,13 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
     /* a limit, and a damaged record stops a shards run with its name */
     o.limit = 5;
     o.digests = 0;
-    assert_int_equal(shard_bench_run(SHARD_BENCH_SHARDS, d.dir, &o, &r, &err), 0);
+    assert_int_equal(bench_run(BENCH_SHARDS, d.dir, &o, &r, &err), 0);
     assert_int_equal(r.first.samples + r.steady.samples, 15);
-    shard_bench_result_release(&r);
+    bench_result_release(&r);
     mkds_flip(&d, "shard-000000.shard", 40);
-    assert_int_equal(shard_bench_run(SHARD_BENCH_SHARDS, d.dir, &o, &r, &err), SHARD_ECORRUPT);
+    assert_int_equal(bench_run(BENCH_SHARDS, d.dir, &o, &r, &err), SHARD_ECORRUPT);
     assert_non_null(strstr(err.msg, "shard-000000.shard record 0"));
-    shard_bench_result_release(&r);
+    bench_result_release(&r);
     mkds_remove(&d);
 }
 
@@ -405,51 +385,51 @@ static void test_files_run_decodes_resizes_and_counts_a_broken_file(void **state
     char dir[256];
     snprintf(dir, sizeof dir, "%s", temp_path("files"));
     make_pngs(dir, 9);
-    struct shard_bench_options o;
-    shard_bench_options_init(&o);
+    struct bench_options o;
+    bench_options_init(&o);
     o.threads = 2;
     o.epochs = 2;
     o.batch = 4;
     o.size = 4;
     o.fit = SHARD_FIT_CROP;
     o.digests = 1;
-    struct shard_bench_result r;
+    struct bench_result r;
     struct shard_err err;
-    if (shard_bench_run(SHARD_BENCH_FILES, dir, &o, &r, &err))
+    if (bench_run(BENCH_FILES, dir, &o, &r, &err))
         fail_msg("run failed: %s", err.msg);
     assert_int_equal(r.samples_per_epoch, 10);
     assert_int_equal(r.first.samples, 9);
     assert_int_equal(r.first.errors, 1);
     assert_int_equal(r.steady.samples, 9);
     assert_non_null(strstr(r.first_error, "cannot decode 'broken.png'"));
-    assert_true(r.steady.stage_seconds[SHARD_STAGE_DECODE] > 0);
-    assert_true(r.steady.stage_seconds[SHARD_STAGE_RESIZE] > 0);
-    assert_true(r.steady.stage_seconds[SHARD_STAGE_DECOMPRESS] == 0);
+    assert_true(r.steady.stage_seconds[STAGE_DECODE] > 0);
+    assert_true(r.steady.stage_seconds[STAGE_RESIZE] > 0);
+    assert_true(r.steady.stage_seconds[STAGE_DECOMPRESS] == 0);
     assert_int_equal(r.digest_count, 9);
     for (uint64_t i = 0; i < r.digest_count; i++) {
         assert_int_equal(r.digests[i].width, 4);  /* crop: 4 x 4 */
         assert_int_equal(r.digests[i].height, 4);
     }
-    shard_bench_result_release(&r);
+    bench_result_release(&r);
 
     /* a folder of nothing but broken files fails, saying why */
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -f %s/img*.png", dir);
     assert_int_equal(system(cmd), 0);
-    assert_int_equal(shard_bench_run(SHARD_BENCH_FILES, dir, &o, &r, &err), SHARD_ENOTFOUND);
+    assert_int_equal(bench_run(BENCH_FILES, dir, &o, &r, &err), SHARD_ENOTFOUND);
     assert_non_null(strstr(err.msg, "no sample could be read"));
-    shard_bench_result_release(&r);
+    bench_result_release(&r);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
 
     /* a URL cannot be listed: keys are required, and nothing is requested */
-    assert_int_equal(shard_bench_run(SHARD_BENCH_FILES, "http://127.0.0.1:9/x", &o, &r, &err),
+    assert_int_equal(bench_run(BENCH_FILES, "http://127.0.0.1:9/x", &o, &r, &err),
                      SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "cannot be listed"));
-    shard_bench_result_release(&r);
+    bench_result_release(&r);
     o.epochs = 0;
-    assert_int_equal(shard_bench_run(SHARD_BENCH_FILES, dir, &o, &r, &err), SHARD_EINVAL);
-    shard_bench_result_release(&r);
+    assert_int_equal(bench_run(BENCH_FILES, dir, &o, &r, &err), SHARD_EINVAL);
+    bench_result_release(&r);
 }
 
 int main(void)
@@ -460,7 +440,6 @@ int main(void)
         cmocka_unit_test(test_trace_is_chrome_json_whose_spans_nest_on_every_thread),
         cmocka_unit_test(test_trace_keeps_at_most_its_cap_and_counts_the_rest),
         cmocka_unit_test(test_key_lists_skip_empty_lines_and_carriage_returns),
-        cmocka_unit_test(test_urls_percent_encode_every_byte_but_unreserved_and_slash),
         cmocka_unit_test(test_shards_run_delivers_every_sample_each_epoch_with_its_pixels),
         cmocka_unit_test(test_files_run_decodes_resizes_and_counts_a_broken_file),
     };

@@ -1,12 +1,14 @@
 /* test_dataset.c - the reader: opening a dataset, locating and reading
  * samples through the footer index, stored-order reads equal index.jsonl,
  * the prefetching iterator yields exactly the plan's order with any number
- * of threads, and damage is reported by shard, record and key. */
+ * of threads, damage is reported by shard, record and key, and an observer
+ * given in the options sees every read's spans on the thread that did it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,7 +100,8 @@ static void test_read_by_index_gives_pixels_stored_bytes_key_and_label(void **st
     /* backwards, so shards are opened out of order */
     for (uint64_t g = SAMPLES; g-- > 0;) {
         assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS | SHARD_READ_STORED, &it,
-                                            &err), 0);
+                                            &err),
+                         0);
         assert_sample(d, &it, g);
         assert_int_equal(it.codec, SHARD_CODEC_RAW);
         assert_int_equal(it.stored.len, MKDS_PIXEL_BYTES);
@@ -154,7 +157,8 @@ static void test_raw_pixels_are_read_in_place_and_the_item_stays_reusable(void *
         assert_int_equal(shard_dataset_read(ds, 3, SHARD_READ_PIXELS, &it, &err), 0);
         assert_int_not_equal(it.pixels.offset, 0);
         assert_int_equal(shard_decode_payload(SHARD_CODEC_PNG, png.data, png.len, sides[k][0],
-                                              sides[k][1], &it.pixels, &err), 0);
+                                              sides[k][1], &it.pixels, &err),
+                         0);
         assert_int_equal(it.pixels.width, sides[k][0]);
         assert_memory_equal(it.pixels.pixels, src.pixels, (size_t)sides[k][0] * sides[k][1] * 3);
         shard_buf_release(&png);
@@ -251,8 +255,8 @@ static void test_prefetching_iterator_yields_the_plan_order_with_any_thread_coun
     const uint32_t depths[] = {0, 1, 2, 64};
     for (size_t t = 0; t < 3; t++)
         for (size_t q = 0; q < 4; q++)
-            iterate_and_check(d, ds, shard_plan_indices(plan), shard_plan_count(plan),
-                              threads[t], depths[q]);
+            iterate_and_check(d, ds, shard_plan_indices(plan), shard_plan_count(plan), threads[t],
+                              depths[q]);
     /* a list with repeats, and an empty list */
     uint64_t repeats[] = {7, 7, 0, 24, 7};
     iterate_and_check(d, ds, repeats, 5, 4, 2);
@@ -312,7 +316,7 @@ static void test_successive_iterators_reuse_items_without_stale_data(void **stat
         shard_iter_free(iter);
     }
     shard_item_release(&it);
-    shard_dataset_close(ds);  /* frees the kept items: the sanitizer build checks */
+    shard_dataset_close(ds); /* frees the kept items: the sanitizer build checks */
 }
 
 static void test_iterator_can_be_freed_early_and_refuses_bad_indices(void **state)
@@ -332,7 +336,7 @@ static void test_iterator_can_be_freed_early_and_refuses_bad_indices(void **stat
     struct shard_item item;
     memset(&item, 0, sizeof item);
     assert_int_equal(shard_iter_next(it, &item, &err), 1);
-    shard_iter_free(it);  /* workers are waiting for room: must not hang */
+    shard_iter_free(it); /* workers are waiting for room: must not hang */
     shard_iter_free(NULL);
     all[3] = SAMPLES;
     assert_int_equal(shard_iter_new(&it, ds, all, SAMPLES, &o, &err), SHARD_EINVAL);
@@ -457,7 +461,7 @@ static void test_read_stats_count_samples_bytes_and_failures(void **state)
     for (uint32_t s = 0; s < SHARDS; s++) {
         size_t len;
         if (!counts[s])
-            continue;  /* an empty shard is never opened */
+            continue; /* an empty shard is never opened */
         char name[32];
         shard_file_name(s, name, sizeof name);
         free(mkds_slurp(d, name, &len));
@@ -467,7 +471,7 @@ static void test_read_stats_count_samples_bytes_and_failures(void **state)
     assert_int_equal(st.samples, SAMPLES);
     assert_int_equal(st.errors, 0);
     assert_int_equal(st.bytes_requested, shard_bytes);
-    assert_true(st.decompress_ns > 0);  /* counted, whatever its size */
+    assert_true(st.decompress_ns > 0); /* counted, whatever its size */
     assert_int_equal(st.bytes_transferred + st.requests + st.retries + st.rtt_ns, 0);
 
     /* a damaged record: one error, no sample */
@@ -485,6 +489,85 @@ static void test_read_stats_count_samples_bytes_and_failures(void **state)
     assert_true(later.read_ns >= st.read_ns && later.decode_ns >= st.decode_ns);
     shard_item_release(&it);
     shard_dataset_close(ds);
+}
+
+/* What an observer saw: spans per kind, and per sample span the stage spans
+ * of its thread that lay inside it. */
+#define MAX_SPANS 4096
+struct span_seen {
+    enum shard_read_span k;
+    uint64_t start, end;
+    pthread_t thread;
+};
+struct seen {
+    pthread_mutex_t lock;
+    unsigned count[SHARD_SPAN_COUNT];
+    unsigned n;
+    struct span_seen span[MAX_SPANS];
+};
+
+static void on_span(void *user, enum shard_read_span k, uint64_t start, uint64_t end)
+{
+    struct seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->count[k]++;
+    if (s->n < MAX_SPANS)
+        s->span[s->n++] = (struct span_seen){k, start, end, pthread_self()};
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void test_an_observer_sees_every_read_on_its_thread(void **state)
+{
+    struct mkds *d = *state;
+    static struct seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct shard_read_observer obs = {.span = on_span, .user = &seen};
+    struct shard_dataset_options o;
+    shard_dataset_options_init(&o);
+    assert_null(o.observer);
+    assert_true(o.rtt_ms == 0);
+    o.observer = &obs;
+    struct shard_dataset *ds = NULL;
+    struct shard_err err;
+    assert_int_equal(shard_dataset_open_ex(&ds, d->dir, &o, &err), 0);
+    obs.span = NULL; /* the dataset keeps its own copy */
+    struct shard_iter *iter = iter_all(ds, 3);
+    struct shard_item it;
+    memset(&it, 0, sizeof it);
+    while (shard_iter_next(iter, &it, &err) == 1)
+        ;
+    shard_iter_free(iter);
+    shard_item_release(&it);
+    shard_dataset_close(ds);
+    unsigned opened = 0;
+    for (uint32_t s = 0; s < SHARDS; s++)
+        opened += counts[s] > 0;
+    assert_int_equal(seen.count[SHARD_SPAN_SAMPLE], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_READ], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_DECOMPRESS], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_DECODE], SAMPLES);
+    assert_int_equal(seen.count[SHARD_SPAN_OPEN_SHARD], opened);
+    assert_int_equal(seen.count[SHARD_SPAN_HTTP] + seen.count[SHARD_SPAN_RTT], 0);
+    /* each stage lies inside a sample span of the same thread */
+    for (unsigned i = 0; i < seen.n; i++) {
+        if (seen.span[i].k > SHARD_SPAN_DECODE)
+            continue;
+        assert_true(seen.span[i].start <= seen.span[i].end);
+        int inside = 0;
+        for (unsigned j = 0; j < seen.n && !inside; j++)
+            inside = seen.span[j].k == SHARD_SPAN_SAMPLE &&
+                     pthread_equal(seen.span[j].thread, seen.span[i].thread) &&
+                     seen.span[j].start <= seen.span[i].start &&
+                     seen.span[i].end <= seen.span[j].end;
+        assert_true(inside);
+    }
+    assert_string_equal(shard_read_span_name(SHARD_SPAN_DECOMPRESS), "decompress");
+    assert_string_equal(shard_read_span_name(SHARD_SPAN_RTT), "rtt (simulated)");
+    assert_string_equal(shard_read_span_name(SHARD_SPAN_COUNT), "unknown");
+    /* a simulated round trip out of its range is refused, naming it */
+    o.rtt_ms = -1;
+    assert_int_equal(shard_dataset_open_ex(&ds, d->dir, &o, &err), SHARD_EINVAL);
+    assert_null(ds);
+    assert_string_equal(err.msg, "a simulated round trip of -1 ms is not in 0..3600000");
 }
 
 static void test_open_refuses_missing_locations(void **state)
@@ -516,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_a_damaged_record_is_an_error_naming_shard_record_and_key),
         cmocka_unit_test(test_damaged_footer_and_missing_shard_are_named),
         cmocka_unit_test(test_read_stats_count_samples_bytes_and_failures),
+        cmocka_unit_test(test_an_observer_sees_every_read_on_its_thread),
         cmocka_unit_test(test_open_refuses_missing_locations),
     };
     return cmocka_run_group_tests(tests, setup, mkds_teardown);

@@ -118,7 +118,7 @@ static void load_pnm(const char *name, struct pnm *p)
 {
     struct shard_buf b = {0};
     load_fixture(name, &b);
-    shard_buf_append(&b, "", 1, NULL);  /* NUL for sscanf */
+    shard_buf_append(&b, "", 1, NULL); /* NUL for sscanf */
     char kind;
     unsigned w, h, maxval;
     int header = 0;
@@ -129,7 +129,7 @@ static void load_pnm(const char *name, struct pnm *p)
     p->h = h;
     p->channels = kind == '6' ? 3 : 1;
     size_t bytes = (size_t)w * h * p->channels;
-    header += 1;  /* the single whitespace after maxval */
+    header += 1; /* the single whitespace after maxval */
     if ((size_t)header + bytes + 1 != b.len)
         fail_msg("%s: size mismatch", name);
     p->data = malloc(bytes);
@@ -207,8 +207,8 @@ static void check_alpha_over(const char *name, const uint8_t bg[3], int tol)
     for (size_t i = 0; i < n; i++)
         for (int c = 0; c < 3; c++) {
             unsigned a = alpha.data[i];
-            expect[i * 3 + c] =
-                (uint8_t)((color.data[i * 3 + c] * a + bg[c] * (255 - a) + 127) / 255);
+            expect[i * 3 + c] = (uint8_t)((color.data[i * 3 + c] * a + bg[c] * (255 - a) + 127) /
+                                          255);
         }
 
     struct shard_decode_options o;
@@ -233,8 +233,8 @@ static void check_rejected(const char *name, const struct shard_decode_options *
     struct shard_err err = {0};
     int rc = decode_fixture(name, o, &img, &err);
     if (rc != code || err.code != code || !strstr(err.msg, reason))
-        fail_msg("%s: got %d (%s) \"%s\", expected %d with \"%s\"", name, rc,
-                 shard_strerror(rc), err.msg, code, reason);
+        fail_msg("%s: got %d (%s) \"%s\", expected %d with \"%s\"", name, rc, shard_strerror(rc),
+                 err.msg, code, reason);
     shard_image_release(&img);
 }
 
@@ -290,7 +290,7 @@ static void test_sniff_uses_signatures_not_names(void **state)
         {"GIF87a\1\0", 8, SHARD_FORMAT_GIF},
         {"BM\x36\0\0\0\0\0\0\0\x36\0\0\0\x28\0\0\0", 18, SHARD_FORMAT_BMP},
         {"BMW is a car, not a bitmap", 26, SHARD_FORMAT_UNKNOWN},
-        {"\xff\xd8", 2, SHARD_FORMAT_UNKNOWN},  /* too short to be sure */
+        {"\xff\xd8", 2, SHARD_FORMAT_UNKNOWN}, /* too short to be sure */
         {"\x89PNG", 4, SHARD_FORMAT_UNKNOWN},
         {"hello", 5, SHARD_FORMAT_UNKNOWN},
         {"", 0, SHARD_FORMAT_UNKNOWN},
@@ -407,7 +407,7 @@ static void test_the_first_exif_app1_of_many_gives_the_orientation(void **state)
     size_t at6, len6, at3, len3;
     find_exif_app1(&rot6, &at6, &len6);
     find_exif_app1(&rot3, &at3, &len3);
-    static const uint8_t xmp[] = "\xff\xe1\x00\x0bhttp://ns";  /* an APP1 that is not EXIF */
+    static const uint8_t xmp[] = "\xff\xe1\x00\x0bhttp://ns"; /* an APP1 that is not EXIF */
     static const uint8_t empty[] = "\xff\xe1\x00\x02";
     /* thousands of APP1 segments, then rot6's EXIF, then rot3's, then the rest */
     assert_int_equal(shard_buf_append(&many, rot6.data, at6, NULL), 0);
@@ -416,8 +416,8 @@ static void test_the_first_exif_app1_of_many_gives_the_orientation(void **state)
         assert_int_equal(shard_buf_append(&many, empty, sizeof empty - 1, NULL), 0);
     assert_int_equal(shard_buf_append(&many, rot6.data + at6, len6, NULL), 0);
     assert_int_equal(shard_buf_append(&many, rot3.data + at3, len3, NULL), 0);
-    assert_int_equal(shard_buf_append(&many, rot6.data + at6 + len6, rot6.len - at6 - len6,
-                                      NULL), 0);
+    assert_int_equal(shard_buf_append(&many, rot6.data + at6 + len6, rot6.len - at6 - len6, NULL),
+                     0);
     struct shard_image img = {0};
     struct shard_decode_info info;
     struct shard_err err = {0};
@@ -436,15 +436,17 @@ static void test_exif_orientation_parser_reads_ifd0_and_ignores_garbage(void **s
 {
     (void)state;
     /* "Exif\0\0", little-endian TIFF header, IFD0 with one SHORT entry */
+    /* clang-format off */
     uint8_t exif[] = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0,
                       1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0};
+    /* clang-format on */
     assert_int_equal(sk_exif_orientation(exif, sizeof exif), 6);
-    exif[24] = 9;  /* out of range */
+    exif[24] = 9; /* out of range */
     assert_int_equal(sk_exif_orientation(exif, sizeof exif), 1);
     exif[24] = 3;
     assert_int_equal(sk_exif_orientation(exif, sizeof exif), 3);
-    assert_int_equal(sk_exif_orientation(exif, 10), 1);  /* cut short */
-    exif[0] = 'X';                                           /* not EXIF */
+    assert_int_equal(sk_exif_orientation(exif, 10), 1); /* cut short */
+    exif[0] = 'X';                                      /* not EXIF */
     assert_int_equal(sk_exif_orientation(exif, sizeof exif), 1);
     assert_int_equal(sk_exif_orientation(NULL, 0), 1);
 }
@@ -574,7 +576,7 @@ static void check_bomb_refused_before_allocating(const char *name, const char *r
 {
     struct shard_decode_options o;
     shard_decode_options_init(&o);
-    o.max_memory = 1 << 20;  /* the decoder would need far more for the pixels */
+    o.max_memory = 1 << 20; /* the decoder would need far more for the pixels */
     struct shard_image img = {0};
     struct shard_err err = {0};
     int rc = decode_fixture(name, &o, &img, &err);
@@ -600,7 +602,8 @@ static void test_twelve_bit_jpeg_is_unsupported(void **state)
 static void test_lossless_jpeg_is_unsupported(void **state)
 {
     (void)state;
-    check_rejected("lossless.jpg", NULL, SHARD_EUNSUPPORTED, "unsupported: unsupported JPEG process");
+    check_rejected("lossless.jpg", NULL, SHARD_EUNSUPPORTED,
+                   "unsupported: unsupported JPEG process");
 }
 
 static void test_progressive_jpeg_over_memory_cap_is_refused(void **state)
@@ -608,7 +611,7 @@ static void test_progressive_jpeg_over_memory_cap_is_refused(void **state)
     (void)state;
     struct shard_decode_options o;
     shard_decode_options_init(&o);
-    o.max_memory = 64 * 1024;  /* its coefficient buffers need ~250 KB */
+    o.max_memory = 64 * 1024; /* its coefficient buffers need ~250 KB */
     check_rejected("progressive.jpg", &o, SHARD_ELIMIT,
                    "JPEG needs more than --max-memory 65536 bytes");
     /* a baseline JPEG streams and fits */
@@ -663,7 +666,7 @@ static void encode_many_scan_jpeg(struct shard_buf *out)
     struct jpeg_compress_struct *c = &j.c;
     static jpeg_scan_info scans[MANY_SCANS];
     int n = 0;
-    for (int step = 0; step < 3; step++) {  /* Al 2, then refine to 1, then 0 */
+    for (int step = 0; step < 3; step++) { /* Al 2, then refine to 1, then 0 */
         jpeg_scan_info *dc = &scans[n++];
         memset(dc, 0, sizeof *dc);
         dc->comps_in_scan = 3;
@@ -725,36 +728,35 @@ static void test_dct_scale_numerator_is_smallest_keeping_fit_side_at_least_targe
     static const struct {
         uint32_t w, h, target;
         enum shard_fit fit;
-        unsigned num;  /* of 8 */
+        unsigned num; /* of 8 */
     } cases[] = {
-        {333, 250, 0, SHARD_FIT_SHORT, 8},    /* no target: full size */
-        {333, 250, 32, SHARD_FIT_SHORT, 1},   /* ceil(250 * 1/8) = 32 */
-        {333, 250, 33, SHARD_FIT_SHORT, 2},   /* ceil(250 * 2/8) = 63 */
+        {333, 250, 0, SHARD_FIT_SHORT, 8},  /* no target: full size */
+        {333, 250, 32, SHARD_FIT_SHORT, 1}, /* ceil(250 * 1/8) = 32 */
+        {333, 250, 33, SHARD_FIT_SHORT, 2}, /* ceil(250 * 2/8) = 63 */
         {333, 250, 63, SHARD_FIT_SHORT, 2},
-        {333, 250, 64, SHARD_FIT_SHORT, 4},   /* 125; never 3/8 */
+        {333, 250, 64, SHARD_FIT_SHORT, 4}, /* 125; never 3/8 */
         {333, 250, 125, SHARD_FIT_SHORT, 4},
-        {333, 250, 126, SHARD_FIT_SHORT, 8},  /* never 5/8, 6/8 or 7/8 */
+        {333, 250, 126, SHARD_FIT_SHORT, 8}, /* never 5/8, 6/8 or 7/8 */
         {333, 250, 250, SHARD_FIT_SHORT, 8},
-        {250, 333, 32, SHARD_FIT_SHORT, 1},   /* portrait: same short side */
-        {333, 250, 32, SHARD_FIT_CROP, 1},    /* crop scales the short side */
-        {333, 250, 42, SHARD_FIT_LONG, 1},    /* ceil(333 / 8) = 42 */
+        {250, 333, 32, SHARD_FIT_SHORT, 1}, /* portrait: same short side */
+        {333, 250, 32, SHARD_FIT_CROP, 1},  /* crop scales the short side */
+        {333, 250, 42, SHARD_FIT_LONG, 1},  /* ceil(333 / 8) = 42 */
         {333, 250, 43, SHARD_FIT_LONG, 2},
         {250, 333, 43, SHARD_FIT_LONG, 2},
-        {500, 375, 256, SHARD_FIT_SHORT, 8},  /* the typical ImageNet image */
+        {500, 375, 256, SHARD_FIT_SHORT, 8}, /* the typical ImageNet image */
         {500, 375, 224, SHARD_FIT_LONG, 4},
         {4000, 3000, 256, SHARD_FIT_SHORT, 1},
         {4000, 3000, 512, SHARD_FIT_SHORT, 2},
-        {4000, 3000, 376, SHARD_FIT_SHORT, 2},  /* ceil(750) >= 376 */
+        {4000, 3000, 376, SHARD_FIT_SHORT, 2}, /* ceil(750) >= 376 */
         {1, 1, 1, SHARD_FIT_SHORT, 1},
         {65500, 65500, 65500, SHARD_FIT_LONG, 8},
-        {100, 100, 512, SHARD_FIT_SHORT, 8},  /* upscaling: never shrink first */
+        {100, 100, 512, SHARD_FIT_SHORT, 8}, /* upscaling: never shrink first */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         unsigned m = sk_jpeg_scale_num(cases[i].w, cases[i].h, cases[i].target, cases[i].fit);
         if (m != cases[i].num)
-            fail_msg("%ux%u target %u fit %s: scale %u/8, expected %u/8", cases[i].w,
-                     cases[i].h, cases[i].target, shard_fit_name(cases[i].fit), m,
-                     cases[i].num);
+            fail_msg("%ux%u target %u fit %s: scale %u/8, expected %u/8", cases[i].w, cases[i].h,
+                     cases[i].target, shard_fit_name(cases[i].fit), m, cases[i].num);
     }
 }
 
@@ -764,7 +766,7 @@ static void test_dct_scaled_decode_has_expected_size_and_pixels(void **state)
     static const struct {
         uint32_t target;
         enum shard_fit fit;
-        const char *ref;  /* NULL: full size */
+        const char *ref; /* NULL: full size */
     } cases[] = {
         {32, SHARD_FIT_SHORT, "rgb.jpg.s8.ppm"},  {33, SHARD_FIT_SHORT, "rgb.jpg.s4.ppm"},
         {125, SHARD_FIT_SHORT, "rgb.jpg.s2.ppm"}, {126, SHARD_FIT_SHORT, "rgb.jpg.ref.ppm"},
@@ -831,8 +833,7 @@ static void test_dct_scaled_picture_box_keeps_the_picture_in_place(void **state)
     assert_int_equal(decode_fixture_ex("rgb.jpg", &o, &scaled, &info, &err), 0);
     assert_int_equal(scaled.width, 167);
     assert_int_equal(scaled.height, 125);
-    assert_true(info.box_x0 == 0 && info.box_y0 == 0 && info.box_x1 == 166.5 &&
-                info.box_y1 == 125);
+    assert_true(info.box_x0 == 0 && info.box_y0 == 0 && info.box_x1 == 166.5 && info.box_y1 == 125);
     struct shard_geometry g;
     assert_int_equal(shard_geometry_compute(333, 250, 100, SHARD_FIT_SHORT, 1, &g), 0);
     assert_int_equal(shard_transform(&full, &g, &tmp, &ref, &err), 0);
@@ -840,8 +841,8 @@ static void test_dct_scaled_picture_box_keeps_the_picture_in_place(void **state)
     assert_int_equal(shard_transform(&scaled, &g, &tmp, &whole, &err), 0);
     double in_place = mean_abs_diff(&boxed, &ref), stretched = mean_abs_diff(&whole, &ref);
     if (!(in_place < 1.5 && in_place < 0.75 * stretched))
-        fail_msg("mean difference from the full-size decode: %.3f from the box, %.3f "
-                 "stretched", in_place, stretched);
+        fail_msg("mean difference from the full-size decode: %.3f from the box, %.3f stretched",
+                 in_place, stretched);
     shard_image_release(&full);
     shard_image_release(&scaled);
     shard_image_release(&tmp);
@@ -855,8 +856,9 @@ static void test_dct_scaled_picture_box_keeps_the_picture_in_place(void **state)
 static void test_png_colour_types_decode_to_exact_rgb(void **state)
 {
     (void)state;
-    static const char *const names[] = {"rgb.png", "gray.png", "gray16.png", "rgb16.png",
-                                        "palette.png", "interlaced.png", "png_named.JPEG"};
+    static const char *const names[] = {"rgb.png",       "gray.png",    "gray16.png",
+                                        "rgb16.png",     "palette.png", "interlaced.png",
+                                        "png_named.JPEG"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         check_decodes_like_reference(names[i], TOL_EXACT);
 }
@@ -867,7 +869,7 @@ static void test_png_alpha_is_composited_over_the_background(void **state)
     static const char *const names[] = {"rgba.png", "gray_alpha.png", "palette_trns.png",
                                         "gray_trns.png"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        check_decodes_like_reference(names[i], TOL_ALPHA);  /* default: white */
+        check_decodes_like_reference(names[i], TOL_ALPHA); /* default: white */
         check_alpha_over(names[i], WHITE, TOL_ALPHA);
         check_alpha_over(names[i], ORANGE, TOL_ALPHA);
     }
@@ -913,7 +915,7 @@ static void test_png_over_memory_cap_is_refused(void **state)
     (void)state;
     struct shard_decode_options o;
     shard_decode_options_init(&o);
-    o.max_memory = 4096;  /* zlib alone needs more */
+    o.max_memory = 4096; /* zlib alone needs more */
     check_rejected("rgb.png", &o, SHARD_ELIMIT, "PNG needs more than --max-memory 4096 bytes");
 }
 
@@ -1003,8 +1005,8 @@ static void test_decoder_without_libvips_refuses_its_formats_and_decodes_the_res
         snprintf(expect, sizeof expect, "unsupported: %s (decoded by libvips", labels[i]);
         int rc = sk_decode_image(b.data, b.len, NULL, &img, NULL, NULL, &err);
         if (rc != SHARD_EUNSUPPORTED || !strstr(err.msg, expect))
-            fail_msg("%s: got %d \"%s\", expected SHARD_EUNSUPPORTED with \"%s\"", refused[i],
-                     rc, err.msg, expect);
+            fail_msg("%s: got %d \"%s\", expected SHARD_EUNSUPPORTED with \"%s\"", refused[i], rc,
+                     err.msg, expect);
         assert_null(img.pixels);
         shard_buf_release(&b);
     }
@@ -1038,7 +1040,7 @@ static void test_vips_decodes_release_every_object(void **state)
                                         "truncated.webp"};
     struct shard_image img = {0};
     struct shard_err err = {0};
-    decode_fixture("rgb.webp", NULL, &img, &err);  /* libvips starts up */
+    decode_fixture("rgb.webp", NULL, &img, &err); /* libvips starts up */
     int before = live_vips_objects();
     for (int round = 0; round < 5; round++)
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -1056,7 +1058,7 @@ static void test_output_image_memory_is_reused(void **state)
     struct shard_err err = {0};
     assert_int_equal(decode_fixture("rgb.jpg", NULL, &img, &err), 0);
     uint8_t *first = img.pixels;
-    assert_int_equal(decode_fixture("rgb.png", NULL, &img, &err), 0);  /* smaller */
+    assert_int_equal(decode_fixture("rgb.png", NULL, &img, &err), 0); /* smaller */
     assert_ptr_equal(img.pixels, first);
     assert_int_equal(decode_fixture("rgb.jpg", NULL, &img, &err), 0);
     assert_ptr_equal(img.pixels, first);
@@ -1067,7 +1069,7 @@ static void test_output_image_memory_is_reused(void **state)
 
 static uint64_t checksum(const struct shard_image *img)
 {
-    uint64_t h = 1469598103934665603ULL;  /* FNV-1a */
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
     for (uint32_t y = 0; y < img->height; y++)
         for (size_t i = 0; i < (size_t)img->width * 3; i++)
             h = (h ^ img->pixels[y * img->stride + i]) * 1099511628211ULL;
@@ -1080,8 +1082,7 @@ struct outcome {
     char msg[SHARD_ERRMSG_SIZE];
 };
 
-static void decode_outcome(const struct shard_buf *in, struct shard_image *img,
-                           struct outcome *r)
+static void decode_outcome(const struct shard_buf *in, struct shard_image *img, struct outcome *r)
 {
     struct shard_err err = {0};
     r->rc = shard_decode(in->data, in->len, NULL, img, &err);
@@ -1093,9 +1094,9 @@ static void test_concurrent_decodes_from_openmp_threads_match_serial(void **stat
 {
     (void)state;
     static const char *const names[] = {
-        "rgb.jpg",  "gray.jpg",      "cmyk_adobe.jpg", "progressive.jpg", "exif_rot6.jpg",
-        "rgb.png",  "rgba16.png",    "interlaced.png", "rgb.webp",        "rgba.webp",
-        "anim.gif", "exif_rot6.tiff", "truncated.jpg", "bitflip.jpg",     "badcrc.png",
+        "rgb.jpg",  "gray.jpg",       "cmyk_adobe.jpg", "progressive.jpg", "exif_rot6.jpg",
+        "rgb.png",  "rgba16.png",     "interlaced.png", "rgb.webp",        "rgba.webp",
+        "anim.gif", "exif_rot6.tiff", "truncated.jpg",  "bitflip.jpg",     "badcrc.png",
         "bomb.jpg", "truncated.webp", "text.jpg",
     };
     enum { N = sizeof names / sizeof names[0], ROUNDS = 8 };
@@ -1112,7 +1113,7 @@ static void test_concurrent_decodes_from_openmp_threads_match_serial(void **stat
 
 #pragma omp parallel num_threads(4)
     {
-        struct shard_image mine = {0};  /* one reused image per thread */
+        struct shard_image mine = {0}; /* one reused image per thread */
 #pragma omp for schedule(dynamic, 1)
         for (int k = 0; k < N * ROUNDS; k++)
             decode_outcome(&in[k % N], &mine, &parallel[k]);
@@ -1121,8 +1122,8 @@ static void test_concurrent_decodes_from_openmp_threads_match_serial(void **stat
     for (int k = 0; k < N * ROUNDS; k++) {
         const struct outcome *s = &serial[k % N], *p = &parallel[k];
         if (p->rc != s->rc || p->sum != s->sum || strcmp(p->msg, s->msg) != 0)
-            fail_msg("%s: parallel %d \"%s\" differs from serial %d \"%s\"", names[k % N],
-                     p->rc, p->msg, s->rc, s->msg);
+            fail_msg("%s: parallel %d \"%s\" differs from serial %d \"%s\"", names[k % N], p->rc,
+                     p->msg, s->rc, s->msg);
     }
     for (int i = 0; i < N; i++)
         shard_buf_release(&in[i]);
@@ -1147,7 +1148,7 @@ static int decode_every_image(const char *dir)
         int loaded = e->d_name[0] != '.' && slurp(p, &b) == 0;
         free(p);
         if (!loaded || shard_sniff(b.data, b.len) == SHARD_FORMAT_UNKNOWN)
-            continue;  /* SOURCE.txt and the like */
+            continue; /* SOURCE.txt and the like */
         images++;
         struct shard_err err = {0};
         int rc = shard_decode(b.data, b.len, NULL, &img, &err);
@@ -1229,8 +1230,8 @@ static void encode_jpeg_variant(const struct shard_image *img, uint32_t w, uint3
 }
 
 /* The box's pixels from sk_decode_jpeg_box equal those of a full decode. */
-static void check_box(const struct shard_buf *jpeg, const struct shard_image *full,
-                      uint32_t left, uint32_t top, uint32_t bw, uint32_t bh, const char *what)
+static void check_box(const struct shard_buf *jpeg, const struct shard_image *full, uint32_t left,
+                      uint32_t top, uint32_t bw, uint32_t bh, const char *what)
 {
     struct shard_decode_options o;
     shard_decode_options_init(&o);
@@ -1240,8 +1241,7 @@ static void check_box(const struct shard_buf *jpeg, const struct shard_image *fu
     struct shard_err err = {0};
     char warning[SHARD_ERRMSG_SIZE];
     uint32_t sw = 0, sh = 0;
-    int rc = sk_decode_jpeg_box(jpeg->data, jpeg->len, &o, &box, &region, &sw, &sh, warning,
-                                &err);
+    int rc = sk_decode_jpeg_box(jpeg->data, jpeg->len, &o, &box, &region, &sw, &sh, warning, &err);
     if (rc)
         fail_msg("%s box %ux%u at (%u, %u): %d %s", what, bw, bh, left, top, rc, err.msg);
     assert_int_equal(sw, full->width);
@@ -1254,8 +1254,8 @@ static void check_box(const struct shard_buf *jpeg, const struct shard_image *fu
         const uint8_t *b = region.pixels + (size_t)(top + y - box.region_top) * region.stride +
                            (size_t)(left - box.region_left) * 3;
         if (memcmp(a, b, (size_t)bw * 3) != 0)
-            fail_msg("%s box %ux%u at (%u, %u): row %u differs from a full decode", what, bw,
-                     bh, left, top, top + y);
+            fail_msg("%s box %ux%u at (%u, %u): row %u differs from a full decode", what, bw, bh,
+                     left, top, top + y);
     }
     shard_image_release(&region);
 }
@@ -1269,10 +1269,14 @@ static void check_boxes(const struct shard_buf *jpeg, const char *what)
     const uint32_t w = full.width, h = full.height;
     const uint32_t half_w = (w + 1) / 2, half_h = (h + 1) / 2;
     const uint32_t fixed[][4] = {
-        {0, 0, w, h},               {0, 0, 1, 1},
-        {w - 1, h - 1, 1, 1},       {0, h - half_h, half_w, half_h},
-        {w - half_w, 0, half_w, half_h}, {w - half_w, h - half_h, half_w, half_h},
-        {w / 3, h / 3, w / 3 + 1, h / 3 + 1}, {0, h / 2, w, 1},
+        {0, 0, w, h},
+        {0, 0, 1, 1},
+        {w - 1, h - 1, 1, 1},
+        {0, h - half_h, half_w, half_h},
+        {w - half_w, 0, half_w, half_h},
+        {w - half_w, h - half_h, half_w, half_h},
+        {w / 3, h / 3, w / 3 + 1, h / 3 + 1},
+        {0, h / 2, w, 1},
         {w / 2, 0, 1, h},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -1332,8 +1336,10 @@ static void test_jpeg_box_decode_gives_the_pixels_of_a_full_decode(void **state)
         int components, h_samp, v_samp, progressive;
         const char *what;
     } variants[] = {
-        {333, 250, 3, 2, 2, 0, "4:2:0 333x250"}, {331, 249, 3, 1, 1, 0, "4:4:4 331x249"},
-        {333, 250, 3, 2, 1, 0, "4:2:2 333x250"}, {317, 243, 1, 1, 1, 0, "grayscale 317x243"},
+        {333, 250, 3, 2, 2, 0, "4:2:0 333x250"},
+        {331, 249, 3, 1, 1, 0, "4:4:4 331x249"},
+        {333, 250, 3, 2, 1, 0, "4:2:2 333x250"},
+        {317, 243, 1, 1, 1, 0, "grayscale 317x243"},
         {299, 201, 3, 2, 2, 1, "progressive 4:2:0 299x201"},
         {301, 203, 3, 1, 1, 1, "progressive 4:4:4 301x203"},
         {17, 9, 3, 2, 2, 0, "4:2:0 17x9"},
@@ -1368,8 +1374,7 @@ static void test_jpeg_box_decode_reports_damage_outside_the_box(void **state)
         struct sk_jpeg_box box = {0, 0, 8, 8, 0, 0};
         char warning[SHARD_ERRMSG_SIZE];
         uint32_t sw, sh;
-        int box_rc = sk_decode_jpeg_box(b.data, b.len, &o, &box, &img, &sw, &sh, warning,
-                                        &box_err);
+        int box_rc = sk_decode_jpeg_box(b.data, b.len, &o, &box, &img, &sw, &sh, warning, &box_err);
         assert_int_equal(full_rc, SHARD_ECORRUPT);
         assert_int_equal(box_rc, full_rc);
         assert_string_equal(box_err.msg, full_err.msg);
@@ -1394,8 +1399,8 @@ static void test_jpeg_box_decode_refuses_exif_orientation_and_boxes_outside(void
                      SK_JPEG_NEEDS_FULL);
     load_fixture("rgb.jpg", &b);
     struct sk_jpeg_box beyond = {333, 0, 1, 1, 0, 0};
-    assert_int_equal(sk_decode_jpeg_box(b.data, b.len, &o, &beyond, &img, &sw, &sh, warning,
-                                        &err), SHARD_EINVAL);
+    assert_int_equal(sk_decode_jpeg_box(b.data, b.len, &o, &beyond, &img, &sw, &sh, warning, &err),
+                     SHARD_EINVAL);
     assert_string_equal(err.msg, "box 1x1 at (333, 0) is outside the 333x250 JPEG");
     shard_image_release(&img);
     shard_buf_release(&b);

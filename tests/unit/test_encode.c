@@ -90,8 +90,7 @@ static void encode_ok(const struct shard_image *img, enum shard_codec codec, int
     struct shard_err err = {0};
     int rc = shard_encode(img, codec, quality, out, &err);
     if (rc)
-        fail_msg("encode %s %ux%u: %s", shard_codec_name(codec), img->width, img->height,
-                 err.msg);
+        fail_msg("encode %s %ux%u: %s", shard_codec_name(codec), img->width, img->height, err.msg);
     assert_true(out->len > 0);
 }
 
@@ -243,7 +242,8 @@ static void test_openmp_workers_encode_the_serial_bytes(void **state)
     int failures = 0;
 #pragma omp parallel for num_threads(4) schedule(dynamic, 1) reduction(+ : failures)
     for (int i = 0; i < THREAD_JOBS; i++)
-        failures += shard_encode(&img[i], (enum shard_codec)(i % 3), 50 + i, &parallel[i], NULL) != 0;
+        failures += shard_encode(&img[i], (enum shard_codec)(i % 3), 50 + i, &parallel[i], NULL) !=
+                    0;
     assert_int_equal(failures, 0);
     for (int i = 0; i < THREAD_JOBS; i++) {
         assert_int_equal(serial[i].len, parallel[i].len);
@@ -257,8 +257,8 @@ static void test_openmp_workers_encode_the_serial_bytes(void **state)
 static void test_png_is_8bit_rgb_with_only_ihdr_idat_iend(void **state)
 {
     (void)state;
-    static const uint8_t signature[PNG_SIGNATURE_BYTES] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a,
-                                                           '\n'};
+    static const uint8_t signature[PNG_SIGNATURE_BYTES] = {0x89, 'P',  'N',  'G',
+                                                           '\r', '\n', 0x1a, '\n'};
     struct shard_image img = {0};
     struct shard_buf buf = {0};
     make_noise(&img, 300, 500, 8);
@@ -275,9 +275,9 @@ static void test_png_is_8bit_rgb_with_only_ihdr_idat_iend(void **state)
             const uint8_t *ihdr = buf.data + at + 8;
             assert_int_equal(read_be32(ihdr), 300);
             assert_int_equal(read_be32(ihdr + 4), 500);
-            assert_int_equal(ihdr[8], 8);   /* bit depth */
-            assert_int_equal(ihdr[9], 2);   /* colour type: RGB */
-            assert_int_equal(ihdr[12], 0);  /* not interlaced */
+            assert_int_equal(ihdr[8], 8);  /* bit depth */
+            assert_int_equal(ihdr[9], 2);  /* colour type: RGB */
+            assert_int_equal(ihdr[12], 0); /* not interlaced */
         } else if (strcmp(type, "IDAT") && strcmp(type, "IEND")) {
             fail_msg("unexpected chunk %s (no text, time or colour metadata wanted)", type);
         }
@@ -286,7 +286,7 @@ static void test_png_is_8bit_rgb_with_only_ihdr_idat_iend(void **state)
         chunks++;
     }
     assert_true(seen_end);
-    assert_int_equal(at, buf.len);  /* nothing after IEND */
+    assert_int_equal(at, buf.len); /* nothing after IEND */
     shard_image_release(&img);
     shard_buf_release(&buf);
 }
@@ -351,7 +351,7 @@ static void test_output_buffer_is_replaced_and_reused(void **state)
     make_noise(&big, 800, 600, 1);
     make_noise(&small, 16, 16, 2);
     assert_int_equal(shard_buf_append(&buf, "junk", 4, NULL), 0);
-    encode_ok(&big, SHARD_CODEC_JPEG, 95, &buf);  /* larger than the first reservation */
+    encode_ok(&big, SHARD_CODEC_JPEG, 95, &buf); /* larger than the first reservation */
     uint8_t *memory = buf.data;
     size_t cap = buf.cap;
     encode_ok(&small, SHARD_CODEC_JPEG, 95, &buf);

@@ -132,8 +132,8 @@ static void test_drop_gives_every_rank_floor_and_leaves_out_the_remainder(void *
         for (size_t wi = 0; wi < sizeof worlds / sizeof *worlds; wi++) {
             uint32_t w = worlds[wi];
             uint64_t min, max, padded, dropped, missing = 0;
-            uint32_t *count = visit_epoch(l, 1, w, 16, SHARD_REMAINDER_DROP, &min, &max,
-                                          &padded, &dropped);
+            uint32_t *count = visit_epoch(l, 1, w, 16, SHARD_REMAINDER_DROP, &min, &max, &padded,
+                                          &dropped);
             for (uint64_t g = 0; g < n; g++) {
                 assert_true(count[g] <= 1);
                 missing += count[g] == 0;
@@ -158,8 +158,8 @@ static void test_pad_gives_every_rank_ceil_and_repeats_the_start_of_the_epoch(vo
             uint32_t w = worlds[wi];
             uint64_t c = n ? (n + w - 1) / w : 0, extra = c * w - (n ? n : 0);
             uint64_t min, max, padded, dropped, repeats = 0;
-            uint32_t *count = visit_epoch(l, 2, w, 0, SHARD_REMAINDER_PAD, &min, &max,
-                                          &padded, &dropped);
+            uint32_t *count = visit_epoch(l, 2, w, 0, SHARD_REMAINDER_PAD, &min, &max, &padded,
+                                          &dropped);
             for (uint64_t g = 0; g < n; g++) {
                 assert_true(count[g] >= 1);
                 repeats += count[g] - 1;
@@ -277,7 +277,7 @@ static void test_window_shuffle_moves_samples_less_than_the_buffer(void **state)
         where[shard_plan_indices(flat)[i]] = i;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t from = where[shard_plan_indices(mixed)[i]];
-        assert_true(from / 8 == i / 8);  /* stays inside its window */
+        assert_true(from / 8 == i / 8); /* stays inside its window */
         moved += from != i;
     }
     assert_true(moved > n / 2);
@@ -333,8 +333,7 @@ static void spec_shuffle(uint64_t *v, uint64_t n, uint64_t seed)
     }
 }
 
-static uint64_t spec_derive(uint64_t seed, uint64_t tag, uint64_t epoch, uint64_t rank,
-                            uint64_t k)
+static uint64_t spec_derive(uint64_t seed, uint64_t tag, uint64_t epoch, uint64_t rank, uint64_t k)
 {
     uint8_t b[32];
     uint64_t f[4] = {tag, epoch, rank, k};
@@ -366,8 +365,7 @@ static void test_plan_is_exactly_the_documented_algorithm(void **state)
         for (uint64_t w0 = begin, k = 0; w0 < end; w0 += buffer, k++)
             spec_shuffle(e + w0, end - w0 < buffer ? end - w0 : buffer,
                          spec_derive(seed, 2, epoch, rank, k));
-        struct shard_plan *p = plan_for(l, seed, epoch, rank, world, buffer,
-                                        SHARD_REMAINDER_KEEP);
+        struct shard_plan *p = plan_for(l, seed, epoch, rank, world, buffer, SHARD_REMAINDER_KEEP);
         assert_int_equal(shard_plan_count(p), end - begin);
         assert_memory_equal(shard_plan_indices(p), e + begin, (end - begin) * sizeof *e);
         shard_plan_free(p);

@@ -19,9 +19,8 @@ static void test_set_drops_a_trailing_newline_and_white_space(void **state)
     const char *from_libarchive = "ZIP uncompressed data is wrong size (read 395, expected 295)\n";
     assert_int_equal(shard_err_set(&err, SHARD_ECORRUPT, "entry 'a/x.jpg': %s", from_libarchive),
                      SHARD_ECORRUPT);
-    assert_string_equal(err.msg,
-                        "entry 'a/x.jpg': ZIP uncompressed data is wrong size (read 395, "
-                        "expected 295)");
+    assert_string_equal(err.msg, "entry 'a/x.jpg': ZIP uncompressed data is wrong size (read 395, "
+                                 "expected 295)");
     shard_err_set(&err, SHARD_EIO, "trailing \r\n \t\n");
     assert_string_equal(err.msg, "trailing");
 }

@@ -48,15 +48,19 @@ static int setup(void **state)
         payload_for(i, px, sizeof px);
         char key[32];
         snprintf(key, sizeof key, "k/%d.jpg", i);
-        struct shard_record_meta meta = {
-            .label = i == RECORDS - 1 ? SHARD_NO_LABEL : i % 3,
-            .width = 4, .height = 3, .channels = 3, .codec = SHARD_CODEC_RAW};
+        struct shard_record_meta meta = {.label = i == RECORDS - 1 ? SHARD_NO_LABEL : i % 3,
+                                         .width = 4,
+                                         .height = 3,
+                                         .channels = 3,
+                                         .codec = SHARD_CODEC_RAW};
         uint64_t h;
-        assert_int_equal(shard_record_encode(enc, &meta, (uint8_t *)key, strlen(key), px,
-                                             sizeof px, &frame, &h, &err), 0);
+        assert_int_equal(shard_record_encode(enc, &meta, (uint8_t *)key, strlen(key), px, sizeof px,
+                                             &frame, &h, &err),
+                         0);
         uint64_t before = shard_writer_projected_bytes(w, frame.len, strlen(key));
-        assert_int_equal(shard_writer_add(w, frame.data, frame.len, h, (uint8_t *)key,
-                                          strlen(key), meta.label, &err), 0);
+        assert_int_equal(shard_writer_add(w, frame.data, frame.len, h, (uint8_t *)key, strlen(key),
+                                          meta.label, &err),
+                         0);
         assert_int_equal(shard_writer_projected_bytes(w, 0, 0), before);
     }
     uint64_t projected = shard_writer_projected_bytes(w, 0, 0);
@@ -250,7 +254,7 @@ static void test_damage_is_named_as_a_dataset_names_it(void **state)
     shard_record_decoder_free(dec);
     shard_file_close(sf);
 
-    write_flipped(f, trailer_at - 3, path, sizeof path);  /* inside the footer's xxh3 */
+    write_flipped(f, trailer_at - 3, path, sizeof path); /* inside the footer's xxh3 */
     assert_int_equal(shard_file_open(&sf, path, &err), SHARD_ECORRUPT);
     snprintf(want, sizeof want, "%s: footer checksum mismatch", path);
     assert_string_equal(err.msg, want);
@@ -267,11 +271,12 @@ static void test_record_decode_refuses_a_wrong_hash_and_garbage(void **state)
     uint64_t h;
     assert_int_equal(shard_record_encoder_new(&enc, 1, &err), 0);
     assert_int_equal(shard_record_decoder_new(&dec, &err), 0);
-    struct shard_record_meta meta = {.label = 5, .width = 2, .height = 1, .channels = 3,
-                                     .codec = SHARD_CODEC_JPEG};
+    struct shard_record_meta meta = {
+        .label = 5, .width = 2, .height = 1, .channels = 3, .codec = SHARD_CODEC_JPEG};
     const uint8_t payload[] = "not really a jpeg";
     assert_int_equal(shard_record_encode(enc, &meta, (const uint8_t *)"a", 1, payload,
-                                         sizeof payload, &frame, &h, &err), 0);
+                                         sizeof payload, &frame, &h, &err),
+                     0);
     struct shard_record_view v;
     assert_int_equal(shard_record_decode(dec, frame.data, frame.len, &h, &v, &err), 0);
     assert_int_equal(v.meta.label, 5);
@@ -287,8 +292,7 @@ static void test_record_decode_refuses_a_wrong_hash_and_garbage(void **state)
     assert_int_equal(shard_record_decode(dec, frame.data, frame.len, NULL, &v, &err),
                      SHARD_ECORRUPT);
     const uint8_t junk[64] = {1, 2, 3};
-    assert_int_equal(shard_record_decode(dec, junk, sizeof junk, NULL, &v, &err),
-                     SHARD_ECORRUPT);
+    assert_int_equal(shard_record_decode(dec, junk, sizeof junk, NULL, &v, &err), SHARD_ECORRUPT);
     shard_buf_release(&frame);
     shard_record_encoder_free(enc);
     shard_record_decoder_free(dec);
@@ -302,13 +306,15 @@ static void test_encoder_refuses_bad_records(void **state)
     struct shard_buf frame = {0};
     uint64_t h;
     assert_int_equal(shard_record_encoder_new(&enc, 3, &err), 0);
-    struct shard_record_meta meta = {.label = -1, .width = 2, .height = 2, .channels = 3,
-                                     .codec = SHARD_CODEC_RAW};
+    struct shard_record_meta meta = {
+        .label = -1, .width = 2, .height = 2, .channels = 3, .codec = SHARD_CODEC_RAW};
     uint8_t px[12] = {0};
-    assert_int_equal(shard_record_encode(enc, &meta, (const uint8_t *)"k", 1, px, 11, &frame,
-                                         &h, &err), SHARD_EINVAL);
-    assert_int_equal(shard_record_encode(enc, &meta, (const uint8_t *)"", 0, px, 12, &frame,
-                                         &h, &err), SHARD_EINVAL);
+    assert_int_equal(shard_record_encode(enc, &meta, (const uint8_t *)"k", 1, px, 11, &frame, &h,
+                                         &err),
+                     SHARD_EINVAL);
+    assert_int_equal(shard_record_encode(enc, &meta, (const uint8_t *)"", 0, px, 12, &frame, &h,
+                                         &err),
+                     SHARD_EINVAL);
     struct shard_record_encoder *bad;
     assert_int_equal(shard_record_encoder_new(&bad, 0, &err), SHARD_EINVAL);
     assert_null(bad);
@@ -327,12 +333,14 @@ static void test_encoding_is_deterministic(void **state)
     assert_int_equal(shard_record_encoder_new(&b, 3, &err), 0);
     uint8_t px[300];
     payload_for(9, px, sizeof px);
-    struct shard_record_meta meta = {.label = 0, .width = 10, .height = 10, .channels = 3,
-                                     .codec = SHARD_CODEC_RAW};
+    struct shard_record_meta meta = {
+        .label = 0, .width = 10, .height = 10, .channels = 3, .codec = SHARD_CODEC_RAW};
     assert_int_equal(shard_record_encode(a, &meta, (const uint8_t *)"x", 1, px, 300, &fa, &ha,
-                                         &err), 0);
+                                         &err),
+                     0);
     assert_int_equal(shard_record_encode(b, &meta, (const uint8_t *)"x", 1, px, 300, &fb, &hb,
-                                         &err), 0);
+                                         &err),
+                     0);
     assert_int_equal(fa.len, fb.len);
     assert_memory_equal(fa.data, fb.data, fa.len);
     assert_true(ha == hb);
@@ -360,8 +368,9 @@ static void test_unfinished_writer_removes_its_file(void **state)
     struct shard_writer *w;
     struct shard_err err;
     assert_int_equal(shard_writer_open(&w, path, 0, &err), 0);
-    assert_int_equal(shard_writer_add(w, (const uint8_t *)"abc", 3, 1, (const uint8_t *)"k", 1,
-                                      -1, &err), 0);
+    assert_int_equal(shard_writer_add(w, (const uint8_t *)"abc", 3, 1, (const uint8_t *)"k", 1, -1,
+                                      &err),
+                     0);
     shard_writer_free(w);
     assert_int_not_equal(access(path, F_OK), 0);
 }
@@ -388,20 +397,17 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_written_shard_reads_back_every_record, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_file_hash_matches_the_bytes_on_disk, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_a_flipped_byte_anywhere_is_detected, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_file_hash_matches_the_bytes_on_disk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_flipped_byte_anywhere_is_detected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_shard_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage_is_named_as_a_dataset_names_it, setup,
                                         teardown),
         cmocka_unit_test(test_record_decode_refuses_a_wrong_hash_and_garbage),
         cmocka_unit_test(test_encoder_refuses_bad_records),
         cmocka_unit_test(test_encoding_is_deterministic),
-        cmocka_unit_test_setup_teardown(test_writer_refuses_an_existing_file_and_leaves_it,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unfinished_writer_removes_its_file, setup,
+        cmocka_unit_test_setup_teardown(test_writer_refuses_an_existing_file_and_leaves_it, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_unfinished_writer_removes_its_file, setup, teardown),
         cmocka_unit_test(test_hex64_round_trip_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

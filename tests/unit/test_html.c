@@ -87,7 +87,7 @@ static void assert_chart_markup(const char *doc)
     /* NaN and infinity are data, never coordinates */
     assert_int_equal(occurrences(doc, "nan\""), occurrences(doc, "data-value=\"nan\""));
     assert_int_equal(occurrences(doc, "inf\""), occurrences(doc, "data-value=\"inf\"") +
-                                                  occurrences(doc, "data-value=\"-inf\""));
+                                                    occurrences(doc, "data-value=\"-inf\""));
 }
 
 /* ---- escaping and numbers ------------------------------------------------------------ */
@@ -143,7 +143,7 @@ static void test_numbers_read_back_exactly(void **state)
     }
     struct capture c;
     html_number(capture_begin(&c), 12);
-    assert_string_equal(capture_end(&c), "12");  /* the shortest form */
+    assert_string_equal(capture_end(&c), "12"); /* the shortest form */
     free(c.text);
     html_number(capture_begin(&c), INFINITY);
     assert_string_equal(capture_end(&c), "inf");
@@ -215,7 +215,7 @@ static void test_linear_bins_have_round_edges_and_count_every_value(void **state
     (void)state;
     double v[95];
     for (size_t i = 0; i < 95; i++)
-        v[i] = 3 + (double)i;  /* 3..97 */
+        v[i] = 3 + (double)i; /* 3..97 */
     struct cli_histogram h;
     assert_int_equal(cli_histogram_make(&h, v, 95, 20, CLI_SCALE_LINEAR), 0);
     assert_true(h.bins <= 20 && h.bins >= 10);
@@ -247,7 +247,7 @@ static void test_equal_empty_and_non_finite_values_are_binned_sensibly(void **st
     assert_int_equal(h.counts[0], 3);
     assert_true(h.edges[0] <= 224 && h.edges[1] > 224);
     cli_histogram_release(&h);
-    double ones[] = {1, 1, 1};  /* whole numbers: a bin of at least 1, not [1, 1.1) */
+    double ones[] = {1, 1, 1}; /* whole numbers: a bin of at least 1, not [1, 1.1) */
     assert_int_equal(cli_histogram_make(&h, ones, 3, 30, CLI_SCALE_LINEAR), 0);
     assert_true(h.bins == 1 && h.edges[0] == 1 && h.edges[1] == 2);
     cli_histogram_release(&h);
@@ -255,7 +255,7 @@ static void test_equal_empty_and_non_finite_values_are_binned_sensibly(void **st
     assert_int_equal(cli_histogram_make(&h, halves, 2, 30, CLI_SCALE_LINEAR), 0);
     assert_true(h.edges[0] <= 2.5 && h.edges[1] > 2.5 && h.edges[1] - h.edges[0] < 1);
     cli_histogram_release(&h);
-    double few[] = {1, 2, 3};  /* whole numbers never get fractional bins */
+    double few[] = {1, 2, 3}; /* whole numbers never get fractional bins */
     assert_int_equal(cli_histogram_make(&h, few, 3, 30, CLI_SCALE_LINEAR), 0);
     assert_true(h.edges[1] - h.edges[0] == 1);
     assert_histogram_holds(&h, few, 3);
@@ -342,9 +342,15 @@ static void test_bars_carry_every_value_and_flag_the_rows_that_differ(void **sta
     static const char *const series[] = {"source", "shards"};
     static const double values[] = {12, 12, 7, 8, 12, NAN};
     static const unsigned char flagged[] = {0, 1, 0};
-    struct chart_bars c = {.id = "labels", .caption = "samples per label", .unit = "samples",
-                           .rows = 3, .row_names = rows, .series = 2,
-                           .series_names = series, .values = values, .flagged = flagged,
+    struct chart_bars c = {.id = "labels",
+                           .caption = "samples per label",
+                           .unit = "samples",
+                           .rows = 3,
+                           .row_names = rows,
+                           .series = 2,
+                           .series_names = series,
+                           .values = values,
+                           .flagged = flagged,
                            .flag_note = "source and shards differ"};
     struct capture cap;
     chart_bars(capture_begin(&cap), &c);
@@ -358,22 +364,29 @@ static void test_bars_carry_every_value_and_flag_the_rows_that_differ(void **sta
     assert_int_equal(occurrences(doc, "class=\"row flagged\""), 1);
     assert_non_null(strstr(doc, "data-name=\"&lt;script&gt;alert(1)&lt;/script&gt;\""));
     assert_null(strstr(doc, "<script"));
-    assert_non_null(strstr(doc, "data-value=\"nan\""));  /* no bar, but said so */
+    assert_non_null(strstr(doc, "data-value=\"nan\"")); /* no bar, but said so */
     assert_non_null(strstr(doc, "source and shards differ"));
     free(cap.text);
 
     /* stacked: segments and their total */
     static const double stages[] = {0.5, 1.25, 2, 0.25};
     static const char *const two[] = {"files", "shards"};
-    struct chart_bars st = {.id = "stages", .caption = "ms per sample", .unit = "ms",
-                            .rows = 2, .row_names = two, .series = 2, .series_names = series,
-                            .values = stages, .stacked = 1, .decimals = 2};
+    struct chart_bars st = {.id = "stages",
+                            .caption = "ms per sample",
+                            .unit = "ms",
+                            .rows = 2,
+                            .row_names = two,
+                            .series = 2,
+                            .series_names = series,
+                            .values = stages,
+                            .stacked = 1,
+                            .decimals = 2};
     chart_bars(capture_begin(&cap), &st);
     doc = capture_end(&cap);
     assert_chart_markup(doc);
     assert_int_equal(occurrences(doc, "<g class=\"bar segment\""), 4);
-    assert_non_null(strstr(doc, "data-value=\"1.75\""));  /* 0.5 + 1.25 */
-    assert_non_null(strstr(doc, ">2.25</text>"));          /* 2 + 0.25 */
+    assert_non_null(strstr(doc, "data-value=\"1.75\"")); /* 0.5 + 1.25 */
+    assert_non_null(strstr(doc, ">2.25</text>"));        /* 2 + 0.25 */
     free(cap.text);
 
     struct chart_bars none = {.id = "empty", .caption = "nothing", .rows = 0};
@@ -390,16 +403,16 @@ static void test_a_long_name_is_shortened_and_kept_whole_in_its_title(void **sta
     char name[400];
     memset(name, 'x', sizeof name - 1);
     name[sizeof name - 1] = '\0';
-    memcpy(name + 300, "\xc3\xa9\xc3\xa9", 4);  /* a character that must not be cut */
+    memcpy(name + 300, "\xc3\xa9\xc3\xa9", 4); /* a character that must not be cut */
     const char *rows[] = {name};
     double v[] = {3};
-    struct chart_bars c = {.id = "long", .caption = "c", .rows = 1, .row_names = rows,
-                           .series = 1, .values = v};
+    struct chart_bars c = {
+        .id = "long", .caption = "c", .rows = 1, .row_names = rows, .series = 1, .values = v};
     struct capture cap;
     chart_bars(capture_begin(&cap), &c);
     const char *doc = capture_end(&cap);
     assert_chart_markup(doc);
-    assert_non_null(strstr(doc, "\xe2\x80\xa6</text>"));  /* the ellipsis */
+    assert_non_null(strstr(doc, "\xe2\x80\xa6</text>")); /* the ellipsis */
     char title[420];
     snprintf(title, sizeof title, "<title>%s: 3</title>", name);
     assert_non_null(strstr(doc, title));
@@ -412,9 +425,14 @@ static void test_a_histogram_draws_each_bin_with_its_count(void **state)
     double v[] = {1200, 1300, 5100, 9800, 9900, 9950};
     struct cli_histogram h;
     assert_int_equal(cli_histogram_make(&h, v, 6, 10, CLI_SCALE_LINEAR), 0);
-    struct chart_histogram c = {.id = "sizes", .caption = "stored bytes",
-                                .x_label = "KB per record", .y_label = "records", .h = &h,
-                                .x_divisor = 1e3, .mark = 5000, .mark_label = "threshold"};
+    struct chart_histogram c = {.id = "sizes",
+                                .caption = "stored bytes",
+                                .x_label = "KB per record",
+                                .y_label = "records",
+                                .h = &h,
+                                .x_divisor = 1e3,
+                                .mark = 5000,
+                                .mark_label = "threshold"};
     struct capture cap;
     chart_histogram(capture_begin(&cap), &c);
     const char *doc = capture_end(&cap);
@@ -430,7 +448,7 @@ static void test_a_histogram_draws_each_bin_with_its_count(void **state)
     assert_int_equal(sum, 6);
     assert_non_null(strstr(doc, "class=\"mark-line\""));
     assert_non_null(strstr(doc, "KB per record"));
-    assert_non_null(strstr(doc, ">3</text>"));  /* the bin of 9800, 9900, 9950 */
+    assert_non_null(strstr(doc, ">3</text>")); /* the bin of 9800, 9900, 9950 */
     free(cap.text);
     cli_histogram_release(&h);
 
@@ -450,8 +468,13 @@ static void test_a_line_breaks_at_missing_values_and_names_its_points(void **sta
     static const double y[] = {48, 48, NAN, 47, 48};
     static const char *const names[] = {"run 1", "run 2", "run 3", "run 4", "run <5>"};
     static const char *const cls[] = {"ok", "ok", "bad", "ok", "ok"};
-    struct chart_line c = {.id = "trend", .caption = "samples per run", .x_label = "run",
-                           .y_label = "samples", .points = 5, .y = y, .x_names = names,
+    struct chart_line c = {.id = "trend",
+                           .caption = "samples per run",
+                           .x_label = "run",
+                           .y_label = "samples",
+                           .points = 5,
+                           .y = y,
+                           .x_names = names,
                            .point_class = cls};
     struct capture cap;
     chart_line(capture_begin(&cap), &c);
@@ -462,7 +485,7 @@ static void test_a_line_breaks_at_missing_values_and_names_its_points(void **sta
     assert_non_null(path);
     char d[512];
     snprintf(d, sizeof d, "%.*s", (int)(strchr(path + 22, '"') - path - 22), path + 22);
-    assert_int_equal(occurrences(d, "M"), 2);  /* a gap at run 3 */
+    assert_int_equal(occurrences(d, "M"), 2); /* a gap at run 3 */
     assert_int_equal(occurrences(d, "L"), 2);
     assert_non_null(strstr(doc, "<title>run 3: no value samples</title>"));
     assert_non_null(strstr(doc, "<title>run &lt;5&gt;: 48 samples</title>"));
@@ -472,8 +495,15 @@ static void test_a_line_breaks_at_missing_values_and_names_its_points(void **sta
     /* numeric x, columns */
     static const double x[] = {0, 0.5, 1.5};
     static const double w[] = {0.002, 0, 0.010};
-    struct chart_line col = {.id = "wait", .caption = "wait", .x_label = "s", .y_label = "ms",
-                             .points = 3, .x = x, .y = w, .columns = 1, .decimals = 3};
+    struct chart_line col = {.id = "wait",
+                             .caption = "wait",
+                             .x_label = "s",
+                             .y_label = "ms",
+                             .points = 3,
+                             .x = x,
+                             .y = w,
+                             .columns = 1,
+                             .decimals = 3};
     chart_line(capture_begin(&cap), &col);
     doc = capture_end(&cap);
     assert_chart_markup(doc);
@@ -498,15 +528,22 @@ static void test_a_strip_puts_infinite_values_apart_and_failed_ones_in_red(void 
     static const char *const keys[] = {"a", "b\xff", "c", "d", "e", "f"};
     static const size_t lens[] = {1, 2, 1, 1, 1, 1};
     static const unsigned char passed[] = {1, 1, 1, 0, 1, 1};
-    struct chart_strip c = {.id = "psnr", .caption = "psnr", .x_label = "dB", .count = 6,
-                            .values = v, .names = keys, .name_lens = lens, .passed = passed,
-                            .threshold = 35, .threshold_label = "35 dB",
+    struct chart_strip c = {.id = "psnr",
+                            .caption = "psnr",
+                            .x_label = "dB",
+                            .count = 6,
+                            .values = v,
+                            .names = keys,
+                            .name_lens = lens,
+                            .passed = passed,
+                            .threshold = 35,
+                            .threshold_label = "35 dB",
                             .infinite_label = "identical"};
     struct capture cap;
     chart_strip(capture_begin(&cap), &c);
     const char *doc = capture_end(&cap);
     assert_chart_markup(doc);
-    assert_int_equal(occurrences(doc, "<g class=\"point\""), 5);  /* NaN left out */
+    assert_int_equal(occurrences(doc, "<g class=\"point\""), 5); /* NaN left out */
     assert_non_null(strstr(doc, ">3 identical</text>"));
     assert_non_null(strstr(doc, "<title>b\\xff: 38.50 dB</title>"));
     assert_non_null(strstr(doc, "<title>d: 21.00 dB (failed)</title><circle class=\"dot bad\""));
@@ -520,8 +557,10 @@ static void test_a_strip_puts_infinite_values_apart_and_failed_ones_in_red(void 
 static void test_a_command_line_is_quoted_as_a_shell_reads_it_back(void **state)
 {
     (void)state;
+    /* clang-format off */
     char *argv[] = {"shardbench", "compare", "/data/raw", "my dir/it's", "--step-ms", "2.5",
                     "", "a\xff" "b\tc\\d'e", "\xc3\xa9t\xc3\xa9"};
+    /* clang-format on */
     char *line = cli_command_line(9, argv);
     assert_non_null(line);
     assert_string_equal(line, "shardbench compare /data/raw 'my dir/it'\\''s' --step-ms 2.5 '' "
@@ -537,8 +576,10 @@ static void test_a_command_line_shows_invisible_characters_and_no_password(void 
     (void)state;
     /* a no-break space, a right-to-left override, a zero-width space: shown
      * as their bytes, so that what a reader sees is what runs */
+    /* clang-format off */
     char *argv[] = {"shardbench", "a\xc2\xa0" "b", "c\xe2\x80\xae" "d", "e\xe2\x80\x8b",
                     "https://alice:pw@h/d", "--x=http://u@h:1/p?q=a@b"};
+    /* clang-format on */
     char *line = cli_command_line(6, argv);
     assert_non_null(line);
     assert_string_equal(line, "shardbench $'a\\xc2\\xa0b' $'c\\xe2\\x80\\xaed' $'e\\xe2\\x80\\x8b' "

@@ -5,9 +5,10 @@
  * answered with its range, a body over its limit is refused, cancellation
  * ends a request during a back-off or in the middle of a transfer (and a
  * reader's file closed under a retrying fetch returns at once), the pool
- * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, and the
+ * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, the
  * public shard_dataset_options reach the requests (or are refused, naming
- * the option). */
+ * the option), and whole remote files (shard_remote_*) are read under them,
+ * counted, delayed by the simulated round trip and reported to an observer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,7 +49,8 @@ struct answer {
 };
 
 struct server;
-/* The answer to request number n (0, 1, ...) whose head is `request`. */
+/* The answer to request number n (0, 1, ...) whose head and body are
+ * `request`. */
 typedef void (*answer_fn)(struct server *s, unsigned n, const char *request, struct answer *a);
 
 #define MAX_CONNECTIONS 256
@@ -101,6 +103,19 @@ static void *handle(void *arg)
         req[len] = '\0';
         if (strstr(req, "\r\n\r\n"))
             break;
+    }
+    /* the body too (as much as fits): a request is answered once it is all in */
+    const char *end = strstr(req, "\r\n\r\n");
+    const char *length = strcasestr(req, "\r\nContent-Length:");
+    if (end && length && length < end) {
+        size_t want = (size_t)(end + 4 - req) + strtoul(length + 17, NULL, 10);
+        while (len < want && len < sizeof req - 1) {
+            ssize_t got = read(c->fd, req + len, sizeof req - 1 - len);
+            if (got <= 0)
+                goto out;
+            len += (size_t)got;
+            req[len] = '\0';
+        }
     }
     pthread_mutex_lock(&s->lock);
     unsigned n = s->requests++;
@@ -581,6 +596,145 @@ static void test_s3_hash_of_a_retried_body_is_of_the_whole_body_once(void **stat
     server_stop(&s);
 }
 
+/* S3's multipart upload (CreateMultipartUpload, UploadPart, Complete and
+ * Abort), with the fault the test asks for. */
+enum upload_fault { UPLOAD_OK, UPLOAD_NO_ID, UPLOAD_NO_ETAG, UPLOAD_ERROR_DOCUMENT };
+
+struct upload_script {
+    enum upload_fault fault;
+    char parts[64];          /* the bodies of the parts, in the order they came */
+    char completion[1024];   /* the body of CompleteMultipartUpload */
+    int aborts;
+};
+
+static void answer_upload(struct server *s, unsigned n, const char *request, struct answer *a)
+{
+    static const char created[] = "<InitiateMultipartUploadResult><UploadId>up/1</UploadId>"
+                                  "</InitiateMultipartUploadResult>";
+    static const char no_id[] = "<InitiateMultipartUploadResult></InitiateMultipartUploadResult>";
+    static const char failed[] = "<Error><Code>InternalError</Code></Error>";
+    static const char done[] = "<CompleteMultipartUploadResult></CompleteMultipartUploadResult>";
+    struct upload_script *u = s->user;
+    const char *body = strstr(request, "\r\n\r\n") + 4;
+    (void)n;
+    if (!strncmp(request, "POST /bucket/data/big?uploads= ", 31)) {
+        a->body = u->fault == UPLOAD_NO_ID ? no_id : created;
+    } else if (!strncmp(request, "PUT /bucket/data/big?partNumber=", 32)) {
+        assert_non_null(strstr(request, "&uploadId=up%2F1 "));
+        strncat(u->parts, body, sizeof u->parts - strlen(u->parts) - 1);
+        if (u->fault != UPLOAD_NO_ETAG)
+            snprintf(a->headers, sizeof a->headers, "ETag: \"e%c\"\r\n", request[32]);
+    } else if (!strncmp(request, "POST /bucket/data/big?uploadId=up%2F1 ", 38)) {
+        snprintf(u->completion, sizeof u->completion, "%s", body);
+        a->body = u->fault == UPLOAD_ERROR_DOCUMENT ? failed : done;
+    } else if (!strncmp(request, "DELETE /bucket/data/big?uploadId=up%2F1 ", 40)) {
+        u->aborts++;
+        a->status = 204;
+    } else {
+        a->status = 400;
+    }
+    a->body_len = a->body ? strlen(a->body) : 0;
+}
+
+struct upload_hooks_seen {
+    char started[16];
+    char ended[16];
+};
+
+static int upload_started(void *user, const char *name, const char *upload_id,
+                          struct shard_err *err)
+{
+    struct upload_hooks_seen *seen = user;
+    (void)err;
+    assert_string_equal(name, "big");
+    snprintf(seen->started, sizeof seen->started, "%s", upload_id);
+    return 0;
+}
+
+static void upload_ended(void *user, const char *name, const char *upload_id)
+{
+    struct upload_hooks_seen *seen = user;
+    assert_string_equal(name, "big");
+    snprintf(seen->ended, sizeof seen->ended, "%s", upload_id);
+}
+
+/* Upload the 20 bytes of fd as "big" in parts of 8 with u's fault: the
+ * status, the message in err, what the hooks saw. */
+static int upload_with(struct sk_s3 *s3, int fd, struct upload_script *u, enum upload_fault fault,
+                       struct upload_hooks_seen *seen, struct shard_err *err)
+{
+    memset(u, 0, sizeof *u);
+    memset(seen, 0, sizeof *seen);
+    u->fault = fault;
+    struct sk_s3_upload_hooks hooks = {upload_started, upload_ended, seen};
+    return sk_s3_put_file(s3, "big", fd, 20, &hooks, err);
+}
+
+/* A multipart upload sends its parts, and names each wrong answer (aborting
+ * what it started). */
+static void test_s3_multipart_upload_sends_its_parts_and_names_each_fault(void **state)
+{
+    (void)state;
+    struct upload_script u;
+    struct server s;
+    server_start(&s, answer_upload, &u);
+    struct sk_s3 *s3 = s3_at(&s);
+    s3->part_bytes = 8;  /* parts of 8, 8 and 4 bytes */
+    char path[300];
+    snprintf(path, sizeof path, "%s/big", home);
+    FILE *f = fopen(path, "w+");
+    assert_non_null(f);
+    assert_int_equal(fputs("0123456789abcdefghij", f), 1);
+    fflush(f);
+    int fd = fileno(f);
+    struct upload_hooks_seen seen;
+    struct shard_err err;
+
+    /* the parts in order, then their ETags in order in the completion */
+    if (upload_with(s3, fd, &u, UPLOAD_OK, &seen, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(u.parts, "0123456789abcdefghij");
+    assert_string_equal(u.completion, "<CompleteMultipartUpload>"
+                        "<Part><PartNumber>1</PartNumber><ETag>\"e1\"</ETag></Part>"
+                        "<Part><PartNumber>2</PartNumber><ETag>\"e2\"</ETag></Part>"
+                        "<Part><PartNumber>3</PartNumber><ETag>\"e3\"</ETag></Part>"
+                        "</CompleteMultipartUpload>");
+    assert_int_equal(u.aborts, 0);
+    assert_string_equal(seen.started, "up/1");
+    assert_string_equal(seen.ended, "up/1");
+    assert_int_equal(requests(&s), 5);
+
+    /* a part without an ETag: named, the upload aborted */
+    assert_int_equal(upload_with(s3, fd, &u, UPLOAD_NO_ETAG, &seen, &err), SHARD_ENET);
+    assert_string_equal(err.msg, "cannot upload 's3://bucket/data/big': part 1 came back without "
+                                 "an ETag");
+    assert_string_equal(u.parts, "01234567");
+    assert_string_equal(u.completion, "");
+    assert_int_equal(u.aborts, 1);
+    assert_string_equal(seen.ended, "up/1");
+
+    /* S3's 200 with an <Error> document for the completion */
+    assert_int_equal(upload_with(s3, fd, &u, UPLOAD_ERROR_DOCUMENT, &seen, &err), SHARD_ENET);
+    assert_string_equal(err.msg, "cannot complete the upload of 's3://bucket/data/big': "
+                                 "InternalError");
+    assert_int_equal(u.aborts, 1);
+    assert_string_equal(seen.ended, "up/1");
+
+    /* no upload id: nothing started, nothing to abort */
+    assert_int_equal(upload_with(s3, fd, &u, UPLOAD_NO_ID, &seen, &err), SHARD_ENET);
+    assert_string_equal(err.msg, "cannot upload 's3://bucket/data/big': no upload id in the "
+                                 "answer to CreateMultipartUpload");
+    assert_string_equal(u.parts, "");
+    assert_int_equal(u.aborts, 0);
+    assert_string_equal(seen.started, "");
+    assert_string_equal(seen.ended, "");
+
+    fclose(f);
+    unlink(path);
+    sk_s3_free(s3);
+    server_stop(&s);
+}
+
 /* ---- the reader: the same rules ---------------------------------------------------- */
 
 static struct fetch *reader_at(const struct server *s, int retries)
@@ -664,6 +818,107 @@ static void test_reader_names_a_file_over_its_limit(void **state)
     server_stop(&s);
 }
 
+/* ---- whole remote files ---------------------------------------------------------- */
+
+struct remote_seen {
+    pthread_mutex_t lock;
+    unsigned count[SHARD_SPAN_COUNT];
+    uint64_t rtt_ns;
+};
+
+static void remote_span(void *user, enum shard_read_span k, uint64_t start, uint64_t end)
+{
+    struct remote_seen *s = user;
+    pthread_mutex_lock(&s->lock);
+    s->count[k]++;
+    if (k == SHARD_SPAN_RTT)
+        s->rtt_ns += end - start;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void test_remote_files_are_read_whole_under_the_options(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s, answer_body, NULL);
+    char url[128];
+    url_of(&s, "/src", url, sizeof url);
+    static struct remote_seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct shard_read_observer obs = {.span = remote_span, .user = &seen};
+    struct shard_dataset_options o;
+    shard_dataset_options_init(&o);
+    o.rtt_ms = 20;
+    o.observer = &obs;
+    struct shard_remote *r = NULL;
+    struct shard_err err;
+    assert_int_equal(shard_remote_open(&r, url, &o, &err), 0);
+    assert_int_equal(requests(&s), 0);  /* nothing is asked for at open */
+    struct shard_buf buf = {0};
+    assert_int_equal(shard_remote_get(r, "n01/a b.jpg", 0, &buf, &err), 0);
+    assert_int_equal(buf.len, 20);
+    assert_memory_equal(buf.data, "0123456789abcdefghij", 20);
+    struct shard_read_stats st;
+    shard_remote_stats(r, &st);
+    assert_int_equal(st.requests, 1);
+    assert_int_equal(st.bytes_transferred, 20);
+    assert_int_equal(st.retries + st.samples + st.bytes_requested, 0);
+    assert_true(st.rtt_ns >= 20000000u);
+    assert_int_equal(seen.count[SHARD_SPAN_HTTP], 1);
+    assert_int_equal(seen.count[SHARD_SPAN_RTT], 1);
+    assert_int_equal(seen.rtt_ns, st.rtt_ns);
+    /* a body over the caller's limit */
+    assert_int_equal(shard_remote_get(r, "big.jpg", 10, &buf, &err), SHARD_ELIMIT);
+    assert_int_equal(requests(&s), 2);
+    shard_remote_close(r);
+    shard_remote_close(NULL);
+    server_stop(&s);
+
+    int status = 404;
+    server_start(&s, answer_status, &status);
+    url_of(&s, "/src", url, sizeof url);
+    shard_dataset_options_init(&o);
+    assert_int_equal(shard_remote_open(&r, url, &o, &err), 0);
+    assert_int_equal(shard_remote_get(r, "gone.jpg", 0, &buf, &err), SHARD_ENOTFOUND);
+    char want[200];
+    snprintf(want, sizeof want, "cannot read '%s/gone.jpg': HTTP 404 Not Found", url);
+    assert_string_equal(err.msg, want);
+    shard_remote_close(r);
+    /* a local location, and options out of range, are refused before any request */
+    assert_int_equal(shard_remote_open(&r, "/tmp", NULL, &err), SHARD_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(err.msg, "not a remote location"));
+    o.connections = 0;
+    assert_int_equal(shard_remote_open(&r, url, &o, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "connections 0 is not in 1..64");
+    assert_int_equal(requests(&s), 1);
+    shard_buf_release(&buf);
+    server_stop(&s);
+    assert_true(shard_location_is_remote("s3://bucket/prefix"));
+    assert_true(shard_location_is_remote("https://host/x"));
+    assert_false(shard_location_is_remote("/data/http://x"));
+}
+
+/* ---- URLs ---------------------------------------------------------------------- */
+
+static void test_urls_percent_encode_every_byte_but_unreserved_and_slash(void **state)
+{
+    (void)state;
+    struct fetch *fs;
+    struct fetch_http_options o;
+    sk_fetch_http_options_init(&o);
+    assert_int_equal(sk_fetch_http_new(&fs, "http://127.0.0.1:9/data//", &o, NULL), 0);
+    char *url = sk_fetch_http_url(fs, "n01/a b'\xc3\xbc%~_-.jpg");
+    assert_string_equal(url, "http://127.0.0.1:9/data/n01/a%20b%27%C3%BC%25~_-.jpg");
+    free(url);
+    fetch_free(fs);
+    struct shard_err err;
+    assert_int_equal(sk_fetch_http_new(&fs, "ftp://host/x", &o, &err), SHARD_EINVAL);
+    o.reading.connections = 0;
+    assert_int_equal(sk_fetch_http_new(&fs, "http://host/x", &o, &err), SHARD_EINVAL);
+    assert_true(sk_fetch_http_is_url("https://host/x"));
+    assert_false(sk_fetch_http_is_url("/data/http://x"));
+}
+
 /* ---- the public options ---------------------------------------------------------- */
 
 static void test_dataset_options_reach_the_requests(void **state)
@@ -729,10 +984,14 @@ int main(void)
                                         s3_teardown),
         cmocka_unit_test_setup_teardown(test_s3_hash_of_a_retried_body_is_of_the_whole_body_once,
                                         s3_setup, s3_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_s3_multipart_upload_sends_its_parts_and_names_each_fault, s3_setup, s3_teardown),
         cmocka_unit_test(test_reader_maps_unsupported_statuses),
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
         cmocka_unit_test(test_reader_names_a_file_over_its_limit),
         cmocka_unit_test(test_dataset_options_reach_the_requests),
+        cmocka_unit_test(test_urls_percent_encode_every_byte_but_unreserved_and_slash),
+        cmocka_unit_test(test_remote_files_are_read_whole_under_the_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,7 +94,7 @@ static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **
                     o.drop_last = drop;
                     o.threads = threads[t];
                     o.plan.seed = 3;
-                    o.plan.epoch = 1;  /* the plan of the epoch started below */
+                    o.plan.epoch = 1; /* the plan of the epoch started below */
                     o.plan.shuffle_buffer = 5;
                     o.plan.rank = 1;
                     o.plan.world_size = 2;
@@ -218,7 +218,7 @@ static void test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch(void 
     struct shard_batch *none;
     assert_int_equal(shard_loader_next(l, -1, &none, &err), SHARD_EINVAL);
     assert_null(none);
-    shard_loader_free(l);  /* mid-epoch, with batches out */
+    shard_loader_free(l); /* mid-epoch, with batches out */
     assert_memory_equal(in->data, copy, sizeof copy);
     shard_batch_free(kept[0]);
     shard_batch_free(kept[1]);
@@ -439,8 +439,8 @@ static void test_float32_planes_are_each_byte_normalised_in_its_place(void **sta
                     float v = (float)px[y][mirror ? W - 1 - x : x][c] / 255.0f;
                     v = (v - (float)mean[c]) / (float)std[c];
                     if (memcmp(&v, &out[c][y][x], sizeof v))
-                        fail_msg("mirror %d, channel %d, (%d, %d): %a, expected %a", mirror, c,
-                                 x, y, out[c][y][x], v);
+                        fail_msg("mirror %d, channel %d, (%d, %d): %a, expected %a", mirror, c, x,
+                                 y, out[c][y][x], v);
                 }
         shard_augment_workspace_free(w);
         shard_augment_free(a);

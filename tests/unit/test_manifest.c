@@ -38,8 +38,10 @@ static void sample_manifest(struct shard_manifest *m, struct shard_manifest_shar
     shards[1] = (struct shard_manifest_shard){file1, 1, 200, 0xffeeddccbbaa9988ull};
     m->shards = shards;
     m->shard_count = 2;
+    /* clang-format off */
     rejects[0] = (struct shard_reject){reject_key, strlen(reject_key), reject_reason, 1, 12,
                                        0xabcdefull};
+    /* clang-format on */
     m->rejects = rejects;
     m->reject_count = 1;
     m->index_file = "index.jsonl";
@@ -77,7 +79,7 @@ static void test_manifest_round_trips_through_json(void **state)
     struct shard_reject rejects[1];
     struct shard_err err;
     sample_manifest(&m, shards, rejects);
-    m.config.shuffle_seed = UINT64_MAX;  /* must survive JSON exactly */
+    m.config.shuffle_seed = UINT64_MAX; /* must survive JSON exactly */
     m.warned = 2;
     char *text;
     assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
@@ -86,7 +88,7 @@ static void test_manifest_round_trips_through_json(void **state)
     assert_int_equal(shard_manifest_load(dir, &back, &err), 0);
     assert_true(back.config.shuffle_seed == UINT64_MAX);
     assert_int_equal(back.config.size, 512);
-    assert_int_equal(back.config.zstd_level, 3);  /* jpeg's default, written out */
+    assert_int_equal(back.config.zstd_level, 3); /* jpeg's default, written out */
     assert_string_equal(back.config.labels, "dir");
     assert_int_equal(back.samples, 4);
     assert_int_equal(back.warned, 2);
@@ -147,13 +149,13 @@ static void test_each_codec_has_its_default_zstd_level(void **state)
     (void)state;
     struct shard_config c;
     shard_config_init(&c);
-    assert_int_equal(c.zstd_level, 0);  /* "the codec's default" until resolved */
+    assert_int_equal(c.zstd_level, 0); /* "the codec's default" until resolved */
     assert_int_equal(shard_config_zstd_level(&c), 3);
     c.codec = SHARD_CODEC_PNG;
     assert_int_equal(shard_config_zstd_level(&c), 3);
     c.codec = SHARD_CODEC_RAW;
     assert_int_equal(shard_config_zstd_level(&c), -100);
-    c.zstd_level = 7;  /* an explicit level wins */
+    c.zstd_level = 7; /* an explicit level wins */
     assert_int_equal(shard_config_zstd_level(&c), 7);
 }
 
@@ -190,7 +192,7 @@ static void test_extreme_manifests_shardify_can_write_load_back(void **state)
     assert_non_null(binary);
     memset(utf8, 'k', LONG_KEY);
     memset(binary, 'b', LONG_KEY);
-    binary[0] = (char)0xff;  /* not UTF-8: written as key_hex */
+    binary[0] = (char)0xff; /* not UTF-8: written as key_hex */
     utf8[LONG_KEY] = binary[LONG_KEY] = '\0';
     rejects[0] = (struct shard_reject){binary, LONG_KEY, "key is longer than 4096 bytes", 0, 0, 0};
     rejects[1] = (struct shard_reject){utf8, LONG_KEY, "key is longer than 4096 bytes", 0, 0, 0};
@@ -212,7 +214,7 @@ static void test_extreme_manifests_shardify_can_write_load_back(void **state)
     m.shard_count = 0;
     char *text;
     assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
-    assert_null(strstr(text, "\"warned\""));  /* only written when not 0 */
+    assert_null(strstr(text, "\"warned\"")); /* only written when not 0 */
     char *dir = write_temp_manifest(text);
     if (shard_manifest_load(dir, &back, &err))
         fail_msg("shardify's own manifest refused: %s", err.msg);
@@ -263,8 +265,10 @@ static void test_warned_counts_and_warning_fields_round_trip(void **state)
     expect_refused("\"unlabeled\": 1", "\"unlabeled\": 1, \"warned\": -1", "warned");
 
     /* the line of a sample with a warning carries it; one without has none */
+    /* clang-format off */
     struct shard_sample s = {"a.jpg", 5, -1, 0, 7, 4, 3, 10, 11,
                              "JPEG warning: 3 extraneous bytes before marker 0xdb", NULL, 0};
+    /* clang-format on */
     struct shard_buf line = {0};
     assert_int_equal(shard_sample_line(&s, &line, &err), 0);
     assert_int_equal(shard_buf_append(&line, "", 1, &err), 0);
@@ -306,18 +310,24 @@ static void test_lineage_is_added_last_and_changes_nothing_else(void **state)
     char *plain, *with, *rebuilt;
     assert_int_equal(shard_manifest_dump(&m, &plain, &err), 0);
     assert_null(strstr(plain, "lineage"));
-    struct shard_lineage l = {.previous_manifest_xxh3 = 0xdeadbeefull, .added = 3, .changed = 1,
-                              .unchanged = 7, .removed = 2, .reused = 5, .relabeled = 1,
-                              .rejected_again = 1, .reconverted = 0};
+    struct shard_lineage l = {.previous_manifest_xxh3 = 0xdeadbeefull,
+                              .added = 3,
+                              .changed = 1,
+                              .unchanged = 7,
+                              .removed = 2,
+                              .reused = 5,
+                              .relabeled = 1,
+                              .rejected_again = 1,
+                              .reconverted = 0};
     m.lineage = &l;
     assert_int_equal(shard_manifest_dump(&m, &with, &err), 0);
     size_t keep = strlen(plain) - strlen("\n}\n");
     assert_memory_equal(plain, with, keep);
-    assert_string_equal(with + keep,
-                        ",\n  \"lineage\": {\n    \"previous_manifest_xxh3\": \"00000000deadbeef\",\n"
-                        "    \"added\": 3,\n    \"changed\": 1,\n    \"unchanged\": 7,\n"
-                        "    \"removed\": 2,\n    \"reused\": 5,\n    \"relabeled\": 1,\n"
-                        "    \"rejected_again\": 1,\n    \"reconverted\": 0\n  }\n}\n");
+    assert_string_equal(
+        with + keep, ",\n  \"lineage\": {\n    \"previous_manifest_xxh3\": \"00000000deadbeef\",\n"
+                     "    \"added\": 3,\n    \"changed\": 1,\n    \"unchanged\": 7,\n"
+                     "    \"removed\": 2,\n    \"reused\": 5,\n    \"relabeled\": 1,\n"
+                     "    \"rejected_again\": 1,\n    \"reconverted\": 0\n  }\n}\n");
     char *dir = write_temp_manifest(with);
     assert_int_equal(shard_manifest_load(dir, &back, &err), 0);
     assert_int_equal(back.samples, 4);
@@ -350,8 +360,10 @@ static void test_sample_lines_keep_keys_byte_exact(void **state)
     const char *keys[] = {"n03590841_jack-o'-lantern.JPEG", "a b/\"quoted\"\n.jpg",
                           "caf\xc3\xa9.png", "bad\xff\xfe.jpg"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        /* clang-format off */
         struct shard_sample s = {(char *)keys[i], strlen(keys[i]), (int32_t)i - 1, 3, 99, 64,
                                  48, 1234, 0xdeadbeefcafef00dull, NULL, NULL, 0};
+        /* clang-format on */
         struct shard_buf line = {0};
         struct shard_err err;
         assert_int_equal(shard_sample_line(&s, &line, &err), 0);
@@ -407,7 +419,9 @@ static void test_index_reader_streams_lines_and_hashes_them(void **state)
     for (int i = 0; i < 1000; i++) {
         char key[32];
         snprintf(key, sizeof key, "k%04d.jpg", i);
+        /* clang-format off */
         struct shard_sample s = {key, strlen(key), -1, 0, (uint64_t)i, 8, 8, 10, (uint64_t)i, NULL, NULL, 0};
+        /* clang-format on */
         assert_int_equal(shard_sample_line(&s, &all, &err), 0);
     }
     assert_int_equal(write(fd, all.data, all.len), (ssize_t)all.len);
@@ -458,8 +472,7 @@ static void test_a_corrupt_index_line_is_an_error_even_without_err(void **state)
         struct shard_sample s;
         assert_int_equal(shard_index_reader_open(&r, path, NULL), 0);
         assert_int_equal(shard_index_reader_next(r, &s, with_err ? &err : NULL), 1);
-        assert_int_equal(shard_index_reader_next(r, &s, with_err ? &err : NULL),
-                         SHARD_ECORRUPT);
+        assert_int_equal(shard_index_reader_next(r, &s, with_err ? &err : NULL), SHARD_ECORRUPT);
         if (with_err)
             assert_non_null(strstr(err.msg, "line 2"));
         shard_index_reader_close(r);

@@ -14,8 +14,7 @@
 
 #define MAX_PARTS 16
 
-static void expect_bounds(const uint64_t *weights, uint64_t n, uint32_t parts,
-                          const uint64_t *want)
+static void expect_bounds(const uint64_t *weights, uint64_t n, uint32_t parts, const uint64_t *want)
 {
     uint64_t got[MAX_PARTS + 1];
     memset(got, 0xff, sizeof got);

@@ -16,9 +16,9 @@
 
 struct job {
     uint64_t n;
-    uint64_t *out;         /* consumed positions, in consumption order */
+    uint64_t *out; /* consumed positions, in consumption order */
     uint64_t consumed;
-    uint64_t fail_at;      /* consume fails at this position (UINT64_MAX: never) */
+    uint64_t fail_at;       /* consume fails at this position (UINT64_MAX: never) */
     uint64_t claim_fail_at; /* claim fails at this position (0: never) */
     volatile sig_atomic_t *cancel;
     uint64_t cancel_at;

@@ -111,7 +111,8 @@ static void test_items_carry_every_field_as_stored(void **state)
             assert_item_fields(&it, g);
             /* fields left out on request, and none are stale from the last read */
             assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS | SHARD_READ_NO_FIELDS,
-                                                &it, &err), 0);
+                                                &it, &err),
+                             0);
             assert_pixels(&it, g);
             assert_int_equal(it.field_count, 0);
         }
@@ -133,7 +134,7 @@ static void test_iterator_items_carry_fields(void **state)
     struct shard_dataset *ds = mkds_open(d);
     uint64_t order[SAMPLES];
     for (uint64_t i = 0; i < SAMPLES; i++)
-        order[i] = (i * 7) % SAMPLES;  /* 7 is prime to 31: every sample once */
+        order[i] = (i * 7) % SAMPLES; /* 7 is prime to 31: every sample once */
     struct shard_err err;
     for (int threads = 0; threads <= 3; threads += 3) {
         struct shard_iter_options o;
@@ -219,8 +220,8 @@ static void assert_damage_named(enum mkds_damage damage, uint64_t g, const char 
     assert_item_fields(&it, g - 1);
     assert_int_equal(shard_dataset_read(ds, g + 1, SHARD_READ_PIXELS, &it, &err), 0);
     assert_item_fields(&it, g + 1);
-    assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS | SHARD_READ_NO_FIELDS, &it,
-                                        &err), 0);
+    assert_int_equal(shard_dataset_read(ds, g, SHARD_READ_PIXELS | SHARD_READ_NO_FIELDS, &it, &err),
+                     0);
     assert_pixels(&it, g);
     shard_item_release(&it);
     shard_dataset_close(ds);
@@ -234,8 +235,7 @@ static void test_a_field_that_contradicts_the_manifest_is_damage_named(void **st
     assert_damage_named(MKDS_WRONG_TYPE, 5, "field 'score' is stored as float, declared int");
     assert_damage_named(MKDS_UNDECLARED, 12, "field 8 is not declared (the manifest declares 8)");
     assert_damage_named(MKDS_SHORT_VECTOR, 6, "field 'emb': 8 bytes are no float32[3]");
-    assert_damage_named(MKDS_LABEL_OUT_OF_RANGE, 11,
-                        "field 'tags': label number 3 is not below 3");
+    assert_damage_named(MKDS_LABEL_OUT_OF_RANGE, 11, "field 'tags': label number 3 is not below 3");
     /* 6 % 3 != 1: it has a meta, cut short */
     assert_damage_named(MKDS_BAD_JSON, 6, "field 'meta': invalid JSON: line 1 column ");
 }
@@ -253,15 +253,15 @@ static void test_a_shard_of_the_other_version_is_damage_named(void **state)
         struct mkds *d = build(&o);
         struct shard_dataset *ds = mkds_open(d);
         /* shard 3 holds samples 10..23 */
-        assert_int_equal(shard_dataset_read(ds, 12, SHARD_READ_PIXELS, &it, &err),
-                         SHARD_ECORRUPT);
+        assert_int_equal(shard_dataset_read(ds, 12, SHARD_READ_PIXELS, &it, &err), SHARD_ECORRUPT);
         const char *want = fields ? "shard-000003.shard: a version 1 shard in a version 2 dataset"
                                   : "shard-000003.shard: a version 2 shard in a version 1 dataset";
         if (!strstr(err.msg, want))
             fail_msg("message '%s' lacks '%s'", err.msg, want);
         /* whatever is read from it, fields or not */
-        assert_int_equal(shard_dataset_read(ds, 10, SHARD_READ_STORED | SHARD_READ_NO_FIELDS,
-                                            &it, &err), SHARD_ECORRUPT);
+        assert_int_equal(shard_dataset_read(ds, 10, SHARD_READ_STORED | SHARD_READ_NO_FIELDS, &it,
+                                            &err),
+                         SHARD_ECORRUPT);
         assert_non_null(strstr(err.msg, want));
         /* the other shards read */
         assert_int_equal(shard_dataset_read(ds, 9, SHARD_READ_PIXELS, &it, &err), 0);
@@ -331,7 +331,7 @@ static void assert_batch_field(const struct shard_batch_field *bf, uint32_t j, u
             assert_int_equal(labels[k], le(want + 4 * k, 4));
         break;
     }
-    default:  /* TEXT, JSON, BYTES: the stored bytes */
+    default: /* TEXT, JSON, BYTES: the stored bytes */
         assert_int_equal(bf->length, 0);
         assert_null(bf->values);
         assert_int_equal(bf->offsets[j + 1] - bf->offsets[j], len);
@@ -339,12 +339,12 @@ static void assert_batch_field(const struct shard_batch_field *bf, uint32_t j, u
             assert_memory_equal(bf->data + bf->offsets[j], want, len);
         break;
     }
-    if (!bf->length)  /* the values lie back to back from the start */
+    if (!bf->length) /* the values lie back to back from the start */
         assert_int_equal(bf->offsets[0], 0);
 }
 
-static const uint32_t every_field[] = {MKDS_TAGS, MKDS_CAPTION, MKDS_EMB, MKDS_SCORE,
-                                       MKDS_WEIGHT, MKDS_IDS, MKDS_META, MKDS_BLOB};
+static const uint32_t every_field[] = {MKDS_TAGS,   MKDS_CAPTION, MKDS_EMB,  MKDS_SCORE,
+                                       MKDS_WEIGHT, MKDS_IDS,     MKDS_META, MKDS_BLOB};
 
 /* Every batch of epoch 0 of a loader with options o (and transforms a),
  * checked field by field; returns the samples seen, and the skipped ones in
@@ -427,7 +427,7 @@ static void test_skipped_samples_leave_the_fields_aligned(void **state)
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     o.batch_size = 4;
-    o.plan.shuffle = 0;  /* sample 5 is the second of batch 1: the two after it move up */
+    o.plan.shuffle = 0; /* sample 5 is the second of batch 1: the two after it move up */
     o.fields = every_field;
     o.field_count = MKDS_FIELDS;
     o.skip_errors = 1;

@@ -23,8 +23,8 @@
 
 #define PI 3.14159265358979323846
 
-static const enum shard_resize_filter all_filters[] = {
-    SHARD_RESIZE_TRIANGLE, SHARD_RESIZE_AREA, SHARD_RESIZE_CUBIC};
+static const enum shard_resize_filter all_filters[] = {SHARD_RESIZE_TRIANGLE, SHARD_RESIZE_AREA,
+                                                       SHARD_RESIZE_CUBIC};
 #define N_FILTERS (sizeof all_filters / sizeof all_filters[0])
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -120,8 +120,8 @@ static void expected_geometry(uint32_t w, uint32_t h, uint32_t size, enum shard_
 static void test_geometry_follows_the_documented_rule_for_many_shapes(void **state)
 {
     (void)state;
-    static const uint32_t sides[] = {1, 2, 3, 7, 63, 224, 255, 256, 257, 375, 500, 511,
-                                     512, 513, 1000, 2400, 65535, 4000000};
+    static const uint32_t sides[] = {1,   2,   3,   7,   63,  224,  255,  256,   257,
+                                     375, 500, 511, 512, 513, 1000, 2400, 65535, 4000000};
     static const uint32_t sizes[] = {1, 2, 64, 224, 256, 512, 4096};
     static const enum shard_fit fits[] = {SHARD_FIT_SHORT, SHARD_FIT_LONG, SHARD_FIT_CROP};
     size_t n_sides = sizeof sides / sizeof *sides, checked = 0;
@@ -139,9 +139,9 @@ static void test_geometry_follows_the_documented_rule_for_many_shapes(void **sta
                             fail_msg("%ux%u size %u fit %s upscale %d: got scaled %ux%u "
                                      "window %ux%u at (%u,%u), expected %ux%u %ux%u (%u,%u)",
                                      sides[a], sides[b], sizes[s], shard_fit_name(fits[f]), up,
-                                     got.scaled_w, got.scaled_h, got.out_w, got.out_h,
-                                     got.crop_x, got.crop_y, want.scaled_w, want.scaled_h,
-                                     want.out_w, want.out_h, want.crop_x, want.crop_y);
+                                     got.scaled_w, got.scaled_h, got.out_w, got.out_h, got.crop_x,
+                                     got.crop_y, want.scaled_w, want.scaled_h, want.out_w,
+                                     want.out_h, want.crop_x, want.crop_y);
                         checked++;
                     }
     assert_true(checked > 4000);
@@ -228,8 +228,8 @@ static void test_horizontal_ramp_stays_monotonic_and_rows_stay_equal(void **stat
                     if (b[0] < a[0] || b[1] > a[1] || b[2] < a[2])
                         fail_msg("filter %d %ux%u -> %ux%u: ramp not monotonic at x=%u "
                                  "(%u,%u,%u then %u,%u,%u)",
-                                 (int)all_filters[f], src.width, src.height, dst.width,
-                                 dst.height, x, a[0], a[1], a[2], b[0], b[1], b[2]);
+                                 (int)all_filters[f], src.width, src.height, dst.width, dst.height,
+                                 x, a[0], a[1], a[2], b[0], b[1], b[2]);
                 }
             }
             /* the ends stay near the ends (no wrap-around, no darkening) */
@@ -267,13 +267,13 @@ static void test_checkerboard_shrunk_4x_and_3x_becomes_mid_grey(void **state)
                             fail_msg("filter %d, %ux shrink: pixel (%u,%u) is %d, not grey",
                                      (int)all_filters[f], factors[i], x, y, v);
                     }
-            if (factors[i] == 4)  /* even factor: exact halves */
+            if (factors[i] == 4) /* even factor: exact halves */
                 for (uint32_t y = 0; y < n; y++)
                     for (uint32_t x = 0; x < n; x++) {
                         int v = pixel(&dst, x, y)[0];
                         if (v < 126 || v > 129)
-                            fail_msg("filter %d: 4x shrink gave %d at (%u,%u)",
-                                     (int)all_filters[f], v, x, y);
+                            fail_msg("filter %d: 4x shrink gave %d at (%u,%u)", (int)all_filters[f],
+                                     v, x, y);
                     }
         }
     shard_image_release(&src);
@@ -302,15 +302,15 @@ static void test_large_reduction_of_noise_averages_every_pixel(void **state)
     make_image(&src, 1003, 757, 3);
     fill_noise(&src, 12345);
     double before = spread(&src);
-    assert_true(before > 70);  /* uniform 0..255: about 74 */
+    assert_true(before > 70); /* uniform 0..255: about 74 */
     for (size_t f = 0; f < N_FILTERS; f++) {
-        resize_ok(&src, 160, 120, all_filters[f], &dst);  /* 6.27x */
+        resize_ok(&src, 160, 120, all_filters[f], &dst); /* 6.27x */
         double after = spread(&dst);
         /* >= 39 input pixels per output for the narrowest (area) filter:
          * 74 / sqrt(39) = 12; point sampling would keep about 74 */
         if (after > 15)
-            fail_msg("filter %d: spread %.1f -> %.1f, shrinking is aliased",
-                     (int)all_filters[f], before, after);
+            fail_msg("filter %d: spread %.1f -> %.1f, shrinking is aliased", (int)all_filters[f],
+                     before, after);
     }
     shard_image_release(&src);
     shard_image_release(&dst);
@@ -326,7 +326,8 @@ static double pattern(double x, double y)
 static void test_smooth_pattern_survives_shrinking_and_enlarging(void **state)
 {
     (void)state;
-    static const uint32_t sizes[][4] = {{500, 375, 341, 256}, {400, 300, 700, 525},
+    static const uint32_t sizes[][4] = {{500, 375, 341, 256},
+                                        {400, 300, 700, 525},
                                         {1200, 900, 300, 225}};
     struct shard_image src = {0}, dst = {0};
     for (size_t s = 0; s < 3; s++) {
@@ -349,8 +350,7 @@ static void test_smooth_pattern_survives_shrinking_and_enlarging(void **state)
             double psnr = 10 * log10(255.0 * 255.0 * (double)n / sse);
             if (psnr < 30)
                 fail_msg("filter %d, %ux%u -> %ux%u: PSNR %.1f dB against the pattern",
-                         (int)all_filters[f], src.width, src.height, dst.width, dst.height,
-                         psnr);
+                         (int)all_filters[f], src.width, src.height, dst.width, dst.height, psnr);
         }
     }
     shard_image_release(&src);
@@ -383,8 +383,8 @@ static void test_area_filter_weights_pixels_by_coverage(void **state)
     make_image(&src, 3, 1, 1);
     src.pixels[0] = 0, src.pixels[1] = 90, src.pixels[2] = 240;
     resize_ok(&src, 2, 1, SHARD_RESIZE_AREA, &dst);
-    assert_int_equal(dst.pixels[0], 30);   /* (0 * 1 + 90 * 0.5) / 1.5 */
-    assert_int_equal(dst.pixels[1], 190);  /* (90 * 0.5 + 240 * 1) / 1.5 */
+    assert_int_equal(dst.pixels[0], 30);  /* (0 * 1 + 90 * 0.5) / 1.5 */
+    assert_int_equal(dst.pixels[1], 190); /* (90 * 0.5 + 240 * 1) / 1.5 */
     shard_image_release(&src);
     shard_image_release(&dst);
 }
@@ -402,7 +402,7 @@ static void test_huge_reduction_keeps_weights_summing_to_one(void **state)
     assert_int_equal(pixel(&dst, 0, 0)[0], 10);
     assert_int_equal(pixel(&dst, 1, 0)[0], 250);
     resize_ok(&src, 1, 1, SHARD_RESIZE_DEFAULT, &dst);
-    assert_in_range(pixel(&dst, 0, 0)[0], 128, 132);  /* the mean, 130 */
+    assert_in_range(pixel(&dst, 0, 0)[0], 128, 132); /* the mean, 130 */
     shard_image_release(&src);
     shard_image_release(&dst);
 }
@@ -440,14 +440,18 @@ static void test_crop_is_the_centred_window_of_the_full_resize(void **state)
     (void)state;
     static const uint32_t cases[][3] = {
         /* w, h, size: landscape, portrait, odd leftovers, enlarging, square */
-        {500, 375, 224}, {375, 500, 224}, {333, 501, 101}, {60, 45, 128}, {300, 300, 256}};
+        {500, 375, 224},
+        {375, 500, 224},
+        {333, 501, 101},
+        {60, 45, 128},
+        {300, 300, 256}};
     struct shard_image src = {0}, tmp = {0}, cropped = {0}, full = {0}, window = {0};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         make_image(&src, cases[i][0], cases[i][1], 3);
         fill_noise(&src, 77 + (uint32_t)i);
         struct shard_geometry g;
-        assert_int_equal(shard_geometry_compute(src.width, src.height, cases[i][2],
-                                                SHARD_FIT_CROP, 1, &g),
+        assert_int_equal(shard_geometry_compute(src.width, src.height, cases[i][2], SHARD_FIT_CROP,
+                                                1, &g),
                          0);
         assert_int_equal(g.out_w, cases[i][2]);
         assert_int_equal(g.out_h, cases[i][2]);
@@ -460,8 +464,8 @@ static void test_crop_is_the_centred_window_of_the_full_resize(void **state)
         assert_int_equal(shard_resize(&src, g.scaled_w, g.scaled_h, &full, NULL), 0);
         copy_window(&full, g.crop_x, g.crop_y, g.out_w, g.out_h, &window);
         if (!same_pixels(&cropped, &window))
-            fail_msg("%ux%u crop %u: transform differs from resize-then-cut", src.width,
-                     src.height, cases[i][2]);
+            fail_msg("%ux%u crop %u: transform differs from resize-then-cut", src.width, src.height,
+                     cases[i][2]);
     }
     shard_image_release(&src);
     shard_image_release(&tmp);
@@ -533,15 +537,15 @@ static void test_every_simd_kernel_gives_the_portable_bytes(void **state)
         fill_noise(&src, seed);
         for (size_t f = 0; f < N_FILTERS; f++) {
             assert_int_equal(sk_resample_simd(&src, dw, dh, 0, 0, dw, dh, all_filters[f],
-                                                 SHARD_SIMD_NONE, &scratch, &scalar, NULL),
+                                              SHARD_SIMD_NONE, &scratch, &scalar, NULL),
                              0);
             for (size_t l = 0; l < 2; l++) {
                 assert_int_equal(sk_resample_simd(&src, dw, dh, 0, 0, dw, dh, all_filters[f],
-                                                     levels[l], &scratch, &simd, NULL),
+                                                  levels[l], &scratch, &simd, NULL),
                                  0);
                 if (!same_pixels(&scalar, &simd))
-                    fail_msg("%ux%u -> %ux%u filter %d: SIMD level %d differs from C", sw, sh,
-                             dw, dh, (int)all_filters[f], (int)levels[l]);
+                    fail_msg("%ux%u -> %ux%u filter %d: SIMD level %d differs from C", sw, sh, dw,
+                             dh, (int)all_filters[f], (int)levels[l]);
             }
         }
     }
@@ -592,7 +596,7 @@ static void test_openmp_workers_give_the_serial_bytes(void **state)
     int failures = 0;
 #pragma omp parallel num_threads(4) reduction(+ : failures)
     {
-        struct shard_image tmp = {0};  /* per-worker scratch, reused */
+        struct shard_image tmp = {0}; /* per-worker scratch, reused */
 #pragma omp for schedule(dynamic, 1)
         for (int i = 0; i < THREAD_JOBS; i++)
             failures += shard_transform(&src[i], &g[i], &tmp, &parallel[i], NULL) != 0;
@@ -623,14 +627,14 @@ static void test_invalid_requests_are_refused_with_a_reason(void **state)
     assert_int_equal(shard_resize(&src, 5, 0, &dst, &err), SHARD_EINVAL);
     assert_int_equal(shard_resize(&empty, 5, 5, &dst, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "source"));
-    assert_int_equal(shard_resize(&src, 5, 5, &src, &err), SHARD_EINVAL);  /* in place */
+    assert_int_equal(shard_resize(&src, 5, 5, &src, &err), SHARD_EINVAL); /* in place */
 
-    struct shard_geometry g = {20, 20, 15, 0, 10, 10};  /* window past the right edge */
+    struct shard_geometry g = {20, 20, 15, 0, 10, 10}; /* window past the right edge */
     assert_int_equal(shard_transform(&src, &g, &tmp, &dst, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "not inside"));
     assert_int_equal(shard_transform(&src, NULL, &tmp, &dst, &err), SHARD_EINVAL);
-    assert_int_equal(sk_resample(&src, 5, 5, 0, 0, 5, 5, (enum shard_resize_filter)77, NULL,
-                                    &dst, &err),
+    assert_int_equal(sk_resample(&src, 5, 5, 0, 0, 5, 5, (enum shard_resize_filter)77, NULL, &dst,
+                                 &err),
                      SHARD_EINVAL);
     shard_image_release(&src);
     shard_image_release(&dst);
@@ -648,7 +652,8 @@ static void test_box_of_the_source_is_resampled_as_that_part_alone(void **state)
     struct sk_box all = {0, 0, 41, 30};
     for (int simd = SHARD_SIMD_NONE; simd <= SHARD_SIMD_AVX2; simd++) {
         assert_int_equal(sk_resample_box(&src, &all, 13, 9, 0, 0, 13, 9, SHARD_RESIZE_AREA,
-                                         (enum shard_simd)simd, NULL, &from_box, &err), 0);
+                                         (enum shard_simd)simd, NULL, &from_box, &err),
+                         0);
         resize_ok(&src, 13, 9, SHARD_RESIZE_AREA, &whole);
         assert_true(same_pixels(&from_box, &whole));
     }
@@ -659,7 +664,8 @@ static void test_box_of_the_source_is_resampled_as_that_part_alone(void **state)
         memcpy(pixel(&part, 0, y), pixel(&src, 1, y + 2), 40 * 3);
     struct sk_box inner = {1, 2, 41, 30};
     assert_int_equal(sk_resample_box(&src, &inner, 20, 14, 0, 0, 20, 14, SHARD_RESIZE_AREA,
-                                     SHARD_SIMD_AVX2, NULL, &from_box, &err), 0);
+                                     SHARD_SIMD_AVX2, NULL, &from_box, &err),
+                     0);
     resize_ok(&part, 20, 14, SHARD_RESIZE_AREA, &from_part);
     assert_true(same_pixels(&from_box, &from_part));
     /* a box outside the image or of no size is refused */

@@ -70,23 +70,23 @@ enum way { IN_ORDER = 1, BY_GROUP = 2, IN_TURN = 3 };
 struct run {
     struct sk_ring *q;
     enum way way;
-    uint64_t count;                  /* the list's length */
-    int open;                        /* the ring is open-ended: a claim at count closes it */
+    uint64_t count; /* the list's length */
+    int open;       /* the ring is open-ended: a claim at count closes it */
     uint32_t depth, group;
-    _Atomic uint64_t *cells;         /* the user's data: 1 + the position in it, 0: free */
-    _Atomic int *claimed;            /* per position: times claimed */
-    _Atomic int *taken;              /* per position: times taken */
-    _Atomic int shared_cell;         /* a claim found its cell in use */
-    _Atomic uint64_t finished;       /* positions marked done */
-    _Atomic int consumers;           /* in turn: threads consuming now */
-    _Atomic int two_consumers;       /* ... more than one at once */
-    uint64_t next_group;             /* in turn: the next group expected (the role's) */
-    int out_of_order;                /* in turn: a group came out of order (the role's) */
-    int takers;                      /* by group: takers, taker j takes groups j, j + takers, ... */
-    int fail_every;                  /* positions p % fail_every == 1 fail (0: none) */
+    _Atomic uint64_t *cells;   /* the user's data: 1 + the position in it, 0: free */
+    _Atomic int *claimed;      /* per position: times claimed */
+    _Atomic int *taken;        /* per position: times taken */
+    _Atomic int shared_cell;   /* a claim found its cell in use */
+    _Atomic uint64_t finished; /* positions marked done */
+    _Atomic int consumers;     /* in turn: threads consuming now */
+    _Atomic int two_consumers; /* ... more than one at once */
+    uint64_t next_group;       /* in turn: the next group expected (the role's) */
+    int out_of_order;          /* in turn: a group came out of order (the role's) */
+    int takers;                /* by group: takers, taker j takes groups j, j + takers, ... */
+    int fail_every;            /* positions p % fail_every == 1 fail (0: none) */
     uint64_t seed;
     /* the producer that claims position gate_pos waits until the gate opens */
-    uint64_t gate_pos;               /* UINT64_MAX: no gate */
+    uint64_t gate_pos; /* UINT64_MAX: no gate */
     pthread_mutex_t gate_lock;
     pthread_cond_t gate_cond;
     int gate_open;
@@ -214,8 +214,8 @@ static void *producer_main(void *arg)
     struct sk_ring_group g;
     uint64_t p;
     while (sk_ring_claim(r->q, -1, &p) == SK_RING_READY) {
-        if (r->open && p >= r->count) {  /* the source has nothing at p */
-            int rc = sk_ring_close(r->q, p);  /* refused when another closed before p */
+        if (r->open && p >= r->count) {      /* the source has nothing at p */
+            int rc = sk_ring_close(r->q, p); /* refused when another closed before p */
             assert_true(rc == 0 || (rc == SHARD_EINVAL && p > r->count));
             if (r->way == IN_TURN)
                 consume_in_turn(r, sk_ring_done_take(r->q, p, 0, &g), &g, &me->seed);
@@ -226,7 +226,7 @@ static void *producer_main(void *arg)
             atomic_store(&r->shared_cell, 1);
         if (p == r->gate_pos)
             gate_wait(r);
-        jitter(&me->seed);  /* let the others overtake: completion order varies */
+        jitter(&me->seed); /* let the others overtake: completion order varies */
         int rc = 0;
         if (r->fail_every && p % r->fail_every == 1)
             rc = shard_err_set(sk_ring_err(r->q, p), SHARD_ECORRUPT, "bad %llu",
@@ -311,13 +311,13 @@ static const struct {
     uint32_t depth, group;
     int producers, takers;
 } shapes[] = {
-    {1000, 4, 1, 3, 2},  /* the iterator's and the read-ahead's shape */
-    {103, 3, 8, 4, 3},   /* batches, the last one short */
-    {96, 2, 8, 1, 1},    /* one producer, whole batches */
-    {5, 1, 16, 2, 2},    /* one group, shorter than a batch */
-    {64, 1, 1, 8, 1},    /* a ring of one */
-    {300, 8, 1, 2, 8},   /* as many takers as slots */
-    {0, 3, 2, 2, 2},     /* nothing */
+    {1000, 4, 1, 3, 2}, /* the iterator's and the read-ahead's shape */
+    {103, 3, 8, 4, 3},  /* batches, the last one short */
+    {96, 2, 8, 1, 1},   /* one producer, whole batches */
+    {5, 1, 16, 2, 2},   /* one group, shorter than a batch */
+    {64, 1, 1, 8, 1},   /* a ring of one */
+    {300, 8, 1, 2, 8},  /* as many takers as slots */
+    {0, 3, 2, 2, 2},    /* nothing */
 };
 #define SHAPES (sizeof shapes / sizeof *shapes)
 
@@ -446,7 +446,7 @@ static void test_a_timed_wait_says_not_yet_until_the_group_is_complete(void **st
     assert_int_equal(sk_ring_claim(q, -1, &b), SK_RING_READY);
     assert_int_equal(a, 0);
     assert_int_equal(b, 1);
-    sk_ring_done(q, b, 0);  /* out of order: the group is still incomplete */
+    sk_ring_done(q, b, 0); /* out of order: the group is still incomplete */
     assert_int_equal(sk_ring_wait(q, 10, &g), SK_RING_NOT_YET);
     sk_ring_done(q, a, 0);
     assert_int_equal(sk_ring_wait(q, 10, &g), SK_RING_READY);
@@ -464,7 +464,7 @@ static void test_a_timed_wait_says_not_yet_until_the_group_is_complete(void **st
     assert_int_equal(sk_ring_claim(q, 10, &c), SK_RING_NOT_YET);
     /* group 2 needs slot 0 back: waiting for it now could never end */
     assert_int_equal(sk_ring_wait(q, -1, &g), SHARD_EINVAL);
-    sk_ring_release(q);  /* group 0 */
+    sk_ring_release(q); /* group 0 */
     assert_int_equal(sk_ring_claim(q, 0, &a), SK_RING_READY);
     assert_int_equal(a, 4);
     assert_int_equal(sk_ring_slot(q, a), 0);
@@ -517,7 +517,7 @@ static void test_stop_frees_blocked_producers_and_a_blocked_consumer(void **stat
     alarm(HANG_SECONDS);
     struct run r;
     run_init(&r, IN_ORDER, 10000, 2, 4);
-    r.gate_pos = 9;  /* in group 2 */
+    r.gate_pos = 9; /* in group 2 */
     pthread_t t[3];
     struct producer pr[3];
     start(&r, t, pr, 3);
@@ -545,7 +545,7 @@ static void test_stop_frees_blocked_producers_and_a_blocked_consumer(void **stat
     sk_ring_stop(r.q);
     pthread_join(ct, NULL);
     assert_int_equal(c.result, SK_RING_STOPPED);
-    gate_open(&r);  /* the slow position finishes after the stop */
+    gate_open(&r); /* the slow position finishes after the stop */
     join(t, 3);
     uint64_t p;
     assert_int_equal(sk_ring_claim(r.q, -1, &p), SK_RING_STOPPED);
@@ -553,7 +553,7 @@ static void test_stop_frees_blocked_producers_and_a_blocked_consumer(void **stat
     assert_int_equal(sk_ring_take(r.q, 5, 0, &g), SK_RING_STOPPED);
     assert_int_equal(atomic_load(&r.finished), 4 * 4);
     assert_false(atomic_load(&r.shared_cell));
-    sk_ring_stop(r.q);  /* idempotent */
+    sk_ring_stop(r.q); /* idempotent */
     run_free(&r);
     alarm(0);
 }
@@ -571,7 +571,7 @@ static void test_closing_an_open_list_ends_it_for_every_waiter(void **state)
     uint64_t p[6];
     for (int i = 0; i < 6; i++)
         assert_int_equal(sk_ring_claim(q, 0, &p[i]), SK_RING_READY);
-    for (int i = 0; i < 5; i++)  /* position 5 is the one the source does not have */
+    for (int i = 0; i < 5; i++) /* position 5 is the one the source does not have */
         sk_ring_done(q, p[i], 0);
     struct sk_ring_group g;
     assert_int_equal(sk_ring_wait(q, 0, &g), SK_RING_READY);
@@ -590,17 +590,17 @@ static void test_closing_an_open_list_ends_it_for_every_waiter(void **state)
     assert_int_equal(pthread_create(&ct, NULL, wait_forever, &consumer), 0);
     assert_int_equal(pthread_create(&pt, NULL, claim_forever, &producer), 0);
     until_asleep(q, 1, 1);
-    assert_int_equal(sk_ring_close(q, 4), SHARD_EINVAL);  /* position 4 is done */
+    assert_int_equal(sk_ring_close(q, 4), SHARD_EINVAL); /* position 4 is done */
     assert_int_equal(sk_ring_close(q, 5), 0);
     pthread_join(ct, NULL);
     pthread_join(pt, NULL);
-    assert_int_equal(consumer.result, SK_RING_READY);  /* group 1 is 3..4 now */
+    assert_int_equal(consumer.result, SK_RING_READY); /* group 1 is 3..4 now */
     assert_int_equal(producer.result, SK_RING_END);
     assert_int_equal(sk_ring_rc(q, 3), 0);
     sk_ring_release(q);
     assert_int_equal(sk_ring_wait(q, -1, &g), SK_RING_END);
-    assert_int_equal(sk_ring_close(q, 6), SHARD_EINVAL);  /* beyond the end */
-    assert_int_equal(sk_ring_close(q, 5), 0);             /* the same end again */
+    assert_int_equal(sk_ring_close(q, 6), SHARD_EINVAL); /* beyond the end */
+    assert_int_equal(sk_ring_close(q, 5), 0);            /* the same end again */
     sk_ring_free(q);
     alarm(0);
 }
@@ -621,9 +621,9 @@ static void test_the_consumer_is_woken_once_when_its_group_is_complete(void **st
     pthread_t ct;
     assert_int_equal(pthread_create(&ct, NULL, wait_forever, &c), 0);
     until_asleep(q, 0, 1);
-    for (uint64_t i = 7; i >= 1; i--)  /* group 1, then group 0 but its first */
+    for (uint64_t i = 7; i >= 1; i--) /* group 1, then group 0 but its first */
         sk_ring_done(q, i, 0);
-    usleep(20000);  /* a wrong wake-up would have happened by now */
+    usleep(20000); /* a wrong wake-up would have happened by now */
     sk_ring_done(q, 0, 0);
     pthread_join(ct, NULL);
     assert_int_equal(c.result, SK_RING_READY);
@@ -650,7 +650,7 @@ static void test_a_release_wakes_one_blocked_producer_not_all(void **state)
     pthread_t t[PRODUCERS];
     struct producer pr[PRODUCERS];
     start(&r, t, pr, PRODUCERS);
-    until_asleep(r.q, PRODUCERS - 1, 0);  /* all but the one with position 0 */
+    until_asleep(r.q, PRODUCERS - 1, 0); /* all but the one with position 0 */
     consume_all(&r);
     join(t, PRODUCERS);
     struct sk_ring_counts n;
@@ -670,20 +670,20 @@ struct sim {
     struct sk_ring *q;
     uint64_t seed, rng;
     enum way way;
-    uint64_t n;                 /* the list's length */
-    int open;                   /* the ring does not know n: a claim at n closes it */
+    uint64_t n; /* the list's length */
+    int open;   /* the ring does not know n: a claim at n closes it */
     uint32_t depth, group;
     int producers, takers;
-    uint32_t hold_limit;        /* in order: groups the consumer holds at most */
-    uint64_t stop_at;           /* the step at which the ring is stopped (or never) */
+    uint32_t hold_limit; /* in order: groups the consumer holds at most */
+    uint64_t stop_at;    /* the step at which the ring is stopped (or never) */
     int stopped;
-    uint64_t *cell;             /* per cell: 1 + the position in it, 0: free */
-    uint8_t *state;             /* per position */
-    int *rc;                    /* per position: what it was marked done with */
-    uint64_t next_claim;        /* the position the next claim must give */
-    uint64_t outstanding;       /* positions claimed and not released */
-    uint64_t next_group;        /* in order and in turn: the next group due */
-    uint64_t taken;             /* positions taken */
+    uint64_t *cell;       /* per cell: 1 + the position in it, 0: free */
+    uint8_t *state;       /* per position */
+    int *rc;              /* per position: what it was marked done with */
+    uint64_t next_claim;  /* the position the next claim must give */
+    uint64_t outstanding; /* positions claimed and not released */
+    uint64_t next_group;  /* in order and in turn: the next group due */
+    uint64_t taken;       /* positions taken */
     /* producers */
     int p_state[SIM_MAX_ACTORS];
     uint64_t p_pos[SIM_MAX_ACTORS];
@@ -698,22 +698,22 @@ struct sim {
     int t_done[SIM_MAX_ACTORS];
 };
 
-#define SIM_FAIL(s, ...)                                                                   \
-    do {                                                                                   \
+#define SIM_FAIL(s, ...)                                                                       \
+    do {                                                                                       \
         print_error("schedule seed %llu (way %d, n %llu%s, depth %u, group %u, %d producers, " \
-                    "%d takers): ",                                                        \
-                    (unsigned long long)(s)->seed, (s)->way, (unsigned long long)(s)->n,   \
-                    (s)->open ? " open" : "", (s)->depth, (s)->group, (s)->producers,      \
-                    (s)->takers);                                                          \
-        print_error(__VA_ARGS__);                                                          \
-        print_error("\n");                                                                 \
-        fail();                                                                            \
+                    "%d takers): ",                                                            \
+                    (unsigned long long)(s)->seed, (s)->way, (unsigned long long)(s)->n,       \
+                    (s)->open ? " open" : "", (s)->depth, (s)->group, (s)->producers,          \
+                    (s)->takers);                                                              \
+        print_error(__VA_ARGS__);                                                              \
+        print_error("\n");                                                                     \
+        fail();                                                                                \
     } while (0)
 
-#define SIM_CHECK(s, cond)                     \
-    do {                                       \
-        if (!(cond))                           \
-            SIM_FAIL(s, "%s", #cond);          \
+#define SIM_CHECK(s, cond)            \
+    do {                              \
+        if (!(cond))                  \
+            SIM_FAIL(s, "%s", #cond); \
     } while (0)
 
 /* A group came out (group k, by any way): it is the right one, whole, done,
@@ -781,9 +781,9 @@ static int sim_producer(struct sim *s, int i)
         }
         SIM_CHECK(s, w == SK_RING_READY);
         SIM_CHECK(s, !s->stopped);
-        SIM_CHECK(s, p == s->next_claim);  /* in order, each once */
+        SIM_CHECK(s, p == s->next_claim); /* in order, each once */
         s->next_claim++;
-        if (p >= s->n) {  /* open: the source has nothing at p */
+        if (p >= s->n) { /* open: the source has nothing at p */
             SIM_CHECK(s, s->open && p == s->n);
             SIM_CHECK(s, sk_ring_close(s->q, p) == 0);
             if (s->way == IN_TURN)
@@ -791,8 +791,8 @@ static int sim_producer(struct sim *s, int i)
             return 1;
         }
         SIM_CHECK(s, s->state[p] == S_UNCLAIMED);
-        SIM_CHECK(s, s->cell[sk_ring_cell(s->q, p)] == 0);  /* no cell shared */
-        SIM_CHECK(s, sk_ring_err(s->q, p)->code == 0);      /* cleared by the claim */
+        SIM_CHECK(s, s->cell[sk_ring_cell(s->q, p)] == 0); /* no cell shared */
+        SIM_CHECK(s, sk_ring_err(s->q, p)->code == 0);     /* cleared by the claim */
         s->cell[sk_ring_cell(s->q, p)] = p + 1;
         s->state[p] = S_CLAIMED;
         SIM_CHECK(s, ++s->outstanding <= (uint64_t)s->depth * s->group);
@@ -819,8 +819,7 @@ static int sim_producer(struct sim *s, int i)
         sim_released(s, s->next_group - 1);
         sim_in_turn(s, i, sk_ring_release_take(s->q, &s->p_group[i]));
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -838,7 +837,7 @@ static int sim_consumer(struct sim *s)
     if (s->consumer_done)
         return 0;
     if (s->held_len == s->depth && !s->stopped && s->next_group < groups_of(s->n, s->group) &&
-        below(&s->rng, 2)) {  /* every slot held: the next group could never come */
+        below(&s->rng, 2)) { /* every slot held: the next group could never come */
         struct sk_ring_group g;
         SIM_CHECK(s, sk_ring_wait(s->q, 0, &g) == SHARD_EINVAL);
     }
@@ -848,7 +847,7 @@ static int sim_consumer(struct sim *s)
     }
     struct sk_ring_group g;
     int w = sk_ring_wait(s->q, 0, &g);
-    if (w == SK_RING_NOT_YET && s->held_len) {  /* release instead: the producers may need it */
+    if (w == SK_RING_NOT_YET && s->held_len) { /* release instead: the producers may need it */
         sim_release_oldest(s);
         return 1;
     }
@@ -856,7 +855,7 @@ static int sim_consumer(struct sim *s)
         return 0;
     if (w == SK_RING_END || w == SK_RING_STOPPED) {
         SIM_CHECK(s, w == SK_RING_STOPPED ? s->stopped : s->taken == s->n);
-        if (s->held_len)  /* give back what it holds first */
+        if (s->held_len) /* give back what it holds first */
             sim_release_oldest(s);
         s->consumer_done = !s->held_len;
         return 1;
@@ -879,7 +878,7 @@ static int sim_taker(struct sim *s, int j)
         sk_ring_release_group(s->q, k);
         s->t_holding[j] = 0;
         s->t_next[j] += (uint64_t)s->takers;
-        if (!s->stopped && below(&s->rng, 4) == 0)  /* again: a mistake */
+        if (!s->stopped && below(&s->rng, 4) == 0) /* again: a mistake */
             SIM_CHECK(s, sk_ring_take(s->q, k, 0, &g) == SHARD_EINVAL);
         return 1;
     }
@@ -961,7 +960,7 @@ static void sim_run(uint64_t seed)
             SIM_FAIL(&s, "deadlock at step %llu: %llu of %llu taken", (unsigned long long)step,
                      (unsigned long long)s.taken, (unsigned long long)s.n);
     }
-    if (!s.stopped) {  /* every position taken exactly once */
+    if (!s.stopped) { /* every position taken exactly once */
         SIM_CHECK(&s, s.taken == s.n);
         for (uint64_t p = 0; p < s.n; p++)
             SIM_CHECK(&s, s.state[p] == S_RELEASED);

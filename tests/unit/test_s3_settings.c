@@ -25,11 +25,15 @@
 static char home[256];
 
 static const char *const variables[] = {
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
-    "SHARDKIT_S3_PART_SIZE", "AWS_SECURITY_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
-    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "SHARDKIT_S3_NO_SIGN_REQUEST",
+    "AWS_ACCESS_KEY_ID",           "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",           "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",         "AWS_REGION",
+    "AWS_DEFAULT_REGION",          "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",         "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE", "SHARDKIT_S3_PART_SIZE",
+    "AWS_SECURITY_TOKEN",          "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+    "SHARDKIT_S3_NO_SIGN_REQUEST",
 };
 
 static void write_file(const char *name, const char *text)
@@ -46,8 +50,8 @@ static void write_file(const char *name, const char *text)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(home, sizeof home, "%s/shardkit-s3-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR")
-                                                                          : "/tmp");
+    snprintf(home, sizeof home, "%s/shardkit-s3-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(home))
         return -1;
     char aws[300];
@@ -205,8 +209,8 @@ static void test_no_credentials_is_an_error_and_unsigned_only_when_asked(void **
 {
     (void)state;
     /* none found: an error saying how to ask for unsigned requests */
-    open_fails("s3://public-bucket/x", SHARD_EINVAL, "no AWS credentials for the profile "
-               "'default'", "SHARDKIT_S3_NO_SIGN_REQUEST=true", NULL);
+    open_fails("s3://public-bucket/x", SHARD_EINVAL, "no AWS credentials for the profile 'default'",
+               "SHARDKIT_S3_NO_SIGN_REQUEST=true", NULL);
     setenv("SHARDKIT_S3_NO_SIGN_REQUEST", "true", 1);
     struct sk_s3 *s3 = open_ok("s3://public-bucket/x");
     assert_true(s3->anonymous);
@@ -228,17 +232,17 @@ static void test_no_credentials_is_an_error_and_unsigned_only_when_asked(void **
     assert_string_equal(s3->userpwd, "ENVKEY:envsecret");
     sk_s3_free(s3);
     setenv("SHARDKIT_S3_NO_SIGN_REQUEST", "maybe", 1);
-    open_fails("s3://public-bucket/x", SHARD_EINVAL, "'maybe' (SHARDKIT_S3_NO_SIGN_REQUEST) is "
-               "not true or false", NULL);
+    open_fails("s3://public-bucket/x", SHARD_EINVAL,
+               "'maybe' (SHARDKIT_S3_NO_SIGN_REQUEST) is not true or false", NULL);
     /* half a key pair is an error naming what is missing */
     unsetenv("SHARDKIT_S3_NO_SIGN_REQUEST");
     unsetenv("AWS_SECRET_ACCESS_KEY");
-    open_fails("s3://b", SHARD_EINVAL, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is "
-               "not", NULL);
+    open_fails("s3://b", SHARD_EINVAL, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not",
+               NULL);
     unsetenv("AWS_ACCESS_KEY_ID");
     write_file("credentials", "[default]\naws_access_key_id = K\n");
-    open_fails("s3://b", SHARD_EINVAL, "[default] in '", "/.aws/credentials' has "
-               "aws_access_key_id but no aws_secret_access_key", NULL);
+    open_fails("s3://b", SHARD_EINVAL, "[default] in '",
+               "/.aws/credentials' has aws_access_key_id but no aws_secret_access_key", NULL);
 }
 
 static void test_a_profile_named_by_a_variable_must_exist(void **state)
@@ -313,8 +317,8 @@ static void test_endpoints_come_in_the_order_of_the_aws_cli(void **state)
     assert_false(s3->path_style);
     sk_s3_free(s3);
     setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "yes please", 1);
-    open_fails("s3://b", SHARD_EINVAL, "'yes please' (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS) is "
-               "not true or false", NULL);
+    open_fails("s3://b", SHARD_EINVAL,
+               "'yes please' (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS) is not true or false", NULL);
     unsetenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
     unsetenv("AWS_ENDPOINT_URL_S3");
     unsetenv("AWS_ENDPOINT_URL");
@@ -327,8 +331,8 @@ static void test_endpoints_come_in_the_order_of_the_aws_cli(void **state)
     assert_string_equal(s3->endpoint, "http://global:1");
     sk_s3_free(s3);
     setenv("AWS_PROFILE", "lost", 1);
-    open_fails("s3://b", SHARD_EINVAL, "has no section [services missing] for the 'services' "
-               "of [profile lost]", NULL);
+    open_fails("s3://b", SHARD_EINVAL,
+               "has no section [services missing] for the 'services' of [profile lost]", NULL);
     /* an endpoint from a variable does not need the services section */
     setenv("AWS_ENDPOINT_URL", "http://env-global:3", 1);
     s3 = open_ok("s3://b");
@@ -345,20 +349,26 @@ static void test_a_malformed_setting_is_an_error_naming_it(void **state)
                          "[profile ep]\nendpoint_url = http://127.0.0.1:9000 ; local\n"
                          "[profile style]\ns3 =\n  addressing_style = sideways\n"
                          "[profile nested]\ns3 =\n  endpoint_url = http://127.0.0.1:7000\n");
-    open_fails("s3://b", SHARD_EINVAL, "the region 'us-east-1 # the main one' (the 'region' "
-               "of [default] in '", "/.aws/config') is not a region name; a comment ('#' or "
-               "';') must be on a line of its own", NULL);
+    open_fails("s3://b", SHARD_EINVAL,
+               "the region 'us-east-1 # the main one' (the 'region' of [default] in '",
+               "/.aws/config') is not a region name; a comment ('#' or "
+               "';') must be on a line of its own",
+               NULL);
     setenv("AWS_REGION", "eu west", 1);
     open_fails("s3://b", SHARD_EINVAL, "the region 'eu west' (AWS_REGION)", NULL);
     setenv("AWS_REGION", "eu-west-3", 1);
     struct sk_s3 *s3 = open_ok("s3://b");
     sk_s3_free(s3);
     setenv("AWS_PROFILE", "ep", 1);
-    open_fails("s3://b", SHARD_EINVAL, "the S3 endpoint 'http://127.0.0.1:9000 ; local' (the "
-               "'endpoint_url' of [profile ep] in '", "is not an http:// or https:// URL", NULL);
+    open_fails("s3://b", SHARD_EINVAL,
+               "the S3 endpoint 'http://127.0.0.1:9000 ; local' (the "
+               "'endpoint_url' of [profile ep] in '",
+               "is not an http:// or https:// URL", NULL);
     setenv("AWS_PROFILE", "style", 1);
-    open_fails("s3://b", SHARD_EINVAL, "the addressing style 'sideways' (the 'addressing_style' "
-               "under 's3' of [profile style]", NULL);
+    open_fails("s3://b", SHARD_EINVAL,
+               "the addressing style 'sideways' (the 'addressing_style' "
+               "under 's3' of [profile style]",
+               NULL);
     /* the old nesting the AWS CLI does not read is no silent trip to AWS */
     setenv("AWS_PROFILE", "nested", 1);
     open_fails("s3://b", SHARD_EINVAL, "the 'endpoint_url' under 's3' of [profile nested]",
@@ -399,23 +409,21 @@ static void test_files_are_parsed_as_configparser_parses_them(void **state)
     snprintf(fifo, sizeof fifo, "%s/fifo", home);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     setenv("AWS_CONFIG_FILE", fifo, 1);
-    open_fails("s3://b", SHARD_EINVAL, "the profile 'x' (AWS_PROFILE) is in neither '", fifo,
-               NULL);
+    open_fails("s3://b", SHARD_EINVAL, "the profile 'x' (AWS_PROFILE) is in neither '", fifo, NULL);
     unsetenv("AWS_CONFIG_FILE");
     unsetenv("AWS_PROFILE");
     /* what configparser refuses, the file's path and line named; a secret
      * on the line is not repeated */
     write_file("config", "region = us-east-1\n");
-    open_fails("s3://b", SHARD_EINVAL, "/.aws/config': line 1 comes before any [section]",
-               NULL);
+    open_fails("s3://b", SHARD_EINVAL, "/.aws/config': line 1 comes before any [section]", NULL);
     write_file("config", "[default]\nregion = us-east-1\nRegion = us-east-2\n");
-    open_fails("s3://b", SHARD_EINVAL, "line 3 sets 'region' a second time in its section",
-               NULL);
+    open_fails("s3://b", SHARD_EINVAL, "line 3 sets 'region' a second time in its section", NULL);
     write_file("config", "[default]\n[a]\n[default]\n");
     open_fails("s3://b", SHARD_EINVAL, "line 3 starts a second section [default]", NULL);
     write_file("config", "[default]\ns3 =\n  addressing_style path\n");
-    open_fails("s3://b", SHARD_EINVAL, "line 2 starts nested values ('s3 =' then indented "
-               "lines), one of which has no '='", NULL);
+    open_fails("s3://b", SHARD_EINVAL,
+               "line 2 starts nested values ('s3 =' then indented lines), one of which has no '='",
+               NULL);
     write_file("config", "");
     write_file("credentials", "[default]\naws_secret_access_key wJalrXUtnFEMIK7MDENG\n");
     struct shard_err err;
@@ -436,9 +444,9 @@ static void test_credentials_from_elsewhere_are_refused_saying_how(void **state)
     write_file("credentials", "[both]\naws_access_key_id = FILEKEY\n"
                               "aws_secret_access_key = filesecret\n");
     setenv("AWS_PROFILE", "role", 1);
-    open_fails("s3://b", SHARD_EUNSUPPORTED, "the profile 'role' gets its credentials from a "
-               "role to assume ('role_arn')", "aws configure export-credentials --profile role",
-               NULL);
+    open_fails("s3://b", SHARD_EUNSUPPORTED,
+               "the profile 'role' gets its credentials from a role to assume ('role_arn')",
+               "aws configure export-credentials --profile role", NULL);
     setenv("AWS_PROFILE", "proc", 1);
     open_fails("s3://b", SHARD_EUNSUPPORTED, "('credential_process')", NULL);
     setenv("AWS_PROFILE", "sso", 1);
@@ -526,11 +534,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_location_gives_bucket_and_prefix_without_slashes,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_aws_is_virtual_hosted_and_a_custom_endpoint_path_style,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_aws_is_virtual_hosted_and_a_custom_endpoint_path_style, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_variables_come_before_the_profile_and_credentials_before_config, setup,
-            teardown),
+            test_variables_come_before_the_profile_and_credentials_before_config, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_no_credentials_is_an_error_and_unsigned_only_when_asked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_profile_named_by_a_variable_must_exist, setup,
@@ -539,16 +546,14 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_malformed_setting_is_an_error_naming_it, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_files_are_parsed_as_configparser_parses_them,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_files_are_parsed_as_configparser_parses_them, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_credentials_from_elsewhere_are_refused_saying_how,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_names_and_urls_never_hold_the_secret, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_encoding_keeps_unreserved_bytes_only, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_part_size_comes_from_the_environment_and_has_a_floor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_names_and_urls_never_hold_the_secret, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_encoding_keeps_unreserved_bytes_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_part_size_comes_from_the_environment_and_has_a_floor,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_documents_give_their_code, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,17 +17,19 @@ static void test_sizes_parse_in_powers_of_1024(void **state)
         const char *s;
         uint64_t v;
     } good[] = {
-        {"0", 0}, {"4096", 4096}, {"16K", 16384}, {"16k", 16384}, {"16KB", 16384},
-        {"16KiB", 16384}, {"16kib", 16384}, {"256M", 256ull << 20}, {"256MB", 256ull << 20},
-        {"1G", 1ull << 30}, {"2T", 2ull << 40}, {"16777215T", 16777215ull << 40},
+        {"0", 0},           {"4096", 4096},         {"16K", 16384},
+        {"16k", 16384},     {"16KB", 16384},        {"16KiB", 16384},
+        {"16kib", 16384},   {"256M", 256ull << 20}, {"256MB", 256ull << 20},
+        {"1G", 1ull << 30}, {"2T", 2ull << 40},     {"16777215T", 16777215ull << 40},
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         uint64_t v = 1;
         assert_int_equal(shard_size_parse(good[i].s, &v), 0);
         assert_true(v == good[i].v);
     }
-    const char *bad[] = {"", "-1", "K", "1.5M", "1 M", "1Q", "1MBB", "1Mi", "16777216T",
-                         "99999999999999999999", " 1", NULL};
+    const char *bad[] = {"",   "-1",   "K",   "1.5M",      "1 M",
+                         "1Q", "1MBB", "1Mi", "16777216T", "99999999999999999999",
+                         " 1", NULL};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 7;
         assert_int_equal(shard_size_parse(bad[i], &v), SHARD_EINVAL);

@@ -30,7 +30,7 @@
 /* ---- helpers ------------------------------------------------------------ */
 
 struct fixture {
-    char dir[256];  /* the private temporary directory */
+    char dir[256]; /* the private temporary directory */
 };
 
 static int setup_tmpdir(void **state)
@@ -64,7 +64,7 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 static int teardown_tmpdir(void **state)
 {
     struct fixture *f = *state;
-    setlocale(LC_CTYPE, "C");  /* in case a locale test failed half-way */
+    setlocale(LC_CTYPE, "C"); /* in case a locale test failed half-way */
     nftw(f->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(f);
     return 0;
@@ -146,10 +146,10 @@ static uint64_t next_random(uint64_t *s)
 static void test_candidate_extensions_are_case_insensitive(void **state)
 {
     (void)state;
-    const char *yes[] = {"a.jpg", "a.JPG", "b.jpeg", "b.JPEG", "c.png", "c.Png", "d.webp",
-                         "e.tif", "e.TIFF", "f.gif", "g.bmp", "dir.x/h.jpg", "x.tar.jpg"};
-    const char *no[] = {"a.txt", "noext", ".DS_Store", "a.jpg/b", "jpg", "a.jpgx", "a.",
-                        "a.jpg.txt", "a.pn", "", "a.jpe"};
+    const char *yes[] = {"a.jpg", "a.JPG",  "b.jpeg", "b.JPEG", "c.png",       "c.Png",    "d.webp",
+                         "e.tif", "e.TIFF", "f.gif",  "g.bmp",  "dir.x/h.jpg", "x.tar.jpg"};
+    const char *no[] = {"a.txt", "noext",     ".DS_Store", "a.jpg/b", "jpg",  "a.jpgx",
+                        "a.",    "a.jpg.txt", "a.pn",      "",        "a.jpe"};
     for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
         assert_true(shard_is_candidate(yes[i], strlen(yes[i])));
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
@@ -164,9 +164,22 @@ static void test_keylist_sorts_in_byte_order_prefix_first(void **state)
 {
     (void)state;
     struct shard_keylist l = {0};
-    const char *keys[] = {"b", "a/b", "a", "ab", "a\xff", "a/", "abcdefgh", "abcdefghi",
-                          "abcdefg", "abcdefgh/1", "abcdefghabcdefgh", "abcdefghabcdefg",
-                          "\x01", "Z", "a", "abcdefghabcdefgh"};
+    const char *keys[] = {"b",
+                          "a/b",
+                          "a",
+                          "ab",
+                          "a\xff",
+                          "a/",
+                          "abcdefgh",
+                          "abcdefghi",
+                          "abcdefg",
+                          "abcdefgh/1",
+                          "abcdefghabcdefgh",
+                          "abcdefghabcdefg",
+                          "\x01",
+                          "Z",
+                          "a",
+                          "abcdefghabcdefgh"};
     size_t n = sizeof keys / sizeof *keys;
     for (size_t i = 0; i < n; i++)
         assert_int_equal(shard_keylist_add(&l, keys[i], strlen(keys[i]), NULL), 0);
@@ -204,22 +217,22 @@ static void test_keylist_sort_matches_a_reference_sort_on_many_keys(void **state
         uint64_t r = next_random(&seed);
         int n;
         switch (r % 4) {
-        case 0:  /* ImageNet-like */
+        case 0: /* ImageNet-like */
             n = snprintf(key, sizeof key, "n%08u/n%08u_%u.JPEG", (unsigned)(r >> 8) % 50,
                          (unsigned)(r >> 8) % 50, (unsigned)(r >> 20) % 5000);
             break;
-        case 1:  /* short, with high bytes */
+        case 1: /* short, with high bytes */
             key[0] = (char)(0x80 | (r >> 8) % 3);
             key[1] = (char)('a' + (r >> 16) % 3);
             n = 1 + (int)((r >> 24) % 2);
             break;
-        case 2:  /* lengths 1..24 from a tiny alphabet: many prefixes of each other */
+        case 2: /* lengths 1..24 from a tiny alphabet: many prefixes of each other */
             n = (int)((r >> 8) % 24) + 1;
             for (int k = 0; k < n; k++)
                 key[k] = (char)('a' + (r >> (16 + k % 40)) % 2);
             key[n] = '\0';
             break;
-        default:  /* long common prefix */
+        default: /* long common prefix */
             n = snprintf(key, sizeof key, "same/long/prefix/for/everyone/%llu",
                          (unsigned long long)(r % 1000));
             break;
@@ -273,15 +286,9 @@ static void test_keylist_sort_handles_sorted_reversed_and_identical_input(void *
 
 /* The awkward tree: names that need no escaping anywhere but here. */
 static const char *const tree_candidates[] = {
-    "a/cat's photo.jpg",
-    "a/with space.JPG",
-    "a/line\nbreak.Png",
-    "a/bad\xff\xfe name.jpeg",
-    "a/deep/er/x.JPEG",
-    "a/deep/er/\"quoted\".tiff",
-    "b/.hidden.png",
-    "top.gif",
-    "\xe6\x97\xa5\xe6\x9c\xac.webp",
+    "a/cat's photo.jpg",       "a/with space.JPG", "a/line\nbreak.Png",
+    "a/bad\xff\xfe name.jpeg", "a/deep/er/x.JPEG", "a/deep/er/\"quoted\".tiff",
+    "b/.hidden.png",           "top.gif",          "\xe6\x97\xa5\xe6\x9c\xac.webp",
 };
 
 static void build_tree(const char *root)
@@ -290,7 +297,7 @@ static void build_tree(const char *root)
     make_dir(root, "a/deep");
     make_dir(root, "a/deep/er");
     make_dir(root, "b");
-    make_dir(root, "c");  /* empty */
+    make_dir(root, "c"); /* empty */
     for (size_t i = 0; i < sizeof tree_candidates / sizeof *tree_candidates; i++)
         write_file(root, tree_candidates[i], tree_candidates[i], strlen(tree_candidates[i]));
     write_file(root, "b/readme.txt", "x", 1);
@@ -313,9 +320,9 @@ static void test_scan_keeps_names_byte_exact_and_counts_what_it_skips(void **sta
     memcpy(expected, tree_candidates, sizeof expected);
     assert_keys(&l, expected, sizeof expected / sizeof *expected);
     assert_int_equal(st.candidates, sizeof expected / sizeof *expected);
-    assert_int_equal(st.ignored, 3);           /* readme.txt, noext, .DS_Store */
-    assert_int_equal(st.ignored_symlinks, 2);  /* neither link is followed */
-    assert_int_equal(st.ignored_special, 1);   /* the fifo, despite its .jpg */
+    assert_int_equal(st.ignored, 3);          /* readme.txt, noext, .DS_Store */
+    assert_int_equal(st.ignored_symlinks, 2); /* neither link is followed */
+    assert_int_equal(st.ignored_special, 1);  /* the fifo, despite its .jpg */
 
     /* Stats accumulate and keys append across scans. */
     assert_int_equal(shard_scan_dir(f->dir, &l, NULL, &st, &err), 0);
@@ -344,7 +351,7 @@ static void test_scan_refuses_links_and_special_files_named_like_images(void **s
     assert_keys(&l, expected, n + 2);
     assert_int_equal(st.candidates, n + 2);
     assert_int_equal(st.ignored, 3);
-    assert_int_equal(st.ignored_symlinks, 1);  /* "link to dir" */
+    assert_int_equal(st.ignored_symlinks, 1); /* "link to dir" */
     assert_int_equal(st.ignored_special, 0);
     assert_int_equal(refused.count, 2);
     assert_string_equal(shard_refusals_find(&refused, "link to file.jpg", 16),
@@ -499,10 +506,10 @@ static void test_scan_refuses_the_directory_too_deep_and_keeps_the_rest(void **s
     assert_int_equal(shard_scan_dir(f->dir, &l, &refused, &st, &err), 0);
     assert_int_equal(refused.count, 1);
     const struct shard_refusal *r = &refused.items[0];
-    assert_int_equal(r->key_len, 2 * 128);  /* "d/" 128 times: the 128th level */
+    assert_int_equal(r->key_len, 2 * 128); /* "d/" 128 times: the 128th level */
     assert_string_equal(r->reason,
                         "cannot read directory: directories nested more than 127 levels deep");
-    assert_int_equal(l.count, 127 + 1);  /* an x.jpg on each level read, and the refusal */
+    assert_int_equal(l.count, 127 + 1); /* an x.jpg on each level read, and the refusal */
     assert_int_equal(st.candidates, l.count);
     shard_refusals_release(&refused);
     shard_keylist_release(&l);
@@ -560,7 +567,7 @@ static void test_read_file_over_the_limit_is_refused_before_reading(void **state
     struct shard_buf buf = {0};
     struct shard_err err = {0};
     assert_int_equal(shard_read_source_file(root, "big.jpg", 99, &buf, &err), SHARD_ELIMIT);
-        assert_non_null(strstr(err.msg, "file of 100 bytes exceeds the limit of 99"));
+    assert_non_null(strstr(err.msg, "file of 100 bytes exceeds the limit of 99"));
     assert_int_equal(buf.len, 0);
     /* The limit is inclusive, and 0 means no limit. */
     assert_int_equal(shard_read_source_file(root, "big.jpg", 100, &buf, &err), 0);
@@ -587,7 +594,7 @@ static void test_read_file_refuses_symlinks_fifos_and_directories(void **state)
     struct fixture *f = *state;
     write_file(f->dir, "real.jpg", "x", 1);
     make_symlink(f->dir, "real.jpg", "link.jpg");
-    make_fifo(f->dir, "pipe.jpg");  /* must not block the open */
+    make_fifo(f->dir, "pipe.jpg"); /* must not block the open */
     make_dir(f->dir, "dir.jpg");
     int root = open_dir(f->dir);
     struct shard_buf buf = {0};
@@ -712,7 +719,7 @@ static int write_archive(const char *path, enum archive_kind kind)
     add_entry(w, "it's a \"name\", with, commas.jpg", AE_IFREG, "FIVE", 4, NULL);
     add_entry(w, "big.jpg", AE_IFREG, big, BIG_ENTRY_BYTES, NULL);
     add_entry(w, "empty.jpg", AE_IFREG, NULL, 0, NULL);
-    if (kind != KIND_ZIP)  /* zip has no hard links */
+    if (kind != KIND_ZIP) /* zip has no hard links */
         add_entry(w, "a/hard.jpg", AE_IFREG, NULL, 0, "a/one.jpg");
     assert_int_equal(archive_write_close(w), ARCHIVE_OK);
     archive_write_free(w);
@@ -755,7 +762,7 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
         {"empty.jpg", "", 0, 0, NULL, NULL, 11},
         {"a/hard.jpg", NULL, 0, 0, NULL, "a/one.jpg", 12},
     };
-    size_t want = sizeof expected / sizeof *expected - (kind == KIND_ZIP);  /* zip: no link */
+    size_t want = sizeof expected / sizeof *expected - (kind == KIND_ZIP); /* zip: no link */
     uint8_t *binary = pattern_bytes(BINARY_ENTRY_BYTES, 1);
     expected[1].data = binary;
     struct shard_scan_stats st = {0};
@@ -797,14 +804,15 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
     }
     assert_int_equal(n, want);
     assert_int_equal(st.candidates, n);
-    assert_int_equal(st.ignored, 1);           /* notes.txt */
+    assert_int_equal(st.ignored, 1); /* notes.txt */
     assert_int_equal(st.ignored_symlinks, 0);
     assert_int_equal(st.ignored_special, 0);
     const char *key;
     size_t key_len;
     uint64_t too_large;
     assert_int_equal(shard_archive_next(a, ENTRY_LIMIT, &key, &key_len, &buf, &too_large, &st,
-                                        &err), 0);  /* the end stays the end */
+                                        &err),
+                     0); /* the end stays the end */
     shard_archive_close(a);
     shard_buf_release(&buf);
     free(binary);
@@ -868,7 +876,7 @@ static void test_archive_zip_utf8_names_are_byte_exact_in_any_locale(void **stat
     if (!setlocale(LC_CTYPE, "C.UTF-8"))
         skip_because("no C.UTF-8 locale");
     char *path = join(f->dir, "utf8.zip");
-    struct archive *w = archive_write_new();  /* flags names UTF-8 in this locale */
+    struct archive *w = archive_write_new(); /* flags names UTF-8 in this locale */
     assert_int_equal(archive_write_set_format_zip(w), ARCHIVE_OK);
     assert_int_equal(archive_write_open_filename(w, path), ARCHIVE_OK);
     const char *good = "caf\xc3\xa9/\xe6\x97\xa5.jpg";
@@ -887,12 +895,10 @@ static void test_archive_zip_utf8_names_are_byte_exact_in_any_locale(void **stat
         const char *key;
         size_t key_len;
         uint64_t too_large;
-        assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL),
-                         1);
+        assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 1);
         assert_int_equal(key_len, strlen(good));
         assert_memory_equal(key, good, key_len);
-        assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL),
-                         0);
+        assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 0);
         assert_int_equal(st.ignored_special, 1);
         shard_archive_close(a);
         shard_buf_release(&buf);
@@ -990,7 +996,7 @@ static void test_archive_open_refuses_what_is_not_an_archive(void **state)
     memset(text, 'x', sizeof text);
     write_file(f->dir, "plain.txt", text, sizeof text);
     char *path = join(f->dir, "plain.txt");
-    struct shard_archive *a = (struct shard_archive *)&a;  /* must be reset to NULL */
+    struct shard_archive *a = (struct shard_archive *)&a; /* must be reset to NULL */
     struct shard_err err = {0};
     assert_int_equal(shard_archive_open(&a, path, &err), SHARD_EINVAL);
     assert_null(a);
@@ -1126,10 +1132,11 @@ static char *write_labels(const char *dir, const char *name, const char *text)
 static void test_labels_csv_counts_rows_that_name_no_key(void **state)
 {
     struct fixture *f = *state;
-    char *path = write_labels(f->dir, "labels.csv", "file,class\n"
-                                                    "a/1.jpg,cat\n"
-                                                    "a/2.jpg,cat\n"
-                                                    "gone.jpg,dog\n");
+    char *path = write_labels(f->dir, "labels.csv",
+                              "file,class\n"
+                              "a/1.jpg,cat\n"
+                              "a/2.jpg,cat\n"
+                              "gone.jpg,dog\n");
     struct shard_labeler *lb = NULL;
     assert_int_equal(shard_labeler_new(&lb, path, NULL), 0);
     assert_int_equal(shard_labeler_rows(lb), 4);
@@ -1139,7 +1146,7 @@ static void test_labels_csv_counts_rows_that_name_no_key(void **state)
         assert_int_equal(shard_keylist_add(&keys, present[i], strlen(present[i]), NULL), 0);
     uint64_t unmatched = 99;
     assert_int_equal(shard_labeler_unmatched_rows(lb, &keys, &unmatched, NULL), 0);
-    assert_int_equal(unmatched, 2);  /* "file,class" and gone.jpg */
+    assert_int_equal(unmatched, 2); /* "file,class" and gone.jpg */
     shard_labeler_free(lb);
 
     assert_int_equal(shard_labeler_new(&lb, "regex:^(x)", NULL), 0);
@@ -1161,7 +1168,7 @@ static void test_labels_csv_with_header_quotes_and_crlf(void **state)
                        " leading space.jpg,bird\n"
                        "\"new\nline.jpg\",fish\n"
                        "\n"
-                       "last.jpg,cow";  /* no final newline */
+                       "last.jpg,cow"; /* no final newline */
     char *path = write_labels(f->dir, "labels.csv", text);
     struct shard_labeler *lb = NULL;
     struct shard_err err = {0};
@@ -1173,7 +1180,7 @@ static void test_labels_csv_with_header_quotes_and_crlf(void **state)
     assert_label(lb, "leading space.jpg", NULL);
     assert_label(lb, "new\nline.jpg", "fish");
     assert_label(lb, "last.jpg", "cow");
-    assert_label(lb, "key", NULL);  /* the header is not a row */
+    assert_label(lb, "key", NULL); /* the header is not a row */
     assert_label(lb, "a/1.jp", NULL);
     assert_label(lb, "a/1.jpgx", NULL);
 
@@ -1282,9 +1289,9 @@ static void test_available_cpus_within_machine_and_obeys_omp_num_threads(void **
 
     setenv("OMP_NUM_THREADS", "1", 1);
     assert_int_equal(shard_available_cpus(), 1);
-    setenv("OMP_NUM_THREADS", "1,4", 1);  /* a nesting list: the outer level counts */
+    setenv("OMP_NUM_THREADS", "1,4", 1); /* a nesting list: the outer level counts */
     assert_int_equal(shard_available_cpus(), 1);
-    setenv("OMP_NUM_THREADS", "100000", 1);  /* more than we have changes nothing */
+    setenv("OMP_NUM_THREADS", "100000", 1); /* more than we have changes nothing */
     assert_int_equal(shard_available_cpus(), n);
     const char *garbage[] = {"", "abc", "0", "-2", "3x", "99999999999999999999999", " "};
     for (size_t i = 0; i < sizeof garbage / sizeof *garbage; i++) {
@@ -1302,7 +1309,7 @@ static void test_available_cpus_within_machine_and_obeys_omp_num_threads(void **
 /* ---- read-ahead (source/prefetch.c) ------------------------------------- */
 
 #define AHEAD_FILES 40
-#define AHEAD_KEYS (AHEAD_FILES + 1)   /* and one key whose file is gone */
+#define AHEAD_KEYS (AHEAD_FILES + 1) /* and one key whose file is gone */
 #define AHEAD_TAKERS 3
 
 /* Candidates the scan refused: never opened, handed over empty. */
@@ -1338,7 +1345,7 @@ static void *ahead_take(void *arg)
         uint64_t cand = t->order[pos];
         size_t len;
         const char *key = shard_keylist_get(t->keys, cand, &len);
-        if (cand == AHEAD_FILES) {  /* the file that is gone */
+        if (cand == AHEAD_FILES) { /* the file that is gone */
             if (rc != SHARD_ENOTFOUND || err.code != rc || !err.msg[0] || fd != -1)
                 snprintf(t->wrong, sizeof t->wrong, "%s: %d '%s'", key, rc, err.msg);
             continue;
@@ -1365,7 +1372,7 @@ static void *ahead_take(void *arg)
 static void test_read_ahead_hands_each_position_its_own_file(void **state)
 {
     struct fixture *f = *state;
-    alarm(60);  /* a taker waiting forever must fail the test, not hang the suite */
+    alarm(60); /* a taker waiting forever must fail the test, not hang the suite */
     struct shard_keylist keys = {0};
     struct shard_err err = {0};
     char key[32];
@@ -1378,15 +1385,15 @@ static void test_read_ahead_hands_each_position_its_own_file(void **state)
     }
     uint64_t order[AHEAD_KEYS];
     for (uint64_t i = 0; i < AHEAD_KEYS; i++)
-        order[i] = i * 17 % AHEAD_KEYS;  /* a permutation: AHEAD_KEYS is prime */
+        order[i] = i * 17 % AHEAD_KEYS; /* a permutation: AHEAD_KEYS is prime */
     struct sk_source_root root;
     assert_int_equal(sk_source_root_open(&root, f->dir, &err), 0);
     const enum sk_prefetch_mode modes[] = {SK_PREFETCH_READ, SK_PREFETCH_ADVISE};
     for (int m = 0; m < 2; m++) {
         struct sk_prefetch *pf;
         const uint64_t first = 3, end = AHEAD_KEYS;
-        assert_int_equal(sk_prefetch_new(&pf, &root, &keys, order, first, end, 1000, 3, 4,
-                                         modes[m], refused, NULL, &err),
+        assert_int_equal(sk_prefetch_new(&pf, &root, &keys, order, first, end, 1000, 3, 4, modes[m],
+                                         refused, NULL, &err),
                          0);
         pthread_t t[AHEAD_TAKERS];
         struct ahead_taker tk[AHEAD_TAKERS];
@@ -1400,7 +1407,7 @@ static void test_read_ahead_hands_each_position_its_own_file(void **state)
             assert_string_equal(tk[i].wrong, "");
             checked += tk[i].checked;
         }
-        assert_int_equal(checked, end - first - 1);  /* all but the missing file */
+        assert_int_equal(checked, end - first - 1); /* all but the missing file */
         struct shard_buf buf = {0};
         int fd;
         assert_int_equal(sk_prefetch_take(pf, end, &buf, &fd, &err), SHARD_EINVAL);

@@ -89,7 +89,7 @@ static void test_a_clean_dataset_verifies_with_every_pass(void **state)
     assert_int_equal(r.visitation_count, 4);
     for (size_t i = 0; i < r.visitation_count; i++)
         assert_true(r.visitation[i].passed);
-    assert_int_equal(r.visitation[3].min_per_rank, 0);  /* 16 ranks, 9 samples */
+    assert_int_equal(r.visitation[3].min_per_rank, 0); /* 16 ranks, 9 samples */
     assert_int_equal(r.visitation[3].max_per_rank, 1);
     shard_verify_report_release(&r);
     shard_verify_report_release(NULL);
@@ -135,7 +135,7 @@ static void test_a_duplicate_key_is_named_with_both_places(void **state)
 {
     (void)state;
     struct mkds d;
-    mkds_build_with(&d, counts, SHARDS, 4);  /* sample 4 (shard 1 record 1) repeats key 0 */
+    mkds_build_with(&d, counts, SHARDS, 4); /* sample 4 (shard 1 record 1) repeats key 0 */
     struct shard_verify_report r;
     verify_default(&d, &r);
     assert_problem(&r, SHARD_CHECK_KEYS,
@@ -152,8 +152,7 @@ static void test_a_duplicate_key_is_named_with_both_places(void **state)
 /* The manifest lists shard 0 a second time, with counts that add up. */
 static void list_first_shard_twice(struct shard_manifest *m)
 {
-    struct shard_manifest_shard *grown =
-        realloc(m->shards, (m->shard_count + 1) * sizeof *grown);
+    struct shard_manifest_shard *grown = realloc(m->shards, (m->shard_count + 1) * sizeof *grown);
     assert_non_null(grown);
     m->shards = grown;
     m->shards[m->shard_count] = m->shards[0];
@@ -217,11 +216,11 @@ static void test_a_sample_missing_from_the_index_is_named(void **state)
     (void)state;
     struct mkds d;
     mkds_build(&d, counts, SHARDS);
-    drop_index_line(&d, 3);  /* shard 1 record 0 */
+    drop_index_line(&d, 3); /* shard 1 record 0 */
     struct shard_verify_report r;
     verify_default(&d, &r);
-    assert_problem(&r, SHARD_CHECK_INDEX, "shard-000001.shard record 0 (key 'g0003.png'): not "
-                                          "in index.jsonl");
+    assert_problem(&r, SHARD_CHECK_INDEX,
+                   "shard-000001.shard record 0 (key 'g0003.png'): not in index.jsonl");
     assert_problem(&r, SHARD_CHECK_INDEX, "index.jsonl: xxh3 is ");
     assert_problem(&r, SHARD_CHECK_INDEX, "index.jsonl: 8 lines, manifest says 9 entries");
     shard_verify_report_release(&r);
@@ -229,8 +228,8 @@ static void test_a_sample_missing_from_the_index_is_named(void **state)
     /* with the index's hash and size fixed, only the semantic check is left */
     edit_manifest(&d, set_index_identity);
     verify_default(&d, &r);
-    assert_problem(&r, SHARD_CHECK_INDEX, "shard-000001.shard record 0 (key 'g0003.png'): not "
-                                          "in index.jsonl");
+    assert_problem(&r, SHARD_CHECK_INDEX,
+                   "shard-000001.shard record 0 (key 'g0003.png'): not in index.jsonl");
     assert_problem(&r, SHARD_CHECK_INDEX, "index.jsonl: 8 lines, manifest says 9 entries");
     assert_int_equal(r.problem_count, 2);
     shard_verify_report_release(&r);
@@ -277,10 +276,10 @@ static void test_wrong_counts_are_reported(void **state)
 static void contradict_counts(struct shard_manifest *m)
 {
     m->samples++;
-    m->unlabeled++;       /* by_label + unlabeled still add up to samples */
-    m->rejected = 2;      /* none is listed */
+    m->unlabeled++;  /* by_label + unlabeled still add up to samples */
+    m->rejected = 2; /* none is listed */
     m->index_entries = 4;
-    m->warned = 1;        /* no index line carries a warning */
+    m->warned = 1; /* no index line carries a warning */
 }
 
 static void test_every_problem_is_listed_after_a_manifest_contradiction(void **state)
@@ -289,7 +288,7 @@ static void test_every_problem_is_listed_after_a_manifest_contradiction(void **s
     struct mkds d;
     mkds_build(&d, counts, SHARDS);
     edit_manifest(&d, contradict_counts);
-    mkds_flip(&d, "shard-000001.shard", 40);  /* inside record 0's frame */
+    mkds_flip(&d, "shard-000001.shard", 40); /* inside record 0's frame */
     struct shard_verify_report r;
     verify_default(&d, &r);
     /* the manifest's own contradictions, each of them */
@@ -307,7 +306,7 @@ static void test_every_problem_is_listed_after_a_manifest_contradiction(void **s
     assert_problem(&r, SHARD_CHECK_COUNTS,
                    "counts.warned: index.jsonl has 0 samples stored despite a decoder "
                    "warning, manifest says 1");
-    assert_int_equal(r.samples, SAMPLES);  /* what the shards hold */
+    assert_int_equal(r.samples, SAMPLES); /* what the shards hold */
     shard_verify_report_release(&r);
     mkds_remove(&d);
 }
@@ -323,8 +322,8 @@ static void test_label_tallies_set_the_manifest_beside_the_shards(void **state)
     verify_default(&d, &r);
     assert_int_equal(r.label_tally_count, MKDS_LABELS + 1);
     assert_true(r.labels_counted);
-    assert_false(r.labels_checked);  /* no --source */
-    static const uint64_t want[MKDS_LABELS + 1] = {2, 2, 3, 2};  /* ant, bee, cat, none */
+    assert_false(r.labels_checked);                             /* no --source */
+    static const uint64_t want[MKDS_LABELS + 1] = {2, 2, 3, 2}; /* ant, bee, cat, none */
     for (uint32_t i = 0; i <= MKDS_LABELS; i++) {
         if (i < MKDS_LABELS)
             assert_string_equal(r.labels[i].name, mkds_label_names[i]);
@@ -369,8 +368,7 @@ static void test_missing_truncated_and_stray_shards_are_named(void **state)
     verify_default(&d, &r);
     assert_problem(&r, SHARD_CHECK_SHARD, "shard-000000.shard: missing");
     char want[96];
-    snprintf(want, sizeof want, "shard-000001.shard: %zu bytes, manifest says %zu", len - 7,
-             len);
+    snprintf(want, sizeof want, "shard-000001.shard: %zu bytes, manifest says %zu", len - 7, len);
     assert_problem(&r, SHARD_CHECK_SHARD, want);
     assert_problem(&r, SHARD_CHECK_SHARD, "shard-000001.shard: bad trailer magic");
     assert_problem(&r, SHARD_CHECK_SHARD,
@@ -420,8 +418,8 @@ static void test_visitation_reports_padding_and_dropping(void **state)
     o.plan.remainder = SHARD_REMAINDER_PAD;
     verify(&d, &o, &r);
     assert_int_equal(r.problem_count, 0);
-    assert_int_equal(r.visitation[0].padded, 1);   /* 2 x 5 - 9 */
-    assert_int_equal(r.visitation[1].padded, 3);   /* 4 x 3 - 9 */
+    assert_int_equal(r.visitation[0].padded, 1); /* 2 x 5 - 9 */
+    assert_int_equal(r.visitation[1].padded, 3); /* 4 x 3 - 9 */
     assert_int_equal(r.visitation[1].min_per_rank, 3);
     shard_verify_report_release(&r);
     o.plan.remainder = SHARD_REMAINDER_DROP;
@@ -451,8 +449,7 @@ static void test_unusable_inputs_are_errors_not_findings(void **state)
     assert_int_equal(shard_verify(d.dir, &o, &r, &err), SHARD_ENOTFOUND);
     shard_verify_report_release(&r);
     o.source = NULL;
-    assert_int_equal(shard_verify("/nonexistent/shardkit-dataset", &o, &r, &err),
-                     SHARD_ENOTFOUND);
+    assert_int_equal(shard_verify("/nonexistent/shardkit-dataset", &o, &r, &err), SHARD_ENOTFOUND);
     shard_verify_report_release(&r);
     /* a malformed manifest is a finding */
     mkds_spit(&d, SHARD_MANIFEST_FILE, (const uint8_t *)"{\"format\": 1", 12);

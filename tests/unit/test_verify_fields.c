@@ -41,7 +41,9 @@ static void verify(const struct mkds *d, int deep, struct shard_verify_report *r
 static void print_problems(const struct shard_verify_report *r)
 {
     for (uint64_t i = 0; i < r->problem_count; i++)
-        print_message("  problem (%s, shard %lld record %lld): %s\n", shard_check_name(r->problems[i].check), (long long)r->problems[i].shard, (long long)r->problems[i].record, r->problems[i].message);
+        print_message("  problem (%s, shard %lld record %lld): %s\n",
+                      shard_check_name(r->problems[i].check), (long long)r->problems[i].shard,
+                      (long long)r->problems[i].record, r->problems[i].message);
 }
 
 /* The report holds a problem of `check` about (shard, record) (-1: any)
@@ -121,7 +123,8 @@ static void build(struct mkds *d, int64_t damaged, enum mkds_damage damage, int6
 
 /* Shard s written again, record r's field area replaced by `set` (the
  * rest copied frame for frame), and the manifest's size and xxh3 of it. */
-static void replace_fields(struct mkds *d, uint32_t s, uint64_t r, const struct shard_field_set *set)
+static void replace_fields(struct mkds *d, uint32_t s, uint64_t r,
+                           const struct shard_field_set *set)
 {
     char name[32], path[160], tmp[200];
     struct shard_err err;
@@ -186,8 +189,7 @@ static void fields_with(uint64_t g, uint32_t f, enum shard_field_type t, const v
             if (value)
                 assert_int_equal(shard_field_set_add(set, k, t, value, len, &err), 0);
         } else if (mkds_field_value(g, k, v, &n)) {
-            assert_int_equal(shard_field_set_add(set, k, mkds_field_decls[k].type, v, n, &err),
-                             0);
+            assert_int_equal(shard_field_set_add(set, k, mkds_field_decls[k].type, v, n, &err), 0);
         }
     }
 }
@@ -246,11 +248,11 @@ static void test_records_that_contradict_the_declarations_are_named(void **state
         struct shard_verify_report r;
         verify(&d, 0, &r);
         print_problems(&r);
-        assert_int_equal(r.problem_count, 0);  /* only records show it */
+        assert_int_equal(r.problem_count, 0); /* only records show it */
         shard_verify_report_release(&r);
         verify(&d, 1, &r);
-        assert_problem(&r, SHARD_CHECK_RECORD, 1, 2, "shard-000001.shard record 2",
-                       "g0006.png", cases[i].text, NULL);
+        assert_problem(&r, SHARD_CHECK_RECORD, 1, 2, "shard-000001.shard record 2", "g0006.png",
+                       cases[i].text, NULL);
         shard_verify_report_release(&r);
         mkds_remove(&d);
     }
@@ -261,9 +263,9 @@ static void test_records_that_contradict_the_declarations_are_named(void **state
 static void test_values_invalid_for_their_type_are_named(void **state)
 {
     (void)state;
-    uint8_t nan_bits[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};   /* a double NaN */
-    uint8_t inf32[12] = {0, 0, 0x80, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0};  /* +inf, 0, 0 */
-    uint8_t twice[8] = {1, 0, 0, 0, 1, 0, 0, 0};            /* label 1 twice */
+    uint8_t nan_bits[8] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};           /* a double NaN */
+    uint8_t inf32[12] = {0, 0, 0x80, 0x7f, 0, 0, 0, 0, 0, 0, 0, 0}; /* +inf, 0, 0 */
+    uint8_t twice[8] = {1, 0, 0, 0, 1, 0, 0, 0};                    /* label 1 twice */
     static const char bad_utf8[] = "caption \xff";
     static const char bad_json[] = "{\"g\": ";
     struct {
@@ -282,7 +284,7 @@ static void test_values_invalid_for_their_type_are_named(void **state)
     struct shard_field_set set = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fields_with(2, cases[i].field, cases[i].type, cases[i].value, cases[i].len, &set);
-        assert_record_named(0, 2, "cat/g0002.png", &set, cases[i].text);  /* sample 2 */
+        assert_record_named(0, 2, "cat/g0002.png", &set, cases[i].text); /* sample 2 */
     }
     shard_field_set_release(&set);
 }
@@ -299,11 +301,11 @@ static void test_a_damaged_field_area_is_named_not_followed(void **state)
         {2, 99, "field entry 0: unknown type 99"},
         {7, 0x40, "field entry 0: value runs past the record"},
         {0, 7, "field entry 1: field 2 out of order"},
-        {3, 1, "field entry 0: unknown type"},  /* the reserved byte set */
+        {3, 1, "field entry 0: unknown type"}, /* the reserved byte set */
     };
     struct shard_field_set set = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fields_with(1, UINT32_MAX, 0, NULL, 0, &set);  /* sample 1's fields, all */
+        fields_with(1, UINT32_MAX, 0, NULL, 0, &set); /* sample 1's fields, all */
         set.area.data[cases[i].at] = cases[i].byte;
         assert_record_named(0, 1, "bee/g0001.png", &set, cases[i].what);
     }
@@ -316,11 +318,11 @@ static void test_a_record_without_its_required_field_or_with_another_field_set(v
     struct mkds d;
     build(&d, -1, 0, -1);
     struct shard_field_set set = {0};
-    fields_with(4, MKDS_IDS, 0, NULL, 0, &set);  /* ids, required, left out */
-    replace_fields(&d, 1, 0, &set);                /* sample 4: "bee/g0004.png" */
+    fields_with(4, MKDS_IDS, 0, NULL, 0, &set); /* ids, required, left out */
+    replace_fields(&d, 1, 0, &set);             /* sample 4: "bee/g0004.png" */
     uint8_t caption[] = "a caption the line does not name";
     fields_with(2, MKDS_CAPTION, SHARD_FIELD_TEXT, caption, sizeof caption - 1, &set);
-    replace_fields(&d, 0, 2, &set);  /* sample 2 has no caption (2 % 5 == 2) */
+    replace_fields(&d, 0, 2, &set); /* sample 2 has no caption (2 % 5 == 2) */
     struct shard_verify_report r;
     verify(&d, 1, &r);
     assert_problem(&r, SHARD_CHECK_RECORD, 1, 0, "bee/g0004.png",
@@ -332,8 +334,8 @@ static void test_a_record_without_its_required_field_or_with_another_field_set(v
     /* and the records' counts differ from the manifest's */
     assert_problem(&r, SHARD_CHECK_COUNTS, -1, -1, "counts.fields['ids']", "the records hold 6",
                    "manifest says 7", NULL);
-    assert_problem(&r, SHARD_CHECK_COUNTS, -1, -1, "counts.fields['caption']",
-                   "the records hold", NULL);
+    assert_problem(&r, SHARD_CHECK_COUNTS, -1, -1, "counts.fields['caption']", "the records hold",
+                   NULL);
     shard_field_set_release(&set);
     shard_verify_report_release(&r);
     mkds_remove(&d);
@@ -351,7 +353,7 @@ static void test_a_stored_text_that_is_not_its_source_is_named(void **state)
     v[0] ^= 0x20;
     struct shard_field_set set = {0};
     fields_with(3, MKDS_CAPTION, SHARD_FIELD_TEXT, v, len, &set);
-    replace_fields(&d, 0, 3, &set);  /* sample 3: "g0003.png" */
+    replace_fields(&d, 0, 3, &set); /* sample 3: "g0003.png" */
     struct shard_verify_report r;
     verify(&d, 1, &r);
     assert_problem(&r, SHARD_CHECK_RECORD, 0, 3, "g0003.png", "field 'caption' holds",
@@ -366,7 +368,7 @@ static void test_a_shard_of_the_other_version_is_named(void **state)
 {
     (void)state;
     struct mkds d;
-    build(&d, -1, 0, 1);  /* shard 1 written as version 1 */
+    build(&d, -1, 0, 1); /* shard 1 written as version 1 */
     struct shard_verify_report r;
     verify(&d, 0, &r);
     assert_problem(&r, SHARD_CHECK_SHARD, 1, -1,
@@ -376,7 +378,8 @@ static void test_a_shard_of_the_other_version_is_named(void **state)
 }
 
 /* Index lines rewritten by `edit` (sample g's line, parsed against the config). */
-static void edit_index(struct mkds *d, void (*edit)(uint64_t g, struct shard_sample *s, char **line))
+static void edit_index(struct mkds *d,
+                       void (*edit)(uint64_t g, struct shard_sample *s, char **line))
 {
     struct shard_manifest m;
     struct shard_err err;
@@ -398,8 +401,7 @@ static void edit_index(struct mkds *d, void (*edit)(uint64_t g, struct shard_sam
         if (!replaced)
             assert_int_equal(shard_sample_line_fields(&s, &m.config, &one, &err), 0);
         const char *bytes = replaced ? replaced : (const char *)one.data;
-        assert_int_equal(shard_buf_append(&out, bytes, replaced ? strlen(replaced) : one.len,
-                                          &err),
+        assert_int_equal(shard_buf_append(&out, bytes, replaced ? strlen(replaced) : one.len, &err),
                          0);
         free(replaced);
         shard_buf_release(&one);
@@ -444,8 +446,7 @@ static void test_index_lines_that_contradict_the_config_are_named(void **state)
     edit_index(&d, undeclared_and_unrequired);
     struct shard_verify_report r;
     verify(&d, 1, &r);
-    assert_problem(&r, SHARD_CHECK_INDEX, -1, -1, "line 2", "field 'bogus' is not declared",
-                   NULL);
+    assert_problem(&r, SHARD_CHECK_INDEX, -1, -1, "line 2", "field 'bogus' is not declared", NULL);
     assert_problem(&r, SHARD_CHECK_INDEX, 0, 3, "index.jsonl line 4 (key 'g0003.png')",
                    "no field 'ids', which the config requires", NULL);
     assert_problem(&r, SHARD_CHECK_RECORD, 0, 3, "g0003.png",
@@ -479,13 +480,13 @@ static void test_field_counts_that_differ_from_the_lines_and_records(void **stat
              (unsigned long long)captions, (unsigned long long)captions + 1);
     snprintf(holds, sizeof holds, "the records hold %llu samples with it",
              (unsigned long long)captions);
-    snprintf(side, sizeof side, "index.jsonl names %llu values taken from sidecar files, "
-             "manifest says %llu", (unsigned long long)sidecars,
-             (unsigned long long)sidecars + 2);
+    snprintf(side, sizeof side,
+             "index.jsonl names %llu values taken from sidecar files, manifest says %llu",
+             (unsigned long long)sidecars, (unsigned long long)sidecars + 2);
     assert_problem(&r, SHARD_CHECK_COUNTS, -1, -1, "counts.fields['caption']", names, NULL);
     assert_problem(&r, SHARD_CHECK_COUNTS, -1, -1, "counts.fields['caption']", holds, NULL);
     assert_problem(&r, SHARD_CHECK_COUNTS, -1, -1, "counts.sidecars", side, NULL);
-    assert_int_equal(r.problem_count, 4);  /* caption and sidecars, by lines and by records */
+    assert_int_equal(r.problem_count, 4); /* caption and sidecars, by lines and by records */
     shard_verify_report_release(&r);
     mkds_remove(&d);
 }
@@ -510,11 +511,11 @@ static void test_orphans_listed_out_of_order_or_not_sidecars_are_named(void **st
     shard_manifest_release(&m);
     struct shard_verify_report r;
     verify(&d, 0, &r);
-    assert_problem(&r, SHARD_CHECK_MANIFEST, -1, -1, "orphan 'a/y.txt' is listed twice or out "
-                   "of key order", NULL);
-    assert_problem(&r, SHARD_CHECK_MANIFEST, -1, -1, "orphan 'a/z.png' is not named like a "
-                   "sidecar", NULL);
-    assert_int_equal(r.problem_count, 3);  /* a/y.txt after b/x.txt, a/y.txt again, a/z.png */
+    assert_problem(&r, SHARD_CHECK_MANIFEST, -1, -1,
+                   "orphan 'a/y.txt' is listed twice or out of key order", NULL);
+    assert_problem(&r, SHARD_CHECK_MANIFEST, -1, -1, "orphan 'a/z.png' is not named like a sidecar",
+                   NULL);
+    assert_int_equal(r.problem_count, 3); /* a/y.txt after b/x.txt, a/y.txt again, a/z.png */
     shard_verify_report_release(&r);
     mkds_remove(&d);
 }

@@ -1,5 +1,5 @@
 /* cold.c - making a file cold: drop its pages from the page cache and
- * check that they are gone (see bench_internal.h).
+ * check that they are gone (see internal.h).
  *
  * POSIX_FADV_DONTNEED is advice: the kernel drops clean, unmapped pages,
  * but not dirty ones (a file just written and not yet flushed) nor pages
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/bench_internal.h"
+#include "internal.h"
 
 /* mincore's vector for this many pages at a time. */
 #define MINCORE_CHUNK_PAGES 4096u
@@ -26,7 +26,7 @@ static void fail(struct cold_stats *st, int e)
         st->first_errno = e;
 }
 
-void sk_cold_drop_file(int dir_fd, const char *name, struct cold_stats *st)
+void cold_drop_file(int dir_fd, const char *name, struct cold_stats *st)
 {
     st->files++;
     int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);

@@ -1,14 +1,15 @@
 /* bench.c - the benchmark harness: epochs, the emulated training loop, and
- * the numbers (see shardkit/bench.h).
+ * the numbers (see bench.h).
  *
  * One run: open the source (list the files, or open the dataset: the
  * startup), then per epoch build the epoch's order, optionally drop the
  * page cache, start the loader (files_loader or shard_iter, both handing
  * out samples in order through a bounded ring) and consume it in batches on
  * this thread.  The shard reader counts its own stages and bytes (the
- * dataset's counters, shard_dataset_stats) and reports spans to the run's
- * probe (probe.h), which the files loader reports to directly; the consumer
- * times its own waits and steps.  Counters are snapshotted around each
+ * dataset's counters, shard_dataset_stats; the files loader's GETs are
+ * counted by shard_remote_stats) and reports spans to the run's probe
+ * (probe.h, the observer of shardkit/dataset.h), which the files loader
+ * reports to directly; the consumer times its own waits and steps.  Counters are snapshotted around each
  * epoch, so the first epoch and the steady ones are measured apart. */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,22 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xxhash.h>
 
-#include "bench/bench_internal.h"
-#include "bench/probe.h"
-#include "read/dataset_internal.h"
-#include "read/fetch_http.h"
-#include "source/source_internal.h"
-#include "util/clock.h"
-#include "util/fsutil.h"
-#include "util/quote.h"
-#include "util/random.h"
-#include "shardkit/bench.h"
-#include "shardkit/dataset.h"
-#include "shardkit/source.h"
+#include "internal.h"
 
 #define DEFAULT_EPOCHS 2
 #define DEFAULT_BATCH 64
@@ -40,33 +32,47 @@
 #define QUEUE_MAX (1u << 20)
 #define NS 1e9
 #define MB 1e6
-#define EPOCH_SEED_TAG 3u   /* the files order of epoch e: xxh3(le64(3) le64(e), seed) */
 
-static const char *const stage_names[SHARD_STAGE_COUNT] = {
+static const char *const stage_names[STAGE_COUNT] = {
     "read", "decompress", "decode", "resize", "queue wait", "consumer step",
 };
 
 /* Consumer-side span names (loader-side ones are the read path's,
- * read/observer.h). */
+ * shard_read_span_name). */
 #define SPAN_EPOCH "epoch"
 #define SPAN_BATCH "batch"
 
-const char *shard_bench_stage_name(enum shard_bench_stage s)
+const char *bench_stage_name(enum bench_stage s)
 {
-    return (unsigned)s < SHARD_STAGE_COUNT ? stage_names[s] : "unknown";
+    return (unsigned)s < STAGE_COUNT ? stage_names[s] : "unknown";
 }
 
-const char *shard_bench_mode_name(enum shard_bench_mode m)
+const char *bench_mode_name(enum bench_mode m)
 {
-    return m == SHARD_BENCH_SHARDS ? "shards" : "files";
+    return m == BENCH_SHARDS ? "shards" : "files";
 }
 
-int shard_bench_is_remote(const char *location)
+static double now_seconds(void)
 {
-    return sk_fetch_http_is_remote(location);
+    return (double)trace_now() / NS;
 }
 
-void shard_bench_options_init(struct shard_bench_options *o)
+/* Process CPU time, user + system. */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / NS;
+}
+
+static void sleep_seconds(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * NS)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+void bench_options_init(struct bench_options *o)
 {
     memset(o, 0, sizeof *o);
     o->epochs = DEFAULT_EPOCHS;
@@ -75,21 +81,49 @@ void shard_bench_options_init(struct shard_bench_options *o)
     o->fit = SHARD_FIT_SHORT;
     o->upscale = 1;
     o->shuffle = 1;
-    shard_dataset_options_init(&o->http.reading);
+    shard_dataset_options_init(&o->reading);
 }
 
 /* ---- keys ------------------------------------------------------------------- */
 
-int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
-                               struct shard_err *err)
+/* How a file that is not a regular one is named ("not a regular file: fifo"). */
+static const char *not_regular(mode_t mode)
 {
-    int fd;
-    FILE *f = NULL;
-    int rc = sk_fs_open_read(AT_FDCWD, path, &fd, NULL, err);
-    if (!rc && !(f = fdopen(fd, "rb"))) {
-        rc = shard_err_errno(err, SHARD_ENOMEM, errno, "out of memory");
-        close(fd);
+    switch (mode & S_IFMT) {
+    case S_IFIFO: return "not a regular file: fifo";
+    case S_IFSOCK: return "not a regular file: socket";
+    case S_IFCHR: return "not a regular file: character device";
+    case S_IFBLK: return "not a regular file: block device";
+    case S_IFDIR: return "not a regular file: directory";
     }
+    return "not a regular file: unknown type";
+}
+
+/* Open `path` for reading, refusing at once what is not a regular file (a
+ * FIFO would wait for a writer: O_NONBLOCK until fstat has seen the type). */
+static int open_list(const char *path, FILE **out, struct shard_err *err)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? shard_err_set(err, SHARD_ENOTFOUND, "file is missing")
+                               : shard_err_errno(err, SHARD_EIO, errno, "cannot open");
+    struct stat st;
+    int rc = SHARD_OK;
+    if (fstat(fd, &st) != 0 || fcntl(fd, F_SETFL, O_RDONLY) != 0)
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot open");
+    else if (!S_ISREG(st.st_mode))
+        rc = shard_err_set(err, SHARD_EIO, "%s", not_regular(st.st_mode));
+    else if (!(*out = fdopen(fd, "rb")))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (rc)
+        close(fd);
+    return rc;
+}
+
+int bench_keys_from_file(const char *path, struct shard_keylist *keys, struct shard_err *err)
+{
+    FILE *f = NULL;
+    int rc = open_list(path, &f, err);
     if (rc)
         return shard_err_prefix(err, rc, "cannot open key list '%s'", path);
     char *line = NULL;
@@ -120,20 +154,18 @@ int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
     return rc;
 }
 
-int shard_bench_keys_from_dataset(const char *location, const struct shard_bench_http *http,
-                                  struct shard_keylist *keys, struct shard_err *err)
+int bench_keys_from_dataset(const char *location, const struct shard_dataset_options *reading,
+                            struct shard_keylist *keys, struct shard_err *err)
 {
     struct shard_dataset *ds;
-    int rc = shard_dataset_open_ex(&ds, location, http ? &http->reading : NULL, err);
+    int rc = shard_dataset_open_ex(&ds, location, reading, err);
     if (rc)
         return rc;
-    for (uint32_t s = 0; s < shard_dataset_shard_count(ds) && !rc; s++) {
-        const struct shard_footer *footer;
-        if ((rc = sk_dataset_shard_footer(ds, s, &footer, err)))
-            break;
-        for (uint64_t r = 0; r < footer->record_count && !rc; r++)
-            rc = shard_keylist_add(keys, (const char *)footer->keys + footer->key_offsets[r],
-                                   footer->rows[r].key_len, err);
+    for (uint64_t i = 0; i < shard_dataset_size(ds) && !rc; i++) {
+        const char *key;
+        size_t len;
+        if (!(rc = shard_dataset_key(ds, i, &key, &len, err)))
+            rc = shard_keylist_add(keys, key, len, err);
     }
     shard_dataset_close(ds);
     return rc;
@@ -141,13 +173,13 @@ int shard_bench_keys_from_dataset(const char *location, const struct shard_bench
 
 /* ---- a run ------------------------------------------------------------------ */
 
-struct bench_run {
-    enum shard_bench_mode mode;
+struct bench_state {
+    enum bench_mode mode;
     const char *location;
-    const struct shard_bench_options *o;
+    const struct bench_options *o;
     int threads;
     uint32_t queue_depth;
-    int remote;
+    int is_remote;
     struct bench_probe probe;
     uint64_t deadline_ns;           /* 0: none */
     int out_of_time;
@@ -155,7 +187,7 @@ struct bench_run {
     struct shard_keylist own_keys;
     const struct shard_keylist *keys;
     int root_fd;
-    struct fetch *http;
+    struct shard_remote *remote;
     /* shards */
     struct shard_dataset *ds;
     /* per epoch */
@@ -166,35 +198,39 @@ struct bench_run {
 };
 
 struct snapshot {
-    uint64_t stage_ns[SHARD_STAGE_COUNT];
-    struct shard_read_stats read;   /* the loader's reads: the dataset's or the files loader's */
+    uint64_t stage_ns[STAGE_COUNT];
+    struct shard_read_stats read;   /* the loader's reads: the dataset's, or the files
+                                     * loader's bytes and its GETs' costs */
     double wall;
     double cpu;
 };
 
-static void take_snapshot(const struct bench_run *b, struct snapshot *s)
+static void take_snapshot(const struct bench_state *b, struct snapshot *s)
 {
-    for (int i = 0; i < SHARD_STAGE_COUNT; i++)
+    for (int i = 0; i < STAGE_COUNT; i++)
         s->stage_ns[i] = atomic_load(&b->probe.stage_ns[i]);
     if (b->ds) {
         shard_dataset_stats(b->ds, &s->read);
-        s->stage_ns[SHARD_STAGE_READ] += s->read.read_ns;
-        s->stage_ns[SHARD_STAGE_DECOMPRESS] += s->read.decompress_ns;
-        s->stage_ns[SHARD_STAGE_DECODE] += s->read.decode_ns;
+        s->stage_ns[STAGE_READ] += s->read.read_ns;
+        s->stage_ns[STAGE_DECOMPRESS] += s->read.decompress_ns;
+        s->stage_ns[STAGE_DECODE] += s->read.decode_ns;
     } else {
-        sk_read_counters_get(&b->probe.read, &s->read);
+        memset(&s->read, 0, sizeof s->read);
+        if (b->remote)
+            shard_remote_stats(b->remote, &s->read);
+        s->read.bytes_requested = atomic_load(&b->probe.bytes_read);
     }
-    s->wall = sk_now_seconds();
-    s->cpu = sk_cpu_seconds();
+    s->wall = now_seconds();
+    s->cpu = cpu_seconds();
 }
 
 /* Add one batch to the result's list of them. */
-static int batch_add(struct bench_run *b, struct shard_bench_result *r,
-                     const struct shard_bench_batch *batch, struct shard_err *err)
+static int batch_add(struct bench_state *b, struct bench_result *r,
+                     const struct bench_batch *batch, struct shard_err *err)
 {
     if (r->batch_count == b->batch_cap) {
         uint64_t cap = b->batch_cap ? 2 * b->batch_cap : 256;
-        struct shard_bench_batch *p = realloc(r->batches, cap * sizeof *p);
+        struct bench_batch *p = realloc(r->batches, cap * sizeof *p);
         if (!p)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         r->batches = p;
@@ -220,7 +256,7 @@ static double percentile(const double *v, size_t len, double q)
 }
 
 /* Add the epoch between two snapshots to a phase. */
-static void phase_add(const struct bench_run *b, struct shard_bench_phase *ph,
+static void phase_add(const struct bench_state *b, struct bench_phase *ph,
                       const struct snapshot *s0, const struct snapshot *s1, uint64_t samples,
                       uint64_t errors, uint64_t batches)
 {
@@ -230,25 +266,30 @@ static void phase_add(const struct bench_run *b, struct shard_bench_phase *ph,
     ph->batches += batches;
     ph->seconds += s1->wall - s0->wall;
     ph->cpu_seconds += s1->cpu - s0->cpu;
-    for (int i = 0; i < SHARD_STAGE_COUNT; i++)
+    for (int i = 0; i < STAGE_COUNT; i++)
         ph->stage_seconds[i] += (double)(s1->stage_ns[i] - s0->stage_ns[i]) / NS;
     const struct shard_read_stats *r0 = &s0->read, *r1 = &s1->read;
-    ph->bytes_read += b->remote ? r1->bytes_transferred - r0->bytes_transferred
-                                : r1->bytes_requested - r0->bytes_requested;
+    ph->bytes_read += b->is_remote ? r1->bytes_transferred - r0->bytes_transferred
+                                   : r1->bytes_requested - r0->bytes_requested;
     ph->requests += r1->requests - r0->requests;
     ph->retries += r1->retries - r0->retries;
     ph->rtt_seconds += (double)(r1->rtt_ns - r0->rtt_ns) / NS;
+    ph->cache_hits += r1->cache_hits - r0->cache_hits;
+    ph->cache_misses += r1->cache_misses - r0->cache_misses;
+    ph->cache_bytes_fetched += r1->cache_bytes_fetched - r0->cache_bytes_fetched;
+    ph->cache_evictions += r1->cache_evictions - r0->cache_evictions;
+    ph->cache_skipped += r1->cache_skipped - r0->cache_skipped;
 }
 
 /* The rates of a phase, and the percentiles of its batches' latencies (the
  * first epoch's, or the later ones'). */
-static int phase_finish(struct shard_bench_phase *ph, const struct shard_bench_result *r,
+static int phase_finish(struct bench_phase *ph, const struct bench_result *r,
                         int steady, struct shard_err *err)
 {
     if (ph->seconds > 0) {
         ph->samples_per_second = (double)ph->samples / ph->seconds;
         ph->mb_per_second = (double)ph->bytes_read / ph->seconds / MB;
-        ph->wait_fraction = ph->stage_seconds[SHARD_STAGE_QUEUE_WAIT] / ph->seconds;
+        ph->wait_fraction = ph->stage_seconds[STAGE_QUEUE_WAIT] / ph->seconds;
     }
     if (ph->samples)
         ph->cpu_seconds_per_sample = ph->cpu_seconds / (double)ph->samples;
@@ -268,29 +309,32 @@ static int phase_finish(struct shard_bench_phase *ph, const struct shard_bench_r
 
 /* ---- opening the source -------------------------------------------------------- */
 
-static int open_files(struct bench_run *b, struct shard_err *err)
+/* The remote-reading options of the run: the caller's, with the run's probe
+ * as the observer. */
+static struct shard_dataset_options reading_of(const struct bench_state *b)
 {
-    const struct shard_bench_options *o = b->o;
+    struct shard_dataset_options ro = b->o->reading;
+    ro.observer = bench_probe_observer(&b->probe);
+    return ro;
+}
+
+static int open_files(struct bench_state *b, struct shard_err *err)
+{
+    const struct bench_options *o = b->o;
     b->keys = o->keys;
-    if (b->remote) {
-        int s3 = sk_source_is_s3(b->location);
+    if (b->is_remote) {
+        int s3 = !strncmp(b->location, "s3://", 5);
         if (!o->keys && !s3)
             return shard_err_set(err, SHARD_EINVAL, "'%s': a URL cannot be listed: the files "
                                  "mode needs the sample keys (a key list, or a dataset's)",
                                  b->location);
-        struct fetch_http_options ho = {.reading = o->http.reading, .rtt_ms = o->http.rtt_ms,
-                                        .observer = sk_bench_probe_observer(&b->probe),
-                                        .counters = &b->probe.read};
-        int rc = sk_fetch_http_new(&b->http, b->location, &ho, err);
+        struct shard_dataset_options ro = reading_of(b);
+        int rc = shard_remote_open(&b->remote, b->location, &ro, err);
         if (rc || o->keys)
             return rc;
         /* an S3 prefix is listed as shardify lists it */
-        struct sk_source_root root;
         struct shard_scan_stats st = {0};
-        if (!(rc = sk_source_root_open(&root, b->location, err)))
-            rc = sk_source_root_scan(&root, &b->own_keys, NULL, NULL, &st, err);
-        sk_source_root_close(&root);
-        if (rc)
+        if ((rc = shard_scan_location(b->location, &b->own_keys, NULL, &st, err)))
             return rc;
         shard_keylist_sort(&b->own_keys);
         b->keys = &b->own_keys;
@@ -311,65 +355,58 @@ static int open_files(struct bench_run *b, struct shard_err *err)
     return SHARD_OK;
 }
 
-static int open_shards(struct bench_run *b, struct shard_err *err)
+static int open_shards(struct bench_state *b, struct shard_err *err)
 {
-    const struct shard_bench_http *http = &b->o->http;
-    return sk_dataset_open_traced(&b->ds, b->location, &http->reading, http->rtt_ms,
-                                  sk_bench_probe_observer(&b->probe), err);
+    struct shard_dataset_options ro = reading_of(b);
+    return shard_dataset_open_ex(&b->ds, b->location, &ro, err);
 }
 
 /* ---- one epoch ------------------------------------------------------------------- */
 
-/* The epoch's list: b->order[0..count). */
-static int epoch_order(struct bench_run *b, uint32_t epoch, struct shard_err *err)
+/* The epoch's list: b->order[0..count).  Shards follow the epoch plan;
+ * files are shuffled as a DataLoader with shuffle=True does, by the plan of
+ * one shard holding every file with a shuffle buffer of all of them (a
+ * Fisher-Yates shuffle of the whole list, seeded from the seed and epoch). */
+static int epoch_order(struct bench_state *b, uint32_t epoch, struct shard_err *err)
 {
-    const struct shard_bench_options *o = b->o;
-    uint64_t n;
-    const uint64_t *src = NULL;
+    const struct bench_options *o = b->o;
     struct shard_plan *plan = NULL;
-    if (b->mode == SHARD_BENCH_SHARDS) {
-        struct shard_plan_options po;
-        shard_plan_options_init(&po);
-        po.shuffle = o->shuffle;
-        po.seed = o->seed;
-        po.epoch = epoch;
-        po.shuffle_buffer = o->shuffle_buffer ? o->shuffle_buffer : SHARD_PLAN_DEFAULT_BUFFER;
-        int rc = shard_dataset_plan(b->ds, &po, &plan, err);
-        if (rc)
-            return rc;
-        n = shard_plan_count(plan);
-        src = shard_plan_indices(plan);
+    struct shard_plan_options po;
+    shard_plan_options_init(&po);
+    po.shuffle = o->shuffle;
+    po.seed = o->seed;
+    po.epoch = epoch;
+    po.shuffle_buffer = o->shuffle_buffer ? o->shuffle_buffer : SHARD_PLAN_DEFAULT_BUFFER;
+    int rc;
+    if (b->mode == BENCH_SHARDS) {
+        rc = shard_dataset_plan(b->ds, &po, &plan, err);
     } else {
-        n = b->keys->count;
+        uint64_t files = b->keys->count;
+        po.shuffle_buffer = files;
+        rc = shard_plan_new(&plan, &files, 1, &po, err);
     }
+    if (rc)
+        return rc;
+    uint64_t n = shard_plan_count(plan);
     free(b->order);
     b->order = malloc((n ? n : 1) * sizeof *b->order);
     if (!b->order) {
         shard_plan_free(plan);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    for (uint64_t i = 0; i < n; i++)
-        b->order[i] = src ? src[i] : i;
+    memcpy(b->order, shard_plan_indices(plan), n * sizeof *b->order);
     shard_plan_free(plan);
-    if (b->mode == SHARD_BENCH_FILES && o->shuffle) {
-        uint8_t words[16];
-        for (int i = 0; i < 8; i++) {
-            words[i] = (uint8_t)((uint64_t)EPOCH_SEED_TAG >> (8 * i));
-            words[8 + i] = (uint8_t)((uint64_t)epoch >> (8 * i));
-        }
-        sk_shuffle(b->order, (size_t)n, XXH3_64bits_withSeed(words, sizeof words, o->seed));
-    }
     b->count = o->limit && o->limit < n ? o->limit : n;
     return SHARD_OK;
 }
 
 /* Drop the page cache of every file this epoch reads. */
-static void drop_cache(struct bench_run *b, struct shard_bench_result *r)
+static void drop_cache(struct bench_state *b, struct bench_result *r)
 {
     struct cold_stats st = {.measured = 1};
-    if (b->mode == SHARD_BENCH_FILES) {
+    if (b->mode == BENCH_FILES) {
         for (uint64_t i = 0; i < b->count; i++)
-            sk_cold_drop_file(b->root_fd, shard_keylist_get(b->keys, (size_t)b->order[i], NULL),
+            cold_drop_file(b->root_fd, shard_keylist_get(b->keys, (size_t)b->order[i], NULL),
                            &st);
     } else {
         int dir = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -380,7 +417,7 @@ static void drop_cache(struct bench_run *b, struct shard_bench_result *r)
         }
         const struct shard_manifest *m = shard_dataset_manifest(b->ds);
         for (uint32_t s = 0; dir >= 0 && s < m->shard_count; s++)
-            sk_cold_drop_file(dir, m->shards[s].file, &st);
+            cold_drop_file(dir, m->shards[s].file, &st);
         if (dir >= 0)
             close(dir);
     }
@@ -406,25 +443,25 @@ struct epoch_source {
 
 static int source_next(struct epoch_source *src, struct shard_item *item, struct shard_err *err)
 {
-    return src->files ? sk_files_loader_next(src->files, item, err)
+    return src->files ? files_loader_next(src->files, item, err)
                       : shard_iter_next(src->iter, item, err);
 }
 
 static void source_free(struct epoch_source *src)
 {
-    sk_files_loader_free(src->files);
+    files_loader_free(src->files);
     shard_iter_free(src->iter);
 }
 
-static int source_start(struct bench_run *b, struct epoch_source *src, struct shard_err *err)
+static int source_start(struct bench_state *b, struct epoch_source *src, struct shard_err *err)
 {
     memset(src, 0, sizeof *src);
-    if (b->mode == SHARD_BENCH_FILES) {
+    if (b->mode == BENCH_FILES) {
         struct files_loader_options lo = {
             .threads = b->threads, .queue_depth = b->queue_depth, .size = b->o->size,
             .fit = b->o->fit, .upscale = b->o->upscale,
         };
-        return sk_files_loader_new(&src->files, b->root_fd, b->http, b->keys, b->order, b->count,
+        return files_loader_new(&src->files, b->root_fd, b->remote, b->keys, b->order, b->count,
                                 &lo, &b->probe, err);
     }
     struct shard_iter_options io;
@@ -435,17 +472,17 @@ static int source_start(struct bench_run *b, struct epoch_source *src, struct sh
     return shard_iter_new(&src->iter, b->ds, b->order, b->count, &io, err);
 }
 
-static int add_digest(struct shard_bench_result *r, const struct shard_item *item,
+static int add_digest(struct bench_result *r, const struct shard_item *item,
                       struct shard_err *err)
 {
     if ((r->digest_count & (r->digest_count - 1)) == 0) {  /* 0, 1, 2, 4, ...: grow */
         size_t cap = r->digest_count ? 2 * (size_t)r->digest_count : 1;
-        struct shard_bench_digest *p = realloc(r->digests, cap * sizeof *p);
+        struct bench_digest *p = realloc(r->digests, cap * sizeof *p);
         if (!p)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         r->digests = p;
     }
-    struct shard_bench_digest *d = &r->digests[r->digest_count];
+    struct bench_digest *d = &r->digests[r->digest_count];
     const struct shard_image *px = &item->pixels;
     XXH3_state_t *h = XXH3_createState();
     if (!h || !(d->key = malloc(item->key.len + 1))) {
@@ -468,22 +505,22 @@ static int add_digest(struct shard_bench_result *r, const struct shard_item *ite
 
 /* Run epoch `e` and add it to its phase.  A shards-mode read error stops
  * the run (returned); files-mode errors are counted. */
-static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result *r,
+static int run_epoch(struct bench_state *b, uint32_t e, struct bench_result *r,
                      struct shard_err *err)
 {
-    const struct shard_bench_options *o = b->o;
-    struct shard_trace *trace = o->trace;
+    const struct bench_options *o = b->o;
+    struct trace *trace = o->trace;
     int rc = epoch_order(b, e, err);
     if (rc)
         return rc;
-    if (o->cold && !b->remote)
+    if (o->cold && !b->is_remote)
         drop_cache(b, r);
     if (b->ds)
-        sk_dataset_drop_cache(b->ds);  /* over HTTP every epoch fetches its bytes again */
-    struct shard_bench_phase *ph = e == 0 ? &r->first : &r->steady;
+        shard_dataset_drop_cache(b->ds);  /* over HTTP every epoch fetches its bytes again */
+    struct bench_phase *ph = e == 0 ? &r->first : &r->steady;
     struct snapshot s0, s1;
     take_snapshot(b, &s0);
-    uint64_t epoch_start = sk_now_ns();
+    uint64_t epoch_start = trace_now();
     if (e == 0)
         b->first_epoch_ns = epoch_start;
     struct epoch_source src;
@@ -494,23 +531,23 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
     uint64_t samples = 0, errors = 0, batches = 0;
     int done = 0;
     while (!done && !rc) {
-        uint64_t batch_start = sk_now_ns(), got = 0;
+        uint64_t batch_start = trace_now(), got = 0;
         while (got < o->batch) {
-            uint64_t t = sk_now_ns();
+            uint64_t t = trace_now();
             shard_err_clear(&item_err);
             int n = source_next(&src, &item, &item_err);
-            uint64_t now = sk_now_ns();
-            atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_QUEUE_WAIT], now - t);
+            uint64_t now = trace_now();
+            atomic_fetch_add(&b->probe.stage_ns[STAGE_QUEUE_WAIT], now - t);
             if (n == 0) {
                 done = 1;
                 break;
             }
-            sk_bench_probe_sample_taken(&b->probe, now);
+            bench_probe_sample_taken(&b->probe, now);
             if (n < 0) {
                 errors++;
                 if (!r->first_error[0])
                     snprintf(r->first_error, sizeof r->first_error, "%s", item_err.msg);
-                if (b->mode == SHARD_BENCH_SHARDS) {
+                if (b->mode == BENCH_SHARDS) {
                     rc = shard_err_set(err, n, "%s", item_err.msg);
                     break;
                 }
@@ -525,29 +562,29 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
                 break;
             }
         }
-        uint64_t have = sk_now_ns();
+        uint64_t have = trace_now();
         if (!got)
             continue;
         batches++;
-        shard_trace_span(trace, stage_names[SHARD_STAGE_QUEUE_WAIT], batch_start, have);
+        trace_span(trace, stage_names[STAGE_QUEUE_WAIT], batch_start, have);
         if (!rc && samples == got && e == 0)
             r->first_batch_seconds = (double)(have - epoch_start) / NS;
-        struct shard_bench_batch batch = {e, (uint32_t)got,
+        struct bench_batch batch = {e, (uint32_t)got,
                                           (double)(batch_start - b->first_epoch_ns) / NS,
                                           (double)(have - batch_start) / NS};
         if (!rc)
             rc = batch_add(b, r, &batch, err);
         uint64_t step_end = have;
         if (o->step_ms > 0) {
-            sk_sleep_seconds(o->step_ms / 1e3);
-            step_end = sk_now_ns();
-            atomic_fetch_add(&b->probe.stage_ns[SHARD_STAGE_STEP], step_end - have);
-            shard_trace_span(trace, stage_names[SHARD_STAGE_STEP], have, step_end);
+            sleep_seconds(o->step_ms / 1e3);
+            step_end = trace_now();
+            atomic_fetch_add(&b->probe.stage_ns[STAGE_STEP], step_end - have);
+            trace_span(trace, stage_names[STAGE_STEP], have, step_end);
         }
-        shard_trace_span(trace, SPAN_BATCH, batch_start, step_end);
+        trace_span(trace, SPAN_BATCH, batch_start, step_end);
     }
     take_snapshot(b, &s1);
-    shard_trace_span(trace, SPAN_EPOCH, epoch_start, sk_now_ns());
+    trace_span(trace, SPAN_EPOCH, epoch_start, trace_now());
     source_free(&src);
     shard_item_release(&item);
     phase_add(b, ph, &s0, &s1, samples, errors, batches);
@@ -557,25 +594,25 @@ static int run_epoch(struct bench_run *b, uint32_t e, struct shard_bench_result 
     return rc;
 }
 
-static int check_options(const struct shard_bench_options *o, struct shard_err *err)
+static int check_options(const struct bench_options *o, struct shard_err *err)
 {
     if (o->epochs < 1 || o->batch < 1 || o->threads < 0 || !(o->seconds >= 0) ||
-        !(o->step_ms >= 0) || !(o->http.rtt_ms >= 0) || (o->size < 1))
+        !(o->step_ms >= 0) || !(o->reading.rtt_ms >= 0) || (o->size < 1))
         return shard_err_set(err, SHARD_EINVAL, "bad benchmark options: epochs, batch and size "
                              "must be at least 1; threads, seconds, step and rtt not negative");
     return SHARD_OK;
 }
 
-int shard_bench_run(enum shard_bench_mode mode, const char *location,
-                    const struct shard_bench_options *o, struct shard_bench_result *r,
+int bench_run(enum bench_mode mode, const char *location,
+                    const struct bench_options *o, struct bench_result *r,
                     struct shard_err *err)
 {
     memset(r, 0, sizeof *r);
     int rc = check_options(o, err);
     if (rc)
         return rc;
-    struct bench_run b = {.mode = mode, .location = location, .o = o, .root_fd = -1};
-    b.remote = shard_bench_is_remote(location);
+    struct bench_state b = {.mode = mode, .location = location, .o = o, .root_fd = -1};
+    b.is_remote = shard_location_is_remote(location);
     b.threads = o->threads ? o->threads : shard_available_cpus();
     b.queue_depth = o->queue_depth;
     if (!b.queue_depth) {
@@ -585,37 +622,37 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
         uint64_t d = two > per ? two : per;
         b.queue_depth = d > QUEUE_MAX ? QUEUE_MAX : (uint32_t)d;
     }
-    sk_bench_probe_init(&b.probe, o->trace);
+    bench_probe_init(&b.probe, o->trace);
     r->mode = mode;
-    r->remote = b.remote;
+    r->remote = b.is_remote;
     r->threads = b.threads;
     r->queue_depth = b.queue_depth;
     r->batch = o->batch;
     r->step_ms = o->step_ms;
-    r->rtt_ms = b.remote ? o->http.rtt_ms : 0;
+    r->rtt_ms = b.is_remote ? o->reading.rtt_ms : 0;
     r->size = o->size;
     r->fit = o->fit;
     r->cold = o->cold;
     if (o->cold) {
-        r->cold_dropped = !b.remote;
-        r->cold_resident = b.remote ? -1 : 0;
-        if (b.remote)
+        r->cold_dropped = !b.is_remote;
+        r->cold_resident = b.is_remote ? -1 : 0;
+        if (b.is_remote)
             snprintf(r->cold_note, sizeof r->cold_note,
                      "not done: the server's cache cannot be dropped from the client");
     }
     if (o->trace) {
-        shard_trace_process(o->trace, mode == SHARD_BENCH_FILES ? "files loader"
+        trace_process(o->trace, mode == BENCH_FILES ? "files loader"
                                                                 : "shard reader");
-        shard_trace_thread_name(o->trace, "consumer");
+        trace_thread_name(o->trace, "consumer");
     }
-    double t0 = sk_now_seconds();
+    double t0 = now_seconds();
     if (o->seconds > 0)
-        b.deadline_ns = sk_now_ns() + (uint64_t)(o->seconds * NS);
-    rc = mode == SHARD_BENCH_FILES ? open_files(&b, err) : open_shards(&b, err);
-    r->startup_seconds = sk_now_seconds() - t0;
+        b.deadline_ns = trace_now() + (uint64_t)(o->seconds * NS);
+    rc = mode == BENCH_FILES ? open_files(&b, err) : open_shards(&b, err);
+    r->startup_seconds = now_seconds() - t0;
     if (rc)
         goto out;
-    if (mode == SHARD_BENCH_SHARDS) {
+    if (mode == BENCH_SHARDS) {
         const struct shard_config *c = &shard_dataset_manifest(b.ds)->config;
         r->size = c->size;
         r->fit = c->fit;
@@ -624,8 +661,14 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
         rc = run_epoch(&b, e, r, err);
         if (e == 0)
             r->samples_per_epoch = b.count;
-        if (b.deadline_ns && sk_now_ns() >= b.deadline_ns)
+        if (b.deadline_ns && trace_now() >= b.deadline_ns)
             b.out_of_time = 1;
+    }
+    if (b.ds) {
+        struct shard_read_stats st;
+        shard_dataset_stats(b.ds, &st);
+        r->cached = st.cache_hits + st.cache_misses > 0;
+        shard_dataset_cache_warning(b.ds, r->cache_warning, sizeof r->cache_warning);
     }
     /* the rates even of a run that failed (an error already set is kept) */
     struct shard_err *finish_err = rc ? NULL : err;
@@ -634,13 +677,13 @@ int shard_bench_run(enum shard_bench_mode mode, const char *location,
         finished = phase_finish(&r->steady, r, 1, finish_err);
     if (!rc)
         rc = finished;
-    if (o->cold && !b.remote && !r->cold_note[0])
+    if (o->cold && !b.is_remote && !r->cold_note[0])
         snprintf(r->cold_note, sizeof r->cold_note,
                  "posix_fadvise(DONTNEED) on every file before each epoch; caches below the "
                  "page cache (a disk's, a hypervisor's) are not affected");
 out:
     shard_dataset_close(b.ds);
-    fetch_free(b.http);
+    shard_remote_close(b.remote);
     if (b.root_fd >= 0)
         close(b.root_fd);
     shard_keylist_release(&b.own_keys);
@@ -648,7 +691,7 @@ out:
     return rc;
 }
 
-void shard_bench_result_release(struct shard_bench_result *r)
+void bench_result_release(struct bench_result *r)
 {
     if (!r)
         return;

@@ -1,4 +1,4 @@
-/* trace.c - Chrome trace-event JSON (see shardkit/bench.h).
+/* trace.c - Chrome trace-event JSON (see bench.h).
  *
  * Events are appended under one mutex into fixed-size chunks (a few hundred
  * nanoseconds per event against the milliseconds a sample takes), so the
@@ -8,13 +8,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
-#include "util/clock.h"
-#include "shardkit.h"
-#include "shardkit/bench.h"
+#include "bench.h"
 
 #define CHUNK_EVENTS 4096u
 #define NS_PER_US 1000u
@@ -36,7 +35,7 @@ struct trace_thread {
     const char *name;    /* NULL: unnamed */
 };
 
-struct shard_trace {
+struct trace {
     pthread_mutex_t lock;
     uint64_t origin_ns;
     uint64_t max_events;
@@ -61,27 +60,29 @@ static uint32_t current_tid(void)
     return cached_tid;
 }
 
-uint64_t shard_trace_now(void)
+uint64_t trace_now(void)
 {
-    return sk_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int shard_trace_new(struct shard_trace **out, uint64_t max_events, struct shard_err *err)
+int trace_new(struct trace **out, uint64_t max_events, struct shard_err *err)
 {
     *out = NULL;
-    struct shard_trace *t = calloc(1, sizeof *t);
+    struct trace *t = calloc(1, sizeof *t);
     if (!t)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     pthread_mutex_init(&t->lock, NULL);
-    t->origin_ns = shard_trace_now();
-    t->max_events = max_events ? max_events : SHARD_TRACE_DEFAULT_MAX_EVENTS;
+    t->origin_ns = trace_now();
+    t->max_events = max_events ? max_events : TRACE_DEFAULT_MAX_EVENTS;
     t->processes[0] = "shardbench";
     t->process_count = 1;
     *out = t;
     return SHARD_OK;
 }
 
-void shard_trace_free(struct shard_trace *t)
+void trace_free(struct trace *t)
 {
     if (!t)
         return;
@@ -93,7 +94,7 @@ void shard_trace_free(struct shard_trace *t)
     free(t);
 }
 
-int shard_trace_process(struct shard_trace *t, const char *name)
+int trace_process(struct trace *t, const char *name)
 {
     pthread_mutex_lock(&t->lock);
     /* the first lane is used until someone names a process */
@@ -107,7 +108,7 @@ int shard_trace_process(struct shard_trace *t, const char *name)
 }
 
 /* Append one event (the caller holds the lock). */
-static struct trace_event *append(struct shard_trace *t)
+static struct trace_event *append(struct trace *t)
 {
     if (t->count >= t->max_events) {
         t->dropped++;
@@ -134,13 +135,13 @@ static struct trace_event *append(struct shard_trace *t)
     return &t->chunks[chunk][t->count++ % CHUNK_EVENTS];
 }
 
-static struct trace_event *event_at(const struct shard_trace *t, uint64_t i)
+static struct trace_event *event_at(const struct trace *t, uint64_t i)
 {
     return &t->chunks[i / CHUNK_EVENTS][i % CHUNK_EVENTS];
 }
 
 /* The thread entry of (pid, tid), added when missing (lock held). */
-static struct trace_thread *thread_entry(struct shard_trace *t, uint32_t pid, uint32_t tid)
+static struct trace_thread *thread_entry(struct trace *t, uint32_t pid, uint32_t tid)
 {
     for (size_t i = 0; i < t->thread_count; i++)
         if (t->threads[i].pid == pid && t->threads[i].tid == tid)
@@ -160,7 +161,7 @@ static struct trace_thread *thread_entry(struct shard_trace *t, uint32_t pid, ui
     return th;
 }
 
-void shard_trace_thread_name(struct shard_trace *t, const char *name)
+void trace_thread_name(struct trace *t, const char *name)
 {
     if (!t)
         return;
@@ -172,7 +173,7 @@ void shard_trace_thread_name(struct shard_trace *t, const char *name)
     pthread_mutex_unlock(&t->lock);
 }
 
-static void record(struct shard_trace *t, char phase, const char *name, uint64_t start_ns,
+static void record(struct trace *t, char phase, const char *name, uint64_t start_ns,
                    uint64_t dur_ns, double value)
 {
     uint32_t tid = current_tid();
@@ -192,25 +193,25 @@ static void record(struct shard_trace *t, char phase, const char *name, uint64_t
     pthread_mutex_unlock(&t->lock);
 }
 
-void shard_trace_span(struct shard_trace *t, const char *name, uint64_t start_ns,
+void trace_span(struct trace *t, const char *name, uint64_t start_ns,
                       uint64_t end_ns)
 {
     if (t)
         record(t, 'X', name, start_ns, end_ns > start_ns ? end_ns - start_ns : 0, 0);
 }
 
-void shard_trace_counter(struct shard_trace *t, const char *name, double value, uint64_t ts_ns)
+void trace_counter(struct trace *t, const char *name, double value, uint64_t ts_ns)
 {
     if (t)
         record(t, 'C', name, ts_ns, 0, value);
 }
 
-uint64_t shard_trace_events(const struct shard_trace *t)
+uint64_t trace_events(const struct trace *t)
 {
     return t->count;
 }
 
-uint64_t shard_trace_dropped(const struct shard_trace *t)
+uint64_t trace_dropped(const struct trace *t)
 {
     return t->dropped;
 }
@@ -219,7 +220,7 @@ uint64_t shard_trace_dropped(const struct shard_trace *t)
  * monotonic map, so spans that nest in nanoseconds still nest once both
  * ends are converted (ts and ts + dur are each floored, never rounded
  * separately). */
-static json_int_t micros(const struct shard_trace *t, uint64_t ns)
+static json_int_t micros(const struct trace *t, uint64_t ns)
 {
     return ns > t->origin_ns ? (json_int_t)((ns - t->origin_ns) / NS_PER_US) : 0;
 }
@@ -230,7 +231,7 @@ static json_t *metadata(const char *what, uint32_t pid, uint32_t tid, const char
                      (json_int_t)pid, "tid", (json_int_t)tid, "args", "name", name);
 }
 
-static json_t *event_json(const struct shard_trace *t, const struct trace_event *e)
+static json_t *event_json(const struct trace *t, const struct trace_event *e)
 {
     json_int_t ts = micros(t, e->start_ns);
     if (e->phase == 'C')
@@ -242,7 +243,7 @@ static json_t *event_json(const struct shard_trace *t, const struct trace_event 
                      "dur", end - ts, "pid", (json_int_t)e->pid, "tid", (json_int_t)e->tid);
 }
 
-static json_t *trace_json(struct shard_trace *t)
+static json_t *trace_json(struct trace *t)
 {
     json_t *events = json_array();
     int bad = !events;
@@ -269,9 +270,9 @@ static json_t *trace_json(struct shard_trace *t)
     return root;
 }
 
-int shard_trace_write(const struct shard_trace *t, const char *path, struct shard_err *err)
+int trace_write(const struct trace *t, const char *path, struct shard_err *err)
 {
-    struct shard_trace *mt = (struct shard_trace *)t;  /* only the lock is touched */
+    struct trace *mt = (struct trace *)t;  /* only the lock is touched */
     pthread_mutex_lock(&mt->lock);
     json_t *root = trace_json(mt);
     pthread_mutex_unlock(&mt->lock);

@@ -1,5 +1,5 @@
 /* roofline.c - the roofline model and the units it is written in (see
- * shardkit/bench.h). */
+ * bench.h). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "shardkit/bench.h"
+#include "bench.h"
 
-int shard_roofline(double bandwidth, double intensity, double peak, struct shard_roofline *out,
+int roofline_model(double bandwidth, double intensity, double peak, struct roofline *out,
                    struct shard_err *err)
 {
     if (!(bandwidth > 0) || !(intensity > 0) || !(peak > 0) || !isfinite(bandwidth) ||
@@ -45,10 +45,10 @@ static const char *const intensity_units[] = {"FLOP/B", "FLOP/byte", "FLOPs/B", 
                                               ""};
 static const char *const compute_units[] = {"FLOP/s", "FLOPS", "FLOPs/s", ""};
 
-static int unit_matches(const char *s, enum shard_quantity q)
+static int unit_matches(const char *s, enum quantity q)
 {
-    const char *const *units = q == SHARD_QUANTITY_BANDWIDTH   ? bandwidth_units
-                               : q == SHARD_QUANTITY_INTENSITY ? intensity_units
+    const char *const *units = q == QUANTITY_BANDWIDTH   ? bandwidth_units
+                               : q == QUANTITY_INTENSITY ? intensity_units
                                                                : compute_units;
     for (size_t i = 0;; i++) {
         if (!strcasecmp(s, units[i]))
@@ -58,7 +58,7 @@ static int unit_matches(const char *s, enum shard_quantity q)
     }
 }
 
-int shard_quantity_parse(const char *s, enum shard_quantity q, double *value, double *prefix,
+int quantity_parse(const char *s, enum quantity q, double *value, double *prefix,
                          struct shard_err *err)
 {
     static const char *const what[] = {"a bandwidth (e.g. 100GB/s)",
@@ -77,13 +77,13 @@ int shard_quantity_parse(const char *s, enum shard_quantity q, double *value, do
     double factor = 1.0;
     /* An intensity is a ratio: no prefix.  Elsewhere try each prefix, and
      * accept it only when what follows is a unit of the quantity. */
-    if (q != SHARD_QUANTITY_INTENSITY && !unit_matches(end, q)) {
+    if (q != QUANTITY_INTENSITY && !unit_matches(end, q)) {
         int found = 0;
         for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes && !found; i++) {
             size_t n = strlen(prefixes[i].text);
             if (strncmp(end, prefixes[i].text, n) || !unit_matches(end + n, q))
                 continue;
-            if (prefixes[i].binary && q != SHARD_QUANTITY_BANDWIDTH)
+            if (prefixes[i].binary && q != QUANTITY_BANDWIDTH)
                 continue;
             factor = prefixes[i].factor;
             end += n;

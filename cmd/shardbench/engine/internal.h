@@ -1,14 +1,12 @@
-/* bench_internal.h - the pieces of the benchmark (private; see
- * shardkit/bench.h): the naive files loader and the page-cache dropper. */
-#ifndef SHARDKIT_BENCH_INTERNAL_H
-#define SHARDKIT_BENCH_INTERNAL_H
+/* internal.h - the pieces of the benchmark engine (see bench.h): the naive
+ * files loader and the page-cache dropper. */
+#ifndef SHARDBENCH_INTERNAL_H
+#define SHARDBENCH_INTERNAL_H
 
 #include <stdint.h>
 
-#include "bench/probe.h"
-#include "read/fetch.h"
-#include "shardkit/bench.h"
-#include "shardkit/dataset.h"
+#include "bench.h"
+#include "probe.h"
 
 /* ---- the files loader (files_loader.c) --------------------------------------
  *
@@ -29,12 +27,11 @@ struct files_loader_options {
 
 struct files_loader;
 
-/* Read keys[order[i]] for i in 0..count from root_fd (when http is NULL)
- * or through `http` (sk_fetch_http_new), reporting stages, bytes and
- * samples to `probe` (which must outlive the loader).  Workers start at
- * once.  0,
+/* Read keys[order[i]] for i in 0..count from root_fd (when remote is NULL)
+ * or with a GET each from `remote`, reporting stages, bytes and samples to
+ * `probe` (which must outlive the loader).  Workers start at once.  0,
  * SHARD_EINVAL, SHARD_ENOMEM or SHARD_EIO (threads could not start). */
-int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *http,
+int files_loader_new(struct files_loader **out, int root_fd, struct shard_remote *remote,
                      const struct shard_keylist *keys, const uint64_t *order, uint64_t count,
                      const struct files_loader_options *o, struct bench_probe *probe,
                      struct shard_err *err);
@@ -43,9 +40,9 @@ int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *ht
  * SHARD_NO_LABEL, codec raw, index = the key's number), 0 at the end, or a
  * negative error for this entry naming the key ("cannot decode 'a.jpg':
  * truncated JPEG"); the next call continues with the next entry. */
-int sk_files_loader_next(struct files_loader *l, struct shard_item *item, struct shard_err *err);
+int files_loader_next(struct files_loader *l, struct shard_item *item, struct shard_err *err);
 
-void sk_files_loader_free(struct files_loader *l);  /* accepts NULL */
+void files_loader_free(struct files_loader *l);  /* accepts NULL */
 
 /* ---- dropping the page cache (cold.c) ------------------------------- */
 
@@ -61,6 +58,6 @@ struct cold_stats {
 /* posix_fadvise(POSIX_FADV_DONTNEED) the whole of file `name` below dir_fd,
  * then count with mincore how many of its pages are still cached (dirty
  * pages, for one, are not dropped).  Accumulates into *st; never fails. */
-void sk_cold_drop_file(int dir_fd, const char *name, struct cold_stats *st);
+void cold_drop_file(int dir_fd, const char *name, struct cold_stats *st);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * shardkit/bench.h - measuring read throughput: the naive small-file loader
- * against the shard reader, on local disk or over HTTP, cold or warm, and
- * where the consumer waits.  The engine behind `shardbench`.
+ * bench.h - measuring read throughput: the naive small-file loader against
+ * the shard reader, on local disk or over HTTP, cold or warm, and where the
+ * consumer waits.  shardbench's engine: a part of the program, not of the
+ * library, built on the library's public API alone (shardkit.h), as any
+ * other program that reads datasets would be.
  *
  * Two loaders, one harness:
  *
@@ -42,21 +44,13 @@
  *
  * Nothing here prints; every run fills a result struct the caller owns.
  */
-#ifndef SHARDKIT_BENCH_H
-#define SHARDKIT_BENCH_H
+#ifndef SHARDBENCH_BENCH_H
+#define SHARDBENCH_BENCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shardkit/api.h"
-#include "shardkit/dataset.h"
-#include "shardkit/error.h"
-#include "shardkit/image.h"
-#include "shardkit/source.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "shardkit.h"
 
 /* ---- Chrome trace ---------------------------------------------------------
  *
@@ -71,77 +65,67 @@ extern "C" {
  * Names are not copied: pass string literals (or strings that outlive the
  * trace). */
 
-struct shard_trace;
+struct trace;
 
 /* Default cap on stored events; further events are counted, not stored. */
-#define SHARD_TRACE_DEFAULT_MAX_EVENTS 250000u
+#define TRACE_DEFAULT_MAX_EVENTS 250000u
 
 /* New empty trace holding at most max_events (0: the default).  On success
- * *out is the trace (free with shard_trace_free).  0 or SHARD_ENOMEM. */
-SHARD_API int shard_trace_new(struct shard_trace **out, uint64_t max_events, struct shard_err *err);
+ * *out is the trace (free with trace_free).  0 or SHARD_ENOMEM. */
+int trace_new(struct trace **out, uint64_t max_events, struct shard_err *err);
 
 /* Free.  Accepts NULL. */
-SHARD_API void shard_trace_free(struct shard_trace *t);
+void trace_free(struct trace *t);
 
 /* The clock spans are measured on: CLOCK_MONOTONIC in nanoseconds. */
-SHARD_API uint64_t shard_trace_now(void);
+uint64_t trace_now(void);
 
 /* Start a new "process" lane named `name` (e.g. "files loader"); events
  * recorded afterwards belong to it.  Returns its pid (1, 2, ...). */
-SHARD_API int shard_trace_process(struct shard_trace *t, const char *name);
+int trace_process(struct trace *t, const char *name);
 
 /* Name the calling thread's lane in the current process ("consumer"). */
-SHARD_API void shard_trace_thread_name(struct shard_trace *t, const char *name);
+void trace_thread_name(struct trace *t, const char *name);
 
 /* Record a span [start_ns, end_ns) on the calling thread.  Thread-safe. */
-SHARD_API void shard_trace_span(struct shard_trace *t, const char *name, uint64_t start_ns,
+void trace_span(struct trace *t, const char *name, uint64_t start_ns,
                       uint64_t end_ns);
 
 /* Record the value of counter `name` at time ts_ns.  Thread-safe. */
-SHARD_API void shard_trace_counter(struct shard_trace *t, const char *name, double value, uint64_t ts_ns);
+void trace_counter(struct trace *t, const char *name, double value, uint64_t ts_ns);
 
 /* Events stored, and events dropped past the cap. */
-SHARD_API uint64_t shard_trace_events(const struct shard_trace *t);
-SHARD_API uint64_t shard_trace_dropped(const struct shard_trace *t);
+uint64_t trace_events(const struct trace *t);
+uint64_t trace_dropped(const struct trace *t);
 
 /* Write the trace to `path` (replacing it).  0, SHARD_EIO or SHARD_ENOMEM. */
-SHARD_API int shard_trace_write(const struct shard_trace *t, const char *path, struct shard_err *err);
+int trace_write(const struct trace *t, const char *path, struct shard_err *err);
 
 /* ---- the benchmark -------------------------------------------------------- */
 
-enum shard_bench_mode {
-    SHARD_BENCH_FILES = 0,   /* the naive small-file loader */
-    SHARD_BENCH_SHARDS = 1,  /* the shard reader */
+enum bench_mode {
+    BENCH_FILES = 0,   /* the naive small-file loader */
+    BENCH_SHARDS = 1,  /* the shard reader */
 };
 
 /* "files" / "shards". */
-SHARD_API const char *shard_bench_mode_name(enum shard_bench_mode m);
+const char *bench_mode_name(enum bench_mode m);
 
-enum shard_bench_stage {
-    SHARD_STAGE_READ = 0,     /* bytes from storage: open/read/close, a ranged read, HTTP */
-    SHARD_STAGE_DECOMPRESS,   /* zstd and checksums (shards) */
-    SHARD_STAGE_DECODE,       /* image decode: the source file (files), the payload (shards) */
-    SHARD_STAGE_RESIZE,       /* to the training geometry (files) */
-    SHARD_STAGE_QUEUE_WAIT,   /* the consumer blocked waiting for the next sample */
-    SHARD_STAGE_STEP,         /* the consumer's emulated step */
-    SHARD_STAGE_COUNT
+enum bench_stage {
+    STAGE_READ = 0,     /* bytes from storage: open/read/close, a ranged read, HTTP */
+    STAGE_DECOMPRESS,   /* zstd and checksums (shards) */
+    STAGE_DECODE,       /* image decode: the source file (files), the payload (shards) */
+    STAGE_RESIZE,       /* to the training geometry (files) */
+    STAGE_QUEUE_WAIT,   /* the consumer blocked waiting for the next sample */
+    STAGE_STEP,         /* the consumer's emulated step */
+    STAGE_COUNT
 };
 
 /* "read", "decompress", "decode", "resize", "queue wait", "consumer step":
  * also the span names in a trace. */
-SHARD_API const char *shard_bench_stage_name(enum shard_bench_stage s);
+const char *bench_stage_name(enum bench_stage s);
 
-/* Reading a remote location (http://, https://, s3://). */
-struct shard_bench_http {
-    double rtt_ms;          /* simulated round-trip delay slept before every request
-                             * (no real latency can be added here); 0: none */
-    /* connections, window, cache, retries and time-out, as a dataset is read
-     * (shardkit/dataset.h; default shard_dataset_options_init's); the files
-     * mode's GETs are retried and timed out by the same */
-    struct shard_dataset_options reading;
-};
-
-struct shard_bench_options {
+struct bench_options {
     int threads;             /* loader threads; 0: shard_available_cpus() */
     uint32_t epochs;         /* epochs to run (default 2); the first is reported apart */
     uint64_t limit;          /* samples per epoch; 0: all */
@@ -157,25 +141,33 @@ struct shard_bench_options {
     int upscale;             /* default 1 */
     /* The sample keys of files mode (relative paths under the location).
      * NULL: scan a local location as shardify does; a URL cannot be listed,
-     * so a remote location needs keys (shard_bench_keys_from_file or
-     * shard_bench_keys_from_dataset). */
+     * so a remote location needs keys (bench_keys_from_file or
+     * bench_keys_from_dataset). */
     const struct shard_keylist *keys;
-    /* epoch order: files are shuffled with the seed (as a DataLoader with
-     * shuffle=True); shards follow the epoch plan (shardkit/dataset.h) with
-     * this seed and shuffle buffer.  shuffle 0: list / stored order. */
+    /* epoch order: files are shuffled with the seed, all of them at once (as a
+     * DataLoader with shuffle=True: the epoch plan of one shard holding every
+     * file, its shuffle buffer the whole list); shards follow the epoch plan
+     * (shardkit/dataset.h) with this seed and shuffle buffer.  shuffle 0:
+     * list / stored order. */
     int shuffle;             /* default 1 */
     uint64_t seed;
-    uint64_t shuffle_buffer; /* 0: SHARD_PLAN_DEFAULT_BUFFER */
-    struct shard_bench_http http;
-    struct shard_trace *trace;  /* spans and counters go here; NULL: none */
+    uint64_t shuffle_buffer; /* shards; 0: SHARD_PLAN_DEFAULT_BUFFER */
+    /* reading a remote location (http://, https://, s3://): connections,
+     * window, cache, retries, time-out and the simulated round trip (rtt_ms:
+     * no real latency can be added on a loopback benchmark), as a dataset is
+     * read (shardkit/dataset.h; default shard_dataset_options_init's); the
+     * files mode's GETs are retried, timed out and delayed by the same.  Its
+     * observer is the run's own (the trace's) and is not used. */
+    struct shard_dataset_options reading;
+    struct trace *trace;  /* spans and counters go here; NULL: none */
     int digests;             /* record every first-epoch sample's key and pixel hash */
 };
 
 /* The defaults above. */
-SHARD_API void shard_bench_options_init(struct shard_bench_options *o);
+void bench_options_init(struct bench_options *o);
 
 /* Totals over one or more epochs, and the rates derived from them. */
-struct shard_bench_phase {
+struct bench_phase {
     uint32_t epochs;
     uint64_t samples;                        /* samples delivered to the consumer */
     uint64_t errors;                         /* samples that failed (files mode) */
@@ -183,10 +175,16 @@ struct shard_bench_phase {
     uint64_t bytes_read;                     /* from storage (over HTTP: transferred) */
     double seconds;                          /* wall time of the epochs */
     double cpu_seconds;                      /* process CPU time, user + system */
-    double stage_seconds[SHARD_STAGE_COUNT]; /* summed over threads */
+    double stage_seconds[STAGE_COUNT]; /* summed over threads */
     uint64_t requests;                       /* HTTP requests (0 for local reads) */
     uint64_t retries;                        /* HTTP retries after transient failures */
     double rtt_seconds;                      /* simulated delay slept, summed over threads */
+    /* the node-local cache (shard_read_stats' cache_* counters) */
+    uint64_t cache_hits;
+    uint64_t cache_misses;
+    uint64_t cache_bytes_fetched;
+    uint64_t cache_evictions;
+    uint64_t cache_skipped;
     /* derived */
     double samples_per_second;
     double mb_per_second;                    /* bytes_read / seconds / 1e6 */
@@ -197,7 +195,7 @@ struct shard_bench_phase {
 };
 
 /* One sample of the first epoch (with options.digests). */
-struct shard_bench_digest {
+struct bench_digest {
     char *key;          /* key_len bytes + NUL */
     size_t key_len;
     uint32_t width;
@@ -206,7 +204,7 @@ struct shard_bench_digest {
 };
 
 /* One batch the consumer took (every batch of the run, in order). */
-struct shard_bench_batch {
+struct bench_batch {
     uint32_t epoch;             /* 0: the first */
     uint32_t samples;           /* samples in it (the last of an epoch may be short) */
     double start_seconds;       /* when the consumer asked for it, from the start of epoch 1 */
@@ -214,8 +212,8 @@ struct shard_bench_batch {
                                  * (without step_ms: the interval between batches) */
 };
 
-struct shard_bench_result {
-    enum shard_bench_mode mode;
+struct bench_result {
+    enum bench_mode mode;
     int remote;                   /* read over HTTP */
     int threads;
     uint32_t queue_depth;         /* samples read ahead */
@@ -227,8 +225,8 @@ struct shard_bench_result {
     enum shard_fit fit;
     double startup_seconds;       /* open the dataset / list the files */
     double first_batch_seconds;   /* epoch 1 start to the first full batch */
-    struct shard_bench_phase first;   /* epoch 1 */
-    struct shard_bench_phase steady;  /* epochs 2.. (epochs 0 when none ran) */
+    struct bench_phase first;   /* epoch 1 */
+    struct bench_phase steady;  /* epochs 2.. (epochs 0 when none ran) */
     /* --cold */
     int cold;                     /* requested */
     int cold_dropped;             /* the page cache could be dropped for every file */
@@ -236,9 +234,11 @@ struct shard_bench_result {
                                    * the worst epoch (mincore); -1 when not measurable */
     char cold_note[SHARD_ERRMSG_SIZE];  /* why it could not be done, or a caveat */
     char first_error[SHARD_ERRMSG_SIZE];  /* the first failed sample's message, or "" */
-    struct shard_bench_digest *digests;
+    int cached;                   /* read through a node-local cache (cache_dir) */
+    char cache_warning[SHARD_ERRMSG_SIZE];  /* shard_dataset_cache_warning, or "" */
+    struct bench_digest *digests;
     uint64_t digest_count;
-    struct shard_bench_batch *batches;  /* the batch latencies behind batch_p50/p99,
+    struct bench_batch *batches;  /* the batch latencies behind batch_p50/p99,
                                          * and over time the consumer's wait */
     uint64_t batch_count;
 };
@@ -253,26 +253,23 @@ struct shard_bench_result {
  * Returns 0 with *r filled, or an error: SHARD_EINVAL (bad options, a URL
  * without keys), SHARD_ENOTFOUND (no such dataset, folder, URL: the message
  * names it), SHARD_ENET, SHARD_EIO, SHARD_ECORRUPT, SHARD_ENOMEM.  Release
- * *r with shard_bench_result_release in both cases. */
-SHARD_API int shard_bench_run(enum shard_bench_mode mode, const char *location,
-                    const struct shard_bench_options *o, struct shard_bench_result *r,
+ * *r with bench_result_release in both cases. */
+int bench_run(enum bench_mode mode, const char *location,
+                    const struct bench_options *o, struct bench_result *r,
                     struct shard_err *err);
 
-SHARD_API void shard_bench_result_release(struct shard_bench_result *r);  /* accepts NULL */
-
-/* Whether a location is read over HTTP (starts with http:// or https://). */
-SHARD_API int shard_bench_is_remote(const char *location);
+void bench_result_release(struct bench_result *r);  /* accepts NULL */
 
 /* Append the keys listed in a text file, one per line ('\n'; a '\r' before
  * it is dropped; empty lines are skipped) to *keys.  0, SHARD_ENOTFOUND,
  * SHARD_EIO, SHARD_EINVAL (a key longer than SHARD_KEY_MAX) or SHARD_ENOMEM. */
-SHARD_API int shard_bench_keys_from_file(const char *path, struct shard_keylist *keys,
+int bench_keys_from_file(const char *path, struct shard_keylist *keys,
                                struct shard_err *err);
 
 /* Append the keys of every sample of the dataset at `location` (directory
  * or URL), in stored order, read from the shard footers. */
-SHARD_API int shard_bench_keys_from_dataset(const char *location, const struct shard_bench_http *http,
-                                  struct shard_keylist *keys, struct shard_err *err);
+int bench_keys_from_dataset(const char *location, const struct shard_dataset_options *reading,
+                            struct shard_keylist *keys, struct shard_err *err);
 
 /* ---- roofline --------------------------------------------------------------
  *
@@ -284,20 +281,20 @@ SHARD_API int shard_bench_keys_from_dataset(const char *location, const struct s
  * 10 FLOP/B; I = 2 attains 200 GFLOP/s (memory-bound); I = 20 is capped at
  * 1000 GFLOP/s (compute-bound). */
 
-struct shard_roofline {
+struct roofline {
     double attainable;     /* FLOP/s */
     double ridge;          /* FLOP/B */
     int memory_bound;      /* 1 when intensity < ridge */
 };
 
 /* 0, or SHARD_EINVAL when a value is not positive and finite. */
-SHARD_API int shard_roofline(double bandwidth, double intensity, double peak, struct shard_roofline *out,
+int roofline_model(double bandwidth, double intensity, double peak, struct roofline *out,
                    struct shard_err *err);
 
-enum shard_quantity {
-    SHARD_QUANTITY_BANDWIDTH,  /* bytes/s: "100GB/s", "1.5 TB/s", "900GiB/s", "5e10B/s" */
-    SHARD_QUANTITY_INTENSITY,  /* FLOP/B: "2", "20FLOP/B", "0.5 FLOP/byte" */
-    SHARD_QUANTITY_COMPUTE,    /* FLOP/s: "1000GFLOP/s", "19.5 TFLOP/s", "312TFLOPS" */
+enum quantity {
+    QUANTITY_BANDWIDTH,  /* bytes/s: "100GB/s", "1.5 TB/s", "900GiB/s", "5e10B/s" */
+    QUANTITY_INTENSITY,  /* FLOP/B: "2", "20FLOP/B", "0.5 FLOP/byte" */
+    QUANTITY_COMPUTE,    /* FLOP/s: "1000GFLOP/s", "19.5 TFLOP/s", "312TFLOPS" */
 };
 
 /* Parse a number with an optional SI prefix (k M G T P E, powers of 1000;
@@ -305,10 +302,7 @@ enum shard_quantity {
  * quantity (which may be left out).  *value is in base units (B/s, FLOP/B,
  * FLOP/s); *prefix (when not NULL) receives the prefix's multiplier, so that
  * output can use the unit the user wrote.  0 or SHARD_EINVAL. */
-SHARD_API int shard_quantity_parse(const char *s, enum shard_quantity q, double *value, double *prefix,
+int quantity_parse(const char *s, enum quantity q, double *value, double *prefix,
                          struct shard_err *err);
 
-#ifdef __cplusplus
-}
-#endif
 #endif

@@ -1,43 +1,49 @@
 /* files_loader.c - the naive small-file loader the shards are compared with
- * (see bench_internal.h).
+ * (see internal.h).
  *
  * What a DataLoader over a plain ImageFolder does, in C and on threads, so
  * that the comparison measures the data layout and not the language: per
  * sample one open/read/close (or one GET), a full decode (no DCT-domain
  * scaling: a plain loader decodes the whole image) and a resize to the
- * training geometry.  The hand-off to the consumer is shard_iter's
- * (util/ring.h, groups of one sample): a ring of queue_depth items,
- * workers claiming positions in order but never more than depth ahead of
- * the consumer, samples handed out in list order by exchanging buffers. */
+ * training geometry.  The hand-off to the consumer is shard_iter's: a ring
+ * of queue_depth items, workers claiming positions in order but never more
+ * than depth ahead of the consumer, samples handed out in list order by
+ * exchanging buffers.  (The library's ordered ring is private to it; this
+ * one, a mutex and two conditions, is the engine's.) */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench_internal.h"
-#include "read/dataset_internal.h"
-#include "read/fetch_http.h"
-#include "util/ring.h"
-#include "util/clock.h"
-#include "util/quote.h"
-#include "shardkit/format.h"
-#include "shardkit/image.h"
-#include "shardkit/source.h"
+#include "internal.h"
 
 #define SLOTS_PER_THREAD 4
 #define MAX_THREADS 1024
 #define MAX_FILE_BYTES (1ull << 30)
 
+/* One position of the list in the ring. */
+struct files_slot {
+    struct shard_item item;
+    struct shard_err err;
+    int rc;
+    int ready;                  /* filled, not yet taken */
+};
+
 struct files_loader {
     int root_fd;
-    struct fetch *http;
+    struct shard_remote *remote;
     const struct shard_keylist *keys;
     const uint64_t *order;
     uint64_t count;
     struct files_loader_options o;
     struct bench_probe *probe;
     uint32_t depth;
-    struct sk_ring *queue;
-    struct shard_item *items;   /* the ring: items[sk_ring_slot(queue, p)] */
+    struct files_slot *slots;   /* position p in slots[p % depth] */
+    pthread_mutex_t lock;
+    pthread_cond_t room;        /* a worker waits for the consumer to free a slot */
+    pthread_cond_t ready;       /* the consumer waits for its position to be filled */
+    uint64_t claimed;           /* the next position a worker takes */
+    uint64_t taken;             /* the next position the consumer takes */
+    int stop;
     pthread_t *threads;
     int started;
 };
@@ -62,18 +68,18 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
 {
     size_t key_len;
     const char *key = shard_keylist_get(l->keys, (size_t)k, &key_len);
-    uint64_t start = sk_now_ns(), t = start;
+    uint64_t start = trace_now(), t = start;
     const char *what = "read";
-    int rc = l->http ? sk_fetch_http_get(l->http, key, MAX_FILE_BYTES, &s->bytes, err)
-                     : shard_read_source_file(l->root_fd, key, MAX_FILE_BYTES, &s->bytes, err);
-    sk_read_count(&l->probe->read, SK_READ_BYTES_REQUESTED, s->bytes.len);
-    t = sk_bench_probe_stage(l->probe, SHARD_STAGE_READ, t);
+    int rc = l->remote ? shard_remote_get(l->remote, key, MAX_FILE_BYTES, &s->bytes, err)
+                       : shard_read_source_file(l->root_fd, key, MAX_FILE_BYTES, &s->bytes, err);
+    atomic_fetch_add_explicit(&l->probe->bytes_read, s->bytes.len, memory_order_relaxed);
+    t = bench_probe_stage(l->probe, STAGE_READ, t);
     if (!rc) {
         what = "decode";
         struct shard_decode_options dopt;
         shard_decode_options_init(&dopt);  /* target 0: full size, as a plain loader */
         rc = shard_decode(s->bytes.data, s->bytes.len, &dopt, &s->decoded, err);
-        t = sk_bench_probe_stage(l->probe, SHARD_STAGE_DECODE, t);
+        t = bench_probe_stage(l->probe, STAGE_DECODE, t);
     }
     if (!rc) {
         what = "resize";
@@ -82,14 +88,14 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
                                     l->o.upscale, &g)
                  ? shard_err_set(err, SHARD_EINVAL, "empty image")
                  : shard_transform(&s->decoded, &g, &s->tmp, &item->pixels, err);
-        sk_bench_probe_stage(l->probe, SHARD_STAGE_RESIZE, t);
+        bench_probe_stage(l->probe, STAGE_RESIZE, t);
     }
     if (!rc)
         rc = shard_buf_reserve(&item->key, key_len + 1, err);
     if (rc) {
         char quoted[SHARD_QUOTE_SIZE];
-        sk_quote_bytes(key, key_len, quoted, sizeof quoted);
-        shard_err_prefix(err, rc, "cannot %s '%s'", what, quoted);
+        shard_err_prefix(err, rc, "cannot %s '%s'", what,
+                         shard_quote(key, key_len, quoted, sizeof quoted));
         item->pixels.width = item->pixels.height = 0;
         item->key.len = 0;
         return rc;
@@ -105,7 +111,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     item->channels = 3;
     item->codec = SHARD_CODEC_RAW;
     item->stored.len = 0;
-    sk_bench_probe_sample_done(l->probe, start, sk_now_ns());
+    bench_probe_sample_done(l->probe, start, trace_now());
     return SHARD_OK;
 }
 
@@ -113,34 +119,50 @@ static void *worker(void *arg)
 {
     struct files_loader *l = arg;
     struct files_scratch s = {0};
-    shard_trace_thread_name(l->probe->trace, "files loader thread");
-    uint64_t p;
-    while (sk_ring_claim(l->queue, -1, &p) == SK_RING_READY) {
-        struct shard_item *item = &l->items[sk_ring_slot(l->queue, p)];
-        int rc = load_one(l, l->order[p], &s, item, sk_ring_err(l->queue, p));
-        sk_ring_done(l->queue, p, rc);
+    trace_thread_name(l->probe->trace, "files loader thread");
+    pthread_mutex_lock(&l->lock);
+    for (;;) {
+        while (!l->stop && l->claimed < l->count && l->claimed - l->taken >= l->depth)
+            pthread_cond_wait(&l->room, &l->lock);
+        if (l->stop || l->claimed >= l->count)
+            break;
+        uint64_t p = l->claimed++;
+        struct files_slot *slot = &l->slots[p % l->depth];
+        pthread_mutex_unlock(&l->lock);
+        shard_err_clear(&slot->err);
+        int rc = load_one(l, l->order[p], &s, &slot->item, &slot->err);
+        pthread_mutex_lock(&l->lock);
+        slot->rc = rc;
+        slot->ready = 1;
+        if (p == l->taken)
+            pthread_cond_signal(&l->ready);
     }
+    pthread_mutex_unlock(&l->lock);
     scratch_release(&s);
     return NULL;
 }
 
-void sk_files_loader_free(struct files_loader *l)
+void files_loader_free(struct files_loader *l)
 {
     if (!l)
         return;
-    if (l->queue)
-        sk_ring_stop(l->queue);
+    pthread_mutex_lock(&l->lock);
+    l->stop = 1;
+    pthread_cond_broadcast(&l->room);
+    pthread_mutex_unlock(&l->lock);
     for (int i = 0; i < l->started; i++)
         pthread_join(l->threads[i], NULL);
-    for (uint32_t i = 0; l->items && i < l->depth; i++)
-        shard_item_release(&l->items[i]);
-    sk_ring_free(l->queue);
-    free(l->items);
+    for (uint32_t i = 0; l->slots && i < l->depth; i++)
+        shard_item_release(&l->slots[i].item);
+    pthread_cond_destroy(&l->room);
+    pthread_cond_destroy(&l->ready);
+    pthread_mutex_destroy(&l->lock);
+    free(l->slots);
     free(l->threads);
     free(l);
 }
 
-int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *http,
+int files_loader_new(struct files_loader **out, int root_fd, struct shard_remote *remote,
                      const struct shard_keylist *keys, const uint64_t *order, uint64_t count,
                      const struct files_loader_options *o, struct bench_probe *probe,
                      struct shard_err *err)
@@ -157,25 +179,26 @@ int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *ht
     struct files_loader *l = calloc(1, sizeof *l);
     if (!l)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->room, NULL);
+    pthread_cond_init(&l->ready, NULL);
     l->root_fd = root_fd;
-    l->http = http;
+    l->remote = remote;
     l->keys = keys;
     l->order = order;
     l->count = count;
     l->o = *o;
     l->probe = probe;
     l->depth = o->queue_depth ? o->queue_depth : (uint32_t)o->threads * SLOTS_PER_THREAD;
-    l->items = calloc(l->depth, sizeof *l->items);
+    l->slots = calloc(l->depth, sizeof *l->slots);
     l->threads = calloc((size_t)o->threads, sizeof *l->threads);
-    int rc = !l->items || !l->threads ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
-                                      : sk_ring_new(&l->queue, count, l->depth, 1, err);
-    if (rc) {
-        sk_files_loader_free(l);
-        return rc;
+    if (!l->slots || !l->threads) {
+        files_loader_free(l);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     for (int i = 0; i < o->threads; i++) {
         if (pthread_create(&l->threads[i], NULL, worker, l) != 0) {
-            sk_files_loader_free(l);
+            files_loader_free(l);
             return shard_err_set(err, SHARD_EIO, "cannot start %d loader threads", o->threads);
         }
         l->started = i + 1;
@@ -184,7 +207,28 @@ int sk_files_loader_new(struct files_loader **out, int root_fd, struct fetch *ht
     return SHARD_OK;
 }
 
-int sk_files_loader_next(struct files_loader *l, struct shard_item *item, struct shard_err *err)
+int files_loader_next(struct files_loader *l, struct shard_item *item, struct shard_err *err)
 {
-    return sk_item_ring_take(l->queue, l->items, item, err);
+    if (l->taken >= l->count)
+        return 0;
+    struct files_slot *slot = &l->slots[l->taken % l->depth];
+    pthread_mutex_lock(&l->lock);
+    while (!slot->ready)
+        pthread_cond_wait(&l->ready, &l->lock);
+    pthread_mutex_unlock(&l->lock);
+    /* the slot is the consumer's until `taken` moves past it */
+    int rc = slot->rc;
+    if (rc && err)
+        *err = slot->err;
+    if (!rc) {
+        struct shard_item t = *item;
+        *item = slot->item;
+        slot->item = t;
+    }
+    pthread_mutex_lock(&l->lock);
+    slot->ready = 0;
+    l->taken++;
+    pthread_cond_broadcast(&l->room);
+    pthread_mutex_unlock(&l->lock);
+    return rc ? rc : 1;
 }

@@ -1,0 +1,271 @@
+# test_cache.sh - the node-local shard cache (--cache-dir, SHARDKIT_CACHE_DIR)
+# against a real nginx on loopback (bench/http_server.sh), requests counted
+# in its access log: a second read is served from the cache with no shard
+# request; two processes at once fetch each shard once; a damaged cache
+# file is detected and fetched again; kill -9 in the middle of a download
+# leaves a cache that works; a re-published dataset is never served its old
+# shards; a limit smaller than the dataset is kept by evicting; a full disk
+# reads remotely with a warning.  Every read's samples are compared, by key
+# and pixel hash, with the local dataset's.
+. "$(dirname "$0")/lib.sh"
+
+TOP=${SHARDKIT_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+HTTP_SERVER="$TOP/bench/http_server.sh"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
+    skip "nginx is not installed (scripts/deps.sh installs it): cache tests not run"
+
+SRC=$T/src
+mkdir -p "$SRC"
+ls "$SAMPLE" | grep -v "'" | grep -i '\.jpe\?g$' | head -n 120 >"$T/pick"
+while IFS= read -r f; do cp "$SAMPLE/$f" "$SRC/$f"; done <"$T/pick"
+shardify "$SRC" "$T/raw" --size 64 --codec raw --shard-size 400K --quiet
+shardify "$SRC" "$T/other" --size 48 --codec raw --shard-size 400K --quiet
+mkdir -p "$T/pub"
+cp "$T/raw"/* "$T/pub/"
+S=$(json "$T/raw/manifest.json" "len(d['shards'])")
+BYTES=$(json "$T/raw/manifest.json" "sum(s['bytes'] for s in d['shards'])")
+[ "$S" -ge 5 ] || die "expected several shards, got $S"
+
+HTTP=$T/http
+stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
+trap 'stop_server; for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+      [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+U=$("$HTTP_SERVER" start "$HTTP" raw="$T/raw" pub="$T/pub") || die "cannot start nginx"
+LOG=$HTTP/access.log
+# shard_requests PATH: requests for shard files under /PATH/ logged so far
+shard_requests() { grep -c " GET \"/$1/shard-" "$LOG" || true; }
+# cache_of JSON PHASE KEY: a cache counter of shardbench --json's phase
+cache_of() { json "$1" "d['$2']['cache']['$3']"; }
+# intact DIR: every KEY.shard in the cache DIR is, byte for byte, the
+# published shard whose manifest entry (xxh3, bytes) KEY names; no
+# temporary file is left
+intact() {
+    "$PYTHON" - "$1" "$T/raw" "$T/other" <<'EOF' || die "a cached shard is not a published one"
+import filecmp, json, os, sys
+known = {}
+for d in sys.argv[2:]:
+    for s in json.load(open(os.path.join(d, "manifest.json")))["shards"]:
+        known["%s-%d.shard" % (s["xxh3"], s["bytes"])] = os.path.join(d, s["file"])
+for name in os.listdir(sys.argv[1]):
+    assert ".tmp." not in name, name
+    if name.endswith(".shard"):
+        assert name in known, name
+        assert filecmp.cmp(os.path.join(sys.argv[1], name), known[name], shallow=False), name
+EOF
+}
+# slow_download DIR: a shardbench reading through the cache DIR slowly (one
+# connection, 16 KiB windows, 300 ms before each request) in the background,
+# its pid in $slow, once its first download is under way
+slow_download() {
+    shardbench shards "$U/raw" --epochs 1 --rtt 300 --window 16K --connections 1 \
+        --cache-dir "$1" >/dev/null 2>&1 &
+    slow=$!
+    i=0
+    until ls "$1" 2>/dev/null | grep -q '\.tmp\.'; do
+        i=$((i + 1))
+        [ $i -le $POLL_STEPS ] || die "no download under way in the cache"
+        sleep 0.05
+    done
+}
+shardbench shards "$T/raw" --epochs 1 --digests "$T/local.jsonl" >/dev/null
+shardbench shards "$T/other" --epochs 1 --digests "$T/other.jsonl" >/dev/null
+
+say "a second read comes from the cache: no shard request, every shard a hit"
+: >"$LOG"
+shardbench shards "$U/raw" --epochs 1 --cache-dir "$T/c1" --digests "$T/d1.jsonl" --json \
+    >"$T/r1.json"
+cmp -s "$T/local.jsonl" "$T/d1.jsonl" || die "samples read through the cache differ"
+[ "$(cache_of "$T/r1.json" first_epoch misses)" -eq "$S" ] || die "a first read is $S misses"
+fetched=$(cache_of "$T/r1.json" first_epoch bytes_fetched)
+[ "$fetched" -gt 0 ] && [ "$fetched" -le "$BYTES" ] ||
+    die "the first read fetched $fetched bytes into the cache, of $BYTES"
+[ "$(ls "$T/c1"/*.shard | wc -l)" -eq "$S" ] || die "not every shard was cached"
+intact "$T/c1"
+: >"$LOG"
+shardbench shards "$U/raw" --epochs 2 --cache-dir "$T/c1" --digests "$T/d2.jsonl" --json \
+    --report "$T/r2.html" >"$T/r2.json"
+cmp -s "$T/local.jsonl" "$T/d2.jsonl" || die "samples read from the cache differ"
+[ "$(shard_requests raw)" -eq 0 ] || die "shards requested again: $(cat "$LOG")"
+[ "$(cache_of "$T/r2.json" first_epoch hits)" -eq "$S" ] || die "a second read is $S hits"
+[ "$(cache_of "$T/r2.json" first_epoch misses)" -eq 0 ] || die "a second read missed"
+"$PYTHON" - "$T/r2.html" "$S" <<'EOF' || die "the HTML report does not show the cache"
+import re, sys
+page, shards = open(sys.argv[1]).read(), sys.argv[2]
+table = re.search(r'<table[^>]*id="[^"]*-cache".*?</table>', page, re.S)
+assert table, "no cache table"
+first = re.search(r"<tr[^>]*>\s*<td[^>]*>first epoch</td>(.*?)</tr>", table.group(0), re.S)
+assert first, table.group(0)
+cells = re.findall(r"<td[^>]*>([^<]*)</td>", first.group(1))
+assert cells[:2] == [shards, "0"], cells
+EOF
+say "the environment sets it too"
+: >"$LOG"
+SHARDKIT_CACHE_DIR=$T/c1 shardbench shards "$U/raw" --epochs 1 >/dev/null
+[ "$(shard_requests raw)" -eq 0 ] || die "SHARDKIT_CACHE_DIR was not used"
+must_fail 1 env SHARDKIT_CACHE_DIR="$T/c1" SHARDKIT_CACHE_LIMIT=lots shardbench shards "$U/raw"
+must_say "SHARDKIT_CACHE_LIMIT: 'lots' is not a size" "$T/err"
+: >"$T/afile"
+must_fail 1 shardbench shards "$U/raw" --cache-dir "$T/afile/cache"
+must_say "cannot create the cache directory '$T/afile/cache'" "$T/err"
+say "Python: Dataset(cache_dir=...) and loader.stats count the hits"
+: >"$LOG"
+shardkit_python - "$U/raw" "$T/c1" "$S" <<'EOF' || die "Python through the cache"
+import sys, shardkit
+url, cache, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ds = shardkit.Dataset(url, cache_dir=cache)
+assert ds.options["cache_dir"] == cache
+loader = shardkit.Loader(ds, 16)
+n = sum(len(b.labels) for b in loader)
+st = loader.stats
+assert n == len(ds) and st["cache_hits"] == shards and st["cache_misses"] == 0, st
+assert st["cache_bytes_fetched"] == 0 and ds.cache_warning == "", st
+EOF
+[ "$(shard_requests raw)" -eq 0 ] || die "Python requested shards"
+
+say "shardcheck --cache-dir checks the shards as it caches them, then checks the cache"
+: >"$LOG"
+shardcheck "$U/raw" --cache-dir "$T/c6" >"$T/check1" || die "shardcheck through the cache"
+[ "$(ls "$T/c6"/*.shard | wc -l)" -eq "$S" ] || die "shardcheck did not fill the cache"
+intact "$T/c6"
+: >"$LOG"
+shardcheck "$U/raw" --cache-dir "$T/c6" >"$T/check2" || die "shardcheck from the cache"
+[ "$(shard_requests raw)" -eq 0 ] || die "shardcheck requested cached shards again"
+must_fail 2 shardcheck "$U/raw" --cache-limit 0
+
+say "two processes at once fetch each shard once"
+: >"$LOG"
+shardbench shards "$U/raw" --epochs 1 --rtt 20 --window 64K --cache-dir "$T/c2" \
+    --digests "$T/p1.jsonl" --json >"$T/p1.json" &
+p1=$!
+shardbench shards "$U/raw" --epochs 1 --rtt 20 --window 64K --cache-dir "$T/c2" \
+    --digests "$T/p2.jsonl" --json >"$T/p2.json" &
+p2=$!
+wait $p1 || die "the first process failed"
+wait $p2 || die "the second process failed"
+cmp -s "$T/local.jsonl" "$T/p1.jsonl" && cmp -s "$T/local.jsonl" "$T/p2.jsonl" ||
+    die "two processes read other samples"
+# each shard once: one open (the suffix request for its tail), then each
+# of its bytes in one range request, none requested twice
+"$PYTHON" - "$LOG" "$T/raw/manifest.json" <<'EOF' || die "two processes fetched a shard twice"
+import collections, json, re, sys
+opens, ranges = collections.Counter(), collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    m = re.search(r'GET "/raw/(shard-[0-9]+\.shard)" range="bytes=([0-9]*)-([0-9]*)"', line)
+    if m and m.group(2) == "":
+        opens[m.group(1)] += 1
+    elif m:
+        ranges[m.group(1)].append((int(m.group(2)), int(m.group(3))))
+for s in json.load(open(sys.argv[2]))["shards"]:
+    f = s["file"]
+    assert opens[f] == 1, (f, opens[f])
+    got = sorted(ranges[f])
+    assert all(a[1] < b[0] for a, b in zip(got, got[1:])), (f, got)
+    assert sum(e - b + 1 for b, e in got) == s["bytes"], (f, got, s["bytes"])
+EOF
+misses=$(( $(cache_of "$T/p1.json" first_epoch misses) + $(cache_of "$T/p2.json" first_epoch misses) ))
+hits=$(( $(cache_of "$T/p1.json" first_epoch hits) + $(cache_of "$T/p2.json" first_epoch hits) ))
+[ "$misses" -eq "$S" ] && [ "$hits" -eq "$S" ] || die "$misses misses and $hits hits for $S shards"
+intact "$T/c2"
+
+say "a damaged cache file is detected and fetched again"
+victim=$(ls "$T/c1"/*.shard | head -n 1)
+"$PYTHON" -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(1000); b = f.read(1); f.seek(1000); f.write(bytes([b[0] ^ 0xff]))' "$victim"
+: >"$LOG"
+shardbench shards "$U/raw" --epochs 1 --cache-dir "$T/c1" --digests "$T/d3.jsonl" --json \
+    >"$T/r3.json"
+cmp -s "$T/local.jsonl" "$T/d3.jsonl" || die "a damaged cache file was served"
+[ "$(cache_of "$T/r3.json" first_epoch misses)" -eq 1 ] || die "the damaged shard was not a miss"
+[ "$(shard_requests raw)" -ge 1 ] || die "the damaged shard was not fetched again"
+intact "$T/c1"
+
+say "kill -9 in the middle of a download leaves a cache that works"
+slow_download "$T/c3"
+victim=$slow
+kill -KILL $victim
+wait $victim 2>/dev/null || true
+ls "$T/c3" | grep -q '\.tmp\.' || die "the killed download left no temporary file to test"
+shardbench shards "$U/raw" --epochs 1 --cache-dir "$T/c3" --digests "$T/d4.jsonl" >/dev/null
+cmp -s "$T/local.jsonl" "$T/d4.jsonl" || die "the cache after kill -9 served other samples"
+[ "$(ls "$T/c3"/*.shard | wc -l)" -eq "$S" ] || die "not every shard was cached after kill -9"
+intact "$T/c3"
+
+say "a download that makes no progress (its process stopped) is not waited for"
+slow_download "$T/c7"
+stopped=$slow
+held=$stopped  # lib.sh kills it if this test fails
+kill -STOP $stopped
+timeout 120 shardbench shards "$U/raw" --epochs 1 --timeout 1 --retries 0 --cache-dir "$T/c7" \
+    --digests "$T/d9.jsonl" --json >"$T/r9.json" || die "a stopped download held another reader"
+cmp -s "$T/local.jsonl" "$T/d9.jsonl" || die "reading past a stopped download changed the samples"
+[ "$(cache_of "$T/r9.json" first_epoch skipped)" -ge 1 ] ||
+    die "the shard being downloaded was not read remotely"
+kill -KILL $stopped
+wait $stopped 2>/dev/null || true
+held=""
+
+say "a re-published dataset is never served its old shards"
+shardbench shards "$U/pub" --epochs 1 --cache-dir "$T/c4" >/dev/null
+rm "$T/pub"/*
+cp "$T/other"/* "$T/pub/"
+shardbench shards "$U/pub" --epochs 1 --cache-dir "$T/c4" --digests "$T/d5.jsonl" --json \
+    >"$T/r5.json"
+cmp -s "$T/other.jsonl" "$T/d5.jsonl" || die "the re-published dataset was read from old shards"
+[ "$(cache_of "$T/r5.json" first_epoch hits)" -eq 0 ] || die "an old shard was a hit"
+intact "$T/c4"
+
+say "a limit of half the dataset is kept by evicting, and every sample is still right"
+limit=$((BYTES / 2))
+# another dataset's shards fill the cache first; reading this one evicts them
+# (a shard in use - held by a reader - is never evicted, so one process
+# alone evicts only once it holds more shards than it keeps open)
+shardbench shards "$U/pub" --epochs 1 --cache-dir "$T/c5" --cache-limit $limit >/dev/null
+before=$(ls "$T/c5"/*.shard | wc -l)
+[ "$before" -ge 1 ] || die "the other dataset was not cached"
+shardbench shards "$U/raw" --epochs 2 --cache-dir "$T/c5" --cache-limit $limit \
+    --digests "$T/d6.jsonl" --json >"$T/r6.json"
+cmp -s "$T/local.jsonl" "$T/d6.jsonl" || die "a limited cache served other samples"
+used=$(cat "$T/c5"/*.shard | wc -c)
+[ "$used" -le "$limit" ] || die "the cache holds $used bytes over its limit of $limit"
+evicted=$(( $(cache_of "$T/r6.json" first_epoch evictions) + $(cache_of "$T/r6.json" steady evictions) ))
+[ "$evicted" -ge "$before" ] || die "$evicted evictions, $before shards of the other dataset"
+skipped=$(cache_of "$T/r6.json" first_epoch skipped)
+[ "$skipped" -ge 1 ] || die "half the dataset cannot all be cached, yet none was skipped"
+intact "$T/c5"
+say "a later run keeps the dataset's cached shards: they are hits, none is replaced"
+kept=$(ls "$T/c5"/*.shard | wc -l)
+shardbench shards "$U/raw" --epochs 1 --seed 3 --cache-dir "$T/c5" --cache-limit $limit \
+    --digests "$T/d8.jsonl" --json >"$T/r8.json"
+[ "$(cache_of "$T/r8.json" first_epoch hits)" -eq "$kept" ] || die "cached shards were not hits"
+[ "$(cache_of "$T/r8.json" first_epoch evictions)" -eq 0 ] ||
+    die "the dataset's shards were evicted for each other"
+[ "$(cache_of "$T/r8.json" first_epoch skipped)" -eq $((S - kept)) ] ||
+    die "the shards that do not fit were not read uncached"
+
+say "a full disk reads remotely, with a warning"
+mount_tmpfs "$T/full" 100K || skip "a full disk: cannot mount a size-capped tmpfs (needs root)"
+shardbench shards "$U/raw" --epochs 1 --cache-dir "$T/full" --digests "$T/d7.jsonl" --json \
+    >"$T/r7.json" 2>"$T/err7"
+cmp -s "$T/local.jsonl" "$T/d7.jsonl" || die "a full cache disk changed the samples"
+must_say "warning: cache directory '$T/full'" "$T/err7"
+must_say "No space left on device" "$T/err7"
+[ "$(cache_of "$T/r7.json" first_epoch skipped)" -eq "$S" ] || die "shards were not read uncached"
+ls "$T/full" | grep -q '\.tmp\.' && die "a full disk left a temporary file"
+shardkit_python - "$U/raw" "$T/full" <<'EOF' || die "Python on a full cache disk"
+import sys, warnings, shardkit
+ds = shardkit.Dataset(sys.argv[1], cache_dir=sys.argv[2])
+loader = shardkit.Loader(ds, 16, shuffle=False)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    n = sum(len(b.labels) for b in loader)
+    n += sum(len(b.labels) for b in loader)  # a second epoch: the warning is given once
+assert n == 2 * len(ds)
+said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+assert len(said) == 1 and "No space left on device" in said[0], said
+# each shard once: an open dataset does not try a shard it could not cache again
+assert loader.stats["cache_skipped"] == len(ds.manifest["shards"]), loader.stats
+EOF
+
+echo "all cache checks passed"

@@ -88,8 +88,7 @@ static int write_all(struct shard_dataset *ds, const struct options *o, struct o
         if (rc < 0) {
             fprintf(stderr, "%s: %s\n", PROG, err.msg);
             t->failed++;
-        } else if (write_sample(dir, shard_dataset_manifest(ds), &item, o->draw, &scratch,
-                                &png) ||
+        } else if (write_sample(dir, shard_dataset_manifest(ds), &item, o->draw, &scratch, &png) ||
                    fields_write(dir, PROG, shard_dataset_manifest(ds), &item)) {
             t->failed++;
         } else {

@@ -50,8 +50,10 @@ int targets_boxes_json(const struct shard_field_decl *d, const uint8_t *value, s
         if (!quoted)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         char *line = NULL;
-        int n = asprintf(&line, "%s{\"box\": [%s, %s, %s, %s], \"class\": %u, \"name\": %s, "
-                         "\"crowd\": %s}", i ? ",\n " : "", x[0], x[1], x[2], x[3], id, quoted,
+        int n = asprintf(&line,
+                         "%s{\"box\": [%s, %s, %s, %s], \"class\": %u, \"name\": %s, "
+                         "\"crowd\": %s}",
+                         i ? ",\n " : "", x[0], x[1], x[2], x[3], id, quoted,
                          le32(p + 20) & SHARD_BOX_CROWD ? "true" : "false");
         free(quoted);
         if (n < 0)
@@ -82,8 +84,7 @@ static void on_flush(png_structp png)
     (void)png;
 }
 
-int targets_mask_png(const uint8_t *value, size_t len, struct shard_buf *out,
-                     struct shard_err *err)
+int targets_mask_png(const uint8_t *value, size_t len, struct shard_buf *out, struct shard_err *err)
 {
     uint32_t w = le32(value), h = le32(value + 4), bytes = value[8];
     /* the reader checked the header against the value's length */
@@ -109,7 +110,7 @@ int targets_mask_png(const uint8_t *value, size_t len, struct shard_buf *out,
     png_write_info(png, info);
     for (uint32_t y = 0; y < h; y++) {
         const uint8_t *in = values + (size_t)y * w * bytes;
-        for (uint32_t x = 0; x < w; x++) {  /* PNG's 16-bit samples are big-endian */
+        for (uint32_t x = 0; x < w; x++) { /* PNG's 16-bit samples are big-endian */
             if (bytes == 1)
                 row[x] = in[x];
             else
@@ -157,7 +158,7 @@ static void draw_box(struct shard_image *img, const uint8_t *p)
         x1++;
     if ((float)y1 < f[3])
         y1++;
-    x1--, y1--;  /* the last column and row */
+    x1--, y1--; /* the last column and row */
     uint8_t rgb[3];
     targets_class_colour(le32(p + 16), rgb);
     for (int64_t x = x0; x <= x1; x++)
@@ -178,7 +179,7 @@ static void draw_mask(struct shard_image *img, const uint8_t *value)
 {
     uint32_t w = le32(value), h = le32(value + 4), bytes = value[8];
     if (w != img->width || h != img->height)
-        return;  /* the reader checked the size: not reached */
+        return; /* the reader checked the size: not reached */
     const uint8_t *v = value + SHARD_MASK_HEADER_BYTES;
 #define AT(x, y) mask_at(v, bytes, w, (x), (y))
     for (uint32_t y = 0; y < h; y++)
@@ -201,7 +202,7 @@ static void draw_mask(struct shard_image *img, const uint8_t *value)
 void targets_draw(const struct shard_manifest *m, const struct shard_item *it,
                   struct shard_image *img)
 {
-    for (int pass = 0; pass < 2; pass++)  /* mask outlines first, boxes over them */
+    for (int pass = 0; pass < 2; pass++) /* mask outlines first, boxes over them */
         for (uint32_t i = 0; i < it->field_count; i++) {
             const struct shard_field_value *fv = &it->fields[i];
             if (fv->field >= m->config.field_count)
@@ -209,8 +210,8 @@ void targets_draw(const struct shard_manifest *m, const struct shard_item *it,
             enum shard_field_type t = m->config.fields[fv->field].type;
             if (pass == 0 && t == SHARD_FIELD_MASK && fv->len >= SHARD_MASK_HEADER_BYTES)
                 draw_mask(img, fv->data);
-            for (size_t b = 0; pass == 1 && t == SHARD_FIELD_BOXES &&
-                               b < (size_t)fv->len / SHARD_BOX_BYTES; b++)
+            for (size_t b = 0;
+                 pass == 1 && t == SHARD_FIELD_BOXES && b < (size_t)fv->len / SHARD_BOX_BYTES; b++)
                 draw_box(img, fv->data + b * SHARD_BOX_BYTES);
         }
 }

@@ -193,9 +193,10 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
         const struct field_summary *fs = &s->fields[f];
         /* a name is ASCII (the manifest checks it); a suffix or column may be any bytes */
         json_t *source = json_object();
-        json_object_set_new(source, fs->decl->sidecar ? "sidecar"
-                                    : fs->decl->coco  ? "coco"
-                                                      : "column",
+        json_object_set_new(source,
+                            fs->decl->sidecar ? "sidecar"
+                            : fs->decl->coco  ? "coco"
+                                              : "column",
                             cli_json_text(fs->decl->sidecar ? fs->decl->sidecar
                                           : fs->decl->coco  ? fs->decl->coco
                                                             : fs->decl->column));

@@ -160,8 +160,8 @@ static void print_targets(FILE *out, const struct shard_verify_report *r)
         }
         for (uint32_t j = 0; j < n; j++) {
             uint32_t k = shown[j];
-            fprintf(out, "    class %u '%s': %llu %s (%.1f%%), in %llu images\n",
-                    t->classes[k].id, t->classes[k].name, (unsigned long long)t->per_class[k],
+            fprintf(out, "    class %u '%s': %llu %s (%.1f%%), in %llu images\n", t->classes[k].id,
+                    t->classes[k].name, (unsigned long long)t->per_class[k],
                     t->mask ? "pixels" : "boxes",
                     t->items ? 100.0 * (double)t->per_class[k] / (double)t->items : 0.0,
                     (unsigned long long)t->samples_with[k]);

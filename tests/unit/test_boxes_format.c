@@ -31,8 +31,7 @@ static void lef32(uint8_t *p, float f)
 }
 
 /* One box as FORMAT.md lays it out: x0 y0 x1 y1 (f32), class (i32), flags (u32). */
-static void put_box(uint8_t *p, float x0, float y0, float x1, float y1, int32_t cls,
-                    uint32_t flags)
+static void put_box(uint8_t *p, float x0, float y0, float x1, float y1, int32_t cls, uint32_t flags)
 {
     lef32(p, x0);
     lef32(p + 4, y0);
@@ -75,8 +74,7 @@ static void test_a_record_takes_whole_boxes_and_a_mask_header(void **state)
     assert_int_equal(shard_field_set_add(&set, 1, SHARD_FIELD_BOXES, bytes, 0, &err), 0);
     assert_int_equal(shard_field_set_add(&set, 2, SHARD_FIELD_BOXES, bytes, 20, &err),
                      SHARD_EINVAL);
-    assert_int_equal(shard_field_set_add(&set, 3, SHARD_FIELD_MASK, bytes, 11, &err),
-                     SHARD_EINVAL);
+    assert_int_equal(shard_field_set_add(&set, 3, SHARD_FIELD_MASK, bytes, 11, &err), SHARD_EINVAL);
     assert_int_equal(shard_field_set_add(&set, 4, SHARD_FIELD_MASK, bytes, 13, &err), 0);
     assert_int_equal(set.count, 3);
     /* each entry's header carries its type number */
@@ -89,25 +87,25 @@ static void test_a_record_takes_whole_boxes_and_a_mask_header(void **state)
 static void test_boxes_are_checked_against_the_image(void **state)
 {
     (void)state;
-    struct shard_field_decl d = {.name = "boxes", .type = SHARD_FIELD_BOXES,
-                                 .classes = person_car, .class_count = 2};
+    struct shard_field_decl d = {.name = "boxes",
+                                 .type = SHARD_FIELD_BOXES,
+                                 .classes = person_car,
+                                 .class_count = 2};
     struct shard_err err;
     uint8_t v[3 * SHARD_BOX_BYTES];
-    put_box(v, 0, 0, 640, 480, 1, 0);                     /* the whole image */
+    put_box(v, 0, 0, 640, 480, 1, 0); /* the whole image */
     put_box(v + 24, 10.5f, 20.25f, 11, 21, 3, SHARD_BOX_CROWD);
     put_box(v + 48, 100, 100, 200, 300, 1, 0);
     assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err), 0);
-    assert_int_equal(shard_field_check_image(&d, v, 0, 0, 640, 480, &err), 0);  /* none */
+    assert_int_equal(shard_field_check_image(&d, v, 0, 0, 640, 480, &err), 0); /* none */
     /* outside the image: past the right edge, before the top */
     put_box(v + 48, 100, 100, 640.5f, 300, 1, 0);
-    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err),
-                     SHARD_ECORRUPT);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err), SHARD_ECORRUPT);
     assert_string_equal(err.msg, "box 2 (100, 100, 640.5, 300) is not inside the 640x480 image");
     /* without the size, only what a box is by itself */
     assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), 0);
     put_box(v + 48, 100, -1, 200, 300, 1, 0);
-    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err),
-                     SHARD_ECORRUPT);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 640, 480, &err), SHARD_ECORRUPT);
     /* empty and reversed */
     put_box(v + 48, 100, 100, 100, 300, 1, 0);
     assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
@@ -144,7 +142,9 @@ static uint8_t *make_mask(uint32_t w, uint32_t h, uint32_t bytes, size_t *len)
 static void test_masks_are_checked_against_the_image_and_classes(void **state)
 {
     (void)state;
-    struct shard_field_decl d = {.name = "seg", .type = SHARD_FIELD_MASK, .classes = voc,
+    struct shard_field_decl d = {.name = "seg",
+                                 .type = SHARD_FIELD_MASK,
+                                 .classes = voc,
                                  .class_count = 3};
     struct shard_err err;
     assert_int_equal(shard_field_mask_value_bytes(&d), 1);
@@ -173,7 +173,9 @@ static void test_masks_are_checked_against_the_image_and_classes(void **state)
     free(m);
 
     /* a class id above 255: two bytes per value, little-endian */
-    struct shard_field_decl w = {.name = "seg", .type = SHARD_FIELD_MASK, .classes = wide,
+    struct shard_field_decl w = {.name = "seg",
+                                 .type = SHARD_FIELD_MASK,
+                                 .classes = wide,
                                  .class_count = 2};
     assert_int_equal(shard_field_mask_value_bytes(&w), 2);
     m = make_mask(2, 2, 2, &len);
@@ -181,7 +183,7 @@ static void test_masks_are_checked_against_the_image_and_classes(void **state)
     px[2] = 300 & 0xff;
     px[3] = 300 >> 8;
     assert_int_equal(shard_field_check_image(&w, m, len, 0, 2, 2, &err), 0);
-    px[3] = 0;  /* 44 */
+    px[3] = 0; /* 44 */
     assert_int_equal(shard_field_check(&w, m, len, 0, &err), SHARD_ECORRUPT);
     assert_string_equal(err.msg, "mask value 44 at (1, 0) is no declared class");
     free(m);
@@ -311,8 +313,9 @@ static void test_the_command_line_declares_masks_with_classes(void **state)
     (void)state;
     struct shard_field_decl d;
     struct shard_err err;
-    assert_int_equal(shard_field_decl_parse("seg=mask,from=_mask.png,classes=voc.txt,required",
-                                            0, &d, &err), 0);
+    assert_int_equal(shard_field_decl_parse("seg=mask,from=_mask.png,classes=voc.txt,required", 0,
+                                            &d, &err),
+                     0);
     assert_int_equal(d.type, SHARD_FIELD_MASK);
     assert_string_equal(d.sidecar, "_mask.png");
     assert_string_equal(d.classes_file, "voc.txt");
@@ -323,8 +326,7 @@ static void test_the_command_line_declares_masks_with_classes(void **state)
     assert_string_equal(d.sidecar, ".seg");
     assert_null(d.column);
     shard_field_decl_release(&d);
-    assert_int_equal(shard_field_decl_parse("seg=mask,from=_mask.png", 0, &d, &err),
-                     SHARD_EINVAL);
+    assert_int_equal(shard_field_decl_parse("seg=mask,from=_mask.png", 0, &d, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "needs classes=FILE"));
     assert_int_equal(shard_field_decl_parse("t=text,classes=c.json", 0, &d, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "only a mask field takes classes=FILE"));

@@ -97,7 +97,8 @@ class Batch:
 
 # One selected field of a batch: (number, present: uint8 (count,), values of a
 # stacked field or None, the items of a text/json/bytes field or None, a labels
-# field's (label numbers uint32, offsets uint64 in bytes) or None).
+# field's (label numbers uint32, offsets uint64 in bytes), a boxes or mask
+# field's (the values back to back, their end offsets uint64) or None).
 _FieldParts: TypeAlias = tuple[int, Buffer, Buffer | None,
                                list[str | None] | list[bytes | None] | None,
                                tuple[Buffer, Buffer] | None]
@@ -113,7 +114,8 @@ class Loader:
                  world_size: SupportsIndex, threads: SupportsIndex, drop_last: bool,
                  remainder: str, shuffle_buffer: SupportsIndex, prefetch: SupportsIndex,
                  skip_errors: bool, part: SupportsIndex = 0, parts: SupportsIndex = 1,
-                 fields: Sequence[SupportsIndex] | None = None) -> None: ...
+                 fields: Sequence[SupportsIndex] | None = None,
+                 box_min_size: float = 1.0) -> None: ...
     def start(self, epoch: SupportsIndex, batch: SupportsIndex, /) -> None: ...
     def next(self) -> _BatchParts | None: ...
     # batches, samples and dropped samples per epoch

@@ -152,7 +152,7 @@ def _decode_boxes(raw: bytes) -> dict[str, npt.NDArray[Any]]:
 
 def _decode_mask(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
     """A mask value as a (height, width) uint8 or uint16 array of class ids."""
-    w, h = struct.unpack_from("<II", raw)
+    w, h = struct.unpack_from("<II", bytes(raw[:8]))
     dtype = "<u2" if raw[8] == 2 else "u1"
     return np.frombuffer(raw, dtype=dtype, offset=12).reshape(h, w).astype(dtype[-2:])
 

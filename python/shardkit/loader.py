@@ -316,8 +316,8 @@ class Loader:
         # None without fields, as a state from before fields existed reads
         if not self.fields:
             return {"fields": None, "multi_hot": None}
-        identity = {"fields": [f.name for f in self.fields],
-                    "multi_hot": sorted(self.multi_hot)}
+        identity: dict[str, Any] = {"fields": [f.name for f in self.fields],
+                                    "multi_hot": sorted(self.multi_hot)}
         if any(f.type == "boxes" for f in self.fields):  # which boxes a batch keeps
             identity["box_min_size"] = self.box_min_size
         return identity
@@ -438,10 +438,10 @@ class Loader:
             present[name] = mask
             if stacked is not None:
                 values[name] = np.asarray(stacked)
-            elif field.type == "boxes":
+            elif field.type == "boxes" and labels is not None:
                 values[name] = _batch_boxes(np.asarray(labels[0]), np.asarray(labels[1]), mask,
                                             self._torch)
-            elif field.type == "mask":
+            elif field.type == "mask" and labels is not None:
                 values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask)
             elif labels is not None:
                 ids = np.asarray(labels[0])
@@ -572,7 +572,7 @@ def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],
         if np.all(np.diff(ends) == size):
             rows = data.reshape(n, size)
             if np.all(rows[:, :_MASK_HEADER] == head):  # one width, height and value size
-                w, h = struct.unpack_from("<II", head)
+                w, h = struct.unpack_from("<II", head.tobytes())
                 dtype = np.dtype("<u2") if head[8] == 2 else np.dtype(np.uint8)
                 return rows[:, _MASK_HEADER:].view(dtype).reshape(n, h, w)
     return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]

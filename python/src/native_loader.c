@@ -417,7 +417,7 @@ PyTypeObject skpy_loader_type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Loader(dataset, augment, batch_size, shuffle, seed, rank, world_size, threads, "
               "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, part=0, parts=1, "
-              "fields=None)\n--\n\nthe C batch loader (use shardkit.Loader)",
+              "fields=None, box_min_size=1.0)\n--\n\nthe C batch loader (use shardkit.Loader)",
     .tp_methods = loader_methods,
     .tp_init = loader_init,
     .tp_new = PyType_GenericNew,

@@ -39,6 +39,7 @@ static const char usage_text[] =
     "                        or missing; labels re-derived from keys equal the stored\n"
     "                        ones, so per-label counts are equal; every sidecar field\n"
     "                        is its file in SRC (same size and xxh3), no sidecar more,\n"
+    "                        a mask from a folder (from=DIR/) its file there,\n"
     "                        the orphans are SRC's, images sharing a stem are rejects\n"
     "  --labels FILE         the CSV the labels came from, when the config says\n"
     "                        file:NAME:HASH (without it labels are not re-derived)\n"

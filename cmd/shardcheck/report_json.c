@@ -194,12 +194,14 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
         /* a name is ASCII (the manifest checks it); a suffix or column may be any bytes */
         json_t *source = json_object();
         json_object_set_new(source,
-                            fs->decl->sidecar ? "sidecar"
-                            : fs->decl->coco  ? "coco"
-                                              : "column",
-                            cli_json_text(fs->decl->sidecar ? fs->decl->sidecar
-                                          : fs->decl->coco  ? fs->decl->coco
-                                                            : fs->decl->column));
+                            fs->decl->sidecar  ? "sidecar"
+                            : fs->decl->coco   ? "coco"
+                            : fs->decl->folder ? "folder"
+                                               : "column",
+                            cli_json_text(fs->decl->sidecar  ? fs->decl->sidecar
+                                          : fs->decl->coco   ? fs->decl->coco
+                                          : fs->decl->folder ? fs->decl->folder
+                                                             : fs->decl->column));
         json_t *o = json_pack("{s:s, s:s, s:o, s:b, s:I, s:I, s:o}", "name", fs->decl->name, "type",
                               fs->type, "source", source, "required", fs->decl->required, "samples",
                               (json_int_t)fs->samples, "of", (json_int_t)m->samples, "coverage",

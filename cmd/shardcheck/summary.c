@@ -224,6 +224,8 @@ const char *summary_field_source(const struct field_summary *f, char *buf, size_
         snprintf(buf, size, "sidecar %s", f->decl->sidecar);
     else if (f->decl->coco)
         snprintf(buf, size, "COCO %s", f->decl->coco);
+    else if (f->decl->folder)
+        snprintf(buf, size, "folder %s", f->decl->folder);
     else
         snprintf(buf, size, "column %s", f->decl->column ? f->decl->column : "?");
     return buf;

@@ -60,6 +60,11 @@ struct shard_field_decl {
                                  * without its extension, then this suffix (".txt",
                                  * "_mask.png"); or NULL */
     char *column;               /* from the annotation table: this column; or NULL */
+    char *folder;               /* MASK only: from a folder mirroring SRC's images, this
+                                 * directory (ending in '/', relative to SRC unless
+                                 * absolute): the image's path with ".png" for its
+                                 * extension below it ("../masks/": a/0001.jpg's
+                                 * ../masks/a/0001.png); or NULL */
     int required;               /* 1: a sample without it is rejected; 0: it may be absent */
     char *coco;                 /* from the COCO annotation file: SHARD_COCO_BBOX or
                                  * SHARD_COCO_SEGMENTATION; or NULL */
@@ -81,11 +86,12 @@ SHARD_API uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d
 /* Parse a declaration as the command line gives it:
  *     NAME=TYPE[,from=SOURCE][,classes=FILE][,required|,optional]
  * TYPE as shard_field_type_parse reads it; SOURCE a sidecar suffix (".txt",
- * starting with '.', or "_mask.png", starting with '_') or a column of the
- * annotation table (any other text; only when `table` is 1).  Without
+ * starting with '.', or "_mask.png", starting with '_'), a folder ending in
+ * '/' (a MASK's: "../masks/") or a column of the annotation table (any other
+ * text; only when `table` is 1).  Without
  * from=, the column NAME when there is a table, else the sidecar ".NAME".
  * A MASK field needs classes=FILE (kept in d->classes_file: the run reads
- * it) and a sidecar; the other types take no classes.  Optional unless
+ * it) and a sidecar or a folder; the other types take no classes.  Optional unless
  * `required`.  Fills *d (release with shard_field_decl_release).  0,
  * SHARD_EINVAL with a message quoting the spec, or SHARD_ENOMEM. */
 SHARD_API int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl *d,

@@ -67,6 +67,7 @@ struct sk_field_plan {
     uint32_t *numbers;
     size_t numbers_len;
     struct sk_coco *coco;             /* --coco, or NULL */
+    struct sk_mask_folder **folder_of;  /* per field: its mask folder (from=DIR/), or NULL */
     int geometric;                    /* a boxes or mask field: built once the image is */
 };
 
@@ -88,6 +89,9 @@ void sk_field_plan_free(struct sk_field_plan *p)
     shard_buf_release(&p->arena);
     free(p->numbers);
     sk_coco_free(p->coco);
+    for (uint32_t f = 0; p->folder_of && p->config && f < p->config->field_count; f++)
+        sk_mask_folder_free(p->folder_of[f]);
+    free(p->folder_of);
     free(p);
 }
 
@@ -339,7 +343,9 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
     p->col_of = calloc(n ? n : 1, sizeof *p->col_of);
     p->cols = calloc(n + 1, sizeof *p->cols);
     p->label_fields = calloc(n ? n : 1, sizeof *p->label_fields);
-    if (!rc && (!suffixes || !p->suffix_of || !p->col_of || !p->cols || !p->label_fields))
+    p->folder_of = calloc(n ? n : 1, sizeof *p->folder_of);
+    if (!rc && (!suffixes || !p->suffix_of || !p->col_of || !p->cols || !p->label_fields ||
+                !p->folder_of))
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     uint32_t nsuffixes = 0;
     for (uint32_t i = 0; !rc && i < n; i++) {
@@ -400,10 +406,43 @@ struct sk_sidecars *sk_field_plan_sidecars(struct sk_field_plan *p)
     return p ? p->sidecars : NULL;
 }
 
-int sk_field_plan_resolve(struct sk_field_plan *p, const struct shard_keylist *keys,
-                          struct shard_refusals *refused, struct shard_err *err)
+int sk_field_plan_resolve(struct sk_field_plan *p, const char *src,
+                          const struct shard_keylist *keys, struct shard_refusals *refused,
+                          struct shard_err *err)
 {
-    return p && p->sidecars ? sk_sidecars_resolve(p->sidecars, keys, refused, err) : SHARD_OK;
+    int rc = p && p->sidecars ? sk_sidecars_resolve(p->sidecars, keys, refused, err) : SHARD_OK;
+    for (uint32_t f = 0; !rc && p && f < p->config->field_count; f++) {
+        const struct shard_field_decl *d = &p->config->fields[f];
+        if (d->folder && (rc = sk_mask_folder_open(&p->folder_of[f], src, d->folder, keys, err)))
+            return shard_err_prefix(err, rc, "field '%s'", d->name);
+    }
+    return rc;
+}
+
+uint64_t sk_field_plan_orphan_count(const struct sk_field_plan *p)
+{
+    if (!p)
+        return 0;
+    uint64_t n = p->sidecars ? sk_sidecars_orphan_count(p->sidecars) : 0;
+    for (uint32_t f = 0; p->folder_of && f < p->config->field_count; f++)
+        n += sk_mask_folder_orphan_count(p->folder_of[f]);
+    return n;
+}
+
+const char *sk_field_plan_orphan(const struct sk_field_plan *p, uint64_t i, size_t *len)
+{
+    size_t side = p->sidecars ? sk_sidecars_orphan_count(p->sidecars) : 0;
+    if (i < side)
+        return sk_sidecars_orphan(p->sidecars, (size_t)i, len);
+    i -= side;
+    for (uint32_t f = 0; f < p->config->field_count; f++) {
+        size_t n = sk_mask_folder_orphan_count(p->folder_of[f]);
+        if (i < n)
+            return sk_mask_folder_orphan(p->folder_of[f], (size_t)i, len);
+        i -= n;
+    }
+    *len = 0;
+    return NULL;
 }
 
 uint64_t sk_field_plan_table_rows(const struct sk_field_plan *p)
@@ -777,6 +816,31 @@ static int place_boxes(const struct shard_buf *raw, const struct sk_placement *p
     return rc;
 }
 
+/* The bytes of mask field f's file in its folder for candidate key[0..len),
+ * into buf: 1, 0 when there is none (*o names the file looked for), or
+ * SHARD_ECORRUPT with the reason (one that cannot be read). */
+static int folder_bytes(const struct sk_field_plan *p, uint32_t f, const char *key, size_t len,
+                        struct shard_buf *buf, struct origin *o, struct sk_field_result *res,
+                        struct shard_err *why)
+{
+    const struct shard_field_decl *d = &p->config->fields[f];
+    const struct sk_mask_folder *mf = p->folder_of[f];
+    sk_mask_folder_origin(mf, key, len, o->text, sizeof o->text);
+    if (!sk_mask_folder_has(mf, key, len))
+        return 0;
+    double t0 = sk_now_seconds();
+    struct shard_err e;
+    int rc = sk_mask_folder_read(mf, key, len, p->config->max_field_bytes, buf, &e);
+    res->read_seconds += sk_now_seconds() - t0;
+    if (rc == SHARD_ENOMEM)
+        return shard_err_set(why, rc, "out of memory");
+    if (rc)
+        return shard_err_set(why, SHARD_ECORRUPT, "field '%s': mask %s: %s%s", d->name, o->text,
+                             e.msg, rc == SHARD_ELIMIT ? " (--max-field-bytes)" : "");
+    res->bytes_read += buf->len;
+    return 1;
+}
+
 /* A mask value (header and values) from a mask in the source's stored
  * pixels, through orientation, resize (nearest) and crop. */
 static int place_mask(const struct shard_image *raw, const struct sk_placement *pl,
@@ -908,8 +972,13 @@ static int geometric_value(const struct sk_field_plan *p, uint32_t f, const char
     }
     const uint8_t *data;
     size_t n;
-    int got = value_bytes(p, d->name, p->suffix_of[f], NONE, key, len, read, ctx, scratch, &data,
-                          &n, o, res, why);
+    int got = d->folder ? folder_bytes(p, f, key, len, scratch, o, res, why)
+                        : value_bytes(p, d->name, p->suffix_of[f], NONE, key, len, read, ctx,
+                                      scratch, &data, &n, o, res, why);
+    if (d->folder && got > 0) {
+        data = scratch->data;
+        n = scratch->len;
+    }
     if (got <= 0)
         return got;
     res->sidecars++;
@@ -933,7 +1002,7 @@ static int absent(const struct sk_field_plan *p, uint32_t f, const struct origin
     if (!d->required)
         return SHARD_OK;
     return shard_err_set(why, SHARD_ECORRUPT, "field '%s' is required: %s%s", d->name,
-                         p->suffix_of[f] != NONE ? "no " : "", o->text);
+                         p->suffix_of[f] != NONE || d->folder ? "no " : "", o->text);
 }
 
 int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char *key,

@@ -47,9 +47,16 @@ void sk_field_plan_free(struct sk_field_plan *p);  /* accepts NULL */
 
 /* The sidecar files to collect while scanning, or NULL (owned by p). */
 struct sk_sidecars *sk_field_plan_sidecars(struct sk_field_plan *p);
-/* Match the sidecar files with the candidates (see sk_sidecars_resolve). */
-int sk_field_plan_resolve(struct sk_field_plan *p, const struct shard_keylist *keys,
-                          struct shard_refusals *refused, struct shard_err *err);
+/* Match the sidecar files with the candidates (see sk_sidecars_resolve),
+ * and the files of each mask folder (from=DIR/, relative to src, a
+ * directory) with them the same way. */
+int sk_field_plan_resolve(struct sk_field_plan *p, const char *src,
+                          const struct shard_keylist *keys, struct shard_refusals *refused,
+                          struct shard_err *err);
+/* The files of no image: SRC's sidecar files, then each mask folder's
+ * (named DIR/ + its path), each in key order. */
+uint64_t sk_field_plan_orphan_count(const struct sk_field_plan *p);  /* accepts NULL */
+const char *sk_field_plan_orphan(const struct sk_field_plan *p, uint64_t i, size_t *len);
 
 /* 1 when names must be read before labels are numbered. */
 int sk_field_plan_has_names(const struct sk_field_plan *p);

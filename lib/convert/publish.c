@@ -27,6 +27,12 @@ int sk_run_compare_rejects(const void *pa, const void *pb)
     return c ? c : strcmp(a->reason, b->reason);
 }
 
+static int compare_orphans(const void *pa, const void *pb)
+{
+    const struct shard_orphan *a = pa, *b = pb;
+    return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+}
+
 static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t *entries,
                        struct shard_err *err)
 {
@@ -134,13 +140,14 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         m.coco_annotations_unmatched = r->coco_annotations_unmatched;
         m.boxes = r->boxes;
         m.boxes_dropped = r->boxes_dropped;
-        const struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
-        m.orphan_count = side ? sk_sidecars_orphan_count(side) : 0;
+        m.orphan_count = sk_field_plan_orphan_count(r->fields);
         orphans = calloc(m.orphan_count ? m.orphan_count : 1, sizeof *orphans);
         if (!orphans)
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         for (uint64_t i = 0; orphans && i < m.orphan_count; i++)  /* borrowed keys */
-            orphans[i].key = (char *)sk_sidecars_orphan(side, (size_t)i, &orphans[i].key_len);
+            orphans[i].key = (char *)sk_field_plan_orphan(r->fields, i, &orphans[i].key_len);
+        if (orphans && m.orphan_count)  /* SRC's, then each mask folder's: in key order */
+            qsort(orphans, m.orphan_count, sizeof *orphans, compare_orphans);
         m.orphans = orphans;
     }
     if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */

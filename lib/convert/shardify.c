@@ -88,9 +88,8 @@ static void summarize_fields(const struct run *r, struct shardify_summary *s)
         s->field_names[i] = strdup(c->fields[i].name);
         s->field_samples[i] = counts ? counts[i] : 0;
     }
-    const struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
     s->sidecars = r->as ? sk_assembler_sidecars(r->as) : 0;
-    s->orphans = side ? sk_sidecars_orphan_count(side) : 0;
+    s->orphans = sk_field_plan_orphan_count(r->fields);
     s->annotation_rows = sk_field_plan_table_rows(r->fields);
     s->annotation_rows_unmatched = r->annotation_rows_unmatched;
     s->coco_images = sk_field_plan_coco_images(r->fields);
@@ -673,7 +672,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         r.n = r.keys.count;
     }
     if (!rc)
-        rc = sk_field_plan_resolve(r.fields, &r.keys, &r.refused, err);
+        rc = sk_field_plan_resolve(r.fields, src, &r.keys, &r.refused, err);
     if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
         rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
                                       err);

@@ -13,6 +13,7 @@ void shard_field_decl_release(struct shard_field_decl *d)
     free(d->name);
     free(d->sidecar);
     free(d->column);
+    free(d->folder);
     free(d->coco);
     for (uint32_t i = 0; d->classes && i < d->class_count; i++)
         free(d->classes[i].name);
@@ -103,6 +104,13 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
             d->column = copy(d->name, strlen(d->name));
         else if ((d->sidecar = malloc(strlen(d->name) + 2)))
             snprintf(d->sidecar, strlen(d->name) + 2, ".%s", d->name);
+    } else if (from[from_len - 1] == '/') {
+        if (d->type != SHARD_FIELD_MASK) {
+            rc = shard_err_set(err, SHARD_EINVAL, "'%s': only a mask comes from a folder "
+                               "(from=%.*s)", spec, (int)from_len, from);
+            goto out;
+        }
+        d->folder = copy(from, from_len);
     } else if (from[0] == '.' || from[0] == '_') {
         if (from_len < 2 || memchr(from, '/', from_len)) {
             rc = shard_err_set(err, SHARD_EINVAL, "'%s': a sidecar suffix is '.' or '_' and a "
@@ -112,7 +120,7 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         d->sidecar = copy(from, from_len);
     } else if (d->type == SHARD_FIELD_MASK) {
         rc = shard_err_set(err, SHARD_EINVAL, "'%s': a mask comes from a sidecar image "
-                           "(from=_mask.png)", spec);
+                           "(from=_mask.png) or a folder mirroring SRC (from=../masks/)", spec);
         goto out;
     } else {
         if (!table) {
@@ -123,7 +131,7 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         }
         d->column = copy(from, from_len);
     }
-    if (!d->sidecar && !d->column)
+    if (!d->sidecar && !d->column && !d->folder)
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
 out:
     if (rc)

@@ -112,6 +112,8 @@ static json_t *field_decl_to_json(const struct shard_field_decl *d)
               json_object_set_new(o, "type", json_string(type));
     if (d->sidecar)
         bad |= json_object_set_new(o, "sidecar", json_string(d->sidecar));
+    else if (d->folder)
+        bad |= json_object_set_new(o, "folder", json_string(d->folder));
     else if (d->coco)
         bad |= json_object_set_new(o, "coco", json_string(d->coco));
     else
@@ -534,12 +536,14 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                                 struct shard_err *err)
 {
     const char *name = NULL, *type = NULL, *sidecar = NULL, *column = NULL, *coco = NULL;
+    const char *folder = NULL;
     json_t *classes = NULL;
     int required = 0;
     json_error_t jerr;
-    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT, "{s:s, s:s, s?s, s?s, s?s, s:b, s?o}",
-                       "name", &name, "type", &type, "sidecar", &sidecar, "column", &column,
-                       "coco", &coco, "required", &required, "classes", &classes) != 0)
+    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
+                       "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o}", "name", &name, "type", &type,
+                       "sidecar", &sidecar, "column", &column, "folder", &folder, "coco", &coco,
+                       "required", &required, "classes", &classes) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i,
                              jerr.text);
     struct shard_err e;
@@ -547,11 +551,16 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: bad name", i);
     if (shard_field_type_parse(type, &d->type, &d->length, &e))
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, e.msg);
-    if ((!!sidecar + !!column + !!coco) != 1 ||
+    if ((!!sidecar + !!column + !!coco + !!folder) != 1 ||
         (sidecar && ((sidecar[0] != '.' && sidecar[0] != '_') || !sidecar[1] ||
-                     strchr(sidecar, '/'))) || (column && !column[0]))
+                     strchr(sidecar, '/'))) || (column && !column[0]) ||
+        (folder && (!folder[0] || folder[strlen(folder) - 1] != '/')))
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] needs one "
-                             "source: a \"sidecar\" suffix, a \"column\" or \"coco\"", i);
+                             "source: a \"sidecar\" suffix, a \"column\", a \"folder\" or "
+                             "\"coco\"", i);
+    if (folder && d->type != SHARD_FIELD_MASK)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: only a mask "
+                             "field comes from a \"folder\"", i);
     int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
     if (coco && !((d->type == SHARD_FIELD_BOXES && !strcmp(coco, SHARD_COCO_BBOX)) ||
                   (d->type == SHARD_FIELD_MASK && !strcmp(coco, SHARD_COCO_SEGMENTATION))))
@@ -565,7 +574,8 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                              "mask fields have classes", i);
     d->required = required;
     if (!(d->name = strdup(name)) || (sidecar && !(d->sidecar = strdup(sidecar))) ||
-        (column && !(d->column = strdup(column))) || (coco && !(d->coco = strdup(coco))))
+        (column && !(d->column = strdup(column))) || (coco && !(d->coco = strdup(coco))) ||
+        (folder && !(d->folder = strdup(folder))))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     return geometric ? field_classes_from_json(classes, i, d, err) : SHARD_OK;
 }

@@ -159,6 +159,35 @@ const char *sk_sidecars_file(const struct sk_sidecars *s, size_t i, size_t *len)
 size_t sk_sidecars_orphan_count(const struct sk_sidecars *s);
 const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len);
 
+/* ---- a mask folder mirroring SRC (mask_folder.c) ----------------------------
+ *
+ * The masks of a MASK field declared from=DIR/: DIR (ending in '/';
+ * relative to SRC, a directory, unless absolute; never inside SRC) holds
+ * each image's mask at the image's path with ".png" for its extension
+ * (a/0001.jpg: DIR/a/0001.png).  Its PNG files are matched with the images
+ * as sidecars are; a file of no image is an orphan, named DIR/ + its path. */
+struct sk_mask_folder;
+
+/* Open and scan `folder` of src, and match its files with keys (the
+ * candidates, sorted).  0, SHARD_EINVAL (an S3 SRC, a folder inside SRC),
+ * SHARD_EIO (no such folder) or SHARD_ENOMEM, with the folder named. */
+int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char *folder,
+                        const struct shard_keylist *keys, struct shard_err *err);
+void sk_mask_folder_free(struct sk_mask_folder *mf);  /* accepts NULL */
+/* The mask candidate key[0..len) has, quoted for messages ("'DIR/a/0001.png'"). */
+void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, size_t len,
+                           char *out, size_t size);
+/* 1 when the folder holds key[0..len)'s mask. */
+int sk_mask_folder_has(const struct sk_mask_folder *mf, const char *key, size_t len);
+/* Its bytes into buf (replacing them): 0, SHARD_ENOTFOUND when there is
+ * none, or sk_source_file_read's errors (SHARD_ELIMIT over max_bytes).
+ * Thread-safe. */
+int sk_mask_folder_read(const struct sk_mask_folder *mf, const char *key, size_t len,
+                        uint64_t max_bytes, struct shard_buf *buf, struct shard_err *err);
+/* The files of no image, in key order, named DIR/ + path. */
+size_t sk_mask_folder_orphan_count(const struct sk_mask_folder *mf);  /* accepts NULL */
+const char *sk_mask_folder_orphan(const struct sk_mask_folder *mf, size_t i, size_t *len);
+
 /* shard_scan_dir, also collecting the sidecar files of `side` (may be NULL). */
 int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars *side,
                 struct shard_refusals *refused, struct shard_scan_stats *st,

@@ -232,7 +232,8 @@ void sk_verify_index_field_counts(struct verify_run *v, const uint64_t *field_sa
         compare_counts(v, whose, field_samples, sidecars);
 }
 
-/* Whether key ends in a declared sidecar suffix (of a field or the class). */
+/* Whether key ends in a declared sidecar suffix (of a field or the class),
+ * or is a PNG file below a declared mask folder. */
 static int sidecar_named(const struct shard_config *c, const char *key, size_t len)
 {
     static const char class_prefix[] = "sidecar:";
@@ -244,6 +245,12 @@ static int sidecar_named(const struct shard_config *c, const char *key, size_t l
                                  : NULL;
         size_t n = suffix ? strlen(suffix) : 0;
         if (suffix && len > n && !memcmp(key + len - n, suffix, n) && key[len - n - 1] != '/')
+            return 1;
+        /* a mask folder's file: the folder, then a path ending in ".png" */
+        const char *dir = f < c->field_count ? c->fields[f].folder : NULL;
+        n = dir ? strlen(dir) : 0;
+        if (dir && len > n + 4 && !memcmp(key, dir, n) && !memcmp(key + len - 4, ".png", 4) &&
+            key[len - 5] != '/')
             return 1;
     }
     return 0;

@@ -75,6 +75,7 @@ struct source_fields {
     struct verify_run *v;
     const struct shard_config *c;
     struct sk_sidecars *side;         /* NULL: no sidecar suffix declared */
+    struct sk_mask_folder **folder_of;  /* per field: its mask folder (from=DIR/), or NULL */
     uint32_t *suffix_of;              /* per field: its suffix in `side`, or NONE */
     uint32_t class_suffix;            /* the class's suffix, or NONE */
     uint32_t suffix_count;
@@ -119,6 +120,9 @@ void sk_source_fields_free(struct source_fields *sf)
     }
     free(sf->files);
     free(sf->suffix_of);
+    for (uint32_t f = 0; sf->folder_of && f < sf->c->field_count; f++)
+        sk_mask_folder_free(sf->folder_of[f]);
+    free(sf->folder_of);
     sk_annotations_free(sf->table);
     free(sf->cols);
     free(sf->col_of);
@@ -190,7 +194,8 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v,
     int rc = SHARD_OK;
     if (!sf || !suffixes || !(sf->suffix_of = calloc(n + 1, sizeof *sf->suffix_of)) ||
         !(sf->col_of = calloc(n + 1, sizeof *sf->col_of)) ||
-        !(sf->cols = calloc(n + 1, sizeof *sf->cols))) {
+        !(sf->cols = calloc(n + 1, sizeof *sf->cols)) ||
+        !(sf->folder_of = calloc(n + 1, sizeof *sf->folder_of))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
@@ -405,19 +410,33 @@ int sk_source_fields_entry(struct source_fields *sf, const struct sk_archive_ent
     return rc;
 }
 
+/* Each mask folder's files matched with the candidates, as shardify does. */
+static int open_folders(struct source_fields *sf, const struct shard_keylist *candidates,
+                        struct shard_err *err)
+{
+    for (uint32_t f = 0; f < sf->c->field_count; f++) {
+        const struct shard_field_decl *d = &sf->c->fields[f];
+        int rc;
+        if (d->folder && !sf->folder_of[f] &&
+            (rc = sk_mask_folder_open(&sf->folder_of[f], sf->v->o->source, d->folder,
+                                      candidates, err)))
+            return shard_err_prefix(err, rc, "field '%s'", d->name);
+    }
+    return SHARD_OK;
+}
+
 int sk_source_fields_resolve(struct source_fields *sf, const struct shard_keylist *candidates,
                              struct shard_refusals *refused, struct shard_err *err)
 {
-    if (!sf || !sf->side)
-        return SHARD_OK;
+    int rc = sf ? open_folders(sf, candidates, err) : SHARD_OK;
+    if (rc || !sf || !sf->side)
+        return rc;
     /* a directory's scan added the files: give each its state */
-    while (sf->file_count < sk_sidecars_file_count(sf->side)) {
-        int rc = add_file(sf, err);
-        if (rc)
+    while (sf->file_count < sk_sidecars_file_count(sf->side))
+        if ((rc = add_file(sf, err)))
             return rc;
-    }
     sf->v->report->source_sidecars = sk_sidecars_file_count(sf->side);
-    int rc = sk_sidecars_resolve(sf->side, candidates, refused, err);
+    rc = sk_sidecars_resolve(sf->side, candidates, refused, err);
     if (!rc)
         sf->v->report->source_orphans = sk_sidecars_orphan_count(sf->side);
     return rc;
@@ -600,6 +619,49 @@ static void check_sidecar_field(struct checked *c, uint32_t f, const struct shar
             compare_value(c, f, origin, file->values[k].xxh3, file->values[k].why);
 }
 
+/* A mask from a folder: its file there now against the line's identity
+ * (read here: one file per sample that has the field). */
+static void check_folder_field(struct checked *c, uint32_t f, const struct shard_field_source *idx,
+                               struct shard_buf *bytes)
+{
+    struct source_fields *sf = c->sf;
+    const struct shard_field_decl *d = &sf->c->fields[f];
+    const struct sk_mask_folder *mf = sf->folder_of[f];
+    const char *index_file = sf->v->m->index_file;
+    char origin[SHARD_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX];
+    sk_mask_folder_origin(mf, c->key, c->len, origin, sizeof origin);
+    if (!sk_mask_folder_has(mf, c->key, c->len)) {
+        if (idx)
+            SAMPLE_PROBLEM(c, SHARD_ENOTFOUND,
+                           "source: field '%s' of '%s': %s is not in its folder (%s names its "
+                           "%llu bytes)",
+                           d->name, c->q, origin, index_file,
+                           (unsigned long long)idx->source_bytes);
+        return;
+    }
+    if (!idx) {
+        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s is in its folder, but %s says '%s' has no "
+                       "field '%s'", origin, index_file, c->q, d->name);
+        return;
+    }
+    struct shard_err e;
+    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes
+                                          : SHARD_MAX_FIELD_BYTES_DEFAULT;
+    double t = sk_now_seconds();
+    int rc = sk_mask_folder_read(mf, c->key, c->len, max, bytes, &e);
+    struct shard_verify_rate *rate = &sf->v->report->source;
+    rate->busy_seconds += sk_now_seconds() - t;
+    if (rc) {
+        SAMPLE_PROBLEM(c, SHARD_EIO, "source: field '%s' of '%s': %s cannot be read: %s",
+                       d->name, c->q, origin, e.msg);
+        return;
+    }
+    rate->bytes += bytes->len;
+    rate->items++;
+    compare_identity(c, d->name, origin, "is", bytes->len, XXH3_64bits(bytes->data, bytes->len),
+                     idx);
+}
+
 static void check_column_field(struct checked *c, uint32_t f, const struct shard_field_source *idx)
 {
     struct source_fields *sf = c->sf;
@@ -657,6 +719,8 @@ void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const cha
         const struct shard_field_source *idx = named(sf, sample, f);
         if (sf->suffix_of[f] != NONE)
             check_sidecar_field(&c, f, idx, &name);
+        else if (sf->folder_of[f])
+            check_folder_field(&c, f, idx, &name);
         else if (sf->col_of[f] != NONE && sf->table)
             check_column_field(&c, f, idx);
     }
@@ -683,12 +747,28 @@ static int check_orphans(struct source_fields *sf, struct shard_err *err)
     if (listed)
         memcpy(mine, m->orphans, listed * sizeof *mine);
     qsort(mine, listed, sizeof *mine, compare_orphans);
+    /* SRC's sidecar files of no image, and each mask folder's files of none */
     size_t found = sf->side ? sk_sidecars_orphan_count(sf->side) : 0, i = 0;
+    for (uint32_t f = 0; f < sf->c->field_count; f++)
+        found += sk_mask_folder_orphan_count(sf->folder_of[f]);
+    struct shard_orphan *theirs = malloc((found ? found : 1) * sizeof *theirs);
+    if (!theirs) {
+        free(mine);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    size_t k = 0;
+    for (; sf->side && k < sk_sidecars_orphan_count(sf->side); k++)
+        theirs[k].key = (char *)sk_sidecars_orphan(sf->side, k, &theirs[k].key_len);
+    for (uint32_t f = 0; f < sf->c->field_count; f++)
+        for (size_t x = 0; x < sk_mask_folder_orphan_count(sf->folder_of[f]); x++, k++)
+            theirs[k].key = (char *)sk_mask_folder_orphan(sf->folder_of[f], x, &theirs[k].key_len);
+    if (found)
+        qsort(theirs, found, sizeof *theirs, compare_orphans);
     uint64_t j = 0;
     char q[SHARD_QUOTE_SIZE];
     while (i < found || j < listed) {
-        size_t len = 0;
-        const char *key = i < found ? sk_sidecars_orphan(sf->side, i, &len) : NULL;
+        size_t len = i < found ? theirs[i].key_len : 0;
+        const char *key = i < found ? theirs[i].key : NULL;
         int cmp = !key ? 1 : j >= listed ? -1
                                          : shard_key_compare(key, len, mine[j].key, mine[j].key_len);
         if (cmp < 0)
@@ -705,6 +785,7 @@ static int check_orphans(struct source_fields *sf, struct shard_err *err)
         i += cmp <= 0;
         j += cmp >= 0;
     }
+    free(theirs);
     free(mine);
     return SHARD_OK;
 }

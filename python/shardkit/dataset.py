@@ -50,8 +50,8 @@ class Field:
     config.fields), ``type`` ("text", "json", "int", "float", "float32",
     "int64", "labels", "bytes", "boxes" or "mask"), ``length`` (a float32 or
     int64 vector's length, else None), ``source`` (``("sidecar", ".txt")``,
-    ``("column", "caption")`` or ``("coco", "bbox")``: where the values were
-    taken from), ``classes`` (a boxes or mask field's: dict class id ->
+    ``("column", "caption")``, ``("coco", "bbox")`` or ``("folder",
+    "../masks/")``: where the values were taken from), ``classes`` (a boxes or mask field's: dict class id ->
     name, else None), ``required`` (bool: a
     sample without it was rejected) and ``present`` (how many samples have
     it: the manifest's counts.fields)."""
@@ -100,7 +100,7 @@ def _declared_fields(manifest: dict[str, Any]) -> dict[str, Field]:
     for number, d in enumerate(manifest.get("config", {}).get("fields", [])):
         type_, _, rest = d["type"].partition("[")
         length = int(rest.rstrip("]")) if rest else None
-        source = next((k, d[k]) for k in ("sidecar", "column", "coco") if k in d)
+        source = next((k, d[k]) for k in ("sidecar", "column", "coco", "folder") if k in d)
         classes = {c["id"]: c["name"] for c in d["classes"]} if "classes" in d else None
         fields[d["name"]] = Field(d["name"], number, type_, length, source, d["required"],
                                   present.get(d["name"], 0), classes)

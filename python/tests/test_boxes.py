@@ -9,12 +9,14 @@ pixels are checked with Pillow's own exif_transpose first, so the test does
 not rest on its own idea of the orientations either."""
 import json
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from conftest import shardify
+from conftest import shardify, tool
 import shardkit
 
 W, H = 80, 60
@@ -64,13 +66,10 @@ def near(img, colour, tol):
     return (np.abs(img.astype(int) - np.array(colour)).max(axis=2) <= tol)
 
 
-@pytest.fixture(scope="module")
-def oriented(tmp_path_factory):
-    """Eight images (one per EXIF orientation) with their COCO file and mask
-    sidecars in the stored pixels, converted at 48 px, --fit crop."""
-    top = tmp_path_factory.mktemp("boxes")
-    src = top / "src"
-    src.mkdir()
+def write_scenes(src, mask_path):
+    """Eight images src/o1.png .. o8.png (one per EXIF orientation) and
+    their masks (at mask_path(o)), both in the stored pixels; the COCO
+    file's images and annotations of them."""
     upright, upright_mask = scene()
     images, annotations = [], []
     for o in range(1, 9):
@@ -83,7 +82,7 @@ def oriented(tmp_path_factory):
         exif[0x0112] = o
         name = f"o{o}.png"
         stored.save(src / name, exif=exif.tobytes())
-        stored_mask.save(src / f"o{o}_mask.png")
+        stored_mask.save(mask_path(o))
         # the test's own premise: Pillow turns the stored pixels upright again
         with Image.open(src / name) as check:
             assert np.array_equal(np.asarray(ImageOps.exif_transpose(check)), upright), o
@@ -95,6 +94,17 @@ def oriented(tmp_path_factory):
             annotations.append({"id": 100 * o + k, "image_id": o, "category_id": k,
                                 "bbox": [x0, y0, x1 - x0, y1 - y0], "iscrowd": 0,
                                 "area": float((sm == k).sum()), "segmentation": []})
+    return images, annotations
+
+
+@pytest.fixture(scope="module")
+def oriented(tmp_path_factory):
+    """Eight images (one per EXIF orientation) with their COCO file and mask
+    sidecars in the stored pixels, converted at 48 px, --fit crop."""
+    top = tmp_path_factory.mktemp("boxes")
+    src = top / "src"
+    src.mkdir()
+    images, annotations = write_scenes(src, lambda o: src / f"o{o}_mask.png")
     coco = {"images": images, "annotations": annotations, "categories": CLASSES[1:]}
     (top / "coco.json").write_text(json.dumps(coco))
     (top / "classes.json").write_text(json.dumps(CLASSES))
@@ -126,8 +136,9 @@ def test_boxes_are_the_extent_of_their_colour_in_every_orientation(oriented):
             assert 0 <= got[k][0] < got[k][2] <= 48 and 0 <= got[k][1] < got[k][3] <= 48
 
 
-def test_masks_are_the_region_of_their_colour_in_every_orientation(oriented):
-    ds = shardkit.Dataset(oriented)
+def assert_masks_are_their_colours(ds):
+    """Every sample's mask "seg" labels the region of each object's colour
+    in its stored image with the object's class."""
     assert ds.fields["seg"].classes == {c["id"]: c["name"] for c in CLASSES}
     for s in ds:
         img, mask = s.image, s.fields["seg"]
@@ -143,6 +154,10 @@ def test_masks_are_the_region_of_their_colour_in_every_orientation(oriented):
                     grown |= np.roll(np.roll(half, dy, 0), dx, 1)
             assert np.all(grown[mask == k]), f"{s.key}: class {k} labels pixels not of its colour"
         assert set(np.unique(mask).tolist()) <= {c["id"] for c in CLASSES}
+
+
+def test_masks_are_the_region_of_their_colour_in_every_orientation(oriented):
+    assert_masks_are_their_colours(shardkit.Dataset(oriented))
 
 
 def test_boxes_left_empty_by_the_crop_are_dropped_and_counted(oriented):
@@ -366,3 +381,110 @@ def test_a_restored_loader_gives_the_same_boxes_and_masks(oriented):
                             box_min_size=2)
     with pytest.raises(ValueError, match="box_min_size"):
         other.load_state_dict(state)
+
+
+# ---- masks from a folder mirroring the images (VOC / ADE20K / Cityscapes) ----
+
+@pytest.fixture(scope="module")
+def foldered(tmp_path_factory):
+    """The eight oriented scenes in images/set/, their masks in masks/set/
+    (o1.png's at masks/set/o1.png), a mask of no image beside them;
+    converted with from=../masks/ (relative to SRC, images/)."""
+    top = tmp_path_factory.mktemp("folder")
+    src, masks = top / "images" / "set", top / "masks" / "set"
+    src.mkdir(parents=True)
+    masks.mkdir(parents=True)
+    write_scenes(src, lambda o: masks / f"o{o}.png")
+    write_png(masks / "stray.png", np.zeros((H, W), np.uint8), "L")
+    (masks / "notes.txt").write_text("not a mask")
+    (top / "classes.json").write_text(json.dumps(CLASSES))
+    dst = str(top / "dst")
+    shardify(str(top / "images"), dst, "--size", "48", "--fit", "crop", "--codec", "png",
+             "--field", f"seg=mask,from=../masks/,classes={top / 'classes.json'},required")
+    return top, dst
+
+
+def test_folder_masks_are_the_region_of_their_colour_in_every_orientation(foldered):
+    top, dst = foldered
+    ds = shardkit.Dataset(dst)
+    assert sorted(s.key for s in ds) == [f"set/o{o}.png" for o in range(1, 9)]
+    assert ds.fields["seg"].source == ("folder", "../masks/")
+    assert_masks_are_their_colours(ds)
+
+
+def test_a_folder_mask_of_no_image_is_an_orphan(foldered):
+    top, dst = foldered
+    with open(os.path.join(dst, "manifest.json")) as f:
+        m = json.load(f)
+    assert m["orphans"] == [{"key": "../masks/set/stray.png"}]
+    assert m["counts"]["orphans"] == 1 and m["counts"]["fields"] == {"seg": 8}
+    assert m["rejected"] == []
+
+
+def shardcheck_source(src, dst):
+    return subprocess.run([tool("shardcheck"), "--source", src, dst], capture_output=True,
+                          text=True)
+
+
+def test_shardcheck_source_holds_folder_masks_to_their_files(foldered, tmp_path):
+    top, dst = foldered
+    copy = tmp_path / "copy"
+    shutil.copytree(top, copy)
+    out = shardcheck_source(str(copy / "images"), dst)
+    assert out.returncode == 0, out.stdout + out.stderr
+    # a mask changed since: named, with the sample
+    write_png(copy / "masks" / "set" / "o3.png", np.zeros((W, H), np.uint8), "L")
+    out = shardcheck_source(str(copy / "images"), dst)
+    assert out.returncode == 1
+    assert "field 'seg' of 'set/o3.png' changed since sharding: '../masks/set/o3.png'" in \
+        out.stdout, out.stdout
+    # a mask gone, and the orphan gone
+    os.remove(copy / "masks" / "set" / "o5.png")
+    os.remove(copy / "masks" / "set" / "stray.png")
+    out = shardcheck_source(str(copy / "images"), dst)
+    assert "'../masks/set/o5.png' is not in its folder" in out.stdout, out.stdout
+    assert "orphan '../masks/set/stray.png' of the manifest is not" in out.stdout, out.stdout
+
+
+def test_folder_masks_missing_or_of_another_size_are_rejected_with_their_reason(tmp_path):
+    images, masks = tmp_path / "images" / "x", tmp_path / "masks" / "x"
+    images.mkdir(parents=True)
+    masks.mkdir(parents=True)
+    grey = np.full((40, 50, 3), 90, np.uint8)
+    for name in ("good", "size", "none"):
+        Image.fromarray(grey).save(images / f"{name}.jpg")
+    write_png(masks / "good.png", np.ones((40, 50), np.uint8), "L")
+    write_png(masks / "size.png", np.ones((41, 50), np.uint8), "L")
+    (tmp_path / "classes.txt").write_text("background\nthing\n")
+    field = f"seg=mask,from=../masks/,classes={tmp_path / 'classes.txt'}"
+    for required in (False, True):
+        dst = str(tmp_path / f"dst{int(required)}")
+        shardify(str(tmp_path / "images"), dst, "--no-upscale", "--field",
+                 field + (",required" if required else ""))
+        with open(os.path.join(dst, "manifest.json")) as f:
+            m = json.load(f)
+        reasons = {r["key"]: r["reason"] for r in m["rejected"]}
+        assert "'../masks/x/size.png' is 50x41, its image 50x40" in reasons.pop("x/size.jpg")
+        # a required mask missing: a reject naming the file looked for; else absent
+        missing = "field 'seg' is required: no '../masks/x/none.png'"
+        assert reasons == ({"x/none.jpg": missing} if required else {})
+        samples = {s.key: s for s in shardkit.Dataset(dst)}
+        assert sorted(samples) == ["x/good.jpg"] + ([] if required else ["x/none.jpg"])
+        assert np.array_equal(samples["x/good.jpg"].fields["seg"], np.ones((40, 50), np.uint8))
+        if not required:
+            assert samples["x/none.jpg"].fields["seg"] is None
+
+
+def test_a_mask_folder_inside_src_or_missing_is_refused(tmp_path):
+    src = tmp_path / "images"
+    (src / "masks").mkdir(parents=True)
+    Image.fromarray(np.full((40, 50, 3), 90, np.uint8)).save(src / "a.jpg")
+    (tmp_path / "classes.txt").write_text("background\nthing\n")
+    for folder, said in (("masks/", "is inside SRC"), ("../nowhere/", "cannot open the mask "
+                                                                     "folder")):
+        dst = tmp_path / "dst"
+        out = subprocess.run([tool("shardify"), "--quiet", "--field",
+                              f"seg=mask,from={folder},classes={tmp_path / 'classes.txt'}",
+                              str(src), str(dst)], capture_output=True, text=True)
+        assert out.returncode == 1 and said in out.stderr, out.stderr
+        assert not (dst / "manifest.json").exists()

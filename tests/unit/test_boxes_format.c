@@ -342,6 +342,42 @@ static void test_the_command_line_declares_masks_with_classes(void **state)
     assert_int_equal(shard_field_decl_parse("t=text,from=_a/b", 0, &d, &err), SHARD_EINVAL);
 }
 
+static void test_a_mask_folder_is_declared_and_kept_in_the_manifest(void **state)
+{
+    (void)state;
+    struct shard_field_decl d;
+    struct shard_err err;
+    /* a SOURCE ending in '/' is a folder, even one starting with '.' */
+    assert_int_equal(shard_field_decl_parse("seg=mask,from=../masks/,classes=c.txt", 0, &d, &err),
+                     0);
+    assert_string_equal(d.folder, "../masks/");
+    assert_null(d.sidecar);
+    assert_null(d.column);
+    shard_field_decl_release(&d);
+    assert_int_equal(shard_field_decl_parse("t=text,from=../texts/", 1, &d, &err), SHARD_EINVAL);
+    assert_non_null(strstr(err.msg, "only a mask comes from a folder"));
+
+    struct shard_config c;
+    make_config(&c);
+    char *text = dump(&c);
+    shard_config_release(&c);
+    char *folder = edit(text, "\"sidecar\": \"_mask.png\"", "\"folder\": \"../masks/\"");
+    struct shard_manifest back;
+    assert_int_equal(shard_manifest_load_buffer(folder, strlen(folder), &back, &err), 0);
+    assert_string_equal(back.config.fields[1].folder, "../masks/");
+    assert_null(back.config.fields[1].sidecar);
+    char *again;
+    assert_int_equal(shard_manifest_dump(&back, &again, &err), 0);
+    assert_string_equal(folder, again);
+    free(again);
+    shard_manifest_release(&back);
+    refused(folder, "\"../masks/\"", "\"../masks\"", "needs one source");
+    refused(folder, "\"coco\": \"bbox\"", "\"folder\": \"../boxes/\"",
+            "only a mask field comes from a \"folder\"");
+    free(folder);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_masks_are_checked_against_the_image_and_classes),
         cmocka_unit_test(test_classes_round_trip_through_the_manifest),
         cmocka_unit_test(test_the_command_line_declares_masks_with_classes),
+        cmocka_unit_test(test_a_mask_folder_is_declared_and_kept_in_the_manifest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

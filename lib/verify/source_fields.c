@@ -572,12 +572,31 @@ static void compare_value(const struct checked *c, uint32_t f, const char *origi
                        field, c->q, origin);
 }
 
+/* Whether the file `origin` of field `field` is in `where` exactly when the
+ * index line names the field (idx): 1 when both are, else 0 and the
+ * difference reported. */
+static int as_named(const struct checked *c, const char *field, const char *origin,
+                    const char *where, int present, const struct shard_field_source *idx)
+{
+    const char *index_file = c->sf->v->m->index_file;
+    if (present && idx)
+        return 1;
+    if (idx)
+        SAMPLE_PROBLEM(c, SHARD_ENOTFOUND,
+                       "source: field '%s' of '%s': %s is not in %s (%s names its %llu bytes)",
+                       field, c->q, origin, where, index_file,
+                       (unsigned long long)idx->source_bytes);
+    else if (present)
+        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s is in %s, but %s says '%s' has no field "
+                       "'%s'", origin, where, index_file, c->q, field);
+    return 0;
+}
+
 static void check_sidecar_field(struct checked *c, uint32_t f, const struct shard_field_source *idx,
                                 struct shard_buf *name)
 {
     struct source_fields *sf = c->sf;
     const struct shard_field_decl *d = &sf->c->fields[f];
-    const char *index_file = sf->v->m->index_file;
     int64_t pos = sk_sidecars_find(sf->side, c->key, c->len, sf->suffix_of[f]);
     if (pos == SK_SIDECAR_TWICE) {
         SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
@@ -592,22 +611,9 @@ static void check_sidecar_field(struct checked *c, uint32_t f, const struct shar
     else
         snprintf(origin, sizeof origin, "'%s'",
                  shard_quote((const char *)name->data, name->len, q, sizeof q));
-    if (pos < 0) {
-        if (idx)
-            SAMPLE_PROBLEM(c, SHARD_ENOTFOUND,
-                           "source: field '%s' of '%s': %s is not in SRC (%s names its %llu "
-                           "bytes)",
-                           d->name, c->q, origin, index_file,
-                           (unsigned long long)idx->source_bytes);
+    if (!as_named(c, d->name, origin, "SRC", pos >= 0, idx))
         return;
-    }
     const struct side_file *file = file_at(sf, pos);
-    if (!idx) {
-        SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
-                       "source: %s is in SRC, but %s says '%s' has no field '%s'", origin,
-                       index_file, c->q, d->name);
-        return;
-    }
     if (!file->hashed) {
         SAMPLE_PROBLEM(c, SHARD_EIO, "source: field '%s' of '%s': %s cannot be read: %s",
                        d->name, c->q, origin, file->why ? file->why : "unknown");
@@ -627,23 +633,10 @@ static void check_folder_field(struct checked *c, uint32_t f, const struct shard
     struct source_fields *sf = c->sf;
     const struct shard_field_decl *d = &sf->c->fields[f];
     const struct sk_mask_folder *mf = sf->folder_of[f];
-    const char *index_file = sf->v->m->index_file;
     char origin[SHARD_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX];
     sk_mask_folder_origin(mf, c->key, c->len, origin, sizeof origin);
-    if (!sk_mask_folder_has(mf, c->key, c->len)) {
-        if (idx)
-            SAMPLE_PROBLEM(c, SHARD_ENOTFOUND,
-                           "source: field '%s' of '%s': %s is not in its folder (%s names its "
-                           "%llu bytes)",
-                           d->name, c->q, origin, index_file,
-                           (unsigned long long)idx->source_bytes);
+    if (!as_named(c, d->name, origin, "its folder", sk_mask_folder_has(mf, c->key, c->len), idx))
         return;
-    }
-    if (!idx) {
-        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s is in its folder, but %s says '%s' has no "
-                       "field '%s'", origin, index_file, c->q, d->name);
-        return;
-    }
     struct shard_err e;
     uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes
                                           : SHARD_MAX_FIELD_BYTES_DEFAULT;

@@ -46,33 +46,20 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 mkdir -p "$WORK/json"
 log() { echo "cache_throughput: $*" >&2; }
 
-HTTP=$WORK/http
-S3=$WORK/s3
-stop_servers() {
-    "$top/bench/http_server.sh" stop "$HTTP" >/dev/null 2>&1 || true
-    "$top/bench/s3_server.sh" stop "$S3" >/dev/null 2>&1 || true
-}
-trap stop_servers EXIT
+. "$top/bench/stores_lib.sh"
 
 CODEC=${CODEC:-raw}
 RAW_OPTS="--size $SIZE --codec $CODEC --shard-size $SHARD_SIZE --quiet"
 [ "$CODEC" = raw ] && RAW_OPTS="$RAW_OPTS --zstd-level -100"
-if [ ! -f "$WORK/raw/manifest.json" ]; then
-    log "shardify to local disk"
-    "$BIN/shardify" "$DATASET" "$WORK/raw" $RAW_OPTS
-fi
+shardify_local $RAW_OPTS
 BYTES=$("$PYTHON" -c 'import json,sys; print(sum(s["bytes"] for s in json.load(open(sys.argv[1]))["shards"]))' \
     "$WORK/raw/manifest.json")
 HALF=$((BYTES / 2))
 U=$("$top/bench/http_server.sh" start "$HTTP" raw="$WORK/raw")
 log "nginx at $U"
 case " $STORES " in *" s3 "*)
-    ENDPOINT=$("$top/bench/s3_server.sh" start "$S3" "$BUCKET")
-    export AWS_ENDPOINT_URL=$ENDPOINT AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-    export AWS_REGION=us-east-1 XDG_CACHE_HOME=$WORK/xdg
-    unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 2>/dev/null || true
-    log "s3rver at $ENDPOINT; shardify to s3://$BUCKET/raw"
-    "$BIN/shardify" "$DATASET" "s3://$BUCKET/raw" $RAW_OPTS --overwrite
+    start_s3 "$BUCKET"
+    shardify_s3 "$BUCKET" $RAW_OPTS
     ;;
 esac
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -31,15 +31,12 @@ beside it (every process counted).  Target: shards >= 5x wds.
 import io
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-import shardkit
-from train_input import (BATCH, CROP, MEAN, SHUFFLE, SIZE, STD, cpu_seconds, pair_run_args,
-                         report_pair_runs, torch_transform)
+from train_input import (BATCH, CROP, SHUFFLE, SIZE, cpu_seconds, pair_run_args, report_pair_runs,
+                         shardkit_loader, steady_rate, torch_transform)
 
 TAR_SAMPLES = 250
 TARGETS = {("shards", "wds"): 5}
@@ -102,51 +99,33 @@ def collate(samples):
     return torch.stack(images), list(captions), list(metas)
 
 
-def shardkit_loader(shards, threads, fields):
-    return shardkit.Loader(shards, BATCH, threads=threads, layout="NCHW", dtype="float32",
-                           fields=["caption", "meta"] if fields else None,
-                           transform=[shardkit.RandomResizedCrop(CROP),
-                                      shardkit.RandomHorizontalFlip(),
-                                      shardkit.Normalize(MEAN, STD)])
-
-
-def steady(batches, epochs, set_epoch=None):
-    rates, total = [], 0
-    for epoch in range(epochs):
-        if set_epoch:
-            set_epoch(epoch)
-        start, n = time.monotonic(), 0
-        for images, captions in batches():
-            assert tuple(images.shape[1:]) == (3, CROP, CROP)
-            assert captions is None or (len(captions) == images.shape[0] and
-                                        isinstance(captions[0], str))
-            n += images.shape[0]
-        rates.append(n / (time.monotonic() - start))
-        total += n
-    return statistics.mean(rates[1:] if epochs > 1 else rates), total
+def captioned_images(images, captions):
+    """images, once captions (None: a path without fields) are a str per image."""
+    assert captions is None or (len(captions) == images.shape[0] and
+                                isinstance(captions[0], str))
+    return images
 
 
 def run_path(path, a, work):
     if path == "wds":
         loader = webdataset_loader(work["tars"], a.threads)
 
-        def batches():
-            for images, captions, metas in loader:
-                assert isinstance(metas[0], dict)
-                yield images, captions
-        result = steady(batches, a.epochs)
+        def unpack(batch):
+            images, captions, metas = batch
+            assert isinstance(metas[0], dict)
+            return captioned_images(images, captions)
+        result = steady_rate(loader, a.epochs, unpack=unpack)
         del loader
         return result
     fields = path != "shards-nofields"
-    with shardkit_loader(work[path], a.threads, fields) as loader:
-        def batches():
-            for batch in loader:
-                if fields:
-                    assert isinstance(batch.fields["meta"][0], dict)
-                    yield batch.images, batch.fields["caption"]
-                else:
-                    yield batch.images, None
-        return steady(batches, a.epochs, loader.set_epoch)
+    with shardkit_loader(work[path], a.threads,
+                         fields=["caption", "meta"] if fields else None) as loader:
+        def unpack(batch):
+            if fields:
+                assert isinstance(batch.fields["meta"][0], dict)
+                return captioned_images(batch.images, batch.fields["caption"])
+            return captioned_images(batch.images, None)
+        return steady_rate(loader, a.epochs, loader.set_epoch, unpack)
 
 
 def main():

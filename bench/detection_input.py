@@ -38,17 +38,14 @@ beside it (every process counted).  Targets: shards >= 5x coco; shards-images
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-import shardkit
 from train_input import (BATCH, CROP, MEAN, SIZE, STD, cpu_seconds, pair_run_args,
-                         report_pair_runs)
+                         report_pair_runs, shardkit_loader, steady_rate)
 
 CATEGORIES = 20
 TARGETS = {("shards", "coco"): 5}
@@ -160,46 +157,29 @@ def coco_loader(top, threads):
                                        collate_fn=collate, persistent_workers=threads > 0)
 
 
-def shardkit_loader(shards, threads, fields):
-    return shardkit.Loader(shards, BATCH, threads=threads, layout="NCHW", dtype="float32",
-                           output="torch", fields=["boxes", "seg"] if fields else None,
-                           transform=[shardkit.RandomResizedCrop(CROP),
-                                      shardkit.RandomHorizontalFlip(),
-                                      shardkit.Normalize(MEAN, STD)])
-
-
-def steady(batches, epochs, set_epoch=None):
-    rates, total = [], 0
-    for epoch in range(epochs):
-        if set_epoch:
-            set_epoch(epoch)
-        start, n = time.monotonic(), 0
-        for images, masks, targets in batches():
-            assert tuple(images.shape[1:]) == (3, CROP, CROP)
-            assert masks is None or tuple(masks.shape) == (images.shape[0], CROP, CROP)
-            assert targets is None or (len(targets) == images.shape[0] and
-                                       targets[0]["boxes"].shape[1:] == (4,))
-            n += images.shape[0]
-        rates.append(n / (time.monotonic() - start))
-        total += n
-    return statistics.mean(rates[1:] if epochs > 1 else rates), total
+def targeted_images(images, masks, targets):
+    """images, once masks and targets (None: a path without fields) are one
+    per image: a CROP x CROP mask, a dict of (N, 4) boxes."""
+    assert masks is None or tuple(masks.shape) == (images.shape[0], CROP, CROP)
+    assert targets is None or (len(targets) == images.shape[0] and
+                               targets[0]["boxes"].shape[1:] == (4,))
+    return images
 
 
 def run_path(path, a, work):
     if path == "coco":
         loader = coco_loader(work["top"], a.threads)
-        result = steady(lambda: loader, a.epochs)
+        result = steady_rate(loader, a.epochs, unpack=lambda batch: targeted_images(*batch))
         del loader
         return result
     fields = path == "shards"
-    with shardkit_loader(work["shards"], a.threads, fields) as loader:
-        def batches():
-            for batch in loader:
-                if fields:
-                    yield batch.images, batch.fields["seg"], batch.fields["boxes"]
-                else:
-                    yield batch.images, None, None
-        return steady(batches, a.epochs, loader.set_epoch)
+    with shardkit_loader(work["shards"], a.threads, output="torch",
+                         fields=["boxes", "seg"] if fields else None) as loader:
+        def unpack(batch):
+            if fields:
+                return targeted_images(batch.images, batch.fields["seg"], batch.fields["boxes"])
+            return targeted_images(batch.images, None, None)
+        return steady_rate(loader, a.epochs, loader.set_epoch, unpack)
 
 
 def main():

@@ -53,28 +53,12 @@ command -v curl >/dev/null || { echo "remote_throughput.sh: curl is not installe
 mkdir -p "$WORK/json"
 log() { echo "remote_throughput: $*" >&2; }
 
-HTTP=$WORK/http
-S3=$WORK/s3
-stop_servers() {
-    "$top/bench/http_server.sh" stop "$HTTP" >/dev/null 2>&1 || true
-    "$top/bench/s3_server.sh" stop "$S3" >/dev/null 2>&1 || true
-}
-trap stop_servers EXIT
-
-# The store, reached as the AWS CLI would (s3rver knows the key S3RVER).
-ENDPOINT=$("$top/bench/s3_server.sh" start "$S3" "$BUCKET")
-export AWS_ENDPOINT_URL=$ENDPOINT AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-export AWS_REGION=us-east-1 XDG_CACHE_HOME=$WORK/cache
-unset AWS_PROFILE AWS_SESSION_TOKEN AWS_ENDPOINT_URL_S3 2>/dev/null || true
-log "s3rver at $ENDPOINT"
+. "$top/bench/stores_lib.sh"
+start_s3 "$BUCKET"
 
 RAW_OPTS="--size $SIZE --codec raw --zstd-level -100 --quiet"
-if [ ! -f "$WORK/raw/manifest.json" ]; then
-    log "shardify to local disk"
-    "$BIN/shardify" "$DATASET" "$WORK/raw" $RAW_OPTS
-fi
-log "shardify to s3://$BUCKET/raw"
-"$BIN/shardify" "$DATASET" "s3://$BUCKET/raw" $RAW_OPTS --overwrite
+shardify_local $RAW_OPTS
+shardify_s3 "$BUCKET" $RAW_OPTS
 log "the source files as objects of s3://$BUCKET/src"
 (cd "$DATASET" && ls) | awk -v d="$DATASET" -v u="$ENDPOINT/$BUCKET/src" '
     NR > 1 { print "next" }

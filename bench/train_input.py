@@ -121,22 +121,32 @@ def webdataset_loader(tars, threads, npy):
                                        persistent_workers=threads > 0)
 
 
-def shardkit_loader(shards, threads):
+def shardkit_loader(shards, threads, **options):
+    """shardkit.Loader with the augmentation every path runs, float32 NCHW;
+    `options` (fields=, output=, ...) go to the Loader as they are."""
     return shardkit.Loader(shards, BATCH, threads=threads, layout="NCHW", dtype="float32",
                            transform=[shardkit.RandomResizedCrop(CROP),
                                       shardkit.RandomHorizontalFlip(),
-                                      shardkit.Normalize(MEAN, STD)])
+                                      shardkit.Normalize(MEAN, STD)], **options)
 
 
-def steady_rate(loader, epochs, set_epoch=None):
+def labelled_images(batch):
+    """The images of an (images, labels) batch."""
+    images, _ = batch
+    return images
+
+
+def steady_rate(loader, epochs, set_epoch=None, unpack=labelled_images):
     """(samples/s over epochs 2..epochs (all of them with one epoch),
-    samples over all epochs)."""
+    samples over all epochs).  unpack(batch) gives a batch's images, having
+    asserted what else the batch should hold."""
     rates, total = [], 0
     for epoch in range(epochs):
         if set_epoch:
             set_epoch(epoch)
         start, n = time.monotonic(), 0
-        for images, _ in loader:
+        for batch in loader:
+            images = unpack(batch)
             assert str(images.dtype).endswith("float32")
             assert tuple(images.shape[1:]) == (3, CROP, CROP)
             n += images.shape[0]

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "util/fsutil.h"
+#include "util/grow.h"
 #include "format/writer_internal.h"
 #include "shardkit/format.h"
 
@@ -106,13 +107,9 @@ void sk_assembler_free(struct assembler *a)
 static int make_room(void *array, uint64_t count, uint64_t *cap, size_t size,
                      struct shard_err *err)
 {
-    if (count < *cap)
-        return SHARD_OK;
-    uint64_t grown = *cap ? 2 * *cap : 64;
-    void *p = grown <= SIZE_MAX / size ? realloc(*(void **)array, grown * size) : NULL;
-    if (!p)
+    size_t grown = (size_t)*cap;
+    if (sk_grow(array, &grown, (size_t)count + 1, size, 64))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    *(void **)array = p;
     *cap = grown;
     return SHARD_OK;
 }

@@ -27,6 +27,7 @@
 #include "util/clock.h"
 #include "util/fsutil.h"
 #include "util/quote.h"
+#include "util/grow.h"
 
 /* One candidate of the previous dataset: a sample or a reject (its key is
  * the same number in sk_prev.keys). */
@@ -266,14 +267,10 @@ static struct prev_entry *find_entry(const struct sk_prev *p, const char *key, s
 static int add_entry(struct sk_prev *p, const char *key, size_t key_len, struct prev_entry **out,
                      struct shard_err *err)
 {
-    if (p->count == p->cap) {
-        uint64_t cap = p->cap ? 2 * p->cap : 1024;
-        struct prev_entry *e = realloc(p->entries, cap * sizeof *e);
-        if (!e)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        p->entries = e;
-        p->cap = cap;
-    }
+    size_t cap = (size_t)p->cap;
+    if (SK_GROW(p->entries, cap, (size_t)p->count + 1, 1024))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    p->cap = cap;
     int rc = shard_keylist_add(&p->keys, key, key_len, err);
     if (rc)
         return rc;
@@ -353,16 +350,10 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
 static int keep_sources(struct sk_prev *p, struct prev_entry *e, const struct shard_sample *s,
                         struct shard_err *err)
 {
-    if (p->source_count + s->field_count > p->source_cap) {
-        uint64_t cap = p->source_cap ? 2 * p->source_cap : 1024;
-        while (cap < p->source_count + s->field_count)
-            cap *= 2;
-        struct shard_field_source *q = realloc(p->sources, cap * sizeof *q);
-        if (!q)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        p->sources = q;
-        p->source_cap = cap;
-    }
+    size_t cap = (size_t)p->source_cap;
+    if (SK_GROW(p->sources, cap, (size_t)(p->source_count + s->field_count), 1024))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    p->source_cap = cap;
     e->fields = p->source_count;
     e->field_count = s->field_count;
     memcpy(p->sources + p->source_count, s->fields, s->field_count * sizeof *s->fields);

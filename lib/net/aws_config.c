@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/grow.h"
+
 #define FILE_MAX (4u << 20)       /* a larger "config file" is some other file */
 #define DEFAULT_SECTION "DEFAULT" /* configparser's: every section inherits it */
 
@@ -160,15 +162,9 @@ static int start_section(struct reader *r, const char *name, size_t len,
         free(own);
         return rc;
     }
-    if (f->count == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 8;
-        struct sk_aws_section *grown = realloc(f->sections, cap * sizeof *grown);
-        if (!grown) {
-            free(own);
-            return nomem(r);
-        }
-        f->sections = grown;
-        f->cap = cap;
+    if (SK_GROW(f->sections, f->cap, f->count + 1, 8)) {
+        free(own);
+        return nomem(r);
     }
     *cur = &f->sections[f->count++];
     memset(*cur, 0, sizeof **cur);
@@ -200,15 +196,9 @@ static int add_key(struct reader *r, struct sk_aws_section *s, const char *text,
         free(own);
         return rc;
     }
-    if (s->count == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 8;
-        struct entry *grown = realloc(s->entries, cap * sizeof *grown);
-        if (!grown) {
-            free(own);
-            return nomem(r);
-        }
-        s->entries = grown;
-        s->cap = cap;
+    if (SK_GROW(s->entries, s->cap, s->count + 1, 8)) {
+        free(own);
+        return nomem(r);
     }
     struct entry *e = &s->entries[s->count];
     memset(e, 0, sizeof *e);

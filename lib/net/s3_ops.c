@@ -19,6 +19,7 @@
 
 #include "net/http.h"
 #include "util/quote.h"
+#include "util/grow.h"
 
 #define LIST_BODY_MAX (64u << 20) /* one page of a listing */
 #define SMALL_BODY_MAX (1u << 20) /* answers to upload requests */
@@ -209,16 +210,10 @@ static void page_add(struct page *pg)
         free(upload_id);
         return;
     }
-    if (pg->count == pg->cap) {
-        size_t cap = pg->cap ? 2 * pg->cap : 1024;
-        struct entry *e = realloc(pg->entries, cap * sizeof *e);
-        if (!e) {
-            pg->nomem = 1;
-            free(upload_id);
-            return;
-        }
-        pg->entries = e;
-        pg->cap = cap;
+    if (SK_GROW(pg->entries, pg->cap, pg->count + 1, 1024)) {
+        pg->nomem = 1;
+        free(upload_id);
+        return;
     }
     char *name = malloc(pg->key_len + 1);
     if (!name) {

@@ -27,6 +27,7 @@
 #include "read/observer.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
+#include "util/grow.h"
 
 #define KEY_SIZE 48
 #define NAME_SIZE 96
@@ -319,13 +320,8 @@ static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct vict
         if (strcmp(rest, ".shard"))
             continue;
         *used += (uint64_t)st.st_size;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            struct victim *p = realloc(*v, cap * sizeof *p);
-            if (!p)
-                break;
-            *v = p;
-        }
+        if (SK_GROW(*v, cap, *n + 1, 64))
+            break;
         struct victim *x = &(*v)[(*n)++];
         memcpy(x->key, key, sizeof key);
         x->used = st.st_atim;

@@ -37,6 +37,7 @@
 #include "util/clock.h"
 #include "util/endian.h"
 #include "util/fsutil.h"
+#include "util/grow.h"
 #include "format/record_internal.h"
 #include "format/shard_reader.h"
 #include "shardkit/dataset.h"
@@ -529,15 +530,7 @@ static int pool_get(struct shard_dataset *ds, struct shard_record_decoder **out,
 static void pool_put(struct shard_dataset *ds, struct shard_record_decoder *dec)
 {
     pthread_mutex_lock(&ds->pool_lock);
-    if (ds->pool_len == ds->pool_cap) {
-        size_t cap = ds->pool_cap ? 2 * ds->pool_cap : 8;
-        struct shard_record_decoder **p = realloc(ds->pool, cap * sizeof *p);
-        if (p) {
-            ds->pool = p;
-            ds->pool_cap = cap;
-        }
-    }
-    if (ds->pool_len < ds->pool_cap) {
+    if (SK_GROW(ds->pool, ds->pool_cap, ds->pool_len + 1, 8) == SHARD_OK) {
         ds->pool[ds->pool_len++] = dec;
         dec = NULL;
     }

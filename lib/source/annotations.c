@@ -19,6 +19,7 @@
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
 #include "util/quote.h"
+#include "util/grow.h"
 #include "source/source_internal.h"
 #include "shardkit/format.h"
 
@@ -207,15 +208,9 @@ static void csv_on_field(void *field, size_t len, void *data)
         s->key.len = 0;
     }
     if (s->header) {
-        if (i == s->field_cap) {
-            size_t cap = s->field_cap ? 2 * s->field_cap : 16;
-            int64_t *p2 = realloc(s->field_col, cap * sizeof *p2);
-            if (!p2) {
-                s->rc = shard_err_set(s->err, SHARD_ENOMEM, "out of memory");
-                return;
-            }
-            s->field_col = p2;
-            s->field_cap = cap;
+        if (SK_GROW(s->field_col, s->field_cap, i + 1, 16)) {
+            s->rc = shard_err_set(s->err, SHARD_ENOMEM, "out of memory");
+            return;
         }
         s->field_col[i] = -1;
         if (len == strlen(KEY_COLUMN) && !memcmp(p, KEY_COLUMN, len))

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "source/source_internal.h"
+#include "util/grow.h"
 
 static const char *const archive_suffixes[] = {
     ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".tzst", ".zip",
@@ -74,14 +75,9 @@ int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
                 st->ignored_special++;
             continue;
         }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            char **p = realloc(list, cap * sizeof *p);
-            if (!p) {
-                rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-                break;
-            }
-            list = p;
+        if (SK_GROW(list, cap, n + 1, 64)) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            break;
         }
         if (!(list[n] = strdup(name)))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");

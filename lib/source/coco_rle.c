@@ -205,25 +205,52 @@ out:
     return rc;
 }
 
-int sk_rle_from_string(const char *s, uint64_t h, uint64_t w, struct sk_rle *r,
-                       struct shard_err *why)
+/* Start r as an h x w mask with room for n counts (none yet): the opening
+ * of the readers of stored counts.  0 or SHARD_ENOMEM. */
+static int rle_begin(struct sk_rle *r, uint64_t h, uint64_t w, size_t n, struct shard_err *why)
 {
     memset(r, 0, sizeof *r);
     r->h = h;
     r->w = w;
-    size_t len = strlen(s);
-    uint64_t *counts = malloc((len ? len : 1) * sizeof *counts);
-    if (!counts)
+    r->counts = malloc((n ? n : 1) * sizeof *r->counts);
+    if (!r->counts)
         return shard_err_set(why, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+/* Close what rle_begin opened (or failed to): with rc 0, r holds its first
+ * n counts once they cover the image exactly; else (rc, or SHARD_ECORRUPT
+ * from that check) r is left without counts, its size kept.  Returns that
+ * outcome. */
+static int rle_finish(struct sk_rle *r, size_t n, int rc, struct shard_err *why)
+{
+    if (rc == SHARD_OK)
+        rc = check_total(r->counts, n, r->h, r->w, why);
+    if (rc) {
+        free(r->counts);
+        r->counts = NULL;
+        n = 0;
+    }
+    r->count = n;
+    return rc;
+}
+
+int sk_rle_from_string(const char *s, uint64_t h, uint64_t w, struct sk_rle *r,
+                       struct shard_err *why)
+{
+    int rc = rle_begin(r, h, w, strlen(s), why);
+    if (rc)
+        return rc;
+    uint64_t *counts = r->counts;
     size_t m = 0, p = 0;
     while (s[p]) {
         int64_t x = 0;
         int k = 0, more = 1;
         while (more) {
             if (s[p] < 48 || s[p] > 111 || k >= STRING_DIGITS_MAX) {
-                free(counts);
-                return shard_err_set(why, SHARD_ECORRUPT, "RLE string is malformed at "
-                                     "character %zu", p);
+                rc = shard_err_set(why, SHARD_ECORRUPT, "RLE string is malformed at "
+                                   "character %zu", p);
+                goto out;
             }
             int c = s[p] - 48;
             x |= (int64_t)(c & 0x1f) << (5 * k);
@@ -236,48 +263,29 @@ int sk_rle_from_string(const char *s, uint64_t h, uint64_t w, struct sk_rle *r,
         if (m > 2)
             x += (int64_t)counts[m - 2];
         if (x < 0) {
-            free(counts);
-            return shard_err_set(why, SHARD_ECORRUPT, "RLE string gives a negative count");
+            rc = shard_err_set(why, SHARD_ECORRUPT, "RLE string gives a negative count");
+            goto out;
         }
         counts[m++] = (uint64_t)x;
     }
-    int rc = check_total(counts, m, h, w, why);
-    if (rc) {
-        free(counts);
-        return rc;
-    }
-    r->counts = counts;
-    r->count = m;
-    return SHARD_OK;
+out:
+    return rle_finish(r, m, rc, why);
 }
 
 int sk_rle_from_counts(const json_t *list, uint64_t h, uint64_t w, struct sk_rle *r,
                        struct shard_err *why)
 {
-    memset(r, 0, sizeof *r);
-    r->h = h;
-    r->w = w;
     size_t n = json_array_size(list);
-    uint64_t *counts = malloc((n ? n : 1) * sizeof *counts);
-    if (!counts)
-        return shard_err_set(why, SHARD_ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) {
+    int rc = rle_begin(r, h, w, n, why);
+    for (size_t i = 0; i < n && rc == SHARD_OK; i++) {
         const json_t *c = json_array_get(list, i);
-        if (!json_is_integer(c) || json_integer_value(c) < 0) {
-            free(counts);
-            return shard_err_set(why, SHARD_ECORRUPT, "RLE count %zu is no non-negative "
-                                 "integer", i);
-        }
-        counts[i] = (uint64_t)json_integer_value(c);
+        if (!json_is_integer(c) || json_integer_value(c) < 0)
+            rc = shard_err_set(why, SHARD_ECORRUPT, "RLE count %zu is no non-negative "
+                               "integer", i);
+        else
+            r->counts[i] = (uint64_t)json_integer_value(c);
     }
-    int rc = check_total(counts, n, h, w, why);
-    if (rc) {
-        free(counts);
-        return rc;
-    }
-    r->counts = counts;
-    r->count = n;
-    return SHARD_OK;
+    return rle_finish(r, n, rc, why);
 }
 
 void sk_rle_paint(const struct sk_rle *r, uint32_t value, struct shard_image *mask)

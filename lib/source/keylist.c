@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "source/source_internal.h"
+#include "util/grow.h"
 
 #define KEYLIST_INITIAL_KEYS 1024
 #define KEYLIST_INITIAL_ARENA (64 * 1024)
@@ -28,24 +29,6 @@
 /* Bytes per sort digit: the size of a head. */
 #define DIGIT_BYTES 8
 
-/* Grow *cap geometrically until it holds `need`; 0, or SHARD_ENOMEM when
- * `need` is above `max`. */
-static int grow_capacity(size_t *cap, size_t need, size_t initial, size_t max)
-{
-    size_t c = *cap ? *cap : initial;
-    while (c < need) {
-        if (c > max / 2) {
-            if (need > max)
-                return SHARD_ENOMEM;
-            c = max;
-            break;
-        }
-        c *= 2;
-    }
-    *cap = c;
-    return 0;
-}
-
 int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
                       struct shard_err *err)
 {
@@ -53,35 +36,19 @@ int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
     if (len > UINT32_MAX || memchr(key, '\0', len))
         return shard_err_set(err, SHARD_EINVAL, "key of %zu bytes is too long or contains NUL",
                              len);
-    if (l->count == l->cap) {
-        size_t cap = l->cap;
-        size_t max = SIZE_MAX / sizeof *l->offsets;
-        if (grow_capacity(&cap, l->count + 1, KEYLIST_INITIAL_KEYS, max))
-            return shard_err_set(err, SHARD_ENOMEM, "too many keys");
-        uint64_t *offsets = realloc(l->offsets, cap * sizeof *offsets);
-        if (!offsets)
-            return shard_err_set(err, SHARD_ENOMEM, "cannot grow the key list to %zu keys", cap);
-        l->offsets = offsets;
-        uint32_t *lengths = realloc(l->lengths, cap * sizeof *lengths);
-        if (!lengths)
-            return shard_err_set(err, SHARD_ENOMEM, "cannot grow the key list to %zu keys", cap);
-        l->lengths = lengths;
-        l->cap = cap;
-    }
+    /* offsets and lengths grow alike: l->cap is the capacity of both once
+     * both have grown */
+    size_t offsets_cap = l->cap, lengths_cap = l->cap;
+    if (SK_GROW(l->offsets, offsets_cap, l->count + 1, KEYLIST_INITIAL_KEYS) ||
+        SK_GROW(l->lengths, lengths_cap, l->count + 1, KEYLIST_INITIAL_KEYS))
+        return shard_err_set(err, SHARD_ENOMEM, "cannot grow the key list to %zu keys",
+                             l->count + 1);
+    l->cap = lengths_cap;
     if (len + 1 > SIZE_MAX - l->arena_len)
         return shard_err_set(err, SHARD_ENOMEM, "key arena overflow");
     size_t need = l->arena_len + len + 1;
-    if (need > l->arena_cap) {
-        size_t cap = l->arena_cap;
-        if (grow_capacity(&cap, need, KEYLIST_INITIAL_ARENA, SIZE_MAX))
-            return shard_err_set(err, SHARD_ENOMEM, "key arena overflow");
-        char *arena = realloc(l->arena, cap);
-        if (!arena)
-            return shard_err_set(err, SHARD_ENOMEM, "cannot grow the key arena to %zu bytes",
-                                 cap);
-        l->arena = arena;
-        l->arena_cap = cap;
-    }
+    if (SK_GROW(l->arena, l->arena_cap, need, KEYLIST_INITIAL_ARENA))
+        return shard_err_set(err, SHARD_ENOMEM, "cannot grow the key arena to %zu bytes", need);
     memcpy(l->arena + l->arena_len, key, len);
     l->arena[l->arena_len + len] = '\0';
     l->offsets[l->count] = l->arena_len;
@@ -258,16 +225,8 @@ static int push_range(struct range_stack *st, size_t lo, size_t hi, size_t depth
 {
     if (hi - lo < 2)
         return 0;
-    if (st->len == st->cap) {
-        size_t cap = st->cap;
-        if (grow_capacity(&cap, st->len + 1, 64, SIZE_MAX / sizeof *st->items))
-            return SHARD_ENOMEM;
-        struct range *p = realloc(st->items, cap * sizeof *p);
-        if (!p)
-            return SHARD_ENOMEM;
-        st->items = p;
-        st->cap = cap;
-    }
+    if (SK_GROW(st->items, st->cap, st->len + 1, 64))
+        return SHARD_ENOMEM;
     st->items[st->len++] = (struct range){lo, hi, depth, budget};
     return 0;
 }

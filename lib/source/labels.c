@@ -19,6 +19,7 @@
 
 #include "util/fsutil.h"
 #include "util/quote.h"
+#include "util/grow.h"
 #include "source/source_internal.h"
 
 #define REGEX_PREFIX "regex:"
@@ -150,19 +151,8 @@ static void csv_on_field(void *field, size_t len, void *data)
 static int add_row(struct shard_labeler *lb, const char *key, size_t key_len, const char *label,
                    size_t label_len, uint64_t line, struct shard_err *err)
 {
-    if (lb->count == lb->cap) {
-        size_t cap = lb->cap ? lb->cap : 1024;
-        if (lb->cap) {
-            if (cap > SIZE_MAX / 2 / sizeof *lb->rows)
-                return shard_err_set(err, SHARD_ENOMEM, "too many label rows");
-            cap *= 2;
-        }
-        struct label_row *rows = realloc(lb->rows, cap * sizeof *rows);
-        if (!rows)
-            return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %zu label rows", cap);
-        lb->rows = rows;
-        lb->cap = cap;
-    }
+    if (SK_GROW(lb->rows, lb->cap, lb->count + 1, 1024))
+        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %zu label rows", lb->count + 1);
     size_t label_off = lb->labels.len;
     int rc = shard_keylist_add(&lb->keys, key, key_len, err);
     if (rc == 0)

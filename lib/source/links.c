@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "source/source_internal.h"
+#include "util/grow.h"
 
 #define NONE UINT64_MAX
 
@@ -91,14 +92,8 @@ int sk_links_note(struct sk_links *l, const struct shard_archive *a, uint64_t ca
     const char *target = shard_archive_link(a, &len, &link_only);
     if (!target)
         return SHARD_OK;
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        struct link *p = cap < SIZE_MAX / sizeof *p ? realloc(l->links, cap * sizeof *p) : NULL;
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        l->links = p;
-        l->cap = cap;
-    }
+    if (SK_GROW(l->links, l->cap, l->count + 1, 64))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     size_t off = l->targets.len;
     int rc = shard_buf_append(&l->targets, target, len + 1, err);
     if (rc)

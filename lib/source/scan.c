@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "source/source_internal.h"
+#include "util/grow.h"
 
 /* Deepest directory nesting we walk (one open descriptor per level). */
 #define SCAN_MAX_DEPTH 128
@@ -112,15 +113,8 @@ void sk_refusals_sort(struct shard_refusals *r)
 int sk_refusals_add(struct shard_refusals *r, const char *key, size_t len, const char *reason,
                     struct shard_err *err)
 {
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 16;
-        struct shard_refusal *p = cap < SIZE_MAX / sizeof *p ? realloc(r->items, cap * sizeof *p)
-                                                             : NULL;
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        r->items = p;
-        r->cap = cap;
-    }
+    if (SK_GROW(r->items, r->cap, r->count + 1, 16))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_refusal *it = &r->items[r->count];
     it->key = malloc(len + 1);
     it->key_len = len;

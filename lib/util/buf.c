@@ -4,24 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
+
 int shard_buf_reserve(struct shard_buf *b, size_t cap, struct shard_err *err)
 {
-    if (cap <= b->cap)
-        return SHARD_OK;
     /* Grow geometrically so repeated appends stay linear. */
-    size_t want = b->cap ? b->cap : 256;
-    while (want < cap) {
-        if (want > SIZE_MAX / 2) {
-            want = cap;
-            break;
-        }
-        want *= 2;
-    }
-    uint8_t *p = realloc(b->data, want);
-    if (!p)
-        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %zu bytes", want);
-    b->data = p;
-    b->cap = want;
+    if (SK_GROW(b->data, b->cap, cap, 256))
+        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate %zu bytes", cap);
     return SHARD_OK;
 }
 

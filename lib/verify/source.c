@@ -35,6 +35,7 @@
 #include "util/jsonkey.h"
 #include "util/fsutil.h"
 #include "util/quote.h"
+#include "util/grow.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"
 #include "verify/verify_internal.h"
@@ -81,7 +82,7 @@ struct source_run {
     struct shard_keylist found_keys;
     struct found *found;
     uint64_t found_count;
-    uint64_t found_cap;
+    size_t found_cap;
     struct shard_refusals refused;
     struct hidden *hidden;
     uint64_t hidden_count;
@@ -145,14 +146,8 @@ static void source_release(struct source_run *s)
 
 static int add_found(struct source_run *s, const char *key, size_t len, struct shard_err *err)
 {
-    if (s->found_count == s->found_cap) {
-        uint64_t cap = s->found_cap ? 2 * s->found_cap : 1024;
-        struct found *p = realloc(s->found, cap * sizeof *p);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        s->found = p;
-        s->found_cap = cap;
-    }
+    if (SK_GROW(s->found, s->found_cap, s->found_count + 1, 1024))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct found *f = &s->found[s->found_count];
     memset(f, 0, sizeof *f);
     f->key = s->found_keys.count;

@@ -40,6 +40,7 @@
 #include "util/endian.h"
 #include "util/jsonkey.h"
 #include "util/quote.h"
+#include "util/grow.h"
 #include "verify/verify_internal.h"
 
 #define NONE UINT32_MAX
@@ -81,7 +82,7 @@ struct source_fields {
     uint32_t suffix_count;
     struct side_file *files;
     uint64_t file_count;
-    uint64_t file_cap;
+    size_t file_cap;
     /* the annotation table (--annotations) */
     struct sk_annotations *table;
     struct sk_annotation_column *cols;
@@ -94,10 +95,10 @@ struct source_fields {
     /* the fields each sample's line names */
     struct shard_field_source *sources;
     uint64_t source_count;
-    uint64_t source_cap;
+    size_t source_cap;
     struct kept_sample *kept;
     uint64_t kept_count;              /* samples kept: 0, 1, ... */
-    uint64_t kept_cap;
+    size_t kept_cap;
 };
 
 static int stored_as_is(enum shard_field_type t)
@@ -248,26 +249,18 @@ struct sk_sidecars *sk_source_fields_sidecars(struct source_fields *sf)
 
 /* ---- sidecar files ------------------------------------------------------------------ */
 
-/* Room for `need` items of `size` bytes in *items (of *cap): doubled as
- * needed, from 1024. */
-static int grow(void **items, uint64_t *cap, uint64_t need, size_t size, struct shard_err *err)
+/* Room for `need` items in the array *items points to (of *cap): sk_grow
+ * from 1024, out of memory said in err. */
+static int grow(void *items, size_t *cap, size_t need, size_t size, struct shard_err *err)
 {
-    if (need <= *cap)
-        return SHARD_OK;
-    uint64_t c = *cap ? 2 * *cap : 1024;
-    while (c < need)
-        c *= 2;
-    void *p = c <= SIZE_MAX / size ? realloc(*items, c * size) : NULL;
-    if (!p)
+    if (sk_grow(items, cap, need, size, 1024))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    *items = p;
-    *cap = c;
     return SHARD_OK;
 }
 
 static int add_file(struct source_fields *sf, struct shard_err *err)
 {
-    int rc = grow((void **)&sf->files, &sf->file_cap, sf->file_count + 1, sizeof *sf->files, err);
+    int rc = grow(&sf->files, &sf->file_cap, sf->file_count + 1, sizeof *sf->files, err);
     if (!rc)
         memset(&sf->files[sf->file_count++], 0, sizeof *sf->files);
     return rc;
@@ -494,9 +487,9 @@ int sk_source_fields_keep(struct source_fields *sf, uint64_t sample, const struc
 {
     if (!sf)
         return SHARD_OK;
-    int rc = grow((void **)&sf->kept, &sf->kept_cap, sample + 1, sizeof *sf->kept, err);
+    int rc = grow(&sf->kept, &sf->kept_cap, sample + 1, sizeof *sf->kept, err);
     if (!rc)
-        rc = grow((void **)&sf->sources, &sf->source_cap, sf->source_count + smp->field_count,
+        rc = grow(&sf->sources, &sf->source_cap, sf->source_count + smp->field_count,
                   sizeof *sf->sources, err);
     if (rc)
         return rc;

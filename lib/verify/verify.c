@@ -15,6 +15,7 @@
 
 #include "read/dataset_internal.h"
 #include "util/fsutil.h"
+#include "util/grow.h"
 #include "shardkit/source.h"
 #include "verify/verify_internal.h"
 
@@ -100,15 +101,9 @@ int sk_verify_problem(struct verify_run *v, enum shard_check check, int code, in
         rc = SHARD_ENOMEM;
         goto drop;
     }
-    if (r->problem_count == v->problems_cap) {
-        uint64_t cap = v->problems_cap ? 2 * v->problems_cap : 64;
-        struct shard_problem *grown = realloc(r->problems, cap * sizeof *grown);
-        if (!grown) {
-            rc = SHARD_ENOMEM;
-            goto drop;
-        }
-        r->problems = grown;
-        v->problems_cap = cap;
+    if (SK_GROW(r->problems, v->problems_cap, r->problem_count + 1, 64)) {
+        rc = SHARD_ENOMEM;
+        goto drop;
     }
     r->problems[r->problem_count++] = p;
     pthread_mutex_unlock(&v->lock);

@@ -47,7 +47,7 @@ struct verify_run {
     uint64_t *record_field_samples;        /* --deep: per field, records that hold it */
     uint64_t record_sidecars;              /* --deep: values of sidecar fields the records hold */
     pthread_mutex_t lock;                  /* guards the report's problem list */
-    uint64_t problems_cap;
+    size_t problems_cap;
 };
 
 /* Add a problem (thread-safe).  shard/record are -1 when not applicable,

@@ -339,6 +339,14 @@ static inline void mkds_build_opts(struct mkds *d, const uint64_t *counts, uint3
     shard_record_encoder_free(enc);
 }
 
+/* The options of a version 2 dataset whose samples carry the fields,
+ * nothing duplicated or damaged. */
+static inline struct mkds_options mkds_fields_options(void)
+{
+    struct mkds_options o = {1, -1, -1, 0, -1};
+    return o;
+}
+
 /* Without fields; sample duplicate_of_first (>= 0) gets the key of sample 0. */
 static inline void mkds_build_with(struct mkds *d, const uint64_t *counts, uint32_t shards,
                                    int64_t duplicate_of_first)
@@ -397,23 +405,44 @@ static inline void mkds_flip(const struct mkds *d, const char *name, size_t pos)
     free(buf);
 }
 
-/* cmocka fixtures over a dataset built by mkds_build (include cmocka.h
- * first): the group setup builds one with `counts` in *state, the teardown
- * removes it; mkds_open opens it or fails the test. */
-static inline int mkds_setup_counts(void **state, const uint64_t *counts, size_t shards)
+/* A dataset built as o says, in a malloc'd struct (NULL when out of
+ * memory); mkds_free removes and frees it (and accepts NULL). */
+static inline struct mkds *mkds_new(const uint64_t *counts, uint32_t shards,
+                                    const struct mkds_options *o)
 {
     struct mkds *d = malloc(sizeof *d);
+    if (d)
+        mkds_build_opts(d, counts, shards, o);
+    return d;
+}
+
+static inline void mkds_free(struct mkds *d)
+{
     if (!d)
-        return -1;
-    mkds_build(d, counts, shards);
-    *state = d;
-    return 0;
+        return;
+    mkds_remove(d);
+    free(d);
+}
+
+/* cmocka fixtures over a dataset built by mkds_build (include cmocka.h
+ * first): a setup builds one with `counts` (and options o) in *state, the
+ * teardown removes it; mkds_open opens it or fails the test. */
+static inline int mkds_setup_opts(void **state, const uint64_t *counts, size_t shards,
+                                  const struct mkds_options *o)
+{
+    *state = mkds_new(counts, (uint32_t)shards, o);
+    return *state ? 0 : -1;
+}
+
+static inline int mkds_setup_counts(void **state, const uint64_t *counts, size_t shards)
+{
+    struct mkds_options o = {0, -1, -1, 0, -1};
+    return mkds_setup_opts(state, counts, shards, &o);
 }
 
 static inline int mkds_teardown(void **state)
 {
-    mkds_remove(*state);
-    free(*state);
+    mkds_free(*state);
     return 0;
 }
 

@@ -24,35 +24,17 @@ static const uint64_t counts[] = {9, 1, 0, 14, 7};
 #define SHARDS (sizeof counts / sizeof *counts)
 #define SAMPLES 31
 
-static struct mkds_options fields_options(void)
-{
-    struct mkds_options o = {1, -1, -1, 0, -1};
-    return o;
-}
-
 static struct mkds *build(const struct mkds_options *o)
 {
-    struct mkds *d = malloc(sizeof *d);
+    struct mkds *d = mkds_new(counts, SHARDS, o);
     assert_non_null(d);
-    mkds_build_opts(d, counts, SHARDS, o);
     return d;
-}
-
-static void drop(struct mkds *d)
-{
-    mkds_remove(d);
-    free(d);
 }
 
 static int setup(void **state)
 {
-    struct mkds_options o = fields_options();
-    struct mkds *d = malloc(sizeof *d);
-    if (!d)
-        return -1;
-    mkds_build_opts(d, counts, SHARDS, &o);
-    *state = d;
-    return 0;
+    struct mkds_options o = mkds_fields_options();
+    return mkds_setup_opts(state, counts, SHARDS, &o);
 }
 
 /* The fields sample g has, as mkds_field_value makes them, in field order:
@@ -163,7 +145,7 @@ static void test_iterator_items_carry_fields(void **state)
 static void test_a_version_1_dataset_reads_as_before(void **state)
 {
     (void)state;
-    struct mkds_options o = fields_options();
+    struct mkds_options o = mkds_fields_options();
     o.fields = 0;
     struct mkds *d = build(&o);
     struct shard_dataset *ds = mkds_open(d);
@@ -188,14 +170,14 @@ static void test_a_version_1_dataset_reads_as_before(void **state)
     }
     shard_item_release(&it);
     shard_dataset_close(ds);
-    drop(d);
+    mkds_free(d);
 }
 
 /* Read sample g of a dataset built with `damage` at g: SHARD_ECORRUPT
  * naming the record and saying `why`; the samples around it read. */
 static void assert_damage_named(enum mkds_damage damage, uint64_t g, const char *why)
 {
-    struct mkds_options o = fields_options();
+    struct mkds_options o = mkds_fields_options();
     o.damaged = (int64_t)g;
     o.damage = damage;
     struct mkds *d = build(&o);
@@ -225,7 +207,7 @@ static void assert_damage_named(enum mkds_damage damage, uint64_t g, const char 
     assert_pixels(&it, g);
     shard_item_release(&it);
     shard_dataset_close(ds);
-    drop(d);
+    mkds_free(d);
 }
 
 static void test_a_field_that_contradicts_the_manifest_is_damage_named(void **state)
@@ -247,7 +229,7 @@ static void test_a_shard_of_the_other_version_is_damage_named(void **state)
     memset(&it, 0, sizeof it);
     struct shard_err err;
     for (int fields = 0; fields <= 1; fields++) {
-        struct mkds_options o = fields_options();
+        struct mkds_options o = mkds_fields_options();
         o.fields = fields;
         o.odd_shard = 3;
         struct mkds *d = build(&o);
@@ -273,7 +255,7 @@ static void test_a_shard_of_the_other_version_is_damage_named(void **state)
         else
             assert_int_equal(it.field_count, 0);
         shard_dataset_close(ds);
-        drop(d);
+        mkds_free(d);
     }
     shard_item_release(&it);
 }
@@ -419,7 +401,7 @@ static void test_batches_carry_the_selected_fields(void **state)
 static void test_skipped_samples_leave_the_fields_aligned(void **state)
 {
     (void)state;
-    struct mkds_options mo = fields_options();
+    struct mkds_options mo = mkds_fields_options();
     mo.damaged = 5;
     mo.damage = MKDS_WRONG_TYPE;
     struct mkds *d = build(&mo);
@@ -453,7 +435,7 @@ static void test_skipped_samples_leave_the_fields_aligned(void **state)
     o.field_count = 0;
     assert_int_equal(check_epoch(ds, NULL, &o, &skipped), SAMPLES);
     shard_dataset_close(ds);
-    drop(d);
+    mkds_free(d);
 
     /* a record is damaged whichever of its fields is: a JSON value that does
      * not parse fails a loader that carries only the caption */
@@ -468,7 +450,7 @@ static void test_skipped_samples_leave_the_fields_aligned(void **state)
     assert_int_equal(check_epoch(ds, NULL, &o, &skipped), SAMPLES - 1);
     assert_int_equal(skipped, 1);
     shard_dataset_close(ds);
-    drop(d);
+    mkds_free(d);
 }
 
 static void test_a_field_selection_is_checked(void **state)
@@ -493,7 +475,7 @@ static void test_a_field_selection_is_checked(void **state)
     shard_dataset_close(ds);
 
     /* a version 1 dataset declares none */
-    struct mkds_options mo = fields_options();
+    struct mkds_options mo = mkds_fields_options();
     mo.fields = 0;
     struct mkds *v1 = build(&mo);
     ds = mkds_open(v1);
@@ -502,7 +484,7 @@ static void test_a_field_selection_is_checked(void **state)
     assert_int_equal(shard_loader_new(&l, ds, NULL, &o, &err), SHARD_EINVAL);
     assert_string_equal(err.msg, "field 0 is not declared (the dataset declares 0)");
     shard_dataset_close(ds);
-    drop(v1);
+    mkds_free(v1);
 }
 
 int main(void)

@@ -121,6 +121,17 @@ static void build(struct mkds *d, int64_t damaged, enum mkds_damage damage, int6
     make_identities_real(d);
 }
 
+/* The fixture of the tests that change a clean dataset: built as build()
+ * does, in *state; mkds_teardown removes it. */
+static int setup_clean(void **state)
+{
+    struct mkds_options o = mkds_fields_options();
+    if (mkds_setup_opts(state, counts, SHARDS, &o))
+        return -1;
+    make_identities_real(*state);
+    return 0;
+}
+
 /* Shard s written again, record r's field area replaced by `set` (the
  * rest copied frame for frame), and the manifest's size and xxh3 of it. */
 static void replace_fields(struct mkds *d, uint32_t s, uint64_t r,
@@ -215,17 +226,14 @@ static void assert_record_named(uint32_t s, uint64_t r, const char *key,
 
 static void test_a_clean_dataset_with_fields_verifies_deep(void **state)
 {
-    (void)state;
-    struct mkds d;
-    build(&d, -1, 0, -1);
+    struct mkds *d = *state;
     struct shard_verify_report r;
-    verify(&d, 1, &r);
+    verify(d, 1, &r);
     print_problems(&r);
     assert_int_equal(r.problem_count, 0);
     assert_int_equal(r.fields, MKDS_FIELDS);
     assert_int_equal(r.deep.items, SAMPLES);
     shard_verify_report_release(&r);
-    mkds_remove(&d);
 }
 
 /* What the reader refuses (shardkit/dataset.h): shardcheck names it. */
@@ -314,17 +322,15 @@ static void test_a_damaged_field_area_is_named_not_followed(void **state)
 
 static void test_a_record_without_its_required_field_or_with_another_field_set(void **state)
 {
-    (void)state;
-    struct mkds d;
-    build(&d, -1, 0, -1);
+    struct mkds *d = *state;
     struct shard_field_set set = {0};
     fields_with(4, MKDS_IDS, 0, NULL, 0, &set); /* ids, required, left out */
-    replace_fields(&d, 1, 0, &set);             /* sample 4: "bee/g0004.png" */
+    replace_fields(d, 1, 0, &set);              /* sample 4: "bee/g0004.png" */
     uint8_t caption[] = "a caption the line does not name";
     fields_with(2, MKDS_CAPTION, SHARD_FIELD_TEXT, caption, sizeof caption - 1, &set);
-    replace_fields(&d, 0, 2, &set); /* sample 2 has no caption (2 % 5 == 2) */
+    replace_fields(d, 0, 2, &set); /* sample 2 has no caption (2 % 5 == 2) */
     struct shard_verify_report r;
-    verify(&d, 1, &r);
+    verify(d, 1, &r);
     assert_problem(&r, SHARD_CHECK_RECORD, 1, 0, "bee/g0004.png",
                    "no field 'ids', which the config requires", NULL);
     assert_problem(&r, SHARD_CHECK_RECORD, 1, 0, "bee/g0004.png",
@@ -338,14 +344,11 @@ static void test_a_record_without_its_required_field_or_with_another_field_set(v
                    NULL);
     shard_field_set_release(&set);
     shard_verify_report_release(&r);
-    mkds_remove(&d);
 }
 
 static void test_a_stored_text_that_is_not_its_source_is_named(void **state)
 {
-    (void)state;
-    struct mkds d;
-    build(&d, -1, 0, -1);
+    struct mkds *d = *state;
     /* a caption of the same length but other bytes than the line names */
     uint8_t v[MKDS_VALUE_MAX];
     size_t len;
@@ -353,15 +356,14 @@ static void test_a_stored_text_that_is_not_its_source_is_named(void **state)
     v[0] ^= 0x20;
     struct shard_field_set set = {0};
     fields_with(3, MKDS_CAPTION, SHARD_FIELD_TEXT, v, len, &set);
-    replace_fields(&d, 0, 3, &set); /* sample 3: "g0003.png" */
+    replace_fields(d, 0, 3, &set); /* sample 3: "g0003.png" */
     struct shard_verify_report r;
-    verify(&d, 1, &r);
+    verify(d, 1, &r);
     assert_problem(&r, SHARD_CHECK_RECORD, 0, 3, "g0003.png", "field 'caption' holds",
                    "not the value index.jsonl names", NULL);
     assert_int_equal(r.problem_count, 1);
     shard_verify_report_release(&r);
     shard_field_set_release(&set);
-    mkds_remove(&d);
 }
 
 static void test_a_shard_of_the_other_version_is_named(void **state)
@@ -440,19 +442,16 @@ static void undeclared_and_unrequired(uint64_t g, struct shard_sample *s, char *
 
 static void test_index_lines_that_contradict_the_config_are_named(void **state)
 {
-    (void)state;
-    struct mkds d;
-    build(&d, -1, 0, -1);
-    edit_index(&d, undeclared_and_unrequired);
+    struct mkds *d = *state;
+    edit_index(d, undeclared_and_unrequired);
     struct shard_verify_report r;
-    verify(&d, 1, &r);
+    verify(d, 1, &r);
     assert_problem(&r, SHARD_CHECK_INDEX, -1, -1, "line 2", "field 'bogus' is not declared", NULL);
     assert_problem(&r, SHARD_CHECK_INDEX, 0, 3, "index.jsonl line 4 (key 'g0003.png')",
                    "no field 'ids', which the config requires", NULL);
     assert_problem(&r, SHARD_CHECK_RECORD, 0, 3, "g0003.png",
                    "holds field 'ids', index.jsonl says it has none", NULL);
     shard_verify_report_release(&r);
-    mkds_remove(&d);
 }
 
 static void more_captions(struct shard_manifest *m)
@@ -463,18 +462,16 @@ static void more_captions(struct shard_manifest *m)
 
 static void test_field_counts_that_differ_from_the_lines_and_records(void **state)
 {
-    (void)state;
-    struct mkds d;
-    build(&d, -1, 0, -1);
+    struct mkds *d = *state;
     struct shard_manifest m;
     struct shard_err err;
-    assert_int_equal(shard_manifest_load(d.dir, &m, &err), 0);
+    assert_int_equal(shard_manifest_load(d->dir, &m, &err), 0);
     uint64_t captions = m.field_samples[MKDS_CAPTION], sidecars = m.sidecars;
     more_captions(&m);
-    assert_int_equal(shard_manifest_write(d.dir, &m, &err), 0);
+    assert_int_equal(shard_manifest_write(d->dir, &m, &err), 0);
     shard_manifest_release(&m);
     struct shard_verify_report r;
-    verify(&d, 1, &r);
+    verify(d, 1, &r);
     char names[96], holds[96], side[96];
     snprintf(names, sizeof names, "index.jsonl names %llu samples with it, manifest says %llu",
              (unsigned long long)captions, (unsigned long long)captions + 1);
@@ -488,17 +485,14 @@ static void test_field_counts_that_differ_from_the_lines_and_records(void **stat
     assert_problem(&r, SHARD_CHECK_COUNTS, -1, -1, "counts.sidecars", side, NULL);
     assert_int_equal(r.problem_count, 4); /* caption and sidecars, by lines and by records */
     shard_verify_report_release(&r);
-    mkds_remove(&d);
 }
 
 static void test_orphans_listed_out_of_order_or_not_sidecars_are_named(void **state)
 {
-    (void)state;
-    struct mkds d;
-    build(&d, -1, 0, -1);
+    struct mkds *d = *state;
     struct shard_manifest m;
     struct shard_err err;
-    assert_int_equal(shard_manifest_load(d.dir, &m, &err), 0);
+    assert_int_equal(shard_manifest_load(d->dir, &m, &err), 0);
     static const char *const keys[] = {"b/x.txt", "a/y.txt", "a/y.txt", "a/z.png"};
     free(m.orphans);
     m.orphan_count = 4;
@@ -507,32 +501,38 @@ static void test_orphans_listed_out_of_order_or_not_sidecars_are_named(void **st
         m.orphans[i].key = strdup(keys[i]);
         m.orphans[i].key_len = strlen(keys[i]);
     }
-    assert_int_equal(shard_manifest_write(d.dir, &m, &err), 0);
+    assert_int_equal(shard_manifest_write(d->dir, &m, &err), 0);
     shard_manifest_release(&m);
     struct shard_verify_report r;
-    verify(&d, 0, &r);
+    verify(d, 0, &r);
     assert_problem(&r, SHARD_CHECK_MANIFEST, -1, -1,
                    "orphan 'a/y.txt' is listed twice or out of key order", NULL);
     assert_problem(&r, SHARD_CHECK_MANIFEST, -1, -1, "orphan 'a/z.png' is not named like a sidecar",
                    NULL);
     assert_int_equal(r.problem_count, 3); /* a/y.txt after b/x.txt, a/y.txt again, a/z.png */
     shard_verify_report_release(&r);
-    mkds_remove(&d);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_clean_dataset_with_fields_verifies_deep),
+        cmocka_unit_test_setup_teardown(test_a_clean_dataset_with_fields_verifies_deep, setup_clean,
+                                        mkds_teardown),
         cmocka_unit_test(test_records_that_contradict_the_declarations_are_named),
         cmocka_unit_test(test_values_invalid_for_their_type_are_named),
         cmocka_unit_test(test_a_damaged_field_area_is_named_not_followed),
-        cmocka_unit_test(test_a_record_without_its_required_field_or_with_another_field_set),
-        cmocka_unit_test(test_a_stored_text_that_is_not_its_source_is_named),
+        cmocka_unit_test_setup_teardown(
+            test_a_record_without_its_required_field_or_with_another_field_set, setup_clean,
+            mkds_teardown),
+        cmocka_unit_test_setup_teardown(test_a_stored_text_that_is_not_its_source_is_named,
+                                        setup_clean, mkds_teardown),
         cmocka_unit_test(test_a_shard_of_the_other_version_is_named),
-        cmocka_unit_test(test_index_lines_that_contradict_the_config_are_named),
-        cmocka_unit_test(test_field_counts_that_differ_from_the_lines_and_records),
-        cmocka_unit_test(test_orphans_listed_out_of_order_or_not_sidecars_are_named),
+        cmocka_unit_test_setup_teardown(test_index_lines_that_contradict_the_config_are_named,
+                                        setup_clean, mkds_teardown),
+        cmocka_unit_test_setup_teardown(test_field_counts_that_differ_from_the_lines_and_records,
+                                        setup_clean, mkds_teardown),
+        cmocka_unit_test_setup_teardown(test_orphans_listed_out_of_order_or_not_sidecars_are_named,
+                                        setup_clean, mkds_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

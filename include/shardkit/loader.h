@@ -324,10 +324,19 @@ struct shard_loader_options {
                                       * own thread does the work inside next() */
     uint32_t prefetch;               /* batches in flight; 0: 2 */
     int skip_errors;                 /* 1: leave damaged samples out, counted */
-    /* One of `parts` loaders sharing this rank's epoch (e.g. DataLoader
-     * worker processes): this one makes only the batches b with
-     * b % parts == part, numbered as in the whole epoch.  parts 0 or 1: all. */
-    uint32_t part, parts;
+    /* Worker `worker` of `workers` loaders sharing this rank's epoch (e.g.
+     * DataLoader worker processes): this one makes only the batches b with
+     * b % workers == worker, numbered as in the whole epoch.  workers 0 or 1:
+     * all.  `part` and `parts` are the deprecated older names of the same
+     * members (shardkit 0.1.0's; same offsets, same layout). */
+    union {
+        uint32_t worker;
+        uint32_t part SHARD_DEPRECATED("use worker");
+    };
+    union {
+        uint32_t workers;
+        uint32_t parts SHARD_DEPRECATED("use workers");
+    };
     /* The fields each batch carries: field_count field numbers (indices into
      * the manifest's config.fields, none twice), copied; NULL and 0: none. */
     const uint32_t *fields;
@@ -339,7 +348,7 @@ struct shard_loader_options {
 };
 
 /* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan, 2 threads,
- * prefetch 0 (= 2), skip_errors 0, part 0 of 1, no fields, box_min_size 1. */
+ * prefetch 0 (= 2), skip_errors 0, worker 0 of 1, no fields, box_min_size 1. */
 SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
 
 struct shard_loader;
@@ -359,7 +368,7 @@ SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *
  * stay valid.  Accepts NULL. */
 SHARD_API void shard_loader_free(struct shard_loader *l);
 
-/* Batches per epoch this loader makes (for this rank and part; the same for
+/* Batches per epoch this loader makes (for this rank and worker; the same for
  * every epoch). */
 SHARD_API uint64_t shard_loader_batch_count(const struct shard_loader *l);
 /* Plan entries per epoch for this rank, and how many of them drop_last

@@ -772,8 +772,9 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     if (!(o->box_min_size >= 0 && o->box_min_size < 1e30))
         return shard_err_set(err, SHARD_EINVAL, "box_min_size %g is not a size in pixels",
                              o->box_min_size);
-    if (o->parts > 1 && o->part >= o->parts)
-        return shard_err_set(err, SHARD_EINVAL, "part %u is outside %u parts", o->part, o->parts);
+    if (o->workers > 1 && o->worker >= o->workers)
+        return shard_err_set(err, SHARD_EINVAL, "worker %u is outside %u workers", o->worker,
+                             o->workers);
     struct shard_loader *l = calloc(1, sizeof *l);
     if (!l)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -782,8 +783,8 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     l->o = *o;
     if (!l->o.prefetch)
         l->o.prefetch = DEFAULT_PREFETCH;
-    if (l->o.parts <= 1)
-        l->o.part = 0, l->o.parts = 1;
+    if (l->o.workers <= 1)
+        l->o.worker = 0, l->o.workers = 1;
     l->identity = sk_augment_is_identity(augment);
     l->crop_first = !l->identity && sk_augment_starts_with_crop(augment);
     l->fixed = augment && shard_augment_fixed_size(augment, &l->fixed_w, &l->fixed_h);
@@ -808,9 +809,9 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     uint64_t full = l->plan_count / o->batch_size, rest = l->plan_count % o->batch_size;
     l->dropped = o->drop_last ? rest : 0;
     l->epoch_batches = full + (rest && !o->drop_last);
-    /* this part's batches: b = part, part + parts, ... below epoch_batches */
-    l->batches = l->o.part < l->epoch_batches
-                     ? (l->epoch_batches - l->o.part + l->o.parts - 1) / l->o.parts
+    /* this worker's batches: b = worker, worker + workers, ... below epoch_batches */
+    l->batches = l->o.worker < l->epoch_batches
+                     ? (l->epoch_batches - l->o.worker + l->o.workers - 1) / l->o.workers
                      : 0;
     if (!(l->pool = calloc(1, sizeof *l->pool))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -965,7 +966,7 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     const uint64_t size = l->o.batch_size, end = shard_plan_count(plan) - l->dropped;
     l->list_len = 0;
     for (uint64_t i = first; i < l->batches; i++) {
-        uint64_t b = l->o.part + i * l->o.parts;
+        uint64_t b = l->o.worker + i * l->o.workers;
         l->list_len += (b + 1) * size <= end ? size : end - b * size;
     }
     l->list = malloc((l->list_len ? l->list_len : 1) * sizeof *l->list);
@@ -976,7 +977,7 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     }
     uint64_t at = 0;
     for (uint64_t i = first; i < l->batches; i++) {
-        uint64_t b = l->o.part + i * l->o.parts;
+        uint64_t b = l->o.worker + i * l->o.workers;
         uint64_t n = (b + 1) * size <= end ? size : end - b * size;
         memcpy(l->list + at, shard_plan_indices(plan) + b * size, n * sizeof *l->list);
         at += n;
@@ -1039,7 +1040,7 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         count = g.len;
         start = sk_now_ns();  /* the wait is accounted */
     }
-    int rc = finish_batch(l, b, count, l->o.part + l->position * l->o.parts, err);
+    int rc = finish_batch(l, b, count, l->o.worker + l->position * l->o.workers, err);
     if (!l->queue)
         add(&l->wait_ns, sk_now_ns() - start);
     l->position++;

@@ -113,7 +113,7 @@ class Loader:
                  shuffle: bool, seed: SupportsIndex, rank: SupportsIndex,
                  world_size: SupportsIndex, threads: SupportsIndex, drop_last: bool,
                  remainder: str, shuffle_buffer: SupportsIndex, prefetch: SupportsIndex,
-                 skip_errors: bool, part: SupportsIndex = 0, parts: SupportsIndex = 1,
+                 skip_errors: bool, worker: SupportsIndex = 0, workers: SupportsIndex = 1,
                  fields: Sequence[SupportsIndex] | None = None,
                  box_min_size: float = 1.0) -> None: ...
     def start(self, epoch: SupportsIndex, batch: SupportsIndex, /) -> None: ...

@@ -228,7 +228,7 @@ class Loader:
                  dtype: Literal["uint8", "float32", "float16"] = "uint8",
                  on_error: Literal["raise", "skip"] = "raise", prefetch: int = DEFAULT_PREFETCH,
                  fields: Iterable[str] | None = None, multi_hot: bool | Iterable[str] = False,
-                 box_min_size: float = 1.0, _part: int = 0, _parts: int = 1) -> None:
+                 box_min_size: float = 1.0, _worker: int = 0, _workers: int = 1) -> None:
         if not isinstance(ds, Dataset):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
@@ -270,7 +270,7 @@ class Loader:
         self._native = _native.Loader(
             ds._native, augment, self.batch_size, self.shuffle, self.seed, self.rank,
             self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
-            prefetch, self.on_error == "skip", _part, _parts,
+            prefetch, self.on_error == "skip", _worker, _workers,
             [f.number for f in self.fields], self.box_min_size)
         self._epoch = 0
         self._batch = 0

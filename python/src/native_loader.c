@@ -60,18 +60,18 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     LoaderObject *lo = (LoaderObject *)self;
     static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
                             "world_size", "threads", "drop_last", "remainder",
-                            "shuffle_buffer", "prefetch", "skip_errors", "part", "parts",
+                            "shuffle_buffer", "prefetch", "skip_errors", "worker", "workers",
                             "fields", "box_min_size", NULL};
     PyObject *dataset, *augment, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
-    PyObject *prefetch_o, *part_o = NULL, *parts_o = NULL, *fields_o = Py_None;
+    PyObject *prefetch_o, *worker_o = NULL, *workers_o = NULL, *fields_o = Py_None;
     int shuffle, drop_last, skip_errors;
     const char *remainder;
     double box_min_size = 1.0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OOOd:Loader", names,
                                      &skpy_dataset_type, &dataset, &augment, &batch_o, &shuffle,
                                      &seed_o, &rank_o, &world_o, &threads_o, &drop_last,
-                                     &remainder, &buffer_o, &prefetch_o, &skip_errors, &part_o,
-                                     &parts_o, &fields_o, &box_min_size))
+                                     &remainder, &buffer_o, &prefetch_o, &skip_errors, &worker_o,
+                                     &workers_o, &fields_o, &box_min_size))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -94,8 +94,8 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         skpy_uint(threads_o, "threads", 0, INT_MAX, &threads) < 0 ||
         skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0 ||
         skpy_u32(prefetch_o, "prefetch", 1, &o.prefetch) < 0 ||
-        (part_o && skpy_u32(part_o, "part", 0, &o.part) < 0) ||
-        (parts_o && skpy_u32(parts_o, "parts", 1, &o.parts) < 0))
+        (worker_o && skpy_u32(worker_o, "worker", 0, &o.worker) < 0) ||
+        (workers_o && skpy_u32(workers_o, "workers", 1, &o.workers) < 0))
         return -1;
     o.threads = (int)threads;
     o.box_min_size = box_min_size;
@@ -416,7 +416,7 @@ PyTypeObject skpy_loader_type = {
     .tp_dealloc = loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Loader(dataset, augment, batch_size, shuffle, seed, rank, world_size, threads, "
-              "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, part=0, parts=1, "
+              "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, worker=0, workers=1, "
               "fields=None, box_min_size=1.0)\n--\n\nthe C batch loader (use shardkit.Loader)",
     .tp_methods = loader_methods,
     .tp_init = loader_init,

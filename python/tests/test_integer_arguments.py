@@ -20,7 +20,7 @@ def loader_args(**change):
     """_native.Loader's arguments with `change` applied."""
     args = dict(batch_size=4, shuffle=True, seed=0, rank=0, world_size=1, threads=0,
                 drop_last=False, remainder="keep", shuffle_buffer=16, prefetch=1,
-                skip_errors=False, part=0, parts=1)
+                skip_errors=False, worker=0, workers=1)
     args.update(change)
     return args
 
@@ -77,8 +77,8 @@ ENTRY_POINTS = {
     "_native.Loader.shuffle_buffer": ("shuffle_buffer", 0, U64,
                                       lambda ds, v: native_loader(ds, shuffle_buffer=v)),
     "_native.Loader.prefetch": ("prefetch", 1, U32, lambda ds, v: native_loader(ds, prefetch=v)),
-    "_native.Loader.part": ("part", 0, 1, lambda ds, v: native_loader(ds, part=v, parts=2)),
-    "_native.Loader.parts": ("parts", 1, U32, lambda ds, v: native_loader(ds, parts=v)),
+    "_native.Loader.worker": ("worker", 0, 1, lambda ds, v: native_loader(ds, worker=v, workers=2)),
+    "_native.Loader.workers": ("workers", 1, U32, lambda ds, v: native_loader(ds, workers=v)),
     "_native.Loader.start.epoch": ("epoch", 0, U64, lambda ds, v: native_loader(ds).start(v, 0)),
     "_native.Loader.start.batch": ("batch", 0, 16, lambda ds, v: native_loader(ds).start(0, v)),
     # the library's own check of a side calls the height "size"

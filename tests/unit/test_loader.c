@@ -77,7 +77,7 @@ static size_t epoch_hashes(struct shard_loader *l, uint64_t epoch, uint64_t firs
     return n;
 }
 
-static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **state)
+static void test_batches_are_the_plan_in_order_for_any_threads_and_workers(void **state)
 {
     struct mkds *d = *state;
     struct shard_dataset *ds = mkds_open(d);
@@ -86,7 +86,7 @@ static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **
     static const uint32_t sizes[] = {1, 4, 7, 40};
     for (size_t t = 0; t < 3; t++)
         for (size_t s = 0; s < 4; s++)
-            for (uint32_t parts = 1; parts <= 3; parts++)
+            for (uint32_t workers = 1; workers <= 3; workers++)
                 for (int drop = 0; drop <= 1; drop++) {
                     struct shard_loader_options o;
                     shard_loader_options_init(&o);
@@ -105,16 +105,16 @@ static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **
                     uint64_t visible = drop ? count / sizes[s] * sizes[s] : count;
                     uint64_t got[SAMPLES] = {0};
                     uint64_t total = 0;
-                    for (uint32_t part = 0; part < parts; part++) {
-                        o.part = part;
-                        o.parts = parts;
+                    for (uint32_t worker = 0; worker < workers; worker++) {
+                        o.worker = worker;
+                        o.workers = workers;
                         struct shard_loader *l = loader_ok(ds, NULL, &o);
                         assert_int_equal(shard_loader_start(l, 1, 0, &err), 0);
                         struct shard_batch *b;
                         uint64_t handed = 0;
                         while (shard_loader_next(l, -1, &b, &err) == 1) {
                             const struct shard_batch_info *in = shard_batch_info(b);
-                            assert_int_equal(in->number % parts, part);
+                            assert_int_equal(in->number % workers, worker);
                             assert_int_equal(in->epoch, 1);
                             assert_false(in->fixed);
                             for (uint32_t j = 0; j < in->count; j++) {
@@ -359,6 +359,11 @@ static void test_bad_transform_lists_and_options_are_refused_by_name(void **stat
     o.plan.world_size = 2;
     assert_int_equal(shard_loader_new(&l, ds, NULL, &o, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "rank"));
+    o.plan.rank = 0;
+    o.worker = 3;
+    o.workers = 3;
+    assert_int_equal(shard_loader_new(&l, ds, NULL, &o, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "worker 3 is outside 3 workers");
     shard_dataset_close(ds);
 }
 
@@ -450,7 +455,7 @@ static void test_float32_planes_are_each_byte_normalised_in_its_place(void **sta
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_batches_are_the_plan_in_order_for_any_threads_and_parts),
+        cmocka_unit_test(test_batches_are_the_plan_in_order_for_any_threads_and_workers),
         cmocka_unit_test(test_a_start_at_batch_k_repeats_the_uninterrupted_batches),
         cmocka_unit_test(test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch),
         cmocka_unit_test(test_a_damaged_sample_fails_its_batch_or_is_skipped),

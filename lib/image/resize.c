@@ -1,6 +1,6 @@
 /*
  * resize.c - antialiased resampling of 8-bit interleaved images
- * (shard_resize, shard_transform; the engine is declared in resize_internal.h).
+ * (shard_resize, shard_geometry_apply; the engine is declared in resize_internal.h).
  *
  * A separable filter in fixed point, the way Pillow resamples: for each axis
  * every output sample gets a list of input taps whose weights come from a
@@ -784,23 +784,24 @@ int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32_t dst_h,
                           err);
 }
 
-int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
-                    struct shard_image *tmp, struct shard_image *dst, struct shard_err *err)
+int shard_geometry_apply(const struct shard_image *src, const struct shard_geometry *g,
+                         struct shard_image *tmp, struct shard_image *dst, struct shard_err *err)
 {
     if (!g)
-        return shard_err_set(err, SHARD_EINVAL, "transform: no geometry");
+        return shard_err_set(err, SHARD_EINVAL, "no geometry to apply");
     /* The window is resampled directly: cropping costs no full-size pass and
      * no copy, and gives the same pixels as resample-then-cut. */
     return sk_resample(src, g->scaled_w, g->scaled_h, g->crop_x, g->crop_y, g->out_w, g->out_h,
                           SHARD_RESIZE_DEFAULT, tmp, dst, err);
 }
 
-int shard_transform_from(const struct shard_image *src, const struct shard_decode_info *info,
-                         const struct shard_geometry *g, struct shard_image *tmp,
-                         struct shard_image *dst, struct shard_err *err)
+int shard_geometry_apply_decoded(const struct shard_image *src,
+                                 const struct shard_decode_info *info,
+                                 const struct shard_geometry *g, struct shard_image *tmp,
+                                 struct shard_image *dst, struct shard_err *err)
 {
     if (!g || !info)
-        return shard_err_set(err, SHARD_EINVAL, "transform: no geometry or decode info");
+        return shard_err_set(err, SHARD_EINVAL, "no geometry to apply or no decode info");
     struct sk_box box = {info->box_x0, info->box_y0, info->box_x1, info->box_y1};
     return sk_resample_box(src, &box, g->scaled_w, g->scaled_h, g->crop_x, g->crop_y, g->out_w,
                            g->out_h, SHARD_RESIZE_DEFAULT, simd_best(), tmp, dst, err);

@@ -52,7 +52,7 @@ def _check_int(value: object, name: str, minimum: int = 1, maximum: int | None =
 
 
 def _side(value: object, name: str) -> int:
-    """An output side: 1..the library's largest (SHARD_AUGMENT_MAX_SIDE)."""
+    """An output side: 1..the library's largest (SHARD_TRANSFORMS_MAX_SIDE)."""
     return _check_int(value, name, maximum=_native.MAX_SIDE)
 
 

@@ -321,8 +321,8 @@ PyMODINIT_FUNC PyInit__native(void)
         PyModule_AddObjectRef(m, "Augment", (PyObject *)&skpy_augment_type) < 0 ||
         PyModule_AddObjectRef(m, "Loader", (PyObject *)&skpy_loader_type) < 0 ||
         PyModule_AddObjectRef(m, "Batch", (PyObject *)&skpy_batch_type) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_AUGMENT_MAX_STEPS) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_SIDE", SHARD_AUGMENT_MAX_SIDE) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_TRANSFORMS_MAX_STEPS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_SIDE", SHARD_TRANSFORMS_MAX_SIDE) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MAX_CONNECTIONS", SHARD_DATASET_MAX_CONNECTIONS) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MIN_WINDOW", SHARD_DATASET_MIN_WINDOW) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MAX_WINDOW", SHARD_DATASET_MAX_WINDOW) < 0 ||

@@ -80,8 +80,7 @@ typedef struct {
 } DatasetObject;
 
 typedef struct {
-    PyObject_HEAD
-    struct shard_augment *augment;
+    PyObject_HEAD struct shard_transforms *augment;
 } AugmentObject;
 
 extern PyTypeObject skpy_buffer_type;
@@ -116,6 +115,6 @@ int skpy_field_numbers(PyObject *seq, uint32_t **out, uint32_t *count);
  * ("center_crop", h, w), ("resize", h, w or 0), ("horizontal_flip", p),
  * ("normalize", (m, m, m), (s, s, s)). */
 int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
-                       struct shard_augment **out);
+                       struct shard_transforms **out);
 
 #endif

@@ -25,7 +25,7 @@ static int triple(PyObject *o, const char *what, double *out)
 /* The output size of step k: height (1..2**32-1) and width (0 allowed for
  * resize: the shorter side); the library checks them against its limits. */
 static int step_size(PyObject *h, PyObject *w, Py_ssize_t k, const char *name, uint32_t min_width,
-                     struct shard_augment_step *s)
+                     struct shard_transform_step *s)
 {
     char what[64];
     PyOS_snprintf(what, sizeof what, "step %zd (%s): height", k, name);
@@ -36,7 +36,7 @@ static int step_size(PyObject *h, PyObject *w, Py_ssize_t k, const char *name, u
 }
 
 /* Step tuple k (see native.h) into *s. */
-static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
+static int parse_step(PyObject *t, Py_ssize_t k, struct shard_transform_step *s)
 {
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0))) {
         PyErr_Format(PyExc_TypeError, "transform step %zd must be a tuple (name, ...)", k);
@@ -48,25 +48,25 @@ static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
         return -1;
     PyObject *o, *h = NULL, *w = NULL, *a = NULL, *b = NULL;
     if (!strcmp(name, "random_resized_crop")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_RANDOM_RESIZED_CROP);
+        shard_transform_step_init(s, SHARD_TRANSFORM_RANDOM_RESIZED_CROP);
         if (!PyArg_ParseTuple(t, "OOOOO", &o, &h, &w, &a, &b) ||
             step_size(h, w, k, name, 1, s) < 0 || pair(a, "scale", s->scale) ||
             pair(b, "ratio", s->ratio))
             return -1;
     } else if (!strcmp(name, "center_crop")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_CENTER_CROP);
+        shard_transform_step_init(s, SHARD_TRANSFORM_CENTER_CROP);
         if (!PyArg_ParseTuple(t, "OOO", &o, &h, &w) || step_size(h, w, k, name, 1, s) < 0)
             return -1;
     } else if (!strcmp(name, "resize")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_RESIZE);
+        shard_transform_step_init(s, SHARD_TRANSFORM_RESIZE);
         if (!PyArg_ParseTuple(t, "OOO", &o, &h, &w) || step_size(h, w, k, name, 0, s) < 0)
             return -1;
     } else if (!strcmp(name, "horizontal_flip")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_HORIZONTAL_FLIP);
+        shard_transform_step_init(s, SHARD_TRANSFORM_HORIZONTAL_FLIP);
         if (!PyArg_ParseTuple(t, "Od", &o, &s->p))
             return -1;
     } else if (!strcmp(name, "normalize")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_NORMALIZE);
+        shard_transform_step_init(s, SHARD_TRANSFORM_NORMALIZE);
         if (!PyArg_ParseTuple(t, "OOO", &o, &a, &b) || triple(a, "mean", s->mean) ||
             triple(b, "std", s->std))
             return -1;
@@ -78,7 +78,7 @@ static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
 }
 
 int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
-                       struct shard_augment **out)
+                       struct shard_transforms **out)
 {
     enum shard_layout l;
     enum shard_dtype d;
@@ -95,13 +95,13 @@ int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
     if (!seq)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > SHARD_AUGMENT_MAX_STEPS) {
+    if (n > SHARD_TRANSFORMS_MAX_STEPS) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "transform: %zd steps, at most %d", n,
-                     SHARD_AUGMENT_MAX_STEPS);
+                     SHARD_TRANSFORMS_MAX_STEPS);
         return -1;
     }
-    struct shard_augment_step s[SHARD_AUGMENT_MAX_STEPS];
+    struct shard_transform_step s[SHARD_TRANSFORMS_MAX_STEPS];
     for (Py_ssize_t i = 0; i < n; i++)
         if (parse_step(PySequence_Fast_GET_ITEM(seq, i), i, &s[i]) < 0) {
             Py_DECREF(seq);
@@ -109,7 +109,7 @@ int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
         }
     Py_DECREF(seq);
     struct shard_err err;
-    if (shard_augment_new(out, s, (size_t)n, l, d, &err)) {
+    if (shard_transforms_new(out, s, (size_t)n, l, d, &err)) {
         skpy_raise(&err);
         return -1;
     }
@@ -125,7 +125,7 @@ static int augment_init(PyObject *self, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Augment", names, &steps, &layout, &dtype))
         return -1;
     /* a Loader may be applying the transforms on its threads: they stay as
-     * they were made (shard_augment is immutable) */
+     * they were made (shard_transforms is immutable) */
     if (a->augment) {
         PyErr_SetString(PyExc_RuntimeError, "Augment is already initialised");
         return -1;
@@ -135,7 +135,7 @@ static int augment_init(PyObject *self, PyObject *args, PyObject *kwds)
 
 static void augment_dealloc(PyObject *self)
 {
-    shard_augment_free(((AugmentObject *)self)->augment);
+    shard_transforms_free(((AugmentObject *)self)->augment);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -153,7 +153,7 @@ static PyObject *augment_fixed_size(PyObject *self, PyObject *unused)
     uint32_t w, h;
     if (!augment_ready(a))
         return NULL;
-    if (!shard_augment_fixed_size(a->augment, &w, &h))
+    if (!shard_transforms_fixed_size(a->augment, &w, &h))
         Py_RETURN_NONE;
     return Py_BuildValue("(II)", h, w);
 }
@@ -167,7 +167,7 @@ static int stream_args(PyObject *s, PyObject *e, PyObject *i, uint64_t *seed, ui
                : 0;
 }
 
-static PyObject *choice_dict(const struct shard_augment_choice *c)
+static PyObject *choice_dict(const struct shard_transform_choice *c)
 {
     return Py_BuildValue("{s:I,s:I,s:I,s:I,s:i,s:i,s:I,s:I,s:i,s:O}", "in_width", c->in_width,
                          "in_height", c->in_height, "out_width", c->out_width, "out_height",
@@ -187,11 +187,11 @@ static PyObject *augment_draw(PyObject *self, PyObject *args)
         skpy_u32(wo, "width", 1, &w) < 0 || skpy_u32(ho, "height", 1, &h) < 0 ||
         stream_args(s, e, i, &seed, &epoch, &index) < 0)
         return NULL;
-    struct shard_augment_draws *d = malloc(sizeof *d);
+    struct shard_transforms_draws *d = malloc(sizeof *d);
     if (!d)
         return PyErr_NoMemory();
     struct shard_err err;
-    if (shard_augment_draw(a->augment, w, h, seed, epoch, index, d, &err)) {
+    if (shard_transforms_draw(a->augment, w, h, seed, epoch, index, d, &err)) {
         free(d);
         return skpy_raise(&err);
     }
@@ -222,8 +222,8 @@ static PyObject *augment_apply(PyObject *self, PyObject *args)
     if (PyObject_GetBuffer(src, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
     PyObject *result = NULL;
-    struct shard_augment_draws *d = malloc(sizeof *d);
-    struct shard_augment_workspace *ws = NULL;
+    struct shard_transforms_draws *d = malloc(sizeof *d);
+    struct shard_transforms_workspace *ws = NULL;
     void *out = NULL;
     struct shard_err err;
     int rc;
@@ -244,8 +244,8 @@ static PyObject *augment_apply(PyObject *self, PyObject *args)
         .channels = 3,
         .stride = (size_t)view.shape[1] * 3,
     };
-    if (shard_augment_draw(a->augment, img.width, img.height, seed, epoch, index, d, &err) ||
-        shard_augment_workspace_new(&ws, &err)) {
+    if (shard_transforms_draw(a->augment, img.width, img.height, seed, epoch, index, d, &err) ||
+        shard_transforms_workspace_new(&ws, &err)) {
         skpy_raise(&err);
         goto done;
     }
@@ -253,20 +253,19 @@ static PyObject *augment_apply(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_augment_apply(a->augment, &img, d, ws, out, &err);
+    Py_BEGIN_ALLOW_THREADS rc = shard_transforms_apply(a->augment, &img, d, ws, out, &err);
     Py_END_ALLOW_THREADS
     if (rc) {
         skpy_raise(&err);
         goto done;
     }
     Py_ssize_t shape[3];
-    skpy_sample_shape(shard_augment_layout(a->augment), d->out_width, d->out_height, shape);
-    result = skpy_buffer_new(out, 3, shape, shard_augment_dtype(a->augment), NULL, free, out);
+    skpy_sample_shape(shard_transforms_layout(a->augment), d->out_width, d->out_height, shape);
+    result = skpy_buffer_new(out, 3, shape, shard_transforms_dtype(a->augment), NULL, free, out);
     out = NULL;  /* the buffer owns it (or freed it) */
 done:
     free(out);
-    shard_augment_workspace_free(ws);
+    shard_transforms_workspace_free(ws);
     free(d);
     PyBuffer_Release(&view);
     return result;

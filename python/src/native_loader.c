@@ -112,7 +112,7 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_RuntimeError, "Dataset is not open");
         return -1;
     }
-    struct shard_augment *aug = augment == Py_None ? NULL : ((AugmentObject *)augment)->augment;
+    struct shard_transforms *aug = augment == Py_None ? NULL : ((AugmentObject *)augment)->augment;
     /* the selected fields, by number (the options' copy is the loader's) */
     uint32_t *fields = NULL;
     if (skpy_field_numbers(fields_o, &fields, &o.field_count) < 0)

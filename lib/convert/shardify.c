@@ -89,12 +89,12 @@ static void summarize_fields(const struct run *r, struct shardify_summary *s)
         s->field_samples[i] = counts ? counts[i] : 0;
     }
     s->sidecars = r->as ? sk_assembler_sidecars(r->as) : 0;
-    s->orphans = sk_field_plan_orphan_count(r->fields);
-    s->annotation_rows = sk_field_plan_table_rows(r->fields);
+    s->orphans = sk_field_sources_orphan_count(r->fields);
+    s->annotation_rows = sk_field_sources_table_rows(r->fields);
     s->annotation_rows_unmatched = r->annotation_rows_unmatched;
-    s->coco_images = sk_field_plan_coco_images(r->fields);
+    s->coco_images = sk_field_sources_coco_images(r->fields);
     s->coco_images_unmatched = r->coco_images_unmatched;
-    s->coco_annotations = sk_field_plan_coco_annotations(r->fields);
+    s->coco_annotations = sk_field_sources_coco_annotations(r->fields);
     s->coco_annotations_unmatched = r->coco_annotations_unmatched;
     s->boxes = r->boxes;
     s->boxes_dropped = r->boxes_dropped;
@@ -262,7 +262,7 @@ int sk_run_read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_by
         *fatal = rc == SHARD_ENET || rc == SHARD_EINTR || rc == SHARD_ENOMEM;
         return rc;
     }
-    size_t ordinal = sk_sidecars_file_ordinal(sk_field_plan_sidecars(r->fields), file);
+    size_t ordinal = sk_sidecars_file_ordinal(sk_field_sources_sidecars(r->fields), file);
     const struct spooled_sidecar *sp = &r->spooled_sidecars[ordinal];
     if (sp->problem)
         return shard_err_set(err, SHARD_EIO, "%s", sp->problem);
@@ -290,10 +290,10 @@ static int build_fields(struct run *r, struct slot *s, const char *key, size_t k
     if (!r->fields)
         return SHARD_OK;
     struct shard_err e;
-    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len,
-                                 sk_field_plan_geometric(r->fields) ? &s->place : NULL,
-                                 sk_run_read_sidecar, r, &s->sidecar, &s->fields,
-                                 &s->field_result, &e);
+    int rc = sk_field_sources_build(r->fields, s->cand, key, key_len,
+                                    sk_field_sources_geometric(r->fields) ? &s->place : NULL,
+                                    sk_run_read_sidecar, r, &s->sidecar, &s->fields,
+                                    &s->field_result, &e);
     s->t_read += s->field_result.read_seconds;
     if (rc == SHARD_ECORRUPT)
         sk_run_reject_slot(s, &e);
@@ -415,7 +415,7 @@ static void convert_work(void *ctx, int thread, void *slot)
         }
         sk_run_hash_input(s);  /* a reject for its fields still has its identity */
         /* boxes and masks follow the image: their fields once it is converted */
-        int geometric = sk_field_plan_geometric(r->fields);
+        int geometric = sk_field_sources_geometric(r->fields);
         if (!geometric && build_fields(r, s, key, key_len))
             return;
         if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
@@ -578,8 +578,8 @@ static int cancelled(const struct run *r)
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
-    sk_field_plan_free(r->fields);
-    shard_config_release(&r->config);  /* its labels, and the fields the plan declared */
+    sk_field_sources_free(r->fields);
+    shard_config_release(&r->config);  /* its labels, and the fields the field sources declared */
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
@@ -629,7 +629,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
-    r.config.fields = NULL;  /* the field plan declares them */
+    r.config.fields = NULL;  /* the field sources declare them */
     r.config.field_count = 0;
     r.config.annotations = NULL;
     r.config.coco = NULL;
@@ -644,9 +644,9 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_field_plan_new(&r.fields, o, o->labels, &r.config, err)))
+    if ((rc = sk_field_sources_new(&r.fields, o, o->labels, &r.config, err)))
         goto out;
-    if (sk_field_plan_geometric(r.fields) && (r.archive || o->incremental)) {
+    if (sk_field_sources_geometric(r.fields) && (r.archive || o->incremental)) {
         /* an archive's images are converted while spooled, an incremental
          * run copies records: neither gives the geometry boxes and masks
          * need */
@@ -666,23 +666,23 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = sk_source_root_scan(&r.root, &r.keys, sk_field_plan_sidecars(r.fields), &r.refused,
+        rc = sk_source_root_scan(&r.root, &r.keys, sk_field_sources_sidecars(r.fields), &r.refused,
                                  &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }
     if (!rc)
-        rc = sk_field_plan_resolve(r.fields, src, &r.keys, &r.refused, err);
-    if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
-        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
+        rc = sk_field_sources_resolve(r.fields, src, &r.keys, &r.refused, err);
+    if (!rc && sk_field_sources_has_names(r.fields))  /* label names read ahead */
+        rc = sk_field_sources_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
                                       err);
     sk_run_progress(&r, 1);
     if (!rc && cancelled(&r))  /* asked during the scan: record no state for it */
         rc = SHARD_EINTR;
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
-        (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
+        (rc = sk_field_sources_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
                                             err)) ||
-        (rc = sk_field_plan_coco_unmatched(r.fields, &r.keys, &r.coco_images_unmatched,
+        (rc = sk_field_sources_coco_unmatched(r.fields, &r.keys, &r.coco_images_unmatched,
                                            &r.coco_annotations_unmatched, err)) ||
         (rc = sk_run_make_order(&r, err)) ||
         (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||

@@ -326,15 +326,9 @@ static int never_open(void *ctx, uint64_t cand)
     return key_len > SHARD_KEY_MAX || shard_refusals_find(&r->refused, key, key_len) != NULL;
 }
 
-static void convert_work(void *ctx, int thread, void *slot)
+/* A slot as convert_work receives it: nothing done yet. */
+static void slot_reset(struct slot *s)
 {
-    struct run *r = ctx;
-    struct slot *s = slot;
-    struct record_builder *w = r->workers[thread];
-    size_t key_len;
-    const char *key = shard_keylist_get(&r->keys, s->cand, &key_len);
-    struct shard_err e;
-    shard_err_clear(&e);
     s->ok = 0;
     s->fatal = 0;
     s->has_source = 0;
@@ -344,86 +338,108 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->warning[0] = '\0';
     s->field_result.count = 0;
     s->field_result.bytes_read = 0;
-    if (r->archive) {
-        const struct spooled *sp = &r->spooled[s->cand];
-        s->has_source = sp->has_source;
-        s->source_bytes = sp->source_bytes;
-        s->source_xxh3 = sp->source_xxh3;
-        if (key_len > SHARD_KEY_MAX) {  /* an archive's names have no length limit */
-            shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        if (sp->reason) {
-            shard_err_set(&e, SHARD_ECORRUPT, "%s", sp->reason);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
-        if (refusal) {  /* images sharing a stem with sidecars declared */
-            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        if (build_fields(r, s, key, key_len))
-            return;
-        s->width = sp->width;
-        s->height = sp->height;
-        if (sp->warning)
-            snprintf(s->warning, sizeof s->warning, "%s", sp->warning);
-        s->payload.len = 0;
-        int rc = shard_buf_reserve(&s->payload, sp->len ? sp->len : 1, &e);
-        ssize_t got = rc ? -1 : pread(r->spool_fd, s->payload.data, sp->len, (off_t)sp->offset);
-        if (got != (ssize_t)sp->len) {
-            shard_err_set(&s->why, SHARD_EIO, "cannot read the spool '%s'", r->spool_path);
-            s->fatal = SHARD_EIO;
-            return;
-        }
-        s->payload.len = sp->len;
-    } else {
-        /* a prefetched position is taken whatever becomes of it */
-        int fd = -1;
-        int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &fd, &e)
-                             : SHARD_OK;
-        /* refused and over-long keys are never opened, not even ahead
-         * (never_open): fd is -1 for them */
-        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
-        if (refusal) {  /* never opened: see shard_scan_dir */
-            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        if (key_len > SHARD_KEY_MAX) {
-            shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        double t0 = sk_now_seconds();
-        if (fd >= 0)  /* opened ahead (a directory): read it now */
-            rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
-        else if (!r->prefetch)
-            rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
-        s->t_read += sk_now_seconds() - t0;
-        if (rc == SHARD_ENET || rc == SHARD_EINTR) {
-            s->why = e;  /* the store, not the file */
-            s->fatal = rc;
-            return;
-        }
-        if (rc) {
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        sk_run_hash_input(s);  /* a reject for its fields still has its identity */
-        /* boxes and masks follow the image: their fields once it is converted */
-        int geometric = sk_field_sources_geometric(r->fields);
-        if (!geometric && build_fields(r, s, key, key_len))
-            return;
-        if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
-            return;  /* the previous dataset's record (or reject) */
-        sk_run_convert_input(r, thread, s);
-        if (!s->ok || (geometric && build_fields(r, s, key, key_len)))
-            return;
+}
+
+/* An archive's candidate, converted when it was spooled: its payload read
+ * back from the spool into s->payload.  1 when the record is to be framed,
+ * 0 when the slot is done (a reject, or fatal). */
+static int work_spooled(struct run *r, struct slot *s, const char *key, size_t key_len)
+{
+    const struct spooled *sp = &r->spooled[s->cand];
+    struct shard_err e;
+    shard_err_clear(&e);
+    s->has_source = sp->has_source;
+    s->source_bytes = sp->source_bytes;
+    s->source_xxh3 = sp->source_xxh3;
+    if (key_len > SHARD_KEY_MAX) {  /* an archive's names have no length limit */
+        shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
+        sk_run_reject_slot(s, &e);
+        return 0;
     }
+    if (sp->reason) {
+        shard_err_set(&e, SHARD_ECORRUPT, "%s", sp->reason);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+    if (refusal) {  /* images sharing a stem with sidecars declared */
+        shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    if (build_fields(r, s, key, key_len))
+        return 0;
+    s->width = sp->width;
+    s->height = sp->height;
+    if (sp->warning)
+        snprintf(s->warning, sizeof s->warning, "%s", sp->warning);
+    s->payload.len = 0;
+    int rc = shard_buf_reserve(&s->payload, sp->len ? sp->len : 1, &e);
+    ssize_t got = rc ? -1 : pread(r->spool_fd, s->payload.data, sp->len, (off_t)sp->offset);
+    if (got != (ssize_t)sp->len) {
+        shard_err_set(&s->why, SHARD_EIO, "cannot read the spool '%s'", r->spool_path);
+        s->fatal = SHARD_EIO;
+        return 0;
+    }
+    s->payload.len = sp->len;
+    return 1;
+}
+
+/* A file's candidate (a directory or a store): read (or taken from the
+ * read-ahead), hashed, then reused from the previous dataset or converted.
+ * 1 when the record is to be framed, 0 when the slot is done. */
+static int work_file(struct run *r, int thread, struct slot *s, const char *key, size_t key_len)
+{
+    struct shard_err e;
+    shard_err_clear(&e);
+    /* a prefetched position is taken whatever becomes of it */
+    int fd = -1;
+    int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &fd, &e) : SHARD_OK;
+    /* refused and over-long keys are never opened, not even ahead
+     * (never_open): fd is -1 for them */
+    const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+    if (refusal) {  /* never opened: see shard_scan_dir */
+        shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    if (key_len > SHARD_KEY_MAX) {
+        shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    double t0 = sk_now_seconds();
+    if (fd >= 0)  /* opened ahead (a directory): read it now */
+        rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
+    else if (!r->prefetch)
+        rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
+    s->t_read += sk_now_seconds() - t0;
+    if (rc == SHARD_ENET || rc == SHARD_EINTR) {
+        s->why = e;  /* the store, not the file */
+        s->fatal = rc;
+        return 0;
+    }
+    if (rc) {
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    sk_run_hash_input(s);  /* a reject for its fields still has its identity */
+    /* boxes and masks follow the image: their fields once it is converted */
+    int geometric = sk_field_sources_geometric(r->fields);
+    if (!geometric && build_fields(r, s, key, key_len))
+        return 0;
+    if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
+        return 0;  /* the previous dataset's record (or reject) */
+    sk_run_convert_input(r, thread, s);
+    return s->ok && !(geometric && build_fields(r, s, key, key_len));
+}
+
+/* The record of a converted slot: its payload and fields framed by the
+ * thread's builder into s->frame; s->ok says it is ready. */
+static void frame_slot(struct run *r, struct record_builder *w, struct slot *s, const char *key,
+                       size_t key_len)
+{
+    struct shard_err e;
     s->ok = 0;
     double t0 = sk_now_seconds();
     int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], s->width, s->height,
@@ -436,6 +452,21 @@ static void convert_work(void *ctx, int thread, void *slot)
         return;
     }
     s->ok = 1;
+}
+
+/* The pipeline's work on one position, on any thread: the slot ends framed
+ * (ok), a reject, or fatal (the run stops). */
+static void convert_work(void *ctx, int thread, void *slot)
+{
+    struct run *r = ctx;
+    struct slot *s = slot;
+    size_t key_len;
+    const char *key = shard_keylist_get(&r->keys, s->cand, &key_len);
+    slot_reset(s);
+    int ready = r->archive ? work_spooled(r, s, key, key_len)
+                           : work_file(r, thread, s, key, key_len);
+    if (ready)
+        frame_slot(r, r->workers[thread], s, key, key_len);
 }
 
 static int convert_consume(void *ctx, void *slot, struct shard_err *err)

@@ -32,7 +32,7 @@
 #define RRC_ATTEMPTS 10
 #define CHANNELS 3
 /* The filter torchvision uses (Pillow's antialiased BILINEAR). */
-#define AUGMENT_FILTER SHARD_RESIZE_TRIANGLE
+#define TRANSFORM_FILTER SHARD_RESIZE_TRIANGLE
 
 struct shard_transforms {
     struct shard_transform_step steps[SHARD_TRANSFORMS_MAX_STEPS];
@@ -459,7 +459,7 @@ int shard_transforms_draw(const struct shard_transforms *a, uint32_t width, uint
     if (width == 0 || height == 0)
         return shard_err_set(err, SHARD_EINVAL, "transform input of %ux%u pixels", width,
                              height);
-    uint64_t state = sk_derive(seed, SK_TAG_AUGMENT, epoch, 0, index);
+    uint64_t state = sk_derive(seed, SK_TAG_TRANSFORMS, epoch, 0, index);
     uint32_t w = width, h = height;
     for (size_t k = 0; k < a->count; k++) {
         const struct shard_transform_step *s = &a->steps[k];
@@ -592,7 +592,7 @@ static int run_resample(struct run *r, const struct shard_image *from, uint32_t 
         return SHARD_OK;
     }
     struct shard_image *t = run_target(r);
-    int rc = sk_resample(from, scaled_w, scaled_h, x, y, w, h, AUGMENT_FILTER, &r->ws->scratch, t,
+    int rc = sk_resample(from, scaled_w, scaled_h, x, y, w, h, TRANSFORM_FILTER, &r->ws->scratch, t,
                          err);
     if (!rc)
         r->cur = *t;

@@ -38,8 +38,8 @@ static struct shard_loader *loader_ok(struct shard_dataset *ds, const struct sha
     return l;
 }
 
-static struct shard_transforms *augment_ok(const struct shard_transform_step *steps, size_t n,
-                                           enum shard_layout layout, enum shard_dtype dtype)
+static struct shard_transforms *transforms_ok(const struct shard_transform_step *steps, size_t n,
+                                              enum shard_layout layout, enum shard_dtype dtype)
 {
     struct shard_transforms *a;
     struct shard_err err;
@@ -159,7 +159,7 @@ static void test_a_start_at_batch_k_repeats_the_uninterrupted_batches(void **sta
     struct shard_dataset *ds = mkds_open(d);
     struct shard_transform_step steps[3];
     train_steps(steps);
-    struct shard_transforms *a = augment_ok(steps, 3, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
+    struct shard_transforms *a = transforms_ok(steps, 3, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     o.batch_size = 4;
@@ -196,7 +196,7 @@ static void test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch(void 
     struct shard_dataset *ds = mkds_open(d);
     struct shard_transform_step steps[3];
     train_steps(steps);
-    struct shard_transforms *a = augment_ok(steps, 3, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
+    struct shard_transforms *a = transforms_ok(steps, 3, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     o.batch_size = 3;
@@ -252,7 +252,7 @@ static void test_a_damaged_sample_fails_its_batch_or_is_skipped(void **state)
     struct shard_transform_step crop;
     shard_transform_step_init(&crop, SHARD_TRANSFORM_CENTER_CROP);
     crop.height = 2, crop.width = 2;
-    struct shard_transforms *a = augment_ok(&crop, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8);
+    struct shard_transforms *a = transforms_ok(&crop, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     o.batch_size = 4;
@@ -374,7 +374,7 @@ static uint16_t half_of(uint8_t x, double mean, double std)
     shard_transform_step_init(&s, SHARD_TRANSFORM_NORMALIZE);
     for (int c = 0; c < 3; c++)
         s.mean[c] = mean, s.std[c] = std;
-    struct shard_transforms *a = augment_ok(&s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
+    struct shard_transforms *a = transforms_ok(&s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
     uint8_t px[3] = {x, x, x};
     struct shard_image img = {px, 1, 1, 3, 3, 3, 0};
     struct shard_transforms_draws dr;
@@ -429,7 +429,7 @@ static void test_float32_planes_are_each_byte_normalised_in_its_place(void **sta
         shard_transform_step_init(&s[1], SHARD_TRANSFORM_NORMALIZE);
         memcpy(s[1].mean, mean, sizeof mean);
         memcpy(s[1].std, std, sizeof std);
-        struct shard_transforms *a = augment_ok(s, 2, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
+        struct shard_transforms *a = transforms_ok(s, 2, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
         struct shard_transforms_draws dr;
         struct shard_transforms_workspace *w;
         struct shard_err err;

@@ -82,21 +82,21 @@ ENTRY_POINTS = {
     "_native.Loader.start.epoch": ("epoch", 0, U64, lambda ds, v: native_loader(ds).start(v, 0)),
     "_native.Loader.start.batch": ("batch", 0, 16, lambda ds, v: native_loader(ds).start(0, v)),
     # the library's own check of a side calls the height "size"
-    "_native.Augment.height": ("height|size", 1, _native.MAX_SIDE,
-                               lambda ds, v: _native.Augment([("center_crop", v, 16)])),
-    "_native.Augment.width": ("width", 1, _native.MAX_SIDE,
-                              lambda ds, v: _native.Augment([("center_crop", 16, v)])),
-    "_native.Augment.resize_width": ("width", 0, _native.MAX_SIDE,
-                                     lambda ds, v: _native.Augment([("resize", 16, v)])),
-    "_native.Augment.crop_height": (
+    "_native.Transforms.height": ("height|size", 1, _native.MAX_SIDE,
+                               lambda ds, v: _native.Transforms([("center_crop", v, 16)])),
+    "_native.Transforms.width": ("width", 1, _native.MAX_SIDE,
+                              lambda ds, v: _native.Transforms([("center_crop", 16, v)])),
+    "_native.Transforms.resize_width": ("width", 0, _native.MAX_SIDE,
+                                     lambda ds, v: _native.Transforms([("resize", 16, v)])),
+    "_native.Transforms.crop_height": (
         "height|size", 1, _native.MAX_SIDE,
-        lambda ds, v: _native.Augment([("random_resized_crop", v, 16, (0.5, 1), (1, 1))])),
-    "_native.Augment.draw.width": ("width", 1, U32,
-                                   lambda ds, v: ONE._augment().draw(v, 16, 0, 0, 0)),
-    "_native.Augment.draw.height": ("height", 1, U32,
-                                    lambda ds, v: ONE._augment().draw(16, v, 0, 0, 0)),
-    "_native.Augment.apply.seed": ("seed", 0, U64,
-                                   lambda ds, v: ONE._augment().apply(IMAGE, v, 0, 0)),
+        lambda ds, v: _native.Transforms([("random_resized_crop", v, 16, (0.5, 1), (1, 1))])),
+    "_native.Transforms.draw.width": ("width", 1, U32,
+                                   lambda ds, v: ONE._compiled().draw(v, 16, 0, 0, 0)),
+    "_native.Transforms.draw.height": ("height", 1, U32,
+                                    lambda ds, v: ONE._compiled().draw(16, v, 0, 0, 0)),
+    "_native.Transforms.apply.seed": ("seed", 0, U64,
+                                   lambda ds, v: ONE._compiled().apply(IMAGE, v, 0, 0)),
 }
 
 # the remote-reading options of Dataset, in the package and in the extension
@@ -180,6 +180,6 @@ def test_numpy_integers_are_ints_and_bools_are_not(labelled):
     with pytest.raises(TypeError, match="batch_size"):
         shardkit.Loader(labelled, True)
     with pytest.raises(TypeError, match="height"):
-        _native.Augment([("center_crop", True, 16)])
+        _native.Transforms([("center_crop", True, 16)])
     with pytest.raises(TypeError, match="seed"):
         ONE(IMAGE, seed=1.0)

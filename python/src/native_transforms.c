@@ -1,4 +1,4 @@
-/* native_augment.c - _native.Augment: a transform list and output format
+/* native_transforms.c - _native.Transforms: a transform list and output format
  * (shardkit/loader.h), applicable to one image for tests and previews. */
 #include "native.h"
 
@@ -77,8 +77,8 @@ static int parse_step(PyObject *t, Py_ssize_t k, struct shard_transform_step *s)
     return 0;
 }
 
-int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
-                       struct shard_transforms **out)
+int skpy_transforms_build(PyObject *steps, const char *layout, const char *dtype,
+                          struct shard_transforms **out)
 {
     enum shard_layout l;
     enum shard_dtype d;
@@ -116,44 +116,44 @@ int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
     return 0;
 }
 
-static int augment_init(PyObject *self, PyObject *args, PyObject *kwds)
+static int transforms_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     static char *names[] = {"steps", "layout", "dtype", NULL};
     PyObject *steps;
     const char *layout = "NHWC", *dtype = "uint8";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Augment", names, &steps, &layout, &dtype))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Transforms", names, &steps, &layout, &dtype))
         return -1;
     /* a Loader may be applying the transforms on its threads: they stay as
      * they were made (shard_transforms is immutable) */
-    if (a->augment) {
-        PyErr_SetString(PyExc_RuntimeError, "Augment is already initialised");
+    if (a->transforms) {
+        PyErr_SetString(PyExc_RuntimeError, "Transforms is already initialised");
         return -1;
     }
-    return skpy_augment_build(steps, layout, dtype, &a->augment);
+    return skpy_transforms_build(steps, layout, dtype, &a->transforms);
 }
 
-static void augment_dealloc(PyObject *self)
+static void transforms_dealloc(PyObject *self)
 {
-    shard_transforms_free(((AugmentObject *)self)->augment);
+    shard_transforms_free(((TransformsObject *)self)->transforms);
     Py_TYPE(self)->tp_free(self);
 }
 
-static int augment_ready(AugmentObject *a)
+static int transforms_ready(TransformsObject *a)
 {
-    if (!a->augment)
-        PyErr_SetString(PyExc_RuntimeError, "Augment is not initialised");
-    return a->augment != NULL;
+    if (!a->transforms)
+        PyErr_SetString(PyExc_RuntimeError, "Transforms is not initialised");
+    return a->transforms != NULL;
 }
 
 /* fixed_size() -> (height, width) or None */
-static PyObject *augment_fixed_size(PyObject *self, PyObject *unused)
+static PyObject *transforms_fixed_size(PyObject *self, PyObject *unused)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     uint32_t w, h;
-    if (!augment_ready(a))
+    if (!transforms_ready(a))
         return NULL;
-    if (!shard_transforms_fixed_size(a->augment, &w, &h))
+    if (!shard_transforms_fixed_size(a->transforms, &w, &h))
         Py_RETURN_NONE;
     return Py_BuildValue("(II)", h, w);
 }
@@ -177,13 +177,13 @@ static PyObject *choice_dict(const struct shard_transform_choice *c)
 }
 
 /* draw(width, height, seed, epoch, index) -> tuple of dicts, one per step */
-static PyObject *augment_draw(PyObject *self, PyObject *args)
+static PyObject *transforms_draw(PyObject *self, PyObject *args)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     PyObject *wo, *ho, *s, *e, *i;
     uint32_t w, h;
     uint64_t seed, epoch, index;
-    if (!augment_ready(a) || !PyArg_ParseTuple(args, "OOOOO:draw", &wo, &ho, &s, &e, &i) ||
+    if (!transforms_ready(a) || !PyArg_ParseTuple(args, "OOOOO:draw", &wo, &ho, &s, &e, &i) ||
         skpy_u32(wo, "width", 1, &w) < 0 || skpy_u32(ho, "height", 1, &h) < 0 ||
         stream_args(s, e, i, &seed, &epoch, &index) < 0)
         return NULL;
@@ -191,7 +191,7 @@ static PyObject *augment_draw(PyObject *self, PyObject *args)
     if (!d)
         return PyErr_NoMemory();
     struct shard_err err;
-    if (shard_transforms_draw(a->augment, w, h, seed, epoch, index, d, &err)) {
+    if (shard_transforms_draw(a->transforms, w, h, seed, epoch, index, d, &err)) {
         free(d);
         return skpy_raise(&err);
     }
@@ -210,12 +210,12 @@ static PyObject *augment_draw(PyObject *self, PyObject *args)
 
 /* apply(image, seed, epoch, index) -> Buffer: image is any C-contiguous
  * uint8 (h, w, 3) buffer (a numpy array) */
-static PyObject *augment_apply(PyObject *self, PyObject *args)
+static PyObject *transforms_apply(PyObject *self, PyObject *args)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     PyObject *src, *s, *e, *i;
     uint64_t seed, epoch, index;
-    if (!augment_ready(a) || !PyArg_ParseTuple(args, "OOOO:apply", &src, &s, &e, &i) ||
+    if (!transforms_ready(a) || !PyArg_ParseTuple(args, "OOOO:apply", &src, &s, &e, &i) ||
         stream_args(s, e, i, &seed, &epoch, &index) < 0)
         return NULL;
     Py_buffer view;
@@ -244,7 +244,7 @@ static PyObject *augment_apply(PyObject *self, PyObject *args)
         .channels = 3,
         .stride = (size_t)view.shape[1] * 3,
     };
-    if (shard_transforms_draw(a->augment, img.width, img.height, seed, epoch, index, d, &err) ||
+    if (shard_transforms_draw(a->transforms, img.width, img.height, seed, epoch, index, d, &err) ||
         shard_transforms_workspace_new(&ws, &err)) {
         skpy_raise(&err);
         goto done;
@@ -253,15 +253,15 @@ static PyObject *augment_apply(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS rc = shard_transforms_apply(a->augment, &img, d, ws, out, &err);
+    Py_BEGIN_ALLOW_THREADS rc = shard_transforms_apply(a->transforms, &img, d, ws, out, &err);
     Py_END_ALLOW_THREADS
     if (rc) {
         skpy_raise(&err);
         goto done;
     }
     Py_ssize_t shape[3];
-    skpy_sample_shape(shard_transforms_layout(a->augment), d->out_width, d->out_height, shape);
-    result = skpy_buffer_new(out, 3, shape, shard_transforms_dtype(a->augment), NULL, free, out);
+    skpy_sample_shape(shard_transforms_layout(a->transforms), d->out_width, d->out_height, shape);
+    result = skpy_buffer_new(out, 3, shape, shard_transforms_dtype(a->transforms), NULL, free, out);
     out = NULL;  /* the buffer owns it (or freed it) */
 done:
     free(out);
@@ -271,25 +271,25 @@ done:
     return result;
 }
 
-static PyMethodDef augment_methods[] = {
-    {"fixed_size", augment_fixed_size, METH_NOARGS,
+static PyMethodDef transforms_methods[] = {
+    {"fixed_size", transforms_fixed_size, METH_NOARGS,
      "fixed_size($self, /)\n--\n\n(height, width) when every output has that size, else None"},
-    {"draw", augment_draw, METH_VARARGS,
+    {"draw", transforms_draw, METH_VARARGS,
      "draw($self, width, height, seed, epoch, index, /)\n--\n\n"
      "the random choices, one dict per step"},
-    {"apply", augment_apply, METH_VARARGS,
+    {"apply", transforms_apply, METH_VARARGS,
      "apply($self, image, seed, epoch, index, /)\n--\n\nthe transformed image (a Buffer)"},
     {NULL, NULL, 0, NULL},
 };
 
-PyTypeObject skpy_augment_type = {
+PyTypeObject skpy_transforms_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shardkit._native.Augment",
-    .tp_basicsize = sizeof(AugmentObject),
-    .tp_dealloc = augment_dealloc,
+    .tp_name = "shardkit._native.Transforms",
+    .tp_basicsize = sizeof(TransformsObject),
+    .tp_dealloc = transforms_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Augment(steps, layout='NHWC', dtype='uint8')\n--\n\ntransforms run in C",
-    .tp_methods = augment_methods,
-    .tp_init = augment_init,
+    .tp_doc = "Transforms(steps, layout='NHWC', dtype='uint8')\n--\n\ntransforms run in C",
+    .tp_methods = transforms_methods,
+    .tp_init = transforms_init,
     .tp_new = PyType_GenericNew,
 };

@@ -2,7 +2,7 @@
  *
  * Decodes the images of a folder once, resamples each to a shorter side of
  * --size (as a shard of that size stores it), then on one thread times
- * shard_augment_draw + shard_augment_apply with the training transforms
+ * shard_transforms_draw + shard_transforms_apply with the training transforms
  * (RandomResizedCrop(--crop) + RandomHorizontalFlip + Normalize, float32
  * NCHW unless --layout/--dtype say otherwise) over every image, --epochs
  * times.  Prints CPU ms per sample (median and fastest epoch) and an xxh3 digest of
@@ -148,19 +148,19 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    struct shard_augment_step steps[3];
-    shard_augment_step_init(&steps[0], SHARD_AUGMENT_RANDOM_RESIZED_CROP);
+    struct shard_transform_step steps[3];
+    shard_transform_step_init(&steps[0], SHARD_TRANSFORM_RANDOM_RESIZED_CROP);
     steps[0].width = steps[0].height = crop;
-    shard_augment_step_init(&steps[1], SHARD_AUGMENT_HORIZONTAL_FLIP);
-    shard_augment_step_init(&steps[2], SHARD_AUGMENT_NORMALIZE);
+    shard_transform_step_init(&steps[1], SHARD_TRANSFORM_HORIZONTAL_FLIP);
+    shard_transform_step_init(&steps[2], SHARD_TRANSFORM_NORMALIZE);
     const double mean[3] = {0.485, 0.456, 0.406}, std[3] = {0.229, 0.224, 0.225};
     memcpy(steps[2].mean, mean, sizeof mean);
     memcpy(steps[2].std, std, sizeof std);
     size_t nsteps = dtype == SHARD_DTYPE_UINT8 ? 2 : 3;
-    struct shard_augment *a = NULL;
-    struct shard_augment_workspace *ws = NULL;
-    if (shard_augment_new(&a, steps, nsteps, layout, dtype, &err) ||
-        shard_augment_workspace_new(&ws, &err)) {
+    struct shard_transforms *a = NULL;
+    struct shard_transforms_workspace *ws = NULL;
+    if (shard_transforms_new(&a, steps, nsteps, layout, dtype, &err) ||
+        shard_transforms_workspace_new(&ws, &err)) {
         fprintf(stderr, "augment_speed: %s\n", err.msg);
         return 1;
     }
@@ -179,10 +179,11 @@ int main(int argc, char **argv)
     for (int ep = 0; ep < epochs; ep++) {
         double t0 = cpu_seconds();
         for (size_t i = 0; i < count; i++) {
-            struct shard_augment_draws dr;
-            if (shard_augment_draw(a, images[i].width, images[i].height, 7, (uint64_t)ep, i, &dr,
-                                   &err) ||
-                shard_augment_apply(a, &images[i], &dr, ws, batch + i % BATCH * out_bytes, &err)) {
+            struct shard_transforms_draws dr;
+            if (shard_transforms_draw(a, images[i].width, images[i].height, 7, (uint64_t)ep, i, &dr,
+                                      &err) ||
+                shard_transforms_apply(a, &images[i], &dr, ws, batch + i % BATCH * out_bytes,
+                                       &err)) {
                 fprintf(stderr, "augment_speed: %s\n", err.msg);
                 return 1;
             }
@@ -198,8 +199,8 @@ int main(int argc, char **argv)
            (unsigned long long)XXH3_64bits_digest(hash));
     XXH3_freeState(hash);
     free(batch);
-    shard_augment_workspace_free(ws);
-    shard_augment_free(a);
+    shard_transforms_workspace_free(ws);
+    shard_transforms_free(a);
     for (size_t i = 0; i < count; i++)
         shard_image_release(&images[i]);
     for (size_t k = 0; k < nnames; k++)

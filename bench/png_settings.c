@@ -3,7 +3,7 @@
  * filter set, to choose the settings of shard_encode(SHARD_CODEC_PNG).
  *
  * Every JPEG in a folder is decoded and resampled as shardify does it
- * (shard_decode_ex with a DCT-scaling target, shard_transform_from, shorter
+ * (shard_decode_ex with a DCT-scaling target, shard_geometry_apply_decoded, shorter
  * side = --size), then encoded with each setting; bytes are summed over all images
  * and the encode time (best of --reps, one core) is summarised.  RAW and
  * JPEG q90 are shown for scale.
@@ -141,9 +141,9 @@ int main(int argc, char **argv)
         struct shard_decode_info info;
         if (read_all(path, &file) ||
             shard_decode_ex(file.data, file.len, &o, &decoded, &info, NULL) ||
-            shard_geometry_compute(info.source_width, info.source_height, size, SHARD_FIT_SHORT,
-                                   1, &g) ||
-            shard_transform_from(&decoded, &info, &g, &tmp, &img, NULL)) {
+            shard_geometry_compute(info.source_width, info.source_height, size, SHARD_FIT_SHORT, 1,
+                                   &g) ||
+            shard_geometry_apply_decoded(&decoded, &info, &g, &tmp, &img, NULL)) {
             failed++;
             continue;
         }

@@ -37,7 +37,7 @@
  * image, lanczos3 of the full-size decode is the reference, and each rule
  * (full size; 1/2, 1/4, 1/8; any M/8) decodes at its scale, then shard_resize
  * makes shardify's geometry, from the whole decoded image or from the part
- * the picture covers (shard_transform_from); decode time, resize time and
+ * the picture covers (shard_geometry_apply_decoded); decode time, resize time and
  * PSNR by reduction.
  *
  * --dump DIR also writes, per size, each decoded input and its reference as
@@ -440,7 +440,7 @@ static int shardkit_resize(const uint8_t *s, int sw, int sh, uint8_t *d, int dw,
     return shardkit_filter(s, sw, sh, d, dw, dh, -1);
 }
 
-/* shard_resize's filter from a box of the source (shard_transform_from). */
+/* shard_resize's filter from a box of the source (shard_geometry_apply_decoded). */
 static int shardkit_box(const uint8_t *s, int sw, int sh, const struct sk_box *box, uint8_t *d,
                         int dw, int dh)
 {

@@ -256,7 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     REQUIRE(dirfd >= 0);
     if (sk_journal_read(dirfd, dir, SHARD_MANIFEST_FILE, NULL, count_sample, count_reject, &lines,
                         &end, &err) == 0)
-        REQUIRE(end.plan_end >= end.plan_start);
+        REQUIRE(end.pos_end >= end.pos_start);
     close(dirfd);
 
     /* each line goes to the parser as an exactly sized copy without a NUL,

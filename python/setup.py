@@ -115,7 +115,7 @@ setup(
     package_data={"shardkit": ["py.typed", "_native.pyi"]},
     ext_modules=[Extension(
         "shardkit._native",
-        sources=["src/native.c", "src/native_dataset.c", "src/native_augment.c",
+        sources=["src/native.c", "src/native_dataset.c", "src/native_transforms.c",
                  "src/native_loader.c", "src/native_fields.c"],
         depends=["src/native.h"],
         include_dirs=[os.path.join(TOP, "include")],

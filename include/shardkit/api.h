@@ -21,6 +21,16 @@
 #define SHARD_API
 #endif
 
+/* The mark on an older name kept for programs written against an earlier
+ * release (the "older names" at the end of image.h and loader.h): such a
+ * program still compiles, links and runs, and the compiler says which name to
+ * use instead. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SHARD_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define SHARD_DEPRECATED(msg)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -150,7 +150,7 @@ struct shard_decode_info {
      * image, except after a DCT-scaled decode of a side that the scale does
      * not divide: libjpeg decodes ceil(side * M / 8) pixels for side * M / 8
      * of picture, so the picture ends inside the last pixel (the first one
-     * when orientation mirrors that axis).  shard_transform_from() resamples
+     * when orientation mirrors that axis).  shard_geometry_apply_decoded() resamples
      * from this box, so that the picture is not stretched by that fraction. */
     double box_x0, box_y0, box_x1, box_y1;
     /* "" or the decoder warning the image was accepted despite, e.g.
@@ -183,17 +183,18 @@ SHARD_API int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32
  * g->out_w x g->out_h window at (crop_x, crop_y).  When no resampling is
  * needed the pixels are copied.  `tmp` is scratch space the caller may reuse
  * across calls.  0 or an error. */
-SHARD_API int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
-                    struct shard_image *tmp, struct shard_image *dst, struct shard_err *err);
+SHARD_API int shard_geometry_apply(const struct shard_image *src, const struct shard_geometry *g,
+                                   struct shard_image *tmp, struct shard_image *dst,
+                                   struct shard_err *err);
 
-/* shard_transform of an image shard_decode_ex() made: resamples the picture's
+/* shard_geometry_apply of an image shard_decode_ex() made: resamples the picture's
  * box in src (info->box_*), not the whole of src, to g (computed from
  * info->source_width x source_height).  Use it after a DCT-scaled decode.
  * 0 or an error. */
-SHARD_API int shard_transform_from(const struct shard_image *src,
-                                   const struct shard_decode_info *info,
-                                   const struct shard_geometry *g, struct shard_image *tmp,
-                                   struct shard_image *dst, struct shard_err *err);
+SHARD_API int shard_geometry_apply_decoded(const struct shard_image *src,
+                                           const struct shard_decode_info *info,
+                                           const struct shard_geometry *g, struct shard_image *tmp,
+                                           struct shard_image *dst, struct shard_err *err);
 
 /* ---- encoding (the payload stored in a record) -------------------------- */
 
@@ -221,6 +222,23 @@ SHARD_API int shard_encode(const struct shard_image *img, enum shard_codec codec
 SHARD_API int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
                          uint32_t width, uint32_t height, struct shard_image *out,
                          struct shard_err *err);
+
+/* ---- older names (deprecated) --------------------------------------------
+ *
+ * shardkit 0.1.0's names of the functions above, kept so that a program
+ * written against them still compiles (the compiler warns and names the new
+ * one) and one built against them still links and runs: each is exported
+ * under its old name and does exactly what the new one does.
+ * CONTRIBUTING.md's "Words" says why the names changed. */
+
+SHARD_API int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
+                              struct shard_image *tmp, struct shard_image *dst,
+                              struct shard_err *err) SHARD_DEPRECATED("use shard_geometry_apply");
+SHARD_API int shard_transform_from(const struct shard_image *src,
+                                   const struct shard_decode_info *info,
+                                   const struct shard_geometry *g, struct shard_image *tmp,
+                                   struct shard_image *dst, struct shard_err *err)
+    SHARD_DEPRECATED("use shard_geometry_apply_decoded");
 
 #ifdef __cplusplus
 }

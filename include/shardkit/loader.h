@@ -7,13 +7,14 @@
  * Two pieces, each an opaque handle with a create/free pair (every free
  * accepts NULL); plain structs in and out, no callbacks:
  *
- *   struct shard_augment  a list of transforms (torchvision's names and
- *                         rules) and the output format (layout, dtype).
- *                         Immutable once made; any number of threads may
- *                         apply it at once, each with its own workspace.
- *   struct shard_loader   batches of an epoch plan (shardkit/dataset.h):
- *                         worker threads read, decode and transform samples
- *                         ahead of the consumer; see "The loader" below.
+ *   struct shard_transforms  a list of transforms (torchvision's names and
+ *                            rules) and the output format (layout, dtype).
+ *                            Immutable once made; any number of threads
+ *                            may apply it at once, each with its own
+ *                            workspace.
+ *   struct shard_loader      batches of an epoch plan (shardkit/dataset.h):
+ *                            threads read, decode and transform samples
+ *                            ahead of the consumer; see "The loader" below.
  *
  * ---- transforms -----------------------------------------------------------
  *
@@ -85,7 +86,7 @@
  *   HORIZONTAL_FLIP: one uniform(0, 1); the image is flipped when it is < p.
  *   CENTER_CROP, RESIZE, NORMALIZE: nothing.
  *
- * shard_augment_draw() returns those choices for a sample without pixels.
+ * shard_transforms_draw() returns those choices for a sample without pixels.
  */
 #ifndef SHARDKIT_LOADER_H
 #define SHARDKIT_LOADER_H
@@ -104,17 +105,24 @@ extern "C" {
 
 /* ---- transforms ---------------------------------------------------------- */
 
-enum shard_augment_op {
-    SHARD_AUGMENT_RANDOM_RESIZED_CROP = 1,
-    SHARD_AUGMENT_CENTER_CROP = 2,
-    SHARD_AUGMENT_RESIZE = 3,
-    SHARD_AUGMENT_HORIZONTAL_FLIP = 4,
-    SHARD_AUGMENT_NORMALIZE = 5,
+enum shard_transform_op {
+    SHARD_TRANSFORM_RANDOM_RESIZED_CROP = 1,
+    SHARD_TRANSFORM_CENTER_CROP = 2,
+    SHARD_TRANSFORM_RESIZE = 3,
+    SHARD_TRANSFORM_HORIZONTAL_FLIP = 4,
+    SHARD_TRANSFORM_NORMALIZE = 5,
+    /* the older names (deprecated, see the end of this header) */
+    SHARD_AUGMENT_RANDOM_RESIZED_CROP SHARD_DEPRECATED(
+        "use SHARD_TRANSFORM_RANDOM_RESIZED_CROP") = 1,
+    SHARD_AUGMENT_CENTER_CROP SHARD_DEPRECATED("use SHARD_TRANSFORM_CENTER_CROP") = 2,
+    SHARD_AUGMENT_RESIZE SHARD_DEPRECATED("use SHARD_TRANSFORM_RESIZE") = 3,
+    SHARD_AUGMENT_HORIZONTAL_FLIP SHARD_DEPRECATED("use SHARD_TRANSFORM_HORIZONTAL_FLIP") = 4,
+    SHARD_AUGMENT_NORMALIZE SHARD_DEPRECATED("use SHARD_TRANSFORM_NORMALIZE") = 5,
 };
 
 /* One step; the fields its op does not use are ignored. */
-struct shard_augment_step {
-    enum shard_augment_op op;
+struct shard_transform_step {
+    enum shard_transform_op op;
     uint32_t height;     /* crops, resize: the output size (see RESIZE for width 0) */
     uint32_t width;
     double scale[2];     /* RANDOM_RESIZED_CROP: area fraction range, 0 < [0] <= [1]
@@ -127,7 +135,8 @@ struct shard_augment_step {
 
 /* A step with torchvision's defaults for `op`: scale (0.08, 1), ratio
  * (3/4, 4/3), p 0.5, mean 0 and std 1; sizes 0 (to be set). */
-SHARD_API void shard_augment_step_init(struct shard_augment_step *s, enum shard_augment_op op);
+SHARD_API void shard_transform_step_init(struct shard_transform_step *s,
+                                         enum shard_transform_op op);
 
 enum shard_layout {
     SHARD_LAYOUT_NHWC = 0,  /* a sample is H x W x 3 */
@@ -147,33 +156,34 @@ SHARD_API int shard_dtype_parse(const char *s, enum shard_dtype *out);
 SHARD_API size_t shard_dtype_size(enum shard_dtype d);
 
 /* Most steps in one list, and the largest output side. */
-#define SHARD_AUGMENT_MAX_STEPS 32
-#define SHARD_AUGMENT_MAX_SIDE 32768u
+#define SHARD_TRANSFORMS_MAX_STEPS 32
+#define SHARD_TRANSFORMS_MAX_SIDE 32768u
 /* Largest output of one sample, in pixels (a RESIZE of a sliver could ask for
  * more: that sample fails with SHARD_ELIMIT). */
-#define SHARD_AUGMENT_MAX_PIXELS (1ull << 28)
+#define SHARD_TRANSFORMS_MAX_PIXELS (1ull << 28)
 
-struct shard_augment;
+struct shard_transforms;
 
 /* Check steps[0..count) (count may be 0: the image as it is, converted to the
  * output format) and make the transform list.  The steps are copied.
  * SHARD_EINVAL names the step and the parameter ("step 2 (normalize): std[1]
  * is 0"); SHARD_ENOMEM. */
-SHARD_API int shard_augment_new(struct shard_augment **out, const struct shard_augment_step *steps,
-                                size_t count, enum shard_layout layout, enum shard_dtype dtype,
-                                struct shard_err *err);
-SHARD_API void shard_augment_free(struct shard_augment *a);  /* accepts NULL */
+SHARD_API int shard_transforms_new(struct shard_transforms **out,
+                                   const struct shard_transform_step *steps, size_t count,
+                                   enum shard_layout layout, enum shard_dtype dtype,
+                                   struct shard_err *err);
+SHARD_API void shard_transforms_free(struct shard_transforms *a); /* accepts NULL */
 
-SHARD_API enum shard_layout shard_augment_layout(const struct shard_augment *a);
-SHARD_API enum shard_dtype shard_augment_dtype(const struct shard_augment *a);
+SHARD_API enum shard_layout shard_transforms_layout(const struct shard_transforms *a);
+SHARD_API enum shard_dtype shard_transforms_dtype(const struct shard_transforms *a);
 
 /* 1 and the size when every input gives an output of the same size (a crop
  * or a two-sided resize fixes it), else 0. */
-SHARD_API int shard_augment_fixed_size(const struct shard_augment *a, uint32_t *width,
-                                       uint32_t *height);
+SHARD_API int shard_transforms_fixed_size(const struct shard_transforms *a, uint32_t *width,
+                                          uint32_t *height);
 
 /* What a step decided for one sample. */
-struct shard_augment_choice {
+struct shard_transform_choice {
     uint32_t in_width, in_height;    /* the image the step received */
     uint32_t out_width, out_height;  /* the image it made */
     /* crops: the box in the received image (CENTER_CROP: may start before it,
@@ -185,9 +195,9 @@ struct shard_augment_choice {
     int flip;       /* HORIZONTAL_FLIP: 1 when flipped */
 };
 
-struct shard_augment_draws {
+struct shard_transforms_draws {
     uint32_t steps;
-    struct shard_augment_choice step[SHARD_AUGMENT_MAX_STEPS];
+    struct shard_transform_choice step[SHARD_TRANSFORMS_MAX_STEPS];
     uint32_t out_width, out_height;  /* the final size */
     size_t out_bytes;                /* bytes of the output in the output format */
 };
@@ -195,26 +205,28 @@ struct shard_augment_draws {
 /* The choices (and the output size) for the sample of `index` in `epoch`
  * with `seed`, for an input of width x height, without touching pixels.
  * 0, SHARD_EINVAL (zero sizes) or SHARD_ELIMIT (the output would exceed
- * SHARD_AUGMENT_MAX_PIXELS or MAX_SIDE). */
-SHARD_API int shard_augment_draw(const struct shard_augment *a, uint32_t width, uint32_t height,
-                                 uint64_t seed, uint64_t epoch, uint64_t index,
-                                 struct shard_augment_draws *out, struct shard_err *err);
+ * SHARD_TRANSFORMS_MAX_PIXELS or MAX_SIDE). */
+SHARD_API int shard_transforms_draw(const struct shard_transforms *a, uint32_t width,
+                                    uint32_t height, uint64_t seed, uint64_t epoch, uint64_t index,
+                                    struct shard_transforms_draws *out, struct shard_err *err);
 
-/* Per-thread working memory for shard_augment_apply (its buffers grow to the
+/* Per-thread working memory for shard_transforms_apply (its buffers grow to the
  * largest image seen and are kept). */
-struct shard_augment_workspace;
-SHARD_API int shard_augment_workspace_new(struct shard_augment_workspace **out,
-                                          struct shard_err *err);
-SHARD_API void shard_augment_workspace_free(struct shard_augment_workspace *w);  /* accepts NULL */
+struct shard_transforms_workspace;
+SHARD_API int shard_transforms_workspace_new(struct shard_transforms_workspace **out,
+                                             struct shard_err *err);
+SHARD_API void
+shard_transforms_workspace_free(struct shard_transforms_workspace *w); /* accepts NULL */
 
 /* Apply the transforms to src (8-bit RGB) with the choices of `draws`
- * (shard_augment_draw for src's size) and write the result in the output
+ * (shard_transforms_draw for src's size) and write the result in the output
  * format to dst, which has room for draws->out_bytes.  dst must not overlap
  * src.  0, SHARD_EINVAL (draws made for another size), SHARD_ENOMEM. */
-SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct shard_image *src,
-                                  const struct shard_augment_draws *draws,
-                                  struct shard_augment_workspace *w, void *dst,
-                                  struct shard_err *err);
+SHARD_API int shard_transforms_apply(const struct shard_transforms *a,
+                                     const struct shard_image *src,
+                                     const struct shard_transforms_draws *draws,
+                                     struct shard_transforms_workspace *w, void *dst,
+                                     struct shard_err *err);
 
 /* Boxes and masks through the same choices as their image (torchvision
  * transforms.v2's semantics for BoundingBoxes in XYXY format and Mask):
@@ -246,25 +258,27 @@ SHARD_API int shard_augment_apply(const struct shard_augment *a, const struct sh
  * region of the image starting at (dx, dy)), through the choices: the kept
  * boxes are written to out (room for n; out may be in), in order and in the
  * same layout; returns how many. */
-SHARD_API size_t shard_augment_boxes(const struct shard_augment *a,
-                                     const struct shard_augment_draws *d, double dx, double dy,
-                                     double min_size, const uint8_t *in, size_t n, uint8_t *out);
+SHARD_API size_t shard_transforms_boxes(const struct shard_transforms *a,
+                                        const struct shard_transforms_draws *d, double dx,
+                                        double dy, double min_size, const uint8_t *in, size_t n,
+                                        uint8_t *out);
 
 /* A mask (channels 1 or 2: the bytes of one value, little-endian) of the
  * size the draws were made for, through the choices: out_width x
  * out_height values, row-major, written to dst.  0, SHARD_EINVAL (draws for
  * another size), SHARD_ENOMEM. */
-SHARD_API int shard_augment_mask(const struct shard_augment *a, const struct shard_image *mask,
-                                 const struct shard_augment_draws *d,
-                                 struct shard_augment_workspace *w, void *dst,
-                                 struct shard_err *err);
+SHARD_API int shard_transforms_mask(const struct shard_transforms *a,
+                                    const struct shard_image *mask,
+                                    const struct shard_transforms_draws *d,
+                                    struct shard_transforms_workspace *w, void *dst,
+                                    struct shard_err *err);
 
 /* ---- the loader ------------------------------------------------------------
  *
  * A loader walks this rank's epoch plan (shardkit/dataset.h: seed, epoch,
  * rank, world_size, shuffle buffer, remainder) in batches of batch_size
  * consecutive plan entries: batch b holds entries [b*B, (b+1)*B); the last
- * one is shorter, or dropped with drop_last.  Worker threads claim entries
+ * one is shorter, or dropped with drop_last.  The threads claim entries
  * in plan order, read and decode each sample, apply the transforms and write
  * the result straight into its place in its batch's buffer; the consumer
  * takes whole batches in order.  At most `prefetch` batches are being filled
@@ -272,7 +286,7 @@ SHARD_API int shard_augment_mask(const struct shard_augment *a, const struct sha
  * RANDOM_RESIZED_CROP or CENTER_CROP, a JPEG record is decoded only around
  * the crop's box (the choices are drawn from the record's stored size before
  * decoding); the pixels, and the damage reported, are those of a whole
- * decode.  Like shard_iter, the workers ask the dataset for the next
+ * decode.  Like shard_iter, the threads ask the dataset for the next
  * entries' bytes ahead of reading them (the kernel's read-ahead, window
  * fetches over HTTP).
  *
@@ -284,7 +298,7 @@ SHARD_API int shard_augment_mask(const struct shard_augment *a, const struct sha
  * training job restores a checkpoint.
  *
  * Output.  With a transform list of fixed output size (a crop, or a
- * two-sided resize: shard_augment_fixed_size), a batch is one contiguous
+ * two-sided resize: shard_transforms_fixed_size), a batch is one contiguous
  * array of count x (H x W x 3 or 3 x H x W) values.  Otherwise each sample
  * has its own size and its own memory.  Without a transform list, samples are
  * the stored pixels, uint8 H x W x 3 (a raw record's are handed over where
@@ -320,46 +334,55 @@ struct shard_loader_options {
     /* the epoch plan: shuffle, seed, rank, world_size, shuffle_buffer,
      * remainder (its epoch is the one started) */
     struct shard_plan_options plan;
-    int threads;                     /* worker threads (0..1024); 0: the consumer's
+    int threads;                     /* threads (0..1024); 0: the consumer's
                                       * own thread does the work inside next() */
     uint32_t prefetch;               /* batches in flight; 0: 2 */
     int skip_errors;                 /* 1: leave damaged samples out, counted */
-    /* One of `parts` loaders sharing this rank's epoch (e.g. DataLoader
-     * worker processes): this one makes only the batches b with
-     * b % parts == part, numbered as in the whole epoch.  parts 0 or 1: all. */
-    uint32_t part, parts;
+    /* Worker `worker` of `workers` loaders sharing this rank's epoch (e.g.
+     * DataLoader worker processes): this one makes only the batches b with
+     * b % workers == worker, numbered as in the whole epoch.  workers 0 or 1:
+     * all.  `part` and `parts` are the deprecated older names of the same
+     * members (shardkit 0.1.0's; same offsets, same layout). */
+    union {
+        uint32_t worker;
+        uint32_t part SHARD_DEPRECATED("use worker");
+    };
+    union {
+        uint32_t workers;
+        uint32_t parts SHARD_DEPRECATED("use workers");
+    };
     /* The fields each batch carries: field_count field numbers (indices into
      * the manifest's config.fields, none twice), copied; NULL and 0: none. */
     const uint32_t *fields;
     uint32_t field_count;
     /* Selected BOXES fields: after the transforms, a box narrower or lower
-     * than this (pixels) is removed with its class (shard_augment_boxes);
+     * than this (pixels) is removed with its class (shard_transforms_boxes);
      * default 1, torchvision's SanitizeBoundingBoxes. */
     double box_min_size;
 };
 
 /* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan, 2 threads,
- * prefetch 0 (= 2), skip_errors 0, part 0 of 1, no fields, box_min_size 1. */
+ * prefetch 0 (= 2), skip_errors 0, worker 0 of 1, no fields, box_min_size 1. */
 SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
 
 struct shard_loader;
 
 /* A loader over ds (which must stay open until the loader is freed) with the
- * transforms of `augment` (NULL: none, uint8 NHWC; else it must outlive the
+ * transforms of `transforms` (NULL: none, uint8 NHWC; else it must outlive the
  * loader).  No thread runs until shard_loader_start.
  * 0, SHARD_EINVAL (batch_size 0, rank >= world_size, threads out of range,
  * a field the dataset does not declare or selected twice: the message names
  * the option), SHARD_ENOMEM. */
 SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
-                               const struct shard_augment *augment,
+                               const struct shard_transforms *transforms,
                                const struct shard_loader_options *o, struct shard_err *err);
 
-/* Stop the workers (a sample being read is finished first, so this returns
+/* Stop the threads (a sample being read is finished first, so this returns
  * within one sample's time) and free the loader.  Batches already handed out
  * stay valid.  Accepts NULL. */
 SHARD_API void shard_loader_free(struct shard_loader *l);
 
-/* Batches per epoch this loader makes (for this rank and part; the same for
+/* Batches per epoch this loader makes (for this rank and worker; the same for
  * every epoch). */
 SHARD_API uint64_t shard_loader_batch_count(const struct shard_loader *l);
 /* Plan entries per epoch for this rank, and how many of them drop_last
@@ -369,13 +392,13 @@ SHARD_API uint64_t shard_loader_dropped(const struct shard_loader *l);
 
 /* Start epoch `epoch` at batch `first` (0 for a fresh epoch; a restored
  * position's batch count otherwise): whatever was in flight is dropped, the
- * plan is made and the workers begin.  first may equal the batch count (the
+ * plan is made and the threads begin.  first may equal the batch count (the
  * epoch is then over at once).  0, SHARD_EINVAL (first beyond the epoch),
  * SHARD_ENOMEM, SHARD_EIO (threads could not start). */
 SHARD_API int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
                                  struct shard_err *err);
 
-/* Stop the workers and drop what is in flight (an iteration abandoned
+/* Stop the threads and drop what is in flight (an iteration abandoned
  * mid-epoch); the position stays.  next() then needs a new start. */
 SHARD_API void shard_loader_stop(struct shard_loader *l);
 
@@ -419,7 +442,7 @@ struct shard_batch_field {
      * data[offsets[j] .. offsets[j + 1]) (empty where absent): the stored
      * bytes, for LABELS uint32_t label numbers in host byte order, and for
      * BOXES and MASK the value in its stored layout (little-endian) after
-     * the transforms (shard_augment_boxes, shard_augment_mask: a mask of the
+     * the transforms (shard_transforms_boxes, shard_transforms_mask: a mask of the
      * sample's output size).  NULL for the other types. */
     const uint8_t *data;
     const uint64_t *offsets;    /* count + 1 offsets, offsets[0] = 0 */
@@ -472,6 +495,67 @@ struct shard_loader_stats {
 
 /* Fill *s.  Thread-safe (a snapshot: counters are updated as work is done). */
 SHARD_API void shard_loader_stats(const struct shard_loader *l, struct shard_loader_stats *s);
+
+/* ---- older names (deprecated) --------------------------------------------
+ *
+ * shardkit 0.1.0's names, kept so that a program written against them still
+ * compiles (the compiler warns at each function and constant and names the
+ * new one) and one built against them still links and runs: each function
+ * is exported under its old name and does exactly what the new one does.
+ * The types' old names are macros for the new ones (`struct shard_augment`
+ * is `struct shard_transforms`), so old and new code pass the same objects;
+ * shard_loader_options' `part` and `parts` share their unions with `worker`
+ * and `workers`.  CONTRIBUTING.md's "Words" says why the names changed. */
+
+#define shard_augment shard_transforms
+#define shard_augment_step shard_transform_step
+#define shard_augment_op shard_transform_op
+#define shard_augment_choice shard_transform_choice
+#define shard_augment_draws shard_transforms_draws
+#define shard_augment_workspace shard_transforms_workspace
+#define SHARD_AUGMENT_MAX_STEPS SHARD_TRANSFORMS_MAX_STEPS
+#define SHARD_AUGMENT_MAX_SIDE SHARD_TRANSFORMS_MAX_SIDE
+#define SHARD_AUGMENT_MAX_PIXELS SHARD_TRANSFORMS_MAX_PIXELS
+
+
+SHARD_API void shard_augment_step_init(struct shard_transform_step *s, enum shard_transform_op op)
+    SHARD_DEPRECATED("use shard_transform_step_init");
+SHARD_API int shard_augment_new(struct shard_transforms **out,
+                                const struct shard_transform_step *steps, size_t count,
+                                enum shard_layout layout, enum shard_dtype dtype,
+                                struct shard_err *err) SHARD_DEPRECATED("use shard_transforms_new");
+SHARD_API void shard_augment_free(struct shard_transforms *a)
+    SHARD_DEPRECATED("use shard_transforms_free");
+SHARD_API enum shard_layout shard_augment_layout(const struct shard_transforms *a)
+    SHARD_DEPRECATED("use shard_transforms_layout");
+SHARD_API enum shard_dtype shard_augment_dtype(const struct shard_transforms *a)
+    SHARD_DEPRECATED("use shard_transforms_dtype");
+SHARD_API int shard_augment_fixed_size(const struct shard_transforms *a, uint32_t *width,
+                                       uint32_t *height)
+    SHARD_DEPRECATED("use shard_transforms_fixed_size");
+SHARD_API int shard_augment_draw(const struct shard_transforms *a, uint32_t width, uint32_t height,
+                                 uint64_t seed, uint64_t epoch, uint64_t index,
+                                 struct shard_transforms_draws *out, struct shard_err *err)
+    SHARD_DEPRECATED("use shard_transforms_draw");
+SHARD_API int shard_augment_workspace_new(struct shard_transforms_workspace **out,
+                                          struct shard_err *err)
+    SHARD_DEPRECATED("use shard_transforms_workspace_new");
+SHARD_API void shard_augment_workspace_free(struct shard_transforms_workspace *w)
+    SHARD_DEPRECATED("use shard_transforms_workspace_free");
+SHARD_API int shard_augment_apply(const struct shard_transforms *a, const struct shard_image *src,
+                                  const struct shard_transforms_draws *draws,
+                                  struct shard_transforms_workspace *w, void *dst,
+                                  struct shard_err *err)
+    SHARD_DEPRECATED("use shard_transforms_apply");
+SHARD_API size_t shard_augment_boxes(const struct shard_transforms *a,
+                                     const struct shard_transforms_draws *d, double dx, double dy,
+                                     double min_size, const uint8_t *in, size_t n, uint8_t *out)
+    SHARD_DEPRECATED("use shard_transforms_boxes");
+SHARD_API int shard_augment_mask(const struct shard_transforms *a, const struct shard_image *mask,
+                                 const struct shard_transforms_draws *d,
+                                 struct shard_transforms_workspace *w, void *dst,
+                                 struct shard_err *err)
+    SHARD_DEPRECATED("use shard_transforms_mask");
 
 #ifdef __cplusplus
 }

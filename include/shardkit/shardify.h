@@ -6,7 +6,7 @@
  * the manifest into DST.  Guarantees:
  *  - Deterministic: the same input and config give byte-identical shards,
  *    index and manifest, whatever the thread count (records are built in
- *    parallel but appended in plan order by one thread at a time).
+ *    parallel but appended in stored order by one thread at a time).
  *  - Atomic: a shard appears under its final name only when complete (written
  *    as a temporary, fsync'd, renamed, directory fsync'd); manifest.json is
  *    published last, the same way.  A failed run publishes no manifest.
@@ -62,7 +62,7 @@ enum shardify_mode {
 
 struct shardify_progress {
     uint64_t done;        /* candidates finished (samples + rejects) */
-    uint64_t total;       /* candidates in the plan (0 while unknown, e.g. archives) */
+    uint64_t total;       /* candidates to convert (0 while unknown, e.g. archives) */
     uint64_t samples;
     uint64_t rejected;
     uint64_t bytes_out;   /* shard bytes written */

@@ -45,8 +45,8 @@ struct assembler {
     struct journal_writer *journal;
     char shard_tmp[NAME_BYTES + 8];  /* names in DST/.shardify */
     char journal_tmp[NAME_BYTES + 8];
-    uint64_t plan_start;
-    uint64_t plan_next;       /* next order position expected */
+    uint64_t pos_start;
+    uint64_t pos_next;        /* next order position expected */
 };
 
 int sk_assembler_new(struct assembler **out, struct dst *d, const struct shard_config *c,
@@ -73,7 +73,7 @@ void sk_assembler_start_at(struct assembler *a, uint32_t base, uint32_t limit, u
 {
     a->shard_base = base;
     a->shard_limit = limit;
-    a->plan_next = first;
+    a->pos_next = first;
 }
 
 static void drop_open_shard(struct assembler *a)
@@ -215,7 +215,7 @@ int sk_assembler_adopt_reject(struct assembler *a, struct shard_reject *r, struc
 int sk_assembler_adopt_end(struct assembler *a, const struct journal_end *end,
                         struct shard_err *err)
 {
-    a->plan_next = end->plan_end;
+    a->pos_next = end->pos_end;
     a->pending_from = a->reject_count;
     return push_shard(a, end->shard, end->samples, end->bytes, end->xxh3, err);
 }
@@ -240,7 +240,7 @@ static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
     if (rc)
         return rc;
     /* rejects that came before this shard's first record belong to it */
-    a->plan_start = a->reject_count > a->pending_from ? a->pending_pos : pos;
+    a->pos_start = a->reject_count > a->pending_from ? a->pending_pos : pos;
     for (uint64_t i = a->pending_from; !rc && i < a->reject_count; i++)
         rc = sk_journal_writer_reject(a->journal, &a->rejects[i], err);
     a->pending_from = a->reject_count;
@@ -260,8 +260,8 @@ static int close_shard(struct assembler *a, struct shard_err *err)
         .samples = records,
         .bytes = bytes,
         .xxh3 = xxh3,
-        .plan_start = a->plan_start,
-        .plan_end = a->plan_next,
+        .pos_start = a->pos_start,
+        .pos_end = a->pos_next,
     };
     rc = sk_journal_writer_finish(a->journal, &end, err);
     if (rc)
@@ -288,7 +288,7 @@ int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *
                      struct shard_err *err)
 {
     int rc;
-    if (pos != a->plan_next)
+    if (pos != a->pos_next)
         return shard_err_set(err, SHARD_EINVAL, "position %llu out of order",
                              (unsigned long long)pos);
     if (a->writer && shard_writer_records(a->writer) > 0 &&
@@ -304,14 +304,14 @@ int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *
                                s->key_len, s->label, err)) ||
         (rc = sk_journal_writer_sample(a->journal, s, a->config, err)) || (rc = count_sample(a, s, err)))
         return rc;
-    a->plan_next = pos + 1;
+    a->pos_next = pos + 1;
     return SHARD_OK;
 }
 
 int sk_assembler_reject(struct assembler *a, uint64_t pos, struct shard_reject *r,
                      struct shard_err *err)
 {
-    if (pos != a->plan_next)
+    if (pos != a->pos_next)
         return shard_err_set(err, SHARD_EINVAL, "position %llu out of order",
                              (unsigned long long)pos);
     int rc = a->journal ? sk_journal_writer_reject(a->journal, r, err) : SHARD_OK;
@@ -321,7 +321,7 @@ int sk_assembler_reject(struct assembler *a, uint64_t pos, struct shard_reject *
         rc = push_reject(a, r, err);
     if (!rc && a->journal)
         a->pending_from = a->reject_count;
-    a->plan_next = pos + 1;
+    a->pos_next = pos + 1;
     return rc;
 }
 

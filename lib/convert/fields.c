@@ -30,7 +30,7 @@ enum class_from { CLASS_LABELER, CLASS_SIDECAR, CLASS_COLUMN };
 /* The names read for one candidate: its class, and its `labels` fields'
  * names in field order, or the reason one of them could not be read. */
 struct names {
-    uint64_t off;              /* in plan->arena: the names, each as len:u32 + bytes */
+    uint64_t off;              /* in sources->arena: the names, each as len:u32 + bytes */
     uint32_t count;            /* names of the labels fields, the class not counted */
     int has_class;
     uint32_t class_len;        /* the class name follows the labels' names */
@@ -38,7 +38,7 @@ struct names {
 
 /* A labels field's value read ahead (its sidecar or cell), per candidate. */
 struct label_value {
-    uint64_t numbers;          /* in plan->numbers: the label numbers, once known */
+    uint64_t numbers;          /* in sources->numbers: the label numbers, once known */
     uint32_t count;
     int present;
     uint64_t source_bytes;
@@ -46,7 +46,7 @@ struct label_value {
     char *reason;              /* why it cannot be taken (the sample is rejected), or NULL */
 };
 
-struct sk_field_plan {
+struct sk_field_sources {
     struct shard_config *config;
     struct sk_sidecars *sidecars;     /* NULL: no sidecar sources */
     uint32_t *suffix_of;              /* per field: its sidecar suffix's index, or NONE */
@@ -71,7 +71,7 @@ struct sk_field_plan {
     int geometric;                    /* a boxes or mask field: built once the image is */
 };
 
-void sk_field_plan_free(struct sk_field_plan *p)
+void sk_field_sources_free(struct sk_field_sources *p)
 {
     if (!p)
         return;
@@ -103,7 +103,7 @@ static uint32_t coco_field_count(const struct shardify_options *o)
     return o->coco ? 1 + (o->coco_mask != 0) : 0;
 }
 
-static int parse_declarations(struct sk_field_plan *p, const struct shardify_options *o,
+static int parse_declarations(struct sk_field_sources *p, const struct shardify_options *o,
                               struct shard_config *c, struct shard_err *err)
 {
     uint32_t total = o->field_count + coco_field_count(o);
@@ -272,7 +272,7 @@ out:
 }
 
 /* The classes of the boxes and mask fields (declared by then). */
-static int set_field_classes(struct sk_field_plan *p, struct shard_config *c,
+static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
                              struct shard_err *err)
 {
     uint32_t ncat = 0;
@@ -308,8 +308,8 @@ static int set_field_classes(struct sk_field_plan *p, struct shard_config *c,
     return SHARD_OK;
 }
 
-int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options *o,
-                      const char *labels, struct shard_config *c, struct shard_err *err)
+int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_options *o,
+                         const char *labels, struct shard_config *c, struct shard_err *err)
 {
     *out = NULL;
     int class_sidecar = labels && !strncmp(labels, SIDECAR_PREFIX, strlen(SIDECAR_PREFIX));
@@ -327,7 +327,7 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
     if (class_column && !o->annotations)
         return shard_err_set(err, SHARD_EINVAL, "--labels %s needs an --annotations table",
                              labels);
-    struct sk_field_plan *p = calloc(1, sizeof *p);
+    struct sk_field_sources *p = calloc(1, sizeof *p);
     if (!p)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     p->config = c;
@@ -392,7 +392,7 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
     }
     free(suffixes);
     if (rc) {
-        sk_field_plan_free(p);
+        sk_field_sources_free(p);
         return rc;
     }
     if (!c->max_field_bytes)
@@ -401,14 +401,14 @@ int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options 
     return SHARD_OK;
 }
 
-struct sk_sidecars *sk_field_plan_sidecars(struct sk_field_plan *p)
+struct sk_sidecars *sk_field_sources_sidecars(struct sk_field_sources *p)
 {
     return p ? p->sidecars : NULL;
 }
 
-int sk_field_plan_resolve(struct sk_field_plan *p, const char *src,
-                          const struct shard_keylist *keys, struct shard_refusals *refused,
-                          struct shard_err *err)
+int sk_field_sources_resolve(struct sk_field_sources *p, const char *src,
+                             const struct shard_keylist *keys, struct shard_refusals *refused,
+                             struct shard_err *err)
 {
     int rc = p && p->sidecars ? sk_sidecars_resolve(p->sidecars, keys, refused, err) : SHARD_OK;
     for (uint32_t f = 0; !rc && p && f < p->config->field_count; f++) {
@@ -419,7 +419,7 @@ int sk_field_plan_resolve(struct sk_field_plan *p, const char *src,
     return rc;
 }
 
-uint64_t sk_field_plan_orphan_count(const struct sk_field_plan *p)
+uint64_t sk_field_sources_orphan_count(const struct sk_field_sources *p)
 {
     if (!p)
         return 0;
@@ -429,7 +429,7 @@ uint64_t sk_field_plan_orphan_count(const struct sk_field_plan *p)
     return n;
 }
 
-const char *sk_field_plan_orphan(const struct sk_field_plan *p, uint64_t i, size_t *len)
+const char *sk_field_sources_orphan(const struct sk_field_sources *p, uint64_t i, size_t *len)
 {
     size_t side = p->sidecars ? sk_sidecars_orphan_count(p->sidecars) : 0;
     if (i < side)
@@ -445,30 +445,32 @@ const char *sk_field_plan_orphan(const struct sk_field_plan *p, uint64_t i, size
     return NULL;
 }
 
-uint64_t sk_field_plan_table_rows(const struct sk_field_plan *p)
+uint64_t sk_field_sources_table_rows(const struct sk_field_sources *p)
 {
     return p && p->table ? sk_annotations_rows(p->table) : 0;
 }
 
-int sk_field_plan_table_unmatched(const struct sk_field_plan *p, const struct shard_keylist *keys,
-                                  uint64_t *unmatched, struct shard_err *err)
+int sk_field_sources_table_unmatched(const struct sk_field_sources *p,
+                                     const struct shard_keylist *keys, uint64_t *unmatched,
+                                     struct shard_err *err)
 {
     *unmatched = 0;
     return p && p->table ? sk_annotations_unmatched(p->table, keys, unmatched, err) : SHARD_OK;
 }
 
-uint64_t sk_field_plan_coco_images(const struct sk_field_plan *p)
+uint64_t sk_field_sources_coco_images(const struct sk_field_sources *p)
 {
     return p && p->coco ? sk_coco_image_count(p->coco) : 0;
 }
 
-uint64_t sk_field_plan_coco_annotations(const struct sk_field_plan *p)
+uint64_t sk_field_sources_coco_annotations(const struct sk_field_sources *p)
 {
     return p && p->coco ? sk_coco_annotation_count(p->coco) : 0;
 }
 
-int sk_field_plan_coco_unmatched(const struct sk_field_plan *p, const struct shard_keylist *keys,
-                                 uint64_t *images, uint64_t *annotations, struct shard_err *err)
+int sk_field_sources_coco_unmatched(const struct sk_field_sources *p,
+                                    const struct shard_keylist *keys, uint64_t *images,
+                                    uint64_t *annotations, struct shard_err *err)
 {
     *images = *annotations = 0;
     return p && p->coco ? sk_coco_unmatched(p->coco, keys, images, annotations, err) : SHARD_OK;
@@ -487,7 +489,7 @@ static void sidecar_origin(struct origin *o, const char *key, size_t len)
     snprintf(o->text, sizeof o->text, "'%s'", shard_quote(key, len, shown, sizeof shown));
 }
 
-static void table_origin(const struct sk_field_plan *p, int64_t row, struct origin *o)
+static void table_origin(const struct sk_field_sources *p, int64_t row, struct origin *o)
 {
     snprintf(o->text, sizeof o->text, "'%s' line %llu", p->table_name,
              (unsigned long long)sk_annotations_line(p->table, row));
@@ -498,7 +500,7 @@ static void table_origin(const struct sk_field_plan *p, int64_t row, struct orig
  * bytes in `buf`), 0 when absent (*o then names what is missing), or a
  * negative error: for a sidecar that cannot be read, a reason in why
  * (SHARD_ECORRUPT) unless the store failed (SHARD_ENET/EINTR/ENOMEM). */
-static int value_bytes(const struct sk_field_plan *p, const char *name, uint32_t suffix,
+static int value_bytes(const struct sk_field_sources *p, const char *name, uint32_t suffix,
                        uint32_t col, const char *key, size_t len, sk_sidecar_read_fn read,
                        void *ctx, struct shard_buf *buf, const uint8_t **data, size_t *n,
                        struct origin *o, struct sk_field_result *res, struct shard_err *why)
@@ -585,7 +587,7 @@ static int parse_value(const struct shard_field_decl *d, const uint8_t *data, si
 
 /* ---- labels read ahead -------------------------------------------------------------- */
 
-int sk_field_plan_has_names(const struct sk_field_plan *p)
+int sk_field_sources_has_names(const struct sk_field_sources *p)
 {
     return p && (p->label_field_count || p->class_from != CLASS_LABELER);
 }
@@ -600,7 +602,7 @@ static int append_name(struct shard_buf *arena, const char *name, size_t len,
 }
 
 /* The names of a labels value into the arena: 0, or the reason in *reason. */
-static int read_label_value(struct sk_field_plan *p, const struct shard_field_decl *d,
+static int read_label_value(struct sk_field_sources *p, const struct shard_field_decl *d,
                             const uint8_t *data, size_t n, const struct origin *o,
                             struct label_value *v, uint32_t *count, struct shard_err *err)
 {
@@ -624,9 +626,9 @@ static int read_label_value(struct sk_field_plan *p, const struct shard_field_de
     return SHARD_OK;
 }
 
-int sk_field_plan_read_names(struct sk_field_plan *p, const struct shard_keylist *keys,
-                             const struct shard_refusals *refused, sk_sidecar_read_fn read,
-                             void *ctx, struct shard_err *err)
+int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_keylist *keys,
+                                const struct shard_refusals *refused, sk_sidecar_read_fn read,
+                                void *ctx, struct shard_err *err)
 {
     uint64_t n = keys->count;
     p->candidates = n;
@@ -693,7 +695,7 @@ int sk_field_plan_read_names(struct sk_field_plan *p, const struct shard_keylist
 
 /* Candidate c's names in the arena: the labels' (len:u32 + bytes each), then
  * the class's bytes. */
-static const uint8_t *names_at(const struct sk_field_plan *p, uint64_t c, uint64_t *class_at)
+static const uint8_t *names_at(const struct sk_field_sources *p, uint64_t c, uint64_t *class_at)
 {
     const uint8_t *at = p->arena.data + p->names[c].off, *q = at;
     for (uint32_t i = 0; i < p->names[c].count; i++)
@@ -702,8 +704,8 @@ static const uint8_t *names_at(const struct sk_field_plan *p, uint64_t c, uint64
     return at;
 }
 
-int sk_field_plan_class(const struct sk_field_plan *p, uint64_t cand, const char **name,
-                        size_t *len)
+int sk_field_sources_class(const struct sk_field_sources *p, uint64_t cand, const char **name,
+                           size_t *len)
 {
     if (!p || p->class_from == CLASS_LABELER)
         return -1;
@@ -716,8 +718,8 @@ int sk_field_plan_class(const struct sk_field_plan *p, uint64_t cand, const char
     return 1;
 }
 
-int sk_field_plan_label_name(const struct sk_field_plan *p, uint64_t cand, size_t i,
-                             const char **name, size_t *len)
+int sk_field_sources_label_name(const struct sk_field_sources *p, uint64_t cand, size_t i,
+                                const char **name, size_t *len)
 {
     if (!p || !p->names || i >= p->names[cand].count)
         return 0;
@@ -730,9 +732,9 @@ int sk_field_plan_label_name(const struct sk_field_plan *p, uint64_t cand, size_
     return 1;
 }
 
-int sk_field_plan_number(struct sk_field_plan *p,
-                         int32_t (*number)(void *ctx, const char *name, size_t len), void *ctx,
-                         struct shard_err *err)
+int sk_field_sources_number(struct sk_field_sources *p,
+                            int32_t (*number)(void *ctx, const char *name, size_t len), void *ctx,
+                            struct shard_err *err)
 {
     if (!p || !p->names)
         return SHARD_OK;
@@ -760,7 +762,7 @@ int sk_field_plan_number(struct sk_field_plan *p,
 
 /* ---- boxes and masks: through the image's geometry ----------------------------------- */
 
-int sk_field_plan_geometric(const struct sk_field_plan *p)
+int sk_field_sources_geometric(const struct sk_field_sources *p)
 {
     return p && p->geometric;
 }
@@ -819,7 +821,7 @@ static int place_boxes(const struct shard_buf *raw, const struct sk_placement *p
 /* The bytes of mask field f's file in its folder for candidate key[0..len),
  * into buf: 1, 0 when there is none (*o names the file looked for), or
  * SHARD_ECORRUPT with the reason (one that cannot be read). */
-static int folder_bytes(const struct sk_field_plan *p, uint32_t f, const char *key, size_t len,
+static int folder_bytes(const struct sk_field_sources *p, uint32_t f, const char *key, size_t len,
                         struct shard_buf *buf, struct origin *o, struct sk_field_result *res,
                         struct shard_err *why)
 {
@@ -935,11 +937,11 @@ out:
  * went where pl says, into value: 1, 0 when the sample has none (*o then
  * says where it was looked for), SHARD_ECORRUPT with a reason to reject the
  * sample, or another error. */
-static int geometric_value(const struct sk_field_plan *p, uint32_t f, const char *key,
+static int geometric_value(const struct sk_field_sources *p, uint32_t f, const char *key,
                            size_t len, const struct sk_placement *pl, sk_sidecar_read_fn read,
                            void *ctx, struct shard_buf *scratch, struct shard_buf *value,
-                           struct origin *o, struct sk_field_result *res,
-                           uint64_t *source_bytes, uint64_t *source_xxh3, struct shard_err *why)
+                           struct origin *o, struct sk_field_result *res, uint64_t *source_bytes,
+                           uint64_t *source_xxh3, struct shard_err *why)
 {
     const struct shard_field_decl *d = &p->config->fields[f];
     struct shard_image mask = {0};
@@ -995,7 +997,7 @@ static int geometric_value(const struct sk_field_plan *p, uint32_t f, const char
 
 /* Field f is absent (*o says where it was looked for): 0, or the reject of a
  * required field. */
-static int absent(const struct sk_field_plan *p, uint32_t f, const struct origin *o,
+static int absent(const struct sk_field_sources *p, uint32_t f, const struct origin *o,
                   struct shard_err *why)
 {
     const struct shard_field_decl *d = &p->config->fields[f];
@@ -1005,10 +1007,10 @@ static int absent(const struct sk_field_plan *p, uint32_t f, const struct origin
                          p->suffix_of[f] != NONE || d->folder ? "no " : "", o->text);
 }
 
-int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char *key,
-                        size_t len, const struct sk_placement *place, sk_sidecar_read_fn read,
-                        void *ctx, struct shard_buf *scratch, struct shard_field_set *out,
-                        struct sk_field_result *res, struct shard_err *why)
+int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, const char *key,
+                           size_t len, const struct sk_placement *place, sk_sidecar_read_fn read,
+                           void *ctx, struct shard_buf *scratch, struct shard_field_set *out,
+                           struct sk_field_result *res, struct shard_err *why)
 {
     shard_field_set_clear(out);
     res->count = 0;

@@ -2,16 +2,20 @@
  * (sidecar files, an annotation table), and building a sample's field area
  * (private; see manifests/FORMAT.md "Fields").
  *
- * The run asks, in this order:
- *   sk_field_plan_new        parse --field, load --annotations, set up the
- *                            sidecar suffixes (the config gets its fields)
- *   sk_field_plan_sidecars   for the scan: the files to collect as sidecars
- *   sk_field_plan_resolve    match the sidecar files with the candidates
- *   sk_field_plan_read_names before labels are numbered: the class names of
- *                            a sidecar or column class, and the names of
- *                            every `labels` field (read once, kept)
- *   sk_field_plan_number     the names' numbers, once the labels are sorted
- *   sk_field_plan_build      per sample, on any thread: the field area
+ * struct sk_field_sources holds where each field's values come from.  The
+ * run asks, in this order:
+ *   sk_field_sources_new         parse --field, load --annotations, set up
+ *                                the sidecar suffixes (the config gets its
+ *                                fields)
+ *   sk_field_sources_sidecars    for the scan: the files to collect as
+ *                                sidecars
+ *   sk_field_sources_resolve     match the sidecar files with the candidates
+ *   sk_field_sources_read_names  before labels are numbered: the class names
+ *                                of a sidecar or column class, and the names
+ *                                of every `labels` field (read once, kept)
+ *   sk_field_sources_number      the names' numbers, once the labels are
+ *                                sorted
+ *   sk_field_sources_build       per sample, on any thread: the field area
  */
 #ifndef SHARDKIT_CONVERT_FIELDS_H
 #define SHARDKIT_CONVERT_FIELDS_H
@@ -24,7 +28,7 @@
 #include "shardkit/source.h"
 
 struct sk_sidecars;
-struct sk_field_plan;
+struct sk_field_sources;
 
 /* Read a sidecar file: `file` is its position among the sidecar files
  * (sk_sidecars_file), `key` its key.  Into buf (replacing its contents), at
@@ -36,57 +40,58 @@ typedef int (*sk_sidecar_read_fn)(void *ctx, size_t file, const char *key, uint6
                                   struct shard_buf *buf, int *fatal, struct shard_err *err);
 
 /* The fields of options o: their declarations go to c (fields, field_count,
- * annotations, max_field_bytes), which must outlive the plan.  `labels` is
+ * annotations, max_field_bytes), which must outlive the sources.  `labels` is
  * the label spec: "sidecar:SUFFIX" and "column:NAME" are read here.  *out
  * is NULL (and c untouched) when there are no fields and no such labels.
  * SHARD_EINVAL for a bad declaration or table (naming it), or an error
  * reading the table. */
-int sk_field_plan_new(struct sk_field_plan **out, const struct shardify_options *o,
+int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_options *o,
                       const char *labels, struct shard_config *c, struct shard_err *err);
-void sk_field_plan_free(struct sk_field_plan *p);  /* accepts NULL */
+void sk_field_sources_free(struct sk_field_sources *p);  /* accepts NULL */
 
 /* The sidecar files to collect while scanning, or NULL (owned by p). */
-struct sk_sidecars *sk_field_plan_sidecars(struct sk_field_plan *p);
+struct sk_sidecars *sk_field_sources_sidecars(struct sk_field_sources *p);
 /* Match the sidecar files with the candidates (see sk_sidecars_resolve),
  * and the files of each mask folder (from=DIR/, relative to src, a
  * directory) with them the same way. */
-int sk_field_plan_resolve(struct sk_field_plan *p, const char *src,
+int sk_field_sources_resolve(struct sk_field_sources *p, const char *src,
                           const struct shard_keylist *keys, struct shard_refusals *refused,
                           struct shard_err *err);
 /* The files of no image: SRC's sidecar files, then each mask folder's
  * (named DIR/ + its path), each in key order. */
-uint64_t sk_field_plan_orphan_count(const struct sk_field_plan *p);  /* accepts NULL */
-const char *sk_field_plan_orphan(const struct sk_field_plan *p, uint64_t i, size_t *len);
+uint64_t sk_field_sources_orphan_count(const struct sk_field_sources *p);  /* accepts NULL */
+const char *sk_field_sources_orphan(const struct sk_field_sources *p, uint64_t i, size_t *len);
 
 /* 1 when names must be read before labels are numbered. */
-int sk_field_plan_has_names(const struct sk_field_plan *p);
+int sk_field_sources_has_names(const struct sk_field_sources *p);
 /* Read the class name and the `labels` names of every candidate (n of
  * them, keys[i]; refused ones are skipped) with read(ctx, ...).  A value
  * that cannot be read or parsed is kept as the reason its sample will be
  * rejected.  0, or SHARD_ENET/SHARD_EINTR/SHARD_ENOMEM (the run stops). */
-int sk_field_plan_read_names(struct sk_field_plan *p, const struct shard_keylist *keys,
-                             const struct shard_refusals *refused, sk_sidecar_read_fn read,
-                             void *ctx, struct shard_err *err);
+int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_keylist *keys,
+                                const struct shard_refusals *refused, sk_sidecar_read_fn read,
+                                void *ctx, struct shard_err *err);
 /* The class name of candidate `cand` from a sidecar or column: 1 with
  * *name and *len (owned by p), 0 when it has none.  -1 when the class does not
  * come from a sidecar or column (ask the labeler). */
-int sk_field_plan_class(const struct sk_field_plan *p, uint64_t cand, const char **name,
-                        size_t *len);
+int sk_field_sources_class(const struct sk_field_sources *p, uint64_t cand, const char **name,
+                           size_t *len);
 /* Every name of candidate `cand`'s `labels` fields, i = 0, 1, ...: 1 with
  * *name and *len, 0 after the last. */
-int sk_field_plan_label_name(const struct sk_field_plan *p, uint64_t cand, size_t i,
-                             const char **name, size_t *len);
+int sk_field_sources_label_name(const struct sk_field_sources *p, uint64_t cand, size_t i,
+                                const char **name, size_t *len);
 /* The number of each name read (its position in the sorted label list):
  * number(ctx, name, len) returns it (>= 0).  0 or SHARD_ENOMEM. */
-int sk_field_plan_number(struct sk_field_plan *p, int32_t (*number)(void *ctx, const char *name,
-                                                                   size_t len),
-                         void *ctx, struct shard_err *err);
+int sk_field_sources_number(struct sk_field_sources *p,
+                            int32_t (*number)(void *ctx, const char *name, size_t len), void *ctx,
+                            struct shard_err *err);
 
 /* Rows of the annotation table, and those naming no candidate (0 without a
  * table).  0 or SHARD_ENOMEM. */
-uint64_t sk_field_plan_table_rows(const struct sk_field_plan *p);
-int sk_field_plan_table_unmatched(const struct sk_field_plan *p, const struct shard_keylist *keys,
-                                  uint64_t *unmatched, struct shard_err *err);
+uint64_t sk_field_sources_table_rows(const struct sk_field_sources *p);
+int sk_field_sources_table_unmatched(const struct sk_field_sources *p,
+                                     const struct shard_keylist *keys, uint64_t *unmatched,
+                                     struct shard_err *err);
 
 /* What building one sample gives besides the field area. */
 struct sk_field_result {
@@ -102,8 +107,8 @@ struct sk_field_result {
 struct sk_placement;
 
 /* 1 when a field is a boxes or mask field: its value follows the image's
- * geometry, so sk_field_plan_build needs the image converted first. */
-int sk_field_plan_geometric(const struct sk_field_plan *p);
+ * geometry, so sk_field_sources_build needs the image converted first. */
+int sk_field_sources_geometric(const struct sk_field_sources *p);
 
 /* The field area of candidate `cand` (key[0..len)) into `out` (cleared
  * first): each declared field's value from its sidecar (read with read(ctx,
@@ -113,16 +118,17 @@ int sk_field_plan_geometric(const struct sk_field_plan *p);
  * SHARD_ECORRUPT (a value that cannot be taken, a required field missing,
  * ...), naming the field and the file; or SHARD_ENET/SHARD_EINTR/
  * SHARD_ENOMEM (the run stops).  Thread-safe. */
-int sk_field_plan_build(const struct sk_field_plan *p, uint64_t cand, const char *key,
-                        size_t len, const struct sk_placement *place, sk_sidecar_read_fn read,
-                        void *ctx, struct shard_buf *scratch, struct shard_field_set *out,
-                        struct sk_field_result *res, struct shard_err *why);
+int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, const char *key,
+                           size_t len, const struct sk_placement *place, sk_sidecar_read_fn read,
+                           void *ctx, struct shard_buf *scratch, struct shard_field_set *out,
+                           struct sk_field_result *res, struct shard_err *why);
 
 /* The COCO file's images and annotations (0 without one), and those of no
  * candidate of `keys`.  0 or SHARD_ENOMEM. */
-uint64_t sk_field_plan_coco_images(const struct sk_field_plan *p);
-uint64_t sk_field_plan_coco_annotations(const struct sk_field_plan *p);
-int sk_field_plan_coco_unmatched(const struct sk_field_plan *p, const struct shard_keylist *keys,
-                                 uint64_t *images, uint64_t *annotations, struct shard_err *err);
+uint64_t sk_field_sources_coco_images(const struct sk_field_sources *p);
+uint64_t sk_field_sources_coco_annotations(const struct sk_field_sources *p);
+int sk_field_sources_coco_unmatched(const struct sk_field_sources *p,
+                                    const struct shard_keylist *keys, uint64_t *images,
+                                    uint64_t *annotations, struct shard_err *err);
 
 #endif

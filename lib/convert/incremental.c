@@ -230,15 +230,15 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     config.fields = NULL;
     config.field_count = 0;
     config.annotations = NULL;
-    struct sk_field_plan *plan = NULL;  /* declares the fields, reads the table */
-    rc = sk_field_plan_new(&plan, o, o->labels, &config, err);
+    struct sk_field_sources *sources = NULL;  /* declares the fields, reads the table */
+    rc = sk_field_sources_new(&sources, o, o->labels, &config, err);
     struct shard_manifest m;
     uint64_t id;
     if (!rc)
         rc = load_manifest(prev, &config, &m, &id, err);
     if (!rc)
         shard_manifest_release(&m);
-    sk_field_plan_free(plan);
+    sk_field_sources_free(sources);
     config.labels = NULL;  /* the labeler's */
     shard_config_release(&config);
     shard_labeler_free(lb);

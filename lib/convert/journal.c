@@ -97,8 +97,8 @@ int sk_journal_writer_finish(struct journal_writer *j, const struct journal_end 
     bad = bad || sk_jsonkey_set_uint(o, "samples", e->samples);
     bad = bad || sk_jsonkey_set_uint(o, "bytes", e->bytes);
     bad = bad || sk_jsonkey_set_hex64(o, "xxh3", e->xxh3);
-    bad = bad || sk_jsonkey_set_uint(o, "plan_start", e->plan_start);
-    bad = bad || sk_jsonkey_set_uint(o, "plan_end", e->plan_end);
+    bad = bad || sk_jsonkey_set_uint(o, "plan_start", e->pos_start);
+    bad = bad || sk_jsonkey_set_uint(o, "plan_end", e->pos_end);
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!text)
@@ -144,9 +144,9 @@ static int parse_end(const char *text, size_t len, struct journal_end *e, struct
     if (!json_is_object(o) || sk_jsonkey_uint(o, "shard", &shard, err) ||
         sk_jsonkey_uint(o, "samples", &e->samples, err) ||
         sk_jsonkey_uint(o, "bytes", &e->bytes, err) || sk_jsonkey_hex64(o, "xxh3", &e->xxh3, err) ||
-        sk_jsonkey_uint(o, "plan_start", &e->plan_start, err) ||
-        sk_jsonkey_uint(o, "plan_end", &e->plan_end, err) || shard > UINT32_MAX ||
-        e->plan_end < e->plan_start)
+        sk_jsonkey_uint(o, "plan_start", &e->pos_start, err) ||
+        sk_jsonkey_uint(o, "plan_end", &e->pos_end, err) || shard > UINT32_MAX ||
+        e->pos_end < e->pos_start)
         rc = shard_err_set(err, SHARD_ECORRUPT, "bad journal end line");
     e->shard = (uint32_t)shard;
     json_decref(o);

@@ -1,7 +1,7 @@
 /* journal.h - the per-shard journal that makes a run resumable (private).
  *
- * For every finished shard k, DST/.shardify/journal-k.jsonl lists, in sample
- * order, what happened to each order position the shard covers: one line per
+ * For every finished shard k, DST/.shardify/journal-k.jsonl lists, in stored
+ * order, what happened to each position the shard covers: one line per
  * sample ("S" + index line) or reject ("R" + reject line), then an end line
  * ("E" + {"shard","file","samples","bytes","xxh3","plan_start","plan_end"}).
  * It is written as a temporary, fsync'd and renamed before the shard itself
@@ -24,8 +24,11 @@ struct journal_end {
     uint64_t samples;
     uint64_t bytes;
     uint64_t xxh3;
-    uint64_t plan_start;
-    uint64_t plan_end;
+    /* the positions in stored order the shard covers, [pos_start, pos_end):
+     * on disk "plan_start" and "plan_end", the names older runs wrote (a
+     * --resume reads them) */
+    uint64_t pos_start;
+    uint64_t pos_end;
 };
 
 /* "journal-000042.jsonl" into out (at least 32 bytes). */

@@ -146,12 +146,12 @@ static int label_collision(const struct named_label *a, const struct named_label
 }
 
 /* The class name of candidate i: from a sidecar or column when the labels
- * come from one (read ahead by the field plan), else the labeler's. */
+ * come from one (read ahead by the field sources), else the labeler's. */
 static int class_of(const struct run *r, uint64_t i, const char **name, size_t *len)
 {
     if (unsafe_name(r, i))
         return 0;
-    int got = sk_field_plan_class(r->fields, i, name, len);
+    int got = sk_field_sources_class(r->fields, i, name, len);
     if (got >= 0)
         return got;
     size_t key_len;
@@ -184,7 +184,7 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     for (uint64_t i = 0; !rc && i < r->n; i++) {
         if (class_of(r, i, &name, &len))
             rc = label_set_add(&set, name, len, err);
-        for (size_t k = 0; !rc && sk_field_plan_label_name(r->fields, i, k, &name, &len); k++)
+        for (size_t k = 0; !rc && sk_field_sources_label_name(r->fields, i, k, &name, &len); k++)
             rc = label_set_add(&set, name, len, err);
     }
     if (rc)
@@ -230,7 +230,7 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
             labeled++;
         }
     }
-    if ((rc = sk_field_plan_number(r->fields, number_of, &set, err)))
+    if ((rc = sk_field_sources_number(r->fields, number_of, &set, err)))
         goto out;
     r->label_rows = shard_labeler_rows(r->labeler);
     if ((rc = shard_labeler_unmatched_rows(r->labeler, &r->keys, &r->label_rows_unmatched, err)))
@@ -271,7 +271,8 @@ int sk_run_make_order(struct run *r, struct shard_err *err)
     return SHARD_OK;
 }
 
-/* The state an interrupted run must match to be resumed. */
+/* The state an interrupted run must match to be resumed (the hash of the
+ * stored order is "plan_xxh3", the name older runs wrote). */
 static int state_text(struct run *r, char **out, struct shard_err *err)
 {
     XXH3_state_t *h = XXH3_createState();
@@ -285,14 +286,14 @@ static int state_text(struct run *r, char **out, struct shard_err *err)
         XXH3_64bits_update(h, key, len + 1);  /* with its NUL: keys cannot run together */
         XXH3_64bits_update(h, &label, sizeof label);
     }
-    uint64_t plan_hash = XXH3_64bits_digest(h);
+    uint64_t order_hash = XXH3_64bits_digest(h); /* "plan_xxh3" on disk */
     XXH3_freeState(h);
     char *config;
     int rc = shard_config_dump(&r->config, &config, err);
     if (rc)
         return rc;
     char hex[17], part[64];
-    shard_hex64(plan_hash, hex);
+    shard_hex64(order_hash, hex);
     sk_run_part_state(r, part, sizeof part);
     size_t cap = strlen(config) + 256;
     *out = malloc(cap);

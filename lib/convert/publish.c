@@ -132,20 +132,20 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     if (r->config.field_count) {  /* version 2 */
         m.field_samples = (uint64_t *)sk_assembler_field_samples(r->as);
         m.sidecars = sk_assembler_sidecars(r->as);
-        m.annotation_rows = sk_field_plan_table_rows(r->fields);
+        m.annotation_rows = sk_field_sources_table_rows(r->fields);
         m.annotation_rows_unmatched = r->annotation_rows_unmatched;
-        m.coco_images = sk_field_plan_coco_images(r->fields);
+        m.coco_images = sk_field_sources_coco_images(r->fields);
         m.coco_images_unmatched = r->coco_images_unmatched;
-        m.coco_annotations = sk_field_plan_coco_annotations(r->fields);
+        m.coco_annotations = sk_field_sources_coco_annotations(r->fields);
         m.coco_annotations_unmatched = r->coco_annotations_unmatched;
         m.boxes = r->boxes;
         m.boxes_dropped = r->boxes_dropped;
-        m.orphan_count = sk_field_plan_orphan_count(r->fields);
+        m.orphan_count = sk_field_sources_orphan_count(r->fields);
         orphans = calloc(m.orphan_count ? m.orphan_count : 1, sizeof *orphans);
         if (!orphans)
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         for (uint64_t i = 0; orphans && i < m.orphan_count; i++)  /* borrowed keys */
-            orphans[i].key = (char *)sk_field_plan_orphan(r->fields, i, &orphans[i].key_len);
+            orphans[i].key = (char *)sk_field_sources_orphan(r->fields, i, &orphans[i].key_len);
         if (orphans && m.orphan_count)  /* SRC's, then each mask folder's: in key order */
             qsort(orphans, m.orphan_count, sizeof *orphans, compare_orphans);
         m.orphans = orphans;

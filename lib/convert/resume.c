@@ -25,14 +25,14 @@ struct adopt {
 };
 
 /* The fields of the sample at a->pos as the source gives them now, into
- * a->fields and *a->field_result: sk_field_plan_build's status. */
+ * a->fields and *a->field_result: sk_field_sources_build's status. */
 static int fields_now(struct adopt *a, const char *key, size_t key_len, struct shard_err *why)
 {
     if (!a->field_result && !(a->field_result = malloc(sizeof *a->field_result)))
         return shard_err_set(why, SHARD_ENOMEM, "out of memory");
-    return sk_field_plan_build(a->r->fields, a->r->order[a->pos], key, key_len, NULL,
-                               sk_run_read_sidecar, a->r, &a->buf, &a->fields, a->field_result,
-                               why);
+    return sk_field_sources_build(a->r->fields, a->r->order[a->pos], key, key_len, NULL,
+                                  sk_run_read_sidecar, a->r, &a->buf, &a->fields, a->field_result,
+                                  why);
 }
 
 /* Are the fields a journal line records those the source gives now?  (A
@@ -68,7 +68,7 @@ static int adopt_check(struct adopt *a, const char *key, size_t key_len, int has
         return shard_err_set(err, SHARD_EMISMATCH, "journal runs past the sample order");
     /* boxes and masks follow their image's geometry, which only converting
      * the image again tells: such a run's shards are converted again */
-    if (sk_field_plan_geometric(r->fields))
+    if (sk_field_sources_geometric(r->fields))
         return shard_err_set(err, SHARD_EMISMATCH, "boxes and masks are converted again");
     uint64_t cand = r->order[a->pos];
     size_t len;
@@ -153,9 +153,9 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
         uint64_t bytes, xxh3;
         a.pos = r->start_pos;
         a.apply = 0;
-        int ok = sk_journal_read(d->work_fd, d->work, jname, &r->config, adopt_sample,
-                                 adopt_reject, &a, &end, &why) == 0 &&
-                 end.shard == number && end.plan_start == r->start_pos && a.pos == end.plan_end &&
+        int ok = sk_journal_read(d->work_fd, d->work, jname, &r->config, adopt_sample, adopt_reject,
+                                 &a, &end, &why) == 0 &&
+                 end.shard == number && end.pos_start == r->start_pos && a.pos == end.pos_end &&
                  sk_dst_hash(r->dst, sname, &bytes, &xxh3, &why) == 0 && bytes == end.bytes &&
                  xxh3 == end.xxh3;
         if (ok) {
@@ -167,7 +167,7 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
                 rc = sk_assembler_adopt_end(r->as, &end, err);
             if (!rc)  /* finished but not uploaded when the run stopped */
                 rc = sk_dst_publish(r->dst, sname, err);
-            r->start_pos = end.plan_end;
+            r->start_pos = end.pos_end;
         }
         if (!ok || rc)
             break;

@@ -93,7 +93,7 @@ struct run {
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;
-    struct sk_field_plan *fields;     /* NULL: no fields, no sidecar or column class */
+    struct sk_field_sources *fields;  /* NULL: no fields, no sidecar or column class */
     uint64_t annotation_rows_unmatched;
     uint64_t coco_images_unmatched;   /* images of the COCO file naming no candidate */
     uint64_t coco_annotations_unmatched;

@@ -89,12 +89,12 @@ static void summarize_fields(const struct run *r, struct shardify_summary *s)
         s->field_samples[i] = counts ? counts[i] : 0;
     }
     s->sidecars = r->as ? sk_assembler_sidecars(r->as) : 0;
-    s->orphans = sk_field_plan_orphan_count(r->fields);
-    s->annotation_rows = sk_field_plan_table_rows(r->fields);
+    s->orphans = sk_field_sources_orphan_count(r->fields);
+    s->annotation_rows = sk_field_sources_table_rows(r->fields);
     s->annotation_rows_unmatched = r->annotation_rows_unmatched;
-    s->coco_images = sk_field_plan_coco_images(r->fields);
+    s->coco_images = sk_field_sources_coco_images(r->fields);
     s->coco_images_unmatched = r->coco_images_unmatched;
-    s->coco_annotations = sk_field_plan_coco_annotations(r->fields);
+    s->coco_annotations = sk_field_sources_coco_annotations(r->fields);
     s->coco_annotations_unmatched = r->coco_annotations_unmatched;
     s->boxes = r->boxes;
     s->boxes_dropped = r->boxes_dropped;
@@ -262,7 +262,7 @@ int sk_run_read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_by
         *fatal = rc == SHARD_ENET || rc == SHARD_EINTR || rc == SHARD_ENOMEM;
         return rc;
     }
-    size_t ordinal = sk_sidecars_file_ordinal(sk_field_plan_sidecars(r->fields), file);
+    size_t ordinal = sk_sidecars_file_ordinal(sk_field_sources_sidecars(r->fields), file);
     const struct spooled_sidecar *sp = &r->spooled_sidecars[ordinal];
     if (sp->problem)
         return shard_err_set(err, SHARD_EIO, "%s", sp->problem);
@@ -290,10 +290,10 @@ static int build_fields(struct run *r, struct slot *s, const char *key, size_t k
     if (!r->fields)
         return SHARD_OK;
     struct shard_err e;
-    int rc = sk_field_plan_build(r->fields, s->cand, key, key_len,
-                                 sk_field_plan_geometric(r->fields) ? &s->place : NULL,
-                                 sk_run_read_sidecar, r, &s->sidecar, &s->fields,
-                                 &s->field_result, &e);
+    int rc = sk_field_sources_build(r->fields, s->cand, key, key_len,
+                                    sk_field_sources_geometric(r->fields) ? &s->place : NULL,
+                                    sk_run_read_sidecar, r, &s->sidecar, &s->fields,
+                                    &s->field_result, &e);
     s->t_read += s->field_result.read_seconds;
     if (rc == SHARD_ECORRUPT)
         sk_run_reject_slot(s, &e);
@@ -326,15 +326,9 @@ static int never_open(void *ctx, uint64_t cand)
     return key_len > SHARD_KEY_MAX || shard_refusals_find(&r->refused, key, key_len) != NULL;
 }
 
-static void convert_work(void *ctx, int thread, void *slot)
+/* A slot as convert_work receives it: nothing done yet. */
+static void slot_reset(struct slot *s)
 {
-    struct run *r = ctx;
-    struct slot *s = slot;
-    struct record_builder *w = r->workers[thread];
-    size_t key_len;
-    const char *key = shard_keylist_get(&r->keys, s->cand, &key_len);
-    struct shard_err e;
-    shard_err_clear(&e);
     s->ok = 0;
     s->fatal = 0;
     s->has_source = 0;
@@ -344,86 +338,108 @@ static void convert_work(void *ctx, int thread, void *slot)
     s->warning[0] = '\0';
     s->field_result.count = 0;
     s->field_result.bytes_read = 0;
-    if (r->archive) {
-        const struct spooled *sp = &r->spooled[s->cand];
-        s->has_source = sp->has_source;
-        s->source_bytes = sp->source_bytes;
-        s->source_xxh3 = sp->source_xxh3;
-        if (key_len > SHARD_KEY_MAX) {  /* an archive's names have no length limit */
-            shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        if (sp->reason) {
-            shard_err_set(&e, SHARD_ECORRUPT, "%s", sp->reason);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
-        if (refusal) {  /* images sharing a stem with sidecars declared */
-            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        if (build_fields(r, s, key, key_len))
-            return;
-        s->width = sp->width;
-        s->height = sp->height;
-        if (sp->warning)
-            snprintf(s->warning, sizeof s->warning, "%s", sp->warning);
-        s->payload.len = 0;
-        int rc = shard_buf_reserve(&s->payload, sp->len ? sp->len : 1, &e);
-        ssize_t got = rc ? -1 : pread(r->spool_fd, s->payload.data, sp->len, (off_t)sp->offset);
-        if (got != (ssize_t)sp->len) {
-            shard_err_set(&s->why, SHARD_EIO, "cannot read the spool '%s'", r->spool_path);
-            s->fatal = SHARD_EIO;
-            return;
-        }
-        s->payload.len = sp->len;
-    } else {
-        /* a prefetched position is taken whatever becomes of it */
-        int fd = -1;
-        int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &fd, &e)
-                             : SHARD_OK;
-        /* refused and over-long keys are never opened, not even ahead
-         * (never_open): fd is -1 for them */
-        const char *refusal = shard_refusals_find(&r->refused, key, key_len);
-        if (refusal) {  /* never opened: see shard_scan_dir */
-            shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        if (key_len > SHARD_KEY_MAX) {
-            shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        double t0 = sk_now_seconds();
-        if (fd >= 0)  /* opened ahead (a directory): read it now */
-            rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
-        else if (!r->prefetch)
-            rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
-        s->t_read += sk_now_seconds() - t0;
-        if (rc == SHARD_ENET || rc == SHARD_EINTR) {
-            s->why = e;  /* the store, not the file */
-            s->fatal = rc;
-            return;
-        }
-        if (rc) {
-            sk_run_reject_slot(s, &e);
-            return;
-        }
-        sk_run_hash_input(s);  /* a reject for its fields still has its identity */
-        /* boxes and masks follow the image: their fields once it is converted */
-        int geometric = sk_field_plan_geometric(r->fields);
-        if (!geometric && build_fields(r, s, key, key_len))
-            return;
-        if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
-            return;  /* the previous dataset's record (or reject) */
-        sk_run_convert_input(r, thread, s);
-        if (!s->ok || (geometric && build_fields(r, s, key, key_len)))
-            return;
+}
+
+/* An archive's candidate, converted when it was spooled: its payload read
+ * back from the spool into s->payload.  1 when the record is to be framed,
+ * 0 when the slot is done (a reject, or fatal). */
+static int work_spooled(struct run *r, struct slot *s, const char *key, size_t key_len)
+{
+    const struct spooled *sp = &r->spooled[s->cand];
+    struct shard_err e;
+    shard_err_clear(&e);
+    s->has_source = sp->has_source;
+    s->source_bytes = sp->source_bytes;
+    s->source_xxh3 = sp->source_xxh3;
+    if (key_len > SHARD_KEY_MAX) {  /* an archive's names have no length limit */
+        shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
+        sk_run_reject_slot(s, &e);
+        return 0;
     }
+    if (sp->reason) {
+        shard_err_set(&e, SHARD_ECORRUPT, "%s", sp->reason);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+    if (refusal) {  /* images sharing a stem with sidecars declared */
+        shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    if (build_fields(r, s, key, key_len))
+        return 0;
+    s->width = sp->width;
+    s->height = sp->height;
+    if (sp->warning)
+        snprintf(s->warning, sizeof s->warning, "%s", sp->warning);
+    s->payload.len = 0;
+    int rc = shard_buf_reserve(&s->payload, sp->len ? sp->len : 1, &e);
+    ssize_t got = rc ? -1 : pread(r->spool_fd, s->payload.data, sp->len, (off_t)sp->offset);
+    if (got != (ssize_t)sp->len) {
+        shard_err_set(&s->why, SHARD_EIO, "cannot read the spool '%s'", r->spool_path);
+        s->fatal = SHARD_EIO;
+        return 0;
+    }
+    s->payload.len = sp->len;
+    return 1;
+}
+
+/* A file's candidate (a directory or a store): read (or taken from the
+ * read-ahead), hashed, then reused from the previous dataset or converted.
+ * 1 when the record is to be framed, 0 when the slot is done. */
+static int work_file(struct run *r, int thread, struct slot *s, const char *key, size_t key_len)
+{
+    struct shard_err e;
+    shard_err_clear(&e);
+    /* a prefetched position is taken whatever becomes of it */
+    int fd = -1;
+    int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &fd, &e) : SHARD_OK;
+    /* refused and over-long keys are never opened, not even ahead
+     * (never_open): fd is -1 for them */
+    const char *refusal = shard_refusals_find(&r->refused, key, key_len);
+    if (refusal) {  /* never opened: see shard_scan_dir */
+        shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    if (key_len > SHARD_KEY_MAX) {
+        shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    double t0 = sk_now_seconds();
+    if (fd >= 0)  /* opened ahead (a directory): read it now */
+        rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
+    else if (!r->prefetch)
+        rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
+    s->t_read += sk_now_seconds() - t0;
+    if (rc == SHARD_ENET || rc == SHARD_EINTR) {
+        s->why = e;  /* the store, not the file */
+        s->fatal = rc;
+        return 0;
+    }
+    if (rc) {
+        sk_run_reject_slot(s, &e);
+        return 0;
+    }
+    sk_run_hash_input(s);  /* a reject for its fields still has its identity */
+    /* boxes and masks follow the image: their fields once it is converted */
+    int geometric = sk_field_sources_geometric(r->fields);
+    if (!geometric && build_fields(r, s, key, key_len))
+        return 0;
+    if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
+        return 0;  /* the previous dataset's record (or reject) */
+    sk_run_convert_input(r, thread, s);
+    return s->ok && !(geometric && build_fields(r, s, key, key_len));
+}
+
+/* The record of a converted slot: its payload and fields framed by the
+ * thread's builder into s->frame; s->ok says it is ready. */
+static void frame_slot(struct run *r, struct record_builder *w, struct slot *s, const char *key,
+                       size_t key_len)
+{
+    struct shard_err e;
     s->ok = 0;
     double t0 = sk_now_seconds();
     int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], s->width, s->height,
@@ -436,6 +452,21 @@ static void convert_work(void *ctx, int thread, void *slot)
         return;
     }
     s->ok = 1;
+}
+
+/* The pipeline's work on one position, on any thread: the slot ends framed
+ * (ok), a reject, or fatal (the run stops). */
+static void convert_work(void *ctx, int thread, void *slot)
+{
+    struct run *r = ctx;
+    struct slot *s = slot;
+    size_t key_len;
+    const char *key = shard_keylist_get(&r->keys, s->cand, &key_len);
+    slot_reset(s);
+    int ready = r->archive ? work_spooled(r, s, key, key_len)
+                           : work_file(r, thread, s, key, key_len);
+    if (ready)
+        frame_slot(r, r->workers[thread], s, key, key_len);
 }
 
 static int convert_consume(void *ctx, void *slot, struct shard_err *err)
@@ -578,8 +609,8 @@ static int cancelled(const struct run *r)
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
-    sk_field_plan_free(r->fields);
-    shard_config_release(&r->config);  /* its labels, and the fields the plan declared */
+    sk_field_sources_free(r->fields);
+    shard_config_release(&r->config);  /* its labels, and the fields the field sources declared */
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
@@ -629,7 +660,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
-    r.config.fields = NULL;  /* the field plan declares them */
+    r.config.fields = NULL;  /* the field sources declare them */
     r.config.field_count = 0;
     r.config.annotations = NULL;
     r.config.coco = NULL;
@@ -644,9 +675,9 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_field_plan_new(&r.fields, o, o->labels, &r.config, err)))
+    if ((rc = sk_field_sources_new(&r.fields, o, o->labels, &r.config, err)))
         goto out;
-    if (sk_field_plan_geometric(r.fields) && (r.archive || o->incremental)) {
+    if (sk_field_sources_geometric(r.fields) && (r.archive || o->incremental)) {
         /* an archive's images are converted while spooled, an incremental
          * run copies records: neither gives the geometry boxes and masks
          * need */
@@ -666,23 +697,23 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
-        rc = sk_source_root_scan(&r.root, &r.keys, sk_field_plan_sidecars(r.fields), &r.refused,
+        rc = sk_source_root_scan(&r.root, &r.keys, sk_field_sources_sidecars(r.fields), &r.refused,
                                  &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }
     if (!rc)
-        rc = sk_field_plan_resolve(r.fields, src, &r.keys, &r.refused, err);
-    if (!rc && sk_field_plan_has_names(r.fields))  /* label names read ahead */
-        rc = sk_field_plan_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
+        rc = sk_field_sources_resolve(r.fields, src, &r.keys, &r.refused, err);
+    if (!rc && sk_field_sources_has_names(r.fields))  /* label names read ahead */
+        rc = sk_field_sources_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
                                       err);
     sk_run_progress(&r, 1);
     if (!rc && cancelled(&r))  /* asked during the scan: record no state for it */
         rc = SHARD_EINTR;
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
-        (rc = sk_field_plan_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
+        (rc = sk_field_sources_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
                                             err)) ||
-        (rc = sk_field_plan_coco_unmatched(r.fields, &r.keys, &r.coco_images_unmatched,
+        (rc = sk_field_sources_coco_unmatched(r.fields, &r.keys, &r.coco_images_unmatched,
                                            &r.coco_annotations_unmatched, err)) ||
         (rc = sk_run_make_order(&r, err)) ||
         (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||

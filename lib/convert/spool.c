@@ -109,7 +109,7 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
     struct run *r = p->r;
     struct slot *s = slot;
     struct sk_archive_entry e;
-    struct sk_sidecars *side = sk_field_plan_sidecars(r->fields);
+    struct sk_sidecars *side = sk_field_sources_sidecars(r->fields);
     s->too_large = 0;
     s->is_sidecar = 0;
     int rc = sk_archive_next_entry(r->ar, r->config.max_file_bytes, want_sidecar, side, &e,

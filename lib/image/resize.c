@@ -1,6 +1,6 @@
 /*
  * resize.c - antialiased resampling of 8-bit interleaved images
- * (shard_resize, shard_transform; the engine is declared in resize_internal.h).
+ * (shard_resize, shard_geometry_apply; the engine is declared in resize_internal.h).
  *
  * A separable filter in fixed point, the way Pillow resamples: for each axis
  * every output sample gets a list of input taps whose weights come from a
@@ -596,28 +596,50 @@ static int box_is_valid(const struct shard_image *src, const struct sk_box *b)
            b->x1 <= (double)src->width && b->y1 <= (double)src->height;
 }
 
-static int resample(const struct shard_image *src, const struct sk_box *box, uint32_t scaled_w,
-                    uint32_t scaled_h, uint32_t win_x, uint32_t win_y, uint32_t win_w,
-                    uint32_t win_h, enum shard_resize_filter filter, enum shard_simd simd,
-                    struct shard_image *scratch, struct shard_image *dst, struct shard_err *err);
+/* What one resampling asks for: the part `box` of src (NULL: all of it)
+ * resampled to scaled_w x scaled_h, of which the win_w x win_h window at
+ * (win_x, win_y) is made, with `filter` and at most the kernels `simd`. */
+struct resample_request {
+    const struct shard_image *src;
+    const struct sk_box *box;
+    uint32_t scaled_w, scaled_h;
+    uint32_t win_x, win_y, win_w, win_h;
+    enum shard_resize_filter filter;
+    enum shard_simd simd;
+};
 
-int sk_resample(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h,
-                   uint32_t win_x, uint32_t win_y, uint32_t win_w, uint32_t win_h,
-                   enum shard_resize_filter filter, struct shard_image *scratch,
-                   struct shard_image *dst, struct shard_err *err)
+/* A resampling under way: which axes are resampled and in which order, the
+ * input columns the window reads, and the taps and rows laid out in scratch
+ * memory. */
+struct resample_pass {
+    const struct shard_image *src;
+    struct shard_image *dst;
+    uint32_t channels, in_w, in_h;
+    uint32_t win_x, win_y, win_w, win_h;
+    int need_h, need_v, vertical_first;
+    uint32_t col_lo, col_hi; /* vertical first: the input columns the window reads */
+    enum shard_simd simd;
+    struct resample_layout p;
+};
+
+static int resample(const struct resample_request *q, struct shard_image *scratch,
+                    struct shard_image *dst, struct shard_err *err);
+
+int sk_resample(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h, uint32_t win_x,
+                uint32_t win_y, uint32_t win_w, uint32_t win_h, enum shard_resize_filter filter,
+                struct shard_image *scratch, struct shard_image *dst, struct shard_err *err)
 {
-    return resample(src, NULL, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter,
-                    simd_best(), scratch, dst, err);
+    return sk_resample_box(src, NULL, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter,
+                           simd_best(), scratch, dst, err);
 }
 
 int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h,
-                        uint32_t win_x, uint32_t win_y, uint32_t win_w, uint32_t win_h,
-                        enum shard_resize_filter filter, enum shard_simd simd,
-                        struct shard_image *scratch, struct shard_image *dst,
-                        struct shard_err *err)
+                     uint32_t win_x, uint32_t win_y, uint32_t win_w, uint32_t win_h,
+                     enum shard_resize_filter filter, enum shard_simd simd,
+                     struct shard_image *scratch, struct shard_image *dst, struct shard_err *err)
 {
-    return resample(src, NULL, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter, simd,
-                    scratch, dst, err);
+    return sk_resample_box(src, NULL, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter, simd,
+                           scratch, dst, err);
 }
 
 int sk_resample_box(const struct shard_image *src, const struct sk_box *box, uint32_t scaled_w,
@@ -625,150 +647,202 @@ int sk_resample_box(const struct shard_image *src, const struct sk_box *box, uin
                     uint32_t win_h, enum shard_resize_filter filter, enum shard_simd simd,
                     struct shard_image *scratch, struct shard_image *dst, struct shard_err *err)
 {
-    return resample(src, box, scaled_w, scaled_h, win_x, win_y, win_w, win_h, filter, simd,
-                    scratch, dst, err);
+    struct resample_request q = {.src = src,
+                                 .box = box,
+                                 .scaled_w = scaled_w,
+                                 .scaled_h = scaled_h,
+                                 .win_x = win_x,
+                                 .win_y = win_y,
+                                 .win_w = win_w,
+                                 .win_h = win_h,
+                                 .filter = filter,
+                                 .simd = simd};
+    return resample(&q, scratch, dst, err);
 }
 
-static int resample(const struct shard_image *src, const struct sk_box *box, uint32_t scaled_w,
-                    uint32_t scaled_h, uint32_t win_x, uint32_t win_y, uint32_t win_w,
-                    uint32_t win_h, enum shard_resize_filter filter, enum shard_simd simd,
-                    struct shard_image *scratch, struct shard_image *dst, struct shard_err *err)
+/* SHARD_EINVAL naming what is wrong with the request (`box`: its box, or the
+ * whole of src), else 0. */
+static int request_check(const struct resample_request *q, const struct sk_box *box,
+                         struct shard_err *err)
 {
-    if (!src || !dst || src == dst || !src->pixels || src->width == 0 || src->height == 0 ||
-        src->channels == 0 || src->channels > 4 || src->stride < (size_t)src->width * src->channels)
-        return shard_err_set(err, SHARD_EINVAL, "resize: invalid source image");
-    struct sk_box whole = {0, 0, (double)src->width, (double)src->height};
-    if (!box)
-        box = &whole;
+    const struct shard_image *src = q->src;
     if (!box_is_valid(src, box))
         return shard_err_set(err, SHARD_EINVAL, "resize: box (%g,%g)-(%g,%g) is not inside %ux%u",
                              box->x0, box->y0, box->x1, box->y1, src->width, src->height);
-    if (scaled_w == 0 || scaled_h == 0 || win_w == 0 || win_h == 0 ||
-        win_x > scaled_w - win_w || win_w > scaled_w || win_y > scaled_h - win_h ||
-        win_h > scaled_h)
+    if (q->scaled_w == 0 || q->scaled_h == 0 || q->win_w == 0 || q->win_h == 0 ||
+        q->win_x > q->scaled_w - q->win_w || q->win_w > q->scaled_w ||
+        q->win_y > q->scaled_h - q->win_h || q->win_h > q->scaled_h)
         return shard_err_set(err, SHARD_EINVAL,
-                             "resize: window %ux%u at (%u,%u) is not inside %ux%u", win_w, win_h,
-                             win_x, win_y, scaled_w, scaled_h);
-    if (filter != SHARD_RESIZE_TRIANGLE && filter != SHARD_RESIZE_AREA &&
-        filter != SHARD_RESIZE_CUBIC)
-        return shard_err_set(err, SHARD_EINVAL, "resize: unknown filter %d", (int)filter);
+                             "resize: window %ux%u at (%u,%u) is not inside %ux%u", q->win_w,
+                             q->win_h, q->win_x, q->win_y, q->scaled_w, q->scaled_h);
+    if (q->filter != SHARD_RESIZE_TRIANGLE && q->filter != SHARD_RESIZE_AREA &&
+        q->filter != SHARD_RESIZE_CUBIC)
+        return shard_err_set(err, SHARD_EINVAL, "resize: unknown filter %d", (int)q->filter);
+    return SHARD_OK;
+}
 
-    const uint32_t channels = src->channels, in_w = src->width, in_h = src->height;
+/* Decide the axes and their order, size the scratch memory, take it (from
+ * `scratch`, else `own`) and fill the taps: *s is then ready for its rows. */
+static int pass_prepare(struct resample_pass *s, const struct resample_request *q,
+                        const struct sk_box *box, struct shard_image *scratch,
+                        struct shard_image *own, struct shard_err *err)
+{
+    struct resample_layout *p = &s->p;
+    const uint32_t channels = s->channels, in_w = s->in_w, in_h = s->in_h;
+    const uint32_t scaled_w = q->scaled_w, scaled_h = q->scaled_h;
     /* an axis whose box is not the whole of it is resampled even where the
      * sizes agree */
-    const int need_h = scaled_w != in_w || box->x0 != 0 || box->x1 != (double)in_w;
-    const int need_v = scaled_h != in_h || box->y0 != 0 || box->y1 != (double)in_h;
+    s->need_h = scaled_w != in_w || box->x0 != 0 || box->x1 != (double)in_w;
+    s->need_v = scaled_h != in_h || box->y0 != 0 || box->y1 != (double)in_h;
+    const int need_h = s->need_h, need_v = s->need_v;
     const double extent_x = box->x1 - box->x0, extent_y = box->y1 - box->y0;
-    struct shard_image own_scratch = {0};
-    struct resample_layout p;
-    memset(&p, 0, sizeof p);
-    int rc = shard_image_alloc(dst, win_w, win_h, channels, err);
-    if (rc)
-        return rc;
-
     if (need_h)
-        p.bound_x = taps_bound(filter, in_w, extent_x, scaled_w);
+        p->bound_x = taps_bound(q->filter, in_w, extent_x, scaled_w);
     if (need_v)
-        p.bound_y = taps_bound(filter, in_h, extent_y, scaled_h);
+        p->bound_y = taps_bound(q->filter, in_h, extent_y, scaled_h);
 
     /* Order by estimated cost on the whole image (not the window), so that a
      * window is always cut from the same full result. */
-    int vertical_first = 1;
+    s->vertical_first = 1;
     if (need_h && need_v) {
-        double v_first = (double)scaled_h * in_w * channels * p.bound_y +
-                         (double)scaled_h * scaled_w * p.bound_x * HORIZONTAL_TAP_COST;
-        double h_first = (double)in_h * scaled_w * p.bound_x * HORIZONTAL_TAP_COST +
-                         (double)scaled_h * scaled_w * channels * p.bound_y;
-        vertical_first = v_first <= h_first;
+        double v_first = (double)scaled_h * in_w * channels * p->bound_y +
+                         (double)scaled_h * scaled_w * p->bound_x * HORIZONTAL_TAP_COST;
+        double h_first = (double)in_h * scaled_w * p->bound_x * HORIZONTAL_TAP_COST +
+                         (double)scaled_h * scaled_w * channels * p->bound_y;
+        s->vertical_first = v_first <= h_first;
     }
     /* vertical first keeps only the input columns the window reads */
-    uint32_t col_lo = 0, col_hi = in_w;
+    s->col_lo = 0, s->col_hi = in_w;
     struct carve c = {0, NULL, 0};
     /* Size, allocate, then lay out for real.  The column range the window
      * reads is known only once the taps are filled, so a vertical-first row
      * is sized for the full width. */
-    size_t row_bytes = (size_t)(vertical_first ? in_w : win_w) * channels;
-    layout_carve(&p, &c, need_h, need_v, vertical_first, win_w, win_h, row_bytes);
-    if (c.overflow) {
-        rc = shard_err_set(err, SHARD_ELIMIT, "resize %ux%u -> %ux%u needs too much memory", in_w,
-                           in_h, scaled_w, scaled_h);
-        goto out;
-    }
-    if (c.used && (rc = scratch_get(scratch ? scratch : &own_scratch, c.used, &c.base, err)))
-        goto out;
+    size_t row_bytes = (size_t)(s->vertical_first ? in_w : s->win_w) * channels;
+    layout_carve(p, &c, need_h, need_v, s->vertical_first, s->win_w, s->win_h, row_bytes);
+    if (c.overflow)
+        return shard_err_set(err, SHARD_ELIMIT, "resize %ux%u -> %ux%u needs too much memory", in_w,
+                             in_h, scaled_w, scaled_h);
+    int rc;
+    if (c.used && (rc = scratch_get(scratch ? scratch : own, c.used, &c.base, err)))
+        return rc;
     c.used = 0;
-    layout_carve(&p, &c, need_h, need_v, vertical_first, win_w, win_h, row_bytes);
+    layout_carve(p, &c, need_h, need_v, s->vertical_first, s->win_w, s->win_h, row_bytes);
     if (need_h) {
-        taps_fill(&p.tx, filter, in_w, box->x0, extent_x, scaled_w, win_x, win_w, p.bound_x,
-                  p.exact);
-        col_lo = p.tx.first[0];
-        uint32_t last = p.tx.first[win_w - 1] + p.tx.count;
-        col_hi = last < in_w ? last : in_w;
+        taps_fill(&p->tx, q->filter, in_w, box->x0, extent_x, scaled_w, s->win_x, s->win_w,
+                  p->bound_x, p->exact);
+        s->col_lo = p->tx.first[0];
+        uint32_t last = p->tx.first[s->win_w - 1] + p->tx.count;
+        s->col_hi = last < in_w ? last : in_w;
     }
     if (need_v)
-        taps_fill(&p.ty, filter, in_h, box->y0, extent_y, scaled_h, win_y, win_h, p.bound_y,
-                  p.exact);
-    if (need_h && need_v && vertical_first) {
+        taps_fill(&p->ty, q->filter, in_h, box->y0, extent_y, scaled_h, s->win_y, s->win_h,
+                  p->bound_y, p->exact);
+    if (need_h && need_v && s->vertical_first) {
         /* The vertical pass fills columns [col_lo, col_hi) of the row; the
          * SIMD loads may read on into the rest, for taps of weight 0: make
          * those bytes defined (0 x garbage is 0, but tools would object). */
-        size_t filled = (size_t)(col_hi - col_lo) * channels;
-        memset(p.buf + filled, 0, p.buf_row_bytes - filled);
+        size_t filled = (size_t)(s->col_hi - s->col_lo) * channels;
+        memset(p->buf + filled, 0, p->buf_row_bytes - filled);
     }
+    return SHARD_OK;
+}
 
-    if (simd > simd_best())
-        simd = simd_best();
-    const size_t out_bytes = (size_t)win_w * channels;
+/* Output row y when only the horizontal axis is resampled (or none: a copy). */
+static inline void row_horizontal_only(const struct resample_pass *s, struct hrow *in_row,
+                                       uint32_t y, uint8_t *out)
+{
+    const uint8_t *row = s->src->pixels + (size_t)(s->win_y + y) * s->src->stride;
+    in_row->src = row;
+    if (s->need_h)
+        horizontal_row(s->simd, in_row, &s->p.tx, out, s->win_w);
+    else
+        memcpy(out, row + (size_t)s->win_x * s->channels, (size_t)s->win_w * s->channels);
+}
+
+/* Output row y, the vertical pass on the input rows as they are in src (then
+ * the horizontal pass on its result, when that axis is resampled too). */
+static inline void row_vertical_first(struct resample_pass *s, uint32_t y, uint8_t *out)
+{
+    struct resample_layout *p = &s->p;
+    const uint32_t first = p->ty.first[y], used = p->ty.used[y], channels = s->channels;
+    const int16_t *w = p->ty.weight + (size_t)y * p->ty.count;
+    /* rows as they are in src, from the first column needed */
+    uint32_t col = s->need_h ? s->col_lo : s->win_x;
+    for (uint32_t k = 0; k < used; k++) {
+        uint32_t r = first + k < s->in_h ? first + k : s->in_h - 1; /* weight 0 past the end */
+        p->rows[k] = s->src->pixels + (size_t)r * s->src->stride + (size_t)col * channels;
+    }
+    if (!s->need_h) {
+        vertical_row(s->simd, p->rows, w, used, out, (size_t)s->win_w * channels);
+    } else {
+        /* the intermediate row holds columns [col_lo, col_hi), slack after */
+        struct hrow mid = {p->buf, p->buf_row_bytes, s->col_lo, s->in_w, channels};
+        vertical_row(s->simd, p->rows, w, used, p->buf, (size_t)(s->col_hi - s->col_lo) * channels);
+        horizontal_row(s->simd, &mid, &p->tx, out, s->win_w);
+    }
+}
+
+/* Output row y, horizontal first: each needed input row is resampled once
+ * into the ring (slot = row % count; a window of count consecutive rows never
+ * collides), then the vertical pass runs on the ring's rows. */
+static inline void row_horizontal_first(struct resample_pass *s, struct hrow *in_row, uint32_t y,
+                                        uint8_t *out)
+{
+    struct resample_layout *p = &s->p;
+    const uint32_t first = p->ty.first[y], used = p->ty.used[y];
+    const int16_t *w = p->ty.weight + (size_t)y * p->ty.count;
+    if (y == 0)
+        for (uint32_t k = 0; k < p->ty.count; k++)
+            p->ring_row[k] = -1; /* empty */
+    for (uint32_t k = 0; k < used; k++) {
+        uint32_t r = first + k < s->in_h ? first + k : s->in_h - 1;
+        uint32_t slot = r % p->ty.count;
+        uint8_t *ring = p->buf + (size_t)slot * p->buf_row_bytes;
+        if (p->ring_row[slot] != (int64_t)r) {
+            in_row->src = s->src->pixels + (size_t)r * s->src->stride;
+            horizontal_row(s->simd, in_row, &p->tx, ring, s->win_w);
+            p->ring_row[slot] = r;
+        }
+        p->rows[k] = ring;
+    }
+    vertical_row(s->simd, p->rows, w, used, out, (size_t)s->win_w * s->channels);
+}
+
+static int resample(const struct resample_request *q, struct shard_image *scratch,
+                    struct shard_image *dst, struct shard_err *err)
+{
+    const struct shard_image *src = q->src;
+    if (!src || !dst || src == dst || !src->pixels || src->width == 0 || src->height == 0 ||
+        src->channels == 0 || src->channels > 4 || src->stride < (size_t)src->width * src->channels)
+        return shard_err_set(err, SHARD_EINVAL, "resize: invalid source image");
+    struct sk_box whole = {0, 0, (double)src->width, (double)src->height};
+    const struct sk_box *box = q->box ? q->box : &whole;
+    int rc = request_check(q, box, err);
+    if (rc)
+        return rc;
+
+    struct shard_image own_scratch = {0};
+    struct resample_pass s;
+    memset(&s, 0, sizeof s);
+    s.src = src, s.dst = dst;
+    s.channels = src->channels, s.in_w = src->width, s.in_h = src->height;
+    s.win_x = q->win_x, s.win_y = q->win_y, s.win_w = q->win_w, s.win_h = q->win_h;
+    s.simd = q->simd > simd_best() ? simd_best() : q->simd;
+    if ((rc = shard_image_alloc(dst, q->win_w, q->win_h, s.channels, err)))
+        return rc;
+    if ((rc = pass_prepare(&s, q, box, scratch, &own_scratch, err)))
+        goto out;
+
     /* an input row as the horizontal kernels read it: exactly its pixels */
-    struct hrow in_row = {NULL, (size_t)in_w * channels, 0, in_w, channels};
-    for (uint32_t y = 0; y < win_h; y++) {
+    struct hrow in_row = {NULL, (size_t)s.in_w * s.channels, 0, s.in_w, s.channels};
+    for (uint32_t y = 0; y < s.win_h; y++) {
         uint8_t *out = dst->pixels + (size_t)y * dst->stride;
-        if (!need_v) {
-            const uint8_t *row = src->pixels + (size_t)(win_y + y) * src->stride;
-            in_row.src = row;
-            if (need_h)
-                horizontal_row(simd, &in_row, &p.tx, out, win_w);
-            else
-                memcpy(out, row + (size_t)win_x * channels, out_bytes);
-            continue;
-        }
-        const uint32_t first = p.ty.first[y], used = p.ty.used[y];
-        const int16_t *w = p.ty.weight + (size_t)y * p.ty.count;
-        if (!need_h || vertical_first) {
-            /* rows as they are in src, from the first column needed */
-            uint32_t col = need_h ? col_lo : win_x;
-            for (uint32_t k = 0; k < used; k++) {
-                uint32_t r = first + k < in_h ? first + k : in_h - 1;  /* weight 0 past the end */
-                p.rows[k] = src->pixels + (size_t)r * src->stride + (size_t)col * channels;
-            }
-            if (!need_h) {
-                vertical_row(simd, p.rows, w, used, out, out_bytes);
-            } else {
-                /* the intermediate row holds columns [col_lo, col_hi), slack after */
-                struct hrow mid = {p.buf, p.buf_row_bytes, col_lo, in_w, channels};
-                vertical_row(simd, p.rows, w, used, p.buf, (size_t)(col_hi - col_lo) * channels);
-                horizontal_row(simd, &mid, &p.tx, out, win_w);
-            }
-        } else {
-            /* horizontal first: resample each needed input row once into the
-             * ring (slot = row % count; a window of count consecutive rows
-             * never collides) */
-            if (y == 0)
-                for (uint32_t k = 0; k < p.ty.count; k++)
-                    p.ring_row[k] = -1;  /* empty */
-            for (uint32_t k = 0; k < used; k++) {
-                uint32_t r = first + k < in_h ? first + k : in_h - 1;
-                uint32_t slot = r % p.ty.count;
-                uint8_t *ring = p.buf + (size_t)slot * p.buf_row_bytes;
-                if (p.ring_row[slot] != (int64_t)r) {
-                    in_row.src = src->pixels + (size_t)r * src->stride;
-                    horizontal_row(simd, &in_row, &p.tx, ring, win_w);
-                    p.ring_row[slot] = r;
-                }
-                p.rows[k] = ring;
-            }
-            vertical_row(simd, p.rows, w, used, out, out_bytes);
-        }
+        if (!s.need_v)
+            row_horizontal_only(&s, &in_row, y, out);
+        else if (!s.need_h || s.vertical_first)
+            row_vertical_first(&s, y, out);
+        else
+            row_horizontal_first(&s, &in_row, y, out);
     }
 out:
     shard_image_release(&own_scratch);
@@ -780,27 +854,27 @@ out:
 int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32_t dst_h,
                  struct shard_image *dst, struct shard_err *err)
 {
-    return sk_resample(src, dst_w, dst_h, 0, 0, dst_w, dst_h, SHARD_RESIZE_DEFAULT, NULL, dst,
-                          err);
+    return sk_resample(src, dst_w, dst_h, 0, 0, dst_w, dst_h, SHARD_RESIZE_DEFAULT, NULL, dst, err);
 }
 
-int shard_transform(const struct shard_image *src, const struct shard_geometry *g,
-                    struct shard_image *tmp, struct shard_image *dst, struct shard_err *err)
+int shard_geometry_apply(const struct shard_image *src, const struct shard_geometry *g,
+                         struct shard_image *tmp, struct shard_image *dst, struct shard_err *err)
 {
     if (!g)
-        return shard_err_set(err, SHARD_EINVAL, "transform: no geometry");
+        return shard_err_set(err, SHARD_EINVAL, "no geometry to apply");
     /* The window is resampled directly: cropping costs no full-size pass and
      * no copy, and gives the same pixels as resample-then-cut. */
     return sk_resample(src, g->scaled_w, g->scaled_h, g->crop_x, g->crop_y, g->out_w, g->out_h,
-                          SHARD_RESIZE_DEFAULT, tmp, dst, err);
+                       SHARD_RESIZE_DEFAULT, tmp, dst, err);
 }
 
-int shard_transform_from(const struct shard_image *src, const struct shard_decode_info *info,
-                         const struct shard_geometry *g, struct shard_image *tmp,
-                         struct shard_image *dst, struct shard_err *err)
+int shard_geometry_apply_decoded(const struct shard_image *src,
+                                 const struct shard_decode_info *info,
+                                 const struct shard_geometry *g, struct shard_image *tmp,
+                                 struct shard_image *dst, struct shard_err *err)
 {
     if (!g || !info)
-        return shard_err_set(err, SHARD_EINVAL, "transform: no geometry or decode info");
+        return shard_err_set(err, SHARD_EINVAL, "no geometry to apply or no decode info");
     struct sk_box box = {info->box_x0, info->box_y0, info->box_x1, info->box_y1};
     return sk_resample_box(src, &box, g->scaled_w, g->scaled_h, g->crop_x, g->crop_y, g->out_w,
                            g->out_h, SHARD_RESIZE_DEFAULT, simd_best(), tmp, dst, err);

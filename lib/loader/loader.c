@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "format/shard_reader.h"
-#include "loader/augment_internal.h"
+#include "loader/transforms_internal.h"
 #include "read/dataset_internal.h"
 #include "util/ring.h"
 #include "shardkit/format.h"
@@ -104,14 +104,14 @@ struct shard_batch {
 struct worker {
     struct shard_loader *loader;
     struct shard_item item;      /* the decoded sample, with a fixed size */
-    struct shard_augment_workspace *ws;
-    struct shard_augment_draws draws;
+    struct shard_transforms_workspace *ws;
+    struct shard_transforms_draws draws;
     uint64_t index;              /* the sample being read, for choose_box */
 };
 
 struct shard_loader {
     struct shard_dataset *ds;
-    const struct shard_augment *aug;
+    const struct shard_transforms *transforms;
     struct shard_loader_options o;
     int identity;                /* samples are the stored pixels */
     int crop_first;              /* the transforms start with a crop: JPEG records
@@ -320,13 +320,13 @@ const struct shard_batch_info *shard_batch_info(const struct shard_batch *b)
 static int worker_init(struct worker *w, struct shard_err *err)
 {
     memset(w, 0, sizeof *w);
-    return shard_augment_workspace_new(&w->ws, err);
+    return shard_transforms_workspace_new(&w->ws, err);
 }
 
 static void worker_release(struct worker *w)
 {
     shard_item_release(&w->item);
-    shard_augment_workspace_free(w->ws);
+    shard_transforms_workspace_free(w->ws);
     memset(w, 0, sizeof *w);
 }
 
@@ -351,11 +351,11 @@ static int choose_box(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg
     struct worker *w = ctx;
     struct shard_loader *l = w->loader;
     struct shard_err ignored;  /* a failed draw is made again, and reported, after the read */
-    if (shard_augment_draw(l->aug, width, height, l->o.plan.seed, l->epoch, w->index, &w->draws,
-                           &ignored))
+    if (shard_transforms_draw(l->transforms, width, height, l->o.plan.seed, l->epoch, w->index,
+                              &w->draws, &ignored))
         return 0;
-    return sk_augment_first_box(l->aug, &w->draws, &box->left, &box->top, &box->width,
-                                &box->height);
+    return sk_transforms_first_box(l->transforms, &w->draws, &box->left, &box->top, &box->width,
+                                   &box->height);
 }
 
 /* Copy len bytes of values `width` bytes wide, stored little-endian, to dst
@@ -444,9 +444,9 @@ static int transform_geometric(const struct shard_loader *l, struct worker *w,
             int rc = shard_buf_reserve(var, at + (size_t)v->len + 1, err);
             if (rc)
                 return rc;
-            size_t kept = shard_augment_boxes(l->aug, &w->draws, dx, dy, l->o.box_min_size,
-                                              v->data, (size_t)v->len / SHARD_BOX_BYTES,
-                                              var->data + at);
+            size_t kept = shard_transforms_boxes(l->transforms, &w->draws, dx, dy,
+                                                 l->o.box_min_size, v->data,
+                                                 (size_t)v->len / SHARD_BOX_BYTES, var->data + at);
             f->start[j] = at;
             f->len[j] = kept * SHARD_BOX_BYTES;
             var->len = at + (size_t)f->len[j];
@@ -475,8 +475,8 @@ static int transform_geometric(const struct shard_loader *l, struct worker *w,
         put_le32(o, w->draws.out_width);
         put_le32(o + 4, w->draws.out_height);
         o[8] = (uint8_t)bytes;
-        if ((rc = shard_augment_mask(l->aug, &view, &w->draws, w->ws,
-                                     o + SHARD_MASK_HEADER_BYTES, err)))
+        if ((rc = shard_transforms_mask(l->transforms, &view, &w->draws, w->ws,
+                                        o + SHARD_MASK_HEADER_BYTES, err)))
             return rc;
         var->len = at + out_len;
         f->start[j] = at;
@@ -513,11 +513,11 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
     }
     uint64_t start = sk_now_ns();
     if (rb.cropped)  /* drawn for the record's size by choose_box */
-        sk_augment_draws_in_region(&w->draws, rb.box.region_left, rb.box.region_top,
-                                   item->pixels.width, item->pixels.height);
+        sk_transforms_draws_in_region(&w->draws, rb.box.region_left, rb.box.region_top,
+                                      item->pixels.width, item->pixels.height);
     else
-        rc = shard_augment_draw(l->aug, item->pixels.width, item->pixels.height,
-                                l->o.plan.seed, l->epoch, index, &w->draws, err);
+        rc = shard_transforms_draw(l->transforms, item->pixels.width, item->pixels.height,
+                                   l->o.plan.seed, l->epoch, index, &w->draws, err);
     void *dst = NULL;
     if (!rc && l->fixed) {
         if (w->draws.out_bytes != b->sample_bytes)  /* find_fixed_size and draw disagree */
@@ -530,7 +530,7 @@ static void fill_place(struct shard_loader *l, struct worker *w, struct shard_ba
         dst = out->data;
     }
     if (!rc)
-        rc = shard_augment_apply(l->aug, &item->pixels, &w->draws, w->ws, dst, err);
+        rc = shard_transforms_apply(l->transforms, &item->pixels, &w->draws, w->ws, dst, err);
     if (!rc && l->geometric)
         rc = transform_geometric(l, w, b, j, item, &rb, err);
     if (!rc) {
@@ -674,8 +674,8 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
     info->skipped = skipped;
     info->indices = b->indices;
     info->labels = b->labels;
-    info->layout = l->aug ? shard_augment_layout(l->aug) : SHARD_LAYOUT_NHWC;
-    info->dtype = l->aug ? shard_augment_dtype(l->aug) : SHARD_DTYPE_UINT8;
+    info->layout = l->transforms ? shard_transforms_layout(l->transforms) : SHARD_LAYOUT_NHWC;
+    info->dtype = l->transforms ? shard_transforms_dtype(l->transforms) : SHARD_DTYPE_UINT8;
     info->fixed = l->fixed;
     info->width = l->fixed_w;
     info->height = l->fixed_h;
@@ -757,8 +757,8 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
 }
 
 int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
-                     const struct shard_augment *augment, const struct shard_loader_options *o,
-                     struct shard_err *err)
+                     const struct shard_transforms *transforms,
+                     const struct shard_loader_options *o, struct shard_err *err)
 {
     *out = NULL;
     if (o->batch_size == 0)
@@ -772,25 +772,26 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     if (!(o->box_min_size >= 0 && o->box_min_size < 1e30))
         return shard_err_set(err, SHARD_EINVAL, "box_min_size %g is not a size in pixels",
                              o->box_min_size);
-    if (o->parts > 1 && o->part >= o->parts)
-        return shard_err_set(err, SHARD_EINVAL, "part %u is outside %u parts", o->part, o->parts);
+    if (o->workers > 1 && o->worker >= o->workers)
+        return shard_err_set(err, SHARD_EINVAL, "worker %u is outside %u workers", o->worker,
+                             o->workers);
     struct shard_loader *l = calloc(1, sizeof *l);
     if (!l)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     l->ds = ds;
-    l->aug = augment;
+    l->transforms = transforms;
     l->o = *o;
     if (!l->o.prefetch)
         l->o.prefetch = DEFAULT_PREFETCH;
-    if (l->o.parts <= 1)
-        l->o.part = 0, l->o.parts = 1;
-    l->identity = sk_augment_is_identity(augment);
-    l->crop_first = !l->identity && sk_augment_starts_with_crop(augment);
-    l->fixed = augment && shard_augment_fixed_size(augment, &l->fixed_w, &l->fixed_h);
+    if (l->o.workers <= 1)
+        l->o.worker = 0, l->o.workers = 1;
+    l->identity = sk_transforms_is_identity(transforms);
+    l->crop_first = !l->identity && sk_transforms_starts_with_crop(transforms);
+    l->fixed = transforms && shard_transforms_fixed_size(transforms, &l->fixed_w, &l->fixed_h);
     int rc = SHARD_OK;
     if (l->fixed) {
         l->sample_bytes = (size_t)l->fixed_w * l->fixed_h * 3 *
-                          shard_dtype_size(shard_augment_dtype(augment));
+                          shard_dtype_size(shard_transforms_dtype(transforms));
         if (l->sample_bytes > SIZE_MAX / o->batch_size) {
             rc = shard_err_set(err, SHARD_ELIMIT, "a batch of %u samples of %ux%u is too large",
                                o->batch_size, l->fixed_w, l->fixed_h);
@@ -808,9 +809,9 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     uint64_t full = l->plan_count / o->batch_size, rest = l->plan_count % o->batch_size;
     l->dropped = o->drop_last ? rest : 0;
     l->epoch_batches = full + (rest && !o->drop_last);
-    /* this part's batches: b = part, part + parts, ... below epoch_batches */
-    l->batches = l->o.part < l->epoch_batches
-                     ? (l->epoch_batches - l->o.part + l->o.parts - 1) / l->o.parts
+    /* this worker's batches: b = worker, worker + workers, ... below epoch_batches */
+    l->batches = l->o.worker < l->epoch_batches
+                     ? (l->epoch_batches - l->o.worker + l->o.workers - 1) / l->o.workers
                      : 0;
     if (!(l->pool = calloc(1, sizeof *l->pool))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -965,7 +966,7 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     const uint64_t size = l->o.batch_size, end = shard_plan_count(plan) - l->dropped;
     l->list_len = 0;
     for (uint64_t i = first; i < l->batches; i++) {
-        uint64_t b = l->o.part + i * l->o.parts;
+        uint64_t b = l->o.worker + i * l->o.workers;
         l->list_len += (b + 1) * size <= end ? size : end - b * size;
     }
     l->list = malloc((l->list_len ? l->list_len : 1) * sizeof *l->list);
@@ -976,7 +977,7 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     }
     uint64_t at = 0;
     for (uint64_t i = first; i < l->batches; i++) {
-        uint64_t b = l->o.part + i * l->o.parts;
+        uint64_t b = l->o.worker + i * l->o.workers;
         uint64_t n = (b + 1) * size <= end ? size : end - b * size;
         memcpy(l->list + at, shard_plan_indices(plan) + b * size, n * sizeof *l->list);
         at += n;
@@ -1039,7 +1040,7 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         count = g.len;
         start = sk_now_ns();  /* the wait is accounted */
     }
-    int rc = finish_batch(l, b, count, l->o.part + l->position * l->o.parts, err);
+    int rc = finish_batch(l, b, count, l->o.worker + l->position * l->o.workers, err);
     if (!l->queue)
         add(&l->wait_ns, sk_now_ns() - start);
     l->position++;

@@ -75,7 +75,7 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
         return shard_err_set(err, SHARD_ELIMIT, "%ux%u image would become %ux%u, over "
                              "--max-pixels %llu", info.source_width, info.source_height,
                              g.out_w, g.out_h, (unsigned long long)c->max_pixels);
-    rc = shard_transform_from(&w->decoded, &info, &g, &w->scratch, &w->out, err);
+    rc = shard_geometry_apply_decoded(&w->decoded, &info, &g, &w->scratch, &w->out, err);
     if (rc)
         return rc;
     rc = shard_encode(&w->out, c->codec, c->quality, payload, err);

@@ -26,6 +26,6 @@ uint64_t sk_derive(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint64_t
 /* The tags of sk_derive(): which random choice a seed drives. */
 #define SK_TAG_SHARD_ORDER 1 /* an epoch's shard order (a = epoch) */
 #define SK_TAG_WINDOW 2      /* a rank's shuffle window (a = epoch, b = rank, k = window) */
-#define SK_TAG_AUGMENT 3     /* a sample's transforms (a = epoch, k = sample index) */
+#define SK_TAG_TRANSFORMS 3  /* a sample's transforms (a = epoch, k = sample index) */
 
 #endif

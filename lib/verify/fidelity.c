@@ -304,6 +304,71 @@ static int choose_samples(struct verify_run *v, uint64_t n, struct shard_err *er
     return SHARD_OK;
 }
 
+/* The source bytes of sample `res`: the archive's entry `c` as captured, or
+ * its file under `root` read into w->source.  NULL, reported, when it has
+ * none. */
+static const uint8_t *source_of(struct verify_run *v, struct fidelity_worker *w, int archive,
+                                const struct captured *c, struct sk_source_root *root,
+                                const struct shard_fidelity_result *res, size_t *len)
+{
+    struct shard_err e;
+    shard_err_clear(&e);
+    if (archive && c->have) {
+        *len = c->bytes.len;
+        return c->bytes.data;
+    }
+    if (!archive &&
+        sk_source_root_read(root, res->key, v->m->config.max_file_bytes, &w->source, &e) == 0) {
+        *len = w->source.len;
+        return w->source.data;
+    }
+    char q[SHARD_QUOTE_SIZE];
+    sk_verify_problem(v, SHARD_CHECK_FIDELITY, SHARD_ENOTFOUND, res->shard, (int64_t)res->record,
+                      res->key, res->key_len, "fidelity: '%s': cannot read its source file: %s",
+                      sk_quote_bytes(res->key, res->key_len, q, sizeof q),
+                      archive ? "not in the archive" : e.msg);
+    return NULL;
+}
+
+/* Compare the n chosen samples (by_k[k]: the captured source of result k)
+ * with re-runs of the pipeline, on v->threads threads, each with its own
+ * builders.  0, or SHARD_ENOMEM when a thread could not set them up. */
+static int compare_all(struct verify_run *v, struct captured **by_k, uint64_t n, int archive,
+                       struct sk_source_root *root, double min_psnr, struct shard_err *err)
+{
+    struct shard_verify_report *r = v->report;
+    struct shard_config pixels_config = v->m->config;
+    pixels_config.codec = SHARD_CODEC_RAW;
+    int failed = 0;
+#pragma omp parallel num_threads(v->threads)
+    {
+        struct fidelity_worker w;
+        memset(&w, 0, sizeof w);
+        struct shard_err e;
+        int ok = sk_record_builder_new(&w.as_stored, &v->m->config, &e) == 0 &&
+                 sk_record_builder_new(&w.as_pixels, &pixels_config, &e) == 0;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (uint64_t k = 0; k < n; k++) {
+            struct shard_fidelity_result *res = &r->fidelity[k];
+            size_t src_len = 0;
+            const uint8_t *src = ok ? source_of(v, &w, archive, by_k[k], root, res, &src_len)
+                                    : NULL;
+            if (!src)
+                continue;
+            uint64_t g;
+            shard_dataset_index_of(v->ds, res->shard, res->record, &g, NULL);
+            compare_one(v, &w, g, src, src_len, min_psnr, res);
+        }
+        worker_release(&w);
+    }
+    return failed ? shard_err_set(err, SHARD_ENOMEM, "cannot set up the conversion pipeline")
+                  : SHARD_OK;
+}
+
 int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
 {
     struct shard_verify_report *r = v->report;
@@ -338,56 +403,8 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
     }
     for (uint64_t i = 0; i < n; i++)
         by_k[cap[i].k] = &cap[i];
-    struct shard_config pixels_config = v->m->config;
-    pixels_config.codec = SHARD_CODEC_RAW;
-    int failed = 0;
-#pragma omp parallel num_threads(v->threads)
-    {
-        struct fidelity_worker w;
-        memset(&w, 0, sizeof w);
-        struct shard_err e;
-        int ok = sk_record_builder_new(&w.as_stored, &v->m->config, &e) == 0 &&
-                 sk_record_builder_new(&w.as_pixels, &pixels_config, &e) == 0;
-        if (!ok) {
-#pragma omp atomic write
-            failed = 1;
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (uint64_t k = 0; k < n; k++) {
-            struct shard_fidelity_result *res = &r->fidelity[k];
-            const struct captured *c = by_k[k];
-            const uint8_t *src = NULL;
-            size_t src_len = 0;
-            char q[SHARD_QUOTE_SIZE];
-            if (!ok)
-                continue;
-            shard_err_clear(&e);
-            if (archive && c->have) {
-                src = c->bytes.data;
-                src_len = c->bytes.len;
-            } else if (!archive &&
-                       sk_source_root_read(&root, res->key, v->m->config.max_file_bytes,
-                                           &w.source, &e) == 0) {
-                src = w.source.data;
-                src_len = w.source.len;
-            }
-            if (!src) {
-                sk_verify_problem(v, SHARD_CHECK_FIDELITY, SHARD_ENOTFOUND, res->shard,
-                               (int64_t)res->record, res->key, res->key_len,
-                               "fidelity: '%s': cannot read its source file: %s",
-                               sk_quote_bytes(res->key, res->key_len, q, sizeof q),
-                               archive ? "not in the archive" : e.msg);
-                continue;
-            }
-            uint64_t g;
-            shard_dataset_index_of(v->ds, res->shard, res->record, &g, NULL);
-            compare_one(v, &w, g, src, src_len, min_psnr, res);
-        }
-        worker_release(&w);
-    }
+    rc = compare_all(v, by_k, n, archive, &root, min_psnr, err);
     free(by_k);
-    if (failed)
-        rc = shard_err_set(err, SHARD_ENOMEM, "cannot set up the conversion pipeline");
 out:
     sk_source_root_close(&root);
     for (uint64_t k = 0; k < n; k++)

@@ -29,7 +29,7 @@ class Buffer:
     buffer protocol: numpy.asarray and torch.from_numpy take it without a
     copy.  Made by the extension only."""
 
-# What Augment.apply reads: any C-contiguous uint8 buffer of (height, width, 3).
+# What Transforms.apply reads: any C-contiguous uint8 buffer of (height, width, 3).
 _Pixels: TypeAlias = Buffer | np.ndarray[Any, Any] | bytes | bytearray | memoryview
 _Location: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
@@ -82,7 +82,7 @@ class _Choice(TypedDict):
     flip: bool
 
 @final
-class Augment:
+class Transforms:
     def __init__(self, steps: Sequence[_Step], layout: str = "NHWC",
                  dtype: str = "uint8") -> None: ...
     def fixed_size(self) -> tuple[int, int] | None: ...
@@ -109,11 +109,11 @@ _BatchParts: TypeAlias = tuple[Buffer | list[Buffer], bytes, bytes, int, int,
 
 @final
 class Loader:
-    def __init__(self, dataset: Dataset, augment: Augment | None, batch_size: SupportsIndex,
+    def __init__(self, dataset: Dataset, transforms: Transforms | None, batch_size: SupportsIndex,
                  shuffle: bool, seed: SupportsIndex, rank: SupportsIndex,
                  world_size: SupportsIndex, threads: SupportsIndex, drop_last: bool,
                  remainder: str, shuffle_buffer: SupportsIndex, prefetch: SupportsIndex,
-                 skip_errors: bool, part: SupportsIndex = 0, parts: SupportsIndex = 1,
+                 skip_errors: bool, worker: SupportsIndex = 0, workers: SupportsIndex = 1,
                  fields: Sequence[SupportsIndex] | None = None,
                  box_min_size: float = 1.0) -> None: ...
     def start(self, epoch: SupportsIndex, batch: SupportsIndex, /) -> None: ...

@@ -228,7 +228,7 @@ class Loader:
                  dtype: Literal["uint8", "float32", "float16"] = "uint8",
                  on_error: Literal["raise", "skip"] = "raise", prefetch: int = DEFAULT_PREFETCH,
                  fields: Iterable[str] | None = None, multi_hot: bool | Iterable[str] = False,
-                 box_min_size: float = 1.0, _part: int = 0, _parts: int = 1) -> None:
+                 box_min_size: float = 1.0, _worker: int = 0, _workers: int = 1) -> None:
         if not isinstance(ds, Dataset):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
@@ -257,10 +257,10 @@ class Loader:
         prefetch = _check_int(prefetch, "prefetch", maximum=U32_MAX)
         self.transform = compose(transform)
         self._torch = _torch() if output == "torch" else None
-        augment = None
+        compiled = None
         if self.transform is not None or (layout, dtype) != ("NHWC", "uint8"):
             steps = self.transform if self.transform is not None else _empty()
-            augment = steps._augment(layout, dtype)
+            compiled = steps._compiled(layout, dtype)
         self.fields, self.multi_hot = _select_fields(ds, fields, multi_hot)
         if isinstance(box_min_size, bool) or not isinstance(box_min_size, (int, float)):
             raise TypeError(f"box_min_size must be a number, not {type(box_min_size).__name__}")
@@ -268,9 +268,9 @@ class Loader:
             raise ValueError(f"box_min_size must be a size in pixels, not {box_min_size}")
         self.box_min_size = float(box_min_size)
         self._native = _native.Loader(
-            ds._native, augment, self.batch_size, self.shuffle, self.seed, self.rank,
+            ds._native, compiled, self.batch_size, self.shuffle, self.seed, self.rank,
             self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
-            prefetch, self.on_error == "skip", _part, _parts,
+            prefetch, self.on_error == "skip", _worker, _workers,
             [f.number for f in self.fields], self.box_min_size)
         self._epoch = 0
         self._batch = 0

@@ -94,22 +94,22 @@ class ShardIterableDataset(torch.utils.data.IterableDataset[tuple[Any, ...]]):
     def __len__(self) -> int:
         return self._batches
 
-    def _make_loader(self, part: int, parts: int) -> Loader:
-        key = (os.getpid(), part, parts)
+    def _make_loader(self, worker: int, workers: int) -> Loader:
+        key = (os.getpid(), worker, workers)
         if self._owner != key or self._loader is None:
             threads = self.threads
             if threads is None:
-                threads = max(1, _native.available_cpus() // parts)
+                threads = max(1, _native.available_cpus() // workers)
             self._loader = Loader(Dataset(self.location, **self.reading), self.batch_size,
-                                  threads=threads, output="torch", _part=part, _parts=parts,
+                                  threads=threads, output="torch", _worker=worker, _workers=workers,
                                   **self.options)
             self._owner = key
         return self._loader
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         info = torch.utils.data.get_worker_info()
-        part, parts = (info.id, info.num_workers) if info is not None else (0, 1)
-        loader = self._make_loader(part, parts)
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        loader = self._make_loader(worker, workers)
         loader._move(self._epoch.value, 0)  # the whole epoch, every time
         for batch in loader:
             item: tuple[Any, ...] = (batch.images, batch.labels)

@@ -52,7 +52,7 @@ def _check_int(value: object, name: str, minimum: int = 1, maximum: int | None =
 
 
 def _side(value: object, name: str) -> int:
-    """An output side: 1..the library's largest (SHARD_AUGMENT_MAX_SIDE)."""
+    """An output side: 1..the library's largest (SHARD_TRANSFORMS_MAX_SIDE)."""
     return _check_int(value, name, maximum=_native.MAX_SIDE)
 
 
@@ -231,7 +231,7 @@ class Compose(Transform):
         if len(flat) > _native.MAX_STEPS:
             raise ValueError(f"transform: {len(flat)} steps, at most {_native.MAX_STEPS}")
         self.transforms = flat
-        self._cache: dict[tuple[str, str], _native.Augment] = {}
+        self._cache: dict[tuple[str, str], _native.Transforms] = {}
 
     def _steps(self) -> "list[_Step]":
         return [s for t in self.transforms for s in t._steps()]
@@ -243,7 +243,7 @@ class Compose(Transform):
     def normalizes(self) -> bool:
         return any(isinstance(t, Normalize) for t in self.transforms)
 
-    def _augment(self, layout: str = "NHWC", dtype: str | None = None) -> _native.Augment:
+    def _compiled(self, layout: str = "NHWC", dtype: str | None = None) -> _native.Transforms:
         """The C transform list for an output format (checked, cached)."""
         if dtype is None:
             dtype = "float32" if self.normalizes else "uint8"
@@ -256,12 +256,12 @@ class Compose(Transform):
                              "'float16'")
         key = (layout, dtype)
         if key not in self._cache:
-            self._cache[key] = _native.Augment(self._steps(), layout, dtype)
+            self._cache[key] = _native.Transforms(self._steps(), layout, dtype)
         return self._cache[key]
 
     def output_size(self) -> tuple[int, int] | None:
         """(height, width) when every output has that size, else None."""
-        return self._augment().fixed_size()
+        return self._compiled().fixed_size()
 
     def __call__(self, image: npt.ArrayLike, *, seed: int = 0, epoch: int = 0, index: int = 0,
                  layout: str = "NHWC", dtype: str | None = None) -> npt.NDArray[Any]:
@@ -272,13 +272,13 @@ class Compose(Transform):
         if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
             raise ValueError("image must be uint8 of shape (height, width, 3), not "
                              f"{array.dtype} {array.shape}")
-        return np.asarray(self._augment(layout, dtype).apply(array, seed, epoch, index))
+        return np.asarray(self._compiled(layout, dtype).apply(array, seed, epoch, index))
 
     def draw(self, width: int, height: int, *, seed: int = 0, epoch: int = 0,
              index: int = 0) -> "list[_Choice]":
         """The random choices for an input of width x height: one dict per
         step (box, flip, sizes); pixels are not touched."""
-        return list(self._augment().draw(_check_int(width, "width", maximum=U32_MAX),
+        return list(self._compiled().draw(_check_int(width, "width", maximum=U32_MAX),
                                          _check_int(height, "height", maximum=U32_MAX),
                                          seed, epoch, index))
 

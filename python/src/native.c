@@ -308,7 +308,7 @@ PyMODINIT_FUNC PyInit__native(void)
     Py_DECREF(errors);
     if (!from_library || !corrupt_record_error)
         return NULL;
-    PyTypeObject *types[] = {&skpy_buffer_type, &skpy_dataset_type, &skpy_augment_type,
+    PyTypeObject *types[] = {&skpy_buffer_type, &skpy_dataset_type, &skpy_transforms_type,
                              &skpy_loader_type, &skpy_batch_type};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (PyType_Ready(types[i]) < 0)
@@ -318,11 +318,11 @@ PyMODINIT_FUNC PyInit__native(void)
         return NULL;
     if (PyModule_AddObjectRef(m, "Buffer", (PyObject *)&skpy_buffer_type) < 0 ||
         PyModule_AddObjectRef(m, "Dataset", (PyObject *)&skpy_dataset_type) < 0 ||
-        PyModule_AddObjectRef(m, "Augment", (PyObject *)&skpy_augment_type) < 0 ||
+        PyModule_AddObjectRef(m, "Transforms", (PyObject *)&skpy_transforms_type) < 0 ||
         PyModule_AddObjectRef(m, "Loader", (PyObject *)&skpy_loader_type) < 0 ||
         PyModule_AddObjectRef(m, "Batch", (PyObject *)&skpy_batch_type) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_AUGMENT_MAX_STEPS) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_SIDE", SHARD_AUGMENT_MAX_SIDE) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_TRANSFORMS_MAX_STEPS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_SIDE", SHARD_TRANSFORMS_MAX_SIDE) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MAX_CONNECTIONS", SHARD_DATASET_MAX_CONNECTIONS) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MIN_WINDOW", SHARD_DATASET_MIN_WINDOW) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MAX_WINDOW", SHARD_DATASET_MAX_WINDOW) < 0 ||

@@ -80,13 +80,12 @@ typedef struct {
 } DatasetObject;
 
 typedef struct {
-    PyObject_HEAD
-    struct shard_augment *augment;
-} AugmentObject;
+    PyObject_HEAD struct shard_transforms *transforms;
+} TransformsObject;
 
 extern PyTypeObject skpy_buffer_type;
 extern PyTypeObject skpy_dataset_type;
-extern PyTypeObject skpy_augment_type;
+extern PyTypeObject skpy_transforms_type;
 extern PyTypeObject skpy_loader_type;
 extern PyTypeObject skpy_batch_type;
 
@@ -111,11 +110,11 @@ PyObject *skpy_batch_fields(const struct shard_batch_info *in, PyObject *holder)
  * -1 with an exception set. */
 int skpy_field_numbers(PyObject *seq, uint32_t **out, uint32_t *count);
 
-/* Build an augment from a list of step tuples (native_augment.c):
+/* Build a transform list from a list of step tuples (native_transforms.c):
  * ("random_resized_crop", h, w, (scale0, scale1), (ratio0, ratio1)),
  * ("center_crop", h, w), ("resize", h, w or 0), ("horizontal_flip", p),
  * ("normalize", (m, m, m), (s, s, s)). */
-int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
-                       struct shard_augment **out);
+int skpy_transforms_build(PyObject *steps, const char *layout, const char *dtype,
+                          struct shard_transforms **out);
 
 #endif

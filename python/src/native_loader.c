@@ -31,7 +31,7 @@ typedef struct {
     PyObject_HEAD
     struct shard_loader *loader;
     PyObject *dataset;  /* the DatasetObject read (kept open while the loader lives) */
-    PyObject *augment;  /* the AugmentObject applied, or NULL */
+    PyObject *transforms;  /* the TransformsObject applied, or NULL */
     int busy;           /* a call is using `loader` (or __init__ is making it) */
     int close_pending;  /* close() came while busy: the busy call frees the loader */
 } LoaderObject;
@@ -58,28 +58,28 @@ PyTypeObject skpy_batch_type = {
 static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     LoaderObject *lo = (LoaderObject *)self;
-    static char *names[] = {"dataset", "augment", "batch_size", "shuffle", "seed", "rank",
+    static char *names[] = {"dataset", "transforms", "batch_size", "shuffle", "seed", "rank",
                             "world_size", "threads", "drop_last", "remainder",
-                            "shuffle_buffer", "prefetch", "skip_errors", "part", "parts",
+                            "shuffle_buffer", "prefetch", "skip_errors", "worker", "workers",
                             "fields", "box_min_size", NULL};
-    PyObject *dataset, *augment, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
-    PyObject *prefetch_o, *part_o = NULL, *parts_o = NULL, *fields_o = Py_None;
+    PyObject *dataset, *transforms, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
+    PyObject *prefetch_o, *worker_o = NULL, *workers_o = NULL, *fields_o = Py_None;
     int shuffle, drop_last, skip_errors;
     const char *remainder;
     double box_min_size = 1.0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OOOd:Loader", names,
-                                     &skpy_dataset_type, &dataset, &augment, &batch_o, &shuffle,
+                                     &skpy_dataset_type, &dataset, &transforms, &batch_o, &shuffle,
                                      &seed_o, &rank_o, &world_o, &threads_o, &drop_last,
-                                     &remainder, &buffer_o, &prefetch_o, &skip_errors, &part_o,
-                                     &parts_o, &fields_o, &box_min_size))
+                                     &remainder, &buffer_o, &prefetch_o, &skip_errors, &worker_o,
+                                     &workers_o, &fields_o, &box_min_size))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
         return -1;
     }
-    if (augment != Py_None && (!PyObject_TypeCheck(augment, &skpy_augment_type) ||
-                               !((AugmentObject *)augment)->augment)) {
-        PyErr_SetString(PyExc_TypeError, "augment must be an initialised Augment or None");
+    if (transforms != Py_None && (!PyObject_TypeCheck(transforms, &skpy_transforms_type) ||
+                                  !((TransformsObject *)transforms)->transforms)) {
+        PyErr_SetString(PyExc_TypeError, "transforms must be an initialised Transforms or None");
         return -1;
     }
     struct shard_loader_options o;
@@ -94,8 +94,8 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         skpy_uint(threads_o, "threads", 0, INT_MAX, &threads) < 0 ||
         skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0 ||
         skpy_u32(prefetch_o, "prefetch", 1, &o.prefetch) < 0 ||
-        (part_o && skpy_u32(part_o, "part", 0, &o.part) < 0) ||
-        (parts_o && skpy_u32(parts_o, "parts", 1, &o.parts) < 0))
+        (worker_o && skpy_u32(worker_o, "worker", 0, &o.worker) < 0) ||
+        (workers_o && skpy_u32(workers_o, "workers", 1, &o.workers) < 0))
         return -1;
     o.threads = (int)threads;
     o.box_min_size = box_min_size;
@@ -112,7 +112,8 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_RuntimeError, "Dataset is not open");
         return -1;
     }
-    struct shard_augment *aug = augment == Py_None ? NULL : ((AugmentObject *)augment)->augment;
+    struct shard_transforms *list =
+        transforms == Py_None ? NULL : ((TransformsObject *)transforms)->transforms;
     /* the selected fields, by number (the options' copy is the loader's) */
     uint32_t *fields = NULL;
     if (skpy_field_numbers(fields_o, &fields, &o.field_count) < 0)
@@ -123,7 +124,7 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     int rc;
     lo->busy = 1;  /* another thread's __init__ waits for nothing: it is refused */
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_loader_new(&made, d->ds, aug, &o, &err);
+    rc = shard_loader_new(&made, d->ds, list, &o, &err);
     Py_END_ALLOW_THREADS
     lo->busy = 0;
     free(fields);
@@ -133,7 +134,7 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     }
     lo->loader = made;
     lo->dataset = Py_NewRef(dataset);
-    lo->augment = augment == Py_None ? NULL : Py_NewRef(augment);
+    lo->transforms = transforms == Py_None ? NULL : Py_NewRef(transforms);
     return 0;
 }
 
@@ -148,7 +149,7 @@ static void loader_close_now(LoaderObject *lo)
         shard_loader_free(l);
         Py_END_ALLOW_THREADS
     }
-    Py_CLEAR(lo->augment);
+    Py_CLEAR(lo->transforms);
     Py_CLEAR(lo->dataset);
 }
 
@@ -415,8 +416,8 @@ PyTypeObject skpy_loader_type = {
     .tp_basicsize = sizeof(LoaderObject),
     .tp_dealloc = loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Loader(dataset, augment, batch_size, shuffle, seed, rank, world_size, threads, "
-              "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, part=0, parts=1, "
+    .tp_doc = "Loader(dataset, transforms, batch_size, shuffle, seed, rank, world_size, threads, "
+              "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, worker=0, workers=1, "
               "fields=None, box_min_size=1.0)\n--\n\nthe C batch loader (use shardkit.Loader)",
     .tp_methods = loader_methods,
     .tp_init = loader_init,

@@ -20,7 +20,7 @@ def loader_args(**change):
     """_native.Loader's arguments with `change` applied."""
     args = dict(batch_size=4, shuffle=True, seed=0, rank=0, world_size=1, threads=0,
                 drop_last=False, remainder="keep", shuffle_buffer=16, prefetch=1,
-                skip_errors=False, part=0, parts=1)
+                skip_errors=False, worker=0, workers=1)
     args.update(change)
     return args
 
@@ -77,26 +77,26 @@ ENTRY_POINTS = {
     "_native.Loader.shuffle_buffer": ("shuffle_buffer", 0, U64,
                                       lambda ds, v: native_loader(ds, shuffle_buffer=v)),
     "_native.Loader.prefetch": ("prefetch", 1, U32, lambda ds, v: native_loader(ds, prefetch=v)),
-    "_native.Loader.part": ("part", 0, 1, lambda ds, v: native_loader(ds, part=v, parts=2)),
-    "_native.Loader.parts": ("parts", 1, U32, lambda ds, v: native_loader(ds, parts=v)),
+    "_native.Loader.worker": ("worker", 0, 1, lambda ds, v: native_loader(ds, worker=v, workers=2)),
+    "_native.Loader.workers": ("workers", 1, U32, lambda ds, v: native_loader(ds, workers=v)),
     "_native.Loader.start.epoch": ("epoch", 0, U64, lambda ds, v: native_loader(ds).start(v, 0)),
     "_native.Loader.start.batch": ("batch", 0, 16, lambda ds, v: native_loader(ds).start(0, v)),
     # the library's own check of a side calls the height "size"
-    "_native.Augment.height": ("height|size", 1, _native.MAX_SIDE,
-                               lambda ds, v: _native.Augment([("center_crop", v, 16)])),
-    "_native.Augment.width": ("width", 1, _native.MAX_SIDE,
-                              lambda ds, v: _native.Augment([("center_crop", 16, v)])),
-    "_native.Augment.resize_width": ("width", 0, _native.MAX_SIDE,
-                                     lambda ds, v: _native.Augment([("resize", 16, v)])),
-    "_native.Augment.crop_height": (
+    "_native.Transforms.height": ("height|size", 1, _native.MAX_SIDE,
+                               lambda ds, v: _native.Transforms([("center_crop", v, 16)])),
+    "_native.Transforms.width": ("width", 1, _native.MAX_SIDE,
+                              lambda ds, v: _native.Transforms([("center_crop", 16, v)])),
+    "_native.Transforms.resize_width": ("width", 0, _native.MAX_SIDE,
+                                     lambda ds, v: _native.Transforms([("resize", 16, v)])),
+    "_native.Transforms.crop_height": (
         "height|size", 1, _native.MAX_SIDE,
-        lambda ds, v: _native.Augment([("random_resized_crop", v, 16, (0.5, 1), (1, 1))])),
-    "_native.Augment.draw.width": ("width", 1, U32,
-                                   lambda ds, v: ONE._augment().draw(v, 16, 0, 0, 0)),
-    "_native.Augment.draw.height": ("height", 1, U32,
-                                    lambda ds, v: ONE._augment().draw(16, v, 0, 0, 0)),
-    "_native.Augment.apply.seed": ("seed", 0, U64,
-                                   lambda ds, v: ONE._augment().apply(IMAGE, v, 0, 0)),
+        lambda ds, v: _native.Transforms([("random_resized_crop", v, 16, (0.5, 1), (1, 1))])),
+    "_native.Transforms.draw.width": ("width", 1, U32,
+                                   lambda ds, v: ONE._compiled().draw(v, 16, 0, 0, 0)),
+    "_native.Transforms.draw.height": ("height", 1, U32,
+                                    lambda ds, v: ONE._compiled().draw(16, v, 0, 0, 0)),
+    "_native.Transforms.apply.seed": ("seed", 0, U64,
+                                   lambda ds, v: ONE._compiled().apply(IMAGE, v, 0, 0)),
 }
 
 # the remote-reading options of Dataset, in the package and in the extension
@@ -180,6 +180,6 @@ def test_numpy_integers_are_ints_and_bools_are_not(labelled):
     with pytest.raises(TypeError, match="batch_size"):
         shardkit.Loader(labelled, True)
     with pytest.raises(TypeError, match="height"):
-        _native.Augment([("center_crop", True, 16)])
+        _native.Transforms([("center_crop", True, 16)])
     with pytest.raises(TypeError, match="seed"):
         ONE(IMAGE, seed=1.0)

@@ -116,12 +116,12 @@ def test_a_second_init_is_refused_and_the_running_loader_keeps_its_transform(lab
     got = child("""
         from shardkit import _native
         ds = shardkit.Dataset(sys.argv[1])
-        augment = _native.Augment([("resize", 256, 0)], "NHWC", "uint8")
-        loader = _native.Loader(ds._native, augment, 8, True, 0, 0, 1, 1, False, "keep", 16, 1,
+        transforms = _native.Transforms([("resize", 256, 0)], "NHWC", "uint8")
+        loader = _native.Loader(ds._native, transforms, 8, True, 0, 0, 1, 1, False, "keep", 16, 1,
                                 False)
         loader.start(0, 0)
         first = loader.next()
-        result = {"augment": outcome(lambda: augment.__init__([("center_crop", 8, 8)])),
+        result = {"transforms": outcome(lambda: transforms.__init__([("center_crop", 8, 8)])),
                   "loader": outcome(lambda: loader.__init__(ds._native, None, 8, True, 0, 0, 1,
                                                             1, False, "keep", 16, 1, False)),
                   "dataset": outcome(lambda: ds._native.__init__(sys.argv[1])),
@@ -133,29 +133,29 @@ def test_a_second_init_is_refused_and_the_running_loader_keeps_its_transform(lab
             result["shapes"].extend(min(memoryview(a).shape[:2]) for a in parts[0])
         print(json.dumps(result))
     """, labelled)
-    for what in ("augment", "loader", "dataset"):
+    for what in ("transforms", "loader", "dataset"):
         assert got[what]["raised"] == "RuntimeError", got
         assert "already" in got[what]["message"], got
     assert got["shapes"] and set(got["shapes"]) == {256}, got  # still the first transform
 
 
-def test_a_loader_refuses_an_augment_that_was_never_initialised(labelled):
+def test_a_loader_refuses_transforms_that_were_never_initialised(labelled):
     ds = shardkit.Dataset(labelled)
-    with pytest.raises(TypeError, match="initialised Augment"):
-        _native.Loader(ds._native, _native.Augment.__new__(_native.Augment), 8, True, 0, 0, 1, 1,
-                       False, "keep", 16, 1, False)
+    with pytest.raises(TypeError, match="initialised Transforms"):
+        _native.Loader(ds._native, _native.Transforms.__new__(_native.Transforms), 8, True, 0, 0,
+                       1, 1, False, "keep", 16, 1, False)
 
 
 def test_a_step_name_that_cannot_be_utf8_is_an_error_not_a_crash():
     got = child("""
         from shardkit import _native
-        print(json.dumps({"lone": outcome(lambda: _native.Augment([("\\udc80",)])),
-                          "unknown": outcome(lambda: _native.Augment([("crop\\udc80", 1)]))}))
+        print(json.dumps({"lone": outcome(lambda: _native.Transforms([("\\udc80",)])),
+                          "unknown": outcome(lambda: _native.Transforms([("crop\\udc80", 1)]))}))
     """)
     assert got["lone"]["raised"] == "UnicodeEncodeError", got
     assert got["unknown"]["raised"] == "UnicodeEncodeError", got
     with pytest.raises(ValueError, match="unknown transform step 'crop'"):
-        _native.Augment([("crop", 1)])
+        _native.Transforms([("crop", 1)])
 
 
 def test_loader_calls_from_two_threads_at_once_are_refused_not_raced(jpeg256):

@@ -223,10 +223,10 @@ def test_the_same_sample_gets_the_same_transforms_and_others_differ(images):
     (lambda: shardkit.Normalize([0.5] * 3, [1, 0, 1]), ValueError, "std"),
     (lambda: shardkit.Compose([shardkit.Resize(8), "flip"]), TypeError, "transform"),
     (lambda: shardkit.Compose([shardkit.Normalize(MEAN, STD), shardkit.CenterCrop(8)])
-     ._augment("NHWC", "float32"), ValueError, "normalize"),
-    (lambda: shardkit.Compose([shardkit.Normalize(MEAN, STD)])._augment("NHWC", "uint8"),
+     ._compiled("NHWC", "float32"), ValueError, "normalize"),
+    (lambda: shardkit.Compose([shardkit.Normalize(MEAN, STD)])._compiled("NHWC", "uint8"),
      ValueError, "dtype"),
-    (lambda: shardkit.Compose([])._augment("NWHC", "uint8"), ValueError, "layout"),
+    (lambda: shardkit.Compose([])._compiled("NWHC", "uint8"), ValueError, "layout"),
 ])
 def test_bad_transform_arguments_name_the_parameter(make, error, name):
     with pytest.raises(error, match=name):

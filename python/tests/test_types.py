@@ -69,8 +69,8 @@ def test_the_extension_tells_its_signatures():
     from shardkit import _native
     assert str(inspect.signature(_native.Dataset.read)) == "(self, index, /)"
     assert list(inspect.signature(_native.Loader).parameters)[:3] == [
-        "dataset", "augment", "batch_size"]
-    assert str(inspect.signature(_native.Augment)) == "(steps, layout='NHWC', dtype='uint8')"
+        "dataset", "transforms", "batch_size"]
+    assert str(inspect.signature(_native.Transforms)) == "(steps, layout='NHWC', dtype='uint8')"
     assert str(inspect.signature(_native.Dataset)) == (
         "(location, *, connections=None, window=None, cache=None, retries=None, timeout=None, "
         "cache_dir=None, cache_limit=None)")
@@ -102,7 +102,7 @@ def test_the_stub_constructors_match_the_extension():
     # __init__ is object's): the stub's __init__ against the type's signature
     from shardkit import _native
     stubs = stub_constructors()
-    assert {"Dataset", "Augment", "Loader"} <= set(stubs)
+    assert {"Dataset", "Transforms", "Loader"} <= set(stubs)
     for name, params in stubs.items():
         runtime = [(p.name, p.kind.name, p.default is not p.empty)
                    for p in inspect.signature(getattr(_native, name)).parameters.values()]

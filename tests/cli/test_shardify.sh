@@ -302,6 +302,12 @@ while [ ! -f "$T/killed/shard-000004.shard" ] && [ $i -lt 300 ]; do sleep 0.05; 
 kill -9 $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 [ ! -f "$T/killed/manifest.json" ] || die "killed run published a manifest"
+# the work directory keeps the names earlier releases wrote, so that their
+# interrupted runs resume too: the journals' positions and the order's hash
+grep -q '^E.*"plan_start":0,"plan_end":[1-9]' "$T/killed/.shardify/journal-000000.jsonl" ||
+    die "journal-000000.jsonl has no end line with plan_start and plan_end"
+grep -q '"plan_xxh3":"[0-9a-f]\{16\}"' "$T/killed/.shardify/state.json" ||
+    die "state.json has no plan_xxh3"
 must_fail 1 shardify "$SAMPLE" "$T/killed" --size 96 --shard-size 256K --quiet
 must_say "pass --resume" "$T/err"
 must_fail 1 shardify "$SAMPLE" "$T/killed" --size 97 --shard-size 256K --resume --quiet

@@ -836,9 +836,9 @@ static void test_dct_scaled_picture_box_keeps_the_picture_in_place(void **state)
     assert_true(info.box_x0 == 0 && info.box_y0 == 0 && info.box_x1 == 166.5 && info.box_y1 == 125);
     struct shard_geometry g;
     assert_int_equal(shard_geometry_compute(333, 250, 100, SHARD_FIT_SHORT, 1, &g), 0);
-    assert_int_equal(shard_transform(&full, &g, &tmp, &ref, &err), 0);
-    assert_int_equal(shard_transform_from(&scaled, &info, &g, &tmp, &boxed, &err), 0);
-    assert_int_equal(shard_transform(&scaled, &g, &tmp, &whole, &err), 0);
+    assert_int_equal(shard_geometry_apply(&full, &g, &tmp, &ref, &err), 0);
+    assert_int_equal(shard_geometry_apply_decoded(&scaled, &info, &g, &tmp, &boxed, &err), 0);
+    assert_int_equal(shard_geometry_apply(&scaled, &g, &tmp, &whole, &err), 0);
     double in_place = mean_abs_diff(&boxed, &ref), stretched = mean_abs_diff(&whole, &ref);
     if (!(in_place < 1.5 && in_place < 0.75 * stretched))
         fail_msg("mean difference from the full-size decode: %.3f from the box, %.3f stretched",

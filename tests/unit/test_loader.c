@@ -28,7 +28,7 @@ static int setup(void **state)
     return mkds_setup_counts(state, counts, SHARDS);
 }
 
-static struct shard_loader *loader_ok(struct shard_dataset *ds, const struct shard_augment *a,
+static struct shard_loader *loader_ok(struct shard_dataset *ds, const struct shard_transforms *a,
                                       const struct shard_loader_options *o)
 {
     struct shard_loader *l;
@@ -38,12 +38,12 @@ static struct shard_loader *loader_ok(struct shard_dataset *ds, const struct sha
     return l;
 }
 
-static struct shard_augment *augment_ok(const struct shard_augment_step *steps, size_t n,
-                                        enum shard_layout layout, enum shard_dtype dtype)
+static struct shard_transforms *transforms_ok(const struct shard_transform_step *steps, size_t n,
+                                              enum shard_layout layout, enum shard_dtype dtype)
 {
-    struct shard_augment *a;
+    struct shard_transforms *a;
     struct shard_err err;
-    if (shard_augment_new(&a, steps, n, layout, dtype, &err))
+    if (shard_transforms_new(&a, steps, n, layout, dtype, &err))
         fail_msg("cannot make transforms: %s", err.msg);
     return a;
 }
@@ -77,7 +77,7 @@ static size_t epoch_hashes(struct shard_loader *l, uint64_t epoch, uint64_t firs
     return n;
 }
 
-static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **state)
+static void test_batches_are_the_plan_in_order_for_any_threads_and_workers(void **state)
 {
     struct mkds *d = *state;
     struct shard_dataset *ds = mkds_open(d);
@@ -86,7 +86,7 @@ static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **
     static const uint32_t sizes[] = {1, 4, 7, 40};
     for (size_t t = 0; t < 3; t++)
         for (size_t s = 0; s < 4; s++)
-            for (uint32_t parts = 1; parts <= 3; parts++)
+            for (uint32_t workers = 1; workers <= 3; workers++)
                 for (int drop = 0; drop <= 1; drop++) {
                     struct shard_loader_options o;
                     shard_loader_options_init(&o);
@@ -105,16 +105,16 @@ static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **
                     uint64_t visible = drop ? count / sizes[s] * sizes[s] : count;
                     uint64_t got[SAMPLES] = {0};
                     uint64_t total = 0;
-                    for (uint32_t part = 0; part < parts; part++) {
-                        o.part = part;
-                        o.parts = parts;
+                    for (uint32_t worker = 0; worker < workers; worker++) {
+                        o.worker = worker;
+                        o.workers = workers;
                         struct shard_loader *l = loader_ok(ds, NULL, &o);
                         assert_int_equal(shard_loader_start(l, 1, 0, &err), 0);
                         struct shard_batch *b;
                         uint64_t handed = 0;
                         while (shard_loader_next(l, -1, &b, &err) == 1) {
                             const struct shard_batch_info *in = shard_batch_info(b);
-                            assert_int_equal(in->number % parts, part);
+                            assert_int_equal(in->number % workers, worker);
                             assert_int_equal(in->epoch, 1);
                             assert_false(in->fixed);
                             for (uint32_t j = 0; j < in->count; j++) {
@@ -143,12 +143,12 @@ static void test_batches_are_the_plan_in_order_for_any_threads_and_parts(void **
     shard_dataset_close(ds);
 }
 
-static void train_steps(struct shard_augment_step *s)
+static void train_steps(struct shard_transform_step *s)
 {
-    shard_augment_step_init(&s[0], SHARD_AUGMENT_RANDOM_RESIZED_CROP);
+    shard_transform_step_init(&s[0], SHARD_TRANSFORM_RANDOM_RESIZED_CROP);
     s[0].height = 2, s[0].width = 3;
-    shard_augment_step_init(&s[1], SHARD_AUGMENT_HORIZONTAL_FLIP);
-    shard_augment_step_init(&s[2], SHARD_AUGMENT_NORMALIZE);
+    shard_transform_step_init(&s[1], SHARD_TRANSFORM_HORIZONTAL_FLIP);
+    shard_transform_step_init(&s[2], SHARD_TRANSFORM_NORMALIZE);
     for (int c = 0; c < 3; c++)
         s[2].mean[c] = 0.5, s[2].std[c] = 0.25;
 }
@@ -157,9 +157,9 @@ static void test_a_start_at_batch_k_repeats_the_uninterrupted_batches(void **sta
 {
     struct mkds *d = *state;
     struct shard_dataset *ds = mkds_open(d);
-    struct shard_augment_step steps[3];
+    struct shard_transform_step steps[3];
     train_steps(steps);
-    struct shard_augment *a = augment_ok(steps, 3, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
+    struct shard_transforms *a = transforms_ok(steps, 3, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     o.batch_size = 4;
@@ -186,7 +186,7 @@ static void test_a_start_at_batch_k_repeats_the_uninterrupted_batches(void **sta
     l = loader_ok(ds, a, &o);
     assert_int_equal(shard_loader_start(l, 0, n + 1, &err), SHARD_EINVAL);
     shard_loader_free(l);
-    shard_augment_free(a);
+    shard_transforms_free(a);
     shard_dataset_close(ds);
 }
 
@@ -194,9 +194,9 @@ static void test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch(void 
 {
     struct mkds *d = *state;
     struct shard_dataset *ds = mkds_open(d);
-    struct shard_augment_step steps[3];
+    struct shard_transform_step steps[3];
     train_steps(steps);
-    struct shard_augment *a = augment_ok(steps, 3, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
+    struct shard_transforms *a = transforms_ok(steps, 3, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     o.batch_size = 3;
@@ -224,7 +224,7 @@ static void test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch(void 
     shard_batch_free(kept[1]);
     shard_batch_free(NULL);
     shard_loader_free(NULL);
-    shard_augment_free(a);
+    shard_transforms_free(a);
     shard_dataset_close(ds);
 }
 
@@ -249,10 +249,10 @@ static void test_a_damaged_sample_fails_its_batch_or_is_skipped(void **state)
     mkds_flip(d, "shard-000003.shard", at);
     const uint64_t bad = 9 + 1 + 4;
     struct shard_dataset *ds = mkds_open(d);
-    struct shard_augment_step crop;
-    shard_augment_step_init(&crop, SHARD_AUGMENT_CENTER_CROP);
+    struct shard_transform_step crop;
+    shard_transform_step_init(&crop, SHARD_TRANSFORM_CENTER_CROP);
     crop.height = 2, crop.width = 2;
-    struct shard_augment *a = augment_ok(&crop, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8);
+    struct shard_transforms *a = transforms_ok(&crop, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
     o.batch_size = 4;
@@ -310,7 +310,7 @@ static void test_a_damaged_sample_fails_its_batch_or_is_skipped(void **state)
         }
         shard_loader_free(l);
     }
-    shard_augment_free(a);
+    shard_transforms_free(a);
     shard_dataset_close(ds);
     mkds_flip(d, "shard-000003.shard", at);
 }
@@ -318,32 +318,32 @@ static void test_a_damaged_sample_fails_its_batch_or_is_skipped(void **state)
 static void test_bad_transform_lists_and_options_are_refused_by_name(void **state)
 {
     struct mkds *d = *state;
-    struct shard_augment_step s[2];
-    struct shard_augment *a;
+    struct shard_transform_step s[2];
+    struct shard_transforms *a;
     struct shard_err err;
-    shard_augment_step_init(&s[0], SHARD_AUGMENT_NORMALIZE);
+    shard_transform_step_init(&s[0], SHARD_TRANSFORM_NORMALIZE);
     s[0].std[1] = 0;
-    assert_int_equal(shard_augment_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT32, &err),
+    assert_int_equal(shard_transforms_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT32, &err),
                      SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "std[1]"));
     s[0].std[1] = 1;
-    assert_int_equal(shard_augment_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
+    assert_int_equal(shard_transforms_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
                      SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "float dtype"));
-    shard_augment_step_init(&s[1], SHARD_AUGMENT_CENTER_CROP);
+    shard_transform_step_init(&s[1], SHARD_TRANSFORM_CENTER_CROP);
     s[1].height = s[1].width = 2;
-    assert_int_equal(shard_augment_new(&a, s, 2, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT32, &err),
+    assert_int_equal(shard_transforms_new(&a, s, 2, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT32, &err),
                      SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "step 1 (center_crop)"));
-    shard_augment_step_init(&s[0], SHARD_AUGMENT_RANDOM_RESIZED_CROP);
+    shard_transform_step_init(&s[0], SHARD_TRANSFORM_RANDOM_RESIZED_CROP);
     s[0].height = s[0].width = 8;
     s[0].ratio[0] = 2, s[0].ratio[1] = 1;
-    assert_int_equal(shard_augment_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
+    assert_int_equal(shard_transforms_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
                      SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "ratio"));
     s[0].ratio[0] = 0.5;
     s[0].width = 0;
-    assert_int_equal(shard_augment_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
+    assert_int_equal(shard_transforms_new(&a, s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
                      SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "width"));
 
@@ -359,29 +359,34 @@ static void test_bad_transform_lists_and_options_are_refused_by_name(void **stat
     o.plan.world_size = 2;
     assert_int_equal(shard_loader_new(&l, ds, NULL, &o, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "rank"));
+    o.plan.rank = 0;
+    o.worker = 3;
+    o.workers = 3;
+    assert_int_equal(shard_loader_new(&l, ds, NULL, &o, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "worker 3 is outside 3 workers");
     shard_dataset_close(ds);
 }
 
 /* One-pixel images through Normalize to float16: the bits. */
 static uint16_t half_of(uint8_t x, double mean, double std)
 {
-    struct shard_augment_step s;
-    shard_augment_step_init(&s, SHARD_AUGMENT_NORMALIZE);
+    struct shard_transform_step s;
+    shard_transform_step_init(&s, SHARD_TRANSFORM_NORMALIZE);
     for (int c = 0; c < 3; c++)
         s.mean[c] = mean, s.std[c] = std;
-    struct shard_augment *a = augment_ok(&s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
+    struct shard_transforms *a = transforms_ok(&s, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT16);
     uint8_t px[3] = {x, x, x};
     struct shard_image img = {px, 1, 1, 3, 3, 3, 0};
-    struct shard_augment_draws dr;
-    struct shard_augment_workspace *w;
+    struct shard_transforms_draws dr;
+    struct shard_transforms_workspace *w;
     struct shard_err err;
     uint16_t out[3];
-    assert_int_equal(shard_augment_workspace_new(&w, &err), 0);
-    assert_int_equal(shard_augment_draw(a, 1, 1, 0, 0, 0, &dr, &err), 0);
+    assert_int_equal(shard_transforms_workspace_new(&w, &err), 0);
+    assert_int_equal(shard_transforms_draw(a, 1, 1, 0, 0, 0, &dr, &err), 0);
     assert_int_equal(dr.out_bytes, sizeof out);
-    assert_int_equal(shard_augment_apply(a, &img, &dr, w, out, &err), 0);
-    shard_augment_workspace_free(w);
-    shard_augment_free(a);
+    assert_int_equal(shard_transforms_apply(a, &img, &dr, w, out, &err), 0);
+    shard_transforms_workspace_free(w);
+    shard_transforms_free(a);
     assert_int_equal(out[0], out[2]);
     return out[0];
 }
@@ -418,21 +423,21 @@ static void test_float32_planes_are_each_byte_normalised_in_its_place(void **sta
     }
     struct shard_image img = {&px[0][0][0], W, H, 3, W * 3, sizeof px, 0};
     for (int mirror = 0; mirror < 2; mirror++) {
-        struct shard_augment_step s[2];
-        shard_augment_step_init(&s[0], SHARD_AUGMENT_HORIZONTAL_FLIP);
+        struct shard_transform_step s[2];
+        shard_transform_step_init(&s[0], SHARD_TRANSFORM_HORIZONTAL_FLIP);
         s[0].p = mirror;
-        shard_augment_step_init(&s[1], SHARD_AUGMENT_NORMALIZE);
+        shard_transform_step_init(&s[1], SHARD_TRANSFORM_NORMALIZE);
         memcpy(s[1].mean, mean, sizeof mean);
         memcpy(s[1].std, std, sizeof std);
-        struct shard_augment *a = augment_ok(s, 2, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
-        struct shard_augment_draws dr;
-        struct shard_augment_workspace *w;
+        struct shard_transforms *a = transforms_ok(s, 2, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32);
+        struct shard_transforms_draws dr;
+        struct shard_transforms_workspace *w;
         struct shard_err err;
         float out[3][H][W];
-        assert_int_equal(shard_augment_workspace_new(&w, &err), 0);
-        assert_int_equal(shard_augment_draw(a, W, H, 0, 0, 0, &dr, &err), 0);
+        assert_int_equal(shard_transforms_workspace_new(&w, &err), 0);
+        assert_int_equal(shard_transforms_draw(a, W, H, 0, 0, 0, &dr, &err), 0);
         assert_int_equal(dr.out_bytes, sizeof out);
-        assert_int_equal(shard_augment_apply(a, &img, &dr, w, out, &err), 0);
+        assert_int_equal(shard_transforms_apply(a, &img, &dr, w, out, &err), 0);
         for (int c = 0; c < 3; c++)
             for (int y = 0; y < H; y++)
                 for (int x = 0; x < W; x++) {
@@ -442,15 +447,15 @@ static void test_float32_planes_are_each_byte_normalised_in_its_place(void **sta
                         fail_msg("mirror %d, channel %d, (%d, %d): %a, expected %a", mirror, c, x,
                                  y, out[c][y][x], v);
                 }
-        shard_augment_workspace_free(w);
-        shard_augment_free(a);
+        shard_transforms_workspace_free(w);
+        shard_transforms_free(a);
     }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_batches_are_the_plan_in_order_for_any_threads_and_parts),
+        cmocka_unit_test(test_batches_are_the_plan_in_order_for_any_threads_and_workers),
         cmocka_unit_test(test_a_start_at_batch_k_repeats_the_uninterrupted_batches),
         cmocka_unit_test(test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch),
         cmocka_unit_test(test_a_damaged_sample_fails_its_batch_or_is_skipped),

@@ -331,7 +331,7 @@ static const uint32_t every_field[] = {MKDS_TAGS,   MKDS_CAPTION, MKDS_EMB,  MKD
 /* Every batch of epoch 0 of a loader with options o (and transforms a),
  * checked field by field; returns the samples seen, and the skipped ones in
  * *skipped. */
-static uint64_t check_epoch(struct shard_dataset *ds, const struct shard_augment *a,
+static uint64_t check_epoch(struct shard_dataset *ds, const struct shard_transforms *a,
                             const struct shard_loader_options *o, uint64_t *skipped)
 {
     struct shard_loader *l;
@@ -367,12 +367,12 @@ static void test_batches_carry_the_selected_fields(void **state)
 {
     struct mkds *d = *state;
     struct shard_dataset *ds = mkds_open(d);
-    struct shard_augment_step crop;
-    shard_augment_step_init(&crop, SHARD_AUGMENT_CENTER_CROP);
+    struct shard_transform_step crop;
+    shard_transform_step_init(&crop, SHARD_TRANSFORM_CENTER_CROP);
     crop.height = 2, crop.width = 2;
     struct shard_err err;
-    struct shard_augment *a;
-    assert_int_equal(shard_augment_new(&a, &crop, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
+    struct shard_transforms *a;
+    assert_int_equal(shard_transforms_new(&a, &crop, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err),
                      0);
     struct shard_loader_options o;
     shard_loader_options_init(&o);
@@ -394,7 +394,7 @@ static void test_batches_carry_the_selected_fields(void **state)
     o.fields = NULL;
     o.field_count = 0;
     assert_int_equal(check_epoch(ds, a, &o, &skipped), SAMPLES);
-    shard_augment_free(a);
+    shard_transforms_free(a);
     shard_dataset_close(ds);
 }
 

@@ -460,7 +460,7 @@ static void test_crop_is_the_centred_window_of_the_full_resize(void **state)
         assert_true(right == g.crop_x || right == g.crop_x + 1);
         assert_true(bottom == g.crop_y || bottom == g.crop_y + 1);
 
-        assert_int_equal(shard_transform(&src, &g, &tmp, &cropped, NULL), 0);
+        assert_int_equal(shard_geometry_apply(&src, &g, &tmp, &cropped, NULL), 0);
         assert_int_equal(shard_resize(&src, g.scaled_w, g.scaled_h, &full, NULL), 0);
         copy_window(&full, g.crop_x, g.crop_y, g.out_w, g.out_h, &window);
         if (!same_pixels(&cropped, &window))
@@ -483,11 +483,11 @@ static void test_transform_without_resampling_copies_the_pixels(void **state)
     struct shard_geometry g;
     /* already at size: short side 150 */
     assert_int_equal(shard_geometry_compute(200, 150, 150, SHARD_FIT_SHORT, 1, &g), 0);
-    assert_int_equal(shard_transform(&src, &g, &tmp, &dst, NULL), 0);
+    assert_int_equal(shard_geometry_apply(&src, &g, &tmp, &dst, NULL), 0);
     assert_true(same_pixels(&src, &dst));
     /* smaller than size, no upscaling, cropped: a centred 150 square, copied */
     assert_int_equal(shard_geometry_compute(200, 150, 256, SHARD_FIT_CROP, 0, &g), 0);
-    assert_int_equal(shard_transform(&src, &g, &tmp, &dst, NULL), 0);
+    assert_int_equal(shard_geometry_apply(&src, &g, &tmp, &dst, NULL), 0);
     copy_window(&src, 25, 0, 150, 150, &window);
     assert_true(same_pixels(&window, &dst));
     shard_image_release(&src);
@@ -563,10 +563,10 @@ static void test_repeated_calls_give_the_same_bytes(void **state)
     fill_noise(&src, 4242);
     struct shard_geometry g;
     assert_int_equal(shard_geometry_compute(640, 427, 224, SHARD_FIT_CROP, 1, &g), 0);
-    assert_int_equal(shard_transform(&src, &g, &tmp, &first, NULL), 0);
+    assert_int_equal(shard_geometry_apply(&src, &g, &tmp, &first, NULL), 0);
     for (int i = 0; i < 3; i++) {
         /* reused output and scratch, then fresh ones */
-        assert_int_equal(shard_transform(&src, &g, &tmp, &again, NULL), 0);
+        assert_int_equal(shard_geometry_apply(&src, &g, &tmp, &again, NULL), 0);
         assert_true(same_pixels(&first, &again));
         shard_image_release(&again);
         shard_image_release(&tmp);
@@ -590,7 +590,7 @@ static void test_openmp_workers_give_the_serial_bytes(void **state)
                                                 (enum shard_fit)(i % 3), 1, &g[i]),
                          0);
         struct shard_image tmp = {0};
-        assert_int_equal(shard_transform(&src[i], &g[i], &tmp, &serial[i], NULL), 0);
+        assert_int_equal(shard_geometry_apply(&src[i], &g[i], &tmp, &serial[i], NULL), 0);
         shard_image_release(&tmp);
     }
     int failures = 0;
@@ -599,7 +599,7 @@ static void test_openmp_workers_give_the_serial_bytes(void **state)
         struct shard_image tmp = {0}; /* per-worker scratch, reused */
 #pragma omp for schedule(dynamic, 1)
         for (int i = 0; i < THREAD_JOBS; i++)
-            failures += shard_transform(&src[i], &g[i], &tmp, &parallel[i], NULL) != 0;
+            failures += shard_geometry_apply(&src[i], &g[i], &tmp, &parallel[i], NULL) != 0;
         shard_image_release(&tmp);
     }
     assert_int_equal(failures, 0);
@@ -630,9 +630,10 @@ static void test_invalid_requests_are_refused_with_a_reason(void **state)
     assert_int_equal(shard_resize(&src, 5, 5, &src, &err), SHARD_EINVAL); /* in place */
 
     struct shard_geometry g = {20, 20, 15, 0, 10, 10}; /* window past the right edge */
-    assert_int_equal(shard_transform(&src, &g, &tmp, &dst, &err), SHARD_EINVAL);
+    assert_int_equal(shard_geometry_apply(&src, &g, &tmp, &dst, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "not inside"));
-    assert_int_equal(shard_transform(&src, NULL, &tmp, &dst, &err), SHARD_EINVAL);
+    assert_int_equal(shard_geometry_apply(&src, NULL, &tmp, &dst, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg, "no geometry to apply");
     assert_int_equal(sk_resample(&src, 5, 5, 0, 0, 5, 5, (enum shard_resize_filter)77, NULL, &dst,
                                  &err),
                      SHARD_EINVAL);

@@ -87,7 +87,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
         rc = shard_geometry_compute(s->decoded.width, s->decoded.height, l->o.size, l->o.fit,
                                     l->o.upscale, &g)
                  ? shard_err_set(err, SHARD_EINVAL, "empty image")
-                 : shard_transform(&s->decoded, &g, &s->tmp, &item->pixels, err);
+                 : shard_geometry_apply(&s->decoded, &g, &s->tmp, &item->pixels, err);
         bench_probe_stage(l->probe, STAGE_RESIZE, t);
     }
     if (!rc)

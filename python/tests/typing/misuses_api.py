@@ -20,5 +20,5 @@ shardkit.Dataset("x", window_bytes=1 << 20)  # error: Unexpected keyword argumen
 retries: str = ds.options["retries"]  # error: incompatible types in assignment
 _native.Dataset("x", cache="1G")  # error: incompatible type "str"
 _native.Dataset("x").read("0")  # error: incompatible type "str"
-_native.Augment([("resize", 1.5, 2)])  # error: List item 0 has incompatible type
+_native.Transforms([("resize", 1.5, 2)])  # error: List item 0 has incompatible type
 nothing: int = shardkit.Batch  # error: incompatible types in assignment

@@ -1,5 +1,5 @@
-/* test_augment_targets.c - boxes and masks through the transforms' drawn
- * choices (shard_augment_boxes, shard_augment_mask), against values worked
+/* test_transform_targets.c - boxes and masks through the transforms' drawn
+ * choices (shard_transforms_boxes, shard_transforms_mask), against values worked
  * out by hand from transforms.v2's rules: a resize scales boxes without
  * clamping them, a crop moves and clamps them (a padded centre crop moves
  * them by the padding), a flip mirrors x, boxes under the minimum size go
@@ -16,20 +16,20 @@
 
 #include "shardkit.h"
 
-static struct shard_augment *make(const struct shard_augment_step *steps, size_t n)
+static struct shard_transforms *make(const struct shard_transform_step *steps, size_t n)
 {
-    struct shard_augment *a;
+    struct shard_transforms *a;
     struct shard_err err;
-    if (shard_augment_new(&a, steps, n, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err))
+    if (shard_transforms_new(&a, steps, n, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, &err))
         fail_msg("%s", err.msg);
     return a;
 }
 
-static void draw(const struct shard_augment *a, uint32_t w, uint32_t h,
-                 struct shard_augment_draws *d)
+static void draw(const struct shard_transforms *a, uint32_t w, uint32_t h,
+                 struct shard_transforms_draws *d)
 {
     struct shard_err err;
-    if (shard_augment_draw(a, w, h, 1, 0, 0, d, &err))
+    if (shard_transforms_draw(a, w, h, 1, 0, 0, d, &err))
         fail_msg("%s", err.msg);
 }
 
@@ -61,15 +61,15 @@ static void assert_box(const uint8_t *p, float x0, float y0, float x1, float y1,
 static void test_resize_scales_and_a_padded_crop_moves_and_clamps(void **state)
 {
     (void)state;
-    struct shard_augment_step st[3];
-    shard_augment_step_init(&st[0], SHARD_AUGMENT_RESIZE);
+    struct shard_transform_step st[3];
+    shard_transform_step_init(&st[0], SHARD_TRANSFORM_RESIZE);
     st[0].height = 50, st[0].width = 100; /* 200 x 100 -> 100 x 50: half */
-    shard_augment_step_init(&st[1], SHARD_AUGMENT_CENTER_CROP);
+    shard_transform_step_init(&st[1], SHARD_TRANSFORM_CENTER_CROP);
     st[1].height = 60, st[1].width = 80; /* from 100 x 50: left 10, top -5 (padded) */
-    shard_augment_step_init(&st[2], SHARD_AUGMENT_HORIZONTAL_FLIP);
+    shard_transform_step_init(&st[2], SHARD_TRANSFORM_HORIZONTAL_FLIP);
     st[2].p = 0; /* never */
-    struct shard_augment *a = make(st, 3);
-    struct shard_augment_draws d;
+    struct shard_transforms *a = make(st, 3);
+    struct shard_transforms_draws d;
     draw(a, 200, 100, &d);
     assert_int_equal(d.step[1].left, 10);
     assert_int_equal(d.step[1].top, -5);
@@ -78,34 +78,34 @@ static void test_resize_scales_and_a_padded_crop_moves_and_clamps(void **state)
     put_box(boxes + 24, 0, 0, 30, 100, 4, 0);           /* -> (0,0,15,50) -> (0,5,5,55) */
     put_box(boxes + 48, 0, 0, 19, 100, 5, 0);           /* -> (0,0,9.5,50): left of the crop */
     put_box(boxes + 72, 150, 90, 200, 100, 6, 0);       /* -> (75,45,100,50) -> (65,50,90,55) */
-    size_t kept = shard_augment_boxes(a, &d, 0, 0, 1.0, boxes, 4, boxes);
+    size_t kept = shard_transforms_boxes(a, &d, 0, 0, 1.0, boxes, 4, boxes);
     assert_int_equal(kept, 3);
     assert_box(boxes, 10, 15, 20, 35, 3, SHARD_BOX_CROWD);
     assert_box(boxes + 24, 0, 5, 5, 55, 4, 0);
     assert_box(boxes + 48, 65, 50, 80, 55, 6, 0); /* clamped to the crop */
-    shard_augment_free(a);
+    shard_transforms_free(a);
 }
 
 static void test_boxes_under_the_minimum_go_with_their_class(void **state)
 {
     (void)state;
-    struct shard_augment_step st[1];
-    shard_augment_step_init(&st[0], SHARD_AUGMENT_HORIZONTAL_FLIP);
+    struct shard_transform_step st[1];
+    shard_transform_step_init(&st[0], SHARD_TRANSFORM_HORIZONTAL_FLIP);
     st[0].p = 1;
-    struct shard_augment *a = make(st, 1);
-    struct shard_augment_draws d;
+    struct shard_transforms *a = make(st, 1);
+    struct shard_transforms_draws d;
     draw(a, 100, 50, &d);
     uint8_t in[3 * SHARD_BOX_BYTES], out[3 * SHARD_BOX_BYTES];
     put_box(in, 10, 10, 12.5f, 40, 1, 0);   /* 2.5 wide */
     put_box(in + 24, 20, 10, 40, 11, 2, 0); /* 1 high */
     put_box(in + 48, 0, 0, 30, 20, 3, SHARD_BOX_CROWD);
-    size_t kept = shard_augment_boxes(a, &d, 0, 0, 2.0, in, 3, out);
+    size_t kept = shard_transforms_boxes(a, &d, 0, 0, 2.0, in, 3, out);
     assert_int_equal(kept, 2); /* the 1-high box is under 2 */
     assert_box(out, 87.5f, 10, 90, 40, 1, 0);
     assert_box(out + 24, 70, 0, 100, 20, 3, SHARD_BOX_CROWD);
     /* min_size 0 keeps every box that is not empty */
-    assert_int_equal(shard_augment_boxes(a, &d, 0, 0, 0, in, 3, out), 3);
-    shard_augment_free(a);
+    assert_int_equal(shard_transforms_boxes(a, &d, 0, 0, 0, in, 3, out), 3);
+    shard_transforms_free(a);
 }
 
 static void test_a_mask_is_resampled_about_centres_padded_with_0_and_mirrored(void **state)
@@ -114,24 +114,24 @@ static void test_a_mask_is_resampled_about_centres_padded_with_0_and_mirrored(vo
     /* a 4 x 2 mask of values 1..8, resized to 2 x 1 (each output pixel the
      * input pixel holding its centre: x 1 and 3, y 1), centre-cropped to 4 x 1
      * (padding of 1 each side), flipped */
-    struct shard_augment_step st[3];
-    shard_augment_step_init(&st[0], SHARD_AUGMENT_RESIZE);
+    struct shard_transform_step st[3];
+    shard_transform_step_init(&st[0], SHARD_TRANSFORM_RESIZE);
     st[0].height = 1, st[0].width = 2;
-    shard_augment_step_init(&st[1], SHARD_AUGMENT_CENTER_CROP);
+    shard_transform_step_init(&st[1], SHARD_TRANSFORM_CENTER_CROP);
     st[1].height = 1, st[1].width = 4;
-    shard_augment_step_init(&st[2], SHARD_AUGMENT_HORIZONTAL_FLIP);
+    shard_transform_step_init(&st[2], SHARD_TRANSFORM_HORIZONTAL_FLIP);
     st[2].p = 1;
-    struct shard_augment *a = make(st, 3);
-    struct shard_augment_draws d;
+    struct shard_transforms *a = make(st, 3);
+    struct shard_transforms_draws d;
     draw(a, 4, 2, &d);
     uint8_t values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     struct shard_image mask = {
         .pixels = values, .width = 4, .height = 2, .channels = 1, .stride = 4};
-    struct shard_augment_workspace *w;
+    struct shard_transforms_workspace *w;
     struct shard_err err;
-    assert_int_equal(shard_augment_workspace_new(&w, &err), 0);
+    assert_int_equal(shard_transforms_workspace_new(&w, &err), 0);
     uint8_t out[4] = {9, 9, 9, 9};
-    assert_int_equal(shard_augment_mask(a, &mask, &d, w, out, &err), 0);
+    assert_int_equal(shard_transforms_mask(a, &mask, &d, w, out, &err), 0);
     uint8_t want[4] = {0, 8, 6, 0}; /* resized (6, 8), padded (0, 6, 8, 0), mirrored */
     assert_memory_equal(out, want, 4);
     /* 2-byte values move as one */
@@ -139,14 +139,14 @@ static void test_a_mask_is_resampled_about_centres_padded_with_0_and_mirrored(vo
     struct shard_image mask16 = {
         .pixels = (uint8_t *)wide, .width = 4, .height = 2, .channels = 2, .stride = 8};
     uint16_t out16[4];
-    assert_int_equal(shard_augment_mask(a, &mask16, &d, w, out16, &err), 0);
+    assert_int_equal(shard_transforms_mask(a, &mask16, &d, w, out16, &err), 0);
     assert_int_equal(out16[1], 0x1234);
     assert_int_equal(out16[2], 6);
     /* a mask of another size than the draws' is refused */
     mask.width = 3;
-    assert_int_equal(shard_augment_mask(a, &mask, &d, w, out, &err), SHARD_EINVAL);
-    shard_augment_workspace_free(w);
-    shard_augment_free(a);
+    assert_int_equal(shard_transforms_mask(a, &mask, &d, w, out, &err), SHARD_EINVAL);
+    shard_transforms_workspace_free(w);
+    shard_transforms_free(a);
 }
 
 int main(void)

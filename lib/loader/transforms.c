@@ -1,10 +1,10 @@
-/* augment.c - sample transforms: the random choices (specified in
+/* transforms.c - sample transforms: the random choices (specified in
  * shardkit/loader.h) and applying them to pixels, written straight into the
  * caller's output in its layout and dtype.
  *
- * Geometry first, pixels second: shard_augment_draw() walks the steps on
+ * Geometry first, pixels second: shard_transforms_draw() walks the steps on
  * sizes alone (so a loader knows every output's size, and can place it,
- * before decoding), and shard_augment_apply() replays those choices on the
+ * before decoding), and shard_transforms_apply() replays those choices on the
  * pixels.  Crops are views into the current image (no copy); resampling goes
  * through the library's resampler (image/resize_internal.h) with the
  * triangle filter, ping-ponging between two workspace images; the last image
@@ -25,17 +25,17 @@
 #include "util/random.h"
 #include "image/resize_internal.h"
 #include "image/values.h"
-#include "loader/augment_internal.h"
+#include "loader/transforms_internal.h"
 #include "shardkit/loader.h"
 
 /* torchvision's get_params: attempts before the centre fallback. */
 #define RRC_ATTEMPTS 10
 #define CHANNELS 3
 /* The filter torchvision uses (Pillow's antialiased BILINEAR). */
-#define AUGMENT_FILTER SHARD_RESIZE_TRIANGLE
+#define TRANSFORM_FILTER SHARD_RESIZE_TRIANGLE
 
-struct shard_augment {
-    struct shard_augment_step steps[SHARD_AUGMENT_MAX_STEPS];
+struct shard_transforms {
+    struct shard_transform_step steps[SHARD_TRANSFORMS_MAX_STEPS];
     size_t count;
     enum shard_layout layout;
     enum shard_dtype dtype;
@@ -48,25 +48,25 @@ struct shard_augment {
     uint32_t fixed_w, fixed_h;
 };
 
-struct shard_augment_workspace {
+struct shard_transforms_workspace {
     struct shard_image img[2];  /* resampled or copied images, used in turn */
     struct shard_image scratch; /* the resampler's taps and rows */
     struct shard_image mask[2]; /* a mask's resampled or padded values, used in turn */
 };
 
-static const char *op_name(enum shard_augment_op op)
+static const char *op_name(enum shard_transform_op op)
 {
     switch (op) {
-    case SHARD_AUGMENT_RANDOM_RESIZED_CROP: return "random_resized_crop";
-    case SHARD_AUGMENT_CENTER_CROP: return "center_crop";
-    case SHARD_AUGMENT_RESIZE: return "resize";
-    case SHARD_AUGMENT_HORIZONTAL_FLIP: return "horizontal_flip";
-    case SHARD_AUGMENT_NORMALIZE: return "normalize";
+    case SHARD_TRANSFORM_RANDOM_RESIZED_CROP: return "random_resized_crop";
+    case SHARD_TRANSFORM_CENTER_CROP: return "center_crop";
+    case SHARD_TRANSFORM_RESIZE: return "resize";
+    case SHARD_TRANSFORM_HORIZONTAL_FLIP: return "horizontal_flip";
+    case SHARD_TRANSFORM_NORMALIZE: return "normalize";
     }
     return "unknown";
 }
 
-void shard_augment_step_init(struct shard_augment_step *s, enum shard_augment_op op)
+void shard_transform_step_init(struct shard_transform_step *s, enum shard_transform_op op)
 {
     memset(s, 0, sizeof *s);
     s->op = op;
@@ -131,18 +131,18 @@ static uint16_t float_to_half(float f)
 }
 
 /* Symbolic output size after the steps, when it does not depend on the input. */
-static void find_fixed_size(struct shard_augment *a)
+static void find_fixed_size(struct shard_transforms *a)
 {
     int known = 0;
     uint32_t w = 0, h = 0;
     for (size_t k = 0; k < a->count; k++) {
-        const struct shard_augment_step *s = &a->steps[k];
+        const struct shard_transform_step *s = &a->steps[k];
         switch (s->op) {
-        case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
-        case SHARD_AUGMENT_CENTER_CROP:
+        case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
+        case SHARD_TRANSFORM_CENTER_CROP:
             known = 1, w = s->width, h = s->height;
             break;
-        case SHARD_AUGMENT_RESIZE:
+        case SHARD_TRANSFORM_RESIZE:
             if (s->width) {
                 known = 1, w = s->width, h = s->height;
             } else if (known) {
@@ -152,12 +152,12 @@ static void find_fixed_size(struct shard_augment *a)
                     w = s->height, h = (uint32_t)nl;
                 else
                     h = s->height, w = (uint32_t)nl;
-                if (nl == 0 || nl > SHARD_AUGMENT_MAX_SIDE)
+                if (nl == 0 || nl > SHARD_TRANSFORMS_MAX_SIDE)
                     known = 0;
             }
             break;
-        case SHARD_AUGMENT_HORIZONTAL_FLIP:
-        case SHARD_AUGMENT_NORMALIZE:
+        case SHARD_TRANSFORM_HORIZONTAL_FLIP:
+        case SHARD_TRANSFORM_NORMALIZE:
             break;
         }
     }
@@ -166,19 +166,19 @@ static void find_fixed_size(struct shard_augment *a)
     a->fixed_h = known ? h : 0;
 }
 
-static int check_size(size_t k, const struct shard_augment_step *s, struct shard_err *err)
+static int check_size(size_t k, const struct shard_transform_step *s, struct shard_err *err)
 {
-    int need_width = s->op != SHARD_AUGMENT_RESIZE;
-    if (s->height == 0 || s->height > SHARD_AUGMENT_MAX_SIDE)
+    int need_width = s->op != SHARD_TRANSFORM_RESIZE;
+    if (s->height == 0 || s->height > SHARD_TRANSFORMS_MAX_SIDE)
         return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): size %u is outside 1..%u", k,
-                             op_name(s->op), s->height, SHARD_AUGMENT_MAX_SIDE);
-    if ((need_width && s->width == 0) || s->width > SHARD_AUGMENT_MAX_SIDE)
+                             op_name(s->op), s->height, SHARD_TRANSFORMS_MAX_SIDE);
+    if ((need_width && s->width == 0) || s->width > SHARD_TRANSFORMS_MAX_SIDE)
         return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): width %u is outside 1..%u", k,
-                             op_name(s->op), s->width, SHARD_AUGMENT_MAX_SIDE);
+                             op_name(s->op), s->width, SHARD_TRANSFORMS_MAX_SIDE);
     return SHARD_OK;
 }
 
-static int check_range(size_t k, const struct shard_augment_step *s, const char *name,
+static int check_range(size_t k, const struct shard_transform_step *s, const char *name,
                        const double *r, struct shard_err *err)
 {
     if (!(isfinite(r[0]) && isfinite(r[1]) && r[0] > 0 && r[0] <= r[1]))
@@ -189,29 +189,29 @@ static int check_range(size_t k, const struct shard_augment_step *s, const char 
     return SHARD_OK;
 }
 
-static int check_step(size_t k, const struct shard_augment_step *s, int after_normalize,
+static int check_step(size_t k, const struct shard_transform_step *s, int after_normalize,
                       enum shard_dtype dtype, struct shard_err *err)
 {
     int rc = SHARD_OK;
-    if (after_normalize && s->op != SHARD_AUGMENT_HORIZONTAL_FLIP)
+    if (after_normalize && s->op != SHARD_TRANSFORM_HORIZONTAL_FLIP)
         return shard_err_set(err, SHARD_EINVAL,
                              "step %zu (%s): only flips may follow normalize", k,
                              op_name(s->op));
     switch (s->op) {
-    case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+    case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
         if ((rc = check_size(k, s, err)) || (rc = check_range(k, s, "scale", s->scale, err)) ||
             (rc = check_range(k, s, "ratio", s->ratio, err)))
             return rc;
         return SHARD_OK;
-    case SHARD_AUGMENT_CENTER_CROP:
-    case SHARD_AUGMENT_RESIZE:
+    case SHARD_TRANSFORM_CENTER_CROP:
+    case SHARD_TRANSFORM_RESIZE:
         return check_size(k, s, err);
-    case SHARD_AUGMENT_HORIZONTAL_FLIP:
+    case SHARD_TRANSFORM_HORIZONTAL_FLIP:
         if (!(s->p >= 0 && s->p <= 1))
             return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): p %g is outside 0..1", k,
                                  op_name(s->op), s->p);
         return SHARD_OK;
-    case SHARD_AUGMENT_NORMALIZE:
+    case SHARD_TRANSFORM_NORMALIZE:
         if (dtype == SHARD_DTYPE_UINT8)
             return shard_err_set(err, SHARD_EINVAL,
                                  "step %zu (%s): needs a float dtype, not uint8", k,
@@ -263,9 +263,9 @@ __attribute__((target("avx2"))) static inline __m256 values8(__m128i bytes, __m2
 
 /* One image row of n RGB pixels to its three float32 plane rows out[c]
  * (mirrored when asked): 16 pixels per block, the rest with the table. */
-__attribute__((target("avx2"))) static void
-planes_row_avx2(const struct shard_augment *a, const uint8_t *in, uint32_t n, int mirror,
-                float *const out[CHANNELS])
+__attribute__((target("avx2"))) static void planes_row_avx2(const struct shard_transforms *a,
+                                                            const uint8_t *in, uint32_t n,
+                                                            int mirror, float *const out[CHANNELS])
 {
     const __m256 scale = _mm256_set1_ps(255.0f);
     const __m128i reverse = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -300,7 +300,7 @@ planes_row_avx2(const struct shard_augment *a, const uint8_t *in, uint32_t n, in
 /* 1 when the CPU runs planes_row_avx2 and it gives exactly lut32's values
  * for every byte of every channel, mirrored or not (the arithmetic is the
  * table's, so it does; this keeps it so). */
-static int planes_avx2_agree(const struct shard_augment *a)
+static int planes_avx2_agree(const struct shard_transforms *a)
 {
     if (!__builtin_cpu_supports("avx2"))
         return 0;
@@ -320,35 +320,35 @@ static int planes_avx2_agree(const struct shard_augment *a)
     return 1;
 }
 #else
-static int planes_avx2_agree(const struct shard_augment *a)
+static int planes_avx2_agree(const struct shard_transforms *a)
 {
     (void)a;
     return 0;
 }
 #endif
 
-int shard_augment_new(struct shard_augment **out, const struct shard_augment_step *steps,
+int shard_transforms_new(struct shard_transforms **out, const struct shard_transform_step *steps,
                       size_t count, enum shard_layout layout, enum shard_dtype dtype,
                       struct shard_err *err)
 {
     *out = NULL;
-    if (count > SHARD_AUGMENT_MAX_STEPS)
+    if (count > SHARD_TRANSFORMS_MAX_STEPS)
         return shard_err_set(err, SHARD_EINVAL, "%zu transforms: at most %d", count,
-                             SHARD_AUGMENT_MAX_STEPS);
+                             SHARD_TRANSFORMS_MAX_STEPS);
     if (layout != SHARD_LAYOUT_NHWC && layout != SHARD_LAYOUT_NCHW)
         return shard_err_set(err, SHARD_EINVAL, "unknown layout %d", (int)layout);
     if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 &&
         dtype != SHARD_DTYPE_FLOAT16)
         return shard_err_set(err, SHARD_EINVAL, "unknown dtype %d", (int)dtype);
-    const struct shard_augment_step *normalize = NULL;
+    const struct shard_transform_step *normalize = NULL;
     for (size_t k = 0; k < count; k++) {
         int rc = check_step(k, &steps[k], normalize != NULL, dtype, err);
         if (rc)
             return rc;
-        if (steps[k].op == SHARD_AUGMENT_NORMALIZE)
+        if (steps[k].op == SHARD_TRANSFORM_NORMALIZE)
             normalize = &steps[k];
     }
-    struct shard_augment *a = calloc(1, sizeof *a);
+    struct shard_transforms *a = calloc(1, sizeof *a);
     if (!a)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     if (count)
@@ -376,22 +376,22 @@ int shard_augment_new(struct shard_augment **out, const struct shard_augment_ste
     return SHARD_OK;
 }
 
-void shard_augment_free(struct shard_augment *a)
+void shard_transforms_free(struct shard_transforms *a)
 {
     free(a);
 }
 
-enum shard_layout shard_augment_layout(const struct shard_augment *a)
+enum shard_layout shard_transforms_layout(const struct shard_transforms *a)
 {
     return a->layout;
 }
 
-enum shard_dtype shard_augment_dtype(const struct shard_augment *a)
+enum shard_dtype shard_transforms_dtype(const struct shard_transforms *a)
 {
     return a->dtype;
 }
 
-int shard_augment_fixed_size(const struct shard_augment *a, uint32_t *width, uint32_t *height)
+int shard_transforms_fixed_size(const struct shard_transforms *a, uint32_t *width, uint32_t *height)
 {
     *width = a->fixed_w;
     *height = a->fixed_h;
@@ -408,8 +408,8 @@ static double uniform(uint64_t *state, double lo, double hi)
 }
 
 /* torchvision's RandomResizedCrop.get_params on a w x h image. */
-static void random_resized_box(uint64_t *state, const struct shard_augment_step *s, uint32_t w,
-                               uint32_t h, struct shard_augment_choice *c)
+static void random_resized_box(uint64_t *state, const struct shard_transform_step *s, uint32_t w,
+                               uint32_t h, struct shard_transform_choice *c)
 {
     const double area = (double)w * h;
     const double log_lo = log(s->ratio[0]), log_hi = log(s->ratio[1]);
@@ -451,40 +451,40 @@ static int32_t center_offset(uint32_t size, uint32_t crop)
     return (int32_t)rint((size - crop) / 2.0);
 }
 
-int shard_augment_draw(const struct shard_augment *a, uint32_t width, uint32_t height,
-                       uint64_t seed, uint64_t epoch, uint64_t index,
-                       struct shard_augment_draws *out, struct shard_err *err)
+int shard_transforms_draw(const struct shard_transforms *a, uint32_t width, uint32_t height,
+                          uint64_t seed, uint64_t epoch, uint64_t index,
+                          struct shard_transforms_draws *out, struct shard_err *err)
 {
     memset(out, 0, sizeof *out);
     if (width == 0 || height == 0)
         return shard_err_set(err, SHARD_EINVAL, "transform input of %ux%u pixels", width,
                              height);
-    uint64_t state = sk_derive(seed, SK_TAG_AUGMENT, epoch, 0, index);
+    uint64_t state = sk_derive(seed, SK_TAG_TRANSFORMS, epoch, 0, index);
     uint32_t w = width, h = height;
     for (size_t k = 0; k < a->count; k++) {
-        const struct shard_augment_step *s = &a->steps[k];
-        struct shard_augment_choice *c = &out->step[k];
+        const struct shard_transform_step *s = &a->steps[k];
+        struct shard_transform_choice *c = &out->step[k];
         c->in_width = w, c->in_height = h;
         c->box_width = w, c->box_height = h;
         switch (s->op) {
-        case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+        case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
             random_resized_box(&state, s, w, h, c);
             w = s->width, h = s->height;
             break;
-        case SHARD_AUGMENT_CENTER_CROP:
+        case SHARD_TRANSFORM_CENTER_CROP:
             c->left = center_offset(w, s->width);
             c->top = center_offset(h, s->height);
             c->box_width = w = s->width;
             c->box_height = h = s->height;
             break;
-        case SHARD_AUGMENT_RESIZE:
+        case SHARD_TRANSFORM_RESIZE:
             if (s->width) {
                 w = s->width, h = s->height;
             } else {
                 /* torchvision: int(size * long / short); exact in integers */
                 uint32_t sh = w <= h ? w : h, lg = w <= h ? h : w;
                 uint64_t nl = (uint64_t)s->height * lg / sh;
-                if (nl == 0 || nl > SHARD_AUGMENT_MAX_SIDE)
+                if (nl == 0 || nl > SHARD_TRANSFORMS_MAX_SIDE)
                     return shard_err_set(err, SHARD_ELIMIT,
                                          "resize of %ux%u to %u on the short side gives a "
                                          "side of %llu pixels",
@@ -495,15 +495,15 @@ int shard_augment_draw(const struct shard_augment *a, uint32_t width, uint32_t h
                     h = s->height, w = (uint32_t)nl;
             }
             break;
-        case SHARD_AUGMENT_HORIZONTAL_FLIP:
+        case SHARD_TRANSFORM_HORIZONTAL_FLIP:
             c->flip = uniform(&state, 0, 1) < s->p;
             break;
-        case SHARD_AUGMENT_NORMALIZE:
+        case SHARD_TRANSFORM_NORMALIZE:
             break;
         }
-        if ((uint64_t)w * h > SHARD_AUGMENT_MAX_PIXELS)
+        if ((uint64_t)w * h > SHARD_TRANSFORMS_MAX_PIXELS)
             return shard_err_set(err, SHARD_ELIMIT, "transform output of %ux%u exceeds %llu pixels",
-                                 w, h, (unsigned long long)SHARD_AUGMENT_MAX_PIXELS);
+                                 w, h, (unsigned long long)SHARD_TRANSFORMS_MAX_PIXELS);
         c->out_width = w, c->out_height = h;
     }
     out->steps = (uint32_t)a->count;
@@ -515,13 +515,13 @@ int shard_augment_draw(const struct shard_augment *a, uint32_t width, uint32_t h
 
 /* ---- applying them ----------------------------------------------------------- */
 
-int shard_augment_workspace_new(struct shard_augment_workspace **out, struct shard_err *err)
+int shard_transforms_workspace_new(struct shard_transforms_workspace **out, struct shard_err *err)
 {
     *out = calloc(1, sizeof **out);
     return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
 }
 
-void shard_augment_workspace_free(struct shard_augment_workspace *w)
+void shard_transforms_workspace_free(struct shard_transforms_workspace *w)
 {
     if (!w)
         return;
@@ -549,7 +549,7 @@ static struct shard_image subview(const struct shard_image *v, uint32_t left, ui
 /* The images of one apply: `cur` is a view of src or of one workspace image;
  * the next image made goes to the other one (img[next]). */
 struct run {
-    struct shard_augment_workspace *ws;
+    struct shard_transforms_workspace *ws;
     struct shard_image cur;
     int next;
     int mirror;  /* a flip not yet applied to cur's pixels */
@@ -592,7 +592,7 @@ static int run_resample(struct run *r, const struct shard_image *from, uint32_t 
         return SHARD_OK;
     }
     struct shard_image *t = run_target(r);
-    int rc = sk_resample(from, scaled_w, scaled_h, x, y, w, h, AUGMENT_FILTER, &r->ws->scratch, t,
+    int rc = sk_resample(from, scaled_w, scaled_h, x, y, w, h, TRANSFORM_FILTER, &r->ws->scratch, t,
                          err);
     if (!rc)
         r->cur = *t;
@@ -600,7 +600,8 @@ static int run_resample(struct run *r, const struct shard_image *from, uint32_t 
 }
 
 /* CENTER_CROP with padding: the box reaches outside the image. */
-static int run_pad_crop(struct run *r, const struct shard_augment_choice *c, struct shard_err *err)
+static int run_pad_crop(struct run *r, const struct shard_transform_choice *c,
+                        struct shard_err *err)
 {
     struct shard_image *t = run_target(r);
     int rc = shard_image_alloc(t, c->box_width, c->box_height, CHANNELS, err);
@@ -621,7 +622,7 @@ static int run_pad_crop(struct run *r, const struct shard_augment_choice *c, str
     return SHARD_OK;
 }
 
-static int box_inside(const struct shard_augment_choice *c)
+static int box_inside(const struct shard_transform_choice *c)
 {
     return c->box_width > 0 && c->box_height > 0 && c->left >= 0 && c->top >= 0 &&
            (uint64_t)c->left + c->box_width <= c->in_width &&
@@ -657,9 +658,10 @@ static int box_inside(const struct shard_augment_choice *c)
 #define AS_FLOAT(c, x) (a->lut32[c][x])
 #define AS_HALF(c, x) (a->lut16[c][x])
 
-static inline __attribute__((always_inline)) void
-write_values(const struct shard_augment *a, const struct shard_image *v, int mirror,
-             enum shard_layout layout, enum shard_dtype dtype, void *dst)
+static inline __attribute__((always_inline)) void write_values(const struct shard_transforms *a,
+                                                               const struct shard_image *v,
+                                                               int mirror, enum shard_layout layout,
+                                                               enum shard_dtype dtype, void *dst)
 {
     if (dtype == SHARD_DTYPE_UINT8 && layout == SHARD_LAYOUT_NHWC && !mirror) {
         const size_t row = (size_t)v->width * CHANNELS;
@@ -674,7 +676,7 @@ write_values(const struct shard_augment *a, const struct shard_image *v, int mir
     }
 }
 
-static void write_output(const struct shard_augment *a, const struct shard_image *v, int mirror,
+static void write_output(const struct shard_transforms *a, const struct shard_image *v, int mirror,
                          void *dst)
 {
 #if HAVE_X86_SIMD
@@ -707,9 +709,9 @@ static void write_output(const struct shard_augment *a, const struct shard_image
 #undef WRITE_CASE
 }
 
-int shard_augment_apply(const struct shard_augment *a, const struct shard_image *src,
-                        const struct shard_augment_draws *draws, struct shard_augment_workspace *w,
-                        void *dst, struct shard_err *err)
+int shard_transforms_apply(const struct shard_transforms *a, const struct shard_image *src,
+                           const struct shard_transforms_draws *draws,
+                           struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
     if (!src || !src->pixels || src->channels != CHANNELS || src->width == 0 ||
         src->height == 0)
@@ -722,16 +724,15 @@ int shard_augment_apply(const struct shard_augment *a, const struct shard_image 
     struct run r = {w, *src, 0, 0};
     int rc = SHARD_OK;
     for (size_t k = 0; k < a->count && !rc; k++) {
-        const struct shard_augment_step *s = &a->steps[k];
-        const struct shard_augment_choice *c = &draws->step[k];
-        if (c->in_width != r.cur.width || c->in_height != r.cur.height ||
-            c->out_width == 0 || c->out_height == 0 ||
-            (s->op == SHARD_AUGMENT_RANDOM_RESIZED_CROP && !box_inside(c)))
+        const struct shard_transform_step *s = &a->steps[k];
+        const struct shard_transform_choice *c = &draws->step[k];
+        if (c->in_width != r.cur.width || c->in_height != r.cur.height || c->out_width == 0 ||
+            c->out_height == 0 || (s->op == SHARD_TRANSFORM_RANDOM_RESIZED_CROP && !box_inside(c)))
             return shard_err_set(err, SHARD_EINVAL,
                                  "transform choices of step %zu do not fit its %ux%u input", k,
                                  r.cur.width, r.cur.height);
         switch (s->op) {
-        case SHARD_AUGMENT_RANDOM_RESIZED_CROP: {
+        case SHARD_TRANSFORM_RANDOM_RESIZED_CROP: {
             if ((rc = run_unmirror(&r, err)))
                 break;
             struct shard_image box = subview(&r.cur, (uint32_t)c->left, (uint32_t)c->top,
@@ -740,14 +741,14 @@ int shard_augment_apply(const struct shard_augment *a, const struct shard_image 
                               c->out_height, err);
             break;
         }
-        case SHARD_AUGMENT_RESIZE: {
+        case SHARD_TRANSFORM_RESIZE: {
             if ((rc = run_unmirror(&r, err)))
                 break;
             /* a centre crop that follows and stays inside: one windowed resample */
-            const struct shard_augment_step *ns = k + 1 < a->count ? &a->steps[k + 1] : NULL;
-            const struct shard_augment_choice *nc = &draws->step[k + 1];
+            const struct shard_transform_step *ns = k + 1 < a->count ? &a->steps[k + 1] : NULL;
+            const struct shard_transform_choice *nc = &draws->step[k + 1];
             struct shard_image from = r.cur;
-            if (ns && ns->op == SHARD_AUGMENT_CENTER_CROP && box_inside(nc)) {
+            if (ns && ns->op == SHARD_TRANSFORM_CENTER_CROP && box_inside(nc)) {
                 rc = run_resample(&r, &from, c->out_width, c->out_height, (uint32_t)nc->left,
                                   (uint32_t)nc->top, nc->box_width, nc->box_height, err);
                 k++;
@@ -757,7 +758,7 @@ int shard_augment_apply(const struct shard_augment *a, const struct shard_image 
             }
             break;
         }
-        case SHARD_AUGMENT_CENTER_CROP:
+        case SHARD_TRANSFORM_CENTER_CROP:
             if ((rc = run_unmirror(&r, err)))
                 break;
             if (box_inside(c))
@@ -766,10 +767,10 @@ int shard_augment_apply(const struct shard_augment *a, const struct shard_image 
             else
                 rc = run_pad_crop(&r, c, err);
             break;
-        case SHARD_AUGMENT_HORIZONTAL_FLIP:
+        case SHARD_TRANSFORM_HORIZONTAL_FLIP:
             r.mirror ^= c->flip;
             break;
-        case SHARD_AUGMENT_NORMALIZE:
+        case SHARD_TRANSFORM_NORMALIZE:
             break;  /* in the output's values */
         }
     }
@@ -810,9 +811,9 @@ static void set_f32(uint8_t *p, float f)
     put_le32(p, bits);
 }
 
-size_t shard_augment_boxes(const struct shard_augment *a, const struct shard_augment_draws *d,
-                           double dx, double dy, double min_size, const uint8_t *in, size_t n,
-                           uint8_t *out)
+size_t shard_transforms_boxes(const struct shard_transforms *a,
+                              const struct shard_transforms_draws *d, double dx, double dy,
+                              double min_size, const uint8_t *in, size_t n, uint8_t *out)
 {
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
@@ -820,30 +821,30 @@ size_t shard_augment_boxes(const struct shard_augment *a, const struct shard_aug
         double x0 = get_f32(p) - dx, y0 = get_f32(p + 4) - dy;
         double x1 = get_f32(p + 8) - dx, y1 = get_f32(p + 12) - dy;
         for (size_t k = 0; k < a->count && k < d->steps; k++) {
-            const struct shard_augment_choice *c = &d->step[k];
+            const struct shard_transform_choice *c = &d->step[k];
             switch (a->steps[k].op) {
-            case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+            case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
                 box_axis(&x0, &x1, c->left, (double)c->out_width / c->box_width, c->out_width,
                          1);
                 box_axis(&y0, &y1, c->top, (double)c->out_height / c->box_height,
                          c->out_height, 1);
                 break;
-            case SHARD_AUGMENT_CENTER_CROP:
+            case SHARD_TRANSFORM_CENTER_CROP:
                 box_axis(&x0, &x1, c->left, 1, c->out_width, 1);
                 box_axis(&y0, &y1, c->top, 1, c->out_height, 1);
                 break;
-            case SHARD_AUGMENT_RESIZE:
+            case SHARD_TRANSFORM_RESIZE:
                 box_axis(&x0, &x1, 0, (double)c->out_width / c->in_width, c->out_width, 0);
                 box_axis(&y0, &y1, 0, (double)c->out_height / c->in_height, c->out_height, 0);
                 break;
-            case SHARD_AUGMENT_HORIZONTAL_FLIP:
+            case SHARD_TRANSFORM_HORIZONTAL_FLIP:
                 if (c->flip) {
                     double t = x0;
                     x0 = c->out_width - x1;
                     x1 = c->out_width - t;
                 }
                 break;
-            case SHARD_AUGMENT_NORMALIZE:
+            case SHARD_TRANSFORM_NORMALIZE:
                 break;
             }
         }
@@ -862,10 +863,10 @@ size_t shard_augment_boxes(const struct shard_augment *a, const struct shard_aug
     return kept;
 }
 
-/* The mask images of one shard_augment_mask: cur is a view of the input or
+/* The mask images of one shard_transforms_mask: cur is a view of the input or
  * of one workspace mask; the next one made goes to the other. */
 struct mask_run {
-    struct shard_augment_workspace *ws;
+    struct shard_transforms_workspace *ws;
     struct shard_image cur;
     int next;
     int mirror;
@@ -925,9 +926,9 @@ static int mask_resample(struct mask_run *r, uint32_t x0, uint32_t y0, uint32_t 
     return rc;
 }
 
-int shard_augment_mask(const struct shard_augment *a, const struct shard_image *mask,
-                       const struct shard_augment_draws *d, struct shard_augment_workspace *w,
-                       void *dst, struct shard_err *err)
+int shard_transforms_mask(const struct shard_transforms *a, const struct shard_image *mask,
+                          const struct shard_transforms_draws *d,
+                          struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
     if (!mask || !mask->pixels || mask->channels < 1 || mask->channels > 2 ||
         mask->width == 0 || mask->height == 0)
@@ -943,34 +944,34 @@ int shard_augment_mask(const struct shard_augment *a, const struct shard_image *
     size_t last = a->count;
     int mirror_after = 0;
     for (size_t k = a->count; k-- > 0 && last == a->count;) {
-        if (a->steps[k].op == SHARD_AUGMENT_HORIZONTAL_FLIP)
+        if (a->steps[k].op == SHARD_TRANSFORM_HORIZONTAL_FLIP)
             mirror_after ^= d->step[k].flip;
-        else if (a->steps[k].op != SHARD_AUGMENT_NORMALIZE)
+        else if (a->steps[k].op != SHARD_TRANSFORM_NORMALIZE)
             last = k;
     }
-    const struct shard_augment_choice *lc = last < a->count ? &d->step[last] : NULL;
+    const struct shard_transform_choice *lc = last < a->count ? &d->step[last] : NULL;
     struct shard_image out = {.pixels = dst,
                               .capacity = lc ? (size_t)lc->out_width * lc->out_height *
                                                    mask->channels
                                              : 0};
     int rc = SHARD_OK;
     for (size_t k = 0; k < a->count && !rc; k++) {
-        const struct shard_augment_choice *c = &d->step[k];
+        const struct shard_transform_choice *c = &d->step[k];
         struct shard_image *into = k == last ? &out : NULL;
         if (c->in_width != r.cur.width || c->in_height != r.cur.height ||
             c->out_width == 0 || c->out_height == 0 ||
-            (a->steps[k].op == SHARD_AUGMENT_RANDOM_RESIZED_CROP && !box_inside(c)))
+            (a->steps[k].op == SHARD_TRANSFORM_RANDOM_RESIZED_CROP && !box_inside(c)))
             return shard_err_set(err, SHARD_EINVAL, "transform choices of step %zu do not fit "
                                  "the mask's %ux%u", k, r.cur.width, r.cur.height);
         switch (a->steps[k].op) {
-        case SHARD_AUGMENT_RANDOM_RESIZED_CROP:
+        case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
             rc = mask_resample(&r, (uint32_t)c->left, (uint32_t)c->top, c->box_width,
                                c->box_height, c->out_width, c->out_height, into, mirror_after,
                                err);
             if (!rc && into)
                 return SHARD_OK;  /* the rest are flips, done */
             break;
-        case SHARD_AUGMENT_RESIZE:
+        case SHARD_TRANSFORM_RESIZE:
             if (c->out_width != r.cur.width || c->out_height != r.cur.height) {
                 rc = mask_resample(&r, 0, 0, r.cur.width, r.cur.height, c->out_width,
                                    c->out_height, into, mirror_after, err);
@@ -978,13 +979,13 @@ int shard_augment_mask(const struct shard_augment *a, const struct shard_image *
                     return SHARD_OK;
             }
             break;
-        case SHARD_AUGMENT_CENTER_CROP:
+        case SHARD_TRANSFORM_CENTER_CROP:
             rc = mask_crop(&r, c->left, c->top, c->box_width, c->box_height, err);
             break;
-        case SHARD_AUGMENT_HORIZONTAL_FLIP:
+        case SHARD_TRANSFORM_HORIZONTAL_FLIP:
             r.mirror ^= c->flip;
             break;
-        case SHARD_AUGMENT_NORMALIZE:
+        case SHARD_TRANSFORM_NORMALIZE:
             break;
         }
     }
@@ -1003,22 +1004,24 @@ int shard_augment_mask(const struct shard_augment *a, const struct shard_image *
     return SHARD_OK;
 }
 
-int sk_augment_is_identity(const struct shard_augment *a)
+int sk_transforms_is_identity(const struct shard_transforms *a)
 {
     return !a || (a->count == 0 && a->dtype == SHARD_DTYPE_UINT8 && a->layout == SHARD_LAYOUT_NHWC);
 }
 
-int sk_augment_starts_with_crop(const struct shard_augment *a)
+int sk_transforms_starts_with_crop(const struct shard_transforms *a)
 {
-    return a && a->count > 0 && (a->steps[0].op == SHARD_AUGMENT_RANDOM_RESIZED_CROP ||
-                                 a->steps[0].op == SHARD_AUGMENT_CENTER_CROP);
+    return a && a->count > 0 &&
+           (a->steps[0].op == SHARD_TRANSFORM_RANDOM_RESIZED_CROP ||
+            a->steps[0].op == SHARD_TRANSFORM_CENTER_CROP);
 }
 
-int sk_augment_first_box(const struct shard_augment *a, const struct shard_augment_draws *d,
-                         uint32_t *left, uint32_t *top, uint32_t *width, uint32_t *height)
+int sk_transforms_first_box(const struct shard_transforms *a,
+                            const struct shard_transforms_draws *d, uint32_t *left, uint32_t *top,
+                            uint32_t *width, uint32_t *height)
 {
-    const struct shard_augment_choice *c = &d->step[0];
-    if (!sk_augment_starts_with_crop(a) || d->steps != a->count || !box_inside(c))
+    const struct shard_transform_choice *c = &d->step[0];
+    if (!sk_transforms_starts_with_crop(a) || d->steps != a->count || !box_inside(c))
         return 0;
     *left = (uint32_t)c->left;
     *top = (uint32_t)c->top;
@@ -1027,10 +1030,10 @@ int sk_augment_first_box(const struct shard_augment *a, const struct shard_augme
     return 1;
 }
 
-void sk_augment_draws_in_region(struct shard_augment_draws *d, uint32_t left, uint32_t top,
+void sk_transforms_draws_in_region(struct shard_transforms_draws *d, uint32_t left, uint32_t top,
                                 uint32_t width, uint32_t height)
 {
-    struct shard_augment_choice *c = &d->step[0];
+    struct shard_transform_choice *c = &d->step[0];
     c->in_width = width;
     c->in_height = height;
     c->left -= (int32_t)left;

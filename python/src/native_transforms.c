@@ -1,4 +1,4 @@
-/* native_augment.c - _native.Augment: a transform list and output format
+/* native_transforms.c - _native.Transforms: a transform list and output format
  * (shardkit/loader.h), applicable to one image for tests and previews. */
 #include "native.h"
 
@@ -25,7 +25,7 @@ static int triple(PyObject *o, const char *what, double *out)
 /* The output size of step k: height (1..2**32-1) and width (0 allowed for
  * resize: the shorter side); the library checks them against its limits. */
 static int step_size(PyObject *h, PyObject *w, Py_ssize_t k, const char *name, uint32_t min_width,
-                     struct shard_augment_step *s)
+                     struct shard_transform_step *s)
 {
     char what[64];
     PyOS_snprintf(what, sizeof what, "step %zd (%s): height", k, name);
@@ -36,7 +36,7 @@ static int step_size(PyObject *h, PyObject *w, Py_ssize_t k, const char *name, u
 }
 
 /* Step tuple k (see native.h) into *s. */
-static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
+static int parse_step(PyObject *t, Py_ssize_t k, struct shard_transform_step *s)
 {
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) < 1 || !PyUnicode_Check(PyTuple_GET_ITEM(t, 0))) {
         PyErr_Format(PyExc_TypeError, "transform step %zd must be a tuple (name, ...)", k);
@@ -48,25 +48,25 @@ static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
         return -1;
     PyObject *o, *h = NULL, *w = NULL, *a = NULL, *b = NULL;
     if (!strcmp(name, "random_resized_crop")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_RANDOM_RESIZED_CROP);
+        shard_transform_step_init(s, SHARD_TRANSFORM_RANDOM_RESIZED_CROP);
         if (!PyArg_ParseTuple(t, "OOOOO", &o, &h, &w, &a, &b) ||
             step_size(h, w, k, name, 1, s) < 0 || pair(a, "scale", s->scale) ||
             pair(b, "ratio", s->ratio))
             return -1;
     } else if (!strcmp(name, "center_crop")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_CENTER_CROP);
+        shard_transform_step_init(s, SHARD_TRANSFORM_CENTER_CROP);
         if (!PyArg_ParseTuple(t, "OOO", &o, &h, &w) || step_size(h, w, k, name, 1, s) < 0)
             return -1;
     } else if (!strcmp(name, "resize")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_RESIZE);
+        shard_transform_step_init(s, SHARD_TRANSFORM_RESIZE);
         if (!PyArg_ParseTuple(t, "OOO", &o, &h, &w) || step_size(h, w, k, name, 0, s) < 0)
             return -1;
     } else if (!strcmp(name, "horizontal_flip")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_HORIZONTAL_FLIP);
+        shard_transform_step_init(s, SHARD_TRANSFORM_HORIZONTAL_FLIP);
         if (!PyArg_ParseTuple(t, "Od", &o, &s->p))
             return -1;
     } else if (!strcmp(name, "normalize")) {
-        shard_augment_step_init(s, SHARD_AUGMENT_NORMALIZE);
+        shard_transform_step_init(s, SHARD_TRANSFORM_NORMALIZE);
         if (!PyArg_ParseTuple(t, "OOO", &o, &a, &b) || triple(a, "mean", s->mean) ||
             triple(b, "std", s->std))
             return -1;
@@ -77,8 +77,8 @@ static int parse_step(PyObject *t, Py_ssize_t k, struct shard_augment_step *s)
     return 0;
 }
 
-int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
-                       struct shard_augment **out)
+int skpy_transforms_build(PyObject *steps, const char *layout, const char *dtype,
+                          struct shard_transforms **out)
 {
     enum shard_layout l;
     enum shard_dtype d;
@@ -95,13 +95,13 @@ int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
     if (!seq)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > SHARD_AUGMENT_MAX_STEPS) {
+    if (n > SHARD_TRANSFORMS_MAX_STEPS) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "transform: %zd steps, at most %d", n,
-                     SHARD_AUGMENT_MAX_STEPS);
+                     SHARD_TRANSFORMS_MAX_STEPS);
         return -1;
     }
-    struct shard_augment_step s[SHARD_AUGMENT_MAX_STEPS];
+    struct shard_transform_step s[SHARD_TRANSFORMS_MAX_STEPS];
     for (Py_ssize_t i = 0; i < n; i++)
         if (parse_step(PySequence_Fast_GET_ITEM(seq, i), i, &s[i]) < 0) {
             Py_DECREF(seq);
@@ -109,51 +109,51 @@ int skpy_augment_build(PyObject *steps, const char *layout, const char *dtype,
         }
     Py_DECREF(seq);
     struct shard_err err;
-    if (shard_augment_new(out, s, (size_t)n, l, d, &err)) {
+    if (shard_transforms_new(out, s, (size_t)n, l, d, &err)) {
         skpy_raise(&err);
         return -1;
     }
     return 0;
 }
 
-static int augment_init(PyObject *self, PyObject *args, PyObject *kwds)
+static int transforms_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     static char *names[] = {"steps", "layout", "dtype", NULL};
     PyObject *steps;
     const char *layout = "NHWC", *dtype = "uint8";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Augment", names, &steps, &layout, &dtype))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|ss:Transforms", names, &steps, &layout, &dtype))
         return -1;
     /* a Loader may be applying the transforms on its threads: they stay as
-     * they were made (shard_augment is immutable) */
-    if (a->augment) {
-        PyErr_SetString(PyExc_RuntimeError, "Augment is already initialised");
+     * they were made (shard_transforms is immutable) */
+    if (a->transforms) {
+        PyErr_SetString(PyExc_RuntimeError, "Transforms is already initialised");
         return -1;
     }
-    return skpy_augment_build(steps, layout, dtype, &a->augment);
+    return skpy_transforms_build(steps, layout, dtype, &a->transforms);
 }
 
-static void augment_dealloc(PyObject *self)
+static void transforms_dealloc(PyObject *self)
 {
-    shard_augment_free(((AugmentObject *)self)->augment);
+    shard_transforms_free(((TransformsObject *)self)->transforms);
     Py_TYPE(self)->tp_free(self);
 }
 
-static int augment_ready(AugmentObject *a)
+static int transforms_ready(TransformsObject *a)
 {
-    if (!a->augment)
-        PyErr_SetString(PyExc_RuntimeError, "Augment is not initialised");
-    return a->augment != NULL;
+    if (!a->transforms)
+        PyErr_SetString(PyExc_RuntimeError, "Transforms is not initialised");
+    return a->transforms != NULL;
 }
 
 /* fixed_size() -> (height, width) or None */
-static PyObject *augment_fixed_size(PyObject *self, PyObject *unused)
+static PyObject *transforms_fixed_size(PyObject *self, PyObject *unused)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     uint32_t w, h;
-    if (!augment_ready(a))
+    if (!transforms_ready(a))
         return NULL;
-    if (!shard_augment_fixed_size(a->augment, &w, &h))
+    if (!shard_transforms_fixed_size(a->transforms, &w, &h))
         Py_RETURN_NONE;
     return Py_BuildValue("(II)", h, w);
 }
@@ -167,7 +167,7 @@ static int stream_args(PyObject *s, PyObject *e, PyObject *i, uint64_t *seed, ui
                : 0;
 }
 
-static PyObject *choice_dict(const struct shard_augment_choice *c)
+static PyObject *choice_dict(const struct shard_transform_choice *c)
 {
     return Py_BuildValue("{s:I,s:I,s:I,s:I,s:i,s:i,s:I,s:I,s:i,s:O}", "in_width", c->in_width,
                          "in_height", c->in_height, "out_width", c->out_width, "out_height",
@@ -177,21 +177,21 @@ static PyObject *choice_dict(const struct shard_augment_choice *c)
 }
 
 /* draw(width, height, seed, epoch, index) -> tuple of dicts, one per step */
-static PyObject *augment_draw(PyObject *self, PyObject *args)
+static PyObject *transforms_draw(PyObject *self, PyObject *args)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     PyObject *wo, *ho, *s, *e, *i;
     uint32_t w, h;
     uint64_t seed, epoch, index;
-    if (!augment_ready(a) || !PyArg_ParseTuple(args, "OOOOO:draw", &wo, &ho, &s, &e, &i) ||
+    if (!transforms_ready(a) || !PyArg_ParseTuple(args, "OOOOO:draw", &wo, &ho, &s, &e, &i) ||
         skpy_u32(wo, "width", 1, &w) < 0 || skpy_u32(ho, "height", 1, &h) < 0 ||
         stream_args(s, e, i, &seed, &epoch, &index) < 0)
         return NULL;
-    struct shard_augment_draws *d = malloc(sizeof *d);
+    struct shard_transforms_draws *d = malloc(sizeof *d);
     if (!d)
         return PyErr_NoMemory();
     struct shard_err err;
-    if (shard_augment_draw(a->augment, w, h, seed, epoch, index, d, &err)) {
+    if (shard_transforms_draw(a->transforms, w, h, seed, epoch, index, d, &err)) {
         free(d);
         return skpy_raise(&err);
     }
@@ -210,20 +210,20 @@ static PyObject *augment_draw(PyObject *self, PyObject *args)
 
 /* apply(image, seed, epoch, index) -> Buffer: image is any C-contiguous
  * uint8 (h, w, 3) buffer (a numpy array) */
-static PyObject *augment_apply(PyObject *self, PyObject *args)
+static PyObject *transforms_apply(PyObject *self, PyObject *args)
 {
-    AugmentObject *a = (AugmentObject *)self;
+    TransformsObject *a = (TransformsObject *)self;
     PyObject *src, *s, *e, *i;
     uint64_t seed, epoch, index;
-    if (!augment_ready(a) || !PyArg_ParseTuple(args, "OOOO:apply", &src, &s, &e, &i) ||
+    if (!transforms_ready(a) || !PyArg_ParseTuple(args, "OOOO:apply", &src, &s, &e, &i) ||
         stream_args(s, e, i, &seed, &epoch, &index) < 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(src, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return NULL;
     PyObject *result = NULL;
-    struct shard_augment_draws *d = malloc(sizeof *d);
-    struct shard_augment_workspace *ws = NULL;
+    struct shard_transforms_draws *d = malloc(sizeof *d);
+    struct shard_transforms_workspace *ws = NULL;
     void *out = NULL;
     struct shard_err err;
     int rc;
@@ -244,8 +244,8 @@ static PyObject *augment_apply(PyObject *self, PyObject *args)
         .channels = 3,
         .stride = (size_t)view.shape[1] * 3,
     };
-    if (shard_augment_draw(a->augment, img.width, img.height, seed, epoch, index, d, &err) ||
-        shard_augment_workspace_new(&ws, &err)) {
+    if (shard_transforms_draw(a->transforms, img.width, img.height, seed, epoch, index, d, &err) ||
+        shard_transforms_workspace_new(&ws, &err)) {
         skpy_raise(&err);
         goto done;
     }
@@ -253,44 +253,43 @@ static PyObject *augment_apply(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_augment_apply(a->augment, &img, d, ws, out, &err);
+    Py_BEGIN_ALLOW_THREADS rc = shard_transforms_apply(a->transforms, &img, d, ws, out, &err);
     Py_END_ALLOW_THREADS
     if (rc) {
         skpy_raise(&err);
         goto done;
     }
     Py_ssize_t shape[3];
-    skpy_sample_shape(shard_augment_layout(a->augment), d->out_width, d->out_height, shape);
-    result = skpy_buffer_new(out, 3, shape, shard_augment_dtype(a->augment), NULL, free, out);
+    skpy_sample_shape(shard_transforms_layout(a->transforms), d->out_width, d->out_height, shape);
+    result = skpy_buffer_new(out, 3, shape, shard_transforms_dtype(a->transforms), NULL, free, out);
     out = NULL;  /* the buffer owns it (or freed it) */
 done:
     free(out);
-    shard_augment_workspace_free(ws);
+    shard_transforms_workspace_free(ws);
     free(d);
     PyBuffer_Release(&view);
     return result;
 }
 
-static PyMethodDef augment_methods[] = {
-    {"fixed_size", augment_fixed_size, METH_NOARGS,
+static PyMethodDef transforms_methods[] = {
+    {"fixed_size", transforms_fixed_size, METH_NOARGS,
      "fixed_size($self, /)\n--\n\n(height, width) when every output has that size, else None"},
-    {"draw", augment_draw, METH_VARARGS,
+    {"draw", transforms_draw, METH_VARARGS,
      "draw($self, width, height, seed, epoch, index, /)\n--\n\n"
      "the random choices, one dict per step"},
-    {"apply", augment_apply, METH_VARARGS,
+    {"apply", transforms_apply, METH_VARARGS,
      "apply($self, image, seed, epoch, index, /)\n--\n\nthe transformed image (a Buffer)"},
     {NULL, NULL, 0, NULL},
 };
 
-PyTypeObject skpy_augment_type = {
+PyTypeObject skpy_transforms_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shardkit._native.Augment",
-    .tp_basicsize = sizeof(AugmentObject),
-    .tp_dealloc = augment_dealloc,
+    .tp_name = "shardkit._native.Transforms",
+    .tp_basicsize = sizeof(TransformsObject),
+    .tp_dealloc = transforms_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Augment(steps, layout='NHWC', dtype='uint8')\n--\n\ntransforms run in C",
-    .tp_methods = augment_methods,
-    .tp_init = augment_init,
+    .tp_doc = "Transforms(steps, layout='NHWC', dtype='uint8')\n--\n\ntransforms run in C",
+    .tp_methods = transforms_methods,
+    .tp_init = transforms_init,
     .tp_new = PyType_GenericNew,
 };

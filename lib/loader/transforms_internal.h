@@ -1,0 +1,27 @@
+/* transforms_internal.h - what the loader asks of a transform list (private). */
+#ifndef SHARDKIT_TRANSFORMS_INTERNAL_H
+#define SHARDKIT_TRANSFORMS_INTERNAL_H
+
+#include "shardkit/loader.h"
+
+/* 1 when `a` writes its input unchanged: no steps, uint8, NHWC (NULL too). */
+int sk_transforms_is_identity(const struct shard_transforms *a);
+
+/* 1 when the first step of `a` is RANDOM_RESIZED_CROP or CENTER_CROP. */
+int sk_transforms_starts_with_crop(const struct shard_transforms *a);
+
+/* When the first step of `a` is a crop that stays inside the image
+ * (RANDOM_RESIZED_CROP, or CENTER_CROP without padding), its box in the
+ * input as drawn in *d: 1 and *left, *top, *width, *height; else 0.  Only
+ * those pixels of the input are ever read by shard_transforms_apply. */
+int sk_transforms_first_box(const struct shard_transforms *a,
+                            const struct shard_transforms_draws *d, uint32_t *left, uint32_t *top,
+                            uint32_t *width, uint32_t *height);
+
+/* Draws for an input that is the region of the image d was drawn for whose
+ * first pixel is (left, top), width x height, holding the first step's box
+ * (sk_transforms_first_box): the same choices, the box moved into the region. */
+void sk_transforms_draws_in_region(struct shard_transforms_draws *d, uint32_t left, uint32_t top,
+                                   uint32_t width, uint32_t height);
+
+#endif

@@ -14,11 +14,11 @@
  * claim entries in order, read and transform each into its place and mark it
  * done; the consumer waits for a whole group, swaps a fresh batch into the
  * slot and releases it, so the filled batch is the consumer's alone and the
- * workers go on into the fresh one.  At most `prefetch` batches are being
+ * threads go on into the fresh one.  At most `prefetch` batches are being
  * filled or waiting.  Without threads, next() fills the batch itself.
  *
  * Fields.  Each selected field has its arrays in the batch, allocated with
- * it: presence flags, and a number's or vector's rows, which the worker
+ * it: presence flags, and a number's or vector's rows, which the thread
  * filling place j writes in place; a variable-length value (text, JSON,
  * bytes, labels) is copied into place j's own buffer, and the consumer lays
  * the kept samples' values back to back when it finishes the batch. */
@@ -40,7 +40,7 @@
 #define DEFAULT_BATCH 64
 #define DEFAULT_THREADS 2
 #define DEFAULT_PREFETCH 2
-/* More worker threads than this is a mistake, not a configuration. */
+/* More threads than this is a mistake, not a configuration. */
 #define MAX_THREADS 1024
 /* Free batches the pool keeps for reuse beyond those in flight. */
 #define POOL_SPARE 4
@@ -101,7 +101,7 @@ struct shard_batch {
 };
 
 /* What one thread needs to fill places. */
-struct worker {
+struct filler {
     struct shard_loader *loader;
     struct shard_item item;      /* the decoded sample, with a fixed size */
     struct shard_transforms_workspace *ws;
@@ -134,8 +134,8 @@ struct shard_loader {
     uint64_t *list;              /* plan entries from batch `first` on */
     uint64_t list_len;
     uint64_t failed_index;
-    struct worker *workers;      /* one per thread; workers[0] also works inline (threads 0) */
-    int worker_count;
+    struct filler *fillers;      /* one per thread; fillers[0] also fills inline (threads 0) */
+    int filler_count;
     pthread_t *threads;
     int running;                 /* threads started for the epoch */
     struct sk_ring *queue;       /* the epoch's ring, with threads */
@@ -317,13 +317,13 @@ const struct shard_batch_info *shard_batch_info(const struct shard_batch *b)
 
 /* ---- filling a place ------------------------------------------------------------ */
 
-static int worker_init(struct worker *w, struct shard_err *err)
+static int filler_init(struct filler *w, struct shard_err *err)
 {
     memset(w, 0, sizeof *w);
     return shard_transforms_workspace_new(&w->ws, err);
 }
 
-static void worker_release(struct worker *w)
+static void filler_release(struct filler *w)
 {
     shard_item_release(&w->item);
     shard_transforms_workspace_free(w->ws);
@@ -343,12 +343,12 @@ static void name_sample(struct shard_dataset *ds, uint64_t index, struct shard_e
                               r);
 }
 
-/* sk_read_box's choice for worker w's sample: the choices are drawn for the
+/* sk_read_box's choice for filler w's sample: the choices are drawn for the
  * record's size (as for the decoded image, which has that size), and a
  * first crop's box is all that needs decoding. */
 static int choose_box(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg_box *box)
 {
-    struct worker *w = ctx;
+    struct filler *w = ctx;
     struct shard_loader *l = w->loader;
     struct shard_err ignored;  /* a failed draw is made again, and reported, after the read */
     if (shard_transforms_draw(l->transforms, width, height, l->o.plan.seed, l->epoch, w->index,
@@ -425,7 +425,7 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
  * choices its image went through (w->draws, made for item's pixels: the
  * whole record, or when rb->cropped the region of it at
  * rb->box.region_left, region_top), into the place's buffer. */
-static int transform_geometric(const struct shard_loader *l, struct worker *w,
+static int transform_geometric(const struct shard_loader *l, struct filler *w,
                                struct shard_batch *b, uint32_t j, const struct shard_item *item,
                                const struct sk_read_box *rb, struct shard_err *err)
 {
@@ -486,7 +486,7 @@ static int transform_geometric(const struct shard_loader *l, struct worker *w,
 }
 
 /* Read sample `index` into place j of b and transform it there. */
-static void fill_place(struct shard_loader *l, struct worker *w, struct shard_batch *b, uint32_t j,
+static void fill_place(struct shard_loader *l, struct filler *w, struct shard_batch *b, uint32_t j,
                        uint64_t index)
 {
     struct shard_err *err = &b->errs[j];
@@ -545,9 +545,9 @@ out:
     b->rc[j] = rc;
 }
 
-static void *worker_main(void *arg)
+static void *filler_main(void *arg)
 {
-    struct worker *w = arg;
+    struct filler *w = arg;
     struct shard_loader *l = w->loader;
     const uint64_t ahead = (uint64_t)l->o.prefetch * l->o.batch_size;
     uint64_t p;
@@ -824,18 +824,18 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
-    l->worker_count = l->o.threads ? l->o.threads : 1;
-    l->workers = calloc((size_t)l->worker_count, sizeof *l->workers);
-    l->threads = calloc((size_t)l->worker_count, sizeof *l->threads);
+    l->filler_count = l->o.threads ? l->o.threads : 1;
+    l->fillers = calloc((size_t)l->filler_count, sizeof *l->fillers);
+    l->threads = calloc((size_t)l->filler_count, sizeof *l->threads);
     l->ring = calloc(l->o.prefetch, sizeof *l->ring);
-    if (!l->workers || !l->threads || !l->ring) {
+    if (!l->fillers || !l->threads || !l->ring) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
-    for (int i = 0; i < l->worker_count; i++) {
-        if ((rc = worker_init(&l->workers[i], err)))
+    for (int i = 0; i < l->filler_count; i++) {
+        if ((rc = filler_init(&l->fillers[i], err)))
             goto fail;
-        l->workers[i].loader = l;
+        l->fillers[i].loader = l;
     }
     *out = l;
     return SHARD_OK;
@@ -844,7 +844,7 @@ fail:
     return rc;
 }
 
-/* End the epoch in progress: stop and join the workers (each finishes the
+/* End the epoch in progress: stop and join the threads (each finishes the
  * sample it is on), give the batches in flight back, account the time. */
 static void stop_epoch(struct shard_loader *l)
 {
@@ -869,8 +869,8 @@ static void stop_epoch(struct shard_loader *l)
     l->list_len = 0;
 }
 
-/* Start the workers on the epoch's list (threads > 0, a non-empty list). */
-static int start_workers(struct shard_loader *l, struct shard_err *err)
+/* Start the threads on the epoch's list (threads > 0, a non-empty list). */
+static int start_fillers(struct shard_loader *l, struct shard_err *err)
 {
     int rc = sk_ring_new(&l->queue, l->list_len, l->o.prefetch, l->o.batch_size, err);
     for (uint32_t s = 0; !rc && s < l->o.prefetch; s++)
@@ -878,7 +878,7 @@ static int start_workers(struct shard_loader *l, struct shard_err *err)
             rc = SHARD_ENOMEM;
     atomic_store(&l->advised, 0);
     for (int i = 0; !rc && i < l->o.threads; i++) {
-        if (pthread_create(&l->threads[i], NULL, worker_main, &l->workers[i]) != 0)
+        if (pthread_create(&l->threads[i], NULL, filler_main, &l->fillers[i]) != 0)
             rc = shard_err_set(err, SHARD_EIO, "cannot start %d loader threads", l->o.threads);
         else
             l->running = i + 1;
@@ -891,9 +891,9 @@ void shard_loader_free(struct shard_loader *l)
     if (!l)
         return;
     stop_epoch(l);
-    for (int i = 0; l->workers && i < l->worker_count; i++)
-        worker_release(&l->workers[i]);
-    free(l->workers);
+    for (int i = 0; l->fillers && i < l->filler_count; i++)
+        filler_release(&l->fillers[i]);
+    free(l->fillers);
     free(l->threads);
     free(l->ring);
     free(l->fields);
@@ -987,7 +987,7 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     l->first = first;
     l->position = first;
     l->busy_since = sk_now_ns();
-    if (l->o.threads && l->list_len && (rc = start_workers(l, err))) {
+    if (l->o.threads && l->list_len && (rc = start_fillers(l, err))) {
         stop_epoch(l);
         return rc;
     }
@@ -1021,7 +1021,7 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         if (!(b = pool_take(l, err)))
             return SHARD_ENOMEM;
         for (uint32_t j = 0; j < count; j++)
-            fill_place(l, &l->workers[0], b, j, l->list[from + j]);
+            fill_place(l, &l->fillers[0], b, j, l->list[from + j]);
     } else {
         /* the batch that replaces the one taken, before anything is taken */
         if (!l->fresh && !(l->fresh = pool_take(l, err)))

@@ -454,14 +454,10 @@ uninstall:
 # work was changing): format one (scripts/format.sh fix DIR), read the diff,
 # and move it from FORMAT_PENDING to FORMAT_DIRS.
 CLANG_FORMAT ?= clang-format-14
-FORMAT_DIRS := lib/util lib/net lib/format cmd/common cmd/shardcheck cmd/shardcat \
-               cmd/shardreport tests/unit tests/fixtures fuzz
-FORMAT_PENDING := include lib/image lib/manifest lib/record lib/source lib/read lib/loader \
-                  lib/convert lib/verify lib/bench cmd/shardify cmd/shardbench bench python/src \
-                  lib/util/ring.h lib/format/fields.c cmd/shardcat/options.c \
-                  cmd/shardcat/options.h cmd/shardcheck/options.c tests/unit/mkdataset.h \
-                  tests/unit/test_bench.c tests/unit/test_http.c tests/unit/test_record_fields.c \
-                  fuzz/fuzz_decode.c fuzz/fuzz_shard.c
+FORMAT_DIRS := lib/util lib/net lib/format lib/image lib/manifest lib/record lib/source \
+               lib/loader lib/convert lib/verify cmd bench python/src tests/unit \
+               tests/fixtures fuzz
+FORMAT_PENDING := include lib/read
 FORMAT_ARGS = $(addprefix -p ,$(FORMAT_PENDING)) $(FORMAT_DIRS)
 .PHONY: format format-check
 format:

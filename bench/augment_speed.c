@@ -23,7 +23,7 @@
 
 #define MAX_IMAGES 4096
 #define MAX_EPOCHS 64
-#define BATCH 64  /* samples per batch, as the loader's default */
+#define BATCH 64 /* samples per batch, as the loader's default */
 
 static double cpu_seconds(void)
 {

@@ -36,8 +36,7 @@ static inline double ceiling_median(double *v, int n)
  * negative: minus the exit status of a usage error (reported), which is
  * anything else: call it after the program's own options. */
 static inline int ceiling_common_argument(const char *prog, int argc, char **argv, int *i,
-                                          int *threads, int *reps, int *json,
-                                          const char **operand)
+                                          int *threads, int *reps, int *json, const char **operand)
 {
     const char *a = argv[*i];
     uint64_t v;

@@ -172,7 +172,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < done; i++)
             sum += ms[s][i];
         qsort(ms[s], done, sizeof(double), cmp_double);
-        double med = done ? (done % 2 ? ms[s][done / 2] : (ms[s][done / 2 - 1] + ms[s][done / 2]) / 2)
+        double med = done ? (done % 2 ? ms[s][done / 2]
+                                      : (ms[s][done / 2 - 1] + ms[s][done / 2]) / 2)
                           : NAN;
         printf("%-30s %12.2f %9.1f%% %9.3f %9.3f\n", settings[s].name, bytes[s] / 1e6,
                100.0 * bytes[s] / bytes[0], med, done ? sum / (double)done : NAN);

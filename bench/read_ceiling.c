@@ -40,7 +40,7 @@
 
 #define PROG "read_ceiling"
 #define DEFAULT_REPS 5
-#define CHUNK 4  /* samples a thread takes at a time (OpenMP dynamic schedule) */
+#define CHUNK 4 /* samples a thread takes at a time (OpenMP dynamic schedule) */
 
 enum decoder { DEC_READER, DEC_TURBO_EXACT, DEC_TURBO_FAST, DEC_COUNT };
 static const char *const DECODER_NAMES[DEC_COUNT] = {"reader", "turbo-exact", "turbo-fast"};
@@ -84,8 +84,8 @@ static int decode_one(enum decoder d, const struct payload *p, tjhandle tj, uint
         *cap = need;
     }
     int flags = d == DEC_TURBO_FAST ? TJFLAG_FASTDCT | TJFLAG_FASTUPSAMPLE : 0;
-    if (tjDecompress2(tj, p->data, (unsigned long)p->len, *buf, (int)p->width, 0,
-                      (int)p->height, TJPF_RGB, flags)) {
+    if (tjDecompress2(tj, p->data, (unsigned long)p->len, *buf, (int)p->width, 0, (int)p->height,
+                      TJPF_RGB, flags)) {
         snprintf(msg, msg_size, "%s", tjGetErrorStr2(tj));
         return -1;
     }
@@ -142,8 +142,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
-        } else if ((taken = ceiling_common_argument(PROG, argc, argv, &i, &threads, &reps,
-                                                    &json, &location)) < 0) {
+        } else if ((taken = ceiling_common_argument(PROG, argc, argv, &i, &threads, &reps, &json,
+                                                    &location)) < 0) {
             return -taken;
         }
     }
@@ -205,8 +205,8 @@ int main(int argc, char **argv)
         goto out;
     }
     int jpeg_only = same_codec && ps[0].codec == SHARD_CODEC_JPEG;
-    int decoders = jpeg_only ? DEC_COUNT : 1;  /* TurboJPEG reads JPEG only */
-    pass(DEC_READER, ps, n, threads);          /* warm up: caches, thread pool */
+    int decoders = jpeg_only ? DEC_COUNT : 1; /* TurboJPEG reads JPEG only */
+    pass(DEC_READER, ps, n, threads);         /* warm up: caches, thread pool */
     for (int d = 0; d < decoders && !rc; d++) {
         for (int r = 0; r < reps && !rc; r++)
             if ((times[r] = pass((enum decoder)d, ps, n, threads)) < 0)
@@ -232,8 +232,8 @@ int main(int argc, char **argv)
         printf("%zu samples, %d threads, median of %d passes; %.0f shard bytes per sample\n", n,
                threads, reps, per_sample);
         for (int d = 0; d < decoders; d++)
-            printf("  %-12s %8.0f samples/s  (%.3f ms per sample per thread)\n",
-                   DECODER_NAMES[d], rate[d], 1e3 * threads / rate[d]);
+            printf("  %-12s %8.0f samples/s  (%.3f ms per sample per thread)\n", DECODER_NAMES[d],
+                   rate[d], 1e3 * threads / rate[d]);
     }
 out:
     for (size_t i = 0; ps && i < n; i++)

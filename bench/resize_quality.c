@@ -45,16 +45,16 @@
  * bench/resize_quality_pillow.py can score Pillow on exactly the same pixels.
  */
 #include "shardkit/image.h"
-#include "image/decode_internal.h"  /* lib/: shardify's DCT scaling rule */
-#include "image/resize_internal.h"  /* lib/: the engine, to compare its filters */
+#include "image/decode_internal.h" /* lib/: shardify's DCT scaling rule */
+#include "image/resize_internal.h" /* lib/: the engine, to compare its filters */
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdio.h>  /* before jpeglib.h, which uses FILE */
+#include <stdio.h> /* before jpeglib.h, which uses FILE */
 #include <jpeglib.h>
 #include <libswscale/swscale.h>
 #include <libyuv.h>
-#include <libyuv/scale_rgb.h>  /* RGBScale: not in libyuv.h of this version */
+#include <libyuv/scale_rgb.h> /* RGBScale: not in libyuv.h of this version */
 #include <math.h>
 #include <setjmp.h>
 #include <stdlib.h>
@@ -243,8 +243,8 @@ static int libyuv_planar(const uint8_t *s, int sw, int sh, uint8_t *d, int dw, i
     uint8_t *sp[3] = {planes, planes + sn, planes + 2 * sn};
     uint8_t *dp[3] = {planes + 3 * sn, planes + 3 * sn + dn, planes + 3 * sn + 2 * dn};
     SplitRGBPlane(s, sw * 3, sp[0], sw, sp[1], sw, sp[2], sw, sw, sh);
-    int rc = I444Scale(sp[0], sw, sp[1], sw, sp[2], sw, sw, sh, dp[0], dw, dp[1], dw, dp[2], dw,
-                       dw, dh, mode);
+    int rc = I444Scale(sp[0], sw, sp[1], sw, sp[2], sw, sw, sh, dp[0], dw, dp[1], dw, dp[2], dw, dw,
+                       dh, mode);
     if (rc == 0)
         MergeRGBPlane(dp[0], dw, dp[1], dw, dp[2], dw, d, dw * 3, dw, dh);
     free(planes);
@@ -265,8 +265,8 @@ static int libyuv_planar_bilinear(const uint8_t *s, int sw, int sh, uint8_t *d, 
 static int resize_swscale(const uint8_t *s, int sw, int sh, uint8_t *d, int dw, int dh, int flags)
 {
     struct SwsContext *ctx = sws_getContext(sw, sh, AV_PIX_FMT_RGB24, dw, dh, AV_PIX_FMT_RGB24,
-                                            flags | SWS_FULL_CHR_H_INT | SWS_FULL_CHR_H_INP,
-                                            NULL, NULL, NULL);
+                                            flags | SWS_FULL_CHR_H_INT | SWS_FULL_CHR_H_INP, NULL,
+                                            NULL, NULL);
     if (!ctx)
         return -1;
     const uint8_t *src_planes[1] = {s};
@@ -302,11 +302,10 @@ static int resize_vips(const uint8_t *s, int sw, int sh, uint8_t *d, int dw, int
     VipsImage *out = NULL;
     if (!in)
         return -1;
-    if (vips_resize(in, &out, (double)dw / sw, "vscale", (double)dh / sh, "kernel", kernel,
-                    NULL))
+    if (vips_resize(in, &out, (double)dw / sw, "vscale", (double)dh / sh, "kernel", kernel, NULL))
         goto out;
     if (out->Xsize != dw || out->Ysize != dh || out->Bands != 3)
-        goto out;  /* rounding gave another size: report a failure, never compare */
+        goto out; /* rounding gave another size: report a failure, never compare */
     size_t n = 0;
     void *mem = vips_image_write_to_memory(out, &n);
     if (!mem || n != (size_t)dw * dh * 3) {
@@ -340,7 +339,7 @@ static int vips_kernel_lanczos3(const uint8_t *s, int sw, int sh, uint8_t *d, in
  * Pillow's own LANCZOS agrees with it. */
 struct ref_taps {
     int *first, *count;
-    double *weight;  /* `stride` weights per output */
+    double *weight; /* `stride` weights per output */
     int stride;
 };
 
@@ -390,7 +389,7 @@ static int reference_lanczos3(const uint8_t *s, int sw, int sh, uint8_t *d, int 
     struct ref_taps tx, ty;
     ref_taps_make(sw, dw, &tx);
     ref_taps_make(sh, dh, &ty);
-    double *mid = xmalloc((size_t)dw * sh * 3 * sizeof *mid);  /* horizontal pass */
+    double *mid = xmalloc((size_t)dw * sh * 3 * sizeof *mid); /* horizontal pass */
     for (int y = 0; y < sh; y++)
         for (int x = 0; x < dw; x++)
             for (int c = 0; c < 3; c++) {
@@ -416,22 +415,28 @@ static int reference_lanczos3(const uint8_t *s, int sw, int sh, uint8_t *d, int 
 }
 
 /* What the library ships (shard_resize), and the other filters of its engine. */
-static int shardkit_filter(const uint8_t *s, int sw, int sh, uint8_t *d, int dw, int dh,
-                           int filter)
+static int shardkit_filter(const uint8_t *s, int sw, int sh, uint8_t *d, int dw, int dh, int filter)
 {
     /* Write straight into d and keep the scratch memory between calls, as
      * shardify's workers reuse their images: no allocation or copy is timed. */
     static struct shard_image scratch;
     size_t n = (size_t)dw * dh * 3;
-    struct shard_image src = {.pixels = (uint8_t *)s, .width = (uint32_t)sw,
-                              .height = (uint32_t)sh, .channels = 3, .stride = (size_t)sw * 3,
+    struct shard_image src = {.pixels = (uint8_t *)s,
+                              .width = (uint32_t)sw,
+                              .height = (uint32_t)sh,
+                              .channels = 3,
+                              .stride = (size_t)sw * 3,
                               .capacity = (size_t)sh * sw * 3};
-    struct shard_image dst = {.pixels = d, .width = (uint32_t)dw, .height = (uint32_t)dh,
-                              .channels = 3, .stride = (size_t)dw * 3, .capacity = n};
-    int rc = filter < 0 ? shard_resize(&src, (uint32_t)dw, (uint32_t)dh, &dst, NULL)
-                        : sk_resample(&src, (uint32_t)dw, (uint32_t)dh, 0, 0, (uint32_t)dw,
-                                         (uint32_t)dh, (enum shard_resize_filter)filter, &scratch,
-                                         &dst, NULL);
+    struct shard_image dst = {.pixels = d,
+                              .width = (uint32_t)dw,
+                              .height = (uint32_t)dh,
+                              .channels = 3,
+                              .stride = (size_t)dw * 3,
+                              .capacity = n};
+    int rc = filter < 0
+                 ? shard_resize(&src, (uint32_t)dw, (uint32_t)dh, &dst, NULL)
+                 : sk_resample(&src, (uint32_t)dw, (uint32_t)dh, 0, 0, (uint32_t)dw, (uint32_t)dh,
+                               (enum shard_resize_filter)filter, &scratch, &dst, NULL);
     return rc == 0 && dst.pixels == d ? 0 : -1;
 }
 
@@ -445,11 +450,17 @@ static int shardkit_box(const uint8_t *s, int sw, int sh, const struct sk_box *b
                         int dw, int dh)
 {
     static struct shard_image scratch;
-    struct shard_image src = {.pixels = (uint8_t *)s, .width = (uint32_t)sw,
-                              .height = (uint32_t)sh, .channels = 3, .stride = (size_t)sw * 3,
+    struct shard_image src = {.pixels = (uint8_t *)s,
+                              .width = (uint32_t)sw,
+                              .height = (uint32_t)sh,
+                              .channels = 3,
+                              .stride = (size_t)sw * 3,
                               .capacity = (size_t)sh * sw * 3};
-    struct shard_image dst = {.pixels = d, .width = (uint32_t)dw, .height = (uint32_t)dh,
-                              .channels = 3, .stride = (size_t)dw * 3,
+    struct shard_image dst = {.pixels = d,
+                              .width = (uint32_t)dw,
+                              .height = (uint32_t)dh,
+                              .channels = 3,
+                              .stride = (size_t)dw * 3,
                               .capacity = (size_t)dw * dh * 3};
     int rc = sk_resample_box(&src, box, (uint32_t)dw, (uint32_t)dh, 0, 0, (uint32_t)dw,
                              (uint32_t)dh, SHARD_RESIZE_DEFAULT, SHARD_SIMD_AVX2, &scratch, &dst,
@@ -580,16 +591,16 @@ static void usage(void)
 
 static void print_table(unsigned size, struct samples *res)
 {
-    printf("%-28s %9s %9s %9s %9s %7s\n", "method", "ms med", "ms mean", "PSNR med",
-           "PSNR mean", "failed");
+    printf("%-28s %9s %9s %9s %9s %7s\n", "method", "ms med", "ms mean", "PSNR med", "PSNR mean",
+           "failed");
     for (size_t m = 0; m < N_METHODS; m++) {
         double pm = mean(res[m].psnr, res[m].n), tm = mean(res[m].ms, res[m].n);
         double *copy = xmalloc((res[m].n + 1) * sizeof *copy);
         memcpy(copy, res[m].psnr, res[m].n * sizeof *copy);
         double pmed = median(copy, res[m].n);
         memcpy(copy, res[m].ms, res[m].n * sizeof *copy);
-        printf("%-28s %9.3f %9.3f %9.2f %9.2f %7zu\n", methods[m].name,
-               median(copy, res[m].n), tm, pmed, pm, res[m].failed);
+        printf("%-28s %9.3f %9.3f %9.2f %9.2f %7zu\n", methods[m].name, median(copy, res[m].n), tm,
+               pmed, pm, res[m].failed);
         free(copy);
     }
 
@@ -627,7 +638,7 @@ static void print_table(unsigned size, struct samples *res)
 static const struct {
     const char *name;
     scale_rule rule;
-    int box;  /* resample from the picture's box, not the whole decoded image */
+    int box; /* resample from the picture's box, not the whole decoded image */
 } rules[] = {
     {"full-size decode", rule_full, 0},
     {"1/2, 1/4, 1/8, whole image (before)", rule_shipped, 0},
@@ -654,8 +665,8 @@ static double median_of_bucket(const struct samples *r, size_t b)
  * each rule decodes at its scale (timed, best of reps) and shard_resize
  * brings that to the same geometry.  PSNR against the reference, by the
  * reduction factor of the full-size image (full short side / size). */
-static void compare_dct_rules(char **files, size_t n_files, const unsigned *sizes,
-                              size_t n_sizes, int reps)
+static void compare_dct_rules(char **files, size_t n_files, const unsigned *sizes, size_t n_sizes,
+                              int reps)
 {
     for (size_t si = 0; si < n_sizes; si++) {
         unsigned size = sizes[si];
@@ -721,10 +732,11 @@ static void compare_dct_rules(char **files, size_t n_files, const unsigned *size
         size_t count[N_BUCKETS] = {0};
         for (size_t i = 0; i < res[0].n; i++)
             count[res[0].bucket[i]]++;
-        printf("\nsize %u: %zu images, %zu decoded at another scale by any M/8 than by 1/2, 1/4, 1/8; "
-               "decode + shard_resize against lanczos3 of the full-size decode; best of %d "
-               "runs, one core\nimages by reduction factor (full short side / size):", size,
-               res[0].n, rescaled, reps);
+        printf(
+            "\nsize %u: %zu images, %zu decoded at another scale by any M/8 than by 1/2, 1/4, 1/8; "
+            "decode + shard_resize against lanczos3 of the full-size decode; best of %d "
+            "runs, one core\nimages by reduction factor (full short side / size):",
+            size, res[0].n, rescaled, reps);
         for (size_t b = 0; b < N_BUCKETS; b++)
             printf(" %s %zu%s", bucket_name[b], count[b], b + 1 < N_BUCKETS ? "," : "\n");
         printf("| DCT scaling | decode ms med | resize ms med | PSNR median | PSNR mean |");
@@ -776,7 +788,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
             limit = strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--no-dct")) {
-            use_dct = 0;  /* full-size decode: large reductions, as for PNG input */
+            use_dct = 0; /* full-size decode: large reductions, as for PNG input */
         } else if (!strcmp(argv[i], "--dct-rules")) {
             dct_rules = 1;
         } else if (!strcmp(argv[i], "--dump") && i + 1 < argc) {
@@ -791,7 +803,7 @@ int main(int argc, char **argv)
         usage();
     if (VIPS_INIT(argv[0]))
         vips_error_exit("cannot start libvips");
-    vips_concurrency_set(1);  /* one core, like one OpenMP worker */
+    vips_concurrency_set(1); /* one core, like one OpenMP worker */
     vips_cache_set_max(0);
 
     char **files;
@@ -800,7 +812,7 @@ int main(int argc, char **argv)
         n_files = limit;
     if (dct_rules) {
         compare_dct_rules(files, n_files, sizes, n_sizes, reps);
-        n_sizes = 0;  /* only that table */
+        n_sizes = 0; /* only that table */
     }
 
     for (size_t si = 0; si < n_sizes; si++) {
@@ -824,7 +836,8 @@ int main(int argc, char **argv)
             uint8_t *data = read_file(files[fi], &len);
             int w, h;
             uint8_t *src = data ? decode_jpeg(data, len, use_dct ? rule_shipped : NULL, size, &w,
-                                              &h, NULL, NULL) : NULL;
+                                              &h, NULL, NULL)
+                                : NULL;
             free(data);
             if (!src) {
                 undecodable++;
@@ -834,7 +847,7 @@ int main(int argc, char **argv)
             shard_geometry_compute((uint32_t)w, (uint32_t)h, size, SHARD_FIT_SHORT, 1, &g);
             int dw = (int)g.scaled_w, dh = (int)g.scaled_h;
             if (dw == w && dh == h) {
-                skipped++;  /* nothing to resample */
+                skipped++; /* nothing to resample */
                 free(src);
                 continue;
             }
@@ -843,7 +856,7 @@ int main(int argc, char **argv)
             size_t bucket = bucket_of((double)(w < h ? w : h) / size);
             size_t n = (size_t)dw * dh * 3;
             uint8_t *ref = xmalloc(n), *out = xmalloc(n);
-            for (size_t mi = N_METHODS; mi-- > 0;) {  /* the reference first */
+            for (size_t mi = N_METHODS; mi-- > 0;) { /* the reference first */
                 double best = INFINITY;
                 int ok = 1;
                 uint8_t *dst = mi == REFERENCE ? ref : out;

@@ -40,7 +40,7 @@
 
 #define PROG "write_ceiling"
 #define DEFAULT_REPS 5
-#define CHUNK 4  /* images a thread takes at a time (OpenMP dynamic schedule) */
+#define CHUNK 4 /* images a thread takes at a time (OpenMP dynamic schedule) */
 
 enum stage { STAGE_DECODE, STAGE_BUILD, STAGE_COUNT };
 static const char *const STAGE_NAMES[STAGE_COUNT] = {"decode", "build"};
@@ -63,8 +63,8 @@ static void usage(FILE *to)
 
 /* One pass of stage st over all sources; seconds.  *failed: images that did
  * not convert (the same every pass). */
-static double pass(enum stage st, const struct shard_config *c, const struct source *src,
-                   size_t n, int threads, size_t *failed)
+static double pass(enum stage st, const struct shard_config *c, const struct source *src, size_t n,
+                   int threads, size_t *failed)
 {
     size_t bad = 0;
     double t0 = ceiling_now_s();
@@ -128,7 +128,7 @@ static int load(const char *root, const struct shard_config *c, struct source **
     for (size_t i = 0; i < keys.count; i++) {
         const char *key = shard_keylist_get(&keys, i, NULL);
         if (shard_read_source_file(fd, key, c->max_file_bytes, &buf, &err))
-            continue;  /* shardify rejects it without decoding */
+            continue; /* shardify rejects it without decoding */
         src[count].data = malloc(buf.len ? buf.len : 1);
         if (!src[count].data) {
             fprintf(stderr, PROG ": out of memory\n");
@@ -168,8 +168,7 @@ int main(int argc, char **argv)
             c.size = (uint32_t)v;
         } else if (!strcmp(a, "--quality") && i + 1 < argc) {
             if (cli_parse_u64(argv[++i], 1, 100, &v))
-                return cli_usage_error(PROG, "--quality: '%s' is not a number in 1..100",
-                                       argv[i]);
+                return cli_usage_error(PROG, "--quality: '%s' is not a number in 1..100", argv[i]);
             c.quality = (int)v;
         } else if (!strcmp(a, "--fit") && i + 1 < argc) {
             if (shard_fit_parse(argv[++i], &c.fit))
@@ -177,8 +176,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--codec") && i + 1 < argc) {
             if (shard_codec_parse(argv[++i], &c.codec))
                 return cli_usage_error(PROG, "--codec: '%s' is not jpeg, raw or png", argv[i]);
-        } else if ((taken = ceiling_common_argument(PROG, argc, argv, &i, &threads, &reps,
-                                                    &json, &root)) < 0) {
+        } else if ((taken = ceiling_common_argument(PROG, argc, argv, &i, &threads, &reps, &json,
+                                                    &root)) < 0) {
             return -taken;
         }
     }
@@ -186,7 +185,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
-    c.zstd_level = shard_config_zstd_level(&c);  /* as shardify_run resolves it */
+    c.zstd_level = shard_config_zstd_level(&c); /* as shardify_run resolves it */
 
     struct source *src = NULL;
     size_t n = 0, failed = 0;
@@ -200,7 +199,7 @@ int main(int argc, char **argv)
     }
     if (rc)
         goto out;
-    pass(STAGE_DECODE, &c, src, n, threads, &failed);  /* warm up: caches, thread pool */
+    pass(STAGE_DECODE, &c, src, n, threads, &failed); /* warm up: caches, thread pool */
     for (int st = 0; st < STAGE_COUNT; st++) {
         for (int r = 0; r < reps; r++)
             times[r] = pass((enum stage)st, &c, src, n, threads, &failed);
@@ -210,12 +209,12 @@ int main(int argc, char **argv)
         printf("{\"images\": %zu, \"failed\": %zu, \"source_bytes\": %llu, \"threads\": %d, "
                "\"reps\": %d, \"size\": %u, \"fit\": \"%s\", \"codec\": \"%s\", "
                "\"images_per_second\": {\"%s\": %.1f, \"%s\": %.1f}}\n",
-               n, failed, (unsigned long long)bytes, threads, reps, c.size,
-               shard_fit_name(c.fit), shard_codec_name(c.codec), STAGE_NAMES[STAGE_DECODE],
-               rate[STAGE_DECODE], STAGE_NAMES[STAGE_BUILD], rate[STAGE_BUILD]);
+               n, failed, (unsigned long long)bytes, threads, reps, c.size, shard_fit_name(c.fit),
+               shard_codec_name(c.codec), STAGE_NAMES[STAGE_DECODE], rate[STAGE_DECODE],
+               STAGE_NAMES[STAGE_BUILD], rate[STAGE_BUILD]);
     } else {
-        printf("%zu images (%zu do not convert), --size %u, %d threads, median of %d passes\n",
-               n, failed, c.size, threads, reps);
+        printf("%zu images (%zu do not convert), --size %u, %d threads, median of %d passes\n", n,
+               failed, c.size, threads, reps);
         for (int st = 0; st < STAGE_COUNT; st++)
             printf("  %-7s %8.0f images/s  (%.3f ms per image per thread)\n", STAGE_NAMES[st],
                    rate[st], 1e3 * threads / rate[st]);

@@ -28,13 +28,13 @@
  * the same code whatever the number. */
 #define FUZZ_MAX_PIXELS (4u << 20)
 
-#define REQUIRE(cond)                                                               \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            fprintf(stderr, "fuzz_decode: invariant failed: %s (%s:%d)\n", #cond,   \
-                    __FILE__, __LINE__);                                            \
-            abort();                                                                \
-        }                                                                           \
+#define REQUIRE(cond)                                                                       \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "fuzz_decode: invariant failed: %s (%s:%d)\n", #cond, __FILE__, \
+                    __LINE__);                                                              \
+            abort();                                                                        \
+        }                                                                                   \
     } while (0)
 
 #define CONFIGS 3
@@ -102,8 +102,7 @@ static void convert(const uint8_t *data, size_t size)
     struct shard_err err;
     uint32_t w = 0, h = 0;
     char warning[SHARD_ERRMSG_SIZE];
-    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, NULL,
-                        &err) != 0) {
+    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, NULL, &err) != 0) {
         /* the decoder's picture box always lies inside its image */
         REQUIRE(strstr(err.msg, "resize: box") == NULL);
         return;
@@ -114,8 +113,7 @@ static void convert(const uint8_t *data, size_t size)
         REQUIRE(w == h && w <= c->size);
     else if (c->upscale)
         REQUIRE((c->fit == SHARD_FIT_SHORT ? (w < h ? w : h) : (w > h ? w : h)) == c->size);
-    int rc = shard_decode_payload(c->codec, payload.data, payload.len, w, h, &payload_image,
-                                  &err);
+    int rc = shard_decode_payload(c->codec, payload.data, payload.len, w, h, &payload_image, &err);
     if (rc)
         fprintf(stderr, "fuzz_decode: own %s payload %ux%u unreadable: %s\n",
                 shard_codec_name(c->codec), w, h, err.msg);
@@ -150,12 +148,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     convert(data, size);
 
-    static const enum shard_codec codecs[] = {SHARD_CODEC_RAW, SHARD_CODEC_JPEG,
-                                              SHARD_CODEC_PNG};
+    static const enum shard_codec codecs[] = {SHARD_CODEC_RAW, SHARD_CODEC_JPEG, SHARD_CODEC_PNG};
     for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++) {
         uint32_t pw = w, ph = h;
         if (codecs[i] == SHARD_CODEC_RAW && size % 3 == 0 && size > 0) {
-            pw = (uint32_t)(size / 3 > UINT32_MAX ? 1 : size / 3);  /* one row */
+            pw = (uint32_t)(size / 3 > UINT32_MAX ? 1 : size / 3); /* one row */
             ph = 1;
         }
         if (shard_decode_payload(codecs[i], data, size, pw, ph, &payload_image, &err) == 0) {

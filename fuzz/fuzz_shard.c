@@ -31,18 +31,18 @@
 #include "shardkit/manifest.h"
 
 static struct shard_record_decoder *decoder;
-static int shard_fd = -1;          /* memfd holding the input for mode 3 */
-static char shard_path[64];        /* "/proc/self/fd/N" */
-static volatile uint8_t sink;      /* keeps the byte reads below from being optimised out */
-static struct shard_buf outside;   /* mode 4's buffer, reused across inputs */
+static int shard_fd = -1;        /* memfd holding the input for mode 3 */
+static char shard_path[64];      /* "/proc/self/fd/N" */
+static volatile uint8_t sink;    /* keeps the byte reads below from being optimised out */
+static struct shard_buf outside; /* mode 4's buffer, reused across inputs */
 
-#define REQUIRE(cond)                                                              \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "fuzz_shard: invariant failed: %s (%s:%d)\n", #cond,   \
-                    __FILE__, __LINE__);                                           \
-            abort();                                                               \
-        }                                                                          \
+#define REQUIRE(cond)                                                                      \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "fuzz_shard: invariant failed: %s (%s:%d)\n", #cond, __FILE__, \
+                    __LINE__);                                                             \
+            abort();                                                                       \
+        }                                                                                  \
     } while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -150,8 +150,8 @@ static void parse_in_memory(const uint8_t *data, size_t size)
     for (uint64_t i = 0; i < f.record_count; i++) {
         const struct shard_index_row *r = &f.rows[i];
         struct shard_record_view view;
-        if (shard_record_decode(decoder, data + r->offset, (size_t)r->frame_bytes,
-                                &r->frame_xxh3, &view, &err) == 0)
+        if (shard_record_decode(decoder, data + r->offset, (size_t)r->frame_bytes, &r->frame_xxh3,
+                                &view, &err) == 0)
             touch_view(&view);
     }
     shard_footer_free(&f);
@@ -160,8 +160,7 @@ static void parse_in_memory(const uint8_t *data, size_t size)
 /* Mode 3: the same bytes as a file, through struct shard_file. */
 static void parse_as_file(const uint8_t *data, size_t size)
 {
-    if (ftruncate(shard_fd, 0) != 0 ||
-        (size && pwrite(shard_fd, data, size, 0) != (ssize_t)size)) {
+    if (ftruncate(shard_fd, 0) != 0 || (size && pwrite(shard_fd, data, size, 0) != (ssize_t)size)) {
         perror("fuzz_shard: cannot write the memfd");
         abort();
     }
@@ -173,8 +172,8 @@ static void parse_as_file(const uint8_t *data, size_t size)
     struct shard_trailer t;
     REQUIRE(shard_file_bytes(f) == size);
     REQUIRE(shard_header_parse(data, size, NULL, &err) == 0);
-    REQUIRE(shard_trailer_parse(data + size - SHARD_TRAILER_BYTES, SHARD_TRAILER_BYTES, size,
-                                &t, &err) == 0);
+    REQUIRE(shard_trailer_parse(data + size - SHARD_TRAILER_BYTES, SHARD_TRAILER_BYTES, size, &t,
+                                &err) == 0);
     check_footer(shard_file_footer(f), &t);
     struct shard_record_view view;
     for (uint64_t i = 0; i < shard_file_records(f); i++)

@@ -32,8 +32,8 @@ static int prepare_compare(struct options *o, struct shard_keylist *keys, struct
     if (!o->size_given)
         o->bench.size = cfg->size;
     else if (o->bench.size != cfg->size)
-        fprintf(stderr, "%s: note: --size %u differs from the dataset's %u\n", PROG,
-                o->bench.size, cfg->size);
+        fprintf(stderr, "%s: note: --size %u differs from the dataset's %u\n", PROG, o->bench.size,
+                cfg->size);
     if (!o->fit_given)
         o->bench.fit = cfg->fit;
     if (o->bench.upscale)
@@ -93,7 +93,7 @@ static void write_digests(FILE *out, const void *result)
 static int run(const struct options *opts, const char *command_line, const char *src,
                const char *dst)
 {
-    struct options o = *opts;  /* compare adopts the dataset's geometry into it */
+    struct options o = *opts; /* compare adopts the dataset's geometry into it */
     struct shard_err err;
     shard_err_clear(&err);
     struct shard_keylist keys = {0};
@@ -108,15 +108,17 @@ static int run(const struct options *opts, const char *command_line, const char 
     }
     o.bench.trace = trace;
     o.bench.digests = o.digests_file != NULL;
-    if ((o.command != CMD_SHARDS &&
-         bench_run(BENCH_FILES, o.src, &o.bench, &files, &err)) ||
-        (o.command != CMD_FILES &&
-         bench_run(BENCH_SHARDS, o.dst, &o.bench, &shards, &err))) {
+    if ((o.command != CMD_SHARDS && bench_run(BENCH_FILES, o.src, &o.bench, &files, &err)) ||
+        (o.command != CMD_FILES && bench_run(BENCH_SHARDS, o.dst, &o.bench, &shards, &err))) {
         status = fail(&err);
         goto out;
     }
-    struct report r = {.command = o.command, .src = src, .dst = dst, .files = &files,
-                       .shards = &shards, .command_line = command_line};
+    struct report r = {.command = o.command,
+                       .src = src,
+                       .dst = dst,
+                       .files = &files,
+                       .shards = &shards,
+                       .command_line = command_line};
     if (report_prepare(&r)) {
         report_release(&r);
         shard_err_set(&err, SHARD_ENOMEM, "out of memory for the report");
@@ -141,9 +143,8 @@ static int run(const struct options *opts, const char *command_line, const char 
     if (trace && trace_write(trace, o.trace_file, &err))
         status = fail(&err);
     if (trace && trace_dropped(trace))
-        fprintf(stderr, "%s: note: the trace kept the first %llu events and dropped %llu\n",
-                PROG, (unsigned long long)trace_events(trace),
-                (unsigned long long)trace_dropped(trace));
+        fprintf(stderr, "%s: note: the trace kept the first %llu events and dropped %llu\n", PROG,
+                (unsigned long long)trace_events(trace), (unsigned long long)trace_dropped(trace));
 out:
     bench_result_release(&files);
     bench_result_release(&shards);

@@ -105,11 +105,37 @@ static const char usage_text[] =
     "or --report FILE that cannot be written included).\n";
 
 enum {
-    OPT_THREADS = CLI_FIRST_LONG_OPTION, OPT_EPOCHS, OPT_LIMIT, OPT_SECONDS, OPT_COLD,
-    OPT_STEP_MS, OPT_BATCH, OPT_QUEUE_DEPTH, OPT_TRACE, OPT_JSON, OPT_REPORT, OPT_SIZE, OPT_FIT,
-    OPT_NO_UPSCALE, OPT_KEYS, OPT_NO_SHUFFLE, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_RTT,
-    OPT_CONNECTIONS, OPT_WINDOW, OPT_CACHE, OPT_CACHE_DIR, OPT_CACHE_LIMIT, OPT_RETRIES, OPT_TIMEOUT, OPT_DIGESTS,
-    OPT_BANDWIDTH, OPT_INTENSITY, OPT_PEAK, OPT_VERSION,
+    OPT_THREADS = CLI_FIRST_LONG_OPTION,
+    OPT_EPOCHS,
+    OPT_LIMIT,
+    OPT_SECONDS,
+    OPT_COLD,
+    OPT_STEP_MS,
+    OPT_BATCH,
+    OPT_QUEUE_DEPTH,
+    OPT_TRACE,
+    OPT_JSON,
+    OPT_REPORT,
+    OPT_SIZE,
+    OPT_FIT,
+    OPT_NO_UPSCALE,
+    OPT_KEYS,
+    OPT_NO_SHUFFLE,
+    OPT_SEED,
+    OPT_SHUFFLE_BUFFER,
+    OPT_RTT,
+    OPT_CONNECTIONS,
+    OPT_WINDOW,
+    OPT_CACHE,
+    OPT_CACHE_DIR,
+    OPT_CACHE_LIMIT,
+    OPT_RETRIES,
+    OPT_TIMEOUT,
+    OPT_DIGESTS,
+    OPT_BANDWIDTH,
+    OPT_INTENSITY,
+    OPT_PEAK,
+    OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -177,8 +203,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     uint64_t v;
     uint32_t u;
     switch (opt) {
-    case OPT_THREADS:
-        return cli_parse_threads(PROG, optarg, &o->threads);
+    case OPT_THREADS: return cli_parse_threads(PROG, optarg, &o->threads);
     case OPT_EPOCHS:
         if (parse_u32(optarg, 1, MAX_EPOCHS, &o->epochs))
             return cli_usage_error(PROG, "--epochs: '%s' is not a number in 1..%d", optarg,
@@ -196,8 +221,10 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_COLD: o->cold = 1; break;
     case OPT_STEP_MS:
         if (parse_double(optarg, 0, MAX_MS, &o->step_ms))
-            return cli_usage_error(PROG, "--step-ms: '%s' is not a number of milliseconds in "
-                                   "0..%.0f", optarg, MAX_MS);
+            return cli_usage_error(PROG,
+                                   "--step-ms: '%s' is not a number of milliseconds in "
+                                   "0..%.0f",
+                                   optarg, MAX_MS);
         break;
     case OPT_BATCH:
         if (parse_u32(optarg, 1, MAX_BATCH, &o->batch))
@@ -206,16 +233,15 @@ static int parse_option(int opt, void *ctx, char **argv)
         break;
     case OPT_QUEUE_DEPTH:
         if (parse_u32(optarg, 1, MAX_BATCH, &o->queue_depth))
-            return cli_usage_error(PROG, "--queue-depth: '%s' is not a number in 1..%d",
-                                   optarg, MAX_BATCH);
+            return cli_usage_error(PROG, "--queue-depth: '%s' is not a number in 1..%d", optarg,
+                                   MAX_BATCH);
         break;
     case OPT_TRACE: c->trace_file = optarg; break;
     case OPT_JSON: c->json = 1; break;
     case OPT_REPORT: c->report_file = optarg; break;
     case OPT_SIZE:
         if (parse_u32(optarg, 1, MAX_SIZE, &o->size))
-            return cli_usage_error(PROG, "--size: '%s' is not a number in 1..%d", optarg,
-                                   MAX_SIZE);
+            return cli_usage_error(PROG, "--size: '%s' is not a number in 1..%d", optarg, MAX_SIZE);
         c->size_given = 1;
         break;
     case OPT_FIT:
@@ -232,13 +258,14 @@ static int parse_option(int opt, void *ctx, char **argv)
         break;
     case OPT_SHUFFLE_BUFFER:
         if (cli_parse_u64(optarg, 1, UINT64_MAX, &o->shuffle_buffer))
-            return cli_usage_error(PROG, "--shuffle-buffer: '%s' is not a positive number",
-                                   optarg);
+            return cli_usage_error(PROG, "--shuffle-buffer: '%s' is not a positive number", optarg);
         break;
     case OPT_RTT:
         if (parse_double(optarg, 0, MAX_MS, &o->reading.rtt_ms))
-            return cli_usage_error(PROG, "--rtt: '%s' is not a number of milliseconds in "
-                                   "0..%.0f", optarg, MAX_MS);
+            return cli_usage_error(PROG,
+                                   "--rtt: '%s' is not a number of milliseconds in "
+                                   "0..%.0f",
+                                   optarg, MAX_MS);
         break;
     case OPT_CONNECTIONS:
         if (parse_u32(optarg, 1, SHARD_DATASET_MAX_CONNECTIONS, &u))
@@ -257,13 +284,10 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "--cache: '%s' is not a size of at least 4K", optarg);
         o->reading.cache_bytes = v;
         break;
-    case OPT_CACHE_DIR:
-        o->reading.cache_dir = optarg;
-        break;
+    case OPT_CACHE_DIR: o->reading.cache_dir = optarg; break;
     case OPT_CACHE_LIMIT:
         if (cli_parse_size(optarg, &v) || !v)
-            return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1",
-                                   optarg);
+            return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1", optarg);
         o->reading.cache_limit = v;
         break;
     case OPT_RETRIES:
@@ -282,8 +306,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_BANDWIDTH: c->bandwidth = optarg; break;
     case OPT_INTENSITY: c->intensity = optarg; break;
     case OPT_PEAK: c->peak = optarg; break;
-    default:
-        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    default: return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
     return CLI_EXIT_OK;
 }
@@ -306,18 +329,20 @@ int options_parse(int argc, char **argv, struct options *c)
         if (!strcmp(pos[0], names[i]))
             cmd = i;
     if (cmd < 0)
-        return cli_usage_error(PROG, "unknown command '%s': files, shards, compare or "
-                               "roofline", pos[0]);
+        return cli_usage_error(PROG,
+                               "unknown command '%s': files, shards, compare or "
+                               "roofline",
+                               pos[0]);
     c->command = (enum command)cmd;
     if (n - 1 != operands[cmd])
-        return cli_usage_error(PROG, "'%s' takes %d operand%s, got %d", names[cmd],
-                               operands[cmd], operands[cmd] == 1 ? "" : "s", n - 1);
+        return cli_usage_error(PROG, "'%s' takes %d operand%s, got %d", names[cmd], operands[cmd],
+                               operands[cmd] == 1 ? "" : "s", n - 1);
     if (c->command == CMD_ROOFLINE) {
         if (!c->bandwidth || !c->intensity || !c->peak)
             return cli_usage_error(PROG, "roofline needs --bandwidth, --intensity and --peak");
         if (c->report_file)
             return cli_usage_error(PROG, "--report belongs to files, shards and compare: "
-                                   "roofline measures nothing");
+                                         "roofline measures nothing");
         return CLI_EXIT_OK;
     }
     if (c->bandwidth || c->intensity || c->peak)
@@ -332,14 +357,16 @@ int options_parse(int argc, char **argv, struct options *c)
     }
     if (c->digests_file && c->command == CMD_COMPARE)
         return cli_usage_error(PROG, "--digests: run files and shards separately");
-    if (c->command == CMD_SHARDS && (c->keys_file || c->size_given || c->fit_given ||
-                                     !c->bench.upscale))
+    if (c->command == CMD_SHARDS &&
+        (c->keys_file || c->size_given || c->fit_given || !c->bench.upscale))
         return cli_usage_error(PROG, "--keys, --size, --fit and --no-upscale belong to the "
-                               "files loader: shards are already at their size");
+                                     "files loader: shards are already at their size");
     if (c->command == CMD_FILES && !c->keys_file && shard_location_is_remote(c->src) &&
         strncmp(c->src, "s3://", 5))
-        return cli_usage_error(PROG, "'%s': a URL cannot be listed: give the sample keys with "
-                               "--keys FILE (or use compare with a dataset)", c->src);
+        return cli_usage_error(PROG,
+                               "'%s': a URL cannot be listed: give the sample keys with "
+                               "--keys FILE (or use compare with a dataset)",
+                               c->src);
     /* the run's outputs must be writable before an hour goes into the run */
     if ((c->trace_file && (rc = cli_check_output(PROG, "--trace", c->trace_file))) ||
         (c->digests_file && (rc = cli_check_output(PROG, "--digests", c->digests_file))) ||
@@ -347,4 +374,3 @@ int options_parse(int argc, char **argv, struct options *c)
         return rc;
     return CLI_EXIT_OK;
 }
-

@@ -22,8 +22,7 @@ double report_ratio(const struct report *r)
 
 const char *report_ratio_basis(const struct report *r)
 {
-    return r->files->steady.epochs && r->shards->steady.epochs ? "steady epochs"
-                                                               : "first epoch";
+    return r->files->steady.epochs && r->shards->steady.epochs ? "steady epochs" : "first epoch";
 }
 
 const struct bench_result *report_single(const struct report *r, const char **location)
@@ -86,7 +85,7 @@ static int wait_over_time(const struct bench_result *res, struct run_view *v)
     size_t kept = 0;
     for (size_t k = 0; k < points; k++) {
         if (!v->wait[k].batches)
-            continue;  /* no batch began in this slice (a long wait spans it) */
+            continue; /* no batch began in this slice (a long wait spans it) */
         v->wait[kept] = v->wait[k];
         v->wait[kept].seconds = slice * ((double)k + 0.5);
         v->wait[kept].wait_ms /= v->wait[kept].batches;
@@ -111,8 +110,7 @@ static int view_run(const struct bench_result *res, struct run_view *v)
     }
     /* latencies spread over decades read best on a log scale */
     enum cli_scale scale = isfinite(lo) && hi / lo > 50 ? CLI_SCALE_LOG : CLI_SCALE_LINEAR;
-    int rc = cli_histogram_make(&v->latency_ms, ms, res->batch_count, REPORT_LATENCY_BINS,
-                                scale);
+    int rc = cli_histogram_make(&v->latency_ms, ms, res->batch_count, REPORT_LATENCY_BINS, scale);
     free(ms);
     return rc ? rc : wait_over_time(res, v);
 }

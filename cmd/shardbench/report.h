@@ -26,34 +26,34 @@
 
 /* The consumer's wait for its batches around time t. */
 struct wait_point {
-    double seconds;      /* from the start of epoch 1: a batch's start, or a slice's middle */
-    double wait_ms;      /* a batch's latency, or the mean of the slice's batches */
-    uint32_t batches;    /* batches it stands for */
+    double seconds;   /* from the start of epoch 1: a batch's start, or a slice's middle */
+    double wait_ms;   /* a batch's latency, or the mean of the slice's batches */
+    uint32_t batches; /* batches it stands for */
 };
 
 /* What a run shows beyond its result. */
 struct run_view {
-    struct cli_histogram latency_ms;  /* every batch's latency, in ms */
-    struct wait_point *wait;          /* with a consumer step (step_ms > 0), else NULL */
+    struct cli_histogram latency_ms; /* every batch's latency, in ms */
+    struct wait_point *wait;         /* with a consumer step (step_ms > 0), else NULL */
     size_t wait_count;
 };
 
 /* The machine a run measured. */
 struct report_machine {
-    int cpus_available;   /* the CPUs this process may use (affinity, quota) */
-    long cpus_online;     /* the host's */
-    char cpu[128];        /* the CPU model, or "" */
-    char system[3 * 65 + 3];  /* kernel name, release and machine (uname) */
+    int cpus_available;      /* the CPUs this process may use (affinity, quota) */
+    long cpus_online;        /* the host's */
+    char cpu[128];           /* the CPU model, or "" */
+    char system[3 * 65 + 3]; /* kernel name, release and machine (uname) */
 };
 
 struct report {
-    enum command command;                     /* files, shards or compare */
-    const char *src;                          /* as shown: a URL's password redacted */
+    enum command command; /* files, shards or compare */
+    const char *src;      /* as shown: a URL's password redacted */
     const char *dst;
-    const struct bench_result *files;   /* the files run (files, compare) */
-    const struct bench_result *shards;  /* the shards run (shards, compare) */
-    const char *command_line;                 /* the exact command, quoted for a shell
-                                               * (cli_command_line, before getopt permutes it) */
+    const struct bench_result *files;  /* the files run (files, compare) */
+    const struct bench_result *shards; /* the shards run (shards, compare) */
+    const char *command_line;          /* the exact command, quoted for a shell
+                                        * (cli_command_line, before getopt permutes it) */
     /* set by report_prepare */
     struct report_machine machine;
     struct run_view files_view, shards_view;

@@ -24,8 +24,8 @@ static const struct bench_phase *phase_of(const struct bench_result *r, int i)
 }
 
 /* The runs of the report, files first: 1 or 2. */
-static size_t runs(const struct report *rep, const struct bench_result **out,
-                   const char **names, const char **locations)
+static size_t runs(const struct report *rep, const struct bench_result **out, const char **names,
+                   const char **locations)
 {
     size_t n = 0;
     if (rep->command != CMD_SHARDS) {
@@ -60,11 +60,12 @@ static void headline(FILE *out, const struct report *rep)
     }
     const char *location;
     const struct bench_result *r = report_single(rep, &location);
-    fprintf(out, "<div class=\"verdict ok\" id=\"headline\">%.1f samples/s", 
+    fprintf(out, "<div class=\"verdict ok\" id=\"headline\">%.1f samples/s",
             report_headline(r)->samples_per_second);
     fputs("<span class=\"detail\">", out);
-    html_textf(out, "%s, %s loader, %d threads.", r->steady.epochs ? "steady epochs" : "first epoch",
-               bench_mode_name(r->mode), r->threads);
+    html_textf(out, "%s, %s loader, %d threads.",
+               r->steady.epochs ? "steady epochs" : "first epoch", bench_mode_name(r->mode),
+               r->threads);
     fputs("</span></div>\n", out);
 }
 
@@ -101,9 +102,16 @@ static void throughput(FILE *out, const struct report *rep)
     snprintf(caption, sizeof caption, "Samples per second delivered to the consumer%s%s",
              n == 2 ? ", files against shards (shards/files in brackets)" : "",
              cold ? "; cold: the page cache dropped before every epoch" : "");
-    struct chart_bars c = {.id = "throughput", .caption = caption, .unit = "samples/s",
-                           .rows = nrows, .row_names = rows, .series = n, .series_names = names,
-                           .values = values, .row_notes = note_ptr, .decimals = 1};
+    struct chart_bars c = {.id = "throughput",
+                           .caption = caption,
+                           .unit = "samples/s",
+                           .rows = nrows,
+                           .row_names = rows,
+                           .series = n,
+                           .series_names = names,
+                           .values = values,
+                           .row_notes = note_ptr,
+                           .decimals = 1};
     chart_bars(out, &c);
 }
 
@@ -113,8 +121,8 @@ static void stages(FILE *out, const struct report *rep)
     const struct bench_result *res[2];
     const char *names[2], *locations[2];
     size_t n = runs(rep, res, names, locations);
-    static const enum bench_stage loader[LOADER_STAGES] = {
-        STAGE_READ, STAGE_DECOMPRESS, STAGE_DECODE, STAGE_RESIZE};
+    static const enum bench_stage loader[LOADER_STAGES] = {STAGE_READ, STAGE_DECOMPRESS,
+                                                           STAGE_DECODE, STAGE_RESIZE};
     const char *stage_names[LOADER_STAGES];
     double values[2 * LOADER_STAGES];
     for (int s = 0; s < LOADER_STAGES; s++)
@@ -125,9 +133,14 @@ static void stages(FILE *out, const struct report *rep)
     struct chart_bars c = {.id = "stages",
                            .caption = "Loader time per sample by stage (summed over the "
                                       "loader threads: what one sample costs), ms",
-                           .unit = "ms per sample", .rows = n, .row_names = names,
-                           .series = LOADER_STAGES, .series_names = stage_names,
-                           .values = values, .stacked = 1, .decimals = 3};
+                           .unit = "ms per sample",
+                           .rows = n,
+                           .row_names = names,
+                           .series = LOADER_STAGES,
+                           .series_names = stage_names,
+                           .values = values,
+                           .stacked = 1,
+                           .decimals = 3};
     chart_bars(out, &c);
 }
 
@@ -167,10 +180,11 @@ static void phase_cells(FILE *out, const struct bench_phase *ph)
 
 static void phase_table(FILE *out, const char *id, const struct bench_result *r)
 {
-    static const char *const head[] = {"phase", "#epochs", "#samples", "#seconds",
-                                       "#samples/s", "#MB/s", "#batch p50 ms",
-                                       "#batch p99 ms", "#waited", "#CPU s/sample",
-                                       "#bytes read", "#requests", "#retries"};
+    static const char *const head[] = {"phase",         "#epochs",       "#samples",
+                                       "#seconds",      "#samples/s",    "#MB/s",
+                                       "#batch p50 ms", "#batch p99 ms", "#waited",
+                                       "#CPU s/sample", "#bytes read",   "#requests",
+                                       "#retries"};
     phase_rows(out, id, head, sizeof head / sizeof *head, r, phase_cells);
 }
 
@@ -187,8 +201,8 @@ static void cache_cells(FILE *out, const struct bench_phase *ph)
  * its warning. */
 static void cache_table(FILE *out, const char *id, const struct bench_result *r)
 {
-    static const char *const head[] = {"node-local cache", "#hits", "#misses",
-                                       "#bytes fetched", "#evictions", "#shards uncached"};
+    static const char *const head[] = {"node-local cache", "#hits",      "#misses",
+                                       "#bytes fetched",   "#evictions", "#shards uncached"};
     phase_rows(out, id, head, sizeof head / sizeof *head, r, cache_cells);
     if (r->cache_warning[0]) {
         fputs("<p class=\"bad\">", out);
@@ -216,8 +230,8 @@ static void stage_table(FILE *out, const char *id, const struct bench_result *r)
     html_table_end(out);
 }
 
-static void run_section(FILE *out, const struct report *rep, const char *name,
-                        const char *location, const struct bench_result *r)
+static void run_section(FILE *out, const struct report *rep, const char *name, const char *location,
+                        const struct bench_result *r)
 {
     const struct run_view *v = report_view(rep, r);
     char id[64], heading[96], caption[200];
@@ -225,10 +239,11 @@ static void run_section(FILE *out, const struct report *rep, const char *name,
     html_section_begin(out, name, heading);
     fputs("<p>", out);
     html_bytes(out, location, strlen(location));
-    html_textf(out, "%s: %llu samples per epoch at %u px (%s), %d threads, batch %u, "
-                    "%u samples read ahead",
-               r->remote ? " (HTTP)" : "", (unsigned long long)r->samples_per_epoch,
-               r->size, shard_fit_name(r->fit), r->threads, r->batch, r->queue_depth);
+    html_textf(out,
+               "%s: %llu samples per epoch at %u px (%s), %d threads, batch %u, "
+               "%u samples read ahead",
+               r->remote ? " (HTTP)" : "", (unsigned long long)r->samples_per_epoch, r->size,
+               shard_fit_name(r->fit), r->threads, r->batch, r->queue_depth);
     if (r->step_ms > 0)
         html_textf(out, ", a consumer step of %.3g ms per batch", r->step_ms);
     if (r->remote)
@@ -239,16 +254,17 @@ static void run_section(FILE *out, const struct report *rep, const char *name,
     if (r->cold) {
         fputs("<p class=\"warn\">Cold: ", out);
         if (r->cold_dropped && r->cold_resident >= 0)
-            html_textf(out, "page cache dropped before each epoch (%.1f%% of the pages still "
-                            "cached afterwards, worst epoch). ",
+            html_textf(out,
+                       "page cache dropped before each epoch (%.1f%% of the pages still "
+                       "cached afterwards, worst epoch). ",
                        100 * r->cold_resident);
         html_text(out, r->cold_note);
         fputs("</p>\n", out);
     }
     if (report_errors(r)) {
         fputs("<p class=\"bad\">", out);
-        html_textf(out, "%llu samples failed; the first: %s",
-                   (unsigned long long)report_errors(r), r->first_error);
+        html_textf(out, "%llu samples failed; the first: %s", (unsigned long long)report_errors(r),
+                   r->first_error);
         fputs("</p>\n", out);
     }
     snprintf(id, sizeof id, "%s-phases", name);
@@ -268,9 +284,13 @@ static void run_section(FILE *out, const struct report *rep, const char *name,
              "holding all of it%s (%s bins)",
              r->step_ms > 0 ? "" : " (without a consumer step: the interval between batches)",
              cli_scale_name(v->latency_ms.scale));
-    struct chart_histogram lat = {.id = id, .caption = caption, .x_label = "ms",
-                                  .y_label = "batches", .h = &v->latency_ms,
-                                  .mark = ph->batch_p99 * REPORT_MS, .mark_label = mark};
+    struct chart_histogram lat = {.id = id,
+                                  .caption = caption,
+                                  .x_label = "ms",
+                                  .y_label = "batches",
+                                  .h = &v->latency_ms,
+                                  .mark = ph->batch_p99 * REPORT_MS,
+                                  .mark_label = mark};
     chart_histogram(out, &lat);
 
     if (r->step_ms > 0 && v->wait_count) {
@@ -286,10 +306,14 @@ static void run_section(FILE *out, const struct report *rep, const char *name,
                      "waited%s)",
                      100 * ph->wait_fraction,
                      v->wait_count < r->batch_count ? "; each point the mean of a slice" : "");
-            struct chart_line c = {.id = id, .caption = caption,
+            struct chart_line c = {.id = id,
+                                   .caption = caption,
                                    .x_label = "seconds since epoch 1 began",
-                                   .y_label = "ms waited", .points = v->wait_count, .x = x,
-                                   .y = y, .decimals = 3};
+                                   .y_label = "ms waited",
+                                   .points = v->wait_count,
+                                   .x = x,
+                                   .y = y,
+                                   .decimals = 3};
             chart_line(out, &c);
         }
         free(x);

@@ -33,8 +33,7 @@ static json_t *wait_json(const struct run_view *v)
     json_t *a = json_array();
     for (size_t i = 0; i < v->wait_count; i++)
         json_array_append_new(a, json_pack("{s:f, s:f, s:i}", "t", v->wait[i].seconds, "wait_ms",
-                                           v->wait[i].wait_ms, "batches",
-                                           (int)v->wait[i].batches));
+                                           v->wait[i].wait_ms, "batches", (int)v->wait[i].batches));
     return a;
 }
 
@@ -48,7 +47,7 @@ static json_t *run_json(const struct report *rep, const char *location,
                         const struct bench_result *r)
 {
     json_t *o = json_pack("{s:s}", "mode", bench_mode_name(r->mode));
-    cli_json_set_path(o, "location", location);  /* or location_hex */
+    cli_json_set_path(o, "location", location); /* or location_hex */
     json_t *rest = json_pack("{s:b, s:i, s:i, s:f, s:f, s:b, s:i, s:s, s:I, s:f, s:f, "
                              "s:f, s:o, s:o, s:I}",
                              "remote", r->remote, "threads", r->threads, "batch", (int)r->batch,
@@ -58,8 +57,8 @@ static json_t *run_json(const struct report *rep, const char *location,
                              (json_int_t)r->samples_per_epoch, "startup_seconds",
                              r->startup_seconds, "first_batch_seconds", r->first_batch_seconds,
                              "samples_per_second", report_headline(r)->samples_per_second,
-                             "first_epoch", phase_json(&r->first), "steady",
-                             phase_json(&r->steady), "errors", (json_int_t)report_errors(r));
+                             "first_epoch", phase_json(&r->first), "steady", phase_json(&r->steady),
+                             "errors", (json_int_t)report_errors(r));
     if (!o || !rest || json_object_update(o, rest)) {
         json_decref(o);
         json_decref(rest);

@@ -15,8 +15,8 @@ static void print_run(FILE *out, const char *location, const struct bench_result
     char bytes[32];
     fprintf(out, "%s %s%s: %llu sample%s per epoch at %u px (%s), %d thread%s, batch %u",
             bench_mode_name(r->mode), location, r->remote ? " (HTTP)" : "",
-            (unsigned long long)r->samples_per_epoch, r->samples_per_epoch == 1 ? "" : "s",
-            r->size, shard_fit_name(r->fit), r->threads, r->threads == 1 ? "" : "s", r->batch);
+            (unsigned long long)r->samples_per_epoch, r->samples_per_epoch == 1 ? "" : "s", r->size,
+            shard_fit_name(r->fit), r->threads, r->threads == 1 ? "" : "s", r->batch);
     if (r->step_ms > 0)
         fprintf(out, ", consumer step %.3g ms", r->step_ms);
     if (r->remote)
@@ -49,29 +49,31 @@ static void print_run(FILE *out, const char *location, const struct bench_result
     fprintf(out, "\n  bytes read %s", cli_format_bytes(ph->bytes_read, bytes, sizeof bytes));
     if (r->remote)
         fprintf(out, ", %llu HTTP requests, %llu retries, %.3f s of simulated rtt slept",
-                (unsigned long long)ph->requests, (unsigned long long)ph->retries,
-                ph->rtt_seconds);
+                (unsigned long long)ph->requests, (unsigned long long)ph->retries, ph->rtt_seconds);
     fprintf(out, "\n");
     if (r->cached)
-        fprintf(out, "  node-local cache: %llu hits, %llu misses, %s fetched, %llu evictions, "
-                "%llu shards read uncached\n", (unsigned long long)ph->cache_hits,
-                (unsigned long long)ph->cache_misses,
+        fprintf(out,
+                "  node-local cache: %llu hits, %llu misses, %s fetched, %llu evictions, "
+                "%llu shards read uncached\n",
+                (unsigned long long)ph->cache_hits, (unsigned long long)ph->cache_misses,
                 cli_format_bytes(ph->cache_bytes_fetched, bytes, sizeof bytes),
                 (unsigned long long)ph->cache_evictions, (unsigned long long)ph->cache_skipped);
     if (r->step_ms > 0)
         fprintf(out, "  the consumer waited for input %.1f%% of the time (input-bound share)\n",
                 100 * ph->wait_fraction);
     if (r->cold && r->cold_dropped && r->cold_resident >= 0)
-        fprintf(out, "  cold: page cache dropped before each epoch (%.1f%% of the pages still "
-                "cached afterwards, worst epoch)\n", 100 * r->cold_resident);
+        fprintf(out,
+                "  cold: page cache dropped before each epoch (%.1f%% of the pages still "
+                "cached afterwards, worst epoch)\n",
+                100 * r->cold_resident);
     else if (r->cold)
         fprintf(out, "  cold: %s\n",
                 r->cold_dropped ? "page cache dropped before each epoch" : "NOT cold");
     if (r->cold && r->cold_note[0])
         fprintf(out, "        %s\n", r->cold_note);
     if (report_errors(r))
-        fprintf(out, "  %llu samples failed; the first: %s\n",
-                 (unsigned long long)report_errors(r), r->first_error);
+        fprintf(out, "  %llu samples failed; the first: %s\n", (unsigned long long)report_errors(r),
+                r->first_error);
 }
 
 void report_write_text(const struct report *r, FILE *out)
@@ -84,6 +86,6 @@ void report_write_text(const struct report *r, FILE *out)
     }
     print_run(out, r->src, r->files);
     print_run(out, r->dst, r->shards);
-    fprintf(out, "shards/files: %.2fx samples per second (%s, same %d threads)\n",
-             report_ratio(r), report_ratio_basis(r), r->files->threads);
+    fprintf(out, "shards/files: %.2fx samples per second (%s, same %d threads)\n", report_ratio(r),
+            report_ratio_basis(r), r->files->threads);
 }

@@ -79,11 +79,9 @@ static int parse_option(int opt, void *ctx, char **argv)
         if (cli_parse_u64(optarg, 0, UINT64_MAX, &o->limit))
             return cli_usage_error(PROG, "--limit: '%s' is not a whole number", optarg);
         break;
-    case OPT_THREADS:
-        return cli_parse_threads(PROG, optarg, &o->threads);
+    case OPT_THREADS: return cli_parse_threads(PROG, optarg, &o->threads);
     case OPT_DRAW: o->draw = 1; break;
-    default:
-        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    default: return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
     return CLI_EXIT_OK;
 }

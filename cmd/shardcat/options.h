@@ -6,12 +6,12 @@
 
 struct options {
     const char *dst;
-    const char *out;          /* --out DIR (checked: out_dir_check) */
-    char **keys;              /* KEY... */
+    const char *out; /* --out DIR (checked: out_dir_check) */
+    char **keys;     /* KEY... */
     int key_count;
-    uint64_t limit;           /* UINT64_MAX: no limit */
-    int threads;              /* 0: the CPUs this process may use */
-    int draw;                 /* --draw: boxes and mask outlines drawn on the PNGs */
+    uint64_t limit; /* UINT64_MAX: no limit */
+    int threads;    /* 0: the CPUs this process may use */
+    int draw;       /* --draw: boxes and mask outlines drawn on the PNGs */
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

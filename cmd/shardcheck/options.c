@@ -94,10 +94,24 @@ static const char usage_text[] =
     "or the --report page could not be written; 2 usage error, found before any\n"
     "work (a --report FILE that cannot be written included).\n";
 enum {
-    OPT_DEEP = CLI_FIRST_LONG_OPTION, OPT_SOURCE, OPT_LABELS, OPT_ANNOTATIONS, OPT_FIDELITY,
+    OPT_DEEP = CLI_FIRST_LONG_OPTION,
+    OPT_SOURCE,
+    OPT_LABELS,
+    OPT_ANNOTATIONS,
+    OPT_FIDELITY,
     OPT_MIN_PSNR,
-    OPT_VISITATION, OPT_EPOCHS, OPT_SEED, OPT_SHUFFLE_BUFFER, OPT_REMAINDER, OPT_NO_SHUFFLE,
-    OPT_JSON, OPT_REPORT, OPT_THREADS, OPT_CACHE_DIR, OPT_CACHE_LIMIT, OPT_VERSION,
+    OPT_VISITATION,
+    OPT_EPOCHS,
+    OPT_SEED,
+    OPT_SHUFFLE_BUFFER,
+    OPT_REMAINDER,
+    OPT_NO_SHUFFLE,
+    OPT_JSON,
+    OPT_REPORT,
+    OPT_THREADS,
+    OPT_CACHE_DIR,
+    OPT_CACHE_LIMIT,
+    OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -150,15 +164,19 @@ static int parse_option(int opt, void *ctx, char **argv)
         break;
     case OPT_MIN_PSNR:
         if (parse_psnr(optarg, &v->min_psnr))
-            return cli_usage_error(PROG, "--min-psnr: '%s' is not a number of dB in "
-                                   "(0, %d]", optarg, MAX_PSNR);
+            return cli_usage_error(PROG,
+                                   "--min-psnr: '%s' is not a number of dB in "
+                                   "(0, %d]",
+                                   optarg, MAX_PSNR);
         break;
     case OPT_VISITATION:
         n = cli_parse_u32_list(optarg, 1, MAX_WORLD_SIZE, v->world_sizes,
                                SHARD_VERIFY_MAX_WORLD_SIZES);
         if (n < 0)
-            return cli_usage_error(PROG, "--visitation: '%s' is not a list of world sizes "
-                                   "in 1..%d (e.g. 1,2,8)", optarg, MAX_WORLD_SIZE);
+            return cli_usage_error(PROG,
+                                   "--visitation: '%s' is not a list of world sizes "
+                                   "in 1..%d (e.g. 1,2,8)",
+                                   optarg, MAX_WORLD_SIZE);
         v->world_size_count = (size_t)n;
         break;
     case OPT_EPOCHS:
@@ -172,8 +190,7 @@ static int parse_option(int opt, void *ctx, char **argv)
         break;
     case OPT_SHUFFLE_BUFFER:
         if (cli_parse_u64(optarg, 0, UINT64_MAX, &v->plan.shuffle_buffer))
-            return cli_usage_error(PROG, "--shuffle-buffer: '%s' is not a whole number",
-                                   optarg);
+            return cli_usage_error(PROG, "--shuffle-buffer: '%s' is not a whole number", optarg);
         break;
     case OPT_REMAINDER:
         if (shard_remainder_parse(optarg, &v->plan.remainder))
@@ -182,22 +199,18 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_NO_SHUFFLE: v->plan.shuffle = 0; break;
     case OPT_JSON: o->json = 1; break;
     case OPT_REPORT: o->report_file = optarg; break;
-    case OPT_THREADS:
-        return cli_parse_threads(PROG, optarg, &v->threads);
+    case OPT_THREADS: return cli_parse_threads(PROG, optarg, &v->threads);
     case OPT_CACHE_DIR:
     case OPT_CACHE_LIMIT: {
         /* the reader takes them from the environment (shard_dataset_options) */
         uint64_t size;
         if (opt == OPT_CACHE_LIMIT && (cli_parse_size(optarg, &size) || !size))
-            return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1",
-                                   optarg);
-        if (setenv(opt == OPT_CACHE_DIR ? "SHARDKIT_CACHE_DIR" : "SHARDKIT_CACHE_LIMIT", optarg,
-                   1))
+            return cli_usage_error(PROG, "--cache-limit: '%s' is not a size of at least 1", optarg);
+        if (setenv(opt == OPT_CACHE_DIR ? "SHARDKIT_CACHE_DIR" : "SHARDKIT_CACHE_LIMIT", optarg, 1))
             return cli_usage_error(PROG, "out of memory");
         break;
     }
-    default:
-        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    default: return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
     return CLI_EXIT_OK;
 }

@@ -72,7 +72,7 @@ static void release_signals(void)
 int main(int argc, char **argv)
 {
     cli_check_stdout_at_exit("shardify");
-    if (argc > 1 && !strcmp(argv[1], "merge"))  /* a SRC named so is given as ./merge */
+    if (argc > 1 && !strcmp(argv[1], "merge")) /* a SRC named so is given as ./merge */
         return merge_main(argc - 1, argv + 1);
     struct options o;
     int rc = options_parse(argc, argv, &o);

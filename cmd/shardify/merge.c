@@ -60,8 +60,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     switch (opt) {
     case OPT_JSON: o->json = 1; break;
     case OPT_QUIET: o->quiet = 1; break;
-    default:
-        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    default: return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
     return CLI_EXIT_OK;
 }
@@ -82,10 +81,11 @@ int merge_main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "%s: %s\n", PROG, err.msg);
     else if (!o.quiet)
-        fprintf(stderr, "%s: published '%s' from %u parts: %llu samples, %llu rejected, %u "
-                "shards, %llu bytes in %.3f s\n", PROG, dst, s.parts,
-                (unsigned long long)s.samples, (unsigned long long)s.rejected, s.shards,
-                (unsigned long long)s.bytes, s.seconds);
+        fprintf(stderr,
+                "%s: published '%s' from %u parts: %llu samples, %llu rejected, %u "
+                "shards, %llu bytes in %.3f s\n",
+                PROG, dst, s.parts, (unsigned long long)s.samples, (unsigned long long)s.rejected,
+                s.shards, (unsigned long long)s.bytes, s.seconds);
     if (o.json) {
         json_t *j = json_object();
         json_object_set_new(j, "status", json_string(rc ? "failed" : "ok"));

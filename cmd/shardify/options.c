@@ -130,12 +130,36 @@ static const char usage_text[] =
     "work.\n";
 
 enum {
-    OPT_SIZE = CLI_FIRST_LONG_OPTION, OPT_FIT, OPT_NO_UPSCALE, OPT_CODEC, OPT_QUALITY,
-    OPT_ZSTD_LEVEL, OPT_SHARD_SIZE, OPT_LABELS, OPT_SEED, OPT_NO_SHUFFLE, OPT_THREADS,
-    OPT_MAX_PIXELS, OPT_MAX_FILE_SIZE, OPT_ON_ERROR, OPT_RESUME, OPT_OVERWRITE, OPT_JSON,
-    OPT_QUIET, OPT_VERSION, OPT_WORK_DIR, OPT_PART, OPT_PARTS, OPT_INCREMENTAL,
-    OPT_INCREMENTAL_OR_FULL, OPT_FIELD, OPT_ANNOTATIONS, OPT_COCO, OPT_COCO_MASK,
-    OPT_MAX_FIELD_BYTES, OPT_ARCHIVES,
+    OPT_SIZE = CLI_FIRST_LONG_OPTION,
+    OPT_FIT,
+    OPT_NO_UPSCALE,
+    OPT_CODEC,
+    OPT_QUALITY,
+    OPT_ZSTD_LEVEL,
+    OPT_SHARD_SIZE,
+    OPT_LABELS,
+    OPT_SEED,
+    OPT_NO_SHUFFLE,
+    OPT_THREADS,
+    OPT_MAX_PIXELS,
+    OPT_MAX_FILE_SIZE,
+    OPT_ON_ERROR,
+    OPT_RESUME,
+    OPT_OVERWRITE,
+    OPT_JSON,
+    OPT_QUIET,
+    OPT_VERSION,
+    OPT_WORK_DIR,
+    OPT_PART,
+    OPT_PARTS,
+    OPT_INCREMENTAL,
+    OPT_INCREMENTAL_OR_FULL,
+    OPT_FIELD,
+    OPT_ANNOTATIONS,
+    OPT_COCO,
+    OPT_COCO_MASK,
+    OPT_MAX_FIELD_BYTES,
+    OPT_ARCHIVES,
 };
 
 static const struct option long_options[] = {
@@ -178,9 +202,9 @@ struct parsing {
     struct options *o;
     int resume;
     int overwrite;
-    const char *part;   /* --part, resolved once every option is read */
-    uint64_t parts;     /* --parts, 0 when not given */
-    int incremental;   /* --incremental and --incremental-or-full given */
+    const char *part; /* --part, resolved once every option is read */
+    uint64_t parts;   /* --parts, 0 when not given */
+    int incremental;  /* --incremental and --incremental-or-full given */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -194,8 +218,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     switch (opt) {
     case OPT_SIZE:
         if (cli_parse_u64(optarg, 1, MAX_SIZE, &v))
-            return cli_usage_error(PROG, "--size: '%s' is not a number in 1..%d", optarg,
-                                   MAX_SIZE);
+            return cli_usage_error(PROG, "--size: '%s' is not a number in 1..%d", optarg, MAX_SIZE);
         cfg->size = (uint32_t)v;
         break;
     case OPT_FIT:
@@ -213,17 +236,19 @@ static int parse_option(int opt, void *ctx, char **argv)
         cfg->quality = (int)v;
         break;
     case OPT_ZSTD_LEVEL:
-        if (cli_parse_i64(optarg, SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX, &level) ||
-            level == 0)
-            return cli_usage_error(PROG, "--zstd-level: '%s' is not a number in %d..%d "
-                                   "other than 0", optarg, SHARD_ZSTD_LEVEL_MIN,
-                                   SHARD_ZSTD_LEVEL_MAX);
+        if (cli_parse_i64(optarg, SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX, &level) || level == 0)
+            return cli_usage_error(PROG,
+                                   "--zstd-level: '%s' is not a number in %d..%d "
+                                   "other than 0",
+                                   optarg, SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX);
         cfg->zstd_level = (int)level;
         break;
     case OPT_SHARD_SIZE:
         if (cli_parse_size(optarg, &cfg->shard_size) || cfg->shard_size < MIN_SHARD_SIZE)
-            return cli_usage_error(PROG, "--shard-size: '%s' is not a size of at least 4K "
-                                   "(e.g. 256M, 1G)", optarg);
+            return cli_usage_error(PROG,
+                                   "--shard-size: '%s' is not a size of at least 4K "
+                                   "(e.g. 256M, 1G)",
+                                   optarg);
         break;
     case OPT_LABELS: o->run.labels = optarg; break;
     case OPT_FIELD:
@@ -253,8 +278,7 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "--shuffle-seed: '%s' is not a whole number", optarg);
         break;
     case OPT_NO_SHUFFLE: cfg->shuffle = 0; break;
-    case OPT_THREADS:
-        return cli_parse_threads(PROG, optarg, &o->run.threads);
+    case OPT_THREADS: return cli_parse_threads(PROG, optarg, &o->run.threads);
     case OPT_MAX_PIXELS:
         if (cli_parse_u64(optarg, 1, UINT64_MAX / 8, &cfg->max_pixels))
             return cli_usage_error(PROG, "--max-pixels: '%s' is not a positive number", optarg);
@@ -290,8 +314,7 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "give one --incremental or --incremental-or-full");
         o->run.incremental = optarg;
         break;
-    default:
-        return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
+    default: return cli_other_option(PROG, opt, OPT_VERSION, usage_text, long_options, argv);
     }
     return CLI_EXIT_OK;
 }
@@ -306,7 +329,8 @@ static int check_previous(const struct options *o)
     if (rc == SHARD_EINVAL || (rc == SHARD_EMISMATCH && !o->run.incremental_or_full))
         return cli_usage_error(PROG, "%s%s", err.msg,
                                rc == SHARD_EMISMATCH ? "; pass --incremental-or-full PREV "
-                                                       "to rebuild in full" : "");
+                                                       "to rebuild in full"
+                                                     : "");
     if (rc && !o->run.incremental_or_full) {
         fprintf(stderr, "%s: --incremental: %s\n", PROG, err.msg);
         return CLI_EXIT_FAILED;
@@ -328,13 +352,11 @@ int options_parse(int argc, char **argv, struct options *o)
         return cli_usage_error(PROG, "--parts is for --part auto (or --part I/N)");
     if (p.part && p.incremental)
         return cli_usage_error(PROG, "--part and --incremental cannot be used together: convert "
-                               "the parts in full, or the whole dataset incrementally");
-    if (p.part && (rc = part_resolve(PROG, p.part, p.parts, SHARDIFY_MAX_PARTS, &o->run.part,
-                                     &o->run.parts)))
+                                     "the parts in full, or the whole dataset incrementally");
+    if (p.part &&
+        (rc = part_resolve(PROG, p.part, p.parts, SHARDIFY_MAX_PARTS, &o->run.part, &o->run.parts)))
         return rc;
-    o->run.mode = p.resume      ? SHARDIFY_RESUME
-                  : p.overwrite ? SHARDIFY_OVERWRITE
-                                : SHARDIFY_FRESH;
+    o->run.mode = p.resume ? SHARDIFY_RESUME : p.overwrite ? SHARDIFY_OVERWRITE : SHARDIFY_FRESH;
     if (argc - optind != 2)
         return cli_usage_error(PROG, "expected SRC and DST, got %d operand%s", argc - optind,
                                argc - optind == 1 ? "" : "s");
@@ -342,7 +364,7 @@ int options_parse(int argc, char **argv, struct options *o)
     o->dst = argv[optind + 1];
     if (o->run.work_dir && strncmp(o->dst, "s3://", 5))
         return cli_usage_error(PROG, "--work-dir is for an s3:// DST; a local DST keeps its "
-                               "work in DST/.shardify");
+                                     "work in DST/.shardify");
     for (uint32_t i = 0; i < o->run.field_count; i++) {
         /* a declaration that cannot be read is a usage error, named */
         struct shard_field_decl d;
@@ -361,7 +383,7 @@ int options_parse(int argc, char **argv, struct options *o)
     if (o->run.annotations && !o->run.field_count &&
         !(o->run.labels && !strncmp(o->run.labels, "column:", 7)))
         return cli_usage_error(PROG, "--annotations is read by --field or --labels column:NAME, "
-                               "and neither is given");
+                                     "and neither is given");
     if (o->run.coco_mask && !o->run.coco)
         return cli_usage_error(PROG, "--coco-mask needs --coco FILE");
     if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)

@@ -5,12 +5,12 @@
 #include "shardkit.h"
 
 struct options {
-    struct shardify_options run;   /* what shardify_run takes */
+    struct shardify_options run; /* what shardify_run takes */
     const char *src;
     const char *dst;
-    int json;                      /* --json: the summary as JSON on stdout */
-    int quiet;                     /* --quiet: no progress or summary on stderr */
-    const char *fields[SHARD_FIELDS_MAX + 1];  /* --field, in order (run.fields points here) */
+    int json;                                 /* --json: the summary as JSON on stdout */
+    int quiet;                                /* --quiet: no progress or summary on stderr */
+    const char *fields[SHARD_FIELDS_MAX + 1]; /* --field, in order (run.fields points here) */
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

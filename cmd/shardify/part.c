@@ -40,10 +40,11 @@ static int from_slurm(const char *prog, uint64_t parts_option, uint64_t *index, 
     if (step == 0)
         return cli_usage_error(prog, "--part auto: %s is 0", SLURM_STEP);
     if (id < min || (id - min) % step != 0 || (id - min) / step >= *count)
-        return cli_usage_error(prog, "--part auto: %s=%llu is not one of the %llu tasks of an "
-                               "array from %s=%llu by %llu", SLURM_ID, (unsigned long long)id,
-                               (unsigned long long)*count, SLURM_MIN, (unsigned long long)min,
-                               (unsigned long long)step);
+        return cli_usage_error(prog,
+                               "--part auto: %s=%llu is not one of the %llu tasks of an "
+                               "array from %s=%llu by %llu",
+                               SLURM_ID, (unsigned long long)id, (unsigned long long)*count,
+                               SLURM_MIN, (unsigned long long)min, (unsigned long long)step);
     if (parts_option && parts_option != *count)
         return cli_usage_error(prog, "--part auto: --parts %llu, but %s is %llu",
                                (unsigned long long)parts_option, SLURM_COUNT,
@@ -61,8 +62,10 @@ static int from_kubernetes(const char *prog, uint64_t parts_option, uint64_t *in
     if (rc)
         return rc;
     if (!parts_option)
-        return cli_usage_error(prog, "--part auto: %s is set (a Kubernetes Indexed Job): give "
-                               "the job's completions with --parts N", K8S_INDEX);
+        return cli_usage_error(prog,
+                               "--part auto: %s is set (a Kubernetes Indexed Job): give "
+                               "the job's completions with --parts N",
+                               K8S_INDEX);
     *count = parts_option;
     if (*index >= *count)
         return cli_usage_error(prog, "--part auto: %s=%llu is not below --parts %llu", K8S_INDEX,
@@ -78,11 +81,15 @@ int part_resolve(const char *prog, const char *value, uint64_t parts_option, uin
     if (!strcmp(value, "auto")) {
         int slurm = getenv(SLURM_ID) != NULL, k8s = getenv(K8S_INDEX) != NULL;
         if (slurm && k8s)
-            return cli_usage_error(prog, "--part auto: both %s (Slurm) and %s (Kubernetes) are "
-                                   "set", SLURM_ID, K8S_INDEX);
+            return cli_usage_error(prog,
+                                   "--part auto: both %s (Slurm) and %s (Kubernetes) are "
+                                   "set",
+                                   SLURM_ID, K8S_INDEX);
         if (!slurm && !k8s)
-            return cli_usage_error(prog, "--part auto: neither %s (a Slurm job array) nor %s (a "
-                                   "Kubernetes Indexed Job) is set", SLURM_ID, K8S_INDEX);
+            return cli_usage_error(prog,
+                                   "--part auto: neither %s (a Slurm job array) nor %s (a "
+                                   "Kubernetes Indexed Job) is set",
+                                   SLURM_ID, K8S_INDEX);
         rc = slurm ? from_slurm(prog, parts_option, &index, &count)
                    : from_kubernetes(prog, parts_option, &index, &count);
         if (rc)

@@ -15,10 +15,10 @@
 struct report {
     const char *src;
     const char *dst;
-    const struct shardify_options *options;  /* what the run was asked */
-    int status;                              /* shardify_run's result: 0 or a shard_status */
-    const struct shard_err *err;             /* why, when status is not 0 */
-    const struct shardify_summary *summary;  /* the counts, as far as the run got */
+    const struct shardify_options *options; /* what the run was asked */
+    int status;                             /* shardify_run's result: 0 or a shard_status */
+    const struct shard_err *err;            /* why, when status is not 0 */
+    const struct shardify_summary *summary; /* the counts, as far as the run got */
 };
 
 typedef void report_writer(const struct report *r, FILE *out);

@@ -47,15 +47,14 @@ static json_t *lineage_json(const struct shard_lineage *l, int fields)
     char hex[17];
     shard_hex64(l->previous_manifest_xxh3, hex);
     if (l->full_rebuild)
-        return json_pack("{ssss}", "previous_manifest_xxh3", hex, "full_rebuild",
-                         l->full_rebuild);
+        return json_pack("{ssss}", "previous_manifest_xxh3", hex, "full_rebuild", l->full_rebuild);
     json_t *o = json_pack("{sssIsIsIsIsIsIsIsI}", "previous_manifest_xxh3", hex, "added",
                           (json_int_t)l->added, "changed", (json_int_t)l->changed, "unchanged",
                           (json_int_t)l->unchanged, "removed", (json_int_t)l->removed, "reused",
                           (json_int_t)l->reused, "relabeled", (json_int_t)l->relabeled,
                           "rejected_again", (json_int_t)l->rejected_again, "reconverted",
                           (json_int_t)l->reconverted);
-    if (o && fields)  /* a dataset with fields: as its manifest's lineage */
+    if (o && fields) /* a dataset with fields: as its manifest's lineage */
         json_object_set_new(o, "refielded", json_integer((json_int_t)l->refielded));
     return o;
 }
@@ -90,7 +89,7 @@ void report_write_json(const struct report *r, FILE *out)
     json_object_set_new(o, "timing", timing_json(&s->timing));
     if (s->has_lineage)
         json_object_set_new(o, "lineage", lineage_json(&s->lineage, s->field_count > 0));
-    if (s->field_count) {  /* a dataset with fields */
+    if (s->field_count) { /* a dataset with fields */
         json_t *fields = json_object();
         for (uint32_t i = 0; i < s->field_count; i++)
             json_object_set_new(fields, s->field_names[i],
@@ -104,8 +103,7 @@ void report_write_json(const struct report *r, FILE *out)
         json_object_set_new(o, "coco_images", json_integer((json_int_t)s->coco_images));
         json_object_set_new(o, "coco_images_unmatched",
                             json_integer((json_int_t)s->coco_images_unmatched));
-        json_object_set_new(o, "coco_annotations",
-                            json_integer((json_int_t)s->coco_annotations));
+        json_object_set_new(o, "coco_annotations", json_integer((json_int_t)s->coco_annotations));
         json_object_set_new(o, "coco_annotations_unmatched",
                             json_integer((json_int_t)s->coco_annotations_unmatched));
         json_object_set_new(o, "boxes", json_integer((json_int_t)s->boxes));

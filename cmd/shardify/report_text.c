@@ -44,22 +44,25 @@ static void write_lineage(const struct report *r, FILE *out)
         fprintf(out, "%s: full rebuild, nothing reused from '%s': %s\n", PROG,
                 r->options->incremental, l->full_rebuild);
     else
-        fprintf(out, "%s: incremental from '%s': %llu added, %llu changed, %llu removed, "
+        fprintf(out,
+                "%s: incremental from '%s': %llu added, %llu changed, %llu removed, "
                 "%llu unchanged; %llu records reused, %llu relabeled, %llu rejects repeated, "
-                "%llu reconverted (damaged in '%s')\n", PROG, r->options->incremental,
-                (unsigned long long)l->added, (unsigned long long)l->changed,
-                (unsigned long long)l->removed, (unsigned long long)l->unchanged,
-                (unsigned long long)l->reused, (unsigned long long)l->relabeled,
-                (unsigned long long)l->rejected_again, (unsigned long long)l->reconverted,
-                r->options->incremental);
+                "%llu reconverted (damaged in '%s')\n",
+                PROG, r->options->incremental, (unsigned long long)l->added,
+                (unsigned long long)l->changed, (unsigned long long)l->removed,
+                (unsigned long long)l->unchanged, (unsigned long long)l->reused,
+                (unsigned long long)l->relabeled, (unsigned long long)l->rejected_again,
+                (unsigned long long)l->reconverted, r->options->incremental);
     if (!l->full_rebuild && s->field_count)
-        fprintf(out, "%s: %llu unchanged image%s with changed fields: stored pixels kept, "
-                "fields of now\n", PROG, (unsigned long long)l->refielded,
-                l->refielded == 1 ? "" : "s");
-    fprintf(out, "%s: time: scan %.2f s, convert %.2f s (writing shards %.2f s), publish "
+        fprintf(out,
+                "%s: %llu unchanged image%s with changed fields: stored pixels kept, "
+                "fields of now\n",
+                PROG, (unsigned long long)l->refielded, l->refielded == 1 ? "" : "s");
+    fprintf(out,
+            "%s: time: scan %.2f s, convert %.2f s (writing shards %.2f s), publish "
             "%.2f s; per-file work (thread-seconds): read %.2f, hash %.2f, decode %.2f, copy "
-            "%.2f\n", PROG, t->scan, t->convert, t->write, t->publish, t->read, t->hash,
-            t->decode, t->copy);
+            "%.2f\n",
+            PROG, t->scan, t->convert, t->write, t->publish, t->read, t->hash, t->decode, t->copy);
 }
 
 void report_write_text(const struct report *r, FILE *out)
@@ -81,12 +84,12 @@ void report_write_text(const struct report *r, FILE *out)
             s->threads == 1 ? "" : "s");
     const char *labels = r->options->labels;
     if (s->unlabeled && !(labels && !strcmp(labels, "none")))
-        fprintf(out, "%s: %llu sample%s without a label\n", PROG,
-                (unsigned long long)s->unlabeled, s->unlabeled == 1 ? "" : "s");
+        fprintf(out, "%s: %llu sample%s without a label\n", PROG, (unsigned long long)s->unlabeled,
+                s->unlabeled == 1 ? "" : "s");
     if (s->label_rows_unmatched)
-        fprintf(out, "%s: %llu of the %llu rows of the label file name no file of '%s'\n",
-                PROG, (unsigned long long)s->label_rows_unmatched,
-                (unsigned long long)s->label_rows, r->src);
+        fprintf(out, "%s: %llu of the %llu rows of the label file name no file of '%s'\n", PROG,
+                (unsigned long long)s->label_rows_unmatched, (unsigned long long)s->label_rows,
+                r->src);
     if (s->field_count) {
         fprintf(out, "%s: fields:", PROG);
         for (uint32_t i = 0; i < s->field_count; i++)
@@ -96,27 +99,31 @@ void report_write_text(const struct report *r, FILE *out)
                 (unsigned long long)s->sidecars, s->sidecars == 1 ? "" : "s");
     }
     if (s->orphans)
-        fprintf(out, "%s: %llu sidecar file%s of no image (listed in %s/manifest.json as "
-                "\"orphans\")\n", PROG, (unsigned long long)s->orphans,
-                s->orphans == 1 ? "" : "s", r->dst);
+        fprintf(out,
+                "%s: %llu sidecar file%s of no image (listed in %s/manifest.json as "
+                "\"orphans\")\n",
+                PROG, (unsigned long long)s->orphans, s->orphans == 1 ? "" : "s", r->dst);
     if (s->annotation_rows_unmatched)
         fprintf(out, "%s: %llu of the %llu rows of the annotation table name no file of '%s'\n",
                 PROG, (unsigned long long)s->annotation_rows_unmatched,
                 (unsigned long long)s->annotation_rows, r->src);
     if (s->coco_images)
-        fprintf(out, "%s: COCO file: %llu of %llu images and %llu of %llu annotations name "
-                "no file of '%s'\n", PROG, (unsigned long long)s->coco_images_unmatched,
+        fprintf(out,
+                "%s: COCO file: %llu of %llu images and %llu of %llu annotations name "
+                "no file of '%s'\n",
+                PROG, (unsigned long long)s->coco_images_unmatched,
                 (unsigned long long)s->coco_images,
                 (unsigned long long)s->coco_annotations_unmatched,
                 (unsigned long long)s->coco_annotations, r->src);
     if (s->boxes || s->boxes_dropped)
         fprintf(out, "%s: %llu boxes stored, %llu left empty by the crop (not stored)\n", PROG,
                 (unsigned long long)s->boxes, (unsigned long long)s->boxes_dropped);
-    if (r->options->parts)  /* a conversion in parts: this is one of them */
-        fprintf(out, "%s: part %u of %u is in '%s/%s/%u-of-%u'; once all %u are: shardify "
-                "merge '%s'\n", PROG, r->options->part, r->options->parts, r->dst,
-                SHARDIFY_PARTS_DIR, r->options->part, r->options->parts, r->options->parts,
-                r->dst);
+    if (r->options->parts) /* a conversion in parts: this is one of them */
+        fprintf(out,
+                "%s: part %u of %u is in '%s/%s/%u-of-%u'; once all %u are: shardify "
+                "merge '%s'\n",
+                PROG, r->options->part, r->options->parts, r->dst, SHARDIFY_PARTS_DIR,
+                r->options->part, r->options->parts, r->options->parts, r->dst);
     if (s->has_lineage)
         write_lineage(r, out);
     if (s->reused_shards)
@@ -129,8 +136,10 @@ void report_write_text(const struct report *r, FILE *out)
         fprintf(out, "  ... and %llu more (all are listed in %s/manifest.json)\n",
                 (unsigned long long)(s->reject_count - REJECTS_SHOWN), r->dst);
     if (s->warned)
-        fprintf(out, "%s: %llu sample%s stored despite a decoder warning (no pixel data "
-                "lost):\n", PROG, (unsigned long long)s->warned, s->warned == 1 ? "" : "s");
+        fprintf(out,
+                "%s: %llu sample%s stored despite a decoder warning (no pixel data "
+                "lost):\n",
+                PROG, (unsigned long long)s->warned, s->warned == 1 ? "" : "s");
     for (uint64_t i = 0; i < s->warning_count && i < REJECTS_SHOWN; i++)
         write_listed(out, "warning", s->warnings[i].key, s->warnings[i].key_len,
                      s->warnings[i].warning);

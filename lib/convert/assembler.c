@@ -21,36 +21,36 @@ struct assembler {
     uint64_t unlabeled;
     uint64_t samples;
     uint64_t bytes;
-    uint64_t *field_samples;  /* per declared field: samples that have it */
-    uint64_t sidecars;        /* sidecar files stored as fields */
+    uint64_t *field_samples; /* per declared field: samples that have it */
+    uint64_t sidecars;       /* sidecar files stored as fields */
 
-    struct shard_manifest_shard *shards;  /* finished shards */
+    struct shard_manifest_shard *shards; /* finished shards */
     uint32_t shard_count;
-    uint32_t shard_base;      /* number (header, file name) of shards[0]: see start_at */
-    uint32_t shard_limit;     /* most shards this run may write */
+    uint32_t shard_base;  /* number (header, file name) of shards[0]: see start_at */
+    uint32_t shard_limit; /* most shards this run may write */
     uint32_t shard_cap;
 
-    struct shard_sample *warned;  /* samples stored despite a decoder warning */
+    struct shard_sample *warned; /* samples stored despite a decoder warning */
     uint64_t warned_count;
     uint64_t warned_cap;
 
     struct shard_reject *rejects;
     uint64_t reject_count;
     uint64_t reject_cap;
-    uint64_t pending_from;    /* first reject not yet in a journal */
-    uint64_t pending_pos;     /* order position of that reject */
+    uint64_t pending_from; /* first reject not yet in a journal */
+    uint64_t pending_pos;  /* order position of that reject */
 
     /* the shard being written */
     struct shard_writer *writer;
     struct journal_writer *journal;
-    char shard_tmp[NAME_BYTES + 8];  /* names in DST/.shardify */
+    char shard_tmp[NAME_BYTES + 8]; /* names in DST/.shardify */
     char journal_tmp[NAME_BYTES + 8];
     uint64_t pos_start;
-    uint64_t pos_next;        /* next order position expected */
+    uint64_t pos_next; /* next order position expected */
 };
 
 int sk_assembler_new(struct assembler **out, struct dst *d, const struct shard_config *c,
-                  uint32_t label_count, struct shard_err *err)
+                     uint32_t label_count, struct shard_err *err)
 {
     *out = NULL;
     struct assembler *a = calloc(1, sizeof *a);
@@ -78,7 +78,7 @@ void sk_assembler_start_at(struct assembler *a, uint32_t base, uint32_t limit, u
 
 static void drop_open_shard(struct assembler *a)
 {
-    shard_writer_free(a->writer);  /* removes the partial file */
+    shard_writer_free(a->writer); /* removes the partial file */
     sk_journal_writer_free(a->journal);
     a->writer = NULL;
     a->journal = NULL;
@@ -104,8 +104,7 @@ void sk_assembler_free(struct assembler *a)
 }
 
 /* Room in *array (of *cap items of `size` bytes) for item `count`. */
-static int make_room(void *array, uint64_t count, uint64_t *cap, size_t size,
-                     struct shard_err *err)
+static int make_room(void *array, uint64_t count, uint64_t *cap, size_t size, struct shard_err *err)
 {
     size_t grown = (size_t)*cap;
     if (sk_grow(array, &grown, (size_t)count + 1, size, 64))
@@ -121,10 +120,15 @@ static int keep_warned(struct assembler *a, const struct shard_sample *s, struct
     if (rc)
         return rc;
     struct shard_sample *c = &a->warned[a->warned_count];
-    *c = (struct shard_sample){.key = malloc(s->key_len + 1), .key_len = s->key_len,
-                               .label = s->label, .shard = s->shard, .record = s->record,
-                               .width = s->width, .height = s->height,
-                               .source_bytes = s->source_bytes, .source_xxh3 = s->source_xxh3,
+    *c = (struct shard_sample){.key = malloc(s->key_len + 1),
+                               .key_len = s->key_len,
+                               .label = s->label,
+                               .shard = s->shard,
+                               .record = s->record,
+                               .width = s->width,
+                               .height = s->height,
+                               .source_bytes = s->source_bytes,
+                               .source_xxh3 = s->source_xxh3,
                                .warning = strdup(s->warning)};
     if (!c->key || !c->warning) {
         shard_sample_release(c);
@@ -200,7 +204,7 @@ static int push_reject(struct assembler *a, struct shard_reject *r, struct shard
 }
 
 int sk_assembler_adopt_sample(struct assembler *a, const struct shard_sample *s,
-                           struct shard_err *err)
+                              struct shard_err *err)
 {
     return count_sample(a, s, err);
 }
@@ -213,7 +217,7 @@ int sk_assembler_adopt_reject(struct assembler *a, struct shard_reject *r, struc
 }
 
 int sk_assembler_adopt_end(struct assembler *a, const struct journal_end *end,
-                        struct shard_err *err)
+                           struct shard_err *err)
 {
     a->pos_next = end->pos_end;
     a->pending_from = a->reject_count;
@@ -225,14 +229,16 @@ static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
     char name[NAME_BYTES], jname[NAME_BYTES];
     uint32_t number = a->shard_base + a->shard_count;
     if (a->shard_count >= a->shard_limit)
-        return shard_err_set(err, SHARD_ELIMIT, "a part may write at most %u shards: use a "
-                             "larger --shard-size or fewer parts", a->shard_limit);
+        return shard_err_set(err, SHARD_ELIMIT,
+                             "a part may write at most %u shards: use a "
+                             "larger --shard-size or fewer parts",
+                             a->shard_limit);
     shard_file_name(number, name, sizeof name);
     sk_journal_name(number, jname, sizeof jname);
     snprintf(a->shard_tmp, sizeof a->shard_tmp, "%s.tmp", name);
     snprintf(a->journal_tmp, sizeof a->journal_tmp, "%s.tmp", jname);
     const struct dst *d = a->dst;
-    unlinkat(d->work_fd, a->shard_tmp, 0);  /* a killed run's leftover */
+    unlinkat(d->work_fd, a->shard_tmp, 0); /* a killed run's leftover */
     int rc = sk_shard_writer_openat(&a->writer, d->work_fd, d->work, a->shard_tmp, number,
                                     shard_config_format_version(a->config), err);
     if (!rc)
@@ -275,17 +281,17 @@ static int close_shard(struct assembler *a, struct shard_err *err)
     rc = sk_fs_rename_at(d->work_fd, d->work, a->journal_tmp, d->work_fd, d->work, jname, err);
     if (!rc)
         rc = sk_fs_rename_at(d->work_fd, d->work, a->shard_tmp, d->fd, d->path, name, err);
-    if (!rc)  /* an s3:// DST: uploaded as soon as it is finished */
+    if (!rc) /* an s3:// DST: uploaded as soon as it is finished */
         rc = sk_dst_publish(a->dst, name, err);
     if (!rc)
         rc = push_shard(a, index, records, bytes, xxh3, err);
-    drop_open_shard(a);  /* both are finished: nothing is removed */
+    drop_open_shard(a); /* both are finished: nothing is removed */
     return rc;
 }
 
 int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *s,
-                     const uint8_t *frame, size_t frame_len, uint64_t frame_xxh3,
-                     struct shard_err *err)
+                        const uint8_t *frame, size_t frame_len, uint64_t frame_xxh3,
+                        struct shard_err *err)
 {
     int rc;
     if (pos != a->pos_next)
@@ -302,14 +308,15 @@ int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *
     s->record = shard_writer_records(a->writer);
     if ((rc = shard_writer_add(a->writer, frame, frame_len, frame_xxh3, (const uint8_t *)s->key,
                                s->key_len, s->label, err)) ||
-        (rc = sk_journal_writer_sample(a->journal, s, a->config, err)) || (rc = count_sample(a, s, err)))
+        (rc = sk_journal_writer_sample(a->journal, s, a->config, err)) ||
+        (rc = count_sample(a, s, err)))
         return rc;
     a->pos_next = pos + 1;
     return SHARD_OK;
 }
 
 int sk_assembler_reject(struct assembler *a, uint64_t pos, struct shard_reject *r,
-                     struct shard_err *err)
+                        struct shard_err *err)
 {
     if (pos != a->pos_next)
         return shard_err_set(err, SHARD_EINVAL, "position %llu out of order",

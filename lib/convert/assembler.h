@@ -15,7 +15,7 @@
 struct assembler;
 
 int sk_assembler_new(struct assembler **out, struct dst *d, const struct shard_config *c,
-                  uint32_t label_count, struct shard_err *err);
+                     uint32_t label_count, struct shard_err *err);
 /* Number the shards from `base` on (a part of a conversion in parts), at
  * most `limit` of them, and expect order position `first` next. */
 void sk_assembler_start_at(struct assembler *a, uint32_t base, uint32_t limit, uint64_t first);
@@ -26,19 +26,19 @@ void sk_assembler_free(struct assembler *a);
  * samples and rejects its journal lists (called in shard order before any new
  * position is added). */
 int sk_assembler_adopt_sample(struct assembler *a, const struct shard_sample *s,
-                           struct shard_err *err);
+                              struct shard_err *err);
 int sk_assembler_adopt_reject(struct assembler *a, struct shard_reject *r, struct shard_err *err);
 int sk_assembler_adopt_end(struct assembler *a, const struct journal_end *end,
-                        struct shard_err *err);
+                           struct shard_err *err);
 
 /* Append position `pos`: a sample (s: key, label, width, height, source_*;
  * its shard/record fields are assigned here) with its frame, or a reject
  * (ownership of r's strings passes to the assembler; r is zeroed). */
 int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *s,
-                     const uint8_t *frame, size_t frame_len, uint64_t frame_xxh3,
-                     struct shard_err *err);
+                        const uint8_t *frame, size_t frame_len, uint64_t frame_xxh3,
+                        struct shard_err *err);
 int sk_assembler_reject(struct assembler *a, uint64_t pos, struct shard_reject *r,
-                     struct shard_err *err);
+                        struct shard_err *err);
 
 /* Close the open shard, if any.  Rejects after the last shard stay in memory. */
 int sk_assembler_finish(struct assembler *a, struct shard_err *err);
@@ -58,7 +58,7 @@ const uint64_t *sk_assembler_label_samples(const struct assembler *a);
 uint64_t sk_assembler_bytes(const struct assembler *a);
 struct shard_reject *sk_assembler_take_rejects(struct assembler *a, uint64_t *count);
 uint64_t sk_assembler_reject_count(const struct assembler *a);
-uint64_t sk_assembler_warned(const struct assembler *a);  /* samples with a warning */
+uint64_t sk_assembler_warned(const struct assembler *a); /* samples with a warning */
 struct shard_sample *sk_assembler_take_warned(struct assembler *a, uint64_t *count);
 
 #endif

@@ -52,9 +52,15 @@ int sk_dst_is_shard_name(const char *name, uint32_t *n)
 int sk_dst_is_output_name(const char *name)
 {
     static const char *const known[] = {
-        SHARD_MANIFEST_FILE, SHARD_INDEX_FILE, SHARDIFY_RUN_FILE, SHARDIFY_WORK_DIR,
-        "." SHARD_MANIFEST_FILE ".tmp", "." SHARD_INDEX_FILE ".tmp",
-        "." SHARDIFY_RUN_FILE ".tmp", SHARDIFY_PART_FILE, "." SHARDIFY_PART_FILE ".tmp",
+        SHARD_MANIFEST_FILE,
+        SHARD_INDEX_FILE,
+        SHARDIFY_RUN_FILE,
+        SHARDIFY_WORK_DIR,
+        "." SHARD_MANIFEST_FILE ".tmp",
+        "." SHARD_INDEX_FILE ".tmp",
+        "." SHARDIFY_RUN_FILE ".tmp",
+        SHARDIFY_PART_FILE,
+        "." SHARDIFY_PART_FILE ".tmp",
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(name, known[i]))
@@ -81,7 +87,7 @@ static char *future_realpath(const char *path)
         if (!slash)
             prefix[0] = '\0';
         else
-            slash[slash == prefix] = '\0';  /* keep "/" itself */
+            slash[slash == prefix] = '\0'; /* keep "/" itself */
     }
     const char *rest = path + strlen(prefix);
     if (base && (out = malloc(strlen(base) + strlen(rest) + 2))) {
@@ -119,17 +125,17 @@ static int is_within(const char *inner, const char *outer)
  * is created, so a refused run creates nothing. */
 static int check_nesting(const char *src, const char *dst, struct shard_err *err)
 {
-    if (sk_s3_is_location(src))  /* a local DST cannot be inside an S3 source */
+    if (sk_s3_is_location(src)) /* a local DST cannot be inside an S3 source */
         return SHARD_OK;
     char *s = realpath(src, NULL), *d = future_realpath(dst);
     int rc = SHARD_OK;
     if (s && d) {
         if (is_within(d, s))
-            rc = shard_err_set(err, SHARD_EINVAL,
-                               "destination '%s' is inside the source '%s'", dst, src);
+            rc = shard_err_set(err, SHARD_EINVAL, "destination '%s' is inside the source '%s'", dst,
+                               src);
         else if (is_within(s, d))
-            rc = shard_err_set(err, SHARD_EINVAL,
-                               "source '%s' is inside the destination '%s'", src, dst);
+            rc = shard_err_set(err, SHARD_EINVAL, "source '%s' is inside the destination '%s'", src,
+                               dst);
     }
     free(s);
     free(d);
@@ -224,7 +230,7 @@ static int open_work(struct dst *d, int create, struct shard_err *err)
     if (d->work_fd >= 0 || (errno == ENOENT && !create))
         return SHARD_OK;
     int e = errno;
-    int rc = sk_fs_check_own_at(d->fd, d->path, SHARDIFY_WORK_DIR, 1, err);  /* a link, a file */
+    int rc = sk_fs_check_own_at(d->fd, d->path, SHARDIFY_WORK_DIR, 1, err); /* a link, a file */
     return rc ? rc : shard_err_errno(err, SHARD_EIO, e, "cannot open '%s'", d->work);
 }
 
@@ -307,8 +313,7 @@ static int refuse(const struct dst *d, enum shardify_mode mode, struct shard_err
                                  "(pass --overwrite to rebuild it)",
                                  d->name);
         break;
-    case SHARDIFY_OVERWRITE:
-        break;
+    case SHARDIFY_OVERWRITE: break;
     }
     return SHARD_OK;
 }
@@ -425,7 +430,7 @@ static int busy(const struct dst *d, struct shard_err *err)
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_SH | LOCK_NB) != 0 &&
         errno == EWOULDBLOCK)
         rc = in_use(d, fd, err);
-    close(fd);  /* releases the shared lock, if it was taken */
+    close(fd); /* releases the shared lock, if it was taken */
     return rc;
 }
 
@@ -434,9 +439,9 @@ static int busy(const struct dst *d, struct shard_err *err)
  * into it).  LOCK_STALE when a finishing run removed it meanwhile. */
 static int take_lock(struct dst *d, struct shard_err *err)
 {
-    int fd = openat(d->work_fd, LOCK_FILE,
-                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST)  /* a previous run's: taken over below */
+    int fd = openat(d->work_fd, LOCK_FILE, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0644);
+    if (fd < 0 && errno == EEXIST) /* a previous run's: taken over below */
         fd = openat(d->work_fd, LOCK_FILE, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return errno == ELOOP ? sk_fs_err_link(err, d->work, LOCK_FILE)
@@ -457,8 +462,7 @@ static int take_lock(struct dst *d, struct shard_err *err)
         if (errno == EWOULDBLOCK) {
             rc = in_use(d, fd, err);
         } else {
-            rc = shard_err_errno(err, SHARD_EIO, errno, "cannot lock '%s/%s'", d->work,
-                                 LOCK_FILE);
+            rc = shard_err_errno(err, SHARD_EIO, errno, "cannot lock '%s/%s'", d->work, LOCK_FILE);
         }
     } else if (!still_ours(d, fd)) {
         rc = LOCK_STALE;
@@ -512,8 +516,7 @@ static int apply(struct dst *d, enum shardify_mode mode, struct shard_err *err)
 {
     int rc = SHARD_OK;
     switch (mode) {
-    case SHARDIFY_FRESH:
-        return remove_outputs(d, 0, 0, err);  /* a killed run's stray temporaries */
+    case SHARDIFY_FRESH: return remove_outputs(d, 0, 0, err); /* a killed run's stray temporaries */
     case SHARDIFY_OVERWRITE:
         /* Unpublish first: from here on no manifest names an old shard. */
         /* (an s3:// DST: remove_outputs deletes the manifest object first) */
@@ -541,8 +544,10 @@ int sk_dst_open(struct dst **out, const char *path, const char *src, const char 
     if (!path[0])
         return shard_err_set(err, SHARD_EINVAL, "the destination is an empty path");
     if (work_dir && !sk_s3_is_location(path))
-        return shard_err_set(err, SHARD_EINVAL, "--work-dir is for an s3:// destination; "
-                             "a local one keeps its work in DST/%s", SHARDIFY_WORK_DIR);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--work-dir is for an s3:// destination; "
+                             "a local one keeps its work in DST/%s",
+                             SHARDIFY_WORK_DIR);
     struct dst *d = calloc(1, sizeof *d);
     if (!d)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -558,14 +563,14 @@ int sk_dst_open(struct dst **out, const char *path, const char *src, const char 
             (rc = sk_dst_s3_staging(d->remote, work_dir, &d->path, err)))
             goto fail;
         if (sk_s3_is_location(src))
-            src = NULL;  /* nesting checked; the staging directory is not near it */
+            src = NULL; /* nesting checked; the staging directory is not near it */
     } else if (!(d->path = strdup(path))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
     for (size_t n = strlen(d->path); n > 1 && d->path[n - 1] == '/'; n--)
         d->path[n - 1] = '\0';
-    if (!d->remote) {  /* messages name DST as trimmed */
+    if (!d->remote) { /* messages name DST as trimmed */
         free(d->name);
         if (!(d->name = strdup(d->path))) {
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -595,8 +600,7 @@ int sk_dst_open(struct dst **out, const char *path, const char *src, const char 
     if ((d->work_fd < 0 && (rc = open_work(d, 1, err))) || (rc = lock(d, err)) ||
         (rc = inspect(d, err)) || (rc = refuse(d, mode, err)) ||
         (d->remote && (rc = sk_dst_s3_abort_recorded(d, err))) ||
-        (d->remote && (rc = sk_dst_s3_abort_orphans(d, err))) ||
-        (rc = apply(d, mode, err)))
+        (d->remote && (rc = sk_dst_s3_abort_orphans(d, err))) || (rc = apply(d, mode, err)))
         goto fail;
     *out = d;
     return SHARD_OK;
@@ -615,7 +619,7 @@ int sk_dst_cleanup_work(struct dst *d, struct shard_err *err)
         return rc;
     unlinkat(d->fd, SHARDIFY_WORK_DIR, AT_REMOVEDIR);
     rc = sk_fs_sync_dirfd(d->fd, d->path, err);
-    close(d->lock_fd);  /* released only once the work directory is gone */
+    close(d->lock_fd); /* released only once the work directory is gone */
     d->lock_fd = -1;
     return rc;
 }
@@ -640,7 +644,7 @@ void sk_dst_close(struct dst *d)
     if (d->fd >= 0)
         close(d->fd);
     remove_created(d);
-    if (d->remote && d->path)  /* a staging directory holding nothing is not kept */
+    if (d->remote && d->path) /* a staging directory holding nothing is not kept */
         rmdir(d->path);
     sk_s3_free(d->remote);
     free(d->created);

@@ -32,18 +32,18 @@
 struct sk_s3;
 
 struct dst {
-    char *name;       /* DST as the user named it: the path, or s3://BUCKET/PREFIX (messages) */
-    struct sk_s3 *remote;  /* an s3:// DST: the store (then `path` is the staging directory) */
-    char *path;       /* DST as given, or the staging directory (messages only) */
-    char *work;       /* DST/.shardify (messages only) */
-    int fd;           /* DST, opened once */
-    int work_fd;      /* DST/.shardify, opened once relative to fd */
-    int lock_fd;      /* flock'd DST/.shardify/lock */
-    char *created;    /* the outermost directory this run created on the way to DST */
-    int created_work; /* this run created DST/.shardify */
-    int has_manifest; /* a complete previous output is present */
-    int has_output;   /* any shardify file at the top of DST */
-    int has_state;    /* an interrupted run left its state */
+    char *name;           /* DST as the user named it: the path, or s3://BUCKET/PREFIX (messages) */
+    struct sk_s3 *remote; /* an s3:// DST: the store (then `path` is the staging directory) */
+    char *path;           /* DST as given, or the staging directory (messages only) */
+    char *work;           /* DST/.shardify (messages only) */
+    int fd;               /* DST, opened once */
+    int work_fd;          /* DST/.shardify, opened once relative to fd */
+    int lock_fd;          /* flock'd DST/.shardify/lock */
+    char *created;        /* the outermost directory this run created on the way to DST */
+    int created_work;     /* this run created DST/.shardify */
+    int has_manifest;     /* a complete previous output is present */
+    int has_output;       /* any shardify file at the top of DST */
+    int has_state;        /* an interrupted run left its state */
     /* Why the multipart uploads other runs left below an s3:// DST could
      * not all be looked for or aborted, or "" (the run goes on). */
     char uploads_warning[SHARD_ERRMSG_SIZE];
@@ -82,8 +82,7 @@ int sk_dst_s3_staging(const struct sk_s3 *s3, const char *work_dir, char **path,
 int sk_dst_s3_inspect(struct dst *d, struct shard_err *err);
 /* Delete the store's shardify objects: the manifest first (unless kept),
  * then the shards from `first_shard` on and the other files. */
-int sk_dst_s3_remove(struct dst *d, int keep_manifest, uint32_t first_shard,
-                     struct shard_err *err);
+int sk_dst_s3_remove(struct dst *d, int keep_manifest, uint32_t first_shard, struct shard_err *err);
 /* Abort the multipart upload a crashed run recorded, if any. */
 int sk_dst_s3_abort_recorded(struct dst *d, struct shard_err *err);
 /* Abort the multipart uploads under way of shardify's file names below the

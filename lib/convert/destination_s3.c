@@ -45,16 +45,16 @@ int sk_dst_s3_staging(const struct sk_s3 *s3, const char *work_dir, char **path,
         XXH3_freeState(h);
         const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         if ((!cache || cache[0] != '/') && (!home || !home[0]))
-            return shard_err_set(err, SHARD_EINVAL, "no work directory for '%s/%s': set "
-                                 "XDG_CACHE_HOME or HOME, or pass --work-dir", s3->bucket,
-                                 s3->prefix);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "no work directory for '%s/%s': set "
+                                 "XDG_CACHE_HOME or HOME, or pass --work-dir",
+                                 s3->bucket, s3->prefix);
         size_t n = (cache ? strlen(cache) : strlen(home) + 8) + strlen(s3->bucket) + 64;
         if ((*path = malloc(n))) {
             if (cache && cache[0] == '/')
                 snprintf(*path, n, "%s/shardkit/shardify/s3-%s-%s", cache, s3->bucket, hex);
             else
-                snprintf(*path, n, "%s/.cache/shardkit/shardify/s3-%s-%s", home, s3->bucket,
-                         hex);
+                snprintf(*path, n, "%s/.cache/shardkit/shardify/s3-%s-%s", home, s3->bucket, hex);
         }
     }
     return *path ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -73,12 +73,15 @@ int sk_dst_s3_check_nesting(const char *src, const struct sk_s3 *dst, struct sha
     if (!strcmp(s->bucket, dst->bucket) && !strcmp(s->endpoint, dst->endpoint)) {
         if (nd >= ns && !strncmp(dst->prefix, s->prefix, ns) &&
             (!ns || dst->prefix[ns] == '/' || dst->prefix[ns] == '\0'))
-            rc = shard_err_set(err, SHARD_EINVAL, "destination 's3://%s/%s' is inside the "
-                               "source '%s'", dst->bucket, dst->prefix, src);
-        else if (ns > nd && !strncmp(s->prefix, dst->prefix, nd) &&
-                 (!nd || s->prefix[nd] == '/'))
-            rc = shard_err_set(err, SHARD_EINVAL, "source '%s' is inside the destination "
-                               "'s3://%s/%s'", src, dst->bucket, dst->prefix);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "destination 's3://%s/%s' is inside the "
+                               "source '%s'",
+                               dst->bucket, dst->prefix, src);
+        else if (ns > nd && !strncmp(s->prefix, dst->prefix, nd) && (!nd || s->prefix[nd] == '/'))
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "source '%s' is inside the destination "
+                               "'s3://%s/%s'",
+                               src, dst->bucket, dst->prefix);
     }
     sk_s3_free(s);
     return rc;
@@ -94,10 +97,11 @@ static int inspect_object(void *user, const char *name, size_t len, uint64_t siz
     if (!own)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = SHARD_OK;
-    if (memchr(name, '\0', len) || !sk_dst_is_output_name(own) ||
-        !strcmp(own, SHARDIFY_WORK_DIR))
-        rc = shard_err_set(err, SHARD_EEXIST, "destination '%s' holds '%s', which shardify "
-                           "did not write; choose an empty or new prefix", d->name, own);
+    if (memchr(name, '\0', len) || !sk_dst_is_output_name(own) || !strcmp(own, SHARDIFY_WORK_DIR))
+        rc = shard_err_set(err, SHARD_EEXIST,
+                           "destination '%s' holds '%s', which shardify "
+                           "did not write; choose an empty or new prefix",
+                           d->name, own);
     else if (!strcmp(own, SHARD_MANIFEST_FILE))
         d->has_manifest = 1;
     else
@@ -136,8 +140,7 @@ static int remove_object(void *user, const char *name, size_t len, uint64_t size
     return rc;
 }
 
-int sk_dst_s3_remove(struct dst *d, int keep_manifest, uint32_t first_shard,
-                     struct shard_err *err)
+int sk_dst_s3_remove(struct dst *d, int keep_manifest, uint32_t first_shard, struct shard_err *err)
 {
     /* the manifest first: from then on no manifest names a removed shard */
     int rc = keep_manifest ? SHARD_OK : sk_s3_delete(d->remote, SHARD_MANIFEST_FILE, err);
@@ -147,8 +150,7 @@ int sk_dst_s3_remove(struct dst *d, int keep_manifest, uint32_t first_shard,
 
 /* ---- the upload a crash left ----------------------------------------------------------- */
 
-static int record_upload(void *user, const char *name, const char *upload_id,
-                         struct shard_err *err)
+static int record_upload(void *user, const char *name, const char *upload_id, struct shard_err *err)
 {
     struct dst *d = user;
     size_t n = strlen(name) + strlen(upload_id) + 3;
@@ -223,8 +225,7 @@ static int abort_orphan(void *user, const char *name, size_t len, const char *up
     }
     /* only what shardify writes at the top of the prefix: another tool's
      * upload below it (or below a longer prefix) is none of ours */
-    if (!memchr(name, '\0', len) && sk_dst_is_output_name(own) &&
-        strcmp(own, SHARDIFY_WORK_DIR)) {
+    if (!memchr(name, '\0', len) && sk_dst_is_output_name(own) && strcmp(own, SHARDIFY_WORK_DIR)) {
         struct shard_err why;
         if (sk_s3_abort(d->remote, own, upload_id, &why))
             warn_uploads(d, why.msg, "it is left as it is");
@@ -255,7 +256,7 @@ int sk_dst_s3_publish(struct dst *d, const char *name, struct shard_err *err)
     int fd;
     int rc = sk_fs_open_at(d->fd, d->path, name, &fd, err);
     if (rc == SHARD_ENOTFOUND)
-        return SHARD_OK;  /* uploaded by an earlier run */
+        return SHARD_OK; /* uploaded by an earlier run */
     if (rc)
         return rc;
     struct stat st;

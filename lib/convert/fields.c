@@ -30,45 +30,45 @@ enum class_from { CLASS_LABELER, CLASS_SIDECAR, CLASS_COLUMN };
 /* The names read for one candidate: its class, and its `labels` fields'
  * names in field order, or the reason one of them could not be read. */
 struct names {
-    uint64_t off;              /* in sources->arena: the names, each as len:u32 + bytes */
-    uint32_t count;            /* names of the labels fields, the class not counted */
+    uint64_t off;   /* in sources->arena: the names, each as len:u32 + bytes */
+    uint32_t count; /* names of the labels fields, the class not counted */
     int has_class;
-    uint32_t class_len;        /* the class name follows the labels' names */
+    uint32_t class_len; /* the class name follows the labels' names */
 };
 
 /* A labels field's value read ahead (its sidecar or cell), per candidate. */
 struct label_value {
-    uint64_t numbers;          /* in sources->numbers: the label numbers, once known */
+    uint64_t numbers; /* in sources->numbers: the label numbers, once known */
     uint32_t count;
     int present;
     uint64_t source_bytes;
     uint64_t source_xxh3;
-    char *reason;              /* why it cannot be taken (the sample is rejected), or NULL */
+    char *reason; /* why it cannot be taken (the sample is rejected), or NULL */
 };
 
 struct sk_field_sources {
     struct shard_config *config;
-    struct sk_sidecars *sidecars;     /* NULL: no sidecar sources */
-    uint32_t *suffix_of;              /* per field: its sidecar suffix's index, or NONE */
+    struct sk_sidecars *sidecars; /* NULL: no sidecar sources */
+    uint32_t *suffix_of;          /* per field: its sidecar suffix's index, or NONE */
     struct sk_annotations *table;
     struct sk_annotation_column *cols;
     uint32_t ncols;
-    uint32_t *col_of;                 /* per field: its column, or NONE */
-    char *table_name;                 /* the table's file name, for messages */
+    uint32_t *col_of; /* per field: its column, or NONE */
+    char *table_name; /* the table's file name, for messages */
     enum class_from class_from;
-    uint32_t class_source;            /* suffix or column of the class */
+    uint32_t class_source; /* suffix or column of the class */
     /* labels read ahead: `labels` fields and a sidecar or column class */
-    uint32_t *label_fields;           /* the `labels` fields' numbers */
+    uint32_t *label_fields; /* the `labels` fields' numbers */
     uint32_t label_field_count;
     uint64_t candidates;
-    struct names *names;              /* per candidate */
-    struct label_value *values;       /* per candidate x label_field_count */
+    struct names *names;        /* per candidate */
+    struct label_value *values; /* per candidate x label_field_count */
     struct shard_buf arena;
     uint32_t *numbers;
     size_t numbers_len;
-    struct sk_coco *coco;             /* --coco, or NULL */
-    struct sk_mask_folder **folder_of;  /* per field: its mask folder (from=DIR/), or NULL */
-    int geometric;                    /* a boxes or mask field: built once the image is */
+    struct sk_coco *coco;              /* --coco, or NULL */
+    struct sk_mask_folder **folder_of; /* per field: its mask folder (from=DIR/), or NULL */
+    int geometric;                     /* a boxes or mask field: built once the image is */
 };
 
 void sk_field_sources_free(struct sk_field_sources *p)
@@ -132,8 +132,10 @@ static int parse_declarations(struct sk_field_sources *p, const struct shardify_
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         c->field_count++;
         if (shard_config_field(c, d->name) != (int32_t)c->field_count - 1)
-            return shard_err_set(err, SHARD_EINVAL, "--coco declares the field '%s', and a "
-                                 "--field of that name is declared too", d->name);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "--coco declares the field '%s', and a "
+                                 "--field of that name is declared too",
+                                 d->name);
     }
     (void)p;
     return SHARD_OK;
@@ -165,15 +167,19 @@ static int set_classes(struct shard_field_decl *d, const struct shard_field_clas
     qsort(d->classes, n, sizeof *d->classes, compare_classes);
     for (size_t i = 0; i < n; i++) {
         if (d->classes[i].id > max)
-            return shard_err_set(err, SHARD_EINVAL, "field '%s': class id %u of %s is above "
-                                 "%u", d->name, d->classes[i].id, what, max);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "field '%s': class id %u of %s is above "
+                                 "%u",
+                                 d->name, d->classes[i].id, what, max);
         if (i && d->classes[i].id == d->classes[i - 1].id)
             return shard_err_set(err, SHARD_EINVAL, "field '%s': %s gives class id %u twice",
                                  d->name, what, d->classes[i].id);
         for (size_t j = 0; j < i; j++)
             if (!strcmp(d->classes[i].name, d->classes[j].name))
-                return shard_err_set(err, SHARD_EINVAL, "field '%s': %s names class '%s' "
-                                     "twice", d->name, what, d->classes[i].name);
+                return shard_err_set(err, SHARD_EINVAL,
+                                     "field '%s': %s names class '%s' "
+                                     "twice",
+                                     d->name, what, d->classes[i].name);
     }
     return SHARD_OK;
 }
@@ -211,8 +217,10 @@ static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
         json_error_t jerr;
         j = json_loadb((const char *)text.data, text.len, JSON_REJECT_DUPLICATES, &jerr);
         if (!j) {
-            rc = shard_err_set(err, SHARD_EINVAL, "field '%s': classes file %s: line %d column "
-                               "%d: %s", d->name, what, jerr.line, jerr.column, jerr.text);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "field '%s': classes file %s: line %d column "
+                               "%d: %s",
+                               d->name, what, jerr.line, jerr.column, jerr.text);
             goto out;
         }
         n = json_array_size(j);
@@ -228,7 +236,8 @@ static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
                 strlen(json_string_value(name)) != json_string_length(name) ||
                 (!json_is_string(x) && (!json_is_integer(id) || json_integer_value(id) < 0 ||
                                         json_integer_value(id) > SHARD_MASK_CLASS_MAX))) {
-                rc = shard_err_set(err, SHARD_EINVAL, "field '%s': classes file %s: element "
+                rc = shard_err_set(err, SHARD_EINVAL,
+                                   "field '%s': classes file %s: element "
                                    "%zu is neither a name nor {\"id\": 0..%u, \"name\"}",
                                    d->name, what, k, SHARD_MASK_CLASS_MAX);
                 goto out;
@@ -240,7 +249,7 @@ static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
         for (size_t k = 0; k < text.len; k++)
             n += text.data[k] == '\n';
         if (!(list = calloc(n + 1, sizeof *list)) ||
-            shard_buf_append(&text, "", 1, err)) {  /* a NUL after the text */
+            shard_buf_append(&text, "", 1, err)) { /* a NUL after the text */
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             goto out;
         }
@@ -253,8 +262,10 @@ static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
             if (len && line[len - 1] == '\r')
                 line[--len] = '\0';
             if (!len || !utf8_valid(line, len)) {
-                rc = shard_err_set(err, SHARD_EINVAL, "field '%s': classes file %s: line %zu is "
-                                   "no class name", d->name, what, n + 1);
+                rc = shard_err_set(err, SHARD_EINVAL,
+                                   "field '%s': classes file %s: line %zu is "
+                                   "no class name",
+                                   d->name, what, n + 1);
                 goto out;
             }
             list[n].id = (uint32_t)n;
@@ -290,8 +301,10 @@ static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
             all[0] = (struct shard_field_class){0, "background"};
             memcpy(all + 1, cats, ncat * sizeof *cats);
             if (ncat && cats[0].id == 0)
-                rc = shard_err_set(err, SHARD_EINVAL, "field 'mask': the COCO file's category "
-                                   "'%s' has id 0, the mask's background", cats[0].name);
+                rc = shard_err_set(err, SHARD_EINVAL,
+                                   "field 'mask': the COCO file's category "
+                                   "'%s' has id 0, the mask's background",
+                                   cats[0].name);
             else
                 rc = set_classes(d, all, ncat + 1, SHARD_MASK_CLASS_MAX,
                                  "the COCO file's categories", err);
@@ -301,7 +314,7 @@ static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
         }
         if (rc)
             return rc;
-        free(d->classes_file);  /* the manifest keeps the classes themselves */
+        free(d->classes_file); /* the manifest keeps the classes themselves */
         d->classes_file = NULL;
         p->geometric |= d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
     }
@@ -315,18 +328,19 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
     int class_sidecar = labels && !strncmp(labels, SIDECAR_PREFIX, strlen(SIDECAR_PREFIX));
     int class_column = labels && !strncmp(labels, COLUMN_PREFIX, strlen(COLUMN_PREFIX));
     if (o->coco_mask && !o->coco)
-        return shard_err_set(err, SHARD_EINVAL, "--coco-mask rasterises the annotations of a "
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--coco-mask rasterises the annotations of a "
                              "--coco file, and none is given");
     if (!o->field_count && !o->coco && !class_sidecar && !class_column) {
         if (o->annotations)
-            return shard_err_set(err, SHARD_EINVAL, "--annotations is read for fields "
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "--annotations is read for fields "
                                  "(--field NAME=TYPE) or labels (--labels column:NAME), and "
                                  "none is declared");
         return SHARD_OK;
     }
     if (class_column && !o->annotations)
-        return shard_err_set(err, SHARD_EINVAL, "--labels %s needs an --annotations table",
-                             labels);
+        return shard_err_set(err, SHARD_EINVAL, "--labels %s needs an --annotations table", labels);
     struct sk_field_sources *p = calloc(1, sizeof *p);
     if (!p)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -344,8 +358,8 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
     p->cols = calloc(n + 1, sizeof *p->cols);
     p->label_fields = calloc(n ? n : 1, sizeof *p->label_fields);
     p->folder_of = calloc(n ? n : 1, sizeof *p->folder_of);
-    if (!rc && (!suffixes || !p->suffix_of || !p->col_of || !p->cols || !p->label_fields ||
-                !p->folder_of))
+    if (!rc &&
+        (!suffixes || !p->suffix_of || !p->col_of || !p->cols || !p->label_fields || !p->folder_of))
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     uint32_t nsuffixes = 0;
     for (uint32_t i = 0; !rc && i < n; i++) {
@@ -367,8 +381,10 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
         p->class_source = nsuffixes;
         suffixes[nsuffixes++] = suffix;
         if (suffix[0] != '.' || !suffix[1] || strchr(suffix, '/'))
-            rc = shard_err_set(err, SHARD_EINVAL, "--labels %s: a sidecar suffix is '.' and a "
-                               "name without '/' (sidecar:.cls)", labels);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "--labels %s: a sidecar suffix is '.' and a "
+                               "name without '/' (sidecar:.cls)",
+                               labels);
     } else if (!rc && class_column) {
         p->class_from = CLASS_COLUMN;
         const char *column = labels + strlen(COLUMN_PREFIX);
@@ -384,8 +400,10 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
         if (!(p->table_name = strdup(slash ? slash + 1 : o->annotations)))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         else if (!p->ncols)
-            rc = shard_err_set(err, SHARD_EINVAL, "--annotations '%s': no field (or --labels) "
-                               "reads a column of it", o->annotations);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "--annotations '%s': no field (or --labels) "
+                               "reads a column of it",
+                               o->annotations);
         else if (!(rc = sk_annotations_load(&p->table, o->annotations, p->cols, p->ncols, err)) &&
                  !(c->annotations = strdup(sk_annotations_describe(p->table))))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -515,15 +533,18 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
         if (!sk_annotations_value(p->table, row, col, data, n))
             return 0;
         if (*n > p->config->max_field_bytes)
-            return shard_err_set(why, SHARD_ECORRUPT, "field '%s': a value of %zu bytes in %s "
-                                 "exceeds --max-field-bytes %llu", name, *n, o->text,
-                                 (unsigned long long)p->config->max_field_bytes);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "field '%s': a value of %zu bytes in %s "
+                                 "exceeds --max-field-bytes %llu",
+                                 name, *n, o->text, (unsigned long long)p->config->max_field_bytes);
         return 1;
     }
     int64_t file = sk_sidecars_find(p->sidecars, key, len, suffix);
     if (file == SK_SIDECAR_TWICE)
-        return shard_err_set(why, SHARD_ECORRUPT, "field '%s': the archive holds its sidecar "
-                             "twice, so which one is meant cannot be told", name);
+        return shard_err_set(why, SHARD_ECORRUPT,
+                             "field '%s': the archive holds its sidecar "
+                             "twice, so which one is meant cannot be told",
+                             name);
     if (file < 0) {
         /* name the file that would be there */
         size_t stem = len;
@@ -537,7 +558,7 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
         for (uint32_t f = 0; f < p->config->field_count && !sfx; f++)
             if (p->suffix_of[f] == suffix)
                 sfx = p->config->fields[f].sidecar;
-        if (!sfx)  /* the class's */
+        if (!sfx) /* the class's */
             sfx = p->config->labels + strlen(SIDECAR_PREFIX);
         size_t sl = strlen(sfx);
         if (stem + sl < sizeof want) {
@@ -561,7 +582,7 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
         res->bytes_read += buf->len;
     if (rc && fatal) {
         *why = e;
-        return rc == SHARD_ECORRUPT ? SHARD_EIO : rc;  /* never taken for a reject */
+        return rc == SHARD_ECORRUPT ? SHARD_EIO : rc; /* never taken for a reject */
     }
     if (rc == SHARD_ELIMIT)
         return shard_err_set(why, SHARD_ECORRUPT, "field '%s': sidecar %s %s (--max-field-bytes)",
@@ -592,8 +613,7 @@ int sk_field_sources_has_names(const struct sk_field_sources *p)
     return p && (p->label_field_count || p->class_from != CLASS_LABELER);
 }
 
-static int append_name(struct shard_buf *arena, const char *name, size_t len,
-                       struct shard_err *err)
+static int append_name(struct shard_buf *arena, const char *name, size_t len, struct shard_err *err)
 {
     uint8_t h[4];
     put_le32(h, (uint32_t)len);
@@ -646,7 +666,7 @@ int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_k
         struct names *nm = &p->names[c];
         nm->off = p->arena.len;
         if (shard_refusals_find(refused, key, len) || len > SHARD_KEY_MAX)
-            continue;  /* never opened, and its sidecars not read */
+            continue; /* never opened, and its sidecars not read */
         for (uint32_t i = 0; !rc && i < p->label_field_count; i++) {
             uint32_t f = p->label_fields[i];
             const struct shard_field_decl *d = &p->config->fields[f];
@@ -655,8 +675,8 @@ int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_k
             size_t dn;
             struct origin o;
             struct shard_err why;
-            int got = value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read,
-                                  ctx, &buf, &data, &dn, &o, &ignored, &why);
+            int got = value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read, ctx,
+                                  &buf, &data, &dn, &o, &ignored, &why);
             if (got == SHARD_ECORRUPT) {
                 if (!(v->reason = strdup(why.msg)))
                     rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -677,8 +697,8 @@ int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_k
             struct shard_err why;
             int from_sidecar = p->class_from == CLASS_SIDECAR;
             int got = value_bytes(p, "class", from_sidecar ? p->class_source : NONE,
-                                  from_sidecar ? NONE : p->class_source, key, len, read, ctx,
-                                  &buf, &data, &dn, &o, &ignored, &why);
+                                  from_sidecar ? NONE : p->class_source, key, len, read, ctx, &buf,
+                                  &data, &dn, &o, &ignored, &why);
             if (got < 0 && got != SHARD_ECORRUPT) {
                 *err = why;
                 rc = got;
@@ -803,7 +823,7 @@ static int place_boxes(const struct shard_buf *raw, const struct sk_placement *p
         place_axis(&b.b[0], &b.b[2], pl->source_w, pl->g.scaled_w, pl->g.crop_x, pl->g.out_w);
         place_axis(&b.b[1], &b.b[3], pl->source_h, pl->g.scaled_h, pl->g.crop_y, pl->g.out_h);
         float f[4] = {(float)b.b[0], (float)b.b[1], (float)b.b[2], (float)b.b[3]};
-        if (!(f[0] < f[2] && f[1] < f[3])) {  /* the crop window left nothing of it */
+        if (!(f[0] < f[2] && f[1] < f[3])) { /* the crop window left nothing of it */
             (*dropped)++;
             continue;
         }
@@ -918,9 +938,10 @@ static int mask_from_png(const struct shard_config *c, const struct shard_field_
         for (uint32_t x = 0; x < png.width; x++) {
             uint32_t v = png.channels == 1 ? in[x] : get_le16(in + 2 * (size_t)x);
             if (shard_field_class_find(d, v) < 0) {
-                rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': mask %s holds value %u at "
-                                   "(%u, %u), which is no declared class", d->name, origin, v,
-                                   x, y);
+                rc = shard_err_set(why, SHARD_ECORRUPT,
+                                   "field '%s': mask %s holds value %u at "
+                                   "(%u, %u), which is no declared class",
+                                   d->name, origin, v, x, y);
                 break;
             }
             q[x * bytes] = (uint8_t)v;
@@ -967,7 +988,7 @@ static int geometric_value(const struct sk_field_sources *p, uint32_t f, const c
             shard_image_release(&mask);
             return shard_err_set(why, rc, "field '%s': %s", d->name, e.msg);
         }
-        *source_bytes = value->len;  /* identified by the value as stored */
+        *source_bytes = value->len; /* identified by the value as stored */
         *source_xxh3 = XXH3_64bits(value->data, value->len);
         shard_image_release(&mask);
         return 1;
@@ -1019,7 +1040,8 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
     res->bytes_read = 0;
     res->boxes = res->boxes_dropped = 0;
     if (p->geometric && !place)
-        return shard_err_set(why, SHARD_EINVAL, "boxes and masks are built once their image "
+        return shard_err_set(why, SHARD_EINVAL,
+                             "boxes and masks are built once their image "
                              "is converted");
     const struct shard_config *c = p->config;
     uint32_t labels_seen = 0;
@@ -1032,7 +1054,7 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
         struct origin o;
         int got;
         uint64_t source_bytes = 0, source_xxh3 = 0;
-        if (d->type == SHARD_FIELD_LABELS) {  /* read ahead, numbered */
+        if (d->type == SHARD_FIELD_LABELS) { /* read ahead, numbered */
             const struct label_value *v = &p->values[cand * p->label_field_count + labels_seen++];
             if (v->reason) {
                 rc = shard_err_set(why, SHARD_ECORRUPT, "%s", v->reason);
@@ -1048,7 +1070,7 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
                 n = value.len;
                 source_bytes = v->source_bytes;
                 source_xxh3 = v->source_xxh3;
-                if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+                if (p->col_of[f] != NONE) { /* a table value: the identity of the value stored */
                     source_bytes = n;
                     source_xxh3 = XXH3_64bits(data, n);
                 }
@@ -1064,10 +1086,10 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
                 continue;
         } else {
             int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
-            got = geometric ? geometric_value(p, f, key, len, place, read, ctx, scratch, &value,
-                                              &o, res, &source_bytes, &source_xxh3, why)
-                            : value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len,
-                                          read, ctx, scratch, &data, &n, &o, res, why);
+            got = geometric ? geometric_value(p, f, key, len, place, read, ctx, scratch, &value, &o,
+                                              res, &source_bytes, &source_xxh3, why)
+                            : value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read,
+                                          ctx, scratch, &data, &n, &o, res, why);
             if (got < 0) {
                 rc = got;
                 break;
@@ -1076,7 +1098,7 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
                 rc = absent(p, f, &o, why);
                 continue;
             }
-            if (geometric) {  /* placed, checked and identified by geometric_value */
+            if (geometric) { /* placed, checked and identified by geometric_value */
                 data = value.data;
                 n = value.len;
             } else {
@@ -1088,7 +1110,7 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
                     break;
                 data = value.data;
                 n = value.len;
-                if (p->col_of[f] != NONE) {  /* a table value: the identity of the value stored */
+                if (p->col_of[f] != NONE) { /* a table value: the identity of the value stored */
                     source_bytes = n;
                     source_xxh3 = XXH3_64bits(data, n);
                 }

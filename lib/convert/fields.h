@@ -46,8 +46,8 @@ typedef int (*sk_sidecar_read_fn)(void *ctx, size_t file, const char *key, uint6
  * SHARD_EINVAL for a bad declaration or table (naming it), or an error
  * reading the table. */
 int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_options *o,
-                      const char *labels, struct shard_config *c, struct shard_err *err);
-void sk_field_sources_free(struct sk_field_sources *p);  /* accepts NULL */
+                         const char *labels, struct shard_config *c, struct shard_err *err);
+void sk_field_sources_free(struct sk_field_sources *p); /* accepts NULL */
 
 /* The sidecar files to collect while scanning, or NULL (owned by p). */
 struct sk_sidecars *sk_field_sources_sidecars(struct sk_field_sources *p);
@@ -55,11 +55,11 @@ struct sk_sidecars *sk_field_sources_sidecars(struct sk_field_sources *p);
  * and the files of each mask folder (from=DIR/, relative to src, a
  * directory) with them the same way. */
 int sk_field_sources_resolve(struct sk_field_sources *p, const char *src,
-                          const struct shard_keylist *keys, struct shard_refusals *refused,
-                          struct shard_err *err);
+                             const struct shard_keylist *keys, struct shard_refusals *refused,
+                             struct shard_err *err);
 /* The files of no image: SRC's sidecar files, then each mask folder's
  * (named DIR/ + its path), each in key order. */
-uint64_t sk_field_sources_orphan_count(const struct sk_field_sources *p);  /* accepts NULL */
+uint64_t sk_field_sources_orphan_count(const struct sk_field_sources *p); /* accepts NULL */
 const char *sk_field_sources_orphan(const struct sk_field_sources *p, uint64_t i, size_t *len);
 
 /* 1 when names must be read before labels are numbered. */
@@ -95,13 +95,13 @@ int sk_field_sources_table_unmatched(const struct sk_field_sources *p,
 
 /* What building one sample gives besides the field area. */
 struct sk_field_result {
-    struct shard_field_source sources[SHARD_FIELDS_MAX];  /* per field present, in order */
+    struct shard_field_source sources[SHARD_FIELDS_MAX]; /* per field present, in order */
     uint32_t count;
-    uint32_t sidecars;          /* sidecar files stored */
-    double read_seconds;        /* spent reading sidecar files */
-    uint64_t bytes_read;        /* their bytes */
-    uint64_t boxes;             /* boxes stored */
-    uint64_t boxes_dropped;     /* boxes the crop window left empty */
+    uint32_t sidecars;      /* sidecar files stored */
+    double read_seconds;    /* spent reading sidecar files */
+    uint64_t bytes_read;    /* their bytes */
+    uint64_t boxes;         /* boxes stored */
+    uint64_t boxes_dropped; /* boxes the crop window left empty */
 };
 
 struct sk_placement;

@@ -34,17 +34,17 @@
 struct prev_entry {
     uint64_t source_bytes;
     uint64_t source_xxh3;
-    uint64_t record;        /* sample: record number in its shard */
-    int32_t label;          /* sample: label number in the previous dataset */
+    uint64_t record; /* sample: record number in its shard */
+    int32_t label;   /* sample: label number in the previous dataset */
     uint32_t shard;
     uint32_t width;
     uint32_t height;
-    char *text;             /* sample: its decoder warning or NULL; reject: its reason */
-    uint64_t fields;        /* sample: its field identities, sk_prev.sources[fields ..] */
+    char *text;      /* sample: its decoder warning or NULL; reject: its reason */
+    uint64_t fields; /* sample: its field identities, sk_prev.sources[fields ..] */
     uint32_t field_count;
     uint8_t is_reject;
     uint8_t has_source;
-    uint8_t seen;           /* written only by the serialised consumer */
+    uint8_t seen; /* written only by the serialised consumer */
 };
 
 struct sk_prev {
@@ -55,13 +55,13 @@ struct sk_prev {
     uint64_t count;
     uint64_t cap;
     struct shard_keylist keys;
-    uint64_t *table;        /* entry number + 1; 0 is an empty slot */
-    size_t table_cap;       /* a power of two, at least twice count */
-    struct shard_file **files;  /* per shard of m; NULL: unusable, its records reconverted */
-    struct shard_record_decoder **decoders;  /* per thread, for re-framing */
+    uint64_t *table;           /* entry number + 1; 0 is an empty slot */
+    size_t table_cap;          /* a power of two, at least twice count */
+    struct shard_file **files; /* per shard of m; NULL: unusable, its records reconverted */
+    struct shard_record_decoder **decoders; /* per thread, for re-framing */
     int threads;
-    struct shard_buf scratch;   /* the serialised consumer's frame buffer */
-    struct shard_field_source *sources;  /* the samples' field identities (a dataset with fields) */
+    struct shard_buf scratch;           /* the serialised consumer's frame buffer */
+    struct shard_field_source *sources; /* the samples' field identities (a dataset with fields) */
     uint64_t source_count, source_cap;
 };
 
@@ -144,8 +144,8 @@ static int compare_configs(const char *prev, const struct shard_config *was,
         int negates;
         const char *option = option_of(field, &negates);
         rc = shard_err_set(err, SHARD_EMISMATCH,
-                           "%s differs from the previous dataset '%s' (%s there, %s here)",
-                           option, prev, as_given(va, negates, sa),
+                           "%s differs from the previous dataset '%s' (%s there, %s here)", option,
+                           prev, as_given(va, negates, sa),
                            vb ? as_given(vb, negates, sb) : "none");
         free(sa);
         free(sb);
@@ -170,37 +170,44 @@ static int same_directory(const char *a, const char *b)
 }
 
 /* What makes PREV unusable before its manifest is read: where it is. */
-static int check_places(const char *prev, const char *src, const char *dst,
-                        struct shard_err *err)
+static int check_places(const char *prev, const char *src, const char *dst, struct shard_err *err)
 {
     struct stat st;
     if (sk_source_is_s3(prev) || !strncmp(prev, "http://", 7) || !strncmp(prev, "https://", 8))
-        return shard_err_set(err, SHARD_EINVAL, "--incremental: the previous dataset '%s' "
-                             "must be a local directory", prev);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--incremental: the previous dataset '%s' "
+                             "must be a local directory",
+                             prev);
     if (src && !sk_source_is_s3(src) && stat(src, &st) == 0 && !S_ISDIR(st.st_mode))
-        return shard_err_set(err, SHARD_EINVAL, "--incremental needs a directory or s3:// "
-                             "source, not the archive '%s'", src);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--incremental needs a directory or s3:// "
+                             "source, not the archive '%s'",
+                             src);
     if (dst && same_directory(prev, dst))
-        return shard_err_set(err, SHARD_EINVAL, "--incremental: the previous dataset '%s' "
-                             "cannot be DST itself: write the new one beside it", prev);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--incremental: the previous dataset '%s' "
+                             "cannot be DST itself: write the new one beside it",
+                             prev);
     return SHARD_OK;
 }
 
 /* Load PREV's manifest and hold it to `config` (labels described). */
 static int load_manifest(const char *prev, const struct shard_config *config,
-                         struct shard_manifest *m, uint64_t *manifest_xxh3,
-                         struct shard_err *err)
+                         struct shard_manifest *m, uint64_t *manifest_xxh3, struct shard_err *err)
 {
     int rc = shard_manifest_load(prev, m, err);
     if (rc == SHARD_EUNSUPPORTED)
-        return shard_err_set(err, rc, "the previous dataset '%s' was built by another format "
-                             "version: an incremental run needs one of version %d", prev,
-                             SHARD_MANIFEST_VERSION);
+        return shard_err_set(err, rc,
+                             "the previous dataset '%s' was built by another format "
+                             "version: an incremental run needs one of version %d",
+                             prev, SHARD_MANIFEST_VERSION);
     if (rc)
         return shard_err_prefix(err, rc, "previous dataset");
     if (strcmp(m->source_kind, "directory"))
-        rc = shard_err_set(err, SHARD_EMISMATCH, "the previous dataset '%s' was built from "
-                           "an archive, not a directory", prev);
+        rc = shard_err_set(err, SHARD_EMISMATCH,
+                           "the previous dataset '%s' was built from "
+                           "an archive, not a directory",
+                           prev);
     if (!rc)
         rc = compare_configs(prev, &m->config, config, err);
     char *path = rc ? NULL : sk_fs_join(prev, SHARD_MANIFEST_FILE);
@@ -224,13 +231,13 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     struct shard_labeler *lb;
     if ((rc = shard_labeler_new(&lb, o->labels ? o->labels : "dir", err)))
         return rc;
-    struct shard_config config = o->config;  /* as shardify_run resolves it */
-    config.labels = (char *)shard_labeler_describe(lb);  /* borrowed */
+    struct shard_config config = o->config;             /* as shardify_run resolves it */
+    config.labels = (char *)shard_labeler_describe(lb); /* borrowed */
     config.zstd_level = shard_config_zstd_level(&o->config);
     config.fields = NULL;
     config.field_count = 0;
     config.annotations = NULL;
-    struct sk_field_sources *sources = NULL;  /* declares the fields, reads the table */
+    struct sk_field_sources *sources = NULL; /* declares the fields, reads the table */
     rc = sk_field_sources_new(&sources, o, o->labels, &config, err);
     struct shard_manifest m;
     uint64_t id;
@@ -239,7 +246,7 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     if (!rc)
         shard_manifest_release(&m);
     sk_field_sources_free(sources);
-    config.labels = NULL;  /* the labeler's */
+    config.labels = NULL; /* the labeler's */
     shard_config_release(&config);
     shard_labeler_free(lb);
     return rc;
@@ -293,8 +300,10 @@ static int build_table(struct sk_prev *p, struct shard_err *err)
         const char *key = shard_keylist_get(&p->keys, i, &len);
         uint64_t *slot = table_slot(p, key, len);
         if (*slot)
-            return shard_err_set(err, SHARD_ECORRUPT, "previous dataset '%s': a key is "
-                                 "listed twice", p->path);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "previous dataset '%s': a key is "
+                                 "listed twice",
+                                 p->path);
         *slot = i + 1;
     }
     return SHARD_OK;
@@ -316,10 +325,12 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
         shard_index_reader_set_config(ir, &p->m.config);
     while (!rc && (got = shard_index_reader_next(ir, &s, err)) == 1) {
         struct prev_entry *e;
-        if (s.shard >= p->m.shard_count || (s.label != SHARD_NO_LABEL &&
-                                            (s.label < 0 || (uint32_t)s.label >= p->m.label_count)))
-            rc = shard_err_set(err, SHARD_ECORRUPT, "'%s': a line names a shard or label "
-                               "the manifest does not have", path);
+        if (s.shard >= p->m.shard_count ||
+            (s.label != SHARD_NO_LABEL && (s.label < 0 || (uint32_t)s.label >= p->m.label_count)))
+            rc = shard_err_set(err, SHARD_ECORRUPT,
+                               "'%s': a line names a shard or label "
+                               "the manifest does not have",
+                               path);
         else if (!(rc = add_entry(p, s.key, s.key_len, &e, err))) {
             e->source_bytes = s.source_bytes;
             e->source_xxh3 = s.source_xxh3;
@@ -339,8 +350,10 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
         rc = got;
     if (!rc && (shard_index_reader_bytes(ir) != p->m.index_bytes ||
                 shard_index_reader_xxh3(ir) != p->m.index_xxh3))
-        rc = shard_err_set(err, SHARD_ECORRUPT, "'%s' is not the index its manifest lists "
-                           "(bytes or xxh3 differ)", path);
+        rc = shard_err_set(err, SHARD_ECORRUPT,
+                           "'%s' is not the index its manifest lists "
+                           "(bytes or xxh3 differ)",
+                           path);
     shard_index_reader_close(ir);
     free(path);
     return rc;
@@ -373,7 +386,7 @@ static int load_rejects(struct sk_prev *p, struct shard_err *err)
         e->has_source = (uint8_t)rj->has_source;
         e->source_bytes = rj->source_bytes;
         e->source_xxh3 = rj->source_xxh3;
-        e->text = rj->reason;  /* borrowed from the manifest */
+        e->text = rj->reason; /* borrowed from the manifest */
     }
     return SHARD_OK;
 }
@@ -434,8 +447,8 @@ static int prev_open(struct sk_prev **out, const struct run *r, const char *dst,
     p->threads = r->threads;
     int rc = check_places(p->path, r->src, sk_source_is_s3(dst) ? NULL : dst, err);
     if (!rc && !(rc = load_manifest(p->path, &r->config, &p->m, &p->manifest_xxh3, err)) &&
-        !(rc = load_index(p, err)) && !(rc = load_rejects(p, err)) &&
-        !(rc = build_table(p, err)) && !(rc = open_shards(p, err))) {
+        !(rc = load_index(p, err)) && !(rc = load_rejects(p, err)) && !(rc = build_table(p, err)) &&
+        !(rc = open_shards(p, err))) {
         p->decoders = calloc((size_t)p->threads, sizeof *p->decoders);
         if (!p->decoders)
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -540,9 +553,8 @@ static int same_sources(const struct sk_prev *p, const struct prev_entry *e,
  * inside a `labels` field may have moved too), else its payload in a new
  * frame with the label and the fields (built already, in s->fields) of now.
  * The image is never decoded. */
-static int take_record_fields(struct run *r, int thread, const struct prev_entry *e,
-                              struct slot *s, const char *key, size_t key_len,
-                              struct shard_err *err)
+static int take_record_fields(struct run *r, int thread, const struct prev_entry *e, struct slot *s,
+                              const char *key, size_t key_len, struct shard_err *err)
 {
     int rc = read_prev_frame(r->prev, e, key, key_len, &s->frame, &s->frame_xxh3, err);
     struct shard_record_view view;
@@ -553,7 +565,8 @@ static int take_record_fields(struct run *r, int thread, const struct prev_entry
         return rc;
     int32_t label = r->label_of[s->cand];
     int label_stands = same_label(r, e->label, label) && view.meta.label == label;
-    int fields_stand = view.fields_len == s->fields.area.len && view.field_count == s->fields.count &&
+    int fields_stand = view.fields_len == s->fields.area.len &&
+                       view.field_count == s->fields.count &&
                        (!view.fields_len ||
                         !memcmp(view.fields, s->fields.area.data, view.fields_len));
     if (label_stands && fields_stand) {
@@ -561,8 +574,8 @@ static int take_record_fields(struct run *r, int thread, const struct prev_entry
         return SHARD_OK;
     }
     rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
-                               view.meta.height, view.payload, (size_t)view.payload_len,
-                               &s->fields, &s->frame, &s->frame_xxh3, err);
+                               view.meta.height, view.payload, (size_t)view.payload_len, &s->fields,
+                               &s->frame, &s->frame_xxh3, err);
     s->outcome = fields_stand ? SK_REUSE_RELABELED : SK_REUSE_REFIELDED;
     return rc;
 }
@@ -580,12 +593,12 @@ static int take_record(struct run *r, int thread, const struct prev_entry *e, st
     }
     /* the label number moved: the same payload in a new frame */
     struct shard_record_view view;
-    rc = shard_record_decode(r->prev->decoders[thread], s->frame.data, s->frame.len,
-                             &s->frame_xxh3, &view, err);
+    rc = shard_record_decode(r->prev->decoders[thread], s->frame.data, s->frame.len, &s->frame_xxh3,
+                             &view, err);
     if (!rc)
         rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
-                                   view.meta.height, view.payload, (size_t)view.payload_len,
-                                   NULL, &s->frame, &s->frame_xxh3, err);
+                                   view.meta.height, view.payload, (size_t)view.payload_len, NULL,
+                                   &s->frame, &s->frame_xxh3, err);
     s->outcome = SK_REUSE_RELABELED;
     return rc;
 }
@@ -620,7 +633,7 @@ int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, siz
      * image is converted; an image's own reason stands for the same bytes */
     if (e->is_reject && r->fields && !strncmp(e->text, "field '", 7))
         return 0;
-    if (e->is_reject) {  /* the same bytes fail the same way */
+    if (e->is_reject) { /* the same bytes fail the same way */
         shard_err_set(&why, SHARD_ECORRUPT, "%s", e->text);
         sk_run_reject_slot(s, &why);
         s->outcome = SK_REUSE_REJECTED;
@@ -660,9 +673,9 @@ void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32
     if (e)
         e->seen = 1;
     if (outcome == SK_REUSE_ADOPTED)
-        outcome = same_bytes && has_source ? adopted_outcome(r, e, key, key_len, label, fields,
-                                                             field_count)
-                                           : SK_REUSE_NONE;
+        outcome = same_bytes && has_source
+                      ? adopted_outcome(r, e, key, key_len, label, fields, field_count)
+                      : SK_REUSE_NONE;
     switch (outcome) {
     case SK_REUSE_COPIED: l->reused++; break;
     case SK_REUSE_RELABELED: l->relabeled++; break;

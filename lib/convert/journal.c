@@ -19,9 +19,9 @@
 
 struct journal_writer {
     int fd;
-    int dirfd;          /* borrowed */
-    char *name;         /* in dirfd */
-    char *path;         /* for messages */
+    int dirfd;  /* borrowed */
+    char *name; /* in dirfd */
+    char *path; /* for messages */
     int finished;
     struct shard_buf buf;
 };
@@ -79,14 +79,14 @@ int sk_journal_writer_sample(struct journal_writer *j, const struct shard_sample
 }
 
 int sk_journal_writer_reject(struct journal_writer *j, const struct shard_reject *r,
-                          struct shard_err *err)
+                             struct shard_err *err)
 {
     int rc = tagged(j, JOURNAL_TAG_REJECT, err);
     return rc ? rc : shard_reject_line(r, &j->buf, err);
 }
 
 int sk_journal_writer_finish(struct journal_writer *j, const struct journal_end *e,
-                          struct shard_err *err)
+                             struct shard_err *err)
 {
     char file[64];
     shard_file_name(e->shard, file, sizeof file);
@@ -169,9 +169,9 @@ static int open_journal(int dirfd, const char *dir, const char *name, FILE **f,
 }
 
 int sk_journal_read(int dirfd, const char *dir, const char *name, const struct shard_config *c,
-                 int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
-                 int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
-                 void *user, struct journal_end *end, struct shard_err *err)
+                    int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
+                    int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
+                    void *user, struct journal_end *end, struct shard_err *err)
 {
     FILE *f;
     int rc = open_journal(dirfd, dir, name, &f, err);
@@ -208,8 +208,7 @@ int sk_journal_read(int dirfd, const char *dir, const char *name, const struct s
             shard_sample_release(&s);
             shard_reject_release(&r);
             break;
-        default:
-            rc = shard_err_set(err, SHARD_ECORRUPT, "unknown line tag");
+        default: rc = shard_err_set(err, SHARD_ECORRUPT, "unknown line tag");
         }
     }
     if (!rc && ferror(f))

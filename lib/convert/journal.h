@@ -45,10 +45,10 @@ int sk_journal_writer_open(struct journal_writer **out, int dirfd, const char *d
 int sk_journal_writer_sample(struct journal_writer *j, const struct shard_sample *s,
                              const struct shard_config *c, struct shard_err *err);
 int sk_journal_writer_reject(struct journal_writer *j, const struct shard_reject *r,
-                          struct shard_err *err);
+                             struct shard_err *err);
 /* Append the end line, flush and fsync, close.  The caller renames. */
 int sk_journal_writer_finish(struct journal_writer *j, const struct journal_end *e,
-                          struct shard_err *err);
+                             struct shard_err *err);
 /* Close; removes the temporary unless finished.  Accepts NULL. */
 void sk_journal_writer_free(struct journal_writer *j);
 
@@ -59,9 +59,9 @@ void sk_journal_writer_free(struct journal_writer *j);
  * is SHARD_ENOTFOUND, one without a valid end line SHARD_ECORRUPT.  Sample
  * lines are parsed as lines of a dataset of config c. */
 int sk_journal_read(int dirfd, const char *dir, const char *name, const struct shard_config *c,
-                 int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
-                 int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
-                 void *user, struct journal_end *end, struct shard_err *err);
+                    int (*on_sample)(void *user, struct shard_sample *s, struct shard_err *err),
+                    int (*on_reject)(void *user, struct shard_reject *r, struct shard_err *err),
+                    void *user, struct journal_end *end, struct shard_err *err);
 
 /* Copy the sample lines of a journal (without their tag) to fd, hashing them
  * into the XXH3 state `hash` (an XXH3_state_t *) and adding to *bytes. */

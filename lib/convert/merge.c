@@ -44,13 +44,13 @@
 #define WRITE_CHUNK (1u << 20)
 
 struct part {
-    char name[PART_NAME_BYTES];   /* "I-of-N" */
-    char *path;                   /* DST/parts/I-of-N */
+    char name[PART_NAME_BYTES]; /* "I-of-N" */
+    char *path;                 /* DST/parts/I-of-N */
     int fd;
     struct shard_manifest m;
     int loaded;
-    json_t *info;                 /* its part file */
-    uint32_t shard_offset;        /* its first shard's position in the merged list */
+    json_t *info;          /* its part file */
+    uint32_t shard_offset; /* its first shard's position in the merged list */
 };
 
 /* Where step 2 put a shard of the merged list. */
@@ -62,10 +62,10 @@ struct merge {
     int parts_fd;
     uint32_t count;
     struct part *parts;
-    struct shard_manifest out;    /* borrows the parts' strings */
-    unsigned char *placed;        /* enum placed, per shard of `out` */
-    int index_fd;                 /* INDEX_TMP, written */
-    int manifest_fd;              /* MANIFEST_TMP, written */
+    struct shard_manifest out; /* borrows the parts' strings */
+    unsigned char *placed;     /* enum placed, per shard of `out` */
+    int index_fd;              /* INDEX_TMP, written */
+    int manifest_fd;           /* MANIFEST_TMP, written */
 };
 
 /* ---- finding the parts ------------------------------------------------------ */
@@ -117,15 +117,18 @@ static int find_count(struct merge *g, struct shard_err *err)
             g->count = n;
             snprintf(first, sizeof first, "%u-of-%u", i, n);
         } else if (n != g->count) {
-            rc = shard_err_set(err, SHARD_EINVAL, "'%s/%s' holds parts of two splits: '%s' and "
-                               "'%s'; remove the parts of the other one", g->dst,
-                               SHARDIFY_PARTS_DIR, first, e->d_name);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "'%s/%s' holds parts of two splits: '%s' and "
+                               "'%s'; remove the parts of the other one",
+                               g->dst, SHARDIFY_PARTS_DIR, first, e->d_name);
         }
     }
     closedir(d);
     if (!rc && !g->count)
-        rc = shard_err_set(err, SHARD_ENOTFOUND, "no parts in '%s/%s' (part I of N is written "
-                           "to DST/parts/I-of-N)", g->dst, SHARDIFY_PARTS_DIR);
+        rc = shard_err_set(err, SHARD_ENOTFOUND,
+                           "no parts in '%s/%s' (part I of N is written "
+                           "to DST/parts/I-of-N)",
+                           g->dst, SHARDIFY_PARTS_DIR);
     return rc;
 }
 
@@ -138,8 +141,8 @@ static int load_info(struct merge *g, struct part *p, uint32_t i, struct shard_e
     struct shard_err e;
     int rc = sk_fs_open_read(p->fd, SHARDIFY_PART_FILE, &fd, &size, &e);
     if (rc == SHARD_ENOTFOUND)
-        return shard_err_set(err, SHARD_EEXIST, "part %u of %u is not a part: '%s' has no %s",
-                             i, g->count, p->path, SHARDIFY_PART_FILE);
+        return shard_err_set(err, SHARD_EEXIST, "part %u of %u is not a part: '%s' has no %s", i,
+                             g->count, p->path, SHARDIFY_PART_FILE);
     if (!rc && !(text = malloc(size ? size : 1)))
         rc = shard_err_set(&e, SHARD_ENOMEM, "out of memory");
     if (!rc)
@@ -148,8 +151,8 @@ static int load_info(struct merge *g, struct part *p, uint32_t i, struct shard_e
         close(fd);
     json_error_t jerr;
     if (rc)
-        rc = shard_err_set(err, rc, "part %u of %u: cannot read '%s/%s': %s", i, g->count,
-                           p->path, SHARDIFY_PART_FILE, e.msg);
+        rc = shard_err_set(err, rc, "part %u of %u: cannot read '%s/%s': %s", i, g->count, p->path,
+                           SHARDIFY_PART_FILE, e.msg);
     else if (!(p->info = json_loadb(text, size, 0, &jerr)))
         rc = shard_err_set(err, SHARD_ECORRUPT, "part %u of %u: '%s/%s' is not JSON: %s", i,
                            g->count, p->path, SHARDIFY_PART_FILE, jerr.text);
@@ -170,15 +173,16 @@ static int open_part(struct merge *g, uint32_t i, struct shard_err *err)
     struct shard_err e;
     int rc = sk_fs_open_dir_at(g->parts_fd, parts, p->name, &p->fd, &e);
     if (rc == SHARD_ENOTFOUND)
-        return shard_err_set(err, SHARD_ENOTFOUND, "part %u of %u is missing: no '%s'", i,
-                             g->count, p->path);
+        return shard_err_set(err, SHARD_ENOTFOUND, "part %u of %u is missing: no '%s'", i, g->count,
+                             p->path);
     if (rc)
         return shard_err_set(err, rc, "part %u of %u: %s", i, g->count, e.msg);
     rc = shard_manifest_load(p->path, &p->m, &e);
     if (rc == SHARD_ENOTFOUND)
-        return shard_err_set(err, SHARD_EEXIST, "part %u of %u is incomplete: '%s' has no %s "
-                             "yet (still running, or stopped: run it again with --resume)", i,
-                             g->count, p->path, SHARD_MANIFEST_FILE);
+        return shard_err_set(err, SHARD_EEXIST,
+                             "part %u of %u is incomplete: '%s' has no %s "
+                             "yet (still running, or stopped: run it again with --resume)",
+                             i, g->count, p->path, SHARD_MANIFEST_FILE);
     if (rc)
         return shard_err_set(err, rc, "part %u of %u: %s", i, g->count, e.msg);
     p->loaded = 1;
@@ -243,46 +247,57 @@ static int check_part(struct merge *g, uint32_t i, struct shard_err *err)
 {
     struct part *p = &g->parts[i];
     if (info_uint(p, "part") != i || info_uint(p, "parts") != g->count)
-        return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u: its %s says part %lld of "
-                             "%lld", i, g->count, SHARDIFY_PART_FILE,
-                             (long long)info_uint(p, "part"), (long long)info_uint(p, "parts"));
+        return shard_err_set(err, SHARD_EMISMATCH,
+                             "part %u of %u: its %s says part %lld of "
+                             "%lld",
+                             i, g->count, SHARDIFY_PART_FILE, (long long)info_uint(p, "part"),
+                             (long long)info_uint(p, "parts"));
     json_t *listing = json_object_get(p->info, "listing");
     int rc;
     if ((rc = differs(g, i, "shardkit", "was made by another shardkit", err)) ||
         (rc = differs(g, i, "manifest_version", "has another format version", err)) ||
         (i == 0 && !json_is_object(json_object_get(listing, "config"))))
-        return rc ? rc : shard_err_set(err, SHARD_ECORRUPT, "part 0 of %u: %s has no options",
-                                       g->count, SHARDIFY_PART_FILE);
+        return rc ? rc
+                  : shard_err_set(err, SHARD_ECORRUPT, "part 0 of %u: %s has no options", g->count,
+                                  SHARDIFY_PART_FILE);
     /* the options first: they explain a different order too */
     json_t *mine = json_object_get(listing, "config");
     json_t *theirs = json_object_get(json_object_get(g->parts[0].info, "listing"), "config");
     const char *key = first_difference(mine, theirs);
     if (key) {
         char *x = shown(json_object_get(mine, key)), *y = shown(json_object_get(theirs, key));
-        rc = shard_err_set(err, SHARD_EMISMATCH, "part %u of %u was made with other options: "
-                           "%s is %s, part 0's %s", i, g->count, key, x, y);
+        rc = shard_err_set(err, SHARD_EMISMATCH,
+                           "part %u of %u was made with other options: "
+                           "%s is %s, part 0's %s",
+                           i, g->count, key, x, y);
         free(x);
         free(y);
         return rc;
     }
-    if ((rc = differs(g, i, "listing", "was made from another listing of SRC (files added, "
-                      "removed or renamed between the parts' runs)", err)) ||
+    if ((rc = differs(g, i, "listing",
+                      "was made from another listing of SRC (files added, "
+                      "removed or renamed between the parts' runs)",
+                      err)) ||
         (rc = differs(g, i, "ignored", "was made from another listing of SRC", err)) ||
-        (rc = differs(g, i, "bounds", "split the sample order otherwise (file sizes changed "
-                      "between the parts' runs)", err)))
+        (rc = differs(g, i, "bounds",
+                      "split the sample order otherwise (file sizes changed "
+                      "between the parts' runs)",
+                      err)))
         return rc;
     json_t *bounds = json_object_get(p->info, "bounds");
     uint64_t first = (uint64_t)json_integer_value(json_array_get(bounds, i));
     uint64_t end = (uint64_t)json_integer_value(json_array_get(bounds, i + 1));
     if (json_array_size(bounds) != g->count + 1u || info_uint(p, "first") != first ||
         info_uint(p, "end") != end)
-        return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u: its range of the sample "
-                             "order is not the one its %s gives it", i, g->count,
-                             SHARDIFY_PART_FILE);
+        return shard_err_set(err, SHARD_EMISMATCH,
+                             "part %u of %u: its range of the sample "
+                             "order is not the one its %s gives it",
+                             i, g->count, SHARDIFY_PART_FILE);
     if (p->m.samples + p->m.rejected != end - first)
-        return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u holds %llu samples and "
-                             "rejects, its range %llu", i, g->count,
-                             (unsigned long long)(p->m.samples + p->m.rejected),
+        return shard_err_set(err, SHARD_EMISMATCH,
+                             "part %u of %u holds %llu samples and "
+                             "rejects, its range %llu",
+                             i, g->count, (unsigned long long)(p->m.samples + p->m.rejected),
                              (unsigned long long)(end - first));
     return SHARD_OK;
 }
@@ -295,17 +310,22 @@ static int check_shards(struct merge *g, uint32_t i, struct shard_err *err)
         const struct shard_manifest_shard *s = &p->m.shards[k];
         struct stat st;
         if (fstatat(p->fd, s->file, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            return shard_err_errno(err, SHARD_EEXIST, errno, "part %u of %u is incomplete: "
-                                   "cannot find '%s/%s'", i, g->count, p->path, s->file);
+            return shard_err_errno(err, SHARD_EEXIST, errno,
+                                   "part %u of %u is incomplete: "
+                                   "cannot find '%s/%s'",
+                                   i, g->count, p->path, s->file);
         if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != s->bytes)
-            return shard_err_set(err, SHARD_EEXIST, "part %u of %u is incomplete: '%s/%s' has "
-                                 "%llu bytes, its manifest says %llu", i, g->count, p->path,
-                                 s->file, (unsigned long long)st.st_size,
+            return shard_err_set(err, SHARD_EEXIST,
+                                 "part %u of %u is incomplete: '%s/%s' has "
+                                 "%llu bytes, its manifest says %llu",
+                                 i, g->count, p->path, s->file, (unsigned long long)st.st_size,
                                  (unsigned long long)s->bytes);
         const char *prev = g->out.shard_count ? g->out.shards[g->out.shard_count - 1].file : "";
-        if (strcmp(prev, s->file) >= 0)  /* the parts' numbers never overlap */
-            return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u: shard '%s' comes after "
-                                 "'%s' of an earlier part", i, g->count, s->file, prev);
+        if (strcmp(prev, s->file) >= 0) /* the parts' numbers never overlap */
+            return shard_err_set(err, SHARD_EMISMATCH,
+                                 "part %u of %u: shard '%s' comes after "
+                                 "'%s' of an earlier part",
+                                 i, g->count, s->file, prev);
         g->out.shards[g->out.shard_count++] = *s;
     }
     return SHARD_OK;
@@ -353,20 +373,20 @@ static int gather(struct merge *g, struct shard_err *err)
         struct part *p = &g->parts[i];
         int rc;
         if (p->m.label_count != m0->label_count)
-            return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u has %u labels, part 0 %u",
-                                 i, g->count, p->m.label_count, m0->label_count);
+            return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u has %u labels, part 0 %u", i,
+                                 g->count, p->m.label_count, m0->label_count);
         for (uint32_t l = 0; l < m0->label_count; l++) {
             if (strcmp(p->m.labels[l], m0->labels[l]) != 0)
-                return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u: label %u is '%s', "
-                                     "part 0's '%s'", i, g->count, l, p->m.labels[l],
-                                     m0->labels[l]);
+                return shard_err_set(err, SHARD_EMISMATCH,
+                                     "part %u of %u: label %u is '%s', "
+                                     "part 0's '%s'",
+                                     i, g->count, l, p->m.labels[l], m0->labels[l]);
             m->label_samples[l] += p->m.label_samples[l];
         }
         p->shard_offset = m->shard_count;
         if ((rc = check_shards(g, i, err)))
             return rc;
-        memcpy(m->rejects + m->reject_count, p->m.rejects,
-               p->m.reject_count * sizeof *m->rejects);
+        memcpy(m->rejects + m->reject_count, p->m.rejects, p->m.reject_count * sizeof *m->rejects);
         m->reject_count += p->m.reject_count;
         m->samples += p->m.samples;
         m->unlabeled += p->m.unlabeled;
@@ -374,9 +394,12 @@ static int gather(struct merge *g, struct shard_err *err)
         m->sidecars += p->m.sidecars;
         m->boxes += p->m.boxes;
         m->boxes_dropped += p->m.boxes_dropped;
-        if (p->m.config.field_count != m0->config.field_count || p->m.orphan_count != m0->orphan_count)
-            return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u has other fields or "
-                                 "orphans than part 0", i, g->count);
+        if (p->m.config.field_count != m0->config.field_count ||
+            p->m.orphan_count != m0->orphan_count)
+            return shard_err_set(err, SHARD_EMISMATCH,
+                                 "part %u of %u has other fields or "
+                                 "orphans than part 0",
+                                 i, g->count);
         for (uint32_t f = 0; f < m0->config.field_count; f++)
             m->field_samples[f] += p->m.field_samples[f];
     }
@@ -446,9 +469,10 @@ static int copy_index(struct merge *g, uint32_t i, struct index_out *o, struct s
         if (find_shard_field(line, n, &start, &end) == 0)
             shard = strtoul(line + start, NULL, 10);
         if (shard >= p->m.shard_count) {
-            rc = shard_err_set(err, SHARD_ECORRUPT, "part %u of %u: '%s' line %llu does not "
-                               "name one of its %u shards", i, g->count, path,
-                               (unsigned long long)entries, p->m.shard_count);
+            rc = shard_err_set(err, SHARD_ECORRUPT,
+                               "part %u of %u: '%s' line %llu does not "
+                               "name one of its %u shards",
+                               i, g->count, path, (unsigned long long)entries, p->m.shard_count);
             break;
         }
         char number[24];
@@ -465,8 +489,10 @@ static int copy_index(struct merge *g, uint32_t i, struct index_out *o, struct s
     if (!rc && (entries != p->m.index_entries || entries != p->m.samples ||
                 shard_index_reader_bytes(rd) != p->m.index_bytes ||
                 shard_index_reader_xxh3(rd) != p->m.index_xxh3))
-        rc = shard_err_set(err, SHARD_EMISMATCH, "part %u of %u: '%s' is not the index its "
-                           "manifest lists", i, g->count, path);
+        rc = shard_err_set(err, SHARD_EMISMATCH,
+                           "part %u of %u: '%s' is not the index its "
+                           "manifest lists",
+                           i, g->count, path);
     shard_index_reader_close(rd);
     free(path);
     return rc;
@@ -528,18 +554,21 @@ static int place_shard(struct merge *g, const struct part *p, const char *name,
         }
         staged_name(name, tmp, sizeof tmp);
         if (unlinkat(g->fd, tmp, 0) != 0 && errno != ENOENT)
-            return shard_err_errno(err, SHARD_EIO, errno, "cannot remove the stale '%s/%s'",
-                                   g->dst, tmp);
+            return shard_err_errno(err, SHARD_EIO, errno, "cannot remove the stale '%s/%s'", g->dst,
+                                   tmp);
         as = tmp;
     } else if (errno != ENOENT) {
         return shard_err_errno(err, SHARD_EIO, errno, "cannot inspect '%s/%s'", g->dst, name);
     }
     if (linkat(p->fd, name, g->fd, as, 0) != 0)
-        return errno == EXDEV
-                   ? shard_err_errno(err, SHARD_EIO, errno, "cannot link '%s/%s' into '%s': the "
-                                     "parts must be on DST's file system", p->path, name, g->dst)
-                   : shard_err_errno(err, SHARD_EIO, errno, "cannot link '%s/%s' into '%s' as "
-                                     "'%s'", p->path, name, g->dst, as);
+        return errno == EXDEV ? shard_err_errno(err, SHARD_EIO, errno,
+                                                "cannot link '%s/%s' into '%s': the "
+                                                "parts must be on DST's file system",
+                                                p->path, name, g->dst)
+                              : shard_err_errno(err, SHARD_EIO, errno,
+                                                "cannot link '%s/%s' into '%s' as "
+                                                "'%s'",
+                                                p->path, name, g->dst, as);
     *placed = as == name ? LINKED : STAGED;
     return SHARD_OK;
 }
@@ -612,9 +641,8 @@ static int remove_unlisted(struct merge *g, struct shard_err *err)
     int removed = 0;
     while ((e = readdir(d))) {
         const char *name = e->d_name;
-        if (sk_dst_is_shard_name(name, NULL) &&
-            !bsearch(&name, g->out.shards, g->out.shard_count, sizeof *g->out.shards,
-                     compare_files))
+        if (sk_dst_is_shard_name(name, NULL) && !bsearch(&name, g->out.shards, g->out.shard_count,
+                                                         sizeof *g->out.shards, compare_files))
             removed += unlinkat(g->fd, name, 0) == 0;
     }
     closedir(d);
@@ -628,8 +656,10 @@ static void write_run_info(struct merge *g, double seconds)
     time_t t = time(NULL);
     struct tm tm;
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-    int len = snprintf(text, sizeof text, "{\n  \"finished\": \"%s\",\n  \"seconds\": %.6f,\n"
-                       "  \"merged_parts\": %u\n}", when, seconds, g->count);
+    int len = snprintf(text, sizeof text,
+                       "{\n  \"finished\": \"%s\",\n  \"seconds\": %.6f,\n"
+                       "  \"merged_parts\": %u\n}",
+                       when, seconds, g->count);
     struct shard_err e;
     (void)sk_fs_write_atomic_at(g->fd, g->dst, SHARDIFY_RUN_FILE, text, (size_t)len, &e);
 }
@@ -640,7 +670,7 @@ static int publish(struct merge *g, struct shard_err *err)
     int rc = SHARD_OK;
     struct shard_err e;
     if (unlinkat(g->fd, SHARD_MANIFEST_FILE, 0) != 0 && errno != ENOENT) {
-        unplace_shards(g, 0);  /* the previous merge is still published */
+        unplace_shards(g, 0); /* the previous merge is still published */
         return shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", g->dst,
                                SHARD_MANIFEST_FILE);
     }
@@ -650,16 +680,15 @@ static int publish(struct merge *g, struct shard_err *err)
             continue;
         staged_name(g->out.shards[k].file, tmp, sizeof tmp);
         if (renameat(g->fd, tmp, g->fd, g->out.shards[k].file) != 0)
-            rc = shard_err_errno(&e, SHARD_EIO, errno, "cannot rename '%s/%s' to '%s'", g->dst,
-                                 tmp, g->out.shards[k].file);
+            rc = shard_err_errno(&e, SHARD_EIO, errno, "cannot rename '%s/%s' to '%s'", g->dst, tmp,
+                                 g->out.shards[k].file);
         else
             g->placed[k] = LINKED;
     }
     /* the index's rename fsyncs DST, and so the links made before it */
     rc = sk_fs_commit_at(g->index_fd, rc, g->fd, g->dst, INDEX_TMP, SHARD_INDEX_FILE, &e);
     g->index_fd = -1;
-    rc = sk_fs_commit_at(g->manifest_fd, rc, g->fd, g->dst, MANIFEST_TMP, SHARD_MANIFEST_FILE,
-                         &e);
+    rc = sk_fs_commit_at(g->manifest_fd, rc, g->fd, g->dst, MANIFEST_TMP, SHARD_MANIFEST_FILE, &e);
     g->manifest_fd = -1;
     if (rc) {
         unplace_shards(g, 1);
@@ -682,7 +711,7 @@ static void merge_release(struct merge *g)
     }
     free(g->parts);
     free(g->placed);
-    if (g->index_fd >= 0) {  /* not committed: a failure before publishing */
+    if (g->index_fd >= 0) { /* not committed: a failure before publishing */
         close(g->index_fd);
         unlinkat(g->fd, INDEX_TMP, 0);
     }
@@ -700,16 +729,17 @@ static void merge_release(struct merge *g)
         close(g->fd);
 }
 
-int shardify_merge(const char *dst, struct shardify_merge_summary *summary,
-                   struct shard_err *err)
+int shardify_merge(const char *dst, struct shardify_merge_summary *summary, struct shard_err *err)
 {
     double t0 = sk_now_seconds();
     struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1, .index_fd = -1, .manifest_fd = -1};
     int rc = SHARD_OK;
     memset(summary, 0, sizeof *summary);
-    if (strstr(dst, "://")) {  /* links need one file system */
-        rc = shard_err_set(err, SHARD_EINVAL, "cannot merge '%s': the merge needs a local DST; "
-                           "merge on a file system, then copy the dataset", dst);
+    if (strstr(dst, "://")) { /* links need one file system */
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "cannot merge '%s': the merge needs a local DST; "
+                           "merge on a file system, then copy the dataset",
+                           dst);
         goto out;
     }
     g.fd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -720,12 +750,11 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary,
     }
     struct shard_err e;
     if ((rc = sk_fs_open_dir_at(g.fd, dst, SHARDIFY_PARTS_DIR, &g.parts_fd, &e))) {
-        rc = rc == SHARD_ENOTFOUND
-                 ? shard_err_set(err, rc, "no parts in '%s': %s", dst, e.msg)
-                 : shard_err_set(err, rc, "%s", e.msg);
+        rc = rc == SHARD_ENOTFOUND ? shard_err_set(err, rc, "no parts in '%s': %s", dst, e.msg)
+                                   : shard_err_set(err, rc, "%s", e.msg);
         goto out;
     }
-    if (flock(g.parts_fd, LOCK_EX | LOCK_NB) != 0) {  /* released when closed */
+    if (flock(g.parts_fd, LOCK_EX | LOCK_NB) != 0) { /* released when closed */
         rc = shard_err_set(err, SHARD_ELOCKED, "another merge of '%s' is running", dst);
         goto out;
     }

@@ -27,7 +27,7 @@ static int compare_candidates(const void *pa, const void *pb, void *ctx)
 {
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     int c = compare_keys(ctx, a, b);
-    return c ? c : (a > b) - (a < b);  /* archive order breaks ties: stable */
+    return c ? c : (a > b) - (a < b); /* archive order breaks ties: stable */
 }
 
 struct label_ref {
@@ -38,7 +38,7 @@ struct label_ref {
 /* A distinct label and the name the manifest gives it. */
 struct named_label {
     struct label_ref ref;
-    char *name;     /* sk_jsonkey_label_name: the bytes, or %XX escapes when not UTF-8 */
+    char *name; /* sk_jsonkey_label_name: the bytes, or %XX escapes when not UTF-8 */
 };
 
 static int compare_named_labels(const void *pa, const void *pb)
@@ -50,30 +50,29 @@ static int compare_named_labels(const void *pa, const void *pb)
  * the number of labels, not with the number of samples. */
 struct label_set {
     struct label_slot {
-        struct label_ref ref;   /* name == NULL: empty slot */
+        struct label_ref ref; /* name == NULL: empty slot */
         uint64_t hash;
-        int32_t number;         /* position in sorted order, once known */
-    } *slots;
-    size_t cap;                 /* a power of two */
+        int32_t number; /* position in sorted order, once known */
+    } * slots;
+    size_t cap; /* a power of two */
     size_t count;
 };
 
-static struct label_slot *label_set_find(const struct label_set *set, const char *name,
-                                         size_t len, uint64_t hash)
+static struct label_slot *label_set_find(const struct label_set *set, const char *name, size_t len,
+                                         uint64_t hash)
 {
     size_t i = (size_t)hash & (set->cap - 1);
     for (;; i = (i + 1) & (set->cap - 1)) {
         struct label_slot *s = &set->slots[i];
-        if (!s->ref.name || (s->hash == hash && s->ref.len == len &&
-                             memcmp(s->ref.name, name, len) == 0))
+        if (!s->ref.name ||
+            (s->hash == hash && s->ref.len == len && memcmp(s->ref.name, name, len) == 0))
             return s;
     }
 }
 
-static int label_set_add(struct label_set *set, const char *name, size_t len,
-                         struct shard_err *err)
+static int label_set_add(struct label_set *set, const char *name, size_t len, struct shard_err *err)
 {
-    if (2 * (set->count + 1) > set->cap) {  /* keep the load under one half */
+    if (2 * (set->count + 1) > set->cap) { /* keep the load under one half */
         struct label_set bigger = {calloc(set->cap ? 2 * set->cap : 64, sizeof *set->slots),
                                    set->cap ? 2 * set->cap : 64, set->count};
         if (!bigger.slots)
@@ -107,9 +106,10 @@ static int no_label_error(const struct run *r, const char *what, uint64_t count,
                           struct shard_err *err)
 {
     if (r->label_rows)
-        return shard_err_set(err, SHARD_EINVAL, "--labels '%s' labels none of the %llu %s: "
-                             "%llu of its %llu rows name no file of the source", r->o->labels,
-                             (unsigned long long)count, what,
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--labels '%s' labels none of the %llu %s: "
+                             "%llu of its %llu rows name no file of the source",
+                             r->o->labels, (unsigned long long)count, what,
                              (unsigned long long)r->label_rows_unmatched,
                              (unsigned long long)r->label_rows);
     return shard_err_set(err, SHARD_EINVAL, "--labels '%s' labels none of the %llu %s",
@@ -218,8 +218,9 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     r->label_count = (uint32_t)n;
     for (size_t i = 0; i < n; i++) {
         label_set_find(&set, sorted[i].ref.name, sorted[i].ref.len,
-                       XXH3_64bits(sorted[i].ref.name, sorted[i].ref.len))->number = (int32_t)i;
-        r->label_names[i] = sorted[i].name;  /* owned by the run from here */
+                       XXH3_64bits(sorted[i].ref.name, sorted[i].ref.len))
+            ->number = (int32_t)i;
+        r->label_names[i] = sorted[i].name; /* owned by the run from here */
         sorted[i].name = NULL;
     }
     uint64_t labeled = 0;
@@ -283,7 +284,7 @@ static int state_text(struct run *r, char **out, struct shard_err *err)
         size_t len;
         const char *key = shard_keylist_get(&r->keys, r->order[pos], &len);
         int32_t label = r->label_of[r->order[pos]];
-        XXH3_64bits_update(h, key, len + 1);  /* with its NUL: keys cannot run together */
+        XXH3_64bits_update(h, key, len + 1); /* with its NUL: keys cannot run together */
         XXH3_64bits_update(h, &label, sizeof label);
     }
     uint64_t order_hash = XXH3_64bits_digest(h); /* "plan_xxh3" on disk */
@@ -300,8 +301,7 @@ static int state_text(struct run *r, char **out, struct shard_err *err)
     if (*out)
         snprintf(*out, cap,
                  "{\"config\":%s,\"source\":\"%s\",\"candidates\":%llu,\"plan_xxh3\":\"%s\"%s}\n",
-                 config, SK_RUN_SOURCE_KIND(r), (unsigned long long)r->n, hex,
-                 part);
+                 config, SK_RUN_SOURCE_KIND(r), (unsigned long long)r->n, hex, part);
     free(config);
     return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
 }

@@ -5,8 +5,8 @@
  * on the part), then converts the contiguous range [bounds[I], bounds[I+1])
  * of it.  The bounds split the sum of the candidates' weights (source size
  * plus one byte, so that empty files count too) at multiples of 1/N: a file
- * goes to the part where its middle falls (see sk_part_bounds).  Every part computes every bound and records them in its part file,
- * so the merge can tell that the parts tiled the same order.
+ * goes to the part where its middle falls (see sk_part_bounds).  Every part computes every bound
+ * and records them in its part file, so the merge can tell that the parts tiled the same order.
  *
  * Part I numbers its shards from I * (SHARD_NAMES / N): the number is in the
  * shard's header and in its file name, which must agree, so shards that keep
@@ -54,7 +54,7 @@ static int check_part_dst(const struct run *r, const char *dst, size_t len, cons
         goto out;
     }
     if ((fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        goto out;  /* no DST yet (or no directory: opening it says so) */
+        goto out; /* no DST yet (or no directory: opening it says so) */
     rc = sk_fs_open_dir_at(fd, top, SHARDIFY_PARTS_DIR, &parts_fd, err);
     if (rc == SHARD_ENOTFOUND)
         rc = SHARD_OK;
@@ -67,10 +67,12 @@ static int check_part_dst(const struct run *r, const char *dst, size_t len, cons
     int interrupted = parts_fd >= 0 && fstatat(parts_fd, work, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                       S_ISDIR(st.st_mode);
     if (r->o->mode == SHARDIFY_FRESH || (r->o->mode == SHARDIFY_RESUME && !interrupted))
-        rc = shard_err_set(err, SHARD_EEXIST, "destination '%s' holds a published dataset, "
+        rc = shard_err_set(err, SHARD_EEXIST,
+                           "destination '%s' holds a published dataset, "
                            "which the merge of the parts will replace; pass --overwrite to "
                            "convert part %u of %u into it (the dataset stays published until "
-                           "'shardify merge')", top, r->o->part, r->o->parts);
+                           "'shardify merge')",
+                           top, r->o->part, r->o->parts);
 out:
     if (parts_fd >= 0)
         close(parts_fd);
@@ -89,10 +91,13 @@ int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err)
         return r->dst_path ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     if (o->parts > SHARDIFY_MAX_PARTS || o->part >= o->parts)
-        return shard_err_set(err, SHARD_EINVAL, "part %u of %u: parts are numbered 0..N-1, "
-                             "N at most %u", o->part, o->parts, SHARDIFY_MAX_PARTS);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "part %u of %u: parts are numbered 0..N-1, "
+                             "N at most %u",
+                             o->part, o->parts, SHARDIFY_MAX_PARTS);
     if (r->archive)
-        return shard_err_set(err, SHARD_EINVAL, "an archive SRC cannot be converted in parts: "
+        return shard_err_set(err, SHARD_EINVAL,
+                             "an archive SRC cannot be converted in parts: "
                              "it is read in one pass; extract it, or convert it whole");
     size_t len = strlen(dst);
     while (len > 1 && dst[len - 1] == '/')
@@ -123,7 +128,7 @@ static uint64_t weight(const struct run *r, uint64_t cand)
 
 void sk_part_bounds(const uint64_t *weights, uint64_t n, uint32_t parts, uint64_t *bounds)
 {
-    unsigned __int128 total = 0, before = 0;  /* parts times a sum of sizes fits */
+    unsigned __int128 total = 0, before = 0; /* parts times a sum of sizes fits */
     for (uint64_t pos = 0; pos < n; pos++)
         total += weights[pos];
     uint32_t next = 1;
@@ -158,7 +163,7 @@ int sk_run_part_setup(struct run *r, struct shard_err *err)
     free(weights);
     r->start_pos = r->part_bounds[o->part];
     r->end_pos = r->part_bounds[o->part + 1];
-    r->done = r->start_pos;  /* positions done, as after adopting (resume.c) */
+    r->done = r->start_pos; /* positions done, as after adopting (resume.c) */
     r->shard_base = o->part * (SHARD_NAMES / parts);
     sk_assembler_start_at(r->as, r->shard_base, SHARD_NAMES / parts, r->start_pos);
     return SHARD_OK;
@@ -192,8 +197,9 @@ static json_t *part_json(const struct run *r, const char *state)
     bad = bad || json_object_set(o, "bounds", bounds);
     /* the resume state: options, source kind, candidates, the order's hash */
     bad = bad || json_object_del(st, "part") || json_object_set(o, "listing", st);
-    bad = bad || sk_jsonkey_set_uint(o, "ignored", r->stats.ignored + r->stats.ignored_symlinks +
-                                                       r->stats.ignored_special);
+    bad = bad || sk_jsonkey_set_uint(o, "ignored",
+                                     r->stats.ignored + r->stats.ignored_symlinks +
+                                         r->stats.ignored_special);
     json_decref(bounds);
     json_decref(st);
     if (bad) {
@@ -226,7 +232,7 @@ int sk_run_part_write(struct run *r, struct shard_err *err)
         goto out;
     }
     size_t len = strlen(text);
-    text[len++] = '\n';  /* json_dumps leaves room for its NUL: overwrite it */
+    text[len++] = '\n'; /* json_dumps leaves room for its NUL: overwrite it */
     if (!(rc = sk_fs_write_atomic_at(d->fd, d->path, SHARDIFY_PART_FILE, text, len, err)))
         rc = sk_dst_publish(r->dst, SHARDIFY_PART_FILE, err);
 out:

@@ -19,9 +19,9 @@ struct pipe {
     void **slots;
     struct sk_ring *ring;
     volatile sig_atomic_t *cancel;
-    pthread_mutex_t claim_lock;  /* serialises claim(); guards `cancelled` */
-    int cancelled;               /* no more claims; what was claimed is consumed */
-    pthread_mutex_t err_lock;    /* guards the two below */
+    pthread_mutex_t claim_lock; /* serialises claim(); guards `cancelled` */
+    int cancelled;              /* no more claims; what was claimed is consumed */
+    pthread_mutex_t err_lock;   /* guards the two below */
     int rc;
     struct shard_err first_err;
 };
@@ -59,7 +59,7 @@ static int claim_next(struct pipe *p, uint64_t *pos, int *closed)
             rc = p->ops->claim(p->ops->ctx, *pos, p->slots[sk_ring_slot(p->ring, *pos)], &e);
         if (rc > 0) {
             got = 1;
-        } else if (rc == 0) {  /* the end, or cancelled: this position is not an item */
+        } else if (rc == 0) { /* the end, or cancelled: this position is not an item */
             sk_ring_close(p->ring, *pos);
             *closed = 1;
         } else {
@@ -95,7 +95,7 @@ static void worker(struct pipe *p, int thread)
         p->ops->work(p->ops->ctx, thread, p->slots[sk_ring_slot(p->ring, pos)]);
         consume_in_turn(p, sk_ring_done_take(p->ring, pos, SHARD_OK, &g), &g);
     }
-    if (closed)  /* nothing is marked: only takes the role if an item is left */
+    if (closed) /* nothing is marked: only takes the role if an item is left */
         consume_in_turn(p, sk_ring_done_take(p->ring, pos, SHARD_OK, &g), &g);
 }
 

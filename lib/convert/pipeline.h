@@ -35,6 +35,6 @@ struct pipeline_ops {
  * When *cancel becomes non-zero no further item is claimed and SHARD_EINTR is
  * returned once the claimed ones are consumed.  Returns 0 or the first error. */
 int sk_pipeline_run(const struct pipeline_ops *ops, void **slots, size_t nslots, int threads,
-                 volatile sig_atomic_t *cancel, struct shard_err *err);
+                    volatile sig_atomic_t *cancel, struct shard_err *err);
 
 #endif

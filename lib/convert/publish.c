@@ -79,25 +79,23 @@ static void write_run_info(struct run *r, struct shardify_summary *s)
     json_object_set_new(o, "seconds", json_real(s->seconds));
     json_object_set_new(o, "threads", json_integer(s->threads));
     json_object_set_new(o, "samples_per_second",
-                        json_real(s->seconds > 0 ? (double)(s->samples + s->rejected) /
-                                                       s->seconds
+                        json_real(s->seconds > 0 ? (double)(s->samples + s->rejected) / s->seconds
                                                  : 0));
     json_object_set_new(o, "reused_shards", json_integer(s->reused_shards));
     json_object_set_new(o, "bytes_in", json_integer((json_int_t)s->bytes_in));
     json_object_set_new(o, "bytes_out", json_integer((json_int_t)s->bytes_out));
-    json_object_set_new(o, "timing", json_pack("{sfsfsfsfsfsfsfsf}", "scan", s->timing.scan,
-                                               "convert", s->timing.convert, "publish",
-                                               s->timing.publish, "write", s->timing.write,
-                                               "read", s->timing.read, "hash", s->timing.hash,
-                                               "decode", s->timing.decode, "copy",
-                                               s->timing.copy));
+    json_object_set_new(o, "timing",
+                        json_pack("{sfsfsfsfsfsfsfsf}", "scan", s->timing.scan, "convert",
+                                  s->timing.convert, "publish", s->timing.publish, "write",
+                                  s->timing.write, "read", s->timing.read, "hash", s->timing.hash,
+                                  "decode", s->timing.decode, "copy", s->timing.copy));
     text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     struct shard_err e;
     if (!text)
         snprintf(s->run_record_error, sizeof s->run_record_error, "out of memory");
-    else if (sk_fs_write_atomic_at(r->dst->fd, r->dst->path, SHARDIFY_RUN_FILE, text,
-                                   strlen(text), &e) ||
+    else if (sk_fs_write_atomic_at(r->dst->fd, r->dst->path, SHARDIFY_RUN_FILE, text, strlen(text),
+                                   &e) ||
              sk_dst_publish(r->dst, SHARDIFY_RUN_FILE, &e))
         snprintf(s->run_record_error, sizeof s->run_record_error, "%s", e.msg);
     free(text);
@@ -113,7 +111,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     if (rc)
         return rc;
     sk_run_summarize(r, sum);
-    m.config = r->config;  /* borrowed: not released below */
+    m.config = r->config; /* borrowed: not released below */
     m.source_kind = SK_RUN_SOURCE_KIND(r);
     m.samples = sk_assembler_samples(r->as);
     m.unlabeled = sk_assembler_unlabeled(r->as);
@@ -129,7 +127,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     m.index_file = SHARD_INDEX_FILE;
     m.lineage = r->has_lineage ? &r->lineage : NULL;
     struct shard_orphan *orphans = NULL;
-    if (r->config.field_count) {  /* version 2 */
+    if (r->config.field_count) { /* version 2 */
         m.field_samples = (uint64_t *)sk_assembler_field_samples(r->as);
         m.sidecars = sk_assembler_sidecars(r->as);
         m.annotation_rows = sk_field_sources_table_rows(r->fields);
@@ -144,13 +142,13 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         orphans = calloc(m.orphan_count ? m.orphan_count : 1, sizeof *orphans);
         if (!orphans)
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        for (uint64_t i = 0; orphans && i < m.orphan_count; i++)  /* borrowed keys */
+        for (uint64_t i = 0; orphans && i < m.orphan_count; i++) /* borrowed keys */
             orphans[i].key = (char *)sk_field_sources_orphan(r->fields, i, &orphans[i].key_len);
-        if (orphans && m.orphan_count)  /* SRC's, then each mask folder's: in key order */
+        if (orphans && m.orphan_count) /* SRC's, then each mask folder's: in key order */
             qsort(orphans, m.orphan_count, sizeof *orphans, compare_orphans);
         m.orphans = orphans;
     }
-    if (m.reject_count)  /* qsort's base must not be NULL, even for 0 items */
+    if (m.reject_count) /* qsort's base must not be NULL, even for 0 items */
         qsort(m.rejects, m.reject_count, sizeof *m.rejects, sk_run_compare_rejects);
     if (!rc && m.index_entries != m.samples)
         rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
@@ -159,7 +157,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         rc = sk_run_part_write(r, err);
     if (!rc)
         rc = sk_manifest_write_at(r->dst->fd, r->dst->path, &m, err);
-    if (!rc)  /* the commit point of an s3:// DST: every other file is there */
+    if (!rc) /* the commit point of an s3:// DST: every other file is there */
         rc = sk_dst_publish(r->dst, SHARD_MANIFEST_FILE, err);
 
     free(orphans);
@@ -168,7 +166,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     sum->seconds = sk_now_seconds() - r->t0;
     if (rc)
         return rc;
-    sum->timing.publish = sk_now_seconds() - t0;  /* the run record's write aside */
+    sum->timing.publish = sk_now_seconds() - t0; /* the run record's write aside */
     write_run_info(r, sum);
     sk_run_progress(r, 1);
     return sk_dst_cleanup_work(r->dst, err);

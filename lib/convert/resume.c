@@ -17,7 +17,7 @@
 struct adopt {
     struct run *r;
     uint64_t pos;
-    int apply;          /* 0: only check; 1: hand to the assembler */
+    int apply; /* 0: only check; 1: hand to the assembler */
     struct shard_buf buf;
     /* a dataset with fields: the sample's fields as they are now */
     struct shard_field_set fields;
@@ -116,8 +116,8 @@ static int adopt_sample(void *user, struct shard_sample *s, struct shard_err *er
 static int adopt_reject(void *user, struct shard_reject *rj, struct shard_err *err)
 {
     struct adopt *a = user;
-    int rc = adopt_check(a, rj->key, rj->key_len, rj->has_source, rj->source_bytes,
-                         rj->source_xxh3, err);
+    int rc = adopt_check(a, rj->key, rj->key_len, rj->has_source, rj->source_bytes, rj->source_xxh3,
+                         err);
     /* rejected for a field: stale once its fields can be taken */
     if (!rc && a->r->fields && !a->apply && !strncmp(rj->reason, "field '", 7)) {
         struct shard_err why;
@@ -144,7 +144,7 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
     int rc = SHARD_OK;
     for (;; k++) {
         char jname[64], sname[64];
-        uint32_t number = r->shard_base + k;  /* a part's shards: see sk_run_part_setup */
+        uint32_t number = r->shard_base + k; /* a part's shards: see sk_run_part_setup */
         sk_journal_name(number, jname, sizeof jname);
         shard_file_name(number, sname, sizeof sname);
         const struct dst *d = r->dst;
@@ -161,11 +161,11 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err)
         if (ok) {
             a.pos = r->start_pos;
             a.apply = 1;
-            rc = sk_journal_read(d->work_fd, d->work, jname, &r->config, adopt_sample,
-                                 adopt_reject, &a, &end, err);
+            rc = sk_journal_read(d->work_fd, d->work, jname, &r->config, adopt_sample, adopt_reject,
+                                 &a, &end, err);
             if (!rc)
                 rc = sk_assembler_adopt_end(r->as, &end, err);
-            if (!rc)  /* finished but not uploaded when the run stopped */
+            if (!rc) /* finished but not uploaded when the run stopped */
                 rc = sk_dst_publish(r->dst, sname, err);
             r->start_pos = end.pos_end;
         }

@@ -26,15 +26,15 @@
 
 /* What the spool phase learned about one archive entry. */
 struct spooled {
-    uint64_t offset;        /* payload position in the spool file */
+    uint64_t offset; /* payload position in the spool file */
     uint64_t len;
     uint32_t width;
     uint32_t height;
     int has_source;
     uint64_t source_bytes;
     uint64_t source_xxh3;
-    char *reason;           /* non-NULL: rejected */
-    char *warning;          /* non-NULL: the decoder warning it was accepted despite */
+    char *reason;  /* non-NULL: rejected */
+    char *warning; /* non-NULL: the decoder warning it was accepted despite */
 };
 
 /* Where the spool phase put an archive's sidecar file (by the order the
@@ -42,16 +42,16 @@ struct spooled {
 struct spooled_sidecar {
     uint64_t offset;
     uint64_t len;
-    uint64_t too_large;     /* not read: larger than the limit */
-    char *problem;          /* no bytes: why (a damaged entry, a hard link ...), or NULL */
+    uint64_t too_large; /* not read: larger than the limit */
+    char *problem;      /* no bytes: why (a damaged entry, a hard link ...), or NULL */
 };
 
 struct slot {
-    uint64_t pos;           /* order position (convert) */
-    int is_sidecar;         /* spool: the entry is a sidecar file, its ordinal is `cand` */
-    uint64_t cand;          /* candidate index */
-    int ok;                 /* converted; else `why` says why it is rejected */
-    int fatal;              /* an error that must stop the run (not the input's fault) */
+    uint64_t pos;   /* order position (convert) */
+    int is_sidecar; /* spool: the entry is a sidecar file, its ordinal is `cand` */
+    uint64_t cand;  /* candidate index */
+    int ok;         /* converted; else `why` says why it is rejected */
+    int fatal;      /* an error that must stop the run (not the input's fault) */
     struct shard_buf input;
     struct shard_buf payload;
     struct shard_buf frame;
@@ -62,17 +62,17 @@ struct slot {
     uint64_t source_bytes;
     uint64_t source_xxh3;
     uint64_t too_large;
-    const char *problem;    /* archive entry without bytes: why (points into `why`) */
-    int link_only;          /* archive hard link without data: resolved after the pass */
+    const char *problem; /* archive entry without bytes: why (points into `why`) */
+    int link_only;       /* archive hard link without data: resolved after the pass */
     struct shard_err why;
-    char warning[SHARD_ERRMSG_SIZE];  /* ok: "" or the decoder warning it was accepted despite */
-    int hashed;             /* source_* already computed from `input` */
-    int outcome;            /* incremental: enum sk_reuse_outcome */
-    struct sk_placement place;        /* where the converted image's pixels went */
-    struct shard_field_set fields;    /* the sample's field area (a dataset with fields) */
+    char warning[SHARD_ERRMSG_SIZE]; /* ok: "" or the decoder warning it was accepted despite */
+    int hashed;                      /* source_* already computed from `input` */
+    int outcome;                     /* incremental: enum sk_reuse_outcome */
+    struct sk_placement place;       /* where the converted image's pixels went */
+    struct shard_field_set fields;   /* the sample's field area (a dataset with fields) */
     struct sk_field_result field_result;
     struct shard_buf sidecar; /* a sidecar file's bytes, reused */
-    double t_read;          /* thread-seconds spent on this slot, by kind */
+    double t_read;            /* thread-seconds spent on this slot, by kind */
     double t_hash;
     double t_decode;
     double t_copy;
@@ -80,37 +80,37 @@ struct slot {
 
 struct run {
     const struct shardify_options *o;
-    struct shard_config config;       /* o->config with labels described */
+    struct shard_config config; /* o->config with labels described */
     int threads;
     double t0;
     const char *src;
-    char *dst_path;                   /* DST, or a part's DST/parts/I-of-N (malloc'd) */
+    char *dst_path; /* DST, or a part's DST/parts/I-of-N (malloc'd) */
     int archive;
-    char **archive_names;             /* --archives: the archives in SRC, in key order */
+    char **archive_names; /* --archives: the archives in SRC, in key order */
     size_t archive_count;
-    struct sk_source_root root;       /* a directory or an S3 prefix (not an archive) */
-    struct sk_prefetch *prefetch;     /* an S3 prefix: its files fetched ahead (convert) */
+    struct sk_source_root root;   /* a directory or an S3 prefix (not an archive) */
+    struct sk_prefetch *prefetch; /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;
-    struct sk_field_sources *fields;  /* NULL: no fields, no sidecar or column class */
+    struct sk_field_sources *fields; /* NULL: no fields, no sidecar or column class */
     uint64_t annotation_rows_unmatched;
-    uint64_t coco_images_unmatched;   /* images of the COCO file naming no candidate */
+    uint64_t coco_images_unmatched; /* images of the COCO file naming no candidate */
     uint64_t coco_annotations_unmatched;
-    uint64_t boxes, boxes_dropped;    /* stored, and left empty by the crop (samples only) */
-    struct shard_keylist keys;        /* candidates: sorted (directory) or archive order */
-    struct shard_refusals refused;    /* directory candidates refused by the scan */
+    uint64_t boxes, boxes_dropped; /* stored, and left empty by the crop (samples only) */
+    struct shard_keylist keys;     /* candidates: sorted (directory) or archive order */
+    struct shard_refusals refused; /* directory candidates refused by the scan */
     struct shard_scan_stats stats;
     uint64_t n;
-    uint64_t *order;                   /* order[pos] = candidate */
-    int32_t *label_of;                /* per candidate */
-    char **label_names;               /* sorted display names */
+    uint64_t *order;    /* order[pos] = candidate */
+    int32_t *label_of;  /* per candidate */
+    char **label_names; /* sorted display names */
     uint32_t label_count;
-    uint64_t label_rows;              /* of a CSV label file */
-    uint64_t label_rows_unmatched;    /* ... naming no candidate */
-    struct spooled *spooled;          /* archive only, per candidate */
+    uint64_t label_rows;           /* of a CSV label file */
+    uint64_t label_rows_unmatched; /* ... naming no candidate */
+    struct spooled *spooled;       /* archive only, per candidate */
     uint64_t spooled_cap;
-    struct spooled_sidecar *spooled_sidecars;  /* archive only, per sidecar file */
+    struct spooled_sidecar *spooled_sidecars; /* archive only, per sidecar file */
     uint64_t spooled_sidecars_cap;
     int spool_fd;
     uint64_t spool_bytes;
@@ -119,26 +119,26 @@ struct run {
     struct slot *slots;
     size_t nslots;
     struct assembler *as;
-    uint64_t start_pos;               /* first order position converted in this run */
-    uint64_t end_pos;                 /* one past the last position (r->n but for a part) */
-    uint32_t shard_base;              /* number of the first shard (a part: see parts.c) */
-    uint64_t *part_bounds;            /* a part: the parts' first positions, parts + 1 of them */
+    uint64_t start_pos;    /* first order position converted in this run */
+    uint64_t end_pos;      /* one past the last position (r->n but for a part) */
+    uint32_t shard_base;   /* number of the first shard (a part: see parts.c) */
+    uint64_t *part_bounds; /* a part: the parts' first positions, parts + 1 of them */
     uint32_t reused_shards;
     uint64_t bytes_in;
     uint64_t done;
     double last_progress;
     const char *phase;
-    struct shardify_timing timing;    /* summed in consume (serialised) */
-    struct sk_prev *prev;             /* incremental: the previous dataset, or NULL */
+    struct shardify_timing timing; /* summed in consume (serialised) */
+    struct sk_prev *prev;          /* incremental: the previous dataset, or NULL */
     int has_lineage;
     struct shard_lineage lineage;
-    char full_rebuild[SHARD_ERRMSG_SIZE];  /* why an incremental run reused nothing, or "" */
+    char full_rebuild[SHARD_ERRMSG_SIZE]; /* why an incremental run reused nothing, or "" */
 };
 
 /* The manifest's source.kind: "directory" (a directory or an S3 prefix),
  * "archive", or "archives" (a directory of them). */
-#define SK_RUN_SOURCE_KIND(r) ((r)->archive_count ? "archives" : (r)->archive ? "archive" \
-                                                                           : "directory")
+#define SK_RUN_SOURCE_KIND(r) \
+    ((r)->archive_count ? "archives" : (r)->archive ? "archive" : "directory")
 
 /* shardify.c */
 /* Report progress (at most every PROGRESS_INTERVAL unless `force`). */
@@ -177,15 +177,15 @@ int sk_run_adopt_finished(struct run *r, struct shard_err *err);
 
 /* incremental.c: the previous dataset of an incremental run. */
 enum sk_reuse_outcome {
-    SK_REUSE_NONE = 0,      /* converted (or rejected) from its source */
-    SK_REUSE_COPIED,        /* the previous record, copied as bytes */
-    SK_REUSE_RELABELED,     /* the previous payload in a new frame (label number moved) */
-    SK_REUSE_REFIELDED,     /* the previous payload in a new frame with the fields of now
-                             * (a sidecar or a label number in a field changed) */
-    SK_REUSE_REJECTED,      /* the previous reject, repeated */
-    SK_REUSE_RECONVERTED,   /* unchanged, but the previous record was damaged */
-    SK_REUSE_ADOPTED,       /* in a finished shard a resumed run kept: what became of it
-                             * is worked out again (so the lineage is an uninterrupted run's) */
+    SK_REUSE_NONE = 0,    /* converted (or rejected) from its source */
+    SK_REUSE_COPIED,      /* the previous record, copied as bytes */
+    SK_REUSE_RELABELED,   /* the previous payload in a new frame (label number moved) */
+    SK_REUSE_REFIELDED,   /* the previous payload in a new frame with the fields of now
+                           * (a sidecar or a label number in a field changed) */
+    SK_REUSE_REJECTED,    /* the previous reject, repeated */
+    SK_REUSE_RECONVERTED, /* unchanged, but the previous record was damaged */
+    SK_REUSE_ADOPTED,     /* in a finished shard a resumed run kept: what became of it
+                           * is worked out again (so the lineage is an uninterrupted run's) */
 };
 /* Open o->incremental for run r (config.labels described), before DST is
  * opened: PREV may not be `dst` itself.  With o->incremental_or_full, a

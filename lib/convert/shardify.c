@@ -80,7 +80,7 @@ static void summarize_fields(const struct run *r, struct shardify_summary *s)
         free(s->field_samples);
         s->field_names = NULL;
         s->field_samples = NULL;
-        return;  /* the summary goes without them */
+        return; /* the summary goes without them */
     }
     s->field_count = c->field_count;
     const uint64_t *counts = r->as ? sk_assembler_field_samples(r->as) : NULL;
@@ -124,7 +124,7 @@ void sk_run_progress(struct run *r, int force)
 
 void sk_run_summarize(const struct run *r, struct shardify_summary *s)
 {
-    s->candidates = r->keys.count;  /* r->n once scanning or spooling is done */
+    s->candidates = r->keys.count; /* r->n once scanning or spooling is done */
     s->ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
     s->labels = r->label_count;
     s->label_rows = r->label_rows;
@@ -158,7 +158,8 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
     if (c->quality < 1 || c->quality > 100)
         return shard_err_set(err, SHARD_EINVAL, "--quality must be within 1..100");
     if (c->zstd_level < SHARD_ZSTD_LEVEL_MIN || c->zstd_level > SHARD_ZSTD_LEVEL_MAX)
-        return shard_err_set(err, SHARD_EINVAL, "--zstd-level must be within %d..%d (0: the "
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--zstd-level must be within %d..%d (0: the "
                              "codec's default)",
                              SHARD_ZSTD_LEVEL_MIN, SHARD_ZSTD_LEVEL_MAX);
     if (c->shard_size < SHARD_HEADER_BYTES + SHARD_TRAILER_BYTES + 1024)
@@ -227,7 +228,7 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s)
     struct shard_err e;
     shard_err_clear(&e);
     if (sk_record_build(r->workers[thread], s->input.data, s->input.len, &s->payload, &s->width,
-                       &s->height, s->warning, &s->place, &e) != 0)
+                        &s->height, s->warning, &s->place, &e) != 0)
         sk_run_reject_slot(s, &e);
     else
         s->ok = 1;
@@ -351,7 +352,7 @@ static int work_spooled(struct run *r, struct slot *s, const char *key, size_t k
     s->has_source = sp->has_source;
     s->source_bytes = sp->source_bytes;
     s->source_xxh3 = sp->source_xxh3;
-    if (key_len > SHARD_KEY_MAX) {  /* an archive's names have no length limit */
+    if (key_len > SHARD_KEY_MAX) { /* an archive's names have no length limit */
         shard_err_set(&e, SHARD_ELIMIT, "key is longer than %u bytes", SHARD_KEY_MAX);
         sk_run_reject_slot(s, &e);
         return 0;
@@ -362,7 +363,7 @@ static int work_spooled(struct run *r, struct slot *s, const char *key, size_t k
         return 0;
     }
     const char *refusal = shard_refusals_find(&r->refused, key, key_len);
-    if (refusal) {  /* images sharing a stem with sidecars declared */
+    if (refusal) { /* images sharing a stem with sidecars declared */
         shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
         sk_run_reject_slot(s, &e);
         return 0;
@@ -398,7 +399,7 @@ static int work_file(struct run *r, int thread, struct slot *s, const char *key,
     /* refused and over-long keys are never opened, not even ahead
      * (never_open): fd is -1 for them */
     const char *refusal = shard_refusals_find(&r->refused, key, key_len);
-    if (refusal) {  /* never opened: see shard_scan_dir */
+    if (refusal) { /* never opened: see shard_scan_dir */
         shard_err_set(&e, SHARD_EUNSUPPORTED, "%s", refusal);
         sk_run_reject_slot(s, &e);
         return 0;
@@ -409,13 +410,13 @@ static int work_file(struct run *r, int thread, struct slot *s, const char *key,
         return 0;
     }
     double t0 = sk_now_seconds();
-    if (fd >= 0)  /* opened ahead (a directory): read it now */
+    if (fd >= 0) /* opened ahead (a directory): read it now */
         rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
     else if (!r->prefetch)
         rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
     s->t_read += sk_now_seconds() - t0;
     if (rc == SHARD_ENET || rc == SHARD_EINTR) {
-        s->why = e;  /* the store, not the file */
+        s->why = e; /* the store, not the file */
         s->fatal = rc;
         return 0;
     }
@@ -423,13 +424,13 @@ static int work_file(struct run *r, int thread, struct slot *s, const char *key,
         sk_run_reject_slot(s, &e);
         return 0;
     }
-    sk_run_hash_input(s);  /* a reject for its fields still has its identity */
+    sk_run_hash_input(s); /* a reject for its fields still has its identity */
     /* boxes and masks follow the image: their fields once it is converted */
     int geometric = sk_field_sources_geometric(r->fields);
     if (!geometric && build_fields(r, s, key, key_len))
         return 0;
     if (r->prev && sk_run_reuse(r, thread, s, key, key_len))
-        return 0;  /* the previous dataset's record (or reject) */
+        return 0; /* the previous dataset's record (or reject) */
     sk_run_convert_input(r, thread, s);
     return s->ok && !(geometric && build_fields(r, s, key, key_len));
 }
@@ -482,7 +483,7 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     }
     if (!r->archive && s->has_source)
         r->bytes_in += s->source_bytes;
-    if (!r->archive && r->fields)  /* an archive's sidecars were counted when spooled */
+    if (!r->archive && r->fields) /* an archive's sidecars were counted when spooled */
         r->bytes_in += s->field_result.bytes_read;
     r->done++;
     r->timing.read += s->t_read;
@@ -511,7 +512,7 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
         }
         double t0 = sk_now_seconds();
         rc = sk_assembler_sample(r->as, s->pos, &smp, s->frame.data, s->frame.len, s->frame_xxh3,
-                              err);
+                                 err);
         r->timing.write += sk_now_seconds() - t0;
     } else {
         if (r->o->fail_on_reject) {
@@ -547,13 +548,13 @@ static int convert(struct run *r, struct shard_err *err)
     struct pipeline_ops ops = {r, convert_claim, convert_work, convert_consume};
     r->phase = "convert";
     int rc = SHARD_OK;
-    if (r->root.s3)  /* one round trip per file: many under way at once */
-        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos,
-                             r->end_pos, r->config.max_file_bytes, REMOTE_CONNECTIONS,
-                             REMOTE_AHEAD, SK_PREFETCH_READ, NULL, NULL, err);
-    else if (!r->archive)  /* a cold disk reads ahead while the workers decode */
-        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos,
-                             r->end_pos, r->config.max_file_bytes, LOCAL_ADVISERS,
+    if (r->root.s3) /* one round trip per file: many under way at once */
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
+                             r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD,
+                             SK_PREFETCH_READ, NULL, NULL, err);
+    else if (!r->archive) /* a cold disk reads ahead while the workers decode */
+        rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
+                             r->config.max_file_bytes, LOCAL_ADVISERS,
                              LOCAL_AHEAD_PER_THREAD * (uint32_t)r->threads, SK_PREFETCH_ADVISE,
                              never_open, r, err);
     if (!rc)
@@ -573,15 +574,16 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
-    if (r->o->archives) {  /* a directory of archives: read one after the other */
+    if (r->o->archives) { /* a directory of archives: read one after the other */
         if (sk_source_is_s3(r->src))
-            return shard_err_set(err, SHARD_EINVAL, "--archives takes a local directory, not "
-                                 "'%s'", r->src);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "--archives takes a local directory, not "
+                                 "'%s'",
+                                 r->src);
         r->archive = 1;
-        return sk_archive_dir_list(r->src, &r->archive_names, &r->archive_count, &r->stats,
-                                   err);
+        return sk_archive_dir_list(r->src, &r->archive_names, &r->archive_count, &r->stats, err);
     }
-    if (sk_source_is_s3(r->src))  /* an S3 prefix: a directory of objects */
+    if (sk_source_is_s3(r->src)) /* an S3 prefix: a directory of objects */
         return sk_source_root_open(&r->root, r->src, err);
     struct stat st;
     if (stat(r->src, &st) != 0)
@@ -589,7 +591,7 @@ static int open_source(struct run *r, struct shard_err *err)
     if (S_ISDIR(st.st_mode)) {
         if (sk_source_root_open(&r->root, r->src, err) == SHARD_OK)
             return SHARD_OK;
-        if (err)  /* an unusable SRC is a bad argument of the run */
+        if (err) /* an unusable SRC is a bad argument of the run */
             err->code = SHARD_EINVAL;
         return SHARD_EINVAL;
     }
@@ -610,14 +612,14 @@ static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
     sk_field_sources_free(r->fields);
-    shard_config_release(&r->config);  /* its labels, and the fields the field sources declared */
+    shard_config_release(&r->config); /* its labels, and the fields the field sources declared */
     free_workers(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
     sk_source_root_close(&r->root);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
-    if (r->spool_path)  /* never leave an archive's spool on a full disk */
+    if (r->spool_path) /* never leave an archive's spool on a full disk */
         unlinkat(r->dst->work_fd, SPOOL_FILE, 0);
     free(r->spool_path);
     for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++) {
@@ -660,7 +662,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.spool_fd = -1;
     r.config = o->config;
     r.config.labels = NULL;
-    r.config.fields = NULL;  /* the field sources declare them */
+    r.config.fields = NULL; /* the field sources declare them */
     r.config.field_count = 0;
     r.config.annotations = NULL;
     r.config.coco = NULL;
@@ -681,17 +683,17 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         /* an archive's images are converted while spooled, an incremental
          * run copies records: neither gives the geometry boxes and masks
          * need */
-        rc = shard_err_set(err, SHARD_EINVAL, "boxes and mask fields need a directory or S3 "
-                           "source and a full run (%s)", r.archive ? "SRC is an archive"
-                                                                   : "--incremental");
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "boxes and mask fields need a directory or S3 "
+                           "source and a full run (%s)",
+                           r.archive ? "SRC is an archive" : "--incremental");
         goto out;
     }
-    if ((rc = sk_run_part_dst(&r, dst, err)) ||
-        (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
+    if ((rc = sk_run_part_dst(&r, dst, err)) || (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
         (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
         (rc = make_workers(&r, err)))
         goto out;
-    if (r.dst->remote)  /* an upload under way stops at Ctrl-C too */
+    if (r.dst->remote) /* an upload under way stops at Ctrl-C too */
         r.dst->remote->http.cancel = o->cancel;
 
     if (r.archive) {
@@ -704,17 +706,17 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     if (!rc)
         rc = sk_field_sources_resolve(r.fields, src, &r.keys, &r.refused, err);
-    if (!rc && sk_field_sources_has_names(r.fields))  /* label names read ahead */
+    if (!rc && sk_field_sources_has_names(r.fields)) /* label names read ahead */
         rc = sk_field_sources_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
-                                      err);
+                                         err);
     sk_run_progress(&r, 1);
-    if (!rc && cancelled(&r))  /* asked during the scan: record no state for it */
+    if (!rc && cancelled(&r)) /* asked during the scan: record no state for it */
         rc = SHARD_EINTR;
     if (rc || (rc = sk_run_assign_labels(&r, err)) ||
         (rc = sk_field_sources_table_unmatched(r.fields, &r.keys, &r.annotation_rows_unmatched,
-                                            err)) ||
+                                               err)) ||
         (rc = sk_field_sources_coco_unmatched(r.fields, &r.keys, &r.coco_images_unmatched,
-                                           &r.coco_annotations_unmatched, err)) ||
+                                              &r.coco_annotations_unmatched, err)) ||
         (rc = sk_run_make_order(&r, err)) ||
         (rc = sk_assembler_new(&r.as, r.dst, &r.config, r.label_count, err)) ||
         (rc = sk_run_part_setup(&r, err)))

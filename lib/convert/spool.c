@@ -30,17 +30,16 @@
 struct spool_pass {
     struct run *r;
     struct sk_links *links;
-    const char *path;           /* the archive */
-    const char *prefix;         /* the key prefix ("00000.tar"), or NULL: the keys as they are */
-    uint64_t base;              /* candidate number of its first entry */
-    struct shard_keylist ar_keys;  /* with a prefix: its candidates' names as stored */
-    struct shard_buf key;       /* with a prefix: the key being made */
-    uint64_t items;             /* hidden items the links' second pass produced */
+    const char *path;             /* the archive */
+    const char *prefix;           /* the key prefix ("00000.tar"), or NULL: the keys as they are */
+    uint64_t base;                /* candidate number of its first entry */
+    struct shard_keylist ar_keys; /* with a prefix: its candidates' names as stored */
+    struct shard_buf key;         /* with a prefix: the key being made */
+    uint64_t items;               /* hidden items the links' second pass produced */
 };
 
 /* The key of member `name` of the pass's archive: name itself, or prefix/name. */
-static int member_key(struct spool_pass *p, const char **key, size_t *len,
-                      struct shard_err *err)
+static int member_key(struct spool_pass *p, const char **key, size_t *len, struct shard_err *err)
 {
     if (!p->prefix)
         return SHARD_OK;
@@ -78,8 +77,8 @@ static int want_sidecar(void *ctx, const char *key, size_t len)
 
 /* A sidecar entry: listed now (in archive order), its bytes spooled when
  * consumed, or why it has none kept. */
-static int claim_sidecar(struct run *r, struct sk_sidecars *side,
-                         const struct sk_archive_entry *e, struct slot *s, struct shard_err *err)
+static int claim_sidecar(struct run *r, struct sk_sidecars *side, const struct sk_archive_entry *e,
+                         struct slot *s, struct shard_err *err)
 {
     uint64_t ordinal = sk_sidecars_file_count(side);
     if (ordinal >= r->spooled_sidecars_cap) {
@@ -93,8 +92,9 @@ static int claim_sidecar(struct run *r, struct sk_sidecars *side,
     }
     struct spooled_sidecar *sp = &r->spooled_sidecars[ordinal];
     sp->too_large = e->too_large;
-    const char *problem = e->problem ? e->problem
-                          : e->link_only ? "a hard link without data of its own" : NULL;
+    const char *problem = e->problem     ? e->problem
+                          : e->link_only ? "a hard link without data of its own"
+                                         : NULL;
     if (problem && !(sp->problem = strdup(problem)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     s->is_sidecar = 1;
@@ -123,7 +123,7 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
     const char *key = e.key;
     size_t key_len = e.key_len;
     if (side && sk_sidecars_suffix_of(side, e.key, e.key_len) >= 0) {
-        if (e.candidate)  /* named like an image, but a sidecar all the same */
+        if (e.candidate) /* named like an image, but a sidecar all the same */
             r->stats.candidates--;
         if ((rc = member_key(p, &e.key, &e.key_len, err)) ||
             (rc = claim_sidecar(r, side, &e, s, err)))
@@ -179,7 +179,7 @@ static void spool_work(void *ctx, int thread, void *slot)
 {
     struct spool_pass *p = ctx;
     struct slot *s = slot;
-    if (!s->is_sidecar)  /* a sidecar's bytes go to the spool as they are */
+    if (!s->is_sidecar) /* a sidecar's bytes go to the spool as they are */
         convert_entry(p->r, thread, s);
 }
 
@@ -240,8 +240,8 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
 
 /* A hidden item of the links' second pass: converted like an entry, on
  * this thread, into the first slot. */
-static int spool_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
-                      uint64_t too_large, const char *problem, struct shard_err *err)
+static int spool_item(void *ctx, uint64_t item, const struct shard_buf *bytes, uint64_t too_large,
+                      const char *problem, struct shard_err *err)
 {
     struct spool_pass *p = ctx;
     struct run *r = p->r;
@@ -277,9 +277,9 @@ static int apply_links(struct spool_pass *p, struct shard_err *err)
             memset(to, 0, sizeof *to);
             to->reason = strdup(c.why);
         } else {
-            const struct spooled *from = &r->spooled[c.from == SK_FROM_CANDIDATE ? c.source
-                                                                                 : n + c.source];
-            *to = *from;  /* the same payload in the spool, the same identity */
+            const struct spooled *from =
+                &r->spooled[c.from == SK_FROM_CANDIDATE ? c.source : n + c.source];
+            *to = *from; /* the same payload in the spool, the same identity */
             to->reason = from->reason ? strdup(from->reason) : NULL;
             to->warning = from->warning ? strdup(from->warning) : NULL;
             if (from->warning && !to->warning)
@@ -318,8 +318,7 @@ static int spool_one(struct run *r, const char *path, const char *prefix, struct
     /* made once the first archive is open: never through a link, never an
      * existing file (see sk_fs_create_at) */
     if (r->spool_fd < 0 &&
-        (rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd,
-                              err)))
+        (rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err)))
         return rc;
     void **slots = sk_run_slot_pointers(r, err);
     if (!slots || (rc = sk_links_new(&pass.links, err))) {

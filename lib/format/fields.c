@@ -79,21 +79,15 @@ static int size_fits(enum shard_field_type t, uint64_t len)
 {
     switch (t) {
     case SHARD_FIELD_INT:
-    case SHARD_FIELD_FLOAT:
-        return len == 8;
+    case SHARD_FIELD_FLOAT: return len == 8;
     case SHARD_FIELD_FLOAT32:
-    case SHARD_FIELD_LABELS:
-        return len % 4 == 0;
-    case SHARD_FIELD_INT64:
-        return len % 8 == 0;
-    case SHARD_FIELD_BOXES:
-        return len % SHARD_BOX_BYTES == 0;
-    case SHARD_FIELD_MASK:
-        return len >= SHARD_MASK_HEADER_BYTES;
+    case SHARD_FIELD_LABELS: return len % 4 == 0;
+    case SHARD_FIELD_INT64: return len % 8 == 0;
+    case SHARD_FIELD_BOXES: return len % SHARD_BOX_BYTES == 0;
+    case SHARD_FIELD_MASK: return len >= SHARD_MASK_HEADER_BYTES;
     case SHARD_FIELD_TEXT:
     case SHARD_FIELD_JSON:
-    case SHARD_FIELD_BYTES:
-        return 1;
+    case SHARD_FIELD_BYTES: return 1;
     }
     return 0;
 }
@@ -119,9 +113,9 @@ int shard_field_set_add(struct shard_field_set *s, uint32_t field, enum shard_fi
     if (field >= SHARD_FIELDS_MAX || (s->count && (int64_t)field <= s->last))
         return shard_err_set(err, SHARD_EINVAL, "field %u added out of order", field);
     if (!shard_field_type_name(type) || !size_fits(type, len))
-        return shard_err_set(err, SHARD_EINVAL, "a value of %zu bytes is no %s",
-                             len, shard_field_type_name(type) ? shard_field_type_name(type)
-                                                              : "known type");
+        return shard_err_set(err, SHARD_EINVAL, "a value of %zu bytes is no %s", len,
+                             shard_field_type_name(type) ? shard_field_type_name(type)
+                                                         : "known type");
     if ((uint64_t)len > UINT32_MAX)
         return shard_err_set(err, SHARD_ELIMIT, "a field value of %zu bytes exceeds 4 GiB", len);
     uint8_t h[SHARD_FIELD_ENTRY_BYTES];
@@ -142,8 +136,7 @@ int shard_field_set_add(struct shard_field_set *s, uint32_t field, enum shard_fi
     return SHARD_OK;
 }
 
-int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count,
-                         struct shard_err *err)
+int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count, struct shard_err *err)
 {
     uint64_t at = 0;
     int64_t last = -1;
@@ -156,17 +149,19 @@ int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count,
         uint64_t bytes = get_le32(h + ENTRY_OFF_BYTES);
         at += SHARD_FIELD_ENTRY_BYTES;
         if ((int64_t)field <= last || field >= SHARD_FIELDS_MAX)
-            return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: field %u out of order",
-                                 i, field);
+            return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: field %u out of order", i,
+                                 field);
         if (!shard_field_type_name(type) || h[ENTRY_OFF_RESERVED] != 0)
             return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: unknown type %u", i,
                                  (unsigned)h[ENTRY_OFF_TYPE]);
         if (bytes > len - at)
-            return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: value runs past the "
-                                 "record", i);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "field entry %u: value runs past the "
+                                 "record",
+                                 i);
         if (!size_fits(type, bytes))
-            return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: %llu bytes are no %s",
-                                 i, (unsigned long long)bytes, shard_field_type_name(type));
+            return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: %llu bytes are no %s", i,
+                                 (unsigned long long)bytes, shard_field_type_name(type));
         at += bytes;
         last = field;
     }

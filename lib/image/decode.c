@@ -32,7 +32,7 @@ void shard_decode_options_init(struct shard_decode_options *o)
 }
 
 int sk_decode_check_pixels(uint32_t w, uint32_t h, const struct shard_decode_options *o,
-                              struct shard_err *err)
+                           struct shard_err *err)
 {
     if (o->max_pixels && (uint64_t)w * h > o->max_pixels)
         return shard_err_set(err, SHARD_ELIMIT, "declared %ux%u exceeds --max-pixels %llu", w, h,
@@ -112,8 +112,8 @@ static int transpose_into(const struct shard_image *in, int orientation, struct 
     int rc = shard_image_alloc(out, in->height, in->width, RGB_CHANNELS, err);
     if (rc)
         return rc;
-    int upwards = orientation == 6 || orientation == 7;     /* x' walks up the column */
-    int from_right = orientation == 7 || orientation == 8;  /* y' counts from the right */
+    int upwards = orientation == 6 || orientation == 7;    /* x' walks up the column */
+    int from_right = orientation == 7 || orientation == 8; /* y' counts from the right */
     ptrdiff_t step = upwards ? -(ptrdiff_t)in->stride : (ptrdiff_t)in->stride;
     for (uint32_t yo = 0; yo < out->height; yo++) {
         uint32_t xi = from_right ? in->width - 1 - yo : yo;
@@ -130,16 +130,12 @@ static int transpose_into(const struct shard_image *in, int orientation, struct 
 static int apply_orientation(struct shard_image *img, int orientation, struct shard_err *err)
 {
     switch (orientation) {
-    case 2:  /* mirrored */
-        mirror_rows(img);
-        return SHARD_OK;
-    case 3:  /* upside down */
+    case 2: /* mirrored */ mirror_rows(img); return SHARD_OK;
+    case 3: /* upside down */
         mirror_rows(img);
         flip_rows(img);
         return SHARD_OK;
-    case 4:  /* flipped vertically */
-        flip_rows(img);
-        return SHARD_OK;
+    case 4: /* flipped vertically */ flip_rows(img); return SHARD_OK;
     case 5:
     case 6:
     case 7:
@@ -156,8 +152,7 @@ static int apply_orientation(struct shard_image *img, int orientation, struct sh
         *img = rotated;
         return SHARD_OK;
     }
-    default:
-        return SHARD_OK;
+    default: return SHARD_OK;
     }
 }
 
@@ -211,7 +206,7 @@ int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_o
 
     enum shard_image_format format = shard_sniff(data, len);
     int orientation = SHARD_ORIENTATION_NORMAL;
-    uint32_t source_w = 0, source_h = 0;  /* 0: the decoded size (no DCT scaling) */
+    uint32_t source_w = 0, source_h = 0; /* 0: the decoded size (no DCT scaling) */
     unsigned scale_num = SK_JPEG_SCALE_DENOM;
     char warning[SHARD_ERRMSG_SIZE] = "";
     int rc;
@@ -220,16 +215,15 @@ int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_o
         rc = sk_decode_jpeg(data, len, o, out, &orientation, &source_w, &source_h, &scale_num,
                             warning, err);
         break;
-    case SHARD_FORMAT_PNG:
-        rc = sk_decode_png(data, len, o, out, &orientation, warning, err);
-        break;
+    case SHARD_FORMAT_PNG: rc = sk_decode_png(data, len, o, out, &orientation, warning, err); break;
     case SHARD_FORMAT_WEBP:
     case SHARD_FORMAT_TIFF:
     case SHARD_FORMAT_GIF:
         if (!vips)
             return shard_err_set(err, SHARD_EUNSUPPORTED,
                                  "unsupported: %s (decoded by libvips, which the reader "
-                                 "does not link)", sk_format_label(format));
+                                 "does not link)",
+                                 sk_format_label(format));
         rc = vips(format, data, len, o, out, err);
         break;
     case SHARD_FORMAT_BMP:
@@ -237,8 +231,7 @@ int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_o
          * loaders blocked as unsafe for untrusted input. */
         return shard_err_set(err, SHARD_EUNSUPPORTED,
                              "unsupported: BMP (no loader hardened for untrusted input)");
-    default:
-        return shard_err_set(err, SHARD_ENOTIMAGE, "not an image: unknown signature");
+    default: return shard_err_set(err, SHARD_ENOTIMAGE, "not an image: unknown signature");
     }
     if (rc)
         return rc;
@@ -248,7 +241,8 @@ int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_o
     }
     /* the picture's extent in the decoded pixels, before orientation */
     struct picture_box box = {
-        out->width, out->height,
+        out->width,
+        out->height,
         (double)source_w * scale_num / SK_JPEG_SCALE_DENOM,
         (double)source_h * scale_num / SK_JPEG_SCALE_DENOM,
     };
@@ -256,7 +250,7 @@ int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_o
     if (rc)
         return rc;
     if (info) {
-        int turned = orientation >= 5 && orientation <= 8;  /* a quarter turn swaps sides */
+        int turned = orientation >= 5 && orientation <= 8; /* a quarter turn swaps sides */
         info->format = format;
         info->orientation = orientation;
         info->source_width = turned ? source_h : source_w;

@@ -42,11 +42,11 @@ int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_o
 /* SHARD_ELIMIT with "declared WxH exceeds --max-pixels N" when w*h is over
  * o->max_pixels (0: no limit); otherwise 0. */
 int sk_decode_check_pixels(uint32_t w, uint32_t h, const struct shard_decode_options *o,
-                              struct shard_err *err);
+                           struct shard_err *err);
 
 /* The harmless warnings of one decode (see shard_decode): how many, and the
  * text of the first, which is what gets reported. */
-#define DECODE_WARNING_TEXT_SIZE (SHARD_ERRMSG_SIZE - 64)  /* room for the rest */
+#define DECODE_WARNING_TEXT_SIZE (SHARD_ERRMSG_SIZE - 64) /* room for the rest */
 struct decode_warnings {
     unsigned count;
     char first[DECODE_WARNING_TEXT_SIZE];
@@ -97,15 +97,14 @@ unsigned sk_jpeg_scale_num(uint32_t w, uint32_t h, uint32_t target, enum shard_f
  * *scale_num: the M of the M/8 scale decoded at (8: full size).
  * warning (SHARD_ERRMSG_SIZE bytes): "" or the harmless warnings met. */
 int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                      struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, unsigned *scale_num, char *warning,
-                      struct shard_err *err);
+                   struct shard_image *out, int *orientation, uint32_t *source_w,
+                   uint32_t *source_h, unsigned *scale_num, char *warning, struct shard_err *err);
 
 /* A box of a JPEG to decode (sk_decode_jpeg_box), in the image's pixels,
  * and where the region decoded for it starts. */
 struct sk_jpeg_box {
-    uint32_t left, top, width, height;  /* in: inside the image */
-    uint32_t region_left, region_top;   /* out: the decoded region's first pixel */
+    uint32_t left, top, width, height; /* in: inside the image */
+    uint32_t region_left, region_top;  /* out: the decoded region's first pixel */
 };
 
 /* sk_decode_jpeg returns this (> 0, not an error) for a box when the JPEG
@@ -132,8 +131,7 @@ int sk_decode_jpeg_box(const uint8_t *data, size_t len, const struct shard_decod
 
 /* warning as for sk_decode_jpeg. */
 int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                     struct shard_image *out, int *orientation, char *warning,
-                     struct shard_err *err);
+                  struct shard_image *out, int *orientation, char *warning, struct shard_err *err);
 
 /* A grey or palette PNG's stored numbers, not its colours (a mask of class
  * ids): out gets channels 1 (palette indices, grey of 1..8 bits, unscaled)

@@ -48,7 +48,7 @@
 
 #include <limits.h>
 #include <setjmp.h>
-#include <stdio.h>  /* jpeglib.h needs FILE */
+#include <stdio.h> /* jpeglib.h needs FILE */
 #include <string.h>
 
 #include <jerror.h>
@@ -84,21 +84,21 @@
 /* Where between_segments() stopped. */
 struct segment_walk {
     size_t pos;
-    int boundary;           /* pos is where a segment outside a scan ends */
-    int in_scan;            /* pos is inside entropy-coded data */
+    int boundary; /* pos is where a segment outside a scan ends */
+    int in_scan;  /* pos is inside entropy-coded data */
 };
 
 struct jpeg_failure {
-    struct jpeg_error_mgr mgr;  /* first: libjpeg hands us &mgr as cinfo->err */
+    struct jpeg_error_mgr mgr; /* first: libjpeg hands us &mgr as cinfo->err */
     jmp_buf jump;
-    uint64_t max_memory;        /* for the message when the memory cap is hit */
-    const uint8_t *data;        /* the input, to place extraneous bytes */
+    uint64_t max_memory; /* for the message when the memory cap is hit */
+    const uint8_t *data; /* the input, to place extraneous bytes */
     size_t len;
     struct segment_walk walk;
-    const uint8_t *exif;        /* the first APP1 segment holding EXIF, in data */
+    const uint8_t *exif; /* the first APP1 segment holding EXIF, in data */
     size_t exif_len;
-    struct decode_warnings warnings;  /* the accepted ones */
-    int code;                   /* enum shard_status to report */
+    struct decode_warnings warnings; /* the accepted ones */
+    int code;                        /* enum shard_status to report */
     char reason[SHARD_ERRMSG_SIZE];
 };
 
@@ -143,11 +143,11 @@ static _Noreturn void on_error_exit(j_common_ptr cinfo)
         snprintf(f->reason, sizeof f->reason, "unsupported: %d-bit JPEG",
                  cinfo->err->msg_parm.i[0]);
         break;
-    case JERR_SOF_UNSUPPORTED:      /* lossless, hierarchical */
+    case JERR_SOF_UNSUPPORTED: /* lossless, hierarchical */
     case JERR_ARITH_NOTIMPL:
-    case JERR_CONVERSION_NOTIMPL:   /* e.g. 2-component images */
+    case JERR_CONVERSION_NOTIMPL: /* e.g. 2-component images */
     case JERR_NOTIMPL:
-    case JERR_IMAGE_TOO_BIG:        /* over libjpeg's 65500-pixel side */
+    case JERR_IMAGE_TOO_BIG: /* over libjpeg's 65500-pixel side */
     case JERR_WIDTH_OVERFLOW:
         f->code = SHARD_EUNSUPPORTED;
         snprintf(f->reason, sizeof f->reason, "unsupported: %s", text);
@@ -190,21 +190,21 @@ static int between_segments(const uint8_t *d, size_t len, size_t at, struct segm
             break;
         }
         boundary = 0;
-        if (d[p] != MARKER_PREFIX) {  /* entropy-coded data, or skipped bytes */
+        if (d[p] != MARKER_PREFIX) { /* entropy-coded data, or skipped bytes */
             p++;
             continue;
         }
         size_t q = p + 1;
-        while (q < len && d[q] == MARKER_PREFIX)  /* fill bytes */
+        while (q < len && d[q] == MARKER_PREFIX) /* fill bytes */
             q++;
         if (q >= len || d[q] == JPEG_EOI || q + 2 >= len) {
-            p = len;  /* the end: nothing after it is between segments */
+            p = len; /* the end: nothing after it is between segments */
             break;
         }
         unsigned m = d[q];
-        if (m == 0 || (m >= JPEG_RST0 && m < JPEG_RST0 + RESTART_MARKERS) ||
-            m == MARKER_SOI || m == MARKER_TEM) {
-            p = q + 1;  /* a stuffed zero or a marker without a segment */
+        if (m == 0 || (m >= JPEG_RST0 && m < JPEG_RST0 + RESTART_MARKERS) || m == MARKER_SOI ||
+            m == MARKER_TEM) {
+            p = q + 1; /* a stuffed zero or a marker without a segment */
             continue;
         }
         p = q + 1 + ((size_t)d[q + 1] << 8 | d[q + 2]);
@@ -224,8 +224,7 @@ static int warning_is_harmless(j_common_ptr cinfo, struct jpeg_failure *f)
     case JWRN_JFIF_MAJOR:
     case JWRN_ADOBE_XFORM:
     case JWRN_NOT_SEQUENTIAL:
-    case JWRN_BOGUS_ICC:
-        return 1;
+    case JWRN_BOGUS_ICC: return 1;
     case JWRN_EXTRANEOUS_DATA: {
         /* next_marker() warns with the source positioned at the marker that
          * ended the skipped bytes (jpeg_mem_src reads our buffer in place) */
@@ -236,8 +235,7 @@ static int warning_is_harmless(j_common_ptr cinfo, struct jpeg_failure *f)
             return 0;
         return between_segments(f->data, f->len, (size_t)(at - f->data) - skipped, &f->walk);
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -279,8 +277,7 @@ static void on_progress(j_common_ptr cinfo)
     if (d->input_scan_number > MAX_SCANS) {
         struct jpeg_failure *f = (struct jpeg_failure *)cinfo->err;
         f->code = SHARD_ELIMIT;
-        snprintf(f->reason, sizeof f->reason, "progressive JPEG has more than %d scans",
-                 MAX_SCANS);
+        snprintf(f->reason, sizeof f->reason, "progressive JPEG has more than %d scans", MAX_SCANS);
         fail(cinfo);
     }
 }
@@ -289,7 +286,7 @@ static void on_progress(j_common_ptr cinfo)
 
 unsigned sk_jpeg_scale_num(uint32_t w, uint32_t h, uint32_t target, enum shard_fit fit)
 {
-    static const unsigned numerators[] = {1, 2, 4};  /* the scales with SIMD IDCTs */
+    static const unsigned numerators[] = {1, 2, 4}; /* the scales with SIMD IDCTs */
     if (!target || !w || !h)
         return SK_JPEG_SCALE_DENOM;
     uint64_t shorter = w < h ? w : h, longer = w < h ? h : w;
@@ -330,9 +327,8 @@ static boolean on_app1(j_decompress_ptr cinfo)
         ERREXIT(cinfo, JERR_BAD_LENGTH);
     length -= 2;
     const uint8_t *at = src->next_input_byte;
-    if (!f->exif && length >= EXIF_HEADER_SIZE && src->bytes_in_buffer >= length &&
-        at >= f->data && at + length <= f->data + f->len &&
-        memcmp(at, EXIF_HEADER, EXIF_HEADER_SIZE) == 0) {
+    if (!f->exif && length >= EXIF_HEADER_SIZE && src->bytes_in_buffer >= length && at >= f->data &&
+        at + length <= f->data + f->len && memcmp(at, EXIF_HEADER, EXIF_HEADER_SIZE) == 0) {
         f->exif = at;
         f->exif_len = length;
     }
@@ -377,7 +373,7 @@ static int read_pixels(j_decompress_ptr cinfo, int cmyk, JDIMENSION first, JDIME
     if (cmyk) {
         /* from libjpeg's image pool: freed by jpeg_destroy_decompress */
         JSAMPARRAY row = (*cinfo->mem->alloc_sarray)((j_common_ptr)cinfo, JPOOL_IMAGE,
-                                                    cinfo->output_width * CMYK_CHANNELS, 1);
+                                                     cinfo->output_width * CMYK_CHANNELS, 1);
         while (cinfo->output_scanline < end) {
             uint8_t *dst = out->pixels + (size_t)(cinfo->output_scanline - first) * out->stride;
             if (jpeg_read_scanlines(cinfo, row, 1) != 1)
@@ -395,7 +391,7 @@ static int read_pixels(j_decompress_ptr cinfo, int cmyk, JDIMENSION first, JDIME
         for (JDIMENSION i = 0; i < n; i++)
             rows[i] = out->pixels + (size_t)(at + i - first) * out->stride;
         if (jpeg_read_scanlines(cinfo, rows, n) == 0)
-            return SHARD_ECORRUPT;  /* cannot happen with a memory source */
+            return SHARD_ECORRUPT; /* cannot happen with a memory source */
     }
     return SHARD_OK;
 }
@@ -413,9 +409,10 @@ static int skip_to_end(j_decompress_ptr cinfo)
     if (cinfo->output_scanline < last)
         jpeg_skip_scanlines(cinfo, last - cinfo->output_scanline);
     /* from libjpeg's image pool: freed by jpeg_destroy_decompress */
-    JSAMPARRAY row = (*cinfo->mem->alloc_sarray)(
-        (j_common_ptr)cinfo, JPOOL_IMAGE,
-        cinfo->output_width * (JDIMENSION)cinfo->output_components, 1);
+    JSAMPARRAY row = (*cinfo->mem->alloc_sarray)((j_common_ptr)cinfo, JPOOL_IMAGE,
+                                                 cinfo->output_width *
+                                                     (JDIMENSION)cinfo->output_components,
+                                                 1);
     while (cinfo->output_scanline < cinfo->output_height)
         if (jpeg_read_scanlines(cinfo, row, 1) != 1)
             return SHARD_ECORRUPT;
@@ -443,9 +440,8 @@ static void box_region(j_decompress_ptr cinfo, const struct sk_jpeg_box *box, JD
 
 static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t len,
                           const struct shard_decode_options *o, struct sk_jpeg_box *box,
-                          struct shard_image *out,
-                          int *orientation, uint32_t *source_w, uint32_t *source_h,
-                          unsigned *scale_num, struct shard_err *err)
+                          struct shard_image *out, int *orientation, uint32_t *source_w,
+                          uint32_t *source_h, unsigned *scale_num, struct shard_err *err)
 {
     j_decompress_ptr cinfo = &s->cinfo;
     if (setjmp(s->failure.jump))
@@ -472,10 +468,10 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
     *source_w = cinfo->image_width;
     *source_h = cinfo->image_height;
     if (box && *orientation != SHARD_ORIENTATION_NORMAL)
-        return SK_JPEG_NEEDS_FULL;  /* the box is in upright coordinates */
-    if (box && ((uint64_t)box->left + box->width > cinfo->image_width ||
-                (uint64_t)box->top + box->height > cinfo->image_height ||
-                !box->width || !box->height))
+        return SK_JPEG_NEEDS_FULL; /* the box is in upright coordinates */
+    if (box &&
+        ((uint64_t)box->left + box->width > cinfo->image_width ||
+         (uint64_t)box->top + box->height > cinfo->image_height || !box->width || !box->height))
         return shard_err_set(err, SHARD_EINVAL, "box %ux%u at (%u, %u) is outside the %ux%u JPEG",
                              box->width, box->height, box->left, box->top, cinfo->image_width,
                              cinfo->image_height);
@@ -487,8 +483,8 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
     cinfo->dct_method = DCT_METHOD;
     cinfo->do_fancy_upsampling = FANCY_UPSAMPLING;
     cinfo->scale_num = box ? SK_JPEG_SCALE_DENOM
-                           : sk_jpeg_scale_num(cinfo->image_width, cinfo->image_height,
-                                               o->target, o->fit);
+                           : sk_jpeg_scale_num(cinfo->image_width, cinfo->image_height, o->target,
+                                               o->fit);
     cinfo->scale_denom = SK_JPEG_SCALE_DENOM;
     *scale_num = cinfo->scale_num;
 
@@ -501,7 +497,7 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
         box_region(cinfo, box, &x0, &x1, &y0, &y1);
         JDIMENSION width = x1 - x0;
         if (width < cinfo->output_width)
-            jpeg_crop_scanline(cinfo, &x0, &width);  /* x0 moves to an iMCU boundary */
+            jpeg_crop_scanline(cinfo, &x0, &width); /* x0 moves to an iMCU boundary */
         box->region_left = x0;
         box->region_top = y0;
         if (y0)
@@ -524,7 +520,7 @@ static int decode_session(const uint8_t *data, size_t len, const struct shard_de
                           char *warning, struct shard_err *err)
 {
     warning[0] = '\0';
-    if (len > ULONG_MAX)  /* jpeg_mem_src takes an unsigned long */
+    if (len > ULONG_MAX) /* jpeg_mem_src takes an unsigned long */
         return shard_err_set(err, SHARD_ELIMIT, "JPEG of %zu bytes is too large", len);
     struct jpeg_session s;
     memset(&s, 0, sizeof s);
@@ -539,8 +535,8 @@ static int decode_session(const uint8_t *data, size_t len, const struct shard_de
     *orientation = SHARD_ORIENTATION_NORMAL;
     *scale_num = SK_JPEG_SCALE_DENOM;
 
-    int rc = decode_guarded(&s, data, len, o, box, out, orientation, source_w, source_h,
-                            scale_num, err);
+    int rc = decode_guarded(&s, data, len, o, box, out, orientation, source_w, source_h, scale_num,
+                            err);
     if (!rc)
         sk_decode_warning_report(&s.failure.warnings, "JPEG", warning);
     /* safe also when jpeg_create_decompress failed half-way: it zeroes the
@@ -550,9 +546,8 @@ static int decode_session(const uint8_t *data, size_t len, const struct shard_de
 }
 
 int sk_decode_jpeg(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                      struct shard_image *out, int *orientation, uint32_t *source_w,
-                      uint32_t *source_h, unsigned *scale_num, char *warning,
-                      struct shard_err *err)
+                   struct shard_image *out, int *orientation, uint32_t *source_w,
+                   uint32_t *source_h, unsigned *scale_num, char *warning, struct shard_err *err)
 {
     return decode_session(data, len, o, NULL, out, orientation, source_w, source_h, scale_num,
                           warning, err);

@@ -100,16 +100,16 @@ struct png_session {
     png_infop info;
     const uint8_t *data;
     size_t len, pos;
-    png_bytep *rows;     /* row pointers into the output image; malloc */
-    uint8_t *exif;       /* EXIF_HEADER + eXIf chunk, for libexif; malloc */
-    uint64_t mem_cap;    /* 0: no cap */
+    png_bytep *rows;  /* row pointers into the output image; malloc */
+    uint8_t *exif;    /* EXIF_HEADER + eXIf chunk, for libexif; malloc */
+    uint64_t mem_cap; /* 0: no cap */
     uint64_t mem_used;
-    int mem_refused;     /* the cap refused an allocation */
-    int mem_failed;      /* malloc failed */
-    int code;            /* set by a callback before it jumps */
+    int mem_refused; /* the cap refused an allocation */
+    int mem_failed;  /* malloc failed */
+    int code;        /* set by a callback before it jumps */
     char reason[SHARD_ERRMSG_SIZE];
-    struct decode_warnings warnings;  /* the accepted ones */
-    char lossy[SHARD_ERRMSG_SIZE];    /* "" or the first rejected warning */
+    struct decode_warnings warnings; /* the accepted ones */
+    char lossy[SHARD_ERRMSG_SIZE];   /* "" or the first rejected warning */
 };
 
 /* The accepted class of the table at the top of this file: libpng's text
@@ -185,8 +185,7 @@ static void on_error(png_structp png, png_const_charp msg)
     if (!s->code) {
         if (s->mem_refused) {
             s->code = SHARD_ELIMIT;
-            snprintf(s->reason, sizeof s->reason, MEMORY_LIMIT_FMT,
-                     (unsigned long long)s->mem_cap);
+            snprintf(s->reason, sizeof s->reason, MEMORY_LIMIT_FMT, (unsigned long long)s->mem_cap);
         } else if (s->mem_failed) {
             s->code = SHARD_ENOMEM;
             snprintf(s->reason, sizeof s->reason, "out of memory decoding PNG");
@@ -267,7 +266,7 @@ static int find_orientation(struct png_session *s)
 static void request_rgb8(png_structp png, png_infop info, const uint8_t background[3])
 {
     int color_type = png_get_color_type(png, info);
-    png_set_expand(png);  /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
+    png_set_expand(png); /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
     if (png_get_bit_depth(png, info) == 16)
         png_set_scale_16(png);
     if (!(color_type & PNG_COLOR_MASK_COLOR))
@@ -341,7 +340,7 @@ static int read_rows(struct png_session *s, struct shard_image *out, uint32_t w,
     /* the chunks after the image data up to IEND, so damage there and a
      * missing end are reported too */
     png_read_end(png, NULL);
-    if (s->mem_refused || s->mem_failed)  /* libpng only warned: something was left out */
+    if (s->mem_refused || s->mem_failed) /* libpng only warned: something was left out */
         png_error(png, "out of memory");
     if (s->lossy[0])
         return shard_err_set(err, SHARD_ECORRUPT, "%s", s->lossy);
@@ -381,10 +380,12 @@ static int decode_values_guarded(struct png_session *s, const struct shard_decod
     png_read_info(png, info);
     uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     if (!request_values(png, info))
-        return shard_err_set(err, SHARD_EUNSUPPORTED, "a PNG of colour type %d (%s), not grey "
-                             "or palette values", png_get_color_type(png, info),
-                             png_get_color_type(png, info) & PNG_COLOR_MASK_ALPHA
-                                 ? "with alpha" : "RGB");
+        return shard_err_set(err, SHARD_EUNSUPPORTED,
+                             "a PNG of colour type %d (%s), not grey "
+                             "or palette values",
+                             png_get_color_type(png, info),
+                             png_get_color_type(png, info) & PNG_COLOR_MASK_ALPHA ? "with alpha"
+                                                                                  : "RGB");
     uint32_t bytes = png_get_bit_depth(png, info) == 16 ? 2 : 1;
     if (png_get_channels(png, info) != 1 || png_get_rowbytes(png, info) != (size_t)w * bytes)
         return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: PNG layout (color type %d)",
@@ -392,7 +393,7 @@ static int decode_values_guarded(struct png_session *s, const struct shard_decod
     int rc = read_rows(s, out, w, h, bytes, err);
     if (rc)
         return rc;
-    for (uint32_t y = 0; bytes == 2 && y < h; y++) {  /* PNG's big-endian to little */
+    for (uint32_t y = 0; bytes == 2 && y < h; y++) { /* PNG's big-endian to little */
         uint8_t *p = out->pixels + (size_t)y * out->stride;
         for (uint32_t x = 0; x < w; x++, p += 2) {
             uint8_t t = p[0];
@@ -421,8 +422,8 @@ static int decode_png(const uint8_t *data, size_t len, const struct shard_decode
     s.data = data;
     s.len = len;
     s.mem_cap = o->max_memory;
-    s.png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning, &s,
-                                     on_malloc, on_free);
+    s.png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning, &s, on_malloc,
+                                     on_free);
     if (s.png)
         s.info = png_create_info_struct(s.png);
     int rc;
@@ -430,8 +431,7 @@ static int decode_png(const uint8_t *data, size_t len, const struct shard_decode
         rc = values ? decode_values_guarded(&s, o, out, err)
                     : decode_guarded(&s, o, out, orientation, err);
     else if (s.mem_refused)
-        rc = shard_err_set(err, SHARD_ELIMIT, MEMORY_LIMIT_FMT,
-                           (unsigned long long)s.mem_cap);
+        rc = shard_err_set(err, SHARD_ELIMIT, MEMORY_LIMIT_FMT, (unsigned long long)s.mem_cap);
     else
         rc = shard_err_set(err, SHARD_ENOMEM, "cannot create a PNG decoder");
     if (!rc)
@@ -443,8 +443,7 @@ static int decode_png(const uint8_t *data, size_t len, const struct shard_decode
 }
 
 int sk_decode_png(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                  struct shard_image *out, int *orientation, char *warning,
-                  struct shard_err *err)
+                  struct shard_image *out, int *orientation, char *warning, struct shard_err *err)
 {
     return decode_png(data, len, o, out, orientation, warning, 0, err);
 }

@@ -36,21 +36,22 @@
 enum step { STEP_LOAD, STEP_ROTATE, STEP_SRGB, STEP_UCHAR, STEP_FLAT, STEP_BANDS, STEP_COUNT };
 
 static pthread_once_t vips_once = PTHREAD_ONCE_INIT;
-static int vips_ready;  /* written only inside vips_once */
+static int vips_ready; /* written only inside vips_once */
 
 /* The library never prints: libvips (and libtiff, libwebp through it) report
  * damaged input as GLib warnings on stderr, while our caller already gets the
  * failure with its reason. */
-static void drop_log(const gchar *domain, GLogLevelFlags level, const gchar *message,
-                     gpointer user)
+static void drop_log(const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer user)
 {
     (void)domain, (void)level, (void)message, (void)user;
 }
 
 static void start_vips(void)
 {
-    g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO |
-                      G_LOG_LEVEL_DEBUG, drop_log, NULL);
+    g_log_set_handler("VIPS",
+                      G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO |
+                          G_LOG_LEVEL_DEBUG,
+                      drop_log, NULL);
     if (VIPS_INIT("shardkit"))
         return;
     vips_block_untrusted_set(TRUE);
@@ -87,16 +88,15 @@ static int load_header(enum shard_image_format format, const uint8_t *data, size
     case SHARD_FORMAT_GIF:
         failed = vips_gifload_buffer(buf, len, out, "fail_on", VIPS_FAIL_ON_ERROR, NULL);
         break;
-    default:
-        failed = 1;
+    default: failed = 1;
     }
     return failed ? SHARD_ECORRUPT : SHARD_OK;
 }
 
 static int flatten(VipsImage *in, VipsImage **out, const uint8_t background[3])
 {
-    VipsArrayDouble *bg = vips_array_double_newv(3, (double)background[0],
-                                                 (double)background[1], (double)background[2]);
+    VipsArrayDouble *bg = vips_array_double_newv(3, (double)background[0], (double)background[1],
+                                                 (double)background[2]);
     int rc = vips_flatten(in, out, "background", bg, "max_alpha", MAX_ALPHA_8BIT, NULL);
     vips_area_unref(VIPS_AREA(bg));
     return rc;
@@ -126,7 +126,8 @@ static int to_rgb8(VipsImage **t, const uint8_t background[3], VipsImage **resul
             return SHARD_EUNSUPPORTED;
         cur = t[STEP_FLAT];
     }
-    if (vips_image_get_bands(cur) != RGB_CHANNELS || vips_image_get_format(cur) != VIPS_FORMAT_UCHAR) {
+    if (vips_image_get_bands(cur) != RGB_CHANNELS ||
+        vips_image_get_format(cur) != VIPS_FORMAT_UCHAR) {
         VipsImage *bands;
         if (vips_extract_band(cur, &bands, 0, "n", RGB_CHANNELS, NULL))
             return SHARD_EUNSUPPORTED;
@@ -201,8 +202,7 @@ int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_opti
 }
 
 int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                    struct shard_image *out, struct shard_decode_info *info,
-                    struct shard_err *err)
+                    struct shard_image *out, struct shard_decode_info *info, struct shard_err *err)
 {
     return sk_decode_image(data, len, o, out, info, decode_vips, err);
 }

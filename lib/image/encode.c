@@ -37,8 +37,8 @@ static int check_rgb(const struct shard_image *img, const char *codec, struct sh
     if (!img || !img->pixels || img->width == 0 || img->height == 0)
         return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: empty image", codec);
     if (img->channels != RGB_CHANNELS)
-        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: %u channels, expected 3",
-                             codec, img->channels);
+        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: %u channels, expected 3", codec,
+                             img->channels);
     if (img->stride < (size_t)img->width * RGB_CHANNELS)
         return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: stride %zu below row size",
                              codec, img->stride);
@@ -87,7 +87,7 @@ static void jpeg_on_error(j_common_ptr cinfo)
 
 static void jpeg_on_message(j_common_ptr cinfo, int level)
 {
-    (void)cinfo, (void)level;  /* warnings while compressing our own pixels: none expected */
+    (void)cinfo, (void)level; /* warnings while compressing our own pixels: none expected */
 }
 
 /* Destination manager: libjpeg writes into the unused tail of the buffer. */
@@ -228,8 +228,8 @@ static void png_on_flush(png_structp png)
     (void)png;
 }
 
-static int png_guarded(struct png_session *s, const struct shard_image *img, int level,
-                       int filters, int strategy)
+static int png_guarded(struct png_session *s, const struct shard_image *img, int level, int filters,
+                       int strategy)
 {
     if (setjmp(png_jmpbuf(s->png)))
         return 1;
@@ -247,7 +247,7 @@ static int png_guarded(struct png_session *s, const struct shard_image *img, int
 }
 
 int sk_encode_png(const struct shard_image *img, int level, int filters, int strategy,
-                     struct shard_buf *out, struct shard_err *err)
+                  struct shard_buf *out, struct shard_err *err)
 {
     int rc = check_rgb(img, "PNG", err);
     if (rc)
@@ -295,8 +295,7 @@ int shard_encode(const struct shard_image *img, enum shard_codec codec, int qual
             return rc;
         return encode_jpeg(img, quality, out, err);
     case SHARD_CODEC_PNG:
-        return sk_encode_png(img, SHARD_PNG_LEVEL, SHARD_PNG_FILTERS, SHARD_PNG_STRATEGY, out,
-                                err);
+        return sk_encode_png(img, SHARD_PNG_LEVEL, SHARD_PNG_FILTERS, SHARD_PNG_STRATEGY, out, err);
     }
     return shard_err_set(err, SHARD_EINVAL, "cannot encode: unknown codec %d", (int)codec);
 }
@@ -306,9 +305,8 @@ static enum shard_image_format codec_format(enum shard_codec codec)
     return codec == SHARD_CODEC_JPEG ? SHARD_FORMAT_JPEG : SHARD_FORMAT_PNG;
 }
 
-int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
-                         uint32_t width, uint32_t height, struct shard_image *out,
-                         struct shard_err *err)
+int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len, uint32_t width,
+                         uint32_t height, struct shard_image *out, struct shard_err *err)
 {
     if (!out || (!data && len))
         return shard_err_set(err, SHARD_EINVAL, "cannot decode payload: no buffer");
@@ -316,7 +314,7 @@ int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len
         return shard_err_set(err, SHARD_ECORRUPT, "record says %ux%u: an empty image", width,
                              height);
     if (codec == SHARD_CODEC_RAW) {
-        uint64_t expect = (uint64_t)width * height;  /* < 2^64: both < 2^32 */
+        uint64_t expect = (uint64_t)width * height; /* < 2^64: both < 2^32 */
         if (expect > UINT64_MAX / RGB_CHANNELS || expect * RGB_CHANNELS != len)
             return shard_err_set(err, SHARD_ECORRUPT,
                                  "raw payload is %zu bytes, record says %ux%u (%llu bytes)", len,
@@ -342,28 +340,28 @@ int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len
                              shard_codec_name(codec));
     struct shard_decode_options o;
     shard_decode_options_init(&o);
-    o.target = 0;  /* full size: the record's own dimensions */
+    o.target = 0; /* full size: the record's own dimensions */
     /* no libvips decoder: the sniff above let only JPEG and PNG through */
     int rc = sk_decode_image(data, len, &o, out, NULL, NULL, err);
     if (rc) {
-        if (rc == SHARD_ENOTIMAGE)  /* the signature was right: damage */
+        if (rc == SHARD_ENOTIMAGE) /* the signature was right: damage */
             rc = SHARD_ECORRUPT;
         return shard_err_prefix(err, rc, "%s payload", shard_codec_name(codec));
     }
     if (out->width != width || out->height != height)
-        return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u",
-                             out->width, out->height, width, height);
+        return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u", out->width,
+                             out->height, width, height);
     return SHARD_OK;
 }
 
-int sk_decode_payload_box(enum shard_codec codec, const uint8_t *data, size_t len,
-                          uint32_t width, uint32_t height, struct sk_jpeg_box *box,
-                          struct shard_image *out, struct shard_err *err)
+int sk_decode_payload_box(enum shard_codec codec, const uint8_t *data, size_t len, uint32_t width,
+                          uint32_t height, struct sk_jpeg_box *box, struct shard_image *out,
+                          struct shard_err *err)
 {
     box->region_left = box->region_top = 0;
     struct shard_decode_options o;
     shard_decode_options_init(&o);
-    o.target = 0;  /* full scale: the record's own dimensions */
+    o.target = 0; /* full scale: the record's own dimensions */
     /* what only the whole decode handles, or rejects with its own message */
     if (codec != SHARD_CODEC_JPEG || !out || !data || !width || !height ||
         (o.max_file_bytes && len > o.max_file_bytes) || shard_sniff(data, len) != SHARD_FORMAT_JPEG)
@@ -378,8 +376,8 @@ int sk_decode_payload_box(enum shard_codec codec, const uint8_t *data, size_t le
     /* before the box check's SHARD_EINVAL: a box of the record's size may
      * not fit a payload of another size */
     if ((!rc || rc == SHARD_EINVAL) && source_w && (source_w != width || source_h != height))
-        return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u",
-                             source_w, source_h, width, height);
+        return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u", source_w,
+                             source_h, width, height);
     if (rc)
         return shard_err_prefix(err, rc, "%s payload", shard_codec_name(codec));
     return SHARD_OK;

@@ -21,7 +21,7 @@
 /* shard_encode(img, SHARD_CODEC_PNG, ...) with an explicit zlib level (0-9),
  * filter set (PNG_FILTER_NONE ... PNG_ALL_FILTERS) and zlib strategy. */
 int sk_encode_png(const struct shard_image *img, int level, int filters, int strategy,
-                     struct shard_buf *out, struct shard_err *err);
+                  struct shard_buf *out, struct shard_err *err);
 
 struct sk_jpeg_box;
 
@@ -32,8 +32,8 @@ struct sk_jpeg_box;
  * JPEG with an EXIF orientation, is decoded whole (region 0, 0).  The box's
  * pixels are those shard_decode_payload gives, and every error it reports
  * is reported too. */
-int sk_decode_payload_box(enum shard_codec codec, const uint8_t *data, size_t len,
-                          uint32_t width, uint32_t height, struct sk_jpeg_box *box,
-                          struct shard_image *out, struct shard_err *err);
+int sk_decode_payload_box(enum shard_codec codec, const uint8_t *data, size_t len, uint32_t width,
+                          uint32_t height, struct sk_jpeg_box *box, struct shard_image *out,
+                          struct shard_err *err);
 
 #endif

@@ -9,7 +9,7 @@ int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t 
 {
     if (w == 0 || h == 0 || channels == 0)
         return shard_err_set(err, SHARD_EINVAL, "empty image %ux%u", w, h);
-    size_t stride = (size_t)w * channels;  /* cannot overflow: both < 2^32, size_t is 64-bit */
+    size_t stride = (size_t)w * channels; /* cannot overflow: both < 2^32, size_t is 64-bit */
     if (stride / channels != w || (size_t)h > SIZE_MAX / stride)
         return shard_err_set(err, SHARD_ELIMIT, "image %ux%u is too large", w, h);
     size_t bytes = stride * h;
@@ -94,8 +94,8 @@ static uint32_t scale_side(uint32_t other, uint32_t size, uint32_t side)
     return v == 0 ? 1 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit fit,
-                           int upscale, struct shard_geometry *g)
+int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit fit, int upscale,
+                           struct shard_geometry *g)
 {
     if (w == 0 || h == 0 || size == 0)
         return SHARD_EINVAL;
@@ -120,7 +120,7 @@ int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit
         g->out_w = g->scaled_w < size ? g->scaled_w : size;
         g->out_h = g->scaled_h < size ? g->scaled_h : size;
         if (g->out_w > g->out_h)
-            g->out_w = g->out_h;  /* no upscale and a small image: keep a square */
+            g->out_w = g->out_h; /* no upscale and a small image: keep a square */
         if (g->out_h > g->out_w)
             g->out_h = g->out_w;
         /* centred; an odd leftover pixel goes to the right/bottom */

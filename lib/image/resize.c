@@ -44,12 +44,12 @@
 
 /* Taps of one axis, for a window of outputs. */
 struct taps {
-    uint32_t count;   /* weights per output: even, the same for every output */
-    uint32_t *first;  /* per output: the input index of its first weight */
-    uint32_t *used;   /* per output: how many leading weights may be non-zero
-                       * (even, <= count; the rest are 0) */
-    int16_t *weight;  /* per output: `count` weights summing to WEIGHT_ONE;
-                       * the weight of an index >= the input size is 0 */
+    uint32_t count;  /* weights per output: even, the same for every output */
+    uint32_t *first; /* per output: the input index of its first weight */
+    uint32_t *used;  /* per output: how many leading weights may be non-zero
+                      * (even, <= count; the rest are 0) */
+    int16_t *weight; /* per output: `count` weights summing to WEIGHT_ONE;
+                      * the weight of an index >= the input size is 0 */
 };
 
 /* ---- filter kernels --------------------------------------------------------- */
@@ -99,7 +99,8 @@ static double filter_support(enum shard_resize_filter filter, double scale)
 
 /* Most inputs any output can touch, rounded up to even: an interval of
  * length 2 * support meets at most ceil(2 * support) + 1 unit cells. */
-static uint32_t taps_bound(enum shard_resize_filter filter, uint32_t in, double extent, uint32_t out)
+static uint32_t taps_bound(enum shard_resize_filter filter, uint32_t in, double extent,
+                           uint32_t out)
 {
     double cells = ceil(2 * filter_support(filter, extent / out)) + 1;
     uint32_t bound = cells < (double)in ? (uint32_t)cells : in;
@@ -128,14 +129,14 @@ static void taps_fill(struct taps *t, enum shard_resize_filter filter, uint32_t 
         for (int64_t i = lo; i < hi; i++) {
             double w = tap_weight(filter, scale, center, i);
             if (kept == 0 && w == 0) {
-                lo = i + 1;  /* trim zero weights in front */
+                lo = i + 1; /* trim zero weights in front */
                 continue;
             }
             e[kept++] = w;
         }
         while (kept > 0 && e[kept - 1] == 0)
-            kept--;  /* and behind */
-        if (kept == 0) {  /* not for these kernels; stay safe for any */
+            kept--;      /* and behind */
+        if (kept == 0) { /* not for these kernels; stay safe for any */
             lo = (int64_t)floor(center);
             lo = lo < 0 ? 0 : lo >= (int64_t)in ? (int64_t)in - 1 : lo;
             e[kept++] = 1;
@@ -144,7 +145,7 @@ static void taps_fill(struct taps *t, enum shard_resize_filter filter, uint32_t 
         t->used[j] = (uint32_t)kept;
         widest = kept > widest ? kept : widest;
     }
-    t->count = (uint32_t)(widest + (widest & 1));  /* SIMD kernels take taps in pairs */
+    t->count = (uint32_t)(widest + (widest & 1)); /* SIMD kernels take taps in pairs */
 
     for (uint32_t j = 0; j < n; j++) {
         const int64_t lo = t->first[j], span = t->used[j];
@@ -260,16 +261,16 @@ static void horizontal_scalar(const struct hrow *r, const struct taps *t, uint8_
  * taps, starting at the group's first pixel, and spread them with pshufb
  * into int16 pairs (R_k R_k+1 G_k G_k+1 B_k B_k+1 0 0) for pmaddwd. */
 #define Z (-128) /* pshufb: a zero byte */
-#define PAIR_MASK(k)                                                                    \
-    3 * (k), Z, 3 * (k) + 3, Z, 3 * (k) + 1, Z, 3 * (k) + 4, Z, 3 * (k) + 2, Z, 3 * (k) + 5, \
-        Z, Z, Z, Z, Z
+#define PAIR_MASK(k)                                                                               \
+    3 * (k), Z, 3 * (k) + 3, Z, 3 * (k) + 1, Z, 3 * (k) + 4, Z, 3 * (k) + 2, Z, 3 * (k) + 5, Z, Z, \
+        Z, Z, Z
 
 /* How many leading outputs the SIMD kernels may take: those whose 16-byte
  * loads stay inside the readable bytes (taps are monotonic, so they form a
  * prefix; horizontal_row() gives the few at the right edge a padded copy). */
 static uint32_t simd_prefix(const struct hrow *r, const struct taps *t, uint32_t n)
 {
-    size_t tail = 12 * (size_t)((t->count + 3) / 4 - 1) + 16;  /* bytes read from a start */
+    size_t tail = 12 * (size_t)((t->count + 3) / 4 - 1) + 16; /* bytes read from a start */
     while (n > 0 && (size_t)(t->first[n - 1] - r->col0) * 3 + tail > r->avail)
         n--;
     return n;
@@ -291,20 +292,19 @@ pixel_sum_ssse3(const uint8_t *p, const int16_t *w, uint32_t count)
         acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(v, mask23),
                                                 _mm_shuffle_epi32(wv, 0x55)));
     }
-    if (k < count) {  /* a last pair */
+    if (k < count) { /* a last pair */
         __m128i v = _mm_loadu_si128((const __m128i *)p);
         acc = _mm_add_epi32(acc, _mm_madd_epi16(_mm_shuffle_epi8(v, mask01),
                                                 _mm_set1_epi32(weight_pair(w + k))));
     }
     acc = _mm_srai_epi32(acc, WEIGHT_BITS);
-    return _mm_packus_epi16(_mm_packs_epi32(acc, acc), acc);  /* the pixel in bytes 0..2 */
+    return _mm_packus_epi16(_mm_packs_epi32(acc, acc), acc); /* the pixel in bytes 0..2 */
 }
 
 /* Outputs [x, end) one at a time; end <= simd_prefix().  Returns end. */
 __attribute__((target("ssse3"), always_inline)) static inline uint32_t
-horizontal_ssse3_n(const uint8_t *src, uint32_t col0, const uint32_t *first,
-                   const int16_t *weight, uint32_t count, uint8_t *dst, uint32_t x,
-                   uint32_t end, uint32_t n)
+horizontal_ssse3_n(const uint8_t *src, uint32_t col0, const uint32_t *first, const int16_t *weight,
+                   uint32_t count, uint8_t *dst, uint32_t x, uint32_t end, uint32_t n)
 {
     for (; x < end; x++) {
         __m128i px = pixel_sum_ssse3(src + (size_t)(first[x] - col0) * 3,
@@ -317,12 +317,11 @@ horizontal_ssse3_n(const uint8_t *src, uint32_t col0, const uint32_t *first,
 }
 
 __attribute__((target("ssse3"))) static uint32_t
-horizontal_ssse3(const struct hrow *r, const struct taps *t, uint8_t *dst, uint32_t x,
-                 uint32_t n)
+horizontal_ssse3(const struct hrow *r, const struct taps *t, uint8_t *dst, uint32_t x, uint32_t n)
 {
     uint32_t end = simd_prefix(r, t, n);
     const uint32_t c = t->count;
-    switch (c) {  /* the common tap counts, unrolled */
+    switch (c) { /* the common tap counts, unrolled */
     case 2: return horizontal_ssse3_n(r->src, r->col0, t->first, t->weight, 2, dst, x, end, n);
     case 4: return horizontal_ssse3_n(r->src, r->col0, t->first, t->weight, 4, dst, x, end, n);
     case 6: return horizontal_ssse3_n(r->src, r->col0, t->first, t->weight, 6, dst, x, end, n);
@@ -335,9 +334,8 @@ horizontal_ssse3(const struct hrow *r, const struct taps *t, uint8_t *dst, uint3
  * (the 4th byte stored for pixel x + 1 lands on pixel x + 2, written
  * later).  Returns where it stopped. */
 __attribute__((target("avx2"), always_inline)) static inline uint32_t
-horizontal_avx2_n(const uint8_t *src, uint32_t col0, const uint32_t *first,
-                  const int16_t *weight, uint32_t count, uint8_t *dst, uint32_t x, uint32_t end,
-                  uint32_t n)
+horizontal_avx2_n(const uint8_t *src, uint32_t col0, const uint32_t *first, const int16_t *weight,
+                  uint32_t count, uint8_t *dst, uint32_t x, uint32_t end, uint32_t n)
 {
     const __m256i mask01 = _mm256_setr_epi8(PAIR_MASK(0), PAIR_MASK(0));
     const __m256i mask23 = _mm256_setr_epi8(PAIR_MASK(2), PAIR_MASK(2));
@@ -349,24 +347,24 @@ horizontal_avx2_n(const uint8_t *src, uint32_t col0, const uint32_t *first,
         __m256i acc = round;
         uint32_t k = 0;
         for (; k + 4 <= count; k += 4, pa += 12, pb += 12) {
-            __m256i v = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa)),
-                _mm_loadu_si128((const __m128i *)pb), 1);
-            __m256i wv = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(wa + k))),
-                _mm_loadl_epi64((const __m128i *)(wb + k)), 1);
+            __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(
+                                                    _mm_loadu_si128((const __m128i *)pa)),
+                                                _mm_loadu_si128((const __m128i *)pb), 1);
+            __m256i wv = _mm256_inserti128_si256(_mm256_castsi128_si256(
+                                                     _mm_loadl_epi64((const __m128i *)(wa + k))),
+                                                 _mm_loadl_epi64((const __m128i *)(wb + k)), 1);
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, mask01),
                                                           _mm256_shuffle_epi32(wv, 0x00)));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, mask23),
                                                           _mm256_shuffle_epi32(wv, 0x55)));
         }
         if (k < count) {
-            __m256i v = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pa)),
-                _mm_loadu_si128((const __m128i *)pb), 1);
-            __m256i wv = _mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_set1_epi32(weight_pair(wa + k))),
-                _mm_set1_epi32(weight_pair(wb + k)), 1);
+            __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(
+                                                    _mm_loadu_si128((const __m128i *)pa)),
+                                                _mm_loadu_si128((const __m128i *)pb), 1);
+            __m256i wv = _mm256_inserti128_si256(_mm256_castsi128_si256(
+                                                     _mm_set1_epi32(weight_pair(wa + k))),
+                                                 _mm_set1_epi32(weight_pair(wb + k)), 1);
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_shuffle_epi8(v, mask01), wv));
         }
         acc = _mm256_srai_epi32(acc, WEIGHT_BITS);
@@ -384,7 +382,7 @@ horizontal_avx2(const struct hrow *r, const struct taps *t, uint8_t *dst, uint32
 {
     const uint32_t end = simd_prefix(r, t, n), c = t->count;
     const uint8_t *src = r->src;
-    switch (c) {  /* the common tap counts, unrolled */
+    switch (c) { /* the common tap counts, unrolled */
     case 2: x = horizontal_avx2_n(src, r->col0, t->first, t->weight, 2, dst, x, end, n); break;
     case 4: x = horizontal_avx2_n(src, r->col0, t->first, t->weight, 4, dst, x, end, n); break;
     case 6: x = horizontal_avx2_n(src, r->col0, t->first, t->weight, 6, dst, x, end, n); break;
@@ -395,9 +393,9 @@ horizontal_avx2(const struct hrow *r, const struct taps *t, uint8_t *dst, uint32
     return horizontal_ssse3_n(r->src, r->col0, t->first, t->weight, c, dst, x, end, n);
 }
 
-__attribute__((target("sse2"))) static size_t
-vertical_sse2(const uint8_t *const *rows, const int16_t *w, uint32_t count, uint8_t *dst,
-              size_t i, size_t n)
+__attribute__((target("sse2"))) static size_t vertical_sse2(const uint8_t *const *rows,
+                                                            const int16_t *w, uint32_t count,
+                                                            uint8_t *dst, size_t i, size_t n)
 {
     const __m128i zero = _mm_setzero_si128(), round = _mm_set1_epi32(WEIGHT_ROUND);
     for (; i + 16 <= n; i += 16) {
@@ -423,9 +421,9 @@ vertical_sse2(const uint8_t *const *rows, const int16_t *w, uint32_t count, uint
 }
 
 /* The same with 32 bytes per step (in-lane unpacks and packs keep order). */
-__attribute__((target("avx2"))) static size_t
-vertical_avx2(const uint8_t *const *rows, const int16_t *w, uint32_t count, uint8_t *dst,
-              size_t i, size_t n)
+__attribute__((target("avx2"))) static size_t vertical_avx2(const uint8_t *const *rows,
+                                                            const int16_t *w, uint32_t count,
+                                                            uint8_t *dst, size_t i, size_t n)
 {
     const __m256i zero = _mm256_setzero_si256(), round = _mm256_set1_epi32(WEIGHT_ROUND);
     for (; i + 32 <= n; i += 32) {
@@ -517,15 +515,14 @@ static void horizontal_row(enum shard_simd simd, const struct hrow *r, const str
 /* Carves aligned blocks out of one allocation. */
 struct carve {
     size_t used;
-    uint8_t *base;  /* NULL while sizing */
+    uint8_t *base; /* NULL while sizing */
     int overflow;
 };
 
 static void *carve(struct carve *c, size_t count, size_t size)
 {
     size_t bytes;
-    if (__builtin_mul_overflow(count, size, &bytes) ||
-        c->used > SIZE_MAX - bytes - SCRATCH_ALIGN) {
+    if (__builtin_mul_overflow(count, size, &bytes) || c->used > SIZE_MAX - bytes - SCRATCH_ALIGN) {
         c->overflow = 1;
         return NULL;
     }
@@ -536,17 +533,17 @@ static void *carve(struct carve *c, size_t count, size_t size)
 
 struct resample_layout {
     struct taps tx, ty;
-    uint32_t bound_x, bound_y;  /* taps_bound() of each axis: the weight strides */
-    double *exact;              /* taps_fill's scratch, for the larger axis */
-    const uint8_t **rows;  /* ty.count row pointers */
-    uint8_t *buf;          /* vertical first: one row; horizontal first: the ring */
-    int64_t *ring_row;     /* horizontal first: the input row in each ring slot */
-    size_t buf_row_bytes;  /* bytes per row in buf, slack included */
+    uint32_t bound_x, bound_y; /* taps_bound() of each axis: the weight strides */
+    double *exact;             /* taps_fill's scratch, for the larger axis */
+    const uint8_t **rows;      /* ty.count row pointers */
+    uint8_t *buf;              /* vertical first: one row; horizontal first: the ring */
+    int64_t *ring_row;         /* horizontal first: the input row in each ring slot */
+    size_t buf_row_bytes;      /* bytes per row in buf, slack included */
 };
 
 /* Carve the layout out of `c` (only sizing it when c->base is NULL). */
-static void layout_carve(struct resample_layout *p, struct carve *c, int need_h, int need_v, int vertical_first,
-                       uint32_t win_w, uint32_t win_h, size_t row_bytes)
+static void layout_carve(struct resample_layout *p, struct carve *c, int need_h, int need_v,
+                         int vertical_first, uint32_t win_w, uint32_t win_h, size_t row_bytes)
 {
     size_t exact = 0;
     if (need_h) {

@@ -27,25 +27,23 @@ enum shard_resize_filter {
  * `scratch` (may be NULL) is used as raw memory for filter taps and
  * intermediate rows; its capacity is kept for the next call.  src and dst must
  * be different images.  0 or an error. */
-int sk_resample(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h,
-                   uint32_t win_x, uint32_t win_y, uint32_t win_w, uint32_t win_h,
-                   enum shard_resize_filter filter, struct shard_image *scratch,
-                   struct shard_image *dst, struct shard_err *err);
+int sk_resample(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h, uint32_t win_x,
+                uint32_t win_y, uint32_t win_w, uint32_t win_h, enum shard_resize_filter filter,
+                struct shard_image *scratch, struct shard_image *dst, struct shard_err *err);
 
 /* Which kernels run: the result is the same whichever (the tests check). */
 enum shard_simd {
-    SHARD_SIMD_NONE = 0,   /* portable C */
-    SHARD_SIMD_SSSE3 = 1,  /* x86: SSE2 vertical pass, SSSE3 horizontal pass */
-    SHARD_SIMD_AVX2 = 2,   /* x86: AVX2 both passes */
+    SHARD_SIMD_NONE = 0,  /* portable C */
+    SHARD_SIMD_SSSE3 = 1, /* x86: SSE2 vertical pass, SSSE3 horizontal pass */
+    SHARD_SIMD_AVX2 = 2,  /* x86: AVX2 both passes */
 };
 
 /* sk_resample with at most the given kernels (less when the CPU lacks
  * them); sk_resample uses the best the CPU has. */
 int sk_resample_simd(const struct shard_image *src, uint32_t scaled_w, uint32_t scaled_h,
-                        uint32_t win_x, uint32_t win_y, uint32_t win_w, uint32_t win_h,
-                        enum shard_resize_filter filter, enum shard_simd simd,
-                        struct shard_image *scratch, struct shard_image *dst,
-                        struct shard_err *err);
+                     uint32_t win_x, uint32_t win_y, uint32_t win_w, uint32_t win_h,
+                     enum shard_resize_filter filter, enum shard_simd simd,
+                     struct shard_image *scratch, struct shard_image *dst, struct shard_err *err);
 
 /* A part of a source image, in pixel units (pixel i spans [i, i + 1)):
  * [x0, x1) x [y0, y1), inside the image, of positive size. */

@@ -28,14 +28,13 @@ static int is_bmp(const uint8_t *data, size_t len)
     if (!starts_with(data, len, "BM", 2) || len < BMP_SNIFF_SIZE)
         return 0;
     switch (le32(data + BMP_FILE_HEADER_SIZE)) {
-    case 12:   /* BITMAPCOREHEADER */
-    case 40:   /* BITMAPINFOHEADER */
-    case 52:   /* BITMAPV2INFOHEADER */
-    case 56:   /* BITMAPV3INFOHEADER */
-    case 64:   /* OS22XBITMAPHEADER */
-    case 108:  /* BITMAPV4HEADER */
-    case 124:  /* BITMAPV5HEADER */
-        return 1;
+    case 12:  /* BITMAPCOREHEADER */
+    case 40:  /* BITMAPINFOHEADER */
+    case 52:  /* BITMAPV2INFOHEADER */
+    case 56:  /* BITMAPV3INFOHEADER */
+    case 64:  /* OS22XBITMAPHEADER */
+    case 108: /* BITMAPV4HEADER */
+    case 124: /* BITMAPV5HEADER */ return 1;
     }
     return 0;
 }

@@ -65,9 +65,8 @@ int sk_values_nearest(const struct shard_image *src, double x0, double y0, doubl
 {
     if (!src || !src->pixels || !dst || src == dst || src->channels < 1 || src->channels > 2 ||
         !(x0 >= 0 && x0 < x1 && x1 <= src->width && y0 >= 0 && y0 < y1 && y1 <= src->height) ||
-        scaled_w == 0 || scaled_h == 0 || win_w == 0 || win_h == 0 ||
-        win_w > scaled_w || win_x > scaled_w - win_w || win_h > scaled_h ||
-        win_y > scaled_h - win_h)
+        scaled_w == 0 || scaled_h == 0 || win_w == 0 || win_h == 0 || win_w > scaled_w ||
+        win_x > scaled_w - win_w || win_h > scaled_h || win_y > scaled_h - win_h)
         return shard_err_set(err, SHARD_EINVAL, "nearest: no window of a value image");
     const uint32_t bytes = src->channels;
     int rc = shard_image_alloc(dst, win_w, win_h, bytes, err);
@@ -80,8 +79,8 @@ int sk_values_nearest(const struct shard_image *src, double x0, double y0, doubl
     for (uint32_t i = 0; i < win_w; i++)
         cols[mirror ? win_w - 1 - i : i] = source_index(x0, sx, win_x + i, src->width);
     for (uint32_t j = 0; j < win_h; j++) {
-        const uint8_t *row =
-            src->pixels + (size_t)source_index(y0, sy, win_y + j, src->height) * src->stride;
+        const uint8_t *row = src->pixels +
+                             (size_t)source_index(y0, sy, win_y + j, src->height) * src->stride;
         uint8_t *out = dst->pixels + (size_t)j * dst->stride;
         if (bytes == 1)
             for (uint32_t i = 0; i < win_w; i++)

@@ -47,34 +47,34 @@
 
 /* A selected field (shard_loader_options.fields). */
 struct loader_field {
-    uint32_t field;              /* field number */
+    uint32_t field; /* field number */
     enum shard_field_type type;
-    uint32_t length;             /* values per row of a stacked field, else 0 */
-    size_t width;                /* bytes per value: 8 (INT, FLOAT, INT64), 4 (FLOAT32,
-                                  * LABELS), 1 (TEXT, JSON, BYTES) */
-    size_t row_bytes;            /* a stacked field's bytes per sample; 0: variable length */
+    uint32_t length;  /* values per row of a stacked field, else 0 */
+    size_t width;     /* bytes per value: 8 (INT, FLOAT, INT64), 4 (FLOAT32,
+                       * LABELS), 1 (TEXT, JSON, BYTES) */
+    size_t row_bytes; /* a stacked field's bytes per sample; 0: variable length */
 };
 
 /* A selected field's arrays in a batch. */
 struct batch_field {
-    uint8_t *present;            /* capacity flags */
-    uint8_t *values;             /* stacked: capacity rows */
-    uint64_t *start, *len;       /* variable: place j's value in the batch's var[j] */
-    uint64_t *offsets;           /* variable: capacity + 1, of the kept samples in arena */
-    struct shard_buf arena;      /* variable: the kept samples' values back to back */
+    uint8_t *present;       /* capacity flags */
+    uint8_t *values;        /* stacked: capacity rows */
+    uint64_t *start, *len;  /* variable: place j's value in the batch's var[j] */
+    uint64_t *offsets;      /* variable: capacity + 1, of the kept samples in arena */
+    struct shard_buf arena; /* variable: the kept samples' values back to back */
 };
 
 /* One sample's place in a batch whose samples have their own sizes. */
 struct place {
-    struct shard_item item;  /* read into directly; its pixels are the sample
-                              * when nothing transforms them */
-    struct shard_buf out;    /* the transformed sample otherwise */
+    struct shard_item item; /* read into directly; its pixels are the sample
+                             * when nothing transforms them */
+    struct shard_buf out;   /* the transformed sample otherwise */
 };
 
 struct loader_pool {
     pthread_mutex_t lock;
     int loader_alive;
-    uint64_t outstanding;        /* batches handed out and not yet freed */
+    uint64_t outstanding; /* batches handed out and not yet freed */
     struct shard_batch **spare;
     size_t len, cap;
 };
@@ -83,68 +83,67 @@ struct shard_batch {
     struct shard_batch_info info;
     struct loader_pool *pool;
     uint32_t capacity;
-    uint32_t field_count;        /* selected fields */
-    size_t sample_bytes;         /* with a fixed size */
+    uint32_t field_count; /* selected fields */
+    size_t sample_bytes;  /* with a fixed size */
     uint8_t *data;
     uint64_t *indices;
     int32_t *labels;
     void **samples;
     uint32_t *widths, *heights;
-    int *rc;                     /* per place: 0 or the failure */
+    int *rc; /* per place: 0 or the failure */
     struct shard_err *errs;
     uint64_t *skipped_indices;
-    struct place *places;        /* without a fixed size */
-    struct batch_field *fields;  /* one per selected field */
-    struct shard_buf *var;       /* with a variable-length field: capacity buffers, place
-                                  * j's values */
+    struct place *places;       /* without a fixed size */
+    struct batch_field *fields; /* one per selected field */
+    struct shard_buf *var;      /* with a variable-length field: capacity buffers, place
+                                 * j's values */
     struct shard_batch_field *info_fields;
 };
 
 /* What one thread needs to fill places. */
 struct filler {
     struct shard_loader *loader;
-    struct shard_item item;      /* the decoded sample, with a fixed size */
+    struct shard_item item; /* the decoded sample, with a fixed size */
     struct shard_transforms_workspace *ws;
     struct shard_transforms_draws draws;
-    uint64_t index;              /* the sample being read, for choose_box */
+    uint64_t index; /* the sample being read, for choose_box */
 };
 
 struct shard_loader {
     struct shard_dataset *ds;
     const struct shard_transforms *transforms;
     struct shard_loader_options o;
-    int identity;                /* samples are the stored pixels */
-    int crop_first;              /* the transforms start with a crop: JPEG records
-                                  * are decoded only around its box */
+    int identity;   /* samples are the stored pixels */
+    int crop_first; /* the transforms start with a crop: JPEG records
+                     * are decoded only around its box */
     int fixed;
     uint32_t fixed_w, fixed_h;
     size_t sample_bytes;
     uint64_t plan_count, dropped;
     struct loader_field *fields; /* the selected fields, field_count of them */
     uint32_t field_count;
-    int has_variable;            /* one of them has values of variable length */
-    int geometric;               /* one of them is a BOXES or MASK field */
+    int has_variable;                   /* one of them has values of variable length */
+    int geometric;                      /* one of them is a BOXES or MASK field */
     int16_t selected[SHARD_FIELDS_MAX]; /* field number -> index in fields, or -1 */
-    uint64_t epoch_batches;      /* batches of the rank's epoch */
-    uint64_t batches;            /* of them, this part's */
+    uint64_t epoch_batches;             /* batches of the rank's epoch */
+    uint64_t batches;                   /* of them, this part's */
     struct loader_pool *pool;
     /* the started epoch */
     int started;
     uint64_t epoch, position, first;
-    uint64_t *list;              /* plan entries from batch `first` on */
+    uint64_t *list; /* plan entries from batch `first` on */
     uint64_t list_len;
     uint64_t failed_index;
-    struct filler *fillers;      /* one per thread; fillers[0] also fills inline (threads 0) */
+    struct filler *fillers; /* one per thread; fillers[0] also fills inline (threads 0) */
     int filler_count;
     pthread_t *threads;
-    int running;                 /* threads started for the epoch */
-    struct sk_ring *queue;       /* the epoch's ring, with threads */
-    struct shard_batch **ring;   /* prefetch batches: ring[slot] is being filled */
-    struct shard_batch *fresh;   /* the batch to swap in for the next one taken */
-    _Atomic uint64_t advised;    /* list positions before it were advised */
+    int running;               /* threads started for the epoch */
+    struct sk_ring *queue;     /* the epoch's ring, with threads */
+    struct shard_batch **ring; /* prefetch batches: ring[slot] is being filled */
+    struct shard_batch *fresh; /* the batch to swap in for the next one taken */
+    _Atomic uint64_t advised;  /* list positions before it were advised */
     /* stats */
-    _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns,
-        busy_ns;
+    _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns, busy_ns;
     _Atomic uint64_t busy_since; /* 0: no epoch in progress */
 };
 
@@ -214,7 +213,7 @@ static int batch_create_fields(const struct shard_loader *l, struct shard_batch 
         struct batch_field *f = &b->fields[k];
         if (!(f->present = calloc(n, 1)))
             return -1;
-        if (lf->row_bytes) {  /* row_bytes * n was checked when the loader was made */
+        if (lf->row_bytes) { /* row_bytes * n was checked when the loader was made */
             if (!(f->values = calloc(n, lf->row_bytes)))
                 return -1;
         } else if (!(f->start = calloc(n, sizeof *f->start)) ||
@@ -350,7 +349,7 @@ static int choose_box(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg
 {
     struct filler *w = ctx;
     struct shard_loader *l = w->loader;
-    struct shard_err ignored;  /* a failed draw is made again, and reported, after the read */
+    struct shard_err ignored; /* a failed draw is made again, and reported, after the read */
     if (shard_transforms_draw(l->transforms, width, height, l->o.plan.seed, l->epoch, w->index,
                               &w->draws, &ignored))
         return 0;
@@ -362,7 +361,7 @@ static int choose_box(void *ctx, uint32_t width, uint32_t height, struct sk_jpeg
  * in host byte order. */
 static void copy_le(uint8_t *dst, const uint8_t *src, size_t len, size_t width)
 {
-    if (!len)  /* an empty value: dst may be a buffer not yet allocated */
+    if (!len) /* an empty value: dst may be a buffer not yet allocated */
         return;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     for (size_t i = 0; i < len; i += width)
@@ -390,16 +389,16 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
     }
     for (uint32_t i = 0; i < item->field_count; i++) {
         const struct shard_field_value *v = &item->fields[i];
-        int k = l->selected[v->field];  /* the decoder keeps numbers below SHARD_FIELDS_MAX */
+        int k = l->selected[v->field]; /* the decoder keeps numbers below SHARD_FIELDS_MAX */
         if (k < 0)
             continue;
         const struct loader_field *lf = &l->fields[k];
         struct batch_field *f = &b->fields[k];
         f->present[j] = 1;
         if (!l->identity && (lf->type == SHARD_FIELD_BOXES || lf->type == SHARD_FIELD_MASK))
-            continue;  /* transformed from the record by transform_geometric */
+            continue; /* transformed from the record by transform_geometric */
         if (lf->row_bytes) {
-            if (v->len != lf->row_bytes)  /* the read checked it against the declaration */
+            if (v->len != lf->row_bytes) /* the read checked it against the declaration */
                 return shard_err_set(err, SHARD_ECORRUPT, "field %u holds %llu bytes, not %zu",
                                      v->field, (unsigned long long)v->len, lf->row_bytes);
             copy_le(f->values + (size_t)j * lf->row_bytes, v->data, lf->row_bytes, lf->width);
@@ -452,24 +451,26 @@ static int transform_geometric(const struct shard_loader *l, struct filler *w,
             var->len = at + (size_t)f->len[j];
             continue;
         }
-        const uint8_t *h = v->data;  /* the read checked the header and the size */
+        const uint8_t *h = v->data; /* the read checked the header and the size */
         uint32_t mw = get_le32(h), mh = get_le32(h + 4), bytes = h[8];
         if ((uint64_t)dx + item->pixels.width > mw || (uint64_t)dy + item->pixels.height > mh ||
             (!rb->cropped && (mw != item->pixels.width || mh != item->pixels.height)))
-            return shard_err_set(err, SHARD_ECORRUPT, "field %u: a mask of %ux%u for an "
-                                 "image of %ux%u", lf->field, mw, mh, item->pixels.width,
-                                 item->pixels.height);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "field %u: a mask of %ux%u for an "
+                                 "image of %ux%u",
+                                 lf->field, mw, mh, item->pixels.width, item->pixels.height);
         size_t out_len = SHARD_MASK_HEADER_BYTES +
                          (size_t)w->draws.out_width * w->draws.out_height * bytes;
         int rc = shard_buf_reserve(var, at + out_len, err);
         if (rc)
             return rc;
         const size_t stride = (size_t)mw * bytes;
-        struct shard_image view = {
-            .pixels = (uint8_t *)h + SHARD_MASK_HEADER_BYTES + (size_t)dy * stride +
-                      (size_t)dx * bytes,
-            .width = item->pixels.width, .height = item->pixels.height, .channels = bytes,
-            .stride = stride};
+        struct shard_image view = {.pixels = (uint8_t *)h + SHARD_MASK_HEADER_BYTES +
+                                             (size_t)dy * stride + (size_t)dx * bytes,
+                                   .width = item->pixels.width,
+                                   .height = item->pixels.height,
+                                   .channels = bytes,
+                                   .stride = stride};
         uint8_t *o = var->data + at;
         memset(o, 0, SHARD_MASK_HEADER_BYTES);
         put_le32(o, w->draws.out_width);
@@ -512,7 +513,7 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
         goto out;
     }
     uint64_t start = sk_now_ns();
-    if (rb.cropped)  /* drawn for the record's size by choose_box */
+    if (rb.cropped) /* drawn for the record's size by choose_box */
         sk_transforms_draws_in_region(&w->draws, rb.box.region_left, rb.box.region_top,
                                       item->pixels.width, item->pixels.height);
     else
@@ -520,7 +521,7 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
                                    l->o.plan.seed, l->epoch, index, &w->draws, err);
     void *dst = NULL;
     if (!rc && l->fixed) {
-        if (w->draws.out_bytes != b->sample_bytes)  /* find_fixed_size and draw disagree */
+        if (w->draws.out_bytes != b->sample_bytes) /* find_fixed_size and draw disagree */
             rc = shard_err_set(err, SHARD_EINVAL, "transform output of %ux%u, expected %ux%u",
                                w->draws.out_width, w->draws.out_height, l->fixed_w, l->fixed_h);
         dst = b->data + (size_t)j * b->sample_bytes;
@@ -602,7 +603,7 @@ static int finish_fields(const struct shard_loader *l, struct shard_batch *b, ui
         struct batch_field *f = &b->fields[k];
         struct shard_batch_field *out = &b->info_fields[k];
         *out = (struct shard_batch_field){lf->field, lf->type, lf->length, f->present,
-                                          f->values, NULL, NULL};
+                                          f->values, NULL,     NULL};
         if (lf->row_bytes)
             continue;
         uint64_t total = 0;
@@ -614,7 +615,7 @@ static int finish_fields(const struct shard_loader *l, struct shard_batch *b, ui
             return rc;
         f->offsets[0] = 0;
         for (uint32_t i = 0; i < count; i++) {
-            if (f->len[i])  /* an empty value's buffer may not be allocated */
+            if (f->len[i]) /* an empty value's buffer may not be allocated */
                 memcpy(f->arena.data + f->arena.len, b->var[i].data + f->start[i],
                        (size_t)f->len[i]);
             f->arena.len += (size_t)f->len[i];
@@ -642,7 +643,7 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
                 return b->rc[j];
             }
             b->skipped_indices[skipped] = b->indices[j];
-            b->errs[skipped] = b->errs[j];  /* skipped <= j: moves forward only */
+            b->errs[skipped] = b->errs[j]; /* skipped <= j: moves forward only */
             skipped++;
             continue;
         }
@@ -655,7 +656,7 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
             if (l->fixed) {
                 memmove(b->data + (size_t)kept * b->sample_bytes,
                         b->data + (size_t)j * b->sample_bytes, b->sample_bytes);
-            } else {  /* the place moves with its memory */
+            } else { /* the place moves with its memory */
                 struct place t = b->places[kept];
                 b->places[kept] = b->places[j];
                 b->places[j] = t;
@@ -704,7 +705,7 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
                          struct shard_err *err)
 {
     const struct shard_config *c = &shard_dataset_manifest(l->ds)->config;
-    memset(l->selected, 0xff, sizeof l->selected);  /* -1: not selected */
+    memset(l->selected, 0xff, sizeof l->selected); /* -1: not selected */
     l->field_count = 0;
     if (!o->field_count)
         return SHARD_OK;
@@ -713,8 +714,10 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
     for (uint32_t k = 0; k < o->field_count; k++) {
         uint32_t n = o->fields[k];
         if (n >= c->field_count)
-            return shard_err_set(err, SHARD_EINVAL, "field %u is not declared (the dataset "
-                                 "declares %u)", n, c->field_count);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "field %u is not declared (the dataset "
+                                 "declares %u)",
+                                 n, c->field_count);
         if (l->selected[n] >= 0)
             return shard_err_set(err, SHARD_EINVAL, "field %u ('%s') is selected twice", n,
                                  c->fields[n].name);
@@ -724,31 +727,23 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
         f->type = d->type;
         switch (d->type) {
         case SHARD_FIELD_INT:
-        case SHARD_FIELD_FLOAT:
-            f->length = 1, f->width = 8;
-            break;
-        case SHARD_FIELD_FLOAT32:
-            f->length = d->length, f->width = 4;
-            break;
-        case SHARD_FIELD_INT64:
-            f->length = d->length, f->width = 8;
-            break;
-        case SHARD_FIELD_LABELS:
-            f->width = 4;
-            break;
+        case SHARD_FIELD_FLOAT: f->length = 1, f->width = 8; break;
+        case SHARD_FIELD_FLOAT32: f->length = d->length, f->width = 4; break;
+        case SHARD_FIELD_INT64: f->length = d->length, f->width = 8; break;
+        case SHARD_FIELD_LABELS: f->width = 4; break;
         case SHARD_FIELD_BOXES:
         case SHARD_FIELD_MASK:
-            f->width = 1;  /* as stored, little-endian; transformed with the image */
+            f->width = 1; /* as stored, little-endian; transformed with the image */
             l->geometric = 1;
             break;
-        default:  /* TEXT, JSON, BYTES */
-            f->width = 1;
-            break;
+        default: /* TEXT, JSON, BYTES */ f->width = 1; break;
         }
         f->row_bytes = (size_t)f->length * f->width;
         if (f->row_bytes && f->row_bytes > SIZE_MAX / o->batch_size)
-            return shard_err_set(err, SHARD_ELIMIT, "field '%s': a batch of %u rows of %zu "
-                                 "bytes is too large", d->name, o->batch_size, f->row_bytes);
+            return shard_err_set(err, SHARD_ELIMIT,
+                                 "field '%s': a batch of %u rows of %zu "
+                                 "bytes is too large",
+                                 d->name, o->batch_size, f->row_bytes);
         l->has_variable |= !f->row_bytes;
         l->selected[n] = (int16_t)k;
         l->field_count = k + 1;
@@ -906,7 +901,7 @@ void shard_loader_free(struct shard_loader *l)
         pthread_mutex_unlock(&p->lock);
         if (last) {
             pool_free(p);
-        } else {  /* the last batch freed frees the pool; spares go now */
+        } else { /* the last batch freed frees the pool; spares go now */
             pthread_mutex_lock(&p->lock);
             for (size_t i = 0; i < p->len; i++)
                 batch_destroy(p->spare[i]);
@@ -1014,10 +1009,10 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
     struct shard_batch *b;
     uint32_t count;
     uint64_t start = sk_now_ns();
-    if (!l->queue) {  /* no threads: fill the batch here */
+    if (!l->queue) { /* no threads: fill the batch here */
         uint64_t from = (l->position - l->first) * l->o.batch_size;
         count = (uint32_t)(l->list_len - from < l->o.batch_size ? l->list_len - from
-                                                                 : l->o.batch_size);
+                                                                : l->o.batch_size);
         if (!(b = pool_take(l, err)))
             return SHARD_ENOMEM;
         for (uint32_t j = 0; j < count; j++)
@@ -1031,14 +1026,14 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         add(&l->wait_ns, sk_now_ns() - start);
         if (w == SK_RING_NOT_YET)
             return SHARD_LOADER_WAITING;
-        if (w != SK_RING_READY)  /* the list ends with the epoch's last batch */
+        if (w != SK_RING_READY) /* the list ends with the epoch's last batch */
             return w < 0 ? w : shard_err_set(err, SHARD_EINVAL, "the loader was stopped");
         b = l->ring[g.slot];
         l->ring[g.slot] = l->fresh;
         l->fresh = NULL;
         sk_ring_release(l->queue);
         count = g.len;
-        start = sk_now_ns();  /* the wait is accounted */
+        start = sk_now_ns(); /* the wait is accounted */
     }
     int rc = finish_batch(l, b, count, l->o.worker + l->position * l->o.workers, err);
     if (!l->queue)

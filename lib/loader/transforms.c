@@ -42,8 +42,8 @@ struct shard_transforms {
     /* the value written for each channel's byte: x / 255 or NORMALIZE's */
     float lut32[CHANNELS][256];
     uint16_t lut16[CHANNELS][256];
-    float mean[CHANNELS], std[CHANNELS];  /* NORMALIZE's, as floats (0 and 1 without) */
-    int avx2;  /* the AVX2 float32 planar writer runs here, and gives lut32's values */
+    float mean[CHANNELS], std[CHANNELS]; /* NORMALIZE's, as floats (0 and 1 without) */
+    int avx2; /* the AVX2 float32 planar writer runs here, and gives lut32's values */
     int fixed;
     uint32_t fixed_w, fixed_h;
 };
@@ -116,14 +116,14 @@ static uint16_t float_to_half(float f)
     memcpy(&x, &f, sizeof x);
     uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
     uint32_t mag = x & 0x7fffffffu;
-    if (mag >= 0x7f800000u)  /* inf, nan (kept quiet) */
+    if (mag >= 0x7f800000u) /* inf, nan (kept quiet) */
         return sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0);
-    if (mag >= 0x477ff000u)  /* >= 65520 rounds to inf */
+    if (mag >= 0x477ff000u) /* >= 65520 rounds to inf */
         return sign | 0x7c00u;
-    if (mag < 0x38800000u) {  /* below 2^-14: a subnormal half, in units of 2^-24 */
+    if (mag < 0x38800000u) { /* below 2^-14: a subnormal half, in units of 2^-24 */
         float a;
         memcpy(&a, &mag, sizeof a);
-        return sign | (uint16_t)lrintf(a * 16777216.0f);  /* exact scaling; 1024 is 2^-14 */
+        return sign | (uint16_t)lrintf(a * 16777216.0f); /* exact scaling; 1024 is 2^-14 */
     }
     /* normal: round the 13 dropped bits to even, then rebias 127 -> 15 */
     uint32_t rounded = mag + 0xfffu + ((mag >> 13) & 1u);
@@ -139,9 +139,7 @@ static void find_fixed_size(struct shard_transforms *a)
         const struct shard_transform_step *s = &a->steps[k];
         switch (s->op) {
         case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
-        case SHARD_TRANSFORM_CENTER_CROP:
-            known = 1, w = s->width, h = s->height;
-            break;
+        case SHARD_TRANSFORM_CENTER_CROP: known = 1, w = s->width, h = s->height; break;
         case SHARD_TRANSFORM_RESIZE:
             if (s->width) {
                 known = 1, w = s->width, h = s->height;
@@ -157,8 +155,7 @@ static void find_fixed_size(struct shard_transforms *a)
             }
             break;
         case SHARD_TRANSFORM_HORIZONTAL_FLIP:
-        case SHARD_TRANSFORM_NORMALIZE:
-            break;
+        case SHARD_TRANSFORM_NORMALIZE: break;
         }
     }
     a->fixed = known;
@@ -194,8 +191,7 @@ static int check_step(size_t k, const struct shard_transform_step *s, int after_
 {
     int rc = SHARD_OK;
     if (after_normalize && s->op != SHARD_TRANSFORM_HORIZONTAL_FLIP)
-        return shard_err_set(err, SHARD_EINVAL,
-                             "step %zu (%s): only flips may follow normalize", k,
+        return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): only flips may follow normalize", k,
                              op_name(s->op));
     switch (s->op) {
     case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
@@ -204,8 +200,7 @@ static int check_step(size_t k, const struct shard_transform_step *s, int after_
             return rc;
         return SHARD_OK;
     case SHARD_TRANSFORM_CENTER_CROP:
-    case SHARD_TRANSFORM_RESIZE:
-        return check_size(k, s, err);
+    case SHARD_TRANSFORM_RESIZE: return check_size(k, s, err);
     case SHARD_TRANSFORM_HORIZONTAL_FLIP:
         if (!(s->p >= 0 && s->p <= 1))
             return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): p %g is outside 0..1", k,
@@ -213,9 +208,8 @@ static int check_step(size_t k, const struct shard_transform_step *s, int after_
         return SHARD_OK;
     case SHARD_TRANSFORM_NORMALIZE:
         if (dtype == SHARD_DTYPE_UINT8)
-            return shard_err_set(err, SHARD_EINVAL,
-                                 "step %zu (%s): needs a float dtype, not uint8", k,
-                                 op_name(s->op));
+            return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): needs a float dtype, not uint8",
+                                 k, op_name(s->op));
         for (int c = 0; c < CHANNELS; c++) {
             if (!isfinite(s->mean[c]))
                 return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): mean[%d] is %g", k,
@@ -223,8 +217,8 @@ static int check_step(size_t k, const struct shard_transform_step *s, int after_
             if (!isfinite(s->std[c]) || s->std[c] == 0 || !isfinite((float)s->std[c]) ||
                 (float)s->std[c] == 0)
                 return shard_err_set(err, SHARD_EINVAL,
-                                     "step %zu (%s): std[%d] is %g (must be finite, non-zero)",
-                                     k, op_name(s->op), c, s->std[c]);
+                                     "step %zu (%s): std[%d] is %g (must be finite, non-zero)", k,
+                                     op_name(s->op), c, s->std[c]);
         }
         return SHARD_OK;
     }
@@ -255,7 +249,7 @@ static const int8_t deinterleave[CHANNELS][3][16] = {
  * (v - mean) / std, each operation rounded once (IEEE division is exact to
  * the last bit, so the values are the table's; planes_avx2_agree checks). */
 __attribute__((target("avx2"))) static inline __m256 values8(__m128i bytes, __m256 scale,
-                                                              __m256 mean, __m256 std)
+                                                             __m256 mean, __m256 std)
 {
     __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
     return _mm256_div_ps(_mm256_sub_ps(_mm256_div_ps(v, scale), mean), std);
@@ -278,16 +272,14 @@ __attribute__((target("avx2"))) static void planes_row_avx2(const struct shard_t
         __m128i b2 = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
         for (int c = 0; c < CHANNELS; c++) {
             const __m128i *m = (const __m128i *)(const void *)deinterleave[c];
-            __m128i bytes = _mm_or_si128(
-                _mm_or_si128(_mm_shuffle_epi8(b0, _mm_loadu_si128(m)),
-                             _mm_shuffle_epi8(b1, _mm_loadu_si128(m + 1))),
-                _mm_shuffle_epi8(b2, _mm_loadu_si128(m + 2)));
+            __m128i bytes = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(b0, _mm_loadu_si128(m)),
+                                                      _mm_shuffle_epi8(b1, _mm_loadu_si128(m + 1))),
+                                         _mm_shuffle_epi8(b2, _mm_loadu_si128(m + 2)));
             if (mirror)
                 bytes = _mm_shuffle_epi8(bytes, reverse);
             __m256 mean = _mm256_set1_ps(a->mean[c]), std = _mm256_set1_ps(a->std[c]);
             _mm256_storeu_ps(out[c] + x, values8(bytes, scale, mean, std));
-            _mm256_storeu_ps(out[c] + x + 8,
-                             values8(_mm_srli_si128(bytes, 8), scale, mean, std));
+            _mm256_storeu_ps(out[c] + x + 8, values8(_mm_srli_si128(bytes, 8), scale, mean, std));
         }
     }
     for (; x < n; x++) {
@@ -328,8 +320,8 @@ static int planes_avx2_agree(const struct shard_transforms *a)
 #endif
 
 int shard_transforms_new(struct shard_transforms **out, const struct shard_transform_step *steps,
-                      size_t count, enum shard_layout layout, enum shard_dtype dtype,
-                      struct shard_err *err)
+                         size_t count, enum shard_layout layout, enum shard_dtype dtype,
+                         struct shard_err *err)
 {
     *out = NULL;
     if (count > SHARD_TRANSFORMS_MAX_STEPS)
@@ -337,8 +329,7 @@ int shard_transforms_new(struct shard_transforms **out, const struct shard_trans
                              SHARD_TRANSFORMS_MAX_STEPS);
     if (layout != SHARD_LAYOUT_NHWC && layout != SHARD_LAYOUT_NCHW)
         return shard_err_set(err, SHARD_EINVAL, "unknown layout %d", (int)layout);
-    if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 &&
-        dtype != SHARD_DTYPE_FLOAT16)
+    if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 && dtype != SHARD_DTYPE_FLOAT16)
         return shard_err_set(err, SHARD_EINVAL, "unknown dtype %d", (int)dtype);
     const struct shard_transform_step *normalize = NULL;
     for (size_t k = 0; k < count; k++) {
@@ -446,7 +437,7 @@ static void random_resized_box(uint64_t *state, const struct shard_transform_ste
 /* CENTER_CROP's offset on one axis of `size` for a crop of `crop`. */
 static int32_t center_offset(uint32_t size, uint32_t crop)
 {
-    if (crop > size)  /* padded with (crop - size) // 2 before */
+    if (crop > size) /* padded with (crop - size) // 2 before */
         return -(int32_t)((crop - size) / 2);
     return (int32_t)rint((size - crop) / 2.0);
 }
@@ -457,8 +448,7 @@ int shard_transforms_draw(const struct shard_transforms *a, uint32_t width, uint
 {
     memset(out, 0, sizeof *out);
     if (width == 0 || height == 0)
-        return shard_err_set(err, SHARD_EINVAL, "transform input of %ux%u pixels", width,
-                             height);
+        return shard_err_set(err, SHARD_EINVAL, "transform input of %ux%u pixels", width, height);
     uint64_t state = sk_derive(seed, SK_TAG_TRANSFORMS, epoch, 0, index);
     uint32_t w = width, h = height;
     for (size_t k = 0; k < a->count; k++) {
@@ -495,11 +485,8 @@ int shard_transforms_draw(const struct shard_transforms *a, uint32_t width, uint
                     h = s->height, w = (uint32_t)nl;
             }
             break;
-        case SHARD_TRANSFORM_HORIZONTAL_FLIP:
-            c->flip = uniform(&state, 0, 1) < s->p;
-            break;
-        case SHARD_TRANSFORM_NORMALIZE:
-            break;
+        case SHARD_TRANSFORM_HORIZONTAL_FLIP: c->flip = uniform(&state, 0, 1) < s->p; break;
+        case SHARD_TRANSFORM_NORMALIZE: break;
         }
         if ((uint64_t)w * h > SHARD_TRANSFORMS_MAX_PIXELS)
             return shard_err_set(err, SHARD_ELIMIT, "transform output of %ux%u exceeds %llu pixels",
@@ -552,7 +539,7 @@ struct run {
     struct shard_transforms_workspace *ws;
     struct shard_image cur;
     int next;
-    int mirror;  /* a flip not yet applied to cur's pixels */
+    int mirror; /* a flip not yet applied to cur's pixels */
 };
 
 static struct shard_image *run_target(struct run *r)
@@ -587,7 +574,7 @@ static int run_resample(struct run *r, const struct shard_image *from, uint32_t 
                         uint32_t scaled_h, uint32_t x, uint32_t y, uint32_t w, uint32_t h,
                         struct shard_err *err)
 {
-    if (scaled_w == from->width && scaled_h == from->height) {  /* nothing to resample */
+    if (scaled_w == from->width && scaled_h == from->height) { /* nothing to resample */
         r->cur = subview(from, x, y, w, h);
         return SHARD_OK;
     }
@@ -631,27 +618,27 @@ static int box_inside(const struct shard_transform_choice *c)
 
 /* Write v (mirrored when asked) as `T` values through `lut`: the loops are
  * specialised per dtype and layout by inlining with constant arguments. */
-#define WRITE_OUTPUT(T, VALUE)                                                               \
-    do {                                                                                     \
-        T *o = dst;                                                                          \
-        const size_t plane = (size_t)v->width * v->height;                                   \
-        for (uint32_t y = 0; y < v->height; y++) {                                           \
-            const uint8_t *row = v->pixels + (size_t)y * v->stride;                          \
-            if (layout == SHARD_LAYOUT_NHWC) {                                               \
-                T *out = o + (size_t)y * v->width * CHANNELS;                                \
-                for (uint32_t x = 0; x < v->width; x++) {                                    \
-                    const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * 3;    \
-                    for (int c = 0; c < CHANNELS; c++)                                       \
-                        out[(size_t)x * CHANNELS + c] = VALUE(c, p[c]);                      \
-                }                                                                            \
-            } else {                                                                         \
-                for (int c = 0; c < CHANNELS; c++) {                                         \
-                    T *out = o + c * plane + (size_t)y * v->width;                           \
-                    for (uint32_t x = 0; x < v->width; x++)                                  \
+#define WRITE_OUTPUT(T, VALUE)                                                                   \
+    do {                                                                                         \
+        T *o = dst;                                                                              \
+        const size_t plane = (size_t)v->width * v->height;                                       \
+        for (uint32_t y = 0; y < v->height; y++) {                                               \
+            const uint8_t *row = v->pixels + (size_t)y * v->stride;                              \
+            if (layout == SHARD_LAYOUT_NHWC) {                                                   \
+                T *out = o + (size_t)y * v->width * CHANNELS;                                    \
+                for (uint32_t x = 0; x < v->width; x++) {                                        \
+                    const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * 3;        \
+                    for (int c = 0; c < CHANNELS; c++)                                           \
+                        out[(size_t)x * CHANNELS + c] = VALUE(c, p[c]);                          \
+                }                                                                                \
+            } else {                                                                             \
+                for (int c = 0; c < CHANNELS; c++) {                                             \
+                    T *out = o + c * plane + (size_t)y * v->width;                               \
+                    for (uint32_t x = 0; x < v->width; x++)                                      \
                         out[x] = VALUE(c, row[(size_t)(mirror ? v->width - 1 - x : x) * 3 + c]); \
-                }                                                                            \
-            }                                                                                \
-        }                                                                                    \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
     } while (0)
 
 #define AS_BYTE(c, x) (x)
@@ -692,13 +679,13 @@ static void write_output(const struct shard_transforms *a, const struct shard_im
 #endif
     /* one call per (layout, dtype, mirror), each with constant arguments: each
      * gets its own loops */
-#define WRITE_CASE(L, D)                                                                     \
-    if (a->layout == (L) && a->dtype == (D)) {                                               \
-        if (mirror)                                                                          \
-            write_values(a, v, 1, (L), (D), dst);                                            \
-        else                                                                                 \
-            write_values(a, v, 0, (L), (D), dst);                                            \
-        return;                                                                              \
+#define WRITE_CASE(L, D)                          \
+    if (a->layout == (L) && a->dtype == (D)) {    \
+        if (mirror)                               \
+            write_values(a, v, 1, (L), (D), dst); \
+        else                                      \
+            write_values(a, v, 0, (L), (D), dst); \
+        return;                                   \
     }
     WRITE_CASE(SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8)
     WRITE_CASE(SHARD_LAYOUT_NHWC, SHARD_DTYPE_FLOAT32)
@@ -713,12 +700,10 @@ int shard_transforms_apply(const struct shard_transforms *a, const struct shard_
                            const struct shard_transforms_draws *draws,
                            struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
-    if (!src || !src->pixels || src->channels != CHANNELS || src->width == 0 ||
-        src->height == 0)
+    if (!src || !src->pixels || src->channels != CHANNELS || src->width == 0 || src->height == 0)
         return shard_err_set(err, SHARD_EINVAL, "transform input is not an RGB image");
-    if (draws->steps != a->count ||
-        (a->count && (draws->step[0].in_width != src->width ||
-                      draws->step[0].in_height != src->height)))
+    if (draws->steps != a->count || (a->count && (draws->step[0].in_width != src->width ||
+                                                  draws->step[0].in_height != src->height)))
         return shard_err_set(err, SHARD_EINVAL,
                              "transform choices were drawn for another image or list");
     struct run r = {w, *src, 0, 0};
@@ -767,11 +752,8 @@ int shard_transforms_apply(const struct shard_transforms *a, const struct shard_
             else
                 rc = run_pad_crop(&r, c, err);
             break;
-        case SHARD_TRANSFORM_HORIZONTAL_FLIP:
-            r.mirror ^= c->flip;
-            break;
-        case SHARD_TRANSFORM_NORMALIZE:
-            break;  /* in the output's values */
+        case SHARD_TRANSFORM_HORIZONTAL_FLIP: r.mirror ^= c->flip; break;
+        case SHARD_TRANSFORM_NORMALIZE: break; /* in the output's values */
         }
     }
     if (rc)
@@ -785,8 +767,7 @@ int shard_transforms_apply(const struct shard_transforms *a, const struct shard_
 /* One axis of a box through a step: x' = (x - shift) * scale, clamped to
  * [0, size] when the step crops (torchvision's crop clamps its boxes to the
  * new canvas, its resize only scales them). */
-static void box_axis(double *lo, double *hi, double shift, double scale, uint32_t size,
-                     int clamp)
+static void box_axis(double *lo, double *hi, double shift, double scale, uint32_t size, int clamp)
 {
     *lo = (*lo - shift) * scale;
     *hi = (*hi - shift) * scale;
@@ -824,10 +805,8 @@ size_t shard_transforms_boxes(const struct shard_transforms *a,
             const struct shard_transform_choice *c = &d->step[k];
             switch (a->steps[k].op) {
             case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
-                box_axis(&x0, &x1, c->left, (double)c->out_width / c->box_width, c->out_width,
-                         1);
-                box_axis(&y0, &y1, c->top, (double)c->out_height / c->box_height,
-                         c->out_height, 1);
+                box_axis(&x0, &x1, c->left, (double)c->out_width / c->box_width, c->out_width, 1);
+                box_axis(&y0, &y1, c->top, (double)c->out_height / c->box_height, c->out_height, 1);
                 break;
             case SHARD_TRANSFORM_CENTER_CROP:
                 box_axis(&x0, &x1, c->left, 1, c->out_width, 1);
@@ -844,18 +823,16 @@ size_t shard_transforms_boxes(const struct shard_transforms *a,
                     x1 = c->out_width - t;
                 }
                 break;
-            case SHARD_TRANSFORM_NORMALIZE:
-                break;
+            case SHARD_TRANSFORM_NORMALIZE: break;
             }
         }
         float f[4] = {(float)x0, (float)y0, (float)x1, (float)y1};
         /* SanitizeBoundingBoxes: a box narrower or lower than min_size goes,
          * with its class; so does an empty one whatever min_size */
-        if (!(f[2] - f[0] >= min_size && f[3] - f[1] >= min_size && f[2] > f[0] &&
-              f[3] > f[1]))
+        if (!(f[2] - f[0] >= min_size && f[3] - f[1] >= min_size && f[2] > f[0] && f[3] > f[1]))
             continue;
         uint8_t *q = out + kept * SHARD_BOX_BYTES;
-        memmove(q + 16, p + 16, 8);  /* class and flags (q may be p) */
+        memmove(q + 16, p + 16, 8); /* class and flags (q may be p) */
         for (int k = 0; k < 4; k++)
             set_f32(q + 4 * k, f[k]);
         kept++;
@@ -912,15 +889,15 @@ static int mask_crop(struct mask_run *r, int64_t left, int64_t top, uint32_t bw,
  * by nearest neighbour (a pending flip applied first, as the image's is),
  * into `into` (mirrored when `mirror`) when given, else into the next
  * workspace mask, which becomes cur. */
-static int mask_resample(struct mask_run *r, uint32_t x0, uint32_t y0, uint32_t bw,
-                         uint32_t bh, uint32_t out_w, uint32_t out_h, struct shard_image *into,
-                         int mirror, struct shard_err *err)
+static int mask_resample(struct mask_run *r, uint32_t x0, uint32_t y0, uint32_t bw, uint32_t bh,
+                         uint32_t out_w, uint32_t out_h, struct shard_image *into, int mirror,
+                         struct shard_err *err)
 {
     int rc = r->mirror ? mask_crop(r, 0, 0, r->cur.width, r->cur.height, err) : SHARD_OK;
     struct shard_image *t = rc ? NULL : into ? into : mask_target(r);
     if (!rc)
-        rc = sk_values_nearest(&r->cur, x0, y0, (double)x0 + bw, (double)y0 + bh, out_w, out_h,
-                               0, 0, out_w, out_h, into && mirror, t, err);
+        rc = sk_values_nearest(&r->cur, x0, y0, (double)x0 + bw, (double)y0 + bh, out_w, out_h, 0,
+                               0, out_w, out_h, into && mirror, t, err);
     if (!rc && !into)
         r->cur = *t;
     return rc;
@@ -930,14 +907,15 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
                           const struct shard_transforms_draws *d,
                           struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
-    if (!mask || !mask->pixels || mask->channels < 1 || mask->channels > 2 ||
-        mask->width == 0 || mask->height == 0)
+    if (!mask || !mask->pixels || mask->channels < 1 || mask->channels > 2 || mask->width == 0 ||
+        mask->height == 0)
         return shard_err_set(err, SHARD_EINVAL, "mask input is no image of 1- or 2-byte values");
     if (d->steps != a->count ||
-        (a->count && (d->step[0].in_width != mask->width ||
-                      d->step[0].in_height != mask->height)))
-        return shard_err_set(err, SHARD_EINVAL, "transform choices were drawn for another "
-                             "size than the mask's %ux%u", mask->width, mask->height);
+        (a->count && (d->step[0].in_width != mask->width || d->step[0].in_height != mask->height)))
+        return shard_err_set(err, SHARD_EINVAL,
+                             "transform choices were drawn for another "
+                             "size than the mask's %ux%u",
+                             mask->width, mask->height);
     struct mask_run r = {w, *mask, 0, 0};
     /* the last step that moves pixels, and the flips after it: a resample
      * there writes straight into dst */
@@ -958,23 +936,24 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
     for (size_t k = 0; k < a->count && !rc; k++) {
         const struct shard_transform_choice *c = &d->step[k];
         struct shard_image *into = k == last ? &out : NULL;
-        if (c->in_width != r.cur.width || c->in_height != r.cur.height ||
-            c->out_width == 0 || c->out_height == 0 ||
+        if (c->in_width != r.cur.width || c->in_height != r.cur.height || c->out_width == 0 ||
+            c->out_height == 0 ||
             (a->steps[k].op == SHARD_TRANSFORM_RANDOM_RESIZED_CROP && !box_inside(c)))
-            return shard_err_set(err, SHARD_EINVAL, "transform choices of step %zu do not fit "
-                                 "the mask's %ux%u", k, r.cur.width, r.cur.height);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "transform choices of step %zu do not fit "
+                                 "the mask's %ux%u",
+                                 k, r.cur.width, r.cur.height);
         switch (a->steps[k].op) {
         case SHARD_TRANSFORM_RANDOM_RESIZED_CROP:
-            rc = mask_resample(&r, (uint32_t)c->left, (uint32_t)c->top, c->box_width,
-                               c->box_height, c->out_width, c->out_height, into, mirror_after,
-                               err);
+            rc = mask_resample(&r, (uint32_t)c->left, (uint32_t)c->top, c->box_width, c->box_height,
+                               c->out_width, c->out_height, into, mirror_after, err);
             if (!rc && into)
-                return SHARD_OK;  /* the rest are flips, done */
+                return SHARD_OK; /* the rest are flips, done */
             break;
         case SHARD_TRANSFORM_RESIZE:
             if (c->out_width != r.cur.width || c->out_height != r.cur.height) {
-                rc = mask_resample(&r, 0, 0, r.cur.width, r.cur.height, c->out_width,
-                                   c->out_height, into, mirror_after, err);
+                rc = mask_resample(&r, 0, 0, r.cur.width, r.cur.height, c->out_width, c->out_height,
+                                   into, mirror_after, err);
                 if (!rc && into)
                     return SHARD_OK;
             }
@@ -982,11 +961,8 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
         case SHARD_TRANSFORM_CENTER_CROP:
             rc = mask_crop(&r, c->left, c->top, c->box_width, c->box_height, err);
             break;
-        case SHARD_TRANSFORM_HORIZONTAL_FLIP:
-            r.mirror ^= c->flip;
-            break;
-        case SHARD_TRANSFORM_NORMALIZE:
-            break;
+        case SHARD_TRANSFORM_HORIZONTAL_FLIP: r.mirror ^= c->flip; break;
+        case SHARD_TRANSFORM_NORMALIZE: break;
         }
     }
     if (rc)
@@ -1031,7 +1007,7 @@ int sk_transforms_first_box(const struct shard_transforms *a,
 }
 
 void sk_transforms_draws_in_region(struct shard_transforms_draws *d, uint32_t left, uint32_t top,
-                                uint32_t width, uint32_t height)
+                                   uint32_t width, uint32_t height)
 {
     struct shard_transform_choice *c = &d->step[0];
     c->in_width = width;

@@ -49,7 +49,7 @@ static float get_f32(const uint8_t *p)
 
 int32_t shard_field_class_find(const struct shard_field_decl *d, uint32_t id)
 {
-    uint32_t lo = 0, hi = d->class_count;  /* classes are sorted by id */
+    uint32_t lo = 0, hi = d->class_count; /* classes are sorted by id */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (d->classes[mid].id == id)
@@ -80,18 +80,25 @@ static int check_boxes(const struct shard_field_decl *decl, const uint8_t *value
         float x0 = get_f32(b), y0 = get_f32(b + 4), x1 = get_f32(b + 8), y1 = get_f32(b + 12);
         uint32_t cls = get_le32(b + 16), flags = get_le32(b + 20);
         if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1))
-            return shard_err_set(err, SHARD_ECORRUPT, "box %llu has a coordinate that is not "
-                                 "finite", (unsigned long long)i);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "box %llu has a coordinate that is not "
+                                 "finite",
+                                 (unsigned long long)i);
         if (!(x0 < x1 && y0 < y1))
-            return shard_err_set(err, SHARD_ECORRUPT, "box %llu (%g, %g, %g, %g) is empty or "
-                                 "reversed", (unsigned long long)i, x0, y0, x1, y1);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "box %llu (%g, %g, %g, %g) is empty or "
+                                 "reversed",
+                                 (unsigned long long)i, x0, y0, x1, y1);
         if (width && (x0 < 0 || y0 < 0 || x1 > (float)width || y1 > (float)height))
-            return shard_err_set(err, SHARD_ECORRUPT, "box %llu (%g, %g, %g, %g) is not inside "
-                                 "the %ux%u image", (unsigned long long)i, x0, y0, x1, y1,
-                                 width, height);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "box %llu (%g, %g, %g, %g) is not inside "
+                                 "the %ux%u image",
+                                 (unsigned long long)i, x0, y0, x1, y1, width, height);
         if (cls > INT32_MAX || shard_field_class_find(decl, cls) < 0)
-            return shard_err_set(err, SHARD_ECORRUPT, "box %llu has class %d, which the field "
-                                 "does not declare", (unsigned long long)i, (int32_t)cls);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "box %llu has class %d, which the field "
+                                 "does not declare",
+                                 (unsigned long long)i, (int32_t)cls);
         if (flags & ~SHARD_BOX_CROWD)
             return shard_err_set(err, SHARD_ECORRUPT, "box %llu has unknown flags 0x%x",
                                  (unsigned long long)i, flags);
@@ -131,8 +138,8 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     if (value[9] || value[10] || value[11])
         return shard_err_set(err, SHARD_ECORRUPT, "a mask's reserved bytes are not 0");
     if (bytes != shard_field_mask_value_bytes(decl))
-        return shard_err_set(err, SHARD_ECORRUPT, "a mask of %u-byte values, declared %u",
-                             bytes, shard_field_mask_value_bytes(decl));
+        return shard_err_set(err, SHARD_ECORRUPT, "a mask of %u-byte values, declared %u", bytes,
+                             shard_field_mask_value_bytes(decl));
     if (w == 0 || h == 0 || (uint64_t)w * h * bytes != len - SHARD_MASK_HEADER_BYTES)
         return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u mask of %llu bytes", w, h,
                              (unsigned long long)len);
@@ -163,8 +170,10 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
         }
         for (uint64_t i = 0; any && i < n; i++)
             if (undeclared[p[i]])
-                return shard_err_set(err, SHARD_ECORRUPT, "mask value %u at (%llu, %llu) is no "
-                                     "declared class", p[i], (unsigned long long)(i % w),
+                return shard_err_set(err, SHARD_ECORRUPT,
+                                     "mask value %u at (%llu, %llu) is no "
+                                     "declared class",
+                                     p[i], (unsigned long long)(i % w),
                                      (unsigned long long)(i / w));
         return SHARD_OK;
     }
@@ -179,9 +188,10 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     for (uint64_t i = 0; i < n; i++) {
         uint32_t v = bytes == 1 ? p[i] : get_le16(p + 2 * i);
         if (!(known[v >> 3] & (1u << (v & 7)))) {
-            rc = shard_err_set(err, SHARD_ECORRUPT, "mask value %u at (%llu, %llu) is no "
-                               "declared class", v, (unsigned long long)(i % w),
-                               (unsigned long long)(i / w));
+            rc = shard_err_set(err, SHARD_ECORRUPT,
+                               "mask value %u at (%llu, %llu) is no "
+                               "declared class",
+                               v, (unsigned long long)(i % w), (unsigned long long)(i / w));
             break;
         }
     }
@@ -189,8 +199,8 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     return rc;
 }
 
-int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value,
-                            uint64_t len, uint32_t label_count, uint32_t width, uint32_t height,
+int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
+                            uint32_t label_count, uint32_t width, uint32_t height,
                             struct shard_err *err)
 {
     if (decl->type == SHARD_FIELD_BOXES)
@@ -273,12 +283,9 @@ int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
         free(sorted);
         return rc;
     }
-    case SHARD_FIELD_BYTES:
-        return SHARD_OK;
-    case SHARD_FIELD_BOXES:
-        return check_boxes(decl, value, len, 0, 0, err);
-    case SHARD_FIELD_MASK:
-        return check_mask(decl, value, len, 0, 0, err);
+    case SHARD_FIELD_BYTES: return SHARD_OK;
+    case SHARD_FIELD_BOXES: return check_boxes(decl, value, len, 0, 0, err);
+    case SHARD_FIELD_MASK: return check_mask(decl, value, len, 0, 0, err);
     }
     return shard_err_set(err, SHARD_ECORRUPT, "unknown field type %d", (int)decl->type);
 }

@@ -39,15 +39,18 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
     memset(d, 0, sizeof *d);
     const char *eq = strchr(spec, '=');
     if (!eq)
-        return shard_err_set(err, SHARD_EINVAL, "'%s' is not NAME=TYPE[,from=SOURCE]"
-                             "[,required]", spec);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "'%s' is not NAME=TYPE[,from=SOURCE]"
+                             "[,required]",
+                             spec);
     if (!(d->name = copy(spec, (size_t)(eq - spec))))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = SHARD_OK;
     if (!shard_field_name_valid(d->name)) {
-        rc = shard_err_set(err, SHARD_EINVAL, "'%s': a field name is 1..%u letters, digits, "
-                           "'_', '.' or '-', starting with a letter or '_'", spec,
-                           SHARD_FIELD_NAME_MAX);
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "'%s': a field name is 1..%u letters, digits, "
+                           "'_', '.' or '-', starting with a letter or '_'",
+                           spec, SHARD_FIELD_NAME_MAX);
         goto out;
     }
     const char *p = eq + 1;
@@ -82,49 +85,61 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
                 goto out;
             }
         } else {
-            rc = shard_err_set(err, SHARD_EINVAL, "'%s': unknown part '%.*s' (from=SOURCE, "
-                               "classes=FILE, required or optional)", spec, (int)n, p);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "'%s': unknown part '%.*s' (from=SOURCE, "
+                               "classes=FILE, required or optional)",
+                               spec, (int)n, p);
             goto out;
         }
     }
     if (d->type == SHARD_FIELD_BOXES) {
-        rc = shard_err_set(err, SHARD_EINVAL, "'%s': boxes come from a COCO annotation file "
-                           "(--coco FILE)", spec);
-        goto out;
-    }
-    if ((d->type == SHARD_FIELD_MASK) != (d->classes_file != NULL)) {
-        rc = shard_err_set(err, SHARD_EINVAL, d->classes_file
-                           ? "'%s': only a mask field takes classes=FILE"
-                           : "'%s': a mask field needs classes=FILE (the class of each value)",
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "'%s': boxes come from a COCO annotation file "
+                           "(--coco FILE)",
                            spec);
         goto out;
     }
-    if (!from) {  /* the table's column of that name, or the sidecar .NAME */
+    if ((d->type == SHARD_FIELD_MASK) != (d->classes_file != NULL)) {
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           d->classes_file
+                               ? "'%s': only a mask field takes classes=FILE"
+                               : "'%s': a mask field needs classes=FILE (the class of each value)",
+                           spec);
+        goto out;
+    }
+    if (!from) { /* the table's column of that name, or the sidecar .NAME */
         if (table && d->type != SHARD_FIELD_MASK)
             d->column = copy(d->name, strlen(d->name));
         else if ((d->sidecar = malloc(strlen(d->name) + 2)))
             snprintf(d->sidecar, strlen(d->name) + 2, ".%s", d->name);
     } else if (from[from_len - 1] == '/') {
         if (d->type != SHARD_FIELD_MASK) {
-            rc = shard_err_set(err, SHARD_EINVAL, "'%s': only a mask comes from a folder "
-                               "(from=%.*s)", spec, (int)from_len, from);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "'%s': only a mask comes from a folder "
+                               "(from=%.*s)",
+                               spec, (int)from_len, from);
             goto out;
         }
         d->folder = copy(from, from_len);
     } else if (from[0] == '.' || from[0] == '_') {
         if (from_len < 2 || memchr(from, '/', from_len)) {
-            rc = shard_err_set(err, SHARD_EINVAL, "'%s': a sidecar suffix is '.' or '_' and a "
-                               "name without '/' (from=.txt, from=_mask.png)", spec);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "'%s': a sidecar suffix is '.' or '_' and a "
+                               "name without '/' (from=.txt, from=_mask.png)",
+                               spec);
             goto out;
         }
         d->sidecar = copy(from, from_len);
     } else if (d->type == SHARD_FIELD_MASK) {
-        rc = shard_err_set(err, SHARD_EINVAL, "'%s': a mask comes from a sidecar image "
-                           "(from=_mask.png) or a folder mirroring SRC (from=../masks/)", spec);
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "'%s': a mask comes from a sidecar image "
+                           "(from=_mask.png) or a folder mirroring SRC (from=../masks/)",
+                           spec);
         goto out;
     } else {
         if (!table) {
-            rc = shard_err_set(err, SHARD_EINVAL, "'%s': from=%.*s names a column, and there "
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "'%s': from=%.*s names a column, and there "
                                "is no --annotations table (a sidecar suffix starts with '.')",
                                spec, (int)from_len, from);
             goto out;

@@ -90,14 +90,16 @@ json_t *sk_field_parse_array(const char *name, const uint8_t *data, size_t n, co
     json_error_t jerr;
     json_t *v = json_loadb((const char *)data, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
     if (!v) {
-        shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not a JSON array of %s: line %d "
-                      "column %d: %s", name, origin, what, jerr.line, jerr.column, jerr.text);
+        shard_err_set(why, SHARD_ECORRUPT,
+                      "field '%s': %s is not a JSON array of %s: line %d "
+                      "column %d: %s",
+                      name, origin, what, jerr.line, jerr.column, jerr.text);
         return NULL;
     }
     if (!json_is_array(v)) {
         json_decref(v);
-        shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not a JSON array of %s", name,
-                      origin, what);
+        shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not a JSON array of %s", name, origin,
+                      what);
         return NULL;
     }
     if (want && json_array_size(v) != want) {
@@ -125,13 +127,14 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
                                  origin);
         }
         /* fall through */
-    case SHARD_FIELD_BYTES:
-        return shard_buf_append(out, data, n, why);
+    case SHARD_FIELD_BYTES: return shard_buf_append(out, data, n, why);
     case SHARD_FIELD_INT: {
         int64_t v;
         if (parse_int(data, n, &v))
-            return shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not an integer "
-                                 "(a decimal int64)", d->name, origin);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "field '%s': %s is not an integer "
+                                 "(a decimal int64)",
+                                 d->name, origin);
         int rc = shard_buf_reserve(out, 8, why);
         if (!rc) {
             put_le64(out->data, (uint64_t)v);
@@ -142,8 +145,10 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
     case SHARD_FIELD_FLOAT: {
         double v;
         if (parse_float(data, n, &v))
-            return shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s is not a number (finite, "
-                                 "decimal)", d->name, origin);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "field '%s': %s is not a number (finite, "
+                                 "decimal)",
+                                 d->name, origin);
         int rc = shard_buf_reserve(out, 8, why);
         if (!rc) {
             put_f64(out->data, v);
@@ -154,8 +159,8 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
     case SHARD_FIELD_FLOAT32:
     case SHARD_FIELD_INT64: {
         int f32 = d->type == SHARD_FIELD_FLOAT32;
-        json_t *a = sk_field_parse_array(d->name, data, n, f32 ? "numbers" : "integers",
-                                         d->length, origin, why);
+        json_t *a = sk_field_parse_array(d->name, data, n, f32 ? "numbers" : "integers", d->length,
+                                         origin, why);
         if (!a)
             return SHARD_ECORRUPT;
         int rc = shard_buf_reserve(out, (size_t)d->length * (f32 ? 4 : 8), why);
@@ -164,8 +169,10 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
             if (f32) {
                 float v = (float)json_number_value(x);
                 if (!json_is_number(x) || !isfinite(v)) {
-                    rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s element %zu is not "
-                                       "a finite float32", d->name, origin, i);
+                    rc = shard_err_set(why, SHARD_ECORRUPT,
+                                       "field '%s': %s element %zu is not "
+                                       "a finite float32",
+                                       d->name, origin, i);
                     break;
                 }
                 uint32_t bits;
@@ -173,8 +180,10 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
                 put_le32(out->data + 4 * i, bits);
             } else {
                 if (!json_is_integer(x)) {
-                    rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s element %zu is not "
-                                       "an integer", d->name, origin, i);
+                    rc = shard_err_set(why, SHARD_ECORRUPT,
+                                       "field '%s': %s element %zu is not "
+                                       "an integer",
+                                       d->name, origin, i);
                     break;
                 }
                 put_le64(out->data + 8 * i, (uint64_t)json_integer_value(x));
@@ -185,24 +194,25 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
         json_decref(a);
         return rc;
     }
-    case SHARD_FIELD_LABELS:  /* their numbers depend on the label list */
-    case SHARD_FIELD_BOXES:   /* from a COCO file, in the stored image's pixels */
-    case SHARD_FIELD_MASK:    /* an image, resized as its image is */
-        break;
+    case SHARD_FIELD_LABELS: /* their numbers depend on the label list */
+    case SHARD_FIELD_BOXES:  /* from a COCO file, in the stored image's pixels */
+    case SHARD_FIELD_MASK: /* an image, resized as its image is */ break;
     }
     return shard_err_set(why, SHARD_EINVAL, "field '%s': no parser for its type", d->name);
 }
 
-json_t *sk_field_parse_label_names(const struct shard_field_decl *d, const uint8_t *data,
-                                   size_t n, const char *origin, struct shard_err *why)
+json_t *sk_field_parse_label_names(const struct shard_field_decl *d, const uint8_t *data, size_t n,
+                                   const char *origin, struct shard_err *why)
 {
     json_t *a = sk_field_parse_array(d->name, data, n, "class names", 0, origin, why);
     for (size_t i = 0; a && i < json_array_size(a); i++) {
         json_t *x = json_array_get(a, i);
         size_t len = json_string_length(x);
         if (!json_is_string(x) || len == 0 || len > UINT32_MAX) {
-            shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s element %zu is not a class name "
-                          "(a non-empty string)", d->name, origin, i);
+            shard_err_set(why, SHARD_ECORRUPT,
+                          "field '%s': %s element %zu is not a class name "
+                          "(a non-empty string)",
+                          d->name, origin, i);
             json_decref(a);
             return NULL;
         }

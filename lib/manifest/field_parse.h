@@ -29,8 +29,8 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
 /* The class names of a LABELS value: a JSON array of non-empty strings, none
  * twice.  The array (release with json_decref), or NULL with the reason in
  * *why (SHARD_ECORRUPT). */
-json_t *sk_field_parse_label_names(const struct shard_field_decl *d, const uint8_t *data,
-                                   size_t n, const char *origin, struct shard_err *why);
+json_t *sk_field_parse_label_names(const struct shard_field_decl *d, const uint8_t *data, size_t n,
+                                   const char *origin, struct shard_err *why);
 
 /* A JSON array (of `want` elements when want > 0; `what` names them in
  * messages: "numbers") from the bytes, or NULL with the reason in *why. */

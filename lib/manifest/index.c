@@ -38,8 +38,8 @@ int shard_sample_line(const struct shard_sample *s, struct shard_buf *out, struc
 }
 
 /* "fields": {"NAME": {"source_bytes": N, "source_xxh3": "..."}, ...} */
-static int fields_to_json(const struct shard_sample *s, const struct shard_config *c,
-                          json_t **out, struct shard_err *err)
+static int fields_to_json(const struct shard_sample *s, const struct shard_config *c, json_t **out,
+                          struct shard_err *err)
 {
     json_t *o = json_object();
     int bad = !o;
@@ -47,7 +47,8 @@ static int fields_to_json(const struct shard_sample *s, const struct shard_confi
         const struct shard_field_source *f = &s->fields[i];
         if (f->field >= c->field_count || (i && f->field <= s->fields[i - 1].field)) {
             json_decref(o);
-            return shard_err_set(err, SHARD_EINVAL, "a sample's fields are not in order, or "
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "a sample's fields are not in order, or "
                                  "not of its dataset");
         }
         json_t *v = json_object();
@@ -71,8 +72,8 @@ int shard_sample_line_fields(const struct shard_sample *s, const struct shard_co
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = sk_jsonkey_set(o, s->key, s->key_len, err);
     if (!rc) {
-        int bad = json_object_set_new(o, "label", s->label >= 0 ? json_integer(s->label)
-                                                                : json_null());
+        int bad = json_object_set_new(o, "label",
+                                      s->label >= 0 ? json_integer(s->label) : json_null());
         bad |= sk_jsonkey_set_uint(o, "shard", s->shard);
         bad |= sk_jsonkey_set_uint(o, "record", s->record);
         bad |= sk_jsonkey_set_uint(o, "width", s->width);
@@ -91,8 +92,7 @@ int shard_sample_line_fields(const struct shard_sample *s, const struct shard_co
             rc = shard_err_set(err, SHARD_EINVAL, "a sample has fields in a dataset without");
         }
         if (!rc)
-            rc = bad ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
-                     : append_json(o, out, err);
+            rc = bad ? shard_err_set(err, SHARD_ENOMEM, "out of memory") : append_json(o, out, err);
     }
     json_decref(o);
     return rc;
@@ -218,15 +218,14 @@ static int parse_reject(const json_t *o, struct shard_reject *r, struct shard_er
     return sk_jsonkey_get(o, 0, &r->key, &r->key_len, err);
 }
 
-int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
-                     struct shard_reject *r, struct shard_err *err)
+int shard_line_parse(const char *line, size_t len, struct shard_sample *s, struct shard_reject *r,
+                     struct shard_err *err)
 {
     return shard_line_parse_fields(line, len, NULL, s, r, err);
 }
 
 int shard_line_parse_fields(const char *line, size_t len, const struct shard_config *c,
-                            struct shard_sample *s, struct shard_reject *r,
-                            struct shard_err *err)
+                            struct shard_sample *s, struct shard_reject *r, struct shard_err *err)
 {
     memset(s, 0, sizeof *s);
     memset(r, 0, sizeof *r);
@@ -258,14 +257,14 @@ int shard_line_parse_fields(const char *line, size_t len, const struct shard_con
 struct shard_index_reader {
     FILE *f;
     char *path;
-    struct shard_buf owned;     /* the bytes f reads, for a reader over memory */
+    struct shard_buf owned; /* the bytes f reads, for a reader over memory */
     char *line;
     size_t line_cap;
     uint64_t line_no;
     uint64_t bytes;
     XXH3_state_t *hash;
     struct shard_sample current;
-    const struct shard_config *config;  /* fields are parsed against it; may be NULL */
+    const struct shard_config *config; /* fields are parsed against it; may be NULL */
 };
 
 void shard_index_reader_set_config(struct shard_index_reader *r, const struct shard_config *c)
@@ -312,7 +311,7 @@ int sk_index_reader_next_line(struct shard_index_reader *r, const char **line, s
             return shard_err_errno(err, SHARD_EIO, errno, "cannot read '%s'", r->path);
         return 0;
     }
-    size_t n = strlen(r->line);  /* a NUL inside the line shortens it: then it is corrupt */
+    size_t n = strlen(r->line); /* a NUL inside the line shortens it: then it is corrupt */
     r->line_no++;
     XXH3_64bits_update(r->hash, r->line, n);
     r->bytes += (uint64_t)n;
@@ -342,8 +341,7 @@ int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s
                              (unsigned long long)r->line_no);
     }
     if (rc < 0)
-        return shard_err_prefix(err, rc, "'%s' line %llu", r->path,
-                                (unsigned long long)r->line_no);
+        return shard_err_prefix(err, rc, "'%s' line %llu", r->path, (unsigned long long)r->line_no);
     *s = r->current;
     return 1;
 }
@@ -388,7 +386,7 @@ int sk_index_reader_open_buffer(struct shard_index_reader **out, const char *nam
     static char empty[1];
     r->f = r->owned.len ? fmemopen(r->owned.data, r->owned.len, "r") : fmemopen(empty, 1, "r");
     if (r->f && !r->owned.len)
-        fgetc(r->f);  /* at the end */
+        fgetc(r->f); /* at the end */
     if (!r->f) {
         int e = errno;
         shard_index_reader_close(r);

@@ -123,9 +123,9 @@ static json_t *field_decl_to_json(const struct shard_field_decl *d)
         json_t *classes = json_array();
         bad |= !classes;
         for (uint32_t i = 0; classes && i < d->class_count; i++)
-            bad |= json_array_append_new(classes, json_pack("{s:I, s:s}", "id",
-                                                            (json_int_t)d->classes[i].id,
-                                                            "name", d->classes[i].name));
+            bad |= json_array_append_new(classes,
+                                         json_pack("{s:I, s:s}", "id", (json_int_t)d->classes[i].id,
+                                                   "name", d->classes[i].name));
         bad |= json_object_set_new(o, "classes", classes);
     }
     if (bad) {
@@ -156,8 +156,9 @@ static json_t *config_to_json(const struct shard_config *c)
     bad |= json_object_set_new(o, "shuffle_seed", json_string(seed));
     bad |= sk_jsonkey_set_uint(o, "max_pixels", c->max_pixels);
     bad |= sk_jsonkey_set_uint(o, "max_file_bytes", c->max_file_bytes);
-    bad |= json_object_set_new(o, "background", json_pack("[iii]", c->background[0],
-                                                          c->background[1], c->background[2]));
+    bad |= json_object_set_new(o, "background",
+                               json_pack("[iii]", c->background[0], c->background[1],
+                                         c->background[2]));
     /* version 2 only: a dataset without fields keeps the config it always had */
     if (c->field_count) {
         json_t *fields = json_array();
@@ -240,11 +241,12 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         goto fail;
     bad |= json_object_set_new(root, "format", json_string(SHARD_MANIFEST_FORMAT));
     int v2 = m->config.field_count > 0;
-    bad |= json_object_set_new(root, "version", json_integer(shard_config_format_version(&m->config)));
+    bad |= json_object_set_new(root, "version",
+                               json_integer(shard_config_format_version(&m->config)));
     bad |= json_object_set_new(root, "config", config);
     config = NULL;
-    bad |= json_object_set_new(source, "kind", json_string(m->source_kind ? m->source_kind
-                                                                         : "directory"));
+    bad |= json_object_set_new(source, "kind",
+                               json_string(m->source_kind ? m->source_kind : "directory"));
     bad |= json_object_set_new(root, "source", source);
     source = NULL;
     for (uint32_t i = 0; i < m->label_count; i++) {
@@ -276,8 +278,7 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         }
         if (m->config.coco) {
             bad |= sk_jsonkey_set_uint(counts, "coco_images", m->coco_images);
-            bad |= sk_jsonkey_set_uint(counts, "coco_images_unmatched",
-                                       m->coco_images_unmatched);
+            bad |= sk_jsonkey_set_uint(counts, "coco_images_unmatched", m->coco_images_unmatched);
             bad |= sk_jsonkey_set_uint(counts, "coco_annotations", m->coco_annotations);
             bad |= sk_jsonkey_set_uint(counts, "coco_annotations_unmatched",
                                        m->coco_annotations_unmatched);
@@ -302,8 +303,8 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
     }
     bad |= json_object_set_new(root, "shards", shards);
     shards = NULL;
-    bad |= json_object_set_new(index, "file", json_string(m->index_file ? m->index_file
-                                                                        : SHARD_INDEX_FILE));
+    bad |= json_object_set_new(index, "file",
+                               json_string(m->index_file ? m->index_file : SHARD_INDEX_FILE));
     bad |= sk_jsonkey_set_uint(index, "entries", m->index_entries);
     bad |= sk_jsonkey_set_uint(index, "bytes", m->index_bytes);
     bad |= sk_jsonkey_set_hex64(index, "xxh3", m->index_xxh3);
@@ -325,7 +326,7 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         }
         bad |= json_object_set_new(root, "orphans", orphans);
     }
-    if (m->lineage && !bad) {  /* last: everything above is what a full run writes */
+    if (m->lineage && !bad) { /* last: everything above is what a full run writes */
         json_t *lineage = lineage_to_json(m->lineage, v2);
         bad |= !lineage || json_object_set_new(root, "lineage", lineage);
     }
@@ -350,7 +351,7 @@ int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard
     *out = NULL;
     json_t *root = manifest_to_json(m, err);
     if (!root)
-        return SHARD_ENOMEM;  /* manifest_to_json said "cannot build the manifest" */
+        return SHARD_ENOMEM; /* manifest_to_json said "cannot build the manifest" */
     char *text = json_dumps(root, DUMP_FLAGS);
     json_decref(root);
     if (!text)
@@ -457,8 +458,7 @@ static int contradiction(struct load *l, const struct shard_err *e)
     return pass_on(l->err, e);
 }
 
-static int inconsistent(struct load *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static int inconsistent(struct load *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int inconsistent(struct load *l, const char *fmt, ...)
 {
@@ -482,7 +482,7 @@ static int plain_name(const char *s)
  * not a string) with no message: the caller names the field. */
 static int get_string(const json_t *o, const char *field, char **out, struct shard_err *err)
 {
-    const json_t *v = json_object_get(o, field);  /* NULL when o is not an object */
+    const json_t *v = json_object_get(o, field); /* NULL when o is not an object */
     if (!json_is_string(v))
         return SHARD_ECORRUPT;
     *out = strdup(json_string_value(v));
@@ -502,9 +502,10 @@ static int field_classes_from_json(const json_t *a, size_t i, struct shard_field
     size_t n = json_array_size(a);
     uint32_t max = d->type == SHARD_FIELD_MASK ? SHARD_MASK_CLASS_MAX : INT32_MAX;
     if (!json_is_array(a) || n == 0 || n > SHARD_FIELD_CLASSES_MAX)
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] (a %s field) "
-                             "needs \"classes\": 1..%u of {id, name}", i,
-                             shard_field_type_name(d->type), SHARD_FIELD_CLASSES_MAX);
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu] (a %s field) "
+                             "needs \"classes\": 1..%u of {id, name}",
+                             i, shard_field_type_name(d->type), SHARD_FIELD_CLASSES_MAX);
     if (!(d->classes = calloc(n, sizeof *d->classes)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (size_t k = 0; k < n; k++) {
@@ -513,17 +514,22 @@ static int field_classes_from_json(const json_t *a, size_t i, struct shard_field
         json_error_t jerr;
         if (json_unpack_ex(json_array_get(a, k), &jerr, JSON_STRICT, "{s:I, s:s}", "id", &id,
                            "name", &name) != 0)
-            return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu].classes[%zu]: "
-                                 "%s", i, k, jerr.text);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "manifest: config.fields[%zu].classes[%zu]: "
+                                 "%s",
+                                 i, k, jerr.text);
         if (id < 0 || id > (json_int_t)max || (k && id <= (json_int_t)d->classes[k - 1].id) ||
             !name[0])
-            return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu].classes[%zu]: "
-                                 "ids must increase within 0..%u and names be non-empty", i, k,
-                                 max);
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "manifest: config.fields[%zu].classes[%zu]: "
+                                 "ids must increase within 0..%u and names be non-empty",
+                                 i, k, max);
         for (size_t j = 0; j < k; j++)
             if (!strcmp(d->classes[j].name, name))
-                return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] names "
-                                     "class '%s' twice", i, name);
+                return shard_err_set(err, SHARD_ECORRUPT,
+                                     "manifest: config.fields[%zu] names "
+                                     "class '%s' twice",
+                                     i, name);
         d->classes[k].id = (uint32_t)id;
         if (!(d->classes[k].name = strdup(name)))
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -540,38 +546,47 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
     json_t *classes = NULL;
     int required = 0;
     json_error_t jerr;
-    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
-                       "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o}", "name", &name, "type", &type,
-                       "sidecar", &sidecar, "column", &column, "folder", &folder, "coco", &coco,
-                       "required", &required, "classes", &classes) != 0)
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i,
-                             jerr.text);
+    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT, "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o}",
+                       "name", &name, "type", &type, "sidecar", &sidecar, "column", &column,
+                       "folder", &folder, "coco", &coco, "required", &required, "classes",
+                       &classes) != 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, jerr.text);
     struct shard_err e;
     if (!shard_field_name_valid(name))
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: bad name", i);
     if (shard_field_type_parse(type, &d->type, &d->length, &e))
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, e.msg);
     if ((!!sidecar + !!column + !!coco + !!folder) != 1 ||
-        (sidecar && ((sidecar[0] != '.' && sidecar[0] != '_') || !sidecar[1] ||
-                     strchr(sidecar, '/'))) || (column && !column[0]) ||
-        (folder && (!folder[0] || folder[strlen(folder) - 1] != '/')))
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu] needs one "
+        (sidecar &&
+         ((sidecar[0] != '.' && sidecar[0] != '_') || !sidecar[1] || strchr(sidecar, '/'))) ||
+        (column && !column[0]) || (folder && (!folder[0] || folder[strlen(folder) - 1] != '/')))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu] needs one "
                              "source: a \"sidecar\" suffix, a \"column\", a \"folder\" or "
-                             "\"coco\"", i);
+                             "\"coco\"",
+                             i);
     if (folder && d->type != SHARD_FIELD_MASK)
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: only a mask "
-                             "field comes from a \"folder\"", i);
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: only a mask "
+                             "field comes from a \"folder\"",
+                             i);
     int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
     if (coco && !((d->type == SHARD_FIELD_BOXES && !strcmp(coco, SHARD_COCO_BBOX)) ||
                   (d->type == SHARD_FIELD_MASK && !strcmp(coco, SHARD_COCO_SEGMENTATION))))
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: a boxes field "
-                             "takes \"coco\": \"bbox\", a mask \"segmentation\"", i);
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: a boxes field "
+                             "takes \"coco\": \"bbox\", a mask \"segmentation\"",
+                             i);
     if ((d->type == SHARD_FIELD_BOXES && !coco) || (d->type == SHARD_FIELD_MASK && column))
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: a %s field "
-                             "cannot come from a %s", i, type, sidecar ? "sidecar" : "column");
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: a %s field "
+                             "cannot come from a %s",
+                             i, type, sidecar ? "sidecar" : "column");
     if (!geometric && classes)
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: only boxes and "
-                             "mask fields have classes", i);
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: only boxes and "
+                             "mask fields have classes",
+                             i);
     d->required = required;
     if (!(d->name = strdup(name)) || (sidecar && !(d->sidecar = strdup(sidecar))) ||
         (column && !(d->column = strdup(column))) || (coco && !(d->coco = strdup(coco))) ||
@@ -581,14 +596,15 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
 }
 
 /* The version 2 members of a config: fields, annotations, max_field_bytes. */
-static int config_fields_from_json(const json_t *o, struct shard_config *c,
-                                   struct shard_err *err)
+static int config_fields_from_json(const json_t *o, struct shard_config *c, struct shard_err *err)
 {
     const json_t *fields = json_object_get(o, "fields");
     size_t n = json_array_size(fields);
     if (!json_is_array(fields) || n == 0 || n > SHARD_FIELDS_MAX)
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields must list 1..%u "
-                             "fields", SHARD_FIELDS_MAX);
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields must list 1..%u "
+                             "fields",
+                             SHARD_FIELDS_MAX);
     if (!(c->fields = calloc(n, sizeof *c->fields)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
@@ -614,9 +630,9 @@ static int config_fields_from_json(const json_t *o, struct shard_config *c,
     for (uint32_t i = 0; i < c->field_count; i++)
         from_coco |= c->fields[i].coco != NULL;
     if (from_coco != (c->coco != NULL))
-        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s", c->coco
-                             ? "coco names a COCO file that no field comes from"
-                             : "fields come from \"coco\" and config.coco is missing");
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s",
+                             c->coco ? "coco names a COCO file that no field comes from"
+                                     : "fields come from \"coco\" and config.coco is missing");
     int rc = sk_jsonkey_uint(o, "max_field_bytes", &c->max_field_bytes, err);
     return rc ? shard_err_prefix(err, rc, "manifest: config") : SHARD_OK;
 }
@@ -629,8 +645,7 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
     json_t *base = json_copy((json_t *)o);
     if (!base)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    static const char *const v2_members[] = {"fields", "annotations", "coco",
-                                             "max_field_bytes"};
+    static const char *const v2_members[] = {"fields", "annotations", "coco", "max_field_bytes"};
     int has_v2 = 0;
     for (size_t i = 0; i < sizeof v2_members / sizeof v2_members[0]; i++)
         has_v2 |= json_object_del(base, v2_members[i]) == 0;
@@ -649,23 +664,22 @@ static int config_base_from_json(const json_t *o, struct shard_config *c, struct
 {
     const char *fit = NULL, *codec = NULL, *labels = NULL, *seed = NULL;
     int upscale = 0, shuffle = 0, bg0 = 0, bg1 = 0, bg2 = 0;
-    json_int_t size = 0, quality = 0, level = 0, shard_size = 0, max_pixels = 0,
-               max_file_bytes = 0;
+    json_int_t size = 0, quality = 0, level = 0, shard_size = 0, max_pixels = 0, max_file_bytes = 0;
     json_error_t jerr;
     if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
                        "{s:I, s:s, s:b, s:s, s:I, s:I, s:I, s:s, s:b, s:s, s:I, s:I, s:[iii]}",
-                       "size", &size, "fit", &fit, "upscale", &upscale, "codec", &codec,
-                       "quality", &quality, "zstd_level", &level, "shard_size", &shard_size,
-                       "labels", &labels, "shuffle", &shuffle, "shuffle_seed", &seed,
-                       "max_pixels", &max_pixels, "max_file_bytes", &max_file_bytes,
-                       "background", &bg0, &bg1, &bg2) != 0)
+                       "size", &size, "fit", &fit, "upscale", &upscale, "codec", &codec, "quality",
+                       &quality, "zstd_level", &level, "shard_size", &shard_size, "labels", &labels,
+                       "shuffle", &shuffle, "shuffle_seed", &seed, "max_pixels", &max_pixels,
+                       "max_file_bytes", &max_file_bytes, "background", &bg0, &bg1, &bg2) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config: %s", jerr.text);
     char *end = NULL;
     unsigned long long s = strtoull(seed, &end, 10);
     if (size <= 0 || size > UINT32_MAX || shard_fit_parse(fit, &c->fit) ||
         shard_codec_parse(codec, &c->codec) || quality < 1 || quality > 100 ||
-        level < SHARD_ZSTD_LEVEL_MIN || level > 22 || level == 0 || shard_size <= 0 || max_pixels < 0 || max_file_bytes < 0 || !*seed ||
-        *end || bg0 < 0 || bg0 > 255 || bg1 < 0 || bg1 > 255 || bg2 < 0 || bg2 > 255)
+        level < SHARD_ZSTD_LEVEL_MIN || level > 22 || level == 0 || shard_size <= 0 ||
+        max_pixels < 0 || max_file_bytes < 0 || !*seed || *end || bg0 < 0 || bg0 > 255 || bg1 < 0 ||
+        bg1 > 255 || bg2 < 0 || bg2 > 255)
         return bad_field(err, "config has an out-of-range value");
     c->size = (uint32_t)size;
     c->upscale = upscale;
@@ -712,7 +726,7 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         m->label_count = (uint32_t)(i + 1);
         if (!unsorted && i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0) {
-            unsorted = 1;  /* said once */
+            unsorted = 1; /* said once */
             if ((rc = inconsistent(l, "\"labels\" are not sorted and unique")))
                 return rc;
         }
@@ -771,8 +785,7 @@ static int load_shards(const json_t *root, struct shard_manifest *m, struct load
  * it. */
 static int load_reject(const json_t *o, size_t i, struct shard_reject *r, struct shard_err *err)
 {
-    int rc = json_is_object(o) ? sk_jsonkey_get(o, 0, &r->key, &r->key_len, err)
-                               : SHARD_ECORRUPT;
+    int rc = json_is_object(o) ? sk_jsonkey_get(o, 0, &r->key, &r->key_len, err) : SHARD_ECORRUPT;
     if (!rc)
         rc = get_string(o, "reason", &r->reason, err);
     if (rc == SHARD_ENOMEM)
@@ -853,12 +866,11 @@ static int load_fields(const json_t *root, const json_t *counts, struct shard_ma
         (rc = sk_jsonkey_uint(counts, "orphans", &m->orphan_count, err)) ||
         (c->annotations &&
          ((rc = sk_jsonkey_uint(counts, "annotation_rows", &m->annotation_rows, err)) ||
-          (rc = sk_jsonkey_uint(counts, "annotation_rows_unmatched",
-                                &m->annotation_rows_unmatched, err)))) ||
+          (rc = sk_jsonkey_uint(counts, "annotation_rows_unmatched", &m->annotation_rows_unmatched,
+                                err)))) ||
         (c->coco &&
          ((rc = sk_jsonkey_uint(counts, "coco_images", &m->coco_images, err)) ||
-          (rc = sk_jsonkey_uint(counts, "coco_images_unmatched", &m->coco_images_unmatched,
-                                err)) ||
+          (rc = sk_jsonkey_uint(counts, "coco_images_unmatched", &m->coco_images_unmatched, err)) ||
           (rc = sk_jsonkey_uint(counts, "coco_annotations", &m->coco_annotations, err)) ||
           (rc = sk_jsonkey_uint(counts, "coco_annotations_unmatched",
                                 &m->coco_annotations_unmatched, err)))) ||
@@ -870,9 +882,8 @@ static int load_fields(const json_t *root, const json_t *counts, struct shard_ma
     if (!json_is_array(orphans))
         return bad_field(err, "\"orphans\" missing");
     size_t n = json_array_size(orphans);
-    if (n != m->orphan_count &&
-        (rc = inconsistent(l, "%zu orphans listed, counts.orphans is %llu", n,
-                           (unsigned long long)m->orphan_count)))
+    if (n != m->orphan_count && (rc = inconsistent(l, "%zu orphans listed, counts.orphans is %llu",
+                                                   n, (unsigned long long)m->orphan_count)))
         return rc;
     m->orphan_count = 0;
     if (!(m->orphans = calloc(n ? n : 1, sizeof *m->orphans)))
@@ -917,7 +928,7 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
         (rc = sk_jsonkey_uint(counts, "rejected", &m->rejected, err)) ||
         (rc = sk_jsonkey_uint(counts, "ignored", &m->ignored, err)) ||
         (rc = sk_jsonkey_uint(counts, "unlabeled", &m->unlabeled, err)) ||
-        (json_object_get(counts, "warned") &&  /* absent: none */
+        (json_object_get(counts, "warned") && /* absent: none */
          (rc = sk_jsonkey_uint(counts, "warned", &m->warned, err))))
         return shard_err_prefix(err, rc, "manifest: counts");
     if (m->warned > m->samples &&

@@ -16,7 +16,7 @@ struct record_builder {
 };
 
 int sk_record_builder_new(struct record_builder **out, const struct shard_config *c,
-                      struct shard_err *err)
+                          struct shard_err *err)
 {
     *out = NULL;
     struct record_builder *w = calloc(1, sizeof *w);
@@ -51,8 +51,8 @@ void sk_record_builder_free(struct record_builder *w)
 }
 
 int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
-                   struct shard_buf *payload, uint32_t *width, uint32_t *height,
-                   char *warning, struct sk_placement *place, struct shard_err *err)
+                    struct shard_buf *payload, uint32_t *width, uint32_t *height, char *warning,
+                    struct sk_placement *place, struct shard_err *err)
 {
     const struct shard_config *c = w->config;
     struct shard_decode_info info;
@@ -63,8 +63,8 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
         return rc;
     /* geometry from the full size: a DCT-scaled decode is only a head start */
     struct shard_geometry g;
-    rc = shard_geometry_compute(info.source_width, info.source_height, c->size, c->fit,
-                                c->upscale, &g);
+    rc = shard_geometry_compute(info.source_width, info.source_height, c->size, c->fit, c->upscale,
+                                &g);
     if (rc)
         return shard_err_set(err, rc, "cannot size a %ux%u image", info.source_width,
                              info.source_height);
@@ -72,9 +72,11 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
      * the size, is enormous (512x30720000 at --size 512): the output obeys
      * the input's pixel limit, checked before the resampler allocates it. */
     if (c->max_pixels && (uint64_t)g.out_w * g.out_h > c->max_pixels)
-        return shard_err_set(err, SHARD_ELIMIT, "%ux%u image would become %ux%u, over "
-                             "--max-pixels %llu", info.source_width, info.source_height,
-                             g.out_w, g.out_h, (unsigned long long)c->max_pixels);
+        return shard_err_set(err, SHARD_ELIMIT,
+                             "%ux%u image would become %ux%u, over "
+                             "--max-pixels %llu",
+                             info.source_width, info.source_height, g.out_w, g.out_h,
+                             (unsigned long long)c->max_pixels);
     rc = shard_geometry_apply_decoded(&w->decoded, &info, &g, &w->scratch, &w->out, err);
     if (rc)
         return rc;
@@ -98,9 +100,9 @@ int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
 }
 
 int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_len, int32_t label,
-                 uint32_t width, uint32_t height, const uint8_t *payload, size_t payload_len,
-                 const struct shard_field_set *fields, struct shard_buf *frame,
-                 uint64_t *frame_xxh3, struct shard_err *err)
+                          uint32_t width, uint32_t height, const uint8_t *payload,
+                          size_t payload_len, const struct shard_field_set *fields,
+                          struct shard_buf *frame, uint64_t *frame_xxh3, struct shard_err *err)
 {
     struct shard_record_meta meta = {
         .label = label,
@@ -110,8 +112,8 @@ int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_
         .codec = w->config->codec,
     };
     if (shard_config_format_version(w->config) == SHARD_FORMAT_VERSION_FIELDS)
-        return shard_record_encode_fields(w->encoder, &meta, (const uint8_t *)key, key_len,
-                                          payload, payload_len, fields, frame, frame_xxh3, err);
+        return shard_record_encode_fields(w->encoder, &meta, (const uint8_t *)key, key_len, payload,
+                                          payload_len, fields, frame, frame_xxh3, err);
     return shard_record_encode(w->encoder, &meta, (const uint8_t *)key, key_len, payload,
                                payload_len, frame, frame_xxh3, err);
 }

@@ -12,17 +12,17 @@
 struct record_builder;
 
 int sk_record_builder_new(struct record_builder **out, const struct shard_config *c,
-                      struct shard_err *err);
+                          struct shard_err *err);
 void sk_record_builder_free(struct record_builder *w);
 
 /* Where a source image's pixels went in its stored image: what boxes and
  * masks drawn on the source must go through to stay on their pixels. */
 struct sk_placement {
-    int orientation;              /* EXIF orientation applied (1: none) */
-    uint32_t stored_w, stored_h;  /* the source's pixel array before orientation (the
-                                   * frame COCO's width and height describe) */
-    uint32_t source_w, source_h;  /* upright: the geometry's input */
-    struct shard_geometry g;      /* resample to scaled, keep the crop window */
+    int orientation;             /* EXIF orientation applied (1: none) */
+    uint32_t stored_w, stored_h; /* the source's pixel array before orientation (the
+                                  * frame COCO's width and height describe) */
+    uint32_t source_w, source_h; /* upright: the geometry's input */
+    struct shard_geometry g;     /* resample to scaled, keep the crop window */
 };
 
 /* Decode `data`, resize and crop per the config, and encode the payload into
@@ -31,15 +31,15 @@ struct sk_placement {
  * "" or the decoder warning the image was accepted despite.  `place`
  * (NULL: not wanted) receives where the source's pixels went. */
 int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
-                   struct shard_buf *payload, uint32_t *width, uint32_t *height,
-                   char *warning, struct sk_placement *place, struct shard_err *err);
+                    struct shard_buf *payload, uint32_t *width, uint32_t *height, char *warning,
+                    struct sk_placement *place, struct shard_err *err);
 
 /* Wrap a payload into a record frame: of format version 2 with the field
  * area `fields` (NULL: none present) when the config declares fields,
  * else of version 1 (fields must then be NULL). */
 int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_len, int32_t label,
-                 uint32_t width, uint32_t height, const uint8_t *payload, size_t payload_len,
-                 const struct shard_field_set *fields, struct shard_buf *frame,
-                 uint64_t *frame_xxh3, struct shard_err *err);
+                          uint32_t width, uint32_t height, const uint8_t *payload,
+                          size_t payload_len, const struct shard_field_set *fields,
+                          struct shard_buf *frame, uint64_t *frame_xxh3, struct shard_err *err);
 
 #endif

@@ -27,18 +27,18 @@
 #define KEY_COLUMN "key"
 
 struct cell {
-    uint64_t off;     /* in values */
-    uint32_t len;     /* ABSENT: no value */
+    uint64_t off; /* in values */
+    uint32_t len; /* ABSENT: no value */
 };
 
 struct sk_annotations {
-    const struct sk_annotation_column *cols;  /* the caller's, valid while the table is */
+    const struct sk_annotation_column *cols; /* the caller's, valid while the table is */
     uint32_t ncols;
     char *path;
     char *description;
-    struct shard_keylist keys;  /* one per row, sorted once loaded */
-    uint64_t *row_line;         /* per row: its line in the file (for messages) */
-    struct cell *cells;         /* rows x ncols, in key order once loaded */
+    struct shard_keylist keys; /* one per row, sorted once loaded */
+    uint64_t *row_line;        /* per row: its line in the file (for messages) */
+    struct cell *cells;        /* rows x ncols, in key order once loaded */
     size_t rows, cap;
     struct shard_buf values;
 };
@@ -123,9 +123,10 @@ static int jsonl_row(struct sk_annotations *a, const char *line, size_t len, uin
     char *key = NULL;
     size_t key_len = 0;
     if (!rc && sk_jsonkey_get(o, SHARD_KEY_MAX, &key, &key_len, NULL) != 0)
-        rc = shard_err_set(err, SHARD_EINVAL, "annotation file '%s' line %llu: no \"key\" (a "
-                           "string naming the sample, as its path below SRC)", a->path,
-                           (unsigned long long)no);
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "annotation file '%s' line %llu: no \"key\" (a "
+                           "string naming the sample, as its path below SRC)",
+                           a->path, (unsigned long long)no);
     for (uint32_t c = 0; !rc && c < a->ncols; c++) {
         const json_t *v = json_object_get(o, a->cols[c].name);
         if (!v || json_is_null(v))
@@ -148,8 +149,7 @@ static int jsonl_row(struct sk_annotations *a, const char *line, size_t len, uin
     return rc;
 }
 
-static int load_jsonl(struct sk_annotations *a, const char *text, size_t len,
-                      struct shard_err *err)
+static int load_jsonl(struct sk_annotations *a, const char *text, size_t len, struct shard_err *err)
 {
     uint64_t no = 0;
     for (size_t pos = 0; pos < len;) {
@@ -159,7 +159,7 @@ static int load_jsonl(struct sk_annotations *a, const char *text, size_t len,
         size_t blank = 0;
         while (blank < n && strchr(" \t\r", text[pos + blank]))
             blank++;
-        if (blank < n) {  /* blank lines are allowed between rows */
+        if (blank < n) { /* blank lines are allowed between rows */
             int rc = jsonl_row(a, text + pos, n, no, err);
             if (rc)
                 return rc;
@@ -176,14 +176,14 @@ struct csv_state {
     struct shard_err *err;
     int rc;
     uint64_t line, row_line;
-    size_t field;               /* of the current row */
-    int header;                 /* 1 while reading the header row */
-    size_t columns;             /* fields in the header */
-    size_t key_field;           /* the header's "key" */
-    int64_t *field_col;         /* per header field: the wanted column it is, or -1 */
+    size_t field;       /* of the current row */
+    int header;         /* 1 while reading the header row */
+    size_t columns;     /* fields in the header */
+    size_t key_field;   /* the header's "key" */
+    int64_t *field_col; /* per header field: the wanted column it is, or -1 */
     size_t field_cap;
     struct shard_buf key;
-    uint32_t *col_seen;         /* per wanted column: found in the header */
+    uint32_t *col_seen; /* per wanted column: found in the header */
 };
 
 static size_t count_newlines(const char *p, size_t n)
@@ -218,9 +218,10 @@ static void csv_on_field(void *field, size_t len, void *data)
         for (uint32_t c = 0; c < s->a->ncols; c++)
             if (strlen(s->a->cols[c].name) == len && !memcmp(p, s->a->cols[c].name, len)) {
                 if (s->col_seen[c]) {
-                    s->rc = shard_err_set(s->err, SHARD_EINVAL, "annotation file '%s': column "
-                                          "'%s' is in the header twice", s->a->path,
-                                          s->a->cols[c].name);
+                    s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                                          "annotation file '%s': column "
+                                          "'%s' is in the header twice",
+                                          s->a->path, s->a->cols[c].name);
                     return;
                 }
                 s->field_col[i] = c;
@@ -229,7 +230,7 @@ static void csv_on_field(void *field, size_t len, void *data)
         return;
     }
     if (i >= s->columns)
-        return;  /* reported at the end of the row */
+        return; /* reported at the end of the row */
     if (i == s->key_field)
         s->rc = shard_buf_append(&s->key, p, len, s->err);
     /* an empty cell is absent: CSV cannot tell it from an empty string */
@@ -249,29 +250,34 @@ static void csv_on_row(int terminator, void *data)
         s->header = 0;
         s->columns = fields;
         if (s->key_field == SIZE_MAX) {
-            s->rc = shard_err_set(s->err, SHARD_EINVAL, "annotation file '%s': the header "
-                                  "(line 1) has no column \"key\"", s->a->path);
+            s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                                  "annotation file '%s': the header "
+                                  "(line 1) has no column \"key\"",
+                                  s->a->path);
             return;
         }
         for (uint32_t c = 0; c < s->a->ncols; c++)
             if (!s->col_seen[c]) {
-                s->rc = shard_err_set(s->err, SHARD_EINVAL, "annotation file '%s': the header "
-                                      "(line 1) has no column '%s'", s->a->path,
-                                      s->a->cols[c].name);
+                s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                                      "annotation file '%s': the header "
+                                      "(line 1) has no column '%s'",
+                                      s->a->path, s->a->cols[c].name);
                 return;
             }
         return;
     }
     if (fields != s->columns) {
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "annotation file '%s' line %llu: %zu fields, "
-                              "the header has %zu", s->a->path,
-                              (unsigned long long)s->row_line, fields, s->columns);
+        s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                              "annotation file '%s' line %llu: %zu fields, "
+                              "the header has %zu",
+                              s->a->path, (unsigned long long)s->row_line, fields, s->columns);
         return;
     }
     if (memchr(s->key.data, '\0', s->key.len) || s->key.len > SHARD_KEY_MAX) {
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "annotation file '%s' line %llu: a key "
-                              "holding NUL or longer than %u bytes", s->a->path,
-                              (unsigned long long)s->row_line, SHARD_KEY_MAX);
+        s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                              "annotation file '%s' line %llu: a key "
+                              "holding NUL or longer than %u bytes",
+                              s->a->path, (unsigned long long)s->row_line, SHARD_KEY_MAX);
         return;
     }
     s->rc = add_key(s->a, (const char *)s->key.data, s->key.len, s->row_line, s->err);
@@ -284,8 +290,7 @@ static int csv_no_space(unsigned char c)
     return 0;
 }
 
-static int load_csv(struct sk_annotations *a, const char *text, size_t len,
-                    struct shard_err *err)
+static int load_csv(struct sk_annotations *a, const char *text, size_t len, struct shard_err *err)
 {
     struct csv_parser parser;
     struct csv_state s = {.a = a, .err = err, .header = 1, .key_field = SIZE_MAX};
@@ -300,17 +305,18 @@ static int load_csv(struct sk_annotations *a, const char *text, size_t len,
         size_t n = nl ? (size_t)(nl - (text + pos)) + 1 : len - pos;
         s.line++;
         if (csv_parse(&parser, text + pos, n, csv_on_field, csv_on_row, &s) != n && s.rc == 0)
-            s.rc = shard_err_set(err, SHARD_EINVAL, "annotation file '%s' line %llu: %s",
-                                 a->path, (unsigned long long)s.line,
-                                 csv_strerror(csv_error(&parser)));
+            s.rc = shard_err_set(err, SHARD_EINVAL, "annotation file '%s' line %llu: %s", a->path,
+                                 (unsigned long long)s.line, csv_strerror(csv_error(&parser)));
         pos += n;
     }
     if (s.rc == 0 && csv_fini(&parser, csv_on_field, csv_on_row, &s) != 0 && s.rc == 0)
         s.rc = shard_err_set(err, SHARD_EINVAL, "annotation file '%s' line %llu: %s", a->path,
                              (unsigned long long)s.line, csv_strerror(csv_error(&parser)));
     if (s.rc == 0 && s.header)
-        s.rc = shard_err_set(err, SHARD_EINVAL, "annotation file '%s' is empty: a CSV table "
-                             "needs a header row naming its columns", a->path);
+        s.rc = shard_err_set(err, SHARD_EINVAL,
+                             "annotation file '%s' is empty: a CSV table "
+                             "needs a header row naming its columns",
+                             a->path);
     csv_free(&parser);
     free(s.field_col);
     free(s.col_seen);
@@ -362,7 +368,7 @@ static int sort_rows(struct sk_annotations *a, struct shard_err *err)
         rc = shard_err_set(err, SHARD_ENOMEM, "cannot sort %zu annotation rows", n);
         goto out;
     }
-    memcpy(offsets, a->keys.offsets, n * sizeof *offsets);  /* increasing with the row */
+    memcpy(offsets, a->keys.offsets, n * sizeof *offsets); /* increasing with the row */
     shard_keylist_sort(&a->keys);
     for (size_t i = 0; i < n; i++) {
         uint64_t *hit = bsearch(&a->keys.offsets[i], offsets, n, sizeof *offsets, compare_u64);
@@ -378,9 +384,10 @@ static int sort_rows(struct sk_annotations *a, struct shard_err *err)
             char shown[SHARD_QUOTE_SIZE];
             uint64_t l1 = lines[i - 1] < lines[i] ? lines[i - 1] : lines[i];
             uint64_t l2 = lines[i - 1] < lines[i] ? lines[i] : lines[i - 1];
-            rc = shard_err_set(err, SHARD_EINVAL, "annotation file '%s': key '%s' is listed "
-                               "twice (lines %llu and %llu)", a->path,
-                               sk_quote_bytes(kb, bl, shown, sizeof shown),
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "annotation file '%s': key '%s' is listed "
+                               "twice (lines %llu and %llu)",
+                               a->path, sk_quote_bytes(kb, bl, shown, sizeof shown),
                                (unsigned long long)l1, (unsigned long long)l2);
         }
     }

@@ -47,21 +47,21 @@
 #define ARCHIVE_MAX_REOPENS 64
 
 struct shard_archive {
-    char *path;                  /* kept to open the archive again */
-    int fd;                      /* the open file libarchive reads, or -1 */
+    char *path; /* kept to open the archive again */
+    int fd;     /* the open file libarchive reads, or -1 */
     struct archive *ar;
-    locale_t utf8_locale;        /* libarchive runs in it: see with_utf8_locale */
-    struct archive_entry *pending;  /* first header, read by open */
+    locale_t utf8_locale;          /* libarchive runs in it: see with_utf8_locale */
+    struct archive_entry *pending; /* first header, read by open */
     int at_end;
-    int failed;                  /* a fatal error was reported: keep reporting it */
-    uint64_t ordinal;            /* headers read; the current entry is ordinal - 1 */
+    int failed;       /* a fatal error was reported: keep reporting it */
+    uint64_t ordinal; /* headers read; the current entry is ordinal - 1 */
     unsigned reopens;
-    const char *problem;         /* why the current entry has no bytes, or NULL */
-    char problem_text[SHARD_ERRMSG_SIZE];  /* a problem made from libarchive's words */
-    struct shard_buf key;        /* normalised key of the current entry, NUL-terminated */
-    struct shard_buf link;       /* its hard-link target, normalised; len 0: none */
-    int link_only;               /* a hard link without data of its own */
-    uint8_t scratch[READ_CHUNK_BYTES];  /* sink for data we only count */
+    const char *problem;                  /* why the current entry has no bytes, or NULL */
+    char problem_text[SHARD_ERRMSG_SIZE]; /* a problem made from libarchive's words */
+    struct shard_buf key;                 /* normalised key of the current entry, NUL-terminated */
+    struct shard_buf link;                /* its hard-link target, normalised; len 0: none */
+    int link_only;                        /* a hard link without data of its own */
+    uint8_t scratch[READ_CHUNK_BYTES];    /* sink for data we only count */
 };
 
 /* Archives come from outside, so only the formats datasets are shipped in
@@ -72,8 +72,8 @@ struct shard_archive {
 static int enable_formats(struct archive *ar)
 {
     int (*const formats[])(struct archive *) = {
-        archive_read_support_format_tar,  archive_read_support_format_zip,
-        archive_read_support_format_7zip, archive_read_support_format_cpio,
+        archive_read_support_format_tar,   archive_read_support_format_zip,
+        archive_read_support_format_7zip,  archive_read_support_format_cpio,
         archive_read_support_format_empty,
     };
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++) {
@@ -189,10 +189,12 @@ static int open_archive(struct shard_archive *a, struct shard_err *err)
     if (r == ARCHIVE_OK || r == ARCHIVE_WARN) {
         r = archive_read_next_header(a->ar, &a->pending);
         if (r == ARCHIVE_EOF)
-            return shard_err_set(err, SHARD_EINVAL, "source '%s' holds no archive entries "
-                                 "(a file of only zero bytes reads as an empty tar)", path);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "source '%s' holds no archive entries "
+                                 "(a file of only zero bytes reads as an empty tar)",
+                                 path);
         if (r == ARCHIVE_RETRY)
-            r = ARCHIVE_FATAL;  /* the very first header is damaged */
+            r = ARCHIVE_FATAL; /* the very first header is damaged */
     }
     if (r < ARCHIVE_WARN) {
         a->pending = NULL;
@@ -204,7 +206,7 @@ static int open_archive(struct shard_archive *a, struct shard_err *err)
         else if (archive_format(a->ar) == 0 && e == EILSEQ)
             rc = SHARD_EINVAL;
         else if (archive_format(a->ar) == 0)
-            rc = SHARD_EIO;     /* the file could not be read at all */
+            rc = SHARD_EIO; /* the file could not be read at all */
         else
             rc = SHARD_ECORRUPT;
         rc = shard_err_set(err, rc, "cannot read archive '%s': %s", path,
@@ -304,16 +306,15 @@ static const char *entry_hardlink(struct archive_entry *e)
  * shard_archive_next name the entry, not the archive: the caller prefixes
  * that ("cannot read archive 'x.tgz': ...").  a->key holds the previous
  * entry. */
-static int fail(struct shard_archive *a, int code, const char *consequence,
-                struct shard_err *err)
+static int fail(struct shard_archive *a, int code, const char *consequence, struct shard_err *err)
 {
     char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE];
     archive_message(a->ar, m, sizeof m);
     a->failed = code;
     if (a->key.len)
         return shard_err_set(err, code, "after entry '%s': %s%s",
-                             shard_quote((const char *)a->key.data, a->key.len, q, sizeof q),
-                             m, consequence);
+                             shard_quote((const char *)a->key.data, a->key.len, q, sizeof q), m,
+                             consequence);
     return shard_err_set(err, code, "%s%s", m, consequence);
 }
 
@@ -339,9 +340,10 @@ static int reopen_after_entry(struct shard_archive *a, struct shard_err *err)
     const char *key = shard_quote((const char *)a->key.data, a->key.len, q, sizeof q);
     if (a->reopens == ARCHIVE_MAX_REOPENS) {
         a->failed = SHARD_ECORRUPT;
-        return shard_err_set(err, SHARD_ECORRUPT, "entry '%s': %s; more than %d damaged "
-                             "entries, the rest of the archive is not read", key,
-                             a->problem + strlen(SK_REASON_DAMAGED), ARCHIVE_MAX_REOPENS);
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "entry '%s': %s; more than %d damaged "
+                             "entries, the rest of the archive is not read",
+                             key, a->problem + strlen(SK_REASON_DAMAGED), ARCHIVE_MAX_REOPENS);
     }
     a->reopens++;
     uint64_t size;
@@ -359,8 +361,8 @@ static int reopen_after_entry(struct shard_archive *a, struct shard_err *err)
         return rc;
     if (r < ARCHIVE_FAILED || r == ARCHIVE_RETRY) {
         a->failed = SHARD_ECORRUPT;
-        return shard_err_set(err, SHARD_ECORRUPT, "entry '%s': %s; cannot read past it: %s",
-                             key, a->problem + strlen(SK_REASON_DAMAGED),
+        return shard_err_set(err, SHARD_ECORRUPT, "entry '%s': %s; cannot read past it: %s", key,
+                             a->problem + strlen(SK_REASON_DAMAGED),
                              archive_message(a->ar, m, sizeof m));
     }
     return SHARD_OK;
@@ -420,7 +422,7 @@ static int read_data(struct shard_archive *a, struct archive_entry *e, uint64_t 
             buf->len += (size_t)n;
         total += (uint64_t)n;
         if (total > limit && buf->len)
-            buf->len = 0;  /* over the limit: stop keeping the bytes */
+            buf->len = 0; /* over the limit: stop keeping the bytes */
     }
     if (total > limit) {
         buf->len = 0;
@@ -457,8 +459,10 @@ static int next_header(struct shard_archive *a, struct archive_entry **e, struct
             return 0;
         }
         if (r == ARCHIVE_RETRY)
-            return fail(a, SHARD_ECORRUPT, "; the entries after it cannot be located (is "
-                        "that entry cut short?)", err);
+            return fail(a, SHARD_ECORRUPT,
+                        "; the entries after it cannot be located (is "
+                        "that entry cut short?)",
+                        err);
         /* ARCHIVE_WARN: e.g. a name not in the locale's charset; ARCHIVE_FAILED:
          * this header cannot be used, the next may */
         if (r < ARCHIVE_FAILED)
@@ -528,7 +532,7 @@ static int next_entry(struct shard_archive *a, uint64_t max_bytes,
         int safe = normalise_name(&a->key, name, err);
         if (safe < 0)
             return safe;
-        if (!safe) {  /* produced under its name as stored */
+        if (!safe) { /* produced under its name as stored */
             a->key.len = 0;
             if ((rc = shard_buf_append(&a->key, name, strlen(name) + 1, err)))
                 return rc;

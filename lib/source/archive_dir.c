@@ -34,8 +34,8 @@ static int compare_names(const void *pa, const void *pb)
     return shard_key_compare(a, strlen(a), b, strlen(b));
 }
 
-int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
-                        struct shard_scan_stats *st, struct shard_err *err)
+int sk_archive_dir_list(const char *dir, char ***names, size_t *count, struct shard_scan_stats *st,
+                        struct shard_err *err)
 {
     *names = NULL;
     *count = 0;
@@ -64,11 +64,11 @@ int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
             continue;
         }
         if (S_ISDIR(sb.st_mode) || !sk_is_archive_name(name)) {
-            if (!S_ISDIR(sb.st_mode))  /* .parquet, _stats.json ...: another tool's */
+            if (!S_ISDIR(sb.st_mode)) /* .parquet, _stats.json ...: another tool's */
                 st->ignored++;
             continue;
         }
-        if (!S_ISREG(sb.st_mode)) {  /* never followed, never opened */
+        if (!S_ISREG(sb.st_mode)) { /* never followed, never opened */
             if (S_ISLNK(sb.st_mode))
                 st->ignored_symlinks++;
             else
@@ -89,8 +89,10 @@ int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
         rc = shard_err_errno(err, SHARD_EIO, errno, "cannot read source '%s'", dir);
     closedir(d);
     if (!rc && n == 0)
-        rc = shard_err_set(err, SHARD_EINVAL, "source '%s' holds no archive (.tar, .tar.gz, "
-                           ".tar.zst, .zip ...) for --archives", dir);
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "source '%s' holds no archive (.tar, .tar.gz, "
+                           ".tar.zst, .zip ...) for --archives",
+                           dir);
     if (rc) {
         for (size_t i = 0; i < n; i++)
             free(list[i]);

@@ -26,28 +26,28 @@
 #define COCO_SLACK 1.0
 
 struct coco_image {
-    const char *file_name;       /* in the tree */
+    const char *file_name; /* in the tree */
     size_t file_len;
     json_int_t id;
-    uint32_t width, height;      /* as the file says, 0 when it does not */
-    uint64_t first, count;       /* its annotations: ann[first .. first + count) */
+    uint32_t width, height; /* as the file says, 0 when it does not */
+    uint64_t first, count;  /* its annotations: ann[first .. first + count) */
 };
 
 struct image_id {
     json_int_t id;
-    size_t image;                /* position in the sorted images */
+    size_t image; /* position in the sorted images */
 };
 
 struct sk_coco {
     char *path;
     char *description;
     json_t *root;
-    struct coco_image *images;   /* sorted by file_name */
+    struct coco_image *images; /* sorted by file_name */
     size_t image_count;
-    json_t **ann;                /* annotation objects, grouped by image, file order */
-    uint64_t annotation_count;   /* in the file */
-    uint64_t annotations_orphan; /* whose image_id names no images entry */
-    struct shard_field_class *categories;  /* sorted by id; names point into the tree */
+    json_t **ann;                         /* annotation objects, grouped by image, file order */
+    uint64_t annotation_count;            /* in the file */
+    uint64_t annotations_orphan;          /* whose image_id names no images entry */
+    struct shard_field_class *categories; /* sorted by id; names point into the tree */
     uint32_t category_count;
 };
 
@@ -114,7 +114,8 @@ static int load_categories(struct sk_coco *c, struct shard_err *err)
             json_string_length(name) == 0 ||
             strlen(json_string_value(name)) != json_string_length(name))
             return BAD_FILE("categories[%zu] is not {\"id\": 0..2147483647, \"name\": a "
-                            "non-empty string}", i);
+                            "non-empty string}",
+                            i);
         c->categories[i].id = (uint32_t)json_integer_value(id);
         c->categories[i].name = (char *)json_string_value(name);
     }
@@ -126,8 +127,7 @@ static int load_categories(struct sk_coco *c, struct shard_err *err)
         for (size_t j = 0; j < i; j++)
             if (!strcmp(c->categories[i].name, c->categories[j].name))
                 return BAD_FILE("category name '%s' is listed twice (ids %u and %u)",
-                                c->categories[i].name, c->categories[j].id,
-                                c->categories[i].id);
+                                c->categories[i].name, c->categories[j].id, c->categories[i].id);
     c->category_count = (uint32_t)n;
     return SHARD_OK;
 }
@@ -148,7 +148,8 @@ static int load_images(struct sk_coco *c, struct image_id **ids, struct shard_er
         const json_t *w = json_object_get(o, "width"), *h = json_object_get(o, "height");
         if (!json_is_integer(id) || !json_is_string(name) || json_string_length(name) == 0)
             return BAD_FILE("images[%zu] is not {\"id\": an integer, \"file_name\": a "
-                            "non-empty string}", i);
+                            "non-empty string}",
+                            i);
         if ((w && (!json_is_integer(w) || json_integer_value(w) < 1 ||
                    json_integer_value(w) > UINT32_MAX)) ||
             (h && (!json_is_integer(h) || json_integer_value(h) < 1 ||
@@ -188,12 +189,11 @@ static int64_t image_of_id(const struct image_id *ids, size_t n, json_int_t id)
 }
 
 /* The annotations, grouped by image in file order (counting, then placing). */
-static int load_annotations(struct sk_coco *c, const struct image_id *ids,
-                            struct shard_err *err)
+static int load_annotations(struct sk_coco *c, const struct image_id *ids, struct shard_err *err)
 {
     const json_t *anns = json_object_get(c->root, "annotations");
     if (!anns)
-        return SHARD_OK;  /* a file of images only: every image has no box */
+        return SHARD_OK; /* a file of images only: every image has no box */
     if (!json_is_array(anns))
         return BAD_FILE("\"annotations\" is not an array");
     size_t n = json_array_size(anns);
@@ -315,8 +315,8 @@ int64_t sk_coco_image(const struct sk_coco *c, const char *key, size_t len)
     return -1;
 }
 
-int sk_coco_unmatched(const struct sk_coco *c, const struct shard_keylist *keys,
-                      uint64_t *images, uint64_t *annotations, struct shard_err *err)
+int sk_coco_unmatched(const struct sk_coco *c, const struct shard_keylist *keys, uint64_t *images,
+                      uint64_t *annotations, struct shard_err *err)
 {
     uint8_t *matched = calloc(c->image_count ? c->image_count : 1, 1);
     if (!matched)
@@ -360,11 +360,15 @@ static int check_size(const struct sk_coco *c, int64_t image, uint32_t w, uint32
     const struct coco_image *im = &c->images[image];
     if ((im->width && im->width != w) || (im->height && im->height != h)) {
         if (im->width == h && im->height == w)
-            return shard_err_set(why, SHARD_ECORRUPT, "the COCO file says %ux%u, the image is "
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "the COCO file says %ux%u, the image is "
                                  "%ux%u as stored: annotations are in the stored pixels, "
-                                 "before EXIF orientation", im->width, im->height, w, h);
-        return shard_err_set(why, SHARD_ECORRUPT, "the COCO file says %ux%u, the image is "
-                             "%ux%u", im->width, im->height, w, h);
+                                 "before EXIF orientation",
+                                 im->width, im->height, w, h);
+        return shard_err_set(why, SHARD_ECORRUPT,
+                             "the COCO file says %ux%u, the image is "
+                             "%ux%u",
+                             im->width, im->height, w, h);
     }
     return SHARD_OK;
 }
@@ -391,23 +395,29 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
             ok = json_is_number(x) && isfinite(v[i]);
         }
         if (!ok)
-            return shard_err_set(why, SHARD_ECORRUPT, "%s: \"bbox\" is not [x, y, width, "
-                                 "height] of four numbers", name);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "%s: \"bbox\" is not [x, y, width, "
+                                 "height] of four numbers",
+                                 name);
         if (!(v[2] > 0 && v[3] > 0))
-            return shard_err_set(why, SHARD_ECORRUPT, "%s: bbox [%g, %g, %g, %g] is empty",
-                                 name, v[0], v[1], v[2], v[3]);
+            return shard_err_set(why, SHARD_ECORRUPT, "%s: bbox [%g, %g, %g, %g] is empty", name,
+                                 v[0], v[1], v[2], v[3]);
         struct sk_coco_box b = {{v[0], v[1], v[0] + v[2], v[1] + v[3]}, 0, 0};
         if (b.b[0] < -COCO_SLACK || b.b[1] < -COCO_SLACK || b.b[2] > w + COCO_SLACK ||
             b.b[3] > h + COCO_SLACK)
-            return shard_err_set(why, SHARD_ECORRUPT, "%s: bbox [%g, %g, %g, %g] is outside "
-                                 "the %ux%u image", name, v[0], v[1], v[2], v[3], w, h);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "%s: bbox [%g, %g, %g, %g] is outside "
+                                 "the %ux%u image",
+                                 name, v[0], v[1], v[2], v[3], w, h);
         b.b[0] = b.b[0] < 0 ? 0 : b.b[0];
         b.b[1] = b.b[1] < 0 ? 0 : b.b[1];
         b.b[2] = b.b[2] > w ? w : b.b[2];
         b.b[3] = b.b[3] > h ? h : b.b[3];
         if (!(b.b[0] < b.b[2] && b.b[1] < b.b[3]))
-            return shard_err_set(why, SHARD_ECORRUPT, "%s: bbox [%g, %g, %g, %g] is outside "
-                                 "the %ux%u image", name, v[0], v[1], v[2], v[3], w, h);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "%s: bbox [%g, %g, %g, %g] is outside "
+                                 "the %ux%u image",
+                                 name, v[0], v[1], v[2], v[3], w, h);
         uint32_t n;
         const struct shard_field_class *cats = sk_coco_categories(c, &n);
         struct shard_field_decl probe = {.classes = (struct shard_field_class *)cats,
@@ -416,11 +426,13 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
             return shard_err_set(why, SHARD_ECORRUPT, "%s: no integer category_id", name);
         if (json_integer_value(cat) < 0 || json_integer_value(cat) > INT32_MAX ||
             shard_field_class_find(&probe, (uint32_t)json_integer_value(cat)) < 0)
-            return shard_err_set(why, SHARD_ECORRUPT, "%s: category_id %lld is no category of "
-                                 "the file", name, (long long)json_integer_value(cat));
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "%s: category_id %lld is no category of "
+                                 "the file",
+                                 name, (long long)json_integer_value(cat));
         b.cls = (uint32_t)json_integer_value(cat);
-        if (crowd && !(json_is_integer(crowd) && (json_integer_value(crowd) == 0 ||
-                                                  json_integer_value(crowd) == 1)))
+        if (crowd && !(json_is_integer(crowd) &&
+                       (json_integer_value(crowd) == 0 || json_integer_value(crowd) == 1)))
             return shard_err_set(why, SHARD_ECORRUPT, "%s: iscrowd is not 0 or 1", name);
         b.flags = crowd && json_integer_value(crowd) ? SHARD_BOX_CROWD : 0;
         memcpy(out->data + out->len, &b, sizeof b);
@@ -438,13 +450,15 @@ static int paint_segmentation(const json_t *a, const char *name, uint32_t w, uin
     const json_t *seg = json_object_get(a, "segmentation");
     struct sk_rle rle = {0};
     int rc = SHARD_OK;
-    if (json_is_array(seg)) {  /* polygons: their union */
+    if (json_is_array(seg)) { /* polygons: their union */
         for (size_t p = 0; !rc && p < json_array_size(seg); p++) {
             const json_t *poly = json_array_get(seg, p);
             size_t n = json_array_size(poly);
             if (!json_is_array(poly) || n < 6 || n % 2)
-                return shard_err_set(why, SHARD_ECORRUPT, "%s: polygon %zu is not a list of "
-                                     "at least 3 points (x, y)", name, p);
+                return shard_err_set(why, SHARD_ECORRUPT,
+                                     "%s: polygon %zu is not a list of "
+                                     "at least 3 points (x, y)",
+                                     name, p);
             double *xy = malloc(n * sizeof *xy);
             if (!xy)
                 return shard_err_set(why, SHARD_ENOMEM, "out of memory");
@@ -454,8 +468,10 @@ static int paint_segmentation(const json_t *a, const char *name, uint32_t w, uin
                 double limit = i % 2 ? h : w;
                 if (!json_is_number(x) || !isfinite(xy[i]) || xy[i] < -COCO_SLACK ||
                     xy[i] > limit + COCO_SLACK)
-                    rc = shard_err_set(why, SHARD_ECORRUPT, "%s: polygon %zu point %zu is "
-                                       "outside the %ux%u image", name, p, i / 2, w, h);
+                    rc = shard_err_set(why, SHARD_ECORRUPT,
+                                       "%s: polygon %zu point %zu is "
+                                       "outside the %ux%u image",
+                                       name, p, i / 2, w, h);
             }
             if (!rc)
                 rc = sk_rle_from_polygon(xy, n / 2, h, w, &rle, why);
@@ -468,14 +484,17 @@ static int paint_segmentation(const json_t *a, const char *name, uint32_t w, uin
     }
     const json_t *size = json_object_get(seg, "size"), *counts = json_object_get(seg, "counts");
     if (!json_is_object(seg) || !json_is_array(size) || json_array_size(size) != 2 || !counts)
-        return shard_err_set(why, SHARD_ECORRUPT, "%s: \"segmentation\" is neither polygons "
-                             "nor RLE {size, counts}", name);
+        return shard_err_set(why, SHARD_ECORRUPT,
+                             "%s: \"segmentation\" is neither polygons "
+                             "nor RLE {size, counts}",
+                             name);
     json_int_t sh = json_integer_value(json_array_get(size, 0));
     json_int_t sw = json_integer_value(json_array_get(size, 1));
     if (sh != (json_int_t)h || sw != (json_int_t)w)
-        return shard_err_set(why, SHARD_ECORRUPT, "%s: RLE of size [%lld, %lld], the image is "
-                             "[%u, %u] (height, width)", name, (long long)sh, (long long)sw, h,
-                             w);
+        return shard_err_set(why, SHARD_ECORRUPT,
+                             "%s: RLE of size [%lld, %lld], the image is "
+                             "[%u, %u] (height, width)",
+                             name, (long long)sh, (long long)sw, h, w);
     if (json_is_string(counts))
         rc = sk_rle_from_string(json_string_value(counts), h, w, &rle, why);
     else if (json_is_array(counts))
@@ -490,8 +509,8 @@ static int paint_segmentation(const json_t *a, const char *name, uint32_t w, uin
     return rc;
 }
 
-int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
-                 uint32_t bytes, struct shard_image *mask, struct shard_err *why)
+int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, uint32_t bytes,
+                 struct shard_image *mask, struct shard_err *why)
 {
     int rc = check_size(c, image, w, h, why);
     if (!rc)
@@ -503,8 +522,7 @@ int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
     const struct coco_image *im = &c->images[image];
     uint32_t n;
     const struct shard_field_class *cats = sk_coco_categories(c, &n);
-    struct shard_field_decl probe = {.classes = (struct shard_field_class *)cats,
-                                     .class_count = n};
+    struct shard_field_decl probe = {.classes = (struct shard_field_class *)cats, .class_count = n};
     for (uint64_t k = 0; !rc && k < im->count; k++) {
         const json_t *a = c->ann[im->first + k];
         char name[64];
@@ -513,8 +531,10 @@ int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
         if (!json_is_integer(cat) || json_integer_value(cat) < 0 ||
             json_integer_value(cat) > INT32_MAX ||
             shard_field_class_find(&probe, (uint32_t)json_integer_value(cat)) < 0)
-            return shard_err_set(why, SHARD_ECORRUPT, "%s: category_id is no category of the "
-                                 "file", name);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "%s: category_id is no category of the "
+                                 "file",
+                                 name);
         rc = paint_segmentation(a, name, w, h, (uint32_t)json_integer_value(cat), mask, why);
     }
     return rc;

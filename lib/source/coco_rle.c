@@ -61,8 +61,10 @@ static int check_total(const uint64_t *counts, size_t n, uint64_t h, uint64_t w,
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (counts[i] > h * w - total)
-            return shard_err_set(why, SHARD_ECORRUPT, "RLE counts cover more than the %llux%llu "
-                                 "image", (unsigned long long)w, (unsigned long long)h);
+            return shard_err_set(why, SHARD_ECORRUPT,
+                                 "RLE counts cover more than the %llux%llu "
+                                 "image",
+                                 (unsigned long long)w, (unsigned long long)h);
         total += counts[i];
     }
     if (total != h * w)
@@ -248,8 +250,10 @@ int sk_rle_from_string(const char *s, uint64_t h, uint64_t w, struct sk_rle *r,
         int k = 0, more = 1;
         while (more) {
             if (s[p] < 48 || s[p] > 111 || k >= STRING_DIGITS_MAX) {
-                rc = shard_err_set(why, SHARD_ECORRUPT, "RLE string is malformed at "
-                                   "character %zu", p);
+                rc = shard_err_set(why, SHARD_ECORRUPT,
+                                   "RLE string is malformed at "
+                                   "character %zu",
+                                   p);
                 goto out;
             }
             int c = s[p] - 48;
@@ -258,7 +262,7 @@ int sk_rle_from_string(const char *s, uint64_t h, uint64_t w, struct sk_rle *r,
             p++;
             k++;
             if (!more && (c & 0x10))
-                x |= -(int64_t)((uint64_t)1 << (5 * k));  /* sign-extend */
+                x |= -(int64_t)((uint64_t)1 << (5 * k)); /* sign-extend */
         }
         if (m > 2)
             x += (int64_t)counts[m - 2];
@@ -280,8 +284,10 @@ int sk_rle_from_counts(const json_t *list, uint64_t h, uint64_t w, struct sk_rle
     for (size_t i = 0; i < n && rc == SHARD_OK; i++) {
         const json_t *c = json_array_get(list, i);
         if (!json_is_integer(c) || json_integer_value(c) < 0)
-            rc = shard_err_set(why, SHARD_ECORRUPT, "RLE count %zu is no non-negative "
-                               "integer", i);
+            rc = shard_err_set(why, SHARD_ECORRUPT,
+                               "RLE count %zu is no non-negative "
+                               "integer",
+                               i);
         else
             r->counts[i] = (uint64_t)json_integer_value(c);
     }
@@ -295,10 +301,11 @@ void sk_rle_paint(const struct sk_rle *r, uint32_t value, struct shard_image *ma
     uint64_t pos = 0;
     for (size_t i = 0; i < r->count; i++) {
         uint64_t end = pos + r->counts[i];
-        if (i % 2)  /* a run of 1s: position p is column p / h, row p % h */
+        if (i % 2) /* a run of 1s: position p is column p / h, row p % h */
             for (uint64_t p = pos; p < end && p < r->h * r->w; p++)
                 memcpy(mask->pixels + (size_t)(p % r->h) * mask->stride +
-                           (size_t)(p / r->h) * bytes, le, bytes);
+                           (size_t)(p / r->h) * bytes,
+                       le, bytes);
         pos = end;
     }
 }

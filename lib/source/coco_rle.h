@@ -26,7 +26,7 @@ struct sk_rle {
     size_t count;
 };
 
-void sk_rle_release(struct sk_rle *r);  /* accepts NULL and a zeroed one */
+void sk_rle_release(struct sk_rle *r); /* accepts NULL and a zeroed one */
 
 /* rleFrPoly: the polygon of k points xy[0..2k) (x, y, x, y, ...), the
  * points finite.  0, SHARD_ECORRUPT (a polygon too long to rasterise) or

@@ -29,8 +29,7 @@
 /* Bytes per sort digit: the size of a head. */
 #define DIGIT_BYTES 8
 
-int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
-                      struct shard_err *err)
+int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len, struct shard_err *err)
 {
     /* A NUL inside would make the NUL-terminated view of the key lie. */
     if (len > UINT32_MAX || memchr(key, '\0', len))
@@ -97,7 +96,7 @@ struct sorter {
 struct range {
     size_t lo, hi;
     size_t depth;
-    unsigned budget;  /* partitions left before falling back to heapsort */
+    unsigned budget; /* partitions left before falling back to heapsort */
 };
 
 /* Bytes depth..depth+7 of key i, big-endian, zero-padded past the end.
@@ -110,7 +109,7 @@ static uint64_t load_head(const struct sorter *s, size_t i, size_t depth)
     const unsigned char *p = (const unsigned char *)s->arena + s->offsets[i] + depth;
     size_t n = len - depth;
     uint64_t h = 0;
-    if (n >= DIGIT_BYTES) {  /* the common case: one unaligned big-endian load */
+    if (n >= DIGIT_BYTES) { /* the common case: one unaligned big-endian load */
         memcpy(&h, p, sizeof h);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         h = __builtin_bswap64(h);
@@ -151,8 +150,7 @@ static int compare_from(const struct sorter *s, size_t i, size_t j, size_t depth
     size_t li = s->lengths[i], lj = s->lengths[j];
     size_t n = li < lj ? li : lj;
     if (n > skip) {
-        int c = memcmp(s->arena + s->offsets[i] + skip, s->arena + s->offsets[j] + skip,
-                       n - skip);
+        int c = memcmp(s->arena + s->offsets[i] + skip, s->arena + s->offsets[j] + skip, n - skip);
         if (c)
             return c;
     }
@@ -220,8 +218,7 @@ struct range_stack {
     size_t len, cap;
 };
 
-static int push_range(struct range_stack *st, size_t lo, size_t hi, size_t depth,
-                      unsigned budget)
+static int push_range(struct range_stack *st, size_t lo, size_t hi, size_t depth, unsigned budget)
 {
     if (hi - lo < 2)
         return 0;
@@ -305,8 +302,8 @@ void shard_keylist_sort(struct shard_keylist *l)
 }
 
 int sk_rows_unmatched(uint64_t rows, const struct shard_keylist *keys,
-                      int64_t (*row)(const void *ctx, const char *key, size_t len),
-                      const void *ctx, uint64_t *unmatched, struct shard_err *err)
+                      int64_t (*row)(const void *ctx, const char *key, size_t len), const void *ctx,
+                      uint64_t *unmatched, struct shard_err *err)
 {
     *unmatched = 0;
     if (!rows)

@@ -29,9 +29,9 @@
 enum labeler_kind { LABELS_NONE, LABELS_DIR, LABELS_REGEX, LABELS_CSV, LABELS_FIELD };
 
 struct label_row {
-    size_t label_off;   /* in labels; NUL-terminated */
+    size_t label_off; /* in labels; NUL-terminated */
     uint32_t label_len;
-    uint64_t line;      /* line of the CSV file the row starts on */
+    uint64_t line; /* line of the CSV file the row starts on */
 };
 
 struct shard_labeler {
@@ -39,9 +39,9 @@ struct shard_labeler {
     char *description;
     regex_t re;
     int have_re;
-    struct shard_keylist keys;  /* CSV keys, sorted */
-    struct shard_buf labels;    /* CSV labels, each NUL-terminated */
-    struct label_row *rows;     /* rows[i] belongs to key i */
+    struct shard_keylist keys; /* CSV keys, sorted */
+    struct shard_buf labels;   /* CSV labels, each NUL-terminated */
+    struct label_row *rows;    /* rows[i] belongs to key i */
     size_t count, cap;
 };
 
@@ -103,11 +103,11 @@ struct csv_state {
     struct shard_labeler *lb;
     const char *path;
     struct shard_err *err;
-    int rc;                  /* first error; later callbacks do nothing */
-    uint64_t line;           /* physical line being fed to the parser */
-    uint64_t row_line;       /* line the current row starts on */
-    size_t fields;           /* fields seen in the current row */
-    struct shard_buf row;    /* the row's first two fields, each NUL-terminated */
+    int rc;               /* first error; later callbacks do nothing */
+    uint64_t line;        /* physical line being fed to the parser */
+    uint64_t row_line;    /* line the current row starts on */
+    size_t fields;        /* fields seen in the current row */
+    struct shard_buf row; /* the row's first two fields, each NUL-terminated */
     uint64_t rows_seen;
 };
 
@@ -138,10 +138,12 @@ static void csv_on_field(void *field, size_t len, void *data)
     }
     s->fields++;
     if (s->fields > 2)
-        return;  /* reported at the end of the row */
+        return; /* reported at the end of the row */
     if (len > UINT32_MAX || memchr(p, '\0', len)) {
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: field too long "
-                              "or containing NUL", s->path, (unsigned long long)s->row_line);
+        s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                              "label file '%s' line %llu: field too long "
+                              "or containing NUL",
+                              s->path, (unsigned long long)s->row_line);
         return;
     }
     if ((s->rc = shard_buf_append(&s->row, p, len, s->err)) == 0)
@@ -173,9 +175,10 @@ static void csv_on_row(int terminator, void *data)
     s->fields = 0;
     s->rows_seen++;
     if (fields != 2) {
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: expected 2 "
-                              "fields (key,label), found %zu", s->path,
-                              (unsigned long long)s->row_line, fields);
+        s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                              "label file '%s' line %llu: expected 2 "
+                              "fields (key,label), found %zu",
+                              s->path, (unsigned long long)s->row_line, fields);
         return;
     }
     const char *key = (const char *)s->row.data;
@@ -183,19 +186,20 @@ static void csv_on_row(int terminator, void *data)
     const char *label = key + key_len + 1;
     size_t label_len = strlen(label);
     if (s->rows_seen == 1 && strcmp(key, "key") == 0 && strcmp(label, "label") == 0)
-        return;  /* the optional header row */
+        return; /* the optional header row */
     if (key_len == 0 || label_len == 0) {
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: empty %s",
-                              s->path, (unsigned long long)s->row_line, key_len ? "label" : "key");
+        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: empty %s", s->path,
+                              (unsigned long long)s->row_line, key_len ? "label" : "key");
         return;
     }
     /* RFC 4180 keeps spaces around a field; " cat" would silently be a class
      * of its own, so say so rather than guess. */
     if (has_outer_space(label, label_len)) {
         char shown[SHARD_QUOTE_SIZE];
-        s->rc = shard_err_set(s->err, SHARD_EINVAL, "label file '%s' line %llu: label '%s' "
-                              "starts or ends with white space", s->path,
-                              (unsigned long long)s->row_line,
+        s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                              "label file '%s' line %llu: label '%s' "
+                              "starts or ends with white space",
+                              s->path, (unsigned long long)s->row_line,
                               sk_quote_bytes(label, label_len, shown, sizeof shown));
         return;
     }
@@ -291,9 +295,10 @@ static int csv_init_labels(struct shard_labeler *lb, const char *path, struct sh
         const char *b = shard_keylist_get(&lb->keys, i, &b_len);
         if (shard_key_compare(a, a_len, b, b_len) == 0) {
             uint64_t l1 = lb->rows[i - 1].line, l2 = lb->rows[i].line;
-            rc = shard_err_set(err, SHARD_EINVAL, "label file '%s': key '%s' is listed twice "
-                               "(lines %llu and %llu)", path, b,
-                               (unsigned long long)(l1 < l2 ? l1 : l2),
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "label file '%s': key '%s' is listed twice "
+                               "(lines %llu and %llu)",
+                               path, b, (unsigned long long)(l1 < l2 ? l1 : l2),
                                (unsigned long long)(l1 < l2 ? l2 : l1));
             goto out;
         }
@@ -368,8 +373,10 @@ int shard_labeler_new(struct shard_labeler **out, const char *spec, struct shard
         lb->kind = LABELS_FIELD;
         const char *what = spec + (spec[0] == 's' ? 8 : 7);
         if (spec[0] == 's' && (what[0] != '.' || !what[1] || strchr(what, '/')))
-            rc = shard_err_set(err, SHARD_EINVAL, "'%s': a sidecar suffix is '.' and a name "
-                               "without '/' (sidecar:.cls)", spec);
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "'%s': a sidecar suffix is '.' and a name "
+                               "without '/' (sidecar:.cls)",
+                               spec);
         else if (!what[0])
             rc = shard_err_set(err, SHARD_EINVAL, "'%s': name the column (column:NAME)", spec);
     } else {
@@ -398,13 +405,10 @@ int shard_labeler_label(const struct shard_labeler *lb, const char *key, size_t 
         *name_len = (size_t)(slash - key);
         return 1;
     }
-    case LABELS_REGEX:
-        return regex_label(lb, key, key_len, name, name_len);
-    case LABELS_CSV:
-        return csv_label(lb, key, key_len, name, name_len);
+    case LABELS_REGEX: return regex_label(lb, key, key_len, name, name_len);
+    case LABELS_CSV: return csv_label(lb, key, key_len, name, name_len);
     case LABELS_FIELD:
-    case LABELS_NONE:
-        break;
+    case LABELS_NONE: break;
     }
     return 0;
 }

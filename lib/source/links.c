@@ -25,12 +25,12 @@
 
 struct link {
     uint64_t cand;
-    size_t target_off;      /* in l->targets, NUL-terminated */
+    size_t target_off; /* in l->targets, NUL-terminated */
     size_t target_len;
     int link_only;
-    int resolved;           /* looked up: among the candidates, or in the second pass */
-    int missing;            /* no earlier entry has the target's name */
-    char *why;              /* no file: the reject reason */
+    int resolved; /* looked up: among the candidates, or in the second pass */
+    int missing;  /* no earlier entry has the target's name */
+    char *why;    /* no file: the reject reason */
 };
 
 /* A target name the second pass looks for, and the file it names so far. */
@@ -41,7 +41,7 @@ struct wanted {
 };
 
 struct sk_links {
-    struct link *links;     /* in candidate order */
+    struct link *links; /* in candidate order */
     size_t count, cap;
     struct shard_buf targets;
     uint64_t n;             /* candidates */
@@ -50,9 +50,9 @@ struct sk_links {
     uint64_t *item_content; /* per hidden item file */
     uint64_t *item_ordinal; /* per hidden item: its entry's position in the archive */
     uint64_t items, items_cap;
-    uint64_t *sorted;       /* candidates by (key, number), while resolving */
+    uint64_t *sorted; /* candidates by (key, number), while resolving */
     const struct shard_keylist *keys;
-    struct wanted *wanted;  /* sorted by name, distinct */
+    struct wanted *wanted; /* sorted by name, distinct */
     size_t wanted_count;
 };
 
@@ -124,7 +124,7 @@ static uint64_t latest_candidate(const struct sk_links *l, const char *name, siz
                                  uint64_t before)
 {
     const struct shard_keylist *keys = l->keys;
-    size_t lo = 0, hi = l->n;  /* first position not below (name, before) */
+    size_t lo = 0, hi = l->n; /* first position not below (name, before) */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         uint64_t c = l->sorted[mid];
@@ -162,9 +162,9 @@ static int compare_wanted(const void *pa, const void *pb)
 static struct wanted *find_wanted(const struct sk_links *l, const char *name, size_t len)
 {
     struct wanted probe = {name, len, NONE};
-    return l->wanted_count ? bsearch(&probe, l->wanted, l->wanted_count, sizeof probe,
-                                     compare_wanted)
-                           : NULL;
+    return l->wanted_count
+               ? bsearch(&probe, l->wanted, l->wanted_count, sizeof probe, compare_wanted)
+               : NULL;
 }
 
 static int want_name(void *ctx, const char *name, size_t len)
@@ -225,7 +225,7 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
     struct shard_scan_stats st = {0};
     struct sk_archive_entry ent;
     uint64_t cand = 0;
-    size_t next = 0;  /* the next unresolved link */
+    size_t next = 0; /* the next unresolved link */
     while (next < l->count && l->links[next].resolved)
         next++;
     while (next < l->count) {
@@ -234,7 +234,8 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
             char q[SHARD_QUOTE_SIZE];
             size_t len;
             const char *key = shard_keylist_get(l->keys, l->links[next].cand, &len);
-            rc = shard_err_set(err, SHARD_ECORRUPT, "the archive ended before its entry '%s' "
+            rc = shard_err_set(err, SHARD_ECORRUPT,
+                               "the archive ended before its entry '%s' "
                                "on a second reading: did it change?",
                                shard_quote(key, len, q, sizeof q));
         }
@@ -244,7 +245,8 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
             size_t len;
             const char *key = cand < l->n ? shard_keylist_get(l->keys, cand, &len) : NULL;
             if (!key || len != ent.key_len || memcmp(key, ent.key, len)) {
-                rc = shard_err_set(err, SHARD_ECORRUPT, "the archive changed between two "
+                rc = shard_err_set(err, SHARD_ECORRUPT,
+                                   "the archive changed between two "
                                    "readings");
                 break;
             }
@@ -298,8 +300,7 @@ static int set_why(struct sk_links *l, struct link *k, const char *what, struct 
 }
 
 int sk_links_resolve(struct sk_links *l, const struct shard_keylist *keys, const char *path,
-                     uint64_t max_bytes, sk_links_item_fn item_fn, void *ctx,
-                     struct shard_err *err)
+                     uint64_t max_bytes, sk_links_item_fn item_fn, void *ctx, struct shard_err *err)
 {
     if (l->count == 0)
         return SHARD_OK;
@@ -342,10 +343,10 @@ int sk_links_resolve(struct sk_links *l, const struct shard_keylist *keys, const
         uint64_t file = l->parent[k->cand];
         if (!k->link_only && file != NONE)
             *content_slot(l, file) = k->cand;
-        if (file == NONE && (rc = set_why(l, k, k->missing
-                                                     ? "which no earlier entry of the archive has"
+        if (file == NONE && (rc = set_why(l, k,
+                                          k->missing ? "which no earlier entry of the archive has"
                                                      : "itself a hard link to nothing",
-                                           err)))
+                                          err)))
             return rc;
     }
     return SHARD_OK;
@@ -357,7 +358,7 @@ int sk_links_source(const struct sk_links *l, uint64_t cand, struct sk_link_copy
         return 0;
     uint64_t file = l->parent[cand];
     if (file == NONE) {
-        size_t lo = 0, hi = l->count;  /* its link record, by candidate */
+        size_t lo = 0, hi = l->count; /* its link record, by candidate */
         while (hi - lo > 1) {
             size_t mid = lo + (hi - lo) / 2;
             if (l->links[mid].cand <= cand)

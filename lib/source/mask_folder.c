@@ -19,10 +19,10 @@
 #define MASK_EXTENSION ".png"
 
 struct sk_mask_folder {
-    char *folder;                   /* as declared, ending in '/' */
-    int fd;                         /* the folder, opened once; -1 */
-    struct sk_sidecars *side;       /* its PNG files, as the sidecars ".png" */
-    struct shard_keylist orphans;   /* files of no image, named folder + path */
+    char *folder;                 /* as declared, ending in '/' */
+    int fd;                       /* the folder, opened once; -1 */
+    struct sk_sidecars *side;     /* its PNG files, as the sidecars ".png" */
+    struct shard_keylist orphans; /* files of no image, named folder + path */
 };
 
 void sk_mask_folder_free(struct sk_mask_folder *mf)
@@ -71,8 +71,10 @@ int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char
     struct shard_buf name = {0};
     int rc;
     if (sk_source_is_s3(src))
-        return shard_err_set(err, SHARD_EINVAL, "mask folder '%s': a folder is beside a "
-                             "directory SRC, not an S3 one", folder);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "mask folder '%s': a folder is beside a "
+                             "directory SRC, not an S3 one",
+                             folder);
     if ((rc = folder_path(src, folder, path, sizeof path, err)))
         return rc;
     struct sk_mask_folder *mf = calloc(1, sizeof *mf);
@@ -81,13 +83,17 @@ int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     if ((mf->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        rc = shard_err_set(err, SHARD_EIO, "cannot open the mask folder '%s' (%s, relative to "
-                           "SRC): %s", path, folder, strerror(errno));
+        rc = shard_err_set(err, SHARD_EIO,
+                           "cannot open the mask folder '%s' (%s, relative to "
+                           "SRC): %s",
+                           path, folder, strerror(errno));
         goto out;
     }
     if (inside(src, path)) {
-        rc = shard_err_set(err, SHARD_EINVAL, "the mask folder '%s' is inside SRC, whose "
-                           "images its masks would be: give a folder beside it", folder);
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "the mask folder '%s' is inside SRC, whose "
+                           "images its masks would be: give a folder beside it",
+                           folder);
         goto out;
     }
     if ((rc = sk_sidecars_new(&mf->side, &png, 1, err)) ||
@@ -114,8 +120,8 @@ out:
     return SHARD_OK;
 }
 
-void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, size_t len,
-                           char *out, size_t size)
+void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, size_t len, char *out,
+                           size_t size)
 {
     struct shard_buf name = {0};
     struct shard_err e;

@@ -21,8 +21,8 @@
 
 /* What a fetcher leaves for the taker (its status and error: the ring's). */
 struct pf_cell {
-    struct shard_buf buf;   /* SK_PREFETCH_READ */
-    int fd;                 /* SK_PREFETCH_ADVISE: the open file, or -1 */
+    struct shard_buf buf; /* SK_PREFETCH_READ */
+    int fd;               /* SK_PREFETCH_ADVISE: the open file, or -1 */
 };
 
 struct sk_prefetch {
@@ -35,8 +35,8 @@ struct sk_prefetch {
     sk_prefetch_skip *skip;
     void *skip_user;
     uint32_t ahead;
-    struct sk_ring *ring;   /* position first + i is the ring's i */
-    struct pf_cell *cells;  /* ahead of them: position first + i in cells[slot of i] */
+    struct sk_ring *ring;  /* position first + i is the ring's i */
+    struct pf_cell *cells; /* ahead of them: position first + i in cells[slot of i] */
     pthread_t *threads;
     int started;
 };
@@ -48,7 +48,7 @@ static int advise(struct sk_prefetch *pf, uint64_t cand, int *fd, struct shard_e
 {
     const char *key = shard_keylist_get(pf->keys, cand, NULL);
     int rc = sk_source_file_open(pf->root->fd, key, fd, err);
-    if (!rc)  /* advice only: a failure changes nothing but the speed */
+    if (!rc) /* advice only: a failure changes nothing but the speed */
         (void)posix_fadvise(*fd, 0, 0, POSIX_FADV_WILLNEED);
     return rc;
 }
@@ -64,7 +64,7 @@ static void *fetcher_main(void *arg)
         int rc = SHARD_OK;
         c->buf.len = 0;
         if (pf->skip && pf->skip(pf->skip_user, cand))
-            ;  /* never touched: ready, empty */
+            ; /* never touched: ready, empty */
         else if (pf->mode == SK_PREFETCH_ADVISE)
             rc = advise(pf, cand, &c->fd, err);
         else
@@ -82,8 +82,7 @@ int sk_prefetch_new(struct sk_prefetch **out, const struct sk_source_root *root,
                     struct shard_err *err)
 {
     *out = NULL;
-    if (connections < 1 || ahead < 1 || end < first ||
-        (mode == SK_PREFETCH_ADVISE && root->fd < 0))
+    if (connections < 1 || ahead < 1 || end < first || (mode == SK_PREFETCH_ADVISE && root->fd < 0))
         return shard_err_set(err, SHARD_EINVAL, "bad prefetch options");
     struct sk_prefetch *pf = calloc(1, sizeof *pf);
     if (!pf)
@@ -127,11 +126,11 @@ int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf
     int w = sk_ring_take(pf->ring, i, -1, &g);
     if (w == SK_RING_STOPPED)
         return shard_err_set(err, SHARD_EINTR, "stopped");
-    if (w != SK_RING_READY)  /* a caller's mistake: outside [first, end), or taken twice */
+    if (w != SK_RING_READY) /* a caller's mistake: outside [first, end), or taken twice */
         return shard_err_set(err, SHARD_EINVAL, "position %llu cannot be taken from the read-ahead",
                              (unsigned long long)pos);
     struct pf_cell *c = &pf->cells[g.slot];
-    struct shard_buf mine = *buf;  /* exchanged: no copy, and the cell keeps a buffer */
+    struct shard_buf mine = *buf; /* exchanged: no copy, and the cell keeps a buffer */
     *buf = c->buf;
     c->buf = mine;
     *fd = c->fd;
@@ -153,7 +152,7 @@ void sk_prefetch_free(struct sk_prefetch *pf)
         pthread_join(pf->threads[i], NULL);
     for (uint32_t i = 0; pf->cells && i < pf->ahead; i++) {
         shard_buf_release(&pf->cells[i].buf);
-        if (pf->cells[i].fd >= 0)  /* advised, never taken: the run stopped */
+        if (pf->cells[i].fd >= 0) /* advised, never taken: the run stopped */
             close(pf->cells[i].fd);
     }
     sk_ring_free(pf->ring);

@@ -47,7 +47,7 @@ static int list_object(void *user, const char *name, size_t len, uint64_t size,
                        struct shard_err *err)
 {
     struct listing *l = user;
-    if (!len || name[len - 1] == '/')  /* a "directory" marker, no file */
+    if (!len || name[len - 1] == '/') /* a "directory" marker, no file */
         return SHARD_OK;
     if (!memchr(name, '\0', len) && l->side && sk_sidecars_suffix_of(l->side, name, len) >= 0) {
         l->st->sidecars++;
@@ -79,7 +79,7 @@ int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
         const char *key = shard_keylist_get(&found, i, &len);
         rc = shard_keylist_add(keys, key, len, err);
     }
-    if (!rc) {  /* a failed scan adds nothing, as shard_scan_dir */
+    if (!rc) { /* a failed scan adds nothing, as shard_scan_dir */
         st->candidates += seen.candidates;
         st->ignored += seen.ignored;
         st->sidecars += seen.sidecars;

@@ -68,7 +68,7 @@ int sk_reason_is_refusal(const char *reason)
 {
     static const char *const prefixes[] = {
         SK_REASON_NOT_REGULAR, SK_REASON_DIRECTORY, SK_REASON_STAT, SK_REASON_UNSAFE,
-        SK_REASON_DAMAGED,     SK_REASON_ENCRYPTED, SK_REASON_LINK,   SK_REASON_STEM,
+        SK_REASON_DAMAGED,     SK_REASON_ENCRYPTED, SK_REASON_LINK, SK_REASON_STEM,
     };
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
         if (strncmp(reason, prefixes[i], strlen(prefixes[i])) == 0)
@@ -87,8 +87,8 @@ const char *shard_refusals_find(const struct shard_refusals *r, const char *key,
     if (!r || r->count == 0)
         return NULL;
     struct shard_refusal probe = {(char *)key, len, NULL};
-    const struct shard_refusal *hit =
-        bsearch(&probe, r->items, r->count, sizeof *r->items, compare_refusals);
+    const struct shard_refusal *hit = bsearch(&probe, r->items, r->count, sizeof *r->items,
+                                              compare_refusals);
     return hit ? hit->reason : NULL;
 }
 
@@ -134,18 +134,18 @@ int sk_refusals_add(struct shard_refusals *r, const char *key, size_t len, const
 
 struct scan_frame {
     DIR *dir;
-    size_t prefix_len;  /* bytes of `path` that name this directory, with its '/' */
+    size_t prefix_len; /* bytes of `path` that name this directory, with its '/' */
 };
 
 struct scan {
     struct scan_frame frames[SCAN_MAX_DEPTH];
-    size_t depth;             /* frames in use */
-    struct shard_buf path;    /* relative path of the current entry, NUL-terminated */
+    size_t depth;          /* frames in use */
+    struct shard_buf path; /* relative path of the current entry, NUL-terminated */
     struct shard_keylist *keys;
-    struct shard_refusals *refused;   /* NULL: the old rules (see source.h) */
+    struct shard_refusals *refused; /* NULL: the old rules (see source.h) */
     struct shard_scan_stats *st;
     const char *root;
-    struct sk_sidecars *side;   /* NULL: no sidecar files are looked for */
+    struct sk_sidecars *side; /* NULL: no sidecar files are looked for */
 };
 
 /* path = directory prefix + name, NUL-terminated. */
@@ -157,7 +157,7 @@ static int set_path(struct scan *s, size_t prefix_len, const char *name, size_t 
     if (rc == 0)
         rc = shard_buf_append(&s->path, "", 1, err);
     if (rc == 0)
-        s->path.len--;  /* the NUL stays in place, outside len */
+        s->path.len--; /* the NUL stays in place, outside len */
     return rc;
 }
 
@@ -189,22 +189,19 @@ static int refuse(struct scan *s, int directory, const char *reason, struct shar
 static int refuse_directory(struct scan *s, int e, const char *why, struct shard_err *err)
 {
     char reason[2 * SHARD_ERRMSG_SIZE];
-    if (!s->refused) {  /* the old rule: the scan fails */
+    if (!s->refused) { /* the old rule: the scan fails */
         if (why)
-            return shard_err_set(err, SHARD_ELIMIT, "cannot scan '%s': %s", display_path(s),
-                                 why);
-        return shard_err_errno(err, SHARD_EIO, e, "cannot open directory '%s'",
-                               display_path(s));
+            return shard_err_set(err, SHARD_ELIMIT, "cannot scan '%s': %s", display_path(s), why);
+        return shard_err_errno(err, SHARD_EIO, e, "cannot open directory '%s'", display_path(s));
     }
     struct shard_err text;
-    shard_err_errno(&text, SHARD_EIO, e, "%s", "");  /* ": Permission denied" */
+    shard_err_errno(&text, SHARD_EIO, e, "%s", ""); /* ": Permission denied" */
     snprintf(reason, sizeof reason, "%s%s", SK_REASON_DIRECTORY, why ? why : text.msg + 2);
     return refuse(s, 1, reason, err);
 }
 
 /* Open the directory `name` of the top frame and push it. */
-static int enter_directory(struct scan *s, int parent_fd, const char *name,
-                           struct shard_err *err)
+static int enter_directory(struct scan *s, int parent_fd, const char *name, struct shard_err *err)
 {
     if (s->depth == SCAN_MAX_DEPTH) {
         char why[64];
@@ -214,9 +211,9 @@ static int enter_directory(struct scan *s, int parent_fd, const char *name,
     }
     int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
-        if (errno == ENOENT)  /* removed since we listed it: nothing to miss */
+        if (errno == ENOENT) /* removed since we listed it: nothing to miss */
             return SHARD_OK;
-        if (errno == ELOOP) {  /* replaced by a symbolic link since we listed it */
+        if (errno == ELOOP) { /* replaced by a symbolic link since we listed it */
             s->st->ignored_symlinks++;
             return SHARD_OK;
         }
@@ -256,9 +253,9 @@ static int entry_type(int dir_fd, const struct dirent *de, int *type, struct sca
             return shard_err_errno(err, SHARD_EIO, errno, "cannot stat '%s'", display_path(s));
         struct shard_err text;
         char reason[2 * SHARD_ERRMSG_SIZE];
-        shard_err_errno(&text, SHARD_EIO, errno, "%s", "");  /* ": Permission denied" */
+        shard_err_errno(&text, SHARD_EIO, errno, "%s", ""); /* ": Permission denied" */
         snprintf(reason, sizeof reason, "%s%s", SK_REASON_STAT, text.msg + 2);
-        return refuse(s, 0, reason, err);  /* *type stays DT_UNKNOWN: nothing more to do */
+        return refuse(s, 0, reason, err); /* *type stays DT_UNKNOWN: nothing more to do */
     }
     *type = IFTODT(sb.st_mode);
     return SHARD_OK;
@@ -282,8 +279,7 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
         return rc;
     int candidate = shard_is_candidate(name, name_len);
     switch (type) {
-    case DT_UNKNOWN:  /* vanished, or refused */
-        return SHARD_OK;
+    case DT_UNKNOWN: /* vanished, or refused */ return SHARD_OK;
     case DT_REG:
         if (s->side && sk_sidecars_suffix_of(s->side, name, name_len) >= 0) {
             rc = sk_sidecars_add_file(s->side, (const char *)s->path.data, s->path.len, err);
@@ -299,8 +295,7 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
         if (rc == 0)
             s->st->candidates++;
         return rc;
-    case DT_DIR:
-        return enter_directory(s, dir_fd, name, err);
+    case DT_DIR: return enter_directory(s, dir_fd, name, err);
     default:
         /* never opened: a device may act on an open, a fifo may block it */
         if (candidate && s->refused)
@@ -320,8 +315,7 @@ int shard_scan_dir(const char *root, struct shard_keylist *keys, struct shard_re
 }
 
 int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars *side,
-                struct shard_refusals *refused, struct shard_scan_stats *st,
-                struct shard_err *err)
+                struct shard_refusals *refused, struct shard_scan_stats *st, struct shard_err *err)
 {
     struct scan s = {.keys = keys, .refused = refused, .st = st, .root = root, .side = side};
     size_t side_before = side ? sk_sidecars_file_count(side) : 0;
@@ -461,7 +455,7 @@ int sk_source_file_open(int root_fd, const char *key, int *fd_out, struct shard_
 }
 
 int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
-                    struct shard_err *err)
+                           struct shard_err *err)
 {
     buf->len = 0;
     int fd;
@@ -510,13 +504,17 @@ int sk_source_file_read(int fd, uint64_t max_bytes, struct shard_buf *buf, struc
             break;
     }
     if (got > size) {
-        rc = shard_err_set(err, SHARD_EIO, "file changed while being read (grew beyond its "
-                           "%llu bytes)", (unsigned long long)size);
+        rc = shard_err_set(err, SHARD_EIO,
+                           "file changed while being read (grew beyond its "
+                           "%llu bytes)",
+                           (unsigned long long)size);
         goto out;
     }
     if (got < size) {
-        rc = shard_err_set(err, SHARD_EIO, "file changed while being read (%llu bytes "
-                           "expected, %zu read)", (unsigned long long)size, got);
+        rc = shard_err_set(err, SHARD_EIO,
+                           "file changed while being read (%llu bytes "
+                           "expected, %zu read)",
+                           (unsigned long long)size, got);
         goto out;
     }
     buf->len = got;

@@ -12,7 +12,7 @@
 #include "source/source_internal.h"
 
 struct sk_sidecars {
-    char **suffixes;            /* declared, as given (repeats allowed) */
+    char **suffixes; /* declared, as given (repeats allowed) */
     size_t *suffix_len;
     uint32_t suffix_count;
     struct shard_keylist files; /* sidecar files, sorted by key once resolved */
@@ -37,8 +37,10 @@ int sk_sidecars_new(struct sk_sidecars **out, const char *const *suffixes, uint3
         const char *x = suffixes[i];
         if ((x[0] != '.' && x[0] != '_') || !x[1] || strchr(x, '/')) {
             sk_sidecars_free(s);
-            return shard_err_set(err, SHARD_EINVAL, "a sidecar suffix is '.' or '_' and a name "
-                                 "without '/' ('.txt', '_mask.png'), not '%s'", x);
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "a sidecar suffix is '.' or '_' and a name "
+                                 "without '/' ('.txt', '_mask.png'), not '%s'",
+                                 x);
         }
         if (!(s->suffixes[i] = strdup(x))) {
             sk_sidecars_free(s);
@@ -84,8 +86,7 @@ int sk_sidecars_suffix_of(const struct sk_sidecars *s, const char *name, size_t 
     return best;
 }
 
-int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len,
-                         struct shard_err *err)
+int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len, struct shard_err *err)
 {
     return shard_keylist_add(&s->files, key, len, err);
 }
@@ -248,8 +249,7 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
     return rc;
 }
 
-int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len,
-                         uint32_t suffix)
+int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len, uint32_t suffix)
 {
     size_t stem = stem_len(key, len), sl = s->suffix_len[suffix];
     char small[512];
@@ -278,8 +278,8 @@ int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t le
         free(want);
     /* the file may belong by a longer suffix, to another image
      * ("a.meta.json": ".meta.json" of "a", not ".json" of "a.meta") */
-    if (found >= 0 && (s->owner[found] < 0 ||
-                       strcmp(s->suffixes[s->owner[found]], s->suffixes[suffix]) != 0))
+    if (found >= 0 &&
+        (s->owner[found] < 0 || strcmp(s->suffixes[s->owner[found]], s->suffixes[suffix]) != 0))
         return -1;
     /* an archive may hold a name twice: which one is meant cannot be told */
     if (found >= 0) {

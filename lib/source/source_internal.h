@@ -24,9 +24,9 @@ struct sk_sidecars;
 /* A source root: a directory opened once, or an s3://BUCKET/PREFIX location
  * whose objects below PREFIX/ are the files (keys relative to PREFIX/). */
 struct sk_source_root {
-    const char *src;      /* as given */
-    int fd;               /* a directory: -1 otherwise */
-    struct sk_s3 *s3;     /* an S3 prefix: NULL otherwise */
+    const char *src;  /* as given */
+    int fd;           /* a directory: -1 otherwise */
+    struct sk_s3 *s3; /* an S3 prefix: NULL otherwise */
 };
 
 /* 1 when src is an S3 location (s3://). */
@@ -34,7 +34,7 @@ int sk_source_is_s3(const char *src);
 
 /* Open src: an s3:// location (nothing requested yet) or a directory. */
 int sk_source_root_open(struct sk_source_root *r, const char *src, struct shard_err *err);
-void sk_source_root_close(struct sk_source_root *r);  /* accepts a zeroed or closed root */
+void sk_source_root_close(struct sk_source_root *r); /* accepts a zeroed or closed root */
 
 /* shard_scan_dir for a directory; for an S3 prefix, every object below it
  * (ListObjectsV2, paginated) whose name is a candidate goes to keys (in
@@ -104,8 +104,8 @@ void sk_refusals_sort(struct shard_refusals *r);
  * that name none of `keys`: row(ctx, key, len) gives a key's row, or -1.
  * 0 or SHARD_ENOMEM. */
 int sk_rows_unmatched(uint64_t rows, const struct shard_keylist *keys,
-                      int64_t (*row)(const void *ctx, const char *key, size_t len),
-                      const void *ctx, uint64_t *unmatched, struct shard_err *err);
+                      int64_t (*row)(const void *ctx, const char *key, size_t len), const void *ctx,
+                      uint64_t *unmatched, struct shard_err *err);
 
 /* ---- sidecar files (sidecars.c) --------------------------------------------
  *
@@ -123,14 +123,13 @@ struct sk_sidecars;
  * 0, SHARD_EINVAL or SHARD_ENOMEM. */
 int sk_sidecars_new(struct sk_sidecars **out, const char *const *suffixes, uint32_t count,
                     struct shard_err *err);
-void sk_sidecars_free(struct sk_sidecars *s);  /* accepts NULL */
+void sk_sidecars_free(struct sk_sidecars *s); /* accepts NULL */
 /* The index of the longest declared suffix `name` (a file name or key)
  * ends in, or -1.  A name that is only the suffix (".txt") is none. */
 int sk_sidecars_suffix_of(const struct sk_sidecars *s, const char *name, size_t len);
 /* Add a sidecar file found by a scan; drop those added after the first
  * `count` (a failed scan adds nothing). */
-int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len,
-                         struct shard_err *err);
+int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len, struct shard_err *err);
 size_t sk_sidecars_file_count(const struct sk_sidecars *s);
 void sk_sidecars_truncate(struct sk_sidecars *s, size_t count);
 /* Match the files found with the image candidates `keys` (any order): each
@@ -144,8 +143,7 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
  * sk_sidecars_file), -1 when the image has none, or SK_SIDECAR_TWICE when
  * the name was found twice (an archive may hold a name twice). */
 #define SK_SIDECAR_TWICE (-2)
-int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len,
-                         uint32_t suffix);
+int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len, uint32_t suffix);
 /* The key candidate key[0..len)'s sidecar for `suffix` has (whether SRC
  * holds it or not): its stem and the suffix, into out (replacing its
  * contents, no NUL).  0 or SHARD_ENOMEM. */
@@ -173,10 +171,10 @@ struct sk_mask_folder;
  * SHARD_EIO (no such folder) or SHARD_ENOMEM, with the folder named. */
 int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char *folder,
                         const struct shard_keylist *keys, struct shard_err *err);
-void sk_mask_folder_free(struct sk_mask_folder *mf);  /* accepts NULL */
+void sk_mask_folder_free(struct sk_mask_folder *mf); /* accepts NULL */
 /* The mask candidate key[0..len) has, quoted for messages ("'DIR/a/0001.png'"). */
-void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, size_t len,
-                           char *out, size_t size);
+void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, size_t len, char *out,
+                           size_t size);
 /* 1 when the folder holds key[0..len)'s mask. */
 int sk_mask_folder_has(const struct sk_mask_folder *mf, const char *key, size_t len);
 /* Its bytes into buf (replacing them): 0, SHARD_ENOTFOUND when there is
@@ -185,13 +183,12 @@ int sk_mask_folder_has(const struct sk_mask_folder *mf, const char *key, size_t 
 int sk_mask_folder_read(const struct sk_mask_folder *mf, const char *key, size_t len,
                         uint64_t max_bytes, struct shard_buf *buf, struct shard_err *err);
 /* The files of no image, in key order, named DIR/ + path. */
-size_t sk_mask_folder_orphan_count(const struct sk_mask_folder *mf);  /* accepts NULL */
+size_t sk_mask_folder_orphan_count(const struct sk_mask_folder *mf); /* accepts NULL */
 const char *sk_mask_folder_orphan(const struct sk_mask_folder *mf, size_t i, size_t *len);
 
 /* shard_scan_dir, also collecting the sidecar files of `side` (may be NULL). */
 int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars *side,
-                struct shard_refusals *refused, struct shard_scan_stats *st,
-                struct shard_err *err);
+                struct shard_refusals *refused, struct shard_scan_stats *st, struct shard_err *err);
 
 /* ---- a directory of archives (archive_dir.c) -------------------------------- */
 
@@ -202,8 +199,8 @@ int sk_is_archive_name(const char *name);
  * entered, no link followed), sorted by name, in *names (malloc'd, each
  * malloc'd).  Other entries are counted in *st as ignored.  SHARD_ENOTFOUND,
  * SHARD_EINVAL (not a directory, or no archive in it), SHARD_EIO, SHARD_ENOMEM. */
-int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
-                        struct shard_scan_stats *st, struct shard_err *err);
+int sk_archive_dir_list(const char *dir, char ***names, size_t *count, struct shard_scan_stats *st,
+                        struct shard_err *err);
 
 /* ---- an annotation table (annotations.c) ------------------------------------
  *
@@ -218,7 +215,7 @@ int sk_archive_dir_list(const char *dir, char ***names, size_t *count,
  * an error naming the file and line.  Lookups are thread-safe. */
 struct sk_annotation_column {
     const char *name;
-    int json;                 /* 1: the value as JSON text, strings included (a json field) */
+    int json; /* 1: the value as JSON text, strings included (a json field) */
 };
 struct sk_annotations;
 
@@ -234,7 +231,7 @@ uint32_t sk_annotation_column_want(struct sk_annotation_column *cols, uint32_t *
 int sk_annotations_load(struct sk_annotations **out, const char *path,
                         const struct sk_annotation_column *cols, uint32_t ncols,
                         struct shard_err *err);
-void sk_annotations_free(struct sk_annotations *a);  /* accepts NULL */
+void sk_annotations_free(struct sk_annotations *a); /* accepts NULL */
 /* "file:<basename>:<xxh3 of its bytes>" (owned by the table). */
 const char *sk_annotations_describe(const struct sk_annotations *a);
 uint64_t sk_annotations_rows(const struct sk_annotations *a);
@@ -281,13 +278,13 @@ int sk_reason_is_refusal(const char *reason);
 /* ---- every entry of an archive --------------------------------------------- */
 
 struct sk_archive_entry {
-    const char *key;        /* normalised name (raw name when unsafe); valid until the next call */
+    const char *key; /* normalised name (raw name when unsafe); valid until the next call */
     size_t key_len;
-    int candidate;          /* 1: shard_archive_next would produce it */
-    const char *problem;    /* why it has no bytes, or NULL (as shard_archive_problem) */
-    const char *link;       /* hard-link target (normalised), or NULL */
+    int candidate;       /* 1: shard_archive_next would produce it */
+    const char *problem; /* why it has no bytes, or NULL (as shard_archive_problem) */
+    const char *link;    /* hard-link target (normalised), or NULL */
     size_t link_len;
-    int link_only;          /* a hard link without data of its own */
+    int link_only; /* a hard link without data of its own */
     uint64_t too_large;
 };
 
@@ -325,7 +322,7 @@ int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
 struct sk_links;
 
 int sk_links_new(struct sk_links **out, struct shard_err *err);
-void sk_links_free(struct sk_links *l);  /* accepts NULL */
+void sk_links_free(struct sk_links *l); /* accepts NULL */
 
 /* Candidate number `cand` (0 for the first candidate shard_archive_next
  * produced) is the entry `a` just produced: note it when it is a hard link.
@@ -350,10 +347,10 @@ int sk_links_resolve(struct sk_links *l, const struct shard_keylist *keys, const
 
 /* Where a candidate's content comes from when it is not its own. */
 struct sk_link_copy {
-    uint64_t cand;          /* the candidate */
+    uint64_t cand; /* the candidate */
     enum { SK_FROM_CANDIDATE, SK_FROM_ITEM, SK_FROM_NOWHERE } from;
-    uint64_t source;        /* the candidate or hidden item it has the content of */
-    const char *why;        /* SK_FROM_NOWHERE: the reject reason (owned by l) */
+    uint64_t source; /* the candidate or hidden item it has the content of */
+    const char *why; /* SK_FROM_NOWHERE: the reject reason (owned by l) */
 };
 
 /* After resolve: 1 and *out when candidate `cand`'s content is not its own,
@@ -385,7 +382,7 @@ struct sk_coco;
  * not such a file as a whole (not JSON, no categories, two images of one
  * file_name or id, ...), an error reading it, or SHARD_ENOMEM. */
 int sk_coco_load(struct sk_coco **out, const char *path, struct shard_err *err);
-void sk_coco_free(struct sk_coco *c);  /* accepts NULL */
+void sk_coco_free(struct sk_coco *c); /* accepts NULL */
 /* "file:<basename>:<xxh3 of its bytes>" (owned by c). */
 const char *sk_coco_describe(const struct sk_coco *c);
 /* The categories, by increasing id (owned by c). */
@@ -397,14 +394,14 @@ int64_t sk_coco_image(const struct sk_coco *c, const char *key, size_t len);
 /* The images whose file_name is none of `keys`, and the annotations of no
  * image of `keys` (those too whose image_id is no image's).  0 or
  * SHARD_ENOMEM. */
-int sk_coco_unmatched(const struct sk_coco *c, const struct shard_keylist *keys,
-                      uint64_t *images, uint64_t *annotations, struct shard_err *err);
+int sk_coco_unmatched(const struct sk_coco *c, const struct shard_keylist *keys, uint64_t *images,
+                      uint64_t *annotations, struct shard_err *err);
 
 /* A box of an annotation, in the stored pixels: x0, y0, x1, y1. */
 struct sk_coco_box {
     double b[4];
-    uint32_t cls;               /* its category id */
-    uint32_t flags;             /* SHARD_BOX_CROWD */
+    uint32_t cls;   /* its category id */
+    uint32_t flags; /* SHARD_BOX_CROWD */
 };
 
 /* The boxes of image `image`, whose file is stored w x h, as struct
@@ -424,7 +421,7 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
  * SHARD_ECORRUPT naming the malformed annotation (a polygon of fewer than
  * three points or a point outside the image, RLE of another size or whose
  * counts do not cover it), or SHARD_ENOMEM.  Thread-safe. */
-int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
-                 uint32_t bytes, struct shard_image *mask, struct shard_err *why);
+int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, uint32_t bytes,
+                 struct shard_image *mask, struct shard_err *why);
 
 #endif

@@ -99,19 +99,19 @@ struct sk_ring;
 
 /* What the calls that can block return (besides SHARD_EINVAL for misuse). */
 enum sk_ring_status {
-    SK_RING_END = 0,      /* nothing more: every position claimed, every group taken */
-    SK_RING_READY = 1,    /* a position was claimed, or a group is complete and now taken */
-    SK_RING_NOT_YET = 2,  /* the timeout passed first (or, consuming in turn, the next
-                           * group is not complete); nothing was claimed or taken */
-    SK_RING_STOPPED = 3,  /* sk_ring_stop was called; nothing was claimed or taken */
+    SK_RING_END = 0,     /* nothing more: every position claimed, every group taken */
+    SK_RING_READY = 1,   /* a position was claimed, or a group is complete and now taken */
+    SK_RING_NOT_YET = 2, /* the timeout passed first (or, consuming in turn, the next
+                          * group is not complete); nothing was claimed or taken */
+    SK_RING_STOPPED = 3, /* sk_ring_stop was called; nothing was claimed or taken */
 };
 
 /* A group taken. */
 struct sk_ring_group {
-    uint64_t first;    /* list position of its first cell */
-    uint32_t len;      /* positions in it: `group`, fewer for the last group */
-    uint32_t slot;     /* its slot, 0..depth-1 */
-    uint32_t failed;   /* positions in it marked done with an error */
+    uint64_t first;  /* list position of its first cell */
+    uint32_t len;    /* positions in it: `group`, fewer for the last group */
+    uint32_t slot;   /* its slot, 0..depth-1 */
+    uint32_t failed; /* positions in it marked done with an error */
 };
 
 /* What the ring's threads did while blocked (for tests and tuning): sleeps

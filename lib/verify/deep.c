@@ -17,12 +17,9 @@ static int fits_config(const struct shard_config *c, uint32_t w, uint32_t h)
 {
     uint32_t shorter = w < h ? w : h, longer = w < h ? h : w;
     switch (c->fit) {
-    case SHARD_FIT_SHORT:
-        return c->upscale ? shorter == c->size : shorter <= c->size;
-    case SHARD_FIT_LONG:
-        return c->upscale ? longer == c->size : longer <= c->size;
-    case SHARD_FIT_CROP:
-        return w == h && (c->upscale ? w == c->size : w <= c->size);
+    case SHARD_FIT_SHORT: return c->upscale ? shorter == c->size : shorter <= c->size;
+    case SHARD_FIT_LONG: return c->upscale ? longer == c->size : longer <= c->size;
+    case SHARD_FIT_CROP: return w == h && (c->upscale ? w == c->size : w <= c->size);
     }
     return 0;
 }
@@ -34,17 +31,16 @@ static void check_item(struct verify_run *v, uint64_t g, const struct shard_item
     char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes((const char *)it->key.data, it->key.len, q, sizeof q);
 #define RECORD_PROBLEM(...)                                                                   \
-    sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record,  \
-                   (const char *)it->key.data, it->key.len, __VA_ARGS__)
+    sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record, \
+                      (const char *)it->key.data, it->key.len, __VA_ARGS__)
     if (it->codec != c->codec)
         RECORD_PROBLEM("%s record %llu (key '%s'): codec %s, the config says %s", file,
                        (unsigned long long)it->record, q, shard_codec_name(it->codec),
                        shard_codec_name(c->codec));
-    if (v->index_width[g] &&
-        (it->width != v->index_width[g] || it->height != v->index_height[g]))
+    if (v->index_width[g] && (it->width != v->index_width[g] || it->height != v->index_height[g]))
         RECORD_PROBLEM("%s record %llu (key '%s'): %ux%u, %s says %ux%u", file,
-                       (unsigned long long)it->record, q, it->width, it->height,
-                       v->m->index_file, v->index_width[g], v->index_height[g]);
+                       (unsigned long long)it->record, q, it->width, it->height, v->m->index_file,
+                       v->index_width[g], v->index_height[g]);
     if (!fits_config(c, it->width, it->height))
         RECORD_PROBLEM("%s record %llu (key '%s'): %ux%u is not an output of --size %u --fit "
                        "%s%s",
@@ -58,7 +54,7 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
     uint64_t n = v->samples, bytes = 0, records = 0;
     double busy = 0, t0 = sk_now_seconds();
     int failed = 0;
-    uint64_t unread = 0;  /* records that could not be read: counts would only repeat them */
+    uint64_t unread = 0; /* records that could not be read: counts would only repeat them */
 #pragma omp parallel num_threads(v->threads) reduction(+ : bytes, records, busy)
     {
         struct shard_item item;
@@ -71,13 +67,12 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
             if (!v->footers[s] || sk_dataset_shard_check_name(v->ds, s, NULL)) {
 #pragma omp atomic
                 unread++;
-                continue;  /* reported by the shard check */
+                continue; /* reported by the shard check */
             }
             double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
-            int rc = shard_dataset_read(v->ds, g, SHARD_READ_PIXELS | SHARD_READ_VERIFY, &item,
-                                        &e);
+            int rc = shard_dataset_read(v->ds, g, SHARD_READ_PIXELS | SHARD_READ_VERIFY, &item, &e);
             busy += sk_now_seconds() - t;
             records++;
             bytes += v->footers[s]->rows[r].frame_bytes;

@@ -27,13 +27,13 @@
 
 /* What one thread reuses from sample to sample. */
 struct fidelity_worker {
-    struct record_builder *as_stored;  /* the manifest's config */
-    struct record_builder *as_pixels;  /* the same with codec raw */
+    struct record_builder *as_stored; /* the manifest's config */
+    struct record_builder *as_pixels; /* the same with codec raw */
     struct shard_buf source;
-    struct shard_buf payload;     /* the re-run's payload */
-    struct shard_buf pixels;      /* the re-run's pixels before encoding */
-    struct shard_image decoded;   /* the re-run's payload, decoded */
-    struct shard_item item;       /* the stored sample */
+    struct shard_buf payload;   /* the re-run's payload */
+    struct shard_buf pixels;    /* the re-run's pixels before encoding */
+    struct shard_image decoded; /* the re-run's payload, decoded */
+    struct shard_item item;     /* the stored sample */
 };
 
 /* The chosen samples' source bytes, for archives (read in one pass, and
@@ -41,12 +41,12 @@ struct fidelity_worker {
 struct captured {
     const char *key;
     size_t len;
-    uint64_t k;              /* position in the results */
+    uint64_t k; /* position in the results */
     struct shard_buf bytes;
     int have;
-    int seen;                /* its (first) entry was met: candidate number `cand` */
+    int seen; /* its (first) entry was met: candidate number `cand` */
     uint64_t cand;
-    int need;                /* its bytes are those of `from` (sk_links_source) */
+    int need; /* its bytes are those of `from` (sk_links_source) */
     struct sk_link_copy from;
 };
 
@@ -112,11 +112,11 @@ static int capture_linked(struct verify_run *v, struct captured *cap, uint64_t n
         uint64_t ordinal = shard_archive_ordinal(r.a);
         for (uint64_t i = 0; i < n && rc >= 0; i++) {
             struct captured *c = &cap[i];
-            int mine = c->need && (ent.candidate ? c->from.from == SK_FROM_CANDIDATE &&
-                                                       c->from.source == cand
-                                                 : c->from.from == SK_FROM_ITEM &&
-                                                       sk_links_item_ordinal(links, c->from.source) ==
-                                                           ordinal);
+            int mine = c->need &&
+                       (ent.candidate
+                            ? c->from.from == SK_FROM_CANDIDATE && c->from.source == cand
+                            : c->from.from == SK_FROM_ITEM &&
+                                  sk_links_item_ordinal(links, c->from.source) == ordinal);
             if (mine && !ent.problem && !ent.too_large && !ent.link_only)
                 rc = keep_bytes(c, &buf, err);
         }
@@ -151,8 +151,8 @@ static int capture_from_archive(struct verify_run *v, struct captured *cap, uint
         size_t len;
         uint64_t too_large = 0;
         int link_only = 0;
-        rc = shard_archive_next(a, v->m->config.max_file_bytes, &key, &len, &buf, &too_large,
-                                &st, err);
+        rc = shard_archive_next(a, v->m->config.max_file_bytes, &key, &len, &buf, &too_large, &st,
+                                err);
         if (rc <= 0)
             break;
         if ((rc = sk_links_note(links, a, cand, err)) ||
@@ -180,8 +180,8 @@ static int capture_from_archive(struct verify_run *v, struct captured *cap, uint
         goto out;
     shard_archive_close(a);
     a = NULL;
-    if ((rc = sk_links_resolve(links, &keys, v->o->source, v->m->config.max_file_bytes, NULL,
-                               NULL, err)))
+    if ((rc = sk_links_resolve(links, &keys, v->o->source, v->m->config.max_file_bytes, NULL, NULL,
+                               err)))
         goto out;
     int again = 0;
     for (uint64_t i = 0; i < n; i++)
@@ -223,22 +223,20 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
     unsigned long long rec = (unsigned long long)res->record;
     struct shard_err e;
     shard_err_clear(&e);
-#define FIDELITY_PROBLEM(code, ...)                                                           \
+#define FIDELITY_PROBLEM(code, ...)                                                              \
     sk_verify_problem(v, SHARD_CHECK_FIDELITY, code, res->shard, (int64_t)res->record, res->key, \
-                   res->key_len, __VA_ARGS__)
+                      res->key_len, __VA_ARGS__)
     int rc = shard_dataset_read(v->ds, index,
-                                SHARD_READ_PIXELS | SHARD_READ_STORED | SHARD_READ_VERIFY,
-                                &w->item, &e);
+                                SHARD_READ_PIXELS | SHARD_READ_STORED | SHARD_READ_VERIFY, &w->item,
+                                &e);
     if (rc) {
         FIDELITY_PROBLEM(rc, "fidelity: %s", e.msg);
         return;
     }
     uint32_t w1, h1, w2, h2;
     enum shard_codec codec = v->m->config.codec;
-    if ((rc = sk_record_build(w->as_stored, src, src_len, &w->payload, &w1, &h1, NULL, NULL,
-                              &e)) ||
-        (rc = sk_record_build(w->as_pixels, src, src_len, &w->pixels, &w2, &h2, NULL, NULL,
-                              &e)) ||
+    if ((rc = sk_record_build(w->as_stored, src, src_len, &w->payload, &w1, &h1, NULL, NULL, &e)) ||
+        (rc = sk_record_build(w->as_pixels, src, src_len, &w->pixels, &w2, &h2, NULL, NULL, &e)) ||
         (rc = shard_decode_payload(codec, w->payload.data, w->payload.len, w1, h1, &w->decoded,
                                    &e))) {
         FIDELITY_PROBLEM(rc, "fidelity: %s record %llu (key '%s'): the pipeline now fails: %s",
@@ -291,7 +289,7 @@ static int choose_samples(struct verify_run *v, uint64_t n, struct shard_err *er
         size_t len;
         const char *key = sk_verify_footer_key(v, res->shard, res->record, &len);
         if (!key)
-            continue;  /* its shard is unreadable, and reported */
+            continue; /* its shard is unreadable, and reported */
         if (!(res->key = malloc(len + 1)))
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         memcpy(res->key, key, len);
@@ -387,7 +385,8 @@ int sk_verify_fidelity(struct verify_run *v, struct shard_err *err)
     if (!cap)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (uint64_t k = 0; k < n; k++)
-        cap[k] = (struct captured){.key = r->fidelity[k].key, .len = r->fidelity[k].key_len,
+        cap[k] = (struct captured){.key = r->fidelity[k].key,
+                                   .len = r->fidelity[k].key_len,
                                    .k = k};
     if (archive) {
         if ((rc = capture_from_archive(v, cap, n, err)))

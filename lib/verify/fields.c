@@ -79,23 +79,23 @@ static int begin_tallies(struct verify_run *v)
 static void tally_value(struct shard_target_tally *t, const struct shard_field_decl *d,
                         const uint8_t *value, size_t len)
 {
-    uint32_t *seen = NULL;  /* per value: boxes of each class, or pixels of each value */
+    uint32_t *seen = NULL; /* per value: boxes of each class, or pixels of each value */
     uint64_t items;
     if (d->type == SHARD_FIELD_BOXES) {
         items = len / SHARD_BOX_BYTES;
         if (!(seen = calloc(d->class_count ? d->class_count : 1, sizeof *seen)))
-            return;  /* a tally is a summary: without memory it is left short */
+            return; /* a tally is a summary: without memory it is left short */
         for (uint64_t i = 0; i < items; i++) {
             const uint8_t *p = value + i * SHARD_BOX_BYTES + 16;
             uint32_t id = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
                           (uint32_t)p[3] << 24;
-            int32_t k = shard_field_class_find(d, id);  /* the value was checked: k >= 0 */
+            int32_t k = shard_field_class_find(d, id); /* the value was checked: k >= 0 */
             if (k >= 0)
                 seen[k]++;
         }
         uint64_t max = __atomic_load_n(&t->max_boxes, __ATOMIC_RELAXED);
         while (items > max && !__atomic_compare_exchange_n(&t->max_boxes, &max, items, 0,
-                                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED))
             ;
     } else {
         uint32_t bytes = value[8];
@@ -183,7 +183,7 @@ void sk_verify_index_line_fields(struct verify_run *v, uint64_t g, const struct 
     uint8_t *set = v->index_fields + g * v->field_bytes;
     memset(set, 0, v->field_bytes);
     for (uint32_t i = 0; i < smp->field_count; i++) {
-        uint32_t f = smp->fields[i].field;  /* declared: the line parsed */
+        uint32_t f = smp->fields[i].field; /* declared: the line parsed */
         set[f / 8] |= (uint8_t)(1u << (f % 8));
         if (v->field_xxh3 && identity_is_stored(&c->fields[f]))
             v->field_xxh3[g * v->field_count + f] = smp->fields[i].source_xxh3;
@@ -213,8 +213,7 @@ static void compare_counts(struct verify_run *v, const char *whose, const uint64
         if (field_samples[f] != m->field_samples[f])
             sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, -1, -1, NULL, 0,
                               "counts.fields['%s']: %s %llu samples with it, manifest says %llu",
-                              m->config.fields[f].name, whose,
-                              (unsigned long long)field_samples[f],
+                              m->config.fields[f].name, whose, (unsigned long long)field_samples[f],
                               (unsigned long long)m->field_samples[f]);
     if (sidecars != m->sidecars)
         sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, -1, -1, NULL, 0,
@@ -239,8 +238,8 @@ static int sidecar_named(const struct shard_config *c, const char *key, size_t l
     static const char class_prefix[] = "sidecar:";
     for (uint32_t f = 0; f <= c->field_count; f++) {
         const char *suffix = f < c->field_count ? c->fields[f].sidecar
-                             : c->labels && !strncmp(c->labels, class_prefix,
-                                                     sizeof class_prefix - 1)
+                             : c->labels &&
+                                     !strncmp(c->labels, class_prefix, sizeof class_prefix - 1)
                                  ? c->labels + sizeof class_prefix - 1
                                  : NULL;
         size_t n = suffix ? strlen(suffix) : 0;
@@ -265,15 +264,13 @@ void sk_verify_orphans_listed(struct verify_run *v)
         const struct shard_orphan *o = &m->orphans[i];
         char q[SHARD_QUOTE_SIZE];
         if (!sidecar_named(&m->config, o->key, o->key_len))
-            sk_verify_problem(v, SHARD_CHECK_MANIFEST, SHARD_EMISMATCH, -1, -1, o->key,
-                              o->key_len,
+            sk_verify_problem(v, SHARD_CHECK_MANIFEST, SHARD_EMISMATCH, -1, -1, o->key, o->key_len,
                               "manifest: orphan '%s' is not named like a sidecar file of a "
                               "declared suffix",
                               sk_quote_bytes(o->key, o->key_len, q, sizeof q));
         if (i > 0 && shard_key_compare(m->orphans[i - 1].key, m->orphans[i - 1].key_len, o->key,
                                        o->key_len) >= 0)
-            sk_verify_problem(v, SHARD_CHECK_MANIFEST, SHARD_EMISMATCH, -1, -1, o->key,
-                              o->key_len,
+            sk_verify_problem(v, SHARD_CHECK_MANIFEST, SHARD_EMISMATCH, -1, -1, o->key, o->key_len,
                               "manifest: orphan '%s' is listed twice or out of key order",
                               sk_quote_bytes(o->key, o->key_len, q, sizeof q));
     }
@@ -291,9 +288,9 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
     char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes(key, it->key.len, q, sizeof q);
     int have_line = v->index_width[g] != 0;
-#define FIELD_PROBLEM(...)                                                                    \
-    sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record, \
-                      key, it->key.len, __VA_ARGS__)
+#define FIELD_PROBLEM(...)                                                                         \
+    sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record, key, \
+                      it->key.len, __VA_ARGS__)
     uint8_t held[(SHARD_FIELDS_MAX + 7) / 8];
     memset(held, 0, sizeof held);
     for (uint32_t i = 0; i < it->field_count; i++) {
@@ -326,9 +323,10 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
         }
         uint64_t *slot = v->field_xxh3 + g * v->field_count + fv->field;
         if (!identity_is_stored(d)) {
-            *slot = h;  /* for --source to compare with the value SRC gives */
-        } else if (have_line && sk_verify_field_bit(v->index_fields, v->field_bytes, g,
-                                                    fv->field) && *slot != h) {
+            *slot = h; /* for --source to compare with the value SRC gives */
+        } else if (have_line &&
+                   sk_verify_field_bit(v->index_fields, v->field_bytes, g, fv->field) &&
+                   *slot != h) {
             char got[17], want[17];
             shard_hex64(h, got);
             shard_hex64(*slot, want);
@@ -349,12 +347,10 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
         if (c->fields[f].required && !in_record)
             FIELD_PROBLEM("%s record %llu (key '%s'): no field '%s', which the config requires",
                           file, (unsigned long long)it->record, q, c->fields[f].name);
-        if (have_line &&
-            in_record != sk_verify_field_bit(v->index_fields, v->field_bytes, g, f))
+        if (have_line && in_record != sk_verify_field_bit(v->index_fields, v->field_bytes, g, f))
             FIELD_PROBLEM("%s record %llu (key '%s'): %s field '%s', %s says it %s", file,
                           (unsigned long long)it->record, q, in_record ? "holds" : "has no",
-                          c->fields[f].name, v->m->index_file,
-                          in_record ? "has none" : "has one");
+                          c->fields[f].name, v->m->index_file, in_record ? "has none" : "has one");
     }
 #undef FIELD_PROBLEM
     if (v->record_read)

@@ -46,13 +46,13 @@ static void report_missing(struct index_walk *w, uint64_t until)
         char q[SHARD_QUOTE_SIZE];
         if (key)
             sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len,
-                           "%s record %llu (key '%s'): not in %s", v->m->shards[s].file,
-                           (unsigned long long)r, sk_quote_bytes(key, len, q, sizeof q),
-                           v->m->index_file);
+                              "%s record %llu (key '%s'): not in %s", v->m->shards[s].file,
+                              (unsigned long long)r, sk_quote_bytes(key, len, q, sizeof q),
+                              v->m->index_file);
         else
             sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, NULL, 0,
-                           "%s record %llu: not in %s", v->m->shards[s].file,
-                           (unsigned long long)r, v->m->index_file);
+                              "%s record %llu: not in %s", v->m->shards[s].file,
+                              (unsigned long long)r, v->m->index_file);
     }
 }
 
@@ -64,20 +64,20 @@ static void check_line(struct index_walk *w, const struct shard_sample *smp, uin
     sk_quote_bytes(smp->key, smp->key_len, q, sizeof q);
     if (smp->shard >= m->shard_count || smp->record >= m->shards[smp->shard].samples) {
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, smp->key, smp->key_len,
-                       "%s line %llu (key '%s'): shard %u record %llu does not exist",
-                       m->index_file, (unsigned long long)line, q, smp->shard,
-                       (unsigned long long)smp->record);
+                          "%s line %llu (key '%s'): shard %u record %llu does not exist",
+                          m->index_file, (unsigned long long)line, q, smp->shard,
+                          (unsigned long long)smp->record);
         return;
     }
     uint32_t s = smp->shard;
     uint64_t r = smp->record, g = sk_dataset_shard_first(v->ds, s) + r;
     if (g < w->cursor) {
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, smp->key,
-                       smp->key_len,
-                       "%s line %llu (key '%s'): %s record %llu is listed again or out of "
-                       "order",
-                       m->index_file, (unsigned long long)line, q, m->shards[s].file,
-                       (unsigned long long)r);
+                          smp->key_len,
+                          "%s line %llu (key '%s'): %s record %llu is listed again or out of "
+                          "order",
+                          m->index_file, (unsigned long long)line, q, m->shards[s].file,
+                          (unsigned long long)r);
         return;
     }
     report_missing(w, g);
@@ -87,24 +87,23 @@ static void check_line(struct index_walk *w, const struct shard_sample *smp, uin
     sk_verify_index_line_fields(v, g, smp, line);
     if (smp->label != SHARD_NO_LABEL && (uint32_t)smp->label >= m->label_count)
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, smp->key,
-                       smp->key_len, "%s line %llu (key '%s'): label %d does not exist",
-                       m->index_file, (unsigned long long)line, q, smp->label);
+                          smp->key_len, "%s line %llu (key '%s'): label %d does not exist",
+                          m->index_file, (unsigned long long)line, q, smp->label);
     size_t len;
     const char *key = sk_verify_footer_key(v, s, r, &len);
     if (!key)
-        return;  /* the shard was already reported */
+        return; /* the shard was already reported */
     if (len != smp->key_len || memcmp(key, smp->key, len))
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len,
-                       "%s record %llu (key '%s'): %s line %llu names key '%s'",
-                       m->shards[s].file, (unsigned long long)r,
-                       sk_quote_bytes(key, len, q2, sizeof q2), m->index_file,
-                       (unsigned long long)line, q);
+                          "%s record %llu (key '%s'): %s line %llu names key '%s'",
+                          m->shards[s].file, (unsigned long long)r,
+                          sk_quote_bytes(key, len, q2, sizeof q2), m->index_file,
+                          (unsigned long long)line, q);
     else if (v->footers[s]->rows[r].label != smp->label)
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len,
-                       "%s record %llu (key '%s'): label %d, %s line %llu says %d",
-                       m->shards[s].file, (unsigned long long)r, q,
-                       v->footers[s]->rows[r].label, m->index_file, (unsigned long long)line,
-                       smp->label);
+                          "%s record %llu (key '%s'): label %d, %s line %llu says %d",
+                          m->shards[s].file, (unsigned long long)r, q, v->footers[s]->rows[r].label,
+                          m->index_file, (unsigned long long)line, smp->label);
 }
 
 static int walk_index(struct verify_run *v, struct shard_err *err)
@@ -115,7 +114,7 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
     int rc = sk_dataset_index_open(v->ds, &rd, &e);
     if (rc) {
         sk_verify_problem(v, SHARD_CHECK_INDEX, rc, -1, -1, NULL, 0, "%s: %s", m->index_file,
-                       rc == SHARD_ENOTFOUND ? "missing" : e.msg);
+                          rc == SHARD_ENOTFOUND ? "missing" : e.msg);
         return SHARD_OK;
     }
     shard_index_reader_set_config(rd, &m->config);
@@ -153,26 +152,26 @@ static int walk_index(struct verify_run *v, struct shard_err *err)
         uint64_t bytes = shard_index_reader_bytes(rd), h = shard_index_reader_xxh3(rd);
         if (bytes != m->index_bytes)
             sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "%s: %llu bytes, manifest says %llu", m->index_file,
-                           (unsigned long long)bytes, (unsigned long long)m->index_bytes);
+                              "%s: %llu bytes, manifest says %llu", m->index_file,
+                              (unsigned long long)bytes, (unsigned long long)m->index_bytes);
         if (h != m->index_xxh3) {
             char got[17], want[17];
             shard_hex64(h, got);
             shard_hex64(m->index_xxh3, want);
             sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "%s: xxh3 is %s, manifest says %s", m->index_file, got, want);
+                              "%s: xxh3 is %s, manifest says %s", m->index_file, got, want);
         }
         if (line != m->index_entries)
             sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "%s: %llu lines, manifest says %llu entries", m->index_file,
-                           (unsigned long long)line, (unsigned long long)m->index_entries);
+                              "%s: %llu lines, manifest says %llu entries", m->index_file,
+                              (unsigned long long)line, (unsigned long long)m->index_entries);
         if (w.warned != m->warned)
             sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "counts.warned: %s has %llu samples stored despite a decoder "
-                           "warning, manifest says %llu",
-                           m->index_file, (unsigned long long)w.warned,
-                           (unsigned long long)m->warned);
-        if (!bad_lines)  /* else the counts would only repeat the lines reported */
+                              "counts.warned: %s has %llu samples stored despite a decoder "
+                              "warning, manifest says %llu",
+                              m->index_file, (unsigned long long)w.warned,
+                              (unsigned long long)m->warned);
+        if (!bad_lines) /* else the counts would only repeat the lines reported */
             sk_verify_index_field_counts(v, w.field_samples, w.sidecars);
     }
     free(w.field_samples);
@@ -208,8 +207,9 @@ static int check_unique_keys(struct verify_run *v, struct shard_err *err)
         const struct shard_footer *f = v->footers[s];
         uint64_t first = sk_dataset_shard_first(v->ds, s);
         for (uint64_t r = 0; f && r < f->record_count; r++)
-            refs[n++] = (struct key_ref){
-                XXH3_64bits(f->keys + f->key_offsets[r], f->rows[r].key_len), first + r};
+            refs[n++] = (struct key_ref){XXH3_64bits(f->keys + f->key_offsets[r],
+                                                     f->rows[r].key_len),
+                                         first + r};
     }
     qsort(refs, n, sizeof *refs, compare_key_refs);
     for (uint64_t i = 0; i < n;) {
@@ -229,10 +229,10 @@ static int check_unique_keys(struct verify_run *v, struct shard_err *err)
                     continue;
                 char q[SHARD_QUOTE_SIZE];
                 sk_verify_problem(v, SHARD_CHECK_KEYS, SHARD_EMISMATCH, sb, (int64_t)rb, kb, lb,
-                               "duplicate key '%s': %s record %llu and %s record %llu",
-                               sk_quote_bytes(kb, lb, q, sizeof q), v->m->shards[sa].file,
-                               (unsigned long long)ra, v->m->shards[sb].file,
-                               (unsigned long long)rb);
+                                  "duplicate key '%s': %s record %llu and %s record %llu",
+                                  sk_quote_bytes(kb, lb, q, sizeof q), v->m->shards[sa].file,
+                                  (unsigned long long)ra, v->m->shards[sb].file,
+                                  (unsigned long long)rb);
                 break;
             }
         }
@@ -251,7 +251,7 @@ static int check_counts(struct verify_run *v, struct shard_err *err)
 {
     const struct shard_manifest *m = v->m;
     if (!v->all_footers)
-        return SHARD_OK;  /* unreadable shards were reported; counts would only repeat that */
+        return SHARD_OK; /* unreadable shards were reported; counts would only repeat that */
     uint64_t *by_label = calloc(m->label_count ? m->label_count : 1, sizeof *by_label);
     if (!by_label)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -267,10 +267,10 @@ static int check_counts(struct verify_run *v, struct shard_err *err)
                 const char *key = sk_verify_footer_key(v, s, r, &len);
                 char q[SHARD_QUOTE_SIZE];
                 sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, s, (int64_t)r, key, len,
-                               "%s record %llu (key '%s'): label %d, but the manifest has %u "
-                               "labels",
-                               m->shards[s].file, (unsigned long long)r,
-                               sk_quote_bytes(key, len, q, sizeof q), label, m->label_count);
+                                  "%s record %llu (key '%s'): label %d, but the manifest has %u "
+                                  "labels",
+                                  m->shards[s].file, (unsigned long long)r,
+                                  sk_quote_bytes(key, len, q, sizeof q), label, m->label_count);
                 out_of_range++;
             } else {
                 by_label[label]++;
@@ -285,15 +285,15 @@ static int check_counts(struct verify_run *v, struct shard_err *err)
     for (uint32_t i = 0; i < m->label_count; i++)
         if (by_label[i] != m->label_samples[i])
             sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "counts.by_label['%s']: the shards hold %llu samples, manifest says "
-                           "%llu",
-                           m->labels[i], (unsigned long long)by_label[i],
-                           (unsigned long long)m->label_samples[i]);
+                              "counts.by_label['%s']: the shards hold %llu samples, manifest says "
+                              "%llu",
+                              m->labels[i], (unsigned long long)by_label[i],
+                              (unsigned long long)m->label_samples[i]);
     if (unlabeled != m->unlabeled)
         sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                       "counts.unlabeled: the shards hold %llu unlabeled samples, manifest says "
-                       "%llu",
-                       (unsigned long long)unlabeled, (unsigned long long)m->unlabeled);
+                          "counts.unlabeled: the shards hold %llu unlabeled samples, manifest says "
+                          "%llu",
+                          (unsigned long long)unlabeled, (unsigned long long)m->unlabeled);
     free(by_label);
     return SHARD_OK;
 }

@@ -44,17 +44,17 @@
 
 /* A candidate file found in SRC. */
 struct found {
-    size_t key;          /* index into the candidates' keylist */
+    size_t key; /* index into the candidates' keylist */
     uint64_t bytes;
     uint64_t xxh3;
-    int hashed;          /* bytes/xxh3 are known */
-    int need_hash;       /* some expected entry has this key */
+    int hashed;    /* bytes/xxh3 are known */
+    int need_hash; /* some expected entry has this key */
     int used;
-    int refused;         /* the scan refused it: `why` is a reject reason */
-    char *why;           /* why it could not be read (malloc'd), or NULL */
-    const char *stem;    /* an archive's image sharing its stem with another while
-                          * sidecars are declared: the reason its reject must give
-                          * (a directory's is refused instead), or NULL */
+    int refused;      /* the scan refused it: `why` is a reject reason */
+    char *why;        /* why it could not be read (malloc'd), or NULL */
+    const char *stem; /* an archive's image sharing its stem with another while
+                       * sidecars are declared: the reason its reject must give
+                       * (a directory's is refused instead), or NULL */
 };
 
 /* The identity of an entry a hard link needs that is not a candidate. */
@@ -70,7 +70,7 @@ struct expected {
     const char *key;
     size_t len;
     int is_sample;
-    uint64_t n;          /* sample number in `struct source_run`, or reject number */
+    uint64_t n; /* sample number in `struct source_run`, or reject number */
     int used;
 };
 
@@ -78,7 +78,7 @@ struct source_run {
     struct verify_run *v;
     const char *src;
     int archive;
-    struct sk_source_root root;   /* a directory or an S3 prefix (not an archive) */
+    struct sk_source_root root; /* a directory or an S3 prefix (not an archive) */
     struct shard_keylist found_keys;
     struct found *found;
     uint64_t found_count;
@@ -98,7 +98,7 @@ struct source_run {
     uint64_t sample_count;
     struct expected *expected;
     uint64_t expected_count;
-    struct source_fields *fields;  /* sidecar files and the annotation table, or NULL */
+    struct source_fields *fields; /* sidecar files and the annotation table, or NULL */
 };
 
 static int compare_found(const void *pa, const void *pb, void *ctx)
@@ -108,7 +108,7 @@ static int compare_found(const void *pa, const void *pb, void *ctx)
     size_t la, lb;
     const char *ka = shard_keylist_get(l, a->key, &la), *kb = shard_keylist_get(l, b->key, &lb);
     int c = shard_key_compare(ka, la, kb, lb);
-    return c ? c : (a->key > b->key) - (a->key < b->key);  /* archive order among equals */
+    return c ? c : (a->key > b->key) - (a->key < b->key); /* archive order among equals */
 }
 
 static int compare_expected(const void *pa, const void *pb)
@@ -176,7 +176,7 @@ static int scan_directory(struct source_run *s, struct shard_err *err)
     if (!rc)
         rc = sk_source_root_scan(&s->root, &s->found_keys, sk_source_fields_sidecars(s->fields),
                                  &s->refused, &s->stats, err);
-    if (!rc)  /* images sharing a stem are refused, as shardify refuses them */
+    if (!rc) /* images sharing a stem are refused, as shardify refuses them */
         rc = sk_source_fields_resolve(s->fields, &s->found_keys, &s->refused, err);
     if (rc)
         return rc;
@@ -196,8 +196,8 @@ static int scan_directory(struct source_run *s, struct shard_err *err)
 }
 
 /* A hidden item of the links' second pass: hash it like a candidate. */
-static int hash_item(void *ctx, uint64_t item, const struct shard_buf *bytes,
-                     uint64_t too_large, const char *problem, struct shard_err *err)
+static int hash_item(void *ctx, uint64_t item, const struct shard_buf *bytes, uint64_t too_large,
+                     const char *problem, struct shard_err *err)
 {
     struct source_run *s = ctx;
     if (item >= s->hidden_count) {
@@ -331,7 +331,7 @@ static int scan_one_archive(struct source_run *s, const char *path, const char *
         return rc;
     }
     struct shard_buf buf = {0}, key_buf = {0};
-    struct shard_keylist members = {0};  /* with a prefix: its candidates' names as stored */
+    struct shard_keylist members = {0}; /* with a prefix: its candidates' names as stored */
     struct shard_verify_rate *rate = &s->v->report->source;
     uint64_t max_bytes = s->v->m->config.max_file_bytes, base = s->found_count;
     struct sk_sidecars *side = sk_source_fields_sidecars(s->fields);
@@ -367,7 +367,7 @@ static int scan_one_archive(struct source_run *s, const char *path, const char *
             continue;
         }
         if (too_large || link_only) {
-            f->bytes = too_large;  /* shardify recorded no identity for it either */
+            f->bytes = too_large; /* shardify recorded no identity for it either */
             continue;
         }
         double t = sk_now_seconds();
@@ -384,8 +384,8 @@ static int scan_one_archive(struct source_run *s, const char *path, const char *
     shard_buf_release(&key_buf);
     shard_archive_close(a);
     if (rc == 0 && sk_links_any(links))
-        rc = sk_links_resolve(links, prefix ? &members : &s->found_keys, path, max_bytes,
-                              hash_item, s, err);
+        rc = sk_links_resolve(links, prefix ? &members : &s->found_keys, path, max_bytes, hash_item,
+                              s, err);
     if (rc == 0)
         rc = apply_links(s, links, base, err);
     drop_hidden(s);
@@ -419,9 +419,9 @@ static int scan_archives(struct source_run *s, struct shard_err *err)
     return rc ? rc : mark_stems(s, err);
 }
 
-int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root,
-                         uint64_t count, uint64_t max_bytes, sk_verify_file_key *key,
-                         sk_verify_file_got *got, void *ctx, struct shard_err *err)
+int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root, uint64_t count,
+                         uint64_t max_bytes, sk_verify_file_key *key, sk_verify_file_got *got,
+                         void *ctx, struct shard_err *err)
 {
     struct shard_verify_rate *rate = &v->report->source;
     uint64_t bytes = 0, items = 0;
@@ -440,20 +440,20 @@ int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root
 #pragma omp atomic read
             out_of_memory = failed;
             const char *name = stop || out_of_memory ? NULL : key(ctx, i);
-            if (!name)  /* nothing to read, or a store down: no more tries */
+            if (!name) /* nothing to read, or a store down: no more tries */
                 continue;
             double t = sk_now_seconds();
             struct shard_err e;
             shard_err_clear(&e);
             int rc = sk_source_root_read(root, name, max_bytes, &buf, &e);
-            if (rc == SHARD_ENET) {  /* the store, not the file: stop */
+            if (rc == SHARD_ENET) { /* the store, not the file: stop */
                 int first;
 #pragma omp atomic capture
                 {
                     first = unreachable;
                     unreachable = 1;
                 }
-                if (!first)  /* the first failure's words, kept by its thread alone */
+                if (!first) /* the first failure's words, kept by its thread alone */
                     store_err = e;
                 rc = SHARD_OK;
             } else if (rc == 0) {
@@ -514,12 +514,12 @@ static int grow_samples(struct source_run *s, uint64_t need, uint64_t *cap, stru
     if (need <= *cap)
         return SHARD_OK;
     uint64_t c = *cap ? 2 * *cap : 1024;
-#define GROW(field)                                                                           \
-    do {                                                                                      \
-        void *p = realloc(s->field, c * sizeof *s->field);                                    \
-        if (!p)                                                                               \
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");                         \
-        s->field = p;                                                                         \
+#define GROW(field)                                                   \
+    do {                                                              \
+        void *p = realloc(s->field, c * sizeof *s->field);            \
+        if (!p)                                                       \
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory"); \
+        s->field = p;                                                 \
     } while (0)
     GROW(sample_bytes);
     GROW(sample_xxh3);
@@ -540,7 +540,7 @@ static int load_samples(struct source_run *s, struct shard_err *err)
     struct shard_err e;
     int rc = sk_dataset_index_open(s->v->ds, &rd, &e);
     if (rc)
-        return SHARD_OK;  /* reported by the index pass */
+        return SHARD_OK; /* reported by the index pass */
     shard_index_reader_set_config(rd, &s->v->m->config);
     uint64_t cap = 0;
     for (;;) {
@@ -614,8 +614,8 @@ static int same_identity(const struct source_run *s, const struct found *f,
     return f->hashed && f->bytes == r->source_bytes && f->xxh3 == r->source_xxh3;
 }
 
-static void report_changed(struct source_run *s, const struct found *f, const char *key,
-                           size_t len, const struct expected *x)
+static void report_changed(struct source_run *s, const struct found *f, const char *key, size_t len,
+                           const struct expected *x)
 {
     struct verify_run *v = s->v;
     char q[SHARD_QUOTE_SIZE], got[17], want[17];
@@ -625,27 +625,26 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
         const char *why = f->refused ? f->why : f->stem;
         if (rj)
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
-                              "source: '%s' in SRC: %s; the dataset rejected it: %s", q,
-                              why, rj->reason);
+                              "source: '%s' in SRC: %s; the dataset rejected it: %s", q, why,
+                              rj->reason);
         else
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[x->n],
                               (int64_t)s->sample_record[x->n], key, len,
-                              "source: '%s' in SRC: %s; the dataset has it as a sample", q,
-                              why);
+                              "source: '%s' in SRC: %s; the dataset has it as a sample", q, why);
         return;
     }
     if (!f->hashed) {
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EIO, -1, -1, key, len,
-                       "source: '%s' cannot be read: %s", q,
-                       f->why ? f->why : "it exceeds the config's max_file_bytes");
+                          "source: '%s' cannot be read: %s", q,
+                          f->why ? f->why : "it exceeds the config's max_file_bytes");
         return;
     }
     if (rj && !rj->has_source) {
         shard_hex64(f->xxh3, got);
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                           "source: '%s' is a file in SRC (%llu bytes with xxh3 %s); the "
-                          "dataset rejected it: %s", q, (unsigned long long)f->bytes, got,
-                          rj->reason);
+                          "dataset rejected it: %s",
+                          q, (unsigned long long)f->bytes, got, rj->reason);
         return;
     }
     uint64_t bytes, h;
@@ -665,9 +664,9 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
     shard_hex64(f->xxh3, got);
     shard_hex64(h, want);
     sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, shard, record, key, len,
-                   "source: '%s' changed since sharding: %llu bytes with xxh3 %s, %s says %llu "
-                   "bytes with xxh3 %s",
-                   q, (unsigned long long)f->bytes, got, where, (unsigned long long)bytes, want);
+                      "source: '%s' changed since sharding: %llu bytes with xxh3 %s, %s says %llu "
+                      "bytes with xxh3 %s",
+                      q, (unsigned long long)f->bytes, got, where, (unsigned long long)bytes, want);
 }
 
 static void report_missing(struct source_run *s, const struct expected *x)
@@ -678,14 +677,14 @@ static void report_missing(struct source_run *s, const struct expected *x)
     if (x->is_sample) {
         uint32_t shard = s->sample_shard[x->n];
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_ENOTFOUND, shard,
-                       (int64_t)s->sample_record[x->n], x->key, x->len,
-                       "source: '%s' (%s record %llu) is not in SRC", q,
-                       shard < v->m->shard_count ? v->m->shards[shard].file : "?",
-                       (unsigned long long)s->sample_record[x->n]);
+                          (int64_t)s->sample_record[x->n], x->key, x->len,
+                          "source: '%s' (%s record %llu) is not in SRC", q,
+                          shard < v->m->shard_count ? v->m->shards[shard].file : "?",
+                          (unsigned long long)s->sample_record[x->n]);
     } else {
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_ENOTFOUND, -1, -1, x->key, x->len,
-                       "source: rejected '%s' (%s) is not in SRC", q,
-                       v->m->rejects[x->n].reason);
+                          "source: rejected '%s' (%s) is not in SRC", q,
+                          v->m->rejects[x->n].reason);
     }
 }
 
@@ -715,13 +714,13 @@ static void pair_group(struct source_run *s, struct found *F, uint64_t nf, struc
         } else if (F[i].refused) {
             char q[SHARD_QUOTE_SIZE];
             sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
-                           "source: '%s' is in SRC (%s) but is not a listed reject",
-                           sk_quote_bytes(key, len, q, sizeof q), F[i].why);
+                              "source: '%s' is in SRC (%s) but is not a listed reject",
+                              sk_quote_bytes(key, len, q, sizeof q), F[i].why);
         } else {
             char q[SHARD_QUOTE_SIZE];
             sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
-                           "source: '%s' is in SRC but is neither a sample nor a listed reject",
-                           sk_quote_bytes(key, len, q, sizeof q));
+                              "source: '%s' is in SRC but is neither a sample nor a listed reject",
+                              sk_quote_bytes(key, len, q, sizeof q));
         }
     }
     for (uint64_t j = 0; j < nx; j++) {
@@ -752,7 +751,7 @@ static void join(struct source_run *s, int hash_only)
         if (c <= 0)
             while (i2 < s->found_count &&
                    !shard_key_compare(shard_keylist_get(&s->found_keys, s->found[i2].key, NULL),
-                                  s->found_keys.lengths[s->found[i2].key], kf, lf))
+                                      s->found_keys.lengths[s->found[i2].key], kf, lf))
                 i2++;
         if (c >= 0) {
             const struct expected *x = &s->expected[j];
@@ -786,19 +785,19 @@ static int make_labeler(struct source_run *s, struct shard_labeler **lb, struct 
             why = "the labels came from a CSV file; pass that file (--labels) to check them";
         } else if (shard_labeler_new(lb, v->o->labels, &e) != 0) {
             sk_verify_problem(v, SHARD_CHECK_SOURCE, e.code, -1, -1, NULL, 0,
-                           "source: cannot read the labels file: %s", e.msg);
+                              "source: cannot read the labels file: %s", e.msg);
             return SHARD_OK;
         } else if (strcmp(shard_labeler_describe(*lb), spec)) {
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "source: the labels file is '%s', the config says '%s'",
-                           shard_labeler_describe(*lb), spec);
+                              "source: the labels file is '%s', the config says '%s'",
+                              shard_labeler_describe(*lb), spec);
             shard_labeler_free(*lb);
             *lb = NULL;
             return SHARD_OK;
         }
     } else if (shard_labeler_new(lb, spec, &e) != 0) {
         sk_verify_problem(v, SHARD_CHECK_SOURCE, e.code, -1, -1, NULL, 0,
-                       "source: the config's label rule '%s' does not work: %s", spec, e.msg);
+                          "source: the config's label rule '%s' does not work: %s", spec, e.msg);
         return SHARD_OK;
     }
     if (why && !(r->labels_note = strdup(why)))
@@ -824,8 +823,8 @@ int sk_verify_find_label(const struct shard_manifest *m, const char *name)
 
 /* The class SRC gives key[0..len): by the labeler, or from a sidecar or
  * column when lb is NULL. */
-static int derive_label(const struct source_run *s, const struct shard_labeler *lb,
-                        const char *key, size_t len, const char **name, size_t *name_len)
+static int derive_label(const struct source_run *s, const struct shard_labeler *lb, const char *key,
+                        size_t len, const char **name, size_t *name_len)
 {
     return lb ? shard_labeler_label(lb, key, len, name, name_len)
               : sk_source_fields_class(s->fields, key, len, name, name_len);
@@ -847,7 +846,7 @@ static int check_labels(struct source_run *s, struct shard_err *err)
         return rc;
     }
     v->report->labels_checked = 1;
-    uint64_t *count = calloc((size_t)m->label_count + 1, sizeof *count);  /* last: unlabeled */
+    uint64_t *count = calloc((size_t)m->label_count + 1, sizeof *count); /* last: unlabeled */
     if (!count) {
         shard_labeler_free(lb);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -867,14 +866,14 @@ static int check_labels(struct source_run *s, struct shard_err *err)
         int32_t stored = s->sample_label[i];
         if ((have && label < 0) || label != stored) {
             char q[SHARD_QUOTE_SIZE];
-            const char *stored_name = stored == SHARD_NO_LABEL ? "(none)"
+            const char *stored_name = stored == SHARD_NO_LABEL            ? "(none)"
                                       : (uint32_t)stored < m->label_count ? m->labels[stored]
                                                                           : "(out of range)";
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[i],
-                           (int64_t)s->sample_record[i], key, len,
-                           "source: '%s' has label '%s' in the dataset, %s gives '%s'",
-                           sk_quote_bytes(key, len, q, sizeof q), stored_name,
-                           lb ? "its key" : "SRC", have ? derived : "(none)");
+                              (int64_t)s->sample_record[i], key, len,
+                              "source: '%s' has label '%s' in the dataset, %s gives '%s'",
+                              sk_quote_bytes(key, len, q, sizeof q), stored_name,
+                              lb ? "its key" : "SRC", have ? derived : "(none)");
         }
         if (label == SHARD_NO_LABEL)
             count[m->label_count]++;
@@ -887,15 +886,15 @@ static int check_labels(struct source_run *s, struct shard_err *err)
     for (uint32_t i = 0; i < m->label_count && !rc; i++)
         if (count[i] != m->label_samples[i])
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "source: label '%s': SRC gives %llu samples, counts.by_label says "
-                           "%llu",
-                           m->labels[i], (unsigned long long)count[i],
-                           (unsigned long long)m->label_samples[i]);
+                              "source: label '%s': SRC gives %llu samples, counts.by_label says "
+                              "%llu",
+                              m->labels[i], (unsigned long long)count[i],
+                              (unsigned long long)m->label_samples[i]);
     if (!rc && count[m->label_count] != m->unlabeled)
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                       "source: SRC gives %llu unlabeled samples, counts.unlabeled says %llu",
-                       (unsigned long long)count[m->label_count],
-                       (unsigned long long)m->unlabeled);
+                          "source: SRC gives %llu unlabeled samples, counts.unlabeled says %llu",
+                          (unsigned long long)count[m->label_count],
+                          (unsigned long long)m->unlabeled);
     free(count);
     shard_labeler_free(lb);
     return rc;
@@ -908,11 +907,12 @@ static int scan_source(struct source_run *s, struct shard_err *err)
     struct verify_run *v = s->v;
     struct stat st;
     if (sk_source_is_s3(s->src)) {
-        s->archive = 0;  /* an S3 prefix is a directory of objects */
+        s->archive = 0; /* an S3 prefix is a directory of objects */
         if (v->m->source_kind && strcmp(v->m->source_kind, "directory"))
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
                               "source: SRC is an S3 prefix (a directory of objects), the "
-                              "dataset was made from an %s", v->m->source_kind);
+                              "dataset was made from an %s",
+                              v->m->source_kind);
         return scan_directory(s, err);
     }
     if (stat(s->src, &st) != 0)
@@ -924,14 +924,14 @@ static int scan_source(struct source_run *s, struct shard_err *err)
     s->archive = S_ISREG(st.st_mode);
     const char *kind = s->archive ? "archive" : "directory";
     if (!s->archive && v->m->source_kind && !strcmp(v->m->source_kind, "archives")) {
-        s->archive = 1;  /* streamed, entry by entry, as one archive is */
+        s->archive = 1; /* streamed, entry by entry, as one archive is */
         return scan_archives(s, err);
     }
     if (v->m->source_kind && strcmp(v->m->source_kind, kind))
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                       "source: SRC is %s %s, the dataset was made from %s %s",
-                       s->archive ? "an" : "a", kind,
-                       strcmp(v->m->source_kind, "archive") ? "a" : "an", v->m->source_kind);
+                          "source: SRC is %s %s, the dataset was made from %s %s",
+                          s->archive ? "an" : "a", kind,
+                          strcmp(v->m->source_kind, "archive") ? "a" : "an", v->m->source_kind);
     return s->archive ? scan_archive(s, err) : scan_directory(s, err);
 }
 
@@ -964,17 +964,16 @@ int sk_verify_source(struct verify_run *v, struct shard_err *err)
     for (uint64_t i = 0; s.fields && i < s.sample_count; i++)
         if (s.sample_present[i])
             sk_source_fields_check(s.fields, i, shard_keylist_get(&s.sample_keys, i, NULL),
-                                   s.sample_keys.lengths[i], s.sample_shard[i],
-                                   s.sample_record[i]);
+                                   s.sample_keys.lengths[i], s.sample_shard[i], s.sample_record[i]);
     if ((rc = sk_source_fields_finish(s.fields, &s.found_keys, err)))
         goto out;
     uint64_t ignored = s.stats.ignored + s.stats.ignored_symlinks + s.stats.ignored_special;
     v->report->source_ignored = ignored;
     if (ignored != v->m->ignored)
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                       "source: SRC has %llu ignored files (not candidate images, symlinks, "
-                       "special files), counts.ignored says %llu",
-                       (unsigned long long)ignored, (unsigned long long)v->m->ignored);
+                          "source: SRC has %llu ignored files (not candidate images, symlinks, "
+                          "special files), counts.ignored says %llu",
+                          (unsigned long long)ignored, (unsigned long long)v->m->ignored);
     rc = check_labels(&s, err);
 out:
     v->report->source.seconds = sk_now_seconds() - t0;

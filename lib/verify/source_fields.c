@@ -50,35 +50,35 @@
 /* The value of a parsed field (--deep) taken from one sidecar file. */
 struct parsed_value {
     uint32_t field;
-    uint64_t xxh3;          /* of the value as shardify would store it */
-    char *why;              /* or why it does not parse (malloc'd) */
+    uint64_t xxh3; /* of the value as shardify would store it */
+    char *why;     /* or why it does not parse (malloc'd) */
 };
 
 /* A sidecar file of SRC, in the order the scan found it. */
 struct side_file {
     uint64_t bytes;
     uint64_t xxh3;
-    int hashed;             /* bytes and xxh3 are known */
-    int need;               /* a directory's: an image has it, so it is read */
-    char *why;              /* why it cannot be read (malloc'd), or NULL */
-    char *class_name;       /* a class file's class (malloc'd), or NULL */
+    int hashed;       /* bytes and xxh3 are known */
+    int need;         /* a directory's: an image has it, so it is read */
+    char *why;        /* why it cannot be read (malloc'd), or NULL */
+    char *class_name; /* a class file's class (malloc'd), or NULL */
     struct parsed_value *values;
     uint32_t value_count;
 };
 
 /* What index.jsonl names for one sample. */
 struct kept_sample {
-    uint64_t first;         /* in `sources` */
+    uint64_t first; /* in `sources` */
     uint32_t count;
 };
 
 struct source_fields {
     struct verify_run *v;
     const struct shard_config *c;
-    struct sk_sidecars *side;         /* NULL: no sidecar suffix declared */
-    struct sk_mask_folder **folder_of;  /* per field: its mask folder (from=DIR/), or NULL */
-    uint32_t *suffix_of;              /* per field: its suffix in `side`, or NONE */
-    uint32_t class_suffix;            /* the class's suffix, or NONE */
+    struct sk_sidecars *side;          /* NULL: no sidecar suffix declared */
+    struct sk_mask_folder **folder_of; /* per field: its mask folder (from=DIR/), or NULL */
+    uint32_t *suffix_of;               /* per field: its suffix in `side`, or NONE */
+    uint32_t class_suffix;             /* the class's suffix, or NONE */
     uint32_t suffix_count;
     struct side_file *files;
     uint64_t file_count;
@@ -87,17 +87,17 @@ struct source_fields {
     struct sk_annotations *table;
     struct sk_annotation_column *cols;
     uint32_t ncols;
-    uint32_t *col_of;                 /* per field: its column, or NONE */
-    uint32_t class_col;               /* the class's column, or NONE */
+    uint32_t *col_of;   /* per field: its column, or NONE */
+    uint32_t class_col; /* the class's column, or NONE */
     int class_from_column;
     char *table_name;
-    int table_problem;                /* the table could not be read: reported */
+    int table_problem; /* the table could not be read: reported */
     /* the fields each sample's line names */
     struct shard_field_source *sources;
     uint64_t source_count;
     size_t source_cap;
     struct kept_sample *kept;
-    uint64_t kept_count;              /* samples kept: 0, 1, ... */
+    uint64_t kept_count; /* samples kept: 0, 1, ... */
     size_t kept_cap;
 };
 
@@ -170,13 +170,11 @@ static int load_table(struct source_fields *sf, struct shard_err *err)
     const char *is = sk_annotations_describe(sf->table), *want = sf->c->annotations;
     if (want && strcmp(is, want))
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                          "source: the annotation table is '%s', the config says '%s'", is,
-                          want);
+                          "source: the annotation table is '%s', the config says '%s'", is, want);
     return SHARD_OK;
 }
 
-int sk_source_fields_new(struct source_fields **out, struct verify_run *v,
-                         struct shard_err *err)
+int sk_source_fields_new(struct source_fields **out, struct verify_run *v, struct shard_err *err)
 {
     *out = NULL;
     const struct shard_config *c = &v->m->config;
@@ -185,7 +183,8 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v,
     int class_column = !strncmp(labels, COLUMN_PREFIX, strlen(COLUMN_PREFIX));
     if (!c->field_count && !class_sidecar && !class_column) {
         if (v->o->annotations)
-            return shard_err_set(err, SHARD_EINVAL, "--annotations: the dataset has no field "
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "--annotations: the dataset has no field "
                                  "and no class taken from an annotation table");
         return SHARD_OK;
     }
@@ -227,10 +226,13 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v,
     if (sf->ncols && v->o->annotations)
         rc = load_table(sf, err);
     else if (sf->ncols)
-        rc = note(sf, "values from the annotation table were not checked: pass the table "
-                      "(--annotations FILE)", err);
+        rc = note(sf,
+                  "values from the annotation table were not checked: pass the table "
+                  "(--annotations FILE)",
+                  err);
     else if (v->o->annotations)
-        rc = shard_err_set(err, SHARD_EINVAL, "--annotations: no field of the dataset (and not "
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "--annotations: no field of the dataset (and not "
                            "its class) comes from an annotation table");
 out:
     free(suffixes);
@@ -296,8 +298,10 @@ static int parsed_xxh3(const struct source_fields *sf, const struct shard_field_
             int32_t label = label_number(sf->v->m, json_string_value(x), json_string_length(x));
             char q[SHARD_QUOTE_SIZE];
             if (label < 0)
-                rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s names class '%s', "
-                                   "which is not among the manifest's labels", d->name, origin,
+                rc = shard_err_set(why, SHARD_ECORRUPT,
+                                   "field '%s': %s names class '%s', "
+                                   "which is not among the manifest's labels",
+                                   d->name, origin,
                                    shard_quote(json_string_value(x), json_string_length(x), q,
                                                sizeof q));
             else
@@ -318,8 +322,8 @@ static int parsed_xxh3(const struct source_fields *sf, const struct shard_field_
 /* What sidecar file f (key[0..len)) gives beside its identity: its class
  * when it is a class file, and with --deep the value of each parsed field
  * whose suffix its name ends in (the one it belongs by is among them). */
-static int take_values(struct source_fields *sf, struct side_file *f, const char *key,
-                       size_t len, const uint8_t *data, size_t n, struct shard_err *err)
+static int take_values(struct source_fields *sf, struct side_file *f, const char *key, size_t len,
+                       const uint8_t *data, size_t n, struct shard_err *err)
 {
     const struct shard_config *c = sf->c;
     char origin[SHARD_QUOTE_SIZE + 2], q[SHARD_QUOTE_SIZE];
@@ -364,8 +368,7 @@ static int take_file(struct source_fields *sf, struct side_file *f, const char *
                      const uint8_t *data, size_t n, const char *problem, uint64_t too_large,
                      struct shard_err *err)
 {
-    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes
-                                          : SHARD_MAX_FIELD_BYTES_DEFAULT;
+    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes : SHARD_MAX_FIELD_BYTES_DEFAULT;
     char why[SHARD_ERRMSG_SIZE];
     why[0] = '\0';
     if (problem)
@@ -390,12 +393,12 @@ int sk_source_fields_entry(struct source_fields *sf, const struct sk_archive_ent
         rc = sk_sidecars_add_file(sf->side, e->key, e->key_len, err);
     if (rc)
         return rc;
-    const char *problem = e->problem ? e->problem
-                          : e->link_only ? "a hard link without data of its own" : NULL;
+    const char *problem = e->problem     ? e->problem
+                          : e->link_only ? "a hard link without data of its own"
+                                         : NULL;
     struct side_file *f = &sf->files[sf->file_count - 1];
     double t = sk_now_seconds();
-    rc = take_file(sf, f, e->key, e->key_len, bytes->data, bytes->len, problem, e->too_large,
-                   err);
+    rc = take_file(sf, f, e->key, e->key_len, bytes->data, bytes->len, problem, e->too_large, err);
     struct shard_verify_rate *rate = &sf->v->report->source;
     rate->busy_seconds += sk_now_seconds() - t;
     rate->bytes += f->hashed ? f->bytes : 0;
@@ -411,8 +414,8 @@ static int open_folders(struct source_fields *sf, const struct shard_keylist *ca
         const struct shard_field_decl *d = &sf->c->fields[f];
         int rc;
         if (d->folder && !sf->folder_of[f] &&
-            (rc = sk_mask_folder_open(&sf->folder_of[f], sf->v->o->source, d->folder,
-                                      candidates, err)))
+            (rc = sk_mask_folder_open(&sf->folder_of[f], sf->v->o->source, d->folder, candidates,
+                                      err)))
             return shard_err_prefix(err, rc, "field '%s'", d->name);
     }
     return SHARD_OK;
@@ -474,10 +477,9 @@ int sk_source_fields_read(struct source_fields *sf, const struct sk_source_root 
                 file_at(sf, pos)->need = 1;
         }
     }
-    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes
-                                          : SHARD_MAX_FIELD_BYTES_DEFAULT;
-    return sk_verify_read_files(sf->v, root, sk_sidecars_file_count(sf->side), max,
-                                side_file_key, side_file_read, sf, err);
+    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes : SHARD_MAX_FIELD_BYTES_DEFAULT;
+    return sk_verify_read_files(sf->v, root, sk_sidecars_file_count(sf->side), max, side_file_key,
+                                side_file_read, sf, err);
 }
 
 /* ---- the samples -------------------------------------------------------------------- */
@@ -493,12 +495,11 @@ int sk_source_fields_keep(struct source_fields *sf, uint64_t sample, const struc
                   sizeof *sf->sources, err);
     if (rc)
         return rc;
-    while (sf->kept_count <= sample)  /* samples are kept in order: this adds one */
+    while (sf->kept_count <= sample) /* samples are kept in order: this adds one */
         sf->kept[sf->kept_count++] = (struct kept_sample){sf->source_count, 0};
     sf->kept[sample] = (struct kept_sample){sf->source_count, smp->field_count};
     if (smp->field_count)
-        memcpy(sf->sources + sf->source_count, smp->fields,
-               smp->field_count * sizeof *smp->fields);
+        memcpy(sf->sources + sf->source_count, smp->fields, smp->field_count * sizeof *smp->fields);
     sf->source_count += smp->field_count;
     return SHARD_OK;
 }
@@ -519,10 +520,10 @@ struct checked {
     struct source_fields *sf;
     const char *key;
     size_t len;
-    char q[SHARD_QUOTE_SIZE];   /* the key, quoted */
+    char q[SHARD_QUOTE_SIZE]; /* the key, quoted */
     int64_t shard;
     int64_t record;
-    uint64_t g;                 /* its place in stored order */
+    uint64_t g; /* its place in stored order */
 };
 
 #define SAMPLE_PROBLEM(c, code, ...)                                                           \
@@ -544,8 +545,8 @@ static void compare_identity(const struct checked *c, const char *field, const c
     SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
                    "source: field '%s' of '%s' changed since sharding: %s %s %llu bytes with "
                    "xxh3 %s, %s says %llu bytes with xxh3 %s",
-                   field, c->q, origin, is, (unsigned long long)bytes, got,
-                   c->sf->v->m->index_file, (unsigned long long)idx->source_bytes, want);
+                   field, c->q, origin, is, (unsigned long long)bytes, got, c->sf->v->m->index_file,
+                   (unsigned long long)idx->source_bytes, want);
 }
 
 /* --deep: the value parsed from SRC against the record's (fields.c). */
@@ -580,8 +581,10 @@ static int as_named(const struct checked *c, const char *field, const char *orig
                        field, c->q, origin, where, index_file,
                        (unsigned long long)idx->source_bytes);
     else if (present)
-        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s is in %s, but %s says '%s' has no field "
-                       "'%s'", origin, where, index_file, c->q, field);
+        SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
+                       "source: %s is in %s, but %s says '%s' has no field "
+                       "'%s'",
+                       origin, where, index_file, c->q, field);
     return 0;
 }
 
@@ -593,8 +596,7 @@ static void check_sidecar_field(struct checked *c, uint32_t f, const struct shar
     int64_t pos = sk_sidecars_find(sf->side, c->key, c->len, sf->suffix_of[f]);
     if (pos == SK_SIDECAR_TWICE) {
         SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
-                       "source: the sidecar of field '%s' of '%s' is in SRC twice", d->name,
-                       c->q);
+                       "source: the sidecar of field '%s' of '%s' is in SRC twice", d->name, c->q);
         return;
     }
     char q[SHARD_QUOTE_SIZE], origin[SHARD_QUOTE_SIZE + 2];
@@ -608,8 +610,8 @@ static void check_sidecar_field(struct checked *c, uint32_t f, const struct shar
         return;
     const struct side_file *file = file_at(sf, pos);
     if (!file->hashed) {
-        SAMPLE_PROBLEM(c, SHARD_EIO, "source: field '%s' of '%s': %s cannot be read: %s",
-                       d->name, c->q, origin, file->why ? file->why : "unknown");
+        SAMPLE_PROBLEM(c, SHARD_EIO, "source: field '%s' of '%s': %s cannot be read: %s", d->name,
+                       c->q, origin, file->why ? file->why : "unknown");
         return;
     }
     compare_identity(c, d->name, origin, "is", file->bytes, file->xxh3, idx);
@@ -631,15 +633,14 @@ static void check_folder_field(struct checked *c, uint32_t f, const struct shard
     if (!as_named(c, d->name, origin, "its folder", sk_mask_folder_has(mf, c->key, c->len), idx))
         return;
     struct shard_err e;
-    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes
-                                          : SHARD_MAX_FIELD_BYTES_DEFAULT;
+    uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes : SHARD_MAX_FIELD_BYTES_DEFAULT;
     double t = sk_now_seconds();
     int rc = sk_mask_folder_read(mf, c->key, c->len, max, bytes, &e);
     struct shard_verify_rate *rate = &sf->v->report->source;
     rate->busy_seconds += sk_now_seconds() - t;
     if (rc) {
-        SAMPLE_PROBLEM(c, SHARD_EIO, "source: field '%s' of '%s': %s cannot be read: %s",
-                       d->name, c->q, origin, e.msg);
+        SAMPLE_PROBLEM(c, SHARD_EIO, "source: field '%s' of '%s': %s cannot be read: %s", d->name,
+                       c->q, origin, e.msg);
         return;
     }
     rate->bytes += bytes->len;
@@ -672,7 +673,8 @@ static void check_column_field(struct checked *c, uint32_t f, const struct shard
         return;
     }
     if (!idx) {
-        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s gives field '%s' of '%s' a value, but %s "
+        SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
+                       "source: %s gives field '%s' of '%s' a value, but %s "
                        "says it has none",
                        origin, d->name, c->q, index_file);
         return;
@@ -684,14 +686,14 @@ static void check_column_field(struct checked *c, uint32_t f, const struct shard
     int rc = stored_as_is(d->type) ? SHARD_OK
                                    : parsed_xxh3(sf, d, data, n, origin, &size, &h, &why);
     if (rc)
-        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s (%s names a value of %llu bytes)",
-                       why.msg, index_file, (unsigned long long)idx->source_bytes);
+        SAMPLE_PROBLEM(c, SHARD_EMISMATCH, "source: %s (%s names a value of %llu bytes)", why.msg,
+                       index_file, (unsigned long long)idx->source_bytes);
     else
         compare_identity(c, d->name, origin, "gives a value of", size, h, idx);
 }
 
-void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const char *key,
-                            size_t len, uint32_t shard, uint64_t record)
+void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const char *key, size_t len,
+                            uint32_t shard, uint64_t record)
 {
     if (!sf || sample >= sf->kept_count)
         return;
@@ -755,8 +757,9 @@ static int check_orphans(struct source_fields *sf, struct shard_err *err)
     while (i < found || j < listed) {
         size_t len = i < found ? theirs[i].key_len : 0;
         const char *key = i < found ? theirs[i].key : NULL;
-        int cmp = !key ? 1 : j >= listed ? -1
-                                         : shard_key_compare(key, len, mine[j].key, mine[j].key_len);
+        int cmp = !key          ? 1
+                  : j >= listed ? -1
+                                : shard_key_compare(key, len, mine[j].key, mine[j].key_len);
         if (cmp < 0)
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                               "source: '%s' is a sidecar file of no image in SRC, but not one "
@@ -784,7 +787,7 @@ int sk_source_fields_finish(struct source_fields *sf, const struct shard_keylist
     struct verify_run *v = sf->v;
     const struct shard_manifest *m = v->m;
     int rc = check_orphans(sf, err);
-    if (rc || !sf->table || !sf->c->annotations)  /* counted with the table's identity */
+    if (rc || !sf->table || !sf->c->annotations) /* counted with the table's identity */
         return rc;
     uint64_t rows = sk_annotations_rows(sf->table), unmatched = 0;
     if (rows != m->annotation_rows)

@@ -77,7 +77,7 @@ void shard_verify_report_release(struct shard_verify_report *r)
 /* ---- the problem list ---------------------------------------------------- */
 
 int sk_verify_problem(struct verify_run *v, enum shard_check check, int code, int64_t shard,
-                   int64_t record, const char *key, size_t key_len, const char *fmt, ...)
+                      int64_t record, const char *key, size_t key_len, const char *fmt, ...)
 {
     char msg[SHARD_ERRMSG_SIZE + 256];
     va_list ap;
@@ -156,20 +156,20 @@ static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, doub
     }
     if (rc) {
         sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s: cannot be hashed: %s",
-                       ms->file, rc == SHARD_ENOMEM ? "out of memory" : e.msg);
+                          ms->file, rc == SHARD_ENOMEM ? "out of memory" : e.msg);
         return;
     }
     *hashed += bytes;
     if (bytes != ms->bytes)
         sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
-                       "%s: %llu bytes, manifest says %llu", ms->file,
-                       (unsigned long long)bytes, (unsigned long long)ms->bytes);
+                          "%s: %llu bytes, manifest says %llu", ms->file, (unsigned long long)bytes,
+                          (unsigned long long)ms->bytes);
     if (h != ms->xxh3) {
         char got[17], want[17];
         shard_hex64(h, got);
         shard_hex64(ms->xxh3, want);
         sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
-                       "%s: xxh3 is %s, manifest says %s", ms->file, got, want);
+                          "%s: xxh3 is %s, manifest says %s", ms->file, got, want);
     }
     const struct shard_footer *footer;
     shard_err_clear(&e);
@@ -184,8 +184,8 @@ static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, doub
     /* a version 2 dataset's records carry fields: its shards are version 2 */
     if (footer->version != v->m->version)
         sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
-                          "%s: format version %u, the manifest's is %u", ms->file,
-                          footer->version, v->m->version);
+                          "%s: format version %u, the manifest's is %u", ms->file, footer->version,
+                          v->m->version);
 }
 
 static void check_shards(struct verify_run *v)
@@ -232,7 +232,7 @@ static void check_listed_once(struct verify_run *v, const char **names)
     for (uint32_t i = 1; i < v->m->shard_count; i++)
         if (!strcmp(names[i - 1], names[i]) && (i < 2 || strcmp(names[i - 2], names[i])))
             sk_verify_problem(v, SHARD_CHECK_MANIFEST, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "manifest: '%s' is listed in \"shards\" more than once", names[i]);
+                              "manifest: '%s' is listed in \"shards\" more than once", names[i]);
 }
 
 struct stray_walk {
@@ -276,8 +276,7 @@ static int start_label_tallies(struct verify_run *v, struct shard_err *err)
     r->label_tally_count = m->label_count + 1;
     for (uint32_t i = 0; i < m->label_count; i++) {
         if (!(r->labels[i].name = strdup(m->labels[i])))
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory for %u labels",
-                                 m->label_count);
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory for %u labels", m->label_count);
         r->labels[i].manifest = m->label_samples[i];
     }
     r->labels[m->label_count].manifest = m->unlabeled;
@@ -384,8 +383,7 @@ int shard_verify(const char *dst, const struct shard_verify_options *o,
     rc = run_passes(&v, err);
 out:
     if (report->problem_count)
-        qsort(report->problems, report->problem_count, sizeof *report->problems,
-              compare_problems);
+        qsort(report->problems, report->problem_count, sizeof *report->problems, compare_problems);
     if (rc)
         shard_verify_report_release(report);
     free(v.footers);

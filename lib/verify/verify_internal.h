@@ -31,22 +31,22 @@ struct verify_run {
     struct shard_dataset *ds;
     const struct shard_manifest *m;
     int threads;
-    uint64_t samples;                      /* counts.samples */
-    const struct shard_footer **footers;   /* per shard; NULL when it could not be read */
-    int all_footers;                       /* every footer was read */
+    uint64_t samples;                    /* counts.samples */
+    const struct shard_footer **footers; /* per shard; NULL when it could not be read */
+    int all_footers;                     /* every footer was read */
     /* Per sample, from index.jsonl (0 when its line was missing or bad). */
     uint32_t *index_width;
     uint32_t *index_height;
     /* Fields (format version 2; fields.c): all 0/NULL in version 1. */
-    uint32_t field_count;                  /* declared fields */
-    size_t field_bytes;                    /* bytes of one sample's bit set */
-    uint8_t *index_fields;                 /* per sample, a bit per field its index line names */
-    uint64_t *field_xxh3;                  /* --deep: samples x field_count (see fields.c) */
-    uint8_t *record_read;                  /* --deep and --source: per sample, 1 when its
-                                            * record's fields were read */
-    uint64_t *record_field_samples;        /* --deep: per field, records that hold it */
-    uint64_t record_sidecars;              /* --deep: values of sidecar fields the records hold */
-    pthread_mutex_t lock;                  /* guards the report's problem list */
+    uint32_t field_count;           /* declared fields */
+    size_t field_bytes;             /* bytes of one sample's bit set */
+    uint8_t *index_fields;          /* per sample, a bit per field its index line names */
+    uint64_t *field_xxh3;           /* --deep: samples x field_count (see fields.c) */
+    uint8_t *record_read;           /* --deep and --source: per sample, 1 when its
+                                     * record's fields were read */
+    uint64_t *record_field_samples; /* --deep: per field, records that hold it */
+    uint64_t record_sidecars;       /* --deep: values of sidecar fields the records hold */
+    pthread_mutex_t lock;           /* guards the report's problem list */
     size_t problems_cap;
 };
 
@@ -54,7 +54,7 @@ struct verify_run {
  * key may be NULL.  The message is printf-formatted and should name its
  * subject.  Returns 0, or SHARD_ENOMEM when the report cannot grow. */
 int sk_verify_problem(struct verify_run *v, enum shard_check check, int code, int64_t shard,
-                   int64_t record, const char *key, size_t key_len, const char *fmt, ...)
+                      int64_t record, const char *key, size_t key_len, const char *fmt, ...)
     __attribute__((format(printf, 8, 9)));
 
 /* The key of record r of shard s from its footer (NULL when the footer is
@@ -113,9 +113,9 @@ typedef int sk_verify_file_got(void *ctx, uint64_t i, const struct shard_buf *by
  * store that cannot be reached stops the reads: its first words are the
  * error (SHARD_ENET), not a file's fault.  What is read counts in the
  * report's source rate.  0, SHARD_ENET or SHARD_ENOMEM. */
-int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root,
-                         uint64_t count, uint64_t max_bytes, sk_verify_file_key *key,
-                         sk_verify_file_got *got, void *ctx, struct shard_err *err);
+int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root, uint64_t count,
+                         uint64_t max_bytes, sk_verify_file_key *key, sk_verify_file_got *got,
+                         void *ctx, struct shard_err *err);
 
 /* The number of label `name` (as the manifest writes names) in m's sorted
  * labels, or -1. */
@@ -131,9 +131,8 @@ struct sk_archive_entry;
  * cannot be read is a problem).  *out is NULL for a dataset without fields
  * or a class taken from them.  0, SHARD_EINVAL (--annotations for a dataset
  * that reads no table) or SHARD_ENOMEM. */
-int sk_source_fields_new(struct source_fields **out, struct verify_run *v,
-                         struct shard_err *err);
-void sk_source_fields_free(struct source_fields *sf);  /* accepts NULL */
+int sk_source_fields_new(struct source_fields **out, struct verify_run *v, struct shard_err *err);
+void sk_source_fields_free(struct source_fields *sf); /* accepts NULL */
 /* The sidecar files for the scan to collect, or NULL. */
 struct sk_sidecars *sk_source_fields_sidecars(struct source_fields *sf);
 /* An archive's sidecar entry streaming past, with its bytes. */
@@ -148,11 +147,11 @@ int sk_source_fields_resolve(struct source_fields *sf, const struct shard_keylis
 int sk_source_fields_read(struct source_fields *sf, const struct sk_source_root *root,
                           const struct shard_keylist *candidates, struct shard_err *err);
 /* Keep the fields index.jsonl names for sample number `sample`. */
-int sk_source_fields_keep(struct source_fields *sf, uint64_t sample,
-                          const struct shard_sample *smp, struct shard_err *err);
+int sk_source_fields_keep(struct source_fields *sf, uint64_t sample, const struct shard_sample *smp,
+                          struct shard_err *err);
 /* Check kept sample `sample` (key, shard, record), whose image is in SRC. */
-void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const char *key,
-                            size_t len, uint32_t shard, uint64_t record);
+void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const char *key, size_t len,
+                            uint32_t shard, uint64_t record);
 /* The orphans and the annotation table's rows against the manifest. */
 int sk_source_fields_finish(struct source_fields *sf, const struct shard_keylist *candidates,
                             struct shard_err *err);

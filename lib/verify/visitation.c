@@ -16,10 +16,10 @@
 #define COUNT_MAX UINT32_MAX
 
 struct visit_tally {
-    uint64_t zero;       /* samples not visited */
-    uint64_t twice;      /* samples visited more than once */
-    uint64_t repeats;    /* visits beyond the first */
-    int64_t example;     /* a sample visited a wrong number of times, or -1 */
+    uint64_t zero;    /* samples not visited */
+    uint64_t twice;   /* samples visited more than once */
+    uint64_t repeats; /* visits beyond the first */
+    int64_t example;  /* a sample visited a wrong number of times, or -1 */
 };
 
 static int same_plan(const struct shard_plan *a, const struct shard_plan *b)
@@ -97,12 +97,9 @@ static int keeps_promise(enum shard_remainder rem, const struct visit_tally *t, 
 {
     uint64_t expected_extra = n ? (n / world + (n % world != 0)) * world - n : 0;
     switch (rem) {
-    case SHARD_REMAINDER_KEEP:
-        return t->zero == 0 && t->twice == 0;
-    case SHARD_REMAINDER_DROP:
-        return t->twice == 0 && t->zero == n % world;
-    case SHARD_REMAINDER_PAD:
-        return t->zero == 0 && t->repeats == expected_extra;
+    case SHARD_REMAINDER_KEEP: return t->zero == 0 && t->twice == 0;
+    case SHARD_REMAINDER_DROP: return t->twice == 0 && t->zero == n % world;
+    case SHARD_REMAINDER_PAD: return t->zero == 0 && t->repeats == expected_extra;
     }
     return 0;
 }
@@ -123,10 +120,10 @@ static void report_epoch(struct verify_run *v, uint32_t world, uint64_t epoch,
                  key ? sk_quote_bytes(key, len, q, sizeof q) : "", key ? "'" : "");
     }
     sk_verify_problem(v, SHARD_CHECK_VISITATION, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                   "visitation: world size %u, epoch %llu, remainder %s: %llu samples not "
-                   "visited, %llu visited more than once%s",
-                   world, (unsigned long long)epoch, shard_remainder_name(v->o->plan.remainder),
-                   (unsigned long long)t->zero, (unsigned long long)t->twice, where);
+                      "visitation: world size %u, epoch %llu, remainder %s: %llu samples not "
+                      "visited, %llu visited more than once%s",
+                      world, (unsigned long long)epoch, shard_remainder_name(v->o->plan.remainder),
+                      (unsigned long long)t->zero, (unsigned long long)t->twice, where);
 }
 
 int sk_verify_visitation(struct verify_run *v, struct shard_err *err)
@@ -165,9 +162,9 @@ int sk_verify_visitation(struct verify_run *v, struct shard_err *err)
         if (nondeterministic) {
             res->bad_samples++;
             sk_verify_problem(v, SHARD_CHECK_VISITATION, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                           "visitation: world size %u: the same plan options gave different "
-                           "plans",
-                           world);
+                              "visitation: world size %u: the same plan options gave different "
+                              "plans",
+                              world);
         }
         res->passed = res->bad_samples == 0;
     }

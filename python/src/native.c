@@ -111,7 +111,7 @@ int skpy_uint(PyObject *o, const char *what, uint64_t min, uint64_t max, uint64_
     unsigned long long v = 0;
     int in_range = 0;
     if (!PyErr_Occurred() && (overflow > 0 || (overflow == 0 && small >= 0))) {
-        v = PyLong_AsUnsignedLongLong(n);  /* OverflowError beyond 2**64-1 */
+        v = PyLong_AsUnsignedLongLong(n); /* OverflowError beyond 2**64-1 */
         in_range = !PyErr_Occurred() && v >= min && v <= max;
     }
     if (!in_range) {
@@ -143,8 +143,7 @@ int skpy_u32(PyObject *o, const char *what, uint32_t min, uint32_t *out)
 /* ---- buffers ------------------------------------------------------------------ */
 
 typedef struct {
-    PyObject_HEAD
-    char *data;
+    PyObject_HEAD char *data;
     int ndim;
     Py_ssize_t shape[4];
     Py_ssize_t strides[4];
@@ -189,23 +188,23 @@ static PyObject *buffer_make(void *data, int ndim, const Py_ssize_t *shape, cons
 PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum shard_dtype dtype,
                           PyObject *owner, void (*free_fn)(void *), void *free_arg)
 {
-    const char *format = dtype == SHARD_DTYPE_FLOAT32 ? "f" : dtype == SHARD_DTYPE_FLOAT16 ? "e"
-                                                                                         : "B";
+    const char *format = dtype == SHARD_DTYPE_FLOAT32   ? "f"
+                         : dtype == SHARD_DTYPE_FLOAT16 ? "e"
+                                                        : "B";
     return buffer_make(data, ndim, shape, format, (Py_ssize_t)shard_dtype_size(dtype), owner,
                        free_fn, free_arg);
 }
 
-PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape,
-                          const char *format, PyObject *owner)
+PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape, const char *format,
+                          PyObject *owner)
 {
     Py_ssize_t itemsize = format[0] == 'q' || format[0] == 'Q' || format[0] == 'd' ? 8
-                          : format[0] == 'f' || format[0] == 'I'                 ? 4
-                                                                                 : 1;
+                          : format[0] == 'f' || format[0] == 'I'                   ? 4
+                                                                                   : 1;
     return buffer_make((void *)data, ndim, shape, format, itemsize, owner, NULL, NULL);
 }
 
-void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
-                       Py_ssize_t *shape)
+void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height, Py_ssize_t *shape)
 {
     if (layout == SHARD_LAYOUT_NCHW) {
         shape[0] = 3, shape[1] = height, shape[2] = width;
@@ -229,7 +228,7 @@ static int buffer_get(PyObject *self, Py_buffer *view, int flags)
     view->suboffsets = NULL;
     view->internal = NULL;
     if (!(flags & PyBUF_ND))
-        view->ndim = 1;  /* a plain view of the (C-contiguous) bytes */
+        view->ndim = 1; /* a plain view of the (C-contiguous) bytes */
     return 0;
 }
 
@@ -245,8 +244,7 @@ static void buffer_dealloc(PyObject *self)
 }
 
 PyTypeObject skpy_buffer_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shardkit._native.Buffer",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shardkit._native.Buffer",
     .tp_basicsize = sizeof(BufferObject),
     .tp_dealloc = buffer_dealloc,
     .tp_as_buffer = &buffer_procs,
@@ -285,8 +283,7 @@ static PyMethodDef module_methods[] = {
     {"_raise_library_error", raise_library_error, METH_VARARGS,
      "_raise_library_error($module, code, message, filename=None, /)\n--\n\n"
      "raise as for a library error"},
-    {"version", version, METH_NOARGS,
-     "version($module, /)\n--\n\nthe linked library's version"},
+    {"version", version, METH_NOARGS, "version($module, /)\n--\n\nthe linked library's version"},
     {"available_cpus", available_cpus, METH_NOARGS,
      "available_cpus($module, /)\n--\n\n"
      "CPUs this process may use (affinity, cgroup quota, OMP_NUM_THREADS)"},

@@ -54,8 +54,8 @@ PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum sh
 /* The same over values of another type: `format` one of "B" (uint8), "I"
  * (uint32), "q" (int64), "Q" (uint64), "f" (float32), "d" (float64), in
  * host order; nothing is freed but `owner`'s reference. */
-PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape,
-                          const char *format, PyObject *owner);
+PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape, const char *format,
+                          PyObject *owner);
 
 /* The shape of one sample of width x height in `layout`: (h, w, 3) or (3, h, w). */
 void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
@@ -74,9 +74,8 @@ int skpy_u32(PyObject *o, const char *what, uint32_t min, uint32_t *out);
 /* ---- types ------------------------------------------------------------------ */
 
 typedef struct {
-    PyObject_HEAD
-    struct shard_dataset *ds;
-    struct shard_key_index *keys;  /* made on the first find() */
+    PyObject_HEAD struct shard_dataset *ds;
+    struct shard_key_index *keys; /* made on the first find() */
 } DatasetObject;
 
 typedef struct {

@@ -15,8 +15,10 @@ static int take_timeout(PyObject *o, double *out)
     if (v == -1.0 && PyErr_Occurred())
         return -1;
     if (!(v > 0 && v <= SHARD_DATASET_MAX_TIMEOUT)) {
-        PyErr_Format(PyExc_ValueError, "timeout must be more than 0 and at most %d seconds, "
-                     "not %R", SHARD_DATASET_MAX_TIMEOUT, o);
+        PyErr_Format(PyExc_ValueError,
+                     "timeout must be more than 0 and at most %d seconds, "
+                     "not %R",
+                     SHARD_DATASET_MAX_TIMEOUT, o);
         return -1;
     }
     *out = v;
@@ -25,8 +27,8 @@ static int take_timeout(PyObject *o, double *out)
 
 /* The remote-reading options given (None: the default), range-checked,
  * into *o.  0, or -1 with ValueError or TypeError naming the argument. */
-static int take_options(PyObject *connections, PyObject *window, PyObject *cache,
-                        PyObject *retries, PyObject *timeout, struct shard_dataset_options *o)
+static int take_options(PyObject *connections, PyObject *window, PyObject *cache, PyObject *retries,
+                        PyObject *timeout, struct shard_dataset_options *o)
 {
     uint64_t v;
     shard_dataset_options_init(o);
@@ -65,15 +67,15 @@ static int take_options(PyObject *connections, PyObject *window, PyObject *cache
 static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     DatasetObject *d = (DatasetObject *)self;
-    static char *names[] = {"location", "connections", "window", "cache", "retries", "timeout",
-                            "cache_dir", "cache_limit", NULL};
+    static char *names[] = {"location", "connections", "window",      "cache", "retries",
+                            "timeout",  "cache_dir",   "cache_limit", NULL};
     PyObject *given, *loc;
     PyObject *connections = Py_None, *window = Py_None, *cache = Py_None, *retries = Py_None,
              *timeout = Py_None, *cache_dir = Py_None, *cache_limit = Py_None, *dir = NULL;
     struct shard_dataset_options o;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOOOOOO:Dataset", names, &given,
-                                     &connections, &window, &cache, &retries, &timeout,
-                                     &cache_dir, &cache_limit) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOOOOOO:Dataset", names, &given, &connections,
+                                     &window, &cache, &retries, &timeout, &cache_dir,
+                                     &cache_limit) ||
         take_options(connections, window, cache, retries, timeout, &o) < 0)
         return -1;
     if (cache_limit != Py_None &&
@@ -98,16 +100,14 @@ static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
     struct shard_err err;
     int rc;
     const char *path = PyBytes_AS_STRING(loc);
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_dataset_open_ex(&ds, path, &o, &err);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(loc);
+    Py_BEGIN_ALLOW_THREADS rc = shard_dataset_open_ex(&ds, path, &o, &err);
+    Py_END_ALLOW_THREADS Py_DECREF(loc);
     Py_XDECREF(dir);
     if (rc) {
         skpy_raise_path(&err, given);
         return -1;
     }
-    if (d->ds) {  /* another thread's __init__ opened it meanwhile */
+    if (d->ds) { /* another thread's __init__ opened it meanwhile */
         shard_dataset_close(ds);
         PyErr_SetString(PyExc_RuntimeError, "Dataset is already open");
         return -1;
@@ -169,10 +169,9 @@ static int read_item(DatasetObject *d, PyObject *arg, unsigned flags, struct sha
         return -1;
     struct shard_err err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_dataset_read(d->ds, index, flags, item, &err);
-    Py_END_ALLOW_THREADS
-    if (rc) {
+    Py_BEGIN_ALLOW_THREADS rc = shard_dataset_read(d->ds, index, flags, item, &err);
+    Py_END_ALLOW_THREADS if (rc)
+    {
         shard_item_release(item);
         skpy_raise_record(d->ds, index, &err);
         return -1;
@@ -192,15 +191,17 @@ static PyObject *dataset_read(PyObject *self, PyObject *arg)
         shard_item_release(&item);
         return PyErr_NoMemory();
     }
-    *img = item.pixels;  /* the pixels move to the buffer */
+    *img = item.pixels; /* the pixels move to the buffer */
     memset(&item.pixels, 0, sizeof item.pixels);
     Py_ssize_t shape[3];
     skpy_sample_shape(SHARD_LAYOUT_NHWC, img->width, img->height, shape);
-    PyObject *key = PyBytes_FromStringAndSize((const char *)item.key.data, (Py_ssize_t)item.key.len);
+    PyObject *key = PyBytes_FromStringAndSize((const char *)item.key.data,
+                                              (Py_ssize_t)item.key.len);
     PyObject *fields = skpy_item_fields(&item);
     int32_t label = item.label;
     shard_item_release(&item);
-    PyObject *buf = skpy_buffer_new(img->pixels, 3, shape, SHARD_DTYPE_UINT8, NULL, image_free, img);
+    PyObject *buf = skpy_buffer_new(img->pixels, 3, shape, SHARD_DTYPE_UINT8, NULL, image_free,
+                                    img);
     if (!key || !buf || !fields) {
         Py_XDECREF(key);
         Py_XDECREF(buf);
@@ -235,11 +236,8 @@ static PyObject *dataset_key(PyObject *self, PyObject *arg)
     size_t len;
     struct shard_err err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_dataset_key(d->ds, index, &key, &len, &err);
-    Py_END_ALLOW_THREADS
-    if (rc)
-        return skpy_raise(&err);
+    Py_BEGIN_ALLOW_THREADS rc = shard_dataset_key(d->ds, index, &key, &len, &err);
+    Py_END_ALLOW_THREADS if (rc) return skpy_raise(&err);
     return PyBytes_FromStringAndSize(key, (Py_ssize_t)len);
 }
 
@@ -256,12 +254,9 @@ static PyObject *dataset_find(PyObject *self, PyObject *arg)
         struct shard_key_index *ki = NULL;
         struct shard_err err;
         int rc;
-        Py_BEGIN_ALLOW_THREADS
-        rc = shard_key_index_new(&ki, d->ds, &err);
-        Py_END_ALLOW_THREADS
-        if (rc)
-            return skpy_raise(&err);
-        if (d->keys)  /* another thread made one meanwhile */
+        Py_BEGIN_ALLOW_THREADS rc = shard_key_index_new(&ki, d->ds, &err);
+        Py_END_ALLOW_THREADS if (rc) return skpy_raise(&err);
+        if (d->keys) /* another thread made one meanwhile */
             shard_key_index_free(ki);
         else
             d->keys = ki;
@@ -331,21 +326,18 @@ static PyObject *dataset_stats(PyObject *self, PyObject *unused)
         return NULL;
     struct shard_read_stats st;
     shard_dataset_stats(d->ds, &st);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}",
-                         "cache_hits", (unsigned long long)st.cache_hits, "cache_misses",
-                         (unsigned long long)st.cache_misses, "cache_bytes_fetched",
-                         (unsigned long long)st.cache_bytes_fetched, "cache_evictions",
-                         (unsigned long long)st.cache_evictions, "cache_skipped",
-                         (unsigned long long)st.cache_skipped, "cache_corrupt",
-                         (unsigned long long)st.cache_corrupt, "samples",
-                         (unsigned long long)st.samples, "errors", (unsigned long long)st.errors,
-                         "read_ns", (unsigned long long)st.read_ns, "decompress_ns",
-                         (unsigned long long)st.decompress_ns, "decode_ns",
-                         (unsigned long long)st.decode_ns, "bytes_requested",
-                         (unsigned long long)st.bytes_requested, "bytes_transferred",
-                         (unsigned long long)st.bytes_transferred, "requests",
-                         (unsigned long long)st.requests, "retries",
-                         (unsigned long long)st.retries);
+    return Py_BuildValue(
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "cache_hits",
+        (unsigned long long)st.cache_hits, "cache_misses", (unsigned long long)st.cache_misses,
+        "cache_bytes_fetched", (unsigned long long)st.cache_bytes_fetched, "cache_evictions",
+        (unsigned long long)st.cache_evictions, "cache_skipped",
+        (unsigned long long)st.cache_skipped, "cache_corrupt", (unsigned long long)st.cache_corrupt,
+        "samples", (unsigned long long)st.samples, "errors", (unsigned long long)st.errors,
+        "read_ns", (unsigned long long)st.read_ns, "decompress_ns",
+        (unsigned long long)st.decompress_ns, "decode_ns", (unsigned long long)st.decode_ns,
+        "bytes_requested", (unsigned long long)st.bytes_requested, "bytes_transferred",
+        (unsigned long long)st.bytes_transferred, "requests", (unsigned long long)st.requests,
+        "retries", (unsigned long long)st.retries);
 }
 
 /* cache_warning() -> str: the node-local cache's first warning, or "" */
@@ -382,16 +374,13 @@ static PyMethodDef dataset_methods[] = {
      "(key bytes, label or -1, pixels, ((field number, value bytes), ...))"},
     {"read_stored", dataset_read_stored, METH_O,
      "read_stored($self, index, /)\n--\n\n(codec, width, height, payload bytes as stored)"},
-    {"key", dataset_key, METH_O,
-     "key($self, index, /)\n--\n\nkey bytes (from the shard footer)"},
+    {"key", dataset_key, METH_O, "key($self, index, /)\n--\n\nkey bytes (from the shard footer)"},
     {"find", dataset_find, METH_O,
      "find($self, key, /)\n--\n\nthe index of the key bytes (KeyError when absent)"},
-    {"locate", dataset_locate, METH_O,
-     "locate($self, index, /)\n--\n\n(shard file, record)"},
+    {"locate", dataset_locate, METH_O, "locate($self, index, /)\n--\n\n(shard file, record)"},
     {"manifest_json", dataset_manifest_json, METH_NOARGS,
      "manifest_json($self, /)\n--\n\nthe manifest as JSON text"},
-    {"labels", dataset_labels, METH_NOARGS,
-     "labels($self, /)\n--\n\nthe class names, as a tuple"},
+    {"labels", dataset_labels, METH_NOARGS, "labels($self, /)\n--\n\nthe class names, as a tuple"},
     {"shard_count", dataset_shard_count, METH_NOARGS,
      "shard_count($self, /)\n--\n\nnumber of shards"},
     {"manifest_xxh3", dataset_manifest_xxh3, METH_NOARGS,
@@ -406,8 +395,7 @@ static PyMethodDef dataset_methods[] = {
 static PySequenceMethods dataset_sequence = {.sq_length = dataset_len};
 
 PyTypeObject skpy_dataset_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shardkit._native.Dataset",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shardkit._native.Dataset",
     .tp_basicsize = sizeof(DatasetObject),
     .tp_dealloc = dataset_dealloc,
     .tp_as_sequence = &dataset_sequence,

@@ -17,23 +17,21 @@
 /* How long next() waits with the GIL released before it checks signals. */
 #define WAIT_SLICE_MS 100
 /* A call refused because another one is using the loader. */
-#define BUSY_MESSAGE \
+#define BUSY_MESSAGE                                                                          \
     "the loader is in use by another call (another thread's, or the next() a signal handler " \
     "interrupted): one at a time"
 
 typedef struct {
-    PyObject_HEAD
-    struct shard_batch *batch;
+    PyObject_HEAD struct shard_batch *batch;
 } BatchObject;
 
 /* busy and close_pending are read and written with the GIL held only. */
 typedef struct {
-    PyObject_HEAD
-    struct shard_loader *loader;
-    PyObject *dataset;  /* the DatasetObject read (kept open while the loader lives) */
-    PyObject *transforms;  /* the TransformsObject applied, or NULL */
-    int busy;           /* a call is using `loader` (or __init__ is making it) */
-    int close_pending;  /* close() came while busy: the busy call frees the loader */
+    PyObject_HEAD struct shard_loader *loader;
+    PyObject *dataset;    /* the DatasetObject read (kept open while the loader lives) */
+    PyObject *transforms; /* the TransformsObject applied, or NULL */
+    int busy;             /* a call is using `loader` (or __init__ is making it) */
+    int close_pending;    /* close() came while busy: the busy call frees the loader */
 } LoaderObject;
 
 /* ---- Batch: owns a struct shard_batch; the arrays handed out keep it alive ---- */
@@ -45,8 +43,7 @@ static void batch_dealloc(PyObject *self)
 }
 
 PyTypeObject skpy_batch_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shardkit._native.Batch",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shardkit._native.Batch",
     .tp_basicsize = sizeof(BatchObject),
     .tp_dealloc = batch_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -58,10 +55,11 @@ PyTypeObject skpy_batch_type = {
 static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     LoaderObject *lo = (LoaderObject *)self;
-    static char *names[] = {"dataset", "transforms", "batch_size", "shuffle", "seed", "rank",
-                            "world_size", "threads", "drop_last", "remainder",
-                            "shuffle_buffer", "prefetch", "skip_errors", "worker", "workers",
-                            "fields", "box_min_size", NULL};
+    static char *names[] = {"dataset",      "transforms", "batch_size",     "shuffle",
+                            "seed",         "rank",       "world_size",     "threads",
+                            "drop_last",    "remainder",  "shuffle_buffer", "prefetch",
+                            "skip_errors",  "worker",     "workers",        "fields",
+                            "box_min_size", NULL};
     PyObject *dataset, *transforms, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
     PyObject *prefetch_o, *worker_o = NULL, *workers_o = NULL, *fields_o = Py_None;
     int shuffle, drop_last, skip_errors;
@@ -69,9 +67,9 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     double box_min_size = 1.0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OOOd:Loader", names,
                                      &skpy_dataset_type, &dataset, &transforms, &batch_o, &shuffle,
-                                     &seed_o, &rank_o, &world_o, &threads_o, &drop_last,
-                                     &remainder, &buffer_o, &prefetch_o, &skip_errors, &worker_o,
-                                     &workers_o, &fields_o, &box_min_size))
+                                     &seed_o, &rank_o, &world_o, &threads_o, &drop_last, &remainder,
+                                     &buffer_o, &prefetch_o, &skip_errors, &worker_o, &workers_o,
+                                     &fields_o, &box_min_size))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -112,8 +110,9 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_RuntimeError, "Dataset is not open");
         return -1;
     }
-    struct shard_transforms *list =
-        transforms == Py_None ? NULL : ((TransformsObject *)transforms)->transforms;
+    struct shard_transforms *list = transforms == Py_None
+                                        ? NULL
+                                        : ((TransformsObject *)transforms)->transforms;
     /* the selected fields, by number (the options' copy is the loader's) */
     uint32_t *fields = NULL;
     if (skpy_field_numbers(fields_o, &fields, &o.field_count) < 0)
@@ -122,11 +121,9 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     struct shard_loader *made;
     struct shard_err err;
     int rc;
-    lo->busy = 1;  /* another thread's __init__ waits for nothing: it is refused */
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_loader_new(&made, d->ds, list, &o, &err);
-    Py_END_ALLOW_THREADS
-    lo->busy = 0;
+    lo->busy = 1; /* another thread's __init__ waits for nothing: it is refused */
+    Py_BEGIN_ALLOW_THREADS rc = shard_loader_new(&made, d->ds, list, &o, &err);
+    Py_END_ALLOW_THREADS lo->busy = 0;
     free(fields);
     if (rc) {
         skpy_raise(&err);
@@ -145,8 +142,7 @@ static void loader_close_now(LoaderObject *lo)
     lo->loader = NULL;
     lo->close_pending = 0;
     if (l) {
-        Py_BEGIN_ALLOW_THREADS
-        shard_loader_free(l);
+        Py_BEGIN_ALLOW_THREADS shard_loader_free(l);
         Py_END_ALLOW_THREADS
     }
     Py_CLEAR(lo->transforms);
@@ -155,7 +151,7 @@ static void loader_close_now(LoaderObject *lo)
 
 static void loader_dealloc(PyObject *self)
 {
-    loader_close_now((LoaderObject *)self);  /* never busy: a call holds a reference */
+    loader_close_now((LoaderObject *)self); /* never busy: a call holds a reference */
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -206,7 +202,7 @@ static PyObject *loader_close(PyObject *self, PyObject *unused)
 {
     LoaderObject *lo = (LoaderObject *)self;
     if (lo->busy)
-        lo->close_pending = 1;  /* the busy call frees it */
+        lo->close_pending = 1; /* the busy call frees it */
     else
         loader_close_now(lo);
     Py_RETURN_NONE;
@@ -226,11 +222,8 @@ static PyObject *loader_start(PyObject *self, PyObject *args)
         return NULL;
     struct shard_err err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_loader_start(l, epoch, first, &err);
-    Py_END_ALLOW_THREADS
-    if (loader_release(lo))
-        return closed_error();
+    Py_BEGIN_ALLOW_THREADS rc = shard_loader_start(l, epoch, first, &err);
+    Py_END_ALLOW_THREADS if (loader_release(lo)) return closed_error();
     if (rc)
         return skpy_raise(&err);
     Py_RETURN_NONE;
@@ -285,9 +278,8 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
         PyList_SET_ITEM(skipped, k, exc);
     }
     if (images && indices && labels && skipped && fields)
-        result = Py_BuildValue("(OOOKKOO)", images, indices, labels,
-                               (unsigned long long)in->epoch, (unsigned long long)in->number,
-                               skipped, fields);
+        result = Py_BuildValue("(OOOKKOO)", images, indices, labels, (unsigned long long)in->epoch,
+                               (unsigned long long)in->number, skipped, fields);
     Py_XDECREF(fields);
     Py_XDECREF(images);
     Py_XDECREF(indices);
@@ -308,21 +300,18 @@ static PyObject *loader_next(PyObject *self, PyObject *unused)
     struct shard_err err;
     int rc, interrupted = 0;
     for (;;) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = shard_loader_next(l, WAIT_SLICE_MS, &b, &err);
-        Py_END_ALLOW_THREADS
-        if (rc != SHARD_LOADER_WAITING || lo->close_pending)
-            break;
+        Py_BEGIN_ALLOW_THREADS rc = shard_loader_next(l, WAIT_SLICE_MS, &b, &err);
+        Py_END_ALLOW_THREADS if (rc != SHARD_LOADER_WAITING || lo->close_pending) break;
         /* a signal handler runs here; if it calls close(), the loader is
          * freed below, not under this loop */
         if (PyErr_CheckSignals() < 0) {
-            interrupted = 1;  /* KeyboardInterrupt: the loader stays where it was */
+            interrupted = 1; /* KeyboardInterrupt: the loader stays where it was */
             break;
         }
     }
     uint64_t failed = rc < 0 ? shard_loader_failed_index(l) : 0;
     if (loader_release(lo)) {
-        shard_batch_free(b);  /* NULL unless it came with the close */
+        shard_batch_free(b); /* NULL unless it came with the close */
         return interrupted ? NULL : closed_error();
     }
     if (interrupted)
@@ -341,15 +330,12 @@ static PyObject *loader_stop(PyObject *self, PyObject *unused)
 {
     LoaderObject *lo = (LoaderObject *)self;
     if (!lo->loader)
-        Py_RETURN_NONE;  /* closed: nothing runs */
+        Py_RETURN_NONE; /* closed: nothing runs */
     struct shard_loader *l = loader_take(lo);
     if (!l)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    shard_loader_stop(l);
-    Py_END_ALLOW_THREADS
-    if (loader_release(lo))
-        return closed_error();
+    Py_BEGIN_ALLOW_THREADS shard_loader_stop(l);
+    Py_END_ALLOW_THREADS if (loader_release(lo)) return closed_error();
     Py_RETURN_NONE;
 }
 
@@ -370,7 +356,7 @@ static PyObject *loader_position(PyObject *self, PyObject *unused)
     LoaderObject *lo = (LoaderObject *)self;
     if (!loader_ready(lo))
         return NULL;
-    if (lo->busy)  /* next() moves it, with the GIL released */
+    if (lo->busy) /* next() moves it, with the GIL released */
         return busy_error();
     return Py_BuildValue("(KK)", (unsigned long long)shard_loader_epoch(lo->loader),
                          (unsigned long long)shard_loader_position(lo->loader));
@@ -383,9 +369,9 @@ static PyObject *loader_stats(PyObject *self, PyObject *unused)
         return NULL;
     struct shard_loader_stats s;
     shard_loader_stats(lo->loader, &s);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "samples",
-                         (unsigned long long)s.samples, "batches", (unsigned long long)s.batches,
-                         "skipped", (unsigned long long)s.skipped, "failed_batches",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "samples", (unsigned long long)s.samples,
+                         "batches", (unsigned long long)s.batches, "skipped",
+                         (unsigned long long)s.skipped, "failed_batches",
                          (unsigned long long)s.failed_batches, "transform_ns",
                          (unsigned long long)s.transform_ns, "wait_ns",
                          (unsigned long long)s.wait_ns, "busy_ns", (unsigned long long)s.busy_ns);
@@ -411,8 +397,7 @@ static PyMethodDef loader_methods[] = {
 };
 
 PyTypeObject skpy_loader_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shardkit._native.Loader",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shardkit._native.Loader",
     .tp_basicsize = sizeof(LoaderObject),
     .tp_dealloc = loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -171,9 +171,9 @@ static PyObject *choice_dict(const struct shard_transform_choice *c)
 {
     return Py_BuildValue("{s:I,s:I,s:I,s:I,s:i,s:i,s:I,s:I,s:i,s:O}", "in_width", c->in_width,
                          "in_height", c->in_height, "out_width", c->out_width, "out_height",
-                         c->out_height, "left", c->left, "top", c->top, "box_width",
-                         c->box_width, "box_height", c->box_height, "attempts", c->attempts,
-                         "flip", c->flip ? Py_True : Py_False);
+                         c->out_height, "left", c->left, "top", c->top, "box_width", c->box_width,
+                         "box_height", c->box_height, "attempts", c->attempts, "flip",
+                         c->flip ? Py_True : Py_False);
 }
 
 /* draw(width, height, seed, epoch, index) -> tuple of dicts, one per step */
@@ -234,7 +234,8 @@ static PyObject *transforms_apply(PyObject *self, PyObject *args)
     if (view.ndim != 3 || view.shape[2] != 3 || view.itemsize != 1 ||
         (view.format && strcmp(view.format, "B") != 0) || view.shape[0] == 0 ||
         view.shape[1] == 0 || view.shape[0] > UINT32_MAX || view.shape[1] > UINT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "image must be a uint8 array of shape (height, width, 3)");
+        PyErr_SetString(PyExc_ValueError,
+                        "image must be a uint8 array of shape (height, width, 3)");
         goto done;
     }
     struct shard_image img = {
@@ -254,15 +255,15 @@ static PyObject *transforms_apply(PyObject *self, PyObject *args)
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS rc = shard_transforms_apply(a->transforms, &img, d, ws, out, &err);
-    Py_END_ALLOW_THREADS
-    if (rc) {
+    Py_END_ALLOW_THREADS if (rc)
+    {
         skpy_raise(&err);
         goto done;
     }
     Py_ssize_t shape[3];
     skpy_sample_shape(shard_transforms_layout(a->transforms), d->out_width, d->out_height, shape);
     result = skpy_buffer_new(out, 3, shape, shard_transforms_dtype(a->transforms), NULL, free, out);
-    out = NULL;  /* the buffer owns it (or freed it) */
+    out = NULL; /* the buffer owns it (or freed it) */
 done:
     free(out);
     shard_transforms_workspace_free(ws);
@@ -283,8 +284,7 @@ static PyMethodDef transforms_methods[] = {
 };
 
 PyTypeObject skpy_transforms_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "shardkit._native.Transforms",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shardkit._native.Transforms",
     .tp_basicsize = sizeof(TransformsObject),
     .tp_dealloc = transforms_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -49,7 +49,10 @@ static const struct shard_field_decl mkds_field_decls[MKDS_FIELDS] = {
     {.name = "score", .type = SHARD_FIELD_INT, .column = "score"},
     {.name = "weight", .type = SHARD_FIELD_FLOAT, .column = "weight"},
     {.name = "emb", .type = SHARD_FIELD_FLOAT32, .length = MKDS_EMB_LEN, .sidecar = ".emb"},
-    {.name = "ids", .type = SHARD_FIELD_INT64, .length = MKDS_IDS_LEN, .sidecar = ".ids",
+    {.name = "ids",
+     .type = SHARD_FIELD_INT64,
+     .length = MKDS_IDS_LEN,
+     .sidecar = ".ids",
      .required = 1},
     {.name = "tags", .type = SHARD_FIELD_LABELS, .sidecar = ".tags"},
     {.name = "blob", .type = SHARD_FIELD_BYTES, .sidecar = ".bin"},
@@ -70,7 +73,7 @@ static inline int mkds_field_value(uint64_t g, uint32_t f, uint8_t *buf, size_t 
     case MKDS_CAPTION:
         if (g % 5 == 2)
             return 0;
-        if (g % 7 != 0)  /* "caption ✓ N": UTF-8 beyond ASCII */
+        if (g % 7 != 0) /* "caption ✓ N": UTF-8 beyond ASCII */
             *len = (size_t)snprintf((char *)buf, MKDS_VALUE_MAX, "caption \xe2\x9c\x93 %llu",
                                     (unsigned long long)g);
         return 1;
@@ -111,13 +114,13 @@ static inline int mkds_field_value(uint64_t g, uint32_t f, uint8_t *buf, size_t 
     }
     case MKDS_IDS:
         mkds_le(buf, g, 8);
-        mkds_le(buf + 8, (uint64_t)-(int64_t)(g << 33), 8);
+        mkds_le(buf + 8, (uint64_t) - (int64_t)(g << 33), 8);
         *len = 16;
         return 1;
     case MKDS_TAGS:
         if (g % 5 == 0)
             return 0;
-        if (g % 5 != 3) {  /* one or two distinct labels */
+        if (g % 5 != 3) { /* one or two distinct labels */
             mkds_le(buf, g % MKDS_LABELS, 4);
             *len = 4;
             if (g % 2) {
@@ -139,21 +142,21 @@ static inline int mkds_field_value(uint64_t g, uint32_t f, uint8_t *buf, size_t 
 
 /* A sample's fields that contradict the manifest (a well-formed record). */
 enum mkds_damage {
-    MKDS_WRONG_TYPE = 1,         /* its score stored as a float (declared int) */
-    MKDS_UNDECLARED,             /* one more field, number MKDS_FIELDS, that none declares */
-    MKDS_SHORT_VECTOR,           /* its emb with one float less than declared */
-    MKDS_LABEL_OUT_OF_RANGE,     /* its tags (not empty) naming label MKDS_LABELS: no such label */
-    MKDS_BAD_JSON,               /* its meta (a sample that has one) cut short: not JSON */
+    MKDS_WRONG_TYPE = 1,     /* its score stored as a float (declared int) */
+    MKDS_UNDECLARED,         /* one more field, number MKDS_FIELDS, that none declares */
+    MKDS_SHORT_VECTOR,       /* its emb with one float less than declared */
+    MKDS_LABEL_OUT_OF_RANGE, /* its tags (not empty) naming label MKDS_LABELS: no such label */
+    MKDS_BAD_JSON,           /* its meta (a sample that has one) cut short: not JSON */
 };
 
 /* How mkds_build_opts builds a dataset (zero, and -1 for the indices: mkds_build's). */
 struct mkds_options {
-    int fields;                  /* version 2: every sample carries the MKDS_FIELDS fields */
-    int64_t duplicate_of_first;  /* when >= 0, this sample gets the key of sample 0 */
-    int64_t damaged;             /* when >= 0, this sample's fields have `damage` */
+    int fields;                 /* version 2: every sample carries the MKDS_FIELDS fields */
+    int64_t duplicate_of_first; /* when >= 0, this sample gets the key of sample 0 */
+    int64_t damaged;            /* when >= 0, this sample's fields have `damage` */
     enum mkds_damage damage;
-    int64_t odd_shard;           /* when >= 0, this shard is written in the other version
-                                  * (1 in a version 2 dataset, 2 in a version 1 one) */
+    int64_t odd_shard; /* when >= 0, this shard is written in the other version
+                        * (1 in a version 2 dataset, 2 in a version 1 one) */
 };
 
 /* The field area of sample g as o asks (empty without fields). */
@@ -176,7 +179,7 @@ static inline void mkds_field_set(const struct mkds_options *o, uint64_t g,
         if (f == MKDS_TAGS && damage == MKDS_LABEL_OUT_OF_RANGE && len >= 4)
             mkds_le(v + len - 4, MKDS_LABELS, 4);
         if (f == MKDS_META && damage == MKDS_BAD_JSON)
-            len = 7;  /* '{"g": N' */
+            len = 7; /* '{"g": N' */
         if (shard_field_set_add(set, f, t, v, len, &err))
             abort();
     }
@@ -207,10 +210,9 @@ static inline size_t mkds_key(const struct mkds *d, uint64_t g, char *out, size_
     if (d->duplicate_of_first >= 0 && g == (uint64_t)d->duplicate_of_first)
         g = 0;
     int32_t label = mkds_label(g);
-    int n = label == SHARD_NO_LABEL
-                ? snprintf(out, size, "g%04llu.png", (unsigned long long)g)
-                : snprintf(out, size, "%s/g%04llu.png", mkds_label_names[label],
-                           (unsigned long long)g);
+    int n = label == SHARD_NO_LABEL ? snprintf(out, size, "g%04llu.png", (unsigned long long)g)
+                                    : snprintf(out, size, "%s/g%04llu.png", mkds_label_names[label],
+                                               (unsigned long long)g);
     return (size_t)n;
 }
 
@@ -245,7 +247,7 @@ static inline void mkds_build_opts(struct mkds *d, const uint64_t *counts, uint3
     struct shard_buf frame = {0}, index = {0};
     struct shard_field_set set = {0};
     uint64_t by_label[MKDS_LABELS] = {0}, unlabeled = 0, g = 0, field_samples[MKDS_FIELDS] = {0};
-    struct shard_config fields_config;  /* names the fields in index lines */
+    struct shard_config fields_config; /* names the fields in index lines */
     memset(&fields_config, 0, sizeof fields_config);
     fields_config.fields = (struct shard_field_decl *)mkds_field_decls;
     fields_config.field_count = o->fields ? MKDS_FIELDS : 0;
@@ -268,8 +270,8 @@ static inline void mkds_build_opts(struct mkds *d, const uint64_t *counts, uint3
             mkds_field_set(o, g, &set);
             if ((v2 ? shard_record_encode_fields(enc, &meta, (const uint8_t *)key, key_len, px,
                                                  sizeof px, &set, &frame, &h, &err)
-                    : shard_record_encode(enc, &meta, (const uint8_t *)key, key_len, px,
-                                          sizeof px, &frame, &h, &err)) ||
+                    : shard_record_encode(enc, &meta, (const uint8_t *)key, key_len, px, sizeof px,
+                                          &frame, &h, &err)) ||
                 shard_writer_add(w, frame.data, frame.len, h, (const uint8_t *)key, key_len,
                                  meta.label, &err))
                 abort();
@@ -284,9 +286,18 @@ static inline void mkds_build_opts(struct mkds *d, const uint64_t *counts, uint3
                     field_samples[f]++;
                 }
             }
-            struct shard_sample smp = {key, key_len, meta.label, s, r, MKDS_W, MKDS_H,
-                                       1000 + g, 0x1234000000000000ull + g, NULL,
-                                       nsources ? sources : NULL, nsources};
+            struct shard_sample smp = {key,
+                                       key_len,
+                                       meta.label,
+                                       s,
+                                       r,
+                                       MKDS_W,
+                                       MKDS_H,
+                                       1000 + g,
+                                       0x1234000000000000ull + g,
+                                       NULL,
+                                       nsources ? sources : NULL,
+                                       nsources};
             if (shard_sample_line_fields(&smp, &fields_config, &index, &err))
                 abort();
             if (meta.label == SHARD_NO_LABEL)
@@ -310,7 +321,7 @@ static inline void mkds_build_opts(struct mkds *d, const uint64_t *counts, uint3
     memset(&m, 0, sizeof m);
     shard_config_init(&m.config);
     m.config.codec = SHARD_CODEC_RAW;
-    m.config.size = MKDS_H;  /* 4x3: the short side is 3 */
+    m.config.size = MKDS_H; /* 4x3: the short side is 3 */
     m.config.labels = "dir";
     m.source_kind = "directory";
     m.samples = g;

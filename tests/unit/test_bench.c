@@ -81,10 +81,10 @@ static void test_quantities_parse_si_and_binary_prefixes_and_their_units(void **
     parses("19.5 TFLOP/s", QUANTITY_COMPUTE, 19.5e12, 1e12);
     parses("312TFLOPS", QUANTITY_COMPUTE, 312e12, 1e12);
     parses("1e12", QUANTITY_COMPUTE, 1e12, 1);
-    refuses("100GFLOP/s", QUANTITY_BANDWIDTH);  /* the wrong quantity */
+    refuses("100GFLOP/s", QUANTITY_BANDWIDTH); /* the wrong quantity */
     refuses("100GB/s", QUANTITY_COMPUTE);
-    refuses("2GFLOP/B", QUANTITY_INTENSITY);    /* a ratio takes no prefix */
-    refuses("1GiFLOP/s", QUANTITY_COMPUTE);     /* binary prefixes are for bytes */
+    refuses("2GFLOP/B", QUANTITY_INTENSITY); /* a ratio takes no prefix */
+    refuses("1GiFLOP/s", QUANTITY_COMPUTE);  /* binary prefixes are for bytes */
     refuses("", QUANTITY_BANDWIDTH);
     refuses("GB/s", QUANTITY_BANDWIDTH);
     refuses("-1GB/s", QUANTITY_BANDWIDTH);
@@ -211,7 +211,7 @@ static void test_trace_is_chrome_json_whose_spans_nest_on_every_thread(void **st
     assert_int_equal(spans, 3 * 300 + 1);
     assert_int_equal(counters, 3 * 100);
     assert_int_equal(processes, 2);
-    assert_int_equal(threads, 3 + 1);  /* three named workers, one unnamed lane */
+    assert_int_equal(threads, 3 + 1); /* three named workers, one unnamed lane */
     json_decref(root);
 }
 
@@ -229,8 +229,9 @@ static void test_trace_keeps_at_most_its_cap_and_counts_the_rest(void **state)
     json_t *root = json_load_file(path, 0, NULL);
     unlink(path);
     assert_non_null(root);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "otherData"),
-                                                        "dropped_events")), 15);
+    assert_int_equal(json_integer_value(
+                         json_object_get(json_object_get(root, "otherData"), "dropped_events")),
+                     15);
     json_decref(root);
     struct shard_err err;
     assert_int_equal(trace_write(t, "/nonexistent/dir/t.json", &err), SHARD_EIO);
@@ -287,7 +288,7 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
     assert_int_equal(r.samples_per_epoch, SAMPLES);
     assert_int_equal(r.first.epochs, 1);
     assert_int_equal(r.first.samples, SAMPLES);
-    assert_int_equal(r.first.batches, 4);  /* 6 + 6 + 6 + 2 */
+    assert_int_equal(r.first.batches, 4); /* 6 + 6 + 6 + 2 */
     assert_int_equal(r.steady.epochs, 2);
     assert_int_equal(r.steady.samples, 2 * SAMPLES);
     assert_int_equal(r.first.errors + r.steady.errors, 0);
@@ -312,7 +313,7 @@ static void test_shards_run_delivers_every_sample_each_epoch_with_its_pixels(voi
             p99 = b->latency_seconds;
     }
     assert_int_equal(in_batches, 3 * SAMPLES);
-    assert_true(r.steady.batch_p99 == p99);  /* 8 steady batches: the 99th is the largest */
+    assert_true(r.steady.batch_p99 == p99); /* 8 steady batches: the 99th is the largest */
     assert_int_equal(r.threads, 3);
     assert_false(r.remote);
     /* stored order, pixels exactly as written */
@@ -407,7 +408,7 @@ static void test_files_run_decodes_resizes_and_counts_a_broken_file(void **state
     assert_true(r.steady.stage_seconds[STAGE_DECOMPRESS] == 0);
     assert_int_equal(r.digest_count, 9);
     for (uint64_t i = 0; i < r.digest_count; i++) {
-        assert_int_equal(r.digests[i].width, 4);  /* crop: 4 x 4 */
+        assert_int_equal(r.digests[i].width, 4); /* crop: 4 x 4 */
         assert_int_equal(r.digests[i].height, 4);
     }
     bench_result_release(&r);
@@ -423,8 +424,7 @@ static void test_files_run_decodes_resizes_and_counts_a_broken_file(void **state
     assert_int_equal(system(cmd), 0);
 
     /* a URL cannot be listed: keys are required, and nothing is requested */
-    assert_int_equal(bench_run(BENCH_FILES, "http://127.0.0.1:9/x", &o, &r, &err),
-                     SHARD_EINVAL);
+    assert_int_equal(bench_run(BENCH_FILES, "http://127.0.0.1:9/x", &o, &r, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "cannot be listed"));
     bench_result_release(&r);
     o.epochs = 0;

@@ -39,13 +39,13 @@
 
 struct answer {
     int status;
-    char headers[256];       /* extra header lines, each ending in \r\n */
+    char headers[256]; /* extra header lines, each ending in \r\n */
     const char *body;
     size_t body_len;
-    size_t declared;         /* the Content-Length sent, when not 0 (more than body_len:
-                             * the body is cut short) */
-    int hang;                /* read the request, answer nothing until the server stops */
-    double delay;            /* seconds before answering */
+    size_t declared; /* the Content-Length sent, when not 0 (more than body_len:
+                      * the body is cut short) */
+    int hang;        /* read the request, answer nothing until the server stops */
+    double delay;    /* seconds before answering */
 };
 
 struct server;
@@ -63,7 +63,7 @@ struct server {
     pthread_t thread;
     pthread_mutex_t lock;
     unsigned requests;
-    char methods[64][8];     /* the first 64 requests' methods */
+    char methods[64][8]; /* the first 64 requests' methods */
     pthread_t handlers[MAX_CONNECTIONS];
     int handler_count;
     volatile int stop;
@@ -131,9 +131,10 @@ static void *handle(void *arg)
     if (a.delay > 0)
         sk_sleep_seconds(a.delay);
     char head[1024];
-    int head_len = snprintf(head, sizeof head, "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n"
-                            "Connection: close\r\n%s\r\n", a.status,
-                            a.declared ? a.declared : a.body_len, a.headers);
+    int head_len = snprintf(head, sizeof head,
+                            "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n"
+                            "Connection: close\r\n%s\r\n",
+                            a.status, a.declared ? a.declared : a.body_len, a.headers);
     if (write(c->fd, head, (size_t)head_len) != head_len)
         goto out;
     if (strncmp(req, "HEAD ", 5) && a.body_len && write(c->fd, a.body, a.body_len) < 0)
@@ -214,7 +215,7 @@ static void answer_status(struct server *s, unsigned n, const char *request, str
 {
     (void)n, (void)request;
     a->status = *(const int *)s->user;
-    if (a->status == 410) {  /* S3's words for it */
+    if (a->status == 410) { /* S3's words for it */
         a->body = s3_gone;
         a->body_len = sizeof s3_gone - 1;
     }
@@ -259,8 +260,7 @@ static void answer_cut_once(struct server *s, unsigned n, const char *request, s
 #define WINDOW 4096u
 static char tail[WINDOW];
 
-static void answer_flaky_file(struct server *s, unsigned n, const char *request,
-                              struct answer *a)
+static void answer_flaky_file(struct server *s, unsigned n, const char *request, struct answer *a)
 {
     (void)s, (void)n;
     if (strstr(request, "Range: bytes=-")) {
@@ -296,8 +296,7 @@ struct rig {
     char url[128];
 };
 
-static void rig_start(struct rig *r, answer_fn answer, void *user, const char *path,
-                      int retries)
+static void rig_start(struct rig *r, answer_fn answer, void *user, const char *path, int retries)
 {
     server_start(&r->s, answer, user);
     assert_int_equal(sk_http_init(&r->h, NULL), 0);
@@ -339,8 +338,10 @@ static void test_transient_statuses_give_up_after_the_retries(void **state)
     struct shard_err err;
     assert_int_equal(sk_http_perform(&r.h, &rq, &err), SHARD_ENET);
     char want[256];
-    snprintf(want, sizeof want, "cannot fetch '%s': HTTP 503 Service Unavailable (gave up "
-             "after 3 attempts)", r.url);
+    snprintf(want, sizeof want,
+             "cannot fetch '%s': HTTP 503 Service Unavailable (gave up "
+             "after 3 attempts)",
+             r.url);
     assert_string_equal(err.msg, want);
     assert_int_equal(requests(&r.s), 3);
     rig_stop(&r);
@@ -370,7 +371,7 @@ static void test_statuses_map_to_one_code_each(void **state)
     status_maps_to(501, SHARD_EUNSUPPORTED, " Not Implemented");
     status_maps_to(505, SHARD_EUNSUPPORTED, " HTTP Version Not Supported");
     status_maps_to(403, SHARD_ENET, " Forbidden");
-    status_maps_to(416, SHARD_ENET, " Range Not Satisfiable");  /* not ranged: no answer */
+    status_maps_to(416, SHARD_ENET, " Range Not Satisfiable"); /* not ranged: no answer */
 }
 
 static void test_a_range_must_be_answered_with_it(void **state)
@@ -446,7 +447,8 @@ static void test_the_pool_keeps_at_most_its_cap(void **state)
     (void)state;
     enum { N = SK_HTTP_POOL_MAX + 6 };
     struct rig r;
-    rig_start(&r, answer_body, "slow", "/slow", 0);  /* answers after 0.3 s: all are under way at once */
+    rig_start(&r, answer_body, "slow", "/slow",
+              0); /* answers after 0.3 s: all are under way at once */
     pthread_t t[N];
     struct concurrent c[N];
     for (int i = 0; i < N; i++) {
@@ -466,7 +468,7 @@ static void test_cancel_ends_a_back_off(void **state)
     (void)state;
     int status = 503;
     struct rig r;
-    rig_start(&r, answer_status, &status, "/busy", 20);  /* ~30 s of back-off in all */
+    rig_start(&r, answer_status, &status, "/busy", 20); /* ~30 s of back-off in all */
     volatile sig_atomic_t cancel = 0;
     r.h.cancel = &cancel;
     pthread_t t;
@@ -497,14 +499,14 @@ static char home[256];
 static int s3_setup(void **state)
 {
     (void)state;
-    snprintf(home, sizeof home, "%s/shardkit-http-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR")
-                                                                            : "/tmp");
+    snprintf(home, sizeof home, "%s/shardkit-http-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(home))
         return -1;
     setenv("HOME", home, 1);
-    static const char *const unset[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                        "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-                                        "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+    static const char *const unset[] = {"AWS_ACCESS_KEY_ID",   "AWS_SECRET_ACCESS_KEY",
+                                        "AWS_PROFILE",         "AWS_DEFAULT_PROFILE",
+                                        "AWS_CONFIG_FILE",     "AWS_SHARED_CREDENTIALS_FILE",
                                         "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"};
     for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++)
         unsetenv(unset[i]);
@@ -545,10 +547,10 @@ static void test_s3_gone_is_not_found_with_its_code(void **state)
                                  "(NoSuchKey)");
     uint64_t size;
     assert_int_equal(sk_s3_head(s3, "manifest.json", &size, &err), SHARD_ENOTFOUND);
-    assert_int_equal(sk_s3_delete(s3, "manifest.json", &err), 0);  /* gone is deleted */
+    assert_int_equal(sk_s3_delete(s3, "manifest.json", &err), 0); /* gone is deleted */
     status = 505;
     assert_int_equal(sk_s3_get(s3, "manifest.json", 0, &out, &err), SHARD_EUNSUPPORTED);
-    assert_int_equal(requests(&s), 4);  /* none retried */
+    assert_int_equal(requests(&s), 4); /* none retried */
     shard_buf_release(&out);
     sk_s3_free(s3);
     server_stop(&s);
@@ -561,7 +563,7 @@ static void test_s3_cancel_ends_a_transfer_under_way(void **state)
     server_start(&s, answer_hang, NULL);
     struct sk_s3 *s3 = s3_at(&s);
     volatile sig_atomic_t cancel = 0;
-    s3->http.cancel = &cancel;  /* the time-out is 10 s: only the cancel ends it early */
+    s3->http.cancel = &cancel; /* the time-out is 10 s: only the cancel ends it early */
     pthread_t t;
     struct later l = {&cancel, 0.3};
     pthread_create(&t, NULL, set_later, &l);
@@ -602,8 +604,8 @@ enum upload_fault { UPLOAD_OK, UPLOAD_NO_ID, UPLOAD_NO_ETAG, UPLOAD_ERROR_DOCUME
 
 struct upload_script {
     enum upload_fault fault;
-    char parts[64];          /* the bodies of the parts, in the order they came */
-    char completion[1024];   /* the body of CompleteMultipartUpload */
+    char parts[64];        /* the bodies of the parts, in the order they came */
+    char completion[1024]; /* the body of CompleteMultipartUpload */
     int aborts;
 };
 
@@ -679,7 +681,7 @@ static void test_s3_multipart_upload_sends_its_parts_and_names_each_fault(void *
     struct server s;
     server_start(&s, answer_upload, &u);
     struct sk_s3 *s3 = s3_at(&s);
-    s3->part_bytes = 8;  /* parts of 8, 8 and 4 bytes */
+    s3->part_bytes = 8; /* parts of 8, 8 and 4 bytes */
     char path[300];
     snprintf(path, sizeof path, "%s/big", home);
     FILE *f = fopen(path, "w+");
@@ -695,10 +697,10 @@ static void test_s3_multipart_upload_sends_its_parts_and_names_each_fault(void *
         fail_msg("%s", err.msg);
     assert_string_equal(u.parts, "0123456789abcdefghij");
     assert_string_equal(u.completion, "<CompleteMultipartUpload>"
-                        "<Part><PartNumber>1</PartNumber><ETag>\"e1\"</ETag></Part>"
-                        "<Part><PartNumber>2</PartNumber><ETag>\"e2\"</ETag></Part>"
-                        "<Part><PartNumber>3</PartNumber><ETag>\"e3\"</ETag></Part>"
-                        "</CompleteMultipartUpload>");
+                                      "<Part><PartNumber>1</PartNumber><ETag>\"e1\"</ETag></Part>"
+                                      "<Part><PartNumber>2</PartNumber><ETag>\"e2\"</ETag></Part>"
+                                      "<Part><PartNumber>3</PartNumber><ETag>\"e3\"</ETag></Part>"
+                                      "</CompleteMultipartUpload>");
     assert_int_equal(u.aborts, 0);
     assert_string_equal(seen.started, "up/1");
     assert_string_equal(seen.ended, "up/1");
@@ -781,13 +783,13 @@ static void test_reader_closing_a_file_cancels_its_retrying_fetch(void **state)
     (void)state;
     struct server s;
     server_start(&s, answer_flaky_file, NULL);
-    struct fetch *fs = reader_at(&s, 20);  /* ~30 s of back-off before it would give up */
+    struct fetch *fs = reader_at(&s, 20); /* ~30 s of back-off before it would give up */
     struct fetch_file *f = NULL;
     struct shard_err err;
     if (fetch_open(fs, "shard-000000.shard", &f, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(f->size, FILE_SIZE);
-    fetch_advise(f, 0, 100);  /* window 0, read ahead: 503 after 503 */
+    fetch_advise(f, 0, 100); /* window 0, read ahead: 503 after 503 */
     while (requests(&s) < 3)
         usleep(10000);
     double start = sk_now_seconds();
@@ -809,8 +811,10 @@ static void test_reader_names_a_file_over_its_limit(void **state)
     struct shard_err err;
     assert_int_equal(sk_fetch_http_get(fs, "manifest.json", 10, &buf, &err), SHARD_ELIMIT);
     char want[256];
-    snprintf(want, sizeof want, "'http://127.0.0.1:%d/d/manifest.json': file of 20 bytes "
-             "exceeds the limit of 10", s.port);
+    snprintf(want, sizeof want,
+             "'http://127.0.0.1:%d/d/manifest.json': file of 20 bytes "
+             "exceeds the limit of 10",
+             s.port);
     assert_string_equal(err.msg, want);
     assert_int_equal(buf.len, 0);
     shard_buf_release(&buf);
@@ -852,7 +856,7 @@ static void test_remote_files_are_read_whole_under_the_options(void **state)
     struct shard_remote *r = NULL;
     struct shard_err err;
     assert_int_equal(shard_remote_open(&r, url, &o, &err), 0);
-    assert_int_equal(requests(&s), 0);  /* nothing is asked for at open */
+    assert_int_equal(requests(&s), 0); /* nothing is asked for at open */
     struct shard_buf buf = {0};
     assert_int_equal(shard_remote_get(r, "n01/a b.jpg", 0, &buf, &err), 0);
     assert_int_equal(buf.len, 20);

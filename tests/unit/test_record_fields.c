@@ -49,15 +49,11 @@ static size_t gen_len(enum shard_field_type t)
 {
     switch (t) {
     case SHARD_FIELD_INT:
-    case SHARD_FIELD_FLOAT:
-        return 8;
+    case SHARD_FIELD_FLOAT: return 8;
     case SHARD_FIELD_FLOAT32:
-    case SHARD_FIELD_LABELS:
-        return 4 * (rng() % 16);
-    case SHARD_FIELD_INT64:
-        return 8 * (rng() % 8);
-    default:
-        return rng() % 65;
+    case SHARD_FIELD_LABELS: return 4 * (rng() % 16);
+    case SHARD_FIELD_INT64: return 8 * (rng() % 8);
+    default: return rng() % 65;
     }
 }
 
@@ -85,12 +81,14 @@ static void encode(struct shard_record_encoder *enc, const struct gen_value *v, 
     shard_field_set_clear(set);
     for (size_t i = 0; i < n; i++)
         assert_int_equal(shard_field_set_add(set, v[i].field, v[i].type, v[i].bytes, v[i].len,
-                                             &err), 0);
+                                             &err),
+                         0);
     uint8_t px[2 * 2 * 3] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    struct shard_record_meta meta = {.label = 4, .width = 2, .height = 2, .channels = 3,
-                                     .codec = SHARD_CODEC_RAW};
+    struct shard_record_meta meta = {
+        .label = 4, .width = 2, .height = 2, .channels = 3, .codec = SHARD_CODEC_RAW};
     assert_int_equal(shard_record_encode_fields(enc, &meta, (const uint8_t *)"a/b.jpg", 7, px,
-                                                sizeof px, set, frame, h, &err), 0);
+                                                sizeof px, set, frame, h, &err),
+                     0);
 }
 
 static void test_random_field_sets_round_trip(void **state)
@@ -139,12 +137,13 @@ static void test_version_1_records_are_unchanged(void **state)
     assert_int_equal(shard_record_encoder_new(&enc, 3, &err), 0);
     assert_int_equal(shard_record_decoder_new(&dec, &err), 0);
     uint8_t px[3] = {9, 8, 7};
-    struct shard_record_meta meta = {.label = -1, .width = 1, .height = 1, .channels = 3,
-                                     .codec = SHARD_CODEC_RAW};
+    struct shard_record_meta meta = {
+        .label = -1, .width = 1, .height = 1, .channels = 3, .codec = SHARD_CODEC_RAW};
     struct shard_buf frame = {0};
     uint64_t h;
     assert_int_equal(shard_record_encode(enc, &meta, (const uint8_t *)"k", 1, px, 3, &frame, &h,
-                                         &err), 0);
+                                         &err),
+                     0);
     /* the content starts "SKR1" and has 0 in the reserved field */
     uint8_t content[64];
     size_t n = ZSTD_decompress(content, sizeof content, frame.data, frame.len);
@@ -159,7 +158,8 @@ static void test_version_1_records_are_unchanged(void **state)
     assert_null(view.fields);
     /* a version 2 record without fields: SKR2, field_count 0, nothing after the payload */
     assert_int_equal(shard_record_encode_fields(enc, &meta, (const uint8_t *)"k", 1, px, 3, NULL,
-                                                &frame, &h, &err), 0);
+                                                &frame, &h, &err),
+                     0);
     n = ZSTD_decompress(content, sizeof content, frame.data, frame.len);
     assert_int_equal(n, 32 + 1 + 3);
     assert_memory_equal(content, "SKR2", 4);
@@ -209,13 +209,13 @@ static void test_damaged_field_areas_are_refused_or_walk_inside(void **state)
         encode(enc, v, n, &set, &frame, &h);
         size_t len = ZSTD_decompress(content, sizeof content, frame.data, frame.len);
         assert_false(ZSTD_isError(len));
-        size_t area = len - set.area.len;  /* where the field area starts */
+        size_t area = len - set.area.len; /* where the field area starts */
         for (int k = 0; k < 20; k++) {
             uint8_t copy[4096];
             memcpy(copy, content, len);
             size_t at = area + rng() % set.area.len;
             copy[at] ^= (uint8_t)(1u << (rng() % 8));
-            if (rng() % 4 == 0)  /* the field count too */
+            if (rng() % 4 == 0) /* the field count too */
                 copy[22] = (uint8_t)(rng() % 16);
             size_t fl = compress_content(copy, len, damaged, sizeof damaged);
             struct shard_record_view view;
@@ -241,7 +241,7 @@ static void test_damaged_field_areas_are_refused_or_walk_inside(void **state)
         }
     }
     assert_true(refused > 0);
-    assert_true(accepted > 0);  /* a flipped value byte changes nothing structural */
+    assert_true(accepted > 0); /* a flipped value byte changes nothing structural */
     shard_field_set_release(&set);
     shard_buf_release(&frame);
     shard_record_encoder_free(enc);
@@ -264,8 +264,7 @@ static void test_field_set_refuses_what_no_record_can_hold(void **state)
     assert_int_equal(shard_field_set_add(&set, 4, SHARD_FIELD_INT, eight, 4, &err), SHARD_EINVAL);
     assert_int_equal(shard_field_set_add(&set, 4, SHARD_FIELD_FLOAT32, eight, 6, &err),
                      SHARD_EINVAL);
-    assert_int_equal(shard_field_set_add(&set, 4, SHARD_FIELD_INT64, eight, 4, &err),
-                     SHARD_EINVAL);
+    assert_int_equal(shard_field_set_add(&set, 4, SHARD_FIELD_INT64, eight, 4, &err), SHARD_EINVAL);
     assert_int_equal(shard_field_set_add(&set, 4, (enum shard_field_type)9, eight, 4, &err),
                      SHARD_EINVAL);
     /* nothing of the refused ones went in */
@@ -282,10 +281,14 @@ static void test_field_types_parse_as_written(void **state)
         enum shard_field_type t;
         uint32_t length;
     } good[] = {
-        {"text", SHARD_FIELD_TEXT, 0},       {"json", SHARD_FIELD_JSON, 0},
-        {"int", SHARD_FIELD_INT, 0},         {"float", SHARD_FIELD_FLOAT, 0},
-        {"float32[512]", SHARD_FIELD_FLOAT32, 512}, {"int64[1]", SHARD_FIELD_INT64, 1},
-        {"labels", SHARD_FIELD_LABELS, 0},   {"bytes", SHARD_FIELD_BYTES, 0},
+        {"text", SHARD_FIELD_TEXT, 0},
+        {"json", SHARD_FIELD_JSON, 0},
+        {"int", SHARD_FIELD_INT, 0},
+        {"float", SHARD_FIELD_FLOAT, 0},
+        {"float32[512]", SHARD_FIELD_FLOAT32, 512},
+        {"int64[1]", SHARD_FIELD_INT64, 1},
+        {"labels", SHARD_FIELD_LABELS, 0},
+        {"bytes", SHARD_FIELD_BYTES, 0},
         {"float32[1048576]", SHARD_FIELD_FLOAT32, 1048576},
     };
     struct shard_err err;
@@ -296,9 +299,20 @@ static void test_field_types_parse_as_written(void **state)
         assert_int_equal(t, good[i].t);
         assert_int_equal(length, good[i].length);
     }
-    const char *bad[] = {"", "Text", "float32", "float32[]", "float32[0]", "float32[07]",
-                         "float32[1048577]", "float32[99999999999999999999]", "int64[3]x",
-                         "text[3]", "float64", "labels[2]", "float32[-1]", "int [3]"};
+    const char *bad[] = {"",
+                         "Text",
+                         "float32",
+                         "float32[]",
+                         "float32[0]",
+                         "float32[07]",
+                         "float32[1048577]",
+                         "float32[99999999999999999999]",
+                         "int64[3]x",
+                         "text[3]",
+                         "float64",
+                         "labels[2]",
+                         "float32[-1]",
+                         "int [3]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         enum shard_field_type t;
         uint32_t length;
@@ -346,21 +360,25 @@ static void test_version_2_shards_hold_version_2_records_only(void **state)
     assert_int_equal(shard_record_encoder_new(&enc, 3, &err), 0);
     assert_int_equal(shard_record_decoder_new(&dec, &err), 0);
     uint8_t px[3] = {1, 2, 3};
-    struct shard_record_meta meta = {.label = -1, .width = 1, .height = 1, .channels = 3,
-                                     .codec = SHARD_CODEC_RAW};
+    struct shard_record_meta meta = {
+        .label = -1, .width = 1, .height = 1, .channels = 3, .codec = SHARD_CODEC_RAW};
     struct shard_field_set set = {0};
     assert_int_equal(shard_field_set_add(&set, 0, SHARD_FIELD_TEXT, "hello", 5, &err), 0);
     struct shard_buf frame = {0};
     uint64_t h, bytes, xxh3;
     assert_int_equal(shard_record_encode_fields(enc, &meta, (const uint8_t *)"a", 1, px, 3, &set,
-                                                &frame, &h, &err), 0);
+                                                &frame, &h, &err),
+                     0);
     assert_int_equal(shard_writer_add(w, frame.data, frame.len, h, (const uint8_t *)"a", 1, -1,
-                                      &err), 0);
+                                      &err),
+                     0);
     /* a version 1 record does not belong in a version 2 shard */
     assert_int_equal(shard_record_encode(enc, &meta, (const uint8_t *)"b", 1, px, 3, &frame, &h,
-                                         &err), 0);
+                                         &err),
+                     0);
     assert_int_equal(shard_writer_add(w, frame.data, frame.len, h, (const uint8_t *)"b", 1, -1,
-                                      &err), 0);
+                                      &err),
+                     0);
     assert_int_equal(shard_writer_finish(w, &bytes, &xxh3, &err), 0);
     shard_writer_free(w);
 
@@ -389,7 +407,7 @@ static void test_version_2_shards_hold_version_2_records_only(void **state)
     assert_int_equal(version, 2);
     head[8] = 3;
     uint64_t check = XXH3_64bits(head, 24);
-    memcpy(head + 24, &check, 8);  /* little-endian host */
+    memcpy(head + 24, &check, 8); /* little-endian host */
     assert_int_equal(shard_header_parse(head, 32, &index, &err), SHARD_EUNSUPPORTED);
 
     char cmd[96];
@@ -424,14 +442,13 @@ static void test_stored_values_are_checked_by_type(void **state)
     assert_int_equal(shard_field_check(&text, (const uint8_t *)"ab\xc3", 3, 0, &err),
                      SHARD_ECORRUPT);
     assert_string_equal(err.msg, "text is not valid UTF-8 at byte 2");
-    assert_int_equal(shard_field_check(&json, (const uint8_t *)" {\"a\": [1, 2]}\n", 15, 0,
-                                       &err), 0);
+    assert_int_equal(shard_field_check(&json, (const uint8_t *)" {\"a\": [1, 2]}\n", 15, 0, &err),
+                     0);
     assert_int_equal(shard_field_check(&json, (const uint8_t *)"\"x\"", 3, 0, &err), 0);
     assert_int_equal(shard_field_check(&json, (const uint8_t *)"{\"a\": 1,}", 9, 0, &err),
                      SHARD_ECORRUPT);
     assert_non_null(strstr(err.msg, "invalid JSON: line 1 column"));
-    assert_int_equal(shard_field_check(&json, (const uint8_t *)"1 2", 3, 0, &err),
-                     SHARD_ECORRUPT);
+    assert_int_equal(shard_field_check(&json, (const uint8_t *)"1 2", 3, 0, &err), SHARD_ECORRUPT);
     /* what RFC 8259 allows and a strict int64 reader would not */
     const char *big = "{\"hash\": 18446744073709551615, \"s\": \"a\\u0000b\"}";
     assert_int_equal(shard_field_check(&json, (const uint8_t *)big, strlen(big), 0, &err), 0);
@@ -475,11 +492,16 @@ static void make_config(struct shard_config *c)
     c->labels = strdup("none");
     c->field_count = 3;
     c->fields = calloc(3, sizeof *c->fields);
-    c->fields[0] = (struct shard_field_decl){.name = strdup("caption"), .type = SHARD_FIELD_TEXT,
-                                             .sidecar = strdup(".txt"), .required = 1};
-    c->fields[1] = (struct shard_field_decl){.name = strdup("emb"), .type = SHARD_FIELD_FLOAT32,
-                                             .length = 4, .column = strdup("embedding")};
-    c->fields[2] = (struct shard_field_decl){.name = strdup("meta"), .type = SHARD_FIELD_JSON,
+    c->fields[0] = (struct shard_field_decl){.name = strdup("caption"),
+                                             .type = SHARD_FIELD_TEXT,
+                                             .sidecar = strdup(".txt"),
+                                             .required = 1};
+    c->fields[1] = (struct shard_field_decl){.name = strdup("emb"),
+                                             .type = SHARD_FIELD_FLOAT32,
+                                             .length = 4,
+                                             .column = strdup("embedding")};
+    c->fields[2] = (struct shard_field_decl){.name = strdup("meta"),
+                                             .type = SHARD_FIELD_JSON,
                                              .sidecar = strdup(".meta.json")};
     c->annotations = strdup("file:ann.jsonl:0123456789abcdef");
     c->max_field_bytes = 1000;
@@ -558,8 +580,7 @@ static void test_a_manifest_with_fields_round_trips(void **state)
     char *twice = strdup(text);
     at = strstr(twice, "\"name\": \"meta\"");
     memcpy(at, "\"name\": \"emb\" ", 14);
-    assert_int_equal(shard_manifest_load_buffer(twice, strlen(twice), &back, &err),
-                     SHARD_ECORRUPT);
+    assert_int_equal(shard_manifest_load_buffer(twice, strlen(twice), &back, &err), SHARD_ECORRUPT);
     assert_non_null(strstr(err.msg, "field 'emb' is declared twice"));
     free(twice);
     char *noorigin = strdup(text);
@@ -606,10 +627,17 @@ static void test_index_lines_name_their_fields(void **state)
     (void)state;
     struct shard_config c;
     make_config(&c);
-    struct shard_field_source src[2] = {{0, 12, 0xabcdef0123456789ull}, {2, 0, 0x2d06800538d394c2ull}};
-    struct shard_sample s = {.key = "a/x.jpg", .key_len = 7, .label = -1, .width = 2,
-                             .height = 3, .source_bytes = 9, .source_xxh3 = 1,
-                             .fields = src, .field_count = 2};
+    struct shard_field_source src[2] = {{0, 12, 0xabcdef0123456789ull},
+                                        {2, 0, 0x2d06800538d394c2ull}};
+    struct shard_sample s = {.key = "a/x.jpg",
+                             .key_len = 7,
+                             .label = -1,
+                             .width = 2,
+                             .height = 3,
+                             .source_bytes = 9,
+                             .source_xxh3 = 1,
+                             .fields = src,
+                             .field_count = 2};
     struct shard_buf line = {0};
     struct shard_err err;
     assert_int_equal(shard_sample_line_fields(&s, &c, &line, &err), 0);
@@ -618,8 +646,8 @@ static void test_index_lines_name_their_fields(void **state)
     assert_non_null(memmem(line.data, line.len, want, strlen(want)));
     struct shard_sample back;
     struct shard_reject r;
-    assert_int_equal(shard_line_parse_fields((char *)line.data, line.len - 1, &c, &back, &r,
-                                             &err), 1);
+    assert_int_equal(shard_line_parse_fields((char *)line.data, line.len - 1, &c, &back, &r, &err),
+                     1);
     assert_int_equal(back.field_count, 2);
     assert_int_equal(back.fields[0].field, 0);
     assert_int_equal(back.fields[0].source_bytes, 12);
@@ -634,8 +662,8 @@ static void test_index_lines_name_their_fields(void **state)
     s.field_count = 0;
     assert_int_equal(shard_sample_line_fields(&s, &c, &line, &err), 0);
     assert_non_null(memmem(line.data, line.len, "\"fields\":{}", 11));
-    assert_int_equal(shard_line_parse_fields((char *)line.data, line.len - 1, &c, &back, &r,
-                                             &err), 1);
+    assert_int_equal(shard_line_parse_fields((char *)line.data, line.len - 1, &c, &back, &r, &err),
+                     1);
     assert_int_equal(back.field_count, 0);
     shard_sample_release(&back);
     /* a field the dataset does not declare */

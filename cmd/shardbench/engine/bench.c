@@ -9,8 +9,8 @@
  * dataset's counters, shard_dataset_stats; the files loader's GETs are
  * counted by shard_remote_stats) and reports spans to the run's probe
  * (probe.h, the observer of shardkit/dataset.h), which the files loader
- * reports to directly; the consumer times its own waits and steps.  Counters are snapshotted around each
- * epoch, so the first epoch and the steady ones are measured apart. */
+ * reports to directly; the consumer times its own waits and steps.  Counters are snapshotted around
+ * each epoch, so the first epoch and the steady ones are measured apart. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -181,7 +181,7 @@ struct bench_state {
     uint32_t queue_depth;
     int is_remote;
     struct bench_probe probe;
-    uint64_t deadline_ns;           /* 0: none */
+    uint64_t deadline_ns; /* 0: none */
     int out_of_time;
     /* files */
     struct shard_keylist own_keys;
@@ -193,14 +193,14 @@ struct bench_state {
     /* per epoch */
     uint64_t *order;
     uint64_t count;
-    uint64_t first_epoch_ns;        /* when epoch 1 started: batches are timed from it */
-    uint64_t batch_cap;             /* room in the result's batches */
+    uint64_t first_epoch_ns; /* when epoch 1 started: batches are timed from it */
+    uint64_t batch_cap;      /* room in the result's batches */
 };
 
 struct snapshot {
     uint64_t stage_ns[STAGE_COUNT];
-    struct shard_read_stats read;   /* the loader's reads: the dataset's, or the files
-                                     * loader's bytes and its GETs' costs */
+    struct shard_read_stats read; /* the loader's reads: the dataset's, or the files
+                                   * loader's bytes and its GETs' costs */
     double wall;
     double cpu;
 };
@@ -225,8 +225,8 @@ static void take_snapshot(const struct bench_state *b, struct snapshot *s)
 }
 
 /* Add one batch to the result's list of them. */
-static int batch_add(struct bench_state *b, struct bench_result *r,
-                     const struct bench_batch *batch, struct shard_err *err)
+static int batch_add(struct bench_state *b, struct bench_result *r, const struct bench_batch *batch,
+                     struct shard_err *err)
 {
     if (r->batch_count == b->batch_cap) {
         uint64_t cap = b->batch_cap ? 2 * b->batch_cap : 256;
@@ -283,8 +283,8 @@ static void phase_add(const struct bench_state *b, struct bench_phase *ph,
 
 /* The rates of a phase, and the percentiles of its batches' latencies (the
  * first epoch's, or the later ones'). */
-static int phase_finish(struct bench_phase *ph, const struct bench_result *r,
-                        int steady, struct shard_err *err)
+static int phase_finish(struct bench_phase *ph, const struct bench_result *r, int steady,
+                        struct shard_err *err)
 {
     if (ph->seconds > 0) {
         ph->samples_per_second = (double)ph->samples / ph->seconds;
@@ -325,7 +325,8 @@ static int open_files(struct bench_state *b, struct shard_err *err)
     if (b->is_remote) {
         int s3 = !strncmp(b->location, "s3://", 5);
         if (!o->keys && !s3)
-            return shard_err_set(err, SHARD_EINVAL, "'%s': a URL cannot be listed: the files "
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "'%s': a URL cannot be listed: the files "
                                  "mode needs the sample keys (a key list, or a dataset's)",
                                  b->location);
         struct shard_dataset_options ro = reading_of(b);
@@ -406,8 +407,7 @@ static void drop_cache(struct bench_state *b, struct bench_result *r)
     struct cold_stats st = {.measured = 1};
     if (b->mode == BENCH_FILES) {
         for (uint64_t i = 0; i < b->count; i++)
-            cold_drop_file(b->root_fd, shard_keylist_get(b->keys, (size_t)b->order[i], NULL),
-                           &st);
+            cold_drop_file(b->root_fd, shard_keylist_get(b->keys, (size_t)b->order[i], NULL), &st);
     } else {
         int dir = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0) {
@@ -458,8 +458,11 @@ static int source_start(struct bench_state *b, struct epoch_source *src, struct 
     memset(src, 0, sizeof *src);
     if (b->mode == BENCH_FILES) {
         struct files_loader_options lo = {
-            .threads = b->threads, .queue_depth = b->queue_depth, .size = b->o->size,
-            .fit = b->o->fit, .upscale = b->o->upscale,
+            .threads = b->threads,
+            .queue_depth = b->queue_depth,
+            .size = b->o->size,
+            .fit = b->o->fit,
+            .upscale = b->o->upscale,
         };
         return files_loader_new(&src->files, b->root_fd, b->remote, b->keys, b->order, b->count,
                                 &lo, &b->probe, err);
@@ -472,10 +475,9 @@ static int source_start(struct bench_state *b, struct epoch_source *src, struct 
     return shard_iter_new(&src->iter, b->ds, b->order, b->count, &io, err);
 }
 
-static int add_digest(struct bench_result *r, const struct shard_item *item,
-                      struct shard_err *err)
+static int add_digest(struct bench_result *r, const struct shard_item *item, struct shard_err *err)
 {
-    if ((r->digest_count & (r->digest_count - 1)) == 0) {  /* 0, 1, 2, 4, ...: grow */
+    if ((r->digest_count & (r->digest_count - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
         size_t cap = r->digest_count ? 2 * (size_t)r->digest_count : 1;
         struct bench_digest *p = realloc(r->digests, cap * sizeof *p);
         if (!p)
@@ -516,7 +518,7 @@ static int run_epoch(struct bench_state *b, uint32_t e, struct bench_result *r,
     if (o->cold && !b->is_remote)
         drop_cache(b, r);
     if (b->ds)
-        shard_dataset_drop_cache(b->ds);  /* over HTTP every epoch fetches its bytes again */
+        shard_dataset_drop_cache(b->ds); /* over HTTP every epoch fetches its bytes again */
     struct bench_phase *ph = e == 0 ? &r->first : &r->steady;
     struct snapshot s0, s1;
     take_snapshot(b, &s0);
@@ -570,8 +572,8 @@ static int run_epoch(struct bench_state *b, uint32_t e, struct bench_result *r,
         if (!rc && samples == got && e == 0)
             r->first_batch_seconds = (double)(have - epoch_start) / NS;
         struct bench_batch batch = {e, (uint32_t)got,
-                                          (double)(batch_start - b->first_epoch_ns) / NS,
-                                          (double)(have - batch_start) / NS};
+                                    (double)(batch_start - b->first_epoch_ns) / NS,
+                                    (double)(have - batch_start) / NS};
         if (!rc)
             rc = batch_add(b, r, &batch, err);
         uint64_t step_end = have;
@@ -589,8 +591,8 @@ static int run_epoch(struct bench_state *b, uint32_t e, struct bench_result *r,
     shard_item_release(&item);
     phase_add(b, ph, &s0, &s1, samples, errors, batches);
     if (!rc && samples == 0 && errors > 0)
-        rc = shard_err_set(err, SHARD_ENOTFOUND, "no sample could be read in epoch %u: %s",
-                           e + 1, r->first_error);
+        rc = shard_err_set(err, SHARD_ENOTFOUND, "no sample could be read in epoch %u: %s", e + 1,
+                           r->first_error);
     return rc;
 }
 
@@ -598,14 +600,14 @@ static int check_options(const struct bench_options *o, struct shard_err *err)
 {
     if (o->epochs < 1 || o->batch < 1 || o->threads < 0 || !(o->seconds >= 0) ||
         !(o->step_ms >= 0) || !(o->reading.rtt_ms >= 0) || (o->size < 1))
-        return shard_err_set(err, SHARD_EINVAL, "bad benchmark options: epochs, batch and size "
+        return shard_err_set(err, SHARD_EINVAL,
+                             "bad benchmark options: epochs, batch and size "
                              "must be at least 1; threads, seconds, step and rtt not negative");
     return SHARD_OK;
 }
 
-int bench_run(enum bench_mode mode, const char *location,
-                    const struct bench_options *o, struct bench_result *r,
-                    struct shard_err *err)
+int bench_run(enum bench_mode mode, const char *location, const struct bench_options *o,
+              struct bench_result *r, struct shard_err *err)
 {
     memset(r, 0, sizeof *r);
     int rc = check_options(o, err);
@@ -641,8 +643,7 @@ int bench_run(enum bench_mode mode, const char *location,
                      "not done: the server's cache cannot be dropped from the client");
     }
     if (o->trace) {
-        trace_process(o->trace, mode == BENCH_FILES ? "files loader"
-                                                                : "shard reader");
+        trace_process(o->trace, mode == BENCH_FILES ? "files loader" : "shard reader");
         trace_thread_name(o->trace, "consumer");
     }
     double t0 = now_seconds();

@@ -88,8 +88,7 @@ int trace_process(struct trace *t, const char *name);
 void trace_thread_name(struct trace *t, const char *name);
 
 /* Record a span [start_ns, end_ns) on the calling thread.  Thread-safe. */
-void trace_span(struct trace *t, const char *name, uint64_t start_ns,
-                      uint64_t end_ns);
+void trace_span(struct trace *t, const char *name, uint64_t start_ns, uint64_t end_ns);
 
 /* Record the value of counter `name` at time ts_ns.  Thread-safe. */
 void trace_counter(struct trace *t, const char *name, double value, uint64_t ts_ns);
@@ -104,20 +103,20 @@ int trace_write(const struct trace *t, const char *path, struct shard_err *err);
 /* ---- the benchmark -------------------------------------------------------- */
 
 enum bench_mode {
-    BENCH_FILES = 0,   /* the naive small-file loader */
-    BENCH_SHARDS = 1,  /* the shard reader */
+    BENCH_FILES = 0,  /* the naive small-file loader */
+    BENCH_SHARDS = 1, /* the shard reader */
 };
 
 /* "files" / "shards". */
 const char *bench_mode_name(enum bench_mode m);
 
 enum bench_stage {
-    STAGE_READ = 0,     /* bytes from storage: open/read/close, a ranged read, HTTP */
-    STAGE_DECOMPRESS,   /* zstd and checksums (shards) */
-    STAGE_DECODE,       /* image decode: the source file (files), the payload (shards) */
-    STAGE_RESIZE,       /* to the training geometry (files) */
-    STAGE_QUEUE_WAIT,   /* the consumer blocked waiting for the next sample */
-    STAGE_STEP,         /* the consumer's emulated step */
+    STAGE_READ = 0,   /* bytes from storage: open/read/close, a ranged read, HTTP */
+    STAGE_DECOMPRESS, /* zstd and checksums (shards) */
+    STAGE_DECODE,     /* image decode: the source file (files), the payload (shards) */
+    STAGE_RESIZE,     /* to the training geometry (files) */
+    STAGE_QUEUE_WAIT, /* the consumer blocked waiting for the next sample */
+    STAGE_STEP,       /* the consumer's emulated step */
     STAGE_COUNT
 };
 
@@ -126,19 +125,19 @@ enum bench_stage {
 const char *bench_stage_name(enum bench_stage s);
 
 struct bench_options {
-    int threads;             /* loader threads; 0: shard_available_cpus() */
-    uint32_t epochs;         /* epochs to run (default 2); the first is reported apart */
-    uint64_t limit;          /* samples per epoch; 0: all */
-    double seconds;          /* stop the run once it has lasted this long; 0: no bound */
-    int cold;                /* before each epoch drop the page cache of every file the
-                              * epoch reads (posix_fadvise DONTNEED), and check it */
-    double step_ms;          /* consumer time per batch; 0: none (consume at once) */
-    uint32_t batch;          /* samples per batch (default 64) */
-    uint32_t queue_depth;    /* samples read ahead; 0: two batches, at least 4 per thread */
+    int threads;          /* loader threads; 0: shard_available_cpus() */
+    uint32_t epochs;      /* epochs to run (default 2); the first is reported apart */
+    uint64_t limit;       /* samples per epoch; 0: all */
+    double seconds;       /* stop the run once it has lasted this long; 0: no bound */
+    int cold;             /* before each epoch drop the page cache of every file the
+                           * epoch reads (posix_fadvise DONTNEED), and check it */
+    double step_ms;       /* consumer time per batch; 0: none (consume at once) */
+    uint32_t batch;       /* samples per batch (default 64) */
+    uint32_t queue_depth; /* samples read ahead; 0: two batches, at least 4 per thread */
     /* files mode: the geometry of every sample, as shardify's --size/--fit */
-    uint32_t size;           /* default 512 */
+    uint32_t size; /* default 512 */
     enum shard_fit fit;
-    int upscale;             /* default 1 */
+    int upscale; /* default 1 */
     /* The sample keys of files mode (relative paths under the location).
      * NULL: scan a local location as shardify does; a URL cannot be listed,
      * so a remote location needs keys (bench_keys_from_file or
@@ -149,7 +148,7 @@ struct bench_options {
      * file, its shuffle buffer the whole list); shards follow the epoch plan
      * (shardkit/dataset.h) with this seed and shuffle buffer.  shuffle 0:
      * list / stored order. */
-    int shuffle;             /* default 1 */
+    int shuffle; /* default 1 */
     uint64_t seed;
     uint64_t shuffle_buffer; /* shards; 0: SHARD_PLAN_DEFAULT_BUFFER */
     /* reading a remote location (http://, https://, s3://): connections,
@@ -159,8 +158,8 @@ struct bench_options {
      * files mode's GETs are retried, timed out and delayed by the same.  Its
      * observer is the run's own (the trace's) and is not used. */
     struct shard_dataset_options reading;
-    struct trace *trace;  /* spans and counters go here; NULL: none */
-    int digests;             /* record every first-epoch sample's key and pixel hash */
+    struct trace *trace; /* spans and counters go here; NULL: none */
+    int digests;         /* record every first-epoch sample's key and pixel hash */
 };
 
 /* The defaults above. */
@@ -169,16 +168,16 @@ void bench_options_init(struct bench_options *o);
 /* Totals over one or more epochs, and the rates derived from them. */
 struct bench_phase {
     uint32_t epochs;
-    uint64_t samples;                        /* samples delivered to the consumer */
-    uint64_t errors;                         /* samples that failed (files mode) */
+    uint64_t samples; /* samples delivered to the consumer */
+    uint64_t errors;  /* samples that failed (files mode) */
     uint64_t batches;
-    uint64_t bytes_read;                     /* from storage (over HTTP: transferred) */
-    double seconds;                          /* wall time of the epochs */
-    double cpu_seconds;                      /* process CPU time, user + system */
+    uint64_t bytes_read;               /* from storage (over HTTP: transferred) */
+    double seconds;                    /* wall time of the epochs */
+    double cpu_seconds;                /* process CPU time, user + system */
     double stage_seconds[STAGE_COUNT]; /* summed over threads */
-    uint64_t requests;                       /* HTTP requests (0 for local reads) */
-    uint64_t retries;                        /* HTTP retries after transient failures */
-    double rtt_seconds;                      /* simulated delay slept, summed over threads */
+    uint64_t requests;                 /* HTTP requests (0 for local reads) */
+    uint64_t retries;                  /* HTTP retries after transient failures */
+    double rtt_seconds;                /* simulated delay slept, summed over threads */
     /* the node-local cache (shard_read_stats' cache_* counters) */
     uint64_t cache_hits;
     uint64_t cache_misses;
@@ -187,59 +186,59 @@ struct bench_phase {
     uint64_t cache_skipped;
     /* derived */
     double samples_per_second;
-    double mb_per_second;                    /* bytes_read / seconds / 1e6 */
+    double mb_per_second; /* bytes_read / seconds / 1e6 */
     double cpu_seconds_per_sample;
-    double batch_p50;                        /* batch latency percentiles, seconds */
+    double batch_p50; /* batch latency percentiles, seconds */
     double batch_p99;
-    double wait_fraction;                    /* queue wait / wall time */
+    double wait_fraction; /* queue wait / wall time */
 };
 
 /* One sample of the first epoch (with options.digests). */
 struct bench_digest {
-    char *key;          /* key_len bytes + NUL */
+    char *key; /* key_len bytes + NUL */
     size_t key_len;
     uint32_t width;
     uint32_t height;
-    uint64_t xxh3;      /* XXH3-64 of the RGB pixels, rows packed (width*3 bytes each) */
+    uint64_t xxh3; /* XXH3-64 of the RGB pixels, rows packed (width*3 bytes each) */
 };
 
 /* One batch the consumer took (every batch of the run, in order). */
 struct bench_batch {
-    uint32_t epoch;             /* 0: the first */
-    uint32_t samples;           /* samples in it (the last of an epoch may be short) */
-    double start_seconds;       /* when the consumer asked for it, from the start of epoch 1 */
-    double latency_seconds;     /* until it held all of it: the time it waited for input
-                                 * (without step_ms: the interval between batches) */
+    uint32_t epoch;         /* 0: the first */
+    uint32_t samples;       /* samples in it (the last of an epoch may be short) */
+    double start_seconds;   /* when the consumer asked for it, from the start of epoch 1 */
+    double latency_seconds; /* until it held all of it: the time it waited for input
+                             * (without step_ms: the interval between batches) */
 };
 
 struct bench_result {
     enum bench_mode mode;
-    int remote;                   /* read over HTTP */
+    int remote; /* read over HTTP */
     int threads;
-    uint32_t queue_depth;         /* samples read ahead */
+    uint32_t queue_depth; /* samples read ahead */
     uint32_t batch;
     double step_ms;
-    double rtt_ms;                /* simulated, never measured */
-    uint64_t samples_per_epoch;   /* the list each epoch walks (after limit) */
-    uint32_t size;                /* files mode geometry; shards: the manifest's config */
+    double rtt_ms;              /* simulated, never measured */
+    uint64_t samples_per_epoch; /* the list each epoch walks (after limit) */
+    uint32_t size;              /* files mode geometry; shards: the manifest's config */
     enum shard_fit fit;
-    double startup_seconds;       /* open the dataset / list the files */
-    double first_batch_seconds;   /* epoch 1 start to the first full batch */
+    double startup_seconds;     /* open the dataset / list the files */
+    double first_batch_seconds; /* epoch 1 start to the first full batch */
     struct bench_phase first;   /* epoch 1 */
     struct bench_phase steady;  /* epochs 2.. (epochs 0 when none ran) */
     /* --cold */
-    int cold;                     /* requested */
-    int cold_dropped;             /* the page cache could be dropped for every file */
-    double cold_resident;         /* fraction of file pages still cached after dropping,
-                                   * the worst epoch (mincore); -1 when not measurable */
-    char cold_note[SHARD_ERRMSG_SIZE];  /* why it could not be done, or a caveat */
-    char first_error[SHARD_ERRMSG_SIZE];  /* the first failed sample's message, or "" */
-    int cached;                   /* read through a node-local cache (cache_dir) */
-    char cache_warning[SHARD_ERRMSG_SIZE];  /* shard_dataset_cache_warning, or "" */
+    int cold;                              /* requested */
+    int cold_dropped;                      /* the page cache could be dropped for every file */
+    double cold_resident;                  /* fraction of file pages still cached after dropping,
+                                            * the worst epoch (mincore); -1 when not measurable */
+    char cold_note[SHARD_ERRMSG_SIZE];     /* why it could not be done, or a caveat */
+    char first_error[SHARD_ERRMSG_SIZE];   /* the first failed sample's message, or "" */
+    int cached;                            /* read through a node-local cache (cache_dir) */
+    char cache_warning[SHARD_ERRMSG_SIZE]; /* shard_dataset_cache_warning, or "" */
     struct bench_digest *digests;
     uint64_t digest_count;
-    struct bench_batch *batches;  /* the batch latencies behind batch_p50/p99,
-                                         * and over time the consumer's wait */
+    struct bench_batch *batches; /* the batch latencies behind batch_p50/p99,
+                                  * and over time the consumer's wait */
     uint64_t batch_count;
 };
 
@@ -254,17 +253,15 @@ struct bench_result {
  * without keys), SHARD_ENOTFOUND (no such dataset, folder, URL: the message
  * names it), SHARD_ENET, SHARD_EIO, SHARD_ECORRUPT, SHARD_ENOMEM.  Release
  * *r with bench_result_release in both cases. */
-int bench_run(enum bench_mode mode, const char *location,
-                    const struct bench_options *o, struct bench_result *r,
-                    struct shard_err *err);
+int bench_run(enum bench_mode mode, const char *location, const struct bench_options *o,
+              struct bench_result *r, struct shard_err *err);
 
-void bench_result_release(struct bench_result *r);  /* accepts NULL */
+void bench_result_release(struct bench_result *r); /* accepts NULL */
 
 /* Append the keys listed in a text file, one per line ('\n'; a '\r' before
  * it is dropped; empty lines are skipped) to *keys.  0, SHARD_ENOTFOUND,
  * SHARD_EIO, SHARD_EINVAL (a key longer than SHARD_KEY_MAX) or SHARD_ENOMEM. */
-int bench_keys_from_file(const char *path, struct shard_keylist *keys,
-                               struct shard_err *err);
+int bench_keys_from_file(const char *path, struct shard_keylist *keys, struct shard_err *err);
 
 /* Append the keys of every sample of the dataset at `location` (directory
  * or URL), in stored order, read from the shard footers. */
@@ -282,9 +279,9 @@ int bench_keys_from_dataset(const char *location, const struct shard_dataset_opt
  * 1000 GFLOP/s (compute-bound). */
 
 struct roofline {
-    double attainable;     /* FLOP/s */
-    double ridge;          /* FLOP/B */
-    int memory_bound;      /* 1 when intensity < ridge */
+    double attainable; /* FLOP/s */
+    double ridge;      /* FLOP/B */
+    int memory_bound;  /* 1 when intensity < ridge */
 };
 
 /* 0, or SHARD_EINVAL when a value is not positive and finite. */
@@ -292,9 +289,9 @@ int roofline_model(double bandwidth, double intensity, double peak, struct roofl
                    struct shard_err *err);
 
 enum quantity {
-    QUANTITY_BANDWIDTH,  /* bytes/s: "100GB/s", "1.5 TB/s", "900GiB/s", "5e10B/s" */
-    QUANTITY_INTENSITY,  /* FLOP/B: "2", "20FLOP/B", "0.5 FLOP/byte" */
-    QUANTITY_COMPUTE,    /* FLOP/s: "1000GFLOP/s", "19.5 TFLOP/s", "312TFLOPS" */
+    QUANTITY_BANDWIDTH, /* bytes/s: "100GB/s", "1.5 TB/s", "900GiB/s", "5e10B/s" */
+    QUANTITY_INTENSITY, /* FLOP/B: "2", "20FLOP/B", "0.5 FLOP/byte" */
+    QUANTITY_COMPUTE,   /* FLOP/s: "1000GFLOP/s", "19.5 TFLOP/s", "312TFLOPS" */
 };
 
 /* Parse a number with an optional SI prefix (k M G T P E, powers of 1000;
@@ -303,6 +300,6 @@ enum quantity {
  * FLOP/s); *prefix (when not NULL) receives the prefix's multiplier, so that
  * output can use the unit the user wrote.  0 or SHARD_EINVAL. */
 int quantity_parse(const char *s, enum quantity q, double *value, double *prefix,
-                         struct shard_err *err);
+                   struct shard_err *err);
 
 #endif

@@ -25,7 +25,7 @@ struct files_slot {
     struct shard_item item;
     struct shard_err err;
     int rc;
-    int ready;                  /* filled, not yet taken */
+    int ready; /* filled, not yet taken */
 };
 
 struct files_loader {
@@ -37,12 +37,12 @@ struct files_loader {
     struct files_loader_options o;
     struct bench_probe *probe;
     uint32_t depth;
-    struct files_slot *slots;   /* position p in slots[p % depth] */
+    struct files_slot *slots; /* position p in slots[p % depth] */
     pthread_mutex_t lock;
-    pthread_cond_t room;        /* a worker waits for the consumer to free a slot */
-    pthread_cond_t ready;       /* the consumer waits for its position to be filled */
-    uint64_t claimed;           /* the next position a worker takes */
-    uint64_t taken;             /* the next position the consumer takes */
+    pthread_cond_t room;  /* a worker waits for the consumer to free a slot */
+    pthread_cond_t ready; /* the consumer waits for its position to be filled */
+    uint64_t claimed;     /* the next position a worker takes */
+    uint64_t taken;       /* the next position the consumer takes */
     int stop;
     pthread_t *threads;
     int started;
@@ -77,7 +77,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     if (!rc) {
         what = "decode";
         struct shard_decode_options dopt;
-        shard_decode_options_init(&dopt);  /* target 0: full size, as a plain loader */
+        shard_decode_options_init(&dopt); /* target 0: full size, as a plain loader */
         rc = shard_decode(s->bytes.data, s->bytes.len, &dopt, &s->decoded, err);
         t = bench_probe_stage(l->probe, STAGE_DECODE, t);
     }
@@ -174,8 +174,7 @@ int files_loader_new(struct files_loader **out, int root_fd, struct shard_remote
     for (uint64_t i = 0; i < count; i++)
         if (order[i] >= keys->count)
             return shard_err_set(err, SHARD_EINVAL, "entry %llu names file %llu of %zu",
-                                 (unsigned long long)i, (unsigned long long)order[i],
-                                 keys->count);
+                                 (unsigned long long)i, (unsigned long long)order[i], keys->count);
     struct files_loader *l = calloc(1, sizeof *l);
     if (!l)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");

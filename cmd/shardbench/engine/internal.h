@@ -18,8 +18,8 @@
  * from shard_iter.  The keys and the order must outlive the loader. */
 
 struct files_loader_options {
-    int threads;              /* >= 1 */
-    uint32_t queue_depth;     /* 0: 4 per thread */
+    int threads;          /* >= 1 */
+    uint32_t queue_depth; /* 0: 4 per thread */
     uint32_t size;
     enum shard_fit fit;
     int upscale;
@@ -42,17 +42,17 @@ int files_loader_new(struct files_loader **out, int root_fd, struct shard_remote
  * truncated JPEG"); the next call continues with the next entry. */
 int files_loader_next(struct files_loader *l, struct shard_item *item, struct shard_err *err);
 
-void files_loader_free(struct files_loader *l);  /* accepts NULL */
+void files_loader_free(struct files_loader *l); /* accepts NULL */
 
 /* ---- dropping the page cache (cold.c) ------------------------------- */
 
 struct cold_stats {
     uint64_t files;
-    uint64_t failed;          /* files that could not be opened or advised */
-    uint64_t pages;           /* pages of the files */
-    uint64_t resident;        /* pages still cached after the advice (mincore) */
-    int measured;             /* resident could be measured for every file */
-    int first_errno;          /* why the first failure failed */
+    uint64_t failed;   /* files that could not be opened or advised */
+    uint64_t pages;    /* pages of the files */
+    uint64_t resident; /* pages still cached after the advice (mincore) */
+    int measured;      /* resident could be measured for every file */
+    int first_errno;   /* why the first failure failed */
 };
 
 /* posix_fadvise(POSIX_FADV_DONTNEED) the whole of file `name` below dir_fd,

@@ -5,8 +5,7 @@
 
 static void trace_queue(struct bench_probe *p, uint64_t done, uint64_t taken, uint64_t now)
 {
-    trace_counter(p->trace, BENCH_COUNTER_QUEUE, done > taken ? (double)(done - taken) : 0,
-                        now);
+    trace_counter(p->trace, BENCH_COUNTER_QUEUE, done > taken ? (double)(done - taken) : 0, now);
 }
 
 void bench_probe_sample_done(struct bench_probe *p, uint64_t start, uint64_t end)

@@ -18,13 +18,13 @@
 #include "bench.h"
 
 struct bench_probe {
-    struct trace *trace;            /* NULL: counters only */
+    struct trace *trace; /* NULL: counters only */
     /* the files loader's stages; the consumer's queue wait and step */
     _Atomic uint64_t stage_ns[STAGE_COUNT];
-    _Atomic uint64_t bytes_read;    /* the files loader's file bytes */
-    _Atomic uint64_t completed;     /* samples finished by loader threads */
-    _Atomic uint64_t consumed;      /* samples taken by the consumer */
-    struct shard_read_observer observer;  /* the read path's hooks into this probe */
+    _Atomic uint64_t bytes_read;         /* the files loader's file bytes */
+    _Atomic uint64_t completed;          /* samples finished by loader threads */
+    _Atomic uint64_t consumed;           /* samples taken by the consumer */
+    struct shard_read_observer observer; /* the read path's hooks into this probe */
 };
 
 /* The queue-depth counter in a trace: samples ready and not yet consumed. */

@@ -26,30 +26,37 @@ int roofline_model(double bandwidth, double intensity, double peak, struct roofl
 struct prefix {
     const char *text;
     double factor;
-    int binary;  /* a power of 1024: bytes only */
+    int binary; /* a power of 1024: bytes only */
 };
 
 /* Longest first, so "Gi" is tried before "G". */
 static const struct prefix prefixes[] = {
-    {"Ki", 1024.0, 1}, {"Mi", 1048576.0, 1}, {"Gi", 1073741824.0, 1},
-    {"Ti", 1099511627776.0, 1}, {"Pi", 1125899906842624.0, 1},
+    {"Ki", 1024.0, 1},
+    {"Mi", 1048576.0, 1},
+    {"Gi", 1073741824.0, 1},
+    {"Ti", 1099511627776.0, 1},
+    {"Pi", 1125899906842624.0, 1},
     {"Ei", 1152921504606846976.0, 1},
-    {"k", 1e3, 0}, {"K", 1e3, 0}, {"M", 1e6, 0}, {"G", 1e9, 0}, {"T", 1e12, 0},
-    {"P", 1e15, 0}, {"E", 1e18, 0},
+    {"k", 1e3, 0},
+    {"K", 1e3, 0},
+    {"M", 1e6, 0},
+    {"G", 1e9, 0},
+    {"T", 1e12, 0},
+    {"P", 1e15, 0},
+    {"E", 1e18, 0},
 };
 
 /* The unit spellings each quantity accepts after the prefix (compared
  * case-insensitively); the last, "", is the bare number. */
 static const char *const bandwidth_units[] = {"B/s", "Bps", "bytes/s", "byte/s", ""};
-static const char *const intensity_units[] = {"FLOP/B", "FLOP/byte", "FLOPs/B", "FLOPs/byte",
-                                              ""};
+static const char *const intensity_units[] = {"FLOP/B", "FLOP/byte", "FLOPs/B", "FLOPs/byte", ""};
 static const char *const compute_units[] = {"FLOP/s", "FLOPS", "FLOPs/s", ""};
 
 static int unit_matches(const char *s, enum quantity q)
 {
     const char *const *units = q == QUANTITY_BANDWIDTH   ? bandwidth_units
                                : q == QUANTITY_INTENSITY ? intensity_units
-                                                               : compute_units;
+                                                         : compute_units;
     for (size_t i = 0;; i++) {
         if (!strcasecmp(s, units[i]))
             return 1;
@@ -59,7 +66,7 @@ static int unit_matches(const char *s, enum quantity q)
 }
 
 int quantity_parse(const char *s, enum quantity q, double *value, double *prefix,
-                         struct shard_err *err)
+                   struct shard_err *err)
 {
     static const char *const what[] = {"a bandwidth (e.g. 100GB/s)",
                                        "an arithmetic intensity (e.g. 2 or 2FLOP/B)",

@@ -21,18 +21,18 @@
 
 struct trace_event {
     const char *name;
-    uint64_t start_ns;   /* absolute CLOCK_MONOTONIC */
-    uint64_t dur_ns;     /* spans */
-    double value;        /* counters */
+    uint64_t start_ns; /* absolute CLOCK_MONOTONIC */
+    uint64_t dur_ns;   /* spans */
+    double value;      /* counters */
     uint32_t tid;
     uint16_t pid;
-    char phase;          /* 'X' span, 'C' counter */
+    char phase; /* 'X' span, 'C' counter */
 };
 
 struct trace_thread {
     uint32_t pid;
     uint32_t tid;
-    const char *name;    /* NULL: unnamed */
+    const char *name; /* NULL: unnamed */
 };
 
 struct trace {
@@ -44,7 +44,7 @@ struct trace {
     struct trace_event **chunks;
     size_t chunk_count;
     size_t chunk_cap;
-    const char *processes[MAX_PROCESSES];  /* processes[pid - 1] */
+    const char *processes[MAX_PROCESSES]; /* processes[pid - 1] */
     int process_count;
     struct trace_thread *threads;
     size_t thread_count;
@@ -188,13 +188,12 @@ static void record(struct trace *t, char phase, const char *name, uint64_t start
         e->pid = (uint16_t)t->process_count;
         e->phase = phase;
         if (phase == 'X')
-            thread_entry(t, e->pid, tid);  /* every lane gets a name when written */
+            thread_entry(t, e->pid, tid); /* every lane gets a name when written */
     }
     pthread_mutex_unlock(&t->lock);
 }
 
-void trace_span(struct trace *t, const char *name, uint64_t start_ns,
-                      uint64_t end_ns)
+void trace_span(struct trace *t, const char *name, uint64_t start_ns, uint64_t end_ns)
 {
     if (t)
         record(t, 'X', name, start_ns, end_ns > start_ns ? end_ns - start_ns : 0, 0);
@@ -235,12 +234,12 @@ static json_t *event_json(const struct trace *t, const struct trace_event *e)
 {
     json_int_t ts = micros(t, e->start_ns);
     if (e->phase == 'C')
-        return json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:f}}", "name", e->name, "ph", "C",
-                         "ts", ts, "pid", (json_int_t)e->pid, "tid", (json_int_t)e->tid,
-                         "args", "samples", e->value);
+        return json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:f}}", "name", e->name, "ph", "C", "ts", ts,
+                         "pid", (json_int_t)e->pid, "tid", (json_int_t)e->tid, "args", "samples",
+                         e->value);
     json_int_t end = micros(t, e->start_ns + e->dur_ns);
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "name", e->name, "ph", "X", "ts", ts,
-                     "dur", end - ts, "pid", (json_int_t)e->pid, "tid", (json_int_t)e->tid);
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "name", e->name, "ph", "X", "ts", ts, "dur",
+                     end - ts, "pid", (json_int_t)e->pid, "tid", (json_int_t)e->tid);
 }
 
 static json_t *trace_json(struct trace *t)
@@ -248,8 +247,8 @@ static json_t *trace_json(struct trace *t)
     json_t *events = json_array();
     int bad = !events;
     for (int p = 0; p < t->process_count && !bad; p++)
-        bad |= json_array_append_new(events, metadata("process_name", (uint32_t)p + 1, 0,
-                                                      t->processes[p]));
+        bad |= json_array_append_new(events,
+                                     metadata("process_name", (uint32_t)p + 1, 0, t->processes[p]));
     for (size_t i = 0; i < t->thread_count && !bad; i++) {
         const struct trace_thread *th = &t->threads[i];
         bad |= json_array_append_new(events, metadata("thread_name", th->pid, th->tid,
@@ -264,7 +263,7 @@ static json_t *trace_json(struct trace *t)
                                    "CLOCK_MONOTONIC, microseconds from the trace's start",
                                    "dropped_events", (json_int_t)t->dropped);
     if (!root && !bad)
-        return NULL;  /* json_pack with "o" stole events even on failure */
+        return NULL; /* json_pack with "o" stole events even on failure */
     if (bad)
         json_decref(events);
     return root;
@@ -272,7 +271,7 @@ static json_t *trace_json(struct trace *t)
 
 int trace_write(const struct trace *t, const char *path, struct shard_err *err)
 {
-    struct trace *mt = (struct trace *)t;  /* only the lock is touched */
+    struct trace *mt = (struct trace *)t; /* only the lock is touched */
     pthread_mutex_lock(&mt->lock);
     json_t *root = trace_json(mt);
     pthread_mutex_unlock(&mt->lock);

@@ -31,6 +31,11 @@
 #define KEY_SIZE 48
 #define NAME_SIZE 96
 #define DIR_LOCK ".lock"
+/* The most a download reads at once: a piece small enough to stay in the
+ * CPU's caches from the copy out of the window to the hash and the write
+ * (pieces of 4 MiB took 0.8 ms of CPU per 263 KB sample in epoch 1 against
+ * 0.5 ms with 256 KiB: BENCHMARKS.md section 14). */
+#define CACHE_PIECE ((size_t)256 << 10)
 
 enum cf_state { CF_RELEASED = 0, CF_LOCAL, CF_DOWNLOADING, CF_REMOTE };
 
@@ -40,7 +45,7 @@ struct sk_cache {
     char *dir;
     int dir_fd;
     uint64_t limit;
-    size_t piece;           /* bytes a download reads at once: half a window */
+    size_t piece;           /* bytes a download reads at once: CACHE_PIECE, or half a window */
     uint64_t stall_ns;      /* a download making no progress this long is not waited for */
     int replace;            /* also evict the dataset's own shards (SHARDKIT_CACHE_EVICT=lru) */
     struct cache_id {       /* the dataset's shards, sorted: never evicted for each other */
@@ -123,7 +128,9 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
     pthread_mutex_init(&c->lock, NULL);
     c->dir_fd = -1;
     c->limit = limit;
-    c->piece = o->window_bytes / 2 ? (size_t)(o->window_bytes / 2) : 1;
+    c->piece = o->window_bytes / 2 < CACHE_PIECE ? (size_t)(o->window_bytes / 2) : CACHE_PIECE;
+    if (!c->piece)
+        c->piece = 1;
     /* the longest one window fetch may go without a byte before it fails */
     c->stall_ns = (uint64_t)((o->timeout_seconds + 2.0) * (o->retries + 1) * 1e9);
     c->counters = counters;

@@ -69,11 +69,12 @@ struct sk_cache;
 
 /* The cache in directory `dir` (created if missing, not its parents) for
  * the dataset of manifest m (copied), at most `limit` bytes of shards (0:
- * as much as the disk takes), downloads read in pieces of half o's window;
- * a download by another process that makes no progress for as long as one
- * window fetch may take under o's time-out and retries is not waited for
- * (the shard is read remotely); hits, misses, bytes fetched, evictions
- * and skips are added to `counters` (must outlive the cache).
+ * as much as the disk takes), downloads read in pieces of 256 KiB (half
+ * o's window if smaller); a download by another process that makes no
+ * progress for as long as one window fetch may take under o's time-out and
+ * retries is not waited for (the shard is read remotely); hits, misses,
+ * bytes fetched, evictions and skips are added to `counters` (must outlive
+ * the cache).
  * 0, SHARD_EINVAL, SHARD_EIO naming the directory, SHARD_ENOMEM. */
 int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
                  const struct shard_dataset_options *o, const struct shard_manifest *m,

@@ -50,10 +50,12 @@ struct sk_cache {
     int replace;            /* also evict the dataset's own shards (SHARDKIT_CACHE_EVICT=lru) */
     struct cache_id {       /* the dataset's shards, sorted: never evicted for each other */
         uint64_t xxh3, bytes;
+        _Atomic int done;   /* ...unless read this epoch (sk_cache_done) */
     } *ids;
     size_t id_count;
     struct sk_read_counters *counters;
     _Atomic uint64_t tick;
+    _Atomic uint64_t epoch; /* sk_cache_epoch calls: a shard is downloaded once per epoch */
     _Atomic unsigned seq;   /* temporary names */
     pthread_mutex_t lock;   /* held[] and warning */
     struct cache_file *held[CACHE_HELD + 1];
@@ -81,7 +83,9 @@ struct cache_file {
     _Atomic uint64_t last_use;
     struct stat verified;       /* the KEY.shard whose bytes were checked */
     int has_verified;
-    int acquired;               /* found or fetched once: no second download */
+    int acquired;               /* found or fetched once in epoch acquired_epoch: */
+    uint64_t acquired_epoch;    /* no second download in that epoch */
+    _Atomic int let_go;         /* read this epoch: released once its download is done */
 };
 
 static void key_name(char *out, size_t size, const char *key, const char *suffix)
@@ -141,7 +145,7 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     for (uint32_t i = 0; i < m->shard_count; i++)
-        c->ids[c->id_count++] = (struct cache_id){m->shards[i].xxh3, m->shards[i].bytes};
+        c->ids[c->id_count++] = (struct cache_id){m->shards[i].xxh3, m->shards[i].bytes, 0};
     if (c->id_count)
         qsort(c->ids, c->id_count, sizeof *c->ids, id_cmp);
     if (mkdir(dir, 0777) && errno != EEXIST) {
@@ -269,18 +273,23 @@ struct victim {
     char key[KEY_SIZE];
     struct timespec used;
     uint64_t bytes;
-    int own;                /* a shard of the dataset */
+    int own;                /* a shard of the dataset: 1, 2 when read this epoch */
 };
 
-/* Whether KEY names a shard of the cache's dataset. */
-static int own_key(const struct sk_cache *c, const char *key)
+static struct cache_id *find_id(struct sk_cache *c, uint64_t xxh3, uint64_t bytes)
+{
+    struct cache_id id = {xxh3, bytes, 0};
+    return c->id_count ? bsearch(&id, c->ids, c->id_count, sizeof *c->ids, id_cmp) : NULL;
+}
+
+/* The shard of the cache's dataset KEY names, or NULL. */
+static struct cache_id *own_key(struct sk_cache *c, const char *key)
 {
     char *end;
-    struct cache_id id = {strtoull(key, &end, 16), 0};
+    uint64_t xxh3 = strtoull(key, &end, 16);
     if (*end != '-')
-        return 0;
-    id.bytes = strtoull(end + 1, NULL, 10);
-    return c->id_count && bsearch(&id, c->ids, c->id_count, sizeof *c->ids, id_cmp);
+        return NULL;
+    return find_id(c, xxh3, strtoull(end + 1, NULL, 10));
 }
 
 /* Bytes the cache holds (shards and downloads under way), and its shards
@@ -337,7 +346,8 @@ static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct vict
         memcpy(x->key, key, sizeof key);
         x->used = st.st_atim;
         x->bytes = (uint64_t)st.st_size;
-        x->own = own_key(c, key);
+        struct cache_id *id = own_key(c, key);
+        x->own = !id ? 0 : atomic_load(&id->done) ? 2 : 1;
     }
     closedir(d);
     return 0;
@@ -348,19 +358,29 @@ static int older(const struct timespec *a, const struct timespec *b)
     return a->tv_sec != b->tv_sec ? a->tv_sec < b->tv_sec : a->tv_nsec < b->tv_nsec;
 }
 
-/* Evict the next candidate of v[0..n) that nobody uses, the least recently
- * read first (tried ones get bytes 0): its size, or 0 when none could go.
- * The dataset's own shards are no candidates (unless c->replace): in an
- * epoch that reads every shard once, in any order, a cached shard of it is
- * read again before the one it would make room for, so replacing one costs
- * a download and saves none. */
+/* Which victims go first: other datasets' shards (0), then the dataset's
+ * shards read this epoch (1); those it has yet to read (2) never (unless
+ * c->replace: then all alike, the least recently read first). */
+static int rank(const struct sk_cache *c, const struct victim *v)
+{
+    return c->replace ? 0 : v->own == 2 ? 1 : v->own ? 2 : 0;
+}
+
+/* Evict the next candidate of v[0..n) that nobody uses, by rank, then the
+ * least recently read first (tried ones get bytes 0): its size, or 0 when
+ * none could go.  A shard of the dataset that this epoch has yet to read is
+ * no candidate: an epoch reads every shard once, in any order, so such a
+ * cached shard is read again before the one it would make room for, and
+ * replacing it costs a download and saves none; one already read this
+ * epoch is not read again before the next. */
 static uint64_t evict_one(struct sk_cache *c, struct victim *v, size_t n)
 {
     for (;;) {
         struct victim *best = NULL;
         for (size_t i = 0; i < n; i++)
-            if (v[i].bytes && (!v[i].own || c->replace) &&
-                (!best || older(&v[i].used, &best->used)))
+            if (v[i].bytes && rank(c, &v[i]) < 2 &&
+                (!best || rank(c, &v[i]) < rank(c, best) ||
+                 (rank(c, &v[i]) == rank(c, best) && older(&v[i].used, &best->used))))
                 best = &v[i];
         if (!best)
             return 0;
@@ -579,6 +599,9 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         pthread_join(cf->thread, NULL);
         cf->thread_live = 0;
     }
+    uint64_t epoch = atomic_load(&c->epoch);
+    int again = cf->acquired && cf->acquired_epoch == epoch;
+    atomic_store(&cf->let_go, 0);
     int fd = open_cached(cf);
     int lk = -1;
     if (fd < 0 && (lk = wait_key(c, cf->key)) >= 0)
@@ -588,6 +611,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
             close(lk);
         sk_read_count(c->counters, SK_READ_CACHE_HITS, 1);
         cf->acquired = 1;
+        cf->acquired_epoch = epoch;
         pthread_rwlock_wrlock(&cf->rw);
         fetch_close(cf->http);
         cf->http = NULL;
@@ -605,8 +629,9 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         return rc;
     }
     sk_read_count(c->counters, SK_READ_CACHE_MISSES, 1);
-    int cached = lk >= 0 && http->size == cf->bytes && !cf->acquired && !reserve(cf);
+    int cached = lk >= 0 && http->size == cf->bytes && !again && !reserve(cf);
     cf->acquired = 1;
+    cf->acquired_epoch = epoch;
     pthread_rwlock_wrlock(&cf->rw);
     cf->http = http;
     if (cached) {
@@ -695,7 +720,12 @@ static void *download_main(void *arg)
         (void)unlinkat(c->dir_fd, cf->tmp, 0);
     }
     pthread_rwlock_wrlock(&cf->rw);
-    if (!rc) {
+    int let_go = !rc && atomic_load(&cf->let_go);
+    if (let_go) {
+        close(cf->fd);  /* read this epoch already: free to evict */
+        cf->fd = -1;
+        cf->state = CF_RELEASED;
+    } else if (!rc) {
         cf->state = CF_LOCAL;  /* the http file is closed by whoever joins the thread */
     } else {
         close(cf->fd);
@@ -708,7 +738,8 @@ static void *download_main(void *arg)
     pthread_rwlock_unlock(&cf->rw);
     XXH3_freeState(h);
     free(buf);
-    hold(cf);
+    if (!let_go)
+        hold(cf);
     return NULL;
 }
 
@@ -782,6 +813,40 @@ static void cf_close(struct fetch_file *file)
 }
 
 static const struct fetch_file_ops cache_file_ops = {cf_read, cf_close, cf_advise};
+
+void sk_cache_epoch(struct sk_cache *c)
+{
+    atomic_fetch_add(&c->epoch, 1);
+    for (size_t i = 0; i < c->id_count; i++)
+        atomic_store(&c->ids[i].done, 0);
+}
+
+void sk_cache_done(struct sk_cache *c, uint64_t xxh3, uint64_t bytes, struct fetch_file *file)
+{
+    struct cache_id *id = find_id(c, xxh3, bytes);
+    if (id)
+        atomic_store(&id->done, 1);
+    struct cache_file *cf = (struct cache_file *)file;
+    if (!cf)
+        return;
+    atomic_store(&cf->let_go, 1);  /* a download under way lets it go when done */
+    pthread_mutex_lock(&c->lock);
+    if (!pthread_rwlock_trywrlock(&cf->rw)) {  /* busy: a read, or its download finishing */
+        if (cf->state == CF_REMOTE)
+            cf->state = CF_RELEASED;  /* its remote file kept: found again without a request */
+        else if (cf->state == CF_LOCAL)
+            release(cf);
+        if (cf->state == CF_RELEASED) {
+            for (size_t i = 0; i < c->held_len; i++)
+                if (c->held[i] == cf) {
+                    c->held[i] = c->held[--c->held_len];
+                    break;
+                }
+        }
+        pthread_rwlock_unlock(&cf->rw);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
 
 int sk_cache_open(struct sk_cache *c, struct fetch *remote, const char *name, uint64_t bytes,
                   uint64_t xxh3, struct fetch_file **out, struct shard_err *err)

@@ -24,6 +24,7 @@
 
 #include <xxhash.h>
 
+#include "read/fetch_http.h"
 #include "read/observer.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
@@ -84,7 +85,7 @@ struct cache_file {
     struct stat verified;       /* the KEY.shard whose bytes were checked */
     int has_verified;
     int acquired;               /* found or fetched once in epoch acquired_epoch: */
-    uint64_t acquired_epoch;    /* no second download in that epoch */
+    _Atomic uint64_t acquired_epoch;  /* no second download in that epoch */
     _Atomic int let_go;         /* read this epoch: released once its download is done */
 };
 
@@ -622,7 +623,10 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         return SHARD_OK;
     }
     struct fetch_file *http = cf->http;
-    int rc = http ? SHARD_OK : fetch_open(cf->remote, cf->name, &http, err);
+    /* found before: its footer is read, so no suffix request */
+    int rc = http          ? SHARD_OK
+             : cf->acquired ? sk_fetch_http_open_sized(cf->remote, cf->name, cf->bytes, &http, err)
+                            : fetch_open(cf->remote, cf->name, &http, err);
     if (rc) {
         if (lk >= 0)
             close(lk);
@@ -743,6 +747,8 @@ static void *download_main(void *arg)
     return NULL;
 }
 
+static void let_go(struct cache_file *cf);
+
 static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
                    struct shard_err *err)
 {
@@ -777,6 +783,11 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
         }
         pthread_rwlock_unlock(&cf->rw);
         touch(cf);
+        /* told to let go while read, found in an earlier epoch: now (the
+         * next read finds it again, once for this epoch) */
+        if (atomic_load(&cf->let_go) &&
+            atomic_load(&cf->acquired_epoch) != atomic_load(&cf->c->epoch))
+            let_go(cf);
         return rc;
     }
 }
@@ -788,7 +799,8 @@ static void cf_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
     if (cf->state == CF_LOCAL) {
         if (offset < cf->bytes && len)
             (void)posix_fadvise(cf->fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
-    } else if (cf->http) {
+    } else if (cf->state != CF_RELEASED && cf->http) {
+        /* not a released one's: it may be found in the cache by then */
         fetch_advise(cf->http, offset, len);
     }
     pthread_rwlock_unlock(&cf->rw);
@@ -821,17 +833,15 @@ void sk_cache_epoch(struct sk_cache *c)
         atomic_store(&c->ids[i].done, 0);
 }
 
-void sk_cache_done(struct sk_cache *c, uint64_t xxh3, uint64_t bytes, struct fetch_file *file)
+/* Let cf go, unless it is busy (a read, or its download finishing: then
+ * the download lets it go when done, or the read does, if cf was found in
+ * an earlier epoch). */
+static void let_go(struct cache_file *cf)
 {
-    struct cache_id *id = find_id(c, xxh3, bytes);
-    if (id)
-        atomic_store(&id->done, 1);
-    struct cache_file *cf = (struct cache_file *)file;
-    if (!cf)
-        return;
-    atomic_store(&cf->let_go, 1);  /* a download under way lets it go when done */
+    struct sk_cache *c = cf->c;
+    atomic_store(&cf->let_go, 1);
     pthread_mutex_lock(&c->lock);
-    if (!pthread_rwlock_trywrlock(&cf->rw)) {  /* busy: a read, or its download finishing */
+    if (!pthread_rwlock_trywrlock(&cf->rw)) {
         if (cf->state == CF_REMOTE)
             cf->state = CF_RELEASED;  /* its remote file kept: found again without a request */
         else if (cf->state == CF_LOCAL)
@@ -846,6 +856,15 @@ void sk_cache_done(struct sk_cache *c, uint64_t xxh3, uint64_t bytes, struct fet
         pthread_rwlock_unlock(&cf->rw);
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+void sk_cache_done(struct sk_cache *c, uint64_t xxh3, uint64_t bytes, struct fetch_file *file)
+{
+    struct cache_id *id = find_id(c, xxh3, bytes);
+    if (id)
+        atomic_store(&id->done, 1);
+    if (file)
+        let_go((struct cache_file *)file);
 }
 
 int sk_cache_open(struct sk_cache *c, struct fetch *remote, const char *name, uint64_t bytes,

@@ -124,10 +124,11 @@ static void done_with(struct sk_cache_plan *cp, uint32_t s)
 /* A new plan, list[0..count) (under cp->lock). */
 static void begin(struct sk_cache_plan *cp, const uint64_t *list, uint64_t count)
 {
-    /* the last plan's shards not let go yet: a shard is found again (a hit
-     * or a miss) once per epoch */
-    while (cp->done < cp->n)
-        done_with(cp, cp->by_last[cp->done++].s);
+    /* every shard of the last plan let go (again: one whose read was still
+     * under way when it was told could not be), so that each is found again
+     * - a hit or a miss - once per epoch */
+    for (uint32_t i = 0; i < cp->n; i++)
+        done_with(cp, cp->by_last[i].s);
     cp->list = list;
     cp->plan++;
     cp->n = cp->reached = cp->opened = cp->done = 0;

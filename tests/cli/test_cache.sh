@@ -271,6 +271,10 @@ for phase in first_epoch steady; do
 done
 [ "$(cache_of "$T/r10.json" steady evictions)" -ge 1 ] ||
     die "later epochs evicted no shard already read"
+# at most one request per miss: a hit asks nothing (no read-ahead advice of a shard
+# let go), a shard downloaded again asks no suffix (its size is known)
+[ "$(json "$T/r10.json" "d['steady']['requests']")" -le "$(cache_of "$T/r10.json" steady misses)" ] ||
+    die "later epochs made requests besides one per miss"
 over=$(grep -o ' GET "/raw/shard-[^"]*"' "$LOG" | sort | uniq -c | awk '$1 > 3')
 [ -z "$over" ] || die "a shard fetched more than once per epoch: $over"
 used=$(cat "$T/c5"/*.shard | wc -c)

@@ -602,6 +602,8 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     }
     uint64_t epoch = atomic_load(&c->epoch);
     int again = cf->acquired && cf->acquired_epoch == epoch;
+    /* counted once per epoch, or at every find without epochs */
+    int count = !epoch || !again;
     atomic_store(&cf->let_go, 0);
     int fd = open_cached(cf);
     int lk = -1;
@@ -610,7 +612,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     if (fd >= 0) {
         if (lk >= 0)
             close(lk);
-        sk_read_count(c->counters, SK_READ_CACHE_HITS, 1);
+        sk_read_count(c->counters, SK_READ_CACHE_HITS, count);
         cf->acquired = 1;
         cf->acquired_epoch = epoch;
         pthread_rwlock_wrlock(&cf->rw);
@@ -632,7 +634,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
             close(lk);
         return rc;
     }
-    sk_read_count(c->counters, SK_READ_CACHE_MISSES, 1);
+    sk_read_count(c->counters, SK_READ_CACHE_MISSES, count);
     int cached = lk >= 0 && http->size == cf->bytes && !again && !reserve(cf);
     cf->acquired = 1;
     cf->acquired_epoch = epoch;
@@ -710,8 +712,17 @@ static void *download_main(void *arg)
         warn(c, "cache directory '%s': %s read remotely, not cached: %s", cf->name,
              strerror(write_error));
     }
-    if (!rc && renameat(c->dir_fd, cf->tmp, c->dir_fd, name))
-        rc = SHARD_EIO;
+    if (!rc) {
+        /* under the directory's lock: a scan that counts the space in use
+         * (reserve) would otherwise see neither name */
+        int dl = openat(c->dir_fd, DIR_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (dl >= 0)
+            (void)flock(dl, LOCK_EX);
+        if (renameat(c->dir_fd, cf->tmp, c->dir_fd, name))
+            rc = SHARD_EIO;
+        if (dl >= 0)
+            close(dl);
+    }
     if (!rc) {
         struct stat st;
         const struct timespec stamp[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
@@ -755,10 +766,11 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
     struct cache_file *cf = (struct cache_file *)file;
     for (;;) {
         pthread_rwlock_rdlock(&cf->rw);
-        int rc = SHARD_OK;
+        int rc = SHARD_OK, hit = 0;
         switch (cf->state) {
         case CF_LOCAL:
             rc = sk_fs_pread_all(cf->fd, cf->bytes, offset, buf, len, err);
+            hit = 1;
             break;
         case CF_DOWNLOADING:
             if (offset + len <= atomic_load_explicit(&cf->have, memory_order_acquire))
@@ -783,11 +795,16 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
         }
         pthread_rwlock_unlock(&cf->rw);
         touch(cf);
-        /* told to let go while read, found in an earlier epoch: now (the
-         * next read finds it again, once for this epoch) */
-        if (atomic_load(&cf->let_go) &&
-            atomic_load(&cf->acquired_epoch) != atomic_load(&cf->c->epoch))
+        /* the first read of a new epoch that did not find it again: one
+         * told to go while read goes now (the next read finds it again);
+         * one still held (or downloading) counts here, once per epoch */
+        uint64_t epoch = atomic_load(&cf->c->epoch), seen = atomic_load(&cf->acquired_epoch);
+        if (rc || !epoch || seen == epoch)
+            return rc;
+        if (atomic_load(&cf->let_go))
             let_go(cf);
+        else if (atomic_compare_exchange_strong(&cf->acquired_epoch, &seen, epoch))
+            sk_read_count(cf->c->counters, hit ? SK_READ_CACHE_HITS : SK_READ_CACHE_MISSES, 1);
         return rc;
     }
 }

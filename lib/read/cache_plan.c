@@ -1,6 +1,6 @@
 /* cache_plan.c - the epoch plan's next shards opened ahead (see cache_plan.h).
  *
- * Locking: cp->lock guards the plan and the cursors; the thread takes it
+ * Locking: cp->lock guards the plan and the cursors; a thread takes it
  * only to pick the next shard and opens it without it.  Lock order:
  * cp->lock, then a shard's (sk_dataset_shard_file), then the cache's. */
 #include "read/cache_plan.h"
@@ -10,6 +10,12 @@
 
 #include "read/cache.h"
 #include "read/dataset_internal.h"
+
+/* Shards opened at once ahead of the readers, at most: an open waits a
+ * round trip or two (the suffix, the first window), and a plan that
+ * begins with samples of every shard (a shuffle buffer as large as the
+ * dataset) needs them all before its first batch. */
+#define PLAN_THREADS 8
 
 struct plan_last {
     uint64_t last; /* the plan's last position of shard s */
@@ -23,8 +29,8 @@ struct sk_cache_plan {
     uint32_t shard_count;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    pthread_t thread;
-    int thread_live, stop;
+    pthread_t threads[PLAN_THREADS];
+    int threads_live, stop;
     /* the plan: shards by first position (order, first), by last (by_last) */
     const uint64_t *list;
     uint64_t plan; /* plans begun; seen[s] == plan: s is in this one */
@@ -36,7 +42,7 @@ struct sk_cache_plan {
     uint32_t n;       /* shards in the plan */
     uint32_t reached; /* order[0..reached) have a position the readers reached */
     uint32_t want;    /* order[0..want) are to be opened */
-    uint32_t opened;  /* order[0..opened) were taken by the thread */
+    uint32_t opened;  /* order[0..opened) were taken by a thread */
     uint32_t done;    /* by_last[0..done) were told to the cache */
 };
 
@@ -76,8 +82,8 @@ void sk_cache_plan_free(struct sk_cache_plan *cp)
     cp->stop = 1;
     pthread_cond_broadcast(&cp->wake);
     pthread_mutex_unlock(&cp->lock);
-    if (cp->thread_live)
-        pthread_join(cp->thread, NULL);
+    for (int i = 0; i < cp->threads_live; i++)
+        pthread_join(cp->threads[i], NULL);
     pthread_cond_destroy(&cp->wake);
     pthread_mutex_destroy(&cp->lock);
     free(cp->seen);
@@ -153,9 +159,11 @@ static void begin(struct sk_cache_plan *cp, const uint64_t *list, uint64_t count
     for (uint32_t s = 0; s < cp->shard_count; s++)
         if (cp->seen[s] != cp->plan)
             done_with(cp, s); /* not in this plan at all */
-    if (!cp->thread_live && cp->n && !pthread_create(&cp->thread, NULL, plan_main, cp))
-        cp->thread_live = 1;
-    pthread_cond_signal(&cp->wake);
+    uint32_t want_threads = cp->ahead < PLAN_THREADS ? cp->ahead : PLAN_THREADS;
+    while (cp->n && (uint32_t)cp->threads_live < want_threads &&
+           !pthread_create(&cp->threads[cp->threads_live], NULL, plan_main, cp))
+        cp->threads_live++;
+    pthread_cond_broadcast(&cp->wake);
 }
 
 void sk_cache_plan_at(struct sk_cache_plan *cp, const uint64_t *list, uint64_t count, uint64_t p,
@@ -175,7 +183,7 @@ void sk_cache_plan_at(struct sk_cache_plan *cp, const uint64_t *list, uint64_t c
     uint32_t want = cp->n - cp->reached < cp->ahead ? cp->n : cp->reached + cp->ahead;
     if (want > cp->want) {
         cp->want = want;
-        pthread_cond_signal(&cp->wake);
+        pthread_cond_broadcast(&cp->wake);
     }
     while (cp->done < cp->n && cp->by_last[cp->done].last + margin < p)
         done_with(cp, cp->by_last[cp->done++].s);

@@ -6,10 +6,10 @@
  * new epoch) and then, as the readers move along it:
  *
  *   - opens the next `ahead` shards of the plan, in the order of their first
- *     sample in it, on one thread of its own: opening a shard through the
- *     cache is a hit (checked there, not on a reader's thread) or a miss
- *     whose download starts then - the shard is in the cache, or on its way,
- *     when the readers get to it;
+ *     sample in it, on up to 8 threads of its own (at most `ahead`):
+ *     opening a shard through the cache is a hit (checked there, not on a
+ *     reader's thread) or a miss whose download starts then - the shard is
+ *     in the cache, or on its way, when the readers get to it;
  *   - tells the cache which shards the epoch has finished with (the plan's
  *     last sample of each, once the readers are past it): those are evicted
  *     first when a shard the epoch has yet to read needs room

@@ -17,9 +17,9 @@
 #   half      a cache limited to half the dataset, one process, the default
 #             plan (shuffle buffer 1024) and a shard-ordered one (buffer 16)
 #   procs-keep  one process per epoch (a job restarted each epoch, seed = the
-#   procs-lru   epoch) on a half-size cache: the dataset's cached shards kept
-#               (the default), or replaced least recently read first
-#               (SHARDKIT_CACHE_EVICT=lru)
+#   procs-lru   epoch) on a half-size cache: the shards the epoch has read
+#               evicted first, never one it has yet to read (the default), or
+#               any, least recently read first (SHARDKIT_CACHE_EVICT=lru)
 #   two       two processes at once on an empty cache: shard bytes the server
 #             sent (its access log; nginx only) against one process's
 # EPOCHS epochs (default 4).  Markdown goes to stdout; the JSON of every run
@@ -165,7 +165,7 @@ print("| store | the dataset's own cached shards | samples/s | MiB received | "
       "hits / misses / evictions / uncached |")
 print("|---|---|---:|---:|---|")
 for st in stores.split():
-    for policy, label in (("keep", "kept (default)"), ("lru", "replaced, LRU")):
+    for policy, label in (("keep", "kept until read (default)"), ("lru", "replaced, LRU")):
         per = []
         for e in range(2, epochs + 1):
             per += [r["first_epoch"] for r in load(f"{st}-procs-{policy}-e{e}")]

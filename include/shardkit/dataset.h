@@ -345,10 +345,13 @@ struct shard_read_stats {
     uint64_t retries;            /* HTTP attempts repeated after a transient failure */
     uint64_t rtt_ns;             /* simulated round-trip delay slept (options.rtt_ms) */
     /* The node-local cache (shard_dataset_options.cache_dir; all 0 without
-     * one).  A shard counts once each time it is opened from the cache or
-     * downloaded: when a dataset opens it, and when a read finds it again
-     * after it was let go (a dataset keeps its 256 most recently read
-     * cached shards open). */
+     * one).  Hits and misses count shard opens, not reads: a shard counts
+     * once each time it is opened from the cache or downloaded - when a
+     * dataset opens it, and when a read finds it again after it was let go
+     * (an epoch read by an iterator or a loader lets each shard go once it
+     * is past the plan's last sample of it, so hits + misses is the shards
+     * each epoch reads; a dataset also keeps only its 256 most recently
+     * read cached shards open). */
     uint64_t cache_hits;         /* shards read from the cache: no request */
     uint64_t cache_misses;       /* shards not in the cache (downloaded, or skipped) */
     uint64_t cache_bytes_fetched;  /* bytes downloaded into the cache */

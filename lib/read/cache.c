@@ -24,6 +24,7 @@
 
 #include <xxhash.h>
 
+#include "read/fetch_http.h"
 #include "read/observer.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
@@ -32,6 +33,11 @@
 #define KEY_SIZE 48
 #define NAME_SIZE 96
 #define DIR_LOCK ".lock"
+/* The most a download reads at once: a piece small enough to stay in the
+ * CPU's caches from the copy out of the window to the hash and the write
+ * (pieces of 4 MiB took 0.8 ms of CPU per 263 KB sample in epoch 1 against
+ * 0.5 ms with 256 KiB: BENCHMARKS.md section 14). */
+#define CACHE_PIECE ((size_t)256 << 10)
 
 enum cf_state { CF_RELEASED = 0, CF_LOCAL, CF_DOWNLOADING, CF_REMOTE };
 
@@ -41,15 +47,17 @@ struct sk_cache {
     char *dir;
     int dir_fd;
     uint64_t limit;
-    size_t piece;           /* bytes a download reads at once: half a window */
+    size_t piece;           /* bytes a download reads at once: CACHE_PIECE, or half a window */
     uint64_t stall_ns;      /* a download making no progress this long is not waited for */
     int replace;            /* also evict the dataset's own shards (SHARDKIT_CACHE_EVICT=lru) */
     struct cache_id {       /* the dataset's shards, sorted: never evicted for each other */
         uint64_t xxh3, bytes;
+        _Atomic int done;   /* ...unless read this epoch (sk_cache_done) */
     } *ids;
     size_t id_count;
     struct sk_read_counters *counters;
     _Atomic uint64_t tick;
+    _Atomic uint64_t epoch; /* sk_cache_epoch calls: a shard is downloaded once per epoch */
     _Atomic unsigned seq;   /* temporary names */
     pthread_mutex_t lock;   /* held[] and warning */
     struct cache_file *held[CACHE_HELD + 1];
@@ -77,7 +85,9 @@ struct cache_file {
     _Atomic uint64_t last_use;
     struct stat verified;       /* the KEY.shard whose bytes were checked */
     int has_verified;
-    int acquired;               /* found or fetched once: no second download */
+    int acquired;               /* found or fetched once in epoch acquired_epoch: */
+    _Atomic uint64_t acquired_epoch;  /* no second download in that epoch */
+    _Atomic int let_go;         /* read this epoch: released once its download is done */
 };
 
 static void key_name(char *out, size_t size, const char *key, const char *suffix)
@@ -124,7 +134,9 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
     pthread_mutex_init(&c->lock, NULL);
     c->dir_fd = -1;
     c->limit = limit;
-    c->piece = o->window_bytes / 2 ? (size_t)(o->window_bytes / 2) : 1;
+    c->piece = o->window_bytes / 2 < CACHE_PIECE ? (size_t)(o->window_bytes / 2) : CACHE_PIECE;
+    if (!c->piece)
+        c->piece = 1;
     /* the longest one window fetch may go without a byte before it fails */
     c->stall_ns = (uint64_t)((o->timeout_seconds + 2.0) * (o->retries + 1) * 1e9);
     c->counters = counters;
@@ -135,7 +147,7 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     for (uint32_t i = 0; i < m->shard_count; i++)
-        c->ids[c->id_count++] = (struct cache_id){m->shards[i].xxh3, m->shards[i].bytes};
+        c->ids[c->id_count++] = (struct cache_id){m->shards[i].xxh3, m->shards[i].bytes, 0};
     if (c->id_count)
         qsort(c->ids, c->id_count, sizeof *c->ids, id_cmp);
     if (mkdir(dir, 0777) && errno != EEXIST) {
@@ -263,18 +275,23 @@ struct victim {
     char key[KEY_SIZE];
     struct timespec used;
     uint64_t bytes;
-    int own;                /* a shard of the dataset */
+    int own;                /* a shard of the dataset: 1, 2 when read this epoch */
 };
 
-/* Whether KEY names a shard of the cache's dataset. */
-static int own_key(const struct sk_cache *c, const char *key)
+static struct cache_id *find_id(struct sk_cache *c, uint64_t xxh3, uint64_t bytes)
+{
+    struct cache_id id = {xxh3, bytes, 0};
+    return c->id_count ? bsearch(&id, c->ids, c->id_count, sizeof *c->ids, id_cmp) : NULL;
+}
+
+/* The shard of the cache's dataset KEY names, or NULL. */
+static struct cache_id *own_key(struct sk_cache *c, const char *key)
 {
     char *end;
-    struct cache_id id = {strtoull(key, &end, 16), 0};
+    uint64_t xxh3 = strtoull(key, &end, 16);
     if (*end != '-')
-        return 0;
-    id.bytes = strtoull(end + 1, NULL, 10);
-    return c->id_count && bsearch(&id, c->ids, c->id_count, sizeof *c->ids, id_cmp);
+        return NULL;
+    return find_id(c, xxh3, strtoull(end + 1, NULL, 10));
 }
 
 /* Bytes the cache holds (shards and downloads under way), and its shards
@@ -326,7 +343,8 @@ static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct vict
         memcpy(x->key, key, sizeof key);
         x->used = st.st_atim;
         x->bytes = (uint64_t)st.st_size;
-        x->own = own_key(c, key);
+        struct cache_id *id = own_key(c, key);
+        x->own = !id ? 0 : atomic_load(&id->done) ? 2 : 1;
     }
     closedir(d);
     return 0;
@@ -337,19 +355,29 @@ static int older(const struct timespec *a, const struct timespec *b)
     return a->tv_sec != b->tv_sec ? a->tv_sec < b->tv_sec : a->tv_nsec < b->tv_nsec;
 }
 
-/* Evict the next candidate of v[0..n) that nobody uses, the least recently
- * read first (tried ones get bytes 0): its size, or 0 when none could go.
- * The dataset's own shards are no candidates (unless c->replace): in an
- * epoch that reads every shard once, in any order, a cached shard of it is
- * read again before the one it would make room for, so replacing one costs
- * a download and saves none. */
+/* Which victims go first: other datasets' shards (0), then the dataset's
+ * shards read this epoch (1); those it has yet to read (2) never (unless
+ * c->replace: then all alike, the least recently read first). */
+static int rank(const struct sk_cache *c, const struct victim *v)
+{
+    return c->replace ? 0 : v->own == 2 ? 1 : v->own ? 2 : 0;
+}
+
+/* Evict the next candidate of v[0..n) that nobody uses, by rank, then the
+ * least recently read first (tried ones get bytes 0): its size, or 0 when
+ * none could go.  A shard of the dataset that this epoch has yet to read is
+ * no candidate: an epoch reads every shard once, in any order, so such a
+ * cached shard is read again before the one it would make room for, and
+ * replacing it costs a download and saves none; one already read this
+ * epoch is not read again before the next. */
 static uint64_t evict_one(struct sk_cache *c, struct victim *v, size_t n)
 {
     for (;;) {
         struct victim *best = NULL;
         for (size_t i = 0; i < n; i++)
-            if (v[i].bytes && (!v[i].own || c->replace) &&
-                (!best || older(&v[i].used, &best->used)))
+            if (v[i].bytes && rank(c, &v[i]) < 2 &&
+                (!best || rank(c, &v[i]) < rank(c, best) ||
+                 (rank(c, &v[i]) == rank(c, best) && older(&v[i].used, &best->used))))
                 best = &v[i];
         if (!best)
             return 0;
@@ -568,6 +596,11 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         pthread_join(cf->thread, NULL);
         cf->thread_live = 0;
     }
+    uint64_t epoch = atomic_load(&c->epoch);
+    int again = cf->acquired && cf->acquired_epoch == epoch;
+    /* counted once per epoch, or at every find without epochs */
+    int count = !epoch || !again;
+    atomic_store(&cf->let_go, 0);
     int fd = open_cached(cf);
     int lk = -1;
     if (fd < 0 && (lk = wait_key(c, cf->key)) >= 0)
@@ -575,8 +608,9 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     if (fd >= 0) {
         if (lk >= 0)
             close(lk);
-        sk_read_count(c->counters, SK_READ_CACHE_HITS, 1);
+        sk_read_count(c->counters, SK_READ_CACHE_HITS, count);
         cf->acquired = 1;
+        cf->acquired_epoch = epoch;
         pthread_rwlock_wrlock(&cf->rw);
         fetch_close(cf->http);
         cf->http = NULL;
@@ -587,15 +621,19 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         return SHARD_OK;
     }
     struct fetch_file *http = cf->http;
-    int rc = http ? SHARD_OK : fetch_open(cf->remote, cf->name, &http, err);
+    /* found before: its footer is read, so no suffix request */
+    int rc = http          ? SHARD_OK
+             : cf->acquired ? sk_fetch_http_open_sized(cf->remote, cf->name, cf->bytes, &http, err)
+                            : fetch_open(cf->remote, cf->name, &http, err);
     if (rc) {
         if (lk >= 0)
             close(lk);
         return rc;
     }
-    sk_read_count(c->counters, SK_READ_CACHE_MISSES, 1);
-    int cached = lk >= 0 && http->size == cf->bytes && !cf->acquired && !reserve(cf);
+    sk_read_count(c->counters, SK_READ_CACHE_MISSES, count);
+    int cached = lk >= 0 && http->size == cf->bytes && !again && !reserve(cf);
     cf->acquired = 1;
+    cf->acquired_epoch = epoch;
     pthread_rwlock_wrlock(&cf->rw);
     cf->http = http;
     if (cached) {
@@ -670,8 +708,17 @@ static void *download_main(void *arg)
         warn(c, "cache directory '%s': %s read remotely, not cached: %s", cf->name,
              strerror(write_error));
     }
-    if (!rc && renameat(c->dir_fd, cf->tmp, c->dir_fd, name))
-        rc = SHARD_EIO;
+    if (!rc) {
+        /* under the directory's lock: a scan that counts the space in use
+         * (reserve) would otherwise see neither name */
+        int dl = openat(c->dir_fd, DIR_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (dl >= 0)
+            (void)flock(dl, LOCK_EX);
+        if (renameat(c->dir_fd, cf->tmp, c->dir_fd, name))
+            rc = SHARD_EIO;
+        if (dl >= 0)
+            close(dl);
+    }
     if (!rc) {
         struct stat st;
         const struct timespec stamp[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
@@ -684,7 +731,12 @@ static void *download_main(void *arg)
         (void)unlinkat(c->dir_fd, cf->tmp, 0);
     }
     pthread_rwlock_wrlock(&cf->rw);
-    if (!rc) {
+    int let_go = !rc && atomic_load(&cf->let_go);
+    if (let_go) {
+        close(cf->fd);  /* read this epoch already: free to evict */
+        cf->fd = -1;
+        cf->state = CF_RELEASED;
+    } else if (!rc) {
         cf->state = CF_LOCAL;  /* the http file is closed by whoever joins the thread */
     } else {
         close(cf->fd);
@@ -697,9 +749,12 @@ static void *download_main(void *arg)
     pthread_rwlock_unlock(&cf->rw);
     XXH3_freeState(h);
     free(buf);
-    hold(cf);
+    if (!let_go)
+        hold(cf);
     return NULL;
 }
+
+static void let_go(struct cache_file *cf);
 
 static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
                    struct shard_err *err)
@@ -707,10 +762,11 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
     struct cache_file *cf = (struct cache_file *)file;
     for (;;) {
         pthread_rwlock_rdlock(&cf->rw);
-        int rc = SHARD_OK;
+        int rc = SHARD_OK, hit = 0;
         switch (cf->state) {
         case CF_LOCAL:
             rc = sk_fs_pread_all(cf->fd, cf->bytes, offset, buf, len, err);
+            hit = 1;
             break;
         case CF_DOWNLOADING:
             if (offset + len <= atomic_load_explicit(&cf->have, memory_order_acquire))
@@ -735,6 +791,16 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
         }
         pthread_rwlock_unlock(&cf->rw);
         touch(cf);
+        /* the first read of a new epoch that did not find it again: one
+         * told to go while read goes now (the next read finds it again);
+         * one still held (or downloading) counts here, once per epoch */
+        uint64_t epoch = atomic_load(&cf->c->epoch), seen = atomic_load(&cf->acquired_epoch);
+        if (rc || !epoch || seen == epoch)
+            return rc;
+        if (atomic_load(&cf->let_go))
+            let_go(cf);
+        else if (atomic_compare_exchange_strong(&cf->acquired_epoch, &seen, epoch))
+            sk_read_count(cf->c->counters, hit ? SK_READ_CACHE_HITS : SK_READ_CACHE_MISSES, 1);
         return rc;
     }
 }
@@ -746,7 +812,8 @@ static void cf_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
     if (cf->state == CF_LOCAL) {
         if (offset < cf->bytes && len)
             (void)posix_fadvise(cf->fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
-    } else if (cf->http) {
+    } else if (cf->state != CF_RELEASED && cf->http) {
+        /* not a released one's: it may be found in the cache by then */
         fetch_advise(cf->http, offset, len);
     }
     pthread_rwlock_unlock(&cf->rw);
@@ -771,6 +838,47 @@ static void cf_close(struct fetch_file *file)
 }
 
 static const struct fetch_file_ops cache_file_ops = {cf_read, cf_close, cf_advise};
+
+void sk_cache_epoch(struct sk_cache *c)
+{
+    atomic_fetch_add(&c->epoch, 1);
+    for (size_t i = 0; i < c->id_count; i++)
+        atomic_store(&c->ids[i].done, 0);
+}
+
+/* Let cf go, unless it is busy (a read, or its download finishing: then
+ * the download lets it go when done, or the read does, if cf was found in
+ * an earlier epoch). */
+static void let_go(struct cache_file *cf)
+{
+    struct sk_cache *c = cf->c;
+    atomic_store(&cf->let_go, 1);
+    pthread_mutex_lock(&c->lock);
+    if (!pthread_rwlock_trywrlock(&cf->rw)) {
+        if (cf->state == CF_REMOTE)
+            cf->state = CF_RELEASED;  /* its remote file kept: found again without a request */
+        else if (cf->state == CF_LOCAL)
+            release(cf);
+        if (cf->state == CF_RELEASED) {
+            for (size_t i = 0; i < c->held_len; i++)
+                if (c->held[i] == cf) {
+                    c->held[i] = c->held[--c->held_len];
+                    break;
+                }
+        }
+        pthread_rwlock_unlock(&cf->rw);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+void sk_cache_done(struct sk_cache *c, uint64_t xxh3, uint64_t bytes, struct fetch_file *file)
+{
+    struct cache_id *id = find_id(c, xxh3, bytes);
+    if (id)
+        atomic_store(&id->done, 1);
+    if (file)
+        let_go((struct cache_file *)file);
+}
 
 int sk_cache_open(struct sk_cache *c, struct fetch *remote, const char *name, uint64_t bytes,
                   uint64_t xxh3, struct fetch_file **out, struct shard_err *err)

@@ -36,14 +36,17 @@
  * read ones; later reads of another one open it again).  Eviction takes a
  * shard's KEY.lock and an exclusive flock on it without waiting, so a shard
  * being read or downloaded is never removed.  Which ones go: shards of other
- * datasets (not in this one's manifest), the least recently read first.  A
- * shard of the dataset is not evicted to make room for another of it (with
- * SHARDKIT_CACHE_EVICT=lru it is, least recently read first): in epochs
- * that read every shard once, in any order, keeping the cached ones and
- * reading the rest remotely fetches the least.  A shard is downloaded at
- * most once per open of a dataset: one let go and then evicted is read
- * remotely when read again, so that a plan jumping between many shards
- * never downloads a whole shard per sample.
+ * datasets (not in this one's manifest), the least recently read first;
+ * then shards of the dataset that the epoch has read already
+ * (sk_cache_done), the least recently read first.  A shard of the dataset
+ * that the epoch has yet to read is never evicted to make room for another
+ * of it (with SHARDKIT_CACHE_EVICT=lru it is, least recently read first):
+ * in epochs that read every shard once, in any order, it is read before the
+ * one it would make room for, so replacing it costs a download and saves
+ * none.  A shard is downloaded at most once per epoch (sk_cache_epoch; at
+ * most once per open of a dataset read without epochs): one let go and then
+ * evicted is read remotely when read again that epoch, so that a plan
+ * jumping between many shards never downloads a whole shard per sample.
  *
  * When the limit cannot be kept (every shard in use) or the disk is full, a
  * shard is read remotely, uncached: counted in cache_skipped; a full disk
@@ -69,11 +72,12 @@ struct sk_cache;
 
 /* The cache in directory `dir` (created if missing, not its parents) for
  * the dataset of manifest m (copied), at most `limit` bytes of shards (0:
- * as much as the disk takes), downloads read in pieces of half o's window;
- * a download by another process that makes no progress for as long as one
- * window fetch may take under o's time-out and retries is not waited for
- * (the shard is read remotely); hits, misses, bytes fetched, evictions
- * and skips are added to `counters` (must outlive the cache).
+ * as much as the disk takes), downloads read in pieces of 256 KiB (half
+ * o's window if smaller); a download by another process that makes no
+ * progress for as long as one window fetch may take under o's time-out and
+ * retries is not waited for (the shard is read remotely); hits, misses,
+ * bytes fetched, evictions and skips are added to `counters` (must outlive
+ * the cache).
  * 0, SHARD_EINVAL, SHARD_EIO naming the directory, SHARD_ENOMEM. */
 int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
                  const struct shard_dataset_options *o, const struct shard_manifest *m,
@@ -87,6 +91,18 @@ void sk_cache_free(struct sk_cache *c);
  * cached is read from).  The errors of fetch_open on `remote`. */
 int sk_cache_open(struct sk_cache *c, struct fetch *remote, const char *name, uint64_t bytes,
                   uint64_t xxh3, struct fetch_file **out, struct shard_err *err);
+
+/* A new epoch (plan) begins: no shard of the dataset has been read in it,
+ * and each may be downloaded once more (within one epoch a shard is
+ * downloaded at most once: one evicted is then read remotely). */
+void sk_cache_epoch(struct sk_cache *c);
+
+/* The epoch will not read the shard of `bytes` bytes hashing to `xxh3`
+ * again: it is the first of the dataset's shards to evict (after other
+ * datasets' ones), and `file` (its sk_cache_open file, or NULL when not
+ * open) lets its local copy go - at once, or when its download ends - so
+ * that it can be (a read of it finds it again). */
+void sk_cache_done(struct sk_cache *c, uint64_t xxh3, uint64_t bytes, struct fetch_file *file);
 
 /* The first warning the cache gave ("" when none) into buf (size bytes);
  * its length. */

@@ -30,6 +30,7 @@
 #include "manifest/manifest_internal.h"
 #include "net/s3.h"
 #include "read/cache.h"
+#include "read/cache_plan.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
 #include "read/fetch_http.h"
@@ -63,6 +64,7 @@ struct shard_dataset {
     int remote;
     struct fetch *store;
     struct sk_cache *cache; /* the node-local cache of a remote dataset, or NULL */
+    struct sk_cache_plan *plan; /* the epoch plan's next shards into it, or NULL */
     uint64_t *first;        /* first[s]: index of shard s's record 0; first[S] = N */
     struct ds_shard *shards;
     uint32_t shards_init;   /* how many shard mutexes were initialised */
@@ -239,7 +241,21 @@ static int open_cache(struct shard_dataset *ds, const struct shard_dataset_optio
     if (!limit && env && *env && shard_size_parse(env, &limit))
         return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_CACHE_LIMIT: '%s' is not a size "
                              "(bytes, or a number with K, M, G or T)", env);
-    return sk_cache_new(&ds->cache, dir, limit, o, &ds->manifest, &ds->counters, err);
+    int rc = sk_cache_new(&ds->cache, dir, limit, o, &ds->manifest, &ds->counters, err);
+    if (rc || !ds->manifest.shard_count)
+        return rc;
+    /* shards opened ahead: as many as the connections' windows hold, at
+     * most one per connection, and at most half the limit's worth */
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < ds->manifest.shard_count; s++)
+        total += ds->manifest.shards[s].bytes;
+    uint64_t mean = total / ds->manifest.shard_count ? total / ds->manifest.shard_count : 1;
+    uint64_t ahead = (uint64_t)o->connections * o->window_bytes / mean;
+    if (ahead > (uint64_t)o->connections)
+        ahead = (uint64_t)o->connections;
+    if (limit && ahead > limit / 2 / mean)
+        ahead = limit / 2 / mean;
+    return sk_cache_plan_new(&ds->plan, ds, ds->cache, ahead ? (uint32_t)ahead : 1, err);
 }
 
 size_t shard_dataset_cache_warning(const struct shard_dataset *ds, char *buf, size_t size)
@@ -349,6 +365,7 @@ void shard_dataset_close(struct shard_dataset *ds)
 {
     if (!ds)
         return;
+    sk_cache_plan_free(ds->plan);  /* its opens first */
     for (uint32_t s = 0; s < ds->shards_init; s++) {
         fetch_close(ds->shards[s].file);
         shard_footer_free(&ds->shards[s].head.footer);
@@ -826,6 +843,15 @@ int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item)
     return got;
 }
 
+struct fetch_file *sk_dataset_shard_file(struct shard_dataset *ds, uint32_t s)
+{
+    struct ds_shard *sh = &ds->shards[s];
+    pthread_mutex_lock(&sh->lock);
+    struct fetch_file *f = sh->opened ? sh->file : NULL;
+    pthread_mutex_unlock(&sh->lock);
+    return f;
+}
+
 int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
 {
     uint32_t s;
@@ -851,6 +877,7 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
 void sk_dataset_advise_ahead(struct shard_dataset *ds, const uint64_t *list, uint64_t count,
                              uint64_t p, uint64_t ahead, _Atomic uint64_t *advised)
 {
+    sk_cache_plan_at(ds->plan, list, count, p, 2 * ahead + 1);
     uint64_t to = p + 1 + ahead, from = atomic_load(advised);
     if (to > count)
         to = count;

@@ -11,6 +11,7 @@
 
 #include "image/decode_internal.h"
 
+struct fetch_file;
 struct fetch_http_options;
 struct sk_ring;
 
@@ -33,6 +34,10 @@ int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct sha
  * shard in a version 2 dataset". */
 int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct shard_err *err);
 
+/* Shard s's file once a read (or the prefetch) opened it, else NULL; valid
+ * until ds is closed. */
+struct fetch_file *sk_dataset_shard_file(struct shard_dataset *ds, uint32_t s);
+
 /* Sample `index` will be read soon: let the shard's backend start fetching
  * its record (the kernel's read-ahead for a local file, window fetches over
  * HTTP).  Only for a shard that a read has opened: 0 when its shard is not
@@ -42,7 +47,8 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index);
 /* A worker of a list of samples, list[0..count), about to read position p:
  * advise the samples after p, up to p + ahead, that no worker of the list
  * has advised yet (*advised, shared by the list's workers: the positions
- * before it were advised).  Advice stops at a later sample whose shard no
+ * before it were advised); through the node-local cache, also open the
+ * plan's next shards (read/cache_plan.h: p = 0 begins a plan).  Advice stops at a later sample whose shard no
  * read has opened yet and resumes from there at a later call.  Used by
  * shard_iter and the batch loader. */
 void sk_dataset_advise_ahead(struct shard_dataset *ds, const uint64_t *list, uint64_t count,

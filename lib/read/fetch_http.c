@@ -722,7 +722,9 @@ static void http_close(struct fetch_file *file)
 static const struct fetch_file_ops http_file_ops = {http_read, http_close, http_advise};
 
 /* Open: one suffix range request gives the size and the file's last bytes. */
-static int http_open(struct fetch *fs, const char *name, struct fetch_file **out,
+/* Open `name`: with one suffix range request (its size and last bytes),
+ * or with none when `size` is known (not UINT64_MAX). */
+static int open_file(struct fetch *fs, const char *name, uint64_t size, struct fetch_file **out,
                      struct shard_err *err)
 {
     struct http_fetch *h = (struct http_fetch *)fs;
@@ -735,9 +737,13 @@ static int http_open(struct fetch *fs, const char *name, struct fetch_file **out
     int rc = SHARD_OK;
     size_t want = h->o.reading.window_bytes < TAIL_MAX ? (size_t)h->o.reading.window_bytes : TAIL_MAX;
     if (!(f->url = sk_fetch_http_url(fs, name)) || !(f->shown = sk_fetch_http_shown(fs, name)) ||
-        !(f->tail = malloc(want))) {
+        (size == UINT64_MAX && !(f->tail = malloc(want)))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
+    }
+    if (size != UINT64_MAX) {
+        f->base.size = size;
+        goto windows;
     }
     char range[RANGE_TEXT];
     snprintf(range, sizeof range, "-%zu", want);
@@ -767,6 +773,7 @@ static int http_open(struct fetch *fs, const char *name, struct fetch_file **out
         f->tail_offset = rq.range_start;
         f->tail_len = (size_t)rq.received;
     }
+windows:;
     uint64_t wb = h->o.reading.window_bytes;
     f->window_count = (f->base.size + wb - 1) / wb;
     if (f->window_count > SIZE_MAX / sizeof *f->windows ||
@@ -789,6 +796,18 @@ fail:
     free(f->shown);
     free(f);
     return rc;
+}
+
+static int http_open(struct fetch *fs, const char *name, struct fetch_file **out,
+                     struct shard_err *err)
+{
+    return open_file(fs, name, UINT64_MAX, out, err);
+}
+
+int sk_fetch_http_open_sized(struct fetch *fs, const char *name, uint64_t size,
+                             struct fetch_file **out, struct shard_err *err)
+{
+    return open_file(fs, name, size, out, err);
 }
 
 static void http_free(struct fetch *fs)

@@ -84,6 +84,13 @@ int sk_fetch_http_is_remote(const char *location);
 int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_http_options *o,
                    struct shard_err *err);
 
+/* fetch_open on `fs` (from sk_fetch_http_new) of a file whose size is
+ * known - a shard the manifest describes, opened again: no request is made
+ * (no suffix, so no bytes are kept from the end); a file whose size turns
+ * out to differ fails its reads, as any file that changed size does. */
+int sk_fetch_http_open_sized(struct fetch *fs, const char *name, uint64_t size,
+                             struct fetch_file **out, struct shard_err *err);
+
 /* Fetch all of file `name` with one GET into buf (replacing its contents):
  * for small files (a manifest, a source image).  A body larger than
  * max_bytes (when not 0) is SHARD_ELIMIT.  `fs` must come from

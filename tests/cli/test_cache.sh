@@ -69,6 +69,7 @@ slow_download() {
 }
 shardbench shards "$T/raw" --epochs 1 --digests "$T/local.jsonl" >/dev/null
 shardbench shards "$T/other" --epochs 1 --digests "$T/other.jsonl" >/dev/null
+sort "$T/local.jsonl" >"$T/local.sorted"  # a plan's order is not the dataset's
 
 say "a second read comes from the cache: no shard request, every shard a hit"
 : >"$LOG"
@@ -234,15 +235,62 @@ evicted=$(( $(cache_of "$T/r6.json" first_epoch evictions) + $(cache_of "$T/r6.j
 skipped=$(cache_of "$T/r6.json" first_epoch skipped)
 [ "$skipped" -ge 1 ] || die "half the dataset cannot all be cached, yet none was skipped"
 intact "$T/c5"
-say "a later run keeps the dataset's cached shards: they are hits, none is replaced"
+say "a later run: the cached shards are hits, the others take the room of shards already read"
+# shard by shard (--shuffle-buffer 4; --queue-depth 4: a shard is let go
+# once the readers are that far past its last sample): a shard is done with
+# long before the epoch ends; each shard fetched at most once (a shard of
+# 400K is one request: the opening suffix holds all of it), none evicted
+# before it is read
 kept=$(ls "$T/c5"/*.shard | wc -l)
-shardbench shards "$U/raw" --epochs 1 --seed 3 --cache-dir "$T/c5" --cache-limit $limit \
-    --digests "$T/d8.jsonl" --json >"$T/r8.json"
-[ "$(cache_of "$T/r8.json" first_epoch hits)" -eq "$kept" ] || die "cached shards were not hits"
-[ "$(cache_of "$T/r8.json" first_epoch evictions)" -eq 0 ] ||
-    die "the dataset's shards were evicted for each other"
-[ "$(cache_of "$T/r8.json" first_epoch skipped)" -eq $((S - kept)) ] ||
-    die "the shards that do not fit were not read uncached"
+: >"$LOG"
+shardbench shards "$U/raw" --epochs 1 --seed 3 --shuffle-buffer 4 --queue-depth 4 --cache-dir "$T/c5" \
+    --cache-limit $limit --digests "$T/d8.jsonl" --json >"$T/r8.json"
+sort "$T/d8.jsonl" | cmp -s - "$T/local.sorted" || die "a limited cache served other samples"
+[ "$(cache_of "$T/r8.json" first_epoch hits)" -eq "$kept" ] ||
+    die "a cached shard was evicted before the epoch read it"
+[ "$(cache_of "$T/r8.json" first_epoch misses)" -eq $((S - kept)) ] ||
+    die "hits and misses do not count each shard once"
+[ "$(cache_of "$T/r8.json" first_epoch evictions)" -ge 1 ] ||
+    die "no shard already read made room for one the epoch had yet to read"
+twice=$(grep -o ' GET "/raw/shard-[^"]*"' "$LOG" | sort | uniq -d)
+[ -z "$twice" ] || die "fetched twice in one epoch: $twice"
+[ "$(shard_requests raw)" -eq $((S - kept)) ] || die "a cached shard was fetched"
+used=$(cat "$T/c5"/*.shard | wc -c)
+[ "$used" -le "$limit" ] || die "the cache holds $used bytes over its limit of $limit"
+intact "$T/c5"
+
+say "several epochs in one process: each shard found once per epoch, fetched at most once"
+most=$(json "$T/raw/manifest.json" "max(s['bytes'] for s in d['shards'])")
+: >"$LOG"
+shardbench shards "$U/raw" --epochs 3 --seed 5 --shuffle-buffer 4 --queue-depth 4 --window 64K \
+    --cache-dir "$T/c5" \
+    --cache-limit $limit --json >"$T/r10.json"
+for phase in first_epoch steady; do
+    eval "$(json "$T/r10.json" "'h=%d m=%d' % (d['$phase']['cache']['hits'], d['$phase']['cache']['misses'])")"
+    n=$S
+    [ $phase = steady ] && n=$((2 * S))
+    [ $((h + m)) -eq $n ] || die "$phase: $h hits and $m misses for $n shard opens"
+done
+[ "$(cache_of "$T/r10.json" steady evictions)" -ge 1 ] ||
+    die "later epochs evicted no shard already read"
+# at most a shard's bytes per miss: a hit fetches nothing (no read-ahead
+# advice of a shard let go), a shard fetched again asks no suffix (its size
+# is known; windows of 64K, so that a suffix is not the whole shard): over
+# the run (a download may end in the next epoch), the misses' shards and
+# each shard's first opening suffix
+got=$(json "$T/r10.json" "d['first_epoch']['bytes_read'] + d['steady']['bytes_read']")
+missed=$(($(cache_of "$T/r10.json" first_epoch misses) + $(cache_of "$T/r10.json" steady misses)))
+[ "$got" -le $((missed * most + S * 65536)) ] ||
+    die "3 epochs received $got bytes, more than their $missed misses' shards"
+# bytes the server sent per shard, at most 3 shards' worth (and 3 suffixes)
+over=$(grep ' GET "/raw/shard-' "$LOG" | awk '{n[$4] += $NF} END {for (f in n) print f, n[f]}' |
+    while read -r f n; do
+        [ "$n" -le $((3 * (most + 65536))) ] || echo "$f $n"
+    done)
+[ -z "$over" ] || die "a shard fetched more than once per epoch: $over"
+used=$(cat "$T/c5"/*.shard | wc -c)
+[ "$used" -le "$limit" ] || die "the cache holds $used bytes over its limit of $limit"
+intact "$T/c5"
 
 say "a full disk reads remotely, with a warning"
 mount_tmpfs "$T/full" 100K || skip "a full disk: cannot mount a size-capped tmpfs (needs root)"
@@ -264,8 +312,9 @@ with warnings.catch_warnings(record=True) as caught:
 assert n == 2 * len(ds)
 said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
 assert len(said) == 1 and "No space left on device" in said[0], said
-# each shard once: an open dataset does not try a shard it could not cache again
-assert loader.stats["cache_skipped"] == len(ds.manifest["shards"]), loader.stats
+# each shard once per epoch: an epoch does not try a shard it could not cache again
+shards = len(ds.manifest["shards"])
+assert loader.stats["cache_misses"] == loader.stats["cache_skipped"] == 2 * shards, loader.stats
 EOF
 
 echo "all cache checks passed"

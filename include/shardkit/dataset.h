@@ -81,7 +81,8 @@ struct shard_dataset;
  * does not implement the request: HTTP 405, 501, 505), SHARD_ENET (another
  * HTTP failure, at once for a 4xx, after the retries for a transient one),
  * SHARD_EIO, SHARD_ENOMEM. */
-SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err);
+SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *location,
+                                 struct shard_err *err);
 
 /* Watching the reads: for a C tool that draws where reading spends its time
  * (`shardbench --trace`).  With an observer (struct shard_dataset_options),
@@ -91,14 +92,14 @@ SHARD_API int shard_dataset_open(struct shard_dataset **out, const char *locatio
  * CLOCK_MONOTONIC in nanoseconds.  Without an observer (NULL, the default)
  * the read path makes no call. */
 enum shard_read_span {
-    SHARD_SPAN_READ = 0,      /* getting a record's frame bytes */
-    SHARD_SPAN_DECOMPRESS,    /* zstd (and the frame hash with SHARD_READ_VERIFY) */
-    SHARD_SPAN_DECODE,        /* the payload to pixels, the item filled */
-    SHARD_SPAN_SAMPLE,        /* one whole read, the three above inside it (also a failed one) */
-    SHARD_SPAN_OPEN_SHARD,    /* header, trailer and footer of a shard */
-    SHARD_SPAN_HTTP,          /* one HTTP request, its retries included */
-    SHARD_SPAN_RTT,           /* the simulated round trip inside a request (rtt_ms) */
-    SHARD_SPAN_BACKOFF,       /* waiting before a retry */
+    SHARD_SPAN_READ = 0,   /* getting a record's frame bytes */
+    SHARD_SPAN_DECOMPRESS, /* zstd (and the frame hash with SHARD_READ_VERIFY) */
+    SHARD_SPAN_DECODE,     /* the payload to pixels, the item filled */
+    SHARD_SPAN_SAMPLE,     /* one whole read, the three above inside it (also a failed one) */
+    SHARD_SPAN_OPEN_SHARD, /* header, trailer and footer of a shard */
+    SHARD_SPAN_HTTP,       /* one HTTP request, its retries included */
+    SHARD_SPAN_RTT,        /* the simulated round trip inside a request (rtt_ms) */
+    SHARD_SPAN_BACKOFF,    /* waiting before a retry */
     SHARD_SPAN_COUNT
 };
 
@@ -129,14 +130,14 @@ struct shard_read_observer {
  * cut).  404 and 410 are SHARD_ENOTFOUND, 405, 501 and 505
  * SHARD_EUNSUPPORTED, any other status SHARD_ENET, at once. */
 struct shard_dataset_options {
-    int connections;         /* 1..SHARD_DATASET_MAX_CONNECTIONS (default 8) */
-    uint64_t window_bytes;   /* SHARD_DATASET_MIN_WINDOW..SHARD_DATASET_MAX_WINDOW
-                              * (default 8 MiB) */
-    uint64_t cache_bytes;    /* at least window_bytes (default 256 MiB) */
-    int retries;             /* 0..SHARD_DATASET_MAX_RETRIES (default 8: a server that
-                              * stays down costs about 7 s of waiting) */
-    double timeout_seconds;  /* more than 0, at most SHARD_DATASET_MAX_TIMEOUT
-                              * (default 10) */
+    int connections;        /* 1..SHARD_DATASET_MAX_CONNECTIONS (default 8) */
+    uint64_t window_bytes;  /* SHARD_DATASET_MIN_WINDOW..SHARD_DATASET_MAX_WINDOW
+                             * (default 8 MiB) */
+    uint64_t cache_bytes;   /* at least window_bytes (default 256 MiB) */
+    int retries;            /* 0..SHARD_DATASET_MAX_RETRIES (default 8: a server that
+                             * stays down costs about 7 s of waiting) */
+    double timeout_seconds; /* more than 0, at most SHARD_DATASET_MAX_TIMEOUT
+                             * (default 10) */
     /* The node-local shard cache: a directory on local disk shared by every
      * process of the machine (created if missing).  Whole shards are kept
      * there as they are read, checked against the manifest's size and
@@ -190,8 +191,7 @@ SHARD_API void shard_dataset_options_init(struct shard_dataset_options *o);
  * defaults).  Options out of their ranges are SHARD_EINVAL naming the
  * option and its range, before anything is read. */
 SHARD_API int shard_dataset_open_ex(struct shard_dataset **out, const char *location,
-                                    const struct shard_dataset_options *o,
-                                    struct shard_err *err);
+                                    const struct shard_dataset_options *o, struct shard_err *err);
 
 /* Forget the shard bytes a remote dataset keeps in memory (its window
  * cache; footers stay), so that the next reads go to the server again: what
@@ -221,11 +221,11 @@ SHARD_API uint32_t shard_dataset_shard_count(const struct shard_dataset *ds);
 
 /* Where sample `index` is stored.  0 or SHARD_ENOTFOUND (index >= size). */
 SHARD_API int shard_dataset_locate(const struct shard_dataset *ds, uint64_t index, uint32_t *shard,
-                         uint64_t *record, struct shard_err *err);
+                                   uint64_t *record, struct shard_err *err);
 
 /* The index of (shard, record).  0 or SHARD_ENOTFOUND. */
-SHARD_API int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard, uint64_t record,
-                           uint64_t *index, struct shard_err *err);
+SHARD_API int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t shard,
+                                     uint64_t record, uint64_t *index, struct shard_err *err);
 
 /* The key of sample `index`, from its shard's footer (the shard's header,
  * trailer and footer are read on first use; no record is read).  *key points
@@ -241,7 +241,7 @@ SHARD_API int shard_dataset_key(struct shard_dataset *ds, uint64_t index, const 
 struct shard_key_index;
 SHARD_API int shard_key_index_new(struct shard_key_index **out, struct shard_dataset *ds,
                                   struct shard_err *err);
-SHARD_API void shard_key_index_free(struct shard_key_index *ki);  /* accepts NULL */
+SHARD_API void shard_key_index_free(struct shard_key_index *ki); /* accepts NULL */
 /* The index of the sample whose key is key[0..len): 0, or SHARD_ENOTFOUND. */
 SHARD_API int shard_key_index_find(const struct shard_key_index *ki, const char *key, size_t len,
                                    uint64_t *index);
@@ -250,8 +250,8 @@ SHARD_API int shard_key_index_find(const struct shard_key_index *ki, const char 
 
 /* What a read fills in (bitwise or).  The key, label and size always are. */
 enum shard_read_flags {
-    SHARD_READ_PIXELS = 1,  /* decode the payload: item->pixels, uint8 RGB HWC */
-    SHARD_READ_STORED = 2,  /* copy the payload as stored: item->stored */
+    SHARD_READ_PIXELS = 1, /* decode the payload: item->pixels, uint8 RGB HWC */
+    SHARD_READ_STORED = 2, /* copy the payload as stored: item->stored */
     /* Also check the frame's bytes against the footer's xxh3 before
      * decompressing.  Without it a read still verifies zstd's content checksum
      * and the record's structure, key and label, which catches damage too;
@@ -268,20 +268,20 @@ enum shard_read_flags {
  * be reused for any number of reads, keeping its buffers' capacity, and is
  * released with shard_item_release().  Every buffer belongs to the item. */
 struct shard_item {
-    uint64_t index;              /* position in stored order */
-    uint32_t shard;              /* position in the manifest's shards */
-    uint64_t record;             /* record number inside the shard */
-    int32_t label;               /* index into the manifest's labels, or SHARD_NO_LABEL */
-    uint32_t width;              /* stored size in pixels */
+    uint64_t index;  /* position in stored order */
+    uint32_t shard;  /* position in the manifest's shards */
+    uint64_t record; /* record number inside the shard */
+    int32_t label;   /* index into the manifest's labels, or SHARD_NO_LABEL */
+    uint32_t width;  /* stored size in pixels */
     uint32_t height;
-    uint32_t channels;           /* 3 */
-    enum shard_codec codec;      /* how the payload is stored */
-    struct shard_buf key;        /* key.len bytes, then a NUL (not counted) */
-    struct shard_buf stored;     /* payload bytes with SHARD_READ_STORED, else len 0 */
-    struct shard_image pixels;   /* with SHARD_READ_PIXELS: width x height x 3, stride
-                                  * width*3; otherwise pixels.width is 0.  A raw
-                                  * record's pixels stay where it was decompressed,
-                                  * pixels.offset bytes into the buffer */
+    uint32_t channels;         /* 3 */
+    enum shard_codec codec;    /* how the payload is stored */
+    struct shard_buf key;      /* key.len bytes, then a NUL (not counted) */
+    struct shard_buf stored;   /* payload bytes with SHARD_READ_STORED, else len 0 */
+    struct shard_image pixels; /* with SHARD_READ_PIXELS: width x height x 3, stride
+                                * width*3; otherwise pixels.width is 0.  A raw
+                                * record's pixels stay where it was decompressed,
+                                * pixels.offset bytes into the buffer */
     /* The fields the sample has (format version 2; none in a version 1
      * dataset or with SHARD_READ_NO_FIELDS), in field number order: each
      * value's `field` indexes the manifest's config.fields, its type is the
@@ -290,7 +290,7 @@ struct shard_item {
      * not have has no value here. */
     uint32_t field_count;
     struct shard_field_value *fields;
-    uint32_t field_capacity;     /* values `fields` has room for */
+    uint32_t field_capacity; /* values `fields` has room for */
     struct shard_buf field_data;
 };
 
@@ -299,27 +299,25 @@ SHARD_API void shard_item_release(struct shard_item *item);
 
 /* Read sample `index` into *item: fetch the record's frame (one ranged read
  * using the footer index), check its zstd checksum (and, with
- * SHARD_READ_VERIFY, its xxh3) and that its key and label equal the footer's, then decode or copy the payload as
- * `flags` asks (decoding checks the payload's dimensions).  Thread-safe.
- * Unless SHARD_READ_NO_FIELDS, the record's fields are copied into the item
- * and checked against the manifest's declarations: each field number
- * declared, each type the declared one, each value one of its type
- * (shard_field_check_image: UTF-8 text, one JSON value, finite floats, a
- * vector of the declared length, boxes inside the image and of declared
- * classes, a mask of the image's size and declared values), label numbers
- * below the manifest's label count.
- * A shard must be of its dataset's format version (a version 2 manifest has
- * version 2 shards, a version 1 manifest version 1 shards).
- * 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or
- * record, a field that contradicts the manifest, a shard of another version:
- * the message names shard, record and key), SHARD_EIO, SHARD_ENOMEM.
- * On failure *item holds no sample (its buffers are kept for reuse). */
+ * SHARD_READ_VERIFY, its xxh3) and that its key and label equal the footer's, then decode or copy
+ * the payload as `flags` asks (decoding checks the payload's dimensions).  Thread-safe. Unless
+ * SHARD_READ_NO_FIELDS, the record's fields are copied into the item and checked against the
+ * manifest's declarations: each field number declared, each type the declared one, each value one
+ * of its type (shard_field_check_image: UTF-8 text, one JSON value, finite floats, a vector of the
+ * declared length, boxes inside the image and of declared classes, a mask of the image's size and
+ * declared values), label numbers below the manifest's label count. A shard must be of its
+ * dataset's format version (a version 2 manifest has version 2 shards, a version 1 manifest version
+ * 1 shards). 0, SHARD_ENOTFOUND (no such index), SHARD_ECORRUPT (damaged shard or record, a field
+ * that contradicts the manifest, a shard of another version: the message names shard, record and
+ * key), SHARD_EIO, SHARD_ENOMEM. On failure *item holds no sample (its buffers are kept for reuse).
+ */
 SHARD_API int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
-                       struct shard_item *item, struct shard_err *err);
+                                 struct shard_item *item, struct shard_err *err);
 
 /* The same, by (shard, record). */
 SHARD_API int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
-                              unsigned flags, struct shard_item *item, struct shard_err *err);
+                                        unsigned flags, struct shard_item *item,
+                                        struct shard_err *err);
 
 /* ---- what reading costs --------------------------------------------------
  *
@@ -331,19 +329,19 @@ SHARD_API int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard
  * the wall time; divide by `samples` for the cost of one sample.  Keeping
  * them costs a few atomic adds and clock reads per sample. */
 struct shard_read_stats {
-    uint64_t samples;            /* reads that delivered a sample */
-    uint64_t errors;             /* reads that failed (damage, I/O, a missing shard) */
-    uint64_t read_ns;            /* getting record frames: pread, or the HTTP window cache
-                                  * and the waits for its fetches */
-    uint64_t decompress_ns;      /* zstd and checksums */
-    uint64_t decode_ns;          /* payload to pixels (raw: none), filling the item */
-    uint64_t bytes_requested;    /* shard bytes the reader asked for: record frames, and
-                                  * each shard's header, trailer and footer once */
-    uint64_t bytes_transferred;  /* bytes received over HTTP (read-ahead included, so it may
-                                  * exceed bytes_requested); 0 for a local dataset */
-    uint64_t requests;           /* HTTP requests made (0 for a local dataset) */
-    uint64_t retries;            /* HTTP attempts repeated after a transient failure */
-    uint64_t rtt_ns;             /* simulated round-trip delay slept (options.rtt_ms) */
+    uint64_t samples;           /* reads that delivered a sample */
+    uint64_t errors;            /* reads that failed (damage, I/O, a missing shard) */
+    uint64_t read_ns;           /* getting record frames: pread, or the HTTP window cache
+                                 * and the waits for its fetches */
+    uint64_t decompress_ns;     /* zstd and checksums */
+    uint64_t decode_ns;         /* payload to pixels (raw: none), filling the item */
+    uint64_t bytes_requested;   /* shard bytes the reader asked for: record frames, and
+                                 * each shard's header, trailer and footer once */
+    uint64_t bytes_transferred; /* bytes received over HTTP (read-ahead included, so it may
+                                 * exceed bytes_requested); 0 for a local dataset */
+    uint64_t requests;          /* HTTP requests made (0 for a local dataset) */
+    uint64_t retries;           /* HTTP attempts repeated after a transient failure */
+    uint64_t rtt_ns;            /* simulated round-trip delay slept (options.rtt_ms) */
     /* The node-local cache (shard_dataset_options.cache_dir; all 0 without
      * one).  Hits and misses count shard opens, not reads: a shard counts
      * once each time it is opened from the cache or downloaded - when a
@@ -352,14 +350,14 @@ struct shard_read_stats {
      * is past the plan's last sample of it, so hits + misses is the shards
      * each epoch reads; a dataset also keeps only its 256 most recently
      * read cached shards open). */
-    uint64_t cache_hits;         /* shards read from the cache: no request */
-    uint64_t cache_misses;       /* shards not in the cache (downloaded, or skipped) */
-    uint64_t cache_bytes_fetched;  /* bytes downloaded into the cache */
-    uint64_t cache_evictions;    /* shards removed to stay under the limit or fit the disk */
-    uint64_t cache_skipped;      /* shards read remotely, uncached: no room (every cached
-                                  * shard in use), a full disk, a failed write */
-    uint64_t cache_corrupt;      /* cached shards that failed their check: removed and
-                                  * fetched again */
+    uint64_t cache_hits;          /* shards read from the cache: no request */
+    uint64_t cache_misses;        /* shards not in the cache (downloaded, or skipped) */
+    uint64_t cache_bytes_fetched; /* bytes downloaded into the cache */
+    uint64_t cache_evictions;     /* shards removed to stay under the limit or fit the disk */
+    uint64_t cache_skipped;       /* shards read remotely, uncached: no room (every cached
+                                   * shard in use), a full disk, a failed write */
+    uint64_t cache_corrupt;       /* cached shards that failed their check: removed and
+                                   * fetched again */
 };
 
 /* A snapshot of ds's counters into *out.  Thread-safe: reads may go on
@@ -445,18 +443,18 @@ SHARD_API void shard_remote_close(struct shard_remote *r);
  */
 
 enum shard_remainder {
-    SHARD_REMAINDER_KEEP = 0,  /* ranks differ by at most one sample */
-    SHARD_REMAINDER_DROP = 1,  /* every rank floor(N/W); the rest is not visited */
-    SHARD_REMAINDER_PAD = 2,   /* every rank ceil(N/W); repeats from the start of E */
+    SHARD_REMAINDER_KEEP = 0, /* ranks differ by at most one sample */
+    SHARD_REMAINDER_DROP = 1, /* every rank floor(N/W); the rest is not visited */
+    SHARD_REMAINDER_PAD = 2,  /* every rank ceil(N/W); repeats from the start of E */
 };
 
 struct shard_plan_options {
-    int shuffle;                    /* 0: stored shard order, no window shuffle */
+    int shuffle; /* 0: stored shard order, no window shuffle */
     uint64_t seed;
     uint64_t epoch;
-    uint32_t rank;                  /* 0 .. world_size-1 */
-    uint32_t world_size;            /* >= 1 */
-    uint64_t shuffle_buffer;        /* B; 0 or 1: no shuffle inside the slice */
+    uint32_t rank;           /* 0 .. world_size-1 */
+    uint32_t world_size;     /* >= 1 */
+    uint64_t shuffle_buffer; /* B; 0 or 1: no shuffle inside the slice */
     enum shard_remainder remainder;
 };
 
@@ -473,14 +471,15 @@ struct shard_plan;
 /* The plan for shards holding shard_samples[0..shard_count) samples.
  * On success *out is the plan (free with shard_plan_free).  SHARD_EINVAL
  * (world_size 0, rank >= world_size) or SHARD_ENOMEM. */
-SHARD_API int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint32_t shard_count,
-                   const struct shard_plan_options *o, struct shard_err *err);
+SHARD_API int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples,
+                             uint32_t shard_count, const struct shard_plan_options *o,
+                             struct shard_err *err);
 
 /* The plan for an open dataset (its manifest's shard sample counts). */
 SHARD_API int shard_dataset_plan(const struct shard_dataset *ds, const struct shard_plan_options *o,
-                       struct shard_plan **out, struct shard_err *err);
+                                 struct shard_plan **out, struct shard_err *err);
 
-SHARD_API void shard_plan_free(struct shard_plan *p);  /* accepts NULL */
+SHARD_API void shard_plan_free(struct shard_plan *p); /* accepts NULL */
 
 /* Entries of this rank's plan, and the sample indices in visiting order
  * (owned by the plan; valid until it is freed). */
@@ -494,10 +493,10 @@ SHARD_API uint64_t shard_plan_dropped(const struct shard_plan *p);
 /* ---- the prefetching iterator ------------------------------------------ */
 
 struct shard_iter_options {
-    int threads;             /* worker threads (0..1024); 0: read on the caller's thread
-                              * in next() */
-    uint32_t queue_depth;    /* samples read ahead (the bound on memory); 0: 4 per thread */
-    unsigned flags;          /* SHARD_READ_* (default SHARD_READ_PIXELS) */
+    int threads;          /* worker threads (0..1024); 0: read on the caller's thread
+                           * in next() */
+    uint32_t queue_depth; /* samples read ahead (the bound on memory); 0: 4 per thread */
+    unsigned flags;       /* SHARD_READ_* (default SHARD_READ_PIXELS) */
 };
 
 /* Defaults: 2 threads, queue depth 0 (= 4 per thread), SHARD_READ_PIXELS. */
@@ -512,8 +511,9 @@ struct shard_iter;
  * they ask the dataset for the records up to queue_depth further on (the
  * kernel's read-ahead for local shards, window fetches over HTTP).
  * 0, SHARD_EINVAL, SHARD_ENOMEM or SHARD_EIO (threads could not start). */
-SHARD_API int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint64_t *indices,
-                   uint64_t count, const struct shard_iter_options *o, struct shard_err *err);
+SHARD_API int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds,
+                             const uint64_t *indices, uint64_t count,
+                             const struct shard_iter_options *o, struct shard_err *err);
 
 /* The next sample, in list order.  Returns 1 and fills *item, 0 at the end
  * of the list, or a negative error for this entry (the message names shard,
@@ -522,7 +522,8 @@ SHARD_API int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, 
  * silently.  *item must be zeroed before its first use; its old buffers are
  * recycled by the iterator and the new ones belong to the item (no copy is
  * made: buffers are exchanged with the queue). */
-SHARD_API int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard_err *err);
+SHARD_API int shard_iter_next(struct shard_iter *it, struct shard_item *item,
+                              struct shard_err *err);
 
 /* Entries handed out so far (the position of the next one). */
 SHARD_API uint64_t shard_iter_position(const struct shard_iter *it);

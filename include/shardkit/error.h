@@ -45,8 +45,8 @@ enum shard_status {
 #define SHARD_ERRMSG_SIZE 512
 
 struct shard_err {
-    int code;                     /* 0 or a negative enum shard_status */
-    char msg[SHARD_ERRMSG_SIZE];  /* NUL-terminated; "" when code is 0 */
+    int code;                    /* 0 or a negative enum shard_status */
+    char msg[SHARD_ERRMSG_SIZE]; /* NUL-terminated; "" when code is 0 */
 };
 
 /* Static name of a status code ("corrupt data", "out of memory" ...).

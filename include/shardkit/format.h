@@ -41,11 +41,11 @@ extern "C" {
 #define SHARD_TRAILER_BYTES 40u
 #define SHARD_RECORD_HEADER_BYTES 32u
 #define SHARD_FOOTER_ENTRY_BYTES 32u
-#define SHARD_FOOTER_FIXED_BYTES 24u   /* magic + record_count + keys_bytes */
-#define SHARD_FOOTER_CHECK_BYTES 8u    /* trailing xxh3 of the footer */
-#define SHARD_KEY_MAX 4096u            /* longest key (a relative path) in bytes */
+#define SHARD_FOOTER_FIXED_BYTES 24u /* magic + record_count + keys_bytes */
+#define SHARD_FOOTER_CHECK_BYTES 8u  /* trailing xxh3 of the footer */
+#define SHARD_KEY_MAX 4096u          /* longest key (a relative path) in bytes */
 #define SHARD_NO_LABEL (-1)
-#define SHARD_RECORD_MAX_BYTES (1ull << 30)  /* largest decompressed record */
+#define SHARD_RECORD_MAX_BYTES (1ull << 30) /* largest decompressed record */
 /* zstd levels a writer accepts: zstd's negative "fast" levels (less
  * compression, faster both ways) up to 19; 0 (zstd's "default") is refused so
  * that a manifest always states the level used. */
@@ -95,13 +95,13 @@ enum shard_field_type {
     SHARD_FIELD_BOXES = 9,
     SHARD_FIELD_MASK = 10,
 };
-#define SHARD_FIELDS_MAX 256u          /* fields a dataset may declare */
-#define SHARD_FIELD_NAME_MAX 64u       /* bytes of a field's name */
+#define SHARD_FIELDS_MAX 256u           /* fields a dataset may declare */
+#define SHARD_FIELD_NAME_MAX 64u        /* bytes of a field's name */
 #define SHARD_FIELD_VECTOR_MAX 1048576u /* elements of a FLOAT32 or INT64 vector */
-#define SHARD_FIELD_ENTRY_BYTES 8u     /* field:u16 type:u8 reserved:u8 value_bytes:u32 */
+#define SHARD_FIELD_ENTRY_BYTES 8u      /* field:u16 type:u8 reserved:u8 value_bytes:u32 */
 /* A box of a BOXES value: x0:f32 y0:f32 x1:f32 y1:f32 class:i32 flags:u32. */
 #define SHARD_BOX_BYTES 24u
-#define SHARD_BOX_CROWD 1u             /* flags: a crowd region (COCO's iscrowd) */
+#define SHARD_BOX_CROWD 1u /* flags: a crowd region (COCO's iscrowd) */
 /* A MASK value's header: width:u32 height:u32 value_bytes:u8 reserved:u8[3]. */
 #define SHARD_MASK_HEADER_BYTES 12u
 
@@ -112,27 +112,27 @@ SHARD_API const char *shard_field_type_name(enum shard_field_type t);
  * names above, the vector types with their length in brackets
  * ("float32[512]", "int64[3]"; 1..SHARD_FIELD_VECTOR_MAX).  *length is the
  * vector length, 0 for the other types.  0 or SHARD_EINVAL with a message. */
-SHARD_API int shard_field_type_parse(const char *s, enum shard_field_type *type,
-                                     uint32_t *length, struct shard_err *err);
+SHARD_API int shard_field_type_parse(const char *s, enum shard_field_type *type, uint32_t *length,
+                                     struct shard_err *err);
 /* 1 when the type is FLOAT32 or INT64 (has a length). */
 SHARD_API int shard_field_type_is_vector(enum shard_field_type t);
 
 /* One field's value in a record: points into the decoded record. */
 struct shard_field_value {
-    uint32_t field;               /* field number: index into the manifest's fields */
+    uint32_t field; /* field number: index into the manifest's fields */
     enum shard_field_type type;
-    const uint8_t *data;          /* the stored value (see the types above) */
-    uint64_t len;                 /* bytes */
+    const uint8_t *data; /* the stored value (see the types above) */
+    uint64_t len;        /* bytes */
 };
 
 /* The field area of a record being built: entries appended in increasing
  * field number.  Zero it before first use; reusable after
  * shard_field_set_clear; free with shard_field_set_release. */
 struct shard_field_set {
-    struct shard_buf area;        /* the entries as stored */
-    uint32_t count;               /* entries */
-    int32_t last;                 /* field number of the last entry (-1: none; valid
-                                   * only when count > 0) */
+    struct shard_buf area; /* the entries as stored */
+    uint32_t count;        /* entries */
+    int32_t last;          /* field number of the last entry (-1: none; valid
+                            * only when count > 0) */
 };
 
 /* Empty the set, keeping its memory. */
@@ -152,10 +152,10 @@ SHARD_API int shard_field_set_add(struct shard_field_set *s, uint32_t field,
 
 /* What a record says about its sample. */
 struct shard_record_meta {
-    int32_t label;            /* index into the manifest's labels, or SHARD_NO_LABEL */
+    int32_t label; /* index into the manifest's labels, or SHARD_NO_LABEL */
     uint32_t width;
     uint32_t height;
-    uint32_t channels;        /* 3 */
+    uint32_t channels; /* 3 */
     enum shard_codec codec;
 };
 
@@ -167,9 +167,9 @@ struct shard_record_view {
     uint32_t key_len;
     const uint8_t *payload;
     uint64_t payload_len;
-    uint16_t version;             /* 1 (SKR1) or 2 (SKR2: may carry fields) */
-    uint32_t field_count;         /* entries in the field area (version 2), else 0 */
-    const uint8_t *fields;        /* the field area (checked by the decoder), or NULL */
+    uint16_t version;      /* 1 (SKR1) or 2 (SKR2: may carry fields) */
+    uint32_t field_count;  /* entries in the field area (version 2), else 0 */
+    const uint8_t *fields; /* the field area (checked by the decoder), or NULL */
     uint64_t fields_len;
 };
 
@@ -181,9 +181,9 @@ SHARD_API uint32_t shard_record_fields(const struct shard_record_view *view,
 
 /* One row of a shard's footer index. */
 struct shard_index_row {
-    uint64_t offset;       /* byte offset of the record's zstd frame in the shard */
-    uint64_t frame_bytes;  /* size of the frame */
-    uint64_t frame_xxh3;   /* XXH3-64 of the frame bytes */
+    uint64_t offset;      /* byte offset of the record's zstd frame in the shard */
+    uint64_t frame_bytes; /* size of the frame */
+    uint64_t frame_xxh3;  /* XXH3-64 of the frame bytes */
     uint32_t key_len;
     int32_t label;
 };
@@ -194,7 +194,8 @@ struct shard_record_encoder;
 
 /* Create an encoder using zstd `level` (SHARD_ZSTD_LEVEL_MIN..
  * SHARD_ZSTD_LEVEL_MAX, not 0).  *out is NULL on failure. */
-SHARD_API int shard_record_encoder_new(struct shard_record_encoder **out, int level, struct shard_err *err);
+SHARD_API int shard_record_encoder_new(struct shard_record_encoder **out, int level,
+                                       struct shard_err *err);
 /* Free; accepts NULL. */
 SHARD_API void shard_record_encoder_free(struct shard_record_encoder *enc);
 
@@ -202,19 +203,19 @@ SHARD_API void shard_record_encoder_free(struct shard_record_encoder *enc);
  * return the XXH3-64 of the frame bytes in *frame_xxh3.  Deterministic.
  * 0, SHARD_EINVAL (key empty or longer than SHARD_KEY_MAX, payload size not
  * matching a RAW image) or an error. */
-SHARD_API int shard_record_encode(struct shard_record_encoder *enc, const struct shard_record_meta *meta,
-                        const uint8_t *key, size_t key_len, const uint8_t *payload,
-                        size_t payload_len, struct shard_buf *frame, uint64_t *frame_xxh3,
-                        struct shard_err *err);
+SHARD_API int shard_record_encode(struct shard_record_encoder *enc,
+                                  const struct shard_record_meta *meta, const uint8_t *key,
+                                  size_t key_len, const uint8_t *payload, size_t payload_len,
+                                  struct shard_buf *frame, uint64_t *frame_xxh3,
+                                  struct shard_err *err);
 
 /* The same for a record of format version 2 (magic SKR2) carrying the
  * field area `fields` (NULL: none present).  A version 2 shard holds only
  * such records, whether or not their sample has a field.  Errors as
  * shard_record_encode's. */
 SHARD_API int shard_record_encode_fields(struct shard_record_encoder *enc,
-                                         const struct shard_record_meta *meta,
-                                         const uint8_t *key, size_t key_len,
-                                         const uint8_t *payload, size_t payload_len,
+                                         const struct shard_record_meta *meta, const uint8_t *key,
+                                         size_t key_len, const uint8_t *payload, size_t payload_len,
                                          const struct shard_field_set *fields,
                                          struct shard_buf *frame, uint64_t *frame_xxh3,
                                          struct shard_err *err);
@@ -223,7 +224,7 @@ SHARD_API int shard_record_encode_fields(struct shard_record_encoder *enc,
 struct shard_record_decoder;
 
 SHARD_API int shard_record_decoder_new(struct shard_record_decoder **out, struct shard_err *err);
-SHARD_API void shard_record_decoder_free(struct shard_record_decoder *dec);  /* accepts NULL */
+SHARD_API void shard_record_decoder_free(struct shard_record_decoder *dec); /* accepts NULL */
 
 /* Decompress one frame (verifying zstd's content checksum and that the
  * frame is exactly frame_len bytes), parse the record header (version 1 or
@@ -235,8 +236,8 @@ SHARD_API void shard_record_decoder_free(struct shard_record_decoder *dec);  /* 
  * Records larger than SHARD_RECORD_MAX_BYTES are refused before allocating.
  * 0 or SHARD_ECORRUPT with the reason. */
 SHARD_API int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
-                        size_t frame_len, const uint64_t *expect_xxh3,
-                        struct shard_record_view *view, struct shard_err *err);
+                                  size_t frame_len, const uint64_t *expect_xxh3,
+                                  struct shard_record_view *view, struct shard_err *err);
 
 /* ---- writer ------------------------------------------------------------- */
 
@@ -246,7 +247,7 @@ struct shard_writer;
  * followed: O_NOFOLLOW) and write the header for shard number `shard_index`.
  * *out is NULL on failure. */
 SHARD_API int shard_writer_open(struct shard_writer **out, const char *path, uint32_t shard_index,
-                      struct shard_err *err);
+                                struct shard_err *err);
 /* The same, writing format `version` (SHARD_FORMAT_VERSION or
  * SHARD_FORMAT_VERSION_FIELDS) into the header.  SHARD_EINVAL for another. */
 SHARD_API int shard_writer_open_version(struct shard_writer **out, const char *path,
@@ -255,8 +256,8 @@ SHARD_API int shard_writer_open_version(struct shard_writer **out, const char *p
 
 /* Append a frame made by shard_record_encode; key/label go to the footer. */
 SHARD_API int shard_writer_add(struct shard_writer *w, const uint8_t *frame, size_t frame_len,
-                     uint64_t frame_xxh3, const uint8_t *key, size_t key_len, int32_t label,
-                     struct shard_err *err);
+                               uint64_t frame_xxh3, const uint8_t *key, size_t key_len,
+                               int32_t label, struct shard_err *err);
 
 /* Records appended so far. */
 SHARD_API uint64_t shard_writer_records(const struct shard_writer *w);
@@ -265,13 +266,13 @@ SHARD_API uint64_t shard_writer_records(const struct shard_writer *w);
  * record of `frame_len` bytes with a key of `key_len` bytes (pass 0, 0 for
  * the size as it stands). */
 SHARD_API uint64_t shard_writer_projected_bytes(const struct shard_writer *w, size_t frame_len,
-                                      size_t key_len);
+                                                size_t key_len);
 
 /* Write footer and trailer, fsync, close.  On success *file_bytes and
  * *file_xxh3 (XXH3-64 of the whole file) are set.  The writer must still be
  * freed.  0 or SHARD_EIO. */
 SHARD_API int shard_writer_finish(struct shard_writer *w, uint64_t *file_bytes, uint64_t *file_xxh3,
-                        struct shard_err *err);
+                                  struct shard_err *err);
 
 /* Close and free.  If shard_writer_finish did not succeed the partial file is
  * removed.  Accepts NULL. */
@@ -282,7 +283,7 @@ SHARD_API void shard_writer_free(struct shard_writer *w);
 /* Parse the fixed 32-byte header.  0, SHARD_ECORRUPT or SHARD_EUNSUPPORTED
  * (a version other than 1 and 2). */
 SHARD_API int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard_index,
-                       struct shard_err *err);
+                                 struct shard_err *err);
 /* The same, also giving the format version (1 or 2) in *version. */
 SHARD_API int shard_header_parse_version(const uint8_t *buf, size_t len, uint32_t *shard_index,
                                          uint16_t *version, struct shard_err *err);
@@ -297,18 +298,18 @@ struct shard_trailer {
  * check that the footer it points to lies inside the file after the header.
  * 0 or SHARD_ECORRUPT. */
 SHARD_API int shard_trailer_parse(const uint8_t *buf, size_t len, uint64_t file_bytes,
-                        struct shard_trailer *t, struct shard_err *err);
+                                  struct shard_trailer *t, struct shard_err *err);
 
 /* A parsed footer: rows plus the keys they name.  Owned; free with
  * shard_footer_free. */
 struct shard_footer {
-    uint16_t version;               /* the shard's format version (from its header; 0
-                                     * when only the footer was parsed): its records
-                                     * must be of that version */
+    uint16_t version; /* the shard's format version (from its header; 0
+                       * when only the footer was parsed): its records
+                       * must be of that version */
     uint64_t record_count;
-    struct shard_index_row *rows;   /* record_count rows */
-    uint8_t *keys;                  /* concatenated keys */
-    uint64_t *key_offsets;          /* record_count offsets into keys */
+    struct shard_index_row *rows; /* record_count rows */
+    uint8_t *keys;                /* concatenated keys */
+    uint64_t *key_offsets;        /* record_count offsets into keys */
 };
 
 /* Parse a footer of `len` bytes for a file whose records must end at
@@ -316,7 +317,7 @@ struct shard_footer {
  * contiguous, in order, non-overlapping.  On success *out is filled (free
  * with shard_footer_free).  0, SHARD_ECORRUPT or SHARD_ENOMEM. */
 SHARD_API int shard_footer_parse(const uint8_t *buf, size_t len, const struct shard_trailer *t,
-                       struct shard_footer *out, struct shard_err *err);
+                                 struct shard_footer *out, struct shard_err *err);
 SHARD_API void shard_footer_free(struct shard_footer *f);
 
 /* An open shard file: header, trailer and footer are read and checked - by
@@ -330,11 +331,11 @@ struct shard_file;
  * with shard_file_close).  0, SHARD_ENOTFOUND, SHARD_EIO, SHARD_ECORRUPT,
  * SHARD_EUNSUPPORTED (another format version) or SHARD_ENOMEM. */
 SHARD_API int shard_file_open(struct shard_file **out, const char *path, struct shard_err *err);
-SHARD_API void shard_file_close(struct shard_file *f);  /* accepts NULL */
+SHARD_API void shard_file_close(struct shard_file *f); /* accepts NULL */
 
 SHARD_API uint64_t shard_file_records(const struct shard_file *f);
 SHARD_API uint64_t shard_file_bytes(const struct shard_file *f);
-SHARD_API uint32_t shard_file_index(const struct shard_file *f);  /* shard number in the header */
+SHARD_API uint32_t shard_file_index(const struct shard_file *f);   /* shard number in the header */
 SHARD_API uint16_t shard_file_version(const struct shard_file *f); /* format version, 1 or 2 */
 SHARD_API const struct shard_footer *shard_file_footer(const struct shard_file *f);
 
@@ -342,15 +343,15 @@ SHARD_API const struct shard_footer *shard_file_footer(const struct shard_file *
  * 0, SHARD_ENOTFOUND (i out of range), SHARD_ECORRUPT (the file shrank),
  * SHARD_EIO or SHARD_ENOMEM; the message names the record as above. */
 SHARD_API int shard_file_read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *frame,
-                          struct shard_err *err);
+                                    struct shard_err *err);
 
 /* Read, verify (frame xxh3 + zstd checksum + key/label agree with the
  * footer) and parse record i; view points into `dec`.  Thread-safe as long
  * as each thread uses its own decoder (reads use pread).  Errors as
  * shard_file_read_frame, and SHARD_ECORRUPT for a damaged record. */
 SHARD_API int shard_file_read_record(const struct shard_file *f, uint64_t i,
-                           struct shard_record_decoder *dec, struct shard_record_view *view,
-                           struct shard_err *err);
+                                     struct shard_record_decoder *dec,
+                                     struct shard_record_view *view, struct shard_err *err);
 
 /* Shard file name for shard number n: "shard-000042.shard".  `out` must hold
  * at least 32 bytes. */

@@ -27,22 +27,22 @@ extern "C" {
 /* ---- images ------------------------------------------------------------- */
 
 struct shard_image {
-    uint8_t *pixels;    /* owned; width*height*channels bytes, rows `stride` apart */
+    uint8_t *pixels; /* owned; width*height*channels bytes, rows `stride` apart */
     uint32_t width;
     uint32_t height;
-    uint32_t channels;  /* 3 (RGB) for decoder output */
-    size_t stride;      /* bytes per row; width*channels for images made here */
-    size_t capacity;    /* bytes usable from `pixels` on */
-    size_t offset;      /* bytes of its allocation before `pixels`: 0, except after a
-                         * raw shard read, which leaves the pixels where the record
-                         * was decompressed instead of copying them out */
+    uint32_t channels; /* 3 (RGB) for decoder output */
+    size_t stride;     /* bytes per row; width*channels for images made here */
+    size_t capacity;   /* bytes usable from `pixels` on */
+    size_t offset;     /* bytes of its allocation before `pixels`: 0, except after a
+                        * raw shard read, which leaves the pixels where the record
+                        * was decompressed instead of copying them out */
 };
 
 /* (Re)shape *img to w x h x channels, reusing its memory when large enough.
  * Contents are undefined.  Refuses sizes whose byte count overflows size_t.
  * 0, SHARD_ENOMEM or SHARD_ELIMIT. */
 SHARD_API int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
-                      struct shard_err *err);
+                                struct shard_err *err);
 /* Free the pixels and zero the struct.  Accepts NULL. */
 SHARD_API void shard_image_release(struct shard_image *img);
 
@@ -67,9 +67,9 @@ SHARD_API const char *shard_format_name(enum shard_image_format f);
 /* ---- geometry ----------------------------------------------------------- */
 
 enum shard_fit {
-    SHARD_FIT_SHORT = 0,  /* shorter side becomes `size` (torchvision Resize(size)) */
-    SHARD_FIT_LONG = 1,   /* longer side becomes `size` */
-    SHARD_FIT_CROP = 2,   /* shorter side becomes `size`, then centre crop size x size */
+    SHARD_FIT_SHORT = 0, /* shorter side becomes `size` (torchvision Resize(size)) */
+    SHARD_FIT_LONG = 1,  /* longer side becomes `size` */
+    SHARD_FIT_CROP = 2,  /* shorter side becomes `size`, then centre crop size x size */
 };
 
 /* Parse "short" / "long" / "crop".  0 or SHARD_EINVAL. */
@@ -77,9 +77,9 @@ SHARD_API int shard_fit_parse(const char *s, enum shard_fit *out);
 SHARD_API const char *shard_fit_name(enum shard_fit f);
 
 struct shard_geometry {
-    uint32_t scaled_w, scaled_h;  /* size after resampling */
-    uint32_t crop_x, crop_y;      /* top-left of the kept window inside the scaled image */
-    uint32_t out_w, out_h;        /* final size (== scaled size unless cropping) */
+    uint32_t scaled_w, scaled_h; /* size after resampling */
+    uint32_t crop_x, crop_y;     /* top-left of the kept window inside the scaled image */
+    uint32_t out_w, out_h;       /* final size (== scaled size unless cropping) */
 };
 
 /* Compute where an image of w x h ends up.  The side that is scaled to `size`
@@ -88,21 +88,21 @@ struct shard_geometry {
  * relevant side is already <= size keeps its size (and a crop window is then
  * min(size, side) square).  0 or SHARD_EINVAL (zero sizes). */
 SHARD_API int shard_geometry_compute(uint32_t w, uint32_t h, uint32_t size, enum shard_fit fit,
-                           int upscale, struct shard_geometry *g);
+                                     int upscale, struct shard_geometry *g);
 
 /* ---- decoding ----------------------------------------------------------- */
 
 struct shard_decode_options {
-    uint64_t max_pixels;      /* refuse images whose header declares more (0: no limit) */
-    uint64_t max_file_bytes;  /* refuse inputs larger than this (0: no limit) */
-    uint64_t max_memory;      /* decoder working-memory cap in bytes (0: library default) */
+    uint64_t max_pixels;     /* refuse images whose header declares more (0: no limit) */
+    uint64_t max_file_bytes; /* refuse inputs larger than this (0: no limit) */
+    uint64_t max_memory;     /* decoder working-memory cap in bytes (0: library default) */
     /* Hint for DCT-domain downscaling: when target > 0, a JPEG may be decoded
      * at 1/2, 1/4 or 1/8 scale as long as the side that `fit` scales to
      * `target` stays >= target (shard_decode_info says where the picture
      * lies in it).  0 decodes at full size. */
     uint32_t target;
     enum shard_fit fit;
-    uint8_t background[3];    /* alpha is composited over this colour (default white) */
+    uint8_t background[3]; /* alpha is composited over this colour (default white) */
 };
 
 /* Defaults: max_pixels 100000000, max_file_bytes 1 GiB, max_memory 1 GiB,
@@ -137,14 +137,14 @@ SHARD_API void shard_decode_options_init(struct shard_decode_options *o);
  * shard_decode, shard_decode_ex and shard_vips_init link libvips: the
  * reader's archive (libshardkit-read.a) leaves them out. */
 SHARD_API int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                 struct shard_image *out, struct shard_err *err);
+                           struct shard_image *out, struct shard_err *err);
 
 /* What shard_decode_ex learned besides the pixels. */
 struct shard_decode_info {
     enum shard_image_format format;
-    int orientation;           /* EXIF orientation 1..8 that was applied (1: none) */
-    uint32_t source_width;     /* the image's full size, upright (after orientation), */
-    uint32_t source_height;    /* before any DCT-domain downscaling */
+    int orientation;        /* EXIF orientation 1..8 that was applied (1: none) */
+    uint32_t source_width;  /* the image's full size, upright (after orientation), */
+    uint32_t source_height; /* before any DCT-domain downscaling */
     /* Where the picture lies in the decoded image, in its pixels (pixel i
      * spans [i, i + 1)): [box_x0, box_x1) x [box_y0, box_y1).  The whole
      * image, except after a DCT-scaled decode of a side that the scale does
@@ -164,8 +164,8 @@ struct shard_decode_info {
  * computed from info->source_width x source_height, not from the decoded size:
  * a DCT-scaled decode rounds its size up, so the two can differ by a pixel. */
 SHARD_API int shard_decode_ex(const uint8_t *data, size_t len, const struct shard_decode_options *o,
-                    struct shard_image *out, struct shard_decode_info *info,
-                    struct shard_err *err);
+                              struct shard_image *out, struct shard_decode_info *info,
+                              struct shard_err *err);
 
 /* One-time process setup for the libvips loaders (safe to call many times and
  * from several threads; shard_decode calls it itself when it first needs
@@ -177,7 +177,7 @@ SHARD_API int shard_vips_init(struct shard_err *err);
 /* Resample src to dst_w x dst_h (antialiased when shrinking).  dst is
  * (re)allocated.  src and dst must be different images.  0 or an error. */
 SHARD_API int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32_t dst_h,
-                 struct shard_image *dst, struct shard_err *err);
+                           struct shard_image *dst, struct shard_err *err);
 
 /* Apply a geometry: resample to g->scaled_w x g->scaled_h and cut the
  * g->out_w x g->out_h window at (crop_x, crop_y).  When no resampling is
@@ -199,9 +199,9 @@ SHARD_API int shard_geometry_apply_decoded(const struct shard_image *src,
 /* ---- encoding (the payload stored in a record) -------------------------- */
 
 enum shard_codec {
-    SHARD_CODEC_RAW = 0,   /* uint8 RGB, row-major HWC, width*height*3 bytes */
-    SHARD_CODEC_JPEG = 1,  /* baseline JPEG, 4:2:0, libjpeg-turbo */
-    SHARD_CODEC_PNG = 2,   /* 8-bit RGB PNG, libpng */
+    SHARD_CODEC_RAW = 0,  /* uint8 RGB, row-major HWC, width*height*3 bytes */
+    SHARD_CODEC_JPEG = 1, /* baseline JPEG, 4:2:0, libjpeg-turbo */
+    SHARD_CODEC_PNG = 2,  /* 8-bit RGB PNG, libpng */
 };
 
 /* Parse "raw" / "jpeg" / "png".  0 or SHARD_EINVAL. */
@@ -212,7 +212,7 @@ SHARD_API const char *shard_codec_name(enum shard_codec c);
  * quality (1..100) is used for JPEG only.  Deterministic: the same pixels
  * and options always give the same bytes.  0 or an error. */
 SHARD_API int shard_encode(const struct shard_image *img, enum shard_codec codec, int quality,
-                 struct shard_buf *out, struct shard_err *err);
+                           struct shard_buf *out, struct shard_err *err);
 
 /* Decode a stored payload back to RGB pixels and check that it has the
  * dimensions the record declares.  For RAW the bytes are copied; JPEG and
@@ -220,8 +220,8 @@ SHARD_API int shard_encode(const struct shard_image *img, enum shard_codec codec
  * never WebP, TIFF or GIF), so the reader's archive has it.
  * 0, SHARD_ECORRUPT (size or dimension mismatch, damaged stream) or an error. */
 SHARD_API int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
-                         uint32_t width, uint32_t height, struct shard_image *out,
-                         struct shard_err *err);
+                                   uint32_t width, uint32_t height, struct shard_image *out,
+                                   struct shard_err *err);
 
 /* ---- older names (deprecated) --------------------------------------------
  *

@@ -23,8 +23,7 @@ SHARD_API int shard_json_set_key(json_t *obj, const char *key, size_t len);
 /* The same rule for any byte string, a path for one: obj[name] when the
  * bytes are valid UTF-8, else obj[name + "_hex"] (e.g. "dataset_hex").
  * 0 or SHARD_ENOMEM. */
-SHARD_API int shard_json_set_bytes(json_t *obj, const char *name, const char *bytes,
-                                   size_t len);
+SHARD_API int shard_json_set_bytes(json_t *obj, const char *name, const char *bytes, size_t len);
 
 #ifdef __cplusplus
 }

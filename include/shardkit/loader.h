@@ -123,14 +123,14 @@ enum shard_transform_op {
 /* One step; the fields its op does not use are ignored. */
 struct shard_transform_step {
     enum shard_transform_op op;
-    uint32_t height;     /* crops, resize: the output size (see RESIZE for width 0) */
+    uint32_t height; /* crops, resize: the output size (see RESIZE for width 0) */
     uint32_t width;
-    double scale[2];     /* RANDOM_RESIZED_CROP: area fraction range, 0 < [0] <= [1]
-                          * (above 1 is allowed, as in torchvision: such draws never fit) */
-    double ratio[2];     /* RANDOM_RESIZED_CROP: aspect (w/h) range, 0 < [0] <= [1] */
-    double p;            /* HORIZONTAL_FLIP: probability, 0..1 */
-    double mean[3];      /* NORMALIZE: per channel (R, G, B), in units of x / 255 */
-    double std[3];       /* NORMALIZE: per channel, non-zero */
+    double scale[2]; /* RANDOM_RESIZED_CROP: area fraction range, 0 < [0] <= [1]
+                      * (above 1 is allowed, as in torchvision: such draws never fit) */
+    double ratio[2]; /* RANDOM_RESIZED_CROP: aspect (w/h) range, 0 < [0] <= [1] */
+    double p;        /* HORIZONTAL_FLIP: probability, 0..1 */
+    double mean[3];  /* NORMALIZE: per channel (R, G, B), in units of x / 255 */
+    double std[3];   /* NORMALIZE: per channel, non-zero */
 };
 
 /* A step with torchvision's defaults for `op`: scale (0.08, 1), ratio
@@ -139,14 +139,14 @@ SHARD_API void shard_transform_step_init(struct shard_transform_step *s,
                                          enum shard_transform_op op);
 
 enum shard_layout {
-    SHARD_LAYOUT_NHWC = 0,  /* a sample is H x W x 3 */
-    SHARD_LAYOUT_NCHW = 1,  /* a sample is 3 x H x W */
+    SHARD_LAYOUT_NHWC = 0, /* a sample is H x W x 3 */
+    SHARD_LAYOUT_NCHW = 1, /* a sample is 3 x H x W */
 };
 
 enum shard_dtype {
     SHARD_DTYPE_UINT8 = 0,
     SHARD_DTYPE_FLOAT32 = 1,
-    SHARD_DTYPE_FLOAT16 = 2,  /* IEEE binary16 */
+    SHARD_DTYPE_FLOAT16 = 2, /* IEEE binary16 */
 };
 
 /* "NHWC"/"NCHW", "uint8"/"float32"/"float16".  0 or SHARD_EINVAL. */
@@ -184,22 +184,22 @@ SHARD_API int shard_transforms_fixed_size(const struct shard_transforms *a, uint
 
 /* What a step decided for one sample. */
 struct shard_transform_choice {
-    uint32_t in_width, in_height;    /* the image the step received */
-    uint32_t out_width, out_height;  /* the image it made */
+    uint32_t in_width, in_height;   /* the image the step received */
+    uint32_t out_width, out_height; /* the image it made */
     /* crops: the box in the received image (CENTER_CROP: may start before it,
      * negative, when the image is padded); RESIZE: the whole image */
     int32_t left, top;
     uint32_t box_width, box_height;
-    int attempts;   /* RANDOM_RESIZED_CROP: the attempt that fitted (1..10), 0 for
-                     * the centre fallback */
-    int flip;       /* HORIZONTAL_FLIP: 1 when flipped */
+    int attempts; /* RANDOM_RESIZED_CROP: the attempt that fitted (1..10), 0 for
+                   * the centre fallback */
+    int flip;     /* HORIZONTAL_FLIP: 1 when flipped */
 };
 
 struct shard_transforms_draws {
     uint32_t steps;
     struct shard_transform_choice step[SHARD_TRANSFORMS_MAX_STEPS];
-    uint32_t out_width, out_height;  /* the final size */
-    size_t out_bytes;                /* bytes of the output in the output format */
+    uint32_t out_width, out_height; /* the final size */
+    size_t out_bytes;               /* bytes of the output in the output format */
 };
 
 /* The choices (and the output size) for the sample of `index` in `epoch`
@@ -329,15 +329,15 @@ SHARD_API int shard_transforms_mask(const struct shard_transforms *a,
  */
 
 struct shard_loader_options {
-    uint32_t batch_size;             /* samples per batch, >= 1 */
-    int drop_last;                   /* leave out this rank's last, partial batch */
+    uint32_t batch_size; /* samples per batch, >= 1 */
+    int drop_last;       /* leave out this rank's last, partial batch */
     /* the epoch plan: shuffle, seed, rank, world_size, shuffle_buffer,
      * remainder (its epoch is the one started) */
     struct shard_plan_options plan;
-    int threads;                     /* threads (0..1024); 0: the consumer's
-                                      * own thread does the work inside next() */
-    uint32_t prefetch;               /* batches in flight; 0: 2 */
-    int skip_errors;                 /* 1: leave damaged samples out, counted */
+    int threads;       /* threads (0..1024); 0: the consumer's
+                        * own thread does the work inside next() */
+    uint32_t prefetch; /* batches in flight; 0: 2 */
+    int skip_errors;   /* 1: leave damaged samples out, counted */
     /* Worker `worker` of `workers` loaders sharing this rank's epoch (e.g.
      * DataLoader worker processes): this one makes only the batches b with
      * b % workers == worker, numbered as in the whole epoch.  workers 0 or 1:
@@ -445,24 +445,24 @@ struct shard_batch_field {
      * the transforms (shard_transforms_boxes, shard_transforms_mask: a mask of the
      * sample's output size).  NULL for the other types. */
     const uint8_t *data;
-    const uint64_t *offsets;    /* count + 1 offsets, offsets[0] = 0 */
+    const uint64_t *offsets; /* count + 1 offsets, offsets[0] = 0 */
 };
 
 struct shard_batch_info {
     uint64_t epoch;
-    uint64_t number;            /* the batch's number in its epoch */
-    uint32_t count;             /* samples in it */
-    uint32_t skipped;           /* damaged samples left out (skip_errors) */
-    const uint64_t *indices;    /* count sample indices, stored order */
-    const int32_t *labels;      /* count labels; SHARD_NO_LABEL when none */
+    uint64_t number;         /* the batch's number in its epoch */
+    uint32_t count;          /* samples in it */
+    uint32_t skipped;        /* damaged samples left out (skip_errors) */
+    const uint64_t *indices; /* count sample indices, stored order */
+    const int32_t *labels;   /* count labels; SHARD_NO_LABEL when none */
     enum shard_layout layout;
     enum shard_dtype dtype;
-    int fixed;                  /* 1: every sample is width x height, and `data` holds
-                                 * them back to back */
-    uint32_t width, height;     /* with fixed */
-    void *data;                 /* with fixed: count * sample bytes */
-    void *const *samples;       /* count pointers: each sample's values */
-    const uint32_t *widths;     /* count sizes */
+    int fixed;              /* 1: every sample is width x height, and `data` holds
+                             * them back to back */
+    uint32_t width, height; /* with fixed */
+    void *data;             /* with fixed: count * sample bytes */
+    void *const *samples;   /* count pointers: each sample's values */
+    const uint32_t *widths; /* count sizes */
     const uint32_t *heights;
     /* with skip_errors: the samples left out, and why (names shard, record, key) */
     const uint64_t *skipped_indices;
@@ -484,13 +484,13 @@ SHARD_API void shard_batch_free(struct shard_batch *b);
  * (shard_dataset_stats: take a snapshot when the loader starts and
  * subtract); these are the loader's own. */
 struct shard_loader_stats {
-    uint64_t samples;           /* samples delivered in batches */
-    uint64_t batches;           /* batches delivered */
-    uint64_t skipped;           /* samples left out as damaged (skip_errors) */
-    uint64_t failed_batches;    /* batches that failed with an error */
-    uint64_t transform_ns;      /* transform and output writing, summed over threads */
-    uint64_t wait_ns;           /* the consumer blocked in shard_loader_next */
-    uint64_t busy_ns;           /* wall time with an epoch started and not yet over */
+    uint64_t samples;        /* samples delivered in batches */
+    uint64_t batches;        /* batches delivered */
+    uint64_t skipped;        /* samples left out as damaged (skip_errors) */
+    uint64_t failed_batches; /* batches that failed with an error */
+    uint64_t transform_ns;   /* transform and output writing, summed over threads */
+    uint64_t wait_ns;        /* the consumer blocked in shard_loader_next */
+    uint64_t busy_ns;        /* wall time with an epoch started and not yet over */
 };
 
 /* Fill *s.  Thread-safe (a snapshot: counters are updated as work is done). */
@@ -516,7 +516,6 @@ SHARD_API void shard_loader_stats(const struct shard_loader *l, struct shard_loa
 #define SHARD_AUGMENT_MAX_STEPS SHARD_TRANSFORMS_MAX_STEPS
 #define SHARD_AUGMENT_MAX_SIDE SHARD_TRANSFORMS_MAX_SIDE
 #define SHARD_AUGMENT_MAX_PIXELS SHARD_TRANSFORMS_MAX_PIXELS
-
 
 SHARD_API void shard_augment_step_init(struct shard_transform_step *s, enum shard_transform_op op)
     SHARD_DEPRECATED("use shard_transform_step_init");

@@ -39,11 +39,11 @@ extern "C" {
 /* A class of a BOXES or MASK field: the number stored (a box's class, a
  * mask's value) and its name. */
 struct shard_field_class {
-    uint32_t id;                /* BOXES: 0..INT32_MAX; MASK: 0..SHARD_MASK_CLASS_MAX */
-    char *name;                 /* non-empty UTF-8 */
+    uint32_t id; /* BOXES: 0..INT32_MAX; MASK: 0..SHARD_MASK_CLASS_MAX */
+    char *name;  /* non-empty UTF-8 */
 };
 #define SHARD_MASK_CLASS_MAX 65535u
-#define SHARD_FIELD_CLASSES_MAX 65536u  /* classes a field may declare */
+#define SHARD_FIELD_CLASSES_MAX 65536u /* classes a field may declare */
 
 /* Where a field of a COCO annotation file (config.coco) comes from. */
 #define SHARD_COCO_BBOX "bbox"                 /* BOXES: the annotations' bbox */
@@ -52,22 +52,22 @@ struct shard_field_class {
 /* A field a dataset declares (config.fields): where its values come from
  * and what they are.  Exactly one of `sidecar`, `column` and `coco` is set. */
 struct shard_field_decl {
-    char *name;                 /* 1..SHARD_FIELD_NAME_MAX bytes of [A-Za-z0-9_.-], starting
-                                 * with a letter or '_' (shard_field_name_valid) */
+    char *name; /* 1..SHARD_FIELD_NAME_MAX bytes of [A-Za-z0-9_.-], starting
+                 * with a letter or '_' (shard_field_name_valid) */
     enum shard_field_type type;
-    uint32_t length;            /* a vector type's length; 0 for the others */
-    char *sidecar;              /* from the file beside each image: the image's path
-                                 * without its extension, then this suffix (".txt",
-                                 * "_mask.png"); or NULL */
-    char *column;               /* from the annotation table: this column; or NULL */
-    char *folder;               /* MASK only: from a folder mirroring SRC's images, this
-                                 * directory (ending in '/', relative to SRC unless
-                                 * absolute): the image's path with ".png" for its
-                                 * extension below it ("../masks/": a/0001.jpg's
-                                 * ../masks/a/0001.png); or NULL */
-    int required;               /* 1: a sample without it is rejected; 0: it may be absent */
-    char *coco;                 /* from the COCO annotation file: SHARD_COCO_BBOX or
-                                 * SHARD_COCO_SEGMENTATION; or NULL */
+    uint32_t length; /* a vector type's length; 0 for the others */
+    char *sidecar;   /* from the file beside each image: the image's path
+                      * without its extension, then this suffix (".txt",
+                      * "_mask.png"); or NULL */
+    char *column;    /* from the annotation table: this column; or NULL */
+    char *folder;    /* MASK only: from a folder mirroring SRC's images, this
+                      * directory (ending in '/', relative to SRC unless
+                      * absolute): the image's path with ".png" for its
+                      * extension below it ("../masks/": a/0001.jpg's
+                      * ../masks/a/0001.png); or NULL */
+    int required;    /* 1: a sample without it is rejected; 0: it may be absent */
+    char *coco;      /* from the COCO annotation file: SHARD_COCO_BBOX or
+                      * SHARD_COCO_SEGMENTATION; or NULL */
     /* BOXES and MASK: the classes their numbers name, by increasing id,
      * ids and names unique (class_count >= 1); NULL and 0 for the others. */
     struct shard_field_class *classes;
@@ -101,28 +101,28 @@ SHARD_API void shard_field_decl_release(struct shard_field_decl *d);
 
 /* Every option that changes the output bytes. */
 struct shard_config {
-    uint32_t size;              /* training resolution */
+    uint32_t size; /* training resolution */
     enum shard_fit fit;
-    int upscale;                /* 0 with --no-upscale */
+    int upscale; /* 0 with --no-upscale */
     enum shard_codec codec;
-    int quality;                /* JPEG quality 1..100 */
-    int zstd_level;             /* 0: the codec's default (shard_config_zstd_level) */
-    uint64_t shard_size;        /* target bytes per shard */
-    char *labels;               /* shard_labeler_describe(); owned (malloc) */
-    int shuffle;                /* 0 with --no-shuffle */
+    int quality;         /* JPEG quality 1..100 */
+    int zstd_level;      /* 0: the codec's default (shard_config_zstd_level) */
+    uint64_t shard_size; /* target bytes per shard */
+    char *labels;        /* shard_labeler_describe(); owned (malloc) */
+    int shuffle;         /* 0 with --no-shuffle */
     uint64_t shuffle_seed;
     uint64_t max_pixels;
     uint64_t max_file_bytes;
-    uint8_t background[3];      /* alpha composited on this colour */
+    uint8_t background[3]; /* alpha composited on this colour */
     /* Fields (format version 2; all zero/NULL in a dataset without them). */
-    struct shard_field_decl *fields;  /* field_count declarations, owned; a field's number is
-                                       * its position here */
+    struct shard_field_decl *fields; /* field_count declarations, owned; a field's number is
+                                      * its position here */
     uint32_t field_count;
-    char *annotations;          /* the annotation table the fields or labels come from:
-                                 * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
-    char *coco;                 /* the COCO annotation file the `coco` fields come from:
-                                 * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
-    uint64_t max_field_bytes;   /* largest sidecar file or table value taken as a field */
+    char *annotations;        /* the annotation table the fields or labels come from:
+                               * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
+    char *coco;               /* the COCO annotation file the `coco` fields come from:
+                               * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
+    uint64_t max_field_bytes; /* largest sidecar file or table value taken as a field */
 };
 
 /* The default max_field_bytes: 16 MiB.  A caption is ~100 bytes and JSON
@@ -179,27 +179,27 @@ SHARD_API int shard_config_zstd_level(const struct shard_config *c);
  * of the bytes it was taken from - the sidecar file, or the table's value
  * (see manifests/FORMAT.md, "Fields"). */
 struct shard_field_source {
-    uint32_t field;             /* field number */
+    uint32_t field; /* field number */
     uint64_t source_bytes;
     uint64_t source_xxh3;
 };
 
 /* One line of the index. */
 struct shard_sample {
-    char *key;                  /* key bytes, NUL-terminated for convenience */
+    char *key; /* key bytes, NUL-terminated for convenience */
     size_t key_len;
-    int32_t label;              /* index into labels, or -1 */
-    uint32_t shard;             /* position in the manifest's shards array */
-    uint64_t record;            /* record number inside that shard */
+    int32_t label;   /* index into labels, or -1 */
+    uint32_t shard;  /* position in the manifest's shards array */
+    uint64_t record; /* record number inside that shard */
     uint32_t width;
     uint32_t height;
-    uint64_t source_bytes;      /* size of the source file */
-    uint64_t source_xxh3;       /* XXH3-64 of the source file's bytes */
-    char *warning;              /* NULL, or the decoder warning the sample was stored
-                                 * despite (shard_decode_info.warning); the line's
-                                 * "warning" field, absent when NULL */
-    struct shard_field_source *fields;  /* the fields the sample has, in field number
-                                         * order (malloc'd; NULL when none) */
+    uint64_t source_bytes;             /* size of the source file */
+    uint64_t source_xxh3;              /* XXH3-64 of the source file's bytes */
+    char *warning;                     /* NULL, or the decoder warning the sample was stored
+                                        * despite (shard_decode_info.warning); the line's
+                                        * "warning" field, absent when NULL */
+    struct shard_field_source *fields; /* the fields the sample has, in field number
+                                        * order (malloc'd; NULL when none) */
     uint32_t field_count;
 };
 
@@ -208,16 +208,16 @@ struct shard_reject {
     char *key;
     size_t key_len;
     char *reason;
-    int has_source;             /* 1 when the bytes could be read and hashed */
+    int has_source; /* 1 when the bytes could be read and hashed */
     uint64_t source_bytes;
     uint64_t source_xxh3;
 };
 
 struct shard_manifest_shard {
-    char *file;                 /* "shard-000000.shard" */
+    char *file; /* "shard-000000.shard" */
     uint64_t samples;
     uint64_t bytes;
-    uint64_t xxh3;              /* XXH3-64 of the whole file */
+    uint64_t xxh3; /* XXH3-64 of the whole file */
 };
 
 /* Where an incremental run's dataset came from (the manifest's "lineage",
@@ -225,21 +225,21 @@ struct shard_manifest_shard {
  * rejects) compared by key and source bytes with the previous dataset. */
 struct shard_lineage {
     uint64_t previous_manifest_xxh3; /* XXH3-64 of the previous manifest.json's bytes */
-    const char *full_rebuild;   /* NULL, or why nothing could be reused (owned elsewhere) */
-    uint64_t added;             /* keys the previous dataset did not have */
-    uint64_t changed;           /* keys whose source bytes differ (or were unreadable) */
-    uint64_t unchanged;         /* keys with the same source bytes */
-    uint64_t removed;           /* keys of the previous dataset no longer in SRC */
-    uint64_t reused;            /* unchanged samples whose record was copied as bytes */
-    uint64_t relabeled;         /* unchanged samples whose label number moved: the stored
-                                 * payload re-framed, not decoded */
-    uint64_t rejected_again;    /* unchanged rejects, rejected again without decoding */
-    uint64_t reconverted;       /* unchanged samples converted again: their previous
-                                 * record was damaged or unreadable */
-    uint64_t refielded;         /* a dataset with fields: unchanged images whose fields
-                                 * changed (a corrected caption): the stored payload in a
-                                 * new frame with the new fields, not decoded; written only
-                                 * in a dataset with fields */
+    const char *full_rebuild;        /* NULL, or why nothing could be reused (owned elsewhere) */
+    uint64_t added;                  /* keys the previous dataset did not have */
+    uint64_t changed;                /* keys whose source bytes differ (or were unreadable) */
+    uint64_t unchanged;              /* keys with the same source bytes */
+    uint64_t removed;                /* keys of the previous dataset no longer in SRC */
+    uint64_t reused;                 /* unchanged samples whose record was copied as bytes */
+    uint64_t relabeled;              /* unchanged samples whose label number moved: the stored
+                                      * payload re-framed, not decoded */
+    uint64_t rejected_again;         /* unchanged rejects, rejected again without decoding */
+    uint64_t reconverted;            /* unchanged samples converted again: their previous
+                                      * record was damaged or unreadable */
+    uint64_t refielded;              /* a dataset with fields: unchanged images whose fields
+                                      * changed (a corrected caption): the stored payload in a
+                                      * new frame with the new fields, not decoded; written only
+                                      * in a dataset with fields */
 };
 
 /* A sidecar file with no image to go with (its stem is no image's). */
@@ -249,24 +249,24 @@ struct shard_orphan {
 };
 
 struct shard_manifest {
-    uint16_t version;           /* SHARD_MANIFEST_VERSION or ..._FIELDS (as loaded; written
-                                 * as shard_config_format_version(&config) says) */
+    uint16_t version; /* SHARD_MANIFEST_VERSION or ..._FIELDS (as loaded; written
+                       * as shard_config_format_version(&config) says) */
     struct shard_config config;
-    char *source_kind;          /* "directory" or "archive" */
+    char *source_kind; /* "directory" or "archive" */
     uint64_t samples;
     uint64_t rejected;
     uint64_t ignored;
-    uint64_t unlabeled;         /* samples without a label */
-    uint64_t warned;            /* samples stored despite a decoder warning (counts.warned,
-                                 * written only when not 0) */
-    char **labels;              /* label_count class names, sorted by bytes */
-    uint64_t *label_samples;    /* samples per label (counts.by_label) */
+    uint64_t unlabeled;      /* samples without a label */
+    uint64_t warned;         /* samples stored despite a decoder warning (counts.warned,
+                              * written only when not 0) */
+    char **labels;           /* label_count class names, sorted by bytes */
+    uint64_t *label_samples; /* samples per label (counts.by_label) */
     uint32_t label_count;
     struct shard_manifest_shard *shards;
     uint32_t shard_count;
     struct shard_reject *rejects;
     uint64_t reject_count;
-    char *index_file;           /* "index.jsonl" */
+    char *index_file; /* "index.jsonl" */
     uint64_t index_bytes;
     uint64_t index_xxh3;
     uint64_t index_entries;
@@ -274,12 +274,12 @@ struct shard_manifest {
      * read back by shard_manifest_load). */
     const struct shard_lineage *lineage;
     /* Version 2 only. */
-    uint64_t *field_samples;    /* per declared field: samples that have it (counts.fields) */
-    uint64_t sidecars;          /* sidecar files stored as fields (counts.sidecars) */
-    struct shard_orphan *orphans;  /* sidecar files without an image, sorted by key */
-    uint64_t orphan_count;      /* counts.orphans */
-    uint64_t annotation_rows;   /* rows of the annotation table (counts.annotation_rows) */
-    uint64_t annotation_rows_unmatched;  /* ... naming no candidate of the source */
+    uint64_t *field_samples;      /* per declared field: samples that have it (counts.fields) */
+    uint64_t sidecars;            /* sidecar files stored as fields (counts.sidecars) */
+    struct shard_orphan *orphans; /* sidecar files without an image, sorted by key */
+    uint64_t orphan_count;        /* counts.orphans */
+    uint64_t annotation_rows;     /* rows of the annotation table (counts.annotation_rows) */
+    uint64_t annotation_rows_unmatched; /* ... naming no candidate of the source */
     /* With config.coco: its images and annotations, and those of no
      * candidate of the source (counts.coco_*). */
     uint64_t coco_images, coco_images_unmatched;
@@ -301,20 +301,21 @@ SHARD_API int shard_manifest_load(const char *dir, struct shard_manifest *m, str
 /* The same checks on manifest.json text already in memory (len bytes; no
  * NUL needed), e.g. fetched over HTTP.  SHARD_ECORRUPT or SHARD_ENOMEM. */
 SHARD_API int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
-                               struct shard_err *err);
+                                         struct shard_err *err);
 
 /* Write *m as DST/manifest.json atomically (temporary file, fsync, rename,
  * fsync of the directory).  DST itself is opened as given (a symbolic link
  * to a directory is followed, like cd); inside it no link is followed.  The
  * bytes depend on *m only. */
 SHARD_API int shard_manifest_write(const char *dir, const struct shard_manifest *m,
-                         struct shard_err *err);
+                                   struct shard_err *err);
 
 /* Serialise m to JSON text (malloc'd, NUL-terminated) in *out. */
-SHARD_API int shard_manifest_dump(const struct shard_manifest *m, char **out, struct shard_err *err);
+SHARD_API int shard_manifest_dump(const struct shard_manifest *m, char **out,
+                                  struct shard_err *err);
 
-SHARD_API void shard_manifest_release(struct shard_manifest *m);  /* accepts NULL */
-SHARD_API void shard_config_release(struct shard_config *c);      /* accepts NULL */
+SHARD_API void shard_manifest_release(struct shard_manifest *m); /* accepts NULL */
+SHARD_API void shard_config_release(struct shard_config *c);     /* accepts NULL */
 
 /* Serialise the config alone (the manifest's "config" object), compact and
  * with a fixed key order; malloc'd in *out. */
@@ -325,35 +326,35 @@ SHARD_API int shard_config_dump(const struct shard_config *c, char **out, struct
 /* Append one index line (compact JSON and '\n') for s to out.  A sample
  * with fields needs their names: use shard_sample_line_fields. */
 SHARD_API int shard_sample_line(const struct shard_sample *s, struct shard_buf *out,
-                      struct shard_err *err);
+                                struct shard_err *err);
 /* The same in a dataset of config c: the sample's fields are written by name
  * ("fields":{"caption":{"source_bytes":12,"source_xxh3":"..."}}). */
 SHARD_API int shard_sample_line_fields(const struct shard_sample *s, const struct shard_config *c,
                                        struct shard_buf *out, struct shard_err *err);
 /* Append one line for a rejected input ({"key","reason",...}). */
 SHARD_API int shard_reject_line(const struct shard_reject *r, struct shard_buf *out,
-                      struct shard_err *err);
+                                struct shard_err *err);
 
 /* Parse a line made by shard_sample_line or shard_reject_line.  Returns 1 for
  * a sample (filling *s), 2 for a reject (filling *r), negative on error.
  * The strings are malloc'd: free with shard_sample_release /
  * shard_reject_release. */
 SHARD_API int shard_line_parse(const char *line, size_t len, struct shard_sample *s,
-                     struct shard_reject *r, struct shard_err *err);
+                               struct shard_reject *r, struct shard_err *err);
 /* The same for a line of a dataset of config c (NULL: no fields): a field
  * named in the line must be one c declares.  SHARD_ECORRUPT naming it. */
 SHARD_API int shard_line_parse_fields(const char *line, size_t len, const struct shard_config *c,
                                       struct shard_sample *s, struct shard_reject *r,
                                       struct shard_err *err);
 
-SHARD_API void shard_sample_release(struct shard_sample *s);  /* accepts NULL */
-SHARD_API void shard_reject_release(struct shard_reject *r);  /* accepts NULL */
+SHARD_API void shard_sample_release(struct shard_sample *s); /* accepts NULL */
+SHARD_API void shard_reject_release(struct shard_reject *r); /* accepts NULL */
 
 /* Streaming reader of an index file. */
 struct shard_index_reader;
 
 SHARD_API int shard_index_reader_open(struct shard_index_reader **out, const char *path,
-                            struct shard_err *err);
+                                      struct shard_err *err);
 /* Lines of a dataset with fields are parsed against its config, which must
  * outlive the reader (NULL: none, the default). */
 SHARD_API void shard_index_reader_set_config(struct shard_index_reader *r,
@@ -361,11 +362,11 @@ SHARD_API void shard_index_reader_set_config(struct shard_index_reader *r,
 /* Next sample: 1 (filled; s->key valid until the next call), 0 at the end,
  * negative on error (naming the line number).  Also hashes the bytes read. */
 SHARD_API int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
-                            struct shard_err *err);
+                                      struct shard_err *err);
 /* Bytes read and their XXH3-64 so far (complete after next() returned 0). */
 SHARD_API uint64_t shard_index_reader_bytes(const struct shard_index_reader *r);
 SHARD_API uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r);
-SHARD_API void shard_index_reader_close(struct shard_index_reader *r);  /* accepts NULL */
+SHARD_API void shard_index_reader_close(struct shard_index_reader *r); /* accepts NULL */
 
 #ifdef __cplusplus
 }

@@ -37,7 +37,7 @@ struct shardify_merge_summary {
     uint64_t samples;
     uint64_t rejected;
     uint32_t shards;
-    uint64_t bytes;             /* shard bytes */
+    uint64_t bytes; /* shard bytes */
     double seconds;
 };
 

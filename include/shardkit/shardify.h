@@ -55,28 +55,28 @@ extern "C" {
 #define SHARDIFY_MAX_PARTS 1000
 
 enum shardify_mode {
-    SHARDIFY_FRESH = 0,   /* DST must be empty or missing */
-    SHARDIFY_OVERWRITE,   /* replace a previous output in DST */
-    SHARDIFY_RESUME,      /* continue an interrupted run in DST */
+    SHARDIFY_FRESH = 0, /* DST must be empty or missing */
+    SHARDIFY_OVERWRITE, /* replace a previous output in DST */
+    SHARDIFY_RESUME,    /* continue an interrupted run in DST */
 };
 
 struct shardify_progress {
-    uint64_t done;        /* candidates finished (samples + rejects) */
-    uint64_t total;       /* candidates to convert (0 while unknown, e.g. archives) */
+    uint64_t done;  /* candidates finished (samples + rejects) */
+    uint64_t total; /* candidates to convert (0 while unknown, e.g. archives) */
     uint64_t samples;
     uint64_t rejected;
-    uint64_t bytes_out;   /* shard bytes written */
-    double elapsed;       /* seconds since the start of the run */
-    const char *phase;    /* "scan", "convert", "spool", "publish" ... */
+    uint64_t bytes_out; /* shard bytes written */
+    double elapsed;     /* seconds since the start of the run */
+    const char *phase;  /* "scan", "convert", "spool", "publish" ... */
 };
 
 struct shardify_options {
     /* Output options.  config.labels is ignored: the run fills it in from
      * `labels` (see shard_labeler_describe). */
     struct shard_config config;
-    const char *labels;            /* label spec for shard_labeler_new; NULL: "dir" */
-    int threads;                   /* 0: shard_available_cpus() */
-    int fail_on_reject;            /* --on-error fail */
+    const char *labels; /* label spec for shard_labeler_new; NULL: "dir" */
+    int threads;        /* 0: shard_available_cpus() */
+    int fail_on_reject; /* --on-error fail */
     enum shardify_mode mode;
     /* When non-NULL and set non-zero (e.g. from a signal handler), the run
      * stops at the next sample boundary, leaves a resumable state and
@@ -150,15 +150,15 @@ SHARD_API void shardify_options_init(struct shardify_options *o);
 /* Where a run's time went.  Wall seconds of the phases, and thread-seconds
  * (summed over the worker threads) of the per-file work inside convert. */
 struct shardify_timing {
-    double scan;               /* listing SRC, labels, order (wall) */
-    double convert;            /* the convert phase (wall) */
-    double publish;            /* index, manifest, cleanup (wall) */
-    double write;              /* appending records to shards, fsync included: one writer at a
-                                * time, so wall seconds inside convert */
-    double read;               /* reading source files (thread-seconds) */
-    double hash;               /* hashing them (thread-seconds) */
-    double decode;             /* decode, resize, encode, frame (thread-seconds) */
-    double copy;               /* reading and checking reused records (thread-seconds) */
+    double scan;    /* listing SRC, labels, order (wall) */
+    double convert; /* the convert phase (wall) */
+    double publish; /* index, manifest, cleanup (wall) */
+    double write;   /* appending records to shards, fsync included: one writer at a
+                     * time, so wall seconds inside convert */
+    double read;    /* reading source files (thread-seconds) */
+    double hash;    /* hashing them (thread-seconds) */
+    double decode;  /* decode, resize, encode, frame (thread-seconds) */
+    double copy;    /* reading and checking reused records (thread-seconds) */
 };
 
 struct shardify_summary {
@@ -166,19 +166,19 @@ struct shardify_summary {
     uint64_t samples;
     uint64_t rejected;
     uint64_t ignored;
-    uint64_t unlabeled;         /* samples without a label */
+    uint64_t unlabeled; /* samples without a label */
     uint32_t shards;
-    uint32_t reused_shards;     /* kept from an interrupted run (resume) */
-    uint64_t bytes_in;          /* source bytes read */
-    uint64_t bytes_out;         /* shard bytes */
+    uint32_t reused_shards; /* kept from an interrupted run (resume) */
+    uint64_t bytes_in;      /* source bytes read */
+    uint64_t bytes_out;     /* shard bytes */
     double seconds;
     int threads;
     /* The rejects, sorted by key (owned; freed by shardify_summary_release). */
     struct shard_reject *rejects;
     uint64_t reject_count;
-    uint32_t labels;            /* distinct labels */
-    uint64_t label_rows;        /* rows of the --labels CSV file (0 for other rules) */
-    uint64_t label_rows_unmatched;  /* ... whose key names no candidate of SRC */
+    uint32_t labels;               /* distinct labels */
+    uint64_t label_rows;           /* rows of the --labels CSV file (0 for other rules) */
+    uint64_t label_rows_unmatched; /* ... whose key names no candidate of SRC */
     /* Why the run record (SHARDIFY_RUN_FILE) could not be written, or "".
      * The dataset is published all the same: the record is not part of it. */
     char run_record_error[SHARD_ERRMSG_SIZE];
@@ -197,7 +197,7 @@ struct shardify_summary {
     /* An incremental run (options.incremental): what it did, as recorded in
      * the manifest's "lineage"; has_lineage is 0 for other runs. */
     int has_lineage;
-    struct shard_lineage lineage;   /* lineage.full_rebuild points into full_rebuild */
+    struct shard_lineage lineage; /* lineage.full_rebuild points into full_rebuild */
     char full_rebuild[SHARD_ERRMSG_SIZE];
     /* Fields (field_count 0 when none is declared): the declared names and
      * the samples that have each, in field number order (owned, freed by
@@ -238,9 +238,9 @@ struct shardify_summary {
  * rejects converted, shards finished, bytes ...; the rejects themselves are
  * listed only by a published run).  Release *summary in both cases. */
 SHARD_API int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
-                 struct shardify_summary *summary, struct shard_err *err);
+                           struct shardify_summary *summary, struct shard_err *err);
 
-SHARD_API void shardify_summary_release(struct shardify_summary *s);  /* accepts NULL */
+SHARD_API void shardify_summary_release(struct shardify_summary *s); /* accepts NULL */
 
 /* Can the dataset `prev` be the previous dataset of an incremental run
  * from `src` into `dst` with options `o` (o->incremental is ignored)?

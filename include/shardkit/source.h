@@ -31,18 +31,18 @@ SHARD_API int shard_is_candidate(const char *name, size_t len);
 /* A list of byte-string keys stored in one arena (compact: a few bytes of
  * overhead per key, so ten million keys fit comfortably). */
 struct shard_keylist {
-    char *arena;          /* keys, each followed by a NUL */
+    char *arena; /* keys, each followed by a NUL */
     size_t arena_len;
     size_t arena_cap;
-    uint64_t *offsets;    /* start of key i in arena */
-    uint32_t *lengths;    /* length of key i, without the NUL */
+    uint64_t *offsets; /* start of key i in arena */
+    uint32_t *lengths; /* length of key i, without the NUL */
     size_t count;
     size_t cap;
 };
 
 /* Append a copy of key (len bytes, no NUL inside).  0 or SHARD_ENOMEM. */
 SHARD_API int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
-                      struct shard_err *err);
+                                struct shard_err *err);
 /* The order of keys everywhere in shardkit (manifests/FORMAT.md, "Sample
  * order"): bytes compared with memcmp, a prefix before its extensions.
  * Negative, zero or positive like strcmp. */
@@ -56,12 +56,12 @@ SHARD_API const char *shard_keylist_get(const struct shard_keylist *l, size_t i,
 SHARD_API void shard_keylist_release(struct shard_keylist *l);
 
 struct shard_scan_stats {
-    uint64_t candidates;        /* entries selected by name (extension), refused ones too */
-    uint64_t ignored;           /* regular files with other names */
-    uint64_t ignored_symlinks;  /* symbolic links with other names: never followed */
-    uint64_t ignored_special;   /* fifos, sockets, devices with other names */
-    uint64_t sidecars;          /* regular files named as sidecars of a declared field
-                                 * (never candidates, never ignored) */
+    uint64_t candidates;       /* entries selected by name (extension), refused ones too */
+    uint64_t ignored;          /* regular files with other names */
+    uint64_t ignored_symlinks; /* symbolic links with other names: never followed */
+    uint64_t ignored_special;  /* fifos, sockets, devices with other names */
+    uint64_t sidecars;         /* regular files named as sidecars of a declared field
+                                * (never candidates, never ignored) */
 };
 
 /* Candidates a directory scan refuses without opening them, each with its
@@ -75,9 +75,9 @@ struct shard_scan_stats {
  *   - an entry whose type cannot be learned: "cannot stat: ...".
  * Sorted by key after each successful scan. */
 struct shard_refusal {
-    char *key;                  /* malloc'd, NUL-terminated */
+    char *key; /* malloc'd, NUL-terminated */
     size_t key_len;
-    char *reason;               /* malloc'd */
+    char *reason; /* malloc'd */
 };
 
 struct shard_refusals {
@@ -128,8 +128,8 @@ SHARD_API int shard_scan_location(const char *location, struct shard_keylist *ke
  * last component).  Errors: SHARD_ENOTFOUND ("file vanished"), SHARD_ELIMIT
  * ("file of N bytes exceeds the limit of M"), SHARD_EIO ("file changed while
  * being read" when it shrinks or grows under us, or a read error). */
-SHARD_API int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, struct shard_buf *buf,
-                    struct shard_err *err);
+SHARD_API int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes,
+                                     struct shard_buf *buf, struct shard_err *err);
 
 /* ---- archives (libarchive: tar, tar.gz, tar.zst, zip, ...) ---------------- */
 
@@ -141,7 +141,8 @@ struct shard_archive;
 /* Open an archive for one streaming pass.  SHARD_EINVAL when libarchive does
  * not recognise the format, and for a file that holds no entries at all (an
  * empty file, or one of only zero bytes, which reads as an empty tar). */
-SHARD_API int shard_archive_open(struct shard_archive **out, const char *path, struct shard_err *err);
+SHARD_API int shard_archive_open(struct shard_archive **out, const char *path,
+                                 struct shard_err *err);
 
 /* Advance to the next candidate entry: one whose name has a candidate
  * extension (shard_is_candidate), whatever its type; the other entries
@@ -161,8 +162,8 @@ SHARD_API int shard_archive_open(struct shard_archive **out, const char *path, s
  * when it cannot be read any further (SHARD_ECORRUPT with libarchive's
  * message, naming the entry it broke at). */
 SHARD_API int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char **key,
-                       size_t *key_len, struct shard_buf *buf, uint64_t *too_large,
-                       struct shard_scan_stats *st, struct shard_err *err);
+                                 size_t *key_len, struct shard_buf *buf, uint64_t *too_large,
+                                 struct shard_scan_stats *st, struct shard_err *err);
 
 /* Why the entry shard_archive_next just produced has no bytes, or NULL when
  * it has them (or is a hard link).  The reasons: "not a regular file:
@@ -187,7 +188,7 @@ SHARD_API const char *shard_archive_link(const struct shard_archive *a, size_t *
  * archive's entries (directories and other entries included), from 0. */
 SHARD_API uint64_t shard_archive_ordinal(const struct shard_archive *a);
 
-SHARD_API void shard_archive_close(struct shard_archive *a);  /* accepts NULL */
+SHARD_API void shard_archive_close(struct shard_archive *a); /* accepts NULL */
 
 /* ---- labels ------------------------------------------------------------- */
 
@@ -205,14 +206,15 @@ struct shard_labeler;
  * SHARD_EINVAL with a message for a bad regex or CSV; for the CSV file,
  * SHARD_ENOTFOUND when it does not exist and SHARD_EIO when it cannot be read
  * or is not a regular file (a FIFO is refused, never waited on). */
-SHARD_API int shard_labeler_new(struct shard_labeler **out, const char *spec, struct shard_err *err);
-SHARD_API void shard_labeler_free(struct shard_labeler *lb);  /* accepts NULL */
+SHARD_API int shard_labeler_new(struct shard_labeler **out, const char *spec,
+                                struct shard_err *err);
+SHARD_API void shard_labeler_free(struct shard_labeler *lb); /* accepts NULL */
 
 /* The label of a key: returns 1 and points *name and *name_len at the class name
  * (inside `key` or inside the labeler; valid while both live), or 0 when the
  * key has no label.  Thread-safe (regexec with a private match array). */
 SHARD_API int shard_labeler_label(const struct shard_labeler *lb, const char *key, size_t key_len,
-                        const char **name, size_t *name_len);
+                                  const char **name, size_t *name_len);
 
 /* A canonical description for the manifest: "dir", "none", "regex:PATTERN",
  * or "file:<basename>:<xxh3 of the file's bytes>" (so that the options that
@@ -226,8 +228,8 @@ SHARD_API uint64_t shard_labeler_rows(const struct shard_labeler *lb);
  * "file,class" is one of them: only "key,label" is known as a header);
  * 0 for the other kinds.  0 or SHARD_ENOMEM. */
 SHARD_API int shard_labeler_unmatched_rows(const struct shard_labeler *lb,
-                                           const struct shard_keylist *keys,
-                                           uint64_t *unmatched, struct shard_err *err);
+                                           const struct shard_keylist *keys, uint64_t *unmatched,
+                                           struct shard_err *err);
 
 #ifdef __cplusplus
 }

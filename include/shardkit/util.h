@@ -25,9 +25,9 @@ extern "C" {
 /* ---- growable byte buffer ---------------------------------------------- */
 
 struct shard_buf {
-    uint8_t *data;  /* owned; NULL when cap == 0 */
-    size_t len;     /* bytes in use */
-    size_t cap;     /* bytes allocated */
+    uint8_t *data; /* owned; NULL when cap == 0 */
+    size_t len;    /* bytes in use */
+    size_t cap;    /* bytes allocated */
 };
 
 /* Make room for at least `cap` bytes (len is kept).  0 or SHARD_ENOMEM. */

@@ -92,21 +92,21 @@ extern "C" {
 #define SHARD_VERIFY_MAX_WORLD_SIZES 64
 
 struct shard_verify_options {
-    int deep;                        /* decompress and decode every record */
-    const char *source;              /* SRC (directory or archive) or NULL */
-    const char *labels;              /* the CSV a "file:NAME:HASH" label rule was made
-                                      * from (needed to re-derive such labels), or NULL */
-    const char *annotations;         /* with source: the annotation table the config's
-                                      * "annotations" names (JSON Lines or CSV; needed to
-                                      * check fields and a class taken from it), or NULL */
-    uint64_t fidelity;               /* samples to re-convert (needs source); 0: off */
-    double min_psnr;                 /* jpeg threshold in dB; 0: SHARD_FIDELITY_DEFAULT_PSNR */
+    int deep;                /* decompress and decode every record */
+    const char *source;      /* SRC (directory or archive) or NULL */
+    const char *labels;      /* the CSV a "file:NAME:HASH" label rule was made
+                              * from (needed to re-derive such labels), or NULL */
+    const char *annotations; /* with source: the annotation table the config's
+                              * "annotations" names (JSON Lines or CSV; needed to
+                              * check fields and a class taken from it), or NULL */
+    uint64_t fidelity;       /* samples to re-convert (needs source); 0: off */
+    double min_psnr;         /* jpeg threshold in dB; 0: SHARD_FIDELITY_DEFAULT_PSNR */
     uint32_t world_sizes[SHARD_VERIFY_MAX_WORLD_SIZES];
-    size_t world_size_count;         /* 0: no visitation check */
-    uint64_t epochs;                 /* epochs 0..epochs-1 are checked (default 2) */
-    struct shard_plan_options plan;  /* seed, shuffle, buffer and remainder of the plans
-                                      * checked (rank and world_size are ignored) */
-    int threads;                     /* 0: shard_available_cpus() */
+    size_t world_size_count;        /* 0: no visitation check */
+    uint64_t epochs;                /* epochs 0..epochs-1 are checked (default 2) */
+    struct shard_plan_options plan; /* seed, shuffle, buffer and remainder of the plans
+                                     * checked (rank and world_size are ignored) */
+    int threads;                    /* 0: shard_available_cpus() */
 };
 
 /* Defaults: only the default pass, epochs 2, plan defaults, threads 0. */
@@ -117,15 +117,15 @@ SHARD_API void shard_verify_options_init(struct shard_verify_options *o);
 
 /* Which check found a problem. */
 enum shard_check {
-    SHARD_CHECK_MANIFEST = 0,  /* manifest.json itself */
-    SHARD_CHECK_SHARD,         /* a shard file: presence, size, hash, header, footer */
-    SHARD_CHECK_INDEX,         /* index.jsonl against the footers and the manifest */
-    SHARD_CHECK_KEYS,          /* duplicate keys */
-    SHARD_CHECK_COUNTS,        /* counts and by_label */
-    SHARD_CHECK_RECORD,        /* --deep: one record */
-    SHARD_CHECK_SOURCE,        /* --source: identity with SRC */
-    SHARD_CHECK_FIDELITY,      /* --fidelity */
-    SHARD_CHECK_VISITATION,    /* --visitation */
+    SHARD_CHECK_MANIFEST = 0, /* manifest.json itself */
+    SHARD_CHECK_SHARD,        /* a shard file: presence, size, hash, header, footer */
+    SHARD_CHECK_INDEX,        /* index.jsonl against the footers and the manifest */
+    SHARD_CHECK_KEYS,         /* duplicate keys */
+    SHARD_CHECK_COUNTS,       /* counts and by_label */
+    SHARD_CHECK_RECORD,       /* --deep: one record */
+    SHARD_CHECK_SOURCE,       /* --source: identity with SRC */
+    SHARD_CHECK_FIDELITY,     /* --fidelity */
+    SHARD_CHECK_VISITATION,   /* --visitation */
 };
 
 /* "manifest", "shard", "index", "keys", "counts", "record", "source",
@@ -134,59 +134,59 @@ SHARD_API const char *shard_check_name(enum shard_check c);
 
 struct shard_problem {
     enum shard_check check;
-    int code;              /* SHARD_EMISMATCH, SHARD_ECORRUPT, SHARD_ENOTFOUND, SHARD_EIO ... */
-    int64_t shard;         /* the shard's position in the manifest, or -1 */
-    int64_t record;        /* the record in that shard, or -1 */
-    char *key;             /* the sample's key (key_len bytes + NUL), or NULL */
+    int code;       /* SHARD_EMISMATCH, SHARD_ECORRUPT, SHARD_ENOTFOUND, SHARD_EIO ... */
+    int64_t shard;  /* the shard's position in the manifest, or -1 */
+    int64_t record; /* the record in that shard, or -1 */
+    char *key;      /* the sample's key (key_len bytes + NUL), or NULL */
     size_t key_len;
-    char *message;         /* one line, naming the shard/record/key */
+    char *message; /* one line, naming the shard/record/key */
 };
 
 /* Throughput of one pass. */
 struct shard_verify_rate {
-    uint64_t bytes;        /* bytes processed */
-    uint64_t items;        /* files or records */
-    double seconds;        /* wall-clock time of the pass */
-    double busy_seconds;   /* summed time threads spent working: bytes/busy_seconds is the
-                            * per-core rate */
+    uint64_t bytes;      /* bytes processed */
+    uint64_t items;      /* files or records */
+    double seconds;      /* wall-clock time of the pass */
+    double busy_seconds; /* summed time threads spent working: bytes/busy_seconds is the
+                          * per-core rate */
     int threads;
 };
 
 struct shard_fidelity_result {
-    char *key;             /* key_len bytes + NUL */
+    char *key; /* key_len bytes + NUL */
     size_t key_len;
     uint32_t shard;
     uint64_t record;
     uint32_t width;
     uint32_t height;
-    int same_bytes;        /* the stored payload equals the re-run payload byte for byte */
-    int exact;             /* the stored pixels equal the re-run's (both decoded) */
-    double psnr;           /* dB, stored pixels vs the re-run's; INFINITY when equal,
-                            * NAN when not computed */
-    double loss_psnr;      /* dB, stored pixels vs the re-run's before encoding: what
-                            * the codec lost (INFINITY for raw and png) */
+    int same_bytes;   /* the stored payload equals the re-run payload byte for byte */
+    int exact;        /* the stored pixels equal the re-run's (both decoded) */
+    double psnr;      /* dB, stored pixels vs the re-run's; INFINITY when equal,
+                       * NAN when not computed */
+    double loss_psnr; /* dB, stored pixels vs the re-run's before encoding: what
+                       * the codec lost (INFINITY for raw and png) */
     int passed;
 };
 
 struct shard_visitation_result {
     uint32_t world_size;
     uint64_t epochs;
-    uint64_t min_per_rank;     /* shortest rank plan (over epochs) */
+    uint64_t min_per_rank; /* shortest rank plan (over epochs) */
     uint64_t max_per_rank;
-    uint64_t padded;           /* repeated entries per epoch (pad) */
-    uint64_t dropped;          /* samples not visited per epoch (drop) */
-    uint64_t bad_samples;      /* (sample, epoch) pairs visited a wrong number of times */
+    uint64_t padded;      /* repeated entries per epoch (pad) */
+    uint64_t dropped;     /* samples not visited per epoch (drop) */
+    uint64_t bad_samples; /* (sample, epoch) pairs visited a wrong number of times */
     int passed;
 };
 
 /* Samples per label as each count saw them, for a report to set side by
  * side (any difference is also a problem of its own). */
 struct shard_label_tally {
-    char *name;            /* the manifest's label, or NULL: the samples without one */
-    uint64_t manifest;     /* counts.by_label (counts.unlabeled) */
-    uint64_t shards;       /* the labels the shard footers hold (labels_counted) */
-    uint64_t source;       /* --source: SRC's samples whose key gives this label
-                            * (labels_checked) */
+    char *name;        /* the manifest's label, or NULL: the samples without one */
+    uint64_t manifest; /* counts.by_label (counts.unlabeled) */
+    uint64_t shards;   /* the labels the shard footers hold (labels_counted) */
+    uint64_t source;   /* --source: SRC's samples whose key gives this label
+                        * (labels_checked) */
 };
 
 /* Problems kept in a report; any beyond are counted in problems_not_kept. */
@@ -195,45 +195,45 @@ struct shard_label_tally {
 /* --deep, a BOXES or MASK field (format version 2): what its values hold,
  * counted over the records whose value is valid. */
 struct shard_target_tally {
-    uint32_t field;             /* field number */
-    char *name;                 /* its name */
-    int mask;                   /* 1: a MASK field, 0: BOXES */
-    struct shard_field_class *classes;  /* its declared classes (copied) */
-    uint64_t samples;           /* records holding a valid value */
-    uint64_t items;             /* BOXES: boxes in all; MASK: pixels in all */
-    uint64_t max_boxes;         /* BOXES: the most boxes one image has */
-    uint32_t class_count;       /* the field's declared classes */
-    uint64_t *per_class;        /* per declared class, in the declaration's order: BOXES
-                                 * its boxes, MASK its pixels */
-    uint64_t *samples_with;     /* per declared class: values holding it at least once */
+    uint32_t field;                    /* field number */
+    char *name;                        /* its name */
+    int mask;                          /* 1: a MASK field, 0: BOXES */
+    struct shard_field_class *classes; /* its declared classes (copied) */
+    uint64_t samples;                  /* records holding a valid value */
+    uint64_t items;                    /* BOXES: boxes in all; MASK: pixels in all */
+    uint64_t max_boxes;                /* BOXES: the most boxes one image has */
+    uint32_t class_count;              /* the field's declared classes */
+    uint64_t *per_class;               /* per declared class, in the declaration's order: BOXES
+                                        * its boxes, MASK its pixels */
+    uint64_t *samples_with;            /* per declared class: values holding it at least once */
 };
 
 struct shard_verify_report {
-    struct shard_problem *problems;  /* the problems found, sorted */
-    uint64_t problem_count;          /* problems in the array */
-    uint64_t problems_not_kept;      /* further problems found past SHARD_VERIFY_MAX_PROBLEMS */
+    struct shard_problem *problems; /* the problems found, sorted */
+    uint64_t problem_count;         /* problems in the array */
+    uint64_t problems_not_kept;     /* further problems found past SHARD_VERIFY_MAX_PROBLEMS */
     uint32_t shards;
-    uint64_t samples;                /* counts.samples */
-    uint32_t fields;                 /* fields the dataset declares (format version 2) */
-    struct shard_verify_rate hash;   /* the default pass: whole-file xxh3 of every shard */
-    struct shard_verify_rate deep;   /* --deep: records decompressed and decoded */
-    struct shard_verify_rate source; /* --source: files read and hashed */
-    uint64_t source_candidates;      /* candidate files in SRC */
-    uint64_t source_ignored;         /* --source: files of SRC that are not candidates */
-    int labels_checked;              /* --source: labels could be re-derived */
-    char *labels_note;               /* why labels could not be checked, or NULL */
-    uint64_t source_sidecars;        /* --source: sidecar files in SRC (format version 2) */
-    uint64_t source_orphans;         /* of them, files of no image */
-    char *fields_note;               /* --source: why some field values were not checked
-                                      * against SRC, or NULL */
+    uint64_t samples;                 /* counts.samples */
+    uint32_t fields;                  /* fields the dataset declares (format version 2) */
+    struct shard_verify_rate hash;    /* the default pass: whole-file xxh3 of every shard */
+    struct shard_verify_rate deep;    /* --deep: records decompressed and decoded */
+    struct shard_verify_rate source;  /* --source: files read and hashed */
+    uint64_t source_candidates;       /* candidate files in SRC */
+    uint64_t source_ignored;          /* --source: files of SRC that are not candidates */
+    int labels_checked;               /* --source: labels could be re-derived */
+    char *labels_note;                /* why labels could not be checked, or NULL */
+    uint64_t source_sidecars;         /* --source: sidecar files in SRC (format version 2) */
+    uint64_t source_orphans;          /* of them, files of no image */
+    char *fields_note;                /* --source: why some field values were not checked
+                                       * against SRC, or NULL */
     struct shard_label_tally *labels; /* the manifest's labels in its order, then one
-                                      * entry (name NULL) for the unlabeled samples;
-                                      * NULL when the manifest could not be read */
-    uint32_t label_tally_count;      /* the manifest's label count + 1, or 0 */
-    int labels_counted;              /* every shard footer was read: `shards` counts hold */
+                                       * entry (name NULL) for the unlabeled samples;
+                                       * NULL when the manifest could not be read */
+    uint32_t label_tally_count;       /* the manifest's label count + 1, or 0 */
+    int labels_counted;               /* every shard footer was read: `shards` counts hold */
     struct shard_fidelity_result *fidelity;
     uint64_t fidelity_count;
-    double min_psnr;                 /* the jpeg threshold that was applied */
+    double min_psnr; /* the jpeg threshold that was applied */
     struct shard_visitation_result *visitation;
     size_t visitation_count;
     int threads;
@@ -254,9 +254,9 @@ struct shard_verify_report {
  * the shards hold (report->samples is then the shards' sum).
  * Release the report with shard_verify_report_release() in both cases. */
 SHARD_API int shard_verify(const char *dst, const struct shard_verify_options *o,
-                 struct shard_verify_report *report, struct shard_err *err);
+                           struct shard_verify_report *report, struct shard_err *err);
 
-SHARD_API void shard_verify_report_release(struct shard_verify_report *r);  /* accepts NULL */
+SHARD_API void shard_verify_report_release(struct shard_verify_report *r); /* accepts NULL */
 
 #ifdef __cplusplus
 }

@@ -47,13 +47,13 @@ struct sk_cache {
     char *dir;
     int dir_fd;
     uint64_t limit;
-    size_t piece;           /* bytes a download reads at once: CACHE_PIECE, or half a window */
-    uint64_t stall_ns;      /* a download making no progress this long is not waited for */
-    int replace;            /* also evict the dataset's own shards (SHARDKIT_CACHE_EVICT=lru) */
-    struct cache_id {       /* the dataset's shards, sorted: never evicted for each other */
+    size_t piece;      /* bytes a download reads at once: CACHE_PIECE, or half a window */
+    uint64_t stall_ns; /* a download making no progress this long is not waited for */
+    int replace;       /* also evict the dataset's own shards (SHARDKIT_CACHE_EVICT=lru) */
+    struct cache_id {  /* the dataset's shards, sorted: never evicted for each other */
         uint64_t xxh3, bytes;
-        _Atomic int done;   /* ...unless read this epoch (sk_cache_done) */
-    } *ids;
+        _Atomic int done; /* ...unless read this epoch (sk_cache_done) */
+    } * ids;
     size_t id_count;
     struct sk_read_counters *counters;
     _Atomic uint64_t tick;
@@ -75,19 +75,19 @@ struct cache_file {
     pthread_rwlock_t rw;
     pthread_mutex_t acquire;
     enum cf_state state;
-    int fd;                     /* LOCAL: KEY.shard (flock shared); DOWNLOADING: the temporary */
-    struct fetch_file *http;    /* DOWNLOADING and REMOTE; NULL before the first miss */
-    _Atomic uint64_t have;      /* DOWNLOADING: bytes of fd written */
-    int lock_fd;                /* KEY.lock while downloading */
+    int fd;                  /* LOCAL: KEY.shard (flock shared); DOWNLOADING: the temporary */
+    struct fetch_file *http; /* DOWNLOADING and REMOTE; NULL before the first miss */
+    _Atomic uint64_t have;   /* DOWNLOADING: bytes of fd written */
+    int lock_fd;             /* KEY.lock while downloading */
     char tmp[NAME_SIZE];
     pthread_t thread;
     int thread_live;
     _Atomic uint64_t last_use;
-    struct stat verified;       /* the KEY.shard whose bytes were checked */
+    struct stat verified; /* the KEY.shard whose bytes were checked */
     int has_verified;
-    int acquired;               /* found or fetched once in epoch acquired_epoch: */
-    _Atomic uint64_t acquired_epoch;  /* no second download in that epoch */
-    _Atomic int let_go;         /* read this epoch: released once its download is done */
+    int acquired;                    /* found or fetched once in epoch acquired_epoch: */
+    _Atomic uint64_t acquired_epoch; /* no second download in that epoch */
+    _Atomic int let_go;              /* read this epoch: released once its download is done */
 };
 
 static void key_name(char *out, size_t size, const char *key, const char *suffix)
@@ -205,7 +205,7 @@ static int lock_key(struct sk_cache *c, const char *key, int try)
         }
         if (still_named(c->dir_fd, fd, name))
             return fd;
-        close(fd);  /* removed by an eviction meanwhile: take the new one */
+        close(fd); /* removed by an eviction meanwhile: take the new one */
     }
     return -1;
 }
@@ -275,7 +275,7 @@ struct victim {
     char key[KEY_SIZE];
     struct timespec used;
     uint64_t bytes;
-    int own;                /* a shard of the dataset: 1, 2 when read this epoch */
+    int own; /* a shard of the dataset: 1, 2 when read this epoch */
 };
 
 static struct cache_id *find_id(struct sk_cache *c, uint64_t xxh3, uint64_t bytes)
@@ -297,8 +297,7 @@ static struct cache_id *own_key(struct sk_cache *c, const char *key)
 /* Bytes the cache holds (shards and downloads under way), and its shards
  * as eviction candidates (*v, *n; malloc'd).  Downloads whose process died
  * (their KEY.lock is free, or is ours: `own`) are removed. */
-static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct victim **v,
-                size_t *n)
+static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct victim **v, size_t *n)
 {
     *used = 0;
     *v = NULL;
@@ -325,7 +324,7 @@ static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct vict
         snprintf(key, sizeof key, "%.*s", (int)k, de->d_name);
         if (!strncmp(rest, ".tmp.", 5)) {
             int lk = strcmp(key, own) ? lock_key(c, key, 1) : -2;
-            if (lk != -1) {  /* nobody downloads it: left by a dead process */
+            if (lk != -1) { /* nobody downloads it: left by a dead process */
                 (void)unlinkat(c->dir_fd, de->d_name, 0);
                 if (lk >= 0)
                     close(lk);
@@ -426,7 +425,7 @@ static int reserve(struct cache_file *cf)
     while (c->limit && used + cf->bytes > c->limit) {
         uint64_t freed = evict_one(c, v, n);
         if (!freed)
-            goto out;  /* every shard in use: read this one remotely */
+            goto out; /* every shard in use: read this one remotely */
         used -= freed < used ? freed : used;
     }
     snprintf(cf->tmp, sizeof cf->tmp, "%s.tmp.%ld.%u", cf->key, (long)getpid(),
@@ -437,14 +436,12 @@ static int reserve(struct cache_file *cf)
         goto out;
     }
     int e;
-    while ((e = posix_fallocate(cf->fd, 0, (off_t)cf->bytes)) == ENOSPC ||
-           e == EDQUOT) {
+    while ((e = posix_fallocate(cf->fd, 0, (off_t)cf->bytes)) == ENOSPC || e == EDQUOT) {
         if (!evict_one(c, v, n))
-            break;  /* a full disk: make room from the cache itself first */
+            break; /* a full disk: make room from the cache itself first */
     }
     if (e && e != EOPNOTSUPP && e != EINVAL) {
-        warn(c, "cache directory '%s': %s read remotely, not cached: %s", cf->name,
-             strerror(e));
+        warn(c, "cache directory '%s': %s read remotely, not cached: %s", cf->name, strerror(e));
         close(cf->fd);
         cf->fd = -1;
         (void)unlinkat(c->dir_fd, cf->tmp, 0);
@@ -453,7 +450,7 @@ static int reserve(struct cache_file *cf)
     rc = 0;
 out:
     free(v);
-    close(dl);  /* drops the lock */
+    close(dl); /* drops the lock */
     return rc;
 }
 
@@ -471,7 +468,7 @@ static void touch(struct cache_file *cf)
 static void release(struct cache_file *drop)
 {
     if (drop->state == CF_LOCAL) {
-        close(drop->fd);  /* the shared lock goes with it: the shard may be evicted */
+        close(drop->fd); /* the shared lock goes with it: the shard may be evicted */
         drop->fd = -1;
         drop->state = CF_RELEASED;
     } else if (drop->state == CF_REMOTE) {
@@ -495,7 +492,7 @@ static void hold(struct cache_file *cf)
         i++;
     if (i == c->held_len && c->held_len < CACHE_HELD + 1)
         c->held[c->held_len++] = cf;
-    uint64_t floor = 0;  /* tried and busy: the ones read before */
+    uint64_t floor = 0; /* tried and busy: the ones read before */
     while (c->held_len > CACHE_HELD) {
         size_t lru = c->held_len;
         for (size_t j = 0; j < c->held_len; j++) {
@@ -546,7 +543,7 @@ static int open_cached(struct cache_file *cf)
             close(fd);
             return -1;
         }
-        if (!still_named(c->dir_fd, fd, name)) {  /* evicted meanwhile */
+        if (!still_named(c->dir_fd, fd, name)) { /* evicted meanwhile */
             close(fd);
             continue;
         }
@@ -556,9 +553,9 @@ static int open_cached(struct cache_file *cf)
                     st.st_mtim.tv_nsec == cf->verified.st_mtim.tv_nsec;
         uint64_t bytes = 0, hash = 0;
         struct shard_err e;
-        if (!known && ((uint64_t)st.st_size != cf->bytes ||
-                       sk_fs_hash_fd(fd, name, &bytes, &hash, &e) || bytes != cf->bytes ||
-                       hash != cf->xxh3)) {
+        if (!known &&
+            ((uint64_t)st.st_size != cf->bytes || sk_fs_hash_fd(fd, name, &bytes, &hash, &e) ||
+             bytes != cf->bytes || hash != cf->xxh3)) {
             /* damaged: removed (under its lock, if it is still this file),
              * then fetched again */
             close(fd);
@@ -579,7 +576,7 @@ static int open_cached(struct cache_file *cf)
         cf->verified = st;
         cf->has_verified = 1;
         const struct timespec stamp[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-        (void)futimens(fd, stamp);  /* the last use, for eviction */
+        (void)futimens(fd, stamp); /* the last use, for eviction */
         return fd;
     }
     return -1;
@@ -592,7 +589,7 @@ static void *download_main(void *arg);
 static int acquire(struct cache_file *cf, struct shard_err *err)
 {
     struct sk_cache *c = cf->c;
-    if (cf->thread_live) {  /* the last download's thread, done */
+    if (cf->thread_live) { /* the last download's thread, done */
         pthread_join(cf->thread, NULL);
         cf->thread_live = 0;
     }
@@ -604,7 +601,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     int fd = open_cached(cf);
     int lk = -1;
     if (fd < 0 && (lk = wait_key(c, cf->key)) >= 0)
-        fd = open_cached(cf);  /* downloaded by another process while we waited */
+        fd = open_cached(cf); /* downloaded by another process while we waited */
     if (fd >= 0) {
         if (lk >= 0)
             close(lk);
@@ -622,7 +619,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     }
     struct fetch_file *http = cf->http;
     /* found before: its footer is read, so no suffix request */
-    int rc = http          ? SHARD_OK
+    int rc = http           ? SHARD_OK
              : cf->acquired ? sk_fetch_http_open_sized(cf->remote, cf->name, cf->bytes, &http, err)
                             : fetch_open(cf->remote, cf->name, &http, err);
     if (rc) {
@@ -693,7 +690,7 @@ static void *download_main(void *arg)
         if (rc)
             break;
         XXH3_64bits_update(h, buf, n);
-        (void)futimens(cf->lock_fd, NULL);  /* progress, for the processes waiting */
+        (void)futimens(cf->lock_fd, NULL); /* progress, for the processes waiting */
         off += n;
         atomic_store_explicit(&cf->have, off, memory_order_release);
         sk_read_count(c->counters, SK_READ_CACHE_FETCHED, n);
@@ -733,11 +730,11 @@ static void *download_main(void *arg)
     pthread_rwlock_wrlock(&cf->rw);
     int let_go = !rc && atomic_load(&cf->let_go);
     if (let_go) {
-        close(cf->fd);  /* read this epoch already: free to evict */
+        close(cf->fd); /* read this epoch already: free to evict */
         cf->fd = -1;
         cf->state = CF_RELEASED;
     } else if (!rc) {
-        cf->state = CF_LOCAL;  /* the http file is closed by whoever joins the thread */
+        cf->state = CF_LOCAL; /* the http file is closed by whoever joins the thread */
     } else {
         close(cf->fd);
         cf->fd = -1;
@@ -774,9 +771,7 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
             else
                 rc = fetch_read(cf->http, offset, buf, len, err);
             break;
-        case CF_REMOTE:
-            rc = fetch_read(cf->http, offset, buf, len, err);
-            break;
+        case CF_REMOTE: rc = fetch_read(cf->http, offset, buf, len, err); break;
         case CF_RELEASED:
             pthread_rwlock_unlock(&cf->rw);
             pthread_mutex_lock(&cf->acquire);
@@ -856,7 +851,7 @@ static void let_go(struct cache_file *cf)
     pthread_mutex_lock(&c->lock);
     if (!pthread_rwlock_trywrlock(&cf->rw)) {
         if (cf->state == CF_REMOTE)
-            cf->state = CF_RELEASED;  /* its remote file kept: found again without a request */
+            cf->state = CF_RELEASED; /* its remote file kept: found again without a request */
         else if (cf->state == CF_LOCAL)
             release(cf);
         if (cf->state == CF_RELEASED) {

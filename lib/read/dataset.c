@@ -51,10 +51,10 @@
 #define REMOTE_MANIFEST_MAX_BYTES (1ull << 30)
 
 struct ds_shard {
-    pthread_mutex_t lock;   /* guards opening */
-    int opened;             /* set once, under lock; then the fields below are immutable */
+    pthread_mutex_t lock; /* guards opening */
+    int opened;           /* set once, under lock; then the fields below are immutable */
     struct fetch_file *file;
-    struct sk_shard_head head;  /* header number, trailer, footer */
+    struct sk_shard_head head; /* header number, trailer, footer */
 };
 
 struct shard_dataset {
@@ -63,11 +63,11 @@ struct shard_dataset {
     char *location;         /* as opened: a directory, a URL, s3://BUCKET/PREFIX */
     int remote;
     struct fetch *store;
-    struct sk_cache *cache; /* the node-local cache of a remote dataset, or NULL */
+    struct sk_cache *cache;     /* the node-local cache of a remote dataset, or NULL */
     struct sk_cache_plan *plan; /* the epoch plan's next shards into it, or NULL */
-    uint64_t *first;        /* first[s]: index of shard s's record 0; first[S] = N */
+    uint64_t *first;            /* first[s]: index of shard s's record 0; first[S] = N */
     struct ds_shard *shards;
-    uint32_t shards_init;   /* how many shard mutexes were initialised */
+    uint32_t shards_init; /* how many shard mutexes were initialised */
     pthread_mutex_t pool_lock;
     struct shard_record_decoder **pool;
     size_t pool_len;
@@ -77,9 +77,9 @@ struct shard_dataset {
     struct shard_item *spare_items;
     size_t spare_len;
     size_t spare_cap;
-    struct sk_read_counters counters;  /* every read's cost (shard_dataset_stats) */
+    struct sk_read_counters counters; /* every read's cost (shard_dataset_stats) */
     struct shard_read_observer observer;
-    const struct shard_read_observer *obs;  /* &observer, or NULL when none was given */
+    const struct shard_read_observer *obs; /* &observer, or NULL when none was given */
 };
 
 /* Largest index.jsonl fetched whole by the verifier. */
@@ -92,8 +92,7 @@ struct list_call {
 
 /* sk_s3_list's callback: the entry's name as a string (names with a NUL
  * byte in them are no file of ours and are skipped). */
-static int list_one(void *user, const char *name, size_t len, uint64_t size,
-                    struct shard_err *err)
+static int list_one(void *user, const char *name, size_t len, uint64_t size, struct shard_err *err)
 {
     struct list_call *c = user;
     if (memchr(name, '\0', len))
@@ -192,8 +191,8 @@ int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **
     return rc;
 }
 
-int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name),
-                    void *user, struct shard_err *err)
+int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name), void *user,
+                    struct shard_err *err)
 {
     if (ds->remote) {
         struct sk_s3 *s3 = sk_fetch_http_s3(ds->store);
@@ -239,8 +238,10 @@ static int open_cache(struct shard_dataset *ds, const struct shard_dataset_optio
     uint64_t limit = o->cache_limit;
     const char *env = getenv("SHARDKIT_CACHE_LIMIT");
     if (!limit && env && *env && shard_size_parse(env, &limit))
-        return shard_err_set(err, SHARD_EINVAL, "SHARDKIT_CACHE_LIMIT: '%s' is not a size "
-                             "(bytes, or a number with K, M, G or T)", env);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "SHARDKIT_CACHE_LIMIT: '%s' is not a size "
+                             "(bytes, or a number with K, M, G or T)",
+                             env);
     int rc = sk_cache_new(&ds->cache, dir, limit, o, &ds->manifest, &ds->counters, err);
     if (rc || !ds->manifest.shard_count)
         return rc;
@@ -365,7 +366,7 @@ void shard_dataset_close(struct shard_dataset *ds)
 {
     if (!ds)
         return;
-    sk_cache_plan_free(ds->plan);  /* its opens first */
+    sk_cache_plan_free(ds->plan); /* its opens first */
     for (uint32_t s = 0; s < ds->shards_init; s++) {
         fetch_close(ds->shards[s].file);
         shard_footer_free(&ds->shards[s].head.footer);
@@ -511,8 +512,8 @@ int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct 
     return SHARD_OK;
 }
 
-int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
-                         struct shard_err *err)
+int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
+                            const struct shard_footer **footer, struct shard_err *err)
 {
     if (s >= ds->manifest.shard_count)
         return shard_err_set(err, SHARD_ENOTFOUND, "no shard %u", s);
@@ -552,7 +553,7 @@ static void pool_put(struct shard_dataset *ds, struct shard_record_decoder *dec)
         dec = NULL;
     }
     pthread_mutex_unlock(&ds->pool_lock);
-    shard_record_decoder_free(dec);  /* only when the pool could not grow */
+    shard_record_decoder_free(dec); /* only when the pool could not grow */
 }
 
 void shard_item_release(struct shard_item *item)
@@ -630,15 +631,15 @@ static int check_field(const struct shard_manifest *m, const struct shard_field_
                              shard_field_type_name(d->type));
     int rc = SHARD_OK;
     if (d->type != SHARD_FIELD_LABELS) {
-        rc = shard_field_check_image(d, f->data, f->len, m->label_count, meta->width,
-                                     meta->height, err);
+        rc = shard_field_check_image(d, f->data, f->len, m->label_count, meta->width, meta->height,
+                                     err);
     } else {
         /* the decoder checked a multiple of 4 bytes */
         for (uint64_t i = 0; !rc && i < f->len; i += 4) {
             uint32_t label = get_le32(f->data + i);
             if (label >= m->label_count)
-                rc = shard_err_set(err, SHARD_ECORRUPT, "label number %u is not below %u",
-                                   label, m->label_count);
+                rc = shard_err_set(err, SHARD_ECORRUPT, "label number %u is not below %u", label,
+                                   m->label_count);
         }
     }
     return rc ? shard_err_prefix(err, rc, "field '%s'", d->name) : SHARD_OK;
@@ -765,12 +766,11 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     t = stage_done(ds, SK_READ_NS, SHARD_SPAN_READ, t);
     const uint64_t *expect = (flags & SHARD_READ_VERIFY) ? &row->frame_xxh3 : NULL;
     if (!rc && in_place)
-        rc = sk_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
-                                      &spot, err);
+        rc = sk_record_decode_into(dec, frame->data, (size_t)row->frame_bytes, expect, &view, &spot,
+                                   err);
     else if (!rc)
-        rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes, expect, &view,
-                                 err);
-    if (in_place) {  /* the buffer may have moved or grown: the image owns it again */
+        rc = shard_record_decode(dec, frame->data, (size_t)row->frame_bytes, expect, &view, err);
+    if (in_place) { /* the buffer may have moved or grown: the image owns it again */
         img->pixels = spot.data;
         img->offset = 0;
         img->capacity = spot.cap;

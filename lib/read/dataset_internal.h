@@ -19,8 +19,8 @@ struct sk_ring;
  * footer on first use (later calls return the same footer).  *footer stays
  * valid until ds is closed.  Errors name the shard by its file name:
  * "shard-000001.shard: footer checksum mismatch".  Thread-safe. */
-int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
-                         struct shard_err *err);
+int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
+                            const struct shard_footer **footer, struct shard_err *err);
 
 /* Whether shard s (already opened by sk_dataset_shard_footer) holds the shard
  * number its file name says ("shard-000003.shard" must hold 3): a shard
@@ -48,9 +48,9 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index);
  * advise the samples after p, up to p + ahead, that no worker of the list
  * has advised yet (*advised, shared by the list's workers: the positions
  * before it were advised); through the node-local cache, also open the
- * plan's next shards (read/cache_plan.h: p = 0 begins a plan).  Advice stops at a later sample whose shard no
- * read has opened yet and resumes from there at a later call.  Used by
- * shard_iter and the batch loader. */
+ * plan's next shards (read/cache_plan.h: p = 0 begins a plan).  Advice stops at a later sample
+ * whose shard no read has opened yet and resumes from there at a later call.  Used by shard_iter
+ * and the batch loader. */
 void sk_dataset_advise_ahead(struct shard_dataset *ds, const uint64_t *list, uint64_t count,
                              uint64_t p, uint64_t ahead, _Atomic uint64_t *advised);
 
@@ -91,8 +91,8 @@ int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **
  * directory's entries, or one level of an S3 prefix, "." and ".." and
  * sub-prefixes with a trailing '/' included) until it returns non-zero.
  * An http(s):// dataset cannot be listed: SHARD_EUNSUPPORTED. */
-int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name),
-                    void *user, struct shard_err *err);
+int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name), void *user,
+                    struct shard_err *err);
 
 /* Open the dataset at `location` (a directory, or remote as
  * shard_dataset_open) whose manifest may contradict itself (see

@@ -80,8 +80,7 @@ static void rank_slice(uint64_t n, const struct shard_plan_options *o, uint64_t 
         *end = n ? *begin + c : 0;
         return;
     }
-    case SHARD_REMAINDER_KEEP:
-        break;
+    case SHARD_REMAINDER_KEEP: break;
     }
     *begin = mul_div(r, n, w);
     *end = mul_div(r + 1, n, w);
@@ -141,7 +140,7 @@ int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint3
     if (p->count) {
         uint64_t pos = begin % n;
         p->padded = end > n ? end - (begin > n ? begin : n) : 0;
-        uint32_t k = 0;   /* position of the current shard in `order` */
+        uint32_t k = 0; /* position of the current shard in `order` */
         uint64_t start = 0;
         while (start + shard_samples[order[k]] <= pos) {
             start += shard_samples[order[k]];
@@ -163,7 +162,7 @@ int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint3
         for (uint64_t w0 = 0, k = 0; w0 < p->count; w0 += o->shuffle_buffer, k++) {
             uint64_t len = p->count - w0 < o->shuffle_buffer ? p->count - w0 : o->shuffle_buffer;
             sk_shuffle(p->indices + w0, (size_t)len,
-                         sk_derive(o->seed, SK_TAG_WINDOW, o->epoch, o->rank, k));
+                       sk_derive(o->seed, SK_TAG_WINDOW, o->epoch, o->rank, k));
         }
     }
     *out = p;

@@ -33,8 +33,7 @@ struct fetch;
 struct fetch_file;
 
 struct fetch_ops {
-    int (*open)(struct fetch *fs, const char *name, struct fetch_file **out,
-                struct shard_err *err);
+    int (*open)(struct fetch *fs, const char *name, struct fetch_file **out, struct shard_err *err);
     void (*free)(struct fetch *fs);
 };
 
@@ -42,7 +41,7 @@ struct fetch_file_ops {
     int (*read)(struct fetch_file *f, uint64_t offset, void *buf, size_t len,
                 struct shard_err *err);
     void (*close)(struct fetch_file *f);
-    void (*advise)(struct fetch_file *f, uint64_t offset, uint64_t len);  /* may be NULL */
+    void (*advise)(struct fetch_file *f, uint64_t offset, uint64_t len); /* may be NULL */
 };
 
 /* Backends embed these as their first member. */

@@ -29,10 +29,10 @@
 #include "util/clock.h"
 #include "shardkit/api.h"
 
-#define TAIL_MAX (1u << 20)          /* bytes fetched when a file is opened */
+#define TAIL_MAX (1u << 20) /* bytes fetched when a file is opened */
 #define RANGE_TEXT 64
 
-#define SPARE_BUFFERS 64             /* released window buffers kept for reuse */
+#define SPARE_BUFFERS 64 /* released window buffers kept for reuse */
 
 enum window_state { WINDOW_EMPTY = 0, WINDOW_LOADING, WINDOW_READY };
 
@@ -42,31 +42,31 @@ struct window {
     enum window_state state;
     uint8_t *data;
     size_t len;
-    size_t cap;             /* bytes allocated at data */
-    uint64_t last_use;      /* LRU tick */
-    unsigned pins;          /* readers copying out of it */
-    unsigned waiters;       /* readers waiting for it: it is not evicted under them */
-    uint64_t generation;    /* completed fetches, successful or not */
-    struct http_job *job;   /* while queued and not yet started */
-    int demand;             /* a reader waits for it (no eviction-free skip) */
-    int rc;                 /* the last fetch's result */
-    char *error;            /* the last failure's message (malloc'd) */
+    size_t cap;           /* bytes allocated at data */
+    uint64_t last_use;    /* LRU tick */
+    unsigned pins;        /* readers copying out of it */
+    unsigned waiters;     /* readers waiting for it: it is not evicted under them */
+    uint64_t generation;  /* completed fetches, successful or not */
+    struct http_job *job; /* while queued and not yet started */
+    int demand;           /* a reader waits for it (no eviction-free skip) */
+    int rc;               /* the last fetch's result */
+    char *error;          /* the last failure's message (malloc'd) */
 };
 
 struct http_file {
     struct fetch_file base;
     struct http_fetch *owner;
     char *url;
-    char *shown;            /* the name messages use: the URL, or s3://BUCKET/KEY */
-    uint8_t *tail;          /* the last tail_len bytes, from the open request */
+    char *shown;   /* the name messages use: the URL, or s3://BUCKET/KEY */
+    uint8_t *tail; /* the last tail_len bytes, from the open request */
     uint64_t tail_offset;
     size_t tail_len;
     struct window *windows; /* window_count entries */
     uint64_t window_count;
-    unsigned pending;       /* jobs queued or running for this file */
+    unsigned pending; /* jobs queued or running for this file */
     int closing;
     volatile sig_atomic_t cancel;  /* set when it closes: its fetches under way stop */
-    struct http_file *prev, *next;  /* the backend's open files */
+    struct http_file *prev, *next; /* the backend's open files */
 };
 
 struct http_job {
@@ -77,22 +77,22 @@ struct http_job {
 
 struct http_fetch {
     struct fetch base;
-    char *base_url;          /* without a trailing '/' (http) */
-    struct sk_s3 *s3;        /* or an S3 location: its settings */
+    char *base_url;   /* without a trailing '/' (http) */
+    struct sk_s3 *s3; /* or an S3 location: its settings */
     struct fetch_http_options o;
     pthread_mutex_t lock;
-    pthread_cond_t work;     /* connection threads: a job was queued, or stop */
-    pthread_cond_t done;     /* a window completed, or a job of a closing file ended */
+    pthread_cond_t work; /* connection threads: a job was queued, or stop */
+    pthread_cond_t done; /* a window completed, or a job of a closing file ended */
     struct http_job *head, *tail;
     struct http_file *files;
-    uint64_t cache_used;     /* bytes allocated to loading and ready windows */
-    uint64_t spare_bytes;    /* bytes held in spares; both count against cache_bytes */
+    uint64_t cache_used;  /* bytes allocated to loading and ready windows */
+    uint64_t spare_bytes; /* bytes held in spares; both count against cache_bytes */
     uint64_t tick;
-    uint64_t pending;        /* window fetches queued or running, all files */
-    struct sk_http http;     /* the client of an http(s) location */
-    int http_ready;          /* http was initialised */
-    struct sk_http *client;  /* &http, or the S3 location's */
-    volatile sig_atomic_t closing;  /* the backend is being freed: requests stop */
+    uint64_t pending;              /* window fetches queued or running, all files */
+    struct sk_http http;           /* the client of an http(s) location */
+    int http_ready;                /* http was initialised */
+    struct sk_http *client;        /* &http, or the S3 location's */
+    volatile sig_atomic_t closing; /* the backend is being freed: requests stop */
     /* Window buffers released by eviction, kept for the next window: a fresh
      * 8 MiB buffer costs thousands of page faults as the transfer fills it. */
     struct spare {
@@ -122,26 +122,32 @@ void shard_dataset_options_init(struct shard_dataset_options *o)
 int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard_err *err)
 {
     if (o->connections < 1 || o->connections > SHARD_DATASET_MAX_CONNECTIONS)
-        return shard_err_set(err, SHARD_EINVAL, "connections %d is not in 1..%d",
-                             o->connections, SHARD_DATASET_MAX_CONNECTIONS);
+        return shard_err_set(err, SHARD_EINVAL, "connections %d is not in 1..%d", o->connections,
+                             SHARD_DATASET_MAX_CONNECTIONS);
     if (o->window_bytes < SHARD_DATASET_MIN_WINDOW || o->window_bytes > SHARD_DATASET_MAX_WINDOW)
         return shard_err_set(err, SHARD_EINVAL, "window of %llu bytes is not in %llu..%llu",
                              (unsigned long long)o->window_bytes,
                              (unsigned long long)SHARD_DATASET_MIN_WINDOW,
                              (unsigned long long)SHARD_DATASET_MAX_WINDOW);
     if (o->cache_bytes < o->window_bytes)
-        return shard_err_set(err, SHARD_EINVAL, "cache of %llu bytes is smaller than the window "
-                             "(%llu bytes)", (unsigned long long)o->cache_bytes,
+        return shard_err_set(err, SHARD_EINVAL,
+                             "cache of %llu bytes is smaller than the window "
+                             "(%llu bytes)",
+                             (unsigned long long)o->cache_bytes,
                              (unsigned long long)o->window_bytes);
     if (o->retries < 0 || o->retries > SHARD_DATASET_MAX_RETRIES)
         return shard_err_set(err, SHARD_EINVAL, "retries %d is not in 0..%d", o->retries,
                              SHARD_DATASET_MAX_RETRIES);
     if (!(o->timeout_seconds > 0 && o->timeout_seconds <= SHARD_DATASET_MAX_TIMEOUT))
-        return shard_err_set(err, SHARD_EINVAL, "timeout of %g s is not more than 0 and at most "
-                             "%d", o->timeout_seconds, SHARD_DATASET_MAX_TIMEOUT);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "timeout of %g s is not more than 0 and at most "
+                             "%d",
+                             o->timeout_seconds, SHARD_DATASET_MAX_TIMEOUT);
     if (!(o->rtt_ms >= 0 && o->rtt_ms <= SHARD_DATASET_MAX_RTT))
-        return shard_err_set(err, SHARD_EINVAL, "a simulated round trip of %g ms is not in "
-                             "0..%.0f", o->rtt_ms, SHARD_DATASET_MAX_RTT);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "a simulated round trip of %g ms is not in "
+                             "0..%.0f",
+                             o->rtt_ms, SHARD_DATASET_MAX_RTT);
     return SHARD_OK;
 }
 
@@ -193,7 +199,7 @@ char *sk_fetch_http_url(const struct fetch *fs, const char *name)
 char *sk_fetch_http_shown(const struct fetch *fs, const char *name)
 {
     const struct http_fetch *h = (const struct http_fetch *)fs;
-    if (!h->s3) {  /* a URL as given, but never its password */
+    if (!h->s3) { /* a URL as given, but never its password */
         char *url = sk_fetch_http_url(fs, name), *shown = shard_redact_urls(url);
         free(url);
         return shown;
@@ -212,12 +218,8 @@ static void on_event(void *user, enum sk_http_event e, uint64_t start_ns, uint64
 {
     const struct http_fetch *h = user;
     switch (e) {
-    case SK_HTTP_ATTEMPT:
-        sk_read_count(h->o.counters, SK_READ_REQUESTS, n);
-        break;
-    case SK_HTTP_RECEIVED:
-        sk_read_count(h->o.counters, SK_READ_BYTES_TRANSFERRED, n);
-        break;
+    case SK_HTTP_ATTEMPT: sk_read_count(h->o.counters, SK_READ_REQUESTS, n); break;
+    case SK_HTTP_RECEIVED: sk_read_count(h->o.counters, SK_READ_BYTES_TRANSFERRED, n); break;
     case SK_HTTP_BACKOFF:
         sk_read_count(h->o.counters, SK_READ_RETRIES, 1);
         sk_read_span(h->o.reading.observer, SHARD_SPAN_BACKOFF, start_ns, end_ns);
@@ -238,8 +240,12 @@ static int request_range(struct http_file *f, uint64_t offset, uint8_t *dst, siz
 {
     char range[RANGE_TEXT];
     snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, offset, offset + len - 1);
-    struct sk_http_request rq = {.url = f->url, .shown = f->shown, .range = range, .dst = dst,
-                                 .cap = len, .cancel = &f->cancel};
+    struct sk_http_request rq = {.url = f->url,
+                                 .shown = f->shown,
+                                 .range = range,
+                                 .dst = dst,
+                                 .cap = len,
+                                 .cancel = &f->cancel};
     int rc = sk_http_perform(f->owner->client, &rq, err);
     if (rc)
         return rc;
@@ -251,13 +257,12 @@ static int request_range(struct http_file *f, uint64_t offset, uint8_t *dst, siz
     if (rq.range_start != offset || rq.received != len || rq.range_end != offset + len - 1)
         return shard_err_set(err, SHARD_ENET, "'%s': asked for bytes %s, got %llu-%llu (%llu)",
                              f->shown, range, (unsigned long long)rq.range_start,
-                             (unsigned long long)rq.range_end,
-                             (unsigned long long)rq.received);
+                             (unsigned long long)rq.range_end, (unsigned long long)rq.received);
     return SHARD_OK;
 }
 
 int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, struct shard_buf *buf,
-                   struct shard_err *err)
+                      struct shard_err *err)
 {
     struct http_fetch *h = (struct http_fetch *)fs;
     if (fs->ops != &http_ops)
@@ -272,7 +277,7 @@ int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, st
     buf->len = 0;
     int rc = sk_http_perform(h->client, &rq, err);
     if (rc == SHARD_ELIMIT)
-        shard_err_prefix(err, rc, "'%s'", shown);  /* the engine's words do not name it */
+        shard_err_prefix(err, rc, "'%s'", shown); /* the engine's words do not name it */
     free(url);
     free(shown);
     if (rc)
@@ -356,7 +361,7 @@ static int start_threads(struct http_fetch *h, struct shard_err *err)
     for (int i = 0; i < h->o.reading.connections; i++) {
         if (pthread_create(&h->threads[i], NULL, connection_main, h) != 0) {
             if (h->started)
-                return SHARD_OK;  /* fewer connections, still correct */
+                return SHARD_OK; /* fewer connections, still correct */
             return shard_err_set(err, SHARD_EIO, "cannot start HTTP connection threads");
         }
         h->started = i + 1;
@@ -430,8 +435,7 @@ static int evict_lru(struct http_fetch *h)
  * gone.  A read-ahead that still does not fit gets NULL with *no_room set; a
  * reader's fetch goes ahead (the cache then runs over briefly).  NULL without
  * *no_room: out of memory. */
-static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t *cap,
-                           int *no_room)
+static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t *cap, int *no_room)
 {
     *no_room = 0;
     for (;;) {
@@ -447,7 +451,7 @@ static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t 
         }
         if (h->cache_used + h->spare_bytes + len <= h->o.reading.cache_bytes)
             break;
-        if (h->spare_count) {  /* too small for this window: give it back */
+        if (h->spare_count) { /* too small for this window: give it back */
             struct spare s = h->spares[--h->spare_count];
             h->spare_bytes -= s.cap;
             free(s.data);
@@ -511,7 +515,7 @@ static void *connection_main(void *arg)
         size_t cap = 0;
         int no_room;
         uint8_t *data = buffer_for(h, len, w->demand, &cap, &no_room);
-        if (no_room) {  /* a read-ahead that does not fit is dropped */
+        if (no_room) { /* a read-ahead that does not fit is dropped */
             w->state = WINDOW_EMPTY;
             f->pending--;
             h->pending--;
@@ -566,11 +570,10 @@ static int pin_window(struct http_file *f, uint64_t k, struct shard_err *err)
         }
         if (waiting && w->state == WINDOW_EMPTY && w->generation != asked) {
             if (w->rc) {
-                rc = shard_err_set(err, w->rc, "%s",
-                                   w->error ? w->error : "window fetch failed");
+                rc = shard_err_set(err, w->rc, "%s", w->error ? w->error : "window fetch failed");
                 break;
             }
-            asked = w->generation;  /* fetched and gone again: ask once more */
+            asked = w->generation; /* fetched and gone again: ask once more */
         }
         if (w->state == WINDOW_EMPTY) {
             if ((rc = queue_window(f, k, 1, err)))
@@ -622,9 +625,8 @@ static int http_read(struct fetch_file *file, uint64_t offset, void *buf, size_t
     struct http_fetch *h = f->owner;
     uint8_t *out = buf;
     if (offset > f->base.size || len > f->base.size - offset)
-        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu",
-                             len, (unsigned long long)offset,
-                             (unsigned long long)f->base.size);
+        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu", len,
+                             (unsigned long long)offset, (unsigned long long)f->base.size);
     if (!len)
         return SHARD_OK;
     if (f->tail && offset >= f->tail_offset) {
@@ -666,7 +668,7 @@ static void http_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
     struct http_file *f = (struct http_file *)file;
     struct http_fetch *h = f->owner;
     uint64_t wb = h->o.reading.window_bytes;
-    if (!len || offset >= f->base.size || len >= wb)  /* a long read is one request anyway */
+    if (!len || offset >= f->base.size || len >= wb) /* a long read is one request anyway */
         return;
     if (len > f->base.size - offset)
         len = f->base.size - offset;
@@ -686,7 +688,7 @@ static void http_close(struct fetch_file *file)
     struct http_fetch *h = f->owner;
     pthread_mutex_lock(&h->lock);
     f->closing = 1;
-    f->cancel = 1;  /* a fetch retrying a server that is down ends now, not after its retries */
+    f->cancel = 1; /* a fetch retrying a server that is down ends now, not after its retries */
     for (uint64_t k = 0; k < f->window_count; k++) {
         struct window *w = &f->windows[k];
         if (w->job) {
@@ -735,7 +737,8 @@ static int open_file(struct fetch *fs, const char *name, uint64_t size, struct f
     f->base.ops = &http_file_ops;
     f->owner = h;
     int rc = SHARD_OK;
-    size_t want = h->o.reading.window_bytes < TAIL_MAX ? (size_t)h->o.reading.window_bytes : TAIL_MAX;
+    size_t want = h->o.reading.window_bytes < TAIL_MAX ? (size_t)h->o.reading.window_bytes
+                                                       : TAIL_MAX;
     if (!(f->url = sk_fetch_http_url(fs, name)) || !(f->shown = sk_fetch_http_shown(fs, name)) ||
         (size == UINT64_MAX && !(f->tail = malloc(want)))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -747,8 +750,12 @@ static int open_file(struct fetch *fs, const char *name, uint64_t size, struct f
     }
     char range[RANGE_TEXT];
     snprintf(range, sizeof range, "-%zu", want);
-    struct sk_http_request rq = {.url = f->url, .shown = f->shown, .range = range,
-                                 .dst = f->tail, .cap = want, .keep_prefix = 1};
+    struct sk_http_request rq = {.url = f->url,
+                                 .shown = f->shown,
+                                 .range = range,
+                                 .dst = f->tail,
+                                 .cap = want,
+                                 .keep_prefix = 1};
     if ((rc = sk_http_perform(h->client, &rq, err)))
         goto fail;
     if (rq.status == 206 && rq.range_start == 0 && rq.range_end + 1 != rq.total && rq.total > 0) {
@@ -760,12 +767,14 @@ static int open_file(struct fetch *fs, const char *name, uint64_t size, struct f
         if ((rc = sk_http_perform(h->client, &rq, err)))
             goto fail;
     }
-    if (rq.status == 416) {  /* an empty file has no suffix */
+    if (rq.status == 416) { /* an empty file has no suffix */
         f->base.size = 0;
         f->tail_len = 0;
     } else if (rq.range_end + 1 != rq.total || rq.received != rq.range_end - rq.range_start + 1) {
-        rc = shard_err_set(err, SHARD_ENET, "'%s': a suffix range came back as bytes "
-                           "%llu-%llu of %llu", f->shown, (unsigned long long)rq.range_start,
+        rc = shard_err_set(err, SHARD_ENET,
+                           "'%s': a suffix range came back as bytes "
+                           "%llu-%llu of %llu",
+                           f->shown, (unsigned long long)rq.range_start,
                            (unsigned long long)rq.range_end, (unsigned long long)rq.total);
         goto fail;
     } else {
@@ -777,8 +786,7 @@ windows:;
     uint64_t wb = h->o.reading.window_bytes;
     f->window_count = (f->base.size + wb - 1) / wb;
     if (f->window_count > SIZE_MAX / sizeof *f->windows ||
-        !(f->windows = calloc(f->window_count ? (size_t)f->window_count : 1,
-                              sizeof *f->windows))) {
+        !(f->windows = calloc(f->window_count ? (size_t)f->window_count : 1, sizeof *f->windows))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto fail;
     }
@@ -815,7 +823,7 @@ static void http_free(struct fetch *fs)
     struct http_fetch *h = (struct http_fetch *)fs;
     pthread_mutex_lock(&h->lock);
     h->stop = 1;
-    h->closing = 1;  /* a request under way (retrying a dead server) ends now */
+    h->closing = 1; /* a request under way (retrying a dead server) ends now */
     pthread_cond_broadcast(&h->work);
     pthread_mutex_unlock(&h->lock);
     for (int i = 0; i < h->started; i++)
@@ -840,7 +848,7 @@ static void http_free(struct fetch *fs)
 static const struct fetch_ops http_ops = {http_open, http_free};
 
 int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_http_options *o,
-                   struct shard_err *err)
+                      struct shard_err *err)
 {
     *out = NULL;
     if (!sk_fetch_http_is_remote(base))

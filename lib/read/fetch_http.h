@@ -54,7 +54,7 @@ struct fetch_http_options {
     /* connections, window, cache, retries, time-out, the simulated round
      * trip and the observer (which must outlive the backend) */
     struct shard_dataset_options reading;
-    struct sk_read_counters *counters;        /* NULL: none; must outlive the backend */
+    struct sk_read_counters *counters; /* NULL: none; must outlive the backend */
 };
 
 /* The defaults (shard_dataset_options_init); no counters. */
@@ -82,7 +82,7 @@ int sk_fetch_http_is_remote(const char *location);
  * object as s3://BUCKET/KEY).  Nothing is requested yet.  0, SHARD_EINVAL
  * (bad options or location) or SHARD_ENOMEM. */
 int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_http_options *o,
-                   struct shard_err *err);
+                      struct shard_err *err);
 
 /* fetch_open on `fs` (from sk_fetch_http_new) of a file whose size is
  * known - a shard the manifest describes, opened again: no request is made
@@ -96,7 +96,7 @@ int sk_fetch_http_open_sized(struct fetch *fs, const char *name, uint64_t size,
  * max_bytes (when not 0) is SHARD_ELIMIT.  `fs` must come from
  * sk_fetch_http_new.  Thread-safe. */
 int sk_fetch_http_get(struct fetch *fs, const char *name, uint64_t max_bytes, struct shard_buf *buf,
-                   struct shard_err *err);
+                      struct shard_err *err);
 
 /* Size and XXH3-64 of file `name`, fetched with one GET and hashed as it
  * comes (nothing kept).  `fs` must come from sk_fetch_http_new. */

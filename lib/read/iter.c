@@ -30,11 +30,11 @@ struct shard_iter {
     uint64_t count;
     unsigned flags;
     uint32_t depth;
-    struct sk_ring *queue;         /* unused without worker threads */
-    struct shard_item *items;      /* the ring: items[sk_ring_slot(queue, p)] */
+    struct sk_ring *queue;    /* unused without worker threads */
+    struct shard_item *items; /* the ring: items[sk_ring_slot(queue, p)] */
     pthread_t *threads;
-    int started;                   /* worker threads running */
-    _Atomic uint64_t advised;      /* positions before this one were advised */
+    int started;              /* worker threads running */
+    _Atomic uint64_t advised; /* positions before this one were advised */
     uint64_t consumed;
 };
 
@@ -141,7 +141,7 @@ int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_i
     int w = sk_ring_wait(q, -1, &g);
     if (w == SK_RING_END)
         return 0;
-    if (w != SK_RING_READY)  /* cannot happen: nobody else stops or holds the queue */
+    if (w != SK_RING_READY) /* cannot happen: nobody else stops or holds the queue */
         return shard_err_set(err, SHARD_EINVAL, "loader queue in an unexpected state (%d)", w);
     int rc = sk_ring_rc(q, g.first);
     if (rc && err)

@@ -26,7 +26,7 @@ int shard_dataset_key(struct shard_dataset *ds, uint64_t index, const char **key
 
 struct shard_key_index {
     struct shard_dataset *ds;
-    uint64_t *order;  /* every sample index, sorted by key (shard_key_compare) */
+    uint64_t *order; /* every sample index, sorted by key (shard_key_compare) */
     uint64_t count;
 };
 
@@ -93,7 +93,7 @@ void shard_key_index_free(struct shard_key_index *ki)
 int shard_key_index_find(const struct shard_key_index *ki, const char *key, size_t len,
                          uint64_t *index)
 {
-    uint64_t lo = 0, hi = ki->count;  /* the first position whose key is >= key */
+    uint64_t lo = 0, hi = ki->count; /* the first position whose key is >= key */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         size_t ml;

@@ -2,8 +2,8 @@
 #include "read/observer.h"
 
 static const char *const span_names[SHARD_SPAN_COUNT] = {
-    "read", "decompress", "decode", "sample", "open shard", "http request",
-    "rtt (simulated)", "retry backoff",
+    "read",       "decompress",   "decode",          "sample",
+    "open shard", "http request", "rtt (simulated)", "retry backoff",
 };
 
 const char *shard_read_span_name(enum shard_read_span k)

@@ -27,22 +27,22 @@
 #include "shardkit/dataset.h"
 
 enum sk_read_counter {
-    SK_READ_SAMPLES = 0,    /* records read */
-    SK_READ_ERRORS,         /* reads that failed */
-    SK_READ_NS,             /* stage times, summed over threads */
+    SK_READ_SAMPLES = 0, /* records read */
+    SK_READ_ERRORS,      /* reads that failed */
+    SK_READ_NS,          /* stage times, summed over threads */
     SK_READ_DECOMPRESS_NS,
     SK_READ_DECODE_NS,
-    SK_READ_BYTES_REQUESTED,    /* shard bytes asked for (frames, headers, trailers, footers) */
-    SK_READ_BYTES_TRANSFERRED,  /* bytes received over HTTP */
-    SK_READ_REQUESTS,       /* HTTP requests */
-    SK_READ_RETRIES,        /* HTTP attempts after a transient failure */
-    SK_READ_RTT_NS,         /* simulated round-trip delay slept */
-    SK_READ_CACHE_HITS,     /* shards found in the node-local cache (read/cache.h) */
-    SK_READ_CACHE_MISSES,   /* shards not there: downloaded, or read remotely */
-    SK_READ_CACHE_FETCHED,  /* bytes downloaded into the cache */
-    SK_READ_CACHE_EVICTIONS,  /* shards removed to stay under the limit or fit the disk */
-    SK_READ_CACHE_SKIPPED,  /* shards read remotely, uncached (no room, a full disk) */
-    SK_READ_CACHE_CORRUPT,  /* cached shards that failed their check and were fetched again */
+    SK_READ_BYTES_REQUESTED,   /* shard bytes asked for (frames, headers, trailers, footers) */
+    SK_READ_BYTES_TRANSFERRED, /* bytes received over HTTP */
+    SK_READ_REQUESTS,          /* HTTP requests */
+    SK_READ_RETRIES,           /* HTTP attempts after a transient failure */
+    SK_READ_RTT_NS,            /* simulated round-trip delay slept */
+    SK_READ_CACHE_HITS,        /* shards found in the node-local cache (read/cache.h) */
+    SK_READ_CACHE_MISSES,      /* shards not there: downloaded, or read remotely */
+    SK_READ_CACHE_FETCHED,     /* bytes downloaded into the cache */
+    SK_READ_CACHE_EVICTIONS,   /* shards removed to stay under the limit or fit the disk */
+    SK_READ_CACHE_SKIPPED,     /* shards read remotely, uncached (no room, a full disk) */
+    SK_READ_CACHE_CORRUPT,     /* cached shards that failed their check and were fetched again */
     SK_READ_COUNTERS
 };
 

@@ -9,7 +9,7 @@
 
 struct shard_remote {
     struct fetch *http;
-    struct shard_read_observer observer;  /* the caller's, copied */
+    struct shard_read_observer observer; /* the caller's, copied */
     struct sk_read_counters counters;
 };
 
@@ -27,8 +27,10 @@ int shard_remote_open(struct shard_remote **out, const char *location,
     if (rc)
         return rc;
     if (!sk_fetch_http_is_remote(location))
-        return shard_err_set(err, SHARD_EINVAL, "'%s' is not a remote location (http://, "
-                             "https://, s3://)", location);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "'%s' is not a remote location (http://, "
+                             "https://, s3://)",
+                             location);
     struct shard_remote *r = calloc(1, sizeof *r);
     if (!r)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");

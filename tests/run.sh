@@ -94,18 +94,25 @@ run() {  # name, command...
     skipped "$name" "$log"
 }
 
-for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] && [ -f "$t" ] || continue
-    case "$t" in *.log) continue ;; esac
-    run "$(basename "$t")" "$t"
+# missing NAME: a test whose program was not built fails, saying so
+missing() { echo "$1: not built (run make first)" >&2; return 1; }
+# The unit tests are those of tests/unit, not what a build directory holds:
+# a program left there by a test since removed or renamed is not run.
+for src in "$top"/tests/unit/test_*.c; do
+    [ -f "$src" ] || continue
+    name=$(basename "$src" .c)
+    t="$BUILD/tests/$name"
+    if [ -x "$t" ] && [ -f "$t" ]; then run "$name" "$t"; else run "$name" missing "$t"; fi
 done
 if [ $units_only -eq 0 ]; then
     # fuzz/replay.c over each fuzz target's committed seeds and regression
     # inputs (fuzz/corpus/T, fuzz/regressions/T): no libFuzzer needed
-    for t in "$BUILD"/tests/fuzz_replay_*; do
-        [ -x "$t" ] && [ -f "$t" ] || continue
-        case "$t" in *.log) continue ;; esac
-        target=${t##*/fuzz_replay_}
+    for src in "$top"/fuzz/fuzz_*.c; do
+        [ -f "$src" ] || continue
+        target=$(basename "$src" .c)
+        target=${target#fuzz_}
+        t="$BUILD/tests/fuzz_replay_$target"
+        [ -x "$t" ] && [ -f "$t" ] || { run "fuzz_replay_$target" missing "$t"; continue; }
         set --
         for d in "$top/fuzz/corpus/$target" "$top/fuzz/regressions/$target"; do
             [ -d "$d" ] && set -- "$@" "$d"

@@ -50,8 +50,13 @@ int main(void)
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 EOF
+mkdir -p "$P/tests/unit"
+cp "$T/planted_unit.c" "$P/tests/unit/test_planted_unit.c"
 cc -I"$SHARDKIT_TOP/tests/unit" "$T/planted_unit.c" -lcmocka -o "$B/tests/test_planted_unit" ||
     die "cannot build the planted cmocka test"
+# a program a removed test left in the build directory: never run
+printf '#!/bin/sh\necho stale test ran\nexit 1\n' >"$B/tests/test_removed_long_ago"
+chmod +x "$B/tests/test_removed_long_ago"
 cat >"$P/python/tests/test_planted.py" <<'EOF'
 import pytest
 
@@ -130,5 +135,20 @@ runner 1 test_whole
 [ "$(tail -n 1 "$T/out")" = "passed: 1, failed: 0, skipped: 0" ] ||
     { cat "$T/out" >&2; die "wrong closing line"; }
 if grep -q "how many, and why" "$T/out"; then cat "$T/out" >&2; die "a skip list without skips"; fi
+
+say "a unit test is one of tests/unit: a stale program is not run, a missing one fails"
+runner 0
+if grep -q "test_removed_long_ago\|stale test ran" "$T/out"; then
+    cat "$T/out" >&2
+    die "a program without its tests/unit source was run"
+fi
+cp "$T/planted_unit.c" "$P/tests/unit/test_never_built.c"
+runner 0 test_never_built test_whole
+[ "$status" -eq 1 ] || { cat "$T/out" >&2; die "a unit test that was not built passed"; }
+must_say "FAIL test_never_built" "$T/out"
+grep -q "not built" "$B/tests/test_never_built.log" ||
+    { cat "$B/tests/test_never_built.log" >&2; die "the failure does not say the test was not built"; }
+[ "$(tail -n 1 "$T/out")" = "passed: 1, failed: 1 (test_never_built), skipped: 0" ] ||
+    { cat "$T/out" >&2; die "wrong closing line"; }
 
 echo "all runner checks passed"

@@ -32,11 +32,10 @@ import io
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
-from train_input import (BATCH, CROP, SHUFFLE, SIZE, cpu_seconds, pair_run_args, report_pair_runs,
-                         shardkit_loader, steady_rate, torch_transform)
+from train_input import (BATCH, CROP, SHUFFLE, SIZE, pair_run_args, report_pair_runs,
+                         run_in_turn, shardkit_loader, steady_rate, torch_transform)
 
 TAR_SAMPLES = 250
 TARGETS = {("shards", "wds"): 5}
@@ -131,23 +130,13 @@ def run_path(path, a, work):
 def main():
     a = pair_run_args(__doc__, PATHS)
     paths = a.paths.split(",")
-    rates = {path: [] for path in paths}
-    cpu = {path: [] for path in paths}
     with tempfile.TemporaryDirectory(prefix="shardkit-clip-input.") as tmp:
         work = {"tars": make_tars(a.dataset, os.path.join(tmp, "tars"))}
         for path, codec, fields in (("shards", "jpeg", True), ("shards-raw", "raw", True),
                                     ("shards-nofields", "jpeg", False)):
             work[path] = os.path.join(tmp, path)
             make_shards(a.bin, os.path.join(tmp, "tars"), work[path], codec, fields)
-        for run in range(a.runs):
-            for path in paths:
-                before = cpu_seconds()
-                rate, samples = run_path(path, a, work)
-                ms = (cpu_seconds() - before) / samples * 1e3
-                rates[path].append(rate)
-                cpu[path].append(ms)
-                print(f"run {run + 1}/{a.runs} {path}: {rate:.0f} samples/s, {ms:.2f} ms CPU "
-                      f"per sample", file=sys.stderr, flush=True)
+        rates, cpu = run_in_turn(a, paths, lambda path: run_path(path, a, work))
     report_pair_runs(a, paths, rates, cpu, TARGETS, {("shards-nofields", "shards"): None},
                      f"RandomResizedCrop({CROP}) + flip + Normalize, float32 NCHW, captions as "
                      f"str and metadata as dict per sample")

@@ -39,13 +39,12 @@ import json
 import os
 import random
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
-from train_input import (BATCH, CROP, MEAN, SIZE, STD, cpu_seconds, pair_run_args,
-                         report_pair_runs, shardkit_loader, steady_rate)
+from train_input import (BATCH, CROP, MEAN, SIZE, STD, pair_run_args,
+                         report_pair_runs, run_in_turn, shardkit_loader, steady_rate)
 
 CATEGORIES = 20
 TARGETS = {("shards", "coco"): 5}
@@ -185,21 +184,11 @@ def run_path(path, a, work):
 def main():
     a = pair_run_args(__doc__, PATHS)
     paths = a.paths.split(",")
-    rates = {path: [] for path in paths}
-    cpu = {path: [] for path in paths}
     with tempfile.TemporaryDirectory(prefix="shardkit-detection-input.") as tmp:
         make_source(a.dataset, os.path.join(tmp, "images"))
         work = {"top": tmp, "shards": os.path.join(tmp, "shards")}
         make_shards(a.bin, tmp, work["shards"])
-        for run in range(a.runs):
-            for path in paths:
-                before = cpu_seconds()
-                rate, samples = run_path(path, a, work)
-                ms = (cpu_seconds() - before) / samples * 1e3
-                rates[path].append(rate)
-                cpu[path].append(ms)
-                print(f"run {run + 1}/{a.runs} {path}: {rate:.0f} samples/s, {ms:.2f} ms CPU "
-                      f"per sample", file=sys.stderr, flush=True)
+        rates, cpu = run_in_turn(a, paths, lambda path: run_path(path, a, work))
     report_pair_runs(a, paths, rates, cpu, TARGETS, {("shards-images", "shards"): "<= 1.15"},
                      f"RandomResizedCrop({CROP}) + flip + Normalize on image, mask and boxes, "
                      f"float32 NCHW")

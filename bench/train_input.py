@@ -186,6 +186,25 @@ def pair_run_args(doc, paths):
     return p.parse_args()
 
 
+def run_in_turn(a, paths, run_one):
+    """a.runs runs, each running every path in turn (run_one(path) returns its
+    steady samples/s and the samples it read): ({path: [samples/s]}, {path:
+    [CPU ms per sample]}), the CPU over the whole run, every process of the
+    path counted (startup and first epoch included)."""
+    rates = {path: [] for path in paths}
+    cpu = {path: [] for path in paths}
+    for run in range(a.runs):
+        for path in paths:
+            before = cpu_seconds()
+            rate, samples = run_one(path)
+            ms = (cpu_seconds() - before) / samples * 1e3
+            rates[path].append(rate)
+            cpu[path].append(ms)
+            print(f"run {run + 1}/{a.runs} {path}: {rate:.0f} samples/s, {ms:.2f} ms CPU "
+                  f"per sample", file=sys.stderr, flush=True)
+    return rates, cpu
+
+
 def report_pair_runs(a, paths, rates, cpu, targets, extra, title):
     """Print (or with a.json dump) the medians of paths run in turn: samples/s
     and CPU ms per sample, the (ours, peer) ratios of `targets` ({(ours,
@@ -199,7 +218,7 @@ def report_pair_runs(a, paths, rates, cpu, targets, extra, title):
     if a.json:
         json.dump({"threads": a.threads, "epochs": a.epochs, "runs": a.runs, "batch": BATCH,
                    "samples_per_second": median, "cpu_ms_per_sample": cpu_ms, "all_runs": rates,
-                   "ratios": ratios}, sys.stdout, indent=1)
+                   "all_runs_cpu_ms": cpu, "ratios": ratios}, sys.stdout, indent=1)
         print()
         return
     print(f"threads {a.threads}, batch {BATCH}, {title}; samples/s over epochs 2..{a.epochs}, "
@@ -236,27 +255,9 @@ def run_path(path, a, work):
     return shardbench_rate(a.bin, work["shards-" + path.split("-")[1]], a.threads, a.epochs)
 
 
-def measure(path, a, work):
-    """(steady samples/s, CPU ms per sample over the whole run, every
-    process of the path counted: startup and first epoch included)."""
-    cpu = cpu_seconds()
-    rate, samples = run_path(path, a, work)
-    return rate, (cpu_seconds() - cpu) / samples * 1e3
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("bin", help="the directory of shardify and shardbench")
-    p.add_argument("dataset", help="a folder of images")
-    p.add_argument("--threads", type=int, default=shardkit._native.available_cpus())
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--paths", default=",".join(PATHS), help="which paths to run")
-    p.add_argument("--json", action="store_true")
-    a = p.parse_args()
+    a = pair_run_args(__doc__, PATHS)
     paths = a.paths.split(",")
-    rates = {path: [] for path in paths}
-    cpu = {path: [] for path in paths}
     with tempfile.TemporaryDirectory(prefix="shardkit-train-input.") as tmp:
         work = {"shards-jpeg": os.path.join(tmp, "jpeg"), "shards-raw": os.path.join(tmp, "raw")}
         make_shards(a.bin, a.dataset, work["shards-jpeg"], "jpeg")
@@ -266,38 +267,9 @@ def main():
             os.makedirs(os.path.join(tmp, name))
             work[name] = make_tars(work[source], os.path.join(tmp, name, "%06d.tar"), npy)
         work["folder"], _ = image_folder_root(a.dataset, tmp)
-        for run in range(a.runs):
-            for path in paths:
-                rate, ms = measure(path, a, work)
-                rates[path].append(rate)
-                cpu[path].append(ms)
-                print(f"run {run + 1}/{a.runs} {path}: {rate:.0f} samples/s, {ms:.2f} ms CPU "
-                      f"per sample", file=sys.stderr, flush=True)
-    median = {path: statistics.median(r) for path, r in rates.items()}
-    cpu_ms = {path: statistics.median(r) for path, r in cpu.items()}
-    ratios = {f"{ours}/{peer}": {"ratio": median[ours] / median[peer],
-                                 "cpu_ratio": cpu_ms[peer] / cpu_ms[ours], "target": target}
-              for (ours, peer), target in TARGETS.items() if ours in median and peer in median}
-    if a.json:
-        json.dump({"threads": a.threads, "epochs": a.epochs, "runs": a.runs, "batch": BATCH,
-                   "samples_per_second": median, "cpu_ms_per_sample": cpu_ms,
-                   "all_runs": rates, "all_runs_cpu_ms": cpu, "ratios": ratios},
-                  sys.stdout, indent=1)
-        print()
-        return
-    print(f"threads {a.threads}, batch {BATCH}, RandomResizedCrop({CROP}) + flip + Normalize, "
-          f"float32 NCHW; samples/s over epochs 2..{a.epochs}, median of {a.runs} runs")
-    print()
-    print("| path | samples/s | runs | CPU ms per sample (whole run) |")
-    print("|---|---|---|---|")
-    for path in paths:
-        print(f"| {path} | {median[path]:.0f} | {', '.join(f'{r:.0f}' for r in rates[path])} | "
-              f"{cpu_ms[path]:.2f} |")
-    print()
-    print("| ratio | samples/s | CPU per sample | target |")
-    print("|---|---|---|---|")
-    for name, r in ratios.items():
-        print(f"| {name} | {r['ratio']:.1f}x | {r['cpu_ratio']:.1f}x | {r['target']}x |")
+        rates, cpu = run_in_turn(a, paths, lambda path: run_path(path, a, work))
+    report_pair_runs(a, paths, rates, cpu, TARGETS, {},
+                     f"RandomResizedCrop({CROP}) + flip + Normalize, float32 NCHW")
 
 
 if __name__ == "__main__":

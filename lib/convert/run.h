@@ -109,9 +109,9 @@ struct run {
     uint64_t label_rows;           /* of a CSV label file */
     uint64_t label_rows_unmatched; /* ... naming no candidate */
     struct spooled *spooled;       /* archive only, per candidate */
-    uint64_t spooled_cap;
+    size_t spooled_cap;
     struct spooled_sidecar *spooled_sidecars; /* archive only, per sidecar file */
-    uint64_t spooled_sidecars_cap;
+    size_t spooled_sidecars_cap;
     int spool_fd;
     uint64_t spool_bytes;
     char *spool_path;

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "util/fsutil.h"
+#include "util/grow.h"
 #include "convert/pipeline.h"
 #include "convert/run.h"
 #include "source/source_internal.h"
@@ -76,29 +77,18 @@ static int want_sidecar(void *ctx, const char *key, size_t len)
 }
 
 /* A sidecar entry: listed now (in archive order), its bytes spooled when
- * consumed, or why it has none kept. */
+ * consumed, or why it has none kept.  What the consumer needs travels in
+ * the slot: the claim runs beside the consumer, so it touches nothing the
+ * consumer uses (r->spooled_sidecars grows in store_sidecar). */
 static int claim_sidecar(struct run *r, struct sk_sidecars *side, const struct sk_archive_entry *e,
                          struct slot *s, struct shard_err *err)
 {
-    uint64_t ordinal = sk_sidecars_file_count(side);
-    if (ordinal >= r->spooled_sidecars_cap) {
-        uint64_t cap = r->spooled_sidecars_cap ? 2 * r->spooled_sidecars_cap : SPOOLED_INITIAL;
-        struct spooled_sidecar *p = realloc(r->spooled_sidecars, cap * sizeof *p);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        memset(p + r->spooled_sidecars_cap, 0, (cap - r->spooled_sidecars_cap) * sizeof *p);
-        r->spooled_sidecars = p;
-        r->spooled_sidecars_cap = cap;
-    }
-    struct spooled_sidecar *sp = &r->spooled_sidecars[ordinal];
-    sp->too_large = e->too_large;
-    const char *problem = e->problem     ? e->problem
-                          : e->link_only ? "a hard link without data of its own"
-                                         : NULL;
-    if (problem && !(sp->problem = strdup(problem)))
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    s->too_large = e->too_large;
+    set_problem(s, e->problem     ? e->problem
+                   : e->link_only ? "a hard link without data of its own"
+                                  : NULL);
     s->is_sidecar = 1;
-    s->cand = ordinal;
+    s->cand = sk_sidecars_file_count(side);
     r->stats.sidecars++;
     return sk_sidecars_add_file(side, e->key, e->key_len, err);
 }
@@ -183,11 +173,22 @@ static void spool_work(void *ctx, int thread, void *slot)
         convert_entry(p->r, thread, s);
 }
 
-/* A sidecar entry's bytes into the spool. */
+/* A sidecar entry's bytes into the spool, or why it has none, as
+ * r->spooled_sidecars[its ordinal]. */
 static int store_sidecar(struct run *r, const struct slot *s, struct shard_err *err)
 {
+    size_t had = r->spooled_sidecars_cap;
+    if (SK_GROW(r->spooled_sidecars, r->spooled_sidecars_cap, s->cand + 1, SPOOLED_INITIAL))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    memset(r->spooled_sidecars + had, 0,
+           (r->spooled_sidecars_cap - had) * sizeof *r->spooled_sidecars);
     struct spooled_sidecar *sp = &r->spooled_sidecars[s->cand];
-    if (sp->problem || sp->too_large)
+    sp->too_large = s->too_large;
+    if (s->problem)
+        return (sp->problem = strdup(s->problem))
+                   ? SHARD_OK
+                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (sp->too_large)
         return SHARD_OK;
     sp->offset = r->spool_bytes;
     sp->len = s->input.len;
@@ -199,17 +200,10 @@ static int store_sidecar(struct run *r, const struct slot *s, struct shard_err *
 /* Keep what the slot learned as r->spooled[index], its payload in the spool. */
 static int store(struct run *r, uint64_t index, const struct slot *s, struct shard_err *err)
 {
-    if (index >= r->spooled_cap) {
-        uint64_t cap = r->spooled_cap ? r->spooled_cap : SPOOLED_INITIAL;
-        while (cap <= index)
-            cap *= 2;
-        struct spooled *p = realloc(r->spooled, cap * sizeof *p);
-        if (!p)
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        memset(p + r->spooled_cap, 0, (cap - r->spooled_cap) * sizeof *p);
-        r->spooled = p;
-        r->spooled_cap = cap;
-    }
+    size_t had = r->spooled_cap;
+    if (SK_GROW(r->spooled, r->spooled_cap, index + 1, SPOOLED_INITIAL))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    memset(r->spooled + had, 0, (r->spooled_cap - had) * sizeof *r->spooled);
     struct spooled *sp = &r->spooled[index];
     sp->has_source = s->has_source;
     sp->source_bytes = s->source_bytes;

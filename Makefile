@@ -81,10 +81,13 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-# The shared library, with its soname and the usual two links.
+# The shared library, with its soname and the usual two links.  (Under
+# ThreadSanitizer its runtime is the program's, so the library's references
+# to it are left for the program to resolve.)
+SO_NO_UNDEFINED ?= -Wl,--no-undefined
 $(LIB_SO): $(LIB_OBJ)
 	@$(if $(Q),echo "  LINK    $@")
-	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -Wl,--exclude-libs,libzstd.a \
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) $(SO_NO_UNDEFINED) -Wl,--exclude-libs,libzstd.a \
 	    $(LIB_OBJ) $(LDLIBS_ALL) -o $@
 	@ln -sf $(notdir $@) $(BUILD)/$(SONAME)
 	@ln -sf $(SONAME) $(BUILD)/libshardkit.so
@@ -209,6 +212,26 @@ sanitize:
 	@$(MAKE) --no-print-directory BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" _test
 
+# The conversion and the readers under ThreadSanitizer: clang, with LLVM's
+# OpenMP runtime and its Archer tool, so that what OpenMP orders is known to
+# ThreadSanitizer (tests/run.sh loads it).  The tests of TSAN_TESTS run (the
+# threads of the conversion, the readers, the loader and the node-local cache;
+# TESTS="..." picks others), built in build-tsan/; a data race fails the test
+# that ran into it.  The Python extension is left out (its interpreter is not
+# built with ThreadSanitizer): the loader it wraps is C, tested here.
+TSAN_TESTS ?= $(notdir $(basename $(wildcard tests/unit/test_*.c))) \
+              test_shardify test_sources test_fields test_links test_parts test_incremental \
+              test_s3_fields test_shardcheck test_shardcheck_fields test_cache test_shardbench \
+              test_scale_archives
+tsan:
+	@scripts/deps.sh tsan
+	@$(MAKE) --no-print-directory BUILD=build-tsan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SANITIZE="-fsanitize=thread" SO_NO_UNDEFINED= _tsan
+
+.PHONY: tsan _tsan
+_tsan: build $(UNITS) $(BUILD)/bench/gen_archives
+	@SHARDKIT_TSAN=1 tests/run.sh $(BUILD) $(if $(TESTS),$(TESTS),$(TSAN_TESTS))
+
 # ---- fuzzing (fuzz/) ------------------------------------------------------------
 # Each fuzz/fuzz_<target>.c is a libFuzzer target.  `make fuzz` builds them with
 # clang -fsanitize=fuzzer,address,undefined in build-fuzz/ and runs each for
@@ -228,7 +251,8 @@ $(BUILD)/tests/fuzz_replay_%: fuzz/replay.c fuzz/fuzz_%.c fuzz/fuzz_target.h $(L
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_ALL) -Ifuzz fuzz/replay.c fuzz/fuzz_$*.c $(LIB_A) $(LDLIBS_ALL) -o $@
 
-_test: $(FUZZ_REPLAYS) $(BUILD)/bench/read_ceiling $(BUILD)/bench/write_ceiling
+_test: $(FUZZ_REPLAYS) $(BUILD)/bench/read_ceiling $(BUILD)/bench/write_ceiling \
+       $(BUILD)/bench/gen_archives
 
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -340,6 +364,13 @@ $(BUILD)/bench/write_ceiling: bench/write_ceiling.c bench/ceiling_common.h $(LIB
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_CMD) -Ilib $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
+
+# An img2dataset-style folder of tars, written quickly (bench/scale.sh, and
+# the tests that need many archive entries).
+$(BUILD)/bench/gen_archives: bench/gen_archives.c | $(BUILD)/.dirs
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_CMD) $< $$(pkg-config --cflags --libs libarchive libjpeg) $(SANITIZE) -o $@
 
 # ---- manual pages and shell completion ----------------------------------------
 # Made from the programs themselves, so that they cannot drift from them: the

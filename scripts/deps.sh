@@ -19,6 +19,8 @@
 #                Chromium (test_reports), munge and Slurm (test_slurm),
 #                Node.js, npm and curl (test_s3's S3 server), and man's group
 #                with bash-completion and zsh (test_man)
+#   tsan         test, and clang with LLVM's OpenMP runtime and its Archer
+#                tool (make tsan)
 #   bench        python and demo, and the libraries and tools the benchmarks
 #                compare against or run: libturbojpeg, libyuv, libswscale and
 #                libavutil (bench/resize_quality), PyTorch, nginx, Node.js
@@ -34,7 +36,7 @@
 #                make deb-test)
 set -eu
 
-ALL_GROUPS="build unit demo python test bench fuzz format screenshots man deb"
+ALL_GROUPS="build unit demo python test tsan bench fuzz format screenshots man deb"
 
 # packages GROUP: the Debian packages of GROUP, with those of the groups it
 # builds on
@@ -54,6 +56,7 @@ packages() {
     bench) packages python; packages demo
         echo "libturbojpeg0-dev libyuv-dev libswscale-dev libavutil-dev python3-torch
             python3-torchvision nginx curl time" ;;
+    tsan) packages test; echo "clang libomp-14-dev" ;;
     fuzz) packages build; echo "clang libfuzzer-14-dev libomp-dev" ;;
     format) echo "clang-format-14" ;;
     screenshots) packages demo; echo "chromium" ;;

@@ -38,6 +38,14 @@ export PYTHON="${PYTHON:-/usr/bin/python3}"
 # glib/libvips keep process-lifetime allocations; only report our leaks.
 export LSAN_OPTIONS="suppressions=$top/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}"
+# ThreadSanitizer (make tsan): a race fails the program that ran into it;
+# LLVM's Archer tells it what OpenMP's constructs order.
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1}:ignore_noninstrumented_modules=1:allocator_may_return_null=1:suppressions=$top/tests/tsan.supp"
+if [ "${SHARDKIT_TSAN:-0}" = 1 ]; then
+    archer=$(dirname "$(readlink -f "$(command -v clang)")")/../lib/libarcher.so
+    [ -f "$archer" ] || { echo "FAIL: no libarcher.so beside clang (scripts/deps.sh tsan)" >&2; exit 1; }
+    export OMP_TOOL_LIBRARIES="$archer"
+fi
 # Sleep rather than spin when an OpenMP thread waits: CI machines are small and shared.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"

@@ -110,6 +110,7 @@ must_fail 1 shardbench shards "$U/raw" --cache-dir "$T/afile/cache"
 must_say "cannot create the cache directory '$T/afile/cache'" "$T/err"
 say "Python: Dataset(cache_dir=...) and loader.stats count the hits"
 : >"$LOG"
+if with_python "Python through the cache"; then
 shardkit_python - "$U/raw" "$T/c1" "$S" <<'EOF' || die "Python through the cache"
 import sys, shardkit
 url, cache, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -122,6 +123,7 @@ assert n == len(ds) and st["cache_hits"] == shards and st["cache_misses"] == 0, 
 assert st["cache_bytes_fetched"] == 0 and ds.cache_warning == "", st
 EOF
 [ "$(shard_requests raw)" -eq 0 ] || die "Python requested shards"
+fi
 
 say "shardcheck --cache-dir checks the shards as it caches them, then checks the cache"
 : >"$LOG"
@@ -301,6 +303,7 @@ must_say "warning: cache directory '$T/full'" "$T/err7"
 must_say "No space left on device" "$T/err7"
 [ "$(cache_of "$T/r7.json" first_epoch skipped)" -eq "$S" ] || die "shards were not read uncached"
 ls "$T/full" | grep -q '\.tmp\.' && die "a full disk left a temporary file"
+if with_python "Python on a full cache disk"; then
 shardkit_python - "$U/raw" "$T/full" <<'EOF' || die "Python on a full cache disk"
 import sys, warnings, shardkit
 ds = shardkit.Dataset(sys.argv[1], cache_dir=sys.argv[2])
@@ -316,5 +319,6 @@ assert len(said) == 1 and "No space left on device" in said[0], said
 shards = len(ds.manifest["shards"])
 assert loader.stats["cache_misses"] == loader.stats["cache_skipped"] == 2 * shards, loader.stats
 EOF
+fi
 
 echo "all cache checks passed"

@@ -11,6 +11,7 @@
  * counted, delayed by the simulated round trip and reported to an observer. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,7 +67,7 @@ struct server {
     char methods[64][8]; /* the first 64 requests' methods */
     pthread_t handlers[MAX_CONNECTIONS];
     int handler_count;
-    volatile int stop;
+    atomic_int stop; /* set by the test, read by the server thread */
 };
 
 struct connection {

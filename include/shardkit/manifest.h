@@ -28,6 +28,8 @@ extern "C" {
 
 #define SHARD_MANIFEST_FILE "manifest.json"
 #define SHARD_INDEX_FILE "index.jsonl"
+#define SHARD_INDEX_KEYS_FILE "index.keys"   /* the key table of index.jsonl */
+#define SHARD_ARCHIVES_FILE "archives.jsonl" /* a folder of archives, stored by archive */
 #define SHARD_MANIFEST_FORMAT "shardkit"
 /* Version 1: samples are an image and a class.  Version 2: the config
  * declares fields (shardkit/format.h, "Fields") that samples carry; written
@@ -99,6 +101,12 @@ SHARD_API int shard_field_decl_parse(const char *spec, int table, struct shard_f
 /* Free the declaration's strings and zero it.  Accepts NULL. */
 SHARD_API void shard_field_decl_release(struct shard_field_decl *d);
 
+/* The stored order (manifests/FORMAT.md, "Sample order"). */
+enum shard_order {
+    SHARD_ORDER_SOURCE = 0,  /* every candidate of the source sorted, then shuffled */
+    SHARD_ORDER_ARCHIVE = 1, /* a folder of archives, archive by archive (config "order") */
+};
+
 /* Every option that changes the output bytes. */
 struct shard_config {
     uint32_t size; /* training resolution */
@@ -123,6 +131,7 @@ struct shard_config {
     char *coco;               /* the COCO annotation file the `coco` fields come from:
                                * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
     uint64_t max_field_bytes; /* largest sidecar file or table value taken as a field */
+    enum shard_order order;   /* SHARD_ORDER_SOURCE but for a folder of archives by archive */
 };
 
 /* The default max_field_bytes: 16 MiB.  A caption is ~100 bytes and JSON
@@ -220,6 +229,22 @@ struct shard_manifest_shard {
     uint64_t xxh3; /* XXH3-64 of the whole file */
 };
 
+/* One file of the index (manifests/FORMAT.md, "The index in several
+ * files"): the whole index of a dataset written in one run, or one part's of
+ * a dataset merged from parts.  Its lines' shard numbers count from the first
+ * of the `shards` shards it covers, which follow those of the files before
+ * it. */
+struct shard_manifest_index {
+    char *file; /* "index.jsonl", "index-0-of-4.jsonl" */
+    uint64_t entries;
+    uint64_t bytes;
+    uint64_t xxh3;
+    uint32_t shards;
+    char *keys_file; /* its key table ("index.keys"), or NULL: written before key tables */
+    uint64_t keys_bytes;
+    uint64_t keys_xxh3;
+};
+
 /* Where an incremental run's dataset came from (the manifest's "lineage",
  * written only by such a run).  Counts are over candidates (samples and
  * rejects) compared by key and source bytes with the previous dataset. */
@@ -287,6 +312,21 @@ struct shard_manifest {
     /* With a boxes field: boxes stored, and boxes the --fit crop window
      * left empty, not stored (counts.boxes, counts.boxes_dropped). */
     uint64_t boxes, boxes_dropped;
+    /* The index files in shard order (index_count of them, at least one once
+     * loaded).  A dataset written in one run has one, which index_file,
+     * index_bytes, index_xxh3 and index_entries also describe; one merged
+     * from parts has one per part, and then index_file is NULL and
+     * index_bytes and index_entries are the files' totals.  With one file
+     * (or index_count 0) a writer writes the index those four describe, with
+     * the key table indexes[0] names. */
+    struct shard_manifest_index *indexes;
+    uint32_t index_count;
+    /* A folder of archives stored by archive (source.archives): its
+     * archives.jsonl, or NULL. */
+    char *archives_file;
+    uint64_t archives_entries;
+    uint64_t archives_bytes;
+    uint64_t archives_xxh3;
 };
 
 /* Read and validate DST/manifest.json into *m (fields owned by m; release

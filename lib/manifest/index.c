@@ -255,6 +255,17 @@ int shard_line_parse_fields(const char *line, size_t len, const struct shard_con
 }
 
 struct shard_index_reader {
+    /* a chain (sk_index_reader_open_chain): the file being read, in `sub` */
+    struct shard_index_reader *sub;
+    const struct shard_manifest *m;
+    sk_index_open_fn open_file;
+    void *open_ctx;
+    uint32_t file;         /* sub's number */
+    uint32_t shard_offset; /* shards of the files before it */
+    uint64_t *digests;     /* per file: bytes, xxh3 (once read to its end) */
+    unsigned char *done;   /* per file: read to its end */
+    int at_end;            /* a single file read to its end */
+
     FILE *f;
     char *path;
     struct shard_buf owned; /* the bytes f reads, for a reader over memory */
@@ -270,6 +281,8 @@ struct shard_index_reader {
 void shard_index_reader_set_config(struct shard_index_reader *r, const struct shard_config *c)
 {
     r->config = c;
+    if (r->sub)
+        shard_index_reader_set_config(r->sub, c);
 }
 
 int shard_index_reader_open(struct shard_index_reader **out, const char *path,
@@ -295,9 +308,83 @@ int shard_index_reader_open(struct shard_index_reader **out, const char *path,
     return SHARD_OK;
 }
 
+/* A chain's file `sub` is at its end: note its digest, open the next one.
+ * 1 when there is a next one, 0 when that was the last. */
+static int chain_advance(struct shard_index_reader *r, struct shard_err *err)
+{
+    r->digests[2 * r->file] = shard_index_reader_bytes(r->sub);
+    r->digests[2 * r->file + 1] = shard_index_reader_xxh3(r->sub);
+    r->done[r->file] = 1;
+    if (r->file + 1 >= r->m->index_count)
+        return 0;
+    shard_index_reader_close(r->sub);
+    r->sub = NULL;
+    r->shard_offset += r->m->indexes[r->file].shards;
+    r->file++;
+    int rc = r->open_file(r->open_ctx, r->file, &r->sub, err);
+    if (rc)
+        return rc;
+    shard_index_reader_set_config(r->sub, r->config);
+    return 1;
+}
+
+int sk_index_reader_open_chain(struct shard_index_reader **out, const struct shard_manifest *m,
+                               sk_index_open_fn open_file, void *ctx, struct shard_err *err)
+{
+    *out = NULL;
+    uint32_t n = m->index_count ? m->index_count : 1;
+    struct shard_index_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->digests = calloc(2 * (size_t)n, sizeof *r->digests)) ||
+        !(r->done = calloc(n, 1))) {
+        shard_index_reader_close(r);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    r->m = m;
+    r->open_file = open_file;
+    r->open_ctx = ctx;
+    int rc = open_file(ctx, 0, &r->sub, err);
+    if (rc) {
+        shard_index_reader_close(r);
+        return rc;
+    }
+    *out = r;
+    return SHARD_OK;
+}
+
+int sk_index_reader_file_digest(const struct shard_index_reader *r, uint32_t i, uint64_t *bytes,
+                                uint64_t *xxh3)
+{
+    if (!r->sub && !r->digests) { /* a single file */
+        if (i != 0 || !r->at_end)
+            return 0;
+        *bytes = r->bytes;
+        *xxh3 = XXH3_64bits_digest(r->hash);
+        return 1;
+    }
+    if (i >= (r->m->index_count ? r->m->index_count : 1) || !r->done[i])
+        return 0;
+    *bytes = r->digests[2 * i];
+    *xxh3 = r->digests[2 * i + 1];
+    return 1;
+}
+
+uint32_t sk_index_reader_file(const struct shard_index_reader *r)
+{
+    return r->file;
+}
+
 int sk_index_reader_next_line(struct shard_index_reader *r, const char **line, size_t *len,
                               struct shard_err *err)
 {
+    if (r->sub) {
+        for (;;) {
+            int got = sk_index_reader_next_line(r->sub, line, len, err);
+            if (got != 0)
+                return got;
+            if ((got = chain_advance(r, err)) <= 0)
+                return got;
+        }
+    }
     /* read at most one line's worth: a hostile index cannot make us
      * allocate more than LINE_MAX_BYTES for one line */
     if (!r->line) {
@@ -309,6 +396,7 @@ int sk_index_reader_next_line(struct shard_index_reader *r, const char **line, s
     if (!fgets(r->line, (int)r->line_cap, r->f)) {
         if (ferror(r->f))
             return shard_err_errno(err, SHARD_EIO, errno, "cannot read '%s'", r->path);
+        r->at_end = 1;
         return 0;
     }
     size_t n = strlen(r->line); /* a NUL inside the line shortens it: then it is corrupt */
@@ -326,6 +414,17 @@ int sk_index_reader_next_line(struct shard_index_reader *r, const char **line, s
 int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
                             struct shard_err *err)
 {
+    if (r->sub) {
+        for (;;) {
+            int got = shard_index_reader_next(r->sub, s, err);
+            if (got > 0) {
+                s->shard += r->shard_offset;
+                return got;
+            }
+            if (got < 0 || (got = chain_advance(r, err)) <= 0)
+                return got;
+        }
+    }
     shard_sample_release(&r->current);
     memset(s, 0, sizeof *s);
     const char *line;
@@ -348,18 +447,21 @@ int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s
 
 uint64_t shard_index_reader_bytes(const struct shard_index_reader *r)
 {
-    return r->bytes;
+    return r->sub ? shard_index_reader_bytes(r->sub) : r->bytes;
 }
 
 uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r)
 {
-    return XXH3_64bits_digest(r->hash);
+    return r->sub ? shard_index_reader_xxh3(r->sub) : XXH3_64bits_digest(r->hash);
 }
 
 void shard_index_reader_close(struct shard_index_reader *r)
 {
     if (!r)
         return;
+    shard_index_reader_close(r->sub);
+    free(r->digests);
+    free(r->done);
     if (r->f)
         fclose(r->f);
     shard_sample_release(&r->current);

@@ -154,6 +154,9 @@ static json_t *config_to_json(const struct shard_config *c)
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->shuffle_seed);
     bad |= json_object_set_new(o, "shuffle_seed", json_string(seed));
+    /* only when by archive: other datasets keep the config they always had */
+    if (c->order == SHARD_ORDER_ARCHIVE)
+        bad |= json_object_set_new(o, "order", json_string("archive"));
     bad |= sk_jsonkey_set_uint(o, "max_pixels", c->max_pixels);
     bad |= sk_jsonkey_set_uint(o, "max_file_bytes", c->max_file_bytes);
     bad |= json_object_set_new(o, "background",
@@ -230,11 +233,60 @@ static json_t *lineage_to_json(const struct shard_lineage *l, int fields)
     return o;
 }
 
+/* An index file's entry: {file, entries, bytes, xxh3[, shards][, keys]}
+ * (`shards` in the list of a merged dataset only). */
+static json_t *index_to_json(const struct shard_manifest_index *x, int with_shards)
+{
+    json_t *o = json_object();
+    int bad = !o;
+    bad |= json_object_set_new(o, "file", json_string(x->file ? x->file : SHARD_INDEX_FILE));
+    bad |= sk_jsonkey_set_uint(o, "entries", x->entries);
+    bad |= sk_jsonkey_set_uint(o, "bytes", x->bytes);
+    bad |= sk_jsonkey_set_hex64(o, "xxh3", x->xxh3);
+    if (with_shards)
+        bad |= sk_jsonkey_set_uint(o, "shards", x->shards);
+    if (x->keys_file) {
+        json_t *k = json_object();
+        bad |= !k || json_object_set_new(k, "file", json_string(x->keys_file));
+        bad |= sk_jsonkey_set_uint(k, "bytes", x->keys_bytes);
+        bad |= sk_jsonkey_set_hex64(k, "xxh3", x->keys_xxh3);
+        bad |= json_object_set_new(o, "keys", k);
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* source: {kind[, archives]} */
+static json_t *source_to_json(const struct shard_manifest *m)
+{
+    json_t *o = json_object();
+    int bad = !o;
+    bad |= json_object_set_new(o, "kind",
+                               json_string(m->source_kind ? m->source_kind : "directory"));
+    if (m->archives_file) {
+        json_t *a = json_object();
+        bad |= !a || json_object_set_new(a, "file", json_string(m->archives_file));
+        bad |= sk_jsonkey_set_uint(a, "entries", m->archives_entries);
+        bad |= sk_jsonkey_set_uint(a, "bytes", m->archives_bytes);
+        bad |= sk_jsonkey_set_hex64(a, "xxh3", m->archives_xxh3);
+        bad |= json_object_set_new(o, "archives", a);
+    }
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err *err)
 {
     json_t *root = json_object(), *counts = json_object(), *by_label = json_object();
     json_t *labels = json_array(), *shards = json_array(), *rejected = json_array();
-    json_t *index = json_object(), *source = json_object(), *config = config_to_json(&m->config);
+    json_t *index = json_object(), *source = source_to_json(m),
+           *config = config_to_json(&m->config);
     int bad = !root || !counts || !by_label || !labels || !shards || !rejected || !index ||
               !source || !config;
     if (bad)
@@ -245,8 +297,6 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
                                json_integer(shard_config_format_version(&m->config)));
     bad |= json_object_set_new(root, "config", config);
     config = NULL;
-    bad |= json_object_set_new(source, "kind",
-                               json_string(m->source_kind ? m->source_kind : "directory"));
     bad |= json_object_set_new(root, "source", source);
     source = NULL;
     for (uint32_t i = 0; i < m->label_count; i++) {
@@ -303,12 +353,28 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
     }
     bad |= json_object_set_new(root, "shards", shards);
     shards = NULL;
-    bad |= json_object_set_new(index, "file",
-                               json_string(m->index_file ? m->index_file : SHARD_INDEX_FILE));
-    bad |= sk_jsonkey_set_uint(index, "entries", m->index_entries);
-    bad |= sk_jsonkey_set_uint(index, "bytes", m->index_bytes);
-    bad |= sk_jsonkey_set_hex64(index, "xxh3", m->index_xxh3);
-    bad |= json_object_set_new(root, "index", index);
+    if (m->index_count > 1) { /* merged from parts: the parts' files */
+        json_decref(index);
+        index = json_array();
+        bad |= !index;
+        for (uint32_t i = 0; index && i < m->index_count; i++) {
+            json_t *o = index_to_json(&m->indexes[i], 1);
+            bad |= !o || json_array_append_new(index, o);
+        }
+        bad |= json_object_set_new(root, "indexes", index);
+    } else {
+        /* one file: the four members describe it, indexes[0] adds its keys */
+        struct shard_manifest_index one = {0};
+        if (m->index_count)
+            one = m->indexes[0];
+        one.file = m->index_file ? m->index_file : SHARD_INDEX_FILE;
+        one.entries = m->index_entries;
+        one.bytes = m->index_bytes;
+        one.xxh3 = m->index_xxh3;
+        json_decref(index);
+        index = index_to_json(&one, 0);
+        bad |= !index || json_object_set_new(root, "index", index);
+    }
     index = NULL;
     for (uint64_t i = 0; i < m->reject_count && !bad; i++) {
         json_t *o = reject_to_json(&m->rejects[i], err);
@@ -417,6 +483,12 @@ void shard_manifest_release(struct shard_manifest *m)
         shard_reject_release(&m->rejects[i]);
     free(m->rejects);
     free(m->index_file);
+    for (uint32_t i = 0; m->indexes && i < m->index_count; i++) {
+        free(m->indexes[i].file);
+        free(m->indexes[i].keys_file);
+    }
+    free(m->indexes);
+    free(m->archives_file);
     free(m->field_samples);
     for (uint64_t i = 0; m->orphans && i < m->orphan_count; i++)
         free(m->orphans[i].key);
@@ -650,7 +722,17 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
     for (size_t i = 0; i < sizeof v2_members / sizeof v2_members[0]; i++)
         has_v2 |= json_object_del(base, v2_members[i]) == 0;
     int rc = SHARD_OK;
-    if (has_v2 && version < SHARD_MANIFEST_VERSION_FIELDS)
+    const json_t *order = json_object_get(o, "order");
+    if (order) {
+        json_object_del(base, "order");
+        if (json_is_string(order) && !strcmp(json_string_value(order), "archive"))
+            c->order = SHARD_ORDER_ARCHIVE;
+        else
+            rc = bad_field(err, "config.order is not \"archive\"");
+    }
+    if (rc)
+        ;
+    else if (has_v2 && version < SHARD_MANIFEST_VERSION_FIELDS)
         rc = shard_err_set(err, SHARD_ECORRUPT, "manifest: a version 1 config has fields");
     else if (version >= SHARD_MANIFEST_VERSION_FIELDS)
         rc = config_fields_from_json(o, c, err);
@@ -897,6 +979,100 @@ static int load_fields(const json_t *root, const json_t *counts, struct shard_ma
     return SHARD_OK;
 }
 
+/* One index file's entry (`what` names it in messages: "index",
+ * "indexes[2]"). */
+static int load_index(const json_t *o, int with_shards, const char *what,
+                      struct shard_manifest_index *x, struct shard_err *err)
+{
+    char msg[128];
+    int rc = get_string(o, "file", &x->file, err);
+    if (rc == SHARD_ENOMEM)
+        return rc;
+    if (rc || !plain_name(x->file)) {
+        snprintf(msg, sizeof msg, "\"%s.file\" missing or not a plain file name", what);
+        return bad_field(err, msg);
+    }
+    uint64_t shards = 0;
+    if ((rc = sk_jsonkey_uint(o, "entries", &x->entries, err)) ||
+        (rc = sk_jsonkey_uint(o, "bytes", &x->bytes, err)) ||
+        (rc = sk_jsonkey_hex64(o, "xxh3", &x->xxh3, err)) ||
+        (with_shards && (rc = sk_jsonkey_uint(o, "shards", &shards, err))))
+        return shard_err_prefix(err, rc, "manifest: %s", what);
+    if (shards > UINT32_MAX)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: %s: too many shards", what);
+    x->shards = (uint32_t)shards;
+    const json_t *keys = json_object_get(o, "keys");
+    if (!keys) /* written before key tables */
+        return SHARD_OK;
+    if ((rc = get_string(keys, "file", &x->keys_file, err)) == SHARD_ENOMEM)
+        return rc;
+    if (rc || !plain_name(x->keys_file)) {
+        snprintf(msg, sizeof msg, "\"%s.keys.file\" missing or not a plain file name", what);
+        return bad_field(err, msg);
+    }
+    if ((rc = sk_jsonkey_uint(keys, "bytes", &x->keys_bytes, err)) ||
+        (rc = sk_jsonkey_hex64(keys, "xxh3", &x->keys_xxh3, err)))
+        return shard_err_prefix(err, rc, "manifest: %s.keys", what);
+    return SHARD_OK;
+}
+
+/* "index" (one file) or "indexes" (a dataset merged from parts), never both. */
+static int load_indexes(const json_t *root, struct shard_manifest *m, struct load *l)
+{
+    struct shard_err *err = l->err;
+    const json_t *index = json_object_get(root, "index");
+    const json_t *list = json_object_get(root, "indexes");
+    if (index && list)
+        return bad_field(err, "both \"index\" and \"indexes\"");
+    size_t n = list ? json_array_size(list) : 1;
+    if (list && (!json_is_array(list) || n == 0 || n > UINT32_MAX))
+        return bad_field(err, "\"indexes\" is not a list of index files");
+    if (!(m->indexes = calloc(n, sizeof *m->indexes)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    int rc = SHARD_OK;
+    uint64_t shards = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        char what[32];
+        snprintf(what, sizeof what, list ? "indexes[%zu]" : "index", i);
+        m->index_count++;
+        rc = load_index(list ? json_array_get(list, i) : index, list != NULL, what, &m->indexes[i],
+                        err);
+        shards += m->indexes[i].shards;
+        m->index_entries += m->indexes[i].entries;
+        m->index_bytes += m->indexes[i].bytes;
+    }
+    if (rc)
+        return rc;
+    if (!list) {
+        m->indexes[0].shards = m->shard_count;
+        m->index_xxh3 = m->indexes[0].xxh3;
+        if (!(m->index_file = strdup(m->indexes[0].file)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    } else if (shards != m->shard_count) {
+        return inconsistent(l, "the index files cover %llu shards, the manifest lists %u",
+                            (unsigned long long)shards, m->shard_count);
+    }
+    return SHARD_OK;
+}
+
+/* source.archives, when there: archives.jsonl */
+static int load_archives(const json_t *source, struct shard_manifest *m, struct shard_err *err)
+{
+    const json_t *a = json_object_get(source, "archives");
+    if (!a)
+        return SHARD_OK;
+    int rc = get_string(a, "file", &m->archives_file, err);
+    if (rc == SHARD_ENOMEM)
+        return rc;
+    if (rc || !plain_name(m->archives_file))
+        return bad_field(err, "\"source.archives.file\" missing or not a plain file name");
+    if ((rc = sk_jsonkey_uint(a, "entries", &m->archives_entries, err)) ||
+        (rc = sk_jsonkey_uint(a, "bytes", &m->archives_bytes, err)) ||
+        (rc = sk_jsonkey_hex64(a, "xxh3", &m->archives_xxh3, err)))
+        return shard_err_prefix(err, rc, "manifest: source.archives");
+    return SHARD_OK;
+}
+
 static int manifest_from_json(const json_t *root, struct shard_manifest *m, struct load *l)
 {
     struct shard_err *err = l->err;
@@ -939,15 +1115,8 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
         (rc = load_rejects(root, m, l)) ||
         (m->version >= SHARD_MANIFEST_VERSION_FIELDS && (rc = load_fields(root, counts, m, l))))
         return rc;
-    const json_t *index = json_object_get(root, "index");
-    if ((rc = get_string(index, "file", &m->index_file, err)) == SHARD_ENOMEM)
+    if ((rc = load_indexes(root, m, l)) || (rc = load_archives(source, m, err)))
         return rc;
-    if (rc || !plain_name(m->index_file))
-        return bad_field(err, "\"index.file\" missing or not a plain file name");
-    if ((rc = sk_jsonkey_uint(index, "entries", &m->index_entries, err)) ||
-        (rc = sk_jsonkey_uint(index, "bytes", &m->index_bytes, err)) ||
-        (rc = sk_jsonkey_hex64(index, "xxh3", &m->index_xxh3, err)))
-        return shard_err_prefix(err, rc, "manifest: index");
     if (m->index_entries != m->samples)
         return inconsistent(l, "index.entries differs from counts.samples");
     return SHARD_OK;

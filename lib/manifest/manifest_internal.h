@@ -38,6 +38,25 @@ int sk_index_reader_next_line(struct shard_index_reader *r, const char **line, s
 int sk_index_reader_open_buffer(struct shard_index_reader **out, const char *name,
                                 struct shard_buf *buf, struct shard_err *err);
 
+/* The index of a dataset whose index is in several files (or one), read as
+ * one: the files one after another, each line's shard made absolute (the
+ * `shards` of the files before it added, as manifest's indexes say).
+ * open_file(ctx, i, &reader, err) opens file i of m->index_count (the
+ * chain takes the reader over and closes it at its end).  The reader's
+ * bytes and xxh3 are of the file being read; once a file has been read to
+ * its end, sk_index_reader_file_digest gives its own. */
+typedef int (*sk_index_open_fn)(void *ctx, uint32_t i, struct shard_index_reader **out,
+                                struct shard_err *err);
+int sk_index_reader_open_chain(struct shard_index_reader **out, const struct shard_manifest *m,
+                               sk_index_open_fn open_file, void *ctx, struct shard_err *err);
+/* Of a chain: 1 with file i's bytes and xxh3 once it has been read to its
+ * end, else 0.  Of a single file: i = 0 once at its end. */
+int sk_index_reader_file_digest(const struct shard_index_reader *r, uint32_t i, uint64_t *bytes,
+                                uint64_t *xxh3);
+/* Of a chain: the file being read (or the last one, at the end); 0 for a
+ * single file. */
+uint32_t sk_index_reader_file(const struct shard_index_reader *r);
+
 /* A contradiction: e->code SHARD_ECORRUPT, e->msg as shard_manifest_load
  * would say it ("manifest: shards hold 9 samples, counts.samples is 10").
  * Return 0 to go on loading, anything else to fail the load with it. */

@@ -169,10 +169,11 @@ int sk_dataset_hash_file(struct shard_dataset *ds, const char *name, uint64_t *b
     return rc;
 }
 
-int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **out,
-                          struct shard_err *err)
+int sk_dataset_index_open_file(struct shard_dataset *ds, uint32_t i,
+                               struct shard_index_reader **out, struct shard_err *err)
 {
-    const char *name = ds->manifest.index_file;
+    const struct shard_manifest *m = &ds->manifest;
+    const char *name = m->index_count ? m->indexes[i].file : m->index_file;
     if (!ds->remote) {
         char *path = sk_fs_join(ds->location, name);
         int rc = path ? shard_index_reader_open(out, path, err)
@@ -189,6 +190,20 @@ int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **
     shard_buf_release(&text);
     free(shown);
     return rc;
+}
+
+static int open_index_file(void *ctx, uint32_t i, struct shard_index_reader **out,
+                           struct shard_err *err)
+{
+    return sk_dataset_index_open_file(ctx, i, out, err);
+}
+
+int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **out,
+                          struct shard_err *err)
+{
+    if (ds->manifest.index_count <= 1)
+        return sk_dataset_index_open_file(ds, 0, out, err);
+    return sk_index_reader_open_chain(out, &ds->manifest, open_index_file, ds, err);
 }
 
 int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name), void *user,

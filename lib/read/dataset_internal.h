@@ -82,10 +82,17 @@ uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 int sk_dataset_hash_file(struct shard_dataset *ds, const char *name, uint64_t *bytes,
                          uint64_t *xxh3, struct shard_err *err);
 
-/* A reader of the dataset's index (manifest "index_file"): the local file,
- * or a remote one fetched whole first. */
+/* A reader of the dataset's whole index: its one file (manifest "index"),
+ * or its files one after another with each line's shard made absolute
+ * (manifest "indexes": see sk_index_reader_open_chain, and
+ * sk_index_reader_file_digest for each file's bytes and xxh3).  Local
+ * files, or remote ones fetched whole first. */
 int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **out,
                           struct shard_err *err);
+/* A reader of index file i (of manifest.index_count) alone: its lines'
+ * shards as the file has them, relative to its first shard. */
+int sk_dataset_index_open_file(struct shard_dataset *ds, uint32_t i,
+                               struct shard_index_reader **out, struct shard_err *err);
 
 /* Call fn(user, name) for each name in the dataset's directory (a local
  * directory's entries, or one level of an S3 prefix, "." and ".." and

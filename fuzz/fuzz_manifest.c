@@ -164,12 +164,12 @@ static void parse_line(const char *line, size_t len)
 /* The fields the version 2 seeds declare (make_corpus.py): index lines are
  * parsed against them too, as shardcheck and the reader parse them. */
 static const struct shard_field_decl seed_fields[] = {
-    {"caption", SHARD_FIELD_TEXT, 0, ".txt", NULL, 0},
-    {"meta", SHARD_FIELD_JSON, 0, ".json", NULL, 0},
-    {"score", SHARD_FIELD_FLOAT, 0, ".score", NULL, 0},
-    {"emb", SHARD_FIELD_FLOAT32, 2, ".emb", NULL, 0},
-    {"tags", SHARD_FIELD_LABELS, 0, ".tags", NULL, 0},
-    {"blob", SHARD_FIELD_BYTES, 0, ".bin", NULL, 0},
+    {.name = "caption", .type = SHARD_FIELD_TEXT, .length = 0, .sidecar = ".txt"},
+    {.name = "meta", .type = SHARD_FIELD_JSON, .length = 0, .sidecar = ".json"},
+    {.name = "score", .type = SHARD_FIELD_FLOAT, .length = 0, .sidecar = ".score"},
+    {.name = "emb", .type = SHARD_FIELD_FLOAT32, .length = 2, .sidecar = ".emb"},
+    {.name = "tags", .type = SHARD_FIELD_LABELS, .length = 0, .sidecar = ".tags"},
+    {.name = "blob", .type = SHARD_FIELD_BYTES, .length = 0, .sidecar = ".bin"},
 };
 static const struct shard_config seed_config = {
     .fields = (struct shard_field_decl *)seed_fields,

@@ -13,6 +13,7 @@
 
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
+#include "manifest/keys.h"
 #include "shardkit/format.h"
 
 #define FLUSH_BYTES (256u * 1024)
@@ -224,7 +225,8 @@ int sk_journal_read(int dirfd, const char *dir, const char *name, const struct s
 }
 
 int sk_journal_copy_samples(int dirfd, const char *dir, const char *name, int fd, void *hash,
-                            uint64_t *bytes, uint64_t *entries, struct shard_err *err)
+                            struct sk_keys_builder *keys, uint64_t *bytes, uint64_t *entries,
+                            struct shard_err *err)
 {
     FILE *f;
     int rc = open_journal(dirfd, dir, name, &f, err);
@@ -239,6 +241,10 @@ int sk_journal_copy_samples(int dirfd, const char *dir, const char *name, int fd
             continue;
         XXH3_64bits_update(hash, line + 1, (size_t)n - 1);
         *bytes += (uint64_t)n - 1;
+        uint64_t key_hash;
+        if (keys && ((rc = sk_keys_line_hash(line + 1, (size_t)n - 1, &key_hash, err)) ||
+                     (rc = sk_keys_builder_add_hash(keys, key_hash, *entries, err))))
+            break;
         (*entries)++;
         rc = shard_buf_append(&out, line + 1, (size_t)n - 1, err);
         if (!rc && out.len >= FLUSH_BYTES) {

@@ -64,8 +64,12 @@ int sk_journal_read(int dirfd, const char *dir, const char *name, const struct s
                     void *user, struct journal_end *end, struct shard_err *err);
 
 /* Copy the sample lines of a journal (without their tag) to fd, hashing them
- * into the XXH3 state `hash` (an XXH3_state_t *) and adding to *bytes. */
+ * into the XXH3 state `hash` (an XXH3_state_t *) and adding to *bytes; each
+ * line's key goes to `keys` (NULL: none) as line *entries, which counts
+ * them. */
+struct sk_keys_builder;
 int sk_journal_copy_samples(int dirfd, const char *dir, const char *name, int fd, void *hash,
-                            uint64_t *bytes, uint64_t *entries, struct shard_err *err);
+                            struct sk_keys_builder *keys, uint64_t *bytes, uint64_t *entries,
+                            struct shard_err *err);
 
 #endif

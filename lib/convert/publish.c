@@ -15,6 +15,7 @@
 #include "util/fsutil.h"
 #include "convert/journal.h"
 #include "convert/run.h"
+#include "manifest/keys.h"
 #include "manifest/manifest_internal.h"
 #include "shardkit/format.h"
 
@@ -33,30 +34,43 @@ static int compare_orphans(const void *pa, const void *pb)
     return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
 }
 
-static int write_index(struct run *r, uint64_t *bytes, uint64_t *xxh3, uint64_t *entries,
-                       struct shard_err *err)
+/* index.jsonl from the journals, and its key table index.keys: the
+ * manifest's index entry in *x (x->file and x->keys_file borrowed). */
+static int write_index(struct run *r, struct shard_manifest_index *x, struct shard_err *err)
 {
     const struct dst *d = r->dst;
     XXH3_state_t *h = XXH3_createState();
+    struct sk_keys_builder *keys = NULL;
     int rc, fd;
-    *bytes = *entries = 0;
+    memset(x, 0, sizeof *x);
     if (!h)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     XXH3_64bits_reset(h);
-    if ((rc = sk_fs_create_at(d->fd, d->path, INDEX_TMP, 0644, &fd, err)))
+    if ((rc = sk_keys_builder_new(&keys, d->work_fd, d->work, "keys-run", err)) ||
+        (rc = sk_fs_create_at(d->fd, d->path, INDEX_TMP, 0644, &fd, err)))
         goto out;
     uint32_t count;
     sk_assembler_shards(r->as, &count);
     for (uint32_t k = 0; !rc && k < count; k++) {
         char jname[64];
         sk_journal_name(r->shard_base + k, jname, sizeof jname);
-        rc = sk_journal_copy_samples(d->work_fd, d->work, jname, fd, h, bytes, entries, err);
+        rc = sk_journal_copy_samples(d->work_fd, d->work, jname, fd, h, keys, &x->bytes,
+                                     &x->entries, err);
     }
     rc = sk_fs_commit_at(fd, rc, d->fd, d->path, INDEX_TMP, SHARD_INDEX_FILE, err);
     if (!rc)
         rc = sk_dst_publish(r->dst, SHARD_INDEX_FILE, err);
-    *xxh3 = XXH3_64bits_digest(h);
+    x->file = SHARD_INDEX_FILE;
+    x->xxh3 = XXH3_64bits_digest(h);
+    x->shards = count;
+    if (!rc)
+        rc = sk_keys_builder_write(keys, d->fd, d->path, SHARD_INDEX_KEYS_FILE, &x->keys_bytes,
+                                   &x->keys_xxh3, err);
+    if (!rc)
+        rc = sk_dst_publish(r->dst, SHARD_INDEX_KEYS_FILE, err);
+    x->keys_file = SHARD_INDEX_KEYS_FILE;
 out:
+    sk_keys_builder_free(keys);
     XXH3_freeState(h);
     return rc;
 }
@@ -106,10 +120,16 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     r->phase = "publish";
     double t0 = sk_now_seconds();
     struct shard_manifest m;
+    struct shard_manifest_index index;
     memset(&m, 0, sizeof m);
-    int rc = write_index(r, &m.index_bytes, &m.index_xxh3, &m.index_entries, err);
+    int rc = write_index(r, &index, err);
     if (rc)
         return rc;
+    m.index_bytes = index.bytes;
+    m.index_xxh3 = index.xxh3;
+    m.index_entries = index.entries;
+    m.indexes = &index; /* borrowed, as the rest: never released here */
+    m.index_count = 1;
     sk_run_summarize(r, sum);
     m.config = r->config; /* borrowed: not released below */
     m.source_kind = SK_RUN_SOURCE_KIND(r);

@@ -48,12 +48,24 @@ int sk_dst_is_shard_name(const char *name, uint32_t *n)
     return 1;
 }
 
+int sk_dst_is_index_name(const char *name)
+{
+    unsigned i, n;
+    int end = 0;
+    if (!strcmp(name, SHARD_INDEX_FILE) || !strcmp(name, SHARD_INDEX_KEYS_FILE))
+        return 1;
+    return (sscanf(name, "index-%u-of-%u.jsonl%n", &i, &n, &end) == 2 && !name[end]) ||
+           (end = 0, sscanf(name, "index-%u-of-%u.keys%n", &i, &n, &end) == 2 && !name[end]);
+}
+
 /* Names shardify itself writes at the top of DST. */
 int sk_dst_is_output_name(const char *name)
 {
     static const char *const known[] = {
         SHARD_MANIFEST_FILE,
-        SHARD_INDEX_FILE,
+        SHARD_ARCHIVES_FILE,
+        "." SHARD_INDEX_KEYS_FILE ".tmp",
+        "." SHARD_ARCHIVES_FILE ".tmp",
         SHARDIFY_RUN_FILE,
         SHARDIFY_WORK_DIR,
         "." SHARD_MANIFEST_FILE ".tmp",
@@ -65,7 +77,7 @@ int sk_dst_is_output_name(const char *name)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(name, known[i]))
             return 1;
-    return sk_dst_is_shard_name(name, NULL);
+    return sk_dst_is_shard_name(name, NULL) || sk_dst_is_index_name(name);
 }
 
 /* ---- where DST is ----------------------------------------------------------- */

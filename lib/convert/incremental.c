@@ -22,6 +22,7 @@
 #include <xxhash.h>
 
 #include "convert/run.h"
+#include "manifest/manifest_internal.h"
 #include "shardkit/format.h"
 #include "source/source_internal.h"
 #include "util/clock.h"
@@ -315,12 +316,9 @@ static int keep_sources(struct sk_prev *p, struct prev_entry *e, const struct sh
 /* Every index line of PREV, held to the manifest's index identity. */
 static int load_index(struct sk_prev *p, struct shard_err *err)
 {
-    char *path = sk_fs_join(p->path, p->m.index_file);
-    if (!path)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_index_reader *ir = NULL;
     struct shard_sample s;
-    int rc = shard_index_reader_open(&ir, path, err), got;
+    int rc = sk_manifest_index_open(p->path, &p->m, &ir, err), got;
     if (!rc)
         shard_index_reader_set_config(ir, &p->m.config);
     while (!rc && (got = shard_index_reader_next(ir, &s, err)) == 1) {
@@ -328,9 +326,9 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
         if (s.shard >= p->m.shard_count ||
             (s.label != SHARD_NO_LABEL && (s.label < 0 || (uint32_t)s.label >= p->m.label_count)))
             rc = shard_err_set(err, SHARD_ECORRUPT,
-                               "'%s': a line names a shard or label "
+                               "'%s': an index line names a shard or label "
                                "the manifest does not have",
-                               path);
+                               p->path);
         else if (!(rc = add_entry(p, s.key, s.key_len, &e, err))) {
             e->source_bytes = s.source_bytes;
             e->source_xxh3 = s.source_xxh3;
@@ -348,14 +346,9 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
     }
     if (!rc && got < 0)
         rc = got;
-    if (!rc && (shard_index_reader_bytes(ir) != p->m.index_bytes ||
-                shard_index_reader_xxh3(ir) != p->m.index_xxh3))
-        rc = shard_err_set(err, SHARD_ECORRUPT,
-                           "'%s' is not the index its manifest lists "
-                           "(bytes or xxh3 differ)",
-                           path);
+    if (!rc && (rc = sk_manifest_index_check(&p->m, ir, err)))
+        shard_err_prefix(err, rc, "previous dataset '%s'", p->path);
     shard_index_reader_close(ir);
-    free(path);
     return rc;
 }
 

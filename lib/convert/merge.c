@@ -356,17 +356,6 @@ static void index_name(const struct merge *g, uint32_t i, const char *name, char
         snprintf(out, size, "%.*s-%u-of-%u%s", (int)(dot - name), name, i, g->count, dot);
 }
 
-/* Whether `name` is an index file or key table a merge may have placed. */
-static int is_index_name(const char *name)
-{
-    unsigned i, n;
-    int end = 0;
-    if (!strcmp(name, SHARD_INDEX_FILE) || !strcmp(name, SHARD_INDEX_KEYS_FILE))
-        return 1;
-    return (sscanf(name, "index-%u-of-%u.jsonl%n", &i, &n, &end) == 2 && !name[end]) ||
-           (end = 0, sscanf(name, "index-%u-of-%u.keys%n", &i, &n, &end) == 2 && !name[end]);
-}
-
 /* Part i's index file (and its key table) is the one its manifest lists,
  * by name and size (as its shards are; shardcheck reads their bytes), and
  * becomes entry i of the merged manifest's indexes, to be linked into DST. */
@@ -630,7 +619,7 @@ static int remove_unlisted(struct merge *g, struct shard_err *err)
         const char *name = e->d_name;
         if ((sk_dst_is_shard_name(name, NULL) && !bsearch(&name, g->out.shards, g->out.shard_count,
                                                           sizeof *g->out.shards, compare_files)) ||
-            (is_index_name(name) && !index_listed(g, name)))
+            (sk_dst_is_index_name(name) && !index_listed(g, name)))
             removed += unlinkat(g->fd, name, 0) == 0;
     }
     closedir(d);

@@ -193,7 +193,7 @@ say "PREV with a damaged index is refused"
 cp -r "$T/prev" "$T/badindex"
 sed -i '1s/"label":[0-9]*/"label":3/' "$T/badindex/index.jsonl"
 must_fail 1 shardify $OPTS --incremental "$T/badindex" "$T/src" "$T/other"
-must_say "is not the index its manifest lists" "$T/err"
+must_say "is not the index file its manifest lists" "$T/err"
 
 say "PREV may not be DST, an archive SRC is refused, and PREV must exist"
 must_fail 2 shardify $OPTS --overwrite --incremental "$T/prev" "$T/src" "$T/prev"

@@ -53,6 +53,14 @@ static const char usage_text[] =
     "                        .zip ... directly in it is read, in name order, as part\n"
     "                        of one source; keys name their archive\n"
     "                        (00000.tar/000123.jpg); other files are ignored\n"
+    "  --order archive|global\n"
+    "                        with --archives, the stored order: archive (default)\n"
+    "                        archive by archive, each shuffled on its own, so that\n"
+    "                        the folder converts in parts (whole archives to each)\n"
+    "                        and in memory of one archive; global: every key of the\n"
+    "                        folder sorted and shuffled together (one run; memory\n"
+    "                        grows with the samples), for archives that each hold\n"
+    "                        one class\n"
     "  --field NAME=TYPE[,from=SOURCE][,classes=FILE][,required]\n"
     "                        a field each sample carries besides its image (repeat\n"
     "                        for more); TYPE: text, json, int, float, float32[N],\n"
@@ -160,6 +168,7 @@ enum {
     OPT_COCO_MASK,
     OPT_MAX_FIELD_BYTES,
     OPT_ARCHIVES,
+    OPT_ORDER,
 };
 
 static const struct option long_options[] = {
@@ -173,6 +182,7 @@ static const struct option long_options[] = {
     {"labels", required_argument, NULL, OPT_LABELS},
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
+    {"order", required_argument, NULL, OPT_ORDER},
     {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
     {"coco", required_argument, NULL, OPT_COCO},
     {"coco-mask", no_argument, NULL, OPT_COCO_MASK},
@@ -202,9 +212,10 @@ struct parsing {
     struct options *o;
     int resume;
     int overwrite;
-    const char *part; /* --part, resolved once every option is read */
-    uint64_t parts;   /* --parts, 0 when not given */
-    int incremental;  /* --incremental and --incremental-or-full given */
+    const char *part;  /* --part, resolved once every option is read */
+    uint64_t parts;    /* --parts, 0 when not given */
+    int incremental;   /* --incremental and --incremental-or-full given */
+    const char *order; /* --order, or NULL */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -258,6 +269,11 @@ static int parse_option(int opt, void *ctx, char **argv)
         o->run.fields = o->fields;
         break;
     case OPT_ARCHIVES: o->run.archives = 1; break;
+    case OPT_ORDER:
+        if (strcmp(optarg, "archive") && strcmp(optarg, "global"))
+            return cli_usage_error(PROG, "--order takes archive or global, not '%s'", optarg);
+        p->order = optarg;
+        break;
     case OPT_ANNOTATIONS:
         if (o->run.annotations)
             return cli_usage_error(PROG, "give one --annotations table");
@@ -342,7 +358,7 @@ int options_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
     shardify_options_init(&o->run);
-    struct parsing p = {o, 0, 0, NULL, 0, 0};
+    struct parsing p = {o, 0, 0, NULL, 0, 0, NULL};
     int rc = cli_parse_options(argc, argv, long_options, parse_option, &p);
     if (rc)
         return rc;
@@ -353,6 +369,16 @@ int options_parse(int argc, char **argv, struct options *o)
     if (p.part && p.incremental)
         return cli_usage_error(PROG, "--part and --incremental cannot be used together: convert "
                                      "the parts in full, or the whole dataset incrementally");
+    if (p.order && !o->run.archives)
+        return cli_usage_error(PROG, "--order is the stored order of a folder of archives: "
+                                     "give --archives");
+    /* a folder of archives is stored archive by archive unless asked */
+    if (o->run.archives)
+        o->run.config.order = p.order && !strcmp(p.order, "global") ? SHARD_ORDER_SOURCE
+                                                                    : SHARD_ORDER_ARCHIVE;
+    if (p.part && o->run.archives && o->run.config.order == SHARD_ORDER_SOURCE)
+        return cli_usage_error(PROG, "--part splits a folder of archives by archive: leave out "
+                                     "--order global");
     if (p.part &&
         (rc = part_resolve(PROG, p.part, p.parts, SHARDIFY_MAX_PARTS, &o->run.part, &o->run.parts)))
         return rc;

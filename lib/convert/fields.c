@@ -608,6 +608,31 @@ static int parse_value(const struct shard_field_decl *d, const uint8_t *data, si
 
 /* ---- labels read ahead -------------------------------------------------------------- */
 
+int sk_field_sources_next_archive(struct sk_field_sources *p, struct shard_keylist *orphans,
+                                  struct shard_err *err)
+{
+    if (!p)
+        return SHARD_OK;
+    int rc = p->sidecars ? sk_sidecars_reset(p->sidecars, orphans, err) : SHARD_OK;
+    free(p->names);
+    for (uint64_t i = 0; p->values && i < p->candidates * p->label_field_count; i++)
+        free(p->values[i].reason);
+    free(p->values);
+    free(p->numbers);
+    p->names = NULL;
+    p->values = NULL;
+    p->numbers = NULL;
+    p->numbers_len = 0;
+    p->candidates = 0;
+    p->arena.len = 0;
+    return rc;
+}
+
+int sk_field_sources_has_table(const struct sk_field_sources *p)
+{
+    return p && p->table;
+}
+
 int sk_field_sources_has_names(const struct sk_field_sources *p)
 {
     return p && (p->label_field_count || p->class_from != CLASS_LABELER);

@@ -62,6 +62,14 @@ int sk_field_sources_resolve(struct sk_field_sources *p, const char *src,
 uint64_t sk_field_sources_orphan_count(const struct sk_field_sources *p); /* accepts NULL */
 const char *sk_field_sources_orphan(const struct sk_field_sources *p, uint64_t i, size_t *len);
 
+/* A directory of archives read archive by archive: forget the candidates
+ * of the archive done (its sidecar files, names read ahead and their
+ * numbers), moving its sidecar orphans to `orphans` (unless NULL). */
+int sk_field_sources_next_archive(struct sk_field_sources *p, struct shard_keylist *orphans,
+                                  struct shard_err *err);
+/* An annotation table (a --annotations file): 1 when there is one. */
+int sk_field_sources_has_table(const struct sk_field_sources *p);
+
 /* 1 when names must be read before labels are numbered. */
 int sk_field_sources_has_names(const struct sk_field_sources *p);
 /* Read the class name and the `labels` names of every candidate (n of

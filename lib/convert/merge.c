@@ -40,6 +40,7 @@
 #include "util/fsutil.h"
 
 #define MANIFEST_TMP "." SHARD_MANIFEST_FILE ".tmp"
+#define ARCHIVES_TMP "." SHARD_ARCHIVES_FILE ".tmp"
 #define PART_NAME_BYTES 32
 #define FILE_NAME_BYTES 64
 
@@ -74,6 +75,7 @@ struct merge {
     struct place *places;      /* every shard, then every part's index and key table */
     size_t place_count;
     int manifest_fd; /* MANIFEST_TMP, written */
+    int archives_fd; /* ARCHIVES_TMP, written (parts of a folder of archives by archive) */
 };
 
 /* ---- finding the parts ------------------------------------------------------ */
@@ -301,12 +303,16 @@ static int check_part(struct merge *g, uint32_t i, struct shard_err *err)
                              "part %u of %u: its range of the sample "
                              "order is not the one its %s gives it",
                              i, g->count, SHARDIFY_PART_FILE);
-    if (p->m.samples + p->m.rejected != end - first)
+    /* a range of the sample order, or by archive a range of archives whose
+     * candidates the part counted */
+    json_t *unit = json_object_get(p->info, "unit");
+    uint64_t candidates = unit ? info_uint(p, "candidates") : end - first;
+    if (p->m.samples + p->m.rejected != candidates)
         return shard_err_set(err, SHARD_EMISMATCH,
                              "part %u of %u holds %llu samples and "
                              "rejects, its range %llu",
                              i, g->count, (unsigned long long)(p->m.samples + p->m.rejected),
-                             (unsigned long long)(end - first));
+                             (unsigned long long)candidates);
     return SHARD_OK;
 }
 
@@ -413,6 +419,52 @@ static int add_indexes(struct merge *g, struct shard_err *err)
         m->index_file = m->indexes[0].file;
         m->index_xxh3 = m->indexes[0].xxh3;
     }
+    return rc;
+}
+
+/* ---- the archives' list -------------------------------------------------------- */
+
+/* Parts of a folder of archives stored by archive: their archives.jsonl
+ * one after the other (in part order, which is the archives' order), each
+ * checked against its part's manifest, as ARCHIVES_TMP (left open in
+ * g->archives_fd); its identity in the merged manifest.  A line an archive. */
+static int write_archives(struct merge *g, struct shard_err *err)
+{
+    struct shard_manifest *m = &g->out;
+    if (!g->parts[0].m.archives_file)
+        return SHARD_OK;
+    XXH3_state_t *h = XXH3_createState();
+    int rc = h ? sk_fs_create_at(g->fd, g->dst, ARCHIVES_TMP, 0644, &g->archives_fd, err)
+               : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (h)
+        XXH3_64bits_reset(h);
+    for (uint32_t i = 0; !rc && i < g->count; i++) {
+        const struct part *p = &g->parts[i];
+        struct shard_buf text = {0};
+        if (!p->m.archives_file) {
+            rc = shard_err_set(err, SHARD_EMISMATCH, "part %u of %u lists no archives", i,
+                               g->count);
+            break;
+        }
+        rc = sk_fs_read_file(p->fd, p->m.archives_file, &text, err);
+        if (!rc && (text.len != p->m.archives_bytes ||
+                    XXH3_64bits(text.data, text.len) != p->m.archives_xxh3))
+            rc = shard_err_set(err, SHARD_EMISMATCH,
+                               "part %u of %u: '%s/%s' is not the file its manifest lists", i,
+                               g->count, p->path, p->m.archives_file);
+        if (!rc)
+            rc = sk_fs_write_all(g->archives_fd, text.data, text.len, ARCHIVES_TMP, err);
+        if (!rc) {
+            XXH3_64bits_update(h, text.data, text.len);
+            m->archives_bytes += text.len;
+            m->archives_entries += p->m.archives_entries;
+        }
+        shard_buf_release(&text);
+    }
+    m->archives_file = SHARD_ARCHIVES_FILE;
+    if (h)
+        m->archives_xxh3 = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
     return rc;
 }
 
@@ -581,7 +633,8 @@ static int prepare(struct merge *g, struct shard_err *err)
 {
     int rc;
     if ((rc = sk_fs_check_own_at(g->fd, g->dst, SHARD_MANIFEST_FILE, 0, err)) ||
-        (rc = write_manifest(g, err)))
+        (rc = sk_fs_check_own_at(g->fd, g->dst, SHARD_ARCHIVES_FILE, 0, err)) ||
+        (rc = write_archives(g, err)) || (rc = write_manifest(g, err)))
         return rc;
     for (size_t k = 0; !rc && k < g->place_count; k++)
         rc = place_file(g, &g->places[k], err);
@@ -619,7 +672,8 @@ static int remove_unlisted(struct merge *g, struct shard_err *err)
         const char *name = e->d_name;
         if ((sk_dst_is_shard_name(name, NULL) && !bsearch(&name, g->out.shards, g->out.shard_count,
                                                           sizeof *g->out.shards, compare_files)) ||
-            (sk_dst_is_index_name(name) && !index_listed(g, name)))
+            (sk_dst_is_index_name(name) && !index_listed(g, name)) ||
+            (!g->out.archives_file && !strcmp(name, SHARD_ARCHIVES_FILE)))
             removed += unlinkat(g->fd, name, 0) == 0;
     }
     closedir(d);
@@ -663,6 +717,11 @@ static int publish(struct merge *g, struct shard_err *err)
         else
             pl->placed = LINKED;
     }
+    if (g->archives_fd >= 0) {
+        rc = sk_fs_commit_at(g->archives_fd, rc, g->fd, g->dst, ARCHIVES_TMP, SHARD_ARCHIVES_FILE,
+                             &e);
+        g->archives_fd = -1;
+    }
     /* the manifest's rename fsyncs DST, and so the links made before it */
     rc = sk_fs_commit_at(g->manifest_fd, rc, g->fd, g->dst, MANIFEST_TMP, SHARD_MANIFEST_FILE, &e);
     g->manifest_fd = -1;
@@ -688,7 +747,11 @@ static void merge_release(struct merge *g)
     free(g->parts);
     free(g->places);
     free(g->out.indexes);
-    if (g->manifest_fd >= 0) { /* not committed: a failure before publishing */
+    if (g->archives_fd >= 0) { /* not committed: a failure before publishing */
+        close(g->archives_fd);
+        unlinkat(g->fd, ARCHIVES_TMP, 0);
+    }
+    if (g->manifest_fd >= 0) {
         close(g->manifest_fd);
         unlinkat(g->fd, MANIFEST_TMP, 0);
     }
@@ -705,7 +768,7 @@ static void merge_release(struct merge *g)
 int shardify_merge(const char *dst, struct shardify_merge_summary *summary, struct shard_err *err)
 {
     double t0 = sk_now_seconds();
-    struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1, .manifest_fd = -1};
+    struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1, .manifest_fd = -1, .archives_fd = -1};
     int rc = SHARD_OK;
     memset(summary, 0, sizeof *summary);
     if (strstr(dst, "://")) { /* links need one file system */

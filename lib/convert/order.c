@@ -56,6 +56,7 @@ struct label_set {
     } * slots;
     size_t cap; /* a power of two */
     size_t count;
+    int owned; /* the names are copies, freed with the set (by archive) */
 };
 
 static struct label_slot *label_set_find(const struct label_set *set, const char *name, size_t len,
@@ -74,7 +75,7 @@ static int label_set_add(struct label_set *set, const char *name, size_t len, st
 {
     if (2 * (set->count + 1) > set->cap) { /* keep the load under one half */
         struct label_set bigger = {calloc(set->cap ? 2 * set->cap : 64, sizeof *set->slots),
-                                   set->cap ? 2 * set->cap : 64, set->count};
+                                   set->cap ? 2 * set->cap : 64, set->count, set->owned};
         if (!bigger.slots)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         for (size_t i = 0; i < set->cap; i++)
@@ -87,12 +88,23 @@ static int label_set_add(struct label_set *set, const char *name, size_t len, st
     uint64_t hash = XXH3_64bits(name, len);
     struct label_slot *s = label_set_find(set, name, len, hash);
     if (!s->ref.name) {
+        if (set->owned && !(name = strndup(name, len)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         s->ref.name = name;
         s->ref.len = len;
         s->hash = hash;
         set->count++;
     }
     return SHARD_OK;
+}
+
+static void label_set_free(struct label_set *set)
+{
+    for (size_t i = 0; set && set->owned && i < set->cap; i++)
+        free((char *)set->slots[i].ref.name);
+    if (set)
+        free(set->slots);
+    free(set);
 }
 
 /* Labels the user asked for (not the default, not "none"): a rule that
@@ -168,11 +180,55 @@ static int32_t number_of(void *ctx, const char *name, size_t len)
  * `labels` field), numbered in the order of the names the manifest writes
  * (for UTF-8 names, the order of their bytes), so that its "labels" are
  * sorted and unique as readers check. */
+/* Number the names of `set` in the order of the names the manifest writes
+ * (r->label_names, r->label_count; each slot's number). */
+static int number_labels(struct run *r, struct label_set *set, struct shard_err *err)
+{
+    struct named_label *sorted = NULL;
+    size_t n = 0;
+    int rc = SHARD_OK;
+    if (set->count > INT32_MAX)
+        return shard_err_set(err, SHARD_ELIMIT, "too many labels");
+    sorted = calloc(set->count ? set->count : 1, sizeof *sorted);
+    r->label_names = calloc(set->count ? set->count : 1, sizeof *r->label_names);
+    if (!sorted || !r->label_names) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < set->cap; i++) {
+        if (!set->slots[i].ref.name)
+            continue;
+        sorted[n].ref = set->slots[i].ref;
+        if (!(sorted[n++].name = sk_jsonkey_label_name(set->slots[i].ref.name,
+                                                       set->slots[i].ref.len))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    qsort(sorted, n, sizeof *sorted, compare_named_labels);
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
+            rc = label_collision(&sorted[i - 1], &sorted[i], err);
+            goto out;
+        }
+    r->label_count = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        label_set_find(set, sorted[i].ref.name, sorted[i].ref.len,
+                       XXH3_64bits(sorted[i].ref.name, sorted[i].ref.len))
+            ->number = (int32_t)i;
+        r->label_names[i] = sorted[i].name; /* owned by the run from here */
+        sorted[i].name = NULL;
+    }
+out:
+    for (size_t i = 0; sorted && i < n; i++)
+        free(sorted[i].name);
+    free(sorted);
+    return rc;
+}
+
 int sk_run_assign_labels(struct run *r, struct shard_err *err)
 {
     struct label_set set = {0};
-    struct named_label *sorted = NULL;
-    size_t n = 0;
     const char *name;
     size_t len;
     int rc = SHARD_OK;
@@ -189,40 +245,8 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     }
     if (rc)
         goto out;
-    if (set.count > INT32_MAX) {
-        rc = shard_err_set(err, SHARD_ELIMIT, "too many labels");
+    if ((rc = number_labels(r, &set, err)))
         goto out;
-    }
-    sorted = calloc(set.count ? set.count : 1, sizeof *sorted);
-    r->label_names = calloc(set.count ? set.count : 1, sizeof *r->label_names);
-    if (!sorted || !r->label_names) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < set.cap; i++) {
-        if (!set.slots[i].ref.name)
-            continue;
-        sorted[n].ref = set.slots[i].ref;
-        if (!(sorted[n++].name = sk_jsonkey_label_name(set.slots[i].ref.name,
-                                                       set.slots[i].ref.len))) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    qsort(sorted, n, sizeof *sorted, compare_named_labels);
-    for (size_t i = 1; i < n; i++)
-        if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
-            rc = label_collision(&sorted[i - 1], &sorted[i], err);
-            goto out;
-        }
-    r->label_count = (uint32_t)n;
-    for (size_t i = 0; i < n; i++) {
-        label_set_find(&set, sorted[i].ref.name, sorted[i].ref.len,
-                       XXH3_64bits(sorted[i].ref.name, sorted[i].ref.len))
-            ->number = (int32_t)i;
-        r->label_names[i] = sorted[i].name; /* owned by the run from here */
-        sorted[i].name = NULL;
-    }
     uint64_t labeled = 0;
     for (uint64_t i = 0; i < r->n; i++) {
         r->label_of[i] = SHARD_NO_LABEL;
@@ -239,15 +263,13 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     if (labels_asked(r) && r->n > 0 && labeled == 0)
         rc = no_label_error(r, "candidates", r->n, err);
 out:
-    for (size_t i = 0; i < n; i++)
-        free(sorted[i].name);
     free(set.slots);
-    free(sorted);
     return rc;
 }
 
-int sk_run_make_order(struct run *r, struct shard_err *err)
+static int make_order(struct run *r, uint64_t seed, struct shard_err *err)
 {
+    free(r->order);
     r->order = malloc((r->n ? r->n : 1) * sizeof *r->order);
     if (!r->order)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -268,8 +290,77 @@ int sk_run_make_order(struct run *r, struct shard_err *err)
         }
     }
     if (r->config.shuffle)
-        sk_shuffle(r->order, r->n, r->config.shuffle_seed);
+        sk_shuffle(r->order, r->n, seed);
     return SHARD_OK;
+}
+
+int sk_run_make_order(struct run *r, struct shard_err *err)
+{
+    return make_order(r, r->config.shuffle_seed, err);
+}
+
+int sk_run_order_archive(struct run *r, uint64_t seed, struct shard_err *err)
+{
+    return make_order(r, seed, err);
+}
+
+/* ---- labels by archive ------------------------------------------------------- */
+
+int sk_run_labels_collect(struct run *r, struct shard_err *err)
+{
+    if (!r->label_set && !(r->label_set = calloc(1, sizeof *r->label_set)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    r->label_set->owned = 1;
+    const char *name;
+    size_t len;
+    int rc = SHARD_OK;
+    for (uint64_t i = 0; !rc && i < r->n; i++) {
+        if (class_of(r, i, &name, &len))
+            rc = label_set_add(r->label_set, name, len, err);
+        for (size_t k = 0; !rc && sk_field_sources_label_name(r->fields, i, k, &name, &len); k++)
+            rc = label_set_add(r->label_set, name, len, err);
+    }
+    return rc;
+}
+
+int sk_run_labels_number(struct run *r, struct shard_err *err)
+{
+    if (!r->label_set && !(r->label_set = calloc(1, sizeof *r->label_set)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    r->label_set->owned = 1;
+    return number_labels(r, r->label_set, err);
+}
+
+int sk_run_labels_apply(struct run *r, struct shard_err *err)
+{
+    free(r->label_of);
+    r->label_of = malloc((r->n ? r->n : 1) * sizeof *r->label_of);
+    if (!r->label_of)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    const char *name;
+    size_t len;
+    for (uint64_t i = 0; i < r->n; i++) {
+        r->label_of[i] = SHARD_NO_LABEL;
+        if (!r->label_set || !r->label_set->count || !class_of(r, i, &name, &len))
+            continue;
+        const struct label_slot *slot = label_set_find(r->label_set, name, len,
+                                                       XXH3_64bits(name, len));
+        if (!slot->ref.name) /* the labels' pass did not see it: the archive changed since */
+            return shard_err_set(err, SHARD_EMISMATCH,
+                                 "an archive of '%s' changed during the run: a class appeared "
+                                 "that its first reading did not have",
+                                 r->src);
+        r->label_of[i] = slot->number;
+    }
+    return r->label_set && r->label_set->count
+               ? sk_field_sources_number(r->fields, number_of, r->label_set, err)
+               : SHARD_OK;
+}
+
+void sk_run_labels_release(struct run *r)
+{
+    label_set_free(r->label_set);
+    r->label_set = NULL;
 }
 
 /* The state an interrupted run must match to be resumed (the hash of the

@@ -23,6 +23,10 @@
 #include "source/source_internal.h"
 
 #define SPOOL_FILE "spool"
+/* By archive: the archives' lines so far, in the work directory. */
+#define SK_ARCHIVES_WORK "archives"
+/* Six-digit shard numbers, shared out among the parts (parts.c). */
+#define SK_SHARD_NAMES 1000000u
 
 /* What the spool phase learned about one archive entry. */
 struct spooled {
@@ -133,6 +137,17 @@ struct run {
     int has_lineage;
     struct shard_lineage lineage;
     char full_rebuild[SHARD_ERRMSG_SIZE]; /* why an incremental run reused nothing, or "" */
+    /* by archive (by_archive.c) */
+    int by_archive;
+    int names_only;               /* the labels' pass: spool names and sidecars, convert nothing */
+    uint64_t pos_base;            /* the assembler's position of order position 0 */
+    struct label_set *label_set;  /* every archive's names, numbered (order.c) */
+    struct shard_keylist orphans; /* the sidecar orphans of the archives done */
+    size_t archive_first;         /* the run's (or part's) archives: [first, end) */
+    size_t archive_end;
+    int archives_fd; /* the archives' lines so far, in the work dir */
+    uint64_t archives_lines;
+    uint64_t candidates_total; /* of the archives done */
 };
 
 /* The manifest's source.kind: "directory" (a directory or an S3 prefix),
@@ -161,9 +176,39 @@ int sk_run_read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_by
 
 /* spool.c: read the archive once, converting into the spool. */
 int sk_run_spool_archive(struct run *r, struct shard_err *err);
+/* One archive at `path` into the spool, its keys prefixed with `prefix` and
+ * '/' (NULL: none), after the candidates already there. */
+int sk_run_spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err);
+/* Forget the candidates spooled (a directory of archives by archive: the
+ * next archive's take their places): keys, refusals, spool tables, the spool
+ * file's bytes. */
+void sk_run_spool_reset(struct run *r);
+
+/* by_archive.c: a directory of archives stored by archive (config.order
+ * "archive"): each archive read, ordered and converted before the next, the
+ * run's (or its part's) archives only.  Leaves the run as convert() does,
+ * ready to publish (the archives' list in the work directory). */
+int sk_run_by_archive(struct run *r, struct shard_err *err);
+/* shardify.c: convert order positions [start_pos, end_pos) of the
+ * candidates as they stand, as positions pos_base + p of the assembler (the
+ * open shard is not finished). */
+int sk_run_convert_range(struct run *r, struct shard_err *err);
 
 /* order.c */
 int sk_run_assign_labels(struct run *r, struct shard_err *err);
+/* By archive: the class and labels names of the candidates spooled, added
+ * to r->label_set (copied: they outlive the archive); once every archive's
+ * are in, sk_run_labels_number numbers them as sk_run_assign_labels does;
+ * then sk_run_labels_apply labels the candidates of each archive
+ * (r->label_of, and the `labels` fields' numbers) from the set.  With
+ * --labels none no set is needed: every candidate is unlabeled. */
+int sk_run_labels_collect(struct run *r, struct shard_err *err);
+int sk_run_labels_number(struct run *r, struct shard_err *err);
+int sk_run_labels_apply(struct run *r, struct shard_err *err);
+void sk_run_labels_release(struct run *r);
+/* By archive: the order of the candidates spooled (one archive): sorted,
+ * later entries repeating a name rejected, shuffled with `seed`. */
+int sk_run_order_archive(struct run *r, uint64_t seed, struct shard_err *err);
 int sk_run_make_order(struct run *r, struct shard_err *err);
 /* After converting: labels asked for (--labels) that label no sample are an
  * error (so are labels that label no candidate, found by assign_labels). */

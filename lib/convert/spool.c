@@ -169,6 +169,12 @@ static void spool_work(void *ctx, int thread, void *slot)
 {
     struct spool_pass *p = ctx;
     struct slot *s = slot;
+    if (p->r->names_only) { /* the labels' pass: names and sidecars only */
+        s->ok = 0;
+        s->has_source = 0;
+        shard_err_set(&s->why, SHARD_EUNSUPPORTED, "%s", s->problem ? s->problem : "not converted");
+        return;
+    }
     if (!s->is_sidecar) /* a sidecar's bytes go to the spool as they are */
         convert_entry(p->r, thread, s);
 }
@@ -215,6 +221,8 @@ static int store(struct run *r, uint64_t index, const struct slot *s, struct sha
     }
     if (s->warning[0] && !(sp->warning = strdup(s->warning)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (r->names_only)
+        return SHARD_OK;
     sp->offset = r->spool_bytes;
     sp->len = s->payload.len;
     sp->width = s->width;
@@ -301,9 +309,7 @@ static void drop_items(struct spool_pass *p)
     p->items = 0;
 }
 
-/* Read the archive at `path` into the spool, its keys prefixed with
- * `prefix` and '/' (NULL: none). */
-static int spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err)
+int sk_run_spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err)
 {
     struct spool_pass pass = {.r = r, .path = path, .prefix = prefix, .base = r->keys.count};
     int rc = shard_archive_open(&r->ar, path, err);
@@ -311,8 +317,11 @@ static int spool_one(struct run *r, const char *path, const char *prefix, struct
         return rc;
     /* made once the first archive is open: never through a link, never an
      * existing file (see sk_fs_create_at) */
-    if (r->spool_fd < 0 &&
-        (rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err)))
+    if (!r->spool_path && !(r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE)))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc && r->spool_fd < 0)
+        rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err);
+    if (rc)
         return rc;
     void **slots = sk_run_slot_pointers(r, err);
     if (!slots || (rc = sk_links_new(&pass.links, err))) {
@@ -336,19 +345,38 @@ static int spool_one(struct run *r, const char *path, const char *prefix, struct
     return rc;
 }
 
+void sk_run_spool_reset(struct run *r)
+{
+    for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++) {
+        free(r->spooled[i].reason);
+        free(r->spooled[i].warning);
+    }
+    if (r->spooled)
+        memset(r->spooled, 0, r->spooled_cap * sizeof *r->spooled);
+    for (uint64_t i = 0; r->spooled_sidecars && i < r->spooled_sidecars_cap; i++)
+        free(r->spooled_sidecars[i].problem);
+    if (r->spooled_sidecars)
+        memset(r->spooled_sidecars, 0, r->spooled_sidecars_cap * sizeof *r->spooled_sidecars);
+    if (r->spool_fd >= 0 && ftruncate(r->spool_fd, 0) == 0)
+        lseek(r->spool_fd, 0, SEEK_SET);
+    r->spool_bytes = 0;
+    shard_keylist_release(&r->keys);
+    shard_refusals_release(&r->refused);
+    r->n = 0;
+}
+
 int sk_run_spool_archive(struct run *r, struct shard_err *err)
 {
-    r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE);
-    if (!r->spool_path)
+    if (!r->spool_path && !(r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = SHARD_OK;
     r->phase = "spool";
     if (!r->archive_count) {
-        rc = spool_one(r, r->src, NULL, err);
+        rc = sk_run_spool_one(r, r->src, NULL, err);
     } else {
         for (size_t k = 0; !rc && k < r->archive_count; k++) {
             char *path = sk_fs_join(r->src, r->archive_names[k]);
-            rc = path ? spool_one(r, path, r->archive_names[k], err)
+            rc = path ? sk_run_spool_one(r, path, r->archive_names[k], err)
                       : shard_err_set(err, SHARD_ENOMEM, "out of memory");
             free(path);
         }

@@ -324,3 +324,23 @@ const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *le
 {
     return shard_keylist_get(&s->files, s->orphans[i], len);
 }
+
+int sk_sidecars_reset(struct sk_sidecars *s, struct shard_keylist *orphans, struct shard_err *err)
+{
+    int rc = SHARD_OK;
+    for (size_t i = 0; orphans && !rc && i < s->orphan_count; i++) {
+        size_t len;
+        const char *key = sk_sidecars_orphan(s, i, &len);
+        rc = shard_keylist_add(orphans, key, len, err);
+    }
+    shard_keylist_release(&s->files);
+    free(s->owner);
+    free(s->ordinal);
+    free(s->orphans);
+    s->owner = NULL;
+    s->ordinal = NULL;
+    s->orphans = NULL;
+    s->orphan_count = 0;
+    s->resolved = 0;
+    return rc;
+}

@@ -153,6 +153,10 @@ int sk_sidecars_name(const struct sk_sidecars *s, const char *key, size_t len, u
 size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i);
 /* File i (sorted by key after resolving): its key, NUL-terminated. */
 const char *sk_sidecars_file(const struct sk_sidecars *s, size_t i, size_t *len);
+/* Forget the files and what resolving learned, keeping the suffixes: a
+ * directory of archives read archive by archive adds each archive's files
+ * afresh.  The orphans are appended to `orphans` first (unless NULL). */
+int sk_sidecars_reset(struct sk_sidecars *s, struct shard_keylist *orphans, struct shard_err *err);
 /* The orphans, sorted by key: their positions among the files. */
 size_t sk_sidecars_orphan_count(const struct sk_sidecars *s);
 const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len);

@@ -188,18 +188,18 @@ static int collect_labels(struct run *r, struct shard_err *err)
     return rc ? rc : sk_run_labels_number(r, err);
 }
 
-/* Archive k's line in the work directory's list. */
-static int note_archive(struct run *r, size_t k, uint64_t bytes, uint64_t xxh3, uint64_t candidates,
-                        uint64_t samples, uint64_t rejected, struct shard_err *err)
+int sk_run_note_archive(struct run *r, size_t k, const struct sk_archive_line *a,
+                        struct shard_err *err)
 {
     json_t *o = json_object();
     const char *name = r->archive_names[k];
     int bad = !o || sk_jsonkey_set_named(o, "name", name, strlen(name), err);
-    bad = bad || sk_jsonkey_set_uint(o, "bytes", bytes);
-    bad = bad || sk_jsonkey_set_hex64(o, "xxh3", xxh3);
-    bad = bad || sk_jsonkey_set_uint(o, "candidates", candidates);
-    bad = bad || sk_jsonkey_set_uint(o, "samples", samples);
-    bad = bad || sk_jsonkey_set_uint(o, "rejected", rejected);
+    bad = bad || sk_jsonkey_set_uint(o, "bytes", a->bytes);
+    bad = bad || sk_jsonkey_set_hex64(o, "xxh3", a->xxh3);
+    bad = bad || sk_jsonkey_set_uint(o, "candidates", a->candidates);
+    bad = bad || sk_jsonkey_set_uint(o, "samples", a->samples);
+    bad = bad || sk_jsonkey_set_uint(o, "rejected", a->rejected);
+    bad = bad || sk_jsonkey_set_uint(o, "ignored", a->ignored);
     char *line = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!line)
@@ -212,19 +212,28 @@ static int note_archive(struct run *r, size_t k, uint64_t bytes, uint64_t xxh3, 
     return rc;
 }
 
+static uint64_t ignored_of(const struct shard_scan_stats *st)
+{
+    return st->ignored + st->ignored_symlinks + st->ignored_special;
+}
+
 /* One archive: read (its identity hashed first), labeled, ordered,
- * converted, listed. */
+ * converted, listed; or, in an incremental run, taken whole from the
+ * previous dataset when it has the archive unchanged. */
 static int convert_archive(struct run *r, size_t k, struct shard_err *err)
 {
     char *path = sk_fs_join(r->src, r->archive_names[k]);
-    uint64_t bytes = 0, xxh3 = 0;
-    int rc = path ? sk_fs_hash_file(path, &bytes, &xxh3, err)
+    struct sk_archive_line a = {0};
+    int rc = path ? sk_fs_hash_file(path, &a.bytes, &a.xxh3, err)
                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
     free(path);
     if (rc)
         return shard_err_prefix(err, rc, "cannot read archive '%s/%s'", r->src,
                                 r->archive_names[k]);
+    if (r->prev_archives && (rc = sk_prev_archives_take(r, k, &a, err)))
+        return rc < 0 ? rc : SHARD_OK; /* 1: reused whole */
     uint64_t samples = sk_assembler_samples(r->as), rejected = sk_assembler_reject_count(r->as);
+    uint64_t ignored = ignored_of(&r->stats);
     r->phase = "convert";
     if ((rc = read_archive(r, k, err)) || (rc = sk_run_labels_apply(r, err)) ||
         (rc = sk_run_order_archive(r, archive_seed(r, r->archive_names[k]), err)))
@@ -233,8 +242,11 @@ static int convert_archive(struct run *r, size_t k, struct shard_err *err)
     r->end_pos = r->n;
     if ((rc = sk_run_convert_range(r, err)))
         return rc;
-    rc = note_archive(r, k, bytes, xxh3, r->n, sk_assembler_samples(r->as) - samples,
-                      sk_assembler_reject_count(r->as) - rejected, err);
+    a.candidates = r->n;
+    a.samples = sk_assembler_samples(r->as) - samples;
+    a.rejected = sk_assembler_reject_count(r->as) - rejected;
+    a.ignored = ignored_of(&r->stats) - ignored;
+    rc = sk_run_note_archive(r, k, &a, err);
     r->pos_base += r->n;
     r->candidates_total += r->n;
     r->stats.candidates = r->candidates_total;
@@ -257,8 +269,11 @@ int sk_run_by_archive(struct run *r, struct shard_err *err)
         return rc;
     double t = sk_now_seconds();
     r->timing.scan = t - r->t0;
+    r->folder_ignored = ignored_of(&r->stats);
     for (size_t k = r->archive_first; !rc && k < r->archive_end; k++)
         rc = convert_archive(r, k, err);
+    if (!rc && r->prev_archives)
+        rc = sk_prev_archives_finish(r, err);
     r->n = r->candidates_total;
     r->end_pos = r->pos_base;
     if (!rc) {

@@ -525,6 +525,10 @@ static int gather(struct merge *g, struct shard_err *err)
             return rc;
         memcpy(m->rejects + m->reject_count, p->m.rejects, p->m.reject_count * sizeof *m->rejects);
         m->reject_count += p->m.reject_count;
+        /* by archive, each part counts the folder's ignored files and its own
+         * archives' ignored entries: the folder's once */
+        if (i > 0 && json_object_get(p->info, "unit"))
+            m->ignored += p->m.ignored - info_uint(p, "ignored");
         m->samples += p->m.samples;
         m->unlabeled += p->m.unlabeled;
         m->warned += p->m.warned;

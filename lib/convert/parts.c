@@ -204,9 +204,12 @@ static json_t *part_json(const struct run *r, const char *state)
     bad = bad || json_object_set(o, "bounds", bounds);
     /* the resume state: options, source kind, candidates, the order's hash */
     bad = bad || json_object_del(st, "part") || json_object_set(o, "listing", st);
+    /* what the listing ignored (by archive: the folder's files, not the part's
+     * own archives' entries, which its manifest counts) */
     bad = bad || sk_jsonkey_set_uint(o, "ignored",
-                                     r->stats.ignored + r->stats.ignored_symlinks +
-                                         r->stats.ignored_special);
+                                     r->by_archive ? r->folder_ignored
+                                                   : r->stats.ignored + r->stats.ignored_symlinks +
+                                                         r->stats.ignored_special);
     json_decref(bounds);
     json_decref(st);
     if (bad) {

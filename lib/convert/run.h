@@ -147,7 +147,9 @@ struct run {
     size_t archive_end;
     int archives_fd; /* the archives' lines so far, in the work dir */
     uint64_t archives_lines;
-    uint64_t candidates_total; /* of the archives done */
+    uint64_t candidates_total;              /* of the archives done */
+    uint64_t folder_ignored;                /* files of the folder that are no archive */
+    struct sk_prev_archives *prev_archives; /* incremental by archive, or NULL */
 };
 
 /* The manifest's source.kind: "directory" (a directory or an S3 prefix),
@@ -184,11 +186,42 @@ int sk_run_spool_one(struct run *r, const char *path, const char *prefix, struct
  * file's bytes. */
 void sk_run_spool_reset(struct run *r);
 
+/* An archive's line in archives.jsonl (manifests/FORMAT.md). */
+struct sk_archive_line {
+    uint64_t bytes;
+    uint64_t xxh3;
+    uint64_t candidates;
+    uint64_t samples;
+    uint64_t rejected;
+    uint64_t ignored;
+};
+
 /* by_archive.c: a directory of archives stored by archive (config.order
  * "archive"): each archive read, ordered and converted before the next, the
  * run's (or its part's) archives only.  Leaves the run as convert() does,
  * ready to publish (the archives' list in the work directory). */
 int sk_run_by_archive(struct run *r, struct shard_err *err);
+/* Archive k is done: its line into the work directory's list. */
+int sk_run_note_archive(struct run *r, size_t k, const struct sk_archive_line *a,
+                        struct shard_err *err);
+
+/* incremental_archives.c: an incremental run by archive.  The previous
+ * dataset (by archive, the same options) is read in step with the folder:
+ * an archive it has with the same name, size and xxh3 gives its records
+ * without being read (sk_prev_archives_take returns 1 once they are in the
+ * shards); another is converted, its candidates counted against the
+ * previous archive of that name (sk_prev_archives_note); an archive of the
+ * previous dataset that the folder no longer has is removed.  Memory: the
+ * previous dataset's list of archives and one archive's entries. */
+struct sk_prev_archives;
+int sk_prev_archives_open(struct run *r, const char *dst, struct shard_err *err);
+void sk_prev_archives_free(struct sk_prev_archives *p); /* accepts NULL */
+int sk_prev_archives_take(struct run *r, size_t k, const struct sk_archive_line *a,
+                          struct shard_err *err);
+int sk_prev_archives_finish(struct run *r, struct shard_err *err);
+/* The lineage of a candidate converted from an archive of the folder. */
+void sk_prev_archives_note(struct run *r, const char *key, size_t key_len, int has_source,
+                           uint64_t source_bytes, uint64_t source_xxh3);
 /* shardify.c: convert order positions [start_pos, end_pos) of the
  * candidates as they stand, as positions pos_base + p of the assembler (the
  * open shard is not finished). */
@@ -238,6 +271,15 @@ enum sk_reuse_outcome {
  * says why) instead of an error. */
 int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err);
 void sk_run_close_previous(struct run *r);
+/* What makes PREV unusable before its manifest is read: where it is. */
+int sk_prev_check_places(const char *prev, const char *src, const char *dst, struct shard_err *err);
+/* Load PREV's manifest, of a source of `kind` ("directory", "archives"),
+ * and hold it to `config` (labels described); its identity in *xxh3. */
+int sk_prev_load_manifest(const char *prev, const struct shard_config *config, const char *kind,
+                          struct shard_manifest *m, uint64_t *xxh3, struct shard_err *err);
+/* PREV could not be opened (rc, why): an error, or with
+ * --incremental-or-full a full rebuild that the lineage explains. */
+int sk_prev_unusable(struct run *r, int rc, const struct shard_err *why, struct shard_err *err);
 /* Worker: the slot's input is read; hash it, and when the previous dataset
  * has this key with the same bytes, take its record (or reject) into the
  * slot and return 1; else 0 (convert it; s->outcome may say why). */

@@ -91,6 +91,9 @@ static const char usage_text[] =
     "  --max-pixels N        refuse images whose header declares more pixels\n"
     "                        (default 100000000)\n"
     "  --max-file-size SIZE  refuse larger input files (default 1G)\n"
+    "  --memory SIZE         the most bytes of archive entries the threads hold at\n"
+    "                        once (default 1G): an entry waits for room before it\n"
+    "                        is read, one larger than SIZE is read alone\n"
     "  --on-error skip|fail  skip (default): record a bad input as rejected and go on;\n"
     "                        fail: stop at the first bad input, publish nothing\n"
     "  --resume              continue an interrupted run in DST\n"
@@ -169,6 +172,7 @@ enum {
     OPT_MAX_FIELD_BYTES,
     OPT_ARCHIVES,
     OPT_ORDER,
+    OPT_MEMORY,
 };
 
 static const struct option long_options[] = {
@@ -183,6 +187,7 @@ static const struct option long_options[] = {
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"order", required_argument, NULL, OPT_ORDER},
+    {"memory", required_argument, NULL, OPT_MEMORY},
     {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
     {"coco", required_argument, NULL, OPT_COCO},
     {"coco-mask", no_argument, NULL, OPT_COCO_MASK},
@@ -302,6 +307,10 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_MAX_FILE_SIZE:
         if (cli_parse_size(optarg, &cfg->max_file_bytes) || cfg->max_file_bytes == 0)
             return cli_usage_error(PROG, "--max-file-size: '%s' is not a size", optarg);
+        break;
+    case OPT_MEMORY:
+        if (cli_parse_size(optarg, &o->run.memory) || o->run.memory == 0)
+            return cli_usage_error(PROG, "--memory: '%s' is not a size", optarg);
         break;
     case OPT_ON_ERROR:
         if (!strcmp(optarg, "skip"))

@@ -141,9 +141,20 @@ struct shardify_options {
      * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
      * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as
      * part of one source whose keys are the archive's name, '/', and the
-     * member's ("00000.tar/000123.jpg"); other files are ignored. */
+     * member's ("00000.tar/000123.jpg"); other files are ignored.  With
+     * config.order SHARD_ORDER_ARCHIVE it is stored archive by archive
+     * (manifests/FORMAT.md "Sample order"): each archive read, converted and
+     * written before the next, so that memory follows one archive, `part`
+     * takes whole archives and `incremental` reuses unchanged ones whole. */
     int archives;
+    /* The most bytes of archive entries the threads hold at once while they
+     * convert them (0: SHARDIFY_MEMORY_DEFAULT): an entry waits for room
+     * before it is read; one larger than this is read alone. */
+    uint64_t memory;
 };
+
+/* The default of shardify_options.memory: 1 GiB. */
+#define SHARDIFY_MEMORY_DEFAULT (1ull << 30)
 
 SHARD_API void shardify_options_init(struct shardify_options *o);
 

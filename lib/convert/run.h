@@ -21,6 +21,7 @@
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"
+#include "util/budget.h"
 
 #define SPOOL_FILE "spool"
 /* By archive: the archives' lines so far, in the work directory. */
@@ -71,6 +72,7 @@ struct slot {
     struct shard_err why;
     char warning[SHARD_ERRMSG_SIZE]; /* ok: "" or the decoder warning it was accepted despite */
     int hashed;                      /* source_* already computed from `input` */
+    uint64_t held;                   /* spool: the budget's bytes its input holds */
     int outcome;                     /* incremental: enum sk_reuse_outcome */
     struct sk_placement place;       /* where the converted image's pixels went */
     struct shard_field_set fields;   /* the sample's field area (a dataset with fields) */
@@ -150,6 +152,7 @@ struct run {
     uint64_t candidates_total;              /* of the archives done */
     uint64_t folder_ignored;                /* files of the folder that are no archive */
     struct sk_prev_archives *prev_archives; /* incremental by archive, or NULL */
+    struct sk_budget budget;                /* the archive entries the slots hold (spool.c) */
 };
 
 /* The manifest's source.kind: "directory" (a directory or an S3 prefix),

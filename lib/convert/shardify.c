@@ -659,6 +659,7 @@ static void run_release(struct run *r)
     shard_labeler_free(r->labeler);
     sk_dst_close(r->dst);
     free(r->dst_path);
+    sk_budget_destroy(&r->budget);
 }
 
 int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
@@ -676,6 +677,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.root.fd = -1;
     r.spool_fd = -1;
     r.archives_fd = -1;
+    sk_budget_init(&r.budget, o->memory ? o->memory : SHARDIFY_MEMORY_DEFAULT);
     r.config = o->config;
     r.config.labels = NULL;
     r.config.fields = NULL; /* the field sources declare them */

@@ -61,8 +61,20 @@ struct shard_archive {
     struct shard_buf key;                 /* normalised key of the current entry, NUL-terminated */
     struct shard_buf link;                /* its hard-link target, normalised; len 0: none */
     int link_only;                        /* a hard link without data of its own */
-    uint8_t scratch[READ_CHUNK_BYTES];    /* sink for data we only count */
+    uint64_t max_other_bytes;             /* a wanted non-candidate's limit (0: max_bytes) */
+    int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err); /* see sk_archive_set_reading */
+    void *admit_ctx;
+    uint8_t scratch[READ_CHUNK_BYTES]; /* sink for data we only count */
 };
+
+void sk_archive_set_reading(struct shard_archive *a, uint64_t max_other_bytes,
+                            int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err),
+                            void *ctx)
+{
+    a->max_other_bytes = max_other_bytes;
+    a->admit = admit;
+    a->admit_ctx = ctx;
+}
 
 /* Archives come from outside, so only the formats datasets are shipped in
  * are read (each format parser is attack surface): tar in all its dialects,
@@ -562,11 +574,20 @@ static int next_entry(struct shard_archive *a, uint64_t max_bytes,
             a->problem = sk_fs_not_regular(type);
         }
         int readable = !a->problem && !a->link_only;
-        if (readable && archive_entry_is_data_encrypted(e))
+        uint64_t limit = !out->candidate && a->max_other_bytes ? a->max_other_bytes : max_bytes;
+        if (readable && archive_entry_is_data_encrypted(e)) {
             /* one unreadable entry must not stop the others */
             a->problem = SK_REASON_ENCRYPTED;
-        else if (readable && (rc = read_data(a, e, max_bytes, buf, &out->too_large, err)))
-            return rc;
+        } else if (readable) {
+            /* what reading will hold: the declared size, up to the limit */
+            uint64_t declared = archive_entry_size_is_set(e) && archive_entry_size(e) >= 0
+                                    ? (uint64_t)archive_entry_size(e)
+                                    : limit;
+            if ((a->admit &&
+                 (rc = a->admit(a->admit_ctx, declared > limit && limit ? 0 : declared, err))) ||
+                (rc = read_data(a, e, limit, buf, &out->too_large, err)))
+                return rc;
+        }
         out->problem = a->problem;
         if (a->problem)
             buf->len = 0;

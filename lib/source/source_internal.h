@@ -296,6 +296,14 @@ struct sk_archive_entry {
  * candidates (not directories) for which want(ctx, key, len) returns 1;
  * other non-candidates are counted in *st and skipped, as there.  Bytes are
  * read for every entry produced, candidate or not. */
+/* How sk_archive_next_entry reads: a wanted non-candidate (a sidecar file)
+ * up to max_other_bytes (0: the call's max_bytes), and before an entry's
+ * bytes are read, admit(ctx, bytes, err) is told how many it will hold (its
+ * declared size; 0 when that is over the limit and nothing is read): a
+ * non-zero return ends the call with it.  admit NULL: no such call. */
+void sk_archive_set_reading(struct shard_archive *a, uint64_t max_other_bytes,
+                            int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err),
+                            void *ctx);
 int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
                           int (*want)(void *ctx, const char *key, size_t len), void *ctx,
                           struct sk_archive_entry *out, struct shard_buf *buf,

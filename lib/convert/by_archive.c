@@ -84,15 +84,24 @@ static int choose_archives(struct run *r, struct shard_err *err)
     return SHARD_OK;
 }
 
-/* The state a resumed run would have to match: the options, and the
- * listing of the folder (every archive's name and size). */
+/* Whether the state recorded in the work directory is `text`. */
+static int same_state(const struct run *r, const char *text)
+{
+    struct shard_buf old = {0};
+    struct shard_err e;
+    int same = sk_fs_read_file(r->dst->work_fd, DST_STATE_FILE, &old, &e) == SHARD_OK &&
+               old.len == strlen(text) && !memcmp(old.data, text, old.len);
+    shard_buf_release(&old);
+    return same;
+}
+
+/* The state a resumed run must match: the options, and the listing of the
+ * folder (every archive's name and size).  A resumed run by archive
+ * converts again what the interrupted one did (its shards are rewritten
+ * with the same bytes); one with other options or another listing is
+ * refused as a directory's is. */
 static int check_state(struct run *r, struct shard_err *err)
 {
-    if (r->o->mode == SHARDIFY_RESUME && r->dst->has_state)
-        return shard_err_set(err, SHARD_EEXIST,
-                             "cannot resume '%s': a folder of archives stored by archive is "
-                             "converted again from the start; pass --overwrite",
-                             r->dst->path);
     XXH3_state_t *h = XXH3_createState();
     if (!h)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -123,8 +132,14 @@ static int check_state(struct run *r, struct shard_err *err)
         snprintf(text, cap,
                  "{\"config\":%s,\"source\":\"%s\",\"archives\":%zu,\"listing_xxh3\":\"%s\"%s}\n",
                  config, SK_RUN_SOURCE_KIND(r), r->archive_count, hex, part);
-        rc = sk_fs_write_atomic_at(r->dst->work_fd, r->dst->work, DST_STATE_FILE, text,
-                                   strlen(text), err);
+        if (r->o->mode == SHARDIFY_RESUME && r->dst->has_state && !same_state(r, text))
+            rc = shard_err_set(err, SHARD_EEXIST,
+                               "cannot resume '%s': the options or the source listing differ "
+                               "from the interrupted run; pass --overwrite to start again",
+                               r->dst->path);
+        else
+            rc = sk_fs_write_atomic_at(r->dst->work_fd, r->dst->work, DST_STATE_FILE, text,
+                                       strlen(text), err);
     } else {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from shardkit import _native
 from shardkit.dataset import _BOX, Dataset, Field, Location, _bad_json, _decode_mask, _key_str
-from shardkit.errors import CorruptRecordError
+from shardkit.errors import CorruptRecordError, ShardkitError
 from shardkit.transforms import U32_MAX, Compose, TransformArg, _check_int, compose
 
 # The epoch plan's default shuffle window (SHARD_PLAN_DEFAULT_BUFFER).
@@ -195,8 +195,13 @@ class Loader:
     - layout "NHWC"/"NCHW", dtype "uint8"/"float32"/"float16" (Normalize
       needs a float dtype), output "numpy"/"torch".
     - on_error: "raise" (a damaged sample raises CorruptRecordError naming
-      shard, record and key, and the loop may go on with the next batch) or
-      "skip" (left out of its batch, counted in ``stats``).
+      shard, record and key) or "skip" (left out of its batch, counted in
+      ``stats``).  A batch that raises (CorruptRecordError, or a read that
+      failed: NetworkError ...) is passed over: it is not delivered, its
+      other samples are not seen this epoch (``stats["failed_batches"]``
+      counts it), and ``next()`` on the same iterator gives the batch after
+      it, so ``try: next(it) except CorruptRecordError: continue`` gets the
+      rest of the epoch.  StopIteration comes only at the epoch's end.
     - fields: names of the dataset's fields (``Dataset.fields``) that each
       batch carries in ``batch.fields`` and ``batch.present`` (see Batch);
       an unknown name is a ValueError listing the declared ones.  Without,
@@ -365,34 +370,49 @@ class Loader:
 
     # ---- iteration --------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Batch]:
+    def __iter__(self) -> "_Iteration":
         self._generation += 1
-        return self._batches(self._generation)
+        return _Iteration(self, self._generation)
 
-    def _batches(self, generation: int) -> Iterator[Batch]:
-        self._native.start(self._epoch, self._batch)
+    def _next(self, it: "_Iteration") -> Batch:
+        """The next batch of iteration `it` (its __next__)."""
+        if self._closed:
+            raise ValueError("the loader is closed")
+        if it._generation != self._generation:
+            raise RuntimeError("this iteration was ended by a newer iter(), set_epoch() "
+                               "or load_state_dict() on the same loader")
+        if it._done:
+            raise StopIteration
+        if not it._running:
+            self._native.start(self._epoch, self._batch)
+            it._running = True
         try:
-            while True:
-                if self._closed:
-                    raise ValueError("the loader is closed")
-                if generation != self._generation:
-                    raise RuntimeError("this iteration was ended by a newer iter(), set_epoch() "
-                                       "or load_state_dict() on the same loader")
-                try:
-                    parts = self._native.next()
-                finally:
-                    # a failed batch is passed over, as the C loader does
-                    # (closed meanwhile: the position stays where it was)
-                    if not self._closed:
-                        self._batch = self._native.position()[1]
-                if parts is None:
-                    self._epoch, self._batch = self._epoch + 1, 0
-                    self._warn_cache()
-                    return
-                yield self._make_batch(*parts)
-        finally:
-            if generation == self._generation and not self._closed:
-                self._native.stop()
+            parts = self._native.next()
+        except ShardkitError:
+            # a failed batch is passed over, as the C loader does: the
+            # threads go on, and the next next() gives the batch after it
+            if not self._closed:
+                self._batch = self._native.position()[1]
+            raise
+        except BaseException:
+            # Ctrl-C, a close: the threads stop, the position stays (a
+            # later next() starts them again from there)
+            self._end(it)
+            raise
+        self._batch = self._native.position()[1]
+        if parts is None:
+            self._end(it)
+            it._done = True
+            self._epoch, self._batch = self._epoch + 1, 0
+            self._warn_cache()
+            raise StopIteration
+        return self._make_batch(*parts)
+
+    def _end(self, it: "_Iteration") -> None:
+        """Stop iteration it's threads, if it is still the loader's."""
+        if it._running and it._generation == self._generation and not self._closed:
+            self._native.stop()
+        it._running = False
 
     def _warn_cache(self) -> None:
         """Warn once when the dataset's node-local cache could not cache a
@@ -540,6 +560,34 @@ class Loader:
         return (f"Loader({self.dataset!r}, batch_size={self.batch_size}, rank={self.rank}, "
                 f"world_size={self.world_size}, threads={self.threads}, "
                 f"transform={self.transform!r})")
+
+
+class _Iteration(Iterator[Batch]):
+    """One iteration of a Loader's epoch (what ``iter(loader)`` returns).
+    ``next()`` gives the next batch; one that raises (a damaged sample's
+    CorruptRecordError, a NetworkError ...) is passed over, and the next
+    ``next()`` gives the batch after it, so that a retry loop gets the rest
+    of the epoch.  StopIteration comes only at the end of the epoch."""
+
+    __slots__ = ("_loader", "_generation", "_running", "_done")
+
+    def __init__(self, loader: Loader, generation: int) -> None:
+        self._loader = loader
+        self._generation = generation
+        self._running = False  # the loader's threads run for it
+        self._done = False  # the epoch is over
+
+    def __iter__(self) -> "_Iteration":
+        return self
+
+    def __next__(self) -> Batch:
+        return self._loader._next(self)
+
+    def __del__(self) -> None:
+        try:
+            self._loader._end(self)  # dropped mid-epoch: the threads stop
+        except Exception:  # another thread's next() has the loader; it goes on
+            pass
 
 
 def _batch_boxes(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],

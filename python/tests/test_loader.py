@@ -328,6 +328,32 @@ def test_a_damaged_record_raises_corrupt_record_error_naming_it(damaged):
     assert loader.stats["failed_batches"] == 1
 
 
+@pytest.mark.parametrize("threads", [0, 2])
+def test_a_retry_loop_on_one_iterator_gets_the_rest_of_the_epoch(damaged, threads):
+    # try: next(it) except CorruptRecordError: continue - the failed batch
+    # is passed over and the same iterator goes on to the epoch's end
+    dst, bad = damaged
+    n = len(shardkit.Dataset(dst))
+    loader = shardkit.Loader(dst, 5, shuffle=False, threads=threads)
+    it = iter(loader)
+    seen, errors = [], []
+    while True:
+        try:
+            batch = next(it)
+        except shardkit.CorruptRecordError as e:
+            errors.append(e.index)
+            continue
+        except StopIteration:
+            break
+        seen.extend(int(i) for i in batch.indices)
+    assert errors == [bad]
+    failed = set(range(bad // 5 * 5, min(bad // 5 * 5 + 5, n)))
+    assert seen == sorted(set(range(n)) - failed)
+    assert loader.epoch == 1 and loader.stats["failed_batches"] == 1
+    with pytest.raises(StopIteration):  # an ended iteration stays ended
+        next(it)
+
+
 def test_on_error_skip_leaves_the_damaged_sample_out_and_counts_it(damaged):
     dst, bad = damaged
     ds = shardkit.Dataset(dst)

@@ -253,6 +253,9 @@ class Dataset:
     cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
     cache_skipped and cache_corrupt.
 
+    ``repr()``, messages and an error's ``.filename`` show a URL's user and
+    password as ``***`` (``location`` keeps them).
+
     Raises FileNotFoundError (shardkit.NotFoundError, with .errno and
     .filename) when there is no dataset at the location, CorruptDatasetError
     for a damaged manifest (see shardkit.errors for every class).
@@ -398,8 +401,9 @@ class Dataset:
         return (_reopen, (self._location, self._options))
 
     def __repr__(self) -> str:
+        # a URL's password is shown as *** (as in the library's messages)
         options = "".join(f", {k}={v!r}" for k, v in self._options.items())
-        return f"Dataset({self._location!r}{options}, samples={len(self)})"
+        return f"Dataset({_native.redact_urls(self._location)!r}{options}, samples={len(self)})"
 
 
 def _reopen(location: str | bytes, options: ReadingOptions) -> Dataset:

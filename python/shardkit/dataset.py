@@ -327,11 +327,24 @@ class Dataset:
         order; empty for a dataset without fields (format version 1)."""
         return dict(self._declared())
 
-    def label_names(self, labels: Iterable[SupportsInt]) -> list[str]:
+    def label_names(self, labels: Iterable[SupportsInt]) -> list[str | None]:
         """The class names of a list of label numbers (a labels field's
-        value): ``[ds.labels[i] for i in labels]``."""
+        value, or a batch's labels): ``ds.labels[i]`` for each, and None for
+        -1, which a batch gives a sample without a label.  Any other number
+        outside 0..len(labels)-1 is an IndexError naming it (a negative one
+        is never counted from the end)."""
         names = self.labels
-        return [names[int(i)] for i in labels]
+        out: list[str | None] = []
+        for label in labels:
+            i = int(label)
+            if i == -1:
+                out.append(None)
+            elif 0 <= i < len(names):
+                out.append(names[i])
+            else:
+                raise IndexError(f"label {i} is not a label number of this dataset "
+                                 f"(0..{len(names) - 1}, or -1: none)")
+        return out
 
     def __iter__(self) -> Iterator[Sample]:
         for i in range(len(self)):

@@ -116,9 +116,12 @@ class Batch:
     dicts {"boxes": (N_i, 4) float32 x0, y0, x1, y1 in the output image's
     pixels, "labels": (N_i,) int64 class ids, "iscrowd": (N_i,) bool} (None
     where absent), transformed with their image; a mask a (B, H, W) uint8 or
-    uint16 array of class ids when every sample has one of the same size,
-    else a list of (H_i, W_i) arrays (None where absent), transformed with
-    their image (nearest neighbour).  ``present`` is a
+    uint16 array of class ids, or a list of (H_i, W_i) arrays (None where
+    absent), transformed with their image (nearest neighbour): one array in
+    every batch when the Loader's transforms fix the output size (``images``
+    is one array too) and every sample of the dataset has the mask (the
+    field is required, or present in all), else a list in every batch - a
+    field's type never changes from batch to batch.  ``present`` is a
     dict of the same names, each a bool array (B,): True where the sample has
     the field.  With output="torch" the arrays are torch tensors."""
 
@@ -267,6 +270,11 @@ class Loader:
             steps = self.transform if self.transform is not None else _empty()
             compiled = steps._compiled(layout, dtype)
         self.fields, self.multi_hot = _select_fields(ds, fields, multi_hot)
+        # masks stacked in every batch, or in none (the Batch docstring's rule)
+        size = compiled.fixed_size() if compiled is not None else None
+        self._stacked_masks = {
+            f.name: (size, _mask_dtype(f)) for f in self.fields
+            if f.type == "mask" and size is not None and (f.required or f.present == len(ds))}
         if isinstance(box_min_size, bool) or not isinstance(box_min_size, (int, float)):
             raise TypeError(f"box_min_size must be a number, not {type(box_min_size).__name__}")
         if not 0 <= box_min_size < 1e30:
@@ -462,7 +470,8 @@ class Loader:
                 values[name] = _batch_boxes(np.asarray(labels[0]), np.asarray(labels[1]), mask,
                                             self._torch)
             elif field.type == "mask" and labels is not None:
-                values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask)
+                values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask,
+                                            self._stacked_masks.get(name))
             elif labels is not None:
                 ids = np.asarray(labels[0])
                 ends = (np.asarray(labels[1]) // 4).astype(np.intp)
@@ -609,21 +618,27 @@ def _batch_boxes(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.
             for x, y, z, present in zip(*parts, mask)]
 
 
-def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],
-                 mask: npt.NDArray[Any]) -> npt.NDArray[Any] | list[npt.NDArray[Any] | None]:
-    """A batch's masks: one (B, H, W) view of the batch's memory when every
-    sample has one of the same size and value width, else a list."""
+def _mask_dtype(field: Field) -> np.dtype[Any]:
+    """A mask field's values: uint16 when a declared class id is above 255."""
+    ids = field.classes or {}
+    return np.dtype(np.uint16) if any(i > 255 for i in ids) else np.dtype(np.uint8)
+
+
+def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
+                 stacked: tuple[tuple[int, int], np.dtype[Any]] | None
+                 ) -> npt.NDArray[Any] | list[npt.NDArray[Any] | None]:
+    """A batch's masks: with `stacked` ((height, width), dtype: the loader's
+    output size is fixed and every sample has a mask) one (B, H, W) view of
+    the batch's memory, else a list (None where absent)."""
     n = len(mask)
-    if n and mask.all():
-        size = ends[1] - ends[0]
-        head = data[:_MASK_HEADER]
-        if np.all(np.diff(ends) == size):
-            rows = data.reshape(n, size)
-            if np.all(rows[:, :_MASK_HEADER] == head):  # one width, height and value size
-                w, h = struct.unpack_from("<II", head.tobytes())
-                dtype = np.dtype("<u2") if head[8] == 2 else np.dtype(np.uint8)
-                return rows[:, _MASK_HEADER:].view(dtype).reshape(n, h, w)
-    return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
+    if stacked is None:
+        return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
+    (h, w), dtype = stacked
+    size = _MASK_HEADER + h * w * dtype.itemsize
+    if not mask.all() or len(data) != n * size or np.any(np.diff(ends) != size):
+        raise RuntimeError("the loader gave masks of another size than its output's")
+    rows = data.reshape(n, size)
+    return rows[:, _MASK_HEADER:].view(dtype.newbyteorder("<")).reshape(n, h, w)
 
 
 def _to_torch(t: Any, v: Any) -> Any:

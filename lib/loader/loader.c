@@ -34,6 +34,7 @@
 #include "shardkit/format.h"
 #include "shardkit/loader.h"
 #include "shardkit/source.h"
+#include "util/cancel.h"
 #include "util/clock.h"
 #include "util/endian.h"
 
@@ -142,6 +143,13 @@ struct shard_loader {
     struct shard_batch **ring; /* prefetch batches: ring[slot] is being filled */
     struct shard_batch *fresh; /* the batch to swap in for the next one taken */
     _Atomic uint64_t advised;  /* list positions before it were advised */
+    /* Stopping: the reads of the threads (cancel) and of next() filling a
+     * batch itself (inline: also the caller's interrupt) end within
+     * SK_CANCEL_POLL_MS of `stopping` (util/cancel.h). */
+    volatile sig_atomic_t stopping;
+    struct sk_cancel cancel, inline_cancel;
+    int (*interrupted)(void *user);
+    void *interrupt_user;
     /* stats */
     _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns, busy_ns;
     _Atomic uint64_t busy_since; /* 0: no epoch in progress */
@@ -550,6 +558,7 @@ static void *filler_main(void *arg)
 {
     struct filler *w = arg;
     struct shard_loader *l = w->loader;
+    sk_cancel_set(&l->cancel);
     const uint64_t ahead = (uint64_t)l->o.prefetch * l->o.batch_size;
     uint64_t p;
     while (sk_ring_claim(l->queue, -1, &p) == SK_RING_READY) {
@@ -776,6 +785,8 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     l->ds = ds;
     l->transforms = transforms;
     l->o = *o;
+    l->cancel = (struct sk_cancel){&l->stopping, NULL, NULL};
+    l->inline_cancel = (struct sk_cancel){&l->stopping, NULL, NULL};
     if (!l->o.prefetch)
         l->o.prefetch = DEFAULT_PREFETCH;
     if (l->o.workers <= 1)
@@ -843,11 +854,13 @@ fail:
  * sample it is on), give the batches in flight back, account the time. */
 static void stop_epoch(struct shard_loader *l)
 {
+    l->stopping = 1; /* reads waiting for a server that stalls end now */
     if (l->queue)
         sk_ring_stop(l->queue);
     for (int i = 0; i < l->running; i++)
         pthread_join(l->threads[i], NULL);
     l->running = 0;
+    l->stopping = 0;
     for (uint32_t s = 0; l->ring && s < l->o.prefetch; s++) {
         if (l->ring[s])
             pool_return(l->pool, l->ring[s]);
@@ -937,6 +950,21 @@ uint64_t shard_loader_position(const struct shard_loader *l)
     return l->position;
 }
 
+/* The inline cancellation's poll: the caller's interrupt. */
+static int call_interrupt(void *user)
+{
+    struct shard_loader *l = user;
+    return l->interrupted(l->interrupt_user);
+}
+
+void shard_loader_set_interrupt(struct shard_loader *l, int (*interrupted)(void *user), void *user)
+{
+    l->interrupted = interrupted;
+    l->interrupt_user = user;
+    l->inline_cancel.poll = interrupted ? call_interrupt : NULL;
+    l->inline_cancel.user = l;
+}
+
 uint64_t shard_loader_failed_index(const struct shard_loader *l)
 {
     return l->failed_index;
@@ -1015,8 +1043,18 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
                                                                 : l->o.batch_size);
         if (!(b = pool_take(l, err)))
             return SHARD_ENOMEM;
-        for (uint32_t j = 0; j < count; j++)
+        const struct sk_cancel *was = sk_cancel_set(&l->inline_cancel);
+        int stopped = 0;
+        for (uint32_t j = 0; j < count && !stopped; j++) {
             fill_place(l, &l->fillers[0], b, j, l->list[from + j]);
+            stopped = b->rc[j] == SHARD_EINTR || sk_cancelled();
+        }
+        sk_cancel_set(was);
+        if (stopped) { /* interrupted: the batch is made again by the next start */
+            pool_return(l->pool, b);
+            add(&l->wait_ns, sk_now_ns() - start);
+            return shard_err_set(err, SHARD_EINTR, SK_CANCELLED_MESSAGE);
+        }
     } else {
         /* the batch that replaces the one taken, before anything is taken */
         if (!l->fresh && !(l->fresh = pool_take(l, err)))

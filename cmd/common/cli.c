@@ -54,7 +54,7 @@ const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size)
 int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, const void *ctx),
                    const void *ctx)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "w"); /* nofollow: the output file the user named */
     if (!f) {
         fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
         return CLI_EXIT_FAILED;
@@ -290,9 +290,9 @@ int cli_other_option(const char *prog, int opt, int version_opt, const char *usa
 int cli_check_output(const char *prog, const char *option, const char *path)
 {
     /* O_NONBLOCK: a FIFO without a reader is an error, not a hang */
-    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* nofollow: the user named it */
     if (fd < 0 && errno == ENOENT) {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* nofollow: named */
         if (fd >= 0)
             unlink(path);
     }

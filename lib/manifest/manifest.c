@@ -383,7 +383,7 @@ int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest
 
 int shard_manifest_write(const char *dir, const struct shard_manifest *m, struct shard_err *err)
 {
-    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the dataset named */
     if (dirfd < 0)
         return shard_err_errno(err, SHARD_EIO, errno, "cannot open directory '%s'", dir);
     int rc = sk_manifest_write_at(dirfd, dir, m, err);

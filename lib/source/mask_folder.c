@@ -82,7 +82,7 @@ int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char
         free(mf);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    if ((mf->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if ((mf->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) { /* nofollow: named */
         rc = shard_err_set(err, SHARD_EIO,
                            "cannot open the mask folder '%s' (%s, relative to "
                            "SRC): %s",

@@ -324,7 +324,7 @@ int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars
     int rc = SHARD_OK;
 
     /* The root itself may be a symbolic link: the user named it. */
-    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the SRC named */
     if (fd < 0) {
         if (errno == ENOENT)
             return shard_err_set(err, SHARD_ENOTFOUND, "source '%s' does not exist", root);
@@ -421,7 +421,7 @@ static int open_long_key(int root_fd, const char *key)
         dir = next;
         p = slash + 1;
     }
-    int fd = openat(dir, p, SOURCE_OPEN_FLAGS);
+    int fd = openat(dir, p, SOURCE_OPEN_FLAGS); /* nofollow: SOURCE_OPEN_FLAGS has it */
     if (fd < 0)
         goto fail;
     if (dir != root_fd)
@@ -440,7 +440,7 @@ fail:
  * caller names the key, e.g. "rejected 'a/b.jpg': file vanished". */
 int sk_source_file_open(int root_fd, const char *key, int *fd_out, struct shard_err *err)
 {
-    int fd = openat(root_fd, key, SOURCE_OPEN_FLAGS);
+    int fd = openat(root_fd, key, SOURCE_OPEN_FLAGS); /* nofollow: SOURCE_OPEN_FLAGS has it */
     if (fd < 0 && errno == ENAMETOOLONG)
         fd = open_long_key(root_fd, key);
     *fd_out = fd;

@@ -361,8 +361,18 @@ struct shard_loader_options {
     double box_min_size;
 };
 
-/* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan, 2 threads,
- * prefetch 0 (= 2), skip_errors 0, worker 0 of 1, no fields, box_min_size 1. */
+/* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan but with
+ * remainder SHARD_REMAINDER_PAD, 2 threads, prefetch 0 (= 2), skip_errors
+ * 0, worker 0 of 1, no fields, box_min_size 1.
+ *
+ * Ranks in step.  With world_size > 1 every rank must make the same number
+ * of batches in every epoch (a distributed training loop whose ranks run
+ * out at different batches waits forever in its collectives): pad (the
+ * default: every rank ceil(N/W) samples, a few repeated) and drop (floor(N/W),
+ * a few left out) always do; keep (every sample exactly once) gives ranks
+ * floor(N/W) or ceil(N/W) samples, and a loader whose ranks would then make
+ * different batch counts is refused (SHARD_EINVAL naming the counts).  With
+ * one rank the three are the same plan. */
 SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
 
 struct shard_loader;
@@ -371,8 +381,9 @@ struct shard_loader;
  * transforms of `transforms` (NULL: none, uint8 NHWC; else it must outlive the
  * loader).  No thread runs until shard_loader_start.
  * 0, SHARD_EINVAL (batch_size 0, rank >= world_size, threads out of range,
- * a field the dataset does not declare or selected twice: the message names
- * the option), SHARD_ENOMEM. */
+ * a field the dataset does not declare or selected twice, remainder keep
+ * giving ranks unequal batch counts (above): the message names the option),
+ * SHARD_ENOMEM. */
 SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
                                const struct shard_transforms *transforms,
                                const struct shard_loader_options *o, struct shard_err *err);

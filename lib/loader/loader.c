@@ -165,6 +165,8 @@ void shard_loader_options_init(struct shard_loader_options *o)
     memset(o, 0, sizeof *o);
     o->batch_size = DEFAULT_BATCH;
     shard_plan_options_init(&o->plan);
+    /* every rank the same batch count (one rank: the same plan as keep) */
+    o->plan.remainder = SHARD_REMAINDER_PAD;
     o->threads = DEFAULT_THREADS;
     o->box_min_size = 1.0;
 }
@@ -760,6 +762,37 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
     return SHARD_OK;
 }
 
+/* Batches of a rank's plan of n entries. */
+static uint64_t batches_of(uint64_t n, const struct shard_loader_options *o)
+{
+    return n / o->batch_size + (n % o->batch_size && !o->drop_last);
+}
+
+/* With several ranks, every rank must make the same number of batches in
+ * every epoch: a distributed loop whose ranks run out at different batches
+ * waits forever in its collectives.  pad and drop give every rank the same
+ * plan length; keep gives floor(N/W) or ceil(N/W), refused when those make
+ * different batch counts.  0 or SHARD_EINVAL naming the counts. */
+static int check_equal_batches(struct shard_dataset *ds, const struct shard_loader_options *o,
+                               struct shard_err *err)
+{
+    const uint64_t n = shard_dataset_size(ds), w = o->plan.world_size;
+    if (w < 2 || o->plan.remainder != SHARD_REMAINDER_KEEP || n % w == 0)
+        return SHARD_OK;
+    uint64_t few = batches_of(n / w, o), many = batches_of(n / w + 1, o);
+    if (few == many)
+        return SHARD_OK;
+    return shard_err_set(err, SHARD_EINVAL,
+                         "remainder keep gives the %llu ranks unequal batch counts: %llu samples "
+                         "in batches of %u%s are %llu batches on the ranks with %llu samples and "
+                         "%llu on those with %llu, so a distributed loop would hang: use "
+                         "remainder pad or drop",
+                         (unsigned long long)w, (unsigned long long)n, o->batch_size,
+                         o->drop_last ? " (drop_last)" : "", (unsigned long long)many,
+                         (unsigned long long)(n / w + 1), (unsigned long long)few,
+                         (unsigned long long)(n / w));
+}
+
 int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
                      const struct shard_transforms *transforms,
                      const struct shard_loader_options *o, struct shard_err *err)
@@ -812,6 +845,8 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
         goto fail;
     l->plan_count = shard_plan_count(plan);
     shard_plan_free(plan);
+    if ((rc = check_equal_batches(ds, o, err)))
+        goto fail;
     uint64_t full = l->plan_count / o->batch_size, rest = l->plan_count % o->batch_size;
     l->dropped = o->drop_last ? rest : 0;
     l->epoch_batches = full + (rest && !o->drop_last);

@@ -180,17 +180,22 @@ class Loader:
 
     ``Loader(ds, batch_size, *, shuffle=True, seed=0, rank=None,
     world_size=None, threads=None, transform=None, drop_last=False,
-    remainder="keep", shuffle_buffer=None, output="numpy", layout="NHWC",
+    remainder=None, shuffle_buffer=None, output="numpy", layout="NHWC",
     dtype="uint8", on_error="raise", prefetch=2, fields=None,
     multi_hot=False, box_min_size=1.0)``
 
     - ds: a Dataset, or its location.
     - shuffle, seed, shuffle_buffer, remainder, rank, world_size: the epoch
-      plan (include/shardkit/dataset.h): every sample exactly once per epoch
-      across ranks (remainder "keep"; "drop" gives every rank floor(N/W)
-      samples, "pad" ceil(N/W), repeating samples from the epoch's start).
-      rank/world_size default to torch.distributed when it is initialised,
-      else the RANK/WORLD_SIZE environment, else 0/1.
+      plan (include/shardkit/dataset.h): remainder "keep" gives every
+      sample exactly once per epoch across ranks, "drop" every rank
+      floor(N/W) samples, "pad" ceil(N/W), repeating samples from the
+      epoch's start.  With several ranks every rank must make the same
+      number of batches in every epoch (a DDP step is a collective: a rank
+      with one batch more waits forever), so the default is "pad" when
+      world_size > 1 ("keep" with one rank, the same plan), and a "keep"
+      whose ranks would make different batch counts is refused (ValueError
+      naming the counts).  rank/world_size default to torch.distributed
+      when it is initialised, else the RANK/WORLD_SIZE environment, else 0/1.
     - drop_last: leave out this rank's last, partial batch.
     - threads: reader threads (default: the CPUs this process may use); 0
       does the work on the calling thread.
@@ -230,7 +235,8 @@ class Loader:
     def __init__(self, ds: Dataset | Location, batch_size: int, *, shuffle: bool = True,
                  seed: int = 0, rank: int | None = None, world_size: int | None = None,
                  threads: int | None = None, transform: TransformArg = None,
-                 drop_last: bool = False, remainder: Literal["keep", "drop", "pad"] = "keep",
+                 drop_last: bool = False,
+                 remainder: Literal["keep", "drop", "pad"] | None = None,
                  shuffle_buffer: int | None = None, output: Literal["numpy", "torch"] = "numpy",
                  layout: Literal["NHWC", "NCHW"] = "NHWC",
                  dtype: Literal["uint8", "float32", "float16"] = "uint8",
@@ -255,7 +261,10 @@ class Loader:
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.threads = (_native.available_cpus() if threads is None
                         else _check_int(threads, "threads", minimum=0))
-        self.remainder = _choice(remainder, "remainder", ("keep", "drop", "pad"))
+        # several ranks: the same batch count on every rank (pad); one: keep,
+        # the same plan
+        self.remainder = (("pad" if self.world_size > 1 else "keep") if remainder is None
+                          else _choice(remainder, "remainder", ("keep", "drop", "pad")))
         self.shuffle_buffer = (DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None
                                else _seed(shuffle_buffer, "shuffle_buffer"))
         self.output = _choice(output, "output", ("numpy", "torch"))

@@ -69,6 +69,25 @@ def test_remainder_drop_and_pad_give_every_rank_the_same_count(labelled):
     assert set(flat) == set(range(62)) and len(flat) == 63  # one sample twice
 
 
+def test_several_ranks_make_the_same_batch_count_by_default_and_keep_says_when_not(labelled):
+    ds = shardkit.Dataset(labelled)  # 62 samples: 20, 21, 21 over 3 ranks with keep
+    default = [shardkit.Loader(ds, 4, rank=r, world_size=3, threads=0) for r in range(3)]
+    assert [loader.remainder for loader in default] == ["pad"] * 3
+    assert [len(epoch_indices(loader)) for loader in default] == [21] * 3
+    assert [len(loader) for loader in default] == [6] * 3
+    with pytest.raises(ValueError, match="remainder keep gives the 3 ranks unequal batch counts: "
+                       "62 samples in batches of 4 are 6 batches on the ranks with 21 samples and "
+                       "5 on those with 20"):
+        shardkit.Loader(ds, 4, rank=0, world_size=3, remainder="keep")
+    # keep where the counts agree: every sample once
+    kept = [epoch_indices(shardkit.Loader(ds, 7, rank=r, world_size=3, remainder="keep",
+                                          threads=0)) for r in range(3)]
+    assert sorted(sum(kept, [])) == list(range(62))
+    # one rank: keep, as before (the same plan, the same state)
+    assert shardkit.Loader(ds, 4).remainder == "keep"
+    assert shardkit.Loader(ds, 4).state_dict()["remainder"] == "keep"
+
+
 def test_drop_last_leaves_out_the_partial_batch(labelled):
     ds = shardkit.Dataset(labelled)
     keep = shardkit.Loader(ds, 8, threads=1)

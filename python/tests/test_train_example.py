@@ -124,8 +124,9 @@ def test_killed_ddp_training_resumes_with_the_batches_of_an_uninterrupted_run(jp
 
 
 # Two epochs of a DDP-like loop: an all-reduce per batch (a step's
-# collective), then every rank's step count gathered.  argv: dataset, batch
-# size, remainder ("default": none given).
+# collective), then every rank's step count gathered, and written by each
+# rank to DIR/rank-N.txt.  argv: dataset, batch size, remainder ("default":
+# none given), DIR.
 DDP_STEPS = """
 import sys
 import torch, torch.distributed as dist
@@ -141,7 +142,8 @@ for epoch in range(2):
         steps += 1
 counts = [None] * dist.get_world_size()
 dist.all_gather_object(counts, (steps, loader.remainder))
-print("counts", dist.get_rank(), counts, flush=True)
+with open(f"{sys.argv[4]}/rank-{dist.get_rank()}.txt", "w") as f:
+    f.write(repr(counts))
 dist.destroy_process_group()
 """
 
@@ -155,12 +157,12 @@ def test_a_torchrun_job_whose_ranks_step_together_exits_0(jpeg256, tmp_path, bat
     done = subprocess.run(
         [PYTHON, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(WORLD),
          "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "--redirects", "2",
-         "--tee", "2", str(script), jpeg256, str(batch), remainder],
+         "--tee", "2", str(script), jpeg256, str(batch), remainder, str(tmp_path)],
         env=subprocess_env(OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     # every rank the same steps: 20 batches of 25, or 32 of 16 (the last
     # one of 4), each of the two epochs
     steps = {25: 20, 16: 32}[batch] * 2
     expected = str([(steps, "keep" if remainder == "keep" else "pad")] * WORLD)
-    said = [line for line in done.stdout.splitlines() if "counts " in line]
-    assert len(said) == WORLD and all(line.endswith(expected) for line in said), said
+    said = [(tmp_path / f"rank-{r}.txt").read_text() for r in range(WORLD)]
+    assert said == [expected] * WORLD, said

@@ -248,8 +248,10 @@ class Dataset:
     ``cache_limit`` bytes at most (default ``SHARDKIT_CACHE_LIMIT``, else
     what the disk takes; other datasets' shards are removed to make room,
     the least recently read first, never this one's for each other).  A
-    shard that cannot be cached (no room, a full disk) is read remotely and
-    ``cache_warning`` says why for a full disk (the Loader warns once).  ``stats()`` counts
+    shard that cannot be cached (no room, a full disk, a lock that cannot be
+    had: a read-only cache directory) is read remotely, never waited for, and
+    ``cache_warning`` says why for a full disk or a lock (the Loader warns
+    once).  ``stats()`` counts
     cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
     cache_skipped and cache_corrupt.
 

@@ -217,7 +217,7 @@ say "an s3:// source: sidecar objects found and checked the same way"
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
     SRV=$T/s3srv
     BUCKET=shardkit-fields
-    trap '"$SHARDKIT_TOP/bench/s3_server.sh" stop "$SRV" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+    on_exit '"$SHARDKIT_TOP/bench/s3_server.sh" stop "$SRV" >/dev/null 2>&1 || true'
     ENDPOINT=$("$SHARDKIT_TOP/bench/s3_server.sh" start "$SRV" "$BUCKET") || die "s3rver did not start"
     mkdir -p "$T/home"
     export HOME="$T/home" AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1

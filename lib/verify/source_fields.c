@@ -106,6 +106,16 @@ static int stored_as_is(enum shard_field_type t)
     return t == SHARD_FIELD_TEXT || t == SHARD_FIELD_JSON || t == SHARD_FIELD_BYTES;
 }
 
+/* Whether a sidecar's value is parsed from its bytes alone, so that --deep
+ * can parse SRC's file again: numbers, vectors and labels.  Not a mask: it
+ * is its PNG decoded and resized as its image was, so only its file's
+ * identity is held to the line (and, by fields.c, its values to the
+ * declared classes). */
+static int parsed_from_bytes(enum shard_field_type t)
+{
+    return !stored_as_is(t) && t != SHARD_FIELD_MASK && t != SHARD_FIELD_BOXES;
+}
+
 void sk_source_fields_free(struct source_fields *sf)
 {
     if (!sf)
@@ -214,8 +224,16 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v, struc
         }
     }
     if (class_sidecar) {
-        sf->class_suffix = sf->suffix_count;
-        suffixes[sf->suffix_count++] = labels + strlen(SIDECAR_PREFIX);
+        /* a suffix a field has too (".cls" the class and an int field):
+         * one suffix, as the scan gives a file the first of equal ones */
+        const char *suffix = labels + strlen(SIDECAR_PREFIX);
+        for (uint32_t x = 0; x < sf->suffix_count && sf->class_suffix == NONE; x++)
+            if (!strcmp(suffixes[x], suffix))
+                sf->class_suffix = x;
+        if (sf->class_suffix == NONE) {
+            sf->class_suffix = sf->suffix_count;
+            suffixes[sf->suffix_count++] = suffix;
+        }
     } else if (class_column) {
         sf->class_from_column = 1;
         sf->class_col = sk_annotation_column_want(sf->cols, &sf->ncols,
@@ -341,7 +359,7 @@ static int take_values(struct source_fields *sf, struct side_file *f, const char
     for (uint32_t d = 0; d < c->field_count; d++) {
         const struct shard_field_decl *decl = &c->fields[d];
         size_t sl = decl->sidecar ? strlen(decl->sidecar) : 0;
-        if (!decl->sidecar || stored_as_is(decl->type) || len <= sl ||
+        if (!decl->sidecar || !parsed_from_bytes(decl->type) || len <= sl ||
             memcmp(key + len - sl, decl->sidecar, sl) || key[len - sl - 1] == '/')
             continue;
         struct parsed_value *p = realloc(f->values, (f->value_count + 1) * sizeof *p);

@@ -31,8 +31,7 @@ BYTES=$(json "$T/raw/manifest.json" "sum(s['bytes'] for s in d['shards'])")
 
 HTTP=$T/http
 stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
-trap 'stop_server; for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-      [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+on_exit stop_server
 U=$("$HTTP_SERVER" start "$HTTP" raw="$T/raw" pub="$T/pub") || die "cannot start nginx"
 LOG=$HTTP/access.log
 # shard_requests PATH: requests for shard files under /PATH/ logged so far

@@ -43,7 +43,7 @@ stop_daemons() {
     daemons=""
 }
 # files the daemons made as root go with them
-trap 'stop_daemons; [ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || { $AS_ROOT rm -rf "$C"; rm -rf "$T"; }' EXIT
+on_exit 'stop_daemons; [ -n "${KEEP_T:-}" ] || $AS_ROOT rm -rf "$C"'
 
 logs() {
     for f in "$C"/*.log "$C"/*.out "$T"/jobs/*.out; do

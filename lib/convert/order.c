@@ -107,12 +107,12 @@ static int no_label_error(const struct run *r, const char *what, uint64_t count,
 {
     if (r->label_rows)
         return shard_err_set(err, SHARD_EINVAL,
-                             "--labels '%s' labels none of the %llu %s: "
+                             "--labels '%s' gives none of the %llu %s a class: "
                              "%llu of its %llu rows name no file of the source",
                              r->o->labels, (unsigned long long)count, what,
                              (unsigned long long)r->label_rows_unmatched,
                              (unsigned long long)r->label_rows);
-    return shard_err_set(err, SHARD_EINVAL, "--labels '%s' labels none of the %llu %s",
+    return shard_err_set(err, SHARD_EINVAL, "--labels '%s' gives none of the %llu %s a class",
                          r->o->labels, (unsigned long long)count, what);
 }
 

@@ -154,10 +154,12 @@ must_say "shardify: 1 sample without a label" "$T/err"
 must_say "shardify: 2 of the 4 rows of the label file name no file of '$T/lab'" "$T/err"
 printf 'key,label\nx/1.jpg,cat\n' >"$T/nothing.csv"
 must_fail 1 shardify "$T/lab" "$T/l2" --size 32 --labels "$T/nothing.csv" --quiet
-must_say "--labels '$T/nothing.csv' labels none of the 3 candidates: 1 of its 1 rows name no file" \
+must_say "--labels '$T/nothing.csv' gives none of the 3 candidates a class: 1 of its 1 rows name no file" \
     "$T/err"
 must_fail 1 shardify "$T/lab" "$T/l3" --size 32 --labels 'regex:^(zebra)/' --quiet
-must_say "--labels 'regex:^(zebra)/' labels none of the 3 candidates" "$T/err"
+must_say "--labels 'regex:^(zebra)/' gives none of the 3 candidates a class" "$T/err"
+# said once, not "labels ... labels none"
+grep -q "labels.* labels " "$T/err" && die "a doubled word: $(cat "$T/err")"
 [ ! -e "$T/l2/manifest.json" ] && [ ! -e "$T/l3/manifest.json" ] || die "published anyway"
 shardify "$T/lab" "$T/l4" --size 32 --labels none --quiet || die "--labels none must work"
 # the default rule on a flat folder labels nothing and is no error

@@ -243,6 +243,10 @@ int sk_annotations_value(const struct sk_annotations *a, int64_t row, uint32_t c
                          const uint8_t **data, size_t *len);
 /* The line of the file row `row` starts on (0 for row < 0). */
 uint64_t sk_annotations_line(const struct sk_annotations *a, int64_t row);
+/* 3 when text[0..len) starts with a UTF-8 byte order mark (EF BB BF, which
+ * spreadsheets put in front of a CSV file), else 0: the bytes a table's
+ * reader skips. */
+size_t sk_utf8_bom(const uint8_t *text, size_t len);
 /* Rows whose key names none of `keys`.  0 or SHARD_ENOMEM. */
 int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_keylist *keys,
                              uint64_t *unmatched, struct shard_err *err);

@@ -154,6 +154,16 @@ shardify "$G/tree" "$T/req2" $OPTS --field caption=text,required --annotations "
 [ "$(json "$T/req2.json" '[x["reason"] for x in d["rejects"] if x["key"] == "h/huge.jpg"][0]')" = \
   "field 'caption' is required: no row of 'table.jsonl'" ] || die "required from a table"
 
+say "a table that starts with a UTF-8 byte order mark (as spreadsheets write CSV) is read"
+printf '\357\273\277key,caption\na/0000.jpg,hello\n' >"$T/bom.csv"
+printf '\357\273\277{"key":"a/0000.jpg","caption":"hello"}\n' >"$T/bom.jsonl"
+for table in bom.csv bom.jsonl; do
+    shardify "$G/tree" "$T/bom" --size 16 --labels none --quiet --overwrite --field caption=text \
+        --annotations "$T/$table" --json >"$T/bom.json" || die "$table: a byte order mark fails the run"
+    [ "$(json "$T/bom.json" 'd["fields"]["caption"]')" = 1 ] || die "$table: $(cat "$T/bom.json")"
+    grep '"key":"a/0000.jpg"' "$T/bom/index.jsonl" | grep -q '"fields"' || die "$table: no caption"
+done
+
 say "class labels from a sidecar (.cls) and from a column"
 mkdir -p "$T/cls/a"
 for i in 0 1 2 3; do cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/cls/a/$i.jpg"; done
@@ -207,6 +217,15 @@ must_say "has no column 'caption'" "$T/err"
 printf 'key,caption\na/0000.jpg,x,y\n' >"$T/wide.csv"
 must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/wide.csv"
 must_say "line 2: 3 fields, the header has 2" "$T/err"
+printf 'key,caption,key\na/0000.jpg,x,a/0001.jpg\n' >"$T/twokeys.csv"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/twokeys.csv"
+must_say "annotation file '$T/twokeys.csv': column 'key' is in the header twice" "$T/err"
+printf 'key,caption,note,caption\na/0000.jpg,x,y,z\n' >"$T/twocaptions.csv"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/twocaptions.csv"
+must_say "column 'caption' is in the header twice" "$T/err"
+printf '{"key":"a/0000.jpg","key_hex":"612f303030312e6a7067","caption":"x"}\n' >"$T/bothkeys.jsonl"
+must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/bothkeys.jsonl"
+must_say "'$T/bothkeys.jsonl' line 1: both \"key\" and \"key_hex\"" "$T/err"
 must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/missing.jsonl"
 must_say "cannot read annotation file" "$T/err"
 mkfifo "$T/fifo.jsonl"

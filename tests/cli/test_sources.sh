@@ -152,6 +152,12 @@ shardify "$T/lab" "$T/l1" --size 32 --labels "$T/labels.csv" --json >"$T/l1.json
   "(1, 4, 2)" ] || die "label counts: $(cat "$T/l1.json")"
 must_say "shardify: 1 sample without a label" "$T/err"
 must_say "shardify: 2 of the 4 rows of the label file name no file of '$T/lab'" "$T/err"
+# a byte order mark before the header row (spreadsheets write one) is no part of it
+printf '\357\273\277key,label\na/1.jpg,cat\nb/3.jpg,dog\n' >"$T/bom.csv"
+shardify "$T/lab" "$T/lbom" --size 32 --labels "$T/bom.csv" --json >"$T/lbom.json" 2>"$T/err" ||
+    { cat "$T/err" >&2; die "a label file with a byte order mark"; }
+[ "$(json "$T/lbom/manifest.json" 'd["labels"]')" = "['cat', 'dog']" ] &&
+    [ "$(json "$T/lbom.json" 'd["label_rows"]')" = 2 ] || die "label file with a BOM: $(cat "$T/lbom.json")"
 printf 'key,label\nx/1.jpg,cat\n' >"$T/nothing.csv"
 must_fail 1 shardify "$T/lab" "$T/l2" --size 32 --labels "$T/nothing.csv" --quiet
 must_say "--labels '$T/nothing.csv' gives none of the 3 candidates a class: 1 of its 1 rows name no file" \

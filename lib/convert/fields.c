@@ -34,6 +34,7 @@ struct names {
     uint32_t count; /* names of the labels fields, the class not counted */
     int has_class;
     uint32_t class_len; /* the class name follows the labels' names */
+    char *class_reason; /* why its class cannot be read (the sample is rejected), or NULL */
 };
 
 /* A labels field's value read ahead (its sidecar or cell), per candidate. */
@@ -82,6 +83,8 @@ void sk_field_sources_free(struct sk_field_sources *p)
     free(p->col_of);
     free(p->table_name);
     free(p->label_fields);
+    for (uint64_t i = 0; p->names && i < p->candidates; i++)
+        free(p->names[i].class_reason);
     free(p->names);
     for (uint64_t i = 0; p->values && i < p->candidates * p->label_field_count; i++)
         free(p->values[i].reason);
@@ -513,16 +516,32 @@ static void table_origin(const struct sk_field_sources *p, int64_t row, struct o
              (unsigned long long)sk_annotations_line(p->table, row));
 }
 
+/* What a value is for, in messages: field `name`, or the class (NULL). */
+struct subject {
+    char text[SHARD_FIELD_NAME_MAX + 16];
+};
+
+static const char *subject_of(const char *name, struct subject *s)
+{
+    if (!name)
+        return "the class";
+    snprintf(s->text, sizeof s->text, "field '%s'", name);
+    return s->text;
+}
+
 /* The source bytes of a value that comes from suffix `suffix` or column
- * `col` (one is NONE) for candidate key[0..len): 1 with *data and *n (sidecar
- * bytes in `buf`), 0 when absent (*o then names what is missing), or a
- * negative error: for a sidecar that cannot be read, a reason in why
- * (SHARD_ECORRUPT) unless the store failed (SHARD_ENET/EINTR/ENOMEM). */
-static int value_bytes(const struct sk_field_sources *p, const char *name, uint32_t suffix,
+ * `col` (one is NONE) for candidate key[0..len), of field `name` (NULL: the
+ * class): 1 with *data and *n (sidecar bytes in `buf`), 0 when absent (*o
+ * then names what is missing), or a negative error: for a sidecar that
+ * cannot be read, a reason in why (SHARD_ECORRUPT) unless the store failed
+ * (SHARD_ENET/EINTR/ENOMEM). */
+static int value_bytes(const struct sk_field_sources *p, const char *field_name, uint32_t suffix,
                        uint32_t col, const char *key, size_t len, sk_sidecar_read_fn read,
                        void *ctx, struct shard_buf *buf, const uint8_t **data, size_t *n,
                        struct origin *o, struct sk_field_result *res, struct shard_err *why)
 {
+    struct subject subject;
+    const char *name = subject_of(field_name, &subject);
     if (col != NONE) {
         int64_t row = sk_annotations_row(p->table, key, len);
         if (row < 0) {
@@ -534,7 +553,7 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
             return 0;
         if (*n > p->config->max_field_bytes)
             return shard_err_set(why, SHARD_ECORRUPT,
-                                 "field '%s': a value of %zu bytes in %s "
+                                 "%s: a value of %zu bytes in %s "
                                  "exceeds --max-field-bytes %llu",
                                  name, *n, o->text, (unsigned long long)p->config->max_field_bytes);
         return 1;
@@ -542,7 +561,7 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
     int64_t file = sk_sidecars_find(p->sidecars, key, len, suffix);
     if (file == SK_SIDECAR_TWICE)
         return shard_err_set(why, SHARD_ECORRUPT,
-                             "field '%s': the archive holds its sidecar "
+                             "%s: the archive holds its sidecar "
                              "twice, so which one is meant cannot be told",
                              name);
     if (file < 0) {
@@ -573,6 +592,9 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
     size_t flen;
     const char *fkey = sk_sidecars_file(p->sidecars, (size_t)file, &flen);
     sidecar_origin(o, fkey, flen);
+    const char *refusal = sk_sidecars_file_refusal(p->sidecars, (size_t)file);
+    if (refusal) /* a link or special file: never opened */
+        return shard_err_set(why, SHARD_ECORRUPT, "%s: sidecar %s: %s", name, o->text, refusal);
     double t0 = sk_now_seconds();
     struct shard_err e;
     int fatal = 0;
@@ -585,11 +607,10 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
         return rc == SHARD_ECORRUPT ? SHARD_EIO : rc; /* never taken for a reject */
     }
     if (rc == SHARD_ELIMIT)
-        return shard_err_set(why, SHARD_ECORRUPT, "field '%s': sidecar %s %s (--max-field-bytes)",
-                             name, o->text, e.msg);
+        return shard_err_set(why, SHARD_ECORRUPT, "%s: sidecar %s %s (--max-field-bytes)", name,
+                             o->text, e.msg);
     if (rc)
-        return shard_err_set(why, SHARD_ECORRUPT, "field '%s': sidecar %s: %s", name, o->text,
-                             e.msg);
+        return shard_err_set(why, SHARD_ECORRUPT, "%s: sidecar %s: %s", name, o->text, e.msg);
     *data = buf->data;
     *n = buf->len;
     return 1;
@@ -696,10 +717,13 @@ int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_k
             struct origin o;
             struct shard_err why;
             int from_sidecar = p->class_from == CLASS_SIDECAR;
-            int got = value_bytes(p, "class", from_sidecar ? p->class_source : NONE,
+            int got = value_bytes(p, NULL, from_sidecar ? p->class_source : NONE,
                                   from_sidecar ? NONE : p->class_source, key, len, read, ctx, &buf,
                                   &data, &dn, &o, &ignored, &why);
-            if (got < 0 && got != SHARD_ECORRUPT) {
+            if (got == SHARD_ECORRUPT) { /* a class there but unreadable: the sample's reject */
+                if (!(nm->class_reason = strdup(why.msg)))
+                    rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            } else if (got < 0) {
                 *err = why;
                 rc = got;
             } else if (got == 1 && sk_field_class_name(data, dn, &data, &dn)) {
@@ -1043,6 +1067,8 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
         return shard_err_set(why, SHARD_EINVAL,
                              "boxes and masks are built once their image "
                              "is converted");
+    if (p->names && p->names[cand].class_reason)
+        return shard_err_set(why, SHARD_ECORRUPT, "%s", p->names[cand].class_reason);
     const struct shard_config *c = p->config;
     uint32_t labels_seen = 0;
     struct shard_buf value = {0};

@@ -298,6 +298,14 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
     case DT_DIR: return enter_directory(s, dir_fd, name, err);
     default:
         /* never opened: a device may act on an open, a fifo may block it */
+        if (s->side && sk_sidecars_suffix_of(s->side, name, name_len) >= 0) {
+            /* named as a sidecar file: the image has it, and it cannot be read */
+            rc = sk_sidecars_add_refused(s->side, (const char *)s->path.data, s->path.len,
+                                         sk_fs_not_regular(DTTOIF(type)), err);
+            if (rc == 0)
+                s->st->sidecars++;
+            return rc;
+        }
         if (candidate && s->refused)
             return refuse(s, 0, sk_fs_not_regular(DTTOIF(type)), err);
         if (type == DT_LNK)

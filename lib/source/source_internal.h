@@ -132,6 +132,14 @@ int sk_sidecars_suffix_of(const struct sk_sidecars *s, const char *name, size_t 
 int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len, struct shard_err *err);
 size_t sk_sidecars_file_count(const struct sk_sidecars *s);
 void sk_sidecars_truncate(struct sk_sidecars *s, size_t count);
+/* Add an entry named as a sidecar file that is none: a symbolic link or a
+ * special file, which is never opened.  It takes the file's place (an image
+ * has it, or it is an orphan), and `reason` (SK_REASON_NOT_REGULAR ..., as
+ * a candidate's) is what reading it gives. */
+int sk_sidecars_add_refused(struct sk_sidecars *s, const char *key, size_t len, const char *reason,
+                            struct shard_err *err);
+/* After resolving: why file i cannot be read without opening it, or NULL. */
+const char *sk_sidecars_file_refusal(const struct sk_sidecars *s, size_t i);
 /* Match the files found with the image candidates `keys` (any order): each
  * file goes to its image or becomes an orphan; candidates sharing a stem are
  * added to `refused` (reason SK_REASON_STEM "... 'OTHER'"; sorted again).

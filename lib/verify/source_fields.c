@@ -477,6 +477,16 @@ int sk_source_fields_read(struct source_fields *sf, const struct sk_source_root 
                 file_at(sf, pos)->need = 1;
         }
     }
+    /* a link or special file named as a sidecar is never opened: it says why */
+    for (size_t i = 0; i < sk_sidecars_file_count(sf->side); i++) {
+        struct side_file *f = file_at(sf, (int64_t)i);
+        const char *refusal = sk_sidecars_file_refusal(sf->side, i);
+        if (refusal && f->need) {
+            f->need = 0;
+            if (!(f->why = strdup(refusal)))
+                return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        }
+    }
     uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes : SHARD_MAX_FIELD_BYTES_DEFAULT;
     return sk_verify_read_files(sf->v, root, sk_sidecars_file_count(sf->side), max, side_file_key,
                                 side_file_read, sf, err);

@@ -178,6 +178,48 @@ shardify "$T/cls" "$T/colout" --size 16 --quiet --labels column:cls --annotation
 [ "$(json "$T/colout/manifest.json" 'd["labels"], d["counts"]["unlabeled"], d["config"]["labels"]')" = \
   "(['dog', 'emu'], 2, 'column:cls')" ] || die "column class"
 
+say "a sidecar, mask or .cls that is a symbolic link or a FIFO is named for what it is, never opened"
+S=$T/special
+mkdir -p "$S/src/a" "$S/masks/a"
+for i in 0 1 2 3 4 5; do cp "$SHARDKIT_FIXTURES/rgb.jpg" "$S/src/a/$i.jpg"; done
+printf 'a caption' >"$S/real.txt"
+printf 'cat' >"$S/src/a/0.cls"
+ln -s ../../real.txt "$S/src/a/1.txt"
+mkfifo "$S/src/a/2.txt"
+ln -s 0.cls "$S/src/a/3.cls"
+mkfifo "$S/src/a/4.cls"
+"$PYTHON" - "$SHARDKIT_FIXTURES/rgb.jpg" "$S/masks/a" <<'EOF2'
+import struct, sys, zlib
+from PIL import Image
+w, h = Image.open(sys.argv[1]).size
+chunk = lambda t, b: struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b))
+png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+       chunk(b"IDAT", zlib.compress(b"".join(b"\0" + bytes(w) for _ in range(h)))) + chunk(b"IEND", b""))
+open(sys.argv[2] + "/0.png", "wb").write(png)
+EOF2
+ln -s 0.png "$S/masks/a/5.png"
+printf 'background\n' >"$S/classes.txt"
+timeout 60 shardify "$S/src" "$S/out" --size 16 --quiet --labels sidecar:.cls \
+    --field caption=text,from=.txt --field "seg=mask,from=$S/masks/,classes=$S/classes.txt" ||
+    die "shardify failed or hung on a FIFO"
+"$PYTHON" - "$S/out/manifest.json" <<'EOF2' || die "special sidecar files are not named"
+import json, sys
+m = json.load(open(sys.argv[1]))
+got = {r["key"]: r["reason"] for r in m["rejected"]}
+want = {
+    "a/1.jpg": "field 'caption': sidecar 'a/1.txt': not a regular file: symbolic link (never followed)",
+    "a/2.jpg": "field 'caption': sidecar 'a/2.txt': not a regular file: fifo",
+    "a/3.jpg": "the class: sidecar 'a/3.cls': not a regular file: symbolic link (never followed)",
+    "a/4.jpg": "the class: sidecar 'a/4.cls': not a regular file: fifo",
+    "a/5.jpg": "field 'seg': mask '%s/masks/a/5.png': not a regular file: symbolic link (never followed)"
+               % sys.argv[1].rsplit("/", 2)[0],
+}
+assert got == want, got
+assert m["counts"]["samples"] == 1 and m["counts"]["by_label"] == {"cat": 1}, m["counts"]
+EOF2
+timeout 60 shardcheck "$S/out" --source "$S/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "shardcheck --source does not verify the special sidecars' rejects"; }
+
 say "bad declarations are usage errors, named"
 must_fail 2 shardify "$G/tree" "$T/u1" --field caption
 must_say "'caption' is not NAME=TYPE" "$T/err"

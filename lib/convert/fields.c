@@ -880,6 +880,8 @@ static int folder_bytes(const struct sk_field_sources *p, uint32_t f, const char
     res->read_seconds += sk_now_seconds() - t0;
     if (rc == SHARD_ENOMEM)
         return shard_err_set(why, rc, "out of memory");
+    if (rc == SHARD_ENET || rc == SHARD_EINTR) /* not the file's fault: never a reject */
+        return shard_err_set(why, rc, "field '%s': mask %s: %s", d->name, o->text, e.msg);
     if (rc)
         return shard_err_set(why, SHARD_ECORRUPT, "field '%s': mask %s: %s%s", d->name, o->text,
                              e.msg, rc == SHARD_ELIMIT ? " (--max-field-bytes)" : "");

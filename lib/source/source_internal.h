@@ -49,8 +49,9 @@ int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
 
 /* shard_read_source_file, for either kind: an object that vanished is
  * SHARD_ENOTFOUND ("file vanished"), one over max_bytes SHARD_ELIMIT in the
- * same words; a store that cannot be reached is SHARD_ENET (not the file's
- * fault: the caller must not reject the sample for it).  Thread-safe. */
+ * same words; a store that cannot be reached, or a file that stays busy
+ * (EAGAIN), is SHARD_ENET (not the file's fault: the caller must not reject
+ * the sample for it).  Thread-safe. */
 int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_t max_bytes,
                         struct shard_buf *buf, struct shard_err *err);
 

@@ -811,16 +811,24 @@ int sk_field_sources_geometric(const struct sk_field_sources *p)
     return p && p->geometric;
 }
 
+/* A box the crop window cuts to less than this many pixels across, in
+ * either direction, shows nothing of its object: it is dropped, as
+ * torchvision's SanitizeBoundingBoxes (min_size=1) drops it. */
+#define BOX_MIN_SIDE 1.0
+
 /* One axis of a box from the upright source to the stored image: scaled,
- * moved by the crop, clipped to [0, out]. */
-static void place_axis(double *lo, double *hi, uint32_t source, uint32_t scaled, uint32_t crop,
-                       uint32_t out)
+ * moved by the crop, clipped to [0, out].  0 when the crop leaves less than
+ * BOX_MIN_SIDE of it (a box that was that small already stays). */
+static int place_axis(double *lo, double *hi, uint32_t source, uint32_t scaled, uint32_t crop,
+                      uint32_t out)
 {
     double s = (double)scaled / source;
     *lo = *lo * s - crop;
     *hi = *hi * s - crop;
+    int clipped = *lo < 0 || *hi > out;
     *lo = *lo < 0 ? 0 : *lo > out ? out : *lo;
     *hi = *hi < 0 ? 0 : *hi > out ? out : *hi;
+    return *lo < *hi && !(clipped && *hi - *lo < BOX_MIN_SIDE);
 }
 
 static void put_f32(uint8_t *p, float f)
@@ -831,8 +839,8 @@ static void put_f32(uint8_t *p, float f)
 }
 
 /* The stored boxes (FORMAT.md's 24 bytes each) of raw boxes in the source's
- * stored pixels, through orientation, resize and crop; the empty ones are
- * dropped and counted. */
+ * stored pixels, through orientation, resize and crop; those the crop
+ * leaves empty, or less than a pixel of across, are dropped and counted. */
 static int place_boxes(const struct shard_buf *raw, const struct sk_placement *pl,
                        struct shard_buf *out, uint64_t *kept, uint64_t *dropped,
                        struct shard_err *why)
@@ -844,10 +852,12 @@ static int place_boxes(const struct shard_buf *raw, const struct sk_placement *p
         struct sk_coco_box b;
         memcpy(&b, raw->data + i * sizeof b, sizeof b);
         sk_box_orient(b.b, pl->orientation, pl->stored_w, pl->stored_h);
-        place_axis(&b.b[0], &b.b[2], pl->source_w, pl->g.scaled_w, pl->g.crop_x, pl->g.out_w);
-        place_axis(&b.b[1], &b.b[3], pl->source_h, pl->g.scaled_h, pl->g.crop_y, pl->g.out_h);
+        int kept_x = place_axis(&b.b[0], &b.b[2], pl->source_w, pl->g.scaled_w, pl->g.crop_x,
+                                pl->g.out_w);
+        int kept_y = place_axis(&b.b[1], &b.b[3], pl->source_h, pl->g.scaled_h, pl->g.crop_y,
+                                pl->g.out_h);
         float f[4] = {(float)b.b[0], (float)b.b[1], (float)b.b[2], (float)b.b[3]};
-        if (!(f[0] < f[2] && f[1] < f[3])) { /* the crop window left nothing of it */
+        if (!kept_x || !kept_y || !(f[0] < f[2] && f[1] < f[3])) { /* the crop left no pixel */
             (*dropped)++;
             continue;
         }

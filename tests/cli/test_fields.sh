@@ -220,6 +220,31 @@ EOF2
 timeout 60 shardcheck "$S/out" --source "$S/src" >"$T/out" 2>&1 ||
     { cat "$T/out" >&2; die "shardcheck --source does not verify the special sidecars' rejects"; }
 
+say "--fit crop drops a box it cuts to less than a pixel across, keeps one that small already"
+mkdir -p "$T/crop"
+"$PYTHON" - "$T/crop" <<'EOF2'
+import json, sys
+from PIL import Image
+d = sys.argv[1]
+Image.new("RGB", (100, 50), (90, 90, 90)).save(d + "/a.png")
+# --size 50 --fit crop: 100x50 is cropped to x 25..75
+boxes = [[24.95, 10, 15.05, 20],  # cut at the left edge: 15 px kept
+         [10, 10, 15.05, 20],     # cut to 0.05 px: dropped
+         [0, 10, 20, 20],         # wholly outside the window: dropped
+         [50, 10, 0.5, 20]]       # 0.5 px wide inside the window: kept as it is
+json.dump({"images": [{"id": 1, "file_name": "a.png", "width": 100, "height": 50}],
+           "annotations": [{"id": i + 1, "image_id": 1, "category_id": 1, "bbox": b,
+                            "iscrowd": 0, "area": b[2] * b[3]} for i, b in enumerate(boxes)],
+           "categories": [{"id": 1, "name": "thing"}]}, open(d + "/coco.json", "w"))
+EOF2
+mkdir -p "$T/crop/src" && mv "$T/crop/a.png" "$T/crop/src/"
+shardify "$T/crop/src" "$T/crop/out" --size 50 --fit crop --labels none --coco "$T/crop/coco.json" \
+    --quiet --json >"$T/crop.json" || die "shardify with --coco and --fit crop"
+[ "$(json "$T/crop/out/manifest.json" 'd["counts"]["boxes"], d["counts"]["boxes_dropped"]')" = "(2, 2)" ] ||
+    die "boxes stored and dropped: $(json "$T/crop/out/manifest.json" 'd["counts"]')"
+shardcheck "$T/crop/out" --deep --source "$T/crop/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "the cropped boxes do not verify"; }
+
 say "bad declarations are usage errors, named"
 must_fail 2 shardify "$G/tree" "$T/u1" --field caption
 must_say "'caption' is not NAME=TYPE" "$T/err"

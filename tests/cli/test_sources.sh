@@ -125,11 +125,23 @@ esac
 
 say "a tar member cut short breaks the chain: the run fails, naming it, and publishes nothing"
 must_fail 1 shardify "$C/cut-middle.tar" "$T/cut" --size 32 --quiet
-must_say "cannot read archive '$C/cut-middle.tar': after entry 'a/m2.jpg': Damaged tar archive" \
+must_say "cannot read archive '$C/cut-middle.tar': 'cut-middle.tar' after its entry 'a/m2.jpg': Damaged tar archive" \
     "$T/err"
 must_say "the entries after it cannot be located" "$T/err"
 [ "$(wc -l <"$T/err")" = 1 ] || die "the message is not one line"
 [ ! -e "$T/cut/manifest.json" ] || die "a manifest from a broken tar"
+
+say "an archive cut short in a directory of archives (--archives) is named, with what is lost"
+mkdir -p "$T/tars"
+(cd "$SHARDKIT_FIXTURES" && tar cf "$T/tars/00.tar" rgb.jpg gray.jpg progressive.jpg)
+(cd "$SHARDKIT_FIXTURES" && tar cf "$T/whole.tar" rgb.jpg gray.jpg progressive.jpg)
+head -c 9000 "$T/whole.tar" >"$T/tars/01.tar"
+cp "$T/tars/00.tar" "$T/tars/02.tar"
+must_fail 1 shardify --archives "$T/tars" "$T/tarsout" --size 32 --quiet
+must_say "cannot read archive '$T/tars': '01.tar' after its entry 'gray.jpg': Truncated" "$T/err"
+must_say "the archive cannot be read past it: its later entries are lost" "$T/err"
+[ "$(wc -l <"$T/err")" = 1 ] || die "the message is not one line"
+[ ! -e "$T/tarsout/manifest.json" ] || die "a manifest from a directory with a cut archive"
 
 say "an empty or zero-filled archive is an error, not an empty dataset"
 : >"$T/empty.tar"

@@ -247,9 +247,10 @@ SHARD_API void shardify_summary_release(struct shardify_summary *s); /* accepts 
  * Reads only its manifest.  0; SHARD_EINVAL when it cannot be by where it
  * is (not a local directory, DST itself, an archive src) or o->labels is
  * bad; SHARD_EMISMATCH when an option differs, naming it ("--size differs
- * from the previous dataset 'P' (256 there, 512 here)"); SHARD_EUNSUPPORTED
- * for another format version; SHARD_ENOTFOUND, SHARD_ECORRUPT, SHARD_EIO as
- * shard_manifest_load says. */
+ * from the previous dataset 'P' (256 there, 512 here)"), or when o declares
+ * boxes or mask fields (made as their images are converted: a full run
+ * only, whatever PREV is); SHARD_EUNSUPPORTED for another format version; SHARD_ENOTFOUND,
+ * SHARD_ECORRUPT, SHARD_EIO as shard_manifest_load says. */
 SHARD_API int shardify_check_previous(const char *prev, const char *src, const char *dst,
                                       const struct shardify_options *o, struct shard_err *err);
 

@@ -324,6 +324,22 @@ static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
     return SHARD_OK;
 }
 
+/* c->labels for a class from the table's column: "column:NAME:" and the
+ * table's "file:<name>:<xxh3>", so that the manifest names the table even
+ * without fields (a version 1 config has no "annotations"). */
+static int describe_class_column(struct shard_config *c, const char *column, const char *table,
+                                 struct shard_err *err)
+{
+    size_t size = strlen(COLUMN_PREFIX) + strlen(column) + 1 + strlen(table) + 1;
+    char *text = malloc(size);
+    if (!text)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    snprintf(text, size, "%s%s:%s", COLUMN_PREFIX, column, table);
+    free(c->labels);
+    c->labels = text;
+    return SHARD_OK;
+}
+
 int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_options *o,
                          const char *labels, struct shard_config *c, struct shard_err *err)
 {
@@ -411,6 +427,9 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
                  !(c->annotations = strdup(sk_annotations_describe(p->table))))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
+    if (!rc && class_column)
+        rc = describe_class_column(c, labels + strlen(COLUMN_PREFIX),
+                                   sk_annotations_describe(p->table), err);
     free(suffixes);
     if (rc) {
         sk_field_sources_free(p);

@@ -238,14 +238,16 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     struct shard_labeler *lb;
     if ((rc = shard_labeler_new(&lb, o->labels ? o->labels : "dir", err)))
         return rc;
-    struct shard_config config = o->config;             /* as shardify_run resolves it */
-    config.labels = (char *)shard_labeler_describe(lb); /* borrowed */
+    struct shard_config config = o->config; /* as shardify_run resolves it */
+    config.labels = strdup(shard_labeler_describe(lb));
     config.zstd_level = shard_config_zstd_level(&o->config);
     config.fields = NULL;
     config.field_count = 0;
     config.annotations = NULL;
+    config.coco = NULL;
     struct sk_field_sources *sources = NULL; /* declares the fields, reads the table */
-    rc = sk_field_sources_new(&sources, o, o->labels, &config, err);
+    rc = config.labels ? sk_field_sources_new(&sources, o, o->labels, &config, err)
+                       : shard_err_set(err, SHARD_ENOMEM, "out of memory");
     if (!rc && sk_field_sources_geometric(sources)) /* a full run, whatever PREV is */
         rc = shard_err_set(err, SHARD_EMISMATCH, "%s", GEOMETRIC_NOT_INCREMENTAL);
     struct shard_manifest m;
@@ -255,7 +257,6 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     if (!rc)
         shard_manifest_release(&m);
     sk_field_sources_free(sources);
-    config.labels = NULL; /* the labeler's */
     shard_config_release(&config);
     shard_labeler_free(lb);
     return rc;

@@ -175,8 +175,12 @@ shardify "$T/cls" "$T/clsout" --size 16 --quiet --labels sidecar:.cls
   "(['cat', 'dog'], {'cat': 2, 'dog': 1}, 1)" ] || die "sidecar class: $(cat "$T/clsout/manifest.json")"
 printf '{"key":"a/0.jpg","cls":"dog"}\n{"key":"a/3.jpg","cls":"emu"}\n' >"$T/cls.jsonl"
 shardify "$T/cls" "$T/colout" --size 16 --quiet --labels column:cls --annotations "$T/cls.jsonl"
+# the config names the table it read, as a label file's is named (a version 1 config has no
+# "annotations")
+table=$("$PYTHON" -c 'import sys, xxhash; print(xxhash.xxh3_64_hexdigest(open(sys.argv[1], "rb").read()))' "$T/cls.jsonl")
 [ "$(json "$T/colout/manifest.json" 'd["labels"], d["counts"]["unlabeled"], d["config"]["labels"]')" = \
-  "(['dog', 'emu'], 2, 'column:cls')" ] || die "column class"
+  "(['dog', 'emu'], 2, 'column:cls:file:cls.jsonl:$table')" ] ||
+    die "column class: $(json "$T/colout/manifest.json" 'd["config"]')"
 
 say "a sidecar, mask or .cls that is a symbolic link or a FIFO is named for what it is, never opened"
 S=$T/special

@@ -767,6 +767,11 @@ static const uint8_t *names_at(const struct sk_field_sources *p, uint64_t c, uin
     return at;
 }
 
+int sk_field_sources_class_from_values(const struct sk_field_sources *p)
+{
+    return p && p->class_from != CLASS_LABELER;
+}
+
 int sk_field_sources_class(const struct sk_field_sources *p, uint64_t cand, const char **name,
                            size_t *len)
 {

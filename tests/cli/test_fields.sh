@@ -249,6 +249,63 @@ shardify "$T/crop/src" "$T/crop/out" --size 50 --fit crop --labels none --coco "
 shardcheck "$T/crop/out" --deep --source "$T/crop/src" >"$T/out" 2>&1 ||
     { cat "$T/out" >&2; die "the cropped boxes do not verify"; }
 
+say "numeric classes (WebDataset's .cls) are the class numbers: labels 0..max in numeric order"
+N=$T/num
+mkdir -p "$N/src"
+# 0..12 but 5, one written 007 (class 7), so that sorting names as text would move most of them
+for i in 0 1 2 3 4 6 7 8 9 10 11 12; do
+    cp "$SHARDKIT_FIXTURES/rgb.jpg" "$N/src/s$i.jpg"
+    printf '%s\n' "$i" >"$N/src/s$i.cls"
+done
+printf ' 007 ' >"$N/src/s7.cls"
+shardify "$N/src" "$N/out" --size 16 --quiet --labels sidecar:.cls || die "numeric classes"
+"$PYTHON" - "$N/out" <<'EOF2' || die "the labels are not the .cls numbers"
+import json, sys
+m = json.load(open(sys.argv[1] + "/manifest.json"))
+assert m["labels"] == [str(i) for i in range(13)], m["labels"]  # 5 too: numbers keep their place
+assert m["counts"]["by_label"]["5"] == 0 and m["counts"]["by_label"]["7"] == 1, m["counts"]
+for l in open(sys.argv[1] + "/index.jsonl"):
+    d = json.loads(l)
+    assert d["label"] == int(d["key"][1:-4]), d  # sN.jpg has class N
+EOF2
+valid "$N/out"
+shardcheck "$N/out" --deep --source "$N/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "numeric classes do not verify"; }
+must_say "labels re-derived and checked" "$T/out"
+printf '12' >"$N/src/s11.cls"
+must_fail 1 shardcheck "$N/out" --source "$N/src"
+must_say "source: 's11.jpg' has label '11' in the dataset, SRC gives '12'" "$T/stdout"
+printf '11' >"$N/src/s11.cls"
+# the same classes from a table's column
+for i in 0 1 2 3 4 6 7 8 9 10 11 12; do printf '{"key": "s%d.jpg", "cls": %d}\n' $i $i; done >"$N/cls.jsonl"
+shardify "$N/src" "$N/col" --size 16 --quiet --labels column:cls --annotations "$N/cls.jsonl"
+[ "$(json "$N/col/manifest.json" 'd["labels"] == [str(i) for i in range(13)]')" = True ] ||
+    die "numeric column classes: $(json "$N/col/manifest.json" 'd["labels"]')"
+cmp -s "$N/out/index.jsonl" "$N/col/index.jsonl" || die "a column's numbers differ from the .cls"
+# a labels field's names are the same numbers (and may go past the class's)
+printf '["2", "014"]' >"$N/src/s0.tags"
+shardify "$N/src" "$N/tags" --size 16 --quiet --labels sidecar:.cls --field tags=labels,from=.tags
+[ "$(json "$N/tags/manifest.json" 'd["labels"] == [str(i) for i in range(15)]')" = True ] ||
+    die "numeric labels field: $(json "$N/tags/manifest.json" 'd["labels"]')"
+shardcheck "$N/tags" --deep --source "$N/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "a numeric labels field does not verify"; }
+printf '["2", "x"]' >"$N/src/s0.tags"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls --field tags=labels,from=.tags
+must_say "'x' to 's0.jpg'; the classes must be all numbers" "$T/err"
+rm "$N/src/s0.tags"
+say "numbers and names mixed, a negative number, a number too large: refused, naming two samples"
+printf 'cat' >"$N/src/s3.cls"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls
+must_say "--labels 'sidecar:.cls' gives class numbers and class names: '0' to 's0.jpg', 'cat' to 's3.jpg'" "$T/err"
+must_say "the classes must be all numbers (WebDataset's) or all names" "$T/err"
+printf -- '-1' >"$N/src/s3.cls"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls
+must_say "'-1' to 's3.jpg'; the classes must be all numbers (WebDataset's) or all names (a class number is 0 or more)" "$T/err"
+printf '4000000' >"$N/src/s3.cls"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls
+must_say "--labels 'sidecar:.cls' gives 's3.jpg' the class number '4000000', above the largest, 999999" "$T/err"
+[ ! -e "$N/bad/manifest.json" ] || die "a refused run published"
+
 say "bad declarations are usage errors, named"
 must_fail 2 shardify "$G/tree" "$T/u1" --field caption
 must_say "'caption' is not NAME=TYPE" "$T/err"

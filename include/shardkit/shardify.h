@@ -143,6 +143,11 @@ struct shardify_options {
      * part of one source whose keys are the archive's name, '/', and the
      * member's ("00000.tar/000123.jpg"); other files are ignored. */
     int archives;
+    /* Publish a dataset of no sample (an empty SRC, or every candidate
+     * rejected).  Without it such a run publishes nothing and fails: a run
+     * whose output is of no use is never a success.  A part (`parts`) may
+     * be empty either way. */
+    int allow_empty;
 };
 
 SHARD_API void shardify_options_init(struct shardify_options *o);

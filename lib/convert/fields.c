@@ -767,6 +767,30 @@ static const uint8_t *names_at(const struct sk_field_sources *p, uint64_t c, uin
     return at;
 }
 
+int sk_field_sources_check_used(const struct sk_field_sources *p, const uint64_t *field_samples,
+                                uint64_t samples, struct shard_err *err)
+{
+    for (uint32_t f = 0; p && f < p->config->field_count; f++) {
+        const struct shard_field_decl *d = &p->config->fields[f];
+        char where[SHARD_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX + 64];
+        if (field_samples[f])
+            continue;
+        if (d->coco)
+            snprintf(where, sizeof where, "none is an image of the COCO file");
+        else if (d->folder)
+            snprintf(where, sizeof where, "none has its mask in '%s'", d->folder);
+        else if (p->col_of[f] != NONE)
+            snprintf(where, sizeof where, "no row of '%s' gives one a value in column '%s'",
+                     p->table_name, d->column);
+        else
+            snprintf(where, sizeof where, "none has a sidecar '%s'", d->sidecar);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "field '%s' is declared, and none of the %llu samples has it: %s",
+                             d->name, (unsigned long long)samples, where);
+    }
+    return SHARD_OK;
+}
+
 int sk_field_sources_class_from_values(const struct sk_field_sources *p)
 {
     return p && p->class_from != CLASS_LABELER;

@@ -125,6 +125,36 @@ int sk_run_check_labels_used(const struct run *r, struct shard_err *err)
     return SHARD_OK;
 }
 
+int sk_run_check_published(const struct run *r, struct shard_err *err)
+{
+    uint64_t samples = sk_assembler_samples(r->as), count;
+    if (r->o->parts)
+        return SHARD_OK;
+    if (samples)
+        return sk_field_sources_check_used(r->fields, sk_assembler_field_samples(r->as), samples,
+                                           err);
+    if (r->o->allow_empty)
+        return SHARD_OK;
+    if (!r->n)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "no candidate images in '%s': an empty dataset is not published "
+                             "(--allow-empty publishes it)",
+                             r->src);
+    /* the reject of the smallest key, as the manifest would list it first */
+    const struct shard_reject *rejects = sk_assembler_rejects(r->as, &count), *first = rejects;
+    for (uint64_t i = 1; i < count; i++)
+        if (shard_key_compare(rejects[i].key, rejects[i].key_len, first->key, first->key_len) < 0)
+            first = &rejects[i];
+    char q[SHARD_QUOTE_SIZE];
+    return shard_err_set(err, SHARD_EINVAL,
+                         "none of the %llu candidates is a sample: every one was rejected (%s"
+                         "'%s': %s); an empty dataset is not published (--allow-empty publishes "
+                         "it, with the rejects)",
+                         (unsigned long long)r->n, count > 1 ? "the first, " : "",
+                         count ? sk_quote_bytes(first->key, first->key_len, q, sizeof q) : "",
+                         count ? first->reason : "");
+}
+
 /* An archive entry refused for its name ("../x.jpg"): its path says
  * nothing about a class, so it gives none (not even to the label list). */
 static int unsafe_name(const struct run *r, uint64_t cand)

@@ -732,6 +732,11 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.timing.convert = sk_now_seconds() - t;
     if (rc || (rc = sk_run_check_labels_used(&r, err)))
         goto out;
+    if ((rc = sk_run_check_published(&r, err))) {
+        if (!sk_assembler_samples(r.as) && !r.dst->remote) /* no shard: nothing to resume */
+            sk_dst_cleanup_work(r.dst, NULL);
+        goto out;
+    }
     sk_run_finish_lineage(&r);
     if ((rc = sk_run_publish(&r, summary, err)))
         goto out;

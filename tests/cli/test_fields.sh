@@ -154,6 +154,19 @@ shardify "$G/tree" "$T/req2" $OPTS --field caption=text,required --annotations "
 [ "$(json "$T/req2.json" '[x["reason"] for x in d["rejects"] if x["key"] == "h/huge.jpg"][0]')" = \
   "field 'caption' is required: no row of 'table.jsonl'" ] || die "required from a table"
 
+say "a declared field that no sample has fails the run, saying where it was looked for"
+# (Hugging Face's metadata.jsonl not given: the caption is looked for as a sidecar)
+must_fail 1 shardify "$G/tree" "$T/t1" --size 16 --labels none --field nothing=text --quiet
+must_say "field 'nothing' is declared, and none of the " "$T/err"
+must_say "samples has it: none has a sidecar '.nothing'" "$T/err"
+printf '{"key":"zz/none.jpg","caption":"x"}\n' >"$T/elsewhere.jsonl"
+must_fail 1 shardify "$G/tree" "$T/t2" --size 16 --labels none --field caption=text \
+    --annotations "$T/elsewhere.jsonl" --quiet
+must_say "field 'caption' is declared, and none of the " "$T/err"
+must_say "samples has it: no row of 'elsewhere.jsonl' gives one a value in column 'caption'" "$T/err"
+[ ! -e "$T/t1/manifest.json" ] && [ ! -e "$T/t2/manifest.json" ] ||
+    die "published a field that matched nothing"
+
 say "a table that starts with a UTF-8 byte order mark (as spreadsheets write CSV) is read"
 printf '\357\273\277key,caption\na/0000.jpg,hello\n' >"$T/bom.csv"
 printf '\357\273\277{"key":"a/0000.jpg","caption":"hello"}\n' >"$T/bom.jsonl"
@@ -187,6 +200,7 @@ S=$T/special
 mkdir -p "$S/src/a" "$S/masks/a"
 for i in 0 1 2 3 4 5; do cp "$SHARDKIT_FIXTURES/rgb.jpg" "$S/src/a/$i.jpg"; done
 printf 'a caption' >"$S/real.txt"
+cp "$S/real.txt" "$S/src/a/0.txt"
 printf 'cat' >"$S/src/a/0.cls"
 ln -s ../../real.txt "$S/src/a/1.txt"
 mkfifo "$S/src/a/2.txt"

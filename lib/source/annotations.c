@@ -388,7 +388,8 @@ static int sort_rows(struct sk_annotations *a, struct shard_err *err)
         rc = shard_err_set(err, SHARD_ENOMEM, "cannot sort %zu annotation rows", n);
         goto out;
     }
-    memcpy(offsets, a->keys.offsets, n * sizeof *offsets); /* increasing with the row */
+    if (n) /* increasing with the row */
+        memcpy(offsets, a->keys.offsets, n * sizeof *offsets);
     shard_keylist_sort(&a->keys);
     for (size_t i = 0; i < n; i++) {
         uint64_t *hit = bsearch(&a->keys.offsets[i], offsets, n, sizeof *offsets, compare_u64);

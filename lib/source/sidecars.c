@@ -260,7 +260,8 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
         free(sorted);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    memcpy(added, s->files.offsets, nf * sizeof *added);
+    if (nf) /* no file found: no offsets either */
+        memcpy(added, s->files.offsets, nf * sizeof *added);
     shard_keylist_sort(&s->files);
     for (size_t f = 0; f < nf; f++) {
         const uint64_t *hit = bsearch(&s->files.offsets[f], added, nf, sizeof *added, compare_u64);

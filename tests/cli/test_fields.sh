@@ -164,7 +164,11 @@ must_fail 1 shardify "$G/tree" "$T/t2" --size 16 --labels none --field caption=t
     --annotations "$T/elsewhere.jsonl" --quiet
 must_say "field 'caption' is declared, and none of the " "$T/err"
 must_say "samples has it: no row of 'elsewhere.jsonl' gives one a value in column 'caption'" "$T/err"
-[ ! -e "$T/t1/manifest.json" ] && [ ! -e "$T/t2/manifest.json" ] ||
+printf '\n' >"$T/blank.jsonl"  # no row at all
+must_fail 1 shardify "$G/tree" "$T/t3" --size 16 --labels none --field caption=text \
+    --annotations "$T/blank.jsonl" --quiet
+must_say "samples has it: no row of 'blank.jsonl' gives one a value in column 'caption'" "$T/err"
+[ ! -e "$T/t1/manifest.json" ] && [ ! -e "$T/t2/manifest.json" ] && [ ! -e "$T/t3/manifest.json" ] ||
     die "published a field that matched nothing"
 
 say "a table that starts with a UTF-8 byte order mark (as spreadsheets write CSV) is read"
@@ -344,30 +348,24 @@ must_say "a sidecar suffix" "$T/err"
 [ ! -e "$T/u1" ] || die "a refused run created DST"
 
 say "a table that cannot be used fails the run, naming the file and line; nothing is published"
-printf '{"key":"a/0000.jpg","caption":"x"}\n{"key":"a/0000.jpg","caption":"y"}\n' >"$T/dup.jsonl"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/dup.jsonl"
-must_say "key 'a/0000.jpg' is listed twice (lines 1 and 2)" "$T/err"
-printf '{"key":"a/0000.jpg"}\n{"caption": "no key"}\n' >"$T/nokey.jsonl"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/nokey.jsonl"
-must_say "line 2: no \"key\"" "$T/err"
-printf '{"key":"a/0000.jpg"}\n{oops\n' >"$T/bad.jsonl"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/bad.jsonl"
-must_say "'$T/bad.jsonl' line 2:" "$T/err"
-printf 'key,title\na/0000.jpg,x\n' >"$T/nocol.csv"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/nocol.csv"
-must_say "has no column 'caption'" "$T/err"
-printf 'key,caption\na/0000.jpg,x,y\n' >"$T/wide.csv"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/wide.csv"
-must_say "line 2: 3 fields, the header has 2" "$T/err"
-printf 'key,caption,key\na/0000.jpg,x,a/0001.jpg\n' >"$T/twokeys.csv"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/twokeys.csv"
-must_say "annotation file '$T/twokeys.csv': column 'key' is in the header twice" "$T/err"
-printf 'key,caption,note,caption\na/0000.jpg,x,y,z\n' >"$T/twocaptions.csv"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/twocaptions.csv"
-must_say "column 'caption' is in the header twice" "$T/err"
-printf '{"key":"a/0000.jpg","key_hex":"612f303030312e6a7067","caption":"x"}\n' >"$T/bothkeys.jsonl"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/bothkeys.jsonl"
-must_say "'$T/bothkeys.jsonl' line 1: both \"key\" and \"key_hex\"" "$T/err"
+# bad_table FILE TEXT WORDS: the table FILE holding TEXT (printf %b) fails the run, saying WORDS
+bad_table() {
+    printf '%b' "$2" >"$T/$1"
+    must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/$1"
+    must_say "$3" "$T/err"
+}
+bad_table dup.jsonl '{"key":"a/0000.jpg","caption":"x"}\n{"key":"a/0000.jpg","caption":"y"}\n' \
+    "key 'a/0000.jpg' is listed twice (lines 1 and 2)"
+bad_table nokey.jsonl '{"key":"a/0000.jpg"}\n{"caption": "no key"}\n' 'line 2: no "key"'
+bad_table bad.jsonl '{"key":"a/0000.jpg"}\n{oops\n' "'$T/bad.jsonl' line 2:"
+bad_table nocol.csv 'key,title\na/0000.jpg,x\n' "has no column 'caption'"
+bad_table wide.csv 'key,caption\na/0000.jpg,x,y\n' "line 2: 3 fields, the header has 2"
+bad_table twokeys.csv 'key,caption,key\na/0000.jpg,x,a/0001.jpg\n' \
+    "annotation file '$T/twokeys.csv': column 'key' is in the header twice"
+bad_table twocaptions.csv 'key,caption,note,caption\na/0000.jpg,x,y,z\n' \
+    "column 'caption' is in the header twice"
+bad_table bothkeys.jsonl '{"key":"a/0000.jpg","key_hex":"612f303030312e6a7067","caption":"x"}\n' \
+    "'$T/bothkeys.jsonl' line 1: both \"key\" and \"key_hex\""
 must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/missing.jsonl"
 must_say "cannot read annotation file" "$T/err"
 mkfifo "$T/fifo.jsonl"

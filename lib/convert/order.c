@@ -195,29 +195,25 @@ static int32_t number_of(void *ctx, const char *name, size_t len)
     return label_set_find(ctx, name, len, XXH3_64bits(name, len))->number;
 }
 
-/* The first candidate from `from` on with a class name (its class, or a
- * name in a `labels` field) that is a class number (want 1) or is not one
- * (want 0): its number, *name and *len, or r->n.  *too_large: a number
- * above SK_CLASS_NUMBER_MAX was seen (then that candidate is returned). */
-static uint64_t find_class_kind(const struct run *r, uint64_t from, int want, const char **name,
-                                size_t *len, int *too_large)
+/* The first candidate with a class name (its class, or a name in a
+ * `labels` field) that is a class number (want 1) or is not one (want 0):
+ * its number, *name and *len, or r->n.  *too_large: a number above
+ * SK_CLASS_NUMBER_MAX came first (then that candidate is returned). */
+static uint64_t find_class_kind(const struct run *r, int want, const char **name, size_t *len,
+                                int *too_large)
 {
     uint32_t n;
     *too_large = 0;
-    for (uint64_t i = from; i < r->n; i++) {
-        int got = class_of(r, i, name, len);
-        for (size_t k = 0; got || sk_field_sources_label_name(r->fields, i, k, name, len);) {
+    for (uint64_t i = 0; i < r->n; i++) {
+        /* the class's name, then each labels field's */
+        int more = class_of(r, i, name, len);
+        for (size_t k = 0; more || sk_field_sources_label_name(r->fields, i, k++, name, len);
+             more = 0) {
             int kind = sk_field_class_number(*name, *len, &n);
-            if (kind < 0) {
-                *too_large = 1;
+            if (kind < 0 || kind == want) {
+                *too_large = kind < 0;
                 return i;
             }
-            if (kind == want)
-                return i;
-            if (got)
-                got = 0;
-            else
-                k++;
         }
     }
     return r->n;
@@ -242,9 +238,9 @@ static int class_numbers(const struct run *r, int *numbered, uint32_t *max, stru
     /* the first number, then the first name: a number too large met on the
      * way is the one reported (none is missed: the second search goes over
      * every candidate when there is no name) */
-    uint64_t a = find_class_kind(r, 0, 1, &num, &num_len, &too_large), b = r->n;
+    uint64_t a = find_class_kind(r, 1, &num, &num_len, &too_large), b = r->n;
     if (!too_large && a < r->n) {
-        b = find_class_kind(r, 0, 0, &word, &word_len, &too_large);
+        b = find_class_kind(r, 0, &word, &word_len, &too_large);
         if (too_large) {
             a = b;
             num = word;

@@ -285,7 +285,8 @@ struct shard_manifest {
     uint64_t coco_images, coco_images_unmatched;
     uint64_t coco_annotations, coco_annotations_unmatched;
     /* With a boxes field: boxes stored, and boxes the --fit crop window
-     * left empty, not stored (counts.boxes, counts.boxes_dropped). */
+     * left empty or less than a pixel across, not stored (counts.boxes,
+     * counts.boxes_dropped). */
     uint64_t boxes, boxes_dropped;
 };
 

@@ -141,6 +141,9 @@ int sk_mask_folder_read(const struct sk_mask_folder *mf, const char *key, size_t
     if (file < 0)
         return shard_err_set(err, SHARD_ENOTFOUND, "no such file");
     const char *fkey = sk_sidecars_file(mf->side, (size_t)file, NULL);
+    const char *refusal = sk_sidecars_file_refusal(mf->side, (size_t)file);
+    if (refusal) /* a link or special file: never opened */
+        return shard_err_set(err, SHARD_EIO, "%s", refusal);
     int fd;
     int rc = sk_source_file_open(mf->fd, fkey, &fd, err);
     return rc ? rc : sk_source_file_read(fd, max_bytes, buf, err);

@@ -90,6 +90,8 @@ struct source_fields {
     uint32_t *col_of;   /* per field: its column, or NONE */
     uint32_t class_col; /* the class's column, or NONE */
     int class_from_column;
+    char *class_column;      /* its name (malloc'd) */
+    const char *class_table; /* the table config.labels names with it ("file:..."), or NULL */
     char *table_name;
     int table_problem; /* the table could not be read: reported */
     /* the fields each sample's line names */
@@ -137,6 +139,7 @@ void sk_source_fields_free(struct source_fields *sf)
     sk_annotations_free(sf->table);
     free(sf->cols);
     free(sf->col_of);
+    free(sf->class_column);
     free(sf->table_name);
     free(sf->sources);
     free(sf->kept);
@@ -175,9 +178,11 @@ static int load_table(struct source_fields *sf, struct shard_err *err)
         return sk_verify_problem(v, SHARD_CHECK_SOURCE, e.code, -1, -1, NULL, 0,
                                  "source: cannot read the annotation table: %s", e.msg);
     }
-    /* a dataset of version 1 (a class from a column, no field) records no
-     * table: its classes are still compared */
-    const char *is = sk_annotations_describe(sf->table), *want = sf->c->annotations;
+    /* a class from a column names the table in config.labels (a version 1
+     * dataset has no config.annotations); one made before it did names
+     * none: its classes are still compared */
+    const char *is = sk_annotations_describe(sf->table);
+    const char *want = sf->c->annotations ? sf->c->annotations : sf->class_table;
     if (want && strcmp(is, want))
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
                           "source: the annotation table is '%s', the config says '%s'", is, want);
@@ -235,9 +240,19 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v, struc
             suffixes[sf->suffix_count++] = suffix;
         }
     } else if (class_column) {
+        /* "column:NAME:file:<name>:<xxh3>" (convert/fields.c), or an older
+         * "column:NAME" */
+        const char *column = labels + strlen(COLUMN_PREFIX), *table = NULL;
+        for (const char *at = column; (at = strstr(at, ":file:")); at++)
+            table = at;
         sf->class_from_column = 1;
-        sf->class_col = sk_annotation_column_want(sf->cols, &sf->ncols,
-                                                  labels + strlen(COLUMN_PREFIX), 0);
+        sf->class_table = table ? table + 1 : NULL;
+        if (!(sf->class_column = strndup(column,
+                                         table ? (size_t)(table - column) : strlen(column)))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+        sf->class_col = sk_annotation_column_want(sf->cols, &sf->ncols, sf->class_column, 0);
     }
     if (sf->suffix_count && (rc = sk_sidecars_new(&sf->side, suffixes, sf->suffix_count, err)))
         goto out;
@@ -493,6 +508,16 @@ int sk_source_fields_read(struct source_fields *sf, const struct sk_source_root 
             int64_t pos = sk_sidecars_find(sf->side, key, len, x);
             if (pos >= 0)
                 file_at(sf, pos)->need = 1;
+        }
+    }
+    /* a link or special file named as a sidecar is never opened: it says why */
+    for (size_t i = 0; i < sk_sidecars_file_count(sf->side); i++) {
+        struct side_file *f = file_at(sf, (int64_t)i);
+        const char *refusal = sk_sidecars_file_refusal(sf->side, i);
+        if (refusal && f->need) {
+            f->need = 0;
+            if (!(f->why = strdup(refusal)))
+                return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         }
     }
     uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes : SHARD_MAX_FIELD_BYTES_DEFAULT;

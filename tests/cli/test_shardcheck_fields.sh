@@ -145,6 +145,12 @@ shardcheck "$T/col" --source "$SRC" >"$T/out" || die "a missing table is a failu
 must_say "the labels came from an annotation table; pass that table (--annotations FILE)" "$T/out"
 sed 's/"k0"/"k2"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
 check_src "$SRC" "$T/col" "source: 'a/0003.jpg' has label 'k0' in the dataset, SRC gives 'k2'" --annotations "$T/t/kinds.jsonl"
+# the config names the table (without fields too): another one giving the same classes is not it
+sed 's/"kind"/"other": 1, "kind"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
+[ "$(json "$T/col/manifest.json" 'd["version"], d["config"]["labels"].startswith("column:kind:file:kinds.jsonl:")')" = \
+  "(1, True)" ] || die "the config does not name the table: $(json "$T/col/manifest.json" 'd["config"]')"
+check_src "$SRC" "$T/col" "source: the annotation table is 'file:kinds.jsonl:" --annotations "$T/t/kinds.jsonl"
+must_say "the config says 'file:kinds.jsonl:" "$T/stdout"
 
 say "one .cls both the class and an int field: the class re-derived, the number held to its file"
 rm -rf "$T/n"

@@ -96,6 +96,9 @@ static const char usage_text[] =
     "                        is read, one larger than SIZE is read alone\n"
     "  --on-error skip|fail  skip (default): record a bad input as rejected and go on;\n"
     "                        fail: stop at the first bad input, publish nothing\n"
+    "  --allow-empty         publish a dataset of no sample (an empty SRC, or every\n"
+    "                        candidate rejected); without it such a run publishes\n"
+    "                        nothing and fails\n"
     "  --resume              continue an interrupted run in DST\n"
     "  --overwrite           replace a previous output in DST\n"
     "  --incremental PREV    reuse the records of PREV, a dataset published from an\n"
@@ -104,11 +107,12 @@ static const char usage_text[] =
     "                        only new and changed ones are converted; the result is\n"
     "                        the dataset a full run gives, plus the manifest's\n"
     "                        \"lineage\"; options that differ from PREV's are a usage\n"
-    "                        error naming the option\n"
+    "                        error naming the option, and so are boxes and mask\n"
+    "                        fields (made as their images are converted)\n"
     "  --incremental-or-full PREV\n"
     "                        the same, but rebuild in full (and say why) when PREV\n"
-    "                        cannot serve: other options, another format version,\n"
-    "                        missing or damaged\n"
+    "                        cannot serve: other options, boxes or mask fields,\n"
+    "                        another format version, missing or damaged\n"
     "  --work-dir DIR        an s3:// DST's local work directory: lock, resume state,\n"
     "                        each file until it is uploaded (default\n"
     "                        $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH)\n"
@@ -137,8 +141,8 @@ static const char usage_text[] =
     "\n"
     "Exit status (the same for every shardkit tool): 0 done (rejects allowed, and\n"
     "reported); 1 failed, nothing new published (the message says why: SRC, DST or\n"
-    "the --labels file unusable, a full disk ...); 2 usage error, found before any\n"
-    "work.\n";
+    "the --labels file unusable, a full disk, no sample at all, a declared field\n"
+    "that no sample has ...); 2 usage error, found before any work.\n";
 
 enum {
     OPT_SIZE = CLI_FIRST_LONG_OPTION,
@@ -173,6 +177,7 @@ enum {
     OPT_ARCHIVES,
     OPT_ORDER,
     OPT_MEMORY,
+    OPT_ALLOW_EMPTY,
 };
 
 static const struct option long_options[] = {
@@ -198,6 +203,7 @@ static const struct option long_options[] = {
     {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
     {"max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE},
     {"on-error", required_argument, NULL, OPT_ON_ERROR},
+    {"allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY},
     {"resume", no_argument, NULL, OPT_RESUME},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"work-dir", required_argument, NULL, OPT_WORK_DIR},
@@ -279,6 +285,7 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "--order takes archive or global, not '%s'", optarg);
         p->order = optarg;
         break;
+    case OPT_ALLOW_EMPTY: o->run.allow_empty = 1; break;
     case OPT_ANNOTATIONS:
         if (o->run.annotations)
             return cli_usage_error(PROG, "give one --annotations table");

@@ -211,7 +211,7 @@ typedef int (*entry_fn)(struct dst *d, const char *name, void *user, struct shar
 static int for_each_entry(struct dst *d, int dirfd, const char *dir, entry_fn fn, void *user,
                           struct shard_err *err)
 {
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: "." */
     DIR *list = fd >= 0 ? fdopendir(fd) : NULL;
     if (!list) {
         int e = errno;
@@ -517,7 +517,7 @@ static int lock(struct dst *d, struct shard_err *err)
 /* Open DST as given: a symbolic link given as DST is followed (like cd). */
 static int open_dst(struct dst *d, struct shard_err *err)
 {
-    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the DST named */
     if (d->fd < 0)
         return shard_err_errno(err, errno == ENOTDIR ? SHARD_EEXIST : SHARD_EIO, errno,
                                "cannot open destination '%s'", d->path);

@@ -179,6 +179,13 @@ static int same_directory(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
+/* Why a run with boxes or mask fields is never incremental: they are made
+ * from the image's geometry as it is converted, and a reused record is
+ * copied, not converted. */
+#define GEOMETRIC_NOT_INCREMENTAL                                           \
+    "boxes and mask fields are made as their images are converted, and an " \
+    "incremental run copies records"
+
 int sk_prev_check_places(const char *prev, const char *src, const char *dst, struct shard_err *err)
 {
     struct stat st;
@@ -247,14 +254,18 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     struct shard_labeler *lb;
     if ((rc = shard_labeler_new(&lb, o->labels ? o->labels : "dir", err)))
         return rc;
-    struct shard_config config = o->config;             /* as shardify_run resolves it */
-    config.labels = (char *)shard_labeler_describe(lb); /* borrowed */
+    struct shard_config config = o->config; /* as shardify_run resolves it */
+    config.labels = strdup(shard_labeler_describe(lb));
     config.zstd_level = shard_config_zstd_level(&o->config);
     config.fields = NULL;
     config.field_count = 0;
     config.annotations = NULL;
+    config.coco = NULL;
     struct sk_field_sources *sources = NULL; /* declares the fields, reads the table */
-    rc = sk_field_sources_new(&sources, o, o->labels, &config, err);
+    rc = config.labels ? sk_field_sources_new(&sources, o, o->labels, &config, err)
+                       : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc && sk_field_sources_geometric(sources)) /* a full run, whatever PREV is */
+        rc = shard_err_set(err, SHARD_EMISMATCH, "%s", GEOMETRIC_NOT_INCREMENTAL);
     struct shard_manifest m;
     uint64_t id;
     if (!rc)
@@ -264,7 +275,6 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     if (!rc)
         shard_manifest_release(&m);
     sk_field_sources_free(sources);
-    config.labels = NULL; /* the labeler's */
     shard_config_release(&config);
     shard_labeler_free(lb);
     return rc;
@@ -484,7 +494,9 @@ int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err)
     r->has_lineage = 1;
     r->lineage.full_rebuild = NULL;
     struct shard_err why;
-    int rc = prev_open(&r->prev, r, dst, &why);
+    int rc = sk_field_sources_geometric(r->fields)
+                 ? shard_err_set(&why, SHARD_EMISMATCH, "%s", GEOMETRIC_NOT_INCREMENTAL)
+                 : prev_open(&r->prev, r, dst, &why);
     if (!rc) {
         r->lineage.previous_manifest_xxh3 = r->prev->manifest_xxh3;
         return SHARD_OK;

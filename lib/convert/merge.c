@@ -782,7 +782,7 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary, stru
                            dst);
         goto out;
     }
-    g.fd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g.fd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the DST named */
     if (g.fd < 0) {
         rc = shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
                              "cannot open '%s'", dst);

@@ -51,7 +51,7 @@ static int check_part_dst(const struct run *r, const char *dst, size_t len, cons
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    if ((fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) /* nofollow: the DST named */
         goto out; /* no DST yet (or no directory: opening it says so) */
     rc = sk_fs_open_dir_at(fd, top, SHARDIFY_PARTS_DIR, &parts_fd, err);
     if (rc == SHARD_ENOTFOUND)

@@ -249,6 +249,10 @@ int sk_run_make_order(struct run *r, struct shard_err *err);
 /* After converting: labels asked for (--labels) that label no sample are an
  * error (so are labels that label no candidate, found by assign_labels). */
 int sk_run_check_labels_used(const struct run *r, struct shard_err *err);
+/* After converting: a run of no sample (an empty SRC, every candidate
+ * rejected) is an error unless --allow-empty, and so is a declared field
+ * that no sample has; a part is checked by its merge. */
+int sk_run_check_published(const struct run *r, struct shard_err *err);
 /* Fresh run: record the order's state.  Resume: it must match (*resuming set). */
 int sk_run_check_state(struct run *r, int *resuming, struct shard_err *err);
 

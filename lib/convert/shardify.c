@@ -697,14 +697,13 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     if ((rc = sk_field_sources_new(&r.fields, o, o->labels, &r.config, err)))
         goto out;
-    if (sk_field_sources_geometric(r.fields) && (r.archive || o->incremental)) {
-        /* an archive's images are converted while spooled, an incremental
-         * run copies records: neither gives the geometry boxes and masks
-         * need */
+    if (sk_field_sources_geometric(r.fields) && r.archive) {
+        /* an archive's images are converted while spooled, without the
+         * geometry boxes and masks need (an incremental run: see
+         * sk_run_open_previous) */
         rc = shard_err_set(err, SHARD_EINVAL,
                            "boxes and mask fields need a directory or S3 "
-                           "source and a full run (%s)",
-                           r.archive ? "SRC is an archive" : "--incremental");
+                           "source (SRC is an archive)");
         goto out;
     }
     if ((rc = sk_run_part_dst(&r, dst, err)) || (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
@@ -723,6 +722,11 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
         }
         if ((rc = sk_run_by_archive(&r, err)) || (rc = sk_run_check_labels_used(&r, err)))
             goto out;
+        if ((rc = sk_run_check_published(&r, err))) {
+            if (!sk_assembler_samples(r.as)) /* no shard: nothing to resume */
+                sk_dst_cleanup_work(r.dst, NULL);
+            goto out;
+        }
         sk_run_finish_lineage(&r);
         rc = sk_run_publish(&r, summary, err);
         goto out;
@@ -764,6 +768,11 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.timing.convert = sk_now_seconds() - t;
     if (rc || (rc = sk_run_check_labels_used(&r, err)))
         goto out;
+    if ((rc = sk_run_check_published(&r, err))) {
+        if (!sk_assembler_samples(r.as) && !r.dst->remote) /* no shard: nothing to resume */
+            sk_dst_cleanup_work(r.dst, NULL);
+        goto out;
+    }
     sk_run_finish_lineage(&r);
     if ((rc = sk_run_publish(&r, summary, err)))
         goto out;

@@ -315,19 +315,23 @@ static const char *entry_hardlink(struct archive_entry *e)
 }
 
 /* Record a fatal error while reading a header.  Messages of
- * shard_archive_next name the entry, not the archive: the caller prefixes
- * that ("cannot read archive 'x.tgz': ...").  a->key holds the previous
- * entry. */
+ * shard_archive_next name the entry and the archive's file name (one of a
+ * directory of archives, which the caller names: "cannot read archive 'd':
+ * '01.tar' after its entry 'a.jpg': ..."); the caller prefixes its own
+ * words.  a->key holds the previous entry. */
 static int fail(struct shard_archive *a, int code, const char *consequence, struct shard_err *err)
 {
-    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE];
+    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE], n[SHARD_QUOTE_SIZE];
     archive_message(a->ar, m, sizeof m);
     a->failed = code;
+    const char *slash = strrchr(a->path, '/');
+    const char *name = slash && slash[1] ? slash + 1 : a->path;
+    shard_quote(name, strlen(name), n, sizeof n);
     if (a->key.len)
-        return shard_err_set(err, code, "after entry '%s': %s%s",
+        return shard_err_set(err, code, "'%s' after its entry '%s': %s%s", n,
                              shard_quote((const char *)a->key.data, a->key.len, q, sizeof q), m,
                              consequence);
-    return shard_err_set(err, code, "%s%s", m, consequence);
+    return shard_err_set(err, code, "'%s': %s%s", n, m, consequence);
 }
 
 /* The entry's data could not be read: keep libarchive's words as the
@@ -478,7 +482,8 @@ static int next_header(struct shard_archive *a, struct archive_entry **e, struct
         /* ARCHIVE_WARN: e.g. a name not in the locale's charset; ARCHIVE_FAILED:
          * this header cannot be used, the next may */
         if (r < ARCHIVE_FAILED)
-            return fail(a, SHARD_ECORRUPT, "; the archive cannot be read past it", err);
+            return fail(a, SHARD_ECORRUPT,
+                        "; the archive cannot be read past it: its later entries are lost", err);
         if (r == ARCHIVE_FAILED) {
             a->ordinal++;
             set_damaged(a);

@@ -16,7 +16,7 @@ JOB_STEPS=1500
 
 C="$T/cluster"
 # files the daemons made as root go with them
-trap 'stop_daemons; [ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || { $AS_ROOT rm -rf "$C"; rm -rf "$T"; }' EXIT
+on_exit 'stop_daemons; [ -n "${KEEP_T:-}" ] || $AS_ROOT rm -rf "$C"'
 
 logs() {
     slurm_logs

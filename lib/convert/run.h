@@ -152,7 +152,8 @@ struct run {
     uint64_t candidates_total;              /* of the archives done */
     uint64_t folder_ignored;                /* files of the folder that are no archive */
     struct sk_prev_archives *prev_archives; /* incremental by archive, or NULL */
-    struct sk_budget budget;                /* the archive entries the slots hold (spool.c) */
+    struct sk_budget budget;                /* the source bytes the slots hold (spool.c, convert) */
+    uint64_t next_pos; /* the next position convert consumes (atomic: read by workers) */
 };
 
 /* The manifest's source.kind: "directory" (a directory or an S3 prefix),
@@ -172,6 +173,9 @@ void sk_run_hash_input(struct slot *s);
  * failure the slot becomes a reject with the reason. */
 void sk_run_convert_input(struct run *r, int thread, struct slot *s);
 void sk_run_reject_slot(struct slot *s, const struct shard_err *e);
+/* A slot consumed: what it held back to the budget, and a buffer grown for
+ * a large file let go, so that memory follows what is held, not what was. */
+void sk_run_release_slot(struct run *r, struct slot *s);
 /* The slots as the void pointers sk_pipeline_run takes (malloc'd). */
 void **sk_run_slot_pointers(struct run *r, struct shard_err *err);
 /* A sidecar file of the run's source (sk_sidecar_read_fn; ctx is the run):

@@ -243,6 +243,46 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s)
 
 /* ---- convert ---------------------------------------------------------------- */
 
+/* A slot's buffer larger than this is let go once consumed (an image is
+ * rarely larger; a decompression bomb's entries are). */
+#define SLOT_KEEP_BYTES (16u << 20)
+
+void sk_run_release_slot(struct run *r, struct slot *s)
+{
+    sk_budget_give(&r->budget, s->held);
+    s->held = 0;
+    if (s->input.cap > SLOT_KEEP_BYTES)
+        shard_buf_release(&s->input);
+    if (s->payload.cap > SLOT_KEEP_BYTES)
+        shard_buf_release(&s->payload);
+}
+
+struct next_pos {
+    const struct run *r;
+    uint64_t pos;
+};
+
+/* Whether position pos is the next the pipeline consumes. */
+static int is_next(void *ctx)
+{
+    const struct next_pos *n = ctx;
+    return n->pos == __atomic_load_n(&n->r->next_pos, __ATOMIC_ACQUIRE);
+}
+
+/* A source file of `size` bytes is about to be read into the slot: room
+ * for it in the budget, which the next position to be consumed takes at
+ * once (the others it waits for are consumed after it). */
+static int hold_input(struct run *r, struct slot *s, uint64_t size)
+{
+    if (size > r->config.max_file_bytes) /* refused unread */
+        return SHARD_OK;
+    struct next_pos n = {r, s->pos};
+    int rc = sk_budget_take(&r->budget, size, r->o->cancel, is_next, &n);
+    if (!rc)
+        s->held += size;
+    return rc;
+}
+
 void **sk_run_slot_pointers(struct run *r, struct shard_err *err)
 {
     void **slots = calloc(r->nslots, sizeof *slots);
@@ -416,6 +456,14 @@ static int work_file(struct run *r, int thread, struct slot *s, const char *key,
         return 0;
     }
     double t0 = sk_now_seconds();
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        hold_input(r, s, (uint64_t)st.st_size)) {
+        close(fd);
+        shard_err_set(&s->why, SHARD_EINTR, "interrupted");
+        s->fatal = SHARD_EINTR;
+        return 0;
+    }
     if (fd >= 0) /* opened ahead (a directory): read it now */
         rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
     else if (!r->prefetch)
@@ -476,10 +524,8 @@ static void convert_work(void *ctx, int thread, void *slot)
         frame_slot(r, r->workers[thread], s, key, key_len);
 }
 
-static int convert_consume(void *ctx, void *slot, struct shard_err *err)
+static int consume_slot(struct run *r, struct slot *s, struct shard_err *err)
 {
-    struct run *r = ctx;
-    struct slot *s = slot;
     size_t key_len;
     const char *key = shard_keylist_get(&r->keys, s->cand, &key_len);
     int rc;
@@ -546,8 +592,23 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     return rc;
 }
 
+/* The pipeline's consumer: one position's record or reject, in order; the
+ * slot's budget given back, and the next position told it is next. */
+static int convert_consume(void *ctx, void *slot, struct shard_err *err)
+{
+    struct run *r = ctx;
+    struct slot *s = slot;
+    int rc = consume_slot(r, s, err);
+    /* next, then the bytes back: giving them wakes whoever waits, and the
+     * next position then knows it is */
+    __atomic_store_n(&r->next_pos, s->pos + 1, __ATOMIC_RELEASE);
+    sk_run_release_slot(r, s);
+    return rc;
+}
+
 int sk_run_convert_range(struct run *r, struct shard_err *err)
 {
+    __atomic_store_n(&r->next_pos, r->pos_base + r->start_pos, __ATOMIC_RELEASE);
     void **slots = sk_run_slot_pointers(r, err);
     if (!slots)
         return SHARD_ENOMEM;

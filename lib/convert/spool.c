@@ -23,9 +23,6 @@
 #include "source/source_internal.h"
 
 #define SPOOLED_INITIAL 1024
-/* A slot's buffer larger than this is let go once consumed (an image is
- * rarely larger; a decompression bomb's entries are). */
-#define SPOOL_KEEP_BYTES (16u << 20)
 
 /* One archive's pass.  A directory of archives (--archives) reads them one
  * after the other: keys are the archive's name, '/', the member's name; the
@@ -102,23 +99,11 @@ static int claim_sidecar(struct run *r, struct sk_sidecars *side, const struct s
 static int admit(void *ctx, uint64_t bytes, struct shard_err *err)
 {
     struct spool_pass *p = ctx;
-    int rc = sk_budget_take(&p->r->budget, bytes, p->r->o->cancel);
+    int rc = sk_budget_take(&p->r->budget, bytes, p->r->o->cancel, NULL, NULL);
     if (rc)
         return shard_err_set(err, rc, "interrupted");
     p->claiming->held += bytes;
     return SHARD_OK;
-}
-
-/* A slot consumed: what it held back to the budget, and a buffer grown for a
- * large entry let go, so that memory follows what is held, not what was. */
-static void release(struct run *r, struct slot *s)
-{
-    sk_budget_give(&r->budget, s->held);
-    s->held = 0;
-    if (s->input.cap > SPOOL_KEEP_BYTES)
-        shard_buf_release(&s->input);
-    if (s->payload.cap > SPOOL_KEEP_BYTES)
-        shard_buf_release(&s->payload);
 }
 
 static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
@@ -267,7 +252,7 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
     p->r->done++;
     sk_run_progress(p->r, 0);
     int rc = s->is_sidecar ? store_sidecar(p->r, s, err) : store(p->r, s->cand, s, err);
-    release(p->r, s);
+    sk_run_release_slot(p->r, s);
     return rc;
 }
 

@@ -24,11 +24,13 @@ void sk_budget_destroy(struct sk_budget *b)
     pthread_mutex_destroy(&b->lock);
 }
 
-int sk_budget_take(struct sk_budget *b, uint64_t n, volatile sig_atomic_t *cancel)
+int sk_budget_take(struct sk_budget *b, uint64_t n, volatile sig_atomic_t *cancel,
+                   int (*first)(void *ctx), void *ctx)
 {
     int rc = SHARD_OK;
     pthread_mutex_lock(&b->lock);
-    while (b->used && n > b->limit - (b->used < b->limit ? b->used : b->limit)) {
+    while (b->used && n > b->limit - (b->used < b->limit ? b->used : b->limit) &&
+           !(first && first(ctx))) {
         if (sk_flag_get(cancel)) {
             rc = SHARD_EINTR;
             break;

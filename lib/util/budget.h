@@ -25,9 +25,15 @@ struct sk_budget {
 void sk_budget_init(struct sk_budget *b, uint64_t limit);
 void sk_budget_destroy(struct sk_budget *b);
 /* Take n bytes: at once when they fit beside what is held (or nothing is
- * held), else once enough is given back.  A wait looks at *cancel (NULL:
- * none) every 100 ms: 0, or SHARD_EINTR when it became non-zero. */
-int sk_budget_take(struct sk_budget *b, uint64_t n, volatile sig_atomic_t *cancel);
+ * held), else once enough is given back, or once first(ctx) says the
+ * taker is the item every other waits for (the next an ordered pipeline
+ * consumes, which must never wait for bytes only its own consumption would
+ * give back: the budget may then be passed by that one item).  first is
+ * asked at every wake-up (sk_budget_give wakes the waiters); NULL: never.
+ * A wait looks at *cancel (NULL: none) every 100 ms: 0, or SHARD_EINTR when
+ * it became non-zero. */
+int sk_budget_take(struct sk_budget *b, uint64_t n, volatile sig_atomic_t *cancel,
+                   int (*first)(void *ctx), void *ctx);
 void sk_budget_give(struct sk_budget *b, uint64_t n);
 
 #endif

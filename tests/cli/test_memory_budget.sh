@@ -3,7 +3,8 @@
 # --memory, not to slots x --max-file-size: a 30 KB .tar.zst of six 150 MiB
 # members (a decompression bomb) is converted with --memory 200M within a
 # few hundred MB (every slot buffering its member took a GB), the members
-# rejected as no image; a sidecar is read up to --max-field-bytes, not
+# rejected as no image, and a directory's files likewise; a sidecar is read
+# up to --max-field-bytes, not
 # --max-file-size; --memory is a size.
 . "$(dirname "$0")/lib.sh"
 
@@ -48,6 +49,17 @@ limit=460000
 nm "$SHARDKIT_BIN/shardify" 2>/dev/null | grep -q __asan_ && limit=$((limit + 300000))
 echo "peak RSS $kib KiB (limit $limit)"
 [ "$kib" -lt "$limit" ] || die "peak RSS $kib KiB: the members were held at once"
+
+say "a directory of eight 150 MiB files, 4 threads, --memory 100M: read one at a time, in order"
+mkdir -p "$T/big"
+for i in 0 1 2 3 4 5 6 7; do truncate -s 150M "$T/big/f$i.jpg"; done   # sparse: no disk used
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/big/small.jpg"
+kib=$(peak_kib shardify "$T/big" "$T/bigdst" --labels none --memory 100M --threads 4 --quiet)
+[ -f "$T/bigdst/manifest.json" ] || { cat "$T/err" >&2; die "no dataset of the directory"; }
+[ "$(json "$T/bigdst/manifest.json" "d['counts']['rejected'], d['counts']['samples']")" = "(8, 1)" ] ||
+    die "counts: $(json "$T/bigdst/manifest.json" "d['counts']")"
+echo "peak RSS $kib KiB (limit $limit)"
+[ "$kib" -lt "$limit" ] || die "peak RSS $kib KiB: the files were held at once"
 
 say "a sidecar is read up to --max-field-bytes, not --max-file-size: a reason, no 40 MiB read"
 "$PYTHON" - "$T/dst/manifest.json" <<'EOF' || die "the caption's reason"

@@ -337,9 +337,11 @@ static void name_sample(struct shard_dataset *ds, uint64_t index, struct shard_e
     uint64_t r;
     const struct shard_footer *footer;
     if (!shard_dataset_locate(ds, index, &s, &r, NULL) &&
-        !sk_dataset_shard_footer(ds, s, &footer, NULL))
+        !sk_dataset_footer_pin(ds, s, &footer, NULL)) {
         sk_shard_record_error(err, err->code, shard_dataset_manifest(ds)->shards[s].file, footer,
                               r);
+        sk_dataset_footer_unpin(ds, s);
+    }
 }
 
 /* sk_read_box's choice for filler w's sample: the choices are drawn for the
@@ -982,6 +984,7 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     l->first = first;
     l->position = first;
     l->busy_since = sk_now_ns();
+    atomic_store(&l->advised, 0);
     if (l->o.threads && l->list_len && (rc = start_fillers(l, err))) {
         stop_epoch(l);
         return rc;
@@ -1015,8 +1018,11 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
                                                                 : l->o.batch_size);
         if (!(b = pool_take(l, err)))
             return SHARD_ENOMEM;
-        for (uint32_t j = 0; j < count; j++)
+        for (uint32_t j = 0; j < count; j++) {
+            sk_dataset_advise_ahead(l->ds, l->list, l->list_len, from + j, l->o.batch_size,
+                                    &l->advised);
             fill_place(l, &l->fillers[0], b, j, l->list[from + j]);
+        }
     } else {
         /* the batch that replaces the one taken, before anything is taken */
         if (!l->fresh && !(l->fresh = pool_take(l, err)))

@@ -959,26 +959,20 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     if (rc)
         return rc;
     /* this part's batches from `first` on, back to back: all are full but
-     * perhaps the epoch's last, which is then the list's last too */
+     * perhaps the epoch's last, which is then the list's last too.  They
+     * are moved to the front of the plan's own array (a batch never moves
+     * back past where it was), which the list then is: no second array of
+     * the epoch's samples. */
     const uint64_t size = l->o.batch_size, end = shard_plan_count(plan) - l->dropped;
+    uint64_t *list = sk_plan_take_indices(plan);
     l->list_len = 0;
     for (uint64_t i = first; i < l->batches; i++) {
         uint64_t b = l->o.worker + i * l->o.workers;
-        l->list_len += (b + 1) * size <= end ? size : end - b * size;
-    }
-    l->list = malloc((l->list_len ? l->list_len : 1) * sizeof *l->list);
-    if (!l->list) {
-        shard_plan_free(plan);
-        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate a plan of %llu entries",
-                             (unsigned long long)l->list_len);
-    }
-    uint64_t at = 0;
-    for (uint64_t i = first; i < l->batches; i++) {
-        uint64_t b = l->o.worker + i * l->o.workers;
         uint64_t n = (b + 1) * size <= end ? size : end - b * size;
-        memcpy(l->list + at, shard_plan_indices(plan) + b * size, n * sizeof *l->list);
-        at += n;
+        memmove(list + l->list_len, list + b * size, n * sizeof *list);
+        l->list_len += n;
     }
+    l->list = list;
     shard_plan_free(plan);
     l->epoch = epoch;
     l->first = first;

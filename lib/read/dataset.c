@@ -22,6 +22,7 @@
  * test. */
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,8 @@ struct ds_shard {
 /* Footers kept loaded with no read holding them, at most (bytes): a random
  * access pattern keeps this much of them, an epoch only the shards it is in. */
 #define DATASET_FOOTER_BUDGET (256ull << 20)
+/* Footer memory freed at once above which it is given back to the system. */
+#define FOOTER_TRIM_BYTES (1ull << 20)
 
 struct shard_dataset {
     struct shard_manifest manifest;
@@ -628,8 +631,8 @@ static void idle_append(struct shard_dataset *ds, struct ds_shard *sh)
 }
 
 /* Free sh's footer arrays (no read holds them); its record count, version
- * and header stay. */
-static void release_footer(struct shard_dataset *ds, struct ds_shard *sh)
+ * and header stay.  Returns the bytes freed. */
+static uint64_t release_footer(struct shard_dataset *ds, struct ds_shard *sh)
 {
     idle_remove(ds, sh);
     struct shard_footer gone = sh->head.footer;
@@ -640,13 +643,33 @@ static void release_footer(struct shard_dataset *ds, struct ds_shard *sh)
     sh->loaded = sh->let_go = 0;
     ds->footers.loaded--;
     ds->footers.bytes -= sh->bytes;
+    return sh->bytes;
 }
 
-/* Release idle footers, least recently used first, down to the budget. */
-static void trim_footers(struct shard_dataset *ds)
+/* Release idle footers, least recently used first, down to the budget.
+ * Returns the bytes freed. */
+static uint64_t trim_footers(struct shard_dataset *ds)
 {
+    uint64_t freed = 0;
     while (ds->footers.bytes > ds->footer_budget && ds->idle_head)
-        release_footer(ds, ds->idle_head);
+        freed += release_footer(ds, ds->idle_head);
+    return freed;
+}
+
+/* After footers of `freed` bytes were freed (no lock held): give the
+ * memory back to the system.  A footer is a few large blocks, which the C
+ * library keeps in its heap once its threshold for mapping blocks of their
+ * own has grown past them; footers of different sizes coming and going then
+ * leave holes that stay resident and would let a long epoch's memory creep
+ * with the shards it has read. */
+static void return_memory(uint64_t freed)
+{
+#ifdef __GLIBC__
+    if (freed >= FOOTER_TRIM_BYTES)
+        malloc_trim(0);
+#else
+    (void)freed;
+#endif
 }
 
 /* The memory a footer of n records and `keys` key bytes takes. */
@@ -693,8 +716,9 @@ int sk_dataset_footer_pin(struct shard_dataset *ds, uint32_t s, const struct sha
                 st->loaded_peak = st->loaded;
             if ((st->bytes += sh->bytes) > st->bytes_peak)
                 st->bytes_peak = st->bytes;
-            trim_footers(ds);
+            uint64_t freed = trim_footers(ds);
             pthread_mutex_unlock(&ds->footers_lock);
+            return_memory(freed);
         }
         pthread_mutex_unlock(&sh->lock);
     }
@@ -706,28 +730,32 @@ int sk_dataset_footer_pin(struct shard_dataset *ds, uint32_t s, const struct sha
 void sk_dataset_footer_unpin(struct shard_dataset *ds, uint32_t s)
 {
     struct ds_shard *sh = &ds->shards[s];
+    uint64_t freed = 0;
     pthread_mutex_lock(&ds->footers_lock);
     if (--sh->pins == 0 && !sh->kept) {
         if (sh->let_go)
-            release_footer(ds, sh);
+            freed = release_footer(ds, sh);
         else
             idle_append(ds, sh);
-        trim_footers(ds);
+        freed += trim_footers(ds);
     }
     pthread_mutex_unlock(&ds->footers_lock);
+    return_memory(freed);
 }
 
 void sk_dataset_let_go(struct shard_dataset *ds, uint32_t s)
 {
     struct ds_shard *sh = &ds->shards[s];
+    uint64_t freed = 0;
     pthread_mutex_lock(&ds->footers_lock);
     if (sh->loaded && !sh->kept) {
         if (sh->pins)
             sh->let_go = 1;
         else
-            release_footer(ds, sh);
+            freed = release_footer(ds, sh);
     }
     pthread_mutex_unlock(&ds->footers_lock);
+    return_memory(freed);
 }
 
 void sk_dataset_footer_stats(struct shard_dataset *ds, struct sk_footer_stats *out)
@@ -741,8 +769,9 @@ void sk_dataset_set_footer_budget(struct shard_dataset *ds, uint64_t bytes)
 {
     pthread_mutex_lock(&ds->footers_lock);
     ds->footer_budget = bytes;
-    trim_footers(ds);
+    uint64_t freed = trim_footers(ds);
     pthread_mutex_unlock(&ds->footers_lock);
+    return_memory(freed);
 }
 
 int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,

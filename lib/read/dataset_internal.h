@@ -100,6 +100,12 @@ int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
 int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
                       struct shard_err *err);
 
+/* The plan's array of sample indices (shard_plan_count of them, malloc'd;
+ * never NULL), which the caller then owns and frees: the plan keeps none
+ * (shard_plan_indices gives NULL after this).  For a loader, whose list of
+ * the epoch is then the plan's own array, not a copy. */
+uint64_t *sk_plan_take_indices(struct shard_plan *p);
+
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 

@@ -72,7 +72,13 @@ struct shard_dataset;
  * (struct shard_dataset_options below says how; shard_dataset_open_ex sets
  * it).  Only manifest.json is read here;
  * each shard's header, trailer and footer are read and checked the first
- * time one of its records is needed.
+ * time one of its records is needed.  A footer (about 40 bytes and the key
+ * per record) stays in memory while reads need it: an iterator or a loader
+ * lets each shard's footer go once its plan is past the shard (an epoch
+ * holds those of the few shards it is reading), other reads keep the
+ * least recently used ones up to 256 MiB, and a footer let go is read again
+ * when a read needs it.  What a dataset keeps thus does not grow with its
+ * samples (but for shard_dataset_key and shard_key_index_new, below).
  * On success *out is the dataset (free with shard_dataset_close).  Errors:
  * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410: the
  * message names the object, s3://BUCKET/KEY, and S3's code, NoSuchBucket...),

@@ -105,9 +105,15 @@ static void *plan_main(void *arg)
             break;
         uint32_t s = cp->order[cp->opened++];
         pthread_mutex_unlock(&cp->lock);
+        /* A shard opened in an earlier epoch is left to its first read, which
+         * finds its file again in the cache (or fetches it) as it reads the
+         * footer the epoch before let go: opened here, ahead of the readers,
+         * its download would take room before any shard of this epoch is
+         * done with and could make way for it. */
         const struct shard_footer *footer;
         struct shard_err err;
-        if (!sk_dataset_footer_pin(cp->ds, s, &footer, &err)) /* else the reader reports it */
+        if (!sk_dataset_shard_file(cp->ds, s) &&
+            !sk_dataset_footer_pin(cp->ds, s, &footer, &err)) /* else the reader reports it */
             sk_dataset_footer_unpin(cp->ds, s);
         pthread_mutex_lock(&cp->lock);
     }

@@ -47,15 +47,16 @@ static int prepare_compare(struct options *o, struct shard_keylist *keys, struct
     return rc;
 }
 
-/* The sample keys of --keys FILE; a file that lists none is an error: a
- * run over nothing measures nothing. */
+/* The sample keys of --keys FILE, for the files loader and the shard
+ * reader both; a file that lists none is an error: a run over nothing
+ * measures nothing. */
 static int read_keys(struct options *o, struct shard_keylist *keys, struct shard_err *err)
 {
     int rc = bench_keys_from_file(o->keys_file, keys, err);
     if (!rc && keys->count == 0)
         rc = shard_err_set(err, SHARD_EINVAL, "--keys: '%s' lists no keys", o->keys_file);
     if (!rc)
-        o->bench.keys = keys;
+        o->bench.keys = o->bench.shard_keys = keys;
     return rc;
 }
 

@@ -62,7 +62,9 @@ static const char usage_text[] =
     "  --no-upscale         as shardify's\n"
     "  --keys FILE          sample keys, one per line (needed for an http(s) URL: it\n"
     "                       cannot be listed; compare takes them from the dataset;\n"
-    "                       an s3:// prefix is listed)\n"
+    "                       an s3:// prefix is listed); shards, and the shards side\n"
+    "                       of compare, then read only the samples with those keys\n"
+    "                       (found through the dataset's key tables)\n"
     "epoch order:\n"
     "  --no-shuffle         shards in stored order (not the shuffled epoch plan), files\n"
     "                       in list order (not shuffled each epoch)\n"
@@ -357,9 +359,8 @@ int options_parse(int argc, char **argv, struct options *c)
     }
     if (c->digests_file && c->command == CMD_COMPARE)
         return cli_usage_error(PROG, "--digests: run files and shards separately");
-    if (c->command == CMD_SHARDS &&
-        (c->keys_file || c->size_given || c->fit_given || !c->bench.upscale))
-        return cli_usage_error(PROG, "--keys, --size, --fit and --no-upscale belong to the "
+    if (c->command == CMD_SHARDS && (c->size_given || c->fit_given || !c->bench.upscale))
+        return cli_usage_error(PROG, "--size, --fit and --no-upscale belong to the "
                                      "files loader: shards are already at their size");
     if (c->command == CMD_FILES && !c->keys_file && shard_location_is_remote(c->src) &&
         strncmp(c->src, "s3://", 5))

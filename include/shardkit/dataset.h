@@ -72,7 +72,13 @@ struct shard_dataset;
  * (struct shard_dataset_options below says how; shard_dataset_open_ex sets
  * it).  Only manifest.json is read here;
  * each shard's header, trailer and footer are read and checked the first
- * time one of its records is needed.
+ * time one of its records is needed.  A footer (about 40 bytes and the key
+ * per record) stays in memory while reads need it: an iterator or a loader
+ * lets each shard's footer go once its plan is past the shard (an epoch
+ * holds those of the few shards it is reading), other reads keep the
+ * least recently used ones up to 256 MiB, and a footer let go is read again
+ * when a read needs it.  What a dataset keeps thus does not grow with its
+ * samples (but for shard_dataset_key and shard_key_index_new, below).
  * On success *out is the dataset (free with shard_dataset_close).  Errors:
  * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410: the
  * message names the object, s3://BUCKET/KEY, and S3's code, NoSuchBucket...),
@@ -228,16 +234,43 @@ SHARD_API int shard_dataset_index_of(const struct shard_dataset *ds, uint32_t sh
                                      uint64_t record, uint64_t *index, struct shard_err *err);
 
 /* The key of sample `index`, from its shard's footer (the shard's header,
- * trailer and footer are read on first use; no record is read).  *key points
- * at *len bytes owned by ds, valid until it is closed (not NUL-terminated).
- * 0, SHARD_ENOTFOUND, or an error opening the shard.  Thread-safe. */
+ * trailer and footer are read on first use; no record is read), copied into
+ * *key (replacing its contents; key->len bytes, then a NUL not counted).
+ * 0, SHARD_ENOTFOUND, SHARD_ENOMEM, or an error opening the shard.
+ * Thread-safe. */
+SHARD_API int shard_dataset_key_copy(struct shard_dataset *ds, uint64_t index,
+                                     struct shard_buf *key, struct shard_err *err);
+
+/* The same without a copy: *key points at *len bytes owned by ds, valid
+ * until it is closed (not NUL-terminated).  For that, the shard's footer
+ * stays in memory until ds is closed (about 40 bytes and the key per
+ * record): a program that reads the keys of many shards, or of every
+ * sample, uses shard_dataset_key_copy, whose footers are let go as reads'
+ * are.  Thread-safe. */
 SHARD_API int shard_dataset_key(struct shard_dataset *ds, uint64_t index, const char **key,
                                 size_t *len, struct shard_err *err);
 
-/* Finding samples by key: every shard's footer is read once (all shards are
- * opened) and the indices are sorted by key, 8 bytes per sample.  The index
- * refers to ds and must be freed before ds is closed.  Lookups are
- * thread-safe.  0, SHARD_ENOMEM or an error opening a shard. */
+/* The index of the sample whose key is key[0..len) (any bytes), in
+ * O(log n) small reads: a binary search of the key tables beside the index
+ * files (index.keys, manifests/FORMAT.md "Key tables": 16 bytes a read,
+ * local preads or range requests), the candidate's key then compared with
+ * its shard's footer, so that keys whose hashes collide are told apart.  An
+ * index file written before key tables (none in the manifest) is read line
+ * by line instead.  Before it says a key is not there, a lookup checks the
+ * table it searched against the manifest's size and xxh3, once per table
+ * and dataset (a damaged entry could have sent the search astray).
+ * Memory does not grow with the dataset; thread-safe.  0, SHARD_ENOTFOUND
+ * ("no sample with key 'a/b.jpg'"), SHARD_ECORRUPT (a damaged key table,
+ * named: "'index.keys' is damaged: ..."; a damaged index file or shard),
+ * SHARD_EIO, SHARD_ENET, SHARD_ENOMEM. */
+SHARD_API int shard_dataset_find_key(struct shard_dataset *ds, const char *key, size_t len,
+                                     uint64_t *index, struct shard_err *err);
+
+/* Finding samples by key with every key in memory: every shard's footer is
+ * read once and kept (all shards are opened) and the indices are sorted by
+ * key, 8 bytes per sample (shard_dataset_find_key finds a key without
+ * either).  The index refers to ds and must be freed before ds is closed.
+ * Lookups are thread-safe.  0, SHARD_ENOMEM or an error opening a shard. */
 struct shard_key_index;
 SHARD_API int shard_key_index_new(struct shard_key_index **out, struct shard_dataset *ds,
                                   struct shard_err *err);

@@ -347,9 +347,11 @@ static void name_sample(struct shard_dataset *ds, uint64_t index, struct shard_e
     uint64_t r;
     const struct shard_footer *footer;
     if (!shard_dataset_locate(ds, index, &s, &r, NULL) &&
-        !sk_dataset_shard_footer(ds, s, &footer, NULL))
+        !sk_dataset_footer_pin(ds, s, &footer, NULL)) {
         sk_shard_record_error(err, err->code, shard_dataset_manifest(ds)->shards[s].file, footer,
                               r);
+        sk_dataset_footer_unpin(ds, s);
+    }
 }
 
 /* sk_read_box's choice for filler w's sample: the choices are drawn for the
@@ -1020,31 +1022,26 @@ int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
     if (rc)
         return rc;
     /* this part's batches from `first` on, back to back: all are full but
-     * perhaps the epoch's last, which is then the list's last too */
+     * perhaps the epoch's last, which is then the list's last too.  They
+     * are moved to the front of the plan's own array (a batch never moves
+     * back past where it was), which the list then is: no second array of
+     * the epoch's samples. */
     const uint64_t size = l->o.batch_size, end = shard_plan_count(plan) - l->dropped;
+    uint64_t *list = sk_plan_take_indices(plan);
     l->list_len = 0;
     for (uint64_t i = first; i < l->batches; i++) {
         uint64_t b = l->o.worker + i * l->o.workers;
-        l->list_len += (b + 1) * size <= end ? size : end - b * size;
-    }
-    l->list = malloc((l->list_len ? l->list_len : 1) * sizeof *l->list);
-    if (!l->list) {
-        shard_plan_free(plan);
-        return shard_err_set(err, SHARD_ENOMEM, "cannot allocate a plan of %llu entries",
-                             (unsigned long long)l->list_len);
-    }
-    uint64_t at = 0;
-    for (uint64_t i = first; i < l->batches; i++) {
-        uint64_t b = l->o.worker + i * l->o.workers;
         uint64_t n = (b + 1) * size <= end ? size : end - b * size;
-        memcpy(l->list + at, shard_plan_indices(plan) + b * size, n * sizeof *l->list);
-        at += n;
+        memmove(list + l->list_len, list + b * size, n * sizeof *list);
+        l->list_len += n;
     }
+    l->list = list;
     shard_plan_free(plan);
     l->epoch = epoch;
     l->first = first;
     l->position = first;
     l->busy_since = sk_now_ns();
+    atomic_store(&l->advised, 0);
     if (l->o.threads && l->list_len && (rc = start_fillers(l, err))) {
         stop_epoch(l);
         return rc;
@@ -1081,6 +1078,8 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         const struct sk_cancel *was = sk_cancel_set(&l->inline_cancel);
         int stopped = 0;
         for (uint32_t j = 0; j < count && !stopped; j++) {
+            sk_dataset_advise_ahead(l->ds, l->list, l->list_len, from + j, l->o.batch_size,
+                                    &l->advised);
             fill_place(l, &l->fillers[0], b, j, l->list[from + j]);
             stopped = b->rc[j] == SHARD_EINTR || sk_cancelled();
         }

@@ -105,9 +105,16 @@ static void *plan_main(void *arg)
             break;
         uint32_t s = cp->order[cp->opened++];
         pthread_mutex_unlock(&cp->lock);
+        /* A shard opened in an earlier epoch is left to its first read, which
+         * finds its file again in the cache (or fetches it) as it reads the
+         * footer the epoch before let go: opened here, ahead of the readers,
+         * its download would take room before any shard of this epoch is
+         * done with and could make way for it. */
         const struct shard_footer *footer;
         struct shard_err err;
-        (void)sk_dataset_shard_footer(cp->ds, s, &footer, &err); /* the reader reports it */
+        if (!sk_dataset_shard_file(cp->ds, s) &&
+            !sk_dataset_footer_pin(cp->ds, s, &footer, &err)) /* else the reader reports it */
+            sk_dataset_footer_unpin(cp->ds, s);
         pthread_mutex_lock(&cp->lock);
     }
     pthread_mutex_unlock(&cp->lock);
@@ -120,9 +127,13 @@ static int by_last_cmp(const void *a, const void *b)
     return x->last < y->last ? -1 : x->last > y->last;
 }
 
-/* Tell the cache the epoch is done with shard s (under cp->lock). */
+/* The epoch is done with shard s (under cp->lock): its footer goes, and the
+ * cache is told. */
 static void done_with(struct sk_cache_plan *cp, uint32_t s)
 {
+    sk_dataset_let_go(cp->ds, s);
+    if (!cp->c)
+        return;
     const struct shard_manifest_shard *ms = &shard_dataset_manifest(cp->ds)->shards[s];
     sk_cache_done(cp->c, ms->xxh3, ms->bytes, sk_dataset_shard_file(cp->ds, s));
 }
@@ -155,11 +166,14 @@ static void begin(struct sk_cache_plan *cp, const uint64_t *list, uint64_t count
         cp->by_last[i] = (struct plan_last){cp->last[cp->order[i]], cp->order[i]};
     qsort(cp->by_last, cp->n, sizeof *cp->by_last, by_last_cmp);
     cp->want = cp->n < cp->ahead ? cp->n : cp->ahead;
-    sk_cache_epoch(cp->c);
+    if (!cp->c) /* no cache: nothing to open ahead */
+        cp->want = 0;
+    else
+        sk_cache_epoch(cp->c);
     for (uint32_t s = 0; s < cp->shard_count; s++)
         if (cp->seen[s] != cp->plan)
             done_with(cp, s); /* not in this plan at all */
-    uint32_t want_threads = cp->ahead < PLAN_THREADS ? cp->ahead : PLAN_THREADS;
+    uint32_t want_threads = !cp->c ? 0 : cp->ahead < PLAN_THREADS ? cp->ahead : PLAN_THREADS;
     while (cp->n && (uint32_t)cp->threads_live < want_threads &&
            !pthread_create(&cp->threads[cp->threads_live], NULL, plan_main, cp))
         cp->threads_live++;
@@ -181,7 +195,7 @@ void sk_cache_plan_at(struct sk_cache_plan *cp, const uint64_t *list, uint64_t c
     while (cp->reached < cp->n && cp->first[cp->reached] <= p)
         cp->reached++;
     uint32_t want = cp->n - cp->reached < cp->ahead ? cp->n : cp->reached + cp->ahead;
-    if (want > cp->want) {
+    if (cp->c && want > cp->want) {
         cp->want = want;
         pthread_cond_broadcast(&cp->wake);
     }

@@ -1,9 +1,14 @@
-/* cache_plan.h - the epoch plan's next shards opened ahead of the reader, for
- * the node-local cache (private).
+/* cache_plan.h - the epoch plan as the readers move along it: the shards it
+ * has passed let go, and for the node-local cache its next shards opened
+ * ahead of the reader (private).
  *
- * A dataset read through the cache (read/cache.h) learns each epoch's plan
- * from its iterator's list (sk_cache_plan_at with position 0: a new list, a
- * new epoch) and then, as the readers move along it:
+ * Every dataset learns each epoch's plan from its iterator's or loader's
+ * list (sk_cache_plan_at with position 0: a new list, a new epoch) and then,
+ * as the readers move along it, lets go of each shard the plan has finished
+ * with (the plan's last sample of it, once the readers are past it): its
+ * footer is released (sk_dataset_let_go), so that an epoch holds the
+ * footers of the few shards it is reading, not of every shard it has read.
+ * A dataset read through the cache (read/cache.h) also:
  *
  *   - opens the next `ahead` shards of the plan, in the order of their first
  *     sample in it, on up to 8 threads of its own (at most `ahead`):
@@ -33,9 +38,9 @@
 struct sk_cache;
 struct sk_cache_plan;
 
-/* Prefetch for dataset ds through its cache c, `ahead` (at least 1) shards
- * ahead of the readers; the thread starts with the first plan.  0 or
- * SHARD_ENOMEM. */
+/* Follow the plans of dataset ds; with a cache c (or NULL: none), prefetch
+ * through it `ahead` (at least 1) shards ahead of the readers, the threads
+ * starting with the first plan.  0 or SHARD_ENOMEM. */
 int sk_cache_plan_new(struct sk_cache_plan **out, struct shard_dataset *ds, struct sk_cache *c,
                       uint32_t ahead, struct shard_err *err);
 

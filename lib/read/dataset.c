@@ -2,10 +2,14 @@
  * record by its footer row (see shardkit/dataset.h).
  *
  * All shard bytes come through the fetch seam (fetch.h), as ranges: the
- * header and trailer, the footer, then one frame per record.  Each shard is
- * opened once, under its own mutex; afterwards its footer is immutable and
- * read without locking.  zstd contexts are reused through a small pool, so
- * a read costs one ranged read plus the decompression and decode.
+ * header and trailer, the footer, then one frame per record.  A shard's file
+ * is opened once, under its own mutex, and its footer loaded then; a read
+ * holds the footer (a pin, sk_dataset_footer_pin) while it uses it, and a
+ * footer no read holds is released once the epoch plan has passed its shard
+ * or when the loaded ones exceed a budget, so that the memory a dataset
+ * keeps does not grow with its samples.  zstd contexts are reused through a
+ * small pool, so a read costs one ranged read plus the decompression and
+ * decode.
  *
  * A location starting with http://, https:// or s3:// is read through the
  * HTTP backend (fetch_http.h), with the dataset's options
@@ -18,6 +22,7 @@
  * test. */
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -52,14 +57,32 @@
 /* Largest manifest.json fetched over HTTP. */
 #define REMOTE_MANIFEST_MAX_BYTES (1ull << 30)
 
+/* A shard's state.  Its file, once opened, stays open until the dataset is
+ * closed; its footer (the part of a dataset's memory that grows with the
+ * samples: ~40 bytes and the key per record) is loaded when a read needs it
+ * and released when no read holds it and either the epoch plan has passed
+ * the shard (sk_dataset_let_go) or the loaded footers exceed
+ * DATASET_FOOTER_BUDGET (the least recently used first). */
 struct ds_shard {
-    pthread_mutex_t lock; /* guards opening */
-    _Atomic int opened;   /* set once, under lock (read without it: a read waiting
-                           * for another thread's open does not hold up advice);
-                           * then the fields below are immutable */
-    struct fetch_file *file;
-    struct sk_shard_head head; /* header number, trailer, footer */
+    pthread_mutex_t lock;      /* one load at a time; guards `file` */
+    struct fetch_file *file;   /* set by the first load, then kept */
+    _Atomic int opened;        /* `file` is set (read without the lock: a read waiting
+                                * for another thread's open does not hold up advice) */
+    struct sk_shard_head head; /* header number, trailer, footer (its arrays while loaded) */
+    /* under the dataset's footers_lock: */
+    int loaded;                   /* head.footer holds its arrays */
+    int kept;                     /* loaded for good (sk_dataset_shard_footer) */
+    int let_go;                   /* release once no read holds it */
+    uint32_t pins;                /* reads holding the footer */
+    uint64_t bytes;               /* the footer's memory */
+    struct ds_shard *prev, *next; /* in the list of loaded unpinned footers */
 };
+
+/* Footers kept loaded with no read holding them, at most (bytes): a random
+ * access pattern keeps this much of them, an epoch only the shards it is in. */
+#define DATASET_FOOTER_BUDGET (256ull << 20)
+/* Footer memory freed at once above which it is given back to the system. */
+#define FOOTER_TRIM_BYTES (1ull << 20)
 
 struct shard_dataset {
     struct shard_manifest manifest;
@@ -68,10 +91,18 @@ struct shard_dataset {
     int remote;
     struct fetch *store;
     struct sk_cache *cache;     /* the node-local cache of a remote dataset, or NULL */
-    struct sk_cache_plan *plan; /* the epoch plan's next shards into it, or NULL */
+    struct sk_cache_plan *plan; /* the epoch plan followed: shards let go, and with a
+                                 * cache its next shards opened into it */
     uint64_t *first;            /* first[s]: index of shard s's record 0; first[S] = N */
     struct ds_shard *shards;
     uint32_t shards_init; /* how many shard mutexes were initialised */
+    /* Loaded footers: their states (struct ds_shard), the unpinned ones in
+     * least recently used order (idle_head first), what they take. */
+    pthread_mutex_t footers_lock;
+    struct ds_shard *idle_head, *idle_tail;
+    struct sk_footer_stats footers;
+    uint64_t footer_budget;
+    _Atomic unsigned char *keys_checked; /* per index file: its key table's hash checked */
     pthread_mutex_t pool_lock;
     struct shard_record_decoder **pool;
     size_t pool_len;
@@ -210,6 +241,37 @@ int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **
     return sk_index_reader_open_chain(out, &ds->manifest, open_index_file, ds, err);
 }
 
+int sk_dataset_open_table(struct shard_dataset *ds, const char *name, uint64_t bytes,
+                          struct fetch_file **out, struct shard_err *err)
+{
+    int rc = ds->remote ? sk_fetch_http_open_sized(ds->store, name, bytes, out, err)
+                        : fetch_open(ds->store, name, out, err);
+    if (!rc && (*out)->size != bytes) {
+        rc = shard_err_set(err, SHARD_ECORRUPT, "'%s' has %llu bytes, the manifest says %llu", name,
+                           (unsigned long long)(*out)->size, (unsigned long long)bytes);
+        fetch_close(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int sk_dataset_read_table(struct shard_dataset *ds, struct fetch_file *f, uint64_t offset,
+                          void *buf, size_t len, struct shard_err *err)
+{
+    return ds->remote ? sk_fetch_http_read_direct(f, offset, buf, len, err)
+                      : fetch_read(f, offset, buf, len, err);
+}
+
+int sk_dataset_keys_checked(struct shard_dataset *ds, uint32_t i)
+{
+    return atomic_load(&ds->keys_checked[i]);
+}
+
+void sk_dataset_keys_set_checked(struct shard_dataset *ds, uint32_t i)
+{
+    atomic_store(&ds->keys_checked[i], 1);
+}
+
 int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *name), void *user,
                     struct shard_err *err)
 {
@@ -299,6 +361,8 @@ static int open_dataset(struct shard_dataset **out, const char *location,
     if (!ds)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     pthread_mutex_init(&ds->pool_lock, NULL);
+    pthread_mutex_init(&ds->footers_lock, NULL);
+    ds->footer_budget = DATASET_FOOTER_BUDGET;
     if (observer) {
         ds->observer = *observer;
         ds->obs = &ds->observer;
@@ -356,6 +420,12 @@ static int open_dataset(struct shard_dataset **out, const char *location,
         ds->shards_init = s + 1;
     }
     ds->first[n] = total;
+    if (!ds->plan && (rc = sk_cache_plan_new(&ds->plan, ds, NULL, 1, err)))
+        goto fail;
+    if (!(ds->keys_checked = calloc(ds->manifest.index_count + 1, 1))) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto fail;
+    }
     *out = ds;
     return SHARD_OK;
 fail:
@@ -398,8 +468,10 @@ void shard_dataset_close(struct shard_dataset *ds)
         shard_item_release(&ds->spare_items[i]);
     free(ds->spare_items);
     pthread_mutex_destroy(&ds->pool_lock);
+    pthread_mutex_destroy(&ds->footers_lock);
     free(ds->shards);
     free(ds->first);
+    free((void *)ds->keys_checked);
     sk_cache_free(ds->cache);
     fetch_free(ds->store);
     shard_manifest_release(&ds->manifest);
@@ -483,32 +555,36 @@ static int shard_read(void *ctx, uint64_t offset, void *buf, size_t len, struct 
     return fetch_read(ctx, offset, buf, len, err);
 }
 
-/* Open shard s into sh (the caller holds sh->lock): sk_shard_open through the
- * fetch backend, and the footer's record count against the manifest's.
- * Errors are not yet prefixed. */
-static int open_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
-                      struct shard_err *err)
+/* Read shard s's header, trailer and footer into *head (the caller holds
+ * sh->lock), opening its file on first use (kept in sh->file): sk_shard_open
+ * through the fetch backend, and the footer's record count against the
+ * manifest's.  Errors are not yet prefixed. */
+static int load_shard(struct shard_dataset *ds, uint32_t s, struct ds_shard *sh,
+                      struct sk_shard_head *head, struct shard_err *err)
 {
     const struct shard_manifest_shard *ms = &ds->manifest.shards[s];
-    struct fetch_file *f = NULL;
+    struct fetch_file *f = sh->file;
     uint64_t start = sk_now_ns();
-    int rc = ds->cache ? sk_cache_open(ds->cache, ds->store, ms->file, ms->bytes, ms->xxh3, &f, err)
+    int rc = SHARD_OK;
+    if (!f)
+        rc = ds->cache ? sk_cache_open(ds->cache, ds->store, ms->file, ms->bytes, ms->xxh3, &f, err)
                        : fetch_open(ds->store, ms->file, &f, err);
     if (!rc)
-        rc = sk_shard_open(f->size, shard_read, f, &sh->head, err);
-    if (!rc && sh->head.footer.record_count != ms->samples) {
+        rc = sk_shard_open(f->size, shard_read, f, head, err);
+    if (!rc && head->footer.record_count != ms->samples) {
         rc = shard_err_set(err, SHARD_ECORRUPT, "footer lists %llu records, manifest says %llu",
-                           (unsigned long long)sh->head.footer.record_count,
+                           (unsigned long long)head->footer.record_count,
                            (unsigned long long)ms->samples);
-        shard_footer_free(&sh->head.footer);
+        shard_footer_free(&head->footer);
     }
     if (!rc) {
-        sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, sh->head.bytes_read);
+        sk_read_count(&ds->counters, SK_READ_BYTES_REQUESTED, head->bytes_read);
         sh->file = f;
-        f = NULL;
+        atomic_store(&sh->opened, 1);
+    } else if (f != sh->file) {
+        fetch_close(f);
     }
     sk_read_span(ds->obs, SHARD_SPAN_OPEN_SHARD, start, sk_now_ns());
-    fetch_close(f);
     return rc;
 }
 
@@ -531,33 +607,193 @@ int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct 
     return SHARD_OK;
 }
 
-int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
-                            const struct shard_footer **footer, struct shard_err *err)
+/* ---- loaded footers (under footers_lock) ---------------------------------- */
+
+static void idle_remove(struct shard_dataset *ds, struct ds_shard *sh)
+{
+    if (sh->prev)
+        sh->prev->next = sh->next;
+    else if (ds->idle_head == sh)
+        ds->idle_head = sh->next;
+    else
+        return; /* not in the list */
+    if (sh->next)
+        sh->next->prev = sh->prev;
+    else
+        ds->idle_tail = sh->prev;
+    sh->prev = sh->next = NULL;
+}
+
+static void idle_append(struct shard_dataset *ds, struct ds_shard *sh)
+{
+    sh->prev = ds->idle_tail;
+    sh->next = NULL;
+    if (ds->idle_tail)
+        ds->idle_tail->next = sh;
+    else
+        ds->idle_head = sh;
+    ds->idle_tail = sh;
+}
+
+/* Free sh's footer arrays (no read holds them); its record count, version
+ * and header stay.  Returns the bytes freed. */
+static uint64_t release_footer(struct shard_dataset *ds, struct ds_shard *sh)
+{
+    idle_remove(ds, sh);
+    struct shard_footer gone = sh->head.footer;
+    sh->head.footer.rows = NULL;
+    sh->head.footer.keys = NULL;
+    sh->head.footer.key_offsets = NULL;
+    shard_footer_free(&gone);
+    sh->loaded = sh->let_go = 0;
+    ds->footers.loaded--;
+    ds->footers.bytes -= sh->bytes;
+    return sh->bytes;
+}
+
+/* Release idle footers, least recently used first, down to the budget.
+ * Returns the bytes freed. */
+static uint64_t trim_footers(struct shard_dataset *ds)
+{
+    uint64_t freed = 0;
+    while (ds->footers.bytes > ds->footer_budget && ds->idle_head)
+        freed += release_footer(ds, ds->idle_head);
+    return freed;
+}
+
+/* After footers of `freed` bytes were freed (no lock held): give the
+ * memory back to the system.  A footer is a few large blocks, which the C
+ * library keeps in its heap once its threshold for mapping blocks of their
+ * own has grown past them; footers of different sizes coming and going then
+ * leave holes that stay resident and would let a long epoch's memory creep
+ * with the shards it has read. */
+static void return_memory(uint64_t freed)
+{
+#ifdef __GLIBC__
+    if (freed >= FOOTER_TRIM_BYTES)
+        malloc_trim(0);
+#else
+    (void)freed;
+#endif
+}
+
+/* The memory a footer of n records and `keys` key bytes takes. */
+static uint64_t footer_bytes(const struct shard_footer *f)
+{
+    uint64_t n = f->record_count, keys = 0;
+    if (n)
+        keys = f->key_offsets[n - 1] + f->rows[n - 1].key_len;
+    return n * (sizeof *f->rows + sizeof *f->key_offsets) + keys;
+}
+
+int sk_dataset_footer_pin(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
+                          struct shard_err *err)
 {
     if (s >= ds->manifest.shard_count)
         return shard_err_set(err, SHARD_ENOTFOUND, "no shard %u", s);
     struct ds_shard *sh = &ds->shards[s];
     int rc = SHARD_OK;
-    if (atomic_load(&sh->opened)) {
-        *footer = &sh->head.footer;
-        return SHARD_OK;
-    }
-    /* another thread's open may wait for a server that stalls: a cancelled
-     * thread stops waiting for it */
-    if (sk_cancel_lock(&sh->lock))
-        return shard_err_set(err, SHARD_EINTR, "%s: " SK_CANCELLED_MESSAGE,
-                             ds->manifest.shards[s].file);
-    if (!sh->opened) {
-        /* not remembered on failure: a later call tries again */
-        rc = open_shard(ds, s, sh, err);
-        if (rc)
+    pthread_mutex_lock(&ds->footers_lock);
+    int loaded = sh->loaded;
+    if (loaded && sh->pins++ == 0)
+        idle_remove(ds, sh);
+    pthread_mutex_unlock(&ds->footers_lock);
+    if (!loaded) {
+        /* another thread's load may wait for a server that stalls: a
+         * cancelled thread stops waiting for it */
+        if (sk_cancel_lock(&sh->lock))
+            return shard_err_set(err, SHARD_EINTR, "%s: " SK_CANCELLED_MESSAGE,
+                                 ds->manifest.shards[s].file);
+        pthread_mutex_lock(&ds->footers_lock);
+        loaded = sh->loaded; /* by another read meanwhile */
+        if (loaded && sh->pins++ == 0)
+            idle_remove(ds, sh);
+        pthread_mutex_unlock(&ds->footers_lock);
+        struct sk_shard_head head;
+        /* a failure is not remembered: a later read tries again */
+        if (!loaded && (rc = load_shard(ds, s, sh, &head, err)))
             shard_err_prefix(err, rc, "%s", ds->manifest.shards[s].file);
-        else
-            sh->opened = 1;
+        if (!loaded && !rc) {
+            pthread_mutex_lock(&ds->footers_lock);
+            sh->head = head;
+            sh->loaded = 1;
+            sh->pins = 1;
+            sh->bytes = footer_bytes(&head.footer);
+            struct sk_footer_stats *st = &ds->footers;
+            st->loads++;
+            if (++st->loaded > st->loaded_peak)
+                st->loaded_peak = st->loaded;
+            if ((st->bytes += sh->bytes) > st->bytes_peak)
+                st->bytes_peak = st->bytes;
+            uint64_t freed = trim_footers(ds);
+            pthread_mutex_unlock(&ds->footers_lock);
+            return_memory(freed);
+        }
+        pthread_mutex_unlock(&sh->lock);
     }
-    pthread_mutex_unlock(&sh->lock);
     if (!rc)
         *footer = &sh->head.footer;
+    return rc;
+}
+
+void sk_dataset_footer_unpin(struct shard_dataset *ds, uint32_t s)
+{
+    struct ds_shard *sh = &ds->shards[s];
+    uint64_t freed = 0;
+    pthread_mutex_lock(&ds->footers_lock);
+    if (--sh->pins == 0 && !sh->kept) {
+        if (sh->let_go)
+            freed = release_footer(ds, sh);
+        else
+            idle_append(ds, sh);
+        freed += trim_footers(ds);
+    }
+    pthread_mutex_unlock(&ds->footers_lock);
+    return_memory(freed);
+}
+
+void sk_dataset_let_go(struct shard_dataset *ds, uint32_t s)
+{
+    struct ds_shard *sh = &ds->shards[s];
+    uint64_t freed = 0;
+    pthread_mutex_lock(&ds->footers_lock);
+    if (sh->loaded && !sh->kept) {
+        if (sh->pins)
+            sh->let_go = 1;
+        else
+            freed = release_footer(ds, sh);
+    }
+    pthread_mutex_unlock(&ds->footers_lock);
+    return_memory(freed);
+}
+
+void sk_dataset_footer_stats(struct shard_dataset *ds, struct sk_footer_stats *out)
+{
+    pthread_mutex_lock(&ds->footers_lock);
+    *out = ds->footers;
+    pthread_mutex_unlock(&ds->footers_lock);
+}
+
+void sk_dataset_set_footer_budget(struct shard_dataset *ds, uint64_t bytes)
+{
+    pthread_mutex_lock(&ds->footers_lock);
+    ds->footer_budget = bytes;
+    uint64_t freed = trim_footers(ds);
+    pthread_mutex_unlock(&ds->footers_lock);
+    return_memory(freed);
+}
+
+int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
+                            const struct shard_footer **footer, struct shard_err *err)
+{
+    int rc = sk_dataset_footer_pin(ds, s, footer, err);
+    if (!rc) {
+        pthread_mutex_lock(&ds->footers_lock);
+        ds->shards[s].kept = 1;
+        ds->shards[s].let_go = 0;
+        pthread_mutex_unlock(&ds->footers_lock);
+        sk_dataset_footer_unpin(ds, s);
+    }
     return rc;
 }
 
@@ -754,20 +990,19 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
 {
     const struct shard_footer *footer;
     uint64_t t = start;
-    int rc = sk_dataset_shard_footer(ds, s, &footer, err);
-    if (!rc)
-        rc = sk_dataset_shard_check_name(ds, s, err);
-    if (!rc)
-        rc = sk_dataset_shard_check_version(ds, s, err);
+    int rc = sk_dataset_footer_pin(ds, s, &footer, err);
     if (rc)
         return rc;
-    if (r >= footer->record_count)
-        return shard_err_set(err, SHARD_ENOTFOUND, "%s has no record %llu",
-                             ds->manifest.shards[s].file, (unsigned long long)r);
-    const struct shard_index_row *row = &footer->rows[r];
+    if (!(rc = sk_dataset_shard_check_name(ds, s, err)) &&
+        !(rc = sk_dataset_shard_check_version(ds, s, err)) && r >= footer->record_count)
+        rc = shard_err_set(err, SHARD_ENOTFOUND, "%s has no record %llu",
+                           ds->manifest.shards[s].file, (unsigned long long)r);
     struct shard_record_decoder *dec;
-    if ((rc = pool_get(ds, &dec, err)))
+    if (rc || (rc = pool_get(ds, &dec, err))) {
+        sk_dataset_footer_unpin(ds, s);
         return rc;
+    }
+    const struct shard_index_row *row = &footer->rows[r];
     struct shard_buf *frame = sk_record_decoder_frame(dec);
     struct shard_record_view view;
     frame->len = 0;
@@ -819,8 +1054,11 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (rc) {
         item->key.len = 0;
         item->field_count = 0;
-        return sk_shard_record_error(err, rc, ds->manifest.shards[s].file, footer, r);
+        rc = sk_shard_record_error(err, rc, ds->manifest.shards[s].file, footer, r);
     }
+    sk_dataset_footer_unpin(ds, s);
+    if (rc)
+        return rc;
     item->shard = s;
     item->record = r;
     item->index = ds->first[s] + r;
@@ -883,15 +1121,22 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
     struct shard_err err;
     if (shard_dataset_locate(ds, index, &s, &r, &err))
         return 1;
-    /* Only shards a read has opened: opening one here could repeat a failing
-     * open (and its retries) that the read will make and report anyway. */
+    /* Only shards whose footer a read has loaded: loading one here could
+     * repeat a failing open (and its retries) that the read will make and
+     * report anyway.  The file stays open once opened. */
     struct ds_shard *sh = &ds->shards[s];
-    if (!atomic_load(&sh->opened))
-        return 0;
-    if (r < sh->head.footer.record_count) {
-        const struct shard_index_row *row = &sh->head.footer.rows[r];
-        fetch_advise(sh->file, row->offset, row->frame_bytes);
+    uint64_t offset = 0, bytes = 0;
+    pthread_mutex_lock(&ds->footers_lock);
+    int loaded = sh->loaded;
+    if (loaded && r < sh->head.footer.record_count) {
+        offset = sh->head.footer.rows[r].offset;
+        bytes = sh->head.footer.rows[r].frame_bytes;
     }
+    pthread_mutex_unlock(&ds->footers_lock);
+    if (!loaded)
+        return 0;
+    if (bytes)
+        fetch_advise(sh->file, offset, bytes);
     return 1;
 }
 

@@ -16,11 +16,38 @@ struct fetch_http_options;
 struct sk_ring;
 
 /* The checked footer of shard s, reading the shard's header, trailer and
- * footer on first use (later calls return the same footer).  *footer stays
- * valid until ds is closed.  Errors name the shard by its file name:
- * "shard-000001.shard: footer checksum mismatch".  Thread-safe. */
+ * footer on first use (later calls return the same footer), kept loaded
+ * until ds is closed: *footer stays valid until then.  For the verifier,
+ * which holds every footer; a read uses sk_dataset_footer_pin.  Errors name
+ * the shard by its file name: "shard-000001.shard: footer checksum
+ * mismatch".  Thread-safe. */
 int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
                             const struct shard_footer **footer, struct shard_err *err);
+
+/* Shard s's checked footer, loaded if it is not (errors as above), held
+ * until sk_dataset_footer_unpin(ds, s): a footer no read holds may be
+ * released (its memory grows with the shard's records), when the epoch
+ * plan has passed its shard (sk_dataset_let_go) or when the loaded footers
+ * exceed the dataset's budget (256 MiB; the least recently used first), and
+ * is read again by the next read that needs it.  Each successful pin is
+ * matched by one unpin.  Thread-safe. */
+int sk_dataset_footer_pin(struct shard_dataset *ds, uint32_t s, const struct shard_footer **footer,
+                          struct shard_err *err);
+void sk_dataset_footer_unpin(struct shard_dataset *ds, uint32_t s);
+
+/* The epoch plan has passed shard s: release its footer now, or when the
+ * last read holding it ends (not a footer sk_dataset_shard_footer keeps). */
+void sk_dataset_let_go(struct shard_dataset *ds, uint32_t s);
+
+/* The footers in memory: what a dataset holds that grows with its samples. */
+struct sk_footer_stats {
+    uint32_t loaded, loaded_peak; /* footers loaded now, and at most so far */
+    uint64_t bytes, bytes_peak;   /* their memory now, and at most so far */
+    uint64_t loads;               /* footers read, first times and again */
+};
+void sk_dataset_footer_stats(struct shard_dataset *ds, struct sk_footer_stats *out);
+/* The budget of loaded footers no read holds (bytes; tests). */
+void sk_dataset_set_footer_budget(struct shard_dataset *ds, uint64_t bytes);
 
 /* Whether shard s (already opened by sk_dataset_shard_footer) holds the shard
  * number its file name says ("shard-000003.shard" must hold 3): a shard
@@ -35,13 +62,13 @@ int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct sha
 int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct shard_err *err);
 
 /* Shard s's file once a read (or the prefetch) opened it, else NULL; valid
- * until ds is closed. */
+ * until ds is closed (a released footer leaves its file open). */
 struct fetch_file *sk_dataset_shard_file(struct shard_dataset *ds, uint32_t s);
 
 /* Sample `index` will be read soon: let the shard's backend start fetching
  * its record (the kernel's read-ahead for a local file, window fetches over
- * HTTP).  Only for a shard that a read has opened: 0 when its shard is not
- * open yet (ask again later), else 1.  Errors are left to the read. */
+ * HTTP).  Only for a shard whose footer a read has loaded: 0 when it is not
+ * loaded (ask again later), else 1.  Errors are left to the read. */
 int sk_dataset_advise(struct shard_dataset *ds, uint64_t index);
 
 /* A worker of a list of samples, list[0..count), about to read position p:
@@ -73,6 +100,12 @@ int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
 int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
                       struct shard_err *err);
 
+/* The plan's array of sample indices (shard_plan_count of them, malloc'd;
+ * never NULL), which the caller then owns and frees: the plan keeps none
+ * (shard_plan_indices gives NULL after this).  For a loader, whose list of
+ * the epoch is then the plan's own array, not a copy. */
+uint64_t *sk_plan_take_indices(struct shard_plan *p);
+
 /* First sample index of shard s; s == shard count gives the sample count. */
 uint64_t sk_dataset_shard_first(const struct shard_dataset *ds, uint32_t s);
 
@@ -93,6 +126,23 @@ int sk_dataset_index_open(struct shard_dataset *ds, struct shard_index_reader **
  * shards as the file has them, relative to its first shard. */
 int sk_dataset_index_open_file(struct shard_dataset *ds, uint32_t i,
                                struct shard_index_reader **out, struct shard_err *err);
+
+/* The dataset's file `name` of `bytes` bytes (the manifest's size of a key
+ * table), opened for small scattered reads: a local file, or a remote one
+ * opened without a request.  A local file of another size is
+ * SHARD_ECORRUPT naming it (a remote one fails its first read).  Close with
+ * fetch_close. */
+int sk_dataset_open_table(struct shard_dataset *ds, const char *name, uint64_t bytes,
+                          struct fetch_file **out, struct shard_err *err);
+/* len bytes at offset of a file sk_dataset_open_table opened: a pread, or
+ * one range request of exactly those bytes. */
+int sk_dataset_read_table(struct shard_dataset *ds, struct fetch_file *f, uint64_t offset,
+                          void *buf, size_t len, struct shard_err *err);
+/* Whether index file i's key table was hashed whole and found to be the
+ * manifest's (set once it was: a lookup that finds no key checks that the
+ * table it searched is not damaged, once per dataset). */
+int sk_dataset_keys_checked(struct shard_dataset *ds, uint32_t i);
+void sk_dataset_keys_set_checked(struct shard_dataset *ds, uint32_t i);
 
 /* Call fn(user, name) for each name in the dataset's directory (a local
  * directory's entries, or one level of an S3 prefix, "." and ".." and

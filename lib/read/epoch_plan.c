@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read/dataset_internal.h"
 #include "util/random.h"
 #include "shardkit/dataset.h"
 
@@ -186,6 +187,13 @@ int shard_dataset_plan(const struct shard_dataset *ds, const struct shard_plan_o
     int rc = shard_plan_new(out, counts, m->shard_count, o, err);
     free(counts);
     return rc;
+}
+
+uint64_t *sk_plan_take_indices(struct shard_plan *p)
+{
+    uint64_t *indices = p->indices;
+    p->indices = NULL;
+    return indices;
 }
 
 uint64_t shard_plan_count(const struct shard_plan *p)

@@ -729,6 +729,16 @@ static void http_close(struct fetch_file *file)
 
 static const struct fetch_file_ops http_file_ops = {http_read, http_close, http_advise};
 
+int sk_fetch_http_read_direct(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
+                              struct shard_err *err)
+{
+    struct http_file *f = (struct http_file *)file;
+    if (offset > f->base.size || len > f->base.size - offset)
+        return shard_err_set(err, SHARD_ECORRUPT, "file ends early: %zu bytes at %llu of %llu", len,
+                             (unsigned long long)offset, (unsigned long long)f->base.size);
+    return len ? request_range(f, offset, buf, len, err) : SHARD_OK;
+}
+
 /* Open: one suffix range request gives the size and the file's last bytes. */
 /* Open `name`: with one suffix range request (its size and last bytes),
  * or with none when `size` is known (not UINT64_MAX). */

@@ -91,6 +91,12 @@ int sk_fetch_http_new(struct fetch **out, const char *base, const struct fetch_h
 int sk_fetch_http_open_sized(struct fetch *fs, const char *name, uint64_t size,
                              struct fetch_file **out, struct shard_err *err);
 
+/* Read exactly len bytes at offset of `file` (opened by this backend) with
+ * one range request of its own, bypassing the windows: a few small reads
+ * scattered over a large file (a key table's binary search) cost a few
+ * small requests, not a window each.  Thread-safe. */
+int sk_fetch_http_read_direct(struct fetch_file *file, uint64_t offset, void *buf, size_t len,
+                              struct shard_err *err);
 /* Fetch all of file `name` with one GET into buf (replacing its contents):
  * for small files (a manifest, a source image).  A body larger than
  * max_bytes (when not 0) is SHARD_ELIMIT.  `fs` must come from

@@ -157,7 +157,10 @@ int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard
     if (it->consumed >= it->count)
         return 0;
     if (it->started == 0) {
-        /* no workers: read on the caller's thread */
+        /* no workers: read on the caller's thread (following the list as
+         * workers do: the shards it has passed are let go) */
+        sk_dataset_advise_ahead(it->ds, it->indices, it->count, it->consumed, it->depth,
+                                &it->advised);
         int rc = shard_dataset_read(it->ds, it->indices[it->consumed], it->flags, item, err);
         it->consumed++;
         return rc ? rc : 1;

@@ -383,8 +383,10 @@ class Dataset:
 
     def index_of(self, key: str | bytes) -> int:
         """The index of the sample whose key is `key` (str or bytes); KeyError
-        when there is none.  The first call reads every shard's footer and
-        sorts the keys (8 bytes per sample); later calls are a binary search."""
+        when there is none.  A binary search of the dataset's key tables
+        (index.keys: a few small reads, no key kept in memory), the sample's
+        key then checked against its shard's footer; a dataset written before
+        key tables is searched by reading its index."""
         return self._native.find(_key_bytes(key))
 
     def locate(self, i: Index) -> tuple[str, int]:

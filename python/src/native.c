@@ -77,20 +77,22 @@ PyObject *skpy_record_error(struct shard_dataset *ds, uint64_t index, const stru
 {
     uint32_t shard = 0;
     uint64_t record = 0;
-    const char *key = NULL;
-    size_t key_len = 0;
+    struct shard_buf key = {0};
     struct shard_err ignored;
     shard_dataset_locate(ds, index, &shard, &record, &ignored);
     /* the key from the footer: unknown when the footer itself is damaged */
-    if (shard_dataset_key(ds, index, &key, &key_len, &ignored))
-        key = NULL;
+    PyObject *kb = shard_dataset_key_copy(ds, index, &key, &ignored)
+                       ? Py_NewRef(Py_None)
+                       : PyBytes_FromStringAndSize((const char *)key.data, (Py_ssize_t)key.len);
+    shard_buf_release(&key);
     const struct shard_manifest *m = shard_dataset_manifest(ds);
     const char *file = shard < m->shard_count ? m->shards[shard].file : "";
     PyObject *kw = Py_BuildValue("{s:K,s:s,s:K,s:i}", "index", (unsigned long long)index, "shard",
                                  file, "record", (unsigned long long)record, "code", err->code);
-    if (!kw)
+    if (!kw) {
+        Py_XDECREF(kb);
         return NULL;
-    PyObject *kb = key ? PyBytes_FromStringAndSize(key, (Py_ssize_t)key_len) : Py_NewRef(Py_None);
+    }
     if (!kb || PyDict_SetItemString(kw, "key_bytes", kb) < 0) {
         Py_XDECREF(kb);
         Py_DECREF(kw);

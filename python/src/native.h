@@ -82,7 +82,6 @@ int skpy_u32(PyObject *o, const char *what, uint32_t min, uint32_t *out);
 
 typedef struct {
     PyObject_HEAD struct shard_dataset *ds;
-    struct shard_key_index *keys; /* made on the first find() */
 } DatasetObject;
 
 typedef struct {

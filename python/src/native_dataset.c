@@ -123,7 +123,6 @@ static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
 static void dataset_dealloc(PyObject *self)
 {
     DatasetObject *d = (DatasetObject *)self;
-    shard_key_index_free(d->keys);
     shard_dataset_close(d->ds);
     Py_TYPE(self)->tp_free(self);
 }
@@ -236,16 +235,19 @@ static PyObject *dataset_key(PyObject *self, PyObject *arg)
     uint64_t index;
     if (!dataset_ready(d) || take_index(d, arg, &index) < 0)
         return NULL;
-    const char *key;
-    size_t len;
+    struct shard_buf key = {0};
     struct shard_err err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = shard_dataset_key(d->ds, index, &key, &len, &err);
-    Py_END_ALLOW_THREADS if (rc) return skpy_raise(&err);
-    return PyBytes_FromStringAndSize(key, (Py_ssize_t)len);
+    Py_BEGIN_ALLOW_THREADS rc = shard_dataset_key_copy(d->ds, index, &key, &err);
+    Py_END_ALLOW_THREADS PyObject *out = rc ? skpy_raise(&err)
+                                            : PyBytes_FromStringAndSize((const char *)key.data,
+                                                                        (Py_ssize_t)key.len);
+    shard_buf_release(&key);
+    return out;
 }
 
-/* find(key_bytes) -> index; KeyError when no sample has that key */
+/* find(key_bytes) -> index, through the key tables (or the index files of
+ * a dataset written before them); KeyError when no sample has that key */
 static PyObject *dataset_find(PyObject *self, PyObject *arg)
 {
     DatasetObject *d = (DatasetObject *)self;
@@ -254,23 +256,20 @@ static PyObject *dataset_find(PyObject *self, PyObject *arg)
     if (!PyBytes_Check(arg))
         return PyErr_Format(PyExc_TypeError, "key must be bytes, not %.100s",
                             Py_TYPE(arg)->tp_name);
-    if (!d->keys) {
-        struct shard_key_index *ki = NULL;
-        struct shard_err err;
-        int rc;
-        Py_BEGIN_ALLOW_THREADS rc = shard_key_index_new(&ki, d->ds, &err);
-        Py_END_ALLOW_THREADS if (rc) return skpy_raise(&err);
-        if (d->keys) /* another thread made one meanwhile */
-            shard_key_index_free(ki);
-        else
-            d->keys = ki;
-    }
+    const char *key = PyBytes_AS_STRING(arg);
+    size_t len = (size_t)PyBytes_GET_SIZE(arg);
     uint64_t index;
-    if (shard_key_index_find(d->keys, PyBytes_AS_STRING(arg), (size_t)PyBytes_GET_SIZE(arg),
-                             &index)) {
+    struct shard_err err;
+    int rc;
+    /* arg (immutable bytes) is held by the caller while the GIL is released */
+    Py_BEGIN_ALLOW_THREADS rc = shard_dataset_find_key(d->ds, key, len, &index, &err);
+    Py_END_ALLOW_THREADS if (rc == SHARD_ENOTFOUND)
+    {
         PyErr_SetObject(PyExc_KeyError, arg);
         return NULL;
     }
+    if (rc)
+        return skpy_raise(&err);
     return PyLong_FromUnsignedLongLong(index);
 }
 

@@ -161,12 +161,11 @@ int bench_keys_from_dataset(const char *location, const struct shard_dataset_opt
     int rc = shard_dataset_open_ex(&ds, location, reading, err);
     if (rc)
         return rc;
-    for (uint64_t i = 0; i < shard_dataset_size(ds) && !rc; i++) {
-        const char *key;
-        size_t len;
-        if (!(rc = shard_dataset_key(ds, i, &key, &len, err)))
-            rc = shard_keylist_add(keys, key, len, err);
-    }
+    struct shard_buf key = {0};
+    for (uint64_t i = 0; i < shard_dataset_size(ds) && !rc; i++)
+        if (!(rc = shard_dataset_key_copy(ds, i, &key, err)))
+            rc = shard_keylist_add(keys, (const char *)key.data, key.len, err);
+    shard_buf_release(&key);
     shard_dataset_close(ds);
     return rc;
 }
@@ -190,6 +189,8 @@ struct bench_state {
     struct shard_remote *remote;
     /* shards */
     struct shard_dataset *ds;
+    uint64_t *subset; /* the samples of o->shard_keys, in stored order, or NULL */
+    uint64_t subset_count;
     /* per epoch */
     uint64_t *order;
     uint64_t count;
@@ -356,10 +357,30 @@ static int open_files(struct bench_state *b, struct shard_err *err)
     return SHARD_OK;
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static int open_shards(struct bench_state *b, struct shard_err *err)
 {
     struct shard_dataset_options ro = reading_of(b);
-    return shard_dataset_open_ex(&b->ds, b->location, &ro, err);
+    int rc = shard_dataset_open_ex(&b->ds, b->location, &ro, err);
+    const struct shard_keylist *keys = b->o->shard_keys;
+    if (rc || !keys)
+        return rc;
+    if (!(b->subset = malloc((keys->count ? keys->count : 1) * sizeof *b->subset)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t i = 0; i < keys->count; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(keys, i, &len);
+        if ((rc = shard_dataset_find_key(b->ds, key, len, &b->subset[i], err)))
+            return shard_err_prefix(err, rc, "--keys");
+    }
+    b->subset_count = keys->count;
+    qsort(b->subset, (size_t)b->subset_count, sizeof *b->subset, compare_u64);
+    return SHARD_OK;
 }
 
 /* ---- one epoch ------------------------------------------------------------------- */
@@ -379,7 +400,9 @@ static int epoch_order(struct bench_state *b, uint32_t epoch, struct shard_err *
     po.epoch = epoch;
     po.shuffle_buffer = o->shuffle_buffer ? o->shuffle_buffer : SHARD_PLAN_DEFAULT_BUFFER;
     int rc;
-    if (b->mode == BENCH_SHARDS) {
+    if (b->mode == BENCH_SHARDS && b->subset) {
+        rc = shard_plan_new(&plan, &b->subset_count, 1, &po, err);
+    } else if (b->mode == BENCH_SHARDS) {
         rc = shard_dataset_plan(b->ds, &po, &plan, err);
     } else {
         uint64_t files = b->keys->count;
@@ -396,6 +419,8 @@ static int epoch_order(struct bench_state *b, uint32_t epoch, struct shard_err *
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     memcpy(b->order, shard_plan_indices(plan), n * sizeof *b->order);
+    for (uint64_t i = 0; b->subset && i < n; i++)
+        b->order[i] = b->subset[b->order[i]];
     shard_plan_free(plan);
     b->count = o->limit && o->limit < n ? o->limit : n;
     return SHARD_OK;
@@ -689,6 +714,7 @@ out:
         close(b.root_fd);
     shard_keylist_release(&b.own_keys);
     free(b.order);
+    free(b.subset);
     return rc;
 }
 

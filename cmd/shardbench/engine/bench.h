@@ -143,6 +143,11 @@ struct bench_options {
      * so a remote location needs keys (bench_keys_from_file or
      * bench_keys_from_dataset). */
     const struct shard_keylist *keys;
+    /* shards mode: read only the samples with these keys (found with
+     * shard_dataset_find_key; a key that is not there is an error), each
+     * epoch in the epoch plan's order of one shard holding them in stored
+     * order.  NULL: every sample. */
+    const struct shard_keylist *shard_keys;
     /* epoch order: files are shuffled with the seed, all of them at once (as a
      * DataLoader with shuffle=True: the epoch plan of one shard holding every
      * file, its shuffle buffer the whole list); shards follow the epoch plan

@@ -549,6 +549,28 @@ int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
     return rc;
 }
 
+void sk_dataset_shard_release(struct shard_dataset *ds, uint32_t s)
+{
+    if (s >= ds->manifest.shard_count)
+        return;
+    struct ds_shard *sh = &ds->shards[s];
+    pthread_mutex_lock(&sh->lock);
+    if (sh->opened) {
+        fetch_close(sh->file);
+        sh->file = NULL;
+        shard_footer_free(&sh->head.footer);
+        memset(&sh->head, 0, sizeof sh->head);
+        sh->opened = 0;
+    }
+    pthread_mutex_unlock(&sh->lock);
+}
+
+int sk_dataset_open_file(struct shard_dataset *ds, const char *name, struct fetch_file **out,
+                         struct shard_err *err)
+{
+    return fetch_open(ds->store, name, out, err);
+}
+
 /* ---- reading a record ---------------------------------------------------- */
 
 static int pool_get(struct shard_dataset *ds, struct shard_record_decoder **out,

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
      * show but its problems */
     struct dataset_summary summary;
     int summarize = !unchecked && (o.json || o.report_file || verify.fields);
-    int described = summarize && summary_load(&summary, o.dst) == 0;
+    int described = summarize && summary_load(&summary, o.dst, &verify) == 0;
     /* the page shows a sample of the stored images; a dataset that cannot be
      * opened for it shows none (the verdict says what is wrong with it) */
     struct contact_sheet sheet;

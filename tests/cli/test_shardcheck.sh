@@ -210,7 +210,7 @@ with open(d + "/index.jsonl", "w") as f:
         f.write(json.dumps(l, separators=(",", ":"), ensure_ascii=False) + "\n")
 json.dump(m, open(d + "/manifest.json", "w"), indent=2)
 print(n)' "$T/d" >"$T/n"
-fix_index_identity "$T/d"
+"$PYTHON" "$SHARDKIT_TOP/tests/cli/index_files.py" keys "$T/d" # as a writer would
 n=$(cat "$T/n")
 must_fail 1 shardcheck "$T/d"
 must_say "duplicate key '" "$T/stdout"

@@ -112,9 +112,10 @@ static int line_start(struct fetch_file *f, uint64_t pos, uint8_t *buf, uint64_t
 }
 
 /* The shard (as the file numbers it) of the first line at or after line
- * start `start` that parses; UINT64_MAX when none does before the end. */
-static int shard_from(struct fetch_file *f, uint64_t start, uint8_t *buf, uint64_t *shard,
-                      struct shard_err *err)
+ * start `start` that parses (in a dataset of config c); UINT64_MAX when none
+ * does before the end. */
+static int shard_from(struct fetch_file *f, uint64_t start, const struct shard_config *c,
+                      uint8_t *buf, uint64_t *shard, struct shard_err *err)
 {
     *shard = UINT64_MAX;
     for (int tries = 0; tries < PROBE_MAX_LINES && start < f->size; tries++) {
@@ -132,7 +133,7 @@ static int shard_from(struct fetch_file *f, uint64_t start, uint8_t *buf, uint64
         size_t len = nl ? (size_t)(nl - buf) : got;
         struct shard_sample s;
         struct shard_reject rej;
-        int rc = shard_line_parse((const char *)buf, len, &s, &rej, NULL);
+        int rc = shard_line_parse_fields((const char *)buf, len, c, &s, &rej, NULL);
         if (rc == 1) {
             *shard = s.shard;
             shard_sample_release(&s);
@@ -150,15 +151,15 @@ static int shard_from(struct fetch_file *f, uint64_t start, uint8_t *buf, uint64
 /* The first line of the file's shard `rel` (as the file numbers shards)
  * and after: the smallest position whose next parsing line names a shard
  * at or after rel, found by bisection. */
-static int shard_offset(struct fetch_file *f, uint64_t rel, uint8_t *buf, uint64_t *out,
-                        struct shard_err *err)
+static int shard_offset(struct fetch_file *f, uint64_t rel, const struct shard_config *c,
+                        uint8_t *buf, uint64_t *out, struct shard_err *err)
 {
     uint64_t lo = 0, hi = f->size;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2, start, shard;
         int rc = line_start(f, mid, buf, &start, err);
         if (!rc)
-            rc = shard_from(f, start, buf, &shard, err);
+            rc = shard_from(f, start, c, buf, &shard, err);
         if (rc)
             return rc;
         if (shard >= rel)
@@ -184,7 +185,7 @@ static int segment_bound(struct verify_run *v, struct fetch_file *f, uint32_t k,
         *out = f->size;
         return SHARD_OK;
     }
-    return shard_offset(f, a - v->file_first[k], buf, out, err);
+    return shard_offset(f, a - v->file_first[k], &v->m->config, buf, out, err);
 }
 
 /* ---- reading a segment ------------------------------------------------------ */

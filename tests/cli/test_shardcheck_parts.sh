@@ -85,6 +85,19 @@ PY
 
 say "clean: the same report whole and in 1, 2, 3 and 7 parts"
 same_report "$T/multi" 1 2 3 7
+# each part read the lines of its own shards, found by the binary search on
+# each index file: none read more, even where a file is split among parts
+"$PYTHON" - "$T/multi" "$T/r"/shardcheck-part-*-of-7.jsonl <<'PY' || die "a part read others' lines"
+import json, sys
+m = json.load(open(sys.argv[1] + "/manifest.json"))
+for path in sys.argv[2:]:
+    part = json.loads(open(path).readline())
+    first, end = part["shards"]
+    want = sum(s["samples"] for s in m["shards"][first:end])
+    got = sum(s["lines"] for s in part["index"]["segments"])
+    assert got == want, (path, first, end, got, want)
+    assert sum(1 for s in part["index"]["segments"] if s["lines"]) <= 2, path
+PY
 
 say "damage planted in different places"
 cp -r "$T/multi" "$T/bad"

@@ -27,12 +27,13 @@
 
 /* ---- text ------------------------------------------------------------------------- */
 
-/* Characters s[0..len) shows as (a byte that is not UTF-8 shows as \xNN). */
+/* Characters s[0..len) shows as (a byte that is not UTF-8, or of a character
+ * that does not show as itself, shows as \xNN). */
 static size_t display_chars(const char *s, size_t len)
 {
     size_t chars = 0;
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
+        size_t n = shard_utf8_shown_len((const unsigned char *)s + i, len - i);
         chars += n ? 1 : 4;
         i += n ? n : 1;
     }
@@ -48,7 +49,7 @@ static void text_fit(FILE *out, const char *s, size_t len, size_t max_chars)
     }
     size_t chars = 0, i = 0;
     while (i < len && chars + 1 < max_chars) {
-        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
+        size_t n = shard_utf8_shown_len((const unsigned char *)s + i, len - i);
         chars += n ? 1 : 4;
         i += n ? n : 1;
     }

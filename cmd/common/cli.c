@@ -54,7 +54,7 @@ const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size)
 int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, const void *ctx),
                    const void *ctx)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = fopen(path, "w"); /* nofollow: the output file the user named */
     if (!f) {
         fprintf(stderr, "%s: cannot write '%s': %s\n", prog, path, strerror(errno));
         return CLI_EXIT_FAILED;
@@ -67,36 +67,6 @@ int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, 
     return CLI_EXIT_OK;
 }
 
-/* Characters that show as nothing, as a space or as something else, or that
- * reorder the text around them (Unicode's white space, default-ignorable
- * and bidirectional control characters): a command shows them as the bytes
- * they are, so that what a reader sees, and copies, is what runs. */
-static const struct {
-    uint32_t first, last;
-} unseen[] = {
-    /* clang-format off */
-    {0x0080, 0x00a0}, {0x00ad, 0x00ad}, {0x034f, 0x034f}, {0x061c, 0x061c},
-    {0x115f, 0x1160}, {0x1680, 0x1680}, {0x17b4, 0x17b5}, {0x180b, 0x180f},
-    {0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x206f}, {0x3000, 0x3000},
-    {0x3164, 0x3164}, {0xfe00, 0xfe0f}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0},
-    {0xfff0, 0xfffb}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
-    /* clang-format on */
-};
-
-/* Whether the valid UTF-8 character p[0..n) shows as itself. */
-static int shows_as_itself(const unsigned char *p, size_t n)
-{
-    if (n == 1)
-        return p[0] >= 0x20 && p[0] != 0x7f;
-    uint32_t cp = p[0] & (0xff >> (n + 1));
-    for (size_t i = 1; i < n; i++)
-        cp = cp << 6 | (p[i] & 0x3f);
-    for (size_t i = 0; i < sizeof unseen / sizeof *unseen; i++)
-        if (cp >= unseen[i].first && cp <= unseen[i].last)
-            return 0;
-    return 1;
-}
-
 /* One word of a command line, quoted as needed, onto f. */
 static void quote_word(FILE *f, const char *w)
 {
@@ -107,10 +77,13 @@ static void quote_word(FILE *f, const char *w)
         fputs(w, f);
         return;
     }
+    /* a character that shows as nothing, as a space or as something else,
+     * or reorders the text around it (shard_utf8_shown_len), is shown as
+     * the bytes it is: what a reader sees, and copies, is what runs */
     int printable = 1;
     for (size_t i = 0; i < len && printable;) {
-        size_t n = shard_utf8_len((const unsigned char *)w + i, len - i);
-        printable = n && shows_as_itself((const unsigned char *)w + i, n);
+        size_t n = shard_utf8_shown_len((const unsigned char *)w + i, len - i);
+        printable = n != 0;
         i += n;
     }
     if (printable) {
@@ -126,14 +99,13 @@ static void quote_word(FILE *f, const char *w)
     }
     fputs("$'", f);
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_len((const unsigned char *)w + i, len - i);
+        size_t n = shard_utf8_shown_len((const unsigned char *)w + i, len - i);
         if (n == 1 && (w[i] == '\'' || w[i] == '\\'))
             fprintf(f, "\\%c", w[i]);
-        else if (n && shows_as_itself((const unsigned char *)w + i, n))
+        else if (n)
             fwrite(w + i, 1, n, f);
         else
-            for (size_t k = 0; k < (n ? n : 1); k++)
-                fprintf(f, "\\x%02x", (unsigned char)w[i + k]);
+            fprintf(f, "\\x%02x", (unsigned char)w[i]);
         i += n ? n : 1;
     }
     fputc('\'', f);
@@ -290,9 +262,9 @@ int cli_other_option(const char *prog, int opt, int version_opt, const char *usa
 int cli_check_output(const char *prog, const char *option, const char *path)
 {
     /* O_NONBLOCK: a FIFO without a reader is an error, not a hang */
-    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* nofollow: the user named it */
     if (fd < 0 && errno == ENOENT) {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* nofollow: named */
         if (fd >= 0)
             unlink(path);
     }

@@ -95,7 +95,7 @@ static void escape(FILE *out, const char *s, size_t len, int quote_backslash)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_len(p + i, len - i);
+        size_t n = shard_utf8_shown_len(p + i, len - i);
         unsigned c = p[i];
         if (n == 1) {
             switch (c) {
@@ -107,12 +107,10 @@ static void escape(FILE *out, const char *s, size_t len, int quote_backslash)
             default:
                 if (c == '\\' && quote_backslash)
                     fputs("\\\\", out);
-                else if (c < 0x20 || c == 0x7f)
-                    fprintf(out, "\\x%02x", c);
                 else
                     fputc((int)c, out);
             }
-        } else if (n == 0) {
+        } else if (n == 0) { /* a control byte, not UTF-8, or a character that lies */
             fprintf(out, "\\x%02x", c);
             n = 1;
         } else {

@@ -25,12 +25,15 @@
 
 /* Write the bytes s[0..len) as HTML text, safe in element content and in
  * quoted attribute values: & < > " ' become character references; valid
- * UTF-8 is kept; control bytes, DEL and bytes that are not valid UTF-8
- * become \xNN and a backslash \\ (as the tools' messages quote keys). */
+ * UTF-8 is kept; control bytes, DEL, bytes that are not valid UTF-8 and
+ * those of a character that does not show as itself (shard_utf8_shown_len:
+ * U+202E, a zero-width space, ...) become \xNN and a backslash \\ (as the
+ * tools' messages quote keys). */
 void html_bytes(FILE *out, const char *s, size_t len);
 /* Write text s[0..len): the same, but a backslash stays one backslash (the
- * text quotes what it holds already).  Control bytes and bytes that are not
- * valid UTF-8, which text does not hold, still become \xNN. */
+ * text quotes what it holds already).  Control bytes, bytes that are not
+ * valid UTF-8 and characters that do not show as themselves, which text
+ * does not hold (a label may), still become \xNN. */
 void html_text_len(FILE *out, const char *s, size_t len);
 /* The same for a NUL-terminated string; NULL writes nothing. */
 void html_text(FILE *out, const char *s);

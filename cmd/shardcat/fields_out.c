@@ -160,7 +160,7 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
         data = json->data;
         len = json->len;
     }
-    if (out_dir_write(d, prog, name, data, len))
+    if (out_dir_write(d, prog, name, (struct out_owner){it->index, fv->field}, data, len))
         return -1;
     return shortened ? out_dir_list(d, prog, name, (const char *)name_key->data, name_key->len) : 0;
 }

@@ -59,7 +59,8 @@ static int write_sample(struct out_dir *dir, const struct shard_manifest *m,
         fprintf(stderr, "%s: cannot encode '%s/%s': %s\n", PROG, dir->path, name, err.msg);
         return -1;
     }
-    if (out_dir_write(dir, PROG, name, png->data, png->len))
+    if (out_dir_write(dir, PROG, name, (struct out_owner){it->index, OUT_DIR_IMAGE}, png->data,
+                      png->len))
         return -1;
     return shortened ? out_dir_list(dir, PROG, name, key, it->key.len) : 0;
 }
@@ -102,6 +103,28 @@ static int write_all(struct shard_dataset *ds, const struct options *o, struct o
     return 0;
 }
 
+/* Who wrote a file (out_dir.h), for a message: "the image of 'b.jpg'",
+ * "field 'seg' of 'b.jpg.jpeg'". */
+static void owner_name(void *ctx, struct out_owner who, char *buf, size_t size)
+{
+    struct shard_dataset *ds = ctx;
+    const struct shard_manifest *m = shard_dataset_manifest(ds);
+    const char *key;
+    size_t len;
+    struct shard_err err;
+    char shown[SHOWN_KEY_SIZE];
+    if (shard_dataset_key(ds, who.index, &key, &len, &err))
+        snprintf(shown, sizeof shown, "(sample %llu)", (unsigned long long)who.index);
+    else
+        key_for_message(key, len, shown);
+    if (who.what == OUT_DIR_IMAGE)
+        snprintf(buf, size, "the image of '%s'", shown);
+    else if (who.what < m->config.field_count)
+        snprintf(buf, size, "field '%s' of '%s'", m->config.fields[who.what].name, shown);
+    else
+        snprintf(buf, size, "field number %u of '%s'", who.what, shown);
+}
+
 /* Every sample in stored order (malloc'd), or NULL. */
 static uint64_t *every_index(uint64_t count)
 {
@@ -129,6 +152,8 @@ int main(int argc, char **argv)
     }
     if ((rc = out_dir_open(&dir, PROG, o.out)))
         goto out;
+    dir.owner_name = owner_name;
+    dir.owner_ctx = ds;
     rc = CLI_EXIT_FAILED;
     if (o.key_count) {
         if (lookup_keys(ds, o.dst, o.keys, o.key_count, &indices, &count, &t.missing))

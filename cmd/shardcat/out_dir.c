@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "cli.h"
 #include "safe_name.h"
 
@@ -20,6 +22,17 @@
 /* A listing larger than this is not ours to merge. */
 #define LISTING_MAX (1u << 30)
 #define LISTING_HEADER "file\tkey"
+/* The first size of the table of names written (slots), and its largest
+ * load: 3 of 4 slots. */
+#define NAMES_FIRST 1024
+
+/* A name written in this run: its XXH3-128 (two names with one hash are
+ * taken for one name: a chance of 2^-128 per pair) and who wrote it. */
+struct out_name {
+    XXH128_hash_t hash;
+    struct out_owner owner;
+    int used;
+};
 
 /* ---- the directory ----------------------------------------------------------- */
 
@@ -132,10 +145,80 @@ void out_dir_close(struct out_dir *d)
         free(d->listed[i]);
     free(d->listed);
     free(d->path);
+    free(d->names);
     d->fd = -1;
     d->path = NULL;
     d->listed = NULL;
     d->listed_count = d->listed_cap = 0;
+    d->names = NULL;
+    d->name_count = d->name_slots = 0;
+}
+
+/* ---- the names written in this run --------------------------------------------- */
+
+static int same_owner(struct out_owner a, struct out_owner b)
+{
+    return a.index == b.index && a.what == b.what;
+}
+
+/* The slot of `hash` in names[0..slots): its own, or the empty one to take. */
+static struct out_name *slot_of(struct out_name *names, size_t slots, XXH128_hash_t hash)
+{
+    for (size_t i = (size_t)hash.low64 & (slots - 1);; i = (i + 1) & (slots - 1))
+        if (!names[i].used || XXH128_isEqual(names[i].hash, hash))
+            return &names[i];
+}
+
+/* Room for one more name: 0, or -1 when out of memory. */
+static int names_room(struct out_dir *d)
+{
+    if (4 * (d->name_count + 1) <= 3 * d->name_slots)
+        return 0;
+    size_t slots = d->name_slots ? 2 * d->name_slots : NAMES_FIRST;
+    struct out_name *names = calloc(slots, sizeof *names);
+    if (!names)
+        return -1;
+    for (size_t i = 0; i < d->name_slots; i++)
+        if (d->names[i].used)
+            *slot_of(names, slots, d->names[i].hash) = d->names[i];
+    free(d->names);
+    d->names = names;
+    d->name_slots = slots;
+    return 0;
+}
+
+/* Take `name` for `who`: 0 when it is free (or who's already), 1 when
+ * another owner has it (*was), -1 when out of memory.  The listing's name
+ * is the listing's alone. */
+static int claim(struct out_dir *d, const char *name, struct out_owner who, struct out_owner *was)
+{
+    static const struct out_owner listing = {OUT_DIR_NO_SAMPLE, OUT_DIR_IMAGE};
+    if (!strcmp(name, OUT_DIR_LISTING) && !same_owner(who, listing)) {
+        *was = listing;
+        return 1;
+    }
+    if (names_room(d))
+        return -1;
+    XXH128_hash_t hash = XXH3_128bits(name, strlen(name));
+    struct out_name *n = slot_of(d->names, d->name_slots, hash);
+    if (!n->used) {
+        *n = (struct out_name){hash, who, 1};
+        d->name_count++;
+        return 0;
+    }
+    *was = n->owner;
+    return !same_owner(n->owner, who);
+}
+
+/* `who` in words, into buf. */
+static void owner_name(const struct out_dir *d, struct out_owner who, char *buf, size_t size)
+{
+    if (who.index == OUT_DIR_NO_SAMPLE)
+        snprintf(buf, size, "the listing of shortened names");
+    else if (d->owner_name)
+        d->owner_name(d->owner_ctx, who, buf, size);
+    else
+        snprintf(buf, size, "sample %llu", (unsigned long long)who.index);
 }
 
 /* ---- writing a file ------------------------------------------------------------ */
@@ -184,9 +267,25 @@ static const char *in_the_way(const struct out_dir *d, const char *name)
     return NULL;
 }
 
-int out_dir_write(struct out_dir *d, const char *prog, const char *name, const void *data,
-                  size_t len)
+int out_dir_write(struct out_dir *d, const char *prog, const char *name, struct out_owner who,
+                  const void *data, size_t len)
 {
+    struct out_owner was;
+    int taken = claim(d, name, who, &was);
+    if (taken < 0) {
+        fprintf(stderr, "%s: out of memory writing '%s/%s'\n", prog, d->path, name);
+        return -1;
+    }
+    if (taken) {
+        char mine[2 * SHOWN_KEY_SIZE], theirs[2 * SHOWN_KEY_SIZE];
+        owner_name(d, who, mine, sizeof mine);
+        owner_name(d, was, theirs, sizeof theirs);
+        fprintf(stderr,
+                "%s: cannot write '%s/%s' for %s: that name holds %s (two names collide; it "
+                "is not overwritten)\n",
+                prog, d->path, name, mine, theirs);
+        return -1;
+    }
     const char *why = in_the_way(d, name);
     if (why) {
         fprintf(stderr, "%s: cannot write '%s/%s': %s\n", prog, d->path, name, why);
@@ -335,7 +434,8 @@ int out_dir_write_listing(struct out_dir *d, const char *prog)
         text[at + n] = '\n';
         at += n + 1;
     }
-    int rc = out_dir_write(d, prog, OUT_DIR_LISTING, text, at);
+    int rc = out_dir_write(d, prog, OUT_DIR_LISTING,
+                           (struct out_owner){OUT_DIR_NO_SAMPLE, OUT_DIR_IMAGE}, text, at);
     free(text);
     return rc;
 }

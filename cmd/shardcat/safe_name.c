@@ -14,15 +14,6 @@
 /* A full encoding: every byte of the longest key as %XX. */
 #define ENCODED_MAX (3 * SHARD_KEY_MAX)
 
-/* Length of the valid UTF-8 character at p (1..4), or 0 for bytes that are
- * not UTF-8 and for C1 controls (U+0080..U+009F, encoded C2 80..C2 9F),
- * which are escaped like other control bytes. */
-static size_t utf8_length(const unsigned char *p, size_t avail)
-{
-    size_t n = shard_utf8_len(p, avail);
-    return n == 2 && p[0] == 0xc2 && p[1] <= 0x9f ? 0 : n;
-}
-
 /* For a file name every separator is escaped; for a message, '/' stays. */
 static int must_escape(unsigned char c, size_t at, int for_file)
 {
@@ -38,8 +29,10 @@ static size_t encode(const char *key, size_t len, const char *suffix, int for_fi
     const unsigned char *p = (const unsigned char *)key;
     size_t o = 0, suffix_len = strlen(suffix);
     for (size_t i = 0; i < len;) {
-        size_t n = utf8_length(p + i, len - i);
-        /* a valid multi-byte character is kept as it is */
+        /* a character that shows as itself is kept as it is; control
+         * bytes, bytes that are not UTF-8 and those of a character that
+         * does not show as itself (U+202E, ...) are escaped */
+        size_t n = shard_utf8_shown_len(p + i, len - i);
         if (n > 1 || (n == 1 && !must_escape(p[i], i, for_file))) {
             if (o + n >= out_size)
                 return 0;

@@ -53,6 +53,14 @@ static const char usage_text[] =
     "                        .zip ... directly in it is read, in name order, as part\n"
     "                        of one source; keys name their archive\n"
     "                        (00000.tar/000123.jpg); other files are ignored\n"
+    "  --order archive|global\n"
+    "                        with --archives, the stored order: archive (default)\n"
+    "                        archive by archive, each shuffled on its own, so that\n"
+    "                        the folder converts in parts (whole archives to each)\n"
+    "                        and in memory of one archive; global: every key of the\n"
+    "                        folder sorted and shuffled together (one run; memory\n"
+    "                        grows with the samples), for archives that each hold\n"
+    "                        one class\n"
     "  --field NAME=TYPE[,from=SOURCE][,classes=FILE][,required]\n"
     "                        a field each sample carries besides its image (repeat\n"
     "                        for more); TYPE: text, json, int, float, float32[N],\n"
@@ -83,8 +91,14 @@ static const char usage_text[] =
     "  --max-pixels N        refuse images whose header declares more pixels\n"
     "                        (default 100000000)\n"
     "  --max-file-size SIZE  refuse larger input files (default 1G)\n"
+    "  --memory SIZE         the most bytes of archive entries the threads hold at\n"
+    "                        once (default 1G): an entry waits for room before it\n"
+    "                        is read, one larger than SIZE is read alone\n"
     "  --on-error skip|fail  skip (default): record a bad input as rejected and go on;\n"
     "                        fail: stop at the first bad input, publish nothing\n"
+    "  --allow-empty         publish a dataset of no sample (an empty SRC, or every\n"
+    "                        candidate rejected); without it such a run publishes\n"
+    "                        nothing and fails\n"
     "  --resume              continue an interrupted run in DST\n"
     "  --overwrite           replace a previous output in DST\n"
     "  --incremental PREV    reuse the records of PREV, a dataset published from an\n"
@@ -93,11 +107,12 @@ static const char usage_text[] =
     "                        only new and changed ones are converted; the result is\n"
     "                        the dataset a full run gives, plus the manifest's\n"
     "                        \"lineage\"; options that differ from PREV's are a usage\n"
-    "                        error naming the option\n"
+    "                        error naming the option, and so are boxes and mask\n"
+    "                        fields (made as their images are converted)\n"
     "  --incremental-or-full PREV\n"
     "                        the same, but rebuild in full (and say why) when PREV\n"
-    "                        cannot serve: other options, another format version,\n"
-    "                        missing or damaged\n"
+    "                        cannot serve: other options, boxes or mask fields,\n"
+    "                        another format version, missing or damaged\n"
     "  --work-dir DIR        an s3:// DST's local work directory: lock, resume state,\n"
     "                        each file until it is uploaded (default\n"
     "                        $XDG_CACHE_HOME/shardkit/shardify/s3-BUCKET-HASH)\n"
@@ -126,8 +141,8 @@ static const char usage_text[] =
     "\n"
     "Exit status (the same for every shardkit tool): 0 done (rejects allowed, and\n"
     "reported); 1 failed, nothing new published (the message says why: SRC, DST or\n"
-    "the --labels file unusable, a full disk ...); 2 usage error, found before any\n"
-    "work.\n";
+    "the --labels file unusable, a full disk, no sample at all, a declared field\n"
+    "that no sample has ...); 2 usage error, found before any work.\n";
 
 enum {
     OPT_SIZE = CLI_FIRST_LONG_OPTION,
@@ -160,6 +175,9 @@ enum {
     OPT_COCO_MASK,
     OPT_MAX_FIELD_BYTES,
     OPT_ARCHIVES,
+    OPT_ORDER,
+    OPT_MEMORY,
+    OPT_ALLOW_EMPTY,
 };
 
 static const struct option long_options[] = {
@@ -173,6 +191,8 @@ static const struct option long_options[] = {
     {"labels", required_argument, NULL, OPT_LABELS},
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
+    {"order", required_argument, NULL, OPT_ORDER},
+    {"memory", required_argument, NULL, OPT_MEMORY},
     {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
     {"coco", required_argument, NULL, OPT_COCO},
     {"coco-mask", no_argument, NULL, OPT_COCO_MASK},
@@ -183,6 +203,7 @@ static const struct option long_options[] = {
     {"max-pixels", required_argument, NULL, OPT_MAX_PIXELS},
     {"max-file-size", required_argument, NULL, OPT_MAX_FILE_SIZE},
     {"on-error", required_argument, NULL, OPT_ON_ERROR},
+    {"allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY},
     {"resume", no_argument, NULL, OPT_RESUME},
     {"overwrite", no_argument, NULL, OPT_OVERWRITE},
     {"work-dir", required_argument, NULL, OPT_WORK_DIR},
@@ -202,9 +223,10 @@ struct parsing {
     struct options *o;
     int resume;
     int overwrite;
-    const char *part; /* --part, resolved once every option is read */
-    uint64_t parts;   /* --parts, 0 when not given */
-    int incremental;  /* --incremental and --incremental-or-full given */
+    const char *part;  /* --part, resolved once every option is read */
+    uint64_t parts;    /* --parts, 0 when not given */
+    int incremental;   /* --incremental and --incremental-or-full given */
+    const char *order; /* --order, or NULL */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -258,6 +280,12 @@ static int parse_option(int opt, void *ctx, char **argv)
         o->run.fields = o->fields;
         break;
     case OPT_ARCHIVES: o->run.archives = 1; break;
+    case OPT_ORDER:
+        if (strcmp(optarg, "archive") && strcmp(optarg, "global"))
+            return cli_usage_error(PROG, "--order takes archive or global, not '%s'", optarg);
+        p->order = optarg;
+        break;
+    case OPT_ALLOW_EMPTY: o->run.allow_empty = 1; break;
     case OPT_ANNOTATIONS:
         if (o->run.annotations)
             return cli_usage_error(PROG, "give one --annotations table");
@@ -286,6 +314,10 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_MAX_FILE_SIZE:
         if (cli_parse_size(optarg, &cfg->max_file_bytes) || cfg->max_file_bytes == 0)
             return cli_usage_error(PROG, "--max-file-size: '%s' is not a size", optarg);
+        break;
+    case OPT_MEMORY:
+        if (cli_parse_size(optarg, &o->run.memory) || o->run.memory == 0)
+            return cli_usage_error(PROG, "--memory: '%s' is not a size", optarg);
         break;
     case OPT_ON_ERROR:
         if (!strcmp(optarg, "skip"))
@@ -342,7 +374,7 @@ int options_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
     shardify_options_init(&o->run);
-    struct parsing p = {o, 0, 0, NULL, 0, 0};
+    struct parsing p = {o, 0, 0, NULL, 0, 0, NULL};
     int rc = cli_parse_options(argc, argv, long_options, parse_option, &p);
     if (rc)
         return rc;
@@ -353,6 +385,16 @@ int options_parse(int argc, char **argv, struct options *o)
     if (p.part && p.incremental)
         return cli_usage_error(PROG, "--part and --incremental cannot be used together: convert "
                                      "the parts in full, or the whole dataset incrementally");
+    if (p.order && !o->run.archives)
+        return cli_usage_error(PROG, "--order is the stored order of a folder of archives: "
+                                     "give --archives");
+    /* a folder of archives is stored archive by archive unless asked */
+    if (o->run.archives)
+        o->run.config.order = p.order && !strcmp(p.order, "global") ? SHARD_ORDER_SOURCE
+                                                                    : SHARD_ORDER_ARCHIVE;
+    if (p.part && o->run.archives && o->run.config.order == SHARD_ORDER_SOURCE)
+        return cli_usage_error(PROG, "--part splits a folder of archives by archive: leave out "
+                                     "--order global");
     if (p.part &&
         (rc = part_resolve(PROG, p.part, p.parts, SHARDIFY_MAX_PARTS, &o->run.part, &o->run.parts)))
         return rc;

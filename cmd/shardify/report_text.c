@@ -116,7 +116,7 @@ void report_write_text(const struct report *r, FILE *out)
                 (unsigned long long)s->coco_annotations_unmatched,
                 (unsigned long long)s->coco_annotations, r->src);
     if (s->boxes || s->boxes_dropped)
-        fprintf(out, "%s: %llu boxes stored, %llu left empty by the crop (not stored)\n", PROG,
+        fprintf(out, "%s: %llu boxes stored, %llu cut away by the crop (not stored)\n", PROG,
                 (unsigned long long)s->boxes, (unsigned long long)s->boxes_dropped);
     if (r->options->parts) /* a conversion in parts: this is one of them */
         fprintf(out,

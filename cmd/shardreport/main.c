@@ -25,7 +25,7 @@ static int write_index(const struct report *r)
 {
     char tmp[64];
     snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", INDEX, (long)getpid());
-    int root = open(r->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1;
+    int root = open(r->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1; /* nofollow: named */
     FILE *f = NULL;
     if (root < 0 ||
         (fd = openat(root, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0 ||

@@ -185,7 +185,7 @@ int runs_load(struct runs *r, const char *root, char *why, size_t why_size)
     int rc = -1;
     DIR *d = NULL;
     char *root_real = NULL;
-    int dir = -1, rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dir = -1, rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: named */
     if (rootfd < 0) {
         snprintf(why, why_size, "cannot open '%s': %s", root, strerror(errno));
         return -1;

@@ -8,7 +8,8 @@
 #   1.  removes what earlier runs left unpublished in ROOT/versions (a
 #       version that failed its check, what a killed run left), so that its
 #       space is free for this run;
-#   2.  shardify SRC into ROOT/versions/<UTC time stamp>/ (a new directory):
+#   2.  shardify SRC into ROOT/versions/<UTC time stamp>/ (a new directory;
+#       with --allow-empty, as step 3 judges an empty version):
 #       incrementally from the current version when there is one and SRC is
 #       a directory (shardify --incremental-or-full: unchanged files keep
 #       their records, only new and changed ones are converted; a change of
@@ -533,13 +534,15 @@ versions/?*)
 esac
 eval "set -- $OPTIONS_Q"
 [ -z "$incremental" ] || set -- "$@" --incremental-or-full "$incremental"
+# an empty version is published by shardify, then judged here (step 3)
+set -- --allow-empty "$@"
 
 shq "$SRC"
 src_q=$_q
 shq "$VERSION_DIR"
 dst_q=$_q
 shq "$incremental"
-log "run $stamp: shardify$OPTIONS_Q${incremental:+ --incremental-or-full $_q} $src_q $dst_q"
+log "run $stamp: shardify --allow-empty$OPTIONS_Q${incremental:+ --incremental-or-full $_q} $src_q $dst_q"
 s0=$(date +%s)
 if ! { command exec 5>"$R/$stamp.shardify.json"; } 2>/dev/null; then
     fail publish_failed 5 "cannot create 'runs/$stamp.shardify.json'; shardify was not run"

@@ -96,8 +96,11 @@ def main():
     torch.manual_seed(a.seed)  # the same initial weights on every rank
 
     ds = shardkit.Dataset(a.shards)
-    # rank and world_size from torch.distributed; remainder="drop" gives every
-    # rank the same number of samples, so that DDP's ranks take the same steps
+    # rank and world_size from torch.distributed.  DDP relies on every rank
+    # taking the same number of steps (each is an all-reduce: a rank with one
+    # batch more waits forever): the Loader gives every rank the same batch
+    # count whenever world_size > 1 ("pad" by default); remainder="drop"
+    # does too, leaving out the few samples pad would repeat
     loader = shardkit.Loader(
         ds, a.batch_size, seed=a.seed, threads=a.threads, remainder="drop",
         transform=[shardkit.RandomResizedCrop(a.crop), shardkit.RandomHorizontalFlip(),

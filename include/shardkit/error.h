@@ -78,9 +78,11 @@ SHARD_API int shard_err_prefix(struct shard_err *err, int code, const char *fmt,
 #define SHARD_QUOTE_SIZE 208
 
 /* Make a byte string (a sample key: any bytes) safe inside a one-line
- * message: valid UTF-8 text is kept; control bytes (below 0x20), DEL and
- * bytes that are not valid UTF-8 become \xNN (two lower-case hex digits); a
- * backslash is doubled (\\), so that the result reads back unambiguously.  A
+ * message: valid UTF-8 text is kept; control bytes (below 0x20), DEL, bytes
+ * that are not valid UTF-8 and the bytes of a character that does not show
+ * as itself (shard_utf8_shown_len: U+202E, a zero-width space, ...) become
+ * \xNN (two lower-case hex digits); a backslash is doubled (\\), so that
+ * the result reads back unambiguously and shows what its bytes are.  A
  * string too long for out is cut at a character boundary and ends in "...".
  * Returns out (always NUL-terminated when out_size > 0). */
 SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
@@ -99,6 +101,19 @@ SHARD_API char *shard_redact_urls(const char *text);
  * 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and
  * values above U+10FFFF are invalid). */
 SHARD_API size_t shard_utf8_len(const unsigned char *p, size_t avail);
+
+/* Length of the character at p when it may be shown as it is wherever a
+ * name is quoted (a message, a page, a file name): as shard_utf8_len, but 0
+ * also for ASCII control bytes and DEL, and for a character that shows as
+ * nothing, as white space other than the space or as something else, or
+ * that reorders the text around it: C1 controls, no-break and other spaces,
+ * line and paragraph separators, bidirectional controls (U+061C, U+200E,
+ * U+200F, U+202A..U+202E, U+2066..U+2069), zero-width and other
+ * default-ignorable characters (U+200B..U+200D, U+2060..U+206F, U+FEFF,
+ * variation selectors, tags).  A caller quotes such bytes one by one
+ * (shard_quote writes \xNN), so that a name cannot show other bytes than
+ * it holds. */
+SHARD_API size_t shard_utf8_shown_len(const unsigned char *p, size_t avail);
 
 /* Reset *err to SHARD_OK with an empty message.  Accepts NULL. */
 SHARD_API void shard_err_clear(struct shard_err *err);

@@ -361,8 +361,18 @@ struct shard_loader_options {
     double box_min_size;
 };
 
-/* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan, 2 threads,
- * prefetch 0 (= 2), skip_errors 0, worker 0 of 1, no fields, box_min_size 1. */
+/* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan but with
+ * remainder SHARD_REMAINDER_PAD, 2 threads, prefetch 0 (= 2), skip_errors
+ * 0, worker 0 of 1, no fields, box_min_size 1.
+ *
+ * Ranks in step.  With world_size > 1 every rank must make the same number
+ * of batches in every epoch (a distributed training loop whose ranks run
+ * out at different batches waits forever in its collectives): pad (the
+ * default: every rank ceil(N/W) samples, a few repeated) and drop (floor(N/W),
+ * a few left out) always do; keep (every sample exactly once) gives ranks
+ * floor(N/W) or ceil(N/W) samples, and a loader whose ranks would then make
+ * different batch counts is refused (SHARD_EINVAL naming the counts).  With
+ * one rank the three are the same plan. */
 SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
 
 struct shard_loader;
@@ -371,15 +381,18 @@ struct shard_loader;
  * transforms of `transforms` (NULL: none, uint8 NHWC; else it must outlive the
  * loader).  No thread runs until shard_loader_start.
  * 0, SHARD_EINVAL (batch_size 0, rank >= world_size, threads out of range,
- * a field the dataset does not declare or selected twice: the message names
- * the option), SHARD_ENOMEM. */
+ * a field the dataset does not declare or selected twice, remainder keep
+ * giving ranks unequal batch counts (above): the message names the option),
+ * SHARD_ENOMEM. */
 SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
                                const struct shard_transforms *transforms,
                                const struct shard_loader_options *o, struct shard_err *err);
 
-/* Stop the threads (a sample being read is finished first, so this returns
- * within one sample's time) and free the loader.  Batches already handed out
- * stay valid.  Accepts NULL. */
+/* Stop the threads and free the loader: a read under way ends within 50 ms
+ * (one waiting for a server that stalls, a cache lock or another thread's
+ * open stops waiting: the dataset's own fetches go on), so this returns
+ * within one sample's decoding.  Batches already handed out stay valid.
+ * Accepts NULL. */
 SHARD_API void shard_loader_free(struct shard_loader *l);
 
 /* Batches per epoch this loader makes (for this rank and worker; the same for
@@ -398,7 +411,8 @@ SHARD_API uint64_t shard_loader_dropped(const struct shard_loader *l);
 SHARD_API int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
                                  struct shard_err *err);
 
-/* Stop the threads and drop what is in flight (an iteration abandoned
+/* Stop the threads (as shard_loader_free does: within 50 ms of a read
+ * under way) and drop what is in flight (an iteration abandoned
  * mid-epoch); the position stays.  next() then needs a new start. */
 SHARD_API void shard_loader_stop(struct shard_loader *l);
 
@@ -421,6 +435,17 @@ struct shard_batch;
  * start. */
 SHARD_API int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch **out,
                                 struct shard_err *err);
+
+/* Have shard_loader_next, when it fills a batch itself (threads 0), call
+ * interrupted(user) on its thread at most every 50 ms while it reads, and
+ * while a read waits (an HTTP transfer, a window, a cache lock, another
+ * thread's open), and stop once it returns non-zero: next() then returns
+ * SHARD_EINTR, the batch not handed out and the position unchanged (the
+ * next call makes it again).  interrupted must be quick and must not call
+ * the library (the reader's locks may be held).  NULL: none.  With threads,
+ * next() waits at most its timeout_ms, and the caller looks in between. */
+SHARD_API void shard_loader_set_interrupt(struct shard_loader *l, int (*interrupted)(void *user),
+                                          void *user);
 
 /* The sample index whose failure the last shard_loader_next returned. */
 SHARD_API uint64_t shard_loader_failed_index(const struct shard_loader *l);

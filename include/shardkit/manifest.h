@@ -310,7 +310,8 @@ struct shard_manifest {
     uint64_t coco_images, coco_images_unmatched;
     uint64_t coco_annotations, coco_annotations_unmatched;
     /* With a boxes field: boxes stored, and boxes the --fit crop window
-     * left empty, not stored (counts.boxes, counts.boxes_dropped). */
+     * left empty or less than a pixel across, not stored (counts.boxes,
+     * counts.boxes_dropped). */
     uint64_t boxes, boxes_dropped;
     /* The index files in shard order (index_count of them, at least one once
      * loaded).  A dataset written in one run has one, which index_file,

@@ -141,9 +141,25 @@ struct shardify_options {
      * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
      * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as
      * part of one source whose keys are the archive's name, '/', and the
-     * member's ("00000.tar/000123.jpg"); other files are ignored. */
+     * member's ("00000.tar/000123.jpg"); other files are ignored.  With
+     * config.order SHARD_ORDER_ARCHIVE it is stored archive by archive
+     * (manifests/FORMAT.md "Sample order"): each archive read, converted and
+     * written before the next, so that memory follows one archive, `part`
+     * takes whole archives and `incremental` reuses unchanged ones whole. */
     int archives;
+    /* The most bytes of archive entries the threads hold at once while they
+     * convert them (0: SHARDIFY_MEMORY_DEFAULT): an entry waits for room
+     * before it is read; one larger than this is read alone. */
+    uint64_t memory;
+    /* Publish a dataset of no sample (an empty SRC, or every candidate
+     * rejected).  Without it such a run publishes nothing and fails: a run
+     * whose output is of no use is never a success.  A part (`parts`) may
+     * be empty either way. */
+    int allow_empty;
 };
+
+/* The default of shardify_options.memory: 1 GiB. */
+#define SHARDIFY_MEMORY_DEFAULT (1ull << 30)
 
 SHARD_API void shardify_options_init(struct shardify_options *o);
 
@@ -247,9 +263,10 @@ SHARD_API void shardify_summary_release(struct shardify_summary *s); /* accepts 
  * Reads only its manifest.  0; SHARD_EINVAL when it cannot be by where it
  * is (not a local directory, DST itself, an archive src) or o->labels is
  * bad; SHARD_EMISMATCH when an option differs, naming it ("--size differs
- * from the previous dataset 'P' (256 there, 512 here)"); SHARD_EUNSUPPORTED
- * for another format version; SHARD_ENOTFOUND, SHARD_ECORRUPT, SHARD_EIO as
- * shard_manifest_load says. */
+ * from the previous dataset 'P' (256 there, 512 here)"), or when o declares
+ * boxes or mask fields (made as their images are converted: a full run
+ * only, whatever PREV is); SHARD_EUNSUPPORTED for another format version; SHARD_ENOTFOUND,
+ * SHARD_ECORRUPT, SHARD_EIO as shard_manifest_load says. */
 SHARD_API int shardify_check_previous(const char *prev, const char *src, const char *dst,
                                       const struct shardify_options *o, struct shard_err *err);
 

@@ -127,7 +127,11 @@ SHARD_API int shard_scan_location(const char *location, struct shard_keylist *ke
  * (replacing its contents).  Symbolic links are refused (O_NOFOLLOW on the
  * last component).  Errors: SHARD_ENOTFOUND ("file vanished"), SHARD_ELIMIT
  * ("file of N bytes exceeds the limit of M"), SHARD_EIO ("file changed while
- * being read" when it shrinks or grows under us, or a read error). */
+ * being read" when it shrinks or grows under us, or a read error).  A file
+ * whose open keeps failing with EAGAIN (a lease another client holds: Samba's
+ * oplocks, NFS delegations) is opened again for about 5 s, then is
+ * SHARD_ENET: not the file's fault, as a store that cannot be reached;
+ * SHARD_EINTR when a signal ends the wait. */
 SHARD_API int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes,
                                      struct shard_buf *buf, struct shard_err *err);
 

@@ -392,6 +392,12 @@ struct shard_sample *sk_assembler_take_warned(struct assembler *a, uint64_t *cou
     return w;
 }
 
+const struct shard_reject *sk_assembler_rejects(const struct assembler *a, uint64_t *count)
+{
+    *count = a->reject_count;
+    return a->rejects;
+}
+
 struct shard_reject *sk_assembler_take_rejects(struct assembler *a, uint64_t *count)
 {
     struct shard_reject *r = a->rejects;

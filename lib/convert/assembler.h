@@ -57,6 +57,8 @@ uint64_t sk_assembler_sidecars(const struct assembler *a);
 const uint64_t *sk_assembler_label_samples(const struct assembler *a);
 uint64_t sk_assembler_bytes(const struct assembler *a);
 struct shard_reject *sk_assembler_take_rejects(struct assembler *a, uint64_t *count);
+/* The rejects so far, in stored order (owned by a). */
+const struct shard_reject *sk_assembler_rejects(const struct assembler *a, uint64_t *count);
 uint64_t sk_assembler_reject_count(const struct assembler *a);
 uint64_t sk_assembler_warned(const struct assembler *a); /* samples with a warning */
 struct shard_sample *sk_assembler_take_warned(struct assembler *a, uint64_t *count);

@@ -48,12 +48,24 @@ int sk_dst_is_shard_name(const char *name, uint32_t *n)
     return 1;
 }
 
+int sk_dst_is_index_name(const char *name)
+{
+    unsigned i, n;
+    int end = 0;
+    if (!strcmp(name, SHARD_INDEX_FILE) || !strcmp(name, SHARD_INDEX_KEYS_FILE))
+        return 1;
+    return (sscanf(name, "index-%u-of-%u.jsonl%n", &i, &n, &end) == 2 && !name[end]) ||
+           (end = 0, sscanf(name, "index-%u-of-%u.keys%n", &i, &n, &end) == 2 && !name[end]);
+}
+
 /* Names shardify itself writes at the top of DST. */
 int sk_dst_is_output_name(const char *name)
 {
     static const char *const known[] = {
         SHARD_MANIFEST_FILE,
-        SHARD_INDEX_FILE,
+        SHARD_ARCHIVES_FILE,
+        "." SHARD_INDEX_KEYS_FILE ".tmp",
+        "." SHARD_ARCHIVES_FILE ".tmp",
         SHARDIFY_RUN_FILE,
         SHARDIFY_WORK_DIR,
         "." SHARD_MANIFEST_FILE ".tmp",
@@ -65,7 +77,7 @@ int sk_dst_is_output_name(const char *name)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(name, known[i]))
             return 1;
-    return sk_dst_is_shard_name(name, NULL);
+    return sk_dst_is_shard_name(name, NULL) || sk_dst_is_index_name(name);
 }
 
 /* ---- where DST is ----------------------------------------------------------- */
@@ -199,7 +211,7 @@ typedef int (*entry_fn)(struct dst *d, const char *name, void *user, struct shar
 static int for_each_entry(struct dst *d, int dirfd, const char *dir, entry_fn fn, void *user,
                           struct shard_err *err)
 {
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: "." */
     DIR *list = fd >= 0 ? fdopendir(fd) : NULL;
     if (!list) {
         int e = errno;
@@ -505,7 +517,7 @@ static int lock(struct dst *d, struct shard_err *err)
 /* Open DST as given: a symbolic link given as DST is followed (like cd). */
 static int open_dst(struct dst *d, struct shard_err *err)
 {
-    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the DST named */
     if (d->fd < 0)
         return shard_err_errno(err, errno == ENOTDIR ? SHARD_EEXIST : SHARD_EIO, errno,
                                "cannot open destination '%s'", d->path);

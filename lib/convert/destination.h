@@ -72,6 +72,9 @@ int sk_dst_hash(struct dst *d, const char *name, uint64_t *bytes, uint64_t *xxh3
 /* Shard file names "shard-NNNNNN.shard" (*n gets the number; n may be NULL),
  * and every name shardify writes at the top of DST. */
 int sk_dst_is_shard_name(const char *name, uint32_t *n);
+/* "index.jsonl", "index.keys", and a merge's "index-I-of-N.jsonl" and
+ * "index-I-of-N.keys". */
+int sk_dst_is_index_name(const char *name);
 int sk_dst_is_output_name(const char *name);
 
 /* destination_s3.c: the store's side of an s3:// DST (see above). */

@@ -34,6 +34,7 @@ struct names {
     uint32_t count; /* names of the labels fields, the class not counted */
     int has_class;
     uint32_t class_len; /* the class name follows the labels' names */
+    char *class_reason; /* why its class cannot be read (the sample is rejected), or NULL */
 };
 
 /* A labels field's value read ahead (its sidecar or cell), per candidate. */
@@ -82,6 +83,8 @@ void sk_field_sources_free(struct sk_field_sources *p)
     free(p->col_of);
     free(p->table_name);
     free(p->label_fields);
+    for (uint64_t i = 0; p->names && i < p->candidates; i++)
+        free(p->names[i].class_reason);
     free(p->names);
     for (uint64_t i = 0; p->values && i < p->candidates * p->label_field_count; i++)
         free(p->values[i].reason);
@@ -321,6 +324,22 @@ static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
     return SHARD_OK;
 }
 
+/* c->labels for a class from the table's column: "column:NAME:" and the
+ * table's "file:<name>:<xxh3>", so that the manifest names the table even
+ * without fields (a version 1 config has no "annotations"). */
+static int describe_class_column(struct shard_config *c, const char *column, const char *table,
+                                 struct shard_err *err)
+{
+    size_t size = strlen(COLUMN_PREFIX) + strlen(column) + 1 + strlen(table) + 1;
+    char *text = malloc(size);
+    if (!text)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    snprintf(text, size, "%s%s:%s", COLUMN_PREFIX, column, table);
+    free(c->labels);
+    c->labels = text;
+    return SHARD_OK;
+}
+
 int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_options *o,
                          const char *labels, struct shard_config *c, struct shard_err *err)
 {
@@ -408,6 +427,9 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
                  !(c->annotations = strdup(sk_annotations_describe(p->table))))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
+    if (!rc && class_column)
+        rc = describe_class_column(c, labels + strlen(COLUMN_PREFIX),
+                                   sk_annotations_describe(p->table), err);
     free(suffixes);
     if (rc) {
         sk_field_sources_free(p);
@@ -513,16 +535,32 @@ static void table_origin(const struct sk_field_sources *p, int64_t row, struct o
              (unsigned long long)sk_annotations_line(p->table, row));
 }
 
+/* What a value is for, in messages: field `name`, or the class (NULL). */
+struct subject {
+    char text[SHARD_FIELD_NAME_MAX + 16];
+};
+
+static const char *subject_of(const char *name, struct subject *s)
+{
+    if (!name)
+        return "the class";
+    snprintf(s->text, sizeof s->text, "field '%s'", name);
+    return s->text;
+}
+
 /* The source bytes of a value that comes from suffix `suffix` or column
- * `col` (one is NONE) for candidate key[0..len): 1 with *data and *n (sidecar
- * bytes in `buf`), 0 when absent (*o then names what is missing), or a
- * negative error: for a sidecar that cannot be read, a reason in why
- * (SHARD_ECORRUPT) unless the store failed (SHARD_ENET/EINTR/ENOMEM). */
-static int value_bytes(const struct sk_field_sources *p, const char *name, uint32_t suffix,
+ * `col` (one is NONE) for candidate key[0..len), of field `name` (NULL: the
+ * class): 1 with *data and *n (sidecar bytes in `buf`), 0 when absent (*o
+ * then names what is missing), or a negative error: for a sidecar that
+ * cannot be read, a reason in why (SHARD_ECORRUPT) unless the store failed
+ * (SHARD_ENET/EINTR/ENOMEM). */
+static int value_bytes(const struct sk_field_sources *p, const char *field_name, uint32_t suffix,
                        uint32_t col, const char *key, size_t len, sk_sidecar_read_fn read,
                        void *ctx, struct shard_buf *buf, const uint8_t **data, size_t *n,
                        struct origin *o, struct sk_field_result *res, struct shard_err *why)
 {
+    struct subject subject;
+    const char *name = subject_of(field_name, &subject);
     if (col != NONE) {
         int64_t row = sk_annotations_row(p->table, key, len);
         if (row < 0) {
@@ -534,7 +572,7 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
             return 0;
         if (*n > p->config->max_field_bytes)
             return shard_err_set(why, SHARD_ECORRUPT,
-                                 "field '%s': a value of %zu bytes in %s "
+                                 "%s: a value of %zu bytes in %s "
                                  "exceeds --max-field-bytes %llu",
                                  name, *n, o->text, (unsigned long long)p->config->max_field_bytes);
         return 1;
@@ -542,7 +580,7 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
     int64_t file = sk_sidecars_find(p->sidecars, key, len, suffix);
     if (file == SK_SIDECAR_TWICE)
         return shard_err_set(why, SHARD_ECORRUPT,
-                             "field '%s': the archive holds its sidecar "
+                             "%s: the archive holds its sidecar "
                              "twice, so which one is meant cannot be told",
                              name);
     if (file < 0) {
@@ -573,6 +611,9 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
     size_t flen;
     const char *fkey = sk_sidecars_file(p->sidecars, (size_t)file, &flen);
     sidecar_origin(o, fkey, flen);
+    const char *refusal = sk_sidecars_file_refusal(p->sidecars, (size_t)file);
+    if (refusal) /* a link or special file: never opened */
+        return shard_err_set(why, SHARD_ECORRUPT, "%s: sidecar %s: %s", name, o->text, refusal);
     double t0 = sk_now_seconds();
     struct shard_err e;
     int fatal = 0;
@@ -585,11 +626,10 @@ static int value_bytes(const struct sk_field_sources *p, const char *name, uint3
         return rc == SHARD_ECORRUPT ? SHARD_EIO : rc; /* never taken for a reject */
     }
     if (rc == SHARD_ELIMIT)
-        return shard_err_set(why, SHARD_ECORRUPT, "field '%s': sidecar %s %s (--max-field-bytes)",
-                             name, o->text, e.msg);
+        return shard_err_set(why, SHARD_ECORRUPT, "%s: sidecar %s %s (--max-field-bytes)", name,
+                             o->text, e.msg);
     if (rc)
-        return shard_err_set(why, SHARD_ECORRUPT, "field '%s': sidecar %s: %s", name, o->text,
-                             e.msg);
+        return shard_err_set(why, SHARD_ECORRUPT, "%s: sidecar %s: %s", name, o->text, e.msg);
     *data = buf->data;
     *n = buf->len;
     return 1;
@@ -607,6 +647,31 @@ static int parse_value(const struct shard_field_decl *d, const uint8_t *data, si
 }
 
 /* ---- labels read ahead -------------------------------------------------------------- */
+
+int sk_field_sources_next_archive(struct sk_field_sources *p, struct shard_keylist *orphans,
+                                  struct shard_err *err)
+{
+    if (!p)
+        return SHARD_OK;
+    int rc = p->sidecars ? sk_sidecars_reset(p->sidecars, orphans, err) : SHARD_OK;
+    free(p->names);
+    for (uint64_t i = 0; p->values && i < p->candidates * p->label_field_count; i++)
+        free(p->values[i].reason);
+    free(p->values);
+    free(p->numbers);
+    p->names = NULL;
+    p->values = NULL;
+    p->numbers = NULL;
+    p->numbers_len = 0;
+    p->candidates = 0;
+    p->arena.len = 0;
+    return rc;
+}
+
+int sk_field_sources_has_table(const struct sk_field_sources *p)
+{
+    return p && p->table;
+}
 
 int sk_field_sources_has_names(const struct sk_field_sources *p)
 {
@@ -696,10 +761,13 @@ int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_k
             struct origin o;
             struct shard_err why;
             int from_sidecar = p->class_from == CLASS_SIDECAR;
-            int got = value_bytes(p, "class", from_sidecar ? p->class_source : NONE,
+            int got = value_bytes(p, NULL, from_sidecar ? p->class_source : NONE,
                                   from_sidecar ? NONE : p->class_source, key, len, read, ctx, &buf,
                                   &data, &dn, &o, &ignored, &why);
-            if (got < 0 && got != SHARD_ECORRUPT) {
+            if (got == SHARD_ECORRUPT) { /* a class there but unreadable: the sample's reject */
+                if (!(nm->class_reason = strdup(why.msg)))
+                    rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            } else if (got < 0) {
                 *err = why;
                 rc = got;
             } else if (got == 1 && sk_field_class_name(data, dn, &data, &dn)) {
@@ -722,6 +790,35 @@ static const uint8_t *names_at(const struct sk_field_sources *p, uint64_t c, uin
         q += 4 + get_le32(q);
     *class_at = (uint64_t)(q - p->arena.data);
     return at;
+}
+
+int sk_field_sources_check_used(const struct sk_field_sources *p, const uint64_t *field_samples,
+                                uint64_t samples, struct shard_err *err)
+{
+    for (uint32_t f = 0; p && f < p->config->field_count; f++) {
+        const struct shard_field_decl *d = &p->config->fields[f];
+        char where[SHARD_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX + 64];
+        if (field_samples[f])
+            continue;
+        if (d->coco)
+            snprintf(where, sizeof where, "none is an image of the COCO file");
+        else if (d->folder)
+            snprintf(where, sizeof where, "none has its mask in '%s'", d->folder);
+        else if (p->col_of[f] != NONE)
+            snprintf(where, sizeof where, "no row of '%s' gives one a value in column '%s'",
+                     p->table_name, d->column);
+        else
+            snprintf(where, sizeof where, "none has a sidecar '%s'", d->sidecar);
+        return shard_err_set(err, SHARD_EINVAL,
+                             "field '%s' is declared, and none of the %llu samples has it: %s",
+                             d->name, (unsigned long long)samples, where);
+    }
+    return SHARD_OK;
+}
+
+int sk_field_sources_class_from_values(const struct sk_field_sources *p)
+{
+    return p && p->class_from != CLASS_LABELER;
 }
 
 int sk_field_sources_class(const struct sk_field_sources *p, uint64_t cand, const char **name,
@@ -787,16 +884,24 @@ int sk_field_sources_geometric(const struct sk_field_sources *p)
     return p && p->geometric;
 }
 
+/* A box the crop window cuts to less than this many pixels across, in
+ * either direction, shows nothing of its object: it is dropped, as
+ * torchvision's SanitizeBoundingBoxes (min_size=1) drops it. */
+#define BOX_MIN_SIDE 1.0
+
 /* One axis of a box from the upright source to the stored image: scaled,
- * moved by the crop, clipped to [0, out]. */
-static void place_axis(double *lo, double *hi, uint32_t source, uint32_t scaled, uint32_t crop,
-                       uint32_t out)
+ * moved by the crop, clipped to [0, out].  0 when the crop leaves less than
+ * BOX_MIN_SIDE of it (a box that was that small already stays). */
+static int place_axis(double *lo, double *hi, uint32_t source, uint32_t scaled, uint32_t crop,
+                      uint32_t out)
 {
     double s = (double)scaled / source;
     *lo = *lo * s - crop;
     *hi = *hi * s - crop;
+    int clipped = *lo < 0 || *hi > out;
     *lo = *lo < 0 ? 0 : *lo > out ? out : *lo;
     *hi = *hi < 0 ? 0 : *hi > out ? out : *hi;
+    return *lo < *hi && !(clipped && *hi - *lo < BOX_MIN_SIDE);
 }
 
 static void put_f32(uint8_t *p, float f)
@@ -807,8 +912,8 @@ static void put_f32(uint8_t *p, float f)
 }
 
 /* The stored boxes (FORMAT.md's 24 bytes each) of raw boxes in the source's
- * stored pixels, through orientation, resize and crop; the empty ones are
- * dropped and counted. */
+ * stored pixels, through orientation, resize and crop; those the crop
+ * leaves empty, or less than a pixel of across, are dropped and counted. */
 static int place_boxes(const struct shard_buf *raw, const struct sk_placement *pl,
                        struct shard_buf *out, uint64_t *kept, uint64_t *dropped,
                        struct shard_err *why)
@@ -820,10 +925,12 @@ static int place_boxes(const struct shard_buf *raw, const struct sk_placement *p
         struct sk_coco_box b;
         memcpy(&b, raw->data + i * sizeof b, sizeof b);
         sk_box_orient(b.b, pl->orientation, pl->stored_w, pl->stored_h);
-        place_axis(&b.b[0], &b.b[2], pl->source_w, pl->g.scaled_w, pl->g.crop_x, pl->g.out_w);
-        place_axis(&b.b[1], &b.b[3], pl->source_h, pl->g.scaled_h, pl->g.crop_y, pl->g.out_h);
+        int kept_x = place_axis(&b.b[0], &b.b[2], pl->source_w, pl->g.scaled_w, pl->g.crop_x,
+                                pl->g.out_w);
+        int kept_y = place_axis(&b.b[1], &b.b[3], pl->source_h, pl->g.scaled_h, pl->g.crop_y,
+                                pl->g.out_h);
         float f[4] = {(float)b.b[0], (float)b.b[1], (float)b.b[2], (float)b.b[3]};
-        if (!(f[0] < f[2] && f[1] < f[3])) { /* the crop window left nothing of it */
+        if (!kept_x || !kept_y || !(f[0] < f[2] && f[1] < f[3])) { /* the crop left no pixel */
             (*dropped)++;
             continue;
         }
@@ -856,6 +963,8 @@ static int folder_bytes(const struct sk_field_sources *p, uint32_t f, const char
     res->read_seconds += sk_now_seconds() - t0;
     if (rc == SHARD_ENOMEM)
         return shard_err_set(why, rc, "out of memory");
+    if (rc == SHARD_ENET || rc == SHARD_EINTR) /* not the file's fault: never a reject */
+        return shard_err_set(why, rc, "field '%s': mask %s: %s", d->name, o->text, e.msg);
     if (rc)
         return shard_err_set(why, SHARD_ECORRUPT, "field '%s': mask %s: %s%s", d->name, o->text,
                              e.msg, rc == SHARD_ELIMIT ? " (--max-field-bytes)" : "");
@@ -1043,6 +1152,8 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
         return shard_err_set(why, SHARD_EINVAL,
                              "boxes and masks are built once their image "
                              "is converted");
+    if (p->names && p->names[cand].class_reason)
+        return shard_err_set(why, SHARD_ECORRUPT, "%s", p->names[cand].class_reason);
     const struct shard_config *c = p->config;
     uint32_t labels_seen = 0;
     struct shard_buf value = {0};

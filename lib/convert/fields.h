@@ -62,6 +62,14 @@ int sk_field_sources_resolve(struct sk_field_sources *p, const char *src,
 uint64_t sk_field_sources_orphan_count(const struct sk_field_sources *p); /* accepts NULL */
 const char *sk_field_sources_orphan(const struct sk_field_sources *p, uint64_t i, size_t *len);
 
+/* A directory of archives read archive by archive: forget the candidates
+ * of the archive done (its sidecar files, names read ahead and their
+ * numbers), moving its sidecar orphans to `orphans` (unless NULL). */
+int sk_field_sources_next_archive(struct sk_field_sources *p, struct shard_keylist *orphans,
+                                  struct shard_err *err);
+/* An annotation table (a --annotations file): 1 when there is one. */
+int sk_field_sources_has_table(const struct sk_field_sources *p);
+
 /* 1 when names must be read before labels are numbered. */
 int sk_field_sources_has_names(const struct sk_field_sources *p);
 /* Read the class name and the `labels` names of every candidate (n of
@@ -71,6 +79,16 @@ int sk_field_sources_has_names(const struct sk_field_sources *p);
 int sk_field_sources_read_names(struct sk_field_sources *p, const struct shard_keylist *keys,
                                 const struct shard_refusals *refused, sk_sidecar_read_fn read,
                                 void *ctx, struct shard_err *err);
+/* After converting `samples` (more than 0) of which field_samples[f] have
+ * field f: a declared field no sample has is an error saying where it was
+ * looked for ("a declared thing that matched nothing").  0 or SHARD_EINVAL;
+ * accepts NULL (no field). */
+int sk_field_sources_check_used(const struct sk_field_sources *p, const uint64_t *field_samples,
+                                uint64_t samples, struct shard_err *err);
+
+/* 1 when the class comes from a sidecar or a column (--labels sidecar:,
+ * column:), whose values may be class numbers (order.c). */
+int sk_field_sources_class_from_values(const struct sk_field_sources *p); /* accepts NULL */
 /* The class name of candidate `cand` from a sidecar or column: 1 with
  * *name and *len (owned by p), 0 when it has none.  -1 when the class does not
  * come from a sidecar or column (ask the labeler). */

@@ -22,6 +22,7 @@
 #include <xxhash.h>
 
 #include "convert/run.h"
+#include "manifest/manifest_internal.h"
 #include "shardkit/format.h"
 #include "source/source_internal.h"
 #include "util/clock.h"
@@ -84,6 +85,7 @@ static const struct {
     {"labels", "--labels", 0},
     {"shuffle", "--no-shuffle", 1},
     {"shuffle_seed", "--shuffle-seed", 0},
+    {"order", "--order", 0},
     {"max_pixels", "--max-pixels", 0},
     {"max_file_bytes", "--max-file-size", 0},
     {"fields", "--field", 0},
@@ -151,9 +153,17 @@ static int compare_configs(const char *prev, const struct shard_config *was,
         free(sb);
         goto out;
     }
-    if (json_object_size(jb) != json_object_size(ja))
-        rc = shard_err_set(err, SHARD_EMISMATCH, "the previous dataset '%s' has other settings",
-                           prev);
+    json_object_foreach(jb, field, va) { /* a setting PREV does not have */
+        if (json_object_get(ja, field))
+            continue;
+        char *sb = json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT);
+        int negates;
+        rc = shard_err_set(err, SHARD_EMISMATCH,
+                           "%s differs from the previous dataset '%s' (none there, %s here)",
+                           option_of(field, &negates), prev, sb ? sb : "?");
+        free(sb);
+        goto out;
+    }
 out:
     json_decref(ja);
     json_decref(jb);
@@ -169,8 +179,14 @@ static int same_directory(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
-/* What makes PREV unusable before its manifest is read: where it is. */
-static int check_places(const char *prev, const char *src, const char *dst, struct shard_err *err)
+/* Why a run with boxes or mask fields is never incremental: they are made
+ * from the image's geometry as it is converted, and a reused record is
+ * copied, not converted. */
+#define GEOMETRIC_NOT_INCREMENTAL                                           \
+    "boxes and mask fields are made as their images are converted, and an " \
+    "incremental run copies records"
+
+int sk_prev_check_places(const char *prev, const char *src, const char *dst, struct shard_err *err)
 {
     struct stat st;
     if (sk_source_is_s3(prev) || !strncmp(prev, "http://", 7) || !strncmp(prev, "https://", 8))
@@ -191,9 +207,14 @@ static int check_places(const char *prev, const char *src, const char *dst, stru
     return SHARD_OK;
 }
 
-/* Load PREV's manifest and hold it to `config` (labels described). */
 static int load_manifest(const char *prev, const struct shard_config *config,
                          struct shard_manifest *m, uint64_t *manifest_xxh3, struct shard_err *err)
+{
+    return sk_prev_load_manifest(prev, config, "directory", m, manifest_xxh3, err);
+}
+
+int sk_prev_load_manifest(const char *prev, const struct shard_config *config, const char *kind,
+                          struct shard_manifest *m, uint64_t *manifest_xxh3, struct shard_err *err)
 {
     int rc = shard_manifest_load(prev, m, err);
     if (rc == SHARD_EUNSUPPORTED)
@@ -203,11 +224,13 @@ static int load_manifest(const char *prev, const struct shard_config *config,
                              prev, SHARD_MANIFEST_VERSION);
     if (rc)
         return shard_err_prefix(err, rc, "previous dataset");
-    if (strcmp(m->source_kind, "directory"))
+    if (strcmp(m->source_kind, kind))
         rc = shard_err_set(err, SHARD_EMISMATCH,
-                           "the previous dataset '%s' was built from "
-                           "an archive, not a directory",
-                           prev);
+                           "the previous dataset '%s' was built from %s, not %s", prev,
+                           !strcmp(m->source_kind, "archives")  ? "a folder of archives"
+                           : !strcmp(m->source_kind, "archive") ? "an archive"
+                                                                : "a directory",
+                           !strcmp(kind, "archives") ? "a folder of archives" : "a directory");
     if (!rc)
         rc = compare_configs(prev, &m->config, config, err);
     char *path = rc ? NULL : sk_fs_join(prev, SHARD_MANIFEST_FILE);
@@ -225,28 +248,33 @@ static int load_manifest(const char *prev, const struct shard_config *config,
 int shardify_check_previous(const char *prev, const char *src, const char *dst,
                             const struct shardify_options *o, struct shard_err *err)
 {
-    int rc = check_places(prev, src, dst, err);
+    int rc = sk_prev_check_places(prev, src, dst, err);
     if (rc)
         return rc;
     struct shard_labeler *lb;
     if ((rc = shard_labeler_new(&lb, o->labels ? o->labels : "dir", err)))
         return rc;
-    struct shard_config config = o->config;             /* as shardify_run resolves it */
-    config.labels = (char *)shard_labeler_describe(lb); /* borrowed */
+    struct shard_config config = o->config; /* as shardify_run resolves it */
+    config.labels = strdup(shard_labeler_describe(lb));
     config.zstd_level = shard_config_zstd_level(&o->config);
     config.fields = NULL;
     config.field_count = 0;
     config.annotations = NULL;
+    config.coco = NULL;
     struct sk_field_sources *sources = NULL; /* declares the fields, reads the table */
-    rc = sk_field_sources_new(&sources, o, o->labels, &config, err);
+    rc = config.labels ? sk_field_sources_new(&sources, o, o->labels, &config, err)
+                       : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc && sk_field_sources_geometric(sources)) /* a full run, whatever PREV is */
+        rc = shard_err_set(err, SHARD_EMISMATCH, "%s", GEOMETRIC_NOT_INCREMENTAL);
     struct shard_manifest m;
     uint64_t id;
     if (!rc)
-        rc = load_manifest(prev, &config, &m, &id, err);
+        rc = sk_prev_load_manifest(prev, &config,
+                                   config.order == SHARD_ORDER_ARCHIVE ? "archives" : "directory",
+                                   &m, &id, err);
     if (!rc)
         shard_manifest_release(&m);
     sk_field_sources_free(sources);
-    config.labels = NULL; /* the labeler's */
     shard_config_release(&config);
     shard_labeler_free(lb);
     return rc;
@@ -315,12 +343,9 @@ static int keep_sources(struct sk_prev *p, struct prev_entry *e, const struct sh
 /* Every index line of PREV, held to the manifest's index identity. */
 static int load_index(struct sk_prev *p, struct shard_err *err)
 {
-    char *path = sk_fs_join(p->path, p->m.index_file);
-    if (!path)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_index_reader *ir = NULL;
     struct shard_sample s;
-    int rc = shard_index_reader_open(&ir, path, err), got;
+    int rc = sk_manifest_index_open(p->path, &p->m, &ir, err), got;
     if (!rc)
         shard_index_reader_set_config(ir, &p->m.config);
     while (!rc && (got = shard_index_reader_next(ir, &s, err)) == 1) {
@@ -328,9 +353,9 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
         if (s.shard >= p->m.shard_count ||
             (s.label != SHARD_NO_LABEL && (s.label < 0 || (uint32_t)s.label >= p->m.label_count)))
             rc = shard_err_set(err, SHARD_ECORRUPT,
-                               "'%s': a line names a shard or label "
+                               "'%s': an index line names a shard or label "
                                "the manifest does not have",
-                               path);
+                               p->path);
         else if (!(rc = add_entry(p, s.key, s.key_len, &e, err))) {
             e->source_bytes = s.source_bytes;
             e->source_xxh3 = s.source_xxh3;
@@ -348,14 +373,9 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
     }
     if (!rc && got < 0)
         rc = got;
-    if (!rc && (shard_index_reader_bytes(ir) != p->m.index_bytes ||
-                shard_index_reader_xxh3(ir) != p->m.index_xxh3))
-        rc = shard_err_set(err, SHARD_ECORRUPT,
-                           "'%s' is not the index its manifest lists "
-                           "(bytes or xxh3 differ)",
-                           path);
+    if (!rc && (rc = sk_manifest_index_check(&p->m, ir, err)))
+        shard_err_prefix(err, rc, "previous dataset '%s'", p->path);
     shard_index_reader_close(ir);
-    free(path);
     return rc;
 }
 
@@ -445,7 +465,7 @@ static int prev_open(struct sk_prev **out, const struct run *r, const char *dst,
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     p->path = r->o->incremental;
     p->threads = r->threads;
-    int rc = check_places(p->path, r->src, sk_source_is_s3(dst) ? NULL : dst, err);
+    int rc = sk_prev_check_places(p->path, r->src, sk_source_is_s3(dst) ? NULL : dst, err);
     if (!rc && !(rc = load_manifest(p->path, &r->config, &p->m, &p->manifest_xxh3, err)) &&
         !(rc = load_index(p, err)) && !(rc = load_rejects(p, err)) && !(rc = build_table(p, err)) &&
         !(rc = open_shards(p, err))) {
@@ -469,14 +489,24 @@ int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err)
 {
     if (!r->o->incremental)
         return SHARD_OK;
+    if (r->config.order == SHARD_ORDER_ARCHIVE)
+        return sk_prev_archives_open(r, dst, err);
     r->has_lineage = 1;
     r->lineage.full_rebuild = NULL;
     struct shard_err why;
-    int rc = prev_open(&r->prev, r, dst, &why);
+    int rc = sk_field_sources_geometric(r->fields)
+                 ? shard_err_set(&why, SHARD_EMISMATCH, "%s", GEOMETRIC_NOT_INCREMENTAL)
+                 : prev_open(&r->prev, r, dst, &why);
     if (!rc) {
         r->lineage.previous_manifest_xxh3 = r->prev->manifest_xxh3;
         return SHARD_OK;
     }
+    return sk_prev_unusable(r, rc, &why, err);
+}
+
+int sk_prev_unusable(struct run *r, int rc, const struct shard_err *why_in, struct shard_err *err)
+{
+    struct shard_err why = *why_in;
     if (!r->o->incremental_or_full || rc == SHARD_ENOMEM) {
         *err = why;
         return rc;
@@ -498,6 +528,8 @@ void sk_run_close_previous(struct run *r)
 {
     prev_free(r->prev);
     r->prev = NULL;
+    sk_prev_archives_free(r->prev_archives);
+    r->prev_archives = NULL;
 }
 
 /* Do label numbers a (previous dataset) and b (this run) name the same class? */
@@ -657,6 +689,10 @@ void sk_run_note_candidate(struct run *r, const char *key, size_t key_len, int32
                            const struct shard_field_source *fields, uint32_t field_count,
                            int outcome)
 {
+    if (r->prev_archives) {
+        sk_prev_archives_note(r, key, key_len, has_source, source_bytes, source_xxh3);
+        return;
+    }
     if (!r->prev)
         return;
     struct shard_lineage *l = &r->lineage;

@@ -5,16 +5,17 @@
  *      one's manifest and part file, and check them against part 0 (format
  *      version, options, listing, split) and their shards against their
  *      manifest (present, regular, of the listed size);
- *   2. write the merged index and the merged manifest as temporary files,
- *      checking each part's index against its manifest on the way; check
- *      that DST's names for them are free for shardify (absent, or regular
- *      files, no link) and hard-link every shard into DST: under its own
+ *   2. write the merged manifest as a temporary file; check that DST's
+ *      names are free for shardify (absent, or regular files, no link) and
+ *      hard-link every shard, and every part's index and key table (as
+ *      index-I-of-N.jsonl and .keys: a merge never rewrites what is per
+ *      sample, it costs in proportion to the parts) into DST: under its own
  *      name when that is free, else as .NAME.tmp (so the links are known to
  *      work: one file system, room in DST);
  *   3. only then: remove a previous merge's manifest (no manifest may name
- *      a shard while it is replaced), rename the staged shards over their
- *      names, then the index, then manifest.json (the commit point), and
- *      remove shard files no longer listed.
+ *      a file while it is replaced), rename the staged files over their
+ *      names, then manifest.json (the commit point), and remove shard and
+ *      index files no longer listed.
  * A failure before step 3 leaves DST as it was (what step 2 made is
  * removed), so a previous merge stays published; during it, no manifest. */
 #include <dirent.h>
@@ -38,10 +39,10 @@
 #include "util/clock.h"
 #include "util/fsutil.h"
 
-#define INDEX_TMP "." SHARD_INDEX_FILE ".tmp"
 #define MANIFEST_TMP "." SHARD_MANIFEST_FILE ".tmp"
+#define ARCHIVES_TMP "." SHARD_ARCHIVES_FILE ".tmp"
 #define PART_NAME_BYTES 32
-#define WRITE_CHUNK (1u << 20)
+#define FILE_NAME_BYTES 64
 
 struct part {
     char name[PART_NAME_BYTES]; /* "I-of-N" */
@@ -53,8 +54,16 @@ struct part {
     uint32_t shard_offset; /* its first shard's position in the merged list */
 };
 
-/* Where step 2 put a shard of the merged list. */
+/* Where step 2 put a file of the merged dataset. */
 enum placed { NOT_PLACED, IN_PLACE, LINKED, STAGED };
+
+/* A file of a part that the merged dataset keeps: its name there and in DST. */
+struct place {
+    const struct part *part;
+    const char *from;
+    char to[FILE_NAME_BYTES];
+    unsigned char placed; /* enum placed */
+};
 
 struct merge {
     const char *dst;
@@ -63,9 +72,10 @@ struct merge {
     uint32_t count;
     struct part *parts;
     struct shard_manifest out; /* borrows the parts' strings */
-    unsigned char *placed;     /* enum placed, per shard of `out` */
-    int index_fd;              /* INDEX_TMP, written */
-    int manifest_fd;           /* MANIFEST_TMP, written */
+    struct place *places;      /* every shard, then every part's index and key table */
+    size_t place_count;
+    int manifest_fd; /* MANIFEST_TMP, written */
+    int archives_fd; /* ARCHIVES_TMP, written (parts of a folder of archives by archive) */
 };
 
 /* ---- finding the parts ------------------------------------------------------ */
@@ -293,12 +303,16 @@ static int check_part(struct merge *g, uint32_t i, struct shard_err *err)
                              "part %u of %u: its range of the sample "
                              "order is not the one its %s gives it",
                              i, g->count, SHARDIFY_PART_FILE);
-    if (p->m.samples + p->m.rejected != end - first)
+    /* a range of the sample order, or by archive a range of archives whose
+     * candidates the part counted */
+    json_t *unit = json_object_get(p->info, "unit");
+    uint64_t candidates = unit ? info_uint(p, "candidates") : end - first;
+    if (p->m.samples + p->m.rejected != candidates)
         return shard_err_set(err, SHARD_EMISMATCH,
                              "part %u of %u holds %llu samples and "
                              "rejects, its range %llu",
                              i, g->count, (unsigned long long)(p->m.samples + p->m.rejected),
-                             (unsigned long long)(end - first));
+                             (unsigned long long)candidates);
     return SHARD_OK;
 }
 
@@ -327,8 +341,131 @@ static int check_shards(struct merge *g, uint32_t i, struct shard_err *err)
                                  "'%s' of an earlier part",
                                  i, g->count, s->file, prev);
         g->out.shards[g->out.shard_count++] = *s;
+        struct place *pl = &g->places[g->place_count++];
+        pl->part = p;
+        pl->from = s->file;
+        snprintf(pl->to, sizeof pl->to, "%s", s->file);
     }
     return SHARD_OK;
+}
+
+/* ---- the parts' indexes ------------------------------------------------------ */
+
+/* DST's name of part i's file `name` ("index.jsonl" -> "index-1-of-4.jsonl";
+ * one part's: the name itself, the dataset being a single run's). */
+static void index_name(const struct merge *g, uint32_t i, const char *name, char *out, size_t size)
+{
+    const char *dot = strchr(name, '.');
+    if (g->count == 1 || !dot)
+        snprintf(out, size, "%s", name);
+    else
+        snprintf(out, size, "%.*s-%u-of-%u%s", (int)(dot - name), name, i, g->count, dot);
+}
+
+/* Part i's index file (and its key table) is the one its manifest lists,
+ * by name and size (as its shards are; shardcheck reads their bytes), and
+ * becomes entry i of the merged manifest's indexes, to be linked into DST. */
+static int add_index(struct merge *g, uint32_t i, struct shard_err *err)
+{
+    struct part *p = &g->parts[i];
+    const struct shard_manifest_index *x = &p->m.indexes[0];
+    struct shard_manifest_index *o = &g->out.indexes[i];
+    struct stat st;
+    if (p->m.index_count != 1 || p->m.index_entries != p->m.samples)
+        return shard_err_set(err, SHARD_EMISMATCH,
+                             "part %u of %u: its manifest lists %u index files of %llu lines for "
+                             "%llu samples",
+                             i, g->count, p->m.index_count, (unsigned long long)p->m.index_entries,
+                             (unsigned long long)p->m.samples);
+    const char *files[2] = {x->file, x->keys_file};
+    uint64_t sizes[2] = {x->bytes, x->keys_bytes};
+    for (int k = 0; k < 2 && files[k]; k++) {
+        if (fstatat(p->fd, files[k], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            (uint64_t)st.st_size != sizes[k])
+            return shard_err_set(err, SHARD_EMISMATCH,
+                                 "part %u of %u: '%s/%s' is not the file its manifest lists", i,
+                                 g->count, p->path, files[k]);
+        struct place *pl = &g->places[g->place_count++];
+        pl->part = p;
+        pl->from = files[k];
+        index_name(g, i, files[k], pl->to, sizeof pl->to);
+        if (k == 0)
+            o->file = pl->to;
+        else
+            o->keys_file = pl->to;
+    }
+    o->entries = x->entries;
+    o->bytes = x->bytes;
+    o->xxh3 = x->xxh3;
+    o->shards = p->m.shard_count;
+    o->keys_bytes = x->keys_bytes;
+    o->keys_xxh3 = x->keys_xxh3;
+    g->out.index_entries += x->entries;
+    g->out.index_bytes += x->bytes;
+    return SHARD_OK;
+}
+
+/* The merged manifest's indexes: every part's, in part order. */
+static int add_indexes(struct merge *g, struct shard_err *err)
+{
+    struct shard_manifest *m = &g->out;
+    if (!(m->indexes = calloc(g->count, sizeof *m->indexes)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    m->index_count = g->count;
+    int rc = SHARD_OK;
+    for (uint32_t i = 0; !rc && i < g->count; i++)
+        rc = add_index(g, i, err);
+    if (!rc && g->count == 1) { /* one part: the index of a single run */
+        m->index_file = m->indexes[0].file;
+        m->index_xxh3 = m->indexes[0].xxh3;
+    }
+    return rc;
+}
+
+/* ---- the archives' list -------------------------------------------------------- */
+
+/* Parts of a folder of archives stored by archive: their archives.jsonl
+ * one after the other (in part order, which is the archives' order), each
+ * checked against its part's manifest, as ARCHIVES_TMP (left open in
+ * g->archives_fd); its identity in the merged manifest.  A line an archive. */
+static int write_archives(struct merge *g, struct shard_err *err)
+{
+    struct shard_manifest *m = &g->out;
+    if (!g->parts[0].m.archives_file)
+        return SHARD_OK;
+    XXH3_state_t *h = XXH3_createState();
+    int rc = h ? sk_fs_create_at(g->fd, g->dst, ARCHIVES_TMP, 0644, &g->archives_fd, err)
+               : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (h)
+        XXH3_64bits_reset(h);
+    for (uint32_t i = 0; !rc && i < g->count; i++) {
+        const struct part *p = &g->parts[i];
+        struct shard_buf text = {0};
+        if (!p->m.archives_file) {
+            rc = shard_err_set(err, SHARD_EMISMATCH, "part %u of %u lists no archives", i,
+                               g->count);
+            break;
+        }
+        rc = sk_fs_read_file(p->fd, p->m.archives_file, &text, err);
+        if (!rc && (text.len != p->m.archives_bytes ||
+                    XXH3_64bits(text.data, text.len) != p->m.archives_xxh3))
+            rc = shard_err_set(err, SHARD_EMISMATCH,
+                               "part %u of %u: '%s/%s' is not the file its manifest lists", i,
+                               g->count, p->path, p->m.archives_file);
+        if (!rc)
+            rc = sk_fs_write_all(g->archives_fd, text.data, text.len, ARCHIVES_TMP, err);
+        if (!rc) {
+            XXH3_64bits_update(h, text.data, text.len);
+            m->archives_bytes += text.len;
+            m->archives_entries += p->m.archives_entries;
+        }
+        shard_buf_release(&text);
+    }
+    m->archives_file = SHARD_ARCHIVES_FILE;
+    if (h)
+        m->archives_xxh3 = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    return rc;
 }
 
 /* ---- the merged manifest ---------------------------------------------------- */
@@ -347,14 +484,14 @@ static int gather(struct merge *g, struct shard_err *err)
     m->shards = calloc(shards ? shards : 1, sizeof *m->shards);
     m->rejects = calloc(rejects ? rejects : 1, sizeof *m->rejects);
     m->label_samples = calloc(m0->label_count ? m0->label_count : 1, sizeof *m->label_samples);
-    if (!m->shards || !m->rejects || !m->label_samples)
+    g->places = calloc(shards + 2 * (size_t)g->count, sizeof *g->places);
+    if (!m->shards || !m->rejects || !m->label_samples || !g->places)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     m->config = m0->config;
     m->source_kind = m0->source_kind;
     m->ignored = m0->ignored;
     m->labels = m0->labels;
     m->label_count = m0->label_count;
-    m->index_file = SHARD_INDEX_FILE;
     /* fields: every part scanned the whole source, so orphans and the table's
      * counts are the same in each; samples and sidecars add up */
     m->version = m0->version;
@@ -388,6 +525,10 @@ static int gather(struct merge *g, struct shard_err *err)
             return rc;
         memcpy(m->rejects + m->reject_count, p->m.rejects, p->m.reject_count * sizeof *m->rejects);
         m->reject_count += p->m.reject_count;
+        /* by archive, each part counts the folder's ignored files and its own
+         * archives' ignored entries: the folder's once */
+        if (i > 0 && json_object_get(p->info, "unit"))
+            m->ignored += p->m.ignored - info_uint(p, "ignored");
         m->samples += p->m.samples;
         m->unlabeled += p->m.unlabeled;
         m->warned += p->m.warned;
@@ -406,188 +547,73 @@ static int gather(struct merge *g, struct shard_err *err)
     m->rejected = m->reject_count;
     if (m->reject_count)
         qsort(m->rejects, m->reject_count, sizeof *m->rejects, sk_run_compare_rejects);
-    return SHARD_OK;
-}
-
-/* ---- the merged index ------------------------------------------------------- */
-
-struct index_out {
-    int fd;
-    struct shard_buf buf;
-    XXH3_state_t *hash;
-    uint64_t bytes;
-};
-
-static int flush_index(struct merge *g, struct index_out *o, struct shard_err *err)
-{
-    XXH3_64bits_update(o->hash, o->buf.data, o->buf.len);
-    o->bytes += o->buf.len;
-    int rc = sk_fs_write_all(o->fd, o->buf.data, o->buf.len, INDEX_TMP, err);
-    o->buf.len = 0;
-    return rc;
-}
-
-/* Where the shard number of index line `line` (n bytes) starts and ends.
- * A sample line is {"key":...,"label":...,"shard":N,...}: `,"shard":` cannot
- * occur inside a JSON string (a quote there is escaped), so its first
- * occurrence is the field.  0, or -1 when the line has no shard number. */
-static int find_shard_field(const char *line, size_t n, size_t *start, size_t *end)
-{
-    static const char field[] = ",\"shard\":";
-    const char *f = memmem(line, n, field, sizeof field - 1);
-    if (!f)
-        return -1;
-    size_t i = (size_t)(f - line) + sizeof field - 1, j = i;
-    while (j < n && j - i < 10 && line[j] >= '0' && line[j] <= '9')
-        j++;
-    if (j == i || j >= n || line[j] != ',' || (line[i] == '0' && j - i > 1))
-        return -1;
-    *start = i;
-    *end = j;
-    return 0;
-}
-
-/* Part p's index lines, their shard numbers moved to the merged list.  The
- * lines are copied as stored but for that number (the part's index is the one
- * its manifest lists, by size and xxh3, checked below before anything is
- * published), so the merge costs a copy, not a JSON parse, per sample. */
-static int copy_index(struct merge *g, uint32_t i, struct index_out *o, struct shard_err *err)
-{
-    struct part *p = &g->parts[i];
-    char *path = sk_fs_join(p->path, SHARD_INDEX_FILE);
-    struct shard_index_reader *rd = NULL;
-    uint64_t entries = 0;
-    int rc = path ? shard_index_reader_open(&rd, path, err)
-                  : shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    struct shard_err e;
-    const char *line;
-    size_t n, start, end;
-    int got = 0;
-    while (!rc && (got = sk_index_reader_next_line(rd, &line, &n, &e)) == 1) {
-        entries++;
-        unsigned long shard = ULONG_MAX;
-        if (find_shard_field(line, n, &start, &end) == 0)
-            shard = strtoul(line + start, NULL, 10);
-        if (shard >= p->m.shard_count) {
-            rc = shard_err_set(err, SHARD_ECORRUPT,
-                               "part %u of %u: '%s' line %llu does not "
-                               "name one of its %u shards",
-                               i, g->count, path, (unsigned long long)entries, p->m.shard_count);
-            break;
-        }
-        char number[24];
-        int len = snprintf(number, sizeof number, "%lu", shard + p->shard_offset);
-        if ((rc = shard_buf_append(&o->buf, line, start, err)) ||
-            (rc = shard_buf_append(&o->buf, number, (size_t)len, err)) ||
-            (rc = shard_buf_append(&o->buf, line + end, n - end, err)))
-            break;
-        if (o->buf.len >= WRITE_CHUNK)
-            rc = flush_index(g, o, err);
-    }
-    if (!rc && got < 0)
-        rc = shard_err_set(err, got, "part %u of %u: %s", i, g->count, e.msg);
-    if (!rc && (entries != p->m.index_entries || entries != p->m.samples ||
-                shard_index_reader_bytes(rd) != p->m.index_bytes ||
-                shard_index_reader_xxh3(rd) != p->m.index_xxh3))
-        rc = shard_err_set(err, SHARD_EMISMATCH,
-                           "part %u of %u: '%s' is not the index its "
-                           "manifest lists",
-                           i, g->count, path);
-    shard_index_reader_close(rd);
-    free(path);
-    return rc;
-}
-
-/* The merged index as DST/.index.jsonl.tmp (left open in *fd). */
-static int write_index(struct merge *g, int *fd, struct shard_err *err)
-{
-    struct index_out o = {.fd = -1};
-    if (!(o.hash = XXH3_createState()))
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    XXH3_64bits_reset(o.hash);
-    int rc = sk_fs_create_at(g->fd, g->dst, INDEX_TMP, 0644, &o.fd, err);
-    for (uint32_t i = 0; !rc && i < g->count; i++)
-        rc = copy_index(g, i, &o, err);
-    if (!rc)
-        rc = flush_index(g, &o, err);
-    g->out.index_bytes = o.bytes;
-    g->out.index_xxh3 = XXH3_64bits_digest(o.hash);
-    g->out.index_entries = g->out.samples;
-    XXH3_freeState(o.hash);
-    shard_buf_release(&o.buf);
-    *fd = o.fd;
-    if (rc && o.fd >= 0) {
-        close(o.fd);
-        unlinkat(g->fd, INDEX_TMP, 0);
-        *fd = -1;
-    }
-    return rc;
+    return add_indexes(g, err);
 }
 
 /* ---- publishing ------------------------------------------------------------- */
 
-/* The staged name of shard NAME: ".NAME.tmp" (shard names are short). */
+/* The staged name of file NAME: ".NAME.tmp" (names are short). */
 static void staged_name(const char *name, char *tmp, size_t size)
 {
     snprintf(tmp, size, ".%s.tmp", name);
 }
 
-/* Part p's shard NAME into DST before anything is unpublished (*placed
- * says how): the file already there (a merge of the same parts again), a
- * new link under its own name when that is free, or a link as .NAME.tmp
- * when another file holds the name (renamed over it by publish()).  What
- * holds the name must be a regular file, never a link or a directory. */
-static int place_shard(struct merge *g, const struct part *p, const char *name,
-                       unsigned char *placed, struct shard_err *err)
+/* A part's file into DST before anything is unpublished (pl->placed says
+ * how): the file already there (a merge of the same parts again), a new
+ * link under its name when that is free, or a link as .NAME.tmp when
+ * another file holds the name (renamed over it by publish()).  What holds
+ * the name must be a regular file, never a link or a directory. */
+static int place_file(struct merge *g, struct place *pl, struct shard_err *err)
 {
+    const struct part *p = pl->part;
     struct stat a, b;
-    char tmp[64];
-    const char *as = name;
-    int rc = sk_fs_check_own_at(g->fd, g->dst, name, 0, err);
+    char tmp[FILE_NAME_BYTES + 8];
+    const char *as = pl->to;
+    int rc = sk_fs_check_own_at(g->fd, g->dst, pl->to, 0, err);
     if (rc)
         return rc;
-    if (fstatat(g->fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (fstatat(p->fd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+    if (fstatat(g->fd, pl->to, &b, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (fstatat(p->fd, pl->from, &a, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
             a.st_ino == b.st_ino) {
-            *placed = IN_PLACE;
+            pl->placed = IN_PLACE;
             return SHARD_OK;
         }
-        staged_name(name, tmp, sizeof tmp);
+        staged_name(pl->to, tmp, sizeof tmp);
         if (unlinkat(g->fd, tmp, 0) != 0 && errno != ENOENT)
             return shard_err_errno(err, SHARD_EIO, errno, "cannot remove the stale '%s/%s'", g->dst,
                                    tmp);
         as = tmp;
     } else if (errno != ENOENT) {
-        return shard_err_errno(err, SHARD_EIO, errno, "cannot inspect '%s/%s'", g->dst, name);
+        return shard_err_errno(err, SHARD_EIO, errno, "cannot inspect '%s/%s'", g->dst, pl->to);
     }
-    if (linkat(p->fd, name, g->fd, as, 0) != 0)
+    if (linkat(p->fd, pl->from, g->fd, as, 0) != 0)
         return errno == EXDEV ? shard_err_errno(err, SHARD_EIO, errno,
                                                 "cannot link '%s/%s' into '%s': the "
                                                 "parts must be on DST's file system",
-                                                p->path, name, g->dst)
+                                                p->path, pl->from, g->dst)
                               : shard_err_errno(err, SHARD_EIO, errno,
                                                 "cannot link '%s/%s' into '%s' as "
                                                 "'%s'",
-                                                p->path, name, g->dst, as);
-    *placed = as == name ? LINKED : STAGED;
+                                                p->path, pl->from, g->dst, as);
+    pl->placed = as == pl->to ? LINKED : STAGED;
     return SHARD_OK;
 }
 
-/* Undo place_shard: for every shard (a failure before publishing, which
+/* Undo place_file: for every file (a failure before publishing, which
  * leaves DST as it was), or only the staged ones (`staged_only`: a failure
  * while publishing, which leaves no .NAME.tmp behind). */
-static void unplace_shards(struct merge *g, int staged_only)
+static void unplace_files(struct merge *g, int staged_only)
 {
-    for (uint32_t k = 0; g->placed && k < g->out.shard_count; k++) {
-        char tmp[64];
-        const char *name = g->out.shards[k].file;
-        if (g->placed[k] == LINKED && !staged_only) {
-            unlinkat(g->fd, name, 0);
-        } else if (g->placed[k] == STAGED) {
-            staged_name(name, tmp, sizeof tmp);
+    for (size_t k = 0; g->places && k < g->place_count; k++) {
+        struct place *pl = &g->places[k];
+        char tmp[FILE_NAME_BYTES + 8];
+        if (pl->placed == LINKED && !staged_only) {
+            unlinkat(g->fd, pl->to, 0);
+        } else if (pl->placed == STAGED) {
+            staged_name(pl->to, tmp, sizeof tmp);
             unlinkat(g->fd, tmp, 0);
         }
-        g->placed[k] = NOT_PLACED;
+        pl->placed = NOT_PLACED;
     }
 }
 
@@ -610,19 +636,14 @@ static int write_manifest(struct merge *g, struct shard_err *err)
 static int prepare(struct merge *g, struct shard_err *err)
 {
     int rc;
-    if (!(g->placed = calloc(g->out.shard_count ? g->out.shard_count : 1, 1)))
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     if ((rc = sk_fs_check_own_at(g->fd, g->dst, SHARD_MANIFEST_FILE, 0, err)) ||
-        (rc = sk_fs_check_own_at(g->fd, g->dst, SHARD_INDEX_FILE, 0, err)) ||
-        (rc = write_manifest(g, err)))
+        (rc = sk_fs_check_own_at(g->fd, g->dst, SHARD_ARCHIVES_FILE, 0, err)) ||
+        (rc = write_archives(g, err)) || (rc = write_manifest(g, err)))
         return rc;
-    for (uint32_t i = 0; !rc && i < g->count; i++) {
-        const struct part *p = &g->parts[i];
-        for (uint32_t k = 0; !rc && k < p->m.shard_count; k++)
-            rc = place_shard(g, p, p->m.shards[k].file, &g->placed[p->shard_offset + k], err);
-    }
+    for (size_t k = 0; !rc && k < g->place_count; k++)
+        rc = place_file(g, &g->places[k], err);
     if (rc)
-        unplace_shards(g, 0);
+        unplace_files(g, 0);
     return rc;
 }
 
@@ -631,7 +652,19 @@ static int compare_files(const void *pa, const void *pb)
     return strcmp(*(const char *const *)pa, ((const struct shard_manifest_shard *)pb)->file);
 }
 
-/* Shard files of DST the merged manifest does not list: a previous merge's. */
+/* Whether the merged manifest lists the index file or key table `name`. */
+static int index_listed(const struct merge *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->out.index_count; i++) {
+        const struct shard_manifest_index *x = &g->out.indexes[i];
+        if (!strcmp(name, x->file) || (x->keys_file && !strcmp(name, x->keys_file)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Shard and index files of DST the merged manifest does not list: a
+ * previous merge's. */
 static int remove_unlisted(struct merge *g, struct shard_err *err)
 {
     DIR *d = list_dir(g->fd);
@@ -641,8 +674,10 @@ static int remove_unlisted(struct merge *g, struct shard_err *err)
     int removed = 0;
     while ((e = readdir(d))) {
         const char *name = e->d_name;
-        if (sk_dst_is_shard_name(name, NULL) && !bsearch(&name, g->out.shards, g->out.shard_count,
-                                                         sizeof *g->out.shards, compare_files))
+        if ((sk_dst_is_shard_name(name, NULL) && !bsearch(&name, g->out.shards, g->out.shard_count,
+                                                          sizeof *g->out.shards, compare_files)) ||
+            (sk_dst_is_index_name(name) && !index_listed(g, name)) ||
+            (!g->out.archives_file && !strcmp(name, SHARD_ARCHIVES_FILE)))
             removed += unlinkat(g->fd, name, 0) == 0;
     }
     closedir(d);
@@ -670,28 +705,32 @@ static int publish(struct merge *g, struct shard_err *err)
     int rc = SHARD_OK;
     struct shard_err e;
     if (unlinkat(g->fd, SHARD_MANIFEST_FILE, 0) != 0 && errno != ENOENT) {
-        unplace_shards(g, 0); /* the previous merge is still published */
+        unplace_files(g, 0); /* the previous merge is still published */
         return shard_err_errno(err, SHARD_EIO, errno, "cannot remove '%s/%s'", g->dst,
                                SHARD_MANIFEST_FILE);
     }
-    for (uint32_t k = 0; !rc && k < g->out.shard_count; k++) {
-        char tmp[64];
-        if (g->placed[k] != STAGED)
+    for (size_t k = 0; !rc && k < g->place_count; k++) {
+        struct place *pl = &g->places[k];
+        char tmp[FILE_NAME_BYTES + 8];
+        if (pl->placed != STAGED)
             continue;
-        staged_name(g->out.shards[k].file, tmp, sizeof tmp);
-        if (renameat(g->fd, tmp, g->fd, g->out.shards[k].file) != 0)
+        staged_name(pl->to, tmp, sizeof tmp);
+        if (renameat(g->fd, tmp, g->fd, pl->to) != 0)
             rc = shard_err_errno(&e, SHARD_EIO, errno, "cannot rename '%s/%s' to '%s'", g->dst, tmp,
-                                 g->out.shards[k].file);
+                                 pl->to);
         else
-            g->placed[k] = LINKED;
+            pl->placed = LINKED;
     }
-    /* the index's rename fsyncs DST, and so the links made before it */
-    rc = sk_fs_commit_at(g->index_fd, rc, g->fd, g->dst, INDEX_TMP, SHARD_INDEX_FILE, &e);
-    g->index_fd = -1;
+    if (g->archives_fd >= 0) {
+        rc = sk_fs_commit_at(g->archives_fd, rc, g->fd, g->dst, ARCHIVES_TMP, SHARD_ARCHIVES_FILE,
+                             &e);
+        g->archives_fd = -1;
+    }
+    /* the manifest's rename fsyncs DST, and so the links made before it */
     rc = sk_fs_commit_at(g->manifest_fd, rc, g->fd, g->dst, MANIFEST_TMP, SHARD_MANIFEST_FILE, &e);
     g->manifest_fd = -1;
     if (rc) {
-        unplace_shards(g, 1);
+        unplace_files(g, 1);
         return shard_err_set(err, rc, "%s (the previous dataset in '%s' is no longer published)",
                              e.msg, g->dst);
     }
@@ -710,10 +749,11 @@ static void merge_release(struct merge *g)
         free(p->path);
     }
     free(g->parts);
-    free(g->placed);
-    if (g->index_fd >= 0) { /* not committed: a failure before publishing */
-        close(g->index_fd);
-        unlinkat(g->fd, INDEX_TMP, 0);
+    free(g->places);
+    free(g->out.indexes);
+    if (g->archives_fd >= 0) { /* not committed: a failure before publishing */
+        close(g->archives_fd);
+        unlinkat(g->fd, ARCHIVES_TMP, 0);
     }
     if (g->manifest_fd >= 0) {
         close(g->manifest_fd);
@@ -732,7 +772,7 @@ static void merge_release(struct merge *g)
 int shardify_merge(const char *dst, struct shardify_merge_summary *summary, struct shard_err *err)
 {
     double t0 = sk_now_seconds();
-    struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1, .index_fd = -1, .manifest_fd = -1};
+    struct merge g = {.dst = dst, .fd = -1, .parts_fd = -1, .manifest_fd = -1, .archives_fd = -1};
     int rc = SHARD_OK;
     memset(summary, 0, sizeof *summary);
     if (strstr(dst, "://")) { /* links need one file system */
@@ -742,7 +782,7 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary, stru
                            dst);
         goto out;
     }
-    g.fd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    g.fd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the DST named */
     if (g.fd < 0) {
         rc = shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
                              "cannot open '%s'", dst);
@@ -769,8 +809,7 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary, stru
     for (uint32_t i = 0; !rc && i < g.count; i++)
         if (!(rc = open_part(&g, i, err)))
             rc = check_part(&g, i, err);
-    if (rc || (rc = gather(&g, err)) || (rc = write_index(&g, &g.index_fd, err)) ||
-        (rc = prepare(&g, err)) || (rc = publish(&g, err)))
+    if (rc || (rc = gather(&g, err)) || (rc = prepare(&g, err)) || (rc = publish(&g, err)))
         goto out;
     summary->parts = g.count;
     summary->samples = g.out.samples;

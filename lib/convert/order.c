@@ -14,6 +14,7 @@
 #include "util/quote.h"
 #include "util/random.h"
 #include "convert/run.h"
+#include "manifest/field_parse.h"
 #include "shardkit/format.h"
 #include "source/source_internal.h"
 
@@ -56,6 +57,7 @@ struct label_set {
     } * slots;
     size_t cap; /* a power of two */
     size_t count;
+    int owned; /* the names are copies, freed with the set (by archive) */
 };
 
 static struct label_slot *label_set_find(const struct label_set *set, const char *name, size_t len,
@@ -74,7 +76,7 @@ static int label_set_add(struct label_set *set, const char *name, size_t len, st
 {
     if (2 * (set->count + 1) > set->cap) { /* keep the load under one half */
         struct label_set bigger = {calloc(set->cap ? 2 * set->cap : 64, sizeof *set->slots),
-                                   set->cap ? 2 * set->cap : 64, set->count};
+                                   set->cap ? 2 * set->cap : 64, set->count, set->owned};
         if (!bigger.slots)
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         for (size_t i = 0; i < set->cap; i++)
@@ -87,12 +89,23 @@ static int label_set_add(struct label_set *set, const char *name, size_t len, st
     uint64_t hash = XXH3_64bits(name, len);
     struct label_slot *s = label_set_find(set, name, len, hash);
     if (!s->ref.name) {
+        if (set->owned && !(name = strndup(name, len)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         s->ref.name = name;
         s->ref.len = len;
         s->hash = hash;
         set->count++;
     }
     return SHARD_OK;
+}
+
+static void label_set_free(struct label_set *set)
+{
+    for (size_t i = 0; set && set->owned && i < set->cap; i++)
+        free((char *)set->slots[i].ref.name);
+    if (set)
+        free(set->slots);
+    free(set);
 }
 
 /* Labels the user asked for (not the default, not "none"): a rule that
@@ -107,12 +120,12 @@ static int no_label_error(const struct run *r, const char *what, uint64_t count,
 {
     if (r->label_rows)
         return shard_err_set(err, SHARD_EINVAL,
-                             "--labels '%s' labels none of the %llu %s: "
+                             "--labels '%s' gives none of the %llu %s a class: "
                              "%llu of its %llu rows name no file of the source",
                              r->o->labels, (unsigned long long)count, what,
                              (unsigned long long)r->label_rows_unmatched,
                              (unsigned long long)r->label_rows);
-    return shard_err_set(err, SHARD_EINVAL, "--labels '%s' labels none of the %llu %s",
+    return shard_err_set(err, SHARD_EINVAL, "--labels '%s' gives none of the %llu %s a class",
                          r->o->labels, (unsigned long long)count, what);
 }
 
@@ -122,6 +135,36 @@ int sk_run_check_labels_used(const struct run *r, struct shard_err *err)
     if (labels_asked(r) && samples > 0 && sk_assembler_unlabeled(r->as) == samples)
         return no_label_error(r, "samples", samples, err);
     return SHARD_OK;
+}
+
+int sk_run_check_published(const struct run *r, struct shard_err *err)
+{
+    uint64_t samples = sk_assembler_samples(r->as), count;
+    if (r->o->parts)
+        return SHARD_OK;
+    if (samples)
+        return sk_field_sources_check_used(r->fields, sk_assembler_field_samples(r->as), samples,
+                                           err);
+    if (r->o->allow_empty)
+        return SHARD_OK;
+    if (!r->n)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "no candidate images in '%s': an empty dataset is not published "
+                             "(--allow-empty publishes it)",
+                             r->src);
+    /* the reject of the smallest key, as the manifest would list it first */
+    const struct shard_reject *rejects = sk_assembler_rejects(r->as, &count), *first = rejects;
+    for (uint64_t i = 1; i < count; i++)
+        if (shard_key_compare(rejects[i].key, rejects[i].key_len, first->key, first->key_len) < 0)
+            first = &rejects[i];
+    char q[SHARD_QUOTE_SIZE];
+    return shard_err_set(err, SHARD_EINVAL,
+                         "none of the %llu candidates is a sample: every one was rejected (%s"
+                         "'%s': %s); an empty dataset is not published (--allow-empty publishes "
+                         "it, with the rejects)",
+                         (unsigned long long)r->n, count > 1 ? "the first, " : "",
+                         count ? sk_quote_bytes(first->key, first->key_len, q, sizeof q) : "",
+                         count ? first->reason : "");
 }
 
 /* An archive entry refused for its name ("../x.jpg"): its path says
@@ -164,17 +207,174 @@ static int32_t number_of(void *ctx, const char *name, size_t len)
     return label_set_find(ctx, name, len, XXH3_64bits(name, len))->number;
 }
 
+/* The first candidate with a class name (its class, or a name in a
+ * `labels` field) that is a class number (want 1) or is not one (want 0):
+ * its number, *name and *len, or r->n.  *too_large: a number above
+ * SK_CLASS_NUMBER_MAX came first (then that candidate is returned). */
+static uint64_t find_class_kind(const struct run *r, int want, const char **name, size_t *len,
+                                int *too_large)
+{
+    uint32_t n;
+    *too_large = 0;
+    for (uint64_t i = 0; i < r->n; i++) {
+        /* the class's name, then each labels field's */
+        int more = class_of(r, i, name, len);
+        for (size_t k = 0; more || sk_field_sources_label_name(r->fields, i, k++, name, len);
+             more = 0) {
+            int kind = sk_field_class_number(*name, *len, &n);
+            if (kind < 0 || kind == want) {
+                *too_large = kind < 0;
+                return i;
+            }
+        }
+    }
+    return r->n;
+}
+
+/* Whether the classes are class numbers, as WebDataset's numeric .cls
+ * means them (*max: the largest): when the class comes from a sidecar or a
+ * column and every class name of the run (the class's and the `labels`
+ * fields') is one.  A run mixing numbers and names is refused, naming a
+ * candidate of each (a name is no number: that the classes are names
+ * cannot be told from a number by mistake in one file). */
+static int class_numbers(const struct run *r, int *numbered, uint32_t *max, struct shard_err *err)
+{
+    *numbered = 0;
+    *max = 0;
+    if (!sk_field_sources_class_from_values(r->fields))
+        return SHARD_OK;
+    const char *num, *word;
+    size_t num_len, word_len, key_len, key2_len;
+    int too_large;
+    char qk[SHARD_QUOTE_SIZE], qn[SHARD_QUOTE_SIZE], qk2[SHARD_QUOTE_SIZE];
+    /* the first number, then the first name: a number too large met on the
+     * way is the one reported (none is missed: the second search goes over
+     * every candidate when there is no name) */
+    uint64_t a = find_class_kind(r, 1, &num, &num_len, &too_large), b = r->n;
+    if (!too_large && a < r->n) {
+        b = find_class_kind(r, 0, &word, &word_len, &too_large);
+        if (too_large) {
+            a = b;
+            num = word;
+            num_len = word_len;
+        }
+    }
+    const char *key = a < r->n ? shard_keylist_get(&r->keys, a, &key_len) : NULL;
+    if (too_large)
+        return shard_err_set(err, SHARD_ELIMIT,
+                             "--labels '%s' gives '%s' the class number '%s', above the largest, "
+                             "%u",
+                             r->o->labels, sk_quote_bytes(key, key_len, qk, sizeof qk),
+                             sk_quote_bytes(num, num_len, qn, sizeof qn), SK_CLASS_NUMBER_MAX);
+    if (a == r->n)
+        return SHARD_OK; /* no number: names */
+    if (b < r->n) {
+        const char *key2 = shard_keylist_get(&r->keys, b, &key2_len);
+        char qw[SHARD_QUOTE_SIZE];
+        int negative = word_len > 1 && word[0] == '-' &&
+                       sk_field_class_number(word + 1, word_len - 1, &(uint32_t){0}) != 0;
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--labels '%s' gives class numbers and class names: '%s' to '%s', "
+                             "'%s' to '%s'; the classes must be all numbers (WebDataset's) or "
+                             "all names%s",
+                             r->o->labels, sk_quote_bytes(num, num_len, qn, sizeof qn),
+                             sk_quote_bytes(key, key_len, qk, sizeof qk),
+                             sk_quote_bytes(word, word_len, qw, sizeof qw),
+                             sk_quote_bytes(key2, key2_len, qk2, sizeof qk2),
+                             negative ? " (a class number is 0 or more)" : "");
+    }
+    uint32_t n;
+    for (uint64_t i = 0; i < r->n; i++) {
+        const char *name;
+        size_t len;
+        if (class_of(r, i, &name, &len) && sk_field_class_number(name, len, &n) == 1 && n > *max)
+            *max = n;
+        for (size_t k = 0; sk_field_sources_label_name(r->fields, i, k, &name, &len); k++)
+            if (sk_field_class_number(name, len, &n) == 1 && n > *max)
+                *max = n;
+    }
+    *numbered = 1;
+    return SHARD_OK;
+}
+
+/* The labels of numbered classes: "0".."max", each number its own label
+ * (a number no candidate has keeps its place: numbers stay the source's). */
+static int number_labels(struct run *r, struct label_set *set, uint32_t max, struct shard_err *err)
+{
+    r->label_names = calloc((size_t)max + 1, sizeof *r->label_names);
+    if (!r->label_names)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    r->label_count = max + 1;
+    for (uint32_t i = 0; i <= max; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "%u", i);
+        if (!(r->label_names[i] = strdup(text)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < set->cap; i++) {
+        uint32_t n = 0;
+        if (set->slots[i].ref.name)
+            sk_field_class_number(set->slots[i].ref.name, set->slots[i].ref.len, &n);
+        set->slots[i].number = (int32_t)n;
+    }
+    return SHARD_OK;
+}
+
+/* The labels of named classes: the distinct names as the manifest writes
+ * them, sorted, each numbered by its place. */
+static int sort_labels(struct run *r, struct label_set *set, struct shard_err *err)
+{
+    struct named_label *sorted = calloc(set->count ? set->count : 1, sizeof *sorted);
+    size_t n = 0;
+    int rc = SHARD_OK;
+    r->label_names = calloc(set->count ? set->count : 1, sizeof *r->label_names);
+    if (!sorted || !r->label_names) {
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < set->cap; i++) {
+        if (!set->slots[i].ref.name)
+            continue;
+        sorted[n].ref = set->slots[i].ref;
+        if (!(sorted[n++].name = sk_jsonkey_label_name(set->slots[i].ref.name,
+                                                       set->slots[i].ref.len))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    qsort(sorted, n, sizeof *sorted, compare_named_labels);
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
+            rc = label_collision(&sorted[i - 1], &sorted[i], err);
+            goto out;
+        }
+    r->label_count = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        label_set_find(set, sorted[i].ref.name, sorted[i].ref.len,
+                       XXH3_64bits(sorted[i].ref.name, sorted[i].ref.len))
+            ->number = (int32_t)i;
+        r->label_names[i] = sorted[i].name; /* owned by the run from here */
+        sorted[i].name = NULL;
+    }
+out:
+    for (size_t i = 0; sorted && i < n; i++)
+        free(sorted[i].name);
+    free(sorted);
+    return rc;
+}
+
 /* Label every candidate: the distinct names (of the class and of every
  * `labels` field), numbered in the order of the names the manifest writes
  * (for UTF-8 names, the order of their bytes), so that its "labels" are
- * sorted and unique as readers check. */
+ * sorted and unique as readers check; or, when they are class numbers,
+ * each its own number. */
 int sk_run_assign_labels(struct run *r, struct shard_err *err)
 {
     struct label_set set = {0};
-    struct named_label *sorted = NULL;
-    size_t n = 0;
     const char *name;
     size_t len;
+    int numbered;
+    uint32_t max;
     int rc = SHARD_OK;
     r->label_of = malloc((r->n ? r->n : 1) * sizeof *r->label_of);
     if (!r->label_of) {
@@ -193,36 +393,9 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
         rc = shard_err_set(err, SHARD_ELIMIT, "too many labels");
         goto out;
     }
-    sorted = calloc(set.count ? set.count : 1, sizeof *sorted);
-    r->label_names = calloc(set.count ? set.count : 1, sizeof *r->label_names);
-    if (!sorted || !r->label_names) {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if ((rc = class_numbers(r, &numbered, &max, err)) ||
+        (rc = numbered ? number_labels(r, &set, max, err) : sort_labels(r, &set, err)))
         goto out;
-    }
-    for (size_t i = 0; i < set.cap; i++) {
-        if (!set.slots[i].ref.name)
-            continue;
-        sorted[n].ref = set.slots[i].ref;
-        if (!(sorted[n++].name = sk_jsonkey_label_name(set.slots[i].ref.name,
-                                                       set.slots[i].ref.len))) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            goto out;
-        }
-    }
-    qsort(sorted, n, sizeof *sorted, compare_named_labels);
-    for (size_t i = 1; i < n; i++)
-        if (!strcmp(sorted[i - 1].name, sorted[i].name)) {
-            rc = label_collision(&sorted[i - 1], &sorted[i], err);
-            goto out;
-        }
-    r->label_count = (uint32_t)n;
-    for (size_t i = 0; i < n; i++) {
-        label_set_find(&set, sorted[i].ref.name, sorted[i].ref.len,
-                       XXH3_64bits(sorted[i].ref.name, sorted[i].ref.len))
-            ->number = (int32_t)i;
-        r->label_names[i] = sorted[i].name; /* owned by the run from here */
-        sorted[i].name = NULL;
-    }
     uint64_t labeled = 0;
     for (uint64_t i = 0; i < r->n; i++) {
         r->label_of[i] = SHARD_NO_LABEL;
@@ -239,15 +412,13 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
     if (labels_asked(r) && r->n > 0 && labeled == 0)
         rc = no_label_error(r, "candidates", r->n, err);
 out:
-    for (size_t i = 0; i < n; i++)
-        free(sorted[i].name);
     free(set.slots);
-    free(sorted);
     return rc;
 }
 
-int sk_run_make_order(struct run *r, struct shard_err *err)
+static int make_order(struct run *r, uint64_t seed, struct shard_err *err)
 {
+    free(r->order);
     r->order = malloc((r->n ? r->n : 1) * sizeof *r->order);
     if (!r->order)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -268,8 +439,122 @@ int sk_run_make_order(struct run *r, struct shard_err *err)
         }
     }
     if (r->config.shuffle)
-        sk_shuffle(r->order, r->n, r->config.shuffle_seed);
+        sk_shuffle(r->order, r->n, seed);
     return SHARD_OK;
+}
+
+int sk_run_make_order(struct run *r, struct shard_err *err)
+{
+    return make_order(r, r->config.shuffle_seed, err);
+}
+
+int sk_run_order_archive(struct run *r, uint64_t seed, struct shard_err *err)
+{
+    return make_order(r, seed, err);
+}
+
+/* ---- labels by archive ------------------------------------------------------- */
+
+int sk_run_labels_collect(struct run *r, struct shard_err *err)
+{
+    if (!r->label_set && !(r->label_set = calloc(1, sizeof *r->label_set)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    r->label_set->owned = 1;
+    const char *name;
+    size_t len;
+    int rc = SHARD_OK;
+    for (uint64_t i = 0; !rc && i < r->n; i++) {
+        if (class_of(r, i, &name, &len))
+            rc = label_set_add(r->label_set, name, len, err);
+        for (size_t k = 0; !rc && sk_field_sources_label_name(r->fields, i, k, &name, &len); k++)
+            rc = label_set_add(r->label_set, name, len, err);
+    }
+    return rc;
+}
+
+/* By archive: whether the names collected are class numbers (all of them,
+ * when the class comes from a sidecar or column; *max the largest): names
+ * and numbers mixed are refused, naming one of each. */
+static int set_numbers(const struct run *r, const struct label_set *set, int *numbered,
+                       uint32_t *max, struct shard_err *err)
+{
+    const struct label_ref *num = NULL, *word = NULL;
+    *numbered = 0;
+    *max = 0;
+    if (!sk_field_sources_class_from_values(r->fields))
+        return SHARD_OK;
+    for (size_t i = 0; i < set->cap; i++) {
+        const struct label_ref *x = &set->slots[i].ref;
+        uint32_t n;
+        if (!x->name)
+            continue;
+        int kind = sk_field_class_number(x->name, x->len, &n);
+        if (kind < 0)
+            return shard_err_set(err, SHARD_ELIMIT,
+                                 "--labels '%s' gives a class number above the largest, %u",
+                                 r->o->labels, SK_CLASS_NUMBER_MAX);
+        if (kind == 1 && n > *max)
+            *max = n;
+        *(kind == 1 ? &num : &word) = x;
+    }
+    if (num && word) {
+        char qn[SHARD_QUOTE_SIZE], qw[SHARD_QUOTE_SIZE];
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--labels '%s' gives class numbers and class names ('%s', '%s'); "
+                             "the classes must be all numbers (WebDataset's) or all names",
+                             r->o->labels, sk_quote_bytes(num->name, num->len, qn, sizeof qn),
+                             sk_quote_bytes(word->name, word->len, qw, sizeof qw));
+    }
+    *numbered = num != NULL;
+    return SHARD_OK;
+}
+
+int sk_run_labels_number(struct run *r, struct shard_err *err)
+{
+    if (!r->label_set && !(r->label_set = calloc(1, sizeof *r->label_set)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    r->label_set->owned = 1;
+    if (r->label_set->count > INT32_MAX)
+        return shard_err_set(err, SHARD_ELIMIT, "too many labels");
+    int numbered;
+    uint32_t max;
+    int rc = set_numbers(r, r->label_set, &numbered, &max, err);
+    if (!rc)
+        rc = numbered ? number_labels(r, r->label_set, max, err)
+                      : sort_labels(r, r->label_set, err);
+    return rc;
+}
+
+int sk_run_labels_apply(struct run *r, struct shard_err *err)
+{
+    free(r->label_of);
+    r->label_of = malloc((r->n ? r->n : 1) * sizeof *r->label_of);
+    if (!r->label_of)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    const char *name;
+    size_t len;
+    for (uint64_t i = 0; i < r->n; i++) {
+        r->label_of[i] = SHARD_NO_LABEL;
+        if (!r->label_set || !r->label_set->count || !class_of(r, i, &name, &len))
+            continue;
+        const struct label_slot *slot =
+            label_set_find(r->label_set, name, len, XXH3_64bits(name, len));
+        if (!slot->ref.name) /* the labels' pass did not see it: the archive changed since */
+            return shard_err_set(err, SHARD_EMISMATCH,
+                                 "an archive of '%s' changed during the run: a class appeared "
+                                 "that its first reading did not have",
+                                 r->src);
+        r->label_of[i] = slot->number;
+    }
+    return r->label_set && r->label_set->count
+               ? sk_field_sources_number(r->fields, number_of, r->label_set, err)
+               : SHARD_OK;
+}
+
+void sk_run_labels_release(struct run *r)
+{
+    label_set_free(r->label_set);
+    r->label_set = NULL;
 }
 
 /* The state an interrupted run must match to be resumed (the hash of the

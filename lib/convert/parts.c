@@ -8,7 +8,7 @@
  * goes to the part where its middle falls (see sk_part_bounds).  Every part computes every bound
  * and records them in its part file, so the merge can tell that the parts tiled the same order.
  *
- * Part I numbers its shards from I * (SHARD_NAMES / N): the number is in the
+ * Part I numbers its shards from I * (SK_SHARD_NAMES / N): the number is in the
  * shard's header and in its file name, which must agree, so shards that keep
  * their bytes through the merge need numbers no other part uses. */
 #include <errno.h>
@@ -26,8 +26,6 @@
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
 
-/* Six-digit shard numbers, shared out among the parts. */
-#define SHARD_NAMES 1000000u
 #define PART_DIR_BYTES 64
 
 static int is_part(const struct shardify_options *o)
@@ -53,7 +51,7 @@ static int check_part_dst(const struct run *r, const char *dst, size_t len, cons
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    if ((fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) /* nofollow: the DST named */
         goto out; /* no DST yet (or no directory: opening it says so) */
     rc = sk_fs_open_dir_at(fd, top, SHARDIFY_PARTS_DIR, &parts_fd, err);
     if (rc == SHARD_ENOTFOUND)
@@ -95,10 +93,15 @@ int sk_run_part_dst(struct run *r, const char *dst, struct shard_err *err)
                              "part %u of %u: parts are numbered 0..N-1, "
                              "N at most %u",
                              o->part, o->parts, SHARDIFY_MAX_PARTS);
-    if (r->archive)
+    if (r->archive && r->config.order != SHARD_ORDER_ARCHIVE)
         return shard_err_set(err, SHARD_EINVAL,
-                             "an archive SRC cannot be converted in parts: "
-                             "it is read in one pass; extract it, or convert it whole");
+                             "%s cannot be converted in parts: it is read in one pass; "
+                             "%s",
+                             r->archive_count ? "a folder of archives in one stored order"
+                                              : "an archive SRC",
+                             r->archive_count ? "leave out --order global (parts split the "
+                                                "folder by archive)"
+                                              : "extract it, or convert it whole");
     size_t len = strlen(dst);
     while (len > 1 && dst[len - 1] == '/')
         len--;
@@ -164,8 +167,8 @@ int sk_run_part_setup(struct run *r, struct shard_err *err)
     r->start_pos = r->part_bounds[o->part];
     r->end_pos = r->part_bounds[o->part + 1];
     r->done = r->start_pos; /* positions done, as after adopting (resume.c) */
-    r->shard_base = o->part * (SHARD_NAMES / parts);
-    sk_assembler_start_at(r->as, r->shard_base, SHARD_NAMES / parts, r->start_pos);
+    r->shard_base = o->part * (SK_SHARD_NAMES / parts);
+    sk_assembler_start_at(r->as, r->shard_base, SK_SHARD_NAMES / parts, r->start_pos);
     return SHARD_OK;
 }
 
@@ -189,17 +192,24 @@ static json_t *part_json(const struct run *r, const char *state)
     bad = bad || sk_jsonkey_set_uint(o, "manifest_version", SHARD_MANIFEST_VERSION);
     bad = bad || sk_jsonkey_set_uint(o, "part", r->o->part);
     bad = bad || sk_jsonkey_set_uint(o, "parts", r->o->parts);
+    /* by archive, the split is in archives, and the candidates are the part's own */
+    if (r->by_archive)
+        bad = bad || json_object_set_new(o, "unit", json_string("archives")) ||
+              sk_jsonkey_set_uint(o, "candidates", r->candidates_total);
     bad = bad || sk_jsonkey_set_uint(o, "first", r->part_bounds[r->o->part]);
-    bad = bad || sk_jsonkey_set_uint(o, "end", r->end_pos);
+    bad = bad || sk_jsonkey_set_uint(o, "end", r->part_bounds[r->o->part + 1]);
     bad = bad || sk_jsonkey_set_uint(o, "shard_base", r->shard_base);
     for (uint32_t i = 0; !bad && i <= r->o->parts; i++)
         bad = json_array_append_new(bounds, json_integer((json_int_t)r->part_bounds[i]));
     bad = bad || json_object_set(o, "bounds", bounds);
     /* the resume state: options, source kind, candidates, the order's hash */
     bad = bad || json_object_del(st, "part") || json_object_set(o, "listing", st);
+    /* what the listing ignored (by archive: the folder's files, not the part's
+     * own archives' entries, which its manifest counts) */
     bad = bad || sk_jsonkey_set_uint(o, "ignored",
-                                     r->stats.ignored + r->stats.ignored_symlinks +
-                                         r->stats.ignored_special);
+                                     r->by_archive ? r->folder_ignored
+                                                   : r->stats.ignored + r->stats.ignored_symlinks +
+                                                         r->stats.ignored_special);
     json_decref(bounds);
     json_decref(st);
     if (bad) {

@@ -75,6 +75,44 @@ out:
     return rc;
 }
 
+/* By archive: the archives' list, written as each was done, into DST as
+ * archives.jsonl (the manifest's source.archives in *m). */
+static int write_archives(struct run *r, struct shard_manifest *m, struct shard_err *err)
+{
+    const struct dst *d = r->dst;
+    int rc = SHARD_OK;
+    if (lseek(r->archives_fd, 0, SEEK_SET) != 0 || fsync(r->archives_fd) != 0)
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot write '%s/%s'", d->work,
+                             SK_ARCHIVES_WORK);
+    if (!rc)
+        rc = sk_fs_hash_fd(r->archives_fd, SK_ARCHIVES_WORK, &m->archives_bytes, &m->archives_xxh3,
+                           err);
+    if (!rc)
+        rc = sk_fs_rename_at(d->work_fd, d->work, SK_ARCHIVES_WORK, d->fd, d->path,
+                             SHARD_ARCHIVES_FILE, err);
+    if (!rc)
+        rc = sk_dst_publish(r->dst, SHARD_ARCHIVES_FILE, err);
+    m->archives_file = SHARD_ARCHIVES_FILE;
+    m->archives_entries = r->archives_lines;
+    return rc;
+}
+
+/* The orphans the manifest lists: the field sources' (SRC's sidecars, then
+ * each mask folder's), or by archive those of every archive done; borrowed
+ * keys, sorted by key in a malloc'd array. */
+static struct shard_orphan *list_orphans(struct run *r, uint64_t *count)
+{
+    *count = r->by_archive ? r->orphans.count : sk_field_sources_orphan_count(r->fields);
+    struct shard_orphan *orphans = calloc(*count ? *count : 1, sizeof *orphans);
+    for (uint64_t i = 0; orphans && i < *count; i++)
+        orphans[i].key = r->by_archive
+                             ? (char *)shard_keylist_get(&r->orphans, i, &orphans[i].key_len)
+                             : (char *)sk_field_sources_orphan(r->fields, i, &orphans[i].key_len);
+    if (orphans && *count) /* SRC's, then each mask folder's: in key order */
+        qsort(orphans, *count, sizeof *orphans, compare_orphans);
+    return orphans;
+}
+
 /* Informative only: a failure here does not fail the run, it is reported
  * in s->run_record_error. */
 static void write_run_info(struct run *r, struct shardify_summary *s)
@@ -158,14 +196,8 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
         m.coco_annotations_unmatched = r->coco_annotations_unmatched;
         m.boxes = r->boxes;
         m.boxes_dropped = r->boxes_dropped;
-        m.orphan_count = sk_field_sources_orphan_count(r->fields);
-        orphans = calloc(m.orphan_count ? m.orphan_count : 1, sizeof *orphans);
-        if (!orphans)
+        if (!(orphans = list_orphans(r, &m.orphan_count)))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        for (uint64_t i = 0; orphans && i < m.orphan_count; i++) /* borrowed keys */
-            orphans[i].key = (char *)sk_field_sources_orphan(r->fields, i, &orphans[i].key_len);
-        if (orphans && m.orphan_count) /* SRC's, then each mask folder's: in key order */
-            qsort(orphans, m.orphan_count, sizeof *orphans, compare_orphans);
         m.orphans = orphans;
     }
     if (m.reject_count) /* qsort's base must not be NULL, even for 0 items */
@@ -173,6 +205,8 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     if (!rc && m.index_entries != m.samples)
         rc = shard_err_set(err, SHARD_ECORRUPT, "index lists %llu samples, shards hold %llu",
                            (unsigned long long)m.index_entries, (unsigned long long)m.samples);
+    if (!rc && r->by_archive)
+        rc = write_archives(r, &m, err);
     if (!rc && r->o->parts > 0)
         rc = sk_run_part_write(r, err);
     if (!rc)

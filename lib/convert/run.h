@@ -21,8 +21,13 @@
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"
+#include "util/budget.h"
 
 #define SPOOL_FILE "spool"
+/* By archive: the archives' lines so far, in the work directory. */
+#define SK_ARCHIVES_WORK "archives"
+/* Six-digit shard numbers, shared out among the parts (parts.c). */
+#define SK_SHARD_NAMES 1000000u
 
 /* What the spool phase learned about one archive entry. */
 struct spooled {
@@ -67,6 +72,7 @@ struct slot {
     struct shard_err why;
     char warning[SHARD_ERRMSG_SIZE]; /* ok: "" or the decoder warning it was accepted despite */
     int hashed;                      /* source_* already computed from `input` */
+    uint64_t held;                   /* spool: the budget's bytes its input holds */
     int outcome;                     /* incremental: enum sk_reuse_outcome */
     struct sk_placement place;       /* where the converted image's pixels went */
     struct shard_field_set fields;   /* the sample's field area (a dataset with fields) */
@@ -133,6 +139,20 @@ struct run {
     int has_lineage;
     struct shard_lineage lineage;
     char full_rebuild[SHARD_ERRMSG_SIZE]; /* why an incremental run reused nothing, or "" */
+    /* by archive (by_archive.c) */
+    int by_archive;
+    int names_only;               /* the labels' pass: spool names and sidecars, convert nothing */
+    uint64_t pos_base;            /* the assembler's position of order position 0 */
+    struct label_set *label_set;  /* every archive's names, numbered (order.c) */
+    struct shard_keylist orphans; /* the sidecar orphans of the archives done */
+    size_t archive_first;         /* the run's (or part's) archives: [first, end) */
+    size_t archive_end;
+    int archives_fd; /* the archives' lines so far, in the work dir */
+    uint64_t archives_lines;
+    uint64_t candidates_total;              /* of the archives done */
+    uint64_t folder_ignored;                /* files of the folder that are no archive */
+    struct sk_prev_archives *prev_archives; /* incremental by archive, or NULL */
+    struct sk_budget budget;                /* the archive entries the slots hold (spool.c) */
 };
 
 /* The manifest's source.kind: "directory" (a directory or an S3 prefix),
@@ -161,13 +181,78 @@ int sk_run_read_sidecar(void *ctx, size_t file, const char *key, uint64_t max_by
 
 /* spool.c: read the archive once, converting into the spool. */
 int sk_run_spool_archive(struct run *r, struct shard_err *err);
+/* One archive at `path` into the spool, its keys prefixed with `prefix` and
+ * '/' (NULL: none), after the candidates already there. */
+int sk_run_spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err);
+/* Forget the candidates spooled (a directory of archives by archive: the
+ * next archive's take their places): keys, refusals, spool tables, the spool
+ * file's bytes. */
+void sk_run_spool_reset(struct run *r);
+
+/* An archive's line in archives.jsonl (manifests/FORMAT.md). */
+struct sk_archive_line {
+    uint64_t bytes;
+    uint64_t xxh3;
+    uint64_t candidates;
+    uint64_t samples;
+    uint64_t rejected;
+    uint64_t ignored;
+};
+
+/* by_archive.c: a directory of archives stored by archive (config.order
+ * "archive"): each archive read, ordered and converted before the next, the
+ * run's (or its part's) archives only.  Leaves the run as convert() does,
+ * ready to publish (the archives' list in the work directory). */
+int sk_run_by_archive(struct run *r, struct shard_err *err);
+/* Archive k is done: its line into the work directory's list. */
+int sk_run_note_archive(struct run *r, size_t k, const struct sk_archive_line *a,
+                        struct shard_err *err);
+
+/* incremental_archives.c: an incremental run by archive.  The previous
+ * dataset (by archive, the same options) is read in step with the folder:
+ * an archive it has with the same name, size and xxh3 gives its records
+ * without being read (sk_prev_archives_take returns 1 once they are in the
+ * shards); another is converted, its candidates counted against the
+ * previous archive of that name (sk_prev_archives_note); an archive of the
+ * previous dataset that the folder no longer has is removed.  Memory: the
+ * previous dataset's list of archives and one archive's entries. */
+struct sk_prev_archives;
+int sk_prev_archives_open(struct run *r, const char *dst, struct shard_err *err);
+void sk_prev_archives_free(struct sk_prev_archives *p); /* accepts NULL */
+int sk_prev_archives_take(struct run *r, size_t k, const struct sk_archive_line *a,
+                          struct shard_err *err);
+int sk_prev_archives_finish(struct run *r, struct shard_err *err);
+/* The lineage of a candidate converted from an archive of the folder. */
+void sk_prev_archives_note(struct run *r, const char *key, size_t key_len, int has_source,
+                           uint64_t source_bytes, uint64_t source_xxh3);
+/* shardify.c: convert order positions [start_pos, end_pos) of the
+ * candidates as they stand, as positions pos_base + p of the assembler (the
+ * open shard is not finished). */
+int sk_run_convert_range(struct run *r, struct shard_err *err);
 
 /* order.c */
 int sk_run_assign_labels(struct run *r, struct shard_err *err);
+/* By archive: the class and labels names of the candidates spooled, added
+ * to r->label_set (copied: they outlive the archive); once every archive's
+ * are in, sk_run_labels_number numbers them as sk_run_assign_labels does;
+ * then sk_run_labels_apply labels the candidates of each archive
+ * (r->label_of, and the `labels` fields' numbers) from the set.  With
+ * --labels none no set is needed: every candidate is unlabeled. */
+int sk_run_labels_collect(struct run *r, struct shard_err *err);
+int sk_run_labels_number(struct run *r, struct shard_err *err);
+int sk_run_labels_apply(struct run *r, struct shard_err *err);
+void sk_run_labels_release(struct run *r);
+/* By archive: the order of the candidates spooled (one archive): sorted,
+ * later entries repeating a name rejected, shuffled with `seed`. */
+int sk_run_order_archive(struct run *r, uint64_t seed, struct shard_err *err);
 int sk_run_make_order(struct run *r, struct shard_err *err);
 /* After converting: labels asked for (--labels) that label no sample are an
  * error (so are labels that label no candidate, found by assign_labels). */
 int sk_run_check_labels_used(const struct run *r, struct shard_err *err);
+/* After converting: a run of no sample (an empty SRC, every candidate
+ * rejected) is an error unless --allow-empty, and so is a declared field
+ * that no sample has; a part is checked by its merge. */
+int sk_run_check_published(const struct run *r, struct shard_err *err);
 /* Fresh run: record the order's state.  Resume: it must match (*resuming set). */
 int sk_run_check_state(struct run *r, int *resuming, struct shard_err *err);
 
@@ -193,6 +278,15 @@ enum sk_reuse_outcome {
  * says why) instead of an error. */
 int sk_run_open_previous(struct run *r, const char *dst, struct shard_err *err);
 void sk_run_close_previous(struct run *r);
+/* What makes PREV unusable before its manifest is read: where it is. */
+int sk_prev_check_places(const char *prev, const char *src, const char *dst, struct shard_err *err);
+/* Load PREV's manifest, of a source of `kind` ("directory", "archives"),
+ * and hold it to `config` (labels described); its identity in *xxh3. */
+int sk_prev_load_manifest(const char *prev, const struct shard_config *config, const char *kind,
+                          struct shard_manifest *m, uint64_t *xxh3, struct shard_err *err);
+/* PREV could not be opened (rc, why): an error, or with
+ * --incremental-or-full a full rebuild that the lineage explains. */
+int sk_prev_unusable(struct run *r, int rc, const struct shard_err *why, struct shard_err *err);
 /* Worker: the slot's input is read; hash it, and when the previous dataset
  * has this key with the same bytes, take its record (or reject) into the
  * slot and return 1; else 0 (convert it; s->outcome may say why). */

@@ -124,7 +124,8 @@ void sk_run_progress(struct run *r, int force)
 
 void sk_run_summarize(const struct run *r, struct shardify_summary *s)
 {
-    s->candidates = r->keys.count; /* r->n once scanning or spooling is done */
+    /* r->n once scanning or spooling is done; by archive, the archives done */
+    s->candidates = r->by_archive ? r->candidates_total : r->keys.count;
     s->ignored = r->stats.ignored + r->stats.ignored_symlinks + r->stats.ignored_special;
     s->labels = r->label_count;
     s->label_rows = r->label_rows;
@@ -168,6 +169,10 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
         return shard_err_set(err, SHARD_EINVAL, "--max-pixels must be positive");
     if (o->parts && o->incremental)
         return shard_err_set(err, SHARD_EINVAL, "a part cannot be converted incrementally");
+    if (c->order == SHARD_ORDER_ARCHIVE && !o->archives)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "the stored order by archive is for a folder of archives "
+                             "(--archives)");
     return SHARD_OK;
 }
 
@@ -312,7 +317,7 @@ static int convert_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *
     pos += r->start_pos;
     if (pos >= r->end_pos)
         return 0;
-    s->pos = pos;
+    s->pos = r->pos_base + pos;
     s->cand = r->order[pos];
     return 1;
 }
@@ -540,7 +545,7 @@ static int convert_consume(void *ctx, void *slot, struct shard_err *err)
     return rc;
 }
 
-static int convert(struct run *r, struct shard_err *err)
+int sk_run_convert_range(struct run *r, struct shard_err *err)
 {
     void **slots = sk_run_slot_pointers(r, err);
     if (!slots)
@@ -562,6 +567,12 @@ static int convert(struct run *r, struct shard_err *err)
     sk_prefetch_free(r->prefetch);
     r->prefetch = NULL;
     free(slots);
+    return rc;
+}
+
+static int convert(struct run *r, struct shard_err *err)
+{
+    int rc = sk_run_convert_range(r, err);
     double t0 = sk_now_seconds();
     if (!rc)
         rc = sk_assembler_finish(r->as, err);
@@ -630,6 +641,10 @@ static void run_release(struct run *r)
     for (uint64_t i = 0; r->spooled_sidecars && i < r->spooled_sidecars_cap; i++)
         free(r->spooled_sidecars[i].problem);
     free(r->spooled_sidecars);
+    if (r->archives_fd >= 0)
+        close(r->archives_fd);
+    shard_keylist_release(&r->orphans);
+    sk_run_labels_release(r);
     for (size_t i = 0; i < r->archive_count; i++)
         free(r->archive_names[i]);
     free(r->archive_names);
@@ -644,6 +659,7 @@ static void run_release(struct run *r)
     shard_labeler_free(r->labeler);
     sk_dst_close(r->dst);
     free(r->dst_path);
+    sk_budget_destroy(&r->budget);
 }
 
 int shardify_run(const char *src, const char *dst, const struct shardify_options *o,
@@ -660,6 +676,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.src = src;
     r.root.fd = -1;
     r.spool_fd = -1;
+    r.archives_fd = -1;
+    sk_budget_init(&r.budget, o->memory ? o->memory : SHARDIFY_MEMORY_DEFAULT);
     r.config = o->config;
     r.config.labels = NULL;
     r.config.fields = NULL; /* the field sources declare them */
@@ -679,14 +697,13 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     if ((rc = sk_field_sources_new(&r.fields, o, o->labels, &r.config, err)))
         goto out;
-    if (sk_field_sources_geometric(r.fields) && (r.archive || o->incremental)) {
-        /* an archive's images are converted while spooled, an incremental
-         * run copies records: neither gives the geometry boxes and masks
-         * need */
+    if (sk_field_sources_geometric(r.fields) && r.archive) {
+        /* an archive's images are converted while spooled, without the
+         * geometry boxes and masks need (an incremental run: see
+         * sk_run_open_previous) */
         rc = shard_err_set(err, SHARD_EINVAL,
                            "boxes and mask fields need a directory or S3 "
-                           "source and a full run (%s)",
-                           r.archive ? "SRC is an archive" : "--incremental");
+                           "source (SRC is an archive)");
         goto out;
     }
     if ((rc = sk_run_part_dst(&r, dst, err)) || (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
@@ -696,6 +713,24 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (r.dst->remote) /* an upload under way stops at Ctrl-C too */
         r.dst->remote->http.cancel = o->cancel;
 
+    if (r.config.order == SHARD_ORDER_ARCHIVE) { /* a folder of archives, archive by archive */
+        if (sk_field_sources_has_table(r.fields)) {
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "an annotation table is matched against the whole source: "
+                               "convert a folder of archives with one with --order global");
+            goto out;
+        }
+        if ((rc = sk_run_by_archive(&r, err)) || (rc = sk_run_check_labels_used(&r, err)))
+            goto out;
+        if ((rc = sk_run_check_published(&r, err))) {
+            if (!sk_assembler_samples(r.as)) /* no shard: nothing to resume */
+                sk_dst_cleanup_work(r.dst, NULL);
+            goto out;
+        }
+        sk_run_finish_lineage(&r);
+        rc = sk_run_publish(&r, summary, err);
+        goto out;
+    }
     if (r.archive) {
         rc = sk_run_spool_archive(&r, err);
     } else {
@@ -733,6 +768,11 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.timing.convert = sk_now_seconds() - t;
     if (rc || (rc = sk_run_check_labels_used(&r, err)))
         goto out;
+    if ((rc = sk_run_check_published(&r, err))) {
+        if (!sk_assembler_samples(r.as) && !r.dst->remote) /* no shard: nothing to resume */
+            sk_dst_cleanup_work(r.dst, NULL);
+        goto out;
+    }
     sk_run_finish_lineage(&r);
     if ((rc = sk_run_publish(&r, summary, err)))
         goto out;

@@ -23,6 +23,9 @@
 #include "source/source_internal.h"
 
 #define SPOOLED_INITIAL 1024
+/* A slot's buffer larger than this is let go once consumed (an image is
+ * rarely larger; a decompression bomb's entries are). */
+#define SPOOL_KEEP_BYTES (16u << 20)
 
 /* One archive's pass.  A directory of archives (--archives) reads them one
  * after the other: keys are the archive's name, '/', the member's name; the
@@ -30,6 +33,7 @@
  * from `base`, the first candidate of the archive). */
 struct spool_pass {
     struct run *r;
+    struct slot *claiming; /* the slot the entry being read goes to */
     struct sk_links *links;
     const char *path;             /* the archive */
     const char *prefix;           /* the key prefix ("00000.tar"), or NULL: the keys as they are */
@@ -93,6 +97,30 @@ static int claim_sidecar(struct run *r, struct sk_sidecars *side, const struct s
     return sk_sidecars_add_file(side, e->key, e->key_len, err);
 }
 
+/* Before an entry is read into the slot being claimed: room for it in the
+ * run's budget (given back once the slot is consumed). */
+static int admit(void *ctx, uint64_t bytes, struct shard_err *err)
+{
+    struct spool_pass *p = ctx;
+    int rc = sk_budget_take(&p->r->budget, bytes, p->r->o->cancel);
+    if (rc)
+        return shard_err_set(err, rc, "interrupted");
+    p->claiming->held += bytes;
+    return SHARD_OK;
+}
+
+/* A slot consumed: what it held back to the budget, and a buffer grown for a
+ * large entry let go, so that memory follows what is held, not what was. */
+static void release(struct run *r, struct slot *s)
+{
+    sk_budget_give(&r->budget, s->held);
+    s->held = 0;
+    if (s->input.cap > SPOOL_KEEP_BYTES)
+        shard_buf_release(&s->input);
+    if (s->payload.cap > SPOOL_KEEP_BYTES)
+        shard_buf_release(&s->payload);
+}
+
 static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *err)
 {
     struct spool_pass *p = ctx;
@@ -102,6 +130,7 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
     struct sk_sidecars *side = sk_field_sources_sidecars(r->fields);
     s->too_large = 0;
     s->is_sidecar = 0;
+    p->claiming = s;
     int rc = sk_archive_next_entry(r->ar, r->config.max_file_bytes, want_sidecar, side, &e,
                                    &s->input, &r->stats, err);
     if (rc <= 0) {
@@ -169,6 +198,12 @@ static void spool_work(void *ctx, int thread, void *slot)
 {
     struct spool_pass *p = ctx;
     struct slot *s = slot;
+    if (p->r->names_only) { /* the labels' pass: names and sidecars only */
+        s->ok = 0;
+        s->has_source = 0;
+        shard_err_set(&s->why, SHARD_EUNSUPPORTED, "%s", s->problem ? s->problem : "not converted");
+        return;
+    }
     if (!s->is_sidecar) /* a sidecar's bytes go to the spool as they are */
         convert_entry(p->r, thread, s);
 }
@@ -215,6 +250,8 @@ static int store(struct run *r, uint64_t index, const struct slot *s, struct sha
     }
     if (s->warning[0] && !(sp->warning = strdup(s->warning)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (r->names_only)
+        return SHARD_OK;
     sp->offset = r->spool_bytes;
     sp->len = s->payload.len;
     sp->width = s->width;
@@ -229,7 +266,9 @@ static int spool_consume(void *ctx, void *slot, struct shard_err *err)
     struct slot *s = slot;
     p->r->done++;
     sk_run_progress(p->r, 0);
-    return s->is_sidecar ? store_sidecar(p->r, s, err) : store(p->r, s->cand, s, err);
+    int rc = s->is_sidecar ? store_sidecar(p->r, s, err) : store(p->r, s->cand, s, err);
+    release(p->r, s);
+    return rc;
 }
 
 /* A hidden item of the links' second pass: converted like an entry, on
@@ -301,9 +340,7 @@ static void drop_items(struct spool_pass *p)
     p->items = 0;
 }
 
-/* Read the archive at `path` into the spool, its keys prefixed with
- * `prefix` and '/' (NULL: none). */
-static int spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err)
+int sk_run_spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err)
 {
     struct spool_pass pass = {.r = r, .path = path, .prefix = prefix, .base = r->keys.count};
     int rc = shard_archive_open(&r->ar, path, err);
@@ -311,9 +348,13 @@ static int spool_one(struct run *r, const char *path, const char *prefix, struct
         return rc;
     /* made once the first archive is open: never through a link, never an
      * existing file (see sk_fs_create_at) */
-    if (r->spool_fd < 0 &&
-        (rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err)))
+    if (!r->spool_path && !(r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE)))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc && r->spool_fd < 0)
+        rc = sk_fs_create_at(r->dst->work_fd, r->dst->work, SPOOL_FILE, 0600, &r->spool_fd, err);
+    if (rc)
         return rc;
+    sk_archive_set_reading(r->ar, r->config.max_field_bytes, admit, &pass);
     void **slots = sk_run_slot_pointers(r, err);
     if (!slots || (rc = sk_links_new(&pass.links, err))) {
         free(slots);
@@ -336,19 +377,38 @@ static int spool_one(struct run *r, const char *path, const char *prefix, struct
     return rc;
 }
 
+void sk_run_spool_reset(struct run *r)
+{
+    for (uint64_t i = 0; r->spooled && i < r->spooled_cap; i++) {
+        free(r->spooled[i].reason);
+        free(r->spooled[i].warning);
+    }
+    if (r->spooled)
+        memset(r->spooled, 0, r->spooled_cap * sizeof *r->spooled);
+    for (uint64_t i = 0; r->spooled_sidecars && i < r->spooled_sidecars_cap; i++)
+        free(r->spooled_sidecars[i].problem);
+    if (r->spooled_sidecars)
+        memset(r->spooled_sidecars, 0, r->spooled_sidecars_cap * sizeof *r->spooled_sidecars);
+    if (r->spool_fd >= 0 && ftruncate(r->spool_fd, 0) == 0)
+        lseek(r->spool_fd, 0, SEEK_SET);
+    r->spool_bytes = 0;
+    shard_keylist_release(&r->keys);
+    shard_refusals_release(&r->refused);
+    r->n = 0;
+}
+
 int sk_run_spool_archive(struct run *r, struct shard_err *err)
 {
-    r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE);
-    if (!r->spool_path)
+    if (!r->spool_path && !(r->spool_path = sk_fs_join(r->dst->work, SPOOL_FILE)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = SHARD_OK;
     r->phase = "spool";
     if (!r->archive_count) {
-        rc = spool_one(r, r->src, NULL, err);
+        rc = sk_run_spool_one(r, r->src, NULL, err);
     } else {
         for (size_t k = 0; !rc && k < r->archive_count; k++) {
             char *path = sk_fs_join(r->src, r->archive_names[k]);
-            rc = path ? spool_one(r, path, r->archive_names[k], err)
+            rc = path ? sk_run_spool_one(r, path, r->archive_names[k], err)
                       : shard_err_set(err, SHARD_ENOMEM, "out of memory");
             free(path);
         }

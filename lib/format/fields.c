@@ -151,9 +151,13 @@ int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count, stru
         if ((int64_t)field <= last || field >= SHARD_FIELDS_MAX)
             return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: field %u out of order", i,
                                  field);
-        if (!shard_field_type_name(type) || h[ENTRY_OFF_RESERVED] != 0)
+        if (!shard_field_type_name(type))
             return shard_err_set(err, SHARD_ECORRUPT, "field entry %u: unknown type %u", i,
                                  (unsigned)h[ENTRY_OFF_TYPE]);
+        if (h[ENTRY_OFF_RESERVED] != 0)
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "field entry %u: its reserved byte is %u, not 0", i,
+                                 (unsigned)h[ENTRY_OFF_RESERVED]);
         if (bytes > len - at)
             return shard_err_set(err, SHARD_ECORRUPT,
                                  "field entry %u: value runs past the "

@@ -32,11 +32,14 @@
  *     "eXIf: duplicate"
  *                  EXIF that cannot be read or comes twice: ignored (the
  *                  first is used), as for JPEG (exif.c)
+ *     "tRNS chunk has out-of-range samples for bit_depth", for a grey key
+ *                  that is the 8-bit form of a grey level (trns_key_kept):
+ *                  its low bits, which libpng uses, are that level
  *   rejected: pixels are invented or not what the file says
  *     "tRNS: invalid", "tRNS: out of place", "tRNS: duplicate",
  *     "PLTE: tRNS must be after"
  *                  transparency that libpng drops
- *     "tRNS chunk has out-of-range samples for bit_depth"
+ *     "tRNS chunk has out-of-range samples for bit_depth", other keys
  *                  a colour key libpng masks to the bit depth
  *     "Read palette index exceeding num_palette"
  *                  pixels use colours the palette does not have (libpng
@@ -110,7 +113,11 @@ struct png_session {
     char reason[SHARD_ERRMSG_SIZE];
     struct decode_warnings warnings; /* the accepted ones */
     char lossy[SHARD_ERRMSG_SIZE];   /* "" or the first rejected warning */
+    int trns_over_depth;             /* TRNS_OVER_DEPTH was given (see trns_key_kept) */
 };
+
+/* libpng's warning for a tRNS colour key over the image's bit depth */
+#define TRNS_OVER_DEPTH "tRNS chunk has out-of-range samples for bit_depth"
 
 /* The accepted class of the table at the top of this file: libpng's text
  * after the "<chunk>: " that png_chunk_warning puts in front, and that
@@ -224,11 +231,36 @@ static void on_warning(png_structp png, png_const_charp msg)
     sk_decode_copy_reason(text, sizeof text, msg);
     if (warning_is_harmless(msg ? msg : ""))
         sk_decode_warning_add(&s->warnings, text);
+    else if (msg && !strcmp(msg, TRNS_OVER_DEPTH)) /* told apart once the key is known */
+        s->trns_over_depth = 1;
     else if (!s->lossy[0])
         snprintf(s->lossy, sizeof s->lossy, "corrupt PNG: %s", text);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
+
+/* After png_read_info: the tRNS colour key that was over the bit depth
+ * (TRNS_OVER_DEPTH).  libpng uses the key's low bits.  A grey key that is
+ * the 8-bit form of a grey level of the image (level x 255 / (2^depth - 1):
+ * 255 for a 1-bit image's white, as Pillow writes it) has that level in its
+ * low bits, so the transparent grey is the one the writer meant and the
+ * pixels are Pillow's: the sample is kept, with the warning.  Any other key
+ * is rejected (libpng would make another grey transparent). */
+static void trns_key_kept(struct png_session *s)
+{
+    if (!s->trns_over_depth)
+        return;
+    int depth = png_get_bit_depth(s->png, s->info);
+    png_bytep alpha;
+    int n;
+    png_color_16p key = NULL;
+    if (png_get_color_type(s->png, s->info) == PNG_COLOR_TYPE_GRAY && depth < 8 &&
+        png_get_tRNS(s->png, s->info, &alpha, &n, &key) && key && key->gray <= 255 &&
+        key->gray % (255 / ((1 << depth) - 1)) == 0)
+        sk_decode_warning_add(&s->warnings, TRNS_OVER_DEPTH);
+    else if (!s->lossy[0])
+        snprintf(s->lossy, sizeof s->lossy, "corrupt PNG: %s", TRNS_OVER_DEPTH);
+}
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -356,6 +388,7 @@ static int decode_guarded(struct png_session *s, const struct shard_decode_optio
         return shard_err_set(err, s->code ? s->code : SHARD_ECORRUPT, "%s", s->reason);
     session_setup(s, o);
     png_read_info(png, info);
+    trns_key_kept(s);
     uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     *orientation = find_orientation(s);
     request_rgb8(png, info, o->background);
@@ -378,6 +411,7 @@ static int decode_values_guarded(struct png_session *s, const struct shard_decod
         return shard_err_set(err, s->code ? s->code : SHARD_ECORRUPT, "%s", s->reason);
     session_setup(s, o);
     png_read_info(png, info);
+    trns_key_kept(s);
     uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     if (!request_values(png, info))
         return shard_err_set(err, SHARD_EUNSUPPORTED,

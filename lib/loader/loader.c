@@ -34,6 +34,7 @@
 #include "shardkit/format.h"
 #include "shardkit/loader.h"
 #include "shardkit/source.h"
+#include "util/cancel.h"
 #include "util/clock.h"
 #include "util/endian.h"
 
@@ -142,6 +143,13 @@ struct shard_loader {
     struct shard_batch **ring; /* prefetch batches: ring[slot] is being filled */
     struct shard_batch *fresh; /* the batch to swap in for the next one taken */
     _Atomic uint64_t advised;  /* list positions before it were advised */
+    /* Stopping: the reads of the threads (cancel) and of next() filling a
+     * batch itself (inline: also the caller's interrupt) end within
+     * SK_CANCEL_POLL_MS of `stopping` (util/cancel.h). */
+    volatile sig_atomic_t stopping;
+    struct sk_cancel cancel, inline_cancel;
+    int (*interrupted)(void *user);
+    void *interrupt_user;
     /* stats */
     _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns, busy_ns;
     _Atomic uint64_t busy_since; /* 0: no epoch in progress */
@@ -157,6 +165,8 @@ void shard_loader_options_init(struct shard_loader_options *o)
     memset(o, 0, sizeof *o);
     o->batch_size = DEFAULT_BATCH;
     shard_plan_options_init(&o->plan);
+    /* every rank the same batch count (one rank: the same plan as keep) */
+    o->plan.remainder = SHARD_REMAINDER_PAD;
     o->threads = DEFAULT_THREADS;
     o->box_min_size = 1.0;
 }
@@ -550,6 +560,7 @@ static void *filler_main(void *arg)
 {
     struct filler *w = arg;
     struct shard_loader *l = w->loader;
+    sk_cancel_set(&l->cancel);
     const uint64_t ahead = (uint64_t)l->o.prefetch * l->o.batch_size;
     uint64_t p;
     while (sk_ring_claim(l->queue, -1, &p) == SK_RING_READY) {
@@ -751,6 +762,37 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
     return SHARD_OK;
 }
 
+/* Batches of a rank's plan of n entries. */
+static uint64_t batches_of(uint64_t n, const struct shard_loader_options *o)
+{
+    return n / o->batch_size + (n % o->batch_size && !o->drop_last);
+}
+
+/* With several ranks, every rank must make the same number of batches in
+ * every epoch: a distributed loop whose ranks run out at different batches
+ * waits forever in its collectives.  pad and drop give every rank the same
+ * plan length; keep gives floor(N/W) or ceil(N/W), refused when those make
+ * different batch counts.  0 or SHARD_EINVAL naming the counts. */
+static int check_equal_batches(struct shard_dataset *ds, const struct shard_loader_options *o,
+                               struct shard_err *err)
+{
+    const uint64_t n = shard_dataset_size(ds), w = o->plan.world_size;
+    if (w < 2 || o->plan.remainder != SHARD_REMAINDER_KEEP || n % w == 0)
+        return SHARD_OK;
+    uint64_t few = batches_of(n / w, o), many = batches_of(n / w + 1, o);
+    if (few == many)
+        return SHARD_OK;
+    return shard_err_set(err, SHARD_EINVAL,
+                         "remainder keep gives the %llu ranks unequal batch counts: %llu samples "
+                         "in batches of %u%s are %llu batches on the ranks with %llu samples and "
+                         "%llu on those with %llu, so a distributed loop would hang: use "
+                         "remainder pad or drop",
+                         (unsigned long long)w, (unsigned long long)n, o->batch_size,
+                         o->drop_last ? " (drop_last)" : "", (unsigned long long)many,
+                         (unsigned long long)(n / w + 1), (unsigned long long)few,
+                         (unsigned long long)(n / w));
+}
+
 int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
                      const struct shard_transforms *transforms,
                      const struct shard_loader_options *o, struct shard_err *err)
@@ -776,6 +818,8 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     l->ds = ds;
     l->transforms = transforms;
     l->o = *o;
+    l->cancel = (struct sk_cancel){&l->stopping, NULL, NULL};
+    l->inline_cancel = (struct sk_cancel){&l->stopping, NULL, NULL};
     if (!l->o.prefetch)
         l->o.prefetch = DEFAULT_PREFETCH;
     if (l->o.workers <= 1)
@@ -801,6 +845,8 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
         goto fail;
     l->plan_count = shard_plan_count(plan);
     shard_plan_free(plan);
+    if ((rc = check_equal_batches(ds, o, err)))
+        goto fail;
     uint64_t full = l->plan_count / o->batch_size, rest = l->plan_count % o->batch_size;
     l->dropped = o->drop_last ? rest : 0;
     l->epoch_batches = full + (rest && !o->drop_last);
@@ -843,11 +889,13 @@ fail:
  * sample it is on), give the batches in flight back, account the time. */
 static void stop_epoch(struct shard_loader *l)
 {
+    l->stopping = 1; /* reads waiting for a server that stalls end now */
     if (l->queue)
         sk_ring_stop(l->queue);
     for (int i = 0; i < l->running; i++)
         pthread_join(l->threads[i], NULL);
     l->running = 0;
+    l->stopping = 0;
     for (uint32_t s = 0; l->ring && s < l->o.prefetch; s++) {
         if (l->ring[s])
             pool_return(l->pool, l->ring[s]);
@@ -937,6 +985,21 @@ uint64_t shard_loader_position(const struct shard_loader *l)
     return l->position;
 }
 
+/* The inline cancellation's poll: the caller's interrupt. */
+static int call_interrupt(void *user)
+{
+    struct shard_loader *l = user;
+    return l->interrupted(l->interrupt_user);
+}
+
+void shard_loader_set_interrupt(struct shard_loader *l, int (*interrupted)(void *user), void *user)
+{
+    l->interrupted = interrupted;
+    l->interrupt_user = user;
+    l->inline_cancel.poll = interrupted ? call_interrupt : NULL;
+    l->inline_cancel.user = l;
+}
+
 uint64_t shard_loader_failed_index(const struct shard_loader *l)
 {
     return l->failed_index;
@@ -1015,8 +1078,18 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
                                                                 : l->o.batch_size);
         if (!(b = pool_take(l, err)))
             return SHARD_ENOMEM;
-        for (uint32_t j = 0; j < count; j++)
+        const struct sk_cancel *was = sk_cancel_set(&l->inline_cancel);
+        int stopped = 0;
+        for (uint32_t j = 0; j < count && !stopped; j++) {
             fill_place(l, &l->fillers[0], b, j, l->list[from + j]);
+            stopped = b->rc[j] == SHARD_EINTR || sk_cancelled();
+        }
+        sk_cancel_set(was);
+        if (stopped) { /* interrupted: the batch is made again by the next start */
+            pool_return(l->pool, b);
+            add(&l->wait_ns, sk_now_ns() - start);
+            return shard_err_set(err, SHARD_EINTR, SK_CANCELLED_MESSAGE);
+        }
     } else {
         /* the batch that replaces the one taken, before anything is taken */
         if (!l->fresh && !(l->fresh = pool_take(l, err)))

@@ -84,6 +84,23 @@ int sk_field_class_name(const uint8_t *data, size_t n, const uint8_t **name, siz
     return 1;
 }
 
+int sk_field_class_number(const char *name, size_t len, uint32_t *number)
+{
+    uint64_t v = 0;
+    if (!len)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+        if (v <= SK_CLASS_NUMBER_MAX)
+            v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    if (v > SK_CLASS_NUMBER_MAX)
+        return -1;
+    *number = (uint32_t)v;
+    return 1;
+}
+
 json_t *sk_field_parse_array(const char *name, const uint8_t *data, size_t n, const char *what,
                              uint32_t want, const char *origin, struct shard_err *why)
 {

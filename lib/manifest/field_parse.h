@@ -43,4 +43,15 @@ json_t *sk_field_parse_array(const char *name, const uint8_t *data, size_t n, co
  * sample then has no class). */
 int sk_field_class_name(const uint8_t *data, size_t n, const uint8_t **name, size_t *len);
 
+/* The largest class number (WebDataset's numeric .cls): the label list of
+ * numbered classes is "0".."max", so a larger one would be a list of more
+ * names than any dataset has classes (manifests/FORMAT.md, "labels"). */
+#define SK_CLASS_NUMBER_MAX 999999u
+
+/* Whether class name[0..len) is a class number: decimal digits only
+ * (leading zeros allowed, as WebDataset's int() reads "007": 7).  1 with
+ * *number, 0 when it is no number (a sign, a point, a letter), -1 when it
+ * is one above SK_CLASS_NUMBER_MAX. */
+int sk_field_class_number(const char *name, size_t len, uint32_t *number);
+
 #endif

@@ -264,6 +264,7 @@ struct shard_index_reader {
     uint64_t *digests;     /* per file: bytes, xxh3 (once read to its end) */
     unsigned char *done;   /* per file: read to its end */
     int at_end;            /* a single file read to its end */
+    void *owned_ctx;       /* freed with the reader */
 
     FILE *f;
     char *path;
@@ -461,6 +462,7 @@ void shard_index_reader_close(struct shard_index_reader *r)
     shard_index_reader_close(r->sub);
     free(r->digests);
     free(r->done);
+    free(r->owned_ctx);
     if (r->f)
         fclose(r->f);
     shard_sample_release(&r->current);
@@ -494,5 +496,61 @@ int sk_index_reader_open_buffer(struct shard_index_reader **out, const char *nam
         return shard_err_errno(err, SHARD_ENOMEM, e, "cannot read '%s'", name);
     }
     *out = r;
+    return SHARD_OK;
+}
+
+/* ---- a local dataset's index --------------------------------------------------- */
+
+struct local_index {
+    const char *dir;
+    const struct shard_manifest *m;
+};
+
+static int open_local_file(void *ctx, uint32_t i, struct shard_index_reader **out,
+                           struct shard_err *err)
+{
+    const struct local_index *l = ctx;
+    const char *name = l->m->index_count ? l->m->indexes[i].file : l->m->index_file;
+    char *path = sk_fs_join(l->dir, name);
+    int rc = path ? shard_index_reader_open(out, path, err)
+                  : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    free(path);
+    return rc;
+}
+
+int sk_manifest_index_open(const char *dir, const struct shard_manifest *m,
+                           struct shard_index_reader **out, struct shard_err *err)
+{
+    struct local_index l = {dir, m};
+    if (m->index_count <= 1)
+        return open_local_file(&l, 0, out, err);
+    /* the chain keeps the context: give it one that lives as long */
+    struct local_index *kept = malloc(sizeof *kept);
+    if (!kept)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    *kept = l;
+    int rc = sk_index_reader_open_chain(out, m, open_local_file, kept, err);
+    if (rc)
+        free(kept);
+    else
+        (*out)->owned_ctx = kept;
+    return rc;
+}
+
+int sk_manifest_index_check(const struct shard_manifest *m, const struct shard_index_reader *r,
+                            struct shard_err *err)
+{
+    uint32_t n = m->index_count ? m->index_count : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t bytes, h;
+        const char *name = m->index_count ? m->indexes[i].file : m->index_file;
+        uint64_t want_bytes = m->index_count ? m->indexes[i].bytes : m->index_bytes;
+        uint64_t want_xxh3 = m->index_count ? m->indexes[i].xxh3 : m->index_xxh3;
+        if (!sk_index_reader_file_digest(r, i, &bytes, &h) || bytes != want_bytes || h != want_xxh3)
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "'%s' is not the index file its manifest lists (bytes or xxh3 "
+                                 "differ)",
+                                 name);
+    }
     return SHARD_OK;
 }

@@ -449,7 +449,7 @@ int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest
 
 int shard_manifest_write(const char *dir, const struct shard_manifest *m, struct shard_err *err)
 {
-    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the dataset named */
     if (dirfd < 0)
         return shard_err_errno(err, SHARD_EIO, errno, "cannot open directory '%s'", dir);
     int rc = sk_manifest_write_at(dirfd, dir, m, err);
@@ -799,7 +799,7 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
     if (!m->labels || !m->label_samples)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     uint64_t sum = 0;
-    int unsorted = 0;
+    int unsorted = 0, numbered = n > 0;
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_array_get(labels, i);
         if (!json_is_string(v))
@@ -807,11 +807,20 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
         if (!(m->labels[i] = strdup(json_string_value(v))))
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         m->label_count = (uint32_t)(i + 1);
-        if (!unsorted && i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0) {
-            unsorted = 1; /* said once */
-            if ((rc = inconsistent(l, "\"labels\" are not sorted and unique")))
-                return rc;
-        }
+        char number[24];
+        snprintf(number, sizeof number, "%zu", i);
+        numbered &= !strcmp(m->labels[i], number);
+        unsorted |= i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0;
+    }
+    /* sorted by bytes, or the class numbers "0".."N-1" in their order (a
+     * numeric class, as WebDataset's .cls: FORMAT.md) */
+    if (unsorted && !numbered &&
+        (rc = inconsistent(l,
+                           "\"labels\" are neither sorted and unique nor the class numbers "
+                           "0..%zu",
+                           n - 1)))
+        return rc;
+    for (size_t i = 0; i < n; i++) {
         struct shard_err e;
         if ((rc = sk_jsonkey_uint(by_label, m->labels[i], &m->label_samples[i], &e))) {
             shard_err_prefix(&e, rc, "manifest: counts.by_label");

@@ -53,6 +53,17 @@ typedef int (*sk_index_open_fn)(void *ctx, uint32_t i, struct shard_index_reader
                                 struct shard_err *err);
 int sk_index_reader_open_chain(struct shard_index_reader **out, const struct shard_manifest *m,
                                sk_index_open_fn open_file, void *ctx, struct shard_err *err);
+/* The whole index of the dataset in the local directory `dir` whose
+ * manifest is m (which must outlive the reader), as a chain. */
+int sk_manifest_index_open(const char *dir, const struct shard_manifest *m,
+                           struct shard_index_reader **out, struct shard_err *err);
+/* Once a chain over m's index files has been read to its end: 0 when every
+ * file has the bytes and xxh3 m lists, else SHARD_ECORRUPT naming the first
+ * that differs ("'index-1-of-4.jsonl' is not the index file its manifest
+ * lists"). */
+int sk_manifest_index_check(const struct shard_manifest *m, const struct shard_index_reader *r,
+                            struct shard_err *err);
+
 /* Of a chain: 1 with file i's bytes and xxh3 once it has been read to its
  * end, else 0.  Of a single file: i = 0 once at its end. */
 int sk_index_reader_file_digest(const struct shard_index_reader *r, uint32_t i, uint64_t *bytes,

@@ -358,7 +358,7 @@ int sk_aws_file_read(struct sk_aws_file **out, const char *path, struct shard_er
     f->defaults.name = NULL;
     f->defaults.file = f;
     /* never blocks on a FIFO: O_NONBLOCK, which a regular file ignores */
-    int fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* nofollow: the user's settings */
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR))

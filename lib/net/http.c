@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/cancel.h"
 #include "util/clock.h"
 #include "shardkit/api.h"
 
@@ -16,6 +17,7 @@
 #define MAX_REDIRECTS 5L
 #define ERROR_BODY_MAX (64u << 10) /* the body of a failed answer kept for its code */
 #define CANCEL_POLL_SECONDS 0.02   /* a back-off looks at *cancel this often */
+#define TRANSFER_POLL_MS 20        /* a transfer looks at *cancel this often (at most) */
 
 /* ---- libcurl and handles -------------------------------------------------------- */
 
@@ -44,8 +46,10 @@ void sk_http_release(struct sk_http *h)
 {
     if (!h)
         return;
-    for (size_t i = 0; i < h->idle_len; i++)
-        curl_easy_cleanup(h->idle[i]);
+    for (size_t i = 0; i < h->idle_len; i++) {
+        curl_easy_cleanup(h->idle[i].easy);
+        curl_multi_cleanup(h->idle[i].multi);
+    }
     h->idle_len = 0;
     pthread_mutex_destroy(&h->lock);
 }
@@ -67,31 +71,43 @@ static void handle_setup(CURL *c, double timeout_seconds)
 }
 
 /* A handle from the pool (its connection kept alive), reset to the common
- * options, or a new one.  NULL when out of memory. */
-static CURL *handle_get(struct sk_http *h)
+ * options, or a new one.  0, or -1 when out of memory. */
+static int handle_get(struct sk_http *h, struct sk_http_handle *out)
 {
     pthread_mutex_lock(&h->lock);
-    CURL *c = h->idle_len ? h->idle[--h->idle_len] : NULL;
+    int pooled = h->idle_len > 0;
+    if (pooled)
+        *out = h->idle[--h->idle_len];
     pthread_mutex_unlock(&h->lock);
-    if (c)
-        curl_easy_reset(c);
-    else if (!(c = curl_easy_init()))
-        return NULL;
-    handle_setup(c, h->timeout_seconds);
-    return c;
+    if (pooled) {
+        curl_easy_reset(out->easy);
+    } else {
+        out->easy = curl_easy_init();
+        out->multi = curl_multi_init();
+        if (!out->easy || !out->multi) {
+            curl_easy_cleanup(out->easy);
+            curl_multi_cleanup(out->multi);
+            out->easy = NULL;
+            out->multi = NULL;
+            return -1;
+        }
+    }
+    handle_setup(out->easy, h->timeout_seconds);
+    return 0;
 }
 
 /* Keep the handle for the next request, unless the pool is full. */
-static void handle_put(struct sk_http *h, CURL *c)
+static void handle_put(struct sk_http *h, struct sk_http_handle *c)
 {
     pthread_mutex_lock(&h->lock);
-    if (h->idle_len < SK_HTTP_POOL_MAX) {
-        h->idle[h->idle_len++] = c;
-        c = NULL;
-    }
+    int kept = h->idle_len < SK_HTTP_POOL_MAX;
+    if (kept)
+        h->idle[h->idle_len++] = *c;
     pthread_mutex_unlock(&h->lock);
-    if (c)
-        curl_easy_cleanup(c);
+    if (!kept) {
+        curl_easy_cleanup(c->easy);
+        curl_multi_cleanup(c->multi);
+    }
 }
 
 size_t sk_http_idle_count(struct sk_http *h)
@@ -166,12 +182,13 @@ static const char *status_text(long status)
 
 static int cancellable(const struct sk_http *h, const struct sk_http_request *rq)
 {
-    return !rq->no_cancel && (h->cancel || rq->cancel);
+    return !rq->no_cancel && (h->cancel || rq->cancel || sk_cancellable());
 }
 
 static int cancelled(const struct sk_http *h, const struct sk_http_request *rq)
 {
-    return !rq->no_cancel && ((h->cancel && *h->cancel) || (rq->cancel && *rq->cancel));
+    return !rq->no_cancel &&
+           ((h->cancel && *h->cancel) || (rq->cancel && *rq->cancel) || sk_cancelled());
 }
 
 /* Sleep *backoff_ms before another attempt, then double it (capped); 1 when
@@ -399,6 +416,42 @@ static int check_range(struct sk_http_request *rq, CURL *c, const char *shown,
     return SHARD_OK;
 }
 
+/* curl_easy_perform on handle c, run on its multi handle in slices of
+ * TRANSFER_POLL_MS when the request can be cancelled: between them the
+ * cancellation is looked at (libcurl's progress callback alone may not be
+ * called for a second while a server stalls).  A cancelled transfer sets
+ * t->cancelled; its connection is closed. */
+static CURLcode perform(struct sk_http_handle *c, struct transfer *t, char *errbuf)
+{
+    if (!cancellable(t->h, t->rq))
+        return curl_easy_perform(c->easy);
+    CURLMcode mc = curl_multi_add_handle(c->multi, c->easy);
+    CURLcode rc = CURLE_OK;
+    int running = 1;
+    while (mc == CURLM_OK && running) {
+        mc = curl_multi_perform(c->multi, &running);
+        if (mc != CURLM_OK || !running)
+            break;
+        if (t->cancelled || cancelled(t->h, t->rq)) {
+            t->cancelled = 1;
+            rc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        mc = curl_multi_poll(c->multi, NULL, 0, TRANSFER_POLL_MS, NULL);
+    }
+    if (mc != CURLM_OK) {
+        snprintf(errbuf, CURL_ERROR_SIZE, "%s", curl_multi_strerror(mc));
+        rc = mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
+    } else if (!running) {
+        int left;
+        for (CURLMsg *m; (m = curl_multi_info_read(c->multi, &left));)
+            if (m->msg == CURLMSG_DONE && m->easy_handle == c->easy)
+                rc = m->data.result;
+    }
+    curl_multi_remove_handle(c->multi, c->easy);
+    return rc;
+}
+
 /* ---- one request -------------------------------------------------------------------- */
 
 int sk_http_perform(struct sk_http *h, struct sk_http_request *rq, struct shard_err *err)
@@ -414,11 +467,12 @@ int sk_http_perform(struct sk_http *h, struct sk_http_request *rq, struct shard_
     rq->received = rq->length = 0;
     if (rq->etag && rq->etag_size)
         rq->etag[0] = '\0';
-    CURL *c = t.handle = handle_get(h);
-    if (!c) {
+    struct sk_http_handle pooled = {NULL, NULL};
+    if (handle_get(h, &pooled)) {
         rc = shard_err_set(err, SHARD_ENOMEM, "cannot create an HTTP handle for '%s'", shown);
         goto out;
     }
+    CURL *c = t.handle = pooled.easy;
     if (h->sign) {
         if ((rc = h->sign(h->sign_user, c, rq->header, &headers, err)))
             goto out;
@@ -455,7 +509,7 @@ int sk_http_perform(struct sk_http *h, struct sk_http_request *rq, struct shard_
         }
         errbuf[0] = '\0';
         event(h, SK_HTTP_ATTEMPT, 0, 0, 1);
-        CURLcode cc = curl_easy_perform(c);
+        CURLcode cc = perform(&pooled, &t, errbuf);
         event(h, SK_HTTP_RECEIVED, 0, 0, t.received);
         rq->status = status_now(c);
         rq->received = t.received;
@@ -520,9 +574,9 @@ int sk_http_perform(struct sk_http *h, struct sk_http_request *rq, struct shard_
         rc = shard_err_set(err, SHARD_ENET, "cannot %s '%s': %s (gave up after %d attempt%s)", verb,
                            shown, last, attempt, attempt == 1 ? "" : "s");
 out:
-    if (c) {
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-        handle_put(h, c);
+    if (pooled.easy) {
+        curl_easy_setopt(pooled.easy, CURLOPT_HTTPHEADER, NULL);
+        handle_put(h, &pooled);
     }
     curl_slist_free_all(headers);
     shard_buf_release(&t.error);

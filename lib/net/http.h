@@ -24,10 +24,13 @@
  *    an empty file has no suffix); any other status is SHARD_ENET at once.
  *    A ranged request must come back 206 with a valid Content-Range: a
  *    server that sends the whole file ignored the range (SHARD_ENET).
- *  - cancellation: once the client's *cancel or the request's is non-zero
- *    (unless the request has no_cancel) it ends with SHARD_EINTR - before an attempt,
- *    during a back-off, or in the middle of a transfer (libcurl looks at
- *    least once a second).
+ *  - cancellation: once the client's *cancel or the request's is non-zero,
+ *    or the requesting thread's cancellation says stop (util/cancel.h),
+ *    unless the request has no_cancel, it ends with SHARD_EINTR - before an
+ *    attempt, during a back-off, or in the middle of a transfer, looked at
+ *    at least every SK_CANCEL_POLL_MS (a transfer runs on a multi handle
+ *    polled in such slices: libcurl's progress callback alone may wait a
+ *    second while a server stalls).
  *  - messages: "cannot VERB 'NAME': REASON" (but a body over rq->max, which
  *    the caller names: "file of N bytes exceeds the limit of M", as a local
  *    file's), NAME the request's `shown`,
@@ -95,9 +98,13 @@ struct sk_http {
      * thread, so it must be thread-safe and quick. */
     void (*event)(void *user, enum sk_http_event e, uint64_t start_ns, uint64_t end_ns, uint64_t n);
     void *event_user;
-    /* the pool */
+    /* the pool: each handle with the multi handle it runs on, which keeps
+     * its connection */
     pthread_mutex_t lock;
-    CURL *idle[SK_HTTP_POOL_MAX];
+    struct sk_http_handle {
+        CURL *easy;
+        CURLM *multi;
+    } idle[SK_HTTP_POOL_MAX];
     size_t idle_len;
 };
 

@@ -26,6 +26,7 @@
 
 #include "read/fetch_http.h"
 #include "read/observer.h"
+#include "util/cancel.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
 #include "util/grow.h"
@@ -155,7 +156,7 @@ int sk_cache_new(struct sk_cache **out, const char *dir, uint64_t limit,
         sk_cache_free(c);
         return shard_err_errno(err, SHARD_EIO, e, "cannot create the cache directory '%s'", dir);
     }
-    c->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    c->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the one named */
     if (c->dir_fd < 0) {
         int e = errno;
         sk_cache_free(c);
@@ -186,28 +187,59 @@ static int still_named(int dir_fd, int fd, const char *name)
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* KEY.lock, taken exclusively (waiting, unless `try`): its fd, or -1 (not
- * taken: in use, or the file cannot be made). */
-static int lock_key(struct sk_cache *c, const char *key, int try)
+/* What lock_key and wait_key return when they do not take the lock. */
+#define LOCK_BUSY (-1)    /* another holds it */
+#define LOCK_DENIED (-2)  /* the lock file cannot be opened (errno says why) */
+#define LOCK_STALLED (-3) /* its holder made no progress for too long */
+
+/* Open (creating it if missing) the lock file `name` of the cache: its
+ * fd, or -1 (errno set).  Read-only - flock needs no more, so a lock file
+ * another user made can be taken - and never through a link or of another
+ * kind than a regular file (one planted in the directory must not have the
+ * reader create or lock a file elsewhere, or hang on a FIFO).  A lock file
+ * this process makes is 0666 whatever the umask: a cache shared between
+ * users is theirs to lock, and who may use it is the directory's mode. */
+static int open_lock(struct sk_cache *c, const char *name)
+{
+    int fd = openat(c->dir_fd, name,
+                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_CREAT | O_EXCL, 0666);
+    if (fd >= 0)
+        (void)fchmod(fd, 0666);
+    else if (errno == EEXIST)
+        fd = openat(c->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
+/* KEY.lock, taken exclusively without waiting: its fd, LOCK_BUSY, or
+ * LOCK_DENIED (errno set). */
+static int lock_key(struct sk_cache *c, const char *key)
 {
     char name[NAME_SIZE];
     key_name(name, sizeof name, key, ".lock");
     for (int i = 0; i < 100; i++) {
-        int fd = openat(c->dir_fd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        int fd = open_lock(c, name);
         if (fd < 0)
-            return -1;
+            return errno == ENOENT ? LOCK_BUSY : LOCK_DENIED; /* removed meanwhile: again */
         int rc;
-        while ((rc = flock(fd, LOCK_EX | (try ? LOCK_NB : 0))) && errno == EINTR)
+        while ((rc = flock(fd, LOCK_EX | LOCK_NB)) && errno == EINTR)
             ;
         if (rc) {
+            int e = errno;
             close(fd);
-            return -1;
+            errno = e;
+            return e == EWOULDBLOCK ? LOCK_BUSY : LOCK_DENIED;
         }
         if (still_named(c->dir_fd, fd, name))
             return fd;
         close(fd); /* removed by an eviction meanwhile: take the new one */
     }
-    return -1;
+    return LOCK_BUSY;
 }
 
 /* The time KEY.lock was last touched (a download touches it after each
@@ -217,31 +249,79 @@ static uint64_t key_stamp(struct sk_cache *c, const char *key)
     char name[NAME_SIZE];
     struct stat st;
     key_name(name, sizeof name, key, ".lock");
-    if (fstatat(c->dir_fd, name, &st, 0))
+    if (fstatat(c->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW))
         return 0;
     return (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
 }
 
+/* The warning for a lock of the cache that could not be had (errno e):
+ * the shard is read remotely. */
+static void warn_lock(struct sk_cache *c, const char *shard, const char *lock, int e)
+{
+    char why[NAME_SIZE + 128];
+    snprintf(why, sizeof why, "cannot lock '%s': %s", lock, strerror(e));
+    warn(c, "cache directory '%s': %s read remotely, not cached: %s", shard, why);
+}
+
 /* KEY.lock, taken once whoever holds it is done - a download by another
- * process, usually; or -1 when its holder makes no progress for
- * c->stall_ns (a process stopped, a server that stalls): the shard is then
- * read remotely rather than waited for. */
+ * process, usually; or LOCK_STALLED when its holder makes no progress for
+ * c->stall_ns (a process stopped, a server that stalls), LOCK_DENIED (errno
+ * set) when it cannot be taken at all (a read-only directory, a lock file
+ * that is no file): the shard is then read remotely rather than waited
+ * for.  SHARD_EINTR when the thread's cancellation says stop. */
 static int wait_key(struct sk_cache *c, const char *key)
 {
     uint64_t seen = key_stamp(c, key), since = sk_now_ns();
     for (;;) {
-        int fd = lock_key(c, key, 1);
-        if (fd >= 0)
+        int fd = lock_key(c, key);
+        if (fd != LOCK_BUSY)
             return fd;
         uint64_t now = sk_now_ns(), stamp = key_stamp(c, key);
         if (stamp != seen) {
             seen = stamp;
             since = now;
         } else if (now - since > c->stall_ns) {
-            return -1;
+            return LOCK_STALLED;
         }
+        if (sk_cancelled())
+            return SHARD_EINTR;
         const struct timespec pause = {0, 20 * 1000 * 1000};
         nanosleep(&pause, NULL);
+    }
+}
+
+/* The directory's lock (.lock), taken exclusively: its fd; -1 with errno
+ * set when it cannot be opened, or (a thread with a cancellation, which
+ * polls it) EINTR when the cancellation said stop while another process
+ * held it, ETIMEDOUT when that process held it for as long as a stalled
+ * download is waited for (it is held only while space is counted and
+ * made, or a download renamed: briefly, unless that process is stopped). */
+static int lock_dir(struct sk_cache *c)
+{
+    int fd = open_lock(c, DIR_LOCK);
+    if (fd < 0)
+        return -1;
+    /* a thread that cannot be cancelled (a download, the plan's opens)
+     * waits its turn as it always did: blocked, in the kernel's order */
+    const int wait = sk_cancellable() ? LOCK_NB : 0;
+    for (uint64_t since = sk_now_ns();;) {
+        if (!flock(fd, LOCK_EX | wait))
+            return fd;
+        int e = errno;
+        if (e == EWOULDBLOCK || e == EINTR) {
+            if (sk_cancelled())
+                e = EINTR;
+            else if (sk_now_ns() - since > c->stall_ns)
+                e = ETIMEDOUT;
+            else {
+                const struct timespec pause = {0, 5 * 1000 * 1000};
+                nanosleep(&pause, NULL);
+                continue;
+            }
+        }
+        close(fd);
+        errno = e;
+        return -1;
     }
 }
 
@@ -323,8 +403,8 @@ static int scan(struct sk_cache *c, const char *own, uint64_t *used, struct vict
         char key[KEY_SIZE];
         snprintf(key, sizeof key, "%.*s", (int)k, de->d_name);
         if (!strncmp(rest, ".tmp.", 5)) {
-            int lk = strcmp(key, own) ? lock_key(c, key, 1) : -2;
-            if (lk != -1) { /* nobody downloads it: left by a dead process */
+            int mine = !strcmp(key, own), lk = mine ? LOCK_BUSY : lock_key(c, key);
+            if (mine || lk >= 0) { /* nobody downloads it: left by a dead process */
                 (void)unlinkat(c->dir_fd, de->d_name, 0);
                 if (lk >= 0)
                     close(lk);
@@ -382,7 +462,7 @@ static uint64_t evict_one(struct sk_cache *c, struct victim *v, size_t n)
             return 0;
         uint64_t bytes = best->bytes;
         best->bytes = 0;
-        int lk = lock_key(c, best->key, 1);
+        int lk = lock_key(c, best->key);
         if (lk < 0)
             continue;
         char name[NAME_SIZE];
@@ -409,11 +489,10 @@ static int reserve(struct cache_file *cf)
     cf->fd = -1;
     if (c->limit && cf->bytes > c->limit)
         return 1;
-    int dl = openat(c->dir_fd, DIR_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (dl < 0 || flock(dl, LOCK_EX)) {
-        if (dl >= 0)
-            close(dl);
-        warn(c, "cache directory '%s': %s not cached: %s", cf->name, strerror(errno));
+    int dl = lock_dir(c);
+    if (dl < 0) {
+        if (errno != EINTR) /* EINTR: the reader was cancelled, no fault of the cache */
+            warn_lock(c, cf->name, DIR_LOCK, errno);
         return 1;
     }
     uint64_t used;
@@ -430,7 +509,7 @@ static int reserve(struct cache_file *cf)
     }
     snprintf(cf->tmp, sizeof cf->tmp, "%s.tmp.%ld.%u", cf->key, (long)getpid(),
              atomic_fetch_add(&c->seq, 1));
-    cf->fd = openat(c->dir_fd, cf->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cf->fd = openat(c->dir_fd, cf->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (cf->fd < 0) {
         warn(c, "cache directory '%s': %s not cached: %s", cf->name, strerror(errno));
         goto out;
@@ -602,6 +681,14 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     int lk = -1;
     if (fd < 0 && (lk = wait_key(c, cf->key)) >= 0)
         fd = open_cached(cf); /* downloaded by another process while we waited */
+    else if (lk == SHARD_EINTR)
+        return shard_err_set(err, SHARD_EINTR, "%s: " SK_CANCELLED_MESSAGE, cf->name);
+    else if (lk == LOCK_DENIED) { /* read remotely below, and said so */
+        int e = errno;
+        char lock[NAME_SIZE];
+        key_name(lock, sizeof lock, cf->key, ".lock");
+        warn_lock(c, cf->name, lock, e);
+    }
     if (fd >= 0) {
         if (lk >= 0)
             close(lk);
@@ -708,9 +795,7 @@ static void *download_main(void *arg)
     if (!rc) {
         /* under the directory's lock: a scan that counts the space in use
          * (reserve) would otherwise see neither name */
-        int dl = openat(c->dir_fd, DIR_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (dl >= 0)
-            (void)flock(dl, LOCK_EX);
+        int dl = lock_dir(c);
         if (renameat(c->dir_fd, cf->tmp, c->dir_fd, name))
             rc = SHARD_EIO;
         if (dl >= 0)
@@ -774,7 +859,9 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
         case CF_REMOTE: rc = fetch_read(cf->http, offset, buf, len, err); break;
         case CF_RELEASED:
             pthread_rwlock_unlock(&cf->rw);
-            pthread_mutex_lock(&cf->acquire);
+            /* another thread's find may wait for a server that stalls */
+            if (sk_cancel_lock(&cf->acquire))
+                return shard_err_set(err, SHARD_EINTR, "%s: " SK_CANCELLED_MESSAGE, cf->name);
             pthread_rwlock_rdlock(&cf->rw);
             int released = cf->state == CF_RELEASED;
             pthread_rwlock_unlock(&cf->rw);

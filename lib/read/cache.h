@@ -12,7 +12,9 @@
  *                       shared by both publications
  *   KEY.lock            flock()ed exclusively by the one process that
  *                       downloads or evicts KEY (the kernel drops it when
- *                       the process dies, kill -9 included)
+ *                       the process dies, kill -9 included); made 0666 and
+ *                       locked through a read-only descriptor, so that users
+ *                       sharing the directory take each other's locks
  *   KEY.tmp.PID.N       a download under way, renamed to KEY.shard once all
  *                       its bytes hashed to KEY's xxh3: a half-written file
  *                       is never read under the final name
@@ -47,6 +49,10 @@
  * most once per open of a dataset read without epochs): one let go and then
  * evicted is read remotely when read again that epoch, so that a plan
  * jumping between many shards never downloads a whole shard per sample.
+ *
+ * A lock that cannot be had at all (a read-only directory, a lock file that
+ * is a link or not a regular file: no file here is opened through a link)
+ * is not waited for: the shard is read remotely, with a warning.
  *
  * When the limit cannot be kept (every shard in use) or the disk is full, a
  * shard is read remotely, uncached: counted in cache_skipped; a full disk

@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #include "read/fetch.h"
 #include "read/fetch_http.h"
 #include "read/observer.h"
+#include "util/cancel.h"
 #include "util/clock.h"
 #include "util/endian.h"
 #include "util/fsutil.h"
@@ -52,7 +54,9 @@
 
 struct ds_shard {
     pthread_mutex_t lock; /* guards opening */
-    int opened;           /* set once, under lock; then the fields below are immutable */
+    _Atomic int opened;   /* set once, under lock (read without it: a read waiting
+                           * for another thread's open does not hold up advice);
+                           * then the fields below are immutable */
     struct fetch_file *file;
     struct sk_shard_head head; /* header number, trailer, footer */
 };
@@ -534,7 +538,15 @@ int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
         return shard_err_set(err, SHARD_ENOTFOUND, "no shard %u", s);
     struct ds_shard *sh = &ds->shards[s];
     int rc = SHARD_OK;
-    pthread_mutex_lock(&sh->lock);
+    if (atomic_load(&sh->opened)) {
+        *footer = &sh->head.footer;
+        return SHARD_OK;
+    }
+    /* another thread's open may wait for a server that stalls: a cancelled
+     * thread stops waiting for it */
+    if (sk_cancel_lock(&sh->lock))
+        return shard_err_set(err, SHARD_EINTR, "%s: " SK_CANCELLED_MESSAGE,
+                             ds->manifest.shards[s].file);
     if (!sh->opened) {
         /* not remembered on failure: a later call tries again */
         rc = open_shard(ds, s, sh, err);
@@ -883,10 +895,7 @@ int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item)
 struct fetch_file *sk_dataset_shard_file(struct shard_dataset *ds, uint32_t s)
 {
     struct ds_shard *sh = &ds->shards[s];
-    pthread_mutex_lock(&sh->lock);
-    struct fetch_file *f = sh->opened ? sh->file : NULL;
-    pthread_mutex_unlock(&sh->lock);
-    return f;
+    return atomic_load(&sh->opened) ? sh->file : NULL;
 }
 
 int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
@@ -899,10 +908,7 @@ int sk_dataset_advise(struct shard_dataset *ds, uint64_t index)
     /* Only shards a read has opened: opening one here could repeat a failing
      * open (and its retries) that the read will make and report anyway. */
     struct ds_shard *sh = &ds->shards[s];
-    pthread_mutex_lock(&sh->lock);
-    int opened = sh->opened;
-    pthread_mutex_unlock(&sh->lock);
-    if (!opened)
+    if (!atomic_load(&sh->opened))
         return 0;
     if (r < sh->head.footer.record_count) {
         const struct shard_index_row *row = &sh->head.footer.rows[r];

@@ -26,6 +26,7 @@
 #include "net/http.h"
 #include "net/s3.h"
 #include "read/observer.h"
+#include "util/cancel.h"
 #include "util/clock.h"
 #include "shardkit/api.h"
 
@@ -553,7 +554,8 @@ static void *connection_main(void *arg)
 }
 
 /* Wait until window k is ready and pin it (lock held throughout, released
- * while waiting).  0 or the error of the fetch this call waited for.  While
+ * while waiting).  0, the error of the fetch this call waited for, or
+ * SHARD_EINTR when the thread's cancellation (util/cancel.h) said stop.  While
  * a reader waits, the window is not evicted: a read-ahead needing room must
  * not take a window from under the reader it was fetched for. */
 static int pin_window(struct http_file *f, uint64_t k, struct shard_err *err)
@@ -589,7 +591,11 @@ static int pin_window(struct http_file *f, uint64_t k, struct shard_err *err)
             waiting = 1;
             w->waiters++;
         }
-        pthread_cond_wait(&h->done, &h->lock);
+        /* a reader whose thread is cancelled stops waiting; the fetch goes on */
+        if (sk_cancel_wait(&h->done, &h->lock)) {
+            rc = shard_err_set(err, SHARD_EINTR, SK_CANCELLED_MESSAGE);
+            break;
+        }
     }
     if (waiting)
         w->waiters--;

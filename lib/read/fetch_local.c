@@ -80,7 +80,7 @@ int sk_fetch_local_new(struct fetch **out, const char *dir, struct shard_err *er
     if (!lf)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     lf->base.ops = &local_ops;
-    lf->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    lf->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the dataset named */
     if (lf->dir_fd < 0) {
         int e = errno;
         free(lf);

@@ -122,6 +122,12 @@ static int jsonl_row(struct sk_annotations *a, const char *line, size_t len, uin
     int rc = grow(a, err);
     char *key = NULL;
     size_t key_len = 0;
+    /* the two spellings of one key: which one is meant cannot be told */
+    if (!rc && json_object_get(o, KEY_COLUMN) && json_object_get(o, KEY_COLUMN "_hex"))
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "annotation file '%s' line %llu: both \"key\" and \"key_hex\" "
+                           "(a row names its sample once)",
+                           a->path, (unsigned long long)no);
     if (!rc && sk_jsonkey_get(o, SHARD_KEY_MAX, &key, &key_len, NULL) != 0)
         rc = shard_err_set(err, SHARD_EINVAL,
                            "annotation file '%s' line %llu: no \"key\" (a "
@@ -182,6 +188,7 @@ struct csv_state {
     size_t key_field;   /* the header's "key" */
     int64_t *field_col; /* per header field: the wanted column it is, or -1 */
     size_t field_cap;
+    struct shard_keylist names; /* the header's fields */
     struct shard_buf key;
     uint32_t *col_seen; /* per wanted column: found in the header */
 };
@@ -213,17 +220,24 @@ static void csv_on_field(void *field, size_t len, void *data)
             return;
         }
         s->field_col[i] = -1;
+        /* a column named twice (the key's too): which cell is meant cannot be told */
+        for (size_t k = 0; k < s->names.count; k++) {
+            size_t n;
+            const char *name = shard_keylist_get(&s->names, k, &n);
+            if (n == len && !memcmp(name, p, len)) {
+                char shown[SHARD_QUOTE_SIZE];
+                s->rc = shard_err_set(s->err, SHARD_EINVAL,
+                                      "annotation file '%s': column '%s' is in the header twice",
+                                      s->a->path, sk_quote_bytes(p, len, shown, sizeof shown));
+                return;
+            }
+        }
+        if ((s->rc = shard_keylist_add(&s->names, p, len, s->err)))
+            return;
         if (len == strlen(KEY_COLUMN) && !memcmp(p, KEY_COLUMN, len))
             s->key_field = i;
         for (uint32_t c = 0; c < s->a->ncols; c++)
             if (strlen(s->a->cols[c].name) == len && !memcmp(p, s->a->cols[c].name, len)) {
-                if (s->col_seen[c]) {
-                    s->rc = shard_err_set(s->err, SHARD_EINVAL,
-                                          "annotation file '%s': column "
-                                          "'%s' is in the header twice",
-                                          s->a->path, s->a->cols[c].name);
-                    return;
-                }
                 s->field_col[i] = c;
                 s->col_seen[c] = 1;
             }
@@ -318,6 +332,7 @@ static int load_csv(struct sk_annotations *a, const char *text, size_t len, stru
                              "needs a header row naming its columns",
                              a->path);
     csv_free(&parser);
+    shard_keylist_release(&s.names);
     free(s.field_col);
     free(s.col_seen);
     shard_buf_release(&s.key);
@@ -325,6 +340,11 @@ static int load_csv(struct sk_annotations *a, const char *text, size_t len, stru
 }
 
 /* ---- loading ---------------------------------------------------------------------- */
+
+size_t sk_utf8_bom(const uint8_t *text, size_t len)
+{
+    return len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
+}
 
 /* The whole file: a regular file (sk_fs_read_file: a fifo is refused, not
  * waited on), named in the message. */
@@ -368,7 +388,8 @@ static int sort_rows(struct sk_annotations *a, struct shard_err *err)
         rc = shard_err_set(err, SHARD_ENOMEM, "cannot sort %zu annotation rows", n);
         goto out;
     }
-    memcpy(offsets, a->keys.offsets, n * sizeof *offsets); /* increasing with the row */
+    if (n) /* increasing with the row */
+        memcpy(offsets, a->keys.offsets, n * sizeof *offsets);
     shard_keylist_sort(&a->keys);
     for (size_t i = 0; i < n; i++) {
         uint64_t *hit = bsearch(&a->keys.offsets[i], offsets, n, sizeof *offsets, compare_u64);
@@ -421,10 +442,13 @@ int sk_annotations_load(struct sk_annotations **out, const char *path,
     a->ncols = ncols;
     struct shard_buf text = {0};
     int rc = read_table(path, &text, err);
+    /* a UTF-8 byte order mark (spreadsheets write one) is no part of the
+     * first column's name or the first row */
+    size_t bom = sk_utf8_bom(text.data, text.len);
+    const char *body = (const char *)text.data + bom;
     if (!rc)
-        rc = is_jsonl(path, (const char *)text.data, text.len)
-                 ? load_jsonl(a, (const char *)text.data, text.len, err)
-                 : load_csv(a, (const char *)text.data, text.len, err);
+        rc = is_jsonl(path, body, text.len - bom) ? load_jsonl(a, body, text.len - bom, err)
+                                                  : load_csv(a, body, text.len - bom, err);
     if (!rc)
         rc = sort_rows(a, err);
     if (!rc) {

@@ -61,8 +61,20 @@ struct shard_archive {
     struct shard_buf key;                 /* normalised key of the current entry, NUL-terminated */
     struct shard_buf link;                /* its hard-link target, normalised; len 0: none */
     int link_only;                        /* a hard link without data of its own */
-    uint8_t scratch[READ_CHUNK_BYTES];    /* sink for data we only count */
+    uint64_t max_other_bytes;             /* a wanted non-candidate's limit (0: max_bytes) */
+    int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err); /* see sk_archive_set_reading */
+    void *admit_ctx;
+    uint8_t scratch[READ_CHUNK_BYTES]; /* sink for data we only count */
 };
+
+void sk_archive_set_reading(struct shard_archive *a, uint64_t max_other_bytes,
+                            int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err),
+                            void *ctx)
+{
+    a->max_other_bytes = max_other_bytes;
+    a->admit = admit;
+    a->admit_ctx = ctx;
+}
 
 /* Archives come from outside, so only the formats datasets are shipped in
  * are read (each format parser is attack surface): tar in all its dialects,
@@ -303,19 +315,23 @@ static const char *entry_hardlink(struct archive_entry *e)
 }
 
 /* Record a fatal error while reading a header.  Messages of
- * shard_archive_next name the entry, not the archive: the caller prefixes
- * that ("cannot read archive 'x.tgz': ...").  a->key holds the previous
- * entry. */
+ * shard_archive_next name the entry and the archive's file name (one of a
+ * directory of archives, which the caller names: "cannot read archive 'd':
+ * '01.tar' after its entry 'a.jpg': ..."); the caller prefixes its own
+ * words.  a->key holds the previous entry. */
 static int fail(struct shard_archive *a, int code, const char *consequence, struct shard_err *err)
 {
-    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE];
+    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE], n[SHARD_QUOTE_SIZE];
     archive_message(a->ar, m, sizeof m);
     a->failed = code;
+    const char *slash = strrchr(a->path, '/');
+    const char *name = slash && slash[1] ? slash + 1 : a->path;
+    shard_quote(name, strlen(name), n, sizeof n);
     if (a->key.len)
-        return shard_err_set(err, code, "after entry '%s': %s%s",
+        return shard_err_set(err, code, "'%s' after its entry '%s': %s%s", n,
                              shard_quote((const char *)a->key.data, a->key.len, q, sizeof q), m,
                              consequence);
-    return shard_err_set(err, code, "%s%s", m, consequence);
+    return shard_err_set(err, code, "'%s': %s%s", n, m, consequence);
 }
 
 /* The entry's data could not be read: keep libarchive's words as the
@@ -466,7 +482,8 @@ static int next_header(struct shard_archive *a, struct archive_entry **e, struct
         /* ARCHIVE_WARN: e.g. a name not in the locale's charset; ARCHIVE_FAILED:
          * this header cannot be used, the next may */
         if (r < ARCHIVE_FAILED)
-            return fail(a, SHARD_ECORRUPT, "; the archive cannot be read past it", err);
+            return fail(a, SHARD_ECORRUPT,
+                        "; the archive cannot be read past it: its later entries are lost", err);
         if (r == ARCHIVE_FAILED) {
             a->ordinal++;
             set_damaged(a);
@@ -562,11 +579,20 @@ static int next_entry(struct shard_archive *a, uint64_t max_bytes,
             a->problem = sk_fs_not_regular(type);
         }
         int readable = !a->problem && !a->link_only;
-        if (readable && archive_entry_is_data_encrypted(e))
+        uint64_t limit = !out->candidate && a->max_other_bytes ? a->max_other_bytes : max_bytes;
+        if (readable && archive_entry_is_data_encrypted(e)) {
             /* one unreadable entry must not stop the others */
             a->problem = SK_REASON_ENCRYPTED;
-        else if (readable && (rc = read_data(a, e, max_bytes, buf, &out->too_large, err)))
-            return rc;
+        } else if (readable) {
+            /* what reading will hold: the declared size, up to the limit */
+            uint64_t declared = archive_entry_size_is_set(e) && archive_entry_size(e) >= 0
+                                    ? (uint64_t)archive_entry_size(e)
+                                    : limit;
+            if ((a->admit &&
+                 (rc = a->admit(a->admit_ctx, declared > limit && limit ? 0 : declared, err))) ||
+                (rc = read_data(a, e, limit, buf, &out->too_large, err)))
+                return rc;
+        }
         out->problem = a->problem;
         if (a->problem)
             buf->len = 0;

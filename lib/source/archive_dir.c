@@ -39,7 +39,7 @@ int sk_archive_dir_list(const char *dir, char ***names, size_t *count, struct sh
 {
     *names = NULL;
     *count = 0;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the SRC named */
     if (fd < 0)
         return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EINVAL, errno,
                                "cannot read source '%s' (--archives takes a directory)", dir);

@@ -256,8 +256,9 @@ static int csv_init_labels(struct shard_labeler *lb, const char *path, struct sh
         return shard_err_set(err, rc, "label file '%s' does not exist", path);
     if (rc)
         return shard_err_prefix(err, rc, "cannot read label file '%s'", path);
-    char *text = (char *)file.data;
-    size_t len = file.len;
+    size_t bom = sk_utf8_bom(file.data, file.len); /* not part of the first key */
+    char *text = (char *)file.data + bom;
+    size_t len = file.len - bom;
 
     struct csv_parser parser;
     int parser_ready = 0;
@@ -314,7 +315,7 @@ static int csv_init_labels(struct shard_labeler *lb, const char *path, struct sh
         goto out;
     }
     snprintf(lb->description, size, "file:%s:%016llx", base,
-             (unsigned long long)XXH3_64bits(text, len));
+             (unsigned long long)XXH3_64bits(file.data, file.len));
 out:
     if (parser_ready)
         csv_free(&parser);

@@ -82,7 +82,7 @@ int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char
         free(mf);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    if ((mf->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if ((mf->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) { /* nofollow: named */
         rc = shard_err_set(err, SHARD_EIO,
                            "cannot open the mask folder '%s' (%s, relative to "
                            "SRC): %s",
@@ -141,6 +141,9 @@ int sk_mask_folder_read(const struct sk_mask_folder *mf, const char *key, size_t
     if (file < 0)
         return shard_err_set(err, SHARD_ENOTFOUND, "no such file");
     const char *fkey = sk_sidecars_file(mf->side, (size_t)file, NULL);
+    const char *refusal = sk_sidecars_file_refusal(mf->side, (size_t)file);
+    if (refusal) /* a link or special file: never opened */
+        return shard_err_set(err, SHARD_EIO, "%s", refusal);
     int fd;
     int rc = sk_source_file_open(mf->fd, fkey, &fd, err);
     return rc ? rc : sk_source_file_read(fd, max_bytes, buf, err);

@@ -21,7 +21,7 @@ int sk_source_root_open(struct sk_source_root *r, const char *src, struct shard_
     r->fd = -1;
     if (sk_s3_is_location(src))
         return sk_s3_open(&r->s3, src, err);
-    r->fd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    r->fd = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the SRC named */
     if (r->fd < 0)
         return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
                                "cannot open source '%s'", src);

@@ -23,10 +23,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "source/source_internal.h"
 #include "util/grow.h"
+#include "util/quote.h"
 
 /* Deepest directory nesting we walk (one open descriptor per level). */
 #define SCAN_MAX_DEPTH 128
@@ -298,6 +300,14 @@ static int visit(struct scan *s, const struct dirent *de, struct shard_err *err)
     case DT_DIR: return enter_directory(s, dir_fd, name, err);
     default:
         /* never opened: a device may act on an open, a fifo may block it */
+        if (s->side && sk_sidecars_suffix_of(s->side, name, name_len) >= 0) {
+            /* named as a sidecar file: the image has it, and it cannot be read */
+            rc = sk_sidecars_add_refused(s->side, (const char *)s->path.data, s->path.len,
+                                         sk_fs_not_regular(DTTOIF(type)), err);
+            if (rc == 0)
+                s->st->sidecars++;
+            return rc;
+        }
         if (candidate && s->refused)
             return refuse(s, 0, sk_fs_not_regular(DTTOIF(type)), err);
         if (type == DT_LNK)
@@ -324,7 +334,7 @@ int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars
     int rc = SHARD_OK;
 
     /* The root itself may be a symbolic link: the user named it. */
-    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the SRC named */
     if (fd < 0) {
         if (errno == ENOENT)
             return shard_err_set(err, SHARD_ENOTFOUND, "source '%s' does not exist", root);
@@ -421,7 +431,7 @@ static int open_long_key(int root_fd, const char *key)
         dir = next;
         p = slash + 1;
     }
-    int fd = openat(dir, p, SOURCE_OPEN_FLAGS);
+    int fd = openat(dir, p, SOURCE_OPEN_FLAGS); /* nofollow: SOURCE_OPEN_FLAGS has it */
     if (fd < 0)
         goto fail;
     if (dir != root_fd)
@@ -436,15 +446,56 @@ fail:
     return -1;
 }
 
+/* A file another client holds (a lease: Samba's oplocks, NFS delegations)
+ * fails an O_NONBLOCK open with EAGAIN while the holder is asked to let go:
+ * the open is tried SOURCE_OPEN_TRIES times, the wait doubling from
+ * SOURCE_OPEN_FIRST_WAIT up to SOURCE_OPEN_LONGEST_WAIT (about 5 s in all). */
+#define SOURCE_OPEN_TRIES 13
+#define SOURCE_OPEN_FIRST_WAIT 0.005
+#define SOURCE_OPEN_LONGEST_WAIT 1.0
+
+/* openat() of a source file, tried again while it is busy (EAGAIN).  -1
+ * with errno set on failure; EINTR when a signal ended a wait. */
+static int open_source(int root_fd, const char *key, int *tries, double *waited)
+{
+    double wait = SOURCE_OPEN_FIRST_WAIT;
+    *waited = 0;
+    for (*tries = 1;; ++*tries) {
+        int fd = openat(root_fd, key, SOURCE_OPEN_FLAGS); /* nofollow: SOURCE_OPEN_FLAGS has it */
+        if (fd < 0 && errno == ENAMETOOLONG)
+            fd = open_long_key(root_fd, key);
+        if (fd >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK) || *tries == SOURCE_OPEN_TRIES)
+            return fd;
+        struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+        if (nanosleep(&ts, NULL) != 0)
+            return -1; /* EINTR: asked to stop */
+        *waited += wait;
+        wait = wait * 2 < SOURCE_OPEN_LONGEST_WAIT ? wait * 2 : SOURCE_OPEN_LONGEST_WAIT;
+    }
+}
+
 /* Messages give the reason only ("file vanished"), like the decoder's: the
  * caller names the key, e.g. "rejected 'a/b.jpg': file vanished". */
 int sk_source_file_open(int root_fd, const char *key, int *fd_out, struct shard_err *err)
 {
-    int fd = openat(root_fd, key, SOURCE_OPEN_FLAGS);
-    if (fd < 0 && errno == ENAMETOOLONG)
-        fd = open_long_key(root_fd, key);
+    int tries;
+    double waited;
+    int fd = open_source(root_fd, key, &tries, &waited);
     *fd_out = fd;
     if (fd < 0) {
+        if (errno == EINTR)
+            return shard_err_set(err, SHARD_EINTR, "interrupted");
+        /* still busy: the file's holder, not the file (like a store that
+         * cannot be reached, SHARD_ENET: never taken for a reject, so the
+         * message names the file) */
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            char shown[SHARD_QUOTE_SIZE];
+            return shard_err_errno(err, SHARD_ENET, errno,
+                                   "cannot open '%s' (still busy after %d tries in %.1f s: a "
+                                   "lease another client holds?)",
+                                   sk_quote_bytes(key, strlen(key), shown, sizeof shown), tries,
+                                   waited);
+        }
         if (errno == ENOENT)
             return shard_err_set(err, SHARD_ENOTFOUND, "file vanished");
         if (errno == ELOOP)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "source/source_internal.h"
+#include "util/grow.h"
 
 struct sk_sidecars {
     char **suffixes; /* declared, as given (repeats allowed) */
@@ -20,6 +21,11 @@ struct sk_sidecars {
     size_t *ordinal;            /* per file (sorted): the order it was added in */
     size_t *orphans;            /* positions of the orphans, in key order */
     size_t orphan_count;
+    struct refused_file {
+        size_t ordinal; /* as added, so increasing */
+        const char *reason;
+    } * refused;
+    size_t refused_count, refused_cap;
     int resolved;
 };
 
@@ -65,6 +71,7 @@ void sk_sidecars_free(struct sk_sidecars *s)
     free(s->owner);
     free(s->ordinal);
     free(s->orphans);
+    free(s->refused);
     free(s);
 }
 
@@ -102,6 +109,37 @@ void sk_sidecars_truncate(struct sk_sidecars *s, size_t count)
         s->files.arena_len = s->files.offsets[count];
         s->files.count = count;
     }
+    while (s->refused_count && s->refused[s->refused_count - 1].ordinal >= count)
+        s->refused_count--;
+}
+
+int sk_sidecars_add_refused(struct sk_sidecars *s, const char *key, size_t len, const char *reason,
+                            struct shard_err *err)
+{
+    if (SK_GROW(s->refused, s->refused_cap, s->refused_count + 1, 16))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    s->refused[s->refused_count] = (struct refused_file){s->files.count, reason};
+    int rc = shard_keylist_add(&s->files, key, len, err);
+    if (!rc)
+        s->refused_count++;
+    return rc;
+}
+
+const char *sk_sidecars_file_refusal(const struct sk_sidecars *s, size_t i)
+{
+    if (!s->refused_count)
+        return NULL;
+    size_t ordinal = s->ordinal[i], lo = 0, hi = s->refused_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->refused[mid].ordinal == ordinal)
+            return s->refused[mid].reason;
+        if (s->refused[mid].ordinal < ordinal)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 /* Bytes of key's stem: up to the last '.' of its last component (the whole
@@ -222,7 +260,8 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
         free(sorted);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    memcpy(added, s->files.offsets, nf * sizeof *added);
+    if (nf) /* no file found: no offsets either */
+        memcpy(added, s->files.offsets, nf * sizeof *added);
     shard_keylist_sort(&s->files);
     for (size_t f = 0; f < nf; f++) {
         const uint64_t *hit = bsearch(&s->files.offsets[f], added, nf, sizeof *added, compare_u64);
@@ -323,4 +362,24 @@ size_t sk_sidecars_orphan_count(const struct sk_sidecars *s)
 const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len)
 {
     return shard_keylist_get(&s->files, s->orphans[i], len);
+}
+
+int sk_sidecars_reset(struct sk_sidecars *s, struct shard_keylist *orphans, struct shard_err *err)
+{
+    int rc = SHARD_OK;
+    for (size_t i = 0; orphans && !rc && i < s->orphan_count; i++) {
+        size_t len;
+        const char *key = sk_sidecars_orphan(s, i, &len);
+        rc = shard_keylist_add(orphans, key, len, err);
+    }
+    shard_keylist_release(&s->files);
+    free(s->owner);
+    free(s->ordinal);
+    free(s->orphans);
+    s->owner = NULL;
+    s->ordinal = NULL;
+    s->orphans = NULL;
+    s->orphan_count = 0;
+    s->resolved = 0;
+    return rc;
 }

@@ -49,8 +49,9 @@ int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
 
 /* shard_read_source_file, for either kind: an object that vanished is
  * SHARD_ENOTFOUND ("file vanished"), one over max_bytes SHARD_ELIMIT in the
- * same words; a store that cannot be reached is SHARD_ENET (not the file's
- * fault: the caller must not reject the sample for it).  Thread-safe. */
+ * same words; a store that cannot be reached, or a file that stays busy
+ * (EAGAIN), is SHARD_ENET (not the file's fault: the caller must not reject
+ * the sample for it).  Thread-safe. */
 int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_t max_bytes,
                         struct shard_buf *buf, struct shard_err *err);
 
@@ -132,6 +133,14 @@ int sk_sidecars_suffix_of(const struct sk_sidecars *s, const char *name, size_t 
 int sk_sidecars_add_file(struct sk_sidecars *s, const char *key, size_t len, struct shard_err *err);
 size_t sk_sidecars_file_count(const struct sk_sidecars *s);
 void sk_sidecars_truncate(struct sk_sidecars *s, size_t count);
+/* Add an entry named as a sidecar file that is none: a symbolic link or a
+ * special file, which is never opened.  It takes the file's place (an image
+ * has it, or it is an orphan), and `reason` (SK_REASON_NOT_REGULAR ..., as
+ * a candidate's) is what reading it gives. */
+int sk_sidecars_add_refused(struct sk_sidecars *s, const char *key, size_t len, const char *reason,
+                            struct shard_err *err);
+/* After resolving: why file i cannot be read without opening it, or NULL. */
+const char *sk_sidecars_file_refusal(const struct sk_sidecars *s, size_t i);
 /* Match the files found with the image candidates `keys` (any order): each
  * file goes to its image or becomes an orphan; candidates sharing a stem are
  * added to `refused` (reason SK_REASON_STEM "... 'OTHER'"; sorted again).
@@ -153,6 +162,10 @@ int sk_sidecars_name(const struct sk_sidecars *s, const char *key, size_t len, u
 size_t sk_sidecars_file_ordinal(const struct sk_sidecars *s, size_t i);
 /* File i (sorted by key after resolving): its key, NUL-terminated. */
 const char *sk_sidecars_file(const struct sk_sidecars *s, size_t i, size_t *len);
+/* Forget the files and what resolving learned, keeping the suffixes: a
+ * directory of archives read archive by archive adds each archive's files
+ * afresh.  The orphans are appended to `orphans` first (unless NULL). */
+int sk_sidecars_reset(struct sk_sidecars *s, struct shard_keylist *orphans, struct shard_err *err);
 /* The orphans, sorted by key: their positions among the files. */
 size_t sk_sidecars_orphan_count(const struct sk_sidecars *s);
 const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len);
@@ -243,6 +256,10 @@ int sk_annotations_value(const struct sk_annotations *a, int64_t row, uint32_t c
                          const uint8_t **data, size_t *len);
 /* The line of the file row `row` starts on (0 for row < 0). */
 uint64_t sk_annotations_line(const struct sk_annotations *a, int64_t row);
+/* 3 when text[0..len) starts with a UTF-8 byte order mark (EF BB BF, which
+ * spreadsheets put in front of a CSV file), else 0: the bytes a table's
+ * reader skips. */
+size_t sk_utf8_bom(const uint8_t *text, size_t len);
 /* Rows whose key names none of `keys`.  0 or SHARD_ENOMEM. */
 int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_keylist *keys,
                              uint64_t *unmatched, struct shard_err *err);
@@ -292,6 +309,14 @@ struct sk_archive_entry {
  * candidates (not directories) for which want(ctx, key, len) returns 1;
  * other non-candidates are counted in *st and skipped, as there.  Bytes are
  * read for every entry produced, candidate or not. */
+/* How sk_archive_next_entry reads: a wanted non-candidate (a sidecar file)
+ * up to max_other_bytes (0: the call's max_bytes), and before an entry's
+ * bytes are read, admit(ctx, bytes, err) is told how many it will hold (its
+ * declared size; 0 when that is over the limit and nothing is read): a
+ * non-zero return ends the call with it.  admit NULL: no such call. */
+void sk_archive_set_reading(struct shard_archive *a, uint64_t max_other_bytes,
+                            int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err),
+                            void *ctx);
 int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
                           int (*want)(void *ctx, const char *key, size_t len), void *ctx,
                           struct sk_archive_entry *out, struct shard_buf *buf,

@@ -50,7 +50,7 @@ static long affinity_cpus(void)
 /* Read a small text file into buf (NUL-terminated).  0 or SHARD_EIO. */
 static int read_small_file(const char *path, char *buf, size_t size)
 {
-    FILE *f = fopen(path, "re");
+    FILE *f = fopen(path, "re"); /* nofollow: a kernel file (/sys) */
     if (!f)
         return SHARD_EIO;
     size_t n = fread(buf, 1, size - 1, f);
@@ -169,7 +169,7 @@ static int list_has(const char *list, size_t len, const char *name)
 /* The CFS quota in CPUs from the cgroups listed in /proc/self/cgroup, or 0. */
 static long cgroup_cpus(void)
 {
-    FILE *f = fopen("/proc/self/cgroup", "re");
+    FILE *f = fopen("/proc/self/cgroup", "re"); /* nofollow: a kernel file */
     if (!f)
         return min_limit(v2_limit(CGROUP_ROOT), v1_limit(CGROUP_ROOT "/cpu"));
     long best = 0;

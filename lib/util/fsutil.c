@@ -134,6 +134,7 @@ static int open_regular(int dir_fd, const char *name, int flags, struct stat *st
 {
     /* O_NONBLOCK: opening a FIFO for reading waits for a writer, and a
      * device's open may wait too; a regular file's open never does. */
+    /* nofollow: `flags` (sk_fs_open_read's 0: a dataset may be a farm of links) */
     int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | flags);
     if (fd < 0 && errno == ENXIO) {
         /* a socket, or a device with no driver: say what it is */

@@ -44,6 +44,12 @@ int sk_jsonkey_set(json_t *obj, const char *key, size_t len, struct shard_err *e
     return set_bytes(obj, "key", key, len, err);
 }
 
+int sk_jsonkey_set_named(json_t *obj, const char *name, const char *bytes, size_t len,
+                         struct shard_err *err)
+{
+    return set_bytes(obj, name, bytes, len, err);
+}
+
 int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len, struct shard_err *err)
 {
     if (!max)

@@ -12,6 +12,9 @@
 
 /* Set obj["key"] (or obj["key_hex"]).  0 or SHARD_ENOMEM. */
 int sk_jsonkey_set(json_t *obj, const char *key, size_t len, struct shard_err *err);
+/* The same under another member name: obj[name] or obj[name + "_hex"]. */
+int sk_jsonkey_set_named(json_t *obj, const char *name, const char *bytes, size_t len,
+                         struct shard_err *err);
 /* Read obj["key"] or obj["key_hex"] into a malloc'd, NUL-terminated copy of
  * 1..max bytes (max 0: any length; a sample's key is at most SHARD_KEY_MAX,
  * a reject's may be longer: that is why it was rejected).

@@ -37,6 +37,38 @@ size_t sk_quote_utf8_len(const unsigned char *p, size_t avail)
     return n;
 }
 
+/* Characters that show as nothing, as a space or as something else, or that
+ * reorder the text around them (Unicode's C1 controls, white space other
+ * than the space, default-ignorable and bidirectional control characters:
+ * U+202E RIGHT-TO-LEFT OVERRIDE shows "gpj.exe" as "exe.jpg"). */
+static const struct {
+    uint32_t first, last;
+} unseen[] = {
+    /* clang-format off */
+    {0x0080, 0x00a0}, {0x00ad, 0x00ad}, {0x034f, 0x034f}, {0x061c, 0x061c},
+    {0x115f, 0x1160}, {0x1680, 0x1680}, {0x17b4, 0x17b5}, {0x180b, 0x180f},
+    {0x2000, 0x200f}, {0x2028, 0x202f}, {0x205f, 0x206f}, {0x3000, 0x3000},
+    {0x3164, 0x3164}, {0xfe00, 0xfe0f}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0},
+    {0xfff0, 0xfffb}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+    /* clang-format on */
+};
+
+size_t sk_quote_shown_len(const unsigned char *p, size_t avail)
+{
+    size_t n = sk_quote_utf8_len(p, avail);
+    if (n == 1)
+        return p[0] >= 0x20 && p[0] != 0x7f;
+    if (n == 0)
+        return 0;
+    uint32_t cp = p[0] & (0xff >> (n + 1));
+    for (size_t i = 1; i < n; i++)
+        cp = cp << 6 | (p[i] & 0x3f);
+    for (size_t i = 0; i < sizeof unseen / sizeof *unseen; i++)
+        if (cp >= unseen[i].first && cp <= unseen[i].last)
+            return 0;
+    return n;
+}
+
 const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size)
 {
     static const char ellipsis[] = "...";
@@ -48,13 +80,11 @@ const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size
     size_t limit = out_size > sizeof ellipsis ? out_size - sizeof ellipsis : 0;
     for (size_t i = 0; i < len;) {
         char piece[8];
-        size_t n = sk_quote_utf8_len(p + i, len - i), plen;
-        if (n == 1 && (p[i] < 0x20 || p[i] == 0x7f)) {
-            plen = (size_t)snprintf(piece, sizeof piece, "\\x%02x", p[i]);
-        } else if (n == 1 && p[i] == '\\') {
+        size_t n = sk_quote_shown_len(p + i, len - i), plen;
+        if (n == 1 && p[i] == '\\') {
             plen = 2;
             memcpy(piece, "\\\\", 2);
-        } else if (n == 0) {
+        } else if (n == 0) { /* a byte of a character that would not show as itself */
             plen = (size_t)snprintf(piece, sizeof piece, "\\x%02x", p[i]);
             n = 1;
         } else {
@@ -86,6 +116,11 @@ const char *shard_quote(const char *s, size_t len, char *out, size_t out_size)
 size_t shard_utf8_len(const unsigned char *p, size_t avail)
 {
     return sk_quote_utf8_len(p, avail);
+}
+
+size_t shard_utf8_shown_len(const unsigned char *p, size_t avail)
+{
+    return sk_quote_shown_len(p, avail);
 }
 
 int sk_hex_value(char c)

@@ -8,10 +8,15 @@
 #include "shardkit/error.h" /* SHARD_QUOTE_SIZE: room for a quoted key in a message */
 
 /* Copy s[0..len) into out (out_size bytes, always NUL-terminated), keeping
- * valid UTF-8 text and writing control bytes, DEL, backslash and bytes that
- * are not valid UTF-8 as \xNN (backslash as \\).  A result that does not fit
- * is cut at a character boundary and ends in "...".  Returns out. */
+ * valid UTF-8 text and writing control bytes, DEL, bytes that are not valid
+ * UTF-8 and those of characters that do not show as themselves
+ * (sk_quote_shown_len) as \xNN, a backslash as \\.  A result that does not
+ * fit is cut at a character boundary and ends in "...".  Returns out. */
 const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size);
+
+/* shard_utf8_shown_len (shardkit/error.h): the character at p when it shows
+ * as itself, else 0. */
+size_t sk_quote_shown_len(const unsigned char *p, size_t avail);
 
 /* Length of the valid UTF-8 sequence starting at p (at most `avail` bytes):
  * 1..4, or 0 when the bytes there are not valid UTF-8 (overlong forms,

@@ -32,6 +32,7 @@
 #include <xxhash.h>
 
 #include "read/dataset_internal.h"
+#include "manifest/field_parse.h"
 #include "util/jsonkey.h"
 #include "util/fsutil.h"
 #include "util/quote.h"
@@ -805,7 +806,8 @@ static int make_labeler(struct source_run *s, struct shard_labeler **lb, struct 
     return SHARD_OK;
 }
 
-int sk_verify_find_label(const struct shard_manifest *m, const char *name)
+/* A name of sorted labels: its place, or -1. */
+static int find_sorted_label(const struct shard_manifest *m, const char *name)
 {
     uint32_t lo = 0, hi = m->label_count;
     while (lo < hi) {
@@ -819,6 +821,23 @@ int sk_verify_find_label(const struct shard_manifest *m, const char *name)
             hi = mid;
     }
     return -1;
+}
+
+int sk_verify_find_label(const struct shard_manifest *m, const char *name)
+{
+    /* class numbers ("0".."N-1" in their order, not sorted by bytes: a
+     * numeric class, FORMAT.md): a number is at its place, and "007" is 7
+     * as shardify reads it (after the names: a list of names holds "007") */
+    uint32_t n;
+    char number[16];
+    int is_number = sk_field_class_number(name, strlen(name), &n) == 1;
+    if (is_number)
+        snprintf(number, sizeof number, "%u", n);
+    int numbered = is_number && n < m->label_count && !strcmp(m->labels[n], number);
+    if (numbered && !strcmp(name, number))
+        return (int)n;
+    int found = find_sorted_label(m, name);
+    return found < 0 && numbered ? (int)n : found;
 }
 
 /* The class SRC gives key[0..len): by the labeler, or from a sidecar or

@@ -90,6 +90,8 @@ struct source_fields {
     uint32_t *col_of;   /* per field: its column, or NONE */
     uint32_t class_col; /* the class's column, or NONE */
     int class_from_column;
+    char *class_column;      /* its name (malloc'd) */
+    const char *class_table; /* the table config.labels names with it ("file:..."), or NULL */
     char *table_name;
     int table_problem; /* the table could not be read: reported */
     /* the fields each sample's line names */
@@ -104,6 +106,16 @@ struct source_fields {
 static int stored_as_is(enum shard_field_type t)
 {
     return t == SHARD_FIELD_TEXT || t == SHARD_FIELD_JSON || t == SHARD_FIELD_BYTES;
+}
+
+/* Whether a sidecar's value is parsed from its bytes alone, so that --deep
+ * can parse SRC's file again: numbers, vectors and labels.  Not a mask: it
+ * is its PNG decoded and resized as its image was, so only its file's
+ * identity is held to the line (and, by fields.c, its values to the
+ * declared classes). */
+static int parsed_from_bytes(enum shard_field_type t)
+{
+    return !stored_as_is(t) && t != SHARD_FIELD_MASK && t != SHARD_FIELD_BOXES;
 }
 
 void sk_source_fields_free(struct source_fields *sf)
@@ -127,6 +139,7 @@ void sk_source_fields_free(struct source_fields *sf)
     sk_annotations_free(sf->table);
     free(sf->cols);
     free(sf->col_of);
+    free(sf->class_column);
     free(sf->table_name);
     free(sf->sources);
     free(sf->kept);
@@ -165,9 +178,11 @@ static int load_table(struct source_fields *sf, struct shard_err *err)
         return sk_verify_problem(v, SHARD_CHECK_SOURCE, e.code, -1, -1, NULL, 0,
                                  "source: cannot read the annotation table: %s", e.msg);
     }
-    /* a dataset of version 1 (a class from a column, no field) records no
-     * table: its classes are still compared */
-    const char *is = sk_annotations_describe(sf->table), *want = sf->c->annotations;
+    /* a class from a column names the table in config.labels (a version 1
+     * dataset has no config.annotations); one made before it did names
+     * none: its classes are still compared */
+    const char *is = sk_annotations_describe(sf->table);
+    const char *want = sf->c->annotations ? sf->c->annotations : sf->class_table;
     if (want && strcmp(is, want))
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
                           "source: the annotation table is '%s', the config says '%s'", is, want);
@@ -214,12 +229,30 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v, struc
         }
     }
     if (class_sidecar) {
-        sf->class_suffix = sf->suffix_count;
-        suffixes[sf->suffix_count++] = labels + strlen(SIDECAR_PREFIX);
+        /* a suffix a field has too (".cls" the class and an int field):
+         * one suffix, as the scan gives a file the first of equal ones */
+        const char *suffix = labels + strlen(SIDECAR_PREFIX);
+        for (uint32_t x = 0; x < sf->suffix_count && sf->class_suffix == NONE; x++)
+            if (!strcmp(suffixes[x], suffix))
+                sf->class_suffix = x;
+        if (sf->class_suffix == NONE) {
+            sf->class_suffix = sf->suffix_count;
+            suffixes[sf->suffix_count++] = suffix;
+        }
     } else if (class_column) {
+        /* "column:NAME:file:<name>:<xxh3>" (convert/fields.c), or an older
+         * "column:NAME" */
+        const char *column = labels + strlen(COLUMN_PREFIX), *table = NULL;
+        for (const char *at = column; (at = strstr(at, ":file:")); at++)
+            table = at;
         sf->class_from_column = 1;
-        sf->class_col = sk_annotation_column_want(sf->cols, &sf->ncols,
-                                                  labels + strlen(COLUMN_PREFIX), 0);
+        sf->class_table = table ? table + 1 : NULL;
+        if (!(sf->class_column = strndup(column,
+                                         table ? (size_t)(table - column) : strlen(column)))) {
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            goto out;
+        }
+        sf->class_col = sk_annotation_column_want(sf->cols, &sf->ncols, sf->class_column, 0);
     }
     if (sf->suffix_count && (rc = sk_sidecars_new(&sf->side, suffixes, sf->suffix_count, err)))
         goto out;
@@ -341,7 +374,7 @@ static int take_values(struct source_fields *sf, struct side_file *f, const char
     for (uint32_t d = 0; d < c->field_count; d++) {
         const struct shard_field_decl *decl = &c->fields[d];
         size_t sl = decl->sidecar ? strlen(decl->sidecar) : 0;
-        if (!decl->sidecar || stored_as_is(decl->type) || len <= sl ||
+        if (!decl->sidecar || !parsed_from_bytes(decl->type) || len <= sl ||
             memcmp(key + len - sl, decl->sidecar, sl) || key[len - sl - 1] == '/')
             continue;
         struct parsed_value *p = realloc(f->values, (f->value_count + 1) * sizeof *p);
@@ -475,6 +508,16 @@ int sk_source_fields_read(struct source_fields *sf, const struct sk_source_root 
             int64_t pos = sk_sidecars_find(sf->side, key, len, x);
             if (pos >= 0)
                 file_at(sf, pos)->need = 1;
+        }
+    }
+    /* a link or special file named as a sidecar is never opened: it says why */
+    for (size_t i = 0; i < sk_sidecars_file_count(sf->side); i++) {
+        struct side_file *f = file_at(sf, (int64_t)i);
+        const char *refusal = sk_sidecars_file_refusal(sf->side, i);
+        if (refusal && f->need) {
+            f->need = 0;
+            if (!(f->why = strdup(refusal)))
+                return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         }
     }
     uint64_t max = sf->c->max_field_bytes ? sf->c->max_field_bytes : SHARD_MAX_FIELD_BYTES_DEFAULT;

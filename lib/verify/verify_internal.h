@@ -413,8 +413,8 @@ int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root
                          uint64_t max_bytes, sk_verify_file_key *key, sk_verify_file_got *got,
                          void *ctx, struct shard_err *err);
 
-/* The number of label `name` (as the manifest writes names) in m's sorted
- * labels, or -1. */
+/* The number of label `name` (as the manifest writes names) in m's labels,
+ * sorted names or class numbers ("007" is class 7 there), or -1. */
 int sk_verify_find_label(const struct shard_manifest *m, const char *name);
 
 /* ---- --source for the fields (source_fields.c) -------------------------------- */

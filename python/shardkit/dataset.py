@@ -248,10 +248,15 @@ class Dataset:
     ``cache_limit`` bytes at most (default ``SHARDKIT_CACHE_LIMIT``, else
     what the disk takes; other datasets' shards are removed to make room,
     the least recently read first, never this one's for each other).  A
-    shard that cannot be cached (no room, a full disk) is read remotely and
-    ``cache_warning`` says why for a full disk (the Loader warns once).  ``stats()`` counts
+    shard that cannot be cached (no room, a full disk, a lock that cannot be
+    had: a read-only cache directory) is read remotely, never waited for, and
+    ``cache_warning`` says why for a full disk or a lock (the Loader warns
+    once).  ``stats()`` counts
     cache_hits, cache_misses, cache_bytes_fetched, cache_evictions,
     cache_skipped and cache_corrupt.
+
+    ``repr()``, messages and an error's ``.filename`` show a URL's user and
+    password as ``***`` (``location`` keeps them).
 
     Raises FileNotFoundError (shardkit.NotFoundError, with .errno and
     .filename) when there is no dataset at the location, CorruptDatasetError
@@ -324,11 +329,24 @@ class Dataset:
         order; empty for a dataset without fields (format version 1)."""
         return dict(self._declared())
 
-    def label_names(self, labels: Iterable[SupportsInt]) -> list[str]:
+    def label_names(self, labels: Iterable[SupportsInt]) -> list[str | None]:
         """The class names of a list of label numbers (a labels field's
-        value): ``[ds.labels[i] for i in labels]``."""
+        value, or a batch's labels): ``ds.labels[i]`` for each, and None for
+        -1, which a batch gives a sample without a label.  Any other number
+        outside 0..len(labels)-1 is an IndexError naming it (a negative one
+        is never counted from the end)."""
         names = self.labels
-        return [names[int(i)] for i in labels]
+        out: list[str | None] = []
+        for label in labels:
+            i = int(label)
+            if i == -1:
+                out.append(None)
+            elif 0 <= i < len(names):
+                out.append(names[i])
+            else:
+                raise IndexError(f"label {i} is not a label number of this dataset "
+                                 f"(0..{len(names) - 1}, or -1: none)")
+        return out
 
     def __iter__(self) -> Iterator[Sample]:
         for i in range(len(self)):
@@ -398,8 +416,9 @@ class Dataset:
         return (_reopen, (self._location, self._options))
 
     def __repr__(self) -> str:
+        # a URL's password is shown as *** (as in the library's messages)
         options = "".join(f", {k}={v!r}" for k, v in self._options.items())
-        return f"Dataset({self._location!r}{options}, samples={len(self)})"
+        return f"Dataset({_native.redact_urls(self._location)!r}{options}, samples={len(self)})"
 
 
 def _reopen(location: str | bytes, options: ReadingOptions) -> Dataset:

@@ -93,7 +93,8 @@ class MismatchError(ShardkitError, ValueError):
 
 class NotFoundError(_MessageIsTheText, ShardkitError, FileNotFoundError):
     """No dataset (or no such file in it) at the location: ``errno`` is
-    ENOENT and ``filename`` the location as it was given (str or bytes)."""
+    ENOENT and ``filename`` the location as it was given (str or bytes), a
+    URL's user and password replaced by ``***``."""
 
 
 class NetworkError(ShardkitError, ConnectionError):

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from shardkit import _native
 from shardkit.dataset import _BOX, Dataset, Field, Location, _bad_json, _decode_mask, _key_str
-from shardkit.errors import CorruptRecordError
+from shardkit.errors import CorruptRecordError, ShardkitError
 from shardkit.transforms import U32_MAX, Compose, TransformArg, _check_int, compose
 
 # The epoch plan's default shuffle window (SHARD_PLAN_DEFAULT_BUFFER).
@@ -116,9 +116,12 @@ class Batch:
     dicts {"boxes": (N_i, 4) float32 x0, y0, x1, y1 in the output image's
     pixels, "labels": (N_i,) int64 class ids, "iscrowd": (N_i,) bool} (None
     where absent), transformed with their image; a mask a (B, H, W) uint8 or
-    uint16 array of class ids when every sample has one of the same size,
-    else a list of (H_i, W_i) arrays (None where absent), transformed with
-    their image (nearest neighbour).  ``present`` is a
+    uint16 array of class ids, or a list of (H_i, W_i) arrays (None where
+    absent), transformed with their image (nearest neighbour): one array in
+    every batch when the Loader's transforms fix the output size (``images``
+    is one array too) and every sample of the dataset has the mask (the
+    field is required, or present in all), else a list in every batch - a
+    field's type never changes from batch to batch.  ``present`` is a
     dict of the same names, each a bool array (B,): True where the sample has
     the field.  With output="torch" the arrays are torch tensors."""
 
@@ -177,17 +180,22 @@ class Loader:
 
     ``Loader(ds, batch_size, *, shuffle=True, seed=0, rank=None,
     world_size=None, threads=None, transform=None, drop_last=False,
-    remainder="keep", shuffle_buffer=None, output="numpy", layout="NHWC",
+    remainder=None, shuffle_buffer=None, output="numpy", layout="NHWC",
     dtype="uint8", on_error="raise", prefetch=2, fields=None,
     multi_hot=False, box_min_size=1.0)``
 
     - ds: a Dataset, or its location.
     - shuffle, seed, shuffle_buffer, remainder, rank, world_size: the epoch
-      plan (include/shardkit/dataset.h): every sample exactly once per epoch
-      across ranks (remainder "keep"; "drop" gives every rank floor(N/W)
-      samples, "pad" ceil(N/W), repeating samples from the epoch's start).
-      rank/world_size default to torch.distributed when it is initialised,
-      else the RANK/WORLD_SIZE environment, else 0/1.
+      plan (include/shardkit/dataset.h): remainder "keep" gives every
+      sample exactly once per epoch across ranks, "drop" every rank
+      floor(N/W) samples, "pad" ceil(N/W), repeating samples from the
+      epoch's start.  With several ranks every rank must make the same
+      number of batches in every epoch (a DDP step is a collective: a rank
+      with one batch more waits forever), so the default is "pad" when
+      world_size > 1 ("keep" with one rank, the same plan), and a "keep"
+      whose ranks would make different batch counts is refused (ValueError
+      naming the counts).  rank/world_size default to torch.distributed
+      when it is initialised, else the RANK/WORLD_SIZE environment, else 0/1.
     - drop_last: leave out this rank's last, partial batch.
     - threads: reader threads (default: the CPUs this process may use); 0
       does the work on the calling thread.
@@ -195,8 +203,13 @@ class Loader:
     - layout "NHWC"/"NCHW", dtype "uint8"/"float32"/"float16" (Normalize
       needs a float dtype), output "numpy"/"torch".
     - on_error: "raise" (a damaged sample raises CorruptRecordError naming
-      shard, record and key, and the loop may go on with the next batch) or
-      "skip" (left out of its batch, counted in ``stats``).
+      shard, record and key) or "skip" (left out of its batch, counted in
+      ``stats``).  A batch that raises (CorruptRecordError, or a read that
+      failed: NetworkError ...) is passed over: it is not delivered, its
+      other samples are not seen this epoch (``stats["failed_batches"]``
+      counts it), and ``next()`` on the same iterator gives the batch after
+      it, so ``try: next(it) except CorruptRecordError: continue`` gets the
+      rest of the epoch.  StopIteration comes only at the epoch's end.
     - fields: names of the dataset's fields (``Dataset.fields``) that each
       batch carries in ``batch.fields`` and ``batch.present`` (see Batch);
       an unknown name is a ValueError listing the declared ones.  Without,
@@ -222,7 +235,8 @@ class Loader:
     def __init__(self, ds: Dataset | Location, batch_size: int, *, shuffle: bool = True,
                  seed: int = 0, rank: int | None = None, world_size: int | None = None,
                  threads: int | None = None, transform: TransformArg = None,
-                 drop_last: bool = False, remainder: Literal["keep", "drop", "pad"] = "keep",
+                 drop_last: bool = False,
+                 remainder: Literal["keep", "drop", "pad"] | None = None,
                  shuffle_buffer: int | None = None, output: Literal["numpy", "torch"] = "numpy",
                  layout: Literal["NHWC", "NCHW"] = "NHWC",
                  dtype: Literal["uint8", "float32", "float16"] = "uint8",
@@ -247,7 +261,10 @@ class Loader:
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.threads = (_native.available_cpus() if threads is None
                         else _check_int(threads, "threads", minimum=0))
-        self.remainder = _choice(remainder, "remainder", ("keep", "drop", "pad"))
+        # several ranks: the same batch count on every rank (pad); one: keep,
+        # the same plan
+        self.remainder = (("pad" if self.world_size > 1 else "keep") if remainder is None
+                          else _choice(remainder, "remainder", ("keep", "drop", "pad")))
         self.shuffle_buffer = (DEFAULT_SHUFFLE_BUFFER if shuffle_buffer is None
                                else _seed(shuffle_buffer, "shuffle_buffer"))
         self.output = _choice(output, "output", ("numpy", "torch"))
@@ -262,6 +279,11 @@ class Loader:
             steps = self.transform if self.transform is not None else _empty()
             compiled = steps._compiled(layout, dtype)
         self.fields, self.multi_hot = _select_fields(ds, fields, multi_hot)
+        # masks stacked in every batch, or in none (the Batch docstring's rule)
+        size = compiled.fixed_size() if compiled is not None else None
+        self._stacked_masks = {
+            f.name: (size, _mask_dtype(f)) for f in self.fields
+            if f.type == "mask" and size is not None and (f.required or f.present == len(ds))}
         if isinstance(box_min_size, bool) or not isinstance(box_min_size, (int, float)):
             raise TypeError(f"box_min_size must be a number, not {type(box_min_size).__name__}")
         if not 0 <= box_min_size < 1e30:
@@ -365,34 +387,49 @@ class Loader:
 
     # ---- iteration --------------------------------------------------------
 
-    def __iter__(self) -> Iterator[Batch]:
+    def __iter__(self) -> "_Iteration":
         self._generation += 1
-        return self._batches(self._generation)
+        return _Iteration(self, self._generation)
 
-    def _batches(self, generation: int) -> Iterator[Batch]:
-        self._native.start(self._epoch, self._batch)
+    def _next(self, it: "_Iteration") -> Batch:
+        """The next batch of iteration `it` (its __next__)."""
+        if self._closed:
+            raise ValueError("the loader is closed")
+        if it._generation != self._generation:
+            raise RuntimeError("this iteration was ended by a newer iter(), set_epoch() "
+                               "or load_state_dict() on the same loader")
+        if it._done:
+            raise StopIteration
+        if not it._running:
+            self._native.start(self._epoch, self._batch)
+            it._running = True
         try:
-            while True:
-                if self._closed:
-                    raise ValueError("the loader is closed")
-                if generation != self._generation:
-                    raise RuntimeError("this iteration was ended by a newer iter(), set_epoch() "
-                                       "or load_state_dict() on the same loader")
-                try:
-                    parts = self._native.next()
-                finally:
-                    # a failed batch is passed over, as the C loader does
-                    # (closed meanwhile: the position stays where it was)
-                    if not self._closed:
-                        self._batch = self._native.position()[1]
-                if parts is None:
-                    self._epoch, self._batch = self._epoch + 1, 0
-                    self._warn_cache()
-                    return
-                yield self._make_batch(*parts)
-        finally:
-            if generation == self._generation and not self._closed:
-                self._native.stop()
+            parts = self._native.next()
+        except ShardkitError:
+            # a failed batch is passed over, as the C loader does: the
+            # threads go on, and the next next() gives the batch after it
+            if not self._closed:
+                self._batch = self._native.position()[1]
+            raise
+        except BaseException:
+            # Ctrl-C, a close: the threads stop, the position stays (a
+            # later next() starts them again from there)
+            self._end(it)
+            raise
+        self._batch = self._native.position()[1]
+        if parts is None:
+            self._end(it)
+            it._done = True
+            self._epoch, self._batch = self._epoch + 1, 0
+            self._warn_cache()
+            raise StopIteration
+        return self._make_batch(*parts)
+
+    def _end(self, it: "_Iteration") -> None:
+        """Stop iteration it's threads, if it is still the loader's."""
+        if it._running and it._generation == self._generation and not self._closed:
+            self._native.stop()
+        it._running = False
 
     def _warn_cache(self) -> None:
         """Warn once when the dataset's node-local cache could not cache a
@@ -442,7 +479,8 @@ class Loader:
                 values[name] = _batch_boxes(np.asarray(labels[0]), np.asarray(labels[1]), mask,
                                             self._torch)
             elif field.type == "mask" and labels is not None:
-                values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask)
+                values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask,
+                                            self._stacked_masks.get(name))
             elif labels is not None:
                 ids = np.asarray(labels[0])
                 ends = (np.asarray(labels[1]) // 4).astype(np.intp)
@@ -542,6 +580,34 @@ class Loader:
                 f"transform={self.transform!r})")
 
 
+class _Iteration(Iterator[Batch]):
+    """One iteration of a Loader's epoch (what ``iter(loader)`` returns).
+    ``next()`` gives the next batch; one that raises (a damaged sample's
+    CorruptRecordError, a NetworkError ...) is passed over, and the next
+    ``next()`` gives the batch after it, so that a retry loop gets the rest
+    of the epoch.  StopIteration comes only at the end of the epoch."""
+
+    __slots__ = ("_loader", "_generation", "_running", "_done")
+
+    def __init__(self, loader: Loader, generation: int) -> None:
+        self._loader = loader
+        self._generation = generation
+        self._running = False  # the loader's threads run for it
+        self._done = False  # the epoch is over
+
+    def __iter__(self) -> "_Iteration":
+        return self
+
+    def __next__(self) -> Batch:
+        return self._loader._next(self)
+
+    def __del__(self) -> None:
+        try:
+            self._loader._end(self)  # dropped mid-epoch: the threads stop
+        except Exception:  # another thread's next() has the loader; it goes on
+            pass
+
+
 def _batch_boxes(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
                  torch: Any = None) -> list[dict[str, Any] | None]:
     """A batch's boxes (every sample's back to back, ends[j] bytes before
@@ -561,21 +627,27 @@ def _batch_boxes(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.
             for x, y, z, present in zip(*parts, mask)]
 
 
-def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],
-                 mask: npt.NDArray[Any]) -> npt.NDArray[Any] | list[npt.NDArray[Any] | None]:
-    """A batch's masks: one (B, H, W) view of the batch's memory when every
-    sample has one of the same size and value width, else a list."""
+def _mask_dtype(field: Field) -> np.dtype[Any]:
+    """A mask field's values: uint16 when a declared class id is above 255."""
+    ids = field.classes or {}
+    return np.dtype(np.uint16) if any(i > 255 for i in ids) else np.dtype(np.uint8)
+
+
+def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
+                 stacked: tuple[tuple[int, int], np.dtype[Any]] | None
+                 ) -> npt.NDArray[Any] | list[npt.NDArray[Any] | None]:
+    """A batch's masks: with `stacked` ((height, width), dtype: the loader's
+    output size is fixed and every sample has a mask) one (B, H, W) view of
+    the batch's memory, else a list (None where absent)."""
     n = len(mask)
-    if n and mask.all():
-        size = ends[1] - ends[0]
-        head = data[:_MASK_HEADER]
-        if np.all(np.diff(ends) == size):
-            rows = data.reshape(n, size)
-            if np.all(rows[:, :_MASK_HEADER] == head):  # one width, height and value size
-                w, h = struct.unpack_from("<II", head.tobytes())
-                dtype = np.dtype("<u2") if head[8] == 2 else np.dtype(np.uint8)
-                return rows[:, _MASK_HEADER:].view(dtype).reshape(n, h, w)
-    return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
+    if stacked is None:
+        return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
+    (h, w), dtype = stacked
+    size = _MASK_HEADER + h * w * dtype.itemsize
+    if not mask.all() or len(data) != n * size or np.any(np.diff(ends) != size):
+        raise RuntimeError("the loader gave masks of another size than its output's")
+    rows = data.reshape(n, size)
+    return rows[:, _MASK_HEADER:].view(dtype.newbyteorder("<")).reshape(n, h, w)
 
 
 def _to_torch(t: Any, v: Any) -> Any:

@@ -2,6 +2,7 @@
  * set-up (see native.h). */
 #include "native.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* shardkit.errors: the function that makes a library error's exception, and
@@ -45,6 +46,26 @@ PyObject *skpy_raise_path(const struct shard_err *err, PyObject *filename)
 PyObject *skpy_raise(const struct shard_err *err)
 {
     return skpy_raise_path(err, NULL);
+}
+
+PyObject *skpy_redacted(PyObject *given)
+{
+    PyObject *bytes = NULL, *out = NULL;
+    if (!PyUnicode_FSConverter(given, &bytes))
+        return NULL;
+    const char *text = PyBytes_AS_STRING(bytes);
+    char *shown = shard_redact_urls(text);
+    if (!shown)
+        PyErr_NoMemory();
+    else if (!strcmp(shown, text))
+        out = Py_NewRef(given);
+    else if (PyBytes_Check(given))
+        out = PyBytes_FromString(shown);
+    else
+        out = PyUnicode_DecodeFSDefault(shown);
+    free(shown);
+    Py_DECREF(bytes);
+    return out;
 }
 
 static int is_damage(int code)
@@ -279,7 +300,17 @@ static PyObject *raise_library_error(PyObject *self, PyObject *args)
     return skpy_raise_path(&err, filename);
 }
 
+/* redact_urls(location) -> the location as messages show it */
+static PyObject *redact_urls(PyObject *self, PyObject *location)
+{
+    return skpy_redacted(location);
+}
+
 static PyMethodDef module_methods[] = {
+    {"redact_urls", redact_urls, METH_O,
+     "redact_urls($module, location, /)\n--\n\n"
+     "the location (str, bytes or a path) with a URL's user and password replaced by ***, "
+     "as the library's messages show it; the location itself when it names none"},
     {"_raise_library_error", raise_library_error, METH_VARARGS,
      "_raise_library_error($module, code, message, filename=None, /)\n--\n\n"
      "raise as for a library error"},

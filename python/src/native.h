@@ -29,6 +29,13 @@ PyObject *skpy_raise_path(const struct shard_err *err, PyObject *filename);
  * reference, or NULL with an exception set). */
 PyObject *skpy_error(int code, const char *msg, PyObject *filename);
 
+/* `given` (a location: str, bytes or a path) as messages show it: with
+ * the user information of its URLs replaced by "***" (shard_redact_urls,
+ * as the library's messages and the tools do), as str (bytes for bytes), or
+ * `given` itself when there is none.  A new reference, or NULL with an
+ * exception set. */
+PyObject *skpy_redacted(PyObject *given);
+
 /* A library message as a str: bytes that are not UTF-8 (a path's) become
  * \xNN, so that a message never fails to decode. */
 PyObject *skpy_message(const char *msg);

@@ -103,8 +103,12 @@ static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
     Py_BEGIN_ALLOW_THREADS rc = shard_dataset_open_ex(&ds, path, &o, &err);
     Py_END_ALLOW_THREADS Py_DECREF(loc);
     Py_XDECREF(dir);
-    if (rc) {
-        skpy_raise_path(&err, given);
+    if (rc) { /* .filename as given, but never with a URL's password */
+        PyObject *shown = skpy_redacted(given);
+        if (shown) {
+            skpy_raise_path(&err, shown);
+            Py_DECREF(shown);
+        }
         return -1;
     }
     if (d->ds) { /* another thread's __init__ opened it meanwhile */

@@ -1,7 +1,10 @@
 /* native_loader.c - _native.Loader and _native.Batch: the batch loader
  * (shardkit/loader.h).  next() waits with the GIL released, in slices of
  * WAIT_SLICE_MS, and checks for signals between them, so Ctrl-C stops a
- * training loop that waits for input within a fraction of a second.
+ * training loop that waits for input within a fraction of a second.  With
+ * threads=0, next() reads the batch itself: the loader's interrupt
+ * (loader_interrupted) looks for a Ctrl-C or a close() every 50 ms while
+ * it reads, so a read that waits for a server that stalls stops too.
  *
  * The C loader is used by one call at a time, and never freed under a call
  * that uses it.  A call that releases the GIL around the loader (start,
@@ -32,6 +35,7 @@ typedef struct {
     PyObject *transforms; /* the TransformsObject applied, or NULL */
     int busy;             /* a call is using `loader` (or __init__ is making it) */
     int close_pending;    /* close() came while busy: the busy call frees the loader */
+    int interrupted;      /* the interrupt saw a SIGINT during next()'s own reads */
 } LoaderObject;
 
 /* ---- Batch: owns a struct shard_batch; the arrays handed out keep it alive ---- */
@@ -51,6 +55,24 @@ PyTypeObject skpy_batch_type = {
 };
 
 /* ---- Loader ---------------------------------------------------------------------- */
+
+/* The C loader's interrupt, on the thread of a next() that reads the batch
+ * itself (threads=0): stop for a close() from another thread, or a SIGINT.
+ * It takes the GIL but runs no Python code (the reader's locks may be
+ * held): a SIGINT is only noted, and made pending again, so that its
+ * handler runs once next() has returned from the library. */
+static int loader_interrupted(void *user)
+{
+    LoaderObject *lo = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    if (!lo->interrupted && PyOS_InterruptOccurred()) {
+        lo->interrupted = 1;
+        PyErr_SetInterrupt();
+    }
+    int stop = lo->interrupted || lo->close_pending;
+    PyGILState_Release(gil);
+    return stop;
+}
 
 static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
@@ -129,6 +151,7 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         skpy_raise(&err);
         return -1;
     }
+    shard_loader_set_interrupt(made, loader_interrupted, lo);
     lo->loader = made;
     lo->dataset = Py_NewRef(dataset);
     lo->transforms = transforms == Py_None ? NULL : Py_NewRef(transforms);
@@ -298,10 +321,15 @@ static PyObject *loader_next(PyObject *self, PyObject *unused)
         return NULL;
     struct shard_batch *b = NULL;
     struct shard_err err;
-    int rc, interrupted = 0;
+    int rc, interrupted = 0, sigint;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS rc = shard_loader_next(l, WAIT_SLICE_MS, &b, &err);
-        Py_END_ALLOW_THREADS if (rc != SHARD_LOADER_WAITING || lo->close_pending) break;
+        Py_END_ALLOW_THREADS
+            /* its own reads stopped for a SIGINT (threads=0): the handler runs below */
+            sigint = rc == SHARD_EINTR && lo->interrupted;
+        lo->interrupted = 0;
+        if (!sigint && (rc != SHARD_LOADER_WAITING || lo->close_pending))
+            break;
         /* a signal handler runs here; if it calls close(), the loader is
          * freed below, not under this loop */
         if (PyErr_CheckSignals() < 0) {

@@ -6,7 +6,13 @@ $SHARDKIT_SAMPLE (tests/run.sh generates it into BUILD/fixtures/sample), or,
 run without tests/run.sh, made here into build/fixtures/sample on first use.
 The package under test is the one on PYTHONPATH (tests/run.sh points it at
 BUILD/python); the tools are $SHARDKIT_BIN (default: the checkout's
-build/bin)."""
+build/bin).
+
+Every dataset a test leaves below pytest's temporary directory is held to
+manifests/ (tests/check_schemas.py) when the test ends: a manifest or index
+line the JSON Schemas or FORMAT.md do not describe fails that test.  A test
+that damages a manifest on purpose says so with damaged(DIR)."""
+import importlib.util
 import json
 import os
 import shutil
@@ -103,3 +109,43 @@ def labelled(workdir, photos):
 def index_lines(dst):
     with open(os.path.join(dst, "index.jsonl")) as f:
         return [json.loads(line) for line in f]
+
+
+def _load_schema_check():
+    spec = importlib.util.spec_from_file_location(
+        "check_schemas", os.path.join(TOP, "tests", "check_schemas.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_schema_check = _load_schema_check()
+_validators = _schema_check.validators()
+_checked = {}  # manifest path -> (mtime, size) when last checked
+_damaged = set()
+
+
+def damaged(directory):
+    """The dataset in `directory` was damaged on purpose (its manifest made
+    to disagree with manifests/, for the reader to refuse): not checked."""
+    _damaged.add(os.path.realpath(os.path.join(directory, "manifest.json")))
+
+
+@pytest.fixture(autouse=True)
+def _datasets_agree_with_the_schemas(tmp_path_factory):
+    """After each test: every manifest.json below the session's temporary
+    directory that is new or changed since the last test, with its index."""
+    yield
+    problems = []
+    for path in _schema_check.manifests(str(tmp_path_factory.getbasetemp())):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if os.path.realpath(path) in _damaged or _checked.get(path) == (st.st_mtime_ns, st.st_size):
+            continue
+        _checked[path] = (st.st_mtime_ns, st.st_size)
+        problems += _schema_check.check_manifest(path, *_validators)
+    if problems:
+        pytest.fail("a dataset this test wrote disagrees with manifests/:\n" + "\n".join(problems),
+                    pytrace=False)

@@ -301,6 +301,46 @@ def test_read_time_transforms_keep_boxes_and_masks_on_their_pixels(oriented, nam
     assert samples == 120 * 8
 
 
+@pytest.fixture(scope="module")
+def half_masked(tmp_path_factory):
+    """The eight scenes in stored order o1..o8, a mask (an optional field)
+    for o1, o2, o6, o7 and o8 only: in batches of two, (o1, o2) and (o7,
+    o8) have it, (o3, o4) does not, (o5, o6) is mixed."""
+    top = tmp_path_factory.mktemp("half")
+    src = top / "src"
+    src.mkdir()
+    write_scenes(src, lambda o: src / f"o{o}_mask.png")
+    for o in (3, 4, 5):
+        (src / f"o{o}_mask.png").unlink()
+    (top / "classes.json").write_text(json.dumps(CLASSES))
+    dst = str(top / "dst")
+    shardify(str(src), dst, "--size", "48", "--fit", "crop", "--codec", "png", "--no-shuffle",
+             "--field", f"seg=mask,from=_mask.png,classes={top / 'classes.json'}")
+    return dst
+
+
+def test_a_mask_fields_type_is_the_same_in_every_batch(half_masked, oriented):
+    # an array only when every batch can have one: a fixed output size and
+    # a mask in every sample of the dataset; else a list in every batch
+    crop = [shardkit.CenterCrop(32)]
+    for dst, transform, kind in ((half_masked, crop, list), (oriented, None, list),
+                                 (oriented, crop, np.ndarray)):
+        loader = shardkit.Loader(dst, 3 if dst == oriented else 2, shuffle=False,
+                                 transform=transform, fields=["seg"], threads=0)
+        kinds, present = set(), set()
+        for batch in loader:
+            kinds.add(type(batch.fields["seg"]))
+            present.add(tuple(batch.present["seg"].tolist()))
+            for j, m in enumerate(batch.fields["seg"]):
+                assert (m is not None) == batch.present["seg"][j]
+                assert m is None or m.shape == ((32, 32) if transform else (48, 48))
+        assert kinds == {kind}, (dst, transform)
+        if dst == half_masked:
+            assert present == {(True, True), (False, False), (False, True)}
+        else:
+            assert present == {(True,) * 3, (True,) * 2}  # the last batch is partial
+
+
 def test_read_time_boxes_in_torch_and_the_min_size_option(oriented):
     ds = shardkit.Dataset(oriented)
     t = [shardkit.RandomResizedCrop(32, scale=(0.1, 1.0)), shardkit.RandomHorizontalFlip()]

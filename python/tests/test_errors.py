@@ -10,6 +10,7 @@ import re
 import pytest
 
 import shardkit
+from conftest import damaged
 from shardkit import _native
 
 # enum shard_status (include/shardkit/error.h), read from the header: a code
@@ -117,6 +118,7 @@ def test_real_failures_raise_the_classes(labelled, tmp_path):
         manifest = json.load(f)
     manifest["version"] = 99
     (newer / "manifest.json").write_text(json.dumps(manifest))
+    damaged(newer)
     with pytest.raises(shardkit.UnsupportedError) as e:
         shardkit.Dataset(str(newer))
     assert isinstance(e.value, ValueError) and "version" in str(e.value)

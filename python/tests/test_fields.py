@@ -221,6 +221,17 @@ def test_label_names_gives_a_labels_fields_names(written):
     assert ds.label_names([]) == []
 
 
+def test_label_names_of_minus_one_is_none_never_the_last_class(labelled):
+    # a batch gives -1 to a sample without a label: not ds.labels[-1]
+    ds = shardkit.Dataset(labelled)
+    n = len(ds.labels)
+    assert ds.label_names([-1, 0, n - 1]) == [None, ds.labels[0], ds.labels[n - 1]]
+    assert ds.label_names(np.array([-1], dtype=np.int64)) == [None]
+    for bad in (-2, n):
+        with pytest.raises(IndexError, match=f"label {bad} is not a label number"):
+            ds.label_names([bad])
+
+
 # ---- batches -------------------------------------------------------------------------
 
 

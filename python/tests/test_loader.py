@@ -39,16 +39,18 @@ def batch_digest(batch):
 
 @pytest.mark.parametrize("world_size", [1, 2, 3])
 def test_every_epoch_visits_each_sample_exactly_once_across_ranks(labelled, world_size):
+    # remainder keep: 62 samples in batches of 7 are the same batch count on
+    # ranks of 31, or of 20 and 21
     ds = shardkit.Dataset(labelled)
-    loaders = [shardkit.Loader(ds, 5, seed=7, rank=r, world_size=world_size, threads=2,
-                               shuffle_buffer=16) for r in range(world_size)]
+    loaders = [shardkit.Loader(ds, 7, seed=7, rank=r, world_size=world_size, threads=2,
+                               shuffle_buffer=16, remainder="keep") for r in range(world_size)]
     orders = []
     for epoch in range(2):
         seen = []
         for loader in loaders:
             loader.set_epoch(epoch)
             got = epoch_indices(loader)
-            assert len(loader) == -(-len(got) // 5)
+            assert len(loader) == -(-len(got) // 7)
             seen.extend(got)
         assert sorted(seen) == list(range(len(ds))), f"epoch {epoch}"
         orders.append(seen)
@@ -67,6 +69,25 @@ def test_remainder_drop_and_pad_give_every_rank_the_same_count(labelled):
     assert [len(p) for p in pad] == [21, 21, 21]
     flat = sum(pad, [])
     assert set(flat) == set(range(62)) and len(flat) == 63  # one sample twice
+
+
+def test_several_ranks_make_the_same_batch_count_by_default_and_keep_says_when_not(labelled):
+    ds = shardkit.Dataset(labelled)  # 62 samples: 20, 21, 21 over 3 ranks with keep
+    default = [shardkit.Loader(ds, 4, rank=r, world_size=3, threads=0) for r in range(3)]
+    assert [loader.remainder for loader in default] == ["pad"] * 3
+    assert [len(epoch_indices(loader)) for loader in default] == [21] * 3
+    assert [len(loader) for loader in default] == [6] * 3
+    with pytest.raises(ValueError, match="remainder keep gives the 3 ranks unequal batch counts: "
+                       "62 samples in batches of 4 are 6 batches on the ranks with 21 samples and "
+                       "5 on those with 20"):
+        shardkit.Loader(ds, 4, rank=0, world_size=3, remainder="keep")
+    # keep where the counts agree: every sample once
+    kept = [epoch_indices(shardkit.Loader(ds, 7, rank=r, world_size=3, remainder="keep",
+                                          threads=0)) for r in range(3)]
+    assert sorted(sum(kept, [])) == list(range(62))
+    # one rank: keep, as before (the same plan, the same state)
+    assert shardkit.Loader(ds, 4).remainder == "keep"
+    assert shardkit.Loader(ds, 4).state_dict()["remainder"] == "keep"
 
 
 def test_drop_last_leaves_out_the_partial_batch(labelled):
@@ -326,6 +347,32 @@ def test_a_damaged_record_raises_corrupt_record_error_naming_it(damaged):
     failed = set(range(bad // 5 * 5, min(bad // 5 * 5 + 5, len(ds))))
     assert sorted(seen) == sorted(set(range(len(ds))) - failed)
     assert loader.stats["failed_batches"] == 1
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_a_retry_loop_on_one_iterator_gets_the_rest_of_the_epoch(damaged, threads):
+    # try: next(it) except CorruptRecordError: continue - the failed batch
+    # is passed over and the same iterator goes on to the epoch's end
+    dst, bad = damaged
+    n = len(shardkit.Dataset(dst))
+    loader = shardkit.Loader(dst, 5, shuffle=False, threads=threads)
+    it = iter(loader)
+    seen, errors = [], []
+    while True:
+        try:
+            batch = next(it)
+        except shardkit.CorruptRecordError as e:
+            errors.append(e.index)
+            continue
+        except StopIteration:
+            break
+        seen.extend(int(i) for i in batch.indices)
+    assert errors == [bad]
+    failed = set(range(bad // 5 * 5, min(bad // 5 * 5 + 5, n)))
+    assert seen == sorted(set(range(n)) - failed)
+    assert loader.epoch == 1 and loader.stats["failed_batches"] == 1
+    with pytest.raises(StopIteration):  # an ended iteration stays ended
+        next(it)
 
 
 def test_on_error_skip_leaves_the_damaged_sample_out_and_counts_it(damaged):

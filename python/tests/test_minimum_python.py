@@ -28,7 +28,8 @@ C_API = {
     # 3.3: str's cached UTF-8 (PyUnicode_AsUTF8)
     "PyUnicode_AsUTF8": (3, 3),
     # 3.2 and 3.1
-    "PyLong_AsLongLongAndOverflow": (3, 2), "PyUnicode_FSConverter": (3, 1),
+    "PyLong_AsLongLongAndOverflow": (3, 2), "PyUnicode_DecodeFSDefault": (3, 2),
+    "PyUnicode_FSConverter": (3, 1),
     # there since 3.0 (most since 2.x)
     **dict.fromkeys([
         "PY_SSIZE_T_CLEAN", "PyMODINIT_FUNC", "PyModuleDef", "PyModuleDef_HEAD_INIT",
@@ -53,7 +54,8 @@ C_API = {
         "PyTuple_New", "PyTuple_Pack", "PyTuple_Check", "PyTuple_GET_ITEM", "PyTuple_GET_SIZE",
         "PyTuple_SET_ITEM", "PyList_New", "PyList_SET_ITEM", "PyDict_SetItemString",
         "PySequence_Fast", "PySequence_Fast_GET_ITEM", "PySequence_Fast_GET_SIZE",
-        "PyOS_snprintf",
+        "PyOS_snprintf", "PyOS_InterruptOccurred", "PyErr_SetInterrupt", "PyGILState_Ensure",
+        "PyGILState_Release", "PyGILState_STATE", "PyBytes_FromString",
         # type slots
         "tp_name", "tp_basicsize", "tp_dealloc", "tp_flags", "tp_doc", "tp_methods", "tp_init",
         "tp_new", "tp_free", "tp_as_sequence", "tp_as_buffer", "sq_length",

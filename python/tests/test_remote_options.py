@@ -224,3 +224,23 @@ def test_the_node_cache_is_taken_from_the_environment(labelled, tmp_path, monkey
 def test_a_bad_cache_option_is_refused_naming_it(labelled, name, value, error):
     with pytest.raises(error, match=name):
         shardkit.Dataset(labelled, **{name: value})
+
+
+def test_a_urls_password_shows_as_stars_in_reprs_and_errors(labelled):
+    # as in the C tools' messages: the user information of a URL is ***
+    with Server(labelled) as server:
+        url = server.url.replace("http://", "http://user:s3cret@")
+        ds = shardkit.Dataset(url)
+        loader = shardkit.Loader(ds, 4, threads=0)
+        shown = server.url.replace("http://", "http://***@")
+        for text in (repr(ds), repr(loader)):
+            assert "s3cret" not in text and f"Dataset('{shown}'" in text, text
+        assert ds.location == url  # what it reads with (and workers reopen)
+        for missing in (url + "/none", (url + "/none").encode()):
+            with pytest.raises(shardkit.NotFoundError) as e:
+                shardkit.Dataset(missing)
+            want = shown + "/none"
+            assert e.value.filename == (want if isinstance(missing, str) else want.encode())
+            assert "s3cret" not in str(e.value) and "s3cret" not in repr(e.value.args)
+    assert shardkit.Dataset(labelled).location == labelled  # nothing to redact: as given
+    assert shardkit._native.redact_urls(b"s3://k:pw@b/p") == b"s3://***@b/p"

@@ -121,3 +121,48 @@ def test_killed_ddp_training_resumes_with_the_batches_of_an_uninterrupted_run(jp
         got = [(s["epoch"], s["batch"], s["indices"], s["images"])
                for s in before[:saved] + after]
         assert got == uninterrupted(jpeg256, rank)
+
+
+# Two epochs of a DDP-like loop: an all-reduce per batch (a step's
+# collective), then every rank's step count gathered, and written by each
+# rank to DIR/rank-N.txt.  argv: dataset, batch size, remainder ("default":
+# none given), DIR.
+DDP_STEPS = """
+import sys
+import torch, torch.distributed as dist
+import shardkit
+dist.init_process_group("gloo")
+options = {} if sys.argv[3] == "default" else {"remainder": sys.argv[3]}
+loader = shardkit.Loader(sys.argv[1], int(sys.argv[2]), threads=1, shuffle=True, **options)
+steps = 0
+for epoch in range(2):
+    loader.set_epoch(epoch)
+    for batch in loader:
+        dist.all_reduce(torch.ones(1))
+        steps += 1
+counts = [None] * dist.get_world_size()
+dist.all_gather_object(counts, (steps, loader.remainder))
+with open(f"{sys.argv[4]}/rank-{dist.get_rank()}.txt", "w") as f:
+    f.write(repr(counts))
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.parametrize("batch, remainder", [(25, "keep"), (16, "default")])
+def test_a_torchrun_job_whose_ranks_step_together_exits_0(jpeg256, tmp_path, batch, remainder):
+    # 1000 samples over 2 ranks: a share of 500, a multiple of 25 (keep is
+    # accepted), not of 16 (the default pads)
+    script = tmp_path / "steps.py"
+    script.write_text(DDP_STEPS)
+    done = subprocess.run(
+        [PYTHON, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(WORLD),
+         "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "--redirects", "2",
+         "--tee", "2", str(script), jpeg256, str(batch), remainder, str(tmp_path)],
+        env=subprocess_env(OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # every rank the same steps: 20 batches of 25, or 32 of 16 (the last
+    # one of 4), each of the two epochs
+    steps = {25: 20, 16: 32}[batch] * 2
+    expected = str([(steps, "keep" if remainder == "keep" else "pad")] * WORLD)
+    said = [(tmp_path / f"rank-{r}.txt").read_text() for r in range(WORLD)]
+    assert said == [expected] * WORLD, said

@@ -5,18 +5,47 @@ set -eu
 
 : "${SHARDKIT_BIN:?run through tests/run.sh}"
 : "${SHARDKIT_FIXTURES:?run through tests/run.sh}"
+: "${SHARDKIT_TOP:?run through tests/run.sh}"
 PYTHON=${PYTHON:-/usr/bin/python3}
 PATH="$SHARDKIT_BIN:$PATH"
 export PATH
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/shardkit-test.XXXXXX")
 # A run held stopped (stop_at) must not outlive a failed test, nor a mount
-# (mount_tmpfs) the test.
+# (mount_tmpfs) the test.  Before $T goes, every dataset the test wrote in it
+# is held to manifests/ (tests/check_schemas.py): a manifest or index line
+# the JSON Schemas or FORMAT.md do not describe fails the test.
 held=""
 mounts=""
-trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null
-      for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-      [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+exit_hook=""
+end_test() {
+    status=$1
+    set +e
+    [ -z "$exit_hook" ] || eval "$exit_hook"
+    [ -z "$held" ] || kill -KILL "$held" 2>/dev/null
+    for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+    if ! "$PYTHON" "$SHARDKIT_TOP/tests/check_schemas.py" --exempt "$T/.damaged" "$T" >&2; then
+        echo "FAIL: a dataset this test wrote disagrees with manifests/ (above)" >&2
+        [ "$status" -ne 0 ] || status=1
+    fi
+    [ -n "${KEEP_T:-}" ] || rm -rf "$T"
+    exit "$status"
+}
+trap 'end_test $?' EXIT
+
+# on_exit CMD: run CMD (a server to stop, say) when the test ends, before
+# the above; replaces the CMD given before.  A test sets no EXIT trap of its
+# own, which would leave out the schema check.
+on_exit() {
+    exit_hook=$1
+}
+
+# damaged DIR: the dataset DIR was damaged on purpose (its manifest.json made
+# to disagree with manifests/, for a tool to refuse it): the schema check at
+# the end of the test leaves it alone.
+damaged() {
+    (cd "$1" && pwd -P) >>"$T/.damaged"
+}
 # A poll loop gives up after this many 0.05 s steps (sanitizer builds are slow).
 POLL_STEPS=2400
 

@@ -36,10 +36,8 @@ s3_cleanup() {
         *) "$S3_TOP/bench/s3_server.sh" stop "$s" >/dev/null 2>&1 || true ;;
         esac
     done
-    [ -z "$held" ] || kill -KILL "$held" 2>/dev/null || true
-    [ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
-trap s3_cleanup EXIT
+on_exit s3_cleanup
 
 # start_store KIND: start KIND (moto or s3rver) with the bucket $S3_BUCKET;
 # sets $ENDPOINT and $STORE (its prefix: STORE/port holds its port)

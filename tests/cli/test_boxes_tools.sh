@@ -1,6 +1,7 @@
 # test_boxes_tools.sh - the tools on boxes and masks.  shardcheck --deep:
 # the report counts boxes per image and each class's boxes and mask pixels
-# (counted here from the source files, not from the tools), and a record
+# (counted here from the source files, not from the tools), --source holds
+# each sidecar mask to its file, and a record
 # holding a box or mask value of a class the manifest does not declare is
 # a problem naming shard, record, key, field and class.  shardcat: boxes as
 # JSON equal to the COCO file's, masks as PNGs equal to the source masks,
@@ -67,6 +68,17 @@ got=$(json "$T/report.json" \
 [ "$(json "$T/report.json" 'd["targets"][1]["max_boxes"]')" = 3 ] || die "max boxes per image"
 [ "$(json "$T/report.json" 'd["contents"]["fields"][1]["source"]')" = "{'coco': 'bbox'}" ] ||
     die "the boxes field's source is not the COCO file"
+
+say "--deep --source: each sidecar mask is its file in SRC (its identity), also after --deep"
+shardcheck --deep --source "$SRC" "$T/dst" >"$T/out" 2>&1 ||
+    { cat "$T/out"; die "a clean dataset with sidecar masks fails --deep --source"; }
+must_say "source: 3 sidecar files, 0 of no image" "$T/out"
+rm -rf "$T/changed"
+cp -r "$SRC" "$T/changed"
+cp "$SRC/c_mask.png" "$T/changed/a_mask.png"
+must_fail 1 shardcheck --deep --source "$T/changed" "$T/dst"
+must_say "source: field 'seg' of 'a.png' changed since sharding: 'a_mask.png' is" "$T/stdout"
+[ "$(grep -c "^  source: field 'seg'" "$T/stdout")" = 1 ] || { cat "$T/stdout"; die "other masks named"; }
 
 say "a box or mask of a class the manifest does not declare is named"
 for field in 0 1; do

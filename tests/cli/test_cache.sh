@@ -3,7 +3,10 @@
 # in its access log: a second read is served from the cache with no shard
 # request; two processes at once fetch each shard once; a damaged cache
 # file is detected and fetched again; kill -9 in the middle of a download
-# leaves a cache that works; a re-published dataset is never served its old
+# leaves a cache that works, for another user sharing it too; a lock that
+# cannot be had (a read-only directory, a link planted as a lock file) is a
+# warning and a remote read at once, and nothing is made outside the
+# directory; a re-published dataset is never served its old
 # shards; a limit smaller than the dataset is kept by evicting; a full disk
 # reads remotely with a warning.  Every read's samples are compared, by key
 # and pixel hash, with the local dataset's.
@@ -28,8 +31,7 @@ BYTES=$(json "$T/raw/manifest.json" "sum(s['bytes'] for s in d['shards'])")
 
 HTTP=$T/http
 stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
-trap 'stop_server; for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-      [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+on_exit stop_server
 U=$("$HTTP_SERVER" start "$HTTP" raw="$T/raw" pub="$T/pub") || die "cannot start nginx"
 LOG=$HTTP/access.log
 # shard_requests PATH: requests for shard files under /PATH/ logged so far
@@ -208,6 +210,76 @@ cmp -s "$T/local.jsonl" "$T/d9.jsonl" || die "reading past a stopped download ch
 kill -KILL $stopped
 wait $stopped 2>/dev/null || true
 held=""
+
+# as_other CMD...: CMD run as another user (nobody), for at most a minute
+as_other() {
+    timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+# seconds_since T0: whole seconds from T0 ($(date +%s)) to now
+seconds_since() { echo $(( $(date +%s) - $1 )); }
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    chmod 755 "$T"  # the other user reaches the directories below
+    mkdir -m 777 "$T/nb"
+
+    say "a cache shared between users: another user's locks, and a download of theirs killed"
+    mkdir -m 777 "$T/shared"
+    slow_download "$T/shared"
+    kill -KILL $slow
+    wait $slow 2>/dev/null || true
+    # lock files as an earlier release left them: 0644, another user's
+    ls -a "$T/shared" | grep -q '\.lock$' || die "the killed download left no lock file"
+    chmod 644 "$T/shared"/*.lock "$T/shared/.lock" 2>/dev/null || true
+    t0=$(date +%s)
+    as_other shardbench shards "$U/raw" --epochs 1 --cache-dir "$T/shared" \
+        --digests "$T/nb/d11.jsonl" --json >"$T/nb/r11.json" 2>"$T/nb/err11" ||
+        die "reading a cache another user shares failed (or hung: $(seconds_since $t0) s)"
+    cmp -s "$T/local.jsonl" "$T/nb/d11.jsonl" || die "a shared cache served other samples"
+    if grep -q warning "$T/nb/err11"; then cat "$T/nb/err11" >&2; die "a shared cache warned"; fi
+    [ "$(ls "$T/shared"/*.shard | wc -l)" -eq "$S" ] ||
+        die "another user's read of the shared cache did not cache every shard"
+    intact "$T/shared"
+    # the lock files the other user made are 0666, whatever its umask
+    made=$(find "$T/shared" -name '*.lock' -user nobody)
+    [ -n "$made" ] || die "the other user made no lock file"
+    for f in $made; do
+        [ "$(stat -c %a "$f")" = 666 ] || die "lock file $f is $(stat -c %a "$f"), not 666"
+    done
+
+    say "a read-only cache directory: a warning and remote reads, no wait"
+    mkdir -m 755 "$T/ro"
+    t0=$(date +%s)
+    as_other shardbench shards "$U/raw" --epochs 1 --cache-dir "$T/ro" \
+        --digests "$T/nb/d12.jsonl" --json >"$T/nb/r12.json" 2>"$T/nb/err12" ||
+        die "reading through a read-only cache failed (or hung: $(seconds_since $t0) s)"
+    took=$(seconds_since $t0)
+    [ "$took" -le 15 ] || die "a read-only cache directory held the read $took s"
+    cmp -s "$T/local.jsonl" "$T/nb/d12.jsonl" || die "a read-only cache changed the samples"
+    must_say "warning: cache directory '$T/ro'" "$T/nb/err12"
+    must_say ".lock': Permission denied" "$T/nb/err12"
+    [ "$(json "$T/nb/r12.json" "d['first_epoch']['cache']['skipped']")" -eq "$S" ] ||
+        die "the shards were not read uncached"
+    [ -z "$(ls -A "$T/ro")" ] || die "the read-only cache directory changed"
+else
+    echo "SKIP: shared and read-only caches: needs root and setpriv to act as another user"
+fi
+
+say "a lock planted as a link: nothing is made or locked outside the cache directory"
+mkdir -p "$T/c8" "$T/elsewhere"
+ln -s "$T/elsewhere/dir.lock" "$T/c8/.lock"
+"$PYTHON" - "$T/raw/manifest.json" "$T/c8" "$T/elsewhere" <<'EOF'
+import json, os, sys
+for s in json.load(open(sys.argv[1]))["shards"]:
+    key = "%s-%d" % (s["xxh3"], s["bytes"])
+    os.symlink(os.path.join(sys.argv[3], key + ".lock"), os.path.join(sys.argv[2], key + ".lock"))
+EOF
+t0=$(date +%s)
+timeout 60 shardbench shards "$U/raw" --epochs 1 --cache-dir "$T/c8" --digests "$T/d13.jsonl" \
+    --json >"$T/r13.json" 2>"$T/err13" || die "planted lock links failed the read"
+[ "$(seconds_since $t0)" -le 15 ] || die "planted lock links held the read $(seconds_since $t0) s"
+cmp -s "$T/local.jsonl" "$T/d13.jsonl" || die "planted lock links changed the samples"
+[ -z "$(ls -A "$T/elsewhere")" ] || die "a planted link made the reader create $(ls "$T/elsewhere")"
+must_say "warning: cache directory '$T/c8'" "$T/err13"
+must_say "Too many levels of symbolic links" "$T/err13"
 
 say "a re-published dataset is never served its old shards"
 shardbench shards "$U/pub" --epochs 1 --cache-dir "$T/c4" >/dev/null

@@ -14,7 +14,7 @@ command -v djpeg >/dev/null 2>&1 || die "djpeg not found (Debian: libjpeg-turbo-
 # in the first shards, which --resume adopts below
 mkdir -p "$SRC/a_warned" "$SRC/b_bad" "$SRC/c_clean"
 for f in junk_before_dqt.jpg jfif_v2.jpg adobe_transform.jpg zeroed_sos.jpg \
-         gray_with_plte.png rgba_with_trns.png iend_data.png extra_zlib.png; do
+         gray_with_plte.png rgba_with_trns.png iend_data.png extra_zlib.png 1_trns.png; do
     cp "$F/$f" "$SRC/a_warned/$f"
 done
 for f in junk_after_scan.jpg bad_progression.jpg truncated.jpg trns_too_long.png \
@@ -44,6 +44,7 @@ warned = {
     "a_warned/rgba_with_trns.png": "PNG warning: tRNS: invalid with alpha channel",
     "a_warned/iend_data.png": "PNG warning: IEND: invalid",
     "a_warned/extra_zlib.png": "PNG warning: IDAT: Extra compressed data",
+    "a_warned/1_trns.png": "PNG warning: tRNS chunk has out-of-range samples for bit_depth",
 }
 rejected = {
     "b_bad/junk_after_scan.jpg": "corrupt JPEG data: 100 extraneous bytes before marker 0xd9",
@@ -77,7 +78,7 @@ s = json.load(open(summary))
 assert s["warned"] == len(warned) and s["rejected"] == len(rejected), s
 assert {w["key"]: w["warning"] for w in s["warnings"]} == warned, s["warnings"]
 EOF
-must_say "shardify: 8 samples stored despite a decoder warning (no pixel data lost):" "$T/err"
+must_say "shardify: 9 samples stored despite a decoder warning (no pixel data lost):" "$T/err"
 must_say "  warning 'a_warned/junk_before_dqt.jpg': JPEG warning: 3 extraneous bytes before marker 0xdb" "$T/err"
 must_say "  rejected 'b_bad/junk_after_scan.jpg': corrupt JPEG data: 100 extraneous bytes" "$T/err"
 
@@ -98,7 +99,7 @@ for f in ("junk_before_dqt", "jfif_v2", "adobe_transform", "zeroed_sos"):
     got, want = stored("a_warned/%s.jpg" % f), Image.open("%s/%s.ppm" % (t, f))
     assert got.mode == "RGB" and got.size == want.size, (f, got.mode, got.size, want.size)
     assert got.tobytes() == want.tobytes(), "%s: stored pixels differ from djpeg's" % f
-for f in ("gray_with_plte", "iend_data", "extra_zlib", "rgba_with_trns"):
+for f in ("gray_with_plte", "iend_data", "extra_zlib", "rgba_with_trns", "1_trns"):
     got = stored("a_warned/%s.png" % f)
     want = Image.open("%s/%s.png.ref.ppm" % (fixtures, f))
     diff = max(abs(a - b) for a, b in zip(got.tobytes(), want.tobytes()))
@@ -116,7 +117,7 @@ m = json.load(open(p))
 m["counts"]["warned"] = 3
 json.dump(m, open(p, "w"), indent=2)' "$T/d"
 must_fail 1 shardcheck "$T/d"
-must_say "counts.warned: index.jsonl has 8 samples stored despite a decoder warning, manifest says 3" "$T/stdout"
+must_say "counts.warned: index.jsonl has 9 samples stored despite a decoder warning, manifest says 3" "$T/stdout"
 
 say "from an archive too, a hard link to a warned file included"
 "$PYTHON" - "$SRC/a_warned" "$T/warned.tar" <<'EOF'
@@ -131,7 +132,7 @@ with tarfile.open(out, "w") as t:
     t.addfile(link)
 EOF
 shardify "$T/warned.tar" "$T/tar" --size 32 --json --quiet >"$T/tar.json"
-[ "$(json "$T/tar.json" "d['warned'] == d['samples'] == 9 and d['rejected'] == 0")" = True ] ||
+[ "$(json "$T/tar.json" "d['warned'] == d['samples'] == 10 and d['rejected'] == 0")" = True ] ||
     die "not every archive sample kept its warning: $(cat "$T/tar.json")"
 grep -F '"key":"w/link.jpg"' "$T/tar/index.jsonl" |
     grep -qF '"warning":"JPEG warning: 3 extraneous bytes before marker 0xdb"' ||
@@ -154,7 +155,7 @@ if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null;
     [ -e "$T/k/shard-000007.shard" ] || die "expected the warned samples' shards to be finished"
     shardify "$SRC" "$T/k" $OPTS --resume --json >"$T/resume.json" 2>"$T/err" ||
         { cat "$T/err" >&2; die "--resume failed"; }
-    [ "$(json "$T/resume.json" 'd["reused_shards"] >= 8 and d["warned"] == 8')" = True ] ||
+    [ "$(json "$T/resume.json" 'd["reused_shards"] >= 9 and d["warned"] == 9')" = True ] ||
         die "resume did not adopt the warned samples' shards: $(cat "$T/resume.json")"
     same_tree "$DST" "$T/k"
 else

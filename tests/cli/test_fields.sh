@@ -154,6 +154,33 @@ shardify "$G/tree" "$T/req2" $OPTS --field caption=text,required --annotations "
 [ "$(json "$T/req2.json" '[x["reason"] for x in d["rejects"] if x["key"] == "h/huge.jpg"][0]')" = \
   "field 'caption' is required: no row of 'table.jsonl'" ] || die "required from a table"
 
+say "a declared field that no sample has fails the run, saying where it was looked for"
+# (Hugging Face's metadata.jsonl not given: the caption is looked for as a sidecar)
+must_fail 1 shardify "$G/tree" "$T/t1" --size 16 --labels none --field nothing=text --quiet
+must_say "field 'nothing' is declared, and none of the " "$T/err"
+must_say "samples has it: none has a sidecar '.nothing'" "$T/err"
+printf '{"key":"zz/none.jpg","caption":"x"}\n' >"$T/elsewhere.jsonl"
+must_fail 1 shardify "$G/tree" "$T/t2" --size 16 --labels none --field caption=text \
+    --annotations "$T/elsewhere.jsonl" --quiet
+must_say "field 'caption' is declared, and none of the " "$T/err"
+must_say "samples has it: no row of 'elsewhere.jsonl' gives one a value in column 'caption'" "$T/err"
+printf '\n' >"$T/blank.jsonl"  # no row at all
+must_fail 1 shardify "$G/tree" "$T/t3" --size 16 --labels none --field caption=text \
+    --annotations "$T/blank.jsonl" --quiet
+must_say "samples has it: no row of 'blank.jsonl' gives one a value in column 'caption'" "$T/err"
+[ ! -e "$T/t1/manifest.json" ] && [ ! -e "$T/t2/manifest.json" ] && [ ! -e "$T/t3/manifest.json" ] ||
+    die "published a field that matched nothing"
+
+say "a table that starts with a UTF-8 byte order mark (as spreadsheets write CSV) is read"
+printf '\357\273\277key,caption\na/0000.jpg,hello\n' >"$T/bom.csv"
+printf '\357\273\277{"key":"a/0000.jpg","caption":"hello"}\n' >"$T/bom.jsonl"
+for table in bom.csv bom.jsonl; do
+    shardify "$G/tree" "$T/bom" --size 16 --labels none --quiet --overwrite --field caption=text \
+        --annotations "$T/$table" --json >"$T/bom.json" || die "$table: a byte order mark fails the run"
+    [ "$(json "$T/bom.json" 'd["fields"]["caption"]')" = 1 ] || die "$table: $(cat "$T/bom.json")"
+    grep '"key":"a/0000.jpg"' "$T/bom/index.jsonl" | grep -q '"fields"' || die "$table: no caption"
+done
+
 say "class labels from a sidecar (.cls) and from a column"
 mkdir -p "$T/cls/a"
 for i in 0 1 2 3; do cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/cls/a/$i.jpg"; done
@@ -165,8 +192,137 @@ shardify "$T/cls" "$T/clsout" --size 16 --quiet --labels sidecar:.cls
   "(['cat', 'dog'], {'cat': 2, 'dog': 1}, 1)" ] || die "sidecar class: $(cat "$T/clsout/manifest.json")"
 printf '{"key":"a/0.jpg","cls":"dog"}\n{"key":"a/3.jpg","cls":"emu"}\n' >"$T/cls.jsonl"
 shardify "$T/cls" "$T/colout" --size 16 --quiet --labels column:cls --annotations "$T/cls.jsonl"
+# the config names the table it read, as a label file's is named (a version 1 config has no
+# "annotations")
+table=$("$PYTHON" -c 'import sys, xxhash; print(xxhash.xxh3_64_hexdigest(open(sys.argv[1], "rb").read()))' "$T/cls.jsonl")
 [ "$(json "$T/colout/manifest.json" 'd["labels"], d["counts"]["unlabeled"], d["config"]["labels"]')" = \
-  "(['dog', 'emu'], 2, 'column:cls')" ] || die "column class"
+  "(['dog', 'emu'], 2, 'column:cls:file:cls.jsonl:$table')" ] ||
+    die "column class: $(json "$T/colout/manifest.json" 'd["config"]')"
+
+say "a sidecar, mask or .cls that is a symbolic link or a FIFO is named for what it is, never opened"
+S=$T/special
+mkdir -p "$S/src/a" "$S/masks/a"
+for i in 0 1 2 3 4 5; do cp "$SHARDKIT_FIXTURES/rgb.jpg" "$S/src/a/$i.jpg"; done
+printf 'a caption' >"$S/real.txt"
+cp "$S/real.txt" "$S/src/a/0.txt"
+printf 'cat' >"$S/src/a/0.cls"
+ln -s ../../real.txt "$S/src/a/1.txt"
+mkfifo "$S/src/a/2.txt"
+ln -s 0.cls "$S/src/a/3.cls"
+mkfifo "$S/src/a/4.cls"
+"$PYTHON" - "$SHARDKIT_FIXTURES/rgb.jpg" "$S/masks/a" <<'EOF2'
+import struct, sys, zlib
+from PIL import Image
+w, h = Image.open(sys.argv[1]).size
+chunk = lambda t, b: struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b))
+png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+       chunk(b"IDAT", zlib.compress(b"".join(b"\0" + bytes(w) for _ in range(h)))) + chunk(b"IEND", b""))
+open(sys.argv[2] + "/0.png", "wb").write(png)
+EOF2
+ln -s 0.png "$S/masks/a/5.png"
+printf 'background\n' >"$S/classes.txt"
+timeout 60 shardify "$S/src" "$S/out" --size 16 --quiet --labels sidecar:.cls \
+    --field caption=text,from=.txt --field "seg=mask,from=$S/masks/,classes=$S/classes.txt" ||
+    die "shardify failed or hung on a FIFO"
+"$PYTHON" - "$S/out/manifest.json" <<'EOF2' || die "special sidecar files are not named"
+import json, sys
+m = json.load(open(sys.argv[1]))
+got = {r["key"]: r["reason"] for r in m["rejected"]}
+want = {
+    "a/1.jpg": "field 'caption': sidecar 'a/1.txt': not a regular file: symbolic link (never followed)",
+    "a/2.jpg": "field 'caption': sidecar 'a/2.txt': not a regular file: fifo",
+    "a/3.jpg": "the class: sidecar 'a/3.cls': not a regular file: symbolic link (never followed)",
+    "a/4.jpg": "the class: sidecar 'a/4.cls': not a regular file: fifo",
+    "a/5.jpg": "field 'seg': mask '%s/masks/a/5.png': not a regular file: symbolic link (never followed)"
+               % sys.argv[1].rsplit("/", 2)[0],
+}
+assert got == want, got
+assert m["counts"]["samples"] == 1 and m["counts"]["by_label"] == {"cat": 1}, m["counts"]
+EOF2
+timeout 60 shardcheck "$S/out" --source "$S/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "shardcheck --source does not verify the special sidecars' rejects"; }
+
+say "--fit crop drops a box it cuts to less than a pixel across, keeps one that small already"
+mkdir -p "$T/crop"
+"$PYTHON" - "$T/crop" <<'EOF2'
+import json, sys
+from PIL import Image
+d = sys.argv[1]
+Image.new("RGB", (100, 50), (90, 90, 90)).save(d + "/a.png")
+# --size 50 --fit crop: 100x50 is cropped to x 25..75
+boxes = [[24.95, 10, 15.05, 20],  # cut at the left edge: 15 px kept
+         [10, 10, 15.05, 20],     # cut to 0.05 px: dropped
+         [0, 10, 20, 20],         # wholly outside the window: dropped
+         [50, 10, 0.5, 20]]       # 0.5 px wide inside the window: kept as it is
+json.dump({"images": [{"id": 1, "file_name": "a.png", "width": 100, "height": 50}],
+           "annotations": [{"id": i + 1, "image_id": 1, "category_id": 1, "bbox": b,
+                            "iscrowd": 0, "area": b[2] * b[3]} for i, b in enumerate(boxes)],
+           "categories": [{"id": 1, "name": "thing"}]}, open(d + "/coco.json", "w"))
+EOF2
+mkdir -p "$T/crop/src" && mv "$T/crop/a.png" "$T/crop/src/"
+shardify "$T/crop/src" "$T/crop/out" --size 50 --fit crop --labels none --coco "$T/crop/coco.json" \
+    --quiet --json >"$T/crop.json" || die "shardify with --coco and --fit crop"
+[ "$(json "$T/crop/out/manifest.json" 'd["counts"]["boxes"], d["counts"]["boxes_dropped"]')" = "(2, 2)" ] ||
+    die "boxes stored and dropped: $(json "$T/crop/out/manifest.json" 'd["counts"]')"
+shardcheck "$T/crop/out" --deep --source "$T/crop/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "the cropped boxes do not verify"; }
+
+say "numeric classes (WebDataset's .cls) are the class numbers: labels 0..max in numeric order"
+N=$T/num
+mkdir -p "$N/src"
+# 0..12 but 5, one written 007 (class 7), so that sorting names as text would move most of them
+for i in 0 1 2 3 4 6 7 8 9 10 11 12; do
+    cp "$SHARDKIT_FIXTURES/rgb.jpg" "$N/src/s$i.jpg"
+    printf '%s\n' "$i" >"$N/src/s$i.cls"
+done
+printf ' 007 ' >"$N/src/s7.cls"
+shardify "$N/src" "$N/out" --size 16 --quiet --labels sidecar:.cls || die "numeric classes"
+"$PYTHON" - "$N/out" <<'EOF2' || die "the labels are not the .cls numbers"
+import json, sys
+m = json.load(open(sys.argv[1] + "/manifest.json"))
+assert m["labels"] == [str(i) for i in range(13)], m["labels"]  # 5 too: numbers keep their place
+assert m["counts"]["by_label"]["5"] == 0 and m["counts"]["by_label"]["7"] == 1, m["counts"]
+for l in open(sys.argv[1] + "/index.jsonl"):
+    d = json.loads(l)
+    assert d["label"] == int(d["key"][1:-4]), d  # sN.jpg has class N
+EOF2
+valid "$N/out"
+shardcheck "$N/out" --deep --source "$N/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "numeric classes do not verify"; }
+must_say "labels re-derived and checked" "$T/out"
+printf '12' >"$N/src/s11.cls"
+must_fail 1 shardcheck "$N/out" --source "$N/src"
+must_say "source: 's11.jpg' has label '11' in the dataset, SRC gives '12'" "$T/stdout"
+printf '11' >"$N/src/s11.cls"
+# the same classes from a table's column
+for i in 0 1 2 3 4 6 7 8 9 10 11 12; do printf '{"key": "s%d.jpg", "cls": %d}\n' $i $i; done >"$N/cls.jsonl"
+shardify "$N/src" "$N/col" --size 16 --quiet --labels column:cls --annotations "$N/cls.jsonl"
+[ "$(json "$N/col/manifest.json" 'd["labels"] == [str(i) for i in range(13)]')" = True ] ||
+    die "numeric column classes: $(json "$N/col/manifest.json" 'd["labels"]')"
+cmp -s "$N/out/index.jsonl" "$N/col/index.jsonl" || die "a column's numbers differ from the .cls"
+# a labels field's names are the same numbers (and may go past the class's)
+printf '["2", "014"]' >"$N/src/s0.tags"
+shardify "$N/src" "$N/tags" --size 16 --quiet --labels sidecar:.cls --field tags=labels,from=.tags
+[ "$(json "$N/tags/manifest.json" 'd["labels"] == [str(i) for i in range(15)]')" = True ] ||
+    die "numeric labels field: $(json "$N/tags/manifest.json" 'd["labels"]')"
+shardcheck "$N/tags" --deep --source "$N/src" >"$T/out" 2>&1 ||
+    { cat "$T/out" >&2; die "a numeric labels field does not verify"; }
+printf '["2", "x"]' >"$N/src/s0.tags"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls --field tags=labels,from=.tags
+must_say "'x' to 's0.jpg'; the classes must be all numbers" "$T/err"
+rm "$N/src/s0.tags"
+say "numbers and names mixed, a negative number, a number too large: refused, naming two samples"
+printf 'cat' >"$N/src/s3.cls"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls
+must_say "--labels 'sidecar:.cls' gives class numbers and class names: '0' to 's0.jpg', 'cat' to 's3.jpg'" "$T/err"
+must_say "the classes must be all numbers (WebDataset's) or all names" "$T/err"
+printf -- '-1' >"$N/src/s3.cls"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls
+must_say "'-1' to 's3.jpg'; the classes must be all numbers (WebDataset's) or all names (a class number is 0 or more)" "$T/err"
+printf '4000000' >"$N/src/s3.cls"
+must_fail 1 shardify "$N/src" "$N/bad" --size 16 --quiet --labels sidecar:.cls
+must_say "--labels 'sidecar:.cls' gives 's3.jpg' the class number '4000000', above the largest, 999999" "$T/err"
+[ ! -e "$N/bad/manifest.json" ] || die "a refused run published"
 
 say "bad declarations are usage errors, named"
 must_fail 2 shardify "$G/tree" "$T/u1" --field caption
@@ -192,21 +348,24 @@ must_say "a sidecar suffix" "$T/err"
 [ ! -e "$T/u1" ] || die "a refused run created DST"
 
 say "a table that cannot be used fails the run, naming the file and line; nothing is published"
-printf '{"key":"a/0000.jpg","caption":"x"}\n{"key":"a/0000.jpg","caption":"y"}\n' >"$T/dup.jsonl"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/dup.jsonl"
-must_say "key 'a/0000.jpg' is listed twice (lines 1 and 2)" "$T/err"
-printf '{"key":"a/0000.jpg"}\n{"caption": "no key"}\n' >"$T/nokey.jsonl"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/nokey.jsonl"
-must_say "line 2: no \"key\"" "$T/err"
-printf '{"key":"a/0000.jpg"}\n{oops\n' >"$T/bad.jsonl"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/bad.jsonl"
-must_say "'$T/bad.jsonl' line 2:" "$T/err"
-printf 'key,title\na/0000.jpg,x\n' >"$T/nocol.csv"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/nocol.csv"
-must_say "has no column 'caption'" "$T/err"
-printf 'key,caption\na/0000.jpg,x,y\n' >"$T/wide.csv"
-must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/wide.csv"
-must_say "line 2: 3 fields, the header has 2" "$T/err"
+# bad_table FILE TEXT WORDS: the table FILE holding TEXT (printf %b) fails the run, saying WORDS
+bad_table() {
+    printf '%b' "$2" >"$T/$1"
+    must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/$1"
+    must_say "$3" "$T/err"
+}
+bad_table dup.jsonl '{"key":"a/0000.jpg","caption":"x"}\n{"key":"a/0000.jpg","caption":"y"}\n' \
+    "key 'a/0000.jpg' is listed twice (lines 1 and 2)"
+bad_table nokey.jsonl '{"key":"a/0000.jpg"}\n{"caption": "no key"}\n' 'line 2: no "key"'
+bad_table bad.jsonl '{"key":"a/0000.jpg"}\n{oops\n' "'$T/bad.jsonl' line 2:"
+bad_table nocol.csv 'key,title\na/0000.jpg,x\n' "has no column 'caption'"
+bad_table wide.csv 'key,caption\na/0000.jpg,x,y\n' "line 2: 3 fields, the header has 2"
+bad_table twokeys.csv 'key,caption,key\na/0000.jpg,x,a/0001.jpg\n' \
+    "annotation file '$T/twokeys.csv': column 'key' is in the header twice"
+bad_table twocaptions.csv 'key,caption,note,caption\na/0000.jpg,x,y,z\n' \
+    "column 'caption' is in the header twice"
+bad_table bothkeys.jsonl '{"key":"a/0000.jpg","key_hex":"612f303030312e6a7067","caption":"x"}\n' \
+    "'$T/bothkeys.jsonl' line 1: both \"key\" and \"key_hex\""
 must_fail 1 shardify "$G/tree" "$T/t1" --field caption=text --annotations "$T/missing.jsonl"
 must_say "cannot read annotation file" "$T/err"
 mkfifo "$T/fifo.jsonl"

@@ -110,7 +110,7 @@ with open(sys.argv[1], "wb") as f:
     f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, h, 8, 2, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(b"\0" * (4 * h), 9)) + chunk(b"IEND", b""))
 PY
-timeout 900 shardify "$T/wrap" "$T/wrapout" --size 512 --json >"$T/wrap.json" 2>"$T/err" ||
+timeout 900 shardify "$T/wrap" "$T/wrapout" --size 512 --allow-empty --json >"$T/wrap.json" 2>"$T/err" ||
     { cat "$T/err" >&2; die "shardify failed"; }
 [ "$(json "$T/wrap.json" 'd["samples"]')" = 0 ] ||
     die "the sliver was ingested as: $(cat "$T/wrapout/index.jsonl")"

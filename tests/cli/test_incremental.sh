@@ -180,9 +180,47 @@ lineage "$T/full64x" '["full_rebuild"]' | grep -qF -- "'$T/prev \x80\xff' (32 th
     die "full rebuild: $(lineage "$T/full64x" '')"
 valid "$T/full64x"
 
+say "boxes or masks (--coco, a mask field): --incremental is a usage error, --incremental-or-full a full run"
+mkdir -p "$T/det"
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/det/a.jpg"
+cp "$SHARDKIT_FIXTURES/progressive.jpg" "$T/det/b.jpg"
+"$PYTHON" - "$T/det" "$T/coco.json" "$T/det_mask.png" <<'EOF'
+import json, os, sys
+from PIL import Image
+src, out, mask = sys.argv[1:4]
+images = []
+for i, f in enumerate(sorted(os.listdir(src))):
+    w, h = Image.open(os.path.join(src, f)).size
+    images.append({"id": i + 1, "file_name": f, "width": w, "height": h})
+json.dump({"images": images, "categories": [{"id": 1, "name": "thing"}],
+           "annotations": [{"id": k + 1, "image_id": im["id"], "category_id": 1, "iscrowd": 0,
+                            "bbox": [2, 3, 20, 10], "area": 200} for k, im in enumerate(images)]},
+          open(out, "w"))
+Image.new("L", Image.open(os.path.join(src, "a.jpg")).size, 0).save(mask)
+EOF
+cp "$T/det_mask.png" "$T/det/a_mask.png"
+printf 'background\n' >"$T/det_classes.txt"
+for geo in "--coco $T/coco.json" "--field seg=mask,from=_mask.png,classes=$T/det_classes.txt"; do
+    # shellcheck disable=SC2086
+    shardify $OPTS --labels none $geo "$T/det" "$T/det0"
+    # shellcheck disable=SC2086
+    must_fail 2 shardify $OPTS --labels none $geo --incremental "$T/det0" "$T/det" "$T/det1"
+    must_say "boxes and mask fields are made as their images are converted" "$T/err"
+    must_say "pass --incremental-or-full PREV to rebuild in full" "$T/err"
+    [ ! -e "$T/det1" ] || die "a refused run created DST"
+    # shellcheck disable=SC2086
+    shardify $OPTS --labels none $geo --incremental-or-full "$T/det0" "$T/det" "$T/det1" ||
+        die "--incremental-or-full with '$geo' does not rebuild in full"
+    same_dataset "$T/det0" "$T/det1"
+    lineage "$T/det1" '["full_rebuild"]' | grep -qF "boxes and mask fields are made" ||
+        die "full rebuild: $(lineage "$T/det1" '')"
+    rm -rf "$T/det0" "$T/det1"
+done
+
 say "PREV of another format version: refused (or rebuilt in full)"
 cp -r "$T/prev" "$T/v3"
 sed -i 's/"version": 1,/"version": 3,/' "$T/v3/manifest.json"
+damaged "$T/v3"
 must_fail 1 shardify $OPTS --incremental "$T/v3" "$T/src" "$T/other"
 must_say "was built by another format version" "$T/err"
 [ ! -e "$T/other" ] || die "a refused run created DST"
@@ -193,7 +231,7 @@ say "PREV with a damaged index is refused"
 cp -r "$T/prev" "$T/badindex"
 sed -i '1s/"label":[0-9]*/"label":3/' "$T/badindex/index.jsonl"
 must_fail 1 shardify $OPTS --incremental "$T/badindex" "$T/src" "$T/other"
-must_say "is not the index its manifest lists" "$T/err"
+must_say "is not the index file its manifest lists" "$T/err"
 
 say "PREV may not be DST, an archive SRC is refused, and PREV must exist"
 must_fail 2 shardify $OPTS --overwrite --incremental "$T/prev" "$T/src" "$T/prev"

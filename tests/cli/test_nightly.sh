@@ -311,6 +311,37 @@ for bad in 101 -1 x 5.5 ""; do
     must_say "--max-loss (SHARDKIT_MAX_LOSS) must be a whole percentage" "$T/err"
 done
 
+# ---- a detection dataset ------------------------------------------------------------------
+say "a detection dataset (--coco): every night after the first rebuilds in full and publishes"
+mkdir -p "$T/dsrc"
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/dsrc/a.jpg"
+cp "$SHARDKIT_FIXTURES/progressive.jpg" "$T/dsrc/b.jpg"
+"$PYTHON" - "$T/dsrc" "$T/dcoco.json" <<'PY'
+import json, os, sys
+from PIL import Image
+src, out = sys.argv[1:3]
+images = [{"id": i + 1, "file_name": f, "width": Image.open(os.path.join(src, f)).size[0],
+           "height": Image.open(os.path.join(src, f)).size[1]}
+          for i, f in enumerate(sorted(os.listdir(src)))]
+json.dump({"images": images, "categories": [{"id": 1, "name": "thing"}],
+           "annotations": [{"id": i["id"], "image_id": i["id"], "category_id": 1, "iscrowd": 0,
+                            "bbox": [2, 3, 20, 10], "area": 200} for i in images]},
+          open(out, "w"))
+PY
+(
+    ROOT="$T/droot"
+    export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/dsrc"
+    export SHARDKIT_OPTIONS="--size 32 --labels none --coco $T/dcoco.json"
+    nightly 0
+    first=$(current)
+    nightly 0
+    [ "$(current)" = "versions/$run" ] && [ "$(current)" != "$first" ] ||
+        die "the second night did not publish: current is '$(current)'"
+    field 'd["incremental"]["lineage"]["full_rebuild"]' | grep -qF "boxes and mask fields are made" ||
+        die "the second night is not a full rebuild saying why: $(field 'd["incremental"]')"
+    [ "$(json "$ROOT/current/manifest.json" 'd["counts"]["boxes"]')" = 2 ] || die "boxes lost"
+)
+
 # ---- records are JSON whatever the names hold -------------------------------------------
 say "run records are valid JSON whatever bytes SRC and ROOT hold"
 # quotes, a backslash, control bytes, a newline, bytes that are not UTF-8, and UTF-8

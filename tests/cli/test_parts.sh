@@ -146,12 +146,25 @@ shardcat "$T/single" --out "$T/cat-single" >/dev/null 2>&1
 shardcat "$T/merged" --out "$T/cat-merged" >/dev/null 2>&1
 diff -r "$T/cat-single" "$T/cat-merged" >/dev/null || die "exported samples differ"
 
+say "the merge keeps each part's index and key table as they are, linked, not copied"
+[ ! -e "$T/merged/index.jsonl" ] || die "a merge of 3 parts wrote one index"
+for i in 0 1 2; do
+    for f in jsonl keys; do
+        [ "$T/merged/index-$i-of-3.$f" -ef "$T/merged/parts/$i-of-3/index.$f" ] ||
+            die "index-$i-of-3.$f is not part $i's index.$f"
+    done
+done
+[ "$(json "$T/merged/manifest.json" "[x['file'] for x in d['indexes']]")" = \
+  "['index-0-of-3.jsonl', 'index-1-of-3.jsonl', 'index-2-of-3.jsonl']" ] || die "the indexes listed"
+
 say "merging the same parts again gives byte-identical manifest and index"
 cp "$T/merged/manifest.json" "$T/manifest.first"
-cp "$T/merged/index.jsonl" "$T/index.first"
+tree_state "$T/merged" >"$T/merged.state"
 shardify merge --quiet "$T/merged"
 cmp -s "$T/merged/manifest.json" "$T/manifest.first" || die "a second merge changed the manifest"
-cmp -s "$T/merged/index.jsonl" "$T/index.first" || die "a second merge changed the index"
+grep -v ' run.json \|/run.json$' "$T/merged.state" >"$T/merged.state1"
+tree_state "$T/merged" | grep -v ' run.json \|/run.json$' >"$T/merged.state2"
+cmp -s "$T/merged.state1" "$T/merged.state2" || die "a second merge changed the files"
 
 say "parts written to separate DSTs and gathered into one merge the same"
 for i in 0 1 2; do
@@ -199,7 +212,7 @@ refused() {
 fresh_parts() {
     rm -rf "$T/m"
     cp -r "$T/merged" "$T/m"
-    rm -f "$T/m/manifest.json" "$T/m/index.jsonl" "$T/m/run.json" "$T/m"/shard-*
+    rm -f "$T/m/manifest.json" "$T/m"/index* "$T/m/run.json" "$T/m"/shard-*
 }
 
 say "refused: no parts at all"
@@ -282,8 +295,17 @@ fresh_parts
 rm "$T/m/parts/0-of-3/part.json"
 refused "part 0 of 3 is not a part: '$T/m/parts/0-of-3' has no part.json"
 fresh_parts
+echo '{}' >>"$T/m/parts/1-of-3/index.jsonl"
+refused "part 1 of 3: '$T/m/parts/1-of-3/index.jsonl' is not the file its manifest lists"
+fresh_parts
+rm "$T/m/parts/2-of-3/index.keys"
+refused "part 2 of 3: '$T/m/parts/2-of-3/index.keys' is not the file its manifest lists"
+say "a part's index changed in place (same size) is merged, never read, and shardcheck finds it"
+fresh_parts
 sed -i '1s/"record":0/"record":1/' "$T/m/parts/1-of-3/index.jsonl"
-refused "part 1 of 3: '$T/m/parts/1-of-3/index.jsonl' is not the index its manifest lists"
+shardify merge --quiet "$T/m"
+must_fail 1 shardcheck "$T/m"
+must_say "index-1-of-3.jsonl" "$T/stdout"
 
 say "a refused merge leaves a previous merge's dataset published"
 fresh_parts

@@ -9,6 +9,9 @@
 #     run, and the page shows exactly the command the JSON has.
 #   - shardcheck's page shows a problem's message exactly as the JSON has it
 #     (a message quotes a key once; the page must not quote it again).
+#   - a name holding characters that would make text lie (U+202E, a
+#     zero-width space, a no-break space) shows as its bytes in the tools'
+#     messages and on the pages of shardcheck and shardbench.
 #   - shardreport links only files inside ROOT: a run record naming '..',
 #     an absolute path, a link that leaves ROOT or a javascript: URL gets no
 #     link, and a name with '#', '?', '%' or a space is linked percent-encoded.
@@ -76,6 +79,29 @@ mv "$T/stdout" "$T/bs.json"
 "$PYTHON" "$RENDER" "$T/out" "$P/bs.html" >"$T/render.out" || { cat "$T/render.out" >&2; die "bs.html did not render"; }
 "$PYTHON" "$CHECK" page "$T/render.out" || die "bs.html misbehaved in the browser"
 "$PYTHON" "$CHECK" shardcheck "$T/out/bs.dom.html" "$T/bs.json" || die "bs.html shows other text than its JSON"
+
+say "a name holding U+202E, a zero-width or a no-break space shows as its bytes, in messages and pages"
+L="$T/lie"
+mkdir -p "$L"
+cp "$T/raw/apple/img_004.png" "$L/ok.png"
+liar=$(printf 'x\342\200\256gnp.exe\342\200\213\302\240.png')
+shown='x\xe2\x80\xaegnp.exe\xe2\x80\x8b\xc2\xa0.png'
+printf 'junk' >"$L/$liar"
+shardify "$L" "$T/lie-shards" --size 32 2>"$T/lie.err"
+must_say "rejected '$shown': not an image" "$T/lie.err"
+rm "$L/$liar"
+must_fail 1 shardcheck --source "$L" "$T/lie-shards" --report "$P/lie.html"
+must_say "source: rejected '$shown'" "$T/stdout"
+must_say "$shown" "$P/lie.html"
+mv "$T/lie-shards" "$T/$liar"
+shardbench shards "$T/$liar" --epochs 1 --threads 1 --report "$P/lie-bench.html" --json >/dev/null ||
+    die "shardbench on a dataset named with U+202E failed"
+must_say "$shown" "$P/lie-bench.html"
+for f in "$T/lie.err" "$T/stdout" "$P/lie.html" "$P/lie-bench.html"; do
+    for c in '\342\200\256' '\342\200\213' '\302\240'; do
+        if grep -q "$(printf "$c")" "$f"; then die "'$f' shows $c as itself"; fi
+    done
+done
 
 say "shardreport links only files inside ROOT, whatever a run record names"
 ROOT="$T/root"

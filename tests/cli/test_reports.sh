@@ -162,7 +162,7 @@ remote=0
 if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
     say "shardbench shards --report over HTTP: requests and bytes"
     HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
-    trap '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+    on_exit '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true'
     U=$("$HTTP_SERVER" start "$T/http" shards="$T/shards") || die "cannot start nginx"
     shardbench shards "$U/shards" --epochs 2 --rtt 1 --window 16K --report "$P/bench-remote.html" \
         --json >"$T/bench-remote.json" || die "shardbench over HTTP failed"

@@ -3,17 +3,21 @@
 # "SKIP:" line (lib.sh's skip), a cmocka test's skip with the reason it printed
 # (tests/unit/skip.h) or none, pytest's skip reasons.  With
 # SHARDKIT_STRICT_SKIPS=1, as CI runs it, a skip that tests/skips.allowed does
-# not list fails the run; listed ones do not.  It runs on a planted checkout:
-# a copy of tests/run.sh and lib.sh beside planted tests that skip, and a
-# build directory holding a real cmocka program.
+# not list fails the run; listed ones do not.  A test that leaves a dataset
+# the schemas do not describe fails (lib.sh, python/tests/conftest.py),
+# unless it said it damaged it.  It runs on a planted checkout: a copy of
+# tests/run.sh, lib.sh, check_schemas.py, the schemas and conftest.py beside
+# planted tests, and a build directory holding a real cmocka program.
 . "$(dirname "$0")/lib.sh"
 
 P=$T/top
 B=$T/build
-mkdir -p "$P/tests/cli" "$P/tests/fixtures" "$P/python/tests" "$B/tests" "$B/bin" \
+mkdir -p "$P/tests/cli" "$P/tests/fixtures" "$P/python/tests" "$P/manifests" "$B/tests" "$B/bin" \
     "$B/python/shardkit" "$B/fixtures/sample"
-cp "$SHARDKIT_TOP/tests/run.sh" "$P/tests/run.sh"
+cp "$SHARDKIT_TOP/tests/run.sh" "$SHARDKIT_TOP/tests/check_schemas.py" "$P/tests/"
 cp "$SHARDKIT_TOP/tests/cli/lib.sh" "$P/tests/cli/lib.sh"
+cp "$SHARDKIT_TOP"/manifests/*.schema.json "$P/manifests/"
+cp "$SHARDKIT_TOP/python/tests/conftest.py" "$P/python/tests/"
 # the fixtures are there and no generator is newer: run.sh makes none
 echo "planted" >"$B/fixtures/sample/SOURCE.txt"
 touch "$B/fixtures/.complete"
@@ -150,5 +154,35 @@ grep -q "not built" "$B/tests/test_never_built.log" ||
     { cat "$B/tests/test_never_built.log" >&2; die "the failure does not say the test was not built"; }
 [ "$(tail -n 1 "$T/out")" = "passed: 1, failed: 1 (test_never_built), skipped: 0" ] ||
     { cat "$T/out" >&2; die "wrong closing line"; }
+
+say "a test whose dataset the schemas do not describe fails, naming the file; one it damaged on purpose does not"
+cat >"$P/tests/cli/test_bad_dataset.sh" <<'EOF'
+. "$(dirname "$0")/lib.sh"
+mkdir -p "$T/d"
+printf '{"format": "shardkit", "version": 3}' >"$T/d/manifest.json"
+[ -z "${DAMAGED:-}" ] || damaged "$T/d"
+EOF
+cat >"$P/python/tests/test_bad_dataset.py" <<'EOF'
+import os
+
+from conftest import damaged
+
+
+def test_writes_a_manifest(tmp_path):
+    (tmp_path / "manifest.json").write_text('{"format": "shardkit", "version": 3}')
+    if os.environ.get("DAMAGED"):
+        damaged(tmp_path)
+EOF
+runner 0 test_bad_dataset python_tests
+[ "$status" -eq 1 ] || { cat "$T/out" >&2; die "a dataset against the schemas passed"; }
+[ "$(tail -n 1 "$T/out")" = "passed: 0, failed: 2 (test_bad_dataset python_tests), skipped: 3" ] ||
+    { cat "$T/out" >&2; die "wrong closing line"; }
+must_say "/d/manifest.json: version: 3 is not one of [1, 2]" "$B/tests/test_bad_dataset.log"
+must_say "FAIL: a dataset this test wrote disagrees with manifests/" "$B/tests/test_bad_dataset.log"
+must_say "a dataset this test wrote disagrees with manifests/" "$B/tests/python_tests.log"
+must_say "manifest.json: version: 3 is not one of [1, 2]" "$B/tests/python_tests.log"
+DAMAGED=1 runner 0 test_bad_dataset python_tests
+[ "$status" -eq 0 ] || { cat "$T/out" >&2; die "a dataset damaged on purpose failed its test"; }
+rm "$P/tests/cli/test_bad_dataset.sh" "$P/python/tests/test_bad_dataset.py"
 
 echo "all runner checks passed"

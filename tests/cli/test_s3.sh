@@ -23,10 +23,8 @@ BUCKET=shardkit-test
 cleanup() {
     for p in $(cat "$T/recorders" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
     "$S3_SERVER" stop "$SRV" >/dev/null 2>&1 || true
-    [ -z "$held" ] || kill -KILL "$held" 2>/dev/null || true
-    [ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
-trap cleanup EXIT
+on_exit cleanup
 
 say "s3rver on loopback, with a bucket"
 ENDPOINT=$("$S3_SERVER" start "$SRV" "$BUCKET") || die "s3rver did not start"

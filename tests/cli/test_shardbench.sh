@@ -277,7 +277,7 @@ while True:
     held.append(s.accept()[0])
 HANG
 hang=$!
-trap 'kill $hang 2>/dev/null; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+on_exit 'kill $hang 2>/dev/null'
 i=0
 while [ ! -f "$T/hang.port" ]; do
     i=$((i + 1))
@@ -291,7 +291,7 @@ must_say "cannot read '$H/data/manifest.json': timed out: nothing received for 1
 must_say "(gave up after 2 attempts)" "$T/err"
 kill $hang
 wait $hang 2>/dev/null || true
-trap '[ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+on_exit ''
 
 # ---- over HTTP: a real nginx on loopback ------------------------------------------------------
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
@@ -301,7 +301,7 @@ mkdir -p "$T/broken"
 cp "$RAW"/* "$T/broken/"
 rm "$T/broken/shard-000001.shard"
 stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
-trap 'stop_server; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+on_exit stop_server
 U=$("$HTTP_SERVER" start "$HTTP" src="$SRC" raw="$RAW" jpg="$JPG" broken="$T/broken") ||
     die "cannot start nginx"
 say "nginx serves the source and the datasets at $U"

@@ -4,7 +4,8 @@
 # that reads back to the stored values, labels a JSON array of class names,
 # column fields STEM.NAME.txt/.bin/.json; names are encoded and shortened as
 # the PNGs' are (keys.tsv lists the sidecar's key); a link in the way is
-# named and left alone.
+# named and left alone; two files of a run that would have one name (or the
+# listing's) are an error naming both, and the first is kept.
 . "$(dirname "$0")/lib.sh"
 
 F=$SHARDKIT_FIXTURES
@@ -87,4 +88,33 @@ must_say "cannot write '$T/link/a%2F0001.txt': a symbolic link is in the way" "$
 [ "$(cat "$T/target")" = "keep me" ] || die "the link's target was written through"
 [ -f "$T/link/a%2F0001.jpg.png" ] && [ -f "$T/link/a%2F0001.json" ] ||
     die "the sample's other files were not written"
+say "names that collide: the first file keeps its name, the other is named and not written"
+# b.jpg's PNG is b.jpg.png, and so is the mask of b.jpg.jpeg (its stem b.jpg
+# and the suffix .png); keys.jpg's note would be keys.tsv, the listing's name
+C=$T/clash
+mkdir -p "$C"
+"$PYTHON" - "$C" <<'PY'
+import sys
+from PIL import Image
+top = sys.argv[1]
+Image.new("RGB", (20, 16), (200, 10, 10)).save(f"{top}/b.jpg")
+Image.new("RGB", (20, 16), (10, 200, 10)).save(f"{top}/b.jpg.jpeg", "JPEG")
+Image.new("RGB", (20, 16), (10, 10, 200)).save(f"{top}/keys.jpg")
+Image.new("L", (20, 16), 1).save(f"{top}/b.png")
+Image.new("L", (20, 16), 2).save(f"{top}/b.jpg.png")
+Image.new("L", (20, 16), 0).save(f"{top}/keys.png")
+PY
+printf 'a note\n' >"$C/keys.tsv"
+printf 'bg\none\ntwo\n' >"$T/classes.txt"
+shardify "$C" "$T/clash-dst" --no-shuffle --labels none --quiet \
+    --field "seg=mask,from=.png,classes=$T/classes.txt" --field note=text,from=.tsv
+must_fail 1 shardcat "$T/clash-dst" --out "$T/clash-out"
+must_say "cannot write '$T/clash-out/b.jpg.png' for field 'seg' of 'b.jpg.jpeg': that name holds the image of 'b.jpg' (two names collide; it is not overwritten)" "$T/err"
+must_say "cannot write '$T/clash-out/keys.tsv' for field 'note' of 'keys.jpg': that name holds the listing of shortened names" "$T/err"
+must_say "wrote 1 sample to '$T/clash-out'; 2 could not be written (named above)" "$T/err"
+shardcat "$T/clash-dst" b.jpg b.jpg --out "$T/clash-one" 2>"$T/err" ||
+    { cat "$T/err"; die "a KEY given twice is a collision with itself"; }
+[ "$(ls "$T/clash-one" | tr '\n' ' ')" = "b.jpg.png b.png " ] || die "KEY b.jpg wrote $(ls "$T/clash-one")"
+cmp "$T/clash-one/b.jpg.png" "$T/clash-out/b.jpg.png" || die "b.jpg.png is not the image of b.jpg"
+[ ! -e "$T/clash-out/keys.tsv" ] || die "a sample's file took the listing's name"
 echo "shardcat fields checks passed"

@@ -145,6 +145,26 @@ shardcheck "$T/col" --source "$SRC" >"$T/out" || die "a missing table is a failu
 must_say "the labels came from an annotation table; pass that table (--annotations FILE)" "$T/out"
 sed 's/"k0"/"k2"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
 check_src "$SRC" "$T/col" "source: 'a/0003.jpg' has label 'k0' in the dataset, SRC gives 'k2'" --annotations "$T/t/kinds.jsonl"
+# the config names the table (without fields too): another one giving the same classes is not it
+sed 's/"kind"/"other": 1, "kind"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
+[ "$(json "$T/col/manifest.json" 'd["version"], d["config"]["labels"].startswith("column:kind:file:kinds.jsonl:")')" = \
+  "(1, True)" ] || die "the config does not name the table: $(json "$T/col/manifest.json" 'd["config"]')"
+check_src "$SRC" "$T/col" "source: the annotation table is 'file:kinds.jsonl:" --annotations "$T/t/kinds.jsonl"
+must_say "the config says 'file:kinds.jsonl:" "$T/stdout"
+
+say "one .cls both the class and an int field: the class re-derived, the number held to its file"
+rm -rf "$T/n"
+cp -r "$T/c" "$T/n"
+sed -i 's/ *kind//' "$T/n"/?/*.cls  # the classes above as numbers: 0 0 1 0 1
+shardify "$T/n" "$T/ncls" --size 48 --labels sidecar:.cls --field kind=int,from=.cls --quiet
+[ "$(json "$T/ncls/manifest.json" "len(d['labels']), d['counts']['unlabeled'], d['counts']['fields']")" = \
+    "(2, 0, {'kind': 5})" ] || die "the .cls classes and numbers were not taken"
+shardcheck "$T/ncls" --deep --source "$T/n" >"$T/out" ||
+    { cat "$T/out"; die "a .cls that is the class and a field does not verify"; }
+must_say "labels re-derived and checked" "$T/out"
+printf '1\n' >"$T/n/a/0001.cls"
+check_src "$T/n" "$T/ncls" "source: 'a/0001.jpg' has label '"
+must_say "source: field 'kind' of 'a/0001.jpg' changed since sharding: 'a/0001.cls' is 2 bytes" "$T/stdout"
 
 say "an archive of the folder: the same checks, entries streamed"
 (cd "$SRC" && tar -cf "$T/src.tar" a b)
@@ -203,7 +223,7 @@ say "an s3:// source: sidecar objects found and checked the same way"
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
     SRV=$T/s3srv
     BUCKET=shardkit-fields
-    trap '"$SHARDKIT_TOP/bench/s3_server.sh" stop "$SRV" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+    on_exit '"$SHARDKIT_TOP/bench/s3_server.sh" stop "$SRV" >/dev/null 2>&1 || true'
     ENDPOINT=$("$SHARDKIT_TOP/bench/s3_server.sh" start "$SRV" "$BUCKET") || die "s3rver did not start"
     mkdir -p "$T/home"
     export HOME="$T/home" AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1

@@ -275,10 +275,23 @@ else
     echo "SKIP: the run record's failure (strace cannot run here)"
 fi
 
-say "an empty source gives an empty dataset"
-mkdir "$T/empty"
-shardify "$T/empty" "$T/emptyout" --quiet
+say "a run of no sample publishes nothing and fails (an empty source, every candidate rejected)"
+mkdir "$T/empty" "$T/allbad"
+must_fail 1 shardify "$T/empty" "$T/emptyout" --quiet
+must_say "shardify: no candidate images in '$T/empty': an empty dataset is not published (--allow-empty publishes it)" "$T/err"
+[ ! -e "$T/emptyout" ] || die "a run of no sample left '$T/emptyout'"
+cp "$SHARDKIT_FIXTURES/truncated.jpg" "$T/allbad/b.jpg"
+cp "$SHARDKIT_FIXTURES/text.jpg" "$T/allbad/a.jpg"
+mkdir "$T/badout"  # made by the user: kept, empty
+must_fail 1 shardify "$T/allbad" "$T/badout" --quiet
+must_say "shardify: none of the 2 candidates is a sample: every one was rejected (the first, 'a.jpg': not an image: unknown signature)" "$T/err"
+[ -z "$(ls -A "$T/badout")" ] || die "a run of no sample left files: $(ls -A "$T/badout")"
+say "... --allow-empty publishes it, with its rejects"
+shardify "$T/empty" "$T/emptyout" --quiet --allow-empty
 [ "$(json "$T/emptyout/manifest.json" 'd["counts"]["samples"]')" = 0 ] || die "empty"
+shardify "$T/allbad" "$T/badout" --quiet --allow-empty
+[ "$(json "$T/badout/manifest.json" 'd["counts"]["samples"], d["counts"]["rejected"]')" = "(0, 2)" ] ||
+    die "all rejected: $(json "$T/badout/manifest.json" 'd["counts"]')"
 
 # ---- the photo sample (1000 photos) -----------------------------------------------
 say "photo sample: 1000 samples, apostrophes, determinism across threads"

@@ -9,129 +9,40 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/parts_lib.sh"
 
-# Steps of 0.2 s: the daemons and the jobs must be done within these.
-START_STEPS=150
+. "$(dirname "$0")/slurm_lib.sh"
+
+# Steps of 0.2 s: the jobs must be done within these.
 JOB_STEPS=1500
 
-for p in munged slurmctld slurmd sbatch scontrol; do
-    command -v "$p" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin"
-    command -v "$p" >/dev/null 2>&1 || die "$p is not installed (scripts/deps.sh installs munge and slurm-wlm)"
-done
-# The daemons run as root (slurmd starts each job as its user): the test
-# runs as root, or starts them through password-less sudo (the jobs then run
-# as the test's user).  A sudo started in the background relays the signals
-# this user sends it to the daemon.
-AS_ROOT=""
-if [ "$(id -u)" -ne 0 ]; then
-    sudo -n true 2>/dev/null ||
-        die "the Slurm daemons run as root: run the test as root or with password-less sudo"
-    AS_ROOT="sudo -n"
-fi
-
 C="$T/cluster"
-mkdir -p "$C/state" "$C/spool"
-# munged wants its socket's directories searchable by all (not listable)
-chmod 711 "$T" "$C"
-daemons=""
-stop_daemons() {
-    for pid in $daemons; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in $daemons; do
-        wait "$pid" 2>/dev/null || true
-    done
-    daemons=""
-}
 # files the daemons made as root go with them
-trap 'stop_daemons; [ -z "$held" ] || kill -KILL "$held" 2>/dev/null; [ -n "${KEEP_T:-}" ] || { $AS_ROOT rm -rf "$C"; rm -rf "$T"; }' EXIT
+on_exit 'stop_daemons; [ -n "${KEEP_T:-}" ] || $AS_ROOT rm -rf "$C"'
 
 logs() {
-    for f in "$C"/*.log "$C"/*.out "$T"/jobs/*.out; do
-        [ -f "$f" ] && { echo "==== $f" >&2; $AS_ROOT tail -n 40 "$f" >&2; }
+    slurm_logs
+    for f in "$T"/jobs/*.out; do
+        [ -f "$f" ] && { echo "==== $f" >&2; tail -n 40 "$f" >&2; }
     done
     return 0
 }
 fail() { logs; die "$*"; }
 
 say "a one-node Slurm cluster on localhost"
-dd if=/dev/urandom of="$C/munge.key" bs=1024 count=1 2>/dev/null
-chmod 400 "$C/munge.key"
-[ -z "$AS_ROOT" ] || $AS_ROOT chown 0:0 "$C/munge.key"   # munged reads only its own key
-$AS_ROOT munged --foreground --socket="$C/munge.socket" --key-file="$C/munge.key" \
-    --pid-file="$C/munged.pid" --log-file="$C/munged.log" --seed-file="$C/munged.seed" \
-    >"$C/munged.out" 2>&1 &
-daemons="$!"
-i=0
-until [ -S "$C/munge.socket" ]; do
-    i=$((i + 1))
-    [ $i -lt $START_STEPS ] || fail "munged did not start"
-    sleep 0.2
-done
-
-set -- $("$PYTHON" -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s:
-    x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))')
-host=$(hostname -s)
-cat >"$C/slurm.conf" <<CONF
-ClusterName=shardkit
-SlurmctldHost=$host(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort=$1
-SlurmdPort=$2
-AuthType=auth/munge
-AuthInfo=socket=$C/munge.socket
-CredType=cred/munge
-StateSaveLocation=$C/state
-SlurmdSpoolDir=$C/spool
-SlurmctldPidFile=$C/slurmctld.pid
-SlurmdPidFile=$C/slurmd.pid
-SlurmctldLogFile=$C/slurmctld.log
-SlurmdLogFile=$C/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerParameters=sched_interval=1
-MpiDefault=none
-SwitchType=switch/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=256 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-CONF
-export SLURM_CONF="$C/slurm.conf"
-# -f: sudo does not pass SLURM_CONF on
-$AS_ROOT slurmctld -D -i -f "$C/slurm.conf" >"$C/slurmctld.out" 2>&1 &
-daemons="$daemons $!"
-$AS_ROOT slurmd -D -f "$C/slurm.conf" >"$C/slurmd.out" 2>&1 &
-daemons="$daemons $!"
-i=0
-until sinfo -h -o '%T' 2>/dev/null | grep -qx idle; do
-    i=$((i + 1))
-    [ $i -lt $START_STEPS ] || fail "the cluster did not come up (sinfo: $(sinfo 2>&1 | tr '\n' ' '))"
-    sleep 0.2
-done
+slurm_start
 
 # submit DST [VAR=VALUE...]: run examples/slurm/submit.sh for $T/raw into DST
 # (4 parts) with those settings; sets $array and $merge to the job ids
 submit() {
     dst=$1
     shift
-    ids=$(cd "$T/jobs" && env SHARDKIT_SRC="$T/raw" SHARDKIT_DST="$dst" SHARDKIT_PARTS=4 \
+    ids=$(cd "$T/jobs" && env SHARDKIT_SRC="${SRC:-$T/raw}" SHARDKIT_DST="$dst" SHARDKIT_PARTS=4 \
         SHARDKIT_OPTIONS="$OPTIONS" SHARDKIT_BIN="$SHARDKIT_BIN" SHARDKIT_LOGS="$T/jobs" "$@" \
         "$SHARDKIT_TOP/examples/slurm/submit.sh") || fail "submit.sh failed"
     array=${ids% *}
     merge=${ids#* }
     [ -n "$array" ] && [ -n "$merge" ] && [ "$array" != "$merge" ] || fail "submit.sh printed '$ids'"
 }
-# state JOB: the job's state (of every task of an array: one per line)
-state() { scontrol -o show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+state() { slurm_state "$1"; }
 # wait_merge: wait until the merge job has ended; its final state in $merge_state
 wait_merge() {
     i=0
@@ -183,6 +94,20 @@ wait_merge
 [ "$(state "$array" | sort -u)" = FAILED ] || fail "array tasks: $(state "$array" | tr '\n' ' ')"
 must_say "shardify: --size: '0' is not a number" "$T/jobs/shardify-part-${array}_0.out"
 [ ! -e "$T/failed/manifest.json" ] || fail "a failed conversion published a manifest"
+
+say "an img2dataset folder of tars: the parts take whole tars, and merge into one run's dataset"
+mkdir "$T/tars"
+"$SHARDKIT_BIN/../bench/gen_archives" --per-tar 30 "$T/tars" 200
+OPTIONS="--archives --labels none --field caption=text,from=.txt --size 32 --shard-size 16K"
+SRC="$T/tars" submit "$T/wds"
+wait_merge
+[ "$merge_state" = COMPLETED ] ||
+    fail "the merge job of the tars ended $merge_state (array: $(state "$array" | tr '\n' ' '))"
+shardcheck --deep --source "$T/tars" "$T/wds" >"$T/check" 2>&1 || {
+    cat "$T/check" >&2; fail "shardcheck --deep --source refused the merged tars"; }
+shardify --quiet $OPTIONS "$T/tars" "$T/wds-single"
+same_as_single "$T/wds-single" "$T/wds" 200
+[ "$(ls "$T/wds"/index-*-of-4.jsonl | wc -l)" -eq 4 ] || fail "the merge did not keep the parts' indexes"
 
 stop_daemons
 echo "PASS"

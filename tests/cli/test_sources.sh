@@ -125,11 +125,23 @@ esac
 
 say "a tar member cut short breaks the chain: the run fails, naming it, and publishes nothing"
 must_fail 1 shardify "$C/cut-middle.tar" "$T/cut" --size 32 --quiet
-must_say "cannot read archive '$C/cut-middle.tar': after entry 'a/m2.jpg': Damaged tar archive" \
+must_say "cannot read archive '$C/cut-middle.tar': 'cut-middle.tar' after its entry 'a/m2.jpg': Damaged tar archive" \
     "$T/err"
 must_say "the entries after it cannot be located" "$T/err"
 [ "$(wc -l <"$T/err")" = 1 ] || die "the message is not one line"
 [ ! -e "$T/cut/manifest.json" ] || die "a manifest from a broken tar"
+
+say "an archive cut short in a directory of archives (--archives) is named, with what is lost"
+mkdir -p "$T/tars"
+(cd "$SHARDKIT_FIXTURES" && tar cf "$T/tars/00.tar" rgb.jpg gray.jpg progressive.jpg)
+(cd "$SHARDKIT_FIXTURES" && tar cf "$T/whole.tar" rgb.jpg gray.jpg progressive.jpg)
+head -c 9000 "$T/whole.tar" >"$T/tars/01.tar"
+cp "$T/tars/00.tar" "$T/tars/02.tar"
+must_fail 1 shardify --archives "$T/tars" "$T/tarsout" --size 32 --quiet
+must_say "cannot read archive '$T/tars': '01.tar' after its entry 'gray.jpg': Truncated" "$T/err"
+must_say "the archive cannot be read past it: its later entries are lost" "$T/err"
+[ "$(wc -l <"$T/err")" = 1 ] || die "the message is not one line"
+[ ! -e "$T/tarsout/manifest.json" ] || die "a manifest from a directory with a cut archive"
 
 say "an empty or zero-filled archive is an error, not an empty dataset"
 : >"$T/empty.tar"
@@ -152,12 +164,20 @@ shardify "$T/lab" "$T/l1" --size 32 --labels "$T/labels.csv" --json >"$T/l1.json
   "(1, 4, 2)" ] || die "label counts: $(cat "$T/l1.json")"
 must_say "shardify: 1 sample without a label" "$T/err"
 must_say "shardify: 2 of the 4 rows of the label file name no file of '$T/lab'" "$T/err"
+# a byte order mark before the header row (spreadsheets write one) is no part of it
+printf '\357\273\277key,label\na/1.jpg,cat\nb/3.jpg,dog\n' >"$T/bom.csv"
+shardify "$T/lab" "$T/lbom" --size 32 --labels "$T/bom.csv" --json >"$T/lbom.json" 2>"$T/err" ||
+    { cat "$T/err" >&2; die "a label file with a byte order mark"; }
+[ "$(json "$T/lbom/manifest.json" 'd["labels"]')" = "['cat', 'dog']" ] &&
+    [ "$(json "$T/lbom.json" 'd["label_rows"]')" = 2 ] || die "label file with a BOM: $(cat "$T/lbom.json")"
 printf 'key,label\nx/1.jpg,cat\n' >"$T/nothing.csv"
 must_fail 1 shardify "$T/lab" "$T/l2" --size 32 --labels "$T/nothing.csv" --quiet
-must_say "--labels '$T/nothing.csv' labels none of the 3 candidates: 1 of its 1 rows name no file" \
+must_say "--labels '$T/nothing.csv' gives none of the 3 candidates a class: 1 of its 1 rows name no file" \
     "$T/err"
 must_fail 1 shardify "$T/lab" "$T/l3" --size 32 --labels 'regex:^(zebra)/' --quiet
-must_say "--labels 'regex:^(zebra)/' labels none of the 3 candidates" "$T/err"
+must_say "--labels 'regex:^(zebra)/' gives none of the 3 candidates a class" "$T/err"
+# said once, not "labels ... labels none"
+grep -q "labels.* labels " "$T/err" && die "a doubled word: $(cat "$T/err")"
 [ ! -e "$T/l2/manifest.json" ] && [ ! -e "$T/l3/manifest.json" ] || die "published anyway"
 shardify "$T/lab" "$T/l4" --size 32 --labels none --quiet || die "--labels none must work"
 # the default rule on a flat folder labels nothing and is no error

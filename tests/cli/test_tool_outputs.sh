@@ -104,7 +104,7 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
     skip "passwords in URLs: nginx is not installed"
 say "a password in a URL reaches no message, JSON, page or text"
 HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
-trap '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+on_exit '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true'
 U=$("$HTTP_SERVER" start "$T/http" shards="$T/shards") || die "cannot start nginx"
 # nginx asks for no password; the one in the URL is sent and must be shown nowhere
 A=$(echo "$U" | sed 's|^http://|http://alice:s3cr3t-pw@|')

@@ -516,6 +516,13 @@ static void test_png_warnings_that_lose_no_pixels_are_accepted_and_reported(void
                               "PNG warning: tRNS: invalid with alpha channel");
     shard_image_release(&img);
     check_alpha_over("rgba_with_trns.png", WHITE, TOL_ALPHA);
+    /* a 1-bit image's white made transparent by the key 255, as Pillow
+     * writes it: libpng's low bit of the key is the same white */
+    img = decode_with_warning("1_trns.png",
+                              "PNG warning: tRNS chunk has out-of-range samples for bit_depth");
+    shard_image_release(&img);
+    check_alpha_over("1_trns.png", WHITE, TOL_EXACT);
+    check_alpha_over("1_trns.png", ORANGE, TOL_EXACT);
 }
 
 static void test_png_warnings_that_lose_pixels_are_rejected(void **state)

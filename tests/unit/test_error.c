@@ -60,6 +60,29 @@ static void test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backsl
     assert_string_equal(out + strlen(out) - 3, "...");
 }
 
+/* A name cannot lie in a message: a character that shows as nothing, as a
+ * space or reorders the text around it (U+202E makes "x.exe" look like
+ * "exe.x") is quoted as its bytes, and so are C1 controls; other text,
+ * accents, CJK and emoji, is kept. */
+static void test_quote_shows_the_bytes_of_characters_that_would_lie(void **state)
+{
+    (void)state;
+    char out[SHARD_QUOTE_SIZE];
+    /* clang-format off */
+    static const char key[] = "rlo\xe2\x80\xae" "gpj.exe zw\xe2\x80\x8b" "b nb\xc2\xa0" "sp "
+                              "nel\xc2\x85 lri\xe2\x81\xa7 bom\xef\xbb\xbf \xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80";
+    assert_string_equal(shard_quote(key, sizeof key - 1, out, sizeof out),
+                        "rlo\\xe2\\x80\\xaegpj.exe zw\\xe2\\x80\\x8bb nb\\xc2\\xa0sp nel\\xc2\\x85 "
+                        "lri\\xe2\\x81\\xa7 bom\\xef\\xbb\\xbf \xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80");
+    /* clang-format on */
+    static const unsigned char rlo[] = {0xe2, 0x80, 0xae}, e_acute[] = {0xc3, 0xa9};
+    assert_int_equal(shard_utf8_shown_len(rlo, 3), 0);
+    assert_int_equal(shard_utf8_len(rlo, 3), 3);
+    assert_int_equal(shard_utf8_shown_len(e_acute, 2), 2);
+    assert_int_equal(shard_utf8_shown_len((const unsigned char *)"\t", 1), 0);
+    assert_int_equal(shard_utf8_shown_len((const unsigned char *)" ", 1), 1);
+}
+
 static void test_a_password_in_a_url_reaches_no_message(void **state)
 {
     (void)state;
@@ -92,6 +115,7 @@ int main(void)
         cmocka_unit_test(test_every_helper_returns_its_code_with_a_null_err),
         cmocka_unit_test(test_prefix_puts_the_subject_first_and_records_the_code),
         cmocka_unit_test(test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backslash),
+        cmocka_unit_test(test_quote_shows_the_bytes_of_characters_that_would_lie),
         cmocka_unit_test(test_a_password_in_a_url_reaches_no_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -129,6 +129,25 @@ static void test_text_quotes_nothing_twice(void **state)
     free(c.text);
 }
 
+/* A name or a label on a page cannot lie either: U+202E, a zero-width
+ * space and a no-break space show as their bytes, in bytes and in text. */
+static void test_characters_that_would_lie_show_as_their_bytes(void **state)
+{
+    (void)state;
+    /* clang-format off */
+    static const char name[] = "rlo\xe2\x80\xae" "gpj.exe zw\xe2\x80\x8b" "b nb\xc2\xa0" "sp \xc3\xa9";
+    /* clang-format on */
+    static const char shown[] =
+        "rlo\\xe2\\x80\\xaegpj.exe zw\\xe2\\x80\\x8bb nb\\xc2\\xa0sp \xc3\xa9";
+    struct capture c;
+    html_bytes(capture_begin(&c), name, sizeof name - 1);
+    assert_string_equal(capture_end(&c), shown);
+    free(c.text);
+    html_text(capture_begin(&c), name);
+    assert_string_equal(capture_end(&c), shown);
+    free(c.text);
+}
+
 static void test_numbers_read_back_exactly(void **state)
 {
     (void)state;
@@ -591,6 +610,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_escapes_markup_quotes_and_bytes_that_are_not_utf8),
+        cmocka_unit_test(test_characters_that_would_lie_show_as_their_bytes),
         cmocka_unit_test(test_text_quotes_nothing_twice),
         cmocka_unit_test(test_numbers_read_back_exactly),
         cmocka_unit_test(test_a_page_forbids_fetching_and_names_its_maker),

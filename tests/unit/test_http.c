@@ -3,8 +3,10 @@
  * on loopback: statuses map the same for both (404/410 not found, 405/501/505
  * unsupported, 5xx/408/429 retried then given up), a ranged request must be
  * answered with its range, a body over its limit is refused, cancellation
- * ends a request during a back-off or in the middle of a transfer (and a
- * reader's file closed under a retrying fetch returns at once), the pool
+ * ends a request during a back-off or in the middle of a transfer, within
+ * a poll of a server that stalls (and a reader's file closed under a
+ * retrying fetch returns at once, a reader whose thread is cancelled
+ * stops waiting for a stalled window), the pool
  * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, the
  * public shard_dataset_options reach the requests (or are refused, naming
  * the option), and whole remote files (shard_remote_*) are read under them,
@@ -34,6 +36,7 @@
 #include "read/fetch.h"
 #include "read/fetch_http.h"
 #include "shardkit/dataset.h"
+#include "util/cancel.h"
 #include "util/clock.h"
 
 /* ---- a scripted server -------------------------------------------------------------- */
@@ -46,6 +49,8 @@ struct answer {
     size_t declared; /* the Content-Length sent, when not 0 (more than body_len:
                       * the body is cut short) */
     int hang;        /* read the request, answer nothing until the server stops */
+    int stall;       /* answer, then send nothing more until the server stops (the
+                      * connection open: a body cut short by declared stalls) */
     double delay;    /* seconds before answering */
 };
 
@@ -140,6 +145,8 @@ static void *handle(void *arg)
         goto out;
     if (strncmp(req, "HEAD ", 5) && a.body_len && write(c->fd, a.body, a.body_len) < 0)
         goto out;
+    if (a.stall)
+        stopped_within(s, 600);
 out:
     close(c->fd);
     free(c);
@@ -255,6 +262,16 @@ static void answer_cut_once(struct server *s, unsigned n, const char *request, s
     }
 }
 
+/* The body of answer_body, half of it, then nothing: a server that stalls
+ * mid-response. */
+static void answer_stall(struct server *s, unsigned n, const char *request, struct answer *a)
+{
+    answer_body(s, n, request, a);
+    a->declared = a->body_len;
+    a->body_len /= 2;
+    a->stall = 1;
+}
+
 /* A file of FILE_SIZE bytes whose windows are never there: its suffix
  * (the open) comes, anything else is 503. */
 #define FILE_SIZE 32768u
@@ -278,15 +295,22 @@ static void answer_flaky_file(struct server *s, unsigned n, const char *request,
 struct later {
     volatile sig_atomic_t *flag;
     double after;
+    double at; /* when it was set (sk_now_seconds) */
 };
 
 static void *set_later(void *arg)
 {
     struct later *l = arg;
     sk_sleep_seconds(l->after);
+    l->at = sk_now_seconds();
     *l->flag = 1;
     return NULL;
 }
+
+/* How long a cancellation may go unseen (util/cancel.h polls every
+ * SK_CANCEL_POLL_MS; the issue's bound is 100 ms), with room for a loaded
+ * machine's scheduling: a poll of once a second fails it. */
+#define CANCEL_SEEN_WITHIN 0.3
 
 /* ---- the engine -------------------------------------------------------------------- */
 
@@ -475,7 +499,7 @@ static void test_cancel_ends_a_back_off(void **state)
     pthread_t t;
     /* inside the back-off from ~3.15 s to ~5.15 s: a cancel seen only
      * before an attempt would end it after 5 s */
-    struct later l = {&cancel, 3.5};
+    struct later l = {&cancel, 3.5, 0};
     pthread_create(&t, NULL, set_later, &l);
     double start = sk_now_seconds();
     struct sk_http_request rq = {.url = r.url};
@@ -490,6 +514,37 @@ static void test_cancel_ends_a_back_off(void **state)
     status = 200;
     struct sk_http_request abort = {.url = r.url, .no_cancel = 1};
     assert_int_equal(sk_http_perform(&r.h, &abort, NULL), 0);
+    rig_stop(&r);
+}
+
+/* A transfer whose server stalls mid-body ends soon after its cancel is set,
+ * whether the request's, or the requesting thread's cancellation
+ * (util/cancel.h): libcurl's progress callback alone is called about once
+ * a second while nothing arrives. */
+static void test_cancel_ends_a_stalled_transfer_within_a_poll(void **state)
+{
+    (void)state;
+    struct rig r;
+    rig_start(&r, answer_stall, NULL, "/stalled", 0); /* a time-out of 10 s */
+    for (int thread = 0; thread < 2; thread++) {
+        volatile sig_atomic_t cancel = 0;
+        struct sk_cancel mine = {&cancel, NULL, NULL};
+        struct sk_http_request rq = {.url = r.url, .cancel = thread ? NULL : &cancel};
+        if (thread)
+            sk_cancel_set(&mine);
+        pthread_t t;
+        struct later l = {&cancel, 0.5, 0};
+        pthread_create(&t, NULL, set_later, &l);
+        struct shard_err err;
+        assert_int_equal(sk_http_perform(&r.h, &rq, &err), SHARD_EINTR);
+        double late = sk_now_seconds() - l.at;
+        pthread_join(t, NULL);
+        sk_cancel_set(NULL);
+        if (late > CANCEL_SEEN_WITHIN)
+            fail_msg("the %s cancel ended the transfer %.3f s after it was set",
+                     thread ? "thread's" : "request's", late);
+        assert_non_null(strstr(err.msg, "interrupted"));
+    }
     rig_stop(&r);
 }
 
@@ -566,7 +621,7 @@ static void test_s3_cancel_ends_a_transfer_under_way(void **state)
     volatile sig_atomic_t cancel = 0;
     s3->http.cancel = &cancel; /* the time-out is 10 s: only the cancel ends it early */
     pthread_t t;
-    struct later l = {&cancel, 0.3};
+    struct later l = {&cancel, 0.3, 0};
     pthread_create(&t, NULL, set_later, &l);
     double start = sk_now_seconds();
     struct shard_buf out = {0};
@@ -802,6 +857,71 @@ static void test_reader_closing_a_file_cancels_its_retrying_fetch(void **state)
     server_stop(&s);
 }
 
+/* The serving half of answer_flaky_file, but a window's request stalls
+ * mid-body. */
+static void answer_stalled_file(struct server *s, unsigned n, const char *request, struct answer *a)
+{
+    answer_flaky_file(s, n, request, a);
+    if (a->status == 503) {
+        a->status = 206;
+        snprintf(a->headers, sizeof a->headers, "Content-Range: bytes 0-%u/%u\r\n", WINDOW - 1,
+                 FILE_SIZE);
+        a->body = tail;
+        a->declared = WINDOW;
+        a->body_len = WINDOW / 2;
+        a->stall = 1;
+    }
+}
+
+struct stalled_read {
+    struct fetch_file *f;
+    volatile sig_atomic_t cancel;
+    int rc;
+    char msg[SHARD_ERRMSG_SIZE];
+};
+
+static void *read_window(void *arg)
+{
+    struct stalled_read *r = arg;
+    struct sk_cancel mine = {&r->cancel, NULL, NULL};
+    sk_cancel_set(&mine);
+    char buf[100];
+    struct shard_err err;
+    r->rc = fetch_read(r->f, 0, buf, sizeof buf, &err);
+    snprintf(r->msg, sizeof r->msg, "%s", r->rc ? err.msg : "");
+    return NULL;
+}
+
+/* A reader waiting for a window that a connection thread fetches from a
+ * server that stalls stops waiting soon after its thread's cancellation
+ * is set (the fetch goes on, and ends when the file closes). */
+static void test_reader_a_cancelled_thread_stops_waiting_for_a_stalled_window(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s, answer_stalled_file, NULL);
+    struct fetch *fs = reader_at(&s, 0);
+    struct stalled_read r = {0};
+    struct shard_err err;
+    if (fetch_open(fs, "shard-000000.shard", &r.f, &err))
+        fail_msg("%s", err.msg);
+    pthread_t t;
+    pthread_create(&t, NULL, read_window, &r);
+    struct later l = {&r.cancel, 0.5, 0};
+    set_later(&l);
+    pthread_join(t, NULL);
+    double late = sk_now_seconds() - l.at;
+    assert_int_equal(r.rc, SHARD_EINTR);
+    if (late > CANCEL_SEEN_WITHIN)
+        fail_msg("the reader stopped waiting %.3f s after its cancel", late);
+    double start = sk_now_seconds();
+    fetch_close(r.f);
+    fetch_free(fs);
+    if (sk_now_seconds() - start > CANCEL_SEEN_WITHIN)
+        fail_msg("closing the file under its stalled fetch took %.3f s", sk_now_seconds() - start);
+    server_stop(&s);
+}
+
 static void test_reader_names_a_file_over_its_limit(void **state)
 {
     (void)state;
@@ -983,6 +1103,7 @@ int main(void)
         cmocka_unit_test(test_a_pooled_handle_is_reset_before_reuse),
         cmocka_unit_test(test_the_pool_keeps_at_most_its_cap),
         cmocka_unit_test(test_cancel_ends_a_back_off),
+        cmocka_unit_test(test_cancel_ends_a_stalled_transfer_within_a_poll),
         cmocka_unit_test_setup_teardown(test_s3_gone_is_not_found_with_its_code, s3_setup,
                                         s3_teardown),
         cmocka_unit_test_setup_teardown(test_s3_cancel_ends_a_transfer_under_way, s3_setup,
@@ -993,6 +1114,7 @@ int main(void)
             test_s3_multipart_upload_sends_its_parts_and_names_each_fault, s3_setup, s3_teardown),
         cmocka_unit_test(test_reader_maps_unsupported_statuses),
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
+        cmocka_unit_test(test_reader_a_cancelled_thread_stops_waiting_for_a_stalled_window),
         cmocka_unit_test(test_reader_names_a_file_over_its_limit),
         cmocka_unit_test(test_dataset_options_reach_the_requests),
         cmocka_unit_test(test_urls_percent_encode_every_byte_but_unreserved_and_slash),

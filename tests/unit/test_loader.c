@@ -367,6 +367,93 @@ static void test_bad_transform_lists_and_options_are_refused_by_name(void **stat
     shard_dataset_close(ds);
 }
 
+/* Batches of rank `rank` of two with the plan's own count of samples
+ * (shard_dataset_plan, not the loader) under `remainder`. */
+static uint64_t plan_batches(struct shard_dataset *ds, enum shard_remainder remainder,
+                             uint32_t rank, uint32_t batch, int drop_last)
+{
+    struct shard_plan_options po;
+    shard_plan_options_init(&po);
+    po.remainder = remainder;
+    po.rank = rank;
+    po.world_size = 2;
+    struct shard_plan *plan;
+    struct shard_err err;
+    assert_int_equal(shard_dataset_plan(ds, &po, &plan, &err), 0);
+    uint64_t n = shard_plan_count(plan);
+    shard_plan_free(plan);
+    return n / batch + (n % batch && !drop_last);
+}
+
+/* Two ranks make the same number of batches, over datasets of 1..300
+ * samples and batch sizes 1..17, with and without drop_last: by default
+ * (pad) and with drop always; keep where the ranks' shares give the same
+ * count, and where they would not, keep is refused, naming the counts. */
+static void test_two_ranks_make_the_same_batch_count_or_are_refused(void **state)
+{
+    (void)state;
+    for (uint64_t n = 1; n <= 300; n++) {
+        const uint64_t one[] = {n};
+        struct mkds_options mo = {0, -1, -1, 0, -1};
+        struct mkds *d = mkds_new(one, 1, &mo);
+        assert_non_null(d);
+        struct shard_dataset *ds = mkds_open(d);
+        for (uint32_t batch = 1; batch <= 17; batch++)
+            for (int drop = 0; drop <= 1; drop++)
+                for (int r = 0; r < 3; r++) {
+                    uint64_t got[2] = {0, 0};
+                    int refused = 0;
+                    char msg[SHARD_ERRMSG_SIZE] = "";
+                    for (uint32_t rank = 0; rank < 2; rank++) {
+                        struct shard_loader_options o;
+                        shard_loader_options_init(&o); /* r == 0: the default */
+                        if (r == 1)
+                            o.plan.remainder = SHARD_REMAINDER_DROP;
+                        if (r == 2)
+                            o.plan.remainder = SHARD_REMAINDER_KEEP;
+                        o.batch_size = batch;
+                        o.drop_last = drop;
+                        o.threads = 0;
+                        o.plan.rank = rank;
+                        o.plan.world_size = 2;
+                        struct shard_loader *l;
+                        struct shard_err err;
+                        if (shard_loader_new(&l, ds, NULL, &o, &err)) {
+                            assert_int_equal(err.code, SHARD_EINVAL);
+                            refused++;
+                            snprintf(msg, sizeof msg, "%s", err.msg);
+                            continue;
+                        }
+                        got[rank] = shard_loader_batch_count(l);
+                        shard_loader_free(l);
+                    }
+                    uint64_t keep0 = plan_batches(ds, SHARD_REMAINDER_KEEP, 0, batch, drop);
+                    uint64_t keep1 = plan_batches(ds, SHARD_REMAINDER_KEEP, 1, batch, drop);
+                    if (r < 2 || keep0 == keep1) {
+                        if (refused || got[0] != got[1])
+                            fail_msg("%llu samples, batch %u, drop_last %d, remainder %d: "
+                                     "%llu and %llu batches (%s)",
+                                     (unsigned long long)n, batch, drop, r,
+                                     (unsigned long long)got[0], (unsigned long long)got[1], msg);
+                        continue;
+                    }
+                    assert_int_equal(refused, 2);
+                    char said[128];
+                    snprintf(said, sizeof said,
+                             "are %llu batches on the ranks with %llu "
+                             "samples and %llu on those with %llu",
+                             (unsigned long long)(keep0 > keep1 ? keep0 : keep1),
+                             (unsigned long long)((n + 1) / 2),
+                             (unsigned long long)(keep0 > keep1 ? keep1 : keep0),
+                             (unsigned long long)(n / 2));
+                    if (!strstr(msg, said) || !strstr(msg, "remainder keep"))
+                        fail_msg("'%s' does not say '%s'", msg, said);
+                }
+        shard_dataset_close(ds);
+        mkds_free(d);
+    }
+}
+
 /* One-pixel images through Normalize to float16: the bits. */
 static uint16_t half_of(uint8_t x, double mean, double std)
 {
@@ -460,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_batches_outlive_their_loader_and_a_loader_stops_mid_epoch),
         cmocka_unit_test(test_a_damaged_sample_fails_its_batch_or_is_skipped),
         cmocka_unit_test(test_bad_transform_lists_and_options_are_refused_by_name),
+        cmocka_unit_test(test_two_ranks_make_the_same_batch_count_or_are_refused),
         cmocka_unit_test(test_float16_output_rounds_to_nearest_even),
         cmocka_unit_test(test_float32_planes_are_each_byte_normalised_in_its_place),
     };

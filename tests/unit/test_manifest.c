@@ -175,6 +175,54 @@ static void test_inconsistent_manifests_are_refused(void **state)
     expect_refused("\"labels\": [", "\"labels\": [\"zebra\", ", "by_label");
 }
 
+/* The labels of numeric classes (WebDataset's .cls) are "0".."N-1" in
+ * numeric order, not sorted by bytes: they load; another order of labels
+ * that is not sorted is refused. */
+static void test_class_numbers_load_other_unsorted_labels_do_not(void **state)
+{
+    (void)state;
+    enum { N = 12 };
+    struct shard_manifest m, back;
+    struct shard_manifest_shard shards[2];
+    struct shard_reject rejects[1];
+    struct shard_err err;
+    sample_manifest(&m, shards, rejects);
+    char *names[N], text_of[N][4];
+    uint64_t counts[N] = {0};
+    for (int i = 0; i < N; i++) {
+        snprintf(text_of[i], sizeof text_of[i], "%d", i);
+        names[i] = text_of[i];
+    }
+    counts[10] = 3; /* "10" sorts before "2" by bytes */
+    m.labels = names;
+    m.label_samples = counts;
+    m.label_count = N;
+    for (int order = 0; order < 2; order++) {
+        if (order) { /* "0", "1", "2", ... "11", "10": neither */
+            names[10] = text_of[11];
+            names[11] = text_of[10];
+        }
+        char *text;
+        assert_int_equal(shard_manifest_dump(&m, &text, &err), 0);
+        char *dir = write_temp_manifest(text);
+        int rc = shard_manifest_load(dir, &back, &err);
+        if (!order) {
+            if (rc)
+                fail_msg("the class numbers were refused: %s", err.msg);
+            assert_int_equal(back.label_count, N);
+            assert_string_equal(back.labels[10], "10");
+            assert_int_equal(back.label_samples[10], 3);
+            shard_manifest_release(&back);
+        } else {
+            assert_int_equal(rc, SHARD_ECORRUPT);
+            assert_non_null(
+                strstr(err.msg, "neither sorted and unique nor the class numbers 0..11"));
+        }
+        free(text);
+        remove_temp(dir);
+    }
+}
+
 /* What shardify can write, the loader reads: a reject whose key is far over
  * SHARD_KEY_MAX (that is why it was rejected; as key and as key_hex),
  * thousands of labels, and no sample at all. */
@@ -488,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_each_codec_has_its_default_zstd_level),
         cmocka_unit_test(test_inconsistent_manifests_are_refused),
         cmocka_unit_test(test_extreme_manifests_shardify_can_write_load_back),
+        cmocka_unit_test(test_class_numbers_load_other_unsorted_labels_do_not),
         cmocka_unit_test(test_warned_counts_and_warning_fields_round_trip),
         cmocka_unit_test(test_lineage_is_added_last_and_changes_nothing_else),
         cmocka_unit_test(test_missing_manifest_is_not_found),

@@ -186,7 +186,9 @@ static size_t compress_content(const uint8_t *content, size_t n, uint8_t *frame,
 
 /* Damage in the field area of a record (the frame itself intact: a writer
  * that got it wrong) is refused, or, when the bytes still form a valid
- * area, every entry the walk gives lies inside it and they tile it. */
+ * area, every entry the walk gives lies inside it and they tile it.  A
+ * reserved byte that is not 0, or a type no version defines, is refused
+ * naming what it is (a reserved byte is not an unknown type). */
 static void test_damaged_field_areas_are_refused_or_walk_inside(void **state)
 {
     (void)state;
@@ -242,6 +244,31 @@ static void test_damaged_field_areas_are_refused_or_walk_inside(void **state)
     }
     assert_true(refused > 0);
     assert_true(accepted > 0); /* a flipped value byte changes nothing structural */
+    struct gen_value one = {.field = 0, .type = SHARD_FIELD_TEXT, .bytes = "hi", .len = 2};
+    uint64_t h;
+    encode(enc, &one, 1, &set, &frame, &h);
+    size_t len = ZSTD_decompress(content, sizeof content, frame.data, frame.len);
+    assert_false(ZSTD_isError(len));
+    size_t entry = len - set.area.len; /* the field area's one entry */
+    static const struct {
+        size_t at;
+        uint8_t value;
+        const char *says;
+    } named[] = {
+        {3, 1, "field entry 0: its reserved byte is 1, not 0"},
+        {3, 0x80, "field entry 0: its reserved byte is 128, not 0"},
+        {2, 11, "field entry 0: unknown type 11"},
+        {2, 0, "field entry 0: unknown type 0"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+        uint8_t copy[4096];
+        memcpy(copy, content, len);
+        copy[entry + named[i].at] = named[i].value;
+        size_t fl = compress_content(copy, len, damaged, sizeof damaged);
+        struct shard_record_view view;
+        assert_int_equal(shard_record_decode(dec, damaged, fl, NULL, &view, &err), SHARD_ECORRUPT);
+        assert_non_null(strstr(err.msg, named[i].says));
+    }
     shard_field_set_release(&set);
     shard_buf_release(&frame);
     shard_record_encoder_free(enc);

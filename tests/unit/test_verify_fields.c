@@ -309,7 +309,7 @@ static void test_a_damaged_field_area_is_named_not_followed(void **state)
         {2, 99, "field entry 0: unknown type 99"},
         {7, 0x40, "field entry 0: value runs past the record"},
         {0, 7, "field entry 1: field 2 out of order"},
-        {3, 1, "field entry 0: unknown type"}, /* the reserved byte set */
+        {3, 1, "field entry 0: its reserved byte is 1, not 0"},
     };
     struct shard_field_set set = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

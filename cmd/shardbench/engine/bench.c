@@ -103,7 +103,7 @@ static const char *not_regular(mode_t mode)
  * FIFO would wait for a writer: O_NONBLOCK until fstat has seen the type). */
 static int open_list(const char *path, FILE **out, struct shard_err *err)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC); /* nofollow: named */
     if (fd < 0)
         return errno == ENOENT ? shard_err_set(err, SHARD_ENOTFOUND, "file is missing")
                                : shard_err_errno(err, SHARD_EIO, errno, "cannot open");
@@ -341,7 +341,7 @@ static int open_files(struct bench_state *b, struct shard_err *err)
         b->keys = &b->own_keys;
         return SHARD_OK;
     }
-    b->root_fd = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    b->root_fd = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: named */
     if (b->root_fd < 0)
         return shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
                                "cannot open the folder '%s'", b->location);
@@ -409,7 +409,7 @@ static void drop_cache(struct bench_state *b, struct bench_result *r)
         for (uint64_t i = 0; i < b->count; i++)
             cold_drop_file(b->root_fd, shard_keylist_get(b->keys, (size_t)b->order[i], NULL), &st);
     } else {
-        int dir = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dir = open(b->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: named */
         if (dir < 0) {
             st.failed = st.files = 1;
             st.first_errno = errno;

@@ -29,7 +29,7 @@ static void fail(struct cold_stats *st, int e)
 void cold_drop_file(int dir_fd, const char *name, struct cold_stats *st)
 {
     st->files++;
-    int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) {
         fail(st, errno);
         st->measured = 0;

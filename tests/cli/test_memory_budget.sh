@@ -1,0 +1,65 @@
+#!/bin/sh
+# What the threads of an archive's conversion hold at once is held to
+# --memory, not to slots x --max-file-size: a 30 KB .tar.zst of six 150 MiB
+# members (a decompression bomb) is converted with --memory 200M within a
+# few hundred MB (every slot buffering its member took a GB), the members
+# rejected as no image; a sidecar is read up to --max-field-bytes, not
+# --max-file-size; --memory is a size.
+. "$(dirname "$0")/lib.sh"
+
+command -v zstd >/dev/null || die "no zstd (scripts/deps.sh test installs it)"
+mkdir -p "$T/bomb"
+"$PYTHON" - "$T/bomb.tar" "$SHARDKIT_FIXTURES/rgb.jpg" <<'EOF'
+import io, sys, tarfile
+class Zeros(io.RawIOBase):
+    def __init__(self, n): self.n = n
+    def readable(self): return True
+    def readinto(self, b):
+        k = min(len(b), self.n); b[:k] = bytes(k); self.n -= k; return k
+with tarfile.open(sys.argv[1], "w") as t:
+    for i in range(6):
+        ti = tarfile.TarInfo("m%d.jpg" % i); ti.size = 150 << 20
+        t.addfile(ti, io.BufferedReader(Zeros(ti.size)))
+    t.add(sys.argv[2], arcname="cap.jpg")                      # an image whose caption
+    ti = tarfile.TarInfo("cap.txt"); ti.size = 40 << 20       # is 40 MiB
+    t.addfile(ti, io.BufferedReader(Zeros(ti.size)))
+EOF
+zstd -q --rm "$T/bomb.tar" -o "$T/bomb/bomb.tar.zst"
+[ "$(wc -c <"$T/bomb/bomb.tar.zst")" -lt 200000 ] || die "the bomb is not small"
+
+# peak RSS of a command, in KiB (GNU time is not on every machine: wait4's)
+peak_kib() {
+    "$PYTHON" - "$@" <<'EOF'
+import os, resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+EOF
+}
+export T
+
+say "six 150 MiB members with --memory 200M: held one at a time, not all at once"
+kib=$(peak_kib shardify --archives "$T/bomb" "$T/dst" --labels none --memory 200M --threads 2 \
+    --field caption=text,from=.txt,required --quiet)
+[ -f "$T/dst/manifest.json" ] || { cat "$T/err" >&2; die "no dataset"; }
+[ "$(json "$T/dst/manifest.json" "d['counts']['rejected']")" -eq 7 ] || die "the members are not all rejects"
+# one member (150 MiB), its decode attempt and the program; a sanitizer build
+# keeps freed memory aside for a while (ASan's quarantine, 256 MiB)
+limit=460000
+nm "$SHARDKIT_BIN/shardify" 2>/dev/null | grep -q __asan_ && limit=$((limit + 300000))
+echo "peak RSS $kib KiB (limit $limit)"
+[ "$kib" -lt "$limit" ] || die "peak RSS $kib KiB: the members were held at once"
+
+say "a sidecar is read up to --max-field-bytes, not --max-file-size: a reason, no 40 MiB read"
+"$PYTHON" - "$T/dst/manifest.json" <<'EOF' || die "the caption's reason"
+import json, sys
+r = {x["key"]: x["reason"] for x in json.load(open(sys.argv[1]))["rejected"]}
+why = r["bomb.tar.zst/cap.jpg"]
+assert why.startswith("field 'caption'") and "41943040 bytes exceeds" in why and "16777216" in why, why
+assert all(r["bomb.tar.zst/m%d.jpg" % i].startswith("not an image") for i in range(6)), r
+EOF
+
+say "--memory takes a size"
+must_fail 2 shardify --archives "$T/bomb" "$T/x" --memory lots
+must_say "--memory: 'lots' is not a size" "$T/err"
+must_fail 2 shardify --archives "$T/bomb" "$T/x" --memory 0
+echo "memory budget checks passed"

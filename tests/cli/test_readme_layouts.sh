@@ -1,0 +1,198 @@
+# test_readme_layouts.sh - every source layout the README shows, converted
+# with the README's own command (at a small --size) from generated data,
+# then proved by shardcheck --deep --source: a folder of class folders, an
+# archive, labels from a CSV file, a regex, a sidecar (.cls) or a table
+# column, img2dataset's folder of WebDataset tars with captions and
+# metadata, WebDataset tars with .cls classes, a folder with a JSON Lines
+# annotation table, COCO boxes and masks, mask sidecars (_mask.png) and a
+# VOC-style mask folder, a conversion in parts and its merge, and an
+# incremental run.  Every one must verify, and (lib.sh) every manifest must
+# agree with manifests/.
+. "$(dirname "$0")/lib.sh"
+
+L=$T/layouts
+mkdir -p "$L"
+"$PYTHON" - "$L" <<'EOF'
+import io, json, os, sys, tarfile
+from PIL import Image
+
+top = sys.argv[1]
+W, H = 40, 30
+
+
+def picture(path, k, fmt=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Image.new("RGB", (W, H), (40 * k % 256, 90, 200 - 30 * k % 200)).save(path, fmt)
+
+
+def jpeg_bytes(k):
+    out = io.BytesIO()
+    Image.new("RGB", (W, H), (30 * k % 256, 60, 90)).save(out, "JPEG")
+    return out.getvalue()
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def tar(path, members):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tarfile.open(path, "w") as t:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+
+
+# a folder of class folders: an unlabeled image at the top, a broken one, a
+# file that is no image
+for k in range(3):
+    picture(f"{top}/raw/cat/c{k}.jpg", k)
+for k in range(2):
+    picture(f"{top}/raw/dog/d{k}.png", k + 5)
+picture(f"{top}/raw/top.jpg", 9)
+write(f"{top}/raw/dog/broken.jpg", b"\xff\xd8\xff\xe0 not really")
+write(f"{top}/raw/README.txt", b"notes\n")
+with open(f"{top}/labels.csv", "w") as f:
+    f.write("key,label\ncat/c0.jpg,tabby\ncat/c1.jpg,tabby\ndog/d0.png,hound\n")
+
+# img2dataset: WebDataset tars of jpg + txt + json, beside its own files (and
+# a caption whose image failed to download: an orphan)
+for s in range(2):
+    members = [("0000199.txt", b"an orphan caption\n")] if s else []
+    for k in range(3):
+        n = f"{s:05d}{k:04d}"
+        members += [(f"{n}.jpg", jpeg_bytes(3 * s + k)),
+                    (f"{n}.txt", f"a caption of {n}\n".encode()),
+                    (f"{n}.json", json.dumps({"url": f"http://x/{n}", "w": 0.1 * k}).encode())]
+    tar(f"{top}/laion-tars/{s:05d}.tar", members)
+    write(f"{top}/laion-tars/{s:05d}.parquet", b"PAR1")
+    write(f"{top}/laion-tars/{s:05d}_stats.json", b"{}")
+
+# WebDataset tars whose classes are .cls files
+for s in range(2):
+    tar(f"{top}/wds/{s:05d}.tar",
+        [m for k in range(3) for m in ((f"{s}{k}.jpg", jpeg_bytes(k)),
+                                       (f"{s}{k}.cls", f"{k % 2}\n".encode()))])
+
+# a folder and a JSON Lines table (with a row naming no file), a class column
+rows = []
+for k in range(4):
+    picture(f"{top}/photos/p{k}.jpg", k)
+    rows.append({"key": f"p{k}.jpg", "caption": f"photo {k}", "score": 0.25 * k,
+                 "tags": ["red", "blue"][: k % 3], "kind": ["x", "y"][k % 2]})
+rows.append({"key": "gone.jpg", "caption": "a row of no file"})
+with open(f"{top}/captions.jsonl", "w") as f:
+    f.writelines(json.dumps(r) + "\n" for r in rows)
+
+# COCO: boxes, polygons and an RLE; an image without annotations
+images, anns = [], []
+for k in range(3):
+    picture(f"{top}/coco/train2017/{k:012d}.jpg", k)
+    images.append({"id": k + 1, "file_name": f"{k:012d}.jpg", "width": W, "height": H})
+anns.append({"id": 1, "image_id": 1, "category_id": 1, "iscrowd": 0, "bbox": [2, 3, 10, 8],
+             "segmentation": [[2, 3, 12, 3, 12, 11, 2, 11]], "area": 80})
+anns.append({"id": 2, "image_id": 1, "category_id": 3, "iscrowd": 0, "bbox": [20, 10, 15, 15],
+             "segmentation": [[20, 10, 35, 10, 27, 25]], "area": 110})
+anns.append({"id": 3, "image_id": 2, "category_id": 3, "iscrowd": 1, "bbox": [0, 0, 40, 30],
+             "segmentation": {"size": [H, W], "counts": [0, 300, 900]}, "area": 300})
+json.dump({"images": images, "annotations": anns,
+           "categories": [{"id": 1, "name": "person"}, {"id": 3, "name": "car"}]},
+          open(f"{top}/instances_train2017.json", "w"))
+os.makedirs(f"{top}/coco/annotations", exist_ok=True)
+os.replace(f"{top}/instances_train2017.json", f"{top}/coco/annotations/instances_train2017.json")
+
+# masks: sidecars beside their images, and a VOC-style folder mirroring the images
+for k in range(3):
+    picture(f"{top}/seg/s{k}.jpg", k)
+    Image.new("L", (W, H), k % 3).save(f"{top}/seg/s{k}_mask.png")
+    picture(f"{top}/voc/JPEGImages/v{k}.jpg", k)
+    os.makedirs(f"{top}/voc/SegmentationClass", exist_ok=True)
+    Image.new("P", (W, H), k % 3).save(f"{top}/voc/SegmentationClass/v{k}.png")
+with open(f"{top}/classes.txt", "w") as f:
+    f.write("background\nthing\nother\n")
+with open(f"{top}/voc/voc_classes.txt", "w") as f:
+    f.write("background\naeroplane\nbicycle\n")
+EOF
+(cd "$L/raw" && tar --zstd -cf "$L/photos.tar.zst" cat dog top.jpg README.txt)
+S="--size 32 --quiet"
+
+# layout NAME SRC DST [SHARDCHECK OPTIONS...]: shardcheck --deep --source
+# SRC DST verifies; its report in $T/NAME.check
+layout() {
+    name=$1 src=$2 dst=$3
+    shift 3
+    shardcheck --deep --source "$src" "$dst" "$@" >"$T/$name.check" 2>&1 ||
+        { cat "$T/$name.check" >&2; die "$name: the dataset of the README's layout does not verify"; }
+    must_say "verified '$dst'" "$T/$name.check"
+}
+
+say "Quick start: a directory of class folders, and an archive of it"
+shardify "$L/raw" "$T/classes" $S
+layout classes "$L/raw" "$T/classes"
+[ "$(json "$T/classes/manifest.json" "d['counts']['samples'], d['counts']['rejected'], d['counts']['ignored'], d['labels']")" = \
+    "(6, 1, 1, ['cat', 'dog'])" ] || die "the class folders: $(cat "$T/classes/manifest.json")"
+shardify "$L/photos.tar.zst" "$T/archive" $S
+layout archive "$L/photos.tar.zst" "$T/archive"
+
+say "--labels: a CSV file, a regex"
+shardify "$L/raw" "$T/csv" $S --labels "$L/labels.csv"
+layout csv "$L/raw" "$T/csv" --labels "$L/labels.csv"
+shardify "$L/raw" "$T/regex" $S --labels 'regex:^([a-z]+)/'
+layout regex "$L/raw" "$T/regex"
+
+say "img2dataset output: jpg + txt + json per sample, in tar shards (--archives)"
+shardify --archives "$L/laion-tars/" "$T/laion" --size 32 --labels none \
+    --field caption=text,from=.txt,required --field meta=json,from=.json --quiet
+layout laion "$L/laion-tars" "$T/laion"
+[ "$(json "$T/laion/manifest.json" "d['counts']['fields'], d['counts']['sidecars'], d['counts']['ignored'], d['orphans']")" = \
+    "({'caption': 6, 'meta': 6}, 12, 4, [{'key': '00001.tar/0000199.txt'}])" ] ||
+    die "the img2dataset tars: $(cat "$T/laion/manifest.json")"
+
+say "WebDataset tars with .cls classes (--labels sidecar:.cls)"
+shardify --archives "$L/wds" "$T/wds" $S --labels sidecar:.cls
+layout wds "$L/wds" "$T/wds"
+[ "$(json "$T/wds/manifest.json" "d['counts']['unlabeled'], len(d['labels'])")" = "(0, 2)" ] ||
+    die "the .cls classes: $(cat "$T/wds/manifest.json")"
+
+say "a folder and a JSON Lines table, and a class from its column"
+shardify "$L/photos/" "$T/table" --labels none --annotations "$L/captions.jsonl" \
+    --field caption=text --field score=float --field tags=labels --quiet
+layout table "$L/photos" "$T/table" --annotations "$L/captions.jsonl"
+shardify "$L/photos/" "$T/column" $S --labels column:kind --annotations "$L/captions.jsonl"
+layout column "$L/photos" "$T/column" --annotations "$L/captions.jsonl"
+
+say "COCO boxes and masks (--coco, --coco-mask)"
+shardify "$L/coco/train2017/" "$T/coco" --size 32 --labels none \
+    --coco "$L/coco/annotations/instances_train2017.json" --coco-mask --quiet
+layout coco "$L/coco/train2017" "$T/coco"
+[ "$(json "$T/coco/manifest.json" "d['counts']['boxes'], d['counts']['coco_annotations'], [f['name'] for f in d['config']['fields']]")" = \
+    "(3, 3, ['boxes', 'mask'])" ] || die "the COCO dataset: $(cat "$T/coco/manifest.json")"
+
+say "masks: sidecars (from=_mask.png) and a VOC-style folder (from=../SegmentationClass/)"
+shardify "$L/seg" "$T/seg" $S --labels none --field "seg=mask,from=_mask.png,classes=$L/classes.txt"
+layout seg "$L/seg" "$T/seg"
+(cd "$L/voc" && shardify JPEGImages/ "$T/voc" --size 32 --labels none \
+    --field seg=mask,from=../SegmentationClass/,classes=voc_classes.txt,required --quiet)
+layout voc "$L/voc/JPEGImages" "$T/voc"
+[ "$(json "$T/voc/manifest.json" "d['config']['fields'][0]['folder'], d['counts']['fields']")" = \
+    "('../SegmentationClass/', {'seg': 3})" ] || die "the mask folder: $(cat "$T/voc/manifest.json")"
+
+say "a conversion in parts and its merge"
+for i in 0 1 2; do
+    shardify --part "$i/3" "$L/raw" "$T/parts" $S
+done
+shardify merge --quiet "$T/parts"
+layout parts "$L/raw" "$T/parts"
+
+say "an incremental run after the source changed"
+cp "$L/raw/cat/c0.jpg" "$L/raw/cat/c9.jpg"
+rm "$L/raw/dog/d1.png"
+shardify --incremental "$T/classes" "$L/raw" "$T/incremental" $S
+layout incremental "$L/raw" "$T/incremental"
+[ "$(json "$T/incremental/manifest.json" "d['lineage']['added'], d['lineage']['removed']")" = "(1, 1)" ] ||
+    die "the lineage: $(cat "$T/incremental/manifest.json")"
+
+echo "every README layout verifies"

@@ -19,7 +19,7 @@
 static const char usage_text[] =
     "Usage: shardcheck [OPTIONS] DST\n"
     "  or:  shardcheck --part I/N|auto --result FILE|DIR/ [--deep] [OPTIONS] DST\n"
-    "  or:  shardcheck --combine [--json] [--report FILE] DST RESULT...\n"
+    "  or:  shardcheck --combine [--json] [--report FILE] RESULT... DST\n"
     "Prove that the dataset in DST is intact and is the same experiment as its\n"
     "source: the same samples, counts and labels, every sample visited once per\n"
     "epoch, pixels that match what the pipeline makes.  DST (and SRC) may be\n"
@@ -273,9 +273,9 @@ int options_parse(int argc, char **argv, struct options *o)
     const struct shard_verify_options *v = &o->verify;
     if (o->combine) {
         if (argc - optind < 2)
-            return cli_usage_error(PROG, "--combine: expected DST and the parts' results");
-        o->dst = argv[optind];
-        o->results = (const char *const *)argv + optind + 1;
+            return cli_usage_error(PROG, "--combine: expected the parts' results and DST");
+        o->dst = argv[argc - 1];
+        o->results = (const char *const *)argv + optind;
         o->result_count = (size_t)(argc - optind - 1);
         if (o->part_value || o->parts_option || o->result)
             return cli_usage_error(PROG, "--combine combines the parts' results: --part, "

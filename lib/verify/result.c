@@ -216,7 +216,7 @@ int sk_verify_result_write(struct verify_run *v, const char *path, struct shard_
                            : shard_err_set(err, SHARD_EINVAL, "'%s' names no file", path);
         goto out;
     }
-    if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) { /* nofollow: --result's */
         rc = shard_err_errno(err, errno == ENOENT ? SHARD_ENOTFOUND : SHARD_EIO, errno,
                              "cannot open the directory of '%s'", path);
         goto out;

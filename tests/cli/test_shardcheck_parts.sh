@@ -58,9 +58,9 @@ same_report() {
             i=$((i + 1))
         done
         set +e
-        shardcheck --combine --json "$d" "$T/r" >"$T/comb.json" 2>"$T/comb.err"
+        shardcheck --combine --json "$T/r" "$d" >"$T/comb.json" 2>"$T/comb.err"
         got=$?
-        shardcheck --combine "$d" "$T/r" >"$T/comb.txt" 2>&1
+        shardcheck --combine "$T/r" "$d" >"$T/comb.txt" 2>&1
         set -e
         [ "$got" -eq "$want" ] ||
             { cat "$T/comb.err"; die "$n parts of '$d' exit $got, whole $want"; }
@@ -210,25 +210,25 @@ mkdir "$T/r2" "$T/r3" "$T/rone"
 for i in 0 1; do shardcheck --part $i/2 --result "$T/r2/" "$T/multi" >/dev/null; done
 for i in 0 1 2; do shardcheck --part $i/3 --result "$T/r3/" "$T/multi" >/dev/null; done
 for i in 0 1; do shardcheck --part $i/2 --result "$T/rone/" "$T/one" >/dev/null; done
-shardcheck --combine "$T/multi" "$T/r2" >/dev/null || die "the results of two parts do not combine"
-must_fail 1 shardcheck --combine "$T/multi" "$T/rone"
+shardcheck --combine "$T/r2" "$T/multi" >/dev/null || die "the results of two parts do not combine"
+must_fail 1 shardcheck --combine "$T/rone" "$T/multi"
 must_say "shardcheck-part-0-of-2.jsonl' is a result of another dataset" "$T/err"
-must_fail 1 shardcheck --combine "$T/multi" "$T/r2" "$T/r3/shardcheck-part-1-of-3.jsonl"
+must_fail 1 shardcheck --combine "$T/r2" "$T/r3/shardcheck-part-1-of-3.jsonl" "$T/multi"
 must_say "results of two checks" "$T/err"
-must_fail 1 shardcheck --combine "$T/multi" "$T/r3/shardcheck-part-0-of-3.jsonl" \
-    "$T/r3/shardcheck-part-2-of-3.jsonl"
+must_fail 1 shardcheck --combine "$T/r3/shardcheck-part-0-of-3.jsonl" \
+    "$T/r3/shardcheck-part-2-of-3.jsonl" "$T/multi"
 must_say "part 1 of 3: no result" "$T/err"
-must_fail 1 shardcheck --combine "$T/multi" "$T/r2" "$T/r2/shardcheck-part-1-of-2.jsonl"
+must_fail 1 shardcheck --combine "$T/r2" "$T/r2/shardcheck-part-1-of-2.jsonl" "$T/multi"
 must_say "part 1 of 2 is given twice" "$T/err"
-must_fail 1 shardcheck --combine --json "$T/multi" "$T/r3/shardcheck-part-0-of-3.jsonl"
+must_fail 1 shardcheck --combine --json "$T/r3/shardcheck-part-0-of-3.jsonl" "$T/multi"
 [ "$(json "$T/stdout" 'd["verified"]')" = False ] || die "--json of a refused combine says verified"
 must_say "part 1 of 3: no result" "$T/err"
 head -c 200 "$T/r2/shardcheck-part-1-of-2.jsonl" >"$T/cut.jsonl"
-must_fail 1 shardcheck --combine "$T/multi" "$T/r2/shardcheck-part-0-of-2.jsonl" "$T/cut.jsonl"
+must_fail 1 shardcheck --combine "$T/r2/shardcheck-part-0-of-2.jsonl" "$T/cut.jsonl" "$T/multi"
 must_say "cut.jsonl" "$T/err"
 cp "$T/r3/shardcheck-part-1-of-3.jsonl" "$T/r3/.hidden"
 printf '{"x": 1}\n' >"$T/r3/notes.jsonl"
-shardcheck --combine "$T/multi" "$T/r3" >/dev/null || die "a directory's other files were taken"
+shardcheck --combine "$T/r3" "$T/multi" >/dev/null || die "a directory's other files were taken"
 
 say "--part auto: Slurm's array task, a Kubernetes Indexed Job's index"
 rm -rf "$T/ra"
@@ -240,7 +240,7 @@ JOB_COMPLETION_INDEX=0 shardcheck --part auto --parts 2 --result "$T/ra" --json 
 want="(0, 2, '$T/ra/shardcheck-part-0-of-2.jsonl')"
 [ "$(json "$T/out" 'd["part"], d["parts"], d["result"]')" = "$want" ] ||
     die "JOB_COMPLETION_INDEX: $(cat "$T/out")"
-shardcheck --combine "$T/multi" "$T/ra" >"$T/out" || die "the automatic parts do not combine"
+shardcheck --combine "$T/ra" "$T/multi" >"$T/out" || die "the automatic parts do not combine"
 must_fail 2 env JOB_COMPLETION_INDEX=0 shardcheck --part auto --result "$T/ra/" "$T/multi"
 must_say "--parts N" "$T/err"
 
@@ -249,7 +249,7 @@ must_fail 2 shardcheck --part 0/2 "$T/multi"
 must_say "--part needs --result" "$T/err"
 must_fail 2 shardcheck --part 2/2 --result "$T/x" "$T/multi"
 must_fail 2 shardcheck --part 0/2 --result "$T/x" --source "$T/src" "$T/multi"
-must_fail 2 shardcheck --combine --deep "$T/multi" "$T/r2"
+must_fail 2 shardcheck --combine --deep "$T/r2" "$T/multi"
 must_fail 2 shardcheck --combine "$T/multi"
 must_fail 2 shardcheck --result "$T/x" "$T/multi"
 [ ! -e "$T/x" ] || die "a usage error wrote a result"

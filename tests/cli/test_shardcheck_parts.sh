@@ -35,6 +35,30 @@ shardcheck "$T/multi" >"$T/out" || { cat "$T/out"; die "the split dataset did no
 must_say "verified '$T/multi': $shards shards, 6000 samples" "$T/out"
 shardcheck --deep "$T/multi" >"$T/out" || { cat "$T/out"; die "--deep did not verify"; }
 
+say "--source on the split index: each sample held to SRC, a difference naming its index file"
+shardcheck --source "$T/src" "$T/multi" >"$T/out" || { cat "$T/out"; die "--source did not verify"; }
+mkdir "$T/src2"
+cp "$T/src"/*.tar "$T/src2/"
+"$PYTHON" - "$T/src2/00004.tar" <<'PY' >"$T/recaptioned"
+import io, sys, tarfile
+path = sys.argv[1]
+members = []
+with tarfile.open(path) as t:
+    for m in t.getmembers():
+        members.append((m, t.extractfile(m).read()))
+with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as t:
+    done = False
+    for m, data in members:
+        if not done and m.name.endswith(".txt"):
+            data, done = b"another caption", True
+            print("%s/%s" % (path.split("/")[-1], m.name[:-4] + ".jpg"))
+        m.size = len(data)
+        t.addfile(m, io.BytesIO(data))
+PY
+must_fail 1 shardcheck --source "$T/src2" "$T/multi"
+must_say "source: field 'caption' of '$(cat "$T/recaptioned")' changed since sharding: " "$T/stdout"
+grep -q "index-[012]-of-3.jsonl says " "$T/stdout" || { cat "$T/stdout"; die "no index file named"; }
+
 # same_report DST N...: `shardcheck --part I/N` for every I, then --combine,
 # give the exit status, the --json report (but the passes' rates) and the
 # text (but its rate lines) the whole check gives ($OPTS: more options).

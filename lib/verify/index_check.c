@@ -46,22 +46,36 @@
 /* Lines that do not parse a probe skips before it takes the end of the file. */
 #define PROBE_MAX_LINES 64
 
-/* One index file as the part reads its segment. */
+/* One index file as the part reads its segment.  The files are read one
+ * after another, each opened when its turn comes (or when a window needs to
+ * know whether it can be read) and closed once read: a dataset merged from
+ * a thousand parts has a thousand index files. */
+enum segment_state {
+    SEGMENT_NOT_OPENED = 0,
+    SEGMENT_OPEN,      /* f open, the segment's bounds known */
+    SEGMENT_DONE,      /* read to its end (or to a read error), closed */
+    SEGMENT_UNREADABLE /* the file could not be opened: the part hashing it says why */
+};
+
 struct segment_reader {
-    struct fetch_file *f; /* NULL: the part reads nothing of it */
-    uint64_t pos, end;    /* the next byte to fetch, the segment's end */
-    uint8_t *buf;         /* CHUNK_BYTES + a line */
-    size_t off, len;      /* unread lines: buf[off, len) */
-    int skipping;         /* inside a line too long to hold: dropping it to its newline */
-    XXH3_state_t *hash;   /* the whole file, hashed as it is read, or NULL */
-    uint64_t xpow;        /* the key mix's X^(lines read) */
-    int failed;           /* a read failed */
-    int done;
+    enum segment_state state;
+    struct fetch_file *f;
+    uint64_t pos, end;  /* the next byte to fetch, the segment's end */
+    uint8_t *buf;       /* CHUNK_BYTES + a line, while reading */
+    size_t off, len;    /* unread lines: buf[off, len) */
+    int skipping;       /* inside a line too long to hold: dropping it to its newline */
+    XXH3_state_t *hash; /* the whole file, hashed as it is read, or NULL */
+    uint64_t bytes;     /* the file's size */
+    uint64_t digest;    /* its xxh3, once hashed whole */
+    int hashed;
+    uint64_t xpow; /* the key mix's X^(lines read) */
+    int failed;    /* a read failed */
 };
 
 struct sk_index_walk {
     struct segment_reader *files;
-    uint32_t file; /* the one being read */
+    uint8_t *probe; /* a binary search's reads */
+    uint32_t file;  /* the one being read */
     uint64_t share_first, share_end;
     int holding; /* smp is a line of a later window's record */
     uint64_t held_g;
@@ -235,6 +249,74 @@ static int next_line(struct segment_reader *r, const char **line, size_t *len,
         r->pos += want;
         r->len += want;
     }
+}
+
+/* Open index file k for the part: its segment's bounds (binary searches),
+ * and whether the part hashes it as it reads it.  0, or SHARD_ENOMEM; a file
+ * that cannot be read is SEGMENT_UNREADABLE (or a problem, when it fails
+ * past its opening). */
+static int open_segment(struct verify_run *v, struct sk_index_walk *w, uint32_t k)
+{
+    struct sk_part *p = v->part;
+    struct segment_reader *r = &w->files[k];
+    struct sk_segment *seg = &p->segments[k];
+    int mine = v->file_first[k] < p->end_shard && v->file_first[k + 1] > p->first_shard;
+    struct shard_err e;
+    uint64_t start, end;
+    r->state = SEGMENT_UNREADABLE;
+    if (sk_dataset_open_file(v->ds, v->m->indexes[k].file, &r->f, &e))
+        return SHARD_OK; /* the part hashing it says why */
+    int rc = segment_bound(v, r->f, k, p->part, w->probe, &start, &e);
+    if (!rc)
+        rc = segment_bound(v, r->f, k, p->part + 1, w->probe, &end, &e);
+    if (rc) {
+        fetch_close(r->f);
+        r->f = NULL;
+        if (rc != SHARD_ENOMEM)
+            sk_verify_problem(v, SHARD_CHECK_INDEX, rc, -1, -1, NULL, 0, "%s: cannot read: %s",
+                              v->m->indexes[k].file, e.msg);
+        return rc == SHARD_ENOMEM ? rc : SHARD_OK;
+    }
+    seg->start = start;
+    seg->end = end > start ? end : start;
+    r->pos = seg->start;
+    r->end = seg->end;
+    r->bytes = r->f->size;
+    r->state = SEGMENT_OPEN;
+    if (!mine && seg->end == seg->start) /* nothing of it is the part's */
+        return SHARD_OK;
+    /* a part reading the file whole and hashing it hashes it as it reads */
+    if (seg->start == 0 && seg->end == r->f->size && sk_verify_hashes_index(v, p->part, k)) {
+        if (!(r->hash = XXH3_createState()))
+            return SHARD_ENOMEM;
+        XXH3_64bits_reset(r->hash);
+    }
+    return SHARD_OK;
+}
+
+/* Segment k is read (or failed): let its file go. */
+static void close_segment(struct verify_run *v, struct segment_reader *r, uint32_t k)
+{
+    v->part->segments[k].complete = !r->failed;
+    if (r->hash && !r->failed) {
+        r->digest = XXH3_64bits_digest(r->hash);
+        r->hashed = 1;
+    }
+    XXH3_freeState(r->hash);
+    r->hash = NULL;
+    fetch_close(r->f);
+    r->f = NULL;
+    free(r->buf);
+    r->buf = NULL;
+    r->state = SEGMENT_DONE;
+}
+
+/* Whether index file k can be read (opened now when not yet). */
+static int segment_readable(struct verify_run *v, struct sk_index_walk *w, uint32_t k, int *rc)
+{
+    if (w->files[k].state == SEGMENT_NOT_OPENED)
+        *rc = open_segment(v, w, k);
+    return w->files[k].state != SEGMENT_UNREADABLE;
 }
 
 /* ---- one line --------------------------------------------------------------- */
@@ -469,7 +551,6 @@ static uint64_t window_stop(const struct verify_run *v)
  * later window (held for it) or the segments end.  0 or SHARD_ENOMEM. */
 static int read_lines(struct verify_run *v, struct sk_index_walk *w, int last)
 {
-    struct sk_part *p = v->part;
     if (w->holding) {
         if (!last && w->held_g >= window_stop(v))
             return SHARD_OK;
@@ -485,11 +566,16 @@ static int read_lines(struct verify_run *v, struct sk_index_walk *w, int last)
         struct shard_err e;
         const char *line = NULL;
         size_t len = 0;
-        if (!r->f || r->done) { /* nothing (more) of it to read */
-            w->file++;
+        int rc = SHARD_OK;
+        if (!segment_readable(v, w, k, &rc) || r->state == SEGMENT_DONE) {
+            if (rc)
+                return rc;
+            w->file++; /* nothing (more) of it to read */
             continue;
         }
-        int rc = next_line(r, &line, &len, &e);
+        if (!r->buf && !(r->buf = malloc(CHUNK_BYTES + SK_INDEX_LINE_MAX_BYTES + 1)))
+            return SHARD_ENOMEM;
+        rc = next_line(r, &line, &len, &e);
         if (rc <= 0) {
             if (rc == SHARD_ENOMEM)
                 return rc;
@@ -498,8 +584,7 @@ static int read_lines(struct verify_run *v, struct sk_index_walk *w, int last)
                                   v->m->indexes[k].file, e.msg);
                 r->failed = 1;
             }
-            r->done = 1;
-            p->segments[k].complete = !r->failed;
+            close_segment(v, r, k);
             w->file++;
             continue;
         }
@@ -540,8 +625,12 @@ int sk_verify_index_window_end(struct verify_run *v, struct shard_err *err)
         uint32_t s;
         uint64_t r;
         shard_dataset_locate(v->ds, g, &s, &r, NULL);
-        if (!v->walk->files[sk_verify_file_of(v, s)].f)
+        int rc = SHARD_OK;
+        if (!segment_readable(v, v->walk, sk_verify_file_of(v, s), &rc)) {
+            if (rc)
+                return shard_err_set(err, rc, "out of memory");
             continue; /* its index file could not be read: reported as such */
+        }
         if (p->uncovered_count >= SHARD_VERIFY_MAX_PROBLEMS) {
             p->lost++;
             continue;
@@ -571,65 +660,19 @@ int sk_verify_index_begin(struct verify_run *v, struct shard_err *err)
 {
     struct sk_part *p = v->part;
     struct sk_index_walk *w = calloc(1, sizeof *w);
-    uint8_t *probe = malloc(SK_INDEX_LINE_MAX_BYTES + PROBE_BYTES);
-    if (!w || !probe || !(w->files = calloc(v->index_files, sizeof *w->files))) {
+    if (!w || !(w->probe = malloc(SK_INDEX_LINE_MAX_BYTES + PROBE_BYTES)) ||
+        !(w->files = calloc(v->index_files, sizeof *w->files))) {
+        if (w)
+            free(w->probe);
         free(w);
-        free(probe);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     v->walk = w;
     w->share_first = sk_dataset_shard_first(v->ds, p->first_shard);
     w->share_end = sk_dataset_shard_first(v->ds, p->end_shard);
-    int rc = SHARD_OK;
-    for (uint32_t k = 0; !rc && k < v->index_files; k++) {
-        struct segment_reader *r = &w->files[k];
-        struct sk_segment *seg = &p->segments[k];
-        r->xpow = 1; /* X^0 */
-        int mine = v->file_first[k] < p->end_shard && v->file_first[k + 1] > p->first_shard;
-        struct shard_err e;
-        struct fetch_file *f = NULL;
-        if (sk_dataset_open_file(v->ds, v->m->indexes[k].file, &f, &e)) {
-            r->done = 1; /* the part hashing it says why */
-            continue;
-        }
-        uint64_t start, end;
-        if ((rc = segment_bound(v, f, k, p->part, probe, &start, &e)) ||
-            (rc = segment_bound(v, f, k, p->part + 1, probe, &end, &e))) {
-            fetch_close(f);
-            if (rc == SHARD_ENOMEM)
-                break;
-            sk_verify_problem(v, SHARD_CHECK_INDEX, rc, -1, -1, NULL, 0, "%s: cannot read: %s",
-                              v->m->indexes[k].file, e.msg);
-            rc = SHARD_OK;
-            r->done = 1;
-            continue;
-        }
-        seg->start = start;
-        seg->end = end > start ? end : start;
-        if (!mine && seg->end == seg->start) { /* nothing of it is the part's */
-            fetch_close(f);
-            r->done = 1;
-            seg->complete = 1;
-            continue;
-        }
-        r->f = f;
-        r->pos = seg->start;
-        r->end = seg->end;
-        if (!(r->buf = malloc(CHUNK_BYTES + SK_INDEX_LINE_MAX_BYTES + 1))) {
-            rc = SHARD_ENOMEM;
-            break;
-        }
-        /* a part reading the file whole and hashing it hashes it as it reads */
-        if (seg->start == 0 && seg->end == f->size && sk_verify_hashes_index(v, p->part, k)) {
-            if (!(r->hash = XXH3_createState())) {
-                rc = SHARD_ENOMEM;
-                break;
-            }
-            XXH3_64bits_reset(r->hash);
-        }
-    }
-    free(probe);
-    return rc == SHARD_ENOMEM ? shard_err_set(err, rc, "out of memory") : rc;
+    for (uint32_t k = 0; k < v->index_files; k++)
+        w->files[k].xpow = 1; /* X^0 */
+    return SHARD_OK;
 }
 
 /* Index file k's bytes and xxh3 against the manifest. */
@@ -662,9 +705,8 @@ int sk_verify_index_end(struct verify_run *v, struct shard_err *err)
             continue;
         struct segment_reader *r = &w->files[k];
         const char *name = v->m->indexes[k].file;
-        if (r->hash) { /* read whole */
-            if (p->segments[k].complete)
-                compare_identity(v, k, r->end, XXH3_64bits_digest(r->hash));
+        if (r->hashed) { /* read whole */
+            compare_identity(v, k, r->bytes, r->digest);
             continue;
         }
         uint64_t bytes, h;
@@ -694,6 +736,7 @@ void sk_verify_index_close(struct verify_run *v)
         XXH3_freeState(w->files[k].hash);
     }
     free(w->files);
+    free(w->probe);
     shard_sample_release(&w->smp);
     free(w);
     v->walk = NULL;

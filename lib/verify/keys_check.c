@@ -38,8 +38,15 @@
 #define MOD61 ((1ULL << 61) - 1)
 /* X of the sums: any number of the field but 0 and 1 does. */
 #define KEYS_X 0x0c6a4a7935bd1e99ULL
-/* Entries a range reads at a time. */
+/* Entries a range reads at a time: ENTRIES_READ, fewer when the tables are
+ * many (a dataset merged from a thousand parts has a thousand), so that
+ * their buffers take about ENTRIES_BUFFERED entries in all. */
 #define ENTRIES_READ 4096u
+#define ENTRIES_READ_MIN 256u
+#define ENTRIES_BUFFERED (1u << 18)
+/* Tables kept open through the merge; past that many, each is opened again
+ * for each read (file descriptors are a few thousand at most). */
+#define TABLES_KEPT_OPEN 64u
 /* X^n is looked up in three tables of 2^16 powers (lines below 2^48). */
 #define POWER_BITS 16u
 #define POWER_TABLES 3u
@@ -176,6 +183,10 @@ int sk_verify_hashes_table(const struct verify_run *v, uint32_t part, uint32_t k
 
 struct table_range {
     uint32_t file;
+    struct shard_dataset *ds;
+    const char *name;
+    int keep_open;   /* else f is opened for each read, and closed */
+    size_t per_read; /* entries */
     struct fetch_file *f;
     uint64_t count;    /* entries, as its header says */
     uint64_t pos, end; /* next entry to read; end of the table */
@@ -199,9 +210,15 @@ static int advance(struct table_range *t, struct shard_err *err)
             t->live = 0;
             return SHARD_OK;
         }
-        size_t n = t->end - t->pos < ENTRIES_READ ? (size_t)(t->end - t->pos) : ENTRIES_READ;
-        int rc = fetch_read(t->f, SK_KEYS_HEADER_BYTES + t->pos * SK_KEYS_ENTRY_BYTES, t->buf,
+        size_t n = t->end - t->pos < t->per_read ? (size_t)(t->end - t->pos) : t->per_read;
+        int rc = t->f ? SHARD_OK : sk_dataset_open_file(t->ds, t->name, &t->f, err);
+        if (!rc)
+            rc = fetch_read(t->f, SK_KEYS_HEADER_BYTES + t->pos * SK_KEYS_ENTRY_BYTES, t->buf,
                             n * SK_KEYS_ENTRY_BYTES, err);
+        if (!t->keep_open) {
+            fetch_close(t->f);
+            t->f = NULL;
+        }
         if (rc)
             return rc;
         if (t->whole)
@@ -244,6 +261,8 @@ static int open_table(struct verify_run *v, uint32_t k, struct table_range *t, u
 {
     const char *name = v->m->indexes[k].keys_file;
     struct shard_err e;
+    t->ds = v->ds;
+    t->name = name;
     if (sk_dataset_open_file(v->ds, name, &t->f, &e))
         return 0;
     if (t->f->size < SK_KEYS_HEADER_BYTES)
@@ -435,11 +454,16 @@ static int check_tables(struct verify_run *v, struct shard_err *err)
         }
         int hashes = sk_verify_hashes_table(v, p->part, k);
         if (!usable) {
+            fetch_close(t->f);
+            t->f = NULL;
             if (hashes)
                 check_table_file(v, k, NULL, 0);
             continue;
         }
-        if (!(t->buf = malloc(ENTRIES_READ * SK_KEYS_ENTRY_BYTES))) {
+        t->keep_open = n <= TABLES_KEPT_OPEN;
+        t->per_read = n > ENTRIES_BUFFERED / ENTRIES_READ ? ENTRIES_BUFFERED / n : ENTRIES_READ;
+        t->per_read = t->per_read < ENTRIES_READ_MIN ? ENTRIES_READ_MIN : t->per_read;
+        if (!(t->buf = malloc(t->per_read * SK_KEYS_ENTRY_BYTES))) {
             rc = SHARD_ENOMEM;
             break;
         }
@@ -468,7 +492,18 @@ static int check_tables(struct verify_run *v, struct shard_err *err)
             continue;
         }
         tr->start = tr->end = t->pos;
-        if ((rc = advance(t, &e)))
+        if (!t->keep_open) { /* opened again for each read */
+            fetch_close(t->f);
+            t->f = NULL;
+        }
+        if ((rc = advance(t, &e)) && rc != SHARD_ENOMEM) {
+            sk_verify_problem(v, SHARD_CHECK_KEYS, rc, -1, -1, NULL, 0, "%s: cannot read: %s",
+                              v->m->indexes[k].keys_file, e.msg);
+            rc = SHARD_OK;
+            tr->usable = 0;
+            continue;
+        }
+        if (rc)
             break;
         if (t->live && t->hash <= p->hash_hi)
             heap[live++] = t;
@@ -507,7 +542,7 @@ static int check_tables(struct verify_run *v, struct shard_err *err)
     for (uint32_t k = 0; !rc && k < n; k++) {
         struct table_range *t = &ts[k];
         if (t->whole && p->tables[k].usable && p->tables[k].end == t->count)
-            check_table_file(v, k, t->whole, t->f->size);
+            check_table_file(v, k, t->whole, SK_KEYS_HEADER_BYTES + t->count * SK_KEYS_ENTRY_BYTES);
         else if (t->whole)
             check_table_file(v, k, NULL, 0);
     }

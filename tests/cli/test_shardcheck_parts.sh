@@ -123,6 +123,21 @@ for path in sys.argv[2:]:
     assert sum(1 for s in part["index"]["segments"] if s["lines"]) <= 2, path
 PY
 
+say "an index in 70 files (most of them empty), checked with 48 file descriptors"
+cp -r "$T/one" "$T/many"
+"$PYTHON" "$IF" split "$T/many" "$("$PYTHON" -c 'print(",".join(["1"] * 30 + ["2"] * 20 + ["4"] * 17 + ["6", "7"]))')"
+[ "$(ls "$T/many" | grep -c '^index-.*-of-70.keys$')" -eq 70 ] || die "the index was not split in 70"
+(ulimit -n 48 && shardcheck --deep "$T/many" >"$T/out") || { cat "$T/out"; die "70 index files"; }
+"$PYTHON" - "$T/many/index-67-of-70.jsonl" <<'PY' >"$T/lost"
+import json, sys
+lines = open(sys.argv[1], "rb").readlines()
+print(json.loads(lines.pop(3))["key"])
+open(sys.argv[1], "wb").writelines(lines)
+PY
+must_fail 1 shardcheck "$T/many"
+must_say "(key '$(cat "$T/lost")'): not in index-67-of-70.jsonl" "$T/stdout"
+same_report "$T/many" 1 4
+
 say "damage planted in different places"
 cp -r "$T/multi" "$T/bad"
 "$PYTHON" - "$T/bad" <<'PY' >"$T/planted"

@@ -57,8 +57,7 @@ int check_part(const struct options *o, const char *dst)
                               (int)share.shards, "samples", (json_int_t)share.samples, "bytes",
                               (json_int_t)share.bytes, "problems", (json_int_t)share.problems,
                               "seconds", share.seconds, "result", cli_json_text(path));
-        cli_json_print(j, stdout, 0);
-        json_decref(j);
+        cli_json_print(j, stdout, 0); /* takes j */
     } else {
         printf("%s: part %u of %u of '%s' checked: %u shard%s from shard %u (%llu samples, %s) in "
                "%.2f s, %llu problem%s so far; result in '%s' (--combine gives the verdict)\n",

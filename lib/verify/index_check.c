@@ -675,23 +675,6 @@ int sk_verify_index_begin(struct verify_run *v, struct shard_err *err)
     return SHARD_OK;
 }
 
-/* Index file k's bytes and xxh3 against the manifest. */
-static void compare_identity(struct verify_run *v, uint32_t k, uint64_t bytes, uint64_t h)
-{
-    const struct shard_manifest_index *x = &v->m->indexes[k];
-    if (bytes != x->bytes)
-        sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                          "%s: %llu bytes, manifest says %llu", x->file, (unsigned long long)bytes,
-                          (unsigned long long)x->bytes);
-    if (h != x->xxh3) {
-        char got[17], want[17];
-        shard_hex64(h, got);
-        shard_hex64(x->xxh3, want);
-        sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                          "%s: xxh3 is %s, manifest says %s", x->file, got, want);
-    }
-}
-
 int sk_verify_index_end(struct verify_run *v, struct shard_err *err)
 {
     struct sk_part *p = v->part;
@@ -703,24 +686,13 @@ int sk_verify_index_end(struct verify_run *v, struct shard_err *err)
     for (uint32_t k = 0; k < v->index_files; k++) {
         if (!sk_verify_hashes_index(v, p->part, k))
             continue;
-        struct segment_reader *r = &w->files[k];
-        const char *name = v->m->indexes[k].file;
-        if (r->hashed) { /* read whole */
-            compare_identity(v, k, r->bytes, r->digest);
-            continue;
-        }
-        uint64_t bytes, h;
-        struct shard_err e;
-        rc = sk_dataset_hash_file(v->ds, name, &bytes, &h, &e);
-        if (rc == SHARD_ENOMEM)
-            return shard_err_set(err, rc, "out of memory");
-        if (rc == SHARD_ENOTFOUND)
-            sk_verify_problem(v, SHARD_CHECK_INDEX, rc, -1, -1, NULL, 0, "%s: missing", name);
-        else if (rc)
-            sk_verify_problem(v, SHARD_CHECK_INDEX, rc, -1, -1, NULL, 0, "%s: cannot be hashed: %s",
-                              name, e.msg);
+        const struct segment_reader *r = &w->files[k];
+        const struct shard_manifest_index *x = &v->m->indexes[k];
+        if (r->hashed) /* read whole */
+            sk_verify_identity(v, SHARD_CHECK_INDEX, -1, x->file, r->bytes, r->digest, x->bytes,
+                               x->xxh3);
         else
-            compare_identity(v, k, bytes, h);
+            sk_verify_hash_file(v, SHARD_CHECK_INDEX, -1, x->file, x->bytes, x->xxh3, NULL);
     }
     return SHARD_OK;
 }

@@ -284,39 +284,17 @@ static void check_table_file(struct verify_run *v, uint32_t k, const XXH3_state_
                              uint64_t whole_bytes)
 {
     const struct shard_manifest_index *x = &v->m->indexes[k];
-    uint64_t bytes, h;
     struct shard_err e;
-    int rc = SHARD_OK;
-    if (whole) {
-        bytes = whole_bytes;
-        h = XXH3_64bits_digest(whole);
-    } else {
-        rc = sk_dataset_hash_file(v->ds, x->keys_file, &bytes, &h, &e);
-    }
-    if (rc == SHARD_ENOTFOUND) {
-        sk_verify_problem(v, SHARD_CHECK_KEYS, rc, -1, -1, NULL, 0, "%s: missing", x->keys_file);
+    if (whole)
+        sk_verify_identity(v, SHARD_CHECK_KEYS, -1, x->keys_file, whole_bytes,
+                           XXH3_64bits_digest(whole), x->keys_bytes, x->keys_xxh3);
+    else if (sk_verify_hash_file(v, SHARD_CHECK_KEYS, -1, x->keys_file, x->keys_bytes, x->keys_xxh3,
+                                 NULL))
         return;
-    }
-    if (rc) {
-        sk_verify_problem(v, SHARD_CHECK_KEYS, rc, -1, -1, NULL, 0, "%s: cannot be hashed: %s",
-                          x->keys_file, e.msg);
-        return;
-    }
-    if (bytes != x->keys_bytes)
-        sk_verify_problem(v, SHARD_CHECK_KEYS, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                          "%s: %llu bytes, manifest says %llu", x->keys_file,
-                          (unsigned long long)bytes, (unsigned long long)x->keys_bytes);
-    if (h != x->keys_xxh3) {
-        char got[17], want[17];
-        shard_hex64(h, got);
-        shard_hex64(x->keys_xxh3, want);
-        sk_verify_problem(v, SHARD_CHECK_KEYS, SHARD_EMISMATCH, -1, -1, NULL, 0,
-                          "%s: xxh3 is %s, manifest says %s", x->keys_file, got, want);
-    }
     struct fetch_file *f = NULL;
     if (sk_dataset_open_file(v->ds, x->keys_file, &f, &e))
         return;
-    rc = sk_keys_check_header(read_table, f, x->keys_file, x->entries, &e);
+    int rc = sk_keys_check_header(read_table, f, x->keys_file, x->entries, &e);
     if (rc && rc != SHARD_ENOMEM)
         sk_verify_problem(v, SHARD_CHECK_KEYS, rc, -1, -1, NULL, 0, "%s", e.msg);
     else if (!rc && f->size != SK_KEYS_HEADER_BYTES + x->entries * SK_KEYS_ENTRY_BYTES)

@@ -41,33 +41,14 @@ static uint32_t window_end(const struct verify_run *v, uint32_t start)
 static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, double *busy)
 {
     const struct shard_manifest_shard *ms = &v->m->shards[s];
-    struct shard_err e;
-    shard_err_clear(&e);
-    uint64_t bytes = 0, h = 0;
+    uint64_t bytes;
     double t0 = sk_now_seconds();
-    int rc = sk_dataset_hash_file(v->ds, ms->file, &bytes, &h, &e);
+    int rc = sk_verify_hash_file(v, SHARD_CHECK_SHARD, s, ms->file, ms->bytes, ms->xxh3, &bytes);
     *busy += sk_now_seconds() - t0;
-    if (rc == SHARD_ENOTFOUND) {
-        sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s: missing", ms->file);
+    if (rc)
         return;
-    }
-    if (rc) {
-        sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s: cannot be hashed: %s",
-                          ms->file, rc == SHARD_ENOMEM ? "out of memory" : e.msg);
-        return;
-    }
     *hashed += bytes;
-    if (bytes != ms->bytes)
-        sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
-                          "%s: %llu bytes, manifest says %llu", ms->file, (unsigned long long)bytes,
-                          (unsigned long long)ms->bytes);
-    if (h != ms->xxh3) {
-        char got[17], want[17];
-        shard_hex64(h, got);
-        shard_hex64(ms->xxh3, want);
-        sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
-                          "%s: xxh3 is %s, manifest says %s", ms->file, got, want);
-    }
+    struct shard_err e;
     const struct shard_footer *footer;
     shard_err_clear(&e);
     rc = sk_dataset_shard_footer(v->ds, s, &footer, &e);

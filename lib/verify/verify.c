@@ -289,6 +289,42 @@ int sk_verify_keep_warned(struct shard_warned_sample **list, size_t *count, cons
     return SHARD_OK;
 }
 
+void sk_verify_identity(struct verify_run *v, enum shard_check check, int64_t shard,
+                        const char *name, uint64_t bytes, uint64_t xxh3, uint64_t want_bytes,
+                        uint64_t want_xxh3)
+{
+    if (bytes != want_bytes)
+        sk_verify_problem(v, check, SHARD_EMISMATCH, shard, -1, NULL, 0,
+                          "%s: %llu bytes, manifest says %llu", name, (unsigned long long)bytes,
+                          (unsigned long long)want_bytes);
+    if (xxh3 != want_xxh3) {
+        char got[17], want[17];
+        shard_hex64(xxh3, got);
+        shard_hex64(want_xxh3, want);
+        sk_verify_problem(v, check, SHARD_EMISMATCH, shard, -1, NULL, 0,
+                          "%s: xxh3 is %s, manifest says %s", name, got, want);
+    }
+}
+
+int sk_verify_hash_file(struct verify_run *v, enum shard_check check, int64_t shard,
+                        const char *name, uint64_t want_bytes, uint64_t want_xxh3, uint64_t *hashed)
+{
+    uint64_t bytes = 0, h = 0;
+    struct shard_err e;
+    shard_err_clear(&e);
+    int rc = sk_dataset_hash_file(v->ds, name, &bytes, &h, &e);
+    if (rc == SHARD_ENOTFOUND)
+        sk_verify_problem(v, check, rc, shard, -1, NULL, 0, "%s: missing", name);
+    else if (rc)
+        sk_verify_problem(v, check, rc, shard, -1, NULL, 0, "%s: cannot be hashed: %s", name,
+                          rc == SHARD_ENOMEM ? "out of memory" : e.msg);
+    else
+        sk_verify_identity(v, check, shard, name, bytes, h, want_bytes, want_xxh3);
+    if (hashed)
+        *hashed = rc ? 0 : bytes;
+    return rc;
+}
+
 uint32_t sk_verify_file_of(const struct verify_run *v, uint32_t s)
 {
     uint32_t lo = 0, hi = v->index_files; /* the last file whose first shard is <= s */

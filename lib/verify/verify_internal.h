@@ -279,6 +279,20 @@ void sk_verify_demand_release(struct verify_run *v);
 int sk_verify_keep_warned(struct shard_warned_sample **list, size_t *count, const char *key,
                           size_t key_len, const char *warning);
 
+/* DST's file `name` (a shard's when shard >= 0), of `bytes` with `xxh3`,
+ * against the manifest's want_bytes and want_xxh3: a problem of `check`
+ * for each that differs. */
+void sk_verify_identity(struct verify_run *v, enum shard_check check, int64_t shard,
+                        const char *name, uint64_t bytes, uint64_t xxh3, uint64_t want_bytes,
+                        uint64_t want_xxh3);
+/* The same, DST's file read whole and hashed (through the node-local cache
+ * for a remote dataset's shards); a file missing or that cannot be read is
+ * a problem too.  0 when it was hashed (*hashed: its bytes), else the
+ * reason it was not. */
+int sk_verify_hash_file(struct verify_run *v, enum shard_check check, int64_t shard,
+                        const char *name, uint64_t want_bytes, uint64_t want_xxh3,
+                        uint64_t *hashed);
+
 /* The index file holding shard s's lines (by the manifest), and its name. */
 uint32_t sk_verify_file_of(const struct verify_run *v, uint32_t s);
 const char *sk_verify_index_name(const struct verify_run *v, uint32_t s);

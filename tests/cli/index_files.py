@@ -5,6 +5,11 @@
         rewrite the key table of each index file of DST as the index file now
         is, and the manifest's entry of each (entries, bytes, xxh3, keys): the
         dataset a writer would have made with those index lines
+    index_files.py duplicate DST
+        copy the first shard under the next shard file name, list it last in
+        the manifest and its index lines after the last index file's (the
+        counts and key tables as a writer would make them): every key of the
+        first shard is then in the dataset twice; prints the new shard's number
     index_files.py split DST S1,S2,...
         split DST's index.jsonl before shards S1 < S2 < ... into
         index-I-of-N.jsonl, each line's "shard" made relative to its file's
@@ -17,6 +22,7 @@ build their datasets with the code they test.
 """
 import json
 import os
+import shutil
 import struct
 import sys
 
@@ -94,6 +100,39 @@ def split(dst, m, cuts):
     m["indexes"] = files
 
 
+def duplicate(dst, m):
+    first, n = m["shards"][0], len(m["shards"])
+    name = "shard-%06d.shard" % n
+    shutil.copy(os.path.join(dst, first["file"]), os.path.join(dst, name))
+    m["shards"].append(dict(first, file=name))
+    entries = m["indexes"] if "indexes" in m else [m["index"]]
+    last = entries[-1]
+    before = sum(e.get("shards", 0) for e in entries[:-1])  # the last file's first shard
+    sidecar = {f["name"] for f in m["config"].get("fields", []) if "sidecar" in f}
+    extra = []
+    for raw in read_lines(dst, entries[0]["file"]):
+        line = json.loads(raw)
+        if line["shard"] != 0:
+            continue
+        extra.append(dict(line, shard=n - before))
+        counts = m["counts"]
+        counts["samples"] += 1
+        if line["label"] is None:
+            counts["unlabeled"] += 1
+        else:
+            counts["by_label"][m["labels"][line["label"]]] += 1
+        for field in line.get("fields", {}):
+            counts["fields"][field] += 1
+            counts["sidecars"] += field in sidecar
+    with open(os.path.join(dst, last["file"]), "ab") as f:
+        for line in extra:
+            f.write((json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+    if "shards" in last:
+        last["shards"] += 1
+    rewrite_keys(dst, m)
+    print(n)
+
+
 def main():
     what, dst = sys.argv[1], sys.argv[2]
     path = os.path.join(dst, "manifest.json")
@@ -101,6 +140,8 @@ def main():
         m = json.load(f)
     if what == "keys":
         rewrite_keys(dst, m)
+    elif what == "duplicate":
+        duplicate(dst, m)
     elif what == "split":
         split(dst, m, [int(s) for s in sys.argv[3].split(",")])
     else:

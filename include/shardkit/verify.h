@@ -127,8 +127,8 @@ SHARD_API void shard_verify_options_init(struct shard_verify_options *o);
 enum shard_check {
     SHARD_CHECK_MANIFEST = 0, /* manifest.json itself */
     SHARD_CHECK_SHARD,        /* a shard file: presence, size, hash, header, footer */
-    SHARD_CHECK_INDEX,        /* index.jsonl against the footers and the manifest */
-    SHARD_CHECK_KEYS,         /* duplicate keys */
+    SHARD_CHECK_INDEX,        /* the index files against the footers and the manifest */
+    SHARD_CHECK_KEYS,         /* duplicate keys; the key tables */
     SHARD_CHECK_COUNTS,       /* counts and by_label */
     SHARD_CHECK_RECORD,       /* --deep: one record */
     SHARD_CHECK_SOURCE,       /* --source: identity with SRC */

@@ -25,7 +25,7 @@ static volatile sig_atomic_t cancel_requested;
 static void on_signal(int sig)
 {
     (void)sig;
-    cancel_requested = 1;
+    __atomic_store_n(&cancel_requested, 1, __ATOMIC_RELAXED); /* read by the run's threads */
     alarm(INTERRUPT_GRACE_SECONDS);
     /* a second signal, of either kind, stops at once */
     signal(SIGINT, SIG_DFL);

@@ -537,8 +537,8 @@ int sk_run_labels_apply(struct run *r, struct shard_err *err)
         r->label_of[i] = SHARD_NO_LABEL;
         if (!r->label_set || !r->label_set->count || !class_of(r, i, &name, &len))
             continue;
-        const struct label_slot *slot =
-            label_set_find(r->label_set, name, len, XXH3_64bits(name, len));
+        const struct label_slot *slot = label_set_find(r->label_set, name, len,
+                                                       XXH3_64bits(name, len));
         if (!slot->ref.name) /* the labels' pass did not see it: the archive changed since */
             return shard_err_set(err, SHARD_EMISMATCH,
                                  "an archive of '%s' changed during the run: a class appeared "

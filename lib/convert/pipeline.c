@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/cancel.h"
 #include "util/ring.h"
 
 struct pipe {
@@ -53,7 +54,7 @@ static int claim_next(struct pipe *p, uint64_t *pos, int *closed)
         struct shard_err e;
         shard_err_clear(&e);
         int rc = 0;
-        if (p->cancel && *p->cancel)
+        if (sk_flag_get(p->cancel))
             p->cancelled = 1;
         else
             rc = p->ops->claim(p->ops->ctx, *pos, p->slots[sk_ring_slot(p->ring, *pos)], &e);

@@ -23,6 +23,7 @@
 #include "convert/pipeline.h"
 #include "net/s3.h"
 #include "convert/run.h"
+#include "util/cancel.h"
 #include "util/clock.h"
 #include "shardkit/format.h"
 
@@ -616,7 +617,7 @@ static int open_source(struct run *r, struct shard_err *err)
 /* A signal asked the run to stop (shardify_options.cancel). */
 static int cancelled(const struct run *r)
 {
-    return r->o->cancel && *r->o->cancel;
+    return sk_flag_get(r->o->cancel);
 }
 
 static void run_release(struct run *r)

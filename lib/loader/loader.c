@@ -889,13 +889,13 @@ fail:
  * sample it is on), give the batches in flight back, account the time. */
 static void stop_epoch(struct shard_loader *l)
 {
-    l->stopping = 1; /* reads waiting for a server that stalls end now */
+    sk_flag_put(&l->stopping, 1); /* reads waiting for a server that stalls end now */
     if (l->queue)
         sk_ring_stop(l->queue);
     for (int i = 0; i < l->running; i++)
         pthread_join(l->threads[i], NULL);
     l->running = 0;
-    l->stopping = 0;
+    sk_flag_put(&l->stopping, 0);
     for (uint32_t s = 0; l->ring && s < l->o.prefetch; s++) {
         if (l->ring[s])
             pool_return(l->pool, l->ring[s]);

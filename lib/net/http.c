@@ -187,8 +187,7 @@ static int cancellable(const struct sk_http *h, const struct sk_http_request *rq
 
 static int cancelled(const struct sk_http *h, const struct sk_http_request *rq)
 {
-    return !rq->no_cancel &&
-           ((h->cancel && *h->cancel) || (rq->cancel && *rq->cancel) || sk_cancelled());
+    return !rq->no_cancel && (sk_flag_get(h->cancel) || sk_flag_get(rq->cancel) || sk_cancelled());
 }
 
 /* Sleep *backoff_ms before another attempt, then double it (capped); 1 when

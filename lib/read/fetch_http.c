@@ -694,7 +694,7 @@ static void http_close(struct fetch_file *file)
     struct http_fetch *h = f->owner;
     pthread_mutex_lock(&h->lock);
     f->closing = 1;
-    f->cancel = 1; /* a fetch retrying a server that is down ends now, not after its retries */
+    sk_flag_put(&f->cancel, 1); /* a fetch retrying a server that is down ends now */
     for (uint64_t k = 0; k < f->window_count; k++) {
         struct window *w = &f->windows[k];
         if (w->job) {
@@ -829,7 +829,7 @@ static void http_free(struct fetch *fs)
     struct http_fetch *h = (struct http_fetch *)fs;
     pthread_mutex_lock(&h->lock);
     h->stop = 1;
-    h->closing = 1; /* a request under way (retrying a dead server) ends now */
+    sk_flag_put(&h->closing, 1); /* a request under way (retrying a dead server) ends now */
     pthread_cond_broadcast(&h->work);
     pthread_mutex_unlock(&h->lock);
     for (int i = 0; i < h->started; i++)

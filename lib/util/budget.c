@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "shardkit/error.h"
+#include "util/cancel.h"
 
 #define WAIT_SLICE_NS 100000000L /* a wait looks at the cancel flag this often */
 
@@ -28,7 +29,7 @@ int sk_budget_take(struct sk_budget *b, uint64_t n, volatile sig_atomic_t *cance
     int rc = SHARD_OK;
     pthread_mutex_lock(&b->lock);
     while (b->used && n > b->limit - (b->used < b->limit ? b->used : b->limit)) {
-        if (cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED)) {
+        if (sk_flag_get(cancel)) {
             rc = SHARD_EINTR;
             break;
         }

@@ -25,7 +25,7 @@ int sk_cancellable(void)
 
 static int flag_set(const struct sk_cancel *c)
 {
-    return c->flag && *c->flag;
+    return sk_flag_get(c->flag);
 }
 
 /* c has a poll, and it was not called in the last SK_CANCEL_POLL_MS. */

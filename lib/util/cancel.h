@@ -52,6 +52,18 @@ int sk_cancel_lock(pthread_mutex_t *m);
  * again, and waits again. */
 int sk_cancel_wait(pthread_cond_t *cv, pthread_mutex_t *m);
 
+/* A stop flag (a volatile sig_atomic_t a signal handler or another thread
+ * sets) read and set as atomics, relaxed: a flag with no data behind it, but
+ * one that threads share, so as the C11 model (and ThreadSanitizer) allow. */
+static inline int sk_flag_get(const volatile sig_atomic_t *f)
+{
+    return f && __atomic_load_n(f, __ATOMIC_RELAXED);
+}
+static inline void sk_flag_put(volatile sig_atomic_t *f, sig_atomic_t v)
+{
+    __atomic_store_n(f, v, __ATOMIC_RELAXED);
+}
+
 /* The message of a wait ended by the cancellation. */
 #define SK_CANCELLED_MESSAGE "interrupted"
 

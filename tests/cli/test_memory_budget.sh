@@ -38,7 +38,7 @@ EOF
 export T
 
 say "six 150 MiB members with --memory 200M: held one at a time, not all at once"
-kib=$(peak_kib shardify --archives "$T/bomb" "$T/dst" --labels none --memory 200M --threads 2 \
+kib=$(peak_kib shardify --archives "$T/bomb" "$T/dst" --labels none --memory 200M --threads 2 --allow-empty \
     --field caption=text,from=.txt,required --quiet)
 [ -f "$T/dst/manifest.json" ] || { cat "$T/err" >&2; die "no dataset"; }
 [ "$(json "$T/dst/manifest.json" "d['counts']['rejected']")" -eq 7 ] || die "the members are not all rejects"

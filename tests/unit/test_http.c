@@ -303,7 +303,7 @@ static void *set_later(void *arg)
     struct later *l = arg;
     sk_sleep_seconds(l->after);
     l->at = sk_now_seconds();
-    *l->flag = 1;
+    sk_flag_put(l->flag, 1);
     return NULL;
 }
 

@@ -15,8 +15,8 @@ if [ "${SHARDKIT_TSAN:-0}" = 1 ] || ldd "$SHARDKIT_BIN/shardcheck" 2>/dev/null |
     skip "peaks under a sanitizer are its allocator's, not shardcheck's"
 fi
 
-SMALL=${MEMORY_SMALL:-80000}
-LARGE=${MEMORY_LARGE:-320000}
+SMALL=${MEMORY_SMALL:-70000}
+LARGE=${MEMORY_LARGE:-210000}
 BOUND=32 # bytes per sample
 
 say "two datasets of tiny captioned images: $SMALL and $LARGE samples"

@@ -221,7 +221,8 @@ sanitize:
 # built with ThreadSanitizer): the loader it wraps is C, tested here.
 TSAN_TESTS ?= $(notdir $(basename $(wildcard tests/unit/test_*.c))) \
               test_shardify test_sources test_fields test_links test_parts test_incremental \
-              test_s3_fields test_shardcheck test_shardcheck_fields test_cache test_shardbench \
+              test_s3_fields test_shardcheck test_shardcheck_fields test_shardcheck_parts test_cache \
+              test_shardbench \
               test_scale_archives
 tsan:
 	@scripts/deps.sh tsan

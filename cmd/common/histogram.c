@@ -95,6 +95,12 @@ static size_t log_edges(double lo, double hi, size_t max_bins, int per_decade, l
 int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_t max_bins,
                        enum cli_scale scale)
 {
+    return cli_histogram_make_counted(h, v, NULL, n, max_bins, scale);
+}
+
+int cli_histogram_make_counted(struct cli_histogram *h, const double *v, const uint64_t *counts,
+                               size_t n, size_t max_bins, enum cli_scale scale)
+{
     memset(h, 0, sizeof *h);
     h->scale = scale;
     if (max_bins < 1)
@@ -103,16 +109,18 @@ int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_
         max_bins = CLI_HISTOGRAM_MAX_BINS;
     double lo = INFINITY, hi = -INFINITY;
     int whole = 1; /* every value a whole number (counts, bytes) */
+    uint64_t skipped = 0;
     for (size_t i = 0; i < n; i++) {
         if (!counted(v[i], scale)) {
-            h->skipped++;
+            h->skipped += counts ? counts[i] : 1;
+            skipped++;
             continue;
         }
         lo = v[i] < lo ? v[i] : lo;
         hi = v[i] > hi ? v[i] : hi;
         whole &= v[i] == floor(v[i]);
     }
-    if (h->skipped == n)
+    if (skipped == n)
         return 0;
     h->min = lo;
     h->max = hi;
@@ -153,8 +161,8 @@ int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_
             else
                 b = mid;
         }
-        h->counts[a]++;
-        h->total++;
+        h->counts[a] += counts ? counts[i] : 1;
+        h->total += counts ? counts[i] : 1;
     }
     return 0;
 }

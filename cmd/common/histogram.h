@@ -38,6 +38,11 @@ double cli_nice_step(double raw);
 int cli_histogram_make(struct cli_histogram *h, const double *v, size_t n, size_t max_bins,
                        enum cli_scale scale);
 
+/* The same with v[i] seen counts[i] times (counts NULL: once each), for
+ * values tallied rather than listed. */
+int cli_histogram_make_counted(struct cli_histogram *h, const double *v, const uint64_t *counts,
+                               size_t n, size_t max_bins, enum cli_scale scale);
+
 void cli_histogram_release(struct cli_histogram *h); /* accepts NULL */
 
 /* "linear" or "log". */

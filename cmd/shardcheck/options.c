@@ -7,14 +7,19 @@
 
 #include "cli.h"
 #include "cli_list.h"
+#include "cli_part.h"
 
 #define PROG "shardcheck"
 #define MAX_WORLD_SIZE 1000000
 #define MAX_EPOCHS 1000000
 #define MAX_PSNR 200
+/* The most parts a check is split into. */
+#define MAX_PARTS 100000
 
 static const char usage_text[] =
     "Usage: shardcheck [OPTIONS] DST\n"
+    "  or:  shardcheck --part I/N|auto --result FILE|DIR/ [--deep] [OPTIONS] DST\n"
+    "  or:  shardcheck --combine [--json] [--report FILE] RESULT... DST\n"
     "Prove that the dataset in DST is intact and is the same experiment as its\n"
     "source: the same samples, counts and labels, every sample visited once per\n"
     "epoch, pixels that match what the pipeline makes.  DST (and SRC) may be\n"
@@ -82,6 +87,31 @@ static const char usage_text[] =
     "                        cache in DIR (as SHARDKIT_CACHE_DIR; checked shards stay\n"
     "                        there for the readers that follow)\n"
     "  --cache-limit SIZE    at most SIZE bytes in it (as SHARDKIT_CACHE_LIMIT)\n"
+    "  --part I/N            check part I (0-based) of N of DST, for a dataset too big\n"
+    "                        for one machine's time: a contiguous share of the shards,\n"
+    "                        balanced by bytes (each hashed, its footer, its index\n"
+    "                        lines, found by a binary search on each index file, with\n"
+    "                        --deep its records), and an N-th of the key hashes in\n"
+    "                        every key table (unique keys) and of the index files and\n"
+    "                        key tables to hash whole; writes what it found to\n"
+    "                        --result and exits 0 once it is written, whatever it\n"
+    "                        found (the combine gives the verdict).  Parts may run\n"
+    "                        at once, on other machines too; they need key tables\n"
+    "                        and check what the default pass and --deep check\n"
+    "  --part auto           I and N from the job engine: a Slurm job array\n"
+    "                        (SLURM_ARRAY_TASK_ID, _COUNT, _MIN, _STEP) or a\n"
+    "                        Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with N\n"
+    "                        from --parts)\n"
+    "  --parts N             the number of parts (--part auto on Kubernetes)\n"
+    "  --result PATH         where --part writes its result: the file PATH, or, for a\n"
+    "                        directory (PATH ending in '/'), shardcheck-part-I-of-N.jsonl\n"
+    "                        in it\n"
+    "  --combine             combine the results of every part of one check of DST\n"
+    "                        (each RESULT a result file or a directory of them) into\n"
+    "                        the report, the --json and --report a whole shardcheck\n"
+    "                        gives, with its exit status; results of another dataset\n"
+    "                        (or of DST before its manifest changed), of another N or\n"
+    "                        other passes are refused, and a missing part is named\n"
     "  -h, --help            show this help\n"
     "  --version             show the version\n"
     "\n"
@@ -91,8 +121,10 @@ static const char usage_text[] =
     "Exit status (the same for every shardkit tool): 0 verified; 1 not verified:\n"
     "a problem was found (a malformed manifest.json included), or DST, its\n"
     "manifest, SRC or the --labels file cannot be read (the message says which),\n"
-    "or the --report page could not be written; 2 usage error, found before any\n"
-    "work (a --report FILE that cannot be written included).\n";
+    "or the --report page could not be written, or (--combine) the results are\n"
+    "not every part's of one check of DST; 2 usage error, found before any\n"
+    "work (a --report FILE that cannot be written included).  --part: 0 when its\n"
+    "result is written, 1 when it could not be.\n";
 enum {
     OPT_DEEP = CLI_FIRST_LONG_OPTION,
     OPT_SOURCE,
@@ -111,6 +143,10 @@ enum {
     OPT_THREADS,
     OPT_CACHE_DIR,
     OPT_CACHE_LIMIT,
+    OPT_PART,
+    OPT_PARTS,
+    OPT_RESULT,
+    OPT_COMBINE,
     OPT_VERSION,
 };
 
@@ -132,6 +168,10 @@ static const struct option long_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"cache-limit", required_argument, NULL, OPT_CACHE_LIMIT},
+    {"part", required_argument, NULL, OPT_PART},
+    {"parts", required_argument, NULL, OPT_PARTS},
+    {"result", required_argument, NULL, OPT_RESULT},
+    {"combine", no_argument, NULL, OPT_COMBINE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -197,6 +237,14 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "--remainder: '%s' is not keep, drop or pad", optarg);
         break;
     case OPT_NO_SHUFFLE: v->plan.shuffle = 0; break;
+    case OPT_PART: o->part_value = optarg; break;
+    case OPT_PARTS:
+        if (cli_parse_u64(optarg, 1, MAX_PARTS, &o->parts_option))
+            return cli_usage_error(PROG, "--parts: '%s' is not a number in 1..%d", optarg,
+                                   MAX_PARTS);
+        break;
+    case OPT_RESULT: o->result = optarg; break;
+    case OPT_COMBINE: o->combine = 1; break;
     case OPT_JSON: o->json = 1; break;
     case OPT_REPORT: o->report_file = optarg; break;
     case OPT_THREADS: return cli_parse_threads(PROG, optarg, &v->threads);
@@ -222,10 +270,41 @@ int options_parse(int argc, char **argv, struct options *o)
     int rc = cli_parse_options(argc, argv, long_options, parse_option, o);
     if (rc)
         return rc;
+    const struct shard_verify_options *v = &o->verify;
+    if (o->combine) {
+        if (argc - optind < 2)
+            return cli_usage_error(PROG, "--combine: expected the parts' results and DST");
+        o->dst = argv[argc - 1];
+        o->results = (const char *const *)argv + optind;
+        o->result_count = (size_t)(argc - optind - 1);
+        if (o->part_value || o->parts_option || o->result)
+            return cli_usage_error(PROG, "--combine combines the parts' results: --part, "
+                                         "--parts and --result are for the parts");
+        if (v->deep || v->source || v->world_size_count)
+            return cli_usage_error(PROG, "--combine reports what the parts checked: give "
+                                         "--deep to the parts, and --source, --fidelity and "
+                                         "--visitation to a whole check");
+        return o->report_file ? cli_check_output(PROG, "--report", o->report_file) : CLI_EXIT_OK;
+    }
     if (argc - optind != 1)
         return cli_usage_error(PROG, "expected one DST, got %d operands", argc - optind);
     o->dst = argv[optind];
-    const struct shard_verify_options *v = &o->verify;
+    if (o->parts_option && !o->part_value)
+        return cli_usage_error(PROG, "--parts is for --part auto (or --part I/N)");
+    if (o->result && !o->part_value)
+        return cli_usage_error(PROG, "--result is where --part writes its result");
+    if (o->part_value) {
+        if ((rc = part_resolve(PROG, o->part_value, o->parts_option, MAX_PARTS, &o->part,
+                               &o->parts)))
+            return rc;
+        if (!o->result)
+            return cli_usage_error(PROG, "--part needs --result FILE (or DIR/): where its "
+                                         "result goes");
+        if (v->source || v->world_size_count || o->report_file)
+            return cli_usage_error(PROG, "--part checks what the default pass and --deep "
+                                         "check: --source, --fidelity and --visitation check "
+                                         "a whole dataset, and --report is the combine's");
+    }
     if (v->fidelity && !v->source)
         return cli_usage_error(PROG, "--fidelity needs --source SRC");
     if (v->labels && !v->source)

@@ -9,6 +9,16 @@ struct options {
     const char *dst;
     int json;                /* --json: the report as JSON on stdout */
     const char *report_file; /* --report: the report as an HTML page */
+    /* --part I/N (or auto) and --parts: part of parts; part_value NULL for
+     * a whole check */
+    const char *part_value;
+    uint64_t parts_option;
+    uint32_t part, parts;
+    const char *result; /* --result PATH */
+    /* --combine: the results, files or directories of them */
+    int combine;
+    const char *const *results;
+    size_t result_count;
 };
 
 /* Fill *o from the command line (defaults first).  -h and --version print

@@ -67,54 +67,30 @@ static int group_rejects(struct dataset_summary *s)
     return 0;
 }
 
-/* Stored bytes of every record, from the shard footers. */
-static int size_records(struct dataset_summary *s, const char *dst)
+/* A tally's values as numbers for a histogram (their counts beside). */
+static int tally_histogram(struct cli_histogram *h, const struct shard_tally *t, size_t bins)
 {
-    const struct shard_manifest *m = &s->manifest;
-    uint64_t cap = m->samples ? m->samples : 1, n = 0;
-    double *bytes = malloc(cap * sizeof *bytes);
-    if (!bytes)
+    double *values = malloc((t->count ? t->count : 1) * sizeof *values);
+    if (!values)
         return -1;
-    for (uint32_t i = 0; i < m->shard_count; i++) {
-        char *path = NULL;
-        if (asprintf(&path, "%s/%s", dst, m->shards[i].file) < 0) {
-            free(bytes);
-            return -1;
-        }
-        struct shard_file *f;
-        struct shard_err err;
-        int rc = shard_file_open(&f, path, &err);
-        free(path);
-        if (rc) {
-            note(s, "stored sizes leave out a shard", err.msg);
-            continue;
-        }
-        const struct shard_footer *footer = shard_file_footer(f);
-        for (uint64_t r = 0; r < footer->record_count; r++) {
-            if (n == cap) {
-                double *grown = realloc(bytes, 2 * cap * sizeof *bytes);
-                if (!grown) {
-                    shard_file_close(f);
-                    free(bytes);
-                    return -1;
-                }
-                bytes = grown;
-                cap *= 2;
-            }
-            bytes[n++] = (double)footer->rows[r].frame_bytes;
-        }
-        shard_file_close(f);
-        s->shards_sized++;
-    }
-    int rc = cli_histogram_make(&s->record_bytes, bytes, n, SUMMARY_SIZE_BINS, CLI_SCALE_LINEAR);
-    free(bytes);
+    for (size_t i = 0; i < t->count; i++)
+        values[i] = (double)t->values[i];
+    int rc = cli_histogram_make_counted(h, values, t->counts, t->count, bins, CLI_SCALE_LINEAR);
+    free(values);
     return rc;
 }
 
-static int compare_u64(const void *pa, const void *pb)
+/* Stored bytes of every record, as the shard footers the check read say. */
+static int size_records(struct dataset_summary *s, const struct shard_verify_report *r)
 {
-    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    return (a > b) - (a < b);
+    s->shards_sized = r->shards_sized;
+    if (r->shards_sized < s->manifest.shard_count) {
+        char why[96];
+        snprintf(why, sizeof why, "%llu shard footers could not be read",
+                 (unsigned long long)(s->manifest.shard_count - r->shards_sized));
+        note(s, "stored sizes leave out shards", why);
+    }
+    return tally_histogram(&s->record_bytes, &r->record_bytes, SUMMARY_SIZE_BINS);
 }
 
 static int compare_dimensions(const void *pa, const void *pb)
@@ -143,23 +119,22 @@ static void consider(struct dataset_summary *s, uint64_t wh, uint64_t count)
 }
 
 /* Keep a sample stored despite a decoder warning.  0 or -1 (out of memory). */
-static int keep_warned(struct dataset_summary *s, const struct shard_sample *smp)
+static int keep_warned(struct dataset_summary *s, const struct shard_warned_sample *from)
 {
-    if (!smp->warning || s->warned_count == SUMMARY_WARNED_LISTED)
+    if (s->warned_count == SUMMARY_WARNED_LISTED)
         return 0;
     if (!s->warned && !(s->warned = calloc(SUMMARY_WARNED_LISTED, sizeof *s->warned)))
         return -1;
     struct warned_sample *w = &s->warned[s->warned_count];
-    w->key = malloc(smp->key_len + 1);
-    w->warning = strdup(smp->warning);
+    w->key = malloc(from->key_len + 1);
+    w->warning = strdup(from->warning);
     if (!w->key || !w->warning) {
         free(w->key);
         free(w->warning);
         return -1;
     }
-    memcpy(w->key, smp->key, smp->key_len);
-    w->key[smp->key_len] = '\0';
-    w->key_len = smp->key_len;
+    memcpy(w->key, from->key, from->key_len + 1);
+    w->key_len = from->key_len;
     s->warned_count++;
     return 0;
 }
@@ -186,33 +161,13 @@ static int start_fields(struct dataset_summary *s)
     return 0;
 }
 
-/* What the index lines say of the fields: samples per field, and each
- * text value's length (lengths[f] grows by one per value, *cap values). */
-static int count_fields(struct dataset_summary *s, const struct shard_sample *smp,
-                        uint64_t *counted, double **lengths, uint64_t *length_count)
+/* Samples per field and text lengths, as the index lines say. */
+static int count_fields(struct dataset_summary *s, const struct shard_verify_report *r)
 {
-    for (uint32_t i = 0; i < smp->field_count; i++) {
-        uint32_t f = smp->fields[i].field;
-        counted[f]++;
-        if (s->fields[f].decl->type != SHARD_FIELD_TEXT)
-            continue;
-        if (!lengths[f] && !(lengths[f] = malloc((s->manifest.samples ? s->manifest.samples : 1) *
-                                                 sizeof *lengths[f])))
-            return -1;
-        if (length_count[f] < s->manifest.samples) /* more lines than samples: checked elsewhere */
-            lengths[f][length_count[f]++] = (double)smp->fields[i].source_bytes;
-    }
-    return 0;
-}
-
-/* Samples per field and text lengths, once the whole index was read. */
-static int finish_fields(struct dataset_summary *s, const uint64_t *counted, double **lengths,
-                         const uint64_t *length_count)
-{
-    for (uint32_t f = 0; s->fields && f < s->manifest.config.field_count; f++) {
-        s->fields[f].samples = counted[f];
-        if (lengths[f] && cli_histogram_make(&s->fields[f].lengths, lengths[f], length_count[f],
-                                             SUMMARY_LENGTH_BINS, CLI_SCALE_LINEAR))
+    for (uint32_t f = 0; s->fields && f < s->field_count && r->field_lines; f++) {
+        s->fields[f].samples = r->field_lines[f];
+        if (s->fields[f].decl->type == SHARD_FIELD_TEXT && r->text_lengths[f].count &&
+            tally_histogram(&s->fields[f].lengths, &r->text_lengths[f], SUMMARY_LENGTH_BINS))
             return -1;
     }
     return 0;
@@ -232,66 +187,22 @@ const char *summary_field_source(const struct field_summary *f, char *buf, size_
 }
 
 /* Stored width and height of every sample, the samples stored despite a
- * decoder warning, and the fields, from index.jsonl. */
-static int measure_dimensions(struct dataset_summary *s, const char *dst)
+ * decoder warning, and the fields, as the check read them in the index. */
+static int measure_dimensions(struct dataset_summary *s, const struct shard_verify_report *r)
 {
-    const struct shard_manifest *m = &s->manifest;
-    char *path = NULL;
-    if (asprintf(&path, "%s/%s", dst, m->index_file) < 0)
-        return -1;
-    struct shard_index_reader *r;
-    struct shard_err err;
-    int rc = shard_index_reader_open(&r, path, &err);
-    free(path);
-    if (rc) {
-        note(s, "dimensions left out", err.msg);
-        return rc == SHARD_ENOMEM ? -1 : 0;
-    }
-    shard_index_reader_set_config(r, &m->config);
-    uint32_t nf = m->config.field_count;
-    uint64_t cap = m->samples ? m->samples : 1, n = 0;
-    uint64_t *wh = malloc(cap * sizeof *wh);
-    uint64_t *counted = calloc(nf + 1, sizeof *counted);
-    uint64_t *length_count = calloc(nf + 1, sizeof *length_count);
-    double **lengths = calloc(nf + 1, sizeof *lengths);
-    struct shard_sample smp;
-    if (!counted || !length_count || !lengths) {
-        free(wh);
-        wh = NULL;
-    }
-    while (wh && (rc = shard_index_reader_next(r, &smp, &err)) == 1) {
-        if (keep_warned(s, &smp) || count_fields(s, &smp, counted, lengths, length_count))
-            break;
-        if (n == cap) {
-            uint64_t *grown = realloc(wh, 2 * cap * sizeof *wh);
-            if (!grown)
-                break;
-            wh = grown;
-            cap *= 2;
-        }
-        wh[n++] = (uint64_t)smp.width << 32 | smp.height;
-    }
-    shard_index_reader_close(r);
-    /* out of memory (a loop left early, or the reader's) */
-    int failed = !wh || rc == 1 || rc == SHARD_ENOMEM ||
-                 (rc == 0 && finish_fields(s, counted, lengths, length_count));
-    for (uint32_t f = 0; lengths && f < nf; f++)
-        free(lengths[f]);
-    free(lengths);
-    free(counted);
-    free(length_count);
-    if (failed) {
-        free(wh);
-        return -1;
-    }
-    if (rc < 0) {
-        note(s, "dimensions and fields' samples left out", err.msg);
-        free(wh);
+    if (!r->index_read) {
+        note(s, "dimensions and fields' samples left out",
+             "the index could not be read to its end");
         return 0;
     }
-    qsort(wh, n, sizeof *wh, compare_u64);
-    for (uint64_t i = 0, run = 1; i < n; i++, run++) {
-        uint32_t w = (uint32_t)(wh[i] >> 32), h = (uint32_t)wh[i];
+    for (size_t i = 0; i < r->warned_count; i++)
+        if (keep_warned(s, &r->warned[i]))
+            return -1;
+    if (count_fields(s, r))
+        return -1;
+    const struct shard_tally *t = &r->dimensions;
+    for (size_t i = 0; i < t->count; i++) {
+        uint32_t w = (uint32_t)(t->values[i] >> 32), h = (uint32_t)t->values[i];
         if (i == 0 || w < s->min_width)
             s->min_width = w;
         if (w > s->max_width)
@@ -300,17 +211,15 @@ static int measure_dimensions(struct dataset_summary *s, const char *dst)
             s->min_height = h;
         if (h > s->max_height)
             s->max_height = h;
-        if (i + 1 == n || wh[i + 1] != wh[i]) {
-            consider(s, wh[i], run);
-            run = 0;
-        }
+        consider(s, t->values[i], t->counts[i]);
     }
+    if (t->others)
+        note(s, "dimensions", "more distinct sizes than counted; the rest are left out");
     s->have_dimensions = 1;
-    free(wh);
     return 0;
 }
 
-int summary_load(struct dataset_summary *s, const char *dst)
+int summary_load(struct dataset_summary *s, const char *dst, const struct shard_verify_report *r)
 {
     memset(s, 0, sizeof *s);
     struct shard_err err;
@@ -323,8 +232,8 @@ int summary_load(struct dataset_summary *s, const char *dst)
     if (!rc)
         s->config = json_loads(config, 0, NULL);
     free(config);
-    if (rc || !s->config || group_rejects(s) || start_fields(s) || size_records(s, dst) ||
-        measure_dimensions(s, dst)) {
+    if (rc || !s->config || group_rejects(s) || start_fields(s) || size_records(s, r) ||
+        measure_dimensions(s, r)) {
         summary_release(s);
         note(s, "the summary", "out of memory");
         return -1;

@@ -2,10 +2,13 @@
  * beside the verdict: its counts and rejects (grouped by reason), the
  * options it was made with, its shards, and the sizes of its stored images.
  *
- * The verdict comes from shard_verify(); this is read after it from the
- * same DST through the public API (manifest.json, the shard footers,
- * index.jsonl) and only describes: whatever cannot be read is left out and
- * said so in `note`, since the verdict already names it as a problem. */
+ * The verdict comes from shard_verify() (or shard_verify_combine()), which
+ * also counted, as it read the shard footers and the index, what this
+ * describes (record sizes, dimensions, fields, warned samples: the report's
+ * tallies, so nothing is read twice and memory does not follow the
+ * samples); manifest.json is read again through the public API.  It only
+ * describes: whatever could not be read is left out and said so in `note`,
+ * since the verdict already names it as a problem. */
 #ifndef SHARDCHECK_SUMMARY_H
 #define SHARDCHECK_SUMMARY_H
 
@@ -52,8 +55,8 @@ struct warned_sample {
 struct field_summary {
     const struct shard_field_decl *decl; /* the manifest's declaration */
     char type[32];                       /* as declared: "text", "float32[512]" */
-    uint64_t samples;                    /* samples that have it: index.jsonl's lines (or
-                                          * counts.fields when the index cannot be read) */
+    uint64_t samples;                    /* samples that have it: the index lines naming it
+                                          * (or counts.fields when the index cannot be read) */
     struct cli_histogram lengths;        /* text: each value's length in bytes (a text value
                                           * is its source bytes, whose size the line names);
                                           * no bins for other types */
@@ -80,11 +83,11 @@ struct dataset_summary {
     char note[512];               /* what could not be read, or "" */
 };
 
-/* Read what DST holds into *s (index.jsonl is read once, for the
- * dimensions and the warned samples).  0, or -1 when manifest.json itself cannot
- * be read (nothing to describe; *s is then empty and `note` says why).
- * Release with summary_release in both cases. */
-int summary_load(struct dataset_summary *s, const char *dst);
+/* What DST holds into *s: its manifest, and what the check r counted.  0,
+ * or -1 when manifest.json itself cannot be read (nothing to describe; *s
+ * is then empty and `note` says why).  Release with summary_release in
+ * both cases. */
+int summary_load(struct dataset_summary *s, const char *dst, const struct shard_verify_report *r);
 void summary_release(struct dataset_summary *s);
 
 /* Samples plus rejects: every candidate file shardify found. */

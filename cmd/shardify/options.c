@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "part.h"
+#include "cli_part.h"
 
 #define PROG "shardify"
 #define MAX_SIZE 65535

@@ -9,12 +9,20 @@
  *            shard exists with the listed size and whole-file xxh3 (this
  *            alone catches a changed byte anywhere in a shard); headers,
  *            trailers and footers parse; each footer's record count equals
- *            the manifest's; index.jsonl has the listed size and xxh3 and
- *            one line per record, in stored order, with the footer's key and
- *            label; keys are unique; counts.samples, counts.unlabeled and
- *            counts.by_label equal the labels the footers hold; no unlisted
- *            shard file lies in DST.  Format version 2 (fields): every shard is
- *            of the manifest's version; every index line names only
+ *            the manifest's; each index file (index.jsonl, or the files of
+ *            a dataset merged from parts) has the listed size, xxh3 and
+ *            entries, one line per record, in stored order, with the
+ *            footer's key and label; each key table has the listed size and
+ *            xxh3 and holds exactly the xxh3 of the key and the line of each
+ *            line of its index file, sorted; keys are unique (found through
+ *            the key tables; in a dataset written before them, by sorting
+ *            every key's hash: 16 bytes a sample); counts.samples,
+ *            counts.unlabeled and counts.by_label equal the labels the
+ *            footers hold; no unlisted shard, index file, key table or
+ *            archives.jsonl lies in DST.  The shards are walked a few at a
+ *            time, so memory follows those, not the dataset (but with
+ *            --source and --deep together).  Format version 2 (fields):
+ *            every shard is of the manifest's version; every index line names only
  *            declared fields and every required one; counts.fields and
  *            counts.sidecars equal what the lines name; the orphans are
  *            listed once each, sorted, named like sidecars.
@@ -119,8 +127,8 @@ SHARD_API void shard_verify_options_init(struct shard_verify_options *o);
 enum shard_check {
     SHARD_CHECK_MANIFEST = 0, /* manifest.json itself */
     SHARD_CHECK_SHARD,        /* a shard file: presence, size, hash, header, footer */
-    SHARD_CHECK_INDEX,        /* index.jsonl against the footers and the manifest */
-    SHARD_CHECK_KEYS,         /* duplicate keys */
+    SHARD_CHECK_INDEX,        /* the index files against the footers and the manifest */
+    SHARD_CHECK_KEYS,         /* duplicate keys; the key tables */
     SHARD_CHECK_COUNTS,       /* counts and by_label */
     SHARD_CHECK_RECORD,       /* --deep: one record */
     SHARD_CHECK_SOURCE,       /* --source: identity with SRC */
@@ -208,6 +216,34 @@ struct shard_target_tally {
     uint64_t *samples_with;            /* per declared class: values holding it at least once */
 };
 
+/* Distinct values and how often each was seen, for a report to draw
+ * histograms from: `count` values, ascending, values[i] seen counts[i]
+ * times.  Exact while at most SHARD_TALLY_MAX distinct values came; past
+ * that a tally either rounds (`shift` > 0: each value stands for
+ * [values[i], values[i] + 2^shift), min and max staying exact) or, for the
+ * dimensions, where rounding would mix widths and heights, counts the
+ * values it has no room for in `others`. */
+#define SHARD_TALLY_MAX 65536u
+struct shard_tally {
+    uint64_t *values;
+    uint64_t *counts;
+    size_t count;
+    uint64_t total;    /* values seen (others included) */
+    uint64_t min, max; /* of every value seen, exact; 0 when none */
+    uint32_t shift;
+    uint64_t others;
+};
+
+/* A sample stored despite a decoder warning (its index line's "warning"). */
+struct shard_warned_sample {
+    char *key; /* key_len bytes + NUL */
+    size_t key_len;
+    char *warning;
+};
+
+/* The samples stored despite a warning a report lists, at most. */
+#define SHARD_VERIFY_WARNED_LISTED 1000u
+
 struct shard_verify_report {
     struct shard_problem *problems; /* the problems found, sorted */
     uint64_t problem_count;         /* problems in the array */
@@ -240,6 +276,26 @@ struct shard_verify_report {
     /* --deep: each BOXES and MASK field's tally, in field order */
     struct shard_target_tally *targets;
     uint32_t target_count;
+    int deep_ran; /* the --deep pass ran (shard_verify_combine: in the parts) */
+    /* What the default pass read, for a report to describe the dataset
+     * (shardcheck's summary), gathered while the shards and the index were
+     * read, so nothing is read twice. */
+    struct shard_tally record_bytes;    /* each record's stored bytes (its zstd frame), from
+                                         * the footers read */
+    uint32_t shards_sized;              /* shards whose footer was read */
+    int index_read;                     /* every index file was read to its end: the
+                                         * dimensions, field_lines and text_lengths
+                                         * describe every line */
+    struct shard_tally dimensions;      /* each index line's width << 32 | height */
+    uint64_t *field_lines;              /* per declared field, the index lines naming it
+                                         * (NULL in version 1) */
+    struct shard_tally *text_lengths;   /* per declared field: a text field's values' bytes
+                                         * (the source_bytes of its lines); empty tallies
+                                         * for the other types */
+    struct shard_warned_sample *warned; /* the first SHARD_VERIFY_WARNED_LISTED index lines
+                                         * with a warning, in index order */
+    size_t warned_count;
+    uint32_t parts; /* shard_verify_combine: the parts combined; else 0 */
 };
 
 /* Verify the dataset in directory `dst`.  Returns 0 when the checks ran:
@@ -257,6 +313,69 @@ SHARD_API int shard_verify(const char *dst, const struct shard_verify_options *o
                            struct shard_verify_report *report, struct shard_err *err);
 
 SHARD_API void shard_verify_report_release(struct shard_verify_report *r); /* accepts NULL */
+
+/* ---- verification in parts ------------------------------------------------
+ *
+ * A dataset too big for one machine's time is checked by N processes (a job
+ * array), each given its part, and a final step that combines them:
+ *
+ *   shard_verify_part(dst, o, i, n, result)  for i in 0..n-1, anywhere
+ *   shard_verify_combine(dst, results, n)    the report shard_verify gives
+ *
+ * Part i checks a contiguous share of the shards, the shares balanced by
+ * bytes: each shard whole-file hashed, its footer, the index lines of its
+ * shards (found by a binary search on each index file's bytes, so a part
+ * never reads an index from its start), and with o->deep its records.  Key
+ * uniqueness, the key tables' content and order, and the whole-file hashes
+ * of the index files and key tables are split among the parts too (by
+ * ranges of key hashes, and file by file), so that no part reads
+ * everything: a part's time and memory follow its share.  What only all
+ * parts together can tell (counts and label totals against the manifest,
+ * lines per index file, the order of index lines across shares, records no
+ * line names, the key tables' content) is written to the result file and
+ * settled by the combine, which also checks the manifest itself and the
+ * files in DST.  The combine's report equals shard_verify's for the same
+ * options (the rates of its passes are the parts' summed).
+ *
+ * Parts check what shard_verify's default pass and o->deep check: o->source,
+ * o->fidelity and o->world_size_count must be off (SHARD_EINVAL).  They need
+ * key tables (a dataset written before them is checked whole:
+ * SHARD_EUNSUPPORTED). */
+
+/* What shard_verify_part checked. */
+struct shard_verify_share {
+    uint32_t part, parts;
+    uint32_t first_shard; /* its shards: [first_shard, first_shard + shards) */
+    uint32_t shards;
+    uint64_t samples;  /* their records */
+    uint64_t bytes;    /* their bytes, as the manifest lists them */
+    uint64_t problems; /* problems it found (the combine adds what needs every part) */
+    double seconds;
+};
+
+/* A part's result file in a directory: "shardcheck-part-I-of-N.jsonl". */
+#define SHARD_VERIFY_RESULT_PREFIX "shardcheck-part-"
+#define SHARD_VERIFY_RESULT_SUFFIX ".jsonl"
+
+/* Check part `part` (0-based) of `parts` of the dataset in `dst` and write
+ * what it found to the file `result` (replaced atomically: written whole or
+ * not at all), *share saying what it checked.  0 when the result was
+ * written, whatever it holds; SHARD_EINVAL (a pass parts do not run, part >=
+ * parts), SHARD_EUNSUPPORTED (no key tables), SHARD_ECORRUPT (a manifest
+ * that cannot be read), SHARD_ENOTFOUND, SHARD_EIO, SHARD_ENOMEM. */
+SHARD_API int shard_verify_part(const char *dst, const struct shard_verify_options *o,
+                                uint32_t part, uint32_t parts, const char *result,
+                                struct shard_verify_share *share, struct shard_err *err);
+
+/* Combine the result files results[0..count) of every part of one check of
+ * `dst` into *report, as shard_verify fills it (report->parts set).  The
+ * results must be of this dataset (its manifest.json as it is now), of one
+ * check (one part count, one set of passes) and hold every part once: else
+ * SHARD_EINVAL naming the file or the missing part ("part 2 of 4: no
+ * result").  A malformed manifest is a problem of the report, as in
+ * shard_verify.  Release the report with shard_verify_report_release. */
+SHARD_API int shard_verify_combine(const char *dst, const char *const *results, size_t count,
+                                   struct shard_verify_report *report, struct shard_err *err);
 
 #ifdef __cplusplus
 }

@@ -17,8 +17,7 @@
 #include "shardkit/manifest.h"
 
 #define LINE_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER)
-/* A longer line cannot come from us: keys are at most SHARD_KEY_MAX bytes. */
-#define LINE_MAX_BYTES (64u * 1024)
+#define LINE_MAX_BYTES SK_INDEX_LINE_MAX_BYTES
 
 static int append_json(json_t *o, struct shard_buf *out, struct shard_err *err)
 {

@@ -25,6 +25,10 @@
 int sk_manifest_write_at(int dirfd, const char *dir, const struct shard_manifest *m,
                          struct shard_err *err);
 
+/* The longest index line a reader takes, newline included: a longer one
+ * cannot come from us (keys are at most SHARD_KEY_MAX bytes). */
+#define SK_INDEX_LINE_MAX_BYTES (64u * 1024)
+
 /* The next line of the index as it is stored, newline included, in *line
  * (valid until the next call) and *len: 1, 0 at the end, or a negative
  * error (a line cut short, too long, or holding a NUL).  It counts in the

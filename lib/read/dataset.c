@@ -797,6 +797,35 @@ int sk_dataset_shard_footer(struct shard_dataset *ds, uint32_t s,
     return rc;
 }
 
+void sk_dataset_shard_release(struct shard_dataset *ds, uint32_t s)
+{
+    if (s >= ds->manifest.shard_count)
+        return;
+    struct ds_shard *sh = &ds->shards[s];
+    uint64_t freed = 0;
+    pthread_mutex_lock(&sh->lock);
+    pthread_mutex_lock(&ds->footers_lock);
+    int held = sh->pins != 0;
+    if (sh->loaded && !held) {
+        sh->kept = 0;
+        freed = release_footer(ds, sh);
+    }
+    pthread_mutex_unlock(&ds->footers_lock);
+    if (!held && atomic_load(&sh->opened)) { /* a later load opens it again */
+        atomic_store(&sh->opened, 0);
+        fetch_close(sh->file);
+        sh->file = NULL;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return_memory(freed);
+}
+
+int sk_dataset_open_file(struct shard_dataset *ds, const char *name, struct fetch_file **out,
+                         struct shard_err *err)
+{
+    return fetch_open(ds->store, name, out, err);
+}
+
 /* ---- reading a record ---------------------------------------------------- */
 
 static int pool_get(struct shard_dataset *ds, struct shard_record_decoder **out,

@@ -49,6 +49,18 @@ void sk_dataset_footer_stats(struct shard_dataset *ds, struct sk_footer_stats *o
 /* The budget of loaded footers no read holds (bytes; tests). */
 void sk_dataset_set_footer_budget(struct shard_dataset *ds, uint64_t bytes);
 
+/* Forget what sk_dataset_shard_footer (or a read) opened of shard s: its
+ * footer is freed and its file closed, so that a pass over many shards
+ * holds only the few it is working on (the verifier); a later use opens
+ * the shard again.  Only while no read of shard s is under way and no
+ * pointer into its footer is still used. */
+void sk_dataset_shard_release(struct shard_dataset *ds, uint32_t s);
+
+/* Open the dataset's file `name` for ranged reads through the dataset's
+ * store (a local file, or ranges over HTTP): *out until fetch_close. */
+int sk_dataset_open_file(struct shard_dataset *ds, const char *name, struct fetch_file **out,
+                         struct shard_err *err);
+
 /* Whether shard s (already opened by sk_dataset_shard_footer) holds the shard
  * number its file name says ("shard-000003.shard" must hold 3): a shard
  * under another shard's name is the wrong data.  Reads refuse such a shard;

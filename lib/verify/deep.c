@@ -1,8 +1,8 @@
-/* deep.c - --deep: read every record through the dataset reader
- * (frame xxh3, zstd checksum, key and label against the footer), decode
- * its payload (dimensions), and check codec and size against the config
- * and the index.  Records are spread over threads in small runs, so reads
- * stay mostly sequential within a shard. */
+/* deep.c - --deep: read every record of the window through the dataset
+ * reader (frame xxh3, zstd checksum, key and label against the footer),
+ * decode its payload (dimensions), and check codec and size against the
+ * config and the index.  Records are spread over threads in small runs, so
+ * reads stay mostly sequential within a shard. */
 #include <string.h>
 
 #include "read/dataset_internal.h"
@@ -37,10 +37,13 @@ static void check_item(struct verify_run *v, uint64_t g, const struct shard_item
         RECORD_PROBLEM("%s record %llu (key '%s'): codec %s, the config says %s", file,
                        (unsigned long long)it->record, q, shard_codec_name(it->codec),
                        shard_codec_name(c->codec));
-    if (v->index_width[g] && (it->width != v->index_width[g] || it->height != v->index_height[g]))
+    uint64_t slot = sk_verify_slot(v, g);
+    if (v->index_hits[slot] &&
+        (it->width != v->index_width[slot] || it->height != v->index_height[slot]))
         RECORD_PROBLEM("%s record %llu (key '%s'): %ux%u, %s says %ux%u", file,
-                       (unsigned long long)it->record, q, it->width, it->height, v->m->index_file,
-                       v->index_width[g], v->index_height[g]);
+                       (unsigned long long)it->record, q, it->width, it->height,
+                       sk_verify_index_name(v, it->shard), v->index_width[slot],
+                       v->index_height[slot]);
     if (!fits_config(c, it->width, it->height))
         RECORD_PROBLEM("%s record %llu (key '%s'): %ux%u is not an output of --size %u --fit "
                        "%s%s",
@@ -51,7 +54,7 @@ static void check_item(struct verify_run *v, uint64_t g, const struct shard_item
 
 int sk_verify_deep(struct verify_run *v, struct shard_err *err)
 {
-    uint64_t n = v->samples, bytes = 0, records = 0;
+    uint64_t first = v->window_first, n = v->window_samples, bytes = 0, records = 0;
     double busy = 0, t0 = sk_now_seconds();
     int failed = 0;
     uint64_t unread = 0; /* records that could not be read: counts would only repeat them */
@@ -60,7 +63,8 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
         struct shard_item item;
         memset(&item, 0, sizeof item);
 #pragma omp for schedule(dynamic, DEEP_CHUNK)
-        for (uint64_t g = 0; g < n; g++) {
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t g = first + i;
             uint32_t s;
             uint64_t r;
             shard_dataset_locate(v->ds, g, &s, &r, NULL);
@@ -93,14 +97,14 @@ int sk_verify_deep(struct verify_run *v, struct shard_err *err)
         }
         shard_item_release(&item);
     }
-    struct shard_verify_rate *rate = &v->report->deep;
-    rate->bytes = bytes;
-    rate->items = records;
-    rate->seconds = sk_now_seconds() - t0;
-    rate->busy_seconds = busy;
+    struct shard_verify_rate *rate = &v->part->deep_rate;
+    rate->bytes += bytes;
+    rate->items += records;
+    rate->seconds += sk_now_seconds() - t0;
+    rate->busy_seconds += busy;
     rate->threads = v->threads;
-    if (!unread && !failed)
-        sk_verify_record_field_counts(v);
+    if (unread || failed)
+        v->part->deep_complete = 0; /* counts would only repeat them */
     return failed ? shard_err_set(err, SHARD_ENOMEM, "out of memory while decoding records")
                   : SHARD_OK;
 }

@@ -287,13 +287,8 @@ static int choose_samples(struct verify_run *v, uint64_t n, struct shard_err *er
         uint64_t g = (uint64_t)((unsigned __int128)k * v->samples / n);
         shard_dataset_locate(v->ds, g, &res->shard, &res->record, NULL);
         size_t len;
-        const char *key = sk_verify_footer_key(v, res->shard, res->record, &len);
-        if (!key)
+        if (!(res->key = sk_verify_key_of(v, g, &len)))
             continue; /* its shard is unreadable, and reported */
-        if (!(res->key = malloc(len + 1)))
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        memcpy(res->key, key, len);
-        res->key[len] = '\0';
         res->key_len = len;
         res->psnr = NAN;
         res->loss_psnr = NAN;

@@ -140,7 +140,7 @@ int sk_verify_fields_begin(struct verify_run *v, struct shard_err *err)
         return SHARD_OK;
     v->field_count = c->field_count;
     v->field_bytes = (c->field_count + 7) / 8;
-    uint64_t n = v->samples ? v->samples : 1;
+    uint64_t n = v->window_cap ? v->window_cap : 1; /* the window's samples */
     if (n > SIZE_MAX / v->field_bytes || n > SIZE_MAX / sizeof(uint64_t) / v->field_count)
         return shard_err_set(err, SHARD_ENOMEM, "too many samples");
     v->index_fields = calloc(n, v->field_bytes);
@@ -175,31 +175,39 @@ void sk_verify_fields_end(struct verify_run *v)
 /* ---- index lines ----------------------------------------------------------------- */
 
 void sk_verify_index_line_fields(struct verify_run *v, uint64_t g, const struct shard_sample *smp,
-                                 uint64_t line)
+                                 const struct sk_line_ref *at)
 {
     const struct shard_config *c = &v->m->config;
     if (!v->index_fields)
         return;
-    uint8_t *set = v->index_fields + g * v->field_bytes;
-    memset(set, 0, v->field_bytes);
+    uint8_t named[(SHARD_FIELDS_MAX + 7) / 8];
+    memset(named, 0, sizeof named);
     for (uint32_t i = 0; i < smp->field_count; i++) {
         uint32_t f = smp->fields[i].field; /* declared: the line parsed */
-        set[f / 8] |= (uint8_t)(1u << (f % 8));
-        if (v->field_xxh3 && identity_is_stored(&c->fields[f]))
-            v->field_xxh3[g * v->field_count + f] = smp->fields[i].source_xxh3;
+        named[f / 8] |= (uint8_t)(1u << (f % 8));
+    }
+    uint64_t slot = sk_verify_slot(v, g);
+    if (sk_verify_in_window(v, g) && v->index_hits[slot] == 1) {
+        memcpy(v->index_fields + slot * v->field_bytes, named, v->field_bytes);
+        for (uint32_t i = 0; v->field_xxh3 && i < smp->field_count; i++)
+            if (identity_is_stored(&c->fields[smp->fields[i].field]))
+                v->field_xxh3[slot * v->field_count + smp->fields[i].field] =
+                    smp->fields[i].source_xxh3;
     }
     for (uint32_t f = 0; f < c->field_count; f++) {
-        if (!c->fields[f].required || sk_verify_field_bit(v->index_fields, v->field_bytes, g, f))
+        if (!c->fields[f].required || sk_verify_field_bit(named, v->field_bytes, 0, f))
             continue;
         char q[SHARD_QUOTE_SIZE];
         uint32_t s;
         uint64_t r;
         shard_dataset_locate(v->ds, g, &s, &r, NULL);
-        sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, smp->key,
-                          smp->key_len,
-                          "%s line %llu (key '%s'): no field '%s', which the config requires",
-                          v->m->index_file, (unsigned long long)line,
-                          sk_quote_bytes(smp->key, smp->key_len, q, sizeof q), c->fields[f].name);
+        sk_verify_line_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, smp->key,
+                               smp->key_len, at,
+                               "%s line " SK_LINE_MARK
+                               " (key '%s'): no field '%s', which the config requires",
+                               v->m->indexes[at->file].file,
+                               sk_quote_bytes(smp->key, smp->key_len, q, sizeof q),
+                               c->fields[f].name);
     }
 }
 
@@ -226,7 +234,10 @@ void sk_verify_index_field_counts(struct verify_run *v, const uint64_t *field_sa
                                   uint64_t sidecars)
 {
     char whose[256];
-    snprintf(whose, sizeof whose, "%s names", v->m->index_file);
+    if (v->m->index_count > 1)
+        snprintf(whose, sizeof whose, "the index files name");
+    else
+        snprintf(whose, sizeof whose, "%s names", v->m->indexes[0].file);
     if (v->field_count && v->m->field_samples)
         compare_counts(v, whose, field_samples, sidecars);
 }
@@ -287,7 +298,8 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
     const char *key = (const char *)it->key.data;
     char q[SHARD_QUOTE_SIZE];
     sk_quote_bytes(key, it->key.len, q, sizeof q);
-    int have_line = v->index_width[g] != 0;
+    uint64_t slot = sk_verify_slot(v, g); /* g is in the window */
+    int have_line = v->index_hits[slot] != 0;
 #define FIELD_PROBLEM(...)                                                                         \
     sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record, key, \
                       it->key.len, __VA_ARGS__)
@@ -321,19 +333,20 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
             if (t)
                 tally_value(t, d, fv->data, (size_t)fv->len);
         }
-        uint64_t *slot = v->field_xxh3 + g * v->field_count + fv->field;
+        uint64_t *stored = v->field_xxh3 + slot * v->field_count + fv->field;
         if (!identity_is_stored(d)) {
-            *slot = h; /* for --source to compare with the value SRC gives */
+            *stored = h; /* for --source to compare with the value SRC gives */
         } else if (have_line &&
-                   sk_verify_field_bit(v->index_fields, v->field_bytes, g, fv->field) &&
-                   *slot != h) {
+                   sk_verify_field_bit(v->index_fields, v->field_bytes, slot, fv->field) &&
+                   *stored != h) {
             char got[17], want[17];
             shard_hex64(h, got);
-            shard_hex64(*slot, want);
+            shard_hex64(*stored, want);
             FIELD_PROBLEM("%s record %llu (key '%s'): field '%s' holds %llu bytes with xxh3 "
                           "%s, not the value %s names (xxh3 %s)",
                           file, (unsigned long long)it->record, q, d->name,
-                          (unsigned long long)fv->len, got, v->m->index_file, want);
+                          (unsigned long long)fv->len, got, sk_verify_index_name(v, it->shard),
+                          want);
         }
 #pragma omp atomic
         v->record_field_samples[fv->field]++;
@@ -347,14 +360,15 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
         if (c->fields[f].required && !in_record)
             FIELD_PROBLEM("%s record %llu (key '%s'): no field '%s', which the config requires",
                           file, (unsigned long long)it->record, q, c->fields[f].name);
-        if (have_line && in_record != sk_verify_field_bit(v->index_fields, v->field_bytes, g, f))
+        if (have_line && in_record != sk_verify_field_bit(v->index_fields, v->field_bytes, slot, f))
             FIELD_PROBLEM("%s record %llu (key '%s'): %s field '%s', %s says it %s", file,
                           (unsigned long long)it->record, q, in_record ? "holds" : "has no",
-                          c->fields[f].name, v->m->index_file, in_record ? "has none" : "has one");
+                          c->fields[f].name, sk_verify_index_name(v, it->shard),
+                          in_record ? "has none" : "has one");
     }
 #undef FIELD_PROBLEM
     if (v->record_read)
-        v->record_read[g] = 1;
+        v->record_read[slot] = 1;
 }
 
 void sk_verify_record_field_counts(struct verify_run *v)

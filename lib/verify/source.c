@@ -654,7 +654,7 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
     if (x->is_sample) {
         bytes = s->sample_bytes[x->n];
         h = s->sample_xxh3[x->n];
-        where = v->m->index_file;
+        where = sk_verify_index_name(v, s->sample_shard[x->n]);
         shard = s->sample_shard[x->n];
         record = (int64_t)s->sample_record[x->n];
     } else {

@@ -588,7 +588,8 @@ static void compare_identity(const struct checked *c, const char *field, const c
     SAMPLE_PROBLEM(c, SHARD_EMISMATCH,
                    "source: field '%s' of '%s' changed since sharding: %s %s %llu bytes with "
                    "xxh3 %s, %s says %llu bytes with xxh3 %s",
-                   field, c->q, origin, is, (unsigned long long)bytes, got, c->sf->v->m->index_file,
+                   field, c->q, origin, is, (unsigned long long)bytes, got,
+                   sk_verify_index_name(c->sf->v, (uint32_t)c->shard),
                    (unsigned long long)idx->source_bytes, want);
 }
 
@@ -615,7 +616,7 @@ static void compare_value(const struct checked *c, uint32_t f, const char *origi
 static int as_named(const struct checked *c, const char *field, const char *origin,
                     const char *where, int present, const struct shard_field_source *idx)
 {
-    const char *index_file = c->sf->v->m->index_file;
+    const char *index_file = sk_verify_index_name(c->sf->v, (uint32_t)c->shard);
     if (present && idx)
         return 1;
     if (idx)
@@ -696,7 +697,7 @@ static void check_column_field(struct checked *c, uint32_t f, const struct shard
 {
     struct source_fields *sf = c->sf;
     const struct shard_field_decl *d = &sf->c->fields[f];
-    const char *index_file = sf->v->m->index_file;
+    const char *index_file = sk_verify_index_name(sf->v, (uint32_t)c->shard);
     int64_t row = sk_annotations_row(sf->table, c->key, c->len);
     const uint8_t *data = NULL;
     size_t n = 0;

@@ -113,11 +113,12 @@ static void report_epoch(struct verify_run *v, uint32_t world, uint64_t epoch,
         uint64_t r;
         size_t len;
         shard_dataset_locate(v->ds, (uint64_t)t->example, &s, &r, NULL);
-        const char *key = sk_verify_footer_key(v, s, r, &len);
+        char *key = sk_verify_key_of(v, (uint64_t)t->example, &len);
         char q[SHARD_QUOTE_SIZE];
         snprintf(where, sizeof where, " (e.g. %s record %llu%s%s%s)", v->m->shards[s].file,
                  (unsigned long long)r, key ? ", key '" : "",
                  key ? sk_quote_bytes(key, len, q, sizeof q) : "", key ? "'" : "");
+        free(key);
     }
     sk_verify_problem(v, SHARD_CHECK_VISITATION, SHARD_EMISMATCH, -1, -1, NULL, 0,
                       "visitation: world size %u, epoch %llu, remainder %s: %llu samples not "

@@ -188,30 +188,7 @@ if grep -q "xxh3 is" "$T/stdout"; then die "the index hash should have been fixe
 
 say "a duplicated key: shard 0 copied under a new name and listed again"
 fresh
-"$PYTHON" -c '
-import json, shutil, sys
-d = sys.argv[1]
-m = json.load(open(d + "/manifest.json"))
-first, n = m["shards"][0], len(m["shards"])
-name = "shard-%06d.shard" % n
-shutil.copy(d + "/" + first["file"], d + "/" + name)
-m["shards"].append(dict(first, file=name))
-lines = [json.loads(l) for l in open(d + "/index.jsonl", "rb")]
-extra = [dict(l, shard=n) for l in lines if l["shard"] == 0]
-for l in extra:
-    if l["label"] is None:
-        m["counts"]["unlabeled"] += 1
-    else:
-        m["counts"]["by_label"][m["labels"][l["label"]]] += 1
-m["counts"]["samples"] += len(extra)
-m["index"]["entries"] += len(extra)
-with open(d + "/index.jsonl", "w") as f:
-    for l in lines + extra:
-        f.write(json.dumps(l, separators=(",", ":"), ensure_ascii=False) + "\n")
-json.dump(m, open(d + "/manifest.json", "w"), indent=2)
-print(n)' "$T/d" >"$T/n"
-fix_index_identity "$T/d"
-n=$(cat "$T/n")
+n=$("$PYTHON" "$SHARDKIT_TOP/tests/cli/index_files.py" duplicate "$T/d") # as a writer would
 must_fail 1 shardcheck "$T/d"
 must_say "duplicate key '" "$T/stdout"
 must_say "': shard-000000.shard record 0 and shard-00000$n.shard record 0" "$T/stdout"

@@ -1,5 +1,5 @@
-/* part.c - --part I/N and --part auto (see part.h). */
-#include "part.h"
+/* cli_part.c - --part I/N and --part auto (see cli_part.h). */
+#include "cli_part.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
-/* part.h - which part of a conversion in parts this process converts:
- * --part I/N, or --part auto from the job engine's environment. */
-#ifndef SHARDIFY_PART_H
-#define SHARDIFY_PART_H
+/* cli_part.h - which part of a job in parts this process runs (a
+ * conversion's, shardify --part; a check's, shardcheck --part): --part I/N,
+ * or --part auto from the job engine's environment. */
+#ifndef SHARDKIT_CLI_PART_H
+#define SHARDKIT_CLI_PART_H
 
 #include <stdint.h>
 

@@ -4,8 +4,9 @@
   check_schemas.py [--exempt FILE] ROOT...
 
 Finds every manifest.json below each ROOT (a test's temporary directory) and
-checks it against manifest.schema.json, every line of the index.jsonl it
-lists (when that file is beside it) against index-line.schema.json (its
+checks it against manifest.schema.json, every line of the index files it
+lists (index.jsonl, or a merged dataset's, when beside it) against
+index-line.schema.json (its
 #/$defs/version1 or version2, as the manifest's version says), and what
 FORMAT.md says across the two that a schema cannot: a line names declared
 fields only; the index has `index.entries` lines.  A manifest that is not JSON, or
@@ -72,18 +73,29 @@ def check_manifest(path, manifest_schema, line_schemas):
         return out
     for e in sorted(manifest_schema.iter_errors(m), key=lambda e: list(e.absolute_path)):
         out.append(f"{path}: {where(e)}: {e.message}")
-    index = m.get("index") if isinstance(m.get("index"), dict) else {}
+    version = m.get("version")
+    line_schema = line_schemas.get(version, line_schemas[None])
+    config = m.get("config") if isinstance(m.get("config"), dict) else {}
+    fields = config.get("fields") or []
+    declared = {f.get("name") for f in fields if isinstance(f, dict)}
+    # the one index, or a merged dataset's files (FORMAT.md, "The index in
+    # several files"): each with its own entries
+    files = [m.get("index")] if isinstance(m.get("index"), dict) else m.get("indexes")
+    for index in files if isinstance(files, list) else []:
+        if isinstance(index, dict):
+            out += check_index(path, index, line_schema, declared)
+    return out
+
+
+def check_index(path, index, line_schema, declared):
+    """The disagreements of one index file its manifest (path) lists."""
+    out = []
     name = index.get("file")
     if not isinstance(name, str) or "/" in name:
         return out
     ipath = os.path.join(os.path.dirname(path), name)
     if not regular(ipath):
         return out
-    version = m.get("version")
-    line_schema = line_schemas.get(version, line_schemas[None])
-    config = m.get("config") if isinstance(m.get("config"), dict) else {}
-    fields = config.get("fields") or []
-    declared = {f.get("name") for f in fields if isinstance(f, dict)}
     lines = 0
     with open(ipath, "rb") as f:
         for lines, raw in enumerate(f, 1):
@@ -102,7 +114,7 @@ def check_manifest(path, manifest_schema, line_schemas):
                 if k not in declared:
                     out.append(f"{at}: field '{k}' is not declared in the manifest")
     if isinstance(index.get("entries"), int) and index["entries"] != lines:
-        out.append(f"{ipath}: {lines} lines, manifest.json's index.entries says {index['entries']}")
+        out.append(f"{ipath}: {lines} lines, its manifest entry says {index['entries']}")
     return out
 
 

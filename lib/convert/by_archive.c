@@ -67,7 +67,7 @@ static int choose_archives(struct run *r, struct shard_err *err)
         free(weights);
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
-    int fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: SRC as named */
     for (size_t k = 0; k < r->archive_count; k++) {
         struct stat st;
         weights[k] = 1;
@@ -106,7 +106,7 @@ static int check_state(struct run *r, struct shard_err *err)
     if (!h)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     XXH3_64bits_reset(h);
-    int fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: SRC as named */
     for (size_t k = 0; k < r->archive_count; k++) {
         struct stat st;
         uint64_t size = fd >= 0 && fstatat(fd, r->archive_names[k], &st, AT_SYMLINK_NOFOLLOW) == 0

@@ -20,16 +20,7 @@ OPTS="--size 16 --labels none --max-field-bytes 4096 --quiet"
 
 # valid DIR: the manifest and every index line hold to their JSON Schemas
 valid() {
-    "$PYTHON" - "$SHARDKIT_TOP/manifests" "$1" <<'EOF' || die "'$1' does not hold to the schemas"
-import json, os, sys
-import jsonschema
-schemas, dst = sys.argv[1:3]
-jsonschema.validate(json.load(open(os.path.join(dst, "manifest.json"))),
-                    json.load(open(os.path.join(schemas, "manifest.schema.json"))))
-line = json.load(open(os.path.join(schemas, "index-line.schema.json")))
-for l in open(os.path.join(dst, "index.jsonl")):
-    jsonschema.validate(json.loads(l), line)
-EOF
+    "$PYTHON" "$SHARDKIT_TOP/tests/check_schemas.py" "$1" || die "'$1' does not hold to the schemas"
 }
 
 say "sidecars of every type: each value read back equal to its source; hostile ones rejected"

@@ -23,6 +23,7 @@
 #include <xxhash.h>
 
 #include "convert/run.h"
+#include "format/shard_reader.h"
 #include "manifest/manifest_internal.h"
 #include "shardkit/format.h"
 #include "util/clock.h"
@@ -255,37 +256,94 @@ static int rejects_of(const struct sk_prev_archives *p, const struct prev_archiv
     return SHARD_OK;
 }
 
-/* The previous frame of line `s`, checked against its footer row, in
- * p->frame: 0, or SHARD_ECORRUPT when it cannot be had as it was. */
-static int read_frame(struct sk_prev_archives *p, const struct shard_sample *s, uint64_t *xxh3,
-                      struct shard_err *err)
+/* Frames read at once: the frames of consecutive records of one shard. */
+#define FRAMES_AT_ONCE (8u << 20)
+
+/* Shard `shard` of the previous dataset open in p->file. */
+static int open_prev_shard(struct sk_prev_archives *p, uint32_t shard, struct shard_err *err)
 {
-    if (s->shard >= p->m.shard_count)
+    if (p->file && p->file_shard == shard)
+        return SHARD_OK;
+    shard_file_close(p->file);
+    p->file = NULL;
+    if (shard >= p->m.shard_count)
         return shard_err_set(err, SHARD_ECORRUPT, "no such shard");
-    if (!p->file || p->file_shard != s->shard) {
-        shard_file_close(p->file);
-        p->file = NULL;
-        char *path = sk_fs_join(p->path, p->m.shards[s->shard].file);
-        int rc = path ? shard_file_open(&p->file, path, err)
-                      : shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        free(path);
-        if (rc)
-            return rc == SHARD_ENOMEM ? rc : SHARD_ECORRUPT;
-        p->file_shard = s->shard;
+    char *path = sk_fs_join(p->path, p->m.shards[shard].file);
+    int rc = path ? shard_file_open(&p->file, path, err)
+                  : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    free(path);
+    if (!rc)
+        p->file_shard = shard;
+    return rc == SHARD_ENOMEM ? rc : rc ? SHARD_ECORRUPT : SHARD_OK;
+}
+
+/* Each sample line of the archive met (p->lines) with its previous frame,
+ * checked against its footer row (key, label, xxh3): fn(ctx, i, frame,
+ * len, xxh3) in line order.  The frames of consecutive records of a shard
+ * are read with one read.  A line whose frame cannot be had as it was is
+ * fn(ctx, i, NULL, 0, 0) (when `damaged_too`), else the pass ends with
+ * SHARD_ECORRUPT.  Other errors (memory, fn's) end it. */
+static int each_frame(struct sk_prev_archives *p, int damaged_too,
+                      int (*fn)(void *ctx, size_t i, const uint8_t *frame, size_t len,
+                                uint64_t xxh3, struct shard_err *err),
+                      void *ctx, struct shard_err *err)
+{
+    for (size_t i = 0; i < p->line_count;) {
+        const struct shard_sample *s = &p->lines[i];
+        struct shard_err why;
+        const struct shard_footer *ft = NULL;
+        int rc = open_prev_shard(p, s->shard, &why);
+        if (!rc) {
+            ft = shard_file_footer(p->file);
+            if (s->record >= ft->record_count)
+                rc = SHARD_ECORRUPT;
+        }
+        size_t j = i + 1;
+        uint64_t first = rc ? 0 : ft->rows[s->record].offset, end = first;
+        if (!rc) { /* the run of consecutive records, up to FRAMES_AT_ONCE */
+            end = first + ft->rows[s->record].frame_bytes;
+            while (j < p->line_count && p->lines[j].shard == s->shard &&
+                   p->lines[j].record == p->lines[j - 1].record + 1 &&
+                   p->lines[j].record < ft->record_count &&
+                   ft->rows[p->lines[j].record].offset == end &&
+                   end + ft->rows[p->lines[j].record].frame_bytes - first <= FRAMES_AT_ONCE) {
+                end += ft->rows[p->lines[j].record].frame_bytes;
+                j++;
+            }
+            p->frame.len = 0;
+            if ((rc = shard_buf_reserve(&p->frame, (size_t)(end - first), err)))
+                return rc;
+            rc = sk_shard_file_read_range(p->file, first, p->frame.data, (size_t)(end - first),
+                                          &why);
+        }
+        if (rc == SHARD_ENOMEM) {
+            *err = why;
+            return rc;
+        }
+        for (size_t k = i; k < j; k++) {
+            const struct shard_sample *t = &p->lines[k];
+            const uint8_t *frame = NULL;
+            size_t len = 0;
+            uint64_t xxh3 = 0;
+            if (!rc) {
+                const struct shard_index_row *row = &ft->rows[t->record];
+                frame = p->frame.data + (row->offset - first);
+                len = (size_t)row->frame_bytes;
+                xxh3 = XXH3_64bits(frame, len);
+                if (row->key_len != t->key_len ||
+                    memcmp(ft->keys + ft->key_offsets[t->record], t->key, t->key_len) ||
+                    row->label != t->label || xxh3 != row->frame_xxh3)
+                    frame = NULL;
+            }
+            if (!frame && !damaged_too)
+                return shard_err_set(err, SHARD_ECORRUPT, "a previous record changed");
+            int frc = fn(ctx, k, frame, frame ? len : 0, frame ? xxh3 : 0, err);
+            if (frc)
+                return frc;
+        }
+        i = j;
     }
-    const struct shard_footer *ft = shard_file_footer(p->file);
-    if (s->record >= ft->record_count)
-        return shard_err_set(err, SHARD_ECORRUPT, "no such record");
-    const struct shard_index_row *row = &ft->rows[s->record];
-    if (row->key_len != s->key_len ||
-        memcmp(ft->keys + ft->key_offsets[s->record], s->key, s->key_len) || row->label != s->label)
-        return shard_err_set(err, SHARD_ECORRUPT, "footer and index disagree");
-    int rc = shard_file_read_frame(p->file, s->record, &p->frame, err);
-    if (rc)
-        return rc == SHARD_ENOMEM ? rc : SHARD_ECORRUPT;
-    *xxh3 = XXH3_64bits(p->frame.data, p->frame.len);
-    return *xxh3 == row->frame_xxh3 ? SHARD_OK
-                                    : shard_err_set(err, SHARD_ECORRUPT, "damaged record");
+    return SHARD_OK;
 }
 
 /* ---- the previous entries of an archive converted again ---------------------------- */
@@ -380,13 +438,44 @@ void sk_prev_archives_note(struct run *r, const char *key, size_t key_len, int h
 
 /* ---- taking an archive whole ------------------------------------------------------- */
 
+struct copying {
+    struct run *r;
+    uint64_t pos;
+};
+
+static int copy_one(void *ctx, size_t i, const uint8_t *frame, size_t len, uint64_t xxh3,
+                    struct shard_err *err)
+{
+    struct copying *cp = ctx;
+    struct sk_prev_archives *p = cp->r->prev_archives;
+    struct shard_sample smp = p->lines[i];
+    return sk_assembler_sample(cp->r->as, cp->pos++, &smp, frame, len, xxh3, err);
+}
+
+struct checking {
+    unsigned char *damaged; /* per line, or NULL while none is */
+    size_t count;
+};
+
+static int check_one(void *ctx, size_t i, const uint8_t *frame, size_t len, uint64_t xxh3,
+                     struct shard_err *err)
+{
+    struct checking *ck = ctx;
+    if (frame)
+        return SHARD_OK;
+    if (!ck->damaged && !(ck->damaged = calloc(ck->count, 1)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    ck->damaged[i] = 1;
+    return SHARD_OK;
+}
+
 /* Archive `a`'s samples (p->lines, their frames checked already) and rejects
  * into the shards, as positions pos_base on, the archive listed; its
  * orphans kept. */
 static int reuse(struct run *r, size_t k, const struct prev_archive *a, struct shard_err *err)
 {
     struct sk_prev_archives *p = r->prev_archives;
-    uint64_t first, end, pos = r->pos_base, xxh3;
+    uint64_t first, end, pos = r->pos_base;
     int rc = rejects_of(p, a, &first, &end, err);
     if (rc)
         return rc;
@@ -397,11 +486,9 @@ static int reuse(struct run *r, size_t k, const struct prev_archive *a, struct s
                              p->path, a->name, (unsigned long long)a->a.candidates,
                              (unsigned long long)(p->line_count + end - first));
     double t0 = sk_now_seconds();
-    for (size_t i = 0; !rc && i < p->line_count; i++) {
-        struct shard_sample smp = p->lines[i];
-        if (!(rc = read_frame(p, &smp, &xxh3, err)))
-            rc = sk_assembler_sample(r->as, pos++, &smp, p->frame.data, p->frame.len, xxh3, err);
-    }
+    struct copying cp = {r, pos};
+    rc = each_frame(p, 0, copy_one, &cp, err);
+    pos = cp.pos;
     for (uint64_t i = first; !rc && i < end; i++) {
         const struct shard_reject *rj = &p->m.rejects[i];
         struct shard_reject copy = {
@@ -446,21 +533,10 @@ static int reuse(struct run *r, size_t k, const struct prev_archive *a, struct s
  * can). */
 static int check_frames(struct sk_prev_archives *p, unsigned char **damaged, struct shard_err *err)
 {
-    *damaged = NULL;
-    for (size_t i = 0; i < p->line_count; i++) {
-        struct shard_err why;
-        uint64_t xxh3;
-        int rc = read_frame(p, &p->lines[i], &xxh3, &why);
-        if (rc == SHARD_ENOMEM) {
-            *err = why;
-            return rc;
-        }
-        if (rc && !*damaged && !(*damaged = calloc(p->line_count, 1)))
-            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        if (rc)
-            (*damaged)[i] = 1;
-    }
-    return SHARD_OK;
+    struct checking ck = {NULL, p->line_count};
+    int rc = each_frame(p, 1, check_one, &ck, err);
+    *damaged = ck.damaged;
+    return rc;
 }
 
 /* Previous archives before `name` (in the order of names) that the folder no

@@ -298,6 +298,12 @@ static int read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *
     return rc;
 }
 
+int sk_shard_file_read_range(const struct shard_file *f, uint64_t offset, void *buf, size_t len,
+                             struct shard_err *err)
+{
+    return file_read((void *)f, offset, buf, len, err);
+}
+
 static int no_record(const struct shard_file *f, uint64_t i, struct shard_err *err)
 {
     return shard_err_set(err, SHARD_ENOTFOUND, "%s has no record %llu", f->path,

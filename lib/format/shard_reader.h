@@ -42,6 +42,11 @@ int sk_shard_open(uint64_t file_bytes, sk_shard_read_fn read, void *ctx, struct 
 
 /* Whether the decoded record v has the key and label of footer row r.
  * 0 or SHARD_ECORRUPT ("key or label differs from the footer"). */
+/* The bytes [offset, offset + len) of the shard file f (frames of
+ * consecutive records read at once): 0, or the error of the read. */
+struct shard_file;
+int sk_shard_file_read_range(const struct shard_file *f, uint64_t offset, void *buf, size_t len,
+                             struct shard_err *err);
 int sk_shard_check_record(const struct shard_footer *f, uint64_t r,
                           const struct shard_record_view *v, struct shard_err *err);
 

@@ -63,9 +63,139 @@ static int fields_to_json(const struct shard_sample *s, const struct shard_confi
     return SHARD_OK;
 }
 
+/* ---- lines as shardkit writes them, without jansson ------------------------
+ *
+ * An index line is written and read for every sample; jansson's object
+ * building and parsing were most of an incremental run's time.  The lines
+ * of the common case (a key and a warning of printable ASCII, fields in
+ * order) are written here byte for byte as jansson writes them
+ * (JSON_COMPACT | JSON_PRESERVE_ORDER: no spaces, members in the order
+ * set, '"' and '\\' escaped), and read back by a scanner that accepts that
+ * exact layout only; any other line goes through jansson as before, so that
+ * what is accepted, refused and said about a line does not change.  A test
+ * (test_manifest) compares the two on many lines. */
+
+/* Whether s[0..n) is printable ASCII: written with '"' and '\\' escaped. */
+static int plain_ascii(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+static int put(struct shard_buf *b, const char *s, size_t n, int *bad)
+{
+    if (!*bad && shard_buf_append(b, s, n, NULL))
+        *bad = 1;
+    return *bad;
+}
+
+static void put_str(struct shard_buf *b, const char *s, int *bad)
+{
+    put(b, s, strlen(s), bad);
+}
+
+/* A JSON string of printable ASCII. */
+static void put_string(struct shard_buf *b, const char *s, size_t n, int *bad)
+{
+    put(b, "\"", 1, bad);
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '"' || s[i] == '\\') {
+            put(b, s + from, i - from, bad);
+            put(b, "\\", 1, bad);
+            from = i;
+        }
+    put(b, s + from, n - from, bad);
+    put(b, "\"", 1, bad);
+}
+
+static void put_uint(struct shard_buf *b, uint64_t v, int *bad)
+{
+    char text[24];
+    int n = snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    put(b, text, (size_t)n, bad);
+}
+
+static void put_hex(struct shard_buf *b, uint64_t v, int *bad)
+{
+    char hex[17];
+    shard_hex64(v, hex);
+    put(b, "\"", 1, bad);
+    put(b, hex, 16, bad);
+    put(b, "\"", 1, bad);
+}
+
+/* The line of s as jansson writes it, when it is of the common case: 1
+ * (appended to out), 0 (not of it: nothing appended), or SHARD_ENOMEM. */
+static int fast_sample_line(const struct shard_sample *s, const struct shard_config *c,
+                            struct shard_buf *out, struct shard_err *err)
+{
+    uint32_t declared = c ? c->field_count : 0;
+    if (!plain_ascii(s->key, s->key_len) ||
+        (s->warning && !plain_ascii(s->warning, strlen(s->warning))) || s->field_count > declared)
+        return 0;
+    for (uint32_t i = 0; i < s->field_count; i++)
+        if (s->fields[i].field >= declared || (i && s->fields[i].field <= s->fields[i - 1].field) ||
+            s->fields[i].source_bytes > INT64_MAX)
+            return 0;
+    if (s->source_bytes > INT64_MAX || (uint64_t)s->record > INT64_MAX)
+        return 0;
+    size_t was = out->len;
+    int bad = 0;
+    put_str(out, "{\"key\":", &bad);
+    put_string(out, s->key, s->key_len, &bad);
+    put_str(out, ",\"label\":", &bad);
+    if (s->label >= 0)
+        put_uint(out, (uint64_t)s->label, &bad);
+    else
+        put_str(out, "null", &bad);
+    put_str(out, ",\"shard\":", &bad);
+    put_uint(out, s->shard, &bad);
+    put_str(out, ",\"record\":", &bad);
+    put_uint(out, s->record, &bad);
+    put_str(out, ",\"width\":", &bad);
+    put_uint(out, s->width, &bad);
+    put_str(out, ",\"height\":", &bad);
+    put_uint(out, s->height, &bad);
+    put_str(out, ",\"source_bytes\":", &bad);
+    put_uint(out, s->source_bytes, &bad);
+    put_str(out, ",\"source_xxh3\":", &bad);
+    put_hex(out, s->source_xxh3, &bad);
+    if (s->warning) {
+        put_str(out, ",\"warning\":", &bad);
+        put_string(out, s->warning, strlen(s->warning), &bad);
+    }
+    if (declared) {
+        put_str(out, ",\"fields\":{", &bad);
+        for (uint32_t i = 0; i < s->field_count; i++) {
+            const struct shard_field_source *f = &s->fields[i];
+            if (i)
+                put_str(out, ",", &bad);
+            put_string(out, c->fields[f->field].name, strlen(c->fields[f->field].name), &bad);
+            put_str(out, ":{\"source_bytes\":", &bad);
+            put_uint(out, f->source_bytes, &bad);
+            put_str(out, ",\"source_xxh3\":", &bad);
+            put_hex(out, f->source_xxh3, &bad);
+            put_str(out, "}", &bad);
+        }
+        put_str(out, "}", &bad);
+    }
+    put_str(out, "}\n", &bad);
+    if (bad) {
+        out->len = was;
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    return 1;
+}
+
 int shard_sample_line_fields(const struct shard_sample *s, const struct shard_config *c,
                              struct shard_buf *out, struct shard_err *err)
 {
+    int fast = fast_sample_line(s, c, out, err);
+    if (fast)
+        return fast < 0 ? fast : SHARD_OK;
     json_t *o = json_object();
     if (!o)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -223,11 +353,152 @@ int shard_line_parse(const char *line, size_t len, struct shard_sample *s, struc
     return shard_line_parse_fields(line, len, NULL, s, r, err);
 }
 
+/* The scanner of lines as fast_sample_line writes them. */
+struct scan {
+    const char *p, *end;
+};
+
+static int lit(struct scan *sc, const char *text)
+{
+    size_t n = strlen(text);
+    if ((size_t)(sc->end - sc->p) < n || memcmp(sc->p, text, n))
+        return 0;
+    sc->p += n;
+    return 1;
+}
+
+/* A number as jansson writes a non-negative integer: no sign, no leading
+ * zero, at most INT64_MAX. */
+static int number(struct scan *sc, uint64_t *v)
+{
+    const char *q = sc->p;
+    uint64_t x = 0;
+    while (q < sc->end && *q >= '0' && *q <= '9') {
+        if (x > (uint64_t)(INT64_MAX - (*q - '0')) / 10)
+            return 0;
+        x = x * 10 + (uint64_t)(*q - '0');
+        q++;
+    }
+    if (q == sc->p || (*sc->p == '0' && q - sc->p > 1))
+        return 0;
+    sc->p = q;
+    *v = x;
+    return 1;
+}
+
+/* A string of printable ASCII without escapes: its bytes. */
+static int plain_string(struct scan *sc, const char **s, size_t *n)
+{
+    if (!lit(sc, "\""))
+        return 0;
+    const char *q = sc->p;
+    while (q < sc->end && *q != '"') {
+        if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e || *q == '\\')
+            return 0;
+        q++;
+    }
+    if (q == sc->end)
+        return 0;
+    *s = sc->p;
+    *n = (size_t)(q - sc->p);
+    sc->p = q + 1;
+    return 1;
+}
+
+/* 16 lower-case hex digits in quotes. */
+static int hex_string(struct scan *sc, uint64_t *v)
+{
+    const char *h;
+    size_t n;
+    char text[17];
+    if (!plain_string(sc, &h, &n) || n != 16)
+        return 0;
+    for (size_t i = 0; i < 16; i++)
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')))
+            return 0;
+    memcpy(text, h, 16);
+    text[16] = '\0';
+    return shard_hex64_parse(text, v) == 0;
+}
+
+/* A sample's line of exactly fast_sample_line's layout into *s: 1, 0 when
+ * the line is not of it (then nothing is kept: parse it with jansson), or
+ * SHARD_ENOMEM. */
+static int fast_parse_sample(const char *line, size_t len, const struct shard_config *c,
+                             struct shard_sample *s, struct shard_err *err)
+{
+    struct scan sc = {line, line + len};
+    const char *key, *warning = NULL, *name;
+    size_t key_len, warning_len = 0, name_len;
+    uint64_t label = 0, shard, record, width, height, bytes, xxh3;
+    int labeled;
+    uint32_t declared = c ? c->field_count : 0;
+    struct shard_field_source fields[SHARD_FIELDS_MAX];
+    uint32_t count = 0;
+    if (!lit(&sc, "{\"key\":") || !plain_string(&sc, &key, &key_len) || key_len == 0 ||
+        key_len > SHARD_KEY_MAX || !lit(&sc, ",\"label\":"))
+        return 0;
+    labeled = !lit(&sc, "null");
+    if ((labeled && (!number(&sc, &label) || label > INT32_MAX)) || !lit(&sc, ",\"shard\":") ||
+        !number(&sc, &shard) || shard > UINT32_MAX || !lit(&sc, ",\"record\":") ||
+        !number(&sc, &record) || !lit(&sc, ",\"width\":") || !number(&sc, &width) || !width ||
+        width > UINT32_MAX || !lit(&sc, ",\"height\":") || !number(&sc, &height) || !height ||
+        height > UINT32_MAX || !lit(&sc, ",\"source_bytes\":") || !number(&sc, &bytes) ||
+        !lit(&sc, ",\"source_xxh3\":") || !hex_string(&sc, &xxh3))
+        return 0;
+    if (lit(&sc, ",\"warning\":") && (!plain_string(&sc, &warning, &warning_len) || !warning_len))
+        return 0;
+    if (declared) {
+        if (!lit(&sc, ",\"fields\":{"))
+            return 0;
+        while (!lit(&sc, "}")) {
+            if ((count && !lit(&sc, ",")) || count == declared ||
+                !plain_string(&sc, &name, &name_len) || !lit(&sc, ":{\"source_bytes\":") ||
+                !number(&sc, &fields[count].source_bytes) || !lit(&sc, ",\"source_xxh3\":") ||
+                !hex_string(&sc, &fields[count].source_xxh3) || !lit(&sc, "}"))
+                return 0;
+            uint32_t f = 0;
+            while (f < declared && (strlen(c->fields[f].name) != name_len ||
+                                    memcmp(c->fields[f].name, name, name_len)))
+                f++;
+            if (f == declared || (count && f <= fields[count - 1].field))
+                return 0;
+            fields[count++].field = f;
+        }
+    }
+    if (!lit(&sc, "}") || sc.p != sc.end)
+        return 0;
+    s->key = malloc(key_len + 1);
+    s->warning = warning ? strndup(warning, warning_len) : NULL;
+    s->fields = count ? malloc(count * sizeof *s->fields) : NULL;
+    if (!s->key || (warning && !s->warning) || (count && !s->fields)) {
+        shard_sample_release(s);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    memcpy(s->key, key, key_len);
+    s->key[key_len] = '\0';
+    s->key_len = key_len;
+    s->label = labeled ? (int32_t)label : SHARD_NO_LABEL;
+    s->shard = (uint32_t)shard;
+    s->record = record;
+    s->width = (uint32_t)width;
+    s->height = (uint32_t)height;
+    s->source_bytes = bytes;
+    s->source_xxh3 = xxh3;
+    if (count)
+        memcpy(s->fields, fields, count * sizeof *s->fields);
+    s->field_count = count;
+    return 1;
+}
+
 int shard_line_parse_fields(const char *line, size_t len, const struct shard_config *c,
                             struct shard_sample *s, struct shard_reject *r, struct shard_err *err)
 {
     memset(s, 0, sizeof *s);
     memset(r, 0, sizeof *r);
+    int fast = fast_parse_sample(line, len, c, s, err);
+    if (fast)
+        return fast;
     json_error_t jerr;
     json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(o)) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "shardkit.h"
 
@@ -529,6 +530,176 @@ static void test_a_corrupt_index_line_is_an_error_even_without_err(void **state)
     shard_buf_release(&all);
 }
 
+/* A key of random bytes: printable ASCII with quotes and backslashes most
+ * of the time, sometimes UTF-8 or a control byte or an invalid byte. */
+static size_t random_key(unsigned *seed, char *key, size_t cap)
+{
+    static const char *const pieces[] = {"a",    "/",    "\"",   "\\", "b.jpg", "\xc3\xa9",
+                                         "\x01", "\x7f", "\xff", " ",  "%",     "\t"};
+    size_t n = 0, k = 1 + (size_t)(rand_r(seed) % 6);
+    int ascii = rand_r(seed) % 4 != 0;
+    for (size_t i = 0; i < k; i++) {
+        const char *p = pieces[rand_r(seed) % (ascii ? 6 : 12)];
+        size_t l = strlen(p);
+        if (n + l >= cap)
+            break;
+        memcpy(key + n, p, l);
+        n += l;
+    }
+    key[n] = '\0';
+    return n;
+}
+
+/* Index lines are jansson's bytes (JSON_COMPACT, members in order) whether
+ * written by the library's own writer (ASCII keys) or by jansson, and read
+ * back as written, by the scanner or by jansson: the expectation is built
+ * here with jansson itself. */
+static void test_sample_lines_are_janssons_bytes_and_read_back(void **state)
+{
+    (void)state;
+    struct shard_field_decl decls[3] = {
+        {.name = "caption", .type = SHARD_FIELD_TEXT, .sidecar = ".txt"},
+        {.name = "meta", .type = SHARD_FIELD_JSON, .sidecar = ".json"},
+        {.name = "z.z-z", .type = SHARD_FIELD_INT, .sidecar = ".z"},
+    };
+    struct shard_config c = {.fields = decls, .field_count = 3};
+    unsigned seed = 7;
+    for (int round = 0; round < 3000; round++) {
+        char key[64];
+        struct shard_field_source fields[3];
+        struct shard_sample smp = {.key = key};
+        smp.key_len = random_key(&seed, key, sizeof key);
+        if (!smp.key_len)
+            continue;
+        smp.label = rand_r(&seed) % 3 ? (int32_t)(rand_r(&seed) % 1000) : SHARD_NO_LABEL;
+        smp.shard = (uint32_t)rand_r(&seed);
+        smp.record = (uint64_t)rand_r(&seed) * 977;
+        smp.width = 1 + (uint32_t)rand_r(&seed) % 5000;
+        smp.height = 1 + (uint32_t)rand_r(&seed) % 5000;
+        smp.source_bytes = (uint64_t)rand_r(&seed) << 20;
+        smp.source_xxh3 = ((uint64_t)rand_r(&seed) << 33) ^ (uint64_t)rand_r(&seed);
+        char warning[64];
+        if (rand_r(&seed) % 5 == 0) {
+            random_key(&seed, warning, sizeof warning);
+            smp.warning = warning[0] ? warning : NULL;
+        }
+        const struct shard_config *cfg = rand_r(&seed) % 4 ? &c : NULL;
+        for (uint32_t f = 0; cfg && f < 3; f++)
+            if (rand_r(&seed) % 2)
+                fields[smp.field_count++] = (struct shard_field_source){f, (uint64_t)rand_r(&seed),
+                                                                        (uint64_t)rand_r(&seed) *
+                                                                            31};
+        smp.fields = smp.field_count ? fields : NULL;
+
+        struct shard_buf line = {0};
+        struct shard_err err;
+        int rc = shard_sample_line_fields(&smp, cfg, &line, &err);
+        /* jansson: the same object, or its refusal */
+        json_t *o = json_object(), *k = json_stringn(key, smp.key_len);
+        int valid = k && (!smp.warning || json_string(smp.warning));
+        if (!valid) {
+            json_decref(k);
+            shard_buf_release(&line);
+            continue; /* a key that is not UTF-8 (key_hex) or a warning that cannot be
+                         written: jansson's path alone, tested elsewhere */
+        }
+        assert_int_equal(rc, SHARD_OK);
+        json_object_set_new(o, "key", k);
+        json_object_set_new(o, "label", smp.label >= 0 ? json_integer(smp.label) : json_null());
+        json_object_set_new(o, "shard", json_integer(smp.shard));
+        json_object_set_new(o, "record", json_integer((json_int_t)smp.record));
+        json_object_set_new(o, "width", json_integer(smp.width));
+        json_object_set_new(o, "height", json_integer(smp.height));
+        json_object_set_new(o, "source_bytes", json_integer((json_int_t)smp.source_bytes));
+        char hex[17];
+        shard_hex64(smp.source_xxh3, hex);
+        json_object_set_new(o, "source_xxh3", json_string(hex));
+        if (smp.warning)
+            json_object_set_new(o, "warning", json_string(smp.warning));
+        if (cfg) {
+            json_t *fo = json_object();
+            for (uint32_t i = 0; i < smp.field_count; i++) {
+                json_t *v = json_object();
+                json_object_set_new(v, "source_bytes",
+                                    json_integer((json_int_t)fields[i].source_bytes));
+                shard_hex64(fields[i].source_xxh3, hex);
+                json_object_set_new(v, "source_xxh3", json_string(hex));
+                json_object_set_new(fo, decls[fields[i].field].name, v);
+            }
+            json_object_set_new(o, "fields", fo);
+        }
+        char *want = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(o);
+        assert_int_equal(line.len, strlen(want) + 1);
+        assert_memory_equal(line.data, want, strlen(want));
+        free(want);
+        /* read back: every member as written */
+        struct shard_sample back;
+        struct shard_reject rej;
+        assert_int_equal(shard_line_parse_fields((const char *)line.data, line.len - 1, cfg, &back,
+                                                 &rej, &err),
+                         1);
+        assert_int_equal(back.key_len, smp.key_len);
+        assert_memory_equal(back.key, key, smp.key_len);
+        assert_int_equal(back.label, smp.label);
+        assert_int_equal(back.shard, smp.shard);
+        assert_true(back.record == smp.record && back.width == smp.width &&
+                    back.height == smp.height && back.source_bytes == smp.source_bytes &&
+                    back.source_xxh3 == smp.source_xxh3);
+        assert_int_equal(back.warning != NULL, smp.warning != NULL);
+        if (smp.warning)
+            assert_string_equal(back.warning, smp.warning);
+        assert_int_equal(back.field_count, smp.field_count);
+        for (uint32_t i = 0; i < smp.field_count; i++)
+            assert_true(back.fields[i].field == fields[i].field &&
+                        back.fields[i].source_bytes == fields[i].source_bytes &&
+                        back.fields[i].source_xxh3 == fields[i].source_xxh3);
+        shard_sample_release(&back);
+        shard_buf_release(&line);
+    }
+    /* lines of another layout (spaces, another order, upper-case hex) read as
+     * jansson reads them; refusals stay refusals */
+    static const char *const same[] = {
+        "{\"key\": \"a.jpg\", \"label\": 3, \"shard\": 1, \"record\": 2, \"width\": 4, "
+        "\"height\": 5, \"source_bytes\": 6, \"source_xxh3\": \"00000000000000ff\"}",
+        "{\"label\":3,\"key\":\"a.jpg\",\"shard\":1,\"record\":2,\"width\":4,\"height\":5,"
+        "\"source_bytes\":6,\"source_xxh3\":\"00000000000000ff\"}",
+        "{\"key\":\"a.jpg\",\"label\":3,\"shard\":1,\"record\":2,\"width\":4,\"height\":5,"
+        "\"source_bytes\":6,\"source_xxh3\":\"00000000000000FF\"}",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        struct shard_sample back;
+        struct shard_reject rej;
+        struct shard_err err;
+        int got = shard_line_parse_fields(same[i], strlen(same[i]), NULL, &back, &rej, &err);
+        if (got == 1) {
+            assert_string_equal(back.key, "a.jpg");
+            assert_true(back.label == 3 && back.shard == 1 && back.record == 2 &&
+                        back.source_xxh3 == 0xff);
+            shard_sample_release(&back);
+        } else { /* what jansson's path says of upper-case hex */
+            assert_true(got < 0);
+        }
+    }
+    static const char *const refused[] = {
+        "{\"key\":\"a.jpg\",\"label\":3,\"shard\":1,\"record\":2,\"width\":0,\"height\":5,"
+        "\"source_bytes\":6,\"source_xxh3\":\"00000000000000ff\"}",
+        "{\"key\":\"a.jpg\",\"label\":3,\"shard\":1,\"record\":2,\"width\":4,\"height\":5,"
+        "\"source_bytes\":6,\"source_xxh3\":\"00000000000000ff\"}x",
+        "{\"key\":\"a.jpg\",\"label\":-3,\"shard\":1,\"record\":2,\"width\":4,\"height\":5,"
+        "\"source_bytes\":6,\"source_xxh3\":\"00000000000000ff\"}",
+        "{\"key\":\"a.jpg\",\"label\":03,\"shard\":1,\"record\":2,\"width\":4,\"height\":5,"
+        "\"source_bytes\":6,\"source_xxh3\":\"00000000000000ff\"}",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        struct shard_sample back;
+        struct shard_reject rej;
+        struct shard_err err;
+        assert_true(
+            shard_line_parse_fields(refused[i], strlen(refused[i]), NULL, &back, &rej, &err) < 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -541,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_lineage_is_added_last_and_changes_nothing_else),
         cmocka_unit_test(test_missing_manifest_is_not_found),
         cmocka_unit_test(test_sample_lines_keep_keys_byte_exact),
+        cmocka_unit_test(test_sample_lines_are_janssons_bytes_and_read_back),
         cmocka_unit_test(test_reject_lines_parse_as_rejects),
         cmocka_unit_test(test_index_reader_streams_lines_and_hashes_them),
         cmocka_unit_test(test_a_corrupt_index_line_is_an_error_even_without_err),

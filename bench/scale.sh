@@ -60,11 +60,12 @@ timed() {
 }
 
 say "$N samples in tars of 10000 (gen_archives)"
-if [ ! -f "$SRC/.complete-$N" ]; then
-    rm -rf "$SRC"
+# (generated once for WORK and N: the marker is beside SRC, not in it)
+if [ ! -f "$W/.src-complete-$N" ]; then
+    rm -rf "$SRC" "$W"/.src-complete-*
     mkdir -p "$SRC"
     timed generate all "$BUILD/bench/gen_archives" --per-tar 10000 "$SRC" "$N"
-    touch "$SRC/.complete-$N"
+    touch "$W/.src-complete-$N"
 fi
 
 say "$parts parts on a one-node Slurm cluster (examples/slurm/submit.sh, a part per CPU)"

@@ -15,9 +15,11 @@
  * previous list of archives and the entries of one archive. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <xxhash.h>
@@ -56,9 +58,11 @@ struct sk_prev_archives {
     size_t next; /* the first not yet met */
     struct shard_index_reader *index;
     int labels_same; /* the previous labels are this run's: label numbers stand */
-    /* the previous shard being read */
+    /* the previous shard being read, mapped when it can be */
     struct shard_file *file;
     uint32_t file_shard;
+    const uint8_t *map;
+    size_t map_len;
     struct shard_buf frame;
     /* the samples of the archive met (its index lines, copied) */
     struct shard_sample *lines;
@@ -94,6 +98,8 @@ void sk_prev_archives_free(struct sk_prev_archives *p)
         free(p->archives[i].name);
     free(p->archives);
     shard_index_reader_close(p->index);
+    if (p->map)
+        munmap((void *)p->map, p->map_len);
     shard_file_close(p->file);
     shard_buf_release(&p->frame);
     clear_lines(p);
@@ -264,6 +270,9 @@ static int open_prev_shard(struct sk_prev_archives *p, uint32_t shard, struct sh
 {
     if (p->file && p->file_shard == shard)
         return SHARD_OK;
+    if (p->map)
+        munmap((void *)p->map, p->map_len);
+    p->map = NULL;
     shard_file_close(p->file);
     p->file = NULL;
     if (shard >= p->m.shard_count)
@@ -272,8 +281,18 @@ static int open_prev_shard(struct sk_prev_archives *p, uint32_t shard, struct sh
     int rc = path ? shard_file_open(&p->file, path, err)
                   : shard_err_set(err, SHARD_ENOMEM, "out of memory");
     free(path);
-    if (!rc)
+    if (!rc) {
         p->file_shard = shard;
+        /* frames copied straight from the page cache; a file that cannot be
+         * mapped is read instead */
+        p->map_len = (size_t)shard_file_bytes(p->file);
+        void *m = p->map_len
+                      ? mmap(NULL, p->map_len, PROT_READ, MAP_SHARED, sk_shard_file_fd(p->file), 0)
+                      : MAP_FAILED;
+        p->map = m == MAP_FAILED ? NULL : m;
+        if (p->map)
+            (void)madvise((void *)p->map, p->map_len, MADV_SEQUENTIAL);
+    }
     return rc == SHARD_ENOMEM ? rc : rc ? SHARD_ECORRUPT : SHARD_OK;
 }
 
@@ -310,12 +329,16 @@ static int each_frame(struct sk_prev_archives *p, int damaged_too,
                 end += ft->rows[p->lines[j].record].frame_bytes;
                 j++;
             }
-            p->frame.len = 0;
-            if ((rc = shard_buf_reserve(&p->frame, (size_t)(end - first), err)))
-                return rc;
-            rc = sk_shard_file_read_range(p->file, first, p->frame.data, (size_t)(end - first),
-                                          &why);
+            if (!p->map) {
+                p->frame.len = 0;
+                if ((rc = shard_buf_reserve(&p->frame, (size_t)(end - first), err)))
+                    return rc;
+                rc = sk_shard_file_read_range(p->file, first, p->frame.data, (size_t)(end - first),
+                                              &why);
+            }
         }
+        const uint8_t *base = p->map ? p->map : p->frame.data; /* holds [first, end) */
+        uint64_t base_at = p->map ? 0 : first;
         if (rc == SHARD_ENOMEM) {
             *err = why;
             return rc;
@@ -327,7 +350,7 @@ static int each_frame(struct sk_prev_archives *p, int damaged_too,
             uint64_t xxh3 = 0;
             if (!rc) {
                 const struct shard_index_row *row = &ft->rows[t->record];
-                frame = p->frame.data + (row->offset - first);
+                frame = base + (row->offset - base_at);
                 len = (size_t)row->frame_bytes;
                 xxh3 = XXH3_64bits(frame, len);
                 if (row->key_len != t->key_len ||
@@ -340,6 +363,12 @@ static int each_frame(struct sk_prev_archives *p, int damaged_too,
             int frc = fn(ctx, k, frame, frame ? len : 0, frame ? xxh3 : 0, err);
             if (frc)
                 return frc;
+        }
+        if (p->map && !rc) { /* the run's pages out of this process's memory (not the cache) */
+            uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), from = (uintptr_t)p->map + first;
+            uintptr_t to = (uintptr_t)p->map + end;
+            from &= ~(page - 1);
+            (void)madvise((void *)from, to - from, MADV_DONTNEED);
         }
         i = j;
     }

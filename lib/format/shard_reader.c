@@ -298,6 +298,11 @@ static int read_frame(const struct shard_file *f, uint64_t i, struct shard_buf *
     return rc;
 }
 
+int sk_shard_file_fd(const struct shard_file *f)
+{
+    return f->fd;
+}
+
 int sk_shard_file_read_range(const struct shard_file *f, uint64_t offset, void *buf, size_t len,
                              struct shard_err *err)
 {

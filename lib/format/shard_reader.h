@@ -47,6 +47,9 @@ int sk_shard_open(uint64_t file_bytes, sk_shard_read_fn read, void *ctx, struct 
 struct shard_file;
 int sk_shard_file_read_range(const struct shard_file *f, uint64_t offset, void *buf, size_t len,
                              struct shard_err *err);
+/* The open descriptor of the shard file f (for a mapping of it), valid
+ * until shard_file_close. */
+int sk_shard_file_fd(const struct shard_file *f);
 int sk_shard_check_record(const struct shard_footer *f, uint64_t r,
                           const struct shard_record_view *v, struct shard_err *err);
 

@@ -380,8 +380,17 @@ static int add_index(struct merge *g, uint32_t i, struct shard_err *err)
     const char *files[2] = {x->file, x->keys_file};
     uint64_t sizes[2] = {x->bytes, x->keys_bytes};
     for (int k = 0; k < 2 && files[k]; k++) {
-        if (fstatat(p->fd, files[k], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            (uint64_t)st.st_size != sizes[k])
+        if (fstatat(p->fd, files[k], &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return errno == ENOENT
+                       ? shard_err_set(err, SHARD_EMISMATCH,
+                                       "part %u of %u: '%s/%s', which its manifest lists, is missing",
+                                       i, g->count, p->path, files[k])
+                       : shard_err_set(err, SHARD_EIO, "part %u of %u: '%s/%s': %s", i, g->count,
+                                       p->path, files[k], strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return shard_err_set(err, SHARD_EMISMATCH, "part %u of %u: '%s/%s': %s", i, g->count,
+                                 p->path, files[k], sk_fs_not_regular(st.st_mode));
+        if ((uint64_t)st.st_size != sizes[k])
             return shard_err_set(err, SHARD_EMISMATCH,
                                  "part %u of %u: '%s/%s' is not the file its manifest lists", i,
                                  g->count, p->path, files[k]);

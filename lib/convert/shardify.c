@@ -457,15 +457,16 @@ static int work_file(struct run *r, int thread, struct slot *s, const char *key,
     }
     double t0 = sk_now_seconds();
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        hold_input(r, s, (uint64_t)st.st_size)) {
+    int known = fd >= 0 && fstat(fd, &st) == 0;
+    if (known && S_ISREG(st.st_mode) && hold_input(r, s, (uint64_t)st.st_size)) {
         close(fd);
         shard_err_set(&s->why, SHARD_EINTR, "interrupted");
         s->fatal = SHARD_EINTR;
         return 0;
     }
-    if (fd >= 0) /* opened ahead (a directory): read it now */
-        rc = sk_source_file_read(fd, r->config.max_file_bytes, &s->input, &e);
+    if (fd >= 0) /* opened ahead (a directory): read it now, as its size was taken */
+        rc = sk_source_file_read_stat(fd, known ? &st : NULL, r->config.max_file_bytes,
+                                      &s->input, &e);
     else if (!r->prefetch)
         rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
     s->t_read += sk_now_seconds() - t0;

@@ -198,6 +198,8 @@ static int read_table(void *ctx, uint64_t offset, void *buf, size_t len, struct 
 static int find_in_table(struct lookup *l, uint32_t i, const struct shard_manifest_index *x)
 {
     int rc = sk_dataset_open_table(l->ds, x->keys_file, x->keys_bytes, &l->table, l->err);
+    if (rc && l->err && !strstr(l->err->msg, x->keys_file))
+        rc = shard_err_prefix(l->err, rc, "cannot read key table '%s'", x->keys_file);
     if (!rc)
         rc = sk_keys_check_header(read_table, l, x->keys_file, x->entries, l->err);
     if (!rc)

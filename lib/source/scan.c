@@ -516,10 +516,18 @@ int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes, str
 
 int sk_source_file_read(int fd, uint64_t max_bytes, struct shard_buf *buf, struct shard_err *err)
 {
+    return sk_source_file_read_stat(fd, NULL, max_bytes, buf, err);
+}
+
+int sk_source_file_read_stat(int fd, const struct stat *known, uint64_t max_bytes,
+                             struct shard_buf *buf, struct shard_err *err)
+{
     buf->len = 0;
     int rc = SHARD_OK;
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
+    if (known)
+        sb = *known;
+    else if (fstat(fd, &sb) != 0) {
         rc = shard_err_errno(err, SHARD_EIO, errno, "cannot stat");
         goto out;
     }

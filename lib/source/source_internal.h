@@ -60,6 +60,11 @@ int sk_source_root_read(const struct sk_source_root *r, const char *key, uint64_
  * close it (fd is always closed). */
 int sk_source_file_open(int root_fd, const char *key, int *fd, struct shard_err *err);
 int sk_source_file_read(int fd, uint64_t max_bytes, struct shard_buf *buf, struct shard_err *err);
+/* The same, with fd's fstat already taken (*known): a file that changed
+ * since is one that changed while being read. */
+struct stat;
+int sk_source_file_read_stat(int fd, const struct stat *known, uint64_t max_bytes,
+                             struct shard_buf *buf, struct shard_err *err);
 
 /* Getting a root's files ahead of the workers that convert them
  * (prefetch.c): the files keys[order[pos]] for pos in [first, end),

@@ -299,7 +299,7 @@ echo '{}' >>"$T/m/parts/1-of-3/index.jsonl"
 refused "part 1 of 3: '$T/m/parts/1-of-3/index.jsonl' is not the file its manifest lists"
 fresh_parts
 rm "$T/m/parts/2-of-3/index.keys"
-refused "part 2 of 3: '$T/m/parts/2-of-3/index.keys' is not the file its manifest lists"
+refused "part 2 of 3: '$T/m/parts/2-of-3/index.keys', which its manifest lists, is missing"
 say "a part's index changed in place (same size) is merged, never read, and shardcheck finds it"
 fresh_parts
 sed -i '1s/"record":0/"record":1/' "$T/m/parts/1-of-3/index.jsonl"

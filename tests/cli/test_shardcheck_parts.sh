@@ -125,6 +125,7 @@ PY
 
 say "an index in 70 files (most of them empty), checked with 48 file descriptors"
 cp -r "$T/one" "$T/many"
+damaged "$T/many" # its index moved about below, on purpose
 "$PYTHON" "$IF" split "$T/many" "$("$PYTHON" -c 'print(",".join(["1"] * 30 + ["2"] * 20 + ["4"] * 17 + ["6", "7"]))')"
 [ "$(ls "$T/many" | grep -c '^index-.*-of-70.keys$')" -eq 70 ] || die "the index was not split in 70"
 (ulimit -n 48 && shardcheck --deep "$T/many" >"$T/out") || { cat "$T/out"; die "70 index files"; }
@@ -140,6 +141,7 @@ same_report "$T/many" 1 4
 
 say "damage planted in different places"
 cp -r "$T/multi" "$T/bad"
+damaged "$T/bad" # damage planted below, on purpose
 "$PYTHON" - "$T/bad" <<'PY' >"$T/planted"
 import json, os, struct, sys
 d = sys.argv[1]

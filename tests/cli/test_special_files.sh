@@ -53,13 +53,13 @@ say "shardcheck: manifest, index and shard as a FIFO"
 copy_with fifo manifest.json
 prompt 1 "cannot read manifest '$T/c/manifest.json': not a regular file: fifo" shardcheck "$T/c"
 copy_with fifo index.jsonl
-prompt 1 "cannot open '$T/c/index.jsonl': not a regular file: fifo" shardcheck "$T/c"
+prompt 1 "cannot read '$T/c/index.jsonl': not a regular file: fifo" shardcheck "$T/c"
 copy_with fifo "$SHARD"
 prompt 1 "cannot read '$T/c/$SHARD': not a regular file: fifo" shardcheck "$T/c"
 
 say "shardcheck: the other kinds of special file, each named as what it is"
 copy_with socket index.jsonl
-prompt 1 "cannot open '$T/c/index.jsonl': not a regular file: socket" shardcheck "$T/c"
+prompt 1 "cannot read '$T/c/index.jsonl': not a regular file: socket" shardcheck "$T/c"
 copy_with dir manifest.json
 prompt 1 "cannot read manifest '$T/c/manifest.json': not a regular file: directory" \
     shardcheck "$T/c"
@@ -71,10 +71,10 @@ say "shardcat and shardbench: a shard or the index as a FIFO"
 copy_with fifo "$SHARD"
 prompt 1 "$SHARD: not a regular file: fifo" shardcat "$T/c" --out "$T/cat1"
 prompt 1 "$SHARD: not a regular file: fifo" shardbench shards "$T/c" --epochs 1
-copy_with fifo index.jsonl
+# a key is found through the key table, never the index
+copy_with fifo index.keys
 KEY=$(head -n 1 "$T/ds/index.jsonl" | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["key"])')
-prompt 1 "cannot open '$T/c/index.jsonl': not a regular file: fifo" \
-    shardcat "$T/c" "$KEY" --out "$T/cat2"
+prompt 1 "cannot read key table 'index.keys': not a regular file: fifo" shardcat "$T/c" "$KEY" --out "$T/cat2"
 
 # ---- inputs named by an option ----------------------------------------------------
 say "--labels and --keys as a FIFO or a device"

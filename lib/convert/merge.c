@@ -382,9 +382,10 @@ static int add_index(struct merge *g, uint32_t i, struct shard_err *err)
     for (int k = 0; k < 2 && files[k]; k++) {
         if (fstatat(p->fd, files[k], &st, AT_SYMLINK_NOFOLLOW) != 0)
             return errno == ENOENT
-                       ? shard_err_set(err, SHARD_EMISMATCH,
-                                       "part %u of %u: '%s/%s', which its manifest lists, is missing",
-                                       i, g->count, p->path, files[k])
+                       ? shard_err_set(
+                             err, SHARD_EMISMATCH,
+                             "part %u of %u: '%s/%s', which its manifest lists, is missing", i,
+                             g->count, p->path, files[k])
                        : shard_err_set(err, SHARD_EIO, "part %u of %u: '%s/%s': %s", i, g->count,
                                        p->path, files[k], strerror(errno));
         if (!S_ISREG(st.st_mode))

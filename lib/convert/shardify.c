@@ -465,8 +465,8 @@ static int work_file(struct run *r, int thread, struct slot *s, const char *key,
         return 0;
     }
     if (fd >= 0) /* opened ahead (a directory): read it now, as its size was taken */
-        rc = sk_source_file_read_stat(fd, known ? &st : NULL, r->config.max_file_bytes,
-                                      &s->input, &e);
+        rc = sk_source_file_read_stat(fd, known ? &st : NULL, r->config.max_file_bytes, &s->input,
+                                      &e);
     else if (!r->prefetch)
         rc = sk_source_root_read(&r->root, key, r->config.max_file_bytes, &s->input, &e);
     s->t_read += sk_now_seconds() - t0;

@@ -9,8 +9,10 @@
 #                                check that nothing of them is left (make
 #                                deb-test; root, or sudo)
 #
-# The test's root is debootstrap's minbase of bookworm from DEBIAN_MIRROR
-# (default http://deb.debian.org/debian), plus man-db and bash-completion,
+# The test's root is debootstrap's minbase of bookworm, plus man-db and
+# bash-completion, from the Debian mirror this machine's apt is configured
+# with (its sources of bookworm, bookworm-updates and bookworm-security, as
+# apt-get indextargets lists them; DEBIAN_MIRROR=URL names another),
 # kept as BUILD/deb/cache/bookworm.tar; the packages apt downloads are kept in
 # BUILD/deb/cache/archives.  Each test extracts a fresh root from it, in its
 # own mount namespace (its mounts die with it), and removes it afterwards.
@@ -25,7 +27,6 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 PACKAGES="shardkit libshardkit0 libshardkit-dev python3-shardkit"
 
@@ -82,10 +83,34 @@ listing() {
         LC_ALL=C sort >"$1"
 }
 
+# the apt sources of SUITE, SUITE-updates and SUITE-security, a line "URI
+# SUITE" each, as this machine's apt configuration names them (DEBIAN_MIRROR:
+# that mirror for the first two)
+apt_sources() {
+    local r
+    if [ -n "${DEBIAN_MIRROR:-}" ]; then
+        printf '%s %s\n' "$DEBIAN_MIRROR" "$SUITE" "$DEBIAN_MIRROR" "$SUITE-updates"
+    fi
+    for r in "$SUITE" "$SUITE-updates" "$SUITE-security"; do
+        [ -n "${DEBIAN_MIRROR:-}" ] && [ "$r" != "$SUITE-security" ] && continue
+        apt-get indextargets --format '$(REPO_URI) $(RELEASE)' \
+            'Identifier: Packages' 'Component: main' "Release: $r" 2>/dev/null | sort -u | sed -n 1p
+    done
+}
+
+mirror() {  # the mirror of SUITE itself
+    local m
+    m=$(apt_sources | awk -v s="$SUITE" '$2 == s { print $1; exit }')
+    [ -n "$m" ] || die "this machine's apt has no source of Debian $SUITE main (/etc/apt/sources.list, /etc/apt/sources.list.d): add one, or name a mirror with DEBIAN_MIRROR=URL"
+    echo "${m%/}"
+}
+
 base_root() {  # the cached minbase tarball, made when missing
     local cache=$1
     [ -f "$cache/$SUITE.tar" ] && return 0
     command -v debootstrap >/dev/null || die "debootstrap is missing (apt-get install debootstrap)"
+    local MIRROR
+    MIRROR=$(mirror)
     say "debootstrap $SUITE from $MIRROR (once; kept as $cache/$SUITE.tar)"
     rm -rf "$cache/root"
     mkdir -p "$cache/debootstrap"
@@ -103,9 +128,8 @@ inside() {  # the test proper, in a private mount namespace
     mkdir -p "$root" "$cache/archives/partial"
     tar -C "$root" -xf "$cache/$SUITE.tar"
     cp /etc/resolv.conf "$root/etc/resolv.conf"
-    printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s-security %s-security main\n' \
-        "$MIRROR" "$SUITE" "$MIRROR" "$SUITE" "${MIRROR%/debian}/debian" "$SUITE" \
-        >"$root/etc/apt/sources.list"
+    mirror >/dev/null
+    apt_sources | awk '{ print "deb " $1 " " $2 " main" }' >"$root/etc/apt/sources.list"
     mount -t proc proc "$root/proc"
     mount --bind "$cache/archives" "$root/var/cache/apt/archives"
 

@@ -724,7 +724,11 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         cf->lock_fd = lk;
         atomic_store(&cf->have, 0);
         cf->state = CF_DOWNLOADING;
+        /* the windows readers fetch meanwhile are the download's too: not
+         * dropped between epochs before it has read them */
+        sk_fetch_http_keep(http, 1);
         if (pthread_create(&cf->thread, NULL, download_main, cf)) {
+            sk_fetch_http_keep(http, 0);
             close(cf->fd);
             cf->fd = -1;
             (void)unlinkat(c->dir_fd, cf->tmp, 0);
@@ -782,6 +786,7 @@ static void *download_main(void *arg)
         atomic_store_explicit(&cf->have, off, memory_order_release);
         sk_read_count(c->counters, SK_READ_CACHE_FETCHED, n);
     }
+    sk_fetch_http_keep(cf->http, 0);
     char name[NAME_SIZE];
     key_name(name, sizeof name, cf->key, ".shard");
     if (!rc && XXH3_64bits_digest(h) != cf->xxh3) {

@@ -30,7 +30,8 @@
  * room (below), and a thread downloads the whole shard through the remote
  * backend's windows (read-ahead across `connections` connections) into the
  * temporary file, hashing as it goes - a miss.  Reads meanwhile come from
- * the part already written, or the remote backend's windows; once renamed
+ * the part already written, or the remote backend's windows (which the
+ * download reads too: shard_dataset_drop_cache leaves them); once renamed
  * the file is read locally.
  *
  * Readers hold a shared flock on the KEY.shard they read: a process keeps

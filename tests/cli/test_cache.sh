@@ -7,9 +7,10 @@
 # cannot be had (a read-only directory, a link planted as a lock file) is a
 # warning and a remote read at once, and nothing is made outside the
 # directory; a re-published dataset is never served its old
-# shards; a limit smaller than the dataset is kept by evicting; a full disk
-# reads remotely with a warning.  Every read's samples are compared, by key
-# and pixel hash, with the local dataset's.
+# shards; a limit smaller than the dataset is kept by evicting; a download
+# that outlasts its epoch fetches no byte twice; a full disk reads remotely
+# with a warning.  Every read's samples are compared, by key and pixel hash,
+# with the local dataset's.
 . "$(dirname "$0")/lib.sh"
 
 TOP=${SHARDKIT_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -23,6 +24,9 @@ ls "$SAMPLE" | grep -v "'" | grep -i '\.jpe\?g$' | head -n 120 >"$T/pick"
 while IFS= read -r f; do cp "$SAMPLE/$f" "$SRC/$f"; done <"$T/pick"
 shardify "$SRC" "$T/raw" --size 64 --codec raw --shard-size 400K --quiet
 shardify "$SRC" "$T/other" --size 48 --codec raw --shard-size 400K --quiet
+mkdir -p "$T/src80"
+head -n 80 "$T/pick" | while IFS= read -r f; do cp "$SRC/$f" "$T/src80/$f"; done
+shardify "$T/src80" "$T/one" --size 64 --codec raw --shard-size 100M --quiet
 mkdir -p "$T/pub"
 cp "$T/raw"/* "$T/pub/"
 S=$(json "$T/raw/manifest.json" "len(d['shards'])")
@@ -32,7 +36,7 @@ BYTES=$(json "$T/raw/manifest.json" "sum(s['bytes'] for s in d['shards'])")
 HTTP=$T/http
 stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
 on_exit stop_server
-U=$("$HTTP_SERVER" start "$HTTP" raw="$T/raw" pub="$T/pub") || die "cannot start nginx"
+U=$("$HTTP_SERVER" start "$HTTP" raw="$T/raw" pub="$T/pub" one="$T/one") || die "cannot start nginx"
 LOG=$HTTP/access.log
 # shard_requests PATH: requests for shard files under /PATH/ logged so far
 shard_requests() { grep -c " GET \"/$1/shard-" "$LOG" || true; }
@@ -42,7 +46,7 @@ cache_of() { json "$1" "d['$2']['cache']['$3']"; }
 # published shard whose manifest entry (xxh3, bytes) KEY names; no
 # temporary file is left
 intact() {
-    "$PYTHON" - "$1" "$T/raw" "$T/other" <<'EOF' || die "a cached shard is not a published one"
+    "$PYTHON" - "$1" "$T/raw" "$T/other" "$T/one" <<'EOF' || die "a cached shard is not a published one"
 import filecmp, json, os, sys
 known = {}
 for d in sys.argv[2:]:
@@ -363,6 +367,20 @@ over=$(grep ' GET "/raw/shard-' "$LOG" | awk '{n[$4] += $NF} END {for (f in n) p
 used=$(cat "$T/c5"/*.shard | wc -c)
 [ "$used" -le "$limit" ] || die "the cache holds $used bytes over its limit of $limit"
 intact "$T/c5"
+
+say "a download that outlasts its epoch: no byte fetched twice"
+# one shard of 1.3M, downloaded through one connection 100 ms a window of
+# 64K: over 2 s, while each epoch reads two samples of it (under 1 s).  The
+# windows the first epoch's samples fetched ahead of the download are the
+# download's too (shardbench forgets a dataset's windows between epochs:
+# not a download's)
+: >"$LOG"
+shardbench shards "$U/one" --epochs 2 --limit 2 --seed 1 --rtt 100 --window 64K --connections 1 \
+    --cache-dir "$T/c11" --json >"$T/r11.json"
+twice=$(grep -o ' GET "/one/shard-[^"]*" range="[^"]*"' "$LOG" | sort | uniq -d)
+[ -z "$twice" ] || die "fetched twice: $twice"
+[ "$(ls "$T/c11"/*.shard | wc -l)" -eq 1 ] || die "the shard was not cached"
+intact "$T/c11"
 
 say "a full disk reads remotely, with a warning"
 mount_tmpfs "$T/full" 100K || skip "a full disk: cannot mount a size-capped tmpfs (needs root)"

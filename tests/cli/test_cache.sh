@@ -8,9 +8,9 @@
 # warning and a remote read at once, and nothing is made outside the
 # directory; a re-published dataset is never served its old
 # shards; a limit smaller than the dataset is kept by evicting; a download
-# that outlasts its epoch fetches no byte twice; a full disk reads remotely
-# with a warning.  Every read's samples are compared, by key and pixel hash,
-# with the local dataset's.
+# that outlasts its epoch fetches no byte twice and counts in the next; a
+# full disk reads remotely with a warning.  Every read's samples are
+# compared, by key and pixel hash, with the local dataset's.
 . "$(dirname "$0")/lib.sh"
 
 TOP=${SHARDKIT_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -368,15 +368,20 @@ used=$(cat "$T/c5"/*.shard | wc -c)
 [ "$used" -le "$limit" ] || die "the cache holds $used bytes over its limit of $limit"
 intact "$T/c5"
 
-say "a download that outlasts its epoch: no byte fetched twice"
+say "a download that outlasts its epoch: the next epoch finds its shard once, no byte fetched twice"
 # one shard of 1.3M, downloaded through one connection 100 ms a window of
 # 64K: over 2 s, while each epoch reads two samples of it (under 1 s).  The
 # windows the first epoch's samples fetched ahead of the download are the
 # download's too (shardbench forgets a dataset's windows between epochs:
-# not a download's)
+# not a download's); the second epoch's reads, all during the download,
+# count the shard once, as a miss
 : >"$LOG"
 shardbench shards "$U/one" --epochs 2 --limit 2 --seed 1 --rtt 100 --window 64K --connections 1 \
     --cache-dir "$T/c11" --json >"$T/r11.json"
+for phase in first_epoch steady; do
+    eval "$(json "$T/r11.json" "'h=%d m=%d' % (d['$phase']['cache']['hits'], d['$phase']['cache']['misses'])")"
+    [ $((h + m)) -eq 1 ] || die "$phase: $h hits and $m misses of the one shard it read"
+done
 twice=$(grep -o ' GET "/one/shard-[^"]*" range="[^"]*"' "$LOG" | sort | uniq -d)
 [ -z "$twice" ] || die "fetched twice: $twice"
 [ "$(ls "$T/c11"/*.shard | wc -l)" -eq 1 ] || die "the shard was not cached"

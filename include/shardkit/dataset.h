@@ -202,8 +202,9 @@ SHARD_API int shard_dataset_open_ex(struct shard_dataset **out, const char *loca
 /* Forget the shard bytes a remote dataset keeps in memory (its window
  * cache; footers stay), so that the next reads go to the server again: what
  * a dataset larger than memory costs every epoch, and memory given back
- * between epochs.  No-op for a local dataset.  Call with no read in
- * progress (no iterator over ds). */
+ * between epochs.  The windows of a shard the node-local cache is still
+ * downloading stay (the download has yet to read them).  No-op for a local
+ * dataset.  Call with no read in progress (no iterator over ds). */
 SHARD_API void shard_dataset_drop_cache(struct shard_dataset *ds);
 
 /* Close and free (also the sample buffers kept from freed iterators).

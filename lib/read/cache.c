@@ -88,6 +88,7 @@ struct cache_file {
     int has_verified;
     int acquired;                    /* found or fetched once in epoch acquired_epoch: */
     _Atomic uint64_t acquired_epoch; /* no second download in that epoch */
+    _Atomic uint64_t counted_epoch;  /* the epoch whose hit or miss it counted */
     _Atomic int let_go;              /* read this epoch: released once its download is done */
 };
 
@@ -663,6 +664,15 @@ static int open_cached(struct cache_file *cf)
 
 static void *download_main(void *arg);
 
+/* Whether a find of cf in `epoch` is counted, as a hit or a miss: the
+ * first of the epoch is (every find without epochs). */
+static int first_find(struct cache_file *cf, uint64_t epoch)
+{
+    uint64_t was = atomic_load(&cf->counted_epoch);
+    return !epoch ||
+           (was != epoch && atomic_compare_exchange_strong(&cf->counted_epoch, &was, epoch));
+}
+
 /* Find cf again (it is released): in the cache, else downloaded, else
  * remotely.  Under cf->acquire. */
 static int acquire(struct cache_file *cf, struct shard_err *err)
@@ -674,8 +684,6 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     }
     uint64_t epoch = atomic_load(&c->epoch);
     int again = cf->acquired && cf->acquired_epoch == epoch;
-    /* counted once per epoch, or at every find without epochs */
-    int count = !epoch || !again;
     atomic_store(&cf->let_go, 0);
     int fd = open_cached(cf);
     int lk = -1;
@@ -692,6 +700,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
     if (fd >= 0) {
         if (lk >= 0)
             close(lk);
+        int count = first_find(cf, epoch);
         sk_read_count(c->counters, SK_READ_CACHE_HITS, count);
         cf->acquired = 1;
         cf->acquired_epoch = epoch;
@@ -714,6 +723,7 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
             close(lk);
         return rc;
     }
+    int count = first_find(cf, epoch);
     sk_read_count(c->counters, SK_READ_CACHE_MISSES, count);
     int cached = lk >= 0 && http->size == cf->bytes && !again && !reserve(cf);
     cf->acquired = 1;
@@ -724,7 +734,11 @@ static int acquire(struct cache_file *cf, struct shard_err *err)
         cf->lock_fd = lk;
         atomic_store(&cf->have, 0);
         cf->state = CF_DOWNLOADING;
+        /* the windows readers fetch meanwhile are the download's too: not
+         * dropped between epochs before it has read them */
+        sk_fetch_http_keep(http, 1);
         if (pthread_create(&cf->thread, NULL, download_main, cf)) {
+            sk_fetch_http_keep(http, 0);
             close(cf->fd);
             cf->fd = -1;
             (void)unlinkat(c->dir_fd, cf->tmp, 0);
@@ -782,6 +796,7 @@ static void *download_main(void *arg)
         atomic_store_explicit(&cf->have, off, memory_order_release);
         sk_read_count(c->counters, SK_READ_CACHE_FETCHED, n);
     }
+    sk_fetch_http_keep(cf->http, 0);
     char name[NAME_SIZE];
     key_name(name, sizeof name, cf->key, ".shard");
     if (!rc && XXH3_64bits_digest(h) != cf->xxh3) {
@@ -873,16 +888,21 @@ static int cf_read(struct fetch_file *file, uint64_t offset, void *buf, size_t l
         }
         pthread_rwlock_unlock(&cf->rw);
         touch(cf);
-        /* the first read of a new epoch that did not find it again: one
-         * told to go while read goes now (the next read finds it again);
-         * one still held (or downloading) counts here, once per epoch */
+        /* the first read of a new epoch that did not find it again counts
+         * it, once per epoch (its download from an earlier epoch may
+         * outlast every read of it in this one).  One still held is found
+         * in this epoch (not downloaded again in it); one told to go goes,
+         * unless busy: the next read finds it again, and may download it */
         uint64_t epoch = atomic_load(&cf->c->epoch), seen = atomic_load(&cf->acquired_epoch);
         if (rc || !epoch || seen == epoch)
             return rc;
-        if (atomic_load(&cf->let_go))
-            let_go(cf);
-        else if (atomic_compare_exchange_strong(&cf->acquired_epoch, &seen, epoch))
+        int go = atomic_load(&cf->let_go);
+        if (!go)
+            (void)atomic_compare_exchange_strong(&cf->acquired_epoch, &seen, epoch);
+        if (first_find(cf, epoch))
             sk_read_count(cf->c->counters, hit ? SK_READ_CACHE_HITS : SK_READ_CACHE_MISSES, 1);
+        if (go)
+            let_go(cf);
         return rc;
     }
 }

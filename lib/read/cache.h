@@ -30,8 +30,10 @@
  * room (below), and a thread downloads the whole shard through the remote
  * backend's windows (read-ahead across `connections` connections) into the
  * temporary file, hashing as it goes - a miss.  Reads meanwhile come from
- * the part already written, or the remote backend's windows; once renamed
- * the file is read locally.
+ * the part already written, or the remote backend's windows (which the
+ * download reads too: shard_dataset_drop_cache leaves them); once renamed
+ * the file is read locally.  A download may outlast its epoch: the next
+ * epoch's first read of the shard counts it as a miss.
  *
  * Readers hold a shared flock on the KEY.shard they read: a process keeps
  * the cached shards of an open dataset open (the CACHE_HELD most recently

@@ -65,6 +65,7 @@ struct http_file {
     struct window *windows; /* window_count entries */
     uint64_t window_count;
     unsigned pending; /* jobs queued or running for this file */
+    int kept;         /* its windows stay through sk_fetch_http_drop_cache */
     int closing;
     volatile sig_atomic_t cancel;  /* set when it closes: its fetches under way stop */
     struct http_file *prev, *next; /* the backend's open files */
@@ -480,7 +481,7 @@ void sk_fetch_http_drop_cache(struct fetch *fs)
     struct http_fetch *h = (struct http_fetch *)fs;
     pthread_mutex_lock(&h->lock);
     for (struct http_file *f = h->files; f; f = f->next)
-        for (uint64_t k = 0; k < f->window_count; k++) {
+        for (uint64_t k = 0; k < f->window_count && !f->kept; k++) {
             struct window *w = &f->windows[k];
             if (w->state != WINDOW_READY || w->pins || w->waiters)
                 continue;
@@ -739,7 +740,16 @@ int sk_fetch_http_read_direct(struct fetch_file *file, uint64_t offset, void *bu
     return len ? request_range(f, offset, buf, len, err) : SHARD_OK;
 }
 
-/* Open: one suffix range request gives the size and the file's last bytes. */
+void sk_fetch_http_keep(struct fetch_file *file, int keep)
+{
+    if (!file || file->ops != &http_file_ops)
+        return;
+    struct http_file *f = (struct http_file *)file;
+    pthread_mutex_lock(&f->owner->lock);
+    f->kept = keep;
+    pthread_mutex_unlock(&f->owner->lock);
+}
+
 /* Open `name`: with one suffix range request (its size and last bytes),
  * or with none when `size` is known (not UINT64_MAX). */
 static int open_file(struct fetch *fs, const char *name, uint64_t size, struct fetch_file **out,

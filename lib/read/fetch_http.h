@@ -114,9 +114,16 @@ int sk_fetch_http_hash(struct fetch *fs, const char *name, uint64_t *bytes, uint
 struct sk_s3 *sk_fetch_http_s3(struct fetch *fs);
 
 /* Empty the window cache of every open file (windows being read or fetched
- * stay): the next reads go to the server again.  No-op for a backend that
- * is not HTTP. */
+ * stay, and every window of a file kept by sk_fetch_http_keep): the next
+ * reads go to the server again.  No-op for a backend that is not HTTP. */
 void sk_fetch_http_drop_cache(struct fetch *fs);
+
+/* Keep (keep 1) the windows of `file` (opened on this backend) through
+ * sk_fetch_http_drop_cache, or no longer (0): a reader the dataset's user
+ * does not see - the node-local cache's download - has yet to read them,
+ * and would fetch them again.  No-op for NULL or another backend's file.
+ * Thread-safe. */
+void sk_fetch_http_keep(struct fetch_file *file, int keep);
 
 /* The URL of file `name` (malloc'd; NULL when out of memory). */
 char *sk_fetch_http_url(const struct fetch *fs, const char *name);

@@ -6,7 +6,8 @@
  * ends a request during a back-off or in the middle of a transfer, within
  * a poll of a server that stalls (and a reader's file closed under a
  * retrying fetch returns at once, a reader whose thread is cancelled
- * stops waiting for a stalled window), the pool
+ * stops waiting for a stalled window, a kept file's windows stay through
+ * a drop of the window cache), the pool
  * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, the
  * public shard_dataset_options reach the requests (or are refused, naming
  * the option), and whole remote files (shard_remote_*) are read under them,
@@ -290,6 +291,27 @@ static void answer_flaky_file(struct server *s, unsigned n, const char *request,
     } else {
         a->status = 503;
     }
+}
+
+/* Any range of a file of FILE_SIZE bytes; a suffix request gets its last
+ * window. */
+static char file_bytes[FILE_SIZE];
+
+static void answer_file(struct server *s, unsigned n, const char *request, struct answer *a)
+{
+    (void)s, (void)n;
+    unsigned from = FILE_SIZE - WINDOW, to = FILE_SIZE - 1;
+    const char *range = strstr(request, "Range: bytes=");
+    if (!range || (range[13] != '-' && (sscanf(range + 13, "%u-%u", &from, &to) != 2 || from > to ||
+                                        to >= FILE_SIZE))) {
+        a->status = 400;
+        return;
+    }
+    a->status = 206;
+    snprintf(a->headers, sizeof a->headers, "Content-Range: bytes %u-%u/%u\r\n", from, to,
+             FILE_SIZE);
+    a->body = file_bytes + from;
+    a->body_len = to - from + 1;
 }
 
 struct later {
@@ -922,6 +944,51 @@ static void test_reader_a_cancelled_thread_stops_waiting_for_a_stalled_window(vo
     server_stop(&s);
 }
 
+/* The server's request count once it has stayed the same for 0.2 s. */
+static unsigned settled_requests(struct server *s)
+{
+    unsigned n = requests(s);
+    for (;;) {
+        sk_sleep_seconds(0.2);
+        unsigned now = requests(s);
+        if (now == n)
+            return n;
+        n = now;
+    }
+}
+
+/* Dropping the window cache leaves the windows of a file kept by
+ * sk_fetch_http_keep (the node-local cache's download, which has yet to
+ * read them): a read of one asks nothing; once the file is no longer kept,
+ * they go, and the same read asks again. */
+static void test_reader_a_kept_file_keeps_its_windows_through_a_drop(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s, answer_file, NULL);
+    struct fetch *fs = reader_at(&s, 0);
+    struct fetch_file *f = NULL;
+    struct shard_err err;
+    if (fetch_open(fs, "shard-000000.shard", &f, &err))
+        fail_msg("%s", err.msg);
+    char buf[100];
+    assert_int_equal(fetch_read(f, 0, buf, sizeof buf, &err), 0); /* window 0, 1 read ahead */
+    unsigned before = settled_requests(&s);
+    assert_int_equal(before, 3); /* the suffix, windows 0 and 1 */
+    sk_fetch_http_keep(f, 1);
+    sk_fetch_http_drop_cache(fs);
+    assert_int_equal(fetch_read(f, 0, buf, sizeof buf, &err), 0);
+    assert_int_equal(settled_requests(&s), before);
+    sk_fetch_http_keep(f, 0);
+    sk_fetch_http_drop_cache(fs);
+    assert_int_equal(fetch_read(f, 0, buf, sizeof buf, &err), 0);
+    assert_int_equal(settled_requests(&s), before + 2); /* windows 0 and 1 again */
+    sk_fetch_http_keep(NULL, 1);                        /* no file: nothing to keep */
+    fetch_close(f);
+    fetch_free(fs);
+    server_stop(&s);
+}
+
 static void test_reader_names_a_file_over_its_limit(void **state)
 {
     (void)state;
@@ -1115,6 +1182,7 @@ int main(void)
         cmocka_unit_test(test_reader_maps_unsupported_statuses),
         cmocka_unit_test(test_reader_closing_a_file_cancels_its_retrying_fetch),
         cmocka_unit_test(test_reader_a_cancelled_thread_stops_waiting_for_a_stalled_window),
+        cmocka_unit_test(test_reader_a_kept_file_keeps_its_windows_through_a_drop),
         cmocka_unit_test(test_reader_names_a_file_over_its_limit),
         cmocka_unit_test(test_dataset_options_reach_the_requests),
         cmocka_unit_test(test_urls_percent_encode_every_byte_but_unreserved_and_slash),

@@ -38,6 +38,7 @@
 #include "shardkit/merge.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
+#include "util/quote.h"
 
 #define MANIFEST_TMP "." SHARD_MANIFEST_FILE ".tmp"
 #define ARCHIVES_TMP "." SHARD_ARCHIVES_FILE ".tmp"
@@ -289,6 +290,7 @@ static int check_part(struct merge *g, uint32_t i, struct shard_err *err)
                       "removed or renamed between the parts' runs)",
                       err)) ||
         (rc = differs(g, i, "ignored", "was made from another listing of SRC", err)) ||
+        (rc = differs(g, i, "allow_empty", "was made with another --allow-empty", err)) ||
         (rc = differs(g, i, "bounds",
                       "split the sample order otherwise (file sizes changed "
                       "between the parts' runs)",
@@ -560,6 +562,40 @@ static int gather(struct merge *g, struct shard_err *err)
     return add_indexes(g, err);
 }
 
+/* What a run of the whole would refuse to publish, the merge refuses too:
+ * no sample at all (unless the parts were run with --allow-empty), or a
+ * declared field that no sample of any part has. */
+static int check_usable(const struct merge *g, struct shard_err *err)
+{
+    const struct shard_manifest *m = &g->out;
+    if (m->samples) {
+        for (uint32_t f = 0; f < m->config.field_count; f++)
+            if (!m->field_samples[f])
+                return shard_err_set(err, SHARD_EINVAL,
+                                     "field '%s' is declared, and none of the %llu samples of the "
+                                     "%u parts has it",
+                                     m->config.fields[f].name, (unsigned long long)m->samples,
+                                     g->count);
+        return SHARD_OK;
+    }
+    if (json_is_true(json_object_get(g->parts[0].info, "allow_empty")))
+        return SHARD_OK;
+    if (!m->reject_count)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "none of the %u parts holds a candidate image: an empty dataset is "
+                             "not published (parts run with --allow-empty publish it)",
+                             g->count);
+    char q[SHARD_QUOTE_SIZE];
+    const struct shard_reject *first = &m->rejects[0]; /* sorted by key */
+    return shard_err_set(err, SHARD_EINVAL,
+                         "none of the %llu candidates of the %u parts is a sample: every one was "
+                         "rejected (%s'%s': %s); an empty dataset is not published (parts run "
+                         "with --allow-empty publish it, with the rejects)",
+                         (unsigned long long)m->reject_count, g->count,
+                         m->reject_count > 1 ? "the first, " : "",
+                         sk_quote_bytes(first->key, first->key_len, q, sizeof q), first->reason);
+}
+
 /* ---- publishing ------------------------------------------------------------- */
 
 /* The staged name of file NAME: ".NAME.tmp" (names are short). */
@@ -819,7 +855,8 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary, stru
     for (uint32_t i = 0; !rc && i < g.count; i++)
         if (!(rc = open_part(&g, i, err)))
             rc = check_part(&g, i, err);
-    if (rc || (rc = gather(&g, err)) || (rc = prepare(&g, err)) || (rc = publish(&g, err)))
+    if (rc || (rc = gather(&g, err)) || (rc = check_usable(&g, err)) || (rc = prepare(&g, err)) ||
+        (rc = publish(&g, err)))
         goto out;
     summary->parts = g.count;
     summary->samples = g.out.samples;

@@ -196,6 +196,8 @@ static json_t *part_json(const struct run *r, const char *state)
     if (r->by_archive)
         bad = bad || json_object_set_new(o, "unit", json_string("archives")) ||
               sk_jsonkey_set_uint(o, "candidates", r->candidates_total);
+    /* the merge publishes no sample only if every part was asked to */
+    bad = bad || json_object_set_new(o, "allow_empty", json_boolean(r->o->allow_empty));
     bad = bad || sk_jsonkey_set_uint(o, "first", r->part_bounds[r->o->part]);
     bad = bad || sk_jsonkey_set_uint(o, "end", r->part_bounds[r->o->part + 1]);
     bad = bad || sk_jsonkey_set_uint(o, "shard_base", r->shard_base);

@@ -229,6 +229,45 @@ must_say "cannot merge 's3://bucket/dataset': the merge needs a local DST" "$T/e
 shardify merge --help >"$T/help"
 must_say "hard-linked" "$T/help"
 
+say "refused: parts that hold no sample, or no sample with a declared field (as a single run refuses them)"
+rm -rf "$T/e" "$T/eraw"
+mkdir -p "$T/eraw/a"
+printf 'not an image' >"$T/eraw/a/bad.jpg"
+printf 'nor this' >"$T/eraw/a/worse.jpg"
+convert_parts_of() {  # convert_parts_of SRC DST N [ARGS...]
+    src=$1 dst=$2 n=$3
+    shift 3
+    i=0
+    while [ "$i" -lt "$n" ]; do
+        shardify $OPTS "$@" --part "$i/$n" "$src" "$dst" || die "part $i/$n of $src failed"
+        i=$((i + 1))
+    done
+}
+convert_parts_of "$T/eraw" "$T/e" 2
+tree_state "$T/e" >"$T/e.state"
+must_fail 1 shardify merge "$T/e"
+must_say "none of the 2 candidates of the 2 parts is a sample: every one was rejected (the first, 'a/bad.jpg': not an image" "$T/err"
+must_say "an empty dataset is not published (parts run with --allow-empty publish it" "$T/err"
+same_state "$T/e.state" "$T/e" "a refused merge changed DST"
+rm -rf "$T/e"
+shardify $OPTS --allow-empty --part 0/2 "$T/eraw" "$T/e"
+shardify $OPTS --part 1/2 "$T/eraw" "$T/e"
+must_fail 1 shardify merge "$T/e"
+must_say "part 1 of 2 was made with another --allow-empty" "$T/err"
+rm -rf "$T/e"
+convert_parts_of "$T/eraw" "$T/e" 2 --allow-empty
+shardify merge --quiet "$T/e"
+[ "$(json "$T/e/manifest.json" 'd["counts"]["samples"], d["counts"]["rejected"]')" = "(0, 2)" ] ||
+    die "--allow-empty parts: not an empty dataset with its 2 rejects"
+rm -rf "$T/e"
+convert_parts_of "$T/raw" "$T/e" 2 --field nothing=text
+[ ! -e "$T/e/manifest.json" ] || die "a part published a dataset"
+tree_state "$T/e" >"$T/e.state"
+must_fail 1 shardify merge "$T/e"
+must_say "field 'nothing' is declared, and none of the $(json "$T/merged/manifest.json" 'd["counts"]["samples"]') samples of the 2 parts has it" "$T/err"
+same_state "$T/e.state" "$T/e" "a refused merge changed DST"
+[ ! -e "$T/e/manifest.json" ] || die "a merge published a field that matched nothing"
+
 say "refused: a part missing"
 fresh_parts
 rm -r "$T/m/parts/2-of-3"

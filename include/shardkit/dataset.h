@@ -559,6 +559,18 @@ SHARD_API int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds,
 SHARD_API int shard_iter_next(struct shard_iter *it, struct shard_item *item,
                               struct shard_err *err);
 
+/* Have shard_iter_next call interrupted(user) on its thread at most every
+ * 50 ms while it waits for the next sample (for a worker's read, or, with
+ * threads 0, its own read and what that read waits for: an HTTP transfer,
+ * a window, a cache lock), and stop once it returns non-zero: next() then
+ * returns SHARD_EINTR, the entry not handed out and the position unchanged
+ * (the next call gives it).  interrupted must be quick and must not call
+ * the library (the reader's locks may be held).  NULL: none, next() waits
+ * for its sample.  Whatever the interrupt, shard_iter_free ends the
+ * workers' reads within 50 ms, never waiting for a server that stalls. */
+SHARD_API void shard_iter_set_interrupt(struct shard_iter *it, int (*interrupted)(void *user),
+                                        void *user);
+
 /* Entries handed out so far (the position of the next one). */
 SHARD_API uint64_t shard_iter_position(const struct shard_iter *it);
 

@@ -103,15 +103,6 @@ void sk_dataset_advise_ahead(struct shard_dataset *ds, const uint64_t *list, uin
 void sk_dataset_item_put(struct shard_dataset *ds, struct shard_item *item);
 int sk_dataset_item_take(struct shard_dataset *ds, struct shard_item *item);
 
-/* The consumer's side of a loader whose workers fill a ring of items
- * through the ordered ring q (util/ring.h, groups of one: position p in
- * ring[sk_ring_slot(q, p)]): wait for the next position, hand its sample
- * to *item by exchanging buffers with the ring (no copy), or copy its
- * error to *err, and give the slot back.  1 with a sample, 0 at the end of
- * the list, or the position's error.  Used by shard_iter. */
-int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
-                      struct shard_err *err);
-
 /* The plan's array of sample indices (shard_plan_count of them, malloc'd;
  * never NULL), which the caller then owns and frees: the plan keeps none
  * (shard_plan_indices gives NULL after this).  For a loader, whose list of

@@ -10,13 +10,19 @@
  * come next, up to p + depth (sk_dataset_advise), so that their bytes are
  * being fetched - by the kernel, or over HTTP - while earlier ones are
  * decoded.  Advice stops at a later sample whose shard no read has opened
- * yet and resumes from there at a later claim. */
+ * yet and resumes from there at a later claim.
+ *
+ * Stopping: the workers' reads wait under a cancellation (util/cancel.h)
+ * that shard_iter_free sets, so that freeing never waits for a server that
+ * stalls; next() looks at the caller's interrupt while it waits, and, with
+ * no workers, has its own read's waits look at it too. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "read/dataset_internal.h"
+#include "util/cancel.h"
 #include "util/ring.h"
 
 #define DEFAULT_THREADS 2
@@ -36,6 +42,11 @@ struct shard_iter {
     int started;              /* worker threads running */
     _Atomic uint64_t advised; /* positions before this one were advised */
     uint64_t consumed;
+    volatile sig_atomic_t stopping; /* set by shard_iter_free: the workers' reads end */
+    struct sk_cancel cancel;        /* the workers' */
+    struct sk_cancel inline_cancel; /* next()'s own read (no workers): the interrupt */
+    int (*interrupted)(void *user);
+    void *interrupt_user;
 };
 
 void shard_iter_options_init(struct shard_iter_options *o)
@@ -49,6 +60,7 @@ static void *worker(void *arg)
 {
     struct shard_iter *it = arg;
     uint64_t p;
+    sk_cancel_set(&it->cancel);
     while (sk_ring_claim(it->queue, -1, &p) == SK_RING_READY) {
         sk_dataset_advise_ahead(it->ds, it->indices, it->count, p, it->depth, &it->advised);
         struct shard_item *item = &it->items[sk_ring_slot(it->queue, p)];
@@ -63,6 +75,7 @@ void shard_iter_free(struct shard_iter *it)
 {
     if (!it)
         return;
+    sk_flag_put(&it->stopping, 1); /* reads waiting for a server that stalls end now */
     if (it->queue)
         sk_ring_stop(it->queue);
     for (int i = 0; i < it->started; i++)
@@ -98,6 +111,8 @@ int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     it->ds = ds;
     it->count = count;
+    it->cancel = (struct sk_cancel){&it->stopping, NULL, NULL};
+    it->inline_cancel = (struct sk_cancel){&it->stopping, NULL, NULL};
     it->flags = o->flags;
     it->depth = o->queue_depth ? o->queue_depth
                                : (uint32_t)(o->threads ? o->threads : 1) * SLOTS_PER_THREAD;
@@ -134,21 +149,42 @@ static void swap_items(struct shard_item *a, struct shard_item *b)
     *b = t;
 }
 
-int sk_item_ring_take(struct sk_ring *q, struct shard_item *ring, struct shard_item *item,
-                      struct shard_err *err)
+/* The caller's interrupt, as the inline cancellation's poll. */
+static int call_interrupt(void *user)
+{
+    struct shard_iter *it = user;
+    return it->interrupted(it->interrupt_user);
+}
+
+void shard_iter_set_interrupt(struct shard_iter *it, int (*interrupted)(void *user), void *user)
+{
+    it->interrupted = interrupted;
+    it->interrupt_user = user;
+    it->inline_cancel.poll = interrupted ? call_interrupt : NULL;
+    it->inline_cancel.user = it;
+}
+
+/* The next position from the workers' ring: its sample to *item by
+ * exchanging buffers (no copy), or its error to *err.  1, 0 at the end, the
+ * error, or SHARD_EINTR when the interrupt said stop first. */
+static int ring_take(struct shard_iter *it, struct shard_item *item, struct shard_err *err)
 {
     struct sk_ring_group g;
-    int w = sk_ring_wait(q, -1, &g);
+    int w;
+    while ((w = sk_ring_wait(it->queue, it->interrupted ? SK_CANCEL_POLL_MS : -1, &g)) ==
+           SK_RING_NOT_YET)
+        if (it->interrupted(it->interrupt_user))
+            return shard_err_set(err, SHARD_EINTR, SK_CANCELLED_MESSAGE);
     if (w == SK_RING_END)
         return 0;
     if (w != SK_RING_READY) /* cannot happen: nobody else stops or holds the queue */
-        return shard_err_set(err, SHARD_EINVAL, "loader queue in an unexpected state (%d)", w);
-    int rc = sk_ring_rc(q, g.first);
+        return shard_err_set(err, SHARD_EINVAL, "iterator queue in an unexpected state (%d)", w);
+    int rc = sk_ring_rc(it->queue, g.first);
     if (rc && err)
-        *err = *sk_ring_err(q, g.first);
+        *err = *sk_ring_err(it->queue, g.first);
     if (!rc)
-        swap_items(item, &ring[g.slot]);
-    sk_ring_release(q);
+        swap_items(item, &it->items[g.slot]);
+    sk_ring_release(it->queue);
     return rc ? rc : 1;
 }
 
@@ -161,12 +197,19 @@ int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard
          * workers do: the shards it has passed are let go) */
         sk_dataset_advise_ahead(it->ds, it->indices, it->count, it->consumed, it->depth,
                                 &it->advised);
+        const struct sk_cancel *was = sk_cancel_set(&it->inline_cancel);
         int rc = shard_dataset_read(it->ds, it->indices[it->consumed], it->flags, item, err);
+        int stopped = rc == SHARD_EINTR || sk_cancelled();
+        sk_cancel_set(was);
+        if (stopped) /* the entry is read again by the next call */
+            return shard_err_set(err, SHARD_EINTR, SK_CANCELLED_MESSAGE);
         it->consumed++;
         return rc ? rc : 1;
     }
-    it->consumed++;
-    return sk_item_ring_take(it->queue, it->items, item, err);
+    int rc = ring_take(it, item, err);
+    if (rc != SHARD_EINTR)
+        it->consumed++;
+    return rc;
 }
 
 uint64_t shard_iter_position(const struct shard_iter *it)

@@ -9,12 +9,14 @@
 
 static _Thread_local const struct sk_cancel *current;
 static _Thread_local uint64_t polled_ns; /* when current->poll was last called */
+static _Thread_local int poll_stopped;   /* current->poll said stop: it stays said */
 
 const struct sk_cancel *sk_cancel_set(const struct sk_cancel *c)
 {
     const struct sk_cancel *was = current;
     current = c;
     polled_ns = 0;
+    poll_stopped = 0;
     return was;
 }
 
@@ -40,12 +42,13 @@ int sk_cancelled(void)
     const struct sk_cancel *c = current;
     if (!c)
         return 0;
-    if (flag_set(c))
+    if (flag_set(c) || poll_stopped)
         return 1;
     if (!poll_due(c))
         return 0;
     polled_ns = sk_now_ns();
-    return c->poll(c->user) != 0;
+    poll_stopped = c->poll(c->user) != 0;
+    return poll_stopped;
 }
 
 /* The realtime clock SK_CANCEL_POLL_MS from now (what timed waits take). */

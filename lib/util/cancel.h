@@ -36,7 +36,8 @@ struct sk_cancel {
  * its use.  Returns the one it replaces. */
 const struct sk_cancel *sk_cancel_set(const struct sk_cancel *c);
 
-/* 1 when the calling thread's cancellation says stop, else 0. */
+/* 1 when the calling thread's cancellation says stop, else 0.  Once its
+ * poll has said stop, it says stop until sk_cancel_set is called again. */
 int sk_cancelled(void);
 
 /* 1 when the calling thread has a cancellation: its waits must poll. */

@@ -8,7 +8,9 @@
  * retrying fetch returns at once, a reader whose thread is cancelled
  * stops waiting for a stalled window, a kept file's windows stay through
  * a drop of the window cache), the pool
- * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, the
+ * keeps at most SK_HTTP_POOL_MAX handles, reset before each reuse, an
+ * iterator over a dataset whose server stalls is interrupted and freed at
+ * once, the
  * public shard_dataset_options reach the requests (or are refused, naming
  * the option), and whole remote files (shard_remote_*) are read under them,
  * counted, delayed by the simulated round trip and reported to an observer. */
@@ -39,6 +41,7 @@
 #include "shardkit/dataset.h"
 #include "util/cancel.h"
 #include "util/clock.h"
+#include "mkdataset.h"
 
 /* ---- a scripted server -------------------------------------------------------------- */
 
@@ -944,6 +947,140 @@ static void test_reader_a_cancelled_thread_stops_waiting_for_a_stalled_window(vo
     server_stop(&s);
 }
 
+/* ---- the iterator over a server that stalls ---------------------------------------- */
+
+/* Serves a dataset made by mkdataset under /d/: a file asked whole, or by
+ * its suffix (a shard's opening), whole; any other range of a shard gets
+ * its headers and half its bytes, then nothing (the connection open). */
+struct stalling_dataset {
+    struct mkds d;
+    pthread_mutex_t lock;
+    uint8_t *bodies[64]; /* what the answers point to, freed at the end */
+    unsigned body_count;
+};
+
+static void answer_stalling_dataset(struct server *s, unsigned n, const char *request,
+                                    struct answer *a)
+{
+    (void)n;
+    struct stalling_dataset *sd = s->user;
+    char name[128];
+    if (sscanf(request, "%*s /d/%127s", name) != 1 || strchr(name, '/')) {
+        a->status = 404;
+        return;
+    }
+    char path[256];
+    mkds_path(&sd->d, name, path, sizeof path);
+    if (access(path, R_OK) != 0) {
+        a->status = 404;
+        return;
+    }
+    size_t len;
+    uint8_t *body = mkds_slurp(&sd->d, name, &len);
+    pthread_mutex_lock(&sd->lock);
+    assert_true(sd->body_count < 64);
+    sd->bodies[sd->body_count++] = body;
+    pthread_mutex_unlock(&sd->lock);
+    const char *range = strstr(request, "Range: bytes=");
+    size_t from = 0, to = len - 1;
+    a->body = (const char *)body;
+    a->body_len = len;
+    if (!range)
+        return;
+    if (range[13] == '-')
+        from = len - (size_t)strtoull(range + 14, NULL, 10) < len
+                   ? len - (size_t)strtoull(range + 14, NULL, 10)
+                   : 0;
+    else if (sscanf(range + 13, "%zu-%zu", &from, &to) != 2 || from > to || to >= len)
+        fail_msg("a range the reader should not ask for: %.40s", range);
+    a->status = 206;
+    snprintf(a->headers, sizeof a->headers, "Content-Range: bytes %zu-%zu/%zu\r\n", from, to, len);
+    a->body = (const char *)body + from;
+    a->body_len = to - from + 1;
+    if (range[13] != '-') { /* a window: half of it, then a stall */
+        a->declared = a->body_len;
+        a->body_len /= 2;
+        a->stall = 1;
+    }
+}
+
+static int after_flag(void *user)
+{
+    return sk_flag_get(user);
+}
+
+/* An iterator whose next() waits for a window from a server that stalls
+ * returns SHARD_EINTR soon after its interrupt says stop, the position
+ * unchanged, with worker threads or with none; and freeing it, with reads
+ * still waiting for the server, takes no longer than a poll. */
+static void test_an_iterator_over_a_stalled_server_is_interrupted_and_freed_at_once(void **state)
+{
+    (void)state;
+    static const uint64_t counts[] = {600, 600};
+    struct stalling_dataset sd = {.body_count = 0};
+    mkds_build(&sd.d, counts, 2);
+    pthread_mutex_init(&sd.lock, NULL);
+    struct server s;
+    server_start(&s, answer_stalling_dataset, &sd);
+    char url[128];
+    url_of(&s, "/d", url, sizeof url);
+    for (int threads = 0; threads <= 2; threads += 2) {
+        struct shard_dataset_options o;
+        shard_dataset_options_init(&o);
+        o.window_bytes = SHARD_DATASET_MIN_WINDOW;
+        o.timeout_seconds = 60;
+        struct shard_dataset *ds = NULL;
+        struct shard_err err;
+        if (shard_dataset_open_ex(&ds, url, &o, &err))
+            fail_msg("cannot open the served dataset: %s", err.msg);
+        uint64_t all[1200];
+        for (uint64_t i = 0; i < 1200; i++)
+            all[i] = i;
+        struct shard_iter_options io;
+        shard_iter_options_init(&io);
+        io.threads = threads;
+        struct shard_iter *it = NULL;
+        if (shard_iter_new(&it, ds, all, 1200, &io, &err))
+            fail_msg("%s", err.msg);
+        volatile sig_atomic_t stop = 0;
+        shard_iter_set_interrupt(it, after_flag, (void *)&stop);
+        struct later l = {&stop, 0.5, 0};
+        pthread_t t;
+        pthread_create(&t, NULL, set_later, &l);
+        struct shard_item item = {0};
+        int rc;
+        while ((rc = shard_iter_next(it, &item, &err)) == 1)
+            ; /* the samples of the opening suffixes, then the stalled window */
+        double late = sk_now_seconds() - l.at;
+        pthread_join(t, NULL);
+        if (rc != SHARD_EINTR)
+            fail_msg("threads %d: next() gave %d (%s), not SHARD_EINTR", threads, rc,
+                     rc ? err.msg : "");
+        assert_string_equal(err.msg, "interrupted");
+        if (late > CANCEL_SEEN_WITHIN)
+            fail_msg("threads %d: next() returned %.3f s after its interrupt", threads, late);
+        uint64_t at = shard_iter_position(it);
+        assert_true(at < 1200);
+        /* still stalled: the same entry, interrupted again, is not skipped */
+        if ((rc = shard_iter_next(it, &item, &err)) != SHARD_EINTR)
+            fail_msg("threads %d: the next call gave %d (%s), not SHARD_EINTR", threads, rc,
+                     rc < 0 ? err.msg : "");
+        assert_int_equal(shard_iter_position(it), at);
+        double start = sk_now_seconds();
+        shard_iter_free(it);
+        shard_item_release(&item);
+        shard_dataset_close(ds);
+        if (sk_now_seconds() - start > CANCEL_SEEN_WITHIN)
+            fail_msg("threads %d: freeing the iterator and closing took %.3f s", threads,
+                     sk_now_seconds() - start);
+    }
+    server_stop(&s);
+    for (unsigned i = 0; i < sd.body_count; i++)
+        free(sd.bodies[i]);
+    pthread_mutex_destroy(&sd.lock);
+    mkds_remove(&sd.d);
+}
+
 /* The server's request count once it has stayed the same for 0.2 s. */
 static unsigned settled_requests(struct server *s)
 {
@@ -1184,6 +1321,7 @@ int main(void)
         cmocka_unit_test(test_reader_a_cancelled_thread_stops_waiting_for_a_stalled_window),
         cmocka_unit_test(test_reader_a_kept_file_keeps_its_windows_through_a_drop),
         cmocka_unit_test(test_reader_names_a_file_over_its_limit),
+        cmocka_unit_test(test_an_iterator_over_a_stalled_server_is_interrupted_and_freed_at_once),
         cmocka_unit_test(test_dataset_options_reach_the_requests),
         cmocka_unit_test(test_urls_percent_encode_every_byte_but_unreserved_and_slash),
         cmocka_unit_test(test_remote_files_are_read_whole_under_the_options),

@@ -3,12 +3,17 @@
 # `make test`, `make demo` and the other top-level targets first run
 # scripts/deps.sh with their group, which installs any missing Debian package
 # that target needs (apt-get), so each is a single command on a fresh machine;
-# `make deps` installs every group.  Everything is built out of tree under $(BUILD).
+# `make deps` installs every group.  DEPS=no skips that step (a machine set up
+# already, or one where apt-get is not wanted): what is missing then fails
+# where it is used.  Everything is built out of tree under $(BUILD).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
+DEPS    ?= yes
+# scripts/deps.sh GROUP, or nothing with DEPS=no
+DEPS_SH  = $(if $(filter no,$(DEPS)),: DEPS=no: not installing,scripts/deps.sh)
 # The version is written once, in include/shardkit/api.h.
 VERSION := $(shell sed -n 's/^\#define SHARDKIT_VERSION "\(.*\)"/\1/p' include/shardkit/api.h)
 MAJOR   := $(firstword $(subst ., ,$(VERSION)))
@@ -188,19 +193,25 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(CLI_A) $(BENCH_A) $(
 	$(Q)$(CC) $(CFLAGS_ALL) -Icmd/common -Icmd/shardbench -Itests/unit $< $(UNIT_HELPERS) \
 	    $(BENCH_A) $(CLI_A) $(LIB_A) $(LDLIBS_ALL) -lcmocka -o $@
 
-# Quick: unit tests only.
+# Quick (the inner loop): the unit tests and the command-line tests of the
+# core behaviours - convert, check, export, parts, incremental runs, fields,
+# the loader's C tests - a few minutes on 2 cores (CONTRIBUTING.md).
+# TESTS="..." picks others; make check -j2 runs two at a time.
+CHECK_TESTS ?= $(notdir $(basename $(UNIT_SRC))) \
+               test_shardify test_shardcheck test_shardcat test_parts test_incremental \
+               test_fields test_sources test_links
 check:
-	@scripts/deps.sh unit
-	@$(MAKE) --no-print-directory _units
+	@$(DEPS_SH) demo
+	@$(MAKE) --no-print-directory _check
 
-.PHONY: _units
-_units: build $(UNITS)
-	@tests/run.sh --units-only $(BUILD) $(TESTS)
+.PHONY: _check
+_check: build $(UNITS)
+	@tests/run.sh $(BUILD) $(if $(TESTS),$(TESTS),$(CHECK_TESTS))
 
 # Everything CI runs: unit tests, CLI tests, fuzz-corpus replay, pytest.
 # TESTS="test_shardify python_tests" runs only the tests of those names.
 test:
-	@scripts/deps.sh test
+	@$(DEPS_SH) test
 	@$(MAKE) --no-print-directory _test
 
 _test: build $(UNITS) _python
@@ -208,7 +219,7 @@ _test: build $(UNITS) _python
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 sanitize:
-	@scripts/deps.sh test
+	@$(DEPS_SH) test
 	@$(MAKE) --no-print-directory BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" _test
 
@@ -225,7 +236,7 @@ TSAN_TESTS ?= $(notdir $(basename $(wildcard tests/unit/test_*.c))) \
               test_shardbench \
               test_scale_archives
 tsan:
-	@scripts/deps.sh tsan
+	@$(DEPS_SH) tsan
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=thread" SO_NO_UNDEFINED= _tsan
 
@@ -261,7 +272,7 @@ $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A)
 	$(Q)$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -Ifuzz $< $(LIB_A) $(LDLIBS_ALL) -o $@
 
 fuzz:
-	@scripts/deps.sh fuzz
+	@$(DEPS_SH) fuzz
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) \
 	    OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
@@ -296,7 +307,7 @@ PY_DEPS := python/setup.py python/pyproject.toml $(wildcard python/src/*.c pytho
            $(wildcard include/*.h include/shardkit/*.h)
 
 python:
-	@scripts/deps.sh python
+	@$(DEPS_SH) python
 	@$(MAKE) --no-print-directory _python
 
 .PHONY: _python print-ldlibs
@@ -318,14 +329,14 @@ print-ldlibs:
 # ---- demo and bench ---------------------------------------------------------
 
 demo:
-	@scripts/deps.sh demo
+	@$(DEPS_SH) demo
 	@$(MAKE) --no-print-directory _demo
 
 _demo: build
 	@examples/demo.sh $(BUILD)
 
 bench:
-	@scripts/deps.sh bench
+	@$(DEPS_SH) bench
 	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling \
 	    $(BUILD)/bench/write_ceiling $(BUILD)/bench/augment_speed
 	@bench/run.sh $(BUILD)
@@ -333,7 +344,7 @@ bench:
 # The screenshots of the HTML reports in docs/ (README.md shows them), made
 # from the demo data in headless Chromium.
 screenshots:
-	@scripts/deps.sh screenshots
+	@$(DEPS_SH) screenshots
 	@$(MAKE) --no-print-directory build
 	@scripts/report_screenshots.sh $(BUILD)
 
@@ -490,11 +501,11 @@ FORMAT_PENDING :=
 FORMAT_ARGS = $(addprefix -p ,$(FORMAT_PENDING)) $(FORMAT_DIRS)
 .PHONY: format format-check
 format:
-	@scripts/deps.sh format
+	@$(DEPS_SH) format
 	@CLANG_FORMAT=$(CLANG_FORMAT) scripts/format.sh fix $(FORMAT_ARGS)
 
 format-check:
-	@scripts/deps.sh format
+	@$(DEPS_SH) format
 	@CLANG_FORMAT=$(CLANG_FORMAT) scripts/format.sh check $(FORMAT_ARGS)
 
 # ---- Debian packages ----------------------------------------------------------
@@ -505,7 +516,7 @@ format-check:
 # checks that nothing is left (scripts/deb.sh; needs root).
 .PHONY: deb deb-test
 deb:
-	@scripts/deps.sh deb
+	@$(DEPS_SH) deb
 	@scripts/deb.sh build $(BUILD)
 
 deb-test: deb

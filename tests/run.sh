@@ -16,6 +16,9 @@
 # gives its reason).  The summary counts them and says why.  With
 # SHARDKIT_STRICT_SKIPS=1 (CI sets it) a skip fails the run unless its line,
 # "NAME: why", is in tests/skips.allowed.
+# Jobs: the tests run one at a time, or N at once with SHARDKIT_TEST_JOBS=N
+# or under `make -jN` (make test -j2); each test's lines are printed once it
+# ends, and the summary is the same.
 # Exit status: 0 when every test passed (and, strict, nothing else was skipped).
 set -u
 units_only=0
@@ -86,20 +89,78 @@ skipped() {
             for (i = 0; i < n; i++) print name ": " substr($0, RSTART + RLENGTH)
         }' "$2" >>"$skips"
 }
-run() {  # name, command...
+# jobs: SHARDKIT_TEST_JOBS, else make's -jN (-j alone: the cores), else 1
+jobs=${SHARDKIT_TEST_JOBS:-}
+if [ -z "$jobs" ]; then
+    case " ${MAKEFLAGS:-} " in
+    *" -j "* | *" -j --"*) jobs=$(nproc) ;;
+    *" -j"[0-9]*) jobs=$(printf '%s\n' " $MAKEFLAGS " | sed -n 's/.* -j\([0-9][0-9]*\).*/\1/p') ;;
+    esac
+fi
+case "${jobs:-1}" in '' | *[!0-9]* | 0) jobs=1 ;; esac
+running=""  # the tests under way (jobs > 1), by name
+
+# run_one NAME COMMAND...: run it, its log in BUILD/tests/NAME.log; prints
+# its "ok" or "FAIL" lines; the command's status
+run_one() {
     name=$1; shift
-    if [ -n "$only" ]; then
-        case " $only " in *" $name "*) ;; *) return 0 ;; esac
-    fi
     log="$BUILD/tests/$name.log"
     start=$(date +%s)
     if "$@" >"$log" 2>&1; then
-        pass=$((pass + 1)); echo "ok   $name ($(( $(date +%s) - start ))s)"
-    else
-        fail=$((fail + 1)); failed="$failed $name"
-        echo "FAIL $name (log: $log)"; tail -n 40 "$log" | sed 's/^/     /'
+        echo "ok   $name ($(( $(date +%s) - start ))s)"
+        return 0
     fi
-    skipped "$name" "$log"
+    echo "FAIL $name (log: $log)"; tail -n 40 "$log" | sed 's/^/     /'
+    return 1
+}
+# tally NAME STATUS: count it, and its skips
+tally() {
+    if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); failed="$failed $1"; fi
+    skipped "$1" "$BUILD/tests/$1.log"
+}
+# reap [ALL]: the ended tests of those under way, their lines printed and
+# counted; with ALL, wait for every one
+reap() {
+    left=""
+    for n in $running; do
+        if [ -f "$BUILD/tests/$n.status" ]; then
+            cat "$BUILD/tests/$n.out"
+            tally "$n" "$(cat "$BUILD/tests/$n.status")"
+            rm -f "$BUILD/tests/$n.status" "$BUILD/tests/$n.out"
+        else
+            left="$left $n"
+        fi
+    done
+    running=$left
+    if [ -n "${1:-}" ] && [ -n "$running" ]; then
+        sleep 0.2
+        reap all
+    fi
+}
+under_way() { echo $running | wc -w; }
+run() {  # name, command...
+    name=$1
+    if [ -n "$only" ]; then
+        case " $only " in *" $name "*) ;; *) return 0 ;; esac
+    fi
+    if [ "$jobs" -le 1 ]; then
+        shift
+        run_one "$name" "$@"
+        tally "$name" $?
+        return 0
+    fi
+    while [ "$(under_way)" -ge "$jobs" ]; do
+        sleep 0.2
+        reap
+    done
+    rm -f "$BUILD/tests/$name.status"
+    (
+        shift
+        run_one "$name" "$@" >"$BUILD/tests/$name.out" 2>&1
+        echo $? >"$BUILD/tests/$name.status.tmp"
+        mv "$BUILD/tests/$name.status.tmp" "$BUILD/tests/$name.status"
+    ) &
+    running="$running $name"
 }
 
 # missing NAME: a test whose program was not built fails, saying so
@@ -144,6 +205,8 @@ if [ $units_only -eq 0 ]; then
         run python_tests "$@" "$PYTHON" -m pytest -q -rs -p no:cacheprovider "$top/python/tests"
     fi
 fi
+
+reap all
 
 # The skips, each reason once with its count; in strict mode those not in
 # tests/skips.allowed (lines "NAME: why"; # starts a comment) fail the run.

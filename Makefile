@@ -234,7 +234,7 @@ TSAN_TESTS ?= $(notdir $(basename $(wildcard tests/unit/test_*.c))) \
               test_shardify test_sources test_fields test_links test_parts test_incremental \
               test_s3_fields test_shardcheck test_shardcheck_fields test_shardcheck_parts test_cache \
               test_shardbench \
-              test_scale_archives
+              test_scale_archives test_s3_memory
 tsan:
 	@$(DEPS_SH) tsan
 	@$(MAKE) --no-print-directory BUILD=build-tsan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \

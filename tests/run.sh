@@ -97,7 +97,8 @@ if [ -z "$jobs" ]; then
     *" -j"[0-9]*) jobs=$(printf '%s\n' " $MAKEFLAGS " | sed -n 's/.* -j\([0-9][0-9]*\).*/\1/p') ;;
     esac
 fi
-case "${jobs:-1}" in '' | *[!0-9]* | 0) jobs=1 ;; esac
+jobs=${jobs:-1}
+case "$jobs" in *[!0-9]* | 0) jobs=1 ;; esac
 running=""  # the tests under way (jobs > 1), by name
 
 # run_one NAME COMMAND...: run it, its log in BUILD/tests/NAME.log; prints

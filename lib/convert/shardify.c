@@ -269,6 +269,14 @@ static int is_next(void *ctx)
     return n->pos == __atomic_load_n(&n->r->next_pos, __ATOMIC_ACQUIRE);
 }
 
+/* Whether order position pos is the next the pipeline consumes (the
+ * read-ahead's question, sk_prefetch_budget). */
+static int is_next_order(void *ctx, uint64_t pos)
+{
+    const struct run *r = ctx;
+    return r->pos_base + pos == __atomic_load_n(&r->next_pos, __ATOMIC_ACQUIRE);
+}
+
 /* A source file of `size` bytes is about to be read into the slot: room
  * for it in the budget, which the next position to be consumed takes at
  * once (the others it waits for are consumed after it). */
@@ -441,7 +449,8 @@ static int work_file(struct run *r, int thread, struct slot *s, const char *key,
     shard_err_clear(&e);
     /* a prefetched position is taken whatever becomes of it */
     int fd = -1;
-    int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &fd, &e) : SHARD_OK;
+    int rc = r->prefetch ? sk_prefetch_take(r->prefetch, s->pos, &s->input, &fd, &s->held, &e)
+                         : SHARD_OK;
     /* refused and over-long keys are never opened, not even ahead
      * (never_open): fd is -1 for them */
     const char *refusal = shard_refusals_find(&r->refused, key, key_len);
@@ -616,15 +625,18 @@ int sk_run_convert_range(struct run *r, struct shard_err *err)
     struct pipeline_ops ops = {r, convert_claim, convert_work, convert_consume};
     r->phase = "convert";
     int rc = SHARD_OK;
-    if (r->root.s3) /* one round trip per file: many under way at once */
+    /* one round trip per file: many under way at once, their listed sizes
+     * held to the budget until the slot that takes one is consumed */
+    struct sk_prefetch_budget held = {&r->budget, is_next_order, r};
+    if (r->root.s3)
         rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
                              r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD,
-                             SK_PREFETCH_READ, NULL, NULL, err);
+                             SK_PREFETCH_READ, NULL, NULL, &held, err);
     else if (!r->archive) /* a cold disk reads ahead while the workers decode */
         rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
                              r->config.max_file_bytes, LOCAL_ADVISERS,
                              LOCAL_AHEAD_PER_THREAD * (uint32_t)r->threads, SK_PREFETCH_ADVISE,
-                             never_open, r, err);
+                             never_open, r, NULL, err);
     if (!rc)
         rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
     sk_prefetch_free(r->prefetch);

@@ -35,12 +35,16 @@ void sk_source_root_close(struct sk_source_root *r)
     r->fd = -1;
     sk_s3_free(r->s3);
     r->s3 = NULL;
+    free(r->sizes);
+    r->sizes = NULL;
 }
 
 struct listing {
     struct shard_keylist *keys;
     struct shard_scan_stats *st;
     struct sk_sidecars *side;
+    uint64_t *sizes; /* keys[i]'s listed size (grown with keys) */
+    size_t sizes_cap;
 };
 
 static int list_object(void *user, const char *name, size_t len, uint64_t size,
@@ -58,7 +62,26 @@ static int list_object(void *user, const char *name, size_t len, uint64_t size,
         return SHARD_OK;
     }
     l->st->candidates++;
+    if (l->keys->count == l->sizes_cap) {
+        size_t cap = l->sizes_cap ? 2 * l->sizes_cap : 1024;
+        uint64_t *grown = realloc(l->sizes, cap * sizeof *grown);
+        if (!grown)
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        l->sizes = grown;
+        l->sizes_cap = cap;
+    }
+    l->sizes[l->keys->count] = size;
     return shard_keylist_add(l->keys, name, len, err);
+}
+
+/* The order of keys[a] and keys[b] (qsort_r over indices). */
+static int compare_listed(const void *pa, const void *pb, void *arg)
+{
+    const struct shard_keylist *keys = arg;
+    size_t la, lb;
+    const char *a = shard_keylist_get(keys, *(const size_t *)pa, &la);
+    const char *b = shard_keylist_get(keys, *(const size_t *)pb, &lb);
+    return shard_key_compare(a, la, b, lb);
 }
 
 int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
@@ -70,14 +93,33 @@ int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,
     struct shard_keylist found = {0};
     struct shard_scan_stats seen = {0};
     size_t side_before = side ? sk_sidecars_file_count(side) : 0;
-    struct listing l = {&found, &seen, side};
+    struct listing l = {&found, &seen, side, NULL, 0};
     int rc = sk_s3_list(r->s3, 1, list_object, &l, err);
     if (rc == SHARD_ENOTFOUND)
         shard_err_prefix(err, rc, "cannot read source '%s'", r->src);
+    /* into an empty list, in key order, with each key's listed size: the
+     * list's later sort changes nothing (the keys of a store are unique) */
+    size_t *by_key = NULL;
+    int sized = !rc && keys->count == 0 && found.count > 0;
+    if (sized && (!(by_key = malloc(found.count * sizeof *by_key)) ||
+                  !(r->sizes = malloc(found.count * sizeof *r->sizes))))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t i = 0; sized && !rc && i < found.count; i++)
+        by_key[i] = i;
+    if (sized && !rc)
+        qsort_r(by_key, found.count, sizeof *by_key, compare_listed, &found);
     for (size_t i = 0; !rc && i < found.count; i++) {
-        size_t len;
-        const char *key = shard_keylist_get(&found, i, &len);
+        size_t len, at = sized ? by_key[i] : i;
+        const char *key = shard_keylist_get(&found, at, &len);
+        if (sized)
+            r->sizes[i] = l.sizes[at];
         rc = shard_keylist_add(keys, key, len, err);
+    }
+    free(by_key);
+    free(l.sizes);
+    if (rc) {
+        free(r->sizes);
+        r->sizes = NULL;
     }
     if (!rc) { /* a failed scan adds nothing, as shard_scan_dir */
         st->candidates += seen.candidates;

@@ -27,6 +27,9 @@ struct sk_source_root {
     const char *src;  /* as given */
     int fd;           /* a directory: -1 otherwise */
     struct sk_s3 *s3; /* an S3 prefix: NULL otherwise */
+    /* an S3 prefix scanned into an empty key list: the listed size of each
+     * key, in the list's order (which the scan sorted); else NULL */
+    uint64_t *sizes;
 };
 
 /* 1 when src is an S3 location (s3://). */
@@ -82,19 +85,30 @@ int sk_source_file_read_stat(int fd, const struct stat *known, uint64_t max_byte
  * Every position in [first, end) must be taken, once. */
 enum sk_prefetch_mode { SK_PREFETCH_READ, SK_PREFETCH_ADVISE };
 typedef int sk_prefetch_skip(void *skip_user, uint64_t candidate);
+/* SK_PREFETCH_READ of a root whose sizes are listed: each file's listed size
+ * is taken from `budget` before it is read, waiting while the files read and
+ * not yet given back hold too much, unless first(ctx, pos) says pos is the
+ * one every other waits for (util/budget.h).  The taker gives the bytes back
+ * (sk_prefetch_take's *held) once it is done with them. */
+struct sk_prefetch_budget {
+    struct sk_budget *budget;
+    int (*first)(void *ctx, uint64_t pos);
+    void *ctx;
+};
 struct sk_prefetch;
 int sk_prefetch_new(struct sk_prefetch **out, const struct sk_source_root *root,
                     const struct shard_keylist *keys, const uint64_t *order, uint64_t first,
                     uint64_t end, uint64_t max_bytes, int connections, uint32_t ahead,
                     enum sk_prefetch_mode mode, sk_prefetch_skip *skip, void *skip_user,
-                    struct shard_err *err);
+                    const struct sk_prefetch_budget *budget, struct shard_err *err);
 /* Wait for position pos.  SK_PREFETCH_READ: hand its bytes to buf (buffers
- * are exchanged, nothing is copied).  SK_PREFETCH_ADVISE: *fd is the open
+ * are exchanged, nothing is copied), and add to *held (when not NULL) the
+ * budget's bytes they hold.  SK_PREFETCH_ADVISE: *fd is the open
  * file (the caller reads and closes it with sk_source_file_read), or -1 for a
  * skipped position.  Or return the error of reading or opening it
  * (sk_source_root_read's).  SHARD_EINTR once the prefetcher is being freed. */
 int sk_prefetch_take(struct sk_prefetch *pf, uint64_t pos, struct shard_buf *buf, int *fd,
-                     struct shard_err *err);
+                     uint64_t *held, struct shard_err *err);
 /* Stop the fetches (those under way finish) and free.  Accepts NULL. */
 void sk_prefetch_free(struct sk_prefetch *pf);
 

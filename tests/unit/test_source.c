@@ -1341,7 +1341,7 @@ static void *ahead_take(void *arg)
          pos += AHEAD_TAKERS) {
         struct shard_err err = {0};
         int fd = -2;
-        int rc = sk_prefetch_take(t->pf, pos, &buf, &fd, &err);
+        int rc = sk_prefetch_take(t->pf, pos, &buf, &fd, NULL, &err);
         uint64_t cand = t->order[pos];
         size_t len;
         const char *key = shard_keylist_get(t->keys, cand, &len);
@@ -1393,7 +1393,7 @@ static void test_read_ahead_hands_each_position_its_own_file(void **state)
         struct sk_prefetch *pf;
         const uint64_t first = 3, end = AHEAD_KEYS;
         assert_int_equal(sk_prefetch_new(&pf, &root, &keys, order, first, end, 1000, 3, 4, modes[m],
-                                         refused, NULL, &err),
+                                         refused, NULL, NULL, &err),
                          0);
         pthread_t t[AHEAD_TAKERS];
         struct ahead_taker tk[AHEAD_TAKERS];
@@ -1410,14 +1410,14 @@ static void test_read_ahead_hands_each_position_its_own_file(void **state)
         assert_int_equal(checked, end - first - 1); /* all but the missing file */
         struct shard_buf buf = {0};
         int fd;
-        assert_int_equal(sk_prefetch_take(pf, end, &buf, &fd, &err), SHARD_EINVAL);
-        assert_int_equal(sk_prefetch_take(pf, first, &buf, &fd, &err), SHARD_EINVAL);
+        assert_int_equal(sk_prefetch_take(pf, end, &buf, &fd, NULL, &err), SHARD_EINVAL);
+        assert_int_equal(sk_prefetch_take(pf, first, &buf, &fd, NULL, &err), SHARD_EINVAL);
         sk_prefetch_free(pf);
         /* freed early: the fetchers blocked on a full window are stopped */
         assert_int_equal(sk_prefetch_new(&pf, &root, &keys, order, 0, end, 1000, 2, 2, modes[m],
-                                         NULL, NULL, &err),
+                                         NULL, NULL, NULL, &err),
                          0);
-        assert_int_equal(sk_prefetch_take(pf, 0, &buf, &fd, &err), 0);
+        assert_int_equal(sk_prefetch_take(pf, 0, &buf, &fd, NULL, &err), 0);
         if (fd >= 0)
             close(fd);
         sk_prefetch_free(pf);

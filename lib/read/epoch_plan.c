@@ -176,8 +176,7 @@ out:
     return rc;
 }
 
-/* The sample counts of ds's shards (malloc'd), or NULL when out of memory. */
-static uint64_t *shard_counts(const struct shard_dataset *ds)
+uint64_t *sk_dataset_shard_counts(const struct shard_dataset *ds)
 {
     const struct shard_manifest *m = shard_dataset_manifest(ds);
     uint64_t *counts = malloc((m->shard_count ? m->shard_count : 1) * sizeof *counts);
@@ -189,7 +188,7 @@ static uint64_t *shard_counts(const struct shard_dataset *ds)
 int shard_dataset_plan(const struct shard_dataset *ds, const struct shard_plan_options *o,
                        struct shard_plan **out, struct shard_err *err)
 {
-    uint64_t *counts = shard_counts(ds);
+    uint64_t *counts = sk_dataset_shard_counts(ds);
     if (!counts)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = shard_plan_new(out, counts, shard_dataset_shard_count(ds), o, err);
@@ -358,7 +357,7 @@ int shard_dataset_plan_resumed(const struct shard_dataset *ds, const struct shar
                                const struct shard_plan_segment *done, size_t count,
                                struct shard_plan **out, struct shard_err *err)
 {
-    uint64_t *counts = shard_counts(ds);
+    uint64_t *counts = sk_dataset_shard_counts(ds);
     if (!counts)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = shard_plan_new_resumed(out, counts, shard_dataset_shard_count(ds), o, done, count,

@@ -38,6 +38,10 @@ int sk_plan_resumed(const struct sk_epoch_seq *q, const struct shard_plan_option
 void sk_plan_rank_slice(uint64_t n, const struct shard_plan_options *o, uint64_t *begin,
                         uint64_t *end, uint64_t *dropped);
 
+/* The sample counts of ds's shards (malloc'd: shard_dataset_shard_count
+ * of them), or NULL when out of memory. */
+uint64_t *sk_dataset_shard_counts(const struct shard_dataset *ds);
+
 /* A plan holding indices[0..count) (malloc'd, taken over: freed on failure
  * too).  NULL when out of memory. */
 struct shard_plan *sk_plan_adopt(uint64_t *indices, uint64_t count, uint64_t padded,

@@ -13,6 +13,7 @@ struct shard_plan {
     uint64_t count;
     uint64_t padded;
     uint64_t dropped;
+    uint64_t shared; /* entries the plan's ranks share (sk_plan_shared) */
 };
 
 void shard_plan_options_init(struct shard_plan_options *o)
@@ -126,6 +127,7 @@ int shard_plan_new(struct shard_plan **out, const uint64_t *shard_samples, uint3
     uint64_t begin, end;
     sk_plan_rank_slice(n, o, &begin, &end, &p->dropped);
     p->count = end - begin;
+    p->shared = n;
     if (p->count > SIZE_MAX / sizeof *p->indices) {
         rc = shard_err_set(err, SHARD_ENOMEM, "plan of %llu entries is too large",
                            (unsigned long long)p->count);
@@ -224,15 +226,20 @@ uint64_t shard_plan_dropped(const struct shard_plan *p)
 }
 
 struct shard_plan *sk_plan_adopt(uint64_t *indices, uint64_t count, uint64_t padded,
-                                 uint64_t dropped)
+                                 uint64_t dropped, uint64_t shared)
 {
     struct shard_plan *p = calloc(1, sizeof *p);
     if (!p) {
         free(indices);
         return NULL;
     }
-    *p = (struct shard_plan){indices, count, padded, dropped};
+    *p = (struct shard_plan){indices, count, padded, dropped, shared};
     return p;
+}
+
+uint64_t sk_plan_shared(const struct shard_plan *p)
+{
+    return p->shared;
 }
 
 /* A dataset's epoch sequence E (step 1): the shards in the epoch's order,

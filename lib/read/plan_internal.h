@@ -43,9 +43,13 @@ void sk_plan_rank_slice(uint64_t n, const struct shard_plan_options *o, uint64_t
 uint64_t *sk_dataset_shard_counts(const struct shard_dataset *ds);
 
 /* A plan holding indices[0..count) (malloc'd, taken over: freed on failure
- * too).  NULL when out of memory. */
+ * too), of ranks sharing `shared` entries.  NULL when out of memory. */
 struct shard_plan *sk_plan_adopt(uint64_t *indices, uint64_t count, uint64_t padded,
-                                 uint64_t dropped);
+                                 uint64_t dropped, uint64_t shared);
+
+/* The entries the ranks of p's segment share (before the rank split: the
+ * dataset's samples, a mixture's L, what was left of a resumed epoch). */
+uint64_t sk_plan_shared(const struct shard_plan *p);
 
 /* The entries at sorted `offsets` (n of them, each below the shards'
  * total) of the plan of rank 0 of 1 with remainder keep, shuffle, seed,

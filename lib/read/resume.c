@@ -281,7 +281,7 @@ static int final_plan(const struct resume *c, const struct segment *s, struct sh
     uint64_t dropped = 0;
     if (o->remainder == SHARD_REMAINDER_DROP)
         dropped = s->m - (s->m / o->world_size) * o->world_size;
-    if (!(*out = sk_plan_adopt(list, n, padded, dropped)))
+    if (!(*out = sk_plan_adopt(list, n, padded, dropped, s->m)))
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     list = NULL;
 out:

@@ -531,10 +531,10 @@ SHARD_API uint64_t shard_plan_dropped(const struct shard_plan *p);
  * split among the new ranks, each taken by exactly one of them, and the
  * epochs after it are the ordinary plans of the new world size.  The part
  * read so far is a list of segments: segment 0 read by done[0].world_size
- * ranks, each of which took the first done[0].taken entries of its
- * ordinary plan; segment k > 0 by done[k].world_size ranks, each of which
- * took done[k].taken entries of its plan of segment k; the new ranks read
- * segment `count` (count 0: the ordinary plan).
+ * ranks with remainder done[0].remainder, each of which took the first
+ * done[0].taken entries of its ordinary plan; segment k > 0 likewise by the
+ * ranks of done[k], of their plans of segment k; the new ranks read
+ * segment `count` with o->remainder (count 0: the ordinary plan).
  *
  * Every segment works on the positions of the epoch sequence E[0..L) of
  * step 1 (a mixture's M, shardkit/mixture.h).  Segment k gives its ranks a
@@ -542,8 +542,9 @@ SHARD_API uint64_t shard_plan_dropped(const struct shard_plan *p);
  * none):
  *
  *  1. Rank r of W takes the slice [b, e) of S_k that step 2 gives with
- *     N = m_k; an index i >= m_k (pad) is a filler: F_k[(i - m_k) mod
- *     |F_k|], or S_k[i mod m_k] when F_k is empty.
+ *     N = m_k and the segment's remainder; an index i >= m_k (pad) is a
+ *     filler: F_k[(i - m_k) mod |F_k|], or S_k[i mod m_k] when F_k is
+ *     empty.
  *  2. With shuffle on and a buffer B > 1 (a mixture: never), the slice is
  *     cut into windows of B from b, window j permuted by the
  *     Fisher-Yates/SplitMix64 shuffle seeded with derive(s_k, 2, epoch, r,
@@ -565,16 +566,17 @@ SHARD_API uint64_t shard_plan_dropped(const struct shard_plan *p);
  * a window's worth per rank that stopped: the memory is that of the new
  * rank's plan, as for an ordinary plan. */
 struct shard_plan_segment {
-    uint32_t world_size; /* the ranks that read this segment, >= 1 */
-    uint64_t taken;      /* entries of its plan each of them took (at most all) */
+    uint32_t world_size;            /* the ranks that read this segment, >= 1 */
+    uint64_t taken;                 /* entries of its plan each of them took (at most all) */
+    enum shard_remainder remainder; /* how they split it (one rank: any, the same plan) */
 };
 
 /* Rank o->rank of o->world_size's plan of what is left of epoch o->epoch
  * after the segments done[0..count), over shards holding
- * shard_samples[0..shard_count) samples; every other option (seed,
- * shuffle, shuffle_buffer, remainder) is the one each segment was read
- * with.  0, SHARD_EINVAL (a rank outside its world, a segment of no
- * ranks) or SHARD_ENOMEM. */
+ * shard_samples[0..shard_count) samples; the other options (seed, shuffle,
+ * shuffle_buffer) are the ones every segment was read with.  0,
+ * SHARD_EINVAL (a rank outside its world, a segment of no ranks or of an
+ * unknown remainder) or SHARD_ENOMEM. */
 SHARD_API int shard_plan_new_resumed(struct shard_plan **out, const uint64_t *shard_samples,
                                      uint32_t shard_count, const struct shard_plan_options *o,
                                      const struct shard_plan_segment *done, size_t count,

@@ -116,13 +116,14 @@ struct resume {
     int windowed; /* the lists are shuffled in windows of q->window */
 };
 
-/* Rank r of w's slice [*b, *e) of a list of m entries. */
-static void slice_of(const struct resume *c, uint64_t m, uint32_t w, uint32_t r, uint64_t *b,
-                     uint64_t *e)
+/* Rank r of w's slice [*b, *e) of a list of m entries by remainder rem. */
+static void slice_of(const struct resume *c, uint64_t m, uint32_t w, uint32_t r,
+                     enum shard_remainder rem, uint64_t *b, uint64_t *e)
 {
     struct shard_plan_options o = *c->o;
     o.world_size = w;
     o.rank = r;
+    o.remainder = rem;
     uint64_t dropped;
     sk_plan_rank_slice(m, &o, b, e, &dropped);
 }
@@ -188,14 +189,16 @@ static int first_entries(const struct resume *c, const struct segment *s, uint64
     return 0;
 }
 
-/* From segment s, read by w ranks that each took `taken` entries of their
- * plans, the next segment's list and fillers (w_next: its ranks). */
-static int next_segment(const struct resume *c, const struct segment *s, uint32_t w, uint64_t taken,
-                        uint32_t w_next, struct segment *next)
+/* From segment s, read by the ranks of d that each took d->taken entries
+ * of their plans, the next segment's list and fillers (w_next: its ranks). */
+static int next_segment(const struct resume *c, const struct segment *s,
+                        const struct shard_plan_segment *d, uint32_t w_next, struct segment *next)
 {
+    const uint32_t w = d->world_size;
+    const uint64_t taken = d->taken;
     uint64_t longest = 0, b, e;
     for (uint32_t r = 0; r < w; r++) {
-        slice_of(c, s->m, w, r, &b, &e);
+        slice_of(c, s->m, w, r, d->remainder, &b, &e);
         longest = e - b > longest ? e - b : longest;
     }
     uint64_t *buf = c->windowed ? window_buffer(c, longest) : NULL;
@@ -203,7 +206,7 @@ static int next_segment(const struct resume *c, const struct segment *s, uint32_
         return -1;
     int rc = 0;
     for (uint32_t r = 0; r < w && !rc; r++) {
-        slice_of(c, s->m, w, r, &b, &e);
+        slice_of(c, s->m, w, r, d->remainder, &b, &e);
         const uint64_t n = e - b, t = taken < n ? taken : n;
         uint64_t rest = t; /* list index (from b) where the untaken slice goes on */
         if (c->windowed && t % c->q->window) {
@@ -242,7 +245,7 @@ static int final_plan(const struct resume *c, const struct segment *s, struct sh
 {
     const struct shard_plan_options *o = c->o;
     uint64_t b, e;
-    slice_of(c, s->m, o->world_size, o->rank, &b, &e);
+    slice_of(c, s->m, o->world_size, o->rank, o->remainder, &b, &e);
     const uint64_t n = e - b;
     if (n > SIZE_MAX / sizeof(struct placed))
         return shard_err_set(err, SHARD_ENOMEM, "plan of %llu entries is too large",
@@ -302,9 +305,13 @@ int sk_plan_resumed(const struct sk_epoch_seq *q, const struct shard_plan_option
                              o->world_size);
     if ((unsigned)o->remainder > SHARD_REMAINDER_PAD)
         return shard_err_set(err, SHARD_EINVAL, "unknown remainder option %d", o->remainder);
-    for (size_t k = 0; k < count; k++)
+    for (size_t k = 0; k < count; k++) {
         if (done[k].world_size == 0)
             return shard_err_set(err, SHARD_EINVAL, "segment %zu of the epoch has no ranks", k);
+        if ((unsigned)done[k].remainder > SHARD_REMAINDER_PAD)
+            return shard_err_set(err, SHARD_EINVAL, "segment %zu: unknown remainder option %d", k,
+                                 done[k].remainder);
+    }
     const struct resume c = {q, o, o->shuffle && q->window > 1};
     struct segment s = {0}, next = {0};
     s.seed = o->seed;
@@ -314,7 +321,7 @@ int sk_plan_resumed(const struct sk_epoch_seq *q, const struct shard_plan_option
     for (size_t k = 0; k < count; k++) {
         const uint32_t w_next = k + 1 < count ? done[k + 1].world_size : o->world_size;
         next.seed = sk_derive(o->seed, SK_TAG_RESUMED, o->epoch, k + 1, 0);
-        if (next_segment(&c, &s, done[k].world_size, done[k].taken, w_next, &next))
+        if (next_segment(&c, &s, &done[k], w_next, &next))
             goto oom;
         segment_release(&s);
         s = next;

@@ -214,7 +214,7 @@ static void test_the_rest_of_the_epoch_is_visited_once_across_the_new_ranks(void
                         size_t nt = stops(longest, t);
                         for (size_t ti = 0; ti < nt; ti++)
                             for (size_t b = 0; b < sizeof worlds / sizeof *worlds; b++) {
-                                struct shard_plan_segment done[1] = {{worlds[a], t[ti]}};
+                                struct shard_plan_segment done[1] = {{worlds[a], t[ti], c.rem}};
                                 uint32_t *v = calloc(n ? n : 1, sizeof *v);
                                 uint64_t ignored;
                                 take(&c, NULL, 0, worlds[a], t[ti], v, &ignored);
@@ -250,7 +250,8 @@ static void test_an_epoch_stopped_twice_goes_on_with_what_neither_part_took(void
                         shard_plan_free(p);
                         uint32_t *v = calloc(n, sizeof *v);
                         uint64_t longest;
-                        struct shard_plan_segment done[2] = {{worlds[a], 5}, {worlds[b], 0}};
+                        struct shard_plan_segment done[2] = {{worlds[a], 5, c.rem},
+                                                             {worlds[b], 0, c.rem}};
                         p = resumed(&c, 0, worlds[b], done, 1); /* what the middle part drops */
                         dropped += shard_plan_dropped(p);
                         shard_plan_free(p);
@@ -296,10 +297,10 @@ static void spec_slice(uint64_t m, uint32_t w, uint32_t r, enum shard_remainder 
 /* Rank r of w's list of segment g: list indices (idx) in plan order, and
  * their positions; its length. */
 static uint64_t spec_list(const struct config *c, const struct spec_segment *g, uint32_t w,
-                          uint32_t r, uint64_t **idx, uint64_t **pos)
+                          uint32_t r, enum shard_remainder rem, uint64_t **idx, uint64_t **pos)
 {
     uint64_t b, e;
-    spec_slice(g->m, w, r, c->rem, &b, &e);
+    spec_slice(g->m, w, r, rem, &b, &e);
     uint64_t n = e - b;
     *idx = malloc((n + 1) * sizeof **idx);
     *pos = malloc((n + 1) * sizeof **pos);
@@ -317,9 +318,12 @@ static uint64_t spec_list(const struct config *c, const struct spec_segment *g, 
     return n;
 }
 
-static void spec_next(const struct config *c, const struct spec_segment *g, uint32_t w,
-                      uint64_t taken, uint32_t w_next, uint64_t k, struct spec_segment *next)
+static void spec_next(const struct config *c, const struct spec_segment *g,
+                      const struct shard_plan_segment *d, uint32_t w_next, uint64_t k,
+                      struct spec_segment *next)
 {
+    const uint32_t w = d->world_size;
+    const uint64_t taken = d->taken;
     next->s = malloc((g->m + 1) * sizeof *next->s);
     next->m = 0;
     next->f = malloc((w_next + g->nf + 1) * sizeof *next->f);
@@ -327,8 +331,8 @@ static void spec_next(const struct config *c, const struct spec_segment *g, uint
     next->seed = spec_derive(c->seed, 4, c->epoch, k, 0);
     for (uint32_t r = 0; r < w; r++) {
         uint64_t *idx, *pos, b, e;
-        uint64_t n = spec_list(c, g, w, r, &idx, &pos), t = taken < n ? taken : n;
-        spec_slice(g->m, w, r, c->rem, &b, &e);
+        uint64_t n = spec_list(c, g, w, r, d->remainder, &idx, &pos), t = taken < n ? taken : n;
+        spec_slice(g->m, w, r, d->remainder, &b, &e);
         uint64_t from = t; /* where the slice goes on, in S_k's order */
         if (c->buffer > 1 && t % c->buffer) {
             uint64_t end = (t / c->buffer + 1) * c->buffer;
@@ -357,8 +361,10 @@ static void spec_next(const struct config *c, const struct spec_segment *g, uint
 static void test_the_resumed_plan_is_exactly_the_documented_algorithm(void **state)
 {
     (void)state;
+    /* the segments' remainders: the new ranks', or another (a change between restarts) */
     const struct shard_plan_segment chains[][2] = {
-        {{2, 4}, {0, 0}}, {{3, 1}, {0, 0}}, {{8, 10}, {0, 0}}, {{2, 7}, {3, 5}}, {{1, 100}, {8, 2}},
+        {{2, 4, 0}, {0, 0, 0}}, {{3, 1, 1}, {0, 0, 0}},   {{8, 10, 2}, {0, 0, 0}},
+        {{2, 7, 2}, {3, 5, 0}}, {{1, 100, 1}, {8, 2, 2}},
     };
     const size_t lengths[] = {1, 1, 1, 2, 2};
     for (size_t li = 2; li < sizeof layouts / sizeof *layouts; li++)
@@ -384,20 +390,22 @@ static void test_the_resumed_plan_is_exactly_the_documented_algorithm(void **sta
                         struct spec_segment g = {malloc(n * sizeof(uint64_t)), n, NULL, 0, c.seed};
                         for (uint64_t i = 0; i < n; i++)
                             g.s[i] = i;
-                        const struct shard_plan_segment *done = chains[ci];
+                        struct shard_plan_segment done[2];
+                        memcpy(done, chains[ci], sizeof done);
+                        if (ci < 3) /* the new ranks' own remainder */
+                            done[0].remainder = c.rem;
                         for (size_t k = 0; k < lengths[ci]; k++) {
                             struct spec_segment next;
                             uint32_t w_next = k + 1 < lengths[ci] ? done[k + 1].world_size
                                                                   : worlds[wi];
-                            spec_next(&c, &g, done[k].world_size, done[k].taken, w_next, k + 1,
-                                      &next);
+                            spec_next(&c, &g, &done[k], w_next, k + 1, &next);
                             free(g.s);
                             free(g.f);
                             g = next;
                         }
                         for (uint32_t r = 0; r < worlds[wi]; r++) {
                             uint64_t *idx, *pos, padded = 0;
-                            uint64_t len = spec_list(&c, &g, worlds[wi], r, &idx, &pos);
+                            uint64_t len = spec_list(&c, &g, worlds[wi], r, c.rem, &idx, &pos);
                             struct shard_plan *p = resumed(&c, r, worlds[wi], done, lengths[ci]);
                             assert_int_equal(shard_plan_count(p), len);
                             for (uint64_t i = 0; i < len; i++) {
@@ -427,7 +435,8 @@ static void test_segments_without_ranks_are_refused(void **state)
     (void)state;
     const struct config c = {&layouts[2], 0, 0, 3, SHARD_REMAINDER_PAD};
     struct shard_plan_options o = options_of(&c, 0, 2);
-    const struct shard_plan_segment done[] = {{2, 3}, {0, 1}};
+    const struct shard_plan_segment done[] = {{2, 3, SHARD_REMAINDER_PAD},
+                                              {0, 1, SHARD_REMAINDER_PAD}};
     struct shard_plan *p;
     struct shard_err err;
     assert_int_equal(shard_plan_new_resumed(&p, c.l->counts, c.l->shards, &o, done, 2, &err),

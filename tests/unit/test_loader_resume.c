@@ -103,7 +103,8 @@ static void test_a_resumed_start_reads_its_rank_s_plan_of_the_rest(void **state)
         for (size_t b = 0; b < 3; b++)
             for (uint64_t taken = 0; taken <= 12; taken += 4)
                 for (uint32_t r = 0; r < worlds[b]; r++) {
-                    const struct shard_plan_segment done[] = {{worlds[a], taken}};
+                    const struct shard_plan_segment done[] = {
+                        {worlds[a], taken, SHARD_REMAINDER_PAD}};
                     struct shard_loader_options o = options(3, r, worlds[b], SHARD_REMAINDER_PAD);
                     struct shard_plan *p;
                     struct shard_err err;
@@ -135,7 +136,7 @@ static void test_a_resumed_start_splits_its_batches_among_any_number_of_workers(
 {
     struct fixture *f = *state;
     struct shard_dataset *ds = mkds_open(f->a);
-    const struct shard_plan_segment done[] = {{3, 2}};
+    const struct shard_plan_segment done[] = {{3, 2, SHARD_REMAINDER_DROP}};
     enum { BATCH = 2, MOST = 32 };
     for (uint32_t workers = 1; workers <= 4; workers++)
         for (uint64_t from = 0; from <= 5; from++) {
@@ -186,7 +187,7 @@ static void test_keep_whose_new_ranks_would_differ_is_refused_naming_the_counts(
     struct shard_loader *l;
     struct shard_err err;
     assert_int_equal(shard_loader_new(&l, ds, NULL, &o, &err), 0);
-    const struct shard_plan_segment done[] = {{1, 2}};
+    const struct shard_plan_segment done[] = {{1, 2, SHARD_REMAINDER_KEEP}};
     uint64_t batches = 99;
     assert_int_equal(shard_loader_resumed_batch_count(l, 0, done, 1, &batches, &err), SHARD_EINVAL);
     assert_int_equal(batches, 99);
@@ -198,7 +199,8 @@ static void test_keep_whose_new_ranks_would_differ_is_refused_naming_the_counts(
     assert_int_equal(shard_loader_start_resumed(l, 0, done, 1, 0, &err), SHARD_EINVAL);
     struct shard_batch *b;
     assert_int_equal(shard_loader_next(l, -1, &b, &err), SHARD_EINVAL); /* nothing started */
-    const struct shard_plan_segment two[] = {{1, 4}}; /* 27 left: 14 and 13, 7 batches each */
+    /* 27 left: 14 and 13, 7 batches each */
+    const struct shard_plan_segment two[] = {{1, 4, SHARD_REMAINDER_KEEP}};
     assert_int_equal(shard_loader_start_resumed(l, 0, two, 1, 8, &err), SHARD_EINVAL);
     assert_string_equal(err.msg, "batch 8 is beyond the 7 of the epoch");
     assert_int_equal(shard_loader_start_resumed(l, 0, two, 1, 7, &err), 0);

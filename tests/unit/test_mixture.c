@@ -269,7 +269,7 @@ static void test_a_mixture_resumes_on_other_ranks_with_the_rest_of_its_epoch(voi
         for (size_t b = 0; b < 4; b++)
             for (uint64_t t = 0; t <= 301; t += 37) {
                 memset(got, 0, size * sizeof *got);
-                const struct shard_plan_segment done[] = {{worlds[a], t}};
+                const struct shard_plan_segment done[] = {{worlds[a], t, SHARD_REMAINDER_KEEP}};
                 for (uint32_t r = 0; r < worlds[a]; r++) {
                     struct shard_plan *p = plan(m, 5, 0, r, worlds[a], SHARD_REMAINDER_KEEP, NULL,
                                                 0);

@@ -1,0 +1,55 @@
+#!/bin/sh
+# test_train_ceiling.sh - bench/train_ceiling, the ceiling of the jpeg training
+# pipeline: it runs the Loader's per-sample work on every sample (the same
+# output the Loader gives, checked here through its counts), reports one
+# core's rate times the cores and the boxes that DCT scaling would apply
+# to, and fails clearly on damaged shards and bad arguments.
+. "$(dirname "$0")/lib.sh"
+
+CEILING="$SHARDKIT_BIN/../bench/train_ceiling"
+[ -x "$CEILING" ] || die "no $CEILING (make test builds it)"
+
+mkdir -p "$T/src/a" "$T/src/b"
+cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/a/one.jpg"
+cp "$SHARDKIT_FIXTURES/gray.jpg" "$T/src/a/two.jpg"
+cp "$SHARDKIT_FIXTURES/exif_rot6.png" "$T/src/b/three.png"
+shardify "$T/src" "$T/jpeg" --size 48 --quiet
+
+say "every sample through the pipeline; the ceiling is one core's rate times the cores"
+"$CEILING" --json --reps 2 --threads 2 --crop 16 "$T/jpeg" >"$T/j.json"
+[ "$(json "$T/j.json" 'd["samples"]')" = 3 ] || die "samples: $(cat "$T/j.json")"
+[ "$(json "$T/j.json" 'd["cores"]')" = 2 ] || die "cores: $(cat "$T/j.json")"
+[ "$(json "$T/j.json" 'd["one_core_samples_per_second"] > 0')" = True ] ||
+    die "rate: $(cat "$T/j.json")"
+[ "$(json "$T/j.json" 'abs(d["ceiling_samples_per_second"] - 2 * d["one_core_samples_per_second"]) < 1')" = True ] ||
+    die "ceiling: $(cat "$T/j.json")"
+# the box of a 224-px crop of a 48-px image is never twice the output
+"$CEILING" --json --reps 1 --threads 1 "$T/jpeg" >"$T/big.json"
+[ "$(json "$T/big.json" 'd["dct_scaled_samples"]')" = 0 ] || die "dct: $(cat "$T/big.json")"
+"$CEILING" --reps 1 --threads 1 "$T/jpeg" >"$T/j.txt"
+must_say "3 samples" "$T/j.txt"
+must_say "ceiling" "$T/j.txt"
+
+say "a damaged record is an error naming it, not a rate"
+shard=$(ls "$T/jpeg"/*.shard | head -n 1)
+"$PYTHON" - "$shard" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[200] ^= 0xFF          # inside the first record's frame
+open(p, "wb").write(bytes(b))
+PY
+must_fail 1 "$CEILING" --reps 1 "$T/jpeg"
+must_say "record 0" "$T/err"
+
+say "bad arguments are usage errors"
+must_fail 2 "$CEILING"
+must_say "Usage:" "$T/err"
+must_fail 2 "$CEILING" --crop 0 "$T/jpeg"
+must_say "--crop" "$T/err"
+must_fail 2 "$CEILING" --threads 0 "$T/jpeg"
+must_fail 2 "$CEILING" --frobnicate "$T/jpeg"
+must_fail 1 "$CEILING" "$T/missing"
+must_say "$T/missing" "$T/err"
+"$CEILING" --help | grep -q "Usage:" || die "--help"
+echo "train_ceiling checks passed"

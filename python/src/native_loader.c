@@ -293,18 +293,15 @@ static PyObject *loader_close(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* start(epoch, batch, done=()): the rank's batch `batch` on, of the epoch
- * or (done: (world_size, taken) pairs) of its rest */
-static PyObject *loader_start(PyObject *self, PyObject *args)
+/* The loader's start from batch `from` of epoch `epoch`, or (batches not
+ * NULL: resumed_batches) its count of batches, the segments done_o (NULL:
+ * none) read before: None, or the count. */
+static PyObject *with_segments(LoaderObject *lo, uint64_t epoch, uint64_t from, PyObject *done_o,
+                               uint64_t *batches)
 {
-    LoaderObject *lo = (LoaderObject *)self;
-    PyObject *e, *f, *done_o = NULL;
-    uint64_t epoch, from;
     struct shard_plan_segment *done = NULL;
     size_t count = 0;
-    if (!PyArg_ParseTuple(args, "OO|O:start", &e, &f, &done_o) ||
-        skpy_u64(e, "epoch", &epoch) < 0 || skpy_u64(f, "batch", &from) < 0 ||
-        (done_o && take_segments(done_o, &done, &count) < 0))
+    if (done_o && take_segments(done_o, &done, &count) < 0)
         return NULL;
     struct shard_loader *l = loader_take(lo);
     if (!l) {
@@ -313,41 +310,39 @@ static PyObject *loader_start(PyObject *self, PyObject *args)
     }
     struct shard_err err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = shard_loader_start_resumed(l, epoch, done, count, from, &err);
+    Py_BEGIN_ALLOW_THREADS rc = batches
+                                    ? shard_loader_resumed_batch_count(l, epoch, done, count,
+                                                                       batches, &err)
+                                    : shard_loader_start_resumed(l, epoch, done, count, from, &err);
     Py_END_ALLOW_THREADS free(done);
     if (loader_release(lo))
         return closed_error();
     if (rc)
         return skpy_raise(&err);
-    Py_RETURN_NONE;
+    return batches ? PyLong_FromUnsignedLongLong(*batches) : Py_NewRef(Py_None);
+}
+
+/* start(epoch, batch, done=()): the rank's batch `batch` on, of the epoch
+ * or (done: (world_size, taken, remainder) segments) of its rest */
+static PyObject *loader_start(PyObject *self, PyObject *args)
+{
+    PyObject *e, *f, *done_o = NULL;
+    uint64_t epoch, from;
+    if (!PyArg_ParseTuple(args, "OO|O:start", &e, &f, &done_o) ||
+        skpy_u64(e, "epoch", &epoch) < 0 || skpy_u64(f, "batch", &from) < 0)
+        return NULL;
+    return with_segments((LoaderObject *)self, epoch, from, done_o, NULL);
 }
 
 /* resumed_batches(epoch, done) -> the rank's batches of the rest */
 static PyObject *loader_resumed_batches(PyObject *self, PyObject *args)
 {
-    LoaderObject *lo = (LoaderObject *)self;
     PyObject *e, *done_o;
     uint64_t epoch, batches = 0;
-    struct shard_plan_segment *done;
-    size_t count;
     if (!PyArg_ParseTuple(args, "OO:resumed_batches", &e, &done_o) ||
-        skpy_u64(e, "epoch", &epoch) < 0 || take_segments(done_o, &done, &count) < 0)
+        skpy_u64(e, "epoch", &epoch) < 0)
         return NULL;
-    struct shard_loader *l = loader_take(lo);
-    if (!l) {
-        free(done);
-        return NULL;
-    }
-    struct shard_err err;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = shard_loader_resumed_batch_count(l, epoch, done, count, &batches,
-                                                                 &err);
-    Py_END_ALLOW_THREADS free(done);
-    if (loader_release(lo))
-        return closed_error();
-    if (rc)
-        return skpy_raise(&err);
-    return PyLong_FromUnsignedLongLong(batches);
+    return with_segments((LoaderObject *)self, epoch, 0, done_o, &batches);
 }
 
 /* The Python side of a batch: (images, indices bytes, labels bytes, epoch,

@@ -32,13 +32,7 @@ must_say "ceiling" "$T/j.txt"
 
 say "a damaged record is an error naming it, not a rate"
 shard=$(ls "$T/jpeg"/*.shard | head -n 1)
-"$PYTHON" - "$shard" <<'PY'
-import sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-b[200] ^= 0xFF          # inside the first record's frame
-open(p, "wb").write(bytes(b))
-PY
+flip_byte "$shard" 200 # inside the first record's frame
 must_fail 1 "$CEILING" --reps 1 "$T/jpeg"
 must_say "record 0" "$T/err"
 

@@ -346,7 +346,7 @@ $(BUILD)/bench/resize_quality: bench/resize_quality.c $(LIB_A)
 	    $$(pkg-config --cflags --libs libswscale libavutil) -lyuv -o $@
 
 # The transform stage of the loader alone, on one thread (BENCHMARKS.md §6).
-$(BUILD)/bench/augment_speed: bench/augment_speed.c $(LIB_A)
+$(BUILD)/bench/augment_speed: bench/augment_speed.c bench/train_steps.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) -o $@
@@ -368,7 +368,8 @@ $(BUILD)/bench/write_ceiling: bench/write_ceiling.c bench/ceiling_common.h $(LIB
 
 # The ceiling of the jpeg training pipeline: the Loader's per-sample work
 # from memory (its crop decode and transforms are inside lib/, hence -Ilib).
-$(BUILD)/bench/train_ceiling: bench/train_ceiling.c bench/ceiling_common.h $(LIB_A) $(CLI_COMMON)
+$(BUILD)/bench/train_ceiling: bench/train_ceiling.c bench/ceiling_common.h bench/train_steps.h \
+    $(LIB_A) $(CLI_COMMON)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_CMD) -Ilib $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@

@@ -33,6 +33,7 @@
 #include "image/decode_internal.h"
 #include "image/encode_internal.h"
 #include "loader/transforms_internal.h"
+#include "train_steps.h"
 #include "shardkit.h"
 
 #include <omp.h>
@@ -177,19 +178,14 @@ int main(int argc, char **argv)
     uint64_t shard_bytes;
     if (ceiling_load_payloads(PROG, location, &ps, &n, &shard_bytes))
         return 1;
-    struct shard_transform_step steps[3];
-    shard_transform_step_init(&steps[0], SHARD_TRANSFORM_RANDOM_RESIZED_CROP);
-    steps[0].height = steps[0].width = crop;
-    shard_transform_step_init(&steps[1], SHARD_TRANSFORM_HORIZONTAL_FLIP);
-    shard_transform_step_init(&steps[2], SHARD_TRANSFORM_NORMALIZE);
-    const double mean[3] = {0.485, 0.456, 0.406}, std[3] = {0.229, 0.224, 0.225};
-    memcpy(steps[2].mean, mean, sizeof mean);
-    memcpy(steps[2].std, std, sizeof std);
+    struct shard_transform_step steps[TRAIN_STEPS];
+    train_steps_init(steps, crop);
     struct shard_transforms *t = NULL;
     struct shard_err err;
     double *one = calloc((size_t)reps, sizeof *one), *all = calloc((size_t)reps, sizeof *all);
     int rc = 0;
-    if (shard_transforms_new(&t, steps, 3, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32, &err)) {
+    if (shard_transforms_new(&t, steps, TRAIN_STEPS, SHARD_LAYOUT_NCHW, SHARD_DTYPE_FLOAT32,
+                             &err)) {
         fprintf(stderr, "%s: %s\n", PROG, err.msg);
         rc = 1;
     } else if (!one || !all) {

@@ -5,15 +5,12 @@
 # core's rate times the cores and the boxes that DCT scaling would apply
 # to, and fails clearly on damaged shards and bad arguments.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ceiling_lib.sh"
 
 CEILING="$SHARDKIT_BIN/../bench/train_ceiling"
 [ -x "$CEILING" ] || die "no $CEILING (make test builds it)"
 
-mkdir -p "$T/src/a" "$T/src/b"
-cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/a/one.jpg"
-cp "$SHARDKIT_FIXTURES/gray.jpg" "$T/src/a/two.jpg"
-cp "$SHARDKIT_FIXTURES/exif_rot6.png" "$T/src/b/three.png"
-shardify "$T/src" "$T/jpeg" --size 48 --quiet
+ceiling_jpeg
 
 say "every sample through the pipeline; the ceiling is one core's rate times the cores"
 "$CEILING" --json --reps 2 --threads 2 --crop 16 "$T/jpeg" >"$T/j.json"
@@ -30,20 +27,7 @@ say "every sample through the pipeline; the ceiling is one core's rate times the
 must_say "3 samples" "$T/j.txt"
 must_say "ceiling" "$T/j.txt"
 
-say "a damaged record is an error naming it, not a rate"
-shard=$(ls "$T/jpeg"/*.shard | head -n 1)
-flip_byte "$shard" 200 # inside the first record's frame
-must_fail 1 "$CEILING" --reps 1 "$T/jpeg"
-must_say "record 0" "$T/err"
-
-say "bad arguments are usage errors"
-must_fail 2 "$CEILING"
-must_say "Usage:" "$T/err"
+ceiling_refusals "$T/jpeg"
 must_fail 2 "$CEILING" --crop 0 "$T/jpeg"
 must_say "--crop" "$T/err"
-must_fail 2 "$CEILING" --threads 0 "$T/jpeg"
-must_fail 2 "$CEILING" --frobnicate "$T/jpeg"
-must_fail 1 "$CEILING" "$T/missing"
-must_say "$T/missing" "$T/err"
-"$CEILING" --help | grep -q "Usage:" || die "--help"
 echo "train_ceiling checks passed"

@@ -1,13 +1,16 @@
 /* spec.h - the random streams of shardkit/dataset.h re-implemented from
  * its text (SplitMix64, Lemire's bounded draw, the Fisher-Yates shuffle,
  * derive), for tests that hold the library to the specification as
- * another implementation (a Python loader) would read it.  Header-only. */
+ * another implementation (a Python loader) would read it, and the plan
+ * options the tests of plans set.  Header-only. */
 #ifndef SHARDKIT_TEST_SPEC_H
 #define SHARDKIT_TEST_SPEC_H
 
 #include <stdint.h>
 
 #include <xxhash.h>
+
+#include "shardkit.h"
 
 static inline uint64_t spec_splitmix(uint64_t *s)
 {
@@ -45,6 +48,22 @@ static inline uint64_t spec_derive(uint64_t seed, uint64_t tag, uint64_t epoch, 
         for (int j = 0; j < 8; j++)
             b[8 * i + j] = (uint8_t)(f[i] >> (8 * j));
     return XXH3_64bits_withSeed(b, sizeof b, seed);
+}
+
+/* A plan's options: the defaults but for these. */
+static inline struct shard_plan_options spec_plan_options(uint64_t seed, uint64_t epoch,
+                                                          uint32_t rank, uint32_t world,
+                                                          uint64_t buffer, enum shard_remainder rem)
+{
+    struct shard_plan_options o;
+    shard_plan_options_init(&o);
+    o.seed = seed;
+    o.epoch = epoch;
+    o.rank = rank;
+    o.world_size = world;
+    o.shuffle_buffer = buffer;
+    o.remainder = rem;
+    return o;
 }
 
 #endif

@@ -50,14 +50,7 @@ static struct shard_plan *plan_for(const struct layout *l, uint64_t seed, uint64
                                    uint32_t rank, uint32_t world, uint64_t buffer,
                                    enum shard_remainder rem)
 {
-    struct shard_plan_options o;
-    shard_plan_options_init(&o);
-    o.seed = seed;
-    o.epoch = epoch;
-    o.rank = rank;
-    o.world_size = world;
-    o.shuffle_buffer = buffer;
-    o.remainder = rem;
+    struct shard_plan_options o = spec_plan_options(seed, epoch, rank, world, buffer, rem);
     struct shard_plan *p;
     struct shard_err err;
     assert_int_equal(shard_plan_new(&p, l->counts, l->shards, &o, &err), 0);

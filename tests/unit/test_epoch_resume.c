@@ -54,15 +54,7 @@ struct config {
 
 static struct shard_plan_options options_of(const struct config *c, uint32_t rank, uint32_t world)
 {
-    struct shard_plan_options o;
-    shard_plan_options_init(&o);
-    o.seed = c->seed;
-    o.epoch = c->epoch;
-    o.shuffle_buffer = c->buffer;
-    o.remainder = c->rem;
-    o.rank = rank;
-    o.world_size = world;
-    return o;
+    return spec_plan_options(c->seed, c->epoch, rank, world, c->buffer, c->rem);
 }
 
 static struct shard_plan *resumed(const struct config *c, uint32_t rank, uint32_t world,

@@ -83,14 +83,7 @@ static struct shard_plan *plan(const struct shard_mixture *m, uint64_t seed, uin
                                uint32_t rank, uint32_t world, enum shard_remainder rem,
                                const struct shard_plan_segment *done, size_t count)
 {
-    struct shard_plan_options o;
-    shard_plan_options_init(&o);
-    o.seed = seed;
-    o.epoch = epoch;
-    o.rank = rank;
-    o.world_size = world;
-    o.remainder = rem;
-    o.shuffle_buffer = 8;
+    struct shard_plan_options o = spec_plan_options(seed, epoch, rank, world, 8, rem);
     struct shard_plan *p;
     struct shard_err err;
     if (shard_mixture_plan_resumed(m, &o, done, count, &p, &err))

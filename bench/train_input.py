@@ -24,6 +24,8 @@ float32 NCHW batches of 64:
                per-sample work (the crop's region decoded, resize, flip,
                normalise, float32 NCHW) from memory on one core, times the
                cores - the ceiling of the jpeg training pipeline
+  ceiling-train-wall  the same run on --threads threads at once, by the
+               clock: the ceiling's wall rate under the load the Loader met
   ceiling-*    shardbench shards over the same shards: the C reader, decoded
                pixels out and no transform (what a reader can do at all)
 
@@ -61,10 +63,11 @@ TARGETS = {("shards-jpeg", "imagefolder"): 8, ("shards-jpeg", "wds-jpeg"): 6,
            ("shards-raw", "imagefolder"): 15, ("shards-raw", "wds-npy"): 10,
            ("shards-jpeg", "ceiling-train"): 0.95}
 # (ours, other): ratios shown without a target
-EXTRA = {("shards-jpeg-uint8", "shards-jpeg"): None, ("ceiling-train", "imagefolder"): None,
+EXTRA = {("shards-jpeg", "ceiling-train-wall"): None,
+         ("shards-jpeg-uint8", "shards-jpeg"): None, ("ceiling-train", "imagefolder"): None,
          ("ceiling-train", "wds-jpeg"): None}
 PATHS = ("imagefolder", "wds-jpeg", "wds-npy", "shards-jpeg", "shards-jpeg-uint8", "shards-raw",
-         "ceiling-train", "ceiling-jpeg", "ceiling-raw")
+         "ceiling-train", "ceiling-train-wall", "ceiling-jpeg", "ceiling-raw")
 
 
 def torch_transform():
@@ -176,9 +179,10 @@ def shardbench_rate(bin_dir, shards, threads, epochs):
             len(shardkit.Dataset(shards)) * epochs)
 
 
-def train_ceiling_rate(bin_dir, shards, threads):
+def train_ceiling_rate(bin_dir, shards, threads, wall=False):
     """The jpeg training pipeline's ceiling (build/bench/train_ceiling): one
-    core's samples/s times `threads`, and the samples its epochs did (a
+    core's samples/s times `threads` (wall: the rate of `threads` threads
+    running it at once, by the clock), and the samples its epochs did (a
     warm-up and 3 + 3)."""
     reps = 3
     program = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "bench", "train_ceiling")
@@ -186,7 +190,8 @@ def train_ceiling_rate(bin_dir, shards, threads):
                           str(CROP), "--json", shards],
                          check=True, capture_output=True, text=True).stdout
     got = json.loads(out)
-    return got["ceiling_samples_per_second"], got["samples"] * (1 + 2 * reps)
+    rate = got["threads_samples_per_second" if wall else "ceiling_samples_per_second"]
+    return rate, got["samples"] * (1 + 2 * reps)
 
 
 def cpu_seconds():
@@ -280,8 +285,8 @@ def run_path(path, a, work):
     if path.startswith("shards-"):
         with shardkit_loader(work[path], a.threads) as loader:
             return steady_rate(loader, a.epochs, loader.set_epoch)
-    if path == "ceiling-train":
-        return train_ceiling_rate(a.bin, work["shards-jpeg"], a.threads)
+    if path.startswith("ceiling-train"):
+        return train_ceiling_rate(a.bin, work["shards-jpeg"], a.threads, path.endswith("-wall"))
     return shardbench_rate(a.bin, work["shards-" + path.split("-")[1]], a.threads, a.epochs)
 
 

@@ -264,7 +264,7 @@ $(BUILD)/tests/fuzz_replay_%: fuzz/replay.c fuzz/fuzz_%.c fuzz/fuzz_target.h $(L
 	$(Q)$(CC) $(CFLAGS_ALL) -Ifuzz fuzz/replay.c fuzz/fuzz_$*.c $(LIB_A) $(LDLIBS_ALL) -o $@
 
 _test: $(FUZZ_REPLAYS) $(BUILD)/bench/read_ceiling $(BUILD)/bench/write_ceiling \
-       $(BUILD)/bench/gen_archives
+       $(BUILD)/bench/train_ceiling $(BUILD)/bench/gen_archives
 
 $(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_target.h $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -338,7 +338,7 @@ _demo: build
 bench:
 	@$(DEPS_SH) bench
 	@$(MAKE) --no-print-directory build _python $(BUILD)/bench/resize_quality $(BUILD)/bench/read_ceiling \
-	    $(BUILD)/bench/write_ceiling $(BUILD)/bench/augment_speed
+	    $(BUILD)/bench/write_ceiling $(BUILD)/bench/train_ceiling $(BUILD)/bench/augment_speed
 	@bench/run.sh $(BUILD)
 
 # The screenshots of the HTML reports in docs/ (README.md shows them), made
@@ -357,7 +357,7 @@ $(BUILD)/bench/resize_quality: bench/resize_quality.c $(LIB_A)
 	    $$(pkg-config --cflags --libs libswscale libavutil) -lyuv -o $@
 
 # The transform stage of the loader alone, on one thread (BENCHMARKS.md §6).
-$(BUILD)/bench/augment_speed: bench/augment_speed.c $(LIB_A)
+$(BUILD)/bench/augment_speed: bench/augment_speed.c bench/train_steps.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_ALL) $< $(LIB_A) $(LDLIBS_ALL) -o $@
@@ -373,6 +373,14 @@ $(BUILD)/bench/read_ceiling: bench/read_ceiling.c bench/ceiling_common.h $(LIB_A
 # The decode-only and record-build ceilings of shardify (the record build is
 # inside lib/, hence -Ilib).
 $(BUILD)/bench/write_ceiling: bench/write_ceiling.c bench/ceiling_common.h $(LIB_A) $(CLI_COMMON)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LINK    $@")
+	$(Q)$(CC) $(CFLAGS_CMD) -Ilib $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@
+
+# The ceiling of the jpeg training pipeline: the Loader's per-sample work
+# from memory (its crop decode and transforms are inside lib/, hence -Ilib).
+$(BUILD)/bench/train_ceiling: bench/train_ceiling.c bench/ceiling_common.h bench/train_steps.h \
+    $(LIB_A) $(CLI_COMMON)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_CMD) -Ilib $< $(CLI_COMMON) $(LIB_A) $(LDLIBS_ALL) -o $@

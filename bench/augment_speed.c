@@ -20,6 +20,7 @@
 
 #include "shardkit/image.h"
 #include "shardkit/loader.h"
+#include "train_steps.h"
 
 #define MAX_IMAGES 4096
 #define MAX_EPOCHS 64
@@ -148,15 +149,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    struct shard_transform_step steps[3];
-    shard_transform_step_init(&steps[0], SHARD_TRANSFORM_RANDOM_RESIZED_CROP);
-    steps[0].width = steps[0].height = crop;
-    shard_transform_step_init(&steps[1], SHARD_TRANSFORM_HORIZONTAL_FLIP);
-    shard_transform_step_init(&steps[2], SHARD_TRANSFORM_NORMALIZE);
-    const double mean[3] = {0.485, 0.456, 0.406}, std[3] = {0.229, 0.224, 0.225};
-    memcpy(steps[2].mean, mean, sizeof mean);
-    memcpy(steps[2].std, std, sizeof std);
-    size_t nsteps = dtype == SHARD_DTYPE_UINT8 ? 2 : 3;
+    struct shard_transform_step steps[TRAIN_STEPS];
+    train_steps_init(steps, crop);
+    size_t nsteps = dtype == SHARD_DTYPE_UINT8 ? TRAIN_STEPS - 1 : TRAIN_STEPS; /* no Normalize */
     struct shard_transforms *a = NULL;
     struct shard_transforms_workspace *ws = NULL;
     if (shard_transforms_new(&a, steps, nsteps, layout, dtype, &err) ||

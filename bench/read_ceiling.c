@@ -45,13 +45,6 @@
 enum decoder { DEC_READER, DEC_TURBO_EXACT, DEC_TURBO_FAST, DEC_COUNT };
 static const char *const DECODER_NAMES[DEC_COUNT] = {"reader", "turbo-exact", "turbo-fast"};
 
-struct payload {
-    enum shard_codec codec;
-    uint32_t width, height;
-    uint8_t *data;
-    size_t len;
-};
-
 static void usage(FILE *to)
 {
     fputs("Usage: read_ceiling [--threads N] [--reps R] [--json] DATASET\n"
@@ -152,49 +145,15 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    struct shard_err err = {0};
-    struct shard_dataset *ds = NULL;
-    if (shard_dataset_open(&ds, location, &err)) {
-        fprintf(stderr, "read_ceiling: %s: %s\n", location, err.msg);
-        return 1;
-    }
-    const struct shard_manifest *m = shard_dataset_manifest(ds);
-    size_t n = (size_t)shard_dataset_size(ds);
-    uint64_t shard_bytes = 0, payload_bytes = 0;
-    for (uint32_t s = 0; s < m->shard_count; s++)
-        shard_bytes += m->shards[s].bytes;
-    struct payload *ps = calloc(n ? n : 1, sizeof *ps);
-    struct shard_item item = {0};
+    struct payload *ps;
+    size_t n;
+    uint64_t shard_bytes, payload_bytes = 0;
     int same_codec = 1, rc = 0;
-    for (size_t i = 0; ps && i < n && !rc; i++) {
-        if (shard_dataset_read(ds, i, SHARD_READ_STORED, &item, &err)) {
-            fprintf(stderr, "read_ceiling: %s\n", err.msg);
-            rc = 1;
-            break;
-        }
-        ps[i] = (struct payload){item.codec, item.width, item.height, malloc(item.stored.len),
-                                 item.stored.len};
-        if (!ps[i].data) {
-            fprintf(stderr, "read_ceiling: out of memory\n");
-            rc = 1;
-            break;
-        }
-        memcpy(ps[i].data, item.stored.data, item.stored.len);
-        payload_bytes += item.stored.len;
-        same_codec &= item.codec == ps[0].codec;
-    }
-    shard_item_release(&item);
-    shard_dataset_close(ds);
-    if (!ps) {
-        fprintf(stderr, "read_ceiling: out of memory\n");
-        rc = 1;
-    }
-    if (rc)
-        goto out;
-    if (n == 0) {
-        fprintf(stderr, "read_ceiling: %s holds no samples\n", location);
-        rc = 1;
-        goto out;
+    if (ceiling_load_payloads(PROG, location, &ps, &n, &shard_bytes))
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        payload_bytes += ps[i].len;
+        same_codec &= ps[i].codec == ps[0].codec;
     }
 
     double rate[DEC_COUNT] = {0};
@@ -236,8 +195,6 @@ int main(int argc, char **argv)
                    rate[d], 1e3 * threads / rate[d]);
     }
 out:
-    for (size_t i = 0; ps && i < n; i++)
-        free(ps[i].data);
-    free(ps);
+    ceiling_payloads_free(ps, n);
     return rc;
 }

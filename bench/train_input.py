@@ -17,7 +17,15 @@ float32 NCHW batches of 64:
                with PIL, the transforms in Python, batched in the workers
   wds-npy      the same over tar shards of the raw shards' pixels as .npy
   shards-jpeg  shardkit.Loader over shardify --size 256 --codec jpeg shards
+  shards-jpeg-uint8  the same with uint8 NCHW output and no Normalize (the
+               normalisation left to the device: one op per batch there)
   shards-raw   shardkit.Loader over --codec raw --zstd-level -100 shards
+  ceiling-train  build/bench/train_ceiling over the jpeg shards: the Loader's
+               per-sample work (the crop's region decoded, resize, flip,
+               normalise, float32 NCHW) from memory on one core, times the
+               cores - the ceiling of the jpeg training pipeline
+  ceiling-train-wall  the same run on --threads threads at once, by the
+               clock: the ceiling's wall rate under the load the Loader met
   ceiling-*    shardbench shards over the same shards: the C reader, decoded
                pixels out and no transform (what a reader can do at all)
 
@@ -52,9 +60,14 @@ TAR_SAMPLES = 250   # samples per WebDataset tar shard (four for the sample)
 SHUFFLE = 256       # WebDataset's sample shuffle buffer
 # (ours, peer): the ratio shardkit.Loader should reach
 TARGETS = {("shards-jpeg", "imagefolder"): 8, ("shards-jpeg", "wds-jpeg"): 6,
-           ("shards-raw", "imagefolder"): 15, ("shards-raw", "wds-npy"): 10}
-PATHS = ("imagefolder", "wds-jpeg", "wds-npy", "shards-jpeg", "shards-raw", "ceiling-jpeg",
-         "ceiling-raw")
+           ("shards-raw", "imagefolder"): 15, ("shards-raw", "wds-npy"): 10,
+           ("shards-jpeg", "ceiling-train"): 0.95}
+# (ours, other): ratios shown without a target
+EXTRA = {("shards-jpeg", "ceiling-train-wall"): None,
+         ("shards-jpeg-uint8", "shards-jpeg"): None, ("ceiling-train", "imagefolder"): None,
+         ("ceiling-train", "wds-jpeg"): None}
+PATHS = ("imagefolder", "wds-jpeg", "wds-npy", "shards-jpeg", "shards-jpeg-uint8", "shards-raw",
+         "ceiling-train", "ceiling-train-wall", "ceiling-jpeg", "ceiling-raw")
 
 
 def torch_transform():
@@ -121,13 +134,15 @@ def webdataset_loader(tars, threads, npy):
                                        persistent_workers=threads > 0)
 
 
-def shardkit_loader(shards, threads, **options):
-    """shardkit.Loader with the augmentation every path runs, float32 NCHW;
-    `options` (fields=, output=, ...) go to the Loader as they are."""
-    return shardkit.Loader(shards, BATCH, threads=threads, layout="NCHW", dtype="float32",
+def shardkit_loader(shards, threads, uint8=False, **options):
+    """shardkit.Loader with the augmentation every path runs, float32 NCHW
+    (uint8: uint8 NCHW without Normalize, left to the device); `options`
+    (fields=, output=, ...) go to the Loader as they are."""
+    normalize = [] if uint8 else [shardkit.Normalize(MEAN, STD)]
+    return shardkit.Loader(shards, BATCH, threads=threads, layout="NCHW",
+                           dtype="uint8" if uint8 else "float32",
                            transform=[shardkit.RandomResizedCrop(CROP),
-                                      shardkit.RandomHorizontalFlip(),
-                                      shardkit.Normalize(MEAN, STD)], **options)
+                                      shardkit.RandomHorizontalFlip(), *normalize], **options)
 
 
 def labelled_images(batch):
@@ -136,7 +151,7 @@ def labelled_images(batch):
     return images
 
 
-def steady_rate(loader, epochs, set_epoch=None, unpack=labelled_images):
+def steady_rate(loader, epochs, set_epoch=None, unpack=labelled_images, dtype="float32"):
     """(samples/s over epochs 2..epochs (all of them with one epoch),
     samples over all epochs).  unpack(batch) gives a batch's images, having
     asserted what else the batch should hold."""
@@ -147,7 +162,7 @@ def steady_rate(loader, epochs, set_epoch=None, unpack=labelled_images):
         start, n = time.monotonic(), 0
         for batch in loader:
             images = unpack(batch)
-            assert str(images.dtype).endswith("float32")
+            assert str(images.dtype).endswith(dtype)
             assert tuple(images.shape[1:]) == (3, CROP, CROP)
             n += images.shape[0]
         rates.append(n / (time.monotonic() - start))
@@ -162,6 +177,21 @@ def shardbench_rate(bin_dir, shards, threads, epochs):
                          check=True, capture_output=True, text=True).stdout
     return (json.loads(out)["steady"]["samples_per_second"],
             len(shardkit.Dataset(shards)) * epochs)
+
+
+def train_ceiling_rate(bin_dir, shards, threads, wall=False):
+    """The jpeg training pipeline's ceiling (build/bench/train_ceiling): one
+    core's samples/s times `threads` (wall: the rate of `threads` threads
+    running it at once, by the clock), and the samples its epochs did (a
+    warm-up and 3 + 3)."""
+    reps = 3
+    program = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "bench", "train_ceiling")
+    out = subprocess.run([program, "--threads", str(threads), "--reps", str(reps), "--crop",
+                          str(CROP), "--json", shards],
+                         check=True, capture_output=True, text=True).stdout
+    got = json.loads(out)
+    rate = got["threads_samples_per_second" if wall else "ceiling_samples_per_second"]
+    return rate, got["samples"] * (1 + 2 * reps)
 
 
 def cpu_seconds():
@@ -249,9 +279,14 @@ def run_path(path, a, work):
         result = steady_rate(loader, a.epochs)
         del loader
         return result
+    if path == "shards-jpeg-uint8":
+        with shardkit_loader(work["shards-jpeg"], a.threads, uint8=True) as loader:
+            return steady_rate(loader, a.epochs, loader.set_epoch, dtype="uint8")
     if path.startswith("shards-"):
         with shardkit_loader(work[path], a.threads) as loader:
             return steady_rate(loader, a.epochs, loader.set_epoch)
+    if path.startswith("ceiling-train"):
+        return train_ceiling_rate(a.bin, work["shards-jpeg"], a.threads, path.endswith("-wall"))
     return shardbench_rate(a.bin, work["shards-" + path.split("-")[1]], a.threads, a.epochs)
 
 
@@ -268,7 +303,7 @@ def main():
             work[name] = make_tars(work[source], os.path.join(tmp, name, "%06d.tar"), npy)
         work["folder"], _ = image_folder_root(a.dataset, tmp)
         rates, cpu = run_in_turn(a, paths, lambda path: run_path(path, a, work))
-    report_pair_runs(a, paths, rates, cpu, TARGETS, {},
+    report_pair_runs(a, paths, rates, cpu, TARGETS, EXTRA,
                      f"RandomResizedCrop({CROP}) + flip + Normalize, float32 NCHW")
 
 

@@ -26,6 +26,7 @@
 #include "shardkit/loader.h"
 #include "shardkit/manifest.h"
 #include "shardkit/merge.h"
+#include "shardkit/mixture.h"
 #include "shardkit/shardify.h"
 #include "shardkit/source.h"
 #include "shardkit/util.h"

@@ -116,7 +116,7 @@ setup(
     ext_modules=[Extension(
         "shardkit._native",
         sources=["src/native.c", "src/native_dataset.c", "src/native_transforms.c",
-                 "src/native_loader.c", "src/native_fields.c"],
+                 "src/native_loader.c", "src/native_fields.c", "src/native_mixture.c"],
         depends=["src/native.h"],
         include_dirs=[os.path.join(TOP, "include")],
     )],

@@ -11,7 +11,9 @@ Every --checkpoint-every steps, rank 0 writes one checkpoint holding the
 model, the optimizer and every rank's loader.state_dict(); started again with
 the same --checkpoint, the job continues from there: the same model and, on
 every rank, byte for byte the batches an uninterrupted run would have had.
-See README.md beside this file.
+Started with another number of ranks (a preempted or elastic job), it goes
+on with the rest of the epoch split among the new ranks, each remaining
+sample read once.  See README.md beside this file.
 """
 import argparse
 import gc
@@ -36,6 +38,10 @@ def parse_args():
     p.add_argument("--crop", type=int, default=224, help="RandomResizedCrop size")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--remainder", choices=("drop", "pad"), default="drop",
+                   help="how the ranks split what does not divide evenly: drop leaves out "
+                   "fewer than one sample per rank (each sample at most once), pad repeats as "
+                   "many (each sample at least once)")
     p.add_argument("--threads", type=int, default=None,
                    help="loader threads per rank (default: the CPUs the rank may use)")
     p.add_argument("--checkpoint", help="checkpoint file: restored when it exists, written "
@@ -71,16 +77,21 @@ def save_checkpoint(path, model, optimizer, loader, step):
 
 
 def restore_checkpoint(path, model, optimizer, loader):
-    """The step the checkpoint was taken after (0 without one)."""
+    """The step the checkpoint was taken after (0 without one).  Written by
+    another number of ranks, any rank's loader state says where all were
+    (they step in lockstep): each new rank reads its part of the rest of
+    that epoch."""
     if not path or not os.path.exists(path):
         return 0
     state = torch.load(path, map_location="cpu")
-    if len(state["loaders"]) != dist.get_world_size():
-        raise SystemExit(f"train: '{path}' was written by {len(state['loaders'])} ranks, "
-                         f"this job has {dist.get_world_size()}")
+    loaders = state["loaders"]
     model.module.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    loader.load_state_dict(state["loaders"][dist.get_rank()])
+    same = len(loaders) == dist.get_world_size()
+    loader.load_state_dict(loaders[dist.get_rank()] if same else loaders[0])
+    if not same and dist.get_rank() == 0:
+        print(f"train: '{path}' was written by {len(loaders)} ranks; this job's "
+              f"{dist.get_world_size()} share the rest of epoch {loader.epoch}", flush=True)
     return state["step"]
 
 
@@ -99,10 +110,10 @@ def main():
     # rank and world_size from torch.distributed.  DDP relies on every rank
     # taking the same number of steps (each is an all-reduce: a rank with one
     # batch more waits forever): the Loader gives every rank the same batch
-    # count whenever world_size > 1 ("pad" by default); remainder="drop"
-    # does too, leaving out the few samples pad would repeat
+    # count whenever world_size > 1, with "pad" (its default) and with "drop"
+    # (this script's default), which leaves out the few samples pad repeats
     loader = shardkit.Loader(
-        ds, a.batch_size, seed=a.seed, threads=a.threads, remainder="drop",
+        ds, a.batch_size, seed=a.seed, threads=a.threads, remainder=a.remainder,
         transform=[shardkit.RandomResizedCrop(a.crop), shardkit.RandomHorizontalFlip(),
                    shardkit.Normalize(MEAN, STD)],
         layout="NCHW", dtype="float32", output="torch")

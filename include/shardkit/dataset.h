@@ -524,6 +524,71 @@ SHARD_API uint64_t shard_plan_padded(const struct shard_plan *p);
 /* With SHARD_REMAINDER_DROP: samples of the epoch that no rank visits. */
 SHARD_API uint64_t shard_plan_dropped(const struct shard_plan *p);
 
+/* ---- the rest of an epoch, on another number of ranks ---------------------
+ *
+ * Ranks that stop in the middle of an epoch in lockstep (each has taken
+ * the same number of entries of its plan, as DDP keeps them) may go on
+ * with another world size: the entries the epoch had yet to visit are
+ * split among the new ranks, each taken by exactly one of them, and the
+ * epochs after it are the ordinary plans of the new world size.  The part
+ * read so far is a list of segments: segment 0 read by done[0].world_size
+ * ranks with remainder done[0].remainder, each of which took the first
+ * done[0].taken entries of its ordinary plan; segment k > 0 likewise by the
+ * ranks of done[k], of their plans of segment k; the new ranks read
+ * segment `count` with o->remainder (count 0: the ordinary plan).
+ *
+ * Every segment works on the positions of the epoch sequence E[0..L) of
+ * step 1 (a mixture's M, shardkit/mixture.h).  Segment k gives its ranks a
+ * list S_k of m_k positions (S_0 = 0, 1, ..., L-1) and fillers F_k (F_0
+ * none):
+ *
+ *  1. Rank r of W takes the slice [b, e) of S_k that step 2 gives with
+ *     N = m_k and the segment's remainder; an index i >= m_k (pad) is a
+ *     filler: F_k[(i - m_k) mod |F_k|], or S_k[i mod m_k] when F_k is
+ *     empty.
+ *  2. With shuffle on and a buffer B > 1 (a mixture: never), the slice is
+ *     cut into windows of B from b, window j permuted by the
+ *     Fisher-Yates/SplitMix64 shuffle seeded with derive(s_k, 2, epoch, r,
+ *     j), where s_0 = seed and s_k = derive(seed, 4, epoch, k, 0) (so
+ *     segment 0's plans are the ordinary plans).
+ *  3. S_{k+1}: for r = 0..W-1 in turn, the entries rank r did not take:
+ *     those of the window holding its first untaken entry that follow it,
+ *     in plan order, then its slice from that window's end on, in S_k's
+ *     order, fillers left out.  F_{k+1}: the first min(taken, W_{k+1})
+ *     entries of rank 0's plan of segment k, fillers left out: positions
+ *     visited before the stop (F_k when there are none).
+ *
+ * The plan is rank o->rank's list of segment `count`, each position p
+ * standing for the sample E[p].  Every position the epoch had yet to visit
+ * is in exactly one new rank's plan, once, with keep and pad; pad's
+ * fillers repeat positions visited before the stop (shard_plan_padded
+ * counts them) and drop leaves out the last m mod W of the rest
+ * (shard_plan_dropped).  What is left is kept as runs of positions, about
+ * a window's worth per rank that stopped: the memory is that of the new
+ * rank's plan, as for an ordinary plan. */
+struct shard_plan_segment {
+    uint32_t world_size;            /* the ranks that read this segment, >= 1 */
+    uint64_t taken;                 /* entries of its plan each of them took (at most all) */
+    enum shard_remainder remainder; /* how they split it (one rank: any, the same plan) */
+};
+
+/* Rank o->rank of o->world_size's plan of what is left of epoch o->epoch
+ * after the segments done[0..count), over shards holding
+ * shard_samples[0..shard_count) samples; the other options (seed, shuffle,
+ * shuffle_buffer) are the ones every segment was read with.  0,
+ * SHARD_EINVAL (a rank outside its world, a segment of no ranks or of an
+ * unknown remainder) or SHARD_ENOMEM. */
+SHARD_API int shard_plan_new_resumed(struct shard_plan **out, const uint64_t *shard_samples,
+                                     uint32_t shard_count, const struct shard_plan_options *o,
+                                     const struct shard_plan_segment *done, size_t count,
+                                     struct shard_err *err);
+
+/* The same for an open dataset (its manifest's shard sample counts). */
+SHARD_API int shard_dataset_plan_resumed(const struct shard_dataset *ds,
+                                         const struct shard_plan_options *o,
+                                         const struct shard_plan_segment *done, size_t count,
+                                         struct shard_plan **out, struct shard_err *err);
+
 /* ---- the prefetching iterator ------------------------------------------ */
 
 struct shard_iter_options {

@@ -60,7 +60,8 @@
  *     derive(s, 3, e, 0, i)
  *
  * with derive() as in shardkit/dataset.h (XXH3-64 with seed s of le64(3)
- * le64(e) le64(0) le64(i)).  So the transforms of a sample depend on (seed,
+ * le64(e) le64(0) le64(i)); in a mixture's loader, i is the mixture's sample
+ * number (shardkit/mixture.h).  So the transforms of a sample depend on (seed,
  * epoch, index) and the transform list only: not on the thread count, the
  * rank, the batch or the order samples are read in (a sample repeated by
  * remainder padding gets the same transforms both times).  From the stream:
@@ -98,6 +99,7 @@
 #include "shardkit/dataset.h"
 #include "shardkit/error.h"
 #include "shardkit/image.h"
+#include "shardkit/mixture.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -388,6 +390,17 @@ SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *
                                const struct shard_transforms *transforms,
                                const struct shard_loader_options *o, struct shard_err *err);
 
+/* A loader over the mixture mix (shardkit/mixture.h; it and its sources
+ * must stay until the loader is freed), as shard_loader_new: the plans are
+ * the mixture's (o->plan: seed, shuffle, shuffle_buffer, remainder, rank,
+ * world_size), batches say each sample's source (shard_batch_info.sources)
+ * and give its index in that source, and its label as the mixture's labels
+ * option says.  No fields (SHARD_EINVAL: a mixture's sources number their
+ * fields each their own way). */
+SHARD_API int shard_loader_new_mixture(struct shard_loader **out, const struct shard_mixture *mix,
+                                       const struct shard_transforms *transforms,
+                                       const struct shard_loader_options *o, struct shard_err *err);
+
 /* Stop the threads and free the loader: a read under way ends within 50 ms
  * (one waiting for a server that stalls, a cache lock or another thread's
  * open stops waiting: the dataset's own fetches go on), so this returns
@@ -410,6 +423,33 @@ SHARD_API uint64_t shard_loader_dropped(const struct shard_loader *l);
  * SHARD_ENOMEM, SHARD_EIO (threads could not start). */
 SHARD_API int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
                                  struct shard_err *err);
+
+/* Start what is left of epoch `epoch` after the segments done[0..count)
+ * (shardkit/dataset.h, "The rest of an epoch": the job's ranks stopped the
+ * epoch in lockstep at another world size, or batch size, and this
+ * loader's rank reads its plan of the rest), from the rank's batch `from`
+ * of it on: with workers, worker k of n makes batches from + k, from + k +
+ * n, ... (numbered in the rank's plan of the rest, batch.number), so a
+ * restart at `from` works with any number of workers.  count 0: the
+ * ordinary plan of the epoch (from first * workers is shard_loader_start's
+ * first).  The position counts from `from`.  0, SHARD_EINVAL (from beyond
+ * the batches; a segment of no ranks; remainder keep whose new ranks would
+ * make different batch counts: named as shard_loader_new names them),
+ * SHARD_ENOMEM, SHARD_EIO. */
+SHARD_API int shard_loader_start_resumed(struct shard_loader *l, uint64_t epoch,
+                                         const struct shard_plan_segment *done, size_t count,
+                                         uint64_t from, struct shard_err *err);
+
+/* The rank's batches in the rest of epoch `epoch` after done[0..count)
+ * (every worker's; count 0: an epoch's), checked as start_resumed checks
+ * them, without starting anything.  0 or SHARD_EINVAL, SHARD_ENOMEM. */
+SHARD_API int shard_loader_resumed_batch_count(const struct shard_loader *l, uint64_t epoch,
+                                               const struct shard_plan_segment *done, size_t count,
+                                               uint64_t *batches, struct shard_err *err);
+
+/* The rank's batches in the epoch started last (every worker's: the whole
+ * epoch's, or with start_resumed the rest's); 0 before any start. */
+SHARD_API uint64_t shard_loader_started_batch_count(const struct shard_loader *l);
 
 /* Stop the threads (as shard_loader_free does: within 50 ms of a read
  * under way) and drop what is in flight (an iteration abandoned
@@ -447,8 +487,10 @@ SHARD_API int shard_loader_next(struct shard_loader *l, int timeout_ms, struct s
 SHARD_API void shard_loader_set_interrupt(struct shard_loader *l, int (*interrupted)(void *user),
                                           void *user);
 
-/* The sample index whose failure the last shard_loader_next returned. */
+/* The sample index whose failure the last shard_loader_next returned, and
+ * (a mixture's loader) its source; 0 otherwise. */
 SHARD_API uint64_t shard_loader_failed_index(const struct shard_loader *l);
+SHARD_API uint32_t shard_loader_failed_source(const struct shard_loader *l);
 
 /* One selected field's values in a batch (see "Fields" above).  Row j is the
  * batch's sample j (indices[j]). */
@@ -495,6 +537,10 @@ struct shard_batch_info {
     /* the selected fields (shard_loader_options.fields), in that order */
     uint32_t field_count;
     const struct shard_batch_field *fields;
+    /* each sample's source in a mixture's loader (0 in a dataset's), count of
+     * them; `indices` are then indices in those sources */
+    const uint32_t *sources;
+    const uint32_t *skipped_sources; /* the same for skipped_indices */
 };
 
 /* What a batch holds (owned by the batch; valid until it is freed). */

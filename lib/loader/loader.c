@@ -30,9 +30,11 @@
 #include "format/shard_reader.h"
 #include "loader/transforms_internal.h"
 #include "read/dataset_internal.h"
+#include "read/plan_internal.h"
 #include "util/ring.h"
 #include "shardkit/format.h"
 #include "shardkit/loader.h"
+#include "shardkit/mixture.h"
 #include "shardkit/source.h"
 #include "util/cancel.h"
 #include "util/clock.h"
@@ -88,12 +90,14 @@ struct shard_batch {
     size_t sample_bytes;  /* with a fixed size */
     uint8_t *data;
     uint64_t *indices;
+    uint32_t *sources;
     int32_t *labels;
     void **samples;
     uint32_t *widths, *heights;
     int *rc; /* per place: 0 or the failure */
     struct shard_err *errs;
     uint64_t *skipped_indices;
+    uint32_t *skipped_sources;
     struct place *places;       /* without a fixed size */
     struct batch_field *fields; /* one per selected field */
     struct shard_buf *var;      /* with a variable-length field: capacity buffers, place
@@ -110,8 +114,19 @@ struct filler {
     uint64_t index; /* the sample being read, for choose_box */
 };
 
+/* A mixture's source in the started epoch: its entries of the list, in
+ * list order, for the dataset's read-ahead and footer release. */
+struct source_list {
+    uint64_t *list; /* indices in the source */
+    uint64_t len;
+    _Atomic uint64_t advised;
+};
+
 struct shard_loader {
-    struct shard_dataset *ds;
+    struct shard_dataset *ds;        /* the dataset; a mixture's first source */
+    const struct shard_mixture *mix; /* NULL: the plain dataset ds */
+    uint64_t shared;                 /* entries the ranks share per epoch: the dataset's
+                                      * samples, the mixture's L */
     const struct shard_transforms *transforms;
     struct shard_loader_options o;
     int identity;   /* samples are the stored pixels */
@@ -129,12 +144,18 @@ struct shard_loader {
     uint64_t epoch_batches;             /* batches of the rank's epoch */
     uint64_t batches;                   /* of them, this part's */
     struct loader_pool *pool;
-    /* the started epoch */
+    /* the started epoch: this worker makes the rank's batches from + worker,
+     * from + worker + workers, ... (todo of them); position counts from base */
     int started;
-    uint64_t epoch, position, first;
-    uint64_t *list; /* plan entries from batch `first` on */
+    uint64_t epoch, position, base, from, todo;
+    uint64_t started_batches; /* the rank's batches of the started plan */
+    uint64_t *list;           /* this worker's plan entries, batch after batch */
     uint64_t list_len;
+    uint32_t *list_source; /* a mixture's: each entry's source, and its place in */
+    uint64_t *list_place;  /* that source's list */
+    struct source_list *sources;
     uint64_t failed_index;
+    uint32_t failed_source;
     struct filler *fillers; /* one per thread; fillers[0] also fills inline (threads 0) */
     int filler_count;
     pthread_t *threads;
@@ -198,6 +219,7 @@ static void batch_destroy(struct shard_batch *b)
     free(b->info_fields);
     free(b->data);
     free(b->indices);
+    free(b->sources);
     free(b->labels);
     free(b->samples);
     free(b->widths);
@@ -205,6 +227,7 @@ static void batch_destroy(struct shard_batch *b)
     free(b->rc);
     free(b->errs);
     free(b->skipped_indices);
+    free(b->skipped_sources);
     free(b);
 }
 
@@ -245,6 +268,7 @@ static struct shard_batch *batch_create(const struct shard_loader *l, struct sha
     b->capacity = n;
     b->sample_bytes = l->sample_bytes;
     b->indices = malloc(n * sizeof *b->indices);
+    b->sources = malloc(n * sizeof *b->sources);
     b->labels = malloc(n * sizeof *b->labels);
     b->samples = calloc(n, sizeof *b->samples);
     b->widths = malloc(n * sizeof *b->widths);
@@ -252,8 +276,9 @@ static struct shard_batch *batch_create(const struct shard_loader *l, struct sha
     b->rc = calloc(n, sizeof *b->rc);
     b->errs = malloc(n * sizeof *b->errs);
     b->skipped_indices = malloc(n * sizeof *b->skipped_indices);
-    if (!b->indices || !b->labels || !b->samples || !b->widths || !b->heights || !b->rc ||
-        !b->errs || !b->skipped_indices)
+    b->skipped_sources = malloc(n * sizeof *b->skipped_sources);
+    if (!b->indices || !b->sources || !b->labels || !b->samples || !b->widths || !b->heights ||
+        !b->rc || !b->errs || !b->skipped_indices || !b->skipped_sources)
         goto fail;
     if (l->fixed) {
         /* sample_bytes * n was checked when the loader was made */
@@ -498,26 +523,45 @@ static int transform_geometric(const struct shard_loader *l, struct filler *w,
     return SHARD_OK;
 }
 
-/* Read sample `index` into place j of b and transform it there. */
+/* The dataset of plan entry `entry`, with the sample's index in it and its
+ * source (0 without a mixture). */
+static struct shard_dataset *dataset_of(const struct shard_loader *l, uint64_t entry,
+                                        uint64_t *index, uint32_t *source)
+{
+    *index = entry;
+    *source = 0;
+    if (!l->mix)
+        return l->ds;
+    struct shard_err ignored; /* the mixture's plans hold its own numbers only */
+    shard_mixture_locate(l->mix, entry, source, index, &ignored);
+    return shard_mixture_source(l->mix, *source);
+}
+
+/* Read the sample of plan entry `entry` into place j of b and transform it
+ * there.  Its transforms are drawn for the entry (a mixture's sample
+ * number). */
 static void fill_place(struct shard_loader *l, struct filler *w, struct shard_batch *b, uint32_t j,
-                       uint64_t index)
+                       uint64_t entry)
 {
     struct shard_err *err = &b->errs[j];
     struct shard_item *item = l->fixed ? &w->item : &b->places[j].item;
+    uint64_t index;
+    struct shard_dataset *ds = dataset_of(l, entry, &index, &b->sources[j]);
     b->indices[j] = index;
     b->labels[j] = SHARD_NO_LABEL;
     shard_err_clear(err);
     struct sk_read_box rb = {choose_box, w, {0}, 0};
-    w->index = index;
+    w->index = entry;
     /* without a selected field, records' fields are neither copied nor checked */
     unsigned flags = SHARD_READ_PIXELS | (l->field_count ? 0 : SHARD_READ_NO_FIELDS);
-    int rc = l->crop_first ? sk_dataset_read_box(l->ds, index, flags, &rb, item, err)
-                           : shard_dataset_read(l->ds, index, flags, item, err);
+    int rc = l->crop_first ? sk_dataset_read_box(ds, index, flags, &rb, item, err)
+                           : shard_dataset_read(ds, index, flags, item, err);
     if (!rc && l->field_count && (rc = copy_fields(l, b, j, item, err)))
-        name_sample(l->ds, index, err);
+        name_sample(ds, index, err);
     if (rc)
         goto out;
-    b->labels[j] = item->label;
+    b->labels[j] = l->mix ? shard_mixture_label_of(l->mix, b->sources[j], item->label)
+                          : item->label;
     if (l->identity) {
         b->samples[j] = item->pixels.pixels;
         b->widths[j] = item->pixels.width;
@@ -530,7 +574,7 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
                                       item->pixels.width, item->pixels.height);
     else
         rc = shard_transforms_draw(l->transforms, item->pixels.width, item->pixels.height,
-                                   l->o.plan.seed, l->epoch, index, &w->draws, err);
+                                   l->o.plan.seed, l->epoch, entry, &w->draws, err);
     void *dst = NULL;
     if (!rc && l->fixed) {
         if (w->draws.out_bytes != b->sample_bytes) /* find_fixed_size and draw disagree */
@@ -551,11 +595,27 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
         b->widths[j] = w->draws.out_width;
         b->heights[j] = w->draws.out_height;
     } else {
-        name_sample(l->ds, index, err);
+        name_sample(ds, index, err);
     }
     add(&l->transform_ns, sk_now_ns() - start);
 out:
     b->rc[j] = rc;
+}
+
+/* The reader of list position p is about to read it: the dataset's
+ * read-ahead up to `ahead` entries further, and its footers let go as the
+ * list passes their shards (a mixture's sources each along their own
+ * entries). */
+static void advise_ahead(struct shard_loader *l, uint64_t p, uint64_t ahead)
+{
+    if (!l->mix) {
+        sk_dataset_advise_ahead(l->ds, l->list, l->list_len, p, ahead, &l->advised);
+        return;
+    }
+    const uint32_t s = l->list_source[p];
+    struct source_list *sl = &l->sources[s];
+    sk_dataset_advise_ahead(shard_mixture_source(l->mix, s), sl->list, sl->len, l->list_place[p],
+                            ahead, &sl->advised);
 }
 
 static void *filler_main(void *arg)
@@ -566,7 +626,7 @@ static void *filler_main(void *arg)
     const uint64_t ahead = (uint64_t)l->o.prefetch * l->o.batch_size;
     uint64_t p;
     while (sk_ring_claim(l->queue, -1, &p) == SK_RING_READY) {
-        sk_dataset_advise_ahead(l->ds, l->list, l->list_len, p, ahead, &l->advised);
+        advise_ahead(l, p, ahead);
         struct shard_batch *b = l->ring[sk_ring_slot(l->queue, p)];
         uint32_t j = (uint32_t)(p % l->o.batch_size);
         fill_place(l, w, b, j, l->list[p]);
@@ -651,17 +711,20 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
         if (b->rc[j]) {
             if (!l->o.skip_errors || !is_damage(b->rc[j])) {
                 l->failed_index = b->indices[j];
+                l->failed_source = b->sources[j];
                 if (err)
                     *err = b->errs[j];
                 return b->rc[j];
             }
             b->skipped_indices[skipped] = b->indices[j];
+            b->skipped_sources[skipped] = b->sources[j];
             b->errs[skipped] = b->errs[j]; /* skipped <= j: moves forward only */
             skipped++;
             continue;
         }
         if (kept != j) {
             b->indices[kept] = b->indices[j];
+            b->sources[kept] = b->sources[j];
             b->labels[kept] = b->labels[j];
             b->widths[kept] = b->widths[j];
             b->heights[kept] = b->heights[j];
@@ -699,6 +762,8 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
     info->heights = b->heights;
     info->skipped_indices = b->skipped_indices;
     info->skipped_errors = b->errs;
+    info->sources = b->sources;
+    info->skipped_sources = b->skipped_sources;
     if (l->field_count) {
         int rc = finish_fields(l, b, kept, err);
         if (rc)
@@ -773,31 +838,47 @@ static uint64_t batches_of(uint64_t n, const struct shard_loader_options *o)
 /* With several ranks, every rank must make the same number of batches in
  * every epoch: a distributed loop whose ranks run out at different batches
  * waits forever in its collectives.  pad and drop give every rank the same
- * plan length; keep gives floor(N/W) or ceil(N/W), refused when those make
+ * plan length; keep gives floor(N/W) or ceil(N/W) of the n entries the
+ * ranks share (`what` says what they are), refused when those make
  * different batch counts.  0 or SHARD_EINVAL naming the counts. */
-static int check_equal_batches(struct shard_dataset *ds, const struct shard_loader_options *o,
+static int check_equal_batches(uint64_t n, const char *what, const struct shard_loader_options *o,
                                struct shard_err *err)
 {
-    const uint64_t n = shard_dataset_size(ds), w = o->plan.world_size;
+    const uint64_t w = o->plan.world_size;
     if (w < 2 || o->plan.remainder != SHARD_REMAINDER_KEEP || n % w == 0)
         return SHARD_OK;
     uint64_t few = batches_of(n / w, o), many = batches_of(n / w + 1, o);
     if (few == many)
         return SHARD_OK;
     return shard_err_set(err, SHARD_EINVAL,
-                         "remainder keep gives the %llu ranks unequal batch counts: %llu samples "
+                         "remainder keep gives the %llu ranks unequal batch counts: %llu %s "
                          "in batches of %u%s are %llu batches on the ranks with %llu samples and "
                          "%llu on those with %llu, so a distributed loop would hang: use "
                          "remainder pad or drop",
-                         (unsigned long long)w, (unsigned long long)n, o->batch_size,
+                         (unsigned long long)w, (unsigned long long)n, what, o->batch_size,
                          o->drop_last ? " (drop_last)" : "", (unsigned long long)many,
                          (unsigned long long)(n / w + 1), (unsigned long long)few,
                          (unsigned long long)(n / w));
 }
 
-int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
-                     const struct shard_transforms *transforms,
-                     const struct shard_loader_options *o, struct shard_err *err)
+/* This rank's plan of epoch `epoch`: the ordinary one, or with done[0..count)
+ * the rest of the epoch after those segments. */
+static int make_plan(const struct shard_loader *l, uint64_t epoch,
+                     const struct shard_plan_segment *done, size_t count, struct shard_plan **plan,
+                     struct shard_err *err)
+{
+    struct shard_plan_options po = l->o.plan;
+    po.epoch = epoch;
+    if (l->mix)
+        return shard_mixture_plan_resumed(l->mix, &po, done, count, plan, err);
+    if (count)
+        return shard_dataset_plan_resumed(l->ds, &po, done, count, plan, err);
+    return shard_dataset_plan(l->ds, &po, plan, err);
+}
+
+static int loader_new(struct shard_loader **out, struct shard_dataset *ds,
+                      const struct shard_mixture *mix, const struct shard_transforms *transforms,
+                      const struct shard_loader_options *o, struct shard_err *err)
 {
     *out = NULL;
     if (o->batch_size == 0)
@@ -814,10 +895,18 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     if (o->workers > 1 && o->worker >= o->workers)
         return shard_err_set(err, SHARD_EINVAL, "worker %u is outside %u workers", o->worker,
                              o->workers);
+    if (mix && o->field_count)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "fields: a mixture's loader carries no fields (its sources number "
+                             "their fields each their own way)");
+    if ((unsigned)o->plan.remainder > SHARD_REMAINDER_PAD)
+        return shard_err_set(err, SHARD_EINVAL, "unknown remainder option %d", o->plan.remainder);
     struct shard_loader *l = calloc(1, sizeof *l);
     if (!l)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     l->ds = ds;
+    l->mix = mix;
+    l->shared = mix ? shard_mixture_epoch_size(mix) : shard_dataset_size(ds);
     l->transforms = transforms;
     l->o = *o;
     l->cancel = (struct sk_cancel){&l->stopping, NULL, NULL};
@@ -841,13 +930,11 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     }
     if ((rc = select_fields(l, o, err)))
         goto fail;
-    /* the count of a rank's plan is the same in every epoch */
-    struct shard_plan *plan;
-    if ((rc = shard_dataset_plan(ds, &l->o.plan, &plan, err)))
-        goto fail;
-    l->plan_count = shard_plan_count(plan);
-    shard_plan_free(plan);
-    if ((rc = check_equal_batches(ds, o, err)))
+    /* the count of a rank's plan is the same in every epoch: its slice */
+    uint64_t begin, end, ignored;
+    sk_plan_rank_slice(l->shared, &l->o.plan, &begin, &end, &ignored);
+    l->plan_count = end - begin;
+    if ((rc = check_equal_batches(l->shared, "samples", o, err)))
         goto fail;
     uint64_t full = l->plan_count / o->batch_size, rest = l->plan_count % o->batch_size;
     l->dropped = o->drop_last ? rest : 0;
@@ -887,6 +974,20 @@ fail:
     return rc;
 }
 
+int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
+                     const struct shard_transforms *transforms,
+                     const struct shard_loader_options *o, struct shard_err *err)
+{
+    return loader_new(out, ds, NULL, transforms, o, err);
+}
+
+int shard_loader_new_mixture(struct shard_loader **out, const struct shard_mixture *mix,
+                             const struct shard_transforms *transforms,
+                             const struct shard_loader_options *o, struct shard_err *err)
+{
+    return loader_new(out, shard_mixture_source(mix, 0), mix, transforms, o, err);
+}
+
 /* End the epoch in progress: stop and join the threads (each finishes the
  * sample it is on), give the batches in flight back, account the time. */
 static void stop_epoch(struct shard_loader *l)
@@ -912,6 +1013,14 @@ static void stop_epoch(struct shard_loader *l)
     free(l->list);
     l->list = NULL;
     l->list_len = 0;
+    free(l->list_source);
+    free(l->list_place);
+    for (uint32_t s = 0; l->sources && s < shard_mixture_source_count(l->mix); s++)
+        free(l->sources[s].list);
+    free(l->sources);
+    l->list_source = NULL;
+    l->list_place = NULL;
+    l->sources = NULL;
 }
 
 /* Start the threads on the epoch's list (threads > 0, a non-empty list). */
@@ -1007,47 +1116,137 @@ uint64_t shard_loader_failed_index(const struct shard_loader *l)
     return l->failed_index;
 }
 
-int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
-                       struct shard_err *err)
+uint32_t shard_loader_failed_source(const struct shard_loader *l)
+{
+    return l->failed_source;
+}
+
+/* A mixture's started list split by source: each entry's source and its
+ * place in that source's own list.  0 or SHARD_ENOMEM. */
+static int split_sources(struct shard_loader *l, struct shard_err *err)
+{
+    const uint32_t k = shard_mixture_source_count(l->mix);
+    const size_t n = l->list_len ? (size_t)l->list_len : 1;
+    l->sources = calloc(k, sizeof *l->sources);
+    l->list_source = malloc(n * sizeof *l->list_source);
+    l->list_place = malloc(n * sizeof *l->list_place);
+    if (!l->sources || !l->list_source || !l->list_place)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    uint64_t index;
+    for (uint64_t p = 0; p < l->list_len; p++) {
+        dataset_of(l, l->list[p], &index, &l->list_source[p]);
+        l->list_place[p] = l->sources[l->list_source[p]].len++;
+    }
+    for (uint32_t s = 0; s < k; s++) {
+        if (!(l->sources[s].list = malloc((l->sources[s].len ? l->sources[s].len : 1) *
+                                          sizeof *l->sources[s].list)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        l->sources[s].len = 0;
+    }
+    for (uint64_t p = 0; p < l->list_len; p++) {
+        struct source_list *sl = &l->sources[l->list_source[p]];
+        dataset_of(l, l->list[p], &sl->list[sl->len++], &l->list_source[p]);
+    }
+    return SHARD_OK;
+}
+
+/* Start epoch `epoch` (the rest after done[0..count) when count > 0) with
+ * this worker's batches from + worker, from + worker + workers, ...; the
+ * position counts from base. */
+static int start_epoch(struct shard_loader *l, uint64_t epoch,
+                       const struct shard_plan_segment *done, size_t count, uint64_t from,
+                       uint64_t base, struct shard_err *err)
 {
     stop_epoch(l);
     l->started = 0;
-    if (first > l->batches)
-        return shard_err_set(err, SHARD_EINVAL, "batch %llu is beyond the %llu of an epoch",
-                             (unsigned long long)first, (unsigned long long)l->batches);
-    struct shard_plan_options po = l->o.plan;
-    po.epoch = epoch;
     struct shard_plan *plan;
-    int rc = shard_dataset_plan(l->ds, &po, &plan, err);
+    int rc = make_plan(l, epoch, done, count, &plan, err);
     if (rc)
         return rc;
-    /* this part's batches from `first` on, back to back: all are full but
+    const uint64_t size = l->o.batch_size, n = shard_plan_count(plan);
+    const uint64_t batches = batches_of(n, &l->o);
+    if (count &&
+        (rc = check_equal_batches(sk_plan_shared(plan), "samples left of the epoch", &l->o, err))) {
+        shard_plan_free(plan);
+        return rc;
+    }
+    if (from > batches) {
+        shard_plan_free(plan);
+        return shard_err_set(err, SHARD_EINVAL, "batch %llu is beyond the %llu of the epoch",
+                             (unsigned long long)from, (unsigned long long)batches);
+    }
+    /* this worker's batches from `from` on, back to back: all are full but
      * perhaps the epoch's last, which is then the list's last too.  They
      * are moved to the front of the plan's own array (a batch never moves
      * back past where it was), which the list then is: no second array of
      * the epoch's samples. */
-    const uint64_t size = l->o.batch_size, end = shard_plan_count(plan) - l->dropped;
+    const uint64_t end = n - (l->o.drop_last ? n % size : 0), w = l->o.workers;
+    const uint64_t todo = from + l->o.worker < batches ? (batches - from - l->o.worker + w - 1) / w
+                                                       : 0;
     uint64_t *list = sk_plan_take_indices(plan);
+    shard_plan_free(plan);
     l->list_len = 0;
-    for (uint64_t i = first; i < l->batches; i++) {
-        uint64_t b = l->o.worker + i * l->o.workers;
-        uint64_t n = (b + 1) * size <= end ? size : end - b * size;
-        memmove(list + l->list_len, list + b * size, n * sizeof *list);
-        l->list_len += n;
+    for (uint64_t i = 0; i < todo; i++) {
+        uint64_t b = from + l->o.worker + i * w;
+        uint64_t k = (b + 1) * size <= end ? size : end - b * size;
+        memmove(list + l->list_len, list + b * size, k * sizeof *list);
+        l->list_len += k;
     }
     l->list = list;
-    shard_plan_free(plan);
     l->epoch = epoch;
-    l->first = first;
-    l->position = first;
+    l->from = from;
+    l->base = base;
+    l->position = base;
+    l->todo = todo;
+    l->started_batches = batches;
     l->busy_since = sk_now_ns();
     atomic_store(&l->advised, 0);
-    if (l->o.threads && l->list_len && (rc = start_fillers(l, err))) {
+    if ((l->mix && (rc = split_sources(l, err))) ||
+        (l->o.threads && l->list_len && (rc = start_fillers(l, err)))) {
         stop_epoch(l);
         return rc;
     }
     l->started = 1;
     return SHARD_OK;
+}
+
+int shard_loader_start(struct shard_loader *l, uint64_t epoch, uint64_t first,
+                       struct shard_err *err)
+{
+    if (first > l->batches) {
+        stop_epoch(l);
+        l->started = 0;
+        return shard_err_set(err, SHARD_EINVAL, "batch %llu is beyond the %llu of an epoch",
+                             (unsigned long long)first, (unsigned long long)l->batches);
+    }
+    return start_epoch(l, epoch, NULL, 0, first * l->o.workers, first, err);
+}
+
+int shard_loader_start_resumed(struct shard_loader *l, uint64_t epoch,
+                               const struct shard_plan_segment *done, size_t count, uint64_t from,
+                               struct shard_err *err)
+{
+    return start_epoch(l, epoch, done, count, from, from, err);
+}
+
+int shard_loader_resumed_batch_count(const struct shard_loader *l, uint64_t epoch,
+                                     const struct shard_plan_segment *done, size_t count,
+                                     uint64_t *batches, struct shard_err *err)
+{
+    struct shard_plan *plan;
+    int rc = make_plan(l, epoch, done, count, &plan, err);
+    if (rc)
+        return rc;
+    if (!count ||
+        !(rc = check_equal_batches(sk_plan_shared(plan), "samples left of the epoch", &l->o, err)))
+        *batches = batches_of(shard_plan_count(plan), &l->o);
+    shard_plan_free(plan);
+    return rc;
+}
+
+uint64_t shard_loader_started_batch_count(const struct shard_loader *l)
+{
+    return l->started_batches;
 }
 
 void shard_loader_stop(struct shard_loader *l)
@@ -1062,7 +1261,7 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
     *out = NULL;
     if (!l->started)
         return shard_err_set(err, SHARD_EINVAL, "no epoch started");
-    if (l->position >= l->batches) {
+    if (l->position - l->base >= l->todo) {
         stop_epoch(l);
         return 0;
     }
@@ -1070,7 +1269,7 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
     uint32_t count;
     uint64_t start = sk_now_ns();
     if (!l->queue) { /* no threads: fill the batch here */
-        uint64_t from = (l->position - l->first) * l->o.batch_size;
+        uint64_t from = (l->position - l->base) * l->o.batch_size;
         count = (uint32_t)(l->list_len - from < l->o.batch_size ? l->list_len - from
                                                                 : l->o.batch_size);
         if (!(b = pool_take(l, err)))
@@ -1078,8 +1277,7 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         const struct sk_cancel *was = sk_cancel_set(&l->inline_cancel);
         int stopped = 0;
         for (uint32_t j = 0; j < count && !stopped; j++) {
-            sk_dataset_advise_ahead(l->ds, l->list, l->list_len, from + j, l->o.batch_size,
-                                    &l->advised);
+            advise_ahead(l, from + j, l->o.batch_size);
             fill_place(l, &l->fillers[0], b, j, l->list[from + j]);
             stopped = b->rc[j] == SHARD_EINTR || sk_cancelled();
         }
@@ -1107,7 +1305,8 @@ int shard_loader_next(struct shard_loader *l, int timeout_ms, struct shard_batch
         count = g.len;
         start = sk_now_ns(); /* the wait is accounted */
     }
-    int rc = finish_batch(l, b, count, l->o.worker + l->position * l->o.workers, err);
+    int rc = finish_batch(l, b, count,
+                          l->from + l->o.worker + (l->position - l->base) * l->o.workers, err);
     if (!l->queue)
         add(&l->wait_ns, sk_now_ns() - start);
     l->position++;

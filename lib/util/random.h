@@ -27,5 +27,8 @@ uint64_t sk_derive(uint64_t seed, uint64_t tag, uint64_t a, uint64_t b, uint64_t
 #define SK_TAG_SHARD_ORDER 1 /* an epoch's shard order (a = epoch) */
 #define SK_TAG_WINDOW 2      /* a rank's shuffle window (a = epoch, b = rank, k = window) */
 #define SK_TAG_TRANSFORMS 3  /* a sample's transforms (a = epoch, k = sample index) */
+#define SK_TAG_RESUMED 4     /* the windows of a resumed epoch's segment (a = epoch, b = segment) */
+#define SK_TAG_MIXTURE 5     /* a mixture epoch's draws of sources (a = epoch) */
+#define SK_TAG_MIXTURE_PASS 6 /* a source's pass in a mixture (a = epoch, b = source, k = pass) */
 
 #endif

@@ -12,6 +12,9 @@ training-ready batches made in C.
         for images, labels in loader:
             ...
 
+Several datasets read as one, each sample drawn from a source by weight:
+``shardkit.Loader(shardkit.Mixture([a, b], weights=[0.7, 0.3]), 256)``.
+
 A dataset with fields (captions, JSON metadata, numbers, vectors, label
 lists) gives them back: ``ds.fields`` (the declarations), ``ds[i].fields``
 and ``Loader(ds, 256, fields=["caption", "meta"])``, whose batches carry
@@ -26,6 +29,7 @@ from shardkit.errors import (CorruptDatasetError, CorruptRecordError, ExistsErro
                              RunInterruptedError, ShardkitError, StorageError, UnsupportedError)
 from shardkit import _native
 from shardkit.dataset import Dataset, Field, Sample
+from shardkit.mixture import Mixture
 from shardkit.transforms import (CenterCrop, Compose, Normalize, RandomHorizontalFlip,
                                  RandomResizedCrop, Resize)
 from shardkit.loader import Batch, Loader
@@ -35,7 +39,7 @@ __version__ = _native.version()
 __all__ = [
     "Batch", "CenterCrop", "Compose", "CorruptDatasetError", "CorruptRecordError", "Dataset",
     "ExistsError", "Field", "InvalidArgumentError", "LimitError", "Loader", "LockedError",
-    "MismatchError", "NetworkError", "Normalize", "NotFoundError", "OutOfMemoryError",
+    "MismatchError", "Mixture", "NetworkError", "Normalize", "NotFoundError", "OutOfMemoryError",
     "RandomHorizontalFlip", "RandomResizedCrop", "RejectedInputError", "Resize",
     "RunInterruptedError", "Sample", "ShardkitError", "StorageError", "UnsupportedError",
 ]

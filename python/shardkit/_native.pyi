@@ -104,20 +104,38 @@ _FieldParts: TypeAlias = tuple[int, Buffer, Buffer | None,
                                list[str | None] | list[bytes | None] | None,
                                tuple[Buffer, Buffer] | None]
 # (images: one Buffer or one per sample, indices (uint64 bytes), labels (int32
-# bytes), epoch, number, skipped samples' errors, the selected fields)
+# bytes), epoch, number, skipped samples' errors, the selected fields, sources
+# (uint32 bytes))
 _BatchParts: TypeAlias = tuple[Buffer | list[Buffer], bytes, bytes, int, int,
-                               list[CorruptRecordError], tuple[_FieldParts, ...]]
+                               list[CorruptRecordError], tuple[_FieldParts, ...], bytes]
+
+@final
+class Mixture:
+    # rule: "replace", "stop_on_shortest", "stop_on_longest"; epoch_size 0: by
+    # the rule; labels: "own", "merged"
+    def __init__(self, datasets: Sequence[Dataset], weights: Sequence[float], rule: str,
+                 epoch_size: SupportsIndex, labels: str) -> None: ...
+    def epoch_size(self) -> int: ...
+    # ((weight relative to the sum, entries per epoch), ...)
+    def sources(self) -> tuple[tuple[float, int], ...]: ...
+    # (merged class names, each source's label numbers in them), or ((), None)
+    def labels(self) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...] | None]: ...
 
 @final
 class Loader:
-    def __init__(self, dataset: Dataset, transforms: Transforms | None, batch_size: SupportsIndex,
+    def __init__(self, dataset: Dataset | Mixture, transforms: Transforms | None,
+                 batch_size: SupportsIndex,
                  shuffle: bool, seed: SupportsIndex, rank: SupportsIndex,
                  world_size: SupportsIndex, threads: SupportsIndex, drop_last: bool,
                  remainder: str, shuffle_buffer: SupportsIndex, prefetch: SupportsIndex,
                  skip_errors: bool, worker: SupportsIndex = 0, workers: SupportsIndex = 1,
                  fields: Sequence[SupportsIndex] | None = None,
                  box_min_size: float = 1.0) -> None: ...
-    def start(self, epoch: SupportsIndex, batch: SupportsIndex, /) -> None: ...
+    # done: the segments of the epoch read before, (world_size, taken, remainder)
+    def start(self, epoch: SupportsIndex, batch: SupportsIndex,
+              done: Sequence[tuple[SupportsIndex, SupportsIndex, str]] = (), /) -> None: ...
+    def resumed_batches(self, epoch: SupportsIndex,
+                        done: Sequence[tuple[SupportsIndex, SupportsIndex, str]], /) -> int: ...
     def next(self) -> _BatchParts | None: ...
     # batches, samples and dropped samples per epoch
     def counts(self) -> dict[str, int]: ...

@@ -11,8 +11,10 @@ import numpy as np
 import numpy.typing as npt
 
 from shardkit import _native
-from shardkit.dataset import _BOX, Dataset, Field, Location, _bad_json, _decode_mask, _key_str
+from shardkit.dataset import (_BOX, Dataset, Field, Location, ReadingOptions, _bad_json,
+                              _decode_mask, _key_str, _reopen)
 from shardkit.errors import CorruptRecordError, ShardkitError
+from shardkit.mixture import Mixture, _remix
 from shardkit.transforms import U32_MAX, Compose, TransformArg, _check_int, compose
 
 # The epoch plan's default shuffle window (SHARD_PLAN_DEFAULT_BUFFER).
@@ -22,8 +24,15 @@ DEFAULT_PREFETCH = 2
 # Skipped samples' errors kept in loader.stats.
 _MASK_HEADER = 12  # a mask value's header (manifests/FORMAT.md "Boxes and masks")
 MAX_SKIPPED_ERRORS = 100
-# Format 2 carries the dataset's identity (manifest_xxh3); 1 did not.
-STATE_FORMAT = "shardkit.Loader/2"
+# Format 3 carries the segments of the epoch read before at other world or
+# batch sizes ("done"); 2 did not (none); 1 did not carry the dataset's
+# identity (manifest_xxh3) either.
+STATE_FORMAT = "shardkit.Loader/3"
+# What a state may change: the ranks, their batches and how they split an
+# epoch (the rest of the epoch is split among the new ranks).
+_ELASTIC = ("rank", "world_size", "batch_size", "remainder")
+# A segment of an epoch read before: (world_size, taken, remainder).
+Segment = tuple[int, int, str]
 
 
 def _distributed() -> tuple[int, int] | None:
@@ -92,11 +101,14 @@ def _torch() -> Any:
 
 class Batch:
     """One batch.  Unpacks as ``images, labels``; also ``indices`` (int64:
-    each sample's position in stored order), ``keys`` (str, read from the
-    shard footers when first asked for), ``epoch``, ``number`` (the batch's
-    position in its epoch), ``skipped`` (CorruptRecordError of samples left
-    out with on_error="skip"), and with Loader(fields=...) ``fields`` and
-    ``present``.
+    each sample's position in stored order, in its source for a Mixture),
+    ``sources`` (int64: each sample's source in a Mixture, 0 for a
+    Dataset's), ``keys`` (str, read from the shard footers when first asked
+    for), ``epoch``, ``number`` (the batch's position in its epoch),
+    ``skipped`` (CorruptRecordError of samples left out with
+    on_error="skip"), and with Loader(fields=...) ``fields`` and
+    ``present``.  A Batch pickles (DataLoader workers send it), its
+    dataset reopened by location when ``keys`` is first asked for.
 
     ``images`` is one array (B, H, W, 3) or (B, 3, H, W) when the transform
     fixes the size, else a list of per-sample arrays; ``labels`` is int64,
@@ -125,28 +137,31 @@ class Batch:
     dict of the same names, each a bool array (B,): True where the sample has
     the field.  With output="torch" the arrays are torch tensors."""
 
-    __slots__ = ("images", "labels", "indices", "epoch", "number", "skipped", "fields",
-                 "present", "_dataset", "_keys")
+    __slots__ = ("images", "labels", "indices", "sources", "epoch", "number", "skipped",
+                 "fields", "present", "_dataset", "_keys")
     # numpy arrays, or torch tensors with output="torch" (a list of them for
     # images of several sizes): Any, as what a DataLoader yields
     images: Any
     labels: Any
     indices: npt.NDArray[np.int64]
+    sources: Any
     epoch: int
     number: int
     skipped: list[CorruptRecordError]
     fields: dict[str, Any]
     present: dict[str, Any]
-    _dataset: Dataset
+    _dataset: "Dataset | Mixture | _Reference"
     _keys: list[str] | None
 
     def __init__(self, images: Any, labels: Any, indices: npt.NDArray[np.int64], epoch: int,
-                 number: int, skipped: list[CorruptRecordError], dataset: Dataset,
-                 fields: dict[str, Any] | None = None,
-                 present: dict[str, Any] | None = None) -> None:
+                 number: int, skipped: list[CorruptRecordError],
+                 dataset: "Dataset | Mixture | _Reference",
+                 fields: dict[str, Any] | None = None, present: dict[str, Any] | None = None,
+                 sources: Any = None) -> None:
         self.images = images
         self.labels = labels
         self.indices = indices
+        self.sources = np.zeros(len(indices), np.int64) if sources is None else sources
         self.epoch = epoch
         self.number = number
         self.skipped = skipped
@@ -164,8 +179,22 @@ class Batch:
     @property
     def keys(self) -> list[str]:
         if self._keys is None:
-            self._keys = [self._dataset.key(int(i)) for i in self.indices]
+            if isinstance(self._dataset, _Reference):
+                self._dataset = self._dataset.resolve()
+            ds = self._dataset
+            if isinstance(ds, Mixture):
+                self._keys = [ds.sources[int(s)].key(int(i))
+                              for s, i in zip(self.sources, self.indices)]
+            else:
+                self._keys = [ds.key(int(i)) for i in self.indices]
         return self._keys
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        ref = self._dataset if isinstance(self._dataset, _Reference) else _Reference.of(
+            self._dataset)
+        return (_rebuild_batch, (self.images, self.labels, self.indices, self.epoch, self.number,
+                                 self.skipped, ref, self.fields, self.present, self.sources,
+                                 self._keys))
 
     def __repr__(self) -> str:
         shape = getattr(self.images, "shape", None)
@@ -184,7 +213,9 @@ class Loader:
     dtype="uint8", on_error="raise", prefetch=2, fields=None,
     multi_hot=False, box_min_size=1.0)``
 
-    - ds: a Dataset, or its location.
+    - ds: a Dataset, its location, or a Mixture of datasets (shardkit.Mixture:
+      its epochs drawn from the sources by weight; batch.sources says each
+      sample's source; no fields).
     - shuffle, seed, shuffle_buffer, remainder, rank, world_size: the epoch
       plan (include/shardkit/dataset.h): remainder "keep" gives every
       sample exactly once per epoch across ranks, "drop" every rank
@@ -228,11 +259,17 @@ class Loader:
     ``state_dict()`` / ``load_state_dict(d)`` save and restore the position
     (epoch, batches handed out): after a restore, iterating yields exactly
     the remaining batches of that epoch, byte for byte those of an
-    uninterrupted run.  One iteration at a time: a new ``iter()`` ends the
-    previous one.
+    uninterrupted run.  A state taken with another world_size or
+    batch_size (ranks in lockstep, as DDP keeps them: any rank's state
+    says where all are) restores too: the rest of that epoch is split among
+    the new ranks, each remaining sample read once by one of them (pad's
+    repeats are samples read before the stop), and the epochs after it
+    follow the new ranks' plans; ``len(loader)`` is then the rest's
+    batches until the epoch ends.  One iteration at a time: a new
+    ``iter()`` ends the previous one.
     """
 
-    def __init__(self, ds: Dataset | Location, batch_size: int, *, shuffle: bool = True,
+    def __init__(self, ds: Dataset | Mixture | Location, batch_size: int, *, shuffle: bool = True,
                  seed: int = 0, rank: int | None = None, world_size: int | None = None,
                  threads: int | None = None, transform: TransformArg = None,
                  drop_last: bool = False,
@@ -243,11 +280,11 @@ class Loader:
                  on_error: Literal["raise", "skip"] = "raise", prefetch: int = DEFAULT_PREFETCH,
                  fields: Iterable[str] | None = None, multi_hot: bool | Iterable[str] = False,
                  box_min_size: float = 1.0, _worker: int = 0, _workers: int = 1) -> None:
-        if not isinstance(ds, Dataset):
+        if not isinstance(ds, (Dataset, Mixture)):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
             else:
-                raise TypeError(f"ds must be a shardkit.Dataset or a location, not "
+                raise TypeError(f"ds must be a shardkit.Dataset, a Mixture or a location, not "
                                 f"{type(ds).__name__}")
         self.dataset = ds
         self.batch_size = _check_int(batch_size, "batch_size", maximum=U32_MAX)
@@ -278,7 +315,11 @@ class Loader:
         if self.transform is not None or (layout, dtype) != ("NHWC", "uint8"):
             steps = self.transform if self.transform is not None else _empty()
             compiled = steps._compiled(layout, dtype)
-        self.fields, self.multi_hot = _select_fields(ds, fields, multi_hot)
+        if isinstance(ds, Mixture) and (fields is not None or multi_hot is not False):
+            raise ValueError("fields: a Mixture's loader carries no fields (its sources number "
+                             "their fields each their own way)")
+        self.fields, self.multi_hot = (_select_fields(ds, fields, multi_hot)
+                                       if isinstance(ds, Dataset) else ([], set()))
         # masks stacked in every batch, or in none (the Batch docstring's rule)
         size = compiled.fixed_size() if compiled is not None else None
         self._stacked_masks = {
@@ -296,17 +337,26 @@ class Loader:
             [f.number for f in self.fields], self.box_min_size)
         self._epoch = 0
         self._batch = 0
+        # the segments of the current epoch read before (world_size, taken,
+        # remainder): a state restored on other ranks or batches; else empty
+        self._done: list[Segment] = []
+        self._rest_batches = 0  # with _done: the rank's batches of the rest
         self._generation = 0
         self._closed = False
         self._cache_warned = False
         self._skipped_errors: list[CorruptRecordError] = []
-        self._reads_before = ds._native.stats()  # the dataset's counters count from its opening
+        self._reads_before = self._read_stats()  # a dataset's counters count from its opening
 
     # ---- position ---------------------------------------------------------
 
     def __len__(self) -> int:
-        """Batches per epoch for this rank."""
-        return self._counts()["batches"]
+        """Batches per epoch for this rank (in an epoch restored on other
+        ranks or batch sizes, the batches of its rest)."""
+        return self._rest_batches if self._done else self._counts()["batches"]
+
+    def _read_stats(self) -> dict[str, int]:
+        ds = self.dataset
+        return ds._stats() if isinstance(ds, Mixture) else ds._native.stats()
 
     def _counts(self) -> dict[str, int]:
         return self._native.counts()
@@ -320,10 +370,15 @@ class Loader:
         if epoch != self._epoch:
             self._move(epoch, 0)
 
-    def _move(self, epoch: int, batch: int) -> None:
+    def _move(self, epoch: int, batch: int, done: list[Segment] | None = None,
+              rest_batches: int = 0) -> None:
+        """Go to batch `batch` of epoch `epoch` (of its rest after the
+        segments `done`, of rest_batches batches)."""
         self._native.stop()  # first: refused while another thread's next() runs
         self._generation += 1  # ends an iteration in progress
         self._epoch, self._batch = epoch, batch
+        self._done = list(done or [])
+        self._rest_batches = rest_batches
 
     def _identity(self) -> dict[str, Any]:
         transform = repr(self.transform._steps()) if self.transform is not None else None
@@ -333,6 +388,14 @@ class Loader:
                 "shuffle_buffer": self.shuffle_buffer, "samples": len(self.dataset),
                 "transform": transform, "layout": self.layout, "dtype": self.dtype,
                 **self._fields_identity()}
+
+    def _source_identity(self) -> dict[str, Any]:
+        """Which data the positions are of: a dataset's manifest_xxh3, or a
+        mixture's sources, weights, rule, epoch and label space."""
+        ds = self.dataset
+        if isinstance(ds, Mixture):
+            return {"mixture": ds._identity()}
+        return {"manifest_xxh3": ds.manifest_xxh3}
 
     def _fields_identity(self) -> dict[str, Any]:
         # None without fields, as a state from before fields existed reads
@@ -345,17 +408,25 @@ class Loader:
         return identity
 
     def state_dict(self) -> dict[str, Any]:
-        """The position (epoch, batches handed out), the dataset's identity
-        (``manifest_xxh3``: its manifest's hash) and what else the batches
-        depend on; a dict of plain values (torch.save / json friendly)."""
+        """The position (epoch, batches handed out, and the segments of the
+        epoch read before at other world or batch sizes, ``done``), the
+        dataset's identity (``manifest_xxh3``: its manifest's hash; a
+        mixture's sources and weights) and what else the batches depend on;
+        a dict of plain values (torch.save / json friendly)."""
         return {"format": STATE_FORMAT, "epoch": self._epoch, "batch": self._batch,
-                "manifest_xxh3": self.dataset.manifest_xxh3, **self._identity()}
+                "done": [list(d) for d in self._done], **self._source_identity(),
+                **self._identity()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue where `state` (from state_dict) says.  Raises ValueError
-        when it was taken on another dataset (another manifest: a re-publish
-        with the same sample count too) or names the first setting that
-        differs from this loader's (the batches would not be the same)."""
+        """Continue where `state` (from state_dict) says, on this loader's
+        ranks: taken with the same world_size and batch_size, the remaining
+        batches of its epoch, byte for byte; with others, this rank's part
+        of the rest of that epoch (see the class).  Raises ValueError when
+        it was taken on another dataset (another manifest: a re-publish with
+        the same sample count too), names the first other setting that
+        differs from this loader's (the batches would not be the same), or
+        when remainder "keep" would give the new ranks different batch
+        counts of the rest."""
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict, not {type(state).__name__}")
         found = state.get("format")
@@ -366,24 +437,40 @@ class Loader:
                 "If it was taken on this very dataset (the same manifest.json), set "
                 "state['manifest_xxh3'] = loader.dataset.manifest_xxh3 and state['format'] = "
                 f"{STATE_FORMAT!r}")
-        if found != STATE_FORMAT:
+        if found not in (STATE_FORMAT, "shardkit.Loader/2"):
             raise ValueError(f"state['format'] must be {STATE_FORMAT!r}, not {found!r}")
-        mine = self.dataset.manifest_xxh3
-        if state.get("manifest_xxh3") != mine:
+        for key, mine in self._source_identity().items():
+            if state.get(key) == mine:
+                continue
+            if key == "mixture":
+                raise ValueError(f"state['mixture'] is {state.get(key)!r} but this loader's "
+                                 f"mixture is {mine!r}: the state was taken on another mixture")
             raise ValueError(
                 f"state['manifest_xxh3'] is {state.get('manifest_xxh3')!r} but this loader's "
                 f"dataset has manifest_xxh3 {mine!r}: the state was taken on another dataset "
                 "(or another publication of it); its positions do not apply here")
-        for key, mine in self._identity().items():
-            if state.get(key) != mine:
-                raise ValueError(f"state[{key!r}] is {state.get(key)!r} but this loader's "
-                                 f"{key} is {mine!r}")
         epoch = _seed(state.get("epoch"), "state['epoch']")
         batch = _check_int(state.get("batch"), "state['batch']", minimum=0)
-        if batch > len(self):
-            raise ValueError(f"state['batch'] {batch} is beyond the {len(self)} batches of an "
-                             "epoch")
-        self._move(epoch, batch)
+        world = _check_int(state.get("world_size"), "state['world_size']", maximum=U32_MAX)
+        size = _check_int(state.get("batch_size"), "state['batch_size']", maximum=U32_MAX)
+        remainder = _choice(state.get("remainder"), "state['remainder']", ("keep", "drop", "pad"))
+        done = _segments(state.get("done", []))
+        for key, mine in self._identity().items():
+            if key not in _ELASTIC and state.get(key) != mine:
+                raise ValueError(f"state[{key!r}] is {state.get(key)!r} but this loader's "
+                                 f"{key} is {mine!r}")
+        # one rank's plan is the same whatever the remainder (the default is
+        # keep with one rank, pad with several)
+        same = (world, size) == (self.world_size, self.batch_size) and (
+            remainder == self.remainder or world == 1)
+        if not same:
+            done.append((world, batch * size, remainder))  # each rank took that many
+            batch = 0
+        batches = self._native.resumed_batches(epoch, done) if done else self._counts()["batches"]
+        if batch > batches:
+            raise ValueError(f"state['batch'] {batch} is beyond the {batches} batches of "
+                             f"{'the rest of the' if done else 'an'} epoch")
+        self._move(epoch, batch, done, batches)
 
     # ---- iteration --------------------------------------------------------
 
@@ -401,7 +488,7 @@ class Loader:
         if it._done:
             raise StopIteration
         if not it._running:
-            self._native.start(self._epoch, self._batch)
+            self._native.start(self._epoch, self._batch, self._done)
             it._running = True
         try:
             parts = self._native.next()
@@ -421,6 +508,7 @@ class Loader:
             self._end(it)
             it._done = True
             self._epoch, self._batch = self._epoch + 1, 0
+            self._done = []  # the next epoch is the new ranks' own
             self._warn_cache()
             raise StopIteration
         return self._make_batch(*parts)
@@ -441,9 +529,10 @@ class Loader:
 
     def _make_batch(self, images: Any, indices: Any, labels: Any, epoch: int, number: int,
                     skipped: list[CorruptRecordError],
-                    fields: "tuple[_native._FieldParts, ...]") -> Batch:
+                    fields: "tuple[_native._FieldParts, ...]", sources: Any) -> Batch:
         indices = np.frombuffer(indices, dtype=np.uint64).astype(np.int64)
         labels = np.frombuffer(labels, dtype=np.int32).astype(np.int64)
+        sources = np.frombuffer(sources, dtype=np.uint32).astype(np.int64)
         if isinstance(images, list):
             images = [np.asarray(i) for i in images]
         else:
@@ -457,11 +546,12 @@ class Loader:
             images = ([t.from_numpy(i) for i in images] if isinstance(images, list)
                       else t.from_numpy(images))
             labels = t.from_numpy(labels)
+            sources = t.from_numpy(sources)
             values = {f.name: values[f.name] if f.type == "boxes" else _to_torch(t, values[f.name])
                       for f in self.fields}
             present = {k: t.from_numpy(v) for k, v in present.items()}
         return Batch(images, labels, indices, epoch, number, skipped, self.dataset, values,
-                     present)
+                     present, sources)
 
     def _batch_fields(self, parts: "tuple[_native._FieldParts, ...]",
                       indices: npt.NDArray[np.int64]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -485,7 +575,7 @@ class Loader:
                 ids = np.asarray(labels[0])
                 ends = (np.asarray(labels[1]) // 4).astype(np.intp)
                 if name in self.multi_hot:
-                    hot = np.zeros((len(mask), len(self.dataset.labels)), dtype=np.uint8)
+                    hot = np.zeros((len(mask), len(self._fields_dataset.labels)), dtype=np.uint8)
                     hot[np.repeat(np.arange(len(mask)), np.diff(ends)), ids] = 1
                     values[name] = hot
                 else:
@@ -499,11 +589,16 @@ class Loader:
                 values[name] = items
         return values, present
 
+    @property
+    def _fields_dataset(self) -> Dataset:
+        """The dataset whose fields the batches carry (a Mixture's carry none)."""
+        return cast(Dataset, self.dataset)
+
     def _parse_json(self, text: str, index: np.int64, name: str) -> Any:
         try:
             return json.loads(text)
         except ValueError as e:
-            raise _bad_json(self.dataset, int(index), name, e) from None
+            raise _bad_json(self._fields_dataset, int(index), name, e) from None
 
     # ---- measurement and lifetime -------------------------------------------
 
@@ -520,7 +615,7 @@ class Loader:
         cache_skipped (Dataset(cache_dir=...)).  The reader's counters are
         the dataset's: reads of the same Dataset by others count too."""
         s = self._native.stats()
-        now = self.dataset._native.stats()
+        now = self._read_stats()
         reads = {k: now[k] - self._reads_before[k] for k in now}
         seconds = s["busy_ns"] / 1e9
         samples = s["samples"]
@@ -705,3 +800,58 @@ def _select_fields(ds: Dataset, names: Iterable[str] | None,
 
 def _empty() -> Compose:
     return Compose([])
+
+
+def _segments(value: object) -> list[Segment]:
+    """state['done']: a list of [world_size, taken, remainder] segments."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"state['done'] must be a list of [world_size, taken, remainder], not "
+                        f"{type(value).__name__}")
+    out = []
+    for seg in value:
+        if not isinstance(seg, (list, tuple)) or len(seg) != 3:
+            raise ValueError(f"state['done'] must hold [world_size, taken, remainder] "
+                             f"segments, not {seg!r}")
+        out.append((_check_int(seg[0], "state['done'] world_size", maximum=U32_MAX),
+                    _seed(seg[1], "state['done'] taken"),
+                    _choice(seg[2], "state['done'] remainder", ("keep", "drop", "pad"))))
+    return out
+
+
+class _Reference:
+    """Where a pickled Batch's dataset is: reopened (once per process) when
+    its keys are asked for."""
+
+    _opened: "dict[Any, Dataset | Mixture]" = {}
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+
+    @classmethod
+    def of(cls, ds: "Dataset | Mixture") -> "_Reference":
+        if isinstance(ds, Mixture):
+            reduced = ds.__reduce__()[1]
+            return cls(("mixture", tuple((loc, tuple(sorted(o.items()))) for loc, o in reduced[0]),
+                        tuple(reduced[1]), reduced[2], reduced[3], reduced[4]))
+        return cls(("dataset", ds.location, tuple(sorted(ds.options.items()))))
+
+    def resolve(self) -> "Dataset | Mixture":
+        found = self._opened.get(self.key)
+        if found is None:
+            if self.key[0] == "mixture":
+                _, sources, weights, size, rule, labels = self.key
+                found = _remix([(loc, dict(o)) for loc, o in sources], list(weights), size, rule,
+                               labels)
+            else:
+                found = _reopen(self.key[1], cast(ReadingOptions, dict(self.key[2])))
+            self._opened[self.key] = found
+        return found
+
+
+def _rebuild_batch(images: Any, labels: Any, indices: npt.NDArray[np.int64], epoch: int,
+                   number: int, skipped: list[CorruptRecordError], ref: _Reference,
+                   fields: dict[str, Any], present: dict[str, Any], sources: Any,
+                   keys: list[str] | None) -> Batch:
+    batch = Batch(images, labels, indices, epoch, number, skipped, ref, fields, present, sources)
+    batch._keys = keys
+    return batch

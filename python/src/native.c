@@ -339,7 +339,7 @@ PyMODINIT_FUNC PyInit__native(void)
     if (!from_library || !corrupt_record_error)
         return NULL;
     PyTypeObject *types[] = {&skpy_buffer_type, &skpy_dataset_type, &skpy_transforms_type,
-                             &skpy_loader_type, &skpy_batch_type};
+                             &skpy_loader_type, &skpy_batch_type,   &skpy_mixture_type};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
@@ -351,6 +351,7 @@ PyMODINIT_FUNC PyInit__native(void)
         PyModule_AddObjectRef(m, "Transforms", (PyObject *)&skpy_transforms_type) < 0 ||
         PyModule_AddObjectRef(m, "Loader", (PyObject *)&skpy_loader_type) < 0 ||
         PyModule_AddObjectRef(m, "Batch", (PyObject *)&skpy_batch_type) < 0 ||
+        PyModule_AddObjectRef(m, "Mixture", (PyObject *)&skpy_mixture_type) < 0 ||
         PyModule_AddIntConstant(m, "MAX_STEPS", SHARD_TRANSFORMS_MAX_STEPS) < 0 ||
         PyModule_AddIntConstant(m, "MAX_SIDE", SHARD_TRANSFORMS_MAX_SIDE) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MAX_CONNECTIONS", SHARD_DATASET_MAX_CONNECTIONS) < 0 ||

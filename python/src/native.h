@@ -88,9 +88,16 @@ typedef struct {
     PyObject_HEAD struct shard_transforms *transforms;
 } TransformsObject;
 
+/* A mixture and the tuple of its DatasetObjects (kept open for it). */
+typedef struct {
+    PyObject_HEAD struct shard_mixture *mixture;
+    PyObject *datasets;
+} MixtureObject;
+
 extern PyTypeObject skpy_buffer_type;
 extern PyTypeObject skpy_dataset_type;
 extern PyTypeObject skpy_transforms_type;
+extern PyTypeObject skpy_mixture_type;
 extern PyTypeObject skpy_loader_type;
 extern PyTypeObject skpy_batch_type;
 

@@ -31,7 +31,8 @@ typedef struct {
 /* busy and close_pending are read and written with the GIL held only. */
 typedef struct {
     PyObject_HEAD struct shard_loader *loader;
-    PyObject *dataset;    /* the DatasetObject read (kept open while the loader lives) */
+    PyObject *dataset;    /* the DatasetObject or MixtureObject read (kept open while the
+                           * loader lives) */
     PyObject *transforms; /* the TransformsObject applied, or NULL */
     int busy;             /* a call is using `loader` (or __init__ is making it) */
     int close_pending;    /* close() came while busy: the busy call frees the loader */
@@ -74,6 +75,57 @@ static int loader_interrupted(void *user)
     return stop;
 }
 
+/* The dataset of source s of what the loader reads (a Dataset's is its
+ * own). */
+static struct shard_dataset *source_dataset(LoaderObject *lo, uint32_t s)
+{
+    if (PyObject_TypeCheck(lo->dataset, &skpy_mixture_type))
+        return shard_mixture_source(((MixtureObject *)lo->dataset)->mixture, s);
+    return ((DatasetObject *)lo->dataset)->ds;
+}
+
+/* A sequence of (world_size, taken, remainder) as segments
+ * (shardkit/dataset.h: the rest of an epoch) in a malloc'd *out of *count.
+ * 0, or -1 with an exception set. */
+static int take_segments(PyObject *seq, struct shard_plan_segment **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    PyObject *fast = PySequence_Fast(seq, "done must be a sequence of (world_size, taken, "
+                                          "remainder) segments");
+    if (!fast)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    struct shard_plan_segment *v = calloc(n ? (size_t)n : 1, sizeof *v);
+    int rc = v ? 0 : -1;
+    if (!v)
+        PyErr_NoMemory();
+    for (Py_ssize_t i = 0; !rc && i < n; i++) {
+        PyObject *segment = PySequence_Fast_GET_ITEM(fast, i), *w, *t;
+        const char *rem;
+        if (!PyArg_ParseTuple(segment, "OOs;done: each segment is (world_size, taken, remainder)",
+                              &w, &t, &rem) ||
+            skpy_u32(w, "a segment's world_size", 1, &v[i].world_size) < 0 ||
+            skpy_u64(t, "a segment's taken", &v[i].taken) < 0)
+            rc = -1;
+        else if (shard_remainder_parse(rem, &v[i].remainder)) {
+            PyErr_Format(PyExc_ValueError,
+                         "a segment's remainder must be 'keep', 'drop' or "
+                         "'pad', not '%s'",
+                         rem);
+            rc = -1;
+        }
+    }
+    Py_DECREF(fast);
+    if (rc) {
+        free(v);
+        return -1;
+    }
+    *out = v;
+    *count = (size_t)n;
+    return 0;
+}
+
 static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     LoaderObject *lo = (LoaderObject *)self;
@@ -87,11 +139,10 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     int shuffle, drop_last, skip_errors;
     const char *remainder;
     double box_min_size = 1.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OOpOOOOpsOOp|OOOd:Loader", names,
-                                     &skpy_dataset_type, &dataset, &transforms, &batch_o, &shuffle,
-                                     &seed_o, &rank_o, &world_o, &threads_o, &drop_last, &remainder,
-                                     &buffer_o, &prefetch_o, &skip_errors, &worker_o, &workers_o,
-                                     &fields_o, &box_min_size))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOpOOOOpsOOp|OOOd:Loader", names, &dataset,
+                                     &transforms, &batch_o, &shuffle, &seed_o, &rank_o, &world_o,
+                                     &threads_o, &drop_last, &remainder, &buffer_o, &prefetch_o,
+                                     &skip_errors, &worker_o, &workers_o, &fields_o, &box_min_size))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -127,8 +178,18 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
                      remainder);
         return -1;
     }
-    DatasetObject *d = (DatasetObject *)dataset;
-    if (!d->ds) {
+    const struct shard_mixture *mix = NULL;
+    struct shard_dataset *ds = NULL;
+    if (PyObject_TypeCheck(dataset, &skpy_mixture_type)) {
+        if (!(mix = ((MixtureObject *)dataset)->mixture)) {
+            PyErr_SetString(PyExc_RuntimeError, "Mixture is not initialised");
+            return -1;
+        }
+    } else if (!PyObject_TypeCheck(dataset, &skpy_dataset_type)) {
+        PyErr_Format(PyExc_TypeError, "dataset must be a Dataset or a Mixture, not %.100s",
+                     Py_TYPE(dataset)->tp_name);
+        return -1;
+    } else if (!(ds = ((DatasetObject *)dataset)->ds)) {
         PyErr_SetString(PyExc_RuntimeError, "Dataset is not open");
         return -1;
     }
@@ -144,7 +205,8 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     struct shard_err err;
     int rc;
     lo->busy = 1; /* another thread's __init__ waits for nothing: it is refused */
-    Py_BEGIN_ALLOW_THREADS rc = shard_loader_new(&made, d->ds, list, &o, &err);
+    Py_BEGIN_ALLOW_THREADS rc = mix ? shard_loader_new_mixture(&made, mix, list, &o, &err)
+                                    : shard_loader_new(&made, ds, list, &o, &err);
     Py_END_ALLOW_THREADS lo->busy = 0;
     free(fields);
     if (rc) {
@@ -231,29 +293,61 @@ static PyObject *loader_close(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* start(epoch, first_batch) */
-static PyObject *loader_start(PyObject *self, PyObject *args)
+/* The loader's start from batch `from` of epoch `epoch`, or (batches not
+ * NULL: resumed_batches) its count of batches, the segments done_o (NULL:
+ * none) read before: None, or the count. */
+static PyObject *with_segments(LoaderObject *lo, uint64_t epoch, uint64_t from, PyObject *done_o,
+                               uint64_t *batches)
 {
-    LoaderObject *lo = (LoaderObject *)self;
-    PyObject *e, *f;
-    uint64_t epoch, first;
-    if (!PyArg_ParseTuple(args, "OO:start", &e, &f) || skpy_u64(e, "epoch", &epoch) < 0 ||
-        skpy_u64(f, "batch", &first) < 0)
+    struct shard_plan_segment *done = NULL;
+    size_t count = 0;
+    if (done_o && take_segments(done_o, &done, &count) < 0)
         return NULL;
     struct shard_loader *l = loader_take(lo);
-    if (!l)
+    if (!l) {
+        free(done);
         return NULL;
+    }
     struct shard_err err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = shard_loader_start(l, epoch, first, &err);
-    Py_END_ALLOW_THREADS if (loader_release(lo)) return closed_error();
+    Py_BEGIN_ALLOW_THREADS rc = batches
+                                    ? shard_loader_resumed_batch_count(l, epoch, done, count,
+                                                                       batches, &err)
+                                    : shard_loader_start_resumed(l, epoch, done, count, from, &err);
+    Py_END_ALLOW_THREADS free(done);
+    if (loader_release(lo))
+        return closed_error();
     if (rc)
         return skpy_raise(&err);
-    Py_RETURN_NONE;
+    return batches ? PyLong_FromUnsignedLongLong(*batches) : Py_NewRef(Py_None);
+}
+
+/* start(epoch, batch, done=()): the rank's batch `batch` on, of the epoch
+ * or (done: (world_size, taken, remainder) segments) of its rest */
+static PyObject *loader_start(PyObject *self, PyObject *args)
+{
+    PyObject *e, *f, *done_o = NULL;
+    uint64_t epoch, from;
+    if (!PyArg_ParseTuple(args, "OO|O:start", &e, &f, &done_o) ||
+        skpy_u64(e, "epoch", &epoch) < 0 || skpy_u64(f, "batch", &from) < 0)
+        return NULL;
+    return with_segments((LoaderObject *)self, epoch, from, done_o, NULL);
+}
+
+/* resumed_batches(epoch, done) -> the rank's batches of the rest */
+static PyObject *loader_resumed_batches(PyObject *self, PyObject *args)
+{
+    PyObject *e, *done_o;
+    uint64_t epoch, batches = 0;
+    if (!PyArg_ParseTuple(args, "OO:resumed_batches", &e, &done_o) ||
+        skpy_u64(e, "epoch", &epoch) < 0)
+        return NULL;
+    return with_segments((LoaderObject *)self, epoch, 0, done_o, &batches);
 }
 
 /* The Python side of a batch: (images, indices bytes, labels bytes, epoch,
- * number, skipped, fields) where images is one buffer (fixed size) or a list
+ * number, skipped, fields, sources bytes) where images is one buffer (fixed
+ * size) or a list
  * of buffers, all keeping `holder` (the batch's memory) alive, skipped a
  * list of CorruptRecordError instances and fields the selected fields
  * (skpy_batch_fields). */
@@ -267,6 +361,7 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
     holder->batch = b;
     const struct shard_batch_info *in = shard_batch_info(b);
     PyObject *images = NULL, *indices = NULL, *labels = NULL, *skipped = NULL, *result = NULL;
+    PyObject *sources = NULL;
     PyObject *fields = skpy_batch_fields(in, (PyObject *)holder);
     Py_ssize_t shape[4];
     if (in->fixed) {
@@ -290,9 +385,11 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
                                         (Py_ssize_t)(in->count * sizeof *in->indices));
     labels = PyBytes_FromStringAndSize((const char *)in->labels,
                                        (Py_ssize_t)(in->count * sizeof *in->labels));
+    sources = PyBytes_FromStringAndSize((const char *)in->sources,
+                                        (Py_ssize_t)(in->count * sizeof *in->sources));
     skipped = PyList_New(in->skipped);
     for (uint32_t k = 0; skipped && k < in->skipped; k++) {
-        PyObject *exc = skpy_record_error(((DatasetObject *)lo->dataset)->ds,
+        PyObject *exc = skpy_record_error(source_dataset(lo, in->skipped_sources[k]),
                                           in->skipped_indices[k], &in->skipped_errors[k]);
         if (!exc) {
             Py_CLEAR(skipped);
@@ -300,9 +397,10 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
         }
         PyList_SET_ITEM(skipped, k, exc);
     }
-    if (images && indices && labels && skipped && fields)
-        result = Py_BuildValue("(OOOKKOO)", images, indices, labels, (unsigned long long)in->epoch,
-                               (unsigned long long)in->number, skipped, fields);
+    if (images && indices && labels && skipped && fields && sources)
+        result = Py_BuildValue("(OOOKKOOO)", images, indices, labels, (unsigned long long)in->epoch,
+                               (unsigned long long)in->number, skipped, fields, sources);
+    Py_XDECREF(sources);
     Py_XDECREF(fields);
     Py_XDECREF(images);
     Py_XDECREF(indices);
@@ -338,6 +436,7 @@ static PyObject *loader_next(PyObject *self, PyObject *unused)
         }
     }
     uint64_t failed = rc < 0 ? shard_loader_failed_index(l) : 0;
+    uint32_t failed_source = rc < 0 ? shard_loader_failed_source(l) : 0;
     if (loader_release(lo)) {
         shard_batch_free(b); /* NULL unless it came with the close */
         return interrupted ? NULL : closed_error();
@@ -349,7 +448,7 @@ static PyObject *loader_next(PyObject *self, PyObject *unused)
     if (rc < 0) {
         if (err.code == SHARD_EINVAL)
             return skpy_raise(&err);
-        return skpy_raise_record(((DatasetObject *)lo->dataset)->ds, failed, &err);
+        return skpy_raise_record(source_dataset(lo, failed_source), failed, &err);
     }
     return batch_tuple(lo, b);
 }
@@ -407,7 +506,11 @@ static PyObject *loader_stats(PyObject *self, PyObject *unused)
 
 static PyMethodDef loader_methods[] = {
     {"start", loader_start, METH_VARARGS,
-     "start($self, epoch, batch, /)\n--\n\nbegin reading there"},
+     "start($self, epoch, batch, done=(), /)\n--\n\nbegin reading there (done: the segments "
+     "of the epoch read before, (world_size, taken, remainder))"},
+    {"resumed_batches", loader_resumed_batches, METH_VARARGS,
+     "resumed_batches($self, epoch, done, /)\n--\n\nthe rank's batches of the rest of the "
+     "epoch after the segments done"},
     {"next", loader_next, METH_NOARGS,
      "next($self, /)\n--\n\nthe next batch's parts, or None at the end"},
     {"counts", loader_counts, METH_NOARGS,

@@ -374,18 +374,17 @@ def test_dataloader_passes_fields_through(written, num_workers):
     dst, samples = written
     names = ["caption", "meta", "blob", "tags", "weight", "emb"]
     options = dict(fields=names, seed=2, transform=[shardkit.CenterCrop(2)])
-    data = ShardIterableDataset(dst, 16, threads=1, return_indices=True, **options)
+    data = ShardIterableDataset(dst, 16, threads=1, **options)
     expect = [batch_digest(b) for b in shardkit.Loader(dst, 16, threads=1, **options)]
     got, seen = [], []
-    for images, labels, fields, present, indices in DataLoader(data, batch_size=None,
-                                                               num_workers=num_workers):
+    for batch in DataLoader(data, batch_size=None, num_workers=num_workers):
+        images, labels = batch
+        fields = batch.fields
         assert isinstance(images, torch.Tensor) and isinstance(fields["weight"], torch.Tensor)
         assert isinstance(fields["caption"], list) and isinstance(fields["tags"], list)
-        batch = shardkit.Batch(images, labels, indices.numpy(), 0, 0, [], None, fields,
-                               present)
         assert_batch_fields(batch, samples, names, torch_output=True)
         got.append(batch_digest(batch))
-        seen += indices.tolist()
+        seen += batch.indices.tolist()
     assert got == expect
     assert sorted(seen) == list(range(SAMPLES))
 

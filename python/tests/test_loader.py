@@ -90,6 +90,52 @@ def test_several_ranks_make_the_same_batch_count_by_default_and_keep_says_when_n
     assert shardkit.Loader(ds, 4).state_dict()["remainder"] == "keep"
 
 
+@pytest.mark.parametrize("before", [1, 2, 3, 8])
+@pytest.mark.parametrize("after", [1, 2, 3, 8])
+def test_a_state_restores_on_another_number_of_ranks(labelled, before, after):
+    # ranks in lockstep stopped after k batches of 3 (pad, the default with
+    # several ranks); any rank's state restores on `after` ranks
+    ds = shardkit.Dataset(labelled)
+    for k in (0, 1, 3):
+        seen, state = [], None
+        for r in range(before):
+            loader = shardkit.Loader(ds, 3, seed=9, rank=r, world_size=before, threads=0,
+                                     transform=[shardkit.CenterCrop(4)])
+            it = iter(loader)
+            for _ in range(k):
+                seen += next(it).indices.tolist()
+            state = loader.state_dict()
+        rest = []
+        for r in range(after):
+            loader = shardkit.Loader(ds, 3, seed=9, rank=r, world_size=after, threads=0,
+                                     transform=[shardkit.CenterCrop(4)])
+            loader.load_state_dict(state)
+            n = len(loader) - loader.state_dict()["batch"]  # the batches left
+            got = epoch_indices(loader)
+            assert len(got) <= 3 * n and (n == 0 or len(got) > 3 * (n - 1))
+            rest.append(got)
+            # the next epoch is the new ranks' own plan
+            assert loader.state_dict()["epoch"] == 1 and loader.state_dict()["done"] == []
+            fresh = shardkit.Loader(ds, 3, seed=9, rank=r, world_size=after, threads=0,
+                                    transform=[shardkit.CenterCrop(4)])
+            fresh.set_epoch(1)
+            assert epoch_indices(loader) == epoch_indices(fresh)
+        unseen = set(range(62)) - set(seen)
+        flat = sum(rest, [])
+        if before == after:  # the same plan: each rank's own rest, as uninterrupted
+            whole = [epoch_indices(shardkit.Loader(ds, 3, seed=9, rank=r, world_size=after,
+                                                   threads=0)) for r in range(after)]
+            assert rest == [w[3 * k:] for w in whole]
+            continue
+        if not seen:  # nothing read yet: pad repeats the epoch's start, as an epoch's does
+            assert set(flat) == unseen and len(flat) - len(unseen) < after
+            continue
+        assert sorted(i for i in flat if i in unseen) == sorted(unseen), (k, before, after)
+        assert all(i in seen for i in flat if i not in unseen)  # pad's fillers
+        if after > 1:
+            assert len({len(r) for r in rest}) == 1  # ranks in step
+
+
 def test_drop_last_leaves_out_the_partial_batch(labelled):
     ds = shardkit.Dataset(labelled)
     keep = shardkit.Loader(ds, 8, threads=1)

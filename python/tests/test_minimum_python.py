@@ -54,6 +54,7 @@ C_API = {
         "PyTuple_New", "PyTuple_Pack", "PyTuple_Check", "PyTuple_GET_ITEM", "PyTuple_GET_SIZE",
         "PyTuple_SET_ITEM", "PyList_New", "PyList_SET_ITEM", "PyDict_SetItemString",
         "PySequence_Fast", "PySequence_Fast_GET_ITEM", "PySequence_Fast_GET_SIZE",
+        "PySequence_Tuple",
         "PyOS_snprintf", "PyOS_InterruptOccurred", "PyErr_SetInterrupt", "PyGILState_Ensure",
         "PyGILState_Release", "PyGILState_STATE", "PyBytes_FromString",
         # type slots
@@ -67,7 +68,7 @@ C_API = {
 # (the keyword-only arguments follow) are 3.3's.
 PARSE_UNITS = {"p": (3, 3), "$": (3, 3),
                **dict.fromkeys(["O", "O!", "i", "y", "s", "d", "|"], (3, 0))}
-BUILD_UNITS = dict.fromkeys(["O", "N", "s", "i", "I", "K", "y#"], (3, 0))
+BUILD_UNITS = dict.fromkeys(["O", "N", "s", "i", "I", "K", "d", "y#"], (3, 0))
 
 C_NAME = re.compile(r"\b(_?Py\w+|PY_\w+|METH_\w+|(?:tp|sq|mp|nb|bf|am)_\w+)\b")
 FORMAT_CALL = re.compile(r"\b(PyArg_Parse\w*|Py_BuildValue|PyObject_CallFunction)\s*\(([^\"]*?)"

@@ -46,6 +46,17 @@ on_exit() {
 damaged() {
     (cd "$1" && pwd -P) >>"$T/.damaged"
 }
+# flip_byte FILE OFFSET: invert the bits of FILE's byte at OFFSET, in place.
+flip_byte() {
+    "$PYTHON" - "$1" "$2" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    b = f.read(1)[0]
+    f.seek(int(sys.argv[2]))
+    f.write(bytes([b ^ 0xFF]))
+PY
+}
 # A poll loop gives up after this many 0.05 s steps (sanitizer builds are slow).
 POLL_STEPS=2400
 

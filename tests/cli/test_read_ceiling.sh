@@ -4,15 +4,12 @@
 # right, offers the TurboJPEG decoders for JPEG only, and fails clearly on
 # damaged shards and bad arguments.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ceiling_lib.sh"
 
 CEILING="$SHARDKIT_BIN/../bench/read_ceiling"
 [ -x "$CEILING" ] || die "no $CEILING (make test builds it)"
 
-mkdir -p "$T/src/a" "$T/src/b"
-cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/a/one.jpg"
-cp "$SHARDKIT_FIXTURES/gray.jpg" "$T/src/a/two.jpg"
-cp "$SHARDKIT_FIXTURES/exif_rot6.png" "$T/src/b/three.png"
-shardify "$T/src" "$T/jpeg" --size 48 --quiet
+ceiling_jpeg
 shardify "$T/src" "$T/raw" --size 48 --codec raw --quiet
 
 say "jpeg shards: every sample decoded by all three decoders"
@@ -38,26 +35,5 @@ say "raw shards: the reader's decoder only (TurboJPEG reads JPEG)"
 "$CEILING" --reps 1 "$T/raw" >"$T/r.txt"
 must_say "3 samples" "$T/r.txt"
 
-say "a damaged record is an error naming it, not a rate"
-shard=$(ls "$T/jpeg"/*.shard | head -n 1)
-"$PYTHON" - "$shard" <<'PY'
-import sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-b[200] ^= 0xFF          # inside the first record's frame
-open(p, "wb").write(bytes(b))
-PY
-must_fail 1 "$CEILING" --reps 1 "$T/jpeg"
-must_say "record 0" "$T/err"
-
-say "bad arguments are usage errors"
-must_fail 2 "$CEILING"
-must_say "Usage:" "$T/err"
-must_fail 2 "$CEILING" --threads 0 "$T/raw"
-must_say "--threads" "$T/err"
-must_fail 2 "$CEILING" --reps x "$T/raw"
-must_fail 2 "$CEILING" --frobnicate "$T/raw"
-must_fail 1 "$CEILING" "$T/missing"
-must_say "$T/missing" "$T/err"
-"$CEILING" --help | grep -q "Usage:" || die "--help"
+ceiling_refusals "$T/raw"
 echo "read_ceiling checks passed"

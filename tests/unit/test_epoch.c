@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "shardkit.h"
+#include "spec.h"
 
 struct layout {
     const char *name;
@@ -49,14 +50,7 @@ static struct shard_plan *plan_for(const struct layout *l, uint64_t seed, uint64
                                    uint32_t rank, uint32_t world, uint64_t buffer,
                                    enum shard_remainder rem)
 {
-    struct shard_plan_options o;
-    shard_plan_options_init(&o);
-    o.seed = seed;
-    o.epoch = epoch;
-    o.rank = rank;
-    o.world_size = world;
-    o.shuffle_buffer = buffer;
-    o.remainder = rem;
+    struct shard_plan_options o = spec_plan_options(seed, epoch, rank, world, buffer, rem);
     struct shard_plan *p;
     struct shard_err err;
     assert_int_equal(shard_plan_new(&p, l->counts, l->shards, &o, &err), 0);
@@ -304,44 +298,7 @@ static void test_bad_rank_or_world_size_is_refused(void **state)
     shard_plan_free(NULL);
 }
 
-/* ---- the specification, re-implemented from dataset.h's text ----------- */
-
-static uint64_t spec_splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t spec_bounded(uint64_t *s, uint64_t bound)
-{
-    for (;;) {
-        unsigned __int128 m = (unsigned __int128)spec_splitmix(s) * bound;
-        if ((uint64_t)m >= (-bound % bound))
-            return (uint64_t)(m >> 64);
-    }
-}
-
-static void spec_shuffle(uint64_t *v, uint64_t n, uint64_t seed)
-{
-    uint64_t s = seed;
-    for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = spec_bounded(&s, i), t = v[i - 1];
-        v[i - 1] = v[j];
-        v[j] = t;
-    }
-}
-
-static uint64_t spec_derive(uint64_t seed, uint64_t tag, uint64_t epoch, uint64_t rank, uint64_t k)
-{
-    uint8_t b[32];
-    uint64_t f[4] = {tag, epoch, rank, k};
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 8; j++)
-            b[8 * i + j] = (uint8_t)(f[i] >> (8 * j));
-    return XXH3_64bits_withSeed(b, sizeof b, seed);
-}
+/* ---- the specification, re-implemented from dataset.h's text (spec.h) -- */
 
 static void test_plan_is_exactly_the_documented_algorithm(void **state)
 {

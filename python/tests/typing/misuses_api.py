@@ -3,6 +3,7 @@ error on each line whose comment says "error:" and a part of mypy's message, and
 other line.  Without the package's types every call would pass as Any."""
 import shardkit
 from shardkit import _native
+from shardkit.torch import ShardIterableDataset
 
 ds = shardkit.Dataset(3)  # error: incompatible type "int"
 label: str = ds[0].label  # error: incompatible types in assignment
@@ -22,3 +23,9 @@ _native.Dataset("x", cache="1G")  # error: incompatible type "str"
 _native.Dataset("x").read("0")  # error: incompatible type "str"
 _native.Transforms([("resize", 1.5, 2)])  # error: List item 0 has incompatible type
 nothing: int = shardkit.Batch  # error: incompatible types in assignment
+shardkit.Mixture([ds], weights=["half"])  # error: List item 0 has incompatible type "str"
+shardkit.Mixture([ds], rule="first_exhausted")  # error: incompatible type "Literal['first_exhausted']"
+ShardIterableDataset(ds, 8, shufle=False)  # error: Unexpected keyword argument "shufle"
+ShardIterableDataset(ds, 8, layout="HWC")  # error: incompatible type "Literal['HWC']"
+ShardIterableDataset(ds, 8, seed="1")  # error: incompatible type "str"
+ShardIterableDataset(ds, 8, return_indices=True)  # error: Unexpected keyword argument

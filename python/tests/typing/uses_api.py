@@ -90,9 +90,30 @@ def tuned(location: str) -> str:
 
 
 def torch_batches(ds: shardkit.Dataset) -> int:
-    data = ShardIterableDataset(ds, 16, return_indices=True, shuffle=False)
+    data = ShardIterableDataset(ds, 16, shuffle=False, remainder="pad", shuffle_buffer=64,
+                                transform=[shardkit.CenterCrop(8)], layout="NCHW",
+                                dtype="float32")
     data.set_epoch(0)
-    return sum(1 for _ in data)
+    count = 0
+    batch: shardkit.Batch
+    for batch in data:
+        images, labels = batch
+        assert images.shape[1:] == (3, 8, 8) and len(labels) == len(batch.indices)
+        count += 1
+    state = data.state_dict(batch)
+    data.load_state_dict(state)
+    return count
+
+
+def mixed(ds: shardkit.Dataset) -> str:
+    mixture = shardkit.Mixture([ds, ds], weights=[0.7, 0.3], epoch_size=40,
+                               rule="stop_on_longest", labels="merged")
+    quotas: list[int] = mixture.quotas
+    names: list[str] | None = mixture.labels
+    with shardkit.Loader(mixture, 8, seed=1) as loader:
+        sources = [int(s) for batch in loader for s in batch.sources]
+    return f"{len(mixture)} entries, quotas {quotas}, {len(names or [])} classes, " \
+           f"{sources.count(0)} from source 0"
 
 
 def main(location: str, with_torch: bool) -> None:
@@ -102,6 +123,7 @@ def main(location: str, with_torch: bool) -> None:
     print(batches(ds), "batches")
     print(missing(location + "-not-there"))
     print(tuned(location))
+    print(mixed(ds))
     if with_torch:
         print(torch_batches(ds), "torch batches")
 

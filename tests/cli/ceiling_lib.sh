@@ -1,0 +1,35 @@
+# ceiling_lib.sh - what the tests of the ceiling benchmarks share (sourced
+# after lib.sh by test_read_ceiling.sh and test_train_ceiling.sh, with
+# CEILING the benchmark's program).
+
+# ceiling_jpeg: $T/src, three fixture images in two class folders, and
+# $T/jpeg, their 48-px jpeg shards.
+ceiling_jpeg() {
+    mkdir -p "$T/src/a" "$T/src/b"
+    cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/a/one.jpg"
+    cp "$SHARDKIT_FIXTURES/gray.jpg" "$T/src/a/two.jpg"
+    cp "$SHARDKIT_FIXTURES/exif_rot6.png" "$T/src/b/three.png"
+    shardify "$T/src" "$T/jpeg" --size 48 --quiet
+}
+
+# ceiling_refusals DATASET: a damaged record of $T/jpeg (damaged here) is an
+# error naming it, and bad arguments before DATASET are usage errors.
+ceiling_refusals() {
+    say "a damaged record is an error naming it, not a rate"
+    flip_byte "$(ls "$T/jpeg"/*.shard | head -n 1)" 200 # inside the first record's frame
+    must_fail 1 "$CEILING" --reps 1 "$T/jpeg"
+    must_say "record 0" "$T/err"
+
+    say "bad arguments are usage errors"
+    must_fail 2 "$CEILING"
+    must_say "Usage:" "$T/err"
+    must_fail 2 "$CEILING" --threads 0 "$1"
+    must_say "--threads" "$T/err"
+    must_fail 2 "$CEILING" --reps x "$1"
+    must_say "--reps" "$T/err"
+    must_fail 2 "$CEILING" --frobnicate "$1"
+    must_say "--frobnicate" "$T/err"
+    must_fail 1 "$CEILING" "$T/missing"
+    must_say "$T/missing" "$T/err"
+    "$CEILING" --help | grep -q "Usage:" || die "--help"
+}

@@ -3,6 +3,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -48,6 +49,11 @@ static const char usage_text[] =
     "                        capture group of PATTERN on the key), sidecar:SUFFIX\n"
     "                        (the text of each image's sidecar file, e.g.\n"
     "                        sidecar:.cls) or column:NAME (of --annotations)\n"
+    "  --classes FILE        a fixed class list, its order the labels' numbering,\n"
+    "                        whatever SRC holds: one name a line, or a JSON array\n"
+    "                        of names or of {\"id\", \"name\"} (ids 0..N-1); a class of\n"
+    "                        SRC it does not list is an error (a class number below\n"
+    "                        N, as a numeric .cls, is the list's class of that number)\n"
     "  --archives            SRC is a directory of archives (WebDataset tar shards, as\n"
     "                        img2dataset writes them): every .tar, .tar.gz, .tar.zst,\n"
     "                        .zip ... directly in it is read, in name order, as part\n"
@@ -81,7 +87,16 @@ static const char usage_text[] =
     "                        segmentation (polygons, RLE) as class ids\n"
     "  --annotations FILE    a table of per-sample values keyed by the sample's key:\n"
     "                        JSON Lines ({\"key\": ..., \"caption\": ...}) or CSV with\n"
-    "                        a header row holding \"key\"\n"
+    "                        a header row holding \"key\"; without it, a Hugging Face\n"
+    "                        metadata.jsonl or metadata.csv in SRC (or in the split\n"
+    "                        folder) is read when a field or a --labels column needs\n"
+    "                        a table\n"
+    "  --key-column NAME     the table's key column (default: key; file_name for a\n"
+    "                        table named metadata.jsonl or metadata.csv)\n"
+    "  --split NAME          SRC is laid out in split folders (train/, validation/,\n"
+    "                        test/ ...): convert SRC/NAME, with every split's classes\n"
+    "                        as the labels; without it such a SRC is converted split\n"
+    "                        by split, each into DST/NAME\n"
     "  --max-field-bytes SIZE\n"
     "                        refuse a sample whose sidecar or table value is larger\n"
     "                        (default 16M)\n"
@@ -178,6 +193,9 @@ enum {
     OPT_ORDER,
     OPT_MEMORY,
     OPT_ALLOW_EMPTY,
+    OPT_CLASSES,
+    OPT_KEY_COLUMN,
+    OPT_SPLIT,
 };
 
 static const struct option long_options[] = {
@@ -189,6 +207,9 @@ static const struct option long_options[] = {
     {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"labels", required_argument, NULL, OPT_LABELS},
+    {"classes", required_argument, NULL, OPT_CLASSES},
+    {"key-column", required_argument, NULL, OPT_KEY_COLUMN},
+    {"split", required_argument, NULL, OPT_SPLIT},
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"order", required_argument, NULL, OPT_ORDER},
@@ -273,6 +294,11 @@ static int parse_option(int opt, void *ctx, char **argv)
                                    optarg);
         break;
     case OPT_LABELS: o->run.labels = optarg; break;
+    case OPT_CLASSES:
+        if (o->run.classes)
+            return cli_usage_error(PROG, "give one --classes file");
+        o->run.classes = optarg;
+        break;
     case OPT_FIELD:
         if (o->run.field_count == SHARD_FIELDS_MAX)
             return cli_usage_error(PROG, "--field: at most %u fields", SHARD_FIELDS_MAX);
@@ -289,7 +315,17 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_ANNOTATIONS:
         if (o->run.annotations)
             return cli_usage_error(PROG, "give one --annotations table");
-        o->run.annotations = optarg;
+        o->run.annotations = o->annotations = optarg;
+        break;
+    case OPT_KEY_COLUMN:
+        if (!*optarg)
+            return cli_usage_error(PROG, "--key-column needs a column's name");
+        o->key_column = optarg;
+        break;
+    case OPT_SPLIT:
+        if (!*optarg || strchr(optarg, '/') || !strcmp(optarg, ".") || !strcmp(optarg, ".."))
+            return cli_usage_error(PROG, "--split: '%s' is not a folder's name", optarg);
+        o->run.split = optarg;
         break;
     case OPT_COCO:
         if (o->run.coco)
@@ -370,6 +406,77 @@ static int check_previous(const struct options *o)
     return CLI_EXIT_OK;
 }
 
+/* A table named as the `datasets` library names its metadata table. */
+static int metadata_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    return !strcmp(base, "metadata.jsonl") || !strcmp(base, "metadata.csv");
+}
+
+/* SRC laid out in split folders and no --split: each is converted on its
+ * own (a local directory, not --archives). */
+static int find_splits(struct options *o)
+{
+    struct shard_err err;
+    size_t others;
+    if (o->run.split || o->run.archives || !strncmp(o->src, "s3://", 5) ||
+        shard_path_is_file(o->src))
+        return CLI_EXIT_OK;
+    if (shard_source_splits(o->src, &o->splits, &o->split_count, &others, &err) == SHARD_OK &&
+        others) { /* a class folder beside "train/" is no split layout */
+        shard_splits_free(o->splits, o->split_count);
+        o->splits = NULL;
+        o->split_count = 0;
+    }
+    if (o->split_count && o->run.part < o->run.parts)
+        return cli_usage_error(PROG,
+                               "'%s' is laid out in split folders: --part converts one "
+                               "of them, named with --split",
+                               o->src);
+    if (o->split_count && (o->run.incremental || o->run.mode == SHARDIFY_RESUME))
+        return cli_usage_error(PROG,
+                               "'%s' is laid out in split folders: name the one to %s "
+                               "with --split",
+                               o->src, o->run.incremental ? "convert incrementally" : "resume");
+    return CLI_EXIT_OK;
+}
+
+int options_for_split(struct options *o, const char *split)
+{
+    struct shard_err err;
+    o->run.split = split;
+    o->run.annotations = o->annotations;
+    o->run.annotations_key = o->key_column;
+    free(o->metadata);
+    o->metadata = NULL;
+    int wants_table = o->run.field_count ||
+                      (o->run.labels && !strncmp(o->run.labels, "column:", 7));
+    if (!o->annotations && wants_table && !o->run.archives && strncmp(o->src, "s3://", 5) &&
+        !shard_path_is_file(o->src)) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", o->src, split ? split : ".");
+        int rc = shard_source_metadata(split ? dir : o->src, &o->metadata, &err);
+        if (rc) {
+            fprintf(stderr, "%s: %s\n", PROG, err.msg);
+            return CLI_EXIT_FAILED;
+        }
+        o->run.annotations = o->metadata;
+    }
+    if (o->run.annotations && !o->key_column && metadata_name(o->run.annotations))
+        o->run.annotations_key = SHARD_METADATA_KEY;
+    return CLI_EXIT_OK;
+}
+
+void options_release(struct options *o)
+{
+    free(o->metadata);
+    o->metadata = NULL;
+    shard_splits_free(o->splits, o->split_count);
+    o->splits = NULL;
+    o->split_count = 0;
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
@@ -407,6 +514,8 @@ int options_parse(int argc, char **argv, struct options *o)
     if (o->run.work_dir && strncmp(o->dst, "s3://", 5))
         return cli_usage_error(PROG, "--work-dir is for an s3:// DST; a local DST keeps its "
                                      "work in DST/.shardify");
+    if ((rc = find_splits(o)) || (rc = options_for_split(o, o->run.split)))
+        return rc;
     for (uint32_t i = 0; i < o->run.field_count; i++) {
         /* a declaration that cannot be read is a usage error, named */
         struct shard_field_decl d;
@@ -422,6 +531,9 @@ int options_parse(int argc, char **argv, struct options *o)
             }
         shard_field_decl_release(&d);
     }
+    if (o->key_column && !o->run.annotations)
+        return cli_usage_error(PROG, "--key-column names the key column of --annotations (or "
+                                     "of a metadata table in SRC), and there is none");
     if (o->run.annotations && !o->run.field_count &&
         !(o->run.labels && !strncmp(o->run.labels, "column:", 7)))
         return cli_usage_error(PROG, "--annotations is read by --field or --labels column:NAME, "

@@ -132,6 +132,13 @@ struct shard_config {
                                * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
     uint64_t max_field_bytes; /* largest sidecar file or table value taken as a field */
     enum shard_order order;   /* SHARD_ORDER_SOURCE but for a folder of archives by archive */
+    char *classes;            /* a fixed class list (shardify --classes FILE): "file:<name>:<xxh3
+                               * of its bytes>", the labels being its classes in its order;
+                               * or NULL (the labels sorted); owned */
+    char *split;              /* the split folder of SRC converted (shardify --split), or
+                               * NULL; owned */
+    char *annotations_key;    /* the annotation table's key column when not "key" (a
+                               * Hugging Face metadata table's "file_name"), or NULL; owned */
 };
 
 /* The default max_field_bytes: 16 MiB.  A caption is ~100 bytes and JSON

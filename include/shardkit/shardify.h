@@ -137,6 +137,28 @@ struct shardify_options {
      * archives, no incremental run). */
     const char *coco;
     int coco_mask;
+    /* A fixed class list (--classes FILE), or NULL: a JSON array of names or
+     * of {"id", "name"} objects (ids 0..N-1), or one name a line.  The
+     * labels are its classes in its order, whatever the source holds (a
+     * class no sample has keeps its place), recorded as config.classes.  A
+     * class the source gives is looked up by name; one no class of the list
+     * has is, when it is a class number below N (WebDataset's numeric .cls),
+     * the list's class of that number, else an error naming the sample.  It
+     * needs no first pass over a folder of archives, so that parts of one
+     * take named classes. */
+    const char *classes;
+    /* The annotation table's key column (--key-column), or NULL: "key" (or
+     * "key_hex" in JSON Lines).  Recorded as config.annotations_key when it
+     * is another; a Hugging Face metadata table's is SHARD_METADATA_KEY. */
+    const char *annotations_key;
+    /* Convert the split folder SRC/split (--split NAME: "train"), or NULL.
+     * SRC is then the dataset's root, and the class list is every split's:
+     * the classes of SRC's other split folders (shard_source_splits) are
+     * labels too, with no sample, so that label numbers mean the same in
+     * every split converted so.  They are read from the keys (--labels dir,
+     * regex:, a CSV file); labels from a sidecar or column need `classes`.
+     * Recorded as config.split. */
+    const char *split;
     /* SRC is a directory of archives (WebDataset's tar shards, as
      * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
      * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as

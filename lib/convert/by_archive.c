@@ -178,6 +178,8 @@ static int next_archive(struct run *r, struct shard_keylist *orphans, struct sha
  * makes are left as they were. */
 static int collect_labels(struct run *r, struct shard_err *err)
 {
+    if (r->classes) /* --classes: numbered by the list, no pass needed (a part too) */
+        return sk_run_labels_number(r, err);
     if (!labels_from_names(r))
         return SHARD_OK;
     if (r->o->parts > 0)

@@ -187,101 +187,18 @@ static int set_classes(struct shard_field_decl *d, const struct shard_field_clas
     return SHARD_OK;
 }
 
-static int utf8_valid(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
-        if (!n)
-            return 0;
-        i += n;
-    }
-    return 1;
-}
-
-/* A mask field's classes from classes=FILE: a JSON array of names (the id
- * of each its position) or of {"id", "name"} objects (COCO's categories),
- * or text with one name a line (the id of each its line, from 0). */
+/* A mask field's classes from classes=FILE (sk_class_list_read). */
 static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
 {
-    struct shard_buf text = {0};
-    int rc = sk_fs_read_file(AT_FDCWD, d->classes_file, &text, err);
-    if (rc)
-        return shard_err_prefix(err, rc, "field '%s': cannot read classes file '%s'", d->name,
-                                d->classes_file);
+    struct shard_field_class *list;
+    size_t n;
     char what[SHARD_ERRMSG_SIZE / 2];
     snprintf(what, sizeof what, "'%s'", d->classes_file);
-    struct shard_field_class *list = NULL;
-    size_t n = 0;
-    size_t i = 0;
-    while (i < text.len && strchr(" \t\r\n", text.data[i]))
-        i++;
-    json_t *j = NULL;
-    if (i < text.len && text.data[i] == '[') {
-        json_error_t jerr;
-        j = json_loadb((const char *)text.data, text.len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!j) {
-            rc = shard_err_set(err, SHARD_EINVAL,
-                               "field '%s': classes file %s: line %d column "
-                               "%d: %s",
-                               d->name, what, jerr.line, jerr.column, jerr.text);
-            goto out;
-        }
-        n = json_array_size(j);
-        if (!(list = calloc(n ? n : 1, sizeof *list))) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t k = 0; k < n; k++) {
-            const json_t *x = json_array_get(j, k);
-            const json_t *name = json_is_string(x) ? x : json_object_get(x, "name");
-            const json_t *id = json_is_string(x) ? NULL : json_object_get(x, "id");
-            if (!json_is_string(name) || !json_string_length(name) ||
-                strlen(json_string_value(name)) != json_string_length(name) ||
-                (!json_is_string(x) && (!json_is_integer(id) || json_integer_value(id) < 0 ||
-                                        json_integer_value(id) > SHARD_MASK_CLASS_MAX))) {
-                rc = shard_err_set(err, SHARD_EINVAL,
-                                   "field '%s': classes file %s: element "
-                                   "%zu is neither a name nor {\"id\": 0..%u, \"name\"}",
-                                   d->name, what, k, SHARD_MASK_CLASS_MAX);
-                goto out;
-            }
-            list[k].id = id ? (uint32_t)json_integer_value(id) : (uint32_t)k;
-            list[k].name = (char *)json_string_value(name);
-        }
-    } else {
-        for (size_t k = 0; k < text.len; k++)
-            n += text.data[k] == '\n';
-        if (!(list = calloc(n + 1, sizeof *list)) ||
-            shard_buf_append(&text, "", 1, err)) { /* a NUL after the text */
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            goto out;
-        }
-        n = 0;
-        for (char *line = (char *)text.data; *line;) {
-            char *end = strchr(line, '\n');
-            if (end)
-                *end = '\0';
-            size_t len = strlen(line);
-            if (len && line[len - 1] == '\r')
-                line[--len] = '\0';
-            if (!len || !utf8_valid(line, len)) {
-                rc = shard_err_set(err, SHARD_EINVAL,
-                                   "field '%s': classes file %s: line %zu is "
-                                   "no class name",
-                                   d->name, what, n + 1);
-                goto out;
-            }
-            list[n].id = (uint32_t)n;
-            list[n].name = line;
-            n++;
-            line = end ? end + 1 : line + len;
-        }
-    }
+    int rc = sk_class_list_read(d->classes_file, SHARD_MASK_CLASS_MAX, &list, &n, NULL, err);
+    if (rc)
+        return shard_err_prefix(err, rc, "field '%s'", d->name);
     rc = set_classes(d, list, n, SHARD_MASK_CLASS_MAX, what, err);
-out:
-    json_decref(j);
-    free(list);
-    shard_buf_release(&text);
+    sk_class_list_free(list, n);
     return rc;
 }
 
@@ -423,8 +340,11 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
                                "--annotations '%s': no field (or --labels) "
                                "reads a column of it",
                                o->annotations);
-        else if (!(rc = sk_annotations_load(&p->table, o->annotations, p->cols, p->ncols, err)) &&
-                 !(c->annotations = strdup(sk_annotations_describe(p->table))))
+        else if (!(rc = sk_annotations_load(&p->table, o->annotations, o->annotations_key, p->cols,
+                                            p->ncols, err)) &&
+                 (!(c->annotations = strdup(sk_annotations_describe(p->table))) ||
+                  (o->annotations_key && strcmp(o->annotations_key, "key") &&
+                   !(c->annotations_key = strdup(o->annotations_key)))))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     if (!rc && class_column)

@@ -112,6 +112,10 @@ struct run {
     int32_t *label_of;  /* per candidate */
     char **label_names; /* sorted display names */
     uint32_t label_count;
+    char *split_src;                    /* --split: SRC/NAME, the run's src (malloc'd) */
+    struct shard_keylist split_classes; /* --split: the classes of the other splits */
+    struct shard_field_class *classes;  /* --classes: the fixed list, by id (= position) */
+    size_t class_count;
     uint64_t label_rows;           /* of a CSV label file */
     uint64_t label_rows_unmatched; /* ... naming no candidate */
     struct spooled *spooled;       /* archive only, per candidate */
@@ -235,6 +239,11 @@ void sk_prev_archives_note(struct run *r, const char *key, size_t key_len, int h
 int sk_run_convert_range(struct run *r, struct shard_err *err);
 
 /* order.c */
+/* --classes FILE: its classes by id (*list, *count; list may be NULL when
+ * only the description is wanted), checked (ids 0..N-1, names unique), and
+ * the config's description of it ("file:<name>:<xxh3>", malloc'd). */
+int sk_run_read_classes(const char *path, struct shard_field_class **list, size_t *count,
+                        char **describe, struct shard_err *err);
 int sk_run_assign_labels(struct run *r, struct shard_err *err);
 /* By archive: the class and labels names of the candidates spooled, added
  * to r->label_set (copied: they outlive the archive); once every archive's

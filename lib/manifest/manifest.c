@@ -61,6 +61,12 @@ void shard_config_release(struct shard_config *c)
     c->annotations = NULL;
     free(c->coco);
     c->coco = NULL;
+    free(c->classes);
+    c->classes = NULL;
+    free(c->split);
+    c->split = NULL;
+    free(c->annotations_key);
+    c->annotations_key = NULL;
 }
 
 uint16_t shard_config_format_version(const struct shard_config *c)
@@ -157,6 +163,13 @@ static json_t *config_to_json(const struct shard_config *c)
     /* only when by archive: other datasets keep the config they always had */
     if (c->order == SHARD_ORDER_ARCHIVE)
         bad |= json_object_set_new(o, "order", json_string("archive"));
+    /* only when set, likewise */
+    if (c->classes)
+        bad |= json_object_set_new(o, "classes", json_string(c->classes));
+    if (c->split)
+        bad |= json_object_set_new(o, "split", json_string(c->split));
+    if (c->annotations_key)
+        bad |= json_object_set_new(o, "annotations_key", json_string(c->annotations_key));
     bad |= sk_jsonkey_set_uint(o, "max_pixels", c->max_pixels);
     bad |= sk_jsonkey_set_uint(o, "max_file_bytes", c->max_file_bytes);
     bad |= json_object_set_new(o, "background",
@@ -730,6 +743,27 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
         else
             rc = bad_field(err, "config.order is not \"archive\"");
     }
+    /* the members present only when set: strings, read apart */
+    struct {
+        const char *name;
+        char **to;
+    } strings[] = {{"classes", &c->classes},
+                   {"split", &c->split},
+                   {"annotations_key", &c->annotations_key}};
+    for (size_t i = 0; !rc && i < sizeof strings / sizeof *strings; i++) {
+        const json_t *s = json_object_get(o, strings[i].name);
+        if (!s)
+            continue;
+        json_object_del(base, strings[i].name);
+        if (!json_is_string(s) || !json_string_length(s) ||
+            (strings[i].to == &c->classes && strncmp(json_string_value(s), "file:", 5)))
+            rc = shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s is not %s",
+                               strings[i].name,
+                               strings[i].to == &c->classes ? "\"file:NAME:XXH3\""
+                                                            : "a non-empty string");
+        else if (!(*strings[i].to = strdup(json_string_value(s))))
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
     if (rc)
         ;
     else if (has_v2 && version < SHARD_MANIFEST_VERSION_FIELDS)
@@ -813,8 +847,14 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
         unsorted |= i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0;
     }
     /* sorted by bytes, or the class numbers "0".."N-1" in their order (a
-     * numeric class, as WebDataset's .cls: FORMAT.md) */
-    if (unsorted && !numbered &&
+     * numeric class, as WebDataset's .cls: FORMAT.md), or a fixed class
+     * list's in its order (config.classes), unique */
+    for (size_t i = 0; m->config.classes && unsorted && i < n; i++)
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(m->labels[k], m->labels[i]) &&
+                (rc = inconsistent(l, "\"labels\" name '%s' twice", m->labels[i])))
+                return rc;
+    if (unsorted && !numbered && !m->config.classes &&
         (rc = inconsistent(l,
                            "\"labels\" are neither sorted and unique nor the class numbers "
                            "0..%zu",

@@ -170,6 +170,22 @@ int sk_sidecars_reset(struct sk_sidecars *s, struct shard_keylist *orphans, stru
 size_t sk_sidecars_orphan_count(const struct sk_sidecars *s);
 const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len);
 
+/* ---- a list of classes from a file (classes.c) ------------------------------
+ *
+ * A JSON array of names (the id of each its position) or of {"id", "name"}
+ * objects (COCO's categories), or text of one name a line (the id of each
+ * its line, from 0): a mask field's classes=FILE, shardify's --classes FILE.
+ * Names are non-empty UTF-8; ids at most max_id (neither checked for being
+ * unique: the caller's rules differ). */
+
+/* The classes of `path` into *out (malloc'd, each name malloc'd; free with
+ * sk_class_list_free), in the file's order, *count of them; *xxh3 (unless
+ * NULL) the hash of the file's bytes.  0, SHARD_EINVAL naming the file and
+ * the line or element, an error reading it (named), or SHARD_ENOMEM. */
+int sk_class_list_read(const char *path, uint32_t max_id, struct shard_field_class **out,
+                       size_t *count, uint64_t *xxh3, struct shard_err *err);
+void sk_class_list_free(struct shard_field_class *list, size_t count); /* accepts NULL */
+
 /* ---- a mask folder mirroring SRC (mask_folder.c) ----------------------------
  *
  * The masks of a MASK field declared from=DIR/: DIR (ending in '/';
@@ -238,10 +254,11 @@ uint32_t sk_annotation_column_want(struct sk_annotation_column *cols, uint32_t *
                                    const char *name, int json);
 
 /* Read `path` (a regular file; JSON Lines when named .jsonl, .ndjson or
- * .json or starting with '{', else CSV), keeping columns cols[0..ncols),
+ * .json or starting with '{', else CSV), its rows keyed by `key_column`
+ * (NULL: "key", or "key_hex" in JSON Lines), keeping columns cols[0..ncols),
  * which must outlive the table.  0, SHARD_ENOTFOUND, SHARD_EIO, SHARD_EINVAL
  * (malformed, with file and line), SHARD_ENOMEM. */
-int sk_annotations_load(struct sk_annotations **out, const char *path,
+int sk_annotations_load(struct sk_annotations **out, const char *path, const char *key_column,
                         const struct sk_annotation_column *cols, uint32_t ncols,
                         struct shard_err *err);
 void sk_annotations_free(struct sk_annotations *a); /* accepts NULL */

@@ -825,6 +825,17 @@ static int find_sorted_label(const struct shard_manifest *m, const char *name)
 
 int sk_verify_find_label(const struct shard_manifest *m, const char *name)
 {
+    if (m->config.classes) {
+        /* a fixed class list, in its order (shardify --classes): a name is
+         * at its place; one the list lacks, a class number below its length
+         * (a numeric .cls), is the class of that number */
+        uint32_t n;
+        for (uint32_t i = 0; i < m->label_count; i++)
+            if (!strcmp(m->labels[i], name))
+                return (int)i;
+        return sk_field_class_number(name, strlen(name), &n) == 1 && n < m->label_count ? (int)n
+                                                                                        : -1;
+    }
     /* class numbers ("0".."N-1" in their order, not sorted by bytes: a
      * numeric class, FORMAT.md): a number is at its place, and "007" is 7
      * as shardify reads it (after the names: a list of names holds "007") */

@@ -168,7 +168,7 @@ static int load_table(struct source_fields *sf, struct shard_err *err)
     if (!(sf->table_name = strdup(slash ? slash + 1 : path)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_err e;
-    int rc = sk_annotations_load(&sf->table, path, sf->cols, sf->ncols, &e);
+    int rc = sk_annotations_load(&sf->table, path, sf->c->annotations_key, sf->cols, sf->ncols, &e);
     if (rc == SHARD_ENOMEM) {
         *err = e;
         return rc;

@@ -5,8 +5,9 @@
 # column, img2dataset's folder of WebDataset tars with captions and
 # metadata, WebDataset tars with .cls classes, a folder with a JSON Lines
 # annotation table, COCO boxes and masks, mask sidecars (_mask.png) and a
-# VOC-style mask folder, a conversion in parts and its merge, and an
-# incremental run.  Every one must verify, and (lib.sh) every manifest must
+# VOC-style mask folder, a Hugging Face imagefolder (splits, metadata.jsonl)
+# and a table keyed by another column, a conversion in parts and its merge,
+# and an incremental run.  Every one must verify, and (lib.sh) every manifest must
 # agree with manifests/.
 . "$(dirname "$0")/lib.sh"
 
@@ -115,6 +116,21 @@ with open(f"{top}/classes.txt", "w") as f:
     f.write("background\nthing\nother\n")
 with open(f"{top}/voc/voc_classes.txt", "w") as f:
     f.write("background\naeroplane\nbicycle\n")
+
+# a Hugging Face imagefolder: train/ and test/, class folders, a
+# metadata.jsonl of text per file_name in each
+for split, classes in (("train", ("bird", "cat")), ("test", ("cat", "dog"))):
+    rows = []
+    for c in classes:
+        for k in range(2):
+            picture(f"{top}/hf/{split}/{c}/{k}.png", k)
+            rows.append(json.dumps({"file_name": f"{c}/{k}.png", "text": f"a {c}"}) + "\n")
+    with open(f"{top}/hf/{split}/metadata.jsonl", "w") as f:
+        f.writelines(rows)
+for k in range(2):
+    picture(f"{top}/photos_csv/{k}.jpg", k)
+with open(f"{top}/photos.csv", "w") as f:
+    f.write("path,caption\n0.jpg,first\n1.jpg,second\n")
 EOF
 (cd "$L/raw" && tar --zstd -cf "$L/photos.tar.zst" cat dog top.jpg README.txt)
 S="--size 32 --quiet"
@@ -179,6 +195,17 @@ layout seg "$L/seg" "$T/seg"
 layout voc "$L/voc/JPEGImages" "$T/voc"
 [ "$(json "$T/voc/manifest.json" "d['config']['fields'][0]['folder'], d['counts']['fields']")" = \
     "('../SegmentationClass/', {'seg': 3})" ] || die "the mask folder: $(cat "$T/voc/manifest.json")"
+
+say "Hugging Face imagefolder: split folders, metadata.jsonl keyed by file_name, --key-column"
+(cd "$L" && shardify hf/ "$T/hf" --field text=text --size 32 --quiet &&
+    shardify hf/ "$T/hf-train" --split train --field text=text --size 32 --quiet)
+layout hf_test "$L/hf" "$T/hf/test"
+layout hf_train "$L/hf" "$T/hf-train"
+[ "$(json "$T/hf/test/manifest.json" "d['labels'], d['counts']['fields']")" = "(['bird', 'cat', 'dog'], {'text': 4})" ] ||
+    die "the imagefolder: $(cat "$T/hf/test/manifest.json")"
+(cd "$L" && shardify photos_csv/ "$T/keyed" --labels none --annotations photos.csv --key-column path \
+    --field caption=text --size 32 --quiet)
+layout keyed "$L/photos_csv" "$T/keyed" --annotations "$L/photos.csv"
 
 say "a conversion in parts and its merge"
 for i in 0 1 2; do

@@ -1,0 +1,219 @@
+# test_layouts.sh - datasets as the other tools lay them out: a fixed class
+# list (--classes) for a folder, for WebDataset's numeric .cls and for the
+# parts of a folder of archives; a Hugging Face imagefolder (split folders,
+# metadata.jsonl keyed by file_name, one class list across the splits);
+# --key-column on any table.  Every dataset is proved by shardcheck --deep
+# --source, and every refusal names its subject.
+. "$(dirname "$0")/lib.sh"
+
+L=$T/layouts
+mkdir -p "$L"
+"$PYTHON" - "$L" <<'EOF'
+import csv, io, json, os, sys, tarfile
+from PIL import Image
+
+top = sys.argv[1]
+
+
+def picture(path, k):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Image.new("RGB", (20, 16), (40 * k % 256, 90, 200 - 30 * k % 200)).save(path)
+
+
+def jpeg_bytes(k):
+    out = io.BytesIO()
+    Image.new("RGB", (20, 16), (30 * k % 256, 60, 90)).save(out, "JPEG")
+    return out.getvalue()
+
+
+# class folders, and a fixed list that orders them otherwise and has one more
+for c in ("cat", "dog"):
+    for k in range(2):
+        picture(f"{top}/pets/{c}/{k}.jpg", k)
+with open(f"{top}/classes.txt", "w") as f:
+    f.write("dog\ncat\nbird\n")
+json.dump([{"id": 1, "name": "cat"}, {"id": 0, "name": "dog"}], open(f"{top}/classes.json", "w"))
+
+# WebDataset tars with numeric .cls, named by a list
+os.makedirs(f"{top}/wds", exist_ok=True)
+for s in range(2):
+    with tarfile.open(f"{top}/wds/{s:05d}.tar", "w") as t:
+        for k in range(3):
+            for name, data in ((f"{s}{k}.jpg", jpeg_bytes(k)), (f"{s}{k}.cls", f"{k}\n".encode())):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+with open(f"{top}/wds_names.txt", "w") as f:
+    f.write("zero\none\ntwo\n")
+
+# a Hugging Face imagefolder: train/ and test/ with class folders that are
+# not the same in both, and a metadata.jsonl (train) and metadata.csv (test)
+# keyed by file_name
+for split, classes in (("train", ("bird", "cat")), ("test", ("cat", "dog"))):
+    rows = []
+    for c in classes:
+        for k in range(2):
+            picture(f"{top}/hf/{split}/{c}/{k}.png", k)
+            rows.append({"file_name": f"{c}/{k}.png", "text": f"a {c}, {split} {k}"})
+    if split == "train":
+        with open(f"{top}/hf/train/metadata.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+    else:
+        with open(f"{top}/hf/test/metadata.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, ["file_name", "text"])
+            w.writeheader()
+            w.writerows(rows)
+
+# a flat imagefolder with its metadata beside the images, and a table whose
+# key column is named otherwise
+for k in range(3):
+    picture(f"{top}/flat/{k}.jpg", k)
+with open(f"{top}/flat/metadata.jsonl", "w") as f:
+    f.writelines(json.dumps({"file_name": f"{k}.jpg", "caption": f"photo {k}"}) + "\n"
+                 for k in range(3))
+with open(f"{top}/photos.csv", "w") as f:
+    f.write("path,caption\n" + "".join(f"{k}.jpg,photo {k}\n" for k in range(3)))
+EOF
+S="--size 16 --quiet"
+
+# labels_of DST: "KEY LABEL" a line, sorted, from every index file of DST
+labels_of() {
+    "$PYTHON" - "$1" <<'EOF'
+import json, os, sys
+d = sys.argv[1]
+m = json.load(open(f"{d}/manifest.json"))
+files = [m["index"]["file"]] if "index" in m else [i["file"] for i in m["indexes"]]
+lines = []
+for f in files:
+    for line in open(os.path.join(d, f)):
+        x = json.loads(line)
+        lines.append(f"{x['key']} {x['label']}")
+print("\n".join(sorted(lines)))
+EOF
+}
+
+# verifies NAME SRC DST [OPTIONS]: shardcheck --deep --source proves DST
+verifies() {
+    name=$1 src=$2 dst=$3
+    shift 3
+    shardcheck --deep --source "$src" "$dst" "$@" >"$T/$name.check" 2>&1 ||
+        { cat "$T/$name.check" >&2; die "$name: does not verify"; }
+    must_say "verified '$dst'" "$T/$name.check"
+}
+
+say "--classes: the list's classes in its order, one no sample has kept"
+shardify "$L/pets" "$T/fixed" $S --classes "$L/classes.txt"
+[ "$(json "$T/fixed/manifest.json" "d['labels'], d['counts']['by_label'], d['config']['classes'][:17]")" = \
+    "(['dog', 'cat', 'bird'], {'dog': 2, 'cat': 2, 'bird': 0}, 'file:classes.txt:')" ] ||
+    die "the fixed classes: $(cat "$T/fixed/manifest.json")"
+# every sample's label is its folder's place in the list
+[ "$(labels_of "$T/fixed" | tr '\n' ' ')" = "cat/0.jpg 1 cat/1.jpg 1 dog/0.jpg 0 dog/1.jpg 0 " ] ||
+    die "the labels of the fixed classes: $(labels_of "$T/fixed")"
+verifies fixed "$L/pets" "$T/fixed"
+shardify "$L/pets" "$T/fixed_json" $S --classes "$L/classes.json"
+[ "$(json "$T/fixed_json/manifest.json" "d['labels']")" = "['dog', 'cat']" ] ||
+    die "a JSON list of {id, name}: $(cat "$T/fixed_json/manifest.json")"
+verifies fixed_json "$L/pets" "$T/fixed_json"
+
+say "--classes: a class the list lacks, and a list that is no list, are refused by name"
+printf 'dog\n' >"$L/short.txt"
+must_fail 1 shardify "$L/pets" "$T/short" $S --classes "$L/short.txt"
+must_say "'cat/0.jpg' has the class 'cat', which --classes '$L/short.txt' does not list" "$T/err"
+[ ! -e "$T/short" ] || die "a refused run left '$T/short'"
+printf '["a", "b", "a"]' >"$L/twice.json"
+must_fail 1 shardify "$L/pets" "$T/twice" $S --classes "$L/twice.json"
+must_say "classes file '$L/twice.json' names 'a' twice" "$T/err"
+printf '[{"id": 0, "name": "a"}, {"id": 2, "name": "b"}]' >"$L/gap.json"
+must_fail 1 shardify "$L/pets" "$T/gap" $S --classes "$L/gap.json"
+must_say "classes file '$L/gap.json' leaves out class number 1" "$T/err"
+must_fail 1 shardify "$L/pets" "$T/none" $S --classes "$L/absent.txt"
+must_say "cannot read classes file '$L/absent.txt'" "$T/err"
+
+say "--classes names WebDataset's numeric .cls, and the parts of a folder of archives take it"
+shardify --archives "$L/wds" "$T/wds" $S --labels sidecar:.cls --classes "$L/wds_names.txt"
+[ "$(json "$T/wds/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+    "(['zero', 'one', 'two'], {'zero': 2, 'one': 2, 'two': 2})" ] ||
+    die "the named .cls: $(cat "$T/wds/manifest.json")"
+verifies wds "$L/wds" "$T/wds"
+# without --classes a part refuses the named classes; with it, each part
+# numbers them as the whole run does
+printf 'a\nb\nc\n' >"$L/letters.txt"
+"$PYTHON" - "$L" <<'EOF'
+import io, os, sys, tarfile
+from PIL import Image
+top = sys.argv[1]
+os.makedirs(f"{top}/named", exist_ok=True)
+for s, cls in enumerate("cab"):
+    with tarfile.open(f"{top}/named/{s:05d}.tar", "w") as t:
+        for k in range(2):
+            out = io.BytesIO()
+            Image.new("RGB", (20, 16), (9 * k, 60, 90)).save(out, "JPEG")
+            for name, data in ((f"{cls}/{k}.jpg", out.getvalue()),):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+EOF
+must_fail 1 shardify --archives --part 0/3 "$L/named" "$T/named_parts" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/'
+must_say "cannot number the classes named in the others" "$T/err"
+rm -rf "$T/named_parts"
+for i in 0 1 2; do
+    shardify --archives --part "$i/3" "$L/named" "$T/named_parts" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/' \
+        --classes "$L/letters.txt"
+done
+shardify merge --quiet "$T/named_parts"
+shardify --archives "$L/named" "$T/named_one" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/' --classes "$L/letters.txt"
+[ "$(json "$T/named_parts/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+    "(['a', 'b', 'c'], {'a': 2, 'b': 2, 'c': 2})" ] ||
+    die "the parts' classes: $(cat "$T/named_parts/manifest.json")"
+[ "$(labels_of "$T/named_parts")" = "$(labels_of "$T/named_one")" ] ||
+    die "the parts label otherwise than one run: $(labels_of "$T/named_parts")"
+labels_of "$T/named_parts" | grep -q '^00000.tar/c/0.jpg 2$' ||
+    die "the class c is not number 2: $(labels_of "$T/named_parts")"
+verifies named_parts "$L/named" "$T/named_parts"
+
+say "a Hugging Face imagefolder: each split its own dataset, one class list for all"
+shardify "$L/hf" "$T/hf" $S --field text=text
+for split in train test; do
+    [ -f "$T/hf/$split/manifest.json" ] || die "no dataset of the split '$split' in '$T/hf'"
+    [ "$(json "$T/hf/$split/manifest.json" "d['labels'], d['config']['split'], d['config']['annotations_key'], d['counts']['fields']")" = \
+        "(['bird', 'cat', 'dog'], '$split', 'file_name', {'text': 4})" ] ||
+        die "the split '$split': $(cat "$T/hf/$split/manifest.json")"
+    verifies "hf_$split" "$L/hf" "$T/hf/$split"
+done
+[ "$(json "$T/hf/test/manifest.json" "d['counts']['by_label']")" = "{'bird': 0, 'cat': 2, 'dog': 2}" ] ||
+    die "the test split's classes: $(cat "$T/hf/test/manifest.json")"
+labels_of "$T/hf/test" | grep -q '^dog/1.png 2$' || die "dog is not class 2: $(labels_of "$T/hf/test")"
+say "--split NAME converts one split, with every split's classes"
+shardify "$L/hf" "$T/hf_train" $S --split train --field text=text
+[ "$(json "$T/hf_train/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+    "(['bird', 'cat', 'dog'], {'bird': 2, 'cat': 2, 'dog': 0})" ] ||
+    die "--split train: $(cat "$T/hf_train/manifest.json")"
+verifies hf_split "$L/hf" "$T/hf_train"
+must_fail 1 shardify "$L/hf" "$T/hf_nope" $S --split validation
+must_say "--split validation: '$L/hf' has no folder 'validation'" "$T/err"
+must_fail 2 shardify "$L/hf" "$T/hf_nope" $S --split ../x
+must_say "--split: '../x' is not a folder's name" "$T/err"
+
+say "a metadata.jsonl beside the images is the table, keyed by file_name"
+shardify "$L/flat" "$T/flat" $S --labels none --field caption=text,required
+[ "$(json "$T/flat/manifest.json" "d['counts']['fields'], d['counts']['annotation_rows_unmatched']")" = \
+    "({'caption': 3}, 0)" ] || die "the metadata table: $(cat "$T/flat/manifest.json")"
+verifies flat "$L/flat" "$T/flat"
+# named with --annotations, it is keyed by file_name too
+shardify "$L/flat" "$T/flat2" $S --labels none --field caption=text \
+    --annotations "$L/flat/metadata.jsonl"
+verifies flat2 "$L/flat" "$T/flat2" --annotations "$L/flat/metadata.jsonl"
+
+say "--key-column names any table's key column"
+shardify "$L/flat" "$T/keyed" $S --labels none --field caption=text --annotations "$L/photos.csv" \
+    --key-column path
+[ "$(json "$T/keyed/manifest.json" "d['config']['annotations_key'], d['counts']['fields']")" = \
+    "('path', {'caption': 3})" ] || die "--key-column: $(cat "$T/keyed/manifest.json")"
+verifies keyed "$L/flat" "$T/keyed" --annotations "$L/photos.csv"
+must_fail 1 shardify "$L/flat" "$T/keyed2" $S --labels none --field caption=text \
+    --annotations "$L/photos.csv"
+must_say "annotation file '$L/photos.csv': the header (line 1) has no column \"key\"" "$T/err"
+must_fail 2 shardify "$L/pets" "$T/keyed3" $S --key-column path
+must_say "--key-column names the key column of --annotations" "$T/err"
+
+echo "every layout converts and verifies"

@@ -54,6 +54,9 @@ static const char usage_text[] =
     "                        of names or of {\"id\", \"name\"} (ids 0..N-1); a class of\n"
     "                        SRC it does not list is an error (a class number below\n"
     "                        N, as a numeric .cls, is the list's class of that number)\n"
+    "  --keys FILE           convert only the images FILE lists, one key or stem a line\n"
+    "                        (VOC's ImageSets/Segmentation/train.txt); the others\n"
+    "                        are counted as ignored\n"
     "  --archives            SRC is a directory of archives (WebDataset tar shards, as\n"
     "                        img2dataset writes them): every .tar, .tar.gz, .tar.zst,\n"
     "                        .zip ... directly in it is read, in name order, as part\n"
@@ -67,7 +70,7 @@ static const char usage_text[] =
     "                        folder sorted and shuffled together (one run; memory\n"
     "                        grows with the samples), for archives that each hold\n"
     "                        one class\n"
-    "  --field NAME=TYPE[,from=SOURCE][,classes=FILE][,required]\n"
+    "  --field NAME=TYPE[,from=SOURCE][,classes=FILE][,ignore=N][,required]\n"
     "                        a field each sample carries besides its image (repeat\n"
     "                        for more); TYPE: text, json, int, float, float32[N],\n"
     "                        int64[N], labels, bytes, mask; SOURCE: a sidecar suffix\n"
@@ -78,8 +81,10 @@ static const char usage_text[] =
     "                        that column NAME, else the sidecar .NAME); a mask is a\n"
     "                        grey or palette PNG of class ids, resized and cropped\n"
     "                        with its image, whose classes FILE lists (JSON names or\n"
-    "                        {id, name}, or a name a line); required: a sample\n"
-    "                        without it is rejected (default: it may be absent)\n"
+    "                        {id, name}, or a name a line) and ignore=N the value of\n"
+    "                        pixels of no class (VOC's 255: kept, padding writes it);\n"
+    "                        required: a sample without it is rejected (default: it\n"
+    "                        may be absent)\n"
     "  --coco FILE           a COCO annotation file (instances_*.json): the field\n"
     "                        \"boxes\" of each image its file_name names (bbox,\n"
     "                        category_id, iscrowd), in the stored image's pixels\n"
@@ -196,6 +201,7 @@ enum {
     OPT_CLASSES,
     OPT_KEY_COLUMN,
     OPT_SPLIT,
+    OPT_KEYS,
 };
 
 static const struct option long_options[] = {
@@ -210,6 +216,7 @@ static const struct option long_options[] = {
     {"classes", required_argument, NULL, OPT_CLASSES},
     {"key-column", required_argument, NULL, OPT_KEY_COLUMN},
     {"split", required_argument, NULL, OPT_SPLIT},
+    {"keys", required_argument, NULL, OPT_KEYS},
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"order", required_argument, NULL, OPT_ORDER},
@@ -321,6 +328,11 @@ static int parse_option(int opt, void *ctx, char **argv)
         if (!*optarg)
             return cli_usage_error(PROG, "--key-column needs a column's name");
         o->key_column = optarg;
+        break;
+    case OPT_KEYS:
+        if (o->run.keys)
+            return cli_usage_error(PROG, "give one --keys file");
+        o->run.keys = optarg;
         break;
     case OPT_SPLIT:
         if (!*optarg || strchr(optarg, '/') || !strcmp(optarg, ".") || !strcmp(optarg, ".."))

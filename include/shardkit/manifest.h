@@ -74,6 +74,11 @@ struct shard_field_decl {
      * ids and names unique (class_count >= 1); NULL and 0 for the others. */
     struct shard_field_class *classes;
     uint32_t class_count;
+    /* MASK only: the value that marks pixels of no class (void, borders,
+     * padding: VOC's and Cityscapes' 255), kept as it is and never counted
+     * as a class; has_ignore 0: none. */
+    int has_ignore;
+    uint32_t ignore; /* 0..SHARD_MASK_CLASS_MAX, no class's id */
     /* Only while a run is set up (never in a manifest): the file the
      * command line names with classes=FILE, or NULL. */
     char *classes_file;
@@ -82,18 +87,21 @@ struct shard_field_decl {
 /* The class of `id` among d's classes: its position, or -1. */
 SHARD_API int32_t shard_field_class_find(const struct shard_field_decl *d, uint32_t id);
 /* Bytes per value of a MASK field of declaration d: 1 when every class id
- * is at most 255, else 2. */
+ * (and the ignore value) is at most 255, else 2. */
 SHARD_API uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d);
+/* 1 when v may be a value of MASK field d: a class's id or its ignore value. */
+SHARD_API int shard_field_mask_value_valid(const struct shard_field_decl *d, uint32_t v);
 
 /* Parse a declaration as the command line gives it:
- *     NAME=TYPE[,from=SOURCE][,classes=FILE][,required|,optional]
+ *     NAME=TYPE[,from=SOURCE][,classes=FILE][,ignore=N][,required|,optional]
  * TYPE as shard_field_type_parse reads it; SOURCE a sidecar suffix (".txt",
  * starting with '.', or "_mask.png", starting with '_'), a folder ending in
  * '/' (a MASK's: "../masks/") or a column of the annotation table (any other
  * text; only when `table` is 1).  Without
  * from=, the column NAME when there is a table, else the sidecar ".NAME".
  * A MASK field needs classes=FILE (kept in d->classes_file: the run reads
- * it) and a sidecar or a folder; the other types take no classes.  Optional unless
+ * it) and a sidecar or a folder, and may take ignore=N (0..65535: the value
+ * of pixels of no class); the other types take neither.  Optional unless
  * `required`.  Fills *d (release with shard_field_decl_release).  0,
  * SHARD_EINVAL with a message quoting the spec, or SHARD_ENOMEM. */
 SHARD_API int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl *d,
@@ -139,6 +147,8 @@ struct shard_config {
                                * NULL; owned */
     char *annotations_key;    /* the annotation table's key column when not "key" (a
                                * Hugging Face metadata table's "file_name"), or NULL; owned */
+    char *keys;               /* the key list that selected the samples (shardify --keys):
+                               * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
 };
 
 /* The default max_field_bytes: 16 MiB.  A caption is ~100 bytes and JSON

@@ -159,6 +159,12 @@ struct shardify_options {
      * regex:, a CSV file); labels from a sidecar or column need `classes`.
      * Recorded as config.split. */
     const char *split;
+    /* A key list selecting the samples (--keys FILE: VOC's
+     * ImageSets/Segmentation/train.txt), or NULL: one key or stem a line; a
+     * candidate whose key or stem is listed is converted, the others are
+     * counted as ignored, and a listed key of no candidate is an error.  A
+     * directory or S3 source.  Recorded as config.keys. */
+    const char *keys;
     /* SRC is a directory of archives (WebDataset's tar shards, as
      * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
      * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as

@@ -198,6 +198,12 @@ static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
     if (rc)
         return shard_err_prefix(err, rc, "field '%s'", d->name);
     rc = set_classes(d, list, n, SHARD_MASK_CLASS_MAX, what, err);
+    int32_t k = !rc && d->has_ignore ? shard_field_class_find(d, d->ignore) : -1;
+    if (k >= 0)
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "field '%s': ignore=%u is the id of the class '%s' of %s: the ignore "
+                           "value is no class",
+                           d->name, d->ignore, d->classes[k].name, what);
     sk_class_list_free(list, n);
     return rc;
 }
@@ -966,11 +972,12 @@ static int mask_from_png(const struct shard_config *c, const struct shard_field_
         uint8_t *q = mask->pixels + (size_t)y * mask->stride;
         for (uint32_t x = 0; x < png.width; x++) {
             uint32_t v = png.channels == 1 ? in[x] : get_le16(in + 2 * (size_t)x);
-            if (shard_field_class_find(d, v) < 0) {
+            if (!shard_field_mask_value_valid(d, v)) {
                 rc = shard_err_set(why, SHARD_ECORRUPT,
                                    "field '%s': mask %s holds value %u at "
-                                   "(%u, %u), which is no declared class",
-                                   d->name, origin, v, x, y);
+                                   "(%u, %u), which is no declared class%s",
+                                   d->name, origin, v, x, y,
+                                   d->has_ignore ? "" : " (ignore=N declares a value of no class)");
                 break;
             }
             q[x * bytes] = (uint8_t)v;

@@ -114,6 +114,7 @@ struct run {
     uint32_t label_count;
     char *split_src;                    /* --split: SRC/NAME, the run's src (malloc'd) */
     struct shard_keylist split_classes; /* --split: the classes of the other splits */
+    struct sk_key_selection *selection; /* --keys, or NULL */
     struct shard_field_class *classes;  /* --classes: the fixed list, by id (= position) */
     size_t class_count;
     uint64_t label_rows;           /* of a CSV label file */

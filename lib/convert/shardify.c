@@ -785,6 +785,7 @@ static void run_release(struct run *r)
     free(r->label_names);
     sk_class_list_free(r->classes, r->class_count);
     shard_keylist_release(&r->split_classes);
+    sk_key_selection_free(r->selection);
     free(r->split_src);
     shard_labeler_free(r->labeler);
     sk_dst_close(r->dst);
@@ -817,6 +818,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.config.classes = NULL;
     r.config.split = NULL;
     r.config.annotations_key = NULL;
+    r.config.keys = NULL;
     r.config.zstd_level = shard_config_zstd_level(&o->config);
     r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
     r.phase = "scan";
@@ -834,6 +836,17 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (o->classes &&
         (rc = sk_run_read_classes(o->classes, &r.classes, &r.class_count, &r.config.classes, err)))
         goto out;
+    if (o->keys && r.archive) {
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "--keys selects the samples of a directory or an S3 prefix, not of "
+                           "an archive");
+        goto out;
+    }
+    if (o->keys && ((rc = sk_key_selection_load(&r.selection, o->keys, err)) ||
+                    !(r.config.keys = strdup(sk_key_selection_describe(r.selection))))) {
+        rc = rc ? rc : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        goto out;
+    }
     if (sk_field_sources_geometric(r.fields) && r.archive) {
         /* an archive's images are converted while spooled, without the
          * geometry boxes and masks need (an incremental run: see
@@ -873,6 +886,8 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     } else {
         rc = sk_source_root_scan(&r.root, &r.keys, sk_field_sources_sidecars(r.fields), &r.refused,
                                  &r.stats, err);
+        if (!rc && r.selection)
+            rc = sk_key_selection_apply(r.selection, &r.keys, &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }

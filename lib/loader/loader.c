@@ -488,8 +488,11 @@ static int transform_geometric(const struct shard_loader *l, struct filler *w,
         put_le32(o, w->draws.out_width);
         put_le32(o + 4, w->draws.out_height);
         o[8] = (uint8_t)bytes;
-        if ((rc = shard_transforms_mask(l->transforms, &view, &w->draws, w->ws,
-                                        o + SHARD_MASK_HEADER_BYTES, err)))
+        const struct shard_field_decl *decl =
+            &shard_dataset_manifest(l->ds)->config.fields[v->field];
+        if ((rc = shard_transforms_mask_fill(l->transforms, &view, &w->draws, w->ws,
+                                             decl->has_ignore ? decl->ignore : 0,
+                                             o + SHARD_MASK_HEADER_BYTES, err)))
             return rc;
         var->len = at + out_len;
         f->start[j] = at;

@@ -847,6 +847,7 @@ struct mask_run {
     struct shard_image cur;
     int next;
     int mirror;
+    uint8_t fill[2]; /* the value written where a crop reaches outside, little-endian */
 };
 
 static struct shard_image *mask_target(struct mask_run *r)
@@ -857,7 +858,7 @@ static struct shard_image *mask_target(struct mask_run *r)
 }
 
 /* A crop's box (left, top, bw, bh) of cur as cur shows it (a pending flip
- * applied), zeros where it reaches outside. */
+ * applied), the fill value where it reaches outside. */
 static int mask_crop(struct mask_run *r, int64_t left, int64_t top, uint32_t bw, uint32_t bh,
                      struct shard_err *err)
 {
@@ -874,7 +875,7 @@ static int mask_crop(struct mask_run *r, int64_t left, int64_t top, uint32_t bw,
             if (r->mirror)
                 sx = (int64_t)r->cur.width - 1 - sx;
             if (sy < 0 || sy >= r->cur.height || sx < 0 || sx >= r->cur.width)
-                memset(o + (size_t)x * bytes, 0, bytes);
+                memcpy(o + (size_t)x * bytes, r->fill, bytes);
             else
                 memcpy(o + (size_t)x * bytes,
                        r->cur.pixels + (size_t)sy * r->cur.stride + (size_t)sx * bytes, bytes);
@@ -907,6 +908,14 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
                           const struct shard_transforms_draws *d,
                           struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
+    return shard_transforms_mask_fill(a, mask, d, w, 0, dst, err);
+}
+
+int shard_transforms_mask_fill(const struct shard_transforms *a, const struct shard_image *mask,
+                               const struct shard_transforms_draws *d,
+                               struct shard_transforms_workspace *w, uint32_t fill, void *dst,
+                               struct shard_err *err)
+{
     if (!mask || !mask->pixels || mask->channels < 1 || mask->channels > 2 || mask->width == 0 ||
         mask->height == 0)
         return shard_err_set(err, SHARD_EINVAL, "mask input is no image of 1- or 2-byte values");
@@ -916,7 +925,10 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
                              "transform choices were drawn for another "
                              "size than the mask's %ux%u",
                              mask->width, mask->height);
-    struct mask_run r = {w, *mask, 0, 0};
+    if (fill > (mask->channels == 1 ? 255u : 65535u))
+        return shard_err_set(err, SHARD_EINVAL, "fill value %u does not fit a %u-byte mask", fill,
+                             mask->channels);
+    struct mask_run r = {w, *mask, 0, 0, {(uint8_t)fill, (uint8_t)(fill >> 8)}};
     /* the last step that moves pixels, and the flips after it: a resample
      * there writes straight into dst */
     size_t last = a->count;

@@ -64,7 +64,15 @@ int32_t shard_field_class_find(const struct shard_field_decl *d, uint32_t id)
 
 uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d)
 {
-    return d->class_count && d->classes[d->class_count - 1].id > 255 ? 2 : 1;
+    return (d->class_count && d->classes[d->class_count - 1].id > 255) ||
+                   (d->has_ignore && d->ignore > 255)
+               ? 2
+               : 1;
+}
+
+int shard_field_mask_value_valid(const struct shard_field_decl *d, uint32_t v)
+{
+    return (d->has_ignore && v == d->ignore) || shard_field_class_find(d, v) >= 0;
 }
 
 /* A BOXES value: its boxes' coordinates finite and ordered (and inside a
@@ -156,6 +164,8 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
         for (uint32_t i = 0; i < decl->class_count; i++)
             if (decl->classes[i].id < 256)
                 undeclared[decl->classes[i].id] = 0;
+        if (decl->has_ignore && decl->ignore < 256) /* kept as it is, as a class is */
+            undeclared[decl->ignore] = 0;
         /* classes 0..k all declared (the usual list): the largest value tells,
          * a loop compilers turn into vector maxima */
         uint32_t k = 0;
@@ -184,6 +194,8 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     for (uint32_t i = 0; i < decl->class_count; i++)
         if (decl->classes[i].id <= SHARD_MASK_CLASS_MAX)
             known[decl->classes[i].id >> 3] |= (uint8_t)(1u << (decl->classes[i].id & 7));
+    if (decl->has_ignore && decl->ignore <= SHARD_MASK_CLASS_MAX)
+        known[decl->ignore >> 3] |= (uint8_t)(1u << (decl->ignore & 7));
     int rc = SHARD_OK;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t v = bytes == 1 ? p[i] : get_le16(p + 2 * i);

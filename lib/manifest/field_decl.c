@@ -79,6 +79,19 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         else if (n > 5 && !strncmp(p, "from=", 5) && !from) {
             from = p + 5;
             from_len = n - 5;
+        } else if (n > 7 && !strncmp(p, "ignore=", 7) && !d->has_ignore) {
+            char digits[16];
+            char *end;
+            snprintf(digits, sizeof digits, "%.*s", (int)(n - 7), p + 7);
+            unsigned long v = strtoul(digits, &end, 10);
+            if (n - 7 >= sizeof digits || *end || digits[0] < '0' || digits[0] > '9' ||
+                v > SHARD_MASK_CLASS_MAX) {
+                rc = shard_err_set(err, SHARD_EINVAL, "'%s': ignore=%.*s is not a value in 0..%u",
+                                   spec, (int)(n - 7), p + 7, SHARD_MASK_CLASS_MAX);
+                goto out;
+            }
+            d->has_ignore = 1;
+            d->ignore = (uint32_t)v;
         } else if (n > 8 && !strncmp(p, "classes=", 8) && !d->classes_file) {
             if (!(d->classes_file = copy(p + 8, n - 8))) {
                 rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -87,7 +100,7 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         } else {
             rc = shard_err_set(err, SHARD_EINVAL,
                                "'%s': unknown part '%.*s' (from=SOURCE, "
-                               "classes=FILE, required or optional)",
+                               "classes=FILE, ignore=N, required or optional)",
                                spec, (int)n, p);
             goto out;
         }
@@ -97,6 +110,10 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
                            "'%s': boxes come from a COCO annotation file "
                            "(--coco FILE)",
                            spec);
+        goto out;
+    }
+    if (d->has_ignore && d->type != SHARD_FIELD_MASK) {
+        rc = shard_err_set(err, SHARD_EINVAL, "'%s': only a mask field takes ignore=N", spec);
         goto out;
     }
     if ((d->type == SHARD_FIELD_MASK) != (d->classes_file != NULL)) {

@@ -67,6 +67,8 @@ void shard_config_release(struct shard_config *c)
     c->split = NULL;
     free(c->annotations_key);
     c->annotations_key = NULL;
+    free(c->keys);
+    c->keys = NULL;
 }
 
 uint16_t shard_config_format_version(const struct shard_config *c)
@@ -134,6 +136,8 @@ static json_t *field_decl_to_json(const struct shard_field_decl *d)
                                                    "name", d->classes[i].name));
         bad |= json_object_set_new(o, "classes", classes);
     }
+    if (d->has_ignore)
+        bad |= json_object_set_new(o, "ignore", json_integer(d->ignore));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -170,6 +174,8 @@ static json_t *config_to_json(const struct shard_config *c)
         bad |= json_object_set_new(o, "split", json_string(c->split));
     if (c->annotations_key)
         bad |= json_object_set_new(o, "annotations_key", json_string(c->annotations_key));
+    if (c->keys)
+        bad |= json_object_set_new(o, "keys", json_string(c->keys));
     bad |= sk_jsonkey_set_uint(o, "max_pixels", c->max_pixels);
     bad |= sk_jsonkey_set_uint(o, "max_file_bytes", c->max_file_bytes);
     bad |= json_object_set_new(o, "background",
@@ -628,13 +634,13 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
 {
     const char *name = NULL, *type = NULL, *sidecar = NULL, *column = NULL, *coco = NULL;
     const char *folder = NULL;
-    json_t *classes = NULL;
+    json_t *classes = NULL, *ignore = NULL;
     int required = 0;
     json_error_t jerr;
-    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT, "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o}",
-                       "name", &name, "type", &type, "sidecar", &sidecar, "column", &column,
-                       "folder", &folder, "coco", &coco, "required", &required, "classes",
-                       &classes) != 0)
+    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
+                       "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o, s?o}", "name", &name, "type",
+                       &type, "sidecar", &sidecar, "column", &column, "folder", &folder, "coco",
+                       &coco, "required", &required, "classes", &classes, "ignore", &ignore) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, jerr.text);
     struct shard_err e;
     if (!shard_field_name_valid(name))
@@ -672,12 +678,25 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                              "manifest: config.fields[%zu]: only boxes and "
                              "mask fields have classes",
                              i);
+    if (ignore &&
+        (d->type != SHARD_FIELD_MASK || !json_is_integer(ignore) ||
+         json_integer_value(ignore) < 0 || json_integer_value(ignore) > SHARD_MASK_CLASS_MAX))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: \"ignore\" is a mask's value in 0..%u",
+                             i, SHARD_MASK_CLASS_MAX);
+    d->has_ignore = ignore != NULL;
+    d->ignore = ignore ? (uint32_t)json_integer_value(ignore) : 0;
     d->required = required;
     if (!(d->name = strdup(name)) || (sidecar && !(d->sidecar = strdup(sidecar))) ||
         (column && !(d->column = strdup(column))) || (coco && !(d->coco = strdup(coco))) ||
         (folder && !(d->folder = strdup(folder))))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    return geometric ? field_classes_from_json(classes, i, d, err) : SHARD_OK;
+    int rc = geometric ? field_classes_from_json(classes, i, d, err) : SHARD_OK;
+    if (!rc && d->has_ignore && shard_field_class_find(d, d->ignore) >= 0)
+        rc = shard_err_set(err, SHARD_ECORRUPT,
+                           "manifest: config.fields[%zu]: the ignore value %u is a class's id", i,
+                           d->ignore);
+    return rc;
 }
 
 /* The version 2 members of a config: fields, annotations, max_field_bytes. */
@@ -749,18 +768,21 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
         char **to;
     } strings[] = {{"classes", &c->classes},
                    {"split", &c->split},
-                   {"annotations_key", &c->annotations_key}};
+                   {"annotations_key", &c->annotations_key},
+                   {"keys", &c->keys}};
     for (size_t i = 0; !rc && i < sizeof strings / sizeof *strings; i++) {
         const json_t *s = json_object_get(o, strings[i].name);
         if (!s)
             continue;
         json_object_del(base, strings[i].name);
         if (!json_is_string(s) || !json_string_length(s) ||
-            (strings[i].to == &c->classes && strncmp(json_string_value(s), "file:", 5)))
+            ((strings[i].to == &c->classes || strings[i].to == &c->keys) &&
+             strncmp(json_string_value(s), "file:", 5)))
             rc = shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s is not %s",
                                strings[i].name,
-                               strings[i].to == &c->classes ? "\"file:NAME:XXH3\""
-                                                            : "a non-empty string");
+                               strings[i].to == &c->classes || strings[i].to == &c->keys
+                                   ? "\"file:NAME:XXH3\""
+                                   : "a non-empty string");
         else if (!(*strings[i].to = strdup(json_string_value(s))))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }

@@ -186,6 +186,28 @@ int sk_class_list_read(const char *path, uint32_t max_id, struct shard_field_cla
                        size_t *count, uint64_t *xxh3, struct shard_err *err);
 void sk_class_list_free(struct shard_field_class *list, size_t count); /* accepts NULL */
 
+/* ---- a key list selecting the samples (keysel.c) ----------------------------
+ *
+ * shardify --keys FILE: one key or stem a line (the first word of the line,
+ * as VOC's ImageSets/Segmentation/train.txt lists "2007_000032"); a
+ * candidate is selected when its key or its stem (the key without the
+ * extension of its last component) is listed.  The others are left out of
+ * the source as files of no interest are: counted as ignored. */
+struct sk_key_selection;
+
+/* Read `path`.  0, an error reading it (named), SHARD_EINVAL (no key, a key
+ * listed twice: file and lines named), SHARD_ENOMEM. */
+int sk_key_selection_load(struct sk_key_selection **out, const char *path, struct shard_err *err);
+void sk_key_selection_free(struct sk_key_selection *s); /* accepts NULL */
+/* "file:<basename>:<xxh3 of its bytes>" (owned by s). */
+const char *sk_key_selection_describe(const struct sk_key_selection *s);
+/* Keep in `keys` (a scan's candidates, any order; kept in that order) those
+ * selected; the others are counted in st->ignored and no longer in
+ * st->candidates.  A listed key that selects no candidate is SHARD_EINVAL
+ * naming the file and line (keys untouched). */
+int sk_key_selection_apply(const struct sk_key_selection *s, struct shard_keylist *keys,
+                           struct shard_scan_stats *st, struct shard_err *err);
+
 /* ---- a mask folder mirroring SRC (mask_folder.c) ----------------------------
  *
  * The masks of a MASK field declared from=DIR/: DIR (ending in '/';

@@ -171,12 +171,35 @@ static int set_refused(struct found *f, const char *reason, struct shard_err *er
     return SHARD_OK;
 }
 
+/* The candidates a key list selected (config.keys): the list given must be
+ * the config's. */
+static int select_keys(struct source_run *s, struct shard_err *err)
+{
+    const char *want = s->v->m->config.keys;
+    if (!s->v->o->keys)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "source: the samples were selected by a key list ('%s'); pass that "
+                             "file (--keys) to check them",
+                             want);
+    struct sk_key_selection *sel;
+    int rc = sk_key_selection_load(&sel, s->v->o->keys, err);
+    if (!rc && strcmp(sk_key_selection_describe(sel), want))
+        rc = shard_err_set(err, SHARD_EINVAL, "source: the key list is '%s', the config says '%s'",
+                           sk_key_selection_describe(sel), want);
+    if (!rc)
+        rc = sk_key_selection_apply(sel, &s->found_keys, &s->stats, err);
+    sk_key_selection_free(sel);
+    return rc;
+}
+
 static int scan_directory(struct source_run *s, struct shard_err *err)
 {
     int rc = sk_source_root_open(&s->root, s->src, err);
     if (!rc)
         rc = sk_source_root_scan(&s->root, &s->found_keys, sk_source_fields_sidecars(s->fields),
                                  &s->refused, &s->stats, err);
+    if (!rc && s->v->m->config.keys) /* the samples --keys selected, as shardify selects them */
+        rc = select_keys(s, err);
     if (!rc) /* images sharing a stem are refused, as shardify refuses them */
         rc = sk_source_fields_resolve(s->fields, &s->found_keys, &s->refused, err);
     if (rc)

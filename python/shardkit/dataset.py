@@ -52,12 +52,13 @@ class Field:
     int64 vector's length, else None), ``source`` (``("sidecar", ".txt")``,
     ``("column", "caption")``, ``("coco", "bbox")`` or ``("folder",
     "../masks/")``: where the values were taken from), ``classes`` (a boxes or mask field's: dict class id ->
-    name, else None), ``required`` (bool: a
+    name, else None), ``ignore`` (a mask field's value of pixels of no class,
+    VOC's 255, as a loss's ``ignore_index``; else None), ``required`` (bool: a
     sample without it was rejected) and ``present`` (how many samples have
     it: the manifest's counts.fields)."""
 
     __slots__ = ("name", "number", "type", "length", "source", "required", "present",
-                 "classes")
+                 "classes", "ignore")
     name: str
     number: int
     type: str
@@ -66,12 +67,14 @@ class Field:
     required: bool
     present: int
     classes: dict[int, str] | None
+    ignore: int | None
 
     def __init__(self, name: str, number: int, type: str, length: int | None,
                  source: tuple[str, str], required: bool, present: int,
-                 classes: dict[int, str] | None = None) -> None:
+                 classes: dict[int, str] | None = None, ignore: int | None = None) -> None:
         self.name = name
         self.classes = classes
+        self.ignore = ignore
         self.number = number
         self.type = type
         self.length = length
@@ -103,7 +106,7 @@ def _declared_fields(manifest: dict[str, Any]) -> dict[str, Field]:
         source = next((k, d[k]) for k in ("sidecar", "column", "coco", "folder") if k in d)
         classes = {c["id"]: c["name"] for c in d["classes"]} if "classes" in d else None
         fields[d["name"]] = Field(d["name"], number, type_, length, source, d["required"],
-                                  present.get(d["name"], 0), classes)
+                                  present.get(d["name"], 0), classes, d.get("ignore"))
     return fields
 
 

@@ -216,4 +216,49 @@ must_say "annotation file '$L/photos.csv': the header (line 1) has no column \"k
 must_fail 2 shardify "$L/pets" "$T/keyed3" $S --key-column path
 must_say "--key-column names the key column of --annotations" "$T/err"
 
+say "--keys: the images a split list names (a key or a stem a line), the others ignored"
+mkdir -p "$L/voc/JPEGImages" "$L/voc/SegmentationClass"
+for k in 0 1 2; do
+    cp "$L/pets/cat/0.jpg" "$L/voc/JPEGImages/2007_00$k.jpg"
+done
+"$PYTHON" - "$L/voc" <<'EOF'
+import sys
+import numpy as np
+from PIL import Image
+for k in range(2):  # 2007_002 has no mask
+    m = np.ones((16, 20), np.uint8)
+    m[0, :] = 255  # a void border
+    Image.fromarray(m, "P").save(f"{sys.argv[1]}/SegmentationClass/2007_00{k}.png")
+EOF
+printf 'background\naeroplane\n' >"$L/voc/classes.txt"
+printf '2007_000\n2007_001.jpg  1\n\n' >"$L/voc/train.txt"
+F="seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,ignore=255,required"
+shardify "$L/voc/JPEGImages" "$T/voc" $S --labels none --keys "$L/voc/train.txt" --field "$F"
+[ "$(json "$T/voc/manifest.json" "d['counts']['samples'], d['counts']['ignored'], d['config']['keys'][:15], d['config']['fields'][0]['ignore']")" = \
+    "(2, 1, 'file:train.txt:', 255)" ] || die "--keys: $(cat "$T/voc/manifest.json")"
+verifies voc "$L/voc/JPEGImages" "$T/voc" --keys "$L/voc/train.txt"
+must_fail 1 shardcheck --source "$L/voc/JPEGImages" "$T/voc"
+must_say "the samples were selected by a key list ('file:train.txt:" "$T/err"
+printf '2007_000\n2007_009\n' >"$L/voc/bad.txt"
+must_fail 1 shardify "$L/voc/JPEGImages" "$T/voc_bad" $S --labels none --keys "$L/voc/bad.txt" \
+    --field "$F"
+must_say "--keys '$L/voc/bad.txt' line 2: '2007_009' names no image of the source" "$T/err"
+printf '2007_000\n2007_000.jpg\n' >"$L/voc/twice.txt"
+must_fail 1 shardify "$L/voc/JPEGImages" "$T/voc_bad" $S --labels none --keys "$L/voc/twice.txt" \
+    --field "$F"
+must_say "--keys '$L/voc/twice.txt' lists '2007_000.jpg' twice: by its key (line 2) and by its stem (line 1)" "$T/err"
+
+say "ignore=N: never a class, refused for other fields and as a class's id"
+must_fail 2 shardify "$L/pets" "$T/bad_ignore" $S --field "cap=text,ignore=3"
+must_say "'cap=text,ignore=3': only a mask field takes ignore=N" "$T/err"
+must_fail 2 shardify "$L/pets" "$T/bad_ignore" $S --field "seg=mask,classes=x.txt,ignore=70000"
+must_say "ignore=70000 is not a value in 0..65535" "$T/err"
+must_fail 1 shardify "$L/voc/JPEGImages" "$T/bad_ignore" $S --labels none \
+    --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,ignore=1"
+must_say "field 'seg': ignore=1 is the id of the class 'aeroplane'" "$T/err"
+# without it, 255 rejects the masks, saying how to declare it
+must_fail 1 shardify "$L/voc/JPEGImages" "$T/no_ignore" $S --labels none --keys "$L/voc/train.txt" \
+    --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,required"
+must_say "holds value 255 at (0, 0), which is no declared class (ignore=N declares" "$T/err"
+
 echo "every layout converts and verifies"

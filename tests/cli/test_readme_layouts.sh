@@ -109,12 +109,22 @@ os.replace(f"{top}/instances_train2017.json", f"{top}/coco/annotations/instances
 for k in range(3):
     picture(f"{top}/seg/s{k}.jpg", k)
     Image.new("L", (W, H), k % 3).save(f"{top}/seg/s{k}_mask.png")
-    picture(f"{top}/voc/JPEGImages/v{k}.jpg", k)
-    os.makedirs(f"{top}/voc/SegmentationClass", exist_ok=True)
-    Image.new("P", (W, H), k % 3).save(f"{top}/voc/SegmentationClass/v{k}.png")
+    # VOC2012 as it is laid out: palette PNGs with a 255 border (void), a
+    # split list naming the images that have a mask
+    picture(f"{top}/VOC2012/JPEGImages/2007_00000{k}.jpg", k)
+    os.makedirs(f"{top}/VOC2012/SegmentationClass", exist_ok=True)
+    ids = bytearray([k % 3]) * (W * H)
+    ids[:W] = ids[-W:] = b"\xff" * W  # void borders
+    mask = Image.frombytes("P", (W, H), bytes(ids))
+    mask.putpalette([0, 0, 0, 128, 0, 0, 0, 128, 0] + [0] * (252 * 3) + [224, 224, 192])
+    mask.save(f"{top}/VOC2012/SegmentationClass/2007_00000{k}.png")
+picture(f"{top}/VOC2012/JPEGImages/2007_000009.jpg", 9)  # a detection image: no mask
+os.makedirs(f"{top}/VOC2012/ImageSets/Segmentation", exist_ok=True)
+with open(f"{top}/VOC2012/ImageSets/Segmentation/train.txt", "w") as f:
+    f.write("2007_000000\n2007_000001\n2007_000002\n")
 with open(f"{top}/classes.txt", "w") as f:
     f.write("background\nthing\nother\n")
-with open(f"{top}/voc/voc_classes.txt", "w") as f:
+with open(f"{top}/voc_classes.txt", "w") as f:
     f.write("background\naeroplane\nbicycle\n")
 
 # a Hugging Face imagefolder: train/ and test/, class folders, a
@@ -190,11 +200,12 @@ layout coco "$L/coco/train2017" "$T/coco"
 say "masks: sidecars (from=_mask.png) and a VOC-style folder (from=../SegmentationClass/)"
 shardify "$L/seg" "$T/seg" $S --labels none --field "seg=mask,from=_mask.png,classes=$L/classes.txt"
 layout seg "$L/seg" "$T/seg"
-(cd "$L/voc" && shardify JPEGImages/ "$T/voc" --size 32 --labels none \
-    --field seg=mask,from=../SegmentationClass/,classes=voc_classes.txt,required --quiet)
-layout voc "$L/voc/JPEGImages" "$T/voc"
-[ "$(json "$T/voc/manifest.json" "d['config']['fields'][0]['folder'], d['counts']['fields']")" = \
-    "('../SegmentationClass/', {'seg': 3})" ] || die "the mask folder: $(cat "$T/voc/manifest.json")"
+(cd "$L" && shardify VOC2012/JPEGImages/ "$T/voc" --size 32 --labels none \
+    --keys VOC2012/ImageSets/Segmentation/train.txt \
+    --field seg=mask,from=../SegmentationClass/,classes=voc_classes.txt,ignore=255,required --quiet)
+layout voc "$L/VOC2012/JPEGImages" "$T/voc" --keys "$L/VOC2012/ImageSets/Segmentation/train.txt"
+[ "$(json "$T/voc/manifest.json" "d['config']['fields'][0]['folder'], d['config']['fields'][0]['ignore'], d['counts']['fields'], d['counts']['ignored']")" = \
+    "('../SegmentationClass/', 255, {'seg': 3}, 1)" ] || die "the mask folder: $(cat "$T/voc/manifest.json")"
 
 say "Hugging Face imagefolder: split folders, metadata.jsonl keyed by file_name, --key-column"
 (cd "$L" && shardify hf/ "$T/hf" --field text=text --size 32 --quiet &&

@@ -1,0 +1,109 @@
+"""Datasets as the other tools lay them out, read back through the Loader
+with no glue: VOC masks whose void and border pixels are 255 (ignore=255:
+kept, never a class, the padding's value), and torchvision's detection and
+segmentation targets."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import shardkit
+from conftest import tool
+
+W, H = 40, 30
+VOID = 255
+
+
+def voc_palette():
+    """VOC's colour map: class c's colour, and 255's (224, 224, 192)."""
+    pal = [0] * 768
+    for c in range(256):
+        r = g = b = 0
+        cid = c
+        for j in range(8):
+            r |= ((cid >> 0) & 1) << (7 - j)
+            g |= ((cid >> 1) & 1) << (7 - j)
+            b |= ((cid >> 2) & 1) << (7 - j)
+            cid >>= 3
+        pal[3 * c:3 * c + 3] = [r, g, b]
+    return pal
+
+
+def voc_masks(k):
+    """Sample k's class ids: a rectangle of class 1 or 2 outlined in 255, a
+    255 border round the image (as VOC's SegmentationClass PNGs have)."""
+    m = np.zeros((H, W), np.uint8)
+    m[8:22, 10:30] = 1 + k % 2
+    m[7, 9:31] = m[22, 9:31] = VOID
+    m[7:23, 9] = m[7:23, 30] = VOID
+    m[0, :] = m[-1, :] = VOID
+    return m
+
+
+@pytest.fixture(scope="module")
+def voc(tmp_path_factory):
+    top = tmp_path_factory.mktemp("voc")
+    os.makedirs(top / "JPEGImages")
+    os.makedirs(top / "SegmentationClass")
+    os.makedirs(top / "ImageSets" / "Segmentation")
+    for k in range(4):
+        Image.new("RGB", (W, H), (20 * k, 90, 160)).save(top / "JPEGImages" / f"2007_00{k}.jpg")
+        if k < 3:  # the last has no mask: the split list leaves it out
+            p = Image.fromarray(voc_masks(k), "P")
+            p.putpalette(voc_palette())
+            p.save(top / "SegmentationClass" / f"2007_00{k}.png")
+    (top / "ImageSets" / "Segmentation" / "train.txt").write_text("2007_000\n2007_001\n2007_002\n")
+    (top / "classes.txt").write_text("background\naeroplane\nbicycle\n")
+    return top
+
+
+def convert_voc(voc, dst, *extra, ignore=True, check=True):
+    spec = "seg=mask,from=../SegmentationClass/,classes=" + str(voc / "classes.txt")
+    spec += ",ignore=255" if ignore else ""
+    out = subprocess.run([tool("shardify"), "--quiet", "--size", str(W), "--fit", "long",
+                          "--labels", "none", "--field", spec + ",required", *map(str, extra),
+                          voc / "JPEGImages", dst], capture_output=True, text=True)
+    assert not check or out.returncode == 0, out.stderr
+    return out
+
+
+def test_voc_masks_keep_255_and_the_padding_writes_it(voc, tmp_path):
+    dst = tmp_path / "voc"
+    convert_voc(voc, dst, "--keys", voc / "ImageSets" / "Segmentation" / "train.txt")
+    ds = shardkit.Dataset(dst)
+    assert ds.fields["seg"].ignore == VOID
+    assert ds.fields["seg"].classes == {0: "background", 1: "aeroplane", 2: "bicycle"}
+    assert len(ds) == 3  # the image without a mask is not in the split
+    for i in range(len(ds)):
+        sample = ds[i]
+        k = int(sample.key[len("2007_00"):][0])
+        assert np.array_equal(sample.fields["seg"], voc_masks(k)), sample.key
+    # CenterCrop pads the image and its mask: the mask's padding is 255
+    loader = shardkit.Loader(ds, batch_size=3, shuffle=False, fields=["seg"],
+                             transform=[shardkit.CenterCrop((H + 8, W + 10))])
+    batch = next(iter(loader))
+    seg = batch.fields["seg"]
+    assert seg.shape == (3, H + 8, W + 10)
+    assert (seg[:, :4, :] == VOID).all() and (seg[:, :, :5] == VOID).all()
+    assert (seg[:, 4:4 + H, 5:5 + W] == np.stack([voc_masks(int(ds[int(j)].key[7]))
+                                                   for j in batch.indices])).all()
+
+
+def test_without_ignore_255_is_refused_and_the_padding_is_0(voc, tmp_path):
+    out = convert_voc(voc, tmp_path / "refused", ignore=False, check=False)
+    assert out.returncode == 1
+    assert "holds value 255 at (0, 0), which is no declared class (ignore=N" in out.stderr
+    # a mask of declared classes only: padded with 0, as documented
+    clean = tmp_path / "clean"
+    os.makedirs(clean / "JPEGImages")
+    os.makedirs(clean / "SegmentationClass")
+    Image.new("RGB", (W, H), (1, 2, 3)).save(clean / "JPEGImages" / "a.jpg")
+    Image.fromarray(np.ones((H, W), np.uint8), "L").save(clean / "SegmentationClass" / "a.png")
+    (clean / "classes.txt").write_text("background\naeroplane\nbicycle\n")
+    convert_voc(clean, tmp_path / "zero", ignore=False)
+    loader = shardkit.Loader(shardkit.Dataset(tmp_path / "zero"), batch_size=1, fields=["seg"],
+                             transform=[shardkit.CenterCrop((H + 8, W + 10))])
+    seg = next(iter(loader)).fields["seg"][0]
+    assert (seg[:4, :] == 0).all() and (seg[4:4 + H, 5:5 + W] == 1).all()

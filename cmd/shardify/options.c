@@ -88,6 +88,9 @@ static const char usage_text[] =
     "  --coco FILE           a COCO annotation file (instances_*.json): the field\n"
     "                        \"boxes\" of each image its file_name names (bbox,\n"
     "                        category_id, iscrowd), in the stored image's pixels\n"
+    "  --boxes clamp|strict  a COCO box partly outside its image: clamp (default, as\n"
+    "                        torchvision's reference) clips it to the image, and drops\n"
+    "                        and counts one wholly outside it; strict rejects the image\n"
     "  --coco-mask           with --coco, also the field \"mask\": the annotations'\n"
     "                        segmentation (polygons, RLE) as class ids\n"
     "  --annotations FILE    a table of per-sample values keyed by the sample's key:\n"
@@ -202,6 +205,7 @@ enum {
     OPT_KEY_COLUMN,
     OPT_SPLIT,
     OPT_KEYS,
+    OPT_BOXES,
 };
 
 static const struct option long_options[] = {
@@ -217,6 +221,7 @@ static const struct option long_options[] = {
     {"key-column", required_argument, NULL, OPT_KEY_COLUMN},
     {"split", required_argument, NULL, OPT_SPLIT},
     {"keys", required_argument, NULL, OPT_KEYS},
+    {"boxes", required_argument, NULL, OPT_BOXES},
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"order", required_argument, NULL, OPT_ORDER},
@@ -255,6 +260,7 @@ struct parsing {
     uint64_t parts;    /* --parts, 0 when not given */
     int incremental;   /* --incremental and --incremental-or-full given */
     const char *order; /* --order, or NULL */
+    int boxes;         /* --boxes given */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -345,6 +351,12 @@ static int parse_option(int opt, void *ctx, char **argv)
         o->run.coco = optarg;
         break;
     case OPT_COCO_MASK: o->run.coco_mask = 1; break;
+    case OPT_BOXES:
+        if (strcmp(optarg, "clamp") && strcmp(optarg, "strict"))
+            return cli_usage_error(PROG, "--boxes takes clamp or strict, not '%s'", optarg);
+        cfg->boxes_strict = !strcmp(optarg, "strict");
+        p->boxes = 1;
+        break;
     case OPT_MAX_FIELD_BYTES:
         if (cli_parse_size(optarg, &cfg->max_field_bytes) || cfg->max_field_bytes == 0)
             return cli_usage_error(PROG, "--max-field-bytes: '%s' is not a size", optarg);
@@ -493,7 +505,7 @@ int options_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
     shardify_options_init(&o->run);
-    struct parsing p = {o, 0, 0, NULL, 0, 0, NULL};
+    struct parsing p = {o, 0, 0, NULL, 0, 0, NULL, 0};
     int rc = cli_parse_options(argc, argv, long_options, parse_option, &p);
     if (rc)
         return rc;
@@ -552,6 +564,8 @@ int options_parse(int argc, char **argv, struct options *o)
                                      "and neither is given");
     if (o->run.coco_mask && !o->run.coco)
         return cli_usage_error(PROG, "--coco-mask needs --coco FILE");
+    if (p.boxes && !o->run.coco)
+        return cli_usage_error(PROG, "--boxes is for the boxes of --coco FILE");
     if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)
         return cli_usage_error(PROG, "--labels %s needs --annotations FILE", o->run.labels);
     if (o->run.labels) {

@@ -147,6 +147,9 @@ struct shard_config {
                                * NULL; owned */
     char *annotations_key;    /* the annotation table's key column when not "key" (a
                                * Hugging Face metadata table's "file_name"), or NULL; owned */
+    int boxes_strict;         /* a box partly outside the image rejects its image (shardify
+                               * --boxes strict; config "boxes": "strict"); else (0, "clamp")
+                               * it is clipped and one wholly outside dropped */
     char *keys;               /* the key list that selected the samples (shardify --keys):
                                * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
 };

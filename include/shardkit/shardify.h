@@ -137,6 +137,10 @@ struct shardify_options {
      * archives, no incremental run). */
     const char *coco;
     int coco_mask;
+    /* config.boxes_strict (--boxes strict): a box partly outside its image
+     * rejects the image, as before; by default (--boxes clamp, as the COCO and
+     * torchvision references) it is clipped to the image, and one wholly
+     * outside it (or empty) is dropped and counted in counts.boxes_dropped. */
     /* A fixed class list (--classes FILE), or NULL: a JSON array of names or
      * of {"id", "name"} objects (ids 0..N-1), or one name a line.  The
      * labels are its classes in its order, whatever the source holds (a

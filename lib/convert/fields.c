@@ -1011,7 +1011,8 @@ static int geometric_value(const struct sk_field_sources *p, uint32_t f, const c
         }
         struct shard_err e;
         if (d->type == SHARD_FIELD_BOXES) {
-            rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, scratch, &e);
+            rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, !p->config->boxes_strict,
+                               scratch, &res->boxes_dropped, &e);
             if (!rc)
                 rc = place_boxes(scratch, pl, value, &res->boxes, &res->boxes_dropped, &e);
         } else {

@@ -195,6 +195,9 @@ static json_t *config_to_json(const struct shard_config *c)
         if (c->coco)
             bad |= json_object_set_new(o, "coco", json_string(c->coco));
         bad |= sk_jsonkey_set_uint(o, "max_field_bytes", c->max_field_bytes);
+        if (shard_config_has_boxes(c))
+            bad |= json_object_set_new(o, "boxes",
+                                       json_string(c->boxes_strict ? "strict" : "clamp"));
     }
     if (bad) {
         json_decref(o);
@@ -737,6 +740,15 @@ static int config_fields_from_json(const json_t *o, struct shard_config *c, stru
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s",
                              c->coco ? "coco names a COCO file that no field comes from"
                                      : "fields come from \"coco\" and config.coco is missing");
+    /* datasets made before "boxes" have none: their boxes were strict */
+    const json_t *boxes = json_object_get(o, "boxes");
+    const char *mode = boxes ? json_string_value(boxes) : "strict";
+    if (!mode || (strcmp(mode, "clamp") && strcmp(mode, "strict")) ||
+        (boxes && !shard_config_has_boxes(c)))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.boxes is \"clamp\" or \"strict\", with a boxes "
+                             "field");
+    c->boxes_strict = !strcmp(mode, "strict");
     int rc = sk_jsonkey_uint(o, "max_field_bytes", &c->max_field_bytes, err);
     return rc ? shard_err_prefix(err, rc, "manifest: config") : SHARD_OK;
 }
@@ -749,7 +761,8 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
     json_t *base = json_copy((json_t *)o);
     if (!base)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    static const char *const v2_members[] = {"fields", "annotations", "coco", "max_field_bytes"};
+    static const char *const v2_members[] = {"fields", "annotations", "coco", "max_field_bytes",
+                                             "boxes"};
     int has_v2 = 0;
     for (size_t i = 0; i < sizeof v2_members / sizeof v2_members[0]; i++)
         has_v2 |= json_object_del(base, v2_members[i]) == 0;

@@ -373,8 +373,8 @@ static int check_size(const struct sk_coco *c, int64_t image, uint32_t w, uint32
     return SHARD_OK;
 }
 
-int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
-                  struct shard_buf *out, struct shard_err *why)
+int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, int clamp,
+                  struct shard_buf *out, uint64_t *outside, struct shard_err *why)
 {
     out->len = 0;
     int rc = check_size(c, image, w, h, why);
@@ -399,12 +399,12 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
                                  "%s: \"bbox\" is not [x, y, width, "
                                  "height] of four numbers",
                                  name);
-        if (!(v[2] > 0 && v[3] > 0))
+        if (!(v[2] > 0 && v[3] > 0) && !clamp)
             return shard_err_set(why, SHARD_ECORRUPT, "%s: bbox [%g, %g, %g, %g] is empty", name,
                                  v[0], v[1], v[2], v[3]);
         struct sk_coco_box b = {{v[0], v[1], v[0] + v[2], v[1] + v[3]}, 0, 0};
-        if (b.b[0] < -COCO_SLACK || b.b[1] < -COCO_SLACK || b.b[2] > w + COCO_SLACK ||
-            b.b[3] > h + COCO_SLACK)
+        if (!clamp && (b.b[0] < -COCO_SLACK || b.b[1] < -COCO_SLACK || b.b[2] > w + COCO_SLACK ||
+                       b.b[3] > h + COCO_SLACK))
             return shard_err_set(why, SHARD_ECORRUPT,
                                  "%s: bbox [%g, %g, %g, %g] is outside "
                                  "the %ux%u image",
@@ -413,6 +413,10 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
         b.b[1] = b.b[1] < 0 ? 0 : b.b[1];
         b.b[2] = b.b[2] > w ? w : b.b[2];
         b.b[3] = b.b[3] > h ? h : b.b[3];
+        if (!(b.b[0] < b.b[2] && b.b[1] < b.b[3]) && clamp) {
+            ++*outside; /* wholly outside, or empty: dropped, as torchvision's reference does */
+            continue;
+        }
         if (!(b.b[0] < b.b[2] && b.b[1] < b.b[3]))
             return shard_err_set(why, SHARD_ECORRUPT,
                                  "%s: bbox [%g, %g, %g, %g] is outside "

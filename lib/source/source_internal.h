@@ -469,14 +469,17 @@ struct sk_coco_box {
 };
 
 /* The boxes of image `image`, whose file is stored w x h, as struct
- * sk_coco_box into out (replacing it), in the file's order: each bbox of
- * positive size, inside the image (up to a pixel over an edge is taken as
- * rounding and clipped), of a category of the file.  0, or SHARD_ECORRUPT
- * with the reason (the sample is rejected: "annotation 12: bbox [...] is
- * outside the 640x480 image", or the file's width and height are not the
- * image's), or SHARD_ENOMEM.  Thread-safe. */
-int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
-                  struct shard_buf *out, struct shard_err *why);
+ * sk_coco_box into out (replacing it), in the file's order, each of a
+ * category of the file.  `clamp` (shardify --boxes clamp, as torchvision's
+ * reference): a box partly outside the image is clipped to it, one wholly
+ * outside it or empty is left out, counted in *outside.  Else (strict) each
+ * bbox must be of positive size and inside the image (up to a pixel over an
+ * edge is taken as rounding and clipped).  0, or SHARD_ECORRUPT with the
+ * reason (the sample is rejected: "annotation 12: bbox [...] is outside the
+ * 640x480 image", or the file's width and height are not the image's), or
+ * SHARD_ENOMEM.  Thread-safe. */
+int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, int clamp,
+                  struct shard_buf *out, uint64_t *outside, struct shard_err *why);
 
 /* The mask of image `image` (stored w x h) into mask (w x h, `bytes` per
  * value): 0 (background) where no annotation is, else the category id of

@@ -2,6 +2,7 @@
 with no glue: VOC masks whose void and border pixels are 255 (ignore=255:
 kept, never a class, the padding's value), and torchvision's detection and
 segmentation targets."""
+import json
 import os
 import subprocess
 
@@ -107,3 +108,40 @@ def test_without_ignore_255_is_refused_and_the_padding_is_0(voc, tmp_path):
                              transform=[shardkit.CenterCrop((H + 8, W + 10))])
     seg = next(iter(loader)).fields["seg"][0]
     assert (seg[:4, :] == 0).all() and (seg[4:4 + H, 5:5 + W] == 1).all()
+
+
+def test_boxes_outside_the_image_are_clamped_or_dropped_as_torchvision_does(tmp_path):
+    """--boxes clamp (the default): a box partly outside is clipped to the
+    image, one wholly outside (or empty) dropped and counted, the image's
+    other boxes kept; --boxes strict rejects the image, as before."""
+    src = tmp_path / "src"
+    src.mkdir()
+    Image.new("RGB", (50, 40), (90, 90, 90)).save(src / "a.png")
+    anns = [{"id": 1, "image_id": 1, "bbox": [45, 5, 20, 10], "category_id": 1},   # partly out
+            {"id": 2, "image_id": 1, "bbox": [-3, -2, 10, 12], "category_id": 2},  # partly out
+            {"id": 3, "image_id": 1, "bbox": [60, 50, 5, 5], "category_id": 1},    # wholly out
+            {"id": 4, "image_id": 1, "bbox": [5, 5, 0, 8], "category_id": 1},      # empty
+            {"id": 5, "image_id": 1, "bbox": [10, 10, 5, 5], "category_id": 2}]
+    coco = tmp_path / "coco.json"
+    coco.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.png", "width": 50,
+                                            "height": 40}], "annotations": anns,
+                                "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]}))
+    run = [tool("shardify"), "--quiet", "--labels", "none", "--no-upscale", "--coco", str(coco)]
+    subprocess.run(run + [src, tmp_path / "clamp"], check=True)
+    m = json.loads((tmp_path / "clamp" / "manifest.json").read_text())
+    assert m["config"]["boxes"] == "clamp"
+    assert (m["counts"]["boxes"], m["counts"]["boxes_dropped"], m["rejected"]) == (3, 2, [])
+    target = shardkit.Dataset(tmp_path / "clamp")[0].fields["boxes"]
+    # torchvision's reference: boxes[:, 0::2].clamp_(0, w), boxes[:, 1::2].clamp_(0, h), then
+    # those with x1 > x0 and y1 > y0 kept
+    xyxy = np.array([[a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2],
+                      a["bbox"][1] + a["bbox"][3]] for a in anns], np.float32)
+    xyxy[:, 0::2] = xyxy[:, 0::2].clip(0, 50)
+    xyxy[:, 1::2] = xyxy[:, 1::2].clip(0, 40)
+    keep = (xyxy[:, 2] > xyxy[:, 0]) & (xyxy[:, 3] > xyxy[:, 1])
+    assert np.array_equal(target["boxes"], xyxy[keep])
+    assert target["labels"].tolist() == [a["category_id"] for a, k in zip(anns, keep) if k]
+    out = subprocess.run(run + ["--boxes", "strict", src, tmp_path / "strict"],
+                         capture_output=True, text=True)
+    assert out.returncode == 1
+    assert "annotation 1: bbox [45, 5, 20, 10] is outside the 50x40 image" in out.stderr

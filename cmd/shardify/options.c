@@ -88,6 +88,9 @@ static const char usage_text[] =
     "  --coco FILE           a COCO annotation file (instances_*.json): the field\n"
     "                        \"boxes\" of each image its file_name names (bbox,\n"
     "                        category_id, iscrowd), in the stored image's pixels\n"
+    "  --coco-instances      with --coco, also the field \"masks\": one mask per box of\n"
+    "                        \"boxes\", in its order (Mask R-CNN's masks), each\n"
+    "                        annotation's segmentation alone\n"
     "  --boxes clamp|strict  a COCO box partly outside its image: clamp (default, as\n"
     "                        torchvision's reference) clips it to the image, and drops\n"
     "                        and counts one wholly outside it; strict rejects the image\n"
@@ -206,6 +209,7 @@ enum {
     OPT_SPLIT,
     OPT_KEYS,
     OPT_BOXES,
+    OPT_COCO_INSTANCES,
 };
 
 static const struct option long_options[] = {
@@ -222,6 +226,7 @@ static const struct option long_options[] = {
     {"split", required_argument, NULL, OPT_SPLIT},
     {"keys", required_argument, NULL, OPT_KEYS},
     {"boxes", required_argument, NULL, OPT_BOXES},
+    {"coco-instances", no_argument, NULL, OPT_COCO_INSTANCES},
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"order", required_argument, NULL, OPT_ORDER},
@@ -351,6 +356,7 @@ static int parse_option(int opt, void *ctx, char **argv)
         o->run.coco = optarg;
         break;
     case OPT_COCO_MASK: o->run.coco_mask = 1; break;
+    case OPT_COCO_INSTANCES: o->run.coco_instances = 1; break;
     case OPT_BOXES:
         if (strcmp(optarg, "clamp") && strcmp(optarg, "strict"))
             return cli_usage_error(PROG, "--boxes takes clamp or strict, not '%s'", optarg);
@@ -564,6 +570,8 @@ int options_parse(int argc, char **argv, struct options *o)
                                      "and neither is given");
     if (o->run.coco_mask && !o->run.coco)
         return cli_usage_error(PROG, "--coco-mask needs --coco FILE");
+    if (o->run.coco_instances && !o->run.coco)
+        return cli_usage_error(PROG, "--coco-instances needs --coco FILE");
     if (p.boxes && !o->run.coco)
         return cli_usage_error(PROG, "--boxes is for the boxes of --coco FILE");
     if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)

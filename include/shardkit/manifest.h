@@ -50,6 +50,7 @@ struct shard_field_class {
 /* Where a field of a COCO annotation file (config.coco) comes from. */
 #define SHARD_COCO_BBOX "bbox"                 /* BOXES: the annotations' bbox */
 #define SHARD_COCO_SEGMENTATION "segmentation" /* MASK: their segmentation, rasterised */
+#define SHARD_COCO_INSTANCES "instances"       /* INSTANCES: each one's segmentation alone */
 
 /* A field a dataset declares (config.fields): where its values come from
  * and what they are.  Exactly one of `sidecar`, `column` and `coco` is set. */
@@ -68,8 +69,8 @@ struct shard_field_decl {
                       * extension below it ("../masks/": a/0001.jpg's
                       * ../masks/a/0001.png); or NULL */
     int required;    /* 1: a sample without it is rejected; 0: it may be absent */
-    char *coco;      /* from the COCO annotation file: SHARD_COCO_BBOX or
-                      * SHARD_COCO_SEGMENTATION; or NULL */
+    char *coco;      /* from the COCO annotation file: SHARD_COCO_BBOX,
+                      * SHARD_COCO_SEGMENTATION or SHARD_COCO_INSTANCES; or NULL */
     /* BOXES and MASK: the classes their numbers name, by increasing id,
      * ids and names unique (class_count >= 1); NULL and 0 for the others. */
     struct shard_field_class *classes;

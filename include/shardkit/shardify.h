@@ -137,6 +137,10 @@ struct shardify_options {
      * archives, no incremental run). */
     const char *coco;
     int coco_mask;
+    /* With coco: also the field "masks" (type instances, Mask R-CNN's
+     * masks): one mask per box of "boxes", in its order, each annotation's
+     * segmentation rasterised alone, placed as the boxes are. */
+    int coco_instances;
     /* config.boxes_strict (--boxes strict): a box partly outside its image
      * rejects the image, as before; by default (--boxes clamp, as the COCO and
      * torchvision references) it is clipped to the image, and one wholly

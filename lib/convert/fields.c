@@ -103,7 +103,7 @@ void sk_field_sources_free(struct sk_field_sources *p)
 /* The fields --coco declares after the --field ones. */
 static uint32_t coco_field_count(const struct shardify_options *o)
 {
-    return o->coco ? 1 + (o->coco_mask != 0) : 0;
+    return o->coco ? 1 + (o->coco_mask != 0) + (o->coco_instances != 0) : 0;
 }
 
 static int parse_declarations(struct sk_field_sources *p, const struct shardify_options *o,
@@ -126,12 +126,19 @@ static int parse_declarations(struct sk_field_sources *p, const struct shardify_
             return shard_err_set(err, SHARD_EINVAL, "--field '%s' is declared twice",
                                  c->fields[i].name);
     }
-    for (uint32_t k = 0; k < coco_field_count(o); k++) {
+    /* "boxes", then "mask" (--coco-mask), then "masks" (--coco-instances) */
+    static const struct {
+        enum shard_field_type type;
+        const char *name, *coco;
+    } coco_fields[] = {{SHARD_FIELD_BOXES, "boxes", SHARD_COCO_BBOX},
+                       {SHARD_FIELD_MASK, "mask", SHARD_COCO_SEGMENTATION},
+                       {SHARD_FIELD_INSTANCES, "masks", SHARD_COCO_INSTANCES}};
+    for (uint32_t k = 0; o->coco && k < 3; k++) {
+        if ((k == 1 && !o->coco_mask) || (k == 2 && !o->coco_instances))
+            continue;
         struct shard_field_decl *d = &c->fields[c->field_count];
-        int mask = k == 1;
-        d->type = mask ? SHARD_FIELD_MASK : SHARD_FIELD_BOXES;
-        if (!(d->name = strdup(mask ? "mask" : "boxes")) ||
-            !(d->coco = strdup(mask ? SHARD_COCO_SEGMENTATION : SHARD_COCO_BBOX)))
+        d->type = coco_fields[k].type;
+        if (!(d->name = strdup(coco_fields[k].name)) || !(d->coco = strdup(coco_fields[k].coco)))
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         c->field_count++;
         if (shard_config_field(c, d->name) != (int32_t)c->field_count - 1)
@@ -242,7 +249,8 @@ static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
             return rc;
         free(d->classes_file); /* the manifest keeps the classes themselves */
         d->classes_file = NULL;
-        p->geometric |= d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
+        p->geometric |= d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK ||
+                        d->type == SHARD_FIELD_INSTANCES;
     }
     return SHARD_OK;
 }
@@ -269,10 +277,11 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
     *out = NULL;
     int class_sidecar = labels && !strncmp(labels, SIDECAR_PREFIX, strlen(SIDECAR_PREFIX));
     int class_column = labels && !strncmp(labels, COLUMN_PREFIX, strlen(COLUMN_PREFIX));
-    if (o->coco_mask && !o->coco)
+    if ((o->coco_mask || o->coco_instances) && !o->coco)
         return shard_err_set(err, SHARD_EINVAL,
-                             "--coco-mask rasterises the annotations of a "
-                             "--coco file, and none is given");
+                             "--coco-%s rasterises the annotations of a "
+                             "--coco file, and none is given",
+                             o->coco_mask ? "mask" : "instances");
     if (!o->field_count && !o->coco && !class_sidecar && !class_column) {
         if (o->annotations)
             return shard_err_set(err, SHARD_EINVAL,
@@ -841,7 +850,7 @@ static void put_f32(uint8_t *p, float f)
  * stored pixels, through orientation, resize and crop; those the crop
  * leaves empty, or less than a pixel of across, are dropped and counted. */
 static int place_boxes(const struct shard_buf *raw, const struct sk_placement *pl,
-                       struct shard_buf *out, uint64_t *kept, uint64_t *dropped,
+                       struct shard_buf *out, uint64_t *kept, uint64_t *dropped, uint32_t *kept_ann,
                        struct shard_err *why)
 {
     size_t n = raw->len / sizeof(struct sk_coco_box);
@@ -866,8 +875,85 @@ static int place_boxes(const struct shard_buf *raw, const struct sk_placement *p
         put_le32(q + 16, b.cls);
         put_le32(q + 20, b.flags);
         out->len += SHARD_BOX_BYTES;
+        if (kept_ann)
+            kept_ann[out->len / SHARD_BOX_BYTES - 1] = b.ann;
         (*kept)++;
     }
+    return rc;
+}
+
+static int place_mask(const struct shard_image *raw, const struct sk_placement *pl,
+                      struct shard_buf *out, struct shard_err *why);
+
+/* Append mask (a placed mask value: header, then 1-byte 0/1 values,
+ * row-major) to out as an instance: its runs over the pixels in
+ * column-major order (COCO's uncompressed RLE). */
+static int append_runs(const struct shard_buf *mask, struct shard_buf *out, struct shard_err *why)
+{
+    uint32_t w = get_le32(mask->data), h = get_le32(mask->data + 4);
+    const uint8_t *v = mask->data + SHARD_MASK_HEADER_BYTES;
+    size_t at = out->len; /* the run count, once known */
+    uint32_t runs = 0, run = 0;
+    uint8_t cur = 0;
+    int rc = shard_buf_append(out, "\0\0\0\0", 4, why);
+    for (uint32_t x = 0; !rc && x < w; x++)
+        for (uint32_t y = 0; !rc && y < h; y++) {
+            uint8_t b = v[(size_t)y * w + x] != 0;
+            if (b == cur) {
+                run++;
+                continue;
+            }
+            uint8_t le[4];
+            put_le32(le, run);
+            rc = shard_buf_append(out, le, 4, why);
+            runs++;
+            cur = b;
+            run = 1;
+        }
+    uint8_t le[4];
+    put_le32(le, run);
+    if (!rc && !(rc = shard_buf_append(out, le, 4, why)))
+        put_le32(out->data + at, runs + 1);
+    return rc;
+}
+
+/* The INSTANCES value of COCO image `image` whose image went where pl says:
+ * the mask of each annotation whose box the boxes field keeps (clamped or
+ * strict as it is, and left by the crop), in the boxes' order, each
+ * rasterised alone and placed as a mask is. */
+static int instances_value(const struct sk_field_sources *p, int64_t image,
+                           const struct sk_placement *pl, struct shard_buf *scratch,
+                           struct shard_buf *value, struct shard_err *why)
+{
+    uint64_t outside = 0, kept = 0, dropped = 0;
+    int rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, !p->config->boxes_strict,
+                           scratch, &outside, why);
+    size_t n = rc ? 0 : scratch->len / sizeof(struct sk_coco_box);
+    uint32_t *anns = rc ? NULL : malloc((n ? n : 1) * sizeof *anns);
+    struct shard_buf placed = {0};
+    struct shard_image mask = {0};
+    if (!rc && !anns)
+        rc = shard_err_set(why, SHARD_ENOMEM, "out of memory");
+    if (!rc) /* which of them the crop leaves: the boxes field's boxes */
+        rc = place_boxes(scratch, pl, value, &kept, &dropped, anns, why);
+    value->len = 0;
+    if (!rc && !(rc = shard_buf_reserve(value, SHARD_INSTANCES_HEADER_BYTES, why))) {
+        memset(value->data, 0, SHARD_INSTANCES_HEADER_BYTES);
+        put_le32(value->data, pl->g.out_w);
+        put_le32(value->data + 4, pl->g.out_h);
+        put_le32(value->data + 8, (uint32_t)kept);
+        value->len = SHARD_INSTANCES_HEADER_BYTES;
+    }
+    for (uint64_t i = 0; !rc && i < kept; i++) {
+        rc = sk_coco_instance(p->coco, image, anns[i], pl->stored_w, pl->stored_h, &mask, why);
+        if (!rc)
+            rc = place_mask(&mask, pl, &placed, why);
+        if (!rc)
+            rc = append_runs(&placed, value, why);
+        shard_image_release(&mask);
+    }
+    free(anns);
+    shard_buf_release(&placed);
     return rc;
 }
 
@@ -1014,7 +1100,9 @@ static int geometric_value(const struct sk_field_sources *p, uint32_t f, const c
             rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, !p->config->boxes_strict,
                                scratch, &res->boxes_dropped, &e);
             if (!rc)
-                rc = place_boxes(scratch, pl, value, &res->boxes, &res->boxes_dropped, &e);
+                rc = place_boxes(scratch, pl, value, &res->boxes, &res->boxes_dropped, NULL, &e);
+        } else if (d->type == SHARD_FIELD_INSTANCES) {
+            rc = instances_value(p, image, pl, scratch, value, &e);
         } else {
             rc = sk_coco_mask(p->coco, image, pl->stored_w, pl->stored_h,
                               shard_field_mask_value_bytes(d), &mask, &e);
@@ -1124,7 +1212,8 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
             if (rc || !got)
                 continue;
         } else {
-            int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
+            int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK ||
+                            d->type == SHARD_FIELD_INSTANCES;
             got = geometric ? geometric_value(p, f, key, len, place, read, ctx, scratch, &value, &o,
                                               res, &source_bytes, &source_xxh3, why)
                             : value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read,

@@ -796,8 +796,18 @@ size_t shard_transforms_boxes(const struct shard_transforms *a,
                               const struct shard_transforms_draws *d, double dx, double dy,
                               double min_size, const uint8_t *in, size_t n, uint8_t *out)
 {
+    return sk_transforms_boxes_keep(a, d, dx, dy, min_size, in, n, out, NULL);
+}
+
+size_t sk_transforms_boxes_keep(const struct shard_transforms *a,
+                                const struct shard_transforms_draws *d, double dx, double dy,
+                                double min_size, const uint8_t *in, size_t n, uint8_t *out,
+                                uint8_t *keep)
+{
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
+        if (keep)
+            keep[i] = 0;
         const uint8_t *p = in + i * SHARD_BOX_BYTES;
         double x0 = get_f32(p) - dx, y0 = get_f32(p + 4) - dy;
         double x1 = get_f32(p + 8) - dx, y1 = get_f32(p + 12) - dy;
@@ -836,6 +846,8 @@ size_t shard_transforms_boxes(const struct shard_transforms *a,
         for (int k = 0; k < 4; k++)
             set_f32(q + 4 * k, f[k]);
         kept++;
+        if (keep)
+            keep[i] = 1;
     }
     return kept;
 }

@@ -211,10 +211,50 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     return rc;
 }
 
+/* An INSTANCES value: its header, and each mask's runs covering exactly
+ * its width x height (of the record's width x height unless width is 0). */
+static int check_instances(const uint8_t *value, uint64_t len, uint32_t width, uint32_t height,
+                           struct shard_err *err)
+{
+    if (len < SHARD_INSTANCES_HEADER_BYTES || len % 4)
+        return shard_err_set(err, SHARD_ECORRUPT, "%llu bytes are no instance masks",
+                             (unsigned long long)len);
+    uint32_t w = get_le32(value), h = get_le32(value + 4), count = get_le32(value + 8);
+    if (get_le32(value + 12))
+        return shard_err_set(err, SHARD_ECORRUPT, "instance masks' reserved bytes are not 0");
+    if (w == 0 || h == 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "instance masks of %ux%u", w, h);
+    if (width && (w != width || h != height))
+        return shard_err_set(err, SHARD_ECORRUPT, "%ux%u instance masks on a %ux%u image", w, h,
+                             width, height);
+    uint64_t at = SHARD_INSTANCES_HEADER_BYTES, pixels = (uint64_t)w * h;
+    for (uint32_t k = 0; k < count; k++) {
+        if (len - at < 4)
+            return shard_err_set(err, SHARD_ECORRUPT, "instance mask %u is cut short", k);
+        uint64_t runs = get_le32(value + at), sum = 0;
+        at += 4;
+        if (runs == 0 || runs > (len - at) / 4)
+            return shard_err_set(err, SHARD_ECORRUPT, "instance mask %u is cut short", k);
+        for (uint64_t i = 0; i < runs; i++)
+            sum += get_le32(value + at + 4 * i);
+        at += 4 * runs;
+        if (sum != pixels)
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "instance mask %u covers %llu pixels, not %llu", k,
+                                 (unsigned long long)sum, (unsigned long long)pixels);
+    }
+    if (at != len)
+        return shard_err_set(err, SHARD_ECORRUPT, "%llu bytes follow the %u instance masks",
+                             (unsigned long long)(len - at), count);
+    return SHARD_OK;
+}
+
 int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
                             uint32_t label_count, uint32_t width, uint32_t height,
                             struct shard_err *err)
 {
+    if (decl->type == SHARD_FIELD_INSTANCES)
+        return check_instances(value, len, width, height, err);
     if (decl->type == SHARD_FIELD_BOXES)
         return check_boxes(decl, value, len, width, height, err);
     if (decl->type == SHARD_FIELD_MASK)
@@ -298,6 +338,7 @@ int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
     case SHARD_FIELD_BYTES: return SHARD_OK;
     case SHARD_FIELD_BOXES: return check_boxes(decl, value, len, 0, 0, err);
     case SHARD_FIELD_MASK: return check_mask(decl, value, len, 0, 0, err);
+    case SHARD_FIELD_INSTANCES: return check_instances(value, len, 0, 0, err);
     }
     return shard_err_set(err, SHARD_ECORRUPT, "unknown field type %d", (int)decl->type);
 }

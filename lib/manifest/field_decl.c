@@ -105,11 +105,12 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
             goto out;
         }
     }
-    if (d->type == SHARD_FIELD_BOXES) {
+    if (d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_INSTANCES) {
         rc = shard_err_set(err, SHARD_EINVAL,
-                           "'%s': boxes come from a COCO annotation file "
-                           "(--coco FILE)",
-                           spec);
+                           "'%s': %s come from a COCO annotation file "
+                           "(--coco FILE%s)",
+                           spec, d->type == SHARD_FIELD_BOXES ? "boxes" : "instance masks",
+                           d->type == SHARD_FIELD_BOXES ? "" : " --coco-instances");
         goto out;
     }
     if (d->has_ignore && d->type != SHARD_FIELD_MASK) {

@@ -666,12 +666,15 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                              i);
     int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
     if (coco && !((d->type == SHARD_FIELD_BOXES && !strcmp(coco, SHARD_COCO_BBOX)) ||
-                  (d->type == SHARD_FIELD_MASK && !strcmp(coco, SHARD_COCO_SEGMENTATION))))
+                  (d->type == SHARD_FIELD_MASK && !strcmp(coco, SHARD_COCO_SEGMENTATION)) ||
+                  (d->type == SHARD_FIELD_INSTANCES && !strcmp(coco, SHARD_COCO_INSTANCES))))
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.fields[%zu]: a boxes field "
-                             "takes \"coco\": \"bbox\", a mask \"segmentation\"",
+                             "takes \"coco\": \"bbox\", a mask \"segmentation\", instances "
+                             "\"instances\"",
                              i);
-    if ((d->type == SHARD_FIELD_BOXES && !coco) || (d->type == SHARD_FIELD_MASK && column))
+    if (((d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_INSTANCES) && !coco) ||
+        (d->type == SHARD_FIELD_MASK && column))
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.fields[%zu]: a %s field "
                              "cannot come from a %s",

@@ -402,7 +402,7 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
         if (!(v[2] > 0 && v[3] > 0) && !clamp)
             return shard_err_set(why, SHARD_ECORRUPT, "%s: bbox [%g, %g, %g, %g] is empty", name,
                                  v[0], v[1], v[2], v[3]);
-        struct sk_coco_box b = {{v[0], v[1], v[0] + v[2], v[1] + v[3]}, 0, 0};
+        struct sk_coco_box b = {{v[0], v[1], v[0] + v[2], v[1] + v[3]}, 0, 0, 0};
         if (!clamp && (b.b[0] < -COCO_SLACK || b.b[1] < -COCO_SLACK || b.b[2] > w + COCO_SLACK ||
                        b.b[3] > h + COCO_SLACK))
             return shard_err_set(why, SHARD_ECORRUPT,
@@ -439,6 +439,7 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
                        (json_integer_value(crowd) == 0 || json_integer_value(crowd) == 1)))
             return shard_err_set(why, SHARD_ECORRUPT, "%s: iscrowd is not 0 or 1", name);
         b.flags = crowd && json_integer_value(crowd) ? SHARD_BOX_CROWD : 0;
+        b.ann = (uint32_t)k;
         memcpy(out->data + out->len, &b, sizeof b);
         out->len += sizeof b;
     }
@@ -542,4 +543,23 @@ int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
         rc = paint_segmentation(a, name, w, h, (uint32_t)json_integer_value(cat), mask, why);
     }
     return rc;
+}
+
+int sk_coco_instance(const struct sk_coco *c, int64_t image, uint32_t ann, uint32_t w, uint32_t h,
+                     struct shard_image *mask, struct shard_err *why)
+{
+    int rc = check_size(c, image, w, h, why);
+    if (!rc)
+        rc = shard_image_alloc(mask, w, h, 1, why);
+    if (rc)
+        return rc;
+    for (uint32_t y = 0; y < h; y++)
+        memset(mask->pixels + (size_t)y * mask->stride, 0, w);
+    const struct coco_image *im = &c->images[image];
+    if (ann >= im->count)
+        return shard_err_set(why, SHARD_EINVAL, "no annotation %u of the image", ann);
+    const json_t *a = c->ann[im->first + ann];
+    char name[64];
+    ann_name(a, name, sizeof name);
+    return paint_segmentation(a, name, w, h, 1, mask, why);
 }

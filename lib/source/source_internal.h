@@ -466,6 +466,7 @@ struct sk_coco_box {
     double b[4];
     uint32_t cls;   /* its category id */
     uint32_t flags; /* SHARD_BOX_CROWD */
+    uint32_t ann;   /* its annotation: the image's how-manieth (sk_coco_instance) */
 };
 
 /* The boxes of image `image`, whose file is stored w x h, as struct
@@ -490,5 +491,14 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
  * counts do not cover it), or SHARD_ENOMEM.  Thread-safe. */
 int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, uint32_t bytes,
                  struct shard_image *mask, struct shard_err *why);
+
+/* The mask of annotation `ann` of image `image` alone (its place among the
+ * image's annotations, sk_coco_box.ann) into mask (w x h, 1 byte a value):
+ * 1 where its segmentation covers the pixel, 0 elsewhere, rasterised as
+ * sk_coco_mask does (an annotation without segmentation covers nothing).
+ * 0, SHARD_ECORRUPT naming a malformed segmentation, or SHARD_ENOMEM.
+ * Thread-safe. */
+int sk_coco_instance(const struct sk_coco *c, int64_t image, uint32_t ann, uint32_t w, uint32_t h,
+                     struct shard_image *mask, struct shard_err *why);
 
 #endif

@@ -48,7 +48,7 @@ class Field:
     """A field the dataset declares (format version 2, manifests/FORMAT.md
     "Fields"): ``name``, ``number`` (its position in the manifest's
     config.fields), ``type`` ("text", "json", "int", "float", "float32",
-    "int64", "labels", "bytes", "boxes" or "mask"), ``length`` (a float32 or
+    "int64", "labels", "bytes", "boxes", "mask" or "instances"), ``length`` (a float32 or
     int64 vector's length, else None), ``source`` (``("sidecar", ".txt")``,
     ``("column", "caption")``, ``("coco", "bbox")`` or ``("folder",
     "../masks/")``: where the values were taken from), ``classes`` (a boxes or mask field's: dict class id ->
@@ -136,6 +136,8 @@ def _decode_value(field: Field, raw: bytes) -> Any:
         return _decode_boxes(raw)
     if t == "mask":
         return _decode_mask(raw)
+    if t == "instances":
+        return _decode_instances(raw)
     return raw  # bytes
 
 
@@ -158,6 +160,23 @@ def _decode_mask(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
     w, h = struct.unpack_from("<II", bytes(raw[:8]))
     dtype = "<u2" if raw[8] == 2 else "u1"
     return np.frombuffer(raw, dtype=dtype, offset=12).reshape(h, w).astype(dtype[-2:])
+
+
+def _decode_instances(raw: bytes) -> npt.NDArray[np.uint8]:
+    """An instances value as Mask R-CNN's masks: (N, height, width) uint8,
+    1 inside instance k, 0 elsewhere; mask k is box k's of the boxes field.
+    Stored as each mask's runs of 0 and 1 over the pixels in column-major
+    order (COCO's uncompressed RLE)."""
+    w, h, n = struct.unpack_from("<III", raw)
+    out = np.zeros((n, h, w), np.uint8)
+    at = 16
+    for k in range(n):
+        (runs,) = struct.unpack_from("<I", raw, at)
+        counts = np.frombuffer(raw, dtype="<u4", count=runs, offset=at + 4)
+        at += 4 + 4 * runs
+        values = np.repeat((np.arange(runs) & 1).astype(np.uint8), counts)
+        out[k] = values.reshape(w, h).T
+    return out
 
 
 def _bad_json(dataset: "Dataset", index: int, name: str,

@@ -145,3 +145,149 @@ def test_boxes_outside_the_image_are_clamped_or_dropped_as_torchvision_does(tmp_
                          capture_output=True, text=True)
     assert out.returncode == 1
     assert "annotation 1: bbox [45, 5, 20, 10] is outside the 50x40 image" in out.stderr
+
+
+# ---- COCO instances: Mask R-CNN's masks ---------------------------------------
+
+IW, IH = 48, 40
+
+
+def rle_counts(m):
+    """COCO's uncompressed RLE of a (H, W) 0/1 mask: run lengths of 0 and 1
+    in turn, starting with 0, over the pixels in column-major order."""
+    flat = m.T.reshape(-1)
+    counts, cur, run = [], 0, 0
+    for v in flat:
+        if v == cur:
+            run += 1
+        else:
+            counts.append(run)
+            cur, run = v, 1
+    counts.append(run)
+    return counts
+
+
+def rle_decode(counts, h, w):
+    """The reference decoder: numpy, as pycocotools' decode gives it."""
+    values = np.repeat(np.arange(len(counts)) % 2, counts).astype(np.uint8)
+    return values.reshape(w, h).T
+
+
+@pytest.fixture(scope="module")
+def instances(tmp_path_factory):
+    """Images of non-overlapping instances, each of its own category (so a
+    box's label names its instance): discs and rectangles given as RLE, and
+    rectangles given as polygons; an instance partly outside the image's
+    crop and one wholly outside the image."""
+    top = tmp_path_factory.mktemp("instances")
+    rng = np.random.default_rng(7)
+    src = top / "src"
+    src.mkdir()
+    images, anns, cats, truth = [], [], {}, {}
+    yy, xx = np.mgrid[0:IH, 0:IW]
+    for i in range(12):
+        name = f"{i:03d}.png"
+        Image.fromarray(rng.integers(0, 255, (IH, IW, 3), dtype=np.uint8)).save(src / name)
+        images.append({"id": i + 1, "file_name": name, "width": IW, "height": IH})
+        taken = np.zeros((IH, IW), bool)
+        truth[name] = []
+        for k in range(int(rng.integers(1, 5))):
+            cat = len(cats) + 1
+            cats[cat] = f"thing{cat}"
+            for _ in range(50):  # a shape that overlaps no other
+                cx, cy = rng.integers(0, IW), rng.integers(0, IH)
+                r = int(rng.integers(3, 10))
+                if k % 3 == 0:
+                    m = (xx - cx) ** 2 + (yy - cy) ** 2 <= r * r
+                else:
+                    m = (abs(xx - cx) <= r) & (abs(yy - cy) <= r // 2 + 1)
+                if m.any() and not (m & taken).any():
+                    break
+            taken |= m
+            ys, xs = np.nonzero(m)
+            x0, y0, x1, y1 = int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1
+            seg = {"size": [IH, IW], "counts": rle_counts(m.astype(np.uint8))}
+            if k % 3 == 2:  # a rectangle as a polygon: rasterised as pycocotools does
+                seg = [[x0, y0, x1, y0, x1, y1, x0, y1]]
+            anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": cat,
+                         "iscrowd": 0, "bbox": [x0, y0, x1 - x0, y1 - y0], "segmentation": seg})
+            truth[name].append((cat, seg))
+        # an instance wholly outside the image: its box and mask are dropped together
+        anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": 1, "iscrowd": 0,
+                     "bbox": [IW + 5, 2, 4, 4], "segmentation": []})
+    coco = top / "instances.json"
+    coco.write_text(json.dumps({"images": images, "annotations": anns,
+                                "categories": [{"id": c, "name": n} for c, n in cats.items()]}))
+    dst = top / "dst"
+    subprocess.run([tool("shardify"), "--quiet", "--labels", "none", "--codec", "png",
+                    "--size", str(IH), "--no-upscale", "--coco", str(coco), "--coco-mask",
+                    "--coco-instances", src, dst], check=True)
+    return dst, truth
+
+
+def test_instance_masks_are_their_rle_or_polygon_at_the_stored_size(instances):
+    dst, truth = instances
+    ds = shardkit.Dataset(dst)
+    assert ds.fields["masks"].type == "instances"
+    for s in ds:
+        boxes, masks, classes = s.fields["boxes"], s.fields["masks"], s.fields["mask"]
+        assert masks.dtype == np.uint8 and masks.shape == (len(boxes["boxes"]), IH, IW)
+        assert boxes["labels"].tolist() == [c for c, _ in truth[s.key]]  # the outside one gone
+        for k, (cat, seg) in enumerate(truth[s.key]):
+            if isinstance(seg, dict):  # RLE: the reference decoder's pixels exactly
+                assert np.array_equal(masks[k], rle_decode(seg["counts"], IH, IW)), (s.key, k)
+            # every instance is the region of its category in the class mask
+            assert np.array_equal(masks[k], (classes == cat).astype(np.uint8)), (s.key, k)
+            assert set(np.unique(masks[k])) <= {0, 1}
+
+
+def test_instance_masks_follow_every_random_crop_and_flip_with_their_boxes(instances):
+    dst, truth = instances
+    ds = shardkit.Dataset(dst)
+    steps = [shardkit.RandomResizedCrop(32, scale=(0.05, 1.0)), shardkit.RandomHorizontalFlip()]
+    loader = shardkit.Loader(ds, batch_size=4, seed=3, fields=["boxes", "masks", "mask"],
+                             transform=steps)
+    seen = dropped = 0
+    for epoch in range(25):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            for target, classes, index in zip(batch.fields["boxes"], batch.fields["mask"],
+                                              batch.indices):
+                masks = target["masks"]
+                assert masks.shape == (len(target["boxes"]), 32, 32)
+                assert target["masks"] is batch.fields["masks"][list(batch.indices).index(index)]
+                dropped += len(truth[ds[int(index)].key]) - len(target["labels"])
+                for box, cat, m in zip(target["boxes"], target["labels"], masks):
+                    # the mask of the box's instance, moved as the class mask was
+                    assert np.array_equal(m, (classes == cat).astype(np.uint8)), (epoch, index)
+                    ys, xs = np.nonzero(m)
+                    if len(xs):  # the box holds its mask (within the box's rounding)
+                        assert box[0] - 1 <= xs.min() and xs.max() + 1 <= box[2] + 1
+                        assert box[1] - 1 <= ys.min() and ys.max() + 1 <= box[3] + 1
+                    seen += 1
+    assert seen > 300 and dropped > 0  # the crops dropped boxes, and their masks with them
+
+
+def test_mask_rcnn_trains_from_the_loader_with_no_glue(instances):
+    torch = pytest.importorskip("torch")
+    detection = pytest.importorskip("torchvision.models.detection")
+    dst, _ = instances
+    ds = shardkit.Dataset(dst)
+    torch.manual_seed(0)
+    model = detection.maskrcnn_resnet50_fpn(weights=None, weights_backbone=None,
+                                            num_classes=1 + max(ds.fields["boxes"].classes),
+                                            min_size=48, max_size=48)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
+    loader = shardkit.Loader(ds, batch_size=2, fields=["boxes", "masks"], output="torch",
+                             dtype="float32", layout="NCHW",
+                             transform=[shardkit.RandomHorizontalFlip(),
+                                        shardkit.Normalize((0, 0, 0), (255, 255, 255))])
+    for step, batch in zip(range(2), loader):
+        losses = model(batch.images, batch.fields["boxes"])
+        assert {"loss_classifier", "loss_box_reg", "loss_mask"} <= set(losses)
+        loss = sum(losses.values())
+        assert torch.isfinite(loss)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()

@@ -190,12 +190,18 @@ layout table "$L/photos" "$T/table" --annotations "$L/captions.jsonl"
 shardify "$L/photos/" "$T/column" $S --labels column:kind --annotations "$L/captions.jsonl"
 layout column "$L/photos" "$T/column" --annotations "$L/captions.jsonl"
 
-say "COCO boxes and masks (--coco, --coco-mask)"
+say "COCO boxes and masks (--coco, --coco-mask, --coco-instances)"
 shardify "$L/coco/train2017/" "$T/coco" --size 32 --labels none \
     --coco "$L/coco/annotations/instances_train2017.json" --coco-mask --quiet
 layout coco "$L/coco/train2017" "$T/coco"
 [ "$(json "$T/coco/manifest.json" "d['counts']['boxes'], d['counts']['coco_annotations'], [f['name'] for f in d['config']['fields']]")" = \
     "(3, 3, ['boxes', 'mask'])" ] || die "the COCO dataset: $(cat "$T/coco/manifest.json")"
+shardify "$L/coco/train2017/" "$T/coco-instances" --size 32 --labels none \
+    --coco "$L/coco/annotations/instances_train2017.json" --coco-instances --quiet
+layout coco_instances "$L/coco/train2017" "$T/coco-instances"
+[ "$(json "$T/coco-instances/manifest.json" "[(f['name'], f['type']) for f in d['config']['fields']], d['counts']['fields']")" = \
+    "([('boxes', 'boxes'), ('masks', 'instances')], {'boxes': 3, 'masks': 3})" ] ||
+    die "the COCO instances: $(cat "$T/coco-instances/manifest.json")"
 
 say "masks: sidecars (from=_mask.png) and a VOC-style folder (from=../SegmentationClass/)"
 shardify "$L/seg" "$T/seg" $S --labels none --field "seg=mask,from=_mask.png,classes=$L/classes.txt"

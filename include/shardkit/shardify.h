@@ -133,8 +133,7 @@ struct shardify_options {
      * classes "background" 0 and the categories), after the --field ones.
      * Boxes and masks, like mask fields from sidecars, go through the
      * image's orientation, resize and crop (manifests/FORMAT.md "Boxes and
-     * masks"); they need a directory or S3 source and a full run (no
-     * archives, no incremental run). */
+     * masks"); they need a full run (no incremental run). */
     const char *coco;
     int coco_mask;
     /* With coco: also the field "masks" (type instances, Mask R-CNN's

@@ -38,8 +38,9 @@ struct spooled {
     int has_source;
     uint64_t source_bytes;
     uint64_t source_xxh3;
-    char *reason;  /* non-NULL: rejected */
-    char *warning; /* non-NULL: the decoder warning it was accepted despite */
+    char *reason;              /* non-NULL: rejected */
+    char *warning;             /* non-NULL: the decoder warning it was accepted despite */
+    struct sk_placement place; /* where its pixels went: its boxes and masks follow */
 };
 
 /* Where the spool phase put an archive's sidecar file (by the order the

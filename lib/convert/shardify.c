@@ -414,6 +414,7 @@ static int work_spooled(struct run *r, struct slot *s, const char *key, size_t k
         sk_run_reject_slot(s, &e);
         return 0;
     }
+    s->place = sp->place; /* a boxes or mask field is placed where the pixels went */
     if (build_fields(r, s, key, key_len))
         return 0;
     s->width = sp->width;
@@ -845,15 +846,6 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     if (o->keys && ((rc = sk_key_selection_load(&r.selection, o->keys, err)) ||
                     !(r.config.keys = strdup(sk_key_selection_describe(r.selection))))) {
         rc = rc ? rc : shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        goto out;
-    }
-    if (sk_field_sources_geometric(r.fields) && r.archive) {
-        /* an archive's images are converted while spooled, without the
-         * geometry boxes and masks need (an incremental run: see
-         * sk_run_open_previous) */
-        rc = shard_err_set(err, SHARD_EINVAL,
-                           "boxes and mask fields need a directory or S3 "
-                           "source (SRC is an archive)");
         goto out;
     }
     if ((rc = sk_run_part_dst(&r, dst, err)) || (rc = sk_run_open_previous(&r, r.dst_path, err)) ||

@@ -241,6 +241,7 @@ static int store(struct run *r, uint64_t index, const struct slot *s, struct sha
     sp->len = s->payload.len;
     sp->width = s->width;
     sp->height = s->height;
+    sp->place = s->place;
     r->spool_bytes += s->payload.len;
     return sk_fs_write_all(r->spool_fd, s->payload.data, s->payload.len, r->spool_path, err);
 }

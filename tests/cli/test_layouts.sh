@@ -261,4 +261,60 @@ must_fail 1 shardify "$L/voc/JPEGImages" "$T/no_ignore" $S --labels none --keys 
     --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,required"
 must_say "holds value 255 at (0, 0), which is no declared class (ignore=N declares" "$T/err"
 
+say "WebDataset segmentation: x.jpg and x.seg.png in one tar sample, a mask and COCO boxes from archives"
+mkdir -p "$L/wds_seg"
+"$PYTHON" - "$L" <<'EOF'
+import io, json, sys, tarfile
+import numpy as np
+from PIL import Image
+top = sys.argv[1]
+def png(arr, mode):
+    b = io.BytesIO()
+    Image.fromarray(arr, mode).save(b, "PNG")
+    return b.getvalue()
+images, anns = [], []
+for s in range(2):
+    with tarfile.open(f"{top}/wds_seg/{s:05d}.tar", "w") as t:
+        for k in range(3):
+            img = np.zeros((30, 40, 3), np.uint8)
+            img[:, :20] = 200
+            m = np.zeros((30, 40), np.uint8)
+            m[:, :20] = 1 + k % 2
+            m[0] = 255
+            for name, data in ((f"{s}{k}.jpg", png(img, "RGB")), (f"{s}{k}.seg.png", png(m, "L"))):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+            images.append({"id": len(images) + 1, "file_name": f"{s:05d}.tar/{s}{k}.jpg",
+                           "width": 40, "height": 30})
+            anns.append({"id": len(anns) + 1, "image_id": len(images), "category_id": 1,
+                         "bbox": [0, 0, 20, 30], "iscrowd": 0})
+json.dump({"images": images, "annotations": anns, "categories": [{"id": 1, "name": "left"}]},
+          open(f"{top}/wds_seg.json", "w"))
+EOF
+printf 'background\na\nb\n' >"$L/seg_classes.txt"
+SEG="seg=mask,from=.seg.png,classes=$L/seg_classes.txt,ignore=255,required"
+shardify --archives "$L/wds_seg" "$T/wds_seg" --size 20 --quiet --labels none --field "$SEG" \
+    --coco "$L/wds_seg.json"
+[ "$(json "$T/wds_seg/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['counts']['boxes']")" = \
+    "(6, {'seg': 6, 'boxes': 6}, 6)" ] || die "the WebDataset masks: $(cat "$T/wds_seg/manifest.json")"
+verifies wds_seg "$L/wds_seg" "$T/wds_seg"
+# one archive on its own: its keys have no prefix, its mask sidecars are the same
+shardify "$L/wds_seg/00001.tar" "$T/wds_seg1" --size 20 --quiet --labels none --field "$SEG"
+[ "$(json "$T/wds_seg1/manifest.json" "d['counts']['samples'], d['counts']['fields']")" = "(3, {'seg': 3})" ] ||
+    die "one archive's masks: $(cat "$T/wds_seg1/manifest.json")"
+verifies wds_seg1 "$L/wds_seg/00001.tar" "$T/wds_seg1"
+# the stored masks are the sidecars' values, resized with their images (20x26 from 30x40)
+shardcat "$T/wds_seg1" --out "$T/wds_seg1.cat" >/dev/null 2>&1
+"$PYTHON" - "$T/wds_seg1.cat" <<'EOF'
+import sys
+import numpy as np
+from PIL import Image
+for k in range(3):
+    m = np.array(Image.open(f"{sys.argv[1]}/1{k}.seg.png"))
+    assert m.shape == (20, 26), m.shape
+    assert set(np.unique(m)) == {0, 1 + k % 2, 255}, np.unique(m)
+    assert (m[0] == 255).all() and (m[5, :13] == 1 + k % 2).all() and (m[5, 13:] == 0).all(), m
+EOF
+
 echo "every layout converts and verifies"

@@ -25,7 +25,11 @@ static const char usage_text[] =
     "        whose converted samples are spooled in DST/.shardify until the shards\n"
     "        are written: DST needs room for about twice the dataset meanwhile;\n"
     "        or s3://BUCKET/PREFIX: every object below PREFIX/, fetched in parallel;\n"
-    "        with --archives, a directory of archives read as one source\n"
+    "        with --archives, a directory of archives read as one source;\n"
+    "        or http(s):// URLs of archives (WebDataset tar shards), read as a\n"
+    "        folder of them: brace lists ({00000..00099}.tar, {a,b}.tar) and\n"
+    "        several URLs separated by '::' are expanded, and every archive is\n"
+    "        checked to be there before any is fetched\n"
     "  DST   output directory; created if missing; must be empty unless it holds a\n"
     "        previous shardify output (see --overwrite and --resume); or\n"
     "        s3://BUCKET/PREFIX: each shard is uploaded when it is finished,\n"
@@ -525,6 +529,9 @@ int options_parse(int argc, char **argv, struct options *o)
     if (p.order && !o->run.archives)
         return cli_usage_error(PROG, "--order is the stored order of a folder of archives: "
                                      "give --archives");
+    if (argc - optind == 2 &&
+        (!strncmp(argv[optind], "http://", 7) || !strncmp(argv[optind], "https://", 8)))
+        o->run.archives = 1; /* archives named by URL: a folder of them */
     /* a folder of archives is stored archive by archive unless asked */
     if (o->run.archives)
         o->run.config.order = p.order && !strcmp(p.order, "global") ? SHARD_ORDER_SOURCE

@@ -95,8 +95,9 @@ struct run {
     int archive;
     char **archive_names; /* --archives: the archives in SRC, in key order */
     size_t archive_count;
-    struct sk_source_root root;   /* a directory or an S3 prefix (not an archive) */
-    struct sk_prefetch *prefetch; /* an S3 prefix: its files fetched ahead (convert) */
+    struct sk_remote_archives *remote; /* an http(s) SRC: its archives, or NULL */
+    struct sk_source_root root;        /* a directory or an S3 prefix (not an archive) */
+    struct sk_prefetch *prefetch;      /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;
@@ -208,6 +209,16 @@ struct sk_archive_line {
     uint64_t rejected;
     uint64_t ignored;
 };
+
+/* archive_paths.c: an http(s) SRC's archives, expanded and checked (the
+ * run's archive_names); the local path of archive k of the run's folder
+ * (SRC/NAME, or archive k fetched into the work directory), released with
+ * sk_run_archive_done (a fetched one removed); its size (0 when a server did
+ * not tell; UINT64_MAX when not found; dir_fd: SRC opened, or -1). */
+int sk_run_open_remote(struct run *r, struct shard_err *err);
+int sk_run_archive_path(struct run *r, size_t k, char **path, struct shard_err *err);
+void sk_run_archive_done(struct run *r, char *path);
+uint64_t sk_run_archive_size(const struct run *r, size_t k, int dir_fd);
 
 /* by_archive.c: a directory of archives stored by archive (config.order
  * "archive"): each archive read, ordered and converted before the next, the

@@ -648,6 +648,14 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
+    if (sk_source_is_url(r->src)) { /* archives named by URL: a folder of them */
+        if (!r->o->archives)
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "an http(s) SRC names archives: convert them as a folder of "
+                                 "archives (shardify_options.archives)");
+        r->archive = 1;
+        return sk_run_open_remote(r, err);
+    }
     if (r->o->archives) { /* a directory of archives: read one after the other */
         if (sk_source_is_s3(r->src))
             return shard_err_set(err, SHARD_EINVAL,
@@ -750,6 +758,7 @@ static int cancelled(const struct run *r)
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
+    sk_remote_archives_free(r->remote);
     sk_field_sources_free(r->fields);
     shard_config_release(&r->config); /* its labels, and the fields the field sources declared */
     free_workers(r);

@@ -10,6 +10,7 @@
 #ifndef SHARDKIT_SOURCE_INTERNAL_H
 #define SHARDKIT_SOURCE_INTERNAL_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "shardkit/manifest.h"
@@ -185,6 +186,40 @@ const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *le
 int sk_class_list_read(const char *path, uint32_t max_id, struct shard_field_class **out,
                        size_t *count, uint64_t *xxh3, struct shard_err *err);
 void sk_class_list_free(struct shard_field_class *list, size_t count); /* accepts NULL */
+
+/* ---- archives named by URL (remote_archives.c) ------------------------------
+ *
+ * An http(s):// SRC: archives (WebDataset tar shards) named by URL, with
+ * brace lists as WebDataset writes them ("https://host/{00000..00099}.tar":
+ * {A..B} numbers, zero-padded when A or B is; {X,Y,...} words; several in
+ * one URL) and several URLs separated by "::".  The listing is expanded and
+ * checked before any archive is fetched: each URL names an archive (its
+ * path's last component, its name, is an archive's), no two have one name,
+ * each is there (a HEAD, which also gives its size).  Read as a folder of
+ * archives: by name, each archive's keys prefixed with its name. */
+#define SK_REMOTE_ARCHIVES_MAX 1000000u
+struct sk_remote_archives;
+
+/* 1 when src is an http:// or https:// location. */
+int sk_source_is_url(const char *src);
+/* Expand and check `spec`.  0, SHARD_EINVAL (a malformed brace list, a URL
+ * of no archive, two of one name: named), SHARD_ELIMIT (more than
+ * SK_REMOTE_ARCHIVES_MAX), the HTTP engine's errors for an archive that is
+ * not there (SHARD_ENOTFOUND, SHARD_ENET naming its URL), SHARD_EINTR once
+ * *cancel is set, SHARD_ENOMEM. */
+int sk_remote_archives_open(struct sk_remote_archives **out, const char *spec,
+                            volatile sig_atomic_t *cancel, struct shard_err *err);
+void sk_remote_archives_free(struct sk_remote_archives *ra); /* accepts NULL */
+/* The archives, sorted by name: their count, names and sizes (0 when the
+ * server gave none). */
+size_t sk_remote_archives_count(const struct sk_remote_archives *ra);
+const char *sk_remote_archives_name(const struct sk_remote_archives *ra, size_t k);
+uint64_t sk_remote_archives_size(const struct sk_remote_archives *ra, size_t k);
+/* Fetch archive k into the file `file` of directory dir_fd (created or
+ * truncated, never through a link; `shown` names it in messages), in ranged
+ * reads of a few MiB, each retried as the engine retries.  0 or an error. */
+int sk_remote_archives_fetch(struct sk_remote_archives *ra, size_t k, int dir_fd, const char *file,
+                             const char *shown, struct shard_err *err);
 
 /* ---- a key list selecting the samples (keysel.c) ----------------------------
  *

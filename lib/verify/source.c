@@ -443,6 +443,41 @@ static int scan_archives(struct source_run *s, struct shard_err *err)
     return rc ? rc : mark_stems(s, err);
 }
 
+/* Archives named by URL (shardify https://host/{00000..00099}.tar): the
+ * listing expanded and checked as shardify checks it, then each archive
+ * fetched into a private temporary directory, read as a folder's archive
+ * is, and removed. */
+static int scan_urls(struct source_run *s, struct shard_err *err)
+{
+    struct sk_remote_archives *ra = NULL;
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/shardcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int rc = sk_remote_archives_open(&ra, s->src, NULL, err);
+    if (!rc && !mkdtemp(dir))
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create a directory in '%s'",
+                             tmp && *tmp ? tmp : "/tmp");
+    int fd = rc ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!rc && fd < 0)
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot open '%s'", dir);
+    char *path = rc ? NULL : sk_fs_join(dir, "archive");
+    if (!rc && !path)
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t k = 0; !rc && k < sk_remote_archives_count(ra); k++) {
+        rc = sk_remote_archives_fetch(ra, k, fd, "archive", path, err);
+        if (!rc)
+            rc = scan_one_archive(s, path, sk_remote_archives_name(ra, k), err);
+        unlinkat(fd, "archive", 0);
+    }
+    if (fd >= 0) {
+        close(fd);
+        rmdir(dir);
+    }
+    free(path);
+    sk_remote_archives_free(ra);
+    return rc ? rc : mark_stems(s, err);
+}
+
 int sk_verify_read_files(struct verify_run *v, const struct sk_source_root *root, uint64_t count,
                          uint64_t max_bytes, sk_verify_file_key *key, sk_verify_file_got *got,
                          void *ctx, struct shard_err *err)
@@ -959,6 +994,15 @@ static int scan_source(struct source_run *s, struct shard_err *err)
 {
     struct verify_run *v = s->v;
     struct stat st;
+    if (sk_source_is_url(s->src)) { /* archives named by URL: a folder of them */
+        s->archive = 1;
+        if (v->m->source_kind && strcmp(v->m->source_kind, "archives"))
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                              "source: SRC names archives by URL, the dataset was made from %s "
+                              "%s",
+                              strcmp(v->m->source_kind, "archive") ? "a" : "an", v->m->source_kind);
+        return scan_urls(s, err);
+    }
     if (sk_source_is_s3(s->src)) {
         s->archive = 0; /* an S3 prefix is a directory of objects */
         if (v->m->source_kind && strcmp(v->m->source_kind, "directory"))

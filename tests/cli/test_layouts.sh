@@ -317,4 +317,39 @@ for k in range(3):
     assert (m[0] == 255).all() and (m[5, :13] == 1 + k % 2).all() and (m[5, 13:] == 0).all(), m
 EOF
 
+say "WebDataset shards named by URL: brace lists over nginx, the listing checked before any download"
+HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
+    skip "nginx is not installed (scripts/deps.sh installs it): URL sources not run"
+on_exit '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1'
+U=$("$HTTP_SERVER" start "$T/http" wds="$L/wds_seg" laion="$L/wds") || die "cannot start nginx"
+shardify "$U/wds/{00000..00001}.tar" "$T/url" --size 20 --quiet --labels none --field "$SEG"
+same_samples() {  # the datasets $1 and $2 hold the same samples, labels, sources and fields
+    [ "$(labels_of "$1")" = "$(labels_of "$2")" ] &&
+        [ "$(json "$1/manifest.json" "d['counts'], d['config']")" = "$(json "$2/manifest.json" "d['counts'], d['config']")" ] &&
+        cmp -s "$1/index.jsonl" "$2/index.jsonl"
+}
+shardify --archives "$L/wds_seg" "$T/url_local" --size 20 --quiet --labels none --field "$SEG"
+same_samples "$T/url" "$T/url_local" || die "the archives by URL give another dataset than the folder"
+verifies url "$U/wds/{00000..00001}.tar" "$T/url"
+# several URLs and word lists; labels from the .cls sidecars
+shardify "$U/laion/{00000}.tar::$U/laion/0000{1,1}.tar" "$T/url2" $S --labels sidecar:.cls 2>"$T/err" &&
+    die "two URLs of one name were taken"
+must_say "have one name, '00001.tar'" "$T/err"
+shardify "$U/laion/00000.tar::$U/laion/0000{1}.tar" "$T/url2" $S --labels sidecar:.cls
+[ "$(json "$T/url2/manifest.json" "d['counts']['samples'], d['labels']")" = "(6, ['0', '1', '2'])" ] ||
+    die "the URL list: $(cat "$T/url2/manifest.json")"
+verifies url2 "$U/laion/{00000..00001}.tar" "$T/url2"
+# the listing is checked first: an archive that is not there fails the run before any is fetched
+before=$(wc -l <"$T/http/access.log")
+must_fail 1 shardify "$U/wds/{00000..00002}.tar" "$T/url3" $S --labels none
+must_say "cannot find '$U/wds/00002.tar': HTTP 404 Not Found" "$T/err"
+[ ! -e "$T/url3" ] || die "a refused listing left '$T/url3'"
+tail -n +$((before + 1)) "$T/http/access.log" | grep -q 'GET' && die "an archive was fetched before the listing was checked"
+for bad in "$U/wds/{0..1.tar" "$U/wds/{2..1}.tar" "$U/wds/" "$U/wds/x.jpg"; do
+    must_fail 1 shardify "$bad" "$T/url4" $S
+    [ ! -e "$T/url4" ] || die "'$bad' left '$T/url4'"
+done
+must_say "'$U/wds/x.jpg' names no archive: its name 'x.jpg' is not .tar" "$T/err"
+
 echo "every layout converts and verifies"

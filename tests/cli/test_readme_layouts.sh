@@ -239,4 +239,17 @@ layout incremental "$L/raw" "$T/incremental"
 [ "$(json "$T/incremental/manifest.json" "d['lineage']['added'], d['lineage']['removed']")" = "(1, 1)" ] ||
     die "the lineage: $(cat "$T/incremental/manifest.json")"
 
+say "archives named by URL, over a real nginx"
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    on_exit '"$SHARDKIT_TOP/bench/http_server.sh" stop "$T/http" >/dev/null 2>&1'
+    U=$("$SHARDKIT_TOP/bench/http_server.sh" start "$T/http" shards="$L/wds") ||
+        die "cannot start nginx"
+    shardify "$U/shards/{00000..00001}.tar" "$T/url" --labels sidecar:.cls --size 32 --quiet
+    layout url "$U/shards/{00000..00001}.tar" "$T/url"
+    [ "$(json "$T/url/manifest.json" "d['counts']['samples'], d['source']['kind']")" = "(6, 'archives')" ] ||
+        die "the archives by URL: $(cat "$T/url/manifest.json")"
+else
+    echo "SKIP: nginx is not installed: the URL layout not run"
+fi
+
 echo "every README layout verifies"

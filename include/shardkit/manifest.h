@@ -68,6 +68,10 @@ struct shard_field_decl {
                       * absolute): the image's path with ".png" for its
                       * extension below it ("../masks/": a/0001.jpg's
                       * ../masks/a/0001.png); or NULL */
+    char *replace;   /* a folder's only: "OLD:NEW", the ending OLD of the image's
+                      * stem NEW in its mask's name (Cityscapes'
+                      * "_leftImg8bit:_gtFine_labelTrainIds": x_leftImg8bit.png's
+                      * mask is x_gtFine_labelTrainIds.png); or NULL */
     int required;    /* 1: a sample without it is rejected; 0: it may be absent */
     char *coco;      /* from the COCO annotation file: SHARD_COCO_BBOX,
                       * SHARD_COCO_SEGMENTATION or SHARD_COCO_INSTANCES; or NULL */
@@ -94,7 +98,7 @@ SHARD_API uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d
 SHARD_API int shard_field_mask_value_valid(const struct shard_field_decl *d, uint32_t v);
 
 /* Parse a declaration as the command line gives it:
- *     NAME=TYPE[,from=SOURCE][,classes=FILE][,ignore=N][,required|,optional]
+ *     NAME=TYPE[,from=SOURCE][,classes=FILE][,ignore=N][,replace=OLD:NEW][,required|,optional]
  * TYPE as shard_field_type_parse reads it; SOURCE a sidecar suffix (".txt",
  * starting with '.', or "_mask.png", starting with '_'), a folder ending in
  * '/' (a MASK's: "../masks/") or a column of the annotation table (any other

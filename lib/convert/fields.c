@@ -388,7 +388,8 @@ int sk_field_sources_resolve(struct sk_field_sources *p, const char *src,
     int rc = p && p->sidecars ? sk_sidecars_resolve(p->sidecars, keys, refused, err) : SHARD_OK;
     for (uint32_t f = 0; !rc && p && f < p->config->field_count; f++) {
         const struct shard_field_decl *d = &p->config->fields[f];
-        if (d->folder && (rc = sk_mask_folder_open(&p->folder_of[f], src, d->folder, keys, err)))
+        if (d->folder &&
+            (rc = sk_mask_folder_open(&p->folder_of[f], src, d->folder, d->replace, keys, err)))
             return shard_err_prefix(err, rc, "field '%s'", d->name);
     }
     return rc;

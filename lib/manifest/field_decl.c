@@ -19,6 +19,7 @@ void shard_field_decl_release(struct shard_field_decl *d)
         free(d->classes[i].name);
     free(d->classes);
     free(d->classes_file);
+    free(d->replace);
     memset(d, 0, sizeof *d);
 }
 
@@ -92,6 +93,20 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
             }
             d->has_ignore = 1;
             d->ignore = (uint32_t)v;
+        } else if (n > 8 && !strncmp(p, "replace=", 8) && !d->replace) {
+            const char *colon = memchr(p + 8, ':', n - 8);
+            if (!colon || memchr(colon + 1, ':', (size_t)(p + n - colon - 1)) ||
+                memchr(p + 8, '/', n - 8)) {
+                rc = shard_err_set(err, SHARD_EINVAL,
+                                   "'%s': replace=OLD:NEW names the ending OLD of an image's stem "
+                                   "and NEW in its mask's name, without '/' or another ':'",
+                                   spec);
+                goto out;
+            }
+            if (!(d->replace = copy(p + 8, n - 8))) {
+                rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+                goto out;
+            }
         } else if (n > 8 && !strncmp(p, "classes=", 8) && !d->classes_file) {
             if (!(d->classes_file = copy(p + 8, n - 8))) {
                 rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -100,7 +115,7 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         } else {
             rc = shard_err_set(err, SHARD_EINVAL,
                                "'%s': unknown part '%.*s' (from=SOURCE, "
-                               "classes=FILE, ignore=N, required or optional)",
+                               "classes=FILE, ignore=N, replace=OLD:NEW, required or optional)",
                                spec, (int)n, p);
             goto out;
         }
@@ -123,6 +138,11 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
                                ? "'%s': only a mask field takes classes=FILE"
                                : "'%s': a mask field needs classes=FILE (the class of each value)",
                            spec);
+        goto out;
+    }
+    if (d->replace && !(from && from[from_len - 1] == '/')) {
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "'%s': replace=OLD:NEW is for a mask folder (from=DIR/)", spec);
         goto out;
     }
     if (!from) { /* the table's column of that name, or the sidecar .NAME */

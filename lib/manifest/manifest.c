@@ -138,6 +138,8 @@ static json_t *field_decl_to_json(const struct shard_field_decl *d)
     }
     if (d->has_ignore)
         bad |= json_object_set_new(o, "ignore", json_integer(d->ignore));
+    if (d->replace)
+        bad |= json_object_set_new(o, "replace", json_string(d->replace));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -636,14 +638,15 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                                 struct shard_err *err)
 {
     const char *name = NULL, *type = NULL, *sidecar = NULL, *column = NULL, *coco = NULL;
-    const char *folder = NULL;
+    const char *folder = NULL, *replace = NULL;
     json_t *classes = NULL, *ignore = NULL;
     int required = 0;
     json_error_t jerr;
     if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
-                       "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o, s?o}", "name", &name, "type",
+                       "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o, s?o, s?s}", "name", &name, "type",
                        &type, "sidecar", &sidecar, "column", &column, "folder", &folder, "coco",
-                       &coco, "required", &required, "classes", &classes, "ignore", &ignore) != 0)
+                       &coco, "required", &required, "classes", &classes, "ignore", &ignore,
+                       "replace", &replace) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, jerr.text);
     struct shard_err e;
     if (!shard_field_name_valid(name))
@@ -690,6 +693,13 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.fields[%zu]: \"ignore\" is a mask's value in 0..%u",
                              i, SHARD_MASK_CLASS_MAX);
+    if (replace && (!folder || !strchr(replace, ':') || strchr(strchr(replace, ':') + 1, ':') ||
+                    strchr(replace, '/')))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: \"replace\" is a folder's \"OLD:NEW\"",
+                             i);
+    if (replace && !(d->replace = strdup(replace)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     d->has_ignore = ignore != NULL;
     d->ignore = ignore ? (uint32_t)json_integer_value(ignore) : 0;
     d->required = required;

@@ -253,10 +253,14 @@ int sk_key_selection_apply(const struct sk_key_selection *s, struct shard_keylis
 struct sk_mask_folder;
 
 /* Open and scan `folder` of src, and match its files with keys (the
- * candidates, sorted).  0, SHARD_EINVAL (an S3 SRC, a folder inside SRC),
- * SHARD_EIO (no such folder) or SHARD_ENOMEM, with the folder named. */
+ * candidates, sorted).  `replace` ("OLD:NEW", or NULL): a mask's name is its
+ * image's path with the stem's ending OLD replaced by NEW (Cityscapes'
+ * x_leftImg8bit.png has x_gtFine_labelTrainIds.png); an image whose stem
+ * does not end in OLD has none, and the folder's other files are ignored.  0, SHARD_EINVAL (an S3
+ * SRC, a folder inside SRC), SHARD_EIO (no such folder) or SHARD_ENOMEM, with the folder named. */
 int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char *folder,
-                        const struct shard_keylist *keys, struct shard_err *err);
+                        const char *replace, const struct shard_keylist *keys,
+                        struct shard_err *err);
 void sk_mask_folder_free(struct sk_mask_folder *mf); /* accepts NULL */
 /* The mask candidate key[0..len) has, quoted for messages ("'DIR/a/0001.png'"). */
 void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, size_t len, char *out,

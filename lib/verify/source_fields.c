@@ -447,8 +447,8 @@ static int open_folders(struct source_fields *sf, const struct shard_keylist *ca
         const struct shard_field_decl *d = &sf->c->fields[f];
         int rc;
         if (d->folder && !sf->folder_of[f] &&
-            (rc = sk_mask_folder_open(&sf->folder_of[f], sf->v->o->source, d->folder, candidates,
-                                      err)))
+            (rc = sk_mask_folder_open(&sf->folder_of[f], sf->v->o->source, d->folder, d->replace,
+                                      candidates, err)))
             return shard_err_prefix(err, rc, "field '%s'", d->name);
     }
     return SHARD_OK;

@@ -256,6 +256,14 @@ must_say "ignore=70000 is not a value in 0..65535" "$T/err"
 must_fail 1 shardify "$L/voc/JPEGImages" "$T/bad_ignore" $S --labels none \
     --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,ignore=1"
 must_say "field 'seg': ignore=1 is the id of the class 'aeroplane'" "$T/err"
+must_fail 2 shardify "$L/pets" "$T/bad_replace" $S --field "seg=mask,from=_mask.png,classes=x.txt,replace=a:b"
+must_say "replace=OLD:NEW is for a mask folder (from=DIR/)" "$T/err"
+must_fail 2 shardify "$L/pets" "$T/bad_replace" $S --field "seg=mask,from=../m/,classes=x.txt,replace=a/b"
+must_say "replace=OLD:NEW names the ending OLD of an image's stem and NEW in its mask's name" "$T/err"
+# an image whose stem does not end in OLD has no mask: a required one is rejected, saying so
+must_fail 1 shardify "$L/voc/JPEGImages" "$T/bad_replace" $S --labels none --field \
+    "seg=mask,from=../SegmentationClass/,replace=_left:_gt,classes=$L/voc/classes.txt,required"
+must_say "field 'seg' is required: no a mask in '../SegmentationClass/' (the name does not end in '_left')" "$T/err"
 # without it, 255 rejects the masks, saying how to declare it
 must_fail 1 shardify "$L/voc/JPEGImages" "$T/no_ignore" $S --labels none --keys "$L/voc/train.txt" \
     --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,required"

@@ -127,6 +127,23 @@ with open(f"{top}/classes.txt", "w") as f:
 with open(f"{top}/voc_classes.txt", "w") as f:
     f.write("background\naeroplane\nbicycle\n")
 
+# Cityscapes as it is laid out: leftImg8bit/ and gtFine/ by split and city,
+# the trainIds masks (255: void) beside colour and labelIds PNGs and polygons
+for city in ("aachen", "bochum"):
+    for k in range(2):
+        stem = f"{city}_00000{k}_000019"
+        picture(f"{top}/cityscapes/leftImg8bit/train/{city}/{stem}_leftImg8bit.png", k)
+        ids = bytearray([k]) * (W * H)
+        ids[:W] = b"\xff" * W
+        gt = f"{top}/cityscapes/gtFine/train/{city}/{stem}_gtFine"
+        os.makedirs(os.path.dirname(gt), exist_ok=True)
+        Image.frombytes("L", (W, H), bytes(ids)).save(f"{gt}_labelTrainIds.png")
+        Image.frombytes("L", (W, H), bytes(ids)).save(f"{gt}_labelIds.png")
+        Image.new("RGB", (W, H)).save(f"{gt}_color.png")
+        write(f"{gt}_polygons.json", b"{}")
+with open(f"{top}/cityscapes_classes.txt", "w") as f:
+    f.write("road\nsidewalk\nbuilding\n")
+
 # a Hugging Face imagefolder: train/ and test/, class folders, a
 # metadata.jsonl of text per file_name in each
 for split, classes in (("train", ("bird", "cat")), ("test", ("cat", "dog"))):
@@ -212,6 +229,12 @@ layout seg "$L/seg" "$T/seg"
 layout voc "$L/VOC2012/JPEGImages" "$T/voc" --keys "$L/VOC2012/ImageSets/Segmentation/train.txt"
 [ "$(json "$T/voc/manifest.json" "d['config']['fields'][0]['folder'], d['config']['fields'][0]['ignore'], d['counts']['fields'], d['counts']['ignored']")" = \
     "('../SegmentationClass/', 255, {'seg': 3}, 1)" ] || die "the mask folder: $(cat "$T/voc/manifest.json")"
+
+(cd "$L" && shardify cityscapes/leftImg8bit/train/ "$T/cityscapes" --size 32 --labels none \
+    --field seg=mask,from=../../gtFine/train/,replace=_leftImg8bit:_gtFine_labelTrainIds,classes=cityscapes_classes.txt,ignore=255,required --quiet)
+layout cityscapes "$L/cityscapes/leftImg8bit/train" "$T/cityscapes"
+[ "$(json "$T/cityscapes/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['orphans']")" = \
+    "(4, {'seg': 4}, [])" ] || die "the Cityscapes masks: $(cat "$T/cityscapes/manifest.json")"
 
 say "Hugging Face imagefolder: split folders, metadata.jsonl keyed by file_name, --key-column"
 (cd "$L" && shardify hf/ "$T/hf" --field text=text --size 32 --quiet &&

@@ -50,25 +50,17 @@ void shard_config_release(struct shard_config *c)
 {
     if (!c)
         return;
-    free(c->labels);
-    c->labels = NULL;
     for (uint32_t i = 0; c->fields && i < c->field_count; i++)
         shard_field_decl_release(&c->fields[i]);
     free(c->fields);
     c->fields = NULL;
     c->field_count = 0;
-    free(c->annotations);
-    c->annotations = NULL;
-    free(c->coco);
-    c->coco = NULL;
-    free(c->classes);
-    c->classes = NULL;
-    free(c->split);
-    c->split = NULL;
-    free(c->annotations_key);
-    c->annotations_key = NULL;
-    free(c->keys);
-    c->keys = NULL;
+    char **owned[] = {&c->labels, &c->annotations,     &c->coco, &c->classes,
+                      &c->split,  &c->annotations_key, &c->keys};
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) {
+        free(*owned[i]);
+        *owned[i] = NULL;
+    }
 }
 
 uint16_t shard_config_format_version(const struct shard_config *c)

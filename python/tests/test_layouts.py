@@ -1,17 +1,21 @@
 """Datasets as the other tools lay them out, read back through the Loader
 with no glue: VOC masks whose void and border pixels are 255 (ignore=255:
-kept, never a class, the padding's value), and torchvision's detection and
-segmentation targets."""
+kept, never a class, the padding's value), torchvision's detection and
+segmentation targets, and each layout's flow from its files to the loss (a
+Hugging Face imagefolder's splits, VOC, WebDataset x.seg.png in tars named
+by a brace URL)."""
+import io
 import json
 import os
 import subprocess
+import tarfile
 
 import numpy as np
 import pytest
 from PIL import Image
 
 import shardkit
-from conftest import tool
+from conftest import TOP, tool
 
 W, H = 40, 30
 VOID = 255
@@ -291,3 +295,128 @@ def test_mask_rcnn_trains_from_the_loader_with_no_glue(instances):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+
+
+# ---- the interop flows: from the layout to the loss, no code between ---------------------
+
+
+def tiny_segmenter(torch, classes):
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.Conv2d(8, classes, 1))
+
+
+def test_a_hugging_face_imagefolder_trains_a_classifier_from_each_split(tmp_path):
+    """train/ and test/ with their own class folders and metadata.jsonl: each
+    split its own dataset, one class list for both, and a classifier's loss
+    straight from the batch."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    src = tmp_path / "hf"
+    for split, classes in (("train", ("bird", "cat")), ("test", ("cat", "dog"))):
+        rows = []
+        for c in classes:
+            os.makedirs(src / split / c)
+            for k in range(3):
+                colour = (60 * k, len(c) * 20, 90)
+                Image.new("RGB", (W, H), colour).save(src / split / c / f"{k}.png")
+                rows.append({"file_name": f"{c}/{k}.png", "text": f"a {c} in {split}"})
+        (src / split / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    subprocess.run([tool("shardify"), "--quiet", "--size", "32", "--field", "text=text", src,
+                    tmp_path / "dst"], check=True)
+    train = shardkit.Dataset(tmp_path / "dst" / "train")
+    test = shardkit.Dataset(tmp_path / "dst" / "test")
+    assert train.labels == test.labels == ["bird", "cat", "dog"]
+    for ds in (train, test):
+        for s in ds:  # each sample's label is its folder's, its text its metadata row's
+            folder = s.key.split("/")[0]
+            assert ds.labels[s.label] == folder
+            assert s.fields["text"].startswith(f"a {folder} in ")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1),
+                                torch.nn.Flatten(), torch.nn.Linear(4, len(train.labels)))
+    loader = shardkit.Loader(train, batch_size=4, output="torch", dtype="float32", layout="NCHW",
+                             transform=[shardkit.RandomResizedCrop(24),
+                                        shardkit.Normalize((0, 0, 0), (255, 255, 255))])
+    for batch in loader:
+        loss = F.cross_entropy(model(batch.images), batch.labels)
+        assert torch.isfinite(loss)
+        loss.backward()
+
+
+def test_voc_masks_train_a_segmenter_with_255_ignored(voc, tmp_path):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    dst = tmp_path / "voc"
+    convert_voc(voc, dst, "--keys", voc / "ImageSets" / "Segmentation" / "train.txt")
+    ds = shardkit.Dataset(dst)
+    model = tiny_segmenter(torch, len(ds.fields["seg"].classes))
+    loader = shardkit.Loader(ds, batch_size=3, fields=["seg"], output="torch", dtype="float32",
+                             layout="NCHW",
+                             transform=[shardkit.RandomHorizontalFlip(),
+                                        shardkit.CenterCrop((H + 6, W + 4)),
+                                        shardkit.Normalize((0, 0, 0), (255, 255, 255))])
+    batch = next(iter(loader))
+    seg = batch.fields["seg"]
+    assert seg.shape == (3, H + 6, W + 4) and int(seg[:, 0, :].min()) == VOID  # padded with 255
+    loss = F.cross_entropy(model(batch.images), seg.long(), ignore_index=VOID)
+    assert torch.isfinite(loss)
+    loss.backward()
+
+
+def test_webdataset_seg_png_over_brace_urls_trains_a_segmenter(tmp_path):
+    """x.jpg and x.seg.png in each sample of two tars served by nginx,
+    converted from their brace URL, proved against it, and a segmenter's loss
+    straight from the batch."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    server = os.path.join(TOP, "bench", "http_server.sh")
+    if subprocess.run(["sh", "-c", "command -v nginx || test -x /usr/sbin/nginx"],
+                      capture_output=True).returncode:
+        pytest.skip("nginx is not installed (scripts/deps.sh installs it)")
+    tars = tmp_path / "tars"
+    tars.mkdir()
+    truth = {}
+    for s in range(2):
+        with tarfile.open(tars / f"{s:05d}.tar", "w") as t:
+            for k in range(3):
+                img = np.full((H, W, 3), 40 * k, np.uint8)
+                m = np.zeros((H, W), np.uint8)
+                m[5:20, 4 + k:30] = 1 + (s + k) % 2
+                m[0] = VOID
+                truth[f"{s:05d}.tar/{s}{k}.jpg"] = m
+                for name, arr, mode, fmt in ((f"{s}{k}.jpg", img, "RGB", "JPEG"),
+                                             (f"{s}{k}.seg.png", m, "L", "PNG")):
+                    b = io.BytesIO()
+                    Image.fromarray(arr, mode).save(b, fmt)
+                    info = tarfile.TarInfo(name)
+                    info.size = len(b.getvalue())
+                    t.addfile(info, io.BytesIO(b.getvalue()))
+    (tmp_path / "classes.txt").write_text("background\nroad\ncar\n")
+    spec = f"seg=mask,from=.seg.png,classes={tmp_path / 'classes.txt'},ignore={VOID},required"
+    url = subprocess.run(["sh", server, "start", str(tmp_path / "http"), f"wds={tars}"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        src = url + "/wds/{00000..00001}.tar"
+        dst = tmp_path / "dst"
+        subprocess.run([tool("shardify"), "--quiet", "--labels", "none", "--size", str(W),
+                        "--fit", "long", "--field", spec, src, dst], check=True)
+        out = subprocess.run([tool("shardcheck"), "--deep", "--source", src, dst],
+                             capture_output=True, text=True)
+        assert out.returncode == 0 and f"verified '{dst}'" in out.stdout + out.stderr, out
+    finally:
+        subprocess.run(["sh", server, "stop", str(tmp_path / "http")], check=True)
+    ds = shardkit.Dataset(dst)
+    assert len(ds) == 6  # the masks are fields of their images, not samples
+    for s in ds:
+        assert np.array_equal(s.fields["seg"], truth[s.key]), s.key
+    model = tiny_segmenter(torch, len(ds.fields["seg"].classes))
+    loader = shardkit.Loader(ds, batch_size=3, fields=["seg"], output="torch", dtype="float32",
+                             layout="NCHW",
+                             transform=[shardkit.RandomResizedCrop(24),
+                                        shardkit.RandomHorizontalFlip(),
+                                        shardkit.Normalize((0, 0, 0), (255, 255, 255))])
+    for batch in loader:
+        loss = F.cross_entropy(model(batch.images), batch.fields["seg"].long(),
+                               ignore_index=VOID)
+        assert torch.isfinite(loss)
+        loss.backward()

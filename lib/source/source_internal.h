@@ -117,8 +117,9 @@ int sk_rows_unmatched(uint64_t rows, const struct shard_keylist *keys,
  * Every regular file whose name ends in a declared suffix is a sidecar file,
  * never an image candidate.  After the scan, each is given to the image it
  * belongs to: the longest declared suffix whose stem is an image's; a file
- * of no image is an orphan.  Images sharing a stem ("x.jpg", "x.png") cannot
- * tell their sidecars apart: they are refused (SK_REASON_STEM). */
+ * of no image is an orphan.  Of images sharing a stem ("x.jpg", "x.png": one
+ * WebDataset sample), the first by key is the stem's image, with its
+ * sidecars; the others are refused naming it (SK_REASON_STEM). */
 struct sk_sidecars;
 
 /* The declared suffixes (each starting with '.', no '/'; repeats are fine).
@@ -143,9 +144,11 @@ int sk_sidecars_add_refused(struct sk_sidecars *s, const char *key, size_t len, 
 /* After resolving: why file i cannot be read without opening it, or NULL. */
 const char *sk_sidecars_file_refusal(const struct sk_sidecars *s, size_t i);
 /* Match the files found with the image candidates `keys` (any order): each
- * file goes to its image or becomes an orphan; candidates sharing a stem are
- * added to `refused` (reason SK_REASON_STEM "... 'OTHER'"; sorted again).
- * Candidates already refused take part like any other.  0 or SHARD_ENOMEM. */
+ * file goes to its image or becomes an orphan; of candidates sharing a stem,
+ * all but the first by key are added to `refused` (reason SK_REASON_STEM
+ * "'FIRST', the stem's image ..."; sorted again).  A candidate already
+ * refused keeps its reason and is never the stem's image.  0 or
+ * SHARD_ENOMEM. */
 int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
                         struct shard_refusals *refused, struct shard_err *err);
 /* After resolving: the sidecar file of candidate `key` for suffix `suffix`
@@ -359,7 +362,8 @@ int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_
 #define SK_REASON_ENCRYPTED "unsupported: encrypted archive entry"
 /* A hard link whose target cannot be found or used. */
 #define SK_REASON_LINK "hard link to "
-/* Images that share a stem while sidecar fields are declared. */
+/* An image that shares its stem with an earlier one while sidecar fields are
+ * declared. */
 #define SK_REASON_STEM "another image has the same stem: "
 /* A later archive entry of a name an earlier entry already has. */
 #define SK_REASON_DUPLICATE "duplicate entry in archive: an earlier entry has this name"

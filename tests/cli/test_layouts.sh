@@ -2,8 +2,10 @@
 # list (--classes) for a folder, for WebDataset's numeric .cls and for the
 # parts of a folder of archives; a Hugging Face imagefolder (split folders,
 # metadata.jsonl keyed by file_name, one class list across the splits);
-# --key-column on any table.  Every dataset is proved by shardcheck --deep
-# --source, and every refusal names its subject.
+# --key-column on any table; VOC split lists and ignore values; WebDataset
+# samples of a mask sidecar or of two images; archives named by URL.  Every
+# dataset is proved by shardcheck --deep --source, and every refusal names
+# its subject.
 . "$(dirname "$0")/lib.sh"
 
 L=$T/layouts
@@ -324,6 +326,35 @@ for k in range(3):
     assert set(np.unique(m)) == {0, 1 + k % 2, 255}, np.unique(m)
     assert (m[0] == 255).all() and (m[5, :13] == 1 + k % 2).all() and (m[5, 13:] == 0).all(), m
 EOF
+
+say "a WebDataset sample of two images (x.jpg, x.png): the first is the sample, with its sidecars"
+"$PYTHON" - "$L" <<'EOF'
+import io, os, sys, tarfile
+from PIL import Image
+top = sys.argv[1]
+os.makedirs(f"{top}/pairs", exist_ok=True)
+def image(fmt, k):
+    out = io.BytesIO()
+    Image.new("RGB", (20, 16), (50 * k, 80, 120)).save(out, fmt)
+    return out.getvalue()
+with tarfile.open(f"{top}/pairs/00000.tar", "w") as t:
+    for k in range(3):
+        for name, data in ((f"{k}.jpg", image("JPEG", k)), (f"{k}.png", image("PNG", k)),
+                           (f"{k}.cls", f"{k % 2}".encode()), (f"{k}.txt", f"pair {k}".encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+EOF
+shardify --archives "$L/pairs" "$T/pairs" $S --labels sidecar:.cls --field caption=text,from=.txt
+[ "$(json "$T/pairs/manifest.json" "d['counts']['samples'], d['counts']['fields'], [r['key'] for r in d['rejected']]")" = \
+    "(3, {'caption': 3}, ['00000.tar/0.png', '00000.tar/1.png', '00000.tar/2.png'])" ] ||
+    die "the two-image samples: $(cat "$T/pairs/manifest.json")"
+[ "$(json "$T/pairs/manifest.json" "d['rejected'][2]['reason']")" = \
+    "another image has the same stem: '00000.tar/2.jpg', the stem's image (the first by name)" ] ||
+    die "the second image's reason: $(cat "$T/pairs/manifest.json")"
+[ "$(labels_of "$T/pairs" | tr '\n' ' ')" = "00000.tar/0.jpg 0 00000.tar/1.jpg 1 00000.tar/2.jpg 0 " ] ||
+    die "the two-image samples' classes: $(labels_of "$T/pairs")"
+verifies pairs "$L/pairs" "$T/pairs"
 
 say "WebDataset shards named by URL: brace lists over nginx, the listing checked before any download"
 HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"

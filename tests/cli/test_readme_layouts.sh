@@ -4,11 +4,12 @@
 # archive, labels from a CSV file, a regex, a sidecar (.cls) or a table
 # column, img2dataset's folder of WebDataset tars with captions and
 # metadata, WebDataset tars with .cls classes, a folder with a JSON Lines
-# annotation table, COCO boxes and masks, mask sidecars (_mask.png) and a
-# VOC-style mask folder, a Hugging Face imagefolder (splits, metadata.jsonl)
+# annotation table, COCO boxes, masks and instances, mask sidecars
+# (_mask.png, and a WebDataset tar's .seg.png), VOC's and Cityscapes' mask
+# folders (255: void), a Hugging Face imagefolder (splits, metadata.jsonl)
 # and a table keyed by another column, a conversion in parts and its merge,
-# and an incremental run.  Every one must verify, and (lib.sh) every manifest must
-# agree with manifests/.
+# an incremental run, and archives named by URL.  Every one must verify,
+# and (lib.sh) every manifest must agree with manifests/.
 . "$(dirname "$0")/lib.sh"
 
 L=$T/layouts
@@ -127,6 +128,18 @@ with open(f"{top}/classes.txt", "w") as f:
 with open(f"{top}/voc_classes.txt", "w") as f:
     f.write("background\naeroplane\nbicycle\n")
 
+# WebDataset segmentation: 000123.jpg and its mask 000123.seg.png (255: void)
+# in each sample of the tars
+for t in range(2):
+    members = []
+    for k in range(3):
+        ids = bytearray([(t + k) % 3]) * (W * H)
+        ids[:W] = b"\xff" * W
+        out = io.BytesIO()
+        Image.frombytes("L", (W, H), bytes(ids)).save(out, "PNG")
+        members += [(f"{t}0{k}.jpg", jpeg_bytes(k)), (f"{t}0{k}.seg.png", out.getvalue())]
+    tar(f"{top}/wds-seg/{t:05d}.tar", members)
+
 # Cityscapes as it is laid out: leftImg8bit/ and gtFine/ by split and city,
 # the trainIds masks (255: void) beside colour and labelIds PNGs and polygons
 for city in ("aachen", "bochum"):
@@ -235,6 +248,12 @@ layout voc "$L/VOC2012/JPEGImages" "$T/voc" --keys "$L/VOC2012/ImageSets/Segment
 layout cityscapes "$L/cityscapes/leftImg8bit/train" "$T/cityscapes"
 [ "$(json "$T/cityscapes/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['orphans']")" = \
     "(4, {'seg': 4}, [])" ] || die "the Cityscapes masks: $(cat "$T/cityscapes/manifest.json")"
+
+(cd "$L" && shardify --archives wds-seg/ "$T/wds-seg" --size 32 --labels none \
+    --field seg=mask,from=.seg.png,classes=classes.txt,ignore=255,required --quiet)
+layout wds_seg "$L/wds-seg" "$T/wds-seg"
+[ "$(json "$T/wds-seg/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['counts']['sidecars']")" = \
+    "(6, {'seg': 6}, 6)" ] || die "the WebDataset masks: $(cat "$T/wds-seg/manifest.json")"
 
 say "Hugging Face imagefolder: split folders, metadata.jsonl keyed by file_name, --key-column"
 (cd "$L" && shardify hf/ "$T/hf" --field text=text --size 32 --quiet &&

@@ -288,6 +288,13 @@ int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars
 /* 1 when `name` ends, case-insensitively, in .tar .tar.gz .tgz .tar.bz2 .tbz2
  * .tar.xz .txz .tar.zst .tzst or .zip. */
 int sk_is_archive_name(const char *name);
+/* A list of names (a directory's, as the two listings below give them):
+ * append a copy of `name` (*n names, room for *cap, grown by doubling),
+ * 0 or SHARD_ENOMEM; sort them bytewise; free them (accepts NULL). */
+int sk_names_add(char ***list, size_t *n, size_t *cap, const char *name, struct shard_err *err);
+void sk_names_sort(char **list, size_t n);
+void sk_names_free(char **list, size_t n);
+
 /* The archives directly in `dir` (regular files so named: no subdirectory is
  * entered, no link followed), sorted by name, in *names (malloc'd, each
  * malloc'd).  Other entries are counted in *st as ignored.  SHARD_ENOTFOUND,

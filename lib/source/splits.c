@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "util/fsutil.h"
-#include "util/grow.h"
 #include "shardkit/source.h"
+#include "source/source_internal.h"
 
 /* The `datasets` library's names of the train, validation and test splits. */
 static const char *const split_names[] = {"train", "training", "validation", "valid", "val",
@@ -26,14 +26,7 @@ int shard_split_name(const char *name)
 
 void shard_splits_free(char **names, size_t count)
 {
-    for (size_t i = 0; names && i < count; i++)
-        free(names[i]);
-    free(names);
-}
-
-static int compare_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    sk_names_free(names, count);
 }
 
 int shard_source_splits(const char *dir, char ***names, size_t *count, size_t *others,
@@ -63,21 +56,14 @@ int shard_source_splits(const char *dir, char ***names, size_t *count, size_t *o
             ++*others;
             continue;
         }
-        if (SK_GROW(list, cap, n + 1, 4)) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            break;
-        }
-        if (!(list[n] = strdup(e->d_name)))
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        else
-            n++;
+        rc = sk_names_add(&list, &n, &cap, e->d_name, err);
     }
     closedir(d);
     if (rc) {
-        shard_splits_free(list, n);
+        sk_names_free(list, n);
         return rc;
     }
-    qsort(list, n, sizeof *list, compare_names);
+    sk_names_sort(list, n);
     *names = list;
     *count = n;
     return SHARD_OK;

@@ -117,11 +117,15 @@ int sk_key_selection_load(struct sk_key_selection **out, const char *path, struc
         size_t n = nl ? (size_t)(nl - p) : text.len - pos;
         pos += n + (nl != NULL);
         no++;
-        while (n && strchr(" \t\r", p[n - 1])) /* a line's first word: VOC's lists hold one */
+        /* a line's first word (VOC's lists hold one); the text has no NUL after it */
+        while (n && memchr(" \t\r", p[n - 1], 3))
             n--;
-        while (n && strchr(" \t", *p))
+        while (n && memchr(" \t", *p, 2))
             p++, n--;
-        n = strcspn(p, " \t") < n ? strcspn(p, " \t") : n;
+        size_t word = 0;
+        while (word < n && !memchr(" \t", p[word], 2))
+            word++;
+        n = word;
         if (!n)
             continue;
         if (s->lines.count == cap) {

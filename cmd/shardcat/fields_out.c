@@ -64,6 +64,32 @@ static int append_text(struct shard_buf *b, const char *s, struct shard_err *err
 }
 
 /* The value of field value fv (declaration d) as JSON text and a newline. */
+/* An INSTANCES value as COCO's uncompressed RLE, a list of one
+ * {"size": [h, w], "counts": [...]} per mask (the read checked its runs). */
+static int instances_json(const struct shard_field_value *fv, struct shard_buf *b,
+                          struct shard_err *err)
+{
+    const uint8_t *p = fv->data;
+    uint32_t w = (uint32_t)get_le(p, 4), h = (uint32_t)get_le(p + 4, 4);
+    uint32_t count = (uint32_t)get_le(p + 8, 4);
+    char num[64];
+    int rc = append_text(b, "[", err);
+    p += SHARD_INSTANCES_HEADER_BYTES;
+    for (uint32_t k = 0; !rc && k < count; k++) {
+        uint32_t runs = (uint32_t)get_le(p, 4);
+        snprintf(num, sizeof num, "%s{\"size\":[%u,%u],\"counts\":[", k ? "," : "", h, w);
+        rc = append_text(b, num, err);
+        for (uint32_t r = 0; !rc && r < runs; r++) {
+            snprintf(num, sizeof num, "%s%u", r ? "," : "", (uint32_t)get_le(p + 4 + 4 * r, 4));
+            rc = append_text(b, num, err);
+        }
+        if (!rc)
+            rc = append_text(b, "]}", err);
+        p += 4 + 4 * (size_t)runs;
+    }
+    return rc ? rc : append_text(b, "]", err);
+}
+
 static int to_json(const struct shard_manifest *m, const struct shard_field_decl *d,
                    const struct shard_field_value *fv, struct shard_buf *b, struct shard_err *err)
 {
@@ -151,7 +177,8 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
                      ? targets_boxes_json(decl, fv->data, (size_t)fv->len, json, &err)
                  : decl->type == SHARD_FIELD_MASK
                      ? targets_mask_png(fv->data, (size_t)fv->len, json, &err)
-                     : to_json(m, decl, fv, json, &err);
+                 : decl->type == SHARD_FIELD_INSTANCES ? instances_json(fv, json, &err)
+                                                       : to_json(m, decl, fv, json, &err);
         if (rc) {
             fprintf(stderr, "%s: field '%s' of '%s': %s\n", prog, decl->name,
                     key_for_message(key, it->key.len, shown), err.msg);

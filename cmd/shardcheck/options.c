@@ -54,6 +54,8 @@ static const char usage_text[] =
     "                        table (config.annotations), and each sample's value of each\n"
     "                        column field must have the source identity index.jsonl\n"
     "                        names (with --deep also the stored value itself)\n"
+    "  --keys FILE           with --source: the key list (shardify --keys) that\n"
+    "                        selected the samples (config.keys)\n"
     "  --fidelity N          re-run the pipeline on N source files spread evenly over\n"
     "                        the dataset (needs --source) and compare the stored pixels\n"
     "                        with the re-run's: raw and png must be identical; jpeg\n"
@@ -130,6 +132,7 @@ enum {
     OPT_SOURCE,
     OPT_LABELS,
     OPT_ANNOTATIONS,
+    OPT_KEYS,
     OPT_FIDELITY,
     OPT_MIN_PSNR,
     OPT_VISITATION,
@@ -155,6 +158,7 @@ static const struct option long_options[] = {
     {"source", required_argument, NULL, OPT_SOURCE},
     {"labels", required_argument, NULL, OPT_LABELS},
     {"annotations", required_argument, NULL, OPT_ANNOTATIONS},
+    {"keys", required_argument, NULL, OPT_KEYS},
     {"fidelity", required_argument, NULL, OPT_FIDELITY},
     {"min-psnr", required_argument, NULL, OPT_MIN_PSNR},
     {"visitation", required_argument, NULL, OPT_VISITATION},
@@ -198,6 +202,7 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_SOURCE: v->source = optarg; break;
     case OPT_LABELS: v->labels = optarg; break;
     case OPT_ANNOTATIONS: v->annotations = optarg; break;
+    case OPT_KEYS: v->keys = optarg; break;
     case OPT_FIDELITY:
         if (cli_parse_u64(optarg, 1, UINT64_MAX, &v->fidelity))
             return cli_usage_error(PROG, "--fidelity: '%s' is not a positive number", optarg);
@@ -311,6 +316,8 @@ int options_parse(int argc, char **argv, struct options *o)
         return cli_usage_error(PROG, "--labels is only used with --source");
     if (v->annotations && !v->source)
         return cli_usage_error(PROG, "--annotations is only used with --source");
+    if (v->keys && !v->source)
+        return cli_usage_error(PROG, "--keys is only used with --source");
     /* the page must be writable before the checks start */
     if (o->report_file)
         return cli_check_output(PROG, "--report", o->report_file);

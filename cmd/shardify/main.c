@@ -1,9 +1,11 @@
 /* shardify - convert a folder or archive of images into zstd shards.
  * The flow: options (options.c), shardify_run() (the library), the report
  * (report_text.c, report_json.c). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -69,6 +71,25 @@ static void release_signals(void)
     signal(SIGALRM, SIG_DFL);
 }
 
+/* One run of SRC (the split o->run.split of it) into dst, and its report. */
+static int convert(struct options *o, const char *dst, struct cli_progress *progress)
+{
+    struct shardify_summary summary;
+    struct shard_err err;
+    shard_err_clear(&err);
+    int rc = shardify_run(o->src, dst, &o->run, &summary, &err);
+    cli_progress_end(progress);
+    struct report r = {o->src, dst, &o->run, rc, &err, &summary};
+    if (rc || !o->quiet)
+        report_write_text(&r, stderr);
+    else
+        report_write_warnings(&r, stderr);
+    if (o->json)
+        report_write_json(&r, stdout);
+    shardify_summary_release(&summary);
+    return rc ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     cli_check_stdout_at_exit("shardify");
@@ -87,19 +108,22 @@ int main(int argc, char **argv)
     }
     catch_signals();
 
-    struct shardify_summary summary;
-    struct shard_err err;
-    shard_err_clear(&err);
-    rc = shardify_run(o.src, o.dst, &o.run, &summary, &err);
+    if (!o.split_count) {
+        rc = convert(&o, o.dst, &progress);
+    } else { /* SRC laid out in splits: each into DST/NAME, one after the other */
+        rc = CLI_EXIT_OK;
+        if (strncmp(o.dst, "s3://", 5) && mkdir(o.dst, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "%s: cannot create '%s': %s\n", PROG, o.dst, strerror(errno));
+            rc = CLI_EXIT_FAILED;
+        }
+        for (size_t i = 0; !rc && i < o.split_count; i++) {
+            char dst[4096];
+            snprintf(dst, sizeof dst, "%s/%s", o.dst, o.splits[i]);
+            if (!(rc = options_for_split(&o, o.splits[i])))
+                rc = convert(&o, dst, &progress);
+        }
+    }
     release_signals();
-    cli_progress_end(&progress);
-    struct report r = {o.src, o.dst, &o.run, rc, &err, &summary};
-    if (rc || !o.quiet)
-        report_write_text(&r, stderr);
-    else
-        report_write_warnings(&r, stderr);
-    if (o.json)
-        report_write_json(&r, stdout);
-    shardify_summary_release(&summary);
-    return rc ? CLI_EXIT_FAILED : CLI_EXIT_OK;
+    options_release(&o);
+    return rc;
 }

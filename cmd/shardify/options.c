@@ -3,6 +3,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -24,7 +25,11 @@ static const char usage_text[] =
     "        whose converted samples are spooled in DST/.shardify until the shards\n"
     "        are written: DST needs room for about twice the dataset meanwhile;\n"
     "        or s3://BUCKET/PREFIX: every object below PREFIX/, fetched in parallel;\n"
-    "        with --archives, a directory of archives read as one source\n"
+    "        with --archives, a directory of archives read as one source;\n"
+    "        or http(s):// URLs of archives (WebDataset tar shards), read as a\n"
+    "        folder of them: brace lists ({00000..00099}.tar, {a,b}.tar) and\n"
+    "        several URLs separated by '::' are expanded, and every archive is\n"
+    "        checked to be there before any is fetched\n"
     "  DST   output directory; created if missing; must be empty unless it holds a\n"
     "        previous shardify output (see --overwrite and --resume); or\n"
     "        s3://BUCKET/PREFIX: each shard is uploaded when it is finished,\n"
@@ -48,6 +53,14 @@ static const char usage_text[] =
     "                        capture group of PATTERN on the key), sidecar:SUFFIX\n"
     "                        (the text of each image's sidecar file, e.g.\n"
     "                        sidecar:.cls) or column:NAME (of --annotations)\n"
+    "  --classes FILE        a fixed class list, its order the labels' numbering,\n"
+    "                        whatever SRC holds: one name a line, or a JSON array\n"
+    "                        of names or of {\"id\", \"name\"} (ids 0..N-1); a class of\n"
+    "                        SRC it does not list is an error (a class number below\n"
+    "                        N, as a numeric .cls, is the list's class of that number)\n"
+    "  --keys FILE           convert only the images FILE lists, one key or stem a line\n"
+    "                        (VOC's ImageSets/Segmentation/train.txt); the others\n"
+    "                        are counted as ignored\n"
     "  --archives            SRC is a directory of archives (WebDataset tar shards, as\n"
     "                        img2dataset writes them): every .tar, .tar.gz, .tar.zst,\n"
     "                        .zip ... directly in it is read, in name order, as part\n"
@@ -61,7 +74,7 @@ static const char usage_text[] =
     "                        folder sorted and shuffled together (one run; memory\n"
     "                        grows with the samples), for archives that each hold\n"
     "                        one class\n"
-    "  --field NAME=TYPE[,from=SOURCE][,classes=FILE][,required]\n"
+    "  --field NAME=TYPE[,from=SOURCE][,classes=FILE][,ignore=N][,replace=OLD:NEW][,required]\n"
     "                        a field each sample carries besides its image (repeat\n"
     "                        for more); TYPE: text, json, int, float, float32[N],\n"
     "                        int64[N], labels, bytes, mask; SOURCE: a sidecar suffix\n"
@@ -72,16 +85,36 @@ static const char usage_text[] =
     "                        that column NAME, else the sidecar .NAME); a mask is a\n"
     "                        grey or palette PNG of class ids, resized and cropped\n"
     "                        with its image, whose classes FILE lists (JSON names or\n"
-    "                        {id, name}, or a name a line); required: a sample\n"
-    "                        without it is rejected (default: it may be absent)\n"
+    "                        {id, name}, or a name a line) and ignore=N the value of\n"
+    "                        pixels of no class (VOC's 255: kept, padding writes it);\n"
+    "                        a folder's replace=OLD:NEW: the image stem's ending OLD\n"
+    "                        is NEW in its mask's name (Cityscapes:\n"
+    "                        replace=_leftImg8bit:_gtFine_labelTrainIds);\n"
+    "                        required: a sample without it is rejected (default: it\n"
+    "                        may be absent)\n"
     "  --coco FILE           a COCO annotation file (instances_*.json): the field\n"
     "                        \"boxes\" of each image its file_name names (bbox,\n"
     "                        category_id, iscrowd), in the stored image's pixels\n"
+    "  --coco-instances      with --coco, also the field \"masks\": one mask per box of\n"
+    "                        \"boxes\", in its order (Mask R-CNN's masks), each\n"
+    "                        annotation's segmentation alone\n"
+    "  --boxes clamp|strict  a COCO box partly outside its image: clamp (default, as\n"
+    "                        torchvision's reference) clips it to the image, and drops\n"
+    "                        and counts one wholly outside it; strict rejects the image\n"
     "  --coco-mask           with --coco, also the field \"mask\": the annotations'\n"
     "                        segmentation (polygons, RLE) as class ids\n"
     "  --annotations FILE    a table of per-sample values keyed by the sample's key:\n"
     "                        JSON Lines ({\"key\": ..., \"caption\": ...}) or CSV with\n"
-    "                        a header row holding \"key\"\n"
+    "                        a header row holding \"key\"; without it, a Hugging Face\n"
+    "                        metadata.jsonl or metadata.csv in SRC (or in the split\n"
+    "                        folder) is read when a field or a --labels column needs\n"
+    "                        a table\n"
+    "  --key-column NAME     the table's key column (default: key; file_name for a\n"
+    "                        table named metadata.jsonl or metadata.csv)\n"
+    "  --split NAME          SRC is laid out in split folders (train/, validation/,\n"
+    "                        test/ ...): convert SRC/NAME, with every split's classes\n"
+    "                        as the labels; without it such a SRC is converted split\n"
+    "                        by split, each into DST/NAME\n"
     "  --max-field-bytes SIZE\n"
     "                        refuse a sample whose sidecar or table value is larger\n"
     "                        (default 16M)\n"
@@ -179,6 +212,12 @@ enum {
     OPT_ORDER,
     OPT_MEMORY,
     OPT_ALLOW_EMPTY,
+    OPT_CLASSES,
+    OPT_KEY_COLUMN,
+    OPT_SPLIT,
+    OPT_KEYS,
+    OPT_BOXES,
+    OPT_COCO_INSTANCES,
 };
 
 static const struct option long_options[] = {
@@ -190,6 +229,12 @@ static const struct option long_options[] = {
     {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
     {"labels", required_argument, NULL, OPT_LABELS},
+    {"classes", required_argument, NULL, OPT_CLASSES},
+    {"key-column", required_argument, NULL, OPT_KEY_COLUMN},
+    {"split", required_argument, NULL, OPT_SPLIT},
+    {"keys", required_argument, NULL, OPT_KEYS},
+    {"boxes", required_argument, NULL, OPT_BOXES},
+    {"coco-instances", no_argument, NULL, OPT_COCO_INSTANCES},
     {"field", required_argument, NULL, OPT_FIELD},
     {"archives", no_argument, NULL, OPT_ARCHIVES},
     {"order", required_argument, NULL, OPT_ORDER},
@@ -228,6 +273,7 @@ struct parsing {
     uint64_t parts;    /* --parts, 0 when not given */
     int incremental;   /* --incremental and --incremental-or-full given */
     const char *order; /* --order, or NULL */
+    int boxes;         /* --boxes given */
 };
 
 /* One option and its value.  CLI_EXIT_OK or the usage-error status. */
@@ -274,6 +320,11 @@ static int parse_option(int opt, void *ctx, char **argv)
                                    optarg);
         break;
     case OPT_LABELS: o->run.labels = optarg; break;
+    case OPT_CLASSES:
+        if (o->run.classes)
+            return cli_usage_error(PROG, "give one --classes file");
+        o->run.classes = optarg;
+        break;
     case OPT_FIELD:
         if (o->run.field_count == SHARD_FIELDS_MAX)
             return cli_usage_error(PROG, "--field: at most %u fields", SHARD_FIELDS_MAX);
@@ -290,7 +341,22 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_ANNOTATIONS:
         if (o->run.annotations)
             return cli_usage_error(PROG, "give one --annotations table");
-        o->run.annotations = optarg;
+        o->run.annotations = o->annotations = optarg;
+        break;
+    case OPT_KEY_COLUMN:
+        if (!*optarg)
+            return cli_usage_error(PROG, "--key-column needs a column's name");
+        o->key_column = optarg;
+        break;
+    case OPT_KEYS:
+        if (o->run.keys)
+            return cli_usage_error(PROG, "give one --keys file");
+        o->run.keys = optarg;
+        break;
+    case OPT_SPLIT:
+        if (!*optarg || strchr(optarg, '/') || !strcmp(optarg, ".") || !strcmp(optarg, ".."))
+            return cli_usage_error(PROG, "--split: '%s' is not a folder's name", optarg);
+        o->run.split = optarg;
         break;
     case OPT_COCO:
         if (o->run.coco)
@@ -298,6 +364,13 @@ static int parse_option(int opt, void *ctx, char **argv)
         o->run.coco = optarg;
         break;
     case OPT_COCO_MASK: o->run.coco_mask = 1; break;
+    case OPT_COCO_INSTANCES: o->run.coco_instances = 1; break;
+    case OPT_BOXES:
+        if (strcmp(optarg, "clamp") && strcmp(optarg, "strict"))
+            return cli_usage_error(PROG, "--boxes takes clamp or strict, not '%s'", optarg);
+        cfg->boxes_strict = !strcmp(optarg, "strict");
+        p->boxes = 1;
+        break;
     case OPT_MAX_FIELD_BYTES:
         if (cli_parse_size(optarg, &cfg->max_field_bytes) || cfg->max_field_bytes == 0)
             return cli_usage_error(PROG, "--max-field-bytes: '%s' is not a size", optarg);
@@ -371,11 +444,82 @@ static int check_previous(const struct options *o)
     return CLI_EXIT_OK;
 }
 
+/* A table named as the `datasets` library names its metadata table. */
+static int metadata_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    return !strcmp(base, "metadata.jsonl") || !strcmp(base, "metadata.csv");
+}
+
+/* SRC laid out in split folders and no --split: each is converted on its
+ * own (a local directory, not --archives). */
+static int find_splits(struct options *o)
+{
+    struct shard_err err;
+    size_t others;
+    if (o->run.split || o->run.archives || !strncmp(o->src, "s3://", 5) ||
+        shard_path_is_file(o->src))
+        return CLI_EXIT_OK;
+    if (shard_source_splits(o->src, &o->splits, &o->split_count, &others, &err) == SHARD_OK &&
+        others) { /* a class folder beside "train/" is no split layout */
+        shard_splits_free(o->splits, o->split_count);
+        o->splits = NULL;
+        o->split_count = 0;
+    }
+    if (o->split_count && o->run.part < o->run.parts)
+        return cli_usage_error(PROG,
+                               "'%s' is laid out in split folders: --part converts one "
+                               "of them, named with --split",
+                               o->src);
+    if (o->split_count && (o->run.incremental || o->run.mode == SHARDIFY_RESUME))
+        return cli_usage_error(PROG,
+                               "'%s' is laid out in split folders: name the one to %s "
+                               "with --split",
+                               o->src, o->run.incremental ? "convert incrementally" : "resume");
+    return CLI_EXIT_OK;
+}
+
+int options_for_split(struct options *o, const char *split)
+{
+    struct shard_err err;
+    o->run.split = split;
+    o->run.annotations = o->annotations;
+    o->run.annotations_key = o->key_column;
+    free(o->metadata);
+    o->metadata = NULL;
+    int wants_table = o->run.field_count ||
+                      (o->run.labels && !strncmp(o->run.labels, "column:", 7));
+    if (!o->annotations && wants_table && !o->run.archives && strncmp(o->src, "s3://", 5) &&
+        !shard_path_is_file(o->src)) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", o->src, split ? split : ".");
+        int rc = shard_source_metadata(split ? dir : o->src, &o->metadata, &err);
+        if (rc) {
+            fprintf(stderr, "%s: %s\n", PROG, err.msg);
+            return CLI_EXIT_FAILED;
+        }
+        o->run.annotations = o->metadata;
+    }
+    if (o->run.annotations && !o->key_column && metadata_name(o->run.annotations))
+        o->run.annotations_key = SHARD_METADATA_KEY;
+    return CLI_EXIT_OK;
+}
+
+void options_release(struct options *o)
+{
+    free(o->metadata);
+    o->metadata = NULL;
+    shard_splits_free(o->splits, o->split_count);
+    o->splits = NULL;
+    o->split_count = 0;
+}
+
 int options_parse(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
     shardify_options_init(&o->run);
-    struct parsing p = {o, 0, 0, NULL, 0, 0, NULL};
+    struct parsing p = {o, 0, 0, NULL, 0, 0, NULL, 0};
     int rc = cli_parse_options(argc, argv, long_options, parse_option, &p);
     if (rc)
         return rc;
@@ -389,6 +533,9 @@ int options_parse(int argc, char **argv, struct options *o)
     if (p.order && !o->run.archives)
         return cli_usage_error(PROG, "--order is the stored order of a folder of archives: "
                                      "give --archives");
+    if (argc - optind == 2 &&
+        (!strncmp(argv[optind], "http://", 7) || !strncmp(argv[optind], "https://", 8)))
+        o->run.archives = 1; /* archives named by URL: a folder of them */
     /* a folder of archives is stored archive by archive unless asked */
     if (o->run.archives)
         o->run.config.order = p.order && !strcmp(p.order, "global") ? SHARD_ORDER_SOURCE
@@ -408,6 +555,8 @@ int options_parse(int argc, char **argv, struct options *o)
     if (o->run.work_dir && strncmp(o->dst, "s3://", 5))
         return cli_usage_error(PROG, "--work-dir is for an s3:// DST; a local DST keeps its "
                                      "work in DST/.shardify");
+    if ((rc = find_splits(o)) || (rc = options_for_split(o, o->run.split)))
+        return rc;
     for (uint32_t i = 0; i < o->run.field_count; i++) {
         /* a declaration that cannot be read is a usage error, named */
         struct shard_field_decl d;
@@ -423,12 +572,19 @@ int options_parse(int argc, char **argv, struct options *o)
             }
         shard_field_decl_release(&d);
     }
+    if (o->key_column && !o->run.annotations)
+        return cli_usage_error(PROG, "--key-column names the key column of --annotations (or "
+                                     "of a metadata table in SRC), and there is none");
     if (o->run.annotations && !o->run.field_count &&
         !(o->run.labels && !strncmp(o->run.labels, "column:", 7)))
         return cli_usage_error(PROG, "--annotations is read by --field or --labels column:NAME, "
                                      "and neither is given");
     if (o->run.coco_mask && !o->run.coco)
         return cli_usage_error(PROG, "--coco-mask needs --coco FILE");
+    if (o->run.coco_instances && !o->run.coco)
+        return cli_usage_error(PROG, "--coco-instances needs --coco FILE");
+    if (p.boxes && !o->run.coco)
+        return cli_usage_error(PROG, "--boxes is for the boxes of --coco FILE");
     if (o->run.labels && !strncmp(o->run.labels, "column:", 7) && !o->run.annotations)
         return cli_usage_error(PROG, "--labels %s needs --annotations FILE", o->run.labels);
     if (o->run.labels) {

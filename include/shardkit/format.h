@@ -82,6 +82,13 @@ extern "C" {
  *            width:u32 height:u32 value_bytes:u8 (1, or 2 when a class id is
  *            above 255) and 3 reserved zero bytes (SHARD_MASK_HEADER_BYTES),
  *            then height x width values, row-major
+ *   INSTANCES one mask per object, of the record's width x height, each a
+ *            box's of the dataset's BOXES field in the same order (Mask
+ *            R-CNN's `masks`): width:u32 height:u32 count:u32 and a reserved
+ *            zero u32 (SHARD_INSTANCES_HEADER_BYTES), then `count` masks,
+ *            each runs:u32 and `runs` run lengths (u32) of 0 and 1 in turn,
+ *            starting with 0, over the pixels in column-major order (COCO's
+ *            uncompressed RLE), summing to width x height
  * Type numbers are part of the format: they are stored in every entry. */
 enum shard_field_type {
     SHARD_FIELD_TEXT = 1,
@@ -94,6 +101,7 @@ enum shard_field_type {
     SHARD_FIELD_BYTES = 8,
     SHARD_FIELD_BOXES = 9,
     SHARD_FIELD_MASK = 10,
+    SHARD_FIELD_INSTANCES = 11,
 };
 #define SHARD_FIELDS_MAX 256u           /* fields a dataset may declare */
 #define SHARD_FIELD_NAME_MAX 64u        /* bytes of a field's name */
@@ -104,9 +112,11 @@ enum shard_field_type {
 #define SHARD_BOX_CROWD 1u /* flags: a crowd region (COCO's iscrowd) */
 /* A MASK value's header: width:u32 height:u32 value_bytes:u8 reserved:u8[3]. */
 #define SHARD_MASK_HEADER_BYTES 12u
+/* An INSTANCES value's header: width:u32 height:u32 count:u32 reserved:u32. */
+#define SHARD_INSTANCES_HEADER_BYTES 16u
 
 /* "text", "json", "int", "float", "float32", "int64", "labels", "bytes",
- * "boxes", "mask"; NULL for a number that is no type. */
+ * "boxes", "mask", "instances"; NULL for a number that is no type. */
 SHARD_API const char *shard_field_type_name(enum shard_field_type t);
 /* Parse a type as the command line and the manifest write it: one of the
  * names above, the vector types with their length in brackets

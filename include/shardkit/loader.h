@@ -267,13 +267,22 @@ SHARD_API size_t shard_transforms_boxes(const struct shard_transforms *a,
 
 /* A mask (channels 1 or 2: the bytes of one value, little-endian) of the
  * size the draws were made for, through the choices: out_width x
- * out_height values, row-major, written to dst.  0, SHARD_EINVAL (draws for
- * another size), SHARD_ENOMEM. */
+ * out_height values, row-major, written to dst, 0 where a CENTER_CROP's
+ * padding reaches outside the mask.  0, SHARD_EINVAL (draws for another
+ * size), SHARD_ENOMEM. */
 SHARD_API int shard_transforms_mask(const struct shard_transforms *a,
                                     const struct shard_image *mask,
                                     const struct shard_transforms_draws *d,
                                     struct shard_transforms_workspace *w, void *dst,
                                     struct shard_err *err);
+/* The same with `fill` where the padding reaches outside (a mask field's
+ * ignore value, as torchvision's segmentation reference pads with 255);
+ * SHARD_EINVAL when fill does not fit the mask's values. */
+SHARD_API int shard_transforms_mask_fill(const struct shard_transforms *a,
+                                         const struct shard_image *mask,
+                                         const struct shard_transforms_draws *d,
+                                         struct shard_transforms_workspace *w, uint32_t fill,
+                                         void *dst, struct shard_err *err);
 
 /* ---- the loader ------------------------------------------------------------
  *

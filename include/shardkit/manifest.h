@@ -50,6 +50,7 @@ struct shard_field_class {
 /* Where a field of a COCO annotation file (config.coco) comes from. */
 #define SHARD_COCO_BBOX "bbox"                 /* BOXES: the annotations' bbox */
 #define SHARD_COCO_SEGMENTATION "segmentation" /* MASK: their segmentation, rasterised */
+#define SHARD_COCO_INSTANCES "instances"       /* INSTANCES: each one's segmentation alone */
 
 /* A field a dataset declares (config.fields): where its values come from
  * and what they are.  Exactly one of `sidecar`, `column` and `coco` is set. */
@@ -67,13 +68,22 @@ struct shard_field_decl {
                       * absolute): the image's path with ".png" for its
                       * extension below it ("../masks/": a/0001.jpg's
                       * ../masks/a/0001.png); or NULL */
+    char *replace;   /* a folder's only: "OLD:NEW", the ending OLD of the image's
+                      * stem NEW in its mask's name (Cityscapes'
+                      * "_leftImg8bit:_gtFine_labelTrainIds": x_leftImg8bit.png's
+                      * mask is x_gtFine_labelTrainIds.png); or NULL */
     int required;    /* 1: a sample without it is rejected; 0: it may be absent */
-    char *coco;      /* from the COCO annotation file: SHARD_COCO_BBOX or
-                      * SHARD_COCO_SEGMENTATION; or NULL */
+    char *coco;      /* from the COCO annotation file: SHARD_COCO_BBOX,
+                      * SHARD_COCO_SEGMENTATION or SHARD_COCO_INSTANCES; or NULL */
     /* BOXES and MASK: the classes their numbers name, by increasing id,
      * ids and names unique (class_count >= 1); NULL and 0 for the others. */
     struct shard_field_class *classes;
     uint32_t class_count;
+    /* MASK only: the value that marks pixels of no class (void, borders,
+     * padding: VOC's and Cityscapes' 255), kept as it is and never counted
+     * as a class; has_ignore 0: none. */
+    int has_ignore;
+    uint32_t ignore; /* 0..SHARD_MASK_CLASS_MAX, no class's id */
     /* Only while a run is set up (never in a manifest): the file the
      * command line names with classes=FILE, or NULL. */
     char *classes_file;
@@ -82,18 +92,21 @@ struct shard_field_decl {
 /* The class of `id` among d's classes: its position, or -1. */
 SHARD_API int32_t shard_field_class_find(const struct shard_field_decl *d, uint32_t id);
 /* Bytes per value of a MASK field of declaration d: 1 when every class id
- * is at most 255, else 2. */
+ * (and the ignore value) is at most 255, else 2. */
 SHARD_API uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d);
+/* 1 when v may be a value of MASK field d: a class's id or its ignore value. */
+SHARD_API int shard_field_mask_value_valid(const struct shard_field_decl *d, uint32_t v);
 
 /* Parse a declaration as the command line gives it:
- *     NAME=TYPE[,from=SOURCE][,classes=FILE][,required|,optional]
+ *     NAME=TYPE[,from=SOURCE][,classes=FILE][,ignore=N][,replace=OLD:NEW][,required|,optional]
  * TYPE as shard_field_type_parse reads it; SOURCE a sidecar suffix (".txt",
  * starting with '.', or "_mask.png", starting with '_'), a folder ending in
  * '/' (a MASK's: "../masks/") or a column of the annotation table (any other
  * text; only when `table` is 1).  Without
  * from=, the column NAME when there is a table, else the sidecar ".NAME".
  * A MASK field needs classes=FILE (kept in d->classes_file: the run reads
- * it) and a sidecar or a folder; the other types take no classes.  Optional unless
+ * it) and a sidecar or a folder, and may take ignore=N (0..65535: the value
+ * of pixels of no class); the other types take neither.  Optional unless
  * `required`.  Fills *d (release with shard_field_decl_release).  0,
  * SHARD_EINVAL with a message quoting the spec, or SHARD_ENOMEM. */
 SHARD_API int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl *d,
@@ -132,6 +145,18 @@ struct shard_config {
                                * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
     uint64_t max_field_bytes; /* largest sidecar file or table value taken as a field */
     enum shard_order order;   /* SHARD_ORDER_SOURCE but for a folder of archives by archive */
+    char *classes;            /* a fixed class list (shardify --classes FILE): "file:<name>:<xxh3
+                               * of its bytes>", the labels being its classes in its order;
+                               * or NULL (the labels sorted); owned */
+    char *split;              /* the split folder of SRC converted (shardify --split), or
+                               * NULL; owned */
+    char *annotations_key;    /* the annotation table's key column when not "key" (a
+                               * Hugging Face metadata table's "file_name"), or NULL; owned */
+    int boxes_strict;         /* a box partly outside the image rejects its image (shardify
+                               * --boxes strict; config "boxes": "strict"); else (0, "clamp")
+                               * it is clipped and one wholly outside dropped */
+    char *keys;               /* the key list that selected the samples (shardify --keys):
+                               * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
 };
 
 /* The default max_field_bytes: 16 MiB.  A caption is ~100 bytes and JSON

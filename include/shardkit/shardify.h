@@ -133,10 +133,45 @@ struct shardify_options {
      * classes "background" 0 and the categories), after the --field ones.
      * Boxes and masks, like mask fields from sidecars, go through the
      * image's orientation, resize and crop (manifests/FORMAT.md "Boxes and
-     * masks"); they need a directory or S3 source and a full run (no
-     * archives, no incremental run). */
+     * masks"); they need a full run (no incremental run). */
     const char *coco;
     int coco_mask;
+    /* With coco: also the field "masks" (type instances, Mask R-CNN's
+     * masks): one mask per box of "boxes", in its order, each annotation's
+     * segmentation rasterised alone, placed as the boxes are. */
+    int coco_instances;
+    /* config.boxes_strict (--boxes strict): a box partly outside its image
+     * rejects the image, as before; by default (--boxes clamp, as the COCO and
+     * torchvision references) it is clipped to the image, and one wholly
+     * outside it (or empty) is dropped and counted in counts.boxes_dropped. */
+    /* A fixed class list (--classes FILE), or NULL: a JSON array of names or
+     * of {"id", "name"} objects (ids 0..N-1), or one name a line.  The
+     * labels are its classes in its order, whatever the source holds (a
+     * class no sample has keeps its place), recorded as config.classes.  A
+     * class the source gives is looked up by name; one no class of the list
+     * has is, when it is a class number below N (WebDataset's numeric .cls),
+     * the list's class of that number, else an error naming the sample.  It
+     * needs no first pass over a folder of archives, so that parts of one
+     * take named classes. */
+    const char *classes;
+    /* The annotation table's key column (--key-column), or NULL: "key" (or
+     * "key_hex" in JSON Lines).  Recorded as config.annotations_key when it
+     * is another; a Hugging Face metadata table's is SHARD_METADATA_KEY. */
+    const char *annotations_key;
+    /* Convert the split folder SRC/split (--split NAME: "train"), or NULL.
+     * SRC is then the dataset's root, and the class list is every split's:
+     * the classes of SRC's other split folders (shard_source_splits) are
+     * labels too, with no sample, so that label numbers mean the same in
+     * every split converted so.  They are read from the keys (--labels dir,
+     * regex:, a CSV file); labels from a sidecar or column need `classes`.
+     * Recorded as config.split. */
+    const char *split;
+    /* A key list selecting the samples (--keys FILE: VOC's
+     * ImageSets/Segmentation/train.txt), or NULL: one key or stem a line; a
+     * candidate whose key or stem is listed is converted, the others are
+     * counted as ignored, and a listed key of no candidate is an error.  A
+     * directory or S3 source.  Recorded as config.keys. */
+    const char *keys;
     /* SRC is a directory of archives (WebDataset's tar shards, as
      * img2dataset writes them): every archive directly in it (.tar, .tar.gz,
      * .tgz, .tar.bz2, .tar.xz, .tar.zst, .zip), in name order, is read as

@@ -194,6 +194,32 @@ SHARD_API uint64_t shard_archive_ordinal(const struct shard_archive *a);
 
 SHARD_API void shard_archive_close(struct shard_archive *a); /* accepts NULL */
 
+/* ---- Hugging Face imagefolder: splits and metadata ------------------------ */
+
+/* The key column of an imagefolder's metadata table (metadata.jsonl or
+ * metadata.csv), as the `datasets` library reads it. */
+#define SHARD_METADATA_KEY "file_name"
+
+/* 1 when a folder's name is a split's, as the `datasets` library tells
+ * them: train, training, validation, valid, val, dev, test, testing, eval,
+ * evaluation. */
+SHARD_API int shard_split_name(const char *name);
+
+/* The split folders of directory `dir`: the directories in it named as a
+ * split (shard_split_name), sorted, in *names (malloc'd, each malloc'd;
+ * free with shard_splits_free), *count of them; *others counts its other
+ * directories (a dataset laid out in splits has none).  Links are not
+ * followed.  0, SHARD_EIO naming the directory, or SHARD_ENOMEM. */
+SHARD_API int shard_source_splits(const char *dir, char ***names, size_t *count, size_t *others,
+                                  struct shard_err *err);
+SHARD_API void shard_splits_free(char **names, size_t count); /* accepts NULL */
+
+/* The metadata table directly in `dir`: "DIR/metadata.jsonl" or
+ * "DIR/metadata.csv" (a regular file; malloc'd in *path), or NULL when it
+ * has neither.  SHARD_EINVAL when it has both (which one is meant cannot be
+ * told), SHARD_ENOMEM. */
+SHARD_API int shard_source_metadata(const char *dir, char **path, struct shard_err *err);
+
 /* ---- labels ------------------------------------------------------------- */
 
 struct shard_labeler;

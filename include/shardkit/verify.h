@@ -107,6 +107,9 @@ struct shard_verify_options {
     const char *annotations; /* with source: the annotation table the config's
                               * "annotations" names (JSON Lines or CSV; needed to
                               * check fields and a class taken from it), or NULL */
+    const char *keys;        /* with source: the key list that selected the samples
+                              * (config "keys", shardify --keys; needed to check them
+                              * against SRC), or NULL */
     uint64_t fidelity;       /* samples to re-convert (needs source); 0: off */
     double min_psnr;         /* jpeg threshold in dB; 0: SHARD_FIDELITY_DEFAULT_PSNR */
     uint32_t world_sizes[SHARD_VERIFY_MAX_WORLD_SIZES];

@@ -69,10 +69,10 @@ static int choose_archives(struct run *r, struct shard_err *err)
     }
     int fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: SRC as named */
     for (size_t k = 0; k < r->archive_count; k++) {
-        struct stat st;
         weights[k] = 1;
-        if (fd >= 0 && fstatat(fd, r->archive_names[k], &st, AT_SYMLINK_NOFOLLOW) == 0)
-            weights[k] += (uint64_t)st.st_size;
+        uint64_t size = sk_run_archive_size(r, k, fd);
+        if (size != UINT64_MAX)
+            weights[k] += size;
     }
     if (fd >= 0)
         close(fd);
@@ -108,10 +108,7 @@ static int check_state(struct run *r, struct shard_err *err)
     XXH3_64bits_reset(h);
     int fd = open(r->src, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: SRC as named */
     for (size_t k = 0; k < r->archive_count; k++) {
-        struct stat st;
-        uint64_t size = fd >= 0 && fstatat(fd, r->archive_names[k], &st, AT_SYMLINK_NOFOLLOW) == 0
-                            ? (uint64_t)st.st_size
-                            : UINT64_MAX;
+        uint64_t size = sk_run_archive_size(r, k, fd);
         XXH3_64bits_update(h, r->archive_names[k], strlen(r->archive_names[k]) + 1);
         XXH3_64bits_update(h, &size, sizeof size);
     }
@@ -148,20 +145,26 @@ static int check_state(struct run *r, struct shard_err *err)
     return rc;
 }
 
-/* Archive k spooled, its sidecars matched and its names read ahead. */
-static int read_archive(struct run *r, size_t k, struct shard_err *err)
+/* Archive k (at path) spooled, its sidecars matched and its names read ahead. */
+static int read_archive_at(struct run *r, size_t k, const char *path, struct shard_err *err)
 {
-    char *path = sk_fs_join(r->src, r->archive_names[k]);
-    if (!path)
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     int rc = sk_run_spool_one(r, path, r->archive_names[k], err);
-    free(path);
     r->n = r->keys.count;
     if (!rc)
         rc = sk_field_sources_resolve(r->fields, r->src, &r->keys, &r->refused, err);
     if (!rc && sk_field_sources_has_names(r->fields))
         rc = sk_field_sources_read_names(r->fields, &r->keys, &r->refused, sk_run_read_sidecar, r,
                                          err);
+    return rc;
+}
+
+static int read_archive(struct run *r, size_t k, struct shard_err *err)
+{
+    char *path;
+    int rc = sk_run_archive_path(r, k, &path, err);
+    if (!rc)
+        rc = read_archive_at(r, k, path, err);
+    sk_run_archive_done(r, path);
     return rc;
 }
 
@@ -178,6 +181,8 @@ static int next_archive(struct run *r, struct shard_keylist *orphans, struct sha
  * makes are left as they were. */
 static int collect_labels(struct run *r, struct shard_err *err)
 {
+    if (r->classes) /* --classes: numbered by the list, no pass needed (a part too) */
+        return sk_run_labels_number(r, err);
     if (!labels_from_names(r))
         return SHARD_OK;
     if (r->o->parts > 0)
@@ -237,20 +242,22 @@ static uint64_t ignored_of(const struct shard_scan_stats *st)
  * previous dataset when it has the archive unchanged. */
 static int convert_archive(struct run *r, size_t k, struct shard_err *err)
 {
-    char *path = sk_fs_join(r->src, r->archive_names[k]);
+    char *path;
     struct sk_archive_line a = {0};
-    int rc = path ? sk_fs_hash_file(path, &a.bytes, &a.xxh3, err)
-                  : shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    free(path);
-    if (rc)
-        return shard_err_prefix(err, rc, "cannot read archive '%s/%s'", r->src,
-                                r->archive_names[k]);
-    if (r->prev_archives && (rc = sk_prev_archives_take(r, k, &a, err)))
+    int rc = sk_run_archive_path(r, k, &path, err);
+    if (!rc && (rc = sk_fs_hash_file(path, &a.bytes, &a.xxh3, err)))
+        shard_err_prefix(err, rc, "cannot read archive '%s/%s'", r->src, r->archive_names[k]);
+    if (!rc && r->prev_archives && (rc = sk_prev_archives_take(r, k, &a, err))) {
+        sk_run_archive_done(r, path);
         return rc < 0 ? rc : SHARD_OK; /* 1: reused whole */
+    }
     uint64_t samples = sk_assembler_samples(r->as), rejected = sk_assembler_reject_count(r->as);
     uint64_t ignored = ignored_of(&r->stats);
     r->phase = "convert";
-    if ((rc = read_archive(r, k, err)) || (rc = sk_run_labels_apply(r, err)) ||
+    if (!rc)
+        rc = read_archive_at(r, k, path, err);
+    sk_run_archive_done(r, path);
+    if (rc || (rc = sk_run_labels_apply(r, err)) ||
         (rc = sk_run_order_archive(r, archive_seed(r, r->archive_names[k]), err)))
         return rc;
     r->start_pos = 0;

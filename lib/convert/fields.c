@@ -103,7 +103,7 @@ void sk_field_sources_free(struct sk_field_sources *p)
 /* The fields --coco declares after the --field ones. */
 static uint32_t coco_field_count(const struct shardify_options *o)
 {
-    return o->coco ? 1 + (o->coco_mask != 0) : 0;
+    return o->coco ? 1 + (o->coco_mask != 0) + (o->coco_instances != 0) : 0;
 }
 
 static int parse_declarations(struct sk_field_sources *p, const struct shardify_options *o,
@@ -126,12 +126,19 @@ static int parse_declarations(struct sk_field_sources *p, const struct shardify_
             return shard_err_set(err, SHARD_EINVAL, "--field '%s' is declared twice",
                                  c->fields[i].name);
     }
-    for (uint32_t k = 0; k < coco_field_count(o); k++) {
+    /* "boxes", then "mask" (--coco-mask), then "masks" (--coco-instances) */
+    static const struct {
+        enum shard_field_type type;
+        const char *name, *coco;
+    } coco_fields[] = {{SHARD_FIELD_BOXES, "boxes", SHARD_COCO_BBOX},
+                       {SHARD_FIELD_MASK, "mask", SHARD_COCO_SEGMENTATION},
+                       {SHARD_FIELD_INSTANCES, "masks", SHARD_COCO_INSTANCES}};
+    for (uint32_t k = 0; o->coco && k < 3; k++) {
+        if ((k == 1 && !o->coco_mask) || (k == 2 && !o->coco_instances))
+            continue;
         struct shard_field_decl *d = &c->fields[c->field_count];
-        int mask = k == 1;
-        d->type = mask ? SHARD_FIELD_MASK : SHARD_FIELD_BOXES;
-        if (!(d->name = strdup(mask ? "mask" : "boxes")) ||
-            !(d->coco = strdup(mask ? SHARD_COCO_SEGMENTATION : SHARD_COCO_BBOX)))
+        d->type = coco_fields[k].type;
+        if (!(d->name = strdup(coco_fields[k].name)) || !(d->coco = strdup(coco_fields[k].coco)))
             return shard_err_set(err, SHARD_ENOMEM, "out of memory");
         c->field_count++;
         if (shard_config_field(c, d->name) != (int32_t)c->field_count - 1)
@@ -187,101 +194,24 @@ static int set_classes(struct shard_field_decl *d, const struct shard_field_clas
     return SHARD_OK;
 }
 
-static int utf8_valid(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
-        if (!n)
-            return 0;
-        i += n;
-    }
-    return 1;
-}
-
-/* A mask field's classes from classes=FILE: a JSON array of names (the id
- * of each its position) or of {"id", "name"} objects (COCO's categories),
- * or text with one name a line (the id of each its line, from 0). */
+/* A mask field's classes from classes=FILE (sk_class_list_read). */
 static int read_classes_file(struct shard_field_decl *d, struct shard_err *err)
 {
-    struct shard_buf text = {0};
-    int rc = sk_fs_read_file(AT_FDCWD, d->classes_file, &text, err);
-    if (rc)
-        return shard_err_prefix(err, rc, "field '%s': cannot read classes file '%s'", d->name,
-                                d->classes_file);
+    struct shard_field_class *list;
+    size_t n;
     char what[SHARD_ERRMSG_SIZE / 2];
     snprintf(what, sizeof what, "'%s'", d->classes_file);
-    struct shard_field_class *list = NULL;
-    size_t n = 0;
-    size_t i = 0;
-    while (i < text.len && strchr(" \t\r\n", text.data[i]))
-        i++;
-    json_t *j = NULL;
-    if (i < text.len && text.data[i] == '[') {
-        json_error_t jerr;
-        j = json_loadb((const char *)text.data, text.len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!j) {
-            rc = shard_err_set(err, SHARD_EINVAL,
-                               "field '%s': classes file %s: line %d column "
-                               "%d: %s",
-                               d->name, what, jerr.line, jerr.column, jerr.text);
-            goto out;
-        }
-        n = json_array_size(j);
-        if (!(list = calloc(n ? n : 1, sizeof *list))) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            goto out;
-        }
-        for (size_t k = 0; k < n; k++) {
-            const json_t *x = json_array_get(j, k);
-            const json_t *name = json_is_string(x) ? x : json_object_get(x, "name");
-            const json_t *id = json_is_string(x) ? NULL : json_object_get(x, "id");
-            if (!json_is_string(name) || !json_string_length(name) ||
-                strlen(json_string_value(name)) != json_string_length(name) ||
-                (!json_is_string(x) && (!json_is_integer(id) || json_integer_value(id) < 0 ||
-                                        json_integer_value(id) > SHARD_MASK_CLASS_MAX))) {
-                rc = shard_err_set(err, SHARD_EINVAL,
-                                   "field '%s': classes file %s: element "
-                                   "%zu is neither a name nor {\"id\": 0..%u, \"name\"}",
-                                   d->name, what, k, SHARD_MASK_CLASS_MAX);
-                goto out;
-            }
-            list[k].id = id ? (uint32_t)json_integer_value(id) : (uint32_t)k;
-            list[k].name = (char *)json_string_value(name);
-        }
-    } else {
-        for (size_t k = 0; k < text.len; k++)
-            n += text.data[k] == '\n';
-        if (!(list = calloc(n + 1, sizeof *list)) ||
-            shard_buf_append(&text, "", 1, err)) { /* a NUL after the text */
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            goto out;
-        }
-        n = 0;
-        for (char *line = (char *)text.data; *line;) {
-            char *end = strchr(line, '\n');
-            if (end)
-                *end = '\0';
-            size_t len = strlen(line);
-            if (len && line[len - 1] == '\r')
-                line[--len] = '\0';
-            if (!len || !utf8_valid(line, len)) {
-                rc = shard_err_set(err, SHARD_EINVAL,
-                                   "field '%s': classes file %s: line %zu is "
-                                   "no class name",
-                                   d->name, what, n + 1);
-                goto out;
-            }
-            list[n].id = (uint32_t)n;
-            list[n].name = line;
-            n++;
-            line = end ? end + 1 : line + len;
-        }
-    }
+    int rc = sk_class_list_read(d->classes_file, SHARD_MASK_CLASS_MAX, &list, &n, NULL, err);
+    if (rc)
+        return shard_err_prefix(err, rc, "field '%s'", d->name);
     rc = set_classes(d, list, n, SHARD_MASK_CLASS_MAX, what, err);
-out:
-    json_decref(j);
-    free(list);
-    shard_buf_release(&text);
+    int32_t k = !rc && d->has_ignore ? shard_field_class_find(d, d->ignore) : -1;
+    if (k >= 0)
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "field '%s': ignore=%u is the id of the class '%s' of %s: the ignore "
+                           "value is no class",
+                           d->name, d->ignore, d->classes[k].name, what);
+    sk_class_list_free(list, n);
     return rc;
 }
 
@@ -319,7 +249,8 @@ static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
             return rc;
         free(d->classes_file); /* the manifest keeps the classes themselves */
         d->classes_file = NULL;
-        p->geometric |= d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
+        p->geometric |= d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK ||
+                        d->type == SHARD_FIELD_INSTANCES;
     }
     return SHARD_OK;
 }
@@ -346,10 +277,11 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
     *out = NULL;
     int class_sidecar = labels && !strncmp(labels, SIDECAR_PREFIX, strlen(SIDECAR_PREFIX));
     int class_column = labels && !strncmp(labels, COLUMN_PREFIX, strlen(COLUMN_PREFIX));
-    if (o->coco_mask && !o->coco)
+    if ((o->coco_mask || o->coco_instances) && !o->coco)
         return shard_err_set(err, SHARD_EINVAL,
-                             "--coco-mask rasterises the annotations of a "
-                             "--coco file, and none is given");
+                             "--coco-%s rasterises the annotations of a "
+                             "--coco file, and none is given",
+                             o->coco_mask ? "mask" : "instances");
     if (!o->field_count && !o->coco && !class_sidecar && !class_column) {
         if (o->annotations)
             return shard_err_set(err, SHARD_EINVAL,
@@ -423,8 +355,11 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
                                "--annotations '%s': no field (or --labels) "
                                "reads a column of it",
                                o->annotations);
-        else if (!(rc = sk_annotations_load(&p->table, o->annotations, p->cols, p->ncols, err)) &&
-                 !(c->annotations = strdup(sk_annotations_describe(p->table))))
+        else if (!(rc = sk_annotations_load(&p->table, o->annotations, o->annotations_key, p->cols,
+                                            p->ncols, err)) &&
+                 (!(c->annotations = strdup(sk_annotations_describe(p->table))) ||
+                  (o->annotations_key && strcmp(o->annotations_key, "key") &&
+                   !(c->annotations_key = strdup(o->annotations_key)))))
             rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     if (!rc && class_column)
@@ -453,7 +388,8 @@ int sk_field_sources_resolve(struct sk_field_sources *p, const char *src,
     int rc = p && p->sidecars ? sk_sidecars_resolve(p->sidecars, keys, refused, err) : SHARD_OK;
     for (uint32_t f = 0; !rc && p && f < p->config->field_count; f++) {
         const struct shard_field_decl *d = &p->config->fields[f];
-        if (d->folder && (rc = sk_mask_folder_open(&p->folder_of[f], src, d->folder, keys, err)))
+        if (d->folder &&
+            (rc = sk_mask_folder_open(&p->folder_of[f], src, d->folder, d->replace, keys, err)))
             return shard_err_prefix(err, rc, "field '%s'", d->name);
     }
     return rc;
@@ -915,7 +851,7 @@ static void put_f32(uint8_t *p, float f)
  * stored pixels, through orientation, resize and crop; those the crop
  * leaves empty, or less than a pixel of across, are dropped and counted. */
 static int place_boxes(const struct shard_buf *raw, const struct sk_placement *pl,
-                       struct shard_buf *out, uint64_t *kept, uint64_t *dropped,
+                       struct shard_buf *out, uint64_t *kept, uint64_t *dropped, uint32_t *kept_ann,
                        struct shard_err *why)
 {
     size_t n = raw->len / sizeof(struct sk_coco_box);
@@ -940,8 +876,85 @@ static int place_boxes(const struct shard_buf *raw, const struct sk_placement *p
         put_le32(q + 16, b.cls);
         put_le32(q + 20, b.flags);
         out->len += SHARD_BOX_BYTES;
+        if (kept_ann)
+            kept_ann[out->len / SHARD_BOX_BYTES - 1] = b.ann;
         (*kept)++;
     }
+    return rc;
+}
+
+static int place_mask(const struct shard_image *raw, const struct sk_placement *pl,
+                      struct shard_buf *out, struct shard_err *why);
+
+/* Append mask (a placed mask value: header, then 1-byte 0/1 values,
+ * row-major) to out as an instance: its runs over the pixels in
+ * column-major order (COCO's uncompressed RLE). */
+static int append_runs(const struct shard_buf *mask, struct shard_buf *out, struct shard_err *why)
+{
+    uint32_t w = get_le32(mask->data), h = get_le32(mask->data + 4);
+    const uint8_t *v = mask->data + SHARD_MASK_HEADER_BYTES;
+    size_t at = out->len; /* the run count, once known */
+    uint32_t runs = 0, run = 0;
+    uint8_t cur = 0;
+    int rc = shard_buf_append(out, "\0\0\0\0", 4, why);
+    for (uint32_t x = 0; !rc && x < w; x++)
+        for (uint32_t y = 0; !rc && y < h; y++) {
+            uint8_t b = v[(size_t)y * w + x] != 0;
+            if (b == cur) {
+                run++;
+                continue;
+            }
+            uint8_t le[4];
+            put_le32(le, run);
+            rc = shard_buf_append(out, le, 4, why);
+            runs++;
+            cur = b;
+            run = 1;
+        }
+    uint8_t le[4];
+    put_le32(le, run);
+    if (!rc && !(rc = shard_buf_append(out, le, 4, why)))
+        put_le32(out->data + at, runs + 1);
+    return rc;
+}
+
+/* The INSTANCES value of COCO image `image` whose image went where pl says:
+ * the mask of each annotation whose box the boxes field keeps (clamped or
+ * strict as it is, and left by the crop), in the boxes' order, each
+ * rasterised alone and placed as a mask is. */
+static int instances_value(const struct sk_field_sources *p, int64_t image,
+                           const struct sk_placement *pl, struct shard_buf *scratch,
+                           struct shard_buf *value, struct shard_err *why)
+{
+    uint64_t outside = 0, kept = 0, dropped = 0;
+    int rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, !p->config->boxes_strict,
+                           scratch, &outside, why);
+    size_t n = rc ? 0 : scratch->len / sizeof(struct sk_coco_box);
+    uint32_t *anns = rc ? NULL : malloc((n ? n : 1) * sizeof *anns);
+    struct shard_buf placed = {0};
+    struct shard_image mask = {0};
+    if (!rc && !anns)
+        rc = shard_err_set(why, SHARD_ENOMEM, "out of memory");
+    if (!rc) /* which of them the crop leaves: the boxes field's boxes */
+        rc = place_boxes(scratch, pl, value, &kept, &dropped, anns, why);
+    value->len = 0;
+    if (!rc && !(rc = shard_buf_reserve(value, SHARD_INSTANCES_HEADER_BYTES, why))) {
+        memset(value->data, 0, SHARD_INSTANCES_HEADER_BYTES);
+        put_le32(value->data, pl->g.out_w);
+        put_le32(value->data + 4, pl->g.out_h);
+        put_le32(value->data + 8, (uint32_t)kept);
+        value->len = SHARD_INSTANCES_HEADER_BYTES;
+    }
+    for (uint64_t i = 0; !rc && i < kept; i++) {
+        rc = sk_coco_instance(p->coco, image, anns[i], pl->stored_w, pl->stored_h, &mask, why);
+        if (!rc)
+            rc = place_mask(&mask, pl, &placed, why);
+        if (!rc)
+            rc = append_runs(&placed, value, why);
+        shard_image_release(&mask);
+    }
+    free(anns);
+    shard_buf_release(&placed);
     return rc;
 }
 
@@ -1046,11 +1059,12 @@ static int mask_from_png(const struct shard_config *c, const struct shard_field_
         uint8_t *q = mask->pixels + (size_t)y * mask->stride;
         for (uint32_t x = 0; x < png.width; x++) {
             uint32_t v = png.channels == 1 ? in[x] : get_le16(in + 2 * (size_t)x);
-            if (shard_field_class_find(d, v) < 0) {
+            if (!shard_field_mask_value_valid(d, v)) {
                 rc = shard_err_set(why, SHARD_ECORRUPT,
                                    "field '%s': mask %s holds value %u at "
-                                   "(%u, %u), which is no declared class",
-                                   d->name, origin, v, x, y);
+                                   "(%u, %u), which is no declared class%s",
+                                   d->name, origin, v, x, y,
+                                   d->has_ignore ? "" : " (ignore=N declares a value of no class)");
                 break;
             }
             q[x * bytes] = (uint8_t)v;
@@ -1084,9 +1098,12 @@ static int geometric_value(const struct sk_field_sources *p, uint32_t f, const c
         }
         struct shard_err e;
         if (d->type == SHARD_FIELD_BOXES) {
-            rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, scratch, &e);
+            rc = sk_coco_boxes(p->coco, image, pl->stored_w, pl->stored_h, !p->config->boxes_strict,
+                               scratch, &res->boxes_dropped, &e);
             if (!rc)
-                rc = place_boxes(scratch, pl, value, &res->boxes, &res->boxes_dropped, &e);
+                rc = place_boxes(scratch, pl, value, &res->boxes, &res->boxes_dropped, NULL, &e);
+        } else if (d->type == SHARD_FIELD_INSTANCES) {
+            rc = instances_value(p, image, pl, scratch, value, &e);
         } else {
             rc = sk_coco_mask(p->coco, image, pl->stored_w, pl->stored_h,
                               shard_field_mask_value_bytes(d), &mask, &e);
@@ -1196,7 +1213,8 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
             if (rc || !got)
                 continue;
         } else {
-            int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
+            int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK ||
+                            d->type == SHARD_FIELD_INSTANCES;
             got = geometric ? geometric_value(p, f, key, len, place, read, ctx, scratch, &value, &o,
                                               res, &source_bytes, &source_xxh3, why)
                             : value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read,

@@ -83,6 +83,10 @@ static const struct {
     {"zstd_level", "--zstd-level", 0},
     {"shard_size", "--shard-size", 0},
     {"labels", "--labels", 0},
+    {"classes", "--classes", 0},
+    {"split", "--split", 0},
+    {"keys", "--keys", 0},
+    {"annotations_key", "--key-column", 0},
     {"shuffle", "--no-shuffle", 1},
     {"shuffle_seed", "--shuffle-seed", 0},
     {"order", "--order", 0},
@@ -261,9 +265,20 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
     config.field_count = 0;
     config.annotations = NULL;
     config.coco = NULL;
+    config.classes = NULL;
+    config.annotations_key = NULL;
+    config.keys = NULL;
+    config.split = o->split ? strdup(o->split) : NULL;
     struct sk_field_sources *sources = NULL; /* declares the fields, reads the table */
     rc = config.labels ? sk_field_sources_new(&sources, o, o->labels, &config, err)
                        : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc && o->classes)
+        rc = sk_run_read_classes(o->classes, NULL, NULL, &config.classes, err);
+    struct sk_key_selection *selection = NULL;
+    if (!rc && o->keys && !(rc = sk_key_selection_load(&selection, o->keys, err)) &&
+        !(config.keys = strdup(sk_key_selection_describe(selection))))
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    sk_key_selection_free(selection);
     if (!rc && sk_field_sources_geometric(sources)) /* a full run, whatever PREV is */
         rc = shard_err_set(err, SHARD_EMISMATCH, "%s", GEOMETRIC_NOT_INCREMENTAL);
     struct shard_manifest m;

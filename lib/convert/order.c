@@ -363,6 +363,143 @@ out:
     return rc;
 }
 
+/* ---- a fixed class list (--classes FILE) ------------------------------------- */
+
+static int compare_class_ids(const void *pa, const void *pb)
+{
+    const struct shard_field_class *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+int sk_run_read_classes(const char *path, struct shard_field_class **list, size_t *count,
+                        char **describe, struct shard_err *err)
+{
+    struct shard_field_class *l;
+    size_t n;
+    uint64_t xxh3;
+    int rc = sk_class_list_read(path, SK_CLASS_NUMBER_MAX, &l, &n, &xxh3, err);
+    if (rc)
+        return shard_err_prefix(err, rc, "--classes");
+    qsort(l, n, sizeof *l, compare_class_ids);
+    struct label_set names = {0};
+    for (size_t i = 0; !rc && i < n; i++) {
+        size_t len = strlen(l[i].name);
+        if (l[i].id != i)
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "--classes: classes file '%s' %s class number %zu: the classes are "
+                               "numbered 0..%zu",
+                               path, l[i].id < i ? "numbers twice" : "leaves out", i, n - 1);
+        else if (!(rc = label_set_add(&names, l[i].name, len, err)) && names.count != i + 1)
+            rc = shard_err_set(err, SHARD_EINVAL, "--classes: classes file '%s' names '%s' twice",
+                               path, l[i].name);
+    }
+    if (!rc && !n)
+        rc = shard_err_set(err, SHARD_EINVAL, "--classes: classes file '%s' lists no class", path);
+    free(names.slots);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t size = strlen(base) + 32;
+    if (!rc && describe && (*describe = malloc(size)))
+        snprintf(*describe, size, "file:%s:%016llx", base, (unsigned long long)xxh3);
+    else if (!rc && describe)
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!rc && strchr(base, ':'))
+        rc = shard_err_set(err, SHARD_EINVAL, "--classes: the file name '%s' holds a ':'", base);
+    if (rc || !list) {
+        if (rc && describe) {
+            free(*describe);
+            *describe = NULL;
+        }
+        sk_class_list_free(l, n);
+        return rc;
+    }
+    *list = l;
+    *count = n;
+    return SHARD_OK;
+}
+
+/* The run's fixed classes as a set, each numbered by its place. */
+static int fixed_set(const struct run *r, struct label_set *set, struct shard_err *err)
+{
+    int rc = SHARD_OK;
+    for (size_t i = 0; !rc && i < r->class_count; i++)
+        rc = label_set_add(set, r->classes[i].name, strlen(r->classes[i].name), err);
+    for (size_t i = 0; !rc && i < r->class_count; i++)
+        label_set_find(set, r->classes[i].name, strlen(r->classes[i].name),
+                       XXH3_64bits(r->classes[i].name, strlen(r->classes[i].name)))
+            ->number = (int32_t)i;
+    return rc;
+}
+
+/* The number of a class name given the fixed classes in `set`: its place
+ * in the list, or when the list has no such name and it is a class number
+ * below the count, that number (WebDataset's .cls with a list of names);
+ * else -1. */
+static int32_t fixed_number(const struct run *r, const struct label_set *set, const char *name,
+                            size_t len)
+{
+    const struct label_slot *s = label_set_find(set, name, len, XXH3_64bits(name, len));
+    uint32_t n;
+    if (s->ref.name)
+        return s->number;
+    return sk_field_class_number(name, len, &n) == 1 && n < r->class_count ? (int32_t)n : -1;
+}
+
+/* A name `key` gives that the fixed classes do not have. */
+static int not_a_class(const struct run *r, const char *key, size_t key_len, const char *name,
+                       size_t len, struct shard_err *err)
+{
+    char qk[SHARD_QUOTE_SIZE], qn[SHARD_QUOTE_SIZE];
+    return shard_err_set(err, SHARD_EINVAL,
+                         "'%s' has the class '%s', which --classes '%s' does not list (%zu "
+                         "classes)",
+                         sk_quote_bytes(key, key_len, qk, sizeof qk),
+                         sk_quote_bytes(name, len, qn, sizeof qn), r->o->classes, r->class_count);
+}
+
+/* The labels are the fixed classes, in their order. */
+static int fixed_labels(struct run *r, struct shard_err *err)
+{
+    r->label_names = calloc(r->class_count, sizeof *r->label_names);
+    if (!r->label_names)
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    r->label_count = (uint32_t)r->class_count;
+    for (size_t i = 0; i < r->class_count; i++)
+        if (!(r->label_names[i] = strdup(r->classes[i].name)))
+            return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    return SHARD_OK;
+}
+
+/* What sk_field_sources_number asks for a `labels` field's name. */
+struct numbering {
+    const struct run *r;
+    const struct label_set *set;
+};
+
+static int32_t number_in(void *ctx, const char *name, size_t len)
+{
+    const struct numbering *n = ctx;
+    return n->r->classes ? fixed_number(n->r, n->set, name, len)
+                         : number_of((void *)n->set, name, len);
+}
+
+/* Every class name of candidates [0, r->n) the fixed classes hold. */
+static int check_fixed(const struct run *r, const struct label_set *set, struct shard_err *err)
+{
+    const char *name;
+    size_t len, key_len;
+    for (uint64_t i = 0; i < r->n; i++) {
+        int more = class_of(r, i, &name, &len);
+        for (size_t k = 0; more || sk_field_sources_label_name(r->fields, i, k++, &name, &len);
+             more = 0)
+            if (fixed_number(r, set, name, len) < 0) {
+                const char *key = shard_keylist_get(&r->keys, i, &key_len);
+                return not_a_class(r, key, key_len, name, len, err);
+            }
+    }
+    return SHARD_OK;
+}
+
 /* Label every candidate: the distinct names (of the class and of every
  * `labels` field), numbered in the order of the names the manifest writes
  * (for UTF-8 names, the order of their bytes), so that its "labels" are
@@ -387,24 +524,39 @@ int sk_run_assign_labels(struct run *r, struct shard_err *err)
         for (size_t k = 0; !rc && sk_field_sources_label_name(r->fields, i, k, &name, &len); k++)
             rc = label_set_add(&set, name, len, err);
     }
+    for (size_t i = 0; !rc && i < r->split_classes.count; i++) { /* the other splits' */
+        name = shard_keylist_get(&r->split_classes, i, &len);
+        rc = label_set_add(&set, name, len, err);
+    }
     if (rc)
         goto out;
     if (set.count > INT32_MAX) {
         rc = shard_err_set(err, SHARD_ELIMIT, "too many labels");
         goto out;
     }
-    if ((rc = class_numbers(r, &numbered, &max, err)) ||
-        (rc = numbered ? number_labels(r, &set, max, err) : sort_labels(r, &set, err)))
+    if (r->classes) { /* the file's classes, and every name of the source among them */
+        free(set.slots);
+        set = (struct label_set){0};
+        rc = fixed_set(r, &set, err);
+        if (!rc)
+            rc = check_fixed(r, &set, err);
+        if (!rc)
+            rc = fixed_labels(r, err);
+    } else if (!(rc = class_numbers(r, &numbered, &max, err))) {
+        rc = numbered ? number_labels(r, &set, max, err) : sort_labels(r, &set, err);
+    }
+    if (rc)
         goto out;
+    struct numbering numbering = {r, &set};
     uint64_t labeled = 0;
     for (uint64_t i = 0; i < r->n; i++) {
         r->label_of[i] = SHARD_NO_LABEL;
         if (class_of(r, i, &name, &len)) {
-            r->label_of[i] = number_of(&set, name, len);
+            r->label_of[i] = number_in(&numbering, name, len);
             labeled++;
         }
     }
-    if ((rc = sk_field_sources_number(r->fields, number_of, &set, err)))
+    if ((rc = sk_field_sources_number(r->fields, number_in, &numbering, err)))
         goto out;
     r->label_rows = shard_labeler_rows(r->labeler);
     if ((rc = shard_labeler_unmatched_rows(r->labeler, &r->keys, &r->label_rows_unmatched, err)))
@@ -514,6 +666,11 @@ int sk_run_labels_number(struct run *r, struct shard_err *err)
     if (!r->label_set && !(r->label_set = calloc(1, sizeof *r->label_set)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     r->label_set->owned = 1;
+    if (r->classes) /* the file's classes: no names from the archives needed */
+    {
+        int rc = fixed_set(r, r->label_set, err);
+        return rc ? rc : fixed_labels(r, err);
+    }
     if (r->label_set->count > INT32_MAX)
         return shard_err_set(err, SHARD_ELIMIT, "too many labels");
     int numbered;
@@ -533,6 +690,14 @@ int sk_run_labels_apply(struct run *r, struct shard_err *err)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     const char *name;
     size_t len;
+    if (r->classes) { /* every name must be the list's, as without archives */
+        int rc = check_fixed(r, r->label_set, err);
+        for (uint64_t i = 0; !rc && i < r->n; i++)
+            r->label_of[i] = class_of(r, i, &name, &len) ? fixed_number(r, r->label_set, name, len)
+                                                         : SHARD_NO_LABEL;
+        struct numbering numbering = {r, r->label_set};
+        return rc ? rc : sk_field_sources_number(r->fields, number_in, &numbering, err);
+    }
     for (uint64_t i = 0; i < r->n; i++) {
         r->label_of[i] = SHARD_NO_LABEL;
         if (!r->label_set || !r->label_set->count || !class_of(r, i, &name, &len))

@@ -38,8 +38,9 @@ struct spooled {
     int has_source;
     uint64_t source_bytes;
     uint64_t source_xxh3;
-    char *reason;  /* non-NULL: rejected */
-    char *warning; /* non-NULL: the decoder warning it was accepted despite */
+    char *reason;              /* non-NULL: rejected */
+    char *warning;             /* non-NULL: the decoder warning it was accepted despite */
+    struct sk_placement place; /* where its pixels went: its boxes and masks follow */
 };
 
 /* Where the spool phase put an archive's sidecar file (by the order the
@@ -94,8 +95,9 @@ struct run {
     int archive;
     char **archive_names; /* --archives: the archives in SRC, in key order */
     size_t archive_count;
-    struct sk_source_root root;   /* a directory or an S3 prefix (not an archive) */
-    struct sk_prefetch *prefetch; /* an S3 prefix: its files fetched ahead (convert) */
+    struct sk_remote_archives *remote; /* an http(s) SRC: its archives, or NULL */
+    struct sk_source_root root;        /* a directory or an S3 prefix (not an archive) */
+    struct sk_prefetch *prefetch;      /* an S3 prefix: its files fetched ahead (convert) */
     struct shard_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;
@@ -112,6 +114,11 @@ struct run {
     int32_t *label_of;  /* per candidate */
     char **label_names; /* sorted display names */
     uint32_t label_count;
+    char *split_src;                    /* --split: SRC/NAME, the run's src (malloc'd) */
+    struct shard_keylist split_classes; /* --split: the classes of the other splits */
+    struct sk_key_selection *selection; /* --keys, or NULL */
+    struct shard_field_class *classes;  /* --classes: the fixed list, by id (= position) */
+    size_t class_count;
     uint64_t label_rows;           /* of a CSV label file */
     uint64_t label_rows_unmatched; /* ... naming no candidate */
     struct spooled *spooled;       /* archive only, per candidate */
@@ -203,6 +210,16 @@ struct sk_archive_line {
     uint64_t ignored;
 };
 
+/* archive_paths.c: an http(s) SRC's archives, expanded and checked (the
+ * run's archive_names); the local path of archive k of the run's folder
+ * (SRC/NAME, or archive k fetched into the work directory), released with
+ * sk_run_archive_done (a fetched one removed); its size (0 when a server did
+ * not tell; UINT64_MAX when not found; dir_fd: SRC opened, or -1). */
+int sk_run_open_remote(struct run *r, struct shard_err *err);
+int sk_run_archive_path(struct run *r, size_t k, char **path, struct shard_err *err);
+void sk_run_archive_done(struct run *r, char *path);
+uint64_t sk_run_archive_size(const struct run *r, size_t k, int dir_fd);
+
 /* by_archive.c: a directory of archives stored by archive (config.order
  * "archive"): each archive read, ordered and converted before the next, the
  * run's (or its part's) archives only.  Leaves the run as convert() does,
@@ -235,6 +252,11 @@ void sk_prev_archives_note(struct run *r, const char *key, size_t key_len, int h
 int sk_run_convert_range(struct run *r, struct shard_err *err);
 
 /* order.c */
+/* --classes FILE: its classes by id (*list, *count; list may be NULL when
+ * only the description is wanted), checked (ids 0..N-1, names unique), and
+ * the config's description of it ("file:<name>:<xxh3>", malloc'd). */
+int sk_run_read_classes(const char *path, struct shard_field_class **list, size_t *count,
+                        char **describe, struct shard_err *err);
 int sk_run_assign_labels(struct run *r, struct shard_err *err);
 /* By archive: the class and labels names of the candidates spooled, added
  * to r->label_set (copied: they outlive the archive); once every archive's

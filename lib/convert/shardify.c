@@ -422,6 +422,7 @@ static int work_spooled(struct run *r, struct slot *s, const char *key, size_t k
         sk_run_reject_slot(s, &e);
         return 0;
     }
+    s->place = sp->place; /* a boxes or mask field is placed where the pixels went */
     if (build_fields(r, s, key, key_len))
         return 0;
     s->width = sp->width;
@@ -660,6 +661,14 @@ static int convert(struct run *r, struct shard_err *err)
 
 static int open_source(struct run *r, struct shard_err *err)
 {
+    if (sk_source_is_url(r->src)) { /* archives named by URL: a folder of them */
+        if (!r->o->archives)
+            return shard_err_set(err, SHARD_EINVAL,
+                                 "an http(s) SRC names archives: convert them as a folder of "
+                                 "archives (shardify_options.archives)");
+        r->archive = 1;
+        return sk_run_open_remote(r, err);
+    }
     if (r->o->archives) { /* a directory of archives: read one after the other */
         if (sk_source_is_s3(r->src))
             return shard_err_set(err, SHARD_EINVAL,
@@ -688,6 +697,71 @@ static int open_source(struct run *r, struct shard_err *err)
     return SHARD_OK;
 }
 
+/* --split NAME: SRC/NAME is the run's source, and the classes its keys do
+ * not give but the other split folders' do are labels too (read from
+ * their keys by the labeler; a sidecar or column class needs --classes). */
+static int split_source(struct run *r, const char *root, struct shard_err *err)
+{
+    const char *split = r->o->split;
+    if (r->o->archives || sk_source_is_s3(root))
+        return shard_err_set(err, SHARD_EINVAL,
+                             "--split takes a local directory laid out in split folders "
+                             "(train/, test/ ...), not '%s'%s",
+                             root, r->o->archives ? " with --archives" : "");
+    if (!*split || strchr(split, '/') || !strcmp(split, ".") || !strcmp(split, ".."))
+        return shard_err_set(err, SHARD_EINVAL, "--split: '%s' is not a folder's name", split);
+    if (!(r->split_src = sk_fs_join(root, split)) || !(r->config.split = strdup(split)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    r->src = r->split_src;
+    struct stat st;
+    if (stat(r->src, &st) != 0 || !S_ISDIR(st.st_mode))
+        return shard_err_set(err, SHARD_EINVAL, "--split %s: '%s' has no folder '%s'", split, root,
+                             split);
+    return SHARD_OK;
+}
+
+/* --split NAME, once the labeler and the fields are set up: the classes of
+ * SRC's other split folders. */
+static int split_classes(struct run *r, const char *root, struct shard_err *err)
+{
+    const char *split = r->o->split;
+    if (!split || r->o->classes) /* a fixed list is every split's */
+        return SHARD_OK;
+    char **names;
+    size_t count, others;
+    int rc = shard_source_splits(root, &names, &count, &others, err);
+    for (size_t i = 0; !rc && i < count; i++) {
+        if (!strcmp(names[i], split))
+            continue;
+        if (sk_field_sources_class_from_values(r->fields)) {
+            rc = shard_err_set(err, SHARD_EINVAL,
+                               "--split %s: the classes of the split '%s' come from its sidecar "
+                               "files or table, which are not read: give --classes FILE",
+                               split, names[i]);
+            break;
+        }
+        char *dir = sk_fs_join(root, names[i]);
+        struct shard_keylist keys = {0};
+        struct shard_refusals refused = {0};
+        struct shard_scan_stats stats = {0};
+        rc = dir ? sk_scan_dir(dir, &keys, NULL, &refused, &stats, err)
+                 : shard_err_set(err, SHARD_ENOMEM, "out of memory");
+        for (size_t k = 0; !rc && k < keys.count; k++) {
+            size_t len, name_len;
+            const char *key = shard_keylist_get(&keys, k, &len), *name;
+            if (shard_labeler_label(r->labeler, key, len, &name, &name_len))
+                rc = shard_keylist_add(&r->split_classes, name, name_len, err);
+        }
+        if (rc)
+            shard_err_prefix(err, rc, "--split %s: the classes of '%s'", split, dir ? dir : "");
+        free(dir);
+        shard_keylist_release(&keys);
+        shard_refusals_release(&refused);
+    }
+    shard_splits_free(names, count);
+    return rc;
+}
+
 /* A signal asked the run to stop (shardify_options.cancel). */
 static int cancelled(const struct run *r)
 {
@@ -697,6 +771,7 @@ static int cancelled(const struct run *r)
 static void run_release(struct run *r)
 {
     sk_run_close_previous(r);
+    sk_remote_archives_free(r->remote);
     sk_field_sources_free(r->fields);
     shard_config_release(&r->config); /* its labels, and the fields the field sources declared */
     free_workers(r);
@@ -731,6 +806,10 @@ static void run_release(struct run *r)
     for (uint32_t i = 0; r->label_names && i < r->label_count; i++)
         free(r->label_names[i]);
     free(r->label_names);
+    sk_class_list_free(r->classes, r->class_count);
+    shard_keylist_release(&r->split_classes);
+    sk_key_selection_free(r->selection);
+    free(r->split_src);
     shard_labeler_free(r->labeler);
     sk_dst_close(r->dst);
     free(r->dst_path);
@@ -759,30 +838,40 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     r.config.field_count = 0;
     r.config.annotations = NULL;
     r.config.coco = NULL;
+    r.config.classes = NULL;
+    r.config.split = NULL;
+    r.config.annotations_key = NULL;
+    r.config.keys = NULL;
     r.config.zstd_level = shard_config_zstd_level(&o->config);
     r.threads = o->threads > 0 ? o->threads : shard_available_cpus();
     r.phase = "scan";
 
-    if ((rc = open_source(&r, err)) ||
+    if ((o->split && (rc = split_source(&r, src, err))) || (rc = open_source(&r, err)) ||
         (rc = shard_labeler_new(&r.labeler, o->labels ? o->labels : "dir", err)))
         goto out;
     if (!(r.config.labels = strdup(shard_labeler_describe(r.labeler)))) {
         rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = sk_field_sources_new(&r.fields, o, o->labels, &r.config, err)))
+    if ((rc = sk_field_sources_new(&r.fields, o, o->labels, &r.config, err)) ||
+        (rc = split_classes(&r, src, err)))
         goto out;
-    if (sk_field_sources_geometric(r.fields) && r.archive) {
-        /* an archive's images are converted while spooled, without the
-         * geometry boxes and masks need (an incremental run: see
-         * sk_run_open_previous) */
+    if (o->classes &&
+        (rc = sk_run_read_classes(o->classes, &r.classes, &r.class_count, &r.config.classes, err)))
+        goto out;
+    if (o->keys && r.archive) {
         rc = shard_err_set(err, SHARD_EINVAL,
-                           "boxes and mask fields need a directory or S3 "
-                           "source (SRC is an archive)");
+                           "--keys selects the samples of a directory or an S3 prefix, not of "
+                           "an archive");
+        goto out;
+    }
+    if (o->keys && ((rc = sk_key_selection_load(&r.selection, o->keys, err)) ||
+                    !(r.config.keys = strdup(sk_key_selection_describe(r.selection))))) {
+        rc = rc ? rc : shard_err_set(err, SHARD_ENOMEM, "out of memory");
         goto out;
     }
     if ((rc = sk_run_part_dst(&r, dst, err)) || (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
-        (rc = sk_dst_open(&r.dst, r.dst_path, src, o->work_dir, o->mode, err)) ||
+        (rc = sk_dst_open(&r.dst, r.dst_path, r.src, o->work_dir, o->mode, err)) ||
         (rc = make_workers(&r, err)))
         goto out;
     if (r.dst->remote) /* an upload under way stops at Ctrl-C too */
@@ -811,11 +900,13 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     } else {
         rc = sk_source_root_scan(&r.root, &r.keys, sk_field_sources_sidecars(r.fields), &r.refused,
                                  &r.stats, err);
+        if (!rc && r.selection)
+            rc = sk_key_selection_apply(r.selection, &r.keys, &r.stats, err);
         shard_keylist_sort(&r.keys);
         r.n = r.keys.count;
     }
     if (!rc)
-        rc = sk_field_sources_resolve(r.fields, src, &r.keys, &r.refused, err);
+        rc = sk_field_sources_resolve(r.fields, r.src, &r.keys, &r.refused, err);
     if (!rc && sk_field_sources_has_names(r.fields)) /* label names read ahead */
         rc = sk_field_sources_read_names(r.fields, &r.keys, &r.refused, sk_run_read_sidecar, &r,
                                          err);

@@ -241,6 +241,7 @@ static int store(struct run *r, uint64_t index, const struct slot *s, struct sha
     sp->len = s->payload.len;
     sp->width = s->width;
     sp->height = s->height;
+    sp->place = s->place;
     r->spool_bytes += s->payload.len;
     return sk_fs_write_all(r->spool_fd, s->payload.data, s->payload.len, r->spool_path, err);
 }
@@ -392,10 +393,10 @@ int sk_run_spool_archive(struct run *r, struct shard_err *err)
         rc = sk_run_spool_one(r, r->src, NULL, err);
     } else {
         for (size_t k = 0; !rc && k < r->archive_count; k++) {
-            char *path = sk_fs_join(r->src, r->archive_names[k]);
-            rc = path ? sk_run_spool_one(r, path, r->archive_names[k], err)
-                      : shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            free(path);
+            char *path;
+            if (!(rc = sk_run_archive_path(r, k, &path, err)))
+                rc = sk_run_spool_one(r, path, r->archive_names[k], err);
+            sk_run_archive_done(r, path);
         }
     }
     r->n = r->keys.count;

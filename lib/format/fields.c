@@ -18,11 +18,17 @@
 #define ENTRY_OFF_BYTES 4
 
 static const char *const type_names[] = {
-    [SHARD_FIELD_TEXT] = "text",       [SHARD_FIELD_JSON] = "json",
-    [SHARD_FIELD_INT] = "int",         [SHARD_FIELD_FLOAT] = "float",
-    [SHARD_FIELD_FLOAT32] = "float32", [SHARD_FIELD_INT64] = "int64",
-    [SHARD_FIELD_LABELS] = "labels",   [SHARD_FIELD_BYTES] = "bytes",
-    [SHARD_FIELD_BOXES] = "boxes",     [SHARD_FIELD_MASK] = "mask",
+    [SHARD_FIELD_TEXT] = "text",
+    [SHARD_FIELD_JSON] = "json",
+    [SHARD_FIELD_INT] = "int",
+    [SHARD_FIELD_FLOAT] = "float",
+    [SHARD_FIELD_FLOAT32] = "float32",
+    [SHARD_FIELD_INT64] = "int64",
+    [SHARD_FIELD_LABELS] = "labels",
+    [SHARD_FIELD_BYTES] = "bytes",
+    [SHARD_FIELD_BOXES] = "boxes",
+    [SHARD_FIELD_MASK] = "mask",
+    [SHARD_FIELD_INSTANCES] = "instances",
 };
 #define TYPE_COUNT (sizeof type_names / sizeof type_names[0])
 
@@ -70,7 +76,7 @@ int shard_field_type_parse(const char *s, enum shard_field_type *type, uint32_t 
     }
     return shard_err_set(err, SHARD_EINVAL,
                          "unknown field type '%s' (text, json, int, float, float32[N], "
-                         "int64[N], labels, bytes, boxes, mask)",
+                         "int64[N], labels, bytes, boxes, mask, instances)",
                          s);
 }
 
@@ -85,6 +91,7 @@ static int size_fits(enum shard_field_type t, uint64_t len)
     case SHARD_FIELD_INT64: return len % 8 == 0;
     case SHARD_FIELD_BOXES: return len % SHARD_BOX_BYTES == 0;
     case SHARD_FIELD_MASK: return len >= SHARD_MASK_HEADER_BYTES;
+    case SHARD_FIELD_INSTANCES: return len >= SHARD_INSTANCES_HEADER_BYTES && len % 4 == 0;
     case SHARD_FIELD_TEXT:
     case SHARD_FIELD_JSON:
     case SHARD_FIELD_BYTES: return 1;

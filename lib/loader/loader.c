@@ -29,6 +29,7 @@
 
 #include "format/shard_reader.h"
 #include "loader/transforms_internal.h"
+#include "util/grow.h"
 #include "read/dataset_internal.h"
 #include "read/plan_internal.h"
 #include "util/ring.h"
@@ -111,7 +112,11 @@ struct filler {
     struct shard_item item; /* the decoded sample, with a fixed size */
     struct shard_transforms_workspace *ws;
     struct shard_transforms_draws draws;
-    uint64_t index; /* the sample being read, for choose_box */
+    uint64_t index;              /* the sample being read, for choose_box */
+    struct shard_image instance; /* an INSTANCES value's mask, decoded */
+    uint8_t *keep;               /* the sample's boxes that the transforms kept */
+    size_t keep_count, keep_cap; /* keep_count: its boxes (0: none seen yet) */
+    int has_keep;                /* the boxes were transformed: keep says which stay */
 };
 
 /* A mixture's source in the started epoch: its entries of the list, in
@@ -360,6 +365,8 @@ static int filler_init(struct filler *w, struct shard_err *err)
 static void filler_release(struct filler *w)
 {
     shard_item_release(&w->item);
+    shard_image_release(&w->instance);
+    free(w->keep);
     shard_transforms_workspace_free(w->ws);
     memset(w, 0, sizeof *w);
 }
@@ -432,8 +439,9 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
         const struct loader_field *lf = &l->fields[k];
         struct batch_field *f = &b->fields[k];
         f->present[j] = 1;
-        if (!l->identity && (lf->type == SHARD_FIELD_BOXES || lf->type == SHARD_FIELD_MASK))
-            continue; /* transformed from the record by transform_geometric */
+        if (lf->type == SHARD_FIELD_INSTANCES ||
+            (!l->identity && (lf->type == SHARD_FIELD_BOXES || lf->type == SHARD_FIELD_MASK)))
+            continue; /* transformed (INSTANCES: decoded) from the record by place_fields */
         if (lf->row_bytes) {
             if (v->len != lf->row_bytes) /* the read checked it against the declaration */
                 return shard_err_set(err, SHARD_ECORRUPT, "field %u holds %llu bytes, not %zu",
@@ -457,6 +465,99 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
     return SHARD_OK;
 }
 
+/* Mask k of an INSTANCES value (its runs: `runs` u32 at p, column-major)
+ * into dst (w x h, 1 byte a value, row-major). */
+static void decode_instance(const uint8_t *p, uint32_t runs, uint32_t w, uint32_t h, uint8_t *dst,
+                            size_t stride)
+{
+    uint64_t at = 0;
+    for (uint32_t r = 0; r < runs; r++) {
+        uint64_t n = get_le32(p + 4 * (size_t)r);
+        for (uint64_t i = 0; i < n && at < (uint64_t)w * h; i++, at++)
+            dst[(size_t)(at % h) * stride + (size_t)(at / h)] = (uint8_t)(r & 1);
+    }
+}
+
+/* An INSTANCES value of item (the read checked its runs), decoded, each
+ * mask through the choices its image went through (w->draws; the record's
+ * region at dx, dy) unless `identity`, appended to var: the header (the
+ * output's width and height, the masks kept, 0) then each mask's values,
+ * 1 byte each, row-major.  When the sample's boxes went through the
+ * transforms first and are as many, a mask whose box they dropped goes too
+ * (Mask R-CNN's masks stay aligned with its boxes). */
+static int place_instances(const struct shard_loader *l, struct filler *w, struct shard_buf *var,
+                           const struct shard_field_value *v, const struct shard_item *item,
+                           uint32_t dx, uint32_t dy, int identity, struct shard_err *err)
+{
+    const uint8_t *h = v->data;
+    uint32_t mw = get_le32(h), mh = get_le32(h + 4), count = get_le32(h + 8);
+    uint32_t ow = identity ? item->pixels.width : w->draws.out_width;
+    uint32_t oh = identity ? item->pixels.height : w->draws.out_height;
+    if ((uint64_t)dx + item->pixels.width > mw || (uint64_t)dy + item->pixels.height > mh)
+        return shard_err_set(err, SHARD_ECORRUPT, "instance masks of %ux%u for an image of %ux%u",
+                             mw, mh, item->pixels.width, item->pixels.height);
+    const uint8_t *keep = w->has_keep && w->keep_count == count ? w->keep : NULL;
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < count; k++)
+        kept += !keep || keep[k];
+    size_t at = var->len, plane = (size_t)ow * oh;
+    int rc = shard_buf_reserve(var, at + SHARD_INSTANCES_HEADER_BYTES + kept * plane, err);
+    if (!rc)
+        rc = shard_image_alloc(&w->instance, mw, mh, 1, err);
+    if (rc)
+        return rc;
+    uint8_t *o = var->data + at;
+    memset(o, 0, SHARD_INSTANCES_HEADER_BYTES);
+    put_le32(o, ow);
+    put_le32(o + 4, oh);
+    put_le32(o + 8, kept);
+    o += SHARD_INSTANCES_HEADER_BYTES;
+    const uint8_t *p = h + SHARD_INSTANCES_HEADER_BYTES;
+    for (uint32_t k = 0; k < count && !rc; k++) {
+        uint32_t runs = get_le32(p);
+        const uint8_t *counts = p + 4;
+        p = counts + 4 * (size_t)runs;
+        if (keep && !keep[k])
+            continue;
+        decode_instance(counts, runs, mw, mh, w->instance.pixels, w->instance.stride);
+        struct shard_image view = {.pixels = w->instance.pixels + (size_t)dy * w->instance.stride +
+                                             dx,
+                                   .width = item->pixels.width,
+                                   .height = item->pixels.height,
+                                   .channels = 1,
+                                   .stride = w->instance.stride};
+        if (identity)
+            for (uint32_t y = 0; y < oh; y++)
+                memcpy(o + (size_t)y * ow, view.pixels + (size_t)y * view.stride, ow);
+        else
+            rc = shard_transforms_mask_fill(l->transforms, &view, &w->draws, w->ws, 0, o, err);
+        o += plane;
+    }
+    if (!rc)
+        var->len = at + SHARD_INSTANCES_HEADER_BYTES + kept * plane;
+    return rc;
+}
+
+/* Without transforms: j's INSTANCES values decoded (the other fields are
+ * copied as stored). */
+static int identity_instances(const struct shard_loader *l, struct filler *w, struct shard_batch *b,
+                              uint32_t j, const struct shard_item *item, struct shard_err *err)
+{
+    for (uint32_t i = 0; i < item->field_count; i++) {
+        const struct shard_field_value *v = &item->fields[i];
+        int k = l->selected[v->field];
+        if (k < 0 || v->type != SHARD_FIELD_INSTANCES)
+            continue;
+        size_t at = b->var[j].len;
+        int rc = place_instances(l, w, &b->var[j], v, item, 0, 0, 1, err);
+        if (rc)
+            return rc;
+        b->fields[k].start[j] = at;
+        b->fields[k].len[j] = b->var[j].len - at;
+    }
+    return SHARD_OK;
+}
+
 /* Place j's BOXES and MASK values (the record's, in item) through the
  * choices its image went through (w->draws, made for item's pixels: the
  * whole record, or when rb->cropped the region of it at
@@ -471,18 +572,32 @@ static int transform_geometric(const struct shard_loader *l, struct filler *w,
     for (uint32_t i = 0; i < item->field_count; i++) {
         const struct shard_field_value *v = &item->fields[i];
         int k = l->selected[v->field];
-        if (k < 0 || (v->type != SHARD_FIELD_BOXES && v->type != SHARD_FIELD_MASK))
+        if (k < 0 || (v->type != SHARD_FIELD_BOXES && v->type != SHARD_FIELD_MASK &&
+                      v->type != SHARD_FIELD_INSTANCES))
             continue;
         const struct loader_field *lf = &l->fields[k];
         struct batch_field *f = &b->fields[k];
         size_t at = var->len;
-        if (v->type == SHARD_FIELD_BOXES) {
-            int rc = shard_buf_reserve(var, at + (size_t)v->len + 1, err);
+        if (v->type == SHARD_FIELD_INSTANCES) {
+            int rc = place_instances(l, w, var, v, item, dx, dy, 0, err);
             if (rc)
                 return rc;
-            size_t kept = shard_transforms_boxes(l->transforms, &w->draws, dx, dy,
-                                                 l->o.box_min_size, v->data,
-                                                 (size_t)v->len / SHARD_BOX_BYTES, var->data + at);
+            f->start[j] = at;
+            f->len[j] = var->len - at;
+            continue;
+        }
+        if (v->type == SHARD_FIELD_BOXES) {
+            size_t n = (size_t)v->len / SHARD_BOX_BYTES;
+            int rc = shard_buf_reserve(var, at + (size_t)v->len + 1, err);
+            if (!rc && SK_GROW(w->keep, w->keep_cap, n + 1, 16))
+                rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+            if (rc)
+                return rc;
+            size_t kept = sk_transforms_boxes_keep(l->transforms, &w->draws, dx, dy,
+                                                   l->o.box_min_size, v->data, n, var->data + at,
+                                                   w->keep);
+            w->keep_count = n;
+            w->has_keep = 1;
             f->start[j] = at;
             f->len[j] = kept * SHARD_BOX_BYTES;
             var->len = at + (size_t)f->len[j];
@@ -513,8 +628,11 @@ static int transform_geometric(const struct shard_loader *l, struct filler *w,
         put_le32(o, w->draws.out_width);
         put_le32(o + 4, w->draws.out_height);
         o[8] = (uint8_t)bytes;
-        if ((rc = shard_transforms_mask(l->transforms, &view, &w->draws, w->ws,
-                                        o + SHARD_MASK_HEADER_BYTES, err)))
+        const struct shard_field_decl *decl =
+            &shard_dataset_manifest(l->ds)->config.fields[v->field];
+        if ((rc = shard_transforms_mask_fill(l->transforms, &view, &w->draws, w->ws,
+                                             decl->has_ignore ? decl->ignore : 0,
+                                             o + SHARD_MASK_HEADER_BYTES, err)))
             return rc;
         var->len = at + out_len;
         f->start[j] = at;
@@ -562,7 +680,12 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
         goto out;
     b->labels[j] = l->mix ? shard_mixture_label_of(l->mix, b->sources[j], item->label)
                           : item->label;
+    w->has_keep = 0;
     if (l->identity) {
+        if (l->geometric && (rc = identity_instances(l, w, b, j, item, err))) {
+            name_sample(ds, index, err);
+            goto out;
+        }
         b->samples[j] = item->pixels.pixels;
         b->widths[j] = item->pixels.width;
         b->heights[j] = item->pixels.height;
@@ -811,6 +934,7 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
         case SHARD_FIELD_LABELS: f->width = 4; break;
         case SHARD_FIELD_BOXES:
         case SHARD_FIELD_MASK:
+        case SHARD_FIELD_INSTANCES:
             f->width = 1; /* as stored, little-endian; transformed with the image */
             l->geometric = 1;
             break;

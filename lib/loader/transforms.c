@@ -796,8 +796,18 @@ size_t shard_transforms_boxes(const struct shard_transforms *a,
                               const struct shard_transforms_draws *d, double dx, double dy,
                               double min_size, const uint8_t *in, size_t n, uint8_t *out)
 {
+    return sk_transforms_boxes_keep(a, d, dx, dy, min_size, in, n, out, NULL);
+}
+
+size_t sk_transforms_boxes_keep(const struct shard_transforms *a,
+                                const struct shard_transforms_draws *d, double dx, double dy,
+                                double min_size, const uint8_t *in, size_t n, uint8_t *out,
+                                uint8_t *keep)
+{
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
+        if (keep)
+            keep[i] = 0;
         const uint8_t *p = in + i * SHARD_BOX_BYTES;
         double x0 = get_f32(p) - dx, y0 = get_f32(p + 4) - dy;
         double x1 = get_f32(p + 8) - dx, y1 = get_f32(p + 12) - dy;
@@ -836,6 +846,8 @@ size_t shard_transforms_boxes(const struct shard_transforms *a,
         for (int k = 0; k < 4; k++)
             set_f32(q + 4 * k, f[k]);
         kept++;
+        if (keep)
+            keep[i] = 1;
     }
     return kept;
 }
@@ -847,6 +859,7 @@ struct mask_run {
     struct shard_image cur;
     int next;
     int mirror;
+    uint8_t fill[2]; /* the value written where a crop reaches outside, little-endian */
 };
 
 static struct shard_image *mask_target(struct mask_run *r)
@@ -857,7 +870,7 @@ static struct shard_image *mask_target(struct mask_run *r)
 }
 
 /* A crop's box (left, top, bw, bh) of cur as cur shows it (a pending flip
- * applied), zeros where it reaches outside. */
+ * applied), the fill value where it reaches outside. */
 static int mask_crop(struct mask_run *r, int64_t left, int64_t top, uint32_t bw, uint32_t bh,
                      struct shard_err *err)
 {
@@ -874,7 +887,7 @@ static int mask_crop(struct mask_run *r, int64_t left, int64_t top, uint32_t bw,
             if (r->mirror)
                 sx = (int64_t)r->cur.width - 1 - sx;
             if (sy < 0 || sy >= r->cur.height || sx < 0 || sx >= r->cur.width)
-                memset(o + (size_t)x * bytes, 0, bytes);
+                memcpy(o + (size_t)x * bytes, r->fill, bytes);
             else
                 memcpy(o + (size_t)x * bytes,
                        r->cur.pixels + (size_t)sy * r->cur.stride + (size_t)sx * bytes, bytes);
@@ -907,6 +920,14 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
                           const struct shard_transforms_draws *d,
                           struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
+    return shard_transforms_mask_fill(a, mask, d, w, 0, dst, err);
+}
+
+int shard_transforms_mask_fill(const struct shard_transforms *a, const struct shard_image *mask,
+                               const struct shard_transforms_draws *d,
+                               struct shard_transforms_workspace *w, uint32_t fill, void *dst,
+                               struct shard_err *err)
+{
     if (!mask || !mask->pixels || mask->channels < 1 || mask->channels > 2 || mask->width == 0 ||
         mask->height == 0)
         return shard_err_set(err, SHARD_EINVAL, "mask input is no image of 1- or 2-byte values");
@@ -916,7 +937,10 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
                              "transform choices were drawn for another "
                              "size than the mask's %ux%u",
                              mask->width, mask->height);
-    struct mask_run r = {w, *mask, 0, 0};
+    if (fill > (mask->channels == 1 ? 255u : 65535u))
+        return shard_err_set(err, SHARD_EINVAL, "fill value %u does not fit a %u-byte mask", fill,
+                             mask->channels);
+    struct mask_run r = {w, *mask, 0, 0, {(uint8_t)fill, (uint8_t)(fill >> 8)}};
     /* the last step that moves pixels, and the flips after it: a resample
      * there writes straight into dst */
     size_t last = a->count;

@@ -24,4 +24,11 @@ int sk_transforms_first_box(const struct shard_transforms *a,
 void sk_transforms_draws_in_region(struct shard_transforms_draws *d, uint32_t left, uint32_t top,
                                    uint32_t width, uint32_t height);
 
+/* shard_transforms_boxes, also telling which boxes stay: keep[i] is 1 when
+ * box i is written out, else 0 (keep may be NULL). */
+size_t sk_transforms_boxes_keep(const struct shard_transforms *a,
+                                const struct shard_transforms_draws *d, double dx, double dy,
+                                double min_size, const uint8_t *in, size_t n, uint8_t *out,
+                                uint8_t *keep);
+
 #endif

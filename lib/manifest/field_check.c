@@ -64,7 +64,15 @@ int32_t shard_field_class_find(const struct shard_field_decl *d, uint32_t id)
 
 uint32_t shard_field_mask_value_bytes(const struct shard_field_decl *d)
 {
-    return d->class_count && d->classes[d->class_count - 1].id > 255 ? 2 : 1;
+    return (d->class_count && d->classes[d->class_count - 1].id > 255) ||
+                   (d->has_ignore && d->ignore > 255)
+               ? 2
+               : 1;
+}
+
+int shard_field_mask_value_valid(const struct shard_field_decl *d, uint32_t v)
+{
+    return (d->has_ignore && v == d->ignore) || shard_field_class_find(d, v) >= 0;
 }
 
 /* A BOXES value: its boxes' coordinates finite and ordered (and inside a
@@ -156,6 +164,8 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
         for (uint32_t i = 0; i < decl->class_count; i++)
             if (decl->classes[i].id < 256)
                 undeclared[decl->classes[i].id] = 0;
+        if (decl->has_ignore && decl->ignore < 256) /* kept as it is, as a class is */
+            undeclared[decl->ignore] = 0;
         /* classes 0..k all declared (the usual list): the largest value tells,
          * a loop compilers turn into vector maxima */
         uint32_t k = 0;
@@ -184,6 +194,8 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     for (uint32_t i = 0; i < decl->class_count; i++)
         if (decl->classes[i].id <= SHARD_MASK_CLASS_MAX)
             known[decl->classes[i].id >> 3] |= (uint8_t)(1u << (decl->classes[i].id & 7));
+    if (decl->has_ignore && decl->ignore <= SHARD_MASK_CLASS_MAX)
+        known[decl->ignore >> 3] |= (uint8_t)(1u << (decl->ignore & 7));
     int rc = SHARD_OK;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t v = bytes == 1 ? p[i] : get_le16(p + 2 * i);
@@ -199,10 +211,50 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
     return rc;
 }
 
+/* An INSTANCES value: its header, and each mask's runs covering exactly
+ * its width x height (of the record's width x height unless width is 0). */
+static int check_instances(const uint8_t *value, uint64_t len, uint32_t width, uint32_t height,
+                           struct shard_err *err)
+{
+    if (len < SHARD_INSTANCES_HEADER_BYTES || len % 4)
+        return shard_err_set(err, SHARD_ECORRUPT, "%llu bytes are no instance masks",
+                             (unsigned long long)len);
+    uint32_t w = get_le32(value), h = get_le32(value + 4), count = get_le32(value + 8);
+    if (get_le32(value + 12))
+        return shard_err_set(err, SHARD_ECORRUPT, "instance masks' reserved bytes are not 0");
+    if (w == 0 || h == 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "instance masks of %ux%u", w, h);
+    if (width && (w != width || h != height))
+        return shard_err_set(err, SHARD_ECORRUPT, "%ux%u instance masks on a %ux%u image", w, h,
+                             width, height);
+    uint64_t at = SHARD_INSTANCES_HEADER_BYTES, pixels = (uint64_t)w * h;
+    for (uint32_t k = 0; k < count; k++) {
+        if (len - at < 4)
+            return shard_err_set(err, SHARD_ECORRUPT, "instance mask %u is cut short", k);
+        uint64_t runs = get_le32(value + at), sum = 0;
+        at += 4;
+        if (runs == 0 || runs > (len - at) / 4)
+            return shard_err_set(err, SHARD_ECORRUPT, "instance mask %u is cut short", k);
+        for (uint64_t i = 0; i < runs; i++)
+            sum += get_le32(value + at + 4 * i);
+        at += 4 * runs;
+        if (sum != pixels)
+            return shard_err_set(err, SHARD_ECORRUPT,
+                                 "instance mask %u covers %llu pixels, not %llu", k,
+                                 (unsigned long long)sum, (unsigned long long)pixels);
+    }
+    if (at != len)
+        return shard_err_set(err, SHARD_ECORRUPT, "%llu bytes follow the %u instance masks",
+                             (unsigned long long)(len - at), count);
+    return SHARD_OK;
+}
+
 int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
                             uint32_t label_count, uint32_t width, uint32_t height,
                             struct shard_err *err)
 {
+    if (decl->type == SHARD_FIELD_INSTANCES)
+        return check_instances(value, len, width, height, err);
     if (decl->type == SHARD_FIELD_BOXES)
         return check_boxes(decl, value, len, width, height, err);
     if (decl->type == SHARD_FIELD_MASK)
@@ -286,6 +338,7 @@ int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
     case SHARD_FIELD_BYTES: return SHARD_OK;
     case SHARD_FIELD_BOXES: return check_boxes(decl, value, len, 0, 0, err);
     case SHARD_FIELD_MASK: return check_mask(decl, value, len, 0, 0, err);
+    case SHARD_FIELD_INSTANCES: return check_instances(value, len, 0, 0, err);
     }
     return shard_err_set(err, SHARD_ECORRUPT, "unknown field type %d", (int)decl->type);
 }

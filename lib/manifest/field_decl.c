@@ -19,6 +19,7 @@ void shard_field_decl_release(struct shard_field_decl *d)
         free(d->classes[i].name);
     free(d->classes);
     free(d->classes_file);
+    free(d->replace);
     memset(d, 0, sizeof *d);
 }
 
@@ -79,6 +80,33 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         else if (n > 5 && !strncmp(p, "from=", 5) && !from) {
             from = p + 5;
             from_len = n - 5;
+        } else if (n > 7 && !strncmp(p, "ignore=", 7) && !d->has_ignore) {
+            char digits[16];
+            char *end;
+            snprintf(digits, sizeof digits, "%.*s", (int)(n - 7), p + 7);
+            unsigned long v = strtoul(digits, &end, 10);
+            if (n - 7 >= sizeof digits || *end || digits[0] < '0' || digits[0] > '9' ||
+                v > SHARD_MASK_CLASS_MAX) {
+                rc = shard_err_set(err, SHARD_EINVAL, "'%s': ignore=%.*s is not a value in 0..%u",
+                                   spec, (int)(n - 7), p + 7, SHARD_MASK_CLASS_MAX);
+                goto out;
+            }
+            d->has_ignore = 1;
+            d->ignore = (uint32_t)v;
+        } else if (n > 8 && !strncmp(p, "replace=", 8) && !d->replace) {
+            const char *colon = memchr(p + 8, ':', n - 8);
+            if (!colon || memchr(colon + 1, ':', (size_t)(p + n - colon - 1)) ||
+                memchr(p + 8, '/', n - 8)) {
+                rc = shard_err_set(err, SHARD_EINVAL,
+                                   "'%s': replace=OLD:NEW names the ending OLD of an image's stem "
+                                   "and NEW in its mask's name, without '/' or another ':'",
+                                   spec);
+                goto out;
+            }
+            if (!(d->replace = copy(p + 8, n - 8))) {
+                rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+                goto out;
+            }
         } else if (n > 8 && !strncmp(p, "classes=", 8) && !d->classes_file) {
             if (!(d->classes_file = copy(p + 8, n - 8))) {
                 rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
@@ -87,16 +115,21 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         } else {
             rc = shard_err_set(err, SHARD_EINVAL,
                                "'%s': unknown part '%.*s' (from=SOURCE, "
-                               "classes=FILE, required or optional)",
+                               "classes=FILE, ignore=N, replace=OLD:NEW, required or optional)",
                                spec, (int)n, p);
             goto out;
         }
     }
-    if (d->type == SHARD_FIELD_BOXES) {
+    if (d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_INSTANCES) {
         rc = shard_err_set(err, SHARD_EINVAL,
-                           "'%s': boxes come from a COCO annotation file "
-                           "(--coco FILE)",
-                           spec);
+                           "'%s': %s come from a COCO annotation file "
+                           "(--coco FILE%s)",
+                           spec, d->type == SHARD_FIELD_BOXES ? "boxes" : "instance masks",
+                           d->type == SHARD_FIELD_BOXES ? "" : " --coco-instances");
+        goto out;
+    }
+    if (d->has_ignore && d->type != SHARD_FIELD_MASK) {
+        rc = shard_err_set(err, SHARD_EINVAL, "'%s': only a mask field takes ignore=N", spec);
         goto out;
     }
     if ((d->type == SHARD_FIELD_MASK) != (d->classes_file != NULL)) {
@@ -105,6 +138,11 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
                                ? "'%s': only a mask field takes classes=FILE"
                                : "'%s': a mask field needs classes=FILE (the class of each value)",
                            spec);
+        goto out;
+    }
+    if (d->replace && !(from && from[from_len - 1] == '/')) {
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "'%s': replace=OLD:NEW is for a mask folder (from=DIR/)", spec);
         goto out;
     }
     if (!from) { /* the table's column of that name, or the sidecar .NAME */

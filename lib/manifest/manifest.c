@@ -50,17 +50,17 @@ void shard_config_release(struct shard_config *c)
 {
     if (!c)
         return;
-    free(c->labels);
-    c->labels = NULL;
     for (uint32_t i = 0; c->fields && i < c->field_count; i++)
         shard_field_decl_release(&c->fields[i]);
     free(c->fields);
     c->fields = NULL;
     c->field_count = 0;
-    free(c->annotations);
-    c->annotations = NULL;
-    free(c->coco);
-    c->coco = NULL;
+    char **owned[] = {&c->labels, &c->annotations,     &c->coco, &c->classes,
+                      &c->split,  &c->annotations_key, &c->keys};
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++) {
+        free(*owned[i]);
+        *owned[i] = NULL;
+    }
 }
 
 uint16_t shard_config_format_version(const struct shard_config *c)
@@ -128,6 +128,10 @@ static json_t *field_decl_to_json(const struct shard_field_decl *d)
                                                    "name", d->classes[i].name));
         bad |= json_object_set_new(o, "classes", classes);
     }
+    if (d->has_ignore)
+        bad |= json_object_set_new(o, "ignore", json_integer(d->ignore));
+    if (d->replace)
+        bad |= json_object_set_new(o, "replace", json_string(d->replace));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -157,6 +161,15 @@ static json_t *config_to_json(const struct shard_config *c)
     /* only when by archive: other datasets keep the config they always had */
     if (c->order == SHARD_ORDER_ARCHIVE)
         bad |= json_object_set_new(o, "order", json_string("archive"));
+    /* only when set, likewise */
+    if (c->classes)
+        bad |= json_object_set_new(o, "classes", json_string(c->classes));
+    if (c->split)
+        bad |= json_object_set_new(o, "split", json_string(c->split));
+    if (c->annotations_key)
+        bad |= json_object_set_new(o, "annotations_key", json_string(c->annotations_key));
+    if (c->keys)
+        bad |= json_object_set_new(o, "keys", json_string(c->keys));
     bad |= sk_jsonkey_set_uint(o, "max_pixels", c->max_pixels);
     bad |= sk_jsonkey_set_uint(o, "max_file_bytes", c->max_file_bytes);
     bad |= json_object_set_new(o, "background",
@@ -176,6 +189,9 @@ static json_t *config_to_json(const struct shard_config *c)
         if (c->coco)
             bad |= json_object_set_new(o, "coco", json_string(c->coco));
         bad |= sk_jsonkey_set_uint(o, "max_field_bytes", c->max_field_bytes);
+        if (shard_config_has_boxes(c))
+            bad |= json_object_set_new(o, "boxes",
+                                       json_string(c->boxes_strict ? "strict" : "clamp"));
     }
     if (bad) {
         json_decref(o);
@@ -614,14 +630,15 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                                 struct shard_err *err)
 {
     const char *name = NULL, *type = NULL, *sidecar = NULL, *column = NULL, *coco = NULL;
-    const char *folder = NULL;
-    json_t *classes = NULL;
+    const char *folder = NULL, *replace = NULL;
+    json_t *classes = NULL, *ignore = NULL;
     int required = 0;
     json_error_t jerr;
-    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT, "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o}",
-                       "name", &name, "type", &type, "sidecar", &sidecar, "column", &column,
-                       "folder", &folder, "coco", &coco, "required", &required, "classes",
-                       &classes) != 0)
+    if (json_unpack_ex((json_t *)o, &jerr, JSON_STRICT,
+                       "{s:s, s:s, s?s, s?s, s?s, s?s, s:b, s?o, s?o, s?s}", "name", &name, "type",
+                       &type, "sidecar", &sidecar, "column", &column, "folder", &folder, "coco",
+                       &coco, "required", &required, "classes", &classes, "ignore", &ignore,
+                       "replace", &replace) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.fields[%zu]: %s", i, jerr.text);
     struct shard_err e;
     if (!shard_field_name_valid(name))
@@ -644,12 +661,15 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                              i);
     int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK;
     if (coco && !((d->type == SHARD_FIELD_BOXES && !strcmp(coco, SHARD_COCO_BBOX)) ||
-                  (d->type == SHARD_FIELD_MASK && !strcmp(coco, SHARD_COCO_SEGMENTATION))))
+                  (d->type == SHARD_FIELD_MASK && !strcmp(coco, SHARD_COCO_SEGMENTATION)) ||
+                  (d->type == SHARD_FIELD_INSTANCES && !strcmp(coco, SHARD_COCO_INSTANCES))))
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.fields[%zu]: a boxes field "
-                             "takes \"coco\": \"bbox\", a mask \"segmentation\"",
+                             "takes \"coco\": \"bbox\", a mask \"segmentation\", instances "
+                             "\"instances\"",
                              i);
-    if ((d->type == SHARD_FIELD_BOXES && !coco) || (d->type == SHARD_FIELD_MASK && column))
+    if (((d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_INSTANCES) && !coco) ||
+        (d->type == SHARD_FIELD_MASK && column))
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.fields[%zu]: a %s field "
                              "cannot come from a %s",
@@ -659,12 +679,32 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                              "manifest: config.fields[%zu]: only boxes and "
                              "mask fields have classes",
                              i);
+    if (ignore &&
+        (d->type != SHARD_FIELD_MASK || !json_is_integer(ignore) ||
+         json_integer_value(ignore) < 0 || json_integer_value(ignore) > SHARD_MASK_CLASS_MAX))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: \"ignore\" is a mask's value in 0..%u",
+                             i, SHARD_MASK_CLASS_MAX);
+    if (replace && (!folder || !strchr(replace, ':') || strchr(strchr(replace, ':') + 1, ':') ||
+                    strchr(replace, '/')))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.fields[%zu]: \"replace\" is a folder's \"OLD:NEW\"",
+                             i);
+    if (replace && !(d->replace = strdup(replace)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    d->has_ignore = ignore != NULL;
+    d->ignore = ignore ? (uint32_t)json_integer_value(ignore) : 0;
     d->required = required;
     if (!(d->name = strdup(name)) || (sidecar && !(d->sidecar = strdup(sidecar))) ||
         (column && !(d->column = strdup(column))) || (coco && !(d->coco = strdup(coco))) ||
         (folder && !(d->folder = strdup(folder))))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    return geometric ? field_classes_from_json(classes, i, d, err) : SHARD_OK;
+    int rc = geometric ? field_classes_from_json(classes, i, d, err) : SHARD_OK;
+    if (!rc && d->has_ignore && shard_field_class_find(d, d->ignore) >= 0)
+        rc = shard_err_set(err, SHARD_ECORRUPT,
+                           "manifest: config.fields[%zu]: the ignore value %u is a class's id", i,
+                           d->ignore);
+    return rc;
 }
 
 /* The version 2 members of a config: fields, annotations, max_field_bytes. */
@@ -705,6 +745,15 @@ static int config_fields_from_json(const json_t *o, struct shard_config *c, stru
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s",
                              c->coco ? "coco names a COCO file that no field comes from"
                                      : "fields come from \"coco\" and config.coco is missing");
+    /* datasets made before "boxes" have none: their boxes were strict */
+    const json_t *boxes = json_object_get(o, "boxes");
+    const char *mode = boxes ? json_string_value(boxes) : "strict";
+    if (!mode || (strcmp(mode, "clamp") && strcmp(mode, "strict")) ||
+        (boxes && !shard_config_has_boxes(c)))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "manifest: config.boxes is \"clamp\" or \"strict\", with a boxes "
+                             "field");
+    c->boxes_strict = !strcmp(mode, "strict");
     int rc = sk_jsonkey_uint(o, "max_field_bytes", &c->max_field_bytes, err);
     return rc ? shard_err_prefix(err, rc, "manifest: config") : SHARD_OK;
 }
@@ -717,7 +766,8 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
     json_t *base = json_copy((json_t *)o);
     if (!base)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    static const char *const v2_members[] = {"fields", "annotations", "coco", "max_field_bytes"};
+    static const char *const v2_members[] = {"fields", "annotations", "coco", "max_field_bytes",
+                                             "boxes"};
     int has_v2 = 0;
     for (size_t i = 0; i < sizeof v2_members / sizeof v2_members[0]; i++)
         has_v2 |= json_object_del(base, v2_members[i]) == 0;
@@ -729,6 +779,30 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
             c->order = SHARD_ORDER_ARCHIVE;
         else
             rc = bad_field(err, "config.order is not \"archive\"");
+    }
+    /* the members present only when set: strings, read apart */
+    struct {
+        const char *name;
+        char **to;
+    } strings[] = {{"classes", &c->classes},
+                   {"split", &c->split},
+                   {"annotations_key", &c->annotations_key},
+                   {"keys", &c->keys}};
+    for (size_t i = 0; !rc && i < sizeof strings / sizeof *strings; i++) {
+        const json_t *s = json_object_get(o, strings[i].name);
+        if (!s)
+            continue;
+        json_object_del(base, strings[i].name);
+        if (!json_is_string(s) || !json_string_length(s) ||
+            ((strings[i].to == &c->classes || strings[i].to == &c->keys) &&
+             strncmp(json_string_value(s), "file:", 5)))
+            rc = shard_err_set(err, SHARD_ECORRUPT, "manifest: config.%s is not %s",
+                               strings[i].name,
+                               strings[i].to == &c->classes || strings[i].to == &c->keys
+                                   ? "\"file:NAME:XXH3\""
+                                   : "a non-empty string");
+        else if (!(*strings[i].to = strdup(json_string_value(s))))
+            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     if (rc)
         ;
@@ -813,8 +887,14 @@ static int load_labels(const json_t *root, const json_t *counts, struct shard_ma
         unsorted |= i > 0 && strcmp(m->labels[i - 1], m->labels[i]) >= 0;
     }
     /* sorted by bytes, or the class numbers "0".."N-1" in their order (a
-     * numeric class, as WebDataset's .cls: FORMAT.md) */
-    if (unsorted && !numbered &&
+     * numeric class, as WebDataset's .cls: FORMAT.md), or a fixed class
+     * list's in its order (config.classes), unique */
+    for (size_t i = 0; m->config.classes && unsorted && i < n; i++)
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(m->labels[k], m->labels[i]) &&
+                (rc = inconsistent(l, "\"labels\" name '%s' twice", m->labels[i])))
+                return rc;
+    if (unsorted && !numbered && !m->config.classes &&
         (rc = inconsistent(l,
                            "\"labels\" are neither sorted and unique nor the class numbers "
                            "0..%zu",

@@ -33,6 +33,7 @@ struct cell {
 
 struct sk_annotations {
     const struct sk_annotation_column *cols; /* the caller's, valid while the table is */
+    const char *key_column;                  /* KEY_COLUMN or the caller's */
     uint32_t ncols;
     char *path;
     char *description;
@@ -128,11 +129,26 @@ static int jsonl_row(struct sk_annotations *a, const char *line, size_t len, uin
                            "annotation file '%s' line %llu: both \"key\" and \"key_hex\" "
                            "(a row names its sample once)",
                            a->path, (unsigned long long)no);
-    if (!rc && sk_jsonkey_get(o, SHARD_KEY_MAX, &key, &key_len, NULL) != 0)
+    const json_t *named = json_object_get(o, a->key_column);
+    if (!rc && strcmp(a->key_column, KEY_COLUMN)) { /* another column: its string */
+        if (!json_is_string(named) || json_string_length(named) > SHARD_KEY_MAX ||
+            !(key = strndup(json_string_value(named), json_string_length(named))))
+            rc = json_is_string(named) && json_string_length(named) <= SHARD_KEY_MAX
+                     ? shard_err_set(err, SHARD_ENOMEM, "out of memory")
+                     : shard_err_set(err, SHARD_EINVAL,
+                                     "annotation file '%s' line %llu: no \"%s\" (the key "
+                                     "column: a string naming the sample, as its path below SRC)",
+                                     a->path, (unsigned long long)no, a->key_column);
+        key_len = key ? json_string_length(named) : 0;
+    } else if (!rc && sk_jsonkey_get(o, SHARD_KEY_MAX, &key, &key_len, NULL) != 0) {
         rc = shard_err_set(err, SHARD_EINVAL,
                            "annotation file '%s' line %llu: no \"key\" (a "
-                           "string naming the sample, as its path below SRC)",
-                           a->path, (unsigned long long)no);
+                           "string naming the sample, as its path below SRC%s)",
+                           a->path, (unsigned long long)no,
+                           json_object_get(o, SHARD_METADATA_KEY)
+                               ? "; --key-column file_name reads a Hugging Face metadata table"
+                               : "");
+    }
     for (uint32_t c = 0; !rc && c < a->ncols; c++) {
         const json_t *v = json_object_get(o, a->cols[c].name);
         if (!v || json_is_null(v))
@@ -234,7 +250,7 @@ static void csv_on_field(void *field, size_t len, void *data)
         }
         if ((s->rc = shard_keylist_add(&s->names, p, len, s->err)))
             return;
-        if (len == strlen(KEY_COLUMN) && !memcmp(p, KEY_COLUMN, len))
+        if (len == strlen(s->a->key_column) && !memcmp(p, s->a->key_column, len))
             s->key_field = i;
         for (uint32_t c = 0; c < s->a->ncols; c++)
             if (strlen(s->a->cols[c].name) == len && !memcmp(p, s->a->cols[c].name, len)) {
@@ -266,8 +282,8 @@ static void csv_on_row(int terminator, void *data)
         if (s->key_field == SIZE_MAX) {
             s->rc = shard_err_set(s->err, SHARD_EINVAL,
                                   "annotation file '%s': the header "
-                                  "(line 1) has no column \"key\"",
-                                  s->a->path);
+                                  "(line 1) has no column \"%s\"",
+                                  s->a->path, s->a->key_column);
             return;
         }
         for (uint32_t c = 0; c < s->a->ncols; c++)
@@ -428,7 +444,7 @@ out:
     return rc;
 }
 
-int sk_annotations_load(struct sk_annotations **out, const char *path,
+int sk_annotations_load(struct sk_annotations **out, const char *path, const char *key_column,
                         const struct sk_annotation_column *cols, uint32_t ncols,
                         struct shard_err *err)
 {
@@ -440,6 +456,7 @@ int sk_annotations_load(struct sk_annotations **out, const char *path,
     }
     a->cols = cols;
     a->ncols = ncols;
+    a->key_column = key_column ? key_column : KEY_COLUMN;
     struct shard_buf text = {0};
     int rc = read_table(path, &text, err);
     /* a UTF-8 byte order mark (spreadsheets write one) is no part of the

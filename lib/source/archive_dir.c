@@ -34,6 +34,30 @@ static int compare_names(const void *pa, const void *pb)
     return shard_key_compare(a, strlen(a), b, strlen(b));
 }
 
+int sk_names_add(char ***list, size_t *n, size_t *cap, const char *name, struct shard_err *err)
+{
+    char *copy = strdup(name);
+    if (!copy || SK_GROW(*list, *cap, *n + 1, 16)) {
+        free(copy);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    (*list)[(*n)++] = copy;
+    return SHARD_OK;
+}
+
+void sk_names_sort(char **list, size_t n)
+{
+    if (n > 1)
+        qsort(list, n, sizeof *list, compare_names);
+}
+
+void sk_names_free(char **list, size_t n)
+{
+    for (size_t i = 0; list && i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
 int sk_archive_dir_list(const char *dir, char ***names, size_t *count, struct shard_scan_stats *st,
                         struct shard_err *err)
 {
@@ -75,14 +99,7 @@ int sk_archive_dir_list(const char *dir, char ***names, size_t *count, struct sh
                 st->ignored_special++;
             continue;
         }
-        if (SK_GROW(list, cap, n + 1, 64)) {
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-            break;
-        }
-        if (!(list[n] = strdup(name)))
-            rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-        else
-            n++;
+        rc = sk_names_add(&list, &n, &cap, name, err);
         errno = 0;
     }
     if (!rc && errno)
@@ -94,12 +111,10 @@ int sk_archive_dir_list(const char *dir, char ***names, size_t *count, struct sh
                            ".tar.zst, .zip ...) for --archives",
                            dir);
     if (rc) {
-        for (size_t i = 0; i < n; i++)
-            free(list[i]);
-        free(list);
+        sk_names_free(list, n);
         return rc;
     }
-    qsort(list, n, sizeof *list, compare_names);
+    sk_names_sort(list, n);
     *names = list;
     *count = n;
     return SHARD_OK;

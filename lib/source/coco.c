@@ -373,8 +373,8 @@ static int check_size(const struct sk_coco *c, int64_t image, uint32_t w, uint32
     return SHARD_OK;
 }
 
-int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
-                  struct shard_buf *out, struct shard_err *why)
+int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, int clamp,
+                  struct shard_buf *out, uint64_t *outside, struct shard_err *why)
 {
     out->len = 0;
     int rc = check_size(c, image, w, h, why);
@@ -399,12 +399,12 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
                                  "%s: \"bbox\" is not [x, y, width, "
                                  "height] of four numbers",
                                  name);
-        if (!(v[2] > 0 && v[3] > 0))
+        if (!(v[2] > 0 && v[3] > 0) && !clamp)
             return shard_err_set(why, SHARD_ECORRUPT, "%s: bbox [%g, %g, %g, %g] is empty", name,
                                  v[0], v[1], v[2], v[3]);
-        struct sk_coco_box b = {{v[0], v[1], v[0] + v[2], v[1] + v[3]}, 0, 0};
-        if (b.b[0] < -COCO_SLACK || b.b[1] < -COCO_SLACK || b.b[2] > w + COCO_SLACK ||
-            b.b[3] > h + COCO_SLACK)
+        struct sk_coco_box b = {{v[0], v[1], v[0] + v[2], v[1] + v[3]}, 0, 0, 0};
+        if (!clamp && (b.b[0] < -COCO_SLACK || b.b[1] < -COCO_SLACK || b.b[2] > w + COCO_SLACK ||
+                       b.b[3] > h + COCO_SLACK))
             return shard_err_set(why, SHARD_ECORRUPT,
                                  "%s: bbox [%g, %g, %g, %g] is outside "
                                  "the %ux%u image",
@@ -413,6 +413,10 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
         b.b[1] = b.b[1] < 0 ? 0 : b.b[1];
         b.b[2] = b.b[2] > w ? w : b.b[2];
         b.b[3] = b.b[3] > h ? h : b.b[3];
+        if (!(b.b[0] < b.b[2] && b.b[1] < b.b[3]) && clamp) {
+            ++*outside; /* wholly outside, or empty: dropped, as torchvision's reference does */
+            continue;
+        }
         if (!(b.b[0] < b.b[2] && b.b[1] < b.b[3]))
             return shard_err_set(why, SHARD_ECORRUPT,
                                  "%s: bbox [%g, %g, %g, %g] is outside "
@@ -435,6 +439,7 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
                        (json_integer_value(crowd) == 0 || json_integer_value(crowd) == 1)))
             return shard_err_set(why, SHARD_ECORRUPT, "%s: iscrowd is not 0 or 1", name);
         b.flags = crowd && json_integer_value(crowd) ? SHARD_BOX_CROWD : 0;
+        b.ann = (uint32_t)k;
         memcpy(out->data + out->len, &b, sizeof b);
         out->len += sizeof b;
     }
@@ -538,4 +543,23 @@ int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
         rc = paint_segmentation(a, name, w, h, (uint32_t)json_integer_value(cat), mask, why);
     }
     return rc;
+}
+
+int sk_coco_instance(const struct sk_coco *c, int64_t image, uint32_t ann, uint32_t w, uint32_t h,
+                     struct shard_image *mask, struct shard_err *why)
+{
+    int rc = check_size(c, image, w, h, why);
+    if (!rc)
+        rc = shard_image_alloc(mask, w, h, 1, why);
+    if (rc)
+        return rc;
+    for (uint32_t y = 0; y < h; y++)
+        memset(mask->pixels + (size_t)y * mask->stride, 0, w);
+    const struct coco_image *im = &c->images[image];
+    if (ann >= im->count)
+        return shard_err_set(why, SHARD_EINVAL, "no annotation %u of the image", ann);
+    const json_t *a = c->ann[im->first + ann];
+    char name[64];
+    ann_name(a, name, sizeof name);
+    return paint_segmentation(a, name, w, h, 1, mask, why);
 }

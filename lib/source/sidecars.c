@@ -193,21 +193,37 @@ static int compare_u64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-/* Refuse every candidate of a group sharing one stem, each naming another
- * (the next in the group, the last the first).  Already refused ones keep
+/* A group of candidates sharing one stem (sorted by whole key): the first
+ * not already refused (among the first `sorted` refusals, those sorted
+ * before the groups were looked at) is the stem's image and keeps its
+ * sidecars; every other is refused naming it.  Already refused ones keep
  * their own reason. */
 static int refuse_group(const struct shard_keylist *k, const uint64_t *group, size_t n,
-                        struct shard_refusals *refused, struct shard_err *err)
+                        size_t sorted, struct shard_refusals *refused, struct shard_err *err)
 {
-    for (size_t i = 0; i < n; i++) {
-        size_t len, other_len;
+    /* the sorted part only (its items moved where an addition left them):
+     * the groups' refusals are added after it */
+    struct shard_refusals before = {refused->items, sorted, sorted};
+    size_t kept = n;
+    for (size_t i = 0; i < n && kept == n; i++) {
+        size_t len;
         const char *key = shard_keylist_get(k, group[i], &len);
-        if (shard_refusals_find(refused, key, len))
+        if (!shard_refusals_find(&before, key, len))
+            kept = i;
+    }
+    if (kept == n)
+        return SHARD_OK;
+    size_t first_len;
+    const char *first = shard_keylist_get(k, group[kept], &first_len);
+    char shown[SHARD_QUOTE_SIZE], reason[SHARD_QUOTE_SIZE + 96];
+    snprintf(reason, sizeof reason, "%s'%s', the stem's image (the first by name)", SK_REASON_STEM,
+             shard_quote(first, first_len, shown, sizeof shown));
+    for (size_t i = kept + 1; i < n; i++) {
+        size_t len;
+        const char *key = shard_keylist_get(k, group[i], &len);
+        before.items = refused->items;
+        if (shard_refusals_find(&before, key, len))
             continue;
-        const char *other = shard_keylist_get(k, group[(i + 1) % n], &other_len);
-        char shown[SHARD_QUOTE_SIZE], reason[SHARD_QUOTE_SIZE + 64];
-        snprintf(reason, sizeof reason, "%s'%s'", SK_REASON_STEM,
-                 shard_quote(other, other_len, shown, sizeof shown));
         int rc = sk_refusals_add(refused, key, len, reason, err);
         if (rc)
             return rc;
@@ -244,7 +260,7 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
             j++;
         }
         if (j - i > 1)
-            rc = refuse_group(keys, sorted + i, j - i, refused, err);
+            rc = refuse_group(keys, sorted + i, j - i, refused_before, refused, err);
         i = j;
     }
     if (!rc && refused->count > refused_before)

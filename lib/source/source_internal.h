@@ -10,6 +10,7 @@
 #ifndef SHARDKIT_SOURCE_INTERNAL_H
 #define SHARDKIT_SOURCE_INTERNAL_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "shardkit/manifest.h"
@@ -135,8 +136,9 @@ int sk_rows_unmatched(uint64_t rows, const struct shard_keylist *keys,
  * Every regular file whose name ends in a declared suffix is a sidecar file,
  * never an image candidate.  After the scan, each is given to the image it
  * belongs to: the longest declared suffix whose stem is an image's; a file
- * of no image is an orphan.  Images sharing a stem ("x.jpg", "x.png") cannot
- * tell their sidecars apart: they are refused (SK_REASON_STEM). */
+ * of no image is an orphan.  Of images sharing a stem ("x.jpg", "x.png": one
+ * WebDataset sample), the first by key is the stem's image, with its
+ * sidecars; the others are refused naming it (SK_REASON_STEM). */
 struct sk_sidecars;
 
 /* The declared suffixes (each starting with '.', no '/'; repeats are fine).
@@ -161,9 +163,11 @@ int sk_sidecars_add_refused(struct sk_sidecars *s, const char *key, size_t len, 
 /* After resolving: why file i cannot be read without opening it, or NULL. */
 const char *sk_sidecars_file_refusal(const struct sk_sidecars *s, size_t i);
 /* Match the files found with the image candidates `keys` (any order): each
- * file goes to its image or becomes an orphan; candidates sharing a stem are
- * added to `refused` (reason SK_REASON_STEM "... 'OTHER'"; sorted again).
- * Candidates already refused take part like any other.  0 or SHARD_ENOMEM. */
+ * file goes to its image or becomes an orphan; of candidates sharing a stem,
+ * all but the first by key are added to `refused` (reason SK_REASON_STEM
+ * "'FIRST', the stem's image ..."; sorted again).  A candidate already
+ * refused keeps its reason and is never the stem's image.  0 or
+ * SHARD_ENOMEM. */
 int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
                         struct shard_refusals *refused, struct shard_err *err);
 /* After resolving: the sidecar file of candidate `key` for suffix `suffix`
@@ -189,6 +193,78 @@ int sk_sidecars_reset(struct sk_sidecars *s, struct shard_keylist *orphans, stru
 size_t sk_sidecars_orphan_count(const struct sk_sidecars *s);
 const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *len);
 
+/* ---- a list of classes from a file (classes.c) ------------------------------
+ *
+ * A JSON array of names (the id of each its position) or of {"id", "name"}
+ * objects (COCO's categories), or text of one name a line (the id of each
+ * its line, from 0): a mask field's classes=FILE, shardify's --classes FILE.
+ * Names are non-empty UTF-8; ids at most max_id (neither checked for being
+ * unique: the caller's rules differ). */
+
+/* The classes of `path` into *out (malloc'd, each name malloc'd; free with
+ * sk_class_list_free), in the file's order, *count of them; *xxh3 (unless
+ * NULL) the hash of the file's bytes.  0, SHARD_EINVAL naming the file and
+ * the line or element, an error reading it (named), or SHARD_ENOMEM. */
+int sk_class_list_read(const char *path, uint32_t max_id, struct shard_field_class **out,
+                       size_t *count, uint64_t *xxh3, struct shard_err *err);
+void sk_class_list_free(struct shard_field_class *list, size_t count); /* accepts NULL */
+
+/* ---- archives named by URL (remote_archives.c) ------------------------------
+ *
+ * An http(s):// SRC: archives (WebDataset tar shards) named by URL, with
+ * brace lists as WebDataset writes them ("https://host/{00000..00099}.tar":
+ * {A..B} numbers, zero-padded when A or B is; {X,Y,...} words; several in
+ * one URL) and several URLs separated by "::".  The listing is expanded and
+ * checked before any archive is fetched: each URL names an archive (its
+ * path's last component, its name, is an archive's), no two have one name,
+ * each is there (a HEAD, which also gives its size).  Read as a folder of
+ * archives: by name, each archive's keys prefixed with its name. */
+#define SK_REMOTE_ARCHIVES_MAX 1000000u
+struct sk_remote_archives;
+
+/* 1 when src is an http:// or https:// location. */
+int sk_source_is_url(const char *src);
+/* Expand and check `spec`.  0, SHARD_EINVAL (a malformed brace list, a URL
+ * of no archive, two of one name: named), SHARD_ELIMIT (more than
+ * SK_REMOTE_ARCHIVES_MAX), the HTTP engine's errors for an archive that is
+ * not there (SHARD_ENOTFOUND, SHARD_ENET naming its URL), SHARD_EINTR once
+ * *cancel is set, SHARD_ENOMEM. */
+int sk_remote_archives_open(struct sk_remote_archives **out, const char *spec,
+                            volatile sig_atomic_t *cancel, struct shard_err *err);
+void sk_remote_archives_free(struct sk_remote_archives *ra); /* accepts NULL */
+/* The archives, sorted by name: their count, names and sizes (0 when the
+ * server gave none). */
+size_t sk_remote_archives_count(const struct sk_remote_archives *ra);
+const char *sk_remote_archives_name(const struct sk_remote_archives *ra, size_t k);
+uint64_t sk_remote_archives_size(const struct sk_remote_archives *ra, size_t k);
+/* Fetch archive k into the file `file` of directory dir_fd (created or
+ * truncated, never through a link; `shown` names it in messages), in ranged
+ * reads of a few MiB, each retried as the engine retries.  0 or an error. */
+int sk_remote_archives_fetch(struct sk_remote_archives *ra, size_t k, int dir_fd, const char *file,
+                             const char *shown, struct shard_err *err);
+
+/* ---- a key list selecting the samples (keysel.c) ----------------------------
+ *
+ * shardify --keys FILE: one key or stem a line (the first word of the line,
+ * as VOC's ImageSets/Segmentation/train.txt lists "2007_000032"); a
+ * candidate is selected when its key or its stem (the key without the
+ * extension of its last component) is listed.  The others are left out of
+ * the source as files of no interest are: counted as ignored. */
+struct sk_key_selection;
+
+/* Read `path`.  0, an error reading it (named), SHARD_EINVAL (no key, a key
+ * listed twice: file and lines named), SHARD_ENOMEM. */
+int sk_key_selection_load(struct sk_key_selection **out, const char *path, struct shard_err *err);
+void sk_key_selection_free(struct sk_key_selection *s); /* accepts NULL */
+/* "file:<basename>:<xxh3 of its bytes>" (owned by s). */
+const char *sk_key_selection_describe(const struct sk_key_selection *s);
+/* Keep in `keys` (a scan's candidates, any order; kept in that order) those
+ * selected; the others are counted in st->ignored and no longer in
+ * st->candidates.  A listed key that selects no candidate is SHARD_EINVAL
+ * naming the file and line (keys untouched). */
+int sk_key_selection_apply(const struct sk_key_selection *s, struct shard_keylist *keys,
+                           struct shard_scan_stats *st, struct shard_err *err);
+
 /* ---- a mask folder mirroring SRC (mask_folder.c) ----------------------------
  *
  * The masks of a MASK field declared from=DIR/: DIR (ending in '/';
@@ -199,10 +275,14 @@ const char *sk_sidecars_orphan(const struct sk_sidecars *s, size_t i, size_t *le
 struct sk_mask_folder;
 
 /* Open and scan `folder` of src, and match its files with keys (the
- * candidates, sorted).  0, SHARD_EINVAL (an S3 SRC, a folder inside SRC),
- * SHARD_EIO (no such folder) or SHARD_ENOMEM, with the folder named. */
+ * candidates, sorted).  `replace` ("OLD:NEW", or NULL): a mask's name is its
+ * image's path with the stem's ending OLD replaced by NEW (Cityscapes'
+ * x_leftImg8bit.png has x_gtFine_labelTrainIds.png); an image whose stem
+ * does not end in OLD has none, and the folder's other files are ignored.  0, SHARD_EINVAL (an S3
+ * SRC, a folder inside SRC), SHARD_EIO (no such folder) or SHARD_ENOMEM, with the folder named. */
 int sk_mask_folder_open(struct sk_mask_folder **out, const char *src, const char *folder,
-                        const struct shard_keylist *keys, struct shard_err *err);
+                        const char *replace, const struct shard_keylist *keys,
+                        struct shard_err *err);
 void sk_mask_folder_free(struct sk_mask_folder *mf); /* accepts NULL */
 /* The mask candidate key[0..len) has, quoted for messages ("'DIR/a/0001.png'"). */
 void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, size_t len, char *out,
@@ -227,6 +307,13 @@ int sk_scan_dir(const char *root, struct shard_keylist *keys, struct sk_sidecars
 /* 1 when `name` ends, case-insensitively, in .tar .tar.gz .tgz .tar.bz2 .tbz2
  * .tar.xz .txz .tar.zst .tzst or .zip. */
 int sk_is_archive_name(const char *name);
+/* A list of names (a directory's, as the two listings below give them):
+ * append a copy of `name` (*n names, room for *cap, grown by doubling),
+ * 0 or SHARD_ENOMEM; sort them bytewise; free them (accepts NULL). */
+int sk_names_add(char ***list, size_t *n, size_t *cap, const char *name, struct shard_err *err);
+void sk_names_sort(char **list, size_t n);
+void sk_names_free(char **list, size_t n);
+
 /* The archives directly in `dir` (regular files so named: no subdirectory is
  * entered, no link followed), sorted by name, in *names (malloc'd, each
  * malloc'd).  Other entries are counted in *st as ignored.  SHARD_ENOTFOUND,
@@ -257,10 +344,11 @@ uint32_t sk_annotation_column_want(struct sk_annotation_column *cols, uint32_t *
                                    const char *name, int json);
 
 /* Read `path` (a regular file; JSON Lines when named .jsonl, .ndjson or
- * .json or starting with '{', else CSV), keeping columns cols[0..ncols),
+ * .json or starting with '{', else CSV), its rows keyed by `key_column`
+ * (NULL: "key", or "key_hex" in JSON Lines), keeping columns cols[0..ncols),
  * which must outlive the table.  0, SHARD_ENOTFOUND, SHARD_EIO, SHARD_EINVAL
  * (malformed, with file and line), SHARD_ENOMEM. */
-int sk_annotations_load(struct sk_annotations **out, const char *path,
+int sk_annotations_load(struct sk_annotations **out, const char *path, const char *key_column,
                         const struct sk_annotation_column *cols, uint32_t ncols,
                         struct shard_err *err);
 void sk_annotations_free(struct sk_annotations *a); /* accepts NULL */
@@ -300,7 +388,8 @@ int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_
 #define SK_REASON_ENCRYPTED "unsupported: encrypted archive entry"
 /* A hard link whose target cannot be found or used. */
 #define SK_REASON_LINK "hard link to "
-/* Images that share a stem while sidecar fields are declared. */
+/* An image that shares its stem with an earlier one while sidecar fields are
+ * declared. */
 #define SK_REASON_STEM "another image has the same stem: "
 /* A later archive entry of a name an earlier entry already has. */
 #define SK_REASON_DUPLICATE "duplicate entry in archive: an earlier entry has this name"
@@ -446,17 +535,21 @@ struct sk_coco_box {
     double b[4];
     uint32_t cls;   /* its category id */
     uint32_t flags; /* SHARD_BOX_CROWD */
+    uint32_t ann;   /* its annotation: the image's how-manieth (sk_coco_instance) */
 };
 
 /* The boxes of image `image`, whose file is stored w x h, as struct
- * sk_coco_box into out (replacing it), in the file's order: each bbox of
- * positive size, inside the image (up to a pixel over an edge is taken as
- * rounding and clipped), of a category of the file.  0, or SHARD_ECORRUPT
- * with the reason (the sample is rejected: "annotation 12: bbox [...] is
- * outside the 640x480 image", or the file's width and height are not the
- * image's), or SHARD_ENOMEM.  Thread-safe. */
-int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
-                  struct shard_buf *out, struct shard_err *why);
+ * sk_coco_box into out (replacing it), in the file's order, each of a
+ * category of the file.  `clamp` (shardify --boxes clamp, as torchvision's
+ * reference): a box partly outside the image is clipped to it, one wholly
+ * outside it or empty is left out, counted in *outside.  Else (strict) each
+ * bbox must be of positive size and inside the image (up to a pixel over an
+ * edge is taken as rounding and clipped).  0, or SHARD_ECORRUPT with the
+ * reason (the sample is rejected: "annotation 12: bbox [...] is outside the
+ * 640x480 image", or the file's width and height are not the image's), or
+ * SHARD_ENOMEM.  Thread-safe. */
+int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, int clamp,
+                  struct shard_buf *out, uint64_t *outside, struct shard_err *why);
 
 /* The mask of image `image` (stored w x h) into mask (w x h, `bytes` per
  * value): 0 (background) where no annotation is, else the category id of
@@ -467,5 +560,14 @@ int sk_coco_boxes(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h
  * counts do not cover it), or SHARD_ENOMEM.  Thread-safe. */
 int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h, uint32_t bytes,
                  struct shard_image *mask, struct shard_err *why);
+
+/* The mask of annotation `ann` of image `image` alone (its place among the
+ * image's annotations, sk_coco_box.ann) into mask (w x h, 1 byte a value):
+ * 1 where its segmentation covers the pixel, 0 elsewhere, rasterised as
+ * sk_coco_mask does (an annotation without segmentation covers nothing).
+ * 0, SHARD_ECORRUPT naming a malformed segmentation, or SHARD_ENOMEM.
+ * Thread-safe. */
+int sk_coco_instance(const struct sk_coco *c, int64_t image, uint32_t ann, uint32_t w, uint32_t h,
+                     struct shard_image *mask, struct shard_err *why);
 
 #endif

@@ -171,12 +171,35 @@ static int set_refused(struct found *f, const char *reason, struct shard_err *er
     return SHARD_OK;
 }
 
+/* The candidates a key list selected (config.keys): the list given must be
+ * the config's. */
+static int select_keys(struct source_run *s, struct shard_err *err)
+{
+    const char *want = s->v->m->config.keys;
+    if (!s->v->o->keys)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "source: the samples were selected by a key list ('%s'); pass that "
+                             "file (--keys) to check them",
+                             want);
+    struct sk_key_selection *sel;
+    int rc = sk_key_selection_load(&sel, s->v->o->keys, err);
+    if (!rc && strcmp(sk_key_selection_describe(sel), want))
+        rc = shard_err_set(err, SHARD_EINVAL, "source: the key list is '%s', the config says '%s'",
+                           sk_key_selection_describe(sel), want);
+    if (!rc)
+        rc = sk_key_selection_apply(sel, &s->found_keys, &s->stats, err);
+    sk_key_selection_free(sel);
+    return rc;
+}
+
 static int scan_directory(struct source_run *s, struct shard_err *err)
 {
     int rc = sk_source_root_open(&s->root, s->src, err);
     if (!rc)
         rc = sk_source_root_scan(&s->root, &s->found_keys, sk_source_fields_sidecars(s->fields),
                                  &s->refused, &s->stats, err);
+    if (!rc && s->v->m->config.keys) /* the samples --keys selected, as shardify selects them */
+        rc = select_keys(s, err);
     if (!rc) /* images sharing a stem are refused, as shardify refuses them */
         rc = sk_source_fields_resolve(s->fields, &s->found_keys, &s->refused, err);
     if (rc)
@@ -417,6 +440,41 @@ static int scan_archives(struct source_run *s, struct shard_err *err)
     for (size_t k = 0; k < count; k++)
         free(names[k]);
     free(names);
+    return rc ? rc : mark_stems(s, err);
+}
+
+/* Archives named by URL (shardify https://host/{00000..00099}.tar): the
+ * listing expanded and checked as shardify checks it, then each archive
+ * fetched into a private temporary directory, read as a folder's archive
+ * is, and removed. */
+static int scan_urls(struct source_run *s, struct shard_err *err)
+{
+    struct sk_remote_archives *ra = NULL;
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/shardcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int rc = sk_remote_archives_open(&ra, s->src, NULL, err);
+    if (!rc && !mkdtemp(dir))
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create a directory in '%s'",
+                             tmp && *tmp ? tmp : "/tmp");
+    int fd = rc ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!rc && fd < 0)
+        rc = shard_err_errno(err, SHARD_EIO, errno, "cannot open '%s'", dir);
+    char *path = rc ? NULL : sk_fs_join(dir, "archive");
+    if (!rc && !path)
+        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    for (size_t k = 0; !rc && k < sk_remote_archives_count(ra); k++) {
+        rc = sk_remote_archives_fetch(ra, k, fd, "archive", path, err);
+        if (!rc)
+            rc = scan_one_archive(s, path, sk_remote_archives_name(ra, k), err);
+        unlinkat(fd, "archive", 0);
+    }
+    if (fd >= 0) {
+        close(fd);
+        rmdir(dir);
+    }
+    free(path);
+    sk_remote_archives_free(ra);
     return rc ? rc : mark_stems(s, err);
 }
 
@@ -825,6 +883,17 @@ static int find_sorted_label(const struct shard_manifest *m, const char *name)
 
 int sk_verify_find_label(const struct shard_manifest *m, const char *name)
 {
+    if (m->config.classes) {
+        /* a fixed class list, in its order (shardify --classes): a name is
+         * at its place; one the list lacks, a class number below its length
+         * (a numeric .cls), is the class of that number */
+        uint32_t n;
+        for (uint32_t i = 0; i < m->label_count; i++)
+            if (!strcmp(m->labels[i], name))
+                return (int)i;
+        return sk_field_class_number(name, strlen(name), &n) == 1 && n < m->label_count ? (int)n
+                                                                                        : -1;
+    }
     /* class numbers ("0".."N-1" in their order, not sorted by bytes: a
      * numeric class, FORMAT.md): a number is at its place, and "007" is 7
      * as shardify reads it (after the names: a list of names holds "007") */
@@ -925,6 +994,15 @@ static int scan_source(struct source_run *s, struct shard_err *err)
 {
     struct verify_run *v = s->v;
     struct stat st;
+    if (sk_source_is_url(s->src)) { /* archives named by URL: a folder of them */
+        s->archive = 1;
+        if (v->m->source_kind && strcmp(v->m->source_kind, "archives"))
+            sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, NULL, 0,
+                              "source: SRC names archives by URL, the dataset was made from %s "
+                              "%s",
+                              strcmp(v->m->source_kind, "archive") ? "a" : "an", v->m->source_kind);
+        return scan_urls(s, err);
+    }
     if (sk_source_is_s3(s->src)) {
         s->archive = 0; /* an S3 prefix is a directory of objects */
         if (v->m->source_kind && strcmp(v->m->source_kind, "directory"))

@@ -168,7 +168,7 @@ static int load_table(struct source_fields *sf, struct shard_err *err)
     if (!(sf->table_name = strdup(slash ? slash + 1 : path)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     struct shard_err e;
-    int rc = sk_annotations_load(&sf->table, path, sf->cols, sf->ncols, &e);
+    int rc = sk_annotations_load(&sf->table, path, sf->c->annotations_key, sf->cols, sf->ncols, &e);
     if (rc == SHARD_ENOMEM) {
         *err = e;
         return rc;
@@ -447,8 +447,8 @@ static int open_folders(struct source_fields *sf, const struct shard_keylist *ca
         const struct shard_field_decl *d = &sf->c->fields[f];
         int rc;
         if (d->folder && !sf->folder_of[f] &&
-            (rc = sk_mask_folder_open(&sf->folder_of[f], sf->v->o->source, d->folder, candidates,
-                                      err)))
+            (rc = sk_mask_folder_open(&sf->folder_of[f], sf->v->o->source, d->folder, d->replace,
+                                      candidates, err)))
             return shard_err_prefix(err, rc, "field '%s'", d->name);
     }
     return SHARD_OK;

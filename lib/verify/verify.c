@@ -542,16 +542,46 @@ static void run_release(struct verify_run *v)
     pthread_mutex_destroy(&v->lock);
 }
 
+/* The source as the config says it was read: a split folder of SRC
+ * (config.split), and, when no --annotations is given, a Hugging Face
+ * metadata table of that folder when the config's table is one (found as
+ * shardify finds it).  *so is o with those; `paths` holds what they point
+ * to (freed by the caller). */
+static int source_as_converted(const struct verify_run *v, const struct shard_verify_options *o,
+                               struct shard_verify_options *so, char *paths[2],
+                               struct shard_err *err)
+{
+    const struct shard_config *c = &v->m->config;
+    *so = *o;
+    if (!o->source)
+        return SHARD_OK;
+    if (c->split && !(so->source = paths[0] = sk_fs_join(o->source, c->split)))
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    if (!o->annotations && c->annotations &&
+        (!strncmp(c->annotations, "file:metadata.jsonl:", 20) ||
+         !strncmp(c->annotations, "file:metadata.csv:", 18))) {
+        int rc = shard_source_metadata(so->source, &paths[1], err);
+        if (rc)
+            return rc;
+        so->annotations = paths[1];
+    }
+    return SHARD_OK;
+}
+
 int shard_verify(const char *dst, const struct shard_verify_options *o,
                  struct shard_verify_report *report, struct shard_err *err)
 {
     struct verify_run v;
+    struct shard_verify_options so;
+    char *paths[2] = {NULL, NULL};
     run_init(&v, o, report, dst);
     int rc = check_options(o, err);
     if (!rc && (rc = run_open(&v, 1, err)) == 1) {
         rc = sk_verify_finish_problems(&v, NULL, err); /* the manifest's problem */
         goto out;
     }
+    if (!rc && !(rc = source_as_converted(&v, o, &so, paths, err)))
+        v.o = &so;
     if (!rc)
         rc = sk_verify_plan_shares(&v, 1, err);
     if (!rc)
@@ -570,6 +600,8 @@ out:
     if (rc)
         shard_verify_report_release(report);
     run_release(&v);
+    free(paths[0]);
+    free(paths[1]);
     return rc;
 }
 

@@ -48,16 +48,17 @@ class Field:
     """A field the dataset declares (format version 2, manifests/FORMAT.md
     "Fields"): ``name``, ``number`` (its position in the manifest's
     config.fields), ``type`` ("text", "json", "int", "float", "float32",
-    "int64", "labels", "bytes", "boxes" or "mask"), ``length`` (a float32 or
+    "int64", "labels", "bytes", "boxes", "mask" or "instances"), ``length`` (a float32 or
     int64 vector's length, else None), ``source`` (``("sidecar", ".txt")``,
     ``("column", "caption")``, ``("coco", "bbox")`` or ``("folder",
     "../masks/")``: where the values were taken from), ``classes`` (a boxes or mask field's: dict class id ->
-    name, else None), ``required`` (bool: a
+    name, else None), ``ignore`` (a mask field's value of pixels of no class,
+    VOC's 255, as a loss's ``ignore_index``; else None), ``required`` (bool: a
     sample without it was rejected) and ``present`` (how many samples have
     it: the manifest's counts.fields)."""
 
     __slots__ = ("name", "number", "type", "length", "source", "required", "present",
-                 "classes")
+                 "classes", "ignore")
     name: str
     number: int
     type: str
@@ -66,12 +67,14 @@ class Field:
     required: bool
     present: int
     classes: dict[int, str] | None
+    ignore: int | None
 
     def __init__(self, name: str, number: int, type: str, length: int | None,
                  source: tuple[str, str], required: bool, present: int,
-                 classes: dict[int, str] | None = None) -> None:
+                 classes: dict[int, str] | None = None, ignore: int | None = None) -> None:
         self.name = name
         self.classes = classes
+        self.ignore = ignore
         self.number = number
         self.type = type
         self.length = length
@@ -103,7 +106,7 @@ def _declared_fields(manifest: dict[str, Any]) -> dict[str, Field]:
         source = next((k, d[k]) for k in ("sidecar", "column", "coco", "folder") if k in d)
         classes = {c["id"]: c["name"] for c in d["classes"]} if "classes" in d else None
         fields[d["name"]] = Field(d["name"], number, type_, length, source, d["required"],
-                                  present.get(d["name"], 0), classes)
+                                  present.get(d["name"], 0), classes, d.get("ignore"))
     return fields
 
 
@@ -133,6 +136,8 @@ def _decode_value(field: Field, raw: bytes) -> Any:
         return _decode_boxes(raw)
     if t == "mask":
         return _decode_mask(raw)
+    if t == "instances":
+        return _decode_instances(raw)
     return raw  # bytes
 
 
@@ -155,6 +160,23 @@ def _decode_mask(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
     w, h = struct.unpack_from("<II", bytes(raw[:8]))
     dtype = "<u2" if raw[8] == 2 else "u1"
     return np.frombuffer(raw, dtype=dtype, offset=12).reshape(h, w).astype(dtype[-2:])
+
+
+def _decode_instances(raw: bytes) -> npt.NDArray[np.uint8]:
+    """An instances value as Mask R-CNN's masks: (N, height, width) uint8,
+    1 inside instance k, 0 elsewhere; mask k is box k's of the boxes field.
+    Stored as each mask's runs of 0 and 1 over the pixels in column-major
+    order (COCO's uncompressed RLE)."""
+    w, h, n = struct.unpack_from("<III", raw)
+    out = np.zeros((n, h, w), np.uint8)
+    at = 16
+    for k in range(n):
+        (runs,) = struct.unpack_from("<I", raw, at)
+        counts = np.frombuffer(raw, dtype="<u4", count=runs, offset=at + 4)
+        at += 4 + 4 * runs
+        values = np.repeat((np.arange(runs) & 1).astype(np.uint8), counts)
+        out[k] = values.reshape(w, h).T
+    return out
 
 
 def _bad_json(dataset: "Dataset", index: int, name: str,

@@ -23,6 +23,7 @@ DEFAULT_SHUFFLE_BUFFER = 1024
 DEFAULT_PREFETCH = 2
 # Skipped samples' errors kept in loader.stats.
 _MASK_HEADER = 12  # a mask value's header (manifests/FORMAT.md "Boxes and masks")
+_INSTANCES_HEADER = 16  # an instances value's header (FORMAT.md "Boxes and masks")
 MAX_SKIPPED_ERRORS = 100
 # Format 3 carries the segments of the epoch read before at other world or
 # batch sizes ("done"); 2 did not (none); 1 did not carry the dataset's
@@ -571,7 +572,10 @@ class Loader:
             elif field.type == "mask" and labels is not None:
                 values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask,
                                             self._stacked_masks.get(name))
-            elif labels is not None:
+            elif field.type == "instances" and labels is not None:
+                values[name] = _batch_instances(np.asarray(labels[0]), np.asarray(labels[1]),
+                                                mask, self._torch)
+            elif labels is not None:  # a labels field
                 ids = np.asarray(labels[0])
                 ends = (np.asarray(labels[1]) // 4).astype(np.intp)
                 if name in self.multi_hot:
@@ -587,6 +591,14 @@ class Loader:
                                 for j, s in enumerate(texts)]
             else:
                 values[name] = items
+        # Mask R-CNN's target dicts: each sample's instance masks beside its
+        # boxes (the loader dropped those of the boxes it dropped)
+        boxes = next((f.name for f in self.fields if f.type == "boxes"), None)
+        for f in self.fields:
+            if f.type == "instances" and boxes is not None:
+                for target, masks in zip(values[boxes], values[f.name]):
+                    if target is not None and masks is not None:
+                        target["masks"] = masks
         return values, present
 
     @property
@@ -743,6 +755,22 @@ def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.
         raise RuntimeError("the loader gave masks of another size than its output's")
     rows = data.reshape(n, size)
     return rows[:, _MASK_HEADER:].view(dtype.newbyteorder("<")).reshape(n, h, w)
+
+
+def _batch_instances(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],
+                     mask: npt.NDArray[Any], torch: Any = None) -> list[Any]:
+    """A batch's instance masks: per sample (N, H, W) uint8 views of the
+    batch's memory (torch tensors with `torch`), None where absent."""
+    out: list[Any] = []
+    for j in range(len(mask)):
+        if not mask[j]:
+            out.append(None)
+            continue
+        v = data[ends[j]:ends[j + 1]]
+        w, h, n = (int(x) for x in v[:12].view("<u4"))
+        a = v[_INSTANCES_HEADER:].reshape(n, h, w)
+        out.append(torch.from_numpy(a) if torch is not None else a)
+    return out
 
 
 def _to_torch(t: Any, v: Any) -> Any:

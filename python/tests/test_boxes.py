@@ -199,10 +199,11 @@ def test_bad_annotations_are_rejected_with_their_reason(tmp_path):
                                 "categories": [{"id": 1, "name": "thing"}]}))
     (tmp_path / "classes.txt").write_text("background\nthing\n")
     dst = str(tmp_path / "dst")
-    shardify(str(src), dst, "--coco", str(coco), "--coco-mask", "--no-upscale",
+    shardify(str(src), dst, "--coco", str(coco), "--coco-mask", "--no-upscale", "--boxes", "strict",
              "--field", f"seg=mask,from=_mask.png,classes={tmp_path / 'classes.txt'}")
     with open(os.path.join(dst, "manifest.json")) as f:
         m = json.load(f)
+    assert m["config"]["boxes"] == "strict"
     reasons = {r["key"]: r["reason"] for r in m["rejected"]}
     assert set(reasons) == {"outside.png", "mask_size.png", "polygon.png"}, reasons
     assert "annotation 1" in reasons["outside.png"] and "outside the 50x40 image" in \

@@ -4,10 +4,12 @@
 # archive, labels from a CSV file, a regex, a sidecar (.cls) or a table
 # column, img2dataset's folder of WebDataset tars with captions and
 # metadata, WebDataset tars with .cls classes, a folder with a JSON Lines
-# annotation table, COCO boxes and masks, mask sidecars (_mask.png) and a
-# VOC-style mask folder, a conversion in parts and its merge, and an
-# incremental run.  Every one must verify, and (lib.sh) every manifest must
-# agree with manifests/.
+# annotation table, COCO boxes, masks and instances, mask sidecars
+# (_mask.png, and a WebDataset tar's .seg.png), VOC's and Cityscapes' mask
+# folders (255: void), a Hugging Face imagefolder (splits, metadata.jsonl)
+# and a table keyed by another column, a conversion in parts and its merge,
+# an incremental run, and archives named by URL.  Every one must verify,
+# and (lib.sh) every manifest must agree with manifests/.
 . "$(dirname "$0")/lib.sh"
 
 L=$T/layouts
@@ -108,13 +110,67 @@ os.replace(f"{top}/instances_train2017.json", f"{top}/coco/annotations/instances
 for k in range(3):
     picture(f"{top}/seg/s{k}.jpg", k)
     Image.new("L", (W, H), k % 3).save(f"{top}/seg/s{k}_mask.png")
-    picture(f"{top}/voc/JPEGImages/v{k}.jpg", k)
-    os.makedirs(f"{top}/voc/SegmentationClass", exist_ok=True)
-    Image.new("P", (W, H), k % 3).save(f"{top}/voc/SegmentationClass/v{k}.png")
+    # VOC2012 as it is laid out: palette PNGs with a 255 border (void), a
+    # split list naming the images that have a mask
+    picture(f"{top}/VOC2012/JPEGImages/2007_00000{k}.jpg", k)
+    os.makedirs(f"{top}/VOC2012/SegmentationClass", exist_ok=True)
+    ids = bytearray([k % 3]) * (W * H)
+    ids[:W] = ids[-W:] = b"\xff" * W  # void borders
+    mask = Image.frombytes("P", (W, H), bytes(ids))
+    mask.putpalette([0, 0, 0, 128, 0, 0, 0, 128, 0] + [0] * (252 * 3) + [224, 224, 192])
+    mask.save(f"{top}/VOC2012/SegmentationClass/2007_00000{k}.png")
+picture(f"{top}/VOC2012/JPEGImages/2007_000009.jpg", 9)  # a detection image: no mask
+os.makedirs(f"{top}/VOC2012/ImageSets/Segmentation", exist_ok=True)
+with open(f"{top}/VOC2012/ImageSets/Segmentation/train.txt", "w") as f:
+    f.write("2007_000000\n2007_000001\n2007_000002\n")
 with open(f"{top}/classes.txt", "w") as f:
     f.write("background\nthing\nother\n")
-with open(f"{top}/voc/voc_classes.txt", "w") as f:
+with open(f"{top}/voc_classes.txt", "w") as f:
     f.write("background\naeroplane\nbicycle\n")
+
+# WebDataset segmentation: 000123.jpg and its mask 000123.seg.png (255: void)
+# in each sample of the tars
+for t in range(2):
+    members = []
+    for k in range(3):
+        ids = bytearray([(t + k) % 3]) * (W * H)
+        ids[:W] = b"\xff" * W
+        out = io.BytesIO()
+        Image.frombytes("L", (W, H), bytes(ids)).save(out, "PNG")
+        members += [(f"{t}0{k}.jpg", jpeg_bytes(k)), (f"{t}0{k}.seg.png", out.getvalue())]
+    tar(f"{top}/wds-seg/{t:05d}.tar", members)
+
+# Cityscapes as it is laid out: leftImg8bit/ and gtFine/ by split and city,
+# the trainIds masks (255: void) beside colour and labelIds PNGs and polygons
+for city in ("aachen", "bochum"):
+    for k in range(2):
+        stem = f"{city}_00000{k}_000019"
+        picture(f"{top}/cityscapes/leftImg8bit/train/{city}/{stem}_leftImg8bit.png", k)
+        ids = bytearray([k]) * (W * H)
+        ids[:W] = b"\xff" * W
+        gt = f"{top}/cityscapes/gtFine/train/{city}/{stem}_gtFine"
+        os.makedirs(os.path.dirname(gt), exist_ok=True)
+        Image.frombytes("L", (W, H), bytes(ids)).save(f"{gt}_labelTrainIds.png")
+        Image.frombytes("L", (W, H), bytes(ids)).save(f"{gt}_labelIds.png")
+        Image.new("RGB", (W, H)).save(f"{gt}_color.png")
+        write(f"{gt}_polygons.json", b"{}")
+with open(f"{top}/cityscapes_classes.txt", "w") as f:
+    f.write("road\nsidewalk\nbuilding\n")
+
+# a Hugging Face imagefolder: train/ and test/, class folders, a
+# metadata.jsonl of text per file_name in each
+for split, classes in (("train", ("bird", "cat")), ("test", ("cat", "dog"))):
+    rows = []
+    for c in classes:
+        for k in range(2):
+            picture(f"{top}/hf/{split}/{c}/{k}.png", k)
+            rows.append(json.dumps({"file_name": f"{c}/{k}.png", "text": f"a {c}"}) + "\n")
+    with open(f"{top}/hf/{split}/metadata.jsonl", "w") as f:
+        f.writelines(rows)
+for k in range(2):
+    picture(f"{top}/photos_csv/{k}.jpg", k)
+with open(f"{top}/photos.csv", "w") as f:
+    f.write("path,caption\n0.jpg,first\n1.jpg,second\n")
 EOF
 (cd "$L/raw" && tar --zstd -cf "$L/photos.tar.zst" cat dog top.jpg README.txt)
 S="--size 32 --quiet"
@@ -164,21 +220,51 @@ layout table "$L/photos" "$T/table" --annotations "$L/captions.jsonl"
 shardify "$L/photos/" "$T/column" $S --labels column:kind --annotations "$L/captions.jsonl"
 layout column "$L/photos" "$T/column" --annotations "$L/captions.jsonl"
 
-say "COCO boxes and masks (--coco, --coco-mask)"
+say "COCO boxes and masks (--coco, --coco-mask, --coco-instances)"
 shardify "$L/coco/train2017/" "$T/coco" --size 32 --labels none \
     --coco "$L/coco/annotations/instances_train2017.json" --coco-mask --quiet
 layout coco "$L/coco/train2017" "$T/coco"
 [ "$(json "$T/coco/manifest.json" "d['counts']['boxes'], d['counts']['coco_annotations'], [f['name'] for f in d['config']['fields']]")" = \
     "(3, 3, ['boxes', 'mask'])" ] || die "the COCO dataset: $(cat "$T/coco/manifest.json")"
+shardify "$L/coco/train2017/" "$T/coco-instances" --size 32 --labels none \
+    --coco "$L/coco/annotations/instances_train2017.json" --coco-instances --quiet
+layout coco_instances "$L/coco/train2017" "$T/coco-instances"
+[ "$(json "$T/coco-instances/manifest.json" "[(f['name'], f['type']) for f in d['config']['fields']], d['counts']['fields']")" = \
+    "([('boxes', 'boxes'), ('masks', 'instances')], {'boxes': 3, 'masks': 3})" ] ||
+    die "the COCO instances: $(cat "$T/coco-instances/manifest.json")"
 
 say "masks: sidecars (from=_mask.png) and a VOC-style folder (from=../SegmentationClass/)"
 shardify "$L/seg" "$T/seg" $S --labels none --field "seg=mask,from=_mask.png,classes=$L/classes.txt"
 layout seg "$L/seg" "$T/seg"
-(cd "$L/voc" && shardify JPEGImages/ "$T/voc" --size 32 --labels none \
-    --field seg=mask,from=../SegmentationClass/,classes=voc_classes.txt,required --quiet)
-layout voc "$L/voc/JPEGImages" "$T/voc"
-[ "$(json "$T/voc/manifest.json" "d['config']['fields'][0]['folder'], d['counts']['fields']")" = \
-    "('../SegmentationClass/', {'seg': 3})" ] || die "the mask folder: $(cat "$T/voc/manifest.json")"
+(cd "$L" && shardify VOC2012/JPEGImages/ "$T/voc" --size 32 --labels none \
+    --keys VOC2012/ImageSets/Segmentation/train.txt \
+    --field seg=mask,from=../SegmentationClass/,classes=voc_classes.txt,ignore=255,required --quiet)
+layout voc "$L/VOC2012/JPEGImages" "$T/voc" --keys "$L/VOC2012/ImageSets/Segmentation/train.txt"
+[ "$(json "$T/voc/manifest.json" "d['config']['fields'][0]['folder'], d['config']['fields'][0]['ignore'], d['counts']['fields'], d['counts']['ignored']")" = \
+    "('../SegmentationClass/', 255, {'seg': 3}, 1)" ] || die "the mask folder: $(cat "$T/voc/manifest.json")"
+
+(cd "$L" && shardify cityscapes/leftImg8bit/train/ "$T/cityscapes" --size 32 --labels none \
+    --field seg=mask,from=../../gtFine/train/,replace=_leftImg8bit:_gtFine_labelTrainIds,classes=cityscapes_classes.txt,ignore=255,required --quiet)
+layout cityscapes "$L/cityscapes/leftImg8bit/train" "$T/cityscapes"
+[ "$(json "$T/cityscapes/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['orphans']")" = \
+    "(4, {'seg': 4}, [])" ] || die "the Cityscapes masks: $(cat "$T/cityscapes/manifest.json")"
+
+(cd "$L" && shardify --archives wds-seg/ "$T/wds-seg" --size 32 --labels none \
+    --field seg=mask,from=.seg.png,classes=classes.txt,ignore=255,required --quiet)
+layout wds_seg "$L/wds-seg" "$T/wds-seg"
+[ "$(json "$T/wds-seg/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['counts']['sidecars']")" = \
+    "(6, {'seg': 6}, 6)" ] || die "the WebDataset masks: $(cat "$T/wds-seg/manifest.json")"
+
+say "Hugging Face imagefolder: split folders, metadata.jsonl keyed by file_name, --key-column"
+(cd "$L" && shardify hf/ "$T/hf" --field text=text --size 32 --quiet &&
+    shardify hf/ "$T/hf-train" --split train --field text=text --size 32 --quiet)
+layout hf_test "$L/hf" "$T/hf/test"
+layout hf_train "$L/hf" "$T/hf-train"
+[ "$(json "$T/hf/test/manifest.json" "d['labels'], d['counts']['fields']")" = "(['bird', 'cat', 'dog'], {'text': 4})" ] ||
+    die "the imagefolder: $(cat "$T/hf/test/manifest.json")"
+(cd "$L" && shardify photos_csv/ "$T/keyed" --labels none --annotations photos.csv --key-column path \
+    --field caption=text --size 32 --quiet)
+layout keyed "$L/photos_csv" "$T/keyed" --annotations "$L/photos.csv"
 
 say "a conversion in parts and its merge"
 for i in 0 1 2; do
@@ -194,5 +280,18 @@ shardify --incremental "$T/classes" "$L/raw" "$T/incremental" $S
 layout incremental "$L/raw" "$T/incremental"
 [ "$(json "$T/incremental/manifest.json" "d['lineage']['added'], d['lineage']['removed']")" = "(1, 1)" ] ||
     die "the lineage: $(cat "$T/incremental/manifest.json")"
+
+say "archives named by URL, over a real nginx"
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    on_exit '"$SHARDKIT_TOP/bench/http_server.sh" stop "$T/http" >/dev/null 2>&1'
+    U=$("$SHARDKIT_TOP/bench/http_server.sh" start "$T/http" shards="$L/wds") ||
+        die "cannot start nginx"
+    shardify "$U/shards/{00000..00001}.tar" "$T/url" --labels sidecar:.cls --size 32 --quiet
+    layout url "$U/shards/{00000..00001}.tar" "$T/url"
+    [ "$(json "$T/url/manifest.json" "d['counts']['samples'], d['source']['kind']")" = "(6, 'archives')" ] ||
+        die "the archives by URL: $(cat "$T/url/manifest.json")"
+else
+    echo "SKIP: nginx is not installed: the URL layout not run"
+fi
 
 echo "every README layout verifies"

@@ -99,15 +99,18 @@ grep -q "the record holds another value" "$T/stdout" && die "0.50 is the stored 
 printf '0.75\n' >"$T/s/a/0001.score"
 check_src "$T/s" "$T/side" "source: field 'score' of 'a/0001.jpg': the record holds another value than 'a/0001.score' gives"
 
-say "images come to share a stem: they must be rejects naming each other"
+say "images come to share a stem: the first by name keeps it, the others must be rejects naming it"
 fresh
 cp "$F/rgb.png" "$T/s/a/0003.png"
-check_src "$T/s" "$T/side" "source: 'a/0003.jpg' in SRC: another image has the same stem: 'a/0003.png'; the dataset has it as a sample"
-# converted so, both are rejects with that reason, and the dataset verifies
+check_src "$T/s" "$T/side" "source: 'a/0003.png' is in SRC (another image has the same stem: 'a/0003.jpg', the stem's image (the first by name)) but is not a listed reject"
+# converted so, the later is a reject with that reason, the first a sample
+# with its sidecars, and the dataset verifies
 shardify "$T/s" "$T/stem" --size 48 $SIDECARS --quiet
-[ "$(json "$T/stem/manifest.json" "[r['reason'] for r in d['rejected']]")" = \
-    "[\"another image has the same stem: 'a/0003.png'\", \"another image has the same stem: 'a/0003.jpg'\"]" ] ||
-    die "the stem clash is not two rejects naming each other"
+[ "$(json "$T/stem/manifest.json" "[(r['key'], r['reason']) for r in d['rejected']]")" = \
+    "[('a/0003.png', \"another image has the same stem: 'a/0003.jpg', the stem's image (the first by name)\")]" ] ||
+    die "the stem clash is not one reject naming the stem's image: $(cat "$T/stem/manifest.json")"
+[ "$(json "$T/stem/manifest.json" "d['counts']['samples']")" = "$(json "$T/side/manifest.json" "d['counts']['samples']")" ] ||
+    die "the stem's image is no longer a sample"
 shardcheck "$T/stem" --deep --source "$T/s" >"$T/out" || { cat "$T/out"; die "the clash does not verify"; }
 
 say "a changed table row"
@@ -177,7 +180,7 @@ cp "$F/rgb.png" "$T/s/b/0004.png"
 (cd "$T/s" && tar -cf "$T/s.tar" a b)
 check_src "$T/s.tar" "$T/tar" "source: field 'caption' of 'a/0002.jpg' changed since sharding: 'a/0002.txt' is 11 bytes"
 must_say "source: orphan 'a/0099.txt' of the manifest is not a sidecar file of no image in SRC" "$T/stdout"
-must_say "source: 'b/0004.jpg' in SRC: another image has the same stem: 'b/0004.png'; the dataset has it as a sample" "$T/stdout"
+must_say "source: 'b/0004.png' is in SRC but is neither a sample nor a listed reject" "$T/stdout"
 shardify "$T/s.tar" "$T/tar-stem" --size 48 $SIDECARS --quiet
 shardcheck "$T/tar-stem" --deep --source "$T/s.tar" >"$T/out" || { cat "$T/out"; die "an archive's clash does not verify"; }
 

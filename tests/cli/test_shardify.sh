@@ -68,7 +68,7 @@ must_say "unknown option '-q'" "$T/err"
 must_fail 2 shardify --json=yes SRC DST
 must_say "option '--json' takes no value" "$T/err"
 must_fail 2 shardify --s 5 SRC DST
-must_say "option '--s' is ambiguous: it could be --size, --shard-size, --shuffle-seed" "$T/err"
+must_say "option '--s' is ambiguous: it could be --size, --shard-size, --split, --shuffle-seed" "$T/err"
 must_fail 2 shardify SRC DST --size
 must_say "option '--size' needs a value" "$T/err"
 shardify --help >"$T/help"

@@ -52,7 +52,8 @@ static void test_type_numbers_and_names(void **state)
     assert_int_equal(SHARD_FIELD_MASK, 10);
     assert_string_equal(shard_field_type_name(SHARD_FIELD_BOXES), "boxes");
     assert_string_equal(shard_field_type_name(SHARD_FIELD_MASK), "mask");
-    assert_null(shard_field_type_name((enum shard_field_type)11));
+    assert_int_equal(SHARD_FIELD_INSTANCES, 11);
+    assert_null(shard_field_type_name((enum shard_field_type)12));
     enum shard_field_type t;
     uint32_t length = 7;
     struct shard_err err;
@@ -255,6 +256,74 @@ static void refused(const char *text, const char *from, const char *to, const ch
     free(bad);
 }
 
+/* A mask's ignore value is kept (255 among classes 0..2: VOC's void), never
+ * a class; it counts in the value size. */
+static void test_a_masks_ignore_value_is_valid_and_sizes_its_values(void **state)
+{
+    (void)state;
+    struct shard_field_class three[] = {{0, "background"}, {1, "cat"}, {2, "dog"}};
+    struct shard_field_decl d = {.name = "seg",
+                                 .type = SHARD_FIELD_MASK,
+                                 .classes = three,
+                                 .class_count = 3};
+    struct shard_err err;
+    size_t len;
+    uint8_t *m = make_mask(4, 3, 1, &len);
+    m[SHARD_MASK_HEADER_BYTES + 5] = 255;
+    m[SHARD_MASK_HEADER_BYTES + 7] = 254;
+    assert_int_equal(shard_field_check(&d, m, len, 0, &err), SHARD_ECORRUPT);
+    d.has_ignore = 1;
+    d.ignore = 255;
+    assert_false(shard_field_mask_value_valid(&d, 3));
+    assert_true(shard_field_mask_value_valid(&d, 255));
+    assert_int_equal(shard_field_check(&d, m, len, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "mask value 254 at (3, 1) is no declared class");
+    m[SHARD_MASK_HEADER_BYTES + 7] = 2;
+    assert_int_equal(shard_field_check_image(&d, m, len, 0, 4, 3, &err), 0);
+    assert_int_equal(shard_field_mask_value_bytes(&d), 1);
+    d.ignore = 256;
+    assert_int_equal(shard_field_mask_value_bytes(&d), 2);
+    free(m);
+}
+
+/* An instances value as FORMAT.md lays it out: 2x3 masks, each its runs
+ * over the pixels in column-major order, summing to 6. */
+static void test_instance_masks_are_checked_run_by_run(void **state)
+{
+    (void)state;
+    struct shard_field_decl d = {.name = "masks", .type = SHARD_FIELD_INSTANCES};
+    struct shard_err err;
+    uint8_t v[16 + 4 * 4 + 4 * 2];
+    memset(v, 0, sizeof v);
+    le32(v, 2);      /* width */
+    le32(v + 4, 3);  /* height */
+    le32(v + 8, 2);  /* two masks */
+    le32(v + 16, 3); /* mask 0: 1 zero, 2 ones, 3 zeros */
+    le32(v + 20, 1);
+    le32(v + 24, 2);
+    le32(v + 28, 3);
+    le32(v + 32, 1); /* mask 1: 6 zeros */
+    le32(v + 36, 6);
+    assert_string_equal(shard_field_type_name(SHARD_FIELD_INSTANCES), "instances");
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 2, 3, &err), 0);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 3, 2, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "2x3 instance masks on a 3x2 image");
+    le32(v + 28, 2);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "instance mask 0 covers 5 pixels, not 6");
+    le32(v + 28, 3);
+    le32(v + 8, 3); /* a third mask the bytes do not hold */
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "instance mask 2 is cut short");
+    le32(v + 8, 1); /* bytes after the last mask */
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "8 bytes follow the 1 instance masks");
+    le32(v + 8, 2);
+    le32(v + 12, 1);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "instance masks' reserved bytes are not 0");
+}
+
 static void test_classes_round_trip_through_the_manifest(void **state)
 {
     (void)state;
@@ -385,6 +454,8 @@ int main(void)
         cmocka_unit_test(test_a_record_takes_whole_boxes_and_a_mask_header),
         cmocka_unit_test(test_boxes_are_checked_against_the_image),
         cmocka_unit_test(test_masks_are_checked_against_the_image_and_classes),
+        cmocka_unit_test(test_a_masks_ignore_value_is_valid_and_sizes_its_values),
+        cmocka_unit_test(test_instance_masks_are_checked_run_by_run),
         cmocka_unit_test(test_classes_round_trip_through_the_manifest),
         cmocka_unit_test(test_the_command_line_declares_masks_with_classes),
         cmocka_unit_test(test_a_mask_folder_is_declared_and_kept_in_the_manifest),

@@ -122,21 +122,21 @@ tally() {
 # reap [ALL]: the ended tests of those under way, their lines printed and
 # counted; with ALL, wait for every one
 reap() {
-    left=""
-    for n in $running; do
-        if [ -f "$BUILD/tests/$n.status" ]; then
-            cat "$BUILD/tests/$n.out"
-            tally "$n" "$(cat "$BUILD/tests/$n.status")"
-            rm -f "$BUILD/tests/$n.status" "$BUILD/tests/$n.out"
-        else
-            left="$left $n"
-        fi
-    done
-    running=$left
-    if [ -n "${1:-}" ] && [ -n "$running" ]; then
+    while :; do
+        left=""
+        for n in $running; do
+            if [ -f "$BUILD/tests/$n.status" ]; then
+                cat "$BUILD/tests/$n.out"
+                tally "$n" "$(cat "$BUILD/tests/$n.status")"
+                rm -f "$BUILD/tests/$n.status" "$BUILD/tests/$n.out"
+            else
+                left="$left $n"
+            fi
+        done
+        running=$left
+        [ -n "${1:-}" ] && [ -n "$running" ] || return 0
         sleep 0.2
-        reap all
-    fi
+    done
 }
 under_way() { echo $running | wc -w; }
 run() {  # name, command...
@@ -157,7 +157,10 @@ run() {  # name, command...
     rm -f "$BUILD/tests/$name.status"
     (
         shift
-        run_one "$name" "$@" >"$BUILD/tests/$name.out" 2>&1
+        # a command run in the background by a shell without job control
+        # starts with SIGINT and SIGQUIT ignored: the tests of Ctrl-C need
+        # them as a terminal's foreground job has them
+        run_one "$name" env --default-signal=INT,QUIT "$@" >"$BUILD/tests/$name.out" 2>&1
         echo $? >"$BUILD/tests/$name.status.tmp"
         mv "$BUILD/tests/$name.status.tmp" "$BUILD/tests/$name.status"
     ) &

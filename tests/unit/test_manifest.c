@@ -596,9 +596,12 @@ static void test_sample_lines_are_janssons_bytes_and_read_back(void **state)
         int rc = shard_sample_line_fields(&smp, cfg, &line, &err);
         /* jansson: the same object, or its refusal */
         json_t *o = json_object(), *k = json_stringn(key, smp.key_len);
-        int valid = k && (!smp.warning || json_string(smp.warning));
+        json_t *w = smp.warning ? json_string(smp.warning) : NULL;
+        int valid = k && (!smp.warning || w);
+        json_decref(w);
         if (!valid) {
             json_decref(k);
+            json_decref(o);
             shard_buf_release(&line);
             continue; /* a key that is not UTF-8 (key_hex) or a warning that cannot be
                          written: jansson's path alone, tested elsewhere */

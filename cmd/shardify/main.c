@@ -18,7 +18,7 @@
 
 /* Seconds an interrupted run has to finish the samples under way; then it
  * ends without them, as a killed run would (resumable all the same).  Only
- * a worker blocked on a source file that never answers (a stalled network
+ * a thread blocked on a source file that never answers (a stalled network
  * filesystem) needs that long. */
 #define INTERRUPT_GRACE_SECONDS 5
 

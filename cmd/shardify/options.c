@@ -120,7 +120,7 @@ static const char usage_text[] =
     "                        (default 16M)\n"
     "  --shuffle-seed S      seed of the deterministic shuffle (default 0)\n"
     "  --no-shuffle          keep sorted key order\n"
-    "  --threads N           worker threads (default: CPUs this process may use)\n"
+    "  --threads N           conversion threads (default: CPUs this process may use)\n"
     "  --max-pixels N        refuse images whose header declares more pixels\n"
     "                        (default 100000000)\n"
     "  --max-file-size SIZE  refuse larger input files (default 1G)\n"

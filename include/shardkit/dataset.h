@@ -17,7 +17,7 @@
  *   struct shard_plan     the order one rank visits samples in one epoch: a
  *                         deterministic function of (manifest, seed, epoch,
  *                         rank, world_size, options) and nothing else.
- *   struct shard_iter     N worker threads reading, decompressing and
+ *   struct shard_iter     N reader threads reading, decompressing and
  *                         decoding the samples of a list of indices ahead of
  *                         the consumer, into a bounded queue, handed out in
  *                         list order.
@@ -30,7 +30,7 @@
  *
  * Thread safety.  shard_dataset_read*() may be called from many threads at
  * once on one dataset.  A plan is immutable once made.  An iterator is used
- * by one thread at a time (its workers are internal).  Close a dataset only
+ * by one thread at a time (its threads are internal).  Close a dataset only
  * after every iterator over it has been freed.
  *
  * Errors.  A damaged record is reported, never skipped and never a crash:
@@ -356,7 +356,7 @@ SHARD_API int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard
 /* ---- what reading costs --------------------------------------------------
  *
  * A dataset counts the cost of every read made through it - by
- * shard_dataset_read*() or by an iterator's workers - from its opening on.
+ * shard_dataset_read*() or by an iterator's threads - from its opening on.
  * The counts only grow: to measure an interval (an epoch, a training step),
  * take a snapshot before and after and subtract.  Stage times are summed
  * over the threads that read, so with N readers they may add up to N times
@@ -592,7 +592,7 @@ SHARD_API int shard_dataset_plan_resumed(const struct shard_dataset *ds,
 /* ---- the prefetching iterator ------------------------------------------ */
 
 struct shard_iter_options {
-    int threads;          /* worker threads (0..1024); 0: read on the caller's thread
+    int threads;          /* reader threads (0..1024); 0: read on the caller's thread
                            * in next() */
     uint32_t queue_depth; /* samples read ahead (the bound on memory); 0: 4 per thread */
     unsigned flags;       /* SHARD_READ_* (default SHARD_READ_PIXELS) */
@@ -605,7 +605,7 @@ struct shard_iter;
 
 /* Start reading the samples indices[0..count) of ds, in that order (a
  * plan's indices, or any list; repeats are allowed).  The list is copied;
- * ds must stay open until the iterator is freed.  Workers start at once and
+ * ds must stay open until the iterator is freed.  The threads start at once and
  * stay at most queue_depth samples ahead of the consumer; before each read
  * they ask the dataset for the records up to queue_depth further on (the
  * kernel's read-ahead for local shards, window fetches over HTTP).
@@ -625,21 +625,21 @@ SHARD_API int shard_iter_next(struct shard_iter *it, struct shard_item *item,
                               struct shard_err *err);
 
 /* Have shard_iter_next call interrupted(user) on its thread at most every
- * 50 ms while it waits for the next sample (for a worker's read, or, with
+ * 50 ms while it waits for the next sample (for a reader thread's read, or, with
  * threads 0, its own read and what that read waits for: an HTTP transfer,
  * a window, a cache lock), and stop once it returns non-zero: next() then
  * returns SHARD_EINTR, the entry not handed out and the position unchanged
  * (the next call gives it).  interrupted must be quick and must not call
  * the library (the reader's locks may be held).  NULL: none, next() waits
  * for its sample.  Whatever the interrupt, shard_iter_free ends the
- * workers' reads within 50 ms, never waiting for a server that stalls. */
+ * reader threads' reads within 50 ms, never waiting for a server that stalls. */
 SHARD_API void shard_iter_set_interrupt(struct shard_iter *it, int (*interrupted)(void *user),
                                         void *user);
 
 /* Entries handed out so far (the position of the next one). */
 SHARD_API uint64_t shard_iter_position(const struct shard_iter *it);
 
-/* Stop the workers and free the iterator.  Its queue's sample buffers go to
+/* Stop the reader threads and free the iterator.  Its queue's sample buffers go to
  * the dataset, which gives them to the next iterator (the next epoch's)
  * instead of allocating new ones, and frees them when it is closed.
  * Accepts NULL. */

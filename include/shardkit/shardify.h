@@ -199,7 +199,7 @@ struct shardify_options {
 SHARD_API void shardify_options_init(struct shardify_options *o);
 
 /* Where a run's time went.  Wall seconds of the phases, and thread-seconds
- * (summed over the worker threads) of the per-file work inside convert. */
+ * (summed over the threads) of the per-file work inside convert. */
 struct shardify_timing {
     double scan;    /* listing SRC, labels, order (wall) */
     double convert; /* the convert phase (wall) */

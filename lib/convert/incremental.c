@@ -620,7 +620,7 @@ static int take_record_fields(struct run *r, int thread, const struct prev_entry
         s->outcome = SK_REUSE_COPIED;
         return SHARD_OK;
     }
-    rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
+    rc = sk_record_build_frame(r->builders[thread], key, key_len, label, view.meta.width,
                                view.meta.height, view.payload, (size_t)view.payload_len, &s->fields,
                                &s->frame, &s->frame_xxh3, err);
     s->outcome = fields_stand ? SK_REUSE_RELABELED : SK_REUSE_REFIELDED;
@@ -643,7 +643,7 @@ static int take_record(struct run *r, int thread, const struct prev_entry *e, st
     rc = shard_record_decode(r->prev->decoders[thread], s->frame.data, s->frame.len, &s->frame_xxh3,
                              &view, err);
     if (!rc)
-        rc = sk_record_build_frame(r->workers[thread], key, key_len, label, view.meta.width,
+        rc = sk_record_build_frame(r->builders[thread], key, key_len, label, view.meta.width,
                                    view.meta.height, view.payload, (size_t)view.payload_len, NULL,
                                    &s->frame, &s->frame_xxh3, err);
     s->outcome = SK_REUSE_RELABELED;

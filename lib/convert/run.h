@@ -128,7 +128,7 @@ struct run {
     int spool_fd;
     uint64_t spool_bytes;
     char *spool_path;
-    struct record_builder **workers;
+    struct record_builder **builders;
     struct slot *slots;
     size_t nslots;
     struct assembler *as;

@@ -32,9 +32,9 @@
 #define REMOTE_CONNECTIONS 16
 #define REMOTE_AHEAD 64
 /* A directory's files: opened and advised into the page cache by this many
- * threads, this many positions ahead per worker (a cold disk then reads
- * while the workers decode; see BENCHMARKS.md).  One adviser keeps up (an
- * open and an fadvise per file) and wakes the workers half as often as two. */
+ * threads, this many positions ahead per thread (a cold disk then reads
+ * while the threads decode; see BENCHMARKS.md).  One adviser keeps up (an
+ * open and an fadvise per file) and wakes the threads half as often as two. */
 #define LOCAL_ADVISERS 1
 #define LOCAL_AHEAD_PER_THREAD 32
 #define PROGRESS_INTERVAL 0.1
@@ -177,7 +177,7 @@ static int validate(const struct shardify_options *o, struct shard_err *err)
     return SHARD_OK;
 }
 
-/* ---- slots and workers ------------------------------------------------------ */
+/* ---- slots and builders ----------------------------------------------------- */
 
 void sk_run_reject_slot(struct slot *s, const struct shard_err *e)
 {
@@ -185,26 +185,26 @@ void sk_run_reject_slot(struct slot *s, const struct shard_err *e)
     s->why = *e;
 }
 
-static int make_workers(struct run *r, struct shard_err *err)
+static int make_builders(struct run *r, struct shard_err *err)
 {
-    r->workers = calloc((size_t)r->threads, sizeof *r->workers);
+    r->builders = calloc((size_t)r->threads, sizeof *r->builders);
     r->nslots = (size_t)r->threads * SLOTS_PER_THREAD;
     r->slots = calloc(r->nslots, sizeof *r->slots);
-    if (!r->workers || !r->slots)
+    if (!r->builders || !r->slots)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (int i = 0; i < r->threads; i++) {
-        int rc = sk_record_builder_new(&r->workers[i], &r->config, err);
+        int rc = sk_record_builder_new(&r->builders[i], &r->config, err);
         if (rc)
             return rc;
     }
     return SHARD_OK;
 }
 
-static void free_workers(struct run *r)
+static void free_builders(struct run *r)
 {
-    for (int i = 0; r->workers && i < r->threads; i++)
-        sk_record_builder_free(r->workers[i]);
-    free(r->workers);
+    for (int i = 0; r->builders && i < r->threads; i++)
+        sk_record_builder_free(r->builders[i]);
+    free(r->builders);
     for (size_t i = 0; r->slots && i < r->nslots; i++) {
         shard_buf_release(&r->slots[i].input);
         shard_buf_release(&r->slots[i].payload);
@@ -233,7 +233,7 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s)
     double t1 = sk_now_seconds();
     struct shard_err e;
     shard_err_clear(&e);
-    if (sk_record_build(r->workers[thread], s->input.data, s->input.len, &s->payload, &s->width,
+    if (sk_record_build(r->builders[thread], s->input.data, s->input.len, &s->payload, &s->width,
                         &s->height, s->warning, &s->place, &e) != 0)
         sk_run_reject_slot(s, &e);
     else
@@ -532,7 +532,7 @@ static void convert_work(void *ctx, int thread, void *slot)
     int ready = r->archive ? work_spooled(r, s, key, key_len)
                            : work_file(r, thread, s, key, key_len);
     if (ready)
-        frame_slot(r, r->workers[thread], s, key, key_len);
+        frame_slot(r, r->builders[thread], s, key, key_len);
 }
 
 static int consume_slot(struct run *r, struct slot *s, struct shard_err *err)
@@ -633,7 +633,7 @@ int sk_run_convert_range(struct run *r, struct shard_err *err)
         rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
                              r->config.max_file_bytes, REMOTE_CONNECTIONS, REMOTE_AHEAD,
                              SK_PREFETCH_READ, NULL, NULL, &held, err);
-    else if (!r->archive) /* a cold disk reads ahead while the workers decode */
+    else if (!r->archive) /* a cold disk reads ahead while the threads decode */
         rc = sk_prefetch_new(&r->prefetch, &r->root, &r->keys, r->order, r->start_pos, r->end_pos,
                              r->config.max_file_bytes, LOCAL_ADVISERS,
                              LOCAL_AHEAD_PER_THREAD * (uint32_t)r->threads, SK_PREFETCH_ADVISE,
@@ -774,7 +774,7 @@ static void run_release(struct run *r)
     sk_remote_archives_free(r->remote);
     sk_field_sources_free(r->fields);
     shard_config_release(&r->config); /* its labels, and the fields the field sources declared */
-    free_workers(r);
+    free_builders(r);
     sk_assembler_free(r->as);
     shard_archive_close(r->ar);
     sk_source_root_close(&r->root);
@@ -872,7 +872,7 @@ int shardify_run(const char *src, const char *dst, const struct shardify_options
     }
     if ((rc = sk_run_part_dst(&r, dst, err)) || (rc = sk_run_open_previous(&r, r.dst_path, err)) ||
         (rc = sk_dst_open(&r.dst, r.dst_path, r.src, o->work_dir, o->mode, err)) ||
-        (rc = make_workers(&r, err)))
+        (rc = make_builders(&r, err)))
         goto out;
     if (r.dst->remote) /* an upload under way stops at Ctrl-C too */
         r.dst->remote->http.cancel = o->cancel;

@@ -21,7 +21,7 @@
  *
  * The libvips process setup (shard_vips_init) runs once, under pthread_once:
  * untrusted loaders blocked (ImageMagick, and with it BMP), no libvips
- * worker threads (we run inside OpenMP workers), operation cache off.
+ * threads of its own (we run inside OpenMP's threads), operation cache off.
  */
 #include "image/decode_internal.h"
 

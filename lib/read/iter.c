@@ -1,21 +1,21 @@
 /* iter.c - the prefetching iterator (see shardkit/dataset.h).
  *
- * Worker threads read the list's samples into a ring of `depth` items
+ * Reader threads read the list's samples into a ring of `depth` items
  * through the library's ordered ring (util/ring.h, groups of one sample,
  * one consumer): position p is read into items[p % depth], at most `depth`
  * positions ahead of the consumer, which takes them in list order by exchanging buffers with the
- * ring.  Reading, decompressing and decoding all happen in workers, in
+ * ring.  Reading, decompressing and decoding all happen in the reader threads, in
  * parallel and ahead of the consumer; memory is bounded by `depth` items.
- * Before reading position p, a worker also tells the dataset which samples
+ * Before reading position p, a reader thread also tells the dataset which samples
  * come next, up to p + depth (sk_dataset_advise), so that their bytes are
  * being fetched - by the kernel, or over HTTP - while earlier ones are
  * decoded.  Advice stops at a later sample whose shard no read has opened
  * yet and resumes from there at a later claim.
  *
- * Stopping: the workers' reads wait under a cancellation (util/cancel.h)
+ * Stopping: the reader threads' reads wait under a cancellation (util/cancel.h)
  * that shard_iter_free sets, so that freeing never waits for a server that
  * stalls; next() looks at the caller's interrupt while it waits, and, with
- * no workers, has its own read's waits look at it too. */
+ * no reader threads, has its own read's waits look at it too. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -36,15 +36,15 @@ struct shard_iter {
     uint64_t count;
     unsigned flags;
     uint32_t depth;
-    struct sk_ring *queue;    /* unused without worker threads */
+    struct sk_ring *queue;    /* unused without reader threads */
     struct shard_item *items; /* the ring: items[sk_ring_slot(queue, p)] */
     pthread_t *threads;
-    int started;              /* worker threads running */
+    int started;              /* reader threads running */
     _Atomic uint64_t advised; /* positions before this one were advised */
     uint64_t consumed;
-    volatile sig_atomic_t stopping; /* set by shard_iter_free: the workers' reads end */
-    struct sk_cancel cancel;        /* the workers' */
-    struct sk_cancel inline_cancel; /* next()'s own read (no workers): the interrupt */
+    volatile sig_atomic_t stopping; /* set by shard_iter_free: the threads' reads end */
+    struct sk_cancel cancel;        /* the reader threads' */
+    struct sk_cancel inline_cancel; /* next()'s own read (no threads): the interrupt */
     int (*interrupted)(void *user);
     void *interrupt_user;
 };
@@ -56,7 +56,7 @@ void shard_iter_options_init(struct shard_iter_options *o)
     o->flags = SHARD_READ_PIXELS;
 }
 
-static void *worker(void *arg)
+static void *reader_main(void *arg)
 {
     struct shard_iter *it = arg;
     uint64_t p;
@@ -132,7 +132,7 @@ int shard_iter_new(struct shard_iter **out, struct shard_dataset *ds, const uint
     for (uint32_t i = 0; i < it->depth && sk_dataset_item_take(ds, &it->items[i]); i++)
         ;
     for (int i = 0; i < o->threads; i++) {
-        if (pthread_create(&it->threads[i], NULL, worker, it) != 0) {
+        if (pthread_create(&it->threads[i], NULL, reader_main, it) != 0) {
             shard_iter_free(it);
             return shard_err_set(err, SHARD_EIO, "cannot start %d reader threads", o->threads);
         }
@@ -164,7 +164,7 @@ void shard_iter_set_interrupt(struct shard_iter *it, int (*interrupted)(void *us
     it->inline_cancel.user = it;
 }
 
-/* The next position from the workers' ring: its sample to *item by
+/* The next position from the reader threads' ring: its sample to *item by
  * exchanging buffers (no copy), or its error to *err.  1, 0 at the end, the
  * error, or SHARD_EINTR when the interrupt said stop first. */
 static int ring_take(struct shard_iter *it, struct shard_item *item, struct shard_err *err)
@@ -193,8 +193,8 @@ int shard_iter_next(struct shard_iter *it, struct shard_item *item, struct shard
     if (it->consumed >= it->count)
         return 0;
     if (it->started == 0) {
-        /* no workers: read on the caller's thread (following the list as
-         * workers do: the shards it has passed are let go) */
+        /* no threads: read on the caller's thread (following the list as
+         * the threads do: the shards it has passed are let go) */
         sk_dataset_advise_ahead(it->ds, it->indices, it->count, it->consumed, it->depth,
                                 &it->advised);
         const struct sk_cancel *was = sk_cancel_set(&it->inline_cancel);

@@ -103,7 +103,7 @@ shardify $OPTS --resume "$SRC" "$T/dst" || die "--resume failed"
 shardify $OPTS "$SRC" "$T/clean" || die "the clean run failed"
 same_tree "$T/clean" "$T/dst"
 
-# A worker thread (not the one the signal reaches) waits on a source file:
+# A conversion thread (not the one the signal reaches) waits on a source file:
 # the samples under way get a few seconds, then the run ends without them.
 say "a conversion whose worker waits on '$LATE' for ever: one SIGTERM ends it"
 stalled "$LATE" $OPTS "$SRC" "$T/w"

@@ -1011,7 +1011,7 @@ static int after_flag(void *user)
 
 /* An iterator whose next() waits for a window from a server that stalls
  * returns SHARD_EINTR soon after its interrupt says stop, the position
- * unchanged, with worker threads or with none; and freeing it, with reads
+ * unchanged, with reader threads or with none; and freeing it, with reads
  * still waiting for the server, takes no longer than a poll. */
 static void test_an_iterator_over_a_stalled_server_is_interrupted_and_freed_at_once(void **state)
 {

@@ -9,9 +9,10 @@
 . "$(dirname "$0")/lib.sh"
 
 cd "$SHARDKIT_TOP" || die "no checkout"
-files=$(git ls-files 'include/shardkit/*.h' 'cmd/*.c' 'lib/*.c' 'lib/*.h' 'python/shardkit/*' \
-    '*.md' 'docs/*' 'man/*' 'examples/*' 2>/dev/null | grep -v '^CHANGELOG.md$')
-[ -n "$files" ] || die "no files to look at (not a git checkout?)"
+files=$(find include/shardkit cmd lib python/shardkit docs man examples -type f \
+    \( -name '*.[ch]' -o -name '*.py' -o -name '*.pyi' -o -name '*.md' -o -name '*.sh' \) 2>/dev/null;
+    ls ./*.md | grep -v CHANGELOG.md)
+[ "$(printf '%s\n' $files | wc -l)" -gt 100 ] || die "too few files to look at"
 
 say "no 'worker thread': a worker is a loader's share of an epoch"
 # (examples quote gloo's own words about its threads)

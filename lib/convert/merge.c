@@ -494,7 +494,7 @@ static int gather(struct merge *g, struct shard_err *err)
     m->label_count = m0->label_count;
     /* fields: every part scanned the whole source, so orphans and the table's
      * counts are the same in each; samples and sidecars add up */
-    m->version = m0->version;
+    m->version = m0->version; /* written as shard_manifest_version says */
     m->orphans = m0->orphans;
     m->orphan_count = m0->orphan_count;
     m->annotation_rows = m0->annotation_rows;
@@ -529,6 +529,17 @@ static int gather(struct merge *g, struct shard_err *err)
          * archives' ignored entries: the folder's once */
         if (i > 0 && json_object_get(p->info, "unit"))
             m->ignored += p->m.ignored - info_uint(p, "ignored");
+        /* the parts' stored forms widen to the dataset's; one size only when
+         * every part has it */
+        if (i == 0) {
+            m->channels = p->m.channels, m->depth = p->m.depth;
+            m->stored_width = p->m.stored_width, m->stored_height = p->m.stored_height;
+        } else {
+            shard_pixels_widest(m->channels, m->depth, p->m.channels, p->m.depth, &m->channels,
+                                &m->depth);
+            if (p->m.stored_width != m->stored_width || p->m.stored_height != m->stored_height)
+                m->stored_width = m->stored_height = 0;
+        }
         m->samples += p->m.samples;
         m->unlabeled += p->m.unlabeled;
         m->warned += p->m.warned;

@@ -240,6 +240,8 @@ static int store(struct run *r, uint64_t index, const struct slot *s, struct sha
     sp->offset = r->spool_bytes;
     sp->len = s->payload.len;
     sp->width = s->width;
+    sp->channels = s->channels;
+    sp->depth = s->depth;
     sp->height = s->height;
     r->spool_bytes += s->payload.len;
     return sk_fs_write_all(r->spool_fd, s->payload.data, s->payload.len, r->spool_path, err);

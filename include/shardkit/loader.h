@@ -147,12 +147,14 @@ enum shard_dtype {
     SHARD_DTYPE_UINT8 = 0,
     SHARD_DTYPE_FLOAT32 = 1,
     SHARD_DTYPE_FLOAT16 = 2, /* IEEE binary16 */
+    SHARD_DTYPE_UINT16 = 3,  /* a 16-bit dataset's samples as stored (no transforms) */
 };
 
-/* "NHWC"/"NCHW", "uint8"/"float32"/"float16".  0 or SHARD_EINVAL. */
+/* "NHWC"/"NCHW", "uint8"/"float32"/"float16" ("uint16" is only what a
+ * loader without transforms gives for a 16-bit dataset).  0 or SHARD_EINVAL. */
 SHARD_API int shard_layout_parse(const char *s, enum shard_layout *out);
 SHARD_API int shard_dtype_parse(const char *s, enum shard_dtype *out);
-/* Bytes per value of a dtype (1, 4, 2). */
+/* Bytes per value of a dtype (1, 4, 2, 2). */
 SHARD_API size_t shard_dtype_size(enum shard_dtype d);
 
 /* Most steps in one list, and the largest output side. */
@@ -495,6 +497,9 @@ struct shard_batch_info {
     /* the selected fields (shard_loader_options.fields), in that order */
     uint32_t field_count;
     const struct shard_batch_field *fields;
+    /* channels of each sample (the dataset's stored form: 1 grey, 2 grey and
+     * alpha, 3 RGB, 4 RGBA), the last axis in NHWC, the first in NCHW */
+    uint32_t channels;
 };
 
 /* What a batch holds (owned by the batch; valid until it is freed). */

@@ -120,6 +120,7 @@ struct shard_loader {
     int fixed;
     uint32_t fixed_w, fixed_h;
     size_t sample_bytes;
+    uint32_t channels, depth; /* the dataset's stored form (samples are given in it) */
     uint64_t plan_count, dropped;
     struct loader_field *fields; /* the selected fields, field_count of them */
     uint32_t field_count;
@@ -154,6 +155,15 @@ struct shard_loader {
     _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns, busy_ns;
     _Atomic uint64_t busy_since; /* 0: no epoch in progress */
 };
+
+/* The values a batch holds: the transforms' output, or without any the
+ * stored samples' own (uint16 for a 16-bit dataset). */
+static enum shard_dtype loader_dtype(const struct shard_loader *l)
+{
+    if (l->identity || !l->transforms)
+        return l->depth == 16 ? SHARD_DTYPE_UINT16 : SHARD_DTYPE_UINT8;
+    return shard_transforms_dtype(l->transforms);
+}
 
 static void add(_Atomic uint64_t *c, uint64_t n)
 {
@@ -518,6 +528,24 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
     if (rc)
         goto out;
     b->labels[j] = item->label;
+    if (l->identity && l->fixed) { /* the manifest's one stored size */
+        const struct shard_image *p = &item->pixels;
+        size_t row = (size_t)p->width * p->channels * shard_image_sample_bytes(p);
+        uint8_t *dst = b->data + (size_t)j * b->sample_bytes;
+        if (p->width != l->fixed_w || p->height != l->fixed_h || row * p->height != b->sample_bytes)
+            rc = shard_err_set(err, SHARD_ECORRUPT, "a sample of %ux%u, the manifest says %ux%u",
+                               p->width, p->height, l->fixed_w, l->fixed_h);
+        for (uint32_t y = 0; !rc && y < p->height; y++)
+            memcpy(dst + y * row, p->pixels + (size_t)y * p->stride, row);
+        if (rc) {
+            name_sample(l->ds, index, err);
+            goto out;
+        }
+        b->samples[j] = dst;
+        b->widths[j] = p->width;
+        b->heights[j] = p->height;
+        goto out;
+    }
     if (l->identity) {
         b->samples[j] = item->pixels.pixels;
         b->widths[j] = item->pixels.width;
@@ -531,6 +559,7 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
     else
         rc = shard_transforms_draw(l->transforms, item->pixels.width, item->pixels.height,
                                    l->o.plan.seed, l->epoch, index, &w->draws, err);
+    sk_transforms_draws_channels(&w->draws, l->transforms, l->channels);
     void *dst = NULL;
     if (!rc && l->fixed) {
         if (w->draws.out_bytes != b->sample_bytes) /* find_fixed_size and draw disagree */
@@ -688,8 +717,10 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
     info->skipped = skipped;
     info->indices = b->indices;
     info->labels = b->labels;
-    info->layout = l->transforms ? shard_transforms_layout(l->transforms) : SHARD_LAYOUT_NHWC;
-    info->dtype = l->transforms ? shard_transforms_dtype(l->transforms) : SHARD_DTYPE_UINT8;
+    info->layout = l->identity || !l->transforms ? SHARD_LAYOUT_NHWC
+                                                 : shard_transforms_layout(l->transforms);
+    info->dtype = loader_dtype(l);
+    info->channels = l->channels;
     info->fixed = l->fixed;
     info->width = l->fixed_w;
     info->height = l->fixed_h;
@@ -829,10 +860,22 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     l->identity = sk_transforms_is_identity(transforms);
     l->crop_first = !l->identity && sk_transforms_starts_with_crop(transforms);
     l->fixed = transforms && shard_transforms_fixed_size(transforms, &l->fixed_w, &l->fixed_h);
+    const struct shard_manifest *m = shard_dataset_manifest(ds);
+    l->channels = m->channels, l->depth = m->depth;
     int rc = SHARD_OK;
+    if (!l->identity && l->depth == 16) {
+        rc = shard_err_set(err, SHARD_EUNSUPPORTED,
+                           "the dataset's samples are 16-bit %s, which transforms do not take: "
+                           "read it without transforms",
+                           shard_pixels_name(l->channels));
+        goto fail;
+    }
+    /* every sample stored at one size: one array without a transform */
+    if (!l->fixed && sk_transforms_keeps_size(transforms) && m->stored_width)
+        l->fixed = 1, l->fixed_w = m->stored_width, l->fixed_h = m->stored_height;
     if (l->fixed) {
-        l->sample_bytes = (size_t)l->fixed_w * l->fixed_h * 3 *
-                          shard_dtype_size(shard_transforms_dtype(transforms));
+        l->sample_bytes = (size_t)l->fixed_w * l->fixed_h * l->channels *
+                          shard_dtype_size(loader_dtype(l));
         if (l->sample_bytes > SIZE_MAX / o->batch_size) {
             rc = shard_err_set(err, SHARD_ELIMIT, "a batch of %u samples of %ux%u is too large",
                                o->batch_size, l->fixed_w, l->fixed_h);

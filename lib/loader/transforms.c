@@ -30,7 +30,8 @@
 
 /* torchvision's get_params: attempts before the centre fallback. */
 #define RRC_ATTEMPTS 10
-#define CHANNELS 3
+#define CHANNELS 3     /* RGB: a NORMALIZE step's means, the SIMD writer's pixels */
+#define MAX_CHANNELS 4 /* RGBA */
 /* The filter torchvision uses (Pillow's antialiased BILINEAR). */
 #define TRANSFORM_FILTER SHARD_RESIZE_TRIANGLE
 
@@ -39,10 +40,11 @@ struct shard_transforms {
     size_t count;
     enum shard_layout layout;
     enum shard_dtype dtype;
-    /* the value written for each channel's byte: x / 255 or NORMALIZE's */
-    float lut32[CHANNELS][256];
-    uint16_t lut16[CHANNELS][256];
-    float mean[CHANNELS], std[CHANNELS]; /* NORMALIZE's, as floats (0 and 1 without) */
+    /* the value written for each channel's byte: x / 255 or NORMALIZE's
+     * (the fourth, RGBA's alpha, is x / 255: a step has 3 means) */
+    float lut32[MAX_CHANNELS][256];
+    uint16_t lut16[MAX_CHANNELS][256];
+    float mean[MAX_CHANNELS], std[MAX_CHANNELS]; /* NORMALIZE's, as floats (0 and 1 without) */
     int avx2; /* the AVX2 float32 planar writer runs here, and gives lut32's values */
     int fixed;
     uint32_t fixed_w, fixed_h;
@@ -105,7 +107,9 @@ int shard_dtype_parse(const char *s, enum shard_dtype *out)
 
 size_t shard_dtype_size(enum shard_dtype d)
 {
-    return d == SHARD_DTYPE_FLOAT32 ? 4 : d == SHARD_DTYPE_FLOAT16 ? 2 : 1;
+    return d == SHARD_DTYPE_FLOAT32                              ? 4
+           : d == SHARD_DTYPE_FLOAT16 || d == SHARD_DTYPE_UINT16 ? 2
+                                                                 : 1;
 }
 
 /* float32 -> IEEE binary16, round to nearest, ties to even (as torch's and
@@ -347,15 +351,16 @@ int shard_transforms_new(struct shard_transforms **out, const struct shard_trans
     a->count = count;
     a->layout = layout;
     a->dtype = dtype;
-    for (int c = 0; c < CHANNELS; c++) {
-        float mean = normalize ? (float)normalize->mean[c] : 0.0f;
-        float std = normalize ? (float)normalize->std[c] : 1.0f;
+    for (int c = 0; c < MAX_CHANNELS; c++) {
+        int normalized = normalize && c < CHANNELS;
+        float mean = normalized ? (float)normalize->mean[c] : 0.0f;
+        float std = normalized ? (float)normalize->std[c] : 1.0f;
         a->mean[c] = mean;
         a->std[c] = std;
         for (int x = 0; x < 256; x++) {
             /* torchvision: img.float().div(255), then .sub_(mean).div_(std) */
             float v = (float)x / 255.0f;
-            if (normalize)
+            if (normalized)
                 v = (v - mean) / std;
             a->lut32[c][x] = v;
             a->lut16[c][x] = float_to_half(v);
@@ -525,7 +530,7 @@ static struct shard_image subview(const struct shard_image *v, uint32_t left, ui
                                   uint32_t bw, uint32_t bh)
 {
     struct shard_image s = *v;
-    s.pixels = v->pixels + (size_t)top * v->stride + (size_t)left * CHANNELS;
+    s.pixels = v->pixels + (size_t)top * v->stride + (size_t)left * v->channels;
     s.width = bw;
     s.height = bh;
     s.capacity = 0;
@@ -555,14 +560,15 @@ static int run_unmirror(struct run *r, struct shard_err *err)
     if (!r->mirror)
         return SHARD_OK;
     struct shard_image *t = run_target(r);
-    int rc = shard_image_alloc(t, r->cur.width, r->cur.height, CHANNELS, err);
+    const uint32_t n = r->cur.channels;
+    int rc = shard_image_alloc(t, r->cur.width, r->cur.height, n, err);
     if (rc)
         return rc;
     for (uint32_t y = 0; y < r->cur.height; y++) {
         const uint8_t *in = r->cur.pixels + (size_t)y * r->cur.stride;
         uint8_t *o = t->pixels + (size_t)y * t->stride;
         for (uint32_t x = 0, back = r->cur.width - 1; x < r->cur.width; x++, back--)
-            memcpy(o + (size_t)x * CHANNELS, in + (size_t)back * CHANNELS, CHANNELS);
+            memcpy(o + (size_t)x * n, in + (size_t)back * n, n);
     }
     r->cur = *t;
     r->mirror = 0;
@@ -591,20 +597,20 @@ static int run_pad_crop(struct run *r, const struct shard_transform_choice *c,
                         struct shard_err *err)
 {
     struct shard_image *t = run_target(r);
-    int rc = shard_image_alloc(t, c->box_width, c->box_height, CHANNELS, err);
+    const uint32_t n = r->cur.channels;
+    int rc = shard_image_alloc(t, c->box_width, c->box_height, n, err);
     if (rc)
         return rc;
     for (uint32_t y = 0; y < t->height; y++)
-        memset(t->pixels + (size_t)y * t->stride, 0, (size_t)t->width * CHANNELS);
+        memset(t->pixels + (size_t)y * t->stride, 0, (size_t)t->width * n);
     /* the part of the image inside the box */
     int64_t x0 = c->left > 0 ? c->left : 0, y0 = c->top > 0 ? c->top : 0;
     int64_t x1 = (int64_t)c->left + c->box_width, y1 = (int64_t)c->top + c->box_height;
     x1 = x1 < r->cur.width ? x1 : r->cur.width;
     y1 = y1 < r->cur.height ? y1 : r->cur.height;
     for (int64_t y = y0; y < y1 && x1 > x0; y++)
-        memcpy(t->pixels + (size_t)(y - c->top) * t->stride + (size_t)(x0 - c->left) * CHANNELS,
-               r->cur.pixels + (size_t)y * r->cur.stride + (size_t)x0 * CHANNELS,
-               (size_t)(x1 - x0) * CHANNELS);
+        memcpy(t->pixels + (size_t)(y - c->top) * t->stride + (size_t)(x0 - c->left) * n,
+               r->cur.pixels + (size_t)y * r->cur.stride + (size_t)x0 * n, (size_t)(x1 - x0) * n);
     r->cur = *t;
     return SHARD_OK;
 }
@@ -622,20 +628,21 @@ static int box_inside(const struct shard_transform_choice *c)
     do {                                                                                         \
         T *o = dst;                                                                              \
         const size_t plane = (size_t)v->width * v->height;                                       \
+        const uint32_t n = v->channels;                                                          \
         for (uint32_t y = 0; y < v->height; y++) {                                               \
             const uint8_t *row = v->pixels + (size_t)y * v->stride;                              \
             if (layout == SHARD_LAYOUT_NHWC) {                                                   \
-                T *out = o + (size_t)y * v->width * CHANNELS;                                    \
+                T *out = o + (size_t)y * v->width * n;                                           \
                 for (uint32_t x = 0; x < v->width; x++) {                                        \
-                    const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * 3;        \
-                    for (int c = 0; c < CHANNELS; c++)                                           \
-                        out[(size_t)x * CHANNELS + c] = VALUE(c, p[c]);                          \
+                    const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * n;        \
+                    for (uint32_t c = 0; c < n; c++)                                             \
+                        out[(size_t)x * n + c] = VALUE(c, p[c]);                                 \
                 }                                                                                \
             } else {                                                                             \
-                for (int c = 0; c < CHANNELS; c++) {                                             \
+                for (uint32_t c = 0; c < n; c++) {                                               \
                     T *out = o + c * plane + (size_t)y * v->width;                               \
                     for (uint32_t x = 0; x < v->width; x++)                                      \
-                        out[x] = VALUE(c, row[(size_t)(mirror ? v->width - 1 - x : x) * 3 + c]); \
+                        out[x] = VALUE(c, row[(size_t)(mirror ? v->width - 1 - x : x) * n + c]); \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
@@ -651,7 +658,7 @@ static inline __attribute__((always_inline)) void write_values(const struct shar
                                                                enum shard_dtype dtype, void *dst)
 {
     if (dtype == SHARD_DTYPE_UINT8 && layout == SHARD_LAYOUT_NHWC && !mirror) {
-        const size_t row = (size_t)v->width * CHANNELS;
+        const size_t row = (size_t)v->width * v->channels;
         for (uint32_t y = 0; y < v->height; y++)
             memcpy((uint8_t *)dst + y * row, v->pixels + (size_t)y * v->stride, row);
     } else if (dtype == SHARD_DTYPE_UINT8) {
@@ -667,7 +674,8 @@ static void write_output(const struct shard_transforms *a, const struct shard_im
                          void *dst)
 {
 #if HAVE_X86_SIMD
-    if (a->avx2 && a->layout == SHARD_LAYOUT_NCHW && a->dtype == SHARD_DTYPE_FLOAT32) {
+    if (a->avx2 && v->channels == CHANNELS && a->layout == SHARD_LAYOUT_NCHW &&
+        a->dtype == SHARD_DTYPE_FLOAT32) {
         const size_t plane = (size_t)v->width * v->height;
         for (uint32_t y = 0; y < v->height; y++) {
             float *row = (float *)dst + (size_t)y * v->width;
@@ -700,8 +708,9 @@ int shard_transforms_apply(const struct shard_transforms *a, const struct shard_
                            const struct shard_transforms_draws *draws,
                            struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
-    if (!src || !src->pixels || src->channels != CHANNELS || src->width == 0 || src->height == 0)
-        return shard_err_set(err, SHARD_EINVAL, "transform input is not an RGB image");
+    if (!src || !src->pixels || src->channels < 1 || src->channels > MAX_CHANNELS ||
+        src->depth == 16 || src->width == 0 || src->height == 0)
+        return shard_err_set(err, SHARD_EINVAL, "transform input is not an 8-bit image");
     if (draws->steps != a->count || (a->count && (draws->step[0].in_width != src->width ||
                                                   draws->step[0].in_height != src->height)))
         return shard_err_set(err, SHARD_EINVAL,
@@ -985,6 +994,15 @@ int sk_transforms_is_identity(const struct shard_transforms *a)
     return !a || (a->count == 0 && a->dtype == SHARD_DTYPE_UINT8 && a->layout == SHARD_LAYOUT_NHWC);
 }
 
+int sk_transforms_keeps_size(const struct shard_transforms *a)
+{
+    for (size_t k = 0; a && k < a->count; k++)
+        if (a->steps[k].op != SHARD_TRANSFORM_HORIZONTAL_FLIP &&
+            a->steps[k].op != SHARD_TRANSFORM_NORMALIZE)
+            return 0;
+    return 1;
+}
+
 int sk_transforms_starts_with_crop(const struct shard_transforms *a)
 {
     return a && a->count > 0 &&
@@ -1014,4 +1032,10 @@ void sk_transforms_draws_in_region(struct shard_transforms_draws *d, uint32_t le
     c->in_height = height;
     c->left -= (int32_t)left;
     c->top -= (int32_t)top;
+}
+
+void sk_transforms_draws_channels(struct shard_transforms_draws *d,
+                                  const struct shard_transforms *a, uint32_t channels)
+{
+    d->out_bytes = (size_t)d->out_width * d->out_height * channels * shard_dtype_size(a->dtype);
 }

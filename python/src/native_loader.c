@@ -271,12 +271,12 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
     Py_ssize_t shape[4];
     if (in->fixed) {
         shape[0] = in->count;
-        skpy_sample_shape(in->layout, in->width, in->height, shape + 1);
+        skpy_sample_shape(in->layout, in->width, in->height, in->channels, shape + 1);
         images = skpy_buffer_new(in->data, 4, shape, in->dtype, (PyObject *)holder, NULL, NULL);
     } else {
         images = PyList_New(in->count);
         for (uint32_t j = 0; images && j < in->count; j++) {
-            skpy_sample_shape(in->layout, in->widths[j], in->heights[j], shape);
+            skpy_sample_shape(in->layout, in->widths[j], in->heights[j], in->channels, shape);
             PyObject *s = skpy_buffer_new(in->samples[j], 3, shape, in->dtype, (PyObject *)holder,
                                           NULL, NULL);
             if (!s) {

@@ -261,7 +261,8 @@ static PyObject *transforms_apply(PyObject *self, PyObject *args)
         goto done;
     }
     Py_ssize_t shape[3];
-    skpy_sample_shape(shard_transforms_layout(a->transforms), d->out_width, d->out_height, shape);
+    skpy_sample_shape(shard_transforms_layout(a->transforms), d->out_width, d->out_height, 3,
+                      shape);
     result = skpy_buffer_new(out, 3, shape, shard_transforms_dtype(a->transforms), NULL, free, out);
     out = NULL; /* the buffer owns it (or freed it) */
 done:

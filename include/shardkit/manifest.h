@@ -349,11 +349,12 @@ struct shard_manifest {
     uint32_t channels;
     uint32_t depth;
     uint32_t stored_width, stored_height;
+    int mixed; /* records of more than one form ("stored": "mixed": true) */
 };
 
 /* The version a manifest is written as: 3 when its stored form (m->channels,
- * m->depth; 0 is read as 3 and 8) is other than 8-bit RGB, else
- * shard_config_format_version. */
+ * m->depth; 0 is read as 3 and 8) is other than 8-bit RGB or its records
+ * have several forms (m->mixed), else shard_config_format_version. */
 SHARD_API uint16_t shard_manifest_version(const struct shard_manifest *m);
 
 /* Read and validate DST/manifest.json into *m (fields owned by m; release

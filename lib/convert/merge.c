@@ -532,9 +532,10 @@ static int gather(struct merge *g, struct shard_err *err)
         /* the parts' stored forms widen to the dataset's; one size only when
          * every part has it */
         if (i == 0) {
-            m->channels = p->m.channels, m->depth = p->m.depth;
+            m->channels = p->m.channels, m->depth = p->m.depth, m->mixed = p->m.mixed;
             m->stored_width = p->m.stored_width, m->stored_height = p->m.stored_height;
         } else {
+            m->mixed |= p->m.mixed || p->m.channels != m->channels || p->m.depth != m->depth;
             shard_pixels_widest(m->channels, m->depth, p->m.channels, p->m.depth, &m->channels,
                                 &m->depth);
             if (p->m.stored_width != m->stored_width || p->m.stored_height != m->stored_height)

@@ -73,7 +73,8 @@ uint16_t shard_config_format_version(const struct shard_config *c)
 uint16_t shard_manifest_version(const struct shard_manifest *m)
 {
     /* 0 (a manifest filled in before version 3 existed) is 8-bit RGB */
-    if ((m->channels && m->channels != SHARD_PIXELS_RGB) || (m->depth && m->depth != 8))
+    if ((m->channels && m->channels != SHARD_PIXELS_RGB) || (m->depth && m->depth != 8) ||
+        m->mixed)
         return SHARD_MANIFEST_VERSION_PIXELS;
     return shard_config_format_version(&m->config);
 }
@@ -402,6 +403,8 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         json_t *stored = json_pack("{s:s, s:i}", "pixels",
                                    shard_pixels_name(m->channels ? m->channels : SHARD_PIXELS_RGB),
                                    "depth", m->depth ? (int)m->depth : 8);
+        if (stored && m->mixed)
+            bad |= json_object_set_new(stored, "mixed", json_true());
         if (stored && m->stored_width)
             bad |= json_object_set_new(stored, "size",
                                        json_pack("[II]", (json_int_t)m->stored_width,
@@ -1141,8 +1144,9 @@ static int load_stored(const json_t *root, struct shard_manifest *m, struct shar
     json_int_t depth = 0, w = 0, h = 0;
     json_t *size = NULL;
     json_error_t jerr;
-    if (json_unpack_ex((json_t *)stored, &jerr, JSON_STRICT, "{s:s, s:I, s?o}", "pixels", &pixels,
-                       "depth", &depth, "size", &size) != 0)
+    int mixed = 0;
+    if (json_unpack_ex((json_t *)stored, &jerr, JSON_STRICT, "{s:s, s:I, s?b, s?o}", "pixels",
+                       &pixels, "depth", &depth, "mixed", &mixed, "size", &size) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: stored: %s", jerr.text);
     if (size && json_unpack_ex(size, &jerr, JSON_STRICT, "[II]", &w, &h) != 0)
         return shard_err_set(err, SHARD_ECORRUPT, "manifest: stored.size: %s", jerr.text);
@@ -1155,10 +1159,11 @@ static int load_stored(const json_t *root, struct shard_manifest *m, struct shar
     m->depth = (uint32_t)depth;
     m->stored_width = (uint32_t)w;
     m->stored_height = (uint32_t)h;
+    m->mixed = mixed;
     if ((m->version == SHARD_MANIFEST_VERSION_PIXELS) !=
-        (channels != SHARD_PIXELS_RGB || depth != 8))
+        (channels != SHARD_PIXELS_RGB || depth != 8 || mixed))
         return bad_field(err, m->version == SHARD_MANIFEST_VERSION_PIXELS
-                                  ? "a version 3 manifest stores 8-bit rgb"
+                                  ? "a version 3 manifest stores 8-bit rgb only"
                                   : "stored is not 8-bit rgb in a version 1 or 2 manifest");
     return SHARD_OK;
 }

@@ -1,0 +1,126 @@
+# test_pixels.sh - pixels as the source holds them (issue 34).  Grey PNGs become
+# 1-channel raw shards whose size is about the pixels' bytes, and a Loader without a
+# transform gives one (N, 28, 28, 1) array; 16-bit grey PNGs round-trip bit-exact
+# through shardify, Dataset and shardcat (png and raw, and resized: shardcheck
+# --fidelity exact in the stored form); RGBA keeps its alpha; a mixed dataset reads as
+# the widest form and an older reader's version check refuses it (version 3); --pixels
+# rgb gives the 3 channels of before, in a version 1 manifest; jpeg refuses alpha and
+# 16 bits.  Expected values come from the source files (numpy, Pillow), not the tools.
+. "$(dirname "$0")/lib.sh"
+with_python "grey, 16-bit and alpha sources" || exit 0
+
+"$PYTHON" - "$T" <<'EOF'
+import os, sys
+import numpy as np
+from PIL import Image
+top = sys.argv[1]
+rng = np.random.default_rng(34)
+def save(arr, path, mode=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Image.fromarray(arr, mode).save(path)
+    np.save(path + ".npy", arr)
+for c in range(2):
+    for i in range(6):
+        save(rng.integers(0, 256, (28, 28), dtype=np.uint8), f"{top}/grey/{c}/{i}.png", "L")
+for i in range(3):
+    save(rng.integers(0, 65536, (20, 30), dtype=np.uint16), f"{top}/g16/x/{i}.png")
+save(rng.integers(0, 256, (10, 12, 4), dtype=np.uint8), f"{top}/rgba/x/0.png", "RGBA")
+save(rng.integers(0, 256, (16, 16), dtype=np.uint8), f"{top}/mixed/a/grey.png", "L")
+save(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8), f"{top}/mixed/a/rgb.png", "RGB")
+EOF
+say "grey PNGs: 1-channel raw shards, one array per batch"
+shardify --codec raw --size 28 --quiet "$T/grey" "$T/out-grey"
+[ "$(json "$T/out-grey/manifest.json" 'd["version"]')" = 3 ] || die "grey dataset is not version 3"
+[ "$(json "$T/out-grey/manifest.json" 'd["stored"]')" = "{'pixels': 'gray', 'depth': 8, 'size': [28, 28]}" ] ||
+    die "stored: $(json "$T/out-grey/manifest.json" 'd["stored"]')"
+bytes=$(json "$T/out-grey/manifest.json" 'sum(s["bytes"] for s in d["shards"])')
+[ "$bytes" -le $((12 * 28 * 28 * 11 / 10 + 4096)) ] || die "1-channel shards of $bytes bytes"
+shardcheck --deep --source "$T/grey" --fidelity 12 "$T/out-grey" >"$T/check"
+must_say "fidelity: 12/12 samples pass (12 identical pixels, 12 identical bytes)" "$T/check"
+shardkit_python - "$T" <<'EOF'
+import os, sys
+import numpy as np
+import shardkit
+top = sys.argv[1]
+ds = shardkit.Dataset(f"{top}/out-grey")
+for s in ds:
+    want = np.load(f"{top}/grey/{s.key}.npy")
+    assert s.image.shape == (28, 28, 1) and s.image.dtype == np.uint8, s.image.shape
+    assert (s.image[:, :, 0] == want).all(), s.key
+batches = list(shardkit.Loader(ds, batch_size=5, shuffle=False))
+assert all(isinstance(b.images, np.ndarray) for b in batches), [type(b.images) for b in batches]
+assert batches[0].images.shape == (5, 28, 28, 1), batches[0].images.shape
+f = next(iter(shardkit.Loader(ds, batch_size=4, dtype="float32", layout="NCHW")))
+assert f.images.shape == (4, 1, 28, 28) and f.images.dtype == np.float32, f.images.shape
+EOF
+
+say "16-bit grey PNGs round-trip bit-exact: shardify, Dataset, shardcat"
+for codec in png raw; do
+    shardify --codec $codec --size 20 --no-upscale --quiet "$T/g16" "$T/out16-$codec"
+    [ "$(json "$T/out16-$codec/manifest.json" 'd["stored"]["depth"]')" = 16 ] || die "$codec: not 16-bit"
+    shardcheck --deep --source "$T/g16" --fidelity 3 "$T/out16-$codec" >"$T/check"
+    must_say "fidelity: 3/3 samples pass (3 identical pixels" "$T/check"
+    shardcat "$T/out16-$codec" --out "$T/cat16-$codec" >/dev/null
+done
+shardify --codec png --size 10 --quiet "$T/g16" "$T/out16-small"
+shardcheck --source "$T/g16" --fidelity 3 "$T/out16-small" >"$T/check"
+must_say "fidelity: 3/3 samples pass (3 identical pixels" "$T/check"
+shardkit_python - "$T" <<'EOF'
+import sys
+import numpy as np
+from PIL import Image
+import shardkit
+top = sys.argv[1]
+for codec in ("png", "raw"):
+    ds = shardkit.Dataset(f"{top}/out16-{codec}")
+    for s in ds:
+        want = np.load(f"{top}/g16/{s.key}.npy")
+        assert s.image.dtype == np.uint16 and (s.image[:, :, 0] == want).all(), (codec, s.key)
+        png = Image.open(f"{top}/cat16-{codec}/{s.key.replace('/', '%2F')}.png")
+        assert png.mode.startswith("I;16") or png.mode == "I", png.mode
+        assert (np.array(png) == want).all(), (codec, s.key)
+    b = next(iter(shardkit.Loader(ds, batch_size=3)))
+    assert b.images.dtype == np.uint16 and b.images.shape == (3, 20, 30, 1), b.images.shape
+EOF
+
+say "RGBA keeps its alpha"
+shardify --codec png --size 10 --no-upscale --quiet "$T/rgba" "$T/out-rgba"
+shardkit_python - "$T" <<'EOF'
+import sys
+import numpy as np
+import shardkit
+top = sys.argv[1]
+s = shardkit.Dataset(f"{top}/out-rgba")[0]
+assert s.image.shape == (10, 12, 4) and (s.image == np.load(f"{top}/rgba/x/0.png.npy")).all()
+EOF
+must_fail 2 shardify --codec jpeg --pixels rgba "$T/rgba" "$T/out-no"
+must_say "shardify: --pixels rgba: jpeg stores no alpha (use --codec png or raw)" "$T/err"
+must_fail 2 shardify --codec jpeg --depth 16 "$T/g16" "$T/out-no"
+must_say "shardify: --depth 16: jpeg stores 8 bits (use --codec png or raw)" "$T/err"
+shardify --codec jpeg --quiet --size 10 --no-upscale "$T/rgba" "$T/out-rgba-jpeg"
+[ "$(json "$T/out-rgba-jpeg/manifest.json" 'd["version"]')" = 1 ] || die "jpeg of rgba is not rgb"
+
+say "a mixed dataset reads as the widest form; --pixels rgb is version 1"
+shardify --codec png --size 16 --quiet "$T/mixed" "$T/out-mixed"
+[ "$(json "$T/out-mixed/manifest.json" 'd["stored"]["pixels"]')" = rgb ] || die "mixed is not rgb"
+must_say '"pixels":"gray"' "$T/out-mixed/index.jsonl"
+shardcheck --deep --source "$T/mixed" --fidelity 2 "$T/out-mixed" >"$T/check"
+must_say "fidelity: 2/2 samples pass (2 identical pixels, 2 identical bytes)" "$T/check"
+shardkit_python - "$T" <<'EOF'
+import sys
+import numpy as np
+import shardkit
+top = sys.argv[1]
+for s in shardkit.Dataset(f"{top}/out-mixed"):
+    want = np.load(f"{top}/mixed/{s.key}.npy")
+    want = np.repeat(want[:, :, None], 3, axis=2) if want.ndim == 2 else want
+    assert s.image.shape == (16, 16, 3) and (s.image == want).all(), s.key
+EOF
+shardify --codec raw --size 28 --pixels rgb --quiet "$T/grey" "$T/out-rgb"
+[ "$(json "$T/out-rgb/manifest.json" 'd["version"]')" = 1 ] || die "--pixels rgb is not version 1"
+[ "$(json "$T/out-rgb/manifest.json" '"pixels" in d["config"]')" = False ] || die "config.pixels in v1"
+# an older reader (versions 1 and 2 only) refuses version 3
+sed -i 's/"version": 3/"version": 4/' "$T/out-grey/manifest.json"
+damaged "$T/out-grey"
+must_fail 1 shardcheck "$T/out-grey"
+must_say "manifest: unsupported version" "$T/stdout"

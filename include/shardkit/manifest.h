@@ -214,8 +214,6 @@ struct shard_sample {
     uint64_t record; /* record number inside that shard */
     uint32_t width;
     uint32_t height;
-    uint32_t channels;                 /* the stored form (the line's "pixels" and "depth", */
-    uint32_t depth;                    /* only when other than rgb and 8; 0 is read as 3 and 8) */
     uint64_t source_bytes;             /* size of the source file */
     uint64_t source_xxh3;              /* XXH3-64 of the source file's bytes */
     char *warning;                     /* NULL, or the decoder warning the sample was stored
@@ -224,6 +222,8 @@ struct shard_sample {
     struct shard_field_source *fields; /* the fields the sample has, in field number
                                         * order (malloc'd; NULL when none) */
     uint32_t field_count;
+    uint32_t channels; /* the stored form (the line's "pixels" and "depth", only when */
+    uint32_t depth;    /* other than rgb and 8; 0 is read as 3 and 8) */
 };
 
 /* A rejected input. */

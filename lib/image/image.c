@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct shard_image) == 48,
-               "struct shard_image keeps shardkit 0.1.0's size (depth sits in padding)");
 _Static_assert(sizeof(void *) != 8 || sizeof(struct shard_decode_options) == 40,
                "struct shard_decode_options keeps shardkit 0.1.0's size");
 

@@ -25,6 +25,7 @@ for c in range(2):
 for i in range(3):
     save(rng.integers(0, 65536, (20, 30), dtype=np.uint16), f"{top}/g16/x/{i}.png")
 save(rng.integers(0, 256, (10, 12, 4), dtype=np.uint8), f"{top}/rgba/x/0.png", "RGBA")
+save(rng.integers(0, 256, (9, 7, 2), dtype=np.uint8), f"{top}/ga/x/0.png", "LA")
 save(rng.integers(0, 256, (16, 16), dtype=np.uint8), f"{top}/mixed/a/grey.png", "L")
 save(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8), f"{top}/mixed/a/rgb.png", "RGB")
 EOF
@@ -99,6 +100,51 @@ must_fail 2 shardify --codec jpeg --depth 16 "$T/g16" "$T/out-no"
 must_say "shardify: --depth 16: jpeg stores 8 bits (use --codec png or raw)" "$T/err"
 shardify --codec jpeg --quiet --size 10 --no-upscale "$T/rgba" "$T/out-rgba-jpeg"
 [ "$(json "$T/out-rgba-jpeg/manifest.json" 'd["version"]')" = 1 ] || die "jpeg of rgba is not rgb"
+
+say "a reader written from FORMAT.md reads 1-, 2-, 4-channel and 16-bit records"
+shardify --codec raw --size 9 --no-upscale --quiet "$T/ga" "$T/out-ga"
+"$PYTHON" - "$T" <<'EOF'
+import io, json, os, struct, sys
+import numpy as np, xxhash, zstandard
+from PIL import Image
+top = sys.argv[1]
+def records(dataset):
+    m = json.load(open(os.path.join(dataset, "manifest.json")))
+    assert m["version"] == 3, m["version"]
+    for s in m["shards"]:
+        data = open(os.path.join(dataset, s["file"]), "rb").read()
+        assert data[:8] == b"SKSHARD\x1a" and struct.unpack_from("<H", data, 8)[0] == 1
+        footer_offset, footer_bytes, count = struct.unpack_from("<QQQ", data[-40:], 0)
+        footer = data[footer_offset:footer_offset + footer_bytes]
+        for i in range(count):
+            offset, frame_bytes, frame_xxh3, _, _ = struct.unpack_from("<QQQIi", footer, 24 + 32 * i)
+            frame = data[offset:offset + frame_bytes]
+            assert xxhash.xxh3_64_intdigest(frame) == frame_xxh3
+            c = zstandard.ZstdDecompressor().decompress(frame)
+            assert c[:4] == b"SKR1"
+            klen, _, w, h = struct.unpack_from("<IiII", c, 4)
+            pixels, codec, _, n = struct.unpack_from("<BBHQ", c, 20)
+            channels, wide = pixels & 0x0F, bool(pixels & 0x10)
+            assert pixels & 0xE0 == 0 and 1 <= channels <= 4
+            key, payload = c[32:32 + klen].decode(), c[32 + klen:32 + klen + n]
+            if codec == 0:
+                a = np.frombuffer(payload, "<u2" if wide else "u1").reshape(h, w, channels)
+            else:
+                assert codec == 2
+                a = np.array(Image.open(io.BytesIO(payload))).reshape(h, w, channels)
+            yield key, a
+seen = 0
+for name, channels, dtype in (("out-grey", 1, np.uint8), ("out16-raw", 1, np.uint16),
+                              ("out16-png", 1, np.uint16), ("out-ga", 2, np.uint8),
+                              ("out-rgba", 4, np.uint8)):
+    src = {"out-grey": "grey", "out-ga": "ga", "out-rgba": "rgba"}.get(name, "g16")
+    for key, a in records(os.path.join(top, name)):
+        want = np.load(f"{top}/{src}/{key}.npy")
+        want = want.reshape(want.shape[0], want.shape[1], -1)
+        assert a.shape[2] == channels and (a.astype(dtype) == want).all(), (name, key)
+        seen += 1
+assert seen == 12 + 3 + 3 + 1 + 1, seen
+EOF
 
 say "a mixed dataset reads as the widest form; --pixels rgb is version 1"
 shardify --codec png --size 16 --quiet "$T/mixed" "$T/out-mixed"

@@ -34,11 +34,11 @@ struct shard_image {
     uint32_t width;
     uint32_t height;
     uint32_t channels; /* 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (SHARD_PIXELS_*) */
-    size_t stride;   /* bytes per row; width*channels*(depth/8) for images made here */
-    size_t capacity; /* bytes usable from `pixels` on */
-    size_t offset;   /* bytes of its allocation before `pixels`: 0, except after a
-                      * raw shard read, which leaves the pixels where the record
-                      * was decompressed instead of copying them out */
+    size_t stride;     /* bytes per row; width*channels*(depth/8) for images made here */
+    size_t capacity;   /* bytes usable from `pixels` on */
+    size_t offset;     /* bytes of its allocation before `pixels`: 0, except after a
+                        * raw shard read, which leaves the pixels where the record
+                        * was decompressed instead of copying them out */
     /* Bits per sample: 8, or 16 (each sample a uint16_t in host order); 0 is
      * read as 8 (an image filled in by a program written before 16-bit
      * images existed, positionally or not: it is the last member). */

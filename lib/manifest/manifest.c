@@ -73,8 +73,7 @@ uint16_t shard_config_format_version(const struct shard_config *c)
 uint16_t shard_manifest_version(const struct shard_manifest *m)
 {
     /* 0 (a manifest filled in before version 3 existed) is 8-bit RGB */
-    if ((m->channels && m->channels != SHARD_PIXELS_RGB) || (m->depth && m->depth != 8) ||
-        m->mixed)
+    if ((m->channels && m->channels != SHARD_PIXELS_RGB) || (m->depth && m->depth != 8) || m->mixed)
         return SHARD_MANIFEST_VERSION_PIXELS;
     return shard_config_format_version(&m->config);
 }

@@ -190,13 +190,23 @@ class RandomHorizontalFlip(Transform):
 
 
 class Normalize(Transform):
-    """(x / 255 - mean) / std per channel (RGB), in float32: torchvision's
-    ToTensor then Normalize, bit for bit.  Needs a float dtype; only flips
-    may follow it."""
+    """(x / 255 - mean) / std per channel, in float32: torchvision's
+    ToTensor then Normalize, bit for bit.  One mean and std per channel of
+    the dataset: 1 (grey), 2 (grey and alpha) or 3 (RGB); RGBA's alpha is
+    x / 255 (a fourth mean and std, when given, must be 0 and 1).  Needs a
+    float dtype; only flips may follow it."""
 
     def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
-        self.mean = _triple(mean, "mean")
-        self.std = _triple(std, "std")
+        n = len(mean) if hasattr(mean, "__len__") else 0
+        if n not in (1, 2, 3, 4) or not hasattr(std, "__len__") or len(std) != n:
+            raise ValueError(f"mean and std need one value per channel (1 to 4), not {mean!r} "
+                             f"and {std!r}")
+        m, sd = _numbers(mean, n, "mean"), _numbers(std, n, "std")
+        if n == 4 and (m[3], sd[3]) != (0.0, 1.0):
+            raise ValueError("the alpha of rgba is x / 255: its mean and std must be 0 and 1")
+        self.channels = n
+        self.mean = _triple(tuple(m[:3]) + (0.0,) * (3 - min(n, 3)), "mean")
+        self.std = _triple(tuple(sd[:3]) + (1.0,) * (3 - min(n, 3)), "std")
         if any(s == 0 for s in self.std):
             raise ValueError(f"std must not contain 0, not {self.std!r}")
 

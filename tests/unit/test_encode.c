@@ -469,8 +469,8 @@ static void test_invalid_encode_requests_are_refused_with_a_reason(void **state)
     }
     assert_int_equal(shard_image_alloc_form(&grey, 8, 8, 2, 8, NULL), 0);
     assert_int_equal(shard_encode(&grey, SHARD_CODEC_JPEG, 90, &buf, &err), SHARD_EINVAL);
-    assert_string_equal(err.msg,
-                        "cannot encode JPEG: gray-alpha of 8 bits (JPEG stores gray or rgb of 8 bits)");
+    assert_string_equal(
+        err.msg, "cannot encode JPEG: gray-alpha of 8 bits (JPEG stores gray or rgb of 8 bits)");
     assert_int_equal(shard_image_alloc_form(&grey, 8, 8, 1, 16, NULL), 0);
     assert_int_equal(shard_encode(&grey, SHARD_CODEC_JPEG, 90, &buf, &err), SHARD_EINVAL);
     assert_string_equal(err.msg,

@@ -361,11 +361,16 @@ struct shard_loader_options {
      * than this (pixels) is removed with its class (shard_transforms_boxes);
      * default 1, torchvision's SanitizeBoundingBoxes. */
     double box_min_size;
+    /* The channels each sample is given in: 0 (the default) the dataset's
+     * stored form; 1..4 each sample converted to that many first, before
+     * any transform (shard_image_convert: 3 gives a grey dataset's samples
+     * as RGB to a model that wants three channels, 1 an RGB one's as grey). */
+    uint32_t channels;
 };
 
 /* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan but with
  * remainder SHARD_REMAINDER_PAD, 2 threads, prefetch 0 (= 2), skip_errors
- * 0, worker 0 of 1, no fields, box_min_size 1.
+ * 0, worker 0 of 1, no fields, box_min_size 1, channels 0 (the stored form).
  *
  * Ranks in step.  With world_size > 1 every rank must make the same number
  * of batches in every epoch (a distributed training loop whose ranks run

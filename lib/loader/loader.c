@@ -107,7 +107,8 @@ struct filler {
     struct shard_item item; /* the decoded sample, with a fixed size */
     struct shard_transforms_workspace *ws;
     struct shard_transforms_draws draws;
-    uint64_t index; /* the sample being read, for choose_box */
+    uint64_t index;          /* the sample being read, for choose_box */
+    struct shard_image form; /* a sample converted to the channels asked for */
 };
 
 struct shard_loader {
@@ -346,6 +347,7 @@ static void filler_release(struct filler *w)
 {
     shard_item_release(&w->item);
     shard_transforms_workspace_free(w->ws);
+    shard_image_release(&w->form);
     memset(w, 0, sizeof *w);
 }
 
@@ -528,6 +530,17 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
     if (rc)
         goto out;
     b->labels[j] = item->label;
+    if (item->pixels.channels != l->channels) { /* the form asked for (loader options) */
+        const struct shard_manifest *m = shard_dataset_manifest(l->ds);
+        if ((rc = shard_image_convert(&item->pixels, l->channels, l->depth, m->config.background,
+                                      &w->form, err))) {
+            name_sample(l->ds, index, err);
+            goto out;
+        }
+        struct shard_image t = item->pixels;
+        item->pixels = w->form;
+        w->form = t;
+    }
     if (l->identity && l->fixed) { /* the manifest's one stored size */
         const struct shard_image *p = &item->pixels;
         size_t row = (size_t)p->width * p->channels * shard_image_sample_bytes(p);
@@ -861,13 +874,10 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
     l->crop_first = !l->identity && sk_transforms_starts_with_crop(transforms);
     l->fixed = transforms && shard_transforms_fixed_size(transforms, &l->fixed_w, &l->fixed_h);
     const struct shard_manifest *m = shard_dataset_manifest(ds);
-    l->channels = m->channels, l->depth = m->depth;
+    l->channels = o->channels ? o->channels : m->channels, l->depth = m->depth;
     int rc = SHARD_OK;
-    if (!l->identity && l->depth == 16) {
-        rc = shard_err_set(err, SHARD_EUNSUPPORTED,
-                           "the dataset's samples are 16-bit %s, which transforms do not take: "
-                           "read it without transforms",
-                           shard_pixels_name(l->channels));
+    if (o->channels > SHARD_PIXELS_RGBA) {
+        rc = shard_err_set(err, SHARD_EINVAL, "channels %u is not 0 or 1..4", o->channels);
         goto fail;
     }
     /* every sample stored at one size: one array without a transform */

@@ -530,7 +530,8 @@ static struct shard_image subview(const struct shard_image *v, uint32_t left, ui
                                   uint32_t bw, uint32_t bh)
 {
     struct shard_image s = *v;
-    s.pixels = v->pixels + (size_t)top * v->stride + (size_t)left * v->channels;
+    s.pixels = v->pixels + (size_t)top * v->stride +
+               (size_t)left * v->channels * shard_image_sample_bytes(v);
     s.width = bw;
     s.height = bh;
     s.capacity = 0;
@@ -560,8 +561,9 @@ static int run_unmirror(struct run *r, struct shard_err *err)
     if (!r->mirror)
         return SHARD_OK;
     struct shard_image *t = run_target(r);
-    const uint32_t n = r->cur.channels;
-    int rc = shard_image_alloc(t, r->cur.width, r->cur.height, n, err);
+    const uint32_t n = r->cur.channels * shard_image_sample_bytes(&r->cur); /* bytes a pixel */
+    int rc = shard_image_alloc_form(t, r->cur.width, r->cur.height, r->cur.channels,
+                                    r->cur.depth == 16 ? 16 : 8, err);
     if (rc)
         return rc;
     for (uint32_t y = 0; y < r->cur.height; y++) {
@@ -597,8 +599,9 @@ static int run_pad_crop(struct run *r, const struct shard_transform_choice *c,
                         struct shard_err *err)
 {
     struct shard_image *t = run_target(r);
-    const uint32_t n = r->cur.channels;
-    int rc = shard_image_alloc(t, c->box_width, c->box_height, n, err);
+    const uint32_t n = r->cur.channels * shard_image_sample_bytes(&r->cur); /* bytes a pixel */
+    int rc = shard_image_alloc_form(t, c->box_width, c->box_height, r->cur.channels,
+                                    r->cur.depth == 16 ? 16 : 8, err);
     if (rc)
         return rc;
     for (uint32_t y = 0; y < t->height; y++)
@@ -670,9 +673,51 @@ static inline __attribute__((always_inline)) void write_values(const struct shar
     }
 }
 
+/* The value of 16-bit sample x of channel c in the output's dtype: x / 65535,
+ * then NORMALIZE's (v - mean) / std (mean 0 and std 1 without one); uint8
+ * output rounds x * 255 / 65535. */
+static inline void put16(const struct shard_transforms *a, uint32_t c, uint16_t x, void *dst,
+                         size_t at)
+{
+    if (a->dtype == SHARD_DTYPE_UINT8) {
+        ((uint8_t *)dst)[at] = (uint8_t)(((uint32_t)x * 255 + 32767) / 65535);
+        return;
+    }
+    float v = ((float)x / 65535.0f - a->mean[c]) / a->std[c];
+    if (a->dtype == SHARD_DTYPE_FLOAT32)
+        ((float *)dst)[at] = v;
+    else
+        ((uint16_t *)dst)[at] = float_to_half(v);
+}
+
+/* write_output of a 16-bit image (scalar: 16-bit datasets are rare). */
+static void write_output16(const struct shard_transforms *a, const struct shard_image *v,
+                           int mirror, void *dst)
+{
+    const uint32_t n = v->channels;
+    const size_t plane = (size_t)v->width * v->height;
+    for (uint32_t y = 0; y < v->height; y++) {
+        const uint8_t *row = v->pixels + (size_t)y * v->stride;
+        for (uint32_t x = 0; x < v->width; x++) {
+            const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * n * 2;
+            for (uint32_t c = 0; c < n; c++) {
+                uint16_t s;
+                memcpy(&s, p + 2 * c, 2);
+                size_t at = a->layout == SHARD_LAYOUT_NHWC ? ((size_t)y * v->width + x) * n + c
+                                                           : c * plane + (size_t)y * v->width + x;
+                put16(a, c, s, dst, at);
+            }
+        }
+    }
+}
+
 static void write_output(const struct shard_transforms *a, const struct shard_image *v, int mirror,
                          void *dst)
 {
+    if (v->depth == 16) {
+        write_output16(a, v, mirror, dst);
+        return;
+    }
 #if HAVE_X86_SIMD
     if (a->avx2 && v->channels == CHANNELS && a->layout == SHARD_LAYOUT_NCHW &&
         a->dtype == SHARD_DTYPE_FLOAT32) {
@@ -709,8 +754,9 @@ int shard_transforms_apply(const struct shard_transforms *a, const struct shard_
                            struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
     if (!src || !src->pixels || src->channels < 1 || src->channels > MAX_CHANNELS ||
-        src->depth == 16 || src->width == 0 || src->height == 0)
-        return shard_err_set(err, SHARD_EINVAL, "transform input is not an 8-bit image");
+        src->width == 0 || src->height == 0)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "transform input is not an image of 1 to 4 channels");
     if (draws->steps != a->count || (a->count && (draws->step[0].in_width != src->width ||
                                                   draws->step[0].in_height != src->height)))
         return shard_err_set(err, SHARD_EINVAL,

@@ -182,7 +182,7 @@ class Loader:
     world_size=None, threads=None, transform=None, drop_last=False,
     remainder=None, shuffle_buffer=None, output="numpy", layout="NHWC",
     dtype="uint8", on_error="raise", prefetch=2, fields=None,
-    multi_hot=False, box_min_size=1.0)``
+    multi_hot=False, box_min_size=1.0, to=None)``
 
     - ds: a Dataset, or its location.
     - shuffle, seed, shuffle_buffer, remainder, rank, world_size: the epoch
@@ -220,6 +220,11 @@ class Loader:
     - box_min_size: selected boxes fields: after the transforms, a box
       narrower or lower than this (pixels) is removed with its label, as
       torchvision's SanitizeBoundingBoxes (default 1, its default).
+    - to: None (the dataset's stored form: a grey dataset's images have 1
+      channel, a 16-bit one's are uint16) or "gray", "gray-alpha", "rgb",
+      "rgba": each sample converted to that form first, before the
+      transforms ("rgb" for a model that wants three channels: the grey
+      copied into each).
 
     Iterating yields the batches of the current epoch from the current
     position; when the epoch is over the loader moves to the next epoch.
@@ -242,7 +247,9 @@ class Loader:
                  dtype: Literal["uint8", "float32", "float16"] = "uint8",
                  on_error: Literal["raise", "skip"] = "raise", prefetch: int = DEFAULT_PREFETCH,
                  fields: Iterable[str] | None = None, multi_hot: bool | Iterable[str] = False,
-                 box_min_size: float = 1.0, _worker: int = 0, _workers: int = 1) -> None:
+                 box_min_size: float = 1.0,
+                 to: Literal["gray", "gray-alpha", "rgb", "rgba"] | None = None,
+                 _worker: int = 0, _workers: int = 1) -> None:
         if not isinstance(ds, Dataset):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
@@ -289,11 +296,15 @@ class Loader:
         if not 0 <= box_min_size < 1e30:
             raise ValueError(f"box_min_size must be a size in pixels, not {box_min_size}")
         self.box_min_size = float(box_min_size)
+        forms = {"gray": 1, "gray-alpha": 2, "rgb": 3, "rgba": 4}
+        if to is not None and to not in forms:
+            raise ValueError(f"to must be None, 'gray', 'gray-alpha', 'rgb' or 'rgba', not {to!r}")
+        self.to = to
         self._native = _native.Loader(
             ds._native, compiled, self.batch_size, self.shuffle, self.seed, self.rank,
             self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
             prefetch, self.on_error == "skip", _worker, _workers,
-            [f.number for f in self.fields], self.box_min_size)
+            [f.number for f in self.fields], self.box_min_size, forms.get(to or "", 0))
         self._epoch = 0
         self._batch = 0
         self._generation = 0
@@ -332,6 +343,7 @@ class Loader:
                 "drop_last": self.drop_last, "remainder": self.remainder,
                 "shuffle_buffer": self.shuffle_buffer, "samples": len(self.dataset),
                 "transform": transform, "layout": self.layout, "dtype": self.dtype,
+                **({"to": self.to} if self.to else {}),
                 **self._fields_identity()}
 
     def _fields_identity(self) -> dict[str, Any]:

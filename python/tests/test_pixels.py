@@ -67,3 +67,56 @@ def test_a_crop_works_on_each_channel(grey):
 def test_normalize_refuses_means_that_fit_no_form(mean, std):
     with pytest.raises(ValueError):
         shardkit.Normalize(mean, std)
+
+
+def test_to_rgb_gives_a_grey_dataset_three_channels(grey):
+    dst, arrays = grey
+    b = next(iter(shardkit.Loader(dst, batch_size=4, shuffle=False, to="rgb")))
+    assert b.images.shape == (4, 28, 28, 3)
+    for i, k in enumerate(b.keys):
+        assert all((b.images[i, :, :, c] == arrays[k]).all() for c in range(3)), k
+    with pytest.raises(ValueError, match="to must be"):
+        shardkit.Loader(dst, batch_size=4, to="cmyk")
+
+
+@pytest.fixture(scope="module")
+def sixteen(tmp_path_factory):
+    top = tmp_path_factory.mktemp("sixteen")
+    rng = np.random.default_rng(16)
+    arrays = {}
+    (top / "src" / "x").mkdir(parents=True)
+    for i in range(3):
+        a = rng.integers(0, 65536, (12, 16), dtype=np.uint16)
+        Image.fromarray(a).save(top / "src" / "x" / f"{i}.png")
+        arrays[f"x/{i}.png"] = a
+    shardify(str(top / "src"), str(top / "png"), "--codec", "png", "--size", "12",
+             "--no-upscale")
+    return str(top / "png"), arrays
+
+
+def test_sixteen_bit_samples_and_batches_are_uint16(sixteen):
+    dst, arrays = sixteen
+    ds = shardkit.Dataset(dst)
+    assert ds.manifest["stored"] == {"pixels": "gray", "depth": 16, "size": [16, 12]}
+    assert all(s.image.dtype == np.uint16 and (s.image[:, :, 0] == arrays[s.key]).all()
+               for s in ds)
+    b = next(iter(shardkit.Loader(ds, batch_size=3, shuffle=False)))
+    assert b.images.dtype == np.uint16 and b.images.shape == (3, 12, 16, 1)
+
+
+def test_float32_scales_sixteen_bits_by_1_65535(sixteen):
+    dst, arrays = sixteen
+    loader = shardkit.Loader(dst, batch_size=3, shuffle=False, dtype="float32", layout="NCHW",
+                             transform=[shardkit.CenterCrop(8), shardkit.Normalize([0.5], [2.0])])
+    b = next(iter(loader))
+    assert b.images.shape == (3, 1, 8, 8) and b.images.dtype == np.float32
+    for i, k in enumerate(b.keys):
+        crop = arrays[k][2:10, 4:12].astype(np.float32)
+        want = (crop / np.float32(65535) - np.float32(0.5)) / np.float32(2.0)
+        assert np.array_equal(b.images[i, 0], want), k
+    b8 = next(iter(shardkit.Loader(dst, batch_size=3, shuffle=False,
+                                   transform=[shardkit.RandomHorizontalFlip(1.0)])))
+    assert b8.images.dtype == np.uint8
+    for i, k in enumerate(b8.keys):
+        want = ((arrays[k][:, ::-1].astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
+        assert (b8.images[i, :, :, 0] == want).all(), k

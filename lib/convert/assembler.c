@@ -360,12 +360,14 @@ uint64_t sk_assembler_samples(const struct assembler *a)
     return a->samples;
 }
 
-void sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels, uint32_t *depth)
+int sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels, uint32_t *depth)
 {
+    int forms = 0;
     *channels = 0, *depth = 0;
     for (uint32_t c = 1; c <= SHARD_PIXELS_RGBA; c++)
         for (uint32_t d = 0; d < 2; d++)
             if (st->forms[c][d]) {
+                forms++;
                 if (*channels)
                     shard_pixels_widest(*channels, *depth, c, d ? 16 : 8, channels, depth);
                 else
@@ -373,6 +375,7 @@ void sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels
             }
     if (!*channels) /* no sample: the form of every dataset before version 3 */
         *channels = SHARD_PIXELS_RGB, *depth = 8;
+    return forms;
 }
 
 const struct sk_stored_images *sk_assembler_stored(const struct assembler *a)

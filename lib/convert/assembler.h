@@ -57,8 +57,9 @@ struct sk_stored_images {
     int sizes_differ;       /* 1 when some sample has another */
 };
 const struct sk_stored_images *sk_assembler_stored(const struct assembler *a);
-/* The widest of the forms st counted (3 and 8 when none). */
-void sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels, uint32_t *depth);
+/* The widest of the forms st counted (3 and 8 when none); returns how many
+ * forms it counted (more than 1: a mixed dataset). */
+int sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels, uint32_t *depth);
 /* Per declared field: the samples that have it; and the sidecar files
  * stored as fields. */
 const uint64_t *sk_assembler_field_samples(const struct assembler *a);

@@ -827,6 +827,7 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary, stru
     summary->samples = g.out.samples;
     summary->rejected = g.out.rejected;
     summary->shards = g.out.shard_count;
+    summary->channels = g.out.channels, summary->depth = g.out.depth, summary->mixed = g.out.mixed;
     for (uint32_t k = 0; k < g.out.shard_count; k++)
         summary->bytes += g.out.shards[k].bytes;
     summary->seconds = sk_now_seconds() - t0;

@@ -182,11 +182,7 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     m.rejected = m.reject_count;
     m.warned = sum->warned;
     const struct sk_stored_images *st = sk_assembler_stored(r->as);
-    sk_stored_images_form(st, &m.channels, &m.depth);
-    int forms = 0;
-    for (uint32_t c = 1; c <= SHARD_PIXELS_RGBA; c++)
-        forms += (st->forms[c][0] != 0) + (st->forms[c][1] != 0);
-    m.mixed = forms > 1;
+    m.channels = sum->channels, m.depth = sum->depth, m.mixed = sum->mixed;
     if (m.samples && !st->sizes_differ)
         m.stored_width = st->width, m.stored_height = st->height;
     sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);

@@ -151,6 +151,9 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
         s->warned = sk_assembler_warned(r->as);
         s->bytes_out = sk_assembler_bytes(r->as);
         sk_assembler_shards(r->as, &s->shards);
+        const struct sk_stored_images *st = sk_assembler_stored(r->as);
+        memcpy(s->pixel_forms, st->forms, sizeof s->pixel_forms);
+        s->mixed = sk_stored_images_form(st, &s->channels, &s->depth) > 1;
     }
     summarize_fields(r, s);
 }

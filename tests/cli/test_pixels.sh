@@ -28,6 +28,8 @@ save(rng.integers(0, 256, (10, 12, 4), dtype=np.uint8), f"{top}/rgba/x/0.png", "
 save(rng.integers(0, 256, (9, 7, 2), dtype=np.uint8), f"{top}/ga/x/0.png", "LA")
 save(rng.integers(0, 256, (16, 16), dtype=np.uint8), f"{top}/mixed/a/grey.png", "L")
 save(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8), f"{top}/mixed/a/rgb.png", "RGB")
+save(rng.integers(0, 256, (16, 16), dtype=np.uint8), f"{top}/mixed/b/grey2.png", "L")
+save(rng.integers(0, 65536, (16, 16), dtype=np.uint16), f"{top}/mixed/b/wide.png")
 EOF
 say "grey PNGs: 1-channel raw shards, one array per batch"
 shardify --codec raw --size 28 --quiet "$T/grey" "$T/out-grey"
@@ -146,21 +148,46 @@ for name, channels, dtype in (("out-grey", 1, np.uint8), ("out16-raw", 1, np.uin
 assert seen == 12 + 3 + 3 + 1 + 1, seen
 EOF
 
-say "a mixed dataset reads as the widest form; --pixels rgb is version 1"
-shardify --codec png --size 16 --quiet "$T/mixed" "$T/out-mixed"
-[ "$(json "$T/out-mixed/manifest.json" 'd["stored"]["pixels"]')" = rgb ] || die "mixed is not rgb"
+say "a mixed dataset reads as the widest form, and the summary says so; --pixels rgb is version 1"
+shardify --codec png --size 16 "$T/mixed" "$T/out-mixed" 2>"$T/err"
+[ "$(json "$T/out-mixed/manifest.json" 'd["stored"]')" = \
+    "{'pixels': 'rgb', 'depth': 16, 'mixed': True, 'size': [16, 16]}" ] ||
+    die "mixed: $(json "$T/out-mixed/manifest.json" 'd["stored"]')"
 must_say '"pixels":"gray"' "$T/out-mixed/index.jsonl"
-shardcheck --deep --source "$T/mixed" --fidelity 2 "$T/out-mixed" >"$T/check"
-must_say "fidelity: 2/2 samples pass (2 identical pixels, 2 identical bytes)" "$T/check"
+must_say "shardify: 3 pixel forms (2 gray 8-bit, 1 gray 16-bit, 1 rgb 8-bit): it reads as rgb 16-bit, each narrower image widened when read" "$T/err"
+shardify --codec png --size 16 --json --quiet "$T/mixed" "$T/out-mixed-json" >"$T/summary.json"
+[ "$(json "$T/summary.json" '(d["pixels"], d["depth"], d["mixed"], d["pixel_forms"])')" = \
+    "('rgb', 16, True, [{'pixels': 'gray', 'depth': 8, 'samples': 2}, {'pixels': 'gray', 'depth': 16, 'samples': 1}, {'pixels': 'rgb', 'depth': 8, 'samples': 1}])" ] ||
+    die "--json: $(cat "$T/summary.json")"
+shardify --codec png --size 16 --json --quiet "$T/grey" "$T/out-grey-json" >"$T/summary.json"
+[ "$(json "$T/summary.json" '(d["pixels"], d["depth"], d["mixed"], d["pixel_forms"])')" = \
+    "('gray', 8, False, [{'pixels': 'gray', 'depth': 8, 'samples': 12}])" ] ||
+    die "--json: $(cat "$T/summary.json")"
+shardify --codec png --size 16 "$T/grey" "$T/out-grey-png" 2>"$T/err"
+! grep -q "pixel forms" "$T/err" || die "one form said to be several: $(cat "$T/err")"
+shardcheck --deep --source "$T/mixed" --fidelity 4 "$T/out-mixed" >"$T/check"
+must_say "fidelity: 4/4 samples pass (4 identical pixels, 4 identical bytes)" "$T/check"
+# parts of different forms (a's then b's): the merge reads as the widest and says so
+for part in 0 1; do
+    shardify --codec png --size 16 --part $part/2 --quiet "$T/mixed" "$T/parts"
+done
+shardify merge "$T/parts" 2>"$T/err"
+must_say "shardify merge: pixels of several forms: it reads as rgb 16-bit, each narrower image widened when read" "$T/err"
+[ "$(json "$T/parts/manifest.json" 'd["stored"]')" = "$(json "$T/out-mixed/manifest.json" 'd["stored"]')" ] ||
+    die "merged: $(json "$T/parts/manifest.json" 'd["stored"]')"
 shardkit_python - "$T" <<'EOF'
 import sys
 import numpy as np
 import shardkit
 top = sys.argv[1]
-for s in shardkit.Dataset(f"{top}/out-mixed"):
-    want = np.load(f"{top}/mixed/{s.key}.npy")
-    want = np.repeat(want[:, :, None], 3, axis=2) if want.ndim == 2 else want
-    assert s.image.shape == (16, 16, 3) and (s.image == want).all(), s.key
+for name in ("out-mixed", "parts"):
+    for s in shardkit.Dataset(f"{top}/{name}"):
+        want = np.load(f"{top}/mixed/{s.key}.npy")
+        if want.dtype == np.uint8:  # widened to 16 bits: v * 257
+            want = want.astype(np.uint16) * 257
+        want = np.repeat(want[:, :, None], 3, axis=2) if want.ndim == 2 else want
+        assert s.image.shape == (16, 16, 3) and s.image.dtype == np.uint16, (name, s.key)
+        assert (s.image == want).all(), (name, s.key)
 EOF
 shardify --codec raw --size 28 --pixels rgb --quiet "$T/grey" "$T/out-rgb"
 [ "$(json "$T/out-rgb/manifest.json" 'd["version"]')" = 1 ] || die "--pixels rgb is not version 1"

@@ -2,13 +2,14 @@
 """train_grayscale.py - the same small CNN trained from 1-channel shards and from
 torchvision's ImageFolder on the same PNG class folders: does it reach the same accuracy?
 
-WORK holds what bench/grayscale.py wrote (png-train, shards-gray); the test split is
-written here as png-t10k and converted as shards-t10k.  Both runs use one seed, one model
-(1 input channel), Adam, the same epochs and batch size; the shard run feeds
-shardkit.Loader's float32 NCHW batches (x / 255, one array per batch, no transform), the
-ImageFolder run ToTensor() of Grayscale(1) images.  Prints one JSON object.
+WORK holds what bench/grayscale.py wrote (png-train, shards-gray; give the same
+--generate); the test split is written here as png-t10k and converted as shards-t10k.
+Both runs use one seed, one model (1 input channel), Adam, the same epochs and batch size;
+the shard run feeds shardkit.Loader's float32 NCHW batches (x / 255, one array per batch,
+no transform), the ImageFolder run ToTensor() of Grayscale(1) images.  Prints one JSON
+object.
 
-    bench/train_grayscale.py BUILD WORK [--epochs E] [--limit N]
+    bench/train_grayscale.py BUILD WORK [--generate N] [--epochs E] [--batch B]
 """
 import argparse
 import json
@@ -55,6 +56,7 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--generate", type=int, default=0)
     a = ap.parse_args()
     sys.path.insert(0, os.path.join(a.build, "python"))
     import shardkit
@@ -62,7 +64,7 @@ def main():
     import torchvision
     from torchvision import transforms as T
     torch.set_num_threads(2)
-    images, labels = grayscale.load("t10k", 0, None)
+    images, labels = grayscale.load("t10k", a.generate)
     grayscale.write_folders(images, labels, os.path.join(a.work, "png-t10k"))
     grayscale.shardify(a.build, os.path.join(a.work, "png-t10k"),
                        os.path.join(a.work, "shards-t10k"), "--no-shuffle")

@@ -57,6 +57,34 @@ f = next(iter(shardkit.Loader(ds, batch_size=4, dtype="float32", layout="NCHW"))
 assert f.images.shape == (4, 1, 28, 28) and f.images.dtype == np.float32, f.images.shape
 EOF
 
+say "a Fashion-MNIST-like grey set: raw shards of at most 1.1x its pixel bytes (rgb: 3 channels)"
+# 300 28x28 objects on black, as bench/grayscale.py's fashion_like: shard bytes against the
+# pixels' bytes (300 x 784), the ratio the issue's Fashion-MNIST had at 2.6x in RGB
+"$PYTHON" - "$T" <<'EOF'
+import os, sys
+import numpy as np
+from PIL import Image
+top = sys.argv[1]
+rng = np.random.default_rng(10)
+yy, xx = np.mgrid[0:28, 0:28]
+for i in range(300):
+    c = i % 10
+    cy, cx = 14 + rng.integers(-2, 3), 14 + rng.integers(-2, 3)
+    inside = ((yy - cy) / (4 + c)) ** 2 + ((xx - cx) / (13 - c)) ** 2 <= 1
+    img = np.zeros((28, 28), np.uint8)
+    img[inside] = np.clip(rng.normal(60 + 18 * c, 25, (28, 28)), 1, 255).astype(np.uint8)[inside]
+    os.makedirs(f"{top}/fashion/{c:02d}", exist_ok=True)
+    Image.fromarray(img, "L").save(f"{top}/fashion/{c:02d}/{i:05d}.png")
+EOF
+shardify --codec raw --size 28 --quiet "$T/fashion" "$T/out-fashion"
+shardify --codec raw --size 28 --pixels rgb --quiet "$T/fashion" "$T/out-fashion-rgb"
+[ "$(json "$T/out-fashion/manifest.json" 'd["stored"]')" = "{'pixels': 'gray', 'depth': 8, 'size': [28, 28]}" ] ||
+    die "stored: $(json "$T/out-fashion/manifest.json" 'd["stored"]')"
+grey_bytes=$(json "$T/out-fashion/manifest.json" 'sum(s["bytes"] for s in d["shards"])')
+rgb_bytes=$(json "$T/out-fashion-rgb/manifest.json" 'sum(s["bytes"] for s in d["shards"])')
+[ $((grey_bytes * 10)) -le $((300 * 784 * 11)) ] || die "grey shards of $grey_bytes bytes for $((300 * 784)) pixel bytes"
+[ $((rgb_bytes)) -ge $((grey_bytes * 2)) ] || die "rgb shards of $rgb_bytes bytes, grey $grey_bytes"
+
 say "16-bit grey PNGs round-trip bit-exact: shardify, Dataset, shardcat"
 for codec in png raw; do
     shardify --codec $codec --size 20 --no-upscale --quiet "$T/g16" "$T/out16-$codec"

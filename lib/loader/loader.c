@@ -870,11 +870,11 @@ int shard_loader_new(struct shard_loader **out, struct shard_dataset *ds,
         l->o.prefetch = DEFAULT_PREFETCH;
     if (l->o.workers <= 1)
         l->o.worker = 0, l->o.workers = 1;
-    l->identity = sk_transforms_is_identity(transforms);
-    l->crop_first = !l->identity && sk_transforms_starts_with_crop(transforms);
-    l->fixed = transforms && shard_transforms_fixed_size(transforms, &l->fixed_w, &l->fixed_h);
     const struct shard_manifest *m = shard_dataset_manifest(ds);
     l->channels = o->channels ? o->channels : m->channels, l->depth = m->depth;
+    l->identity = sk_transforms_is_identity(transforms, l->depth);
+    l->crop_first = !l->identity && sk_transforms_starts_with_crop(transforms);
+    l->fixed = transforms && shard_transforms_fixed_size(transforms, &l->fixed_w, &l->fixed_h);
     int rc = SHARD_OK;
     if (o->channels > SHARD_PIXELS_RGBA) {
         rc = shard_err_set(err, SHARD_EINVAL, "channels %u is not 0 or 1..4", o->channels);

@@ -100,6 +100,8 @@ int shard_dtype_parse(const char *s, enum shard_dtype *out)
         *out = SHARD_DTYPE_FLOAT32;
     else if (!strcmp(s, "float16"))
         *out = SHARD_DTYPE_FLOAT16;
+    else if (!strcmp(s, "uint16"))
+        *out = SHARD_DTYPE_UINT16;
     else
         return SHARD_EINVAL;
     return SHARD_OK;
@@ -211,9 +213,9 @@ static int check_step(size_t k, const struct shard_transform_step *s, int after_
                                  op_name(s->op), s->p);
         return SHARD_OK;
     case SHARD_TRANSFORM_NORMALIZE:
-        if (dtype == SHARD_DTYPE_UINT8)
-            return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): needs a float dtype, not uint8",
-                                 k, op_name(s->op));
+        if (dtype == SHARD_DTYPE_UINT8 || dtype == SHARD_DTYPE_UINT16)
+            return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): needs a float dtype, not %s", k,
+                                 op_name(s->op), dtype == SHARD_DTYPE_UINT8 ? "uint8" : "uint16");
         for (int c = 0; c < CHANNELS; c++) {
             if (!isfinite(s->mean[c]))
                 return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): mean[%d] is %g", k,
@@ -333,7 +335,8 @@ int shard_transforms_new(struct shard_transforms **out, const struct shard_trans
                              SHARD_TRANSFORMS_MAX_STEPS);
     if (layout != SHARD_LAYOUT_NHWC && layout != SHARD_LAYOUT_NCHW)
         return shard_err_set(err, SHARD_EINVAL, "unknown layout %d", (int)layout);
-    if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 && dtype != SHARD_DTYPE_FLOAT16)
+    if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 &&
+        dtype != SHARD_DTYPE_FLOAT16 && dtype != SHARD_DTYPE_UINT16)
         return shard_err_set(err, SHARD_EINVAL, "unknown dtype %d", (int)dtype);
     const struct shard_transform_step *normalize = NULL;
     for (size_t k = 0; k < count; k++) {
@@ -675,10 +678,14 @@ static inline __attribute__((always_inline)) void write_values(const struct shar
 
 /* The value of 16-bit sample x of channel c in the output's dtype: x / 65535,
  * then NORMALIZE's (v - mean) / std (mean 0 and std 1 without one); uint8
- * output rounds x * 255 / 65535. */
+ * output rounds x * 255 / 65535, uint16 is x. */
 static inline void put16(const struct shard_transforms *a, uint32_t c, uint16_t x, void *dst,
                          size_t at)
 {
+    if (a->dtype == SHARD_DTYPE_UINT16) {
+        ((uint16_t *)dst)[at] = x;
+        return;
+    }
     if (a->dtype == SHARD_DTYPE_UINT8) {
         ((uint8_t *)dst)[at] = (uint8_t)(((uint32_t)x * 255 + 32767) / 65535);
         return;
@@ -690,19 +697,23 @@ static inline void put16(const struct shard_transforms *a, uint32_t c, uint16_t 
         ((uint16_t *)dst)[at] = float_to_half(v);
 }
 
-/* write_output of a 16-bit image (scalar: 16-bit datasets are rare). */
+/* write_output of a 16-bit image, or of an 8-bit one to uint16 (x * 257,
+ * the 16-bit sample of the same level); scalar: both are rare. */
 static void write_output16(const struct shard_transforms *a, const struct shard_image *v,
                            int mirror, void *dst)
 {
-    const uint32_t n = v->channels;
+    const uint32_t n = v->channels, bytes = v->depth == 16 ? 2 : 1;
     const size_t plane = (size_t)v->width * v->height;
     for (uint32_t y = 0; y < v->height; y++) {
         const uint8_t *row = v->pixels + (size_t)y * v->stride;
         for (uint32_t x = 0; x < v->width; x++) {
-            const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * n * 2;
+            const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * n * bytes;
             for (uint32_t c = 0; c < n; c++) {
                 uint16_t s;
-                memcpy(&s, p + 2 * c, 2);
+                if (bytes == 2)
+                    memcpy(&s, p + 2 * c, 2);
+                else
+                    s = (uint16_t)(p[c] * 257u);
                 size_t at = a->layout == SHARD_LAYOUT_NHWC ? ((size_t)y * v->width + x) * n + c
                                                            : c * plane + (size_t)y * v->width + x;
                 put16(a, c, s, dst, at);
@@ -714,7 +725,7 @@ static void write_output16(const struct shard_transforms *a, const struct shard_
 static void write_output(const struct shard_transforms *a, const struct shard_image *v, int mirror,
                          void *dst)
 {
-    if (v->depth == 16) {
+    if (v->depth == 16 || a->dtype == SHARD_DTYPE_UINT16) {
         write_output16(a, v, mirror, dst);
         return;
     }
@@ -1035,9 +1046,10 @@ int shard_transforms_mask(const struct shard_transforms *a, const struct shard_i
     return SHARD_OK;
 }
 
-int sk_transforms_is_identity(const struct shard_transforms *a)
+int sk_transforms_is_identity(const struct shard_transforms *a, uint32_t depth)
 {
-    return !a || (a->count == 0 && a->dtype == SHARD_DTYPE_UINT8 && a->layout == SHARD_LAYOUT_NHWC);
+    enum shard_dtype stored = depth == 16 ? SHARD_DTYPE_UINT16 : SHARD_DTYPE_UINT8;
+    return !a || (a->count == 0 && a->dtype == stored && a->layout == SHARD_LAYOUT_NHWC);
 }
 
 int sk_transforms_keeps_size(const struct shard_transforms *a)

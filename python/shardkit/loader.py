@@ -98,10 +98,13 @@ class Batch:
     out with on_error="skip"), and with Loader(fields=...) ``fields`` and
     ``present``.
 
-    ``images`` is one array (B, H, W, 3) or (B, 3, H, W) when the transform
-    fixes the size, else a list of per-sample arrays; ``labels`` is int64,
-    -1 for a sample without a label.  With output="torch" both are torch
-    tensors sharing the loader's memory (no copy).  The memory is the
+    ``images`` is one array (B, H, W, C) or (B, C, H, W), C the channels of
+    the dataset's form (or the Loader's ``to``), when the transform fixes the
+    size or, without one that changes it, every sample was stored at the
+    manifest's one size; else a list of per-sample arrays.  ``labels`` is
+    int64, -1 for a sample without a label.  With output="torch" both are
+    torch tensors sharing the loader's memory (no copy; uint16 images are
+    copied as int32).  The memory is the
     batch's own: keeping it does not slow the loader down, which takes new
     memory when it needs to.
 
@@ -181,7 +184,7 @@ class Loader:
     ``Loader(ds, batch_size, *, shuffle=True, seed=0, rank=None,
     world_size=None, threads=None, transform=None, drop_last=False,
     remainder=None, shuffle_buffer=None, output="numpy", layout="NHWC",
-    dtype="uint8", on_error="raise", prefetch=2, fields=None,
+    dtype=None, on_error="raise", prefetch=2, fields=None,
     multi_hot=False, box_min_size=1.0, to=None)``
 
     - ds: a Dataset, or its location.
@@ -200,8 +203,11 @@ class Loader:
     - threads: reader threads (default: the CPUs this process may use); 0
       does the work on the calling thread.
     - transform: shardkit transforms (a list or Compose), run in C.
-    - layout "NHWC"/"NCHW", dtype "uint8"/"float32"/"float16" (Normalize
-      needs a float dtype), output "numpy"/"torch".
+    - layout "NHWC"/"NCHW", dtype "uint8"/"float32"/"float16"/"uint16"
+      (default: the stored samples', uint16 for a 16-bit dataset, else
+      uint8; float is x / 255, x / 65535 for 16 bits; uint8 rounds 16-bit
+      samples to 8, uint16 gives 8-bit ones as x * 257; Normalize needs a
+      float dtype), output "numpy"/"torch".
     - on_error: "raise" (a damaged sample raises CorruptRecordError naming
       shard, record and key) or "skip" (left out of its batch, counted in
       ``stats``).  A batch that raises (CorruptRecordError, or a read that
@@ -244,7 +250,7 @@ class Loader:
                  remainder: Literal["keep", "drop", "pad"] | None = None,
                  shuffle_buffer: int | None = None, output: Literal["numpy", "torch"] = "numpy",
                  layout: Literal["NHWC", "NCHW"] = "NHWC",
-                 dtype: Literal["uint8", "float32", "float16"] = "uint8",
+                 dtype: Literal["uint8", "float32", "float16", "uint16"] | None = None,
                  on_error: Literal["raise", "skip"] = "raise", prefetch: int = DEFAULT_PREFETCH,
                  fields: Iterable[str] | None = None, multi_hot: bool | Iterable[str] = False,
                  box_min_size: float = 1.0,
@@ -276,15 +282,17 @@ class Loader:
                                else _seed(shuffle_buffer, "shuffle_buffer"))
         self.output = _choice(output, "output", ("numpy", "torch"))
         self.layout = _choice(layout, "layout", ("NHWC", "NCHW"))
-        self.dtype = _choice(dtype, "dtype", ("uint8", "float32", "float16"))
+        stored = "uint16" if ds.manifest.get("stored", {}).get("depth") == 16 else "uint8"
+        self.dtype = (stored if dtype is None
+                      else _choice(dtype, "dtype", ("uint8", "float32", "float16", "uint16")))
         self.on_error = _choice(on_error, "on_error", ("raise", "skip"))
         prefetch = _check_int(prefetch, "prefetch", maximum=U32_MAX)
         self.transform = compose(transform)
         self._torch = _torch() if output == "torch" else None
         compiled = None
-        if self.transform is not None or (layout, dtype) != ("NHWC", "uint8"):
+        if self.transform is not None or (self.layout, self.dtype) != ("NHWC", stored):
             steps = self.transform if self.transform is not None else _empty()
-            compiled = steps._compiled(layout, dtype)
+            compiled = steps._compiled(self.layout, self.dtype)
         self.fields, self.multi_hot = _select_fields(ds, fields, multi_hot)
         # masks stacked in every batch, or in none (the Batch docstring's rule)
         size = compiled.fixed_size() if compiled is not None else None
@@ -466,8 +474,7 @@ class Loader:
         values, present = self._batch_fields(fields, indices)
         if self._torch is not None:
             t = self._torch
-            images = ([t.from_numpy(i) for i in images] if isinstance(images, list)
-                      else t.from_numpy(images))
+            images = _to_torch(t, images)
             labels = t.from_numpy(labels)
             values = {f.name: values[f.name] if f.type == "boxes" else _to_torch(t, values[f.name])
                       for f in self.fields}
@@ -663,8 +670,9 @@ def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.
 
 
 def _to_torch(t: Any, v: Any) -> Any:
-    """A batch.fields value as torch tensors: arrays, and the arrays in lists
-    and dicts (boxes); a uint16 mask as int32 (torch has no uint16)."""
+    """A batch's images or a batch.fields value as torch tensors: arrays, and
+    the arrays in lists and dicts (boxes); uint16 (16-bit images, a mask) as
+    int32 (torch has no uint16)."""
     if isinstance(v, np.ndarray):
         return t.from_numpy(v.astype(np.int32) if v.dtype == np.uint16 else v)
     if isinstance(v, dict):

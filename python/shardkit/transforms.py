@@ -29,7 +29,7 @@ from shardkit import _native
 if TYPE_CHECKING:
     from shardkit._native import _Choice, _Step
 
-_DTYPES = ("uint8", "float32", "float16")
+_DTYPES = ("uint8", "float32", "float16", "uint16")
 _LAYOUTS = ("NHWC", "NCHW")
 # The largest value of the C types integer arguments end in: nothing wraps.
 U32_MAX = 2**32 - 1
@@ -260,8 +260,9 @@ class Compose(Transform):
         if layout not in _LAYOUTS:
             raise ValueError(f"layout must be 'NHWC' or 'NCHW', not {layout!r}")
         if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be 'uint8', 'float32' or 'float16', not {dtype!r}")
-        if dtype == "uint8" and self.normalizes:
+            raise ValueError(f"dtype must be 'uint8', 'float32', 'float16' or 'uint16', not "
+                             f"{dtype!r}")
+        if dtype in ("uint8", "uint16") and self.normalizes:
             raise ValueError("dtype: Normalize gives float values; pass dtype='float32' or "
                              "'float16'")
         key = (layout, dtype)

@@ -87,8 +87,8 @@ int skpy_transforms_build(PyObject *steps, const char *layout, const char *dtype
         return -1;
     }
     if (shard_dtype_parse(dtype, &d)) {
-        PyErr_Format(PyExc_ValueError, "dtype must be 'uint8', 'float32' or 'float16', not '%s'",
-                     dtype);
+        PyErr_Format(PyExc_ValueError,
+                     "dtype must be 'uint8', 'float32', 'float16' or 'uint16', not '%s'", dtype);
         return -1;
     }
     PyObject *seq = PySequence_Fast(steps, "transform steps must be a sequence");

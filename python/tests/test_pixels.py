@@ -114,9 +114,43 @@ def test_float32_scales_sixteen_bits_by_1_65535(sixteen):
         crop = arrays[k][2:10, 4:12].astype(np.float32)
         want = (crop / np.float32(65535) - np.float32(0.5)) / np.float32(2.0)
         assert np.array_equal(b.images[i, 0], want), k
-    b8 = next(iter(shardkit.Loader(dst, batch_size=3, shuffle=False,
+    b8 = next(iter(shardkit.Loader(dst, batch_size=3, shuffle=False, dtype="uint8",
                                    transform=[shardkit.RandomHorizontalFlip(1.0)])))
     assert b8.images.dtype == np.uint8
     for i, k in enumerate(b8.keys):
         want = ((arrays[k][:, ::-1].astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
         assert (b8.images[i, :, :, 0] == want).all(), k
+
+
+@pytest.mark.parametrize("layout, transform", [("NHWC", [shardkit.RandomHorizontalFlip(1.0)]),
+                                               ("NCHW", None), ("NHWC", None)])
+def test_sixteen_bits_stay_sixteen_through_transforms_by_default(sixteen, layout, transform):
+    dst, arrays = sixteen
+    b = next(iter(shardkit.Loader(dst, batch_size=3, shuffle=False, layout=layout,
+                                  transform=transform)))
+    assert b.images.dtype == np.uint16
+    for i, k in enumerate(b.keys):
+        want = arrays[k][:, ::-1] if transform else arrays[k]
+        got = b.images[i, 0] if layout == "NCHW" else b.images[i, :, :, 0]
+        assert (got == want).all(), k
+    with pytest.raises(ValueError, match="float"):
+        shardkit.Loader(dst, batch_size=3, dtype="uint16", transform=[shardkit.Normalize([0], [1])])
+
+
+def test_sixteen_bit_torch_batches_are_int32(sixteen):
+    torch = pytest.importorskip("torch")
+    dst, arrays = sixteen
+    b = next(iter(shardkit.Loader(dst, batch_size=3, shuffle=False, output="torch",
+                                  transform=[shardkit.RandomHorizontalFlip(1.0)])))
+    assert b.images.dtype == torch.int32 and tuple(b.images.shape) == (3, 12, 16, 1)
+    for i, k in enumerate(b.keys):
+        assert (b.images[i, :, :, 0].numpy() == arrays[k][:, ::-1]).all(), k
+
+
+def test_uint16_gives_eight_bit_samples_times_257(grey):
+    dst, arrays = grey
+    b = next(iter(shardkit.Loader(dst, batch_size=4, shuffle=False, dtype="uint16",
+                                  transform=[shardkit.CenterCrop(20)])))
+    assert b.images.dtype == np.uint16 and b.images.shape == (4, 20, 20, 1)
+    for i, k in enumerate(b.keys):
+        assert (b.images[i, :, :, 0] == arrays[k][4:24, 4:24].astype(np.uint16) * 257).all(), k

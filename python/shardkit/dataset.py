@@ -397,7 +397,8 @@ class Dataset:
     def stored(self, i: Index) -> tuple[str, int, int, bytes]:
         """Sample i's payload as stored, not decoded: ``(codec, width,
         height, data)``, codec "jpeg", "png" or "raw" and data bytes (the
-        JPEG or PNG file's bytes, or raw RGB pixels, row after row).  To
+        JPEG or PNG file's bytes, or raw pixels of the record's form, row
+        after row: manifests/FORMAT.md "Pixel forms").  To
         export records, or hand them to another reader."""
         return self._native.read_stored(self._index(i))
 

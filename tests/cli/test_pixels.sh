@@ -124,6 +124,36 @@ top = sys.argv[1]
 s = shardkit.Dataset(f"{top}/out-rgba")[0]
 assert s.image.shape == (10, 12, 4) and (s.image == np.load(f"{top}/rgba/x/0.png.npy")).all()
 EOF
+shardcheck --deep --source "$T/rgba" --fidelity 1 "$T/out-rgba" >"$T/check"
+must_say "fidelity: 1/1 samples pass (1 identical pixels, 1 identical bytes)" "$T/check"
+shardcat "$T/out-rgba" --out "$T/cat-rgba" >/dev/null
+"$PYTHON" - "$T" <<'EOF'
+import sys
+import numpy as np
+from PIL import Image
+top = sys.argv[1]
+png = Image.open(f"{top}/cat-rgba/x%2F0.png.png")
+assert png.mode == "RGBA" and (np.array(png) == np.load(f"{top}/rgba/x/0.png.npy")).all()
+EOF
+
+say "jpeg stores grey as a 1-component JPEG"
+shardify --codec jpeg --size 28 --quiet "$T/grey" "$T/out-grey-jpeg"
+[ "$(json "$T/out-grey-jpeg/manifest.json" 'd["stored"]')" = "{'pixels': 'gray', 'depth': 8, 'size': [28, 28]}" ] ||
+    die "stored: $(json "$T/out-grey-jpeg/manifest.json" 'd["stored"]')"
+shardkit_python - "$T" <<'EOF'
+import io, sys
+import numpy as np
+from PIL import Image
+import shardkit
+top = sys.argv[1]
+ds = shardkit.Dataset(f"{top}/out-grey-jpeg")
+for i in range(len(ds)):
+    codec, w, h, data = ds.stored(i)
+    jpeg = Image.open(io.BytesIO(data))
+    assert codec == "jpeg" and jpeg.mode == "L" and jpeg.size == (28, 28), (codec, jpeg.mode)
+    assert ds[i].image.shape == (28, 28, 1)
+    assert np.abs(ds[i].image[:, :, 0].astype(int) - np.array(jpeg).astype(int)).max() <= 1
+EOF
 must_fail 2 shardify --codec jpeg --pixels rgba "$T/rgba" "$T/out-no"
 must_say "shardify: --pixels rgba: jpeg stores no alpha (use --codec png or raw)" "$T/err"
 must_fail 2 shardify --codec jpeg --depth 16 "$T/g16" "$T/out-no"

@@ -212,7 +212,7 @@ shardify --codec png --size 16 "$T/mixed" "$T/out-mixed" 2>"$T/err"
     "{'pixels': 'rgb', 'depth': 16, 'mixed': True, 'size': [16, 16]}" ] ||
     die "mixed: $(json "$T/out-mixed/manifest.json" 'd["stored"]')"
 must_say '"pixels":"gray"' "$T/out-mixed/index.jsonl"
-must_say "shardify: 3 pixel forms (2 gray 8-bit, 1 gray 16-bit, 1 rgb 8-bit): it reads as rgb 16-bit, each narrower image widened when read" "$T/err"
+must_say "shardify: pixels of several forms (2 gray 8-bit, 1 gray 16-bit, 1 rgb 8-bit): it reads as rgb 16-bit, each narrower image widened when read" "$T/err"
 shardify --codec png --size 16 --json --quiet "$T/mixed" "$T/out-mixed-json" >"$T/summary.json"
 [ "$(json "$T/summary.json" '(d["pixels"], d["depth"], d["mixed"], d["pixel_forms"])')" = \
     "('rgb', 16, True, [{'pixels': 'gray', 'depth': 8, 'samples': 2}, {'pixels': 'gray', 'depth': 16, 'samples': 1}, {'pixels': 'rgb', 'depth': 8, 'samples': 1}])" ] ||
@@ -222,7 +222,7 @@ shardify --codec png --size 16 --json --quiet "$T/grey" "$T/out-grey-json" >"$T/
     "('gray', 8, False, [{'pixels': 'gray', 'depth': 8, 'samples': 12}])" ] ||
     die "--json: $(cat "$T/summary.json")"
 shardify --codec png --size 16 "$T/grey" "$T/out-grey-png" 2>"$T/err"
-! grep -q "pixel forms" "$T/err" || die "one form said to be several: $(cat "$T/err")"
+! grep -q "several forms" "$T/err" || die "one form said to be several: $(cat "$T/err")"
 shardcheck --deep --source "$T/mixed" --fidelity 4 "$T/out-mixed" >"$T/check"
 must_say "fidelity: 4/4 samples pass (4 identical pixels, 4 identical bytes)" "$T/check"
 # parts of different forms (a's then b's): the merge reads as the widest and says so

@@ -3,6 +3,7 @@
 library's internals could move.
 
     bench/ab_builds.py BEFORE_BUILD AFTER_BUILD DATASET WORK [--runs R] [--size N]
+                       [--after-options OPTS]
 
 BEFORE_BUILD and AFTER_BUILD are build directories (`make build python`, the
 first from a checkout of the commit before the change, e.g. `git worktree add`
@@ -19,7 +20,8 @@ and `make BUILD=/tmp/before build python`).  For each, in each run, in turn
   loader       shardkit.Loader(jpeg shards, 64, threads=2) from BUILD/python,
                no transform: samples/s over epochs 2..3
 
-The shards are written once, by AFTER_BUILD, into WORK; the first run also
+The shards are written once, by AFTER_BUILD (with OPTS: shardify options only it
+takes, that give the before build's shards, e.g. "--pixels rgb --depth 8"), into WORK; the first run also
 checks that both builds convert DATASET to the same shards and index.  Prints a
 Markdown table: medians of the rates, their ratio, the median and range of the
 run-by-run ratios (each run's pair ran back to back: the steadier figure on a
@@ -29,6 +31,7 @@ moves least.
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -75,7 +78,11 @@ def main():
     p.add_argument("work")
     p.add_argument("--runs", type=int, default=11)
     p.add_argument("--size", type=int, default=256)
+    p.add_argument("--after-options", default="",
+                   help="shardify options of the after build only, that make the shards the "
+                        "before build makes and reads (--pixels rgb --depth 8 across version 3)")
     a = p.parse_args()
+    after_options = shlex.split(a.after_options)
     builds = {"before": os.path.abspath(a.before), "after": os.path.abspath(a.after)}
     env = dict(os.environ, OMP_WAIT_POLICY="passive")
     os.makedirs(a.work, exist_ok=True)
@@ -84,7 +91,7 @@ def main():
         shards[codec] = os.path.join(a.work, "shards-" + codec)
         if not os.path.exists(os.path.join(shards[codec], "manifest.json")):
             subprocess.run([builds["after"] + "/bin/shardify", a.dataset, shards[codec], "--size",
-                            str(a.size), "--codec", codec, "--quiet"], check=True)
+                            str(a.size), "--codec", codec, "--quiet", *after_options], check=True)
     with open(os.path.join(shards["jpeg"], "manifest.json")) as f:
         images = json.load(f)["counts"]["samples"]
 
@@ -97,7 +104,8 @@ def main():
         if name == "convert":
             dst = os.path.join(a.work, "convert-" + build)
             _, wall, cpu = run([b + "/bin/shardify", a.dataset, dst, "--size", str(a.size),
-                                "--quiet", "--overwrite"], env)
+                                "--quiet", "--overwrite",
+                                *(after_options if build == "after" else [])], env)
             return images / wall, cpu / images * 1e3
         if name.startswith("shards-"):
             return steady(run([b + "/bin/shardbench", "shards", shards[name[7:]], "--epochs", "3",

@@ -25,6 +25,10 @@
 #  15. detection input: boxes and masks through one drawn crop and flip,
 #      against a CocoDetection-style Dataset + DataLoader, and their cost
 #      over images alone (bench/detection_input.py)
+#  18. grey pixels kept: shard bytes and read rate of 1-channel against
+#      3-channel raw shards, and a CNN's accuracy from the 1-channel shards
+#      against ImageFolder (Fashion-MNIST when Debian's dataset-fashion-mnist
+#      is installed, else a generated set like it)
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
@@ -136,3 +140,10 @@ RUNS=3 "$top/bench/cache_throughput.sh" "$BUILD"
 echo "## 15. Detection and segmentation input: boxes and masks against a CocoDetection-style Dataset"
 PYTHONPATH="$BUILD/python:$top/bench" "$PYTHON" "$top/bench/detection_input.py" \
     --runs "$RUNS" --epochs 3 "$BIN" "$DATASET"
+echo "## 18. Grey pixels kept: storage, read rate and training accuracy"
+grey_set=
+[ -d /usr/share/datasets/fashion-mnist ] || grey_set="--generate 60000"
+# shellcheck disable=SC2086 # grey_set is empty or two words
+"$PYTHON" "$top/bench/grayscale.py" "$BUILD" "$tmp/grey" $grey_set --runs "$RUNS" --epochs 3
+# shellcheck disable=SC2086
+"$PYTHON" "$top/bench/train_grayscale.py" "$BUILD" "$tmp/grey" $grey_set --epochs 2

@@ -85,11 +85,11 @@ static double pass(enum stage st, const struct shard_config *c, const struct sou
             b = NULL;
 #pragma omp for schedule(dynamic, CHUNK)
         for (size_t i = 0; i < n; i++) {
-            uint32_t w, h;
+            struct shard_record_meta stored;
             int rc = st == STAGE_DECODE
                          ? shard_decode_ex(src[i].data, src[i].len, &o, &img, &info, &err)
-                     : b ? sk_record_build(b, src[i].data, src[i].len, &payload, &w, &h, NULL, NULL,
-                                           &err)
+                     : b ? sk_record_build(b, src[i].data, src[i].len, &payload, &stored, NULL,
+                                           NULL, &err)
                          : -1;
             bad += rc != 0;
         }

@@ -100,14 +100,15 @@ static void convert(const uint8_t *data, size_t size)
     int which = (int)(size % CONFIGS);
     const struct shard_config *c = &configs[which];
     struct shard_err err;
-    uint32_t w = 0, h = 0;
+    struct shard_record_meta stored;
     char warning[SHARD_ERRMSG_SIZE];
-    if (sk_record_build(workers[which], data, size, &payload, &w, &h, warning, NULL, &err) != 0) {
+    if (sk_record_build(workers[which], data, size, &payload, &stored, warning, NULL, &err) != 0) {
         /* the decoder's picture box always lies inside its image */
         REQUIRE(strstr(err.msg, "resize: box") == NULL);
         return;
     }
     REQUIRE(memchr(warning, '\0', sizeof warning) != NULL);
+    uint32_t w = stored.width, h = stored.height;
     REQUIRE(w > 0 && h > 0);
     if (c->fit == SHARD_FIT_CROP)
         REQUIRE(w == h && w <= c->size);

@@ -74,8 +74,10 @@ def check_manifest(path, manifest_schema, line_schemas):
     for e in sorted(manifest_schema.iter_errors(m), key=lambda e: list(e.absolute_path)):
         out.append(f"{path}: {where(e)}: {e.message}")
     version = m.get("version")
-    line_schema = line_schemas.get(version, line_schemas[None])
     config = m.get("config") if isinstance(m.get("config"), dict) else {}
+    if version == 3:  # the layout of version 1 or 2, as the config's fields say
+        version = 2 if config.get("fields") else 1
+    line_schema = line_schemas.get(version, line_schemas[None])
     fields = config.get("fields") or []
     declared = {f.get("name") for f in fields if isinstance(f, dict)}
     # the one index, or a merged dataset's files (FORMAT.md, "The index in

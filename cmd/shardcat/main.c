@@ -44,14 +44,13 @@ static int write_sample(struct out_dir *dir, const struct shard_manifest *m,
         return -1;
     }
     const struct shard_image *pixels = &it->pixels;
+    /* the stored form (grey, alpha, 16 bits kept), but drawn on in 8-bit RGB */
     if (drawn) {
-        if (shard_image_alloc(scratch, it->pixels.width, it->pixels.height, 3, &err)) {
+        if (shard_image_convert(&it->pixels, SHARD_PIXELS_RGB, 8, m->config.background, scratch,
+                                &err)) {
             fprintf(stderr, "%s: '%s/%s': %s\n", PROG, dir->path, name, err.msg);
             return -1;
         }
-        for (uint32_t y = 0; y < it->pixels.height; y++)
-            memcpy(scratch->pixels + (size_t)y * scratch->stride,
-                   it->pixels.pixels + (size_t)y * it->pixels.stride, (size_t)it->pixels.width * 3);
         targets_draw(m, it, scratch);
         pixels = scratch;
     }

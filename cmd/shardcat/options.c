@@ -11,7 +11,8 @@
 
 static const char usage_text[] =
     "Usage: shardcat [OPTIONS] DST [KEY...] --out DIR\n"
-    "Write stored samples of the dataset DST as PNG files in DIR: the pixels\n"
+    "Write stored samples of the dataset DST as PNG files in DIR, in the form\n"
+    "they are stored (grey, alpha and 16 bits kept): the pixels\n"
     "training will see (orientation applied, colours converted, resized).\n"
     "\n"
     "  DST        a shardify output directory, or an http(s):// or s3:// location\n"

@@ -91,6 +91,11 @@ int merge_main(int argc, char **argv)
                 "shards, %llu bytes in %.3f s\n",
                 PROG, dst, s.parts, (unsigned long long)s.samples, (unsigned long long)s.rejected,
                 s.shards, (unsigned long long)s.bytes, s.seconds);
+    if (!rc && !o.quiet && s.mixed)
+        fprintf(stderr,
+                "%s: pixels of several forms: it reads as %s %u-bit, each narrower image "
+                "widened when read\n",
+                PROG, shard_pixels_name(s.channels), s.depth);
     if (o.json) {
         json_t *j = json_object();
         json_object_set_new(j, "status", json_string(rc ? "failed" : "ok"));
@@ -104,6 +109,11 @@ int merge_main(int argc, char **argv)
         json_object_set_new(j, "shards", json_integer(s.shards));
         json_object_set_new(j, "bytes_out", json_integer((json_int_t)s.bytes));
         json_object_set_new(j, "seconds", json_real(s.seconds));
+        if (!rc) {
+            json_object_set_new(j, "pixels", json_string(shard_pixels_name(s.channels)));
+            json_object_set_new(j, "depth", json_integer(s.depth));
+            json_object_set_new(j, "mixed", json_boolean(s.mixed));
+        }
         cli_json_print(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
     }
     return rc ? CLI_EXIT_FAILED : CLI_EXIT_OK;

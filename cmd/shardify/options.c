@@ -42,7 +42,14 @@ static const char usage_text[] =
     "                        short: shorter side becomes N (default); long: longer\n"
     "                        side becomes N; crop: shorter side N, then centre crop NxN\n"
     "  --no-upscale          keep images already smaller than the target at their size\n"
-    "  --codec jpeg|png|raw  how pixels are stored (default jpeg); raw = uint8 RGB HWC\n"
+    "  --codec jpeg|png|raw  how pixels are stored (default jpeg); raw = the samples\n"
+    "                        as they are, HWC\n"
+    "  --pixels auto|gray|gray-alpha|rgb|rgba\n"
+    "                        the channels stored (default auto: each image's own;\n"
+    "                        a dataset of several reads as the widest; jpeg stores\n"
+    "                        gray or rgb, alpha composited over the background)\n"
+    "  --depth auto|8|16     bits per sample (default auto: 16 for 16-bit PNG and\n"
+    "                        TIFF, else 8; jpeg stores 8)\n"
     "  --quality Q           JPEG quality 1..100 (default 90)\n"
     "  --zstd-level L        zstd level -131072..19, not 0 (default: -100 for raw,\n"
     "                        which reads fastest, 3 for jpeg and png); negative\n"
@@ -183,6 +190,8 @@ enum {
     OPT_FIT,
     OPT_NO_UPSCALE,
     OPT_CODEC,
+    OPT_PIXELS,
+    OPT_DEPTH,
     OPT_QUALITY,
     OPT_ZSTD_LEVEL,
     OPT_SHARD_SIZE,
@@ -225,6 +234,8 @@ static const struct option long_options[] = {
     {"fit", required_argument, NULL, OPT_FIT},
     {"no-upscale", no_argument, NULL, OPT_NO_UPSCALE},
     {"codec", required_argument, NULL, OPT_CODEC},
+    {"pixels", required_argument, NULL, OPT_PIXELS},
+    {"depth", required_argument, NULL, OPT_DEPTH},
     {"quality", required_argument, NULL, OPT_QUALITY},
     {"zstd-level", required_argument, NULL, OPT_ZSTD_LEVEL},
     {"shard-size", required_argument, NULL, OPT_SHARD_SIZE},
@@ -298,6 +309,16 @@ static int parse_option(int opt, void *ctx, char **argv)
     case OPT_CODEC:
         if (shard_codec_parse(optarg, &cfg->codec))
             return cli_usage_error(PROG, "--codec: '%s' is not jpeg, png or raw", optarg);
+        break;
+    case OPT_PIXELS:
+        if (shard_pixels_parse(optarg, &cfg->channels))
+            return cli_usage_error(PROG,
+                                   "--pixels: '%s' is not auto, gray, gray-alpha, rgb or rgba",
+                                   optarg);
+        break;
+    case OPT_DEPTH:
+        if (shard_depth_parse(optarg, &cfg->depth))
+            return cli_usage_error(PROG, "--depth: '%s' is not auto, 8 or 16", optarg);
         break;
     case OPT_QUALITY:
         if (cli_parse_u64(optarg, 1, 100, &v))
@@ -525,6 +546,13 @@ int options_parse(int argc, char **argv, struct options *o)
         return rc;
     if (p.resume && p.overwrite)
         return cli_usage_error(PROG, "--resume and --overwrite cannot be used together");
+    const struct shard_config *cfg = &o->run.config;
+    if (cfg->codec == SHARD_CODEC_JPEG &&
+        (cfg->channels == SHARD_PIXELS_GRAY_ALPHA || cfg->channels == SHARD_PIXELS_RGBA))
+        return cli_usage_error(PROG, "--pixels %s: jpeg stores no alpha (use --codec png or raw)",
+                               shard_pixels_name(cfg->channels));
+    if (cfg->codec == SHARD_CODEC_JPEG && cfg->depth == 16)
+        return cli_usage_error(PROG, "--depth 16: jpeg stores 8 bits (use --codec png or raw)");
     if (p.parts && !p.part)
         return cli_usage_error(PROG, "--parts is for --part auto (or --part I/N)");
     if (p.part && p.incremental)

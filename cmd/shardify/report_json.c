@@ -41,6 +41,19 @@ static json_t *timing_json(const struct shardify_timing *t)
                      t->decode, "copy", t->copy);
 }
 
+/* The samples of each stored pixel form: [{"pixels", "depth", "samples"}]. */
+static json_t *pixel_forms_json(const struct shardify_summary *s)
+{
+    json_t *a = json_array();
+    for (uint32_t c = 1; c <= SHARD_PIXELS_RGBA; c++)
+        for (uint32_t d = 0; d < 2; d++)
+            if (s->pixel_forms[c][d])
+                json_array_append_new(a, json_pack("{sssisI}", "pixels", shard_pixels_name(c),
+                                                   "depth", d ? 16 : 8, "samples",
+                                                   (json_int_t)s->pixel_forms[c][d]));
+    return a;
+}
+
 /* The manifest's "lineage", as the manifest writes it. */
 static json_t *lineage_json(const struct shard_lineage *l, int fields)
 {
@@ -87,6 +100,10 @@ void report_write_json(const struct report *r, FILE *out)
                         json_real(s->seconds > 0 ? (s->samples + s->rejected) / s->seconds : 0));
     json_object_set_new(o, "threads", json_integer(s->threads));
     json_object_set_new(o, "timing", timing_json(&s->timing));
+    json_object_set_new(o, "pixels", json_string(shard_pixels_name(s->channels)));
+    json_object_set_new(o, "depth", json_integer(s->depth));
+    json_object_set_new(o, "mixed", json_boolean(s->mixed));
+    json_object_set_new(o, "pixel_forms", pixel_forms_json(s));
     if (s->has_lineage)
         json_object_set_new(o, "lineage", lineage_json(&s->lineage, s->field_count > 0));
     if (s->field_count) { /* a dataset with fields */

@@ -65,6 +65,23 @@ static void write_lineage(const struct report *r, FILE *out)
             PROG, t->scan, t->convert, t->write, t->publish, t->read, t->hash, t->decode, t->copy);
 }
 
+/* A mixed dataset: "shardify: pixels of several forms (1 gray 8-bit, 1 rgb
+ * 8-bit): it reads as rgb 8-bit, each narrower image widened when read". */
+static void write_pixel_forms(const struct shardify_summary *s, FILE *out)
+{
+    fprintf(out, "%s: pixels of several forms (", PROG);
+    const char *sep = "";
+    for (uint32_t c = 1; c <= SHARD_PIXELS_RGBA; c++)
+        for (uint32_t d = 0; d < 2; d++)
+            if (s->pixel_forms[c][d]) {
+                fprintf(out, "%s%llu %s %d-bit", sep, (unsigned long long)s->pixel_forms[c][d],
+                        shard_pixels_name(c), d ? 16 : 8);
+                sep = ", ";
+            }
+    fprintf(out, "): it reads as %s %u-bit, each narrower image widened when read\n",
+            shard_pixels_name(s->channels), s->depth);
+}
+
 void report_write_text(const struct report *r, FILE *out)
 {
     const struct shardify_summary *s = r->summary;
@@ -118,6 +135,8 @@ void report_write_text(const struct report *r, FILE *out)
     if (s->boxes || s->boxes_dropped)
         fprintf(out, "%s: %llu boxes stored, %llu cut away by the crop (not stored)\n", PROG,
                 (unsigned long long)s->boxes, (unsigned long long)s->boxes_dropped);
+    if (s->mixed)
+        write_pixel_forms(s, out);
     if (r->options->parts) /* a conversion in parts: this is one of them */
         fprintf(out,
                 "%s: part %u of %u is in '%s/%s/%u-of-%u'; once all %u are: shardify "

@@ -308,14 +308,20 @@ struct shard_item {
     int32_t label;   /* index into the manifest's labels, or SHARD_NO_LABEL */
     uint32_t width;  /* stored size in pixels */
     uint32_t height;
-    uint32_t channels;         /* 3 */
+    /* The form of `pixels`: the dataset's (the manifest's "stored"; 3 and 8
+     * before version 3), which a narrower record of a mixed dataset is
+     * widened to (shard_image_convert: grey copied to RGB, an opaque alpha
+     * added, 8 bits times 257). */
+    uint32_t channels;
     enum shard_codec codec;    /* how the payload is stored */
+    uint32_t depth;            /* bits per sample of `pixels`: 8 or 16 */
     struct shard_buf key;      /* key.len bytes, then a NUL (not counted) */
     struct shard_buf stored;   /* payload bytes with SHARD_READ_STORED, else len 0 */
-    struct shard_image pixels; /* with SHARD_READ_PIXELS: width x height x 3, stride
-                                * width*3; otherwise pixels.width is 0.  A raw
-                                * record's pixels stay where it was decompressed,
-                                * pixels.offset bytes into the buffer */
+    struct shard_image pixels; /* with SHARD_READ_PIXELS: width x height x channels of
+                                * depth bits, rows width*channels*depth/8 bytes apart;
+                                * otherwise pixels.width is 0.  A raw record's pixels
+                                * stay where it was decompressed, pixels.offset bytes
+                                * into the buffer */
     /* The fields the sample has (format version 2; none in a version 1
      * dataset or with SHARD_READ_NO_FIELDS), in field number order: each
      * value's `field` indexes the manifest's config.fields, its type is the
@@ -326,6 +332,10 @@ struct shard_item {
     struct shard_field_value *fields;
     uint32_t field_capacity; /* values `fields` has room for */
     struct shard_buf field_data;
+    /* The record's own form (its payload's): channels and depth unless the
+     * dataset is mixed and this record narrower. */
+    uint32_t stored_channels;
+    uint32_t stored_depth;
 };
 
 /* Free the item's buffers and zero it.  Accepts NULL. */

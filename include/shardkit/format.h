@@ -165,9 +165,14 @@ struct shard_record_meta {
     int32_t label; /* index into the manifest's labels, or SHARD_NO_LABEL */
     uint32_t width;
     uint32_t height;
-    uint32_t channels; /* 3 */
+    uint32_t channels; /* 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (3 in a dataset before
+                        * manifest version 3) */
     enum shard_codec codec;
+    uint32_t depth; /* bits per sample: 8 or 16 (0 is written as 8) */
 };
+/* The record header's pixels byte: the channels in its low bits, this bit
+ * when the samples are 16-bit (manifests/FORMAT.md, "Record frames"). */
+#define SHARD_RECORD_PIXELS_16BIT 0x10u
 
 /* A decoded record.  `key` and `payload` point into the decoder that
  * produced it and stay valid until that decoder is used again. */

@@ -1,8 +1,11 @@
 /*
  * shardkit/image.h - decoding, resizing and encoding images.
  *
- * Pixels are always 8-bit, interleaved, row-major (HWC).  Decoders always
- * produce 3-channel RGB with any EXIF orientation already applied, so every
+ * Pixels are interleaved, row-major (HWC), of 1 to 4 channels (grey, grey
+ * and alpha, RGB, RGBA: a "pixel form") of 8 or 16 bits each; a 16-bit
+ * sample is a uint16_t in the host's byte order.  Decoders produce 8-bit RGB
+ * unless their options ask for another form (shard_decode_options.channels
+ * and .depth), always with any EXIF orientation already applied, so every
  * stored sample looks the way a careful viewer shows it.
  *
  * Ownership: a struct shard_image owns its memory.  It may be reused across
@@ -27,25 +30,70 @@ extern "C" {
 /* ---- images ------------------------------------------------------------- */
 
 struct shard_image {
-    uint8_t *pixels; /* owned; width*height*channels bytes, rows `stride` apart */
+    uint8_t *pixels; /* owned; width*height*channels samples, rows `stride` bytes apart */
     uint32_t width;
     uint32_t height;
-    uint32_t channels; /* 3 (RGB) for decoder output */
-    size_t stride;     /* bytes per row; width*channels for images made here */
+    uint32_t channels; /* 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA (SHARD_PIXELS_*) */
+    size_t stride;     /* bytes per row; width*channels*(depth/8) for images made here */
     size_t capacity;   /* bytes usable from `pixels` on */
     size_t offset;     /* bytes of its allocation before `pixels`: 0, except after a
                         * raw shard read, which leaves the pixels where the record
                         * was decompressed instead of copying them out */
+    /* Bits per sample: 8, or 16 (each sample a uint16_t in host order); 0 is
+     * read as 8 (an image filled in by a program written before 16-bit
+     * images existed, positionally or not: it is the last member). */
+    uint32_t depth;
 };
 
-/* (Re)shape *img to w x h x channels, reusing its memory when large enough.
- * Contents are undefined.  Refuses sizes whose byte count overflows size_t.
- * 0, SHARD_ENOMEM or SHARD_ELIMIT. */
+/* (Re)shape *img to w x h x channels of 8 bits, reusing its memory when large
+ * enough.  Contents are undefined.  Refuses sizes whose byte count overflows
+ * size_t.  0, SHARD_ENOMEM or SHARD_ELIMIT. */
 SHARD_API int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
                                 struct shard_err *err);
+/* shard_image_alloc of `depth` bits per sample (8 or 16; SHARD_EINVAL for
+ * any other, and for channels outside 1..4). */
+SHARD_API int shard_image_alloc_form(struct shard_image *img, uint32_t w, uint32_t h,
+                                     uint32_t channels, uint32_t depth, struct shard_err *err);
 /* Free the pixels and zero the struct.  Accepts NULL. */
 SHARD_API void shard_image_release(struct shard_image *img);
+/* Bytes per sample of img: 2 when img->depth is 16, else 1. */
+SHARD_API uint32_t shard_image_sample_bytes(const struct shard_image *img);
 
+/* ---- pixel forms -------------------------------------------------------- */
+
+/* Channels of a pixel form; the names are shard_pixels_name's. */
+#define SHARD_PIXELS_GRAY 1u       /* "gray" */
+#define SHARD_PIXELS_GRAY_ALPHA 2u /* "gray-alpha" */
+#define SHARD_PIXELS_RGB 3u        /* "rgb" */
+#define SHARD_PIXELS_RGBA 4u       /* "rgba" */
+/* As channels or depth of a request (shard_decode_options, a conversion's
+ * config): the source's own ("auto"). */
+#define SHARD_PIXELS_AUTO 255u
+#define SHARD_DEPTH_AUTO 255u
+
+/* Parse "gray", "gray-alpha", "rgb", "rgba" or "auto" (SHARD_PIXELS_AUTO)
+ * into *channels.  0 or SHARD_EINVAL. */
+SHARD_API int shard_pixels_parse(const char *s, uint32_t *channels);
+/* The name of 1..4 channels or SHARD_PIXELS_AUTO; "unknown" for others. */
+SHARD_API const char *shard_pixels_name(uint32_t channels);
+/* Parse "8", "16" or "auto" (SHARD_DEPTH_AUTO) into *depth.  0 or SHARD_EINVAL. */
+SHARD_API int shard_depth_parse(const char *s, uint32_t *depth);
+
+/* The wider of two forms, as a dataset holding both reads: colour if either
+ * has colour, alpha if either has alpha, 16 bits if either has them. */
+SHARD_API void shard_pixels_widest(uint32_t c1, uint32_t d1, uint32_t c2, uint32_t d2,
+                                   uint32_t *channels, uint32_t *depth);
+
+/* Convert src to `channels` x `depth` bits into dst (reallocated; src and
+ * dst must differ).  Grey to colour copies the grey; colour to grey is the
+ * luma 0.299 R + 0.587 G + 0.114 B (ITU-R BT.601, Pillow's "L"), rounded;
+ * an alpha channel added is opaque; one removed is composited over
+ * `background` (RGB, 8-bit; its red for grey); 8 to 16 bits multiplies by
+ * 257 (exact: 255 becomes 65535), 16 to 8 rounds v * 255 / 65535.  0 or an
+ * error (SHARD_EINVAL for a form outside 1..4 x 8/16). */
+SHARD_API int shard_image_convert(const struct shard_image *src, uint32_t channels, uint32_t depth,
+                                  const uint8_t background[3], struct shard_image *dst,
+                                  struct shard_err *err);
 /* ---- sniffing ----------------------------------------------------------- */
 
 enum shard_image_format {
@@ -103,6 +151,14 @@ struct shard_decode_options {
     uint32_t target;
     enum shard_fit fit;
     uint8_t background[3]; /* alpha is composited over this colour (default white) */
+    /* The pixel form to decode to (both sit where the struct had padding, and
+     * 0 keeps shardkit 0.1.0's output): channels 0 or SHARD_PIXELS_RGB is RGB,
+     * 1, 2 or 4 another form (shard_image_convert's rules), SHARD_PIXELS_AUTO
+     * the source's own (a grey JPEG or PNG gives 1 channel, a PNG with alpha
+     * or a tRNS chunk 2 or 4, a palette PNG 3 or 4); depth 0 or 8 is 8 bits,
+     * 16 is 16, SHARD_DEPTH_AUTO 16 for a 16-bit PNG or TIFF, else 8. */
+    uint8_t channels;
+    uint8_t depth;
 };
 
 /* Defaults: max_pixels 100000000, max_file_bytes 1 GiB, max_memory 1 GiB,
@@ -199,29 +255,41 @@ SHARD_API int shard_geometry_apply_decoded(const struct shard_image *src,
 /* ---- encoding (the payload stored in a record) -------------------------- */
 
 enum shard_codec {
-    SHARD_CODEC_RAW = 0,  /* uint8 RGB, row-major HWC, width*height*3 bytes */
-    SHARD_CODEC_JPEG = 1, /* baseline JPEG, 4:2:0, libjpeg-turbo */
-    SHARD_CODEC_PNG = 2,  /* 8-bit RGB PNG, libpng */
+    SHARD_CODEC_RAW = 0,  /* the samples as they are, row-major HWC (16-bit ones little-endian) */
+    SHARD_CODEC_JPEG = 1, /* baseline JPEG, libjpeg-turbo: 4:2:0 YCbCr, or 1 grey component */
+    SHARD_CODEC_PNG = 2,  /* PNG of the image's form (grey, grey+alpha, RGB, RGBA; 8 or 16 bits) */
 };
 
 /* Parse "raw" / "jpeg" / "png".  0 or SHARD_EINVAL. */
 SHARD_API int shard_codec_parse(const char *s, enum shard_codec *out);
 SHARD_API const char *shard_codec_name(enum shard_codec c);
 
-/* Encode img (3 channels) with `codec` into out (replacing its contents).
- * quality (1..100) is used for JPEG only.  Deterministic: the same pixels
- * and options always give the same bytes.  0 or an error. */
+/* Encode img with `codec` into out (replacing its contents): raw and PNG
+ * take any form (1..4 channels of 8 or 16 bits), JPEG grey or RGB of 8 bits
+ * (SHARD_EINVAL for another).  quality (1..100) is used for JPEG only.
+ * Deterministic: the same pixels and options always give the same bytes.
+ * 0 or an error. */
 SHARD_API int shard_encode(const struct shard_image *img, enum shard_codec codec, int quality,
                            struct shard_buf *out, struct shard_err *err);
 
-/* Decode a stored payload back to RGB pixels and check that it has the
- * dimensions the record declares.  For RAW the bytes are copied; JPEG and
- * PNG are decoded as shard_decode does, but without libvips (a payload is
- * never WebP, TIFF or GIF), so the reader's archive has it.
+/* Decode a stored payload back to 8-bit RGB pixels (whatever form it was
+ * stored in: shardkit 0.1.0's reading) and check that it has the dimensions
+ * the record declares.  For RAW the bytes are copied (they must be 8-bit
+ * RGB); JPEG and PNG are decoded as shard_decode does, but without libvips (a
+ * payload is never WebP, TIFF or GIF), so the reader's archive has it.
  * 0, SHARD_ECORRUPT (size or dimension mismatch, damaged stream) or an error. */
 SHARD_API int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len,
                                    uint32_t width, uint32_t height, struct shard_image *out,
                                    struct shard_err *err);
+
+/* shard_decode_payload of a payload stored as `channels` (1..4) of `depth`
+ * (8 or 16) bits, a record's form: *out gets exactly that form, and a
+ * payload that holds another (a grey PNG in an RGB record) is SHARD_ECORRUPT,
+ * as a raw payload of another size is. */
+SHARD_API int shard_decode_payload_form(enum shard_codec codec, const uint8_t *data, size_t len,
+                                        uint32_t width, uint32_t height, uint32_t channels,
+                                        uint32_t depth, struct shard_image *out,
+                                        struct shard_err *err);
 
 /* ---- older names (deprecated) --------------------------------------------
  *

@@ -18,8 +18,9 @@
  *
  * ---- transforms -----------------------------------------------------------
  *
- * Images enter as 8-bit RGB, H x W x 3 (what the reader decodes).  The steps
- * run in list order, with torchvision's semantics:
+ * Images enter as the reader decodes them: H x W x C, C 1 (grey), 2 (grey
+ * and alpha), 3 (RGB) or 4 (RGBA), of 8 or 16 bits; every step works on each
+ * channel alike.  The steps run in list order, with torchvision's semantics:
  *
  *   RANDOM_RESIZED_CROP(height, width, scale, ratio)  a random box (the rule
  *       below), resampled to height x width.
@@ -31,9 +32,11 @@
  *       shorter side becomes `height` and the longer floor(height * long /
  *       short) (torchvision's Resize(int)).
  *   HORIZONTAL_FLIP(p)  mirror left-right with probability p.
- *   NORMALIZE(mean, std)  out = (x / 255 - mean[c]) / std[c], computed in
- *       float32 in that order (torchvision's ToTensor then Normalize, bit for
- *       bit); it must be the last step but for flips, and needs a float dtype.
+ *   NORMALIZE(mean, std)  out = (x / 255 - mean[c]) / std[c] (x / 65535 for
+ *       16 bits), computed in float32 in that order (torchvision's ToTensor
+ *       then Normalize, bit for bit), for channels 0..2 (RGBA's alpha is
+ *       x / 255); it must be the last step but for flips, and needs a float
+ *       dtype.
  *
  * Resampling (RANDOM_RESIZED_CROP, RESIZE) uses the library's separable
  * resampler with Pillow's antialiased BILINEAR filter: a triangle whose
@@ -46,10 +49,12 @@
  * a flip after the last geometric step costs nothing: the output is written
  * mirrored.
  *
- * Output: dtype UINT8 writes the pixels; FLOAT32 and FLOAT16 write x / 255
- * (torchvision's ToTensor), or NORMALIZE's values; FLOAT16 rounds the float32
- * value to nearest, ties to even (torch's .half()).  Layout NHWC writes
- * H x W x 3, NCHW 3 x H x W, contiguous.
+ * Output: dtype UINT8 writes the pixels (a 16-bit sample x rounded to
+ * x * 255 / 65535); UINT16 writes 16-bit samples (an 8-bit one as x * 257);
+ * FLOAT32 and FLOAT16 write x / 255 (x / 65535 for 16 bits: torchvision's
+ * ToTensor), or NORMALIZE's values; FLOAT16 rounds the float32 value to
+ * nearest, ties to even (torch's .half()).  Layout NHWC writes H x W x C,
+ * NCHW C x H x W, contiguous.
  *
  * ---- the random stream (specified: a Python loader can reproduce it) ------
  *
@@ -141,20 +146,21 @@ SHARD_API void shard_transform_step_init(struct shard_transform_step *s,
                                          enum shard_transform_op op);
 
 enum shard_layout {
-    SHARD_LAYOUT_NHWC = 0, /* a sample is H x W x 3 */
-    SHARD_LAYOUT_NCHW = 1, /* a sample is 3 x H x W */
+    SHARD_LAYOUT_NHWC = 0, /* a sample is H x W x C */
+    SHARD_LAYOUT_NCHW = 1, /* a sample is C x H x W */
 };
 
 enum shard_dtype {
     SHARD_DTYPE_UINT8 = 0,
     SHARD_DTYPE_FLOAT32 = 1,
     SHARD_DTYPE_FLOAT16 = 2, /* IEEE binary16 */
+    SHARD_DTYPE_UINT16 = 3,  /* 16-bit samples (an 8-bit one's x * 257); no NORMALIZE */
 };
 
-/* "NHWC"/"NCHW", "uint8"/"float32"/"float16".  0 or SHARD_EINVAL. */
+/* "NHWC"/"NCHW", "uint8"/"float32"/"float16"/"uint16".  0 or SHARD_EINVAL. */
 SHARD_API int shard_layout_parse(const char *s, enum shard_layout *out);
 SHARD_API int shard_dtype_parse(const char *s, enum shard_dtype *out);
-/* Bytes per value of a dtype (1, 4, 2). */
+/* Bytes per value of a dtype (1, 4, 2, 2). */
 SHARD_API size_t shard_dtype_size(enum shard_dtype d);
 
 /* Most steps in one list, and the largest output side. */
@@ -310,10 +316,13 @@ SHARD_API int shard_transforms_mask_fill(const struct shard_transforms *a,
  *
  * Output.  With a transform list of fixed output size (a crop, or a
  * two-sided resize: shard_transforms_fixed_size), a batch is one contiguous
- * array of count x (H x W x 3 or 3 x H x W) values.  Otherwise each sample
- * has its own size and its own memory.  Without a transform list, samples are
- * the stored pixels, uint8 H x W x 3 (a raw record's are handed over where
- * they were decompressed, without a copy).
+ * array of count x (H x W x C or C x H x W) values, as is a batch without
+ * one that changes the size when every sample has the manifest's one stored
+ * size.  Otherwise each sample has its own size and its own memory.  Without
+ * a transform list (or with one of no step, NHWC and the dataset's dtype:
+ * uint8, uint16 for 16 bits), samples are the stored pixels, H x W x C in the
+ * dataset's form (a raw record's are handed over where they were
+ * decompressed, without a copy).
  *
  * Damaged samples.  By default a sample that cannot be read (a damaged
  * record, an I/O error) fails its batch: shard_loader_next returns the error
@@ -370,11 +379,16 @@ struct shard_loader_options {
      * than this (pixels) is removed with its class (shard_transforms_boxes);
      * default 1, torchvision's SanitizeBoundingBoxes. */
     double box_min_size;
+    /* The channels each sample is given in: 0 (the default) the dataset's
+     * stored form; 1..4 each sample converted to that many first, before
+     * any transform (shard_image_convert: 3 gives a grey dataset's samples
+     * as RGB to a model that wants three channels, 1 an RGB one's as grey). */
+    uint32_t channels;
 };
 
 /* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan but with
  * remainder SHARD_REMAINDER_PAD, 2 threads, prefetch 0 (= 2), skip_errors
- * 0, worker 0 of 1, no fields, box_min_size 1.
+ * 0, worker 0 of 1, no fields, box_min_size 1, channels 0 (the stored form).
  *
  * Ranks in step.  With world_size > 1 every rank must make the same number
  * of batches in every epoch (a distributed training loop whose ranks run
@@ -389,7 +403,7 @@ SHARD_API void shard_loader_options_init(struct shard_loader_options *o);
 struct shard_loader;
 
 /* A loader over ds (which must stay open until the loader is freed) with the
- * transforms of `transforms` (NULL: none, uint8 NHWC; else it must outlive the
+ * transforms of `transforms` (NULL: none, NHWC in the stored dtype; else it must outlive the
  * loader).  No thread runs until shard_loader_start.
  * 0, SHARD_EINVAL (batch_size 0, rank >= world_size, threads out of range,
  * a field the dataset does not declare or selected twice, remainder keep
@@ -550,6 +564,9 @@ struct shard_batch_info {
      * them; `indices` are then indices in those sources */
     const uint32_t *sources;
     const uint32_t *skipped_sources; /* the same for skipped_indices */
+    /* channels of each sample (the dataset's stored form: 1 grey, 2 grey and
+     * alpha, 3 RGB, 4 RGBA), the last axis in NHWC, the first in NCHW */
+    uint32_t channels;
 };
 
 /* What a batch holds (owned by the batch; valid until it is freed). */

@@ -37,6 +37,12 @@ extern "C" {
  * reader.  Readers read both. */
 #define SHARD_MANIFEST_VERSION 1
 #define SHARD_MANIFEST_VERSION_FIELDS 2
+/* Version 3: records may hold images other than 8-bit RGB (grey, alpha, 16
+ * bits: shardkit/image.h's pixel forms).  Written only for a dataset that
+ * has such a record, with or without fields, so that older readers, which
+ * would take every record for 8-bit RGB, refuse it instead of misreading;
+ * its shards and records keep the version 1 or 2 layout. */
+#define SHARD_MANIFEST_VERSION_PIXELS 3
 
 /* A class of a BOXES or MASK field: the number stored (a box's class, a
  * mask's value) and its name. */
@@ -157,6 +163,12 @@ struct shard_config {
                                * it is clipped and one wholly outside dropped */
     char *keys;               /* the key list that selected the samples (shardify --keys):
                                * "file:<name>:<xxh3 of its bytes>", or NULL; owned */
+    /* The pixel form asked for (config.pixels and config.depth, version 3):
+     * channels 1..4 or SHARD_PIXELS_AUTO (each image keeps its own), depth
+     * 8, 16 or SHARD_DEPTH_AUTO.  shard_config_init: 3 and 8, the form of
+     * every dataset before version 3. */
+    uint32_t channels;
+    uint32_t depth;
 };
 
 /* The default max_field_bytes: 16 MiB.  A caption is ~100 bytes and JSON
@@ -235,6 +247,8 @@ struct shard_sample {
     struct shard_field_source *fields; /* the fields the sample has, in field number
                                         * order (malloc'd; NULL when none) */
     uint32_t field_count;
+    uint32_t channels; /* the stored form (the line's "pixels" and "depth", only when */
+    uint32_t depth;    /* other than rgb and 8; 0 is read as 3 and 8) */
 };
 
 /* A rejected input. */
@@ -353,7 +367,20 @@ struct shard_manifest {
     uint64_t archives_entries;
     uint64_t archives_bytes;
     uint64_t archives_xxh3;
+    /* The stored images ("stored"): their form, the widest of the records'
+     * (shard_pixels_widest; a reader widens a narrower record to it), 3 and
+     * 8 before version 3; and their size when every sample has the same,
+     * else 0 x 0 (then "stored" has no "size"). */
+    uint32_t channels;
+    uint32_t depth;
+    uint32_t stored_width, stored_height;
+    int mixed; /* records of more than one form ("stored": "mixed": true) */
 };
+
+/* The version a manifest is written as: 3 when its stored form (m->channels,
+ * m->depth; 0 is read as 3 and 8) is other than 8-bit RGB or its records
+ * have several forms (m->mixed), else shard_config_format_version. */
+SHARD_API uint16_t shard_manifest_version(const struct shard_manifest *m);
 
 /* Read and validate DST/manifest.json into *m (fields owned by m; release
  * with shard_manifest_release).  Checks types, required fields, that counts

@@ -39,6 +39,11 @@ struct shardify_merge_summary {
     uint32_t shards;
     uint64_t bytes; /* shard bytes */
     double seconds;
+    /* The form the dataset reads as (the widest of the parts'), and whether
+     * its samples are of more than one form (format version 3). */
+    uint32_t channels;
+    uint32_t depth;
+    int mixed;
 };
 
 /* Merge the parts in DST/parts into the dataset DST (a local directory).

@@ -271,6 +271,15 @@ struct shardify_summary {
     uint64_t coco_annotations_unmatched;
     uint64_t boxes;
     uint64_t boxes_dropped;
+    /* The stored pixels (format version 3): samples by channels (1..4) and
+     * depth (pixel_forms[c][0] 8 bits, [c][1] 16 bits), and the form the
+     * dataset reads as, the widest of them (3 and 8 of none); mixed when
+     * the samples are of more than one form, each narrower record widened
+     * when read. */
+    uint64_t pixel_forms[5][2];
+    uint32_t channels;
+    uint32_t depth;
+    int mixed;
 };
 
 /* Convert SRC into DST.  SRC is a directory, an archive file or an

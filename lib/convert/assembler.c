@@ -21,8 +21,9 @@ struct assembler {
     uint64_t unlabeled;
     uint64_t samples;
     uint64_t bytes;
-    uint64_t *field_samples; /* per declared field: samples that have it */
-    uint64_t sidecars;       /* sidecar files stored as fields */
+    uint64_t *field_samples;        /* per declared field: samples that have it */
+    uint64_t sidecars;              /* sidecar files stored as fields */
+    struct sk_stored_images stored; /* the samples' forms and sizes */
 
     struct shard_manifest_shard *shards; /* finished shards */
     uint32_t shard_count;
@@ -155,6 +156,17 @@ static int count_sample(struct assembler *a, const struct shard_sample *s, struc
     } else {
         return shard_err_set(err, SHARD_ECORRUPT, "label %d is out of range", label);
     }
+    uint32_t channels = s->channels ? s->channels : SHARD_PIXELS_RGB,
+             depth = s->depth ? s->depth : 8;
+    if (channels > SHARD_PIXELS_RGBA || (depth != 8 && depth != 16))
+        return shard_err_set(err, SHARD_ECORRUPT, "a sample of %u channels of %u bits", channels,
+                             depth);
+    struct sk_stored_images *st = &a->stored;
+    st->forms[channels][depth == 16]++;
+    if (a->samples == 0)
+        st->width = s->width, st->height = s->height;
+    else if (st->width != s->width || st->height != s->height)
+        st->sizes_differ = 1;
     for (uint32_t i = 0; i < s->field_count; i++) {
         uint32_t f = s->fields[i].field;
         if (f >= a->config->field_count)
@@ -346,6 +358,29 @@ const struct shard_manifest_shard *sk_assembler_shards(const struct assembler *a
 uint64_t sk_assembler_samples(const struct assembler *a)
 {
     return a->samples;
+}
+
+int sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels, uint32_t *depth)
+{
+    int forms = 0;
+    *channels = 0, *depth = 0;
+    for (uint32_t c = 1; c <= SHARD_PIXELS_RGBA; c++)
+        for (uint32_t d = 0; d < 2; d++)
+            if (st->forms[c][d]) {
+                forms++;
+                if (*channels)
+                    shard_pixels_widest(*channels, *depth, c, d ? 16 : 8, channels, depth);
+                else
+                    *channels = c, *depth = d ? 16 : 8;
+            }
+    if (!*channels) /* no sample: the form of every dataset before version 3 */
+        *channels = SHARD_PIXELS_RGB, *depth = 8;
+    return forms;
+}
+
+const struct sk_stored_images *sk_assembler_stored(const struct assembler *a)
+{
+    return &a->stored;
 }
 
 uint64_t sk_assembler_unlabeled(const struct assembler *a)

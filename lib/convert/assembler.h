@@ -50,6 +50,16 @@ int sk_assembler_finish(struct assembler *a, struct shard_err *err);
 const struct shard_manifest_shard *sk_assembler_shards(const struct assembler *a, uint32_t *count);
 uint64_t sk_assembler_samples(const struct assembler *a);
 uint64_t sk_assembler_unlabeled(const struct assembler *a);
+/* The stored images' forms and sizes, over every sample counted. */
+struct sk_stored_images {
+    uint64_t forms[5][2];   /* samples by channels (1..4) and depth (8: 0, 16: 1) */
+    uint32_t width, height; /* the first sample's size */
+    int sizes_differ;       /* 1 when some sample has another */
+};
+const struct sk_stored_images *sk_assembler_stored(const struct assembler *a);
+/* The widest of the forms st counted (3 and 8 when none); returns how many
+ * forms it counted (more than 1: a mixed dataset). */
+int sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels, uint32_t *depth);
 /* Per declared field: the samples that have it; and the sidecar files
  * stored as fields. */
 const uint64_t *sk_assembler_field_samples(const struct assembler *a);

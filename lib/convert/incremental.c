@@ -40,6 +40,8 @@ struct prev_entry {
     uint32_t shard;
     uint32_t width;
     uint32_t height;
+    uint32_t channels; /* sample: its stored form */
+    uint32_t depth;
     char *text;      /* sample: its decoder warning or NULL; reject: its reason */
     uint64_t fields; /* sample: its field identities, sk_prev.sources[fields ..] */
     uint32_t field_count;
@@ -380,6 +382,8 @@ static int load_index(struct sk_prev *p, struct shard_err *err)
             e->label = s.label;
             e->width = s.width;
             e->height = s.height;
+            e->channels = s.channels;
+            e->depth = s.depth;
             if (s.warning && !(e->text = strdup(s.warning)))
                 rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
             if (!rc && s.field_count)
@@ -620,9 +624,9 @@ static int take_record_fields(struct run *r, int thread, const struct prev_entry
         s->outcome = SK_REUSE_COPIED;
         return SHARD_OK;
     }
-    rc = sk_record_build_frame(r->builders[thread], key, key_len, label, view.meta.width,
-                               view.meta.height, view.payload, (size_t)view.payload_len, &s->fields,
-                               &s->frame, &s->frame_xxh3, err);
+    rc = sk_record_build_frame(r->builders[thread], key, key_len, label, &view.meta, view.payload,
+                               (size_t)view.payload_len, &s->fields, &s->frame, &s->frame_xxh3,
+                               err);
     s->outcome = fields_stand ? SK_REUSE_RELABELED : SK_REUSE_REFIELDED;
     return rc;
 }
@@ -643,9 +647,9 @@ static int take_record(struct run *r, int thread, const struct prev_entry *e, st
     rc = shard_record_decode(r->prev->decoders[thread], s->frame.data, s->frame.len, &s->frame_xxh3,
                              &view, err);
     if (!rc)
-        rc = sk_record_build_frame(r->builders[thread], key, key_len, label, view.meta.width,
-                                   view.meta.height, view.payload, (size_t)view.payload_len, NULL,
-                                   &s->frame, &s->frame_xxh3, err);
+        rc = sk_record_build_frame(r->builders[thread], key, key_len, label, &view.meta,
+                                   view.payload, (size_t)view.payload_len, NULL, &s->frame,
+                                   &s->frame_xxh3, err);
     s->outcome = SK_REUSE_RELABELED;
     return rc;
 }
@@ -694,6 +698,8 @@ int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, siz
     }
     s->width = e->width;
     s->height = e->height;
+    s->channels = e->channels;
+    s->depth = e->depth;
     snprintf(s->warning, sizeof s->warning, "%s", e->text ? e->text : "");
     s->ok = 1;
     return 1;

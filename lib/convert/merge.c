@@ -506,7 +506,7 @@ static int gather(struct merge *g, struct shard_err *err)
     m->label_count = m0->label_count;
     /* fields: every part scanned the whole source, so orphans and the table's
      * counts are the same in each; samples and sidecars add up */
-    m->version = m0->version;
+    m->version = m0->version; /* written as shard_manifest_version says */
     m->orphans = m0->orphans;
     m->orphan_count = m0->orphan_count;
     m->annotation_rows = m0->annotation_rows;
@@ -541,6 +541,18 @@ static int gather(struct merge *g, struct shard_err *err)
          * archives' ignored entries: the folder's once */
         if (i > 0 && json_object_get(p->info, "unit"))
             m->ignored += p->m.ignored - info_uint(p, "ignored");
+        /* the parts' stored forms widen to the dataset's; one size only when
+         * every part has it */
+        if (i == 0) {
+            m->channels = p->m.channels, m->depth = p->m.depth, m->mixed = p->m.mixed;
+            m->stored_width = p->m.stored_width, m->stored_height = p->m.stored_height;
+        } else {
+            m->mixed |= p->m.mixed || p->m.channels != m->channels || p->m.depth != m->depth;
+            shard_pixels_widest(m->channels, m->depth, p->m.channels, p->m.depth, &m->channels,
+                                &m->depth);
+            if (p->m.stored_width != m->stored_width || p->m.stored_height != m->stored_height)
+                m->stored_width = m->stored_height = 0;
+        }
         m->samples += p->m.samples;
         m->unlabeled += p->m.unlabeled;
         m->warned += p->m.warned;
@@ -862,6 +874,7 @@ int shardify_merge(const char *dst, struct shardify_merge_summary *summary, stru
     summary->samples = g.out.samples;
     summary->rejected = g.out.rejected;
     summary->shards = g.out.shard_count;
+    summary->channels = g.out.channels, summary->depth = g.out.depth, summary->mixed = g.out.mixed;
     for (uint32_t k = 0; k < g.out.shard_count; k++)
         summary->bytes += g.out.shards[k].bytes;
     summary->seconds = sk_now_seconds() - t0;

@@ -181,6 +181,10 @@ int sk_run_publish(struct run *r, struct shardify_summary *sum, struct shard_err
     m.rejects = sk_assembler_take_rejects(r->as, &m.reject_count);
     m.rejected = m.reject_count;
     m.warned = sum->warned;
+    const struct sk_stored_images *st = sk_assembler_stored(r->as);
+    m.channels = sum->channels, m.depth = sum->depth, m.mixed = sum->mixed;
+    if (m.samples && !st->sizes_differ)
+        m.stored_width = st->width, m.stored_height = st->height;
     sum->warnings = sk_assembler_take_warned(r->as, &sum->warning_count);
     m.index_file = SHARD_INDEX_FILE;
     m.lineage = r->has_lineage ? &r->lineage : NULL;

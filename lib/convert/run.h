@@ -35,6 +35,8 @@ struct spooled {
     uint64_t len;
     uint32_t width;
     uint32_t height;
+    uint32_t channels; /* the stored image's form */
+    uint32_t depth;
     int has_source;
     uint64_t source_bytes;
     uint64_t source_xxh3;
@@ -64,6 +66,8 @@ struct slot {
     uint64_t frame_xxh3;
     uint32_t width;
     uint32_t height;
+    uint32_t channels; /* the stored image's form */
+    uint32_t depth;
     int has_source;
     uint64_t source_bytes;
     uint64_t source_xxh3;

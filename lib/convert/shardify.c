@@ -43,6 +43,9 @@ void shardify_options_init(struct shardify_options *o)
 {
     memset(o, 0, sizeof *o);
     shard_config_init(&o->config);
+    /* a new dataset keeps each image's own form */
+    o->config.channels = SHARD_PIXELS_AUTO;
+    o->config.depth = SHARD_DEPTH_AUTO;
 }
 
 void shardify_summary_release(struct shardify_summary *s)
@@ -148,6 +151,9 @@ void sk_run_summarize(const struct run *r, struct shardify_summary *s)
         s->warned = sk_assembler_warned(r->as);
         s->bytes_out = sk_assembler_bytes(r->as);
         sk_assembler_shards(r->as, &s->shards);
+        const struct sk_stored_images *st = sk_assembler_stored(r->as);
+        memcpy(s->pixel_forms, st->forms, sizeof s->pixel_forms);
+        s->mixed = sk_stored_images_form(st, &s->channels, &s->depth) > 1;
     }
     summarize_fields(r, s);
 }
@@ -233,11 +239,15 @@ void sk_run_convert_input(struct run *r, int thread, struct slot *s)
     double t1 = sk_now_seconds();
     struct shard_err e;
     shard_err_clear(&e);
-    if (sk_record_build(r->builders[thread], s->input.data, s->input.len, &s->payload, &s->width,
-                        &s->height, s->warning, &s->place, &e) != 0)
+    struct shard_record_meta stored;
+    if (sk_record_build(r->builders[thread], s->input.data, s->input.len, &s->payload, &stored,
+                        s->warning, &s->place, &e) != 0) {
         sk_run_reject_slot(s, &e);
-    else
+    } else {
         s->ok = 1;
+        s->width = stored.width, s->height = stored.height;
+        s->channels = stored.channels, s->depth = stored.depth;
+    }
     s->t_decode += sk_now_seconds() - t1;
 }
 
@@ -427,6 +437,8 @@ static int work_spooled(struct run *r, struct slot *s, const char *key, size_t k
         return 0;
     s->width = sp->width;
     s->height = sp->height;
+    s->channels = sp->channels;
+    s->depth = sp->depth;
     if (sp->warning)
         snprintf(s->warning, sizeof s->warning, "%s", sp->warning);
     s->payload.len = 0;
@@ -508,9 +520,13 @@ static void frame_slot(struct run *r, struct record_builder *w, struct slot *s, 
     struct shard_err e;
     s->ok = 0;
     double t0 = sk_now_seconds();
-    int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], s->width, s->height,
-                                   s->payload.data, s->payload.len, r->fields ? &s->fields : NULL,
-                                   &s->frame, &s->frame_xxh3, &e);
+    struct shard_record_meta stored = {.width = s->width,
+                                       .height = s->height,
+                                       .channels = s->channels,
+                                       .depth = s->depth};
+    int rc = sk_record_build_frame(w, key, key_len, r->label_of[s->cand], &stored, s->payload.data,
+                                   s->payload.len, r->fields ? &s->fields : NULL, &s->frame,
+                                   &s->frame_xxh3, &e);
     s->t_decode += sk_now_seconds() - t0;
     if (rc) {
         s->why = e;
@@ -563,6 +579,8 @@ static int consume_slot(struct run *r, struct slot *s, struct shard_err *err)
             .label = r->label_of[s->cand],
             .width = s->width,
             .height = s->height,
+            .channels = s->channels,
+            .depth = s->depth,
             .source_bytes = s->source_bytes,
             .source_xxh3 = s->source_xxh3,
             .warning = s->warning[0] ? s->warning : NULL,

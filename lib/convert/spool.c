@@ -240,6 +240,8 @@ static int store(struct run *r, uint64_t index, const struct slot *s, struct sha
     sp->offset = r->spool_bytes;
     sp->len = s->payload.len;
     sp->width = s->width;
+    sp->channels = s->channels;
+    sp->depth = s->depth;
     sp->height = s->height;
     sp->place = s->place;
     r->spool_bytes += s->payload.len;

@@ -14,7 +14,8 @@
 #define HEADER_OFF_CHECK 24
 
 /* record content: magic[4] key_bytes:u32 label:i32 width:u32 height:u32
- *                 channels:u8 codec:u8 reserved:u16 payload_bytes:u64 key payload */
+ *                 pixels:u8 (channels, 0x10 for 16 bits) codec:u8 reserved:u16
+ *                 payload_bytes:u64 key payload */
 #define RECORD_MAGIC "SKR1"
 /* version 2: the same header with reserved:u16 holding field_count, and the
  * field area after the payload */

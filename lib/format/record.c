@@ -101,12 +101,14 @@ static int encode(struct shard_record_encoder *enc, const struct shard_record_me
     if (key_len == 0 || key_len > SHARD_KEY_MAX)
         return shard_err_set(err, SHARD_EINVAL, "key length %zu is outside 1..%u", key_len,
                              SHARD_KEY_MAX);
+    uint32_t depth = meta->depth ? meta->depth : 8;
+    if (meta->channels == 0 || meta->channels > 4 || (depth != 8 && depth != 16) ||
+        (unsigned)meta->codec > SHARD_CODEC_PNG)
+        return shard_err_set(err, SHARD_EINVAL, "bad channels, depth or codec");
     if (meta->codec == SHARD_CODEC_RAW &&
-        payload_len != (uint64_t)meta->width * meta->height * meta->channels)
-        return shard_err_set(err, SHARD_EINVAL, "raw payload of %zu bytes for %ux%ux%u",
-                             payload_len, meta->width, meta->height, meta->channels);
-    if (meta->channels == 0 || meta->channels > 255 || (unsigned)meta->codec > 255)
-        return shard_err_set(err, SHARD_EINVAL, "bad channels or codec");
+        payload_len != (uint64_t)meta->width * meta->height * meta->channels * (depth / 8))
+        return shard_err_set(err, SHARD_EINVAL, "raw payload of %zu bytes for %ux%ux%u of %u bits",
+                             payload_len, meta->width, meta->height, meta->channels, depth);
     size_t fields_len = fields ? fields->area.len : 0;
     uint32_t field_count = fields ? fields->count : 0;
     if (field_count > SHARD_FIELDS_MAX)
@@ -129,7 +131,8 @@ static int encode(struct shard_record_encoder *enc, const struct shard_record_me
     put_le32(h + RECORD_OFF_LABEL, (uint32_t)meta->label);
     put_le32(h + RECORD_OFF_WIDTH, meta->width);
     put_le32(h + RECORD_OFF_HEIGHT, meta->height);
-    h[RECORD_OFF_CHANNELS] = (uint8_t)meta->channels;
+    h[RECORD_OFF_CHANNELS] = (uint8_t)(meta->channels |
+                                       (depth == 16 ? SHARD_RECORD_PIXELS_16BIT : 0));
     h[RECORD_OFF_CODEC] = (uint8_t)meta->codec;
     put_le16(h + RECORD_OFF_FIELD_COUNT, (uint16_t)field_count); /* reserved (0) in version 1 */
     put_le64(h + RECORD_OFF_PAYLOAD, payload_len);
@@ -244,7 +247,11 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
     view->meta.label = (int32_t)get_le32(h + RECORD_OFF_LABEL);
     view->meta.width = get_le32(h + RECORD_OFF_WIDTH);
     view->meta.height = get_le32(h + RECORD_OFF_HEIGHT);
-    view->meta.channels = h[RECORD_OFF_CHANNELS];
+    uint8_t pixels = h[RECORD_OFF_CHANNELS];
+    view->meta.channels = pixels & ~SHARD_RECORD_PIXELS_16BIT;
+    view->meta.depth = pixels & SHARD_RECORD_PIXELS_16BIT ? 16 : 8;
+    if (view->meta.channels > 4)
+        return shard_err_set(err, SHARD_ECORRUPT, "record's pixels byte is 0x%02x", pixels);
     uint8_t codec = h[RECORD_OFF_CODEC];
     if (codec > SHARD_CODEC_PNG)
         return shard_err_set(err, SHARD_ECORRUPT, "unknown codec %u", codec);
@@ -254,10 +261,12 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
     if (view->meta.width == 0 || view->meta.height == 0 || view->meta.channels == 0)
         return shard_err_set(err, SHARD_ECORRUPT, "record declares an empty image");
     if (view->meta.codec == SHARD_CODEC_RAW &&
-        payload_len != (uint64_t)view->meta.width * view->meta.height * view->meta.channels)
-        return shard_err_set(err, SHARD_ECORRUPT, "raw payload of %llu bytes for %ux%ux%u",
+        payload_len != (uint64_t)view->meta.width * view->meta.height * view->meta.channels *
+                           (view->meta.depth / 8))
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "raw payload of %llu bytes for %ux%ux%u of %u bits",
                              (unsigned long long)payload_len, view->meta.width, view->meta.height,
-                             view->meta.channels);
+                             view->meta.channels, view->meta.depth);
     view->key = h + SHARD_RECORD_HEADER_BYTES;
     view->key_len = key_len;
     view->payload = view->key + key_len;

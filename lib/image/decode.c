@@ -18,7 +18,6 @@
 #define DEFAULT_MAX_PIXELS 100000000ULL
 #define DEFAULT_MAX_FILE_BYTES (1ULL << 30)
 #define DEFAULT_MAX_MEMORY (1ULL << 30)
-#define RGB_CHANNELS 3
 
 void shard_decode_options_init(struct shard_decode_options *o)
 {
@@ -29,6 +28,22 @@ void shard_decode_options_init(struct shard_decode_options *o)
     o->target = 0;
     o->fit = SHARD_FIT_SHORT;
     o->background[0] = o->background[1] = o->background[2] = 255;
+}
+
+int sk_decode_wants_rgb8(const struct shard_decode_options *o)
+{
+    return (o->channels == 0 || o->channels == SHARD_PIXELS_RGB) &&
+           (o->depth == 0 || o->depth == 8);
+}
+
+/* The form o asks for an image decoded in `img`'s own form. */
+static void wanted_form(const struct shard_decode_options *o, const struct shard_image *img,
+                        uint32_t *channels, uint32_t *depth)
+{
+    *channels = o->channels == SHARD_PIXELS_AUTO ? img->channels
+                : o->channels == 0               ? SHARD_PIXELS_RGB
+                                                 : o->channels;
+    *depth = o->depth == SHARD_DEPTH_AUTO ? (img->depth == 16 ? 16 : 8) : o->depth == 16 ? 16 : 8;
 }
 
 int sk_decode_check_pixels(uint32_t w, uint32_t h, const struct shard_decode_options *o,
@@ -67,9 +82,14 @@ void sk_decode_copy_reason(char *dst, size_t n, const char *msg)
 
 /* ---- orientation ---------------------------------------------------------- */
 
-static void swap_pixel(uint8_t *a, uint8_t *b)
+static size_t pixel_bytes(const struct shard_image *img)
 {
-    for (int c = 0; c < RGB_CHANNELS; c++) {
+    return (size_t)img->channels * shard_image_sample_bytes(img);
+}
+
+static void swap_pixel(uint8_t *a, uint8_t *b, size_t n)
+{
+    for (size_t c = 0; c < n; c++) {
         uint8_t t = a[c];
         a[c] = b[c];
         b[c] = t;
@@ -78,16 +98,17 @@ static void swap_pixel(uint8_t *a, uint8_t *b)
 
 static void mirror_rows(struct shard_image *img)
 {
+    size_t px = pixel_bytes(img);
     for (uint32_t y = 0; y < img->height; y++) {
         uint8_t *row = img->pixels + y * img->stride;
         for (uint32_t l = 0, r = img->width - 1; l < r; l++, r--)
-            swap_pixel(row + (size_t)l * RGB_CHANNELS, row + (size_t)r * RGB_CHANNELS);
+            swap_pixel(row + (size_t)l * px, row + (size_t)r * px, px);
     }
 }
 
 static void flip_rows(struct shard_image *img)
 {
-    size_t bytes = (size_t)img->width * RGB_CHANNELS;
+    size_t bytes = (size_t)img->width * pixel_bytes(img);
     for (uint32_t t = 0, b = img->height - 1; t < b; t++, b--) {
         uint8_t *top = img->pixels + t * img->stride;
         uint8_t *bottom = img->pixels + b * img->stride;
@@ -109,24 +130,26 @@ static void flip_rows(struct shard_image *img)
 static int transpose_into(const struct shard_image *in, int orientation, struct shard_image *out,
                           struct shard_err *err)
 {
-    int rc = shard_image_alloc(out, in->height, in->width, RGB_CHANNELS, err);
+    int rc = shard_image_alloc_form(out, in->height, in->width, in->channels,
+                                    in->depth == 16 ? 16 : 8, err);
     if (rc)
         return rc;
+    size_t px = pixel_bytes(in);
     int upwards = orientation == 6 || orientation == 7;    /* x' walks up the column */
     int from_right = orientation == 7 || orientation == 8; /* y' counts from the right */
     ptrdiff_t step = upwards ? -(ptrdiff_t)in->stride : (ptrdiff_t)in->stride;
     for (uint32_t yo = 0; yo < out->height; yo++) {
         uint32_t xi = from_right ? in->width - 1 - yo : yo;
-        const uint8_t *src = in->pixels + (size_t)xi * RGB_CHANNELS +
+        const uint8_t *src = in->pixels + (size_t)xi * px +
                              (upwards ? (size_t)(in->height - 1) * in->stride : 0);
         uint8_t *dst = out->pixels + yo * out->stride;
-        for (uint32_t xo = 0; xo < out->width; xo++, src += step, dst += RGB_CHANNELS)
-            memcpy(dst, src, RGB_CHANNELS);
+        for (uint32_t xo = 0; xo < out->width; xo++, src += step, dst += px)
+            memcpy(dst, src, px);
     }
     return SHARD_OK;
 }
 
-/* Turn a decoded RGB image upright according to EXIF orientation 1..8. */
+/* Turn a decoded image upright according to EXIF orientation 1..8. */
 static int apply_orientation(struct shard_image *img, int orientation, struct shard_err *err)
 {
     switch (orientation) {
@@ -235,6 +258,18 @@ int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_o
     }
     if (rc)
         return rc;
+    uint32_t channels, depth;
+    wanted_form(o, out, &channels, &depth);
+    if (channels != out->channels || depth != (out->depth == 16 ? 16u : 8u)) {
+        struct shard_image converted = {0};
+        rc = shard_image_convert(out, channels, depth, o->background, &converted, err);
+        if (rc) {
+            shard_image_release(&converted);
+            return rc;
+        }
+        shard_image_release(out);
+        *out = converted;
+    }
     if (!source_w || !source_h) {
         source_w = out->width;
         source_h = out->height;

@@ -3,7 +3,8 @@
  * shard_decode() (decode.c) checks the input size, sniffs the signature and
  * hands the bytes to one of the format decoders below.  Each decoder checks
  * the declared dimensions with sk_decode_check_pixels() before it allocates
- * pixels, fills *out with 8-bit RGB and reports the EXIF orientation it found
+ * pixels, fills *out with 8-bit RGB (or the source's own form, see
+ * sk_decode_wants_rgb8) and reports the EXIF orientation it found
  * (1..8; 1 when there is none), which decode.c applies afterwards.  The libvips
  * decoder rotates by itself and always reports 1.
  *
@@ -38,6 +39,12 @@ typedef int sk_format_decoder(enum shard_image_format format, const uint8_t *dat
 int sk_decode_image(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                     struct shard_image *out, struct shard_decode_info *info,
                     sk_format_decoder *vips, struct shard_err *err);
+
+/* 1 when o asks for 8-bit RGB (channels 0 or 3, depth 0 or 8: shardkit
+ * 0.1.0's output), which the decoders make by their RGB paths; otherwise
+ * they give the source's own form (channels 1..4, 8 or 16 bits) and
+ * sk_decode_image converts it to the one asked for. */
+int sk_decode_wants_rgb8(const struct shard_decode_options *o);
 
 /* SHARD_ELIMIT with "declared WxH exceeds --max-pixels N" when w*h is over
  * o->max_pixels (0: no limit); otherwise 0. */

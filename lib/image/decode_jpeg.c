@@ -477,9 +477,11 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
                              cinfo->image_height);
 
     int cmyk = cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
+    /* a grey JPEG stays grey unless RGB is asked for (a box is always RGB) */
+    int grey = !box && !sk_decode_wants_rgb8(o) && cinfo->jpeg_color_space == JCS_GRAYSCALE;
     /* libjpeg-turbo converts YCbCr, RGB and grayscale to RGB itself; for
      * CMYK/YCCK it only goes as far as CMYK. */
-    cinfo->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
+    cinfo->out_color_space = cmyk ? JCS_CMYK : grey ? JCS_GRAYSCALE : JCS_EXT_RGB;
     cinfo->dct_method = DCT_METHOD;
     cinfo->do_fancy_upsampling = FANCY_UPSAMPLING;
     cinfo->scale_num = box ? SK_JPEG_SCALE_DENOM
@@ -489,7 +491,7 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
     *scale_num = cinfo->scale_num;
 
     jpeg_start_decompress(cinfo);
-    if (cinfo->output_components != (cmyk ? CMYK_CHANNELS : RGB_CHANNELS))
+    if (cinfo->output_components != (cmyk ? CMYK_CHANNELS : grey ? 1 : RGB_CHANNELS))
         return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: JPEG with %d components",
                              cinfo->num_components);
     JDIMENSION x0 = 0, x1 = cinfo->output_width, y0 = 0, y1 = cinfo->output_height;
@@ -503,7 +505,7 @@ static int decode_guarded(struct jpeg_session *s, const uint8_t *data, size_t le
         if (y0)
             jpeg_skip_scanlines(cinfo, y0);
     }
-    rc = shard_image_alloc(out, cinfo->output_width, y1 - y0, RGB_CHANNELS, err);
+    rc = shard_image_alloc(out, cinfo->output_width, y1 - y0, grey ? 1 : RGB_CHANNELS, err);
     if (rc)
         return rc;
     if (read_pixels(cinfo, cmyk, y0, y1, out) || skip_to_end(cinfo))

@@ -317,6 +317,21 @@ static void request_rgb8(png_structp png, png_infop info, const uint8_t backgrou
     png_read_update_info(png, info);
 }
 
+/* Transformations that keep the PNG's own form: its channels (a palette
+ * becomes RGB, or RGBA with a tRNS chunk; a grey tRNS key becomes an alpha
+ * channel) and its depth (under 8 bits becomes 8; 16 stays 16, in the
+ * host's byte order). */
+static void request_native(png_structp png, png_infop info)
+{
+    png_set_expand(png);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (png_get_bit_depth(png, info) == 16)
+        png_set_swap(png);
+#endif
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+}
+
 /* Transformations that give each pixel's stored number: a palette index
  * (not its colour) or a grey level, unscaled (a 2-bit grey 3 stays 3), one
  * byte each, or two for a 16-bit grey.  1 when the PNG holds such numbers,
@@ -357,10 +372,10 @@ static void session_setup(struct png_session *s, const struct shard_decode_optio
  * pixel) into out, then the chunks after them.  Called inside a guarded
  * decode: libpng's errors jump to its setjmp. */
 static int read_rows(struct png_session *s, struct shard_image *out, uint32_t w, uint32_t h,
-                     uint32_t channels, struct shard_err *err)
+                     uint32_t channels, uint32_t depth, struct shard_err *err)
 {
     png_structp png = s->png;
-    int rc = shard_image_alloc(out, w, h, channels, err);
+    int rc = shard_image_alloc_form(out, w, h, channels, depth, err);
     if (rc)
         return rc;
     s->rows = malloc((size_t)h * sizeof *s->rows);
@@ -391,13 +406,19 @@ static int decode_guarded(struct png_session *s, const struct shard_decode_optio
     trns_key_kept(s);
     uint32_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     *orientation = find_orientation(s);
-    request_rgb8(png, info, o->background);
-    if (png_get_channels(png, info) != RGB_CHANNELS || png_get_bit_depth(png, info) != 8 ||
-        png_get_rowbytes(png, info) != (size_t)w * RGB_CHANNELS)
+    if (sk_decode_wants_rgb8(o)) {
+        request_rgb8(png, info, o->background);
+    } else {
+        request_native(png, info);
+    }
+    uint32_t channels = png_get_channels(png, info), depth = png_get_bit_depth(png, info);
+    if (channels < 1 || channels > 4 || (depth != 8 && depth != 16) ||
+        (sk_decode_wants_rgb8(o) && (channels != RGB_CHANNELS || depth != 8)) ||
+        png_get_rowbytes(png, info) != (size_t)w * channels * (depth / 8))
         return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: PNG layout (color type %d)",
                              png_get_color_type(png, info));
 
-    return read_rows(s, out, w, h, RGB_CHANNELS, err);
+    return read_rows(s, out, w, h, channels, depth, err);
 }
 
 /* The values of a grey or palette PNG into out (channels: bytes per value,
@@ -424,7 +445,7 @@ static int decode_values_guarded(struct png_session *s, const struct shard_decod
     if (png_get_channels(png, info) != 1 || png_get_rowbytes(png, info) != (size_t)w * bytes)
         return shard_err_set(err, SHARD_EUNSUPPORTED, "unsupported: PNG layout (color type %d)",
                              png_get_color_type(png, info));
-    int rc = read_rows(s, out, w, h, bytes, err);
+    int rc = read_rows(s, out, w, h, bytes, 8, err);
     if (rc)
         return rc;
     for (uint32_t y = 0; bytes == 2 && y < h; y++) { /* PNG's big-endian to little */

@@ -141,6 +141,43 @@ static int to_rgb8(VipsImage **t, const uint8_t background[3], VipsImage **resul
     return SHARD_OK;
 }
 
+/* The libvips pipeline from the header to the image's own form: grey or
+ * colour (any other colour space becomes sRGB), its alpha kept, 8 or 16
+ * bits (any other sample format becomes 8 bits), extra bands dropped.
+ * Errors as to_rgb8. */
+static int to_native(VipsImage **t, VipsImage **result)
+{
+    VipsImage *cur = t[STEP_LOAD];
+    if (vips_autorot(cur, &t[STEP_ROTATE], NULL))
+        return SHARD_EUNSUPPORTED;
+    cur = t[STEP_ROTATE];
+    VipsInterpretation in = vips_image_get_interpretation(cur);
+    int grey = in == VIPS_INTERPRETATION_B_W || in == VIPS_INTERPRETATION_GREY16;
+    int wide = vips_image_get_format(cur) == VIPS_FORMAT_USHORT;
+    if (!grey && in != VIPS_INTERPRETATION_sRGB && in != VIPS_INTERPRETATION_RGB16) {
+        VipsInterpretation to = wide ? VIPS_INTERPRETATION_RGB16 : VIPS_INTERPRETATION_sRGB;
+        if (vips_colourspace(cur, &t[STEP_SRGB], to, NULL))
+            return SHARD_EUNSUPPORTED;
+        cur = t[STEP_SRGB];
+    }
+    VipsBandFormat format = vips_image_get_format(cur);
+    if (format != VIPS_FORMAT_UCHAR && format != VIPS_FORMAT_USHORT) {
+        if (vips_cast_uchar(cur, &t[STEP_UCHAR], NULL))
+            return SHARD_EUNSUPPORTED;
+        cur = t[STEP_UCHAR];
+    }
+    int want = (grey ? 1 : RGB_CHANNELS) + (vips_image_hasalpha(cur) ? 1 : 0);
+    if (vips_image_get_bands(cur) < want)
+        return SHARD_EUNSUPPORTED;
+    if (vips_image_get_bands(cur) != want) {
+        if (vips_extract_band(cur, &t[STEP_BANDS], 0, "n", want, NULL))
+            return SHARD_EUNSUPPORTED;
+        cur = t[STEP_BANDS];
+    }
+    *result = cur;
+    return SHARD_OK;
+}
+
 static int decode_with(VipsImage *context, enum shard_image_format format, const uint8_t *data,
                        size_t len, const struct shard_decode_options *o, struct shard_image *out,
                        struct shard_err *err)
@@ -156,10 +193,11 @@ static int decode_with(VipsImage *context, enum shard_image_format format, const
         return rc;
 
     VipsImage *rgb;
-    if ((rc = to_rgb8(t, o->background, &rgb)))
+    if ((rc = sk_decode_wants_rgb8(o) ? to_rgb8(t, o->background, &rgb) : to_native(t, &rgb)))
         return shard_err_set(err, rc, "unsupported: %s colour layout", label);
     uint32_t w = (uint32_t)vips_image_get_width(rgb), h = (uint32_t)vips_image_get_height(rgb);
-    rc = shard_image_alloc(out, w, h, RGB_CHANNELS, err);
+    rc = shard_image_alloc_form(out, w, h, (uint32_t)vips_image_get_bands(rgb),
+                                vips_image_get_format(rgb) == VIPS_FORMAT_USHORT ? 16 : 8, err);
     if (rc)
         return rc;
     /* the pixels are decoded here */

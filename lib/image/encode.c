@@ -32,24 +32,55 @@
 #define LIB_MSG_SIZE JMSG_LENGTH_MAX
 #define GROW_FAILED "out of memory for the encoded image"
 
-static int check_rgb(const struct shard_image *img, const char *codec, struct shard_err *err)
+/* The bytes of one row of img's pixels. */
+static size_t row_bytes(const struct shard_image *img)
 {
+    return (size_t)img->width * img->channels * shard_image_sample_bytes(img);
+}
+
+/* img is an image `codec` can store: any form for raw and PNG (1..4
+ * channels, 8 or 16 bits), grey or RGB of 8 bits for JPEG. */
+static int check_image(const struct shard_image *img, enum shard_codec codec, struct shard_err *err)
+{
+    const char *name = codec == SHARD_CODEC_RAW ? "raw" : codec == SHARD_CODEC_PNG ? "PNG" : "JPEG";
     if (!img || !img->pixels || img->width == 0 || img->height == 0)
-        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: empty image", codec);
-    if (img->channels != RGB_CHANNELS)
-        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: %u channels, expected 3", codec,
-                             img->channels);
-    if (img->stride < (size_t)img->width * RGB_CHANNELS)
-        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: stride %zu below row size",
-                             codec, img->stride);
+        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: empty image", name);
+    if (img->channels < 1 || img->channels > 4 ||
+        (img->depth && img->depth != 8 && img->depth != 16))
+        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: %u channels of %u bits", name,
+                             img->channels, img->depth);
+    if (codec == SHARD_CODEC_JPEG &&
+        (img->depth == 16 || (img->channels != 1 && img->channels != 3)))
+        return shard_err_set(err, SHARD_EINVAL,
+                             "cannot encode JPEG: %s of %u bits (JPEG stores "
+                             "gray or rgb of 8 bits)",
+                             shard_pixels_name(img->channels), img->depth == 16 ? 16 : 8);
+    if (img->stride < row_bytes(img))
+        return shard_err_set(err, SHARD_EINVAL, "cannot encode %s: stride %zu below row size", name,
+                             img->stride);
     return SHARD_OK;
+}
+
+/* 16-bit samples in the host's order to little-endian, in place (nothing to
+ * do on a little-endian host). */
+static void samples_to_le(uint8_t *p, size_t bytes)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (size_t i = 0; i + 1 < bytes; i += 2) {
+        uint8_t t = p[i];
+        p[i] = p[i + 1];
+        p[i + 1] = t;
+    }
+#else
+    (void)p, (void)bytes;
+#endif
 }
 
 /* ---- RAW ----------------------------------------------------------------------- */
 
 static int encode_raw(const struct shard_image *img, struct shard_buf *out, struct shard_err *err)
 {
-    size_t row = (size_t)img->width * RGB_CHANNELS;
+    size_t row = row_bytes(img);
     if ((size_t)img->height > SIZE_MAX / row)
         return shard_err_set(err, SHARD_ELIMIT, "image %ux%u is too large", img->width,
                              img->height);
@@ -59,6 +90,8 @@ static int encode_raw(const struct shard_image *img, struct shard_buf *out, stru
     for (uint32_t y = 0; y < img->height; y++)
         memcpy(out->data + (size_t)y * row, img->pixels + (size_t)y * img->stride, row);
     out->len = row * img->height;
+    if (img->depth == 16)
+        samples_to_le(out->data, out->len);
     return SHARD_OK;
 }
 
@@ -136,8 +169,9 @@ static int jpeg_guarded(struct jpeg_session *s, const struct shard_image *img, i
     c->dest = &s->dest;
     c->image_width = img->width;
     c->image_height = img->height;
-    c->input_components = RGB_CHANNELS;
-    c->in_color_space = JCS_RGB;
+    int grey = img->channels == 1;
+    c->input_components = grey ? 1 : RGB_CHANNELS;
+    c->in_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(c);
     jpeg_set_quality(c, quality, TRUE);
     /* Fixed choices, whatever the library defaults: baseline Huffman tables
@@ -146,10 +180,12 @@ static int jpeg_guarded(struct jpeg_session *s, const struct shard_image *img, i
     c->optimize_coding = FALSE;
     c->arith_code = FALSE;
     c->dct_method = JDCT_ISLOW;
-    c->comp_info[0].h_samp_factor = 2;
-    c->comp_info[0].v_samp_factor = 2;
-    c->comp_info[1].h_samp_factor = c->comp_info[1].v_samp_factor = 1;
-    c->comp_info[2].h_samp_factor = c->comp_info[2].v_samp_factor = 1;
+    if (!grey) {
+        c->comp_info[0].h_samp_factor = 2;
+        c->comp_info[0].v_samp_factor = 2;
+        c->comp_info[1].h_samp_factor = c->comp_info[1].v_samp_factor = 1;
+        c->comp_info[2].h_samp_factor = c->comp_info[2].v_samp_factor = 1;
+    }
     jpeg_start_compress(c, TRUE);
     while (c->next_scanline < c->image_height) {
         JSAMPROW row = img->pixels + (size_t)c->next_scanline * img->stride;
@@ -234,12 +270,19 @@ static int png_guarded(struct png_session *s, const struct shard_image *img, int
     if (setjmp(png_jmpbuf(s->png)))
         return 1;
     png_set_write_fn(s->png, s, png_on_write, png_on_flush);
-    png_set_IHDR(s->png, s->info, img->width, img->height, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    static const int colour_types[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
+                                       PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
+    png_set_IHDR(s->png, s->info, img->width, img->height, img->depth == 16 ? 16 : 8,
+                 colour_types[img->channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(s->png, level);
     png_set_compression_strategy(s->png, strategy);
     png_set_filter(s->png, PNG_FILTER_TYPE_BASE, filters);
     png_write_info(s->png, s->info);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (img->depth == 16)
+        png_set_swap(s->png); /* the host's uint16_t to PNG's big-endian */
+#endif
     for (uint32_t y = 0; y < img->height; y++)
         png_write_row(s->png, img->pixels + (size_t)y * img->stride);
     png_write_end(s->png, NULL);
@@ -249,7 +292,7 @@ static int png_guarded(struct png_session *s, const struct shard_image *img, int
 int sk_encode_png(const struct shard_image *img, int level, int filters, int strategy,
                   struct shard_buf *out, struct shard_err *err)
 {
-    int rc = check_rgb(img, "PNG", err);
+    int rc = check_image(img, SHARD_CODEC_PNG, err);
     if (rc)
         return rc;
     if (level < 0 || level > 9 || strategy < 0 || strategy > 4)
@@ -287,11 +330,11 @@ int shard_encode(const struct shard_image *img, enum shard_codec codec, int qual
     int rc;
     switch (codec) {
     case SHARD_CODEC_RAW:
-        if ((rc = check_rgb(img, "raw", err)))
+        if ((rc = check_image(img, codec, err)))
             return rc;
         return encode_raw(img, out, err);
     case SHARD_CODEC_JPEG:
-        if ((rc = check_rgb(img, "JPEG", err)))
+        if ((rc = check_image(img, codec, err)))
             return rc;
         return encode_jpeg(img, quality, out, err);
     case SHARD_CODEC_PNG:
@@ -305,27 +348,37 @@ static enum shard_image_format codec_format(enum shard_codec codec)
     return codec == SHARD_CODEC_JPEG ? SHARD_FORMAT_JPEG : SHARD_FORMAT_PNG;
 }
 
-int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len, uint32_t width,
-                         uint32_t height, struct shard_image *out, struct shard_err *err)
+/* shard_decode_payload (channels 0: any payload, given as 8-bit RGB) and
+ * shard_decode_payload_form (exactly channels x depth). */
+static int decode_payload(enum shard_codec codec, const uint8_t *data, size_t len, uint32_t width,
+                          uint32_t height, uint32_t channels, uint32_t depth,
+                          struct shard_image *out, struct shard_err *err)
 {
     if (!out || (!data && len))
         return shard_err_set(err, SHARD_EINVAL, "cannot decode payload: no buffer");
     if (width == 0 || height == 0)
         return shard_err_set(err, SHARD_ECORRUPT, "record says %ux%u: an empty image", width,
                              height);
+    if (channels && (channels > 4 || (depth != 8 && depth != 16)))
+        return shard_err_set(err, SHARD_ECORRUPT, "record says %u channels of %u bits", channels,
+                             depth);
+    uint32_t form_channels = channels ? channels : RGB_CHANNELS, form_depth = channels ? depth : 8;
     if (codec == SHARD_CODEC_RAW) {
+        uint64_t pixel = (uint64_t)form_channels * (form_depth / 8);
         uint64_t expect = (uint64_t)width * height; /* < 2^64: both < 2^32 */
-        if (expect > UINT64_MAX / RGB_CHANNELS || expect * RGB_CHANNELS != len)
+        if (expect > UINT64_MAX / pixel || expect * pixel != len)
             return shard_err_set(err, SHARD_ECORRUPT,
                                  "raw payload is %zu bytes, record says %ux%u (%llu bytes)", len,
-                                 width, height,
-                                 (unsigned long long)((uint64_t)width * height * RGB_CHANNELS));
-        int rc = shard_image_alloc(out, width, height, RGB_CHANNELS, err);
+                                 width, height, (unsigned long long)(expect * pixel));
+        int rc = shard_image_alloc_form(out, width, height, form_channels, form_depth, err);
         if (rc)
             return rc;
-        size_t row = (size_t)width * RGB_CHANNELS;
-        for (uint32_t y = 0; y < height; y++)
+        size_t row = (size_t)width * (size_t)pixel;
+        for (uint32_t y = 0; y < height; y++) {
             memcpy(out->pixels + (size_t)y * out->stride, data + (size_t)y * row, row);
+            if (form_depth == 16)
+                samples_to_le(out->pixels + (size_t)y * out->stride, row); /* its own inverse */
+        }
         return SHARD_OK;
     }
     if (codec != SHARD_CODEC_JPEG && codec != SHARD_CODEC_PNG)
@@ -341,6 +394,8 @@ int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len
     struct shard_decode_options o;
     shard_decode_options_init(&o);
     o.target = 0; /* full size: the record's own dimensions */
+    if (channels)
+        o.channels = SHARD_PIXELS_AUTO, o.depth = SHARD_DEPTH_AUTO; /* checked below */
     /* no libvips decoder: the sniff above let only JPEG and PNG through */
     int rc = sk_decode_image(data, len, &o, out, NULL, NULL, err);
     if (rc) {
@@ -351,7 +406,27 @@ int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len
     if (out->width != width || out->height != height)
         return shard_err_set(err, SHARD_ECORRUPT, "payload is %ux%u, record says %ux%u", out->width,
                              out->height, width, height);
+    uint32_t got_depth = out->depth == 16 ? 16 : 8;
+    if (out->channels != form_channels || got_depth != form_depth)
+        return shard_err_set(err, SHARD_ECORRUPT, "payload is %s of %u bits, record says %s of %u",
+                             shard_pixels_name(out->channels), got_depth,
+                             shard_pixels_name(form_channels), form_depth);
     return SHARD_OK;
+}
+
+int shard_decode_payload(enum shard_codec codec, const uint8_t *data, size_t len, uint32_t width,
+                         uint32_t height, struct shard_image *out, struct shard_err *err)
+{
+    return decode_payload(codec, data, len, width, height, 0, 0, out, err);
+}
+
+int shard_decode_payload_form(enum shard_codec codec, const uint8_t *data, size_t len,
+                              uint32_t width, uint32_t height, uint32_t channels, uint32_t depth,
+                              struct shard_image *out, struct shard_err *err)
+{
+    if (channels == 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "record says 0 channels");
+    return decode_payload(codec, data, len, width, height, channels, depth, out, err);
 }
 
 int sk_decode_payload_box(enum shard_codec codec, const uint8_t *data, size_t len, uint32_t width,

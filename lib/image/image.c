@@ -4,13 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
-                      struct shard_err *err)
+_Static_assert(sizeof(void *) != 8 || sizeof(struct shard_decode_options) == 40,
+               "struct shard_decode_options keeps shardkit 0.1.0's size");
+
+static int alloc_bytes(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
+                       uint32_t depth, struct shard_err *err)
 {
-    if (w == 0 || h == 0 || channels == 0)
-        return shard_err_set(err, SHARD_EINVAL, "empty image %ux%u", w, h);
-    size_t stride = (size_t)w * channels; /* cannot overflow: both < 2^32, size_t is 64-bit */
-    if (stride / channels != w || (size_t)h > SIZE_MAX / stride)
+    size_t pixel = (size_t)channels * (depth == 16 ? 2 : 1);
+    size_t stride = (size_t)w * pixel; /* cannot overflow: both < 2^32, size_t is 64-bit */
+    if (stride / pixel != w || (size_t)h > SIZE_MAX / stride)
         return shard_err_set(err, SHARD_ELIMIT, "image %ux%u is too large", w, h);
     size_t bytes = stride * h;
     if (bytes > img->capacity) {
@@ -28,8 +30,33 @@ int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t 
     img->width = w;
     img->height = h;
     img->channels = channels;
+    img->depth = depth;
     img->stride = stride;
     return SHARD_OK;
+}
+
+int shard_image_alloc(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
+                      struct shard_err *err)
+{
+    if (w == 0 || h == 0 || channels == 0)
+        return shard_err_set(err, SHARD_EINVAL, "empty image %ux%u", w, h);
+    return alloc_bytes(img, w, h, channels, 8, err);
+}
+
+int shard_image_alloc_form(struct shard_image *img, uint32_t w, uint32_t h, uint32_t channels,
+                           uint32_t depth, struct shard_err *err)
+{
+    if (w == 0 || h == 0)
+        return shard_err_set(err, SHARD_EINVAL, "empty image %ux%u", w, h);
+    if (channels < 1 || channels > SHARD_PIXELS_RGBA || (depth != 8 && depth != 16))
+        return shard_err_set(err, SHARD_EINVAL, "no pixel form of %u channels of %u bits", channels,
+                             depth);
+    return alloc_bytes(img, w, h, channels, depth, err);
+}
+
+uint32_t shard_image_sample_bytes(const struct shard_image *img)
+{
+    return img->depth == 16 ? 2 : 1;
 }
 
 void shard_image_release(struct shard_image *img)

@@ -231,6 +231,47 @@ static inline void horizontal_pixel(const uint8_t *p, const int16_t *w, uint32_t
     }
 }
 
+/* The same two passes on 16-bit samples (scalar only): n and `channels`
+ * count bytes, as for 8-bit ones, so that the row layout is the same. */
+static inline uint16_t round_to_u16(int64_t acc)
+{
+    if (acc < 0)
+        return 0;
+    acc >>= WEIGHT_BITS;
+    return acc > 65535 ? 65535 : (uint16_t)acc;
+}
+
+static inline uint16_t load16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+static void vertical_scalar16(const uint8_t *const *rows, const int16_t *w, uint32_t count,
+                              uint8_t *dst, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        int64_t acc = WEIGHT_ROUND;
+        for (uint32_t k = 0; k < count; k++)
+            acc += (int64_t)w[k] * load16(rows[k] + i);
+        uint16_t v = round_to_u16(acc);
+        memcpy(dst + i, &v, 2);
+    }
+}
+
+static inline void horizontal_pixel16(const uint8_t *p, const int16_t *w, uint32_t taps,
+                                      uint32_t channel_bytes, uint8_t *out)
+{
+    for (uint32_t c = 0; c < channel_bytes; c += 2) {
+        int64_t acc = WEIGHT_ROUND;
+        for (uint32_t k = 0; k < taps; k++)
+            acc += (int64_t)w[k] * load16(p + k * channel_bytes + c);
+        uint16_t v = round_to_u16(acc);
+        memcpy(out + c, &v, 2);
+    }
+}
+
 /* What a horizontal kernel reads: a row whose pixel 0 is input column col0,
  * `avail` bytes of it readable (slack included), `in` input columns in all
  * (taps at or past `in` have weight 0: the scalar kernel skips them, the SIMD
@@ -238,7 +279,8 @@ static inline void horizontal_pixel(const uint8_t *p, const int16_t *w, uint32_t
 struct hrow {
     const uint8_t *src;
     size_t avail;
-    uint32_t col0, in, channels;
+    uint32_t col0, in, channels; /* channels: bytes per pixel */
+    int wide;                    /* 16-bit samples */
 };
 
 static void horizontal_scalar(const struct hrow *r, const struct taps *t, uint8_t *dst,
@@ -247,9 +289,12 @@ static void horizontal_scalar(const struct hrow *r, const struct taps *t, uint8_
     for (uint32_t x = from; x < n; x++) {
         uint32_t first = t->first[x];
         uint32_t taps = first + t->count > r->in ? r->in - first : t->count;
-        horizontal_pixel(r->src + (size_t)(first - r->col0) * r->channels,
-                         t->weight + (size_t)x * t->count, taps, r->channels,
-                         dst + (size_t)x * r->channels);
+        const uint8_t *p = r->src + (size_t)(first - r->col0) * r->channels;
+        const int16_t *w = t->weight + (size_t)x * t->count;
+        if (r->wide)
+            horizontal_pixel16(p, w, taps, r->channels, dst + (size_t)x * r->channels);
+        else
+            horizontal_pixel(p, w, taps, r->channels, dst + (size_t)x * r->channels);
     }
 }
 
@@ -462,9 +507,13 @@ static enum shard_simd simd_best(void)
     return SHARD_SIMD_NONE;
 }
 
-static void vertical_row(enum shard_simd simd, const uint8_t *const *rows, const int16_t *w,
-                         uint32_t count, uint8_t *dst, size_t n)
+static void vertical_row(enum shard_simd simd, int wide, const uint8_t *const *rows,
+                         const int16_t *w, uint32_t count, uint8_t *dst, size_t n)
 {
+    if (wide) {
+        vertical_scalar16(rows, w, count, dst, n);
+        return;
+    }
     size_t i = 0;
 #if HAVE_X86_SIMD
     /* A ragged tail is redone as one last full block ending at n: it
@@ -489,7 +538,7 @@ static void horizontal_row(enum shard_simd simd, const struct hrow *r, const str
 {
     uint32_t x = 0;
 #if HAVE_X86_SIMD
-    if (r->channels == 3 && simd != SHARD_SIMD_NONE) {
+    if (r->channels == 3 && !r->wide && simd != SHARD_SIMD_NONE) {
         x = simd == SHARD_SIMD_AVX2 ? horizontal_avx2(r, t, dst, 0, n)
                                     : horizontal_ssse3(r, t, dst, 0, n);
         /* The outputs at the right edge would load past the row: give them
@@ -499,7 +548,7 @@ static void horizontal_row(enum shard_simd simd, const struct hrow *r, const str
         if (x < n && r->avail - from <= EDGE_PIXELS * 3) {
             uint8_t edge[EDGE_PIXELS * 3 + ROW_SLACK] = {0};
             memcpy(edge, r->src + from, r->avail - from);
-            struct hrow tail = {edge, sizeof edge, t->first[x], r->in, 3};
+            struct hrow tail = {edge, sizeof edge, t->first[x], r->in, 3, 0};
             x = simd == SHARD_SIMD_AVX2 ? horizontal_avx2(&tail, t, dst, x, n)
                                         : horizontal_ssse3(&tail, t, dst, x, n);
         }
@@ -611,7 +660,8 @@ struct resample_request {
 struct resample_pass {
     const struct shard_image *src;
     struct shard_image *dst;
-    uint32_t channels, in_w, in_h;
+    uint32_t channels, in_w, in_h; /* channels: bytes per pixel */
+    int wide;                      /* 16-bit samples: the scalar kernels */
     uint32_t win_x, win_y, win_w, win_h;
     int need_h, need_v, vertical_first;
     uint32_t col_lo, col_hi; /* vertical first: the input columns the window reads */
@@ -770,11 +820,12 @@ static inline void row_vertical_first(struct resample_pass *s, uint32_t y, uint8
         p->rows[k] = s->src->pixels + (size_t)r * s->src->stride + (size_t)col * channels;
     }
     if (!s->need_h) {
-        vertical_row(s->simd, p->rows, w, used, out, (size_t)s->win_w * channels);
+        vertical_row(s->simd, s->wide, p->rows, w, used, out, (size_t)s->win_w * channels);
     } else {
         /* the intermediate row holds columns [col_lo, col_hi), slack after */
-        struct hrow mid = {p->buf, p->buf_row_bytes, s->col_lo, s->in_w, channels};
-        vertical_row(s->simd, p->rows, w, used, p->buf, (size_t)(s->col_hi - s->col_lo) * channels);
+        struct hrow mid = {p->buf, p->buf_row_bytes, s->col_lo, s->in_w, channels, s->wide};
+        vertical_row(s->simd, s->wide, p->rows, w, used, p->buf,
+                     (size_t)(s->col_hi - s->col_lo) * channels);
         horizontal_row(s->simd, &mid, &p->tx, out, s->win_w);
     }
 }
@@ -802,7 +853,7 @@ static inline void row_horizontal_first(struct resample_pass *s, struct hrow *in
         }
         p->rows[k] = ring;
     }
-    vertical_row(s->simd, p->rows, w, used, out, (size_t)s->win_w * s->channels);
+    vertical_row(s->simd, s->wide, p->rows, w, used, out, (size_t)s->win_w * s->channels);
 }
 
 static int resample(const struct resample_request *q, struct shard_image *scratch,
@@ -810,7 +861,8 @@ static int resample(const struct resample_request *q, struct shard_image *scratc
 {
     const struct shard_image *src = q->src;
     if (!src || !dst || src == dst || !src->pixels || src->width == 0 || src->height == 0 ||
-        src->channels == 0 || src->channels > 4 || src->stride < (size_t)src->width * src->channels)
+        src->channels == 0 || src->channels > 4 ||
+        src->stride < (size_t)src->width * src->channels * shard_image_sample_bytes(src))
         return shard_err_set(err, SHARD_EINVAL, "resize: invalid source image");
     struct sk_box whole = {0, 0, (double)src->width, (double)src->height};
     const struct sk_box *box = q->box ? q->box : &whole;
@@ -822,16 +874,18 @@ static int resample(const struct resample_request *q, struct shard_image *scratc
     struct resample_pass s;
     memset(&s, 0, sizeof s);
     s.src = src, s.dst = dst;
-    s.channels = src->channels, s.in_w = src->width, s.in_h = src->height;
+    s.wide = src->depth == 16;
+    s.channels = src->channels * shard_image_sample_bytes(src);
+    s.in_w = src->width, s.in_h = src->height;
     s.win_x = q->win_x, s.win_y = q->win_y, s.win_w = q->win_w, s.win_h = q->win_h;
-    s.simd = q->simd > simd_best() ? simd_best() : q->simd;
-    if ((rc = shard_image_alloc(dst, q->win_w, q->win_h, s.channels, err)))
+    s.simd = s.wide ? SHARD_SIMD_NONE : q->simd > simd_best() ? simd_best() : q->simd;
+    if ((rc = shard_image_alloc_form(dst, q->win_w, q->win_h, src->channels, s.wide ? 16 : 8, err)))
         return rc;
     if ((rc = pass_prepare(&s, q, box, scratch, &own_scratch, err)))
         goto out;
 
     /* an input row as the horizontal kernels read it: exactly its pixels */
-    struct hrow in_row = {NULL, (size_t)s.in_w * s.channels, 0, s.in_w, s.channels};
+    struct hrow in_row = {NULL, (size_t)s.in_w * s.channels, 0, s.in_w, s.channels, s.wide};
     for (uint32_t y = 0; y < s.win_h; y++) {
         uint8_t *out = dst->pixels + (size_t)y * dst->stride;
         if (!s.need_v)

@@ -117,6 +117,7 @@ struct filler {
     uint8_t *keep;               /* the sample's boxes that the transforms kept */
     size_t keep_count, keep_cap; /* keep_count: its boxes (0: none seen yet) */
     int has_keep;                /* the boxes were transformed: keep says which stay */
+    struct shard_image form;     /* a sample converted to the channels asked for */
 };
 
 /* A mixture's source in the started epoch: its entries of the list, in
@@ -140,6 +141,7 @@ struct shard_loader {
     int fixed;
     uint32_t fixed_w, fixed_h;
     size_t sample_bytes;
+    uint32_t channels, depth; /* the dataset's stored form (samples are given in it) */
     uint64_t plan_count, dropped;
     struct loader_field *fields; /* the selected fields, field_count of them */
     uint32_t field_count;
@@ -180,6 +182,15 @@ struct shard_loader {
     _Atomic uint64_t transform_ns, samples, batch_count, skipped, failed_batches, wait_ns, busy_ns;
     _Atomic uint64_t busy_since; /* 0: no epoch in progress */
 };
+
+/* The values a batch holds: the transforms' output, or without any the
+ * stored samples' own (uint16 for a 16-bit dataset). */
+static enum shard_dtype loader_dtype(const struct shard_loader *l)
+{
+    if (l->identity || !l->transforms)
+        return l->depth == 16 ? SHARD_DTYPE_UINT16 : SHARD_DTYPE_UINT8;
+    return shard_transforms_dtype(l->transforms);
+}
 
 static void add(_Atomic uint64_t *c, uint64_t n)
 {
@@ -368,6 +379,7 @@ static void filler_release(struct filler *w)
     shard_image_release(&w->instance);
     free(w->keep);
     shard_transforms_workspace_free(w->ws);
+    shard_image_release(&w->form);
     memset(w, 0, sizeof *w);
 }
 
@@ -681,11 +693,41 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
     b->labels[j] = l->mix ? shard_mixture_label_of(l->mix, b->sources[j], item->label)
                           : item->label;
     w->has_keep = 0;
-    if (l->identity) {
-        if (l->geometric && (rc = identity_instances(l, w, b, j, item, err))) {
+    if (item->pixels.channels != l->channels || item->pixels.depth != l->depth) {
+        /* the form asked for (loader options), or a mixture's widest */
+        const struct shard_manifest *m = shard_dataset_manifest(ds);
+        if ((rc = shard_image_convert(&item->pixels, l->channels, l->depth, m->config.background,
+                                      &w->form, err))) {
             name_sample(ds, index, err);
             goto out;
         }
+        struct shard_image t = item->pixels;
+        item->pixels = w->form;
+        w->form = t;
+    }
+    if (l->identity && l->geometric && (rc = identity_instances(l, w, b, j, item, err))) {
+        name_sample(ds, index, err);
+        goto out;
+    }
+    if (l->identity && l->fixed) { /* the manifest's one stored size */
+        const struct shard_image *p = &item->pixels;
+        size_t row = (size_t)p->width * p->channels * shard_image_sample_bytes(p);
+        uint8_t *dst = b->data + (size_t)j * b->sample_bytes;
+        if (p->width != l->fixed_w || p->height != l->fixed_h || row * p->height != b->sample_bytes)
+            rc = shard_err_set(err, SHARD_ECORRUPT, "a sample of %ux%u, the manifest says %ux%u",
+                               p->width, p->height, l->fixed_w, l->fixed_h);
+        for (uint32_t y = 0; !rc && y < p->height; y++)
+            memcpy(dst + y * row, p->pixels + (size_t)y * p->stride, row);
+        if (rc) {
+            name_sample(ds, index, err);
+            goto out;
+        }
+        b->samples[j] = dst;
+        b->widths[j] = p->width;
+        b->heights[j] = p->height;
+        goto out;
+    }
+    if (l->identity) {
         b->samples[j] = item->pixels.pixels;
         b->widths[j] = item->pixels.width;
         b->heights[j] = item->pixels.height;
@@ -698,6 +740,7 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
     else
         rc = shard_transforms_draw(l->transforms, item->pixels.width, item->pixels.height,
                                    l->o.plan.seed, l->epoch, entry, &w->draws, err);
+    sk_transforms_draws_channels(&w->draws, l->transforms, l->channels);
     void *dst = NULL;
     if (!rc && l->fixed) {
         if (w->draws.out_bytes != b->sample_bytes) /* find_fixed_size and draw disagree */
@@ -874,8 +917,10 @@ static int finish_batch(struct shard_loader *l, struct shard_batch *b, uint32_t 
     info->skipped = skipped;
     info->indices = b->indices;
     info->labels = b->labels;
-    info->layout = l->transforms ? shard_transforms_layout(l->transforms) : SHARD_LAYOUT_NHWC;
-    info->dtype = l->transforms ? shard_transforms_dtype(l->transforms) : SHARD_DTYPE_UINT8;
+    info->layout = l->identity || !l->transforms ? SHARD_LAYOUT_NHWC
+                                                 : shard_transforms_layout(l->transforms);
+    info->dtype = loader_dtype(l);
+    info->channels = l->channels;
     info->fixed = l->fixed;
     info->width = l->fixed_w;
     info->height = l->fixed_h;
@@ -1039,13 +1084,32 @@ static int loader_new(struct shard_loader **out, struct shard_dataset *ds,
         l->o.prefetch = DEFAULT_PREFETCH;
     if (l->o.workers <= 1)
         l->o.worker = 0, l->o.workers = 1;
-    l->identity = sk_transforms_is_identity(transforms);
+    const struct shard_manifest *m = shard_dataset_manifest(ds);
+    uint32_t channels = m->channels, stored_w = m->stored_width, stored_h = m->stored_height;
+    l->depth = m->depth;
+    /* a mixture's samples in the widest form of its sources, one array
+     * without a transform only when they all store one size */
+    for (uint32_t s = 1; mix && s < shard_mixture_source_count(mix); s++) {
+        const struct shard_manifest *ms = shard_dataset_manifest(shard_mixture_source(mix, s));
+        shard_pixels_widest(channels, l->depth, ms->channels, ms->depth, &channels, &l->depth);
+        if (ms->stored_width != stored_w || ms->stored_height != stored_h)
+            stored_w = stored_h = 0;
+    }
+    l->channels = o->channels ? o->channels : channels;
+    l->identity = sk_transforms_is_identity(transforms, l->depth);
     l->crop_first = !l->identity && sk_transforms_starts_with_crop(transforms);
     l->fixed = transforms && shard_transforms_fixed_size(transforms, &l->fixed_w, &l->fixed_h);
     int rc = SHARD_OK;
+    if (o->channels > SHARD_PIXELS_RGBA) {
+        rc = shard_err_set(err, SHARD_EINVAL, "channels %u is not 0 or 1..4", o->channels);
+        goto fail;
+    }
+    /* every sample stored at one size: one array without a transform */
+    if (!l->fixed && sk_transforms_keeps_size(transforms) && stored_w)
+        l->fixed = 1, l->fixed_w = stored_w, l->fixed_h = stored_h;
     if (l->fixed) {
-        l->sample_bytes = (size_t)l->fixed_w * l->fixed_h * 3 *
-                          shard_dtype_size(shard_transforms_dtype(transforms));
+        l->sample_bytes = (size_t)l->fixed_w * l->fixed_h * l->channels *
+                          shard_dtype_size(loader_dtype(l));
         if (l->sample_bytes > SIZE_MAX / o->batch_size) {
             rc = shard_err_set(err, SHARD_ELIMIT, "a batch of %u samples of %ux%u is too large",
                                o->batch_size, l->fixed_w, l->fixed_h);

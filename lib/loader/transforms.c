@@ -30,7 +30,8 @@
 
 /* torchvision's get_params: attempts before the centre fallback. */
 #define RRC_ATTEMPTS 10
-#define CHANNELS 3
+#define CHANNELS 3     /* RGB: a NORMALIZE step's means, the SIMD writer's pixels */
+#define MAX_CHANNELS 4 /* RGBA */
 /* The filter torchvision uses (Pillow's antialiased BILINEAR). */
 #define TRANSFORM_FILTER SHARD_RESIZE_TRIANGLE
 
@@ -39,10 +40,11 @@ struct shard_transforms {
     size_t count;
     enum shard_layout layout;
     enum shard_dtype dtype;
-    /* the value written for each channel's byte: x / 255 or NORMALIZE's */
-    float lut32[CHANNELS][256];
-    uint16_t lut16[CHANNELS][256];
-    float mean[CHANNELS], std[CHANNELS]; /* NORMALIZE's, as floats (0 and 1 without) */
+    /* the value written for each channel's byte: x / 255 or NORMALIZE's
+     * (the fourth, RGBA's alpha, is x / 255: a step has 3 means) */
+    float lut32[MAX_CHANNELS][256];
+    uint16_t lut16[MAX_CHANNELS][256];
+    float mean[MAX_CHANNELS], std[MAX_CHANNELS]; /* NORMALIZE's, as floats (0 and 1 without) */
     int avx2; /* the AVX2 float32 planar writer runs here, and gives lut32's values */
     int fixed;
     uint32_t fixed_w, fixed_h;
@@ -98,6 +100,8 @@ int shard_dtype_parse(const char *s, enum shard_dtype *out)
         *out = SHARD_DTYPE_FLOAT32;
     else if (!strcmp(s, "float16"))
         *out = SHARD_DTYPE_FLOAT16;
+    else if (!strcmp(s, "uint16"))
+        *out = SHARD_DTYPE_UINT16;
     else
         return SHARD_EINVAL;
     return SHARD_OK;
@@ -105,7 +109,9 @@ int shard_dtype_parse(const char *s, enum shard_dtype *out)
 
 size_t shard_dtype_size(enum shard_dtype d)
 {
-    return d == SHARD_DTYPE_FLOAT32 ? 4 : d == SHARD_DTYPE_FLOAT16 ? 2 : 1;
+    return d == SHARD_DTYPE_FLOAT32                              ? 4
+           : d == SHARD_DTYPE_FLOAT16 || d == SHARD_DTYPE_UINT16 ? 2
+                                                                 : 1;
 }
 
 /* float32 -> IEEE binary16, round to nearest, ties to even (as torch's and
@@ -207,9 +213,9 @@ static int check_step(size_t k, const struct shard_transform_step *s, int after_
                                  op_name(s->op), s->p);
         return SHARD_OK;
     case SHARD_TRANSFORM_NORMALIZE:
-        if (dtype == SHARD_DTYPE_UINT8)
-            return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): needs a float dtype, not uint8",
-                                 k, op_name(s->op));
+        if (dtype == SHARD_DTYPE_UINT8 || dtype == SHARD_DTYPE_UINT16)
+            return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): needs a float dtype, not %s", k,
+                                 op_name(s->op), dtype == SHARD_DTYPE_UINT8 ? "uint8" : "uint16");
         for (int c = 0; c < CHANNELS; c++) {
             if (!isfinite(s->mean[c]))
                 return shard_err_set(err, SHARD_EINVAL, "step %zu (%s): mean[%d] is %g", k,
@@ -329,7 +335,8 @@ int shard_transforms_new(struct shard_transforms **out, const struct shard_trans
                              SHARD_TRANSFORMS_MAX_STEPS);
     if (layout != SHARD_LAYOUT_NHWC && layout != SHARD_LAYOUT_NCHW)
         return shard_err_set(err, SHARD_EINVAL, "unknown layout %d", (int)layout);
-    if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 && dtype != SHARD_DTYPE_FLOAT16)
+    if (dtype != SHARD_DTYPE_UINT8 && dtype != SHARD_DTYPE_FLOAT32 &&
+        dtype != SHARD_DTYPE_FLOAT16 && dtype != SHARD_DTYPE_UINT16)
         return shard_err_set(err, SHARD_EINVAL, "unknown dtype %d", (int)dtype);
     const struct shard_transform_step *normalize = NULL;
     for (size_t k = 0; k < count; k++) {
@@ -347,15 +354,16 @@ int shard_transforms_new(struct shard_transforms **out, const struct shard_trans
     a->count = count;
     a->layout = layout;
     a->dtype = dtype;
-    for (int c = 0; c < CHANNELS; c++) {
-        float mean = normalize ? (float)normalize->mean[c] : 0.0f;
-        float std = normalize ? (float)normalize->std[c] : 1.0f;
+    for (int c = 0; c < MAX_CHANNELS; c++) {
+        int normalized = normalize && c < CHANNELS;
+        float mean = normalized ? (float)normalize->mean[c] : 0.0f;
+        float std = normalized ? (float)normalize->std[c] : 1.0f;
         a->mean[c] = mean;
         a->std[c] = std;
         for (int x = 0; x < 256; x++) {
             /* torchvision: img.float().div(255), then .sub_(mean).div_(std) */
             float v = (float)x / 255.0f;
-            if (normalize)
+            if (normalized)
                 v = (v - mean) / std;
             a->lut32[c][x] = v;
             a->lut16[c][x] = float_to_half(v);
@@ -525,7 +533,8 @@ static struct shard_image subview(const struct shard_image *v, uint32_t left, ui
                                   uint32_t bw, uint32_t bh)
 {
     struct shard_image s = *v;
-    s.pixels = v->pixels + (size_t)top * v->stride + (size_t)left * CHANNELS;
+    s.pixels = v->pixels + (size_t)top * v->stride +
+               (size_t)left * v->channels * shard_image_sample_bytes(v);
     s.width = bw;
     s.height = bh;
     s.capacity = 0;
@@ -555,14 +564,16 @@ static int run_unmirror(struct run *r, struct shard_err *err)
     if (!r->mirror)
         return SHARD_OK;
     struct shard_image *t = run_target(r);
-    int rc = shard_image_alloc(t, r->cur.width, r->cur.height, CHANNELS, err);
+    const uint32_t n = r->cur.channels * shard_image_sample_bytes(&r->cur); /* bytes a pixel */
+    int rc = shard_image_alloc_form(t, r->cur.width, r->cur.height, r->cur.channels,
+                                    r->cur.depth == 16 ? 16 : 8, err);
     if (rc)
         return rc;
     for (uint32_t y = 0; y < r->cur.height; y++) {
         const uint8_t *in = r->cur.pixels + (size_t)y * r->cur.stride;
         uint8_t *o = t->pixels + (size_t)y * t->stride;
         for (uint32_t x = 0, back = r->cur.width - 1; x < r->cur.width; x++, back--)
-            memcpy(o + (size_t)x * CHANNELS, in + (size_t)back * CHANNELS, CHANNELS);
+            memcpy(o + (size_t)x * n, in + (size_t)back * n, n);
     }
     r->cur = *t;
     r->mirror = 0;
@@ -591,20 +602,21 @@ static int run_pad_crop(struct run *r, const struct shard_transform_choice *c,
                         struct shard_err *err)
 {
     struct shard_image *t = run_target(r);
-    int rc = shard_image_alloc(t, c->box_width, c->box_height, CHANNELS, err);
+    const uint32_t n = r->cur.channels * shard_image_sample_bytes(&r->cur); /* bytes a pixel */
+    int rc = shard_image_alloc_form(t, c->box_width, c->box_height, r->cur.channels,
+                                    r->cur.depth == 16 ? 16 : 8, err);
     if (rc)
         return rc;
     for (uint32_t y = 0; y < t->height; y++)
-        memset(t->pixels + (size_t)y * t->stride, 0, (size_t)t->width * CHANNELS);
+        memset(t->pixels + (size_t)y * t->stride, 0, (size_t)t->width * n);
     /* the part of the image inside the box */
     int64_t x0 = c->left > 0 ? c->left : 0, y0 = c->top > 0 ? c->top : 0;
     int64_t x1 = (int64_t)c->left + c->box_width, y1 = (int64_t)c->top + c->box_height;
     x1 = x1 < r->cur.width ? x1 : r->cur.width;
     y1 = y1 < r->cur.height ? y1 : r->cur.height;
     for (int64_t y = y0; y < y1 && x1 > x0; y++)
-        memcpy(t->pixels + (size_t)(y - c->top) * t->stride + (size_t)(x0 - c->left) * CHANNELS,
-               r->cur.pixels + (size_t)y * r->cur.stride + (size_t)x0 * CHANNELS,
-               (size_t)(x1 - x0) * CHANNELS);
+        memcpy(t->pixels + (size_t)(y - c->top) * t->stride + (size_t)(x0 - c->left) * n,
+               r->cur.pixels + (size_t)y * r->cur.stride + (size_t)x0 * n, (size_t)(x1 - x0) * n);
     r->cur = *t;
     return SHARD_OK;
 }
@@ -622,20 +634,21 @@ static int box_inside(const struct shard_transform_choice *c)
     do {                                                                                         \
         T *o = dst;                                                                              \
         const size_t plane = (size_t)v->width * v->height;                                       \
+        const uint32_t n = v->channels;                                                          \
         for (uint32_t y = 0; y < v->height; y++) {                                               \
             const uint8_t *row = v->pixels + (size_t)y * v->stride;                              \
             if (layout == SHARD_LAYOUT_NHWC) {                                                   \
-                T *out = o + (size_t)y * v->width * CHANNELS;                                    \
+                T *out = o + (size_t)y * v->width * n;                                           \
                 for (uint32_t x = 0; x < v->width; x++) {                                        \
-                    const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * 3;        \
-                    for (int c = 0; c < CHANNELS; c++)                                           \
-                        out[(size_t)x * CHANNELS + c] = VALUE(c, p[c]);                          \
+                    const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * n;        \
+                    for (uint32_t c = 0; c < n; c++)                                             \
+                        out[(size_t)x * n + c] = VALUE(c, p[c]);                                 \
                 }                                                                                \
             } else {                                                                             \
-                for (int c = 0; c < CHANNELS; c++) {                                             \
+                for (uint32_t c = 0; c < n; c++) {                                               \
                     T *out = o + c * plane + (size_t)y * v->width;                               \
                     for (uint32_t x = 0; x < v->width; x++)                                      \
-                        out[x] = VALUE(c, row[(size_t)(mirror ? v->width - 1 - x : x) * 3 + c]); \
+                        out[x] = VALUE(c, row[(size_t)(mirror ? v->width - 1 - x : x) * n + c]); \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
@@ -651,7 +664,7 @@ static inline __attribute__((always_inline)) void write_values(const struct shar
                                                                enum shard_dtype dtype, void *dst)
 {
     if (dtype == SHARD_DTYPE_UINT8 && layout == SHARD_LAYOUT_NHWC && !mirror) {
-        const size_t row = (size_t)v->width * CHANNELS;
+        const size_t row = (size_t)v->width * v->channels;
         for (uint32_t y = 0; y < v->height; y++)
             memcpy((uint8_t *)dst + y * row, v->pixels + (size_t)y * v->stride, row);
     } else if (dtype == SHARD_DTYPE_UINT8) {
@@ -663,11 +676,62 @@ static inline __attribute__((always_inline)) void write_values(const struct shar
     }
 }
 
+/* The value of 16-bit sample x of channel c in the output's dtype: x / 65535,
+ * then NORMALIZE's (v - mean) / std (mean 0 and std 1 without one); uint8
+ * output rounds x * 255 / 65535, uint16 is x. */
+static inline void put16(const struct shard_transforms *a, uint32_t c, uint16_t x, void *dst,
+                         size_t at)
+{
+    if (a->dtype == SHARD_DTYPE_UINT16) {
+        ((uint16_t *)dst)[at] = x;
+        return;
+    }
+    if (a->dtype == SHARD_DTYPE_UINT8) {
+        ((uint8_t *)dst)[at] = (uint8_t)(((uint32_t)x * 255 + 32767) / 65535);
+        return;
+    }
+    float v = ((float)x / 65535.0f - a->mean[c]) / a->std[c];
+    if (a->dtype == SHARD_DTYPE_FLOAT32)
+        ((float *)dst)[at] = v;
+    else
+        ((uint16_t *)dst)[at] = float_to_half(v);
+}
+
+/* write_output of a 16-bit image, or of an 8-bit one to uint16 (x * 257,
+ * the 16-bit sample of the same level); scalar: both are rare. */
+static void write_output16(const struct shard_transforms *a, const struct shard_image *v,
+                           int mirror, void *dst)
+{
+    const uint32_t n = v->channels, bytes = v->depth == 16 ? 2 : 1;
+    const size_t plane = (size_t)v->width * v->height;
+    for (uint32_t y = 0; y < v->height; y++) {
+        const uint8_t *row = v->pixels + (size_t)y * v->stride;
+        for (uint32_t x = 0; x < v->width; x++) {
+            const uint8_t *p = row + (size_t)(mirror ? v->width - 1 - x : x) * n * bytes;
+            for (uint32_t c = 0; c < n; c++) {
+                uint16_t s;
+                if (bytes == 2)
+                    memcpy(&s, p + 2 * c, 2);
+                else
+                    s = (uint16_t)(p[c] * 257u);
+                size_t at = a->layout == SHARD_LAYOUT_NHWC ? ((size_t)y * v->width + x) * n + c
+                                                           : c * plane + (size_t)y * v->width + x;
+                put16(a, c, s, dst, at);
+            }
+        }
+    }
+}
+
 static void write_output(const struct shard_transforms *a, const struct shard_image *v, int mirror,
                          void *dst)
 {
+    if (v->depth == 16 || a->dtype == SHARD_DTYPE_UINT16) {
+        write_output16(a, v, mirror, dst);
+        return;
+    }
 #if HAVE_X86_SIMD
-    if (a->avx2 && a->layout == SHARD_LAYOUT_NCHW && a->dtype == SHARD_DTYPE_FLOAT32) {
+    if (a->avx2 && v->channels == CHANNELS && a->layout == SHARD_LAYOUT_NCHW &&
+        a->dtype == SHARD_DTYPE_FLOAT32) {
         const size_t plane = (size_t)v->width * v->height;
         for (uint32_t y = 0; y < v->height; y++) {
             float *row = (float *)dst + (size_t)y * v->width;
@@ -700,8 +764,10 @@ int shard_transforms_apply(const struct shard_transforms *a, const struct shard_
                            const struct shard_transforms_draws *draws,
                            struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
 {
-    if (!src || !src->pixels || src->channels != CHANNELS || src->width == 0 || src->height == 0)
-        return shard_err_set(err, SHARD_EINVAL, "transform input is not an RGB image");
+    if (!src || !src->pixels || src->channels < 1 || src->channels > MAX_CHANNELS ||
+        src->width == 0 || src->height == 0)
+        return shard_err_set(err, SHARD_EINVAL,
+                             "transform input is not an image of 1 to 4 channels");
     if (draws->steps != a->count || (a->count && (draws->step[0].in_width != src->width ||
                                                   draws->step[0].in_height != src->height)))
         return shard_err_set(err, SHARD_EINVAL,
@@ -1004,9 +1070,19 @@ int shard_transforms_mask_fill(const struct shard_transforms *a, const struct sh
     return SHARD_OK;
 }
 
-int sk_transforms_is_identity(const struct shard_transforms *a)
+int sk_transforms_is_identity(const struct shard_transforms *a, uint32_t depth)
 {
-    return !a || (a->count == 0 && a->dtype == SHARD_DTYPE_UINT8 && a->layout == SHARD_LAYOUT_NHWC);
+    enum shard_dtype stored = depth == 16 ? SHARD_DTYPE_UINT16 : SHARD_DTYPE_UINT8;
+    return !a || (a->count == 0 && a->dtype == stored && a->layout == SHARD_LAYOUT_NHWC);
+}
+
+int sk_transforms_keeps_size(const struct shard_transforms *a)
+{
+    for (size_t k = 0; a && k < a->count; k++)
+        if (a->steps[k].op != SHARD_TRANSFORM_HORIZONTAL_FLIP &&
+            a->steps[k].op != SHARD_TRANSFORM_NORMALIZE)
+            return 0;
+    return 1;
 }
 
 int sk_transforms_starts_with_crop(const struct shard_transforms *a)
@@ -1038,4 +1114,10 @@ void sk_transforms_draws_in_region(struct shard_transforms_draws *d, uint32_t le
     c->in_height = height;
     c->left -= (int32_t)left;
     c->top -= (int32_t)top;
+}
+
+void sk_transforms_draws_channels(struct shard_transforms_draws *d,
+                                  const struct shard_transforms *a, uint32_t channels)
+{
+    d->out_bytes = (size_t)d->out_width * d->out_height * channels * shard_dtype_size(a->dtype);
 }

@@ -4,8 +4,17 @@
 
 #include "shardkit/loader.h"
 
-/* 1 when `a` writes its input unchanged: no steps, uint8, NHWC (NULL too). */
-int sk_transforms_is_identity(const struct shard_transforms *a);
+/* 1 when `a` writes its input of `depth` bits unchanged: no steps, NHWC, uint8
+ * (uint16 for 16 bits); NULL too. */
+int sk_transforms_is_identity(const struct shard_transforms *a, uint32_t depth);
+/* 1 when no step changes the image's size (flips and NORMALIZE only; NULL too). */
+int sk_transforms_keeps_size(const struct shard_transforms *a);
+/* d->out_bytes for images of `channels` (1..4): shard_transforms_draw counts
+ * 3 (RGB).  shard_transforms_apply takes 8-bit images of 1..4 channels and
+ * gives as many (a NORMALIZE step's means go to channels 0..2; RGBA's alpha
+ * is x / 255). */
+void sk_transforms_draws_channels(struct shard_transforms_draws *d,
+                                  const struct shard_transforms *a, uint32_t channels);
 
 /* 1 when the first step of `a` is RANDOM_RESIZED_CROP or CENTER_CROP. */
 int sk_transforms_starts_with_crop(const struct shard_transforms *a);

@@ -207,6 +207,11 @@ int shard_sample_line_fields(const struct shard_sample *s, const struct shard_co
         bad |= sk_jsonkey_set_uint(o, "record", s->record);
         bad |= sk_jsonkey_set_uint(o, "width", s->width);
         bad |= sk_jsonkey_set_uint(o, "height", s->height);
+        /* only when not 8-bit RGB: other lines stay as they always were */
+        if (s->channels && s->channels != SHARD_PIXELS_RGB)
+            bad |= json_object_set_new(o, "pixels", json_string(shard_pixels_name(s->channels)));
+        if (s->depth && s->depth != 8)
+            bad |= sk_jsonkey_set_uint(o, "depth", s->depth);
         bad |= sk_jsonkey_set_uint(o, "source_bytes", s->source_bytes);
         bad |= sk_jsonkey_set_hex64(o, "source_xxh3", s->source_xxh3);
         /* only when there is one: lines without stay as they always were */
@@ -320,6 +325,17 @@ static int parse_sample(const json_t *o, const struct shard_config *c, struct sh
     s->shard = (uint32_t)shard;
     s->width = (uint32_t)width;
     s->height = (uint32_t)height;
+    const json_t *pixels = json_object_get(o, "pixels"), *depth = json_object_get(o, "depth");
+    s->channels = SHARD_PIXELS_RGB;
+    s->depth = 8;
+    if (pixels &&
+        (!json_is_string(pixels) || shard_pixels_parse(json_string_value(pixels), &s->channels) ||
+         s->channels == SHARD_PIXELS_AUTO || s->channels == SHARD_PIXELS_RGB))
+        return shard_err_set(err, SHARD_ECORRUPT, "\"pixels\" is not gray, gray-alpha or rgba");
+    if (depth && (!json_is_integer(depth) || json_integer_value(depth) != 16))
+        return shard_err_set(err, SHARD_ECORRUPT, "\"depth\" is not 16");
+    if (depth)
+        s->depth = 16;
     const json_t *warning = json_object_get(o, "warning");
     if (warning) {
         if (!json_is_string(warning) || json_string_length(warning) == 0)

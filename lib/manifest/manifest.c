@@ -37,6 +37,8 @@ void shard_config_init(struct shard_config *c)
     c->max_pixels = DEFAULT_MAX_PIXELS;
     c->max_file_bytes = DEFAULT_MAX_FILE_BYTES;
     c->background[0] = c->background[1] = c->background[2] = 255;
+    c->channels = SHARD_PIXELS_RGB;
+    c->depth = 8;
 }
 
 int shard_config_zstd_level(const struct shard_config *c)
@@ -66,6 +68,14 @@ void shard_config_release(struct shard_config *c)
 uint16_t shard_config_format_version(const struct shard_config *c)
 {
     return c->field_count ? SHARD_FORMAT_VERSION_FIELDS : SHARD_FORMAT_VERSION;
+}
+
+uint16_t shard_manifest_version(const struct shard_manifest *m)
+{
+    /* 0 (a manifest filled in before version 3 existed) is 8-bit RGB */
+    if ((m->channels && m->channels != SHARD_PIXELS_RGB) || (m->depth && m->depth != 8) || m->mixed)
+        return SHARD_MANIFEST_VERSION_PIXELS;
+    return shard_config_format_version(&m->config);
 }
 
 int shard_config_has_boxes(const struct shard_config *c)
@@ -309,8 +319,16 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         goto fail;
     bad |= json_object_set_new(root, "format", json_string(SHARD_MANIFEST_FORMAT));
     int v2 = m->config.field_count > 0;
-    bad |= json_object_set_new(root, "version",
-                               json_integer(shard_config_format_version(&m->config)));
+    uint16_t version = shard_manifest_version(m);
+    bad |= json_object_set_new(root, "version", json_integer(version));
+    /* version 3 only: a dataset of 8-bit RGB keeps the config it always had */
+    if (version == SHARD_MANIFEST_VERSION_PIXELS) {
+        const struct shard_config *c = &m->config;
+        bad |= json_object_set_new(config, "pixels", json_string(shard_pixels_name(c->channels)));
+        bad |= json_object_set_new(config, "depth",
+                                   c->depth == SHARD_DEPTH_AUTO ? json_string("auto")
+                                                                : json_integer(c->depth));
+    }
     bad |= json_object_set_new(root, "config", config);
     config = NULL;
     bad |= json_object_set_new(root, "source", source);
@@ -395,6 +413,18 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
     for (uint64_t i = 0; i < m->reject_count && !bad; i++) {
         json_t *o = reject_to_json(&m->rejects[i], err);
         bad |= !o || json_array_append_new(rejected, o);
+    }
+    if (version == SHARD_MANIFEST_VERSION_PIXELS || m->stored_width) {
+        json_t *stored = json_pack("{s:s, s:i}", "pixels",
+                                   shard_pixels_name(m->channels ? m->channels : SHARD_PIXELS_RGB),
+                                   "depth", m->depth ? (int)m->depth : 8);
+        if (stored && m->mixed)
+            bad |= json_object_set_new(stored, "mixed", json_true());
+        if (stored && m->stored_width)
+            bad |= json_object_set_new(stored, "size",
+                                       json_pack("[II]", (json_int_t)m->stored_width,
+                                                 (json_int_t)m->stored_height));
+        bad |= !stored || json_object_set_new(root, "stored", stored);
     }
     bad |= json_object_set_new(root, "rejected", rejected);
     rejected = NULL;
@@ -772,6 +802,20 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
     for (size_t i = 0; i < sizeof v2_members / sizeof v2_members[0]; i++)
         has_v2 |= json_object_del(base, v2_members[i]) == 0;
     int rc = SHARD_OK;
+    const json_t *pixels = json_object_get(o, "pixels"), *depth = json_object_get(o, "depth");
+    if (version == SHARD_MANIFEST_VERSION_PIXELS) {
+        json_object_del(base, "pixels");
+        json_object_del(base, "depth");
+        if (!json_is_string(pixels) || shard_pixels_parse(json_string_value(pixels), &c->channels))
+            rc = bad_field(err, "config.pixels is not auto, gray, gray-alpha, rgb or rgba");
+        else if (json_is_string(depth) && !strcmp(json_string_value(depth), "auto"))
+            c->depth = SHARD_DEPTH_AUTO;
+        else if (json_is_integer(depth) &&
+                 (json_integer_value(depth) == 8 || json_integer_value(depth) == 16))
+            c->depth = (uint32_t)json_integer_value(depth);
+        else
+            rc = bad_field(err, "config.depth is not 8, 16 or \"auto\"");
+    }
     const json_t *order = json_object_get(o, "order");
     if (order) {
         json_object_del(base, "order");
@@ -808,7 +852,8 @@ static int config_from_json(const json_t *o, int version, struct shard_config *c
         ;
     else if (has_v2 && version < SHARD_MANIFEST_VERSION_FIELDS)
         rc = shard_err_set(err, SHARD_ECORRUPT, "manifest: a version 1 config has fields");
-    else if (version >= SHARD_MANIFEST_VERSION_FIELDS)
+    else if (version == SHARD_MANIFEST_VERSION_FIELDS ||
+             (version == SHARD_MANIFEST_VERSION_PIXELS && has_v2))
         rc = config_fields_from_json(o, c, err);
     if (!rc)
         rc = config_base_from_json(base, c, err);
@@ -1162,6 +1207,46 @@ static int load_archives(const json_t *source, struct shard_manifest *m, struct 
     return SHARD_OK;
 }
 
+/* "stored": the form (version 3 has it; before, 8-bit RGB) and the size. */
+static int load_stored(const json_t *root, struct shard_manifest *m, struct shard_err *err)
+{
+    m->channels = SHARD_PIXELS_RGB;
+    m->depth = 8;
+    m->stored_width = m->stored_height = 0;
+    const json_t *stored = json_object_get(root, "stored");
+    if (!stored) {
+        if (m->version == SHARD_MANIFEST_VERSION_PIXELS)
+            return bad_field(err, "\"stored\" missing in a version 3 manifest");
+        return SHARD_OK;
+    }
+    const char *pixels = NULL;
+    json_int_t depth = 0, w = 0, h = 0;
+    json_t *size = NULL;
+    json_error_t jerr;
+    int mixed = 0;
+    if (json_unpack_ex((json_t *)stored, &jerr, JSON_STRICT, "{s:s, s:I, s?b, s?o}", "pixels",
+                       &pixels, "depth", &depth, "mixed", &mixed, "size", &size) != 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: stored: %s", jerr.text);
+    if (size && json_unpack_ex(size, &jerr, JSON_STRICT, "[II]", &w, &h) != 0)
+        return shard_err_set(err, SHARD_ECORRUPT, "manifest: stored.size: %s", jerr.text);
+    uint32_t channels;
+    if (shard_pixels_parse(pixels, &channels) || channels == SHARD_PIXELS_AUTO ||
+        (depth != 8 && depth != 16) ||
+        (size && (w < 1 || w > UINT32_MAX || h < 1 || h > UINT32_MAX)))
+        return bad_field(err, "stored has an out-of-range value");
+    m->channels = channels;
+    m->depth = (uint32_t)depth;
+    m->stored_width = (uint32_t)w;
+    m->stored_height = (uint32_t)h;
+    m->mixed = mixed;
+    if ((m->version == SHARD_MANIFEST_VERSION_PIXELS) !=
+        (channels != SHARD_PIXELS_RGB || depth != 8 || mixed))
+        return bad_field(err, m->version == SHARD_MANIFEST_VERSION_PIXELS
+                                  ? "a version 3 manifest stores 8-bit rgb only"
+                                  : "stored is not 8-bit rgb in a version 1 or 2 manifest");
+    return SHARD_OK;
+}
+
 static int manifest_from_json(const json_t *root, struct shard_manifest *m, struct load *l)
 {
     struct shard_err *err = l->err;
@@ -1171,8 +1256,8 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
     if (!json_is_string(format) || strcmp(json_string_value(format), SHARD_MANIFEST_FORMAT))
         return bad_field(err, "\"format\" is not \"" SHARD_MANIFEST_FORMAT "\"");
     const json_t *version = json_object_get(root, "version");
-    if (!json_is_integer(version) || (json_integer_value(version) != SHARD_MANIFEST_VERSION &&
-                                      json_integer_value(version) != SHARD_MANIFEST_VERSION_FIELDS))
+    if (!json_is_integer(version) || json_integer_value(version) < SHARD_MANIFEST_VERSION ||
+        json_integer_value(version) > SHARD_MANIFEST_VERSION_PIXELS)
         return shard_err_set(err, SHARD_EUNSUPPORTED, "manifest: unsupported version");
     m->version = (uint16_t)json_integer_value(version);
     const json_t *config = json_object_get(root, "config");
@@ -1202,7 +1287,8 @@ static int manifest_from_json(const json_t *root, struct shard_manifest *m, stru
         return rc;
     if ((rc = load_labels(root, counts, m, l)) || (rc = load_shards(root, m, l)) ||
         (rc = load_rejects(root, m, l)) ||
-        (m->version >= SHARD_MANIFEST_VERSION_FIELDS && (rc = load_fields(root, counts, m, l))))
+        (m->config.field_count && (rc = load_fields(root, counts, m, l))) ||
+        (rc = load_stored(root, m, err)))
         return rc;
     if ((rc = load_indexes(root, m, l)) || (rc = load_archives(source, m, err)))
         return rc;

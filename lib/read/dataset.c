@@ -600,7 +600,9 @@ int sk_dataset_shard_check_name(struct shard_dataset *ds, uint32_t s, struct sha
 
 int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct shard_err *err)
 {
-    uint16_t shard = ds->shards[s].head.footer.version, dataset = ds->manifest.version;
+    /* a version 3 dataset's shards are of the layout its fields ask for */
+    uint16_t shard = ds->shards[s].head.footer.version,
+             dataset = shard_config_format_version(&ds->manifest.config);
     if (shard != dataset)
         return shard_err_set(err, SHARD_ECORRUPT, "%s: a version %u shard in a version %u dataset",
                              ds->manifest.shards[s].file, shard, dataset);
@@ -860,14 +862,48 @@ void shard_item_release(struct shard_item *item)
     memset(item, 0, sizeof *item);
 }
 
+/* The record's form is one its dataset may hold: 8-bit RGB before version
+ * 3; in version 3 one the manifest's stored form is at least as wide as. */
+static int check_form(const struct shard_manifest *m, const struct shard_record_meta *meta,
+                      struct shard_err *err)
+{
+    uint32_t channels, depth;
+    shard_pixels_widest(meta->channels, meta->depth, m->channels, m->depth, &channels, &depth);
+    if (channels != m->channels || depth != m->depth)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "record holds %s of %u bits, wider than the dataset's %s of %u",
+                             shard_pixels_name(meta->channels), meta->depth,
+                             shard_pixels_name(m->channels), m->depth);
+    return SHARD_OK;
+}
+
+/* *img in the form m stores (a narrower record widened), tmp as scratch. */
+static int widen(const struct shard_manifest *m, struct shard_image *img, struct shard_image *tmp,
+                 struct shard_err *err)
+{
+    if (img->channels == m->channels && (img->depth == 16 ? 16u : 8u) == m->depth)
+        return SHARD_OK;
+    int rc = shard_image_convert(img, m->channels, m->depth, m->config.background, tmp, err);
+    if (rc)
+        return rc;
+    struct shard_image t = *img;
+    *img = *tmp;
+    *tmp = t;
+    return SHARD_OK;
+}
+
 /* Fill *item from a decoded record view. */
-static int fill_item(const struct shard_record_view *v, unsigned flags, struct sk_read_box *rb,
-                     struct shard_item *item, struct shard_err *err)
+static int fill_item(const struct shard_manifest *m, const struct shard_record_view *v,
+                     unsigned flags, struct sk_read_box *rb, struct shard_item *item,
+                     struct shard_err *err)
 {
     item->label = v->meta.label;
     item->width = v->meta.width;
     item->height = v->meta.height;
-    item->channels = v->meta.channels;
+    item->channels = m->channels;
+    item->depth = m->depth;
+    item->stored_channels = v->meta.channels;
+    item->stored_depth = v->meta.depth;
     item->codec = v->meta.codec;
     item->key.len = 0;
     item->stored.len = 0;
@@ -879,22 +915,29 @@ static int fill_item(const struct shard_record_view *v, unsigned flags, struct s
     memcpy(item->key.data, v->key, v->key_len);
     item->key.data[v->key_len] = '\0';
     item->key.len = v->key_len;
-    if (v->meta.channels != 3)
-        return shard_err_set(err, SHARD_ECORRUPT, "record has %u channels, not 3",
-                             v->meta.channels);
+    int rc2 = check_form(m, &v->meta, err);
+    if (rc2)
+        return rc2;
     if ((flags & SHARD_READ_STORED) &&
         (rc = shard_buf_append(&item->stored, v->payload, v->payload_len, err)))
         return rc;
     if (!(flags & SHARD_READ_PIXELS))
         return SHARD_OK;
-    if (rb && v->meta.codec == SHARD_CODEC_JPEG &&
+    if (rb && v->meta.codec == SHARD_CODEC_JPEG && v->meta.channels == SHARD_PIXELS_RGB &&
+        m->channels == SHARD_PIXELS_RGB && m->depth == 8 &&
         rb->choose(rb->ctx, v->meta.width, v->meta.height, &rb->box)) {
         rc = sk_decode_payload_box(v->meta.codec, v->payload, v->payload_len, v->meta.width,
                                    v->meta.height, &rb->box, &item->pixels, err);
         rb->cropped = !rc;
     } else {
-        rc = shard_decode_payload(v->meta.codec, v->payload, v->payload_len, v->meta.width,
-                                  v->meta.height, &item->pixels, err);
+        rc = shard_decode_payload_form(v->meta.codec, v->payload, v->payload_len, v->meta.width,
+                                       v->meta.height, v->meta.channels, v->meta.depth,
+                                       &item->pixels, err);
+        if (!rc) {
+            struct shard_image tmp = {0};
+            rc = widen(m, &item->pixels, &tmp, err);
+            shard_image_release(&tmp);
+        }
     }
     if (rc)
         item->pixels.width = item->pixels.height = 0;
@@ -972,13 +1015,22 @@ static int fill_fields(const struct shard_manifest *m, const struct shard_record
  * a raw payload stays where it is and img is pointed at it - a raw read
  * copies nothing after zstd.  Any other codec, in a dataset whose manifest
  * says raw, is decoded into a new image that then replaces img. */
-static int place_pixels(const struct shard_record_view *v, struct shard_image *img,
-                        struct shard_err *err)
+static int place_pixels(const struct shard_manifest *m, const struct shard_record_view *v,
+                        struct shard_image *img, struct shard_err *err)
 {
-    if (v->meta.codec != SHARD_CODEC_RAW) {
-        struct shard_image decoded = {0};
-        int rc = shard_decode_payload(v->meta.codec, v->payload, v->payload_len, v->meta.width,
-                                      v->meta.height, &decoded, err);
+    /* a raw payload of the dataset's form (16-bit samples are stored
+     * little-endian: the host's order here) is used where it lies */
+    int as_is = v->meta.codec == SHARD_CODEC_RAW && v->meta.channels == m->channels &&
+                v->meta.depth == m->depth &&
+                (v->meta.depth == 8 || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+    if (!as_is) {
+        struct shard_image decoded = {0}, tmp = {0};
+        int rc = shard_decode_payload_form(v->meta.codec, v->payload, v->payload_len, v->meta.width,
+                                           v->meta.height, v->meta.channels, v->meta.depth,
+                                           &decoded, err);
+        if (!rc)
+            rc = widen(m, &decoded, &tmp, err);
+        shard_image_release(&tmp);
         if (rc) {
             shard_image_release(&decoded);
             return rc;
@@ -987,8 +1039,8 @@ static int place_pixels(const struct shard_record_view *v, struct shard_image *i
         *img = decoded;
         return SHARD_OK;
     }
-    /* shard_record_decode checked payload_len == width * height * channels,
-     * and fill_item that channels is 3 */
+    /* shard_record_decode checked payload_len == width * height * channels
+     * * depth / 8, and fill_item the form */
     size_t off = (size_t)(v->payload - img->pixels);
     img->pixels += off;
     img->offset = off;
@@ -996,7 +1048,8 @@ static int place_pixels(const struct shard_record_view *v, struct shard_image *i
     img->width = v->meta.width;
     img->height = v->meta.height;
     img->channels = v->meta.channels;
-    img->stride = (size_t)v->meta.width * v->meta.channels;
+    img->depth = v->meta.depth;
+    img->stride = (size_t)v->meta.width * v->meta.channels * (v->meta.depth / 8);
     return SHARD_OK;
 }
 
@@ -1071,13 +1124,14 @@ static int read_stages(struct shard_dataset *ds, uint32_t s, uint64_t r, unsigne
     if (!rc)
         rc = sk_shard_check_record(footer, r, &view, err);
     if (!rc)
-        rc = fill_item(&view, in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags,
+        rc = fill_item(&ds->manifest, &view,
+                       in_place ? flags & ~(unsigned)SHARD_READ_PIXELS : flags,
                        in_place ? NULL : rb, item, err);
     /* before place_pixels, which may free the buffer the view points into */
     if (!rc && !(flags & SHARD_READ_NO_FIELDS))
         rc = fill_fields(&ds->manifest, &view, item, err);
     if (!rc && in_place)
-        rc = place_pixels(&view, img, err);
+        rc = place_pixels(&ds->manifest, &view, img, err);
     pool_put(ds, dec);
     stage_done(ds, SK_READ_DECODE_NS, SHARD_SPAN_DECODE, t);
     if (rc) {

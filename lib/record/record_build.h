@@ -25,20 +25,25 @@ struct sk_placement {
     struct shard_geometry g;     /* resample to scaled, keep the crop window */
 };
 
-/* Decode `data`, resize and crop per the config, and encode the payload into
- * `payload`.  On failure err holds the reason (no file name) and the sample
+/* Decode `data` in the config's pixel form (config.channels and .depth:
+ * the source's own where they say auto; a JPEG payload's form is grey or
+ * RGB of 8 bits, alpha composited over the background), resize and crop
+ * per the config, and encode the payload into `payload`; *stored gets the
+ * stored image's size and form (width, height, channels, depth; codec the
+ * config's).  On failure err holds the reason (no file name) and the sample
  * is to be rejected.  `warning` (SHARD_ERRMSG_SIZE bytes, or NULL) receives
  * "" or the decoder warning the image was accepted despite.  `place`
  * (NULL: not wanted) receives where the source's pixels went. */
 int sk_record_build(struct record_builder *w, const uint8_t *data, size_t len,
-                    struct shard_buf *payload, uint32_t *width, uint32_t *height, char *warning,
+                    struct shard_buf *payload, struct shard_record_meta *stored, char *warning,
                     struct sk_placement *place, struct shard_err *err);
 
-/* Wrap a payload into a record frame: of format version 2 with the field
- * area `fields` (NULL: none present) when the config declares fields,
- * else of version 1 (fields must then be NULL). */
+/* Wrap a payload of the image `stored` describes (width, height, channels,
+ * depth; its label and codec are not read) into a record frame: of format
+ * version 2 with the field area `fields` (NULL: none present) when the
+ * config declares fields, else of version 1 (fields must then be NULL). */
 int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_len, int32_t label,
-                          uint32_t width, uint32_t height, const uint8_t *payload,
+                          const struct shard_record_meta *stored, const uint8_t *payload,
                           size_t payload_len, const struct shard_field_set *fields,
                           struct shard_buf *frame, uint64_t *frame_xxh3, struct shard_err *err);
 

@@ -33,7 +33,9 @@ struct fidelity_worker {
     struct shard_buf payload;   /* the re-run's payload */
     struct shard_buf pixels;    /* the re-run's pixels before encoding */
     struct shard_image decoded; /* the re-run's payload, decoded */
-    struct shard_item item;     /* the stored sample */
+    struct shard_image before;  /* the re-run's pixels before encoding */
+    struct shard_image tmp;
+    struct shard_item item; /* the stored sample */
 };
 
 /* The chosen samples' source bytes, for archives (read in one pass, and
@@ -50,16 +52,50 @@ struct captured {
     struct sk_link_copy from;
 };
 
-static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
+/* PSNR of two images of one size and form (8-bit samples against a peak
+ * of 255, 16-bit ones of 65535). */
+static double psnr(const struct shard_image *a, const struct shard_image *b)
 {
-    double sse = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - (double)b[i];
-        sse += d * d;
+    int wide = a->depth == 16;
+    double peak = wide ? 65535.0 : PSNR_PEAK, sse = 0;
+    size_t n = (size_t)a->width * a->channels;
+    for (uint32_t y = 0; y < a->height; y++) {
+        const uint8_t *ra = a->pixels + (size_t)y * a->stride,
+                      *rb = b->pixels + (size_t)y * b->stride;
+        for (size_t i = 0; i < n; i++) {
+            double d;
+            if (wide) {
+                uint16_t va, vb;
+                memcpy(&va, ra + 2 * i, 2);
+                memcpy(&vb, rb + 2 * i, 2);
+                d = (double)va - (double)vb;
+            } else {
+                d = (double)ra[i] - (double)rb[i];
+            }
+            sse += d * d;
+        }
     }
     if (sse == 0)
         return INFINITY;
-    return 10.0 * log10(PSNR_PEAK * PSNR_PEAK * (double)n / sse);
+    return 10.0 * log10(peak * peak * (double)n * a->height / sse);
+}
+
+/* *img decoded from a payload of form `stored`, in the form the reader
+ * gave the stored sample (`like`): a narrower record of a mixed dataset is
+ * widened as the reader widens it (losslessly), so exact stays exact. */
+static int as_read(struct shard_image *img, const struct shard_item *like,
+                   const struct shard_config *c, struct shard_image *tmp, struct shard_err *err)
+{
+    if (img->channels == like->pixels.channels && img->depth == like->pixels.depth)
+        return SHARD_OK;
+    int rc = shard_image_convert(img, like->pixels.channels, like->pixels.depth, c->background, tmp,
+                                 err);
+    if (!rc) {
+        struct shard_image t = *img;
+        *img = *tmp;
+        *tmp = t;
+    }
+    return rc;
 }
 
 static int compare_captured(const void *pa, const void *pb)
@@ -208,6 +244,8 @@ static void worker_release(struct fidelity_worker *w)
     shard_buf_release(&w->payload);
     shard_buf_release(&w->pixels);
     shard_image_release(&w->decoded);
+    shard_image_release(&w->before);
+    shard_image_release(&w->tmp);
     shard_item_release(&w->item);
 }
 
@@ -233,12 +271,16 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
         FIDELITY_PROBLEM(rc, "fidelity: %s", e.msg);
         return;
     }
-    uint32_t w1, h1, w2, h2;
+    struct shard_record_meta m1, m2;
     enum shard_codec codec = v->m->config.codec;
-    if ((rc = sk_record_build(w->as_stored, src, src_len, &w->payload, &w1, &h1, NULL, NULL, &e)) ||
-        (rc = sk_record_build(w->as_pixels, src, src_len, &w->pixels, &w2, &h2, NULL, NULL, &e)) ||
-        (rc = shard_decode_payload(codec, w->payload.data, w->payload.len, w1, h1, &w->decoded,
-                                   &e))) {
+    if ((rc = sk_record_build(w->as_stored, src, src_len, &w->payload, &m1, NULL, NULL, &e)) ||
+        (rc = sk_record_build(w->as_pixels, src, src_len, &w->pixels, &m2, NULL, NULL, &e)) ||
+        (rc = shard_decode_payload_form(codec, w->payload.data, w->payload.len, m1.width, m1.height,
+                                        m1.channels, m1.depth, &w->decoded, &e)) ||
+        (rc = shard_decode_payload_form(SHARD_CODEC_RAW, w->pixels.data, w->pixels.len, m2.width,
+                                        m2.height, m2.channels, m2.depth, &w->before, &e)) ||
+        (rc = as_read(&w->decoded, &w->item, &v->m->config, &w->tmp, &e)) ||
+        (rc = as_read(&w->before, &w->item, &v->m->config, &w->tmp, &e))) {
         FIDELITY_PROBLEM(rc, "fidelity: %s record %llu (key '%s'): the pipeline now fails: %s",
                          file, rec, q, e.msg);
         return;
@@ -246,18 +288,26 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
     const struct shard_item *it = &w->item;
     res->width = it->width;
     res->height = it->height;
-    if (it->width != w1 || it->height != h1 || w1 != w2 || h1 != h2) {
+    if (it->width != m1.width || it->height != m1.height || m1.width != m2.width ||
+        m1.height != m2.height) {
         FIDELITY_PROBLEM(SHARD_EMISMATCH,
                          "fidelity: %s record %llu (key '%s'): stored %ux%u, the pipeline "
                          "gives %ux%u",
-                         file, rec, q, it->width, it->height, w1, h1);
+                         file, rec, q, it->width, it->height, m1.width, m1.height);
         return;
     }
-    size_t n = (size_t)w1 * h1 * 3;
+    if (it->stored_channels != m1.channels || it->stored_depth != m1.depth) {
+        FIDELITY_PROBLEM(SHARD_EMISMATCH,
+                         "fidelity: %s record %llu (key '%s'): stored as %s of %u bits, the "
+                         "pipeline gives %s of %u bits",
+                         file, rec, q, shard_pixels_name(it->stored_channels), it->stored_depth,
+                         shard_pixels_name(m1.channels), m1.depth);
+        return;
+    }
     res->same_bytes = w->payload.len == it->stored.len &&
                       !memcmp(w->payload.data, it->stored.data, it->stored.len);
-    res->psnr = psnr(it->pixels.pixels, w->decoded.pixels, n);
-    res->loss_psnr = psnr(it->pixels.pixels, w->pixels.data, n);
+    res->psnr = psnr(&it->pixels, &w->decoded);
+    res->loss_psnr = psnr(&it->pixels, &w->before);
     res->exact = isinf(res->psnr);
     int lossy = codec == SHARD_CODEC_JPEG;
     res->passed = lossy ? res->psnr >= min_psnr : res->exact;

@@ -59,11 +59,13 @@ static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, doub
     v->footers[s] = footer;
     if ((rc = sk_dataset_shard_check_name(v->ds, s, &e)))
         sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s", e.msg);
-    /* a version 2 dataset's records carry fields: its shards are version 2 */
-    if (footer->version != v->m->version)
+    /* a dataset with fields has version 2 shards (their records carry
+     * fields), one without version 1, whatever the manifest's version */
+    uint16_t expect = shard_config_format_version(&v->m->config);
+    if (footer->version != expect)
         sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
-                          "%s: format version %u, the manifest's is %u", ms->file, footer->version,
-                          v->m->version);
+                          "%s: format version %u, the manifest's is %u (shards of version %u)",
+                          ms->file, footer->version, v->m->version, expect);
 }
 
 static void check_shards(struct verify_run *v)

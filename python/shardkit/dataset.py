@@ -194,8 +194,9 @@ class Sample:
     """One sample: ``key`` (str; bytes that are not UTF-8 are kept as
     surrogate escapes, so ``key_bytes`` and ``key`` round-trip), ``key_bytes``,
     ``label`` (int index into ``Dataset.labels``, or None), ``index`` (its
-    position in stored order), ``image`` (numpy uint8, height x width x 3,
-    RGB) and ``fields``: a dict holding every field the dataset declares, by
+    position in stored order), ``image`` (numpy, height x width x C in the
+    dataset's stored form: C 1 grey, 2 grey and alpha, 3 RGB, 4 RGBA; uint8,
+    or uint16 for a 16-bit dataset) and ``fields``: a dict holding every field the dataset declares, by
     name, in declaration order (empty for a dataset without fields): text as
     str, json parsed (json.loads), int and float as Python numbers, float32
     and int64 vectors as numpy arrays, labels as a list of label numbers
@@ -418,7 +419,8 @@ class Dataset:
     def stored(self, i: Index) -> tuple[str, int, int, bytes]:
         """Sample i's payload as stored, not decoded: ``(codec, width,
         height, data)``, codec "jpeg", "png" or "raw" and data bytes (the
-        JPEG or PNG file's bytes, or raw RGB pixels, row after row).  To
+        JPEG or PNG file's bytes, or raw pixels of the record's form, row
+        after row: manifests/FORMAT.md "Pixel forms").  To
         export records, or hand them to another reader."""
         return self._native.read_stored(self._index(i))
 

@@ -111,10 +111,13 @@ class Batch:
     ``present``.  A Batch pickles (DataLoader workers send it), its
     dataset reopened by location when ``keys`` is first asked for.
 
-    ``images`` is one array (B, H, W, 3) or (B, 3, H, W) when the transform
-    fixes the size, else a list of per-sample arrays; ``labels`` is int64,
-    -1 for a sample without a label.  With output="torch" both are torch
-    tensors sharing the loader's memory (no copy).  The memory is the
+    ``images`` is one array (B, H, W, C) or (B, C, H, W), C the channels of
+    the dataset's form (or the Loader's ``to``), when the transform fixes the
+    size or, without one that changes it, every sample was stored at the
+    manifest's one size; else a list of per-sample arrays.  ``labels`` is
+    int64, -1 for a sample without a label.  With output="torch" both are
+    torch tensors sharing the loader's memory (no copy; uint16 images are
+    copied as int32).  The memory is the
     batch's own: keeping it does not slow the loader down, which takes new
     memory when it needs to.
 
@@ -211,8 +214,8 @@ class Loader:
     ``Loader(ds, batch_size, *, shuffle=True, seed=0, rank=None,
     world_size=None, threads=None, transform=None, drop_last=False,
     remainder=None, shuffle_buffer=None, output="numpy", layout="NHWC",
-    dtype="uint8", on_error="raise", prefetch=2, fields=None,
-    multi_hot=False, box_min_size=1.0)``
+    dtype=None, on_error="raise", prefetch=2, fields=None,
+    multi_hot=False, box_min_size=1.0, to=None)``
 
     - ds: a Dataset, its location, or a Mixture of datasets (shardkit.Mixture:
       its epochs drawn from the sources by weight; batch.sources says each
@@ -232,8 +235,11 @@ class Loader:
     - threads: reader threads (default: the CPUs this process may use); 0
       does the work on the calling thread.
     - transform: shardkit transforms (a list or Compose), run in C.
-    - layout "NHWC"/"NCHW", dtype "uint8"/"float32"/"float16" (Normalize
-      needs a float dtype), output "numpy"/"torch".
+    - layout "NHWC"/"NCHW", dtype "uint8"/"float32"/"float16"/"uint16"
+      (default: the stored samples', uint16 for a 16-bit dataset, else
+      uint8; float is x / 255, x / 65535 for 16 bits; uint8 rounds 16-bit
+      samples to 8, uint16 gives 8-bit ones as x * 257; Normalize needs a
+      float dtype), output "numpy"/"torch".
     - on_error: "raise" (a damaged sample raises CorruptRecordError naming
       shard, record and key) or "skip" (left out of its batch, counted in
       ``stats``).  A batch that raises (CorruptRecordError, or a read that
@@ -252,6 +258,11 @@ class Loader:
     - box_min_size: selected boxes fields: after the transforms, a box
       narrower or lower than this (pixels) is removed with its label, as
       torchvision's SanitizeBoundingBoxes (default 1, its default).
+    - to: None (the dataset's stored form: a grey dataset's images have 1
+      channel, a 16-bit one's are uint16) or "gray", "gray-alpha", "rgb",
+      "rgba": each sample converted to that form first, before the
+      transforms ("rgb" for a model that wants three channels: the grey
+      copied into each).
 
     Iterating yields the batches of the current epoch from the current
     position; when the epoch is over the loader moves to the next epoch.
@@ -277,10 +288,12 @@ class Loader:
                  remainder: Literal["keep", "drop", "pad"] | None = None,
                  shuffle_buffer: int | None = None, output: Literal["numpy", "torch"] = "numpy",
                  layout: Literal["NHWC", "NCHW"] = "NHWC",
-                 dtype: Literal["uint8", "float32", "float16"] = "uint8",
+                 dtype: Literal["uint8", "float32", "float16", "uint16"] | None = None,
                  on_error: Literal["raise", "skip"] = "raise", prefetch: int = DEFAULT_PREFETCH,
                  fields: Iterable[str] | None = None, multi_hot: bool | Iterable[str] = False,
-                 box_min_size: float = 1.0, _worker: int = 0, _workers: int = 1) -> None:
+                 box_min_size: float = 1.0,
+                 to: Literal["gray", "gray-alpha", "rgb", "rgba"] | None = None,
+                 _worker: int = 0, _workers: int = 1) -> None:
         if not isinstance(ds, (Dataset, Mixture)):
             if isinstance(ds, (str, bytes, os.PathLike)):
                 ds = Dataset(ds)
@@ -307,15 +320,20 @@ class Loader:
                                else _seed(shuffle_buffer, "shuffle_buffer"))
         self.output = _choice(output, "output", ("numpy", "torch"))
         self.layout = _choice(layout, "layout", ("NHWC", "NCHW"))
-        self.dtype = _choice(dtype, "dtype", ("uint8", "float32", "float16"))
+        # the stored depth (a mixture's: 16 bits if a source has them)
+        sources = ds.sources if isinstance(ds, Mixture) else [ds]
+        stored = ("uint16" if any(d.manifest.get("stored", {}).get("depth") == 16 for d in sources)
+                  else "uint8")
+        self.dtype = (stored if dtype is None
+                      else _choice(dtype, "dtype", ("uint8", "float32", "float16", "uint16")))
         self.on_error = _choice(on_error, "on_error", ("raise", "skip"))
         prefetch = _check_int(prefetch, "prefetch", maximum=U32_MAX)
         self.transform = compose(transform)
         self._torch = _torch() if output == "torch" else None
         compiled = None
-        if self.transform is not None or (layout, dtype) != ("NHWC", "uint8"):
+        if self.transform is not None or (self.layout, self.dtype) != ("NHWC", stored):
             steps = self.transform if self.transform is not None else _empty()
-            compiled = steps._compiled(layout, dtype)
+            compiled = steps._compiled(self.layout, self.dtype)
         if isinstance(ds, Mixture) and (fields is not None or multi_hot is not False):
             raise ValueError("fields: a Mixture's loader carries no fields (its sources number "
                              "their fields each their own way)")
@@ -331,11 +349,15 @@ class Loader:
         if not 0 <= box_min_size < 1e30:
             raise ValueError(f"box_min_size must be a size in pixels, not {box_min_size}")
         self.box_min_size = float(box_min_size)
+        forms = {"gray": 1, "gray-alpha": 2, "rgb": 3, "rgba": 4}
+        if to is not None and to not in forms:
+            raise ValueError(f"to must be None, 'gray', 'gray-alpha', 'rgb' or 'rgba', not {to!r}")
+        self.to = to
         self._native = _native.Loader(
             ds._native, compiled, self.batch_size, self.shuffle, self.seed, self.rank,
             self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
             prefetch, self.on_error == "skip", _worker, _workers,
-            [f.number for f in self.fields], self.box_min_size)
+            [f.number for f in self.fields], self.box_min_size, forms.get(to or "", 0))
         self._epoch = 0
         self._batch = 0
         # the segments of the current epoch read before (world_size, taken,
@@ -388,6 +410,7 @@ class Loader:
                 "drop_last": self.drop_last, "remainder": self.remainder,
                 "shuffle_buffer": self.shuffle_buffer, "samples": len(self.dataset),
                 "transform": transform, "layout": self.layout, "dtype": self.dtype,
+                **({"to": self.to} if self.to else {}),
                 **self._fields_identity()}
 
     def _source_identity(self) -> dict[str, Any]:
@@ -544,8 +567,7 @@ class Loader:
         values, present = self._batch_fields(fields, indices)
         if self._torch is not None:
             t = self._torch
-            images = ([t.from_numpy(i) for i in images] if isinstance(images, list)
-                      else t.from_numpy(images))
+            images = _to_torch(t, images)
             labels = t.from_numpy(labels)
             sources = t.from_numpy(sources)
             values = {f.name: values[f.name] if f.type == "boxes" else _to_torch(t, values[f.name])
@@ -774,8 +796,9 @@ def _batch_instances(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],
 
 
 def _to_torch(t: Any, v: Any) -> Any:
-    """A batch.fields value as torch tensors: arrays, and the arrays in lists
-    and dicts (boxes); a uint16 mask as int32 (torch has no uint16)."""
+    """A batch's images or a batch.fields value as torch tensors: arrays, and
+    the arrays in lists and dicts (boxes); uint16 (16-bit images, a mask) as
+    int32 (torch has no uint16)."""
     if isinstance(v, np.ndarray):
         return t.from_numpy(v.astype(np.int32) if v.dtype == np.uint16 else v)
     if isinstance(v, dict):

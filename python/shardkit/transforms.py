@@ -29,7 +29,7 @@ from shardkit import _native
 if TYPE_CHECKING:
     from shardkit._native import _Choice, _Step
 
-_DTYPES = ("uint8", "float32", "float16")
+_DTYPES = ("uint8", "float32", "float16", "uint16")
 _LAYOUTS = ("NHWC", "NCHW")
 # The largest value of the C types integer arguments end in: nothing wraps.
 U32_MAX = 2**32 - 1
@@ -190,13 +190,23 @@ class RandomHorizontalFlip(Transform):
 
 
 class Normalize(Transform):
-    """(x / 255 - mean) / std per channel (RGB), in float32: torchvision's
-    ToTensor then Normalize, bit for bit.  Needs a float dtype; only flips
-    may follow it."""
+    """(x / 255 - mean) / std per channel, in float32: torchvision's
+    ToTensor then Normalize, bit for bit.  One mean and std per channel of
+    the dataset: 1 (grey), 2 (grey and alpha) or 3 (RGB); RGBA's alpha is
+    x / 255 (a fourth mean and std, when given, must be 0 and 1).  Needs a
+    float dtype; only flips may follow it."""
 
     def __init__(self, mean: Sequence[float], std: Sequence[float]) -> None:
-        self.mean = _triple(mean, "mean")
-        self.std = _triple(std, "std")
+        n = len(mean) if hasattr(mean, "__len__") else 0
+        if n not in (1, 2, 3, 4) or not hasattr(std, "__len__") or len(std) != n:
+            raise ValueError(f"mean and std need one value per channel (1 to 4), not {mean!r} "
+                             f"and {std!r}")
+        m, sd = _numbers(mean, n, "mean"), _numbers(std, n, "std")
+        if n == 4 and (m[3], sd[3]) != (0.0, 1.0):
+            raise ValueError("the alpha of rgba is x / 255: its mean and std must be 0 and 1")
+        self.channels = n
+        self.mean = _triple(tuple(m[:3]) + (0.0,) * (3 - min(n, 3)), "mean")
+        self.std = _triple(tuple(sd[:3]) + (1.0,) * (3 - min(n, 3)), "std")
         if any(s == 0 for s in self.std):
             raise ValueError(f"std must not contain 0, not {self.std!r}")
 
@@ -250,8 +260,9 @@ class Compose(Transform):
         if layout not in _LAYOUTS:
             raise ValueError(f"layout must be 'NHWC' or 'NCHW', not {layout!r}")
         if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be 'uint8', 'float32' or 'float16', not {dtype!r}")
-        if dtype == "uint8" and self.normalizes:
+            raise ValueError(f"dtype must be 'uint8', 'float32', 'float16' or 'uint16', not "
+                             f"{dtype!r}")
+        if dtype in ("uint8", "uint16") and self.normalizes:
             raise ValueError("dtype: Normalize gives float values; pass dtype='float32' or "
                              "'float16'")
         key = (layout, dtype)

@@ -213,6 +213,7 @@ PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum sh
 {
     const char *format = dtype == SHARD_DTYPE_FLOAT32   ? "f"
                          : dtype == SHARD_DTYPE_FLOAT16 ? "e"
+                         : dtype == SHARD_DTYPE_UINT16  ? "H"
                                                         : "B";
     return buffer_make(data, ndim, shape, format, (Py_ssize_t)shard_dtype_size(dtype), owner,
                        free_fn, free_arg);
@@ -227,12 +228,13 @@ PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape, c
     return buffer_make((void *)data, ndim, shape, format, itemsize, owner, NULL, NULL);
 }
 
-void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height, Py_ssize_t *shape)
+void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height, uint32_t channels,
+                       Py_ssize_t *shape)
 {
     if (layout == SHARD_LAYOUT_NCHW) {
-        shape[0] = 3, shape[1] = height, shape[2] = width;
+        shape[0] = channels, shape[1] = height, shape[2] = width;
     } else {
-        shape[0] = height, shape[1] = width, shape[2] = 3;
+        shape[0] = height, shape[1] = width, shape[2] = channels;
     }
 }
 

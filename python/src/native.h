@@ -65,7 +65,7 @@ PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape, c
                           PyObject *owner);
 
 /* The shape of one sample of width x height in `layout`: (h, w, 3) or (3, h, w). */
-void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height,
+void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height, uint32_t channels,
                        Py_ssize_t *shape);
 
 /* Read the integer argument `what` (an int, or anything with __index__ but

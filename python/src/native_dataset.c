@@ -182,7 +182,8 @@ static int read_item(DatasetObject *d, PyObject *arg, unsigned flags, struct sha
     return 0;
 }
 
-/* read(index) -> (key_bytes, label or -1, Buffer (h, w, 3) uint8, fields: a
+/* read(index) -> (key_bytes, label or -1, Buffer (h, w, c) uint8 or uint16 in
+ * the dataset's stored form, fields: a
  * tuple of (field number, value bytes), see skpy_item_fields) */
 static PyObject *dataset_read(PyObject *self, PyObject *arg)
 {
@@ -197,14 +198,15 @@ static PyObject *dataset_read(PyObject *self, PyObject *arg)
     *img = item.pixels; /* the pixels move to the buffer */
     memset(&item.pixels, 0, sizeof item.pixels);
     Py_ssize_t shape[3];
-    skpy_sample_shape(SHARD_LAYOUT_NHWC, img->width, img->height, shape);
+    skpy_sample_shape(SHARD_LAYOUT_NHWC, img->width, img->height, img->channels, shape);
     PyObject *key = PyBytes_FromStringAndSize((const char *)item.key.data,
                                               (Py_ssize_t)item.key.len);
     PyObject *fields = skpy_item_fields(&item);
     int32_t label = item.label;
     shard_item_release(&item);
-    PyObject *buf = skpy_buffer_new(img->pixels, 3, shape, SHARD_DTYPE_UINT8, NULL, image_free,
-                                    img);
+    PyObject *buf = skpy_buffer_new(img->pixels, 3, shape,
+                                    img->depth == 16 ? SHARD_DTYPE_UINT16 : SHARD_DTYPE_UINT8, NULL,
+                                    image_free, img);
     if (!key || !buf || !fields) {
         Py_XDECREF(key);
         Py_XDECREF(buf);

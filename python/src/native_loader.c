@@ -129,20 +129,24 @@ static int take_segments(PyObject *seq, struct shard_plan_segment **out, size_t 
 static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     LoaderObject *lo = (LoaderObject *)self;
-    static char *names[] = {"dataset",      "transforms", "batch_size",     "shuffle",
-                            "seed",         "rank",       "world_size",     "threads",
-                            "drop_last",    "remainder",  "shuffle_buffer", "prefetch",
-                            "skip_errors",  "worker",     "workers",        "fields",
-                            "box_min_size", NULL};
+    static char *names[] = {"dataset",     "transforms",     "batch_size",
+                            "shuffle",     "seed",           "rank",
+                            "world_size",  "threads",        "drop_last",
+                            "remainder",   "shuffle_buffer", "prefetch",
+                            "skip_errors", "worker",         "workers",
+                            "fields",      "box_min_size",   "channels",
+                            NULL};
     PyObject *dataset, *transforms, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
     PyObject *prefetch_o, *worker_o = NULL, *workers_o = NULL, *fields_o = Py_None;
     int shuffle, drop_last, skip_errors;
     const char *remainder;
     double box_min_size = 1.0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOpOOOOpsOOp|OOOd:Loader", names, &dataset,
+    PyObject *channels_o = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOpOOOOpsOOp|OOOdO:Loader", names, &dataset,
                                      &transforms, &batch_o, &shuffle, &seed_o, &rank_o, &world_o,
                                      &threads_o, &drop_last, &remainder, &buffer_o, &prefetch_o,
-                                     &skip_errors, &worker_o, &workers_o, &fields_o, &box_min_size))
+                                     &skip_errors, &worker_o, &workers_o, &fields_o, &box_min_size,
+                                     &channels_o))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -166,7 +170,8 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
         skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0 ||
         skpy_u32(prefetch_o, "prefetch", 1, &o.prefetch) < 0 ||
         (worker_o && skpy_u32(worker_o, "worker", 0, &o.worker) < 0) ||
-        (workers_o && skpy_u32(workers_o, "workers", 1, &o.workers) < 0))
+        (workers_o && skpy_u32(workers_o, "workers", 1, &o.workers) < 0) ||
+        (channels_o && skpy_u32(channels_o, "channels", 0, &o.channels) < 0))
         return -1;
     o.threads = (int)threads;
     o.box_min_size = box_min_size;
@@ -366,12 +371,12 @@ static PyObject *batch_tuple(LoaderObject *lo, struct shard_batch *b)
     Py_ssize_t shape[4];
     if (in->fixed) {
         shape[0] = in->count;
-        skpy_sample_shape(in->layout, in->width, in->height, shape + 1);
+        skpy_sample_shape(in->layout, in->width, in->height, in->channels, shape + 1);
         images = skpy_buffer_new(in->data, 4, shape, in->dtype, (PyObject *)holder, NULL, NULL);
     } else {
         images = PyList_New(in->count);
         for (uint32_t j = 0; images && j < in->count; j++) {
-            skpy_sample_shape(in->layout, in->widths[j], in->heights[j], shape);
+            skpy_sample_shape(in->layout, in->widths[j], in->heights[j], in->channels, shape);
             PyObject *s = skpy_buffer_new(in->samples[j], 3, shape, in->dtype, (PyObject *)holder,
                                           NULL, NULL);
             if (!s) {
@@ -534,7 +539,8 @@ PyTypeObject skpy_loader_type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Loader(dataset, transforms, batch_size, shuffle, seed, rank, world_size, threads, "
               "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, worker=0, workers=1, "
-              "fields=None, box_min_size=1.0)\n--\n\nthe C batch loader (use shardkit.Loader)",
+              "fields=None, box_min_size=1.0, channels=0)\n--\n\nthe C batch loader (use "
+              "shardkit.Loader)",
     .tp_methods = loader_methods,
     .tp_init = loader_init,
     .tp_new = PyType_GenericNew,

@@ -87,8 +87,8 @@ int skpy_transforms_build(PyObject *steps, const char *layout, const char *dtype
         return -1;
     }
     if (shard_dtype_parse(dtype, &d)) {
-        PyErr_Format(PyExc_ValueError, "dtype must be 'uint8', 'float32' or 'float16', not '%s'",
-                     dtype);
+        PyErr_Format(PyExc_ValueError,
+                     "dtype must be 'uint8', 'float32', 'float16' or 'uint16', not '%s'", dtype);
         return -1;
     }
     PyObject *seq = PySequence_Fast(steps, "transform steps must be a sequence");
@@ -261,7 +261,8 @@ static PyObject *transforms_apply(PyObject *self, PyObject *args)
         goto done;
     }
     Py_ssize_t shape[3];
-    skpy_sample_shape(shard_transforms_layout(a->transforms), d->out_width, d->out_height, shape);
+    skpy_sample_shape(shard_transforms_layout(a->transforms), d->out_width, d->out_height, 3,
+                      shape);
     result = skpy_buffer_new(out, 3, shape, shard_transforms_dtype(a->transforms), NULL, free, out);
     out = NULL; /* the buffer owns it (or freed it) */
 done:

@@ -219,7 +219,7 @@ done
 
 say "PREV of another format version: refused (or rebuilt in full)"
 cp -r "$T/prev" "$T/v3"
-sed -i 's/"version": 1,/"version": 3,/' "$T/v3/manifest.json"
+sed -i 's/"version": [0-9]*,/"version": 4,/' "$T/v3/manifest.json"
 damaged "$T/v3"
 must_fail 1 shardify $OPTS --incremental "$T/v3" "$T/src" "$T/other"
 must_say "was built by another format version" "$T/err"

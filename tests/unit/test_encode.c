@@ -461,11 +461,20 @@ static void test_invalid_encode_requests_are_refused_with_a_reason(void **state)
     assert_int_equal(shard_encode(&img, SHARD_CODEC_JPEG, 101, &buf, &err), SHARD_EINVAL);
     assert_int_equal(shard_encode(&img, (enum shard_codec)9, 90, &buf, &err), SHARD_EINVAL);
     assert_int_equal(shard_encode(&empty, SHARD_CODEC_PNG, 90, &buf, &err), SHARD_EINVAL);
-    assert_int_equal(shard_image_alloc(&grey, 8, 8, 1, NULL), 0);
+    /* five channels is no pixel form; JPEG stores neither alpha nor 16 bits */
+    assert_int_equal(shard_image_alloc(&grey, 8, 8, 5, NULL), 0);
     for (int c = 0; c < 3; c++) {
         assert_int_equal(shard_encode(&grey, (enum shard_codec)c, 90, &buf, &err), SHARD_EINVAL);
-        assert_non_null(strstr(err.msg, "1 channels"));
+        assert_non_null(strstr(err.msg, "5 channels of 8 bits"));
     }
+    assert_int_equal(shard_image_alloc_form(&grey, 8, 8, 2, 8, NULL), 0);
+    assert_int_equal(shard_encode(&grey, SHARD_CODEC_JPEG, 90, &buf, &err), SHARD_EINVAL);
+    assert_string_equal(
+        err.msg, "cannot encode JPEG: gray-alpha of 8 bits (JPEG stores gray or rgb of 8 bits)");
+    assert_int_equal(shard_image_alloc_form(&grey, 8, 8, 1, 16, NULL), 0);
+    assert_int_equal(shard_encode(&grey, SHARD_CODEC_JPEG, 90, &buf, &err), SHARD_EINVAL);
+    assert_string_equal(err.msg,
+                        "cannot encode JPEG: gray of 16 bits (JPEG stores gray or rgb of 8 bits)");
     /* JPEG cannot hold a side over 65500 */
     struct shard_image wide = {0};
     assert_int_equal(shard_image_alloc(&wide, 70000, 1, 3, NULL), 0);

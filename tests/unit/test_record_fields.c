@@ -601,7 +601,11 @@ static void test_a_manifest_with_fields_round_trips(void **state)
     at[11] = '1';
     assert_int_equal(shard_manifest_load_buffer(v1, strlen(v1), &back, &err), SHARD_ECORRUPT);
     assert_non_null(strstr(err.msg, "a version 1 config has fields"));
+    /* version 3 says what its pixels are; a later version is refused */
     at[11] = '3';
+    assert_int_equal(shard_manifest_load_buffer(v1, strlen(v1), &back, &err), SHARD_ECORRUPT);
+    assert_non_null(strstr(err.msg, "config.pixels is not"));
+    at[11] = '4';
     assert_int_equal(shard_manifest_load_buffer(v1, strlen(v1), &back, &err), SHARD_EUNSUPPORTED);
     free(v1);
     char *twice = strdup(text);

@@ -100,6 +100,8 @@ fi
 jobs=${jobs:-1}
 case "$jobs" in *[!0-9]* | 0) jobs=1 ;; esac
 running=""  # the tests under way (jobs > 1), by name
+# a test that runs make runs its own, not a part of this one's (-j's jobserver)
+unset MAKEFLAGS MFLAGS MAKELEVEL
 
 # run_one NAME COMMAND...: run it, its log in BUILD/tests/NAME.log; prints
 # its "ok" or "FAIL" lines; the command's status

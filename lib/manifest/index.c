@@ -142,6 +142,8 @@ static int fast_sample_line(const struct shard_sample *s, const struct shard_con
             return 0;
     if (s->source_bytes > INT64_MAX || (uint64_t)s->record > INT64_MAX)
         return 0;
+    if ((s->channels && s->channels != SHARD_PIXELS_RGB) || (s->depth && s->depth != 8))
+        return 0; /* its "pixels" and "depth": jansson's line */
     size_t was = out->len;
     int bad = 0;
     put_str(out, "{\"key\":", &bad);
@@ -501,6 +503,8 @@ static int fast_parse_sample(const char *line, size_t len, const struct shard_co
     s->height = (uint32_t)height;
     s->source_bytes = bytes;
     s->source_xxh3 = xxh3;
+    s->channels = SHARD_PIXELS_RGB; /* a line without "pixels" and "depth" */
+    s->depth = 8;
     if (count)
         memcpy(s->fields, fields, count * sizeof *s->fields);
     s->field_count = count;

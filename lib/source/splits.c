@@ -35,7 +35,7 @@ int shard_source_splits(const char *dir, char ***names, size_t *count, size_t *o
     *names = NULL;
     *count = 0;
     *others = 0;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* nofollow: the SRC named */
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         int e = errno;

@@ -457,7 +457,7 @@ static int scan_urls(struct source_run *s, struct shard_err *err)
     if (!rc && !mkdtemp(dir))
         rc = shard_err_errno(err, SHARD_EIO, errno, "cannot create a directory in '%s'",
                              tmp && *tmp ? tmp : "/tmp");
-    int fd = rc ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = rc ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (!rc && fd < 0)
         rc = shard_err_errno(err, SHARD_EIO, errno, "cannot open '%s'", dir);
     char *path = rc ? NULL : sk_fs_join(dir, "archive");

@@ -33,7 +33,7 @@ say "each make target asks for its own group"
 for target in demo test sanitize check bench fuzz python screenshots deb format format-check; do
     case $target in
     sanitize) group=test ;;
-    check) group=unit ;;
+    check) group=demo ;;
     format-check) group=format ;;
     *) group=$target ;;
     esac
@@ -41,6 +41,13 @@ for target in demo test sanitize check bench fuzz python screenshots deb format 
         { cat "$T/make.out" >&2; die "make -n $target failed"; }
     head -n 1 "$T/make.out" | grep -qx "scripts/deps.sh $group" ||
         { head -n 3 "$T/make.out" >&2; die "make $target does not start with scripts/deps.sh $group"; }
+done
+
+say "DEPS=no: no target installs anything"
+for target in demo test check; do
+    make -C "$TOP" -n --no-print-directory BUILD="$T/build" DEPS=no "$target" >"$T/make.out" 2>&1 ||
+        { cat "$T/make.out" >&2; die "make -n DEPS=no $target failed"; }
+    ! grep -q "scripts/deps.sh" "$T/make.out" || die "make DEPS=no $target runs scripts/deps.sh"
 done
 
 say "make demo: the build and Pillow, nothing of the tests, benchmarks or fuzzing"

@@ -58,9 +58,20 @@ static void usage(FILE *to)
 static int decode_one(enum decoder d, const struct payload *p, tjhandle tj, uint8_t **buf,
                       size_t *cap, struct shard_image *img, char *msg, size_t msg_size)
 {
-    if (d == DEC_READER) {
+    if (d == DEC_READER) { /* the record's form, widened to the dataset's as the reader does */
         struct shard_err err = {0};
-        if (shard_decode_payload(p->codec, p->data, p->len, p->width, p->height, img, &err)) {
+        struct shard_image wide = {0};
+        int rc = shard_decode_payload_form(p->codec, p->data, p->len, p->width, p->height,
+                                           p->channels, p->depth, img, &err);
+        if (!rc && (img->channels != p->read_channels || p->depth != p->read_depth) &&
+            !(rc = shard_image_convert(img, p->read_channels, p->read_depth, p->background, &wide,
+                                       &err))) {
+            struct shard_image t = *img;
+            *img = wide;
+            wide = t;
+        }
+        shard_image_release(&wide);
+        if (rc) {
             snprintf(msg, msg_size, "%.*s", (int)msg_size - 1, err.msg);
             return -1;
         }

@@ -375,15 +375,17 @@ struct shard_loader_options {
      * the manifest's config.fields, none twice), copied; NULL and 0: none. */
     const uint32_t *fields;
     uint32_t field_count;
-    /* Selected BOXES fields: after the transforms, a box narrower or lower
-     * than this (pixels) is removed with its class (shard_transforms_boxes);
-     * default 1, torchvision's SanitizeBoundingBoxes. */
-    double box_min_size;
-    /* The channels each sample is given in: 0 (the default) the dataset's
+    /* (in what was padding before box_min_size: 0.1.0's layout and size are
+     * kept, tests/fixtures/older_names.c)
+     * The channels each sample is given in: 0 (the default) the dataset's
      * stored form; 1..4 each sample converted to that many first, before
      * any transform (shard_image_convert: 3 gives a grey dataset's samples
      * as RGB to a model that wants three channels, 1 an RGB one's as grey). */
     uint32_t channels;
+    /* Selected BOXES fields: after the transforms, a box narrower or lower
+     * than this (pixels) is removed with its class (shard_transforms_boxes);
+     * default 1, torchvision's SanitizeBoundingBoxes. */
+    double box_min_size;
 };
 
 /* Defaults: batch 64, drop_last 0, shard_plan_options_init's plan but with

@@ -26,8 +26,9 @@ while [ $i -lt 12 ]; do cp "$F/rgb.jpg" "$SRC/c_clean/rgb$i.jpg"; i=$((i + 1)); 
 cp "$F/rgb.png" "$SRC/c_clean/rgb.png"
 
 # stored at their own size, losslessly: the stored pixels are the decoder's
+# 8-bit RGB: the references are djpeg's PPMs and the PNGs composited over white
 # (16K shards: about one record each)
-OPTS="--size 4096 --no-upscale --codec png --no-shuffle --shard-size 16K --threads 1"
+OPTS="--size 4096 --no-upscale --codec png --no-shuffle --shard-size 16K --threads 1 --pixels rgb --depth 8"
 
 say "warned files are samples, their warning on the index line and in the counts"
 shardify "$SRC" "$DST" $OPTS --json >"$T/summary.json" 2>"$T/err"

@@ -159,7 +159,7 @@ say "a test whose dataset the schemas do not describe fails, naming the file; on
 cat >"$P/tests/cli/test_bad_dataset.sh" <<'EOF'
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T/d"
-printf '{"format": "shardkit", "version": 3}' >"$T/d/manifest.json"
+printf '{"format": "shardkit", "version": 4}' >"$T/d/manifest.json"
 [ -z "${DAMAGED:-}" ] || damaged "$T/d"
 EOF
 cat >"$P/python/tests/test_bad_dataset.py" <<'EOF'
@@ -169,7 +169,7 @@ from conftest import damaged
 
 
 def test_writes_a_manifest(tmp_path):
-    (tmp_path / "manifest.json").write_text('{"format": "shardkit", "version": 3}')
+    (tmp_path / "manifest.json").write_text('{"format": "shardkit", "version": 4}')
     if os.environ.get("DAMAGED"):
         damaged(tmp_path)
 EOF
@@ -177,10 +177,10 @@ runner 0 test_bad_dataset python_tests
 [ "$status" -eq 1 ] || { cat "$T/out" >&2; die "a dataset against the schemas passed"; }
 [ "$(tail -n 1 "$T/out")" = "passed: 0, failed: 2 (test_bad_dataset python_tests), skipped: 3" ] ||
     { cat "$T/out" >&2; die "wrong closing line"; }
-must_say "/d/manifest.json: version: 3 is not one of [1, 2]" "$B/tests/test_bad_dataset.log"
+must_say "/d/manifest.json: version: 4 is not one of [1, 2, 3]" "$B/tests/test_bad_dataset.log"
 must_say "FAIL: a dataset this test wrote disagrees with manifests/" "$B/tests/test_bad_dataset.log"
 must_say "a dataset this test wrote disagrees with manifests/" "$B/tests/python_tests.log"
-must_say "manifest.json: version: 3 is not one of [1, 2]" "$B/tests/python_tests.log"
+must_say "manifest.json: version: 4 is not one of [1, 2, 3]" "$B/tests/python_tests.log"
 DAMAGED=1 runner 0 test_bad_dataset python_tests
 [ "$status" -eq 0 ] || { cat "$T/out" >&2; die "a dataset damaged on purpose failed its test"; }
 rm "$P/tests/cli/test_bad_dataset.sh" "$P/python/tests/test_bad_dataset.py"

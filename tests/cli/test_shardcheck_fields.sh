@@ -41,8 +41,8 @@ COLUMNS="--annotations $T/ann.jsonl --field tags=labels --field weight=float --f
 say "shardify a folder with sidecars, and one with an annotation table too"
 shardify "$SRC" "$T/side" --size 48 $SIDECARS --quiet
 shardify "$SRC" "$T/cols" --size 48 $COLUMNS --field caption=text,from=.txt --quiet
-[ "$(json "$T/side/manifest.json" "d['version'], d['counts']['orphans']")" = "(2, 1)" ] ||
-    die "not a version 2 dataset with one orphan"
+[ "$(json "$T/side/manifest.json" "d['version'], d['counts']['orphans']")" = "(3, 1)" ] ||
+    die "not a version 3 dataset (one image is grey, the others RGB) with one orphan"
 
 say "a clean dataset verifies with --deep --source (and --annotations)"
 shardcheck "$T/side" --deep --source "$SRC" --json >"$T/side.json" ||
@@ -148,10 +148,11 @@ shardcheck "$T/col" --source "$SRC" >"$T/out" || die "a missing table is a failu
 must_say "the labels came from an annotation table; pass that table (--annotations FILE)" "$T/out"
 sed 's/"k0"/"k2"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
 check_src "$SRC" "$T/col" "source: 'a/0003.jpg' has label 'k0' in the dataset, SRC gives 'k2'" --annotations "$T/t/kinds.jsonl"
-# the config names the table (without fields too): another one giving the same classes is not it
+# the config names the table (without fields too; version 3 for the grey image among RGB):
+# another one giving the same classes is not it
 sed 's/"kind"/"other": 1, "kind"/' "$T/kinds.jsonl" >"$T/t/kinds.jsonl"
 [ "$(json "$T/col/manifest.json" 'd["version"], d["config"]["labels"].startswith("column:kind:file:kinds.jsonl:")')" = \
-  "(1, True)" ] || die "the config does not name the table: $(json "$T/col/manifest.json" 'd["config"]')"
+  "(3, True)" ] || die "the config does not name the table: $(json "$T/col/manifest.json" 'd["config"]')"
 check_src "$SRC" "$T/col" "source: the annotation table is 'file:kinds.jsonl:" --annotations "$T/t/kinds.jsonl"
 must_say "the config says 'file:kinds.jsonl:" "$T/stdout"
 

@@ -341,7 +341,7 @@ bench:
 	    $(BUILD)/bench/write_ceiling $(BUILD)/bench/train_ceiling $(BUILD)/bench/augment_speed
 	@bench/run.sh $(BUILD)
 
-# The screenshots of the HTML reports in docs/ (README.md shows them), made
+# The screenshots of the HTML reports in docs/ (docs/guide/reports.md shows them), made
 # from the demo data in headless Chromium.
 screenshots:
 	@$(DEPS_SH) screenshots

@@ -4,7 +4,8 @@
 # commands, five commands, links onward); every relative link of README.md,
 # CONTRIBUTING.md and docs/ reaches a file, and its #anchor a heading there;
 # docs/README-MOVED.md names a home for every section of the former README;
-# the exit statuses are written in one table only; and the Loader's
+# the exit statuses are written in one table only (the man pages'
+# EXIT STATUS is made of it); and the Loader's
 # signature in the PyTorch guide is shardkit.Loader's own.  The code blocks
 # the guides run as written are run by their tests (test_readme_layouts,
 # python/tests/test_package.py and test_train_example.py).
@@ -77,6 +78,15 @@ grep -l -E '^\| 2 \|.*usage error' README.md CONTRIBUTING.md BENCHMARKS.md \
 printf 'docs/reference/exit-status.md\n' >"$T/tables.want"
 cmp -s "$T/tables" "$T/tables.want" ||
     die "the exit-status table is written in: $(tr '\n' ' ' <"$T/tables") (one home: docs/reference/exit-status.md)"
+
+say "the manual pages' EXIT STATUS is made of it, not written again in man/"
+grep -l '^\[EXIT STATUS\]' man/*.h2m >"$T/h2m" || true
+[ ! -s "$T/h2m" ] || die "man/ writes exit statuses again: $(tr '\n' ' ' <"$T/h2m")"
+for page in shardify shardcheck shardcat shardbench shardreport; do
+    "$PYTHON" scripts/exit_status.py docs/reference/exit-status.md "$page" >"$T/$page.exit" ||
+        die "no EXIT STATUS for $page from docs/reference/exit-status.md"
+    grep -q '^\.B 2$' "$T/$page.exit" || die "$page's EXIT STATUS has no status 2"
+done
 
 say "the PyTorch guide gives shardkit.Loader's signature as loader.py has it"
 if with_python "the Loader's signature"; then

@@ -9,7 +9,8 @@
 # annotation table, COCO boxes, masks and instances, mask sidecars
 # (_mask.png, and a WebDataset tar's .seg.png), VOC's and Cityscapes' mask
 # folders (255: void), a Hugging Face imagefolder (splits, metadata.jsonl)
-# and a table keyed by another column, a conversion in parts and its merge,
+# and a table keyed by another column, a conversion in parts and its merge
+# (and a check in parts and its combine),
 # an incremental run, and archives named by URL.  Every one must verify,
 # and (lib.sh) every manifest must agree with manifests/.  Each command's
 # options are held to its page first: a guide that stops showing a command
@@ -36,6 +37,9 @@ shown docs/guide/sources.md "shardify photos/ shards/ --labels none --annotation
 shown docs/guide/sources.md "shardify 'https://data.example.org/shards/{00000..00099}.tar' shards/ --labels sidecar:.cls"
 shown docs/guide/parts.md "shardify --part 2/3 SRC DST"
 shown docs/guide/parts.md "shardify merge DST"
+shown docs/guide/parts.md "mkdir results "
+shown docs/guide/parts.md "shardcheck --part 2/3 --result results/ DST"
+shown docs/guide/parts.md "shardcheck --combine results/ DST"
 
 L=$T/layouts
 mkdir -p "$L"
@@ -297,6 +301,16 @@ for i in 0 1 2; do
 done
 shardify merge --quiet "$T/parts"
 layout parts "$L/raw" "$T/parts"
+say "a check in parts and its combine: the verdict of a whole check"
+mkdir "$T/results"
+for i in 0 1 2; do
+    shardcheck --part "$i/3" --result "$T/results/" "$T/parts" >"$T/part-$i.check" 2>&1 ||
+        { cat "$T/part-$i.check" >&2; die "part $i of the check did not write its result"; }
+done
+[ "$(ls "$T/results" | wc -l)" = 3 ] || die "the parts wrote: $(ls "$T/results")"
+shardcheck --combine "$T/results/" "$T/parts" >"$T/combine.check" 2>&1 ||
+    { cat "$T/combine.check" >&2; die "the combined check of the merged parts does not verify"; }
+must_say "verified '$T/parts'" "$T/combine.check"
 
 say "an incremental run after the source changed"
 cp "$L/raw/cat/c0.jpg" "$L/raw/cat/c9.jpg"

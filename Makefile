@@ -341,7 +341,7 @@ bench:
 	    $(BUILD)/bench/write_ceiling $(BUILD)/bench/train_ceiling $(BUILD)/bench/augment_speed
 	@bench/run.sh $(BUILD)
 
-# The screenshots of the HTML reports in docs/ (README.md shows them), made
+# The screenshots of the HTML reports in docs/ (docs/guide/reports.md shows them), made
 # from the demo data in headless Chromium.
 screenshots:
 	@$(DEPS_SH) screenshots
@@ -414,11 +414,18 @@ HELP2MAN = $(if $(SOURCE_DATE_EPOCH),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH)) hel
 man: $(MANPAGES)
 completion: $(COMPLETIONS)
 
-$(BUILD)/man/man1/%.1: $(BUILD)/bin/% man/%.h2m man/s3.h2m
+$(BUILD)/man/man1/%.1: $(BUILD)/bin/% man/%.h2m man/s3.h2m $(BUILD)/man/exit/%.h2m
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  MAN     $@")
 	$(Q)$(HELP2MAN) --include=man/$*.h2m $(if $(filter $*,$(S3_TOOLS)),--include=man/s3.h2m) \
-	    --output=$@ $(BUILD)/bin/$*
+	    --include=$(BUILD)/man/exit/$*.h2m --output=$@ $(BUILD)/bin/$*
+
+# A tool's EXIT STATUS section, made of docs/reference/exit-status.md, where
+# the statuses are written once.
+.PRECIOUS: $(BUILD)/man/exit/%.h2m
+$(BUILD)/man/exit/%.h2m: docs/reference/exit-status.md scripts/exit_status.py
+	@mkdir -p $(dir $@)
+	$(Q)$(PYTHON) scripts/exit_status.py $< $* >$@.tmp && mv $@.tmp $@
 
 # `shardify merge` has a page of its own, made from `shardify merge --help`.
 $(BUILD)/man/shardify-merge: $(BUILD)/bin/shardify

@@ -10,7 +10,7 @@ compiled with -fPIC), in $SHARDKIT_BUILD (default: the checkout's build/).
 A source distribution carries what that needs, the Makefile, lib/ and
 include/, in its folder csrc/ (see SDist), and builds the library in the
 wheel's temporary build folder: it builds and installs away from any
-checkout, with the reader's Debian -dev packages (README.md).
+checkout, with the reader's Debian -dev packages (docs/guide/pytorch.md).
 It is the reader's archive: the read path, the loader and payload decoding
 (raw, JPEG, PNG), without the converter and its libvips decoder, so a
 training process that imports shardkit maps neither libvips nor glib.

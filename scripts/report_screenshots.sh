@@ -1,6 +1,6 @@
 #!/bin/sh
 # report_screenshots.sh BUILD - the screenshots of the three HTML reports in
-# docs/ (shown in README.md), made from the demo data: the shardcheck report
+# docs/ (shown in docs/guide/reports.md), made from the demo data: the shardcheck report
 # of `make demo`'s dataset, a shardbench comparison with a consumer step, and
 # the nightly index of a few runs (one of them failing its check).  Each page
 # is rendered in headless Chromium (tests/browser/render.py), its top cut to

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The exit statuses of every tool; README.md ("Exit status") is the one
- * table the tools' --help texts refer to. */
+/* The exit statuses of every tool; docs/reference/exit-status.md is the
+ * one table the tools' --help texts summarise. */
 enum cli_exit {
     CLI_EXIT_OK = 0,     /* everything asked for was done */
     CLI_EXIT_FAILED = 1, /* the work started and did not fully succeed: a failed run,

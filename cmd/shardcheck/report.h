@@ -32,7 +32,7 @@ typedef void report_writer(const struct report *r, FILE *out);
 
 /* Verified or FAILED, the problems (the first 100), each pass's rate. */
 report_writer report_write_text;
-/* One JSON object, every problem (README.md, shardcheck's --json). */
+/* One JSON object, every problem (docs/guide/shardcheck.md, --json). */
 report_writer report_write_json;
 /* A self-contained HTML page: verdict, problems, counts, a contact sheet of
  * stored images, rejects, labels source against shards, stored sizes,

@@ -34,7 +34,7 @@ static const char usage_text[] =
     "        previous shardify output (see --overwrite and --resume); or\n"
     "        s3://BUCKET/PREFIX: each shard is uploaded when it is finished,\n"
     "        index.jsonl next and manifest.json last (settings: AWS_* variables\n"
-    "        and ~/.aws, as the AWS CLI; see the README)\n"
+    "        and ~/.aws, as the AWS CLI: docs/guide/remote.md)\n"
     "\n"
     "Options:\n"
     "  --size N              training resolution (default 512)\n"

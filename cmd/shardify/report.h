@@ -27,7 +27,7 @@ typedef void report_writer(const struct report *r, FILE *out);
 report_writer report_write_text;
 /* Only the warnings (what --quiet still shows). */
 report_writer report_write_warnings;
-/* One JSON object on one line (README.md, "The --json summary"). */
+/* One JSON object on one line (docs/guide/shardify.md, "The --json summary"). */
 report_writer report_write_json;
 
 /* shardify_options.progress: a bar or plain lines on stderr; `user` is a

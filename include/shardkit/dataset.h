@@ -65,7 +65,7 @@ struct shard_dataset;
  * variables, ~/.aws/credentials and ~/.aws/config, AWS_PROFILE -, unsigned
  * only when SHARDKIT_S3_NO_SIGN_REQUEST is true, SHARD_EINVAL when there
  * are none; AWS_ENDPOINT_URL(_S3) or the profile names another store: see
- * the README's settings table).
+ * docs/guide/remote.md, the settings table).
  * Remotely, manifest.json is fetched with one GET; shards are read with
  * range requests in large windows, several connections at a time, transient
  * failures retried with backoff - the server must support range requests
@@ -156,7 +156,7 @@ struct shard_dataset_options {
      * $SHARDKIT_CACHE_LIMIT ("20G", "512M", bytes; powers of 1024) when
      * set.  A shard that cannot be cached (a full disk) is read remotely:
      * shard_dataset_cache_warning says why.  The directory's layout and
-     * rules: README.md, "Node-local cache". */
+     * rules: docs/guide/remote.md, "Node-local cache". */
     const char *cache_dir;
     uint64_t cache_limit;
     /* For measuring remote reading against a server on loopback, where no

@@ -21,7 +21,7 @@ and ``Loader(ds, 256, fields=["caption", "meta"])``, whose batches carry
 ``batch.fields`` and ``batch.present``.
 
 numpy is required; torch is optional (``output="torch"`` and
-``shardkit.torch`` need it).  See the README's Python section.
+``shardkit.torch`` need it).  See docs/guide/pytorch.md.
 """
 from shardkit.errors import (CorruptDatasetError, CorruptRecordError, ExistsError,
                              InvalidArgumentError, LimitError, LockedError, MismatchError,

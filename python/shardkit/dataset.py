@@ -235,7 +235,7 @@ class Dataset:
     """A shardkit dataset: ``Dataset(location)`` with a directory holding
     manifest.json and its shards, an ``http://`` / ``https://`` URL under
     which they are served, or an ``s3://bucket/prefix`` in an S3-compatible
-    store (settings as the AWS CLI finds them: see the README).
+    store (settings as the AWS CLI finds them: see docs/guide/remote.md).
 
     Only manifest.json is read when it opens; each shard's footer is read the
     first time one of its samples is.  ``len(ds)``, ``ds[i]`` (a Sample;

@@ -15,6 +15,7 @@ that damages a manifest on purpose says so with damaged(DIR)."""
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,13 @@ def tool(name):
 def shardify(src, dst, *options):
     subprocess.run([tool("shardify"), *options, "--quiet", src, dst], check=True)
     return dst
+
+
+def doc_blocks(page, language):
+    """The code blocks of one language in a page of the documentation
+    (docs/...), in order: what a test runs as written."""
+    with open(os.path.join(TOP, page)) as f:
+        return re.findall(r"```" + language + r"\n(.*?)```", f.read(), re.S)
 
 
 def sample_images():

@@ -1,11 +1,10 @@
-"""The package as users get it: the README's PyTorch example runs as
+"""The package as users get it: the PyTorch guide's first example runs as
 written, `pip install --no-build-isolation ./python` installs a working
 package into a venv without the network, and so does its source
 distribution, unpacked where no checkout is beside it."""
 import glob
 import importlib.util
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -14,16 +13,14 @@ import tarfile
 import pytest
 
 import shardkit
-from conftest import BIN, PYTHON, SAMPLE, TOP, sample_images, shardify, subprocess_env
+from conftest import BIN, PYTHON, SAMPLE, TOP, doc_blocks, sample_images, shardify, subprocess_env
 from test_minimum_python import minimum
 
 
-def readme_example():
-    with open(os.path.join(TOP, "README.md")) as f:
-        text = f.read()
-    section = text[text.index("## Python and PyTorch"):]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert blocks, "no python example in the README's Python section"
+def guide_example():
+    """docs/guide/pytorch.md's first Python block: its training loop."""
+    blocks = doc_blocks("docs/guide/pytorch.md", "python")
+    assert blocks, "no python example in docs/guide/pytorch.md"
     return blocks[0]
 
 
@@ -41,9 +38,9 @@ def class_folders(workdir):
     return dst
 
 
-def test_the_readme_pytorch_example_runs_as_written(class_folders, tmp_path):
+def test_the_guide_pytorch_example_runs_as_written(class_folders, tmp_path):
     pytest.importorskip("torch")
-    code = readme_example()
+    code = guide_example()
     assert len(code.strip().splitlines()) <= 14
     os.symlink(class_folders, tmp_path / "shards")
     subprocess.run([PYTHON, "-c", code], cwd=tmp_path, env=subprocess_env(), check=True)

@@ -2,13 +2,13 @@
 mid-run and started again from its checkpoint, every rank continues with
 byte for byte the batches an uninterrupted loader gives, each step once;
 stopped at two ranks and resumed at one and at three, the rest of the epoch
-is read once across the new ranks.  The README's DDP loop, as written, and a
+is read once across the new ranks.  The PyTorch guide's DDP loop
+(docs/guide/pytorch.md), as written, and a
 DDP-like loop exit 0 on two ranks at dataset sizes where ranks holding
 floor(N/2) and ceil(N/2) samples would make different batch counts."""
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, SAMPLE, TOP, _made, sample_images, subprocess_env
+from conftest import PYTHON, SAMPLE, TOP, _made, doc_blocks, sample_images, subprocess_env
 
 torch = pytest.importorskip("torch")
 import shardkit  # noqa: E402
@@ -185,7 +185,7 @@ def test_a_job_stopped_at_two_ranks_resumes_at_one_and_at_three(jpeg256, tmp_pat
 
 def sized_dataset(workdir, n):
     """n of the sample photos in two class folders, as shards of 256 px (the
-    README's shardify DIR shards --size 256)."""
+    guide's shardify DIR shards --size 256)."""
     src = os.path.join(workdir, f"sized-{n}-src")
     if not os.path.isdir(src):
         for k, name in enumerate(sample_images()[:n]):
@@ -195,24 +195,23 @@ def sized_dataset(workdir, n):
     return _made(workdir, f"sized-{n}", "--size", "256", src=src)
 
 
-def readme_ddp_loop():
-    """The README's DDP training loop: its Python block that makes a
-    DistributedDataParallel."""
-    with open(os.path.join(TOP, "README.md")) as f:
-        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-    found = [b for b in blocks if "DistributedDataParallel" in b]
-    assert len(found) == 1, "the README has one DDP loop"
+def guide_ddp_loop():
+    """docs/guide/pytorch.md's DDP training loop: its Python block that
+    makes a DistributedDataParallel."""
+    found = [b for b in doc_blocks("docs/guide/pytorch.md", "python")
+             if "DistributedDataParallel" in b]
+    assert len(found) == 1, "docs/guide/pytorch.md has one DDP loop"
     return found[0]
 
 
 # 1 and 3 samples (fewer than a batch; a rank of one sample more), 129 (shares
 # of 64 and 65: 1 and 2 batches of 64 unless padded), 130
 @pytest.mark.parametrize("samples", [1, 3, 129, 130])
-def test_the_readme_ddp_loop_runs_as_written_on_two_ranks(workdir, photos, tmp_path, samples):
+def test_the_guide_ddp_loop_runs_as_written_on_two_ranks(workdir, photos, tmp_path, samples):
     shards = sized_dataset(workdir, samples)
-    os.symlink(shards, tmp_path / "shards")  # the README's path, "shards"
+    os.symlink(shards, tmp_path / "shards")  # the guide's path, "shards"
     script = tmp_path / "train_ddp.py"
-    script.write_text(readme_ddp_loop())
+    script.write_text(guide_ddp_loop())
     code, text = run_job(torchrun_of(2, str(script)), tmp_path / "job.log", cwd=tmp_path)
     assert code == 0, f"{'hung' if code is None else f'exited {code}'}:\n{text[-3000:]}"
 

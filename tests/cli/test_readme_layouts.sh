@@ -1,5 +1,7 @@
-# test_readme_layouts.sh - every source layout the README shows, converted
-# with the README's own command (at a small --size) from generated data,
+# test_readme_layouts.sh - every source layout the guides show (the README's
+# five commands, docs/guide/sources.md, fields.md, boxes-and-masks.md,
+# parts.md, shardify.md), converted with the guide's own command (at a small
+# --size) from generated data,
 # then proved by shardcheck --deep --source: a folder of class folders, an
 # archive, labels from a CSV file, a regex, a sidecar (.cls) or a table
 # column, img2dataset's folder of WebDataset tars with captions and
@@ -7,10 +9,37 @@
 # annotation table, COCO boxes, masks and instances, mask sidecars
 # (_mask.png, and a WebDataset tar's .seg.png), VOC's and Cityscapes' mask
 # folders (255: void), a Hugging Face imagefolder (splits, metadata.jsonl)
-# and a table keyed by another column, a conversion in parts and its merge,
+# and a table keyed by another column, a conversion in parts and its merge
+# (and a check in parts and its combine),
 # an incremental run, and archives named by URL.  Every one must verify,
-# and (lib.sh) every manifest must agree with manifests/.
+# and (lib.sh) every manifest must agree with manifests/.  Each command's
+# options are held to its page first: a guide that stops showing a command
+# run here fails the test, so the guide and the test change together.
 . "$(dirname "$0")/lib.sh"
+
+# shown PAGE TEXT: PAGE (a path in the checkout) shows TEXT in a sh block
+shown() {
+    awk '/^```sh$/ { b = 1; next } /^```$/ { b = 0 } b' "$SHARDKIT_TOP/$1" | tr -s ' \\\n' ' ' |
+        grep -q -F -- "$2" || die "$1 no longer shows '$2', which this test runs"
+}
+say "the commands run below are the ones the guides show"
+shown README.md "shardify photos.tar.zst /data/shards --size 256"
+shown README.md "shardcheck --deep --source /data/raw /data/shards"
+shown docs/guide/fields.md "shardify --archives laion-tars/ shards/ --size 256 --labels none --field caption=text,from=.txt,required --field meta=json,from=.json"
+shown docs/guide/fields.md "shardify photos/ shards/ --labels none --annotations captions.jsonl --field caption=text --field score=float --field tags=labels"
+shown docs/guide/boxes-and-masks.md "--coco coco/annotations/instances_train2017.json --coco-mask"
+shown docs/guide/boxes-and-masks.md "--coco coco/annotations/instances_train2017.json --coco-instances"
+shown docs/guide/boxes-and-masks.md "--keys VOC2012/ImageSets/Segmentation/train.txt --field seg=mask,from=../SegmentationClass/,classes=voc_classes.txt,ignore=255,required"
+shown docs/guide/boxes-and-masks.md "--field seg=mask,from=../../gtFine/train/,replace=_leftImg8bit:_gtFine_labelTrainIds,classes=cityscapes_classes.txt,ignore=255,required"
+shown docs/guide/boxes-and-masks.md "shardify --archives wds-seg/ shards/ --size 512 --labels none --field seg=mask,from=.seg.png,classes=classes.txt,ignore=255,required"
+shown docs/guide/sources.md "shardify hf/ shards-train/ --split train --field text=text"
+shown docs/guide/sources.md "shardify photos/ shards/ --labels none --annotations photos.csv --key-column path --field caption=text"
+shown docs/guide/sources.md "shardify 'https://data.example.org/shards/{00000..00099}.tar' shards/ --labels sidecar:.cls"
+shown docs/guide/parts.md "shardify --part 2/3 SRC DST"
+shown docs/guide/parts.md "shardify merge DST"
+shown docs/guide/parts.md "mkdir results "
+shown docs/guide/parts.md "shardcheck --part 2/3 --result results/ DST"
+shown docs/guide/parts.md "shardcheck --combine results/ DST"
 
 L=$T/layouts
 mkdir -p "$L"
@@ -181,7 +210,7 @@ layout() {
     name=$1 src=$2 dst=$3
     shift 3
     shardcheck --deep --source "$src" "$dst" "$@" >"$T/$name.check" 2>&1 ||
-        { cat "$T/$name.check" >&2; die "$name: the dataset of the README's layout does not verify"; }
+        { cat "$T/$name.check" >&2; die "$name: the dataset of the guide's layout does not verify"; }
     must_say "verified '$dst'" "$T/$name.check"
 }
 
@@ -272,6 +301,16 @@ for i in 0 1 2; do
 done
 shardify merge --quiet "$T/parts"
 layout parts "$L/raw" "$T/parts"
+say "a check in parts and its combine: the verdict of a whole check"
+mkdir "$T/results"
+for i in 0 1 2; do
+    shardcheck --part "$i/3" --result "$T/results/" "$T/parts" >"$T/part-$i.check" 2>&1 ||
+        { cat "$T/part-$i.check" >&2; die "part $i of the check did not write its result"; }
+done
+[ "$(ls "$T/results" | wc -l)" = 3 ] || die "the parts wrote: $(ls "$T/results")"
+shardcheck --combine "$T/results/" "$T/parts" >"$T/combine.check" 2>&1 ||
+    { cat "$T/combine.check" >&2; die "the combined check of the merged parts does not verify"; }
+must_say "verified '$T/parts'" "$T/combine.check"
 
 say "an incremental run after the source changed"
 cp "$L/raw/cat/c0.jpg" "$L/raw/cat/c9.jpg"
@@ -294,4 +333,4 @@ else
     echo "SKIP: nginx is not installed: the URL layout not run"
 fi
 
-echo "every README layout verifies"
+echo "every layout the guides show verifies"

@@ -1,0 +1,117 @@
+#!/bin/sh
+# test_docs.sh - the documentation keeps one home per fact (CONTRIBUTING.md,
+# "Where things go"): README.md stays short (what shardkit is, the two set-up
+# commands, five commands, links onward); every relative link of README.md,
+# CONTRIBUTING.md and docs/ reaches a file, and its #anchor a heading there;
+# docs/README-MOVED.md names a home for every section of the former README;
+# the exit statuses are written in one table only (the man pages'
+# EXIT STATUS is made of it); and the Loader's
+# signature in the PyTorch guide is shardkit.Loader's own.  The code blocks
+# the guides run as written are run by their tests (test_readme_layouts,
+# python/tests/test_package.py and test_train_example.py).
+. "$(dirname "$0")/lib.sh"
+
+cd "$SHARDKIT_TOP" || die "no checkout"
+
+say "README.md: at most 200 lines, the two set-up commands, links onward"
+lines=$(wc -l <README.md)
+[ "$lines" -le 200 ] || die "README.md has $lines lines (at most 200: move the rest into docs/)"
+# the set-up block: its commands are make demo and make test, in that order
+awk '/^```sh$/ { inblock = 1; n++; next } /^```$/ { inblock = 0; next }
+     inblock && n == 1 && /^make / { print $1, $2 }' README.md >"$T/setup"
+printf 'make demo\nmake test\n' >"$T/setup.want"
+cmp -s "$T/setup" "$T/setup.want" ||
+    die "README.md's first sh block is not the two set-up commands (make demo, make test): $(cat "$T/setup")"
+grep -q '](docs/guide/getting-started.md)' README.md || die "README.md does not link the guide"
+grep -q '](docs/reference/index.md)' README.md || die "README.md does not link the reference"
+
+say "every relative link reaches a file, and its anchor a heading of it"
+"$PYTHON" - README.md CONTRIBUTING.md $(find docs examples -name '*.md' | sort) >"$T/links" 2>&1 <<'EOF' ||
+import os, re, sys
+
+def slug(heading):
+    s = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return s.replace(" ", "-")
+
+def anchors(path):
+    out, fence = set(), False
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and line.startswith("#"):
+            out.add(slug(line.lstrip("#")))
+    return out
+
+bad = 0
+for page in sys.argv[1:]:
+    text = open(page, encoding="utf-8").read()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        if not os.path.exists(full):
+            print(f"{page}: link to '{target}': no file '{full}'")
+            bad += 1
+        elif anchor and full.endswith(".md") and anchor not in anchors(full):
+            print(f"{page}: link to '{target}': '{full}' has no heading '#{anchor}'")
+            bad += 1
+sys.exit(1 if bad else 0)
+EOF
+    { cat "$T/links" >&2; die "links in the documentation lead nowhere (above)"; }
+
+say "docs/README-MOVED.md names a home for each section of the former README"
+for section in "Exit status (every tool)" "Set-up: two commands" "Quick start" "Archives" \
+    "shardify" "Fields: captions, metadata, labels, numbers" "Hugging Face imagefolder" \
+    "Boxes and masks" "Conversion in parts" "Folders of archives at scale" "Archives named by URL" \
+    "The \`--json\` summary" "shardcheck" "Checking in parts" "shardcat" "shardbench" \
+    "Node-local cache" "Object storage" "HTML reports" "Running it every night" \
+    "What a dataset holds" "The library" "Python and PyTorch" "Layout"; do
+    grep -q -F "| $section" docs/README-MOVED.md || die "docs/README-MOVED.md has no row for '$section'"
+done
+
+say "the exit statuses are written once: docs/reference/exit-status.md"
+# a table row giving status 2 as a usage error is the table of statuses
+grep -l -E '^\| 2 \|.*usage error' README.md CONTRIBUTING.md BENCHMARKS.md \
+    $(find docs examples man -name '*.md') >"$T/tables" || true
+printf 'docs/reference/exit-status.md\n' >"$T/tables.want"
+cmp -s "$T/tables" "$T/tables.want" ||
+    die "the exit-status table is written in: $(tr '\n' ' ' <"$T/tables") (one home: docs/reference/exit-status.md)"
+
+say "the manual pages' EXIT STATUS is made of it, not written again in man/"
+grep -l '^\[EXIT STATUS\]' man/*.h2m >"$T/h2m" || true
+[ ! -s "$T/h2m" ] || die "man/ writes exit statuses again: $(tr '\n' ' ' <"$T/h2m")"
+for page in shardify shardcheck shardcat shardbench shardreport; do
+    "$PYTHON" scripts/exit_status.py docs/reference/exit-status.md "$page" >"$T/$page.exit" ||
+        die "no EXIT STATUS for $page from docs/reference/exit-status.md"
+    grep -q '^\.B 2$' "$T/$page.exit" || die "$page's EXIT STATUS has no status 2"
+done
+
+say "the PyTorch guide gives shardkit.Loader's signature as loader.py has it"
+if with_python "the Loader's signature"; then
+    shardkit_python - docs/guide/pytorch.md >"$T/signature" 2>&1 <<'EOF' ||
+import inspect, re, sys
+import shardkit
+
+text = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r"\*\*`shardkit\.Loader\((.*?)\)`\*\*", text, re.S)
+assert m, "no **`shardkit.Loader(...)`** in the guide"
+written = [p.strip() for p in " ".join(m.group(1).split()).split(",")]
+params = [p for p in inspect.signature(shardkit.Loader).parameters.values()
+          if not p.name.startswith("_")]
+want = []
+for p in params:
+    if p.kind is p.KEYWORD_ONLY and "*" not in want:
+        want.append("*")
+    want.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
+want = [w.replace("'", '"') for w in want]
+if written != want:
+    print("the guide:  " + ", ".join(written))
+    print("loader.py:  " + ", ".join(want))
+    sys.exit(1)
+EOF
+        { cat "$T/signature" >&2; die "docs/guide/pytorch.md's Loader signature is not loader.py's"; }
+fi
+
+echo "the documentation keeps one home per fact"

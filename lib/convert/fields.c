@@ -344,8 +344,8 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
         else
             p->class_source = sk_annotation_column_want(p->cols, &p->ncols, column, 0);
     }
-    if (!rc && nsuffixes)
-        rc = sk_sidecars_new(&p->sidecars, suffixes, nsuffixes, err);
+    if (!rc && nsuffixes && !(rc = sk_sidecars_new(&p->sidecars, suffixes, nsuffixes, err)))
+        sk_sidecars_sample_stems(p->sidecars);
     if (!rc && o->annotations) {
         const char *slash = strrchr(o->annotations, '/');
         if (!(p->table_name = strdup(slash ? slash + 1 : o->annotations)))

@@ -258,6 +258,8 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v, struc
     }
     if (sf->suffix_count && (rc = sk_sidecars_new(&sf->side, suffixes, sf->suffix_count, err)))
         goto out;
+    if (sf->side) /* as shardify matches them (convert/fields.c) */
+        sk_sidecars_sample_stems(sf->side);
     if (sf->ncols && v->o->annotations)
         rc = load_table(sf, err);
     else if (sf->ncols)

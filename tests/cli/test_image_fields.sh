@@ -154,6 +154,68 @@ assert im.format == "JPEG" and im.size == (40, 32), (im.format, im.size)
 assert np.abs(np.asarray(im).astype(int) - (250, 20, 90)).max() <= 6
 EOF
 
+say "image pairs x.left.jpg and x.right.jpg: one sample, by the sample stem x (WebDataset's key)"
+mkdir -p "$I/pairs/a" "$I/pairtars"
+"$PYTHON" - "$I" <<'EOF'
+import io, sys, tarfile
+from PIL import Image
+top = sys.argv[1]
+def jpeg(colour):
+    out = io.BytesIO()
+    Image.new("RGB", (40, 30), colour).save(out, "JPEG", quality=95)
+    return out.getvalue()
+members = []
+for k in range(3):
+    for side, colour in (("left", (200, 40 * k, 0)), ("right", (0, 40 * k, 200))):
+        open(f"{top}/pairs/a/x{k}.{side}.jpg", "wb").write(jpeg(colour))
+        members.append((f"x{k}.{side}.jpg", jpeg(colour)))
+# y.jpg has the stem y: y.right.jpg is its own, never y.left.jpg's; z.right.jpg
+# has two images of the sample stem z, and so no one
+for name, colour in (("y.jpg", (9, 9, 9)), ("y.left.jpg", (200, 0, 0)), ("y.right.jpg", (0, 0, 200)),
+                     ("z.left.jpg", (200, 0, 0)), ("z.mid.jpg", (100, 0, 0)), ("z.right.jpg", (0, 0, 200))):
+    open(f"{top}/pairs/a/{name}", "wb").write(jpeg(colour))
+with tarfile.open(f"{top}/pairtars/00000.tar", "w") as t:
+    for name, data in members:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+EOF
+shardify --quiet --size 32 --field right=image,from=.right.jpg "$I/pairs" "$T/pairs"
+shardify --quiet --size 32 --archives --field right=image,from=.right.jpg,required "$I/pairtars" "$T/pairtars"
+[ "$(json "$T/pairs/manifest.json" "d['counts']['fields'], [o['key'] for o in d['orphans']]")" = \
+    "({'right': 4}, ['a/z.right.jpg'])" ] || die "the pairs' manifest: $(cat "$T/pairs/manifest.json")"
+shardkit_python - "$T/pairs" "$T/pairtars" <<'EOF' || die "the pairs' right images"
+import sys
+import numpy as np
+import shardkit
+for dst in sys.argv[1:]:
+    seen = 0
+    for s in shardkit.Dataset(dst):
+        right = s.fields["right"]
+        name = s.key.rsplit("/", 1)[-1]
+        if name in ("y.left.jpg", "z.left.jpg", "z.mid.jpg"):
+            assert right is None, (dst, s.key)
+            continue
+        if name == "y.jpg":  # its own y.right.jpg, by its stem
+            assert np.abs(right.astype(int) - (0, 0, 200)).max() <= 8, (dst, s.key)
+            continue
+        k = int(name[1])
+        assert right.shape == s.image.shape == (32, 42, 3), (dst, s.key, right.shape)
+        assert np.abs(right.astype(int) - (0, 40 * k, 200)).max() <= 8, (dst, s.key)
+        assert np.abs(s.image.astype(int) - (200, 40 * k, 0)).max() <= 8, (dst, s.key)
+        seen += 1
+    assert seen == 3, (dst, seen)
+EOF
+for run in "pairs $I/pairs" "pairtars $I/pairtars"; do
+    set -- $run
+    shardcheck --deep --source "$2" "$T/$1" >"$T/$1.check" 2>&1 ||
+        { cat "$T/$1.check" >&2; die "$1: does not verify"; }
+    must_say "verified '$T/$1'" "$T/$1.check"
+done
+rm "$I/pairs/a/x1.right.jpg"
+must_fail 1 shardcheck --deep --source "$I/pairs" "$T/pairs"
+must_say "field 'right' of 'a/x1.left.jpg'" "$T/stdout"
+
 say "refusals name their subject"
 mkdir -p "$I/bad"
 "$PYTHON" - "$I/bad" <<'EOF'

@@ -8,9 +8,9 @@
 . "$(dirname "$0")/lib.sh"
 
 I=$T/src
-mkdir -p "$I/dir/a" "$I/tars"
+mkdir -p "$I/dir/a" "$I/tars" "$I/members"
 "$PYTHON" - "$I" <<'EOF'
-import io, os, sys, tarfile
+import sys
 import numpy as np
 from PIL import Image
 
@@ -20,26 +20,19 @@ top = sys.argv[1]
 # BILINEAR): 96x64 and 64x128 halve to --size 32, 20x16 doubles
 SIZES = [(96, 64), (64, 128), (20, 16)]
 rng = np.random.RandomState(7)
-members = []
 for k, (w, h) in enumerate(SIZES):
     picture = rng.randint(0, 256, (h, w, 3), dtype=np.uint8)
     depth = (np.add.outer(np.arange(h) * 3, np.arange(w) * 2) % 256).astype(np.uint8)
     depth[h // 4:h // 2, w // 3:w // 2] = 255 - depth[h // 4:h // 2, w // 3:w // 2]
     Image.fromarray(picture).save(f"{top}/dir/a/x{k}.png")
     Image.fromarray(depth).save(f"{top}/dir/a/x{k}.depth.png")
-    for name, img, fmt in ((f"x{k}.jpg", picture, "JPEG"), (f"x{k}.depth.png", depth, "PNG")):
-        out = io.BytesIO()
-        Image.fromarray(img).save(out, fmt)
-        members.append((name, out.getvalue()))
+    Image.fromarray(picture).save(f"{top}/members/x{k}.jpg")  # the tar's
+    Image.fromarray(depth).save(f"{top}/members/x{k}.depth.png")
 # one sample whose second image is its image: the two go the same way
 Image.fromarray(picture).save(f"{top}/dir/a/same.png")
 Image.fromarray(picture).save(f"{top}/dir/a/same.depth.png")
-with tarfile.open(f"{top}/tars/00000.tar", "w") as t:
-    for name, data in members:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        t.addfile(info, io.BytesIO(data))
 EOF
+tar -C "$I/members" -cf "$I/tars/00000.tar" x0.jpg x0.depth.png x1.jpg x1.depth.png x2.jpg x2.depth.png
 
 # stored DST: each sample's depth field as the Python package reads it,
 # against Pillow's resize of its source file to the record's size (a whole
@@ -157,29 +150,22 @@ EOF
 say "image pairs x.left.jpg and x.right.jpg: one sample, by the sample stem x (WebDataset's key)"
 mkdir -p "$I/pairs/a" "$I/pairtars"
 "$PYTHON" - "$I" <<'EOF'
-import io, sys, tarfile
+import sys
 from PIL import Image
 top = sys.argv[1]
-def jpeg(colour):
-    out = io.BytesIO()
-    Image.new("RGB", (40, 30), colour).save(out, "JPEG", quality=95)
-    return out.getvalue()
-members = []
+def jpeg(name, colour):
+    Image.new("RGB", (40, 30), colour).save(f"{top}/pairs/a/{name}", quality=95)
 for k in range(3):
     for side, colour in (("left", (200, 40 * k, 0)), ("right", (0, 40 * k, 200))):
-        open(f"{top}/pairs/a/x{k}.{side}.jpg", "wb").write(jpeg(colour))
-        members.append((f"x{k}.{side}.jpg", jpeg(colour)))
+        jpeg(f"x{k}.{side}.jpg", colour)
 # y.jpg has the stem y: y.right.jpg is its own, never y.left.jpg's; z.right.jpg
 # has two images of the sample stem z, and so no one
 for name, colour in (("y.jpg", (9, 9, 9)), ("y.left.jpg", (200, 0, 0)), ("y.right.jpg", (0, 0, 200)),
                      ("z.left.jpg", (200, 0, 0)), ("z.mid.jpg", (100, 0, 0)), ("z.right.jpg", (0, 0, 200))):
-    open(f"{top}/pairs/a/{name}", "wb").write(jpeg(colour))
-with tarfile.open(f"{top}/pairtars/00000.tar", "w") as t:
-    for name, data in members:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        t.addfile(info, io.BytesIO(data))
+    jpeg(name, colour)
 EOF
+tar -C "$I/pairs/a" -cf "$I/pairtars/00000.tar" x0.left.jpg x0.right.jpg x1.left.jpg x1.right.jpg \
+    x2.left.jpg x2.right.jpg
 shardify --quiet --size 32 --field right=image,from=.right.jpg "$I/pairs" "$T/pairs"
 shardify --quiet --size 32 --archives --field right=image,from=.right.jpg,required "$I/pairtars" "$T/pairtars"
 [ "$(json "$T/pairs/manifest.json" "d['counts']['fields'], [o['key'] for o in d['orphans']]")" = \

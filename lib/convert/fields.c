@@ -1227,8 +1227,8 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
     res->boxes = res->boxes_dropped = 0;
     if (p->geometric && !place)
         return shard_err_set(why, SHARD_EINVAL,
-                             "boxes and masks are built once their image "
-                             "is converted");
+                             "boxes, masks and image fields are built once their "
+                             "image is converted");
     if (p->names && p->names[cand].class_reason)
         return shard_err_set(why, SHARD_ECORRUPT, "%s", p->names[cand].class_reason);
     const struct shard_config *c = p->config;

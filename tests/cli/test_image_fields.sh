@@ -227,4 +227,9 @@ must_say "an image field comes from a sidecar image of the sample's stem" "$T/er
 must_fail 2 shardify --field depth=image,classes=x.txt "$I/bad" "$T/bad2"
 must_say "only a mask field takes classes=FILE" "$T/err"
 [ ! -e "$T/bad2" ] || die "a refused declaration left '$T/bad2'"
+# made from the image's geometry: an incremental run, which copies records, cannot make it
+must_fail 2 shardify --size 32 --codec raw --field depth=image,from=.depth.png \
+    --incremental "$T/dir" "$I/dir" "$T/inc"
+must_say "boxes, mask and image fields are made as their images are converted" "$T/err"
+[ ! -e "$T/inc" ] || die "a refused incremental run left '$T/inc'"
 echo "ok"

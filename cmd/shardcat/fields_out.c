@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -133,6 +134,35 @@ static int to_json(const struct shard_manifest *m, const struct shard_field_decl
     return rc ? rc : append_text(b, "\n", err);
 }
 
+/* 1 when a file name ends in ".jpg" or ".jpeg" (any case). */
+static int names_jpeg(const char *name)
+{
+    size_t n = strlen(name);
+    return (n >= 4 && !strcasecmp(name + n - 4, ".jpg")) ||
+           (n >= 5 && !strcasecmp(name + n - 5, ".jpeg"));
+}
+
+/* An IMAGE value's pixels as the file its sidecar suffix names: JPEG (at
+ * the dataset's quality) for ".jpg" and ".jpeg", else PNG.  The reader
+ * checked the header against the value's length. */
+static int image_file(const struct shard_manifest *m, const char *suffix,
+                      const struct shard_field_value *fv, struct shard_buf *out,
+                      struct shard_err *err)
+{
+    const uint8_t *h = fv->data;
+    struct shard_image view = {
+        .pixels = (uint8_t *)h + SHARD_IMAGE_HEADER_BYTES,
+        .width = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24,
+        .height = (uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 |
+                  (uint32_t)h[7] << 24,
+        .channels = h[8],
+    };
+    view.stride = (size_t)view.width * view.channels;
+    view.capacity = view.stride * view.height;
+    return shard_encode(&view, names_jpeg(suffix) ? SHARD_CODEC_JPEG : SHARD_CODEC_PNG,
+                        m->config.quality, out, err);
+}
+
 /* Write one field's file.  0 or -1 (named). */
 static int write_field(struct out_dir *d, const char *prog, const struct shard_manifest *m,
                        const struct shard_item *it, const struct shard_field_value *fv,
@@ -142,10 +172,10 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
     const char *key = (const char *)it->key.data;
     size_t stem = stem_len(key, it->key.len);
     char suffix[SAFE_NAME_SIZE], shown[SHOWN_KEY_SIZE];
-    const char *ext = decl->type == SHARD_FIELD_TEXT    ? ".txt"
-                      : decl->type == SHARD_FIELD_BYTES ? ".bin"
-                      : decl->type == SHARD_FIELD_MASK  ? ".png"
-                                                        : ".json";
+    const char *ext = decl->type == SHARD_FIELD_TEXT                                      ? ".txt"
+                      : decl->type == SHARD_FIELD_BYTES                                   ? ".bin"
+                      : decl->type == SHARD_FIELD_MASK || decl->type == SHARD_FIELD_IMAGE ? ".png"
+                                                                                          : ".json";
     if (decl->sidecar)
         snprintf(suffix, sizeof suffix, "%s", decl->sidecar);
     else
@@ -177,6 +207,7 @@ static int write_field(struct out_dir *d, const char *prog, const struct shard_m
                      ? targets_boxes_json(decl, fv->data, (size_t)fv->len, json, &err)
                  : decl->type == SHARD_FIELD_MASK
                      ? targets_mask_png(fv->data, (size_t)fv->len, json, &err)
+                 : decl->type == SHARD_FIELD_IMAGE     ? image_file(m, suffix, fv, json, &err)
                  : decl->type == SHARD_FIELD_INSTANCES ? instances_json(fv, json, &err)
                                                        : to_json(m, decl, fv, json, &err);
         if (rc) {

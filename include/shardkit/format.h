@@ -89,6 +89,12 @@ extern "C" {
  *            each runs:u32 and `runs` run lengths (u32) of 0 and 1 in turn,
  *            starting with 0, over the pixels in column-major order (COCO's
  *            uncompressed RLE), summing to width x height
+ *   IMAGE    a second image of the sample (a depth map, a stereo pair's
+ *            other view), resampled and cropped as its image was, of
+ *            exactly the record's width x height: width:u32 height:u32
+ *            channels:u8 (3: RGB) codec:u8 (SHARD_CODEC_RAW) and 2 reserved
+ *            zero bytes (SHARD_IMAGE_HEADER_BYTES), then height x width x
+ *            channels bytes, row-major (as a raw payload)
  * Type numbers are part of the format: they are stored in every entry. */
 enum shard_field_type {
     SHARD_FIELD_TEXT = 1,
@@ -102,6 +108,7 @@ enum shard_field_type {
     SHARD_FIELD_BOXES = 9,
     SHARD_FIELD_MASK = 10,
     SHARD_FIELD_INSTANCES = 11,
+    SHARD_FIELD_IMAGE = 12,
 };
 #define SHARD_FIELDS_MAX 256u           /* fields a dataset may declare */
 #define SHARD_FIELD_NAME_MAX 64u        /* bytes of a field's name */
@@ -114,9 +121,11 @@ enum shard_field_type {
 #define SHARD_MASK_HEADER_BYTES 12u
 /* An INSTANCES value's header: width:u32 height:u32 count:u32 reserved:u32. */
 #define SHARD_INSTANCES_HEADER_BYTES 16u
+/* An IMAGE value's header: width:u32 height:u32 channels:u8 codec:u8 reserved:u8[2]. */
+#define SHARD_IMAGE_HEADER_BYTES 12u
 
 /* "text", "json", "int", "float", "float32", "int64", "labels", "bytes",
- * "boxes", "mask", "instances"; NULL for a number that is no type. */
+ * "boxes", "mask", "instances", "image"; NULL for a number that is no type. */
 SHARD_API const char *shard_field_type_name(enum shard_field_type t);
 /* Parse a type as the command line and the manifest write it: one of the
  * names above, the vector types with their length in brackets
@@ -153,7 +162,7 @@ SHARD_API void shard_field_set_release(struct shard_field_set *s);
  * number is not above the last one's or >= SHARD_FIELDS_MAX, the type is
  * unknown, or the size does not suit the type (INT and FLOAT: 8 bytes;
  * FLOAT32, LABELS: a multiple of 4; INT64: of 8; BOXES: of SHARD_BOX_BYTES;
- * MASK: at least its header); SHARD_ELIMIT for a value
+ * MASK, IMAGE: at least its header); SHARD_ELIMIT for a value
  * of 4 GiB or more; SHARD_ENOMEM.  The value itself is not checked here
  * (see shard_field_check in shardkit/manifest.h). */
 SHARD_API int shard_field_set_add(struct shard_field_set *s, uint32_t field,

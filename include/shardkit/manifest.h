@@ -112,8 +112,9 @@ SHARD_API int shard_field_mask_value_valid(const struct shard_field_decl *d, uin
  * from=, the column NAME when there is a table, else the sidecar ".NAME".
  * A MASK field needs classes=FILE (kept in d->classes_file: the run reads
  * it) and a sidecar or a folder, and may take ignore=N (0..65535: the value
- * of pixels of no class); the other types take neither.  Optional unless
- * `required`.  Fills *d (release with shard_field_decl_release).  0,
+ * of pixels of no class); the other types take neither.  An IMAGE field
+ * comes from a sidecar image (from=.depth.png; without from=, the sidecar
+ * ".NAME").  Optional unless `required`.  Fills *d (release with shard_field_decl_release).  0,
  * SHARD_EINVAL with a message quoting the spec, or SHARD_ENOMEM. */
 SHARD_API int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl *d,
                                      struct shard_err *err);
@@ -202,9 +203,10 @@ SHARD_API int shard_field_check(const struct shard_field_decl *decl, const uint8
 /* The same for a value of a record of width x height: a BOXES value's boxes
  * finite, inside the image (0 <= x0 < x1 <= width, 0 <= y0 < y1 <= height),
  * of declared classes, with no unknown flag; a MASK value of exactly width x
- * height, of the declared value size, every value a declared class id.
- * shard_field_check checks those two types as far as it can without the
- * size (every box's order and class; a mask's values). */
+ * height, of the declared value size, every value a declared class id; an
+ * IMAGE value of exactly width x height, RGB, raw.  shard_field_check
+ * checks those types as far as it can without the size (every box's order
+ * and class; a mask's values; an image's header and size). */
 SHARD_API int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value,
                                       uint64_t len, uint32_t label_count, uint32_t width,
                                       uint32_t height, struct shard_err *err);

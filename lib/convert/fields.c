@@ -250,7 +250,7 @@ static int set_field_classes(struct sk_field_sources *p, struct shard_config *c,
         free(d->classes_file); /* the manifest keeps the classes themselves */
         d->classes_file = NULL;
         p->geometric |= d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK ||
-                        d->type == SHARD_FIELD_INSTANCES;
+                        d->type == SHARD_FIELD_INSTANCES || d->type == SHARD_FIELD_IMAGE;
     }
     return SHARD_OK;
 }
@@ -344,8 +344,8 @@ int sk_field_sources_new(struct sk_field_sources **out, const struct shardify_op
         else
             p->class_source = sk_annotation_column_want(p->cols, &p->ncols, column, 0);
     }
-    if (!rc && nsuffixes)
-        rc = sk_sidecars_new(&p->sidecars, suffixes, nsuffixes, err);
+    if (!rc && nsuffixes && !(rc = sk_sidecars_new(&p->sidecars, suffixes, nsuffixes, err)))
+        sk_sidecars_sample_stems(p->sidecars);
     if (!rc && o->annotations) {
         const char *slash = strrchr(o->annotations, '/');
         if (!(p->table_name = strdup(slash ? slash + 1 : o->annotations)))
@@ -1077,6 +1077,62 @@ out:
     return rc;
 }
 
+/* An IMAGE value (header and raw RGB pixels) from a sidecar image (file
+ * `origin`): decoded as an image is (its own EXIF orientation applied), of
+ * the upright size of the sample's image, then resampled and cropped to the
+ * stored size by the image's geometry (pl->g).  0, SHARD_ECORRUPT with the
+ * reason, or SHARD_ENOMEM. */
+static int image_value(const struct shard_config *c, const struct shard_field_decl *d,
+                       const uint8_t *data, size_t n, const char *origin,
+                       const struct sk_placement *pl, struct shard_buf *out, struct shard_err *why)
+{
+    struct shard_decode_options o;
+    shard_decode_options_init(&o);
+    o.max_pixels = c->max_pixels;
+    o.max_file_bytes = c->max_file_bytes;
+    for (int i = 0; i < 3; i++)
+        o.background[i] = c->background[i];
+    struct shard_image decoded = {0}, tmp = {0}, placed = {0};
+    struct shard_decode_info info;
+    struct shard_err e;
+    int rc = shard_decode_ex(data, n, &o, &decoded, &info, &e);
+    if (rc) {
+        rc = rc == SHARD_ENOMEM ? rc : SHARD_ECORRUPT;
+        shard_err_set(why, rc, "field '%s': image %s: %s", d->name, origin, e.msg);
+        goto out;
+    }
+    if (info.source_width != pl->source_w || info.source_height != pl->source_h) {
+        rc = shard_err_set(why, SHARD_ECORRUPT, "field '%s': image %s is %ux%u, its sample's %ux%u",
+                           d->name, origin, info.source_width, info.source_height, pl->source_w,
+                           pl->source_h);
+        goto out;
+    }
+    if ((rc = shard_geometry_apply_decoded(&decoded, &info, &pl->g, &tmp, &placed, &e))) {
+        shard_err_set(why, rc == SHARD_ENOMEM ? rc : SHARD_ECORRUPT, "field '%s': image %s: %s",
+                      d->name, origin, e.msg);
+        rc = rc == SHARD_ENOMEM ? rc : SHARD_ECORRUPT;
+        goto out;
+    }
+    size_t row = (size_t)placed.width * placed.channels;
+    out->len = 0;
+    if ((rc = shard_buf_reserve(out, SHARD_IMAGE_HEADER_BYTES + row * placed.height, why)))
+        goto out;
+    memset(out->data, 0, SHARD_IMAGE_HEADER_BYTES);
+    put_le32(out->data, placed.width);
+    put_le32(out->data + 4, placed.height);
+    out->data[8] = (uint8_t)placed.channels;
+    out->data[9] = SHARD_CODEC_RAW;
+    for (uint32_t y = 0; y < placed.height; y++)
+        memcpy(out->data + SHARD_IMAGE_HEADER_BYTES + y * row,
+               placed.pixels + (size_t)y * placed.stride, row);
+    out->len = SHARD_IMAGE_HEADER_BYTES + row * placed.height;
+out:
+    shard_image_release(&decoded);
+    shard_image_release(&tmp);
+    shard_image_release(&placed);
+    return rc;
+}
+
 /* The value of boxes or mask field f of candidate key[0..len) whose image
  * went where pl says, into value: 1, 0 when the sample has none (*o then
  * says where it was looked for), SHARD_ECORRUPT with a reason to reject the
@@ -1133,6 +1189,10 @@ static int geometric_value(const struct sk_field_sources *p, uint32_t f, const c
     res->sidecars++;
     *source_bytes = n;
     *source_xxh3 = XXH3_64bits(data, n);
+    if (d->type == SHARD_FIELD_IMAGE) {
+        rc = image_value(p->config, d, data, n, o->text, pl, value, why);
+        return rc ? rc : 1;
+    }
     rc = mask_from_png(p->config, d, data, n, o->text, pl, &mask, why);
     if (!rc)
         rc = place_mask(&mask, pl, value, why);
@@ -1167,8 +1227,8 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
     res->boxes = res->boxes_dropped = 0;
     if (p->geometric && !place)
         return shard_err_set(why, SHARD_EINVAL,
-                             "boxes and masks are built once their image "
-                             "is converted");
+                             "boxes, masks and image fields are built once their "
+                             "image is converted");
     if (p->names && p->names[cand].class_reason)
         return shard_err_set(why, SHARD_ECORRUPT, "%s", p->names[cand].class_reason);
     const struct shard_config *c = p->config;
@@ -1214,7 +1274,7 @@ int sk_field_sources_build(const struct sk_field_sources *p, uint64_t cand, cons
                 continue;
         } else {
             int geometric = d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_MASK ||
-                            d->type == SHARD_FIELD_INSTANCES;
+                            d->type == SHARD_FIELD_INSTANCES || d->type == SHARD_FIELD_IMAGE;
             got = geometric ? geometric_value(p, f, key, len, place, read, ctx, scratch, &value, &o,
                                               res, &source_bytes, &source_xxh3, why)
                             : value_bytes(p, d->name, p->suffix_of[f], p->col_of[f], key, len, read,

@@ -185,11 +185,11 @@ static int same_directory(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
-/* Why a run with boxes or mask fields is never incremental: they are made
- * from the image's geometry as it is converted, and a reused record is
+/* Why a run with boxes, mask or image fields is never incremental: they are
+ * made from the image's geometry as it is converted, and a reused record is
  * copied, not converted. */
-#define GEOMETRIC_NOT_INCREMENTAL                                           \
-    "boxes and mask fields are made as their images are converted, and an " \
+#define GEOMETRIC_NOT_INCREMENTAL                                                  \
+    "boxes, mask and image fields are made as their images are converted, and an " \
     "incremental run copies records"
 
 int sk_prev_check_places(const char *prev, const char *src, const char *dst, struct shard_err *err)

@@ -29,6 +29,7 @@ static const char *const type_names[] = {
     [SHARD_FIELD_BOXES] = "boxes",
     [SHARD_FIELD_MASK] = "mask",
     [SHARD_FIELD_INSTANCES] = "instances",
+    [SHARD_FIELD_IMAGE] = "image",
 };
 #define TYPE_COUNT (sizeof type_names / sizeof type_names[0])
 
@@ -76,7 +77,7 @@ int shard_field_type_parse(const char *s, enum shard_field_type *type, uint32_t 
     }
     return shard_err_set(err, SHARD_EINVAL,
                          "unknown field type '%s' (text, json, int, float, float32[N], "
-                         "int64[N], labels, bytes, boxes, mask, instances)",
+                         "int64[N], labels, bytes, boxes, mask, instances, image)",
                          s);
 }
 
@@ -91,6 +92,7 @@ static int size_fits(enum shard_field_type t, uint64_t len)
     case SHARD_FIELD_INT64: return len % 8 == 0;
     case SHARD_FIELD_BOXES: return len % SHARD_BOX_BYTES == 0;
     case SHARD_FIELD_MASK: return len >= SHARD_MASK_HEADER_BYTES;
+    case SHARD_FIELD_IMAGE: return len >= SHARD_IMAGE_HEADER_BYTES;
     case SHARD_FIELD_INSTANCES: return len >= SHARD_INSTANCES_HEADER_BYTES && len % 4 == 0;
     case SHARD_FIELD_TEXT:
     case SHARD_FIELD_JSON:

@@ -146,7 +146,8 @@ struct shard_loader {
     struct loader_field *fields; /* the selected fields, field_count of them */
     uint32_t field_count;
     int has_variable;                   /* one of them has values of variable length */
-    int geometric;                      /* one of them is a BOXES or MASK field */
+    int geometric;                      /* one of them is a BOXES, MASK, INSTANCES or IMAGE
+                                         * field */
     int16_t selected[SHARD_FIELDS_MAX]; /* field number -> index in fields, or -1 */
     uint64_t epoch_batches;             /* batches of the rank's epoch */
     uint64_t batches;                   /* of them, this part's */
@@ -452,7 +453,8 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
         struct batch_field *f = &b->fields[k];
         f->present[j] = 1;
         if (lf->type == SHARD_FIELD_INSTANCES ||
-            (!l->identity && (lf->type == SHARD_FIELD_BOXES || lf->type == SHARD_FIELD_MASK)))
+            (!l->identity && (lf->type == SHARD_FIELD_BOXES || lf->type == SHARD_FIELD_MASK ||
+                              lf->type == SHARD_FIELD_IMAGE)))
             continue; /* transformed (INSTANCES: decoded) from the record by place_fields */
         if (lf->row_bytes) {
             if (v->len != lf->row_bytes) /* the read checked it against the declaration */
@@ -570,9 +572,76 @@ static int identity_instances(const struct shard_loader *l, struct filler *w, st
     return SHARD_OK;
 }
 
-/* Place j's BOXES and MASK values (the record's, in item) through the
- * choices its image went through (w->draws, made for item's pixels: the
- * whole record, or when rb->cropped the region of it at
+/* The part of a MASK or IMAGE value (h: its header of `header` bytes,
+ * width:u32 height:u32 then `unit` bytes a pixel; the read checked its
+ * size) under item's pixels, the record's region at dx, dy (the whole
+ * record unless `cropped`), as a view into the value.  0 or SHARD_ECORRUPT
+ * naming the field's `what`. */
+static int value_view(const uint8_t *h, size_t header, uint32_t unit, const struct shard_item *item,
+                      uint32_t dx, uint32_t dy, int cropped, uint32_t field, const char *what,
+                      struct shard_image *view, struct shard_err *err)
+{
+    uint32_t mw = get_le32(h), mh = get_le32(h + 4);
+    if ((uint64_t)dx + item->pixels.width > mw || (uint64_t)dy + item->pixels.height > mh ||
+        (!cropped && (mw != item->pixels.width || mh != item->pixels.height)))
+        return shard_err_set(err, SHARD_ECORRUPT, "field %u: %s of %ux%u for an image of %ux%u",
+                             field, what, mw, mh, item->pixels.width, item->pixels.height);
+    const size_t stride = (size_t)mw * unit;
+    *view = (struct shard_image){.pixels = (uint8_t *)h + header + (size_t)dy * stride +
+                                           (size_t)dx * unit,
+                                 .width = item->pixels.width,
+                                 .height = item->pixels.height,
+                                 .channels = unit,
+                                 .stride = stride};
+    return SHARD_OK;
+}
+
+/* Room in var for a transformed MASK or IMAGE value of `unit` bytes a
+ * pixel after its header of `header` bytes, which is written: zeros but
+ * the output's width and height and, at byte 8, `unit`.  *out: the header
+ * in var; *len: the value's bytes.  0 or SHARD_ENOMEM. */
+static int value_begin(struct shard_buf *var, const struct shard_transforms_draws *d, size_t header,
+                       uint32_t unit, uint8_t **out, size_t *len, struct shard_err *err)
+{
+    *len = header + (size_t)d->out_width * d->out_height * unit;
+    int rc = shard_buf_reserve(var, var->len + *len, err);
+    if (rc)
+        return rc;
+    uint8_t *o = *out = var->data + var->len;
+    memset(o, 0, header);
+    put_le32(o, d->out_width);
+    put_le32(o + 4, d->out_height);
+    o[8] = (uint8_t)unit;
+    return SHARD_OK;
+}
+
+/* An IMAGE value v of item (the read checked its header and size) through
+ * the choices its image went through (w->draws; the record's region at dx,
+ * dy), appended to var: the header (the output's width and height, its
+ * channels, codec raw: 0) then its pixels, uint8 row-major, whatever the
+ * image's layout and dtype. */
+static int place_image(const struct shard_loader *l, struct filler *w, struct shard_buf *var,
+                       const struct shard_field_value *v, const struct shard_item *item,
+                       uint32_t dx, uint32_t dy, int cropped, struct shard_err *err)
+{
+    struct shard_image view;
+    uint8_t *o;
+    size_t len;
+    int rc = value_view(v->data, SHARD_IMAGE_HEADER_BYTES, v->data[8], item, dx, dy, cropped,
+                        v->field, "an image", &view, err);
+    if (!rc)
+        rc = value_begin(var, &w->draws, SHARD_IMAGE_HEADER_BYTES, view.channels, &o, &len, err);
+    if (!rc)
+        rc = sk_transforms_apply_rgb(l->transforms, &view, &w->draws, w->ws,
+                                     o + SHARD_IMAGE_HEADER_BYTES, err);
+    if (!rc)
+        var->len += len;
+    return rc;
+}
+
+/* Place j's BOXES, MASK, INSTANCES and IMAGE values (the record's, in
+ * item) through the choices its image went through (w->draws, made for
+ * item's pixels: the whole record, or when rb->cropped the region of it at
  * rb->box.region_left, region_top), into the place's buffer. */
 static int transform_geometric(const struct shard_loader *l, struct filler *w,
                                struct shard_batch *b, uint32_t j, const struct shard_item *item,
@@ -585,11 +654,19 @@ static int transform_geometric(const struct shard_loader *l, struct filler *w,
         const struct shard_field_value *v = &item->fields[i];
         int k = l->selected[v->field];
         if (k < 0 || (v->type != SHARD_FIELD_BOXES && v->type != SHARD_FIELD_MASK &&
-                      v->type != SHARD_FIELD_INSTANCES))
+                      v->type != SHARD_FIELD_INSTANCES && v->type != SHARD_FIELD_IMAGE))
             continue;
         const struct loader_field *lf = &l->fields[k];
         struct batch_field *f = &b->fields[k];
         size_t at = var->len;
+        if (v->type == SHARD_FIELD_IMAGE) {
+            int rc = place_image(l, w, var, v, item, dx, dy, rb->cropped, err);
+            if (rc)
+                return rc;
+            f->start[j] = at;
+            f->len[j] = var->len - at;
+            continue;
+        }
         if (v->type == SHARD_FIELD_INSTANCES) {
             int rc = place_instances(l, w, var, v, item, dx, dy, 0, err);
             if (rc)
@@ -615,36 +692,21 @@ static int transform_geometric(const struct shard_loader *l, struct filler *w,
             var->len = at + (size_t)f->len[j];
             continue;
         }
-        const uint8_t *h = v->data; /* the read checked the header and the size */
-        uint32_t mw = get_le32(h), mh = get_le32(h + 4), bytes = h[8];
-        if ((uint64_t)dx + item->pixels.width > mw || (uint64_t)dy + item->pixels.height > mh ||
-            (!rb->cropped && (mw != item->pixels.width || mh != item->pixels.height)))
-            return shard_err_set(err, SHARD_ECORRUPT,
-                                 "field %u: a mask of %ux%u for an "
-                                 "image of %ux%u",
-                                 lf->field, mw, mh, item->pixels.width, item->pixels.height);
-        size_t out_len = SHARD_MASK_HEADER_BYTES +
-                         (size_t)w->draws.out_width * w->draws.out_height * bytes;
-        int rc = shard_buf_reserve(var, at + out_len, err);
-        if (rc)
-            return rc;
-        const size_t stride = (size_t)mw * bytes;
-        struct shard_image view = {.pixels = (uint8_t *)h + SHARD_MASK_HEADER_BYTES +
-                                             (size_t)dy * stride + (size_t)dx * bytes,
-                                   .width = item->pixels.width,
-                                   .height = item->pixels.height,
-                                   .channels = bytes,
-                                   .stride = stride};
-        uint8_t *o = var->data + at;
-        memset(o, 0, SHARD_MASK_HEADER_BYTES);
-        put_le32(o, w->draws.out_width);
-        put_le32(o + 4, w->draws.out_height);
-        o[8] = (uint8_t)bytes;
+        struct shard_image view; /* the read checked the header and the size */
+        uint8_t *o;
+        size_t out_len;
+        int rc = value_view(v->data, SHARD_MASK_HEADER_BYTES, v->data[8], item, dx, dy, rb->cropped,
+                            lf->field, "a mask", &view, err);
+        if (!rc)
+            rc = value_begin(var, &w->draws, SHARD_MASK_HEADER_BYTES, view.channels, &o, &out_len,
+                             err);
         const struct shard_field_decl *decl =
             &shard_dataset_manifest(l->ds)->config.fields[v->field];
-        if ((rc = shard_transforms_mask_fill(l->transforms, &view, &w->draws, w->ws,
-                                             decl->has_ignore ? decl->ignore : 0,
-                                             o + SHARD_MASK_HEADER_BYTES, err)))
+        if (!rc)
+            rc = shard_transforms_mask_fill(l->transforms, &view, &w->draws, w->ws,
+                                            decl->has_ignore ? decl->ignore : 0,
+                                            o + SHARD_MASK_HEADER_BYTES, err);
+        if (rc)
             return rc;
         var->len = at + out_len;
         f->start[j] = at;
@@ -980,6 +1042,7 @@ static int select_fields(struct shard_loader *l, const struct shard_loader_optio
         case SHARD_FIELD_BOXES:
         case SHARD_FIELD_MASK:
         case SHARD_FIELD_INSTANCES:
+        case SHARD_FIELD_IMAGE:
             f->width = 1; /* as stored, little-endian; transformed with the image */
             l->geometric = 1;
             break;

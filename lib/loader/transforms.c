@@ -760,9 +760,11 @@ static void write_output(const struct shard_transforms *a, const struct shard_im
 #undef WRITE_CASE
 }
 
-int shard_transforms_apply(const struct shard_transforms *a, const struct shard_image *src,
-                           const struct shard_transforms_draws *draws,
-                           struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
+/* shard_transforms_apply, writing the output in a's layout and dtype, or
+ * uint8 NHWC when `rgb`. */
+static int apply(const struct shard_transforms *a, const struct shard_image *src,
+                 const struct shard_transforms_draws *draws, struct shard_transforms_workspace *w,
+                 int rgb, void *dst, struct shard_err *err)
 {
     if (!src || !src->pixels || src->channels < 1 || src->channels > MAX_CHANNELS ||
         src->width == 0 || src->height == 0)
@@ -824,8 +826,27 @@ int shard_transforms_apply(const struct shard_transforms *a, const struct shard_
     }
     if (rc)
         return rc;
-    write_output(a, &r.cur, r.mirror, dst);
+    if (rgb && r.mirror)
+        write_values(a, &r.cur, 1, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, dst);
+    else if (rgb)
+        write_values(a, &r.cur, 0, SHARD_LAYOUT_NHWC, SHARD_DTYPE_UINT8, dst);
+    else
+        write_output(a, &r.cur, r.mirror, dst);
     return SHARD_OK;
+}
+
+int shard_transforms_apply(const struct shard_transforms *a, const struct shard_image *src,
+                           const struct shard_transforms_draws *draws,
+                           struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
+{
+    return apply(a, src, draws, w, 0, dst, err);
+}
+
+int sk_transforms_apply_rgb(const struct shard_transforms *a, const struct shard_image *src,
+                            const struct shard_transforms_draws *draws,
+                            struct shard_transforms_workspace *w, void *dst, struct shard_err *err)
+{
+    return apply(a, src, draws, w, 1, dst, err);
 }
 
 /* ---- boxes and masks: the same choices ----------------------------------------- */

@@ -33,6 +33,13 @@ int sk_transforms_first_box(const struct shard_transforms *a,
 void sk_transforms_draws_in_region(struct shard_transforms_draws *d, uint32_t left, uint32_t top,
                                    uint32_t width, uint32_t height);
 
+/* shard_transforms_apply writing uint8 RGB, row-major (NHWC), whatever
+ * a's layout and dtype: a second image of the sample (an IMAGE field's)
+ * through the same crops, resizes and flips as its image, not normalised. */
+int sk_transforms_apply_rgb(const struct shard_transforms *a, const struct shard_image *src,
+                            const struct shard_transforms_draws *draws,
+                            struct shard_transforms_workspace *w, void *dst, struct shard_err *err);
+
 /* shard_transforms_boxes, also telling which boxes stay: keep[i] is 1 when
  * box i is written out, else 0 (keep may be NULL). */
 size_t sk_transforms_boxes_keep(const struct shard_transforms *a,

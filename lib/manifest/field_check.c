@@ -136,6 +136,30 @@ static uint8_t max_byte(const uint8_t *p, uint64_t n)
 
 /* A MASK value: its header, its size (width x height unless width is 0),
  * every value a declared class. */
+/* An IMAGE value: its header (RGB, raw, reserved bytes 0), its size, and
+ * when width is not 0 the record's width x height. */
+static int check_image(const uint8_t *value, uint64_t len, uint32_t width, uint32_t height,
+                       struct shard_err *err)
+{
+    if (len < SHARD_IMAGE_HEADER_BYTES)
+        return shard_err_set(err, SHARD_ECORRUPT, "an image of %llu bytes has no header",
+                             (unsigned long long)len);
+    uint32_t w = get_le32(value), h = get_le32(value + 4), channels = value[8], codec = value[9];
+    if (value[10] || value[11])
+        return shard_err_set(err, SHARD_ECORRUPT, "an image's reserved bytes are not 0");
+    if (channels != 3 || codec != SHARD_CODEC_RAW)
+        return shard_err_set(err, SHARD_ECORRUPT,
+                             "an image of %u channels and codec %u (3 and raw are known)", channels,
+                             codec);
+    if (w == 0 || h == 0 || (uint64_t)w * h * channels != len - SHARD_IMAGE_HEADER_BYTES)
+        return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u image of %llu bytes", w, h,
+                             (unsigned long long)len);
+    if (width && (w != width || h != height))
+        return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u image field on a %ux%u image", w, h,
+                             width, height);
+    return SHARD_OK;
+}
+
 static int check_mask(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
                       uint32_t width, uint32_t height, struct shard_err *err)
 {
@@ -259,6 +283,8 @@ int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *
         return check_boxes(decl, value, len, width, height, err);
     if (decl->type == SHARD_FIELD_MASK)
         return check_mask(decl, value, len, width, height, err);
+    if (decl->type == SHARD_FIELD_IMAGE)
+        return check_image(value, len, width, height, err);
     return shard_field_check(decl, value, len, label_count, err);
 }
 
@@ -339,6 +365,7 @@ int shard_field_check(const struct shard_field_decl *decl, const uint8_t *value,
     case SHARD_FIELD_BOXES: return check_boxes(decl, value, len, 0, 0, err);
     case SHARD_FIELD_MASK: return check_mask(decl, value, len, 0, 0, err);
     case SHARD_FIELD_INSTANCES: return check_instances(value, len, 0, 0, err);
+    case SHARD_FIELD_IMAGE: return check_image(value, len, 0, 0, err);
     }
     return shard_err_set(err, SHARD_ECORRUPT, "unknown field type %d", (int)decl->type);
 }

@@ -146,7 +146,7 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         goto out;
     }
     if (!from) { /* the table's column of that name, or the sidecar .NAME */
-        if (table && d->type != SHARD_FIELD_MASK)
+        if (table && d->type != SHARD_FIELD_MASK && d->type != SHARD_FIELD_IMAGE)
             d->column = copy(d->name, strlen(d->name));
         else if ((d->sidecar = malloc(strlen(d->name) + 2)))
             snprintf(d->sidecar, strlen(d->name) + 2, ".%s", d->name);
@@ -172,6 +172,12 @@ int shard_field_decl_parse(const char *spec, int table, struct shard_field_decl 
         rc = shard_err_set(err, SHARD_EINVAL,
                            "'%s': a mask comes from a sidecar image "
                            "(from=_mask.png) or a folder mirroring SRC (from=../masks/)",
+                           spec);
+        goto out;
+    } else if (d->type == SHARD_FIELD_IMAGE) {
+        rc = shard_err_set(err, SHARD_EINVAL,
+                           "'%s': an image field comes from a sidecar image of the sample's "
+                           "stem (from=.depth.png, from=_depth.png)",
                            spec);
         goto out;
     } else {

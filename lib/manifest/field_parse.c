@@ -211,10 +211,11 @@ int sk_field_parse_value(const struct shard_field_decl *d, const uint8_t *data, 
         json_decref(a);
         return rc;
     }
-    case SHARD_FIELD_LABELS: /* their numbers depend on the label list */
-    case SHARD_FIELD_BOXES:  /* from a COCO file, in the stored image's pixels */
-    case SHARD_FIELD_MASK:   /* an image, resized as its image is */
-    case SHARD_FIELD_INSTANCES: /* from a COCO file, likewise */ break;
+    case SHARD_FIELD_LABELS:    /* their numbers depend on the label list */
+    case SHARD_FIELD_BOXES:     /* from a COCO file, in the stored image's pixels */
+    case SHARD_FIELD_MASK:      /* an image, resized as its image is */
+    case SHARD_FIELD_INSTANCES: /* from a COCO file, likewise */
+    case SHARD_FIELD_IMAGE: /* an image, resized as its image is */ break;
     }
     return shard_err_set(why, SHARD_EINVAL, "field '%s': no parser for its type", d->name);
 }

@@ -699,11 +699,15 @@ static int field_decl_from_json(const json_t *o, size_t i, struct shard_field_de
                              "\"instances\"",
                              i);
     if (((d->type == SHARD_FIELD_BOXES || d->type == SHARD_FIELD_INSTANCES) && !coco) ||
-        (d->type == SHARD_FIELD_MASK && column))
+        (d->type == SHARD_FIELD_MASK && column) || (d->type == SHARD_FIELD_IMAGE && !sidecar))
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.fields[%zu]: a %s field "
                              "cannot come from a %s",
-                             i, type, sidecar ? "sidecar" : "column");
+                             i, type,
+                             sidecar  ? "sidecar"
+                             : coco   ? "COCO file"
+                             : column ? "column"
+                                      : "folder");
     if (!geometric && classes)
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.fields[%zu]: only boxes and "

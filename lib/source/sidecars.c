@@ -2,9 +2,10 @@
  * (a/0001.jpg with a/0001.txt, a/0001.json), see source_internal.h.
  *
  * Memory: the sidecar files' keys in one keylist, 4 bytes of owner per file,
- * and, while resolving, 8 bytes per candidate (its index sorted by stem);
- * nothing per candidate is kept afterwards: finding an image's sidecar is a
- * binary search of stem + suffix among the files. */
+ * and, while resolving, 8 bytes per candidate (its index sorted by stem;
+ * with sample stems and an orphan, once more by sample stem); nothing per
+ * candidate is kept afterwards: finding an image's sidecar is a binary
+ * search of stem + suffix among the files (then of sample stem + suffix). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@ struct sk_sidecars {
     } * refused;
     size_t refused_count, refused_cap;
     int resolved;
+    int sample_stems;   /* a file may belong by its sample's stem (sk_sidecars_sample_stems) */
+    uint8_t *by_sample; /* per file (sorted), with sample_stems: 1 when it belongs so */
 };
 
 int sk_sidecars_new(struct sk_sidecars **out, const char *const *suffixes, uint32_t count,
@@ -72,7 +75,13 @@ void sk_sidecars_free(struct sk_sidecars *s)
     free(s->ordinal);
     free(s->orphans);
     free(s->refused);
+    free(s->by_sample);
     free(s);
+}
+
+void sk_sidecars_sample_stems(struct sk_sidecars *s)
+{
+    s->sample_stems = 1;
 }
 
 static int ends_with(const char *name, size_t len, const char *suffix, size_t n)
@@ -153,6 +162,90 @@ static size_t stem_len(const char *key, size_t len)
             return i - 1;
     }
     return len;
+}
+
+/* Bytes of key's sample stem (WebDataset's sample key): up to the first '.'
+ * of its last component, when that is not its first byte; else stem_len. */
+static size_t sample_stem_len(const char *key, size_t len)
+{
+    size_t start = len;
+    while (start > 0 && key[start - 1] != '/')
+        start--;
+    const char *dot = memchr(key + start, '.', len - start);
+    return dot && dot > key + start ? (size_t)(dot - key) : stem_len(key, len);
+}
+
+static int compare_sample_stems(const void *pa, const void *pb, void *ctx)
+{
+    const struct shard_keylist *k = ctx;
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    const char *ka = k->arena + k->offsets[a], *kb = k->arena + k->offsets[b];
+    int c = shard_key_compare(ka, sample_stem_len(ka, k->lengths[a]), kb,
+                              sample_stem_len(kb, k->lengths[b]));
+    return c ? c : (a > b) - (a < b);
+}
+
+/* How many candidates (sorted[0..n) by sample stem) have the sample stem
+ * stem[0..len): 0, 1 or 2 (two or more). */
+static int sample_stem_count(const struct shard_keylist *k, const uint64_t *sorted, size_t n,
+                             const char *stem, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first not below */
+        size_t mid = lo + (hi - lo) / 2;
+        const char *key = k->arena + k->offsets[sorted[mid]];
+        if (shard_key_compare(key, sample_stem_len(key, k->lengths[sorted[mid]]), stem, len) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int count = 0;
+    for (size_t i = lo; i < n && count < 2; i++, count++) {
+        const char *key = k->arena + k->offsets[sorted[i]];
+        if (shard_key_compare(key, sample_stem_len(key, k->lengths[sorted[i]]), stem, len))
+            break;
+    }
+    return count;
+}
+
+/* With sample stems: the orphans that belong to a candidate by its sample
+ * stem (a/x.right.jpg of suffix ".right.jpg" to a/x.left.jpg, the only
+ * candidate of sample stem a/x, when none has the stem a/x) leave the
+ * orphans, flagged in by_sample.  0 or SHARD_ENOMEM. */
+static int resolve_sample_stems(struct sk_sidecars *s, const struct shard_keylist *keys,
+                                struct shard_err *err)
+{
+    size_t n = keys->count;
+    uint64_t *sorted = s->orphan_count ? malloc((n ? n : 1) * sizeof *sorted) : NULL;
+    s->by_sample = calloc(s->files.count ? s->files.count : 1, 1);
+    if (!s->by_sample || (s->orphan_count && !sorted)) {
+        free(sorted);
+        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; sorted && i < n; i++)
+        sorted[i] = i;
+    if (sorted)
+        qsort_r(sorted, n, sizeof *sorted, compare_sample_stems, (void *)keys);
+    size_t kept = 0;
+    for (size_t o = 0; o < s->orphan_count; o++) {
+        size_t f = s->orphans[o], len;
+        const char *key = shard_keylist_get(&s->files, f, &len);
+        for (uint32_t x = 0; x < s->suffix_count; x++) {
+            size_t sl = s->suffix_len[x];
+            if (!ends_with(key, len, s->suffixes[x], sl) || key[len - sl - 1] == '/' ||
+                (s->owner[f] >= 0 && sl <= s->suffix_len[s->owner[f]]) ||
+                sample_stem_len(key, len - sl) != len - sl || /* a/x.y is no sample stem */
+                sample_stem_count(keys, sorted, n, key, len - sl) != 1)
+                continue;
+            s->owner[f] = (int32_t)x;
+            s->by_sample[f] = 1;
+        }
+        if (s->owner[f] < 0)
+            s->orphans[kept++] = f;
+    }
+    s->orphan_count = kept;
+    free(sorted);
+    return SHARD_OK;
 }
 
 static int compare_stems(const void *pa, const void *pb, void *ctx)
@@ -300,13 +393,18 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
             s->orphans[s->orphan_count++] = f;
     }
     free(sorted);
+    if (!rc && s->sample_stems)
+        rc = resolve_sample_stems(s, keys, err);
     s->resolved = !rc;
     return rc;
 }
 
-int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len, uint32_t suffix)
+/* The file key[0..stem) + suffix `suffix`, when it belongs by that suffix
+ * (and, when `by_sample`, by a sample stem): its position, or -1. */
+static int64_t lookup(const struct sk_sidecars *s, const char *key, size_t stem, uint32_t suffix,
+                      int by_sample)
 {
-    size_t stem = stem_len(key, len), sl = s->suffix_len[suffix];
+    size_t sl = s->suffix_len[suffix];
     char small[512];
     char *want = stem + sl <= sizeof small ? small : malloc(stem + sl);
     if (!want)
@@ -334,8 +432,19 @@ int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t le
     /* the file may belong by a longer suffix, to another image
      * ("a.meta.json": ".meta.json" of "a", not ".json" of "a.meta") */
     if (found >= 0 &&
-        (s->owner[found] < 0 || strcmp(s->suffixes[s->owner[found]], s->suffixes[suffix]) != 0))
+        (s->owner[found] < 0 || strcmp(s->suffixes[s->owner[found]], s->suffixes[suffix]) != 0 ||
+         (by_sample && !s->by_sample[found])))
         return -1;
+    return found;
+}
+
+int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t len, uint32_t suffix)
+{
+    size_t stem = stem_len(key, len);
+    int64_t found = lookup(s, key, stem, suffix, 0);
+    /* a/x.left.jpg's a/x.right.jpg, by the sample stem a/x (resolve_sample_stems) */
+    if (found == -1 && s->by_sample && sample_stem_len(key, len) < stem)
+        found = lookup(s, key, sample_stem_len(key, len), suffix, 1);
     /* an archive may hold a name twice: which one is meant cannot be told */
     if (found >= 0) {
         size_t len0, len1;
@@ -392,9 +501,11 @@ int sk_sidecars_reset(struct sk_sidecars *s, struct shard_keylist *orphans, stru
     free(s->owner);
     free(s->ordinal);
     free(s->orphans);
+    free(s->by_sample);
     s->owner = NULL;
     s->ordinal = NULL;
     s->orphans = NULL;
+    s->by_sample = NULL;
     s->orphan_count = 0;
     s->resolved = 0;
     return rc;

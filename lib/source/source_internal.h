@@ -146,6 +146,13 @@ struct sk_sidecars;
 int sk_sidecars_new(struct sk_sidecars **out, const char *const *suffixes, uint32_t count,
                     struct shard_err *err);
 void sk_sidecars_free(struct sk_sidecars *s); /* accepts NULL */
+/* Let a file belong to an image by the image's sample stem too, as
+ * WebDataset groups a sample's files (its key up to the first '.' of its
+ * last component): a/x.right.jpg, of suffix ".right.jpg", belongs to
+ * a/x.left.jpg when no image has the stem a/x and a/x.left.jpg is the only
+ * image of sample stem a/x; sk_sidecars_find then finds it.  Call before
+ * resolving. */
+void sk_sidecars_sample_stems(struct sk_sidecars *s);
 /* The index of the longest declared suffix `name` (a file name or key)
  * ends in, or -1.  A name that is only the suffix (".txt") is none. */
 int sk_sidecars_suffix_of(const struct sk_sidecars *s, const char *name, size_t len);

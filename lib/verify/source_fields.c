@@ -109,13 +109,15 @@ static int stored_as_is(enum shard_field_type t)
 }
 
 /* Whether a sidecar's value is parsed from its bytes alone, so that --deep
- * can parse SRC's file again: numbers, vectors and labels.  Not a mask: it
- * is its PNG decoded and resized as its image was, so only its file's
+ * can parse SRC's file again: numbers, vectors and labels.  Not a mask or
+ * an image: each is its file decoded and resized as its sample's image
+ * was, so only its file's
  * identity is held to the line (and, by fields.c, its values to the
  * declared classes). */
 static int parsed_from_bytes(enum shard_field_type t)
 {
-    return !stored_as_is(t) && t != SHARD_FIELD_MASK && t != SHARD_FIELD_BOXES;
+    return !stored_as_is(t) && t != SHARD_FIELD_MASK && t != SHARD_FIELD_BOXES &&
+           t != SHARD_FIELD_IMAGE;
 }
 
 void sk_source_fields_free(struct source_fields *sf)
@@ -256,6 +258,8 @@ int sk_source_fields_new(struct source_fields **out, struct verify_run *v, struc
     }
     if (sf->suffix_count && (rc = sk_sidecars_new(&sf->side, suffixes, sf->suffix_count, err)))
         goto out;
+    if (sf->side) /* as shardify matches them (convert/fields.c) */
+        sk_sidecars_sample_stems(sf->side);
     if (sf->ncols && v->o->annotations)
         rc = load_table(sf, err);
     else if (sf->ncols)

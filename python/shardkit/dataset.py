@@ -48,7 +48,7 @@ class Field:
     """A field the dataset declares (format version 2, manifests/FORMAT.md
     "Fields"): ``name``, ``number`` (its position in the manifest's
     config.fields), ``type`` ("text", "json", "int", "float", "float32",
-    "int64", "labels", "bytes", "boxes", "mask" or "instances"), ``length`` (a float32 or
+    "int64", "labels", "bytes", "boxes", "mask", "instances" or "image"), ``length`` (a float32 or
     int64 vector's length, else None), ``source`` (``("sidecar", ".txt")``,
     ``("column", "caption")``, ``("coco", "bbox")`` or ``("folder",
     "../masks/")``: where the values were taken from), ``classes`` (a boxes or mask field's: dict class id ->
@@ -138,6 +138,8 @@ def _decode_value(field: Field, raw: bytes) -> Any:
         return _decode_mask(raw)
     if t == "instances":
         return _decode_instances(raw)
+    if t == "image":
+        return _decode_image(raw)
     return raw  # bytes
 
 
@@ -160,6 +162,13 @@ def _decode_mask(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
     w, h = struct.unpack_from("<II", bytes(raw[:8]))
     dtype = "<u2" if raw[8] == 2 else "u1"
     return np.frombuffer(raw, dtype=dtype, offset=12).reshape(h, w).astype(dtype[-2:])
+
+
+def _decode_image(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """An image value (manifests/FORMAT.md "Image fields") as a (height,
+    width, channels) uint8 array."""
+    w, h = struct.unpack_from("<II", bytes(raw[:8]))
+    return np.frombuffer(raw, dtype=np.uint8, offset=12).reshape(h, w, int(raw[8]))
 
 
 def _decode_instances(raw: bytes) -> npt.NDArray[np.uint8]:
@@ -203,7 +212,9 @@ class Sample:
     (``Dataset.label_names`` gives their names), bytes as bytes, boxes as
     {"boxes": (N, 4) float32 x0, y0, x1, y1 in the image's pixels, "labels":
     (N,) int64 class ids, "iscrowd": (N,) bool}, a mask as a (height, width)
-    uint8 or uint16 array of class ids, and None for
+    uint8 or uint16 array of class ids, an image field (a second image of the
+    sample, resampled as its image was) as a (height, width, 3) uint8 RGB
+    array, and None for
     a field the sample does not have (an empty string is a value, not an
     absence)."""
 

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from shardkit import _native
 from shardkit.dataset import (_BOX, Dataset, Field, Location, ReadingOptions, _bad_json,
-                              _decode_mask, _key_str, _reopen)
+                              _decode_image, _decode_mask, _key_str, _reopen)
 from shardkit.errors import CorruptRecordError, ShardkitError
 from shardkit.mixture import Mixture, _remix
 from shardkit.transforms import U32_MAX, Compose, TransformArg, _check_int, compose
@@ -24,6 +24,7 @@ DEFAULT_PREFETCH = 2
 # Skipped samples' errors kept in loader.stats.
 _MASK_HEADER = 12  # a mask value's header (manifests/FORMAT.md "Boxes and masks")
 _INSTANCES_HEADER = 16  # an instances value's header (FORMAT.md "Boxes and masks")
+_IMAGE_HEADER = 12  # an image field's header (FORMAT.md "Image fields")
 MAX_SKIPPED_ERRORS = 100
 # Format 3 carries the segments of the epoch read before at other world or
 # batch sizes ("done"); 2 did not (none); 1 did not carry the dataset's
@@ -137,7 +138,11 @@ class Batch:
     every batch when the Loader's transforms fix the output size (``images``
     is one array too) and every sample of the dataset has the mask (the
     field is required, or present in all), else a list in every batch - a
-    field's type never changes from batch to batch.  ``present`` is a
+    field's type never changes from batch to batch; an image field (a second
+    image of the sample) likewise a (B, H, W, 3) uint8 RGB array or a list of
+    (H_i, W_i, 3) arrays, through the same crops, resizes and flips as its
+    image (resampled as the image is, never normalised), whatever the
+    images' layout and dtype.  ``present`` is a
     dict of the same names, each a bool array (B,): True where the sample has
     the field.  With output="torch" the arrays are torch tensors."""
 
@@ -344,6 +349,9 @@ class Loader:
         self._stacked_masks = {
             f.name: (size, _mask_dtype(f)) for f in self.fields
             if f.type == "mask" and size is not None and (f.required or f.present == len(ds))}
+        self._stacked_images = {
+            f.name: size for f in self.fields
+            if f.type == "image" and size is not None and (f.required or f.present == len(ds))}
         if isinstance(box_min_size, bool) or not isinstance(box_min_size, (int, float)):
             raise TypeError(f"box_min_size must be a number, not {type(box_min_size).__name__}")
         if not 0 <= box_min_size < 1e30:
@@ -594,6 +602,9 @@ class Loader:
             elif field.type == "mask" and labels is not None:
                 values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask,
                                             self._stacked_masks.get(name))
+            elif field.type == "image" and labels is not None:
+                values[name] = _batch_images(np.asarray(labels[0]), np.asarray(labels[1]), mask,
+                                             self._stacked_images.get(name))
             elif field.type == "instances" and labels is not None:
                 values[name] = _batch_instances(np.asarray(labels[0]), np.asarray(labels[1]),
                                                 mask, self._torch)
@@ -777,6 +788,22 @@ def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.
         raise RuntimeError("the loader gave masks of another size than its output's")
     rows = data.reshape(n, size)
     return rows[:, _MASK_HEADER:].view(dtype.newbyteorder("<")).reshape(n, h, w)
+
+
+def _batch_images(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
+                  stacked: tuple[int, int] | None
+                  ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8] | None]:
+    """A batch's image field: with `stacked` ((height, width): the loader's
+    output size is fixed and every sample has the field) one (B, H, W, 3)
+    view of the batch's memory, else a list (None where absent)."""
+    n = len(mask)
+    if stacked is None:
+        return [_decode_image(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
+    h, w = stacked
+    size = _IMAGE_HEADER + h * w * 3
+    if not mask.all() or len(data) != n * size or np.any(np.diff(ends) != size):
+        raise RuntimeError("the loader gave images of another size than its output's")
+    return data.reshape(n, size)[:, _IMAGE_HEADER:].reshape(n, h, w, 3)
 
 
 def _batch_instances(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],

@@ -64,7 +64,8 @@ static PyObject *batch_field(const struct shard_batch_info *in, const struct sha
     case SHARD_FIELD_LABELS:
     case SHARD_FIELD_BOXES:
     case SHARD_FIELD_MASK:
-    case SHARD_FIELD_INSTANCES: { /* the values back to back, and their offsets in bytes */
+    case SHARD_FIELD_INSTANCES:
+    case SHARD_FIELD_IMAGE: { /* the values back to back, and their offsets in bytes */
         int byte_data = f->type != SHARD_FIELD_LABELS;
         Py_ssize_t ids = (Py_ssize_t)(f->offsets[in->count] / (byte_data ? 1 : 4));
         Py_ssize_t offsets = in->count + 1;

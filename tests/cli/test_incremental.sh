@@ -205,14 +205,14 @@ for geo in "--coco $T/coco.json" "--field seg=mask,from=_mask.png,classes=$T/det
     shardify $OPTS --labels none $geo "$T/det" "$T/det0"
     # shellcheck disable=SC2086
     must_fail 2 shardify $OPTS --labels none $geo --incremental "$T/det0" "$T/det" "$T/det1"
-    must_say "boxes and mask fields are made as their images are converted" "$T/err"
+    must_say "boxes, mask and image fields are made as their images are converted" "$T/err"
     must_say "pass --incremental-or-full PREV to rebuild in full" "$T/err"
     [ ! -e "$T/det1" ] || die "a refused run created DST"
     # shellcheck disable=SC2086
     shardify $OPTS --labels none $geo --incremental-or-full "$T/det0" "$T/det" "$T/det1" ||
         die "--incremental-or-full with '$geo' does not rebuild in full"
     same_dataset "$T/det0" "$T/det1"
-    lineage "$T/det1" '["full_rebuild"]' | grep -qF "boxes and mask fields are made" ||
+    lineage "$T/det1" '["full_rebuild"]' | grep -qF "boxes, mask and image fields are made" ||
         die "full rebuild: $(lineage "$T/det1" '')"
     rm -rf "$T/det0" "$T/det1"
 done

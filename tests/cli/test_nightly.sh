@@ -337,7 +337,7 @@ PY
     nightly 0
     [ "$(current)" = "versions/$run" ] && [ "$(current)" != "$first" ] ||
         die "the second night did not publish: current is '$(current)'"
-    field 'd["incremental"]["lineage"]["full_rebuild"]' | grep -qF "boxes and mask fields are made" ||
+    field 'd["incremental"]["lineage"]["full_rebuild"]' | grep -qF "boxes, mask and image fields are made" ||
         die "the second night is not a full rebuild saying why: $(field 'd["incremental"]')"
     [ "$(json "$ROOT/current/manifest.json" 'd["counts"]["boxes"]')" = 2 ] || die "boxes lost"
 )

@@ -8,7 +8,8 @@
 # metadata, WebDataset tars with .cls classes, a folder with a JSON Lines
 # annotation table, COCO boxes, masks and instances, mask sidecars
 # (_mask.png, and a WebDataset tar's .seg.png), VOC's and Cityscapes' mask
-# folders (255: void), a Hugging Face imagefolder (splits, metadata.jsonl)
+# folders (255: void), second images (a depth map, WebDataset's x.left.jpg
+# and x.right.jpg), a Hugging Face imagefolder (splits, metadata.jsonl)
 # and a table keyed by another column, a conversion in parts and its merge
 # (and a check in parts and its combine),
 # an incremental run, and archives named by URL.  Every one must verify,
@@ -32,6 +33,8 @@ shown docs/guide/boxes-and-masks.md "--coco coco/annotations/instances_train2017
 shown docs/guide/boxes-and-masks.md "--keys VOC2012/ImageSets/Segmentation/train.txt --field seg=mask,from=../SegmentationClass/,classes=voc_classes.txt,ignore=255,required"
 shown docs/guide/boxes-and-masks.md "--field seg=mask,from=../../gtFine/train/,replace=_leftImg8bit:_gtFine_labelTrainIds,classes=cityscapes_classes.txt,ignore=255,required"
 shown docs/guide/boxes-and-masks.md "shardify --archives wds-seg/ shards/ --size 512 --labels none --field seg=mask,from=.seg.png,classes=classes.txt,ignore=255,required"
+shown docs/guide/boxes-and-masks.md "shardify rgbd/ shards/ --size 256 --field depth=image,from=.depth.png,required"
+shown docs/guide/boxes-and-masks.md "shardify --archives stereo-wds/ shards-stereo/ --size 256 --field right=image,from=.right.jpg,required"
 shown docs/guide/sources.md "shardify hf/ shards-train/ --split train --field text=text"
 shown docs/guide/sources.md "shardify photos/ shards/ --labels none --annotations photos.csv --key-column path --field caption=text"
 shown docs/guide/sources.md "shardify 'https://data.example.org/shards/{00000..00099}.tar' shards/ --labels sidecar:.cls"
@@ -283,6 +286,34 @@ layout cityscapes "$L/cityscapes/leftImg8bit/train" "$T/cityscapes"
 layout wds_seg "$L/wds-seg" "$T/wds-seg"
 [ "$(json "$T/wds-seg/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['counts']['sidecars']")" = \
     "(6, {'seg': 6}, 6)" ] || die "the WebDataset masks: $(cat "$T/wds-seg/manifest.json")"
+
+say "second images: a depth map beside each photo, and WebDataset tars of x.left.jpg and x.right.jpg"
+"$PYTHON" - "$L" <<'EOF'
+import io, os, sys, tarfile
+from PIL import Image
+top = sys.argv[1]
+os.makedirs(f"{top}/rgbd/a", exist_ok=True)
+os.makedirs(f"{top}/stereo-wds", exist_ok=True)
+for k in range(3):
+    Image.new("RGB", (40, 30), (60 * k, 90, 20)).save(f"{top}/rgbd/a/{k:04d}.jpg")
+    Image.new("L", (40, 30), 80 * k).save(f"{top}/rgbd/a/{k:04d}.depth.png")
+with tarfile.open(f"{top}/stereo-wds/00000.tar", "w") as t:
+    for k in range(3):
+        for side in ("left", "right"):
+            out = io.BytesIO()
+            Image.new("RGB", (40, 30), (60 * k, 90, 20 if side == "left" else 220)).save(out, "JPEG")
+            info = tarfile.TarInfo(f"{k:06d}.{side}.jpg")
+            info.size = len(out.getvalue())
+            t.addfile(info, io.BytesIO(out.getvalue()))
+EOF
+(cd "$L" && shardify rgbd/ "$T/rgbd" --size 32 --field depth=image,from=.depth.png,required --quiet &&
+    shardify --archives stereo-wds/ "$T/stereo" --size 32 --field right=image,from=.right.jpg,required --quiet)
+layout rgbd "$L/rgbd" "$T/rgbd"
+layout stereo "$L/stereo-wds" "$T/stereo"
+[ "$(json "$T/rgbd/manifest.json" "d['counts']['samples'], d['counts']['fields']")" = "(3, {'depth': 3})" ] ||
+    die "the depth maps: $(cat "$T/rgbd/manifest.json")"
+[ "$(json "$T/stereo/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['orphans']")" = \
+    "(3, {'right': 3}, [])" ] || die "the image pairs: $(cat "$T/stereo/manifest.json")"
 
 say "Hugging Face imagefolder: split folders, metadata.jsonl keyed by file_name, --key-column"
 (cd "$L" && shardify hf/ "$T/hf" --field text=text --size 32 --quiet &&

@@ -53,7 +53,9 @@ static void test_type_numbers_and_names(void **state)
     assert_string_equal(shard_field_type_name(SHARD_FIELD_BOXES), "boxes");
     assert_string_equal(shard_field_type_name(SHARD_FIELD_MASK), "mask");
     assert_int_equal(SHARD_FIELD_INSTANCES, 11);
-    assert_null(shard_field_type_name((enum shard_field_type)12));
+    assert_int_equal(SHARD_FIELD_IMAGE, 12);
+    assert_string_equal(shard_field_type_name(SHARD_FIELD_IMAGE), "image");
+    assert_null(shard_field_type_name((enum shard_field_type)13));
     enum shard_field_type t;
     uint32_t length = 7;
     struct shard_err err;
@@ -63,6 +65,32 @@ static void test_type_numbers_and_names(void **state)
     assert_int_equal(shard_field_type_parse("mask", &t, &length, &err), 0);
     assert_int_equal(t, SHARD_FIELD_MASK);
     assert_int_equal(shard_field_type_parse("boxes[4]", &t, &length, &err), SHARD_EINVAL);
+}
+
+/* An image value: its 12-byte header, RGB raw pixels of the record's size. */
+static void test_an_image_value_is_rgb_raw_at_the_record_size(void **state)
+{
+    (void)state;
+    struct shard_field_decl d = {.type = SHARD_FIELD_IMAGE};
+    uint8_t v[SHARD_IMAGE_HEADER_BYTES + 2 * 1 * 3] = {2, 0, 0, 0, 1, 0, 0, 0, 3, 0, 0, 0};
+    struct shard_err err;
+    struct shard_field_set set = {0};
+    assert_int_equal(shard_field_set_add(&set, 0, SHARD_FIELD_IMAGE, v, 11, &err), SHARD_EINVAL);
+    assert_int_equal(shard_field_set_add(&set, 0, SHARD_FIELD_IMAGE, v, sizeof v, &err), 0);
+    shard_field_set_release(&set);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 2, 1, &err), 0);
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), 0);
+    assert_int_equal(shard_field_check_image(&d, v, sizeof v, 0, 1, 2, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "a 2x1 image field on a 1x2 image");
+    assert_int_equal(shard_field_check(&d, v, sizeof v - 1, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "a 2x1 image of 17 bytes");
+    v[9] = SHARD_CODEC_JPEG;
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "an image of 3 channels and codec 1 (3 and raw are known)");
+    v[9] = 0;
+    v[11] = 1;
+    assert_int_equal(shard_field_check(&d, v, sizeof v, 0, &err), SHARD_ECORRUPT);
+    assert_string_equal(err.msg, "an image's reserved bytes are not 0");
 }
 
 static void test_a_record_takes_whole_boxes_and_a_mask_header(void **state)
@@ -451,6 +479,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_type_numbers_and_names),
+        cmocka_unit_test(test_an_image_value_is_rgb_raw_at_the_record_size),
         cmocka_unit_test(test_a_record_takes_whole_boxes_and_a_mask_header),
         cmocka_unit_test(test_boxes_are_checked_against_the_image),
         cmocka_unit_test(test_masks_are_checked_against_the_image_and_classes),

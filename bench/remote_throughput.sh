@@ -20,7 +20,7 @@
 #      get from that server here
 # Every configuration runs RUNS times (default 3) with EPOCHS epochs (default
 # 3), interleaved; the table gives medians of the steady epochs.  Markdown
-# goes to stdout (ready to paste into BENCHMARKS.md); the JSON of every run
+# goes to stdout (BENCHMARKS.md §7 quotes it); the JSON of every run
 # stays in WORK (default a new temporary directory, kept).
 #
 # BASELINE=DIR (another build, e.g. of the previous commit: `make

@@ -13,7 +13,7 @@
 # gives its wall and CPU seconds and its peak RSS (of the largest process of
 # the stage: a part, a check part, a rank), and the dataset's bytes per
 # sample.  The raw results go to WORK/scale-N.json.  Memory that grows with
-# the dataset shows as the difference of two runs' peaks (BENCHMARKS.md: 1M
+# the dataset shows as the difference of two runs' peaks (BENCHMARKS.md §18: 1M
 # and 10M samples).  Needs munge and slurm-wlm (scripts/deps.sh test), and
 # runs the daemons as root as test_slurm does.
 set -eu

@@ -218,7 +218,7 @@ SHARD_API void shard_config_init(struct shard_config *c);
 
 /* The zstd level records are written with: c->zstd_level, or when that is 0
  * the codec's default, chosen by measuring read speed against size
- * (BENCHMARKS.md): -100 for raw pixels, which are stored to be read fast and
+ * (BENCHMARKS.md §5): -100 for raw pixels, which are stored to be read fast and
  * compress poorly anyway, 3 for jpeg and png, whose payloads are
  * entropy-coded already.  A published manifest always records the level used. */
 SHARD_API int shard_config_zstd_level(const struct shard_config *c);

@@ -33,7 +33,7 @@
 #define REMOTE_AHEAD 64
 /* A directory's files: opened and advised into the page cache by this many
  * threads, this many positions ahead per thread (a cold disk then reads
- * while the threads decode; see BENCHMARKS.md).  One adviser keeps up (an
+ * while the threads decode; see BENCHMARKS.md §1).  One adviser keeps up (an
  * open and an fadvise per file) and wakes the threads half as often as two. */
 #define LOCAL_ADVISERS 1
 #define LOCAL_AHEAD_PER_THREAD 32

@@ -94,7 +94,7 @@ int sk_exif_orientation(const uint8_t *exif, size_t len);
  * SHARD_FIT_SHORT and SHARD_FIT_CROP, long side for SHARD_FIT_LONG) at least
  * `target` pixels once scaled (libjpeg gives ceil(side * M / 8)); 8 (full
  * size) when none does or target is 0.  The other M/8 scales were measured
- * and rejected (BENCHMARKS.md): libjpeg-turbo 2.1 has SIMD code only for the
+ * and rejected (BENCHMARKS.md §1): libjpeg-turbo 2.1 has SIMD code only for the
  * 8x8, 4x4 and 2x2 IDCTs, so 3/8, 5/8, 6/8 and 7/8 decode slower than full
  * size, and their truncated IDCT scores 2-3 dB below a full-size decode
  * resampled by shard_resize. */

@@ -36,7 +36,7 @@
 #define DIR_LOCK ".lock"
 /* The most a download reads at once: a piece small enough to stay in the
  * CPU's caches from the copy out of the window to the hash and the write
- * (pieces of 4 MiB took 0.8 ms of CPU per 263 KB sample in epoch 1 against
+ * (pieces of 4 MiB took 0.72 ms of CPU per 263 KB sample in epoch 1 against
  * 0.5 ms with 256 KiB: BENCHMARKS.md section 14). */
 #define CACHE_PIECE ((size_t)256 << 10)
 

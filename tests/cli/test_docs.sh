@@ -5,7 +5,9 @@
 # CONTRIBUTING.md and docs/ reaches a file, and its #anchor a heading there;
 # docs/README-MOVED.md names a home for every section of the former README;
 # the exit statuses are written in one table only (the man pages'
-# EXIT STATUS is made of it); and the Loader's
+# EXIT STATUS is made of it); BENCHMARKS.md stays short (at most 320
+# lines, table rows of at most 300 characters) and every "BENCHMARKS.md §N"
+# names a section it has; and the Loader's
 # signature in the PyTorch guide is shardkit.Loader's own.  The code blocks
 # the guides run as written are run by their tests (test_readme_layouts,
 # python/tests/test_package.py and test_train_example.py).
@@ -70,6 +72,64 @@ for section in "Exit status (every tool)" "Set-up: two commands" "Quick start" "
     "What a dataset holds" "The library" "Python and PyTorch" "Layout"; do
     grep -q -F "| $section" docs/README-MOVED.md || die "docs/README-MOVED.md has no row for '$section'"
 done
+
+say "BENCHMARKS.md: at most 320 lines, short table rows, every reference names a section it has"
+"$PYTHON" - >"$T/bench" 2>&1 <<'EOF' ||
+import os, re, sys
+
+text = open("BENCHMARKS.md", encoding="utf-8").read()
+lines = text.splitlines()
+bad = []
+if len(lines) > 320:
+    bad.append(f"BENCHMARKS.md has {len(lines)} lines (at most 320: figures and methods only; "
+               "before/after measurements go in commit messages)")
+for n, line in enumerate(lines, 1):
+    if line.startswith("|") and len(line) > 300:
+        bad.append(f"BENCHMARKS.md:{n}: a table row of {len(line)} characters (at most 300: "
+                   "explanations go in the section)")
+
+def slug(heading):
+    s = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return s.replace(" ", "-")
+
+sections, anchors, fence = set(), set(), False
+for line in lines:
+    if line.startswith("```"):
+        fence = not fence
+    elif not fence and line.startswith("#"):
+        anchors.add(slug(line.lstrip("#")))
+        m = re.match(r"## (\d+)\. ", line)
+        if m:
+            sections.add(int(m.group(1)))
+
+refs = [
+    r"BENCHMARKS\.md`?,?\s+(?:§\s*|section\s+)(\d+)",   # BENCHMARKS.md §6, `BENCHMARKS.md` §6, section 6
+    r"section\s+(\d+)\s+of\s+BENCHMARKS\.md",            # section 5 of BENCHMARKS.md
+]
+skip = {".git", "build", "node_modules", "__pycache__"}
+for root, dirs, files in os.walk("."):
+    dirs[:] = sorted(d for d in dirs if d not in skip and not d.startswith(("build-", ".")))
+    for name in sorted(files):
+        path = os.path.normpath(os.path.join(root, name))
+        try:
+            body = open(path, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        found = [(m.start(), m.group(1)) for r in refs for m in re.finditer(r, body)]
+        if path == "BENCHMARKS.md":
+            found += [(m.start(), m.group(1)) for m in re.finditer(r"§\s*(\d+)", body)]
+        for at, number in found:
+            if int(number) not in sections:
+                line = body.count("\n", 0, at) + 1
+                bad.append(f"{path}:{line}: BENCHMARKS.md has no section {number}")
+        for m in re.finditer(r"BENCHMARKS\.md#([\w-]+)", body):
+            if m.group(1) not in anchors:
+                line = body.count("\n", 0, m.start()) + 1
+                bad.append(f"{path}:{line}: BENCHMARKS.md has no heading '#{m.group(1)}'")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+    { cat "$T/bench" >&2; die "BENCHMARKS.md breaks its limits or is referred to where it has nothing (above)"; }
 
 say "the exit statuses are written once: docs/reference/exit-status.md"
 # a table row giving status 2 as a usage error is the table of statuses

@@ -70,7 +70,7 @@ struct payload {
     size_t len;
     uint32_t channels, depth;           /* the record's own form */
     uint32_t read_channels, read_depth; /* the form the reader gives (the dataset's) */
-    const uint8_t *background;          /* the dataset's, for an alpha removed */
+    uint8_t background[3];              /* the dataset's, for an alpha removed */
 };
 
 static inline void ceiling_payloads_free(struct payload *ps, size_t n)
@@ -112,10 +112,12 @@ static inline int ceiling_load_payloads(const char *prog, const char *location,
             fprintf(stderr, "%s: out of memory\n", prog);
             rc = 1;
         } else {
-            ps[i] = (struct payload){item.codec,          item.width,      item.height,
-                                     ps[i].data,          item.stored.len, item.stored_channels,
-                                     item.stored_depth,   item.channels,   item.depth,
-                                     m->config.background};
+            ps[i] = (struct payload){item.codec,        item.width,
+                                     item.height,       ps[i].data,
+                                     item.stored.len,   item.stored_channels,
+                                     item.stored_depth, item.channels,
+                                     item.depth,        {0}};
+            memcpy(ps[i].background, m->config.background, sizeof ps[i].background);
             memcpy(ps[i].data, item.stored.data, item.stored.len);
         }
     }

@@ -64,8 +64,11 @@
  * the shard (sk_dataset_let_go) or the loaded footers exceed
  * DATASET_FOOTER_BUDGET (the least recently used first). */
 struct ds_shard {
-    pthread_mutex_t lock;      /* one load at a time; guards `file` */
-    struct fetch_file *file;   /* set by the first load, then kept */
+    pthread_mutex_t lock; /* one load at a time; writes of `file` under it */
+    /* set by the first load, then kept; atomic, as `opened`'s readers (the
+     * node-local cache's planner, advice) read it without the lock while a
+     * later load or a let-go writes it */
+    struct fetch_file *_Atomic file;
     _Atomic int opened;        /* `file` is set (read without the lock: a read waiting
                                 * for another thread's open does not hold up advice) */
     struct sk_shard_head head; /* header number, trailer, footer (its arrays while loaded) */

@@ -85,6 +85,16 @@ json() {
     "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# peak_kib CMD ARGS...: run CMD (its stderr to $T/err) and print its peak
+# RSS in KiB (wait4's: GNU time is not on every machine)
+peak_kib() {
+    "$PYTHON" - "$T/err" "$@" <<'EOF'
+import resource, subprocess, sys
+subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[1], "w"))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+EOF
+}
+
 # shardkit_python ARGS...: the Python interpreter with the shardkit package that
 # `make test` built beside the binaries (BUILD/python) on its path; a sanitizer
 # build's extension needs the sanitizer runtimes loaded first.  Fails (status

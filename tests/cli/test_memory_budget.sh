@@ -28,15 +28,6 @@ EOF
 zstd -q --rm "$T/bomb.tar" -o "$T/bomb/bomb.tar.zst"
 [ "$(wc -c <"$T/bomb/bomb.tar.zst")" -lt 200000 ] || die "the bomb is not small"
 
-# peak RSS of a command, in KiB (GNU time is not on every machine: wait4's)
-peak_kib() {
-    "$PYTHON" - "$@" <<'EOF'
-import os, resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"))
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-EOF
-}
-export T
 
 say "six 150 MiB members with --memory 200M: held one at a time, not all at once"
 kib=$(peak_kib shardify --archives "$T/bomb" "$T/dst" --labels none --memory 200M --threads 2 --allow-empty \

@@ -8,15 +8,21 @@
 OPTS="--quiet --size 64 --shard-size 64K"
 "$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/raw" >/dev/null
 
-# convert_parts DST N [ARGS...]: parts 0..N-1 of $T/raw into DST, one after the other
+# convert_parts_of SRC DST N [ARGS...]: parts 0..N-1 of SRC into DST, one after the other
+convert_parts_of() {
+    src=$1 dst=$2 n=$3
+    shift 3
+    i=0
+    while [ "$i" -lt "$n" ]; do
+        shardify $OPTS "$@" --part "$i/$n" "$src" "$dst" || die "part $i/$n of $src failed"
+        i=$((i + 1))
+    done
+}
+# convert_parts DST N [ARGS...]: the same of $T/raw
 convert_parts() {
     dst=$1 n=$2
     shift 2
-    i=0
-    while [ "$i" -lt "$n" ]; do
-        shardify $OPTS "$@" --part "$i/$n" "$T/raw" "$dst" || die "part $i/$n failed"
-        i=$((i + 1))
-    done
+    convert_parts_of "$T/raw" "$dst" "$n" "$@"
 }
 
 # ---- --part I/N and its usage errors -----------------------------------------
@@ -234,15 +240,6 @@ rm -rf "$T/e" "$T/eraw"
 mkdir -p "$T/eraw/a"
 printf 'not an image' >"$T/eraw/a/bad.jpg"
 printf 'nor this' >"$T/eraw/a/worse.jpg"
-convert_parts_of() {  # convert_parts_of SRC DST N [ARGS...]
-    src=$1 dst=$2 n=$3
-    shift 3
-    i=0
-    while [ "$i" -lt "$n" ]; do
-        shardify $OPTS "$@" --part "$i/$n" "$src" "$dst" || die "part $i/$n of $src failed"
-        i=$((i + 1))
-    done
-}
 convert_parts_of "$T/eraw" "$T/e" 2
 tree_state "$T/e" >"$T/e.state"
 must_fail 1 shardify merge "$T/e"

@@ -14,15 +14,6 @@ mkdir -p "$T/big"
 for i in 0 1 2 3 4 5 6 7; do truncate -s 40M "$T/big/f$i.jpg"; done
 cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/big/small.jpg"
 
-# peak RSS of a command, in KiB (wait4's)
-peak_kib() {
-    "$PYTHON" - "$@" <<'EOF'
-import os, resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(os.environ["T"] + "/err", "w"))
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-EOF
-}
-export T
 
 start_store moto
 export AWS_ENDPOINT_URL=$ENDPOINT

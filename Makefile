@@ -197,6 +197,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(LIB_A) $(CLI_A) $(BENCH_A) $(
 # core behaviours - convert, check, export, parts, incremental runs, fields,
 # the loader's C tests - a few minutes on 2 cores (CONTRIBUTING.md).
 # TESTS="..." picks others; make check -j2 runs two at a time.
+# CASE=GLOB runs only the matching cases of the tests picked: a unit test's
+# cmocka tests, a CLI test's case_NAME functions (tests/cli/lib.sh,
+# run_cases); for python_tests it is pytest's -k expression.
+ifdef CASE
+export SHARDKIT_CASE := $(CASE)
+endif
 CHECK_TESTS ?= $(notdir $(basename $(UNIT_SRC))) \
                test_shardify test_shardcheck test_shardcat test_parts test_incremental \
                test_fields test_sources test_links

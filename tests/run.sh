@@ -16,6 +16,10 @@
 # gives its reason).  The summary counts them and says why.  With
 # SHARDKIT_STRICT_SKIPS=1 (CI sets it) a skip fails the run unless its line,
 # "NAME: why", is in tests/skips.allowed.
+# Cases: each test is made of cases (cmocka's tests, a CLI script's
+# case_NAME functions, pytest's tests); a failing case does not stop the
+# cases after it, and SHARDKIT_CASE=GLOB (make's CASE=) runs only the
+# matching ones (for python_tests, a pytest -k expression).
 # Jobs: the tests run one at a time, or N at once with SHARDKIT_TEST_JOBS=N
 # or under `make -jN` (make test -j2); each test's lines are printed once it
 # ends, and the summary is the same.
@@ -208,6 +212,7 @@ if [ $units_only -eq 0 ]; then
             set -- "$@" LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)" \
                 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
         fi
+        [ -z "${SHARDKIT_CASE:-}" ] || set -- "$@" -k "$SHARDKIT_CASE"
         run python_tests "$@" "$PYTHON" -m pytest -q -rs -p no:cacheprovider "$top/python/tests"
     fi
 fi

@@ -64,6 +64,47 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 say() { echo "-- $*"; }
 skip() { echo "SKIP: $*"; exit 0; }
 
+# Cases.  A script of cases defines a function case_NAME per behaviour and
+# ends with `run_cases`; what comes before it is the set-up the cases share
+# (sources, conversions, servers started with on_exit).  run_cases runs each
+# case in the script's order in a subshell and prints TAP: "ok N - NAME" or
+# "not ok N - NAME".  A case's die (or a failing command: set -e) ends that
+# case only, and the cases after it still run; the script fails when any case
+# failed.  With SHARDKIT_CASE=GLOB (`make test TESTS=test_x CASE=GLOB`) only
+# the cases whose names match run: a case reads the set-up, never what
+# another case made.  Variables a case sets stay in its subshell.
+run_cases() {
+    cases_names=$(sed -n 's/^case_\([A-Za-z0-9_]*\)() *{.*/\1/p' "$0")
+    [ -n "$cases_names" ] || die "run_cases: $0 defines no case_NAME() { functions"
+    cases_pattern=${SHARDKIT_CASE:-*}
+    cases_picked=""
+    for cases_c in $cases_names; do
+        # shellcheck disable=SC2254
+        case "$cases_c" in $cases_pattern) cases_picked="$cases_picked $cases_c" ;; esac
+    done
+    [ -n "$cases_picked" ] ||
+        die "no case of $(basename "$0" .sh) matches '$cases_pattern' (cases: $(echo $cases_names))"
+    echo "1..$(echo $cases_picked | wc -w)"
+    cases_n=0
+    cases_bad=""
+    for cases_c in $cases_picked; do
+        cases_n=$((cases_n + 1))
+        C=$T/case/$cases_c
+        mkdir -p "$C"
+        set +e
+        (set -e; "case_$cases_c")
+        cases_status=$?
+        set -e
+        if [ "$cases_status" -eq 0 ]; then
+            echo "ok $cases_n - $cases_c"
+        else
+            echo "not ok $cases_n - $cases_c"
+            cases_bad="$cases_bad $cases_c"
+        fi
+    done
+    [ -z "$cases_bad" ] || die "$(echo $cases_bad | wc -w) of $cases_n cases failed:$cases_bad"
+}
+
 # must_fail CODE CMD...: CMD must exit with status CODE.
 must_fail() {
     want=$1; shift

@@ -185,4 +185,51 @@ DAMAGED=1 runner 0 test_bad_dataset python_tests
 [ "$status" -eq 0 ] || { cat "$T/out" >&2; die "a dataset damaged on purpose failed its test"; }
 rm "$P/tests/cli/test_bad_dataset.sh" "$P/python/tests/test_bad_dataset.py"
 
+say "cases: a failing case does not hide the cases after it; one case runs alone"
+cat >"$P/tests/cli/test_cases.sh" <<'EOF'
+. "$(dirname "$0")/lib.sh"
+n=7  # the set-up's variables: a case's counter must not be run_cases' own
+echo "shared" >"$T/shared"
+case_first_fails() { echo "first ran"; false; echo "first went on"; }
+case_second_dies() { [ "$n" -eq 7 ] || die "n is $n"; echo "second ran"; die "planted failure"; }
+case_third_passes() {
+    [ "$n" -eq 7 ] && [ -d "$C" ] && [ -z "$(ls -A "$C")" ] || die "no own empty C"
+    [ "$(cat "$T/shared")" = shared ] || die "no set-up"
+    n=99
+    echo "third ran"
+}
+case_fourth_passes() { [ "$n" -eq 7 ] || die "a case's variable leaked: n is $n"; echo "fourth ran"; }
+run_cases
+EOF
+runner 0 test_cases
+[ "$status" -eq 1 ] || { cat "$T/out" >&2; die "a script with failed cases passed"; }
+log=$B/tests/test_cases.log
+# what TAP says, in order, with the plan first
+grep -E '^(1\.\.|ok |not ok )' "$log" >"$T/tap"
+printf '1..4\nnot ok 1 - first_fails\nnot ok 2 - second_dies\nok 3 - third_passes\nok 4 - fourth_passes\n' |
+    cmp -s - "$T/tap" || { cat "$log" >&2; die "the cases' TAP lines are not the expected ones"; }
+for line in "first ran" "second ran" "third ran" "fourth ran" "FAIL: planted failure" \
+            "FAIL: 2 of 4 cases failed: first_fails second_dies"; do
+    must_say "$line" "$log"
+done
+if grep -q "first went on" "$log"; then die "a failing command did not end its case"; fi
+SHARDKIT_CASE='*passes' runner 0 test_cases
+[ "$status" -eq 0 ] || { cat "$log" >&2; die "the passing cases alone failed"; }
+grep -E '^(1\.\.|ok |not ok )' "$log" | tr '\n' ' ' |
+    grep -qx '1..2 ok 1 - third_passes ok 2 - fourth_passes ' ||
+    { cat "$log" >&2; die "SHARDKIT_CASE did not pick the matching cases"; }
+if grep -q "first ran" "$log"; then die "a case that does not match ran"; fi
+SHARDKIT_CASE=nosuch runner 0 test_cases
+[ "$status" -eq 1 ] || die "a pattern matching no case passed"
+must_say "no case of test_cases matches 'nosuch' (cases: first_fails second_dies third_passes fourth_passes)" "$log"
+# a unit test's cases: cmocka's, picked by the same variable (tests/unit/cases.c)
+cc -I"$SHARDKIT_TOP/tests/unit" "$T/planted_unit.c" "$SHARDKIT_TOP/tests/unit/cases.c" -lcmocka \
+    -o "$B/tests/test_planted_unit" || die "cannot build the planted cmocka test with cases.c"
+SHARDKIT_CASE='test_pass*' runner 0 test_planted_unit
+[ "$status" -eq 0 ] || { cat "$T/out" >&2; die "one unit case alone failed"; }
+ulog=$B/tests/test_planted_unit.log
+[ "$(grep -c '^\[ RUN      \]' "$ulog")" -eq 1 ] && grep -q '^\[       OK \] test_passes$' "$ulog" ||
+    { cat "$ulog" >&2; die "SHARDKIT_CASE did not pick one cmocka test"; }
+rm "$P/tests/cli/test_cases.sh"
+
 echo "all runner checks passed"

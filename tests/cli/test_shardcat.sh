@@ -69,28 +69,34 @@ EOF
 NAMES="exif_rot1.jpg exif_rot2.jpg exif_rot3.jpg exif_rot4.jpg exif_rot5.jpg exif_rot6.jpg
        exif_rot7.jpg exif_rot8.jpg cmyk_adobe.jpg gray.jpg gray16.png rgb.png palette.png"
 
-say "png output: shardcat pixels equal the reference decodes"
-# no resizing (every side is under the size and upscaling is off): pixels are the decode,
-# in 8-bit RGB as the references are (test_pixels.sh: the sources' own forms)
+# the datasets every case reads: the fixtures converted losslessly and as JPEG
+# (no resizing: every side is under the size and upscaling is off, so pixels
+# are the decode, in 8-bit RGB as the references are; test_pixels.sh: the
+# sources' own forms)
 shardify "$SRC" "$T/png" --size 1000 --no-upscale --codec png --pixels rgb --depth 8 --quiet
-shardcat "$T/png" --out "$T/cat"
-n=$(ls "$T/cat" | wc -l)
-[ "$n" -eq "$(json "$T/png/manifest.json" "d['counts']['samples']")" ] || die "wrote $n files"
-# shellcheck disable=SC2086
-"$PYTHON" "$T/compare.py" "$T/cat" png "$F" $NAMES || die "png output differs from the references"
-
-say "jpeg output: the same orientation and colours, within JPEG loss"
 shardify "$SRC" "$T/jpeg" --size 1000 --no-upscale --codec jpeg --quality 95 --quiet
-shardcat "$T/jpeg" --out "$T/catj" --threads 3
-# shellcheck disable=SC2086
-"$PYTHON" "$T/compare.py" "$T/catj" jpeg "$F" $NAMES || die "jpeg output is not the reference"
+n=$(json "$T/png/manifest.json" "d['counts']['samples']")
 
-say "file names encode keys reversibly and stay inside DIR"
-for name in "odd%2Fa b'c.png.png" "odd%2F100%25.png.png" "odd%2Fnew%0Aline.png.png" \
-            "odd%2Flatin1-%E9.png.png"; do
-    [ -f "$T/cat/$name" ] || { ls "$T/cat" >&2; die "no file '$name'"; }
-done
-"$PYTHON" -c '
+case_png_output_equals_the_reference_decodes() {
+    shardcat "$T/png" --out "$C/cat"
+    [ "$(ls "$C/cat" | wc -l)" -eq "$n" ] || die "wrote $(ls "$C/cat" | wc -l) files, not $n"
+    # shellcheck disable=SC2086
+    "$PYTHON" "$T/compare.py" "$C/cat" png "$F" $NAMES || die "png output differs from the references"
+}
+
+case_jpeg_output_has_the_orientation_and_colours_within_jpeg_loss() {
+    shardcat "$T/jpeg" --out "$C/catj" --threads 3
+    # shellcheck disable=SC2086
+    "$PYTHON" "$T/compare.py" "$C/catj" jpeg "$F" $NAMES || die "jpeg output is not the reference"
+}
+
+case_file_names_encode_keys_reversibly_and_stay_inside_dir() {
+    shardcat "$T/png" --out "$C/cat"
+    for name in "odd%2Fa b'c.png.png" "odd%2F100%25.png.png" "odd%2Fnew%0Aline.png.png" \
+                "odd%2Flatin1-%E9.png.png"; do
+        [ -f "$C/cat/$name" ] || { ls "$C/cat" >&2; die "no file '$name'"; }
+    done
+    "$PYTHON" -c '
 import os, sys, urllib.parse
 out, src = sys.argv[1], os.fsencode(sys.argv[2])
 keys = set()
@@ -100,20 +106,22 @@ for root, dirs, files in os.walk(src):
 for name in os.listdir(os.fsencode(out)):
     assert b"/" not in name and not name.startswith(b".")
     key = urllib.parse.unquote_to_bytes(name[:-len(b".png")])
-    assert key in keys, key' "$T/cat" "$SRC" || die "a file name does not decode to a key"
+    assert key in keys, key' "$C/cat" "$SRC" || die "a file name does not decode to a key"
+}
 
-say "chosen keys, a missing key, and --limit"
-must_fail 1 shardcat "$T/png" "fix/gray.jpg" "no/such.jpg" "odd/a b'c.png" --out "$T/some"
-must_say "no sample with key 'no/such.jpg'" "$T/err"
-[ -f "$T/some/fix%2Fgray.jpg.png" ] && [ -f "$T/some/odd%2Fa b'c.png.png" ] ||
-    die "the keys that exist were not written"
-[ "$(ls "$T/some" | wc -l)" -eq 2 ] || die "expected 2 files"
-shardcat "$T/png" --out "$T/three" --limit 3
-[ "$(ls "$T/three" | wc -l)" -eq 3 ] || die "--limit 3 did not write 3 files"
+case_chosen_keys_a_missing_key_and_limit() {
+    must_fail 1 shardcat "$T/png" "fix/gray.jpg" "no/such.jpg" "odd/a b'c.png" --out "$C/some"
+    must_say "no sample with key 'no/such.jpg'" "$T/err"
+    [ -f "$C/some/fix%2Fgray.jpg.png" ] && [ -f "$C/some/odd%2Fa b'c.png.png" ] ||
+        die "the keys that exist were not written"
+    [ "$(ls "$C/some" | wc -l)" -eq 2 ] || die "expected 2 files"
+    shardcat "$T/png" --out "$C/three" --limit 3
+    [ "$(ls "$C/three" | wc -l)" -eq 3 ] || die "--limit 3 did not write 3 files"
+}
 
-say "a damaged record is named, the rest are written"
-cp -r "$T/png" "$T/bad"
-"$PYTHON" -c '
+case_a_damaged_record_is_named_and_the_rest_are_written() {
+    cp -r "$T/png" "$C/bad"
+    "$PYTHON" -c '
 import struct, sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
@@ -121,80 +129,93 @@ footer = struct.unpack("<Q", b[-40:-32])[0]
 rows = footer + 24
 offset = struct.unpack("<Q", b[rows + 32 * 2: rows + 32 * 2 + 8])[0]
 b[offset + 12] ^= 0x40
-open(p, "wb").write(b)' "$T/bad/shard-000000.shard"
-must_fail 1 shardcat "$T/bad" --out "$T/catbad"
-must_say "shard-000000.shard record 2 (key '" "$T/err"
-[ "$(ls "$T/catbad" | wc -l)" -eq $((n - 1)) ] || die "the other samples were not written"
+open(p, "wb").write(b)' "$C/bad/shard-000000.shard"
+    must_fail 1 shardcat "$C/bad" --out "$C/catbad"
+    must_say "shard-000000.shard record 2 (key '" "$T/err"
+    [ "$(ls "$C/catbad" | wc -l)" -eq $((n - 1)) ] || die "the other samples were not written"
+}
 
-say "usage errors exit 2 and name the argument; an unreadable DST fails (exit 1)"
-must_fail 2 shardcat "$T/png"
-must_say "--out DIR is required" "$T/err"
-must_fail 2 shardcat "$T/png" --out "$T/nonexistent/deeper"
-must_say "--out: cannot create '$T/nonexistent/deeper'" "$T/err"
-must_fail 2 shardcat "$T/png" --out "$T/x" --limit many
-must_fail 2 shardcat -zz "$T/png" --out "$T/x"
-must_say "unknown option '-z'" "$T/err"
-if grep -q "unknown option '$T/png'" "$T/err"; then die "the operand was named as the option"; fi
-# the dataset is the input of the work: one that cannot be read fails it
-must_fail 1 shardcat "$T/nonexistent" --out "$T/x"
-must_say "$T/nonexistent" "$T/err"
+case_usage_errors_exit_2_and_an_unreadable_dst_fails() {
+    must_fail 2 shardcat "$T/png"
+    must_say "--out DIR is required" "$T/err"
+    must_fail 2 shardcat "$T/png" --out "$C/nonexistent/deeper"
+    must_say "--out: cannot create '$C/nonexistent/deeper'" "$T/err"
+    must_fail 2 shardcat "$T/png" --out "$C/x" --limit many
+    must_fail 2 shardcat -zz "$T/png" --out "$C/x"
+    must_say "unknown option '-z'" "$T/err"
+    if grep -q "unknown option '$T/png'" "$T/err"; then die "the operand was named as the option"; fi
+    # the dataset is the input of the work: one that cannot be read fails it
+    must_fail 1 shardcat "$C/nonexistent" --out "$C/x"
+    must_say "$C/nonexistent" "$T/err"
+}
 
 # ---- the output directory: nothing outside it is touched ---------------------
-say "--out inside the dataset is refused before anything is written"
-cp -r "$T/png" "$T/ds"
-ls -A "$T/ds" >"$T/ds.before"
-must_fail 2 shardcat "$T/ds" --out "$T/ds/look"
-must_say "--out: '$T/ds/look' is inside the dataset '$T/ds'" "$T/err"
-must_fail 2 shardcat "$T/ds" --out "$T/ds"
-must_fail 2 shardcat "$T/ds" --out "$T/ds/"
-ln -s "$T/ds" "$T/ds-link"
-must_fail 2 shardcat "$T/ds" --out "$T/ds-link/look"
-must_say "is inside the dataset" "$T/err"
-ls -A "$T/ds" | cmp -s - "$T/ds.before" || die "the dataset directory was changed"
-shardcheck "$T/ds" >/dev/null || die "the dataset no longer verifies"
+case_out_inside_the_dataset_is_refused_before_anything_is_written() {
+    cp -r "$T/png" "$C/ds"
+    ls -A "$C/ds" >"$C/ds.before"
+    must_fail 2 shardcat "$C/ds" --out "$C/ds/look"
+    must_say "--out: '$C/ds/look' is inside the dataset '$C/ds'" "$T/err"
+    must_fail 2 shardcat "$C/ds" --out "$C/ds"
+    must_fail 2 shardcat "$C/ds" --out "$C/ds/"
+    ln -s "$C/ds" "$C/ds-link"
+    must_fail 2 shardcat "$C/ds" --out "$C/ds-link/look"
+    must_say "is inside the dataset" "$T/err"
+    ls -A "$C/ds" | cmp -s - "$C/ds.before" || die "the dataset directory was changed"
+    shardcheck "$C/ds" >/dev/null || die "the dataset no longer verifies"
+}
 
-say "--out that is a symbolic link is refused, and what it points to is unchanged"
-mkdir "$T/elsewhere"
-ln -s "$T/elsewhere" "$T/out-link"
-must_fail 2 shardcat "$T/png" --out "$T/out-link"
-must_say "--out: '$T/out-link' is a symbolic link" "$T/err"
-[ -z "$(ls -A "$T/elsewhere")" ] || die "shardcat wrote through the --out link"
+case_out_that_is_a_symbolic_link_is_refused() {
+    mkdir "$C/elsewhere"
+    ln -s "$C/elsewhere" "$C/out-link"
+    must_fail 2 shardcat "$T/png" --out "$C/out-link"
+    must_say "--out: '$C/out-link' is a symbolic link" "$T/err"
+    [ -z "$(ls -A "$C/elsewhere")" ] || die "shardcat wrote through the --out link"
+}
 
-say "links planted where samples go are never followed; each is named, the rest are written"
-mkdir "$T/trap"
-echo "precious" >"$T/victim.txt"
-mkdir "$T/victim-dir"
-echo "inside" >"$T/victim-dir/kept.txt"
-cp "$T/victim.txt" "$T/victim.orig"
-ln -s "$T/victim.txt" "$T/trap/fix%2Fgray.jpg.png"
-ln -s "$T/victim-dir" "$T/trap/fix%2Frgb.png.png"
-ln -s "$T/no-such-target" "$T/trap/fix%2Fpalette.png.png"
-mkdir "$T/trap/fix%2Fexif_rot1.jpg.png"
-must_fail 1 shardcat "$T/png" --out "$T/trap"
-for name in "fix%2Fgray.jpg.png" "fix%2Frgb.png.png" "fix%2Fpalette.png.png"; do
-    must_say "cannot write '$T/trap/$name': a symbolic link is in the way" "$T/err"
-    [ -L "$T/trap/$name" ] || die "the link '$name' was replaced"
-done
-must_say "cannot write '$T/trap/fix%2Fexif_rot1.jpg.png': a directory is in the way" "$T/err"
-cmp -s "$T/victim.txt" "$T/victim.orig" || die "the file a link points to was changed"
-[ "$(ls -A "$T/victim-dir")" = kept.txt ] || die "the directory a link points to was changed"
-[ ! -e "$T/no-such-target" ] || die "a dangling link's target was created"
-# the count says what is there: n samples, 4 of them not written
-must_say "wrote $((n - 4)) samples to '$T/trap'; 4 could not be written" "$T/err"
-[ "$(find "$T/trap" -maxdepth 1 -type f -name '*.png' | wc -l)" -eq $((n - 4)) ] ||
-    die "expected $((n - 4)) files"
-[ -z "$(find "$T/trap" -name '.shardcat-*')" ] || die "a temporary file was left behind"
+# victims: a file and a directory outside DIR that links may point to
+victims() {
+    echo "precious" >"$C/victim.txt"
+    cp "$C/victim.txt" "$C/victim.orig"
+    mkdir "$C/victim-dir"
+    echo "inside" >"$C/victim-dir/kept.txt"
+}
 
-say "a hard link in DIR is replaced, not written through; a second run replaces its files"
-rm "$T/trap/fix%2Fgray16.png.png"
-ln "$T/victim.txt" "$T/trap/fix%2Fgray16.png.png"
-shardcat "$T/png" "fix/gray16.png" --out "$T/trap" 2>"$T/err"
-cmp -s "$T/victim.txt" "$T/victim.orig" || die "a hard-linked file was written through"
-"$PYTHON" -c 'from PIL import Image; import sys; Image.open(sys.argv[1]).load()' \
-    "$T/trap/fix%2Fgray16.png.png" || die "the sample was not written"
+case_links_planted_where_samples_go_are_never_followed() {
+    victims
+    mkdir "$C/trap"
+    ln -s "$C/victim.txt" "$C/trap/fix%2Fgray.jpg.png"
+    ln -s "$C/victim-dir" "$C/trap/fix%2Frgb.png.png"
+    ln -s "$C/no-such-target" "$C/trap/fix%2Fpalette.png.png"
+    mkdir "$C/trap/fix%2Fexif_rot1.jpg.png"
+    must_fail 1 shardcat "$T/png" --out "$C/trap"
+    for name in "fix%2Fgray.jpg.png" "fix%2Frgb.png.png" "fix%2Fpalette.png.png"; do
+        must_say "cannot write '$C/trap/$name': a symbolic link is in the way" "$T/err"
+        [ -L "$C/trap/$name" ] || die "the link '$name' was replaced"
+    done
+    must_say "cannot write '$C/trap/fix%2Fexif_rot1.jpg.png': a directory is in the way" "$T/err"
+    cmp -s "$C/victim.txt" "$C/victim.orig" || die "the file a link points to was changed"
+    [ "$(ls -A "$C/victim-dir")" = kept.txt ] || die "the directory a link points to was changed"
+    [ ! -e "$C/no-such-target" ] || die "a dangling link's target was created"
+    # the count says what is there: n samples, 4 of them not written
+    must_say "wrote $((n - 4)) samples to '$C/trap'; 4 could not be written" "$T/err"
+    [ "$(find "$C/trap" -maxdepth 1 -type f -name '*.png' | wc -l)" -eq $((n - 4)) ] ||
+        die "expected $((n - 4)) files"
+    [ -z "$(find "$C/trap" -name '.shardcat-*')" ] || die "a temporary file was left behind"
+}
+
+case_a_hard_link_in_dir_is_replaced_not_written_through() {
+    victims
+    shardcat "$T/png" --out "$C/out" 2>"$T/err"
+    rm "$C/out/fix%2Fgray16.png.png"
+    ln "$C/victim.txt" "$C/out/fix%2Fgray16.png.png"
+    shardcat "$T/png" "fix/gray16.png" --out "$C/out" 2>"$T/err"
+    cmp -s "$C/victim.txt" "$C/victim.orig" || die "a hard-linked file was written through"
+    "$PYTHON" -c 'from PIL import Image; import sys; Image.open(sys.argv[1]).load()' \
+        "$C/out/fix%2Fgray16.png.png" || die "the sample was not written"
+    [ "$(ls "$C/out" | wc -l)" -eq "$n" ] || die "a second run into DIR changed its count of files"
+}
 
 # ---- long keys -------------------------------------------------------------------
-say "keys too long for a file name are exported under shortened names listed in keys.tsv"
 a200=$(printf 'a%.0s' $(seq 200))
 b200=$(printf 'b%.0s' $(seq 200))
 c247=$(printf 'c%.0s' $(seq 247))
@@ -205,11 +226,7 @@ cp "$F/rgb.png" "$T/long/${c247}.png"          # a 251-byte key: a 255-byte name
 cp "$F/gray.jpg" "$T/long/${c247}x.png"        # 252 bytes: one too many
 cp "$F/rgb.png" "$T/long/short.png"
 shardify "$T/long" "$T/longds" --size 16 --quiet
-[ "$(json "$T/longds/manifest.json" "d['counts']['samples']")" -eq 5 ] || die "long keys rejected"
-shardcat "$T/longds" --out "$T/longcat" 2>"$T/err" || { cat "$T/err" >&2; die "shardcat failed"; }
-must_say "wrote 5 samples" "$T/err"
-[ -f "$T/longcat/${c247}.png.png" ] || die "a 255-byte name was shortened"
-[ -f "$T/longcat/keys.tsv" ] || die "no keys.tsv"
+# check_names DIR N: DIR's names and its keys.tsv (N shortened names) give back every key
 check_names() {
     "$PYTHON" - "$1" "$T/longds/index.jsonl" "$2" <<'PY'
 import json, os, sys, urllib.parse
@@ -234,14 +251,30 @@ for name in os.listdir(out):
 assert got == keys, (sorted(got - keys), sorted(keys - got))
 PY
 }
-check_names "$T/longcat" 3 || die "the names and keys.tsv do not give back every key"
-say "a second run into the same DIR keeps the listing whole"
-shardcat "$T/longds" "$a200/$b200/one.png" "short.png" --out "$T/longcat" 2>"$T/err" ||
-    { cat "$T/err" >&2; die "shardcat failed"; }
-check_names "$T/longcat" 3 || die "keys.tsv lost or repeated names"
-rm -rf "$T/longcat2" && mkdir "$T/longcat2"
-ln -s "$T/victim.txt" "$T/longcat2/keys.tsv"
-must_fail 1 shardcat "$T/longds" --out "$T/longcat2"
-must_say "cannot read '$T/longcat2/keys.tsv': it is a symbolic link" "$T/err"
-cmp -s "$T/victim.txt" "$T/victim.orig" || die "keys.tsv was written through a link"
-say "all shardcat tests passed"
+
+case_keys_too_long_for_a_file_name_are_listed_in_keys_tsv() {
+    [ "$(json "$T/longds/manifest.json" "d['counts']['samples']")" -eq 5 ] || die "long keys rejected"
+    shardcat "$T/longds" --out "$C/longcat" 2>"$T/err" || { cat "$T/err" >&2; die "shardcat failed"; }
+    must_say "wrote 5 samples" "$T/err"
+    [ -f "$C/longcat/${c247}.png.png" ] || die "a 255-byte name was shortened"
+    [ -f "$C/longcat/keys.tsv" ] || die "no keys.tsv"
+    check_names "$C/longcat" 3 || die "the names and keys.tsv do not give back every key"
+}
+
+case_a_second_run_into_the_same_dir_keeps_keys_tsv_whole() {
+    shardcat "$T/longds" --out "$C/longcat" 2>"$T/err" || { cat "$T/err" >&2; die "shardcat failed"; }
+    shardcat "$T/longds" "$a200/$b200/one.png" "short.png" --out "$C/longcat" 2>"$T/err" ||
+        { cat "$T/err" >&2; die "shardcat failed"; }
+    check_names "$C/longcat" 3 || die "keys.tsv lost or repeated names"
+}
+
+case_a_keys_tsv_that_is_a_link_is_refused() {
+    victims
+    mkdir "$C/longcat"
+    ln -s "$C/victim.txt" "$C/longcat/keys.tsv"
+    must_fail 1 shardcat "$T/longds" --out "$C/longcat"
+    must_say "cannot read '$C/longcat/keys.tsv': it is a symbolic link" "$T/err"
+    cmp -s "$C/victim.txt" "$C/victim.orig" || die "keys.tsv was written through a link"
+}
+
+run_cases

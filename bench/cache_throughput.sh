@@ -25,6 +25,8 @@
 # EPOCHS epochs (default 4).  Markdown goes to stdout; the JSON of every run
 # stays in WORK (default a new temporary directory, kept).
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 
 BUILD=${1:?usage: bench/cache_throughput.sh BUILD [RUNS]}
 RUNS=${2:-${RUNS:-3}}

@@ -143,4 +143,6 @@ def main():
 
 
 if __name__ == "__main__":
+    import results
+    results.keep(__file__)  # the raw results, in bench/results/
     main()

@@ -11,6 +11,8 @@
 #
 #   RUNS=5 SIZE=256 bench/fields_convert.sh build
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 BUILD=${1:?usage: bench/fields_convert.sh BUILD}
 top=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$BUILD/bin" && pwd)

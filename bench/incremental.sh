@@ -24,6 +24,8 @@
 #   WORK=DIR  keep the generated source in DIR and reuse it on the next run
 #             (it is made again when COUNT differs)
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 BUILD=${1:?usage: bench/incremental.sh BUILD}
 top=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$BUILD/bin" && pwd)

@@ -12,6 +12,8 @@
 # imagenet-sample beside the checkout).  PARTS (default 4) and SIZE
 # (default 256) set the split and --size.
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 BUILD=${1:?usage: bench/parts.sh BUILD}
 top=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$BUILD/bin" && pwd)

@@ -11,6 +11,8 @@
 # smallest count.  WORK (default a temporary folder, removed at the end)
 # holds the datasets; KEEP=1 keeps them for another run.
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 BUILD=${1:?usage: bench/read_rss.sh BUILD [COUNTS]}
 COUNTS=${2:-"1000000 3000000"}
 PYTHON=${PYTHON:-/usr/bin/python3}

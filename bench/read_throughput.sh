@@ -29,6 +29,8 @@
 # shards/files.  Markdown goes to stdout; the raw JSON of every run stays in the
 # work directory (WORK, default a new temporary directory, kept).
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 
 BUILD=${1:?usage: bench/read_throughput.sh BUILD [RUNS]}
 RUNS=${2:-3}

@@ -30,6 +30,8 @@
 # both and the ratio this/baseline per run (median, and the range as the
 # noise).
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 
 BUILD=${1:?usage: bench/remote_throughput.sh BUILD [RUNS]}
 RUNS=${2:-${RUNS:-3}}

@@ -5,6 +5,8 @@
 # measures the bookkeeping that grows with the sample count) and reports the
 # peak resident set size of `shardify --size 32` on each, from /usr/bin/time.
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 BIN=${1:?usage: bench/rss.sh BIN_DIR [COUNTS]}
 COUNTS=${2:-"20000 200000"}
 SHARDIFY_ARGS=${SHARDIFY_ARGS:-}

@@ -32,6 +32,8 @@
 # Needs the sample dataset (SHARDKIT_DATASET, default ../shared/datasets/
 # imagenet-sample beside the checkout); RUNS (default 5) sets the repetitions.
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 BUILD=${1:?usage: bench/run.sh BUILD}
 top=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$(cd "$BUILD/bin" && pwd)

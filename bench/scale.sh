@@ -17,6 +17,8 @@
 # and 10M samples).  Needs munge and slurm-wlm (scripts/deps.sh test), and
 # runs the daemons as root as test_slurm does.
 set -eu
+. "$(dirname "$0")/results_lib.sh"
+keep_results "$@"  # the raw results, in bench/results/
 
 parts=4
 keep=0

@@ -116,32 +116,20 @@ static int check_state(struct run *r, struct shard_err *err)
         close(fd);
     uint64_t listing = XXH3_64bits_digest(h);
     XXH3_freeState(h);
-    char *config;
-    int rc = shard_config_dump(&r->config, &config, err);
+    char *text;
+    int rc = sk_run_state_text(r, "archives", r->archive_count, "listing_xxh3", listing, &text,
+                               err);
     if (rc)
         return rc;
-    char hex[17], part[64];
-    shard_hex64(listing, hex);
-    sk_run_part_state(r, part, sizeof part);
-    size_t cap = strlen(config) + 256;
-    char *text = malloc(cap);
-    if (text) {
-        snprintf(text, cap,
-                 "{\"config\":%s,\"source\":\"%s\",\"archives\":%zu,\"listing_xxh3\":\"%s\"%s}\n",
-                 config, SK_RUN_SOURCE_KIND(r), r->archive_count, hex, part);
-        if (r->o->mode == SHARDIFY_RESUME && r->dst->has_state && !same_state(r, text))
-            rc = shard_err_set(err, SHARD_EEXIST,
-                               "cannot resume '%s': the options or the source listing differ "
-                               "from the interrupted run; pass --overwrite to start again",
-                               r->dst->path);
-        else
-            rc = sk_fs_write_atomic_at(r->dst->work_fd, r->dst->work, DST_STATE_FILE, text,
-                                       strlen(text), err);
-    } else {
-        rc = shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    }
+    if (r->o->mode == SHARDIFY_RESUME && r->dst->has_state && !same_state(r, text))
+        rc = shard_err_set(err, SHARD_EEXIST,
+                           "cannot resume '%s': the options or the source listing differ "
+                           "from the interrupted run; pass --overwrite to start again",
+                           r->dst->path);
+    else
+        rc = sk_fs_write_atomic_at(r->dst->work_fd, r->dst->work, DST_STATE_FILE, text,
+                                   strlen(text), err);
     free(text);
-    free(config);
     return rc;
 }
 

@@ -299,15 +299,21 @@ int shardify_check_previous(const char *prev, const char *src, const char *dst,
 
 /* ---- the table of previous candidates --------------------------------------- */
 
+uint64_t *sk_key_slot(const struct shard_keylist *keys, uint64_t *table, size_t cap,
+                      const char *key, size_t len)
+{
+    size_t i = (size_t)XXH3_64bits(key, len) & (cap - 1);
+    for (;; i = (i + 1) & (cap - 1)) {
+        uint64_t n = table[i];
+        if (!n ||
+            (keys->lengths[n - 1] == len && !memcmp(keys->arena + keys->offsets[n - 1], key, len)))
+            return &table[i];
+    }
+}
+
 static uint64_t *table_slot(const struct sk_prev *p, const char *key, size_t len)
 {
-    size_t i = (size_t)XXH3_64bits(key, len) & (p->table_cap - 1);
-    for (;; i = (i + 1) & (p->table_cap - 1)) {
-        uint64_t n = p->table[i];
-        if (!n || (p->keys.lengths[n - 1] == len &&
-                   !memcmp(p->keys.arena + p->keys.offsets[n - 1], key, len)))
-            return &p->table[i];
-    }
+    return sk_key_slot(&p->keys, p->table, p->table_cap, key, len);
 }
 
 static struct prev_entry *find_entry(const struct sk_prev *p, const char *key, size_t len)

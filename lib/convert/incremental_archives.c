@@ -379,13 +379,7 @@ static int each_frame(struct sk_prev_archives *p, int damaged_too,
 
 static uint64_t *slot_of(const struct sk_prev_archives *p, const char *key, size_t len)
 {
-    size_t i = (size_t)XXH3_64bits(key, len) & (p->table_cap - 1);
-    for (;; i = (i + 1) & (p->table_cap - 1)) {
-        uint64_t n = p->table[i];
-        if (!n || (p->keys.lengths[n - 1] == len &&
-                   !memcmp(p->keys.arena + p->keys.offsets[n - 1], key, len)))
-            return &p->table[i];
-    }
+    return sk_key_slot(&p->keys, p->table, p->table_cap, key, len);
 }
 
 /* Entries of the archive converted last that no candidate named: removed. */

@@ -739,19 +739,26 @@ static int state_text(struct run *r, char **out, struct shard_err *err)
     }
     uint64_t order_hash = XXH3_64bits_digest(h); /* "plan_xxh3" on disk */
     XXH3_freeState(h);
+    return sk_run_state_text(r, "candidates", r->n, "plan_xxh3", order_hash, out, err);
+}
+
+int sk_run_state_text(const struct run *r, const char *count_name, uint64_t count,
+                      const char *hash_name, uint64_t hash, char **out, struct shard_err *err)
+{
+    *out = NULL;
     char *config;
     int rc = shard_config_dump(&r->config, &config, err);
     if (rc)
         return rc;
     char hex[17], part[64];
-    shard_hex64(order_hash, hex);
+    shard_hex64(hash, hex);
     sk_run_part_state(r, part, sizeof part);
-    size_t cap = strlen(config) + 256;
+    size_t cap = strlen(config) + strlen(count_name) + strlen(hash_name) + 256;
     *out = malloc(cap);
     if (*out)
-        snprintf(*out, cap,
-                 "{\"config\":%s,\"source\":\"%s\",\"candidates\":%llu,\"plan_xxh3\":\"%s\"%s}\n",
-                 config, SK_RUN_SOURCE_KIND(r), (unsigned long long)r->n, hex, part);
+        snprintf(*out, cap, "{\"config\":%s,\"source\":\"%s\",\"%s\":%llu,\"%s\":\"%s\"%s}\n",
+                 config, SK_RUN_SOURCE_KIND(r), count_name, (unsigned long long)count, hash_name,
+                 hex, part);
     free(config);
     return *out ? SHARD_OK : shard_err_set(err, SHARD_ENOMEM, "out of memory");
 }

@@ -348,8 +348,19 @@ int sk_run_part_setup(struct run *r, struct shard_err *err);
  * total its middle lies, so each bound is within half a file of its ideal
  * place; a part may be empty (fewer files than parts, or one large file). */
 void sk_part_bounds(const uint64_t *weights, uint64_t n, uint32_t parts, uint64_t *bounds);
+/* The slot of KEY in an open-addressed TABLE of CAP (a power of two) slots,
+ * each 0 (empty) or 1 + the key's index in KEYS: the key's slot, or the
+ * empty one where it would go (the previous runs' tables of incremental.c and
+ * incremental_archives.c). */
+uint64_t *sk_key_slot(const struct shard_keylist *keys, uint64_t *table, size_t cap,
+                      const char *key, size_t len);
 /* The part's ", \"part\": ..." member of the resume state ("" for a whole run). */
 void sk_run_part_state(const struct run *r, char *out, size_t size);
+/* The text of the state file an interrupted run must match to be resumed:
+ * the config, the source kind, "COUNT_NAME": COUNT, "HASH_NAME": HASH in hex
+ * and the part (sk_run_part_state); *out is the caller's to free. */
+int sk_run_state_text(const struct run *r, const char *count_name, uint64_t count,
+                      const char *hash_name, uint64_t hash, char **out, struct shard_err *err);
 /* Write DST/SHARDIFY_PART_FILE (before the manifest: a published part has it). */
 int sk_run_part_write(struct run *r, struct shard_err *err);
 

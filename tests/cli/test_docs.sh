@@ -8,7 +8,8 @@
 # EXIT STATUS is made of it); BENCHMARKS.md stays short (at most 320
 # lines, table rows of at most 300 characters) and every "BENCHMARKS.md §N"
 # names a section it has; and the Loader's
-# signature in the PyTorch guide is shardkit.Loader's own.  The code blocks
+# signature in the PyTorch guide is shardkit.Loader's own, and docs/reference/python.md is
+# what scripts/python_reference.py makes of the package.  The code blocks
 # the guides run as written are run by their tests (test_readme_layouts,
 # python/tests/test_package.py and test_train_example.py).
 . "$(dirname "$0")/lib.sh"
@@ -172,6 +173,17 @@ if written != want:
     sys.exit(1)
 EOF
         { cat "$T/signature" >&2; die "docs/guide/pytorch.md's Loader signature is not loader.py's"; }
+fi
+
+say "docs/reference/python.md is what the package's signatures and docstrings say"
+if with_python "the Python reference"; then
+    shardkit_python scripts/python_reference.py >"$T/python.md" ||
+        die "scripts/python_reference.py failed"
+    cmp -s "$T/python.md" docs/reference/python.md || {
+        diff -u docs/reference/python.md "$T/python.md" | head -40 >&2
+        die "docs/reference/python.md is not what the package says: make it again" \
+            "(PYTHONPATH=build/python /usr/bin/python3 scripts/python_reference.py >docs/reference/python.md)"
+    }
 fi
 
 echo "the documentation keeps one home per fact"

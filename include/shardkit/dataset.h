@@ -141,8 +141,8 @@ struct shard_dataset_options {
     int connections;       /* 1..SHARD_DATASET_MAX_CONNECTIONS (default 8) */
     uint64_t window_bytes; /* SHARD_DATASET_MIN_WINDOW..SHARD_DATASET_MAX_WINDOW
                             * (default 8 MiB) */
-    /* at least window_bytes (default 256 MiB); `cache_bytes` is the
-     * deprecated older name of the same member (0.1.0's; same offset) */
+    /* at least window_bytes (default 256 MiB); the deprecated `cache_bytes`
+     * is 0.1.0's name of the same member (same offset) */
     union {
         uint64_t window_cache_bytes;
         uint64_t cache_bytes SHARD_DEPRECATED("use window_cache_bytes");

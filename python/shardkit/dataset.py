@@ -276,7 +276,7 @@ class Dataset:
     store far away.  A value out of its range raises ValueError naming the
     argument; one of another type TypeError.  ``cache`` is the deprecated
     older name of ``window_cache`` (shardkit 0.1.0's; it warns, and goes in
-    0.3.0): "cache" alone is the node-local cache below.
+    0.3.0): the cache alone is the node-local cache below.
 
     ``cache_dir`` (a directory on local disk; default the environment's
     ``SHARDKIT_CACHE_DIR``, ``""`` none) keeps whole shards of a remote

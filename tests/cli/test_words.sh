@@ -24,6 +24,10 @@ bad=$(printf '%s\n' $files | xargs grep -n -i -E 'worker threads?\b|threads? \(w
     grep -v "gloo's worker threads" || true)
 [ -z "$bad" ] || { printf '%s\n' "$bad" >&2; die "a thread called a worker (say: thread)"; }
 
+say "the library and the tools say worker only in the loader (lib/loader/): elsewhere a thread is a thread"
+bad=$(find lib cmd -name '*.[ch]' ! -path 'lib/loader/*' -exec grep -n -i -H 'worker' {} + || true)
+[ -z "$bad" ] || { printf '%s\n' "$bad" >&2; die "a thread called a worker (say: thread)"; }
+
 say "no bare 'cache' for the window cache: it is the window cache"
 # window_cache_uses FILE...: the lines of FILEs naming the window cache by
 # 0.1.0's names (cache_bytes, shard_dataset_drop_cache, SHARD_DATASET_DEFAULT_CACHE,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,8 +76,8 @@ static const char usage_text[] =
     "                       latency cannot be added here; reported as simulated)\n"
     "  --connections N      concurrent connections for shard ranges (default 8)\n"
     "  --window SIZE        bytes per shard range request (default 8M)\n"
-    "  --cache SIZE         shard bytes kept in memory (default 256M; should hold a\n"
-    "                       shuffle buffer of samples)\n"
+    "  --window-cache SIZE  the window cache: windows kept in memory, at most SIZE\n"
+    "                       (default 256M; should hold a shuffle buffer of samples)\n"
     "  --cache-dir DIR      keep whole shards in DIR, a node-local cache shared by\n"
     "                       every process (default: $SHARDKIT_CACHE_DIR; '' none)\n"
     "  --cache-limit SIZE   at most SIZE bytes in it (default: $SHARDKIT_CACHE_LIMIT,\n"
@@ -128,7 +129,8 @@ enum {
     OPT_RTT,
     OPT_CONNECTIONS,
     OPT_WINDOW,
-    OPT_CACHE,
+    OPT_WINDOW_CACHE,
+    OPT_CACHE_OLDER_NAME,
     OPT_CACHE_DIR,
     OPT_CACHE_LIMIT,
     OPT_RETRIES,
@@ -162,7 +164,8 @@ static const struct option long_options[] = {
     {"rtt", required_argument, NULL, OPT_RTT},
     {"connections", required_argument, NULL, OPT_CONNECTIONS},
     {"window", required_argument, NULL, OPT_WINDOW},
-    {"cache", required_argument, NULL, OPT_CACHE},
+    {"window-cache", required_argument, NULL, OPT_WINDOW_CACHE},
+    {"cache", required_argument, NULL, OPT_CACHE_OLDER_NAME}, /* deprecated: --window-cache */
     {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"cache-limit", required_argument, NULL, OPT_CACHE_LIMIT},
     {"retries", required_argument, NULL, OPT_RETRIES},
@@ -281,10 +284,14 @@ static int parse_option(int opt, void *ctx, char **argv)
             return cli_usage_error(PROG, "--window: '%s' is not a size in 4K..4G", optarg);
         o->reading.window_bytes = v;
         break;
-    case OPT_CACHE:
+    case OPT_CACHE_OLDER_NAME:
+        fprintf(stderr, "%s: warning: --cache is deprecated: use --window-cache\n", PROG);
+        /* fall through */
+    case OPT_WINDOW_CACHE:
         if (cli_parse_size(optarg, &v) || v < SHARD_DATASET_MIN_WINDOW)
-            return cli_usage_error(PROG, "--cache: '%s' is not a size of at least 4K", optarg);
-        o->reading.cache_bytes = v;
+            return cli_usage_error(PROG, "%s: '%s' is not a size of at least 4K",
+                                   opt == OPT_WINDOW_CACHE ? "--window-cache" : "--cache", optarg);
+        o->reading.window_cache_bytes = v;
         break;
     case OPT_CACHE_DIR: o->reading.cache_dir = optarg; break;
     case OPT_CACHE_LIMIT:

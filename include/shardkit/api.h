@@ -22,7 +22,7 @@
 #endif
 
 /* The mark on an older name kept for programs written against an earlier
- * release (the "older names" at the end of image.h and loader.h): such a
+ * release (the "older names" at the end of dataset.h, image.h and loader.h): such a
  * program still compiles, links and runs, and the compiler says which name to
  * use instead. */
 #if defined(__GNUC__) || defined(__clang__)

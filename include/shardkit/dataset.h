@@ -126,20 +126,27 @@ struct shard_read_observer {
 /* How a remote dataset (http://, https://, s3://) is read; a local one
  * ignores them.  Shards are read in windows of window_bytes (aligned
  * ranges), fetched by `connections` background connections, the next ones
- * read ahead, and kept in a cache of at most cache_bytes (least recently
- * used windows go first).  Every request is retried `retries` times on a
- * transient failure - connection refused or reset, a time-out, HTTP 5xx
- * but 501 and 505, 408, 429 - after 50 ms, 100 ms, ... doubling, capped at
- * 2 s; an attempt times out when nothing arrives for timeout_seconds
- * (connecting, waiting for the answer or stalled in the body; counted in
- * whole seconds once connected; a slow transfer that keeps moving is not
- * cut).  404 and 410 are SHARD_ENOTFOUND, 405, 501 and 505
- * SHARD_EUNSUPPORTED, any other status SHARD_ENET, at once. */
+ * read ahead, and kept in the dataset's window cache (in memory; not the
+ * node-local cache below, which keeps whole shards on disk) of at most
+ * window_cache_bytes (least recently used windows go first).  Every
+ * request is retried `retries` times on a transient failure - connection
+ * refused or reset, a time-out, HTTP 5xx but 501 and 505, 408, 429 - after
+ * 50 ms, 100 ms, ... doubling, capped at 2 s; an attempt times out when
+ * nothing arrives for timeout_seconds (connecting, waiting for the answer
+ * or stalled in the body; counted in whole seconds once connected; a slow
+ * transfer that keeps moving is not cut).  404 and 410 are
+ * SHARD_ENOTFOUND, 405, 501 and 505 SHARD_EUNSUPPORTED, any other status
+ * SHARD_ENET, at once. */
 struct shard_dataset_options {
-    int connections;        /* 1..SHARD_DATASET_MAX_CONNECTIONS (default 8) */
-    uint64_t window_bytes;  /* SHARD_DATASET_MIN_WINDOW..SHARD_DATASET_MAX_WINDOW
-                             * (default 8 MiB) */
-    uint64_t cache_bytes;   /* at least window_bytes (default 256 MiB) */
+    int connections;       /* 1..SHARD_DATASET_MAX_CONNECTIONS (default 8) */
+    uint64_t window_bytes; /* SHARD_DATASET_MIN_WINDOW..SHARD_DATASET_MAX_WINDOW
+                            * (default 8 MiB) */
+    /* at least window_bytes (default 256 MiB); the deprecated `cache_bytes`
+     * is 0.1.0's name of the same member (same offset) */
+    union {
+        uint64_t window_cache_bytes;
+        uint64_t cache_bytes SHARD_DEPRECATED("use window_cache_bytes");
+    };
     int retries;            /* 0..SHARD_DATASET_MAX_RETRIES (default 8: a server that
                              * stays down costs about 7 s of waiting) */
     double timeout_seconds; /* more than 0, at most SHARD_DATASET_MAX_TIMEOUT
@@ -175,7 +182,7 @@ struct shard_dataset_options {
 #define SHARD_DATASET_DEFAULT_WINDOW (8ull << 20)
 #define SHARD_DATASET_MIN_WINDOW (4ull << 10)
 #define SHARD_DATASET_MAX_WINDOW (4ull << 30)
-#define SHARD_DATASET_DEFAULT_CACHE (256ull << 20)
+#define SHARD_DATASET_DEFAULT_WINDOW_CACHE (256ull << 20)
 #define SHARD_DATASET_DEFAULT_RETRIES 8
 #define SHARD_DATASET_MAX_RETRIES 100
 #define SHARD_DATASET_DEFAULT_TIMEOUT 10.0
@@ -205,7 +212,7 @@ SHARD_API int shard_dataset_open_ex(struct shard_dataset **out, const char *loca
  * between epochs.  The windows of a shard the node-local cache is still
  * downloading stay (the download has yet to read them).  No-op for a local
  * dataset.  Call with no read in progress (no iterator over ds). */
-SHARD_API void shard_dataset_drop_cache(struct shard_dataset *ds);
+SHARD_API void shard_dataset_drop_window_cache(struct shard_dataset *ds);
 
 /* Close and free (also the sample buffers kept from freed iterators).
  * Accepts NULL. */
@@ -414,8 +421,8 @@ SHARD_API void shard_dataset_stats(const struct shard_dataset *ds, struct shard_
  * with the small files they came from (shardbench's files loader) reads
  * each file with one GET, under the same rules as a dataset's reads: the
  * struct shard_dataset_options (connections, retries, time-out, rtt_ms,
- * observer; the window and cache are not used), the same status mapping and
- * messages, the same S3 signing. */
+ * observer; windows, the window cache and the node-local cache are not
+ * used), the same status mapping and messages, the same S3 signing. */
 
 /* 1 when `location` is read over the network: it starts with http://,
  * https:// or s3://. */
@@ -637,8 +644,8 @@ SHARD_API int shard_iter_next(struct shard_iter *it, struct shard_item *item,
 /* Have shard_iter_next call interrupted(user) on its thread at most every
  * 50 ms while it waits for the next sample (for a reader thread's read, or, with
  * threads 0, its own read and what that read waits for: an HTTP transfer,
- * a window, a cache lock), and stop once it returns non-zero: next() then
- * returns SHARD_EINTR, the entry not handed out and the position unchanged
+ * a window, a node-local cache lock), and stop once it returns non-zero:
+ * next() then returns SHARD_EINTR, the entry not handed out and the position unchanged
  * (the next call gives it).  interrupted must be quick and must not call
  * the library (the reader's locks may be held).  NULL: none, next() waits
  * for its sample.  Whatever the interrupt, shard_iter_free ends the
@@ -654,6 +661,21 @@ SHARD_API uint64_t shard_iter_position(const struct shard_iter *it);
  * instead of allocating new ones, and frees them when it is closed.
  * Accepts NULL. */
 SHARD_API void shard_iter_free(struct shard_iter *it);
+
+/* ---- older names (deprecated) --------------------------------------------
+ *
+ * shardkit 0.1.0's names of the window cache, which were "cache" alone, the
+ * word of the node-local cache (CONTRIBUTING.md's "Words"): kept so that a
+ * program written against them still compiles (the compiler warns and names
+ * the new one) and one built against them still links and runs.
+ * shard_dataset_options' `cache_bytes` shares its union with
+ * `window_cache_bytes`; shard_dataset_drop_cache is exported and does what
+ * shard_dataset_drop_window_cache does. */
+
+#define SHARD_DATASET_DEFAULT_CACHE SHARD_DATASET_DEFAULT_WINDOW_CACHE
+
+SHARD_API void shard_dataset_drop_cache(struct shard_dataset *ds)
+    SHARD_DEPRECATED("use shard_dataset_drop_window_cache");
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* incremental.c - an incremental run: reusing the records of a previous
  * dataset built with the same config from an earlier state of SRC.
  *
- * The previous dataset's index and rejects become a table by key.  A worker
+ * The previous dataset's index and rejects become a table by key.  A thread
  * that has read a source file hashes it; when the previous dataset has the
  * key with the same bytes, the record it stored is what a conversion would
  * give (the same build, the same config), so its frame is copied as bytes

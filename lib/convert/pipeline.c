@@ -87,7 +87,7 @@ static void consume_in_turn(struct pipe *p, int w, struct sk_ring_group *g)
     }
 }
 
-static void worker(struct pipe *p, int thread)
+static void thread_work(struct pipe *p, int thread)
 {
     uint64_t pos;
     int closed;
@@ -117,7 +117,7 @@ int sk_pipeline_run(const struct pipeline_ops *ops, void **slots, size_t nslots,
     pthread_mutex_init(&p.err_lock, NULL);
 
 #pragma omp parallel num_threads(threads)
-    worker(&p, omp_get_thread_num());
+    thread_work(&p, omp_get_thread_num());
 
     rc = p.rc;
     if (rc && err)

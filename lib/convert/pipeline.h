@@ -3,7 +3,7 @@
  * Items are claimed one at a time in increasing position order, worked on in
  * parallel by every thread, and consumed strictly in position order by
  * whichever thread finds the next item ready (no dedicated writer thread, no
- * batch barriers: a slow item delays only the consumer, not the workers,
+ * batch barriers: a slow item delays only the consumer, not the other threads,
  * until the ring of slots is full).  This is what makes the output
  * independent of the thread count while keeping every core busy.  The slots
  * are coordinated by the library's ordered ring (util/ring.h). */

@@ -1,7 +1,7 @@
 /* run.h - what the files of one shardify run share (private).
  *
  * A run goes through phases, each in its own file:
- *   shardify.c          the run itself: options, sources, workers, the
+ *   shardify.c          the run itself: options, sources, threads, the
  *                       convert pipeline, cleanup
  *   spool.c             archives: the one streaming pass into a spool file
  *   order.c             labels, the sample order, and the state resume checks
@@ -164,7 +164,7 @@ struct run {
     uint64_t folder_ignored;                /* files of the folder that are no archive */
     struct sk_prev_archives *prev_archives; /* incremental by archive, or NULL */
     struct sk_budget budget;                /* the source bytes the slots hold (spool.c, convert) */
-    uint64_t next_pos; /* the next position convert consumes (atomic: read by workers) */
+    uint64_t next_pos; /* the next position convert consumes (atomic: read by the threads) */
 };
 
 /* The manifest's source.kind: "directory" (a directory or an S3 prefix),
@@ -317,7 +317,7 @@ int sk_prev_load_manifest(const char *prev, const struct shard_config *config, c
 /* PREV could not be opened (rc, why): an error, or with
  * --incremental-or-full a full rebuild that the lineage explains. */
 int sk_prev_unusable(struct run *r, int rc, const struct shard_err *why, struct shard_err *err);
-/* Worker: the slot's input is read; hash it, and when the previous dataset
+/* A thread's: the slot's input is read; hash it, and when the previous dataset
  * has this key with the same bytes, take its record (or reject) into the
  * slot and return 1; else 0 (convert it; s->outcome may say why). */
 int sk_run_reuse(struct run *r, int thread, struct slot *s, const char *key, size_t key_len);

@@ -10,7 +10,7 @@
  * Threads.  An epoch's list of plan entries goes through the library's
  * ordered ring (util/ring.h) in groups of batch_size: group g is the
  * loader's g-th batch of the epoch, filled in ring slot sk_ring_slot() -
- * ring[slot] is the batch being filled there.  Workers
+ * ring[slot] is the batch being filled there.  Reader threads
  * claim entries in order, read and transform each into its place and mark it
  * done; the consumer waits for a whole group, swaps a fresh batch into the
  * slot and releases it, so the filled batch is the consumer's alone and the

@@ -31,7 +31,7 @@
  * backend's windows (read-ahead across `connections` connections) into the
  * temporary file, hashing as it goes - a miss.  Reads meanwhile come from
  * the part already written, or the remote backend's windows (which the
- * download reads too: shard_dataset_drop_cache leaves them); once renamed
+ * download reads too: shard_dataset_drop_window_cache leaves them); once renamed
  * the file is read locally.  A download may outlast its epoch: the next
  * epoch's first read of the shard counts it as a miss.
  *

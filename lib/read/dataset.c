@@ -296,9 +296,9 @@ int sk_dataset_list(struct shard_dataset *ds, int (*fn)(void *user, const char *
     return rc;
 }
 
-void shard_dataset_drop_cache(struct shard_dataset *ds)
+void shard_dataset_drop_window_cache(struct shard_dataset *ds)
 {
-    sk_fetch_http_drop_cache(ds->store);
+    sk_fetch_http_drop_window_cache(ds->store);
 }
 
 int shard_dataset_open(struct shard_dataset **out, const char *location, struct shard_err *err)

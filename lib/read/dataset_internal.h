@@ -83,9 +83,9 @@ struct fetch_file *sk_dataset_shard_file(struct shard_dataset *ds, uint32_t s);
  * loaded (ask again later), else 1.  Errors are left to the read. */
 int sk_dataset_advise(struct shard_dataset *ds, uint64_t index);
 
-/* A worker of a list of samples, list[0..count), about to read position p:
- * advise the samples after p, up to p + ahead, that no worker of the list
- * has advised yet (*advised, shared by the list's workers: the positions
+/* A reader thread of a list of samples, list[0..count), about to read position p:
+ * advise the samples after p, up to p + ahead, that no thread of the list
+ * has advised yet (*advised, shared by the list's threads: the positions
  * before it were advised); through the node-local cache, also open the
  * plan's next shards (read/cache_plan.h: p = 0 begins a plan).  Advice stops at a later sample
  * whose shard no read has opened yet and resumes from there at a later call.  Used by shard_iter

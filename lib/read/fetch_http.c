@@ -6,7 +6,7 @@
  * the backend's own for http(s), the S3 location's for s3://.
  *
  * Locking: one mutex per backend guards the job queue, every file's window
- * table and the cache accounting; transfers and
+ * table and the window cache's accounting; transfers and
  * copies out of a window run unlocked (a window being copied from is
  * pinned, so it is not evicted under the reader).  One condition variable
  * wakes the connection threads (work), another everyone waiting for a
@@ -65,7 +65,7 @@ struct http_file {
     struct window *windows; /* window_count entries */
     uint64_t window_count;
     unsigned pending; /* jobs queued or running for this file */
-    int kept;         /* its windows stay through sk_fetch_http_drop_cache */
+    int kept;         /* its windows stay through sk_fetch_http_drop_window_cache */
     int closing;
     volatile sig_atomic_t cancel;  /* set when it closes: its fetches under way stop */
     struct http_file *prev, *next; /* the backend's open files */
@@ -88,7 +88,7 @@ struct http_fetch {
     struct http_job *head, *tail;
     struct http_file *files;
     uint64_t cache_used;  /* bytes allocated to loading and ready windows */
-    uint64_t spare_bytes; /* bytes held in spares; both count against cache_bytes */
+    uint64_t spare_bytes; /* bytes held in spares; both count against window_cache_bytes */
     uint64_t tick;
     uint64_t pending;              /* window fetches queued or running, all files */
     struct sk_http http;           /* the client of an http(s) location */
@@ -116,7 +116,7 @@ void shard_dataset_options_init(struct shard_dataset_options *o)
     memset(o, 0, sizeof *o);
     o->connections = SHARD_DATASET_DEFAULT_CONNECTIONS;
     o->window_bytes = SHARD_DATASET_DEFAULT_WINDOW;
-    o->cache_bytes = SHARD_DATASET_DEFAULT_CACHE;
+    o->window_cache_bytes = SHARD_DATASET_DEFAULT_WINDOW_CACHE;
     o->retries = SHARD_DATASET_DEFAULT_RETRIES;
     o->timeout_seconds = SHARD_DATASET_DEFAULT_TIMEOUT;
 }
@@ -131,11 +131,11 @@ int sk_dataset_options_check(const struct shard_dataset_options *o, struct shard
                              (unsigned long long)o->window_bytes,
                              (unsigned long long)SHARD_DATASET_MIN_WINDOW,
                              (unsigned long long)SHARD_DATASET_MAX_WINDOW);
-    if (o->cache_bytes < o->window_bytes)
+    if (o->window_cache_bytes < o->window_bytes)
         return shard_err_set(err, SHARD_EINVAL,
-                             "cache of %llu bytes is smaller than the window "
+                             "window cache of %llu bytes is smaller than the window "
                              "(%llu bytes)",
-                             (unsigned long long)o->cache_bytes,
+                             (unsigned long long)o->window_cache_bytes,
                              (unsigned long long)o->window_bytes);
     if (o->retries < 0 || o->retries > SHARD_DATASET_MAX_RETRIES)
         return shard_err_set(err, SHARD_EINVAL, "retries %d is not in 0..%d", o->retries,
@@ -451,7 +451,7 @@ static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t 
                 return data;
             }
         }
-        if (h->cache_used + h->spare_bytes + len <= h->o.reading.cache_bytes)
+        if (h->cache_used + h->spare_bytes + len <= h->o.reading.window_cache_bytes)
             break;
         if (h->spare_count) { /* too small for this window: give it back */
             struct spare s = h->spares[--h->spare_count];
@@ -474,7 +474,7 @@ static uint8_t *buffer_for(struct http_fetch *h, size_t len, int demand, size_t 
     return data;
 }
 
-void sk_fetch_http_drop_cache(struct fetch *fs)
+void sk_fetch_http_drop_window_cache(struct fetch *fs)
 {
     if (fs->ops != &http_ops)
         return;
@@ -681,7 +681,7 @@ static void http_advise(struct fetch_file *file, uint64_t offset, uint64_t len)
         len = f->base.size - offset;
     if (f->tail && offset >= f->tail_offset)
         return;
-    uint64_t most = h->o.reading.cache_bytes / wb / 2;
+    uint64_t most = h->o.reading.window_cache_bytes / wb / 2;
     if (most < (uint64_t)h->o.reading.connections)
         most = (uint64_t)h->o.reading.connections;
     pthread_mutex_lock(&h->lock);

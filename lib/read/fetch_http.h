@@ -12,7 +12,7 @@
  * Shards are read in large ranges, never one request per record: a file is
  * cut into aligned windows of window_bytes; a read copies from the windows
  * it covers, which are fetched on first use by `connections` background
- * connections and kept in an LRU cache of cache_bytes; each read also queues
+ * connections and kept in an LRU window cache of window_cache_bytes; each read also queues
  * the next `connections` windows (read-ahead), so a reader walking a shard
  * in order finds its bytes already there.  Opening a file is one suffix
  * range request: it gives the size and the last bytes (the trailer and,
@@ -51,7 +51,7 @@ struct sk_s3;
 struct shard_read_observer;
 
 struct fetch_http_options {
-    /* connections, window, cache, retries, time-out, the simulated round
+    /* connections, window, window cache, retries, time-out, the simulated round
      * trip and the observer (which must outlive the backend) */
     struct shard_dataset_options reading;
     struct sk_read_counters *counters; /* NULL: none; must outlive the backend */
@@ -116,10 +116,10 @@ struct sk_s3 *sk_fetch_http_s3(struct fetch *fs);
 /* Empty the window cache of every open file (windows being read or fetched
  * stay, and every window of a file kept by sk_fetch_http_keep): the next
  * reads go to the server again.  No-op for a backend that is not HTTP. */
-void sk_fetch_http_drop_cache(struct fetch *fs);
+void sk_fetch_http_drop_window_cache(struct fetch *fs);
 
 /* Keep (keep 1) the windows of `file` (opened on this backend) through
- * sk_fetch_http_drop_cache, or no longer (0): a reader the dataset's user
+ * sk_fetch_http_drop_window_cache, or no longer (0): a reader the dataset's user
  * does not see - the node-local cache's download - has yet to read them,
  * and would fetch them again.  No-op for NULL or another backend's file.
  * Thread-safe. */

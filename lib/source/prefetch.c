@@ -1,4 +1,4 @@
-/* prefetch.c - getting a source's files ahead of the workers that convert
+/* prefetch.c - getting a source's files ahead of the threads that convert
  * them: read into memory (an S3 prefix) or opened and advised into the page
  * cache (a directory; see source_internal.h).
  *
@@ -60,7 +60,7 @@ static int first_of(void *arg)
 }
 
 /* Open a directory's file and ask the kernel to read all of it now, without
- * waiting: by the time a worker reads it, it is in the page cache.  The
+ * waiting: by the time a conversion thread reads it, it is in the page cache.  The
  * open (and the metadata reads it needs on a cold disk) happens here too. */
 static int advise(struct sk_prefetch *pf, uint64_t cand, int *fd, struct shard_err *err)
 {

@@ -70,11 +70,11 @@ struct stat;
 int sk_source_file_read_stat(int fd, const struct stat *known, uint64_t max_bytes,
                              struct shard_buf *buf, struct shard_err *err);
 
-/* Getting a root's files ahead of the workers that convert them
+/* Getting a root's files ahead of the threads that convert them
  * (prefetch.c): the files keys[order[pos]] for pos in [first, end),
  * `connections` at a time and at most `ahead` positions ahead of the lowest
  * one not taken yet, so that conversion waits neither for one request's
- * round trip per worker nor for a cold disk.
+ * round trip per thread nor for a cold disk.
  *   SK_PREFETCH_READ    each file's bytes are read into memory (an S3
  *                       prefix: one GET per file)
  *   SK_PREFETCH_ADVISE  each file is opened and the kernel asked to read it

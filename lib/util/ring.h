@@ -43,7 +43,7 @@
  *    The consumer may hold up to `depth` groups at once.
  *
  * 2. Takers of given groups, any number of them, in any order (the
- *    read-ahead: each conversion worker takes the file of the position it
+ *    read-ahead: each conversion thread takes the file of the position it
  *    converts):
  *      if (sk_ring_take(q, k, -1, &g) == SK_RING_READY) {
  *          use group k;

@@ -26,7 +26,7 @@
 #define PSNR_PEAK 255.0
 
 /* What one thread reuses from sample to sample. */
-struct fidelity_worker {
+struct fidelity_thread {
     struct record_builder *as_stored; /* the manifest's config */
     struct record_builder *as_pixels; /* the same with codec raw */
     struct shard_buf source;
@@ -236,7 +236,7 @@ out:
     return rc < 0 ? rc : SHARD_OK;
 }
 
-static void worker_release(struct fidelity_worker *w)
+static void thread_release(struct fidelity_thread *w)
 {
     sk_record_builder_free(w->as_stored);
     sk_record_builder_free(w->as_pixels);
@@ -251,7 +251,7 @@ static void worker_release(struct fidelity_worker *w)
 
 /* Compare sample `index` (result *res, key already set) with a re-run of
  * the pipeline on `src`. */
-static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_t index,
+static void compare_one(struct verify_run *v, struct fidelity_thread *w, uint64_t index,
                         const uint8_t *src, size_t src_len, double min_psnr,
                         struct shard_fidelity_result *res)
 {
@@ -350,7 +350,7 @@ static int choose_samples(struct verify_run *v, uint64_t n, struct shard_err *er
 /* The source bytes of sample `res`: the archive's entry `c` as captured, or
  * its file under `root` read into w->source.  NULL, reported, when it has
  * none. */
-static const uint8_t *source_of(struct verify_run *v, struct fidelity_worker *w, int archive,
+static const uint8_t *source_of(struct verify_run *v, struct fidelity_thread *w, int archive,
                                 const struct captured *c, struct sk_source_root *root,
                                 const struct shard_fidelity_result *res, size_t *len)
 {
@@ -385,7 +385,7 @@ static int compare_all(struct verify_run *v, struct captured **by_k, uint64_t n,
     int failed = 0;
 #pragma omp parallel num_threads(v->threads)
     {
-        struct fidelity_worker w;
+        struct fidelity_thread w;
         memset(&w, 0, sizeof w);
         struct shard_err e;
         int ok = sk_record_builder_new(&w.as_stored, &v->m->config, &e) == 0 &&
@@ -406,7 +406,7 @@ static int compare_all(struct verify_run *v, struct captured **by_k, uint64_t n,
             shard_dataset_index_of(v->ds, res->shard, res->record, &g, NULL);
             compare_one(v, &w, g, src, src_len, min_psnr, res);
         }
-        worker_release(&w);
+        thread_release(&w);
     }
     return failed ? shard_err_set(err, SHARD_ENOMEM, "cannot set up the conversion pipeline")
                   : SHARD_OK;

@@ -38,7 +38,8 @@ _Location: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 class Dataset:
     # how a remote dataset is read (None: the library's default); timeout in seconds
     def __init__(self, location: _Location, *, connections: SupportsIndex | None = None,
-                 window: SupportsIndex | None = None, cache: SupportsIndex | None = None,
+                 window: SupportsIndex | None = None,
+                 window_cache: SupportsIndex | None = None,
                  retries: SupportsIndex | None = None, timeout: float | None = None,
                  cache_dir: str | bytes | None = None,
                  cache_limit: SupportsIndex | None = None) -> None: ...

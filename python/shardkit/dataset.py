@@ -3,8 +3,9 @@ import json
 import numbers
 import os
 import struct
+import warnings
 from collections.abc import Iterable, Iterator
-from typing import Any, SupportsInt, TypedDict
+from typing import Any, SupportsInt, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +15,7 @@ from shardkit.errors import CorruptRecordError
 from shardkit.transforms import _check_int
 
 U64_MAX = 2**64 - 1
+_T = TypeVar("_T")
 
 # What a location may be: str, bytes or a path.
 Location = str | bytes | os.PathLike[str] | os.PathLike[bytes]
@@ -25,7 +27,7 @@ class ReadingOptions(TypedDict, total=False):
     """How a remote dataset is read (Dataset's keywords): those given."""
     connections: int
     window: int
-    cache: int
+    window_cache: int
     retries: int
     timeout: float
     cache_dir: str | bytes
@@ -264,15 +266,17 @@ class Dataset:
     How a remote dataset is read (a local one ignores them; None is the
     default): shards come in range requests of ``window`` bytes (default
     8 MiB, 4 KiB to 4 GiB) fetched by ``connections`` connections (default
-    8, at most 64) into a cache of at most ``cache`` bytes (default 256 MiB,
-    at least one window); a request is tried again ``retries`` times
+    8, at most 64) into the window cache, in memory, of at most
+    ``window_cache`` bytes (default 256 MiB, at least one window); a request is tried again ``retries`` times
     (default 8, at most 100) after a transient failure (refused or reset
     connection, time-out, HTTP 5xx but 501 and 505, 408, 429), waiting 50 ms,
     100 ms, ... up to 2 s in between; an attempt that receives nothing for
     ``timeout`` seconds (default 10, at most 86400; an int or a float) is
     abandoned.  ``Dataset(url, connections=32, window=1 << 20)`` suits a
     store far away.  A value out of its range raises ValueError naming the
-    argument; one of another type TypeError.
+    argument; one of another type TypeError.  ``cache`` is the deprecated
+    older name of ``window_cache`` (shardkit 0.1.0's; it warns, and goes in
+    0.3.0): the cache alone is the node-local cache below.
 
     ``cache_dir`` (a directory on local disk; default the environment's
     ``SHARDKIT_CACHE_DIR``, ``""`` none) keeps whole shards of a remote
@@ -298,14 +302,16 @@ class Dataset:
     """
 
     def __init__(self, location: Location, *, connections: int | None = None,
-                 window: int | None = None, cache: int | None = None,
+                 window: int | None = None, window_cache: int | None = None,
                  retries: int | None = None, timeout: float | None = None,
                  cache_dir: str | bytes | os.PathLike[str] | os.PathLike[bytes] | None = None,
-                 cache_limit: int | None = None) -> None:
+                 cache_limit: int | None = None,
+                 cache: int | None = None) -> None:  # cache: deprecated, window_cache
         if not isinstance(location, (str, bytes, os.PathLike)):
             raise TypeError(f"location must be a str or path, not {type(location).__name__}")
         self._location: str | bytes = os.fspath(location)
-        self._options = _reading_options(connections, window, cache, retries, timeout,
+        window_cache = _older_name("cache", cache, "window_cache", window_cache)
+        self._options = _reading_options(connections, window, window_cache, retries, timeout,
                                          cache_dir, cache_limit)
         self._native = _native.Dataset(self._location, **self._options)
         self._manifest: dict[str, Any] | None = None
@@ -443,9 +449,9 @@ class Dataset:
 
     @property
     def options(self) -> ReadingOptions:
-        """The remote-reading options given (connections, window, cache,
-        retries, timeout, cache_dir, cache_limit), as a dict; those not given
-        are not in it."""
+        """The remote-reading options given (connections, window,
+        window_cache, retries, timeout, cache_dir, cache_limit), as a dict;
+        those not given are not in it."""
         return self._options.copy()
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -462,8 +468,20 @@ def _reopen(location: str | bytes, options: ReadingOptions) -> Dataset:
     return Dataset(location, **options)
 
 
-def _reading_options(connections: object, window: object, cache: object, retries: object,
-                     timeout: object, cache_dir: object = None,
+def _older_name(old: str, old_value: _T | None, new: str, new_value: _T | None) -> _T | None:
+    """A keyword's value given by its deprecated older name (with a
+    DeprecationWarning naming the new one), else the new name's."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise TypeError(f"{old} is the deprecated older name of {new}: give {new} alone")
+    warnings.warn(f"{old}= is deprecated: use {new}= (the older name goes in shardkit 0.3.0)",
+                  DeprecationWarning, stacklevel=3)
+    return old_value
+
+
+def _reading_options(connections: object, window: object, window_cache: object,
+                     retries: object, timeout: object, cache_dir: object = None,
                      cache_limit: object = None) -> ReadingOptions:
     """The remote-reading options given (not None), range-checked: a dict of
     the extension's keywords."""
@@ -474,9 +492,9 @@ def _reading_options(connections: object, window: object, cache: object, retries
     if window is not None:
         options["window"] = _check_int(window, "window", minimum=_native.DATASET_MIN_WINDOW,
                                        maximum=_native.DATASET_MAX_WINDOW)
-    if cache is not None:
-        options["cache"] = _check_int(cache, "cache", minimum=_native.DATASET_MIN_WINDOW,
-                                      maximum=U64_MAX)
+    if window_cache is not None:
+        options["window_cache"] = _check_int(window_cache, "window_cache",
+                                             minimum=_native.DATASET_MIN_WINDOW, maximum=U64_MAX)
     if retries is not None:
         options["retries"] = _check_int(retries, "retries", minimum=0,
                                         maximum=_native.DATASET_MAX_RETRIES)

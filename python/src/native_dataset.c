@@ -27,8 +27,8 @@ static int take_timeout(PyObject *o, double *out)
 
 /* The remote-reading options given (None: the default), range-checked,
  * into *o.  0, or -1 with ValueError or TypeError naming the argument. */
-static int take_options(PyObject *connections, PyObject *window, PyObject *cache, PyObject *retries,
-                        PyObject *timeout, struct shard_dataset_options *o)
+static int take_options(PyObject *connections, PyObject *window, PyObject *window_cache,
+                        PyObject *retries, PyObject *timeout, struct shard_dataset_options *o)
 {
     uint64_t v;
     shard_dataset_options_init(o);
@@ -40,12 +40,14 @@ static int take_options(PyObject *connections, PyObject *window, PyObject *cache
     if (window != Py_None && skpy_uint(window, "window", SHARD_DATASET_MIN_WINDOW,
                                        SHARD_DATASET_MAX_WINDOW, &o->window_bytes) < 0)
         return -1;
-    if (cache != Py_None &&
-        skpy_uint(cache, "cache", SHARD_DATASET_MIN_WINDOW, UINT64_MAX, &o->cache_bytes) < 0)
+    if (window_cache != Py_None && skpy_uint(window_cache, "window_cache", SHARD_DATASET_MIN_WINDOW,
+                                             UINT64_MAX, &o->window_cache_bytes) < 0)
         return -1;
-    if (o->cache_bytes < o->window_bytes) {
-        PyErr_Format(PyExc_ValueError, "cache must be at least the window (%llu bytes), not %llu",
-                     (unsigned long long)o->window_bytes, (unsigned long long)o->cache_bytes);
+    if (o->window_cache_bytes < o->window_bytes) {
+        PyErr_Format(PyExc_ValueError,
+                     "window_cache must be at least the window (%llu bytes), not %llu",
+                     (unsigned long long)o->window_bytes,
+                     (unsigned long long)o->window_cache_bytes);
         return -1;
     }
     if (retries != Py_None) {
@@ -58,7 +60,7 @@ static int take_options(PyObject *connections, PyObject *window, PyObject *cache
     return 0;
 }
 
-/* Dataset(location, *, connections=None, window=None, cache=None,
+/* Dataset(location, *, connections=None, window=None, window_cache=None,
  * retries=None, timeout=None, cache_dir=None, cache_limit=None): location
  * is str, bytes or a path
  * (os.fsencode's rules: a str of a non-UTF-8 file name holds surrogate
@@ -67,16 +69,17 @@ static int take_options(PyObject *connections, PyObject *window, PyObject *cache
 static int dataset_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     DatasetObject *d = (DatasetObject *)self;
-    static char *names[] = {"location", "connections", "window",      "cache", "retries",
-                            "timeout",  "cache_dir",   "cache_limit", NULL};
+    static char *names[] = {"location",     "connections", "window",
+                            "window_cache", "retries",     "timeout",
+                            "cache_dir",    "cache_limit", NULL};
     PyObject *given, *loc;
-    PyObject *connections = Py_None, *window = Py_None, *cache = Py_None, *retries = Py_None,
+    PyObject *connections = Py_None, *window = Py_None, *window_cache = Py_None, *retries = Py_None,
              *timeout = Py_None, *cache_dir = Py_None, *cache_limit = Py_None, *dir = NULL;
     struct shard_dataset_options o;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOOOOOO:Dataset", names, &given, &connections,
-                                     &window, &cache, &retries, &timeout, &cache_dir,
+                                     &window, &window_cache, &retries, &timeout, &cache_dir,
                                      &cache_limit) ||
-        take_options(connections, window, cache, retries, timeout, &o) < 0)
+        take_options(connections, window, window_cache, retries, timeout, &o) < 0)
         return -1;
     if (cache_limit != Py_None &&
         skpy_uint(cache_limit, "cache_limit", 1, UINT64_MAX, &o.cache_limit) < 0)
@@ -405,8 +408,8 @@ PyTypeObject skpy_dataset_type = {
     .tp_dealloc = dataset_dealloc,
     .tp_as_sequence = &dataset_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Dataset(location, *, connections=None, window=None, cache=None, retries=None, "
-              "timeout=None, cache_dir=None, cache_limit=None)\n--\n\n"
+    .tp_doc = "Dataset(location, *, connections=None, window=None, window_cache=None, "
+              "retries=None, timeout=None, cache_dir=None, cache_limit=None)\n--\n\n"
               "an open shardkit dataset (a directory, an http(s) URL or an "
               "s3:// location; str or bytes); the keywords say how a remote one is read "
               "(None: the default)",

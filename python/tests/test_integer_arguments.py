@@ -105,9 +105,10 @@ for _prefix, _open in (("Dataset", shardkit.Dataset), ("_native.Dataset", _nativ
         f"{_prefix}.connections": ("connections", 1, _native.DATASET_MAX_CONNECTIONS,
                                    lambda ds, v, o=_open: o(ds.location, connections=v)),
         f"{_prefix}.window": ("window", _native.DATASET_MIN_WINDOW, _native.DATASET_MAX_WINDOW,
-                              lambda ds, v, o=_open: o(ds.location, window=v, cache=U64)),
-        f"{_prefix}.cache": ("cache", _native.DATASET_MIN_WINDOW, U64,
-                             lambda ds, v, o=_open: o(ds.location, window=4096, cache=v)),
+                              lambda ds, v, o=_open: o(ds.location, window=v, window_cache=U64)),
+        f"{_prefix}.window_cache": ("window_cache", _native.DATASET_MIN_WINDOW, U64,
+                                    lambda ds, v, o=_open: o(ds.location, window=4096,
+                                                             window_cache=v)),
         f"{_prefix}.retries": ("retries", 0, _native.DATASET_MAX_RETRIES,
                                lambda ds, v, o=_open: o(ds.location, retries=v)),
     })

@@ -1,13 +1,15 @@
-"""shardkit.Dataset(location, connections=, window=, cache=, retries=,
+"""shardkit.Dataset(location, connections=, window=, window_cache=, retries=,
 timeout=): how a remote dataset is read reaches the C reader's requests
 (window sizes, retries, time-outs, seen by a real HTTP server on loopback),
-survives pickling, and a value out of range is refused naming it."""
+survives pickling, and a value out of range is refused naming it; cache=,
+window_cache's deprecated older name, still works and warns."""
 import os
 import pickle
 import re
 import socket
 import threading
 import time
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -85,8 +87,8 @@ def test_the_window_reaches_the_range_requests(labelled):
              if f.endswith(".shard")]
     assert max(sizes) > 3 * 4096
     with Server(labelled) as server:
-        ds = shardkit.Dataset(server.url, window=4096, cache=8 * 4096, connections=2, retries=0,
-                              timeout=30)
+        ds = shardkit.Dataset(server.url, window=4096, window_cache=8 * 4096, connections=2,
+                              retries=0, timeout=30)
         assert every_sample(ds) == local
         requests = server.shard_requests()
         ranges = [tuple(map(int, r[len("bytes="):].split("-"))) for _, r in requests
@@ -143,7 +145,7 @@ def test_the_options_survive_pickling_and_show_in_repr(labelled):
 @pytest.mark.parametrize("name, value, error", [
     ("connections", 0, ValueError), ("connections", 65, ValueError),
     ("window", 4095, ValueError), ("window", 2**32 + 1, ValueError),
-    ("cache", 4095, ValueError), ("retries", -1, ValueError), ("retries", 101, ValueError),
+    ("window_cache", 4095, ValueError), ("retries", -1, ValueError), ("retries", 101, ValueError),
     ("timeout", 0, ValueError), ("timeout", -1.5, ValueError), ("timeout", 86401, ValueError),
     ("timeout", float("nan"), ValueError), ("timeout", "10", TypeError),
     ("timeout", True, TypeError), ("connections", 2.0, TypeError), ("retries", True, TypeError),
@@ -154,12 +156,37 @@ def test_a_bad_option_is_refused_naming_it(labelled, name, value, error):
             make(labelled, **{name: value})
 
 
-def test_a_cache_smaller_than_the_window_is_refused(labelled):
-    with pytest.raises(ValueError, match="cache must be at least the window"):
-        shardkit.Dataset(labelled, window=65536, cache=65535)
-    with pytest.raises(ValueError, match="cache must be at least the window"):
-        shardkit.Dataset(labelled, cache=4096)  # the default window is 8 MiB
-    shardkit.Dataset(labelled, window=4096, cache=4096)
+def test_a_window_cache_smaller_than_the_window_is_refused(labelled):
+    with pytest.raises(ValueError, match="window_cache must be at least the window"):
+        shardkit.Dataset(labelled, window=65536, window_cache=65535)
+    with pytest.raises(ValueError, match="window_cache must be at least the window"):
+        shardkit.Dataset(labelled, window_cache=4096)  # the default window is 8 MiB
+    shardkit.Dataset(labelled, window=4096, window_cache=4096)
+
+
+def test_cache_is_the_deprecated_older_name_of_window_cache(labelled):
+    with Server(labelled) as server:
+        with pytest.warns(DeprecationWarning,
+                          match=r"^cache= is deprecated: use window_cache= ") as caught:
+            older = shardkit.Dataset(server.url, window=4096, cache=8 * 4096)
+        # the warning points at the caller's line, not into the package
+        assert [w.filename for w in caught] == [__file__]
+        assert older.options == {"window": 4096, "window_cache": 8 * 4096}
+        assert ", window_cache=32768," in repr(older) and ", cache=" not in repr(older)
+        # checked as window_cache= is: smaller than the window is refused
+        with pytest.warns(DeprecationWarning), pytest.raises(
+                ValueError, match="window_cache must be at least the window"):
+            shardkit.Dataset(server.url, window=8192, cache=4096)
+        with pytest.raises(TypeError, match="cache is the deprecated older name of window_cache"):
+            shardkit.Dataset(server.url, window_cache=8 * 4096, cache=8 * 4096)
+        # a pickle made with the older key (0.1.0's options dict) reopens, warning
+        with pytest.warns(DeprecationWarning, match="use window_cache="):
+            again = shardkit.dataset._reopen(server.url, {"window": 4096, "cache": 8 * 4096})
+        assert again.options == older.options
+        assert every_sample(again) == every_sample(shardkit.Dataset(labelled))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new name does not warn
+        shardkit.Dataset(labelled, window=4096, window_cache=8 * 4096)
 
 
 def test_dataloader_workers_read_as_the_dataset_given(labelled):
@@ -167,9 +194,9 @@ def test_dataloader_workers_read_as_the_dataset_given(labelled):
     from torch.utils.data import DataLoader
     from shardkit.torch import ShardIterableDataset
     with Server(labelled) as server:
-        ds = shardkit.Dataset(server.url, window=4096, cache=8 * 4096)
+        ds = shardkit.Dataset(server.url, window=4096, window_cache=8 * 4096)
         data = ShardIterableDataset(ds, 8, shuffle=False, threads=1)
-        assert data.reading == {"window": 4096, "cache": 8 * 4096}
+        assert data.reading == {"window": 4096, "window_cache": 8 * 4096}
         server.log.clear()
         seen = sum(len(labels) for _, labels in DataLoader(data, batch_size=None,
                                                            num_workers=1))

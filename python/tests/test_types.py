@@ -72,8 +72,8 @@ def test_the_extension_tells_its_signatures():
         "dataset", "transforms", "batch_size"]
     assert str(inspect.signature(_native.Transforms)) == "(steps, layout='NHWC', dtype='uint8')"
     assert str(inspect.signature(_native.Dataset)) == (
-        "(location, *, connections=None, window=None, cache=None, retries=None, timeout=None, "
-        "cache_dir=None, cache_limit=None)")
+        "(location, *, connections=None, window=None, window_cache=None, retries=None, "
+        "timeout=None, cache_dir=None, cache_limit=None)")
 
 
 def stub_constructors():

@@ -1,11 +1,14 @@
 #!/bin/sh
 # test_older_names.sh - a program written against shardkit 0.1.0's names
 # (struct shard_augment and shard_augment_*, SHARD_AUGMENT_*, shard_transform
-# and shard_transform_from, shard_loader_options.part and .parts) still
-# compiles against the current headers, with a deprecation warning naming
-# each new name and no other warning; it calls the old exported symbols of
-# libshardkit.so, and each gives what its new name gives
-# (tests/fixtures/older_names.c compares them, and 0.1.0's option layout).
+# and shard_transform_from, shard_loader_options.part and .parts, the window
+# cache's shard_dataset_options.cache_bytes, SHARD_DATASET_DEFAULT_CACHE and
+# shard_dataset_drop_cache) still compiles against the current headers, with
+# a deprecation warning naming each new name and no other warning; it calls
+# the old exported symbols of libshardkit.so, and each gives what its new name
+# gives (tests/fixtures/older_names.c compares them, and 0.1.0's option
+# layouts; the window cache over HTTP, from nginx).  shardbench's --cache is
+# --window-cache, with a warning.
 . "$(dirname "$0")/lib.sh"
 
 BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
@@ -26,7 +29,8 @@ for pair in "shard_augment_new:shard_transforms_new" "shard_augment_step_init:sh
             "shard_augment_apply:shard_transforms_apply" "shard_augment_mask:shard_transforms_mask" \
             "SHARD_AUGMENT_NORMALIZE:SHARD_TRANSFORM_NORMALIZE" \
             "shard_transform:shard_geometry_apply" \
-            "shard_transform_from:shard_geometry_apply_decoded" "part:worker" "parts:workers"; do
+            "shard_transform_from:shard_geometry_apply_decoded" "part:worker" "parts:workers" \
+            "cache_bytes:window_cache_bytes" "shard_dataset_drop_cache:shard_dataset_drop_window_cache"; do
     old=${pair%%:*} new=${pair#*:}
     grep -q "‘$old’ is deprecated: use $new\$\|'$old' is deprecated: use $new\$\|‘$old’ is deprecated: use $new \[" "$T/cc.log" ||
         { cat "$T/cc.log" >&2; die "no deprecation warning for '$old' naming '$new'"; }
@@ -37,7 +41,8 @@ nm -u "$T/older" >"$T/undefined"
 for sym in shard_augment_new shard_augment_free shard_augment_step_init shard_augment_draw \
            shard_augment_apply shard_augment_boxes shard_augment_mask shard_augment_layout \
            shard_augment_dtype shard_augment_fixed_size shard_augment_workspace_new \
-           shard_augment_workspace_free shard_transform shard_transform_from; do
+           shard_augment_workspace_free shard_transform shard_transform_from \
+           shard_dataset_drop_cache; do
     grep -q " U $sym\$" "$T/undefined" || die "the program does not call '$sym'"
     nm -D --defined-only "$BUILD/libshardkit.so" | grep -q " T $sym\$" ||
         die "libshardkit.so does not export '$sym'"
@@ -52,9 +57,32 @@ while [ $i -lt 6 ]; do
     i=$((i + 1))
 done
 shardify "$T/src" "$T/dst" --size 24 --quiet
-LD_LIBRARY_PATH="$BUILD" "$T/older" "$T/dst" >"$T/out" || { cat "$T/out" >&2; die "older names differ"; }
+# the window cache's: a shard of six 4K windows (raw 32x32 samples, 3 KiB each)
+shardify "$T/src" "$T/raw" --size 32 --codec raw --quiet
+HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
+stop_server() { "$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1 || true; }
+on_exit stop_server
+U=$("$HTTP_SERVER" start "$T/http" raw="$T/raw") || die "cannot start nginx (scripts/deps.sh installs it)"
+LD_LIBRARY_PATH="$BUILD" "$T/older" "$T/dst" "$U/raw" >"$T/out" ||
+    { cat "$T/out" >&2; die "older names differ"; }
 # the geometry: older_names.c's 50x20 picture, 12 by the shorter side and a
 # centre crop; six samples in batches of one: worker 1 of 2 makes the odd ones
-printf 'ok transforms\nok geometry 12x12\nok loader batches 1 3 5\n' >"$T/want"
+printf 'ok transforms\nok geometry 12x12\nok loader batches 1 3 5\nok window cache\n' >"$T/want"
 cmp -s "$T/want" "$T/out" || { diff "$T/want" "$T/out" >&2; die "unexpected output"; }
+
+say "shardbench's --cache is --window-cache, and says so"
+# a window cache smaller than the window is refused, whichever name set it
+must_fail 1 shardbench shards "$T/dst" --window 8K --window-cache 4K
+must_fail 1 shardbench shards "$T/dst" --window 8K --cache 4K
+grep -qx 'shardbench: warning: --cache is deprecated: use --window-cache' "$T/err" ||
+    die "no deprecation warning for --cache: $(cat "$T/err")"
+grep -q "window cache of 4096 bytes is smaller than the window (8192 bytes)" "$T/err" ||
+    die "--cache did not set the window cache: $(cat "$T/err")"
+shardbench shards "$T/dst" --epochs 1 --window 64K --window-cache 64K --json >"$T/run.json" \
+    2>"$T/new.err" || die "--window-cache: $(cat "$T/new.err")"
+[ "$(json "$T/run.json" "d['first_epoch']['samples']")" = 6 ] || die "--window-cache: $(cat "$T/run.json")"
+[ ! -s "$T/new.err" ] || die "--window-cache warns: $(cat "$T/new.err")"
+must_fail 2 shardbench shards "$T/dst" --cache 1K
+grep -q "^shardbench: --cache: '1K' is not a size of at least 4K" "$T/err" ||
+    die "--cache's error does not name it: $(cat "$T/err")"
 echo "older names checks passed"

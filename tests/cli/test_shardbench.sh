@@ -332,10 +332,10 @@ counted = first["requests"] + steady["requests"] + 1
 assert counted <= logged <= counted + 8, (first["requests"], steady["requests"], logged)
 EOF
     die "HTTP shards"
-say "a cache of two windows (evicting while reading ahead) still reads every sample right"
-shardbench shards "$U/raw" --epochs 2 --window 64K --cache 128K --connections 3 \
+say "a window cache of two windows (evicting while reading ahead) still reads every sample right"
+shardbench shards "$U/raw" --epochs 2 --window 64K --window-cache 128K --connections 3 \
     --digests "$T/small-cache.jsonl" >/dev/null
-cmp -s "$T/local.jsonl" "$T/small-cache.jsonl" || die "a small cache changed the samples"
+cmp -s "$T/local.jsonl" "$T/small-cache.jsonl" || die "a small window cache changed the samples"
 grep -q ' 206 GET "/raw/shard-000000.shard" range="bytes=' "$HTTP/access.log" ||
     die "no range request in the server log"
 

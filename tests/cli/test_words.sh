@@ -3,9 +3,13 @@
 # headers, the tools' help, the Python package and the documentation do not
 # use a word for what the table says it is not.  A *worker* is a loader's
 # share of an epoch (a DataLoader worker), never a thread: the threads of a
-# conversion, of an iterator or of the libraries are threads.  The table
-# itself names the uses it forbids, and the deprecated aliases keep 0.1.0's
-# names: both are left out.
+# conversion, of an iterator or of the libraries are threads.  The *cache* is
+# the node-local cache of whole shards on disk; the in-memory windows of a
+# remote dataset are the *window cache* (window_cache_bytes, window_cache=,
+# --window-cache), never the cache alone.  The table itself names the uses it
+# forbids, and the deprecated aliases keep 0.1.0's names: both are left out
+# (a line that names an older name says so: deprecated, older name, 0.1.0;
+# a header's "older names" section).
 . "$(dirname "$0")/lib.sh"
 
 cd "$SHARDKIT_TOP" || die "no checkout"
@@ -20,12 +24,54 @@ bad=$(printf '%s\n' $files | xargs grep -n -i -E 'worker threads?\b|threads? \(w
     grep -v "gloo's worker threads" || true)
 [ -z "$bad" ] || { printf '%s\n' "$bad" >&2; die "a thread called a worker (say: thread)"; }
 
+say "the library and the tools say worker only in the loader (lib/loader/): elsewhere a thread is a thread"
+bad=$(find lib cmd -name '*.[ch]' ! -path 'lib/loader/*' -exec grep -n -i -H 'worker' {} + || true)
+[ -z "$bad" ] || { printf '%s\n' "$bad" >&2; die "a thread called a worker (say: thread)"; }
+
+say "no bare 'cache' for the window cache: it is the window cache"
+# window_cache_uses FILE...: the lines of FILEs naming the window cache by
+# 0.1.0's names (cache_bytes, shard_dataset_drop_cache, SHARD_DATASET_DEFAULT_CACHE,
+# a cache= keyword or parameter, a "cache" key, --cache) but for those that say
+# they are older names, a header's "older names" section and the Words table
+window_cache_uses() {
+    for f in "$@"; do
+        awk '/^\/\* ---- older names/ { older = 1 } !older && !/^\| \*\*/ { print FILENAME ":" FNR ": " $0 }' "$f"
+    done | grep -E '(^|[^_[:alnum:]])cache_bytes([^_[:alnum:]]|$)|shard_dataset_drop_cache\b|SHARD_DATASET_DEFAULT_CACHE\b|(^|[^_[:alnum:]])cache=|(^|[^_[:alnum:]])cache: *(int|SupportsIndex)\b|["'"'"']cache["'"'"']|(^|[^-_[:alnum:]])--cache([^-_[:alnum:]]|$)' |
+        grep -v -i -E 'deprecat|older[ _]name|0\.1\.0' || true
+}
+for tool in shardify "shardify merge" shardcheck shardcat shardreport shardbench; do
+    # shellcheck disable=SC2086
+    "$SHARDKIT_BIN"/$tool --help >"$T/help-$(echo "$tool" | tr ' ' -)" || die "$tool --help"
+done
+grep -q -- '--window-cache SIZE' "$T/help-shardbench" || die "shardbench --help has no --window-cache"
+# shellcheck disable=SC2046
+bad=$(window_cache_uses include/shardkit/*.h python/shardkit/*.py python/shardkit/*.pyi \
+    $(find docs man -name '*.md' -o -name '*.h2m') $(ls ./*.md | grep -v CHANGELOG.md) "$T"/help-*)
+[ -z "$bad" ] || { printf '%s\n' "$bad" >&2; die "the window cache called the cache (say: window cache)"; }
+
 say "the table names every word the project defines"
-for w in sample record item payload key location worker part transform "stored order" "epoch plan"; do
+for w in sample record item payload key location worker part transform "stored order" "epoch plan" \
+         "window cache" cache; do
     grep -q "^| \*\*$w\*\*" CONTRIBUTING.md || die "CONTRIBUTING.md's Words table has no '$w'"
 done
 
 say "a word the table forbids for a thing is caught: the check itself"
 printf 'the conversion has 4 worker threads\n' >"$T/planted.md"
 grep -q -i -E 'worker threads?\b' "$T/planted.md" || die "the pattern misses a planted use"
+cat >"$T/planted.h" <<'EOF'
+    o.cache_bytes = 1 << 20;
+shard_dataset_drop_cache(ds);
+ds = shardkit.Dataset(url, cache=64 << 20)
+    cache: int | None = None,
+options["cache"]
+shardbench shards URL --cache 64M
+`shardbench --connections --window --cache --retries`
+    o.window_cache_bytes = 1 << 20; /* cache_bytes_fetched, cache_dir=, --cache-dir, cache_warning */
+    uint64_t cache_bytes SHARD_DEPRECATED("use window_cache_bytes");
+`cache=`, once the window cache's keyword (0.1.0's)
+/* ---- older names (deprecated) -------
+SHARD_API void shard_dataset_drop_cache(struct shard_dataset *ds)
+EOF
+window_cache_uses "$T/planted.h" | sed 's/^[^:]*:\([0-9]*\):.*/\1/' | tr '\n' ' ' >"$T/caught"
+[ "$(cat "$T/caught")" = "1 2 3 4 5 6 7 " ] || die "the window cache check caught lines $(cat "$T/caught"), not 1-7"
 echo "words checks passed"

@@ -827,7 +827,7 @@ static struct fetch *reader_at(const struct server *s, int retries)
     struct fetch_http_options o;
     sk_fetch_http_options_init(&o);
     o.reading.window_bytes = WINDOW;
-    o.reading.cache_bytes = 4 * WINDOW;
+    o.reading.window_cache_bytes = 4 * WINDOW;
     o.reading.connections = 1;
     o.reading.retries = retries;
     struct fetch *fs = NULL;
@@ -1113,11 +1113,11 @@ static void test_reader_a_kept_file_keeps_its_windows_through_a_drop(void **stat
     unsigned before = settled_requests(&s);
     assert_int_equal(before, 3); /* the suffix, windows 0 and 1 */
     sk_fetch_http_keep(f, 1);
-    sk_fetch_http_drop_cache(fs);
+    sk_fetch_http_drop_window_cache(fs);
     assert_int_equal(fetch_read(f, 0, buf, sizeof buf, &err), 0);
     assert_int_equal(settled_requests(&s), before);
     sk_fetch_http_keep(f, 0);
-    sk_fetch_http_drop_cache(fs);
+    sk_fetch_http_drop_window_cache(fs);
     assert_int_equal(fetch_read(f, 0, buf, sizeof buf, &err), 0);
     assert_int_equal(settled_requests(&s), before + 2); /* windows 0 and 1 again */
     sk_fetch_http_keep(NULL, 1);                        /* no file: nothing to keep */
@@ -1283,7 +1283,7 @@ static void test_dataset_options_reach_the_requests(void **state)
     assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "window of 4095 bytes"));
     shard_dataset_options_init(&o);
-    o.cache_bytes = o.window_bytes - 1;
+    o.window_cache_bytes = o.window_bytes - 1;
     assert_int_equal(shard_dataset_open_ex(&ds, url, &o, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "smaller than the window"));
     shard_dataset_options_init(&o);

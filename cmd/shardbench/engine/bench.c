@@ -543,7 +543,7 @@ static int run_epoch(struct bench_state *b, uint32_t e, struct bench_result *r,
     if (o->cold && !b->is_remote)
         drop_cache(b, r);
     if (b->ds)
-        shard_dataset_drop_cache(b->ds); /* over HTTP every epoch fetches its bytes again */
+        shard_dataset_drop_window_cache(b->ds); /* over HTTP every epoch fetches its bytes again */
     struct bench_phase *ph = e == 0 ? &r->first : &r->steady;
     struct snapshot s0, s1;
     take_snapshot(b, &s0);

@@ -157,7 +157,7 @@ struct bench_options {
     uint64_t seed;
     uint64_t shuffle_buffer; /* shards; 0: SHARD_PLAN_DEFAULT_BUFFER */
     /* reading a remote location (http://, https://, s3://): connections,
-     * window, cache, retries, time-out and the simulated round trip (rtt_ms:
+     * window, window cache, retries, time-out and the simulated round trip (rtt_ms:
      * no real latency can be added on a loopback benchmark), as a dataset is
      * read (shardkit/dataset.h; default shard_dataset_options_init's); the
      * files mode's GETs are retried, timed out and delayed by the same.  Its

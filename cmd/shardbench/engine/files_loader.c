@@ -6,7 +6,7 @@
  * sample one open/read/close (or one GET), a full decode (no DCT-domain
  * scaling: a plain loader decodes the whole image) and a resize to the
  * training geometry.  The hand-off to the consumer is shard_iter's: a ring
- * of queue_depth items, workers claiming positions in order but never more
+ * of queue_depth items, threads claiming positions in order but never more
  * than depth ahead of the consumer, samples handed out in list order by
  * exchanging buffers.  (The library's ordered ring is private to it; this
  * one, a mutex and two conditions, is the engine's.) */
@@ -39,16 +39,16 @@ struct files_loader {
     uint32_t depth;
     struct files_slot *slots; /* position p in slots[p % depth] */
     pthread_mutex_t lock;
-    pthread_cond_t room;  /* a worker waits for the consumer to free a slot */
+    pthread_cond_t room;  /* a thread waits for the consumer to free a slot */
     pthread_cond_t ready; /* the consumer waits for its position to be filled */
-    uint64_t claimed;     /* the next position a worker takes */
+    uint64_t claimed;     /* the next position a thread takes */
     uint64_t taken;       /* the next position the consumer takes */
     int stop;
     pthread_t *threads;
     int started;
 };
 
-/* A worker's reusable buffers. */
+/* A thread's reusable buffers. */
 struct files_scratch {
     struct shard_buf bytes;
     struct shard_image decoded;
@@ -115,7 +115,7 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     return SHARD_OK;
 }
 
-static void *worker(void *arg)
+static void *thread_main(void *arg)
 {
     struct files_loader *l = arg;
     struct files_scratch s = {0};
@@ -196,7 +196,7 @@ int files_loader_new(struct files_loader **out, int root_fd, struct shard_remote
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     }
     for (int i = 0; i < o->threads; i++) {
-        if (pthread_create(&l->threads[i], NULL, worker, l) != 0) {
+        if (pthread_create(&l->threads[i], NULL, thread_main, l) != 0) {
             files_loader_free(l);
             return shard_err_set(err, SHARD_EIO, "cannot start %d loader threads", o->threads);
         }

@@ -10,7 +10,7 @@
 
 /* ---- the files loader (files_loader.c) --------------------------------------
  *
- * The small-file baseline: `threads` workers take list positions in order
+ * The small-file baseline: `threads` threads take list positions in order
  * and, per sample, read the whole source file (open/read/close below
  * root_fd, or one GET through an HTTP backend), decode it at full size and
  * resize it to the geometry shardify would make; the consumer receives the
@@ -29,7 +29,7 @@ struct files_loader;
 
 /* Read keys[order[i]] for i in 0..count from root_fd (when remote is NULL)
  * or with a GET each from `remote`, reporting stages, bytes and samples to
- * `probe` (which must outlive the loader).  Workers start at once.  0,
+ * `probe` (which must outlive the loader).  Its threads start at once.  0,
  * SHARD_EINVAL, SHARD_ENOMEM or SHARD_EIO (threads could not start). */
 int files_loader_new(struct files_loader **out, int root_fd, struct shard_remote *remote,
                      const struct shard_keylist *keys, const uint64_t *order, uint64_t count,

@@ -19,7 +19,9 @@ shardkit.Dataset("x", cache_limit="1G")  # error: incompatible type "str"
 shardkit.Dataset("x", 8)  # error: Too many positional arguments
 shardkit.Dataset("x", window_bytes=1 << 20)  # error: Unexpected keyword argument "window_bytes"
 retries: str = ds.options["retries"]  # error: incompatible types in assignment
-_native.Dataset("x", cache="1G")  # error: incompatible type "str"
+_native.Dataset("x", window_cache="1G")  # error: incompatible type "str"
+_native.Dataset("x", cache=1 << 30)  # error: Unexpected keyword argument "cache"
+older: int = ds.options["cache"]  # error: TypedDict "ReadingOptions" has no key "cache"
 _native.Dataset("x").read("0")  # error: incompatible type "str"
 _native.Transforms([("resize", 1.5, 2)])  # error: List item 0 has incompatible type
 nothing: int = shardkit.Batch  # error: incompatible types in assignment

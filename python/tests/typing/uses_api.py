@@ -79,8 +79,8 @@ def missing(location: str) -> str:
 
 def tuned(location: str) -> str:
     # how a remote dataset is read; a local one takes the options and ignores them
-    ds = shardkit.Dataset(location, connections=4, window=1 << 20, cache=64 << 20, retries=2,
-                          timeout=2.5)
+    ds = shardkit.Dataset(location, connections=4, window=1 << 20, window_cache=64 << 20,
+                          retries=2, timeout=2.5)
     options: ReadingOptions = ds.options
     reopened: shardkit.Dataset = pickle.loads(pickle.dumps(ds))
     assert reopened.options == options

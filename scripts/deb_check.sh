@@ -8,7 +8,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "-- $*"; }
 
 step "the manual pages"
-for page in shardify shardify-merge shardcheck shardcat shardbench shardreport shardkit-nightly.sh; do
+for page in shardify shardify-merge shardcheck shardcat shardbench shardreport shardkit-nightly; do
     man -w "$page" | grep -q "^/usr/share/man/man1/$page.1.gz$" || fail "man -w $page"
 done
 man -w 5 shardkit-format | grep -q '^/usr/share/man/man5/shardkit-format.5.gz$' || fail "man -w 5 shardkit-format"

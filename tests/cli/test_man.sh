@@ -6,12 +6,13 @@
 # --help writes it; bash completes every long option, the values of an option
 # that lists them and files where an option takes a file; zsh's completion
 # names every option; `make install` puts pages and completion where man and
-# bash-completion look, and `man shardify` finds the installed page.
+# bash-completion look, beside bin/shardkit-nightly (the nightly job) and
+# the nightly job's example units, and `man shardify` and `man
+# shardkit-nightly` find the installed pages.
 . "$(dirname "$0")/lib.sh"
 
 BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
 TOP=$SHARDKIT_TOP
-NIGHTLY=$TOP/examples/nightly/shardkit-nightly.sh
 MAN=$BUILD/man
 [ -d "$MAN/man1" ] || die "no manual pages in '$MAN' (make man)"
 command -v lexgrog >/dev/null || die "lexgrog (man-db) is missing"
@@ -26,7 +27,7 @@ shardcheck shardcheck
 shardcat shardcat
 shardbench shardbench
 shardreport shardreport
-shardkit-nightly.sh $NIGHTLY
+shardkit-nightly shardkit-nightly
 EOF
 }
 
@@ -143,12 +144,11 @@ grep -qx a.csv "$T/second" || die "shardify's second operand is not completed as
 cd "$T"
 
 say "zsh's completion names every option, and parses"
-for prog in shardify shardcheck shardcat shardbench shardreport shardkit-nightly.sh; do
+for prog in shardify shardcheck shardcat shardbench shardreport shardkit-nightly; do
     comp=$BUILD/completion/zsh/_$prog
     head -n 1 "$comp" | grep -qx "#compdef $prog" || die "'$comp' is not a #compdef file for $prog"
     if command -v zsh >/dev/null; then zsh -n "$comp" || die "zsh cannot parse '$comp'"; fi
-    cmd=$prog; [ "$prog" = shardkit-nightly.sh ] && cmd=$NIGHTLY
-    "$cmd" --help >"$T/help"
+    "$prog" --help >"$T/help"
     options "$T/help" | tr ',' '\n' | sed -n 's/^ *\(--[a-z][^ ]*\).*/\1/p' | while read -r o; do
         # '--size[...]', '(-h --help)'{-h,--help}'[...]'
         grep -qF -- "'$o[" "$comp" || grep -qF -- ",$o}" "$comp" || die "'$comp' lacks $o"
@@ -159,11 +159,26 @@ say "make install puts pages and completion where man and bash-completion look"
 make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$T/stage" PREFIX=/usr \
     >"$T/install.log" 2>&1 || { cat "$T/install.log"; die "make install failed"; }
 for f in share/man/man1/shardify.1 share/man/man1/shardify-merge.1 share/man/man5/shardkit-format.5 \
-         share/man/man1/shardkit-nightly.sh.1 share/bash-completion/completions/shardify \
-         share/zsh/site-functions/_shardify share/doc/shardkit/examples/nightly/shardkit-nightly.sh \
+         share/man/man1/shardkit-nightly.1 share/bash-completion/completions/shardify \
+         share/bash-completion/completions/shardkit-nightly share/zsh/site-functions/_shardify \
+         share/zsh/site-functions/_shardkit-nightly share/doc/shardkit/examples/nightly/crontab \
+         share/doc/shardkit/examples/nightly/shardkit-nightly.service \
          share/doc/shardkit/examples/nightly/shardkit-nightly.timer; do
     [ -f "$T/stage/usr/$f" ] || die "not installed: $f"
 done
+# the nightly job is a program beside the tools, as cmd/ has it
+[ -x "$T/stage/usr/bin/shardkit-nightly" ] || die "not installed: bin/shardkit-nightly"
+cmp -s "$T/stage/usr/bin/shardkit-nightly" "$TOP/cmd/shardkit-nightly/shardkit-nightly.sh" ||
+    die "bin/shardkit-nightly is not cmd/shardkit-nightly/shardkit-nightly.sh"
+# the example units and crontab line run the program installed there
+ex="$T/stage/usr/share/doc/shardkit/examples/nightly"
+run=$(sed -n 's/^ExecStart=//p' "$ex/shardkit-nightly.service")
+[ "$run" = shardkit-nightly ] || die "the example service runs '$run', not shardkit-nightly"
+run=$(grep -v '^#' "$ex/crontab" | grep -o '[^ ]*shardkit-nightly[^ ]* >>')
+[ "$run" = "/usr/local/bin/shardkit-nightly >>" ] || die "the example crontab runs '$run'"
+MANWIDTH=80 man -M "$T/stage/usr/share/man" shardkit-nightly 2>/dev/null >"$T/man.txt" ||
+    die "man -M ... shardkit-nightly does not find the installed page"
+grep -q -- '--max-loss PCT' "$T/man.txt" || die "the installed shardkit-nightly page lacks --max-loss"
 MANWIDTH=80 man -M "$T/stage/usr/share/man" shardify 2>/dev/null >"$T/man.txt" ||
     die "man -M ... shardify does not find the installed page"
 grep -q -- '--fit short|long|crop' "$T/man.txt" || die "the installed page lacks --fit"

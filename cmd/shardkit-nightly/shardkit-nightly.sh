@@ -1,7 +1,7 @@
 #!/bin/sh
-# shardkit-nightly.sh - rebuild a dataset from its source, prove it, publish it.
+# shardkit-nightly - rebuild a dataset from its source, prove it, publish it.
 #
-# Usage: shardkit-nightly.sh [--src SRC] [--root ROOT] [--keep K] [--max-loss PCT] [-- SHARDIFY_OPTION...]
+# Usage: shardkit-nightly [--src SRC] [--root ROOT] [--keep K] [--max-loss PCT] [-- SHARDIFY_OPTION...]
 # Rebuild a dataset from its source, prove it, publish it: one run a night.
 #
 # Each run:
@@ -27,8 +27,8 @@
 #   6.  prunes ROOT/versions to the K newest published versions (the current
 #       one is never removed; a version refused by steps 3-4 is kept for
 #       inspection until the next run);
-#   7.  writes ROOT/runs/<stamp>.json, a summary for monitoring (see
-#       README.md), next to the tools' full output (<stamp>.shardify.json,
+#   7.  writes ROOT/runs/<stamp>.json, a summary for monitoring (its
+#       fields: docs/guide/nightly.md), next to the tools' full output (<stamp>.shardify.json,
 #       <stamp>.shardcheck.json, the shardcheck report page <stamp>.html)
 #       and their messages (<stamp>.log), and copies the summary to
 #       ROOT/runs/latest.json;
@@ -111,7 +111,7 @@ set -u
 
 usage() {
     sed -n '3,4p' "$0" | sed 's/^# *//' >&2
-    echo "see '$0 --help' and examples/nightly/README.md" >&2
+    echo "see 'shardkit-nightly --help' or shardkit-nightly(1)" >&2
     exit 2
 }
 
@@ -188,7 +188,7 @@ BEGIN {
 words() {
     _words=$(WORDS=$2 LC_ALL=C awk "$SPLIT_AWK") && return 0
     [ $? -eq 2 ] && _what=double || _what=single
-    echo "shardkit-nightly: $1 has an unterminated $_what quote; see the quoting rules in examples/nightly/README.md" >&2
+    echo "shardkit-nightly: $1 has an unterminated $_what quote; see the quoting rules in 'shardkit-nightly --help'" >&2
     exit 2
 }
 

@@ -476,9 +476,11 @@ MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 DOCDIR      ?= $(PREFIX)/share/doc/shardkit
-# the nightly job's units and crontab line, as examples
+# the nightly job's units and crontab line, as examples; and, until 0.3.0,
+# the job's former path, a wrapper that warns and runs bin/shardkit-nightly
 NIGHTLY_EXAMPLES := $(addprefix examples/nightly/,shardkit-nightly.service shardkit-nightly.timer \
                     crontab README.md)
+NIGHTLY_FORMER   := examples/nightly/shardkit-nightly.sh
 
 install: build $(MANPAGES) $(COMPLETIONS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
@@ -489,6 +491,7 @@ install: build $(MANPAGES) $(COMPLETIONS)
 	install -m 644 $(filter $(BUILD)/completion/bash/%,$(COMPLETIONS)) $(DESTDIR)$(BASHCOMPDIR)/
 	install -m 644 $(filter $(BUILD)/completion/zsh/%,$(COMPLETIONS)) $(DESTDIR)$(ZSHCOMPDIR)/
 	install -m 644 $(NIGHTLY_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/nightly/
+	install -m 755 $(NIGHTLY_FORMER) $(DESTDIR)$(DOCDIR)/examples/nightly/
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/

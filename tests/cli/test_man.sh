@@ -176,6 +176,11 @@ run=$(sed -n 's/^ExecStart=//p' "$ex/shardkit-nightly.service")
 [ "$run" = shardkit-nightly ] || die "the example service runs '$run', not shardkit-nightly"
 run=$(grep -v '^#' "$ex/crontab" | grep -o '[^ ]*shardkit-nightly[^ ]* >>')
 [ "$run" = "/usr/local/bin/shardkit-nightly >>" ] || die "the example crontab runs '$run'"
+# the former path, until 0.3.0, runs the installed program
+env -u SHARDKIT_BIN PATH="$T/stage/usr/bin:/usr/bin:/bin" "$ex/shardkit-nightly.sh" --help \
+    >"$T/former" 2>/dev/null || die "the installed former path does not run"
+"$T/stage/usr/bin/shardkit-nightly" --help | cmp -s - "$T/former" ||
+    die "the installed former path does not run the installed shardkit-nightly"
 MANWIDTH=80 man -M "$T/stage/usr/share/man" shardkit-nightly 2>/dev/null >"$T/man.txt" ||
     die "man -M ... shardkit-nightly does not find the installed page"
 grep -q -- '--max-loss PCT' "$T/man.txt" || die "the installed shardkit-nightly page lacks --max-loss"

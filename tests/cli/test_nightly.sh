@@ -123,6 +123,19 @@ must_say "shardkit-nightly: unknown argument '--bogus'" "$T/err"
 must_say "Usage: shardkit-nightly [--src SRC]" "$T/err"
 must_say "see 'shardkit-nightly --help' or shardkit-nightly(1)" "$T/err"
 
+say "the former path, examples/nightly/shardkit-nightly.sh, warns and runs shardkit-nightly"
+FORMER="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
+shardkit-nightly --help >"$T/help"
+sh "$FORMER" --help >"$T/former" 2>"$T/err" || die "the former path's --help failed"
+cmp -s "$T/help" "$T/former" || die "the former path's --help is not shardkit-nightly's"
+[ "$(cat "$T/err")" = "shardkit-nightly.sh: deprecated, removed in 0.3.0: run shardkit-nightly, installed with the tools" ] ||
+    die "the former path says: $(cat "$T/err")"
+must_fail 2 sh "$FORMER" --keep 0
+must_say "shardkit-nightly: --keep must be a positive number" "$T/err"
+# as SHARDKIT_BIN names it when PATH has no shardkit-nightly
+env PATH=/usr/bin:/bin sh "$FORMER" --help >"$T/former" 2>/dev/null || die "SHARDKIT_BIN's job was not run"
+cmp -s "$T/help" "$T/former" || die "the former path ran another job"
+
 if command -v flock >/dev/null 2>&1; then
     say "a run while another holds the lock does nothing (exit 4)"
     before=$(ls "$ROOT/runs" | wc -l)

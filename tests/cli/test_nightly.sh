@@ -135,6 +135,11 @@ must_say "shardkit-nightly: --keep must be a positive number" "$T/err"
 # as SHARDKIT_BIN names it when PATH has no shardkit-nightly
 env PATH=/usr/bin:/bin sh "$FORMER" --help >"$T/former" 2>/dev/null || die "SHARDKIT_BIN's job was not run"
 cmp -s "$T/help" "$T/former" || die "the former path ran another job"
+# and nothing sends users there: the documentation, units, packaging and
+# scripts name shardkit-nightly (the CHANGELOG says where it went)
+(cd "$SHARDKIT_TOP" && grep -rlF "examples/nightly/shardkit-nightly.sh" README.md CONTRIBUTING.md \
+    docs man debian scripts cmd examples .ci) >"$T/former-refs" || true
+[ ! -s "$T/former-refs" ] || die "the former path is still named in: $(tr '\n' ' ' <"$T/former-refs")"
 
 if command -v flock >/dev/null 2>&1; then
     say "a run while another holds the lock does nothing (exit 4)"

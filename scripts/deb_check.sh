@@ -28,6 +28,15 @@ shardcheck --deep --source raw shards >check.out || { cat check.out; fail "shard
 shardcat shards --limit 3 --out look >/dev/null || fail "shardcat"
 [ "$(ls look | wc -l)" -eq 3 ] || fail "shardcat wrote $(ls look | wc -l) files, not 3"
 
+step "the nightly job: one night builds, checks and publishes a version"
+SHARDKIT_SRC=raw SHARDKIT_ROOT=nightly SHARDKIT_OPTIONS="--size 64" shardkit-nightly >nightly.out 2>&1 ||
+    { s=$?; cat nightly.out; fail "shardkit-nightly (status $s)"; }
+python3 -c '
+import json, os
+r = json.load(open("nightly/runs/latest.json"))
+assert r["status"] == "published" and os.readlink("nightly/current") == r["version"], r
+' || fail "the nightly job published no version"
+
 step "Python: import and read"
 python3 -c '
 import shardkit

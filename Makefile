@@ -49,7 +49,8 @@ LIB_A    := $(BUILD)/libshardkit.a
 SONAME   := libshardkit.so.$(MAJOR)
 LIB_SO   := $(BUILD)/libshardkit.so.$(VERSION)
 # A tool is a folder of cmd/: its C files, linked with cmd/common and the
-# library, or one shell program, cmd/TOOL/TOOL.sh, installed as it is.
+# library, or one shell program, cmd/TOOL/TOOL.sh, installed with the
+# version in place of @VERSION@.
 SH_CMDS  := $(patsubst cmd/%/,%,$(dir $(wildcard cmd/*/*.sh)))
 CMDS     := $(filter-out common,$(notdir $(wildcard cmd/*)))
 CLI_COMMON := $(wildcard cmd/common/*.c)
@@ -142,9 +143,9 @@ uninstall-read:
 	rm -f $(DESTDIR)$(LIBDIR)/libshardkit-read.a \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit-read.pc
 
-$(SH_CMDS:%=$(BUILD)/bin/%): $(BUILD)/bin/%: cmd/$$*/$$*.sh | $(BUILD)/.dirs
+$(SH_CMDS:%=$(BUILD)/bin/%): $(BUILD)/bin/%: cmd/$$*/$$*.sh include/shardkit/api.h | $(BUILD)/.dirs
 	@$(if $(Q),echo "  SH      $@")
-	$(Q)sh -n $< && install -m 755 $< $@
+	$(Q)sh -n $< && sed 's/@VERSION@/$(VERSION)/' $< >$@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
 $(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h)
 	@$(if $(Q),echo "  LINK    $@")
@@ -442,13 +443,6 @@ $(BUILD)/man/man1/shardify-merge.1: $(BUILD)/man/shardify-merge man/shardify-mer
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  MAN     $@")
 	$(Q)$(HELP2MAN) --include=man/shardify-merge.h2m --output=$@ $<
-
-# A shell program's page: its --help holds its exit statuses, and it has no
-# --version (the build's version is the page's).
-$(SH_CMDS:%=$(BUILD)/man/man1/%.1): $(BUILD)/man/man1/%.1: $(BUILD)/bin/% man/%.h2m
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  MAN     $@")
-	$(Q)$(HELP2MAN) --include=man/$*.h2m --version-string=$(VERSION) --output=$@ $<
 
 $(BUILD)/man/man5/shardkit-format.5: manifests/FORMAT.md man/shardkit-format.lua
 	@mkdir -p $(dir $@)

@@ -65,6 +65,7 @@
 #                     verifies; SHARDKIT_MAX_LOSS)
 #   -- OPTION...      shardify options, after those of SHARDKIT_OPTIONS
 #   -h, --help        show this help
+#   --version         show the version
 #
 # Environment:
 #   SHARDKIT_SRC, SHARDKIT_ROOT, SHARDKIT_KEEP, SHARDKIT_MAX_LOSS
@@ -90,24 +91,16 @@
 # characters: no variable, command, file name or comment.  An unterminated
 # quote is a usage error.
 #
-# Exit status:
-#   0   a new version was built, verified and published
-#   1   shardify failed: nothing new was published
-#   2   usage error (missing or bad setting, or shardify refused its
-#       options), or ROOT holds a symbolic link where the script keeps its
-#       own directory or file: nothing was published
-#   3   the new version failed verification (shardcheck or the hook): not
-#       published
-#   4   another run holds the lock on ROOT: nothing was done
-#   5   the new version could not be published: a write it needs (its
-#       reports in runs/, versions/.published, the switch of `current`)
-#       failed
-#   6   the new version lost more samples than --max-loss allows: not
-#       published
-#   7   the new version was published, but a record after it
-#       (runs/<stamp>.json, runs/latest.json, the tidying of
-#       versions/.published) could not be written
+# Exit status: 0 published; 1 shardify failed; 2 usage error (a missing or
+# bad setting, options shardify refused, a symbolic link where the job keeps
+# its own directory or file); 3 the new version failed verification; 4
+# another run holds the lock on ROOT, nothing done; 5 not published, a write
+# it needs failed; 6 not published, it lost more samples than --max-loss
+# allows; 7 published, but a record after it could not be written.  Only 0
+# and 7 publish (shardkit-nightly(1), EXIT STATUS, says more).
 set -u
+
+VERSION=@VERSION@ # the build's (make puts it in bin/shardkit-nightly)
 
 usage() {
     sed -n '3,4p' "$0" | sed 's/^# *//' >&2
@@ -284,6 +277,7 @@ while [ $# -gt 0 ]; do
         break
         ;;
     -h | --help) help ;;
+    --version) echo "shardkit-nightly $VERSION"; exit 0 ;;
     *) printf "shardkit-nightly: unknown argument '%s'\n" "$1" >&2; usage ;;
     esac
 done

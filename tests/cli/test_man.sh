@@ -74,6 +74,24 @@ programs | while read -r page cmd; do
             die "$page(1) has no option '$option' (its tags: $(tr '\n' ';' <"$T/tags"))"
     done <"$T/options"
 done
+# the nightly job's page: its version is the build's, and its EXIT STATUS is
+# made of its table in docs/reference/exit-status.md, one paragraph a row
+version=$(sed -n 's/^#define SHARDKIT_VERSION "\(.*\)"/\1/p' "$TOP/include/shardkit/api.h")
+[ "$(shardkit-nightly --version)" = "shardkit-nightly $version" ] ||
+    die "shardkit-nightly --version: $(shardkit-nightly --version)"
+MANWIDTH=80 man -l "$MAN/man1/shardkit-nightly.1" 2>/dev/null | sed -n '1p;$p' | grep -c "$version" |
+    grep -qx 1 || die "shardkit-nightly(1) is not of version $version"
+sed -n '/^## The nightly job/,/^## /p' "$TOP/docs/reference/exit-status.md" |
+    sed -n 's/^| \([0-9]\) | `\{0,1\}\([^ |`]*\).*/\1 \2/p' >"$T/nightly.codes"
+[ "$(wc -l <"$T/nightly.codes")" -ge 8 ] || die "exit-status.md: the nightly table has $(wc -l <"$T/nightly.codes") rows"
+# the section's paragraphs as 'CODE TEXT' lines
+sed -n '/^\.SH "EXIT STATUS"/,/^\.SH /p' "$MAN/man1/shardkit-nightly.1" |
+    awk '/^\.B [0-9]$/ { code = $2; next } code != "" { print code, $0; code = "" }' >"$T/exit"
+while read -r code record; do
+    grep -q "^$code .*; current: " "$T/exit" || die "shardkit-nightly(1) has no status $code"
+    [ "$record" = "(no" ] || grep -q "^$code .*status: $record[; ]" "$T/exit" ||
+        die "shardkit-nightly(1): status $code is not the record's '$record'"
+done <"$T/nightly.codes"
 # shardify's page names its subcommand in its synopsis
 MANWIDTH=200 man -l "$MAN/man1/shardify.1" 2>/dev/null | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
     grep -q '^ *shardify merge \[--json\]' || die "shardify(1) has no synopsis of shardify merge"
@@ -168,8 +186,8 @@ for f in share/man/man1/shardify.1 share/man/man1/shardify-merge.1 share/man/man
 done
 # the nightly job is a program beside the tools, as cmd/ has it
 [ -x "$T/stage/usr/bin/shardkit-nightly" ] || die "not installed: bin/shardkit-nightly"
-cmp -s "$T/stage/usr/bin/shardkit-nightly" "$TOP/cmd/shardkit-nightly/shardkit-nightly.sh" ||
-    die "bin/shardkit-nightly is not cmd/shardkit-nightly/shardkit-nightly.sh"
+cmp -s "$T/stage/usr/bin/shardkit-nightly" "$BUILD/bin/shardkit-nightly" ||
+    die "the installed shardkit-nightly is not the build's"
 # the example units and crontab line run the program installed there
 ex="$T/stage/usr/share/doc/shardkit/examples/nightly"
 run=$(sed -n 's/^ExecStart=//p' "$ex/shardkit-nightly.service")

@@ -28,17 +28,17 @@
 #       one is never removed; a version refused by steps 3-4 is kept for
 #       inspection until the next run);
 #   7.  writes ROOT/runs/<stamp>.json, a summary for monitoring (its
-#       fields: docs/guide/nightly.md), next to the tools' full output (<stamp>.shardify.json,
-#       <stamp>.shardcheck.json, the shardcheck report page <stamp>.html)
-#       and their messages (<stamp>.log), and copies the summary to
-#       ROOT/runs/latest.json;
+#       fields: docs/guide/nightly.md), next to the tools' full output
+#       (<stamp>.shardify.json, <stamp>.shardcheck.json, the shardcheck
+#       report page <stamp>.html) and their messages (<stamp>.log), and
+#       copies the summary to ROOT/runs/latest.json;
 #   8.  renders ROOT/index.html, the history of the runs (shardreport
 #       nightly), when shardreport is there (a page that cannot be written
 #       is a warning).
 # A run that fails leaves `current` as it was.  Runs on one ROOT never
 # overlap: the second exits with status 4 (ROOT/.nightly.lock, flock(1)).
 #
-# Writes: every file the script keeps is written as a new temporary, read
+# Writes: every file the job keeps is written as a new temporary, read
 # back, fsync'd and renamed into place; a write that fails (a full disk)
 # leaves the old file as it was and is an error, never a silently shorter
 # file.  versions/.published only ever grows by a version (before `current`
@@ -46,11 +46,11 @@
 # only when K newer published versions are kept.
 #
 # Links: ROOT itself may be a symbolic link (resolved once, like cd); inside
-# ROOT the script follows none.  versions/ and runs/ are opened once and
+# ROOT the job follows none.  versions/ and runs/ are opened once and
 # reached through /proc/self/fd/N (the very directories, whatever becomes of
 # their names, like openat on a descriptor); every file it writes is created
 # new (noclobber: O_EXCL) and renamed into place, and removal never goes
-# through a link.  A link where the script keeps its own directory or file
+# through a link.  A link where the job keeps its own directory or file
 # (versions, runs, .nightly.lock, versions/.published) stops the run with
 # status 2 before anything is written.
 #
@@ -313,10 +313,10 @@ mkdir -p -- "$ROOT" || exit 2
 ROOT=$(cd -P -- "$ROOT" && pwd -P && echo x) || exit 2
 ROOT=${ROOT%?x}
 
-# refuse NAME WHAT: ROOT/NAME is not what the script keeps there; stop
+# refuse NAME WHAT: ROOT/NAME is not what the job keeps there; stop
 # before writing anything.
 refuse() {
-    printf "shardkit-nightly: '%s' is %s; the script keeps its own files there and follows no link inside ROOT: remove it\n" \
+    printf "shardkit-nightly: '%s' is %s; the job keeps its own files there and follows no link inside ROOT: remove it\n" \
         "$ROOT/$1" "$2" >&2
     exit 2
 }

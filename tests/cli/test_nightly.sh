@@ -195,7 +195,7 @@ decoys_intact() { same_state "$T/decoys.state" "$T/decoys" "$1: files outside RO
 ROOT="$T/root2"
 export SHARDKIT_ROOT="$ROOT"
 
-say "a link where the script keeps its own directory or file: exit 2, nothing followed"
+say "a link where the job keeps its own directory or file: exit 2, nothing followed"
 for name in versions runs .nightly.lock versions/.published; do
     for target in "$T/decoys/dir" "$T/decoys/file" "$T/decoys/none"; do
         rm -rf "$ROOT" && mkdir -p "$(dirname "$ROOT/$name")"

@@ -48,6 +48,10 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_A    := $(BUILD)/libshardkit.a
 SONAME   := libshardkit.so.$(MAJOR)
 LIB_SO   := $(BUILD)/libshardkit.so.$(VERSION)
+# A tool is a folder of cmd/: its C files, linked with cmd/common and the
+# library, or one shell program, cmd/TOOL/TOOL.sh, installed with the
+# version in place of @VERSION@.
+SH_CMDS  := $(patsubst cmd/%/,%,$(dir $(wildcard cmd/*/*.sh)))
 CMDS     := $(filter-out common,$(notdir $(wildcard cmd/*)))
 CLI_COMMON := $(wildcard cmd/common/*.c)
 BINS     := $(CMDS:%=$(BUILD)/bin/%)
@@ -138,6 +142,10 @@ install-read: $(READ_A)
 uninstall-read:
 	rm -f $(DESTDIR)$(LIBDIR)/libshardkit-read.a \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/shardkit-read.pc
+
+$(SH_CMDS:%=$(BUILD)/bin/%): $(BUILD)/bin/%: cmd/$$*/$$*.sh include/shardkit/api.h | $(BUILD)/.dirs
+	@$(if $(Q),echo "  SH      $@")
+	$(Q)sh -n $< && sed 's/@VERSION@/$(VERSION)/' $< >$@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
 $(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h)
 	@$(if $(Q),echo "  LINK    $@")
@@ -405,10 +413,9 @@ $(BUILD)/bench/gen_archives: bench/gen_archives.c | $(BUILD)/.dirs
 # files, examples, see also); shardkit-format(5) by pandoc from
 # manifests/FORMAT.md; the bash and zsh completion by scripts/completion.py
 # from the same --help.  tests/cli/test_man.sh holds them to the programs.
-NIGHTLY     := examples/nightly/shardkit-nightly.sh
-MAN1        := $(CMDS) shardify-merge $(notdir $(NIGHTLY))
+MAN1        := $(CMDS) shardify-merge
 MANPAGES    := $(MAN1:%=$(BUILD)/man/man1/%.1) $(BUILD)/man/man5/shardkit-format.5
-COMPLETIONS := $(foreach c,$(CMDS) $(notdir $(NIGHTLY)),\
+COMPLETIONS := $(foreach c,$(CMDS),\
                    $(BUILD)/completion/bash/$(c) $(BUILD)/completion/zsh/_$(c))
 # the tools that take s3:// locations, whose pages say where S3 settings come from
 S3_TOOLS    := shardify shardcheck shardcat shardbench
@@ -443,12 +450,6 @@ $(BUILD)/man/man1/shardify-merge.1: $(BUILD)/man/shardify-merge man/shardify-mer
 	@$(if $(Q),echo "  MAN     $@")
 	$(Q)$(HELP2MAN) --include=man/shardify-merge.h2m --output=$@ $<
 
-$(BUILD)/man/man1/$(notdir $(NIGHTLY)).1: $(NIGHTLY) man/$(notdir $(NIGHTLY)).h2m
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  MAN     $@")
-	$(Q)$(HELP2MAN) --include=man/$(notdir $(NIGHTLY)).h2m --version-string=$(VERSION) \
-	    --output=$@ $(NIGHTLY)
-
 $(BUILD)/man/man5/shardkit-format.5: manifests/FORMAT.md man/shardkit-format.lua
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  MAN     $@")
@@ -456,14 +457,11 @@ $(BUILD)/man/man5/shardkit-format.5: manifests/FORMAT.md man/shardkit-format.lua
 	    -M title=SHARDKIT-FORMAT -M section=5 -M footer="shardkit $(VERSION)" \
 	    -M header="File Formats" --output $@ $<
 
-# the program a completion is made from: a tool, or the nightly script
-program_of = $(if $(filter $(notdir $(NIGHTLY)),$(1)),$(NIGHTLY),$(BUILD)/bin/$(1))
-
-$(BUILD)/completion/bash/%: $$(call program_of,$$*) scripts/completion.py
+$(BUILD)/completion/bash/%: $(BUILD)/bin/% scripts/completion.py
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) scripts/completion.py bash $< >$@.tmp && mv $@.tmp $@
 
-$(BUILD)/completion/zsh/_%: $$(call program_of,$$*) scripts/completion.py
+$(BUILD)/completion/zsh/_%: $(BUILD)/bin/% scripts/completion.py
 	@mkdir -p $(dir $@)
 	$(Q)$(PYTHON) scripts/completion.py zsh $< >$@.tmp && mv $@.tmp $@
 
@@ -478,8 +476,11 @@ MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 DOCDIR      ?= $(PREFIX)/share/doc/shardkit
-NIGHTLY_EXAMPLES := $(NIGHTLY) $(addprefix examples/nightly/,shardkit-nightly.service \
-                    shardkit-nightly.timer crontab README.md)
+# the nightly job's units and crontab line, as examples; and, until 0.3.0,
+# the job's former path, a wrapper that warns and runs bin/shardkit-nightly
+NIGHTLY_EXAMPLES := $(addprefix examples/nightly/,shardkit-nightly.service shardkit-nightly.timer \
+                    crontab README.md)
+NIGHTLY_FORMER   := examples/nightly/shardkit-nightly.sh
 
 install: build $(MANPAGES) $(COMPLETIONS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
@@ -489,8 +490,8 @@ install: build $(MANPAGES) $(COMPLETIONS)
 	install -m 644 $(filter %.5,$(MANPAGES)) $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 $(filter $(BUILD)/completion/bash/%,$(COMPLETIONS)) $(DESTDIR)$(BASHCOMPDIR)/
 	install -m 644 $(filter $(BUILD)/completion/zsh/%,$(COMPLETIONS)) $(DESTDIR)$(ZSHCOMPDIR)/
-	install -m 755 $(NIGHTLY) $(DESTDIR)$(DOCDIR)/examples/nightly/
-	install -m 644 $(filter-out $(NIGHTLY),$(NIGHTLY_EXAMPLES)) $(DESTDIR)$(DOCDIR)/examples/nightly/
+	install -m 644 $(NIGHTLY_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/nightly/
+	install -m 755 $(NIGHTLY_FORMER) $(DESTDIR)$(DOCDIR)/examples/nightly/
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/

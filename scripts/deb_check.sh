@@ -8,7 +8,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "-- $*"; }
 
 step "the manual pages"
-for page in shardify shardify-merge shardcheck shardcat shardbench shardreport shardkit-nightly.sh; do
+for page in shardify shardify-merge shardcheck shardcat shardbench shardreport shardkit-nightly; do
     man -w "$page" | grep -q "^/usr/share/man/man1/$page.1.gz$" || fail "man -w $page"
 done
 man -w 5 shardkit-format | grep -q '^/usr/share/man/man5/shardkit-format.5.gz$' || fail "man -w 5 shardkit-format"
@@ -27,6 +27,15 @@ shardify raw shards --size 64 --quiet || fail "shardify (status $?)"
 shardcheck --deep --source raw shards >check.out || { cat check.out; fail "shardcheck"; }
 shardcat shards --limit 3 --out look >/dev/null || fail "shardcat"
 [ "$(ls look | wc -l)" -eq 3 ] || fail "shardcat wrote $(ls look | wc -l) files, not 3"
+
+step "the nightly job: one night builds, checks and publishes a version"
+SHARDKIT_SRC=raw SHARDKIT_ROOT=nightly SHARDKIT_OPTIONS="--size 64" shardkit-nightly >nightly.out 2>&1 ||
+    { s=$?; cat nightly.out; fail "shardkit-nightly (status $s)"; }
+python3 -c '
+import json, os
+r = json.load(open("nightly/runs/latest.json"))
+assert r["status"] == "published" and os.readlink("nightly/current") == r["version"], r
+' || fail "the nightly job published no version"
 
 step "Python: import and read"
 python3 -c '

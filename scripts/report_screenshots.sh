@@ -35,7 +35,7 @@ mkdir root
 nightly() {
     env SHARDKIT_BIN="$bin" SHARDKIT_SRC=nsrc SHARDKIT_ROOT=root \
         SHARDKIT_OPTIONS="--size 224 --shard-size 96K" "$@" \
-        sh "$top/examples/nightly/shardkit-nightly.sh" >/dev/null 2>&1 || true
+        "$bin/shardkit-nightly" >/dev/null 2>&1 || true
     sleep 1
 }
 nightly

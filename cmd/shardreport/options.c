@@ -10,7 +10,7 @@
 
 static const char usage_text[] =
     "Usage: shardreport nightly ROOT [--out FILE] [--json]\n"
-    "Render the history of the nightly job (examples/nightly/shardkit-nightly.sh)\n"
+    "Render the history of the nightly job (shardkit-nightly)\n"
     "as one self-contained HTML page: a row per run record in ROOT/runs (status,\n"
     "samples, rejected, time, the run's shardcheck report and log) and small trend\n"
     "charts of samples, rejects and time.  Nothing is fetched, no script runs.\n"

@@ -1,7 +1,8 @@
 /* runs.h - the nightly job's run records (ROOT/runs/<stamp>.json), read for
- * the index.  The records are written by examples/nightly/shardkit-nightly.sh
- * (its README lists the fields); every field is optional here, so a record
- * of an older or newer script still gives a row. */
+ * the index.  The records are written by shardkit-nightly
+ * (cmd/shardkit-nightly; docs/guide/nightly.md lists the fields); every
+ * field is optional here, so a record of an older or newer job still gives a
+ * row. */
 #ifndef SHARDREPORT_RUNS_H
 #define SHARDREPORT_RUNS_H
 

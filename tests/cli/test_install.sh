@@ -4,7 +4,8 @@
 # shardkit.pc with which a program using the public API compiles, links
 # against the shared library (or, with --static, the static one) and reads a
 # dataset; and the reader's archive with shardkit-read.pc, with which the same
-# program links without libvips or glib.
+# program links without libvips or glib; and bin/shardkit-nightly, the
+# nightly job, which publishes a night's version with the installed tools.
 . "$(dirname "$0")/lib.sh"
 
 BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
@@ -13,7 +14,8 @@ make -s -C "$SHARDKIT_TOP" BUILD="$BUILD" install DESTDIR="$T/stage" PREFIX=/opt
     >"$T/install.log" 2>&1 || { cat "$T/install.log"; die "make install failed"; }
 root="$T/stage/opt/shardkit"
 major=$(sed -n 's/^#define SHARDKIT_VERSION_MAJOR \([0-9]*\)$/\1/p' "$SHARDKIT_TOP/include/shardkit/api.h")
-for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench bin/shardreport lib/libshardkit.a \
+for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench bin/shardreport bin/shardkit-nightly \
+         lib/libshardkit.a \
          lib/libshardkit.so "lib/libshardkit.so.$major" include/shardkit.h \
          include/shardkit/api.h include/shardkit/dataset.h lib/pkgconfig/shardkit.pc \
          lib/libshardkit-read.a lib/pkgconfig/shardkit-read.pc; do
@@ -88,4 +90,14 @@ if grep -E 'lib(vips|glib-2\.0|gobject-2\.0|shardkit)' "$T/read.ldd" >&2; then
     die "the program built with shardkit-read.pc loads libvips, glib or libshardkit.so"
 fi
 [ "$("$T/reader-read" "$T/dst")" = "1 c/one.jpg 42x32" ] || die "the reader's archive reads otherwise"
+
+say "the installed nightly job runs the installed tools: one night publishes a version"
+# PATH holds the installed programs only (not the build's)
+env -u SHARDKIT_BIN PATH="$root/bin:/usr/bin:/bin" SHARDKIT_SRC="$T/src" SHARDKIT_ROOT="$T/nightly" \
+    SHARDKIT_OPTIONS="--size 32" shardkit-nightly >"$T/nightly.out" 2>&1 ||
+    { cat "$T/nightly.out"; die "the installed shardkit-nightly failed"; }
+[ "$(json "$T/nightly/runs/latest.json" 'd["status"], d["samples"]["new"]')" = "('published', 1)" ] ||
+    die "the installed job's record: $(cat "$T/nightly/runs/latest.json")"
+[ "$(readlink "$T/nightly/current")" = "$(json "$T/nightly/runs/latest.json" 'd["version"]')" ] ||
+    die "current is not the run's version: $(readlink "$T/nightly/current")"
 echo "install checks passed"

@@ -6,12 +6,13 @@
 # --help writes it; bash completes every long option, the values of an option
 # that lists them and files where an option takes a file; zsh's completion
 # names every option; `make install` puts pages and completion where man and
-# bash-completion look, and `man shardify` finds the installed page.
+# bash-completion look, beside bin/shardkit-nightly (the nightly job) and
+# the nightly job's example units, and `man shardify` and `man
+# shardkit-nightly` find the installed pages.
 . "$(dirname "$0")/lib.sh"
 
 BUILD=$(cd "$SHARDKIT_BIN/.." && pwd)
 TOP=$SHARDKIT_TOP
-NIGHTLY=$TOP/examples/nightly/shardkit-nightly.sh
 MAN=$BUILD/man
 [ -d "$MAN/man1" ] || die "no manual pages in '$MAN' (make man)"
 command -v lexgrog >/dev/null || die "lexgrog (man-db) is missing"
@@ -26,7 +27,7 @@ shardcheck shardcheck
 shardcat shardcat
 shardbench shardbench
 shardreport shardreport
-shardkit-nightly.sh $NIGHTLY
+shardkit-nightly shardkit-nightly
 EOF
 }
 
@@ -73,6 +74,24 @@ programs | while read -r page cmd; do
             die "$page(1) has no option '$option' (its tags: $(tr '\n' ';' <"$T/tags"))"
     done <"$T/options"
 done
+# the nightly job's page: its version is the build's, and its EXIT STATUS is
+# made of its table in docs/reference/exit-status.md, one paragraph a row
+version=$(sed -n 's/^#define SHARDKIT_VERSION "\(.*\)"/\1/p' "$TOP/include/shardkit/api.h")
+[ "$(shardkit-nightly --version)" = "shardkit-nightly $version" ] ||
+    die "shardkit-nightly --version: $(shardkit-nightly --version)"
+MANWIDTH=80 man -l "$MAN/man1/shardkit-nightly.1" 2>/dev/null | sed -n '1p;$p' | grep -c "$version" |
+    grep -qx 1 || die "shardkit-nightly(1) is not of version $version"
+sed -n '/^## The nightly job/,/^## /p' "$TOP/docs/reference/exit-status.md" |
+    sed -n 's/^| \([0-9]\) | `\{0,1\}\([^ |`]*\).*/\1 \2/p' >"$T/nightly.codes"
+[ "$(wc -l <"$T/nightly.codes")" -ge 8 ] || die "exit-status.md: the nightly table has $(wc -l <"$T/nightly.codes") rows"
+# the section's paragraphs as 'CODE TEXT' lines
+sed -n '/^\.SH "EXIT STATUS"/,/^\.SH /p' "$MAN/man1/shardkit-nightly.1" |
+    awk '/^\.B [0-9]$/ { code = $2; next } code != "" { print code, $0; code = "" }' >"$T/exit"
+while read -r code record; do
+    grep -q "^$code .*; current: " "$T/exit" || die "shardkit-nightly(1) has no status $code"
+    [ "$record" = "(no" ] || grep -q "^$code .*status: $record[; ]" "$T/exit" ||
+        die "shardkit-nightly(1): status $code is not the record's '$record'"
+done <"$T/nightly.codes"
 # shardify's page names its subcommand in its synopsis
 MANWIDTH=200 man -l "$MAN/man1/shardify.1" 2>/dev/null | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
     grep -q '^ *shardify merge \[--json\]' || die "shardify(1) has no synopsis of shardify merge"
@@ -143,12 +162,11 @@ grep -qx a.csv "$T/second" || die "shardify's second operand is not completed as
 cd "$T"
 
 say "zsh's completion names every option, and parses"
-for prog in shardify shardcheck shardcat shardbench shardreport shardkit-nightly.sh; do
+for prog in shardify shardcheck shardcat shardbench shardreport shardkit-nightly; do
     comp=$BUILD/completion/zsh/_$prog
     head -n 1 "$comp" | grep -qx "#compdef $prog" || die "'$comp' is not a #compdef file for $prog"
     if command -v zsh >/dev/null; then zsh -n "$comp" || die "zsh cannot parse '$comp'"; fi
-    cmd=$prog; [ "$prog" = shardkit-nightly.sh ] && cmd=$NIGHTLY
-    "$cmd" --help >"$T/help"
+    "$prog" --help >"$T/help"
     options "$T/help" | tr ',' '\n' | sed -n 's/^ *\(--[a-z][^ ]*\).*/\1/p' | while read -r o; do
         # '--size[...]', '(-h --help)'{-h,--help}'[...]'
         grep -qF -- "'$o[" "$comp" || grep -qF -- ",$o}" "$comp" || die "'$comp' lacks $o"
@@ -159,11 +177,31 @@ say "make install puts pages and completion where man and bash-completion look"
 make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$T/stage" PREFIX=/usr \
     >"$T/install.log" 2>&1 || { cat "$T/install.log"; die "make install failed"; }
 for f in share/man/man1/shardify.1 share/man/man1/shardify-merge.1 share/man/man5/shardkit-format.5 \
-         share/man/man1/shardkit-nightly.sh.1 share/bash-completion/completions/shardify \
-         share/zsh/site-functions/_shardify share/doc/shardkit/examples/nightly/shardkit-nightly.sh \
+         share/man/man1/shardkit-nightly.1 share/bash-completion/completions/shardify \
+         share/bash-completion/completions/shardkit-nightly share/zsh/site-functions/_shardify \
+         share/zsh/site-functions/_shardkit-nightly share/doc/shardkit/examples/nightly/crontab \
+         share/doc/shardkit/examples/nightly/shardkit-nightly.service \
          share/doc/shardkit/examples/nightly/shardkit-nightly.timer; do
     [ -f "$T/stage/usr/$f" ] || die "not installed: $f"
 done
+# the nightly job is a program beside the tools, as cmd/ has it
+[ -x "$T/stage/usr/bin/shardkit-nightly" ] || die "not installed: bin/shardkit-nightly"
+cmp -s "$T/stage/usr/bin/shardkit-nightly" "$BUILD/bin/shardkit-nightly" ||
+    die "the installed shardkit-nightly is not the build's"
+# the example units and crontab line run the program installed there
+ex="$T/stage/usr/share/doc/shardkit/examples/nightly"
+run=$(sed -n 's/^ExecStart=//p' "$ex/shardkit-nightly.service")
+[ "$run" = shardkit-nightly ] || die "the example service runs '$run', not shardkit-nightly"
+run=$(grep -v '^#' "$ex/crontab" | grep -o '[^ ]*shardkit-nightly[^ ]* >>')
+[ "$run" = "/usr/local/bin/shardkit-nightly >>" ] || die "the example crontab runs '$run'"
+# the former path, until 0.3.0, runs the installed program
+env -u SHARDKIT_BIN PATH="$T/stage/usr/bin:/usr/bin:/bin" "$ex/shardkit-nightly.sh" --help \
+    >"$T/former" 2>/dev/null || die "the installed former path does not run"
+"$T/stage/usr/bin/shardkit-nightly" --help | cmp -s - "$T/former" ||
+    die "the installed former path does not run the installed shardkit-nightly"
+MANWIDTH=80 man -M "$T/stage/usr/share/man" shardkit-nightly 2>/dev/null >"$T/man.txt" ||
+    die "man -M ... shardkit-nightly does not find the installed page"
+grep -q -- '--max-loss PCT' "$T/man.txt" || die "the installed shardkit-nightly page lacks --max-loss"
 MANWIDTH=80 man -M "$T/stage/usr/share/man" shardify 2>/dev/null >"$T/man.txt" ||
     die "man -M ... shardify does not find the installed page"
 grep -q -- '--fit short|long|crop' "$T/man.txt" || die "the installed page lacks --fit"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_nightly.sh - examples/nightly/shardkit-nightly.sh over a source that
+# test_nightly.sh - shardkit-nightly (cmd/shardkit-nightly) over a source that
 # changes between runs: each good run publishes a new verified version by
 # switching `current`; KEEP bounds the versions kept; a run whose
 # verification fails, or whose shardify fails, leaves `current` alone; two
@@ -116,9 +116,30 @@ SHARDKIT_SRC="$T/missing" nightly 1
 [ "$(current)" = "versions/$run6" ] || die "current moved"
 
 say "usage errors exit 2"
-must_fail 2 sh "$NIGHTLY" --keep 0
-must_fail 2 env SHARDKIT_ROOT= sh "$NIGHTLY"
-must_fail 2 sh "$NIGHTLY" --bogus
+must_fail 2 shardkit-nightly --keep 0
+must_fail 2 env SHARDKIT_ROOT= shardkit-nightly
+must_fail 2 shardkit-nightly --bogus
+must_say "shardkit-nightly: unknown argument '--bogus'" "$T/err"
+must_say "Usage: shardkit-nightly [--src SRC]" "$T/err"
+must_say "see 'shardkit-nightly --help' or shardkit-nightly(1)" "$T/err"
+
+say "the former path, examples/nightly/shardkit-nightly.sh, warns and runs shardkit-nightly"
+FORMER="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
+shardkit-nightly --help >"$T/help"
+sh "$FORMER" --help >"$T/former" 2>"$T/err" || die "the former path's --help failed"
+cmp -s "$T/help" "$T/former" || die "the former path's --help is not shardkit-nightly's"
+[ "$(cat "$T/err")" = "shardkit-nightly.sh: deprecated, removed in 0.3.0: run shardkit-nightly, installed with the tools" ] ||
+    die "the former path says: $(cat "$T/err")"
+must_fail 2 sh "$FORMER" --keep 0
+must_say "shardkit-nightly: --keep must be a positive number" "$T/err"
+# as SHARDKIT_BIN names it when PATH has no shardkit-nightly
+env PATH=/usr/bin:/bin sh "$FORMER" --help >"$T/former" 2>/dev/null || die "SHARDKIT_BIN's job was not run"
+cmp -s "$T/help" "$T/former" || die "the former path ran another job"
+# and nothing sends users there: the documentation, units, packaging and
+# scripts name shardkit-nightly (the CHANGELOG says where it went)
+(cd "$SHARDKIT_TOP" && grep -rlF "examples/nightly/shardkit-nightly.sh" README.md CONTRIBUTING.md \
+    docs man debian scripts cmd examples .ci) >"$T/former-refs" || true
+[ ! -s "$T/former-refs" ] || die "the former path is still named in: $(tr '\n' ' ' <"$T/former-refs")"
 
 if command -v flock >/dev/null 2>&1; then
     say "a run while another holds the lock does nothing (exit 4)"
@@ -137,7 +158,7 @@ time.sleep(120)' "$ROOT/.nightly.lock" "$T/locked" &
         i=$((i + 1))
         [ $i -lt 600 ] || die "the lock was never taken"
     done
-    must_fail 4 sh "$NIGHTLY"
+    must_fail 4 shardkit-nightly
     must_say "another run holds" "$T/err"
     kill "$holder"
     wait "$holder" 2>/dev/null || true
@@ -174,12 +195,12 @@ decoys_intact() { same_state "$T/decoys.state" "$T/decoys" "$1: files outside RO
 ROOT="$T/root2"
 export SHARDKIT_ROOT="$ROOT"
 
-say "a link where the script keeps its own directory or file: exit 2, nothing followed"
+say "a link where the job keeps its own directory or file: exit 2, nothing followed"
 for name in versions runs .nightly.lock versions/.published; do
     for target in "$T/decoys/dir" "$T/decoys/file" "$T/decoys/none"; do
         rm -rf "$ROOT" && mkdir -p "$(dirname "$ROOT/$name")"
         ln -s "$target" "$ROOT/$name"
-        must_fail 2 sh "$NIGHTLY"
+        must_fail 2 shardkit-nightly
         must_say "'$ROOT/$name' is a symbolic link" "$T/err"
         decoys_intact "a link at $name"
         [ ! -e "$ROOT/current" ] || die "a refused run published"
@@ -255,9 +276,9 @@ cd "$T"
 
 say "an unterminated quote is a usage error: nothing is done"
 before=$(ls "$ROOT/runs" | wc -l)
-SHARDKIT_OPTIONS="--size '32" must_fail 2 sh "$NIGHTLY"
+SHARDKIT_OPTIONS="--size '32" must_fail 2 shardkit-nightly
 must_say "SHARDKIT_OPTIONS has an unterminated single quote" "$T/err"
-SHARDKIT_CHECK_OPTIONS='--visitation "8' must_fail 2 sh "$NIGHTLY"
+SHARDKIT_CHECK_OPTIONS='--visitation "8' must_fail 2 shardkit-nightly
 must_say "SHARDKIT_CHECK_OPTIONS has an unterminated double quote" "$T/err"
 [ "$(ls "$ROOT/runs" | wc -l)" -eq "$before" ] || die "a refused run left a record"
 
@@ -304,10 +325,10 @@ nightly 0 --max-loss 100
 [ "$(json "$ROOT/current/manifest.json" 'd["counts"]["samples"]')" = 0 ] || die "expected the empty version"
 say "the first run publishes no empty version either"
 rm -rf "$T/root5"
-SHARDKIT_ROOT="$T/root5" must_fail 6 sh "$NIGHTLY"
+SHARDKIT_ROOT="$T/root5" must_fail 6 shardkit-nightly
 [ ! -e "$T/root5/current" ] || die "an empty first version was published"
 for bad in 101 -1 x 5.5 ""; do
-    must_fail 2 sh "$NIGHTLY" --max-loss "$bad"
+    must_fail 2 shardkit-nightly --max-loss "$bad"
     must_say "--max-loss (SHARDKIT_MAX_LOSS) must be a whole percentage" "$T/err"
 done
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_nightly_full.sh - examples/nightly/shardkit-nightly.sh on a full disk.
+# test_nightly_full.sh - shardkit-nightly (cmd/shardkit-nightly) on a full disk.
 # ROOT is on a small tmpfs (as test_faults.sh fakes a full disk for
 # shardify): first a disk that fills up in the middle of a run, then free
 # space stepped from none to a few hundred KB, one run per step, so that
@@ -58,7 +58,7 @@ say "the disk fills up after shardify: not published (exit 5), versions/.publish
 snapshot
 export FILLER="$T/disk/filler"
 SHARDKIT_NIGHTLY_BEFORE_CHECK='head -c 1G /dev/zero >"$FILLER" 2>/dev/null; exit 0' \
-    must_fail 5 sh "$NIGHTLY"
+    must_fail 5 shardkit-nightly
 must_say "No space left on device" "$T/err"
 must_say "not published" "$T/err"
 [ "$(current)" = "versions/$v3" ] || die "current moved to '$(current)'"
@@ -92,7 +92,7 @@ for kb in $steps; do
     used=$(df -k --output=used "$T/disk" | tail -n 1 | tr -d ' ')
     mount -o "remount,size=$((used + kb))k" "$T/disk"
     set +e
-    sh "$NIGHTLY" >"$T/out" 2>"$T/err"
+    shardkit-nightly >"$T/out" 2>"$T/err"
     code=$?
     set -e
     mount -o "remount,size=$BIG" "$T/disk"

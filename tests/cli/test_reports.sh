@@ -171,13 +171,12 @@ if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
 fi
 
 say "the nightly job: a report per version and ROOT/index.html, the history of its runs"
-NIGHTLY="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
 ROOT="$T/root"
 nightly() {  # EXPECTED_STATUS [VAR=VALUE...]
     want=$1; shift
     set +e
     env SHARDKIT_BIN="$SHARDKIT_BIN" SHARDKIT_SRC="$T/nsrc" SHARDKIT_ROOT="$ROOT" \
-        SHARDKIT_OPTIONS="--size 32 --shard-size 32K" "$@" sh "$NIGHTLY" >/dev/null 2>"$T/nightly.err"
+        SHARDKIT_OPTIONS="--size 32 --shard-size 32K" "$@" shardkit-nightly >/dev/null 2>"$T/nightly.err"
     got=$?
     set -e
     [ "$got" -eq "$want" ] || { cat "$T/nightly.err" >&2; die "nightly exited $got, expected $want"; }

@@ -476,7 +476,7 @@ MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
 DOCDIR      ?= $(PREFIX)/share/doc/shardkit
-# the nightly job's units and crontab line, as examples; and, until 0.3.0,
+# the nightly job's units and crontab line, as examples; and, until 0.4.0,
 # the job's former path, a wrapper that warns and runs bin/shardkit-nightly
 NIGHTLY_EXAMPLES := $(addprefix examples/nightly/,shardkit-nightly.service shardkit-nightly.timer \
                     crontab README.md)

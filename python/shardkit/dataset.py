@@ -276,7 +276,7 @@ class Dataset:
     store far away.  A value out of its range raises ValueError naming the
     argument; one of another type TypeError.  ``cache`` is the deprecated
     older name of ``window_cache`` (shardkit 0.1.0's; it warns, and goes in
-    0.3.0): the cache alone is the node-local cache below.
+    0.4.0): the cache alone is the node-local cache below.
 
     ``cache_dir`` (a directory on local disk; default the environment's
     ``SHARDKIT_CACHE_DIR``, ``""`` none) keeps whole shards of a remote
@@ -475,7 +475,7 @@ def _older_name(old: str, old_value: _T | None, new: str, new_value: _T | None) 
         return new_value
     if new_value is not None:
         raise TypeError(f"{old} is the deprecated older name of {new}: give {new} alone")
-    warnings.warn(f"{old}= is deprecated: use {new}= (the older name goes in shardkit 0.3.0)",
+    warnings.warn(f"{old}= is deprecated: use {new}= (the older name goes in shardkit 0.4.0)",
                   DeprecationWarning, stacklevel=3)
     return old_value
 

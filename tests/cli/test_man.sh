@@ -194,7 +194,7 @@ run=$(sed -n 's/^ExecStart=//p' "$ex/shardkit-nightly.service")
 [ "$run" = shardkit-nightly ] || die "the example service runs '$run', not shardkit-nightly"
 run=$(grep -v '^#' "$ex/crontab" | grep -o '[^ ]*shardkit-nightly[^ ]* >>')
 [ "$run" = "/usr/local/bin/shardkit-nightly >>" ] || die "the example crontab runs '$run'"
-# the former path, until 0.3.0, runs the installed program
+# the former path, until 0.4.0, runs the installed program
 env -u SHARDKIT_BIN PATH="$T/stage/usr/bin:/usr/bin:/bin" "$ex/shardkit-nightly.sh" --help \
     >"$T/former" 2>/dev/null || die "the installed former path does not run"
 "$T/stage/usr/bin/shardkit-nightly" --help | cmp -s - "$T/former" ||

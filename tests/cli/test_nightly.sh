@@ -128,7 +128,7 @@ FORMER="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
 shardkit-nightly --help >"$T/help"
 sh "$FORMER" --help >"$T/former" 2>"$T/err" || die "the former path's --help failed"
 cmp -s "$T/help" "$T/former" || die "the former path's --help is not shardkit-nightly's"
-[ "$(cat "$T/err")" = "shardkit-nightly.sh: deprecated, removed in 0.3.0: run shardkit-nightly, installed with the tools" ] ||
+[ "$(cat "$T/err")" = "shardkit-nightly.sh: deprecated, removed in 0.4.0: run shardkit-nightly, installed with the tools" ] ||
     die "the former path says: $(cat "$T/err")"
 must_fail 2 sh "$FORMER" --keep 0
 must_say "shardkit-nightly: --keep must be a positive number" "$T/err"

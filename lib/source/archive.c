@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "source/source_internal.h"
+#include "shardx/shardx.h"
 
 /* Bytes libarchive reads from the file at a time. */
 #define ARCHIVE_BLOCK_BYTES (64 * 1024)
@@ -321,15 +322,15 @@ static const char *entry_hardlink(struct archive_entry *e)
  * words.  a->key holds the previous entry. */
 static int fail(struct shard_archive *a, int code, const char *consequence, struct shard_err *err)
 {
-    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE], n[SHARD_QUOTE_SIZE];
+    char m[SHARD_ERRMSG_SIZE], q[SHARDX_QUOTE_SIZE], n[SHARDX_QUOTE_SIZE];
     archive_message(a->ar, m, sizeof m);
     a->failed = code;
     const char *slash = strrchr(a->path, '/');
     const char *name = slash && slash[1] ? slash + 1 : a->path;
-    shard_quote(name, strlen(name), n, sizeof n);
+    shardx_quote(name, strlen(name), n, sizeof n);
     if (a->key.len)
         return shard_err_set(err, code, "'%s' after its entry '%s': %s%s", n,
-                             shard_quote((const char *)a->key.data, a->key.len, q, sizeof q), m,
+                             shardx_quote((const char *)a->key.data, a->key.len, q, sizeof q), m,
                              consequence);
     return shard_err_set(err, code, "'%s': %s%s", n, m, consequence);
 }
@@ -352,8 +353,8 @@ static void set_damaged(struct shard_archive *a)
  * header, which is then the end of the pass. */
 static int reopen_after_entry(struct shard_archive *a, struct shard_err *err)
 {
-    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE];
-    const char *key = shard_quote((const char *)a->key.data, a->key.len, q, sizeof q);
+    char m[SHARD_ERRMSG_SIZE], q[SHARDX_QUOTE_SIZE];
+    const char *key = shardx_quote((const char *)a->key.data, a->key.len, q, sizeof q);
     if (a->reopens == ARCHIVE_MAX_REOPENS) {
         a->failed = SHARD_ECORRUPT;
         return shard_err_set(err, SHARD_ECORRUPT,
@@ -505,9 +506,9 @@ static int note_link(struct shard_archive *a, const char *target, int has_data,
     if (rc == 0) {
         a->link.len = 0;
         if (!has_data) {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             snprintf(a->problem_text, sizeof a->problem_text, "%s'%s', an unsafe name",
-                     SK_REASON_LINK, shard_quote(target, strlen(target), q, sizeof q));
+                     SK_REASON_LINK, shardx_quote(target, strlen(target), q, sizeof q));
             a->problem = a->problem_text;
         }
         return SHARD_OK;

@@ -577,4 +577,9 @@ int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
 int sk_coco_instance(const struct sk_coco *c, int64_t image, uint32_t ann, uint32_t w, uint32_t h,
                      struct shard_image *mask, struct shard_err *why);
 
+/* The order of keys everywhere in shardkit (manifests/FORMAT.md, "Sample
+ * order"): bytes compared with memcmp, a prefix before its extensions.
+ * Negative, zero or positive like strcmp (keylist.c). */
+int sk_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
+
 #endif

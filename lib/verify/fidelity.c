@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "record/record_build.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"
@@ -101,7 +101,7 @@ static int as_read(struct shard_image *img, const struct shard_item *like,
 static int compare_captured(const void *pa, const void *pb)
 {
     const struct captured *a = pa, *b = pb;
-    return shard_key_compare(a->key, a->len, b->key, b->len);
+    return sk_key_compare(a->key, a->len, b->key, b->len);
 }
 
 static int keep_bytes(struct captured *c, const struct shard_buf *buf, struct shard_err *err)
@@ -255,8 +255,8 @@ static void compare_one(struct verify_run *v, struct fidelity_worker *w, uint64_
                         const uint8_t *src, size_t src_len, double min_psnr,
                         struct shard_fidelity_result *res)
 {
-    char q[SHARD_QUOTE_SIZE];
-    sk_quote_bytes(res->key, res->key_len, q, sizeof q);
+    char q[SHARDX_QUOTE_SIZE];
+    shardx_quote(res->key, res->key_len, q, sizeof q);
     const char *file = v->m->shards[res->shard].file;
     unsigned long long rec = (unsigned long long)res->record;
     struct shard_err e;
@@ -365,10 +365,10 @@ static const uint8_t *source_of(struct verify_run *v, struct fidelity_worker *w,
         *len = w->source.len;
         return w->source.data;
     }
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     sk_verify_problem(v, SHARD_CHECK_FIDELITY, SHARD_ENOTFOUND, res->shard, (int64_t)res->record,
                       res->key, res->key_len, "fidelity: '%s': cannot read its source file: %s",
-                      sk_quote_bytes(res->key, res->key_len, q, sizeof q),
+                      shardx_quote(res->key, res->key_len, q, sizeof q),
                       archive ? "not in the archive" : e.msg);
     return NULL;
 }

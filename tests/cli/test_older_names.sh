@@ -57,4 +57,27 @@ LD_LIBRARY_PATH="$BUILD" "$T/older" "$T/dst" >"$T/out" || { cat "$T/out" >&2; di
 # centre crop; six samples in batches of one: worker 1 of 2 makes the odd ones
 printf 'ok transforms\nok geometry 12x12\nok loader batches 1 3 5\n' >"$T/want"
 cmp -s "$T/want" "$T/out" || { diff "$T/want" "$T/out" >&2; die "unexpected output"; }
+say "a program of the tools' helpers 0.1.0 exported still builds, links them and gets what it got"
+# shardkit/json.h declares them with jansson's struct json_t, without <jansson.h>
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror -Wno-error=deprecated-declarations $extra \
+    -I"$SHARDKIT_TOP/include" $(pkg-config --cflags jansson) "$SHARDKIT_TOP/tests/fixtures/older_helpers.c" \
+    -L"$BUILD" -lshardkit $(pkg-config --libs jansson) -o "$T/helpers" 2>"$T/cc.log" ||
+    { cat "$T/cc.log" >&2; die "a program using the tools' older helpers does not build"; }
+for old in shard_quote shard_redact_urls shard_utf8_len shard_utf8_shown_len shard_size_parse \
+           shard_size_format shard_size_unit shard_json_set_key shard_json_set_bytes; do
+    grep -q "‘$old’ is deprecated: no longer in the API, removed in 0.3.0\|'$old' is deprecated: no longer in the API, removed in 0.3.0" "$T/cc.log" ||
+        { cat "$T/cc.log" >&2; die "no deprecation warning for '$old' giving its removal"; }
+    nm -u "$T/helpers" | grep -q " U $old\$" || die "the program does not call '$old' of the library"
+done
+LD_LIBRARY_PATH="$BUILD" "$T/helpers" >"$T/out" || { cat "$T/out" >&2; die "the older helpers failed"; }
+cat >"$T/want" <<'WANT'
+quote a\x09b\\c
+redact get https://***@host/d
+utf8 3 0
+size 0 16777216 -3 1.5 KiB 1048576 MiB
+json {"key_hex":"ff","path":"p"}
+WANT
+cmp -s "$T/want" "$T/out" || { diff "$T/want" "$T/out" >&2; die "the older helpers give other results"; }
+
 echo "older names checks passed"

@@ -422,11 +422,9 @@ SHARD_API void shard_dataset_stats(const struct shard_dataset *ds, struct shard_
 /* 1 when `location` is read over the network: it starts with http://,
  * https:// or s3://. */
 SHARD_API int shard_location_is_remote(const char *location);
-#endif /* SHARDKIT_EXPERIMENTAL */
 
 struct shard_remote;
 
-#ifdef SHARDKIT_EXPERIMENTAL
 /* The files below `location` (http(s)://BASE: file NAME is BASE/NAME,
  * percent-encoded but for '/'; s3://BUCKET/PREFIX: the object PREFIX/NAME).
  * Nothing is requested yet.  o NULL: the defaults.  0, SHARD_EINVAL (a

@@ -315,7 +315,7 @@ struct shard_orphan {
 
 struct shard_manifest {
     uint16_t version; /* SHARD_MANIFEST_VERSION or ..._FIELDS (as loaded; written
-                       * as sk_config_format_version(&config) says) */
+                       * as the format version of its config says) */
     struct shard_config config;
     char *source_kind; /* "directory" or "archive" */
     uint64_t samples;
@@ -369,7 +369,8 @@ struct shard_manifest {
     uint64_t archives_bytes;
     uint64_t archives_xxh3;
     /* The stored images ("stored"): their form, the widest of the records'
-     * (sk_pixels_widest; a reader widens a narrower record to it), 3 and
+     * (colour if one has colour, alpha if one has alpha, 16 bits if one has
+     * them; a reader widens a narrower record to it), 3 and
      * 8 before version 3; and their size when every sample has the same,
      * else 0 x 0 (then "stored" has no "size"). */
     uint32_t channels;
@@ -441,7 +442,8 @@ SHARD_API int shard_line_parse_fields(const char *line, size_t len, const struct
 
 SHARD_API void shard_sample_release(struct shard_sample *s); /* accepts NULL */
 SHARD_API void shard_reject_release(struct shard_reject *r); /* accepts NULL */
-#endif                                                       /* SHARDKIT_EXPERIMENTAL */
+
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* Streaming reader of an index file. */
 struct shard_index_reader;
@@ -460,7 +462,8 @@ SHARD_API int shard_index_reader_next(struct shard_index_reader *r, struct shard
 /* Bytes read so far. */
 SHARD_API uint64_t shard_index_reader_bytes(const struct shard_index_reader *r);
 SHARD_API void shard_index_reader_close(struct shard_index_reader *r); /* accepts NULL */
-#endif                                                                 /* SHARDKIT_EXPERIMENTAL */
+
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

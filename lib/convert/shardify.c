@@ -795,7 +795,7 @@ static void run_release(struct run *r)
     shard_config_release(&r->config); /* its labels, and the fields the field sources declared */
     free_builders(r);
     sk_assembler_free(r->as);
-    shard_archive_close(r->ar);
+    sk_archive_close(r->ar);
     sk_source_root_close(&r->root);
     if (r->spool_fd >= 0)
         close(r->spool_fd);

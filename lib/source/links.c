@@ -85,12 +85,12 @@ int sk_links_any(const struct sk_links *l)
     return l->count > 0;
 }
 
-int sk_links_note(struct sk_links *l, const struct shard_archive *a, uint64_t cand,
+int sk_links_note(struct sk_links *l, const struct sk_archive *a, uint64_t cand,
                   struct shard_err *err)
 {
     size_t len;
     int link_only;
-    const char *target = shard_archive_link(a, &len, &link_only);
+    const char *target = sk_archive_link(a, &len, &link_only);
     if (!target)
         return SHARD_OK;
     if (SK_GROW(l->links, l->cap, l->count + 1, 64))
@@ -218,8 +218,8 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
     int rc = collect_wanted(l, err);
     if (rc)
         return rc;
-    struct shard_archive *a;
-    if ((rc = shard_archive_open(&a, path, err)))
+    struct sk_archive *a;
+    if ((rc = sk_archive_open(&a, path, err)))
         return rc;
     struct shard_buf buf = {0};
     struct shard_scan_stats st = {0};
@@ -270,13 +270,13 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
             continue;
         }
         uint64_t id = NONE;
-        if ((rc = new_item(l, shard_archive_ordinal(a), &id, err)) ||
+        if ((rc = new_item(l, sk_archive_ordinal(a), &id, err)) ||
             (item_fn && (rc = item_fn(ctx, id - l->n, &buf, ent.too_large, ent.problem, err))))
             break;
         w->current = id;
     }
     shard_buf_release(&buf);
-    shard_archive_close(a);
+    sk_archive_close(a);
     if (rc < 0)
         shard_err_prefix(err, rc, "cannot read archive '%s' for its hard links", path);
     return rc < 0 ? rc : SHARD_OK;

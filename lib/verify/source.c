@@ -1,7 +1,7 @@
 /* source.c - --source: prove the dataset is exactly its source.
  *
  * SRC is scanned the way shardify scans it (shard_scan_dir for a directory,
- * one streaming pass of shard_archive_next for an archive).  Its candidates
+ * one streaming pass of sk_archive_next for an archive).  Its candidates
  * and the dataset's expectations (the samples of index.jsonl and the
  * manifest's rejects) are both sorted by key and joined.  For each key the
  * files found must pair off with the entries expected: a sample with the
@@ -345,13 +345,13 @@ static void drop_hidden(struct source_run *s)
 static int scan_one_archive(struct source_run *s, const char *path, const char *prefix,
                             struct shard_err *err)
 {
-    struct shard_archive *a;
+    struct sk_archive *a;
     struct sk_links *links = NULL;
-    int rc = shard_archive_open(&a, path, err);
+    int rc = sk_archive_open(&a, path, err);
     if (rc)
         return rc;
     if ((rc = sk_links_new(&links, err))) {
-        shard_archive_close(a);
+        sk_archive_close(a);
         return rc;
     }
     struct shard_buf buf = {0}, key_buf = {0};
@@ -384,8 +384,8 @@ static int scan_one_archive(struct source_run *s, const char *path, const char *
             (rc = sk_links_note(links, a, s->found_count - 1 - base, err)))
             break;
         struct found *f = &s->found[s->found_count - 1];
-        shard_archive_link(a, NULL, &link_only);
-        if ((problem = shard_archive_problem(a))) {
+        sk_archive_link(a, NULL, &link_only);
+        if ((problem = sk_archive_problem(a))) {
             if ((rc = set_refused(f, problem, err)))
                 break;
             continue;
@@ -406,7 +406,7 @@ static int scan_one_archive(struct source_run *s, const char *path, const char *
         shard_err_prefix(err, rc, "cannot read archive '%s'", path);
     shard_buf_release(&buf);
     shard_buf_release(&key_buf);
-    shard_archive_close(a);
+    sk_archive_close(a);
     if (rc == 0 && sk_links_any(links))
         rc = sk_links_resolve(links, prefix ? &members : &s->found_keys, path, max_bytes, hash_item,
                               s, err);

@@ -33,12 +33,16 @@ Q := $(if $(V),,@)
 OPT      ?= -O2 -g
 SANITIZE ?=
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
-CFLAGS_BASE := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -fopenmp -fPIC -Iinclude \
-               $(PKG_CFLAGS) $(SANITIZE) $(CPPFLAGS) $(CFLAGS)
+# Everything built here (the library, the programs, the tests) sees the
+# experimental tier of the headers (shardkit/api.h); a program of a user sees
+# it only when it defines SHARDKIT_EXPERIMENTAL itself.
+CFLAGS_BASE := -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE -DSHARDKIT_EXPERIMENTAL -fopenmp -fPIC \
+               -Iinclude $(PKG_CFLAGS) $(SANITIZE) $(CPPFLAGS) $(CFLAGS)
 # The library exports only what include/ marks SHARD_API.
 CFLAGS_LIB := $(CFLAGS_BASE) -Ilib -fvisibility=hidden
-# The programs see the public headers only.
-CFLAGS_CMD := $(CFLAGS_BASE) -Icmd/common
+# The programs see the public headers only, and the helpers they share with
+# the library (lib/shardx, compiled into each program: it is not exported).
+CFLAGS_CMD := $(CFLAGS_BASE) -Icmd/common -Ilib/shardx
 # Unit tests, fuzz targets and benchmarks may reach inside lib/.
 CFLAGS_ALL := $(CFLAGS_BASE) -Ilib
 LDLIBS_ALL := $(ZSTD_STATIC) $(PKG_LIBS) -lcsv -lm -lpthread -fopenmp $(SANITIZE) $(LDFLAGS) $(LDLIBS)
@@ -53,7 +57,11 @@ LIB_SO   := $(BUILD)/libshardkit.so.$(VERSION)
 # version in place of @VERSION@.
 SH_CMDS  := $(patsubst cmd/%/,%,$(dir $(wildcard cmd/*/*.sh)))
 CMDS     := $(filter-out common,$(notdir $(wildcard cmd/*)))
-CLI_COMMON := $(wildcard cmd/common/*.c)
+# The helpers the programs share with the library (lib/README.md, "The
+# programs' helpers"): compiled into the library, hidden, and again into
+# each program and the Python extension.
+SHARDX_SRC := $(wildcard lib/shardx/*.c)
+CLI_COMMON := $(wildcard cmd/common/*.c) $(SHARDX_SRC)
 BINS     := $(CMDS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -109,7 +117,7 @@ $(LIB_SO): $(LIB_OBJ)
 # it), libarchive, libcsv nor OpenMP: the Python extension links it, and so
 # can a C program that only reads (shardkit-read.pc).
 # tests/cli/test_reader_deps.sh holds it to that.
-READ_DIRS := util image format manifest net read loader
+READ_DIRS := shardx util image format manifest net read loader
 READ_SRC  := $(filter-out lib/image/decode_vips.c,$(filter $(READ_DIRS:%=lib/%/%),$(LIB_SRC))) \
              $(wildcard lib/source/keylist.c)
 READ_A    := $(BUILD)/libshardkit-read.a
@@ -147,7 +155,8 @@ $(SH_CMDS:%=$(BUILD)/bin/%): $(BUILD)/bin/%: cmd/$$*/$$*.sh include/shardkit/api
 	@$(if $(Q),echo "  SH      $@")
 	$(Q)sh -n $< && sed 's/@VERSION@/$(VERSION)/' $< >$@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
-$(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h)
+$(BUILD)/bin/%: $(BUILD)/.dirs $(LIB_A) $$(wildcard cmd/$$*/*.c) $(CLI_COMMON) $(wildcard cmd/common/*.h) \
+               $(wildcard lib/shardx/*.h)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(CFLAGS_CMD) $(wildcard cmd/$*/*.c) $(CLI_COMMON) $(LINK_$*) $(LIB_A) $(LDLIBS_ALL) -o $@
 
@@ -181,7 +190,7 @@ $(BUILD)/.dirs:
 # What the tools share (cmd/common), as an archive for the unit tests of it
 # (HTML, charts, histograms); the programs compile those sources themselves.
 CLI_A   := $(BUILD)/libcli.a
-CLI_OBJ := $(CLI_COMMON:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(filter-out $(SHARDX_SRC:%.c=$(BUILD)/obj/%.o),$(CLI_COMMON:%.c=$(BUILD)/obj/%.o))
 
 $(BUILD)/obj/cmd/common/%.o: cmd/common/%.c $(BUILD)/obj/cmd/common/%.d | $(BUILD)/.dirs
 	@mkdir -p $(dir $@)

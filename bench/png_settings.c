@@ -10,7 +10,8 @@
  *
  * Build from the repository root, after `make build`:
  *
- *   cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -Ilib bench/png_settings.c build/libshardkit.a \
+ *   cc -std=c11 -O2 -D_GNU_SOURCE -DSHARDKIT_EXPERIMENTAL -Iinclude -Ilib \
+ *      bench/png_settings.c build/libshardkit.a \
  *      $(pkg-config --cflags --libs libjpeg libpng vips libexif) -lm -o build/png_settings
  *
  * Run:  build/png_settings [--size 256] [--reps 3] [--limit N] FOLDER

@@ -14,6 +14,10 @@
  *   shardkit/loader.h    training batches: transforms in C, a batch loader
  *   shardkit/verify.h    proving a dataset matches its manifest and source
  * Link with `pkg-config --libs shardkit`.
+ *
+ * The API has a stable and an experimental tier; define SHARDKIT_EXPERIMENTAL
+ * before including to see the experimental one (shardkit/api.h says what
+ * each promises).  shardkit/json.h holds older names only.
  */
 #ifndef SHARDKIT_H
 #define SHARDKIT_H

@@ -118,7 +118,12 @@ setup(
         sources=["src/native.c", "src/native_dataset.c", "src/native_transforms.c",
                  "src/native_loader.c", "src/native_fields.c", "src/native_mixture.c"],
         depends=["src/native.h"],
-        include_dirs=[os.path.join(TOP, "include")],
+        # the programs' own helpers (lib/shardx: shardx_redact_urls for the
+        # locations in its messages) are not exported by the shared library;
+        # the reader's archive the extension links statically holds them
+        include_dirs=[os.path.join(TOP, "include"), os.path.join(TOP, "lib", "shardx")],
+        # it wraps the experimental tier too (mixtures, the manifest's hash)
+        define_macros=[("SHARDKIT_EXPERIMENTAL", None)],
     )],
     cmdclass={"build_ext": BuildExt, "sdist": SDist},
     zip_safe=False,

@@ -11,6 +11,7 @@
 
 #include "html.h"
 #include "shardkit.h"
+#include "shardx.h"
 
 #define CHAR_W 7.0       /* estimated width of a character of 12-unit text */
 #define SMALL_CHAR_W 6.2 /* of 11-unit text (ticks, values) */
@@ -33,7 +34,7 @@ static size_t display_chars(const char *s, size_t len)
 {
     size_t chars = 0;
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_shown_len((const unsigned char *)s + i, len - i);
+        size_t n = shardx_utf8_shown_len((const unsigned char *)s + i, len - i);
         chars += n ? 1 : 4;
         i += n ? n : 1;
     }
@@ -49,7 +50,7 @@ static void text_fit(FILE *out, const char *s, size_t len, size_t max_chars)
     }
     size_t chars = 0, i = 0;
     while (i < len && chars + 1 < max_chars) {
-        size_t n = shard_utf8_shown_len((const unsigned char *)s + i, len - i);
+        size_t n = shardx_utf8_shown_len((const unsigned char *)s + i, len - i);
         chars += n ? 1 : 4;
         i += n ? n : 1;
     }

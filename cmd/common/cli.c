@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "shardkit.h"
+#include "shardx.h"
 
 #define PLAIN_PROGRESS_SECONDS 5.0
 #define BAR_WIDTH 30
@@ -43,12 +44,12 @@ int cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 
 int cli_parse_size(const char *s, uint64_t *out)
 {
-    return shard_size_parse(s, out) ? -1 : 0;
+    return shardx_size_parse(s, out) ? -1 : 0;
 }
 
 const char *cli_format_bytes(uint64_t bytes, char *buf, size_t size)
 {
-    return shard_size_format(bytes, buf, size);
+    return shardx_size_format(bytes, buf, size);
 }
 
 int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, const void *ctx),
@@ -78,11 +79,11 @@ static void quote_word(FILE *f, const char *w)
         return;
     }
     /* a character that shows as nothing, as a space or as something else,
-     * or reorders the text around it (shard_utf8_shown_len), is shown as
+     * or reorders the text around it (shardx_utf8_shown_len), is shown as
      * the bytes it is: what a reader sees, and copies, is what runs */
     int printable = 1;
     for (size_t i = 0; i < len && printable;) {
-        size_t n = shard_utf8_shown_len((const unsigned char *)w + i, len - i);
+        size_t n = shardx_utf8_shown_len((const unsigned char *)w + i, len - i);
         printable = n != 0;
         i += n;
     }
@@ -99,7 +100,7 @@ static void quote_word(FILE *f, const char *w)
     }
     fputs("$'", f);
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_shown_len((const unsigned char *)w + i, len - i);
+        size_t n = shardx_utf8_shown_len((const unsigned char *)w + i, len - i);
         if (n == 1 && (w[i] == '\'' || w[i] == '\\'))
             fprintf(f, "\\%c", w[i]);
         else if (n)
@@ -120,7 +121,7 @@ char *cli_command_line(int argc, char *const *argv)
         return NULL;
     int failed = 0;
     for (int i = 0; i < argc && !failed; i++) {
-        char *word = shard_redact_urls(argv[i]); /* a password reaches no report */
+        char *word = shardx_redact_urls(argv[i]); /* a password reaches no report */
         if (i)
             fputc(' ', f);
         if (word)

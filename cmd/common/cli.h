@@ -77,7 +77,7 @@ int cli_write_file(const char *prog, const char *path, void (*write)(FILE *out, 
  * that are not printable UTF-8 (control bytes, bytes that are not UTF-8, and
  * characters that show as nothing, as a space, or reorder the text: the
  * white space, default-ignorable and bidirectional controls of Unicode) as
- * $'...' with \xNN.  A URL's password is redacted (shard_redact_urls), so
+ * $'...' with \xNN.  A URL's password is redacted (shardx_redact_urls), so
  * the line holds none.  Malloc'd, or NULL. */
 char *cli_command_line(int argc, char *const *argv);
 

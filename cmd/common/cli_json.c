@@ -7,7 +7,8 @@
 
 #include "histogram.h"
 #include "shardkit.h"
-#include "shardkit/json.h"
+#include "shardx_json.h"
+#include "shardx.h"
 
 void cli_json_print(json_t *o, FILE *out, size_t flags)
 {
@@ -22,7 +23,7 @@ void cli_json_print(json_t *o, FILE *out, size_t flags)
 void cli_json_set_path(json_t *obj, const char *field, const char *path)
 {
     if (path)
-        shard_json_set_bytes(obj, field, path, strlen(path));
+        shardx_json_set_bytes(obj, field, path, strlen(path));
 }
 
 json_t *cli_json_text(const char *s)
@@ -39,7 +40,7 @@ json_t *cli_json_text(const char *s)
         return json_null();
     size_t len = strlen(s);
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
+        size_t n = shardx_utf8_len((const unsigned char *)s + i, len - i);
         unsigned char c = (unsigned char)s[i];
         if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7f)))
             fprintf(f, "\\x%02x", c);

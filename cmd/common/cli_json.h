@@ -12,7 +12,7 @@ void cli_json_print(json_t *o, FILE *out, size_t flags);
 
 /* obj[field] = path when it is valid UTF-8, else obj[field + "_hex"] = its
  * bytes in hex ("dataset_hex"): a path goes out as index.jsonl writes a key
- * (shard_json_set_bytes), never dropped.  NULL sets nothing. */
+ * (shardx_json_set_bytes), never dropped.  NULL sets nothing. */
 void cli_json_set_path(json_t *obj, const char *field, const char *path);
 
 /* A JSON string of text that may hold bytes JSON cannot (a library message

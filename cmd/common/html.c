@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "shardkit.h"
+#include "shardx.h"
 
 /* Nothing is fetched, whatever the page holds: no scripts, no fonts, no
  * images, no frames, no connections; the inline style sheet only. */
@@ -95,7 +96,7 @@ static void escape(FILE *out, const char *s, size_t len, int quote_backslash)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_shown_len(p + i, len - i);
+        size_t n = shardx_utf8_shown_len(p + i, len - i);
         unsigned c = p[i];
         if (n == 1) {
             switch (c) {

@@ -26,7 +26,7 @@
 /* Write the bytes s[0..len) as HTML text, safe in element content and in
  * quoted attribute values: & < > " ' become character references; valid
  * UTF-8 is kept; control bytes, DEL, bytes that are not valid UTF-8 and
- * those of a character that does not show as itself (shard_utf8_shown_len:
+ * those of a character that does not show as itself (shardx_utf8_shown_len:
  * U+202E, a zero-width space, ...) become \xNN and a backslash \\ (as the
  * tools' messages quote keys). */
 void html_bytes(FILE *out, const char *s, size_t len);

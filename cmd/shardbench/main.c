@@ -11,6 +11,7 @@
 #include "report.h"
 #include "roofline.h"
 #include "engine/bench.h"
+#include "shardx.h"
 
 #define PROG "shardbench"
 
@@ -165,8 +166,8 @@ int main(int argc, char **argv)
         rc = roofline_run(&o);
     } else if (!rc) {
         /* what reports and messages name: never a password given in a URL */
-        src = o.src ? shard_redact_urls(o.src) : NULL;
-        dst = o.dst ? shard_redact_urls(o.dst) : NULL;
+        src = o.src ? shardx_redact_urls(o.src) : NULL;
+        dst = o.dst ? shardx_redact_urls(o.dst) : NULL;
         if (!command_line || (o.src && !src) || (o.dst && !dst))
             rc = fail(&(struct shard_err){SHARD_ENOMEM, "out of memory"});
         else

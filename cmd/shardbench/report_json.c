@@ -2,7 +2,7 @@
 #include "report.h"
 
 #include "cli_json.h"
-#include "shardkit/json.h"
+#include "shardx_json.h"
 
 static json_t *phase_json(const struct bench_phase *ph)
 {
@@ -109,7 +109,7 @@ void report_write_digests(const struct bench_result *r, FILE *out)
         char hex[17];
         shard_hex64(d->xxh3, hex);
         json_t *o = json_object();
-        shard_json_set_key(o, d->key, d->key_len);
+        shardx_json_set_key(o, d->key, d->key_len);
         json_object_set_new(o, "width", json_integer(d->width));
         json_object_set_new(o, "height", json_integer(d->height));
         json_object_set_new(o, "xxh3", json_string(hex));

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "safe_name.h"
+#include "shardx.h"
 
 #define PROG "shardcat"
 
@@ -26,7 +27,7 @@ int lookup_keys(struct shard_dataset *ds, const char *dst, char **keys, int coun
             (*found)++;
         } else if (rc == SHARD_ENOTFOUND) {
             char buf[SHOWN_KEY_SIZE];
-            char *shown = shard_redact_urls(dst); /* never a URL's password */
+            char *shown = shardx_redact_urls(dst); /* never a URL's password */
             fprintf(stderr, "%s: no sample with key '%s' in '%s'\n", PROG,
                     key_for_message(keys[i], len, buf), shown ? shown : "the dataset");
             free(shown);

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include "shardkit.h"
+#include "shardx.h"
 
 /* "%~" and 16 hex digits: the mark of a shortened name. */
 #define SHORT_MARK "%~"
@@ -32,7 +33,7 @@ static size_t encode(const char *key, size_t len, const char *suffix, int for_fi
         /* a character that shows as itself is kept as it is; control
          * bytes, bytes that are not UTF-8 and those of a character that
          * does not show as itself (U+202E, ...) are escaped */
-        size_t n = shard_utf8_shown_len(p + i, len - i);
+        size_t n = shardx_utf8_shown_len(p + i, len - i);
         if (n > 1 || (n == 1 && !must_escape(p[i], i, for_file))) {
             if (o + n >= out_size)
                 return 0;
@@ -60,7 +61,7 @@ static size_t whole_characters(const char *name, size_t max)
 {
     size_t at = 0;
     for (;;) {
-        size_t n = name[at] == '%' ? 3 : shard_utf8_len((const unsigned char *)name + at, 4);
+        size_t n = name[at] == '%' ? 3 : shardx_utf8_len((const unsigned char *)name + at, 4);
         if (n == 0)
             n = 1;
         if (at + n > max)

@@ -6,7 +6,7 @@
  *   '/'  '\\'  '%'                      (separators and the escape itself)
  *   bytes 0x00-0x1f and 0x7f            (control characters)
  *   bytes that are not part of valid UTF-8, and those of a character that
- *   does not show as itself (shard_utf8_shown_len: C1 controls, U+202E and
+ *   does not show as itself (shardx_utf8_shown_len: C1 controls, U+202E and
  *   the other bidirectional controls, zero-width and other invisible
  *   characters, spaces other than the space)
  *   a '.' at the very start             (no hidden files, never "." or "..")

@@ -13,6 +13,7 @@
 #include "parts.h"
 #include "report.h"
 #include "shardkit.h"
+#include "shardx.h"
 
 #define PROG "shardcheck"
 
@@ -81,8 +82,8 @@ int main(int argc, char **argv)
     if (rc)
         return rc;
     /* what reports and messages name: never a password given in a URL */
-    char *dst = shard_redact_urls(o.dst);
-    char *source = o.verify.source ? shard_redact_urls(o.verify.source) : NULL;
+    char *dst = shardx_redact_urls(o.dst);
+    char *source = o.verify.source ? shardx_redact_urls(o.verify.source) : NULL;
     if (!dst || (o.verify.source && !source)) {
         fprintf(stderr, "%s: out of memory\n", PROG);
         rc = CLI_EXIT_FAILED;

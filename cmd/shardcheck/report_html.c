@@ -11,6 +11,7 @@
 #include "chart.h"
 #include "cli.h"
 #include "html.h"
+#include "shardx.h"
 
 #define PROG "shardcheck"
 /* Rows a table lists at most; --json lists every one. */
@@ -490,7 +491,7 @@ static void shards(FILE *out, const struct dataset_summary *d)
     for (uint32_t i = 0; i < n; i++)
         max = m->shards[i].bytes > max ? m->shards[i].bytes : max;
     const char *unit;
-    double scale = shard_size_unit(max, &unit);
+    double scale = shardx_size_unit(max, &unit);
     double *values = malloc((n ? n : 1) * sizeof *values);
     const char **names = malloc((n ? n : 1) * sizeof *names);
     char **notes = calloc(n ? n : 1, sizeof *notes);

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "cli_json.h"
-#include "shardkit/json.h"
+#include "shardx_json.h"
 
 static json_t *rate_json(const struct shard_verify_rate *r)
 {
@@ -29,7 +29,7 @@ static json_t *problems_json(const struct shard_verify_report *r)
         json_object_set_new(o, "shard", p->shard >= 0 ? json_integer(p->shard) : json_null());
         json_object_set_new(o, "record", p->record >= 0 ? json_integer(p->record) : json_null());
         if (p->key)
-            shard_json_set_key(o, p->key, p->key_len);
+            shardx_json_set_key(o, p->key, p->key_len);
         json_object_set_new(o, "message", cli_json_text(p->message));
         json_array_append_new(a, o);
     }
@@ -42,7 +42,7 @@ static json_t *fidelity_json(const struct shard_verify_report *r)
     for (uint64_t i = 0; i < r->fidelity_count; i++) {
         const struct shard_fidelity_result *f = &r->fidelity[i];
         json_t *o = json_object();
-        shard_json_set_key(o, f->key, f->key_len);
+        shardx_json_set_key(o, f->key, f->key_len);
         json_object_set_new(o, "shard", json_integer(f->shard));
         json_object_set_new(o, "record", json_integer((json_int_t)f->record));
         json_object_set_new(o, "width", json_integer(f->width));
@@ -124,7 +124,7 @@ static json_t *dataset_json(const struct dataset_summary *s)
     for (uint64_t i = 0; i < m->reject_count; i++) {
         const struct shard_reject *rj = &m->rejects[i];
         json_t *o = json_object();
-        shard_json_set_key(o, rj->key, rj->key_len);
+        shardx_json_set_key(o, rj->key, rj->key_len);
         json_object_set_new(o, "reason", cli_json_text(rj->reason ? rj->reason : ""));
         json_object_set_new(o, "source_bytes",
                             rj->has_source ? json_integer((json_int_t)rj->source_bytes)
@@ -138,7 +138,7 @@ static json_t *dataset_json(const struct dataset_summary *s)
     json_t *warned = json_array();
     for (size_t i = 0; i < s->warned_count; i++) {
         json_t *o = json_object();
-        shard_json_set_key(o, s->warned[i].key, s->warned[i].key_len);
+        shardx_json_set_key(o, s->warned[i].key, s->warned[i].key_len);
         json_object_set_new(o, "warning", cli_json_text(s->warned[i].warning));
         json_array_append_new(warned, o);
     }
@@ -214,7 +214,7 @@ static void add_fields_json(json_t *contents, const struct dataset_summary *s)
     json_t *listed = json_array();
     for (uint64_t i = 0; i < m->orphan_count && i < SUMMARY_ORPHANS_LISTED; i++) {
         json_t *o = json_object();
-        shard_json_set_key(o, m->orphans[i].key, m->orphans[i].key_len);
+        shardx_json_set_key(o, m->orphans[i].key, m->orphans[i].key_len);
         json_array_append_new(listed, o);
     }
     json_object_set_new(contents, "fields", fields);
@@ -235,7 +235,7 @@ static json_t *contact_sheet_json(const struct contact_sheet *cs)
         json_t *o = json_object();
         json_object_set_new(o, "index", json_integer((json_int_t)t->index));
         if (t->key)
-            shard_json_set_key(o, t->key, t->key_len);
+            shardx_json_set_key(o, t->key, t->key_len);
         if (t->error) {
             json_object_set_new(o, "error", cli_json_text(t->error));
         } else {

@@ -5,6 +5,7 @@
 
 #include "chart.h"
 #include "cli.h"
+#include "shardx.h"
 
 #define PROG "shardcheck"
 /* Problems listed by the text report; --json lists every one. */
@@ -113,9 +114,9 @@ static void print_fields(FILE *out, const struct report *rep)
     fprintf(out, "  orphans (sidecar files of no image): %llu\n",
             (unsigned long long)m->orphan_count);
     for (uint64_t i = 0; i < m->orphan_count && i < ORPHANS_SHOWN; i++) {
-        char q[SHARD_QUOTE_SIZE];
+        char q[SHARDX_QUOTE_SIZE];
         fprintf(out, "    '%s'\n",
-                shard_quote(m->orphans[i].key, m->orphans[i].key_len, q, sizeof q));
+                shardx_quote(m->orphans[i].key, m->orphans[i].key_len, q, sizeof q));
     }
     if (m->orphan_count > ORPHANS_SHOWN)
         fprintf(out, "    ... and %llu more (--json lists %u, manifest.json every one)\n",

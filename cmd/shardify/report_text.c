@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "shardx.h"
 
 #define PROG "shardify"
 /* Rejects listed by name; the manifest lists every one. */
@@ -30,8 +31,8 @@ void report_write_warnings(const struct report *r, FILE *out)
 static void write_listed(FILE *out, const char *what, const char *key, size_t key_len,
                          const char *text)
 {
-    char shown[SHARD_QUOTE_SIZE];
-    fprintf(out, "  %s '%s': %s\n", what, shard_quote(key, key_len, shown, sizeof shown), text);
+    char shown[SHARDX_QUOTE_SIZE];
+    fprintf(out, "  %s '%s': %s\n", what, shardx_quote(key, key_len, shown, sizeof shown), text);
 }
 
 /* An incremental run: what it reused and converted, and where the time went. */

@@ -37,6 +37,14 @@
  * the call returns SHARD_ECORRUPT and the message names the shard, the
  * record and the key, e.g.
  *   "shard-000000.shard record 12 (key 'a/b.jpg'): zstd: checksum mismatch"
+ *
+ * Tiers (shardkit/api.h): stable, but for the experimental parts
+ * (SHARDKIT_EXPERIMENTAL): the read path's observer hooks (struct
+ * shard_read_observer is declared always, shard_read_span_name is
+ * experimental: shardbench's spans), the manifest's hash, one record by its
+ * shard and number, whole files where datasets are read (shard_remote_*,
+ * shard_location_is_remote) and the rest of an epoch on another number of
+ * ranks (shard_plan_new_resumed, shard_dataset_plan_resumed).
  */
 #ifndef SHARDKIT_DATASET_H
 #define SHARDKIT_DATASET_H
@@ -78,7 +86,7 @@ struct shard_dataset;
  * holds those of the few shards it is reading), other reads keep the
  * least recently used ones up to 256 MiB, and a footer let go is read again
  * when a read needs it.  What a dataset keeps thus does not grow with its
- * samples (but for shard_dataset_key and shard_key_index_new, below).
+ * samples (but for shard_dataset_key, below).
  * On success *out is the dataset (free with shard_dataset_close).  Errors:
  * SHARD_ENOTFOUND (no directory or no manifest.json; HTTP 404 or 410: the
  * message names the object, s3://BUCKET/KEY, and S3's code, NoSuchBucket...),
@@ -109,10 +117,12 @@ enum shard_read_span {
     SHARD_SPAN_COUNT
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* "read", "decompress", "decode", "sample", "open shard", "http request",
  * "rtt (simulated)", "retry backoff" (static strings); "unknown" for a value
  * out of range. */
 SHARD_API const char *shard_read_span_name(enum shard_read_span k);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 struct shard_read_observer {
     /* A span [start_ns, end_ns) of kind k ended on the calling thread. */
@@ -221,6 +231,7 @@ SHARD_API void shard_dataset_close(struct shard_dataset *ds);
 /* The loaded manifest (owned by ds; valid until it is closed). */
 SHARD_API const struct shard_manifest *shard_dataset_manifest(const struct shard_dataset *ds);
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* XXH3-64 of the manifest.json bytes the dataset was opened with: its
  * identity.  Publishing other contents (another run, a nightly re-publish
  * with the same sample count) gives another one; it is what a lineage's
@@ -228,6 +239,7 @@ SHARD_API const struct shard_manifest *shard_dataset_manifest(const struct shard
  * keeps it in its saved position, so that a position is never restored on
  * another dataset. */
 SHARD_API uint64_t shard_dataset_manifest_xxh3(const struct shard_dataset *ds);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* Number of samples (counts.samples) and of shards. */
 SHARD_API uint64_t shard_dataset_size(const struct shard_dataset *ds);
@@ -273,19 +285,6 @@ SHARD_API int shard_dataset_key(struct shard_dataset *ds, uint64_t index, const 
  * SHARD_EIO, SHARD_ENET, SHARD_ENOMEM. */
 SHARD_API int shard_dataset_find_key(struct shard_dataset *ds, const char *key, size_t len,
                                      uint64_t *index, struct shard_err *err);
-
-/* Finding samples by key with every key in memory: every shard's footer is
- * read once and kept (all shards are opened) and the indices are sorted by
- * key, 8 bytes per sample (shard_dataset_find_key finds a key without
- * either).  The index refers to ds and must be freed before ds is closed.
- * Lookups are thread-safe.  0, SHARD_ENOMEM or an error opening a shard. */
-struct shard_key_index;
-SHARD_API int shard_key_index_new(struct shard_key_index **out, struct shard_dataset *ds,
-                                  struct shard_err *err);
-SHARD_API void shard_key_index_free(struct shard_key_index *ki); /* accepts NULL */
-/* The index of the sample whose key is key[0..len): 0, or SHARD_ENOTFOUND. */
-SHARD_API int shard_key_index_find(const struct shard_key_index *ki, const char *key, size_t len,
-                                   uint64_t *index);
 
 /* ---- reading one sample ------------------------------------------------ */
 
@@ -365,10 +364,12 @@ SHARD_API void shard_item_release(struct shard_item *item);
 SHARD_API int shard_dataset_read(struct shard_dataset *ds, uint64_t index, unsigned flags,
                                  struct shard_item *item, struct shard_err *err);
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* The same, by (shard, record). */
 SHARD_API int shard_dataset_read_record(struct shard_dataset *ds, uint32_t shard, uint64_t record,
                                         unsigned flags, struct shard_item *item,
                                         struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- what reading costs --------------------------------------------------
  *
@@ -424,6 +425,7 @@ SHARD_API void shard_dataset_stats(const struct shard_dataset *ds, struct shard_
  * observer; windows, the window cache and the node-local cache are not
  * used), the same status mapping and messages, the same S3 signing. */
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* 1 when `location` is read over the network: it starts with http://,
  * https:// or s3://. */
 SHARD_API int shard_location_is_remote(const char *location);
@@ -452,6 +454,7 @@ SHARD_API void shard_remote_stats(const struct shard_remote *r, struct shard_rea
 
 /* Free, ending any request under way.  Accepts NULL. */
 SHARD_API void shard_remote_close(struct shard_remote *r);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- epoch plans --------------------------------------------------------
  *
@@ -589,6 +592,7 @@ struct shard_plan_segment {
     enum shard_remainder remainder; /* how they split it (one rank: any, the same plan) */
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Rank o->rank of o->world_size's plan of what is left of epoch o->epoch
  * after the segments done[0..count), over shards holding
  * shard_samples[0..shard_count) samples; the other options (seed, shuffle,
@@ -605,6 +609,7 @@ SHARD_API int shard_dataset_plan_resumed(const struct shard_dataset *ds,
                                          const struct shard_plan_options *o,
                                          const struct shard_plan_segment *done, size_t count,
                                          struct shard_plan **out, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- the prefetching iterator ------------------------------------------ */
 

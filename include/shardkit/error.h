@@ -11,6 +11,12 @@
  * space is dropped.
  * There is no global error state: each caller owns its shard_err, so the
  * library is safe to use from many threads at once.
+ *
+ * Tiers (shardkit/api.h): the codes, struct shard_err, shard_strerror and
+ * shard_err_clear are stable; the setters (shard_err_set, shard_err_errno,
+ * shard_err_prefix), for code that reports errors the library's way, are
+ * experimental (SHARDKIT_EXPERIMENTAL); the quoting and redacting helpers at
+ * the end are older names.
  */
 #ifndef SHARDKIT_ERROR_H
 #define SHARDKIT_ERROR_H
@@ -53,6 +59,10 @@ struct shard_err {
  * Never NULL; unknown codes give "unknown error". */
 SHARD_API const char *shard_strerror(int code);
 
+/* Reset *err to SHARD_OK with an empty message.  Accepts NULL. */
+SHARD_API void shard_err_clear(struct shard_err *err);
+
+#ifdef SHARDKIT_EXPERIMENTAL
 /* The helpers below each return the `code` they are given, whether err is
  * NULL or not, so that `return shard_err_set(err, ...);` and
  * `return shard_err_prefix(err, rc, ...);` return the failure even when the
@@ -72,51 +82,34 @@ SHARD_API int shard_err_errno(struct shard_err *err, int code, int errnum, const
  * the one the message came with).  Returns `code`. */
 SHARD_API int shard_err_prefix(struct shard_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+#endif /* SHARDKIT_EXPERIMENTAL */
 
-/* Room for a key quoted by shard_quote, with its terminating NUL: the one
- * buffer size the library itself quotes keys into (longer keys are cut). */
+/* ---- older names (deprecated) --------------------------------------------
+ *
+ * Quoting keys in messages and redacting URLs, which 0.1.0 exported for the
+ * tools; the tools' own now (lib/shardx, compiled into the programs, not
+ * exported).  Every message the library makes is quoted and redacted so
+ * already.  Kept, exported, until CHANGELOG.md's removal version. */
+
+/* Room for a key quoted by shard_quote, with its terminating NUL. */
 #define SHARD_QUOTE_SIZE 208
 
-/* Make a byte string (a sample key: any bytes) safe inside a one-line
- * message: valid UTF-8 text is kept; control bytes (below 0x20), DEL, bytes
- * that are not valid UTF-8 and the bytes of a character that does not show
- * as itself (shard_utf8_shown_len: U+202E, a zero-width space, ...) become
- * \xNN (two lower-case hex digits); a backslash is doubled (\\), so that
- * the result reads back unambiguously and shows what its bytes are.  A
- * string too long for out is cut at a character boundary and ends in "...".
- * Returns out (always NUL-terminated when out_size > 0). */
-SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size);
-
-/* A copy of `text` in which the user information of every URL ("user:password"
- * of "https://user:password@host/d") is replaced by three asterisks, so that
- * a password given in a URL reaches no message, report or log.  A URL is a
- * scheme (a letter, then letters, digits, '+', '-' or '.'), "://", and an
- * authority up to the first '/', '?', '#', white space or control byte;
- * its user information ends at the last '@' of the authority.  Every
- * message this library makes is redacted so already.  Returns a malloc'd
- * string the caller frees, or NULL (out of memory, or `text` NULL). */
-SHARD_API char *shard_redact_urls(const char *text);
-
-/* Length of the valid UTF-8 character at p (at most `avail` bytes): 1..4, or
- * 0 when the bytes there are not valid UTF-8 (overlong forms, surrogates and
- * values above U+10FFFF are invalid). */
-SHARD_API size_t shard_utf8_len(const unsigned char *p, size_t avail);
-
-/* Length of the character at p when it may be shown as it is wherever a
- * name is quoted (a message, a page, a file name): as shard_utf8_len, but 0
- * also for ASCII control bytes and DEL, and for a character that shows as
- * nothing, as white space other than the space or as something else, or
- * that reorders the text around it: C1 controls, no-break and other spaces,
- * line and paragraph separators, bidirectional controls (U+061C, U+200E,
- * U+200F, U+202A..U+202E, U+2066..U+2069), zero-width and other
- * default-ignorable characters (U+200B..U+200D, U+2060..U+206F, U+FEFF,
- * variation selectors, tags).  A caller quotes such bytes one by one
- * (shard_quote writes \xNN), so that a name cannot show other bytes than
- * it holds. */
-SHARD_API size_t shard_utf8_shown_len(const unsigned char *p, size_t avail);
-
-/* Reset *err to SHARD_OK with an empty message.  Accepts NULL. */
-SHARD_API void shard_err_clear(struct shard_err *err);
+/* A byte string (a key) made safe inside a one-line message: valid UTF-8
+ * kept, other bytes and characters that do not show as themselves as \xNN,
+ * a backslash doubled, cut with "..." to out_size.  Returns out. */
+SHARD_API const char *shard_quote(const char *s, size_t len, char *out, size_t out_size)
+    SHARD_DEPRECATED("no longer in the API, removed in 0.4.0");
+/* A malloc'd copy of text with the user information of every URL replaced
+ * by "***"; NULL when out of memory or text is NULL. */
+SHARD_API char *shard_redact_urls(const char *text)
+    SHARD_DEPRECATED("no longer in the API, removed in 0.4.0");
+/* Length of the valid UTF-8 character at p (1..4), or 0. */
+SHARD_API size_t shard_utf8_len(const unsigned char *p, size_t avail)
+    SHARD_DEPRECATED("no longer in the API, removed in 0.4.0");
+/* As shard_utf8_len, but 0 also for a character that does not show as
+ * itself (controls, bidirectional controls, zero-width characters ...). */
+SHARD_API size_t shard_utf8_shown_len(const unsigned char *p, size_t avail)
+    SHARD_DEPRECATED("no longer in the API, removed in 0.4.0");
 
 #ifdef __cplusplus
 }

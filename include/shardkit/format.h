@@ -14,6 +14,11 @@
  * Building a record (shard_record_encode) is separate from appending it to a
  * shard (shard_writer_add) so that records can be built on many threads and
  * appended in a fixed order by one: output never depends on thread count.
+ *
+ * Tiers (shardkit/api.h): experimental (SHARDKIT_EXPERIMENTAL), but for
+ * the types and shard_field_type_name (the stable manifest.h declares fields
+ * of these types): the shard file's own API may change in any release; the
+ * format on disk is manifests/FORMAT.md's and does not.
  */
 #ifndef SHARDKIT_FORMAT_H
 #define SHARDKIT_FORMAT_H
@@ -127,6 +132,7 @@ enum shard_field_type {
 /* "text", "json", "int", "float", "float32", "int64", "labels", "bytes",
  * "boxes", "mask", "instances", "image"; NULL for a number that is no type. */
 SHARD_API const char *shard_field_type_name(enum shard_field_type t);
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Parse a type as the command line and the manifest write it: one of the
  * names above, the vector types with their length in brackets
  * ("float32[512]", "int64[3]"; 1..SHARD_FIELD_VECTOR_MAX).  *length is the
@@ -135,6 +141,7 @@ SHARD_API int shard_field_type_parse(const char *s, enum shard_field_type *type,
                                      struct shard_err *err);
 /* 1 when the type is FLOAT32 or INT64 (has a length). */
 SHARD_API int shard_field_type_is_vector(enum shard_field_type t);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* One field's value in a record: points into the decoded record. */
 struct shard_field_value {
@@ -154,6 +161,7 @@ struct shard_field_set {
                             * only when count > 0) */
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Empty the set, keeping its memory. */
 SHARD_API void shard_field_set_clear(struct shard_field_set *s);
 /* Free the memory and zero the set.  Accepts NULL. */
@@ -168,6 +176,7 @@ SHARD_API void shard_field_set_release(struct shard_field_set *s);
 SHARD_API int shard_field_set_add(struct shard_field_set *s, uint32_t field,
                                   enum shard_field_type type, const void *value, size_t len,
                                   struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* What a record says about its sample. */
 struct shard_record_meta {
@@ -197,11 +206,13 @@ struct shard_record_view {
     uint64_t fields_len;
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* The field values of a decoded record, in field number order: fills
  * out[0 .. min(count, cap)) and returns view->field_count.  The decoder
  * checked the area's structure, so this cannot fail. */
 SHARD_API uint32_t shard_record_fields(const struct shard_record_view *view,
                                        struct shard_field_value *out, uint32_t cap);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* One row of a shard's footer index. */
 struct shard_index_row {
@@ -216,6 +227,7 @@ struct shard_index_row {
 
 struct shard_record_encoder;
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Create an encoder using zstd `level` (SHARD_ZSTD_LEVEL_MIN..
  * SHARD_ZSTD_LEVEL_MAX, not 0).  *out is NULL on failure. */
 SHARD_API int shard_record_encoder_new(struct shard_record_encoder **out, int level,
@@ -243,10 +255,12 @@ SHARD_API int shard_record_encode_fields(struct shard_record_encoder *enc,
                                          const struct shard_field_set *fields,
                                          struct shard_buf *frame, uint64_t *frame_xxh3,
                                          struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* Reusable decoding state (a zstd context and buffers).  One per thread. */
 struct shard_record_decoder;
 
+#ifdef SHARDKIT_EXPERIMENTAL
 SHARD_API int shard_record_decoder_new(struct shard_record_decoder **out, struct shard_err *err);
 SHARD_API void shard_record_decoder_free(struct shard_record_decoder *dec); /* accepts NULL */
 
@@ -262,11 +276,13 @@ SHARD_API void shard_record_decoder_free(struct shard_record_decoder *dec); /* a
 SHARD_API int shard_record_decode(struct shard_record_decoder *dec, const uint8_t *frame,
                                   size_t frame_len, const uint64_t *expect_xxh3,
                                   struct shard_record_view *view, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- writer ------------------------------------------------------------- */
 
 struct shard_writer;
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Create `path` (which must not exist: O_EXCL; a symbolic link there is not
  * followed: O_NOFOLLOW) and write the header for shard number `shard_index`.
  * *out is NULL on failure. */
@@ -282,9 +298,6 @@ SHARD_API int shard_writer_open_version(struct shard_writer **out, const char *p
 SHARD_API int shard_writer_add(struct shard_writer *w, const uint8_t *frame, size_t frame_len,
                                uint64_t frame_xxh3, const uint8_t *key, size_t key_len,
                                int32_t label, struct shard_err *err);
-
-/* Records appended so far. */
-SHARD_API uint64_t shard_writer_records(const struct shard_writer *w);
 
 /* The size the file would have if closed now after also adding one more
  * record of `frame_len` bytes with a key of `key_len` bytes (pass 0, 0 for
@@ -311,6 +324,7 @@ SHARD_API int shard_header_parse(const uint8_t *buf, size_t len, uint32_t *shard
 /* The same, also giving the format version (1 or 2) in *version. */
 SHARD_API int shard_header_parse_version(const uint8_t *buf, size_t len, uint32_t *shard_index,
                                          uint16_t *version, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 struct shard_trailer {
     uint64_t footer_offset;
@@ -318,11 +332,13 @@ struct shard_trailer {
     uint64_t record_count;
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Parse the 40-byte trailer (the last bytes of a file of `file_bytes`) and
  * check that the footer it points to lies inside the file after the header.
  * 0 or SHARD_ECORRUPT. */
 SHARD_API int shard_trailer_parse(const uint8_t *buf, size_t len, uint64_t file_bytes,
                                   struct shard_trailer *t, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* A parsed footer: rows plus the keys they name.  Owned; free with
  * shard_footer_free. */
@@ -336,6 +352,7 @@ struct shard_footer {
     uint64_t *key_offsets;        /* record_count offsets into keys */
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Parse a footer of `len` bytes for a file whose records must end at
  * `records_end` (== footer offset) and start after the header; rows must be
  * contiguous, in order, non-overlapping.  On success *out is filled (free
@@ -343,6 +360,7 @@ struct shard_footer {
 SHARD_API int shard_footer_parse(const uint8_t *buf, size_t len, const struct shard_trailer *t,
                                  struct shard_footer *out, struct shard_err *err);
 SHARD_API void shard_footer_free(struct shard_footer *f);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* An open shard file: header, trailer and footer are read and checked - by
  * the same code, with the same messages, as a dataset's shards (local or
@@ -351,6 +369,7 @@ SHARD_API void shard_footer_free(struct shard_footer *f);
  *   "data/shard-000000.shard record 12 (key 'a/b.jpg'): zstd: checksum mismatch" */
 struct shard_file;
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Open and check the shard at `path`.  On success *out is the file (close
  * with shard_file_close).  0, SHARD_ENOTFOUND, SHARD_EIO, SHARD_ECORRUPT,
  * SHARD_EUNSUPPORTED (another format version) or SHARD_ENOMEM. */
@@ -380,6 +399,7 @@ SHARD_API int shard_file_read_record(const struct shard_file *f, uint64_t i,
 /* Shard file name for shard number n: "shard-000042.shard".  `out` must hold
  * at least 32 bytes. */
 SHARD_API void shard_file_name(uint32_t n, char *out, size_t out_size);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

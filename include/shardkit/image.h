@@ -12,6 +12,13 @@
  * calls (its capacity is kept, which avoids page faults in tight loops) and is
  * released with shard_image_release(), which accepts NULL and zeroed structs;
  * struct shard_buf (shardkit/util.h) works the same way.
+ *
+ * Tiers (shardkit/api.h): struct shard_image and its allocation and
+ * release, the names of forms, fits, codecs and formats, and the geometry
+ * (shard_geometry_compute, _apply, _apply_decoded: the loader's transforms
+ * use them) are stable; decoding, resizing, encoding, sniffing, converting
+ * forms and parsing names are experimental (SHARDKIT_EXPERIMENTAL); the
+ * older names at the end are deprecated.
  */
 #ifndef SHARDKIT_IMAGE_H
 #define SHARDKIT_IMAGE_H
@@ -56,8 +63,6 @@ SHARD_API int shard_image_alloc_form(struct shard_image *img, uint32_t w, uint32
                                      uint32_t channels, uint32_t depth, struct shard_err *err);
 /* Free the pixels and zero the struct.  Accepts NULL. */
 SHARD_API void shard_image_release(struct shard_image *img);
-/* Bytes per sample of img: 2 when img->depth is 16, else 1. */
-SHARD_API uint32_t shard_image_sample_bytes(const struct shard_image *img);
 
 /* ---- pixel forms -------------------------------------------------------- */
 
@@ -71,18 +76,15 @@ SHARD_API uint32_t shard_image_sample_bytes(const struct shard_image *img);
 #define SHARD_PIXELS_AUTO 255u
 #define SHARD_DEPTH_AUTO 255u
 
+/* The name of 1..4 channels or SHARD_PIXELS_AUTO; "unknown" for others. */
+SHARD_API const char *shard_pixels_name(uint32_t channels);
+
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Parse "gray", "gray-alpha", "rgb", "rgba" or "auto" (SHARD_PIXELS_AUTO)
  * into *channels.  0 or SHARD_EINVAL. */
 SHARD_API int shard_pixels_parse(const char *s, uint32_t *channels);
-/* The name of 1..4 channels or SHARD_PIXELS_AUTO; "unknown" for others. */
-SHARD_API const char *shard_pixels_name(uint32_t channels);
 /* Parse "8", "16" or "auto" (SHARD_DEPTH_AUTO) into *depth.  0 or SHARD_EINVAL. */
 SHARD_API int shard_depth_parse(const char *s, uint32_t *depth);
-
-/* The wider of two forms, as a dataset holding both reads: colour if either
- * has colour, alpha if either has alpha, 16 bits if either has them. */
-SHARD_API void shard_pixels_widest(uint32_t c1, uint32_t d1, uint32_t c2, uint32_t d2,
-                                   uint32_t *channels, uint32_t *depth);
 
 /* Convert src to `channels` x `depth` bits into dst (reallocated; src and
  * dst must differ).  Grey to colour copies the grey; colour to grey is the
@@ -94,6 +96,8 @@ SHARD_API void shard_pixels_widest(uint32_t c1, uint32_t d1, uint32_t c2, uint32
 SHARD_API int shard_image_convert(const struct shard_image *src, uint32_t channels, uint32_t depth,
                                   const uint8_t background[3], struct shard_image *dst,
                                   struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
+
 /* ---- sniffing ----------------------------------------------------------- */
 
 enum shard_image_format {
@@ -106,11 +110,14 @@ enum shard_image_format {
     SHARD_FORMAT_BMP,
 };
 
+/* "jpeg", "png", ... or "unknown". */
+SHARD_API const char *shard_format_name(enum shard_image_format f);
+
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Identify an image by its leading bytes (never by file name: ImageNet holds
  * a PNG named .JPEG).  Returns SHARD_FORMAT_UNKNOWN when nothing matches. */
 SHARD_API enum shard_image_format shard_sniff(const uint8_t *data, size_t len);
-/* "jpeg", "png", ... or "unknown". */
-SHARD_API const char *shard_format_name(enum shard_image_format f);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -120,9 +127,12 @@ enum shard_fit {
     SHARD_FIT_CROP = 2,  /* shorter side becomes `size`, then centre crop size x size */
 };
 
+/* "short" / "long" / "crop", or "unknown". */
+SHARD_API const char *shard_fit_name(enum shard_fit f);
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Parse "short" / "long" / "crop".  0 or SHARD_EINVAL. */
 SHARD_API int shard_fit_parse(const char *s, enum shard_fit *out);
-SHARD_API const char *shard_fit_name(enum shard_fit f);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 struct shard_geometry {
     uint32_t scaled_w, scaled_h; /* size after resampling */
@@ -161,6 +171,7 @@ struct shard_decode_options {
     uint8_t depth;
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Defaults: max_pixels 100000000, max_file_bytes 1 GiB, max_memory 1 GiB,
  * target 0, fit short, background white (255,255,255). */
 SHARD_API void shard_decode_options_init(struct shard_decode_options *o);
@@ -190,10 +201,11 @@ SHARD_API void shard_decode_options_init(struct shard_decode_options *o);
  * (premature end, corrupt entropy-coded data, extra bytes after a JPEG
  * scan, a PNG checksum or transparency that does not apply ...) is an
  * SHARD_ECORRUPT error, as is any warning not known to be harmless.
- * shard_decode, shard_decode_ex and shard_vips_init link libvips: the
+ * shard_decode and shard_decode_ex link libvips: the
  * reader's archive (libshardkit-read.a) leaves them out. */
 SHARD_API int shard_decode(const uint8_t *data, size_t len, const struct shard_decode_options *o,
                            struct shard_image *out, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* What shard_decode_ex learned besides the pixels. */
 struct shard_decode_info {
@@ -216,6 +228,7 @@ struct shard_decode_info {
     char warning[SHARD_ERRMSG_SIZE];
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* shard_decode, also filling *info (when not NULL).  Output geometry must be
  * computed from info->source_width x source_height, not from the decoded size:
  * a DCT-scaled decode rounds its size up, so the two can differ by a pixel. */
@@ -223,17 +236,13 @@ SHARD_API int shard_decode_ex(const uint8_t *data, size_t len, const struct shar
                               struct shard_image *out, struct shard_decode_info *info,
                               struct shard_err *err);
 
-/* One-time process setup for the libvips loaders (safe to call many times and
- * from several threads; shard_decode calls it itself when it first needs
- * libvips).  Returns 0 or SHARD_EUNSUPPORTED when libvips cannot start. */
-SHARD_API int shard_vips_init(struct shard_err *err);
-
 /* ---- resizing ----------------------------------------------------------- */
 
 /* Resample src to dst_w x dst_h (antialiased when shrinking).  dst is
  * (re)allocated.  src and dst must be different images.  0 or an error. */
 SHARD_API int shard_resize(const struct shard_image *src, uint32_t dst_w, uint32_t dst_h,
                            struct shard_image *dst, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* Apply a geometry: resample to g->scaled_w x g->scaled_h and cut the
  * g->out_w x g->out_h window at (crop_x, crop_y).  When no resampling is
@@ -260,9 +269,12 @@ enum shard_codec {
     SHARD_CODEC_PNG = 2,  /* PNG of the image's form (grey, grey+alpha, RGB, RGBA; 8 or 16 bits) */
 };
 
+/* "raw" / "jpeg" / "png", or "unknown". */
+SHARD_API const char *shard_codec_name(enum shard_codec c);
+
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Parse "raw" / "jpeg" / "png".  0 or SHARD_EINVAL. */
 SHARD_API int shard_codec_parse(const char *s, enum shard_codec *out);
-SHARD_API const char *shard_codec_name(enum shard_codec c);
 
 /* Encode img with `codec` into out (replacing its contents): raw and PNG
  * take any form (1..4 channels of 8 or 16 bits), JPEG grey or RGB of 8 bits
@@ -290,6 +302,7 @@ SHARD_API int shard_decode_payload_form(enum shard_codec codec, const uint8_t *d
                                         uint32_t width, uint32_t height, uint32_t channels,
                                         uint32_t depth, struct shard_image *out,
                                         struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- older names (deprecated) --------------------------------------------
  *

@@ -93,6 +93,9 @@
  *   CENTER_CROP, RESIZE, NORMALIZE: nothing.
  *
  * shard_transforms_draw() returns those choices for a sample without pixels.
+ *
+ * Tiers (shardkit/api.h): stable, but for shard_loader_new_mixture
+ * (experimental, as mixture.h is); the older names at the end are deprecated.
  */
 #ifndef SHARDKIT_LOADER_H
 #define SHARDKIT_LOADER_H
@@ -415,6 +418,7 @@ SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *
                                const struct shard_transforms *transforms,
                                const struct shard_loader_options *o, struct shard_err *err);
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* A loader over the mixture mix (shardkit/mixture.h; it and its sources
  * must stay until the loader is freed), as shard_loader_new: the plans are
  * the mixture's (o->plan: seed, shuffle, shuffle_buffer, remainder, rank,
@@ -425,6 +429,7 @@ SHARD_API int shard_loader_new(struct shard_loader **out, struct shard_dataset *
 SHARD_API int shard_loader_new_mixture(struct shard_loader **out, const struct shard_mixture *mix,
                                        const struct shard_transforms *transforms,
                                        const struct shard_loader_options *o, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* Stop the threads and free the loader: a read under way ends within 50 ms
  * (one waiting for a server that stalls, a cache lock or another thread's

@@ -10,6 +10,11 @@
  *
  * Keys are JSON strings when they are valid UTF-8; a key that is not is
  * written as "key_hex" (its bytes in hex) instead of "key".
+ *
+ * Tiers (shardkit/api.h): loading, writing out and releasing manifests and
+ * configs, and the field declarations, are stable; checking one field value
+ * (shard_field_check*), writing a manifest (shard_manifest_write), index
+ * lines and the index reader are experimental (SHARDKIT_EXPERIMENTAL).
  */
 #ifndef SHARDKIT_MANIFEST_H
 #define SHARDKIT_MANIFEST_H
@@ -181,17 +186,10 @@ struct shard_config {
  * bytes of letters, digits, '_', '.', '-', the first a letter or '_'. */
 SHARD_API int shard_field_name_valid(const char *name);
 
-/* The format version a dataset of this config is written in:
- * SHARD_FORMAT_VERSION_FIELDS when it declares fields, else
- * SHARD_FORMAT_VERSION (the same numbers serve the manifest and shards). */
-SHARD_API uint16_t shard_config_format_version(const struct shard_config *c);
-
-/* 1 when the config declares a BOXES field. */
-SHARD_API int shard_config_has_boxes(const struct shard_config *c);
-
 /* The field of that name: its number, or -1. */
 SHARD_API int32_t shard_config_field(const struct shard_config *c, const char *name);
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Check a stored value of field `decl` (len bytes, as a record holds it):
  * TEXT valid UTF-8; JSON one well-formed JSON value in UTF-8; INT 8 bytes;
  * FLOAT 8 bytes and finite; FLOAT32 decl->length finite floats; INT64
@@ -210,6 +208,7 @@ SHARD_API int shard_field_check(const struct shard_field_decl *decl, const uint8
 SHARD_API int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value,
                                       uint64_t len, uint32_t label_count, uint32_t width,
                                       uint32_t height, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* Defaults: 512, short, upscale, jpeg, 90, zstd level 0 (the codec's
  * default), 256 MiB, labels NULL ("dir"), shuffle with seed 0, max_pixels
@@ -316,7 +315,7 @@ struct shard_orphan {
 
 struct shard_manifest {
     uint16_t version; /* SHARD_MANIFEST_VERSION or ..._FIELDS (as loaded; written
-                       * as shard_config_format_version(&config) says) */
+                       * as the format version of its config says) */
     struct shard_config config;
     char *source_kind; /* "directory" or "archive" */
     uint64_t samples;
@@ -370,7 +369,8 @@ struct shard_manifest {
     uint64_t archives_bytes;
     uint64_t archives_xxh3;
     /* The stored images ("stored"): their form, the widest of the records'
-     * (shard_pixels_widest; a reader widens a narrower record to it), 3 and
+     * (colour if one has colour, alpha if one has alpha, 16 bits if one has
+     * them; a reader widens a narrower record to it), 3 and
      * 8 before version 3; and their size when every sample has the same,
      * else 0 x 0 (then "stored" has no "size"). */
     uint32_t channels;
@@ -378,11 +378,6 @@ struct shard_manifest {
     uint32_t stored_width, stored_height;
     int mixed; /* records of more than one form ("stored": "mixed": true) */
 };
-
-/* The version a manifest is written as: 3 when its stored form (m->channels,
- * m->depth; 0 is read as 3 and 8) is other than 8-bit RGB or its records
- * have several forms (m->mixed), else shard_config_format_version. */
-SHARD_API uint16_t shard_manifest_version(const struct shard_manifest *m);
 
 /* Read and validate DST/manifest.json into *m (fields owned by m; release
  * with shard_manifest_release).  Checks types, required fields, that counts
@@ -398,12 +393,14 @@ SHARD_API int shard_manifest_load(const char *dir, struct shard_manifest *m, str
 SHARD_API int shard_manifest_load_buffer(const char *text, size_t len, struct shard_manifest *m,
                                          struct shard_err *err);
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Write *m as DST/manifest.json atomically (temporary file, fsync, rename,
  * fsync of the directory).  DST itself is opened as given (a symbolic link
  * to a directory is followed, like cd); inside it no link is followed.  The
  * bytes depend on *m only. */
 SHARD_API int shard_manifest_write(const char *dir, const struct shard_manifest *m,
                                    struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* Serialise m to JSON text (malloc'd, NUL-terminated) in *out. */
 SHARD_API int shard_manifest_dump(const struct shard_manifest *m, char **out,
@@ -418,6 +415,7 @@ SHARD_API int shard_config_dump(const struct shard_config *c, char **out, struct
 
 /* ---- index lines -------------------------------------------------------- */
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Append one index line (compact JSON and '\n') for s to out.  A sample
  * with fields needs their names: use shard_sample_line_fields. */
 SHARD_API int shard_sample_line(const struct shard_sample *s, struct shard_buf *out,
@@ -445,9 +443,12 @@ SHARD_API int shard_line_parse_fields(const char *line, size_t len, const struct
 SHARD_API void shard_sample_release(struct shard_sample *s); /* accepts NULL */
 SHARD_API void shard_reject_release(struct shard_reject *r); /* accepts NULL */
 
+#endif /* SHARDKIT_EXPERIMENTAL */
+
 /* Streaming reader of an index file. */
 struct shard_index_reader;
 
+#ifdef SHARDKIT_EXPERIMENTAL
 SHARD_API int shard_index_reader_open(struct shard_index_reader **out, const char *path,
                                       struct shard_err *err);
 /* Lines of a dataset with fields are parsed against its config, which must
@@ -458,10 +459,11 @@ SHARD_API void shard_index_reader_set_config(struct shard_index_reader *r,
  * negative on error (naming the line number).  Also hashes the bytes read. */
 SHARD_API int shard_index_reader_next(struct shard_index_reader *r, struct shard_sample *s,
                                       struct shard_err *err);
-/* Bytes read and their XXH3-64 so far (complete after next() returned 0). */
+/* Bytes read so far. */
 SHARD_API uint64_t shard_index_reader_bytes(const struct shard_index_reader *r);
-SHARD_API uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r);
 SHARD_API void shard_index_reader_close(struct shard_index_reader *r); /* accepts NULL */
+
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

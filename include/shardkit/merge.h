@@ -19,6 +19,8 @@
  * hash in the manifest.  Everything else in manifest.json is equal.  The
  * merged manifest depends on the parts only: merging the same parts again
  * gives the same bytes.
+ *
+ * Tiers (shardkit/api.h): stable.
  */
 #ifndef SHARDKIT_MERGE_H
 #define SHARDKIT_MERGE_H

@@ -69,6 +69,9 @@
  * into one list, sorted by bytes as a manifest's labels are, and a
  * sample's label is its class's number in that list (shard_mixture_label,
  * shard_mixture_label_of give the mapping).
+ *
+ * Tiers (shardkit/api.h): experimental (SHARDKIT_EXPERIMENTAL), but for
+ * the types: the functions are declared only with the macro.
  */
 #ifndef SHARDKIT_MIXTURE_H
 #define SHARDKIT_MIXTURE_H
@@ -95,13 +98,14 @@ enum shard_mixture_labels {
     SHARD_MIXTURE_LABELS_MERGED = 1, /* one list of class names, merged by name */
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* "replace" / "stop_on_shortest" / "stop_on_longest", and "own" /
  * "merged".  0 or SHARD_EINVAL; the names are static strings ("unknown"
  * for a value out of range). */
 SHARD_API int shard_mixture_rule_parse(const char *s, enum shard_mixture_rule *out);
 SHARD_API const char *shard_mixture_rule_name(enum shard_mixture_rule r);
 SHARD_API int shard_mixture_labels_parse(const char *s, enum shard_mixture_labels *out);
-SHARD_API const char *shard_mixture_labels_name(enum shard_mixture_labels l);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 struct shard_mixture_options {
     enum shard_mixture_rule rule;
@@ -110,12 +114,15 @@ struct shard_mixture_options {
     enum shard_mixture_labels labels;
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Defaults: REPLACE, epoch_size 0 (every source's samples: L = their sum),
  * LABELS_OWN. */
 SHARD_API void shard_mixture_options_init(struct shard_mixture_options *o);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 struct shard_mixture;
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* A mixture of the `count` datasets sources[0..count) (1 ..
  * SHARD_MIXTURE_MAX_SOURCES of them, each open until the mixture is freed;
  * the same dataset may be given twice) with weights[0..count).
@@ -171,6 +178,7 @@ SHARD_API int shard_mixture_plan_resumed(const struct shard_mixture *m,
                                          const struct shard_plan_options *o,
                                          const struct shard_plan_segment *done, size_t count,
                                          struct shard_plan **out, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

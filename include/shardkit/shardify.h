@@ -24,6 +24,8 @@
  *  - Check first, create second: a refused run leaves nothing it created
  *    (not even DST), and a failed run leaves the work directory only when it
  *    holds something to resume.
+ *
+ * Tiers (shardkit/api.h): stable.
  */
 #ifndef SHARDKIT_SHARDIFY_H
 #define SHARDKIT_SHARDIFY_H

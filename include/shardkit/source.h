@@ -5,6 +5,10 @@
  * an archive), byte-exact: any legal file name, including quotes, spaces,
  * newlines and bytes that are not UTF-8.  Keys use '/' as separator and never
  * start with "./" or "/".
+ *
+ * Tiers (shardkit/api.h): experimental (SHARDKIT_EXPERIMENTAL), but for
+ * the types: shardify_run (shardify.h) is the stable way to convert a
+ * source.
  */
 #ifndef SHARDKIT_SOURCE_H
 #define SHARDKIT_SOURCE_H
@@ -23,10 +27,12 @@ extern "C" {
 
 /* ---- candidates --------------------------------------------------------- */
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* 1 if the name's extension, compared case-insensitively, is one shardify
  * reads: .jpg .jpeg .png (own decoders) and .webp .tif .tiff .gif .bmp
  * (libvips); else 0.  Everything else is "ignored", not "rejected". */
 SHARD_API int shard_is_candidate(const char *name, size_t len);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* A list of byte-string keys stored in one arena (compact: a few bytes of
  * overhead per key, so ten million keys fit comfortably). */
@@ -40,20 +46,19 @@ struct shard_keylist {
     size_t cap;
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* Append a copy of key (len bytes, no NUL inside).  0 or SHARD_ENOMEM. */
 SHARD_API int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len,
                                 struct shard_err *err);
-/* The order of keys everywhere in shardkit (manifests/FORMAT.md, "Sample
- * order"): bytes compared with memcmp, a prefix before its extensions.
- * Negative, zero or positive like strcmp. */
-SHARD_API int shard_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
-
-/* Sort in byte order (shard_key_compare). */
+/* Sort in the order of keys everywhere in shardkit (manifests/FORMAT.md,
+ * "Sample order"): bytes compared with memcmp, a prefix before its
+ * extensions. */
 SHARD_API void shard_keylist_sort(struct shard_keylist *l);
 /* Key i (NUL-terminated); *len receives its length when len is not NULL. */
 SHARD_API const char *shard_keylist_get(const struct shard_keylist *l, size_t i, size_t *len);
 /* Free everything and zero the struct.  Accepts NULL. */
 SHARD_API void shard_keylist_release(struct shard_keylist *l);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 struct shard_scan_stats {
     uint64_t candidates;       /* entries selected by name (extension), refused ones too */
@@ -86,6 +91,7 @@ struct shard_refusals {
     size_t cap;
 };
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* The reason `key` was refused, or NULL.  Thread-safe (read only). */
 SHARD_API const char *shard_refusals_find(const struct shard_refusals *r, const char *key,
                                           size_t len);
@@ -135,64 +141,9 @@ SHARD_API int shard_scan_location(const char *location, struct shard_keylist *ke
 SHARD_API int shard_read_source_file(int root_fd, const char *key, uint64_t max_bytes,
                                      struct shard_buf *buf, struct shard_err *err);
 
-/* ---- archives (libarchive: tar, tar.gz, tar.zst, zip, ...) ---------------- */
-
 /* 1 when `path` is a regular file (not a directory). */
 SHARD_API int shard_path_is_file(const char *path);
-
-struct shard_archive;
-
-/* Open an archive for one streaming pass.  SHARD_EINVAL when libarchive does
- * not recognise the format, and for a file that holds no entries at all (an
- * empty file, or one of only zero bytes, which reads as an empty tar). */
-SHARD_API int shard_archive_open(struct shard_archive **out, const char *path,
-                                 struct shard_err *err);
-
-/* Advance to the next candidate entry: one whose name has a candidate
- * extension (shard_is_candidate), whatever its type; the other entries
- * are counted in *st.  On 1 (an entry): *key points to its key (valid
- * until the next call) and buf holds its bytes, unless
- *  - the entry is larger than max_bytes (when max_bytes != 0): then
- *    *too_large is set to its size, buf is left empty and the data skipped;
- *  - shard_archive_problem() says why it has none (a reject reason);
- *  - it is a hard link without data: shard_archive_link() names the entry
- *    whose bytes it has.
- * The key is the entry's name normalised ("./a//b.jpg" is "a/b.jpg"), or,
- * for a name that is absolute or has a ".." component, the name as stored
- * (such an entry has a problem).  A damaged entry (a bad CRC, a truncated
- * compressed member, a size that lies) is produced with its problem and the
- * archive is read on, opening it again when libarchive cannot go on by
- * itself.  Returns 1, 0 at the end of the archive, or a negative error
- * when it cannot be read any further (SHARD_ECORRUPT with libarchive's
- * message, naming the entry it broke at). */
-SHARD_API int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char **key,
-                                 size_t *key_len, struct shard_buf *buf, uint64_t *too_large,
-                                 struct shard_scan_stats *st, struct shard_err *err);
-
-/* Why the entry shard_archive_next just produced has no bytes, or NULL when
- * it has them (or is a hard link).  The reasons: "not a regular file:
- * symbolic link (never followed)" (and fifo, socket, character device,
- * block device), "unsafe name in archive: absolute path" (or "'..'
- * component"), "unsupported: encrypted archive entry", "damaged archive
- * entry: <libarchive's words>", "hard link to '<name>', an unsafe name".
- * Valid until the next call.  Such an entry is a candidate to reject with
- * that reason; the archive goes on. */
-SHARD_API const char *shard_archive_problem(const struct shard_archive *a);
-
-/* When the entry shard_archive_next just produced is a hard link: its
- * target's normalised name (valid until the next call), else NULL.
- * *link_only is 1 when the entry has no data of its own: its bytes are
- * those of the file the target names at that point of the archive (tar
- * stores a file's later names that way); 0 when it brings data that
- * becomes that file's (cpio, pax).  Either may be NULL. */
-SHARD_API const char *shard_archive_link(const struct shard_archive *a, size_t *len,
-                                         int *link_only);
-
-/* The position of the entry shard_archive_next just produced among all the
- * archive's entries (directories and other entries included), from 0. */
-SHARD_API uint64_t shard_archive_ordinal(const struct shard_archive *a);
-
-SHARD_API void shard_archive_close(struct shard_archive *a); /* accepts NULL */
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- Hugging Face imagefolder: splits and metadata ------------------------ */
 
@@ -200,14 +151,11 @@ SHARD_API void shard_archive_close(struct shard_archive *a); /* accepts NULL */
  * metadata.csv), as the `datasets` library reads it. */
 #define SHARD_METADATA_KEY "file_name"
 
-/* 1 when a folder's name is a split's, as the `datasets` library tells
- * them: train, training, validation, valid, val, dev, test, testing, eval,
- * evaluation. */
-SHARD_API int shard_split_name(const char *name);
-
+#ifdef SHARDKIT_EXPERIMENTAL
 /* The split folders of directory `dir`: the directories in it named as a
- * split (shard_split_name), sorted, in *names (malloc'd, each malloc'd;
- * free with shard_splits_free), *count of them; *others counts its other
+ * split as the `datasets` library tells them (train, training, validation,
+ * valid, val, dev, test, testing, eval, evaluation), sorted, in *names
+ * (malloc'd, each malloc'd; free with shard_splits_free), *count of them; *others counts its other
  * directories (a dataset laid out in splits has none).  Links are not
  * followed.  0, SHARD_EIO naming the directory, or SHARD_ENOMEM. */
 SHARD_API int shard_source_splits(const char *dir, char ***names, size_t *count, size_t *others,
@@ -219,11 +167,13 @@ SHARD_API void shard_splits_free(char **names, size_t count); /* accepts NULL */
  * has neither.  SHARD_EINVAL when it has both (which one is meant cannot be
  * told), SHARD_ENOMEM. */
 SHARD_API int shard_source_metadata(const char *dir, char **path, struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 /* ---- labels ------------------------------------------------------------- */
 
 struct shard_labeler;
 
+#ifdef SHARDKIT_EXPERIMENTAL
 /* spec is one of:
  *   "dir"            the first path component of the key is the class; keys
  *                    without a '/' get no label
@@ -260,6 +210,7 @@ SHARD_API uint64_t shard_labeler_rows(const struct shard_labeler *lb);
 SHARD_API int shard_labeler_unmatched_rows(const struct shard_labeler *lb,
                                            const struct shard_keylist *keys, uint64_t *unmatched,
                                            struct shard_err *err);
+#endif /* SHARDKIT_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

@@ -81,6 +81,8 @@
  *    says 1187 bytes with xxh3 ..."
  * Problems are sorted (by check, shard, record, message), so a report does
  * not depend on the thread count.
+ *
+ * Tiers (shardkit/api.h): stable.
  */
 #ifndef SHARDKIT_VERIFY_H
 #define SHARDKIT_VERIFY_H

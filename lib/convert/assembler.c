@@ -10,6 +10,8 @@
 #include "util/grow.h"
 #include "format/writer_internal.h"
 #include "shardkit/format.h"
+#include "image/image_internal.h"
+#include "manifest/manifest_internal.h"
 
 #define NAME_BYTES 64
 
@@ -252,7 +254,7 @@ static int open_shard(struct assembler *a, uint64_t pos, struct shard_err *err)
     const struct dst *d = a->dst;
     unlinkat(d->work_fd, a->shard_tmp, 0); /* a killed run's leftover */
     int rc = sk_shard_writer_openat(&a->writer, d->work_fd, d->work, a->shard_tmp, number,
-                                    shard_config_format_version(a->config), err);
+                                    sk_config_format_version(a->config), err);
     if (!rc)
         rc = sk_journal_writer_open(&a->journal, d->work_fd, d->work, a->journal_tmp, err);
     if (rc)
@@ -269,7 +271,7 @@ static int close_shard(struct assembler *a, struct shard_err *err)
 {
     uint64_t bytes, xxh3;
     uint32_t index = a->shard_base + a->shard_count;
-    uint64_t records = shard_writer_records(a->writer);
+    uint64_t records = sk_writer_records(a->writer);
     int rc = shard_writer_finish(a->writer, &bytes, &xxh3, err);
     if (rc)
         return rc;
@@ -309,7 +311,7 @@ int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *
     if (pos != a->pos_next)
         return shard_err_set(err, SHARD_EINVAL, "position %llu out of order",
                              (unsigned long long)pos);
-    if (a->writer && shard_writer_records(a->writer) > 0 &&
+    if (a->writer && sk_writer_records(a->writer) > 0 &&
         shard_writer_projected_bytes(a->writer, frame_len, s->key_len) > a->config->shard_size) {
         if ((rc = close_shard(a, err)))
             return rc;
@@ -317,7 +319,7 @@ int sk_assembler_sample(struct assembler *a, uint64_t pos, struct shard_sample *
     if (!a->writer && (rc = open_shard(a, pos, err)))
         return rc;
     s->shard = a->shard_count;
-    s->record = shard_writer_records(a->writer);
+    s->record = sk_writer_records(a->writer);
     if ((rc = shard_writer_add(a->writer, frame, frame_len, frame_xxh3, (const uint8_t *)s->key,
                                s->key_len, s->label, err)) ||
         (rc = sk_journal_writer_sample(a->journal, s, a->config, err)) ||
@@ -369,7 +371,7 @@ int sk_stored_images_form(const struct sk_stored_images *st, uint32_t *channels,
             if (st->forms[c][d]) {
                 forms++;
                 if (*channels)
-                    shard_pixels_widest(*channels, *depth, c, d ? 16 : 8, channels, depth);
+                    sk_pixels_widest(*channels, *depth, c, d ? 16 : 8, channels, depth);
                 else
                     *channels = c, *depth = d ? 16 : 8;
             }

@@ -13,7 +13,7 @@
 #include "util/clock.h"
 #include "util/endian.h"
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "image/decode_internal.h"
 #include "image/values.h"
 #include "manifest/field_parse.h"
@@ -456,13 +456,13 @@ int sk_field_sources_coco_unmatched(const struct sk_field_sources *p,
 
 /* Where a value came from, for messages: "'a/0001.txt'" or "'ann.jsonl' line 12". */
 struct origin {
-    char text[SHARD_QUOTE_SIZE + 64];
+    char text[SHARDX_QUOTE_SIZE + 64];
 };
 
 static void sidecar_origin(struct origin *o, const char *key, size_t len)
 {
-    char shown[SHARD_QUOTE_SIZE];
-    snprintf(o->text, sizeof o->text, "'%s'", shard_quote(key, len, shown, sizeof shown));
+    char shown[SHARDX_QUOTE_SIZE];
+    snprintf(o->text, sizeof o->text, "'%s'", shardx_quote(key, len, shown, sizeof shown));
 }
 
 static void table_origin(const struct sk_field_sources *p, int64_t row, struct origin *o)
@@ -733,7 +733,7 @@ int sk_field_sources_check_used(const struct sk_field_sources *p, const uint64_t
 {
     for (uint32_t f = 0; p && f < p->config->field_count; f++) {
         const struct shard_field_decl *d = &p->config->fields[f];
-        char where[SHARD_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX + 64];
+        char where[SHARDX_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX + 64];
         if (field_samples[f])
             continue;
         if (d->coco)

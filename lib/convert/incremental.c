@@ -27,7 +27,7 @@
 #include "source/source_internal.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/grow.h"
 
 /* One candidate of the previous dataset: a sample or a reject (its key is
@@ -539,7 +539,7 @@ int sk_prev_unusable(struct run *r, int rc, const struct shard_err *why_in, stru
     /* a full rebuild, saying why (in the manifest, so as UTF-8 text: a path
      * that is not is shown with \xNN escapes); the previous manifest's
      * identity if it has one */
-    sk_quote_bytes(why.msg, strlen(why.msg), r->full_rebuild, sizeof r->full_rebuild);
+    shardx_quote(why.msg, strlen(why.msg), r->full_rebuild, sizeof r->full_rebuild);
     r->lineage.full_rebuild = r->full_rebuild;
     char *path = sk_fs_join(r->o->incremental, SHARD_MANIFEST_FILE);
     uint64_t bytes;

@@ -32,6 +32,7 @@
 #include "util/fsutil.h"
 #include "util/grow.h"
 #include "util/jsonkey.h"
+#include "source/source_internal.h"
 
 /* A line of the previous archives.jsonl. */
 struct prev_archive {
@@ -249,7 +250,7 @@ static int rejects_of(const struct sk_prev_archives *p, const struct prev_archiv
     while (lo < hi) { /* the first key not below the prefix */
         uint64_t mid = lo + (hi - lo) / 2;
         const struct shard_reject *rj = &p->m.rejects[mid];
-        if (shard_key_compare(rj->key, rj->key_len, prefix, a->name_len + 1) < 0)
+        if (sk_key_compare(rj->key, rj->key_len, prefix, a->name_len + 1) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -569,7 +570,7 @@ static int skip_removed(struct run *r, const char *name, size_t len, struct shar
     struct sk_prev_archives *p = r->prev_archives;
     while (p->next < p->count) {
         const struct prev_archive *a = &p->archives[p->next];
-        if (name && shard_key_compare(a->name, a->name_len, name, len) >= 0)
+        if (name && sk_key_compare(a->name, a->name_len, name, len) >= 0)
             break;
         int rc = read_lines(p, a, a->a.samples, err);
         if (rc)
@@ -604,7 +605,7 @@ int sk_prev_archives_take(struct run *r, size_t k, const struct sk_archive_line 
     if (rc || p->next >= p->count)
         return rc;
     const struct prev_archive *a = &p->archives[p->next];
-    if (shard_key_compare(a->name, a->name_len, name, len) != 0)
+    if (sk_key_compare(a->name, a->name_len, name, len) != 0)
         return SHARD_OK; /* a new archive: every candidate added */
     p->next++;
     if ((rc = read_lines(p, a, a->a.samples, err)))

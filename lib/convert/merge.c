@@ -38,7 +38,8 @@
 #include "shardkit/merge.h"
 #include "util/clock.h"
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
+#include "image/image_internal.h"
 
 #define MANIFEST_TMP "." SHARD_MANIFEST_FILE ".tmp"
 #define ARCHIVES_TMP "." SHARD_ARCHIVES_FILE ".tmp"
@@ -506,7 +507,7 @@ static int gather(struct merge *g, struct shard_err *err)
     m->label_count = m0->label_count;
     /* fields: every part scanned the whole source, so orphans and the table's
      * counts are the same in each; samples and sidecars add up */
-    m->version = m0->version; /* written as shard_manifest_version says */
+    m->version = m0->version; /* written as sk_manifest_version says */
     m->orphans = m0->orphans;
     m->orphan_count = m0->orphan_count;
     m->annotation_rows = m0->annotation_rows;
@@ -548,8 +549,8 @@ static int gather(struct merge *g, struct shard_err *err)
             m->stored_width = p->m.stored_width, m->stored_height = p->m.stored_height;
         } else {
             m->mixed |= p->m.mixed || p->m.channels != m->channels || p->m.depth != m->depth;
-            shard_pixels_widest(m->channels, m->depth, p->m.channels, p->m.depth, &m->channels,
-                                &m->depth);
+            sk_pixels_widest(m->channels, m->depth, p->m.channels, p->m.depth, &m->channels,
+                             &m->depth);
             if (p->m.stored_width != m->stored_width || p->m.stored_height != m->stored_height)
                 m->stored_width = m->stored_height = 0;
         }
@@ -597,7 +598,7 @@ static int check_usable(const struct merge *g, struct shard_err *err)
                              "none of the %u parts holds a candidate image: an empty dataset is "
                              "not published (parts run with --allow-empty publish it)",
                              g->count);
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     const struct shard_reject *first = &m->rejects[0]; /* sorted by key */
     return shard_err_set(err, SHARD_EINVAL,
                          "none of the %llu candidates of the %u parts is a sample: every one was "
@@ -605,7 +606,7 @@ static int check_usable(const struct merge *g, struct shard_err *err)
                          "with --allow-empty publish it, with the rejects)",
                          (unsigned long long)m->reject_count, g->count,
                          m->reject_count > 1 ? "the first, " : "",
-                         sk_quote_bytes(first->key, first->key_len, q, sizeof q), first->reason);
+                         shardx_quote(first->key, first->key_len, q, sizeof q), first->reason);
 }
 
 /* ---- publishing ------------------------------------------------------------- */

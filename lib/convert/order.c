@@ -11,7 +11,7 @@
 
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/random.h"
 #include "convert/run.h"
 #include "manifest/field_parse.h"
@@ -20,8 +20,8 @@
 
 static int compare_keys(const struct shard_keylist *l, uint64_t a, uint64_t b)
 {
-    return shard_key_compare(l->arena + l->offsets[a], l->lengths[a], l->arena + l->offsets[b],
-                             l->lengths[b]);
+    return sk_key_compare(l->arena + l->offsets[a], l->lengths[a], l->arena + l->offsets[b],
+                          l->lengths[b]);
 }
 
 static int compare_candidates(const void *pa, const void *pb, void *ctx)
@@ -155,15 +155,15 @@ int sk_run_check_published(const struct run *r, struct shard_err *err)
     /* the reject of the smallest key, as the manifest would list it first */
     const struct shard_reject *rejects = sk_assembler_rejects(r->as, &count), *first = rejects;
     for (uint64_t i = 1; i < count; i++)
-        if (shard_key_compare(rejects[i].key, rejects[i].key_len, first->key, first->key_len) < 0)
+        if (sk_key_compare(rejects[i].key, rejects[i].key_len, first->key, first->key_len) < 0)
             first = &rejects[i];
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     return shard_err_set(err, SHARD_EINVAL,
                          "none of the %llu candidates is a sample: every one was rejected (%s"
                          "'%s': %s); an empty dataset is not published (--allow-empty publishes "
                          "it, with the rejects)",
                          (unsigned long long)r->n, count > 1 ? "the first, " : "",
-                         count ? sk_quote_bytes(first->key, first->key_len, q, sizeof q) : "",
+                         count ? shardx_quote(first->key, first->key_len, q, sizeof q) : "",
                          count ? first->reason : "");
 }
 
@@ -180,12 +180,12 @@ static int unsafe_name(const struct run *r, uint64_t cand)
 static int label_collision(const struct named_label *a, const struct named_label *b,
                            struct shard_err *err)
 {
-    char qa[SHARD_QUOTE_SIZE], qb[SHARD_QUOTE_SIZE];
+    char qa[SHARDX_QUOTE_SIZE], qb[SHARDX_QUOTE_SIZE];
     return shard_err_set(err, SHARD_EINVAL,
                          "labels '%s' and '%s' would both be written '%s' in the manifest "
                          "(a label that is not UTF-8 is written with %%XX escapes): rename one",
-                         sk_quote_bytes(a->ref.name, a->ref.len, qa, sizeof qa),
-                         sk_quote_bytes(b->ref.name, b->ref.len, qb, sizeof qb), a->name);
+                         shardx_quote(a->ref.name, a->ref.len, qa, sizeof qa),
+                         shardx_quote(b->ref.name, b->ref.len, qb, sizeof qb), a->name);
 }
 
 /* The class name of candidate i: from a sidecar or column when the labels
@@ -246,7 +246,7 @@ static int class_numbers(const struct run *r, int *numbered, uint32_t *max, stru
     const char *num, *word;
     size_t num_len, word_len, key_len, key2_len;
     int too_large;
-    char qk[SHARD_QUOTE_SIZE], qn[SHARD_QUOTE_SIZE], qk2[SHARD_QUOTE_SIZE];
+    char qk[SHARDX_QUOTE_SIZE], qn[SHARDX_QUOTE_SIZE], qk2[SHARDX_QUOTE_SIZE];
     /* the first number, then the first name: a number too large met on the
      * way is the one reported (none is missed: the second search goes over
      * every candidate when there is no name) */
@@ -264,23 +264,23 @@ static int class_numbers(const struct run *r, int *numbered, uint32_t *max, stru
         return shard_err_set(err, SHARD_ELIMIT,
                              "--labels '%s' gives '%s' the class number '%s', above the largest, "
                              "%u",
-                             r->o->labels, sk_quote_bytes(key, key_len, qk, sizeof qk),
-                             sk_quote_bytes(num, num_len, qn, sizeof qn), SK_CLASS_NUMBER_MAX);
+                             r->o->labels, shardx_quote(key, key_len, qk, sizeof qk),
+                             shardx_quote(num, num_len, qn, sizeof qn), SK_CLASS_NUMBER_MAX);
     if (a == r->n)
         return SHARD_OK; /* no number: names */
     if (b < r->n) {
         const char *key2 = shard_keylist_get(&r->keys, b, &key2_len);
-        char qw[SHARD_QUOTE_SIZE];
+        char qw[SHARDX_QUOTE_SIZE];
         int negative = word_len > 1 && word[0] == '-' &&
                        sk_field_class_number(word + 1, word_len - 1, &(uint32_t){0}) != 0;
         return shard_err_set(err, SHARD_EINVAL,
                              "--labels '%s' gives class numbers and class names: '%s' to '%s', "
                              "'%s' to '%s'; the classes must be all numbers (WebDataset's) or "
                              "all names%s",
-                             r->o->labels, sk_quote_bytes(num, num_len, qn, sizeof qn),
-                             sk_quote_bytes(key, key_len, qk, sizeof qk),
-                             sk_quote_bytes(word, word_len, qw, sizeof qw),
-                             sk_quote_bytes(key2, key2_len, qk2, sizeof qk2),
+                             r->o->labels, shardx_quote(num, num_len, qn, sizeof qn),
+                             shardx_quote(key, key_len, qk, sizeof qk),
+                             shardx_quote(word, word_len, qw, sizeof qw),
+                             shardx_quote(key2, key2_len, qk2, sizeof qk2),
                              negative ? " (a class number is 0 or more)" : "");
     }
     uint32_t n;
@@ -449,12 +449,12 @@ static int32_t fixed_number(const struct run *r, const struct label_set *set, co
 static int not_a_class(const struct run *r, const char *key, size_t key_len, const char *name,
                        size_t len, struct shard_err *err)
 {
-    char qk[SHARD_QUOTE_SIZE], qn[SHARD_QUOTE_SIZE];
+    char qk[SHARDX_QUOTE_SIZE], qn[SHARDX_QUOTE_SIZE];
     return shard_err_set(err, SHARD_EINVAL,
                          "'%s' has the class '%s', which --classes '%s' does not list (%zu "
                          "classes)",
-                         sk_quote_bytes(key, key_len, qk, sizeof qk),
-                         sk_quote_bytes(name, len, qn, sizeof qn), r->o->classes, r->class_count);
+                         shardx_quote(key, key_len, qk, sizeof qk),
+                         shardx_quote(name, len, qn, sizeof qn), r->o->classes, r->class_count);
 }
 
 /* The labels are the fixed classes, in their order. */
@@ -650,12 +650,12 @@ static int set_numbers(const struct run *r, const struct label_set *set, int *nu
         *(kind == 1 ? &num : &word) = x;
     }
     if (num && word) {
-        char qn[SHARD_QUOTE_SIZE], qw[SHARD_QUOTE_SIZE];
+        char qn[SHARDX_QUOTE_SIZE], qw[SHARDX_QUOTE_SIZE];
         return shard_err_set(err, SHARD_EINVAL,
                              "--labels '%s' gives class numbers and class names ('%s', '%s'); "
                              "the classes must be all numbers (WebDataset's) or all names",
-                             r->o->labels, sk_quote_bytes(num->name, num->len, qn, sizeof qn),
-                             sk_quote_bytes(word->name, word->len, qw, sizeof qw));
+                             r->o->labels, shardx_quote(num->name, num->len, qn, sizeof qn),
+                             shardx_quote(word->name, word->len, qw, sizeof qw));
     }
     *numbered = num != NULL;
     return SHARD_OK;

@@ -18,20 +18,21 @@
 #include "manifest/keys.h"
 #include "manifest/manifest_internal.h"
 #include "shardkit/format.h"
+#include "source/source_internal.h"
 
 #define INDEX_TMP "." SHARD_INDEX_FILE ".tmp"
 
 int sk_run_compare_rejects(const void *pa, const void *pb)
 {
     const struct shard_reject *a = pa, *b = pb;
-    int c = shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+    int c = sk_key_compare(a->key, a->key_len, b->key, b->key_len);
     return c ? c : strcmp(a->reason, b->reason);
 }
 
 static int compare_orphans(const void *pa, const void *pb)
 {
     const struct shard_orphan *a = pa, *b = pb;
-    return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+    return sk_key_compare(a->key, a->key_len, b->key, b->key_len);
 }
 
 /* index.jsonl from the journals, and its key table index.keys: the

@@ -102,7 +102,7 @@ struct run {
     struct sk_remote_archives *remote; /* an http(s) SRC: its archives, or NULL */
     struct sk_source_root root;        /* a directory or an S3 prefix (not an archive) */
     struct sk_prefetch *prefetch;      /* an S3 prefix: its files fetched ahead (convert) */
-    struct shard_archive *ar;
+    struct sk_archive *ar;
     struct dst *dst;
     struct shard_labeler *labeler;
     struct sk_field_sources *fields; /* NULL: no fields, no sidecar or column class */

@@ -26,6 +26,7 @@
 #include "util/cancel.h"
 #include "util/clock.h"
 #include "shardkit/format.h"
+#include "shardx/shardx.h"
 
 #define SLOTS_PER_THREAD 16
 /* An S3 source's files: fetched this many at once, this many positions ahead. */
@@ -597,9 +598,9 @@ static int consume_slot(struct run *r, struct slot *s, struct shard_err *err)
         r->timing.write += sk_now_seconds() - t0;
     } else {
         if (r->o->fail_on_reject) {
-            char shown[SHARD_QUOTE_SIZE];
+            char shown[SHARDX_QUOTE_SIZE];
             return shard_err_set(err, SHARD_EREJECTED, "rejected '%s': %s",
-                                 shard_quote(key, key_len, shown, sizeof shown), s->why.msg);
+                                 shardx_quote(key, key_len, shown, sizeof shown), s->why.msg);
         }
         struct shard_reject rj = {
             .key = malloc(key_len + 1),
@@ -794,7 +795,7 @@ static void run_release(struct run *r)
     shard_config_release(&r->config); /* its labels, and the fields the field sources declared */
     free_builders(r);
     sk_assembler_free(r->as);
-    shard_archive_close(r->ar);
+    sk_archive_close(r->ar);
     sk_source_root_close(&r->root);
     if (r->spool_fd >= 0)
         close(r->spool_fd);

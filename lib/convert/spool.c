@@ -142,8 +142,8 @@ static int spool_claim(void *ctx, uint64_t pos, void *slot, struct shard_err *er
     s->too_large = e.too_large;
     s->cand = r->keys.count;
     s->pos = pos;
-    set_problem(s, shard_archive_problem(r->ar));
-    shard_archive_link(r->ar, NULL, &link_only);
+    set_problem(s, sk_archive_problem(r->ar));
+    sk_archive_link(r->ar, NULL, &link_only);
     s->link_only = link_only;
     if ((rc = sk_links_note(p->links, r->ar, s->cand - p->base, err)) ||
         (rc = shard_keylist_add(&r->keys, key, key_len, err)))
@@ -331,7 +331,7 @@ static void drop_items(struct spool_pass *p)
 int sk_run_spool_one(struct run *r, const char *path, const char *prefix, struct shard_err *err)
 {
     struct spool_pass pass = {.r = r, .path = path, .prefix = prefix, .base = r->keys.count};
-    int rc = shard_archive_open(&r->ar, path, err);
+    int rc = sk_archive_open(&r->ar, path, err);
     if (rc)
         return rc;
     /* made once the first archive is open: never through a link, never an
@@ -351,7 +351,7 @@ int sk_run_spool_one(struct run *r, const char *path, const char *prefix, struct
     struct pipeline_ops ops = {&pass, spool_claim, spool_work, spool_consume};
     rc = sk_pipeline_run(&ops, slots, r->nslots, r->threads, r->o->cancel, err);
     free(slots);
-    shard_archive_close(r->ar);
+    sk_archive_close(r->ar);
     r->ar = NULL;
     if (!rc && sk_links_any(pass.links))
         rc = sk_links_resolve(pass.links, prefix ? &pass.ar_keys : &r->keys, path,

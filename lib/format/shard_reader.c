@@ -16,7 +16,7 @@
 
 #include "util/endian.h"
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "format/layout.h"
 #include "format/record_internal.h"
 #include "format/shard_reader.h"
@@ -206,9 +206,9 @@ int sk_shard_check_record(const struct shard_footer *f, uint64_t r,
 int sk_shard_record_error(struct shard_err *err, int rc, const char *shard,
                           const struct shard_footer *f, uint64_t r)
 {
-    char quoted[SHARD_QUOTE_SIZE];
-    sk_quote_bytes((const char *)f->keys + f->key_offsets[r], f->rows[r].key_len, quoted,
-                   sizeof quoted);
+    char quoted[SHARDX_QUOTE_SIZE];
+    shardx_quote((const char *)f->keys + f->key_offsets[r], f->rows[r].key_len, quoted,
+                 sizeof quoted);
     return shard_err_prefix(err, rc, "%s record %llu (key '%s')", shard, (unsigned long long)r,
                             quoted);
 }

@@ -136,7 +136,7 @@ int shard_writer_add(struct shard_writer *w, const uint8_t *frame, size_t frame_
     return rc;
 }
 
-uint64_t shard_writer_records(const struct shard_writer *w)
+uint64_t sk_writer_records(const struct shard_writer *w)
 {
     return w->records;
 }

@@ -15,4 +15,7 @@
 int sk_shard_writer_openat(struct shard_writer **out, int dirfd, const char *dir, const char *name,
                            uint32_t shard_index, uint16_t version, struct shard_err *err);
 
+/* Records appended so far. */
+uint64_t sk_writer_records(const struct shard_writer *w);
+
 #endif

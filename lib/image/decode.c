@@ -10,6 +10,7 @@
  * link without libvips.
  */
 #include "image/decode_internal.h"
+#include "image/image_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -84,7 +85,7 @@ void sk_decode_copy_reason(char *dst, size_t n, const char *msg)
 
 static size_t pixel_bytes(const struct shard_image *img)
 {
-    return (size_t)img->channels * shard_image_sample_bytes(img);
+    return (size_t)img->channels * sk_image_sample_bytes(img);
 }
 
 static void swap_pixel(uint8_t *a, uint8_t *b, size_t n)

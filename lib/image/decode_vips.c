@@ -19,7 +19,7 @@
  * so its text could name the wrong image; our reasons therefore say only
  * which stage failed, and we clear the buffer so it does not grow stale.
  *
- * The libvips process setup (shard_vips_init) runs once, under pthread_once:
+ * The libvips process setup (vips_ready_for_us) runs once, under pthread_once:
  * untrusted loaders blocked (ImageMagick, and with it BMP), no libvips
  * threads of its own (we run inside OpenMP's threads), operation cache off.
  */
@@ -60,7 +60,7 @@ static void start_vips(void)
     vips_ready = 1;
 }
 
-int shard_vips_init(struct shard_err *err)
+static int vips_ready_for_us(struct shard_err *err)
 {
     pthread_once(&vips_once, start_vips);
     if (!vips_ready) {
@@ -220,7 +220,7 @@ static int decode_vips(enum shard_image_format format, const uint8_t *data, size
                        const struct shard_decode_options *o, struct shard_image *out,
                        struct shard_err *err)
 {
-    int rc = shard_vips_init(err);
+    int rc = vips_ready_for_us(err);
     if (rc)
         return rc;
     VipsImage *context = vips_image_new();

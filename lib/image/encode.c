@@ -16,6 +16,7 @@
  */
 #include "image/encode_internal.h"
 #include "image/decode_internal.h"
+#include "image/image_internal.h"
 
 #include <setjmp.h>
 #include <stdio.h> /* jpeglib.h needs FILE */
@@ -35,7 +36,7 @@
 /* The bytes of one row of img's pixels. */
 static size_t row_bytes(const struct shard_image *img)
 {
-    return (size_t)img->width * img->channels * shard_image_sample_bytes(img);
+    return (size_t)img->width * img->channels * sk_image_sample_bytes(img);
 }
 
 /* img is an image `codec` can store: any form for raw and PNG (1..4

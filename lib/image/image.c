@@ -1,5 +1,6 @@
 /* image.c - pixel buffers, output geometry and the names of fits and codecs. */
 #include "shardkit/image.h"
+#include "image/image_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ int shard_image_alloc_form(struct shard_image *img, uint32_t w, uint32_t h, uint
     return alloc_bytes(img, w, h, channels, depth, err);
 }
 
-uint32_t shard_image_sample_bytes(const struct shard_image *img)
+uint32_t sk_image_sample_bytes(const struct shard_image *img)
 {
     return img->depth == 16 ? 2 : 1;
 }

@@ -1,6 +1,7 @@
 /* pixels.c - pixel forms: their names, the widest of two, and converting an
  * image from one form to another (channels 1..4, 8 or 16 bits). */
 #include "shardkit/image.h"
+#include "image/image_internal.h"
 
 #include <string.h>
 
@@ -59,8 +60,8 @@ static int has_alpha(uint32_t c)
     return c == SHARD_PIXELS_GRAY_ALPHA || c == SHARD_PIXELS_RGBA;
 }
 
-void shard_pixels_widest(uint32_t c1, uint32_t d1, uint32_t c2, uint32_t d2, uint32_t *channels,
-                         uint32_t *depth)
+void sk_pixels_widest(uint32_t c1, uint32_t d1, uint32_t c2, uint32_t d2, uint32_t *channels,
+                      uint32_t *depth)
 {
     int colour = has_colour(c1) || has_colour(c2), alpha = has_alpha(c1) || has_alpha(c2);
     *channels = (colour ? SHARD_PIXELS_RGB : SHARD_PIXELS_GRAY) + (alpha ? 1 : 0);

@@ -16,6 +16,7 @@
  * the thread count or the CPU.  No state outlives a call: thread-safe.
  */
 #include "image/resize_internal.h"
+#include "image/image_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -862,7 +863,7 @@ static int resample(const struct resample_request *q, struct shard_image *scratc
     const struct shard_image *src = q->src;
     if (!src || !dst || src == dst || !src->pixels || src->width == 0 || src->height == 0 ||
         src->channels == 0 || src->channels > 4 ||
-        src->stride < (size_t)src->width * src->channels * shard_image_sample_bytes(src))
+        src->stride < (size_t)src->width * src->channels * sk_image_sample_bytes(src))
         return shard_err_set(err, SHARD_EINVAL, "resize: invalid source image");
     struct sk_box whole = {0, 0, (double)src->width, (double)src->height};
     const struct sk_box *box = q->box ? q->box : &whole;
@@ -875,7 +876,7 @@ static int resample(const struct resample_request *q, struct shard_image *scratc
     memset(&s, 0, sizeof s);
     s.src = src, s.dst = dst;
     s.wide = src->depth == 16;
-    s.channels = src->channels * shard_image_sample_bytes(src);
+    s.channels = src->channels * sk_image_sample_bytes(src);
     s.in_w = src->width, s.in_h = src->height;
     s.win_x = q->win_x, s.win_y = q->win_y, s.win_w = q->win_w, s.win_h = q->win_h;
     s.simd = s.wide ? SHARD_SIMD_NONE : q->simd > simd_best() ? simd_best() : q->simd;

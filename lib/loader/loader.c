@@ -40,6 +40,7 @@
 #include "util/cancel.h"
 #include "util/clock.h"
 #include "util/endian.h"
+#include "image/image_internal.h"
 
 #define DEFAULT_BATCH 64
 #define DEFAULT_THREADS 2
@@ -773,7 +774,7 @@ static void fill_place(struct shard_loader *l, struct filler *w, struct shard_ba
     }
     if (l->identity && l->fixed) { /* the manifest's one stored size */
         const struct shard_image *p = &item->pixels;
-        size_t row = (size_t)p->width * p->channels * shard_image_sample_bytes(p);
+        size_t row = (size_t)p->width * p->channels * sk_image_sample_bytes(p);
         uint8_t *dst = b->data + (size_t)j * b->sample_bytes;
         if (p->width != l->fixed_w || p->height != l->fixed_h || row * p->height != b->sample_bytes)
             rc = shard_err_set(err, SHARD_ECORRUPT, "a sample of %ux%u, the manifest says %ux%u",
@@ -1154,7 +1155,7 @@ static int loader_new(struct shard_loader **out, struct shard_dataset *ds,
      * without a transform only when they all store one size */
     for (uint32_t s = 1; mix && s < shard_mixture_source_count(mix); s++) {
         const struct shard_manifest *ms = shard_dataset_manifest(shard_mixture_source(mix, s));
-        shard_pixels_widest(channels, l->depth, ms->channels, ms->depth, &channels, &l->depth);
+        sk_pixels_widest(channels, l->depth, ms->channels, ms->depth, &channels, &l->depth);
         if (ms->stored_width != stored_w || ms->stored_height != stored_h)
             stored_w = stored_h = 0;
     }

@@ -27,6 +27,7 @@
 #include "image/values.h"
 #include "loader/transforms_internal.h"
 #include "shardkit/loader.h"
+#include "image/image_internal.h"
 
 /* torchvision's get_params: attempts before the centre fallback. */
 #define RRC_ATTEMPTS 10
@@ -534,7 +535,7 @@ static struct shard_image subview(const struct shard_image *v, uint32_t left, ui
 {
     struct shard_image s = *v;
     s.pixels = v->pixels + (size_t)top * v->stride +
-               (size_t)left * v->channels * shard_image_sample_bytes(v);
+               (size_t)left * v->channels * sk_image_sample_bytes(v);
     s.width = bw;
     s.height = bh;
     s.capacity = 0;
@@ -564,7 +565,7 @@ static int run_unmirror(struct run *r, struct shard_err *err)
     if (!r->mirror)
         return SHARD_OK;
     struct shard_image *t = run_target(r);
-    const uint32_t n = r->cur.channels * shard_image_sample_bytes(&r->cur); /* bytes a pixel */
+    const uint32_t n = r->cur.channels * sk_image_sample_bytes(&r->cur); /* bytes a pixel */
     int rc = shard_image_alloc_form(t, r->cur.width, r->cur.height, r->cur.channels,
                                     r->cur.depth == 16 ? 16 : 8, err);
     if (rc)
@@ -602,7 +603,7 @@ static int run_pad_crop(struct run *r, const struct shard_transform_choice *c,
                         struct shard_err *err)
 {
     struct shard_image *t = run_target(r);
-    const uint32_t n = r->cur.channels * shard_image_sample_bytes(&r->cur); /* bytes a pixel */
+    const uint32_t n = r->cur.channels * sk_image_sample_bytes(&r->cur); /* bytes a pixel */
     int rc = shard_image_alloc_form(t, c->box_width, c->box_height, r->cur.channels,
                                     r->cur.depth == 16 ? 16 : 8, err);
     if (rc)

@@ -11,13 +11,14 @@
 
 #include "util/endian.h"
 #include "shardkit/manifest.h"
+#include "shardx/shardx.h"
 
 /* 0 when p[0..len) is valid UTF-8, else the offset of the first bad byte
  * plus one. */
 static size_t utf8_bad_at(const uint8_t *p, uint64_t len)
 {
     for (uint64_t i = 0; i < len;) {
-        size_t n = shard_utf8_len(p + i, (size_t)(len - i));
+        size_t n = shardx_utf8_len(p + i, (size_t)(len - i));
         if (!n)
             return (size_t)i + 1;
         i += n;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "util/endian.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 
 static int is_space(char ch)
 {
@@ -239,9 +239,9 @@ json_t *sk_field_parse_label_names(const struct shard_field_decl *d, const uint8
             json_t *y = json_array_get(a, j);
             if (json_string_length(y) == len &&
                 !memcmp(json_string_value(y), json_string_value(x), len)) {
-                char shown[SHARD_QUOTE_SIZE];
+                char shown[SHARDX_QUOTE_SIZE];
                 shard_err_set(why, SHARD_ECORRUPT, "field '%s': %s lists '%s' twice", d->name,
-                              origin, shard_quote(json_string_value(x), len, shown, sizeof shown));
+                              origin, shardx_quote(json_string_value(x), len, shown, sizeof shown));
                 json_decref(a);
                 return NULL;
             }

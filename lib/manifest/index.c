@@ -599,12 +599,14 @@ int shard_index_reader_open(struct shard_index_reader **out, const char *path,
     return SHARD_OK;
 }
 
+static uint64_t index_reader_xxh3(const struct shard_index_reader *r);
+
 /* A chain's file `sub` is at its end: note its digest, open the next one.
  * 1 when there is a next one, 0 when that was the last. */
 static int chain_advance(struct shard_index_reader *r, struct shard_err *err)
 {
     r->digests[2 * r->file] = shard_index_reader_bytes(r->sub);
-    r->digests[2 * r->file + 1] = shard_index_reader_xxh3(r->sub);
+    r->digests[2 * r->file + 1] = index_reader_xxh3(r->sub);
     r->done[r->file] = 1;
     if (r->file + 1 >= r->m->index_count)
         return 0;
@@ -741,9 +743,10 @@ uint64_t shard_index_reader_bytes(const struct shard_index_reader *r)
     return r->sub ? shard_index_reader_bytes(r->sub) : r->bytes;
 }
 
-uint64_t shard_index_reader_xxh3(const struct shard_index_reader *r)
+/* XXH3-64 of the bytes read so far (complete after next() returned 0). */
+static uint64_t index_reader_xxh3(const struct shard_index_reader *r)
 {
-    return r->sub ? shard_index_reader_xxh3(r->sub) : XXH3_64bits_digest(r->hash);
+    return r->sub ? index_reader_xxh3(r->sub) : XXH3_64bits_digest(r->hash);
 }
 
 void shard_index_reader_close(struct shard_index_reader *r)

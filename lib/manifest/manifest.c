@@ -65,20 +65,21 @@ void shard_config_release(struct shard_config *c)
     }
 }
 
-uint16_t shard_config_format_version(const struct shard_config *c)
+uint16_t sk_config_format_version(const struct shard_config *c)
 {
     return c->field_count ? SHARD_FORMAT_VERSION_FIELDS : SHARD_FORMAT_VERSION;
 }
 
-uint16_t shard_manifest_version(const struct shard_manifest *m)
+uint16_t sk_manifest_version(const struct shard_manifest *m)
 {
     /* 0 (a manifest filled in before version 3 existed) is 8-bit RGB */
     if ((m->channels && m->channels != SHARD_PIXELS_RGB) || (m->depth && m->depth != 8) || m->mixed)
         return SHARD_MANIFEST_VERSION_PIXELS;
-    return shard_config_format_version(&m->config);
+    return sk_config_format_version(&m->config);
 }
 
-int shard_config_has_boxes(const struct shard_config *c)
+/* 1 when the config declares a BOXES field. */
+static int config_has_boxes(const struct shard_config *c)
 {
     for (uint32_t i = 0; i < c->field_count; i++)
         if (c->fields[i].type == SHARD_FIELD_BOXES)
@@ -199,7 +200,7 @@ static json_t *config_to_json(const struct shard_config *c)
         if (c->coco)
             bad |= json_object_set_new(o, "coco", json_string(c->coco));
         bad |= sk_jsonkey_set_uint(o, "max_field_bytes", c->max_field_bytes);
-        if (shard_config_has_boxes(c))
+        if (config_has_boxes(c))
             bad |= json_object_set_new(o, "boxes",
                                        json_string(c->boxes_strict ? "strict" : "clamp"));
     }
@@ -319,7 +320,7 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
         goto fail;
     bad |= json_object_set_new(root, "format", json_string(SHARD_MANIFEST_FORMAT));
     int v2 = m->config.field_count > 0;
-    uint16_t version = shard_manifest_version(m);
+    uint16_t version = sk_manifest_version(m);
     bad |= json_object_set_new(root, "version", json_integer(version));
     /* version 3 only: a dataset of 8-bit RGB keeps the config it always had */
     if (version == SHARD_MANIFEST_VERSION_PIXELS) {
@@ -367,7 +368,7 @@ static json_t *manifest_to_json(const struct shard_manifest *m, struct shard_err
             bad |= sk_jsonkey_set_uint(counts, "coco_annotations_unmatched",
                                        m->coco_annotations_unmatched);
         }
-        if (shard_config_has_boxes(&m->config)) {
+        if (config_has_boxes(&m->config)) {
             bad |= sk_jsonkey_set_uint(counts, "boxes", m->boxes);
             bad |= sk_jsonkey_set_uint(counts, "boxes_dropped", m->boxes_dropped);
         }
@@ -783,7 +784,7 @@ static int config_fields_from_json(const json_t *o, struct shard_config *c, stru
     const json_t *boxes = json_object_get(o, "boxes");
     const char *mode = boxes ? json_string_value(boxes) : "strict";
     if (!mode || (strcmp(mode, "clamp") && strcmp(mode, "strict")) ||
-        (boxes && !shard_config_has_boxes(c)))
+        (boxes && !config_has_boxes(c)))
         return shard_err_set(err, SHARD_ECORRUPT,
                              "manifest: config.boxes is \"clamp\" or \"strict\", with a boxes "
                              "field");
@@ -1094,7 +1095,7 @@ static int load_fields(const json_t *root, const json_t *counts, struct shard_ma
           (rc = sk_jsonkey_uint(counts, "coco_annotations", &m->coco_annotations, err)) ||
           (rc = sk_jsonkey_uint(counts, "coco_annotations_unmatched",
                                 &m->coco_annotations_unmatched, err)))) ||
-        (shard_config_has_boxes(c) &&
+        (config_has_boxes(c) &&
          ((rc = sk_jsonkey_uint(counts, "boxes", &m->boxes, err)) ||
           (rc = sk_jsonkey_uint(counts, "boxes_dropped", &m->boxes_dropped, err)))))
         return shard_err_prefix(err, rc, "manifest: counts");

@@ -89,4 +89,14 @@ int sk_manifest_load_buffer_lenient(const char *text, size_t len, struct shard_m
                                     sk_manifest_problem_fn problem, void *user,
                                     struct shard_err *err);
 
+/* The format version a dataset of this config is written in:
+ * SHARD_FORMAT_VERSION_FIELDS when it declares fields, else
+ * SHARD_FORMAT_VERSION (the same numbers serve the manifest and shards). */
+uint16_t sk_config_format_version(const struct shard_config *c);
+
+/* The version a manifest is written as: 3 when its stored form (m->channels,
+ * m->depth; 0 is read as 3 and 8) is other than 8-bit RGB or its records
+ * have several forms (m->mixed), else sk_config_format_version. */
+uint16_t sk_manifest_version(const struct shard_manifest *m);
+
 #endif

@@ -12,6 +12,7 @@
 #include "net/aws_config.h"
 #include "net/http.h"
 #include "util/fsutil.h"
+#include "shardx/shardx.h"
 
 #define CONTENT_SHA256_HEADER "x-amz-content-sha256: UNSIGNED-PAYLOAD"
 #define TOKEN_HEADER "x-amz-security-token: "
@@ -487,7 +488,7 @@ static int find_settings(struct sk_s3 *s3, struct shard_err *err)
     return rc;
 }
 
-/* SHARDKIT_S3_PART_SIZE: a size as every size is read (shard_size_parse). */
+/* SHARDKIT_S3_PART_SIZE: a size as every size is read (shardx_size_parse). */
 static int part_size(struct sk_s3 *s3, struct shard_err *err)
 {
     s3->part_bytes = SK_S3_DEFAULT_PART;
@@ -495,7 +496,7 @@ static int part_size(struct sk_s3 *s3, struct shard_err *err)
     uint64_t n;
     if (!v)
         return SHARD_OK;
-    if (shard_size_parse(v, &n) || n < SK_S3_MIN_PART)
+    if (shardx_size_parse(v, &n) || n < SK_S3_MIN_PART)
         return shard_err_set(err, SHARD_EINVAL,
                              "SHARDKIT_S3_PART_SIZE='%s' is not a size of at least 5M", v);
     s3->part_bytes = n;

@@ -18,7 +18,7 @@
 #include <xxhash.h>
 
 #include "net/http.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/grow.h"
 
 #define LIST_BODY_MAX (64u << 20) /* one page of a listing */
@@ -188,9 +188,9 @@ static size_t url_decode(char *s, size_t len)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        if (s[i] == '%' && i + 2 < len && sk_hex_value(s[i + 1]) >= 0 &&
-            sk_hex_value(s[i + 2]) >= 0) {
-            s[o++] = (char)(sk_hex_value(s[i + 1]) * 16 + sk_hex_value(s[i + 2]));
+        if (s[i] == '%' && i + 2 < len && shardx_hex_value(s[i + 1]) >= 0 &&
+            shardx_hex_value(s[i + 2]) >= 0) {
+            s[o++] = (char)(shardx_hex_value(s[i + 1]) * 16 + shardx_hex_value(s[i + 2]));
             i += 2;
         } else if (s[i] == '+') {
             s[o++] = ' ';

@@ -51,6 +51,8 @@
 #include "shardkit/dataset.h"
 #include "shardkit/format.h"
 #include "shardkit/util.h"
+#include "shardx/shardx.h"
+#include "image/image_internal.h"
 
 /* Largest frame a record within SHARD_RECORD_MAX_BYTES can compress to. */
 #define FRAME_MAX_BYTES ZSTD_COMPRESSBOUND(SHARD_RECORD_MAX_BYTES)
@@ -321,7 +323,7 @@ static int open_cache(struct shard_dataset *ds, const struct shard_dataset_optio
         return SHARD_OK;
     uint64_t limit = o->cache_limit;
     const char *env = getenv("SHARDKIT_CACHE_LIMIT");
-    if (!limit && env && *env && shard_size_parse(env, &limit))
+    if (!limit && env && *env && shardx_size_parse(env, &limit))
         return shard_err_set(err, SHARD_EINVAL,
                              "SHARDKIT_CACHE_LIMIT: '%s' is not a size "
                              "(bytes, or a number with K, M, G or T)",
@@ -605,7 +607,7 @@ int sk_dataset_shard_check_version(struct shard_dataset *ds, uint32_t s, struct 
 {
     /* a version 3 dataset's shards are of the layout its fields ask for */
     uint16_t shard = ds->shards[s].head.footer.version,
-             dataset = shard_config_format_version(&ds->manifest.config);
+             dataset = sk_config_format_version(&ds->manifest.config);
     if (shard != dataset)
         return shard_err_set(err, SHARD_ECORRUPT, "%s: a version %u shard in a version %u dataset",
                              ds->manifest.shards[s].file, shard, dataset);
@@ -871,7 +873,7 @@ static int check_form(const struct shard_manifest *m, const struct shard_record_
                       struct shard_err *err)
 {
     uint32_t channels, depth;
-    shard_pixels_widest(meta->channels, meta->depth, m->channels, m->depth, &channels, &depth);
+    sk_pixels_widest(meta->channels, meta->depth, m->channels, m->depth, &channels, &depth);
     if (channels != m->channels || depth != m->depth)
         return shard_err_set(err, SHARD_ECORRUPT,
                              "record holds %s of %u bits, wider than the dataset's %s of %u",

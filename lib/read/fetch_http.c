@@ -29,6 +29,7 @@
 #include "util/cancel.h"
 #include "util/clock.h"
 #include "shardkit/api.h"
+#include "shardx/shardx.h"
 
 #define TAIL_MAX (1u << 20) /* bytes fetched when a file is opened */
 #define RANGE_TEXT 64
@@ -202,7 +203,7 @@ char *sk_fetch_http_shown(const struct fetch *fs, const char *name)
 {
     const struct http_fetch *h = (const struct http_fetch *)fs;
     if (!h->s3) { /* a URL as given, but never its password */
-        char *url = sk_fetch_http_url(fs, name), *shown = shard_redact_urls(url);
+        char *url = sk_fetch_http_url(fs, name), *shown = shardx_redact_urls(url);
         free(url);
         return shown;
     }

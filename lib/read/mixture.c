@@ -63,11 +63,6 @@ int shard_mixture_labels_parse(const char *s, enum shard_mixture_labels *out)
     return SHARD_EINVAL;
 }
 
-const char *shard_mixture_labels_name(enum shard_mixture_labels l)
-{
-    return (unsigned)l < 2 ? labels_names[l] : "unknown";
-}
-
 void shard_mixture_options_init(struct shard_mixture_options *o)
 {
     memset(o, 0, sizeof *o);

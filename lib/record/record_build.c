@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "shardkit/image.h"
+#include "manifest/manifest_internal.h"
 
 struct record_builder {
     const struct shard_config *config;
@@ -140,7 +141,7 @@ int sk_record_build_frame(struct record_builder *w, const char *key, size_t key_
         .codec = w->config->codec,
         .depth = stored->depth,
     };
-    if (shard_config_format_version(w->config) == SHARD_FORMAT_VERSION_FIELDS)
+    if (sk_config_format_version(w->config) == SHARD_FORMAT_VERSION_FIELDS)
         return shard_record_encode_fields(w->encoder, &meta, (const uint8_t *)key, key_len, payload,
                                           payload_len, fields, frame, frame_xxh3, err);
     return shard_record_encode(w->encoder, &meta, (const uint8_t *)key, key_len, payload,

@@ -18,7 +18,7 @@
 
 #include "util/fsutil.h"
 #include "util/jsonkey.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/grow.h"
 #include "source/source_internal.h"
 #include "shardkit/format.h"
@@ -241,10 +241,10 @@ static void csv_on_field(void *field, size_t len, void *data)
             size_t n;
             const char *name = shard_keylist_get(&s->names, k, &n);
             if (n == len && !memcmp(name, p, len)) {
-                char shown[SHARD_QUOTE_SIZE];
+                char shown[SHARDX_QUOTE_SIZE];
                 s->rc = shard_err_set(s->err, SHARD_EINVAL,
                                       "annotation file '%s': column '%s' is in the header twice",
-                                      s->a->path, sk_quote_bytes(p, len, shown, sizeof shown));
+                                      s->a->path, shardx_quote(p, len, shown, sizeof shown));
                 return;
             }
         }
@@ -417,14 +417,14 @@ static int sort_rows(struct sk_annotations *a, struct shard_err *err)
         size_t al, bl;
         const char *ka = shard_keylist_get(&a->keys, i - 1, &al);
         const char *kb = shard_keylist_get(&a->keys, i, &bl);
-        if (shard_key_compare(ka, al, kb, bl) == 0) {
-            char shown[SHARD_QUOTE_SIZE];
+        if (sk_key_compare(ka, al, kb, bl) == 0) {
+            char shown[SHARDX_QUOTE_SIZE];
             uint64_t l1 = lines[i - 1] < lines[i] ? lines[i - 1] : lines[i];
             uint64_t l2 = lines[i - 1] < lines[i] ? lines[i] : lines[i - 1];
             rc = shard_err_set(err, SHARD_EINVAL,
                                "annotation file '%s': key '%s' is listed "
                                "twice (lines %llu and %llu)",
-                               a->path, sk_quote_bytes(kb, bl, shown, sizeof shown),
+                               a->path, shardx_quote(kb, bl, shown, sizeof shown),
                                (unsigned long long)l1, (unsigned long long)l2);
         }
     }
@@ -505,7 +505,7 @@ int64_t sk_annotations_row(const struct sk_annotations *a, const char *key, size
         size_t mid = lo + (hi - lo) / 2;
         size_t mlen;
         const char *k = shard_keylist_get(&a->keys, mid, &mlen);
-        int c = shard_key_compare(key, len, k, mlen);
+        int c = sk_key_compare(key, len, k, mlen);
         if (c == 0)
             return (int64_t)mid;
         if (c < 0)

@@ -10,7 +10,7 @@
  *  - symbolic links, devices, fifos: produced with a problem, as the
  *    directory scan rejects them;
  *  - a hard link without data: produced without bytes, with its target
- *    (shard_archive_link); links.c finds the bytes;
+ *    (sk_archive_link); links.c finds the bytes;
  *  - an entry libarchive cannot read (a bad CRC, a wrong size, a truncated
  *    compressed member): produced with the problem, and the archive is read
  *    on.  When libarchive's handle is dead after it (a fatal error inside an
@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "source/source_internal.h"
+#include "shardx/shardx.h"
 
 /* Bytes libarchive reads from the file at a time. */
 #define ARCHIVE_BLOCK_BYTES (64 * 1024)
@@ -46,7 +47,7 @@
  * on (a hostile archive must not make the pass quadratic). */
 #define ARCHIVE_MAX_REOPENS 64
 
-struct shard_archive {
+struct sk_archive {
     char *path; /* kept to open the archive again */
     int fd;     /* the open file libarchive reads, or -1 */
     struct archive *ar;
@@ -67,7 +68,7 @@ struct shard_archive {
     uint8_t scratch[READ_CHUNK_BYTES]; /* sink for data we only count */
 };
 
-void sk_archive_set_reading(struct shard_archive *a, uint64_t max_other_bytes,
+void sk_archive_set_reading(struct sk_archive *a, uint64_t max_other_bytes,
                             int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err),
                             void *ctx)
 {
@@ -140,7 +141,7 @@ static const char *archive_message(struct archive *ar, char *out, size_t size)
  * stored as plain bytes (ustar, unflagged zip) are passed through as they
  * are.  uselocale() is per thread, so the rest of the process is unaffected.
  * Without a C.UTF-8 locale we run in whatever locale the thread has. */
-static locale_t with_utf8_locale(struct shard_archive *a)
+static locale_t with_utf8_locale(struct sk_archive *a)
 {
     return a->utf8_locale ? uselocale(a->utf8_locale) : (locale_t)0;
 }
@@ -152,7 +153,7 @@ static void restore_locale(locale_t saved)
 }
 
 /* A new libarchive handle on a->path, formats and filters enabled. */
-static int start_reading(struct shard_archive *a, struct shard_err *err)
+static int start_reading(struct sk_archive *a, struct shard_err *err)
 {
     char m[SHARD_ERRMSG_SIZE];
     if (a->ar)
@@ -169,7 +170,7 @@ static int start_reading(struct shard_archive *a, struct shard_err *err)
 /* Open a->path afresh (as shardkit opens every file it reads: a FIFO or a
  * device swapped in for the archive is refused, never waited on) and hand
  * it to the new handle a->ar; *r is libarchive's answer. */
-static int open_file(struct shard_archive *a, uint64_t *size, int *r, struct shard_err *err)
+static int open_file(struct sk_archive *a, uint64_t *size, int *r, struct shard_err *err)
 {
     if (a->fd >= 0)
         close(a->fd);
@@ -180,7 +181,7 @@ static int open_file(struct shard_archive *a, uint64_t *size, int *r, struct sha
     return SHARD_OK;
 }
 
-static int open_archive(struct shard_archive *a, struct shard_err *err)
+static int open_archive(struct sk_archive *a, struct shard_err *err)
 {
     const char *path = a->path;
     char m[SHARD_ERRMSG_SIZE];
@@ -227,10 +228,10 @@ static int open_archive(struct shard_archive *a, struct shard_err *err)
     return rc;
 }
 
-int shard_archive_open(struct shard_archive **out, const char *path, struct shard_err *err)
+int sk_archive_open(struct sk_archive **out, const char *path, struct shard_err *err)
 {
     *out = NULL;
-    struct shard_archive *a = calloc(1, sizeof *a);
+    struct sk_archive *a = calloc(1, sizeof *a);
     if (!a || !(a->path = strdup(path))) {
         free(a);
         return shard_err_set(err, SHARD_ENOMEM, "cannot allocate an archive reader");
@@ -241,14 +242,14 @@ int shard_archive_open(struct shard_archive **out, const char *path, struct shar
     int rc = open_archive(a, err);
     restore_locale(saved);
     if (rc) {
-        shard_archive_close(a);
+        sk_archive_close(a);
         return rc;
     }
     *out = a;
     return SHARD_OK;
 }
 
-void shard_archive_close(struct shard_archive *a)
+void sk_archive_close(struct sk_archive *a)
 {
     if (!a)
         return;
@@ -315,28 +316,28 @@ static const char *entry_hardlink(struct archive_entry *e)
 }
 
 /* Record a fatal error while reading a header.  Messages of
- * shard_archive_next name the entry and the archive's file name (one of a
+ * sk_archive_next name the entry and the archive's file name (one of a
  * directory of archives, which the caller names: "cannot read archive 'd':
  * '01.tar' after its entry 'a.jpg': ..."); the caller prefixes its own
  * words.  a->key holds the previous entry. */
-static int fail(struct shard_archive *a, int code, const char *consequence, struct shard_err *err)
+static int fail(struct sk_archive *a, int code, const char *consequence, struct shard_err *err)
 {
-    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE], n[SHARD_QUOTE_SIZE];
+    char m[SHARD_ERRMSG_SIZE], q[SHARDX_QUOTE_SIZE], n[SHARDX_QUOTE_SIZE];
     archive_message(a->ar, m, sizeof m);
     a->failed = code;
     const char *slash = strrchr(a->path, '/');
     const char *name = slash && slash[1] ? slash + 1 : a->path;
-    shard_quote(name, strlen(name), n, sizeof n);
+    shardx_quote(name, strlen(name), n, sizeof n);
     if (a->key.len)
         return shard_err_set(err, code, "'%s' after its entry '%s': %s%s", n,
-                             shard_quote((const char *)a->key.data, a->key.len, q, sizeof q), m,
+                             shardx_quote((const char *)a->key.data, a->key.len, q, sizeof q), m,
                              consequence);
     return shard_err_set(err, code, "'%s': %s%s", n, m, consequence);
 }
 
 /* The entry's data could not be read: keep libarchive's words as the
  * entry's problem (a reject reason). */
-static void set_damaged(struct shard_archive *a)
+static void set_damaged(struct sk_archive *a)
 {
     char m[SHARD_ERRMSG_SIZE];
     snprintf(a->problem_text, sizeof a->problem_text, "%s%s", SK_REASON_DAMAGED,
@@ -350,10 +351,10 @@ static void set_damaged(struct shard_archive *a)
  * format whose next entry is only reached by reading through the damaged
  * one (a compressed stream, a truncated tar) fails here or at the next
  * header, which is then the end of the pass. */
-static int reopen_after_entry(struct shard_archive *a, struct shard_err *err)
+static int reopen_after_entry(struct sk_archive *a, struct shard_err *err)
 {
-    char m[SHARD_ERRMSG_SIZE], q[SHARD_QUOTE_SIZE];
-    const char *key = shard_quote((const char *)a->key.data, a->key.len, q, sizeof q);
+    char m[SHARD_ERRMSG_SIZE], q[SHARDX_QUOTE_SIZE];
+    const char *key = shardx_quote((const char *)a->key.data, a->key.len, q, sizeof q);
     if (a->reopens == ARCHIVE_MAX_REOPENS) {
         a->failed = SHARD_ECORRUPT;
         return shard_err_set(err, SHARD_ECORRUPT,
@@ -388,7 +389,7 @@ static int reopen_after_entry(struct shard_archive *a, struct shard_err *err)
  * 0) keep counting into scratch and report the true size in *too_large.
  * Data libarchive cannot read makes a->problem (and an empty buf); only
  * an error that ends the pass is returned. */
-static int read_data(struct shard_archive *a, struct archive_entry *e, uint64_t max_bytes,
+static int read_data(struct sk_archive *a, struct archive_entry *e, uint64_t max_bytes,
                      struct shard_buf *buf, uint64_t *too_large, struct shard_err *err)
 {
     uint64_t limit = max_bytes ? max_bytes : UINT64_MAX;
@@ -461,7 +462,7 @@ static void count_skipped(struct shard_scan_stats *st, unsigned type, int link)
 /* The next header, or 0 at the end.  Fails on a damaged header: in a tar,
  * what follows one cannot be located (libarchive would skip ahead to
  * anything that looks like a header, losing the entries between). */
-static int next_header(struct shard_archive *a, struct archive_entry **e, struct shard_err *err)
+static int next_header(struct sk_archive *a, struct archive_entry **e, struct shard_err *err)
 {
     if (a->pending) {
         *e = a->pending;
@@ -496,7 +497,7 @@ static int next_header(struct shard_archive *a, struct archive_entry **e, struct
 
 /* Fill `out` for a hard link entry to `target`: link-only unless it has
  * data; a target that is not a safe name is the entry's problem. */
-static int note_link(struct shard_archive *a, const char *target, int has_data,
+static int note_link(struct sk_archive *a, const char *target, int has_data,
                      struct sk_archive_entry *out, struct shard_err *err)
 {
     int rc = normalise_name(&a->link, target, err);
@@ -505,9 +506,9 @@ static int note_link(struct shard_archive *a, const char *target, int has_data,
     if (rc == 0) {
         a->link.len = 0;
         if (!has_data) {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             snprintf(a->problem_text, sizeof a->problem_text, "%s'%s', an unsafe name",
-                     SK_REASON_LINK, shard_quote(target, strlen(target), q, sizeof q));
+                     SK_REASON_LINK, shardx_quote(target, strlen(target), q, sizeof q));
             a->problem = a->problem_text;
         }
         return SHARD_OK;
@@ -518,7 +519,7 @@ static int note_link(struct shard_archive *a, const char *target, int has_data,
     return SHARD_OK;
 }
 
-static int next_entry(struct shard_archive *a, uint64_t max_bytes,
+static int next_entry(struct sk_archive *a, uint64_t max_bytes,
                       int (*want)(void *ctx, const char *key, size_t len), void *ctx,
                       struct sk_archive_entry *out, struct shard_buf *buf,
                       struct shard_scan_stats *st, struct shard_err *err)
@@ -600,7 +601,7 @@ static int next_entry(struct shard_archive *a, uint64_t max_bytes,
     }
 }
 
-int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
+int sk_archive_next_entry(struct sk_archive *a, uint64_t max_bytes,
                           int (*want)(void *ctx, const char *key, size_t len), void *ctx,
                           struct sk_archive_entry *out, struct shard_buf *buf,
                           struct shard_scan_stats *st, struct shard_err *err)
@@ -611,9 +612,9 @@ int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
     return rc;
 }
 
-int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char **key,
-                       size_t *key_len, struct shard_buf *buf, uint64_t *too_large,
-                       struct shard_scan_stats *st, struct shard_err *err)
+int sk_archive_next(struct sk_archive *a, uint64_t max_bytes, const char **key, size_t *key_len,
+                    struct shard_buf *buf, uint64_t *too_large, struct shard_scan_stats *st,
+                    struct shard_err *err)
 {
     struct sk_archive_entry ent;
     int rc = sk_archive_next_entry(a, max_bytes, NULL, NULL, &ent, buf, st, err);
@@ -623,12 +624,12 @@ int shard_archive_next(struct shard_archive *a, uint64_t max_bytes, const char *
     return rc;
 }
 
-const char *shard_archive_problem(const struct shard_archive *a)
+const char *sk_archive_problem(const struct sk_archive *a)
 {
     return a->problem;
 }
 
-const char *shard_archive_link(const struct shard_archive *a, size_t *len, int *link_only)
+const char *sk_archive_link(const struct sk_archive *a, size_t *len, int *link_only)
 {
     if (len)
         *len = a->link.len;
@@ -637,7 +638,7 @@ const char *shard_archive_link(const struct shard_archive *a, size_t *len, int *
     return a->link.len ? (const char *)a->link.data : NULL;
 }
 
-uint64_t shard_archive_ordinal(const struct shard_archive *a)
+uint64_t sk_archive_ordinal(const struct sk_archive *a)
 {
     return a->ordinal ? a->ordinal - 1 : 0;
 }

@@ -31,7 +31,7 @@ int sk_is_archive_name(const char *name)
 static int compare_names(const void *pa, const void *pb)
 {
     const char *a = *(char *const *)pa, *b = *(char *const *)pb;
-    return shard_key_compare(a, strlen(a), b, strlen(b));
+    return sk_key_compare(a, strlen(a), b, strlen(b));
 }
 
 int sk_names_add(char ***list, size_t *n, size_t *cap, const char *name, struct shard_err *err)

@@ -10,6 +10,7 @@
 
 #include "util/fsutil.h"
 #include "source/source_internal.h"
+#include "shardx/shardx.h"
 
 void sk_class_list_free(struct shard_field_class *list, size_t count)
 {
@@ -21,7 +22,7 @@ void sk_class_list_free(struct shard_field_class *list, size_t count)
 static int utf8_valid(const char *s, size_t len)
 {
     for (size_t i = 0; i < len;) {
-        size_t n = shard_utf8_len((const unsigned char *)s + i, len - i);
+        size_t n = shardx_utf8_len((const unsigned char *)s + i, len - i);
         if (!n)
             return 0;
         i += n;

@@ -19,7 +19,7 @@
 #include "source/coco_rle.h"
 #include "source/source_internal.h"
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 
 /* A box or polygon point may lie this far outside its image (the rounding
  * of the tools that wrote it) and is then clipped; farther is an error. */
@@ -67,7 +67,7 @@ void sk_coco_free(struct sk_coco *c)
 static int compare_images(const void *pa, const void *pb)
 {
     const struct coco_image *a = pa, *b = pb;
-    return shard_key_compare(a->file_name, a->file_len, b->file_name, b->file_len);
+    return sk_key_compare(a->file_name, a->file_len, b->file_name, b->file_len);
 }
 
 static int compare_ids(const void *pa, const void *pb)
@@ -166,10 +166,10 @@ static int load_images(struct sk_coco *c, struct image_id **ids, struct shard_er
     qsort(c->images, n, sizeof *c->images, compare_images);
     for (size_t i = 0; i < n; i++) {
         if (i && !compare_images(&c->images[i - 1], &c->images[i])) {
-            char shown[SHARD_QUOTE_SIZE];
+            char shown[SHARDX_QUOTE_SIZE];
             return BAD_FILE("two images name the file '%s'",
-                            shard_quote(c->images[i].file_name, c->images[i].file_len, shown,
-                                        sizeof shown));
+                            shardx_quote(c->images[i].file_name, c->images[i].file_len, shown,
+                                         sizeof shown));
         }
         (*ids)[i] = (struct image_id){c->images[i].id, i};
     }
@@ -304,7 +304,7 @@ int64_t sk_coco_image(const struct sk_coco *c, const char *key, size_t len)
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const struct coco_image *im = &c->images[mid];
-        int d = shard_key_compare(key, len, im->file_name, im->file_len);
+        int d = sk_key_compare(key, len, im->file_name, im->file_len);
         if (d == 0)
             return (int64_t)mid;
         if (d < 0)

@@ -57,7 +57,7 @@ int shard_keylist_add(struct shard_keylist *l, const char *key, size_t len, stru
     return SHARD_OK;
 }
 
-int shard_key_compare(const char *a, size_t a_len, const char *b, size_t b_len)
+int sk_key_compare(const char *a, size_t a_len, const char *b, size_t b_len)
 {
     int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
     return c ? c : (a_len > b_len) - (a_len < b_len);

@@ -8,7 +8,7 @@
 #include <xxhash.h>
 
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "source/source_internal.h"
 
 struct sk_key_selection {
@@ -38,8 +38,8 @@ static int compare_entries(const void *a, const void *b, void *ctx)
 {
     const struct shard_keylist *l = ctx;
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return shard_key_compare(l->arena + l->offsets[x], l->lengths[x], l->arena + l->offsets[y],
-                             l->lengths[y]);
+    return sk_key_compare(l->arena + l->offsets[x], l->lengths[x], l->arena + l->offsets[y],
+                          l->lengths[y]);
 }
 
 /* The entry equal to key[0..len), or -1. */
@@ -49,7 +49,7 @@ static int64_t find(const struct sk_key_selection *s, const char *key, size_t le
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2, n;
         const char *e = shard_keylist_get(&s->lines, mid, &n);
-        int c = shard_key_compare(e, n, key, len);
+        int c = sk_key_compare(e, n, key, len);
         if (!c)
             return (int64_t)mid;
         if (c < 0)
@@ -78,11 +78,11 @@ static int sort_entries(struct sk_key_selection *s, const uint64_t *lines, struc
         const char *key = shard_keylist_get(&s->lines, perm[i], &len);
         s->line_of[i] = lines[perm[i]];
         if (i && !compare_entries(&perm[i - 1], &perm[i], &s->lines)) {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             rc = shard_err_set(err, SHARD_EINVAL,
                                "--keys '%s': '%s' is listed twice (lines %llu "
                                "and %llu)",
-                               s->path, sk_quote_bytes(key, len, q, sizeof q),
+                               s->path, shardx_quote(key, len, q, sizeof q),
                                (unsigned long long)lines[perm[i - 1]],
                                (unsigned long long)lines[perm[i]]);
         }
@@ -178,11 +178,11 @@ int sk_key_selection_apply(const struct sk_key_selection *s, struct shard_keylis
         if (dot && dot > key && (!slash || dot > slash + 1))
             stem = find(s, key, (size_t)(dot - key));
         if (e >= 0 && stem >= 0) {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             rc = shard_err_set(err, SHARD_EINVAL,
                                "--keys '%s' lists '%s' twice: by its key (line %llu) and by its "
                                "stem (line %llu)",
-                               s->path, sk_quote_bytes(key, len, q, sizeof q),
+                               s->path, shardx_quote(key, len, q, sizeof q),
                                (unsigned long long)s->line_of[e],
                                (unsigned long long)s->line_of[stem]);
             break;
@@ -199,11 +199,11 @@ int sk_key_selection_apply(const struct sk_key_selection *s, struct shard_keylis
         if (!used[i]) {
             size_t len;
             const char *key = shard_keylist_get(&s->lines, i, &len);
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             rc = shard_err_set(err, SHARD_EINVAL,
                                "--keys '%s' line %llu: '%s' names no image of the source", s->path,
                                (unsigned long long)s->line_of[i],
-                               sk_quote_bytes(key, len, q, sizeof q));
+                               shardx_quote(key, len, q, sizeof q));
         }
     free(used);
     if (rc) {

@@ -18,7 +18,7 @@
 #include <xxhash.h>
 
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/grow.h"
 #include "source/source_internal.h"
 
@@ -195,12 +195,12 @@ static void csv_on_row(int terminator, void *data)
     /* RFC 4180 keeps spaces around a field; " cat" would silently be a class
      * of its own, so say so rather than guess. */
     if (has_outer_space(label, label_len)) {
-        char shown[SHARD_QUOTE_SIZE];
+        char shown[SHARDX_QUOTE_SIZE];
         s->rc = shard_err_set(s->err, SHARD_EINVAL,
                               "label file '%s' line %llu: label '%s' "
                               "starts or ends with white space",
                               s->path, (unsigned long long)s->row_line,
-                              sk_quote_bytes(label, label_len, shown, sizeof shown));
+                              shardx_quote(label, label_len, shown, sizeof shown));
         return;
     }
     s->rc = add_row(s->lb, key, key_len, label, label_len, s->row_line, s->err);
@@ -294,7 +294,7 @@ static int csv_init_labels(struct shard_labeler *lb, const char *path, struct sh
         size_t a_len, b_len;
         const char *a = shard_keylist_get(&lb->keys, i - 1, &a_len);
         const char *b = shard_keylist_get(&lb->keys, i, &b_len);
-        if (shard_key_compare(a, a_len, b, b_len) == 0) {
+        if (sk_key_compare(a, a_len, b, b_len) == 0) {
             uint64_t l1 = lb->rows[i - 1].line, l2 = lb->rows[i].line;
             rc = shard_err_set(err, SHARD_EINVAL,
                                "label file '%s': key '%s' is listed twice "
@@ -332,7 +332,7 @@ static size_t csv_row(const struct shard_labeler *lb, const char *key, size_t ke
         size_t mid = lo + (hi - lo) / 2;
         size_t len;
         const char *k = shard_keylist_get(&lb->keys, mid, &len);
-        int c = shard_key_compare(key, key_len, k, len);
+        int c = sk_key_compare(key, key_len, k, len);
         if (c == 0)
             return mid;
         if (c < 0)

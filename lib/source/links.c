@@ -20,6 +20,7 @@
 
 #include "source/source_internal.h"
 #include "util/grow.h"
+#include "shardx/shardx.h"
 
 #define NONE UINT64_MAX
 
@@ -84,12 +85,12 @@ int sk_links_any(const struct sk_links *l)
     return l->count > 0;
 }
 
-int sk_links_note(struct sk_links *l, const struct shard_archive *a, uint64_t cand,
+int sk_links_note(struct sk_links *l, const struct sk_archive *a, uint64_t cand,
                   struct shard_err *err)
 {
     size_t len;
     int link_only;
-    const char *target = shard_archive_link(a, &len, &link_only);
+    const char *target = sk_archive_link(a, &len, &link_only);
     if (!target)
         return SHARD_OK;
     if (SK_GROW(l->links, l->cap, l->count + 1, 64))
@@ -113,8 +114,8 @@ static int compare_sorted(const void *pa, const void *pb, void *ctx)
 {
     const struct shard_keylist *keys = ctx;
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-    int c = shard_key_compare(keys->arena + keys->offsets[a], keys->lengths[a],
-                              keys->arena + keys->offsets[b], keys->lengths[b]);
+    int c = sk_key_compare(keys->arena + keys->offsets[a], keys->lengths[a],
+                           keys->arena + keys->offsets[b], keys->lengths[b]);
     return c ? c : (a > b) - (a < b);
 }
 
@@ -128,7 +129,7 @@ static uint64_t latest_candidate(const struct sk_links *l, const char *name, siz
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         uint64_t c = l->sorted[mid];
-        int cmp = shard_key_compare(keys->arena + keys->offsets[c], keys->lengths[c], name, len);
+        int cmp = sk_key_compare(keys->arena + keys->offsets[c], keys->lengths[c], name, len);
         if (cmp < 0 || (cmp == 0 && c < before))
             lo = mid + 1;
         else
@@ -137,9 +138,8 @@ static uint64_t latest_candidate(const struct sk_links *l, const char *name, siz
     if (lo == 0)
         return NONE;
     uint64_t c = l->sorted[lo - 1];
-    return shard_key_compare(keys->arena + keys->offsets[c], keys->lengths[c], name, len) == 0
-               ? c
-               : NONE;
+    return sk_key_compare(keys->arena + keys->offsets[c], keys->lengths[c], name, len) == 0 ? c
+                                                                                            : NONE;
 }
 
 /* Link k's target names `file` (NONE: nothing).  A link with data of its
@@ -156,7 +156,7 @@ static void set_parent(struct sk_links *l, struct link *k, uint64_t file)
 static int compare_wanted(const void *pa, const void *pb)
 {
     const struct wanted *a = pa, *b = pb;
-    return shard_key_compare(a->name, a->len, b->name, b->len);
+    return sk_key_compare(a->name, a->len, b->name, b->len);
 }
 
 static struct wanted *find_wanted(const struct sk_links *l, const char *name, size_t len)
@@ -218,8 +218,8 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
     int rc = collect_wanted(l, err);
     if (rc)
         return rc;
-    struct shard_archive *a;
-    if ((rc = shard_archive_open(&a, path, err)))
+    struct sk_archive *a;
+    if ((rc = sk_archive_open(&a, path, err)))
         return rc;
     struct shard_buf buf = {0};
     struct shard_scan_stats st = {0};
@@ -231,13 +231,13 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
     while (next < l->count) {
         rc = sk_archive_next_entry(a, max_bytes, want_name, l, &ent, &buf, &st, err);
         if (rc == 0) {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             size_t len;
             const char *key = shard_keylist_get(l->keys, l->links[next].cand, &len);
             rc = shard_err_set(err, SHARD_ECORRUPT,
                                "the archive ended before its entry '%s' "
                                "on a second reading: did it change?",
-                               shard_quote(key, len, q, sizeof q));
+                               shardx_quote(key, len, q, sizeof q));
         }
         if (rc < 0)
             break;
@@ -270,13 +270,13 @@ static int second_pass(struct sk_links *l, const char *path, uint64_t max_bytes,
             continue;
         }
         uint64_t id = NONE;
-        if ((rc = new_item(l, shard_archive_ordinal(a), &id, err)) ||
+        if ((rc = new_item(l, sk_archive_ordinal(a), &id, err)) ||
             (item_fn && (rc = item_fn(ctx, id - l->n, &buf, ent.too_large, ent.problem, err))))
             break;
         w->current = id;
     }
     shard_buf_release(&buf);
-    shard_archive_close(a);
+    sk_archive_close(a);
     if (rc < 0)
         shard_err_prefix(err, rc, "cannot read archive '%s' for its hard links", path);
     return rc < 0 ? rc : SHARD_OK;
@@ -291,9 +291,9 @@ static uint64_t *content_slot(struct sk_links *l, uint64_t file)
 
 static int set_why(struct sk_links *l, struct link *k, const char *what, struct shard_err *err)
 {
-    char q[SHARD_QUOTE_SIZE], text[SHARD_ERRMSG_SIZE];
+    char q[SHARDX_QUOTE_SIZE], text[SHARD_ERRMSG_SIZE];
     snprintf(text, sizeof text, "%s'%s', %s", SK_REASON_LINK,
-             shard_quote(target_of(l, k), k->target_len, q, sizeof q), what);
+             shardx_quote(target_of(l, k), k->target_len, q, sizeof q), what);
     if (!(k->why = strdup(text)))
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     return SHARD_OK;

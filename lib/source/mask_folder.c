@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "source/source_internal.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 
 #define MASK_EXTENSION ".png"
 
@@ -176,7 +176,7 @@ void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, siz
 {
     struct shard_buf name = {0}, mapped = {0};
     struct shard_err e;
-    char shown[SHARD_QUOTE_SIZE];
+    char shown[SHARDX_QUOTE_SIZE];
     int got = mask_key(mf, key, len, &mapped, &e);
     if (got == 0)
         snprintf(out, size, "a mask in '%s' (the name does not end in '%s')", mf->folder, mf->old);
@@ -185,7 +185,7 @@ void sk_mask_folder_origin(const struct sk_mask_folder *mf, const char *key, siz
         snprintf(out, size, "its mask in '%s'", mf->folder);
     else
         snprintf(out, size, "'%s%s'", mf->folder,
-                 shard_quote((const char *)name.data, name.len, shown, sizeof shown));
+                 shardx_quote((const char *)name.data, name.len, shown, sizeof shown));
     shard_buf_release(&name);
     shard_buf_release(&mapped);
 }

@@ -81,7 +81,7 @@ static int compare_listed(const void *pa, const void *pb, void *arg)
     size_t la, lb;
     const char *a = shard_keylist_get(keys, *(const size_t *)pa, &la);
     const char *b = shard_keylist_get(keys, *(const size_t *)pb, &lb);
-    return shard_key_compare(a, la, b, lb);
+    return sk_key_compare(a, la, b, lb);
 }
 
 int sk_source_root_scan(struct sk_source_root *r, struct shard_keylist *keys,

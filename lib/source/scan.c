@@ -28,7 +28,7 @@
 
 #include "source/source_internal.h"
 #include "util/grow.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 
 /* Deepest directory nesting we walk (one open descriptor per level). */
 #define SCAN_MAX_DEPTH 128
@@ -81,7 +81,7 @@ int sk_reason_is_refusal(const char *reason)
 static int compare_refusals(const void *pa, const void *pb)
 {
     const struct shard_refusal *a = pa, *b = pb;
-    return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+    return sk_key_compare(a->key, a->key_len, b->key, b->key_len);
 }
 
 const char *shard_refusals_find(const struct shard_refusals *r, const char *key, size_t len)
@@ -489,11 +489,11 @@ int sk_source_file_open(int root_fd, const char *key, int *fd_out, struct shard_
          * cannot be reached, SHARD_ENET: never taken for a reject, so the
          * message names the file) */
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            char shown[SHARD_QUOTE_SIZE];
+            char shown[SHARDX_QUOTE_SIZE];
             return shard_err_errno(err, SHARD_ENET, errno,
                                    "cannot open '%s' (still busy after %d tries in %.1f s: a "
                                    "lease another client holds?)",
-                                   sk_quote_bytes(key, strlen(key), shown, sizeof shown), tries,
+                                   shardx_quote(key, strlen(key), shown, sizeof shown), tries,
                                    waited);
         }
         if (errno == ENOENT)

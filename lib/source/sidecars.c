@@ -12,6 +12,7 @@
 
 #include "source/source_internal.h"
 #include "util/grow.h"
+#include "shardx/shardx.h"
 
 struct sk_sidecars {
     char **suffixes; /* declared, as given (repeats allowed) */
@@ -180,8 +181,8 @@ static int compare_sample_stems(const void *pa, const void *pb, void *ctx)
     const struct shard_keylist *k = ctx;
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     const char *ka = k->arena + k->offsets[a], *kb = k->arena + k->offsets[b];
-    int c = shard_key_compare(ka, sample_stem_len(ka, k->lengths[a]), kb,
-                              sample_stem_len(kb, k->lengths[b]));
+    int c = sk_key_compare(ka, sample_stem_len(ka, k->lengths[a]), kb,
+                           sample_stem_len(kb, k->lengths[b]));
     return c ? c : (a > b) - (a < b);
 }
 
@@ -194,7 +195,7 @@ static int sample_stem_count(const struct shard_keylist *k, const uint64_t *sort
     while (lo < hi) { /* the first not below */
         size_t mid = lo + (hi - lo) / 2;
         const char *key = k->arena + k->offsets[sorted[mid]];
-        if (shard_key_compare(key, sample_stem_len(key, k->lengths[sorted[mid]]), stem, len) < 0)
+        if (sk_key_compare(key, sample_stem_len(key, k->lengths[sorted[mid]]), stem, len) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -202,7 +203,7 @@ static int sample_stem_count(const struct shard_keylist *k, const uint64_t *sort
     int count = 0;
     for (size_t i = lo; i < n && count < 2; i++, count++) {
         const char *key = k->arena + k->offsets[sorted[i]];
-        if (shard_key_compare(key, sample_stem_len(key, k->lengths[sorted[i]]), stem, len))
+        if (sk_key_compare(key, sample_stem_len(key, k->lengths[sorted[i]]), stem, len))
             break;
     }
     return count;
@@ -253,11 +254,11 @@ static int compare_stems(const void *pa, const void *pb, void *ctx)
     const struct shard_keylist *k = ctx;
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     const char *ka = k->arena + k->offsets[a], *kb = k->arena + k->offsets[b];
-    int c = shard_key_compare(ka, stem_len(ka, k->lengths[a]), kb, stem_len(kb, k->lengths[b]));
+    int c = sk_key_compare(ka, stem_len(ka, k->lengths[a]), kb, stem_len(kb, k->lengths[b]));
     if (c)
         return c;
     /* same stem: by whole key, so the reason names a fixed other */
-    c = shard_key_compare(ka, k->lengths[a], kb, k->lengths[b]);
+    c = sk_key_compare(ka, k->lengths[a], kb, k->lengths[b]);
     return c ? c : (a > b) - (a < b);
 }
 
@@ -269,7 +270,7 @@ static int has_stem(const struct shard_keylist *k, const uint64_t *sorted, size_
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const char *key = k->arena + k->offsets[sorted[mid]];
-        int c = shard_key_compare(key, stem_len(key, k->lengths[sorted[mid]]), stem, len);
+        int c = sk_key_compare(key, stem_len(key, k->lengths[sorted[mid]]), stem, len);
         if (c == 0)
             return 1;
         if (c < 0)
@@ -308,9 +309,9 @@ static int refuse_group(const struct shard_keylist *k, const uint64_t *group, si
         return SHARD_OK;
     size_t first_len;
     const char *first = shard_keylist_get(k, group[kept], &first_len);
-    char shown[SHARD_QUOTE_SIZE], reason[SHARD_QUOTE_SIZE + 96];
+    char shown[SHARDX_QUOTE_SIZE], reason[SHARDX_QUOTE_SIZE + 96];
     snprintf(reason, sizeof reason, "%s'%s', the stem's image (the first by name)", SK_REASON_STEM,
-             shard_quote(first, first_len, shown, sizeof shown));
+             shardx_quote(first, first_len, shown, sizeof shown));
     for (size_t i = kept + 1; i < n; i++) {
         size_t len;
         const char *key = shard_keylist_get(k, group[i], &len);
@@ -348,7 +349,7 @@ int sk_sidecars_resolve(struct sk_sidecars *s, const struct shard_keylist *keys,
         size_t alen = stem_len(a, keys->lengths[sorted[i]]);
         while (j < n) {
             const char *b = keys->arena + keys->offsets[sorted[j]];
-            if (shard_key_compare(a, alen, b, stem_len(b, keys->lengths[sorted[j]])))
+            if (sk_key_compare(a, alen, b, stem_len(b, keys->lengths[sorted[j]])))
                 break;
             j++;
         }
@@ -417,7 +418,7 @@ static int64_t lookup(const struct sk_sidecars *s, const char *key, size_t stem,
         size_t mid = lo + (hi - lo) / 2;
         size_t mlen;
         const char *m = shard_keylist_get(&s->files, mid, &mlen);
-        int c = shard_key_compare(m, mlen, want, stem + sl);
+        int c = sk_key_compare(m, mlen, want, stem + sl);
         if (c == 0) {
             found = (int64_t)mid;
             break;
@@ -454,7 +455,7 @@ int64_t sk_sidecars_find(const struct sk_sidecars *s, const char *key, size_t le
             if (o < 0 || (size_t)o >= s->files.count)
                 continue;
             const char *k1 = shard_keylist_get(&s->files, (size_t)o, &len1);
-            if (shard_key_compare(k0, len0, k1, len1) == 0)
+            if (sk_key_compare(k0, len0, k1, len1) == 0)
                 return SK_SIDECAR_TWICE;
         }
     }

@@ -407,20 +407,74 @@ int sk_annotations_unmatched(const struct sk_annotations *a, const struct shard_
  * same reason, never with a readable file. */
 int sk_reason_is_refusal(const char *reason);
 
+/* ---- archives (libarchive: tar, tar.gz, tar.zst, zip, ...; archive.c) ---- */
+
+struct sk_archive;
+
+/* Open an archive for one streaming pass.  SHARD_EINVAL when libarchive does
+ * not recognise the format, and for a file that holds no entries at all (an
+ * empty file, or one of only zero bytes, which reads as an empty tar). */
+int sk_archive_open(struct sk_archive **out, const char *path, struct shard_err *err);
+
+/* Advance to the next candidate entry: one whose name has a candidate
+ * extension (shard_is_candidate), whatever its type; the other entries
+ * are counted in *st.  On 1 (an entry): *key points to its key (valid
+ * until the next call) and buf holds its bytes, unless
+ *  - the entry is larger than max_bytes (when max_bytes != 0): then
+ *    *too_large is set to its size, buf is left empty and the data skipped;
+ *  - sk_archive_problem() says why it has none (a reject reason);
+ *  - it is a hard link without data: sk_archive_link() names the entry
+ *    whose bytes it has.
+ * The key is the entry's name normalised ("./a//b.jpg" is "a/b.jpg"), or,
+ * for a name that is absolute or has a ".." component, the name as stored
+ * (such an entry has a problem).  A damaged entry (a bad CRC, a truncated
+ * compressed member, a size that lies) is produced with its problem and the
+ * archive is read on, opening it again when libarchive cannot go on by
+ * itself.  Returns 1, 0 at the end of the archive, or a negative error
+ * when it cannot be read any further (SHARD_ECORRUPT with libarchive's
+ * message, naming the entry it broke at). */
+int sk_archive_next(struct sk_archive *a, uint64_t max_bytes, const char **key, size_t *key_len,
+                    struct shard_buf *buf, uint64_t *too_large, struct shard_scan_stats *st,
+                    struct shard_err *err);
+
+/* Why the entry sk_archive_next just produced has no bytes, or NULL when
+ * it has them (or is a hard link).  The reasons: "not a regular file:
+ * symbolic link (never followed)" (and fifo, socket, character device,
+ * block device), "unsafe name in archive: absolute path" (or "'..'
+ * component"), "unsupported: encrypted archive entry", "damaged archive
+ * entry: <libarchive's words>", "hard link to '<name>', an unsafe name".
+ * Valid until the next call.  Such an entry is a candidate to reject with
+ * that reason; the archive goes on. */
+const char *sk_archive_problem(const struct sk_archive *a);
+
+/* When the entry sk_archive_next just produced is a hard link: its
+ * target's normalised name (valid until the next call), else NULL.
+ * *link_only is 1 when the entry has no data of its own: its bytes are
+ * those of the file the target names at that point of the archive (tar
+ * stores a file's later names that way); 0 when it brings data that
+ * becomes that file's (cpio, pax).  Either may be NULL. */
+const char *sk_archive_link(const struct sk_archive *a, size_t *len, int *link_only);
+
+/* The position of the entry sk_archive_next just produced among all the
+ * archive's entries (directories and other entries included), from 0. */
+uint64_t sk_archive_ordinal(const struct sk_archive *a);
+
+void sk_archive_close(struct sk_archive *a); /* accepts NULL */
+
 /* ---- every entry of an archive --------------------------------------------- */
 
 struct sk_archive_entry {
     const char *key; /* normalised name (raw name when unsafe); valid until the next call */
     size_t key_len;
-    int candidate;       /* 1: shard_archive_next would produce it */
-    const char *problem; /* why it has no bytes, or NULL (as shard_archive_problem) */
+    int candidate;       /* 1: sk_archive_next would produce it */
+    const char *problem; /* why it has no bytes, or NULL (as sk_archive_problem) */
     const char *link;    /* hard-link target (normalised), or NULL */
     size_t link_len;
     int link_only; /* a hard link without data of its own */
     uint64_t too_large;
 };
 
-/* Like shard_archive_next, but also produces the entries that are not
+/* Like sk_archive_next, but also produces the entries that are not
  * candidates (not directories) for which want(ctx, key, len) returns 1;
  * other non-candidates are counted in *st and skipped, as there.  Bytes are
  * read for every entry produced, candidate or not. */
@@ -429,10 +483,10 @@ struct sk_archive_entry {
  * bytes are read, admit(ctx, bytes, err) is told how many it will hold (its
  * declared size; 0 when that is over the limit and nothing is read): a
  * non-zero return ends the call with it.  admit NULL: no such call. */
-void sk_archive_set_reading(struct shard_archive *a, uint64_t max_other_bytes,
+void sk_archive_set_reading(struct sk_archive *a, uint64_t max_other_bytes,
                             int (*admit)(void *ctx, uint64_t bytes, struct shard_err *err),
                             void *ctx);
-int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
+int sk_archive_next_entry(struct sk_archive *a, uint64_t max_bytes,
                           int (*want)(void *ctx, const char *key, size_t len), void *ctx,
                           struct sk_archive_entry *out, struct shard_buf *buf,
                           struct shard_scan_stats *st, struct shard_err *err);
@@ -450,8 +504,8 @@ int sk_archive_next_entry(struct shard_archive *a, uint64_t max_bytes,
  * file, each entry with data writing that file's content, the last write
  * winning.
  *
- * Pass 1 is the caller's pass over the candidates (shard_archive_next):
- * sk_links_note() each candidate that shard_archive_link names a target
+ * Pass 1 is the caller's pass over the candidates (sk_archive_next):
+ * sk_links_note() each candidate that sk_archive_link names a target
  * for.  sk_links_resolve() then finds each target among the earlier
  * candidates; a target that is not a candidate (say "a.dat") is found by a
  * second pass over the archive, which hands each such entry's bytes to the
@@ -464,10 +518,10 @@ struct sk_links;
 int sk_links_new(struct sk_links **out, struct shard_err *err);
 void sk_links_free(struct sk_links *l); /* accepts NULL */
 
-/* Candidate number `cand` (0 for the first candidate shard_archive_next
+/* Candidate number `cand` (0 for the first candidate sk_archive_next
  * produced) is the entry `a` just produced: note it when it is a hard link.
  * 0 or SHARD_ENOMEM. */
-int sk_links_note(struct sk_links *l, const struct shard_archive *a, uint64_t cand,
+int sk_links_note(struct sk_links *l, const struct sk_archive *a, uint64_t cand,
                   struct shard_err *err);
 
 /* 1 when a link was noted (then resolve). */
@@ -497,7 +551,7 @@ struct sk_link_copy {
  * else 0. */
 int sk_links_source(const struct sk_links *l, uint64_t cand, struct sk_link_copy *out);
 
-/* The position in the archive (shard_archive_ordinal) of hidden item
+/* The position in the archive (sk_archive_ordinal) of hidden item
  * `item`'s entry, for a caller that reads it again. */
 uint64_t sk_links_item_ordinal(const struct sk_links *l, uint64_t item);
 
@@ -576,5 +630,10 @@ int sk_coco_mask(const struct sk_coco *c, int64_t image, uint32_t w, uint32_t h,
  * Thread-safe. */
 int sk_coco_instance(const struct sk_coco *c, int64_t image, uint32_t ann, uint32_t w, uint32_t h,
                      struct shard_image *mask, struct shard_err *why);
+
+/* The order of keys everywhere in shardkit (manifests/FORMAT.md, "Sample
+ * order"): bytes compared with memcmp, a prefix before its extensions.
+ * Negative, zero or positive like strcmp (keylist.c). */
+int sk_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
 
 #endif

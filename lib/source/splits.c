@@ -16,7 +16,7 @@
 static const char *const split_names[] = {"train", "training", "validation", "valid", "val",
                                           "dev",   "test",     "testing",    "eval",  "evaluation"};
 
-int shard_split_name(const char *name)
+static int split_name(const char *name)
 {
     for (size_t i = 0; i < sizeof split_names / sizeof *split_names; i++)
         if (!strcmp(name, split_names[i]))
@@ -52,7 +52,7 @@ int shard_source_splits(const char *dir, char ***names, size_t *count, size_t *o
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
             fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
             continue;
-        if (!shard_split_name(e->d_name)) {
+        if (!split_name(e->d_name)) {
             ++*others;
             continue;
         }

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/redact.h"
+#include "shardx/shardx.h"
 
 const char *shard_strerror(int code)
 {
@@ -36,7 +36,7 @@ static void one_line(char *msg)
 {
     char redacted[SHARD_ERRMSG_SIZE];
     if (strstr(msg, "://")) {
-        sk_redact_urls(msg, redacted, sizeof redacted);
+        shardx_redact_urls_into(msg, redacted, sizeof redacted);
         memcpy(msg, redacted, strlen(redacted) + 1);
     }
     size_t n = 0;

@@ -5,38 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "shardkit/util.h"
-#include "shardkit/json.h"
+#include "shardx/shardx_json.h"
 
 /* obj[name] = bytes when they are valid UTF-8, else obj[name + "_hex"] = their hex. */
 static int set_bytes(json_t *obj, const char *name, const char *bytes, size_t len,
                      struct shard_err *err)
 {
-    json_t *s = json_stringn(bytes, len); /* NULL when not valid UTF-8 */
-    if (s)
-        return json_object_set_new(obj, name, s) ? shard_err_set(err, SHARD_ENOMEM, "json")
-                                                 : SHARD_OK;
-    static const char digits[] = "0123456789abcdef";
-    static const char suffix[] = "_hex";
-    size_t name_len = strlen(name);
-    char *hex = malloc(2 * len + 1), *field = malloc(name_len + sizeof suffix);
-    if (!hex || !field) {
-        free(hex);
-        free(field);
-        return shard_err_set(err, SHARD_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < len; i++) {
-        hex[2 * i] = digits[(unsigned char)bytes[i] >> 4];
-        hex[2 * i + 1] = digits[(unsigned char)bytes[i] & 15];
-    }
-    hex[2 * len] = '\0';
-    memcpy(field, name, name_len);
-    memcpy(field + name_len, suffix, sizeof suffix);
-    int bad = json_object_set_new(obj, field, json_string(hex));
-    free(hex);
-    free(field);
-    return bad ? shard_err_set(err, SHARD_ENOMEM, "json") : SHARD_OK;
+    return shardx_json_set_bytes(obj, name, bytes, len) ? shard_err_set(err, SHARD_ENOMEM, "json")
+                                                        : SHARD_OK;
 }
 
 int sk_jsonkey_set(json_t *obj, const char *key, size_t len, struct shard_err *err)
@@ -81,7 +59,7 @@ int sk_jsonkey_get(const json_t *obj, size_t max, char **key, size_t *len, struc
     if (!k)
         return shard_err_set(err, SHARD_ENOMEM, "out of memory");
     for (size_t i = 0; i < n / 2; i++) {
-        int hi = sk_hex_value(hex[2 * i]), lo = sk_hex_value(hex[2 * i + 1]);
+        int hi = shardx_hex_value(hex[2 * i]), lo = shardx_hex_value(hex[2 * i + 1]);
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
             free(k);
             return shard_err_set(err, SHARD_ECORRUPT, "\"key_hex\" is not hex bytes");
@@ -152,14 +130,4 @@ int sk_jsonkey_set_hex64(json_t *obj, const char *field, uint64_t v)
     char hex[17];
     shard_hex64(v, hex);
     return json_object_set_new(obj, field, json_string(hex)) ? SHARD_ENOMEM : SHARD_OK;
-}
-
-int shard_json_set_key(json_t *obj, const char *key, size_t len)
-{
-    return sk_jsonkey_set(obj, key, len, NULL);
-}
-
-int shard_json_set_bytes(json_t *obj, const char *name, const char *bytes, size_t len)
-{
-    return set_bytes(obj, name, bytes, len, NULL);
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "read/dataset_internal.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "verify/verify_internal.h"
 
 /* Consecutive records one thread takes at a time. */
@@ -28,8 +28,8 @@ static void check_item(struct verify_run *v, uint64_t g, const struct shard_item
 {
     const struct shard_config *c = &v->m->config;
     const char *file = v->m->shards[it->shard].file;
-    char q[SHARD_QUOTE_SIZE];
-    sk_quote_bytes((const char *)it->key.data, it->key.len, q, sizeof q);
+    char q[SHARDX_QUOTE_SIZE];
+    shardx_quote((const char *)it->key.data, it->key.len, q, sizeof q);
 #define RECORD_PROBLEM(...)                                                                   \
     sk_verify_problem(v, SHARD_CHECK_RECORD, SHARD_EMISMATCH, it->shard, (int64_t)it->record, \
                       (const char *)it->key.data, it->key.len, __VA_ARGS__)

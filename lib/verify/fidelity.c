@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "record/record_build.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"
@@ -101,7 +101,7 @@ static int as_read(struct shard_image *img, const struct shard_item *like,
 static int compare_captured(const void *pa, const void *pb)
 {
     const struct captured *a = pa, *b = pb;
-    return shard_key_compare(a->key, a->len, b->key, b->len);
+    return sk_key_compare(a->key, a->len, b->key, b->len);
 }
 
 static int keep_bytes(struct captured *c, const struct shard_buf *buf, struct shard_err *err)
@@ -114,7 +114,7 @@ static int keep_bytes(struct captured *c, const struct shard_buf *buf, struct sh
 
 /* Entries the second reading wants besides candidates: hidden items. */
 struct reread {
-    struct shard_archive *a;
+    struct sk_archive *a;
     struct captured *cap;
     uint64_t n;
     const struct sk_links *links;
@@ -123,7 +123,7 @@ struct reread {
 static int reread_wants(void *ctx, const char *key, size_t len)
 {
     const struct reread *r = ctx;
-    uint64_t ordinal = shard_archive_ordinal(r->a);
+    uint64_t ordinal = sk_archive_ordinal(r->a);
     for (uint64_t i = 0; i < r->n; i++)
         if (r->cap[i].need && r->cap[i].from.from == SK_FROM_ITEM &&
             sk_links_item_ordinal(r->links, r->cap[i].from.source) == ordinal)
@@ -136,7 +136,7 @@ static int capture_linked(struct verify_run *v, struct captured *cap, uint64_t n
                           const struct sk_links *links, struct shard_err *err)
 {
     struct reread r = {NULL, cap, n, links};
-    int rc = shard_archive_open(&r.a, v->o->source, err);
+    int rc = sk_archive_open(&r.a, v->o->source, err);
     if (rc)
         return rc;
     struct shard_buf buf = {0};
@@ -145,7 +145,7 @@ static int capture_linked(struct verify_run *v, struct captured *cap, uint64_t n
     uint64_t cand = 0;
     while ((rc = sk_archive_next_entry(r.a, v->m->config.max_file_bytes, reread_wants, &r, &ent,
                                        &buf, &st, err)) == 1) {
-        uint64_t ordinal = shard_archive_ordinal(r.a);
+        uint64_t ordinal = sk_archive_ordinal(r.a);
         for (uint64_t i = 0; i < n && rc >= 0; i++) {
             struct captured *c = &cap[i];
             int mine = c->need &&
@@ -161,7 +161,7 @@ static int capture_linked(struct verify_run *v, struct captured *cap, uint64_t n
         cand += ent.candidate;
     }
     shard_buf_release(&buf);
-    shard_archive_close(r.a);
+    sk_archive_close(r.a);
     return rc < 0 ? rc : SHARD_OK;
 }
 
@@ -172,9 +172,9 @@ static int capture_from_archive(struct verify_run *v, struct captured *cap, uint
                                 struct shard_err *err)
 {
     qsort(cap, n, sizeof *cap, compare_captured);
-    struct shard_archive *a;
+    struct sk_archive *a;
     struct sk_links *links = NULL;
-    int rc = shard_archive_open(&a, v->o->source, err);
+    int rc = sk_archive_open(&a, v->o->source, err);
     if (rc)
         return rc;
     struct shard_buf buf = {0};
@@ -187,8 +187,8 @@ static int capture_from_archive(struct verify_run *v, struct captured *cap, uint
         size_t len;
         uint64_t too_large = 0;
         int link_only = 0;
-        rc = shard_archive_next(a, v->m->config.max_file_bytes, &key, &len, &buf, &too_large, &st,
-                                err);
+        rc = sk_archive_next(a, v->m->config.max_file_bytes, &key, &len, &buf, &too_large, &st,
+                             err);
         if (rc <= 0)
             break;
         if ((rc = sk_links_note(links, a, cand, err)) ||
@@ -198,8 +198,8 @@ static int capture_from_archive(struct verify_run *v, struct captured *cap, uint
         struct captured *hit = bsearch(&probe, cap, n, sizeof *cap, compare_captured);
         if (!hit)
             continue;
-        shard_archive_link(a, NULL, &link_only);
-        int usable = !too_large && !shard_archive_problem(a) && !link_only;
+        sk_archive_link(a, NULL, &link_only);
+        int usable = !too_large && !sk_archive_problem(a) && !link_only;
         /* equal keys sit side by side: take the first not yet met */
         while (hit > cap && !compare_captured(hit - 1, &probe))
             hit--;
@@ -214,7 +214,7 @@ static int capture_from_archive(struct verify_run *v, struct captured *cap, uint
     }
     if (rc < 0 || !sk_links_any(links))
         goto out;
-    shard_archive_close(a);
+    sk_archive_close(a);
     a = NULL;
     if ((rc = sk_links_resolve(links, &keys, v->o->source, v->m->config.max_file_bytes, NULL, NULL,
                                err)))
@@ -232,7 +232,7 @@ out:
     shard_buf_release(&buf);
     shard_keylist_release(&keys);
     sk_links_free(links);
-    shard_archive_close(a);
+    sk_archive_close(a);
     return rc < 0 ? rc : SHARD_OK;
 }
 
@@ -255,8 +255,8 @@ static void compare_one(struct verify_run *v, struct fidelity_thread *w, uint64_
                         const uint8_t *src, size_t src_len, double min_psnr,
                         struct shard_fidelity_result *res)
 {
-    char q[SHARD_QUOTE_SIZE];
-    sk_quote_bytes(res->key, res->key_len, q, sizeof q);
+    char q[SHARDX_QUOTE_SIZE];
+    shardx_quote(res->key, res->key_len, q, sizeof q);
     const char *file = v->m->shards[res->shard].file;
     unsigned long long rec = (unsigned long long)res->record;
     struct shard_err e;
@@ -365,10 +365,10 @@ static const uint8_t *source_of(struct verify_run *v, struct fidelity_thread *w,
         *len = w->source.len;
         return w->source.data;
     }
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     sk_verify_problem(v, SHARD_CHECK_FIDELITY, SHARD_ENOTFOUND, res->shard, (int64_t)res->record,
                       res->key, res->key_len, "fidelity: '%s': cannot read its source file: %s",
-                      sk_quote_bytes(res->key, res->key_len, q, sizeof q),
+                      shardx_quote(res->key, res->key_len, q, sizeof q),
                       archive ? "not in the archive" : e.msg);
     return NULL;
 }

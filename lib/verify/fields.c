@@ -24,9 +24,10 @@
 #include <xxhash.h>
 
 #include "read/dataset_internal.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "shardkit/source.h"
 #include "verify/verify_internal.h"
+#include "source/source_internal.h"
 
 /* Whether a field's identity in the index lines is that of the value a
  * record stores: a text, json or bytes value is its source bytes unchanged,
@@ -197,7 +198,7 @@ void sk_verify_index_line_fields(struct verify_run *v, uint64_t g, const struct 
     for (uint32_t f = 0; f < c->field_count; f++) {
         if (!c->fields[f].required || sk_verify_field_bit(named, v->field_bytes, 0, f))
             continue;
-        char q[SHARD_QUOTE_SIZE];
+        char q[SHARDX_QUOTE_SIZE];
         uint32_t s;
         uint64_t r;
         shard_dataset_locate(v->ds, g, &s, &r, NULL);
@@ -206,7 +207,7 @@ void sk_verify_index_line_fields(struct verify_run *v, uint64_t g, const struct 
                                "%s line " SK_LINE_MARK
                                " (key '%s'): no field '%s', which the config requires",
                                v->m->indexes[at->file].file,
-                               sk_quote_bytes(smp->key, smp->key_len, q, sizeof q),
+                               shardx_quote(smp->key, smp->key_len, q, sizeof q),
                                c->fields[f].name);
     }
 }
@@ -273,17 +274,17 @@ void sk_verify_orphans_listed(struct verify_run *v)
         return;
     for (uint64_t i = 0; i < m->orphan_count; i++) {
         const struct shard_orphan *o = &m->orphans[i];
-        char q[SHARD_QUOTE_SIZE];
+        char q[SHARDX_QUOTE_SIZE];
         if (!sidecar_named(&m->config, o->key, o->key_len))
             sk_verify_problem(v, SHARD_CHECK_MANIFEST, SHARD_EMISMATCH, -1, -1, o->key, o->key_len,
                               "manifest: orphan '%s' is not named like a sidecar file of a "
                               "declared suffix",
-                              sk_quote_bytes(o->key, o->key_len, q, sizeof q));
-        if (i > 0 && shard_key_compare(m->orphans[i - 1].key, m->orphans[i - 1].key_len, o->key,
-                                       o->key_len) >= 0)
+                              shardx_quote(o->key, o->key_len, q, sizeof q));
+        if (i > 0 && sk_key_compare(m->orphans[i - 1].key, m->orphans[i - 1].key_len, o->key,
+                                    o->key_len) >= 0)
             sk_verify_problem(v, SHARD_CHECK_MANIFEST, SHARD_EMISMATCH, -1, -1, o->key, o->key_len,
                               "manifest: orphan '%s' is listed twice or out of key order",
-                              sk_quote_bytes(o->key, o->key_len, q, sizeof q));
+                              shardx_quote(o->key, o->key_len, q, sizeof q));
     }
 }
 
@@ -296,8 +297,8 @@ void sk_verify_record_fields(struct verify_run *v, uint64_t g, const struct shar
     const struct shard_config *c = &v->m->config;
     const char *file = v->m->shards[it->shard].file;
     const char *key = (const char *)it->key.data;
-    char q[SHARD_QUOTE_SIZE];
-    sk_quote_bytes(key, it->key.len, q, sizeof q);
+    char q[SHARDX_QUOTE_SIZE];
+    shardx_quote(key, it->key.len, q, sizeof q);
     uint64_t slot = sk_verify_slot(v, g); /* g is in the window */
     int have_line = v->index_hits[slot] != 0;
 #define FIELD_PROBLEM(...)                                                                         \

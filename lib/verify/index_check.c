@@ -35,7 +35,7 @@
 #include "manifest/manifest_internal.h"
 #include "read/dataset_internal.h"
 #include "read/fetch.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/grow.h"
 #include "verify/verify_internal.h"
 
@@ -357,11 +357,11 @@ void sk_verify_out_of_order(struct verify_run *v, const struct sk_line_ref *at, 
     uint32_t s;
     uint64_t r;
     shard_dataset_locate(v->ds, g, &s, &r, NULL);
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     sk_verify_line_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len, at,
                            "%s line " SK_LINE_MARK " (key '%s'): %s record %llu is listed again or "
                            "out of order",
-                           v->m->indexes[at->file].file, sk_quote_bytes(key, len, q, sizeof q),
+                           v->m->indexes[at->file].file, shardx_quote(key, len, q, sizeof q),
                            v->m->shards[s].file, (unsigned long long)r);
 }
 
@@ -406,7 +406,7 @@ static int take_line(struct verify_run *v, struct sk_index_walk *w, uint32_t k, 
     const struct shard_sample *smp = &w->smp;
     if ((rc = count_line(v, smp)))
         return rc;
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     uint32_t first = v->file_first[k], count = v->file_first[k + 1] - first;
     uint32_t s = first + smp->shard;
     if (smp->shard >= count || smp->record >= m->shards[s].samples) {
@@ -415,7 +415,7 @@ static int take_line(struct verify_run *v, struct sk_index_walk *w, uint32_t k, 
                                "%s line " SK_LINE_MARK
                                " (key '%s'): shard %u record %llu does not exist",
                                m->indexes[k].file,
-                               sk_quote_bytes(smp->key, smp->key_len, q, sizeof q), smp->shard,
+                               shardx_quote(smp->key, smp->key_len, q, sizeof q), smp->shard,
                                (unsigned long long)smp->record);
         return 0;
     }
@@ -425,7 +425,7 @@ static int take_line(struct verify_run *v, struct sk_index_walk *w, uint32_t k, 
                                smp->key, smp->key_len, at,
                                "%s line " SK_LINE_MARK " (key '%s'): label %d does not exist",
                                m->indexes[k].file,
-                               sk_quote_bytes(smp->key, smp->key_len, q, sizeof q), smp->label);
+                               shardx_quote(smp->key, smp->key_len, q, sizeof q), smp->label);
     if (w->have_prev && *g <= w->prev_g)
         sk_verify_out_of_order(v, at, *g, smp->key, smp->key_len);
     if (!p->first.have) {
@@ -452,17 +452,17 @@ void sk_verify_line_against_record(struct verify_run *v, uint64_t g, const char 
     uint64_t r;
     shard_dataset_locate(v->ds, g, &s, &r, NULL);
     const char *file = v->m->shards[s].file, *index = v->m->indexes[at->file].file;
-    char q[SHARD_QUOTE_SIZE], q2[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE], q2[SHARDX_QUOTE_SIZE];
     if (len != line_len || memcmp(key, line_key, len))
         sk_verify_line_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len, at,
                                "%s record %llu (key '%s'): %s line " SK_LINE_MARK " names key '%s'",
-                               file, (unsigned long long)r, sk_quote_bytes(key, len, q, sizeof q),
-                               index, sk_quote_bytes(line_key, line_len, q2, sizeof q2));
+                               file, (unsigned long long)r, shardx_quote(key, len, q, sizeof q),
+                               index, shardx_quote(line_key, line_len, q2, sizeof q2));
     else if (label != line_label)
         sk_verify_line_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len, at,
                                "%s record %llu (key '%s'): label %d, %s line " SK_LINE_MARK
                                " says %d",
-                               file, (unsigned long long)r, sk_quote_bytes(key, len, q, sizeof q),
+                               file, (unsigned long long)r, shardx_quote(key, len, q, sizeof q),
                                label, index, line_label);
 }
 
@@ -472,11 +472,11 @@ void sk_verify_not_in_index(struct verify_run *v, uint64_t g, const char *key, s
     uint64_t r;
     shard_dataset_locate(v->ds, g, &s, &r, NULL);
     const char *file = v->m->shards[s].file, *index = sk_verify_index_name(v, s);
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     if (key)
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, key, len,
                           "%s record %llu (key '%s'): not in %s", file, (unsigned long long)r,
-                          sk_quote_bytes(key, len, q, sizeof q), index);
+                          shardx_quote(key, len, q, sizeof q), index);
     else
         sk_verify_problem(v, SHARD_CHECK_INDEX, SHARD_EMISMATCH, s, (int64_t)r, NULL, 0,
                           "%s record %llu: not in %s", file, (unsigned long long)r, index);

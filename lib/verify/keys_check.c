@@ -32,7 +32,7 @@
 #include "read/fetch.h"
 #include "util/endian.h"
 #include "util/grow.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "verify/verify_internal.h"
 
 #define MOD61 ((1ULL << 61) - 1)
@@ -324,10 +324,10 @@ static void compare_equal_hashes(struct verify_run *v, const uint64_t *gs, size_
             uint64_t ra, rb;
             shard_dataset_locate(v->ds, gs[a], &sa, &ra, NULL);
             shard_dataset_locate(v->ds, gs[b], &sb, &rb, NULL);
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             sk_verify_problem(v, SHARD_CHECK_KEYS, SHARD_EMISMATCH, sb, (int64_t)rb, kb, lb,
                               "duplicate key '%s': %s record %llu and %s record %llu",
-                              sk_quote_bytes(kb, lb, q, sizeof q), v->m->shards[sa].file,
+                              shardx_quote(kb, lb, q, sizeof q), v->m->shards[sa].file,
                               (unsigned long long)ra, v->m->shards[sb].file,
                               (unsigned long long)rb);
             break;

@@ -18,8 +18,9 @@
 #include <xxhash.h>
 
 #include "read/dataset_internal.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "verify/verify_internal.h"
+#include "manifest/manifest_internal.h"
 
 /* Records a window holds at least (when its shards are small). */
 #define WINDOW_MIN_RECORDS (1u << 16)
@@ -61,7 +62,7 @@ static void check_shard(struct verify_run *v, uint32_t s, uint64_t *hashed, doub
         sk_verify_problem(v, SHARD_CHECK_SHARD, rc, s, -1, NULL, 0, "%s", e.msg);
     /* a dataset with fields has version 2 shards (their records carry
      * fields), one without version 1, whatever the manifest's version */
-    uint16_t expect = shard_config_format_version(&v->m->config);
+    uint16_t expect = sk_config_format_version(&v->m->config);
     if (footer->version != expect)
         sk_verify_problem(v, SHARD_CHECK_SHARD, SHARD_EMISMATCH, s, -1, NULL, 0,
                           "%s: format version %u, the manifest's is %u (shards of version %u)",
@@ -110,12 +111,12 @@ static int count_footers(struct verify_run *v, struct shard_err *err)
             } else {
                 size_t len;
                 const char *key = sk_verify_footer_key(v, s, r, &len);
-                char q[SHARD_QUOTE_SIZE];
+                char q[SHARDX_QUOTE_SIZE];
                 sk_verify_problem(v, SHARD_CHECK_COUNTS, SHARD_EMISMATCH, s, (int64_t)r, key, len,
                                   "%s record %llu (key '%s'): label %d, but the manifest has %u "
                                   "labels",
                                   m->shards[s].file, (unsigned long long)r,
-                                  sk_quote_bytes(key, len, q, sizeof q), label, m->label_count);
+                                  shardx_quote(key, len, q, sizeof q), label, m->label_count);
             }
         }
     }

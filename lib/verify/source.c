@@ -1,7 +1,7 @@
 /* source.c - --source: prove the dataset is exactly its source.
  *
  * SRC is scanned the way shardify scans it (shard_scan_dir for a directory,
- * one streaming pass of shard_archive_next for an archive).  Its candidates
+ * one streaming pass of sk_archive_next for an archive).  Its candidates
  * and the dataset's expectations (the samples of index.jsonl and the
  * manifest's rejects) are both sorted by key and joined.  For each key the
  * files found must pair off with the entries expected: a sample with the
@@ -35,7 +35,7 @@
 #include "manifest/field_parse.h"
 #include "util/jsonkey.h"
 #include "util/fsutil.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/grow.h"
 #include "shardkit/source.h"
 #include "source/source_internal.h"
@@ -108,14 +108,14 @@ static int compare_found(const void *pa, const void *pb, void *ctx)
     const struct found *a = pa, *b = pb;
     size_t la, lb;
     const char *ka = shard_keylist_get(l, a->key, &la), *kb = shard_keylist_get(l, b->key, &lb);
-    int c = shard_key_compare(ka, la, kb, lb);
+    int c = sk_key_compare(ka, la, kb, lb);
     return c ? c : (a->key > b->key) - (a->key < b->key); /* archive order among equals */
 }
 
 static int compare_expected(const void *pa, const void *pb)
 {
     const struct expected *a = pa, *b = pb;
-    int c = shard_key_compare(a->key, a->len, b->key, b->len);
+    int c = sk_key_compare(a->key, a->len, b->key, b->len);
     if (c)
         return c;
     if (a->is_sample != b->is_sample)
@@ -345,13 +345,13 @@ static void drop_hidden(struct source_run *s)
 static int scan_one_archive(struct source_run *s, const char *path, const char *prefix,
                             struct shard_err *err)
 {
-    struct shard_archive *a;
+    struct sk_archive *a;
     struct sk_links *links = NULL;
-    int rc = shard_archive_open(&a, path, err);
+    int rc = sk_archive_open(&a, path, err);
     if (rc)
         return rc;
     if ((rc = sk_links_new(&links, err))) {
-        shard_archive_close(a);
+        sk_archive_close(a);
         return rc;
     }
     struct shard_buf buf = {0}, key_buf = {0};
@@ -384,8 +384,8 @@ static int scan_one_archive(struct source_run *s, const char *path, const char *
             (rc = sk_links_note(links, a, s->found_count - 1 - base, err)))
             break;
         struct found *f = &s->found[s->found_count - 1];
-        shard_archive_link(a, NULL, &link_only);
-        if ((problem = shard_archive_problem(a))) {
+        sk_archive_link(a, NULL, &link_only);
+        if ((problem = sk_archive_problem(a))) {
             if ((rc = set_refused(f, problem, err)))
                 break;
             continue;
@@ -406,7 +406,7 @@ static int scan_one_archive(struct source_run *s, const char *path, const char *
         shard_err_prefix(err, rc, "cannot read archive '%s'", path);
     shard_buf_release(&buf);
     shard_buf_release(&key_buf);
-    shard_archive_close(a);
+    sk_archive_close(a);
     if (rc == 0 && sk_links_any(links))
         rc = sk_links_resolve(links, prefix ? &members : &s->found_keys, path, max_bytes, hash_item,
                               s, err);
@@ -677,8 +677,8 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
                            const struct expected *x)
 {
     struct verify_run *v = s->v;
-    char q[SHARD_QUOTE_SIZE], got[17], want[17];
-    sk_quote_bytes(key, len, q, sizeof q);
+    char q[SHARDX_QUOTE_SIZE], got[17], want[17];
+    shardx_quote(key, len, q, sizeof q);
     const struct shard_reject *rj = x->is_sample ? NULL : &v->m->rejects[x->n];
     if (f->refused || (f->stem && (!rj || strcmp(rj->reason, f->stem)))) {
         const char *why = f->refused ? f->why : f->stem;
@@ -731,8 +731,8 @@ static void report_changed(struct source_run *s, const struct found *f, const ch
 static void report_missing(struct source_run *s, const struct expected *x)
 {
     struct verify_run *v = s->v;
-    char q[SHARD_QUOTE_SIZE];
-    sk_quote_bytes(x->key, x->len, q, sizeof q);
+    char q[SHARDX_QUOTE_SIZE];
+    shardx_quote(x->key, x->len, q, sizeof q);
     if (x->is_sample) {
         uint32_t shard = s->sample_shard[x->n];
         sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_ENOTFOUND, shard,
@@ -771,15 +771,15 @@ static void pair_group(struct source_run *s, struct found *F, uint64_t nf, struc
             report_changed(s, &F[i], key, len, &X[j]);
             F[i].used = X[j].used = 1;
         } else if (F[i].refused) {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                               "source: '%s' is in SRC (%s) but is not a listed reject",
-                              sk_quote_bytes(key, len, q, sizeof q), F[i].why);
+                              shardx_quote(key, len, q, sizeof q), F[i].why);
         } else {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             sk_verify_problem(s->v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                               "source: '%s' is in SRC but is neither a sample nor a listed reject",
-                              sk_quote_bytes(key, len, q, sizeof q));
+                              shardx_quote(key, len, q, sizeof q));
         }
     }
     for (uint64_t j = 0; j < nx; j++) {
@@ -805,17 +805,17 @@ static void join(struct source_run *s, int hash_only)
         else if (j >= s->expected_count)
             c = -1;
         else
-            c = shard_key_compare(kf, lf, s->expected[j].key, s->expected[j].len);
+            c = sk_key_compare(kf, lf, s->expected[j].key, s->expected[j].len);
         uint64_t i2 = i, j2 = j;
         if (c <= 0)
             while (i2 < s->found_count &&
-                   !shard_key_compare(shard_keylist_get(&s->found_keys, s->found[i2].key, NULL),
-                                      s->found_keys.lengths[s->found[i2].key], kf, lf))
+                   !sk_key_compare(shard_keylist_get(&s->found_keys, s->found[i2].key, NULL),
+                                   s->found_keys.lengths[s->found[i2].key], kf, lf))
                 i2++;
         if (c >= 0) {
             const struct expected *x = &s->expected[j];
             while (j2 < s->expected_count &&
-                   !shard_key_compare(s->expected[j2].key, s->expected[j2].len, x->key, x->len))
+                   !sk_key_compare(s->expected[j2].key, s->expected[j2].len, x->key, x->len))
                 j2++;
         }
         if (hash_only) {
@@ -953,14 +953,14 @@ static int check_labels(struct source_run *s, struct shard_err *err)
         int label = have ? sk_verify_find_label(m, derived) : SHARD_NO_LABEL;
         int32_t stored = s->sample_label[i];
         if ((have && label < 0) || label != stored) {
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             const char *stored_name = stored == SHARD_NO_LABEL            ? "(none)"
                                       : (uint32_t)stored < m->label_count ? m->labels[stored]
                                                                           : "(out of range)";
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, s->sample_shard[i],
                               (int64_t)s->sample_record[i], key, len,
                               "source: '%s' has label '%s' in the dataset, %s gives '%s'",
-                              sk_quote_bytes(key, len, q, sizeof q), stored_name,
+                              shardx_quote(key, len, q, sizeof q), stored_name,
                               lb ? "its key" : "SRC", have ? derived : "(none)");
         }
         if (label == SHARD_NO_LABEL)

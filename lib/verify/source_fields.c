@@ -39,7 +39,7 @@
 #include "source/source_internal.h"
 #include "util/endian.h"
 #include "util/jsonkey.h"
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "util/grow.h"
 #include "verify/verify_internal.h"
 
@@ -333,14 +333,14 @@ static int parsed_xxh3(const struct source_fields *sf, const struct shard_field_
         for (size_t i = 0; !rc && i < json_array_size(a); i++) {
             json_t *x = json_array_get(a, i);
             int32_t label = label_number(sf->v->m, json_string_value(x), json_string_length(x));
-            char q[SHARD_QUOTE_SIZE];
+            char q[SHARDX_QUOTE_SIZE];
             if (label < 0)
                 rc = shard_err_set(why, SHARD_ECORRUPT,
                                    "field '%s': %s names class '%s', "
                                    "which is not among the manifest's labels",
                                    d->name, origin,
-                                   shard_quote(json_string_value(x), json_string_length(x), q,
-                                               sizeof q));
+                                   shardx_quote(json_string_value(x), json_string_length(x), q,
+                                                sizeof q));
             else
                 put_le32(value.data + 4 * i, (uint32_t)label);
         }
@@ -363,8 +363,8 @@ static int take_values(struct source_fields *sf, struct side_file *f, const char
                        const uint8_t *data, size_t n, struct shard_err *err)
 {
     const struct shard_config *c = sf->c;
-    char origin[SHARD_QUOTE_SIZE + 2], q[SHARD_QUOTE_SIZE];
-    snprintf(origin, sizeof origin, "'%s'", shard_quote(key, len, q, sizeof q));
+    char origin[SHARDX_QUOTE_SIZE + 2], q[SHARDX_QUOTE_SIZE];
+    snprintf(origin, sizeof origin, "'%s'", shardx_quote(key, len, q, sizeof q));
     if (sf->class_suffix != NONE &&
         sk_sidecars_suffix_of(sf->side, key, len) == (int)sf->class_suffix) {
         const uint8_t *name;
@@ -567,7 +567,7 @@ struct checked {
     struct source_fields *sf;
     const char *key;
     size_t len;
-    char q[SHARD_QUOTE_SIZE]; /* the key, quoted */
+    char q[SHARDX_QUOTE_SIZE]; /* the key, quoted */
     int64_t shard;
     int64_t record;
     uint64_t g; /* its place in stored order */
@@ -647,13 +647,13 @@ static void check_sidecar_field(struct checked *c, uint32_t f, const struct shar
                        "source: the sidecar of field '%s' of '%s' is in SRC twice", d->name, c->q);
         return;
     }
-    char q[SHARD_QUOTE_SIZE], origin[SHARD_QUOTE_SIZE + 2];
+    char q[SHARDX_QUOTE_SIZE], origin[SHARDX_QUOTE_SIZE + 2];
     struct shard_err e;
     if (sk_sidecars_name(sf->side, c->key, c->len, sf->suffix_of[f], name, &e))
         snprintf(origin, sizeof origin, "its sidecar");
     else
         snprintf(origin, sizeof origin, "'%s'",
-                 shard_quote((const char *)name->data, name->len, q, sizeof q));
+                 shardx_quote((const char *)name->data, name->len, q, sizeof q));
     if (!as_named(c, d->name, origin, "SRC", pos >= 0, idx))
         return;
     const struct side_file *file = file_at(sf, pos);
@@ -676,7 +676,7 @@ static void check_folder_field(struct checked *c, uint32_t f, const struct shard
     struct source_fields *sf = c->sf;
     const struct shard_field_decl *d = &sf->c->fields[f];
     const struct sk_mask_folder *mf = sf->folder_of[f];
-    char origin[SHARD_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX];
+    char origin[SHARDX_QUOTE_SIZE + 2 * SHARD_FIELD_NAME_MAX];
     sk_mask_folder_origin(mf, c->key, c->len, origin, sizeof origin);
     if (!as_named(c, d->name, origin, "its folder", sk_mask_folder_has(mf, c->key, c->len), idx))
         return;
@@ -747,7 +747,7 @@ void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const cha
         return;
     const struct verify_run *v = sf->v;
     struct checked c = {sf, key, len, "", shard, (int64_t)record, UINT64_MAX};
-    sk_quote_bytes(key, len, c.q, sizeof c.q);
+    shardx_quote(key, len, c.q, sizeof c.q);
     if (shard < v->m->shard_count && record < v->m->shards[shard].samples)
         c.g = sk_dataset_shard_first(v->ds, shard) + record;
     struct shard_buf name = {0};
@@ -768,7 +768,7 @@ void sk_source_fields_check(struct source_fields *sf, uint64_t sample, const cha
 static int compare_orphans(const void *pa, const void *pb)
 {
     const struct shard_orphan *a = pa, *b = pb;
-    return shard_key_compare(a->key, a->key_len, b->key, b->key_len);
+    return sk_key_compare(a->key, a->key_len, b->key, b->key_len);
 }
 
 /* The manifest's orphans against SRC's sidecar files of no image. */
@@ -801,24 +801,24 @@ static int check_orphans(struct source_fields *sf, struct shard_err *err)
     if (found)
         qsort(theirs, found, sizeof *theirs, compare_orphans);
     uint64_t j = 0;
-    char q[SHARD_QUOTE_SIZE];
+    char q[SHARDX_QUOTE_SIZE];
     while (i < found || j < listed) {
         size_t len = i < found ? theirs[i].key_len : 0;
         const char *key = i < found ? theirs[i].key : NULL;
         int cmp = !key          ? 1
                   : j >= listed ? -1
-                                : shard_key_compare(key, len, mine[j].key, mine[j].key_len);
+                                : sk_key_compare(key, len, mine[j].key, mine[j].key_len);
         if (cmp < 0)
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, key, len,
                               "source: '%s' is a sidecar file of no image in SRC, but not one "
                               "of the manifest's orphans",
-                              sk_quote_bytes(key, len, q, sizeof q));
+                              shardx_quote(key, len, q, sizeof q));
         else if (cmp > 0)
             sk_verify_problem(v, SHARD_CHECK_SOURCE, SHARD_EMISMATCH, -1, -1, mine[j].key,
                               mine[j].key_len,
                               "source: orphan '%s' of the manifest is not a sidecar file of no "
                               "image in SRC (gone, or an image has its stem now)",
-                              sk_quote_bytes(mine[j].key, mine[j].key_len, q, sizeof q));
+                              shardx_quote(mine[j].key, mine[j].key_len, q, sizeof q));
         i += cmp <= 0;
         j += cmp >= 0;
     }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/quote.h"
+#include "shardx/shardx.h"
 #include "verify/verify_internal.h"
 
 /* Visit counts saturate here (pad with many more ranks than samples
@@ -107,17 +107,17 @@ static int keeps_promise(enum shard_remainder rem, const struct visit_tally *t, 
 static void report_epoch(struct verify_run *v, uint32_t world, uint64_t epoch,
                          const struct visit_tally *t)
 {
-    char where[SHARD_QUOTE_SIZE + 64] = "";
+    char where[SHARDX_QUOTE_SIZE + 64] = "";
     if (t->example >= 0) {
         uint32_t s;
         uint64_t r;
         size_t len;
         shard_dataset_locate(v->ds, (uint64_t)t->example, &s, &r, NULL);
         char *key = sk_verify_key_of(v, (uint64_t)t->example, &len);
-        char q[SHARD_QUOTE_SIZE];
+        char q[SHARDX_QUOTE_SIZE];
         snprintf(where, sizeof where, " (e.g. %s record %llu%s%s%s)", v->m->shards[s].file,
                  (unsigned long long)r, key ? ", key '" : "",
-                 key ? sk_quote_bytes(key, len, q, sizeof q) : "", key ? "'" : "");
+                 key ? shardx_quote(key, len, q, sizeof q) : "", key ? "'" : "");
         free(key);
     }
     sk_verify_problem(v, SHARD_CHECK_VISITATION, SHARD_EMISMATCH, -1, -1, NULL, 0,

@@ -1,6 +1,7 @@
 /* native.c - the module shardkit._native: errors, pixel buffers, module
  * set-up (see native.h). */
 #include "native.h"
+#include "shardx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ PyObject *skpy_redacted(PyObject *given)
     if (!PyUnicode_FSConverter(given, &bytes))
         return NULL;
     const char *text = PyBytes_AS_STRING(bytes);
-    char *shown = shard_redact_urls(text);
+    char *shown = shardx_redact_urls(text);
     if (!shown)
         PyErr_NoMemory();
     else if (!strcmp(shown, text))

@@ -30,7 +30,7 @@ PyObject *skpy_raise_path(const struct shard_err *err, PyObject *filename);
 PyObject *skpy_error(int code, const char *msg, PyObject *filename);
 
 /* `given` (a location: str, bytes or a path) as messages show it: with
- * the user information of its URLs replaced by "***" (shard_redact_urls,
+ * the user information of its URLs replaced by "***" (shardx_redact_urls,
  * as the library's messages and the tools do), as str (bytes for bytes), or
  * `given` itself when there is none.  A new reference, or NULL with an
  * exception set. */

@@ -23,6 +23,16 @@ for f in bin/shardify bin/shardcheck bin/shardcat bin/shardbench bin/shardreport
 done
 grep -q '^prefix=/opt/shardkit$' "$root/lib/pkgconfig/shardkit.pc" || die "prefix in shardkit.pc"
 
+say "the installed headers include no jansson.h (in either tier), and no header of lib/ is installed"
+n=0
+for h in "$root"/include/shardkit.h "$root"/include/shardkit/*.h; do
+    cc -E -H -DSHARDKIT_EXPERIMENTAL -I"$root/include" -x c "$h" 2>&1 >/dev/null |
+        grep 'jansson\.h' && die "the installed $(basename "$h") includes <jansson.h>"
+    n=$((n + 1))
+done
+[ "$n" -gt 10 ] || die "only $n headers installed"
+find "$root/include" -name 'shardx*.h' -o -name '*_internal.h' | grep . && die "private headers installed"
+
 say "a program built with pkg-config against the shared library reads a dataset"
 cat >"$T/reader.c" <<'C'
 #include <shardkit.h>

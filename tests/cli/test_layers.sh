@@ -11,7 +11,10 @@
 #   - every SHARD_API function is defined by the folder implementing its
 #     header;
 #   - the benchmark is no folder of lib/ (shardbench's engine lives with the
-#     program, on the public API: test_symbols.sh).
+#     program, on the public API: test_symbols.sh);
+#   - the programs' helpers (lib/shardx, compiled into the programs too) use
+#     no other folder and no public header: a program compiles them with
+#     -Ilib/shardx alone.
 # Each check is first shown to catch a planted violation.
 . "$(dirname "$0")/lib.sh"
 
@@ -133,9 +136,11 @@ for c in "$LIB"/*/*.c; do
     ln -s "$o" "$T/objs/$f/"
 done
 
-say "lib/README.md's table: util at the bottom, convert and verify on top, a row for every folder"
+say "lib/README.md's table: the programs' helpers (shardx) then util at the bottom, convert and verify on top, a row for every folder"
 awk '$1 == "L" {print $2, $3}' "$T/order" | sort -n -k2 >"$T/layers"
-[ "$(head -n 1 "$T/layers" | cut -d' ' -f1)" = util ] || die "util is not the lowest layer: $(cat "$T/layers")"
+[ "$(head -n 2 "$T/layers" | cut -d' ' -f1 | tr '\n' ' ')" = "shardx util " ] &&
+    [ "$(head -n 2 "$T/layers" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] ||
+    die "shardx and util (above it) are not the lowest layers: $(cat "$T/layers")"
 top=$(tail -n 1 "$T/layers" | cut -d' ' -f2)
 [ "$(awk -v t="$top" '$2 == t {print $1}' "$T/layers" | sort | tr '\n' ' ')" = "convert verify " ] ||
     die "convert and verify are not the top layer: $(cat "$T/layers")"
@@ -216,6 +221,10 @@ include_edges "$T/order" "$LIB" "$INC" >"$T/includes"
 grep -q '^verify read ' "$T/includes" || die "lib/verify no longer includes lib/read? (the edge list is wrong)"
 against "$T/order" <"$T/includes" >"$T/bad"
 [ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "includes against the order of lib/README.md"; }
+
+say "the programs' helpers (lib/shardx) include nothing of lib/ nor include/"
+grep -n '^[ \t]*#[ \t]*include[ \t]*"' "$LIB"/shardx/*.[ch] | grep -v '"shardx[a-z_]*\.h"' >"$T/bad" || true
+[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "lib/shardx includes a header of the library"; }
 
 say "no cycle between the folders of lib/"
 found=$(cat "$T/edges" "$T/includes" | cycles)

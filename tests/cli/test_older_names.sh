@@ -85,4 +85,28 @@ shardbench shards "$T/dst" --epochs 1 --window 64K --window-cache 64K --json >"$
 must_fail 2 shardbench shards "$T/dst" --cache 1K
 grep -q "^shardbench: --cache: '1K' is not a size of at least 4K" "$T/err" ||
     die "--cache's error does not name it: $(cat "$T/err")"
+
+say "a program of the tools' helpers 0.1.0 exported still builds, links them and gets what it got"
+# shardkit/json.h declares them with jansson's struct json_t, without <jansson.h>
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror -Wno-error=deprecated-declarations $extra \
+    -I"$SHARDKIT_TOP/include" $(pkg-config --cflags jansson) "$SHARDKIT_TOP/tests/fixtures/older_helpers.c" \
+    -L"$BUILD" -lshardkit $(pkg-config --libs jansson) -o "$T/helpers" 2>"$T/cc.log" ||
+    { cat "$T/cc.log" >&2; die "a program using the tools' older helpers does not build"; }
+for old in shard_quote shard_redact_urls shard_utf8_len shard_utf8_shown_len shard_size_parse \
+           shard_size_format shard_size_unit shard_json_set_key shard_json_set_bytes; do
+    grep -q "‘$old’ is deprecated: no longer in the API, removed in 0.4.0\|'$old' is deprecated: no longer in the API, removed in 0.4.0" "$T/cc.log" ||
+        { cat "$T/cc.log" >&2; die "no deprecation warning for '$old' giving its removal"; }
+    nm -u "$T/helpers" | grep -q " U $old\$" || die "the program does not call '$old' of the library"
+done
+LD_LIBRARY_PATH="$BUILD" "$T/helpers" >"$T/out" || { cat "$T/out" >&2; die "the older helpers failed"; }
+cat >"$T/want" <<'WANT'
+quote a\x09b\\c
+redact get https://***@host/d
+utf8 3 0
+size 0 16777216 -3 1.5 KiB 1048576 MiB
+json {"key_hex":"ff","path":"p"}
+WANT
+cmp -s "$T/want" "$T/out" || { diff "$T/want" "$T/out" >&2; die "the older helpers give other results"; }
+
 echo "older names checks passed"

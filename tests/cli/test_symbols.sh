@@ -1,7 +1,11 @@
 #!/bin/sh
 # test_symbols.sh - libshardkit.so exports exactly the functions include/
-# declares with SHARD_API: nothing internal leaks, nothing public is missing,
-# and no data symbol is exported.  Also: the soname carries the major version,
+# declares with SHARD_API, listed in their two tiers (stable, and
+# experimental: declared only with SHARDKIT_EXPERIMENTAL) and the deprecated
+# older names: nothing internal leaks (sk_, and the programs' helpers
+# shardx_), nothing public is missing, no data symbol is exported, a program
+# without the macro cannot see an experimental function, and no public
+# header includes <jansson.h>.  Also: the soname carries the major version,
 # and libzstd is linked statically.  shardbench's engine (cmd/shardbench/engine)
 # is no part of the libraries and calls only what include/ declares.
 . "$(dirname "$0")/lib.sh"
@@ -15,15 +19,41 @@ major=$(sed -n 's/^#define SHARDKIT_VERSION_MAJOR \([0-9]*\)$/\1/p' "$SHARDKIT_T
 [ -n "$major" ] || die "no SHARDKIT_VERSION_MAJOR in api.h"
 objdump -p "$so" | grep -q "SONAME *libshardkit.so.$major\$" || die "soname is not libshardkit.so.$major"
 
-say "exported functions equal the SHARD_API declarations"
-# Declarations may span lines: strip each header's comments (the compiler's
-# preprocessor, macros unexpanded), join it into one line, then take the
-# identifier before the '(' that follows every SHARD_API (but the #define).
-for h in "$SHARDKIT_TOP"/include/shardkit.h "$SHARDKIT_TOP"/include/shardkit/*.h; do
-    cc -fpreprocessed -dD -E -P "$h" 2>/dev/null | grep -v '^#define SHARD_API' | tr '\n' ' '
-    echo
-done | grep -o 'SHARD_API[^;(]*(' | sed 's/($//; s/.*[ *]//' | sort -u >"$T/declared"
+say "the exported functions are the stable tier, the experimental tier and the older names"
+# "NAME" per line of every function declared SHARD_API by the public headers,
+# preprocessed as a program compiling with the flags $@ sees them (SHARD_API
+# is the visibility attribute then); $T/deprecated.raw gets those marked
+# SHARD_DEPRECATED.
+declared() {
+    for h in "$SHARDKIT_TOP"/include/shardkit.h "$SHARDKIT_TOP"/include/shardkit/*.h; do
+        cc -E -P "$@" -I"$SHARDKIT_TOP/include" -x c "$h" | tr '\n' ' ' | tr ';' '\n' |
+            grep 'visibility *( *"default" *)'
+    done | sort -u >"$T/decls"
+    grep 'deprecated *(' "$T/decls" | sed 's/.*visibility *( *"default" *) *) *)//' |
+        grep -o '^[^(]*(' | sed 's/ *($//; s/.*[ *]//' | sort -u >"$T/deprecated.raw"
+    sed 's/.*visibility *( *"default" *) *) *)//' "$T/decls" | grep -o '^[^(]*(' |
+        sed 's/ *($//; s/.*[ *]//' | sort -u
+}
+declared -DSHARDKIT_EXPERIMENTAL >"$T/declared"
+cp "$T/deprecated.raw" "$T/deprecated"
+declared >"$T/visible"
 [ "$(wc -l <"$T/declared")" -gt 100 ] || die "found only $(wc -l <"$T/declared") declarations"
+grep -qx shard_dataset_open "$T/visible" && grep -qx shard_augment_new "$T/deprecated" ||
+    die "the declarations were not read: $(head -n 5 "$T/declared")"
+# the tiers: stable is what a program sees without the macro but the older
+# names, experimental what only the macro shows
+comm -23 "$T/visible" "$T/deprecated" >"$T/stable"
+comm -23 "$T/declared" "$T/visible" >"$T/experimental"
+[ -z "$(comm -12 "$T/experimental" "$T/deprecated")" ] ||
+    die "an older name is declared only with SHARDKIT_EXPERIMENTAL: $(comm -12 "$T/experimental" "$T/deprecated")"
+for tier in stable experimental deprecated; do
+    echo "  $tier ($(wc -l <"$T/$tier")): $(tr '\n' ' ' <"$T/$tier")"
+done
+grep -qx shard_dataset_open "$T/stable" && grep -qx shard_loader_new "$T/stable" &&
+    grep -qx shardify_run "$T/stable" && grep -qx shard_verify "$T/stable" &&
+    grep -qx shard_manifest_load "$T/stable" || die "the stable tier lacks a stable function"
+grep -qx shard_file_open "$T/experimental" && grep -qx shard_mixture_new "$T/experimental" ||
+    die "the experimental tier lacks an experimental function"
 nm -D --defined-only "$so" | awk '$2 == "T" || $2 == "W" || $2 == "i" {print $3}' |
     sort -u >"$T/exported"
 if ! cmp -s "$T/declared" "$T/exported"; then
@@ -31,6 +61,36 @@ if ! cmp -s "$T/declared" "$T/exported"; then
     comm -3 "$T/exported" "$T/declared" | sed 's/^\t/> /; t; s/^/< /' >&2
     die "the shared library's exports differ from include/"
 fi
+
+say "a program that does not define SHARDKIT_EXPERIMENTAL sees no experimental function"
+# One reference to each experimental function: each is an error without
+# the macro, and the program compiles with it.
+{
+    echo '#include <shardkit.h>'
+    echo 'void *experimental[] = {'
+    sed 's/.*/    (void *)\&&,/' "$T/experimental"
+    echo '};'
+} >"$T/planted_tier.c"
+cc -std=c11 -DSHARDKIT_EXPERIMENTAL -I"$SHARDKIT_TOP/include" $(pkg-config --cflags libzstd) \
+    -c "$T/planted_tier.c" -o "$T/planted_tier.o" 2>"$T/cc.log" ||
+    { cat "$T/cc.log" >&2; die "the experimental tier does not compile with SHARDKIT_EXPERIMENTAL"; }
+cc -std=c11 -I"$SHARDKIT_TOP/include" -c "$T/planted_tier.c" -o "$T/planted_tier.o" \
+    2>"$T/cc.log" && die "a program without SHARDKIT_EXPERIMENTAL compiled experimental functions"
+grep -o "‘shard[a-z0-9_]*’ undeclared\|'shard[a-z0-9_]*' undeclared" "$T/cc.log" |
+    sed "s/[‘’']//g; s/ undeclared//" | sort -u >"$T/hidden"
+cmp -s "$T/hidden" "$T/experimental" || {
+    comm -3 "$T/hidden" "$T/experimental" >&2
+    die "the experimental functions a program without the macro cannot see differ from the tier"
+}
+
+say "no public header includes jansson.h"
+for h in "$SHARDKIT_TOP"/include/shardkit.h "$SHARDKIT_TOP"/include/shardkit/*.h; do
+    cc -E -H -DSHARDKIT_EXPERIMENTAL -I"$SHARDKIT_TOP/include" -x c "$h" 2>&1 >/dev/null |
+        grep -q 'jansson\.h' && die "$(basename "$h") includes <jansson.h>"
+done
+printf '#include <jansson.h>\n' >"$T/with_jansson.h"
+cc -E -H $(pkg-config --cflags jansson) -x c "$T/with_jansson.h" 2>&1 >/dev/null |
+    grep -q 'jansson\.h' || die "a planted include of jansson.h went unnoticed"
 
 say "shardbench's engine calls only the public API, and no library holds it"
 # "SYMBOL" per line: what the objects $@ call of the library's namespaces
@@ -62,12 +122,13 @@ nm -D --defined-only "$so" | awk '$2 ~ /^[BDRGSV]$/ {print $3}' >"$T/data"
 [ ! -s "$T/data" ] || { cat "$T/data" >&2; die "data symbols exported"; }
 
 say "internal names stay internal"
-nm -D --defined-only "$so" | awk '{print $3}' | grep -E '^sk_' >"$T/leaks" || true
-[ ! -s "$T/leaks" ] || { cat "$T/leaks" >&2; die "sk_ functions exported"; }
+nm -D --defined-only "$so" | awk '{print $3}' | grep -E '^(sk|shardx)_' >"$T/leaks" || true
+[ ! -s "$T/leaks" ] || { cat "$T/leaks" >&2; die "sk_ or shardx_ functions exported"; }
 say "libzstd is linked statically (its experimental API is used), in the library and the programs"
 for f in "$so" "$SHARDKIT_BIN/shardify" "$SHARDKIT_BIN/shardcheck"; do
     readelf -d "$f" | grep -q 'NEEDED.*libzstd' && die "'$f' needs the shared libzstd"
 done
 nm -D --defined-only "$so" | grep -q ' ZSTD_' && die "the shared library exports zstd's symbols"
 
-echo "symbol checks passed: $(wc -l <"$T/exported") functions"
+echo "symbol checks passed: $(wc -l <"$T/exported") functions: $(wc -l <"$T/stable") stable," \
+    "$(wc -l <"$T/experimental") experimental, $(wc -l <"$T/deprecated") older names"

@@ -1,6 +1,6 @@
 /* test_error.c - the error helpers return the code they are given whether
  * or not there is a shard_err to fill, a prefix keeps the message on one
- * line, shard_quote escapes a key as error.h says, and no message names a
+ * line, shardx_quote escapes a key as lib/shardx/shardx.h says, and no message names a
  * password given in a URL. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "shardkit.h"
+#include "shardx/shardx.h"
 
 static void test_every_helper_returns_its_code_with_a_null_err(void **state)
 {
@@ -48,14 +49,14 @@ static void test_prefix_puts_the_subject_first_and_records_the_code(void **state
 static void test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backslash(void **state)
 {
     (void)state;
-    char out[SHARD_QUOTE_SIZE];
+    char out[SHARDX_QUOTE_SIZE];
     const char key[] = "a\\b\n\x7f\xff/\xc3\xbc.jpg";
-    assert_string_equal(shard_quote(key, sizeof key - 1, out, sizeof out),
+    assert_string_equal(shardx_quote(key, sizeof key - 1, out, sizeof out),
                         "a\\\\b\\x0a\\x7f\\xff/\xc3\xbc.jpg");
     /* a key longer than the buffer is cut and says so */
-    char long_key[SHARD_QUOTE_SIZE * 2];
+    char long_key[SHARDX_QUOTE_SIZE * 2];
     memset(long_key, 'x', sizeof long_key);
-    shard_quote(long_key, sizeof long_key, out, sizeof out);
+    shardx_quote(long_key, sizeof long_key, out, sizeof out);
     assert_true(strlen(out) < sizeof out);
     assert_string_equal(out + strlen(out) - 3, "...");
 }
@@ -67,20 +68,20 @@ static void test_quote_escapes_control_bytes_and_invalid_utf8_and_doubles_backsl
 static void test_quote_shows_the_bytes_of_characters_that_would_lie(void **state)
 {
     (void)state;
-    char out[SHARD_QUOTE_SIZE];
+    char out[SHARDX_QUOTE_SIZE];
     /* clang-format off */
     static const char key[] = "rlo\xe2\x80\xae" "gpj.exe zw\xe2\x80\x8b" "b nb\xc2\xa0" "sp "
                               "nel\xc2\x85 lri\xe2\x81\xa7 bom\xef\xbb\xbf \xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80";
-    assert_string_equal(shard_quote(key, sizeof key - 1, out, sizeof out),
+    assert_string_equal(shardx_quote(key, sizeof key - 1, out, sizeof out),
                         "rlo\\xe2\\x80\\xaegpj.exe zw\\xe2\\x80\\x8bb nb\\xc2\\xa0sp nel\\xc2\\x85 "
                         "lri\\xe2\\x81\\xa7 bom\\xef\\xbb\\xbf \xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80");
     /* clang-format on */
     static const unsigned char rlo[] = {0xe2, 0x80, 0xae}, e_acute[] = {0xc3, 0xa9};
-    assert_int_equal(shard_utf8_shown_len(rlo, 3), 0);
-    assert_int_equal(shard_utf8_len(rlo, 3), 3);
-    assert_int_equal(shard_utf8_shown_len(e_acute, 2), 2);
-    assert_int_equal(shard_utf8_shown_len((const unsigned char *)"\t", 1), 0);
-    assert_int_equal(shard_utf8_shown_len((const unsigned char *)" ", 1), 1);
+    assert_int_equal(shardx_utf8_shown_len(rlo, 3), 0);
+    assert_int_equal(shardx_utf8_len(rlo, 3), 3);
+    assert_int_equal(shardx_utf8_shown_len(e_acute, 2), 2);
+    assert_int_equal(shardx_utf8_shown_len((const unsigned char *)"\t", 1), 0);
+    assert_int_equal(shardx_utf8_shown_len((const unsigned char *)" ", 1), 1);
 }
 
 static void test_a_password_in_a_url_reaches_no_message(void **state)
@@ -97,16 +98,16 @@ static void test_a_password_in_a_url_reaches_no_message(void **state)
     shard_err_prefix(&err, SHARD_ENET, "'%s'", "http://u:p@h");
     assert_string_equal(err.msg, "'http://***@h': HTTP 404");
 
-    char *s = shard_redact_urls("a user:pw@host, an e-mail a@b, a path x//y@z, "
-                                "'http://h/p@q', http://u@ 'http://@h' s3://b/k@1 "
-                                "1http://u:p@h http://u:'p'@h?x@y");
+    char *s = shardx_redact_urls("a user:pw@host, an e-mail a@b, a path x//y@z, "
+                                 "'http://h/p@q', http://u@ 'http://@h' s3://b/k@1 "
+                                 "1http://u:p@h http://u:'p'@h?x@y");
     assert_non_null(s);
     /* no URL, no user, '@' past the authority: kept */
     assert_string_equal(s, "a user:pw@host, an e-mail a@b, a path x//y@z, "
                            "'http://h/p@q', http://***@ 'http://@h' s3://b/k@1 "
                            "1http://***@h http://***@h?x@y");
     free(s);
-    assert_null(shard_redact_urls(NULL));
+    assert_null(shardx_redact_urls(NULL));
 }
 
 int main(void)

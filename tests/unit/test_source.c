@@ -738,9 +738,9 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
         free(path);
         skip_because("libarchive cannot write this kind of archive here");
     }
-    struct shard_archive *a = NULL;
+    struct sk_archive *a = NULL;
     struct shard_err err = {0};
-    assert_int_equal(shard_archive_open(&a, path, &err), 0);
+    assert_int_equal(sk_archive_open(&a, path, &err), 0);
     struct {
         const char *key;
         const void *data;
@@ -772,7 +772,7 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
         const char *key;
         size_t key_len;
         uint64_t too_large = 12345;
-        int r = shard_archive_next(a, ENTRY_LIMIT, &key, &key_len, &buf, &too_large, &st, &err);
+        int r = sk_archive_next(a, ENTRY_LIMIT, &key, &key_len, &buf, &too_large, &st, &err);
         assert_true(r >= 0);
         if (r == 0)
             break;
@@ -785,12 +785,12 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
         if (buf.len)
             assert_memory_equal(buf.data, expected[n].data, buf.len);
         if (expected[n].problem)
-            assert_string_equal(shard_archive_problem(a), expected[n].problem);
+            assert_string_equal(sk_archive_problem(a), expected[n].problem);
         else
-            assert_null(shard_archive_problem(a));
+            assert_null(sk_archive_problem(a));
         size_t link_len;
         int link_only = -1;
-        const char *link = shard_archive_link(a, &link_len, &link_only);
+        const char *link = sk_archive_link(a, &link_len, &link_only);
         if (expected[n].link) {
             assert_string_equal(link, expected[n].link);
             assert_int_equal(link_len, strlen(expected[n].link));
@@ -799,7 +799,7 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
             assert_null(link);
             assert_int_equal(link_only, 0);
         }
-        assert_int_equal(shard_archive_ordinal(a), expected[n].ordinal);
+        assert_int_equal(sk_archive_ordinal(a), expected[n].ordinal);
         n++;
     }
     assert_int_equal(n, want);
@@ -810,10 +810,9 @@ static void check_archive(const char *dir, enum archive_kind kind, const char *n
     const char *key;
     size_t key_len;
     uint64_t too_large;
-    assert_int_equal(shard_archive_next(a, ENTRY_LIMIT, &key, &key_len, &buf, &too_large, &st,
-                                        &err),
+    assert_int_equal(sk_archive_next(a, ENTRY_LIMIT, &key, &key_len, &buf, &too_large, &st, &err),
                      0); /* the end stays the end */
-    shard_archive_close(a);
+    sk_archive_close(a);
     shard_buf_release(&buf);
     free(binary);
     free(path);
@@ -851,17 +850,17 @@ static void test_archive_keeps_non_utf8_names_byte_exact(void **state)
     assert_int_equal(archive_write_close(w), ARCHIVE_OK);
     archive_write_free(w);
 
-    struct shard_archive *a = NULL;
-    assert_int_equal(shard_archive_open(&a, path, NULL), 0);
+    struct sk_archive *a = NULL;
+    assert_int_equal(sk_archive_open(&a, path, NULL), 0);
     struct shard_scan_stats st = {0};
     struct shard_buf buf = {0};
     const char *key;
     size_t key_len;
     uint64_t too_large;
-    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 1);
+    assert_int_equal(sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 1);
     assert_int_equal(key_len, strlen(name));
     assert_memory_equal(key, name, key_len);
-    shard_archive_close(a);
+    sk_archive_close(a);
     shard_buf_release(&buf);
     free(path);
 }
@@ -888,19 +887,19 @@ static void test_archive_zip_utf8_names_are_byte_exact_in_any_locale(void **stat
     const char *locales[] = {"C", "C.UTF-8"};
     for (size_t i = 0; i < 2; i++) {
         assert_non_null(setlocale(LC_CTYPE, locales[i]));
-        struct shard_archive *a = NULL;
-        assert_int_equal(shard_archive_open(&a, path, NULL), 0);
+        struct sk_archive *a = NULL;
+        assert_int_equal(sk_archive_open(&a, path, NULL), 0);
         struct shard_scan_stats st = {0};
         struct shard_buf buf = {0};
         const char *key;
         size_t key_len;
         uint64_t too_large;
-        assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 1);
+        assert_int_equal(sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 1);
         assert_int_equal(key_len, strlen(good));
         assert_memory_equal(key, good, key_len);
-        assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 0);
+        assert_int_equal(sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, NULL), 0);
         assert_int_equal(st.ignored_special, 1);
-        shard_archive_close(a);
+        sk_archive_close(a);
         shard_buf_release(&buf);
     }
     setlocale(LC_CTYPE, "C");
@@ -930,27 +929,27 @@ static void test_archive_encrypted_entry_is_produced_with_a_problem(void **state
     assert_int_equal(archive_write_close(w), ARCHIVE_OK);
     archive_write_free(w);
 
-    struct shard_archive *a = NULL;
+    struct sk_archive *a = NULL;
     struct shard_err err = {0};
-    assert_int_equal(shard_archive_open(&a, plain, &err), 0);
+    assert_int_equal(sk_archive_open(&a, plain, &err), 0);
     struct shard_scan_stats st = {0};
     struct shard_buf buf = {0};
     const char *key;
     size_t key_len;
     uint64_t too_large;
-    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 1);
+    assert_int_equal(sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 1);
     assert_string_equal(key, "a/secret.jpg");
     assert_int_equal(buf.len, 0);
-    assert_non_null(shard_archive_problem(a));
-    assert_non_null(strstr(shard_archive_problem(a), "encrypted"));
-    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 1);
+    assert_non_null(sk_archive_problem(a));
+    assert_non_null(strstr(sk_archive_problem(a), "encrypted"));
+    assert_int_equal(sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 1);
     assert_string_equal(key, "b/also.jpg");
-    assert_non_null(shard_archive_problem(a));
+    assert_non_null(sk_archive_problem(a));
     assert_int_equal(buf.len, 0);
-    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 0);
+    assert_int_equal(sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err), 0);
     assert_int_equal(st.candidates, 2);
     assert_int_equal(st.ignored, 1);
-    shard_archive_close(a);
+    sk_archive_close(a);
     shard_buf_release(&buf);
     free(plain);
 }
@@ -965,16 +964,16 @@ static void test_archive_truncated_tar_gz_is_corrupt(void **state)
     /* Cut inside a.two.PNG's incompressible data. */
     assert_int_equal(truncate(path, sb.st_size / 4), 0);
 
-    struct shard_archive *a = NULL;
+    struct sk_archive *a = NULL;
     struct shard_err err = {0};
-    assert_int_equal(shard_archive_open(&a, path, &err), 0);
+    assert_int_equal(sk_archive_open(&a, path, &err), 0);
     struct shard_scan_stats st = {0};
     struct shard_buf buf = {0};
     const char *key;
     size_t key_len;
     uint64_t too_large;
     int r;
-    while ((r = shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err)) == 1)
+    while ((r = sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err)) == 1)
         ;
     assert_int_equal(r, SHARD_ECORRUPT);
     assert_int_equal(err.code, SHARD_ECORRUPT);
@@ -982,9 +981,9 @@ static void test_archive_truncated_tar_gz_is_corrupt(void **state)
     assert_non_null(strstr(err.msg, "entry 'a/two.PNG'"));
     assert_int_equal(buf.len, 0);
     /* After a fatal error the reader keeps saying so. */
-    assert_int_equal(shard_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err),
+    assert_int_equal(sk_archive_next(a, 0, &key, &key_len, &buf, &too_large, &st, &err),
                      SHARD_ECORRUPT);
-    shard_archive_close(a);
+    sk_archive_close(a);
     shard_buf_release(&buf);
     free(path);
 }
@@ -996,17 +995,17 @@ static void test_archive_open_refuses_what_is_not_an_archive(void **state)
     memset(text, 'x', sizeof text);
     write_file(f->dir, "plain.txt", text, sizeof text);
     char *path = join(f->dir, "plain.txt");
-    struct shard_archive *a = (struct shard_archive *)&a; /* must be reset to NULL */
+    struct sk_archive *a = (struct sk_archive *)&a; /* must be reset to NULL */
     struct shard_err err = {0};
-    assert_int_equal(shard_archive_open(&a, path, &err), SHARD_EINVAL);
+    assert_int_equal(sk_archive_open(&a, path, &err), SHARD_EINVAL);
     assert_null(a);
     assert_non_null(strstr(err.msg, "plain.txt"));
     free(path);
 
     char *missing = join(f->dir, "missing.tar");
-    assert_int_equal(shard_archive_open(&a, missing, &err), SHARD_ENOTFOUND);
+    assert_int_equal(sk_archive_open(&a, missing, &err), SHARD_ENOTFOUND);
     free(missing);
-    shard_archive_close(NULL);
+    sk_archive_close(NULL);
 }
 
 /* An mtree listing holds no file data (libarchive would read it from this
@@ -1018,9 +1017,9 @@ static void test_archive_mtree_listing_is_not_an_archive(void **state)
     const char *listing = "#mtree\n./secret.jpg type=file size=6\n";
     write_file(f->dir, "list.mtree", listing, strlen(listing));
     char *path = join(f->dir, "list.mtree");
-    struct shard_archive *a = NULL;
+    struct sk_archive *a = NULL;
     struct shard_err err = {0};
-    assert_int_equal(shard_archive_open(&a, path, &err), SHARD_EINVAL);
+    assert_int_equal(sk_archive_open(&a, path, &err), SHARD_EINVAL);
     assert_non_null(strstr(err.msg, "Unrecognized archive format"));
     free(path);
 }
@@ -1037,9 +1036,9 @@ static void test_archive_empty_or_zero_filled_file_is_refused(void **state)
     const char *says[] = {"is an empty file", "holds no archive entries"};
     for (size_t i = 0; i < 2; i++) {
         char *path = join(f->dir, names[i]);
-        struct shard_archive *a = (struct shard_archive *)&a;
+        struct sk_archive *a = (struct sk_archive *)&a;
         struct shard_err err = {0};
-        assert_int_equal(shard_archive_open(&a, path, &err), SHARD_EINVAL);
+        assert_int_equal(sk_archive_open(&a, path, &err), SHARD_EINVAL);
         assert_null(a);
         assert_non_null(strstr(err.msg, names[i]));
         assert_non_null(strstr(err.msg, says[i]));

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "shardx.h"
 
 #define SLOTS_PER_THREAD 4
 #define MAX_THREADS 1024
@@ -93,9 +94,9 @@ static int load_one(struct files_loader *l, uint64_t k, struct files_scratch *s,
     if (!rc)
         rc = shard_buf_reserve(&item->key, key_len + 1, err);
     if (rc) {
-        char quoted[SHARD_QUOTE_SIZE];
+        char quoted[SHARDX_QUOTE_SIZE];
         shard_err_prefix(err, rc, "cannot %s '%s'", what,
-                         shard_quote(key, key_len, quoted, sizeof quoted));
+                         shardx_quote(key, key_len, quoted, sizeof quoted));
         item->pixels.width = item->pixels.height = 0;
         item->key.len = 0;
         return rc;

@@ -1,10 +1,8 @@
-/* redact.c - credentials out of the URLs in a text (see shardkit/error.h). */
-#include "util/redact.h"
+/* redact.c - credentials out of the URLs in a text (see shardx.h). */
+#include "shardx.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "shardkit/error.h"
 
 /* What a URL's user information is replaced with. */
 #define REDACTED "***"
@@ -66,7 +64,7 @@ static void put(struct result *r, const char *s, size_t len)
     r->len += len;
 }
 
-size_t sk_redact_urls(const char *text, char *out, size_t out_size)
+size_t shardx_redact_urls_into(const char *text, char *out, size_t out_size)
 {
     struct result r = {out, out_size, 0};
     const char *done = text; /* copied up to here */
@@ -84,13 +82,13 @@ size_t sk_redact_urls(const char *text, char *out, size_t out_size)
     return r.len;
 }
 
-char *shard_redact_urls(const char *text)
+char *shardx_redact_urls(const char *text)
 {
     if (!text)
         return NULL;
-    size_t n = sk_redact_urls(text, NULL, 0);
+    size_t n = shardx_redact_urls_into(text, NULL, 0);
     char *out = malloc(n + 1);
     if (out)
-        sk_redact_urls(text, out, n + 1);
+        shardx_redact_urls_into(text, out, n + 1);
     return out;
 }

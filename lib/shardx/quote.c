@@ -1,13 +1,11 @@
-/* quote.c - byte strings inside one-line messages (see quote.h). */
-#include "util/quote.h"
+/* quote.c - byte strings inside one-line messages (see shardx.h). */
+#include "shardx.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "shardkit/error.h"
-
-size_t sk_quote_utf8_len(const unsigned char *p, size_t avail)
+size_t shardx_utf8_len(const unsigned char *p, size_t avail)
 {
     if (avail == 0)
         return 0;
@@ -53,9 +51,9 @@ static const struct {
     /* clang-format on */
 };
 
-size_t sk_quote_shown_len(const unsigned char *p, size_t avail)
+size_t shardx_utf8_shown_len(const unsigned char *p, size_t avail)
 {
-    size_t n = sk_quote_utf8_len(p, avail);
+    size_t n = shardx_utf8_len(p, avail);
     if (n == 1)
         return p[0] >= 0x20 && p[0] != 0x7f;
     if (n == 0)
@@ -69,7 +67,7 @@ size_t sk_quote_shown_len(const unsigned char *p, size_t avail)
     return n;
 }
 
-const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size)
+const char *shardx_quote(const char *s, size_t len, char *out, size_t out_size)
 {
     static const char ellipsis[] = "...";
     const unsigned char *p = (const unsigned char *)s;
@@ -80,7 +78,7 @@ const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size
     size_t limit = out_size > sizeof ellipsis ? out_size - sizeof ellipsis : 0;
     for (size_t i = 0; i < len;) {
         char piece[8];
-        size_t n = sk_quote_shown_len(p + i, len - i), plen;
+        size_t n = shardx_utf8_shown_len(p + i, len - i), plen;
         if (n == 1 && p[i] == '\\') {
             plen = 2;
             memcpy(piece, "\\\\", 2);
@@ -108,22 +106,7 @@ const char *sk_quote_bytes(const char *s, size_t len, char *out, size_t out_size
     return out;
 }
 
-const char *shard_quote(const char *s, size_t len, char *out, size_t out_size)
-{
-    return sk_quote_bytes(s, len, out, out_size);
-}
-
-size_t shard_utf8_len(const unsigned char *p, size_t avail)
-{
-    return sk_quote_utf8_len(p, avail);
-}
-
-size_t shard_utf8_shown_len(const unsigned char *p, size_t avail)
-{
-    return sk_quote_shown_len(p, avail);
-}
-
-int sk_hex_value(char c)
+int shardx_hex_value(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';

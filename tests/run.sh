@@ -173,15 +173,16 @@ run() {  # name, command...
     running="$running $name"
 }
 
-# missing NAME: a test whose program was not built fails, saying so
-missing() { echo "$1: not built (run make first)" >&2; return 1; }
+# A test whose program was not built fails, saying so: a command, not a
+# function, as a test under way with jobs runs through env.
+not_built='echo "$1: not built (run make first)" >&2; exit 1'
 # The unit tests are those of tests/unit, not what a build directory holds:
 # a program left there by a test since removed or renamed is not run.
 for src in "$top"/tests/unit/test_*.c; do
     [ -f "$src" ] || continue
     name=$(basename "$src" .c)
     t="$BUILD/tests/$name"
-    if [ -x "$t" ] && [ -f "$t" ]; then run "$name" "$t"; else run "$name" missing "$t"; fi
+    if [ -x "$t" ] && [ -f "$t" ]; then run "$name" "$t"; else run "$name" sh -c "$not_built" missing "$t"; fi
 done
 if [ $units_only -eq 0 ]; then
     # fuzz/replay.c over each fuzz target's committed seeds and regression
@@ -191,7 +192,7 @@ if [ $units_only -eq 0 ]; then
         target=$(basename "$src" .c)
         target=${target#fuzz_}
         t="$BUILD/tests/fuzz_replay_$target"
-        [ -x "$t" ] && [ -f "$t" ] || { run "fuzz_replay_$target" missing "$t"; continue; }
+        [ -x "$t" ] && [ -f "$t" ] || { run "fuzz_replay_$target" sh -c "$not_built" missing "$t"; continue; }
         set --
         for d in "$top/fuzz/corpus/$target" "$top/fuzz/regressions/$target"; do
             [ -d "$d" ] && set -- "$@" "$d"

@@ -44,9 +44,12 @@ for tool in shardify "shardify merge" shardcheck shardcat shardreport shardbench
     "$SHARDKIT_BIN"/$tool --help >"$T/help-$(echo "$tool" | tr ' ' -)" || die "$tool --help"
 done
 grep -q -- '--window-cache SIZE' "$T/help-shardbench" || die "shardbench --help has no --window-cache"
+# (docs/reference/python.md is generated from python/shardkit, read here: its
+# signatures list the deprecated keywords with the others)
 # shellcheck disable=SC2046
 bad=$(window_cache_uses include/shardkit/*.h python/shardkit/*.py python/shardkit/*.pyi \
-    $(find docs man -name '*.md' -o -name '*.h2m') $(ls ./*.md | grep -v CHANGELOG.md) "$T"/help-*)
+    $(find docs man \( -name '*.md' -o -name '*.h2m' \) ! -path docs/reference/python.md) \
+    $(ls ./*.md | grep -v CHANGELOG.md) "$T"/help-*)
 [ -z "$bad" ] || { printf '%s\n' "$bad" >&2; die "the window cache called the cache (say: window cache)"; }
 
 say "the table names every word the project defines"

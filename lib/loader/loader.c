@@ -367,6 +367,30 @@ const struct shard_batch_info *shard_batch_info(const struct shard_batch *b)
     return &b->info;
 }
 
+int shard_batch_instances(const struct shard_batch_field *f, uint32_t count, uint32_t j,
+                          uint32_t *width, uint32_t *height, uint32_t *masks_count,
+                          const uint8_t **masks)
+{
+    if (f->type != SHARD_FIELD_INSTANCES || j >= count)
+        return SHARD_EINVAL;
+    if (!f->present[j])
+        return SHARD_ENOTFOUND;
+    /* what place_instances wrote: the stored header's width, height and
+     * count, then the masks' bytes */
+    const uint8_t *v = f->data + f->offsets[j];
+    uint64_t len = f->offsets[j + 1] - f->offsets[j];
+    if (len < SHARD_INSTANCES_HEADER_BYTES)
+        return SHARD_EINVAL;
+    uint32_t w = get_le32(v), h = get_le32(v + 4), n = get_le32(v + 8);
+    if ((uint64_t)w * h * n != len - SHARD_INSTANCES_HEADER_BYTES)
+        return SHARD_EINVAL;
+    *width = w;
+    *height = h;
+    *masks_count = n;
+    *masks = v + SHARD_INSTANCES_HEADER_BYTES;
+    return SHARD_OK;
+}
+
 /* ---- filling a place ------------------------------------------------------------ */
 
 static int filler_init(struct filler *w, struct shard_err *err)

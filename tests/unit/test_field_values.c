@@ -1,6 +1,7 @@
 /* test_field_values.c - the decoders of the structured field values
  * (shardkit/format.h "the structured values, decoded"): boxes, masks of 1-
- * and 2-byte values, instance masks and image fields.  Values are built
+ * and 2-byte values, instance masks and image fields; and a batch's
+ * instance masks (shard_batch_instances).  Values are built
  * here byte by byte, as manifests/FORMAT.md lays them out, and the decoded
  * numbers are written out by hand, never taken from the code under test. */
 #include <setjmp.h>
@@ -154,6 +155,37 @@ static void test_instances_decode_column_major_runs_to_rows(void **state)
     assert_string_equal(err.msg, "32 bytes follow the 0 instance masks");
 }
 
+/* A batch's INSTANCES field as the loader lays it out (the stored header's
+ * width, height and count, then the masks decoded), made by hand: sample 0
+ * has two 2 x 1 masks, sample 1 none, sample 2 lacks the field. */
+static void test_a_batchs_instance_masks_are_found_per_sample(void **state)
+{
+    (void)state;
+    uint8_t data[16 + 4 + 16];
+    memset(data, 0, sizeof data);
+    le32(data, 2), le32(data + 4, 1), le32(data + 8, 2);
+    data[16] = 1, data[19] = 1;
+    le32(data + 20, 2), le32(data + 24, 1);
+    const uint64_t offsets[] = {0, 20, 36, 36};
+    const uint8_t present[] = {1, 1, 0};
+    struct shard_batch_field f = {.type = SHARD_FIELD_INSTANCES,
+                                  .present = present,
+                                  .data = data,
+                                  .offsets = offsets};
+    uint32_t w, h, n;
+    const uint8_t *masks;
+    assert_int_equal(shard_batch_instances(&f, 3, 0, &w, &h, &n, &masks), 0);
+    assert_true(w == 2 && h == 1 && n == 2);
+    assert_ptr_equal(masks, data + 16);
+    assert_memory_equal(masks, ((uint8_t[]){1, 0, 0, 1}), 4);
+    assert_int_equal(shard_batch_instances(&f, 3, 1, &w, &h, &n, &masks), 0);
+    assert_true(w == 2 && h == 1 && n == 0);
+    assert_int_equal(shard_batch_instances(&f, 3, 2, &w, &h, &n, &masks), SHARD_ENOTFOUND);
+    assert_int_equal(shard_batch_instances(&f, 3, 3, &w, &h, &n, &masks), SHARD_EINVAL);
+    f.type = SHARD_FIELD_MASK;
+    assert_int_equal(shard_batch_instances(&f, 3, 0, &w, &h, &n, &masks), SHARD_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -161,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_masks_decode_with_one_and_two_byte_values),
         cmocka_unit_test(test_an_image_field_decodes_as_rgb_rows),
         cmocka_unit_test(test_instances_decode_column_major_runs_to_rows),
+        cmocka_unit_test(test_a_batchs_instance_masks_are_found_per_sample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -143,6 +143,54 @@ SHARD_API int shard_field_type_parse(const char *s, enum shard_field_type *type,
 SHARD_API int shard_field_type_is_vector(enum shard_field_type t);
 #endif /* SHARDKIT_EXPERIMENTAL */
 
+/* ---- the structured values, decoded ------------------------------------
+ *
+ * What a reader needs to use a BOXES, MASK, INSTANCES or IMAGE value
+ * without its byte layout (above).  Each decoder checks the value's
+ * structure (its size against its header, the header's reserved bytes),
+ * not its classes (shard_field_check does, against the declaration): 0 or
+ * SHARD_ECORRUPT with the reason. */
+
+/* A box of a BOXES value, in host order. */
+struct shard_box {
+    float x0, y0, x1, y1; /* in the stored image's pixels, xyxy */
+    int32_t cls;          /* an id of the declaration's classes */
+    uint32_t flags;       /* SHARD_BOX_CROWD */
+};
+/* The boxes of len bytes of BOXES values (one value, or several back to
+ * back, as a batch holds them): *count is len / SHARD_BOX_BYTES, and with
+ * `out` not NULL the boxes are decoded into out[0 .. *count).  SHARD_ECORRUPT
+ * when len is not a multiple of SHARD_BOX_BYTES. */
+SHARD_API int shard_field_boxes_decode(const uint8_t *value, uint64_t len, struct shard_box *out,
+                                       uint64_t *count, struct shard_err *err);
+
+/* A MASK or IMAGE value's grid: `height` rows of `width` pixels of
+ * `channels` values of `value_bytes` bytes each, little-endian, row-major. */
+struct shard_field_grid {
+    uint32_t width, height;
+    uint32_t channels;     /* MASK: 1; IMAGE: 3 (RGB) */
+    uint32_t value_bytes;  /* MASK: 1, or 2 when a class id is above 255; IMAGE: 1 */
+    const uint8_t *values; /* into the value: width x height x channels x value_bytes bytes */
+};
+/* A MASK value's grid. */
+SHARD_API int shard_field_mask_decode(const uint8_t *value, uint64_t len,
+                                      struct shard_field_grid *out, struct shard_err *err);
+/* An IMAGE value's grid (3 channels, a raw payload: the only form stored). */
+SHARD_API int shard_field_image_decode(const uint8_t *value, uint64_t len,
+                                       struct shard_field_grid *out, struct shard_err *err);
+/* The grid's values in host byte order into `out` (width x height x
+ * channels of uint8_t, or uint16_t when value_bytes is 2). */
+SHARD_API void shard_field_grid_copy(const struct shard_field_grid *g, void *out);
+
+/* An INSTANCES value: its masks' size and count into *width, *height and
+ * *count, and with `masks` not NULL the masks themselves decoded into it:
+ * count x height x width bytes, mask after mask, row-major, 1 inside the
+ * object and 0 elsewhere (Mask R-CNN's `masks`).  Checks that each mask's
+ * runs cover width x height exactly and that the value ends with the last. */
+SHARD_API int shard_field_instances_decode(const uint8_t *value, uint64_t len, uint32_t *width,
+                                           uint32_t *height, uint32_t *count, uint8_t *masks,
+                                           struct shard_err *err);
+
 /* One field's value in a record: points into the decoded record. */
 struct shard_field_value {
     uint32_t field; /* field number: index into the manifest's fields */

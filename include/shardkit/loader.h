@@ -540,7 +540,11 @@ struct shard_batch_field {
      * bytes, for LABELS uint32_t label numbers in host byte order, and for
      * BOXES and MASK the value in its stored layout (little-endian) after
      * the transforms (shard_transforms_boxes, shard_transforms_mask: a mask of the
-     * sample's output size).  NULL for the other types. */
+     * sample's output size), read with shard_field_boxes_decode and
+     * shard_field_mask_decode (shardkit/format.h).  IMAGE: the value in its
+     * stored layout at the sample's output size (shard_field_image_decode).
+     * INSTANCES: the masks decoded, through the transforms, as
+     * shard_batch_instances reads them.  NULL for the other types. */
     const uint8_t *data;
     const uint64_t *offsets; /* count + 1 offsets, offsets[0] = 0 */
 };
@@ -578,6 +582,17 @@ struct shard_batch_info {
 
 /* What a batch holds (owned by the batch; valid until it is freed). */
 SHARD_API const struct shard_batch_info *shard_batch_info(const struct shard_batch *b);
+
+/* Sample j's instance masks in a batch's INSTANCES field f: their width and
+ * height (the sample's output size), their count (those of the boxes the
+ * transforms kept, when the batch carries the boxes field too) and *masks,
+ * count x height x width bytes into the batch's memory, mask after mask,
+ * row-major, 1 inside the object and 0 elsewhere.  0, SHARD_ENOTFOUND when
+ * the sample lacks the field, SHARD_EINVAL when f is no INSTANCES field or
+ * j no sample of it (count: the batch's). */
+SHARD_API int shard_batch_instances(const struct shard_batch_field *f, uint32_t count, uint32_t j,
+                                    uint32_t *width, uint32_t *height, uint32_t *masks_count,
+                                    const uint8_t **masks);
 
 /* Free a batch; its memory goes back to its loader for later batches when
  * the loader still exists.  Thread-safe; accepts NULL. */

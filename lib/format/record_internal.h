@@ -22,4 +22,11 @@ int sk_record_decode_into(struct shard_record_decoder *dec, const uint8_t *frame
  * reason. */
 int sk_fields_check_area(const uint8_t *area, uint64_t len, uint32_t count, struct shard_err *err);
 
+/* One mask of an INSTANCES value (`runs` run lengths, u32 each at `counts`,
+ * of 0 and 1 in turn over w x h pixels in column-major order) into dst: h
+ * rows of w bytes, `stride` apart, 1 inside and 0 elsewhere.  The runs were
+ * checked (shard_field_instances_decode, shard_field_check_image). */
+void sk_instance_fill(const uint8_t *counts, uint32_t runs, uint32_t w, uint32_t h, uint8_t *dst,
+                      size_t stride);
+
 #endif

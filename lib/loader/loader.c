@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/record_internal.h"
 #include "format/shard_reader.h"
 #include "loader/transforms_internal.h"
 #include "util/grow.h"
@@ -367,6 +368,30 @@ const struct shard_batch_info *shard_batch_info(const struct shard_batch *b)
     return &b->info;
 }
 
+int shard_batch_instances(const struct shard_batch_field *f, uint32_t count, uint32_t j,
+                          uint32_t *width, uint32_t *height, uint32_t *masks_count,
+                          const uint8_t **masks)
+{
+    if (f->type != SHARD_FIELD_INSTANCES || j >= count)
+        return SHARD_EINVAL;
+    if (!f->present[j])
+        return SHARD_ENOTFOUND;
+    /* what place_instances wrote: the stored header's width, height and
+     * count, then the masks' bytes */
+    const uint8_t *v = f->data + f->offsets[j];
+    uint64_t len = f->offsets[j + 1] - f->offsets[j];
+    if (len < SHARD_INSTANCES_HEADER_BYTES)
+        return SHARD_EINVAL;
+    uint32_t w = get_le32(v), h = get_le32(v + 4), n = get_le32(v + 8);
+    if ((uint64_t)w * h * n != len - SHARD_INSTANCES_HEADER_BYTES)
+        return SHARD_EINVAL;
+    *width = w;
+    *height = h;
+    *masks_count = n;
+    *masks = v + SHARD_INSTANCES_HEADER_BYTES;
+    return SHARD_OK;
+}
+
 /* ---- filling a place ------------------------------------------------------------ */
 
 static int filler_init(struct filler *w, struct shard_err *err)
@@ -480,19 +505,6 @@ static int copy_fields(const struct shard_loader *l, struct shard_batch *b, uint
     return SHARD_OK;
 }
 
-/* Mask k of an INSTANCES value (its runs: `runs` u32 at p, column-major)
- * into dst (w x h, 1 byte a value, row-major). */
-static void decode_instance(const uint8_t *p, uint32_t runs, uint32_t w, uint32_t h, uint8_t *dst,
-                            size_t stride)
-{
-    uint64_t at = 0;
-    for (uint32_t r = 0; r < runs; r++) {
-        uint64_t n = get_le32(p + 4 * (size_t)r);
-        for (uint64_t i = 0; i < n && at < (uint64_t)w * h; i++, at++)
-            dst[(size_t)(at % h) * stride + (size_t)(at / h)] = (uint8_t)(r & 1);
-    }
-}
-
 /* An INSTANCES value of item (the read checked its runs), decoded, each
  * mask through the choices its image went through (w->draws; the record's
  * region at dx, dy) unless `identity`, appended to var: the header (the
@@ -534,7 +546,7 @@ static int place_instances(const struct shard_loader *l, struct filler *w, struc
         p = counts + 4 * (size_t)runs;
         if (keep && !keep[k])
             continue;
-        decode_instance(counts, runs, mw, mh, w->instance.pixels, w->instance.stride);
+        sk_instance_fill(counts, runs, mw, mh, w->instance.pixels, w->instance.stride);
         struct shard_image view = {.pixels = w->instance.pixels + (size_t)dy * w->instance.stride +
                                              dx,
                                    .width = item->pixels.width,

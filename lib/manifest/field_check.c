@@ -142,23 +142,12 @@ static uint8_t max_byte(const uint8_t *p, uint64_t n)
 static int check_image(const uint8_t *value, uint64_t len, uint32_t width, uint32_t height,
                        struct shard_err *err)
 {
-    if (len < SHARD_IMAGE_HEADER_BYTES)
-        return shard_err_set(err, SHARD_ECORRUPT, "an image of %llu bytes has no header",
-                             (unsigned long long)len);
-    uint32_t w = get_le32(value), h = get_le32(value + 4), channels = value[8], codec = value[9];
-    if (value[10] || value[11])
-        return shard_err_set(err, SHARD_ECORRUPT, "an image's reserved bytes are not 0");
-    if (channels != 3 || codec != SHARD_CODEC_RAW)
-        return shard_err_set(err, SHARD_ECORRUPT,
-                             "an image of %u channels and codec %u (3 and raw are known)", channels,
-                             codec);
-    if (w == 0 || h == 0 || (uint64_t)w * h * channels != len - SHARD_IMAGE_HEADER_BYTES)
-        return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u image of %llu bytes", w, h,
-                             (unsigned long long)len);
-    if (width && (w != width || h != height))
-        return shard_err_set(err, SHARD_ECORRUPT, "a %ux%u image field on a %ux%u image", w, h,
-                             width, height);
-    return SHARD_OK;
+    struct shard_field_grid g;
+    int rc = shard_field_image_decode(value, len, &g, err);
+    if (!rc && width && (g.width != width || g.height != height))
+        rc = shard_err_set(err, SHARD_ECORRUPT, "a %ux%u image field on a %ux%u image", g.width,
+                           g.height, width, height);
+    return rc;
 }
 
 static int check_mask(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,
@@ -241,37 +230,12 @@ static int check_mask(const struct shard_field_decl *decl, const uint8_t *value,
 static int check_instances(const uint8_t *value, uint64_t len, uint32_t width, uint32_t height,
                            struct shard_err *err)
 {
-    if (len < SHARD_INSTANCES_HEADER_BYTES || len % 4)
-        return shard_err_set(err, SHARD_ECORRUPT, "%llu bytes are no instance masks",
-                             (unsigned long long)len);
-    uint32_t w = get_le32(value), h = get_le32(value + 4), count = get_le32(value + 8);
-    if (get_le32(value + 12))
-        return shard_err_set(err, SHARD_ECORRUPT, "instance masks' reserved bytes are not 0");
-    if (w == 0 || h == 0)
-        return shard_err_set(err, SHARD_ECORRUPT, "instance masks of %ux%u", w, h);
-    if (width && (w != width || h != height))
-        return shard_err_set(err, SHARD_ECORRUPT, "%ux%u instance masks on a %ux%u image", w, h,
-                             width, height);
-    uint64_t at = SHARD_INSTANCES_HEADER_BYTES, pixels = (uint64_t)w * h;
-    for (uint32_t k = 0; k < count; k++) {
-        if (len - at < 4)
-            return shard_err_set(err, SHARD_ECORRUPT, "instance mask %u is cut short", k);
-        uint64_t runs = get_le32(value + at), sum = 0;
-        at += 4;
-        if (runs == 0 || runs > (len - at) / 4)
-            return shard_err_set(err, SHARD_ECORRUPT, "instance mask %u is cut short", k);
-        for (uint64_t i = 0; i < runs; i++)
-            sum += get_le32(value + at + 4 * i);
-        at += 4 * runs;
-        if (sum != pixels)
-            return shard_err_set(err, SHARD_ECORRUPT,
-                                 "instance mask %u covers %llu pixels, not %llu", k,
-                                 (unsigned long long)sum, (unsigned long long)pixels);
-    }
-    if (at != len)
-        return shard_err_set(err, SHARD_ECORRUPT, "%llu bytes follow the %u instance masks",
-                             (unsigned long long)(len - at), count);
-    return SHARD_OK;
+    uint32_t w, h, count;
+    int rc = shard_field_instances_decode(value, len, &w, &h, &count, NULL, err);
+    if (!rc && width && (w != width || h != height))
+        rc = shard_err_set(err, SHARD_ECORRUPT, "%ux%u instance masks on a %ux%u image", w, h,
+                           width, height);
+    return rc;
 }
 
 int shard_field_check_image(const struct shard_field_decl *decl, const uint8_t *value, uint64_t len,

@@ -18,10 +18,31 @@ DATASET_MIN_WINDOW: Final[int]
 DATASET_MAX_WINDOW: Final[int]
 DATASET_MAX_RETRIES: Final[int]
 DATASET_MAX_TIMEOUT: Final[int]
+# enum shard_status (shardkit/error.h): shardkit.errors maps them to classes
+SHARD_OK: Final[int]
+SHARD_ENOMEM: Final[int]
+SHARD_EIO: Final[int]
+SHARD_EINVAL: Final[int]
+SHARD_ECORRUPT: Final[int]
+SHARD_EUNSUPPORTED: Final[int]
+SHARD_ELIMIT: Final[int]
+SHARD_ENOTIMAGE: Final[int]
+SHARD_ELOCKED: Final[int]
+SHARD_EEXIST: Final[int]
+SHARD_EMISMATCH: Final[int]
+SHARD_ENOTFOUND: Final[int]
+SHARD_ENET: Final[int]
+SHARD_EINTR: Final[int]
+SHARD_EREJECTED: Final[int]
 
 def version() -> str: ...
 def available_cpus() -> int: ...
 def redact_urls(location: str | bytes | os.PathLike[str] | os.PathLike[bytes], /) -> Any: ...
+# a field value of the type named from its stored bytes (text, json: str; int;
+# float; float32, int64: a Buffer (length,); labels: list of int; bytes;
+# boxes: (xyxy (n, 4) float32, class ids (n,) int64, crowd (n,) bool); mask:
+# (h, w) uint8 or uint16; image: (h, w, 3) uint8; instances: (n, h, w) uint8)
+def decode_value(type: str, raw: bytes | memoryview | np.ndarray[Any, Any], /) -> Any: ...
 def _raise_library_error(code: int, message: bytes, filename: object = None, /) -> NoReturn: ...
 
 @final
@@ -33,6 +54,17 @@ class Buffer:
 # What Transforms.apply reads: any C-contiguous uint8 buffer of (height, width, 3).
 _Pixels: TypeAlias = Buffer | np.ndarray[Any, Any] | bytes | bytearray | memoryview
 _Location: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
+
+class _FieldDecl(TypedDict):
+    name: str
+    number: int
+    type: str  # "text", "json", ..., "image" (shard_field_type_name)
+    length: int | None  # a float32 or int64 vector's
+    source: tuple[str, str]  # ("sidecar" | "column" | "coco" | "folder", what)
+    required: bool
+    present: int  # samples that have it
+    classes: dict[int, str] | None  # a boxes or mask field's
+    ignore: int | None  # a mask field's value of no class
 
 @final
 class Dataset:
@@ -54,6 +86,8 @@ class Dataset:
     def locate(self, index: SupportsIndex, /) -> tuple[str, int]: ...
     def manifest_json(self) -> str: ...
     def labels(self) -> tuple[str, ...]: ...
+    # the declarations, in field number order (a version 1 dataset: none)
+    def fields(self) -> tuple[_FieldDecl, ...]: ...
     def shard_count(self) -> int: ...
     def manifest_xxh3(self) -> int: ...
     # the read counters: samples, errors, read_ns, decompress_ns, decode_ns,
@@ -99,11 +133,16 @@ class Batch:
 
 # One selected field of a batch: (number, present: uint8 (count,), values of a
 # stacked field or None, the items of a text/json/bytes field or None, a labels
-# field's (label numbers uint32, offsets uint64 in bytes), a boxes or mask
-# field's (the values back to back, their end offsets uint64) or None).
+# field's (label numbers uint32, end offsets uint64 counting labels) or None, a
+# boxes field's (xyxy (n, 4) float32, class ids (n,) int64, crowd (n,) bool,
+# each sample's box count) or None, a mask, image or instances field's (each
+# sample's value or None; for masks and images of one size in every sample, a
+# (count, ...) view of them all, else None) or None).
 _FieldParts: TypeAlias = tuple[int, Buffer, Buffer | None,
                                list[str | None] | list[bytes | None] | None,
-                               tuple[Buffer, Buffer] | None]
+                               tuple[Buffer, Buffer] | None,
+                               tuple[Buffer, Buffer, Buffer, list[int]] | None,
+                               tuple[list[Buffer | None], Buffer | None] | None]
 # (images: one Buffer or one per sample, indices (uint64 bytes), labels (int32
 # bytes), epoch, number, skipped samples' errors, the selected fields, sources
 # (uint32 bytes))
@@ -122,16 +161,30 @@ class Mixture:
     # (merged class names, each source's label numbers in them), or ((), None)
     def labels(self) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...] | None]: ...
 
+class _LoaderOptions(TypedDict, total=False):
+    batch_size: SupportsIndex
+    shuffle: bool
+    seed: SupportsIndex
+    rank: SupportsIndex
+    world_size: SupportsIndex
+    threads: SupportsIndex
+    drop_last: bool
+    remainder: str  # "keep", "drop", "pad"
+    shuffle_buffer: SupportsIndex
+    prefetch: SupportsIndex
+    skip_errors: bool
+    worker: SupportsIndex
+    workers: SupportsIndex
+    fields: Sequence[SupportsIndex] | None  # field numbers
+    box_min_size: float
+    channels: SupportsIndex  # 0: the dataset's stored form
+
 @final
 class Loader:
+    # options by name, checked in C: an unknown or mistyped one is a TypeError
+    # naming it; those not given keep the library's defaults
     def __init__(self, dataset: Dataset | Mixture, transforms: Transforms | None,
-                 batch_size: SupportsIndex,
-                 shuffle: bool, seed: SupportsIndex, rank: SupportsIndex,
-                 world_size: SupportsIndex, threads: SupportsIndex, drop_last: bool,
-                 remainder: str, shuffle_buffer: SupportsIndex, prefetch: SupportsIndex,
-                 skip_errors: bool, worker: SupportsIndex = 0, workers: SupportsIndex = 1,
-                 fields: Sequence[SupportsIndex] | None = None,
-                 box_min_size: float = 1.0, channels: SupportsIndex = 0) -> None: ...
+                 options: _LoaderOptions) -> None: ...
     # done: the segments of the epoch read before, (world_size, taken, remainder)
     def start(self, epoch: SupportsIndex, batch: SupportsIndex,
               done: Sequence[tuple[SupportsIndex, SupportsIndex, str]] = (), /) -> None: ...

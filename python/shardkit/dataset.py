@@ -2,7 +2,6 @@
 import json
 import numbers
 import os
-import struct
 import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any, SupportsInt, TypedDict, TypeVar
@@ -97,97 +96,39 @@ class Field:
                 f"required={self.required}, present={self.present})")
 
 
-def _declared_fields(manifest: dict[str, Any]) -> dict[str, Field]:
-    """The Field of every declaration in a manifest dict, by name, in field
-    number order (empty for a version 1 dataset)."""
-    present = manifest.get("counts", {}).get("fields", {})
+def _declared_fields(native: "_native.Dataset") -> dict[str, Field]:
+    """The Field of every declaration of an open dataset, by name, in field
+    number order (empty for a version 1 dataset): as the library read them
+    from its manifest."""
     fields = {}
-    for number, d in enumerate(manifest.get("config", {}).get("fields", [])):
-        type_, _, rest = d["type"].partition("[")
-        length = int(rest.rstrip("]")) if rest else None
-        source = next((k, d[k]) for k in ("sidecar", "column", "coco", "folder") if k in d)
-        classes = {c["id"]: c["name"] for c in d["classes"]} if "classes" in d else None
-        fields[d["name"]] = Field(d["name"], number, type_, length, source, d["required"],
-                                  present.get(d["name"], 0), classes, d.get("ignore"))
+    for d in native.fields():
+        fields[d["name"]] = Field(d["name"], d["number"], d["type"], d["length"], d["source"],
+                                  d["required"], d["present"], d["classes"], d["ignore"])
     return fields
-
-
-_FLOAT64 = struct.Struct("<d")
-_SHARD_ECORRUPT = -4  # enum shard_status: a record's own damage
 
 
 def _decode_value(field: Field, raw: bytes) -> Any:
     """A field's stored bytes as the Python value Sample.fields holds (the
-    reader checked the type, a vector's length and that text is UTF-8)."""
+    reader checked the type, a vector's length and that text is UTF-8; the
+    extension decodes them)."""
+    value = _native.decode_value(field.type, raw)
     t = field.type
-    if t == "text":
-        return raw.decode("utf-8")
     if t == "json":
-        return json.loads(raw)
-    if t == "int":
-        return int.from_bytes(raw, "little", signed=True)
-    if t == "float":
-        return _FLOAT64.unpack(raw)[0]
-    if t == "float32":
-        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
-    if t == "int64":
-        return np.frombuffer(raw, dtype="<i8").astype(np.int64)
-    if t == "labels":
-        return np.frombuffer(raw, dtype="<u4").tolist()
+        return json.loads(value)
+    if t in ("float32", "int64", "mask", "instances", "image"):
+        return np.asarray(value)
     if t == "boxes":
-        return _decode_boxes(raw)
-    if t == "mask":
-        return _decode_mask(raw)
-    if t == "instances":
-        return _decode_instances(raw)
-    if t == "image":
-        return _decode_image(raw)
-    return raw  # bytes
+        return _boxes_dict(value)
+    return value  # text, int, float, labels, bytes
 
 
-# A stored box (manifests/FORMAT.md "Boxes and masks"): x0, y0, x1, y1 in
-# the stored image's pixels, class id, flags (bit 0: a crowd region).
-_BOX = np.dtype([("xyxy", "<f4", (4,)), ("cls", "<i4"), ("flags", "<u4")])
-
-
-def _decode_boxes(raw: bytes) -> dict[str, npt.NDArray[Any]]:
-    """A boxes value as {"boxes": (N, 4) float32 xyxy, "labels": (N,) int64
-    class ids, "iscrowd": (N,) bool}."""
-    b = np.frombuffer(raw, dtype=_BOX)
-    return {"boxes": b["xyxy"].astype(np.float32).reshape(-1, 4),
-            "labels": b["cls"].astype(np.int64),
-            "iscrowd": (b["flags"] & 1).astype(bool)}
-
-
-def _decode_mask(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[Any]:
-    """A mask value as a (height, width) uint8 or uint16 array of class ids."""
-    w, h = struct.unpack_from("<II", bytes(raw[:8]))
-    dtype = "<u2" if raw[8] == 2 else "u1"
-    return np.frombuffer(raw, dtype=dtype, offset=12).reshape(h, w).astype(dtype[-2:])
-
-
-def _decode_image(raw: bytes | npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
-    """An image value (manifests/FORMAT.md "Image fields") as a (height,
-    width, channels) uint8 array."""
-    w, h = struct.unpack_from("<II", bytes(raw[:8]))
-    return np.frombuffer(raw, dtype=np.uint8, offset=12).reshape(h, w, int(raw[8]))
-
-
-def _decode_instances(raw: bytes) -> npt.NDArray[np.uint8]:
-    """An instances value as Mask R-CNN's masks: (N, height, width) uint8,
-    1 inside instance k, 0 elsewhere; mask k is box k's of the boxes field.
-    Stored as each mask's runs of 0 and 1 over the pixels in column-major
-    order (COCO's uncompressed RLE)."""
-    w, h, n = struct.unpack_from("<III", raw)
-    out = np.zeros((n, h, w), np.uint8)
-    at = 16
-    for k in range(n):
-        (runs,) = struct.unpack_from("<I", raw, at)
-        counts = np.frombuffer(raw, dtype="<u4", count=runs, offset=at + 4)
-        at += 4 + 4 * runs
-        values = np.repeat((np.arange(runs) & 1).astype(np.uint8), counts)
-        out[k] = values.reshape(w, h).T
-    return out
+def _boxes_dict(arrays: "tuple[_native.Buffer, _native.Buffer, _native.Buffer]"
+                ) -> dict[str, npt.NDArray[Any]]:
+    """Boxes as {"boxes": (N, 4) float32 xyxy, "labels": (N,) int64 class
+    ids, "iscrowd": (N,) bool}, from the extension's three arrays."""
+    xyxy, labels, crowd = arrays
+    return {"boxes": np.asarray(xyxy), "labels": np.asarray(labels),
+            "iscrowd": np.asarray(crowd)}
 
 
 def _bad_json(dataset: "Dataset", index: int, name: str,
@@ -198,7 +139,7 @@ def _bad_json(dataset: "Dataset", index: int, name: str,
     key = key_bytes.decode("utf-8", "backslashreplace")
     return CorruptRecordError(f"{shard} record {record} (key '{key}'): field '{name}': invalid "
                               f"JSON: {error}", index=index, shard=shard, record=record,
-                              key_bytes=key_bytes, code=_SHARD_ECORRUPT)
+                              key_bytes=key_bytes, code=_native.SHARD_ECORRUPT)
 
 
 class Sample:
@@ -358,7 +299,7 @@ class Dataset:
 
     def _declared(self) -> dict[str, Field]:
         if self._fields is None:
-            self._fields = _declared_fields(self.manifest)
+            self._fields = _declared_fields(self._native)
             self._by_number = [f for f in self._fields.values()]
         return self._fields
 

@@ -7,25 +7,30 @@ an IndexError: ``except FileNotFoundError`` catches a missing dataset,
 class per library status code (``enum shard_status`` in
 include/shardkit/error.h); each instance carries ``code``, that status code:
 
-    =====  ======================  ====================================
-    code   class                   also a
-    =====  ======================  ====================================
-    -1     OutOfMemoryError        MemoryError
-    -2     StorageError            OSError (a system call failed)
-    -3     InvalidArgumentError    ValueError
-    -4     CorruptDatasetError     OSError (damaged files, as gzip and
-           (-7, not an image, too) Pillow report damaged data)
-    -5     UnsupportedError        ValueError
-    -6     LimitError              ValueError
-    -8     LockedError             BlockingIOError
-    -9     ExistsError             FileExistsError
-    -10    MismatchError           ValueError
-    -11    NotFoundError           FileNotFoundError (.errno ENOENT,
-                                   .filename: the location given)
-    -12    NetworkError            ConnectionError
-    -13    RunInterruptedError     InterruptedError
-    -14    RejectedInputError      ValueError
-    =====  ======================  ====================================
+    ==================  ======================  ============================
+    status              class                   also a
+    ==================  ======================  ============================
+    SHARD_ENOMEM        OutOfMemoryError        MemoryError
+    SHARD_EIO           StorageError            OSError (a system call failed)
+    SHARD_EINVAL        InvalidArgumentError    ValueError
+    SHARD_ECORRUPT,     CorruptDatasetError     OSError (damaged files, as
+    SHARD_ENOTIMAGE                             gzip and Pillow report
+                                                damaged data)
+    SHARD_EUNSUPPORTED  UnsupportedError        ValueError
+    SHARD_ELIMIT        LimitError              ValueError
+    SHARD_ELOCKED       LockedError             BlockingIOError
+    SHARD_EEXIST        ExistsError             FileExistsError
+    SHARD_EMISMATCH     MismatchError           ValueError
+    SHARD_ENOTFOUND     NotFoundError           FileNotFoundError (.errno
+                                                ENOENT, .filename: the
+                                                location given)
+    SHARD_ENET          NetworkError            ConnectionError
+    SHARD_EINTR         RunInterruptedError     InterruptedError
+    SHARD_EREJECTED     RejectedInputError      ValueError
+    ==================  ======================  ============================
+
+(``code`` is the status's number, the value include/shardkit/error.h
+gives its name.)
 
 A damaged sample read by index or by a loader is a ``CorruptRecordError`` (a
 CorruptDatasetError) naming its shard, record and key.  Bad arguments found
@@ -35,6 +40,8 @@ UTF-8 appear as ``\\xNN``.
 """
 import errno as _errno
 from typing import Any
+
+from shardkit import _native
 
 
 class ShardkitError(Exception):
@@ -144,13 +151,19 @@ def _rebuild_record_error(message: str, index: int | None, shard: str | None,
                               key_bytes=key_bytes, code=code)
 
 
-# enum shard_status -> class, and the errno of the classes made with one
-_BY_CODE: dict[int, type[ShardkitError]] = {
-    -1: OutOfMemoryError, -2: StorageError, -3: InvalidArgumentError, -4: CorruptDatasetError,
-    -5: UnsupportedError, -6: LimitError, -7: CorruptDatasetError, -8: LockedError,
-    -9: ExistsError, -10: MismatchError, -11: NotFoundError, -12: NetworkError,
-    -13: RunInterruptedError, -14: RejectedInputError,
+# enum shard_status (by name: the numbers are the extension's) -> class, and
+# the errno of the classes made with one
+_CLASS_OF: dict[str, type[ShardkitError]] = {
+    "SHARD_ENOMEM": OutOfMemoryError, "SHARD_EIO": StorageError,
+    "SHARD_EINVAL": InvalidArgumentError, "SHARD_ECORRUPT": CorruptDatasetError,
+    "SHARD_EUNSUPPORTED": UnsupportedError, "SHARD_ELIMIT": LimitError,
+    "SHARD_ENOTIMAGE": CorruptDatasetError, "SHARD_ELOCKED": LockedError,
+    "SHARD_EEXIST": ExistsError, "SHARD_EMISMATCH": MismatchError,
+    "SHARD_ENOTFOUND": NotFoundError, "SHARD_ENET": NetworkError,
+    "SHARD_EINTR": RunInterruptedError, "SHARD_EREJECTED": RejectedInputError,
 }
+_BY_CODE: dict[int, type[ShardkitError]] = {
+    getattr(_native, name): cls for name, cls in _CLASS_OF.items()}
 _ERRNO: dict[type[ShardkitError], int] = {NotFoundError: _errno.ENOENT, ExistsError: _errno.EEXIST,
           LockedError: _errno.EAGAIN, RunInterruptedError: _errno.EINTR}
 

@@ -1,7 +1,6 @@
 """Loader: training-ready batches, made in C by the reader's threads."""
 import json
 import os
-import struct
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
@@ -11,8 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from shardkit import _native
-from shardkit.dataset import (_BOX, Dataset, Field, Location, ReadingOptions, _bad_json,
-                              _decode_image, _decode_mask, _key_str, _reopen)
+from shardkit.dataset import (Dataset, Field, Location, ReadingOptions, _bad_json, _key_str,
+                              _reopen)
 from shardkit.errors import CorruptRecordError, ShardkitError
 from shardkit.mixture import Mixture, _remix
 from shardkit.transforms import U32_MAX, Compose, TransformArg, _check_int, compose
@@ -22,9 +21,6 @@ DEFAULT_SHUFFLE_BUFFER = 1024
 # Batches read ahead of the consumer.
 DEFAULT_PREFETCH = 2
 # Skipped samples' errors kept in loader.stats.
-_MASK_HEADER = 12  # a mask value's header (manifests/FORMAT.md "Boxes and masks")
-_INSTANCES_HEADER = 16  # an instances value's header (FORMAT.md "Boxes and masks")
-_IMAGE_HEADER = 12  # an image field's header (FORMAT.md "Image fields")
 MAX_SKIPPED_ERRORS = 100
 # Format 3 carries the segments of the epoch read before at other world or
 # batch sizes ("done"); 2 did not (none); 1 did not carry the dataset's
@@ -346,12 +342,10 @@ class Loader:
                                        if isinstance(ds, Dataset) else ([], set()))
         # masks stacked in every batch, or in none (the Batch docstring's rule)
         size = compiled.fixed_size() if compiled is not None else None
-        self._stacked_masks = {
-            f.name: (size, _mask_dtype(f)) for f in self.fields
-            if f.type == "mask" and size is not None and (f.required or f.present == len(ds))}
-        self._stacked_images = {
+        self._stacked = {
             f.name: size for f in self.fields
-            if f.type == "image" and size is not None and (f.required or f.present == len(ds))}
+            if f.type in ("mask", "image") and size is not None
+            and (f.required or f.present == len(ds))}
         if isinstance(box_min_size, bool) or not isinstance(box_min_size, (int, float)):
             raise TypeError(f"box_min_size must be a number, not {type(box_min_size).__name__}")
         if not 0 <= box_min_size < 1e30:
@@ -361,11 +355,14 @@ class Loader:
         if to is not None and to not in forms:
             raise ValueError(f"to must be None, 'gray', 'gray-alpha', 'rgb' or 'rgba', not {to!r}")
         self.to = to
-        self._native = _native.Loader(
-            ds._native, compiled, self.batch_size, self.shuffle, self.seed, self.rank,
-            self.world_size, self.threads, self.drop_last, self.remainder, self.shuffle_buffer,
-            prefetch, self.on_error == "skip", _worker, _workers,
-            [f.number for f in self.fields], self.box_min_size, forms.get(to or "", 0))
+        self._native = _native.Loader(ds._native, compiled, {
+            "batch_size": self.batch_size, "shuffle": self.shuffle, "seed": self.seed,
+            "rank": self.rank, "world_size": self.world_size, "threads": self.threads,
+            "drop_last": self.drop_last, "remainder": self.remainder,
+            "shuffle_buffer": self.shuffle_buffer, "prefetch": prefetch,
+            "skip_errors": self.on_error == "skip", "worker": _worker, "workers": _workers,
+            "fields": [f.number for f in self.fields], "box_min_size": self.box_min_size,
+            "channels": forms.get(to or "", 0)})
         self._epoch = 0
         self._batch = 0
         # the segments of the current epoch read before (world_size, taken,
@@ -587,30 +584,24 @@ class Loader:
     def _batch_fields(self, parts: "tuple[_native._FieldParts, ...]",
                       indices: npt.NDArray[np.int64]) -> tuple[dict[str, Any], dict[str, Any]]:
         """batch.fields and batch.present from the native batch's fields
-        (one (number, present, values, items, labels) per selected field)."""
+        (one (number, present, values, items, labels, boxes, grids) per
+        selected field: _native.pyi's _FieldParts)."""
         values: dict[str, Any] = {}
         present: dict[str, Any] = {}
-        for field, (_, present_bytes, stacked, items, labels) in zip(self.fields, parts):
+        for field, (_, present_bytes, stacked, items, labels, boxes_parts,
+                    grids) in zip(self.fields, parts):
             mask = np.asarray(present_bytes).view(np.bool_)
             name = field.name
             present[name] = mask
             if stacked is not None:
                 values[name] = np.asarray(stacked)
-            elif field.type == "boxes" and labels is not None:
-                values[name] = _batch_boxes(np.asarray(labels[0]), np.asarray(labels[1]), mask,
-                                            self._torch)
-            elif field.type == "mask" and labels is not None:
-                values[name] = _batch_masks(np.asarray(labels[0]), np.asarray(labels[1]), mask,
-                                            self._stacked_masks.get(name))
-            elif field.type == "image" and labels is not None:
-                values[name] = _batch_images(np.asarray(labels[0]), np.asarray(labels[1]), mask,
-                                             self._stacked_images.get(name))
-            elif field.type == "instances" and labels is not None:
-                values[name] = _batch_instances(np.asarray(labels[0]), np.asarray(labels[1]),
-                                                mask, self._torch)
+            elif boxes_parts is not None:
+                values[name] = _batch_boxes(boxes_parts, mask, self._torch)
+            elif grids is not None:
+                values[name] = _batch_grids(field, grids, self._stacked.get(name), self._torch)
             elif labels is not None:  # a labels field
                 ids = np.asarray(labels[0])
-                ends = (np.asarray(labels[1]) // 4).astype(np.intp)
+                ends = np.asarray(labels[1]).astype(np.intp)
                 if name in self.multi_hot:
                     hot = np.zeros((len(mask), len(self._fields_dataset.labels)), dtype=np.uint8)
                     hot[np.repeat(np.arange(len(mask)), np.diff(ends)), ids] = 1
@@ -748,78 +739,40 @@ class _Iteration(Iterator[Batch]):
             pass
 
 
-def _batch_boxes(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
-                 torch: Any = None) -> list[dict[str, Any] | None]:
-    """A batch's boxes (every sample's back to back, ends[j] bytes before
-    sample j's end) as per-sample dicts of views into whole-batch arrays
-    (torch tensors with `torch`), split in one call per array."""
-    b = data.view(_BOX)  # every value is whole boxes: the batch's bytes are too
-    arrays = (np.ascontiguousarray(b["xyxy"]).reshape(-1, 4), b["cls"].astype(np.int64),
-              (b["flags"] & 1).astype(bool))
-    counts = np.diff(ends // _BOX.itemsize).tolist()
+def _batch_boxes(boxes: "tuple[_native.Buffer, _native.Buffer, _native.Buffer, list[int]]",
+                 mask: npt.NDArray[Any], torch: Any = None) -> list[dict[str, Any] | None]:
+    """A batch's boxes (the whole batch's arrays, and each sample's count)
+    as per-sample dicts of views into whole-batch arrays (torch tensors with
+    `torch`), split in one call per array."""
+    xyxy, labels, crowd, counts = boxes
+    arrays = (np.asarray(xyxy), np.asarray(labels), np.asarray(crowd))
     parts: list[Any]
     if torch is not None:
         parts = [torch.split(torch.from_numpy(a), counts) for a in arrays]
     else:
-        cuts = np.cumsum(counts[:-1]) if len(counts) > 1 else []
+        cuts: Any = np.cumsum(counts[:-1]) if len(counts) > 1 else []
         parts = [np.split(a, cuts) for a in arrays]
     return [{"boxes": x, "labels": y, "iscrowd": z} if present else None
             for x, y, z, present in zip(*parts, mask)]
 
 
-def _mask_dtype(field: Field) -> np.dtype[Any]:
-    """A mask field's values: uint16 when a declared class id is above 255."""
-    ids = field.classes or {}
-    return np.dtype(np.uint16) if any(i > 255 for i in ids) else np.dtype(np.uint8)
-
-
-def _batch_masks(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
-                 stacked: tuple[tuple[int, int], np.dtype[Any]] | None
-                 ) -> npt.NDArray[Any] | list[npt.NDArray[Any] | None]:
-    """A batch's masks: with `stacked` ((height, width), dtype: the loader's
-    output size is fixed and every sample has a mask) one (B, H, W) view of
-    the batch's memory, else a list (None where absent)."""
-    n = len(mask)
-    if stacked is None:
-        return [_decode_mask(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
-    (h, w), dtype = stacked
-    size = _MASK_HEADER + h * w * dtype.itemsize
-    if not mask.all() or len(data) != n * size or np.any(np.diff(ends) != size):
-        raise RuntimeError("the loader gave masks of another size than its output's")
-    rows = data.reshape(n, size)
-    return rows[:, _MASK_HEADER:].view(dtype.newbyteorder("<")).reshape(n, h, w)
-
-
-def _batch_images(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any], mask: npt.NDArray[Any],
-                  stacked: tuple[int, int] | None
-                  ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8] | None]:
-    """A batch's image field: with `stacked` ((height, width): the loader's
-    output size is fixed and every sample has the field) one (B, H, W, 3)
-    view of the batch's memory, else a list (None where absent)."""
-    n = len(mask)
-    if stacked is None:
-        return [_decode_image(data[ends[j]:ends[j + 1]]) if mask[j] else None for j in range(n)]
-    h, w = stacked
-    size = _IMAGE_HEADER + h * w * 3
-    if not mask.all() or len(data) != n * size or np.any(np.diff(ends) != size):
-        raise RuntimeError("the loader gave images of another size than its output's")
-    return data.reshape(n, size)[:, _IMAGE_HEADER:].reshape(n, h, w, 3)
-
-
-def _batch_instances(data: npt.NDArray[np.uint8], ends: npt.NDArray[Any],
-                     mask: npt.NDArray[Any], torch: Any = None) -> list[Any]:
-    """A batch's instance masks: per sample (N, H, W) uint8 views of the
-    batch's memory (torch tensors with `torch`), None where absent."""
-    out: list[Any] = []
-    for j in range(len(mask)):
-        if not mask[j]:
-            out.append(None)
-            continue
-        v = data[ends[j]:ends[j + 1]]
-        w, h, n = (int(x) for x in v[:12].view("<u4"))
-        a = v[_INSTANCES_HEADER:].reshape(n, h, w)
-        out.append(torch.from_numpy(a) if torch is not None else a)
-    return out
+def _batch_grids(field: Field, grids: "tuple[list[_native.Buffer | None], _native.Buffer | None]",
+                 size: tuple[int, int] | None, torch: Any = None) -> Any:
+    """A batch's masks, image field or instance masks.  Masks and images:
+    with `size` ((height, width): the loader's output size is fixed and
+    every sample has the field) one (B, H, W[, 3]) view of the batch's
+    memory, else a list (None where absent).  Instance masks: per sample
+    (N, H, W) uint8 views (torch tensors with `torch`), None where absent."""
+    each, stacked = grids
+    if size is not None:
+        if stacked is None or np.asarray(stacked).shape[1:3] != size:
+            what = "masks" if field.type == "mask" else "images"
+            raise RuntimeError(f"the loader gave {what} of another size than its output's")
+        return np.asarray(stacked)
+    arrays = [None if v is None else np.asarray(v) for v in each]
+    if field.type == "instances" and torch is not None:
+        return [None if a is None else torch.from_numpy(a) for a in arrays]
+    return arrays
 
 
 def _to_torch(t: Any, v: Any) -> Any:

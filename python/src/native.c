@@ -7,8 +7,25 @@
 #include <string.h>
 
 /* shardkit.errors: the function that makes a library error's exception, and
- * the class of a damaged record, looked up once. */
+ * the class of a damaged record, looked up at the first error (not when the
+ * module loads: shardkit.errors imports this module, for its status codes). */
 static PyObject *from_library, *corrupt_record_error;
+
+/* 0 once both are known, or -1 with an exception set. */
+static int errors_ready(void)
+{
+    if (from_library && corrupt_record_error)
+        return 0;
+    PyObject *errors = PyImport_ImportModule("shardkit.errors");
+    if (!errors)
+        return -1;
+    if (!from_library)
+        from_library = PyObject_GetAttrString(errors, "_from_library");
+    if (from_library && !corrupt_record_error)
+        corrupt_record_error = PyObject_GetAttrString(errors, "CorruptRecordError");
+    Py_DECREF(errors);
+    return from_library && corrupt_record_error ? 0 : -1;
+}
 
 PyObject *skpy_message(const char *msg)
 {
@@ -24,6 +41,8 @@ static const char *message_of(const struct shard_err *err, int code)
 
 PyObject *skpy_error(int code, const char *msg, PyObject *filename)
 {
+    if (errors_ready() < 0)
+        return NULL;
     PyObject *text = skpy_message(msg);
     if (!text)
         return NULL;
@@ -76,6 +95,8 @@ static int is_damage(int code)
 
 PyObject *skpy_record_error(struct shard_dataset *ds, uint64_t index, const struct shard_err *err)
 {
+    if (errors_ready() < 0)
+        return NULL;
     uint32_t shard = 0;
     uint64_t record = 0;
     struct shard_buf key = {0};
@@ -177,6 +198,7 @@ typedef struct {
     PyObject *owner;
     void (*free_fn)(void *);
     void *free_arg;
+    int contiguous; /* C-contiguous (else strides must be asked for) */
 } BufferObject;
 
 /* A Buffer of values of `format` (a struct module code, native order),
@@ -204,6 +226,7 @@ static PyObject *buffer_make(void *data, int ndim, const Py_ssize_t *shape, cons
         b->len *= shape[i];
     }
     b->owner = Py_XNewRef(owner);
+    b->contiguous = 1;
     b->free_fn = free_fn;
     b->free_arg = free_arg;
     return (PyObject *)b;
@@ -220,13 +243,35 @@ PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum sh
                        free_fn, free_arg);
 }
 
+static Py_ssize_t format_size(const char *format)
+{
+    return format[0] == 'q' || format[0] == 'Q' || format[0] == 'd'   ? 8
+           : format[0] == 'f' || format[0] == 'I' || format[0] == 'i' ? 4
+           : format[0] == 'H'                                         ? 2
+                                                                      : 1;
+}
+
 PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape, const char *format,
                           PyObject *owner)
 {
-    Py_ssize_t itemsize = format[0] == 'q' || format[0] == 'Q' || format[0] == 'd' ? 8
-                          : format[0] == 'f' || format[0] == 'I'                   ? 4
-                                                                                   : 1;
-    return buffer_make((void *)data, ndim, shape, format, itemsize, owner, NULL, NULL);
+    return buffer_make((void *)data, ndim, shape, format, format_size(format), owner, NULL, NULL);
+}
+
+PyObject *skpy_owned_new(void *data, int ndim, const Py_ssize_t *shape, const char *format)
+{
+    return buffer_make(data, ndim, shape, format, format_size(format), NULL, free, data);
+}
+
+PyObject *skpy_strided_new(const void *data, int ndim, const Py_ssize_t *shape,
+                           const Py_ssize_t *strides, const char *format, PyObject *owner)
+{
+    BufferObject *b = (BufferObject *)skpy_values_new(data, ndim, shape, format, owner);
+    if (b) {
+        for (int i = 0; i < ndim; i++)
+            b->contiguous &= b->strides[i] == strides[i];
+        memcpy(b->strides, strides, (size_t)ndim * sizeof *strides);
+    }
+    return (PyObject *)b;
 }
 
 void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height, uint32_t channels,
@@ -242,6 +287,10 @@ void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height
 static int buffer_get(PyObject *self, Py_buffer *view, int flags)
 {
     BufferObject *b = (BufferObject *)self;
+    if (!b->contiguous && (flags & PyBUF_STRIDES) != PyBUF_STRIDES) {
+        PyErr_SetString(PyExc_BufferError, "a strided buffer: ask for its strides");
+        return -1;
+    }
     view->buf = b->data;
     view->obj = Py_NewRef(self);
     view->len = b->len;
@@ -319,12 +368,40 @@ static PyMethodDef module_methods[] = {
     {"_raise_library_error", raise_library_error, METH_VARARGS,
      "_raise_library_error($module, code, message, filename=None, /)\n--\n\n"
      "raise as for a library error"},
+    {"decode_value", skpy_decode_value, METH_VARARGS,
+     "decode_value($module, type, raw, /)\n--\n\na field value of the type named from its stored "
+     "bytes"},
     {"version", version, METH_NOARGS, "version($module, /)\n--\n\nthe linked library's version"},
     {"available_cpus", available_cpus, METH_NOARGS,
      "available_cpus($module, /)\n--\n\n"
      "CPUs this process may use (affinity, cgroup quota, OMP_NUM_THREADS)"},
     {NULL, NULL, 0, NULL},
 };
+
+/* enum shard_status (shardkit/error.h), each by its name: shardkit.errors
+ * maps them to its classes. */
+static int add_status_codes(PyObject *m)
+{
+#define STATUS(name) \
+    {                \
+#name, name  \
+    }
+    static const struct {
+        const char *name;
+        int code;
+    } codes[] = {
+        STATUS(SHARD_OK),     STATUS(SHARD_ENOMEM),    STATUS(SHARD_EIO),
+        STATUS(SHARD_EINVAL), STATUS(SHARD_ECORRUPT),  STATUS(SHARD_EUNSUPPORTED),
+        STATUS(SHARD_ELIMIT), STATUS(SHARD_ENOTIMAGE), STATUS(SHARD_ELOCKED),
+        STATUS(SHARD_EEXIST), STATUS(SHARD_EMISMATCH), STATUS(SHARD_ENOTFOUND),
+        STATUS(SHARD_ENET),   STATUS(SHARD_EINTR),     STATUS(SHARD_EREJECTED),
+    };
+#undef STATUS
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++)
+        if (PyModule_AddIntConstant(m, codes[i].name, codes[i].code) < 0)
+            return -1;
+    return 0;
+}
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "shardkit._native", "the C core of shardkit (libshardkit)", -1,
@@ -333,14 +410,6 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__native(void)
 {
-    PyObject *errors = PyImport_ImportModule("shardkit.errors");
-    if (!errors)
-        return NULL;
-    from_library = PyObject_GetAttrString(errors, "_from_library");
-    corrupt_record_error = PyObject_GetAttrString(errors, "CorruptRecordError");
-    Py_DECREF(errors);
-    if (!from_library || !corrupt_record_error)
-        return NULL;
     PyTypeObject *types[] = {&skpy_buffer_type, &skpy_dataset_type, &skpy_transforms_type,
                              &skpy_loader_type, &skpy_batch_type,   &skpy_mixture_type};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
@@ -361,7 +430,8 @@ PyMODINIT_FUNC PyInit__native(void)
         PyModule_AddIntConstant(m, "DATASET_MIN_WINDOW", SHARD_DATASET_MIN_WINDOW) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MAX_WINDOW", SHARD_DATASET_MAX_WINDOW) < 0 ||
         PyModule_AddIntConstant(m, "DATASET_MAX_RETRIES", SHARD_DATASET_MAX_RETRIES) < 0 ||
-        PyModule_AddIntConstant(m, "DATASET_MAX_TIMEOUT", SHARD_DATASET_MAX_TIMEOUT) < 0) {
+        PyModule_AddIntConstant(m, "DATASET_MAX_TIMEOUT", SHARD_DATASET_MAX_TIMEOUT) < 0 ||
+        add_status_codes(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

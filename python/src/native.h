@@ -58,11 +58,21 @@ PyObject *skpy_record_error(struct shard_dataset *ds, uint64_t index, const stru
 PyObject *skpy_buffer_new(void *data, int ndim, const Py_ssize_t *shape, enum shard_dtype dtype,
                           PyObject *owner, void (*free_fn)(void *), void *free_arg);
 
-/* The same over values of another type: `format` one of "B" (uint8), "I"
- * (uint32), "q" (int64), "Q" (uint64), "f" (float32), "d" (float64), in
- * host order; nothing is freed but `owner`'s reference. */
+/* The same over values of another type: `format` one of "B" (uint8), "?"
+ * (bool), "H" (uint16), "I" (uint32), "q" (int64), "Q" (uint64), "f"
+ * (float32), "d" (float64), in host order; nothing is freed but `owner`'s
+ * reference. */
 PyObject *skpy_values_new(const void *data, int ndim, const Py_ssize_t *shape, const char *format,
                           PyObject *owner);
+
+/* The same over malloc'd memory the Buffer owns (freed with it; freed at
+ * once when the Buffer cannot be made). */
+PyObject *skpy_owned_new(void *data, int ndim, const Py_ssize_t *shape, const char *format);
+
+/* skpy_values_new with `strides` (bytes between neighbours of each
+ * dimension): a view of rows that are not back to back. */
+PyObject *skpy_strided_new(const void *data, int ndim, const Py_ssize_t *shape,
+                           const Py_ssize_t *strides, const char *format, PyObject *owner);
 
 /* The shape of one sample of width x height in `layout`: (h, w, 3) or (3, h, w). */
 void skpy_sample_shape(enum shard_layout layout, uint32_t width, uint32_t height, uint32_t channels,
@@ -108,14 +118,38 @@ extern PyTypeObject skpy_batch_type;
 PyObject *skpy_item_fields(const struct shard_item *item);
 
 /* A batch's selected fields (shard_batch_info.fields) as a tuple, one entry
- * per field: (number, present, values, items, labels) where present is a
- * uint8 Buffer (count,); values, for a stacked field, a Buffer (count,) or
- * (count, length) of int64 or float64/float32 values, else None; items, for
- * text and JSON a list of str, for bytes a list of bytes (None where
- * absent), else None; labels, for a label list field, (label numbers as a
- * uint32 Buffer, offsets as a uint64 Buffer (count + 1,) counting bytes),
- * else None.  The Buffers keep `holder` (the batch) alive. */
+ * per field: (number, present, values, items, labels, boxes, grids) where
+ * present is a uint8 Buffer (count,); values, for a stacked field, a Buffer
+ * (count,) or (count, length) of int64 or float64/float32 values, else
+ * None; items, for text and JSON a list of str, for bytes a list of bytes
+ * (None where absent), else None; labels, for a label list field, (label
+ * numbers as a uint32 Buffer, offsets as a uint64 Buffer (count + 1,)
+ * counting labels), else None; boxes, for a boxes field, (xyxy float32
+ * (n, 4), class ids int64 (n,), crowd bool (n,): the batch's n boxes, and
+ * a list of each sample's box count), else None; grids, for a mask, image
+ * or instances field, (a list of each sample's value: a (height, width)
+ * mask of uint8 or uint16, a (height, width, 3) image, (n, height, width)
+ * uint8 instance masks, None where absent; for a mask or image field whose
+ * samples all have one of the same size, one (count, ...) view of them
+ * all, else None), else None.  The Buffers keep `holder` (the batch) alive. */
 PyObject *skpy_batch_fields(const struct shard_batch_info *in, PyObject *holder);
+
+/* The field declarations of a manifest, a tuple of dicts in field number
+ * order: name, number, type (its name), length (a vector's, else None),
+ * source ((kind, what): kind "sidecar", "column", "coco" or "folder"),
+ * required, present (samples that have it), classes ({id: name} or None),
+ * ignore (a mask's value of no class, or None).  NULL with an exception
+ * set. */
+PyObject *skpy_field_decls(const struct shard_manifest *m);
+
+/* decode_value(type, raw) -> a field value of the type named (its name, as
+ * in the declarations) from its stored bytes: text and json str, int int,
+ * float float, float32 and int64 a Buffer (length,), labels a list of int,
+ * bytes bytes, boxes (xyxy, class ids, crowd) as a batch's, mask a
+ * (height, width) Buffer of uint8 or uint16, image (height, width, 3)
+ * uint8, instances (n, height, width) uint8.  A damaged value raises as a
+ * library error. */
+PyObject *skpy_decode_value(PyObject *self, PyObject *args);
 
 /* The field numbers of a sequence of ints (Loader's `fields`) in a malloc'd
  * array *out of *count (NULL and 0 for an empty or None sequence).  0, or

@@ -307,6 +307,14 @@ static PyObject *dataset_manifest_json(PyObject *self, PyObject *unused)
     return s;
 }
 
+static PyObject *dataset_fields(PyObject *self, PyObject *unused)
+{
+    DatasetObject *d = (DatasetObject *)self;
+    if (!dataset_ready(d))
+        return NULL;
+    return skpy_field_decls(shard_dataset_manifest(d->ds));
+}
+
 static PyObject *dataset_labels(PyObject *self, PyObject *unused)
 {
     DatasetObject *d = (DatasetObject *)self;
@@ -389,6 +397,8 @@ static PyMethodDef dataset_methods[] = {
     {"manifest_json", dataset_manifest_json, METH_NOARGS,
      "manifest_json($self, /)\n--\n\nthe manifest as JSON text"},
     {"labels", dataset_labels, METH_NOARGS, "labels($self, /)\n--\n\nthe class names, as a tuple"},
+    {"fields", dataset_fields, METH_NOARGS,
+     "fields($self, /)\n--\n\nthe field declarations, a tuple of dicts in field number order"},
     {"shard_count", dataset_shard_count, METH_NOARGS,
      "shard_count($self, /)\n--\n\nnumber of shards"},
     {"manifest_xxh3", dataset_manifest_xxh3, METH_NOARGS,

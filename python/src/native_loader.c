@@ -15,7 +15,9 @@
  * one wait slice) and raises ValueError "the loader is closed". */
 #include "native.h"
 
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* How long next() waits with the GIL released before it checks signals. */
 #define WAIT_SLICE_MS 100
@@ -126,27 +128,125 @@ static int take_segments(PyObject *seq, struct shard_plan_segment **out, size_t 
     return 0;
 }
 
+/* The options a Loader takes, by name (a dict: those not given keep
+ * shard_loader_options_init's defaults). */
+static const char OPTION_NAMES[] = "batch_size, shuffle, seed, rank, world_size, threads, "
+                                   "drop_last, remainder, shuffle_buffer, prefetch, "
+                                   "skip_errors, worker, workers, fields, box_min_size, channels";
+
+/* A bool option: 0 or 1 into *out, or -1 with TypeError naming it. */
+static int take_bool(PyObject *v, const char *name, int *out)
+{
+    if (!PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "Loader option '%s' must be a bool, not %.100s", name,
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    *out = v == Py_True;
+    return 0;
+}
+
+/* Option `name` = v into *o (a field list into *fields, malloc'd).  0, or
+ * -1 with an exception naming the option. */
+static int take_option(const char *name, PyObject *v, struct shard_loader_options *o,
+                       uint32_t **fields)
+{
+    uint64_t n;
+    if (!strcmp(name, "batch_size"))
+        return skpy_u32(v, "batch_size", 1, &o->batch_size);
+    if (!strcmp(name, "shuffle"))
+        return take_bool(v, name, &o->plan.shuffle);
+    if (!strcmp(name, "seed"))
+        return skpy_u64(v, "seed", &o->plan.seed);
+    if (!strcmp(name, "rank"))
+        return skpy_u32(v, "rank", 0, &o->plan.rank);
+    if (!strcmp(name, "world_size"))
+        return skpy_u32(v, "world_size", 1, &o->plan.world_size);
+    if (!strcmp(name, "threads")) { /* the library checks its own limit (1024) */
+        if (skpy_uint(v, "threads", 0, INT_MAX, &n) < 0)
+            return -1;
+        o->threads = (int)n;
+        return 0;
+    }
+    if (!strcmp(name, "drop_last"))
+        return take_bool(v, name, &o->drop_last);
+    if (!strcmp(name, "remainder")) {
+        const char *text = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+        if (!text && !PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "Loader option 'remainder' must be a str, not %.100s",
+                         Py_TYPE(v)->tp_name);
+        if (!text)
+            return -1;
+        if (shard_remainder_parse(text, &o->plan.remainder)) {
+            PyErr_Format(PyExc_ValueError, "remainder must be 'keep', 'drop' or 'pad', not '%s'",
+                         text);
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(name, "shuffle_buffer"))
+        return skpy_u64(v, "shuffle_buffer", &o->plan.shuffle_buffer);
+    if (!strcmp(name, "prefetch"))
+        return skpy_u32(v, "prefetch", 1, &o->prefetch);
+    if (!strcmp(name, "skip_errors"))
+        return take_bool(v, name, &o->skip_errors);
+    if (!strcmp(name, "worker"))
+        return skpy_u32(v, "worker", 0, &o->worker);
+    if (!strcmp(name, "workers"))
+        return skpy_u32(v, "workers", 1, &o->workers);
+    if (!strcmp(name, "channels"))
+        return skpy_u32(v, "channels", 0, &o->channels);
+    if (!strcmp(name, "fields")) {
+        free(*fields);
+        *fields = NULL;
+        int rc = skpy_field_numbers(v, fields, &o->field_count);
+        o->fields = *fields;
+        return rc;
+    }
+    if (!strcmp(name, "box_min_size")) {
+        if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v))) {
+            PyErr_Format(PyExc_TypeError,
+                         "Loader option 'box_min_size' must be a number, not %.100s",
+                         Py_TYPE(v)->tp_name);
+            return -1;
+        }
+        o->box_min_size = PyFloat_AsDouble(v);
+        return o->box_min_size == -1.0 && PyErr_Occurred() ? -1 : 0;
+    }
+    PyErr_Format(PyExc_TypeError, "Loader: unknown option '%s' (%s)", name, OPTION_NAMES);
+    return -1;
+}
+
+/* The options dict into *o (initialised here); *fields the field list's
+ * memory (free it).  0, or -1 with an exception set. */
+static int take_options(PyObject *options, struct shard_loader_options *o, uint32_t **fields)
+{
+    shard_loader_options_init(o);
+    *fields = NULL;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(options, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "Loader: an option's name must be a str, not %.100s",
+                         Py_TYPE(key)->tp_name);
+            return -1;
+        }
+        const char *name = PyUnicode_AsUTF8(key);
+        if (!name || take_option(name, value, o, fields) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Loader(dataset, transforms, options): a Dataset or a Mixture, a
+ * Transforms or None, and a dict of options by name (OPTION_NAMES). */
 static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     LoaderObject *lo = (LoaderObject *)self;
-    static char *names[] = {"dataset",     "transforms",     "batch_size",
-                            "shuffle",     "seed",           "rank",
-                            "world_size",  "threads",        "drop_last",
-                            "remainder",   "shuffle_buffer", "prefetch",
-                            "skip_errors", "worker",         "workers",
-                            "fields",      "box_min_size",   "channels",
-                            NULL};
-    PyObject *dataset, *transforms, *batch_o, *seed_o, *rank_o, *world_o, *threads_o, *buffer_o;
-    PyObject *prefetch_o, *worker_o = NULL, *workers_o = NULL, *fields_o = Py_None;
-    int shuffle, drop_last, skip_errors;
-    const char *remainder;
-    double box_min_size = 1.0;
-    PyObject *channels_o = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOpOOOOpsOOp|OOOdO:Loader", names, &dataset,
-                                     &transforms, &batch_o, &shuffle, &seed_o, &rank_o, &world_o,
-                                     &threads_o, &drop_last, &remainder, &buffer_o, &prefetch_o,
-                                     &skip_errors, &worker_o, &workers_o, &fields_o, &box_min_size,
-                                     &channels_o))
+    static char *names[] = {"dataset", "transforms", "options", NULL};
+    PyObject *dataset, *transforms, *options;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!:Loader", names, &dataset, &transforms,
+                                     &PyDict_Type, &options))
         return -1;
     if (lo->loader || lo->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Loader is already initialised");
@@ -155,32 +255,6 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     if (transforms != Py_None && (!PyObject_TypeCheck(transforms, &skpy_transforms_type) ||
                                   !((TransformsObject *)transforms)->transforms)) {
         PyErr_SetString(PyExc_TypeError, "transforms must be an initialised Transforms or None");
-        return -1;
-    }
-    struct shard_loader_options o;
-    shard_loader_options_init(&o);
-    uint64_t threads;
-    /* the library checks what the types allow against its own limits
-     * (rank < world_size, threads 0..1024 ...) */
-    if (skpy_u32(batch_o, "batch_size", 1, &o.batch_size) < 0 ||
-        skpy_u64(seed_o, "seed", &o.plan.seed) < 0 ||
-        skpy_u32(rank_o, "rank", 0, &o.plan.rank) < 0 ||
-        skpy_u32(world_o, "world_size", 1, &o.plan.world_size) < 0 ||
-        skpy_uint(threads_o, "threads", 0, INT_MAX, &threads) < 0 ||
-        skpy_u64(buffer_o, "shuffle_buffer", &o.plan.shuffle_buffer) < 0 ||
-        skpy_u32(prefetch_o, "prefetch", 1, &o.prefetch) < 0 ||
-        (worker_o && skpy_u32(worker_o, "worker", 0, &o.worker) < 0) ||
-        (workers_o && skpy_u32(workers_o, "workers", 1, &o.workers) < 0) ||
-        (channels_o && skpy_u32(channels_o, "channels", 0, &o.channels) < 0))
-        return -1;
-    o.threads = (int)threads;
-    o.box_min_size = box_min_size;
-    o.drop_last = drop_last;
-    o.plan.shuffle = shuffle;
-    o.skip_errors = skip_errors;
-    if (shard_remainder_parse(remainder, &o.plan.remainder)) {
-        PyErr_Format(PyExc_ValueError, "remainder must be 'keep', 'drop' or 'pad', not '%s'",
-                     remainder);
         return -1;
     }
     const struct shard_mixture *mix = NULL;
@@ -201,11 +275,12 @@ static int loader_init(PyObject *self, PyObject *args, PyObject *kwds)
     struct shard_transforms *list = transforms == Py_None
                                         ? NULL
                                         : ((TransformsObject *)transforms)->transforms;
-    /* the selected fields, by number (the options' copy is the loader's) */
-    uint32_t *fields = NULL;
-    if (skpy_field_numbers(fields_o, &fields, &o.field_count) < 0)
+    struct shard_loader_options o;
+    uint32_t *fields = NULL; /* the selected fields (the options' copy is the loader's) */
+    if (take_options(options, &o, &fields) < 0) {
+        free(fields);
         return -1;
-    o.fields = fields;
+    }
     struct shard_loader *made;
     struct shard_err err;
     int rc;
@@ -537,10 +612,10 @@ PyTypeObject skpy_loader_type = {
     .tp_basicsize = sizeof(LoaderObject),
     .tp_dealloc = loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Loader(dataset, transforms, batch_size, shuffle, seed, rank, world_size, threads, "
-              "drop_last, remainder, shuffle_buffer, prefetch, skip_errors, worker=0, workers=1, "
-              "fields=None, box_min_size=1.0, channels=0)\n--\n\nthe C batch loader (use "
-              "shardkit.Loader)",
+    .tp_doc = "Loader(dataset, transforms, options)\n--\n\nthe C batch loader (use "
+              "shardkit.Loader); options: a dict of batch_size, shuffle, seed, rank, world_size, "
+              "threads, drop_last, remainder, shuffle_buffer, prefetch, skip_errors, worker, "
+              "workers, fields, box_min_size, channels (those not given: the library's defaults)",
     .tp_methods = loader_methods,
     .tp_init = loader_init,
     .tp_new = PyType_GenericNew,

@@ -26,7 +26,7 @@ def loader_args(**change):
 
 
 def native_loader(ds, **change):
-    return _native.Loader(ds._native, None, **loader_args(**change))
+    return _native.Loader(ds._native, None, loader_args(**change))
 
 
 IMAGE = np.zeros((8, 8, 3), np.uint8)

@@ -119,13 +119,14 @@ def test_a_second_init_is_refused_and_the_running_loader_keeps_its_transform(lab
         from shardkit import _native
         ds = shardkit.Dataset(sys.argv[1])
         transforms = _native.Transforms([("resize", 256, 0)], "NHWC", "uint8")
-        loader = _native.Loader(ds._native, transforms, 8, True, 0, 0, 1, 1, False, "keep", 16, 1,
-                                False)
+        options = {"batch_size": 8, "shuffle": True, "seed": 0, "rank": 0, "world_size": 1,
+                   "threads": 1, "drop_last": False, "remainder": "keep", "shuffle_buffer": 16,
+                   "prefetch": 1, "skip_errors": False}
+        loader = _native.Loader(ds._native, transforms, options)
         loader.start(0, 0)
         first = loader.next()
         result = {"transforms": outcome(lambda: transforms.__init__([("center_crop", 8, 8)])),
-                  "loader": outcome(lambda: loader.__init__(ds._native, None, 8, True, 0, 0, 1,
-                                                            1, False, "keep", 16, 1, False)),
+                  "loader": outcome(lambda: loader.__init__(ds._native, None, options)),
                   "dataset": outcome(lambda: ds._native.__init__(sys.argv[1])),
                   "shapes": []}
         while True:
@@ -144,8 +145,8 @@ def test_a_second_init_is_refused_and_the_running_loader_keeps_its_transform(lab
 def test_a_loader_refuses_transforms_that_were_never_initialised(labelled):
     ds = shardkit.Dataset(labelled)
     with pytest.raises(TypeError, match="initialised Transforms"):
-        _native.Loader(ds._native, _native.Transforms.__new__(_native.Transforms), 8, True, 0, 0,
-                       1, 1, False, "keep", 16, 1, False)
+        _native.Loader(ds._native, _native.Transforms.__new__(_native.Transforms),
+                       {"batch_size": 8})
 
 
 def test_a_step_name_that_cannot_be_utf8_is_an_error_not_a_crash():

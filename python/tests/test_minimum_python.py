@@ -57,6 +57,9 @@ C_API = {
         "PySequence_Tuple",
         "PyOS_snprintf", "PyOS_InterruptOccurred", "PyErr_SetInterrupt", "PyGILState_Ensure",
         "PyGILState_Release", "PyGILState_STATE", "PyBytes_FromString",
+        "PyBuffer_IsContiguous", "PyExc_BufferError", "PyDict_New", "PyDict_Next",
+        "PyDict_SetItem", "PyDict_Type", "PyFloat_Check", "PyFloat_FromDouble", "PyLong_Check",
+        "PyLong_FromLongLong",
         # type slots
         "tp_name", "tp_basicsize", "tp_dealloc", "tp_flags", "tp_doc", "tp_methods", "tp_init",
         "tp_new", "tp_free", "tp_as_sequence", "tp_as_buffer", "sq_length",
@@ -67,7 +70,7 @@ C_API = {
 # the extension uses ("Parsing arguments and building values"): "p" and "$"
 # (the keyword-only arguments follow) are 3.3's.
 PARSE_UNITS = {"p": (3, 3), "$": (3, 3),
-               **dict.fromkeys(["O", "O!", "i", "y", "s", "d", "|"], (3, 0))}
+               **dict.fromkeys(["O", "O!", "i", "y", "y*", "s", "d", "|"], (3, 0))}
 BUILD_UNITS = dict.fromkeys(["O", "N", "s", "i", "I", "K", "d", "y#"], (3, 0))
 
 C_NAME = re.compile(r"\b(_?Py\w+|PY_\w+|METH_\w+|(?:tp|sq|mp|nb|bf|am)_\w+)\b")

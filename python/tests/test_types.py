@@ -68,8 +68,8 @@ def test_the_extension_tells_its_signatures():
     # what stubtest compares the stub with: the text signatures
     from shardkit import _native
     assert str(inspect.signature(_native.Dataset.read)) == "(self, index, /)"
-    assert list(inspect.signature(_native.Loader).parameters)[:3] == [
-        "dataset", "transforms", "batch_size"]
+    assert list(inspect.signature(_native.Loader).parameters) == [
+        "dataset", "transforms", "options"]
     assert str(inspect.signature(_native.Transforms)) == "(steps, layout='NHWC', dtype='uint8')"
     assert str(inspect.signature(_native.Dataset)) == (
         "(location, *, connections=None, window=None, window_cache=None, retries=None, "

@@ -17,7 +17,7 @@ T=$(cd "$T" && pwd -P)
 
 OPTS="--size 32 --shard-size 16K --no-shuffle"
 
-say "source: the demo images, its one non-image moved last (zz/notes.jpg); and its tar"
+# source: the demo images, its one non-image moved last (zz/notes.jpg); and its tar
 SRC="$T/src"
 "$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$SRC" >/dev/null
 rm "$SRC/apple/truncated.jpg" "$SRC/boat/empty.jpg" "$SRC/dune/badcrc.png"
@@ -25,35 +25,39 @@ mkdir "$SRC/zz"
 mv "$SRC/cloud/notes.jpg" "$SRC/zz/notes.jpg"
 (cd "$SRC" && tar -cf "$T/src.tar" .)
 
-say "a published dataset, and an interrupted run (--on-error fail stops at zz/notes.jpg)"
+# the datasets the cases copy: a published one, and an interrupted run
+# (--on-error fail stops at zz/notes.jpg)
 shardify "$SRC" "$T/published" $OPTS --quiet
-[ "$(json "$T/published/manifest.json" 'len(d["shards"])')" -ge 3 ] || die "expected 3 shards or more"
 must_fail 1 shardify "$SRC" "$T/interrupted" $OPTS --on-error fail --quiet
 must_say "rejected 'zz/notes.jpg'" "$T/err"
-for f in shard-000000.shard shard-000001.shard .shardify/journal-000000.jsonl .shardify/state.json; do
-    [ -f "$T/interrupted/$f" ] || die "the interrupted run left no '$f'"
-done
-# the premise of the --resume cases: an untouched copy resumes
-cp -a "$T/interrupted" "$T/resumed"
-shardify "$SRC" "$T/resumed" $OPTS --resume --json >"$T/resumed.json" 2>/dev/null ||
-    die "--resume of the interrupted run failed"
-[ "$(json "$T/resumed.json" 'd["reused_shards"]')" -ge 2 ] || die "--resume kept no shard"
-same_tree "$T/published" "$T/resumed"
 
-# The decoys: what the links point at.  A dangling link points at decoys/none.
-mkdir -p "$T/decoys/dir/sub"
-echo precious >"$T/decoys/dir/a.txt"
-echo precious too >"$T/decoys/dir/sub/b.txt"
-echo 12345 >"$T/decoys/file"
-tree_state "$T/decoys" >"$T/decoys.state"
-decoys_intact() { same_state "$T/decoys.state" "$T/decoys" "$1: files outside DST changed"; }
+# the runs held by strace (the first sample's key: where a run is held)
+strace_ok=""
+if strace_works; then
+    strace_ok=yes
+    first_key=$("$PYTHON" -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["key"])' \
+        "$T/published/index.jsonl")
+else
+    echo "SKIP: links planted during a run: strace is not available"
+fi
+
+# decoys: what the case's links point at, in $C/decoys; a dangling link
+# points at decoys/none.
+decoys() {
+    mkdir -p "$C/decoys/dir/sub"
+    echo precious >"$C/decoys/dir/a.txt"
+    echo precious too >"$C/decoys/dir/sub/b.txt"
+    echo 12345 >"$C/decoys/file"
+    tree_state "$C/decoys" >"$C/decoys.state"
+}
+decoys_intact() { same_state "$C/decoys.state" "$C/decoys" "$1: files outside DST changed"; }
 
 # plant KIND PATH: a symbolic link at PATH to a directory, a file, or nothing.
 plant() {
     case $1 in
-    dir) ln -s "$T/decoys/dir" "$2" ;;
-    file) ln -s "$T/decoys/file" "$2" ;;
-    dangling) ln -s "$T/decoys/none" "$2" ;;
+    dir) ln -s "$C/decoys/dir" "$2" ;;
+    file) ln -s "$C/decoys/file" "$2" ;;
+    dangling) ln -s "$C/decoys/none" "$2" ;;
     esac
 }
 
@@ -63,10 +67,10 @@ plant() {
 refused() {
     text=$1 dst=$2 src=$3
     shift 3
-    tree_state "$dst" >"$T/dst.state"
+    tree_state "$dst" >"$C/dst.state"
     must_fail 1 shardify "$src" "$dst" $OPTS --quiet "$@"
     must_say "$text" "$T/err"
-    same_state "$T/dst.state" "$dst" "a refused run changed '$dst' ($text)"
+    same_state "$C/dst.state" "$dst" "a refused run changed '$dst' ($text)"
     decoys_intact "$text"
 }
 
@@ -83,168 +87,216 @@ TOP=".shardify manifest.json index.jsonl run.json .manifest.json.tmp .index.json
 WORK="lock state.json .state.json.tmp spool shard-000000.shard.tmp journal-000000.jsonl
       journal-000000.jsonl.tmp"
 
+case_the_published_dataset_and_the_interrupted_run_are_what_the_cases_need() {
+    [ "$(json "$T/published/manifest.json" 'len(d["shards"])')" -ge 3 ] || die "expected 3 shards or more"
+    for f in shard-000000.shard shard-000001.shard .shardify/journal-000000.jsonl .shardify/state.json; do
+        [ -f "$T/interrupted/$f" ] || die "the interrupted run left no '$f'"
+    done
+    # the premise of the --resume cases: an untouched copy resumes
+    cp -a "$T/interrupted" "$C/resumed"
+    shardify "$SRC" "$C/resumed" $OPTS --resume --json >"$C/resumed.json" 2>/dev/null ||
+        die "--resume of the interrupted run failed"
+    [ "$(json "$C/resumed.json" 'd["reused_shards"]')" -ge 2 ] || die "--resume kept no shard"
+    same_tree "$T/published" "$C/resumed"
+}
+
 # ---- before a fresh run -----------------------------------------------------------
 
-for kind in dir file dangling; do
-    say "fresh run, a link ($kind) at each path shardify writes: exit 1, nothing touched"
+# fresh_run KIND: a link (KIND) at each path shardify writes: exit 1, nothing touched
+fresh_run() {
+    decoys
     for name in $TOP; do
-        rm -rf "$T/d" && mkdir "$T/d"
-        plant $kind "$T/d/$name"
-        refused_link "$name" "$T/d" "$SRC"
+        rm -rf "$C/d" && mkdir "$C/d"
+        plant "$1" "$C/d/$name"
+        refused_link "$name" "$C/d" "$SRC"
     done
     for name in $WORK; do
-        rm -rf "$T/d" && mkdir -p "$T/d/.shardify"
-        plant $kind "$T/d/.shardify/$name"
-        refused_link ".shardify/$name" "$T/d" "$SRC"
+        rm -rf "$C/d" && mkdir -p "$C/d/.shardify"
+        plant "$1" "$C/d/.shardify/$name"
+        refused_link ".shardify/$name" "$C/d" "$SRC"
         # an archive source spools into the work directory
-        case $name in spool | lock) refused_link ".shardify/$name" "$T/d" "$T/src.tar" ;; esac
+        case $name in spool | lock) refused_link ".shardify/$name" "$C/d" "$T/src.tar" ;; esac
     done
-done
+}
+case_fresh_run_a_link_dir_at_each_path_shardify_writes_exit_1_nothing_touched() { fresh_run dir; }
+case_fresh_run_a_link_file_at_each_path_shardify_writes_exit_1_nothing_touched() { fresh_run file; }
+case_fresh_run_a_link_dangling_at_each_path_shardify_writes_exit_1_nothing_touched() { fresh_run dangling; }
 
 # ---- over a published dataset and an interrupted run -----------------------------------
 
-# replace TEMPLATE NAME KIND: $T/d is a copy of TEMPLATE with DST/NAME (an
+# replace TEMPLATE NAME KIND: $C/d is a copy of TEMPLATE with DST/NAME (an
 # existing file of shardify's, or a new name) replaced by a link.
 replace() {
-    rm -rf "$T/d" && cp -a "$1" "$T/d"
-    mkdir -p "$T/d/.shardify"
-    rm -f "$T/d/$2"
-    plant "$3" "$T/d/$2"
+    rm -rf "$C/d" && cp -a "$1" "$C/d"
+    mkdir -p "$C/d/.shardify"
+    rm -f "$C/d/$2"
+    plant "$3" "$C/d/$2"
 }
 
-for kind in dir file dangling; do
-    say "--overwrite of a published dataset with a link ($kind): exit 1, the dataset untouched"
+# overwrite_published KIND: --overwrite of a published dataset with a link
+# (KIND): exit 1, the dataset untouched
+overwrite_published() {
+    decoys
     for name in .shardify manifest.json index.jsonl run.json shard-000001.shard \
         .shardify/lock .shardify/spool .shardify/shard-000000.shard.tmp; do
         if [ "$name" = .shardify ]; then
-            rm -rf "$T/d" && cp -a "$T/published" "$T/d" && plant $kind "$T/d/.shardify"
+            rm -rf "$C/d" && cp -a "$T/published" "$C/d" && plant "$1" "$C/d/.shardify"
         else
-            replace "$T/published" "$name" $kind
+            replace "$T/published" "$name" "$1"
         fi
-        refused_link "$name" "$T/d" "$SRC" --overwrite
+        refused_link "$name" "$C/d" "$SRC" --overwrite
     done
-
-    say "--resume and --overwrite of an interrupted run with a link ($kind): exit 1, nothing touched"
+}
+# resume_interrupted KIND: --resume and --overwrite of an interrupted run
+# with a link (KIND): exit 1, nothing touched
+resume_interrupted() {
+    decoys
     for name in .shardify/lock .shardify/state.json .shardify/journal-000000.jsonl \
         .shardify/journal-000001.jsonl .shardify/shard-000002.shard.tmp shard-000000.shard \
         shard-000001.shard .index.jsonl.tmp; do
-        replace "$T/interrupted" "$name" $kind
-        refused_link "$name" "$T/d" "$SRC" --resume
-        refused_link "$name" "$T/d" "$SRC" --overwrite
+        replace "$T/interrupted" "$name" "$1"
+        refused_link "$name" "$C/d" "$SRC" --resume
+        refused_link "$name" "$C/d" "$SRC" --overwrite
     done
-    rm -rf "$T/d" && cp -a "$T/interrupted" "$T/d" && rm -rf "$T/d/.shardify"
-    plant $kind "$T/d/.shardify"
-    refused_link .shardify "$T/d" "$SRC" --resume
-    refused_link .shardify "$T/d" "$SRC" --overwrite
-done
+    rm -rf "$C/d" && cp -a "$T/interrupted" "$C/d" && rm -rf "$C/d/.shardify"
+    plant "$1" "$C/d/.shardify"
+    refused_link .shardify "$C/d" "$SRC" --resume
+    refused_link .shardify "$C/d" "$SRC" --overwrite
+}
+case_overwrite_of_a_published_dataset_with_a_link_dir_exit_1_the_dataset_untouched() { overwrite_published dir; }
+case_resume_and_overwrite_of_an_interrupted_run_with_a_link_dir_exit_1_nothing_touched() { resume_interrupted dir; }
+case_overwrite_of_a_published_dataset_with_a_link_file_exit_1_the_dataset_untouched() { overwrite_published file; }
+case_resume_and_overwrite_of_an_interrupted_run_with_a_link_file_exit_1_nothing_touched() { resume_interrupted file; }
+case_overwrite_of_a_published_dataset_with_a_link_dangling_exit_1_the_dataset_untouched() { overwrite_published dangling; }
+case_resume_and_overwrite_of_an_interrupted_run_with_a_link_dangling_exit_1_nothing_touched() { resume_interrupted dangling; }
 
-say "a lock with a second name (a hard link to a file outside DST) is refused, never written"
-rm -rf "$T/d" && mkdir -p "$T/d/.shardify"
-ln "$T/decoys/file" "$T/d/.shardify/lock"
-refused "'$T/d/.shardify/lock' is not a regular file with a single name" "$T/d" "$SRC"
-rm "$T/d/.shardify/lock"
+case_a_lock_with_a_second_name_a_hard_link_to_a_file_outside_dst_is_refused_never_written() {
+    decoys
+    mkdir -p "$C/d/.shardify"
+    ln "$C/decoys/file" "$C/d/.shardify/lock"
+    refused "'$C/d/.shardify/lock' is not a regular file with a single name" "$C/d" "$SRC"
+}
 
-say "a directory where shardify expects a file, a file where it expects its work directory"
-rm -rf "$T/d" && mkdir -p "$T/d/manifest.json"
-refused "'$T/d/manifest.json' is not a regular file" "$T/d" "$SRC"
-rm -rf "$T/d" && mkdir "$T/d" && echo x >"$T/d/.shardify"
-refused "'$T/d/.shardify' is not a directory" "$T/d" "$SRC"
+case_a_directory_where_shardify_expects_a_file_a_file_where_it_expects_its_work_directory() {
+    decoys
+    mkdir -p "$C/d/manifest.json"
+    refused "'$C/d/manifest.json' is not a regular file" "$C/d" "$SRC"
+    rm -rf "$C/d" && mkdir "$C/d" && echo x >"$C/d/.shardify"
+    refused "'$C/d/.shardify' is not a directory" "$C/d" "$SRC"
+}
 
 # ---- planted while the run is going -------------------------------------------------
 
-if strace_works; then
-    first_key=$("$PYTHON" -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["key"])' \
-        "$T/published/index.jsonl")
-
-    for kind in dir file dangling; do
-        say "links ($kind) planted during a run at every name it has yet to write are replaced, never followed"
-        rm -rf "$T/race"
-        # held once the lock is taken and the state written, before any shard
-        stop_at openat "$first_key" "$T/race" --threads 1
-        for name in $TOP; do
-            [ "$name" = .shardify ] || plant $kind "$T/race/$name"
-        done
-        for name in shard-000000.shard.tmp shard-000001.shard.tmp journal-000000.jsonl \
-            journal-000001.jsonl journal-000000.jsonl.tmp journal-000001.jsonl.tmp; do
-            plant $kind "$T/race/.shardify/$name"
-        done
-        kill -CONT "$run_pid"
-        finish_run
-        [ "$run_status" -eq 0 ] || { cat "$T/bg.err" >&2; die "exit $run_status"; }
-        decoys_intact "links planted during a run"
-        [ -z "$(find "$T/race" -type l)" ] || die "links left in the dataset: $(find "$T/race" -type l)"
-        same_tree "$T/published" "$T/race"
-        shardcheck "$T/race" >/dev/null || die "the dataset does not verify"
+# race KIND: links (KIND) planted during a run at every name it has yet to
+# write are replaced, never followed
+race() {
+    [ -n "$strace_ok" ] || return 0
+    # the run stop_at holds is killed when the case ends early (lib.sh's
+    # end_test knows only the set-up's)
+    trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null' EXIT
+    decoys
+    # held once the lock is taken and the state written, before any shard
+    stop_at openat "$first_key" "$C/race" --threads 1
+    for name in $TOP; do
+        [ "$name" = .shardify ] || plant "$1" "$C/race/$name"
     done
+    for name in shard-000000.shard.tmp shard-000001.shard.tmp journal-000000.jsonl \
+        journal-000001.jsonl journal-000000.jsonl.tmp journal-000001.jsonl.tmp; do
+        plant "$1" "$C/race/.shardify/$name"
+    done
+    kill -CONT "$run_pid"
+    finish_run
+    [ "$run_status" -eq 0 ] || { cat "$T/bg.err" >&2; die "exit $run_status"; }
+    decoys_intact "links planted during a run"
+    [ -z "$(find "$C/race" -type l)" ] || die "links left in the dataset: $(find "$C/race" -type l)"
+    same_tree "$T/published" "$C/race"
+    shardcheck "$C/race" >/dev/null || die "the dataset does not verify"
+}
+case_links_dir_planted_during_a_run_at_every_name_it_has_yet_to_write_are_replaced_never_followed() { race dir; }
+case_links_file_planted_during_a_run_at_every_name_it_has_yet_to_write_are_replaced_never_followed() { race file; }
+case_links_dangling_planted_during_a_run_at_every_name_it_has_yet_to_write_are_replaced_never_followed() { race dangling; }
 
-    say "a link planted at the spool of an archive source during the run is replaced, never followed"
+case_a_link_planted_at_the_spool_of_an_archive_source_during_the_run_is_replaced_never_followed() {
+    [ -n "$strace_ok" ] || return 0
+    trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null' EXIT
+    decoys
     SRC="$T/src.tar"
-    rm -rf "$T/race"
     # held when the archive is opened: the lock is taken, the spool not yet made
-    stop_at openat "$T/src.tar" "$T/race" --threads 1
-    plant file "$T/race/.shardify/spool"
+    stop_at openat "$T/src.tar" "$C/race" --threads 1
+    plant file "$C/race/.shardify/spool"
     kill -CONT "$run_pid"
     finish_run
     [ "$run_status" -eq 0 ] || { cat "$T/bg.err" >&2; die "exit $run_status"; }
     decoys_intact "a link at the spool"
-    [ ! -e "$T/race/.shardify" ] && [ ! -L "$T/race/.shardify" ] || die "work directory left behind"
-    shardcheck "$T/race" >/dev/null || die "the dataset does not verify"
-    SRC="$T/src"
+    [ ! -e "$C/race/.shardify" ] && [ ! -L "$C/race/.shardify" ] || die "work directory left behind"
+    shardcheck "$C/race" >/dev/null || die "the dataset does not verify"
+}
 
-    say "links replacing old shards during an --overwrite are removed as links, never followed"
-    rm -rf "$T/race" && cp -a "$T/published" "$T/race"
+case_links_replacing_old_shards_during_an_overwrite_are_removed_as_links_never_followed() {
+    [ -n "$strace_ok" ] || return 0
+    trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null' EXIT
+    decoys
+    cp -a "$T/published" "$C/race"
     # held once the old manifest is removed, before the old shards are
-    stop_at unlink,unlinkat manifest.json "$T/race" --overwrite --threads 1
-    for s in "$T"/race/shard-*.shard; do
+    stop_at unlink,unlinkat manifest.json "$C/race" --overwrite --threads 1
+    for s in "$C"/race/shard-*.shard; do
         rm "$s" && plant dir "$s"
     done
     kill -CONT "$run_pid"
     finish_run
     [ "$run_status" -eq 0 ] || { cat "$T/bg.err" >&2; die "exit $run_status"; }
     decoys_intact "links at old shards"
-    same_tree "$T/published" "$T/race"
-else
-    echo "SKIP: links planted during a run: strace is not available"
-fi
+    same_tree "$T/published" "$C/race"
+}
 
 # ---- refused runs leave nothing behind -------------------------------------------------
 
-say "DST inside SRC is refused before anything is created"
-tree_state "$SRC" >"$T/src.state"
-must_fail 1 shardify "$SRC" "$SRC/out" $OPTS --quiet
-must_say "inside the source" "$T/err"
-must_fail 1 shardify "$SRC" "$T/nowhere/../src/deeper/out" $OPTS --quiet
-must_say "inside the source" "$T/err"
-[ ! -e "$T/nowhere" ] || die "a refused run created '$T/nowhere'"
-same_state "$T/src.state" "$SRC" "a refused run changed the source"
-mkdir -p "$T/holder/.shardify"
-cp "$SRC/apple/"*.png "$T/holder/.shardify/"
-tree_state "$T/holder" >"$T/holder.state"
-must_fail 1 shardify "$T/holder/.shardify" "$T/holder" $OPTS --quiet
-must_say "is inside the destination" "$T/err"
-same_state "$T/holder.state" "$T/holder" "the source inside DST was touched"
+case_dst_inside_src_is_refused_before_anything_is_created() {
+    # a copy of the source, which a run that was not refused would write into
+    cp -a "$SRC" "$C/src"
+    tree_state "$C/src" >"$C/src.state"
+    must_fail 1 shardify "$C/src" "$C/src/out" $OPTS --quiet
+    must_say "inside the source" "$T/err"
+    must_fail 1 shardify "$C/src" "$C/nowhere/../src/deeper/out" $OPTS --quiet
+    must_say "inside the source" "$T/err"
+    [ ! -e "$C/nowhere" ] || die "a refused run created '$C/nowhere'"
+    same_state "$C/src.state" "$C/src" "a refused run changed the source"
+    mkdir -p "$C/holder/.shardify"
+    cp "$SRC/apple/"*.png "$C/holder/.shardify/"
+    tree_state "$C/holder" >"$C/holder.state"
+    must_fail 1 shardify "$C/holder/.shardify" "$C/holder" $OPTS --quiet
+    must_say "is inside the destination" "$T/err"
+    same_state "$C/holder.state" "$C/holder" "the source inside DST was touched"
+}
 
-say "refused on a published dataset: no lock, no work directory left in it"
-refused "holds a previous shardify output" "$T/published" "$SRC"
-refused "nothing to resume" "$T/published" "$SRC" --resume
-[ ! -e "$T/published/.shardify" ] || die "a refused run left '.shardify' in the dataset"
+case_refused_on_a_published_dataset_no_lock_no_work_directory_left_in_it() {
+    decoys
+    cp -a "$T/published" "$C/published"
+    refused "holds a previous shardify output" "$C/published" "$SRC"
+    refused "nothing to resume" "$C/published" "$SRC" --resume
+    [ ! -e "$C/published/.shardify" ] || die "a refused run left '.shardify' in the dataset"
+}
 
-say "a run that fails before it has anything to resume removes what it created, DST too"
-printf 'not an archive %.0s' $(seq 300) >"$T/junk.tar"
-must_fail 1 shardify "$T/junk.tar" "$T/new/a/out" $OPTS --quiet
-must_say "cannot read archive" "$T/err"
-[ ! -e "$T/new" ] || die "the failed run left '$T/new': $(find "$T/new")"
-mkdir "$T/empty"
-must_fail 1 shardify "$T/junk.tar" "$T/empty" $OPTS --quiet
-[ -z "$(ls -A "$T/empty")" ] || die "the failed run left $(ls -A "$T/empty") in an empty DST"
+case_a_run_that_fails_before_it_has_anything_to_resume_removes_what_it_created_dst_too() {
+    printf 'not an archive %.0s' $(seq 300) >"$C/junk.tar"
+    must_fail 1 shardify "$C/junk.tar" "$C/new/a/out" $OPTS --quiet
+    must_say "cannot read archive" "$T/err"
+    [ ! -e "$C/new" ] || die "the failed run left '$C/new': $(find "$C/new")"
+    mkdir "$C/empty"
+    must_fail 1 shardify "$C/junk.tar" "$C/empty" $OPTS --quiet
+    [ -z "$(ls -A "$C/empty")" ] || die "the failed run left $(ls -A "$C/empty") in an empty DST"
+}
 
-say "DST given as a symbolic link is the user's choice: followed, like cd"
-mkdir "$T/real"
-ln -s "$T/real" "$T/dst-link"
-shardify "$SRC" "$T/dst-link" $OPTS --quiet
-same_tree "$T/published" "$T/real"
-ln -s "$SRC/apple" "$T/into-src"
-must_fail 1 shardify "$SRC" "$T/into-src" $OPTS --quiet
-must_say "inside the source" "$T/err"
+case_dst_given_as_a_symbolic_link_is_the_users_choice_followed_like_cd() {
+    mkdir "$C/real"
+    ln -s "$C/real" "$C/dst-link"
+    shardify "$SRC" "$C/dst-link" $OPTS --quiet
+    same_tree "$T/published" "$C/real"
+    # into a copy of the source, which a run that was not refused would write into
+    cp -a "$SRC" "$C/src"
+    ln -s "$C/src/apple" "$C/into-src"
+    must_fail 1 shardify "$C/src" "$C/into-src" $OPTS --quiet
+    must_say "inside the source" "$T/err"
+}
 
-echo "all link checks passed"
+run_cases

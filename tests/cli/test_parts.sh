@@ -25,40 +25,72 @@ convert_parts() {
     convert_parts_of "$T/raw" "$dst" "$n" "$@"
 }
 
+# the datasets the cases read: a single run, and the same source in 3 parts
+# merged (its merge's --json summary in $T/merge.json)
+shardify $OPTS "$T/raw" "$T/single"
+convert_parts "$T/merged" 3
+shardify merge --json "$T/merged" >"$T/merge.json" 2>"$T/merge.err" || {
+    cat "$T/merge.err" >&2; die "merge failed"; }
+
+# $T/pm: a merged dataset whose parts were converted again with smaller
+# shards, so that the next merge needs shard names the published one lacks
+cp -r "$T/merged" "$T/pm"
+convert_parts "$T/pm" 3 --overwrite --shard-size 8K
+new_name=$("$PYTHON" - "$T/pm" <<'PY'
+import glob, json, os, sys
+dst = sys.argv[1]
+old = {s["file"] for s in json.load(open(os.path.join(dst, "manifest.json")))["shards"]}
+new = sorted(s["file"] for m in glob.glob(os.path.join(dst, "parts", "*", "manifest.json"))
+             for s in json.load(open(m))["shards"])
+print(sorted(set(new) - old)[0])
+PY
+)
+# $T/pmfs: $T/pm with its parts on another file system (a tmpfs, mounted here
+# so that it is unmounted when the test ends), when one can be mounted
+cp -a "$T/pm" "$T/pmfs"
+mv "$T/pmfs/parts" "$T/pmfs.parts"
+pmfs=""
+if mount_tmpfs "$T/pmfs/parts" 64m; then
+    cp -r "$T/pmfs.parts"/. "$T/pmfs/parts/"
+    pmfs=yes
+fi
+
 # ---- --part I/N and its usage errors -----------------------------------------
-say "usage errors of --part and --parts"
-must_fail 2 shardify --part 3/3 "$T/raw" "$T/u"
-must_say "--part: '3/3': parts are numbered 0..N-1" "$T/err"
-must_fail 2 shardify --part 1 "$T/raw" "$T/u"
-must_say "--part: '1' is not I/N or auto" "$T/err"
-must_fail 2 shardify --part 1/x "$T/raw" "$T/u"
-must_say "--part: '1/x' is not I/N or auto" "$T/err"
-must_fail 2 shardify --part 1/3 --incremental "$T/prev" "$T/raw" "$T/u"
-must_say "--part and --incremental cannot be used together" "$T/err"
-[ ! -e "$T/u" ] || die "a refused run created DST"
-must_fail 2 shardify --part 1/3 --parts 4 "$T/raw" "$T/u"
-must_say "--part 1/3 and --parts 4 disagree" "$T/err"
-must_fail 2 shardify --parts 4 "$T/raw" "$T/u"
-must_say "--parts is for --part auto" "$T/err"
-must_fail 2 shardify --part 0/1001 "$T/raw" "$T/u"
-must_say "at most 1000" "$T/err"
-[ ! -e "$T/u" ] || die "a usage error created DST"
-shardify --help >"$T/help"
-must_say "--part I/N" "$T/help"
-must_say "shardify merge" "$T/help"
+case_usage_errors_of_part_and_parts() {
+    must_fail 2 shardify --part 3/3 "$T/raw" "$C/u"
+    must_say "--part: '3/3': parts are numbered 0..N-1" "$T/err"
+    must_fail 2 shardify --part 1 "$T/raw" "$C/u"
+    must_say "--part: '1' is not I/N or auto" "$T/err"
+    must_fail 2 shardify --part 1/x "$T/raw" "$C/u"
+    must_say "--part: '1/x' is not I/N or auto" "$T/err"
+    must_fail 2 shardify --part 1/3 --incremental "$C/prev" "$T/raw" "$C/u"
+    must_say "--part and --incremental cannot be used together" "$T/err"
+    [ ! -e "$C/u" ] || die "a refused run created DST"
+    must_fail 2 shardify --part 1/3 --parts 4 "$T/raw" "$C/u"
+    must_say "--part 1/3 and --parts 4 disagree" "$T/err"
+    must_fail 2 shardify --parts 4 "$T/raw" "$C/u"
+    must_say "--parts is for --part auto" "$T/err"
+    must_fail 2 shardify --part 0/1001 "$T/raw" "$C/u"
+    must_say "at most 1000" "$T/err"
+    [ ! -e "$C/u" ] || die "a usage error created DST"
+    shardify --help >"$C/help"
+    must_say "--part I/N" "$C/help"
+    must_say "shardify merge" "$C/help"
+}
 
-say "an archive SRC is not converted in parts"
-(cd "$T/raw" && tar cf "$T/raw.tar" .)
-must_fail 1 shardify $OPTS --part 0/2 "$T/raw.tar" "$T/u"
-must_say "an archive SRC cannot be converted in parts" "$T/err"
+case_an_archive_src_is_not_converted_in_parts() {
+    (cd "$T/raw" && tar cf "$C/raw.tar" .)
+    must_fail 1 shardify $OPTS --part 0/2 "$C/raw.tar" "$C/u"
+    must_say "an archive SRC cannot be converted in parts" "$T/err"
+}
 
-say "--part 1/3 converts its own contiguous share, balanced by source bytes"
-shardify --size 64 --shard-size 64K --json --part 1/3 "$T/raw" "$T/one" >"$T/one.json" 2>"$T/one.err"
-must_say "part 1 of 3 is in '$T/one/parts/1-of-3'; once all 3 are: shardify merge '$T/one'" "$T/one.err"
-[ -f "$T/one/parts/1-of-3/manifest.json" ] || die "part 1/3 did not publish DST/parts/1-of-3"
-[ ! -e "$T/one/manifest.json" ] || die "a part published DST/manifest.json"
-[ ! -e "$T/one/parts/0-of-3" ] || die "part 1/3 wrote another part"
-"$PYTHON" - "$T/raw" "$T/one/parts/1-of-3" <<'PY'
+case_part_1_of_3_converts_its_own_contiguous_share_balanced_by_source_bytes() {
+    shardify --size 64 --shard-size 64K --json --part 1/3 "$T/raw" "$C/one" >"$C/one.json" 2>"$C/one.err"
+    must_say "part 1 of 3 is in '$C/one/parts/1-of-3'; once all 3 are: shardify merge '$C/one'" "$C/one.err"
+    [ -f "$C/one/parts/1-of-3/manifest.json" ] || die "part 1/3 did not publish DST/parts/1-of-3"
+    [ ! -e "$C/one/manifest.json" ] || die "a part published DST/manifest.json"
+    [ ! -e "$C/one/parts/0-of-3" ] || die "part 1/3 wrote another part"
+    "$PYTHON" - "$T/raw" "$C/one/parts/1-of-3" <<'PY'
 import json, os, sys
 raw, part = sys.argv[1], sys.argv[2]
 info = json.load(open(os.path.join(part, "part.json")))
@@ -86,6 +118,7 @@ keys += [r["key"] for r in m["rejected"]]
 share = sum(sizes[k] for k in keys)
 assert abs(share - total / 3) <= biggest, (share, total / 3, biggest)
 PY
+}
 
 # ---- --part auto -----------------------------------------------------------
 # auto_part WANT VAR=VALUE... [-- ARGS]: `shardify --part auto` under that
@@ -93,359 +126,368 @@ PY
 auto_part() {
     want=$1
     shift
-    rm -rf "$T/auto"
+    rm -rf "$C/auto"
     env -u SLURM_ARRAY_TASK_ID -u JOB_COMPLETION_INDEX "$@" shardify $OPTS --part auto \
-        ${AUTO_ARGS:-} "$T/raw" "$T/auto" || die "--part auto under $* failed"
-    [ "$(ls "$T/auto/parts")" = "$want" ] || die "--part auto under $* wrote $(ls "$T/auto/parts")"
+        ${AUTO_ARGS:-} "$T/raw" "$C/auto" || die "--part auto under $* failed"
+    [ "$(ls "$C/auto/parts")" = "$want" ] || die "--part auto under $* wrote $(ls "$C/auto/parts")"
 }
-say "--part auto: a Slurm job array"
-auto_part 1-of-3 SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3
-auto_part 2-of-3 SLURM_ARRAY_TASK_ID=6 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=3
-auto_part 1-of-3 SLURM_ARRAY_TASK_ID=7 SLURM_ARRAY_TASK_MIN=5 SLURM_ARRAY_TASK_STEP=2 \
-    SLURM_ARRAY_TASK_COUNT=3
-say "--part auto: a Kubernetes Indexed Job"
-AUTO_ARGS="--parts 4" auto_part 3-of-4 JOB_COMPLETION_INDEX=3
+case_part_auto_a_slurm_job_array() {
+    auto_part 1-of-3 SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3
+    auto_part 2-of-3 SLURM_ARRAY_TASK_ID=6 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=3
+    auto_part 1-of-3 SLURM_ARRAY_TASK_ID=7 SLURM_ARRAY_TASK_MIN=5 SLURM_ARRAY_TASK_STEP=2 \
+        SLURM_ARRAY_TASK_COUNT=3
+}
+case_part_auto_a_kubernetes_indexed_job() {
+    AUTO_ARGS="--parts 4" auto_part 3-of-4 JOB_COMPLETION_INDEX=3
+}
 
-say "--part auto: a missing or inconsistent environment is a usage error naming the variable"
 # auto_refused TEXT VAR=VALUE... [-- ARGS]
 auto_refused() {
     text=$1
     shift
     must_fail 2 env -u SLURM_ARRAY_TASK_ID -u SLURM_ARRAY_TASK_COUNT -u SLURM_ARRAY_TASK_MIN \
         -u SLURM_ARRAY_TASK_STEP -u JOB_COMPLETION_INDEX "$@" shardify --part auto \
-        ${AUTO_ARGS:-} "$T/raw" "$T/u"
+        ${AUTO_ARGS:-} "$T/raw" "$C/u"
     must_say "$text" "$T/err"
-    [ ! -e "$T/u" ] || die "a refused --part auto created DST"
+    [ ! -e "$C/u" ] || die "a refused --part auto created DST"
 }
-auto_refused "neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX" SHARDKIT_UNUSED=1
-auto_refused "SLURM_ARRAY_TASK_COUNT is not set" SLURM_ARRAY_TASK_ID=1
-auto_refused "SLURM_ARRAY_TASK_ID='x' is not a whole number" SLURM_ARRAY_TASK_ID=x \
-    SLURM_ARRAY_TASK_COUNT=3
-auto_refused "SLURM_ARRAY_TASK_ID=3 is not one of the 3 tasks of an array from SLURM_ARRAY_TASK_MIN=0" \
-    SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_COUNT=3
-auto_refused "SLURM_ARRAY_TASK_ID=1 is not one of the 3 tasks of an array from SLURM_ARRAY_TASK_MIN=2" \
-    SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=2 SLURM_ARRAY_TASK_COUNT=3
-AUTO_ARGS="--parts 4" auto_refused "--parts 4, but SLURM_ARRAY_TASK_COUNT is 3" \
-    SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3
-auto_refused "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job): give the job's completions with --parts N" \
-    JOB_COMPLETION_INDEX=1
-AUTO_ARGS="--parts 3" auto_refused "JOB_COMPLETION_INDEX=3 is not below --parts 3" \
-    JOB_COMPLETION_INDEX=3
-AUTO_ARGS="--parts 3" auto_refused "JOB_COMPLETION_INDEX='-1' is not a whole number" \
-    JOB_COMPLETION_INDEX=-1
-auto_refused "both SLURM_ARRAY_TASK_ID (Slurm) and JOB_COMPLETION_INDEX (Kubernetes) are set" \
-    SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_COUNT=2 JOB_COMPLETION_INDEX=0
+case_part_auto_a_missing_or_inconsistent_environment_is_a_usage_error_naming_the_variable() {
+    auto_refused "neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX" SHARDKIT_UNUSED=1
+    auto_refused "SLURM_ARRAY_TASK_COUNT is not set" SLURM_ARRAY_TASK_ID=1
+    auto_refused "SLURM_ARRAY_TASK_ID='x' is not a whole number" SLURM_ARRAY_TASK_ID=x \
+        SLURM_ARRAY_TASK_COUNT=3
+    auto_refused "SLURM_ARRAY_TASK_ID=3 is not one of the 3 tasks of an array from SLURM_ARRAY_TASK_MIN=0" \
+        SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_COUNT=3
+    auto_refused "SLURM_ARRAY_TASK_ID=1 is not one of the 3 tasks of an array from SLURM_ARRAY_TASK_MIN=2" \
+        SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=2 SLURM_ARRAY_TASK_COUNT=3
+    AUTO_ARGS="--parts 4" auto_refused "--parts 4, but SLURM_ARRAY_TASK_COUNT is 3" \
+        SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3
+    auto_refused "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job): give the job's completions with --parts N" \
+        JOB_COMPLETION_INDEX=1
+    AUTO_ARGS="--parts 3" auto_refused "JOB_COMPLETION_INDEX=3 is not below --parts 3" \
+        JOB_COMPLETION_INDEX=3
+    AUTO_ARGS="--parts 3" auto_refused "JOB_COMPLETION_INDEX='-1' is not a whole number" \
+        JOB_COMPLETION_INDEX=-1
+    auto_refused "both SLURM_ARRAY_TASK_ID (Slurm) and JOB_COMPLETION_INDEX (Kubernetes) are set" \
+        SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_COUNT=2 JOB_COMPLETION_INDEX=0
+}
 
 # ---- the merged dataset is the single run's ----------------------------------
-say "3 parts merged hold the samples, labels, hashes, pixels and rejects of one run"
-shardify $OPTS "$T/raw" "$T/single"
-convert_parts "$T/merged" 3
-shardify merge --json "$T/merged" >"$T/merge.json" 2>"$T/merge.err" || {
-    cat "$T/merge.err" >&2; die "merge failed"; }
-[ "$(json "$T/merge.json" 'd["status"], d["parts"]')" = "('ok', 3)" ] || die "merge --json"
-shardcheck --deep --source "$T/raw" "$T/merged" >"$T/check" 2>&1 || {
-    cat "$T/check" >&2; die "shardcheck --deep --source refused the merged dataset"; }
-same_as_single "$T/single" "$T/merged" 48
-shardcheck --visitation 1,3,8 --epochs 3 "$T/merged" >"$T/check" 2>&1 || {
-    cat "$T/check" >&2; die "visitation of the merged dataset"; }
-shardcat "$T/single" --out "$T/cat-single" >/dev/null 2>&1
-shardcat "$T/merged" --out "$T/cat-merged" >/dev/null 2>&1
-diff -r "$T/cat-single" "$T/cat-merged" >/dev/null || die "exported samples differ"
+case_3_parts_merged_hold_the_samples_labels_hashes_pixels_and_rejects_of_one_run() {
+    [ "$(json "$T/merge.json" 'd["status"], d["parts"]')" = "('ok', 3)" ] || die "merge --json"
+    shardcheck --deep --source "$T/raw" "$T/merged" >"$C/check" 2>&1 || {
+        cat "$C/check" >&2; die "shardcheck --deep --source refused the merged dataset"; }
+    same_as_single "$T/single" "$T/merged" 48
+    shardcheck --visitation 1,3,8 --epochs 3 "$T/merged" >"$C/check" 2>&1 || {
+        cat "$C/check" >&2; die "visitation of the merged dataset"; }
+    shardcat "$T/single" --out "$C/cat-single" >/dev/null 2>&1
+    shardcat "$T/merged" --out "$C/cat-merged" >/dev/null 2>&1
+    diff -r "$C/cat-single" "$C/cat-merged" >/dev/null || die "exported samples differ"
+}
 
-say "the merge keeps each part's index and key table as they are, linked, not copied"
-[ ! -e "$T/merged/index.jsonl" ] || die "a merge of 3 parts wrote one index"
-for i in 0 1 2; do
-    for f in jsonl keys; do
-        [ "$T/merged/index-$i-of-3.$f" -ef "$T/merged/parts/$i-of-3/index.$f" ] ||
-            die "index-$i-of-3.$f is not part $i's index.$f"
+case_the_merge_keeps_each_parts_index_and_key_table_as_they_are_linked_not_copied() {
+    [ ! -e "$T/merged/index.jsonl" ] || die "a merge of 3 parts wrote one index"
+    for i in 0 1 2; do
+        for f in jsonl keys; do
+            [ "$T/merged/index-$i-of-3.$f" -ef "$T/merged/parts/$i-of-3/index.$f" ] ||
+                die "index-$i-of-3.$f is not part $i's index.$f"
+        done
     done
-done
-[ "$(json "$T/merged/manifest.json" "[x['file'] for x in d['indexes']]")" = \
-  "['index-0-of-3.jsonl', 'index-1-of-3.jsonl', 'index-2-of-3.jsonl']" ] || die "the indexes listed"
+    [ "$(json "$T/merged/manifest.json" "[x['file'] for x in d['indexes']]")" = \
+      "['index-0-of-3.jsonl', 'index-1-of-3.jsonl', 'index-2-of-3.jsonl']" ] || die "the indexes listed"
+}
 
-say "merging the same parts again gives byte-identical manifest and index"
-cp "$T/merged/manifest.json" "$T/manifest.first"
-tree_state "$T/merged" >"$T/merged.state"
-shardify merge --quiet "$T/merged"
-cmp -s "$T/merged/manifest.json" "$T/manifest.first" || die "a second merge changed the manifest"
-grep -v ' run.json \|/run.json$' "$T/merged.state" >"$T/merged.state1"
-tree_state "$T/merged" | grep -v ' run.json \|/run.json$' >"$T/merged.state2"
-cmp -s "$T/merged.state1" "$T/merged.state2" || die "a second merge changed the files"
+case_merging_the_same_parts_again_gives_byte_identical_manifest_and_index() {
+    # a copy that keeps the merge's hard links
+    cp -a "$T/merged" "$C/merged"
+    cp "$C/merged/manifest.json" "$C/manifest.first"
+    tree_state "$C/merged" >"$C/merged.state"
+    shardify merge --quiet "$C/merged"
+    cmp -s "$C/merged/manifest.json" "$C/manifest.first" || die "a second merge changed the manifest"
+    grep -v ' run.json \|/run.json$' "$C/merged.state" >"$C/merged.state1"
+    tree_state "$C/merged" | grep -v ' run.json \|/run.json$' >"$C/merged.state2"
+    cmp -s "$C/merged.state1" "$C/merged.state2" || die "a second merge changed the files"
+}
 
-say "parts written to separate DSTs and gathered into one merge the same"
-for i in 0 1 2; do
-    shardify $OPTS --part "$i/3" "$T/raw" "$T/machine$i"
-    mkdir -p "$T/gathered/parts"
-    cp -r "$T/machine$i/parts/$i-of-3" "$T/gathered/parts/"
-done
-shardify merge --quiet "$T/gathered"
-cmp -s "$T/gathered/manifest.json" "$T/manifest.first" || die "gathered parts merge otherwise"
+case_parts_written_to_separate_dsts_and_gathered_into_one_merge_the_same() {
+    for i in 0 1 2; do
+        shardify $OPTS --part "$i/3" "$T/raw" "$C/machine$i"
+        mkdir -p "$C/gathered/parts"
+        cp -r "$C/machine$i/parts/$i-of-3" "$C/gathered/parts/"
+    done
+    shardify merge --quiet "$C/gathered"
+    cmp -s "$C/gathered/manifest.json" "$T/merged/manifest.json" || die "gathered parts merge otherwise"
+}
 
-say "--resume works per part: a part killed half-way continues alone"
-if strace_works; then
-    rm -rf "$T/resumed"
-    small="--quiet --size 64 --shard-size 8K"
-    shardify $small --part 0/2 "$T/raw" "$T/resumed"
-    # part 1 (shards numbered from 500000) killed as it starts its second shard;
-    # files in DST are named bare, relative to DST/.shardify (see test_faults.sh)
-    set +e
-    strace -f -o /dev/null -P journal-500001.jsonl.tmp -e trace=openat \
-        -e inject=openat:signal=KILL:when=1 \
-        shardify $small --part 1/2 "$T/raw" "$T/resumed" >/dev/null 2>&1
-    got=$?
-    set -e
-    [ "$got" -eq 137 ] || die "part 1/2 was not killed (exit $got)"
-    [ ! -e "$T/resumed/parts/1-of-2/manifest.json" ] || die "the killed part published"
-    must_fail 1 shardify merge "$T/resumed"
-    must_say "part 1 of 2 is incomplete" "$T/err"
-    shardify $small --resume --part 1/2 --json "$T/raw" "$T/resumed" >"$T/resume.json"
-    [ "$(json "$T/resume.json" 'd["reused_shards"]')" -ge 1 ] || die "the resumed part reused nothing"
-    shardify merge --quiet "$T/resumed"
-    shardcheck --deep --source "$T/raw" "$T/resumed" >"$T/check" 2>&1 || {
-        cat "$T/check" >&2; die "the resumed part's merge does not check out"; }
-    shardify $small "$T/raw" "$T/single8"
-    same_as_single "$T/single8" "$T/resumed" 48
-fi
+case_resume_works_per_part_a_part_killed_half_way_continues_alone() {
+    if strace_works; then
+        small="--quiet --size 64 --shard-size 8K"
+        shardify $small --part 0/2 "$T/raw" "$C/resumed"
+        # part 1 (shards numbered from 500000) killed as it starts its second shard;
+        # files in DST are named bare, relative to DST/.shardify (see test_faults.sh)
+        set +e
+        strace -f -o /dev/null -P journal-500001.jsonl.tmp -e trace=openat \
+            -e inject=openat:signal=KILL:when=1 \
+            shardify $small --part 1/2 "$T/raw" "$C/resumed" >/dev/null 2>&1
+        got=$?
+        set -e
+        [ "$got" -eq 137 ] || die "part 1/2 was not killed (exit $got)"
+        [ ! -e "$C/resumed/parts/1-of-2/manifest.json" ] || die "the killed part published"
+        must_fail 1 shardify merge "$C/resumed"
+        must_say "part 1 of 2 is incomplete" "$T/err"
+        shardify $small --resume --part 1/2 --json "$T/raw" "$C/resumed" >"$C/resume.json"
+        [ "$(json "$C/resume.json" 'd["reused_shards"]')" -ge 1 ] || die "the resumed part reused nothing"
+        shardify merge --quiet "$C/resumed"
+        shardcheck --deep --source "$T/raw" "$C/resumed" >"$C/check" 2>&1 || {
+            cat "$C/check" >&2; die "the resumed part's merge does not check out"; }
+        shardify $small "$T/raw" "$C/single8"
+        same_as_single "$C/single8" "$C/resumed" 48
+    fi
+}
 
 # ---- every merge refusal, naming the part and what differs -------------------
-# refused TEXT: `shardify merge $T/m` fails naming TEXT and changes nothing in $T/m
+# refused TEXT: `shardify merge $C/m` fails naming TEXT and changes nothing in $C/m
 refused() {
-    tree_state "$T/m" >"$T/m.state"
-    must_fail 1 shardify merge "$T/m"
+    tree_state "$C/m" >"$C/m.state"
+    must_fail 1 shardify merge "$C/m"
     must_say "$1" "$T/err"
-    same_state "$T/m.state" "$T/m" "a refused merge changed DST"
+    same_state "$C/m.state" "$C/m" "a refused merge changed DST"
 }
+# fresh_parts: $C/m holds the parts of $T/merged, not merged
 fresh_parts() {
-    rm -rf "$T/m"
-    cp -r "$T/merged" "$T/m"
-    rm -f "$T/m/manifest.json" "$T/m"/index* "$T/m/run.json" "$T/m"/shard-*
+    rm -rf "$C/m"
+    cp -r "$T/merged" "$C/m"
+    rm -f "$C/m/manifest.json" "$C/m"/index* "$C/m/run.json" "$C/m"/shard-*
 }
 
-say "refused: no parts at all"
-mkdir -p "$T/m0"
-must_fail 1 shardify merge "$T/m0"
-must_say "no parts in '$T/m0'" "$T/err"
-mkdir "$T/m0/parts"
-must_fail 1 shardify merge "$T/m0"
-must_say "no parts in '$T/m0/parts'" "$T/err"
-must_fail 2 shardify merge
-must_say "expected DST" "$T/err"
-must_fail 1 shardify merge s3://bucket/dataset
-must_say "cannot merge 's3://bucket/dataset': the merge needs a local DST" "$T/err"
-shardify merge --help >"$T/help"
-must_say "hard-linked" "$T/help"
+case_refused_no_parts_at_all() {
+    mkdir -p "$C/m0"
+    must_fail 1 shardify merge "$C/m0"
+    must_say "no parts in '$C/m0'" "$T/err"
+    mkdir "$C/m0/parts"
+    must_fail 1 shardify merge "$C/m0"
+    must_say "no parts in '$C/m0/parts'" "$T/err"
+    must_fail 2 shardify merge
+    must_say "expected DST" "$T/err"
+    must_fail 1 shardify merge s3://bucket/dataset
+    must_say "cannot merge 's3://bucket/dataset': the merge needs a local DST" "$T/err"
+    shardify merge --help >"$C/help"
+    must_say "hard-linked" "$C/help"
+}
 
-say "refused: parts that hold no sample, or no sample with a declared field (as a single run refuses them)"
-rm -rf "$T/e" "$T/eraw"
-mkdir -p "$T/eraw/a"
-printf 'not an image' >"$T/eraw/a/bad.jpg"
-printf 'nor this' >"$T/eraw/a/worse.jpg"
-convert_parts_of "$T/eraw" "$T/e" 2
-tree_state "$T/e" >"$T/e.state"
-must_fail 1 shardify merge "$T/e"
-must_say "none of the 2 candidates of the 2 parts is a sample: every one was rejected (the first, 'a/bad.jpg': not an image" "$T/err"
-must_say "an empty dataset is not published (parts run with --allow-empty publish it" "$T/err"
-same_state "$T/e.state" "$T/e" "a refused merge changed DST"
-rm -rf "$T/e"
-shardify $OPTS --allow-empty --part 0/2 "$T/eraw" "$T/e"
-shardify $OPTS --part 1/2 "$T/eraw" "$T/e"
-must_fail 1 shardify merge "$T/e"
-must_say "part 1 of 2 was made with another --allow-empty" "$T/err"
-rm -rf "$T/e"
-convert_parts_of "$T/eraw" "$T/e" 2 --allow-empty
-shardify merge --quiet "$T/e"
-[ "$(json "$T/e/manifest.json" 'd["counts"]["samples"], d["counts"]["rejected"]')" = "(0, 2)" ] ||
-    die "--allow-empty parts: not an empty dataset with its 2 rejects"
-rm -rf "$T/e"
-convert_parts_of "$T/raw" "$T/e" 2 --field nothing=text
-[ ! -e "$T/e/manifest.json" ] || die "a part published a dataset"
-tree_state "$T/e" >"$T/e.state"
-must_fail 1 shardify merge "$T/e"
-must_say "field 'nothing' is declared, and none of the $(json "$T/merged/manifest.json" 'd["counts"]["samples"]') samples of the 2 parts has it" "$T/err"
-same_state "$T/e.state" "$T/e" "a refused merge changed DST"
-[ ! -e "$T/e/manifest.json" ] || die "a merge published a field that matched nothing"
+case_refused_parts_that_hold_no_sample_or_no_sample_with_a_declared_field() {
+    # (as a single run refuses them)
+    mkdir -p "$C/eraw/a"
+    printf 'not an image' >"$C/eraw/a/bad.jpg"
+    printf 'nor this' >"$C/eraw/a/worse.jpg"
+    convert_parts_of "$C/eraw" "$C/e" 2
+    tree_state "$C/e" >"$C/e.state"
+    must_fail 1 shardify merge "$C/e"
+    must_say "none of the 2 candidates of the 2 parts is a sample: every one was rejected (the first, 'a/bad.jpg': not an image" "$T/err"
+    must_say "an empty dataset is not published (parts run with --allow-empty publish it" "$T/err"
+    same_state "$C/e.state" "$C/e" "a refused merge changed DST"
+    rm -rf "$C/e"
+    shardify $OPTS --allow-empty --part 0/2 "$C/eraw" "$C/e"
+    shardify $OPTS --part 1/2 "$C/eraw" "$C/e"
+    must_fail 1 shardify merge "$C/e"
+    must_say "part 1 of 2 was made with another --allow-empty" "$T/err"
+    rm -rf "$C/e"
+    convert_parts_of "$C/eraw" "$C/e" 2 --allow-empty
+    shardify merge --quiet "$C/e"
+    [ "$(json "$C/e/manifest.json" 'd["counts"]["samples"], d["counts"]["rejected"]')" = "(0, 2)" ] ||
+        die "--allow-empty parts: not an empty dataset with its 2 rejects"
+    rm -rf "$C/e"
+    convert_parts_of "$T/raw" "$C/e" 2 --field nothing=text
+    [ ! -e "$C/e/manifest.json" ] || die "a part published a dataset"
+    tree_state "$C/e" >"$C/e.state"
+    must_fail 1 shardify merge "$C/e"
+    must_say "field 'nothing' is declared, and none of the $(json "$T/merged/manifest.json" 'd["counts"]["samples"]') samples of the 2 parts has it" "$T/err"
+    same_state "$C/e.state" "$C/e" "a refused merge changed DST"
+    [ ! -e "$C/e/manifest.json" ] || die "a merge published a field that matched nothing"
+}
 
-say "refused: a part missing"
-fresh_parts
-rm -r "$T/m/parts/2-of-3"
-refused "part 2 of 3 is missing: no '$T/m/parts/2-of-3'"
+case_refused_a_part_missing() {
+    fresh_parts
+    rm -r "$C/m/parts/2-of-3"
+    refused "part 2 of 3 is missing: no '$C/m/parts/2-of-3'"
+}
 
-say "refused: a part incomplete (no manifest yet; a shard missing; a shard cut short)"
-fresh_parts
-rm "$T/m/parts/1-of-3/manifest.json"
-refused "part 1 of 3 is incomplete: '$T/m/parts/1-of-3' has no manifest.json yet"
-fresh_parts
-shard=$(ls "$T/m/parts/2-of-3" | grep '^shard-' | head -1)
-rm "$T/m/parts/2-of-3/$shard"
-refused "part 2 of 3 is incomplete: cannot find '$T/m/parts/2-of-3/$shard'"
-fresh_parts
-truncate -s -1 "$T/m/parts/2-of-3/$shard"
-refused "part 2 of 3 is incomplete: '$T/m/parts/2-of-3/$shard' has"
+case_refused_a_part_incomplete_no_manifest_yet_a_shard_missing_a_shard_cut_short() {
+    fresh_parts
+    rm "$C/m/parts/1-of-3/manifest.json"
+    refused "part 1 of 3 is incomplete: '$C/m/parts/1-of-3' has no manifest.json yet"
+    fresh_parts
+    shard=$(ls "$C/m/parts/2-of-3" | grep '^shard-' | head -1)
+    rm "$C/m/parts/2-of-3/$shard"
+    refused "part 2 of 3 is incomplete: cannot find '$C/m/parts/2-of-3/$shard'"
+    fresh_parts
+    truncate -s -1 "$C/m/parts/2-of-3/$shard"
+    refused "part 2 of 3 is incomplete: '$C/m/parts/2-of-3/$shard' has"
+}
 
-say "refused: parts of two splits"
-fresh_parts
-mkdir "$T/m/parts/0-of-2"
-refused "holds parts of two splits"
+case_refused_parts_of_two_splits() {
+    fresh_parts
+    mkdir "$C/m/parts/0-of-2"
+    refused "holds parts of two splits"
+}
 
-say "refused: a part made with other options"
-fresh_parts
-shardify --quiet --size 32 --shard-size 64K --part 1/3 "$T/raw" "$T/other"
-rm -r "$T/m/parts/1-of-3"
-cp -r "$T/other/parts/1-of-3" "$T/m/parts/"
-refused "part 1 of 3 was made with other options: size is 32, part 0's 64"
+case_refused_a_part_made_with_other_options() {
+    fresh_parts
+    shardify --quiet --size 32 --shard-size 64K --part 1/3 "$T/raw" "$C/other"
+    rm -r "$C/m/parts/1-of-3"
+    cp -r "$C/other/parts/1-of-3" "$C/m/parts/"
+    refused "part 1 of 3 was made with other options: size is 32, part 0's 64"
+}
 
-say "refused: a part made from another listing of SRC"
-fresh_parts
-cp -r "$T/raw" "$T/raw2"
-cp "$T/raw2/$(cd "$T/raw2" && find . -name '*.jpg' | grep -v ' ' | head -1)" "$T/raw2/extra.jpg"
-shardify $OPTS --part 2/3 "$T/raw2" "$T/other2"
-rm -r "$T/m/parts/2-of-3"
-cp -r "$T/other2/parts/2-of-3" "$T/m/parts/"
-refused "part 2 of 3 was made from another listing of SRC"
+case_refused_a_part_made_from_another_listing_of_src() {
+    fresh_parts
+    cp -r "$T/raw" "$C/raw2"
+    cp "$C/raw2/$(cd "$C/raw2" && find . -name '*.jpg' | grep -v ' ' | head -1)" "$C/raw2/extra.jpg"
+    shardify $OPTS --part 2/3 "$C/raw2" "$C/other2"
+    rm -r "$C/m/parts/2-of-3"
+    cp -r "$C/other2/parts/2-of-3" "$C/m/parts/"
+    refused "part 2 of 3 was made from another listing of SRC"
+}
 
-say "refused: a part that split the order otherwise (sizes changed between the runs)"
-fresh_parts
-rm -rf "$T/raw2" "$T/other2"
-cp -r "$T/raw" "$T/raw2"
-big=$(cd "$T/raw2" && find . -type f -name '*.jpg' -printf '%s\t%p\n' | sort -n | tail -1 | cut -f2)
-head -c 200000 /dev/zero >>"$T/raw2/$big"
-shardify $OPTS --part 2/3 "$T/raw2" "$T/other2"
-cmp -s "$T/other2/parts/2-of-3/part.json" "$T/m/parts/2-of-3/part.json" &&
-    die "the grown file did not move the bounds"
-rm -r "$T/m/parts/2-of-3"
-cp -r "$T/other2/parts/2-of-3" "$T/m/parts/"
-refused "part 2 of 3 split the sample order otherwise"
+case_refused_a_part_that_split_the_order_otherwise_sizes_changed_between_the_runs() {
+    fresh_parts
+    cp -r "$T/raw" "$C/raw2"
+    big=$(cd "$C/raw2" && find . -type f -name '*.jpg' -printf '%s\t%p\n' | sort -n | tail -1 | cut -f2)
+    head -c 200000 /dev/zero >>"$C/raw2/$big"
+    shardify $OPTS --part 2/3 "$C/raw2" "$C/other2"
+    if cmp -s "$C/other2/parts/2-of-3/part.json" "$C/m/parts/2-of-3/part.json"; then
+        die "the grown file did not move the bounds"
+    fi
+    rm -r "$C/m/parts/2-of-3"
+    cp -r "$C/other2/parts/2-of-3" "$C/m/parts/"
+    refused "part 2 of 3 split the sample order otherwise"
+}
 
-say "refused: a part made by another format version"
-fresh_parts
-"$PYTHON" - "$T/m/parts/1-of-3/part.json" <<'PY'
+case_refused_a_part_made_by_another_format_version() {
+    fresh_parts
+    "$PYTHON" - "$C/m/parts/1-of-3/part.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["manifest_version"] = 2
 json.dump(d, open(sys.argv[1], "w"))
 PY
-refused "part 1 of 3 has another format version: manifest_version is 2, part 0's 1"
-
-say "refused: a directory that is no part; an index that is not its manifest's"
-fresh_parts
-rm "$T/m/parts/0-of-3/part.json"
-refused "part 0 of 3 is not a part: '$T/m/parts/0-of-3' has no part.json"
-fresh_parts
-echo '{}' >>"$T/m/parts/1-of-3/index.jsonl"
-refused "part 1 of 3: '$T/m/parts/1-of-3/index.jsonl' is not the file its manifest lists"
-fresh_parts
-rm "$T/m/parts/2-of-3/index.keys"
-refused "part 2 of 3: '$T/m/parts/2-of-3/index.keys', which its manifest lists, is missing"
-say "a part's index changed in place (same size) is merged, never read, and shardcheck finds it"
-fresh_parts
-sed -i '1s/"record":0/"record":1/' "$T/m/parts/1-of-3/index.jsonl"
-shardify merge --quiet "$T/m"
-must_fail 1 shardcheck "$T/m"
-must_say "index-1-of-3.jsonl" "$T/stdout"
-
-say "a refused merge leaves a previous merge's dataset published"
-fresh_parts
-shardify merge --quiet "$T/m"
-rm "$T/m/parts/1-of-3/manifest.json"
-refused "part 1 of 3 is incomplete"
-shardcheck "$T/m" >/dev/null 2>&1 || die "the previous merge no longer checks out"
-
-# ---- a merge that fails while publishing -----------------------------------------
-# $T/pm: a merged dataset whose parts were converted again with smaller
-# shards, so that the next merge needs shard names the published one lacks
-rm -rf "$T/pm"
-cp -r "$T/merged" "$T/pm"
-convert_parts "$T/pm" 3 --overwrite --shard-size 8K
-new_name=$("$PYTHON" - "$T/pm" <<'PY'
-import glob, json, os, sys
-dst = sys.argv[1]
-old = {s["file"] for s in json.load(open(os.path.join(dst, "manifest.json")))["shards"]}
-new = sorted(s["file"] for m in glob.glob(os.path.join(dst, "parts", "*", "manifest.json"))
-             for s in json.load(open(m))["shards"])
-print(sorted(set(new) - old)[0])
-PY
-)
-# refused_publish TEXT [PLANTED]: `shardify merge $T/pm` fails naming TEXT,
-# before the previous merge is unpublished: DST is as it was, and once
-# PLANTED (what is in the way) is removed, the previous merge verifies
-refused_publish() {
-    tree_state "$T/pm" >"$T/pm.state"
-    must_fail 1 shardify merge "$T/pm"
-    must_say "$1" "$T/err"
-    same_state "$T/pm.state" "$T/pm" "a merge that failed changed DST"
-    [ -z "${2:-}" ] || rm -rf "$2"
-    shardcheck "$T/pm" >"$T/check" 2>&1 || { cat "$T/check" >&2; die "the previous merge is no longer published"; }
+    refused "part 1 of 3 has another format version: manifest_version is 2, part 0's 1"
 }
 
-say "a directory planted at a shard name the merge needs: refused naming it, the previous merge stays published"
-mkdir "$T/pm/$new_name"
-refused_publish "'$T/pm/$new_name' is not a regular file, so shardify did not write it: remove it" \
-    "$T/pm/$new_name"
-ln -s "$T/raw" "$T/pm/$new_name"
-refused_publish "'$T/pm/$new_name' is a symbolic link; shardkit never follows a link" "$T/pm/$new_name"
+case_refused_a_directory_that_is_no_part_an_index_that_is_not_its_manifests() {
+    fresh_parts
+    rm "$C/m/parts/0-of-3/part.json"
+    refused "part 0 of 3 is not a part: '$C/m/parts/0-of-3' has no part.json"
+    fresh_parts
+    echo '{}' >>"$C/m/parts/1-of-3/index.jsonl"
+    refused "part 1 of 3: '$C/m/parts/1-of-3/index.jsonl' is not the file its manifest lists"
+    fresh_parts
+    rm "$C/m/parts/2-of-3/index.keys"
+    refused "part 2 of 3: '$C/m/parts/2-of-3/index.keys', which its manifest lists, is missing"
+}
 
-say "a directory planted at the manifest's temporary: refused, the previous merge stays published"
-mkdir "$T/pm/.manifest.json.tmp"
-refused_publish "cannot remove the stale '$T/pm/.manifest.json.tmp'" "$T/pm/.manifest.json.tmp"
+case_a_parts_index_changed_in_place_same_size_is_merged_never_read_and_shardcheck_finds_it() {
+    fresh_parts
+    sed -i '1s/"record":0/"record":1/' "$C/m/parts/1-of-3/index.jsonl"
+    shardify merge --quiet "$C/m"
+    must_fail 1 shardcheck "$C/m"
+    must_say "index-1-of-3.jsonl" "$T/stdout"
+}
 
-mv "$T/pm/parts" "$T/pm.parts"
-if mount_tmpfs "$T/pm/parts" 64m; then
-    say "parts on another file system than DST: refused before anything is unpublished"
-    cp -r "$T/pm.parts"/. "$T/pm/parts/"
-    refused_publish "the parts must be on DST's file system"
-    umount "$T/pm/parts"
-else
-    echo "SKIP: parts on another file system: cannot mount a tmpfs (needs root)"
-fi
-rmdir "$T/pm/parts"
-mv "$T/pm.parts" "$T/pm/parts"
+case_a_refused_merge_leaves_a_previous_merges_dataset_published() {
+    fresh_parts
+    shardify merge --quiet "$C/m"
+    rm "$C/m/parts/1-of-3/manifest.json"
+    refused "part 1 of 3 is incomplete"
+    shardcheck "$C/m" >/dev/null 2>&1 || die "the previous merge no longer checks out"
+}
 
-say "with nothing in the way, the parts merge over the previous merge"
-shardify merge --quiet "$T/pm"
-shardcheck --deep --source "$T/raw" "$T/pm" >"$T/check" 2>&1 || {
-    cat "$T/check" >&2; die "the new merge does not check out"; }
-[ "$(json "$T/pm/manifest.json" 'len(d["shards"]) > 3')" = True ] || die "not the new parts' merge"
-[ -z "$(find "$T/pm" -maxdepth 1 -name '.*.tmp')" ] || die "temporaries left in DST"
+# ---- a merge that fails while publishing -----------------------------------------
+# refused_publish DST TEXT [PLANTED]: `shardify merge DST` (a copy of $T/pm)
+# fails naming TEXT, before the previous merge is unpublished: DST is as it
+# was, and once PLANTED (what is in the way) is removed, the previous merge
+# verifies
+refused_publish() {
+    tree_state "$1" >"$C/pm.state"
+    must_fail 1 shardify merge "$1"
+    must_say "$2" "$T/err"
+    same_state "$C/pm.state" "$1" "a merge that failed changed DST"
+    [ -z "${3:-}" ] || rm -rf "$3"
+    shardcheck "$1" >"$C/check" 2>&1 || { cat "$C/check" >&2; die "the previous merge is no longer published"; }
+}
+
+case_a_directory_planted_at_a_shard_name_the_merge_needs_is_refused_naming_it_the_previous_merge_stays_published() {
+    cp -a "$T/pm" "$C/pm"
+    mkdir "$C/pm/$new_name"
+    refused_publish "$C/pm" "'$C/pm/$new_name' is not a regular file, so shardify did not write it: remove it" \
+        "$C/pm/$new_name"
+    ln -s "$T/raw" "$C/pm/$new_name"
+    refused_publish "$C/pm" "'$C/pm/$new_name' is a symbolic link; shardkit never follows a link" "$C/pm/$new_name"
+}
+
+case_a_directory_planted_at_the_manifests_temporary_is_refused_the_previous_merge_stays_published() {
+    cp -a "$T/pm" "$C/pm"
+    mkdir "$C/pm/.manifest.json.tmp"
+    refused_publish "$C/pm" "cannot remove the stale '$C/pm/.manifest.json.tmp'" "$C/pm/.manifest.json.tmp"
+}
+
+case_parts_on_another_file_system_than_dst_refused_before_anything_is_unpublished() {
+    if [ -n "$pmfs" ]; then
+        # $T/pmfs: the set-up's; a refused merge changes nothing in it
+        refused_publish "$T/pmfs" "the parts must be on DST's file system"
+    else
+        echo "SKIP: parts on another file system: cannot mount a tmpfs (needs root)"
+    fi
+}
+
+case_with_nothing_in_the_way_the_parts_merge_over_the_previous_merge() {
+    cp -a "$T/pm" "$C/pm"
+    shardify merge --quiet "$C/pm"
+    shardcheck --deep --source "$T/raw" "$C/pm" >"$C/check" 2>&1 || {
+        cat "$C/check" >&2; die "the new merge does not check out"; }
+    [ "$(json "$C/pm/manifest.json" 'len(d["shards"]) > 3')" = True ] || die "not the new parts' merge"
+    [ -z "$(find "$C/pm" -maxdepth 1 -name '.*.tmp')" ] || die "temporaries left in DST"
+}
 
 # ---- a part into a DST that holds a dataset ------------------------------------------
-say "--part into a DST holding a published single-run dataset needs --overwrite, as a plain run does"
-rm -rf "$T/sp"
-shardify $OPTS --size 32 "$T/raw" "$T/sp"
-tree_state "$T/sp" >"$T/sp.state"
-must_fail 1 shardify $OPTS --part 0/2 "$T/raw" "$T/sp"
-must_say "destination '$T/sp' holds a published dataset, which the merge of the parts will replace; pass --overwrite" "$T/err"
-must_fail 1 shardify $OPTS --resume --part 0/2 "$T/raw" "$T/sp"
-must_say "pass --overwrite to convert part 0 of 2 into it" "$T/err"
-same_state "$T/sp.state" "$T/sp" "a refused part changed DST"
-shardify $OPTS --overwrite --part 0/2 "$T/raw" "$T/sp"
-shardify $OPTS --overwrite --part 1/2 "$T/raw" "$T/sp"
-[ "$(json "$T/sp/manifest.json" 'd["config"]["size"]')" = 32 ] ||
-    die "the single-run dataset was replaced before the merge"
-shardcheck "$T/sp" >/dev/null 2>&1 || die "the single-run dataset no longer verifies before the merge"
-shardify merge --quiet "$T/sp"
-[ "$(json "$T/sp/manifest.json" 'd["config"]["size"]')" = 64 ] || die "the merge did not publish the parts"
-shardcheck --deep --source "$T/raw" "$T/sp" >/dev/null 2>&1 || die "the merge does not check out"
+case_part_into_a_dst_holding_a_published_single_run_dataset_needs_overwrite_as_a_plain_run_does() {
+    shardify $OPTS --size 32 "$T/raw" "$C/sp"
+    tree_state "$C/sp" >"$C/sp.state"
+    must_fail 1 shardify $OPTS --part 0/2 "$T/raw" "$C/sp"
+    must_say "destination '$C/sp' holds a published dataset, which the merge of the parts will replace; pass --overwrite" "$T/err"
+    must_fail 1 shardify $OPTS --resume --part 0/2 "$T/raw" "$C/sp"
+    must_say "pass --overwrite to convert part 0 of 2 into it" "$T/err"
+    same_state "$C/sp.state" "$C/sp" "a refused part changed DST"
+    shardify $OPTS --overwrite --part 0/2 "$T/raw" "$C/sp"
+    shardify $OPTS --overwrite --part 1/2 "$T/raw" "$C/sp"
+    [ "$(json "$C/sp/manifest.json" 'd["config"]["size"]')" = 32 ] ||
+        die "the single-run dataset was replaced before the merge"
+    shardcheck "$C/sp" >/dev/null 2>&1 || die "the single-run dataset no longer verifies before the merge"
+    shardify merge --quiet "$C/sp"
+    [ "$(json "$C/sp/manifest.json" 'd["config"]["size"]')" = 64 ] || die "the merge did not publish the parts"
+    shardcheck --deep --source "$T/raw" "$C/sp" >/dev/null 2>&1 || die "the merge does not check out"
+}
 
 # ---- links where the parts are kept -----------------------------------------------
-say "a symbolic link at DST/parts or at a part: refused by name, never followed"
-rm -rf "$T/lk" "$T/elsewhere"
-cp -r "$T/merged/parts" "$T/elsewhere"
-mkdir "$T/lk"
-ln -s "$T/elsewhere" "$T/lk/parts"
-tree_state "$T/elsewhere" >"$T/elsewhere.state"
-must_fail 1 shardify merge "$T/lk"
-must_say "'$T/lk/parts' is a symbolic link; shardkit never follows a link where it keeps its own files" "$T/err"
-must_fail 1 shardify $OPTS --overwrite --part 0/3 "$T/raw" "$T/lk"
-must_say "'$T/lk/parts' is a symbolic link" "$T/err"
-rm "$T/lk/parts"
-mkdir "$T/lk/parts"
-cp -r "$T/elsewhere/0-of-3" "$T/elsewhere/2-of-3" "$T/lk/parts/"
-ln -s "$T/elsewhere/1-of-3" "$T/lk/parts/1-of-3"
-must_fail 1 shardify merge "$T/lk"
-must_say "part 1 of 3: '$T/lk/parts/1-of-3' is a symbolic link" "$T/err"
-must_fail 1 shardify $OPTS --overwrite --part 1/3 "$T/raw" "$T/lk"
-must_say "'$T/lk/parts/1-of-3' is a symbolic link" "$T/err"
-same_state "$T/elsewhere.state" "$T/elsewhere" "a part run or merge wrote through a link"
-[ ! -e "$T/lk/manifest.json" ] || die "a merge through a link published"
+case_a_symbolic_link_at_dst_parts_or_at_a_part_is_refused_by_name_never_followed() {
+    cp -r "$T/merged/parts" "$C/elsewhere"
+    mkdir "$C/lk"
+    ln -s "$C/elsewhere" "$C/lk/parts"
+    tree_state "$C/elsewhere" >"$C/elsewhere.state"
+    must_fail 1 shardify merge "$C/lk"
+    must_say "'$C/lk/parts' is a symbolic link; shardkit never follows a link where it keeps its own files" "$T/err"
+    must_fail 1 shardify $OPTS --overwrite --part 0/3 "$T/raw" "$C/lk"
+    must_say "'$C/lk/parts' is a symbolic link" "$T/err"
+    rm "$C/lk/parts"
+    mkdir "$C/lk/parts"
+    cp -r "$C/elsewhere/0-of-3" "$C/elsewhere/2-of-3" "$C/lk/parts/"
+    ln -s "$C/elsewhere/1-of-3" "$C/lk/parts/1-of-3"
+    must_fail 1 shardify merge "$C/lk"
+    must_say "part 1 of 3: '$C/lk/parts/1-of-3' is a symbolic link" "$T/err"
+    must_fail 1 shardify $OPTS --overwrite --part 1/3 "$T/raw" "$C/lk"
+    must_say "'$C/lk/parts/1-of-3' is a symbolic link" "$T/err"
+    same_state "$C/elsewhere.state" "$C/elsewhere" "a part run or merge wrote through a link"
+    [ ! -e "$C/lk/manifest.json" ] || die "a merge through a link published"
+}
 
-echo "PASS"
+run_cases

@@ -73,6 +73,17 @@ skip() { echo "SKIP: $*"; exit 0; }
 # failed.  With SHARDKIT_CASE=GLOB (`make test TESTS=test_x CASE=GLOB`) only
 # the cases whose names match run: a case reads the set-up, never what
 # another case made.  Variables a case sets stay in its subshell.
+# case_end: (a case's subshell, as it exits) the run it held stopped killed,
+# the file systems it mounted unmounted; the set-up's are end_test's
+case_end() {
+    [ "$held" = "$cases_held" ] || kill -KILL "$held" 2>/dev/null || true
+    for m in $mounts; do
+        case " $cases_mounts " in
+        *" $m "*) ;;
+        *) umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true ;;
+        esac
+    done
+}
 run_cases() {
     cases_names=$(sed -n 's/^case_\([A-Za-z0-9_]*\)() *{.*/\1/p' "$0")
     [ -n "$cases_names" ] || die "run_cases: $0 defines no case_NAME() { functions"
@@ -92,7 +103,13 @@ run_cases() {
         C=$T/case/$cases_c
         mkdir -p "$C"
         set +e
-        (set -e; "case_$cases_c")
+        (
+            # what the case left: a run it held stopped (stop_at), a mount it made
+            cases_held=$held cases_mounts=$mounts
+            trap 'case_end' EXIT
+            set -e
+            "case_$cases_c"
+        )
         cases_status=$?
         set -e
         if [ "$cases_status" -eq 0 ]; then

@@ -125,9 +125,6 @@ case_an_interrupted_incremental_run_resumed_ends_as_an_uninterrupted_one_lineage
         echo "SKIP: an interrupted incremental run: strace cannot trace here"
         return 0
     fi
-    # the run stop_at holds is killed when the case ends early (lib.sh's
-    # end_test knows only the set-up's)
-    trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null' EXIT
     # held at the last sample's read (stored order is conversion order), then killed
     # (small shards, so that some are finished; one file changed meanwhile)
     OPTS="--size 32 --shard-size 4K --threads 1 --quiet"

@@ -191,9 +191,6 @@ case_a_directory_where_shardify_expects_a_file_a_file_where_it_expects_its_work_
 # write are replaced, never followed
 race() {
     [ -n "$strace_ok" ] || return 0
-    # the run stop_at holds is killed when the case ends early (lib.sh's
-    # end_test knows only the set-up's)
-    trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null' EXIT
     decoys
     # held once the lock is taken and the state written, before any shard
     stop_at openat "$first_key" "$C/race" --threads 1
@@ -218,7 +215,6 @@ case_links_dangling_planted_during_a_run_at_every_name_it_has_yet_to_write_are_r
 
 case_a_link_planted_at_the_spool_of_an_archive_source_during_the_run_is_replaced_never_followed() {
     [ -n "$strace_ok" ] || return 0
-    trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null' EXIT
     decoys
     SRC="$T/src.tar"
     # held when the archive is opened: the lock is taken, the spool not yet made
@@ -234,7 +230,6 @@ case_a_link_planted_at_the_spool_of_an_archive_source_during_the_run_is_replaced
 
 case_links_replacing_old_shards_during_an_overwrite_are_removed_as_links_never_followed() {
     [ -n "$strace_ok" ] || return 0
-    trap '[ -z "$held" ] || kill -KILL "$held" 2>/dev/null' EXIT
     decoys
     cp -a "$T/published" "$C/race"
     # held once the old manifest is removed, before the old shards are

@@ -191,7 +191,14 @@ cat >"$P/tests/cli/test_cases.sh" <<'EOF'
 n=7  # the set-up's variables: a case's counter must not be run_cases' own
 echo "shared" >"$T/shared"
 case_first_fails() { echo "first ran"; false; echo "first went on"; }
-case_second_dies() { [ "$n" -eq 7 ] || die "n is $n"; echo "second ran"; die "planted failure"; }
+case_second_dies() {
+    [ "$n" -eq 7 ] || die "n is $n"
+    echo "second ran"
+    sleep 300 &
+    held=$!  # as stop_at holds a run: the case's end kills it
+    echo "$held" >"$HELD_FILE"
+    die "planted failure"
+}
 case_third_passes() {
     [ "$n" -eq 7 ] && [ -d "$C" ] && [ -z "$(ls -A "$C")" ] || die "no own empty C"
     [ "$(cat "$T/shared")" = shared ] || die "no set-up"
@@ -201,7 +208,7 @@ case_third_passes() {
 case_fourth_passes() { [ "$n" -eq 7 ] || die "a case's variable leaked: n is $n"; echo "fourth ran"; }
 run_cases
 EOF
-runner 0 test_cases
+HELD_FILE=$T/held.pid runner 0 test_cases
 [ "$status" -eq 1 ] || { cat "$T/out" >&2; die "a script with failed cases passed"; }
 log=$B/tests/test_cases.log
 # what TAP says, in order, with the plan first
@@ -213,13 +220,20 @@ for line in "first ran" "second ran" "third ran" "fourth ran" "FAIL: planted fai
     must_say "$line" "$log"
 done
 if grep -q "first went on" "$log"; then die "a failing command did not end its case"; fi
-SHARDKIT_CASE='*passes' runner 0 test_cases
+pid=$(cat "$T/held.pid")
+sleep 0.2
+# (killed, it may stay a zombie until whoever adopted it reaps it)
+case "$(ps -o stat= -p "$pid" 2>/dev/null)" in
+"" | Z*) ;;
+*) kill "$pid"; die "a run a failed case held outlived it" ;;
+esac
+HELD_FILE=/dev/null SHARDKIT_CASE='*passes' runner 0 test_cases
 [ "$status" -eq 0 ] || { cat "$log" >&2; die "the passing cases alone failed"; }
 grep -E '^(1\.\.|ok |not ok )' "$log" | tr '\n' ' ' |
     grep -qx '1..2 ok 1 - third_passes ok 2 - fourth_passes ' ||
     { cat "$log" >&2; die "SHARDKIT_CASE did not pick the matching cases"; }
 if grep -q "first ran" "$log"; then die "a case that does not match ran"; fi
-SHARDKIT_CASE=nosuch runner 0 test_cases
+HELD_FILE=/dev/null SHARDKIT_CASE=nosuch runner 0 test_cases
 [ "$status" -eq 1 ] || die "a pattern matching no case passed"
 must_say "no case of test_cases matches 'nosuch' (cases: first_fails second_dies third_passes fourth_passes)" "$log"
 # a unit test's cases: cmocka's, picked by the same variable (tests/unit/cases.c)

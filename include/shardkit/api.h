@@ -44,9 +44,9 @@
 /* The one place the version is written; the Makefile and shardkit.pc read it
  * from here.  The shared library's soname carries the major number. */
 #define SHARDKIT_VERSION_MAJOR 0
-#define SHARDKIT_VERSION_MINOR 1
+#define SHARDKIT_VERSION_MINOR 2
 #define SHARDKIT_VERSION_PATCH 0
-#define SHARDKIT_VERSION "0.1.0"
+#define SHARDKIT_VERSION "0.2.0"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SHARD_API __attribute__((visibility("default")))

@@ -21,7 +21,8 @@
 # An sh block runs with `sh -e` (a failing command fails it), with the built
 # tools on PATH and AWS_ENDPOINT_URL naming the moto_server; a python block
 # runs with PYTHONPATH=BUILD/python /usr/bin/python3 after the fixture's
-# prelude (what a fragment leaves to its page: imports, `web`, `curated`).
+# prelude (what a fragment leaves to its page: imports, `web`, `curated`),
+# the DDP loop under torchrun on two ranks.
 # Nothing is downloaded: moto_server and nginx serve on loopback.
 #
 # DOC_BLOCKS_TOP=DIR reads DIR's README.md and docs/ in place of the
@@ -213,11 +214,16 @@ check_check_parts() {
     log "verified 'DST'"
 }
 
-# shardkit.probe: 40 photos (a batch is 32) in two class folders
+# shardkit.probe: 40 small pictures (a batch is 32) in two class folders
+# (its ImageFolder way decodes them in Python: photos would take seconds)
 fixture_probe() {
-    mkdir -p images/a images/b
-    ls "$SAMPLE" | grep '\.JPEG$' | head -n 40 | while read -r f; do cp "$SAMPLE/$f" images/a/; done
-    mv $(ls -d images/a/* | head -n 20) images/b/
+    "$PYTHON" - <<'EOF'
+import os
+from PIL import Image
+for k in range(40):
+    os.makedirs(f"images/{'ab'[k % 2]}", exist_ok=True)
+    Image.new("RGB", (48, 36), (5 * k, 90, 200 - k)).save(f"images/{'ab'[k % 2]}/{k}.jpg")
+EOF
     ln -s "$BUILD" build
 }
 check_probe() { json probe.json "len(d['traceEvents'])" >/dev/null || die "$block: probe.json: $(head -c 300 probe.json)"; }
@@ -279,6 +285,11 @@ check_nightly() {
 fixture_install() {
     for f in "$SHARDKIT_TOP"/*; do ln -s "$f" .; done
     rm build && ln -s "$BUILD" build
+    # pip builds in the package's folder: a copy of it, not the checkout's
+    # (test_package builds there, maybe at the same time)
+    rm python && mkdir python
+    (cd "$SHARDKIT_TOP/python" && tar -cf - --exclude=./build --exclude='./*.egg-info' --exclude=./dist \
+        --exclude=./.pytest_cache .) | (cd python && tar -xf -)
     "$PYTHON" -m venv --system-site-packages venv
     PATH="$D/venv/bin:$PATH"
     export DEPS=no PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 SHARDKIT_BUILD="$BUILD"
@@ -353,8 +364,16 @@ substitute() {
         -e "s|/data/|$D/data/|g" -e "s|/tmp/look|$D/tmp/look|g" -e "s|/scratch/|$D/scratch/|g" "$1"
 }
 
+# A sanitizer build's extension needs the sanitizer runtimes loaded first
+# in every Python that imports it (a block's own python3, the venv's): the
+# blocks run with them preloaded (leaks are the other tests' to find).
+asan=""
+! ldd "$BUILD"/python/shardkit/_native*.so 2>/dev/null | grep -q libasan ||
+    asan="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+
 # run_block NNN KIND: run the block in $D (or $where), its output in $D/.log
 run_block() {
+    [ -z "$asan" ] || export LD_PRELOAD="$asan" ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
     case $2 in
     sh)
         { substitute "$T/blocks/$1.sh"; printf '%s\n' "$after"; } >"$D/.block.sh"

@@ -25,6 +25,7 @@
 # the DDP loop under torchrun on two ranks.
 # Nothing is downloaded: moto_server and nginx serve on loopback.
 #
+# A block that runs longer than DOC_BLOCKS_TIMEOUT seconds (240) fails.
 # DOC_BLOCKS_TOP=DIR reads DIR's README.md and docs/ in place of the
 # checkout's, DOC_BLOCKS_ONLY=PAGE runs one page's blocks.  The test runs
 # itself so on a copy of the docs with a broken block and with a block of no
@@ -371,27 +372,33 @@ asan=""
 ! ldd "$BUILD"/python/shardkit/_native*.so 2>/dev/null | grep -q libasan ||
     asan="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
 
+# A block that runs longer than this (seconds) fails: one that hangs, or
+# does as written more than a test should (6 s on a loaded 2-core machine
+# is typical; Mask R-CNN's forward pass, 30 s, under a sanitizer 60 s)
+limit="timeout -k 10 ${DOC_BLOCKS_TIMEOUT:-240}"
+
 # run_block NNN KIND: run the block in $D (or $where), its output in $D/.log
 run_block() {
     [ -z "$asan" ] || export LD_PRELOAD="$asan" ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
     case $2 in
     sh)
         { substitute "$T/blocks/$1.sh"; printf '%s\n' "$after"; } >"$D/.block.sh"
-        (cd "$where" && sh -e "$D/.block.sh") >"$D/.log" 2>&1 ;;
+        (cd "$where" && $limit sh -e "$D/.block.sh") >"$D/.log" 2>&1 ;;
     python)
         { printf '%s\n' "$prelude"; substitute "$T/blocks/$1.py"; printf '%s\n' "$after"; } >"$D/.block.py"
+        export PYTHONPATH="$BUILD/python" PYTHONDONTWRITEBYTECODE=1
         if [ -n "$torchrun" ]; then
             # --redirects 2 --tee 2: Debian 12's torchrun (torch 1.13 on Python
             # 3.11) fails with its default, 0; a free port of its own
             port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-            (cd "$where" && shardkit_python -m torch.distributed.run --nnodes 1 --nproc_per_node 2 \
+            (cd "$where" && $limit "$PYTHON" -m torch.distributed.run --nnodes 1 --nproc_per_node 2 \
                 --master_addr 127.0.0.1 --master_port "$port" --redirects 2 --tee 2 "$D/.block.py") >"$D/.log" 2>&1
         else
-            (cd "$where" && shardkit_python "$D/.block.py") >"$D/.log" 2>&1
+            (cd "$where" && $limit "$PYTHON" "$D/.block.py") >"$D/.log" 2>&1
         fi ;;
     c)
         cc -o "$D/.block" -x c "$T/blocks/$1.c" -I"$SHARDKIT_TOP/include" -L"$BUILD" -lshardkit \
-            -Wl,-rpath,"$BUILD" >"$D/.log" 2>&1 && (cd "$where" && "$D/.block") >>"$D/.log" 2>&1 ;;
+            -Wl,-rpath,"$BUILD" >"$D/.log" 2>&1 && (cd "$where" && $limit "$D/.block") >>"$D/.log" 2>&1 ;;
     esac
 }
 
@@ -420,7 +427,9 @@ while IFS='	' read -r n page line kind first <&3; do
         "fixture_$name"
         [ -z "$skip_block" ] || exit 77
         started=$(date +%s)
-        run_block "$n" "$kind" || { echo "FAIL: $block (fixture $name): the block failed:" >&2
+        run_block "$n" "$kind" || { rc=$?
+            [ $rc -ne 124 ] || echo "(stopped after ${DOC_BLOCKS_TIMEOUT:-240} s)" >>"$D/.log"
+            echo "FAIL: $block (fixture $name): the block failed:" >&2
             sed 's/^/    | /' "$T/blocks/$n".* >&2
             tail -n 30 "$D/.log" | sed 's/^/    > /' >&2; exit 1; }
         ! command -v "check_$name" >/dev/null 2>&1 || "check_$name"

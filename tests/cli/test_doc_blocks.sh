@@ -123,7 +123,7 @@ fixture_quick() {
 check_quick() {
     made data/shards
     made data/shards-tar photos.tar.zst
-    # the 6 images of the class folders and the one at the top, fewer than 8
+    # fewer than 8: the 5 images of the class folders and the one at the top
     [ "$(ls tmp/look | grep -c '\.png$')" = 6 ] || die "$block: shardcat wrote $(ls tmp/look)"
     boto keys datasets train-256 | grep -q '"manifest.json"' || die "$block: nothing in s3://datasets/train-256"
 }
@@ -187,6 +187,7 @@ fixture_s3() {
     moto datasets
 }
 check_s3() {
+    # fewer than 8: the 5 images of the class folders
     [ "$(ls tmp/look | grep -c '\.png$')" = 5 ] || die "$block: shardcat wrote $(ls tmp/look)"
     log "verified 's3://datasets/imagenet-256'"
     log "shards/files: "
@@ -281,8 +282,9 @@ check_nightly() {
         die "$block: the run record: $(cat data/shards/runs/latest.json)"
 }
 
-# the Python package made (make -n: the test's build is made already), its
-# import, and pip's install into a venv, offline
+# the Python package: `make python` in a view of the checkout whose build/
+# is the test's (made already: nothing is made again), its import, and
+# pip's install into a venv, offline
 fixture_install() {
     for f in "$SHARDKIT_TOP"/*; do ln -s "$f" .; done
     rm build && ln -s "$BUILD" build
@@ -297,7 +299,7 @@ fixture_install() {
     export VIRTUAL_ENV="$D/venv"
 }
 check_install() {
-    venv/bin/python -c 'import shardkit, sys; sys.exit(not shardkit.__file__.startswith(sys.argv[1]))' "$D/venv" ||
+    env -u PYTHONPATH venv/bin/python -c 'import shardkit, sys; sys.exit(not shardkit.__file__.startswith(sys.argv[1]))' "$D/venv" ||
         die "$block: pip did not install shardkit into the venv"
 }
 

@@ -9,9 +9,8 @@
 # lines, table rows of at most 300 characters) and every "BENCHMARKS.md §N"
 # names a section it has; and the Loader's
 # signature in the PyTorch guide is shardkit.Loader's own, and docs/reference/python.md is
-# what scripts/python_reference.py makes of the package.  The code blocks
-# the guides run as written are run by their tests (test_readme_layouts,
-# python/tests/test_package.py and test_train_example.py).
+# what scripts/python_reference.py makes of the package.  Every code block
+# of README.md and docs/ runs as written in test_doc_blocks.
 . "$(dirname "$0")/lib.sh"
 
 cd "$SHARDKIT_TOP" || die "no checkout"

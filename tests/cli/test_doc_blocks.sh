@@ -267,13 +267,13 @@ check_urls() {
     log "verified 'shards/'"
 }
 
-# the nightly job, found where the block names it (examples/nightly/ or,
-# as an installed tool, on PATH)
+# the nightly job: shardkit-nightly, built into BUILD/bin (on PATH) as it is
+# installed
 fixture_nightly() {
     take raw
     mkdir data && mv raw data/raw
-    [ ! -d "$SHARDKIT_TOP/examples/nightly" ] || { mkdir examples && ln -s "$SHARDKIT_TOP/examples/nightly" examples/; }
-    for d in "$SHARDKIT_TOP"/cmd/shardkit-nightly; do [ ! -d "$d" ] || PATH="$d:$PATH"; done
+    [ "$(command -v shardkit-nightly)" = "$SHARDKIT_BIN/shardkit-nightly" ] ||
+        die "$block: shardkit-nightly is not the build's: $(command -v shardkit-nightly)"
 }
 check_nightly() {
     [ -L data/shards/current ] || die "$block: no current version: $(ls data/shards)"

@@ -335,6 +335,24 @@ web, curated = shardkit.Dataset("web"), shardkit.Dataset("curated")'
     after="assert set(batch.sources.tolist()) == {0, 1}, batch.sources"
 }
 
+# the C library's tiers: the block is a program's first lines; what follows
+# calls the stable tier and the experimental one (which only the block's
+# #define declares: an implicit declaration is an error here)
+fixture_tiers() {
+    prelude=""
+    after='#include <stdio.h>
+int main(void)
+{
+    unsigned cpus = shard_available_cpus(); /* experimental: util.h */
+    printf("shardkit %s, %u cpus\n", shard_version(), cpus);
+    return cpus > 0 ? 0 : 1;
+}'
+}
+check_tiers() {
+    grep -q "^shardkit $(sed -n 's/^#define SHARDKIT_VERSION "\(.*\)"$/\1/p' "$SHARDKIT_TOP/include/shardkit/api.h"), [1-9][0-9]* cpus$" \
+        "$D/.log" || die "$block: the program did not run: $(cat "$D/.log")"
+}
+
 # the table: PAGE and the block's first line -> fixture
 fixture_of() {
     case "$1|$2" in
@@ -352,6 +370,7 @@ fixture_of() {
     "docs/guide/sources.md|# hf/train/"*) echo hf ;;
     "docs/guide/sources.md|shardify 'https://data.example.org/"*) echo urls ;;
     "docs/guide/nightly.md|SHARDKIT_SRC=/data/raw"*) echo nightly ;;
+    "docs/guide/c-library.md|#define SHARDKIT_EXPERIMENTAL"*) echo tiers ;;
     "docs/guide/pytorch.md|make python"*) echo install ;;
     "docs/guide/pytorch.md|import torch, shardkit"*) echo torch ;;
     "docs/guide/pytorch.md|import gc, torch, torch.distributed as dist"*) echo ddp ;;
@@ -399,8 +418,10 @@ run_block() {
             (cd "$where" && $limit "$PYTHON" "$D/.block.py") >"$D/.log" 2>&1
         fi ;;
     c)
-        cc -o "$D/.block" -x c "$T/blocks/$1.c" -I"$SHARDKIT_TOP/include" -L"$BUILD" -lshardkit \
-            -Wl,-rpath,"$BUILD" >"$D/.log" 2>&1 && (cd "$where" && $limit "$D/.block") >>"$D/.log" 2>&1 ;;
+        { printf '%s\n' "$prelude"; cat "$T/blocks/$1.c"; printf '%s\n' "$after"; } >"$D/.block.c"
+        cc -std=c11 -Werror=implicit-function-declaration -o "$D/.block" "$D/.block.c" \
+            -I"$SHARDKIT_TOP/include" -L"$BUILD" -lshardkit -Wl,-rpath,"$BUILD" >"$D/.log" 2>&1 &&
+            (cd "$where" && $limit "$D/.block") >>"$D/.log" 2>&1 ;;
     esac
 }
 

@@ -76,69 +76,8 @@ with open(f"{top}/flat/metadata.jsonl", "w") as f:
 with open(f"{top}/photos.csv", "w") as f:
     f.write("path,caption\n" + "".join(f"{k}.jpg,photo {k}\n" for k in range(3)))
 EOF
-S="--size 16 --quiet"
 
-# labels_of DST: "KEY LABEL" a line, sorted, from every index file of DST
-labels_of() {
-    "$PYTHON" - "$1" <<'EOF'
-import json, os, sys
-d = sys.argv[1]
-m = json.load(open(f"{d}/manifest.json"))
-files = [m["index"]["file"]] if "index" in m else [i["file"] for i in m["indexes"]]
-lines = []
-for f in files:
-    for line in open(os.path.join(d, f)):
-        x = json.loads(line)
-        lines.append(f"{x['key']} {x['label']}")
-print("\n".join(sorted(lines)))
-EOF
-}
-
-# verifies NAME SRC DST [OPTIONS]: shardcheck --deep --source proves DST
-verifies() {
-    name=$1 src=$2 dst=$3
-    shift 3
-    shardcheck --deep --source "$src" "$dst" "$@" >"$T/$name.check" 2>&1 ||
-        { cat "$T/$name.check" >&2; die "$name: does not verify"; }
-    must_say "verified '$dst'" "$T/$name.check"
-}
-
-say "--classes: the list's classes in its order, one no sample has kept"
-shardify "$L/pets" "$T/fixed" $S --classes "$L/classes.txt"
-[ "$(json "$T/fixed/manifest.json" "d['labels'], d['counts']['by_label'], d['config']['classes'][:17]")" = \
-    "(['dog', 'cat', 'bird'], {'dog': 2, 'cat': 2, 'bird': 0}, 'file:classes.txt:')" ] ||
-    die "the fixed classes: $(cat "$T/fixed/manifest.json")"
-# every sample's label is its folder's place in the list
-[ "$(labels_of "$T/fixed" | tr '\n' ' ')" = "cat/0.jpg 1 cat/1.jpg 1 dog/0.jpg 0 dog/1.jpg 0 " ] ||
-    die "the labels of the fixed classes: $(labels_of "$T/fixed")"
-verifies fixed "$L/pets" "$T/fixed"
-shardify "$L/pets" "$T/fixed_json" $S --classes "$L/classes.json"
-[ "$(json "$T/fixed_json/manifest.json" "d['labels']")" = "['dog', 'cat']" ] ||
-    die "a JSON list of {id, name}: $(cat "$T/fixed_json/manifest.json")"
-verifies fixed_json "$L/pets" "$T/fixed_json"
-
-say "--classes: a class the list lacks, and a list that is no list, are refused by name"
-printf 'dog\n' >"$L/short.txt"
-must_fail 1 shardify "$L/pets" "$T/short" $S --classes "$L/short.txt"
-must_say "'cat/0.jpg' has the class 'cat', which --classes '$L/short.txt' does not list" "$T/err"
-[ ! -e "$T/short" ] || die "a refused run left '$T/short'"
-printf '["a", "b", "a"]' >"$L/twice.json"
-must_fail 1 shardify "$L/pets" "$T/twice" $S --classes "$L/twice.json"
-must_say "classes file '$L/twice.json' names 'a' twice" "$T/err"
-printf '[{"id": 0, "name": "a"}, {"id": 2, "name": "b"}]' >"$L/gap.json"
-must_fail 1 shardify "$L/pets" "$T/gap" $S --classes "$L/gap.json"
-must_say "classes file '$L/gap.json' leaves out class number 1" "$T/err"
-must_fail 1 shardify "$L/pets" "$T/none" $S --classes "$L/absent.txt"
-must_say "cannot read classes file '$L/absent.txt'" "$T/err"
-
-say "--classes names WebDataset's numeric .cls, and the parts of a folder of archives take it"
-shardify --archives "$L/wds" "$T/wds" $S --labels sidecar:.cls --classes "$L/wds_names.txt"
-[ "$(json "$T/wds/manifest.json" "d['labels'], d['counts']['by_label']")" = \
-    "(['zero', 'one', 'two'], {'zero': 2, 'one': 2, 'two': 2})" ] ||
-    die "the named .cls: $(cat "$T/wds/manifest.json")"
-verifies wds "$L/wds" "$T/wds"
-# without --classes a part refuses the named classes; with it, each part
-# numbers them as the whole run does
+# the named classes of a folder of archives (the parts' case)
 printf 'a\nb\nc\n' >"$L/letters.txt"
 "$PYTHON" - "$L" <<'EOF'
 import io, os, sys, tarfile
@@ -155,70 +94,8 @@ for s, cls in enumerate("cab"):
                 info.size = len(data)
                 t.addfile(info, io.BytesIO(data))
 EOF
-must_fail 1 shardify --archives --part 0/3 "$L/named" "$T/named_parts" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/'
-must_say "cannot number the classes named in the others" "$T/err"
-rm -rf "$T/named_parts"
-for i in 0 1 2; do
-    shardify --archives --part "$i/3" "$L/named" "$T/named_parts" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/' \
-        --classes "$L/letters.txt"
-done
-shardify merge --quiet "$T/named_parts"
-shardify --archives "$L/named" "$T/named_one" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/' --classes "$L/letters.txt"
-[ "$(json "$T/named_parts/manifest.json" "d['labels'], d['counts']['by_label']")" = \
-    "(['a', 'b', 'c'], {'a': 2, 'b': 2, 'c': 2})" ] ||
-    die "the parts' classes: $(cat "$T/named_parts/manifest.json")"
-[ "$(labels_of "$T/named_parts")" = "$(labels_of "$T/named_one")" ] ||
-    die "the parts label otherwise than one run: $(labels_of "$T/named_parts")"
-labels_of "$T/named_parts" | grep -q '^00000.tar/c/0.jpg 2$' ||
-    die "the class c is not number 2: $(labels_of "$T/named_parts")"
-verifies named_parts "$L/named" "$T/named_parts"
 
-say "a Hugging Face imagefolder: each split its own dataset, one class list for all"
-shardify "$L/hf" "$T/hf" $S --field text=text
-for split in train test; do
-    [ -f "$T/hf/$split/manifest.json" ] || die "no dataset of the split '$split' in '$T/hf'"
-    [ "$(json "$T/hf/$split/manifest.json" "d['labels'], d['config']['split'], d['config']['annotations_key'], d['counts']['fields']")" = \
-        "(['bird', 'cat', 'dog'], '$split', 'file_name', {'text': 4})" ] ||
-        die "the split '$split': $(cat "$T/hf/$split/manifest.json")"
-    verifies "hf_$split" "$L/hf" "$T/hf/$split"
-done
-[ "$(json "$T/hf/test/manifest.json" "d['counts']['by_label']")" = "{'bird': 0, 'cat': 2, 'dog': 2}" ] ||
-    die "the test split's classes: $(cat "$T/hf/test/manifest.json")"
-labels_of "$T/hf/test" | grep -q '^dog/1.png 2$' || die "dog is not class 2: $(labels_of "$T/hf/test")"
-say "--split NAME converts one split, with every split's classes"
-shardify "$L/hf" "$T/hf_train" $S --split train --field text=text
-[ "$(json "$T/hf_train/manifest.json" "d['labels'], d['counts']['by_label']")" = \
-    "(['bird', 'cat', 'dog'], {'bird': 2, 'cat': 2, 'dog': 0})" ] ||
-    die "--split train: $(cat "$T/hf_train/manifest.json")"
-verifies hf_split "$L/hf" "$T/hf_train"
-must_fail 1 shardify "$L/hf" "$T/hf_nope" $S --split validation
-must_say "--split validation: '$L/hf' has no folder 'validation'" "$T/err"
-must_fail 2 shardify "$L/hf" "$T/hf_nope" $S --split ../x
-must_say "--split: '../x' is not a folder's name" "$T/err"
-
-say "a metadata.jsonl beside the images is the table, keyed by file_name"
-shardify "$L/flat" "$T/flat" $S --labels none --field caption=text,required
-[ "$(json "$T/flat/manifest.json" "d['counts']['fields'], d['counts']['annotation_rows_unmatched']")" = \
-    "({'caption': 3}, 0)" ] || die "the metadata table: $(cat "$T/flat/manifest.json")"
-verifies flat "$L/flat" "$T/flat"
-# named with --annotations, it is keyed by file_name too
-shardify "$L/flat" "$T/flat2" $S --labels none --field caption=text \
-    --annotations "$L/flat/metadata.jsonl"
-verifies flat2 "$L/flat" "$T/flat2" --annotations "$L/flat/metadata.jsonl"
-
-say "--key-column names any table's key column"
-shardify "$L/flat" "$T/keyed" $S --labels none --field caption=text --annotations "$L/photos.csv" \
-    --key-column path
-[ "$(json "$T/keyed/manifest.json" "d['config']['annotations_key'], d['counts']['fields']")" = \
-    "('path', {'caption': 3})" ] || die "--key-column: $(cat "$T/keyed/manifest.json")"
-verifies keyed "$L/flat" "$T/keyed" --annotations "$L/photos.csv"
-must_fail 1 shardify "$L/flat" "$T/keyed2" $S --labels none --field caption=text \
-    --annotations "$L/photos.csv"
-must_say "annotation file '$L/photos.csv': the header (line 1) has no column \"key\"" "$T/err"
-must_fail 2 shardify "$L/pets" "$T/keyed3" $S --key-column path
-must_say "--key-column names the key column of --annotations" "$T/err"
-
-say "--keys: the images a split list names (a key or a stem a line), the others ignored"
+# VOC: JPEGImages, SegmentationClass (2007_002 has no mask), a split list
 mkdir -p "$L/voc/JPEGImages" "$L/voc/SegmentationClass"
 for k in 0 1 2; do
     cp "$L/pets/cat/0.jpg" "$L/voc/JPEGImages/2007_00$k.jpg"
@@ -235,43 +112,8 @@ EOF
 printf 'background\naeroplane\n' >"$L/voc/classes.txt"
 printf '2007_000\n2007_001.jpg  1\n\n' >"$L/voc/train.txt"
 F="seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,ignore=255,required"
-shardify "$L/voc/JPEGImages" "$T/voc" $S --labels none --keys "$L/voc/train.txt" --field "$F"
-[ "$(json "$T/voc/manifest.json" "d['counts']['samples'], d['counts']['ignored'], d['config']['keys'][:15], d['config']['fields'][0]['ignore']")" = \
-    "(2, 1, 'file:train.txt:', 255)" ] || die "--keys: $(cat "$T/voc/manifest.json")"
-verifies voc "$L/voc/JPEGImages" "$T/voc" --keys "$L/voc/train.txt"
-must_fail 1 shardcheck --source "$L/voc/JPEGImages" "$T/voc"
-must_say "the samples were selected by a key list ('file:train.txt:" "$T/err"
-printf '2007_000\n2007_009\n' >"$L/voc/bad.txt"
-must_fail 1 shardify "$L/voc/JPEGImages" "$T/voc_bad" $S --labels none --keys "$L/voc/bad.txt" \
-    --field "$F"
-must_say "--keys '$L/voc/bad.txt' line 2: '2007_009' names no image of the source" "$T/err"
-printf '2007_000\n2007_000.jpg\n' >"$L/voc/twice.txt"
-must_fail 1 shardify "$L/voc/JPEGImages" "$T/voc_bad" $S --labels none --keys "$L/voc/twice.txt" \
-    --field "$F"
-must_say "--keys '$L/voc/twice.txt' lists '2007_000.jpg' twice: by its key (line 2) and by its stem (line 1)" "$T/err"
 
-say "ignore=N: never a class, refused for other fields and as a class's id"
-must_fail 2 shardify "$L/pets" "$T/bad_ignore" $S --field "cap=text,ignore=3"
-must_say "'cap=text,ignore=3': only a mask field takes ignore=N" "$T/err"
-must_fail 2 shardify "$L/pets" "$T/bad_ignore" $S --field "seg=mask,classes=x.txt,ignore=70000"
-must_say "ignore=70000 is not a value in 0..65535" "$T/err"
-must_fail 1 shardify "$L/voc/JPEGImages" "$T/bad_ignore" $S --labels none \
-    --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,ignore=1"
-must_say "field 'seg': ignore=1 is the id of the class 'aeroplane'" "$T/err"
-must_fail 2 shardify "$L/pets" "$T/bad_replace" $S --field "seg=mask,from=_mask.png,classes=x.txt,replace=a:b"
-must_say "replace=OLD:NEW is for a mask folder (from=DIR/)" "$T/err"
-must_fail 2 shardify "$L/pets" "$T/bad_replace" $S --field "seg=mask,from=../m/,classes=x.txt,replace=a/b"
-must_say "replace=OLD:NEW names the ending OLD of an image's stem and NEW in its mask's name" "$T/err"
-# an image whose stem does not end in OLD has no mask: a required one is rejected, saying so
-must_fail 1 shardify "$L/voc/JPEGImages" "$T/bad_replace" $S --labels none --field \
-    "seg=mask,from=../SegmentationClass/,replace=_left:_gt,classes=$L/voc/classes.txt,required"
-must_say "field 'seg' is required: no a mask in '../SegmentationClass/' (the name does not end in '_left')" "$T/err"
-# without it, 255 rejects the masks, saying how to declare it
-must_fail 1 shardify "$L/voc/JPEGImages" "$T/no_ignore" $S --labels none --keys "$L/voc/train.txt" \
-    --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,required"
-must_say "holds value 255 at (0, 0), which is no declared class (ignore=N declares" "$T/err"
-
-say "WebDataset segmentation: x.jpg and x.seg.png in one tar sample, a mask and COCO boxes from archives"
+# WebDataset segmentation: x.jpg and x.seg.png in one tar sample, COCO boxes
 mkdir -p "$L/wds_seg"
 "$PYTHON" - "$L" <<'EOF'
 import io, json, sys, tarfile
@@ -304,30 +146,8 @@ json.dump({"images": images, "annotations": anns, "categories": [{"id": 1, "name
 EOF
 printf 'background\na\nb\n' >"$L/seg_classes.txt"
 SEG="seg=mask,from=.seg.png,classes=$L/seg_classes.txt,ignore=255,required"
-shardify --archives "$L/wds_seg" "$T/wds_seg" --size 20 --quiet --labels none --field "$SEG" \
-    --coco "$L/wds_seg.json"
-[ "$(json "$T/wds_seg/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['counts']['boxes']")" = \
-    "(6, {'seg': 6, 'boxes': 6}, 6)" ] || die "the WebDataset masks: $(cat "$T/wds_seg/manifest.json")"
-verifies wds_seg "$L/wds_seg" "$T/wds_seg"
-# one archive on its own: its keys have no prefix, its mask sidecars are the same
-shardify "$L/wds_seg/00001.tar" "$T/wds_seg1" --size 20 --quiet --labels none --field "$SEG"
-[ "$(json "$T/wds_seg1/manifest.json" "d['counts']['samples'], d['counts']['fields']")" = "(3, {'seg': 3})" ] ||
-    die "one archive's masks: $(cat "$T/wds_seg1/manifest.json")"
-verifies wds_seg1 "$L/wds_seg/00001.tar" "$T/wds_seg1"
-# the stored masks are the sidecars' values, resized with their images (20x26 from 30x40)
-shardcat "$T/wds_seg1" --out "$T/wds_seg1.cat" >/dev/null 2>&1
-"$PYTHON" - "$T/wds_seg1.cat" <<'EOF'
-import sys
-import numpy as np
-from PIL import Image
-for k in range(3):
-    m = np.array(Image.open(f"{sys.argv[1]}/1{k}.seg.png"))
-    assert m.shape == (20, 26), m.shape
-    assert set(np.unique(m)) == {0, 1 + k % 2, 255}, np.unique(m)
-    assert (m[0] == 255).all() and (m[5, :13] == 1 + k % 2).all() and (m[5, 13:] == 0).all(), m
-EOF
 
-say "a WebDataset sample of two images (x.jpg, x.png): the first is the sample, with its sidecars"
+# a WebDataset sample of two images (x.jpg, x.png)
 "$PYTHON" - "$L" <<'EOF'
 import io, os, sys, tarfile
 from PIL import Image
@@ -345,50 +165,260 @@ with tarfile.open(f"{top}/pairs/00000.tar", "w") as t:
             info.size = len(data)
             t.addfile(info, io.BytesIO(data))
 EOF
-shardify --archives "$L/pairs" "$T/pairs" $S --labels sidecar:.cls --field caption=text,from=.txt
-[ "$(json "$T/pairs/manifest.json" "d['counts']['samples'], d['counts']['fields'], [r['key'] for r in d['rejected']]")" = \
-    "(3, {'caption': 3}, ['00000.tar/0.png', '00000.tar/1.png', '00000.tar/2.png'])" ] ||
-    die "the two-image samples: $(cat "$T/pairs/manifest.json")"
-[ "$(json "$T/pairs/manifest.json" "d['rejected'][2]['reason']")" = \
-    "another image has the same stem: '00000.tar/2.jpg', the stem's image (the first by name)" ] ||
-    die "the second image's reason: $(cat "$T/pairs/manifest.json")"
-[ "$(labels_of "$T/pairs" | tr '\n' ' ')" = "00000.tar/0.jpg 0 00000.tar/1.jpg 1 00000.tar/2.jpg 0 " ] ||
-    die "the two-image samples' classes: $(labels_of "$T/pairs")"
-verifies pairs "$L/pairs" "$T/pairs"
+S="--size 16 --quiet"
 
-say "WebDataset shards named by URL: brace lists over nginx, the listing checked before any download"
+# labels_of DST: "KEY LABEL" a line, sorted, from every index file of DST
+labels_of() {
+    "$PYTHON" - "$1" <<'EOF'
+import json, os, sys
+d = sys.argv[1]
+m = json.load(open(f"{d}/manifest.json"))
+files = [m["index"]["file"]] if "index" in m else [i["file"] for i in m["indexes"]]
+lines = []
+for f in files:
+    for line in open(os.path.join(d, f)):
+        x = json.loads(line)
+        lines.append(f"{x['key']} {x['label']}")
+print("\n".join(sorted(lines)))
+EOF
+}
+
+# verifies NAME SRC DST [OPTIONS]: shardcheck --deep --source proves DST
+verifies() {
+    name=$1 src=$2 dst=$3
+    shift 3
+    shardcheck --deep --source "$src" "$dst" "$@" >"$C/$name.check" 2>&1 ||
+        { cat "$C/$name.check" >&2; die "$name: does not verify"; }
+    must_say "verified '$dst'" "$C/$name.check"
+}
+
+# the archives served by nginx (the URL case)
 HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
-    skip "nginx is not installed (scripts/deps.sh installs it): URL sources not run"
-on_exit '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1'
-U=$("$HTTP_SERVER" start "$T/http" wds="$L/wds_seg" laion="$L/wds") || die "cannot start nginx"
-shardify "$U/wds/{00000..00001}.tar" "$T/url" --size 20 --quiet --labels none --field "$SEG"
+U=""
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    on_exit '"$HTTP_SERVER" stop "$T/http" >/dev/null 2>&1'
+    U=$("$HTTP_SERVER" start "$T/http" wds="$L/wds_seg" laion="$L/wds") || die "cannot start nginx"
+else
+    echo "SKIP: nginx is not installed (scripts/deps.sh installs it): URL sources not run"
+fi
 same_samples() {  # the datasets $1 and $2 hold the same samples, labels, sources and fields
     [ "$(labels_of "$1")" = "$(labels_of "$2")" ] &&
         [ "$(json "$1/manifest.json" "d['counts'], d['config']")" = "$(json "$2/manifest.json" "d['counts'], d['config']")" ] &&
         cmp -s "$1/index.jsonl" "$2/index.jsonl"
 }
-shardify --archives "$L/wds_seg" "$T/url_local" --size 20 --quiet --labels none --field "$SEG"
-same_samples "$T/url" "$T/url_local" || die "the archives by URL give another dataset than the folder"
-verifies url "$U/wds/{00000..00001}.tar" "$T/url"
-# several URLs and word lists; labels from the .cls sidecars
-shardify "$U/laion/{00000}.tar::$U/laion/0000{1,1}.tar" "$T/url2" $S --labels sidecar:.cls 2>"$T/err" &&
-    die "two URLs of one name were taken"
-must_say "have one name, '00001.tar'" "$T/err"
-shardify "$U/laion/00000.tar::$U/laion/0000{1}.tar" "$T/url2" $S --labels sidecar:.cls
-[ "$(json "$T/url2/manifest.json" "d['counts']['samples'], d['labels']")" = "(6, ['0', '1', '2'])" ] ||
-    die "the URL list: $(cat "$T/url2/manifest.json")"
-verifies url2 "$U/laion/{00000..00001}.tar" "$T/url2"
-# the listing is checked first: an archive that is not there fails the run before any is fetched
-before=$(wc -l <"$T/http/access.log")
-must_fail 1 shardify "$U/wds/{00000..00002}.tar" "$T/url3" $S --labels none
-must_say "cannot find '$U/wds/00002.tar': HTTP 404 Not Found" "$T/err"
-[ ! -e "$T/url3" ] || die "a refused listing left '$T/url3'"
-tail -n +$((before + 1)) "$T/http/access.log" | grep -q 'GET' && die "an archive was fetched before the listing was checked"
-for bad in "$U/wds/{0..1.tar" "$U/wds/{2..1}.tar" "$U/wds/" "$U/wds/x.jpg"; do
-    must_fail 1 shardify "$bad" "$T/url4" $S
-    [ ! -e "$T/url4" ] || die "'$bad' left '$T/url4'"
-done
-must_say "'$U/wds/x.jpg' names no archive: its name 'x.jpg' is not .tar" "$T/err"
 
-echo "every layout converts and verifies"
+case_classes_the_lists_classes_in_its_order_one_no_sample_has_kept() {
+    shardify "$L/pets" "$C/fixed" $S --classes "$L/classes.txt"
+    [ "$(json "$C/fixed/manifest.json" "d['labels'], d['counts']['by_label'], d['config']['classes'][:17]")" = \
+        "(['dog', 'cat', 'bird'], {'dog': 2, 'cat': 2, 'bird': 0}, 'file:classes.txt:')" ] ||
+        die "the fixed classes: $(cat "$C/fixed/manifest.json")"
+    # every sample's label is its folder's place in the list
+    [ "$(labels_of "$C/fixed" | tr '\n' ' ')" = "cat/0.jpg 1 cat/1.jpg 1 dog/0.jpg 0 dog/1.jpg 0 " ] ||
+        die "the labels of the fixed classes: $(labels_of "$C/fixed")"
+    verifies fixed "$L/pets" "$C/fixed"
+    shardify "$L/pets" "$C/fixed_json" $S --classes "$L/classes.json"
+    [ "$(json "$C/fixed_json/manifest.json" "d['labels']")" = "['dog', 'cat']" ] ||
+        die "a JSON list of {id, name}: $(cat "$C/fixed_json/manifest.json")"
+    verifies fixed_json "$L/pets" "$C/fixed_json"
+}
+
+case_classes_a_class_the_list_lacks_and_a_list_that_is_no_list_are_refused_by_name() {
+    printf 'dog\n' >"$C/short.txt"
+    must_fail 1 shardify "$L/pets" "$C/short" $S --classes "$C/short.txt"
+    must_say "'cat/0.jpg' has the class 'cat', which --classes '$C/short.txt' does not list" "$T/err"
+    [ ! -e "$C/short" ] || die "a refused run left '$C/short'"
+    printf '["a", "b", "a"]' >"$C/twice.json"
+    must_fail 1 shardify "$L/pets" "$C/twice" $S --classes "$C/twice.json"
+    must_say "classes file '$C/twice.json' names 'a' twice" "$T/err"
+    printf '[{"id": 0, "name": "a"}, {"id": 2, "name": "b"}]' >"$C/gap.json"
+    must_fail 1 shardify "$L/pets" "$C/gap" $S --classes "$C/gap.json"
+    must_say "classes file '$C/gap.json' leaves out class number 1" "$T/err"
+    must_fail 1 shardify "$L/pets" "$C/none" $S --classes "$L/absent.txt"
+    must_say "cannot read classes file '$L/absent.txt'" "$T/err"
+}
+
+case_classes_names_webdatasets_numeric_cls_and_the_parts_of_a_folder_of_archives_take_it() {
+    shardify --archives "$L/wds" "$C/wds" $S --labels sidecar:.cls --classes "$L/wds_names.txt"
+    [ "$(json "$C/wds/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+        "(['zero', 'one', 'two'], {'zero': 2, 'one': 2, 'two': 2})" ] ||
+        die "the named .cls: $(cat "$C/wds/manifest.json")"
+    verifies wds "$L/wds" "$C/wds"
+    # without --classes a part refuses the named classes; with it, each part
+    # numbers them as the whole run does
+    must_fail 1 shardify --archives --part 0/3 "$L/named" "$C/named_parts" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/'
+    must_say "cannot number the classes named in the others" "$T/err"
+    rm -rf "$C/named_parts"
+    for i in 0 1 2; do
+        shardify --archives --part "$i/3" "$L/named" "$C/named_parts" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/' \
+            --classes "$L/letters.txt"
+    done
+    shardify merge --quiet "$C/named_parts"
+    shardify --archives "$L/named" "$C/named_one" $S --labels 'regex:^[0-9]+[.]tar/([a-z])/' --classes "$L/letters.txt"
+    [ "$(json "$C/named_parts/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+        "(['a', 'b', 'c'], {'a': 2, 'b': 2, 'c': 2})" ] ||
+        die "the parts' classes: $(cat "$C/named_parts/manifest.json")"
+    [ "$(labels_of "$C/named_parts")" = "$(labels_of "$C/named_one")" ] ||
+        die "the parts label otherwise than one run: $(labels_of "$C/named_parts")"
+    labels_of "$C/named_parts" | grep -q '^00000.tar/c/0.jpg 2$' ||
+        die "the class c is not number 2: $(labels_of "$C/named_parts")"
+    verifies named_parts "$L/named" "$C/named_parts"
+}
+
+case_a_hugging_face_imagefolder_each_split_its_own_dataset_one_class_list_for_all() {
+    shardify "$L/hf" "$C/hf" $S --field text=text
+    for split in train test; do
+        [ -f "$C/hf/$split/manifest.json" ] || die "no dataset of the split '$split' in '$C/hf'"
+        [ "$(json "$C/hf/$split/manifest.json" "d['labels'], d['config']['split'], d['config']['annotations_key'], d['counts']['fields']")" = \
+            "(['bird', 'cat', 'dog'], '$split', 'file_name', {'text': 4})" ] ||
+            die "the split '$split': $(cat "$C/hf/$split/manifest.json")"
+        verifies "hf_$split" "$L/hf" "$C/hf/$split"
+    done
+    [ "$(json "$C/hf/test/manifest.json" "d['counts']['by_label']")" = "{'bird': 0, 'cat': 2, 'dog': 2}" ] ||
+        die "the test split's classes: $(cat "$C/hf/test/manifest.json")"
+    labels_of "$C/hf/test" | grep -q '^dog/1.png 2$' || die "dog is not class 2: $(labels_of "$C/hf/test")"
+}
+
+case_split_name_converts_one_split_with_every_splits_classes() {
+    shardify "$L/hf" "$C/hf_train" $S --split train --field text=text
+    [ "$(json "$C/hf_train/manifest.json" "d['labels'], d['counts']['by_label']")" = \
+        "(['bird', 'cat', 'dog'], {'bird': 2, 'cat': 2, 'dog': 0})" ] ||
+        die "--split train: $(cat "$C/hf_train/manifest.json")"
+    verifies hf_split "$L/hf" "$C/hf_train"
+    must_fail 1 shardify "$L/hf" "$C/hf_nope" $S --split validation
+    must_say "--split validation: '$L/hf' has no folder 'validation'" "$T/err"
+    must_fail 2 shardify "$L/hf" "$C/hf_nope" $S --split ../x
+    must_say "--split: '../x' is not a folder's name" "$T/err"
+}
+
+case_a_metadata_jsonl_beside_the_images_is_the_table_keyed_by_file_name() {
+    shardify "$L/flat" "$C/flat" $S --labels none --field caption=text,required
+    [ "$(json "$C/flat/manifest.json" "d['counts']['fields'], d['counts']['annotation_rows_unmatched']")" = \
+        "({'caption': 3}, 0)" ] || die "the metadata table: $(cat "$C/flat/manifest.json")"
+    verifies flat "$L/flat" "$C/flat"
+    # named with --annotations, it is keyed by file_name too
+    shardify "$L/flat" "$C/flat2" $S --labels none --field caption=text \
+        --annotations "$L/flat/metadata.jsonl"
+    verifies flat2 "$L/flat" "$C/flat2" --annotations "$L/flat/metadata.jsonl"
+}
+
+case_key_column_names_any_tables_key_column() {
+    shardify "$L/flat" "$C/keyed" $S --labels none --field caption=text --annotations "$L/photos.csv" \
+        --key-column path
+    [ "$(json "$C/keyed/manifest.json" "d['config']['annotations_key'], d['counts']['fields']")" = \
+        "('path', {'caption': 3})" ] || die "--key-column: $(cat "$C/keyed/manifest.json")"
+    verifies keyed "$L/flat" "$C/keyed" --annotations "$L/photos.csv"
+    must_fail 1 shardify "$L/flat" "$C/keyed2" $S --labels none --field caption=text \
+        --annotations "$L/photos.csv"
+    must_say "annotation file '$L/photos.csv': the header (line 1) has no column \"key\"" "$T/err"
+    must_fail 2 shardify "$L/pets" "$C/keyed3" $S --key-column path
+    must_say "--key-column names the key column of --annotations" "$T/err"
+}
+
+case_keys_the_images_a_split_list_names_a_key_or_a_stem_a_line_the_others_ignored() {
+    shardify "$L/voc/JPEGImages" "$C/voc" $S --labels none --keys "$L/voc/train.txt" --field "$F"
+    [ "$(json "$C/voc/manifest.json" "d['counts']['samples'], d['counts']['ignored'], d['config']['keys'][:15], d['config']['fields'][0]['ignore']")" = \
+        "(2, 1, 'file:train.txt:', 255)" ] || die "--keys: $(cat "$C/voc/manifest.json")"
+    verifies voc "$L/voc/JPEGImages" "$C/voc" --keys "$L/voc/train.txt"
+    must_fail 1 shardcheck --source "$L/voc/JPEGImages" "$C/voc"
+    must_say "the samples were selected by a key list ('file:train.txt:" "$T/err"
+    printf '2007_000\n2007_009\n' >"$C/bad.txt"
+    must_fail 1 shardify "$L/voc/JPEGImages" "$C/voc_bad" $S --labels none --keys "$C/bad.txt" \
+        --field "$F"
+    must_say "--keys '$C/bad.txt' line 2: '2007_009' names no image of the source" "$T/err"
+    printf '2007_000\n2007_000.jpg\n' >"$C/twice.txt"
+    must_fail 1 shardify "$L/voc/JPEGImages" "$C/voc_bad" $S --labels none --keys "$C/twice.txt" \
+        --field "$F"
+    must_say "--keys '$C/twice.txt' lists '2007_000.jpg' twice: by its key (line 2) and by its stem (line 1)" "$T/err"
+}
+
+case_ignore_n_never_a_class_refused_for_other_fields_and_as_a_classs_id() {
+    must_fail 2 shardify "$L/pets" "$C/bad_ignore" $S --field "cap=text,ignore=3"
+    must_say "'cap=text,ignore=3': only a mask field takes ignore=N" "$T/err"
+    must_fail 2 shardify "$L/pets" "$C/bad_ignore" $S --field "seg=mask,classes=x.txt,ignore=70000"
+    must_say "ignore=70000 is not a value in 0..65535" "$T/err"
+    must_fail 1 shardify "$L/voc/JPEGImages" "$C/bad_ignore" $S --labels none \
+        --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,ignore=1"
+    must_say "field 'seg': ignore=1 is the id of the class 'aeroplane'" "$T/err"
+    must_fail 2 shardify "$L/pets" "$C/bad_replace" $S --field "seg=mask,from=_mask.png,classes=x.txt,replace=a:b"
+    must_say "replace=OLD:NEW is for a mask folder (from=DIR/)" "$T/err"
+    must_fail 2 shardify "$L/pets" "$C/bad_replace" $S --field "seg=mask,from=../m/,classes=x.txt,replace=a/b"
+    must_say "replace=OLD:NEW names the ending OLD of an image's stem and NEW in its mask's name" "$T/err"
+    # an image whose stem does not end in OLD has no mask: a required one is rejected, saying so
+    must_fail 1 shardify "$L/voc/JPEGImages" "$C/bad_replace" $S --labels none --field \
+        "seg=mask,from=../SegmentationClass/,replace=_left:_gt,classes=$L/voc/classes.txt,required"
+    must_say "field 'seg' is required: no a mask in '../SegmentationClass/' (the name does not end in '_left')" "$T/err"
+    # without it, 255 rejects the masks, saying how to declare it
+    must_fail 1 shardify "$L/voc/JPEGImages" "$C/no_ignore" $S --labels none --keys "$L/voc/train.txt" \
+        --field "seg=mask,from=../SegmentationClass/,classes=$L/voc/classes.txt,required"
+    must_say "holds value 255 at (0, 0), which is no declared class (ignore=N declares" "$T/err"
+}
+
+case_webdataset_segmentation_x_jpg_and_x_seg_png_in_one_tar_sample_a_mask_and_coco_boxes_from_archives() {
+    shardify --archives "$L/wds_seg" "$C/wds_seg" --size 20 --quiet --labels none --field "$SEG" \
+        --coco "$L/wds_seg.json"
+    [ "$(json "$C/wds_seg/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['counts']['boxes']")" = \
+        "(6, {'seg': 6, 'boxes': 6}, 6)" ] || die "the WebDataset masks: $(cat "$C/wds_seg/manifest.json")"
+    verifies wds_seg "$L/wds_seg" "$C/wds_seg"
+    # one archive on its own: its keys have no prefix, its mask sidecars are the same
+    shardify "$L/wds_seg/00001.tar" "$C/wds_seg1" --size 20 --quiet --labels none --field "$SEG"
+    [ "$(json "$C/wds_seg1/manifest.json" "d['counts']['samples'], d['counts']['fields']")" = "(3, {'seg': 3})" ] ||
+        die "one archive's masks: $(cat "$C/wds_seg1/manifest.json")"
+    verifies wds_seg1 "$L/wds_seg/00001.tar" "$C/wds_seg1"
+    # the stored masks are the sidecars' values, resized with their images (20x26 from 30x40)
+    shardcat "$C/wds_seg1" --out "$C/wds_seg1.cat" >/dev/null 2>&1
+    "$PYTHON" - "$C/wds_seg1.cat" <<'EOF'
+import sys
+import numpy as np
+from PIL import Image
+for k in range(3):
+    m = np.array(Image.open(f"{sys.argv[1]}/1{k}.seg.png"))
+    assert m.shape == (20, 26), m.shape
+    assert set(np.unique(m)) == {0, 1 + k % 2, 255}, np.unique(m)
+    assert (m[0] == 255).all() and (m[5, :13] == 1 + k % 2).all() and (m[5, 13:] == 0).all(), m
+EOF
+}
+
+case_a_webdataset_sample_of_two_images_x_jpg_x_png_the_first_is_the_sample_with_its_sidecars() {
+    shardify --archives "$L/pairs" "$C/pairs" $S --labels sidecar:.cls --field caption=text,from=.txt
+    [ "$(json "$C/pairs/manifest.json" "d['counts']['samples'], d['counts']['fields'], [r['key'] for r in d['rejected']]")" = \
+        "(3, {'caption': 3}, ['00000.tar/0.png', '00000.tar/1.png', '00000.tar/2.png'])" ] ||
+        die "the two-image samples: $(cat "$C/pairs/manifest.json")"
+    [ "$(json "$C/pairs/manifest.json" "d['rejected'][2]['reason']")" = \
+        "another image has the same stem: '00000.tar/2.jpg', the stem's image (the first by name)" ] ||
+        die "the second image's reason: $(cat "$C/pairs/manifest.json")"
+    [ "$(labels_of "$C/pairs" | tr '\n' ' ')" = "00000.tar/0.jpg 0 00000.tar/1.jpg 1 00000.tar/2.jpg 0 " ] ||
+        die "the two-image samples' classes: $(labels_of "$C/pairs")"
+    verifies pairs "$L/pairs" "$C/pairs"
+}
+
+case_webdataset_shards_named_by_url_brace_lists_over_nginx_the_listing_checked_before_any_download() {
+    [ -n "$U" ] || return 0
+    shardify "$U/wds/{00000..00001}.tar" "$C/url" --size 20 --quiet --labels none --field "$SEG"
+    shardify --archives "$L/wds_seg" "$C/url_local" --size 20 --quiet --labels none --field "$SEG"
+    same_samples "$C/url" "$C/url_local" || die "the archives by URL give another dataset than the folder"
+    verifies url "$U/wds/{00000..00001}.tar" "$C/url"
+    # several URLs and word lists; labels from the .cls sidecars
+    if shardify "$U/laion/{00000}.tar::$U/laion/0000{1,1}.tar" "$C/url2" $S --labels sidecar:.cls 2>"$C/err"; then
+        die "two URLs of one name were taken"
+    fi
+    must_say "have one name, '00001.tar'" "$C/err"
+    shardify "$U/laion/00000.tar::$U/laion/0000{1}.tar" "$C/url2" $S --labels sidecar:.cls
+    [ "$(json "$C/url2/manifest.json" "d['counts']['samples'], d['labels']")" = "(6, ['0', '1', '2'])" ] ||
+        die "the URL list: $(cat "$C/url2/manifest.json")"
+    verifies url2 "$U/laion/{00000..00001}.tar" "$C/url2"
+    # the listing is checked first: an archive that is not there fails the run before any is fetched
+    before=$(wc -l <"$T/http/access.log")
+    must_fail 1 shardify "$U/wds/{00000..00002}.tar" "$C/url3" $S --labels none
+    must_say "cannot find '$U/wds/00002.tar': HTTP 404 Not Found" "$T/err"
+    [ ! -e "$C/url3" ] || die "a refused listing left '$C/url3'"
+    if tail -n +$((before + 1)) "$T/http/access.log" | grep -q 'GET'; then
+        die "an archive was fetched before the listing was checked"
+    fi
+    for bad in "$U/wds/{0..1.tar" "$U/wds/{2..1}.tar" "$U/wds/" "$U/wds/x.jpg"; do
+        must_fail 1 shardify "$bad" "$C/url4" $S
+        [ ! -e "$C/url4" ] || die "'$bad' left '$C/url4'"
+    done
+    must_say "'$U/wds/x.jpg' names no archive: its name 'x.jpg' is not .tar" "$T/err"
+}
+
+run_cases

@@ -71,47 +71,53 @@ print("ok")
 EOF
 }
 
-say "a directory: x.png with x.depth.png, stored raw at the record's size"
+# the conversions the cases read: the directory (raw, and cropped) and the tar
 shardify --quiet --size 32 --codec raw --field depth=image,from=.depth.png \
     "$I/dir" "$T/dir" 2>"$T/err" || { cat "$T/err" >&2; die "the directory did not convert"; }
-[ "$(json "$T/dir/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['config']['fields']")" = \
-    "(4, {'depth': 4}, [{'name': 'depth', 'type': 'image', 'sidecar': '.depth.png', 'required': False}])" ] ||
-    die "the directory's manifest: $(cat "$T/dir/manifest.json")"
-stored_like_pillow "$T/dir" "$I/dir/a" short >/dev/null
-
-say "--fit crop: the depth image cropped with its image"
 shardify --quiet --size 32 --fit crop --codec png --field depth=image,from=.depth.png \
     "$I/dir" "$T/crop"
-stored_like_pillow "$T/crop" "$I/dir/a" crop >/dev/null
-
-say "a WebDataset tar: x.jpg with x.depth.png, one sample of the two"
 shardify --quiet --size 32 --archives --field depth=image,from=.depth.png,required \
     "$I/tars" "$T/tar" 2>"$T/err" || { cat "$T/err" >&2; die "the tar did not convert"; }
-[ "$(json "$T/tar/manifest.json" "d['counts']['samples'], d['counts']['fields'], len(d['rejected'])")" = \
-    "(3, {'depth': 3}, 0)" ] || die "the tar's manifest: $(cat "$T/tar/manifest.json")"
-mkdir -p "$T/tar_src"
-tar -xf "$I/tars/00000.tar" -C "$T/tar_src"
-stored_like_pillow "$T/tar" "$T/tar_src" short >/dev/null
 
-say "shardcheck --deep --source proves each depth file's identity"
-for run in "dir $I/dir" "crop $I/dir" "tar $I/tars"; do
-    set -- $run
-    name=$1 src=$2
-    shift 2
-    shardcheck --deep --source "$src" "$T/$name" "$@" >"$T/$name.check" 2>&1 ||
-        { cat "$T/$name.check" >&2; die "$name: does not verify"; }
-    must_say "verified '$T/$name'" "$T/$name.check"
-done
-cp -R "$I/dir" "$T/changed"
-"$PYTHON" -c 'import sys; from PIL import Image; Image.new("L", (96, 64), 9).save(sys.argv[1])' \
-    "$T/changed/a/x0.depth.png"
-must_fail 1 shardcheck --deep --source "$T/changed" "$T/dir"
-must_say "field 'depth' of 'a/x0.png' changed since sharding: 'a/x0.depth.png'" "$T/stdout"
+case_a_directory_x_png_with_x_depth_png_stored_raw_at_the_records_size() {
+    [ "$(json "$T/dir/manifest.json" "d['counts']['samples'], d['counts']['fields'], d['config']['fields']")" = \
+        "(4, {'depth': 4}, [{'name': 'depth', 'type': 'image', 'sidecar': '.depth.png', 'required': False}])" ] ||
+        die "the directory's manifest: $(cat "$T/dir/manifest.json")"
+    stored_like_pillow "$T/dir" "$I/dir/a" short >/dev/null
+}
 
-say "shardcat writes the field as the file its suffix names, the stored pixels"
-shardcat "$T/dir" --out "$T/cat" >/dev/null
-shardcat "$T/tar" --out "$T/tarcat" >/dev/null
-shardkit_python - "$T/dir" "$T/cat" "$T/tarcat" <<'EOF' || die "shardcat's depth files"
+case_fit_crop_the_depth_image_cropped_with_its_image() {
+    stored_like_pillow "$T/crop" "$I/dir/a" crop >/dev/null
+}
+
+case_a_webdataset_tar_x_jpg_with_x_depth_png_one_sample_of_the_two() {
+    [ "$(json "$T/tar/manifest.json" "d['counts']['samples'], d['counts']['fields'], len(d['rejected'])")" = \
+        "(3, {'depth': 3}, 0)" ] || die "the tar's manifest: $(cat "$T/tar/manifest.json")"
+    mkdir -p "$C/tar_src"
+    tar -xf "$I/tars/00000.tar" -C "$C/tar_src"
+    stored_like_pillow "$T/tar" "$C/tar_src" short >/dev/null
+}
+
+case_shardcheck_deep_source_proves_each_depth_files_identity() {
+    for run in "dir $I/dir" "crop $I/dir" "tar $I/tars"; do
+        set -- $run
+        name=$1 src=$2
+        shift 2
+        shardcheck --deep --source "$src" "$T/$name" "$@" >"$C/$name.check" 2>&1 ||
+            { cat "$C/$name.check" >&2; die "$name: does not verify"; }
+        must_say "verified '$T/$name'" "$C/$name.check"
+    done
+    cp -R "$I/dir" "$C/changed"
+    "$PYTHON" -c 'import sys; from PIL import Image; Image.new("L", (96, 64), 9).save(sys.argv[1])' \
+        "$C/changed/a/x0.depth.png"
+    must_fail 1 shardcheck --deep --source "$C/changed" "$T/dir"
+    must_say "field 'depth' of 'a/x0.png' changed since sharding: 'a/x0.depth.png'" "$T/stdout"
+}
+
+case_shardcat_writes_the_field_as_the_file_its_suffix_names_the_stored_pixels() {
+    shardcat "$T/dir" --out "$C/cat" >/dev/null
+    shardcat "$T/tar" --out "$C/tarcat" >/dev/null
+    shardkit_python - "$T/dir" "$C/cat" "$C/tarcat" <<'EOF' || die "shardcat's depth files"
 import sys
 import numpy as np
 from PIL import Image
@@ -127,18 +133,19 @@ for i in range(len(ds)):
 for k in range(3):
     assert Image.open(f"{sys.argv[3]}/00000.tar%2Fx{k}.depth.png").format == "PNG"
 EOF
+}
 
-say "a .jpg suffix: shardcat writes a JPEG"
-mkdir -p "$I/jpg"
-"$PYTHON" - "$I/jpg" <<'EOF'
+case_a_jpg_suffix_shardcat_writes_a_jpeg() {
+    mkdir -p "$C/jpg_src"
+    "$PYTHON" - "$C/jpg_src" <<'EOF'
 import sys
 from PIL import Image
 Image.new("RGB", (40, 32), (10, 200, 30)).save(f"{sys.argv[1]}/p.png")
 Image.new("RGB", (40, 32), (250, 20, 90)).save(f"{sys.argv[1]}/p.right.jpg", quality=95)
 EOF
-shardify --quiet --size 32 --field right=image,from=.right.jpg "$I/jpg" "$T/jpg"
-shardcat "$T/jpg" --out "$T/jpgcat" >/dev/null
-"$PYTHON" - "$T/jpgcat/p.right.jpg" <<'EOF' || die "the .right.jpg field's file"
+    shardify --quiet --size 32 --field right=image,from=.right.jpg "$C/jpg_src" "$C/jpg"
+    shardcat "$C/jpg" --out "$C/jpgcat" >/dev/null
+    "$PYTHON" - "$C/jpgcat/p.right.jpg" <<'EOF' || die "the .right.jpg field's file"
 import sys
 import numpy as np
 from PIL import Image
@@ -146,15 +153,16 @@ im = Image.open(sys.argv[1])
 assert im.format == "JPEG" and im.size == (40, 32), (im.format, im.size)
 assert np.abs(np.asarray(im).astype(int) - (250, 20, 90)).max() <= 6
 EOF
+}
 
-say "image pairs x.left.jpg and x.right.jpg: one sample, by the sample stem x (WebDataset's key)"
-mkdir -p "$I/pairs/a" "$I/pairtars"
-"$PYTHON" - "$I" <<'EOF'
+case_image_pairs_x_left_jpg_and_x_right_jpg_one_sample_by_the_sample_stem_x_webdatasets_key() {
+    mkdir -p "$C/pairs_src/a" "$C/pairtars_src"
+    "$PYTHON" - "$C/pairs_src" <<'EOF'
 import sys
 from PIL import Image
 top = sys.argv[1]
 def jpeg(name, colour):
-    Image.new("RGB", (40, 30), colour).save(f"{top}/pairs/a/{name}", quality=95)
+    Image.new("RGB", (40, 30), colour).save(f"{top}/a/{name}", quality=95)
 for k in range(3):
     for side, colour in (("left", (200, 40 * k, 0)), ("right", (0, 40 * k, 200))):
         jpeg(f"x{k}.{side}.jpg", colour)
@@ -164,13 +172,13 @@ for name, colour in (("y.jpg", (9, 9, 9)), ("y.left.jpg", (200, 0, 0)), ("y.righ
                      ("z.left.jpg", (200, 0, 0)), ("z.mid.jpg", (100, 0, 0)), ("z.right.jpg", (0, 0, 200))):
     jpeg(name, colour)
 EOF
-tar -C "$I/pairs/a" -cf "$I/pairtars/00000.tar" x0.left.jpg x0.right.jpg x1.left.jpg x1.right.jpg \
-    x2.left.jpg x2.right.jpg
-shardify --quiet --size 32 --field right=image,from=.right.jpg "$I/pairs" "$T/pairs"
-shardify --quiet --size 32 --archives --field right=image,from=.right.jpg,required "$I/pairtars" "$T/pairtars"
-[ "$(json "$T/pairs/manifest.json" "d['counts']['fields'], [o['key'] for o in d['orphans']]")" = \
-    "({'right': 4}, ['a/z.right.jpg'])" ] || die "the pairs' manifest: $(cat "$T/pairs/manifest.json")"
-shardkit_python - "$T/pairs" "$T/pairtars" <<'EOF' || die "the pairs' right images"
+    tar -C "$C/pairs_src/a" -cf "$C/pairtars_src/00000.tar" x0.left.jpg x0.right.jpg x1.left.jpg x1.right.jpg \
+        x2.left.jpg x2.right.jpg
+    shardify --quiet --size 32 --field right=image,from=.right.jpg "$C/pairs_src" "$C/pairs"
+    shardify --quiet --size 32 --archives --field right=image,from=.right.jpg,required "$C/pairtars_src" "$C/pairtars"
+    [ "$(json "$C/pairs/manifest.json" "d['counts']['fields'], [o['key'] for o in d['orphans']]")" = \
+        "({'right': 4}, ['a/z.right.jpg'])" ] || die "the pairs' manifest: $(cat "$C/pairs/manifest.json")"
+    shardkit_python - "$C/pairs" "$C/pairtars" <<'EOF' || die "the pairs' right images"
 import sys
 import numpy as np
 import shardkit
@@ -192,19 +200,20 @@ for dst in sys.argv[1:]:
         seen += 1
     assert seen == 3, (dst, seen)
 EOF
-for run in "pairs $I/pairs" "pairtars $I/pairtars"; do
-    set -- $run
-    shardcheck --deep --source "$2" "$T/$1" >"$T/$1.check" 2>&1 ||
-        { cat "$T/$1.check" >&2; die "$1: does not verify"; }
-    must_say "verified '$T/$1'" "$T/$1.check"
-done
-rm "$I/pairs/a/x1.right.jpg"
-must_fail 1 shardcheck --deep --source "$I/pairs" "$T/pairs"
-must_say "field 'right' of 'a/x1.left.jpg'" "$T/stdout"
+    for run in "pairs $C/pairs_src" "pairtars $C/pairtars_src"; do
+        set -- $run
+        shardcheck --deep --source "$2" "$C/$1" >"$C/$1.check" 2>&1 ||
+            { cat "$C/$1.check" >&2; die "$1: does not verify"; }
+        must_say "verified '$C/$1'" "$C/$1.check"
+    done
+    rm "$C/pairs_src/a/x1.right.jpg"
+    must_fail 1 shardcheck --deep --source "$C/pairs_src" "$C/pairs"
+    must_say "field 'right' of 'a/x1.left.jpg'" "$T/stdout"
+}
 
-say "refusals name their subject"
-mkdir -p "$I/bad"
-"$PYTHON" - "$I/bad" <<'EOF'
+case_refusals_name_their_subject() {
+    mkdir -p "$C/bad_src"
+    "$PYTHON" - "$C/bad_src" <<'EOF'
 import sys
 from PIL import Image
 top = sys.argv[1]
@@ -215,21 +224,26 @@ Image.new("L", (10, 8)).save(f"{top}/small.depth.png")
 Image.new("RGB", (20, 16)).save(f"{top}/broken.png")
 open(f"{top}/broken.depth.png", "wb").write(b"\x89PNG\r\n\x1a\n not a png")
 EOF
-shardify --quiet --size 32 --field depth=image,from=.depth.png "$I/bad" "$T/bad"
-[ "$(json "$T/bad/manifest.json" "d['counts']['samples'], sorted((r['key'], r['reason']) for r in d['rejected'])[1]")" = \
-    "(1, ('small.png', \"field 'depth': image 'small.depth.png' is 10x8, its sample's 20x16\"))" ] ||
-    die "the refused depth images: $(cat "$T/bad/manifest.json")"
-must_say "field 'depth': image 'broken.depth.png'" "$T/bad/manifest.json"
-must_fail 2 shardify --field depth=image,from=../depth/ "$I/bad" "$T/bad2"
-must_say "only a mask comes from a folder" "$T/err"
-must_fail 2 shardify --annotations "$I/bad/ok.png" --field depth=image,from=depth "$I/bad" "$T/bad2"
-must_say "an image field comes from a sidecar image of the sample's stem" "$T/err"
-must_fail 2 shardify --field depth=image,classes=x.txt "$I/bad" "$T/bad2"
-must_say "only a mask field takes classes=FILE" "$T/err"
-[ ! -e "$T/bad2" ] || die "a refused declaration left '$T/bad2'"
-# made from the image's geometry: an incremental run, which copies records, cannot make it
-must_fail 2 shardify --size 32 --codec raw --field depth=image,from=.depth.png \
-    --incremental "$T/dir" "$I/dir" "$T/inc"
-must_say "boxes, mask and image fields are made as their images are converted" "$T/err"
-[ ! -e "$T/inc" ] || die "a refused incremental run left '$T/inc'"
-echo "ok"
+    shardify --quiet --size 32 --field depth=image,from=.depth.png "$C/bad_src" "$C/bad"
+    [ "$(json "$C/bad/manifest.json" "d['counts']['samples'], sorted((r['key'], r['reason']) for r in d['rejected'])[1]")" = \
+        "(1, ('small.png', \"field 'depth': image 'small.depth.png' is 10x8, its sample's 20x16\"))" ] ||
+        die "the refused depth images: $(cat "$C/bad/manifest.json")"
+    must_say "field 'depth': image 'broken.depth.png'" "$C/bad/manifest.json"
+    must_fail 2 shardify --field depth=image,from=../depth/ "$C/bad_src" "$C/bad2"
+    must_say "only a mask comes from a folder" "$T/err"
+    must_fail 2 shardify --annotations "$C/bad_src/ok.png" --field depth=image,from=depth "$C/bad_src" "$C/bad2"
+    must_say "an image field comes from a sidecar image of the sample's stem" "$T/err"
+    must_fail 2 shardify --field depth=image,classes=x.txt "$C/bad_src" "$C/bad2"
+    must_say "only a mask field takes classes=FILE" "$T/err"
+    [ ! -e "$C/bad2" ] || die "a refused declaration left '$C/bad2'"
+}
+
+case_an_incremental_run_which_copies_records_cannot_make_an_image_field() {
+    # made from the image's geometry: an incremental run, which copies records, cannot make it
+    must_fail 2 shardify --size 32 --codec raw --field depth=image,from=.depth.png \
+        --incremental "$T/dir" "$I/dir" "$C/inc"
+    must_say "boxes, mask and image fields are made as their images are converted" "$T/err"
+    [ ! -e "$C/inc" ] || die "a refused incremental run left '$C/inc'"
+}
+
+run_cases

@@ -55,56 +55,59 @@ EOF
 shardify "$SRC" "$T/dst" --size 64 --no-upscale --codec png --quiet --coco "$T/coco.json" \
     --field "seg=mask,from=_mask.png,classes=$T/classes.txt"
 
-say "--deep counts boxes per image and each class's boxes and pixels"
-shardcheck --deep "$T/dst" >"$T/out" 2>&1 || { cat "$T/out"; die "a clean dataset fails"; }
-must_say "boxes 'boxes': 4 in 3 images, 1.33 per image (at most 3)" "$T/out"
-must_say "class 2 'dog': 2 boxes (50.0%), in 1 images" "$T/out"
-must_say "class 1 'cat': 2 boxes (50.0%), in 2 images" "$T/out"
-must_say "mask 'seg': 3 images, 3600 pixels" "$T/out"
-shardcheck --deep --json "$T/dst" >"$T/report.json"
-got=$(json "$T/report.json" \
-    '{str(c["id"]): c["count"] for c in d["targets"][0]["classes"]} == json.load(open("'"$T"'/pixels.json"))')
-[ "$got" = True ] || die "mask pixels per class differ from the source masks"
-[ "$(json "$T/report.json" 'd["targets"][1]["max_boxes"]')" = 3 ] || die "max boxes per image"
-[ "$(json "$T/report.json" 'd["contents"]["fields"][1]["source"]')" = "{'coco': 'bbox'}" ] ||
-    die "the boxes field's source is not the COCO file"
+case_deep_counts_boxes_per_image_and_each_classs_boxes_and_pixels() {
+    shardcheck --deep "$T/dst" >"$C/out" 2>&1 || { cat "$C/out"; die "a clean dataset fails"; }
+    must_say "boxes 'boxes': 4 in 3 images, 1.33 per image (at most 3)" "$C/out"
+    must_say "class 2 'dog': 2 boxes (50.0%), in 1 images" "$C/out"
+    must_say "class 1 'cat': 2 boxes (50.0%), in 2 images" "$C/out"
+    must_say "mask 'seg': 3 images, 3600 pixels" "$C/out"
+    shardcheck --deep --json "$T/dst" >"$C/report.json"
+    got=$(json "$C/report.json" \
+        '{str(c["id"]): c["count"] for c in d["targets"][0]["classes"]} == json.load(open("'"$T"'/pixels.json"))')
+    [ "$got" = True ] || die "mask pixels per class differ from the source masks"
+    [ "$(json "$C/report.json" 'd["targets"][1]["max_boxes"]')" = 3 ] || die "max boxes per image"
+    [ "$(json "$C/report.json" 'd["contents"]["fields"][1]["source"]')" = "{'coco': 'bbox'}" ] ||
+        die "the boxes field's source is not the COCO file"
+}
 
-say "--deep --source: each sidecar mask is its file in SRC (its identity), also after --deep"
-shardcheck --deep --source "$SRC" "$T/dst" >"$T/out" 2>&1 ||
-    { cat "$T/out"; die "a clean dataset with sidecar masks fails --deep --source"; }
-must_say "source: 3 sidecar files, 0 of no image" "$T/out"
-rm -rf "$T/changed"
-cp -r "$SRC" "$T/changed"
-cp "$SRC/c_mask.png" "$T/changed/a_mask.png"
-must_fail 1 shardcheck --deep --source "$T/changed" "$T/dst"
-must_say "source: field 'seg' of 'a.png' changed since sharding: 'a_mask.png' is" "$T/stdout"
-[ "$(grep -c "^  source: field 'seg'" "$T/stdout")" = 1 ] || { cat "$T/stdout"; die "other masks named"; }
+case_deep_source_each_sidecar_mask_is_its_file_in_src_also_after_deep() {
+    shardcheck --deep --source "$SRC" "$T/dst" >"$C/out" 2>&1 ||
+        { cat "$C/out"; die "a clean dataset with sidecar masks fails --deep --source"; }
+    must_say "source: 3 sidecar files, 0 of no image" "$C/out"
+    cp -r "$SRC" "$C/changed"
+    cp "$SRC/c_mask.png" "$C/changed/a_mask.png"
+    must_fail 1 shardcheck --deep --source "$C/changed" "$T/dst"
+    must_say "source: field 'seg' of 'a.png' changed since sharding: 'a_mask.png' is" "$T/stdout"
+    [ "$(grep -c "^  source: field 'seg'" "$T/stdout")" = 1 ] || { cat "$T/stdout"; die "other masks named"; }
+}
 
-say "a box or mask of a class the manifest does not declare is named"
-for field in 0 1; do
-    rm -rf "$T/bad" && cp -r "$T/dst" "$T/bad"
-    "$PYTHON" - "$T/bad/manifest.json" "$field" <<'EOF'
+case_a_box_or_mask_of_a_class_the_manifest_does_not_declare_is_named() {
+    for field in 0 1; do
+        rm -rf "$C/bad" && cp -r "$T/dst" "$C/bad"
+        "$PYTHON" - "$C/bad/manifest.json" "$field" <<'EOF'
 import json, sys
 m = json.load(open(sys.argv[1]))
 f = m["config"]["fields"][int(sys.argv[2])]
 f["classes"] = [c for c in f["classes"] if c["id"] != 2]
 json.dump(m, open(sys.argv[1], "w"))
 EOF
-    must_fail 1 shardcheck --deep "$T/bad"
-    if [ "$field" = 1 ]; then  # --coco's fields come after the --field ones
-        must_say "(key 'b.png'): field 'boxes': box 1 has class 2, which the field does not declare" "$T/stdout"
-    else
-        must_say "(key 'b.png'): field 'seg': mask value 2 at (30, 0) is no declared class" "$T/stdout"
-    fi
-done
-say "shardcat writes boxes as JSON and masks as the PNGs they came from"
-shardcat "$T/dst" --out "$T/plain" 2>"$T/err" || { cat "$T/err"; die "shardcat failed"; }
-shardcat "$T/dst" --out "$T/drawn" --draw 2>"$T/err" || { cat "$T/err"; die "shardcat --draw failed"; }
-"$PYTHON" - "$SRC" "$T" <<'EOF' || die "shardcat's boxes, masks or drawing differ"
+        must_fail 1 shardcheck --deep "$C/bad"
+        if [ "$field" = 1 ]; then  # --coco's fields come after the --field ones
+            must_say "(key 'b.png'): field 'boxes': box 1 has class 2, which the field does not declare" "$T/stdout"
+        else
+            must_say "(key 'b.png'): field 'seg': mask value 2 at (30, 0) is no declared class" "$T/stdout"
+        fi
+    done
+}
+
+case_shardcat_writes_boxes_as_json_and_masks_as_the_pngs_they_came_from() {
+    shardcat "$T/dst" --out "$C/plain" 2>"$C/err" || { cat "$C/err"; die "shardcat failed"; }
+    shardcat "$T/dst" --out "$C/drawn" --draw 2>"$C/err" || { cat "$C/err"; die "shardcat --draw failed"; }
+    "$PYTHON" - "$SRC" "$T" "$C" <<'EOF' || die "shardcat's boxes, masks or drawing differ"
 import json, os, sys
 from PIL import Image
 import numpy as np
-src, top = sys.argv[1], sys.argv[2]
+src, top, out = sys.argv[1:4]
 coco = json.load(open(f"{top}/coco.json"))
 names = {c["id"]: c["name"] for c in coco["categories"]}
 colours = {}
@@ -114,12 +117,12 @@ for im in coco["images"]:
                      a["bbox"][1] + a["bbox"][3]], "class": a["category_id"],
              "name": names[a["category_id"]], "crowd": False}
             for a in coco["annotations"] if a["image_id"] == im["id"]]
-    got = json.load(open(f"{top}/plain/{stem}.boxes.json"))
+    got = json.load(open(f"{out}/plain/{stem}.boxes.json"))
     assert got == want, (stem, got, want)
-    mask = np.asarray(Image.open(f"{top}/plain/{stem}_mask.png"))
+    mask = np.asarray(Image.open(f"{out}/plain/{stem}_mask.png"))
     assert np.array_equal(mask, np.asarray(Image.open(f"{src}/{stem}_mask.png"))), stem
-    plain = np.asarray(Image.open(f"{top}/plain/{im['file_name']}.png")).astype(int)
-    drawn = np.asarray(Image.open(f"{top}/drawn/{im['file_name']}.png")).astype(int)
+    plain = np.asarray(Image.open(f"{out}/plain/{im['file_name']}.png")).astype(int)
+    drawn = np.asarray(Image.open(f"{out}/drawn/{im['file_name']}.png")).astype(int)
     # the pixels --draw may change: box outlines, and mask boundaries
     h, w = mask.shape
     outline = np.zeros((h, w), bool)
@@ -140,22 +143,28 @@ for im in coco["images"]:
         assert colours.setdefault(b["class"], c) == c, (stem, b)
 assert len(set(colours.values())) == len(colours), colours
 EOF
-say "a conversion in parts gives the single run's boxes, masks and counts"
-for i in 0 1; do
-    shardify "$SRC" "$T/parts" --size 64 --no-upscale --codec png --quiet --coco "$T/coco.json" \
-        --field "seg=mask,from=_mask.png,classes=$T/classes.txt" --part "$i/2" ||
-        die "part $i/2 failed"
-done
-shardify merge "$T/parts" --quiet || die "the merge failed"
-"$PYTHON" - "$T/dst" "$T/parts" <<'EOF' || die "the merged dataset differs from the single run"
+}
+
+case_a_conversion_in_parts_gives_the_single_runs_boxes_masks_and_counts() {
+    for i in 0 1; do
+        shardify "$SRC" "$C/parts" --size 64 --no-upscale --codec png --quiet --coco "$T/coco.json" \
+            --field "seg=mask,from=_mask.png,classes=$T/classes.txt" --part "$i/2" ||
+            die "part $i/2 failed"
+    done
+    shardify merge "$C/parts" --quiet || die "the merge failed"
+    "$PYTHON" - "$T/dst" "$C/parts" <<'EOF' || die "the merged dataset differs from the single run"
 import json, sys
 one, merged = (json.load(open(f"{d}/manifest.json")) for d in sys.argv[1:])
 for k in ("boxes", "boxes_dropped", "coco_images", "coco_annotations", "fields"):
     assert one["counts"][k] == merged["counts"][k], (k, one["counts"][k], merged["counts"][k])
 assert one["config"]["fields"] == merged["config"]["fields"]
 EOF
-shardcat "$T/parts" --out "$T/merged" 2>"$T/err" || { cat "$T/err"; die "shardcat failed"; }
-for f in "$T"/plain/*.json "$T"/plain/*_mask.png; do
-    cmp "$f" "$T/merged/$(basename "$f")" || die "'$(basename "$f")' differs after the merge"
-done
-echo "shardcheck and shardcat boxes and masks checks passed"
+    shardcat "$C/parts" --out "$C/merged" 2>"$C/err" || { cat "$C/err"; die "shardcat failed"; }
+    # the single run's export (the shardcat case checks it against the source)
+    shardcat "$T/dst" --out "$C/plain" 2>"$C/err" || { cat "$C/err"; die "shardcat failed"; }
+    for f in "$C"/plain/*.json "$C"/plain/*_mask.png; do
+        cmp "$f" "$C/merged/$(basename "$f")" || die "'$(basename "$f")' differs after the merge"
+    done
+}
+
+run_cases

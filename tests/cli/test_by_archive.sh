@@ -51,22 +51,29 @@ assert got == want, "stored order differs at %d" % next(i for i, (a, b) in enume
 print("order", len(got))
 EOF
 
-say "a folder of 7 tars of unequal sizes, captions beside the images"
+# the source the cases read: a folder of 7 tars of unequal sizes, captions
+# beside the images, converted once ($T/one); and $T/src2, the same folder
+# with a tar added, one removed and one changed (the incremental runs' SRC)
 mkdir -p "$T/src"
 "$GEN" --per-tar 40 "$T/src" 120
 "$GEN" --per-tar 10 --first-tar 3 --seed 7 "$T/src" 40
 [ "$(ls "$T/src" | wc -l)" -eq 7 ] || die "the generator wrote $(ls "$T/src")"
 OPTS="--labels none --field caption=text,from=.txt --size 24 --codec png --shard-size 16K --quiet"
-
-say "the stored order is FORMAT.md's, archive by archive, for two seeds"
 shardify --archives $OPTS "$T/src" "$T/one"
-"$PYTHON" "$T/order.py" "$T/src" "$T/one" 0 || die "the stored order is not FORMAT.md's"
-shardify --archives $OPTS --shuffle-seed 12345 "$T/src" "$T/seeded"
-"$PYTHON" "$T/order.py" "$T/src" "$T/seeded" 12345 || die "the stored order is not FORMAT.md's"
-shardcheck --deep --source "$T/src" "$T/one" >"$T/check" 2>&1 || { cat "$T/check" >&2; die "shardcheck"; }
+cp -r "$T/src" "$T/src2"
+"$GEN" --per-tar 10 --first-tar 7 --seed 3 "$T/src2" 10          # 00007.tar: new
+rm "$T/src2/00002.tar"                                            # removed
+"$GEN" --per-tar 10 --first-tar 4 --seed 99 "$T/src2" 10          # 00004.tar: same names, new bytes
 
-say "archives.jsonl: every archive, its size and xxh3, its candidates, samples and rejects"
-"$PYTHON" - "$T/src" "$T/one" <<'EOF' || die "archives.jsonl is wrong"
+case_the_stored_order_is_format_mds_archive_by_archive_for_two_seeds() {
+    "$PYTHON" "$T/order.py" "$T/src" "$T/one" 0 || die "the stored order is not FORMAT.md's"
+    shardify --archives $OPTS --shuffle-seed 12345 "$T/src" "$C/seeded"
+    "$PYTHON" "$T/order.py" "$T/src" "$C/seeded" 12345 || die "the stored order is not FORMAT.md's"
+    shardcheck --deep --source "$T/src" "$T/one" >"$C/check" 2>&1 || { cat "$C/check" >&2; die "shardcheck"; }
+}
+
+case_archives_jsonl_lists_every_archive_its_size_and_xxh3_candidates_samples_and_rejects() {
+    "$PYTHON" - "$T/src" "$T/one" <<'EOF' || die "archives.jsonl is wrong"
 import json, os, sys, xxhash
 src, dst = sys.argv[1:]
 m = json.load(open(os.path.join(dst, "manifest.json")))
@@ -83,22 +90,23 @@ for l in lines:
 index = [json.loads(x)["key"].split("/")[0] for x in open(os.path.join(dst, "index.jsonl"))]
 assert [l["samples"] for l in lines] == [index.count(n) for n in names]
 EOF
+}
 
-say "in 3 parts: whole archives each, balanced by bytes, only their own archives read"
-for i in 0 1 2; do
-    if strace_works; then
-        # LeakSanitizer cannot run under ptrace: the other runs check leaks
-        ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-            strace -f -e trace=openat -o "$T/strace.$i" shardify --archives $OPTS --part "$i/3" "$T/src" "$T/parts"
-    else
-        shardify --archives $OPTS --part "$i/3" "$T/src" "$T/parts"
-    fi
-done
-"$PYTHON" - "$T" <<'EOF' || die "the parts' archives are wrong"
+case_in_3_parts_whole_archives_each_balanced_by_bytes_only_their_own_archives_read() {
+    for i in 0 1 2; do
+        if strace_works; then
+            # LeakSanitizer cannot run under ptrace: the other runs check leaks
+            ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+                strace -f -e trace=openat -o "$C/strace.$i" shardify --archives $OPTS --part "$i/3" "$T/src" "$C/parts"
+        else
+            shardify --archives $OPTS --part "$i/3" "$T/src" "$C/parts"
+        fi
+    done
+    "$PYTHON" - "$T/src" "$C" <<'EOF' || die "the parts' archives are wrong"
 import json, os, sys
-t = sys.argv[1]
-names = sorted(os.listdir(os.path.join(t, "src")))
-weight = {n: os.path.getsize(os.path.join(t, "src", n)) + 1 for n in names}
+src, c = sys.argv[1:]
+names = sorted(os.listdir(src))
+weight = {n: os.path.getsize(os.path.join(src, n)) + 1 for n in names}
 # balanced: an archive goes to the part in whose third of the bytes its middle lies
 total, before, part_of = sum(weight.values()), 0, {}
 for n in names:
@@ -106,32 +114,34 @@ for n in names:
     before += weight[n]
 seen = []
 for i in range(3):
-    lines = [json.loads(l) for l in open(os.path.join(t, "parts/parts/%d-of-3/archives.jsonl" % i))]
+    lines = [json.loads(l) for l in open(os.path.join(c, "parts/parts/%d-of-3/archives.jsonl" % i))]
     mine = [l["name"] for l in lines]
     seen += mine
     assert mine == [n for n in names if part_of[n] == i], (i, mine)
-    st = os.path.join(t, "strace.%d" % i)
+    st = os.path.join(c, "strace.%d" % i)
     if os.path.exists(st):  # a part opens its own archives, never another's
         opened = {n for n in names for line in open(st) if '/src/%s"' % n in line}
         assert opened == set(mine), (i, sorted(opened), mine)
 assert seen == names, seen
 EOF
-shardify merge --quiet "$T/parts"
-same_as_single "$T/one" "$T/parts" 160
-cmp -s "$T/one/archives.jsonl" "$T/parts/archives.jsonl" || die "the merged archives.jsonl differs"
+    shardify merge --quiet "$C/parts"
+    same_as_single "$T/one" "$C/parts" 160
+    cmp -s "$T/one/archives.jsonl" "$C/parts/archives.jsonl" || die "the merged archives.jsonl differs"
+}
 
-say "--part of a folder of archives with named classes is refused, naming the way out"
-must_fail 1 shardify --archives --size 24 --part 0/2 "$T/src" "$T/named"
-must_say "part 0 of 2 reads only its own archives, so it cannot number the classes named in the others" "$T/err"
-[ ! -e "$T/named/parts/0-of-2/manifest.json" ] || die "a refused part published"
-must_fail 2 shardify --archives --order global --part 0/2 "$T/src" "$T/global"
-must_say "--part splits a folder of archives by archive: leave out --order global" "$T/err"
-must_fail 2 shardify --order archive "$T/src" "$T/notarchives"
-must_say "--order is the stored order of a folder of archives: give --archives" "$T/err"
+case_part_of_a_folder_of_archives_with_named_classes_is_refused_naming_the_way_out() {
+    must_fail 1 shardify --archives --size 24 --part 0/2 "$T/src" "$C/named"
+    must_say "part 0 of 2 reads only its own archives, so it cannot number the classes named in the others" "$T/err"
+    [ ! -e "$C/named/parts/0-of-2/manifest.json" ] || die "a refused part published"
+    must_fail 2 shardify --archives --order global --part 0/2 "$T/src" "$C/global"
+    must_say "--part splits a folder of archives by archive: leave out --order global" "$T/err"
+    must_fail 2 shardify --order archive "$T/src" "$C/notarchives"
+    must_say "--order is the stored order of a folder of archives: give --archives" "$T/err"
+}
 
-say "classes named in the archives: numbered as one run in the whole folder's order numbers them"
-mkdir -p "$T/classes"
-"$PYTHON" - "$T/src" "$T/classes" <<'EOF'
+case_classes_named_in_the_archives_numbered_as_one_run_in_the_whole_folders_order_numbers_them() {
+    mkdir -p "$C/classes"
+    "$PYTHON" - "$T/src" "$C/classes" <<'EOF'
 import os, sys, tarfile
 src, out = sys.argv[1:]
 for k, name in enumerate(sorted(os.listdir(src))):
@@ -142,10 +152,10 @@ for k, name in enumerate(sorted(os.listdir(src))):
             import io
             o.addfile(m, io.BytesIO(data))
 EOF
-RE='regex:^[^/]+/([^/]+)/'
-shardify --archives --size 24 --labels "$RE" --quiet "$T/classes" "$T/by"
-shardify --archives --size 24 --labels "$RE" --order global --quiet "$T/classes" "$T/whole"
-"$PYTHON" - "$T/by" "$T/whole" <<'EOF' || die "the classes differ from the whole folder's"
+    RE='regex:^[^/]+/([^/]+)/'
+    shardify --archives --size 24 --labels "$RE" --quiet "$C/classes" "$C/by"
+    shardify --archives --size 24 --labels "$RE" --order global --quiet "$C/classes" "$C/whole"
+    "$PYTHON" - "$C/by" "$C/whole" <<'EOF' || die "the classes differ from the whole folder's"
 import json, os, sys
 ms = [json.load(open(os.path.join(d, "manifest.json"))) for d in sys.argv[1:]]
 assert ms[0]["labels"] == ms[1]["labels"] == ["bird", "kite", "yak"], ms[0]["labels"]
@@ -156,15 +166,13 @@ assert lab[0] == lab[1]
 for k, v in lab[0].items():
     assert ms[0]["labels"][v] == k.split("/")[1], k
 EOF
-shardcheck --deep --source "$T/classes" "$T/by" >"$T/check" 2>&1 || { cat "$T/check" >&2; die "shardcheck of named classes"; }
-say "incremental: a tar added, one removed, one changed, a record damaged in PREV; the rest copied"
-cp -r "$T/src" "$T/src2"
-"$GEN" --per-tar 10 --first-tar 7 --seed 3 "$T/src2" 10          # 00007.tar: new
-rm "$T/src2/00002.tar"                                            # removed
-"$GEN" --per-tar 10 --first-tar 4 --seed 99 "$T/src2" 10          # 00004.tar: same names, new bytes
-cp -r "$T/one" "$T/prev"
-# damage one record of 00005.tar in PREV: a byte of its frame (FORMAT.md: the footer's rows)
-"$PYTHON" - "$T/prev" 00005.tar <<'EOF' || die "cannot damage PREV"
+    shardcheck --deep --source "$C/classes" "$C/by" >"$C/check" 2>&1 || { cat "$C/check" >&2; die "shardcheck of named classes"; }
+}
+
+case_incremental_a_tar_added_one_removed_one_changed_a_record_damaged_in_prev_the_rest_copied() {
+    cp -r "$T/one" "$C/prev"
+    # damage one record of 00005.tar in PREV: a byte of its frame (FORMAT.md: the footer's rows)
+    "$PYTHON" - "$C/prev" 00005.tar <<'EOF' || die "cannot damage PREV"
 import json, os, struct, sys
 d, tar = sys.argv[1:]
 m = json.load(open(os.path.join(d, "manifest.json")))
@@ -177,10 +185,10 @@ offset, size = struct.unpack_from("<QQ", data, footer + 24 + 32 * line["record"]
 data[offset + size // 2] ^= 0x40
 open(path, "wb").write(data)
 EOF
-shardify --archives $OPTS --incremental "$T/prev" "$T/src2" "$T/inc" >"$T/inc.out" 2>&1 ||
-    { cat "$T/inc.out" >&2; die "the incremental run failed"; }
-shardify --archives $OPTS "$T/src2" "$T/full"
-"$PYTHON" - "$T/inc" "$T/full" <<'EOF' || die "the incremental run is not the full run"
+    shardify --archives $OPTS --incremental "$C/prev" "$T/src2" "$C/inc" >"$C/inc.out" 2>&1 ||
+        { cat "$C/inc.out" >&2; die "the incremental run failed"; }
+    shardify --archives $OPTS "$T/src2" "$C/full"
+    "$PYTHON" - "$C/inc" "$C/full" <<'EOF' || die "the incremental run is not the full run"
 import json, os, sys
 inc, full = sys.argv[1:]
 names = sorted((set(os.listdir(inc)) | set(os.listdir(full))) - {"run.json"})
@@ -199,12 +207,15 @@ want = {"added": 10, "changed": 10, "unchanged": 40 + 40 + 10 + 10 + 10, "remove
         "refielded": 0}
 assert {k: lineage[k] for k in want} == want, lineage
 EOF
-shardcheck --deep --source "$T/src2" "$T/inc" >"$T/check" 2>&1 || { cat "$T/check" >&2; die "shardcheck of the incremental run"; }
+    shardcheck --deep --source "$T/src2" "$C/inc" >"$C/check" 2>&1 || { cat "$C/check" >&2; die "shardcheck of the incremental run"; }
+}
 
-say "incremental from a dataset in the whole folder's order: refused, or rebuilt in full"
-shardify --archives $OPTS --order global "$T/src" "$T/globalprev"
-must_fail 2 shardify --archives $OPTS --incremental "$T/globalprev" "$T/src2" "$T/inc2"
-must_say "differs from the previous dataset" "$T/err"
-shardify --archives $OPTS --incremental-or-full "$T/globalprev" "$T/src2" "$T/inc3"
-[ "$(json "$T/inc3/manifest.json" "'full_rebuild' in d['lineage']")" = True ] || die "no full rebuild"
-echo "by-archive checks passed"
+case_incremental_from_a_dataset_in_the_whole_folders_order_refused_or_rebuilt_in_full() {
+    shardify --archives $OPTS --order global "$T/src" "$C/globalprev"
+    must_fail 2 shardify --archives $OPTS --incremental "$C/globalprev" "$T/src2" "$C/inc2"
+    must_say "differs from the previous dataset" "$T/err"
+    shardify --archives $OPTS --incremental-or-full "$C/globalprev" "$T/src2" "$C/inc3"
+    [ "$(json "$C/inc3/manifest.json" "'full_rebuild' in d['lineage']")" = True ] || die "no full rebuild"
+}
+
+run_cases

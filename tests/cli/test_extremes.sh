@@ -25,19 +25,19 @@ line = jsonschema.Draft202012Validator(
 for l in open(os.path.join(dst, "index.jsonl")):
     line.validate(json.loads(l))
 EOF
-    shardcheck "$dst" --deep --source "$src" --visitation 1,3 >"$T/check.out" 2>&1 ||
-        { cat "$T/check.out" >&2; die "$name: shardcheck --deep --source does not verify"; }
-    must_say "shardcheck: verified" "$T/check.out"
-    rm -rf "$T/cat"
+    shardcheck "$dst" --deep --source "$src" --visitation 1,3 >"$C/check.out" 2>&1 ||
+        { cat "$C/check.out" >&2; die "$name: shardcheck --deep --source does not verify"; }
+    must_say "shardcheck: verified" "$C/check.out"
+    rm -rf "$C/cat"
     set +e
-    shardcat "$dst" --out "$T/cat" >"$T/cat.out" 2>&1
+    shardcat "$dst" --out "$C/cat" >"$C/cat.out" 2>&1
     got=$?
     set -e
     # 1 is allowed only for keys too long for one file name (shardcat's own limit)
     [ $got -eq 0 ] || { [ $got -eq 1 ] &&
-        ! grep -v -e "is too long for a file name" -e "^shardcat: wrote " "$T/cat.out"; } ||
-        { cat "$T/cat.out" >&2; die "$name: shardcat exited $got"; }
-    "$PYTHON" - "$dst" "$T/cat" <<'EOF' || { cat "$T/cat.out" >&2; die "$name: shardcat did not export"; }
+        ! grep -v -e "is too long for a file name" -e "^shardcat: wrote " "$C/cat.out"; } ||
+        { cat "$C/cat.out" >&2; die "$name: shardcat exited $got"; }
+    "$PYTHON" - "$dst" "$C/cat" <<'EOF' || { cat "$C/cat.out" >&2; die "$name: shardcat did not export"; }
 import json, os, sys
 dst, out = sys.argv[1:3]
 names = set(os.listdir(out)) if os.path.isdir(out) else set()
@@ -47,24 +47,22 @@ for l in open(os.path.join(dst, "index.jsonl")):
         assert k + ".png" in names, "%s not exported" % k
 EOF
     set +e
-    shardbench shards "$dst" --epochs 1 --threads 2 >"$T/bench.out" 2>&1
+    shardbench shards "$dst" --epochs 1 --threads 2 >"$C/bench.out" 2>&1
     got=$?
     set -e
     samples=$(json "$dst/manifest.json" "d['counts']['samples']")
     # an empty dataset may say that nothing was read (1); it must open
     [ $got -eq 0 ] || { [ $got -eq 1 ] && [ "$samples" -eq 0 ]; } ||
-        { cat "$T/bench.out" >&2; die "$name: shardbench shards exited $got"; }
-    grep -qE "^shards .*: $samples samples? per epoch" "$T/bench.out" ||
-        { cat "$T/bench.out" >&2; die "$name: shardbench did not read $samples samples"; }
+        { cat "$C/bench.out" >&2; die "$name: shardbench shards exited $got"; }
+    grep -qE "^shards .*: $samples samples? per epoch" "$C/bench.out" ||
+        { cat "$C/bench.out" >&2; die "$name: shardbench did not read $samples samples"; }
 }
 
-# ---- the longest keys -------------------------------------------------------------
-
-say "keys of 4095 and 4096 bytes are samples; longer keys are rejects, with their reason"
-SRC=$T/long
-mkdir -p "$SRC"
-cp "$F/rgb.jpg" "$SRC/short.jpg"
-"$PYTHON" - "$SRC" "$F/rgb.jpg" "$T/long.tar" <<'EOF'
+# the long keys the first cases convert: a tree ($T/long) and the same files as
+# a tar ($T/long.tar); keys of 4095 and 4096 bytes, longer ones, one not UTF-8
+mkdir -p "$T/long"
+cp "$F/rgb.jpg" "$T/long/short.jpg"
+"$PYTHON" - "$T/long" "$F/rgb.jpg" "$T/long.tar" <<'EOF'
 import io, os, sys, tarfile
 root, image, tar = sys.argv[1:4]
 data = open(image, "rb").read()
@@ -116,8 +114,12 @@ with tarfile.open(tar, "w", format=tarfile.PAX_FORMAT, encoding="utf-8",
         info.size = len(data)
         t.addfile(info, io.BytesIO(data))
 EOF
-shardify "$SRC" "$T/long.out" --size 32 --shard-size 64K --quiet --json >"$T/long.json"
-"$PYTHON" - "$T/long.out" <<'EOF'
+
+# ---- the longest keys -------------------------------------------------------------
+
+case_keys_of_4095_and_4096_bytes_are_samples_longer_keys_are_rejects_with_their_reason() {
+    shardify "$T/long" "$C/long.out" --size 32 --shard-size 64K --quiet --json >"$C/long.json"
+    "$PYTHON" - "$C/long.out" <<'EOF'
 import json, os, sys
 dst = sys.argv[1]
 m = json.load(open(os.path.join(dst, "manifest.json")))
@@ -129,20 +131,22 @@ rejects = {len(r["key"].encode()) if "key" in r else len(r["key_hex"]) // 2: r["
 assert rejects == {4097: "key is longer than 4096 bytes", 30000: "key is longer than 4096 bytes",
                    5000: "key is longer than 4096 bytes"}, rejects
 EOF
-open_with_every_tool "long keys" "$SRC" "$T/long.out"
+    open_with_every_tool "long keys" "$T/long" "$C/long.out"
+}
 
-say "the same tree as a tar archive: the same samples and rejects"
-shardify "$T/long.tar" "$T/tar.out" --size 32 --shard-size 64K --quiet ||
-    die "an archive with long member names fails the run"
-[ "$(json "$T/tar.out/manifest.json" "(d['counts']['samples'], d['counts']['rejected'])")" = "(4, 3)" ] ||
-    die "the archive does not give 4 samples and 3 rejects"
-open_with_every_tool "long keys (tar)" "$T/long.tar" "$T/tar.out"
+case_the_same_tree_as_a_tar_archive_the_same_samples_and_rejects() {
+    shardify "$T/long.tar" "$C/tar.out" --size 32 --shard-size 64K --quiet ||
+        die "an archive with long member names fails the run"
+    [ "$(json "$C/tar.out/manifest.json" "(d['counts']['samples'], d['counts']['rejected'])")" = "(4, 3)" ] ||
+        die "the archive does not give 4 samples and 3 rejects"
+    open_with_every_tool "long keys (tar)" "$T/long.tar" "$C/tar.out"
+}
 
 # ---- the most labels ------------------------------------------------------------------
 
-say "3000 labels, some of 255 bytes and some not UTF-8"
-SRC=$T/labels
-"$PYTHON" - "$SRC" <<'EOF'
+case_3000_labels_some_of_255_bytes_and_some_not_utf8() {
+    SRC=$C/labels
+    "$PYTHON" - "$SRC" <<'EOF'
 import os, struct, sys, zlib
 root = sys.argv[1]
 def png(v):
@@ -159,39 +163,41 @@ for i, n in enumerate(names):
     os.mkdir(d)
     open(os.path.join(d, b"x.png"), "wb").write(png(i % 256))
 EOF
-shardify "$SRC" "$T/labels.out" --size 8 --quiet
-[ "$(json "$T/labels.out/manifest.json" "len(d['labels']) == 3000 == len(d['counts']['by_label'])")" = True ] ||
-    die "expected 3000 labels"
-open_with_every_tool "3000 labels" "$SRC" "$T/labels.out"
+    shardify "$SRC" "$C/labels.out" --size 8 --quiet
+    [ "$(json "$C/labels.out/manifest.json" "len(d['labels']) == 3000 == len(d['counts']['by_label'])")" = True ] ||
+        die "expected 3000 labels"
+    open_with_every_tool "3000 labels" "$SRC" "$C/labels.out"
+}
 
 # ---- no samples ------------------------------------------------------------------------
 
-say "no candidates at all, and nothing but rejects"
-mkdir -p "$T/empty" "$T/allbad"
-echo "not an image" >"$T/empty/README.txt"
-cp "$F/truncated.jpg" "$F/text.jpg" "$F/zero.jpg" "$T/allbad/"
-for name in empty allbad; do
-    shardify "$T/$name" "$T/$name.out" --quiet --allow-empty
-    [ "$(json "$T/$name.out/manifest.json" "(d['counts']['samples'], d['shards'])")" = "(0, [])" ] ||
-        die "$name: expected an empty dataset"
-    open_with_every_tool "$name" "$T/$name" "$T/$name.out"
-done
+case_no_candidates_at_all_and_nothing_but_rejects() {
+    mkdir -p "$C/empty" "$C/allbad"
+    echo "not an image" >"$C/empty/README.txt"
+    cp "$F/truncated.jpg" "$F/text.jpg" "$F/zero.jpg" "$C/allbad/"
+    for name in empty allbad; do
+        shardify "$C/$name" "$C/$name.out" --quiet --allow-empty
+        [ "$(json "$C/$name.out/manifest.json" "(d['counts']['samples'], d['shards'])")" = "(0, [])" ] ||
+            die "$name: expected an empty dataset"
+        open_with_every_tool "$name" "$C/$name" "$C/$name.out"
+    done
+}
 
 # ---- every reject reason ------------------------------------------------------------------
 
-say "every reject reason shardify gives, each listed and verified"
-SRC=$T/rejects
-mkdir -p "$SRC/bad" "$SRC/good"
-for f in zero.jpg text.jpg rgb.bmp twelve_bit.jpg lossless.jpg bomb.jpg bomb.png truncated.jpg \
-         bitflip.jpg junk_after_scan.jpg bad_progression.jpg truncated.png badcrc.png \
-         adler_mismatch.png trns_too_long.png truncated.webp truncated.gif; do
-    cp "$F/$f" "$SRC/bad/$f"
-done
-cp "$F/rgb.jpg" "$F/rgb.png" "$F/junk_before_dqt.jpg" "$SRC/good/"
-printf 'not an image' >"$SRC/bad/$(printf 'not-utf8-\377.jpg')"
-ln -s ../good/rgb.jpg "$SRC/bad/link.jpg"
-mkfifo "$SRC/bad/fifo.jpg"
-"$PYTHON" - "$SRC/bad" <<'EOF'
+case_every_reject_reason_shardify_gives_each_listed_and_verified() {
+    SRC=$C/rejects
+    mkdir -p "$SRC/bad" "$SRC/good"
+    for f in zero.jpg text.jpg rgb.bmp twelve_bit.jpg lossless.jpg bomb.jpg bomb.png truncated.jpg \
+             bitflip.jpg junk_after_scan.jpg bad_progression.jpg truncated.png badcrc.png \
+             adler_mismatch.png trns_too_long.png truncated.webp truncated.gif; do
+        cp "$F/$f" "$SRC/bad/$f"
+    done
+    cp "$F/rgb.jpg" "$F/rgb.png" "$F/junk_before_dqt.jpg" "$SRC/good/"
+    printf 'not an image' >"$SRC/bad/$(printf 'not-utf8-\377.jpg')"
+    ln -s ../good/rgb.jpg "$SRC/bad/link.jpg"
+    mkfifo "$SRC/bad/fifo.jpg"
+    "$PYTHON" - "$SRC/bad" <<'EOF'
 import os, random, struct, sys, zlib
 d = sys.argv[1]
 chunk = lambda t, b: struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b))
@@ -205,8 +211,8 @@ rng = random.Random(7)
 raw = b"".join(b"\0" + bytes(rng.randrange(256) for _ in range(600)) for _ in range(200))
 open(os.path.join(d, "large.png"), "wb").write(png(200, 200, raw))
 EOF
-shardify "$SRC" "$T/rejects.out" --max-file-size 100K --quiet --json >"$T/rejects.json"
-"$PYTHON" - "$T/rejects.out" <<'EOF'
+    shardify "$SRC" "$C/rejects.out" --max-file-size 100K --quiet --json >"$C/rejects.json"
+    "$PYTHON" - "$C/rejects.out" <<'EOF'
 import json, os, sys
 m = json.load(open(os.path.join(sys.argv[1], "manifest.json")))
 reasons = {r.get("key", r.get("key_hex")): r["reason"] for r in m["rejected"]}
@@ -239,10 +245,11 @@ assert not missing, "missing or other reasons: %s\ngot: %s" % (missing, reasons)
 assert len(reasons) == len(want), sorted(set(reasons) - set(want))
 assert m["counts"]["samples"] == 3 and m["counts"]["warned"] == 1, m["counts"]
 EOF
-open_with_every_tool "every reject reason" "$SRC" "$T/rejects.out"
+    open_with_every_tool "every reject reason" "$SRC" "$C/rejects.out"
+}
 
-say "and those only an archive gives"
-"$PYTHON" - "$F/rgb.jpg" "$T/rejects.tar" <<'EOF'
+case_the_reject_reasons_only_an_archive_gives() {
+    "$PYTHON" - "$F/rgb.jpg" "$C/rejects.tar" <<'EOF'
 import io, sys, tarfile
 data = open(sys.argv[1], "rb").read()
 with tarfile.open(sys.argv[2], "w", format=tarfile.PAX_FORMAT) as t:
@@ -255,8 +262,8 @@ with tarfile.open(sys.argv[2], "w", format=tarfile.PAX_FORMAT) as t:
     link.linkname = "missing.jpg"
     t.addfile(link)
 EOF
-shardify "$T/rejects.tar" "$T/tar-rejects.out" --quiet
-"$PYTHON" - "$T/tar-rejects.out" <<'EOF'
+    shardify "$C/rejects.tar" "$C/tar-rejects.out" --quiet
+    "$PYTHON" - "$C/tar-rejects.out" <<'EOF'
 import json, os, sys
 m = json.load(open(os.path.join(sys.argv[1], "manifest.json")))
 reasons = sorted(r["reason"].split(":")[0] for r in m["rejected"])
@@ -265,6 +272,7 @@ assert reasons == ["duplicate entry in archive", "hard link to 'missing.jpg', wh
                    "unsafe name in archive", "unsafe name in archive"], reasons
 assert m["counts"]["samples"] == 1, m["counts"]
 EOF
-open_with_every_tool "every archive reject reason" "$T/rejects.tar" "$T/tar-rejects.out"
+    open_with_every_tool "every archive reject reason" "$C/rejects.tar" "$C/tar-rejects.out"
+}
 
-say "all extreme datasets open with every tool"
+run_cases

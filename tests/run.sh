@@ -145,6 +145,11 @@ reap() {
     done
 }
 under_way() { echo $running | wc -w; }
+# run NAME COMMAND...: the test, now or (jobs) in the background.  A command
+# run in the background by a shell without job control starts with SIGINT
+# and SIGQUIT ignored, and so does the whole suite when it was started so
+# (nohup, cron, `make test &`): each test gets them as a terminal's
+# foreground job has them, which the tests of Ctrl-C need.
 run() {  # name, command...
     name=$1
     if [ -n "$only" ]; then
@@ -152,7 +157,7 @@ run() {  # name, command...
     fi
     if [ "$jobs" -le 1 ]; then
         shift
-        run_one "$name" "$@"
+        run_one "$name" env --default-signal=INT,QUIT "$@"
         tally "$name" $?
         return 0
     fi
@@ -163,9 +168,6 @@ run() {  # name, command...
     rm -f "$BUILD/tests/$name.status"
     (
         shift
-        # a command run in the background by a shell without job control
-        # starts with SIGINT and SIGQUIT ignored: the tests of Ctrl-C need
-        # them as a terminal's foreground job has them
         run_one "$name" env --default-signal=INT,QUIT "$@" >"$BUILD/tests/$name.out" 2>&1
         echo $? >"$BUILD/tests/$name.status.tmp"
         mv "$BUILD/tests/$name.status.tmp" "$BUILD/tests/$name.status"
@@ -213,8 +215,9 @@ if [ $units_only -eq 0 ]; then
             set -- "$@" LD_PRELOAD="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)" \
                 ASAN_OPTIONS="detect_leaks=0:abort_on_error=0"
         fi
+        set -- "$@" "$PYTHON" -m pytest -q -rs -p no:cacheprovider
         [ -z "${SHARDKIT_CASE:-}" ] || set -- "$@" -k "$SHARDKIT_CASE"
-        run python_tests "$@" "$PYTHON" -m pytest -q -rs -p no:cacheprovider "$top/python/tests"
+        run python_tests "$@" "$top/python/tests"
     fi
 fi
 

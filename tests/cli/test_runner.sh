@@ -245,5 +245,25 @@ ulog=$B/tests/test_planted_unit.log
 [ "$(grep -c '^\[ RUN      \]' "$ulog")" -eq 1 ] && grep -q '^\[       OK \] test_passes$' "$ulog" ||
     { cat "$ulog" >&2; die "SHARDKIT_CASE did not pick one cmocka test"; }
 rm "$P/tests/cli/test_cases.sh"
+# pytest's cases: picked by the same variable (its -k)
+SHARDKIT_CASE='passes' runner 0 python_tests
+[ "$status" -eq 0 ] || { cat "$T/out" >&2; die "one python case alone failed"; }
+must_say "1 passed, 3 deselected" "$B/tests/python_tests.log"
+
+say "a suite started with SIGINT ignored gives its tests SIGINT as a terminal would"
+cat >"$P/tests/cli/test_sigint.sh" <<'EOF2'
+. "$(dirname "$0")/lib.sh"
+# SigIgn is a hexadecimal mask: SIGINT is bit 2, SIGQUIT bit 3
+ign=$(awk '/^SigIgn:/ { print $2 }' /proc/self/status)
+[ $((0x$ign & 6)) -eq 0 ] || die "the test started with SIGINT or SIGQUIT ignored (SigIgn $ign)"
+EOF2
+for jobs in 1 2; do
+    set +e
+    (trap "" INT QUIT && SHARDKIT_TEST_JOBS=$jobs sh "$P/tests/run.sh" "$B" test_sigint >"$T/out" 2>&1)
+    status=$?
+    set -e
+    [ "$status" -eq 0 ] || { cat "$T/out" "$B/tests/test_sigint.log" >&2; die "-j$jobs: a test got SIGINT ignored"; }
+done
+rm "$P/tests/cli/test_sigint.sh"
 
 echo "all runner checks passed"

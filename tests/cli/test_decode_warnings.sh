@@ -30,9 +30,11 @@ cp "$F/rgb.png" "$SRC/c_clean/rgb.png"
 # (16K shards: about one record each)
 OPTS="--size 4096 --no-upscale --codec png --no-shuffle --shard-size 16K --threads 1 --pixels rgb --depth 8"
 
-say "warned files are samples, their warning on the index line and in the counts"
-shardify "$SRC" "$DST" $OPTS --json >"$T/summary.json" 2>"$T/err"
-"$PYTHON" - "$DST" "$T/summary.json" "$SHARDKIT_TOP/manifests" <<'EOF'
+# the dataset every case reads: its summary and messages for the first case
+shardify "$SRC" "$DST" $OPTS --json >"$T/summary.json" 2>"$T/dst.err"
+
+case_warned_files_are_samples_their_warning_on_the_index_line_and_in_the_counts() {
+    "$PYTHON" - "$DST" "$T/summary.json" "$SHARDKIT_TOP/manifests" <<'EOF'
 import json, os, sys
 import jsonschema
 dst, summary, schemas = sys.argv[1:4]
@@ -79,18 +81,19 @@ s = json.load(open(summary))
 assert s["warned"] == len(warned) and s["rejected"] == len(rejected), s
 assert {w["key"]: w["warning"] for w in s["warnings"]} == warned, s["warnings"]
 EOF
-must_say "shardify: 9 samples stored despite a decoder warning (no pixel data lost):" "$T/err"
-must_say "  warning 'a_warned/junk_before_dqt.jpg': JPEG warning: 3 extraneous bytes before marker 0xdb" "$T/err"
-must_say "  rejected 'b_bad/junk_after_scan.jpg': corrupt JPEG data: 100 extraneous bytes" "$T/err"
+    must_say "shardify: 9 samples stored despite a decoder warning (no pixel data lost):" "$T/dst.err"
+    must_say "  warning 'a_warned/junk_before_dqt.jpg': JPEG warning: 3 extraneous bytes before marker 0xdb" "$T/dst.err"
+    must_say "  rejected 'b_bad/junk_after_scan.jpg': corrupt JPEG data: 100 extraneous bytes" "$T/dst.err"
+}
 
-say "stored pixels equal djpeg's (and the references of the warned PNGs)"
-shardcat "$DST" --out "$T/out" >/dev/null
-for f in junk_before_dqt jfif_v2 adobe_transform zeroed_sos; do
-    # djpeg exits 2 after a warning (EXIT_WARNING), with the whole image written
-    must_fail 2 djpeg -ppm -outfile "$T/$f.ppm" "$SRC/a_warned/$f.jpg"
-    [ -s "$T/err" ] && [ -s "$T/$f.ppm" ] || die "djpeg did not warn about $f.jpg"
-done
-"$PYTHON" - "$T" "$F" <<'EOF'
+case_stored_pixels_equal_djpegs_and_the_references_of_the_warned_pngs() {
+    shardcat "$DST" --out "$C/out" >/dev/null
+    for f in junk_before_dqt jfif_v2 adobe_transform zeroed_sos; do
+        # djpeg exits 2 after a warning (EXIT_WARNING), with the whole image written
+        must_fail 2 djpeg -ppm -outfile "$C/$f.ppm" "$SRC/a_warned/$f.jpg"
+        [ -s "$T/err" ] && [ -s "$C/$f.ppm" ] || die "djpeg did not warn about $f.jpg"
+    done
+    "$PYTHON" - "$C" "$F" <<'EOF'
 import sys
 from PIL import Image
 t, fixtures = sys.argv[1:3]
@@ -106,22 +109,23 @@ for f in ("gray_with_plte", "iend_data", "extra_zlib", "rgba_with_trns", "1_trns
     diff = max(abs(a - b) for a, b in zip(got.tobytes(), want.tobytes()))
     assert got.size == want.size and diff <= 1, "%s: differs by %d" % (f, diff)
 EOF
+}
 
-say "shardcheck verifies the warned samples and checks counts.warned"
-shardcheck "$DST" --deep --source "$SRC" >"$T/stdout" || { cat "$T/stdout" >&2; die "does not verify"; }
-rm -rf "$T/d"
-cp -r "$DST" "$T/d"
-"$PYTHON" -c '
+case_shardcheck_verifies_the_warned_samples_and_checks_counts_warned() {
+    shardcheck "$DST" --deep --source "$SRC" >"$C/stdout" || { cat "$C/stdout" >&2; die "does not verify"; }
+    cp -r "$DST" "$C/d"
+    "$PYTHON" -c '
 import json, sys
 p = sys.argv[1] + "/manifest.json"
 m = json.load(open(p))
 m["counts"]["warned"] = 3
-json.dump(m, open(p, "w"), indent=2)' "$T/d"
-must_fail 1 shardcheck "$T/d"
-must_say "counts.warned: index.jsonl has 9 samples stored despite a decoder warning, manifest says 3" "$T/stdout"
+json.dump(m, open(p, "w"), indent=2)' "$C/d"
+    must_fail 1 shardcheck "$C/d"
+    must_say "counts.warned: index.jsonl has 9 samples stored despite a decoder warning, manifest says 3" "$T/stdout"
+}
 
-say "from an archive too, a hard link to a warned file included"
-"$PYTHON" - "$SRC/a_warned" "$T/warned.tar" <<'EOF'
+case_from_an_archive_too_a_hard_link_to_a_warned_file_included() {
+    "$PYTHON" - "$SRC/a_warned" "$C/warned.tar" <<'EOF'
 import os, sys, tarfile
 src, out = sys.argv[1:3]
 with tarfile.open(out, "w") as t:
@@ -132,33 +136,37 @@ with tarfile.open(out, "w") as t:
     link.linkname = "w/junk_before_dqt.jpg"
     t.addfile(link)
 EOF
-shardify "$T/warned.tar" "$T/tar" --size 32 --json --quiet >"$T/tar.json"
-[ "$(json "$T/tar.json" "d['warned'] == d['samples'] == 10 and d['rejected'] == 0")" = True ] ||
-    die "not every archive sample kept its warning: $(cat "$T/tar.json")"
-grep -F '"key":"w/link.jpg"' "$T/tar/index.jsonl" |
-    grep -qF '"warning":"JPEG warning: 3 extraneous bytes before marker 0xdb"' ||
-    die "the hard link lost its target's warning"
-shardcheck "$T/tar" --source "$T/warned.tar" >"$T/stdout" ||
-    { cat "$T/stdout" >&2; die "the archive's dataset does not verify"; }
+    shardify "$C/warned.tar" "$C/tar" --size 32 --json --quiet >"$C/tar.json"
+    [ "$(json "$C/tar.json" "d['warned'] == d['samples'] == 10 and d['rejected'] == 0")" = True ] ||
+        die "not every archive sample kept its warning: $(cat "$C/tar.json")"
+    grep -F '"key":"w/link.jpg"' "$C/tar/index.jsonl" |
+        grep -qF '"warning":"JPEG warning: 3 extraneous bytes before marker 0xdb"' ||
+        die "the hard link lost its target's warning"
+    shardcheck "$C/tar" --source "$C/warned.tar" >"$C/stdout" ||
+        { cat "$C/stdout" >&2; die "the archive's dataset does not verify"; }
+}
 
-say "the warnings survive --resume: byte-identical to an uninterrupted run"
-if command -v strace >/dev/null 2>&1 && strace -f -o /dev/null true 2>/dev/null; then
-    T=$(cd "$T" && pwd -P)  # strace matches the paths as the syscalls spell them
+case_the_warnings_survive_resume_byte_identical_to_an_uninterrupted_run() {
+    if ! command -v strace >/dev/null 2>&1 || ! strace -f -o /dev/null true 2>/dev/null; then
+        echo "SKIP: strace cannot run here: --resume part"
+        return 0
+    fi
+    C=$(cd "$C" && pwd -P)  # strace matches the paths as the syscalls spell them
     set +e
     # killed when the last file is read (read-ahead opens it well before):
     # the first shards are finished
-    strace -f -o "$T/strace.log" -P "$(cd "$SRC" && pwd -P)/c_clean/rgb9.jpg" -e trace=read \
-        -e inject=read:signal=KILL:when=1 shardify "$SRC" "$T/k" $OPTS --quiet
+    strace -f -o "$C/strace.log" -P "$(cd "$SRC" && pwd -P)/c_clean/rgb9.jpg" -e trace=read \
+        -e inject=read:signal=KILL:when=1 shardify "$SRC" "$C/k" $OPTS --quiet
     got=$?
     set -e
     [ "$got" -eq 137 ] || die "the run was not killed (exit $got)"
-    [ ! -e "$T/k/manifest.json" ] || die "a manifest after the kill"
-    [ -e "$T/k/shard-000007.shard" ] || die "expected the warned samples' shards to be finished"
-    shardify "$SRC" "$T/k" $OPTS --resume --json >"$T/resume.json" 2>"$T/err" ||
+    [ ! -e "$C/k/manifest.json" ] || die "a manifest after the kill"
+    [ -e "$C/k/shard-000007.shard" ] || die "expected the warned samples' shards to be finished"
+    shardify "$SRC" "$C/k" $OPTS --resume --json >"$C/resume.json" 2>"$T/err" ||
         { cat "$T/err" >&2; die "--resume failed"; }
-    [ "$(json "$T/resume.json" 'd["reused_shards"] >= 9 and d["warned"] == 9')" = True ] ||
-        die "resume did not adopt the warned samples' shards: $(cat "$T/resume.json")"
-    same_tree "$DST" "$T/k"
-else
-    echo "SKIP: strace cannot run here: --resume part"
-fi
+    [ "$(json "$C/resume.json" 'd["reused_shards"] >= 9 and d["warned"] == 9')" = True ] ||
+        die "resume did not adopt the warned samples' shards: $(cat "$C/resume.json")"
+    same_tree "$DST" "$C/k"
+}
+
+run_cases

@@ -10,20 +10,23 @@
 # and a truncated archive fails cleanly.
 . "$(dirname "$0")/lib.sh"
 
-say "1000 mutated copies of the sample images"
+# what every case reads: 1000 mutated copies of the sample images, their
+# dataset (its summary, its messages in $T/out.err), and their archive
 "$PYTHON" "$SHARDKIT_TOP/tests/fixtures/mutate.py" "$SAMPLE" "$T/mut" --count 1000 \
     --seed 7 >/dev/null
-[ "$(find "$T/mut" -type f | wc -l)" -eq 1000 ] || die "expected 1000 files"
-
-say "shardify: exit 0, no hang"
 timeout 900 shardify "$T/mut" "$T/out" --size 64 --shard-size 1M --json \
-    >"$T/summary.json" 2>"$T/err" || { tail -n 40 "$T/err" >&2; die "shardify failed"; }
-if grep -E "AddressSanitizer|LeakSanitizer|runtime error:" "$T/err" >&2; then
-    die "sanitizer report"
-fi
+    >"$T/summary.json" 2>"$T/out.err" || { tail -n 40 "$T/out.err" >&2; die "shardify failed"; }
+(cd "$T/mut" && tar -cf "$T/mut.tar" .)
 
-say "every file is a sample or a reject with a reason; refusals are for the right reason"
-"$PYTHON" - "$T/mut" "$T/out" "$T/summary.json" <<'PY'
+case_shardify_of_1000_mutated_copies_exit_0_no_hang_no_sanitizer_report() {
+    [ "$(find "$T/mut" -type f | wc -l)" -eq 1000 ] || die "expected 1000 files"
+    if grep -E "AddressSanitizer|LeakSanitizer|runtime error:" "$T/out.err" >&2; then
+        die "sanitizer report"
+    fi
+}
+
+case_every_file_is_a_sample_or_a_reject_with_a_reason_refusals_are_for_the_right_reason() {
+    "$PYTHON" - "$T/mut" "$T/out" "$T/summary.json" <<'PY'
 import json, os, sys
 src, out, summary = sys.argv[1:4]
 s = json.load(open(summary))
@@ -74,34 +77,37 @@ assert len(seen) >= 20 and min(seen.values()) >= 40, seen
 assert len(samples) >= 100, len(samples)
 print("%d samples, %d rejects, %d mutations" % (len(samples), len(rejects), len(seen)))
 PY
+}
 
-say "shardcheck --deep --source proves the result"
-shardcheck --deep --source "$T/mut" "$T/out" >"$T/check.out" 2>&1 ||
-    { tail -n 40 "$T/check.out" >&2; die "shardcheck --deep --source failed"; }
+case_shardcheck_deep_source_proves_the_result() {
+    shardcheck --deep --source "$T/mut" "$T/out" >"$C/check.out" 2>&1 ||
+        { tail -n 40 "$C/check.out" >&2; die "shardcheck --deep --source failed"; }
+}
 
-say "the same files as an archive give the same dataset"
-(cd "$T/mut" && tar -cf "$T/mut.tar" .)
-timeout 900 shardify "$T/mut.tar" "$T/fromtar" --size 64 --shard-size 1M --quiet ||
-    die "shardify of the archive failed"
-cmp "$T/out/index.jsonl" "$T/fromtar/index.jsonl" || die "archive index differs"
-"$PYTHON" -c '
+case_the_same_files_as_an_archive_give_the_same_dataset() {
+    timeout 900 shardify "$T/mut.tar" "$C/fromtar" --size 64 --shard-size 1M --quiet ||
+        die "shardify of the archive failed"
+    cmp "$T/out/index.jsonl" "$C/fromtar/index.jsonl" || die "archive index differs"
+    "$PYTHON" -c '
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert a["rejected"] == b["rejected"] and a["shards"] == b["shards"], "archive manifest differs"
-' "$T/out/manifest.json" "$T/fromtar/manifest.json"
+' "$T/out/manifest.json" "$C/fromtar/manifest.json"
+}
 
-say "a truncated archive fails cleanly and publishes nothing"
-size=$(wc -c <"$T/mut.tar")
-head -c $((size / 2)) "$T/mut.tar" >"$T/cut.tar"
-must_fail 1 timeout 900 shardify "$T/cut.tar" "$T/cutout" --size 64 --quiet
-must_say "cannot read archive" "$T/err"
-[ ! -e "$T/cutout/manifest.json" ] || die "a manifest from a truncated archive"
+case_a_truncated_archive_fails_cleanly_and_publishes_nothing() {
+    size=$(wc -c <"$T/mut.tar")
+    head -c $((size / 2)) "$T/mut.tar" >"$C/cut.tar"
+    must_fail 1 timeout 900 shardify "$C/cut.tar" "$C/cutout" --size 64 --quiet
+    must_say "cannot read archive" "$T/err"
+    [ ! -e "$C/cutout/manifest.json" ] || die "a manifest from a truncated archive"
+}
 
-say "a sliver whose output height overflows 32 bits is refused, not squashed"
-# 1 x 8388611 pixels (33 KB of PNG): at --size 512 the output would be
-# 512 x 4294968832; cut to 32 bits that is 512 x 1536, a plausible image
-mkdir -p "$T/wrap/a"
-"$PYTHON" - "$T/wrap/a/sliver.png" <<'PY'
+case_a_sliver_whose_output_height_overflows_32_bits_is_refused_not_squashed() {
+    # 1 x 8388611 pixels (33 KB of PNG): at --size 512 the output would be
+    # 512 x 4294968832; cut to 32 bits that is 512 x 1536, a plausible image
+    mkdir -p "$C/wrap/a"
+    "$PYTHON" - "$C/wrap/a/sliver.png" <<'PY'
 import struct, sys, zlib
 def chunk(tag, data):
     return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
@@ -110,11 +116,12 @@ with open(sys.argv[1], "wb") as f:
     f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, h, 8, 2, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(b"\0" * (4 * h), 9)) + chunk(b"IEND", b""))
 PY
-timeout 900 shardify "$T/wrap" "$T/wrapout" --size 512 --allow-empty --json >"$T/wrap.json" 2>"$T/err" ||
-    { cat "$T/err" >&2; die "shardify failed"; }
-[ "$(json "$T/wrap.json" 'd["samples"]')" = 0 ] ||
-    die "the sliver was ingested as: $(cat "$T/wrapout/index.jsonl")"
-reason=$(json "$T/wrap.json" 'd["rejects"][0]["reason"]')
-case $reason in *"over --max-pixels"*) ;; *) die "sliver rejected for the wrong reason: $reason" ;; esac
+    timeout 900 shardify "$C/wrap" "$C/wrapout" --size 512 --allow-empty --json >"$C/wrap.json" 2>"$C/err" ||
+        { cat "$C/err" >&2; die "shardify failed"; }
+    [ "$(json "$C/wrap.json" 'd["samples"]')" = 0 ] ||
+        die "the sliver was ingested as: $(cat "$C/wrapout/index.jsonl")"
+    reason=$(json "$C/wrap.json" 'd["rejects"][0]["reason"]')
+    case $reason in *"over --max-pixels"*) ;; *) die "sliver rejected for the wrong reason: $reason" ;; esac
+}
 
-echo "all hostile-input checks passed"
+run_cases

@@ -27,9 +27,9 @@ cp "$SAMPLE/$(head -n 1 "$T/pick")" "$SRC/a/$(printf 'latin1-\351.jpg')"
 cp "$SAMPLE/$(head -n 1 "$T/pick")" "$SRC/b/$(printf 'bad-\377\376.jpg')"
 cp "$SAMPLE/$(head -n 1 "$T/pick")" "$SRC/b/quote\"back\\slash.jpg"
 
-say "one dataset of many shards, and its index split three ways, with and without key tables"
+# the datasets every case reads: one dataset of many shards, and its index
+# split three ways, with and without key tables, and written before them
 shardify "$SRC" "$T/one" --size 32 --shard-size 16K --labels none --quiet
-[ -f "$T/one/index.keys" ] || die "shardify wrote no key table"
 for d in three bare old; do cp -r "$T/one" "$T/$d"; done
 "$PYTHON" "$SPLIT" "$T/three" 3 >/dev/null
 "$PYTHON" "$SPLIT" "$T/bare" 3 --no-keys >/dev/null
@@ -41,8 +41,9 @@ del m["index"]["keys"]  # written before key tables
 os.remove(os.path.join(sys.argv[1], "index.keys"))
 json.dump(m, open(path, "w"))
 EOF
-[ "$(json "$T/three/manifest.json" "len(d['indexes'])")" = 3 ] || die "no three index files"
-[ "$(json "$T/three/manifest.json" "'index' in d")" = False ] || die "index left beside indexes"
+# two keys to ask for: those of lines 7 and 140
+k1=$(sed -n 7p "$T/one/index.jsonl" | cut -d'"' -f4)
+k2=$(sed -n 140p "$T/one/index.jsonl" | cut -d'"' -f4)
 
 # keys.py DATASET...: every key of one/index.jsonl is found at its line in each
 # dataset (by str when it is UTF-8, by bytes always), absent keys are not,
@@ -82,29 +83,42 @@ for location in sys.argv[2:]:
     print(location, "ok", len(keys))
 EOF
 
-say "Dataset.index_of finds every key, not UTF-8 ones too, and no absent one, in every layout"
-shardkit_python "$T/keys.py" "$T/one" "$T/one" "$T/three" "$T/bare" "$T/old" >"$T/keys.out"
-[ "$(grep -c ' ok ' "$T/keys.out")" = 4 ] || { cat "$T/keys.out"; die "a layout failed"; }
+case_one_dataset_of_many_shards_and_its_index_split_three_ways_with_and_without_key_tables() {
+    [ -f "$T/one/index.keys" ] || die "shardify wrote no key table"
+    [ "$(json "$T/three/manifest.json" "len(d['indexes'])")" = 3 ] || die "no three index files"
+    [ "$(json "$T/three/manifest.json" "'index' in d")" = False ] || die "index left beside indexes"
+}
 
-say "shardcat DST KEY writes the same samples from every layout"
-k1=$(sed -n 7p "$T/one/index.jsonl" | cut -d'"' -f4)
-k2=$(sed -n 140p "$T/one/index.jsonl" | cut -d'"' -f4)
-for d in one three bare old; do
-    must_fail 1 shardcat "$T/$d" --out "$T/cat-$d" "$k2" no-such-key "$k1" "$(printf 'a/latin1-\351.jpg')"
-    must_say "no sample with key 'no-such-key' in '$T/$d'" "$T/err"
-    must_say "wrote 3 samples" "$T/err"
-    [ "$d" = one ] || same_tree "$T/cat-one" "$T/cat-$d"
-done
+case_dataset_index_of_finds_every_key_not_utf_8_ones_too_and_no_absent_one_in_every_layout() {
+    shardkit_python "$T/keys.py" "$T/one" "$T/one" "$T/three" "$T/bare" "$T/old" >"$C/keys.out"
+    [ "$(grep -c ' ok ' "$C/keys.out")" = 4 ] || { cat "$C/keys.out"; die "a layout failed"; }
+}
 
-say "shardbench --keys reads exactly the samples of those keys"
-printf '%s\n%s\n' "$k1" "$k2" >"$T/two.keys"
-shardbench shards "$T/three" --keys "$T/two.keys" --epochs 1 --digests "$T/dig.jsonl" >/dev/null
-"$PYTHON" -c 'import json, sys
+# cat_keys DATASET OUT: `shardcat DATASET --out OUT` of the keys k2, no-such-key
+# (absent), k1 and a/latin1-\351.jpg exits 1
+cat_keys() {
+    must_fail 1 shardcat "$1" --out "$2" "$k2" no-such-key "$k1" "$(printf 'a/latin1-\351.jpg')"
+}
+
+case_shardcat_dst_key_writes_the_same_samples_from_every_layout() {
+    for d in one three bare old; do
+        cat_keys "$T/$d" "$C/cat-$d"
+        must_say "no sample with key 'no-such-key' in '$T/$d'" "$T/err"
+        must_say "wrote 3 samples" "$T/err"
+        [ "$d" = one ] || same_tree "$C/cat-one" "$C/cat-$d"
+    done
+}
+
+case_shardbench_keys_reads_exactly_the_samples_of_those_keys() {
+    printf '%s\n%s\n' "$k1" "$k2" >"$C/two.keys"
+    shardbench shards "$T/three" --keys "$C/two.keys" --epochs 1 --digests "$C/dig.jsonl" >/dev/null
+    "$PYTHON" -c 'import json, sys
 got = sorted(json.loads(l)["key"] for l in open(sys.argv[1]))
-assert got == sorted(sys.argv[2:]), got' "$T/dig.jsonl" "$k1" "$k2"
-printf 'no-such-key\n' >>"$T/two.keys"
-must_fail 1 shardbench shards "$T/three" --keys "$T/two.keys" --epochs 1
-must_say "--keys: no sample with key 'no-such-key'" "$T/err"
+assert got == sorted(sys.argv[2:]), got' "$C/dig.jsonl" "$k1" "$k2"
+    printf 'no-such-key\n' >>"$C/two.keys"
+    must_fail 1 shardbench shards "$T/three" --keys "$C/two.keys" --epochs 1
+    must_say "--keys: no sample with key 'no-such-key'" "$T/err"
+}
 
 # ---- crafted and damaged key tables -------------------------------------------------
 # table.py DATASET OP: rewrite the key table of DATASET's first index file.
@@ -144,11 +158,12 @@ elif op == "short":
 open(path, "wb").write(bytes(data))
 print(x["keys"]["file"])
 EOF
-# ask.py DATASET LINE...: index_of of the keys of those lines of one/index.jsonl
+# ask.py ONE DATASET LINE...: index_of in DATASET of the keys of those lines of
+# ONE/index.jsonl
 cat >"$T/ask.py" <<'EOF'
 import json, sys
 import shardkit
-lines = open(sys.argv[1] + "/../one/index.jsonl", "rb").read().splitlines()
+lines = open(sys.argv.pop(1) + "/index.jsonl", "rb").read().splitlines()
 ds = shardkit.Dataset(sys.argv[1])
 for n in sys.argv[2:]:
     o = json.loads(lines[int(n)])
@@ -161,55 +176,68 @@ for n in sys.argv[2:]:
         print(n, "error:", e)
 EOF
 
-say "colliding hashes: the footer's key tells the samples apart"
-cp -r "$T/three" "$T/coll"
-"$PYTHON" "$T/table.py" "$T/coll" collide >/dev/null
-shardkit_python "$T/ask.py" "$T/coll" 9 3 >"$T/coll.out"
-must_say "9 9" "$T/coll.out"
-must_say "3 absent" "$T/coll.out" # its entry is gone: the table, checked whole, says so
+case_colliding_hashes_the_footers_key_tells_the_samples_apart() {
+    cp -r "$T/three" "$C/coll"
+    "$PYTHON" "$T/table.py" "$C/coll" collide >/dev/null
+    shardkit_python "$T/ask.py" "$T/one" "$C/coll" 9 3 >"$C/coll.out"
+    must_say "9 9" "$C/coll.out"
+    must_say "3 absent" "$C/coll.out" # its entry is gone: the table, checked whole, says so
+}
 
-for op in flip-hash far-line magic short; do
-    say "a damaged key table ($op) is an error naming it, never another sample"
-    rm -rf "$T/dmg" && cp -r "$T/three" "$T/dmg"
-    table=$("$PYTHON" "$T/table.py" "$T/dmg" $op)
-    shardkit_python "$T/ask.py" "$T/dmg" 5 0 1 2 3 4 6 7 8 >"$T/dmg.out"
+# damaged_table OP: a damaged key table (OP) is an error naming it, never another sample
+damaged_table() {
+    op=$1
+    cp -r "$T/three" "$C/dmg"
+    table=$("$PYTHON" "$T/table.py" "$C/dmg" $op)
+    shardkit_python "$T/ask.py" "$T/one" "$C/dmg" 5 0 1 2 3 4 6 7 8 >"$C/dmg.out"
     # each answer is the right index or an error naming the table
-    "$PYTHON" - "$T/dmg.out" "$table" <<'EOF' || die "$op: a wrong answer"
+    "$PYTHON" - "$C/dmg.out" "$table" <<'EOF' || die "$op: a wrong answer"
 import sys
 for line in open(sys.argv[1]):
     n, answer = line.split(" ", 1)
     answer = answer.strip()
     assert answer == n or (answer.startswith("error:") and sys.argv[2] in answer), line
 EOF
-    grep -q "^5 error: .*$table" "$T/dmg.out" || { cat "$T/dmg.out"; die "$op: line 5 not refused"; }
-    must_fail 1 shardcat "$T/dmg" --out "$T/cat-dmg-$op" "$(sed -n 6p "$T/one/index.jsonl" | cut -d'"' -f4)"
+    grep -q "^5 error: .*$table" "$C/dmg.out" || { cat "$C/dmg.out"; die "$op: line 5 not refused"; }
+    must_fail 1 shardcat "$C/dmg" --out "$C/cat-dmg-$op" "$(sed -n 6p "$T/one/index.jsonl" | cut -d'"' -f4)"
     must_say "$table" "$T/err"
-done
+}
+case_a_damaged_key_table_flip_hash_is_an_error_naming_it_never_another_sample() { damaged_table flip-hash; }
+case_a_damaged_key_table_far_line_is_an_error_naming_it_never_another_sample() { damaged_table far-line; }
+case_a_damaged_key_table_magic_is_an_error_naming_it_never_another_sample() { damaged_table magic; }
+case_a_damaged_key_table_short_is_an_error_naming_it_never_another_sample() { damaged_table short; }
 
 # ---- over HTTP ------------------------------------------------------------------------
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
-    skip "nginx is not installed (scripts/deps.sh installs it): HTTP part not run"
+# the datasets served by nginx (the HTTP case)
 HTTP=$T/http
-stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
-trap 'stop_server; [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
-U=$("$HTTP_SERVER" start "$HTTP" one="$T/one" three="$T/three" bare="$T/bare") ||
-    die "cannot start nginx"
-say "over HTTP: every key found in O(log n) range requests, shardcat by key"
-shardkit_python "$T/keys.py" "$T/one" "$U/three" "$U/bare" >"$T/keys.out"
-[ "$(grep -c ' ok ' "$T/keys.out")" = 2 ] || { cat "$T/keys.out"; die "a remote layout failed"; }
-must_fail 1 shardcat "$U/three" --out "$T/cat-http" "$k2" no-such-key "$k1" "$(printf 'a/latin1-\351.jpg')"
-must_say "wrote 3 samples" "$T/err"
-same_tree "$T/cat-one" "$T/cat-http"
-before=$(wc -l <"$HTTP/access.log")
-shardkit_python - "$U/three" "$k2" <<'EOF'
+U=""
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    on_exit '"$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1'
+    U=$("$HTTP_SERVER" start "$HTTP" one="$T/one" three="$T/three" bare="$T/bare") ||
+        die "cannot start nginx"
+else
+    echo "SKIP: nginx is not installed (scripts/deps.sh installs it): HTTP part not run"
+fi
+
+case_over_http_every_key_found_in_o_log_n_range_requests_shardcat_by_key() {
+    [ -n "$U" ] || return 0
+    shardkit_python "$T/keys.py" "$T/one" "$U/three" "$U/bare" >"$C/keys.out"
+    [ "$(grep -c ' ok ' "$C/keys.out")" = 2 ] || { cat "$C/keys.out"; die "a remote layout failed"; }
+    cat_keys "$U/three" "$C/cat-http"
+    must_say "wrote 3 samples" "$T/err"
+    cat_keys "$T/one" "$C/cat-one"
+    same_tree "$C/cat-one" "$C/cat-http"
+    before=$(wc -l <"$HTTP/access.log")
+    shardkit_python - "$U/three" "$k2" <<'EOF'
 import sys, shardkit
 ds = shardkit.Dataset(sys.argv[1])
 print(ds.index_of(sys.argv[2]))
 EOF
-keys_requests=$(tail -n +$((before + 1)) "$HTTP/access.log" | grep -c '\.keys')
-entries=$(json "$T/three/manifest.json" "max(x['entries'] for x in d['indexes'])")
-# a binary search: at most log2(entries) + 2 reads of each of the three tables
-bound=$("$PYTHON" -c "import math; print(3 * (math.ceil(math.log2($entries)) + 3))")
-[ "$keys_requests" -le "$bound" ] || die "$keys_requests key table requests for one key (bound $bound)"
-stop_server
-echo "test_multi_index: ok"
+    keys_requests=$(tail -n +$((before + 1)) "$HTTP/access.log" | grep -c '\.keys')
+    entries=$(json "$T/three/manifest.json" "max(x['entries'] for x in d['indexes'])")
+    # a binary search: at most log2(entries) + 2 reads of each of the three tables
+    bound=$("$PYTHON" -c "import math; print(3 * (math.ceil(math.log2($entries)) + 3))")
+    [ "$keys_requests" -le "$bound" ] || die "$keys_requests key table requests for one key (bound $bound)"
+}
+
+run_cases

@@ -13,25 +13,29 @@ ROOT="$T/root"
 export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/src" SHARDKIT_KEEP=2
 export SHARDKIT_OPTIONS="--size 32 --shard-size 64K"
 
-say "a labelled source with a few broken files"
-"$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/src" >/dev/null
+# ---- one ROOT night after night: the set-up runs the job on it ------------------
+# snap N: ROOT, the source and the job's messages as run N left them, kept in
+# $T/step/N; at N (in a case): ROOT, $S (the source), $E (the messages) and
+# $run are those of run N, where the case checks what that run did.
+snap() {
+    mkdir -p "$T/step/$1"
+    cp -a "$ROOT" "$T/step/$1/root"
+    cp -a "$SHARDKIT_SRC" "$T/step/$1/src"
+    cp "$T/nightly.err" "$T/step/$1/nightly.err"
+    echo "$run" >"$T/step/$1/run"
+}
+at() {
+    ROOT=$T/step/$1/root S=$T/step/$1/src E=$T/step/$1/nightly.err
+    run=$(cat "$T/step/$1/run")
+}
 
-say "first run: built, verified, published"
+# a labelled source with a few broken files
+"$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/src" >/dev/null
+# first run
 nightly 0
 run1=$run
-[ "$(current)" = "versions/$run1" ] || die "current is '$(current)'"
-[ "$(field 'd["status"], d["published"], d["exit_code"]')" = "('published', True, 0)" ] ||
-    die "summary: $(cat "$ROOT/runs/$run1.json")"
-[ "$(field 'd["shardify"]["summary"]["samples"], d["shardify"]["summary"]["rejected"]')" = "(48, 4)" ] ||
-    die "counts: $(field 'd["shardify"]')"
-[ "$(field 'd["shardcheck"]["exit_code"], d["shardcheck"]["verified"]')" = "(0, True)" ] ||
-    die "shardcheck: $(field 'd["shardcheck"]')"
-[ "$(field 'd["previous"]')" = None ] || die "previous should be null"
-[ "$(field 'd["incremental"]')" = None ] || die "the first run has nothing to be incremental from"
-shardcheck --deep --source "$T/src" "$ROOT/current" >/dev/null || die "current does not verify"
-[ -f "$ROOT/runs/$run1.shardify.json" ] && [ -f "$ROOT/runs/$run1.log" ] || die "run files missing"
-
-say "the source changes: 3 files added, 1 modified, 1 removed"
+snap 1
+# the source changes: 3 files added, 1 modified, 1 removed
 cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/src/apple/new_1.jpg"
 cp "$SHARDKIT_FIXTURES/progressive.jpg" "$T/src/boat/new_2.jpg"
 cp "$SHARDKIT_FIXTURES/rgba.png" "$T/src/cloud/new_3.png"
@@ -39,27 +43,64 @@ modified=$(cd "$T/src" && ls dune/*.jpg | head -n 1)
 cp "$SHARDKIT_FIXTURES/gray.jpg" "$T/src/$modified"
 removed=$(cd "$T/src" && ls apple/*.png | head -n 1)
 rm "$T/src/$removed"
-
-say "second run: the new version is published, the first is kept"
+# second run
 nightly 0
 run2=$run
-[ "$run2" != "$run1" ] || die "the same stamp twice"
-[ "$(current)" = "versions/$run2" ] || die "current is '$(current)'"
-[ "$(field 'd["previous"]')" = "versions/$run1" ] || die "previous: $(field 'd["previous"]')"
-[ "$(field 'd["shardify"]["summary"]["samples"]')" = 50 ] || die "expected 48 + 3 - 1 samples"
-[ "$(field 'd["incremental"]["previous"]')" = "versions/$run1" ] ||
-    die "incremental: $(field 'd["incremental"]')"
-[ "$(field '[d["incremental"]["lineage"][k] for k in ("added", "changed", "removed", "relabeled", "reconverted")]')" = "[3, 1, 1, 0, 0]" ] ||
-    die "lineage: $(field 'd["incremental"]')"
-[ "$(field 'd["incremental"]["lineage"]["reused"] + d["incremental"]["lineage"]["rejected_again"] == d["incremental"]["lineage"]["unchanged"] > 40')" = True ] ||
-    die "unchanged files were not reused: $(field 'd["incremental"]')"
-[ "$(field 'd["incremental"]["lineage"] == d["shardify"]["summary"]["lineage"]')" = True ] ||
-    die "the run record's lineage is not shardify's"
-[ "$(versions)" = "$run1 $run2 " ] || die "versions: $(versions)"
-shardcheck --deep --source "$T/src" "$ROOT/current" >/dev/null || die "current does not verify"
-# the old version is the old source: it no longer matches, the new one does
-must_fail 1 shardcheck --source "$T/src" "$ROOT/versions/$run1"
-"$PYTHON" - "$ROOT/versions/$run1" "$ROOT/versions/$run2" "$modified" "$removed" <<'PY'
+snap 2
+# third run
+nightly 0
+run3=$run
+snap 3
+# a run whose verification fails
+# the hook changes the source after shardify and before shardcheck
+SHARDKIT_NIGHTLY_BEFORE_CHECK='printf x >>"$SRC/boat/new_2.jpg"' nightly 3
+run4=$run
+snap 4
+# a failing site hook
+SHARDKIT_NIGHTLY_BEFORE_CHECK='exit 7' nightly 3
+snap 5
+# the next good run, with new options
+SHARDKIT_OPTIONS="--size 24 --shard-size 64K" nightly 0
+run6=$run
+snap 6
+# shardify failing (source gone)
+SHARDKIT_SRC="$T/missing" nightly 1
+snap 7
+
+case_first_run_built_verified_published() {
+    at 1
+    [ "$(current)" = "versions/$run1" ] || die "current is '$(current)'"
+    [ "$(field 'd["status"], d["published"], d["exit_code"]')" = "('published', True, 0)" ] ||
+        die "summary: $(cat "$ROOT/runs/$run1.json")"
+    [ "$(field 'd["shardify"]["summary"]["samples"], d["shardify"]["summary"]["rejected"]')" = "(48, 4)" ] ||
+        die "counts: $(field 'd["shardify"]')"
+    [ "$(field 'd["shardcheck"]["exit_code"], d["shardcheck"]["verified"]')" = "(0, True)" ] ||
+        die "shardcheck: $(field 'd["shardcheck"]')"
+    [ "$(field 'd["previous"]')" = None ] || die "previous should be null"
+    [ "$(field 'd["incremental"]')" = None ] || die "the first run has nothing to be incremental from"
+    shardcheck --deep --source "$S" "$ROOT/current" >/dev/null || die "current does not verify"
+    [ -f "$ROOT/runs/$run1.shardify.json" ] && [ -f "$ROOT/runs/$run1.log" ] || die "run files missing"
+}
+
+case_second_run_the_new_version_is_published_the_first_is_kept() {
+    at 2
+    [ "$run2" != "$run1" ] || die "the same stamp twice"
+    [ "$(current)" = "versions/$run2" ] || die "current is '$(current)'"
+    [ "$(field 'd["previous"]')" = "versions/$run1" ] || die "previous: $(field 'd["previous"]')"
+    [ "$(field 'd["shardify"]["summary"]["samples"]')" = 50 ] || die "expected 48 + 3 - 1 samples"
+    [ "$(field 'd["incremental"]["previous"]')" = "versions/$run1" ] ||
+        die "incremental: $(field 'd["incremental"]')"
+    [ "$(field '[d["incremental"]["lineage"][k] for k in ("added", "changed", "removed", "relabeled", "reconverted")]')" = "[3, 1, 1, 0, 0]" ] ||
+        die "lineage: $(field 'd["incremental"]')"
+    [ "$(field 'd["incremental"]["lineage"]["reused"] + d["incremental"]["lineage"]["rejected_again"] == d["incremental"]["lineage"]["unchanged"] > 40')" = True ] ||
+        die "unchanged files were not reused: $(field 'd["incremental"]')"
+    [ "$(field 'd["incremental"]["lineage"] == d["shardify"]["summary"]["lineage"]')" = True ] ||
+        die "the run record's lineage is not shardify's"
+    [ "$(versions)" = "$run1 $run2 " ] || die "versions: $(versions)"
+    shardcheck --deep --source "$S" "$ROOT/current" >/dev/null || die "current does not verify"
+    # the old version is the old source: it no longer matches, the new one does
+    must_fail 1 shardcheck --source "$S" "$ROOT/versions/$run1"
+    "$PYTHON" - "$ROOT/versions/$run1" "$ROOT/versions/$run2" "$modified" "$removed" <<'PY'
 import json, sys
 old, new, modified, removed = sys.argv[1:5]
 def index(d):
@@ -70,79 +111,92 @@ assert a[modified]["source_xxh3"] != b[modified]["source_xxh3"], "modified file 
 assert removed in a and removed not in b, "removed file still published"
 assert {"apple/new_1.jpg", "boat/new_2.jpg", "cloud/new_3.png"} <= set(b) - set(a)
 PY
+}
 
-say "third run: KEEP=2 prunes the oldest version, never the current one"
-nightly 0
-run3=$run
-[ "$(current)" = "versions/$run3" ] || die "current is '$(current)'"
-[ "$(versions)" = "$run2 $run3 " ] || die "versions: $(versions)"
-[ "$(field 'd["pruned_versions"]')" = "['$run1']" ] || die "pruned: $(field 'd["pruned_versions"]')"
-[ "$(field '[d["incremental"]["lineage"][k] for k in ("added", "changed", "removed")]')" = "[0, 0, 0]" ] ||
-    die "nothing changed: $(field 'd["incremental"]')"
-[ "$(field 'd["incremental"]["lineage"]["reused"]')" = 50 ] || die "every record reused: $(field 'd["incremental"]')"
+case_third_run_keep_2_prunes_the_oldest_version_never_the_current_one() {
+    at 3
+    [ "$(current)" = "versions/$run3" ] || die "current is '$(current)'"
+    [ "$(versions)" = "$run2 $run3 " ] || die "versions: $(versions)"
+    [ "$(field 'd["pruned_versions"]')" = "['$run1']" ] || die "pruned: $(field 'd["pruned_versions"]')"
+    [ "$(field '[d["incremental"]["lineage"][k] for k in ("added", "changed", "removed")]')" = "[0, 0, 0]" ] ||
+        die "nothing changed: $(field 'd["incremental"]')"
+    [ "$(field 'd["incremental"]["lineage"]["reused"]')" = 50 ] || die "every record reused: $(field 'd["incremental"]')"
+}
 
-say "a run whose verification fails does not switch current"
-# the hook changes the source after shardify and before shardcheck
-SHARDKIT_NIGHTLY_BEFORE_CHECK='printf x >>"$SRC/boat/new_2.jpg"' nightly 3
-run4=$run
-[ "$(current)" = "versions/$run3" ] || die "current moved to '$(current)'"
-[ "$(field 'd["status"], d["published"], d["exit_code"]')" = "('check_failed', False, 3)" ] ||
-    die "summary: $(cat "$ROOT/runs/$run4.json")"
-[ "$(field 'd["shardcheck"]["exit_code"], d["shardcheck"]["verified"]')" = "(1, False)" ] ||
-    die "shardcheck: $(field 'd["shardcheck"]')"
-[ "$(versions)" = "$run2 $run3 $run4 " ] || die "the failed version is kept for inspection: $(versions)"
-shardcheck "$ROOT/current" >/dev/null || die "current does not verify"
+case_a_run_whose_verification_fails_does_not_switch_current() {
+    at 4
+    [ "$(current)" = "versions/$run3" ] || die "current moved to '$(current)'"
+    [ "$(field 'd["status"], d["published"], d["exit_code"]')" = "('check_failed', False, 3)" ] ||
+        die "summary: $(cat "$ROOT/runs/$run4.json")"
+    [ "$(field 'd["shardcheck"]["exit_code"], d["shardcheck"]["verified"]')" = "(1, False)" ] ||
+        die "shardcheck: $(field 'd["shardcheck"]')"
+    [ "$(versions)" = "$run2 $run3 $run4 " ] || die "the failed version is kept for inspection: $(versions)"
+    shardcheck "$ROOT/current" >/dev/null || die "current does not verify"
+}
 
-say "a failing site hook also keeps current"
-SHARDKIT_NIGHTLY_BEFORE_CHECK='exit 7' nightly 3
-[ "$(field 'd["hook"]["exit_code"], d["shardcheck"]["exit_code"]')" = "(7, None)" ] ||
-    die "hook: $(cat "$ROOT/runs/$run.json")"
-[ "$(current)" = "versions/$run3" ] || die "current moved"
+case_a_failing_site_hook_also_keeps_current() {
+    at 5
+    [ "$(field 'd["hook"]["exit_code"], d["shardcheck"]["exit_code"]')" = "(7, None)" ] ||
+        die "hook: $(cat "$ROOT/runs/$run.json")"
+    [ "$(current)" = "versions/$run3" ] || die "current moved"
+}
 
-say "the next good run publishes and prunes the failed versions; new options rebuild in full"
-SHARDKIT_OPTIONS="--size 24 --shard-size 64K" nightly 0
-run6=$run
-[ "$(field 'd["incremental"]["previous"]')" = "versions/$run3" ] || die "incremental: $(field 'd["incremental"]')"
-field 'd["incremental"]["lineage"]["full_rebuild"]' | grep -qF -- "--size differs" ||
-    die "a change of options is a full rebuild: $(field 'd["incremental"]')"
-[ "$(current)" = "versions/$run6" ] || die "current is '$(current)'"
-[ "$(versions)" = "$run3 $run6 " ] || die "versions: $(versions)"
+case_the_next_good_run_publishes_and_prunes_the_failed_versions_new_options_rebuild_in_full() {
+    at 6
+    [ "$(field 'd["incremental"]["previous"]')" = "versions/$run3" ] || die "incremental: $(field 'd["incremental"]')"
+    field 'd["incremental"]["lineage"]["full_rebuild"]' | grep -qF -- "--size differs" ||
+        die "a change of options is a full rebuild: $(field 'd["incremental"]')"
+    [ "$(current)" = "versions/$run6" ] || die "current is '$(current)'"
+    [ "$(versions)" = "$run3 $run6 " ] || die "versions: $(versions)"
+}
 
-say "shardify failing (source gone) leaves current alone"
-SHARDKIT_SRC="$T/missing" nightly 1
-[ "$(field 'd["status"], d["shardify"]["exit_code"], d["shardcheck"]["exit_code"]')" = \
-  "('shardify_failed', 1, None)" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
-[ "$(field 'd["shardify"]["summary"]["status"]')" = failed ] || die "shardify summary"
-[ "$(current)" = "versions/$run6" ] || die "current moved"
+case_shardify_failing_source_gone_leaves_current_alone() {
+    at 7
+    [ "$(field 'd["status"], d["shardify"]["exit_code"], d["shardcheck"]["exit_code"]')" = \
+      "('shardify_failed', 1, None)" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
+    [ "$(field 'd["shardify"]["summary"]["status"]')" = failed ] || die "shardify summary"
+    [ "$(current)" = "versions/$run6" ] || die "current moved"
+}
 
-say "usage errors exit 2"
-must_fail 2 shardkit-nightly --keep 0
-must_fail 2 env SHARDKIT_ROOT= shardkit-nightly
-must_fail 2 shardkit-nightly --bogus
-must_say "shardkit-nightly: unknown argument '--bogus'" "$T/err"
-must_say "Usage: shardkit-nightly [--src SRC]" "$T/err"
-must_say "see 'shardkit-nightly --help' or shardkit-nightly(1)" "$T/err"
+case_usage_errors_exit_2() {
+    export SHARDKIT_ROOT="$C/root"
+    must_fail 2 shardkit-nightly --keep 0
+    must_fail 2 env SHARDKIT_ROOT= shardkit-nightly
+    must_fail 2 shardkit-nightly --bogus
+    must_say "shardkit-nightly: unknown argument '--bogus'" "$T/err"
+    must_say "Usage: shardkit-nightly [--src SRC]" "$T/err"
+    must_say "see 'shardkit-nightly --help' or shardkit-nightly(1)" "$T/err"
+}
 
-say "the former path, examples/nightly/shardkit-nightly.sh, warns and runs shardkit-nightly"
-FORMER="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
-shardkit-nightly --help >"$T/help"
-sh "$FORMER" --help >"$T/former" 2>"$T/err" || die "the former path's --help failed"
-cmp -s "$T/help" "$T/former" || die "the former path's --help is not shardkit-nightly's"
-[ "$(cat "$T/err")" = "shardkit-nightly.sh: deprecated, removed in 0.4.0: run shardkit-nightly, installed with the tools" ] ||
-    die "the former path says: $(cat "$T/err")"
-must_fail 2 sh "$FORMER" --keep 0
-must_say "shardkit-nightly: --keep must be a positive number" "$T/err"
-# as SHARDKIT_BIN names it when PATH has no shardkit-nightly
-env PATH=/usr/bin:/bin sh "$FORMER" --help >"$T/former" 2>/dev/null || die "SHARDKIT_BIN's job was not run"
-cmp -s "$T/help" "$T/former" || die "the former path ran another job"
-# and nothing sends users there: the documentation, units, packaging and
-# scripts name shardkit-nightly (the CHANGELOG says where it went)
-(cd "$SHARDKIT_TOP" && grep -rlF "examples/nightly/shardkit-nightly.sh" README.md CONTRIBUTING.md \
-    docs man debian scripts cmd examples .ci) >"$T/former-refs" || true
-[ ! -s "$T/former-refs" ] || die "the former path is still named in: $(tr '\n' ' ' <"$T/former-refs")"
+case_the_former_path_examples_nightly_shardkit_nightly_sh_warns_and_runs_shardkit_nightly() {
+    export SHARDKIT_ROOT="$C/root"
+    FORMER="$SHARDKIT_TOP/examples/nightly/shardkit-nightly.sh"
+    shardkit-nightly --help >"$C/help"
+    sh "$FORMER" --help >"$C/former" 2>"$C/err" || die "the former path's --help failed"
+    cmp -s "$C/help" "$C/former" || die "the former path's --help is not shardkit-nightly's"
+    [ "$(cat "$C/err")" = "shardkit-nightly.sh: deprecated, removed in 0.4.0: run shardkit-nightly, installed with the tools" ] ||
+        die "the former path says: $(cat "$C/err")"
+    must_fail 2 sh "$FORMER" --keep 0
+    must_say "shardkit-nightly: --keep must be a positive number" "$T/err"
+    # as SHARDKIT_BIN names it when PATH has no shardkit-nightly
+    env PATH=/usr/bin:/bin sh "$FORMER" --help >"$C/former" 2>/dev/null || die "SHARDKIT_BIN's job was not run"
+    cmp -s "$C/help" "$C/former" || die "the former path ran another job"
+    # and nothing sends users there: the documentation, units, packaging and
+    # scripts name shardkit-nightly (the CHANGELOG says where it went)
+    (cd "$SHARDKIT_TOP" && grep -rlF "examples/nightly/shardkit-nightly.sh" README.md CONTRIBUTING.md \
+        docs man debian scripts cmd examples .ci) >"$C/former-refs" || true
+    [ ! -s "$C/former-refs" ] || die "the former path is still named in: $(tr '\n' ' ' <"$C/former-refs")"
+}
 
-if command -v flock >/dev/null 2>&1; then
-    say "a run while another holds the lock does nothing (exit 4)"
+case_a_run_while_another_holds_the_lock_does_nothing_exit_4() {
+    if ! command -v flock >/dev/null 2>&1; then
+        echo "SKIP: overlap: flock(1) is not available"
+        return 0
+    fi
+    # on a copy of the last run's ROOT
+    cp -a "$T/step/7/root" "$C/root"
+    ROOT=$C/root
+    export SHARDKIT_ROOT="$ROOT"
     before=$(ls "$ROOT/runs" | wc -l)
     # a holder that releases the lock when it is killed, leaving nothing behind
     "$PYTHON" -c '
@@ -150,10 +204,10 @@ import fcntl, sys, time
 f = open(sys.argv[1], "w")
 fcntl.flock(f, fcntl.LOCK_EX)
 open(sys.argv[2], "w").close()
-time.sleep(120)' "$ROOT/.nightly.lock" "$T/locked" &
+time.sleep(120)' "$ROOT/.nightly.lock" "$C/locked" &
     holder=$!
     i=0
-    until [ -e "$T/locked" ]; do
+    until [ -e "$C/locked" ]; do
         sleep 0.05
         i=$((i + 1))
         [ $i -lt 600 ] || die "the lock was never taken"
@@ -163,12 +217,11 @@ time.sleep(120)' "$ROOT/.nightly.lock" "$T/locked" &
     kill "$holder"
     wait "$holder" 2>/dev/null || true
     [ "$(ls "$ROOT/runs" | wc -l)" -eq "$before" ] || die "a locked-out run left a record"
-else
-    echo "SKIP: overlap: flock(1) is not available"
-fi
+}
 
-say "every run record is valid JSON; latest.json is the newest; no temporaries"
-"$PYTHON" - "$ROOT/runs" <<'PY'
+case_every_run_record_is_valid_json_latest_json_is_the_newest_no_temporaries() {
+    at 7
+    "$PYTHON" - "$ROOT/runs" <<'PY'
 import json, os, sys
 runs = sys.argv[1]
 records = [json.load(open(os.path.join(runs, n))) for n in os.listdir(runs)
@@ -180,61 +233,76 @@ for d in records:
 newest = max(d["run"] for d in records)
 assert json.load(open(os.path.join(runs, "latest.json")))["run"] == newest
 PY
-[ -z "$(find "$ROOT" -name '*.tmp' -o -name '.current.*')" ] || die "temporaries left in ROOT"
+    [ -z "$(find "$ROOT" -name '*.tmp' -o -name '.current.*')" ] || die "temporaries left in ROOT"
+}
 
 # ---- symbolic links planted inside ROOT ---------------------------------------------
 # The decoys are what the links point at: an "old version" to prune, files;
 # a dangling link points at decoys/none.  After every run they must be byte
-# for byte as they were.
-mkdir -p "$T/decoys/dir/20000101T000000Z" "$T/decoys/dir/sub"
-echo precious >"$T/decoys/dir/20000101T000000Z/manifest.json"
-echo precious too >"$T/decoys/dir/sub/a.txt"
-echo 12345 >"$T/decoys/file"
-tree_state "$T/decoys" >"$T/decoys.state"
-decoys_intact() { same_state "$T/decoys.state" "$T/decoys" "$1: files outside ROOT changed"; }
-ROOT="$T/root2"
-export SHARDKIT_ROOT="$ROOT"
+# for byte as they were.  decoys: the case's own, in $C/decoys; links_root:
+# the case's ROOT, $C/root2, over the source the job ran on last
+decoys() {
+    mkdir -p "$C/decoys/dir/20000101T000000Z" "$C/decoys/dir/sub"
+    echo precious >"$C/decoys/dir/20000101T000000Z/manifest.json"
+    echo precious too >"$C/decoys/dir/sub/a.txt"
+    echo 12345 >"$C/decoys/file"
+    tree_state "$C/decoys" >"$C/decoys.state"
+}
+decoys_intact() { same_state "$C/decoys.state" "$C/decoys" "$1: files outside ROOT changed"; }
+links_root() {
+    decoys
+    ROOT="$C/root2"
+    export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/src" SHARDKIT_OPTIONS="--size 32 --shard-size 64K"
+}
 
-say "a link where the job keeps its own directory or file: exit 2, nothing followed"
-for name in versions runs .nightly.lock versions/.published; do
-    for target in "$T/decoys/dir" "$T/decoys/file" "$T/decoys/none"; do
-        rm -rf "$ROOT" && mkdir -p "$(dirname "$ROOT/$name")"
-        ln -s "$target" "$ROOT/$name"
-        must_fail 2 shardkit-nightly
-        must_say "'$ROOT/$name' is a symbolic link" "$T/err"
-        decoys_intact "a link at $name"
-        [ ! -e "$ROOT/current" ] || die "a refused run published"
+case_a_link_where_the_job_keeps_its_own_directory_or_file_exit_2_nothing_followed() {
+    links_root
+    for name in versions runs .nightly.lock versions/.published; do
+        for target in "$C/decoys/dir" "$C/decoys/file" "$C/decoys/none"; do
+            rm -rf "$ROOT" && mkdir -p "$(dirname "$ROOT/$name")"
+            ln -s "$target" "$ROOT/$name"
+            must_fail 2 shardkit-nightly
+            must_say "'$ROOT/$name' is a symbolic link" "$T/err"
+            decoys_intact "a link at $name"
+            [ ! -e "$ROOT/current" ] || die "a refused run published"
+        done
     done
-done
+}
 
-say "links at current, at an old version and at runs/latest.json are replaced or removed, never followed"
-rm -rf "$ROOT" && mkdir -p "$ROOT/versions" "$ROOT/runs"
-ln -s "$T/decoys/dir" "$ROOT/current"
-ln -s "$T/decoys/dir/20000101T000000Z" "$ROOT/versions/20000101T000000Z"
-ln -s "$T/decoys/file" "$ROOT/runs/latest.json"
-ln -s "$T/decoys/file" "$ROOT/runs/.latest.json.tmp"
-ln -s "$T/decoys/file" "$ROOT/versions/.published.tmp"
-nightly 0
-decoys_intact "links at current, an old version, latest.json"
-[ "$(current)" = "versions/$run" ] || die "current is '$(current)'"
-[ "$(field 'd["pruned_versions"]')" = "['20000101T000000Z']" ] || die "pruned: $(field 'd["pruned_versions"]')"
-[ ! -L "$ROOT/versions/20000101T000000Z" ] || die "the old version's link was not pruned"
-[ -f "$ROOT/runs/latest.json" ] && [ ! -L "$ROOT/runs/latest.json" ] || die "latest.json is still a link"
-[ -z "$(find "$ROOT" -type l ! -path "$ROOT/current")" ] || die "links left: $(find "$ROOT" -type l)"
+case_links_at_current_at_an_old_version_and_at_runs_latest_json_are_replaced_or_removed_never_followed() {
+    links_root
+    rm -rf "$ROOT" && mkdir -p "$ROOT/versions" "$ROOT/runs"
+    ln -s "$C/decoys/dir" "$ROOT/current"
+    ln -s "$C/decoys/dir/20000101T000000Z" "$ROOT/versions/20000101T000000Z"
+    ln -s "$C/decoys/file" "$ROOT/runs/latest.json"
+    ln -s "$C/decoys/file" "$ROOT/runs/.latest.json.tmp"
+    ln -s "$C/decoys/file" "$ROOT/versions/.published.tmp"
+    nightly 0
+    decoys_intact "links at current, an old version, latest.json"
+    [ "$(current)" = "versions/$run" ] || die "current is '$(current)'"
+    [ "$(field 'd["pruned_versions"]')" = "['20000101T000000Z']" ] || die "pruned: $(field 'd["pruned_versions"]')"
+    [ ! -L "$ROOT/versions/20000101T000000Z" ] || die "the old version's link was not pruned"
+    [ -f "$ROOT/runs/latest.json" ] && [ ! -L "$ROOT/runs/latest.json" ] || die "latest.json is still a link"
+    [ -z "$(find "$ROOT" -type l ! -path "$ROOT/current")" ] || die "links left: $(find "$ROOT" -type l)"
+}
 
-say "links at this run's own names (a fixed time stamp): another stamp is chosen, nothing followed"
-mkdir "$T/shim"
-real_date=$(command -v date)
-printf '#!/bin/sh\ncase "$*" in *%%Y%%m%%dT%%H%%M%%SZ*) echo 20300101T000000Z ;; *) exec %s "$@" ;; esac\n' \
-    "$real_date" >"$T/shim/date"
-chmod +x "$T/shim/date"
-ln -s "$T/decoys/none" "$ROOT/versions/20300101T000000Z"
-ln -s "$T/decoys/file" "$ROOT/runs/20300101T000000Z.log"
-ln -s "$T/decoys/dir" "$ROOT/runs/20300101T000000Z-01.shardify.json"
-PATH="$T/shim:$PATH" nightly 0
-[ "$run" = 20300101T000000Z-02 ] || die "the run took the stamp '$run'"
-decoys_intact "links at the run's own names"
-shardcheck "$ROOT/current" >/dev/null || die "current does not verify"
+case_links_at_this_runs_own_names_a_fixed_time_stamp_another_stamp_is_chosen_nothing_followed() {
+    links_root
+    # a ROOT the job has published in
+    nightly 0
+    mkdir "$C/shim"
+    real_date=$(command -v date)
+    printf '#!/bin/sh\ncase "$*" in *%%Y%%m%%dT%%H%%M%%SZ*) echo 20300101T000000Z ;; *) exec %s "$@" ;; esac\n' \
+        "$real_date" >"$C/shim/date"
+    chmod +x "$C/shim/date"
+    ln -s "$C/decoys/none" "$ROOT/versions/20300101T000000Z"
+    ln -s "$C/decoys/file" "$ROOT/runs/20300101T000000Z.log"
+    ln -s "$C/decoys/dir" "$ROOT/runs/20300101T000000Z-01.shardify.json"
+    PATH="$C/shim:$PATH" nightly 0
+    [ "$run" = 20300101T000000Z-02 ] || die "the run took the stamp '$run'"
+    decoys_intact "links at the run's own names"
+    shardcheck "$ROOT/current" >/dev/null || die "current does not verify"
+}
 
 # ---- options reach shardify exactly as given --------------------------------------------
 # A source labelled by a regex; the working directory holds a directory the
@@ -244,56 +312,75 @@ mkdir -p "$T/lsrc/c1" "$T/lsrc/c2" "$T/lsrc/other" "$T/cwd/regex:^(c1)"
 cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/lsrc/c1/a.jpg"
 cp "$SHARDKIT_FIXTURES/gray.jpg" "$T/lsrc/c2/b.jpg"
 cp "$SHARDKIT_FIXTURES/progressive.jpg" "$T/lsrc/other/c.jpg"
-ROOT="$T/root3"
-export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/lsrc"
 labels() { json "$ROOT/current/manifest.json" 'd["labels"], d["counts"]["unlabeled"]'; }
-cd "$T/cwd"
+# options_root: the case's ROOT, $C/root3, over the labelled source
+options_root() {
+    ROOT="$C/root3"
+    export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/lsrc" SHARDKIT_OPTIONS="--size 32 --shard-size 64K"
+}
 
-say "SHARDKIT_OPTIONS: quoted words reach shardify as written, nothing expanded"
-SHARDKIT_OPTIONS="--size 32 --labels 'regex:^(c[0-9])/'" nightly 0
-[ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
-[ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/']" ] ||
-    die "options: $(field 'd["options"]')"
-# every quoting form: '...', "..." with \" and \\, a backslash outside quotes,
-# tabs and newlines between words, $ and * as plain characters
-SHARDKIT_OPTIONS="$(printf '%s\t\n %s' "--size \"3\"2 --labels regex:^\\(c[0-9]\\)/" \
-    "--quality '9'\"0\" --shard-size 64K")" nightly 0
-[ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
-[ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/', '--quality', '90', '--shard-size', '64K']" ] ||
-    die "options: $(field 'd["options"]')"
+case_shardkit_options_quoted_words_reach_shardify_as_written_nothing_expanded() {
+    options_root
+    cd "$T/cwd"
+    SHARDKIT_OPTIONS="--size 32 --labels 'regex:^(c[0-9])/'" nightly 0
+    [ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
+    [ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/']" ] ||
+        die "options: $(field 'd["options"]')"
+    # every quoting form: '...', "..." with \" and \\, a backslash outside quotes,
+    # tabs and newlines between words, $ and * as plain characters
+    SHARDKIT_OPTIONS="$(printf '%s\t\n %s' "--size \"3\"2 --labels regex:^\\(c[0-9]\\)/" \
+        "--quality '9'\"0\" --shard-size 64K")" nightly 0
+    [ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
+    [ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/', '--quality', '90', '--shard-size', '64K']" ] ||
+        die "options: $(field 'd["options"]')"
+}
 
-say "options after --: passed on as they are, never globbed"
-SHARDKIT_OPTIONS="--size 32" nightly 0 -- --labels 'regex:^(c[0-9])/' --quality 91
-[ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
-[ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/', '--quality', '91']" ] ||
-    die "options: $(field 'd["options"]')"
+case_options_after_double_dash_passed_on_as_they_are_never_globbed() {
+    options_root
+    cd "$T/cwd"
+    SHARDKIT_OPTIONS="--size 32" nightly 0 -- --labels 'regex:^(c[0-9])/' --quality 91
+    [ "$(labels)" = "(['c1', 'c2'], 1)" ] || die "labels: $(labels)"
+    [ "$(field 'd["options"]')" = "['--size', '32', '--labels', 'regex:^(c[0-9])/', '--quality', '91']" ] ||
+        die "options: $(field 'd["options"]')"
+}
 
-say "SHARDKIT_CHECK_OPTIONS: quoted words reach shardcheck as written"
-SHARDKIT_OPTIONS="--size 32" SHARDKIT_CHECK_OPTIONS="--visitation '1,3'" nightly 0
-[ "$(field 'd["check_options"], d["shardcheck"]["verified"]')" = "(['--visitation', '1,3'], True)" ] ||
-    die "check options: $(field 'd["check_options"], d["shardcheck"]')"
-cd "$T"
+case_shardkit_check_options_quoted_words_reach_shardcheck_as_written() {
+    options_root
+    cd "$T/cwd"
+    SHARDKIT_OPTIONS="--size 32" SHARDKIT_CHECK_OPTIONS="--visitation '1,3'" nightly 0
+    [ "$(field 'd["check_options"], d["shardcheck"]["verified"]')" = "(['--visitation', '1,3'], True)" ] ||
+        die "check options: $(field 'd["check_options"], d["shardcheck"]')"
+}
 
-say "an unterminated quote is a usage error: nothing is done"
-before=$(ls "$ROOT/runs" | wc -l)
-SHARDKIT_OPTIONS="--size '32" must_fail 2 shardkit-nightly
-must_say "SHARDKIT_OPTIONS has an unterminated single quote" "$T/err"
-SHARDKIT_CHECK_OPTIONS='--visitation "8' must_fail 2 shardkit-nightly
-must_say "SHARDKIT_CHECK_OPTIONS has an unterminated double quote" "$T/err"
-[ "$(ls "$ROOT/runs" | wc -l)" -eq "$before" ] || die "a refused run left a record"
+case_an_unterminated_quote_is_a_usage_error_nothing_is_done() {
+    options_root
+    # a ROOT the job has run in
+    SHARDKIT_OPTIONS="--size 32" nightly 0
+    before=$(ls "$ROOT/runs" | wc -l)
+    SHARDKIT_OPTIONS="--size '32" must_fail 2 shardkit-nightly
+    must_say "SHARDKIT_OPTIONS has an unterminated single quote" "$T/err"
+    SHARDKIT_CHECK_OPTIONS='--visitation "8' must_fail 2 shardkit-nightly
+    must_say "SHARDKIT_CHECK_OPTIONS has an unterminated double quote" "$T/err"
+    [ "$(ls "$ROOT/runs" | wc -l)" -eq "$before" ] || die "a refused run left a record"
+}
 
-say "a shardify usage error is reported as one (exit 2), not as a failed shardify"
-published_before=$(current)
-SHARDKIT_OPTIONS="--size 32 --no-such-option" nightly 2
-must_say "shardify refused its options (usage error" "$T/nightly.err"
-must_say "no-such-option" "$T/nightly.err"
-[ "$(field 'd["status"], d["exit_code"], d["shardify"]["exit_code"], d["published"]')" = \
-  "('shardify_usage_error', 2, 2, False)" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
-[ "$(current)" = "$published_before" ] || die "current moved"
-[ ! -e "$ROOT/versions/$run" ] || die "a refused shardify left a version"
+case_a_shardify_usage_error_is_reported_as_one_exit_2_not_as_a_failed_shardify() {
+    options_root
+    # a ROOT the job has published in
+    SHARDKIT_OPTIONS="--size 32" nightly 0
+    published_before=$(current)
+    SHARDKIT_OPTIONS="--size 32 --no-such-option" nightly 2
+    must_say "shardify refused its options (usage error" "$T/nightly.err"
+    must_say "no-such-option" "$T/nightly.err"
+    [ "$(field 'd["status"], d["exit_code"], d["shardify"]["exit_code"], d["published"]')" = \
+      "('shardify_usage_error', 2, 2, False)" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
+    [ "$(current)" = "$published_before" ] || die "current moved"
+    [ ! -e "$ROOT/versions/$run" ] || die "a refused shardify left a version"
+}
 
 # ---- a version that lost its samples is not published ----------------------------------
-say "a new version that lost more than --max-loss of the current one's samples: exit 6, not published"
+# the set-up runs the job on a ROOT of its own as the source loses a folder,
+# then everything (snap and at: above)
 ROOT="$T/root4"
 export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/msrc" SHARDKIT_OPTIONS="--size 32 --shard-size 64K"
 "$PYTHON" "$SHARDKIT_TOP/examples/make_demo_data.py" "$T/msrc" >/dev/null
@@ -301,43 +388,61 @@ nightly 0
 full=$(current)
 mv "$T/msrc/dune" "$T/dune.away"  # 12 of 48 samples: 25 % lost
 nightly 6
-[ "$(current)" = "$full" ] || die "current moved to '$(current)'"
-[ "$(field 'd["status"], d["exit_code"], d["published"], d["samples"]')" = \
-  "('sample_loss', 6, False, {'new': 36, 'current': 48})" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
-must_say "lost more than --max-loss 10%" "$T/nightly.err"
-[ -d "$ROOT/versions/$run" ] || die "the refused version is kept for inspection"
-[ "$(json "$ROOT/current/manifest.json" 'd["counts"]["samples"]')" = 48 ] || die "current changed"
-
-say "the operator allows a larger loss: published"
+snap loss
 SHARDKIT_MAX_LOSS=30 nightly 0
-[ "$(current)" = "versions/$run" ] || die "current is '$(current)'"
-[ "$(field 'd["max_loss"], d["samples"]')" = "(30, {'new': 36, 'current': 48})" ] ||
-    die "summary: $(cat "$ROOT/runs/$run.json")"
-
-say "an emptied SRC (an unmounted mount point) is refused, even with no loss allowed at all"
-published_before=$(current)
+snap allowed
 mkdir "$T/msrc.away" && mv "$T/msrc"/* "$T/msrc.away/"
 nightly 6 --max-loss 99
-must_say "holds no samples" "$T/nightly.err"
-[ "$(current)" = "$published_before" ] || die "an empty version was published"
-say "... and published when the operator says so (--max-loss 100)"
+snap emptied
 nightly 0 --max-loss 100
-[ "$(json "$ROOT/current/manifest.json" 'd["counts"]["samples"]')" = 0 ] || die "expected the empty version"
-say "the first run publishes no empty version either"
-rm -rf "$T/root5"
-SHARDKIT_ROOT="$T/root5" must_fail 6 shardkit-nightly
-[ ! -e "$T/root5/current" ] || die "an empty first version was published"
-for bad in 101 -1 x 5.5 ""; do
-    must_fail 2 shardkit-nightly --max-loss "$bad"
-    must_say "--max-loss (SHARDKIT_MAX_LOSS) must be a whole percentage" "$T/err"
-done
+snap emptied_allowed
+
+case_a_new_version_that_lost_more_than_max_loss_of_the_current_ones_samples_exit_6_not_published() {
+    at loss
+    [ "$(current)" = "$full" ] || die "current moved to '$(current)'"
+    [ "$(field 'd["status"], d["exit_code"], d["published"], d["samples"]')" = \
+      "('sample_loss', 6, False, {'new': 36, 'current': 48})" ] || die "summary: $(cat "$ROOT/runs/$run.json")"
+    must_say "lost more than --max-loss 10%" "$E"
+    [ -d "$ROOT/versions/$run" ] || die "the refused version is kept for inspection"
+    [ "$(json "$ROOT/current/manifest.json" 'd["counts"]["samples"]')" = 48 ] || die "current changed"
+}
+
+case_the_operator_allows_a_larger_loss_published() {
+    at allowed
+    [ "$(current)" = "versions/$run" ] || die "current is '$(current)'"
+    [ "$(field 'd["max_loss"], d["samples"]')" = "(30, {'new': 36, 'current': 48})" ] ||
+        die "summary: $(cat "$ROOT/runs/$run.json")"
+}
+
+case_an_emptied_src_an_unmounted_mount_point_is_refused_even_with_no_loss_allowed_at_all() {
+    published_before=$(at allowed && current)
+    at emptied
+    must_say "holds no samples" "$E"
+    [ "$(current)" = "$published_before" ] || die "an empty version was published"
+}
+
+case_and_published_when_the_operator_says_so_max_loss_100() {
+    at emptied_allowed
+    [ "$(json "$ROOT/current/manifest.json" 'd["counts"]["samples"]')" = 0 ] || die "expected the empty version"
+}
+
+case_the_first_run_publishes_no_empty_version_either() {
+    # the set-up's source, emptied
+    export SHARDKIT_SRC="$T/msrc"
+    SHARDKIT_ROOT="$C/root5" must_fail 6 shardkit-nightly
+    [ ! -e "$C/root5/current" ] || die "an empty first version was published"
+    for bad in 101 -1 x 5.5 ""; do
+        must_fail 2 shardkit-nightly --max-loss "$bad"
+        must_say "--max-loss (SHARDKIT_MAX_LOSS) must be a whole percentage" "$T/err"
+    done
+}
 
 # ---- a detection dataset ------------------------------------------------------------------
-say "a detection dataset (--coco): every night after the first rebuilds in full and publishes"
-mkdir -p "$T/dsrc"
-cp "$SHARDKIT_FIXTURES/rgb.jpg" "$T/dsrc/a.jpg"
-cp "$SHARDKIT_FIXTURES/progressive.jpg" "$T/dsrc/b.jpg"
-"$PYTHON" - "$T/dsrc" "$T/dcoco.json" <<'PY'
+case_a_detection_dataset_coco_every_night_after_the_first_rebuilds_in_full_and_publishes() {
+    mkdir -p "$C/dsrc"
+    cp "$SHARDKIT_FIXTURES/rgb.jpg" "$C/dsrc/a.jpg"
+    cp "$SHARDKIT_FIXTURES/progressive.jpg" "$C/dsrc/b.jpg"
+    "$PYTHON" - "$C/dsrc" "$C/dcoco.json" <<'PY'
 import json, os, sys
 from PIL import Image
 src, out = sys.argv[1:3]
@@ -349,10 +454,9 @@ json.dump({"images": images, "categories": [{"id": 1, "name": "thing"}],
                             "bbox": [2, 3, 20, 10], "area": 200} for i in images]},
           open(out, "w"))
 PY
-(
-    ROOT="$T/droot"
-    export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/dsrc"
-    export SHARDKIT_OPTIONS="--size 32 --labels none --coco $T/dcoco.json"
+    ROOT="$C/droot"
+    export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$C/dsrc"
+    export SHARDKIT_OPTIONS="--size 32 --labels none --coco $C/dcoco.json"
     nightly 0
     first=$(current)
     nightly 0
@@ -361,20 +465,20 @@ PY
     field 'd["incremental"]["lineage"]["full_rebuild"]' | grep -qF "boxes, mask and image fields are made" ||
         die "the second night is not a full rebuild saying why: $(field 'd["incremental"]')"
     [ "$(json "$ROOT/current/manifest.json" 'd["counts"]["boxes"]')" = 2 ] || die "boxes lost"
-)
+}
 
 # ---- records are JSON whatever the names hold -------------------------------------------
-say "run records are valid JSON whatever bytes SRC and ROOT hold"
-# quotes, a backslash, control bytes, a newline, bytes that are not UTF-8, and UTF-8
-weird=$(printf 'q"uo\\te\001\tn\nl\200\377 \303\251')
-cp -r "$T/lsrc" "$T/src $weird"
-ROOT="$T/root $weird"
-export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$T/src $weird" SHARDKIT_OPTIONS="--size 32"
-nightly 0
-# (a manifest holds its options as UTF-8: these have all but the bytes that are not)
-texty=$(printf 'q"uo\\te\001\tn\nl \303\251')
-SHARDKIT_OPTIONS="--size 32 --labels 'regex:^(c[0-9]|$texty)/'" nightly 0
-"$PYTHON" - "$ROOT" "$T/src $weird" "$run" "$texty" <<'PY'
+case_run_records_are_valid_json_whatever_bytes_src_and_root_hold() {
+    # quotes, a backslash, control bytes, a newline, bytes that are not UTF-8, and UTF-8
+    weird=$(printf 'q"uo\\te\001\tn\nl\200\377 \303\251')
+    cp -r "$T/lsrc" "$C/src $weird"
+    ROOT="$C/root $weird"
+    export SHARDKIT_ROOT="$ROOT" SHARDKIT_SRC="$C/src $weird" SHARDKIT_OPTIONS="--size 32"
+    nightly 0
+    # (a manifest holds its options as UTF-8: these have all but the bytes that are not)
+    texty=$(printf 'q"uo\\te\001\tn\nl \303\251')
+    SHARDKIT_OPTIONS="--size 32 --labels 'regex:^(c[0-9]|$texty)/'" nightly 0
+    "$PYTHON" - "$ROOT" "$C/src $weird" "$run" "$texty" <<'PY'
 import json, os, sys
 root, src, run, texty = (os.fsencode(a) for a in sys.argv[1:])
 runs = os.path.join(root, b"runs")
@@ -387,5 +491,6 @@ for name in (run + b".json", b"latest.json"):
     assert d["options"][-1] == shown(b"regex:^(c[0-9]|" + texty + b")/"), d
     assert d["status"] == "published", d
 PY
+}
 
-echo "all nightly checks passed"
+run_cases

@@ -34,18 +34,25 @@ shardify "$SRC" "$T/dst" --size 32 --annotations "$T/ann.jsonl" \
     --field 'ids=int64[2],from=.ids' --field tags=labels,from=.tags \
     --field weight=float --field note=text --field count=int --field raw=bytes --quiet
 
-say "every field of every sample beside its PNG"
-shardcat "$T/dst" --out "$T/out" 2>"$T/err" || { cat "$T/err"; die "shardcat failed"; }
-O=$T/out
-for f in a/0001.txt a/0002.txt a/0001.json a/0001.bin; do
-    name=$(echo "$f" | sed 's|/|%2F|')
-    [ -f "$O/$name" ] || die "no '$name' in the output"
-    cmp "$SRC/$f" "$O/$name" || die "'$name' is not byte-identical to the source '$f'"
-done
-ls "$O" | grep -q '^a%2F0002\.\(json\|bin\|score\|emb\|ids\|tags\)$' &&
-    die "a field the sample does not have was written"
-# numbers, vectors and labels: JSON of the stored values
-"$PYTHON" - "$O" <<'EOF' || die "numbers, vectors or labels differ from the stored values"
+# cat_all: every sample with its fields written into the case's $C/out, $O
+# (shardcat of three samples: the two cases that read it write it each)
+cat_all() {
+    shardcat "$T/dst" --out "$C/out" 2>"$C/err" || { cat "$C/err"; die "shardcat failed"; }
+    O=$C/out
+}
+
+case_every_field_of_every_sample_beside_its_png() {
+    cat_all
+    for f in a/0001.txt a/0002.txt a/0001.json a/0001.bin; do
+        name=$(echo "$f" | sed 's|/|%2F|')
+        [ -f "$O/$name" ] || die "no '$name' in the output"
+        cmp "$SRC/$f" "$O/$name" || die "'$name' is not byte-identical to the source '$f'"
+    done
+    if ls "$O" | grep -q '^a%2F0002\.\(json\|bin\|score\|emb\|ids\|tags\)$'; then
+        die "a field the sample does not have was written"
+    fi
+    # numbers, vectors and labels: JSON of the stored values
+    "$PYTHON" - "$O" <<'EOF' || die "numbers, vectors or labels differ from the stored values"
 import json, os, struct, sys
 o = sys.argv[1]
 def load(name):
@@ -68,32 +75,38 @@ with open(os.path.join(o, "a%2F0001.note.txt"), "rb") as f:
 with open(os.path.join(o, "a%2F0001.raw.bin"), "rb") as f:
     assert f.read() == "r\u00ffw".encode()
 EOF
+}
 
-say "a long key: the sidecar's name is shortened and listed with its key"
-short=$(ls "$O" | grep '^b%2Fl.*%~[0-9a-f]\{16\}\.txt$') || die "no shortened caption name: $(ls "$O")"
-cmp "$SRC/b/$long.txt" "$O/$short" || die "the shortened caption differs from its source"
-must_say "$(printf '%s\tb/%s.txt' "$short" "$long")" "$O/keys.tsv"
+case_a_long_key_the_sidecars_name_is_shortened_and_listed_with_its_key() {
+    cat_all
+    short=$(ls "$O" | grep '^b%2Fl.*%~[0-9a-f]\{16\}\.txt$') || die "no shortened caption name: $(ls "$O")"
+    cmp "$SRC/b/$long.txt" "$O/$short" || die "the shortened caption differs from its source"
+    must_say "$(printf '%s\tb/%s.txt' "$short" "$long")" "$O/keys.tsv"
+}
 
-say "KEYs: only their samples and fields"
-shardcat "$T/dst" a/0002.jpg --out "$T/one" 2>/dev/null
-[ "$(ls "$T/one" | sort | tr '\n' ' ')" = "a%2F0002.jpg.png a%2F0002.txt a%2F0002.weight.json " ] ||
-    die "KEY a/0002.jpg wrote $(ls "$T/one")"
+case_keys_only_their_samples_and_fields() {
+    shardcat "$T/dst" a/0002.jpg --out "$C/one" 2>/dev/null
+    [ "$(ls "$C/one" | sort | tr '\n' ' ')" = "a%2F0002.jpg.png a%2F0002.txt a%2F0002.weight.json " ] ||
+        die "KEY a/0002.jpg wrote $(ls "$C/one")"
+}
 
-say "a symbolic link where a field's file would go: named, left alone, the rest written"
-mkdir -p "$T/link"
-echo "keep me" >"$T/target"
-ln -s "$T/target" "$T/link/a%2F0001.txt"
-must_fail 1 shardcat "$T/dst" a/0001.jpg --out "$T/link"
-must_say "cannot write '$T/link/a%2F0001.txt': a symbolic link is in the way" "$T/err"
-[ "$(cat "$T/target")" = "keep me" ] || die "the link's target was written through"
-[ -f "$T/link/a%2F0001.jpg.png" ] && [ -f "$T/link/a%2F0001.json" ] ||
-    die "the sample's other files were not written"
-say "names that collide: the first file keeps its name, the other is named and not written"
-# b.jpg's PNG is b.jpg.png, and so is the mask of b.jpg.jpeg (its stem b.jpg
-# and the suffix .png); keys.jpg's note would be keys.tsv, the listing's name
-C=$T/clash
-mkdir -p "$C"
-"$PYTHON" - "$C" <<'PY'
+case_a_symbolic_link_where_a_fields_file_would_go_named_left_alone_the_rest_written() {
+    mkdir -p "$C/link"
+    echo "keep me" >"$C/target"
+    ln -s "$C/target" "$C/link/a%2F0001.txt"
+    must_fail 1 shardcat "$T/dst" a/0001.jpg --out "$C/link"
+    must_say "cannot write '$C/link/a%2F0001.txt': a symbolic link is in the way" "$T/err"
+    [ "$(cat "$C/target")" = "keep me" ] || die "the link's target was written through"
+    [ -f "$C/link/a%2F0001.jpg.png" ] && [ -f "$C/link/a%2F0001.json" ] ||
+        die "the sample's other files were not written"
+}
+
+case_names_that_collide_the_first_file_keeps_its_name_the_other_is_named_and_not_written() {
+    # b.jpg's PNG is b.jpg.png, and so is the mask of b.jpg.jpeg (its stem b.jpg
+    # and the suffix .png); keys.jpg's note would be keys.tsv, the listing's name
+    CLASH=$C/clash
+    mkdir -p "$CLASH"
+    "$PYTHON" - "$CLASH" <<'PY'
 import sys
 from PIL import Image
 top = sys.argv[1]
@@ -104,17 +117,19 @@ Image.new("L", (20, 16), 1).save(f"{top}/b.png")
 Image.new("L", (20, 16), 2).save(f"{top}/b.jpg.png")
 Image.new("L", (20, 16), 0).save(f"{top}/keys.png")
 PY
-printf 'a note\n' >"$C/keys.tsv"
-printf 'bg\none\ntwo\n' >"$T/classes.txt"
-shardify "$C" "$T/clash-dst" --no-shuffle --labels none --quiet \
-    --field "seg=mask,from=.png,classes=$T/classes.txt" --field note=text,from=.tsv
-must_fail 1 shardcat "$T/clash-dst" --out "$T/clash-out"
-must_say "cannot write '$T/clash-out/b.jpg.png' for field 'seg' of 'b.jpg.jpeg': that name holds the image of 'b.jpg' (two names collide; it is not overwritten)" "$T/err"
-must_say "cannot write '$T/clash-out/keys.tsv' for field 'note' of 'keys.jpg': that name holds the listing of shortened names" "$T/err"
-must_say "wrote 1 sample to '$T/clash-out'; 2 could not be written (named above)" "$T/err"
-shardcat "$T/clash-dst" b.jpg b.jpg --out "$T/clash-one" 2>"$T/err" ||
-    { cat "$T/err"; die "a KEY given twice is a collision with itself"; }
-[ "$(ls "$T/clash-one" | tr '\n' ' ')" = "b.jpg.png b.png " ] || die "KEY b.jpg wrote $(ls "$T/clash-one")"
-cmp "$T/clash-one/b.jpg.png" "$T/clash-out/b.jpg.png" || die "b.jpg.png is not the image of b.jpg"
-[ ! -e "$T/clash-out/keys.tsv" ] || die "a sample's file took the listing's name"
-echo "shardcat fields checks passed"
+    printf 'a note\n' >"$CLASH/keys.tsv"
+    printf 'bg\none\ntwo\n' >"$C/classes.txt"
+    shardify "$CLASH" "$C/clash-dst" --no-shuffle --labels none --quiet \
+        --field "seg=mask,from=.png,classes=$C/classes.txt" --field note=text,from=.tsv
+    must_fail 1 shardcat "$C/clash-dst" --out "$C/clash-out"
+    must_say "cannot write '$C/clash-out/b.jpg.png' for field 'seg' of 'b.jpg.jpeg': that name holds the image of 'b.jpg' (two names collide; it is not overwritten)" "$T/err"
+    must_say "cannot write '$C/clash-out/keys.tsv' for field 'note' of 'keys.jpg': that name holds the listing of shortened names" "$T/err"
+    must_say "wrote 1 sample to '$C/clash-out'; 2 could not be written (named above)" "$T/err"
+    shardcat "$C/clash-dst" b.jpg b.jpg --out "$C/clash-one" 2>"$T/err" ||
+        { cat "$T/err"; die "a KEY given twice is a collision with itself"; }
+    [ "$(ls "$C/clash-one" | tr '\n' ' ')" = "b.jpg.png b.png " ] || die "KEY b.jpg wrote $(ls "$C/clash-one")"
+    cmp "$C/clash-one/b.jpg.png" "$C/clash-out/b.jpg.png" || die "b.jpg.png is not the image of b.jpg"
+    [ ! -e "$C/clash-out/keys.tsv" ] || die "a sample's file took the listing's name"
+}
+
+run_cases

@@ -22,12 +22,12 @@ prompt() {
     want=$1 text=$2
     shift 2
     set +e
-    timeout -k 2 "$LIMIT" "$@" >"$T/out" 2>&1 </dev/null
+    timeout -k 2 "$LIMIT" "$@" >"$C/out" 2>&1 </dev/null
     got=$?
     set -e
-    case $got in 124 | 137) cat "$T/out" >&2; die "'$*' hung: killed after $LIMIT s" ;; esac
-    [ "$got" -eq "$want" ] || { cat "$T/out" >&2; die "'$*' exited $got, expected $want"; }
-    must_say "$text" "$T/out"
+    case $got in 124 | 137) cat "$C/out" >&2; die "'$*' hung: killed after $LIMIT s" ;; esac
+    [ "$got" -eq "$want" ] || { cat "$C/out" >&2; die "'$*' exited $got, expected $want"; }
+    must_say "$text" "$C/out"
 }
 
 # plant KIND PATH: replace PATH (a file) with a KIND: fifo, socket, dir or
@@ -36,96 +36,108 @@ plant() {
     rm -f "$2"
     case $1 in
     fifo) mkfifo "$2" ;;
-    socket) "$PYTHON" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$2" ;;
+    # bound by its name from its directory: a case's path may be longer than
+    # AF_UNIX's 108 bytes
+    socket) (cd "$(dirname "$2")" && "$PYTHON" -c \
+        'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$(basename "$2")") ;;
     dir) mkdir "$2" ;;
     chardev) ln -s /dev/zero "$2" ;;
     esac
 }
-# copy_with KIND NAME: a copy of the dataset, $T/c, with NAME planted as KIND
+# copy_with KIND NAME: a copy of the dataset, $C/c, with NAME planted as KIND
 copy_with() {
-    rm -rf "$T/c"
-    cp -r "$T/ds" "$T/c"
-    plant "$1" "$T/c/$2"
+    rm -rf "$C/c"
+    cp -r "$T/ds" "$C/c"
+    plant "$1" "$C/c/$2"
 }
 
 # ---- a dataset read by shardcheck, shardcat, shardbench -----------------------------
-say "shardcheck: manifest, index and shard as a FIFO"
-copy_with fifo manifest.json
-prompt 1 "cannot read manifest '$T/c/manifest.json': not a regular file: fifo" shardcheck "$T/c"
-copy_with fifo index.jsonl
-prompt 1 "cannot read '$T/c/index.jsonl': not a regular file: fifo" shardcheck "$T/c"
-copy_with fifo "$SHARD"
-prompt 1 "cannot read '$T/c/$SHARD': not a regular file: fifo" shardcheck "$T/c"
+case_shardcheck_manifest_index_and_shard_as_a_fifo() {
+    copy_with fifo manifest.json
+    prompt 1 "cannot read manifest '$C/c/manifest.json': not a regular file: fifo" shardcheck "$C/c"
+    copy_with fifo index.jsonl
+    prompt 1 "cannot read '$C/c/index.jsonl': not a regular file: fifo" shardcheck "$C/c"
+    copy_with fifo "$SHARD"
+    prompt 1 "cannot read '$C/c/$SHARD': not a regular file: fifo" shardcheck "$C/c"
+}
 
-say "shardcheck: the other kinds of special file, each named as what it is"
-copy_with socket index.jsonl
-prompt 1 "cannot read '$T/c/index.jsonl': not a regular file: socket" shardcheck "$T/c"
-copy_with dir manifest.json
-prompt 1 "cannot read manifest '$T/c/manifest.json': not a regular file: directory" \
-    shardcheck "$T/c"
-copy_with chardev manifest.json
-prompt 1 "cannot read manifest '$T/c/manifest.json': not a regular file: character device" \
-    shardcheck "$T/c"
+case_shardcheck_the_other_kinds_of_special_file_each_named_as_what_it_is() {
+    copy_with socket index.jsonl
+    prompt 1 "cannot read '$C/c/index.jsonl': not a regular file: socket" shardcheck "$C/c"
+    copy_with dir manifest.json
+    prompt 1 "cannot read manifest '$C/c/manifest.json': not a regular file: directory" \
+        shardcheck "$C/c"
+    copy_with chardev manifest.json
+    prompt 1 "cannot read manifest '$C/c/manifest.json': not a regular file: character device" \
+        shardcheck "$C/c"
+}
 
-say "shardcat and shardbench: a shard or the index as a FIFO"
-copy_with fifo "$SHARD"
-prompt 1 "$SHARD: not a regular file: fifo" shardcat "$T/c" --out "$T/cat1"
-prompt 1 "$SHARD: not a regular file: fifo" shardbench shards "$T/c" --epochs 1
-# a key is found through the key table, never the index
-copy_with fifo index.keys
-KEY=$(head -n 1 "$T/ds/index.jsonl" | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["key"])')
-prompt 1 "cannot read key table 'index.keys': not a regular file: fifo" shardcat "$T/c" "$KEY" --out "$T/cat2"
+case_shardcat_and_shardbench_a_shard_or_the_index_as_a_fifo() {
+    copy_with fifo "$SHARD"
+    prompt 1 "$SHARD: not a regular file: fifo" shardcat "$C/c" --out "$C/cat1"
+    prompt 1 "$SHARD: not a regular file: fifo" shardbench shards "$C/c" --epochs 1
+    # a key is found through the key table, never the index
+    copy_with fifo index.keys
+    KEY=$(head -n 1 "$T/ds/index.jsonl" | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["key"])')
+    prompt 1 "cannot read key table 'index.keys': not a regular file: fifo" shardcat "$C/c" "$KEY" --out "$C/cat2"
+}
 
 # ---- inputs named by an option ----------------------------------------------------
-say "--labels and --keys as a FIFO or a device"
-mkfifo "$T/labels.csv" "$T/keys.txt"
-prompt 1 "cannot read label file '$T/labels.csv': not a regular file: fifo" \
-    shardify $OPTS --labels "$T/labels.csv" "$T/raw" "$T/l1"
-[ ! -e "$T/l1" ] || die "a refused run created DST"
-prompt 1 "cannot read label file '/dev/zero': not a regular file: character device" \
-    shardify $OPTS --labels /dev/zero "$T/raw" "$T/l1"
-prompt 1 "cannot open key list '$T/keys.txt': not a regular file: fifo" \
-    shardbench files "$T/raw" --keys "$T/keys.txt" --epochs 1
-# shardcheck --source re-derives labels from the CSV file they came from
-(cd "$T/raw" && find . -type f -name '*.png' | sed 's|^\./||; s|$|,pictures|') >"$T/real.csv"
-shardify $OPTS --labels "$T/real.csv" "$T/raw" "$T/csv" || die "shardify --labels failed"
-prompt 1 "cannot read label file '$T/labels.csv': not a regular file: fifo" \
-    shardcheck --source "$T/raw" --labels "$T/labels.csv" "$T/csv"
+case_labels_and_keys_as_a_fifo_or_a_device() {
+    mkfifo "$C/labels.csv" "$C/keys.txt"
+    prompt 1 "cannot read label file '$C/labels.csv': not a regular file: fifo" \
+        shardify $OPTS --labels "$C/labels.csv" "$T/raw" "$C/l1"
+    [ ! -e "$C/l1" ] || die "a refused run created DST"
+    prompt 1 "cannot read label file '/dev/zero': not a regular file: character device" \
+        shardify $OPTS --labels /dev/zero "$T/raw" "$C/l1"
+    prompt 1 "cannot open key list '$C/keys.txt': not a regular file: fifo" \
+        shardbench files "$T/raw" --keys "$C/keys.txt" --epochs 1
+    # shardcheck --source re-derives labels from the CSV file they came from
+    (cd "$T/raw" && find . -type f -name '*.png' | sed 's|^\./||; s|$|,pictures|') >"$C/real.csv"
+    shardify $OPTS --labels "$C/real.csv" "$T/raw" "$C/csv" || die "shardify --labels failed"
+    prompt 1 "cannot read label file '$C/labels.csv': not a regular file: fifo" \
+        shardcheck --source "$T/raw" --labels "$C/labels.csv" "$C/csv"
+}
 
 # ---- shardify --incremental PREV ----------------------------------------------------
-say "--incremental: PREV's manifest or index as a FIFO is refused, nothing published"
-copy_with fifo manifest.json
-prompt 1 "cannot read manifest '$T/c/manifest.json': not a regular file: fifo" \
-    shardify $OPTS --incremental "$T/c" "$T/raw" "$T/i1"
-[ ! -e "$T/i1/manifest.json" ] || die "a refused incremental run published"
-copy_with fifo index.jsonl
-prompt 1 "cannot open '$T/c/index.jsonl': not a regular file: fifo" \
-    shardify $OPTS --incremental "$T/c" "$T/raw" "$T/i2"
-[ ! -e "$T/i2/manifest.json" ] || die "a refused incremental run published"
+case_incremental_prevs_manifest_or_index_as_a_fifo_is_refused_nothing_published() {
+    copy_with fifo manifest.json
+    prompt 1 "cannot read manifest '$C/c/manifest.json': not a regular file: fifo" \
+        shardify $OPTS --incremental "$C/c" "$T/raw" "$C/i1"
+    [ ! -e "$C/i1/manifest.json" ] || die "a refused incremental run published"
+    copy_with fifo index.jsonl
+    prompt 1 "cannot open '$C/c/index.jsonl': not a regular file: fifo" \
+        shardify $OPTS --incremental "$C/c" "$T/raw" "$C/i2"
+    [ ! -e "$C/i2/manifest.json" ] || die "a refused incremental run published"
+}
 
-say "--incremental: a shard of PREV as a FIFO is a damaged record: converted again"
-copy_with fifo "$SHARD"
-prompt 0 "reconverted (damaged in '$T/c')" \
-    shardify --size 32 --incremental "$T/c" "$T/raw" "$T/i3"
-[ "$(json "$T/i3/manifest.json" 'd["lineage"]["reconverted"]')" = "$SAMPLES" ] ||
-    die "not every sample of the FIFO shard was converted again"
+case_incremental_a_shard_of_prev_as_a_fifo_is_a_damaged_record_converted_again() {
+    copy_with fifo "$SHARD"
+    prompt 0 "reconverted (damaged in '$C/c')" \
+        shardify --size 32 --incremental "$C/c" "$T/raw" "$C/i3"
+    [ "$(json "$C/i3/manifest.json" 'd["lineage"]["reconverted"]')" = "$SAMPLES" ] ||
+        die "not every sample of the FIFO shard was converted again"
+}
 
 # ---- shardify merge -------------------------------------------------------------------
-say "merge: a part's part.json, manifest, index or shard as a FIFO"
-shardify $OPTS --part 0/2 "$T/raw" "$T/p" && shardify $OPTS --part 1/2 "$T/raw" "$T/p" ||
-    die "the parts failed"
-PART_SHARD=$(json "$T/p/parts/1-of-2/manifest.json" 'd["shards"][0]["file"]')
-# copy_parts_with NAME: a copy of the parts, $T/m, with part 1's NAME a FIFO
+# copy_parts_with NAME: a copy of the case's parts $C/p, $C/m, with part 1's NAME a FIFO
 copy_parts_with() {
-    rm -rf "$T/m"
-    cp -r "$T/p" "$T/m"
-    plant fifo "$T/m/parts/1-of-2/$1"
+    rm -rf "$C/m"
+    cp -r "$C/p" "$C/m"
+    plant fifo "$C/m/parts/1-of-2/$1"
 }
-for f in part.json manifest.json index.jsonl; do
-    copy_parts_with "$f"
-    prompt 1 "'$T/m/parts/1-of-2/$f': not a regular file: fifo" shardify merge "$T/m"
-    [ ! -e "$T/m/manifest.json" ] || die "a refused merge published ($f a FIFO)"
-done
-copy_parts_with "$PART_SHARD"
-prompt 1 "part 1 of 2 is incomplete: '$T/m/parts/1-of-2/$PART_SHARD'" shardify merge "$T/m"
-[ ! -e "$T/m/manifest.json" ] || die "a refused merge published (a shard a FIFO)"
+case_merge_a_parts_part_json_manifest_index_or_shard_as_a_fifo() {
+    shardify $OPTS --part 0/2 "$T/raw" "$C/p" && shardify $OPTS --part 1/2 "$T/raw" "$C/p" ||
+        die "the parts failed"
+    PART_SHARD=$(json "$C/p/parts/1-of-2/manifest.json" 'd["shards"][0]["file"]')
+    for f in part.json manifest.json index.jsonl; do
+        copy_parts_with "$f"
+        prompt 1 "'$C/m/parts/1-of-2/$f': not a regular file: fifo" shardify merge "$C/m"
+        [ ! -e "$C/m/manifest.json" ] || die "a refused merge published ($f a FIFO)"
+    done
+    copy_parts_with "$PART_SHARD"
+    prompt 1 "part 1 of 2 is incomplete: '$C/m/parts/1-of-2/$PART_SHARD'" shardify merge "$C/m"
+    [ ! -e "$C/m/manifest.json" ] || die "a refused merge published (a shard a FIFO)"
+}
+
+run_cases

@@ -29,18 +29,19 @@ LATE=$(cd "$SRC" && find . -type f -name 'img_*' | sort | tail -n 1)
 LATE=${LATE##*/}
 
 # stalled NAME ARGS...: start `shardify ARGS` in the background with every
-# open of a file named NAME waiting; return once it waits there ($pid).
+# open of a file named NAME waiting; return once it waits there ($pid).  Its
+# FIFO and output are the case's ($C/fifo, $C/bg.out, $C/bg.err).
 stalled() {
     name=$1
     shift
-    rm -f "$T/fifo" "$T/fifo.reached"
-    mkfifo "$T/fifo"
-    STALL_NAME=$name STALL_FIFO="$T/fifo" LD_PRELOAD="$PRELOAD" \
-        shardify "$@" >"$T/bg.out" 2>"$T/bg.err" &
+    rm -f "$C/fifo" "$C/fifo.reached"
+    mkfifo "$C/fifo"
+    STALL_NAME=$name STALL_FIFO="$C/fifo" LD_PRELOAD="$PRELOAD" \
+        shardify "$@" >"$C/bg.out" 2>"$C/bg.err" &
     pid=$!
     i=0
-    until [ -e "$T/fifo.reached" ]; do
-        kill -0 "$pid" 2>/dev/null || { cat "$T/bg.err" >&2; die "shardify ended before opening '$name'"; }
+    until [ -e "$C/fifo.reached" ]; do
+        kill -0 "$pid" 2>/dev/null || { cat "$C/bg.err" >&2; die "shardify ended before opening '$name'"; }
         i=$((i + 1))
         [ "$i" -lt "$POLL_STEPS" ] || die "shardify never opened '$name'"
         sleep 0.05
@@ -54,10 +55,10 @@ stalled() {
     done
 }
 
-# dst_state: every entry of $T/dst and its bytes, but the lock (which holds
+# dst_state DST: every entry of DST and its bytes, but the lock (which holds
 # the pid of the last run)
 dst_state() {
-    tree_state "$T/dst" | grep -v '^\./\.shardify/lock \|  \./\.shardify/lock$'
+    tree_state "$1" | grep -v '^\./\.shardify/lock \|  \./\.shardify/lock$'
 }
 
 # ends_within SECONDS: $pid exits within SECONDS; its status in $status
@@ -78,40 +79,68 @@ ends_within() {
     set -e
 }
 
-say "an interrupted run in DST (killed while it waited for '$LATE')"
-stalled "$LATE" $OPTS "$SRC" "$T/dst"
-kill -KILL "$pid"
-wait "$pid" 2>/dev/null || true
-[ -f "$T/dst/.shardify/state.json" ] && [ ! -e "$T/dst/manifest.json" ] ||
-    die "the killed run left no resumable state"
+# killed_run DST: an interrupted run in DST (killed while it waited for '$LATE')
+killed_run() {
+    stalled "$LATE" $OPTS "$SRC" "$1"
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null || true
+}
 
-for sig in TERM INT; do
-    say "--resume blocked opening the run's state: one SIG$sig ends it"
-    dst_state >"$T/before"
-    stalled state.json $OPTS --resume "$SRC" "$T/dst"
+# interrupted_resume SIG DST: --resume in DST, blocked opening the run's
+# state, is ended by one SIG as an interrupted run that left DST as it was
+interrupted_resume() {
+    sig=$1 dst=$2
+    dst_state "$dst" >"$C/before"
+    stalled state.json $OPTS --resume "$SRC" "$dst"
     kill -"$sig" "$pid"
     ends_within "$LIMIT"
-    [ "$status" -eq 1 ] || { cat "$T/bg.err" >&2; die "exit status $status after SIG$sig, expected 1"; }
+    [ "$status" -eq 1 ] || { cat "$C/bg.err" >&2; die "exit status $status after SIG$sig, expected 1"; }
     must_say "shardify: interrupted: finished shards are kept; run again with --resume to continue" \
-        "$T/bg.err"
-    [ ! -e "$T/dst/manifest.json" ] || die "an interrupted run published"
-    dst_state | diff "$T/before" - >&2 || die "the interrupted run changed DST"
-done
+        "$C/bg.err"
+    [ ! -e "$dst/manifest.json" ] || die "an interrupted run published"
+    dst_state "$dst" | diff "$C/before" - >&2 || die "the interrupted run changed DST"
+}
 
-say "the run then resumes to the dataset a clean run gives"
-shardify $OPTS --resume "$SRC" "$T/dst" || die "--resume failed"
+# the dataset a clean run gives, which the resumed runs must be
 shardify $OPTS "$SRC" "$T/clean" || die "the clean run failed"
-same_tree "$T/clean" "$T/dst"
+
+case_an_interrupted_run_in_dst_killed_while_it_waited_for_a_late_file_leaves_resumable_state() {
+    killed_run "$C/dst"
+    [ -f "$C/dst/.shardify/state.json" ] && [ ! -e "$C/dst/manifest.json" ] ||
+        die "the killed run left no resumable state"
+}
+
+case_resume_blocked_opening_the_runs_state_one_sigterm_ends_it() {
+    killed_run "$C/dst"
+    interrupted_resume TERM "$C/dst"
+}
+
+case_resume_blocked_opening_the_runs_state_one_sigint_ends_it() {
+    killed_run "$C/dst"
+    interrupted_resume INT "$C/dst"
+}
+
+case_the_run_then_resumes_to_the_dataset_a_clean_run_gives() {
+    killed_run "$C/dst"
+    for sig in TERM INT; do
+        interrupted_resume "$sig" "$C/dst"
+    done
+    shardify $OPTS --resume "$SRC" "$C/dst" || die "--resume failed"
+    same_tree "$T/clean" "$C/dst"
+}
 
 # A conversion thread (not the one the signal reaches) waits on a source file:
 # the samples under way get a few seconds, then the run ends without them.
-say "a conversion whose worker waits on '$LATE' for ever: one SIGTERM ends it"
-stalled "$LATE" $OPTS "$SRC" "$T/w"
-kill -TERM "$pid"
-ends_within "$LIMIT"
-[ "$status" -eq 1 ] || { cat "$T/bg.err" >&2; die "exit status $status after SIGTERM, expected 1"; }
-must_say "shardify: interrupted: finished shards are kept; run again with --resume to continue" \
-    "$T/bg.err"
-[ ! -e "$T/w/manifest.json" ] || die "an interrupted run published"
-shardify $OPTS --resume "$SRC" "$T/w" || die "--resume after the stalled worker failed"
-same_tree "$T/clean" "$T/w"
+case_a_conversion_whose_worker_waits_on_a_late_file_for_ever_one_sigterm_ends_it() {
+    stalled "$LATE" $OPTS "$SRC" "$C/w"
+    kill -TERM "$pid"
+    ends_within "$LIMIT"
+    [ "$status" -eq 1 ] || { cat "$C/bg.err" >&2; die "exit status $status after SIGTERM, expected 1"; }
+    must_say "shardify: interrupted: finished shards are kept; run again with --resume to continue" \
+        "$C/bg.err"
+    [ ! -e "$C/w/manifest.json" ] || die "an interrupted run published"
+    shardify $OPTS --resume "$SRC" "$C/w" || die "--resume after the stalled worker failed"
+    same_tree "$T/clean" "$C/w"
+}
+
+run_cases

@@ -68,9 +68,9 @@ for top in sys.argv[1:]:
 PY
 }
 
-say "the check catches an open without O_NOFOLLOW or a reason, and accepts the others"
-mkdir -p "$T/planted"
-cat >"$T/planted/a.c" <<'C'
+case_the_check_catches_an_open_without_o_nofollow_or_a_reason_and_accepts_the_others() {
+    mkdir -p "$C/planted"
+    cat >"$C/planted/a.c" <<'C'
 /* open(x) in a comment is no call; "fopen(" in a string neither */
 static int open_lock(int fd);
 int f(const char *p, int d)
@@ -83,18 +83,20 @@ int f(const char *p, int d)
     return ops->open(p) + a + b + c + open_lock(d) + (e != 0);
 }
 C
-unguarded "$T/planted" >"$T/found"
-[ "$(wc -l <"$T/found")" -eq 2 ] || { cat "$T/found" >&2; die "expected the 2 planted calls"; }
-must_say "a.c:5: int a = open(p, O_RDONLY);" "$T/found"
-must_say "a.c:9: FILE *e = fopen(p, \"r\");" "$T/found"
+    unguarded "$C/planted" >"$C/found"
+    [ "$(wc -l <"$C/found")" -eq 2 ] || { cat "$C/found" >&2; die "expected the 2 planted calls"; }
+    must_say "a.c:5: int a = open(p, O_RDONLY);" "$C/found"
+    must_say "a.c:9: FILE *e = fopen(p, \"r\");" "$C/found"
+}
 
-say "every open of lib/ and cmd/ names O_NOFOLLOW or why a link is followed"
-unguarded "$TOP/lib" "$TOP/cmd" >"$T/found"
-if [ -s "$T/found" ]; then
-    cat "$T/found" >&2
-    die "opens without O_NOFOLLOW or a 'nofollow: REASON' comment (above)"
-fi
-[ "$(grep -rc 'O_NOFOLLOW' "$TOP/lib/read/cache.c")" -ge 4 ] ||
-    die "the cache's opens lost O_NOFOLLOW"
+case_every_open_of_lib_and_cmd_names_o_nofollow_or_why_a_link_is_followed() {
+    unguarded "$TOP/lib" "$TOP/cmd" >"$C/found"
+    if [ -s "$C/found" ]; then
+        cat "$C/found" >&2
+        die "opens without O_NOFOLLOW or a 'nofollow: REASON' comment (above)"
+    fi
+    [ "$(grep -rc 'O_NOFOLLOW' "$TOP/lib/read/cache.c")" -ge 4 ] ||
+        die "the cache's opens lost O_NOFOLLOW"
+}
 
-echo "all nofollow checks passed"
+run_cases

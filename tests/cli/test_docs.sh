@@ -15,20 +15,23 @@
 
 cd "$SHARDKIT_TOP" || die "no checkout"
 
-say "README.md: at most 200 lines, the two set-up commands, links onward"
-lines=$(wc -l <README.md)
-[ "$lines" -le 200 ] || die "README.md has $lines lines (at most 200: move the rest into docs/)"
-# the set-up block: its commands are make demo and make test, in that order
-awk '/^```sh$/ { inblock = 1; n++; next } /^```$/ { inblock = 0; next }
-     inblock && n == 1 && /^make / { print $1, $2 }' README.md >"$T/setup"
-printf 'make demo\nmake test\n' >"$T/setup.want"
-cmp -s "$T/setup" "$T/setup.want" ||
-    die "README.md's first sh block is not the two set-up commands (make demo, make test): $(cat "$T/setup")"
-grep -q '](docs/guide/getting-started.md)' README.md || die "README.md does not link the guide"
-grep -q '](docs/reference/index.md)' README.md || die "README.md does not link the reference"
+case_readme_md_has_at_most_200_lines_the_two_set_up_commands_and_links_onward() {
+    lines=$(wc -l <README.md)
+    [ "$lines" -le 200 ] || die "README.md has $lines lines (at most 200: move the rest into docs/)"
+    # the set-up block: its commands are make demo and make test, in that order
+    awk '/^```sh$/ { inblock = 1; n++; next } /^```$/ { inblock = 0; next }
+         inblock && n == 1 && /^make / { print $1, $2 }' README.md >"$C/setup"
+    printf 'make demo\nmake test\n' >"$C/setup.want"
+    cmp -s "$C/setup" "$C/setup.want" ||
+        die "README.md's first sh block is not the two set-up commands (make demo, make test):" \
+            "$(cat "$C/setup")"
+    grep -q '](docs/guide/getting-started.md)' README.md || die "README.md does not link the guide"
+    grep -q '](docs/reference/index.md)' README.md || die "README.md does not link the reference"
+}
 
-say "every relative link reaches a file, and its anchor a heading of it"
-"$PYTHON" - README.md CONTRIBUTING.md $(find docs examples -name '*.md' | sort) >"$T/links" 2>&1 <<'EOF' ||
+case_every_relative_link_reaches_a_file_and_its_anchor_a_heading_of_it() {
+    "$PYTHON" - README.md CONTRIBUTING.md $(find docs examples -name '*.md' | sort) \
+        >"$C/links" 2>&1 <<'EOF' ||
 import os, re, sys
 
 def slug(heading):
@@ -61,20 +64,22 @@ for page in sys.argv[1:]:
             bad += 1
 sys.exit(1 if bad else 0)
 EOF
-    { cat "$T/links" >&2; die "links in the documentation lead nowhere (above)"; }
+        { cat "$C/links" >&2; die "links in the documentation lead nowhere (above)"; }
+}
 
-say "docs/README-MOVED.md names a home for each section of the former README"
-for section in "Exit status (every tool)" "Set-up: two commands" "Quick start" "Archives" \
-    "shardify" "Fields: captions, metadata, labels, numbers" "Hugging Face imagefolder" \
-    "Boxes and masks" "Conversion in parts" "Folders of archives at scale" "Archives named by URL" \
-    "The \`--json\` summary" "shardcheck" "Checking in parts" "shardcat" "shardbench" \
-    "Node-local cache" "Object storage" "HTML reports" "Running it every night" \
-    "What a dataset holds" "The library" "Python and PyTorch" "Layout"; do
-    grep -q -F "| $section" docs/README-MOVED.md || die "docs/README-MOVED.md has no row for '$section'"
-done
+case_docs_readme_moved_md_names_a_home_for_each_section_of_the_former_readme() {
+    for section in "Exit status (every tool)" "Set-up: two commands" "Quick start" "Archives" \
+        "shardify" "Fields: captions, metadata, labels, numbers" "Hugging Face imagefolder" \
+        "Boxes and masks" "Conversion in parts" "Folders of archives at scale" "Archives named by URL" \
+        "The \`--json\` summary" "shardcheck" "Checking in parts" "shardcat" "shardbench" \
+        "Node-local cache" "Object storage" "HTML reports" "Running it every night" \
+        "What a dataset holds" "The library" "Python and PyTorch" "Layout"; do
+        grep -q -F "| $section" docs/README-MOVED.md || die "docs/README-MOVED.md has no row for '$section'"
+    done
+}
 
-say "BENCHMARKS.md: at most 310 lines, short table rows, every reference names a section it has"
-"$PYTHON" - >"$T/bench" 2>&1 <<'EOF' ||
+case_benchmarks_md_has_at_most_310_lines_short_table_rows_and_every_reference_names_a_section_it_has() {
+    "$PYTHON" - >"$C/bench" 2>&1 <<'EOF' ||
 import os, re, sys
 
 text = open("BENCHMARKS.md", encoding="utf-8").read()
@@ -129,28 +134,35 @@ for root, dirs, files in os.walk("."):
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 EOF
-    { cat "$T/bench" >&2; die "BENCHMARKS.md breaks its limits or is referred to where it has nothing (above)"; }
+        {
+            cat "$C/bench" >&2
+            die "BENCHMARKS.md breaks its limits or is referred to where it has nothing (above)"
+        }
+}
 
-say "the exit statuses are written once: docs/reference/exit-status.md"
-# a table row giving status 2 as a usage error is the table of statuses
-grep -l -E '^\| 2 \|.*usage error' README.md CONTRIBUTING.md BENCHMARKS.md \
-    $(find docs examples man -name '*.md') >"$T/tables" || true
-printf 'docs/reference/exit-status.md\n' >"$T/tables.want"
-cmp -s "$T/tables" "$T/tables.want" ||
-    die "the exit-status table is written in: $(tr '\n' ' ' <"$T/tables") (one home: docs/reference/exit-status.md)"
+case_the_exit_statuses_are_written_once_in_docs_reference_exit_status_md() {
+    # a table row giving status 2 as a usage error is the table of statuses
+    grep -l -E '^\| 2 \|.*usage error' README.md CONTRIBUTING.md BENCHMARKS.md \
+        $(find docs examples man -name '*.md') >"$C/tables" || true
+    printf 'docs/reference/exit-status.md\n' >"$C/tables.want"
+    cmp -s "$C/tables" "$C/tables.want" ||
+        die "the exit-status table is written in: $(tr '\n' ' ' <"$C/tables")" \
+            "(one home: docs/reference/exit-status.md)"
+}
 
-say "the manual pages' EXIT STATUS is made of it, not written again in man/"
-grep -l '^\[EXIT STATUS\]' man/*.h2m >"$T/h2m" || true
-[ ! -s "$T/h2m" ] || die "man/ writes exit statuses again: $(tr '\n' ' ' <"$T/h2m")"
-for page in shardify shardcheck shardcat shardbench shardreport; do
-    "$PYTHON" scripts/exit_status.py docs/reference/exit-status.md "$page" >"$T/$page.exit" ||
-        die "no EXIT STATUS for $page from docs/reference/exit-status.md"
-    grep -q '^\.B 2$' "$T/$page.exit" || die "$page's EXIT STATUS has no status 2"
-done
+case_the_manual_pages_exit_status_is_made_of_it_not_written_again_in_man() {
+    grep -l '^\[EXIT STATUS\]' man/*.h2m >"$C/h2m" || true
+    [ ! -s "$C/h2m" ] || die "man/ writes exit statuses again: $(tr '\n' ' ' <"$C/h2m")"
+    for page in shardify shardcheck shardcat shardbench shardreport; do
+        "$PYTHON" scripts/exit_status.py docs/reference/exit-status.md "$page" >"$C/$page.exit" ||
+            die "no EXIT STATUS for $page from docs/reference/exit-status.md"
+        grep -q '^\.B 2$' "$C/$page.exit" || die "$page's EXIT STATUS has no status 2"
+    done
+}
 
-say "the PyTorch guide gives shardkit.Loader's signature as loader.py has it"
-if with_python "the Loader's signature"; then
-    shardkit_python - docs/guide/pytorch.md >"$T/signature" 2>&1 <<'EOF' ||
+case_the_pytorch_guide_gives_shardkit_loaders_signature_as_loader_py_has_it() {
+    if with_python "the Loader's signature"; then
+        shardkit_python - docs/guide/pytorch.md >"$C/signature" 2>&1 <<'EOF' ||
 import inspect, re, sys
 import shardkit
 
@@ -171,18 +183,21 @@ if written != want:
     print("loader.py:  " + ", ".join(want))
     sys.exit(1)
 EOF
-        { cat "$T/signature" >&2; die "docs/guide/pytorch.md's Loader signature is not loader.py's"; }
-fi
+            { cat "$C/signature" >&2; die "docs/guide/pytorch.md's Loader signature is not loader.py's"; }
+    fi
+}
 
-say "docs/reference/python.md is what the package's signatures and docstrings say"
-if with_python "the Python reference"; then
-    shardkit_python scripts/python_reference.py >"$T/python.md" ||
-        die "scripts/python_reference.py failed"
-    cmp -s "$T/python.md" docs/reference/python.md || {
-        diff -u docs/reference/python.md "$T/python.md" | head -40 >&2
-        die "docs/reference/python.md is not what the package says: make it again" \
-            "(PYTHONPATH=build/python /usr/bin/python3 scripts/python_reference.py >docs/reference/python.md)"
-    }
-fi
+case_docs_reference_python_md_is_what_the_packages_signatures_and_docstrings_say() {
+    if with_python "the Python reference"; then
+        shardkit_python scripts/python_reference.py >"$C/python.md" ||
+            die "scripts/python_reference.py failed"
+        cmp -s "$C/python.md" docs/reference/python.md || {
+            diff -u docs/reference/python.md "$C/python.md" | head -40 >&2
+            die "docs/reference/python.md is not what the package says: make it again" \
+                "(PYTHONPATH=build/python /usr/bin/python3 scripts/python_reference.py" \
+                ">docs/reference/python.md)"
+        }
+    fi
+}
 
-echo "the documentation keeps one home per fact"
+run_cases

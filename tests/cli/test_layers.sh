@@ -107,15 +107,16 @@ cycles() {
 
 # SHARD_API functions of the public headers in $2 (an include/) defined by
 # objects of a folder (of $3, an objects' lib/) other than the one table $1
-# says implements the header, or declared in a header no row owns.
+# says implements the header, or declared in a header no row owns.  The
+# functions it read, "F HEADER NAME" a line, in the case's $C/declared.
 misplaced() {
     for h in "$2"/shardkit/*.h; do
         cc -fpreprocessed -dD -E -P "$h" 2>/dev/null | grep -v '^#define SHARD_API' | tr '\n' ' ' |
             grep -o 'SHARD_API[^;(]*(' | sed 's/($//; s/.*[ *]//' | sed "s|^|F $(basename "$h") |"
-    done >"$T/declared"
+    done >"$C/declared"
     for d in "$3"/*/; do
         nm -g --defined-only "$d"*.o 2>/dev/null | awk -v f="$(basename "$d")" 'NF == 3 {print "D", $3, f}'
-    done | cat "$1" "$T/declared" - | awk '
+    done | cat "$1" "$C/declared" - | awk '
         $1 == "H" { owner[$2] = $3; next }
         $1 == "F" { header[$3] = $2; next }
         $1 == "D" && ($2 in header) {
@@ -125,6 +126,7 @@ misplaced() {
         }' | sort -u
 }
 
+# the cases read the table, the objects of lib/ and the edges between its folders
 table "$LIB/README.md" >"$T/order"
 
 # The objects of the sources of lib/, without a stale one of a removed source.
@@ -136,104 +138,130 @@ for c in "$LIB"/*/*.c; do
     ln -s "$o" "$T/objs/$f/"
 done
 
-say "lib/README.md's table: the programs' helpers (shardx) then util at the bottom, convert and verify on top, a row for every folder"
-awk '$1 == "L" {print $2, $3}' "$T/order" | sort -n -k2 >"$T/layers"
-[ "$(head -n 2 "$T/layers" | cut -d' ' -f1 | tr '\n' ' ')" = "shardx util " ] &&
-    [ "$(head -n 2 "$T/layers" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] ||
-    die "shardx and util (above it) are not the lowest layers: $(cat "$T/layers")"
-top=$(tail -n 1 "$T/layers" | cut -d' ' -f2)
-[ "$(awk -v t="$top" '$2 == t {print $1}' "$T/layers" | sort | tr '\n' ' ')" = "convert verify " ] ||
-    die "convert and verify are not the top layer: $(cat "$T/layers")"
-[ ! -d "$LIB/bench" ] && ! grep -q '^L bench ' "$T/order" ||
-    die "lib/bench: the benchmark belongs with shardbench (cmd/shardbench/engine), not in the library"
-grep -q '^H image.h image$' "$T/order" || die "the table's header column was not read: $(cat "$T/order")"
-for d in "$LIB"/*/; do
-    grep -q "^L $(basename "$d") " "$T/order" || die "lib/$(basename "$d") has no row in lib/README.md"
-done
-awk '$1 == "L" {print $2}' "$T/order" | while read -r f; do
-    [ -d "$LIB/$f" ] || die "lib/README.md has a row for lib/$f, which does not exist"
-done
-
-say "the checks catch planted violations"
-# The real objects, and one more in util that calls the reader (an upward edge).
-cp -R "$T/objs" "$T/obj"
-printf 'int shard_dataset_size(const void *d);\nint sk_up(const void *d) { return shard_dataset_size(d); }\n' \
-    >"$T/up.c"
-cc -c "$T/up.c" -o "$T/obj/util/up.o"
-link_edges "$T/obj" >"$T/edges"
-grep -qx 'util read shard_dataset_size' "$T/edges" || die "util's call into read was not seen: $(cat "$T/edges")"
-against "$T/order" <"$T/edges" >"$T/bad"
-grep -qF 'util (layer 1) uses read (layer 8): shard_dataset_size' "$T/bad" ||
-    die "an upward call went unnoticed: $(cat "$T/bad")"
-[ -n "$(cycles <"$T/edges")" ] || die "util -> read -> util is not a cycle"
-# Two folders of one layer: a sideways edge; a folder without a row.
-printf 'L a 1\nL b 1\nL c 2\n' >"$T/order2"
-printf 'a b f\nc a g\nd a h\n' | against "$T/order2" >"$T/bad"
-grep -qF 'a (layer 1) uses b (layer 1): f' "$T/bad" || die "a sideways edge went unnoticed: $(cat "$T/bad")"
-grep -qF 'lib/d has no row' "$T/bad" || die "a folder without a row went unnoticed: $(cat "$T/bad")"
-[ "$(wc -l <"$T/bad")" -eq 2 ] || die "a downward edge was flagged: $(cat "$T/bad")"
-# A cycle of three folders, in objects.
-mkdir -p "$T/cyc/x" "$T/cyc/y" "$T/cyc/z"
-printf 'void y_f(void);\nvoid x_f(void) { y_f(); }\n' >"$T/x.c"
-printf 'void z_f(void);\nvoid y_f(void) { z_f(); }\n' >"$T/y.c"
-printf 'void x_f(void);\nvoid z_f(void) { x_f(); }\n' >"$T/z.c"
-for f in x y z; do cc -c "$T/$f.c" -o "$T/cyc/$f/$f.o"; done
-link_edges "$T/cyc" | cycles | sort >"$T/cycles"
-printf 'x <-> y\nx <-> z\ny <-> z\n' | cmp -s - "$T/cycles" ||
-    die "the cycle x -> y -> z -> x went unnoticed: $(cat "$T/cycles")"
-# A public function of image.h defined in util.
-mkdir -p "$T/inc/shardkit"
-cp "$INC"/shardkit/*.h "$T/inc/shardkit/"
-printf 'SHARD_API int shard_planted(void);\n' >>"$T/inc/shardkit/image.h"
-printf 'int shard_planted(void) { return 0; }\n' >"$T/planted.c"
-cc -c "$T/planted.c" -o "$T/obj/util/planted.o"
-misplaced "$T/order" "$T/inc" "$T/obj" >"$T/bad"
-grep -qxF 'shard_planted: declared in shardkit/image.h (image) but defined in lib/util' "$T/bad" ||
-    die "image.h's function in util went unnoticed: $(cat "$T/bad")"
-# Includes: the read path of the verifier's header, util of the reader's
-# public header, a public header of a higher one's.
-mkdir -p "$T/lib/read" "$T/lib/util"
-printf '#include "util/clock.h"\n#include "shardkit/image.h"\n' >"$T/lib/read/ok.c"
-include_edges "$T/order" "$T/lib" "$INC" | against "$T/order" >"$T/bad"
-[ ! -s "$T/bad" ] || die "clean includes were flagged: $(cat "$T/bad")"
-printf '#  include "shardkit/verify.h"\n' >"$T/lib/read/bad.c"
-printf '#include "shardkit/dataset.h" /* why */\n' >"$T/lib/util/u.c"
-printf '#include "shardkit/loader.h"\n' >>"$T/inc/shardkit/image.h"
-include_edges "$T/order" "$T/lib" "$T/inc" | against "$T/order" >"$T/bad"
-grep -qF 'read (layer 8) uses verify (layer 10): read/bad.c' "$T/bad" &&
-    grep -qF 'util (layer 1) uses read (layer 8): util/u.c' "$T/bad" &&
-    grep -qF 'image (layer 2) uses loader (layer 9): shardkit/image.h' "$T/bad" ||
-    die "upward includes went unnoticed: $(cat "$T/bad")"
-printf '#include "shardkit/nosuch.h"\n' >"$T/lib/util/u.c"
-include_edges "$T/order" "$T/lib" "$INC" | against "$T/order" >"$T/bad"
-grep -qF 'no row in the table owns shardkit/nosuch.h (util/u.c)' "$T/bad" ||
-    die "a public header without an owner went unnoticed: $(cat "$T/bad")"
-
-say "the objects of each folder use only folders of lower layers"
+# the edges by calls and by includes
 link_edges "$T/objs" >"$T/edges"
-grep -q '^verify read ' "$T/edges" && grep -q '^loader read ' "$T/edges" ||
-    die "lib/verify or lib/loader no longer call lib/read? (the edge list is wrong)"
-against "$T/order" <"$T/edges" >"$T/bad"
-[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "calls against the order of lib/README.md"; }
-
-say "the includes of each folder and of the public headers go only to lower layers"
 include_edges "$T/order" "$LIB" "$INC" >"$T/includes"
-grep -q '^verify read ' "$T/includes" || die "lib/verify no longer includes lib/read? (the edge list is wrong)"
-against "$T/order" <"$T/includes" >"$T/bad"
-[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "includes against the order of lib/README.md"; }
 
-say "the programs' helpers (lib/shardx) include nothing of lib/ nor include/"
-grep -n '^[ \t]*#[ \t]*include[ \t]*"' "$LIB"/shardx/*.[ch] | grep -v '"shardx[a-z_]*\.h"' >"$T/bad" || true
-[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "lib/shardx includes a header of the library"; }
+case_the_table_of_lib_readme_md_has_shardx_and_util_at_the_bottom_convert_and_verify_on_top_every_folder() {
+    awk '$1 == "L" {print $2, $3}' "$T/order" | sort -n -k2 >"$C/layers"
+    [ "$(head -n 2 "$C/layers" | cut -d' ' -f1 | tr '\n' ' ')" = "shardx util " ] &&
+        [ "$(head -n 2 "$C/layers" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] ||
+        die "shardx and util (above it) are not the lowest layers: $(cat "$C/layers")"
+    top=$(tail -n 1 "$C/layers" | cut -d' ' -f2)
+    [ "$(awk -v t="$top" '$2 == t {print $1}' "$C/layers" | sort | tr '\n' ' ')" = "convert verify " ] ||
+        die "convert and verify are not the top layer: $(cat "$C/layers")"
+    [ ! -d "$LIB/bench" ] && ! grep -q '^L bench ' "$T/order" ||
+        die "lib/bench: the benchmark belongs with shardbench (cmd/shardbench/engine), not in the library"
+    grep -q '^H image.h image$' "$T/order" || die "the table's header column was not read: $(cat "$T/order")"
+    for d in "$LIB"/*/; do
+        grep -q "^L $(basename "$d") " "$T/order" || die "lib/$(basename "$d") has no row in lib/README.md"
+    done
+    awk '$1 == "L" {print $2}' "$T/order" | while read -r f; do
+        [ -d "$LIB/$f" ] || die "lib/README.md has a row for lib/$f, which does not exist"
+    done
+}
 
-say "no cycle between the folders of lib/"
-found=$(cat "$T/edges" "$T/includes" | cycles)
-[ -z "$found" ] || { echo "$found" >&2; die "folders of lib/ use each other"; }
+case_the_checks_catch_a_planted_upward_call_of_util_into_read_and_its_cycle() {
+    # The real objects, and one more in util that calls the reader (an upward edge).
+    cp -R "$T/objs" "$C/obj"
+    printf 'int shard_dataset_size(const void *d);\n' >"$C/up.c"
+    printf 'int sk_up(const void *d) { return shard_dataset_size(d); }\n' >>"$C/up.c"
+    cc -c "$C/up.c" -o "$C/obj/util/up.o"
+    link_edges "$C/obj" >"$C/edges"
+    grep -qx 'util read shard_dataset_size' "$C/edges" ||
+        die "util's call into read was not seen: $(cat "$C/edges")"
+    against "$T/order" <"$C/edges" >"$C/bad"
+    grep -qF 'util (layer 1) uses read (layer 8): shard_dataset_size' "$C/bad" ||
+        die "an upward call went unnoticed: $(cat "$C/bad")"
+    [ -n "$(cycles <"$C/edges")" ] || die "util -> read -> util is not a cycle"
+}
 
-say "each public function is defined by the folder implementing its header"
-misplaced "$T/order" "$INC" "$T/objs" >"$T/bad"
-[ ! -s "$T/bad" ] || { cat "$T/bad" >&2; die "public functions defined outside their header's folder"; }
-[ "$(wc -l <"$T/declared")" -gt 100 ] || die "found only $(wc -l <"$T/declared") public functions"
+case_the_checks_catch_a_planted_sideways_edge_and_a_folder_without_a_row() {
+    # Two folders of one layer: a sideways edge; a folder without a row.
+    printf 'L a 1\nL b 1\nL c 2\n' >"$C/order2"
+    printf 'a b f\nc a g\nd a h\n' | against "$C/order2" >"$C/bad"
+    grep -qF 'a (layer 1) uses b (layer 1): f' "$C/bad" ||
+        die "a sideways edge went unnoticed: $(cat "$C/bad")"
+    grep -qF 'lib/d has no row' "$C/bad" || die "a folder without a row went unnoticed: $(cat "$C/bad")"
+    [ "$(wc -l <"$C/bad")" -eq 2 ] || die "a downward edge was flagged: $(cat "$C/bad")"
+}
 
-echo "layer checks passed: $(awk '{print $1, $2}' "$T/edges" | sort -u | wc -l) folder dependencies" \
-    "by calls, $(awk '{print $1, $2}' "$T/includes" | sort -u | wc -l) by includes, no cycle"
+case_the_checks_catch_a_planted_cycle_of_three_folders_in_objects() {
+    mkdir -p "$C/cyc/x" "$C/cyc/y" "$C/cyc/z"
+    printf 'void y_f(void);\nvoid x_f(void) { y_f(); }\n' >"$C/x.c"
+    printf 'void z_f(void);\nvoid y_f(void) { z_f(); }\n' >"$C/y.c"
+    printf 'void x_f(void);\nvoid z_f(void) { x_f(); }\n' >"$C/z.c"
+    for f in x y z; do cc -c "$C/$f.c" -o "$C/cyc/$f/$f.o"; done
+    link_edges "$C/cyc" | cycles | sort >"$C/cycles"
+    printf 'x <-> y\nx <-> z\ny <-> z\n' | cmp -s - "$C/cycles" ||
+        die "the cycle x -> y -> z -> x went unnoticed: $(cat "$C/cycles")"
+}
+
+case_the_checks_catch_a_planted_public_function_of_image_h_defined_in_util() {
+    # the real objects and headers, and a function image.h declares in util
+    cp -R "$T/objs" "$C/obj"
+    mkdir -p "$C/inc/shardkit"
+    cp "$INC"/shardkit/*.h "$C/inc/shardkit/"
+    printf 'SHARD_API int shard_planted(void);\n' >>"$C/inc/shardkit/image.h"
+    printf 'int shard_planted(void) { return 0; }\n' >"$C/planted.c"
+    cc -c "$C/planted.c" -o "$C/obj/util/planted.o"
+    misplaced "$T/order" "$C/inc" "$C/obj" >"$C/bad"
+    grep -qxF 'shard_planted: declared in shardkit/image.h (image) but defined in lib/util' "$C/bad" ||
+        die "image.h's function in util went unnoticed: $(cat "$C/bad")"
+}
+
+case_the_checks_catch_planted_upward_includes_and_a_public_header_no_row_owns() {
+    # Includes: the read path of the verifier's header, util of the reader's
+    # public header, a public header of a higher one's.
+    mkdir -p "$C/inc/shardkit"
+    cp "$INC"/shardkit/*.h "$C/inc/shardkit/"
+    mkdir -p "$C/lib/read" "$C/lib/util"
+    printf '#include "util/clock.h"\n#include "shardkit/image.h"\n' >"$C/lib/read/ok.c"
+    include_edges "$T/order" "$C/lib" "$INC" | against "$T/order" >"$C/bad"
+    [ ! -s "$C/bad" ] || die "clean includes were flagged: $(cat "$C/bad")"
+    printf '#  include "shardkit/verify.h"\n' >"$C/lib/read/bad.c"
+    printf '#include "shardkit/dataset.h" /* why */\n' >"$C/lib/util/u.c"
+    printf '#include "shardkit/loader.h"\n' >>"$C/inc/shardkit/image.h"
+    include_edges "$T/order" "$C/lib" "$C/inc" | against "$T/order" >"$C/bad"
+    grep -qF 'read (layer 8) uses verify (layer 10): read/bad.c' "$C/bad" &&
+        grep -qF 'util (layer 1) uses read (layer 8): util/u.c' "$C/bad" &&
+        grep -qF 'image (layer 2) uses loader (layer 9): shardkit/image.h' "$C/bad" ||
+        die "upward includes went unnoticed: $(cat "$C/bad")"
+    printf '#include "shardkit/nosuch.h"\n' >"$C/lib/util/u.c"
+    include_edges "$T/order" "$C/lib" "$INC" | against "$T/order" >"$C/bad"
+    grep -qF 'no row in the table owns shardkit/nosuch.h (util/u.c)' "$C/bad" ||
+        die "a public header without an owner went unnoticed: $(cat "$C/bad")"
+}
+
+case_the_objects_of_each_folder_use_only_folders_of_lower_layers() {
+    grep -q '^verify read ' "$T/edges" && grep -q '^loader read ' "$T/edges" ||
+        die "lib/verify or lib/loader no longer call lib/read? (the edge list is wrong)"
+    against "$T/order" <"$T/edges" >"$C/bad"
+    [ ! -s "$C/bad" ] || { cat "$C/bad" >&2; die "calls against the order of lib/README.md"; }
+}
+
+case_the_includes_of_each_folder_and_of_the_public_headers_go_only_to_lower_layers() {
+    grep -q '^verify read ' "$T/includes" ||
+        die "lib/verify no longer includes lib/read? (the edge list is wrong)"
+    against "$T/order" <"$T/includes" >"$C/bad"
+    [ ! -s "$C/bad" ] || { cat "$C/bad" >&2; die "includes against the order of lib/README.md"; }
+}
+
+case_the_programs_helpers_lib_shardx_include_nothing_of_lib_nor_include() {
+    grep -n '^[ \t]*#[ \t]*include[ \t]*"' "$LIB"/shardx/*.[ch] | grep -v '"shardx[a-z_]*\.h"' \
+        >"$C/bad" || true
+    [ ! -s "$C/bad" ] || { cat "$C/bad" >&2; die "lib/shardx includes a header of the library"; }
+}
+
+case_no_cycle_between_the_folders_of_lib() {
+    found=$(cat "$T/edges" "$T/includes" | cycles)
+    [ -z "$found" ] || { echo "$found" >&2; die "folders of lib/ use each other"; }
+}
+
+case_each_public_function_is_defined_by_the_folder_implementing_its_header() {
+    misplaced "$T/order" "$INC" "$T/objs" >"$C/bad"
+    [ ! -s "$C/bad" ] || { cat "$C/bad" >&2; die "public functions defined outside their header's folder"; }
+    [ "$(wc -l <"$C/declared")" -gt 100 ] || die "found only $(wc -l <"$C/declared") public functions"
+}
+
+run_cases

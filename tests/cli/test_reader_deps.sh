@@ -16,8 +16,6 @@ converter_only='lib(vips|vips-cpp|glib-2\.0|gobject-2\.0|gio-2\.0|gmodule-2\.0|a
 
 ldlibs=$(make -s -C "$SHARDKIT_TOP" --no-print-directory BUILD="$BUILD" print-read-ldlibs) ||
     die "make print-read-ldlibs failed"
-printf '%s\n' "$ldlibs" | grep -Eq -- '-lvips|-lglib|-lgobject|-larchive|-fopenmp' &&
-    die "the reader's link line names the converter's libraries: $ldlibs"
 # a sanitizer build's objects need the sanitizer runtimes
 if nm "$read_a" 2>/dev/null | grep -q __asan_; then
     ldlibs="$ldlibs -fsanitize=address,undefined"
@@ -29,38 +27,49 @@ vips_users() {
 }
 
 # Link every member of archive $1 into a shared object $2, no undefined
-# symbol allowed, with the reader's link line.
+# symbol allowed, with the reader's link line; the linker's messages in $C/link.err.
 link_all() {
     # shellcheck disable=SC2086
     cc -shared -Wl,--no-undefined -Wl,--exclude-libs,libzstd.a -o "$2" \
-        -Wl,--whole-archive "$1" -Wl,--no-whole-archive $ldlibs 2>"$T/link.err"
+        -Wl,--whole-archive "$1" -Wl,--no-whole-archive $ldlibs 2>"$C/link.err"
 }
 
-say "the checks catch the libvips decoder planted in a copy of the archive"
-cp "$read_a" "$T/planted.a"
-ar rcs "$T/planted.a" "$BUILD/obj/lib/image/decode_vips.o"
-[ -n "$(vips_users "$T/planted.a")" ] || die "a member using libvips went unnoticed"
-if link_all "$T/planted.a" "$T/planted.so"; then
-    die "the planted archive linked without libvips"
-fi
-must_say "undefined reference to \`vips_" "$T/link.err"
+case_the_readers_link_line_names_none_of_the_converters_libraries() {
+    if printf '%s\n' "$ldlibs" | grep -Eq -- '-lvips|-lglib|-lgobject|-larchive|-fopenmp'; then
+        die "the reader's link line names the converter's libraries: $ldlibs"
+    fi
+}
 
-say "no member of libshardkit-read.a is the libvips decoder, or uses libvips or glib"
-ar t "$read_a" >"$T/members"
-grep -qx 'decode_vips.o' "$T/members" && die "libshardkit-read.a holds decode_vips.o"
-for m in dataset.o loader.o decode_jpeg.o decode_png.o encode.o; do
-    grep -qx "$m" "$T/members" || die "libshardkit-read.a lacks $m, which reading needs"
-done
-found=$(vips_users "$read_a")
-[ -z "$found" ] || { echo "$found" >&2; die "members of the reader's archive use libvips"; }
+case_the_checks_catch_the_libvips_decoder_planted_in_a_copy_of_the_archive() {
+    cp "$read_a" "$C/planted.a"
+    ar rcs "$C/planted.a" "$BUILD/obj/lib/image/decode_vips.o"
+    [ -n "$(vips_users "$C/planted.a")" ] || die "a member using libvips went unnoticed"
+    if link_all "$C/planted.a" "$C/planted.so"; then
+        die "the planted archive linked without libvips"
+    fi
+    must_say "undefined reference to \`vips_" "$C/link.err"
+}
 
-say "every member links on the reader's link line, and the result loads no libvips or glib"
-link_all "$read_a" "$T/reader.so" || { cat "$T/link.err" >&2; die "the reader's archive does not link alone"; }
-ldd "$T/reader.so" >"$T/ldd"
-grep -q 'libjpeg\.so' "$T/ldd" || { cat "$T/ldd" >&2; die "ldd lists no libjpeg (not the whole tree?)"; }
-if grep -E "$converter_only" "$T/ldd" >&2; then
-    die "the reader's archive loads the converter's libraries"
-fi
-nm -D --defined-only "$T/reader.so" | grep -q ' T shard_dataset_open$' ||
-    die "the linked archive does not define shard_dataset_open"
-echo "reader archive checks passed: $(wc -l <"$T/members") members"
+case_no_member_of_the_readers_archive_is_the_libvips_decoder_or_uses_libvips_or_glib() {
+    ar t "$read_a" >"$C/members"
+    if grep -qx 'decode_vips.o' "$C/members"; then die "libshardkit-read.a holds decode_vips.o"; fi
+    for m in dataset.o loader.o decode_jpeg.o decode_png.o encode.o; do
+        grep -qx "$m" "$C/members" || die "libshardkit-read.a lacks $m, which reading needs"
+    done
+    found=$(vips_users "$read_a")
+    [ -z "$found" ] || { echo "$found" >&2; die "members of the reader's archive use libvips"; }
+}
+
+case_every_member_links_on_the_readers_link_line_and_the_result_loads_no_libvips_or_glib() {
+    link_all "$read_a" "$C/reader.so" ||
+        { cat "$C/link.err" >&2; die "the reader's archive does not link alone"; }
+    ldd "$C/reader.so" >"$C/ldd"
+    grep -q 'libjpeg\.so' "$C/ldd" || { cat "$C/ldd" >&2; die "ldd lists no libjpeg (not the whole tree?)"; }
+    if grep -E "$converter_only" "$C/ldd" >&2; then
+        die "the reader's archive loads the converter's libraries"
+    fi
+    nm -D --defined-only "$C/reader.so" | grep -q ' T shard_dataset_open$' ||
+        die "the linked archive does not define shard_dataset_open"
+}
+
+run_cases

@@ -52,6 +52,14 @@ start_store() {
     esac
 }
 
+# use_store KIND: (in a case) talk to the KIND the set-up started: sets
+# $STORE and $ENDPOINT, and AWS_ENDPOINT_URL for the tools
+use_store() {
+    STORE=$T/store-$1
+    ENDPOINT=$(cat "$STORE/url") || die "no $1 server was started"
+    export AWS_ENDPOINT_URL=$ENDPOINT
+}
+
 # boto CMD ARGS...: tests/fixtures/s3_client.py against $ENDPOINT
 boto() {
     "$BOTO_PYTHON" "$S3_TOP/tests/fixtures/s3_client.py" "$ENDPOINT" "$@"

@@ -33,67 +33,143 @@ shardify "$T/src" "$T/local" $OPTS --quiet
 shardify "$T/src-xml" "$T/local-xml" $OPTS --quiet
 shardify "$T/src-xml" "$T/local-xml-big" --size 32 --shard-size 64K --quiet
 
+# of_kind KIND: the source KIND is given ($src), its directory's dataset
+# ($local) and its number of files ($count): every hostile name on moto, those
+# an XML 1.0 listing can carry on s3rver
+of_kind() {
+    case $1 in
+    moto) src=$T/src local=$T/local count=$(cat "$T/count.all") ;;
+    s3rver) src=$T/src-xml local=$T/local-xml count=$(cat "$T/count.xml") ;;
+    esac
+}
+
+# each store started, its source uploaded under src/ and converted from there
+# into the DST prefix that needs encoding (which the cases read, and none
+# changes)
 stores="moto"
 if have_s3rver; then stores="moto s3rver"; else echo "s3rver: not tried (Node.js and npm are not installed)"; fi
 for kind in $stores; do
     start_store "$kind"
     export AWS_ENDPOINT_URL=$ENDPOINT
-    case $kind in
-    moto) src=$T/src local=$T/local count=$(cat "$T/count.all") ;;
-    s3rver) src=$T/src-xml local=$T/local-xml count=$(cat "$T/count.xml") ;;
-    esac
+    of_kind "$kind"
     boto put-tree "$S3_BUCKET" src "$src" || die "$kind: boto3 could not upload the source"
     [ "$(boto keys "$S3_BUCKET" src | "$PYTHON" -c 'import json,sys; print(len(json.load(sys.stdin)))')" = "$count" ] ||
         die "$kind: boto3 does not list the $count objects it put"
-
-    say "$kind: an s3:// source with hostile keys converts every file, like the directory"
-    shardify "$B/src" "$T/$kind-out" $OPTS --json >"$T/$kind.json" 2>"$T/$kind.err" ||
-        { cat "$T/$kind.err" >&2; die "$kind: shardify from s3:// failed"; }
-    [ "$(json "$T/$kind.json" "(d['samples'], d['rejected'])")" = "($count, 0)" ] ||
-        { cat "$T/$kind.err" >&2; die "$kind: not every object became a sample"; }
-    same_tree "$local" "$T/$kind-out"
-
-    say "$kind: the same dataset into a DST prefix that needs encoding, read back by boto3"
     shardify "$B/src" "$B/$DST_PREFIX" $OPTS --quiet || die "$kind: shardify s3:// to s3:// failed"
-    boto get-tree "$S3_BUCKET" "$DST_PREFIX" "$T/$kind-back"
-    same_tree "$local" "$T/$kind-back"
-    [ "$(json "$T/$kind-back/manifest.json" "len(d['shards'])")" -ge 3 ] ||
-        die "too few shards to prove anything"
-
-    say "$kind: shardcheck --source s3://... verifies it, and fails when the source changed"
-    shardcheck --source "$B/src" "$B/$DST_PREFIX" >"$T/check.out" 2>&1 ||
-        { cat "$T/check.out" >&2; die "$kind: shardcheck --source s3:// failed"; }
-    must_say "$count samples" "$T/check.out"
-    changed="plus+sign.jpg" gone=$(printf 'caf\303\251.jpg')
-    boto put "$S3_BUCKET" "src/$changed" "$src/a+b c.jpg"
-    boto delete "$S3_BUCKET" "src/$gone"
-    must_fail 1 shardcheck --source "$B/src" "$B/$DST_PREFIX"
-    must_say "$changed" "$T/stdout"
-    must_say "$gone" "$T/stdout"
-    boto put "$S3_BUCKET" "src/$changed" "$src/$changed"
-    boto put "$S3_BUCKET" "src/$gone" "$src/$gone"
-    shardcheck --source "$B/src" "$B/$DST_PREFIX" >"$T/check.out" 2>&1 ||
-        { cat "$T/check.out" >&2; die "$kind: the restored source does not verify"; }
-
-    say "$kind: the encoded DST prefix is guarded: --overwrite needed, and it leaves no old shard"
-    boto keys "$S3_BUCKET" "$DST_PREFIX" >"$T/keys.before"
-    must_fail 1 shardify "$B/src" "$B/$DST_PREFIX" $OPTS --quiet
-    must_say "holds a previous shardify output; pass --overwrite" "$T/err"
-    boto keys "$S3_BUCKET" "$DST_PREFIX" >"$T/keys.after"
-    cmp -s "$T/keys.before" "$T/keys.after" || die "$kind: a refused run changed the DST"
-    shardify "$T/src-xml" "$B/$DST_PREFIX" --size 32 --shard-size 64K --overwrite --quiet ||
-        die "$kind: --overwrite failed"
-    rm -rf "$T/$kind-back"
-    boto get-tree "$S3_BUCKET" "$DST_PREFIX" "$T/$kind-back"
-    same_tree "$T/local-xml-big" "$T/$kind-back"
-
-    if [ "$kind" = s3rver ]; then
-        say "s3rver: a key with control bytes cannot be listed there: an error, nothing published"
-        boto put-tree "$S3_BUCKET" ctl "$T/ctl"
-        must_fail 1 shardify "$B/ctl" "$B/ctl-out" $OPTS --quiet
-        must_say "cannot list 's3://$S3_BUCKET/ctl': the answer is not the XML of a listing" "$T/err"
-        [ "$(boto keys "$S3_BUCKET" ctl-out)" = "[]" ] || die "a failed run published"
-    fi
     unset AWS_ENDPOINT_URL
 done
-echo "s3 key tests passed"
+
+# converts_like_the_directory KIND: an s3:// source with hostile keys
+# converts every file, like the directory
+converts_like_the_directory() {
+    kind=$1
+    use_store "$kind"
+    of_kind "$kind"
+    shardify "$B/src" "$C/out" $OPTS --json >"$C/out.json" 2>"$C/out.err" ||
+        { cat "$C/out.err" >&2; die "$kind: shardify from s3:// failed"; }
+    [ "$(json "$C/out.json" "(d['samples'], d['rejected'])")" = "($count, 0)" ] ||
+        { cat "$C/out.err" >&2; die "$kind: not every object became a sample"; }
+    same_tree "$local" "$C/out"
+}
+
+# read_back_by_boto3 KIND: the same dataset in the DST prefix that needs
+# encoding (the set-up's), read back by boto3
+read_back_by_boto3() {
+    kind=$1
+    use_store "$kind"
+    of_kind "$kind"
+    boto get-tree "$S3_BUCKET" "$DST_PREFIX" "$C/back"
+    same_tree "$local" "$C/back"
+    [ "$(json "$C/back/manifest.json" "len(d['shards'])")" -ge 3 ] ||
+        die "too few shards to prove anything"
+}
+
+# shardcheck_source KIND: shardcheck --source s3://... verifies the set-up's
+# DST, and fails when the source changed (the case's own copy of the source,
+# under check-src/, is the one changed)
+shardcheck_source() {
+    kind=$1
+    use_store "$kind"
+    of_kind "$kind"
+    boto put-tree "$S3_BUCKET" check-src "$src" || die "$kind: boto3 could not upload the source"
+    shardcheck --source "$B/check-src" "$B/$DST_PREFIX" >"$C/check.out" 2>&1 ||
+        { cat "$C/check.out" >&2; die "$kind: shardcheck --source s3:// failed"; }
+    must_say "$count samples" "$C/check.out"
+    changed="plus+sign.jpg" gone=$(printf 'caf\303\251.jpg')
+    boto put "$S3_BUCKET" "check-src/$changed" "$src/a+b c.jpg"
+    boto delete "$S3_BUCKET" "check-src/$gone"
+    must_fail 1 shardcheck --source "$B/check-src" "$B/$DST_PREFIX"
+    must_say "$changed" "$T/stdout"
+    must_say "$gone" "$T/stdout"
+    boto put "$S3_BUCKET" "check-src/$changed" "$src/$changed"
+    boto put "$S3_BUCKET" "check-src/$gone" "$src/$gone"
+    shardcheck --source "$B/check-src" "$B/$DST_PREFIX" >"$C/check.out" 2>&1 ||
+        { cat "$C/check.out" >&2; die "$kind: the restored source does not verify"; }
+}
+
+# dst_is_guarded KIND: a DST prefix that needs encoding (the case's own,
+# "guarded $DST_PREFIX", which it first converts the source into) is guarded:
+# --overwrite needed, and it leaves no old shard
+dst_is_guarded() {
+    kind=$1
+    use_store "$kind"
+    of_kind "$kind"
+    G="guarded $DST_PREFIX"
+    shardify "$B/src" "$B/$G" $OPTS --quiet || die "$kind: shardify s3:// to s3:// failed"
+    boto keys "$S3_BUCKET" "$G" >"$C/keys.before"
+    must_fail 1 shardify "$B/src" "$B/$G" $OPTS --quiet
+    must_say "holds a previous shardify output; pass --overwrite" "$T/err"
+    boto keys "$S3_BUCKET" "$G" >"$C/keys.after"
+    cmp -s "$C/keys.before" "$C/keys.after" || die "$kind: a refused run changed the DST"
+    shardify "$T/src-xml" "$B/$G" --size 32 --shard-size 64K --overwrite --quiet ||
+        die "$kind: --overwrite failed"
+    boto get-tree "$S3_BUCKET" "$G" "$C/back"
+    same_tree "$T/local-xml-big" "$C/back"
+}
+
+case_moto_an_s3_source_with_hostile_keys_converts_every_file_like_the_directory() {
+    converts_like_the_directory moto
+}
+
+case_moto_the_same_dataset_in_a_dst_prefix_that_needs_encoding_is_read_back_by_boto3() {
+    read_back_by_boto3 moto
+}
+
+case_moto_shardcheck_source_s3_verifies_it_and_fails_naming_the_keys_when_the_source_changed() {
+    shardcheck_source moto
+}
+
+case_moto_the_encoded_dst_prefix_is_guarded_overwrite_needed_and_it_leaves_no_old_shard() {
+    dst_is_guarded moto
+}
+
+case_s3rver_an_s3_source_with_hostile_keys_converts_every_file_like_the_directory() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    converts_like_the_directory s3rver
+}
+
+case_s3rver_the_same_dataset_in_a_dst_prefix_that_needs_encoding_is_read_back_by_boto3() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    read_back_by_boto3 s3rver
+}
+
+case_s3rver_shardcheck_source_s3_verifies_it_and_fails_naming_the_keys_when_the_source_changed() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    shardcheck_source s3rver
+}
+
+case_s3rver_the_encoded_dst_prefix_is_guarded_overwrite_needed_and_it_leaves_no_old_shard() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    dst_is_guarded s3rver
+}
+
+case_s3rver_a_key_with_control_bytes_cannot_be_listed_there_an_error_and_nothing_published() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    use_store s3rver
+    boto put-tree "$S3_BUCKET" ctl "$T/ctl"
+    must_fail 1 shardify "$B/ctl" "$B/ctl-out" $OPTS --quiet
+    must_say "cannot list 's3://$S3_BUCKET/ctl': the answer is not the XML of a listing" "$T/err"
+    [ "$(boto keys "$S3_BUCKET" ctl-out)" = "[]" ] || die "a failed run published"
+}
+
+run_cases

@@ -43,21 +43,52 @@ for location in sys.argv[2:]:
     print(location, "ok")
 EOF
 
+# each store started, with three and bare uploaded
 stores="moto"
 if have_s3rver; then stores="moto s3rver"; fi
 for kind in $stores; do
     start_store "$kind"
-    export AWS_ENDPOINT_URL=$ENDPOINT
     for d in three bare; do
         boto put-tree "$S3_BUCKET" "$d" "$T/$d" || die "$kind: boto3 could not upload $d"
     done
-    say "$kind: every key found under an s3:// prefix, with key tables and without"
-    shardkit_python "$T/keys.py" "$T/one" "s3://$S3_BUCKET/three" "s3://$S3_BUCKET/bare" \
-        >"$T/keys.out" || die "$kind: index_of"
-    [ "$(grep -c ' ok$' "$T/keys.out")" = 2 ] || { cat "$T/keys.out"; die "$kind: a layout failed"; }
-    say "$kind: shardcat s3://.../three KEY writes the local dataset's samples"
-    must_fail 1 shardcat "s3://$S3_BUCKET/three" --out "$T/cat-$kind" "$k1" no-such-key "$k2"
-    must_say "no sample with key 'no-such-key' in 's3://$S3_BUCKET/three'" "$T/err"
-    same_tree "$T/cat-one" "$T/cat-$kind"
 done
-echo "ok"
+
+# every_key_found KIND: every key found under an s3:// prefix of KIND, with
+# key tables and without
+every_key_found() {
+    kind=$1
+    use_store "$kind"
+    shardkit_python "$T/keys.py" "$T/one" "s3://$S3_BUCKET/three" "s3://$S3_BUCKET/bare" \
+        >"$C/keys.out" || die "$kind: index_of"
+    [ "$(grep -c ' ok$' "$C/keys.out")" = 2 ] || { cat "$C/keys.out"; die "$kind: a layout failed"; }
+}
+
+# shardcat_writes_the_local_samples KIND: shardcat s3://.../three KEY on KIND
+# writes the local dataset's samples
+shardcat_writes_the_local_samples() {
+    kind=$1
+    use_store "$kind"
+    must_fail 1 shardcat "s3://$S3_BUCKET/three" --out "$C/cat-$kind" "$k1" no-such-key "$k2"
+    must_say "no sample with key 'no-such-key' in 's3://$S3_BUCKET/three'" "$T/err"
+    same_tree "$T/cat-one" "$C/cat-$kind"
+}
+
+case_moto_every_key_found_under_an_s3_prefix_with_key_tables_and_without() {
+    every_key_found moto
+}
+
+case_moto_shardcat_of_the_three_index_files_writes_the_local_datasets_samples() {
+    shardcat_writes_the_local_samples moto
+}
+
+case_s3rver_every_key_found_under_an_s3_prefix_with_key_tables_and_without() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    every_key_found s3rver
+}
+
+case_s3rver_shardcat_of_the_three_index_files_writes_the_local_datasets_samples() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    shardcat_writes_the_local_samples s3rver
+}
+
+run_cases

@@ -37,81 +37,88 @@ for key, _ in json.load(sys.stdin):
 }
 
 # killed_on_a NAME PATTERN: `shardify $T/big $B/NAME/ds $RAW` on machine A
-# (--work-dir $T/NAME-a), through a recorder that holds the first request
+# (--work-dir $C/NAME-a), through a recorder that holds the first request
 # holding PATTERN, killed once it is held
 killed_on_a() {
     E=$(recorder "$1" --hold "$2")
-    AWS_ENDPOINT_URL=$E shardify "$T/big" "$B/$1/ds" $RAW --work-dir "$T/$1-a" --quiet \
-        >"$T/$1.out" 2>&1 &
+    AWS_ENDPOINT_URL=$E shardify "$T/big" "$B/$1/ds" $RAW --work-dir "$C/$1-a" --quiet \
+        >"$C/$1.out" 2>&1 &
     run_pid=$!
     held=$run_pid
     i=0
     while [ ! -e "$T/$1.wire.held" ]; do
-        i=$((i + 1)); [ $i -le $POLL_STEPS ] || { cat "$T/$1.out" >&2; die "no request was held"; }
+        i=$((i + 1)); [ $i -le $POLL_STEPS ] || { cat "$C/$1.out" >&2; die "no request was held"; }
         sleep 0.05
     done
     kill -KILL $run_pid
     wait $run_pid 2>/dev/null || true
     held=""
     touch "$T/$1.wire.release"
-    [ -s "$T/$1-a/.shardify/upload" ] || die "machine A did not record its upload"
+    [ -s "$C/$1-a/.shardify/upload" ] || die "machine A did not record its upload"
 }
 
+# the stores: moto, and s3rver when Node.js is there
 start_store moto
-export AWS_ENDPOINT_URL=$ENDPOINT SHARDKIT_S3_PART_SIZE=5M
+if have_s3rver; then start_store s3rver; else echo "s3rver: not tried (Node.js and npm are not installed)"; fi
+export SHARDKIT_S3_PART_SIZE=5M
 
-say "moto: --overwrite aborts the uploads of shardify's names left under the prefix, and only those"
-shardify "$T/small" "$B/ow/ds" --size 32 --quiet || die "the first run failed"
-for key in ow/ds/shard-000005.shard ow/ds/manifest.json ow/ds/index.jsonl ow/ds/notes.txt \
-    ow/ds-sibling/shard-000000.shard ow/shard-000000.shard; do
-    boto start-upload "$S3_BUCKET" "$key" >/dev/null
-done
-[ "$(uploads ow | wc -l)" -eq 6 ] || die "boto3 does not list the 6 uploads it started"
-shardify "$T/small" "$B/ow/ds" --size 32 --overwrite --quiet 2>"$T/ow.err" ||
-    { cat "$T/ow.err" >&2; die "--overwrite failed"; }
-printf 'ow/ds-sibling/shard-000000.shard\now/ds/notes.txt\now/shard-000000.shard\n' >"$T/ow.want"
-uploads ow >"$T/ow.left"
-cmp -s "$T/ow.want" "$T/ow.left" ||
-    { diff "$T/ow.want" "$T/ow.left" >&2; die "--overwrite aborted the wrong uploads"; }
-[ ! -s "$T/ow.err" ] || { cat "$T/ow.err" >&2; die "a warning where nothing went wrong"; }
+case_moto_overwrite_aborts_the_uploads_of_shardifys_names_left_under_the_prefix_and_only_those() {
+    use_store moto
+    shardify "$T/small" "$B/ow/ds" --size 32 --quiet || die "the first run failed"
+    for key in ow/ds/shard-000005.shard ow/ds/manifest.json ow/ds/index.jsonl ow/ds/notes.txt \
+        ow/ds-sibling/shard-000000.shard ow/shard-000000.shard; do
+        boto start-upload "$S3_BUCKET" "$key" >/dev/null
+    done
+    [ "$(uploads ow | wc -l)" -eq 6 ] || die "boto3 does not list the 6 uploads it started"
+    shardify "$T/small" "$B/ow/ds" --size 32 --overwrite --quiet 2>"$C/ow.err" ||
+        { cat "$C/ow.err" >&2; die "--overwrite failed"; }
+    printf 'ow/ds-sibling/shard-000000.shard\now/ds/notes.txt\now/shard-000000.shard\n' >"$C/ow.want"
+    uploads ow >"$C/ow.left"
+    cmp -s "$C/ow.want" "$C/ow.left" ||
+        { diff "$C/ow.want" "$C/ow.left" >&2; die "--overwrite aborted the wrong uploads"; }
+    [ ! -s "$C/ow.err" ] || { cat "$C/ow.err" >&2; die "a warning where nothing went wrong"; }
+}
 
-say "moto: a run killed mid-upload on machine A after a finished shard; --resume on machine B"
-killed_on_a resumed "shard-000001.shard?partNumber=2"
-[ "$(uploads resumed/ds)" = resumed/ds/shard-000001.shard ] || die "A left no upload under way"
-[ "$(boto keys "$S3_BUCKET" resumed/ds)" = '["shard-000000.shard"]' ] ||
-    die "A should have finished shard 0 only"
-must_fail 1 shardify "$T/big" "$B/resumed/ds" $RAW --work-dir "$T/resumed-b" --quiet
-must_say "interrupted shardify run; pass --resume" "$T/err"
-shardify "$T/big" "$B/resumed/ds" $RAW --work-dir "$T/resumed-b" --resume --quiet ||
-    die "--resume on machine B failed"
-[ -z "$(uploads resumed/ds)" ] || die "machine A's upload was not aborted: $(uploads resumed/ds)"
-boto get-tree "$S3_BUCKET" resumed/ds "$T/resumed-back"
-same_tree "$T/local-big" "$T/resumed-back"
+case_moto_a_run_killed_mid_upload_on_machine_a_after_a_finished_shard_is_resumed_on_machine_b() {
+    use_store moto
+    killed_on_a resumed "shard-000001.shard?partNumber=2"
+    [ "$(uploads resumed/ds)" = resumed/ds/shard-000001.shard ] || die "A left no upload under way"
+    [ "$(boto keys "$S3_BUCKET" resumed/ds)" = '["shard-000000.shard"]' ] ||
+        die "A should have finished shard 0 only"
+    must_fail 1 shardify "$T/big" "$B/resumed/ds" $RAW --work-dir "$C/resumed-b" --quiet
+    must_say "interrupted shardify run; pass --resume" "$T/err"
+    shardify "$T/big" "$B/resumed/ds" $RAW --work-dir "$C/resumed-b" --resume --quiet ||
+        die "--resume on machine B failed"
+    [ -z "$(uploads resumed/ds)" ] || die "machine A's upload was not aborted: $(uploads resumed/ds)"
+    boto get-tree "$S3_BUCKET" resumed/ds "$C/resumed-back"
+    same_tree "$T/local-big" "$C/resumed-back"
+}
 
-say "moto: a run killed mid-upload on machine A before any shard; a plain run on machine B"
-killed_on_a fresh "shard-000000.shard?partNumber=2"
-[ "$(uploads fresh/ds)" = fresh/ds/shard-000000.shard ] || die "A left no upload under way"
-[ "$(boto keys "$S3_BUCKET" fresh/ds)" = '[]' ] || die "A should have finished no shard"
-shardify "$T/big" "$B/fresh/ds" $RAW --work-dir "$T/fresh-b" --quiet || die "machine B failed"
-[ -z "$(uploads fresh/ds)" ] || die "machine A's upload was not aborted: $(uploads fresh/ds)"
-boto get-tree "$S3_BUCKET" fresh/ds "$T/fresh-back"
-same_tree "$T/local-big" "$T/fresh-back"
+case_moto_a_run_killed_mid_upload_on_machine_a_before_any_shard_is_cleaned_up_by_a_plain_run_on_b() {
+    use_store moto
+    killed_on_a fresh "shard-000000.shard?partNumber=2"
+    [ "$(uploads fresh/ds)" = fresh/ds/shard-000000.shard ] || die "A left no upload under way"
+    [ "$(boto keys "$S3_BUCKET" fresh/ds)" = '[]' ] || die "A should have finished no shard"
+    shardify "$T/big" "$B/fresh/ds" $RAW --work-dir "$C/fresh-b" --quiet || die "machine B failed"
+    [ -z "$(uploads fresh/ds)" ] || die "machine A's upload was not aborted: $(uploads fresh/ds)"
+    boto get-tree "$S3_BUCKET" fresh/ds "$C/fresh-back"
+    same_tree "$T/local-big" "$C/fresh-back"
+}
 
-if have_s3rver; then
-    say "s3rver: no ListMultipartUploads: the run goes on and says so"
-    start_store s3rver
-    export AWS_ENDPOINT_URL=$ENDPOINT
-    shardify "$T/small" "$B/ow/ds" --size 32 --quiet 2>"$T/s3rver.err" ||
-        { cat "$T/s3rver.err" >&2; die "s3rver: the first run failed"; }
-    must_say "warning: cannot list the multipart uploads under 's3://$S3_BUCKET/ow/ds': HTTP 501 Not Implemented" "$T/s3rver.err"
-    must_say "multipart uploads other runs left there are not aborted" "$T/s3rver.err"
-    shardify "$T/small" "$B/ow/ds" --size 40 --overwrite --quiet 2>"$T/s3rver.err" ||
-        { cat "$T/s3rver.err" >&2; die "s3rver: --overwrite failed"; }
-    must_say "multipart uploads other runs left there are not aborted" "$T/s3rver.err"
-    boto get-tree "$S3_BUCKET" ow/ds "$T/s3rver-back"
-    [ "$(json "$T/s3rver-back/manifest.json" "d['config']['size']")" = 40 ] ||
+case_s3rver_without_list_multipart_uploads_the_run_goes_on_and_says_so() {
+    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    use_store s3rver
+    shardify "$T/small" "$B/ow/ds" --size 32 --quiet 2>"$C/s3rver.err" ||
+        { cat "$C/s3rver.err" >&2; die "s3rver: the first run failed"; }
+    must_say "warning: cannot list the multipart uploads under 's3://$S3_BUCKET/ow/ds': HTTP 501 Not Implemented" \
+        "$C/s3rver.err"
+    must_say "multipart uploads other runs left there are not aborted" "$C/s3rver.err"
+    shardify "$T/small" "$B/ow/ds" --size 40 --overwrite --quiet 2>"$C/s3rver.err" ||
+        { cat "$C/s3rver.err" >&2; die "s3rver: --overwrite failed"; }
+    must_say "multipart uploads other runs left there are not aborted" "$C/s3rver.err"
+    boto get-tree "$S3_BUCKET" ow/ds "$C/s3rver-back"
+    [ "$(json "$C/s3rver-back/manifest.json" "d['config']['size']")" = 40 ] ||
         die "s3rver: the dataset was not replaced"
-else
-    echo "s3rver: not tried (Node.js and npm are not installed)"
-fi
-echo "s3 upload tests passed"
+}
+
+run_cases

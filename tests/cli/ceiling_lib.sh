@@ -35,11 +35,3 @@ ceiling_usage_errors() {
     must_say "$T/missing" "$T/err"
     "$CEILING" --help | grep -q "Usage:" || die "--help"
 }
-
-# ceiling_refusals DATASET: both of the above, in $T.
-ceiling_refusals() {
-    say "a damaged record is an error naming it, not a rate"
-    ceiling_damaged_record "$T"
-    say "bad arguments are usage errors"
-    ceiling_usage_errors "$1"
-}

@@ -12,15 +12,17 @@ ceiling_jpeg() {
     shardify "$T/src" "$T/jpeg" --size 48 --quiet
 }
 
-# ceiling_refusals DATASET: a damaged record of $T/jpeg (damaged here) is an
-# error naming it, and bad arguments before DATASET are usage errors.
-ceiling_refusals() {
-    say "a damaged record is an error naming it, not a rate"
-    flip_byte "$(ls "$T/jpeg"/*.shard | head -n 1)" 200 # inside the first record's frame
-    must_fail 1 "$CEILING" --reps 1 "$T/jpeg"
+# ceiling_damaged_record DIR: a damaged record of a copy of $T/jpeg (in
+# DIR/damaged, damaged there) is an error naming it, not a rate.
+ceiling_damaged_record() {
+    cp -r "$T/jpeg" "$1/damaged"
+    flip_byte "$(ls "$1/damaged"/*.shard | head -n 1)" 200 # inside the first record's frame
+    must_fail 1 "$CEILING" --reps 1 "$1/damaged"
     must_say "record 0" "$T/err"
+}
 
-    say "bad arguments are usage errors"
+# ceiling_usage_errors DATASET: bad arguments before DATASET are usage errors.
+ceiling_usage_errors() {
     must_fail 2 "$CEILING"
     must_say "Usage:" "$T/err"
     must_fail 2 "$CEILING" --threads 0 "$1"

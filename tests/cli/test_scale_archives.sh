@@ -12,20 +12,23 @@ GEN=$SHARDKIT_BIN/../bench/gen_archives
 [ -x "$GEN" ] || die "no '$GEN' (make builds it)"
 SAMPLES=${SCALE_SAMPLES:-100000}
 
+# the set-up every case reads: an img2dataset-style folder ($T/src) of
+# $SAMPLES samples in tars of 10000, .jpg and .txt, and its conversion ($T/dst)
+# with 4 threads, captions as a field, the machine loaded
 say "an img2dataset-style folder: $SAMPLES samples in tars of 10000, .jpg and .txt"
 mkdir -p "$T/src"
 "$GEN" --per-tar 10000 "$T/src" "$SAMPLES"
 [ "$(ls "$T/src" | wc -l)" -eq $(((SAMPLES + 9999) / 10000)) ] || die "the generator wrote $(ls "$T/src")"
 
 # load: one busy process per core, so that the run's threads are preempted
-# at any point (the race showed only on a loaded machine)
+# at any point (the race showed only on a loaded machine); stopped when the
+# test ends, should the run not end
 busy=""
 for _ in $(seq "$(nproc)"); do
     sh -c 'while :; do :; done' &
     busy="$busy $!"
 done
-trap '[ -z "$busy" ] || kill $busy 2>/dev/null || true
-      [ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
+on_exit '[ -z "$busy" ] || kill $busy 2>/dev/null || true'
 
 say "shardify --archives with 4 threads, captions as a field, the machine loaded"
 shardify --archives "$T/src" "$T/dst" --labels none --field caption=text,from=.txt \
@@ -33,14 +36,17 @@ shardify --archives "$T/src" "$T/dst" --labels none --field caption=text,from=.t
 kill $busy 2>/dev/null || true
 busy=""
 
-[ "$(json "$T/dst/manifest.json" "d['counts']['samples']")" -eq "$SAMPLES" ] ||
-    die "$(json "$T/dst/manifest.json" "d['counts']") samples, expected $SAMPLES"
-[ "$(json "$T/dst/manifest.json" "d['counts']['fields']['caption']")" -eq "$SAMPLES" ] ||
-    die "not every sample has its caption"
-[ "$(json "$T/dst/manifest.json" "len(d['rejected'])")" -eq 0 ] || die "rejects: $(head -c 400 "$T/dst/manifest.json")"
+case_every_sample_converted_with_its_caption_under_load_no_rejects() {
+    [ "$(json "$T/dst/manifest.json" "d['counts']['samples']")" -eq "$SAMPLES" ] ||
+        die "$(json "$T/dst/manifest.json" "d['counts']") samples, expected $SAMPLES"
+    [ "$(json "$T/dst/manifest.json" "d['counts']['fields']['caption']")" -eq "$SAMPLES" ] ||
+        die "not every sample has its caption"
+    [ "$(json "$T/dst/manifest.json" "len(d['rejected'])")" -eq 0 ] ||
+        die "rejects: $(head -c 400 "$T/dst/manifest.json")"
+}
 
-say "every tar member is a sample or its caption, with the identity the tar gives (Python's tarfile)"
-"$PYTHON" - "$T/src" "$T/dst/index.jsonl" <<'EOF' || die "the index does not match the tars"
+case_every_tar_member_is_a_sample_or_its_caption_with_the_identity_the_tar_gives_pythons_tarfile() {
+    "$PYTHON" - "$T/src" "$T/dst/index.jsonl" <<'EOF' || die "the index does not match the tars"
 import json, os, sys, tarfile, xxhash
 src, index = sys.argv[1:3]
 want = {}
@@ -60,7 +66,11 @@ for line in open(index):
 assert not want, "members with no sample: %r" % sorted(want)[:5]
 print(seen, "samples match")
 EOF
+}
 
-say "shardcheck --deep --source agrees"
-shardcheck --deep --source "$T/src" "$T/dst" >"$T/check" 2>&1 || { cat "$T/check" >&2; die "shardcheck failed"; }
-echo "ok"
+case_shardcheck_deep_source_agrees() {
+    shardcheck --deep --source "$T/src" "$T/dst" >"$C/check" 2>&1 ||
+        { cat "$C/check" >&2; die "shardcheck failed"; }
+}
+
+run_cases

@@ -15,8 +15,8 @@ RAW=$T/raw
 JPG=$T/jpg
 N=100
 
-# ---- a small source: 100 photos of the photo sample (apostrophes in names
-# included)
+# ---- the set-up the cases read: a small source, 100 photos of the photo sample
+# (apostrophes in names included), its raw and jpeg datasets and its keys
 mkdir -p "$SRC"
 { ls "$SAMPLE" | grep "'" | head -n 4
   ls "$SAMPLE" | grep -v "'" | grep -i '\.jpe\?g$' | head -n $((N - 4)); } >"$T/pick"
@@ -39,95 +39,101 @@ samples=$(json "$RAW/manifest.json" "d['counts']['samples']")
 import json, sys
 for line in open(sys.argv[1]):
     print(json.loads(line)["key"])' "$RAW/index.jsonl" >"$T/keys"
+# compare's JSON, which the compare case and the consumer's wait case read
+shardbench compare "$SRC" "$RAW" --threads 2 --json >"$T/cmp.json"
 
 # ---- usage errors ------------------------------------------------------------------
-say "usage errors exit 2 and name the problem"
-must_fail 2 shardbench
-must_say "missing command" "$T/err"
-must_fail 2 shardbench fetch "$RAW"
-must_say "unknown command 'fetch'" "$T/err"
-must_fail 2 shardbench files
-must_say "'files' takes 1 operand" "$T/err"
-must_fail 2 shardbench compare "$SRC"
-must_fail 2 shardbench shards "$RAW" --threads 0
-must_say "--threads" "$T/err"
-must_fail 2 shardbench files "$SRC" --fit wide
-must_say "--fit: 'wide'" "$T/err"
-must_fail 2 shardbench files "$SRC" --step-ms -1
-must_fail 2 shardbench shards "$RAW" --size 64
-must_say "belong to the files loader" "$T/err"
-must_fail 2 shardbench shards "$RAW" --frobnicate
-must_say "unknown option '--frobnicate'" "$T/err"
-must_fail 2 shardbench files http://127.0.0.1:9/raw
-must_say "a URL cannot be listed" "$T/err"
-must_fail 2 shardbench compare "$SRC" "$RAW" --digests "$T/d"
-must_fail 2 shardbench roofline --bandwidth 100GB/s --intensity 2
-must_say "needs --bandwidth, --intensity and --peak" "$T/err"
-must_fail 2 shardbench roofline --bandwidth 100GFLOP/s --intensity 2 --peak 1TFLOP/s
-must_say "is not a bandwidth" "$T/err"
-must_fail 2 shardbench -xy shards "$RAW"
-must_say "unknown option '-x'" "$T/err"
-if grep -q "unknown option 'shards'" "$T/err"; then die "the command was named as the option"; fi
-must_fail 2 shardbench shards "$RAW" --timeout 0
-must_say "--timeout: '0' is not a number of seconds" "$T/err"
-shardbench --help >"$T/help"
-must_say "shardbench compare SRC|URL DST|URL" "$T/help"
-must_say "--timeout S" "$T/help"
+case_usage_errors_exit_2_and_name_the_problem() {
+    must_fail 2 shardbench
+    must_say "missing command" "$T/err"
+    must_fail 2 shardbench fetch "$RAW"
+    must_say "unknown command 'fetch'" "$T/err"
+    must_fail 2 shardbench files
+    must_say "'files' takes 1 operand" "$T/err"
+    must_fail 2 shardbench compare "$SRC"
+    must_fail 2 shardbench shards "$RAW" --threads 0
+    must_say "--threads" "$T/err"
+    must_fail 2 shardbench files "$SRC" --fit wide
+    must_say "--fit: 'wide'" "$T/err"
+    must_fail 2 shardbench files "$SRC" --step-ms -1
+    must_fail 2 shardbench shards "$RAW" --size 64
+    must_say "belong to the files loader" "$T/err"
+    must_fail 2 shardbench shards "$RAW" --frobnicate
+    must_say "unknown option '--frobnicate'" "$T/err"
+    must_fail 2 shardbench files http://127.0.0.1:9/raw
+    must_say "a URL cannot be listed" "$T/err"
+    must_fail 2 shardbench compare "$SRC" "$RAW" --digests "$C/d"
+    must_fail 2 shardbench roofline --bandwidth 100GB/s --intensity 2
+    must_say "needs --bandwidth, --intensity and --peak" "$T/err"
+    must_fail 2 shardbench roofline --bandwidth 100GFLOP/s --intensity 2 --peak 1TFLOP/s
+    must_say "is not a bandwidth" "$T/err"
+    must_fail 2 shardbench -xy shards "$RAW"
+    must_say "unknown option '-x'" "$T/err"
+    if grep -q "unknown option 'shards'" "$T/err"; then die "the command was named as the option"; fi
+    must_fail 2 shardbench shards "$RAW" --timeout 0
+    must_say "--timeout: '0' is not a number of seconds" "$T/err"
+    shardbench --help >"$C/help"
+    must_say "shardbench compare SRC|URL DST|URL" "$C/help"
+    must_say "--timeout S" "$C/help"
+}
 
-say "an output file that cannot be written is a usage error before the run starts"
-must_fail 2 shardbench shards "$RAW" --trace "$T/no-such-dir/trace.json"
-must_say "--trace: cannot write '$T/no-such-dir/trace.json'" "$T/err"
-[ ! -s "$T/stdout" ] || die "the run started although its trace could not be written"
-mkdir -p "$T/a-directory"
-must_fail 2 shardbench files "$SRC" --trace "$T/a-directory"
-must_say "--trace: cannot write '$T/a-directory'" "$T/err"
-must_fail 2 shardbench shards "$RAW" --digests "$T/no-such-dir/d.jsonl"
-must_say "--digests: cannot write '$T/no-such-dir/d.jsonl'" "$T/err"
-[ ! -e "$T/no-such-dir" ] || die "a directory was created"
+case_an_output_file_that_cannot_be_written_is_a_usage_error_before_the_run_starts() {
+    must_fail 2 shardbench shards "$RAW" --trace "$T/no-such-dir/trace.json"
+    must_say "--trace: cannot write '$T/no-such-dir/trace.json'" "$T/err"
+    [ ! -s "$T/stdout" ] || die "the run started although its trace could not be written"
+    mkdir -p "$C/a-directory"
+    must_fail 2 shardbench files "$SRC" --trace "$C/a-directory"
+    must_say "--trace: cannot write '$C/a-directory'" "$T/err"
+    must_fail 2 shardbench shards "$RAW" --digests "$T/no-such-dir/d.jsonl"
+    must_say "--digests: cannot write '$T/no-such-dir/d.jsonl'" "$T/err"
+    [ ! -e "$T/no-such-dir" ] || die "a directory was created"
+}
 
-say "nothing to read, or samples that failed: exit 1, saying so"
-: >"$T/empty.keys"
-must_fail 1 shardbench files "$SRC" --keys "$T/empty.keys"
-must_say "--keys: '$T/empty.keys' lists no keys" "$T/err"
-mkdir -p "$T/nothing"
-must_fail 1 shardbench files "$T/nothing" --epochs 1
-must_say "no samples to read in '$T/nothing'" "$T/err"
-mkdir -p "$T/mixed"
-head -n 3 "$T/keys" | while IFS= read -r k; do cp "$SRC/$k" "$T/mixed/"; done
-echo "not an image" >"$T/mixed/broken.jpg"
-must_fail 1 shardbench files "$T/mixed" --size 32 --epochs 1 --json
-[ "$(json "$T/stdout" "(d['first_epoch']['samples'], d['errors'])")" = "(3, 1)" ] ||
-    die "the report must still be written: $(cat "$T/stdout")"
-must_say "1 sample of '$T/mixed' failed; the first: " "$T/err"
+case_nothing_to_read_or_samples_that_failed_exit_1_saying_so() {
+    : >"$C/empty.keys"
+    must_fail 1 shardbench files "$SRC" --keys "$C/empty.keys"
+    must_say "--keys: '$C/empty.keys' lists no keys" "$T/err"
+    mkdir -p "$C/nothing"
+    must_fail 1 shardbench files "$C/nothing" --epochs 1
+    must_say "no samples to read in '$C/nothing'" "$T/err"
+    mkdir -p "$C/mixed"
+    head -n 3 "$T/keys" | while IFS= read -r k; do cp "$SRC/$k" "$C/mixed/"; done
+    echo "not an image" >"$C/mixed/broken.jpg"
+    must_fail 1 shardbench files "$C/mixed" --size 32 --epochs 1 --json
+    [ "$(json "$T/stdout" "(d['first_epoch']['samples'], d['errors'])")" = "(3, 1)" ] ||
+        die "the report must still be written: $(cat "$T/stdout")"
+    must_say "1 sample of '$C/mixed' failed; the first: " "$T/err"
+}
 
-say "a missing dataset or folder is an error naming it (exit 1)"
-must_fail 1 shardbench shards "$T/nowhere"
-must_say "$T/nowhere" "$T/err"
-must_fail 1 shardbench files "$T/nowhere"
-must_say "$T/nowhere" "$T/err"
-must_fail 1 shardbench files "$SRC" --keys "$T/no-such-list"
-must_say "no-such-list" "$T/err"
+case_a_missing_dataset_or_folder_is_an_error_naming_it_exit_1() {
+    must_fail 1 shardbench shards "$C/nowhere"
+    must_say "$C/nowhere" "$T/err"
+    must_fail 1 shardbench files "$C/nowhere"
+    must_say "$C/nowhere" "$T/err"
+    must_fail 1 shardbench files "$SRC" --keys "$C/no-such-list"
+    must_say "no-such-list" "$T/err"
+}
 
 # ---- roofline ------------------------------------------------------------------------
-say "roofline: 100 GB/s x 2 FLOP/B = 200 GFLOP/s, memory-bound; x 20 capped at the peak"
-shardbench roofline --bandwidth 100GB/s --intensity 2 --peak 1000GFLOP/s >"$T/roof"
-must_say "attainable: 200 GFLOP/s (memory-bound)" "$T/roof"
-must_say "ridge point: 10 FLOP/B" "$T/roof"
-shardbench roofline --bandwidth 100GB/s --intensity 20 --peak 1000GFLOP/s >"$T/roof"
-must_say "attainable: 1000 GFLOP/s (compute-bound)" "$T/roof"
-shardbench roofline --bandwidth 100GB/s --intensity 10 --peak 1000GFLOP/s --json >"$T/roof.json"
-roof="(d['attainable_flop_per_second'], d['ridge_flop_per_byte'], d['bound'])"
-[ "$(json "$T/roof.json" "$roof")" = "(1000000000000.0, 10.0, 'compute')" ] ||
-    die "the ridge point itself is compute-bound"
-shardbench roofline --bandwidth 1.5TB/s --intensity 0.5FLOP/B --peak 19.5TFLOP/s >"$T/roof"
-must_say "attainable: 0.75 TFLOP/s (memory-bound)" "$T/roof"
-shardbench roofline --bandwidth 1GiB/s --intensity 1 --peak 1e12 --json >"$T/roof.json"
-[ "$(json "$T/roof.json" "d['attainable_flop_per_second']")" = 1073741824.0 ] || die "GiB/s"
+case_roofline_100_gb_s_x_2_flop_b_is_200_gflop_s_memory_bound_x_20_capped_at_the_peak() {
+    shardbench roofline --bandwidth 100GB/s --intensity 2 --peak 1000GFLOP/s >"$C/roof"
+    must_say "attainable: 200 GFLOP/s (memory-bound)" "$C/roof"
+    must_say "ridge point: 10 FLOP/B" "$C/roof"
+    shardbench roofline --bandwidth 100GB/s --intensity 20 --peak 1000GFLOP/s >"$C/roof"
+    must_say "attainable: 1000 GFLOP/s (compute-bound)" "$C/roof"
+    shardbench roofline --bandwidth 100GB/s --intensity 10 --peak 1000GFLOP/s --json >"$C/roof.json"
+    roof="(d['attainable_flop_per_second'], d['ridge_flop_per_byte'], d['bound'])"
+    [ "$(json "$C/roof.json" "$roof")" = "(1000000000000.0, 10.0, 'compute')" ] ||
+        die "the ridge point itself is compute-bound"
+    shardbench roofline --bandwidth 1.5TB/s --intensity 0.5FLOP/B --peak 19.5TFLOP/s >"$C/roof"
+    must_say "attainable: 0.75 TFLOP/s (memory-bound)" "$C/roof"
+    shardbench roofline --bandwidth 1GiB/s --intensity 1 --peak 1e12 --json >"$C/roof.json"
+    [ "$(json "$C/roof.json" "d['attainable_flop_per_second']")" = 1073741824.0 ] || die "GiB/s"
+}
 
 # ---- compare, locally ----------------------------------------------------------------
-say "compare --json: samples/s of both sides and their ratio; shards beat files"
-shardbench compare "$SRC" "$RAW" --threads 2 --json >"$T/cmp.json"
-"$PYTHON" - "$T/cmp.json" "$samples" <<'EOF' || die "compare JSON"
+case_compare_json_samples_per_second_of_both_sides_and_their_ratio_shards_beat_files() {
+    "$PYTHON" - "$T/cmp.json" "$samples" <<'EOF' || die "compare JSON"
 import json, sys
 d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
 f, s = d["files"], d["shards"]
@@ -154,39 +160,43 @@ ratio = s["samples_per_second"] / f["samples_per_second"]
 assert abs(d["ratio"] - ratio) < 1e-6 * ratio, (d["ratio"], ratio)
 assert d["ratio"] > 1, "shards are not faster than small files: %.2f" % d["ratio"]
 EOF
+}
 
-say "the text report shows both sides, the stages and the ratio"
-shardbench compare "$SRC" "$JPG" --epochs 3 --limit 50 >"$T/cmp.txt"
-must_say "epoch 1 (first)" "$T/cmp.txt"
-must_say "epochs 2-3 (steady)" "$T/cmp.txt"
-must_say "decompress" "$T/cmp.txt"
-must_say "resize" "$T/cmp.txt"
-must_say "shards/files:" "$T/cmp.txt"
+case_the_text_report_shows_both_sides_the_stages_and_the_ratio() {
+    shardbench compare "$SRC" "$JPG" --epochs 3 --limit 50 >"$C/cmp.txt"
+    must_say "epoch 1 (first)" "$C/cmp.txt"
+    must_say "epochs 2-3 (steady)" "$C/cmp.txt"
+    must_say "decompress" "$C/cmp.txt"
+    must_say "resize" "$C/cmp.txt"
+    must_say "shards/files:" "$C/cmp.txt"
+}
 
-say "--limit, --epochs and --seconds bound the run"
-shardbench shards "$RAW" --limit 7 --epochs 3 --batch 4 --json >"$T/lim.json"
-lim="(d['first_epoch']['samples'], d['steady']['samples'], d['steady']['epochs'],
-      d['first_epoch']['batches'])"
-[ "$(json "$T/lim.json" "$lim")" = "(7, 14, 2, 2)" ] || die "--limit 7 --epochs 3 --batch 4"
-shardbench files "$SRC" --size 32 --epochs 1000 --seconds 1 --json >"$T/sec.json"
-[ "$(json "$T/sec.json" "d['steady'] is None or d['steady']['epochs'] < 999")" = True ] ||
-    die "--seconds 1 did not stop the run"
+case_limit_epochs_and_seconds_bound_the_run() {
+    shardbench shards "$RAW" --limit 7 --epochs 3 --batch 4 --json >"$C/lim.json"
+    lim="(d['first_epoch']['samples'], d['steady']['samples'], d['steady']['epochs'],
+          d['first_epoch']['batches'])"
+    [ "$(json "$C/lim.json" "$lim")" = "(7, 14, 2, 2)" ] || die "--limit 7 --epochs 3 --batch 4"
+    shardbench files "$SRC" --size 32 --epochs 1000 --seconds 1 --json >"$C/sec.json"
+    [ "$(json "$C/sec.json" "d['steady'] is None or d['steady']['epochs'] < 999")" = True ] ||
+        die "--seconds 1 did not stop the run"
+}
 
-say "--keys: the files loader reads exactly the listed keys"
-head -n 10 "$T/keys" >"$T/keys10"
-shardbench files "$SRC" --keys "$T/keys10" --size 32 --epochs 1 --digests "$T/k.jsonl" --json \
-    >"$T/k.json"
-[ "$(json "$T/k.json" "d['first_epoch']['samples']")" = 10 ] || die "--keys read other samples"
-"$PYTHON" -c '
+case_keys_the_files_loader_reads_exactly_the_listed_keys() {
+    head -n 10 "$T/keys" >"$C/keys10"
+    shardbench files "$SRC" --keys "$C/keys10" --size 32 --epochs 1 --digests "$C/k.jsonl" --json \
+        >"$C/k.json"
+    [ "$(json "$C/k.json" "d['first_epoch']['samples']")" = 10 ] || die "--keys read other samples"
+    "$PYTHON" -c '
 import json, sys
 got = sorted(json.loads(l)["key"] for l in open(sys.argv[1]))
 want = sorted(l.rstrip("\n") for l in open(sys.argv[2]))
-assert got == want, (got, want)' "$T/k.jsonl" "$T/keys10" || die "digests name other keys"
+assert got == want, (got, want)' "$C/k.jsonl" "$C/keys10" || die "digests name other keys"
+}
 
 # ---- the consumer's wait -----------------------------------------------------------------
-say "--step-ms: a slow consumer barely waits for shards; with no step it always waits"
-shardbench shards "$JPG" --batch 8 --step-ms 25 --epochs 2 --json >"$T/step.json"
-"$PYTHON" - "$T/step.json" <<'EOF' || die "wait fraction with a slow consumer"
+case_step_ms_a_slow_consumer_barely_waits_for_shards_with_no_step_it_always_waits() {
+    shardbench shards "$JPG" --batch 8 --step-ms 25 --epochs 2 --json >"$C/step.json"
+    "$PYTHON" - "$C/step.json" <<'EOF' || die "wait fraction with a slow consumer"
 import json, sys
 d = json.load(open(sys.argv[1]))
 st = d["steady"]
@@ -195,14 +205,15 @@ assert st["wait_fraction"] < 0.3, st["wait_fraction"]
 # the steps themselves are accounted: about 25 ms per batch
 assert 20 < st["stage_ms_per_sample"]["consumer step"] * 8 < 60, st["stage_ms_per_sample"]
 EOF
-[ "$(json "$T/cmp.json" "d['files']['steady']['wait_fraction'] > 0.8")" = True ] ||
-    die "a consumer without a step should wait nearly all the time"
+    [ "$(json "$T/cmp.json" "d['files']['steady']['wait_fraction'] > 0.8")" = True ] ||
+        die "a consumer without a step should wait nearly all the time"
+}
 
 # ---- the trace ------------------------------------------------------------------------------
-say "--trace: valid Chrome trace JSON, every stage named, spans nest on each thread"
-shardbench compare "$SRC" "$JPG" --limit 40 --batch 8 --step-ms 1 --trace "$T/trace.json" \
-    >/dev/null
-"$PYTHON" - "$T/trace.json" <<'EOF' || die "trace"
+case_trace_valid_chrome_trace_json_every_stage_named_spans_nest_on_each_thread() {
+    shardbench compare "$SRC" "$JPG" --limit 40 --batch 8 --step-ms 1 --trace "$C/trace.json" \
+        >/dev/null
+    "$PYTHON" - "$C/trace.json" <<'EOF' || die "trace"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["displayTimeUnit"] == "ms"
@@ -245,24 +256,32 @@ reads = [e for e in spans if e["name"] == "read"]
 samples = [e for e in spans if e["name"] == "sample"]
 assert len(samples) >= 80 and len(reads) >= 80
 EOF
+}
 
 # ---- --cold --------------------------------------------------------------------------------
-say "--cold drops the page cache of the files read, and says how cold it got"
-shardbench files "$SRC" --size 32 --cold --limit 20 --json >"$T/cold.json"
-"$PYTHON" - "$T/cold.json" <<'EOF' || die "--cold report"
+case_cold_drops_the_page_cache_of_the_files_read_and_says_how_cold_it_got() {
+    shardbench files "$SRC" --size 32 --cold --limit 20 --json >"$C/cold.json"
+    "$PYTHON" - "$C/cold.json" <<'EOF' || die "--cold report"
 import json, sys
 c = json.load(open(sys.argv[1]))["cold"]
 assert c["requested"] is True and c["dropped"] is True, c
 assert c["resident_fraction"] is None or 0 <= c["resident_fraction"] <= 1, c
 assert "posix_fadvise" in c["note"], c
 EOF
-shardbench shards "$RAW" --cold --json >"$T/cold.json"
-[ "$(json "$T/cold.json" "d['cold']['dropped']")" = True ] || die "--cold on shards"
+    shardbench shards "$RAW" --cold --json >"$C/cold.json"
+    [ "$(json "$C/cold.json" "d['cold']['dropped']")" = True ] || die "--cold on shards"
+}
 
 # ---- a server that accepts and never answers ------------------------------------------------
-say "--timeout: a server that never answers ends the run with an error naming the URL"
-# a real socket server on loopback that accepts every connection and sends
-# nothing; it writes its port once it listens, and is killed by its pid
+# the servers the cases use, stopped when the test ends: this one, a real
+# socket server on loopback that accepts every connection and sends nothing
+# (H is its URL), and nginx (below)
+hang=""
+U=""
+HTTP=$T/http
+stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
+on_exit '[ -z "$hang" ] || kill $hang 2>/dev/null; [ -z "$U" ] || stop_server'
+# it writes its port once it listens, and is killed by its pid
 "$PYTHON" - "$T/hang.port" <<'HANG' &
 import os, socket, sys
 s = socket.socket()
@@ -277,7 +296,6 @@ while True:
     held.append(s.accept()[0])
 HANG
 hang=$!
-on_exit 'kill $hang 2>/dev/null'
 i=0
 while [ ! -f "$T/hang.port" ]; do
     i=$((i + 1))
@@ -285,35 +303,38 @@ while [ ! -f "$T/hang.port" ]; do
     sleep 0.05
 done
 H="http://127.0.0.1:$(cat "$T/hang.port")"
-# `timeout` only guards the suite against a hang; the run ends by itself
-must_fail 1 timeout 300 shardbench shards "$H/data" --timeout 1 --retries 1
-must_say "cannot read '$H/data/manifest.json': timed out: nothing received for 1 s" "$T/err"
-must_say "(gave up after 2 attempts)" "$T/err"
-kill $hang
-wait $hang 2>/dev/null || true
-on_exit ''
+
+case_timeout_a_server_that_never_answers_ends_the_run_with_an_error_naming_the_url() {
+    # `timeout` only guards the suite against a hang; the run ends by itself
+    must_fail 1 timeout 300 shardbench shards "$H/data" --timeout 1 --retries 1
+    must_say "cannot read '$H/data/manifest.json': timed out: nothing received for 1 s" "$T/err"
+    must_say "(gave up after 2 attempts)" "$T/err"
+}
 
 # ---- over HTTP: a real nginx on loopback ------------------------------------------------------
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
-    skip "nginx is not installed (scripts/deps.sh installs it): HTTP tests not run"
-HTTP=$T/http
-mkdir -p "$T/broken"
-cp "$RAW"/* "$T/broken/"
-rm "$T/broken/shard-000001.shard"
-stop_server() { "$HTTP_SERVER" stop "$HTTP" >/dev/null 2>&1 || true; }
-on_exit stop_server
-U=$("$HTTP_SERVER" start "$HTTP" src="$SRC" raw="$RAW" jpg="$JPG" broken="$T/broken") ||
-    die "cannot start nginx"
-say "nginx serves the source and the datasets at $U"
+# the source and the datasets served by nginx (the HTTP cases), $T/broken (RAW
+# with a shard missing) among them; the samples read locally ($T/local.jsonl,
+# by key and pixel hash) that three cases compare with
+if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then
+    mkdir -p "$T/broken"
+    cp "$RAW"/* "$T/broken/"
+    rm "$T/broken/shard-000001.shard"
+    U=$("$HTTP_SERVER" start "$HTTP" src="$SRC" raw="$RAW" jpg="$JPG" broken="$T/broken") ||
+        die "cannot start nginx"
+    say "nginx serves the source and the datasets at $U"
+    shardbench shards "$RAW" --epochs 1 --digests "$T/local.jsonl" >/dev/null
+else
+    echo "SKIP: nginx is not installed (scripts/deps.sh installs it): HTTP tests not run"
+fi
 requests() { wc -l <"$HTTP/access.log" | tr -d ' '; }
 
-say "shards over HTTP equal the local shards, by key and pixel hash, in few range requests"
-shardbench shards "$RAW" --epochs 1 --digests "$T/local.jsonl" >/dev/null
-before=$(requests)
-shardbench shards "$U/raw" --epochs 2 --window 64K --digests "$T/http.jsonl" --json >"$T/h.json"
-cmp -s "$T/local.jsonl" "$T/http.jsonl" || die "samples read over HTTP differ from the local ones"
-[ "$(wc -l <"$T/http.jsonl")" -eq "$samples" ] || die "not every sample came over HTTP"
-"$PYTHON" - "$T/h.json" "$samples" "$(( $(requests) - before ))" "$RAW/manifest.json" <<'EOF' ||
+case_shards_over_http_equal_the_local_shards_by_key_and_pixel_hash_in_few_range_requests() {
+    [ -n "$U" ] || return 0
+    before=$(requests)
+    shardbench shards "$U/raw" --epochs 2 --window 64K --digests "$C/http.jsonl" --json >"$C/h.json"
+    cmp -s "$T/local.jsonl" "$C/http.jsonl" || die "samples read over HTTP differ from the local ones"
+    [ "$(wc -l <"$C/http.jsonl")" -eq "$samples" ] || die "not every sample came over HTTP"
+    "$PYTHON" - "$C/h.json" "$samples" "$(( $(requests) - before ))" "$RAW/manifest.json" <<'EOF' ||
 import json, sys
 d = json.load(open(sys.argv[1])); n = int(sys.argv[2]); logged = int(sys.argv[3])
 assert d["remote"] is True
@@ -331,28 +352,35 @@ assert steady["bytes_read"] > 0
 counted = first["requests"] + steady["requests"] + 1
 assert counted <= logged <= counted + 8, (first["requests"], steady["requests"], logged)
 EOF
-    die "HTTP shards"
-say "a window cache of two windows (evicting while reading ahead) still reads every sample right"
-shardbench shards "$U/raw" --epochs 2 --window 64K --window-cache 128K --connections 3 \
-    --digests "$T/small-cache.jsonl" >/dev/null
-cmp -s "$T/local.jsonl" "$T/small-cache.jsonl" || die "a small window cache changed the samples"
-grep -q ' 206 GET "/raw/shard-000000.shard" range="bytes=' "$HTTP/access.log" ||
-    die "no range request in the server log"
+        die "HTTP shards"
+}
 
-say "files over HTTP: one GET per sample, the same pixels as from the local folder"
-shardbench files "$SRC" --keys "$T/keys" --size 48 --epochs 1 --digests "$T/flocal.jsonl" \
-    >/dev/null
-before=$(requests)
-shardbench files "$U/src" --keys "$T/keys" --size 48 --epochs 1 --digests "$T/fhttp.jsonl" \
-    --json >"$T/fh.json"
-cmp -s "$T/flocal.jsonl" "$T/fhttp.jsonl" || die "files over HTTP differ from local files"
-[ "$(json "$T/fh.json" "d['first_epoch']['requests']")" -eq "$samples" ] ||
-    die "the files loader should make one request per sample"
-[ $(( $(requests) - before )) -eq "$samples" ] || die "the server saw other requests"
+case_a_window_cache_of_two_windows_evicting_while_reading_ahead_still_reads_every_sample_right() {
+    [ -n "$U" ] || return 0
+    shardbench shards "$U/raw" --epochs 2 --window 64K --window-cache 128K --connections 3 \
+        --digests "$C/small-cache.jsonl" >/dev/null
+    cmp -s "$T/local.jsonl" "$C/small-cache.jsonl" || die "a small window cache changed the samples"
+    grep -q ' 206 GET "/raw/shard-000000.shard" range="bytes=' "$HTTP/access.log" ||
+        die "no range request in the server log"
+}
 
-say "--rtt is slept before every request and reported as simulated"
-shardbench compare "$U/src" "$U/jpg" --rtt 5 --limit 20 --epochs 1 --json >"$T/rtt.json"
-"$PYTHON" - "$T/rtt.json" <<'EOF' || die "--rtt"
+case_files_over_http_one_get_per_sample_the_same_pixels_as_from_the_local_folder() {
+    [ -n "$U" ] || return 0
+    shardbench files "$SRC" --keys "$T/keys" --size 48 --epochs 1 --digests "$C/flocal.jsonl" \
+        >/dev/null
+    before=$(requests)
+    shardbench files "$U/src" --keys "$T/keys" --size 48 --epochs 1 --digests "$C/fhttp.jsonl" \
+        --json >"$C/fh.json"
+    cmp -s "$C/flocal.jsonl" "$C/fhttp.jsonl" || die "files over HTTP differ from local files"
+    [ "$(json "$C/fh.json" "d['first_epoch']['requests']")" -eq "$samples" ] ||
+        die "the files loader should make one request per sample"
+    [ $(( $(requests) - before )) -eq "$samples" ] || die "the server saw other requests"
+}
+
+case_rtt_is_slept_before_every_request_and_reported_as_simulated() {
+    [ -n "$U" ] || return 0
+    shardbench compare "$U/src" "$U/jpg" --rtt 5 --limit 20 --epochs 1 --json >"$C/rtt.json"
+    "$PYTHON" - "$C/rtt.json" <<'EOF' || die "--rtt"
 import json, sys
 d = json.load(open(sys.argv[1]))
 f, s = d["files"], d["shards"]
@@ -362,58 +390,91 @@ assert fe["requests"] == 20 and fe["simulated_rtt_seconds"] >= 20 * 0.005 * 0.99
 assert fe["stage_ms_per_sample"]["read"] >= 5, fe
 assert d["ratio"] > 1, d["ratio"]
 EOF
-shardbench shards "$U/jpg" --rtt 5 --epochs 1 >"$T/rtt.txt"
-must_say "rtt 5 ms (simulated)" "$T/rtt.txt"
+    shardbench shards "$U/jpg" --rtt 5 --epochs 1 >"$C/rtt.txt"
+    must_say "rtt 5 ms (simulated)" "$C/rtt.txt"
+}
 
-say "a missing shard is a 404 naming its URL; a missing dataset names manifest.json"
-must_fail 1 shardbench shards "$U/broken" --no-shuffle
-must_say "cannot read '$U/broken/shard-000001.shard': HTTP 404 Not Found" "$T/err"
-must_fail 1 shardbench shards "$U/nothing-here"
-must_say "no manifest: cannot read '$U/nothing-here/manifest.json': HTTP 404 Not Found" "$T/err"
-shardbench shards "$U/jpg" --cold --epochs 1 --json >"$T/rc.json"
-[ "$(json "$T/rc.json" "(d['cold']['dropped'], 'server' in d['cold']['note'])")" \
-  = "(False, True)" ] ||
-    die "--cold over HTTP must say it could not be done"
+case_a_missing_shard_is_a_404_naming_its_url_a_missing_dataset_names_manifest_json() {
+    [ -n "$U" ] || return 0
+    must_fail 1 shardbench shards "$U/broken" --no-shuffle
+    must_say "cannot read '$U/broken/shard-000001.shard': HTTP 404 Not Found" "$T/err"
+    must_fail 1 shardbench shards "$U/nothing-here"
+    must_say "no manifest: cannot read '$U/nothing-here/manifest.json': HTTP 404 Not Found" "$T/err"
+    shardbench shards "$U/jpg" --cold --epochs 1 --json >"$C/rc.json"
+    [ "$(json "$C/rc.json" "(d['cold']['dropped'], 'server' in d['cold']['note'])")" \
+      = "(False, True)" ] ||
+        die "--cold over HTTP must say it could not be done"
+}
 
-say "a server restarted in the middle of a read is survived by retrying"
-: >"$HTTP/access.log"
-# small windows, one connection and a simulated round trip: ~100 requests
-# spread over a few seconds, so the restart lands in the middle
-shardbench shards "$U/raw" --window 16K --connections 1 --rtt 20 --epochs 3 \
-    --digests "$T/restart.jsonl" --json >"$T/restart.json" 2>"$T/restart.err" &
-bench=$!
-i=0
-while [ "$(requests)" -lt 10 ]; do
-    i=$((i + 1))
-    [ $i -le 200 ] || { kill $bench; die "the benchmark made no requests"; }
-    sleep 0.05
-done
-"$HTTP_SERVER" stop "$HTTP"
-sleep 1
-"$HTTP_SERVER" restart "$HTTP"
-wait $bench || { cat "$T/restart.err" >&2; die "the read did not survive a server restart"; }
-cmp -s "$T/local.jsonl" "$T/restart.jsonl" || die "samples differ after the restart"
-"$PYTHON" - "$T/restart.json" "$samples" <<'EOF' || die "restart"
+# with_own_server FUNCTION: FUNCTION run with an nginx of its own serving RAW
+# (HTTP and U its, under the case's $C), stopped whatever FUNCTION does: the
+# outage cases stop and restart their server
+with_own_server() {
+    HTTP=$C/http
+    U=$("$HTTP_SERVER" start "$HTTP" raw="$RAW") || die "cannot start nginx"
+    set +e
+    (
+        set -e
+        "$1"
+    )
+    status=$?
+    set -e
+    stop_server
+    return "$status"
+}
+
+read_through_a_restart() {
+    : >"$HTTP/access.log"
+    # small windows, one connection and a simulated round trip: ~100 requests
+    # spread over a few seconds, so the restart lands in the middle
+    shardbench shards "$U/raw" --window 16K --connections 1 --rtt 20 --epochs 3 \
+        --digests "$C/restart.jsonl" --json >"$C/restart.json" 2>"$C/restart.err" &
+    bench=$!
+    i=0
+    while [ "$(requests)" -lt 10 ]; do
+        i=$((i + 1))
+        [ $i -le 200 ] || { kill $bench; die "the benchmark made no requests"; }
+        sleep 0.05
+    done
+    "$HTTP_SERVER" stop "$HTTP"
+    sleep 1
+    "$HTTP_SERVER" restart "$HTTP"
+    wait $bench || { cat "$C/restart.err" >&2; die "the read did not survive a server restart"; }
+    cmp -s "$T/local.jsonl" "$C/restart.jsonl" || die "samples differ after the restart"
+    "$PYTHON" - "$C/restart.json" "$samples" <<'EOF' || die "restart"
 import json, sys
 d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
 assert d["first_epoch"]["samples"] + d["steady"]["samples"] == 3 * n
 retries = d["first_epoch"]["retries"] + d["steady"]["retries"]
 assert retries >= 1, "no retry was needed: the restart missed the read"
 EOF
+}
 
-say "with no retries allowed, the same outage is an error naming the URL"
-shardbench shards "$U/raw" --window 16K --connections 1 --rtt 20 --retries 0 --epochs 3 \
-    >/dev/null 2>"$T/noretry.err" &
-bench=$!
-i=0
-: >"$HTTP/access.log"
-while [ "$(requests)" -lt 5 ]; do
-    i=$((i + 1))
-    [ $i -le 200 ] || { kill $bench; die "the benchmark made no requests"; }
-    sleep 0.05
-done
-"$HTTP_SERVER" stop "$HTTP"
-if wait $bench; then die "a read with --retries 0 survived a dead server"; fi
-must_say "$U/raw/shard-" "$T/noretry.err"
-must_say "gave up after 1 attempt)" "$T/noretry.err"
-echo "ok"
+case_a_server_restarted_in_the_middle_of_a_read_is_survived_by_retrying() {
+    [ -n "$U" ] || return 0
+    with_own_server read_through_a_restart
+}
+
+read_through_an_outage_without_retries() {
+    shardbench shards "$U/raw" --window 16K --connections 1 --rtt 20 --retries 0 --epochs 3 \
+        >/dev/null 2>"$C/noretry.err" &
+    bench=$!
+    i=0
+    : >"$HTTP/access.log"
+    while [ "$(requests)" -lt 5 ]; do
+        i=$((i + 1))
+        [ $i -le 200 ] || { kill $bench; die "the benchmark made no requests"; }
+        sleep 0.05
+    done
+    "$HTTP_SERVER" stop "$HTTP"
+    if wait $bench; then die "a read with --retries 0 survived a dead server"; fi
+    must_say "$U/raw/shard-" "$C/noretry.err"
+    must_say "gave up after 1 attempt)" "$C/noretry.err"
+}
+
+case_with_no_retries_allowed_the_same_outage_is_an_error_naming_the_url() {
+    [ -n "$U" ] || return 0
+    with_own_server read_through_an_outage_without_retries
+}
+
+run_cases

@@ -19,6 +19,8 @@ SMALL=${MEMORY_SMALL:-70000}
 LARGE=${MEMORY_LARGE:-210000}
 BOUND=32 # bytes per sample
 
+# the two datasets every case reads, of tiny captioned images: $SMALL and $LARGE
+# samples, each verified
 say "two datasets of tiny captioned images: $SMALL and $LARGE samples"
 for n in "$SMALL" "$LARGE"; do
     "$PYTHON" - "$SHARDKIT_TOP/tests/fixtures" "$T/d$n" "$n" <<'PY'
@@ -47,8 +49,10 @@ assert p.returncode == 0, (sys.argv[1:], p.returncode)
 print(usage.ru_maxrss)' "$@"
 }
 
-for pass in "" --deep; do
-    say "shardcheck $pass: at most $BOUND bytes more per sample"
+# grows_at_most PASS: `shardcheck PASS` peaks at most $BOUND bytes more per sample
+# from $SMALL to $LARGE samples
+grows_at_most() {
+    pass=$1
     small=$(peak shardcheck $pass --threads 2 "$T/d$SMALL")
     large=$(peak shardcheck $pass --threads 2 "$T/d$LARGE")
     per=$(((large - small) * 1024 / (LARGE - SMALL)))
@@ -56,6 +60,14 @@ for pass in "" --deep; do
     [ "$per" -le "$BOUND" ] ||
         die "shardcheck $pass: the peak grows by $per bytes a sample" \
             "($small KiB at $SMALL samples, $large KiB at $LARGE)"
-done
+}
 
-say "all shardcheck memory tests passed"
+case_shardcheck_peaks_at_most_32_bytes_more_per_sample() {
+    grows_at_most ""
+}
+
+case_shardcheck_deep_peaks_at_most_32_bytes_more_per_sample() {
+    grows_at_most --deep
+}
+
+run_cases

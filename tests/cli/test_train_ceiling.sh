@@ -10,24 +10,39 @@
 CEILING="$SHARDKIT_BIN/../bench/train_ceiling"
 [ -x "$CEILING" ] || die "no $CEILING (make test builds it)"
 
+# the jpeg shards every case reads: $T/jpeg (of $T/src)
 ceiling_jpeg
 
-say "every sample through the pipeline; the ceiling is one core's rate times the cores"
-"$CEILING" --json --reps 2 --threads 2 --crop 16 "$T/jpeg" >"$T/j.json"
-[ "$(json "$T/j.json" 'd["samples"]')" = 3 ] || die "samples: $(cat "$T/j.json")"
-[ "$(json "$T/j.json" 'd["cores"]')" = 2 ] || die "cores: $(cat "$T/j.json")"
-[ "$(json "$T/j.json" 'd["one_core_samples_per_second"] > 0')" = True ] ||
-    die "rate: $(cat "$T/j.json")"
-[ "$(json "$T/j.json" 'abs(d["ceiling_samples_per_second"] - 2 * d["one_core_samples_per_second"]) < 1')" = True ] ||
-    die "ceiling: $(cat "$T/j.json")"
-# the box of a 224-px crop of a 48-px image is never twice the output
-"$CEILING" --json --reps 1 --threads 1 "$T/jpeg" >"$T/big.json"
-[ "$(json "$T/big.json" 'd["dct_scaled_samples"]')" = 0 ] || die "dct: $(cat "$T/big.json")"
-"$CEILING" --reps 1 --threads 1 "$T/jpeg" >"$T/j.txt"
-must_say "3 samples" "$T/j.txt"
-must_say "ceiling" "$T/j.txt"
+case_every_sample_through_the_pipeline_the_ceiling_is_one_cores_rate_times_the_cores() {
+    "$CEILING" --json --reps 2 --threads 2 --crop 16 "$T/jpeg" >"$C/j.json"
+    [ "$(json "$C/j.json" 'd["samples"]')" = 3 ] || die "samples: $(cat "$C/j.json")"
+    [ "$(json "$C/j.json" 'd["cores"]')" = 2 ] || die "cores: $(cat "$C/j.json")"
+    [ "$(json "$C/j.json" 'd["one_core_samples_per_second"] > 0')" = True ] ||
+        die "rate: $(cat "$C/j.json")"
+    [ "$(json "$C/j.json" \
+        'abs(d["ceiling_samples_per_second"] - 2 * d["one_core_samples_per_second"]) < 1')" = True ] ||
+        die "ceiling: $(cat "$C/j.json")"
+}
 
-ceiling_refusals "$T/jpeg"
-must_fail 2 "$CEILING" --crop 0 "$T/jpeg"
-must_say "--crop" "$T/err"
-echo "train_ceiling checks passed"
+case_the_box_of_a_224_px_crop_of_a_48_px_image_is_never_twice_the_output_no_dct_scaling() {
+    "$CEILING" --json --reps 1 --threads 1 "$T/jpeg" >"$C/big.json"
+    [ "$(json "$C/big.json" 'd["dct_scaled_samples"]')" = 0 ] || die "dct: $(cat "$C/big.json")"
+}
+
+case_the_text_report_gives_the_samples_and_the_ceiling() {
+    "$CEILING" --reps 1 --threads 1 "$T/jpeg" >"$C/j.txt"
+    must_say "3 samples" "$C/j.txt"
+    must_say "ceiling" "$C/j.txt"
+}
+
+case_a_damaged_record_is_an_error_naming_it_not_a_rate() {
+    ceiling_damaged_record "$C"
+}
+
+case_bad_arguments_are_usage_errors_crop_0_too() {
+    ceiling_usage_errors "$T/jpeg"
+    must_fail 2 "$CEILING" --crop 0 "$T/jpeg"
+    must_say "--crop" "$T/err"
+}
+
+run_cases

@@ -30,6 +30,13 @@
 # checkout's, DOC_BLOCKS_ONLY=PAGE runs one page's blocks.  The test runs
 # itself so on a copy of the docs with a broken block and with a block of no
 # fixture, and must fail both times, naming the block.
+#
+# The cases: one per page whose blocks run (every_block_of_PAGE_runs, the
+# page's path with '/', '.' and '-' as '_'), which runs that page's blocks,
+# each in its directory under the case's $C, and fails naming each block
+# that failed (PAGE:LINE); one for the pages that have no case of their own
+# (a new page's blocks run there, or fail for want of a fixture); the
+# self-test.  SHARDKIT_CASE picks pages by their case.
 . "$(dirname "$0")/lib.sh"
 
 DOCS=${DOC_BLOCKS_TOP:-$SHARDKIT_TOP}
@@ -50,7 +57,7 @@ stop_services() {
         [ ! -d "$s/.http" ] || "$SHARDKIT_TOP/bench/http_server.sh" stop "$s/.http" >/dev/null 2>&1 || true
     done
 }
-on_exit 'stop_services "$T"/run/*'
+on_exit 'stop_services "$T"/case/*/run/*'
 unset AWS_PROFILE AWS_DEFAULT_PROFILE AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_ENDPOINT_URL_S3 \
     AWS_ENDPOINT_URL AWS_DEFAULT_REGION AWS_SESSION_TOKEN 2>/dev/null || true
 MOTO="" HTTP=""
@@ -94,8 +101,9 @@ made() {
     dst=$1
     shift
     [ $# -eq 0 ] || { src=$1; shift; set -- --deep --source "$src" "$@"; }
-    shardcheck "$@" "$dst" >"$T/made.log" 2>&1 || { cat "$T/made.log" >&2; die "$block: '$dst' does not verify"; }
-    must_say "verified '$dst'" "$T/made.log"
+    shardcheck "$@" "$dst" >"$C/made.log" 2>&1 ||
+        { cat "$C/made.log" >&2; die "$block: '$dst' does not verify"; }
+    must_say "verified '$dst'" "$C/made.log"
 }
 # log TEXT: the block's output says TEXT
 log() { must_say "$1" "$D/.log"; }
@@ -425,73 +433,109 @@ run_block() {
     esac
 }
 
-failed=""
-ran=0
-skipped=0
-while IFS='	' read -r n page line kind first <&3; do
-    [ -z "$ONLY" ] || [ "$page" = "$ONLY" ] || continue
-    block="$page:$line"
-    echo "$page" >>"$T/pages"
-    [ "$kind" != listing ] || { echo "$page listing" >>"$T/counts"; continue; }
-    name=$(fixture_of "$page" "$first")
-    if [ -z "$name" ]; then
-        echo "FAIL: $block: a $kind block with no fixture in tests/cli/test_doc_blocks.sh ('$first')" >&2
-        failed="$failed $block"
-        continue
-    fi
-    D=$T/run/$n
-    mkdir -p "$D"
-    cd "$D"
-    prelude="import shardkit" after="" where=$D torchrun="" skip_block=""
-    # the fixture and block in a subshell: what they export stays theirs
-    status=0
-    (
-        set -e
-        "fixture_$name"
-        [ -z "$skip_block" ] || exit 77
-        started=$(date +%s)
-        run_block "$n" "$kind" || { rc=$?
-            [ $rc -ne 124 ] || echo "(stopped after ${DOC_BLOCKS_TIMEOUT:-240} s)" >>"$D/.log"
-            echo "FAIL: $block (fixture $name): the block failed:" >&2
-            sed 's/^/    | /' "$T/blocks/$n".* >&2
-            tail -n 30 "$D/.log" | sed 's/^/    > /' >&2; exit 1; }
-        ! command -v "check_$name" >/dev/null 2>&1 || "check_$name"
-        echo "-- $block: ran ($name, $(($(date +%s) - started)) s)"
-    ) || status=$?
-    cd "$T"
-    stop_services "$D"
-    case $status in
-    0) ran=$((ran + 1)); echo "$page ran" >>"$T/counts" ;;
-    77) skipped=$((skipped + 1)); echo "$page skipped" >>"$T/counts" ;;
-    *) failed="$failed $block" ;;
-    esac
-done 3<"$T/blocks.list"
+# the generated layouts the fixtures take, made once for every case
+layouts
+# the blocks to run: at least one, in the pages DOC_BLOCKS_ONLY picks
+awk -F'\t' -v only="$ONLY" '$4 != "listing" && (only == "" || $2 == only)' "$T/blocks.list" | grep -q . ||
+    die "no block to run${ONLY:+ in $ONLY}"
 
-say "blocks run per page"
-sort "$T/counts" 2>/dev/null | uniq -c | awk '{ printf "   %-40s %d %s\n", $2, $1, $3 }'
-[ -z "$failed" ] || die "blocks of the documentation fail or have no fixture:$failed"
-[ "$ran" -gt 0 ] || die "no block ran"
+# page_case PAGE: the name of PAGE's case (every_block_of_PAGE_runs)
+page_case() { echo "every_block_of_$(echo "$1" | tr './-' '___')_runs"; }
+
+# run_blocks PAGE...: run the blocks of these pages (but those DOC_BLOCKS_ONLY
+# leaves out), each block in its own directory under $C/run, with its fixture
+# and check; print how many blocks ran per page; fail naming every block that
+# failed or has no fixture
+run_blocks() {
+    failed=""
+    : >"$C/counts"
+    while IFS='	' read -r n page line kind first <&3; do
+        case " $* " in *" $page "*) ;; *) continue ;; esac
+        [ -z "$ONLY" ] || [ "$page" = "$ONLY" ] || continue
+        block="$page:$line"
+        [ "$kind" != listing ] || { echo "$page listing" >>"$C/counts"; continue; }
+        name=$(fixture_of "$page" "$first")
+        if [ -z "$name" ]; then
+            echo "FAIL: $block: a $kind block with no fixture in tests/cli/test_doc_blocks.sh ('$first')" >&2
+            failed="$failed $block"
+            continue
+        fi
+        D=$C/run/$n
+        mkdir -p "$D"
+        cd "$D"
+        prelude="import shardkit" after="" where=$D torchrun="" skip_block=""
+        # the fixture and block in a subshell: what they export stays theirs
+        status=0
+        (
+            set -e
+            "fixture_$name"
+            [ -z "$skip_block" ] || exit 77
+            started=$(date +%s)
+            run_block "$n" "$kind" || { rc=$?
+                [ $rc -ne 124 ] || echo "(stopped after ${DOC_BLOCKS_TIMEOUT:-240} s)" >>"$D/.log"
+                echo "FAIL: $block (fixture $name): the block failed:" >&2
+                sed 's/^/    | /' "$T/blocks/$n".* >&2
+                tail -n 30 "$D/.log" | sed 's/^/    > /' >&2; exit 1; }
+            ! command -v "check_$name" >/dev/null 2>&1 || "check_$name"
+            echo "-- $block: ran ($name, $(($(date +%s) - started)) s)"
+        ) || status=$?
+        cd "$C"
+        stop_services "$D"
+        case $status in
+        0) echo "$page ran" >>"$C/counts" ;;
+        77) echo "$page skipped" >>"$C/counts" ;;
+        *) failed="$failed $block" ;;
+        esac
+    done 3<"$T/blocks.list"
+    say "blocks run per page"
+    sort "$C/counts" | uniq -c | awk '{ printf "   %-40s %d %s\n", $2, $1, $3 }'
+    [ -z "$failed" ] || die "blocks of the documentation fail or have no fixture:$failed"
+}
+
+case_every_block_of_README_md_runs() { run_blocks README.md; }
+case_every_block_of_docs_guide_benchmarks_md_runs() { run_blocks docs/guide/benchmarks.md; }
+case_every_block_of_docs_guide_boxes_and_masks_md_runs() { run_blocks docs/guide/boxes-and-masks.md; }
+case_every_block_of_docs_guide_c_library_md_runs() { run_blocks docs/guide/c-library.md; }
+case_every_block_of_docs_guide_fields_md_runs() { run_blocks docs/guide/fields.md; }
+case_every_block_of_docs_guide_nightly_md_runs() { run_blocks docs/guide/nightly.md; }
+case_every_block_of_docs_guide_parts_md_runs() { run_blocks docs/guide/parts.md; }
+case_every_block_of_docs_guide_pytorch_md_runs() { run_blocks docs/guide/pytorch.md; }
+case_every_block_of_docs_guide_remote_md_runs() { run_blocks docs/guide/remote.md; }
+case_every_block_of_docs_guide_sources_md_runs() { run_blocks docs/guide/sources.md; }
+
+# the pages with no case above (listings only, or a new page): their blocks
+# run here, and a block of no fixture fails here, naming itself
+case_every_block_of_a_page_without_a_case_of_its_own_runs() {
+    others=""
+    for page in $(cut -f 2 "$T/blocks.list" | sort -u); do
+        grep -q "^case_$(page_case "$page")() *{" "$0" || others="$others $page"
+    done
+    [ -z "$others" ] || run_blocks $others
+}
 
 # The self-test: the test fails on a block that fails, and on a block it has
 # no fixture for, naming it (a copy of the docs; one page)
-if [ -z "${DOC_BLOCKS_TOP:-}" ]; then
-    say "a broken block, and a block of no fixture, fail the test"
-    mkdir -p "$T/broken/docs/guide"
-    cp "$SHARDKIT_TOP/README.md" "$T/broken/"
+case_a_broken_block_and_a_block_of_no_fixture_fail_the_test_naming_the_block() {
+    # (not in the run the self-test makes)
+    [ -z "${DOC_BLOCKS_TOP:-}" ] || return 0
+    mkdir -p "$C/broken/docs/guide"
+    cp "$SHARDKIT_TOP/README.md" "$C/broken/"
     sed 's|^shardify merge DST |shardify merge --no-such-option DST |' "$SHARDKIT_TOP/docs/guide/parts.md" \
-        >"$T/broken/docs/guide/parts.md"
-    ! cmp -s "$SHARDKIT_TOP/docs/guide/parts.md" "$T/broken/docs/guide/parts.md" ||
+        >"$C/broken/docs/guide/parts.md"
+    ! cmp -s "$SHARDKIT_TOP/docs/guide/parts.md" "$C/broken/docs/guide/parts.md" ||
         die "the self-test's broken block is not in docs/guide/parts.md"
-    printf '\n```sh\nshardify new/ shards/\n```\n' >>"$T/broken/docs/guide/parts.md"
+    printf '\n```sh\nshardify new/ shards/\n```\n' >>"$C/broken/docs/guide/parts.md"
     set +e
-    DOC_BLOCKS_TOP=$T/broken DOC_BLOCKS_ONLY=docs/guide/parts.md sh "$0" >"$T/self.log" 2>&1
+    # every case of that run (not the one this run picked)
+    DOC_BLOCKS_TOP=$C/broken DOC_BLOCKS_ONLY=docs/guide/parts.md SHARDKIT_CASE='*' \
+        sh "$0" >"$C/self.log" 2>&1
     got=$?
     set -e
-    [ "$got" -ne 0 ] || { cat "$T/self.log" >&2; die "the test passed a broken block"; }
-    line=$(grep -n '^shardify --part 0/3 SRC DST' "$T/broken/docs/guide/parts.md" | cut -d: -f1)
-    must_say "FAIL: docs/guide/parts.md:$((line - 1)) (fixture parts): the block failed" "$T/self.log"
-    must_say "shardify merge --no-such-option DST" "$T/self.log"
-    must_say "a sh block with no fixture in tests/cli/test_doc_blocks.sh ('shardify new/ shards/')" "$T/self.log"
-fi
+    [ "$got" -ne 0 ] || { cat "$C/self.log" >&2; die "the test passed a broken block"; }
+    line=$(grep -n '^shardify --part 0/3 SRC DST' "$C/broken/docs/guide/parts.md" | cut -d: -f1)
+    must_say "FAIL: docs/guide/parts.md:$((line - 1)) (fixture parts): the block failed" "$C/self.log"
+    must_say "shardify merge --no-such-option DST" "$C/self.log"
+    must_say "a sh block with no fixture in tests/cli/test_doc_blocks.sh ('shardify new/ shards/')" "$C/self.log"
+}
 
-echo "every code block of README.md and docs/ runs ($ran blocks$([ "$skipped" -eq 0 ] || echo ", $skipped skipped"))"
+run_cases

@@ -42,34 +42,39 @@ for line in open(os.path.join(d, "index.jsonl")):
 PY
 }
 
-say "class folders 'abc' and Latin-1 'été' (and 'zz') beside each other"
-tree "$T/dirs" abc "$E" zz abc
-shardify $OPTS "$T/dirs" "$T/d1" || die "shardify refused a non-UTF-8 class folder beside ASCII ones"
-labels_of "$T/d1" >"$T/got"
-cat >"$T/want" <<EOF
+case_latin1_class_folder_beside_ascii_ones_is_written_escaped_and_every_sample_keeps_its_class() {
+    tree "$C/dirs" abc "$E" zz abc
+    shardify $OPTS "$C/dirs" "$C/d1" || die "shardify refused a non-UTF-8 class folder beside ASCII ones"
+    labels_of "$C/d1" >"$C/got"
+    cat >"$C/want" <<EOF
 labels ['$PCT', 'abc', 'zz'] by_label [('$PCT', 1), ('abc', 2), ('zz', 1)]
 b'abc/1.png' abc
 b'abc/4.png' abc
 b'zz/3.png' zz
 b'\\xe9t\\xe9/2.png' $PCT
 EOF
-diff "$T/want" "$T/got" >&2 || die "samples do not keep their classes"
-shardcheck --source "$T/dirs" "$T/d1" >"$T/check" 2>&1 || { cat "$T/check" >&2; die "shardcheck"; }
-must_say "labels re-derived and checked" "$T/check"
+    diff "$C/want" "$C/got" >&2 || die "samples do not keep their classes"
+    shardcheck --source "$C/dirs" "$C/d1" >"$C/check" 2>&1 || { cat "$C/check" >&2; die "shardcheck"; }
+    must_say "labels re-derived and checked" "$C/check"
+}
 
-say "the same classes from a CSV file: the same labels"
-mkdir "$T/flat"
-tree "$T/flat" p q r s
-printf 'p/1.png,abc\nq/2.png,%s\nr/3.png,zz\ns/4.png,abc\n' "$E" >"$T/labels.csv"
-shardify $OPTS --labels "$T/labels.csv" "$T/flat" "$T/d2" ||
-    die "shardify refused a non-UTF-8 CSV label beside ASCII ones"
-[ "$(json "$T/d2/manifest.json" 'd["labels"]')" = "['$PCT', 'abc', 'zz']" ] ||
-    die "CSV labels: $(json "$T/d2/manifest.json" 'd["labels"]')"
-shardcheck --source "$T/flat" --labels "$T/labels.csv" "$T/d2" >"$T/check" 2>&1 ||
-    { cat "$T/check" >&2; die "shardcheck of the CSV labels"; }
+case_the_same_classes_from_a_csv_file_give_the_same_labels() {
+    mkdir "$C/flat"
+    tree "$C/flat" p q r s
+    printf 'p/1.png,abc\nq/2.png,%s\nr/3.png,zz\ns/4.png,abc\n' "$E" >"$C/labels.csv"
+    shardify $OPTS --labels "$C/labels.csv" "$C/flat" "$C/d2" ||
+        die "shardify refused a non-UTF-8 CSV label beside ASCII ones"
+    [ "$(json "$C/d2/manifest.json" 'd["labels"]')" = "['$PCT', 'abc', 'zz']" ] ||
+        die "CSV labels: $(json "$C/d2/manifest.json" 'd["labels"]')"
+    shardcheck --source "$C/flat" --labels "$C/labels.csv" "$C/d2" >"$C/check" 2>&1 ||
+        { cat "$C/check" >&2; die "shardcheck of the CSV labels"; }
+}
 
-say "a UTF-8 folder named '$PCT' beside Latin-1 'été': refused, both named"
-tree "$T/clash" abc "$E" "$PCT"
-must_fail 1 shardify $OPTS "$T/clash" "$T/d3"
-must_say "labels '$PCT' and '\\xe9t\\xe9' would both be written '$PCT' in the manifest" "$T/err"
-[ ! -e "$T/d3/manifest.json" ] || die "a refused run published"
+case_utf8_folder_named_like_the_escape_of_a_latin1_one_is_refused_naming_both() {
+    tree "$C/clash" abc "$E" "$PCT"
+    must_fail 1 shardify $OPTS "$C/clash" "$C/d3"
+    must_say "labels '$PCT' and '\\xe9t\\xe9' would both be written '$PCT' in the manifest" "$T/err"
+    [ ! -e "$C/d3/manifest.json" ] || die "a refused run published"
+}
+
+run_cases

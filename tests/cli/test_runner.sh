@@ -294,4 +294,12 @@ EOF2
     rm "$P/tests/cli/test_sigint.sh"
 }
 
+case_every_script_of_tests_cli_is_written_in_cases() {
+    # (a script that stops at its first failure hides the cases after it)
+    for f in "$SHARDKIT_TOP"/tests/cli/test_*.sh; do
+        grep -q '^case_[A-Za-z0-9_]*() *{' "$f" && [ "$(grep -v '^$' "$f" | tail -n 1)" = run_cases ] ||
+            die "$(basename "$f") is not written in cases: case_NAME() { functions, ending with run_cases"
+    done
+}
+
 run_cases

@@ -27,6 +27,15 @@ need_moto() {
 have_s3rver() {
     command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1
 }
+# no_s3rver: (a case of s3rver) it cannot run here, and says so
+no_s3rver() {
+    have_s3rver && return 1
+    echo "s3rver: not tried (Node.js and npm are not installed)"
+}
+# on_s3rver FN ARGS...: FN ARGS... s3rver, where s3rver can run
+on_s3rver() {
+    no_s3rver || "$@" s3rver
+}
 
 s3_cleanup() {
     for p in $(cat "$T/recorders" 2>/dev/null); do kill "$p" 2>/dev/null || true; done

@@ -47,8 +47,7 @@ case_moto_sidecars_under_an_s3_prefix_give_the_directorys_dataset_byte_for_byte(
 }
 
 case_s3rver_sidecars_under_an_s3_prefix_give_the_directorys_dataset_byte_for_byte() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
-    sidecars_like_the_directory s3rver
+    on_s3rver sidecars_like_the_directory
 }
 
 run_cases

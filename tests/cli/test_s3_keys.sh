@@ -144,27 +144,23 @@ case_moto_the_encoded_dst_prefix_is_guarded_overwrite_needed_and_it_leaves_no_ol
 }
 
 case_s3rver_an_s3_source_with_hostile_keys_converts_every_file_like_the_directory() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
-    converts_like_the_directory s3rver
+    on_s3rver converts_like_the_directory
 }
 
 case_s3rver_the_same_dataset_in_a_dst_prefix_that_needs_encoding_is_read_back_by_boto3() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
-    read_back_by_boto3 s3rver
+    on_s3rver read_back_by_boto3
 }
 
 case_s3rver_shardcheck_source_s3_verifies_it_and_fails_naming_the_keys_when_the_source_changed() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
-    shardcheck_source s3rver
+    on_s3rver shardcheck_source
 }
 
 case_s3rver_the_encoded_dst_prefix_is_guarded_overwrite_needed_and_it_leaves_no_old_shard() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
-    dst_is_guarded s3rver
+    on_s3rver dst_is_guarded
 }
 
 case_s3rver_a_key_with_control_bytes_cannot_be_listed_there_an_error_and_nothing_published() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
+    no_s3rver && return 0
     use_store s3rver
     boto put-tree "$S3_BUCKET" ctl "$T/ctl"
     must_fail 1 shardify "$B/ctl" "$B/ctl-out" $OPTS --quiet

@@ -82,13 +82,11 @@ case_moto_shardcat_of_the_three_index_files_writes_the_local_datasets_samples() 
 }
 
 case_s3rver_every_key_found_under_an_s3_prefix_with_key_tables_and_without() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
-    every_key_found s3rver
+    on_s3rver every_key_found
 }
 
 case_s3rver_shardcat_of_the_three_index_files_writes_the_local_datasets_samples() {
-    have_s3rver || { echo "s3rver: not tried (Node.js and npm are not installed)"; return 0; }
-    shardcat_writes_the_local_samples s3rver
+    on_s3rver shardcat_writes_the_local_samples
 }
 
 run_cases

@@ -1005,8 +1005,11 @@ int sk_cache_open(struct sk_cache *c, struct fetch *remote, const char *name, ui
         cf_close(&cf->base);
         return rc;
     }
-    /* the size reads see: the verified file's, or the server's */
-    cf->base.size = cf->state == CF_LOCAL ? bytes : cf->http->size;
+    /* the size reads see: the verified file's, or the server's.  Not by
+     * cf->state: a download acquire started may already be writing it (this
+     * thread alone sets cf->http, and a download needs the server's size to
+     * be the manifest's) */
+    cf->base.size = cf->http ? cf->http->size : bytes;
     *out = &cf->base;
     return SHARD_OK;
 }

@@ -280,7 +280,7 @@ case_a_cache_shared_between_users_another_users_locks_and_a_download_of_theirs_k
     t0=$(date +%s)
     as_other shardbench shards "$U/raw" --epochs 1 --cache-dir "$C/shared" \
         --digests "$C/nb/d11.jsonl" --json >"$C/nb/r11.json" 2>"$C/nb/err11" ||
-        die "reading a cache another user shares failed (or hung: $(seconds_since $t0) s)"
+        { cat "$C/nb/err11" >&2; die "reading a cache another user shares failed (or hung: $(seconds_since $t0) s)"; }
     cmp -s "$T/local.jsonl" "$C/nb/d11.jsonl" || die "a shared cache served other samples"
     if grep -q warning "$C/nb/err11"; then cat "$C/nb/err11" >&2; die "a shared cache warned"; fi
     [ "$(ls "$C/shared"/*.shard | wc -l)" -eq "$S" ] ||

@@ -122,6 +122,16 @@ run_cases() {
     [ -z "$cases_bad" ] || die "$(echo $cases_bad | wc -w) of $cases_n cases failed:$cases_bad"
 }
 
+# verifies NAME SRC DST [OPTIONS...]: (in a case) shardcheck --deep --source
+# SRC DST OPTIONS verifies DST; its report in $C/NAME.check
+verifies() {
+    name=$1 src=$2 dst=$3
+    shift 3
+    shardcheck --deep --source "$src" "$dst" "$@" >"$C/$name.check" 2>&1 ||
+        { cat "$C/$name.check" >&2; die "$name: does not verify"; }
+    must_say "verified '$dst'" "$C/$name.check"
+}
+
 # must_fail CODE CMD...: CMD must exit with status CODE.
 must_fail() {
     want=$1; shift

@@ -103,9 +103,7 @@ case_shardcheck_deep_source_proves_each_depth_files_identity() {
         set -- $run
         name=$1 src=$2
         shift 2
-        shardcheck --deep --source "$src" "$T/$name" "$@" >"$C/$name.check" 2>&1 ||
-            { cat "$C/$name.check" >&2; die "$name: does not verify"; }
-        must_say "verified '$T/$name'" "$C/$name.check"
+        verifies "$name" "$src" "$T/$name" "$@"
     done
     cp -R "$I/dir" "$C/changed"
     "$PYTHON" -c 'import sys; from PIL import Image; Image.new("L", (96, 64), 9).save(sys.argv[1])' \
@@ -202,9 +200,7 @@ for dst in sys.argv[1:]:
 EOF
     for run in "pairs $C/pairs_src" "pairtars $C/pairtars_src"; do
         set -- $run
-        shardcheck --deep --source "$2" "$C/$1" >"$C/$1.check" 2>&1 ||
-            { cat "$C/$1.check" >&2; die "$1: does not verify"; }
-        must_say "verified '$C/$1'" "$C/$1.check"
+        verifies "$1" "$2" "$C/$1"
     done
     rm "$C/pairs_src/a/x1.right.jpg"
     must_fail 1 shardcheck --deep --source "$C/pairs_src" "$C/pairs"

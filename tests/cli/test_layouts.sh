@@ -183,15 +183,6 @@ print("\n".join(sorted(lines)))
 EOF
 }
 
-# verifies NAME SRC DST [OPTIONS]: shardcheck --deep --source proves DST
-verifies() {
-    name=$1 src=$2 dst=$3
-    shift 3
-    shardcheck --deep --source "$src" "$dst" "$@" >"$C/$name.check" 2>&1 ||
-        { cat "$C/$name.check" >&2; die "$name: does not verify"; }
-    must_say "verified '$dst'" "$C/$name.check"
-}
-
 # the archives served by nginx (the URL case)
 HTTP_SERVER="$SHARDKIT_TOP/bench/http_server.sh"
 U=""

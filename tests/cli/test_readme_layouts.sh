@@ -12,19 +12,9 @@ mkdir -p "$L"
 "$PYTHON" "$SHARDKIT_TOP/tests/fixtures/make_layouts.py" "$L"
 S="--size 32 --quiet"
 
-# layout NAME SRC DST [SHARDCHECK OPTIONS...]: shardcheck --deep --source
-# SRC DST verifies; its report in the case's $C/NAME.check
-layout() {
-    name=$1 src=$2 dst=$3
-    shift 3
-    shardcheck --deep --source "$src" "$dst" "$@" >"$C/$name.check" 2>&1 ||
-        { cat "$C/$name.check" >&2; die "$name: the dataset of the layout does not verify"; }
-    must_say "verified '$dst'" "$C/$name.check"
-}
-
 case_a_directory_of_class_folders_verifies_with_its_counts_and_labels() {
     shardify "$L/raw" "$C/classes" $S
-    layout classes "$L/raw" "$C/classes"
+    verifies classes "$L/raw" "$C/classes"
     [ "$(json "$C/classes/manifest.json" \
         "d['counts']['samples'], d['counts']['rejected'], d['counts']['ignored'], d['labels']")" = \
         "(6, 1, 1, ['cat', 'dog'])" ] || die "the class folders: $(cat "$C/classes/manifest.json")"
@@ -32,26 +22,26 @@ case_a_directory_of_class_folders_verifies_with_its_counts_and_labels() {
 
 case_labels_from_a_csv_file_and_from_a_regex_verify() {
     shardify "$L/raw" "$C/csv" $S --labels "$L/labels.csv"
-    layout csv "$L/raw" "$C/csv" --labels "$L/labels.csv"
+    verifies csv "$L/raw" "$C/csv" --labels "$L/labels.csv"
     shardify "$L/raw" "$C/regex" $S --labels 'regex:^([a-z]+)/'
-    layout regex "$L/raw" "$C/regex"
+    verifies regex "$L/raw" "$C/regex"
 }
 
 case_webdataset_tars_with_cls_classes_labels_sidecar_cls_verify() {
     shardify --archives "$L/wds" "$C/wds" $S --labels sidecar:.cls
-    layout wds "$L/wds" "$C/wds"
+    verifies wds "$L/wds" "$C/wds"
     [ "$(json "$C/wds/manifest.json" "d['counts']['unlabeled'], len(d['labels'])")" = "(0, 2)" ] ||
         die "the .cls classes: $(cat "$C/wds/manifest.json")"
 }
 
 case_a_class_from_a_column_of_a_json_lines_table_verifies() {
     shardify "$L/photos/" "$C/column" $S --labels column:kind --annotations "$L/captions.jsonl"
-    layout column "$L/photos" "$C/column" --annotations "$L/captions.jsonl"
+    verifies column "$L/photos" "$C/column" --annotations "$L/captions.jsonl"
 }
 
 case_masks_from_sidecars_from_mask_png_verify() {
     shardify "$L/seg" "$C/seg" $S --labels none --field "seg=mask,from=_mask.png,classes=$L/classes.txt"
-    layout seg "$L/seg" "$C/seg"
+    verifies seg "$L/seg" "$C/seg"
 }
 
 case_an_incremental_run_after_the_source_changed_verifies_with_its_lineage() {
@@ -61,7 +51,7 @@ case_an_incremental_run_after_the_source_changed_verifies_with_its_lineage() {
     cp "$C/raw/cat/c0.jpg" "$C/raw/cat/c9.jpg"
     rm "$C/raw/dog/d1.png"
     shardify --incremental "$C/classes" "$C/raw" "$C/incremental" $S
-    layout incremental "$C/raw" "$C/incremental"
+    verifies incremental "$C/raw" "$C/incremental"
     [ "$(json "$C/incremental/manifest.json" "d['lineage']['added'], d['lineage']['removed']")" = \
         "(1, 1)" ] ||
         die "the lineage: $(cat "$C/incremental/manifest.json")"
